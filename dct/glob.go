@@ -1,0 +1,180 @@
+package dct
+
+import "strings"
+
+// Resource patterns (§10.2) are split on '/' into segments. A segment that
+// is exactly "*" matches one segment, exactly "**" matches zero or more
+// segments, and any other segment matches only itself ('*' inside a longer
+// segment is literal, as in the reference implementation). A whole pattern
+// of "*" or "**" matches anything.
+//
+// Wildcards never match a "." or ".." segment, so "/project/**" does not
+// match "/project/../secret"; such a resource is granted only by a pattern
+// that names those segments literally or by the universal pattern.
+
+func isUniversal(pattern string) bool { return pattern == "*" || pattern == "**" }
+
+func isDotSegment(s string) bool { return s == "." || s == ".." }
+
+// MatchResource reports whether a resource pattern matches a concrete resource.
+func MatchResource(pattern, resource string) bool {
+	if isUniversal(pattern) || pattern == resource && !hasDotSegment(resource) {
+		return true
+	}
+	if len(pattern) > MaxResourceLen || len(resource) > MaxResourceLen {
+		return false
+	}
+	return matchSegments(strings.Split(pattern, "/"), strings.Split(resource, "/"))
+}
+
+func hasDotSegment(resource string) bool {
+	if !strings.Contains(resource, ".") {
+		return false
+	}
+	for _, s := range strings.Split(resource, "/") {
+		if isDotSegment(s) {
+			return true
+		}
+	}
+	return false
+}
+
+// matchSegments matches with backtracking on "**" only at its last
+// occurrence, which is linear for the single-"**" patterns people write and
+// at worst O(len(p)·len(r)).
+func matchSegments(p, r []string) bool {
+	pi, ri := 0, 0
+	starP, starR := -1, 0
+	for ri < len(r) {
+		switch {
+		case pi < len(p) && p[pi] == "**":
+			starP, starR = pi, ri
+			pi++
+		case pi < len(p) && segmentMatches(p[pi], r[ri]):
+			pi++
+			ri++
+		case starP >= 0 && !isDotSegment(r[starR]):
+			// Let the last "**" absorb one more segment and retry.
+			starR++
+			pi, ri = starP+1, starR
+		default:
+			return false
+		}
+	}
+	for pi < len(p) && p[pi] == "**" {
+		pi++
+	}
+	return pi == len(p)
+}
+
+func segmentMatches(p, r string) bool {
+	if p == "*" {
+		return !isDotSegment(r)
+	}
+	return p == r
+}
+
+// ResourceSubset reports whether every resource the child pattern matches is
+// matched by the parent pattern. It is sound but not complete: when it
+// cannot prove inclusion it reports false, and narrowing is refused.
+func ResourceSubset(child, parent string) bool {
+	if isUniversal(parent) {
+		return true
+	}
+	if isUniversal(child) {
+		return false
+	}
+	if child == parent {
+		return true
+	}
+	c, p := strings.Split(child, "/"), strings.Split(parent, "/")
+	if len(c) > MaxResourceSegments || len(p) > MaxResourceSegments {
+		return false
+	}
+	s := subsetSolver{c: c, p: p, memo: make([]int8, (len(c)+1)*(len(p)+1))}
+	return s.subset(0, 0)
+}
+
+type subsetSolver struct {
+	c, p []string
+	memo []int8 // 0 unknown, 1 true, 2 false
+}
+
+// subset decides L(c[i:]) ⊆ L(p[j:]). Each rule is a sufficient condition,
+// so a true answer is a proof; memoization keeps it O(len(c)·len(p)).
+func (s *subsetSolver) subset(i, j int) bool {
+	k := i*(len(s.p)+1) + j
+	if s.memo[k] != 0 {
+		return s.memo[k] == 1
+	}
+	r := s.decide(i, j)
+	if r {
+		s.memo[k] = 1
+	} else {
+		s.memo[k] = 2
+	}
+	return r
+}
+
+func (s *subsetSolver) decide(i, j int) bool {
+	if j == len(s.p) {
+		return i == len(s.c)
+	}
+	if i == len(s.c) {
+		// The child matches only the empty remainder; the parent must too.
+		for _, seg := range s.p[j:] {
+			if seg != "**" {
+				return false
+			}
+		}
+		return true
+	}
+	cs, ps := s.c[i], s.p[j]
+	switch ps {
+	case "**":
+		// Parent "**" matches nothing here, or absorbs the child's segment
+		// (a child "**" is absorbed whole, since "**" repeats).
+		if s.subset(i, j+1) {
+			return true
+		}
+		return !isDotSegment(cs) && s.subset(i+1, j)
+	case "*":
+		return cs != "**" && !isDotSegment(cs) && s.subset(i+1, j+1)
+	default:
+		return cs == ps && s.subset(i+1, j+1)
+	}
+}
+
+// matchWildcard matches a namespace or action: "*" in a capability grants
+// any value.
+func matchWildcard(granted, requested string) bool { return granted == "*" || granted == requested }
+
+// Covers reports whether c grants the requested namespace, action and resource.
+func (c Capability) Covers(namespace, action, resource string) bool {
+	return matchWildcard(c.Namespace, namespace) && matchWildcard(c.Action, action) && MatchResource(c.Resource, resource)
+}
+
+// SubsetOf reports whether c grants nothing that parent does not.
+func (c Capability) SubsetOf(parent Capability) bool {
+	return subsetName(c.Namespace, parent.Namespace) && subsetName(c.Action, parent.Action) && ResourceSubset(c.Resource, parent.Resource)
+}
+
+func subsetName(child, parent string) bool { return parent == "*" || child == parent }
+
+// capsSubset reports whether every capability in child is a subset of some
+// capability in parent, and names the first that is not.
+func capsSubset(child, parent []Capability) (Capability, bool) {
+	for _, c := range child {
+		ok := false
+		for _, p := range parent {
+			if c.SubsetOf(p) {
+				ok = true
+				break
+			}
+		}
+		if !ok {
+			return c, false
+		}
+	}
+	return Capability{}, true
+}

@@ -1,0 +1,59 @@
+package dct
+
+import (
+	"github.com/delegateos/delegateos/internal/b64"
+	"github.com/delegateos/delegateos/internal/sig"
+)
+
+// String is the serialized token: base64url of its canonical JSON.
+func (tok *Token) String() string { return tok.raw }
+
+// Serialized is the {token, format} transport form.
+func (tok *Token) Serialized() Serialized { return Serialized{Token: tok.raw, Format: Format} }
+
+// Unverified returns a copy of the decoded token as written. Nothing in it
+// is trustworthy until a Verifier has accepted the token.
+func (tok *Token) Unverified() SignedToken {
+	t := tok.t
+	t.Attenuations = append([]Attenuation(nil), t.Attenuations...)
+	t.Signatures = append([]Signature(nil), t.Signatures...)
+	return t
+}
+
+// Blocks is the number of blocks: the authority plus each attenuation.
+func (tok *Token) Blocks() int { return 1 + len(tok.t.Attenuations) }
+
+// RevocationIDs returns the revocation ID of each block (§3.5):
+// base64url(BLAKE2b-256(canonical block)), authority first.
+func (tok *Token) RevocationIDs() []string {
+	ids := make([]string, 0, tok.Blocks())
+	ids = append(ids, blockRevocationID(tok.enc.authority.of(tok.enc.all)))
+	for _, s := range tok.enc.attenuation {
+		ids = append(ids, blockRevocationID(s.of(tok.enc.all)))
+	}
+	return ids
+}
+
+func blockRevocationID(block []byte) string {
+	d := sig.Digest(block)
+	return b64.Encode(d[:])
+}
+
+// Signers returns the principal ID that must have signed each block:
+// the issuer for the authority, the attenuator for each attenuation.
+func (tok *Token) Signers() []string {
+	ids := make([]string, 0, tok.Blocks())
+	ids = append(ids, tok.t.Authority.Issuer)
+	for i := range tok.t.Attenuations {
+		ids = append(ids, tok.t.Attenuations[i].Attenuator)
+	}
+	return ids
+}
+
+// Delegatee is the current holder: the last block's delegatee.
+func (tok *Token) Delegatee() string {
+	if n := len(tok.t.Attenuations); n > 0 {
+		return tok.t.Attenuations[n-1].Delegatee
+	}
+	return tok.t.Authority.Delegatee
+}

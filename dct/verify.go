@@ -1,0 +1,217 @@
+package dct
+
+import (
+	"fmt"
+	"time"
+
+	"github.com/delegateos/delegateos/identity"
+	"github.com/delegateos/delegateos/internal/timestamp"
+)
+
+// Revocations is consulted on every verification (§10.1 step 2).
+type Revocations interface {
+	// Revoked is given a token's block revocation IDs and the principal ID
+	// that signed each block, authority first. It returns the revoked
+	// block's ID when the token is revoked. An error (an unreadable list,
+	// say) denies the token: revocation cannot be skipped by accident.
+	Revoked(blockIDs, signers []string) (revocationID string, revoked bool, err error)
+}
+
+// Options configure a Verifier.
+type Options struct {
+	// Roots are the trusted root principals (principal IDs or did:key). A
+	// token's authority.issuer must be one of them. Required.
+	Roots []string
+	// Revocations, when nil, means no revocation list is consulted.
+	Revocations Revocations
+	// ClockSkew is how far in the future authority.issuedAt may lie; zero
+	// means DefaultClockSkew.
+	ClockSkew time.Duration
+	// CacheSize is the number of verified tokens kept; zero means
+	// DefaultCacheSize and a negative value disables the cache.
+	CacheSize int
+}
+
+// Request is what the presenter of a token asks to do.
+type Request struct {
+	Namespace, Action, Resource string
+	// SpentMicrocents is what the delegation has spent so far.
+	SpentMicrocents int64
+	// Now is the time of the request; zero means time.Now().
+	Now time.Time
+}
+
+// AuthorizedScope is what a verified token grants (§10.1 step 8), with the
+// chain it came through. Capabilities is shared with the Verifier's cache
+// and must not be modified.
+type AuthorizedScope struct {
+	Capabilities              []Capability `json:"capabilities"`
+	RemainingBudgetMicrocents int64        `json:"remainingBudgetMicrocents"`
+	ChainDepth                int64        `json:"chainDepth"`
+	// MaxChainDepth is the deepest chainDepth the chain may still reach:
+	// MaxChainDepth − ChainDepth further attenuations are allowed.
+	MaxChainDepth int64       `json:"maxChainDepth"`
+	ContractID    string      `json:"contractId"`
+	DelegationID  string      `json:"delegationId"`
+	Issuer        string      `json:"issuer"`
+	Delegatee     string      `json:"delegatee"`
+	ExpiresAt     string      `json:"expiresAt"`
+	Chain         []ChainLink `json:"chain"`
+}
+
+// Verifier verifies tokens for a fixed set of trusted roots. It remembers
+// tokens whose signatures and chain it has checked, so presenting the same
+// token again costs a map lookup; revocation, time, budget and capability
+// are checked on every call. It is safe for concurrent use.
+type Verifier struct {
+	roots       map[string]bool
+	revocations Revocations
+	skew        time.Duration
+	cache       *cache
+}
+
+// NewVerifier returns a Verifier for the given options.
+func NewVerifier(o Options) (*Verifier, error) {
+	if len(o.Roots) == 0 {
+		return nil, fmt.Errorf("no trusted roots: a verifier must be given the root principals it trusts")
+	}
+	v := &Verifier{roots: map[string]bool{}, revocations: o.Revocations, skew: o.ClockSkew}
+	for _, r := range o.Roots {
+		id, err := identity.NormalizePrincipal(r)
+		if err != nil {
+			return nil, fmt.Errorf("trusted root: %w", err)
+		}
+		v.roots[id] = true
+	}
+	if v.skew == 0 {
+		v.skew = DefaultClockSkew
+	}
+	size := o.CacheSize
+	if size == 0 {
+		size = DefaultCacheSize
+	}
+	if size > 0 {
+		v.cache = newCache(size)
+	}
+	return v, nil
+}
+
+// verified is what the signature and chain checks established about a token.
+type verified struct {
+	tok     *Token
+	revIDs  []string
+	signers []string
+	eff     effective
+	expires string
+}
+
+// Verify verifies a serialized token (the bare base64url form, or the JSON
+// {token, format} form) for a request. It returns the authorized scope, or
+// a *Denial.
+func (v *Verifier) Verify(token string, req Request) (*AuthorizedScope, error) {
+	if vt := v.cache.get(token); vt != nil {
+		return v.authorize(vt, req)
+	}
+	tok, err := ParseInput(token)
+	if err != nil {
+		return nil, err
+	}
+	return v.VerifyToken(tok, req)
+}
+
+// VerifyToken verifies a parsed token for a request.
+func (v *Verifier) VerifyToken(tok *Token, req Request) (*AuthorizedScope, error) {
+	if vt := v.cache.get(tok.raw); vt != nil {
+		return v.authorize(vt, req)
+	}
+	vt := &verified{tok: tok, revIDs: tok.RevocationIDs(), signers: tok.Signers()}
+	// Step 2 comes before the signature work, as the specification orders it.
+	if err := v.checkRevoked(vt); err != nil {
+		return nil, err
+	}
+	// Step 3.
+	if !v.roots[tok.t.Authority.Issuer] {
+		return nil, deny(InvalidSignature, "authority.issuer %s is not a trusted root", tok.t.Authority.Issuer)
+	}
+	if d := tok.verifySignatures(); d != nil {
+		return nil, d
+	}
+	// Step 4.
+	eff, d := tok.walk()
+	if d != nil {
+		return nil, d
+	}
+	vt.eff = eff
+	vt.expires = timestamp.Format(eff.expires)
+	v.cache.put(tok.raw, vt)
+	return v.authorizeChecked(vt, req)
+}
+
+// authorize runs the per-call steps on a token verified earlier.
+func (v *Verifier) authorize(vt *verified, req Request) (*AuthorizedScope, error) {
+	if err := v.checkRevoked(vt); err != nil {
+		return nil, err
+	}
+	return v.authorizeChecked(vt, req)
+}
+
+func (v *Verifier) checkRevoked(vt *verified) error {
+	if v.revocations == nil {
+		return nil
+	}
+	id, revoked, err := v.revocations.Revoked(vt.revIDs, vt.signers)
+	if err != nil {
+		return deny(Revoked, "revocation status cannot be checked: %v", err)
+	}
+	if revoked {
+		d := deny(Revoked, "block %s of this token has been revoked", id)
+		d.RevocationID = id
+		return d
+	}
+	return nil
+}
+
+// authorizeChecked is §10.1 steps 5 to 8.
+func (v *Verifier) authorizeChecked(vt *verified, req Request) (*AuthorizedScope, error) {
+	now := req.Now
+	if now.IsZero() {
+		now = time.Now()
+	}
+	e := &vt.eff
+	if now.After(e.expires) {
+		return nil, deny(Expired, "token expired at %s", vt.expires)
+	}
+	if vt.tok.issued.After(now.Add(v.skew)) {
+		return nil, deny(Expired, "token is not valid yet: issued at %s, in the future", vt.tok.t.Authority.IssuedAt)
+	}
+	if req.SpentMicrocents >= e.budget {
+		return nil, deny(BudgetExceeded, "spent %d of a budget of %d microcents", req.SpentMicrocents, e.budget)
+	}
+	granted := false
+	for i := range e.caps {
+		if e.caps[i].Covers(req.Namespace, req.Action, req.Resource) {
+			granted = true
+			break
+		}
+	}
+	if !granted {
+		return nil, &Denial{
+			Type:      CapabilityNotGranted,
+			Detail:    fmt.Sprintf("%s:%s on %q is not granted by this token", req.Namespace, req.Action, req.Resource),
+			Requested: &Capability{Namespace: req.Namespace, Action: req.Action, Resource: req.Resource},
+			Granted:   e.caps,
+		}
+	}
+	return &AuthorizedScope{
+		Capabilities:              e.caps,
+		RemainingBudgetMicrocents: e.budget - req.SpentMicrocents,
+		ChainDepth:                e.chainDepth,
+		MaxChainDepth:             e.chainDepth + e.remaining,
+		ContractID:                e.contractID,
+		DelegationID:              e.delegationID,
+		Issuer:                    vt.tok.t.Authority.Issuer,
+		Delegatee:                 e.delegatee,
+		ExpiresAt:                 vt.expires,
+		Chain:                     e.links,
+	}, nil
+}

@@ -1,0 +1,215 @@
+// Package strictjson decodes JSON that must mean exactly one thing.
+//
+// encoding/json silently accepts duplicate member names (last one wins),
+// matches member names case-insensitively, ignores unknown members and
+// replaces invalid UTF-8. Each of those lets two parties read different
+// values from the same bytes, so configuration, key and list files that
+// guard authority are decoded here instead: any of them is an error.
+package strictjson
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"reflect"
+	"strings"
+	"unicode/utf8"
+)
+
+// MaxDepth bounds the nesting of arrays and objects.
+const MaxDepth = 64
+
+// Unmarshal decodes data into v, refusing duplicate member names at any
+// depth, member names that do not exactly match a field of the target
+// struct, unknown members, invalid UTF-8, nesting deeper than MaxDepth and
+// trailing data.
+func Unmarshal(data []byte, v any) error {
+	if !utf8.Valid(data) {
+		return errors.New("invalid UTF-8")
+	}
+	tree, err := parseTree(data)
+	if err != nil {
+		return err
+	}
+	if err := checkNames(tree, reflect.TypeOf(v), ""); err != nil {
+		return err
+	}
+	dec := json.NewDecoder(bytes.NewReader(data))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(v); err != nil {
+		return err
+	}
+	if _, err := dec.Token(); err != io.EOF {
+		return errors.New("trailing data after JSON value")
+	}
+	return nil
+}
+
+// Check reports whether data is one JSON value with valid UTF-8, no
+// duplicate member names and nesting within MaxDepth.
+func Check(data []byte) error {
+	if !utf8.Valid(data) {
+		return errors.New("invalid UTF-8")
+	}
+	_, err := parseTree(data)
+	return err
+}
+
+// object keeps member names in a map for the name check; values are only
+// kept as far as names need checking.
+type object map[string]any
+type array []any
+
+func parseTree(data []byte) (any, error) {
+	dec := json.NewDecoder(bytes.NewReader(data))
+	dec.UseNumber()
+	v, err := parseValue(dec, 0)
+	if err != nil {
+		return nil, err
+	}
+	if _, err := dec.Token(); err != io.EOF {
+		return nil, errors.New("trailing data after JSON value")
+	}
+	return v, nil
+}
+
+func parseValue(dec *json.Decoder, depth int) (any, error) {
+	tok, err := dec.Token()
+	if err != nil {
+		return nil, err
+	}
+	delim, ok := tok.(json.Delim)
+	if !ok {
+		return tok, nil
+	}
+	if depth >= MaxDepth {
+		return nil, fmt.Errorf("JSON nested deeper than %d levels", MaxDepth)
+	}
+	switch delim {
+	case '{':
+		obj := object{}
+		for dec.More() {
+			kt, err := dec.Token()
+			if err != nil {
+				return nil, err
+			}
+			key, ok := kt.(string)
+			if !ok {
+				return nil, errors.New("object member name is not a string")
+			}
+			if _, dup := obj[key]; dup {
+				return nil, fmt.Errorf("duplicate member %q", key)
+			}
+			val, err := parseValue(dec, depth+1)
+			if err != nil {
+				return nil, err
+			}
+			obj[key] = val
+		}
+		if _, err := dec.Token(); err != nil {
+			return nil, err
+		}
+		return obj, nil
+	case '[':
+		var arr array
+		for dec.More() {
+			val, err := parseValue(dec, depth+1)
+			if err != nil {
+				return nil, err
+			}
+			arr = append(arr, val)
+		}
+		if _, err := dec.Token(); err != nil {
+			return nil, err
+		}
+		return arr, nil
+	}
+	return nil, fmt.Errorf("unexpected %v", delim)
+}
+
+var unmarshalerType = reflect.TypeFor[json.Unmarshaler]()
+
+// checkNames walks the parsed tree alongside the target type and refuses an
+// object member whose name is not exactly a field's JSON name (encoding/json
+// would match it case-insensitively).
+func checkNames(v any, t reflect.Type, path string) error {
+	if t == nil {
+		return nil
+	}
+	for t.Kind() == reflect.Pointer {
+		if reflect.PointerTo(t).Implements(unmarshalerType) || t.Implements(unmarshalerType) {
+			return nil
+		}
+		t = t.Elem()
+	}
+	if reflect.PointerTo(t).Implements(unmarshalerType) {
+		return nil
+	}
+	switch t.Kind() {
+	case reflect.Struct:
+		obj, ok := v.(object)
+		if !ok {
+			return nil // a type mismatch is reported by the decoder
+		}
+		fields := jsonFields(t)
+		for name, val := range obj {
+			ft, ok := fields[name]
+			if !ok {
+				return fmt.Errorf("unknown member %q%s", name, at(path))
+			}
+			if err := checkNames(val, ft, path+"."+name); err != nil {
+				return err
+			}
+		}
+	case reflect.Slice, reflect.Array:
+		if arr, ok := v.(array); ok {
+			for i, val := range arr {
+				if err := checkNames(val, t.Elem(), fmt.Sprintf("%s[%d]", path, i)); err != nil {
+					return err
+				}
+			}
+		}
+	case reflect.Map:
+		if obj, ok := v.(object); ok {
+			for name, val := range obj {
+				if err := checkNames(val, t.Elem(), path+"."+name); err != nil {
+					return err
+				}
+			}
+		}
+	}
+	return nil
+}
+
+func at(path string) string {
+	if path == "" {
+		return ""
+	}
+	return " at " + strings.TrimPrefix(path, ".")
+}
+
+// jsonFields maps each exported field's JSON name to its type. Embedded
+// structs are not used in this project's wire types and are not flattened.
+func jsonFields(t reflect.Type) map[string]reflect.Type {
+	fields := make(map[string]reflect.Type, t.NumField())
+	for i := 0; i < t.NumField(); i++ {
+		f := t.Field(i)
+		if !f.IsExported() {
+			continue
+		}
+		name := f.Name
+		if tag, ok := f.Tag.Lookup("json"); ok {
+			n, _, _ := strings.Cut(tag, ",")
+			if n == "-" {
+				continue
+			}
+			if n != "" {
+				name = n
+			}
+		}
+		fields[name] = f.Type
+	}
+	return fields
+}
