@@ -13,11 +13,42 @@ func (tok *Token) Serialized() Serialized { return Serialized{Token: tok.raw, Fo
 
 // Unverified returns a copy of the decoded token as written. Nothing in it
 // is trustworthy until a Verifier has accepted the token.
-func (tok *Token) Unverified() SignedToken {
-	t := tok.t
-	t.Attenuations = append([]Attenuation(nil), t.Attenuations...)
-	t.Signatures = append([]Signature(nil), t.Signatures...)
+func (tok *Token) Unverified() SignedToken { return cloneToken(&tok.t) }
+
+// cloneToken is a deep copy: the chain walk reads the token's own slices and
+// pointers, so a caller changing a copy must not change what is verified.
+// Empty and nil slices stay as they were, since they encode differently.
+func cloneToken(src *SignedToken) SignedToken {
+	t := *src
+	t.Authority.Capabilities = cloneSlice(t.Authority.Capabilities)
+	t.Attenuations = cloneSlice(t.Attenuations)
+	for i := range t.Attenuations {
+		a := &t.Attenuations[i]
+		if a.AllowedCapabilities != nil {
+			caps := cloneSlice(*a.AllowedCapabilities)
+			a.AllowedCapabilities = &caps
+		}
+		a.MaxBudgetMicrocents = clonePtr(a.MaxBudgetMicrocents)
+		a.ExpiresAt = clonePtr(a.ExpiresAt)
+		a.MaxChainDepth = clonePtr(a.MaxChainDepth)
+	}
+	t.Signatures = cloneSlice(t.Signatures)
 	return t
+}
+
+func cloneSlice[T any](s []T) []T {
+	if s == nil {
+		return nil
+	}
+	return append(make([]T, 0, len(s)), s...)
+}
+
+func clonePtr[T any](p *T) *T {
+	if p == nil {
+		return nil
+	}
+	v := *p
+	return &v
 }
 
 // Blocks is the number of blocks: the authority plus each attenuation.

@@ -1,0 +1,316 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"strings"
+	"time"
+
+	"github.com/spf13/pflag"
+
+	"github.com/delegateos/delegateos/dct"
+	"github.com/delegateos/delegateos/revocation"
+)
+
+// printToken writes a new token: the bare token, or {token, format} with --json.
+func printToken(e *env, asJSON bool, tok *dct.Token) error {
+	if asJSON {
+		return writeJSON(e, tok.Serialized())
+	}
+	_, err := fmt.Fprintln(e.stdout, tok.String())
+	return err
+}
+
+var mintCmd = &command{
+	name: "mint",
+	args: "--key FILE --to ID --cap NS:ACTION:RESOURCE... --contract CT [--delegation DEL]\n" +
+		"                    --budget MICROCENTS (--ttl DURATION | --expires TIME) --max-depth N [--json]",
+	summary: "mint a root token granting capabilities to a delegatee",
+	flags: func(fs *pflag.FlagSet) func(*env, []string) error {
+		key := fs.String("key", "", "the issuer's (root's) key file")
+		to := fs.String("to", "", "the delegatee: principal ID or did:key")
+		caps := fs.StringArray("cap", nil, "a capability NAMESPACE:ACTION:RESOURCE (repeatable); the resource is a path glob: * one segment, ** any number")
+		contract := fs.String("contract", "", "the contract ID the token is bound to, e.g. ct_a1b2c3d4e5f6")
+		delegation := fs.String("delegation", "", "the delegation ID (default: a new random del_ ID)")
+		budget := fs.Int64("budget", 0, "the budget in microcents")
+		ttl := fs.Duration("ttl", dct.DefaultTTL, "lifetime, e.g. 30m or 2h")
+		expires := fs.String("expires", "", "expiry as an RFC 3339 time, instead of --ttl")
+		maxDepth := fs.Int64("max-depth", 0, "how many times the token may be attenuated")
+		asJSON := fs.Bool("json", false, "print {token, format} JSON")
+		return func(e *env, args []string) error {
+			if len(args) > 0 {
+				return usagef("unexpected argument %q", args[0])
+			}
+			for _, f := range []string{"budget", "max-depth"} {
+				if !fs.Changed(f) {
+					return usagef("--%s is required", f)
+				}
+			}
+			if len(*caps) == 0 {
+				return usagef("at least one --cap is required")
+			}
+			if *contract == "" {
+				return usagef("--contract is required")
+			}
+			k, err := loadKey(*key)
+			if err != nil {
+				return err
+			}
+			delegatee, err := principal("--to", *to)
+			if err != nil {
+				return err
+			}
+			cs, err := parseCaps(*caps)
+			if err != nil {
+				return err
+			}
+			now := time.Now()
+			exp, err := expiry(*ttl, fs.Changed("ttl"), *expires, now)
+			if err != nil {
+				return err
+			}
+			if *delegation == "" {
+				*delegation = newDelegationID()
+			}
+			tok, err := dct.Create(dct.CreateParams{
+				Issuer: k, Delegatee: delegatee, Capabilities: cs, ContractID: *contract, DelegationID: *delegation,
+				MaxChainDepth: *maxDepth, MaxBudgetMicrocents: *budget, ExpiresAt: exp, IssuedAt: now,
+			})
+			if err != nil {
+				return usageError{err.Error()}
+			}
+			return printToken(e, *asJSON, tok)
+		}
+	},
+}
+
+var attenuateCmd = &command{
+	name: "attenuate",
+	args: "--key FILE --token TOKEN --to ID [--cap NS:ACTION:RESOURCE...] [--budget N]\n" +
+		"                    [--ttl DURATION | --expires TIME] [--max-depth N] [--delegation DEL] [--contract CT] [--json]",
+	summary: "narrow a token and delegate it onwards (signed by its current holder)",
+	flags: func(fs *pflag.FlagSet) func(*env, []string) error {
+		key := fs.String("key", "", "the current holder's key file")
+		token := fs.String("token", "", "the token to attenuate; - reads standard input, @FILE reads a file")
+		to := fs.String("to", "", "the new delegatee: principal ID or did:key")
+		caps := fs.StringArray("cap", nil, "narrow to these capabilities (repeatable; default: keep the parent's)")
+		budget := fs.Int64("budget", 0, "lower the budget, in microcents")
+		ttl := fs.Duration("ttl", 0, "shorten the lifetime to this long from now")
+		expires := fs.String("expires", "", "move the expiry earlier, to this RFC 3339 time")
+		maxDepth := fs.Int64("max-depth", 0, "further attenuations allowed after this one (must be below the parent's)")
+		delegation := fs.String("delegation", "", "the new delegation ID (default: a new random del_ ID)")
+		contract := fs.String("contract", "", "the contract ID (default: the parent's)")
+		asJSON := fs.Bool("json", false, "print {token, format} JSON")
+		return func(e *env, args []string) error {
+			if len(args) > 0 {
+				return usagef("unexpected argument %q", args[0])
+			}
+			k, err := loadKey(*key)
+			if err != nil {
+				return err
+			}
+			parent, err := parseToken(e, *token)
+			if err != nil {
+				return err
+			}
+			delegatee, err := principal("--to", *to)
+			if err != nil {
+				return err
+			}
+			now := time.Now()
+			p := dct.AttenuateParams{Attenuator: k, Delegatee: delegatee, DelegationID: *delegation, ContractID: *contract, Now: now}
+			if p.DelegationID == "" {
+				p.DelegationID = newDelegationID()
+			}
+			if len(*caps) > 0 {
+				cs, err := parseCaps(*caps)
+				if err != nil {
+					return err
+				}
+				p.Capabilities = &cs
+			}
+			if fs.Changed("budget") {
+				p.MaxBudgetMicrocents = budget
+			}
+			if fs.Changed("max-depth") {
+				p.MaxChainDepth = maxDepth
+			}
+			if fs.Changed("ttl") || *expires != "" {
+				exp, err := expiry(*ttl, fs.Changed("ttl"), *expires, now)
+				if err != nil {
+					return err
+				}
+				p.ExpiresAt = &exp
+			}
+			tok, err := dct.Attenuate(parent, p)
+			if err != nil {
+				return checkError{"refused: " + err.Error()}
+			}
+			return printToken(e, *asJSON, tok)
+		}
+	},
+}
+
+var inspectCmd = &command{
+	name:    "inspect",
+	args:    "--token TOKEN [--json]",
+	summary: "show a token's chain of blocks and what it grants (does not verify trust)",
+	flags: func(fs *pflag.FlagSet) func(*env, []string) error {
+		token := fs.String("token", "", "the token; - reads standard input, @FILE reads a file")
+		asJSON := fs.Bool("json", false, "print JSON")
+		return func(e *env, args []string) error {
+			if len(args) > 0 {
+				return usagef("unexpected argument %q", args[0])
+			}
+			tok, err := parseToken(e, *token)
+			if err != nil {
+				return err
+			}
+			ins := tok.Inspect()
+			if *asJSON {
+				return writeJSON(e, ins)
+			}
+			writeInspection(e.stdout, ins)
+			return nil
+		}
+	},
+}
+
+func writeInspection(w io.Writer, ins dct.Inspection) {
+	fmt.Fprintf(w, "%s token, %d block(s)\n", ins.Format, len(ins.Blocks))
+	if ins.SignaturesValid {
+		fmt.Fprintln(w, "signatures: consistent with the keys named in the token (trust in the issuer is checked by 'dct verify --root')")
+	} else {
+		fmt.Fprintf(w, "signatures: INVALID: %s\n", ins.SignatureProblem)
+	}
+	for i, b := range ins.Blocks {
+		indent := strings.Repeat("   ", i)
+		fmt.Fprintf(w, "\n%s[%d] %s\n", indent, b.Index, b.Kind)
+		in := indent + "    "
+		if i > 0 {
+			fmt.Fprintf(w, "%s└─ ", strings.Repeat("   ", i-1))
+			fmt.Fprintf(w, "delegated by %s\n", b.Signer)
+		} else {
+			fmt.Fprintf(w, "%sissuer        %s\n", in, b.Signer)
+		}
+		fmt.Fprintf(w, "%sdelegatee     %s\n", in, b.Delegatee)
+		fmt.Fprintf(w, "%sdelegation    %s", in, b.DelegationID)
+		if b.ParentDelegationID != "" {
+			fmt.Fprintf(w, " (parent %s)", b.ParentDelegationID)
+		}
+		fmt.Fprintf(w, "\n%scontract      %s\n", in, b.ContractID)
+		if b.Capabilities != nil {
+			fmt.Fprintf(w, "%scapabilities  %s\n", in, capsText(*b.Capabilities))
+		}
+		if b.MaxBudgetMicrocents != nil {
+			fmt.Fprintf(w, "%sbudget        %d microcents\n", in, *b.MaxBudgetMicrocents)
+		}
+		if b.ExpiresAt != nil {
+			fmt.Fprintf(w, "%sexpires       %s\n", in, *b.ExpiresAt)
+		}
+		if b.IssuedAt != "" {
+			fmt.Fprintf(w, "%sissued        %s\n", in, b.IssuedAt)
+		}
+		if b.ChainDepth != nil {
+			fmt.Fprintf(w, "%schain depth   %d\n", in, *b.ChainDepth)
+		}
+		if b.MaxChainDepth != nil {
+			if b.Kind == "authority" {
+				fmt.Fprintf(w, "%smax depth     %d\n", in, *b.MaxChainDepth)
+			} else {
+				fmt.Fprintf(w, "%sfurther hops  %d\n", in, *b.MaxChainDepth)
+			}
+		}
+		fmt.Fprintf(w, "%srevocation id %s\n", in, b.RevocationID)
+	}
+	fmt.Fprintln(w)
+	if ins.Effective == nil {
+		fmt.Fprintf(w, "chain: INVALID: %s\n", ins.ChainProblem)
+		return
+	}
+	ef := ins.Effective
+	fmt.Fprintf(w, "effective: %s may use %s\n", ef.Holder, capsText(ef.Capabilities))
+	fmt.Fprintf(w, "           budget %d microcents, expires %s, depth %d of at most %d\n", ef.MaxBudgetMicrocents, ef.ExpiresAt, ef.ChainDepth, ef.MaxChainDepth)
+}
+
+func capsText(caps []dct.Capability) string {
+	if len(caps) == 0 {
+		return "(none)"
+	}
+	s := make([]string, len(caps))
+	for i, c := range caps {
+		s[i] = c.String()
+	}
+	return strings.Join(s, ", ")
+}
+
+var verifyCmd = &command{
+	name: "verify",
+	args: "--token TOKEN --root ID... --namespace NS --action A --resource R\n" +
+		"                    [--spent N] [--now TIME] [--revocations FILE]",
+	summary: "verify a token for a request: prints the authorized scope (exit 0) or the denial (exit 1) as JSON",
+	flags: func(fs *pflag.FlagSet) func(*env, []string) error {
+		token := fs.String("token", "", "the token; - reads standard input, @FILE reads a file")
+		roots := fs.StringArray("root", nil, "a trusted root principal ID or did:key (repeatable)")
+		ns := fs.String("namespace", "", "the requested namespace, e.g. docs")
+		action := fs.String("action", "", "the requested action, e.g. read")
+		resource := fs.String("resource", "", "the requested resource, e.g. /project/sub/notes.md")
+		spent := fs.Int64("spent", 0, "microcents already spent under this delegation")
+		nowFlag := fs.String("now", "", "verify as of this RFC 3339 time (default: now)")
+		revs := fs.String("revocations", "", "a revocation list file to check (must exist)")
+		fs.Bool("json", true, "output is always JSON")
+		return func(e *env, args []string) error {
+			if len(args) > 0 {
+				return usagef("unexpected argument %q", args[0])
+			}
+			if len(*roots) == 0 {
+				return usagef("at least one --root is required")
+			}
+			if *ns == "" || *action == "" || *resource == "" {
+				return usagef("--namespace, --action and --resource are required")
+			}
+			for _, r := range *roots {
+				if _, err := principal("--root", r); err != nil {
+					return err
+				}
+			}
+			var now time.Time
+			if *nowFlag != "" {
+				t, err := parseTime("--now", *nowFlag)
+				if err != nil {
+					return err
+				}
+				now = t
+			}
+			opts := dct.Options{Roots: *roots, CacheSize: -1}
+			if *revs != "" {
+				list, err := revocation.Load(*revs)
+				if err != nil {
+					return inputError{err}
+				}
+				opts.Revocations = list
+			}
+			v, err := dct.NewVerifier(opts)
+			if err != nil {
+				return usageError{err.Error()}
+			}
+			s, err := readToken(e, *token)
+			if err != nil {
+				return err
+			}
+			scope, err := v.Verify(s, dct.Request{Namespace: *ns, Action: *action, Resource: *resource, SpentMicrocents: *spent, Now: now})
+			var d *dct.Denial
+			if errors.As(err, &d) {
+				if werr := writeJSON(e, d); werr != nil {
+					return werr
+				}
+				return checkError{"denied: " + d.Error()}
+			}
+			if err != nil {
+				return err
+			}
+			return writeJSON(e, scope)
+		}
+	},
+}

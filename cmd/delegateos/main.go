@@ -1,0 +1,168 @@
+// Command delegateos mints, attenuates, inspects, verifies and revokes
+// Delegation Capability Tokens. Run "delegateos help" for the commands.
+package main
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"sort"
+	"strings"
+
+	"github.com/spf13/pflag"
+)
+
+// Exit codes shared by every command.
+const (
+	exitOK     = 0
+	exitDenied = 1 // a denial or a failed check
+	exitUsage  = 2 // bad usage or unreadable input
+)
+
+func main() { os.Exit(run(os.Args[1:], os.Stdin, os.Stdout, os.Stderr)) }
+
+// env is what a command may touch.
+type env struct {
+	stdin          io.Reader
+	stdout, stderr io.Writer
+}
+
+// command is one node of the command tree: a leaf runs, a group has subs.
+type command struct {
+	name    string
+	args    string // synopsis after the name
+	summary string
+	subs    []*command
+	// flags declares the flags; run receives them parsed.
+	flags func(fs *pflag.FlagSet) func(e *env, args []string) error
+}
+
+var root = &command{
+	name:    "delegateos",
+	summary: "accountable delegation between AI agents",
+	subs: []*command{
+		keygenCmd, idCmd,
+		{name: "dct", summary: "mint, attenuate, inspect and verify delegation capability tokens",
+			subs: []*command{mintCmd, attenuateCmd, inspectCmd, verifyCmd}},
+		revokeCmd,
+	},
+}
+
+// usageError means the command line was wrong (exit 2).
+type usageError struct{ msg string }
+
+func (e usageError) Error() string { return e.msg }
+
+func usagef(format string, args ...any) error { return usageError{fmt.Sprintf(format, args...)} }
+
+// inputError means input could not be read or understood (exit 2).
+type inputError struct{ err error }
+
+func (e inputError) Error() string { return e.err.Error() }
+func (e inputError) Unwrap() error { return e.err }
+
+func inputf(format string, args ...any) error { return inputError{fmt.Errorf(format, args...)} }
+
+// checkError means a check failed or a request was denied (exit 1); the
+// command has already written its output.
+type checkError struct{ msg string }
+
+func (e checkError) Error() string { return e.msg }
+
+func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
+	e := &env{stdin: stdin, stdout: stdout, stderr: stderr}
+	cmd, path, rest := resolve(root, args)
+	if cmd.flags == nil {
+		// A group: show its help, an error if a subcommand was mistyped.
+		if len(rest) > 0 && rest[0] != "help" && rest[0] != "-h" && rest[0] != "--help" {
+			fmt.Fprintf(stderr, "delegateos: unknown command %q; run '%s help'\n", strings.Join(append(path, rest[0]), " "), strings.Join(path, " "))
+			return exitUsage
+		}
+		writeGroupHelp(stdout, cmd, path)
+		return exitOK
+	}
+	fs := pflag.NewFlagSet(strings.Join(path, " "), pflag.ContinueOnError)
+	fs.SetOutput(io.Discard)
+	fs.SortFlags = false
+	runFn := cmd.flags(fs)
+	if err := fs.Parse(rest); err != nil {
+		if errors.Is(err, pflag.ErrHelp) {
+			writeCommandHelp(stdout, cmd, path, fs)
+			return exitOK
+		}
+		fmt.Fprintf(stderr, "%s: %v; run '%s --help'\n", strings.Join(path, " "), err, strings.Join(path, " "))
+		return exitUsage
+	}
+	err := runFn(e, fs.Args())
+	var ue usageError
+	var ce checkError
+	switch {
+	case err == nil:
+		return exitOK
+	case errors.As(err, &ue):
+		fmt.Fprintf(stderr, "%s: %v; run '%s --help'\n", strings.Join(path, " "), err, strings.Join(path, " "))
+		return exitUsage
+	case errors.As(err, &ce):
+		fmt.Fprintf(stderr, "%s: %v\n", strings.Join(path, " "), oneLine(err.Error()))
+		return exitDenied
+	default:
+		fmt.Fprintf(stderr, "%s: %v\n", strings.Join(path, " "), oneLine(err.Error()))
+		return exitUsage
+	}
+}
+
+// resolve walks the command tree along args; "help X" is "X --help".
+func resolve(c *command, args []string) (*command, []string, []string) {
+	path := []string{c.name}
+	if len(args) > 0 && args[0] == "help" && c == root && len(args) > 1 {
+		args = append(args[1:], "--help")
+	}
+	for len(args) > 0 && c.subs != nil {
+		next := find(c, args[0])
+		if next == nil {
+			break
+		}
+		c, path, args = next, append(path, next.name), args[1:]
+	}
+	return c, path, args
+}
+
+func find(c *command, name string) *command {
+	for _, s := range c.subs {
+		if s.name == name {
+			return s
+		}
+	}
+	return nil
+}
+
+func oneLine(s string) string { return strings.Join(strings.Fields(s), " ") }
+
+func writeGroupHelp(w io.Writer, c *command, path []string) {
+	fmt.Fprintf(w, "%s — %s\n\nUsage:\n  %s COMMAND [FLAGS]\n\nCommands:\n", strings.Join(path, " "), c.summary, strings.Join(path, " "))
+	var lines []string
+	var walk func(c *command, prefix string)
+	walk = func(c *command, prefix string) {
+		for _, s := range c.subs {
+			if s.flags != nil {
+				lines = append(lines, fmt.Sprintf("  %-22s %s", prefix+s.name, s.summary))
+			} else {
+				walk(s, prefix+s.name+" ")
+			}
+		}
+	}
+	prefix := ""
+	if len(path) > 1 {
+		prefix = strings.Join(path[1:], " ") + " "
+	}
+	walk(c, prefix)
+	sort.Strings(lines)
+	fmt.Fprintln(w, strings.Join(lines, "\n"))
+	fmt.Fprintf(w, "\nRun 'delegateos COMMAND --help' for a command's flags.\n")
+	fmt.Fprintf(w, "Exit status: 0 success, 1 denied or check failed, 2 bad usage or unreadable input.\n")
+}
+
+func writeCommandHelp(w io.Writer, c *command, path []string, fs *pflag.FlagSet) {
+	fmt.Fprintf(w, "%s — %s\n\nUsage:\n  %s %s\n\nFlags:\n%s", strings.Join(path, " "), c.summary, strings.Join(path, " "), c.args, fs.FlagUsages())
+}

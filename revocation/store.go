@@ -1,0 +1,141 @@
+package revocation
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
+)
+
+// listFileMode is the mode of a new list file: it holds no secrets.
+const listFileMode fs.FileMode = 0o644
+
+// Load reads and verifies the list file at path. A missing file is an
+// error wrapping fs.ErrNotExist, never an empty list.
+func Load(path string) (*List, error) {
+	data, _, err := readListFile(path)
+	if err != nil {
+		return nil, err
+	}
+	l, err := ParseList(data)
+	if err != nil {
+		return nil, fmt.Errorf("revocation list %s: %w", path, err)
+	}
+	return l, nil
+}
+
+// readListFile reads a list file and returns the file information of what
+// it read (taken from the open file, so it describes exactly these bytes).
+func readListFile(path string) ([]byte, fs.FileInfo, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, nil, fileError(path, err)
+	}
+	defer f.Close()
+	fi, err := f.Stat()
+	if err != nil {
+		return nil, nil, fileError(path, err)
+	}
+	if !fi.Mode().IsRegular() {
+		return nil, nil, fmt.Errorf("revocation list %s is not a regular file", path)
+	}
+	if fi.Size() > MaxListSize {
+		return nil, nil, fmt.Errorf("revocation list %s is %d bytes, over the limit of %d", path, fi.Size(), MaxListSize)
+	}
+	data, err := io.ReadAll(io.LimitReader(f, MaxListSize+1))
+	if err != nil {
+		return nil, nil, fileError(path, err)
+	}
+	return data, fi, nil
+}
+
+// fileError explains an error opening or reading a list file. A missing
+// list gets its own message: the cause is usually a mistyped path.
+func fileError(path string, err error) error {
+	if errors.Is(err, fs.ErrNotExist) {
+		return fmt.Errorf("revocation list %s: %w; check the path (a missing list is never read as empty)", path, fs.ErrNotExist)
+	}
+	return fmt.Errorf("revocation list %s: %w", path, err)
+}
+
+// Append verifies e and adds it to the list file at path, creating the
+// file if it is missing. Adding an entry the file already holds does
+// nothing. Writers take an exclusive lock on path+".lock" (which is left in
+// place), read the list, and replace it with a synced temporary file, so
+// concurrent appends from any number of goroutines or processes never lose
+// an entry and a crash leaves either the old or the new list. A list that
+// does not parse and verify is an error and is left untouched.
+func Append(path string, e Entry) error {
+	if err := e.Verify(); err != nil {
+		return err
+	}
+	// Write through a symbolic link rather than replace it, and let every
+	// name for the file share one lock.
+	if real, err := filepath.EvalSymlinks(path); err == nil {
+		path = real
+	}
+	unlock, err := lockFile(path + ".lock")
+	if err != nil {
+		return fmt.Errorf("lock revocation list %s: %w", path, err)
+	}
+	defer unlock()
+
+	l, mode := NewList(), listFileMode
+	data, fi, err := readListFile(path)
+	switch {
+	case err == nil:
+		if l, err = ParseList(data); err != nil {
+			return fmt.Errorf("revocation list %s: %w; not appending to it", path, err)
+		}
+		mode = fi.Mode().Perm()
+	case !errors.Is(err, fs.ErrNotExist):
+		return err
+	}
+	if l.contains(e) {
+		return nil
+	}
+	l.add(e)
+	out, err := l.fileBytes()
+	if err != nil {
+		return err
+	}
+	return writeFileAtomic(path, out, mode)
+}
+
+// writeFileAtomic replaces path with data: temporary file in the same
+// directory, fsync, close, rename, fsync of the directory.
+func writeFileAtomic(path string, data []byte, mode fs.FileMode) (err error) {
+	dir, base := filepath.Split(path)
+	if dir == "" {
+		dir = "."
+	}
+	tmp, err := os.CreateTemp(dir, "."+base+".tmp-*")
+	if err != nil {
+		return fmt.Errorf("write revocation list %s: %w", path, err)
+	}
+	defer func() {
+		if err != nil {
+			tmp.Close()
+			os.Remove(tmp.Name())
+			err = fmt.Errorf("write revocation list %s: %w", path, err)
+		}
+	}()
+	if err := tmp.Chmod(mode); err != nil {
+		return err
+	}
+	if _, err := tmp.Write(data); err != nil {
+		return err
+	}
+	if err := tmp.Sync(); err != nil {
+		return err
+	}
+	if err := tmp.Close(); err != nil {
+		return err
+	}
+	if err := os.Rename(tmp.Name(), path); err != nil {
+		return err
+	}
+	return syncDir(dir)
+}
