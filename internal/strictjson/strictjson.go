@@ -15,6 +15,7 @@ import (
 	"io"
 	"reflect"
 	"strings"
+	"unicode/utf16"
 	"unicode/utf8"
 )
 
@@ -23,8 +24,8 @@ const MaxDepth = 64
 
 // Unmarshal decodes data into v, refusing duplicate member names at any
 // depth, member names that do not exactly match a field of the target
-// struct, unknown members, invalid UTF-8, nesting deeper than MaxDepth and
-// trailing data.
+// struct, unknown members, invalid UTF-8 (raw, or escaped as an unpaired
+// surrogate), nesting deeper than MaxDepth and trailing data.
 func Unmarshal(data []byte, v any) error {
 	if !utf8.Valid(data) {
 		return errors.New("invalid UTF-8")
@@ -47,8 +48,9 @@ func Unmarshal(data []byte, v any) error {
 	return nil
 }
 
-// Check reports whether data is one JSON value with valid UTF-8, no
-// duplicate member names and nesting within MaxDepth.
+// Check reports whether data is one JSON value with valid UTF-8 (and no
+// unpaired surrogate escapes), no duplicate member names and nesting within
+// MaxDepth.
 func Check(data []byte) error {
 	if !utf8.Valid(data) {
 		return errors.New("invalid UTF-8")
@@ -72,7 +74,58 @@ func parseTree(data []byte) (any, error) {
 	if _, err := dec.Token(); err != io.EOF {
 		return nil, errors.New("trailing data after JSON value")
 	}
+	if err := checkSurrogates(data); err != nil {
+		return nil, err
+	}
 	return v, nil
+}
+
+// checkSurrogates refuses a \u escape of a UTF-16 surrogate that is not half
+// of a high-low pair. encoding/json reads one as U+FFFD; other
+// implementations keep it or fail. data must already be valid JSON.
+func checkSurrogates(data []byte) error {
+	inString := false
+	for i := 0; i < len(data); i++ {
+		switch c := data[i]; {
+		case c == '"':
+			inString = !inString
+		case c == '\\' && inString:
+			i++
+			if data[i] != 'u' {
+				continue
+			}
+			r := hex4(data[i+1 : i+5])
+			i += 4
+			if !utf16.IsSurrogate(r) {
+				continue
+			}
+			if r < 0xdc00 && i+6 < len(data) && data[i+1] == '\\' && data[i+2] == 'u' {
+				if low := hex4(data[i+3 : i+7]); 0xdc00 <= low && low <= 0xdfff {
+					i += 6
+					continue
+				}
+			}
+			return fmt.Errorf("unpaired UTF-16 surrogate escape \\u%04x", r)
+		}
+	}
+	return nil
+}
+
+// hex4 reads four hex digits that the JSON scanner has already validated.
+func hex4(b []byte) rune {
+	var r rune
+	for _, c := range b {
+		switch {
+		case c <= '9':
+			c -= '0'
+		case c <= 'F':
+			c -= 'A' - 10
+		default:
+			c -= 'a' - 10
+		}
+		r = r<<4 | rune(c)
+	}
+	return r
 }
 
 func parseValue(dec *json.Decoder, depth int) (any, error) {
@@ -201,11 +254,10 @@ func jsonFields(t reflect.Type) map[string]reflect.Type {
 		}
 		name := f.Name
 		if tag, ok := f.Tag.Lookup("json"); ok {
-			n, _, _ := strings.Cut(tag, ",")
-			if n == "-" {
-				continue
+			if tag == "-" {
+				continue // but `json:"-,"` names a member "-", as in encoding/json
 			}
-			if n != "" {
+			if n, _, _ := strings.Cut(tag, ","); n != "" {
 				name = n
 			}
 		}

@@ -119,6 +119,14 @@ func TestParseRefuses(t *testing.T) {
 		"2026-01-02T15:04:05+0530",  // offset without colon
 		"2026-01-02T15:04:05+05",    // offset without minutes
 		"2026-01-02T15:04:05+24:00", // offset out of range
+		"2026-01-02T15:04:05+23:60", // offset minute out of range
+		"2026-01-02T15:04:05-99:00", // offset out of range
+		"2026-01-02T15:04:05+0a:00", // offset not digits
+		"2026-01-02T1:04:05Z",       // one-digit hour
+		"2026-01-02T15:04:05.-1Z",   // signed fraction
+		"2026-01-02T15:04:05.12a3Z", // letter in fraction
+		"2026-01-02t15:04:05z",      // lower case
+		"2026-01-02T15:04:05\x00Z",  // NUL
 		"2026-01-02T15:04:05ZZ",     // trailing data
 		"2026-01-02T15:04:05Z ",     // trailing space
 		" 2026-01-02T15:04:05Z",     // leading space
