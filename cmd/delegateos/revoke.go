@@ -11,8 +11,8 @@ import (
 )
 
 var revokeCmd = &command{
-	name: "revoke",
-	args: "--key FILE --token TOKEN (--block N | --id REVOCATION_ID) [--scope chain|block] --list FILE [--json]",
+	name:    "revoke",
+	args:    "--key FILE --token TOKEN (--block N | --id REVOCATION_ID) [--scope chain|block] --list FILE [--json]",
 	summary: "append a signed revocation to a revocation list file (created if missing)",
 	flags: func(fs *pflag.FlagSet) func(*env, []string) error {
 		key := fs.String("key", "", "the revoker's key file: the signer of the block or of a block before it")
