@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io/fs"
 	"os"
+	"syscall"
 
 	"github.com/delegateos/delegateos/internal/b64"
 	"github.com/delegateos/delegateos/internal/strictjson"
@@ -64,7 +65,10 @@ func SaveKeyFile(path string, k *Keypair) error {
 
 // LoadKeyFile reads a key file, refusing one that group or others can read.
 func LoadKeyFile(path string) (*Keypair, error) {
-	f, err := os.Open(path)
+	// O_NONBLOCK, because opening a FIFO for reading would otherwise wait
+	// for a writer before the file type could be checked. It has no effect
+	// on reading a regular file.
+	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NONBLOCK, 0)
 	if err != nil {
 		return nil, fmt.Errorf("open key file: %w", err)
 	}
@@ -73,11 +77,11 @@ func LoadKeyFile(path string) (*Keypair, error) {
 	if err != nil {
 		return nil, fmt.Errorf("stat key file: %w", err)
 	}
-	if st.Mode().Perm()&0o077 != 0 {
-		return nil, fmt.Errorf("%w: %s has mode %04o; run: chmod 600 %s", ErrKeyFilePermissions, path, st.Mode().Perm(), path)
-	}
 	if !st.Mode().IsRegular() {
 		return nil, fmt.Errorf("key file %s is not a regular file", path)
+	}
+	if st.Mode().Perm()&0o077 != 0 {
+		return nil, fmt.Errorf("%w: %s has mode %04o; run: chmod 600 %s", ErrKeyFilePermissions, path, st.Mode().Perm(), path)
 	}
 	if st.Size() > maxKeyFileSize {
 		return nil, fmt.Errorf("key file %s is %d bytes; a key file is well under %d", path, st.Size(), maxKeyFileSize)
