@@ -51,24 +51,15 @@ func TestListAdd(t *testing.T) {
 // A three-level chain: block 0 (authority) signed by root, block 1 signed by
 // a (root's delegatee), block 2 signed by b (a's delegatee).
 func TestRevokedRules(t *testing.T) {
-	root, a, b, stranger := testKey(t, 1), testKey(t, 2), testKey(t, 3), testKey(t, 4)
+	const R, A, B, S = 1, 2, 3, 4 // root, a, b and a stranger: key numbers
 	blocks := []string{testID("block0"), testID("block1"), testID("block2")}
-	signers := []string{root.ID(), a.ID(), b.ID()}
+	signers := []string{testKey(t, R).ID(), testKey(t, A).ID(), testKey(t, B).ID()}
 	type rev struct {
-		by    byte // key number
+		by    byte
 		block int
 		scope Scope
 	}
-	keys := map[byte]string{}
-	entry := func(r rev) Entry {
-		k := map[byte]*struct{}{}
-		_ = k
-		kp := testKey(t, r.by)
-		keys[r.by] = kp.ID()
-		return testEntry(t, kp, blocks[r.block], r.scope)
-	}
-	_ = stranger
-	const R, A, B, S = 1, 2, 3, 4
+	entry := func(r rev) Entry { return testEntry(t, testKey(t, r.by), blocks[r.block], r.scope) }
 	tests := []struct {
 		name   string
 		revs   []rev
