@@ -138,6 +138,7 @@ func TestPublicKeyRefuses(t *testing.T) {
 		{"line break inside", id[:20] + "\n" + id[21:]},
 		{"carriage return inside", id[:20] + "\r" + id[21:]},
 		{"trailing line break", id[:42] + "\n"},
+		{"line break, 42 characters of 31 bytes", id[:40] + "A\nA"},
 		{"space", id[:42] + " "},
 		{"did:key", "did:key:z6MktwupdmLXVVqTzCw4i46r4uGyosGXRnR3XjN4Zq7oMMsw"},
 		{"hex", "d75a980182b10ab7d54bfed3c964073a0ee172f3daa62325af021a68f707511a"},

@@ -25,6 +25,7 @@ type doc struct {
 	Any     any               `json:"any,omitempty"`
 	Untag   string
 	Dash    string `json:"-"`
+	//lint:ignore SA5008 encoding/json documents `json:"-,"` as naming the member "-"; strictjson must agree
 	DashKey string `json:"-,"`
 }
 
