@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io/fs"
 	"os"
+	"path/filepath"
 	"syscall"
 
 	"github.com/delegateos/delegateos/internal/b64"
@@ -45,22 +46,39 @@ func SaveKeyFile(path string, k *Keypair) error {
 	if err != nil {
 		return err
 	}
-	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
+	// Write a temporary file, sync it, then link it into place: the link
+	// fails if path exists (no overwrite), and a crash or full disk never
+	// leaves a partial key file behind at path.
+	if _, err := os.Lstat(path); err == nil {
+		return fmt.Errorf("key file %s already exists; choose another path or remove it first", path)
+	}
+	tmp, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".tmp-*")
 	if err != nil {
+		return fmt.Errorf("create key file: %w", err)
+	}
+	defer os.Remove(tmp.Name())
+	if err := tmp.Chmod(0o600); err != nil {
+		tmp.Close()
+		return fmt.Errorf("create key file: %w", err)
+	}
+	if _, err := tmp.Write(append(data, '\n')); err != nil {
+		tmp.Close()
+		return fmt.Errorf("write key file %s: %w", path, err)
+	}
+	if err := tmp.Sync(); err != nil {
+		tmp.Close()
+		return fmt.Errorf("write key file %s: %w", path, err)
+	}
+	if err := tmp.Close(); err != nil {
+		return fmt.Errorf("write key file %s: %w", path, err)
+	}
+	if err := os.Link(tmp.Name(), path); err != nil {
 		if errors.Is(err, fs.ErrExist) {
 			return fmt.Errorf("key file %s already exists; choose another path or remove it first", path)
 		}
 		return fmt.Errorf("create key file: %w", err)
 	}
-	if _, err := f.Write(append(data, '\n')); err != nil {
-		f.Close()
-		return fmt.Errorf("write key file %s: %w", path, err)
-	}
-	if err := f.Sync(); err != nil {
-		f.Close()
-		return fmt.Errorf("write key file %s: %w", path, err)
-	}
-	return f.Close()
+	return nil
 }
 
 // LoadKeyFile reads a key file, refusing one that group or others can read.

@@ -64,7 +64,7 @@ func VerifyDigest(pub ed25519.PublicKey, digest [32]byte, signature []byte) erro
 func VerifyCanonical(pub ed25519.PublicKey, canonical []byte, signature string) error {
 	raw, err := DecodeSignature(signature)
 	if err != nil {
-		return err
+		return fmt.Errorf("%w: %v", ErrBadSignature, err)
 	}
 	return VerifyDigest(pub, Digest(canonical), raw)
 }

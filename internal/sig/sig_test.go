@@ -193,3 +193,14 @@ func TestSignVerifyUnencodable(t *testing.T) {
 		t.Error("Verify(func) succeeded")
 	}
 }
+
+// Every refusal, including a signature that cannot be decoded, is
+// ErrBadSignature for callers that test with errors.Is.
+func TestVerifyCanonicalMalformedIsErrBadSignature(t *testing.T) {
+	k := ed25519.NewKeyFromSeed(make([]byte, ed25519.SeedSize))
+	for _, s := range []string{"", "!!", "AAAA", strings.Repeat("A", 86) + "=="} {
+		if err := VerifyCanonical(k.Public().(ed25519.PublicKey), []byte(`{}`), s); !errors.Is(err, ErrBadSignature) {
+			t.Errorf("signature %q: got %v, want ErrBadSignature", s, err)
+		}
+	}
+}
