@@ -44,8 +44,12 @@
 // mistyped path must not silently turn revocation off.
 //
 // File is a list backed by a file that a long-running verifier re-reads
-// when it changes (checked at most once per CheckInterval). If the file
-// becomes unreadable, disappears or stops being a valid list, File.Revoked
-// returns an error, which the verifier turns into a denial, until the file
-// is valid again.
+// when it changes (looked at in the background, at most once per
+// CheckInterval). If the file becomes unreadable, disappears or stops being
+// a valid list, File.Revoked returns an error, which the verifier turns
+// into a denial, until the file is valid again; it never falls back to an
+// empty list.
+//
+// Revoked is on the path of every verification, cached or not: it takes a
+// read lock and looks up each block in a map, and does not allocate.
 package revocation

@@ -17,19 +17,22 @@ type FileOptions struct {
 	CheckInterval time.Duration
 }
 
-// File is a revocation list backed by a file, re-read when the file
-// changes, for a process that runs longer than one revocation. Revoked
-// looks at the file (one stat) at most once per CheckInterval and re-reads
-// it when its size, modification time or identity (inode) has changed;
-// Append's rename always changes the identity. An in-place edit that keeps
-// the size within the file system's timestamp resolution can go unseen
-// until Reload. It is safe for concurrent use.
+// File is a revocation list backed by a file, for a process that runs
+// longer than one revocation. Revoked looks at the file (one stat) at most
+// once per CheckInterval, in the background, and re-reads it when its size,
+// modification time or identity (device and inode) has changed. Append's
+// rename always changes the identity, so an Append is in force within
+// CheckInterval plus the time to read the list; an edit in place that keeps
+// the size, within the file system's timestamp resolution, may go unseen
+// until Reload. Entries of the current list are not verified again when the
+// file is re-read. It is safe for concurrent use.
 type File struct {
 	path     string
 	interval time.Duration
-	epoch    time.Time    // origin of next, read on the monotonic clock
-	next     atomic.Int64 // nanoseconds after epoch when the file is next looked at
-	state    atomic.Pointer[fileState]
+	// due is set by a timer CheckInterval after each look at the file, so
+	// that the fast path of Revoked reads one atomic flag, not the clock.
+	due   atomic.Bool
+	state atomic.Pointer[fileState]
 
 	mu sync.Mutex // serializes looking at and reading the file; guards read
 	// read describes the file the current state came from; nil when the
@@ -46,14 +49,14 @@ type fileState struct {
 // OpenFile reads and verifies the list file at path. A missing file is an
 // error wrapping fs.ErrNotExist.
 func OpenFile(path string, opts FileOptions) (*File, error) {
-	f := &File{path: path, interval: opts.CheckInterval, epoch: time.Now()}
+	f := &File{path: path, interval: opts.CheckInterval}
 	if f.interval == 0 {
 		f.interval = DefaultCheckInterval
 	}
 	if err := f.Reload(); err != nil {
 		return nil, err
 	}
-	f.next.Store(int64(f.interval))
+	f.arm()
 	return f, nil
 }
 
@@ -72,19 +75,29 @@ func (f *File) Revoked(blockIDs, signers []string) (revocationID string, revoked
 	return st.list.Revoked(blockIDs, signers)
 }
 
-// maybeCheck looks at the file if it is time to. Of the calls that find it
-// is time, one does the work and the others go on with the current list.
+// maybeCheck starts a look at the file if it is time to. With a positive
+// CheckInterval the look runs in the background, so no call waits for a
+// large list to be read and verified: until it is done, Revoked answers
+// from the list as last read.
 func (f *File) maybeCheck() {
 	if f.interval < 0 {
 		f.check()
 		return
 	}
-	now := int64(time.Since(f.epoch))
-	next := f.next.Load()
-	if now < next || !f.next.CompareAndSwap(next, now+int64(f.interval)) {
-		return
+	if f.due.Load() && f.due.CompareAndSwap(true, false) {
+		go func() {
+			f.check()
+			f.arm()
+		}()
 	}
-	f.check()
+}
+
+// arm makes the next call of Revoked after CheckInterval look at the file.
+// A File nobody calls holds at most one pending timer.
+func (f *File) arm() {
+	if f.interval > 0 {
+		time.AfterFunc(f.interval, func() { f.due.Store(true) })
+	}
 }
 
 // check re-reads the file if it is not the one last read.
