@@ -20,7 +20,9 @@ type cacheEntry struct {
 }
 
 func newCache(max int) *cache {
-	return &cache{max: max, ll: list.New(), items: make(map[string]*list.Element, max)}
+	// The map grows as tokens arrive; a large CacheSize must not allocate
+	// up front.
+	return &cache{max: max, ll: list.New(), items: make(map[string]*list.Element, min(max, 1024))}
 }
 
 func (c *cache) get(key string) *verified {

@@ -104,8 +104,8 @@ type AttenuateParams struct {
 	MaxBudgetMicrocents *int64
 	ExpiresAt           *time.Time
 	MaxChainDepth       *int64
-	// Now is used to refuse an attenuation that would already be expired;
-	// zero means time.Now().
+	// Now is used to refuse an attenuation of an expired parent or one that
+	// would already be expired; zero means time.Now().
 	Now time.Time
 }
 
@@ -123,6 +123,13 @@ func Attenuate(parent *Token, p AttenuateParams) (*Token, error) {
 	eff, d := parent.walk()
 	if d != nil {
 		return nil, fmt.Errorf("parent token: %w", d)
+	}
+	now := p.Now
+	if now.IsZero() {
+		now = time.Now()
+	}
+	if now.After(eff.expires) {
+		return nil, fmt.Errorf("the parent token expired at %s", timestamp.Format(eff.expires))
 	}
 	if p.Attenuator.ID() != eff.delegatee {
 		return nil, fmt.Errorf("the attenuating key %s is not the token's current delegatee %s", p.Attenuator.ID(), eff.delegatee)
@@ -167,10 +174,6 @@ func Attenuate(parent *Token, p AttenuateParams) (*Token, error) {
 		exp := timestamp.Truncate(*p.ExpiresAt)
 		if exp.After(eff.expires) {
 			return nil, fmt.Errorf("expiry %s is after the parent's %s", timestamp.Format(exp), timestamp.Format(eff.expires))
-		}
-		now := p.Now
-		if now.IsZero() {
-			now = time.Now()
 		}
 		if !exp.After(now) {
 			return nil, fmt.Errorf("expiry %s is already past", timestamp.Format(exp))

@@ -87,6 +87,11 @@ func ResourceSubset(child, parent string) bool {
 	if child == parent {
 		return true
 	}
+	// MatchResource matches no over-long pattern, so nothing can be proved
+	// about one: a long parent would otherwise "contain" a child it cannot match.
+	if len(child) > MaxResourceLen || len(parent) > MaxResourceLen {
+		return false
+	}
 	c, p := strings.Split(child, "/"), strings.Split(parent, "/")
 	if len(c) > MaxResourceSegments || len(p) > MaxResourceSegments {
 		return false

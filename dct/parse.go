@@ -24,7 +24,7 @@ type Token struct {
 	t       SignedToken
 	enc     encoded
 	issued  time.Time
-	expires []time.Time // per block: authority expiry, then each attenuation's (zero if unset)
+	expires []time.Time         // per block: authority expiry, then each attenuation's (zero if unset)
 	signers []ed25519.PublicKey // per block: issuer, then each attenuator
 	sigs    [][]byte            // decoded signatures, in token order
 }

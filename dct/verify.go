@@ -35,15 +35,17 @@ type Options struct {
 // Request is what the presenter of a token asks to do.
 type Request struct {
 	Namespace, Action, Resource string
-	// SpentMicrocents is what the delegation has spent so far.
+	// SpentMicrocents is what the delegation has spent so far. A negative
+	// value is refused as budget_exceeded: it would report more budget
+	// remaining than the token grants.
 	SpentMicrocents int64
 	// Now is the time of the request; zero means time.Now().
 	Now time.Time
 }
 
 // AuthorizedScope is what a verified token grants (§10.1 step 8), with the
-// chain it came through. Capabilities is shared with the Verifier's cache
-// and must not be modified.
+// chain it came through. Capabilities and Chain are shared with the
+// Verifier's cache and must not be modified.
 type AuthorizedScope struct {
 	Capabilities              []Capability `json:"capabilities"`
 	RemainingBudgetMicrocents int64        `json:"remainingBudgetMicrocents"`
@@ -109,20 +111,60 @@ type verified struct {
 // {token, format} form) for a request. It returns the authorized scope, or
 // a *Denial.
 func (v *Verifier) Verify(token string, req Request) (*AuthorizedScope, error) {
+	vt, err := v.checkString(token)
+	if err != nil {
+		return nil, err
+	}
+	return v.authorizeChecked(vt, req)
+}
+
+// VerifyToken verifies a parsed token for a request.
+func (v *Verifier) VerifyToken(tok *Token, req Request) (*AuthorizedScope, error) {
+	vt, err := v.check(tok)
+	if err != nil {
+		return nil, err
+	}
+	return v.authorizeChecked(vt, req)
+}
+
+// VerifyChain verifies a token without a particular request: parsing,
+// revocation, the trusted root and signatures, the attenuation chain and
+// the token's validity period (§10.1 steps 1 to 5). The scope it returns
+// says what the token could grant; budget and capability are checked per
+// request by Verify. A zero now means time.Now().
+func (v *Verifier) VerifyChain(token string, now time.Time) (*AuthorizedScope, error) {
+	vt, err := v.checkString(token)
+	if err != nil {
+		return nil, err
+	}
+	if err := v.checkTime(vt, now); err != nil {
+		return nil, err
+	}
+	return vt.scope(0), nil
+}
+
+// checkString is check for a serialized token, using the cache first.
+func (v *Verifier) checkString(token string) (*verified, error) {
 	if vt := v.cache.get(token); vt != nil {
-		return v.authorize(vt, req)
+		return vt, v.checkRevoked(vt)
 	}
 	tok, err := ParseInput(token)
 	if err != nil {
 		return nil, err
 	}
-	return v.VerifyToken(tok, req)
+	vt, err := v.check(tok)
+	if err == nil && token != tok.raw {
+		// The {token, format} form determines the token, so it can be a key too.
+		v.cache.put(token, vt)
+	}
+	return vt, err
 }
 
-// VerifyToken verifies a parsed token for a request.
-func (v *Verifier) VerifyToken(tok *Token, req Request) (*AuthorizedScope, error) {
+// check runs §10.1 steps 2 to 4, the signature and chain work only once
+// per token: revocation is consulted on every call.
+func (v *Verifier) check(tok *Token) (*verified, error) {
 	if vt := v.cache.get(tok.raw); vt != nil {
-		return v.authorize(vt, req)
+		return vt, v.checkRevoked(vt)
 	}
 	vt := &verified{tok: tok, revIDs: tok.RevocationIDs(), signers: tok.Signers()}
 	// Step 2 comes before the signature work, as the specification orders it.
@@ -144,15 +186,7 @@ func (v *Verifier) VerifyToken(tok *Token, req Request) (*AuthorizedScope, error
 	vt.eff = eff
 	vt.expires = timestamp.Format(eff.expires)
 	v.cache.put(tok.raw, vt)
-	return v.authorizeChecked(vt, req)
-}
-
-// authorize runs the per-call steps on a token verified earlier.
-func (v *Verifier) authorize(vt *verified, req Request) (*AuthorizedScope, error) {
-	if err := v.checkRevoked(vt); err != nil {
-		return nil, err
-	}
-	return v.authorizeChecked(vt, req)
+	return vt, nil
 }
 
 func (v *Verifier) checkRevoked(vt *verified) error {
@@ -173,16 +207,12 @@ func (v *Verifier) checkRevoked(vt *verified) error {
 
 // authorizeChecked is §10.1 steps 5 to 8.
 func (v *Verifier) authorizeChecked(vt *verified, req Request) (*AuthorizedScope, error) {
-	now := req.Now
-	if now.IsZero() {
-		now = time.Now()
+	if err := v.checkTime(vt, req.Now); err != nil {
+		return nil, err
 	}
 	e := &vt.eff
-	if now.After(e.expires) {
-		return nil, deny(Expired, "token expired at %s", vt.expires)
-	}
-	if vt.tok.issued.After(now.Add(v.skew)) {
-		return nil, deny(Expired, "token is not valid yet: issued at %s, in the future", vt.tok.t.Authority.IssuedAt)
+	if req.SpentMicrocents < 0 {
+		return nil, deny(BudgetExceeded, "spent %d microcents: a spend cannot be negative", req.SpentMicrocents)
 	}
 	if req.SpentMicrocents >= e.budget {
 		return nil, deny(BudgetExceeded, "spent %d of a budget of %d microcents", req.SpentMicrocents, e.budget)
@@ -199,12 +229,32 @@ func (v *Verifier) authorizeChecked(vt *verified, req Request) (*AuthorizedScope
 			Type:      CapabilityNotGranted,
 			Detail:    fmt.Sprintf("%s:%s on %q is not granted by this token", req.Namespace, req.Action, req.Resource),
 			Requested: &Capability{Namespace: req.Namespace, Action: req.Action, Resource: req.Resource},
-			Granted:   e.caps,
+			Granted:   cloneSlice(e.caps), // callers render and may edit a denial
 		}
 	}
+	return vt.scope(req.SpentMicrocents), nil
+}
+
+// checkTime is §10.1 step 5, with the not-yet-valid check added.
+func (v *Verifier) checkTime(vt *verified, now time.Time) error {
+	if now.IsZero() {
+		now = time.Now()
+	}
+	if now.After(vt.eff.expires) {
+		return deny(Expired, "token expired at %s", vt.expires)
+	}
+	if vt.tok.issued.After(now.Add(v.skew)) {
+		return deny(Expired, "token is not valid yet: issued at %s, in the future", vt.tok.t.Authority.IssuedAt)
+	}
+	return nil
+}
+
+// scope is §10.1 step 8.
+func (vt *verified) scope(spent int64) *AuthorizedScope {
+	e := &vt.eff
 	return &AuthorizedScope{
 		Capabilities:              e.caps,
-		RemainingBudgetMicrocents: e.budget - req.SpentMicrocents,
+		RemainingBudgetMicrocents: e.budget - spent,
 		ChainDepth:                e.chainDepth,
 		MaxChainDepth:             e.chainDepth + e.remaining,
 		ContractID:                e.contractID,
@@ -213,5 +263,5 @@ func (v *Verifier) authorizeChecked(vt *verified, req Request) (*AuthorizedScope
 		Delegatee:                 e.delegatee,
 		ExpiresAt:                 vt.expires,
 		Chain:                     e.links,
-	}, nil
+	}
 }

@@ -7,6 +7,8 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+
+	"github.com/delegateos/delegateos/internal/fsutil"
 )
 
 // listFileMode is the mode of a new list file: it holds no secrets.
@@ -76,7 +78,7 @@ func Append(path string, e Entry) error {
 	if real, err := filepath.EvalSymlinks(path); err == nil {
 		path = real
 	}
-	unlock, err := lockFile(path + ".lock")
+	unlock, err := fsutil.Lock(path+".lock", listFileMode)
 	if err != nil {
 		return fmt.Errorf("lock revocation list %s: %w", path, err)
 	}
@@ -104,38 +106,11 @@ func Append(path string, e Entry) error {
 	return writeFileAtomic(path, out, mode)
 }
 
-// writeFileAtomic replaces path with data: temporary file in the same
-// directory, fsync, close, rename, fsync of the directory.
-func writeFileAtomic(path string, data []byte, mode fs.FileMode) (err error) {
-	dir, base := filepath.Split(path)
-	if dir == "" {
-		dir = "."
-	}
-	tmp, err := os.CreateTemp(dir, "."+base+".tmp-*")
-	if err != nil {
+// writeFileAtomic replaces path with data (see fsutil.WriteFileAtomic),
+// naming the list in any error.
+func writeFileAtomic(path string, data []byte, mode fs.FileMode) error {
+	if err := fsutil.WriteFileAtomic(path, data, mode); err != nil {
 		return fmt.Errorf("write revocation list %s: %w", path, err)
 	}
-	defer func() {
-		if err != nil {
-			tmp.Close()
-			os.Remove(tmp.Name())
-			err = fmt.Errorf("write revocation list %s: %w", path, err)
-		}
-	}()
-	if err := tmp.Chmod(mode); err != nil {
-		return err
-	}
-	if _, err := tmp.Write(data); err != nil {
-		return err
-	}
-	if err := tmp.Sync(); err != nil {
-		return err
-	}
-	if err := tmp.Close(); err != nil {
-		return err
-	}
-	if err := os.Rename(tmp.Name(), path); err != nil {
-		return err
-	}
-	return syncDir(dir)
+	return nil
 }

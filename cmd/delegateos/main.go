@@ -42,10 +42,12 @@ var root = &command{
 	name:    "delegateos",
 	summary: "accountable delegation between AI agents",
 	subs: []*command{
-		keygenCmd, idCmd,
+		proxyCmd, keygenCmd, idCmd,
 		{name: "dct", summary: "mint, attenuate, inspect and verify delegation capability tokens",
 			subs: []*command{mintCmd, attenuateCmd, inspectCmd, verifyCmd}},
 		revokeCmd,
+		{name: "policy", summary: "check policy files and write starter policies for an MCP server",
+			subs: []*command{policyCheckCmd, policyInitCmd}},
 	},
 }
 

@@ -1,11 +1,11 @@
 //go:build unix
 
-package revocation
+package fsutil
 
 import "os"
 
-// syncDir makes a rename in dir durable.
-func syncDir(dir string) error {
+// SyncDir makes a rename or a file creation in dir durable.
+func SyncDir(dir string) error {
 	d, err := os.Open(dir)
 	if err != nil {
 		return err

@@ -1,0 +1,77 @@
+// Package budget records what each delegation spends and refuses calls
+// that would spend more than its budget (DelegateOS §13.4), across a
+// delegation tree, durably and under concurrency.
+//
+// # Levels and reservations
+//
+// A call spends from every delegation on its token's chain. The caller
+// passes one Level per delegation, root first, each with its key and its
+// effective budget (the token's maxBudgetMicrocents as attenuated down to
+// that block). Before forwarding a call it reserves the call's cost:
+//
+//	r, err := store.Reserve(levels, cost) // err matches ErrExceeded: deny
+//	... forward the call ...
+//	store.Commit(r, actual)               // or store.Release(r) if it never ran
+//
+// Reserve is atomic across the levels: either every level has room and the
+// cost is held at every level, or nothing changes and an *ExceededError
+// names the first level (root first) that has no room. Spent, what Reserve
+// compares with a limit, is committed spend plus the cost held by open
+// reservations, so concurrent reservations can never together pass a limit.
+// A level whose spend has reached its limit refuses even a call that costs
+// nothing, as verification does (§10.1 step 6: spent ≥ budget), so the
+// store is the one place that decides. A key given twice counts once.
+//
+// Commit replaces the held cost by the actual cost; an actual above the
+// reservation is charged in full even past a limit (the money is spent),
+// and the next Reserve refuses. Release drops the hold. A reservation ends
+// once: committing or releasing it again, or at a store that did not make
+// it, is an error and changes nothing.
+//
+// Costs and limits are microcents and must not be negative.
+//
+// # Memory and File
+//
+// Memory keeps spend in memory. File keeps it in a log file, so that a
+// restart does not reset spend and a crash never under-counts it.
+//
+// The log holds one JSON object per line, each adding a delta to the
+// spend of a set of keys:
+//
+//	{"op":"total","delta":120000,"keys":["ISSUER/del_root"]}
+//	{"op":"reserve","id":1,"delta":2500,"keys":["ISSUER/del_root","ISSUER/del_root/del_a"]}
+//	{"op":"commit","id":1,"delta":-500,"keys":["ISSUER/del_root","ISSUER/del_root/del_a"]}
+//	{"op":"release","id":2,"delta":-2500,"keys":["ISSUER/del_root"]}
+//
+// Reserve appends its cost and syncs the file before it returns, so a call
+// that was forwarded is on disk even if the process then dies before
+// Commit: the held cost counts as spent (fail closed). Commit appends
+// actual − reserved only when they differ; Release appends −reserved. A
+// reservation that costs nothing writes nothing, so free calls never wait
+// for the disk. Opening the store sums the deltas. A last line without its
+// newline was torn by a crash during its write, and its Reserve never
+// returned: it is ignored. Any other line that does not parse is an error
+// naming the line, and the file is left for a person to look at.
+//
+// When the store is opened, and after every few thousand appended lines
+// (more when there are more keys), the log is rewritten as one total per
+// key: a temporary file, synced, renamed over the log, and the directory
+// synced. Open reservations are part of the totals.
+//
+// If a write fails (a full disk, an I/O error) the reservation is refused
+// with an error naming the file; a failed Commit or Release still takes
+// effect in memory and says so. Nothing is appended after a failed write:
+// the next write rewrites the whole log from memory, and until that works
+// every reservation that costs anything is refused.
+//
+// A File holds an exclusive lock (flock on the store's path + ".lock")
+// from OpenFile to Close, so two processes never each believe they have
+// the whole remaining budget: the second OpenFile fails with an error
+// matching ErrInUse. Writes are serialized under the store's mutex, so
+// every reservation that costs something waits for one fsync, and
+// concurrent ones wait for each other's.
+//
+// A missing store is created empty: a store that is deleted, or a path
+// that is mistyped, starts spend again from zero. Keep the store with the
+// proxy's other state and give it a fixed path.
+package budget

@@ -1,0 +1,299 @@
+package budget
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"sync"
+
+	"github.com/delegateos/delegateos/internal/fsutil"
+)
+
+// fileMode is the mode of a new spend log and its lock file: spend is the
+// proxy's own state, read by nobody else.
+const fileMode fs.FileMode = 0o600
+
+// ErrInUse is matched (errors.Is) by the error of OpenFile when another
+// open File, in this process or another, holds the store.
+var ErrInUse = errors.New("spend store in use")
+
+type inUseError struct{ path string }
+
+func (e *inUseError) Error() string {
+	return fmt.Sprintf("spend store %s is in use by another delegateos process (its lock %s.lock is held); stop that process or give this one its own store", e.path, e.path)
+}
+
+func (e *inUseError) Is(target error) bool { return target == ErrInUse }
+
+// File is a Store kept in an append-only log file, so that spend survives
+// a restart and a crash never under-counts it. See the package
+// documentation for the format and the guarantees. Only one File at a time
+// may have a store open.
+type File struct {
+	path   string
+	mode   fs.FileMode
+	unlock func()
+
+	mu  sync.Mutex // guards everything below; file writes happen under it
+	l   ledger
+	log *os.File // the log, open for appending; nil if reopening it failed
+	// dirty, when not nil, says why the log may not hold what l holds (an
+	// append or a rewrite failed). The log is then rewritten from l before
+	// anything is appended to it again, and Reserve refuses until that works.
+	dirty        error
+	lines        int // lines appended since the last rewrite
+	compactAfter int // lines before a rewrite; compactLines unless a test says otherwise
+	closed       bool
+	buf          []byte
+}
+
+var _ Store = (*File)(nil)
+
+// OpenFile opens the spend store at path, creating it if it does not
+// exist, and holds it until Close: a second OpenFile of the same store,
+// from any process, fails with an error matching ErrInUse. The store is
+// read, and rewritten compactly (dropping a line torn by a crash).
+func OpenFile(path string) (*File, error) {
+	// Every name of the store shares one lock, and the rewrite replaces the
+	// file rather than a symbolic link to it. The path is made absolute so
+	// that a later change of directory does not move the store.
+	if real, err := filepath.EvalSymlinks(path); err == nil {
+		path = real
+	}
+	if abs, err := filepath.Abs(path); err == nil {
+		path = abs
+	}
+	unlock, err := fsutil.TryLock(path+".lock", fileMode)
+	if errors.Is(err, fsutil.ErrLocked) {
+		return nil, &inUseError{path}
+	}
+	if err != nil {
+		return nil, fmt.Errorf("spend store %s: lock: %w", path, err)
+	}
+	f := &File{path: path, mode: fileMode, unlock: unlock, compactAfter: compactLines}
+	if err := f.load(); err != nil {
+		unlock()
+		return nil, err
+	}
+	return f, nil
+}
+
+// load replays the log into the ledger and rewrites it.
+func (f *File) load() error {
+	data, err := f.read()
+	if err != nil {
+		return err
+	}
+	if _, err := parseLog(data, f.l.replay); err != nil {
+		return fmt.Errorf("spend store %s is corrupt at %w; it was not changed: restore it from a backup, or repair the line knowing that dropping spend lets it be spent again", f.path, err)
+	}
+	if err := f.compact(); err != nil {
+		return fmt.Errorf("spend store %s: rewrite: %w", f.path, err)
+	}
+	return nil
+}
+
+// read returns the log's bytes, nothing if there is no log yet, and takes
+// the mode of an existing log for its rewrites.
+func (f *File) read() ([]byte, error) {
+	r, err := os.Open(f.path)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("spend store %s: %w", f.path, err)
+	}
+	defer r.Close()
+	fi, err := r.Stat()
+	if err != nil {
+		return nil, fmt.Errorf("spend store %s: %w", f.path, err)
+	}
+	if !fi.Mode().IsRegular() {
+		return nil, fmt.Errorf("spend store %s is not a regular file", f.path)
+	}
+	f.mode = fi.Mode().Perm()
+	data, err := io.ReadAll(r)
+	if err != nil {
+		return nil, fmt.Errorf("spend store %s: %w", f.path, err)
+	}
+	return data, nil
+}
+
+// Reserve implements Store. A reservation with a cost is written to the
+// log and synced before Reserve returns, so that a crash after the call
+// was forwarded still counts it; a cost of zero writes nothing.
+func (f *File) Reserve(levels []Level, cost int64) (*Reservation, error) {
+	keys, err := checkReserve(levels, cost)
+	if err != nil {
+		return nil, err
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.closed {
+		return nil, f.errClosed()
+	}
+	if err := f.l.admit(levels, cost); err != nil {
+		return nil, err
+	}
+	r := f.l.hold(keys, cost)
+	if cost == 0 {
+		return r, nil
+	}
+	if err := f.write(entry{op: opReserve, id: r.id, delta: cost, keys: keys}); err != nil {
+		f.l.unhold(r)
+		return nil, fmt.Errorf("spend store %s: cannot record the reservation, so the call is refused: %w%s", f.path, err, hint(err))
+	}
+	return r, nil
+}
+
+// Commit implements Store. It writes to the log only when actual differs
+// from the reserved cost. If that write fails, the commit still takes
+// effect in this process and the error says so; the log is rewritten
+// before the next reservation is allowed.
+func (f *File) Commit(r *Reservation, actual int64) error {
+	if err := checkActual(actual); err != nil {
+		return err
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.closed {
+		return f.errClosed()
+	}
+	if err := f.l.end(r); err != nil {
+		return err
+	}
+	delta := actual - r.cost
+	if delta == 0 {
+		return nil
+	}
+	f.l.add(r.keys, delta)
+	if err := f.write(entry{op: opCommit, id: r.id, delta: delta, keys: r.keys}); err != nil {
+		return fmt.Errorf("spend store %s: cannot record the commit (it counts in this process, and the file is rewritten before the next reservation): %w%s", f.path, err, hint(err))
+	}
+	return nil
+}
+
+// Release implements Store. If the write to the log fails, the release
+// still takes effect in this process; the log keeps counting the held
+// cost, which over-counts, until it is rewritten.
+func (f *File) Release(r *Reservation) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.closed {
+		return f.errClosed()
+	}
+	if err := f.l.end(r); err != nil {
+		return err
+	}
+	if r.cost == 0 {
+		return nil
+	}
+	f.l.add(r.keys, -r.cost)
+	if err := f.write(entry{op: opRelease, id: r.id, delta: -r.cost, keys: r.keys}); err != nil {
+		return fmt.Errorf("spend store %s: cannot record the release (it counts in this process; the file over-counts until it is rewritten): %w%s", f.path, err, hint(err))
+	}
+	return nil
+}
+
+// Spent implements Store. After Close it returns the spend as it was.
+func (f *File) Spent(key string) int64 {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.l.spent[key]
+}
+
+// Close rewrites the log if an earlier write failed, closes it and
+// releases the store for another OpenFile. Reservations still open count
+// as spent from then on. Closing twice does nothing.
+func (f *File) Close() error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.closed {
+		return nil
+	}
+	f.closed = true
+	var err error
+	if f.dirty != nil {
+		if err = f.compact(); err != nil {
+			err = fmt.Errorf("spend store %s: rewrite: %w%s", f.path, err, hint(err))
+		}
+	}
+	if f.log != nil {
+		if cerr := f.log.Close(); err == nil && cerr != nil {
+			err = fmt.Errorf("spend store %s: %w", f.path, cerr)
+		}
+		f.log = nil
+	}
+	f.unlock()
+	return err
+}
+
+func (f *File) errClosed() error {
+	return fmt.Errorf("spend store %s is closed", f.path)
+}
+
+// write makes the log hold the ledger after e has been applied to it: by
+// appending e and syncing, or, if an earlier write failed, by rewriting
+// the log from the ledger.
+func (f *File) write(e entry) error {
+	if f.dirty != nil {
+		return f.compact()
+	}
+	f.buf = appendEntry(f.buf[:0], e)
+	if err := f.appendSync(f.buf); err != nil {
+		// Part of the line may be in the file; nothing is appended after it.
+		f.dirty = err
+		return err
+	}
+	f.lines++
+	if f.lines >= max(f.compactAfter, len(f.l.spent)) {
+		// The line is durable whatever this does; a failure sets dirty.
+		f.compact()
+	}
+	return nil
+}
+
+func (f *File) appendSync(line []byte) error {
+	if _, err := f.log.Write(line); err != nil {
+		return err
+	}
+	return f.log.Sync()
+}
+
+// compact rewrites the log as one total per key (temporary file, fsync,
+// rename, fsync of the directory) and reopens it for appending. Open
+// reservations are part of the totals, so a crash after a rewrite counts
+// them as spent. Any failure leaves the store dirty: if the rename
+// happened but the directory sync did not, a crash could bring back the
+// old log, so nothing may be appended to the new one yet.
+func (f *File) compact() error {
+	if f.log != nil {
+		// Closed first: some systems cannot rename over an open file.
+		f.log.Close()
+		f.log = nil
+	}
+	err := fsutil.WriteFileAtomic(f.path, f.l.appendTotals(nil), f.mode)
+	if log, oerr := os.OpenFile(f.path, os.O_WRONLY|os.O_APPEND, 0); oerr == nil {
+		f.log = log
+	} else if err == nil {
+		err = oerr
+	}
+	if err != nil {
+		f.dirty = err
+		return err
+	}
+	f.dirty = nil
+	f.lines = 0
+	return nil
+}
+
+// hint adds what a person can do about an error writing the store.
+func hint(err error) string {
+	if isNoSpace(err) {
+		return " (the disk is full: free space; calls that cost anything are refused until the store can be written)"
+	}
+	return ""
+}

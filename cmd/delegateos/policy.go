@@ -1,0 +1,236 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+	"text/tabwriter"
+
+	"github.com/spf13/pflag"
+
+	"github.com/delegateos/delegateos/policy"
+)
+
+var policyCheckCmd = &command{
+	name:    "check",
+	args:    "FILE [--json]",
+	summary: "validate a policy file: a summary (exit 0) or every problem with its line (exit 1)",
+	flags: func(fs *pflag.FlagSet) func(*env, []string) error {
+		asJSON := fs.Bool("json", false, "print the parsed policy, or the problems, as JSON")
+		return func(e *env, args []string) error {
+			if len(args) != 1 {
+				return usagef("give exactly one policy FILE")
+			}
+			file := args[0]
+			p, err := policy.Load(file)
+			var problems policy.Errors
+			switch {
+			case errors.As(err, &problems):
+				if werr := writeProblems(e, *asJSON, file, problems); werr != nil {
+					return werr
+				}
+				return checkError{problems.Error()}
+			case err != nil:
+				return inputf("%v", err)
+			case *asJSON:
+				return writeJSON(e, policySummary(file, p))
+			}
+			writePolicySummary(e.stdout, file, p)
+			return nil
+		}
+	},
+}
+
+type problemJSON struct {
+	Line    int    `json:"line"`
+	Key     string `json:"key,omitempty"`
+	Message string `json:"message"`
+}
+
+func writeProblems(e *env, asJSON bool, file string, problems policy.Errors) error {
+	if !asJSON {
+		for _, p := range problems {
+			fmt.Fprintln(e.stdout, p.Error())
+		}
+		return nil
+	}
+	out := struct {
+		File     string        `json:"file"`
+		OK       bool          `json:"ok"`
+		Problems []problemJSON `json:"problems"`
+	}{File: file}
+	for _, p := range problems {
+		out.Problems = append(out.Problems, problemJSON{Line: p.Line, Key: p.Key, Message: p.Msg})
+	}
+	return writeJSON(e, out)
+}
+
+// The JSON summary uses the policy file's own key names.
+type policyJSON struct {
+	File                 string     `json:"file"`
+	OK                   bool       `json:"ok"`
+	Roots                []string   `json:"roots"`
+	Tools                []ruleJSON `json:"tools"`
+	DefaultCost          int64      `json:"default_cost"`
+	AllowUnauthenticated bool       `json:"allow_unauthenticated"`
+	HonourUpstreamCost   bool       `json:"honour_upstream_cost"`
+	RevocationList       string     `json:"revocation_list"`
+	SpendStore           string     `json:"spend_store"`
+	MaxFrameBytes        int        `json:"max_frame_bytes"`
+	Log                  struct {
+		File  string `json:"file"`
+		Level string `json:"level"`
+	} `json:"log"`
+}
+
+type ruleJSON struct {
+	Line      int    `json:"line"`
+	Match     string `json:"match"`
+	Namespace string `json:"namespace"`
+	Action    string `json:"action"`
+	// Resource is the literal, or {arg, prefix}.
+	Resource any `json:"resource"`
+	// Cost is what a call costs: the rule's cost or the default.
+	Cost int64 `json:"cost"`
+}
+
+func policySummary(file string, p *policy.Policy) policyJSON {
+	s := policyJSON{File: file, OK: true, Roots: p.Roots, Tools: []ruleJSON{}, DefaultCost: p.DefaultCost,
+		AllowUnauthenticated: p.AllowUnauthenticated, HonourUpstreamCost: p.HonourUpstreamCost,
+		RevocationList: p.RevocationList, SpendStore: p.SpendStore, MaxFrameBytes: p.MaxFrameBytes}
+	if s.Roots == nil {
+		s.Roots = []string{}
+	}
+	s.Log.File, s.Log.Level = p.Log.File, p.Log.Level
+	for _, r := range p.Tools {
+		var res any = r.Resource.Value
+		if r.Resource.Arg != "" {
+			res = map[string]string{"arg": r.Resource.Arg, "prefix": r.Resource.Prefix}
+		}
+		s.Tools = append(s.Tools, ruleJSON{Line: r.Line, Match: r.Match, Namespace: r.Namespace,
+			Action: r.Action, Resource: res, Cost: ruleCost(p, r)})
+	}
+	return s
+}
+
+func ruleCost(p *policy.Policy, r policy.Rule) int64 {
+	if r.Cost != nil {
+		return *r.Cost
+	}
+	return p.DefaultCost
+}
+
+func writePolicySummary(w io.Writer, file string, p *policy.Policy) {
+	fmt.Fprintf(w, "%s: ok\n", file)
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	fmt.Fprintf(tw, "roots:\t%d\n", len(p.Roots))
+	for _, r := range p.Roots {
+		fmt.Fprintf(tw, "  %s\t\n", r)
+	}
+	fmt.Fprintf(tw, "tools:\t%d %s (first match wins; any other tool needs mcp:<tool>:*)\n", len(p.Tools), plural(len(p.Tools), "rule", "rules"))
+	for _, r := range p.Tools {
+		fmt.Fprintf(tw, "  %s\t%s:%s:%s, cost %d (line %d)\n", r.Match, r.Namespace, r.Action, r.Resource, ruleCost(p, r), r.Line)
+	}
+	fmt.Fprintf(tw, "default cost:\t%d microcents\n", p.DefaultCost)
+	fmt.Fprintf(tw, "calls without a token:\t%s\n", choose(p.AllowUnauthenticated, "forwarded", "denied"))
+	fmt.Fprintf(tw, "upstream-reported cost:\t%s\n", choose(p.HonourUpstreamCost, "honoured", "ignored"))
+	fmt.Fprintf(tw, "revocation list:\t%s\n", orNone(p.RevocationList))
+	fmt.Fprintf(tw, "spend store:\t%s\n", orNone(p.SpendStore))
+	fmt.Fprintf(tw, "max frame bytes:\t%d\n", p.MaxFrameBytes)
+	fmt.Fprintf(tw, "log:\t%s, level %s\n", choose(p.Log.File == "", "stderr", p.Log.File), p.Log.Level)
+	tw.Flush()
+}
+
+func plural(n int, one, many string) string { return choose(n == 1, one, many) }
+
+func choose(c bool, yes, no string) string {
+	if c {
+		return yes
+	}
+	return no
+}
+
+func orNone(s string) string { return choose(s == "", "none", s) }
+
+var policyInitCmd = &command{
+	name:    "init",
+	args:    "[--out FILE] [--namespace NS] [--timeout D] -- UPSTREAM_COMMAND [ARGS...]",
+	summary: "start an MCP server, list its tools and write a starter policy with one rule per tool",
+	flags: func(fs *pflag.FlagSet) func(*env, []string) error {
+		out := fs.String("out", "", "write the policy to this file (never overwritten) instead of standard output")
+		ns := fs.String("namespace", policy.DefaultNamespace, "the namespace of every rule")
+		timeout := fs.Duration("timeout", initTimeout, "how long the upstream may take to start and list its tools")
+		asJSON := fs.Bool("json", false, "with --out, print what was written as JSON")
+		return func(e *env, args []string) error {
+			if fs.ArgsLenAtDash() != 0 || len(args) == 0 {
+				return usagef("give the upstream command after --, e.g. delegateos policy init -- npx -y @modelcontextprotocol/server-everything")
+			}
+			if *asJSON && *out == "" {
+				return usagef("--json needs --out: without it the policy itself is the output")
+			}
+			if *timeout <= 0 {
+				return usagef("--timeout must be positive")
+			}
+			// Refuse a bad namespace or an existing file before starting anything.
+			if err := policy.WriteStarter(io.Discard, policy.Starter{Namespace: *ns}); err != nil {
+				return usagef("--namespace: %v", err)
+			}
+			if *out != "" {
+				if _, err := os.Lstat(*out); err == nil {
+					return inputf("%s already exists; not overwriting it", *out)
+				}
+			}
+			tools, err := listUpstreamTools(args, *timeout)
+			if err != nil {
+				return inputError{err}
+			}
+			var b strings.Builder
+			if err := policy.WriteStarter(&b, policy.Starter{Command: args, Namespace: *ns, Tools: tools}); err != nil {
+				return err
+			}
+			if *out == "" {
+				_, err := io.WriteString(e.stdout, b.String())
+				return err
+			}
+			if err := writeNewFile(*out, b.String()); err != nil {
+				return inputError{err}
+			}
+			if *asJSON {
+				names := make([]string, len(tools))
+				for i, t := range tools {
+					names[i] = t.Name
+				}
+				return writeJSON(e, struct {
+					Out   string   `json:"out"`
+					Tools []string `json:"tools"`
+				}{*out, names})
+			}
+			fmt.Fprintf(e.stdout, "wrote %s: %d %s; edit it, then run 'delegateos policy check %s'\n",
+				*out, len(tools), plural(len(tools), "tool", "tools"), *out)
+			return nil
+		}
+	},
+}
+
+// writeNewFile writes a file that must not exist yet.
+func writeNewFile(path, content string) error {
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
+	if err != nil {
+		if errors.Is(err, os.ErrExist) {
+			return fmt.Errorf("%s already exists; not overwriting it", path)
+		}
+		return err
+	}
+	if _, err := f.WriteString(content); err != nil {
+		f.Close()
+		os.Remove(path)
+		return err
+	}
+	if err := f.Close(); err != nil {
+		os.Remove(path)
+		return err
+	}
+	return nil
+}

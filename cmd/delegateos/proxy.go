@@ -1,0 +1,161 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/signal"
+	"syscall"
+	"time"
+
+	"github.com/spf13/pflag"
+	"go.uber.org/zap"
+	"go.uber.org/zap/zapcore"
+
+	"github.com/delegateos/delegateos/budget"
+	"github.com/delegateos/delegateos/dct"
+	"github.com/delegateos/delegateos/policy"
+	"github.com/delegateos/delegateos/proxy"
+	"github.com/delegateos/delegateos/revocation"
+)
+
+var proxyCmd = &command{
+	name: "proxy",
+	args: "[--policy FILE] [--token TOKEN] [--root ID]... [--log FILE] [--revocations FILE] [--spend-store FILE]\n" +
+		"                    -- UPSTREAM_COMMAND [ARGS...]",
+	summary: "run an MCP server behind the DCT gate: point your MCP client at this command",
+	flags: func(fs *pflag.FlagSet) func(*env, []string) error {
+		fs.SetInterspersed(false) // everything from the upstream command on is its own
+		policyPath := fs.String("policy", "", "the policy file (default: built-in defaults; see 'delegateos policy init')")
+		token := fs.String("token", "", "the session's DCT, or @FILE (default: $DELEGATEOS_TOKEN); calls may also carry their own in params._delegateos")
+		roots := fs.StringArray("root", nil, "a trusted root principal ID or did:key (repeatable; added to the policy's roots)")
+		logFile := fs.String("log", "", "log to this file instead of standard error (overrides the policy)")
+		revs := fs.String("revocations", "", "a revocation list file, re-read when it changes (overrides the policy)")
+		spend := fs.String("spend-store", "", "where spend is recorded so it survives restarts (overrides the policy)")
+		return func(e *env, args []string) error {
+			if len(args) == 0 {
+				return usagef("give the upstream MCP server's command after --, e.g. delegateos proxy -- npx server")
+			}
+			pol := policy.Default()
+			if *policyPath != "" {
+				p, err := policy.Load(*policyPath)
+				if err != nil {
+					return inputError{err}
+				}
+				pol = p
+			}
+			for _, r := range *roots {
+				id, err := principal("--root", r)
+				if err != nil {
+					return err
+				}
+				pol.Roots = append(pol.Roots, id)
+			}
+			if *logFile != "" {
+				pol.Log.File = *logFile
+			}
+			if *revs != "" {
+				pol.RevocationList = *revs
+			}
+			if *spend != "" {
+				pol.SpendStore = *spend
+			}
+			log, closeLog, err := newLogger(e, pol.Log)
+			if err != nil {
+				return inputError{err}
+			}
+			defer closeLog()
+
+			if *token == "" {
+				*token = os.Getenv("DELEGATEOS_TOKEN")
+			}
+			if *token == "-" {
+				return usagef("--token - is not possible: standard input carries the MCP protocol")
+			}
+			sessionToken := ""
+			if *token != "" {
+				if sessionToken, err = readToken(e, *token); err != nil {
+					return err
+				}
+			}
+			if len(pol.Roots) == 0 && !pol.AllowUnauthenticated {
+				return usagef("no trusted roots: give --root or list roots in the policy file")
+			}
+			gate := &proxy.Gate{Policy: pol}
+			opts := dct.Options{Roots: pol.Roots}
+			if pol.RevocationList != "" {
+				f, err := revocation.OpenFile(pol.RevocationList, revocation.FileOptions{})
+				if err != nil {
+					return inputError{err}
+				}
+				opts.Revocations = f
+			}
+			if len(opts.Roots) > 0 {
+				if gate.Verifier, err = dct.NewVerifier(opts); err != nil {
+					return usageError{err.Error()}
+				}
+			}
+			if pol.SpendStore != "" {
+				store, err := budget.OpenFile(pol.SpendStore)
+				if err != nil {
+					return inputError{err}
+				}
+				defer store.Close()
+				gate.Budget = store
+			} else {
+				log.Warn("spend is kept in memory only and resets when the proxy restarts; set spend_store in the policy or --spend-store to keep it")
+				gate.Budget = budget.NewMemory()
+			}
+			if sessionToken != "" {
+				if gate.Verifier == nil {
+					return usagef("a token needs a trusted root: give --root or list roots in the policy file")
+				}
+				if _, err := gate.Verifier.VerifyChain(sessionToken, time.Now()); err != nil {
+					return usagef("the session token is not valid: %v", err)
+				}
+			}
+			sigs := make(chan os.Signal, 1)
+			signal.Notify(sigs, os.Interrupt, syscall.SIGTERM)
+			defer signal.Stop(sigs)
+			err = proxy.Run(context.Background(), proxy.Config{
+				Upstream: args, Gate: gate, SessionToken: sessionToken,
+				MaxFrameBytes: pol.MaxFrameBytes, HonourUpstreamCost: pol.HonourUpstreamCost,
+				Log: log, Signals: sigs,
+			}, e.stdin, e.stdout)
+			var exit *proxy.UpstreamExitError
+			if errors.As(err, &exit) {
+				return checkError{exit.Error()}
+			}
+			if err != nil {
+				return inputError{err}
+			}
+			return nil
+		}
+	},
+}
+
+// newLogger logs JSON lines to standard error or a file: never to standard
+// output, which carries the protocol.
+func newLogger(e *env, c policy.LogConfig) (*zap.Logger, func(), error) {
+	level := zapcore.InfoLevel
+	if c.Level != "" {
+		if err := level.Set(c.Level); err != nil {
+			return nil, nil, fmt.Errorf("log level %q: %v", c.Level, err)
+		}
+	}
+	sink := zapcore.AddSync(e.stderr)
+	closeFn := func() {}
+	if c.File != "" {
+		f, err := os.OpenFile(c.File, os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o600)
+		if err != nil {
+			return nil, nil, fmt.Errorf("open log file: %w", err)
+		}
+		sink = zapcore.AddSync(f)
+		closeFn = func() { f.Close() }
+	}
+	enc := zap.NewProductionEncoderConfig()
+	enc.EncodeTime = zapcore.ISO8601TimeEncoder
+	core := zapcore.NewCore(zapcore.NewJSONEncoder(enc), zapcore.Lock(sink), level)
+	return zap.New(core), closeFn, nil
+}

@@ -1,0 +1,18 @@
+// Command docserver is a small MCP server, built with mark3labs/mcp-go, that
+// serves a directory of documents over stdio. It is the upstream the
+// delegateos proxy is tested and demonstrated against.
+//
+//	docserver --root DIR [--diagnostics] [--page-size N]
+//
+// Tool paths look absolute ("/project/sub/notes.md") but are always resolved
+// inside DIR: a path that climbs out of it, lexically or through a symbolic
+// link, is refused.
+//
+// The document tools are read_file, list_files, write_file and search. With
+// --diagnostics the server also offers tools that exercise the protocol
+// features a relay must carry: echo, slow (progress and cancellation),
+// sample, roots and elicit (requests to the client), big, crash, costly and
+// notify_list_changed. --page-size splits tools/list into pages.
+//
+// stdout carries only protocol frames; logs go to stderr.
+package main

@@ -1,0 +1,74 @@
+package policy
+
+import (
+	"encoding/json"
+	"errors"
+	"strings"
+	"testing"
+)
+
+func FuzzParse(f *testing.F) {
+	f.Add([]byte(mapPolicy))
+	f.Add([]byte("roots:\n  - " + rootID + "\ndefault_cost: 5\nlog: {level: warn, file: x}\nmax_frame_bytes: 2048\n"))
+	f.Add([]byte("tools:\n  - {match: \"{a,b}*[!c]\", namespace: n, action: a, resource: {arg: /a~1b/0, prefix: p}}\n"))
+	f.Add([]byte("tools:\n  - &r {match: t, namespace: n, action: a}\n  - *r\n"))
+	f.Add([]byte("a: &a [*a, *a]\n"))
+	f.Add([]byte("---\n---\n"))
+	f.Add([]byte("tools: [{match: '\\\\', namespace: n, action: a}]"))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		p, err := Parse(data, "/d")
+		if err != nil {
+			var errs Errors
+			if !errors.As(err, &errs) || len(errs) == 0 || len(errs) > maxProblems {
+				t.Fatalf("error %T %v is not 1..%d Errors", err, err, maxProblems)
+			}
+			for _, e := range errs {
+				if e.Line < 0 || e.Msg == "" {
+					t.Fatalf("problem without a line or message: %+v", e)
+				}
+			}
+			return
+		}
+		// Whatever parses maps every tool without panicking, and decides
+		// by a rule that matches it.
+		for _, tool := range []string{"read_file", "a", "t", string(data[:min(len(data), 20)])} {
+			c, err := p.Map(tool, json.RawMessage(`{"path": "/x", "a/b": ["y"]}`))
+			if err != nil && !errors.Is(err, ErrUnmappable) {
+				t.Fatalf("Map error %v does not wrap ErrUnmappable", err)
+			}
+			if c.Rule >= 0 && !p.Tools[c.Rule].matches(tool) {
+				t.Fatalf("rule %d does not match %q", c.Rule, tool)
+			}
+			p.Visible(tool, nil)
+		}
+	})
+}
+
+func FuzzStarter(f *testing.F) {
+	f.Add("read_file", "Read a file.", `{"type":"object","properties":{"path":{"type":"string"}}}`, "mcp")
+	f.Add("a:b*c{d}", "line one\nline two\x00", `{"properties":{"url":{"type":["null","string"]}}}`, "docs")
+	f.Add("true", "\u2028", `[]`, "")
+	f.Add("\u0085x\\\"", "", `{"properties":{"file":{"type":"number"}}}`, "n")
+	f.Fuzz(func(t *testing.T, name, desc, schema, ns string) {
+		var b strings.Builder
+		err := WriteStarter(&b, Starter{Command: []string{"up", name}, Namespace: ns,
+			Tools: []StarterTool{{Name: name, Description: desc, InputSchema: json.RawMessage(schema)}, {Name: "other"}}})
+		if err != nil {
+			if checkName(ns) == nil && ns != "" {
+				t.Fatalf("WriteStarter refused namespace %q: %v", ns, err)
+			}
+			return
+		}
+		p, err := Parse([]byte(b.String()), "")
+		if err != nil {
+			t.Fatalf("the starter policy does not parse: %v\n%s", err, b.String())
+		}
+		if name == "other" || len(p.Tools) < 2 {
+			return // the tool was left out, with a comment
+		}
+		c, err := p.Map(name, json.RawMessage(`{"path": "/p", "file": "/f", "filename": "/fn", "uri": "u", "url": "/url"}`))
+		if c.Rule != 0 || err != nil && c.Namespace == "" {
+			t.Fatalf("Map(%q) on the starter = %+v, %v\n%s", name, c, err, b.String())
+		}
+	})
+}

@@ -1,0 +1,31 @@
+package policy
+
+// Limits and defaults. The policy file is written by an operator, but the
+// tool names and arguments Map reads come from MCP clients, so everything
+// Map does is bounded by these.
+const (
+	// MaxFileSize bounds the policy file Load reads.
+	MaxFileSize = 1 << 20
+	// MaxRules bounds the rules in the tool map.
+	MaxRules = 1000
+	// MaxRoots bounds the trusted roots.
+	MaxRoots = 1000
+	// MaxMatchLen bounds a rule's match pattern.
+	MaxMatchLen = 1024
+	// MaxToolNameLen bounds the tool names Map and Visible accept.
+	MaxToolNameLen = 1024
+	// MaxPointerLen bounds a JSON pointer.
+	MaxPointerLen = 1024
+	// MaxPointerTokens bounds the reference tokens of a JSON pointer.
+	MaxPointerTokens = 32
+	// MaxCost bounds costs: 2^53-1 microcents, so that JavaScript and Go
+	// read the same number.
+	MaxCost = 1<<53 - 1
+	// MinFrameBytes and MaxFrameBytesLimit bound max_frame_bytes.
+	MinFrameBytes      = 1 << 10
+	MaxFrameBytesLimit = 1 << 30
+	// DefaultMaxFrameBytes is the frame limit when the policy sets none.
+	DefaultMaxFrameBytes = 16 << 20
+	// maxProblems bounds the problems Parse reports at once.
+	maxProblems = 50
+)

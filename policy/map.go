@@ -1,0 +1,105 @@
+package policy
+
+import (
+	"encoding/json"
+	"fmt"
+
+	"github.com/delegateos/delegateos/dct"
+)
+
+// Call is what a tools/call needs: the capability a token must grant for it
+// and what it costs.
+type Call struct {
+	Namespace, Action, Resource string
+	// Cost in microcents.
+	Cost int64
+	// Rule is the index in Tools of the rule that decided, or -1 when none
+	// matched and the default mapping applied.
+	Rule int
+}
+
+// Map maps a tools/call — the tool's name and its raw arguments — to the
+// capability it needs and its cost. A tool no rule matches needs
+// mcp:<tool>:* at DefaultCost. The arguments are read only when the rule
+// takes the resource from one; then they must be a JSON object holding a
+// string at the rule's pointer.
+//
+// Errors wrap ErrUnmappable; the Call returned with one still names the rule,
+// namespace, action and cost, so a denial can say what was requested.
+func (p *Policy) Map(tool string, arguments json.RawMessage) (Call, error) {
+	if tool == "" || len(tool) > MaxToolNameLen {
+		return Call{Rule: -1}, fmt.Errorf("%w: a tool name must be 1 to %d bytes", ErrUnmappable, MaxToolNameLen)
+	}
+	i := p.rule(tool)
+	if i < 0 {
+		return Call{Namespace: DefaultNamespace, Action: tool, Resource: "*", Cost: p.DefaultCost, Rule: -1}, nil
+	}
+	r := &p.Tools[i]
+	c := Call{Namespace: r.Namespace, Action: r.Action, Cost: p.DefaultCost, Rule: i}
+	if r.Cost != nil {
+		c.Cost = *r.Cost
+	}
+	if r.Resource.Arg == "" {
+		c.Resource = r.Resource.Value
+		return c, nil
+	}
+	tokens := r.Resource.tokens
+	if tokens == nil { // a Rule built in code
+		var err error
+		if tokens, err = parsePointer(r.Resource.Arg); err != nil {
+			return c, fmt.Errorf("%w: rule %d: %v", ErrUnmappable, i, err)
+		}
+	}
+	v, err := lookupString(arguments, tokens)
+	if err != nil {
+		return c, fmt.Errorf("%w: tool %q takes its resource from the argument %s: %v", ErrUnmappable, tool, r.Resource.Arg, err)
+	}
+	c.Resource = r.Resource.Prefix + v
+	return c, nil
+}
+
+// rule is the index of the first rule that matches tool, or -1.
+func (p *Policy) rule(tool string) int {
+	for i := range p.Tools {
+		if p.Tools[i].matches(tool) {
+			return i
+		}
+	}
+	return -1
+}
+
+// matches reports whether the rule applies to tool. Parse compiles only
+// patterns with glob syntax; the others, and every rule built in code,
+// match the exact name.
+func (r *Rule) matches(tool string) bool {
+	if r.glob == nil {
+		return r.Match == tool
+	}
+	return r.glob.Match(tool)
+}
+
+// Visible reports whether a token granting caps could ever call tool; the
+// proxy shows only visible tools in tools/list and denies calls to the
+// others. For a rule that takes its resource from an argument, a grant of
+// the rule's namespace and action on any resource makes the tool visible;
+// otherwise a grant must cover the literal resource.
+func (p *Policy) Visible(tool string, caps []dct.Capability) bool {
+	if tool == "" || len(tool) > MaxToolNameLen {
+		return false
+	}
+	ns, action, res, anyResource := DefaultNamespace, tool, "*", false
+	if i := p.rule(tool); i >= 0 {
+		r := &p.Tools[i]
+		ns, action, res, anyResource = r.Namespace, r.Action, r.Resource.Value, r.Resource.Arg != ""
+	}
+	for _, c := range caps {
+		if anyResource {
+			// Judge namespace and action exactly as verification will.
+			c.Resource = "*"
+		}
+		if c.Covers(ns, action, res) {
+			return true
+		}
+	}
+	return false
+}

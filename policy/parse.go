@@ -1,0 +1,469 @@
+package policy
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"strconv"
+	"strings"
+	"unicode/utf8"
+
+	"github.com/gobwas/glob"
+	"gopkg.in/yaml.v3"
+
+	"github.com/delegateos/delegateos/dct"
+	"github.com/delegateos/delegateos/identity"
+)
+
+// Parse parses a policy file's contents. Relative paths in it are resolved
+// against dir. Every problem found is reported in the returned Errors.
+func Parse(data []byte, dir string) (*Policy, error) {
+	root, err := decodeDocument(data)
+	if err != nil {
+		return nil, Errors{err}
+	}
+	p := Default()
+	if root == nil || isNull(root) {
+		return p, nil
+	}
+	ps := &parser{dir: dir}
+	ps.policy(root, p)
+	if len(ps.errs) > 0 {
+		return nil, ps.errs
+	}
+	return p, nil
+}
+
+// decodeDocument reads the one YAML document in data; nil if there is none.
+func decodeDocument(data []byte) (root *yaml.Node, perr *Error) {
+	// yaml.v3 is not known to panic on any input, but a panic here would
+	// take the proxy down at start-up with a stack trace instead of a line.
+	defer func() {
+		if r := recover(); r != nil {
+			root, perr = nil, &Error{Msg: fmt.Sprintf("not valid YAML (%v)", r)}
+		}
+	}()
+	dec := yaml.NewDecoder(bytes.NewReader(data))
+	var doc yaml.Node
+	if err := dec.Decode(&doc); err != nil {
+		if errors.Is(err, io.EOF) {
+			return nil, nil
+		}
+		return nil, syntaxError(err)
+	}
+	var extra yaml.Node
+	if err := dec.Decode(&extra); !errors.Is(err, io.EOF) {
+		if err != nil {
+			return nil, syntaxError(err)
+		}
+		return nil, &Error{Line: extra.Line, Msg: "a policy file holds one YAML document; remove the second"}
+	}
+	if doc.Kind != yaml.DocumentNode || len(doc.Content) == 0 {
+		return nil, nil
+	}
+	return doc.Content[0], nil
+}
+
+var yamlLine = regexp.MustCompile(`^yaml: line (\d+): (.*)$`)
+
+// syntaxError turns yaml.v3's "yaml: line N: msg" into an Error at line N.
+func syntaxError(err error) *Error {
+	msg := err.Error()
+	if m := yamlLine.FindStringSubmatch(msg); m != nil {
+		line, _ := strconv.Atoi(m[1])
+		return &Error{Line: line, Msg: "not valid YAML: " + m[2]}
+	}
+	return &Error{Msg: "not valid YAML: " + strings.TrimPrefix(msg, "yaml: ")}
+}
+
+// parser walks the YAML node tree so that every problem keeps its line.
+type parser struct {
+	dir  string
+	errs Errors
+}
+
+func (ps *parser) errorf(n *yaml.Node, key, format string, args ...any) {
+	if len(ps.errs) < maxProblems {
+		ps.errs = append(ps.errs, &Error{Line: n.Line, Key: key, Msg: fmt.Sprintf(format, args...)})
+	}
+}
+
+var topKeys = []string{"roots", "tools", "default_cost", "allow_unauthenticated", "honour_upstream_cost",
+	"revocation_list", "spend_store", "max_frame_bytes", "log"}
+
+func (ps *parser) policy(n *yaml.Node, p *Policy) {
+	if n.Kind != yaml.MappingNode {
+		ps.errorf(n, "", "the policy must be a mapping of keys (%s)", strings.Join(topKeys, ", "))
+		return
+	}
+	ps.mapping(n, "", topKeys, func(key string, v *yaml.Node) {
+		switch key {
+		case "roots":
+			p.Roots = ps.roots(v, key)
+		case "tools":
+			p.Tools = ps.rules(v, key)
+		case "default_cost":
+			if c, ok := ps.cost(v, key); ok {
+				p.DefaultCost = c
+			}
+		case "allow_unauthenticated":
+			ps.boolean(v, key, &p.AllowUnauthenticated)
+		case "honour_upstream_cost":
+			ps.boolean(v, key, &p.HonourUpstreamCost)
+		case "revocation_list":
+			ps.path(v, key, &p.RevocationList)
+		case "spend_store":
+			ps.path(v, key, &p.SpendStore)
+		case "max_frame_bytes":
+			if b, ok := ps.integer(v, key, MinFrameBytes, MaxFrameBytesLimit,
+				"must be an integer from %d (1 KiB) to %d (1 GiB)", MinFrameBytes, MaxFrameBytesLimit); ok {
+				p.MaxFrameBytes = int(b)
+			}
+		case "log":
+			ps.log(v, key, &p.Log)
+		}
+	})
+}
+
+// mapping calls fn for each key of a mapping node in order, refusing keys
+// that are not strings, unknown or given twice. A null value is skipped: it
+// means the same as leaving the key out. It returns the known keys given a
+// value other than null, even a bad one.
+func (ps *parser) mapping(n *yaml.Node, path string, known []string, fn func(key string, v *yaml.Node)) map[string]bool {
+	seen := map[string]int{}
+	given := map[string]bool{}
+	for i := 0; i+1 < len(n.Content); i += 2 {
+		k, v := n.Content[i], n.Content[i+1]
+		if k.ShortTag() == "!!merge" {
+			ps.errorf(k, path, "YAML merge keys (<<) are not supported; write the keys out")
+			continue
+		}
+		if k.Kind != yaml.ScalarNode || k.ShortTag() != "!!str" {
+			ps.errorf(k, path, "keys must be plain names (%s)", strings.Join(known, ", "))
+			continue
+		}
+		key := join(path, k.Value)
+		if line, dup := seen[k.Value]; dup {
+			ps.errorf(k, key, "given twice (first on line %d)", line)
+			continue
+		}
+		seen[k.Value] = k.Line
+		if !slices.Contains(known, k.Value) {
+			ps.errorf(k, key, "unknown key; known keys here: %s", strings.Join(known, ", "))
+			continue
+		}
+		if isNull(v) {
+			continue
+		}
+		given[k.Value] = true
+		if v.Kind == yaml.AliasNode {
+			ps.errorf(v, key, "YAML aliases (*name) are not supported; write the value out")
+			continue
+		}
+		fn(k.Value, v)
+	}
+	return given
+}
+
+func join(path, key string) string {
+	if path == "" {
+		return key
+	}
+	return path + "." + key
+}
+
+func isNull(n *yaml.Node) bool { return n.Kind == yaml.ScalarNode && n.ShortTag() == "!!null" }
+
+func (ps *parser) str(n *yaml.Node, key string) (string, bool) {
+	if n.Kind != yaml.ScalarNode || n.ShortTag() != "!!str" {
+		ps.errorf(n, key, "must be a string%s", quoteHint(n))
+		return "", false
+	}
+	return n.Value, true
+}
+
+// quoteHint suggests quoting a scalar YAML read as another type.
+func quoteHint(n *yaml.Node) string {
+	if n.Kind == yaml.ScalarNode {
+		return fmt.Sprintf(" (YAML reads %s as %s; quote it to make it a string)", n.Value, strings.TrimPrefix(n.ShortTag(), "!!"))
+	}
+	return ""
+}
+
+func (ps *parser) boolean(n *yaml.Node, key string, out *bool) {
+	if n.Kind != yaml.ScalarNode || n.ShortTag() != "!!bool" {
+		ps.errorf(n, key, "must be true or false")
+		return
+	}
+	if err := n.Decode(out); err != nil {
+		ps.errorf(n, key, "must be true or false")
+	}
+}
+
+func (ps *parser) integer(n *yaml.Node, key string, lo, hi int64, format string, args ...any) (int64, bool) {
+	var v int64
+	if n.Kind != yaml.ScalarNode || n.ShortTag() != "!!int" || n.Decode(&v) != nil || v < lo || v > hi {
+		ps.errorf(n, key, format, args...)
+		return 0, false
+	}
+	return v, true
+}
+
+func (ps *parser) cost(n *yaml.Node, key string) (int64, bool) {
+	return ps.integer(n, key, 0, MaxCost, "must be a non-negative integer (microcents) of at most %d", int64(MaxCost))
+}
+
+func (ps *parser) path(n *yaml.Node, key string, out *string) {
+	s, ok := ps.str(n, key)
+	if !ok || s == "" {
+		return
+	}
+	if !filepath.IsAbs(s) {
+		s = filepath.Join(ps.dir, s)
+	}
+	*out = s
+}
+
+func (ps *parser) seq(n *yaml.Node, key, what string) []*yaml.Node {
+	if n.Kind != yaml.SequenceNode {
+		ps.errorf(n, key, "must be a list of %s", what)
+		return nil
+	}
+	return n.Content
+}
+
+func (ps *parser) roots(n *yaml.Node, key string) []string {
+	items := ps.seq(n, key, "principal IDs or did:key")
+	if len(items) > MaxRoots {
+		ps.errorf(n, key, "more than %d roots", MaxRoots)
+		return nil
+	}
+	var roots []string
+	first := map[string]int{}
+	for i, item := range items {
+		k := fmt.Sprintf("%s[%d]", key, i)
+		s, ok := ps.str(item, k)
+		if !ok {
+			continue
+		}
+		id, err := identity.NormalizePrincipal(s)
+		if err != nil {
+			ps.errorf(item, k, "not a principal ID or did:key: %v", err)
+			continue
+		}
+		if j, dup := first[id]; dup {
+			ps.errorf(item, k, "the same principal as %s[%d]", key, j)
+			continue
+		}
+		first[id] = i
+		roots = append(roots, id)
+	}
+	return roots
+}
+
+func (ps *parser) log(n *yaml.Node, key string, out *LogConfig) {
+	if n.Kind != yaml.MappingNode {
+		ps.errorf(n, key, "must be a mapping with file and level")
+		return
+	}
+	ps.mapping(n, key, []string{"file", "level"}, func(k string, v *yaml.Node) {
+		switch k {
+		case "file":
+			ps.path(v, key+".file", &out.File)
+		case "level":
+			s, ok := ps.str(v, key+".level")
+			if ok && !slices.Contains(logLevels, s) {
+				ps.errorf(v, key+".level", "must be one of %s", strings.Join(logLevels, ", "))
+			} else if ok {
+				out.Level = s
+			}
+		}
+	})
+}
+
+var ruleKeys = []string{"match", "namespace", "action", "resource", "cost"}
+
+func (ps *parser) rules(n *yaml.Node, key string) []Rule {
+	items := ps.seq(n, key, "rules")
+	if len(items) > MaxRules {
+		ps.errorf(n, key, "more than %d rules", MaxRules)
+		return nil
+	}
+	rules := make([]Rule, 0, len(items))
+	matchNodes := make([]*yaml.Node, 0, len(items))
+	for i, item := range items {
+		k := fmt.Sprintf("%s[%d]", key, i)
+		r, mn, ok := ps.rule(item, k)
+		if ok {
+			rules = append(rules, r)
+			matchNodes = append(matchNodes, mn)
+		}
+	}
+	if len(rules) == 0 {
+		return nil
+	}
+	if len(rules) == len(items) {
+		ps.shadowed(rules, matchNodes, key)
+	}
+	return rules
+}
+
+// rule parses one rule; it also returns the node of its match, for errors
+// found later.
+func (ps *parser) rule(n *yaml.Node, key string) (Rule, *yaml.Node, bool) {
+	if n.Kind != yaml.MappingNode {
+		ps.errorf(n, key, "a rule must be a mapping with %s", strings.Join(ruleKeys, ", "))
+		return Rule{}, nil, false
+	}
+	before := len(ps.errs)
+	r := Rule{Line: n.Line, Resource: Resource{Value: "*"}}
+	var matchNode *yaml.Node
+	present := ps.mapping(n, key, ruleKeys, func(k string, v *yaml.Node) {
+		vk := key + "." + k
+		switch k {
+		case "match":
+			matchNode = v
+			r.Match, r.glob = ps.match(v, vk)
+		case "namespace":
+			r.Namespace = ps.name(v, vk)
+		case "action":
+			r.Action = ps.name(v, vk)
+		case "resource":
+			r.Resource = ps.resource(v, vk)
+		case "cost":
+			if c, ok := ps.cost(v, vk); ok {
+				r.Cost = &c
+			}
+		}
+	})
+	for _, req := range []string{"match", "namespace", "action"} {
+		if !present[req] {
+			ps.errorf(n, key, "%s is required", req)
+		}
+	}
+	return r, matchNode, len(ps.errs) == before
+}
+
+func (ps *parser) match(n *yaml.Node, key string) (string, glob.Glob) {
+	s, ok := ps.str(n, key)
+	switch {
+	case !ok:
+		return "", nil
+	case s == "":
+		ps.errorf(n, key, "must not be empty")
+		return "", nil
+	case len(s) > MaxMatchLen:
+		ps.errorf(n, key, "longer than %d bytes", MaxMatchLen)
+		return "", nil
+	case strings.ContainsRune(s, 0):
+		// The glob library reads NUL as the end of the pattern.
+		ps.errorf(n, key, "must not contain NUL")
+		return "", nil
+	case isExact(s):
+		return s, nil // compared as it is: faster, and no glob semantics to doubt
+	}
+	g, err := compileGlob(s)
+	if err != nil {
+		ps.errorf(n, key, "not a valid glob: %v", err)
+		return "", nil
+	}
+	return s, g
+}
+
+// isExact reports whether a match pattern has no glob syntax.
+func isExact(pattern string) bool { return glob.QuoteMeta(pattern) == pattern }
+
+func compileGlob(pattern string) (g glob.Glob, err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			g, err = nil, fmt.Errorf("%v", r)
+		}
+	}()
+	return glob.Compile(pattern)
+}
+
+// name reads a namespace or action.
+func (ps *parser) name(n *yaml.Node, key string) string {
+	s, ok := ps.str(n, key)
+	if !ok {
+		return ""
+	}
+	if err := checkName(s); err != nil {
+		ps.errorf(n, key, "%v", err)
+		return ""
+	}
+	return s
+}
+
+// checkName checks a namespace or action in a rule. It names what a call
+// requests, so it must be a value a token can grant and the CLI can write.
+func checkName(s string) error {
+	switch {
+	case s == "":
+		return errors.New("must not be empty")
+	case s == "*":
+		return errors.New(`must name what a call requests; "*" is only meaningful in a token's grant`)
+	case strings.Contains(s, ":"):
+		return errors.New("must not contain ':' (capabilities are written NAMESPACE:ACTION:RESOURCE)")
+	case len(s) > dct.MaxStringLen:
+		return fmt.Errorf("longer than %d bytes, which no token can grant", dct.MaxStringLen)
+	case !utf8.ValidString(s):
+		return errors.New("not valid UTF-8")
+	}
+	return nil
+}
+
+func (ps *parser) resource(n *yaml.Node, key string) Resource {
+	switch {
+	case n.Kind == yaml.ScalarNode && n.ShortTag() == "!!str":
+		if n.Value == "" {
+			ps.errorf(n, key, `must not be empty; "*" requests every resource`)
+		}
+		return Resource{Value: n.Value}
+	case n.Kind != yaml.MappingNode:
+		ps.errorf(n, key, "must be a string or a mapping {arg: JSON pointer, prefix: string}")
+		return Resource{}
+	}
+	var r Resource
+	given := ps.mapping(n, key, []string{"arg", "prefix"}, func(k string, v *yaml.Node) {
+		s, ok := ps.str(v, key+"."+k)
+		if !ok {
+			return
+		}
+		if k == "prefix" {
+			r.Prefix = s
+			return
+		}
+		tokens, err := parsePointer(s)
+		if err != nil {
+			ps.errorf(v, key+".arg", "%v", err)
+			return
+		}
+		r.Arg, r.tokens = s, tokens
+	})
+	if !given["arg"] {
+		ps.errorf(n, key, "arg is required: a JSON pointer such as /path to the argument holding the resource")
+	}
+	return r
+}
+
+// shadowed refuses rules that can never apply because an earlier rule
+// matches every tool they match: an exact name an earlier glob matches, or
+// a pattern given twice. (Overlapping globs are allowed; order decides.)
+func (ps *parser) shadowed(rules []Rule, matchNodes []*yaml.Node, key string) {
+	for j := range rules {
+		exact := rules[j].glob == nil
+		for i := range j {
+			if rules[i].Match == rules[j].Match || exact && rules[i].matches(rules[j].Match) {
+				ps.errorf(matchNodes[j], fmt.Sprintf("%s[%d].match", key, j),
+					"%q never applies: %s[%d] (match %q, line %d) comes first and matches it",
+					rules[j].Match, key, i, rules[i].Match, rules[i].Line)
+				break
+			}
+		}
+	}
+}

@@ -1,0 +1,128 @@
+package policy
+
+import (
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+
+	"github.com/gobwas/glob"
+)
+
+// UpstreamCostKey is the member of a tools/call result's _meta in which an
+// upstream may report what the call actually cost, in microcents. The proxy
+// reads it only when HonourUpstreamCost is set.
+const UpstreamCostKey = "delegateos/costMicrocents"
+
+// DefaultNamespace is the namespace of a tool no rule matches.
+const DefaultNamespace = "mcp"
+
+// Policy is a parsed policy file. Build it with Load, Parse or Default: Parse
+// compiles the rules' globs, and a Rule built in code matches only the exact
+// tool name in its Match.
+type Policy struct {
+	// Roots are the trusted root principals, normalized to principal IDs.
+	Roots []string
+	// Tools is the tool map; the first rule that matches a tool wins.
+	Tools []Rule
+	// DefaultCost is the cost, in microcents, of a call whose rule sets no
+	// cost or that no rule matches.
+	DefaultCost int64
+	// AllowUnauthenticated forwards calls that carry no token at all.
+	AllowUnauthenticated bool
+	// HonourUpstreamCost trusts the cost an upstream reports under
+	// UpstreamCostKey in a result's _meta.
+	HonourUpstreamCost bool
+	// RevocationList and SpendStore are paths, resolved against the policy
+	// file's directory; "" means not set.
+	RevocationList string
+	SpendStore     string
+	// MaxFrameBytes bounds one JSON-RPC message.
+	MaxFrameBytes int
+	// Log says where and how much the proxy logs.
+	Log LogConfig
+}
+
+// LogConfig is the log section.
+type LogConfig struct {
+	// File is the log file, resolved like the other paths; "" means stderr.
+	File string
+	// Level is debug, info, warn or error.
+	Level string
+}
+
+// Rule maps the tools its Match fits to a capability and a cost.
+type Rule struct {
+	// Match is an exact tool name or a glob (github.com/gobwas/glob syntax:
+	// * ? [abc] {a,b}, \ escapes).
+	Match     string
+	Namespace string
+	Action    string
+	Resource  Resource
+	// Cost in microcents; nil means the policy's DefaultCost.
+	Cost *int64
+	// Line is where the rule starts in the policy file.
+	Line int
+
+	glob glob.Glob
+}
+
+// Resource says where a call's resource comes from: the literal Value, or,
+// when Arg is set, Prefix followed by the string that the JSON pointer Arg
+// finds in the call's arguments.
+type Resource struct {
+	Value  string
+	Arg    string
+	Prefix string
+
+	tokens []string
+}
+
+// String writes the resource for people: the literal, or the prefix
+// followed by ${POINTER}, e.g. /srv${/path}.
+func (r Resource) String() string {
+	if r.Arg == "" {
+		return r.Value
+	}
+	return r.Prefix + "${" + r.Arg + "}"
+}
+
+// Log levels.
+var logLevels = []string{"debug", "info", "warn", "error"}
+
+// Default is the policy the proxy runs with when it has no policy file: no
+// roots, no rules (every tool needs mcp:<tool name>:*), cost 0, calls
+// without a token refused, 16 MiB frames, info logs to stderr.
+func Default() *Policy {
+	return &Policy{MaxFrameBytes: DefaultMaxFrameBytes, Log: LogConfig{Level: "info"}}
+}
+
+// Load reads and parses a policy file. Relative paths in it are resolved
+// against the file's directory. A file that cannot be read is an error from
+// the os package; a file that can be read but is not a valid policy is
+// Errors, each naming path and line.
+func Load(path string) (*Policy, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	data, err := io.ReadAll(io.LimitReader(f, MaxFileSize+1))
+	if err != nil {
+		return nil, fmt.Errorf("read %s: %w", path, err)
+	}
+	if len(data) > MaxFileSize {
+		return nil, fmt.Errorf("%s: larger than %d bytes", path, MaxFileSize)
+	}
+	dir, err := filepath.Abs(filepath.Dir(path))
+	if err != nil {
+		return nil, err
+	}
+	p, err := Parse(data, dir)
+	if errs, ok := err.(Errors); ok {
+		for _, e := range errs {
+			e.File = path
+		}
+	}
+	return p, err
+}

@@ -1,0 +1,241 @@
+package policy
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"regexp"
+	"slices"
+	"strings"
+	"unicode"
+	"unicode/utf8"
+
+	"github.com/gobwas/glob"
+)
+
+// StarterTool is what WriteStarter needs to know of one upstream tool.
+type StarterTool struct {
+	Name        string
+	Description string
+	// InputSchema is the tool's JSON Schema for its arguments.
+	InputSchema json.RawMessage
+}
+
+// Starter describes the starter policy WriteStarter writes.
+type Starter struct {
+	// Command is the upstream command line, named in the header comment.
+	Command []string
+	// Namespace of every rule; "" means DefaultNamespace.
+	Namespace string
+	Tools     []StarterTool
+}
+
+// ResourceArgs are the argument names a starter rule takes its resource
+// from, in order of preference, when the tool's input schema declares one
+// of them as a string.
+var ResourceArgs = []string{"path", "file", "filename", "uri", "url"}
+
+// WriteStarter writes a commented policy file with one rule per tool, for an
+// operator to edit: namespace Namespace, action the tool's name, resource
+// the first of ResourceArgs the tool takes as a string argument, else "*".
+// The file passes Parse. Tools whose names cannot be written as a rule are
+// listed in comments instead.
+func WriteStarter(w io.Writer, s Starter) error {
+	ns := s.Namespace
+	if ns == "" {
+		ns = DefaultNamespace
+	}
+	if err := checkName(ns); err != nil {
+		return fmt.Errorf("namespace %q: %v", ns, err)
+	}
+	var b strings.Builder
+	b.WriteString(starterHeader(s.Command))
+	if len(s.Tools) == 0 {
+		b.WriteString("tools: [] # the upstream listed no tools\n")
+	} else {
+		b.WriteString("tools:\n")
+	}
+	seen := map[string]bool{}
+	for _, t := range s.Tools {
+		writeStarterRule(&b, ns, t, seen)
+	}
+	b.WriteString(starterFooter)
+	_, err := io.WriteString(w, b.String())
+	return err
+}
+
+func starterHeader(command []string) string {
+	return `# delegateos policy for the MCP server started by:
+#   ` + comment(strings.Join(command, " "), 200) + `
+# Written by 'delegateos policy init'. Edit it, check it with
+# 'delegateos policy check FILE' and use it with
+# 'delegateos proxy --policy FILE -- COMMAND...'.
+
+# Trusted root principals: principal IDs or did:key. A token is accepted
+# only if one of them issued it. The proxy's --root flag adds more.
+roots: []
+
+# The tool map. Each tools/call needs a capability NAMESPACE:ACTION:RESOURCE
+# that the caller's token grants, and costs microcents (1000000 = 1 dollar)
+# charged to the token's budget. Rules are tried in order and the first
+# whose match fits the tool's name decides:
+#   match      an exact tool name or a glob: * ? [abc] {a,b}
+#   namespace  and action: the capability's namespace and action
+#   resource   a literal ("*" needs a grant on every resource), or
+#              {arg: /pointer, prefix: "..."}: the string argument the JSON
+#              pointer (RFC 6901) names, after the optional prefix, e.g.
+#              {arg: /path} turns read_file {"path": "/a/b"} into /a/b
+#   cost       microcents per call; without it, default_cost
+# A tool no rule matches needs mcp:<tool name>:* and costs default_cost.
+# Only tools the token could call are shown to the client.
+`
+}
+
+var starterFooter = `
+# The cost of a call whose rule sets no cost, or that no rule matches.
+default_cost: 0
+
+# Forward calls that carry no token at all. false: deny them (fail closed).
+allow_unauthenticated: false
+
+# Trust the cost the upstream reports in a result's
+# _meta["` + UpstreamCostKey + `"] instead of the rule's cost.
+honour_upstream_cost: false
+
+# The revocation list file written by 'delegateos revoke'; the proxy
+# re-reads it when it changes. Relative paths are relative to this file.
+# Empty: no revocation list.
+revocation_list: ""
+
+# The file that keeps spend per delegation across restarts; relative to
+# this file. Empty: not set.
+spend_store: ""
+
+# The largest JSON-RPC message accepted, in bytes (1024 to 1073741824).
+max_frame_bytes: ` + fmt.Sprint(DefaultMaxFrameBytes) + `
+
+log:
+  # The log file, relative to this file; empty: standard error.
+  file: ""
+  # debug, info, warn or error.
+  level: info
+`
+
+func writeStarterRule(b *strings.Builder, ns string, t StarterTool, seen map[string]bool) {
+	name := t.Name
+	action := strings.ReplaceAll(name, ":", "_")
+	match := glob.QuoteMeta(name)
+	var skip string
+	switch {
+	case name == "" || !utf8.ValidString(name) || strings.ContainsRune(name, 0):
+		skip = "its name is empty, not UTF-8 or contains NUL"
+	case seen[name]:
+		skip = "listed twice; the first rule covers it"
+	case len(match) > MaxMatchLen:
+		skip = "its name is too long for a rule"
+	case checkName(action) != nil:
+		skip = "its name cannot be an action: " + checkName(action).Error()
+	}
+	seen[name] = true
+	if skip != "" {
+		fmt.Fprintf(b, "  # tool %s: no rule, %s\n", comment(name, 80), skip)
+		return
+	}
+	if d := comment(t.Description, 100); d != "" {
+		fmt.Fprintf(b, "  # %s: %s\n", comment(name, 80), d)
+	}
+	if action != name {
+		fmt.Fprintf(b, "  # the action is the tool's name with ':' written as '_'\n")
+	}
+	fmt.Fprintf(b, "  - match: %s\n    namespace: %s\n    action: %s\n", quote(match), quote(ns), quote(action))
+	if arg := resourceArg(t.InputSchema); arg != "" {
+		fmt.Fprintf(b, "    # the resource is the %q argument: the first string argument in the\n", arg)
+		fmt.Fprintf(b, "    # tool's input schema named %s\n", orList(ResourceArgs))
+		fmt.Fprintf(b, "    resource: {arg: %s}\n", quote("/"+escapeToken(arg)))
+	} else {
+		fmt.Fprintf(b, "    resource: \"*\"\n")
+	}
+}
+
+// resourceArg is the first of ResourceArgs the schema declares as a string
+// property, or "".
+func resourceArg(schema json.RawMessage) string {
+	var s struct {
+		Properties map[string]struct {
+			Type json.RawMessage `json:"type"`
+		} `json:"properties"`
+	}
+	if json.Unmarshal(schema, &s) != nil {
+		return ""
+	}
+	for _, name := range ResourceArgs {
+		prop, ok := s.Properties[name]
+		if !ok {
+			continue
+		}
+		var one string
+		var many []string
+		if json.Unmarshal(prop.Type, &one) == nil && one == "string" ||
+			json.Unmarshal(prop.Type, &many) == nil && slices.Contains(many, "string") {
+			return name
+		}
+	}
+	return ""
+}
+
+var plainScalar = regexp.MustCompile(`^[A-Za-z_/][A-Za-z0-9_./-]*$`)
+
+// yamlKeywords are plain scalars YAML 1.1 or 1.2 readers take as something
+// other than a string.
+var yamlKeywords = []string{"true", "false", "yes", "no", "on", "off", "y", "n", "null"}
+
+// quote writes s as a YAML scalar: plain when that is unambiguous, else
+// double-quoted with every character a YAML reader might refuse escaped.
+func quote(s string) string {
+	if plainScalar.MatchString(s) && !slices.Contains(yamlKeywords, strings.ToLower(s)) {
+		return s
+	}
+	var b strings.Builder
+	b.WriteByte('"')
+	for _, r := range s {
+		switch {
+		case r == '"' || r == '\\':
+			b.WriteByte('\\')
+			b.WriteRune(r)
+		case r == utf8.RuneError || r == '\uFEFF' || !unicode.IsPrint(r) && r != ' ':
+			if r > 0xFFFF {
+				fmt.Fprintf(&b, `\U%08X`, r)
+			} else {
+				fmt.Fprintf(&b, `\u%04X`, r)
+			}
+		default:
+			b.WriteRune(r)
+		}
+	}
+	b.WriteByte('"')
+	return b.String()
+}
+
+// comment makes s safe for one comment line: printable, one line, at most
+// max runes.
+func comment(s string, max int) string {
+	s = strings.Map(func(r rune) rune {
+		if r == utf8.RuneError || r == '\uFEFF' || !unicode.IsPrint(r) {
+			return ' '
+		}
+		return r
+	}, s)
+	s = strings.Join(strings.Fields(s), " ")
+	if utf8.RuneCountInString(s) > max {
+		s = string([]rune(s)[:max-1]) + "…"
+	}
+	return s
+}
+
+// orList writes "a, b or c".
+func orList(s []string) string {
+	if len(s) < 2 {
+		return strings.Join(s, "")
+	}
+	return strings.Join(s[:len(s)-1], ", ") + " or " + s[len(s)-1]
+}

@@ -1,0 +1,104 @@
+package proxy
+
+import (
+	"bufio"
+	"bytes"
+	"errors"
+	"io"
+)
+
+// DefaultMaxFrameBytes is the default limit on one JSON-RPC message.
+const DefaultMaxFrameBytes = 16 << 20
+
+// errFrameTooLarge reports a frame over the limit; prefix holds its start,
+// from which the relay can often still read the id.
+type errFrameTooLarge struct{ prefix []byte }
+
+func (errFrameTooLarge) Error() string { return "frame exceeds the size limit" }
+
+// frameReader reads newline-delimited frames (the MCP stdio transport) of
+// at most max bytes. An oversize frame is consumed to its end and reported,
+// and reading can go on.
+type frameReader struct {
+	r   *bufio.Reader
+	max int
+	buf []byte
+}
+
+func newFrameReader(r io.Reader, max int) *frameReader {
+	return &frameReader{r: bufio.NewReaderSize(r, 64<<10), max: max}
+}
+
+// next returns the next non-empty frame without its line ending, and the
+// same bytes with the line ending as read (for relaying byte for byte).
+// Both are valid until the following call.
+func (fr *frameReader) next() (frame, raw []byte, err error) {
+	for {
+		line, err := fr.r.ReadSlice('\n')
+		if err == nil && len(fr.buf) == 0 {
+			// The common case: the whole frame fits in the buffer.
+			if len(line) > fr.max+1 {
+				return nil, nil, errFrameTooLarge{prefix: clone(line[:min(len(line), 4096)])}
+			}
+			if f := trimFrame(line); len(f) > 0 {
+				return f, line, nil
+			}
+			continue
+		}
+		if errors.Is(err, bufio.ErrBufferFull) || err == nil {
+			if len(fr.buf)+len(line) > fr.max+1 {
+				prefix := fr.buf
+				if len(prefix) == 0 {
+					prefix = line
+				}
+				prefix = clone(prefix[:min(len(prefix), 4096)])
+				fr.buf = fr.buf[:0]
+				if err := fr.discardLine(err == nil); err != nil {
+					return nil, nil, err
+				}
+				return nil, nil, errFrameTooLarge{prefix: prefix}
+			}
+			fr.buf = append(fr.buf, line...)
+			if err == nil {
+				raw := clone(fr.buf)
+				fr.buf = fr.buf[:0]
+				if f := trimFrame(raw); len(f) > 0 {
+					return f, raw, nil
+				}
+			}
+			continue
+		}
+		// EOF or a read error: a final unterminated frame still counts.
+		if len(line) > 0 || len(fr.buf) > 0 {
+			raw := append(clone(fr.buf), line...)
+			fr.buf = fr.buf[:0]
+			f := trimFrame(raw)
+			if len(f) > fr.max {
+				return nil, nil, errFrameTooLarge{prefix: clone(f[:min(len(f), 4096)])}
+			}
+			if len(f) > 0 {
+				return f, raw, nil
+			}
+		}
+		return nil, nil, err
+	}
+}
+
+// discardLine skips to the end of the current line.
+func (fr *frameReader) discardLine(done bool) error {
+	for !done {
+		_, err := fr.r.ReadSlice('\n')
+		switch {
+		case err == nil:
+			done = true
+		case errors.Is(err, bufio.ErrBufferFull):
+		default:
+			return err
+		}
+	}
+	return nil
+}
+
+func trimFrame(b []byte) []byte { return bytes.TrimRight(b, "\r\n") }
+
+func clone(b []byte) []byte { return append([]byte(nil), b...) }

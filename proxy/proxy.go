@@ -1,0 +1,592 @@
+package proxy
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"strings"
+	"sync"
+	"time"
+
+	"go.uber.org/zap"
+
+	"github.com/delegateos/delegateos/dct"
+)
+
+// Config configures a proxy session.
+type Config struct {
+	// Upstream is the MCP server's command and arguments.
+	Upstream []string
+	// Gate decides tools/call; required.
+	Gate *Gate
+	// SessionToken is the DCT used when a call carries none, and whose view
+	// tools/list shows. Empty: calls must carry their own, and tools/list
+	// shows the view of the last token a call was allowed with.
+	SessionToken string
+	// MaxFrameBytes limits one message; zero means DefaultMaxFrameBytes.
+	MaxFrameBytes int
+	// HonourUpstreamCost charges the cost an upstream reports in a result's
+	// _meta (CostMetaKey) instead of the policy's.
+	HonourUpstreamCost bool
+	// Log receives one line per decision and lifecycle event; nil discards.
+	Log *zap.Logger
+	// Signals are passed on to the upstream.
+	Signals <-chan os.Signal
+	// ShutdownGrace is how long the upstream gets to exit after its stdin
+	// is closed before it is terminated; zero means 5s.
+	ShutdownGrace time.Duration
+}
+
+// CostMetaKey is the _meta key under which an upstream may report a call's
+// actual cost in microcents.
+const CostMetaKey = "delegateos/costMicrocents"
+
+// UpstreamExitError reports that the upstream server exited while the
+// client was still connected.
+type UpstreamExitError struct{ Err error }
+
+func (e *UpstreamExitError) Error() string {
+	if e.Err == nil {
+		return "the upstream MCP server exited"
+	}
+	return "the upstream MCP server exited: " + e.Err.Error()
+}
+
+func (e *UpstreamExitError) Unwrap() error { return e.Err }
+
+// JSON-RPC error codes the relay itself answers with.
+const (
+	codeParseError     = -32700
+	codeInvalidRequest = -32600
+	codeInternalError  = -32603
+)
+
+// session is one running proxy.
+type session struct {
+	cfg      Config
+	log      *zap.Logger
+	toClient *frameWriter
+	toServer *frameWriter
+
+	mu        sync.Mutex
+	pending   map[string]*pending
+	listToken string
+}
+
+// pending is a client request forwarded to the upstream and not yet answered.
+type pending struct {
+	id       []byte
+	method   string
+	tool     string
+	decision *Decision
+	start    time.Time
+}
+
+// Run relays between the client (clientIn, clientOut) and a freshly
+// started upstream until the client closes its input (then the upstream is
+// shut down and Run returns nil) or the upstream exits (then pending
+// requests are answered with errors and Run returns *UpstreamExitError).
+func Run(ctx context.Context, cfg Config, clientIn io.Reader, clientOut io.Writer) error {
+	if len(cfg.Upstream) == 0 {
+		return errors.New("no upstream command")
+	}
+	if cfg.Gate == nil {
+		return errors.New("no gate")
+	}
+	if cfg.MaxFrameBytes <= 0 {
+		cfg.MaxFrameBytes = DefaultMaxFrameBytes
+	}
+	if cfg.ShutdownGrace <= 0 {
+		cfg.ShutdownGrace = 5 * time.Second
+	}
+	log := cfg.Log
+	if log == nil {
+		log = zap.NewNop()
+	}
+	cmd := exec.CommandContext(ctx, cfg.Upstream[0], cfg.Upstream[1:]...)
+	setProcAttr(cmd)
+	upIn, err := cmd.StdinPipe()
+	if err != nil {
+		return err
+	}
+	upOut, err := cmd.StdoutPipe()
+	if err != nil {
+		return err
+	}
+	upErr, err := cmd.StderrPipe()
+	if err != nil {
+		return err
+	}
+	if err := cmd.Start(); err != nil {
+		return fmt.Errorf("cannot start the upstream MCP server %q: %w", cfg.Upstream[0], err)
+	}
+	log.Info("upstream started", zap.Strings("command", cfg.Upstream), zap.Int("pid", cmd.Process.Pid))
+	s := &session{
+		cfg: cfg, log: log,
+		toClient: &frameWriter{w: clientOut},
+		toServer: &frameWriter{w: upIn},
+		pending:  map[string]*pending{},
+	}
+
+	stderrDone := make(chan struct{})
+	go func() { defer close(stderrDone); s.relayStderr(upErr) }()
+	serverDone := make(chan struct{})
+	go func() { defer close(serverDone); s.fromServer(upOut) }()
+	clientDone := make(chan error, 1)
+	go func() { clientDone <- s.fromClient(clientIn) }()
+
+	waitDone := make(chan error, 1)
+	go func() {
+		<-serverDone
+		<-stderrDone
+		waitDone <- cmd.Wait()
+	}()
+
+	for {
+		select {
+		case sig := <-cfg.Signals:
+			log.Info("passing signal to the upstream", zap.String("signal", sig.String()))
+			_ = cmd.Process.Signal(sig)
+		case err := <-clientDone:
+			// Client EOF: close the upstream's input, give it time to exit,
+			// then terminate it; either way it is reaped.
+			if err != nil {
+				log.Warn("reading from the client failed", zap.Error(err))
+			}
+			upIn.Close()
+			return s.shutdown(cmd, waitDone)
+		case werr := <-waitDone:
+			s.failPending("the upstream MCP server exited before answering")
+			log.Error("upstream exited", zap.Error(werr))
+			return &UpstreamExitError{Err: werr}
+		}
+	}
+}
+
+func (s *session) shutdown(cmd *exec.Cmd, waitDone <-chan error) error {
+	defer s.failPending("")
+	select {
+	case err := <-waitDone:
+		s.log.Info("upstream exited after the client closed", zap.Error(err))
+		return nil
+	case <-time.After(s.cfg.ShutdownGrace):
+	}
+	s.log.Warn("upstream did not exit after its input closed; terminating it")
+	_ = terminate(cmd.Process)
+	select {
+	case <-waitDone:
+		return nil
+	case <-time.After(2 * time.Second):
+	}
+	_ = cmd.Process.Kill()
+	<-waitDone
+	return nil
+}
+
+// relayStderr copies the upstream's stderr into the log, line by line:
+// stdout is the protocol and nothing else may reach it.
+func (s *session) relayStderr(r io.Reader) {
+	sc := bufio.NewScanner(r)
+	sc.Buffer(make([]byte, 64<<10), 1<<20)
+	for sc.Scan() {
+		s.log.Info("upstream stderr", zap.String("line", sc.Text()))
+	}
+}
+
+// fromClient handles every frame the client sends.
+func (s *session) fromClient(r io.Reader) error {
+	fr := newFrameReader(r, s.cfg.MaxFrameBytes)
+	for {
+		frame, raw, err := fr.next()
+		var tooLarge errFrameTooLarge
+		switch {
+		case errors.As(err, &tooLarge):
+			h, _ := scanHeader(tooLarge.prefix)
+			s.log.Warn("client frame over the size limit", zap.Int("limit", s.cfg.MaxFrameBytes), zap.String("method", h.method))
+			if h.method != "" && h.id == nil {
+				continue // a notification gets no answer
+			}
+			s.replyError(s.toClient, h.id, codeInvalidRequest, fmt.Sprintf("message exceeds the proxy's frame limit of %d bytes", s.cfg.MaxFrameBytes), nil)
+			continue
+		case errors.Is(err, io.EOF):
+			return nil
+		case err != nil:
+			return err
+		}
+		h, err := scanHeader(frame)
+		if err != nil {
+			s.replyError(s.toClient, nil, codeParseError, "parse error: not a JSON-RPC message", nil)
+			continue
+		}
+		if h.kind != kindRequest {
+			s.toServer.write(raw)
+			continue
+		}
+		key, ok := idKey(h.id)
+		if !ok {
+			s.replyError(s.toClient, h.id, codeInvalidRequest, "invalid request id", nil)
+			continue
+		}
+		p := &pending{id: clone(h.id), method: h.method, start: time.Now()}
+		s.mu.Lock()
+		_, dup := s.pending[key]
+		s.mu.Unlock()
+		if dup {
+			s.replyError(s.toClient, h.id, codeInvalidRequest, "a request with this id is already in flight", nil)
+			continue
+		}
+		out := raw
+		if h.method == "tools/call" {
+			var deny bool
+			out, deny = s.gateCall(p, frame, raw)
+			if deny {
+				continue
+			}
+		}
+		s.mu.Lock()
+		s.pending[key] = p
+		s.mu.Unlock()
+		if err := s.toServer.write(out); err != nil {
+			s.mu.Lock()
+			delete(s.pending, key)
+			s.mu.Unlock()
+			s.settle(p, 0, true)
+			s.replyError(s.toClient, h.id, codeInternalError, "the upstream MCP server is not accepting input", nil)
+		}
+	}
+}
+
+// delegateosParams is params._delegateos (§11.1).
+type delegateosParams struct {
+	DCT          string `json:"dct"`
+	Format       string `json:"format"`
+	DelegationID string `json:"delegationId"`
+	ContractID   string `json:"contractId"`
+}
+
+// gateCall decides a tools/call. It returns the frame to forward (without
+// _delegateos) or deny=true after answering the client itself.
+func (s *session) gateCall(p *pending, frame, raw []byte) (out []byte, deny bool) {
+	var msg map[string]json.RawMessage
+	var params map[string]json.RawMessage
+	if json.Unmarshal(frame, &msg) != nil || json.Unmarshal(msg["params"], &params) != nil {
+		s.replyError(s.toClient, p.id, codeInvalidRequest, "tools/call params must be an object", nil)
+		return nil, true
+	}
+	var tool string
+	if json.Unmarshal(params["name"], &tool) != nil || tool == "" {
+		s.replyError(s.toClient, p.id, codeInvalidRequest, "tools/call params.name must be a string", nil)
+		return nil, true
+	}
+	p.tool = tool
+	req := CallRequest{Tool: tool, Arguments: params["arguments"]}
+	strip := false
+	for k := range params {
+		if strings.EqualFold(k, "_delegateos") {
+			strip = true
+		}
+	}
+	if dos, ok := params["_delegateos"]; ok {
+		var d delegateosParams
+		if err := json.Unmarshal(dos, &d); err != nil {
+			s.deny(p, &Decision{Denial: &Denial{Type: dct.Malformed, Detail: "params._delegateos is not an object with a dct string"}})
+			return nil, true
+		}
+		if d.Format != "" && d.Format != dct.Format {
+			s.deny(p, &Decision{Denial: &Denial{Type: dct.Malformed, Detail: fmt.Sprintf("unknown token format %q", d.Format)}})
+			return nil, true
+		}
+		req.Token, req.ContractID, req.DelegationID = d.DCT, d.ContractID, d.DelegationID
+	}
+	if req.Token == "" {
+		req.Token = s.cfg.SessionToken
+	}
+	d := s.cfg.Gate.Decide(req)
+	if !d.Allowed {
+		s.deny(p, &d)
+		return nil, true
+	}
+	p.decision = &d
+	s.logDecision(p, &d)
+	if req.Token != s.cfg.SessionToken && s.cfg.SessionToken == "" {
+		s.mu.Lock()
+		s.listToken = req.Token
+		s.mu.Unlock()
+	}
+	if !strip {
+		return raw, false
+	}
+	for k := range params {
+		if strings.EqualFold(k, "_delegateos") {
+			delete(params, k)
+		}
+	}
+	var err error
+	if msg["params"], err = json.Marshal(params); err == nil {
+		out, err = json.Marshal(msg)
+	}
+	if err != nil {
+		s.settle(p, 0, true)
+		s.replyError(s.toClient, p.id, codeInternalError, "cannot re-encode the call", nil)
+		return nil, true
+	}
+	return append(out, '\n'), false
+}
+
+func (s *session) deny(p *pending, d *Decision) {
+	s.logDecision(p, d)
+	s.replyError(s.toClient, p.id, DenialCode, DenialMessage, d.Denial)
+}
+
+func (s *session) logDecision(p *pending, d *Decision) {
+	fields := []zap.Field{
+		zap.String("tool", p.tool), zap.Bool("allowed", d.Allowed),
+		zap.Int64("cost", d.Call.Cost), zap.Duration("latency", d.Latency),
+	}
+	if d.Scope != nil {
+		fields = append(fields, zap.String("delegation", d.Scope.DelegationID))
+	}
+	if d.Denial != nil {
+		fields = append(fields, zap.String("reason", string(d.Denial.Type)), zap.String("detail", d.Denial.Detail))
+	}
+	if d.Unauthenticated {
+		fields = append(fields, zap.Bool("unauthenticated", true))
+	}
+	s.log.Info("decision", fields...)
+}
+
+// fromServer handles every frame the upstream sends.
+func (s *session) fromServer(r io.Reader) {
+	fr := newFrameReader(r, s.cfg.MaxFrameBytes)
+	for {
+		frame, raw, err := fr.next()
+		var tooLarge errFrameTooLarge
+		switch {
+		case errors.As(err, &tooLarge):
+			s.serverTooLarge(tooLarge.prefix)
+			continue
+		case err != nil:
+			if !errors.Is(err, io.EOF) {
+				s.log.Warn("reading from the upstream failed", zap.Error(err))
+			}
+			return
+		}
+		h, err := scanHeader(frame)
+		if err != nil {
+			s.log.Warn("upstream sent a frame that is not JSON-RPC", zap.Int("bytes", len(frame)))
+			s.replyError(s.toServer, nil, codeParseError, "parse error: not a JSON-RPC message", nil)
+			continue
+		}
+		if h.kind != kindResponse {
+			s.toClient.write(raw)
+			continue
+		}
+		p := s.take(h.id)
+		switch {
+		case p == nil:
+		case p.method == "tools/list" && !h.isError:
+			if filtered, ok := s.filterList(frame); ok {
+				raw = filtered
+			}
+		case p.decision != nil:
+			cost := p.decision.Call.Cost
+			if s.cfg.HonourUpstreamCost && !h.isError {
+				if c, ok := reportedCost(frame); ok {
+					cost = c
+				}
+			}
+			s.settle(p, cost, h.isError)
+		}
+		s.toClient.write(raw)
+	}
+}
+
+// serverTooLarge answers an upstream frame over the limit: a response is
+// turned into an error for the client that asked, a request is refused back
+// to the upstream.
+func (s *session) serverTooLarge(prefix []byte) {
+	h, _ := scanHeader(prefix)
+	msg := fmt.Sprintf("message exceeds the proxy's frame limit of %d bytes", s.cfg.MaxFrameBytes)
+	s.log.Warn("upstream frame over the size limit", zap.Int("limit", s.cfg.MaxFrameBytes), zap.String("method", h.method))
+	switch {
+	case h.method != "" && h.id != nil:
+		s.replyError(s.toServer, h.id, codeInvalidRequest, msg, nil)
+	case h.method == "" && h.id != nil:
+		if p := s.take(h.id); p != nil {
+			s.settle(p, p.cost(), false)
+			s.replyError(s.toClient, p.id, codeInternalError, "the upstream's response "+msg, nil)
+		}
+	}
+}
+
+func (p *pending) cost() int64 {
+	if p.decision == nil {
+		return 0
+	}
+	return p.decision.Call.Cost
+}
+
+func (s *session) take(id []byte) *pending {
+	key, ok := idKey(id)
+	if !ok {
+		return nil
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	p := s.pending[key]
+	delete(s.pending, key)
+	return p
+}
+
+// settle records an answered call's spend and logs it.
+func (s *session) settle(p *pending, cost int64, release bool) {
+	if p.decision == nil {
+		return
+	}
+	if err := s.cfg.Gate.Settle(p.decision, cost, release); err != nil {
+		s.log.Error("recording spend failed", zap.String("tool", p.tool), zap.Error(err))
+	}
+	fields := []zap.Field{zap.String("tool", p.tool), zap.Duration("upstream_latency", time.Since(p.start))}
+	if release {
+		fields = append(fields, zap.Int64("cost", 0), zap.Bool("released", true))
+	} else {
+		fields = append(fields, zap.Int64("cost", cost))
+	}
+	if p.decision.Scope != nil {
+		fields = append(fields, zap.String("delegation", p.decision.Scope.DelegationID))
+	}
+	s.log.Info("call settled", fields...)
+}
+
+// failPending answers every request still waiting (when msg is set) and
+// settles their spend as charged: an upstream that vanished may have done
+// the work.
+func (s *session) failPending(msg string) {
+	s.mu.Lock()
+	ps := make([]*pending, 0, len(s.pending))
+	for k, p := range s.pending {
+		ps = append(ps, p)
+		delete(s.pending, k)
+	}
+	s.mu.Unlock()
+	for _, p := range ps {
+		s.settle(p, p.cost(), false)
+		if msg != "" {
+			s.replyError(s.toClient, p.id, codeInternalError, msg, nil)
+		}
+	}
+}
+
+// filterList removes the tools the session's token may not see from a
+// tools/list result, keeping every other member, and every kept tool,
+// byte for byte.
+func (s *session) filterList(frame []byte) ([]byte, bool) {
+	s.mu.Lock()
+	token := s.cfg.SessionToken
+	if token == "" {
+		token = s.listToken
+	}
+	s.mu.Unlock()
+	view, err := s.cfg.Gate.ListView(token)
+	if err != nil {
+		s.log.Warn("the session token does not verify; tools/list is empty", zap.Error(err))
+	}
+	var msg, result map[string]json.RawMessage
+	var tools []json.RawMessage
+	if json.Unmarshal(frame, &msg) != nil || json.Unmarshal(msg["result"], &result) != nil || json.Unmarshal(result["tools"], &tools) != nil {
+		return nil, false
+	}
+	kept := make([]json.RawMessage, 0, len(tools))
+	for _, t := range tools {
+		var named struct {
+			Name string `json:"name"`
+		}
+		if json.Unmarshal(t, &named) == nil && view(named.Name) {
+			kept = append(kept, t)
+		}
+	}
+	if len(kept) == len(tools) {
+		return nil, false
+	}
+	var err2 error
+	if result["tools"], err2 = json.Marshal(kept); err2 != nil {
+		return nil, false
+	}
+	if msg["result"], err2 = json.Marshal(result); err2 != nil {
+		return nil, false
+	}
+	out, err2 := json.Marshal(msg)
+	if err2 != nil {
+		return nil, false
+	}
+	s.log.Info("tools/list filtered", zap.Int("upstream", len(tools)), zap.Int("shown", len(kept)))
+	return append(out, '\n'), true
+}
+
+// reportedCost reads result._meta[CostMetaKey].
+func reportedCost(frame []byte) (int64, bool) {
+	var msg struct {
+		Result struct {
+			Meta map[string]json.RawMessage `json:"_meta"`
+		} `json:"result"`
+	}
+	if json.Unmarshal(frame, &msg) != nil {
+		return 0, false
+	}
+	var c int64
+	if raw, ok := msg.Result.Meta[CostMetaKey]; !ok || json.Unmarshal(raw, &c) != nil || c < 0 {
+		return 0, false
+	}
+	return c, true
+}
+
+// rpcError is a JSON-RPC error response.
+type rpcError struct {
+	JSONRPC string          `json:"jsonrpc"`
+	ID      json.RawMessage `json:"id"`
+	Error   rpcErrorBody    `json:"error"`
+}
+
+type rpcErrorBody struct {
+	Code    int    `json:"code"`
+	Message string `json:"message"`
+	Data    any    `json:"data,omitempty"`
+}
+
+func (s *session) replyError(w *frameWriter, id []byte, code int, message string, data any) {
+	if id == nil {
+		id = []byte("null")
+	}
+	b, err := json.Marshal(rpcError{JSONRPC: "2.0", ID: id, Error: rpcErrorBody{Code: code, Message: message, Data: data}})
+	if err != nil {
+		s.log.Error("encoding an error response failed", zap.Error(err))
+		return
+	}
+	w.write(append(b, '\n'))
+}
+
+// frameWriter serializes whole frames onto one stream.
+type frameWriter struct {
+	mu sync.Mutex
+	w  io.Writer
+}
+
+// write writes one frame; raw carries its line ending unless it was the
+// last, unterminated line of its stream.
+func (fw *frameWriter) write(raw []byte) error {
+	fw.mu.Lock()
+	defer fw.mu.Unlock()
+	if _, err := fw.w.Write(raw); err != nil {
+		return err
+	}
+	if len(raw) == 0 || raw[len(raw)-1] != '\n' {
+		_, err := fw.w.Write([]byte{'\n'})
+		return err
+	}
+	return nil
+}
