@@ -293,6 +293,12 @@ func TestAttenuateRefuses(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// Broken at its last block, made by alice: only the chain walk can
+	// tell alice that she is not the holder of a valid token.
+	expanded, err := Parse(handToken(t, baseAuthority(), []Attenuation{withCaps(a0, Capability{"docs", "read", "/**"})}, rootKey, aliceKey))
+	if err != nil {
+		t.Fatal(err)
+	}
 	for _, c := range []struct {
 		name   string
 		parent *Token
@@ -313,6 +319,8 @@ func TestAttenuateRefuses(t *testing.T) {
 		{"expiry within the current millisecond", root, func(p *AttenuateParams) { p.ExpiresAt = ptr(p.Now.Add(time.Microsecond)) }},
 		{"parent signature broken", tampered, func(*AttenuateParams) {}},
 		{"parent chain broken", badChain, func(p *AttenuateParams) { p.Attenuator = carolKey }},
+		{"parent chain expands", expanded, func(*AttenuateParams) {}},
+		{"parent chain expands, attenuated by its holder", expanded, func(p *AttenuateParams) { p.Attenuator = bobKey }},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			p := AttenuateParams{Attenuator: aliceKey, Delegatee: bobKey.ID(), DelegationID: "del_2", Now: t0}

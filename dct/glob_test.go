@@ -84,6 +84,7 @@ func TestMatchResource(t *testing.T) {
 		// Over-long input is matched only exactly.
 		{"/**", long, false},
 		{long, long, true},
+		{long + "/..", long + "/..", false},
 		{long + "/*", long + "/a", false},
 	} {
 		if got := MatchResource(c.pattern, c.resource); got != c.want {

@@ -290,7 +290,8 @@ func repeatCaps(n int, c Capability) []Capability {
 }
 
 // longChain is a hand-signed token with n attenuations, alternating alice
-// and bob, under a root that allows them.
+// and bob, under a root that allows them, with extraSigs signatures added
+// (or, when negative, removed) at the end.
 func longChain(tb testing.TB, n int, extraSigs int) string {
 	a := baseAuthority()
 	a.MaxChainDepth = int64(n)
@@ -304,6 +305,9 @@ func longChain(tb testing.TB, n int, extraSigs int) string {
 	sign(tb, &st, signers...)
 	for range extraSigs {
 		st.Signatures = append(st.Signatures, st.Signatures[0])
+	}
+	if extraSigs < 0 {
+		st.Signatures = st.Signatures[:len(st.Signatures)+extraSigs]
 	}
 	return serialize(tb, st)
 }
@@ -360,6 +364,9 @@ func TestParseLimits(t *testing.T) {
 		{"signatures",
 			func(tb testing.TB) string { return longChain(tb, MaxAttenuations, 0) },
 			func(tb testing.TB) string { return longChain(tb, MaxAttenuations, 1) }},
+		{"attenuations, with no more signatures than allowed",
+			func(tb testing.TB) string { return longChain(tb, MaxAttenuations, 0) },
+			func(tb testing.TB) string { return longChain(tb, MaxAttenuations+1, -1) }},
 		{"authority capabilities",
 			auth(func(a *Authority) { a.Capabilities = repeatCaps(MaxCapabilities, projectCaps[0]) }),
 			auth(func(a *Authority) { a.Capabilities = repeatCaps(MaxCapabilities+1, projectCaps[0]) })},
@@ -518,4 +525,27 @@ func TestParseLimits(t *testing.T) {
 			wantDenial(t, err, ErrMalformed)
 		}
 	})
+}
+
+// validate refuses on its own what the canonical comparison would also
+// refuse, so a change to the encoder cannot quietly admit it.
+func TestValidateDefenceInDepth(t *testing.T) {
+	for name, edit := range map[string]func(*SignedToken){
+		"nil authority capabilities":   func(st *SignedToken) { st.Authority.Capabilities = nil },
+		"nil attenuation capabilities": func(st *SignedToken) { st.Attenuations[0].AllowedCapabilities = new([]Capability) },
+	} {
+		st := chain2(t).Unverified()
+		edit(&st)
+		tok := &Token{t: st}
+		err := tok.validate()
+		wantDenial(t, err, ErrMalformed)
+		if !strings.Contains(err.Error(), "missing") {
+			t.Errorf("%s: %v", name, err)
+		}
+	}
+	_, err := Parse("")
+	wantDenial(t, err, ErrMalformed)
+	if !strings.Contains(err.Error(), "empty token") {
+		t.Errorf("empty token: %v", err)
+	}
 }

@@ -52,7 +52,7 @@ func (p *Policy) Map(tool string, arguments json.RawMessage) (Call, error) {
 	}
 	v, err := lookupString(arguments, tokens)
 	if err != nil {
-		return c, fmt.Errorf("%w: tool %q takes its resource from the argument %s: %v", ErrUnmappable, tool, r.Resource.Arg, err)
+		return c, fmt.Errorf("%w: tool %q: %v", ErrUnmappable, tool, err)
 	}
 	c.Resource = r.Resource.Prefix + v
 	return c, nil

@@ -146,7 +146,7 @@ func TestMapErrors(t *testing.T) {
 	if _, err := p.Map(strings.Repeat("x", MaxToolNameLen+1), nil); !errors.Is(err, ErrUnmappable) {
 		t.Errorf("Map of a long tool name: %v", err)
 	}
-	want := `the call cannot be mapped to a capability: tool "read_file" takes its resource from the argument /path: /path: missing`
+	want := `the call cannot be mapped to a capability: tool "read_file": /path: missing`
 	if _, err := p.Map("read_file", json.RawMessage(`{}`)); err == nil || err.Error() != want {
 		t.Errorf("error text = %v\nwant %s", err, want)
 	}

@@ -33,6 +33,7 @@ func Parse(data []byte, dir string) (*Policy, error) {
 	ps := &parser{dir: dir}
 	ps.policy(root, p)
 	if len(ps.errs) > 0 {
+		slices.SortStableFunc(ps.errs, func(a, b *Error) int { return a.Line - b.Line })
 		return nil, ps.errs
 	}
 	return p, nil

@@ -395,12 +395,20 @@ func (s *session) fromServer(r io.Reader) {
 			}
 		case p.decision != nil:
 			cost := p.decision.Call.Cost
-			if s.cfg.HonourUpstreamCost && !h.isError {
-				if c, ok := reportedCost(frame); ok {
-					cost = c
+			release := h.isError
+			if !h.isError {
+				// MCP 2026-07-28: a result asking for client input is not the
+				// call's outcome; the client retries the call with the input,
+				// and that retry is gated and charged.
+				if rt := resultMember(frame, "resultType"); string(rt) == `"input_required"` {
+					release = true
+				} else if s.cfg.HonourUpstreamCost {
+					if c, ok := reportedCost(frame); ok {
+						cost = c
+					}
 				}
 			}
-			s.settle(p, cost, h.isError)
+			s.settle(p, cost, release)
 		}
 		s.toClient.write(raw)
 	}

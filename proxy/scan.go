@@ -263,3 +263,53 @@ func unquote(raw []byte) (string, bool) {
 	}
 	return s, true
 }
+
+// resultMember returns the raw value of result.<name> in a response frame,
+// skipping everything else, or nil.
+func resultMember(b []byte, name string) []byte {
+	s := scanner{b: b}
+	s.ws()
+	if !s.eat('{') {
+		return nil
+	}
+	if v := s.member(`"result"`); v != nil {
+		r := scanner{b: v}
+		r.ws()
+		if r.eat('{') {
+			return r.member(`"` + name + `"`)
+		}
+	}
+	return nil
+}
+
+// member scans the members of the object whose '{' was just consumed and
+// returns the raw value of the one named key (quoted), or nil.
+func (s *scanner) member(key string) []byte {
+	s.ws()
+	if s.eat('}') {
+		return nil
+	}
+	for {
+		s.ws()
+		k, ok := s.str()
+		if !ok {
+			return nil
+		}
+		s.ws()
+		if !s.eat(':') {
+			return nil
+		}
+		s.ws()
+		start := s.i
+		if !s.skip(0) {
+			return nil
+		}
+		if string(k) == key {
+			return s.b[start:s.i]
+		}
+		s.ws()
+		if !s.eat(',') {
+			return nil
+		}
+	}
+}

@@ -1,0 +1,97 @@
+package proxy
+
+import (
+	"strings"
+	"testing"
+)
+
+func TestScanHeader(t *testing.T) {
+	tests := []struct {
+		in      string
+		kind    kind
+		method  string
+		id      string
+		isError bool
+		bad     bool
+	}{
+		{in: `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{}}`, kind: kindRequest, method: "tools/call", id: "1"},
+		{in: ` { "method" : "a\/b" , "id" : "x\"y" } `, kind: kindRequest, method: "a/b", id: `"x\"y"`},
+		{in: `{"jsonrpc":"2.0","method":"notifications/progress","params":{"progressToken":1}}`, kind: kindNotification, method: "notifications/progress"},
+		{in: `{"jsonrpc":"2.0","id":7,"result":{"content":[` + strings.Repeat(`"x",`, 1000) + `"y"]}}`, kind: kindResponse, id: "7"},
+		{in: `{"result":{},"jsonrpc":"2.0","id":8}`, kind: kindResponse, id: "8"},
+		{in: `{"jsonrpc":"2.0","id":9,"error":{"code":1,"message":"m"}}`, kind: kindResponse, id: "9", isError: true},
+		{in: `{"jsonrpc":"2.0","id":null,"method":"x"}`, kind: kindRequest, method: "x", id: "null"},
+		{in: `garbage`, bad: true},
+		{in: `{}`, bad: true},
+		{in: `{"id":1}`, bad: true},
+		{in: `{"method":"x","result":1}`, bad: true},
+		{in: `{"method":1}`, bad: true},
+		{in: `{"method":"x",}`, bad: true},
+		{in: `{"method":"x"} trailing`, bad: true},
+		{in: `{"method":"x","params":[1,2}`, bad: true},
+		{in: `{"method":"x","params":tru}`, bad: true},
+		{in: `{"method":"x\u0000"}`, kind: kindNotification, method: "x\x00"},
+		{in: "{\"method\":\"x\ny\"}", bad: true},
+		{in: `{"method":"x","params":` + strings.Repeat("[", 600) + strings.Repeat("]", 600) + `}`, bad: true},
+	}
+	for _, tt := range tests {
+		h, err := scanHeader([]byte(tt.in))
+		if tt.bad {
+			if err == nil {
+				t.Errorf("%.60q: want an error, got %+v", tt.in, h)
+			}
+			continue
+		}
+		if err != nil {
+			t.Errorf("%.60q: %v", tt.in, err)
+			continue
+		}
+		if h.kind != tt.kind || h.method != tt.method || string(h.id) != tt.id || h.isError != tt.isError {
+			t.Errorf("%.60q: got kind=%d method=%q id=%s isError=%v", tt.in, h.kind, h.method, h.id, h.isError)
+		}
+	}
+}
+
+func TestScanHeaderPrefixKeepsID(t *testing.T) {
+	// A truncated oversize frame still yields its id for the error reply.
+	h, err := scanHeader([]byte(`{"jsonrpc":"2.0","id":42,"method":"tools/call","params":{"arguments":{"content":"xxxxx`))
+	if err == nil || string(h.id) != "42" || h.method != "tools/call" {
+		t.Fatalf("got %+v, %v", h, err)
+	}
+}
+
+func TestIDKey(t *testing.T) {
+	a, _ := idKey([]byte(`"ab"`))
+	b, _ := idKey([]byte(`"a\u0062"`))
+	c, _ := idKey([]byte(`1`))
+	if a != b || a == c {
+		t.Fatalf("string ids must match by value and differ from numbers: %q %q %q", a, b, c)
+	}
+	if _, ok := idKey([]byte("null")); ok {
+		t.Fatal("a null id cannot be matched")
+	}
+}
+
+func TestResultMember(t *testing.T) {
+	f := []byte(`{"jsonrpc":"2.0","id":1,"result":{"content":[{"type":"text","text":"a\"}"}],"resultType":"input_required","_meta":{}}}`)
+	if got := string(resultMember(f, "resultType")); got != `"input_required"` {
+		t.Fatalf("got %q", got)
+	}
+	if resultMember(f, "missing") != nil || resultMember([]byte(`{"error":{}}`), "resultType") != nil {
+		t.Fatal("absent members must be nil")
+	}
+}
+
+func FuzzScanHeader(f *testing.F) {
+	for _, s := range []string{`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"x"}}`, `{"id":"a","result":{"x":[1,2,{"y":null}]}}`, `{"method":"n"}`, `[]`} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, b []byte) {
+		h, err := scanHeader(b)
+		if err == nil && h.kind == kindInvalid {
+			t.Fatal("accepted without a kind")
+		}
+		resultMember(b, "resultType")
+		idKey(h.id)
+	})
+}
