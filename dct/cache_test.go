@@ -291,3 +291,30 @@ func TestVerifyConcurrent(t *testing.T) {
 		t.Errorf("cache of 3 holds %d", n)
 	}
 }
+
+// The {token, format} form is cached under its own text too, so repeating
+// it skips parsing as well as the signature work.
+func TestCacheWrapperForm(t *testing.T) {
+	tok := chain2(t)
+	wrapped := `{"token":"` + tok.String() + `","format":"` + Format + `"}`
+	v := mustVerifier(t, Options{})
+	if _, err := v.Verify(wrapped, readReq()); err != nil {
+		t.Fatal(err)
+	}
+	if n := v.cache.len(); n != 2 {
+		t.Fatalf("cache holds %d entries, want the token and its wrapper", n)
+	}
+	v.roots = map[string]bool{} // only cached tokens can still be accepted
+	for _, s := range []string{wrapped, tok.String()} {
+		if _, err := v.Verify(s, readReq()); err != nil {
+			t.Fatalf("cached form re-verified: %v", err)
+		}
+	}
+	// A wrapper around a refused token is not cached.
+	bad := `{"token":"` + mustCreate(t, rootParams()).String() + `","format":"` + Format + `"}`
+	_, err := v.Verify(bad, readReq())
+	wantDenial(t, err, ErrInvalidSignature)
+	if n := v.cache.len(); n != 2 {
+		t.Fatalf("cache holds %d entries after a denial", n)
+	}
+}

@@ -44,9 +44,10 @@ func (tok *Token) verifySignatures() *Denial {
 	if s0.Signer != t.Authority.Issuer {
 		return deny(InvalidSignature, "signatures[0].signer is not authority.issuer")
 	}
-	if sig.VerifyDigest(tok.signers[0], sig.Digest(authorityPayload(tok.enc.authority.of(tok.enc.all))), tok.sigs[0]) != nil {
+	if sig.VerifyDigest(tok.signers[0], authorityDigest(&tok.enc), tok.sigs[0]) != nil {
 		return deny(InvalidSignature, "authority signature does not verify against authority.issuer")
 	}
+	digests := attenuationDigests(&tok.enc)
 	for i := range t.Attenuations {
 		s := &t.Signatures[i+1]
 		if s.Covers != Covers(i) {
@@ -55,7 +56,7 @@ func (tok *Token) verifySignatures() *Denial {
 		if s.Signer != t.Attenuations[i].Attenuator {
 			return deny(InvalidSignature, "signatures[%d].signer is not attenuations[%d].attenuator", i+1, i)
 		}
-		if sig.VerifyDigest(tok.signers[i+1], sig.Digest(attenuationPayload(&tok.enc, i)), tok.sigs[i+1]) != nil {
+		if sig.VerifyDigest(tok.signers[i+1], digests[i], tok.sigs[i+1]) != nil {
 			return deny(InvalidSignature, "attenuation %d signature does not verify against its attenuator", i)
 		}
 	}

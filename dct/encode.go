@@ -1,6 +1,13 @@
 package dct
 
-import "github.com/delegateos/delegateos/internal/canon"
+import (
+	"encoding"
+
+	"golang.org/x/crypto/blake2b"
+
+	"github.com/delegateos/delegateos/internal/canon"
+	"github.com/delegateos/delegateos/internal/sig"
+)
 
 // The encoder writes the canonical JSON (RFC 8785) of the token types
 // directly: members in sorted order, optional members omitted when unset.
@@ -20,8 +27,12 @@ type span struct{ start, end int }
 
 func (s span) of(b []byte) []byte { return b[s.start:s.end] }
 
-func encodeToken(t *SignedToken) encoded {
-	e := encoded{all: make([]byte, 0, 512+256*len(t.Attenuations)), attenuation: make([]span, len(t.Attenuations))}
+func encodeToken(t *SignedToken) encoded { return encodeTokenSized(t, 512+256*len(t.Attenuations)) }
+
+// encodeTokenSized encodes into a buffer of the given capacity: Parse knows
+// the exact length of a canonical token.
+func encodeTokenSized(t *SignedToken, size int) encoded {
+	e := encoded{all: make([]byte, 0, size), attenuation: make([]span, len(t.Attenuations))}
 	b := append(e.all, `{"attenuations":[`...)
 	for i := range t.Attenuations {
 		if i > 0 {
@@ -144,7 +155,8 @@ func authorityPayload(authority []byte) []byte {
 }
 
 // attenuationPayload is canonicalize({authority, attenuations[0..i]}) (§3.4):
-// "attenuations" sorts before "authority".
+// "attenuations" sorts before "authority". Verification hashes the same
+// bytes without building them (attenuationDigests).
 func attenuationPayload(e *encoded, i int) []byte {
 	atts := e.all[e.attenuation[0].start:e.attenuation[i].end]
 	auth := e.authority.of(e.all)
@@ -154,4 +166,53 @@ func attenuationPayload(e *encoded, i int) []byte {
 	p = append(p, `],"authority":`...)
 	p = append(p, auth...)
 	return append(p, '}')
+}
+
+// The fixed parts of the signed payloads.
+var (
+	authorityOpen    = []byte(`{"authority":`)
+	attenuationsOpen = []byte(`{"attenuations":[`)
+	authorityAfter   = []byte(`],"authority":`)
+	payloadClose     = []byte(`}`)
+)
+
+// authorityDigest is BLAKE2b-256 of authorityPayload, without building it.
+func authorityDigest(e *encoded) [32]byte {
+	var d [32]byte
+	h, _ := blake2b.New256(nil) // cannot fail without a key
+	h.Write(authorityOpen)
+	h.Write(e.authority.of(e.all))
+	h.Write(payloadClose)
+	h.Sum(d[:0])
+	return d
+}
+
+// attenuationDigests is BLAKE2b-256 of attenuationPayload for every
+// attenuation. The payloads share their beginning, {"attenuations":[ and
+// the blocks before, so one hash runs along it and a copy of its state
+// finishes each payload: hashing is linear in the token, not quadratic.
+func attenuationDigests(e *encoded) [][32]byte {
+	out := make([][32]byte, len(e.attenuation))
+	if len(out) == 0 {
+		return out
+	}
+	auth := e.authority.of(e.all)
+	prefix, _ := blake2b.New256(nil)
+	payload, _ := blake2b.New256(nil)
+	prefix.Write(attenuationsOpen)
+	from := e.attenuation[0].start
+	for i, s := range e.attenuation {
+		prefix.Write(e.all[from:s.end]) // the separating comma and block i
+		from = s.end
+		state, err := prefix.(encoding.BinaryMarshaler).MarshalBinary()
+		if err != nil || payload.(encoding.BinaryUnmarshaler).UnmarshalBinary(state) != nil {
+			out[i] = sig.Digest(attenuationPayload(e, i)) // unreachable with x/crypto's blake2b
+			continue
+		}
+		payload.Write(authorityAfter)
+		payload.Write(auth)
+		payload.Write(payloadClose)
+		payload.Sum(out[i][:0])
+	}
+	return out
 }

@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/delegateos/delegateos/internal/canon"
+	"github.com/delegateos/delegateos/internal/sig"
 )
 
 // stringPieces are the awkward parts random strings are made of: every
@@ -106,9 +107,9 @@ func checkEncoding(t *testing.T, st *SignedToken) {
 	if got := e.authority.of(e.all); !bytes.Equal(got, wantAuth) {
 		t.Fatalf("authority span %q, want %q", got, wantAuth)
 	}
-	wantPayload, _ := canon.Marshal(map[string]any{"authority": st.Authority})
-	if got := authorityPayload(e.authority.of(e.all)); !bytes.Equal(got, wantPayload) {
-		t.Fatalf("authority payload %q, want %q", got, wantPayload)
+	wantPayload0, _ := canon.Marshal(map[string]any{"authority": st.Authority})
+	if got := authorityPayload(e.authority.of(e.all)); !bytes.Equal(got, wantPayload0) {
+		t.Fatalf("authority payload %q, want %q", got, wantPayload0)
 	}
 	if len(e.attenuation) != len(st.Attenuations) {
 		t.Fatalf("%d attenuation spans for %d attenuations", len(e.attenuation), len(st.Attenuations))
@@ -122,6 +123,15 @@ func checkEncoding(t *testing.T, st *SignedToken) {
 		if got := attenuationPayload(&e, i); !bytes.Equal(got, wantPayload) {
 			t.Fatalf("attenuation %d payload %q, want %q", i, got, wantPayload)
 		}
+		if got := attenuationDigests(&e)[i]; got != sig.Digest(wantPayload) {
+			t.Fatalf("attenuation %d digest differs from the digest of its payload", i)
+		}
+	}
+	if got := authorityDigest(&e); got != sig.Digest(wantPayload0) {
+		t.Fatal("authority digest differs from the digest of its payload")
+	}
+	if n := len(attenuationDigests(&e)); n != len(st.Attenuations) {
+		t.Fatalf("%d digests for %d attenuations", n, len(st.Attenuations))
 	}
 }
 

@@ -587,3 +587,57 @@ func TestDenial(t *testing.T) {
 		}
 	}
 }
+
+func TestVerifyChain(t *testing.T) {
+	tok := chain2(t)
+	revs := &fakeRevocations{}
+	v := mustVerifier(t, Options{Revocations: revs})
+	scope, err := v.VerifyChain(tok.String(), t0.Add(time.Minute))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want, err := mustVerifier(t, Options{}).Verify(tok.String(), readReq())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !reflect.DeepEqual(scope, want) {
+		t.Errorf("VerifyChain scope\n got %+v\nwant %+v", scope, want)
+	}
+
+	// No budget or capability: a token that grants nothing is still a valid chain.
+	a := baseAuthority()
+	a.MaxBudgetMicrocents = 0
+	a.Capabilities = []Capability{}
+	if _, err := v.VerifyChain(handToken(t, a, nil, rootKey), t0); err != nil {
+		t.Errorf("empty grant: %v", err)
+	}
+
+	st := tok.Unverified()
+	st.Attenuations[1].DelegationID = "del_x"
+	p := rootParams()
+	p.Issuer = evilKey
+	for _, c := range []struct {
+		name  string
+		token string
+		now   time.Time
+		want  *Denial
+	}{
+		{"expired", tok.String(), t0.Add(31 * time.Minute), ErrExpired},
+		{"not valid yet", tok.String(), t0.Add(-time.Minute), ErrExpired},
+		{"wall clock", tok.String(), time.Time{}, ErrExpired},
+		{"tampered", serialize(t, st), t0, ErrInvalidSignature},
+		{"untrusted root", mustCreate(t, p).String(), t0, ErrInvalidSignature},
+		{"broken chain", handToken(t, baseAuthority(), []Attenuation{withBudget(a0, 1001)}, rootKey, aliceKey), t0, ErrAttenuationViolation},
+		{"malformed", tok.String() + "A", t0, ErrMalformed},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			_, err := v.VerifyChain(c.token, c.now)
+			wantDenial(t, err, c.want)
+		})
+	}
+	t.Run("revoked", func(t *testing.T) {
+		revs.revoke(tok.RevocationIDs()[1])
+		_, err := v.VerifyChain(tok.String(), t0) // cached by now
+		wantDenial(t, err, ErrRevoked)
+	})
+}

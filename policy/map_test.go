@@ -118,11 +118,14 @@ func TestMapErrors(t *testing.T) {
 		{"read_file", `{"path": "/a", "p\u0061th": "/b"}`, "/path: given twice"},
 		{"read_file", `{"path": "\ud800"}`, "unpaired surrogate"},
 		{"read_file", "{\"path\": \"\xff\"}", "not valid UTF-8"},
-		{"read_file", `{"path": "/a"`, "/path: not valid JSON: unexpected end"},
+		{"read_file", `{"path": "/a"`, "the arguments are not valid JSON"},
 		{"fetch", `{"request": "x"}`, "/request is a string, not an object or array"},
 		{"fetch", `{"request": {"urls": ["only one"]}}`, "/request/urls/1: missing"},
 		{"fetch", `{"request": {"urls": {"1": "object, not array"}}}`, ""}, // objects take "1" as a name
 		{"read_other", `{"file": 1}`, "/file is a number"},
+		{"read_other", `{"file": "/a"} {}`, "the arguments are not valid JSON"},
+		{"read_other", `{"x": [1, {"file": "/no"}], "file": "/a\"b", "y": "}"}`, ""},
+		{"read_other", `{"x": "\"file\": 1", "file": -1.5e3}`, "/file is a number"},
 	}
 	for _, tt := range tests {
 		c, err := p.Map(tt.tool, json.RawMessage(tt.args))
@@ -254,5 +257,22 @@ func TestVisibleAgreesWithMap(t *testing.T) {
 				t.Errorf("%s with %v: Visible %v, covered %v", tool, g, p.Visible(tool, g), covered)
 			}
 		}
+	}
+}
+
+func BenchmarkMap(b *testing.B) {
+	p := mustParse(b, mapPolicy)
+	args := json.RawMessage(`{"content": "` + strings.Repeat("x", 1024) + `", "path": "/docs/a.md", "mode": "w"}`)
+	for _, bm := range []struct{ name, tool string }{
+		{"literal", "get_time"}, {"exact+arg", "read_file"}, {"glob+arg", "write_x"}, {"default", "unlisted"},
+	} {
+		b.Run(bm.name, func(b *testing.B) {
+			b.ReportAllocs()
+			for b.Loop() {
+				if _, err := p.Map(bm.tool, args); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
 	}
 }

@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"strconv"
 	"strings"
 	"unicode/utf8"
@@ -82,16 +81,20 @@ func formatPointer(tokens []string) string {
 var errMissing = errors.New("missing")
 
 // lookupString finds the string that tokens point at in doc, which must be
-// one JSON value. It reads only the members on the way, but refuses a member
-// name given twice on the way: readers disagree on which one counts, and
-// the gate must check the value the upstream will use.
+// one valid JSON value. It refuses a member name given twice on the way:
+// readers disagree on which one counts, and the gate must check the value
+// the upstream will use.
 func lookupString(doc json.RawMessage, tokens []string) (string, error) {
 	cur := bytes.TrimSpace(doc)
-	if len(cur) == 0 || string(cur) == "null" {
+	switch {
+	case len(cur) == 0 || string(cur) == "null":
 		return "", errors.New("the call has no arguments")
-	}
-	if cur[0] != '{' {
+	case cur[0] != '{':
 		return "", errors.New("the arguments are not a JSON object")
+	case !json.Valid(cur):
+		// Checked once, so that the walk below can skip values by their
+		// brackets and quotes alone.
+		return "", errors.New("the arguments are not valid JSON")
 	}
 	for i, t := range tokens {
 		var err error
@@ -148,38 +151,45 @@ func kind(v []byte) string {
 	return "a number"
 }
 
+// The walk below reads JSON that json.Valid has accepted, so it need not
+// check syntax: it only finds where each name and value begins and ends.
+
 // member returns the value of the member named name in a JSON object.
 func member(obj []byte, name string) ([]byte, error) {
-	dec := json.NewDecoder(bytes.NewReader(obj))
-	if _, err := dec.Token(); err != nil { // '{'
-		return nil, invalidJSON(err)
-	}
-	var found json.RawMessage
-	for dec.More() {
-		t, err := dec.Token()
-		if err != nil {
-			return nil, invalidJSON(err)
+	var found []byte
+	i := skipSpace(obj, 1)
+	for i < len(obj) && obj[i] != '}' {
+		end := skipString(obj, i)
+		key := obj[i:end]
+		i = skipSpace(obj, end)
+		i = skipSpace(obj, i+1) // ':'
+		vend := skipValue(obj, i)
+		if memberName(key) == name {
+			if found != nil {
+				return nil, errors.New("given twice")
+			}
+			found = obj[i:vend]
 		}
-		key, _ := t.(string)
-		var v json.RawMessage
-		if err := dec.Decode(&v); err != nil {
-			return nil, invalidJSON(err)
+		i = skipSpace(obj, vend)
+		if i < len(obj) && obj[i] == ',' {
+			i = skipSpace(obj, i+1)
 		}
-		if key != name {
-			continue
-		}
-		if found != nil {
-			return nil, errors.New("given twice")
-		}
-		found = v
-	}
-	if _, err := dec.Token(); err != nil { // '}'
-		return nil, invalidJSON(err)
 	}
 	if found == nil {
 		return nil, errMissing
 	}
 	return found, nil
+}
+
+// memberName decodes a quoted member name, escapes included, so that
+// "p\u0061th" is the same name as "path".
+func memberName(quoted []byte) string {
+	if bytes.IndexByte(quoted, '\\') < 0 {
+		return string(quoted[1 : len(quoted)-1])
+	}
+	var s string
+	_ = json.Unmarshal(quoted, &s) // valid: json.Valid accepted the document
+	return s
 }
 
 // element returns the element of a JSON array at the index token names.
@@ -194,26 +204,66 @@ func element(arr []byte, token string) ([]byte, error) {
 	if err != nil {
 		return nil, errMissing // larger than any array
 	}
-	dec := json.NewDecoder(bytes.NewReader(arr))
-	if _, err := dec.Token(); err != nil { // '['
-		return nil, invalidJSON(err)
-	}
-	for i := 0; dec.More(); i++ {
-		var v json.RawMessage
-		if err := dec.Decode(&v); err != nil {
-			return nil, invalidJSON(err)
+	i := skipSpace(arr, 1)
+	for n := 0; i < len(arr) && arr[i] != ']'; n++ {
+		end := skipValue(arr, i)
+		if n == idx {
+			return arr[i:end], nil
 		}
-		if i == idx {
-			return v, nil
+		i = skipSpace(arr, end)
+		if i < len(arr) && arr[i] == ',' {
+			i = skipSpace(arr, i+1)
 		}
 	}
 	return nil, errMissing
 }
 
-// invalidJSON describes a decoding error inside the arguments.
-func invalidJSON(err error) error {
-	if errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) {
-		return errors.New("not valid JSON: unexpected end")
+func skipSpace(b []byte, i int) int {
+	for i < len(b) && (b[i] == ' ' || b[i] == '\t' || b[i] == '\n' || b[i] == '\r') {
+		i++
 	}
-	return fmt.Errorf("not valid JSON: %v", err)
+	return i
+}
+
+// skipString returns the index after the string that starts at b[i] ('"').
+func skipString(b []byte, i int) int {
+	for i++; i < len(b); i++ {
+		switch b[i] {
+		case '\\':
+			i++
+		case '"':
+			return i + 1
+		}
+	}
+	return len(b)
+}
+
+// skipValue returns the index after the value that starts at b[i].
+func skipValue(b []byte, i int) int {
+	switch b[i] {
+	case '"':
+		return skipString(b, i)
+	case '{', '[':
+		depth := 0
+		for ; i < len(b); i++ {
+			switch b[i] {
+			case '"':
+				i = skipString(b, i) - 1
+			case '{', '[':
+				depth++
+			case '}', ']':
+				if depth--; depth == 0 {
+					return i + 1
+				}
+			}
+		}
+		return len(b)
+	}
+	for ; i < len(b); i++ { // a number, true, false or null
+		switch b[i] {
+		case ',', '}', ']', ' ', '\t', '\r', '\n':
+			return i
+		}
+	}
+	return i
 }

@@ -5,10 +5,12 @@ import (
 	"bytes"
 	"errors"
 	"io"
+
+	"github.com/delegateos/delegateos/policy"
 )
 
 // DefaultMaxFrameBytes is the default limit on one JSON-RPC message.
-const DefaultMaxFrameBytes = 16 << 20
+const DefaultMaxFrameBytes = policy.DefaultMaxFrameBytes
 
 // errFrameTooLarge reports a frame over the limit; prefix holds its start,
 // from which the relay can often still read the id.

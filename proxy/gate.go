@@ -103,7 +103,7 @@ func (g *Gate) Decide(req CallRequest) (d Decision) {
 		return deny(dct.CapabilityNotGranted, scope.Capabilities, "tool %q is not available to this token", req.Tool)
 	}
 	if mapErr != nil {
-		return deny(dct.CapabilityNotGranted, scope.Capabilities, "tool %q: %v", req.Tool, mapErr)
+		return deny(dct.CapabilityNotGranted, scope.Capabilities, "%v", mapErr)
 	}
 	if req.ContractID != "" && req.ContractID != scope.ContractID {
 		return deny(dct.CapabilityNotGranted, scope.Capabilities, "the call names contract %s but the token is bound to %s", req.ContractID, scope.ContractID)

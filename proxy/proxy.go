@@ -16,6 +16,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/delegateos/delegateos/dct"
+	"github.com/delegateos/delegateos/policy"
 )
 
 // Config configures a proxy session.
@@ -31,7 +32,7 @@ type Config struct {
 	// MaxFrameBytes limits one message; zero means DefaultMaxFrameBytes.
 	MaxFrameBytes int
 	// HonourUpstreamCost charges the cost an upstream reports in a result's
-	// _meta (CostMetaKey) instead of the policy's.
+	// _meta (policy.UpstreamCostKey) instead of the policy's.
 	HonourUpstreamCost bool
 	// Log receives one line per decision and lifecycle event; nil discards.
 	Log *zap.Logger
@@ -42,9 +43,6 @@ type Config struct {
 	ShutdownGrace time.Duration
 }
 
-// CostMetaKey is the _meta key under which an upstream may report a call's
-// actual cost in microcents.
-const CostMetaKey = "delegateos/costMicrocents"
 
 // UpstreamExitError reports that the upstream server exited while the
 // client was still connected.
@@ -547,7 +545,7 @@ func reportedCost(frame []byte) (int64, bool) {
 		return 0, false
 	}
 	var c int64
-	if raw, ok := msg.Result.Meta[CostMetaKey]; !ok || json.Unmarshal(raw, &c) != nil || c < 0 {
+	if raw, ok := msg.Result.Meta[policy.UpstreamCostKey]; !ok || json.Unmarshal(raw, &c) != nil || c < 0 {
 		return 0, false
 	}
 	return c, true

@@ -175,7 +175,7 @@ var policyInitCmd = &command{
 			}
 			// Refuse a bad namespace or an existing file before starting anything.
 			if err := policy.WriteStarter(io.Discard, policy.Starter{Namespace: *ns}); err != nil {
-				return usagef("--namespace: %v", err)
+				return usagef("--%v", err) // --namespace "X": why
 			}
 			if *out != "" {
 				if _, err := os.Lstat(*out); err == nil {

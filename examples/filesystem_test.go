@@ -1,0 +1,216 @@
+package examples
+
+import (
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+)
+
+const filesystemPkg = "@modelcontextprotocol/server-filesystem"
+
+// The server's tools, by the capability examples/filesystem/policy.yaml
+// maps them to.
+var (
+	fsReadTools  = []string{"directory_tree", "get_file_info", "list_directory", "list_directory_with_sizes", "read_file", "read_media_file", "read_text_file", "search_files"}
+	fsWriteTools = []string{"create_directory", "edit_file", "write_file"}
+	// Tools that need a grant on every path, or on fs:roots.
+	fsWideTools = []string{"list_allowed_directories", "move_file", "read_multiple_files"}
+)
+
+// fsFixture is a directory the server is started on: the token grants
+// granted/, never secret/, and the server itself may touch both.
+type fsFixture struct {
+	served, granted string
+	root            principal
+	policy          string // the example policy, with root trusted
+}
+
+func newFSFixture(t *testing.T) *fsFixture {
+	t.Helper()
+	served, err := filepath.EvalSymlinks(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	files := map[string]string{
+		"granted/a.txt":     "alpha\n",
+		"granted/sub/b.txt": "bravo\n",
+		"secret/s.txt":      "top secret\n",
+	}
+	for name, content := range files {
+		p := filepath.Join(served, name)
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(p, []byte(content), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	f := &fsFixture{served: served, granted: filepath.Join(served, "granted"), root: keygen(t, t.TempDir(), "root")}
+	f.policy = filepath.Join(exampleDir(t, "filesystem", f.root.id), "policy.yaml")
+	return f
+}
+
+func (f *fsFixture) connect(t *testing.T, token string) *session {
+	t.Helper()
+	return connect(t, proxyArgs(f.policy, token, serverCommand(filesystemPkg, f.served)))
+}
+
+func sorted(lists ...[]string) []string {
+	out := slices.Concat(lists...)
+	slices.Sort(out)
+	return out
+}
+
+// TestFilesystemReadOnly: a token granting fs:read on one directory sees the
+// read tools only, reads inside the directory, and is refused everything
+// else before the server sees it, even what the server itself would allow.
+func TestFilesystemReadOnly(t *testing.T) {
+	t.Parallel()
+	f := newFSFixture(t)
+	grant := cap{"fs", "read", f.granted + "/**"}
+	s := f.connect(t, mint(t, t.TempDir(), f.root, 1_000_000, grant.String()))
+
+	if got := s.toolNames(t); !slices.Equal(got, fsReadTools) {
+		t.Errorf("tools/list = %v\nwant only the read tools %v", got, fsReadTools)
+	}
+
+	a := filepath.Join(f.granted, "a.txt")
+	if got := text(t, s.call(t, "read_text_file", map[string]any{"path": a})); got != "alpha\n" {
+		t.Errorf("read_text_file %s = %q", a, got)
+	}
+	if got := text(t, s.call(t, "read_file", map[string]any{"path": filepath.Join(f.granted, "sub/b.txt")})); got != "bravo\n" {
+		t.Errorf("read_file sub/b.txt = %q", got)
+	}
+	if got := text(t, s.call(t, "list_directory", map[string]any{"path": f.granted})); got != "[FILE] a.txt\n[DIR] sub" {
+		t.Errorf("list_directory %s = %q", f.granted, got)
+	}
+	if got := text(t, s.call(t, "search_files", map[string]any{"path": f.granted, "pattern": "**/*.txt"})); !strings.Contains(got, "b.txt") || strings.Contains(got, "secret") {
+		t.Errorf("search_files = %q", got)
+	}
+
+	secret := filepath.Join(f.served, "secret", "s.txt")
+	for _, path := range []string{
+		secret,
+		f.granted + "/../secret/s.txt", // the server resolves it inside its directory
+		f.granted + "/./../secret/s.txt",
+		f.granted + "/sub/../../secret/s.txt",
+		"granted/a.txt", // relative: the server resolves it, the grant cannot match it
+		"~/.ssh/id_ed25519",
+		f.served,
+	} {
+		d := s.deny(t, "read_text_file", map[string]any{"path": path})
+		checkDenial(t, "read_text_file "+path, d, "capability_not_granted", cap{"fs", "read", path}, grant)
+	}
+	d := s.deny(t, "list_directory", map[string]any{"path": f.served})
+	checkDenial(t, "list_directory of the parent", d, "capability_not_granted", cap{"fs", "read", f.served}, grant)
+
+	// A tool the token does not show is refused by name, before the server
+	// runs it: the file is never written.
+	newFile := filepath.Join(f.granted, "new.txt")
+	d = s.deny(t, "write_file", map[string]any{"path": newFile, "content": "x"})
+	checkDenial(t, "write_file", d, "capability_not_granted", cap{"fs", "write", newFile}, grant)
+	if _, err := os.Stat(newFile); !os.IsNotExist(err) {
+		t.Errorf("the denied write_file reached the server: %v", err)
+	}
+	d = s.deny(t, "list_allowed_directories", nil)
+	checkDenial(t, "list_allowed_directories", d, "capability_not_granted", cap{"fs", "roots", "*"}, grant)
+	d = s.deny(t, "read_multiple_files", map[string]any{"paths": []string{a, secret}})
+	checkDenial(t, "read_multiple_files", d, "capability_not_granted", cap{"fs", "read", "*"}, grant)
+	// A call with the path missing cannot be mapped, so it is refused.
+	d = s.deny(t, "read_text_file", map[string]any{"file": a})
+	if d.Type != "capability_not_granted" || !strings.Contains(d.Detail, "path") {
+		t.Errorf("read_text_file without path: %+v", d)
+	}
+
+	// Each refusal was logged as one decision, and none reached the server.
+	var allowed, denied int
+	for _, l := range s.decisions(t) {
+		if l["allowed"] == true {
+			allowed++
+		} else {
+			denied++
+		}
+	}
+	if allowed != 4 || denied != 12 {
+		t.Errorf("the proxy logged %d allowed and %d denied decisions, want 4 and 12", allowed, denied)
+	}
+}
+
+// TestFilesystemTraversalReachesServerWithoutTheGate shows what the proxy
+// prevents: with a grant on the whole served directory the same traversal
+// path is allowed, and the server reads the secret.
+func TestFilesystemTraversalReachesServerWithoutTheGate(t *testing.T) {
+	t.Parallel()
+	f := newFSFixture(t)
+	s := f.connect(t, mint(t, t.TempDir(), f.root, 1_000_000, "fs:read:"+f.served+"/**"))
+	// Still denied: the glob never matches "..", whatever the grant.
+	d := s.deny(t, "read_text_file", map[string]any{"path": f.granted + "/../secret/s.txt"})
+	if d.Type != "capability_not_granted" {
+		t.Errorf("traversal under a wider grant: %+v", d)
+	}
+	if got := text(t, s.call(t, "read_text_file", map[string]any{"path": filepath.Join(f.served, "secret/s.txt")})); got != "top secret\n" {
+		t.Errorf("read of a granted secret = %q", got)
+	}
+}
+
+// TestFilesystemWrite: fs:write adds the write tools for the same directory,
+// writes land on disk, and writes outside it are refused.
+func TestFilesystemWrite(t *testing.T) {
+	t.Parallel()
+	f := newFSFixture(t)
+	read, write := cap{"fs", "read", f.granted + "/**"}, cap{"fs", "write", f.granted + "/**"}
+	s := f.connect(t, mint(t, t.TempDir(), f.root, 1_000_000, read.String(), write.String()))
+
+	if got, want := s.toolNames(t), sorted(fsReadTools, fsWriteTools); !slices.Equal(got, want) {
+		t.Errorf("tools/list = %v\nwant %v", got, want)
+	}
+	newFile := filepath.Join(f.granted, "notes", "new.txt")
+	s.call(t, "create_directory", map[string]any{"path": filepath.Dir(newFile)})
+	s.call(t, "write_file", map[string]any{"path": newFile, "content": "one\ntwo\n"})
+	s.call(t, "edit_file", map[string]any{"path": newFile, "edits": []map[string]any{{"oldText": "two", "newText": "three"}}})
+	if b, err := os.ReadFile(newFile); err != nil || string(b) != "one\nthree\n" {
+		t.Errorf("%s holds %q, %v", newFile, b, err)
+	}
+
+	for _, path := range []string{
+		filepath.Join(f.served, "secret", "s.txt"),
+		f.granted + "/../secret/s.txt",
+		f.granted + "/../escaped.txt",
+	} {
+		d := s.deny(t, "write_file", map[string]any{"path": path, "content": "overwritten"})
+		checkDenial(t, "write_file "+path, d, "capability_not_granted", cap{"fs", "write", path}, read, write)
+	}
+	if b, _ := os.ReadFile(filepath.Join(f.served, "secret", "s.txt")); string(b) != "top secret\n" {
+		t.Errorf("the secret was overwritten: %q", b)
+	}
+	if _, err := os.Stat(filepath.Join(f.served, "escaped.txt")); !os.IsNotExist(err) {
+		t.Errorf("a denied write reached the server: %v", err)
+	}
+	// move_file writes two paths; only a grant on every path may use it.
+	d := s.deny(t, "move_file", map[string]any{"source": filepath.Join(f.served, "secret", "s.txt"), "destination": newFile})
+	checkDenial(t, "move_file", d, "capability_not_granted", cap{"fs", "write", "*"}, read, write)
+}
+
+// TestFilesystemWholeGrant: a token granting fs:*:* sees every tool,
+// including the ones that need a grant on every path.
+func TestFilesystemWholeGrant(t *testing.T) {
+	t.Parallel()
+	f := newFSFixture(t)
+	s := f.connect(t, mint(t, t.TempDir(), f.root, 1_000_000, "fs:*:*"))
+	if got, want := s.toolNames(t), sorted(fsReadTools, fsWriteTools, fsWideTools); !slices.Equal(got, want) {
+		t.Errorf("tools/list = %v\nwant %v", got, want)
+	}
+	if got := text(t, s.call(t, "list_allowed_directories", nil)); !strings.Contains(got, f.served) {
+		t.Errorf("list_allowed_directories = %q", got)
+	}
+	got := text(t, s.call(t, "read_multiple_files", map[string]any{"paths": []string{filepath.Join(f.granted, "a.txt"), filepath.Join(f.served, "secret/s.txt")}}))
+	if !strings.Contains(got, "alpha") || !strings.Contains(got, "top secret") {
+		t.Errorf("read_multiple_files = %q", got)
+	}
+	s.call(t, "move_file", map[string]any{"source": filepath.Join(f.granted, "a.txt"), "destination": filepath.Join(f.served, "a.txt")})
+	if _, err := os.Stat(filepath.Join(f.served, "a.txt")); err != nil {
+		t.Errorf("move_file did not move: %v", err)
+	}
+}
