@@ -43,7 +43,6 @@ type Config struct {
 	ShutdownGrace time.Duration
 }
 
-
 // UpstreamExitError reports that the upstream server exited while the
 // client was still connected.
 type UpstreamExitError struct{ Err error }
