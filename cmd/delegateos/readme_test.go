@@ -18,7 +18,11 @@ type readmeCommand struct {
 	text     string // the command, continuation lines joined
 	wantExit int
 	wantOut  string // a word the command's output must contain, if annotated
+	heredoc  string // the delimiter while a here-document is being read
 }
+
+// heredoc finds "<<EOF" or "<<'EOF'" starting a here-document.
+var heredoc = regexp.MustCompile(`<<-?'?([A-Za-z_]+)'?`)
 
 // annotation is "# exit N" or "# exit N (word)" at the end of a command.
 var annotation = regexp.MustCompile(`\s+#\s*exit (\d+)(?:\s+\(([^)]+)\))?\s*$`)
@@ -46,10 +50,25 @@ func readmeCommands(t *testing.T, path string) []readmeCommand {
 		case !in || strings.TrimSpace(line) == "":
 			continue
 		}
+		if cur != nil && cur.heredoc != "" {
+			// Inside a here-document: keep lines verbatim up to its delimiter.
+			cur.text += "\n" + line
+			if strings.TrimSpace(line) == cur.heredoc {
+				cur.heredoc = ""
+				cmds = append(cmds, *cur)
+				cur = nil
+			}
+			continue
+		}
 		if cur == nil {
 			cur = &readmeCommand{line: n}
 		}
 		text := strings.TrimSpace(line)
+		if m := heredoc.FindStringSubmatch(text); m != nil {
+			cur.text += text
+			cur.heredoc = m[1]
+			continue
+		}
 		if cont := strings.HasSuffix(text, "\\"); cont {
 			cur.text += strings.TrimSuffix(text, "\\")
 			continue
