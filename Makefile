@@ -43,5 +43,22 @@ bench:
 demo: build
 	./scripts/demo.sh
 
+# tools/call latency (p50, p99) and pipelined throughput, direct to an
+# upstream, through a plain byte-copying relay and through delegateos proxy,
+# in one run; prints the two ratios issue 3 targets. PROXYBENCH_FLAGS are
+# passed on (see bin/proxybench -help).
+.PHONY: bench-proxy conformance
+PROXYBENCH_FLAGS ?=
+bench-proxy: build
+	$(GO) build -o $(BIN)/proxybench ./internal/cmd/proxybench
+	$(BIN)/proxybench -delegateos $(BIN)/delegateos $(PROXYBENCH_FLAGS)
+
+# The official MCP conformance suite's server scenarios, with and without the
+# proxy in front of the server; writes docs/conformance.md and fails if a
+# scenario passes without the proxy but not through it. Installs its pinned
+# Node packages (conformance/package-lock.json) and Go server itself.
+conformance:
+	GO=$(GO) ./conformance/run.sh
+
 clean:
 	rm -rf $(BIN)

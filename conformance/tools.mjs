@@ -16,37 +16,6 @@ import { createServer } from 'node:net';
 import { existsSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 
-const [, , cmd, ...args] = process.argv;
-
-if (cmd === 'freeport') {
-  const s = createServer();
-  s.listen(0, '127.0.0.1', () => {
-    console.log(s.address().port);
-    s.close();
-  });
-} else if (cmd === 'wait') {
-  const [url, seconds] = args;
-  const deadline = Date.now() + Number(seconds) * 1000;
-  for (;;) {
-    try {
-      const res = await fetch(url, { signal: AbortSignal.timeout(1000) });
-      if (res.ok) process.exit(0);
-    } catch {
-      // not up yet
-    }
-    if (Date.now() > deadline) {
-      console.error(`${url} did not answer within ${seconds}s`);
-      process.exit(1);
-    }
-    await new Promise((r) => setTimeout(r, 100));
-  }
-} else if (cmd === 'report') {
-  process.exit(report());
-} else {
-  console.error('usage: node tools.mjs freeport | wait URL SECONDS | report');
-  process.exit(2);
-}
-
 // Why a scenario fails in both runs, for the ones known to fail because of
 // the HTTP front rather than the server or the proxy.
 const KNOWN = {
@@ -149,8 +118,44 @@ ${rows.join('\n')}
       console.error(`  ${r.s}`);
       for (const w of r.why) console.error(`    ${w}`);
     }
+    console.error(
+      `\nIn ${env.PROXY_DIR}: SCENARIO.log is the suite's output, SCENARIO/*/checks.json its checks, ` +
+        'supergateway.log every frame that crossed the HTTP front, delegateos.log the proxy\'s log; ' +
+        `${env.BASELINE_DIR} has the same without the proxy.`,
+    );
     return 1;
   }
   console.log('no scenario regresses through the proxy');
   return 0;
+}
+
+const [, , cmd, ...args] = process.argv;
+
+if (cmd === 'freeport') {
+  const s = createServer();
+  s.listen(0, '127.0.0.1', () => {
+    console.log(s.address().port);
+    s.close();
+  });
+} else if (cmd === 'wait') {
+  const [url, seconds] = args;
+  const deadline = Date.now() + Number(seconds) * 1000;
+  for (;;) {
+    try {
+      const res = await fetch(url, { signal: AbortSignal.timeout(1000) });
+      if (res.ok) process.exit(0);
+    } catch {
+      // not up yet
+    }
+    if (Date.now() > deadline) {
+      console.error(`${url} did not answer within ${seconds}s`);
+      process.exit(1);
+    }
+    await new Promise((r) => setTimeout(r, 100));
+  }
+} else if (cmd === 'report') {
+  process.exit(report());
+} else {
+  console.error('usage: node tools.mjs freeport | wait URL SECONDS | report');
+  process.exit(2);
 }

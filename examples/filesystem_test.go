@@ -1,11 +1,17 @@
 package examples
 
 import (
+	"context"
+	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
+	"time"
+
+	"github.com/mark3labs/mcp-go/client"
+	"github.com/mark3labs/mcp-go/mcp"
 )
 
 const filesystemPkg = "@modelcontextprotocol/server-filesystem"
@@ -54,7 +60,7 @@ func newFSFixture(t *testing.T) *fsFixture {
 
 func (f *fsFixture) connect(t *testing.T, token string) *session {
 	t.Helper()
-	return connect(t, proxyArgs(f.policy, token, serverCommand(filesystemPkg, f.served)))
+	return connect(t, proxyArgs(t, f.policy, token, serverCommand(filesystemPkg, f.served)))
 }
 
 func sorted(lists ...[]string) []string {
@@ -114,7 +120,7 @@ func TestFilesystemReadOnly(t *testing.T) {
 	if _, err := os.Stat(newFile); !os.IsNotExist(err) {
 		t.Errorf("the denied write_file reached the server: %v", err)
 	}
-	d = s.deny(t, "list_allowed_directories", nil)
+	d = s.deny(t, "list_allowed_directories", map[string]any{})
 	checkDenial(t, "list_allowed_directories", d, "capability_not_granted", cap{"fs", "roots", "*"}, grant)
 	d = s.deny(t, "read_multiple_files", map[string]any{"paths": []string{a, secret}})
 	checkDenial(t, "read_multiple_files", d, "capability_not_granted", cap{"fs", "read", "*"}, grant)
@@ -124,15 +130,19 @@ func TestFilesystemReadOnly(t *testing.T) {
 		t.Errorf("read_text_file without path: %+v", d)
 	}
 
-	// Each refusal was logged as one decision, and none reached the server.
+	// Each call was logged as one decision.
 	var allowed, denied int
-	for _, l := range s.decisions(t) {
-		if l["allowed"] == true {
-			allowed++
-		} else {
-			denied++
+	eventually(t, "16 decisions in the proxy's log", func() bool {
+		allowed, denied = 0, 0
+		for _, l := range s.logLines("decision") {
+			if l["allowed"] == true {
+				allowed++
+			} else {
+				denied++
+			}
 		}
-	}
+		return allowed+denied >= 16
+	})
 	if allowed != 4 || denied != 12 {
 		t.Errorf("the proxy logged %d allowed and %d denied decisions, want 4 and 12", allowed, denied)
 	}
@@ -202,7 +212,7 @@ func TestFilesystemWholeGrant(t *testing.T) {
 	if got, want := s.toolNames(t), sorted(fsReadTools, fsWriteTools, fsWideTools); !slices.Equal(got, want) {
 		t.Errorf("tools/list = %v\nwant %v", got, want)
 	}
-	if got := text(t, s.call(t, "list_allowed_directories", nil)); !strings.Contains(got, f.served) {
+	if got := text(t, s.call(t, "list_allowed_directories", map[string]any{})); !strings.Contains(got, f.served) {
 		t.Errorf("list_allowed_directories = %q", got)
 	}
 	got := text(t, s.call(t, "read_multiple_files", map[string]any{"paths": []string{filepath.Join(f.granted, "a.txt"), filepath.Join(f.served, "secret/s.txt")}}))
@@ -213,4 +223,190 @@ func TestFilesystemWholeGrant(t *testing.T) {
 	if _, err := os.Stat(filepath.Join(f.served, "a.txt")); err != nil {
 		t.Errorf("move_file did not move: %v", err)
 	}
+}
+
+// TestFilesystemPerCallToken: with no session token, a call without a DCT
+// is refused, one carrying its own in params._delegateos (§11.1) is gated
+// by it, and tools/list shows the view of the last token a call was allowed
+// with.
+func TestFilesystemPerCallToken(t *testing.T) {
+	t.Parallel()
+	f := newFSFixture(t)
+	tmp := t.TempDir()
+	tokenOf := func(arg string) string {
+		b, err := os.ReadFile(strings.TrimPrefix(arg, "@"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return strings.TrimSpace(string(b))
+	}
+	grant := cap{"fs", "read", f.granted + "/**"}
+	granted := tokenOf(mint(t, tmp, f.root, 1_000_000, grant.String()))
+	other := cap{"fs", "read", f.served + "/secret/**"}
+	otherTok := tokenOf(mint(t, tmp, f.root, 1_000_000, other.String()))
+	s := f.connect(t, "")
+
+	if got := s.toolNames(t); len(got) != 0 {
+		t.Errorf("tools/list without any token = %v, want nothing", got)
+	}
+	a := filepath.Join(f.granted, "a.txt")
+	d := s.deny(t, "read_text_file", map[string]any{"path": a})
+	checkDenial(t, "a call without a token", d, "malformed_token", cap{"fs", "read", a})
+
+	s.wire.setExtraParams(map[string]any{"_delegateos": map[string]any{"dct": granted, "format": "delegateos-sjt-v1", "contractId": "ct_examples"}})
+	if got := text(t, s.call(t, "read_text_file", map[string]any{"path": a})); got != "alpha\n" {
+		t.Errorf("read_text_file with _delegateos = %q", got)
+	}
+	if got := s.toolNames(t); !slices.Equal(got, fsReadTools) {
+		t.Errorf("tools/list after a call with a read token = %v", got)
+	}
+	secret := filepath.Join(f.served, "secret", "s.txt")
+	d = s.deny(t, "read_text_file", map[string]any{"path": secret})
+	checkDenial(t, "the secret with the granted directory's token", d, "capability_not_granted", cap{"fs", "read", secret}, grant)
+
+	s.wire.setExtraParams(map[string]any{"_delegateos": map[string]any{"dct": otherTok}})
+	if got := text(t, s.call(t, "read_text_file", map[string]any{"path": secret})); got != "top secret\n" {
+		t.Errorf("read_text_file with the other token = %q", got)
+	}
+	d = s.deny(t, "read_text_file", map[string]any{"path": a})
+	checkDenial(t, "the granted file with the other token", d, "capability_not_granted", cap{"fs", "read", a}, other)
+
+	s.wire.setExtraParams(map[string]any{"_delegateos": map[string]any{"dct": granted, "contractId": "ct_another"}})
+	d = s.deny(t, "read_text_file", map[string]any{"path": a})
+	checkDenial(t, "a call naming another contract", d, "capability_not_granted", cap{"fs", "read", a}, grant)
+}
+
+// TestFilesystemExpiry: a session token that expires while the proxy runs
+// is refused from then on.
+func TestFilesystemExpiry(t *testing.T) {
+	t.Parallel()
+	f := newFSFixture(t)
+	dir := t.TempDir()
+	agent := keygen(t, dir, "agent")
+	tok := filepath.Join(dir, "agent.tok")
+	// Long enough for the proxy and the server to start on a slow machine.
+	expires := time.Now().Add(4 * time.Second).UTC().Truncate(time.Second)
+	out := run(t, 0, "dct", "mint", "--key", f.root.key, "--to", agent.id, "--cap", "fs:read:"+f.granted+"/**",
+		"--contract", "ct_examples", "--budget", "1000", "--expires", expires.Format(time.RFC3339), "--max-depth", "0")
+	if err := os.WriteFile(tok, []byte(out), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	s := f.connect(t, "@"+tok)
+	a := filepath.Join(f.granted, "a.txt")
+	s.call(t, "read_text_file", map[string]any{"path": a})
+	time.Sleep(time.Until(expires) + 100*time.Millisecond)
+	d := s.deny(t, "read_text_file", map[string]any{"path": a})
+	if d.Type != "expired" {
+		t.Errorf("a call after the token expired: %+v", d)
+	}
+}
+
+// TestFilesystemClientRoots: a client that offers roots replaces the
+// server's directories with them (the server asks with roots/list, which
+// crosses the proxy); the token still decides what the agent reaches.
+func TestFilesystemClientRoots(t *testing.T) {
+	t.Parallel()
+	f := newFSFixture(t)
+	grant := cap{"fs", "read", f.granted + "/**"}
+	roots := fsRoots{"file://" + f.served}
+	// Started on granted/ alone; the client's root widens it to all of served/.
+	s := connect(t, proxyArgs(t, f.policy, mint(t, t.TempDir(), f.root, 1_000_000, grant.String(), "fs:roots:*"),
+		serverCommand(filesystemPkg, f.granted)), client.WithRootsHandler(roots))
+	eventually(t, "roots/list from the server", func() bool { return slices.Contains(s.wire.incomingMethods(), "roots/list") })
+	eventually(t, "the server to take the client's root", func() bool {
+		return strings.Contains(text(t, s.call(t, "list_allowed_directories", map[string]any{})), f.served)
+	})
+	secret := filepath.Join(f.served, "secret", "s.txt")
+	d := s.deny(t, "read_text_file", map[string]any{"path": secret})
+	checkDenial(t, "the secret under the client's root", d, "capability_not_granted", cap{"fs", "read", secret}, grant, cap{"fs", "roots", "*"})
+	if got := text(t, s.call(t, "read_text_file", map[string]any{"path": filepath.Join(f.granted, "a.txt")})); got != "alpha\n" {
+		t.Errorf("read_text_file = %q", got)
+	}
+}
+
+type fsRoots []string
+
+func (r fsRoots) ListRoots(context.Context, mcp.ListRootsRequest) (*mcp.ListRootsResult, error) {
+	var res mcp.ListRootsResult
+	for _, uri := range r {
+		res.Roots = append(res.Roots, mcp.Root{URI: uri, Name: filepath.Base(uri)})
+	}
+	return &res, nil
+}
+
+// TestFilesystemLimitSymlinks pins down a limit the README states: the
+// proxy checks the path the agent sends, and the server follows a link
+// under a granted directory to another of its directories.
+func TestFilesystemLimitSymlinks(t *testing.T) {
+	t.Parallel()
+	f := newFSFixture(t)
+	link := filepath.Join(f.granted, "link.txt")
+	if err := os.Symlink(filepath.Join(f.served, "secret", "s.txt"), link); err != nil {
+		t.Fatal(err)
+	}
+	s := f.connect(t, mint(t, t.TempDir(), f.root, 1_000_000, "fs:read:"+f.granted+"/**"))
+	if got := text(t, s.call(t, "read_text_file", map[string]any{"path": link})); got != "top secret\n" {
+		t.Errorf("read through a link = %q; if this is refused now, update the README's limits", got)
+	}
+}
+
+// TestFilesystemExampleFiles: the committed policy passes policy check and
+// the client configuration runs the proxy with it in front of the pinned
+// server.
+func TestFilesystemExampleFiles(t *testing.T) {
+	t.Parallel()
+	pc := checkExampleFiles(t, "filesystem", filesystemPkg, 6)
+	if !slices.Equal(pc.upstreamArgs, []string{"/path/to/project"}) {
+		t.Errorf("the server's arguments are %q, want the one directory the README replaces", pc.upstreamArgs)
+	}
+}
+
+// TestFilesystemREADME follows the README as a new user would: its
+// commands set up the keys, the policy, the token and the client
+// configuration; then the configured command (with the pinned local
+// install instead of npx) serves an MCP client, and the README's revocation
+// cuts it off while it runs.
+func TestFilesystemREADME(t *testing.T) {
+	t.Parallel()
+	f := newFSFixture(t)
+	workdir, cfg := followREADME(t, "filesystem", map[string]string{"PROJECT": f.granted})
+	pc := parseClientConfig(t, cfg, "filesystem", filesystemPkg)
+	if pc.command != delegateos {
+		t.Errorf("command %q, want the delegateos on PATH, %q", pc.command, delegateos)
+	}
+	if pc.policy != filepath.Join(workdir, "policy.yaml") || pc.token != filepath.Join(workdir, "agent.tok") {
+		t.Errorf("--policy %q --token @%q, want both in %s", pc.policy, pc.token, workdir)
+	}
+	if !slices.Equal(pc.upstreamArgs, []string{f.granted}) {
+		t.Errorf("the server's arguments are %q, want [%s]", pc.upstreamArgs, f.granted)
+	}
+
+	s := connect(t, pc.local(filesystemPkg))
+	if got, want := s.toolNames(t), sorted(fsReadTools, []string{"list_allowed_directories"}); !slices.Equal(got, want) {
+		t.Errorf("tools/list = %v\nwant %v", got, want)
+	}
+	if got := text(t, s.call(t, "list_allowed_directories", map[string]any{})); !strings.Contains(got, f.granted) {
+		t.Errorf("list_allowed_directories = %q", got)
+	}
+	a := filepath.Join(f.granted, "a.txt")
+	if got := text(t, s.call(t, "read_text_file", map[string]any{"path": a})); got != "alpha\n" {
+		t.Errorf("read_text_file = %q", got)
+	}
+	up := f.granted + "/../secret/s.txt"
+	d := s.deny(t, "read_text_file", map[string]any{"path": up})
+	checkDenial(t, "the README's traversal", d, "capability_not_granted", cap{"fs", "read", up},
+		cap{"fs", "read", f.granted + "/**"}, cap{"fs", "roots", "*"})
+
+	runShell(t, workdir, t.TempDir(), readmeBlocks(t, "filesystem", "revoke"))
+	eventually(t, "the revocation to reach the running proxy", func() bool {
+		res, err := s.CallTool(testContext(t), callRequest("read_text_file", map[string]any{"path": a}))
+		if err == nil {
+			if res.IsError {
+				t.Fatalf("read_text_file failed: %s", text(t, res))
+			}
+			return false
+		}
+		e := s.wire.lastError()
+		return e != nil && e.Code == -32001 && strings.Contains(fmt.Sprint(e.Data), "revoked")
+	})
 }

@@ -14,10 +14,10 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"crypto/sha256"
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -73,7 +73,13 @@ func setup(tmp string) error {
 	npmDir = filepath.Join(repo, "examples", "npm")
 	binDir = filepath.Join(tmp, "bin")
 	delegateos = filepath.Join(binDir, "delegateos")
-	build := exec.Command("go", "build", "-o", delegateos, "./cmd/delegateos")
+	args := []string{"build", "-o", delegateos}
+	if raceEnabled {
+		args = append(args, "-race")
+		// Without this a race-enabled program sleeps a second as it exits.
+		os.Setenv("GORACE", strings.TrimSpace(os.Getenv("GORACE")+" atexit_sleep_ms=0"))
+	}
+	build := exec.Command("go", append(args, "./cmd/delegateos")...)
 	build.Dir = repo
 	if out, err := build.CombinedOutput(); err != nil {
 		return fmt.Errorf("go build ./cmd/delegateos: %v\n%s", err, out)
@@ -89,12 +95,27 @@ func setup(tmp string) error {
 			return fmt.Errorf("npm/package.json does not pin %s", name)
 		}
 	}
+	const need = "these tests run published MCP servers from the npm registry and need Node.js 20+ and npm"
 	for _, tool := range []string{"node", "npm"} {
 		if _, err := exec.LookPath(tool); err != nil {
-			return fmt.Errorf("these tests run published MCP servers from the npm registry and need Node.js 20+ and npm: %v", err)
+			return fmt.Errorf("%s: %v", need, err)
 		}
 	}
-	if installedVersions() == nil {
+	out, err := exec.Command("node", "--version").Output()
+	var major int
+	if _, scanErr := fmt.Sscanf(string(out), "v%d.", &major); err != nil || scanErr != nil || major < 20 {
+		return fmt.Errorf("%s: node --version says %q (%v)", need, bytes.TrimSpace(out), err)
+	}
+
+	// npm ci installs exactly the lock file, and the stamp records which
+	// lock file the installed tree came from.
+	lock, err := os.ReadFile(filepath.Join(npmDir, "package-lock.json"))
+	if err != nil {
+		return err
+	}
+	stamp := filepath.Join(npmDir, "node_modules", ".delegateos-lock-sha256")
+	sum := fmt.Sprintf("%x\n", sha256.Sum256(lock))
+	if b, err := os.ReadFile(stamp); err == nil && string(b) == sum && installed() == nil {
 		return nil
 	}
 	ci := exec.Command("npm", "ci", "--no-audit", "--no-fund")
@@ -102,11 +123,14 @@ func setup(tmp string) error {
 	if out, err := ci.CombinedOutput(); err != nil {
 		return fmt.Errorf("npm ci in %s: %v\n%s", npmDir, err, out)
 	}
-	return installedVersions()
+	if err := installed(); err != nil {
+		return err
+	}
+	return os.WriteFile(stamp, []byte(sum), 0o644)
 }
 
-// installedVersions checks that every server is installed at its pin.
-func installedVersions() error {
+// installed checks that every server is installed at its pin.
+func installed() error {
 	for name, entry := range servers {
 		var pkg struct{ Version string }
 		if err := readJSON(filepath.Join(npmDir, "node_modules", name, "package.json"), &pkg); err != nil {
@@ -226,6 +250,8 @@ type session struct {
 	*client.Client
 	wire   *wire
 	stderr *lockedBuffer
+	// logFile is the proxy's --log, if it has one; else it logs to stderr.
+	logFile string
 
 	mu            sync.Mutex
 	notifications []mcp.JSONRPCNotification
@@ -241,16 +267,35 @@ func connect(t *testing.T, argv []string, opts ...client.ClientOption) *session 
 	stdio := transport.NewStdioWithOptions(argv[0], nil, argv[1:], transport.WithCommandStderrWriter(stderr))
 	w := &wire{BidirectionalInterface: stdio}
 	s := &session{Client: client.NewClient(w, opts...), wire: w, stderr: stderr}
+	if i := slices.Index(argv, "--log"); i > 0 && i < slices.Index(argv, "--") {
+		s.logFile = argv[i+1]
+	}
 	t.Cleanup(func() {
-		s.Close()
+		err := s.Close()
+		if strings.Contains(stderr.String(), "DATA RACE") {
+			t.Errorf("the race detector found a race in the proxy")
+		}
+		// mcp-go's Close closes the proxy's stderr before it waits for it to
+		// exit, so a proxy logging to stderr dies of SIGPIPE at its next line
+		// (see the report); one logging to a file must exit cleanly.
+		if s.logFile != "" && !t.Failed() {
+			// The client closed the proxy's input: the proxy closed the
+			// server's, and the server exited by itself, in time.
+			log := s.log()
+			if err != nil || !strings.Contains(log, `"msg":"upstream exited after the client closed"`) || strings.Contains(log, "terminating it") {
+				t.Errorf("the proxy and the server did not exit cleanly after the client closed (%v):\n%s", err, log)
+			}
+		}
 		if t.Failed() {
-			t.Logf("proxy stderr:\n%s", stderr)
+			t.Logf("proxy stderr:\n%s\nproxy log:\n%s", stderr, s.log())
 		}
 	})
-	ctx := testContext(t)
-	if err := s.Start(ctx); err != nil {
+	// mcp-go ties the process to the context Start gets: it must outlive
+	// the test's contexts so that Close, not a kill, ends the proxy.
+	if err := s.Start(context.WithoutCancel(t.Context())); err != nil {
 		t.Fatal(err)
 	}
+	ctx := testContext(t)
 	s.OnNotification(func(n mcp.JSONRPCNotification) {
 		s.mu.Lock()
 		defer s.mu.Unlock()
@@ -270,9 +315,10 @@ func connect(t *testing.T, argv []string, opts ...client.ClientOption) *session 
 	return s
 }
 
-// proxyArgs is delegateos proxy in front of upstream.
-func proxyArgs(policy, token string, upstream []string, extra ...string) []string {
-	args := []string{delegateos, "proxy", "--policy", policy}
+// proxyArgs is delegateos proxy in front of upstream, logging to a file of
+// its own.
+func proxyArgs(t *testing.T, policy, token string, upstream []string, extra ...string) []string {
+	args := []string{delegateos, "proxy", "--policy", policy, "--log", filepath.Join(t.TempDir(), "proxy.log")}
 	if token != "" {
 		args = append(args, "--token", token)
 	}
@@ -399,14 +445,29 @@ func (s *session) progress(token any) []map[string]any {
 	return out
 }
 
-// decisions are the proxy's "decision" log lines, in order.
-func (s *session) decisions(t *testing.T) []map[string]any {
-	t.Helper()
+func (s *session) sawNotification(method string) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return slices.ContainsFunc(s.notifications, func(n mcp.JSONRPCNotification) bool { return n.Method == method })
+}
+
+// log is what the proxy has logged so far.
+func (s *session) log() string {
+	if s.logFile == "" {
+		return s.stderr.String()
+	}
+	b, _ := os.ReadFile(s.logFile)
+	return string(b)
+}
+
+// logLines are the proxy's log lines with message msg, in order.
+func (s *session) logLines(msg string) []map[string]any {
 	var out []map[string]any
-	sc := bufio.NewScanner(strings.NewReader(s.stderr.String()))
+	sc := bufio.NewScanner(strings.NewReader(s.log()))
+	sc.Buffer(nil, 1<<20)
 	for sc.Scan() {
 		var line map[string]any
-		if json.Unmarshal(sc.Bytes(), &line) == nil && line["msg"] == "decision" {
+		if json.Unmarshal(sc.Bytes(), &line) == nil && line["msg"] == msg {
 			out = append(out, line)
 		}
 	}
@@ -427,15 +488,43 @@ func eventually(t *testing.T, what string, cond func() bool) {
 // wire sits between mcp-go's client and its stdio transport and keeps the
 // last JSON-RPC error a tools/call got, which the client reduces to its
 // message.
+// It can also add params to every tools/call, which mcp.CallToolParams has
+// no field for: this is how a call carries its own token in _delegateos.
 type wire struct {
 	transport.BidirectionalInterface
 
 	mu       sync.Mutex
 	last     *mcp.JSONRPCErrorDetails
 	incoming []string
+	extra    map[string]any
+}
+
+func (w *wire) setExtraParams(extra map[string]any) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.extra = extra
 }
 
 func (w *wire) SendRequest(ctx context.Context, req transport.JSONRPCRequest) (*transport.JSONRPCResponse, error) {
+	w.mu.Lock()
+	extra := w.extra
+	w.mu.Unlock()
+	if req.Method == string(mcp.MethodToolsCall) && len(extra) > 0 {
+		// mcp-go passes params as a struct or a map depending on the
+		// protocol era: re-encode them as an object with the extra members.
+		b, err := json.Marshal(req.Params)
+		if err != nil {
+			return nil, err
+		}
+		var params map[string]any
+		if err := json.Unmarshal(b, &params); err != nil {
+			return nil, err
+		}
+		for k, v := range extra {
+			params[k] = v
+		}
+		req.Params = params
+	}
 	resp, err := w.BidirectionalInterface.SendRequest(ctx, req)
 	if req.Method == string(mcp.MethodToolsCall) {
 		w.mu.Lock()
@@ -487,4 +576,194 @@ func (b *lockedBuffer) String() string {
 	return b.buf.String()
 }
 
-var _ io.Writer = (*lockedBuffer)(nil)
+// readmeBlocks returns the ```sh blocks of an example's README whose label
+// (the word after sh in the fence) is label, joined.
+func readmeBlocks(t *testing.T, example, label string) string {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join(example, "README.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out strings.Builder
+	in := false
+	for line := range strings.Lines(string(b)) {
+		fence := strings.TrimSpace(line)
+		switch {
+		case !in && strings.HasPrefix(fence, "```sh"):
+			in = strings.TrimSpace(strings.TrimPrefix(fence, "```sh")) == label
+		case strings.HasPrefix(fence, "```"):
+			in = false
+		case in:
+			out.WriteString(line)
+		}
+	}
+	if out.Len() == 0 {
+		t.Fatalf("%s/README.md has no ```sh %s block", example, label)
+	}
+	return out.String()
+}
+
+// runShell runs script with bash in dir, with the delegateos under test
+// first on PATH and HOME set to home, and returns its standard output.
+func runShell(t *testing.T, dir, home, script string) string {
+	t.Helper()
+	cmd := exec.Command("bash", "-euo", "pipefail", "-c", script)
+	cmd.Dir = dir
+	cmd.Env = append(os.Environ(), "PATH="+binDir+string(os.PathListSeparator)+os.Getenv("PATH"), "HOME="+home)
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	if err := cmd.Run(); err != nil {
+		t.Fatalf("%v\nscript:\n%s\nstdout:\n%s\nstderr:\n%s", err, script, &stdout, &stderr)
+	}
+	return stdout.String()
+}
+
+// followREADME runs an example README's set-up commands as a new user
+// would, in the example's directory with HOME set to a fresh directory; a
+// line setting a variable in vars is given the test's value instead. It
+// returns the directory the commands ended in and the client configuration
+// they wrote there (client.json).
+func followREADME(t *testing.T, example string, vars map[string]string) (workdir string, cfg clientConfig) {
+	t.Helper()
+	script := readmeBlocks(t, example, "")
+	for name, value := range vars {
+		var found bool
+		var lines []string
+		for line := range strings.Lines(script) {
+			if strings.HasPrefix(line, name+"=") {
+				line, found = name+"="+shellQuote(value)+"\n", true
+			}
+			lines = append(lines, line)
+		}
+		if !found {
+			t.Fatalf("%s/README.md does not set %s", example, name)
+		}
+		script = strings.Join(lines, "")
+	}
+	dir, err := filepath.Abs(example)
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := runShell(t, dir, t.TempDir(), script+"\necho \"WORKDIR=$PWD\"\n")
+	lines := strings.Split(strings.TrimSpace(out), "\n")
+	workdir, ok := strings.CutPrefix(lines[len(lines)-1], "WORKDIR=")
+	if !ok || workdir == dir {
+		t.Fatalf("the README's commands did not move to a directory of their own:\n%s", out)
+	}
+	cfg = readClientConfig(t, filepath.Join(workdir, "client.json"))
+	return workdir, cfg
+}
+
+func shellQuote(s string) string { return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'" }
+
+// clientConfig is the configuration file of a desktop MCP client.
+type clientConfig struct {
+	MCPServers map[string]struct {
+		Command string            `json:"command"`
+		Args    []string          `json:"args"`
+		Env     map[string]string `json:"env"`
+	} `json:"mcpServers"`
+}
+
+func readClientConfig(t *testing.T, path string) clientConfig {
+	t.Helper()
+	var cfg clientConfig
+	if err := readJSON(path, &cfg); err != nil {
+		t.Fatal(err)
+	}
+	return cfg
+}
+
+// proxyCommand is the one server of an example's client configuration,
+// checked to be delegateos proxy with a policy and a token file in front of
+// the pinned package run by npx.
+type proxyCommand struct {
+	command       string
+	policy, token string   // the --policy and --token @FILE values
+	flags         []string // proxy and its flags, up to --
+	upstream      []string // what follows --
+	upstreamArgs  []string // the server's arguments, after the package
+}
+
+func parseClientConfig(t *testing.T, cfg clientConfig, name, pkg string) proxyCommand {
+	t.Helper()
+	srv, ok := cfg.MCPServers[name]
+	if !ok || len(cfg.MCPServers) != 1 {
+		t.Fatalf("the client configuration should hold one server, %q: %+v", name, cfg)
+	}
+	if len(srv.Env) > 0 {
+		t.Errorf("the client configuration sets an environment: %v", srv.Env)
+	}
+	dash := slices.Index(srv.Args, "--")
+	if dash < 0 || len(srv.Args) < 1 || srv.Args[0] != "proxy" {
+		t.Fatalf("args %q are not proxy [FLAGS] -- UPSTREAM", srv.Args)
+	}
+	pc := proxyCommand{command: srv.Command, flags: srv.Args[:dash], upstream: srv.Args[dash+1:]}
+	for i := 1; i+1 < dash; i += 2 {
+		switch srv.Args[i] {
+		case "--policy":
+			pc.policy = srv.Args[i+1]
+		case "--token":
+			tok, ok := strings.CutPrefix(srv.Args[i+1], "@")
+			if !ok {
+				t.Errorf("--token %q: a token belongs in a file (@FILE), not in the configuration", srv.Args[i+1])
+			}
+			pc.token = tok
+		default:
+			t.Errorf("unexpected proxy flag %q", srv.Args[i])
+		}
+	}
+	if pc.policy == "" || pc.token == "" {
+		t.Fatalf("args %q lack --policy or --token", srv.Args)
+	}
+	want := []string{"npx", "-y", pkg + "@" + pins[pkg]}
+	if len(pc.upstream) < len(want) || !slices.Equal(pc.upstream[:len(want)], want) {
+		t.Fatalf("the upstream is %q, want %q followed by the server's arguments (the version npm/package.json pins)", pc.upstream, want)
+	}
+	pc.upstreamArgs = pc.upstream[len(want):]
+	return pc
+}
+
+// local is the configured command with the server run from the pinned
+// local install instead of npx, which would go to the network.
+func (pc proxyCommand) local(pkg string) []string {
+	return slices.Concat([]string{pc.command}, pc.flags, []string{"--"}, serverCommand(pkg, pc.upstreamArgs...))
+}
+
+// checkExampleFiles checks an example's committed files: the policy passes
+// delegateos policy check, and the client configuration runs the proxy
+// with that policy, a token file, and the pinned server.
+func checkExampleFiles(t *testing.T, example, pkg string, rules int) proxyCommand {
+	t.Helper()
+	policy := filepath.Join(example, "policy.yaml")
+	out := run(t, 0, "policy", "check", "--json", policy)
+	var check struct {
+		OK    bool
+		Tools []json.RawMessage
+		Roots []string
+	}
+	if err := json.Unmarshal([]byte(out), &check); err != nil {
+		t.Fatalf("policy check --json: %v\n%s", err, out)
+	}
+	if !check.OK || len(check.Tools) != rules || len(check.Roots) != 0 {
+		t.Errorf("policy check: ok %v, %d rules (want %d), roots %v (want none: the README has people add theirs)\n%s",
+			check.OK, len(check.Tools), rules, check.Roots, out)
+	}
+
+	pc := parseClientConfig(t, readClientConfig(t, filepath.Join(example, "mcp-client.json")), example, pkg)
+	if pc.command != "delegateos" {
+		t.Errorf("command %q, want delegateos", pc.command)
+	}
+	// Paths are relative to the repository root; the README turns them into
+	// absolute ones.
+	if want := "examples/" + example + "/policy.yaml"; pc.policy != want {
+		t.Errorf("--policy %q, want %q", pc.policy, want)
+	}
+	if _, err := os.Stat(filepath.Join(repo, pc.policy)); err != nil {
+		t.Errorf("the configured policy: %v", err)
+	}
+	if want := "examples/" + example + "/agent.tok"; pc.token != want {
+		t.Errorf("--token @%s, want @%s", pc.token, want)
+	}
+	return pc
+}

@@ -116,7 +116,13 @@ func (g *Gate) Decide(req CallRequest) (d Decision) {
 		Namespace: call.Namespace, Action: call.Action, Resource: call.Resource,
 		SpentMicrocents: g.Budget.Spent(levels[len(levels)-1].Key), Now: now,
 	}); err != nil {
-		return denyFrom(d, err, requested)
+		d = denyFrom(d, err, requested)
+		if d.Denial.Granted == nil {
+			// The chain verified, so what it grants is known: a budget
+			// refusal here reads the same as one from Reserve below.
+			d.Denial.Granted = scope.Capabilities
+		}
+		return d
 	}
 	r, err := g.Budget.Reserve(levels, call.Cost)
 	if err != nil {
@@ -129,6 +135,15 @@ func (g *Gate) Decide(req CallRequest) (d Decision) {
 	}
 	d.Allowed, d.Reservation = true, r
 	return d
+}
+
+// Refuse is the decision for a call the relay cannot hand to Decide (its
+// params._delegateos is unreadable): a denial of type t that still names
+// the capability the call requested.
+func (g *Gate) Refuse(req CallRequest, t dct.DenialType, detail string) Decision {
+	call, _ := g.Policy.Map(req.Tool, req.Arguments)
+	return Decision{Call: call, Denial: &Denial{Type: t, Detail: detail,
+		Requested: &dct.Capability{Namespace: call.Namespace, Action: call.Action, Resource: call.Resource}}}
 }
 
 // denyFrom turns a verifier error into a denial.

@@ -185,13 +185,30 @@ func (s *session) shutdown(cmd *exec.Cmd, waitDone <-chan error) error {
 	return nil
 }
 
+// maxStderrLine bounds one logged line of the upstream's stderr.
+const maxStderrLine = 64 << 10
+
 // relayStderr copies the upstream's stderr into the log, line by line:
-// stdout is the protocol and nothing else may reach it.
+// stdout is the protocol and nothing else may reach it. A longer line is
+// logged truncated and the rest of it skipped: reading must never stop
+// before EOF, or the upstream blocks on a full pipe.
 func (s *session) relayStderr(r io.Reader) {
-	sc := bufio.NewScanner(r)
-	sc.Buffer(make([]byte, 64<<10), 1<<20)
-	for sc.Scan() {
-		s.log.Info("upstream stderr", zap.String("line", sc.Text()))
+	br := bufio.NewReaderSize(r, maxStderrLine)
+	for {
+		line, err := br.ReadSlice('\n')
+		if len(line) > 0 {
+			fields := []zap.Field{zap.String("line", strings.TrimRight(string(line), "\r\n"))}
+			if errors.Is(err, bufio.ErrBufferFull) {
+				fields = append(fields, zap.Bool("truncated", true))
+			}
+			s.log.Info("upstream stderr", fields...)
+		}
+		for errors.Is(err, bufio.ErrBufferFull) {
+			_, err = br.ReadSlice('\n')
+		}
+		if err != nil {
+			return
+		}
 	}
 }
 
@@ -205,22 +222,46 @@ func (s *session) fromClient(r io.Reader) error {
 		case errors.As(err, &tooLarge):
 			h, _ := scanHeader(tooLarge.prefix)
 			s.log.Warn("client frame over the size limit", zap.Int("limit", s.cfg.MaxFrameBytes), zap.String("method", h.method))
-			if h.method != "" && h.id == nil {
-				continue // a notification gets no answer
+			msg := fmt.Sprintf("message exceeds the proxy's frame limit of %d bytes", s.cfg.MaxFrameBytes)
+			switch {
+			case h.method != "" && h.id == nil:
+				// A notification gets no answer.
+			case h.kind == kindResponse:
+				// The client's answer to a request from the upstream, which
+				// is waiting for it: the upstream gets the error instead.
+				s.replyError(s.toServer, h.id, codeInternalError, "the client's response "+msg, nil)
+			default:
+				s.replyError(s.toClient, h.id, codeInvalidRequest, msg, nil)
 			}
-			s.replyError(s.toClient, h.id, codeInvalidRequest, fmt.Sprintf("message exceeds the proxy's frame limit of %d bytes", s.cfg.MaxFrameBytes), nil)
 			continue
 		case errors.Is(err, io.EOF):
 			return nil
 		case err != nil:
 			return err
 		}
-		h, err := scanHeader(frame)
+		h, err := scanClientHeader(frame)
 		if err != nil {
-			s.replyError(s.toClient, nil, codeParseError, "parse error: not a JSON-RPC message", nil)
+			code, msg := unreadable(frame)
+			var id []byte
+			if code == codeInvalidRequest {
+				if errors.Is(err, errAmbiguous) {
+					msg = "invalid request: " + err.Error()
+				}
+				// JSON of the wrong shape: answer the request it claims to
+				// be, if its id was read, so that its sender is not left
+				// waiting.
+				if _, ok := idKey(h.id); ok {
+					id = h.id
+				}
+			}
+			s.log.Warn("client frame refused", zap.String("reason", msg))
+			s.replyError(s.toClient, id, code, msg, nil)
 			continue
 		}
 		if h.kind != kindRequest {
+			if h.method == "notifications/cancelled" {
+				s.cancelled(frame)
+			}
 			s.toServer.write(raw)
 			continue
 		}
@@ -271,8 +312,18 @@ type delegateosParams struct {
 func (s *session) gateCall(p *pending, frame, raw []byte) (out []byte, deny bool) {
 	var msg map[string]json.RawMessage
 	var params map[string]json.RawMessage
-	if json.Unmarshal(frame, &msg) != nil || json.Unmarshal(msg["params"], &params) != nil {
+	if json.Unmarshal(frame, &msg) != nil || json.Unmarshal(msg["params"], &params) != nil || params == nil {
 		s.replyError(s.toClient, p.id, codeInvalidRequest, "tools/call params must be an object", nil)
+		return nil, true
+	}
+	// The upstream must read the call the gate decides: no member of the
+	// params may be given twice or in two letter cases, at any depth.
+	if name, ok := repeatedMember(msg["params"]); !ok || name != "" {
+		detail := fmt.Sprintf("tools/call params give the member %q more than once (names that differ only in letter case count as the same)", name)
+		if !ok {
+			detail = fmt.Sprintf("tools/call params nest deeper than %d levels", maxNesting)
+		}
+		s.replyError(s.toClient, p.id, codeInvalidRequest, detail, nil)
 		return nil, true
 	}
 	var tool string
@@ -291,11 +342,13 @@ func (s *session) gateCall(p *pending, frame, raw []byte) (out []byte, deny bool
 	if dos, ok := params["_delegateos"]; ok {
 		var d delegateosParams
 		if err := json.Unmarshal(dos, &d); err != nil {
-			s.deny(p, &Decision{Denial: &Denial{Type: dct.Malformed, Detail: "params._delegateos is not an object with a dct string"}})
+			refused := s.cfg.Gate.Refuse(req, dct.Malformed, "params._delegateos is not an object with a dct string")
+			s.deny(p, &refused)
 			return nil, true
 		}
 		if d.Format != "" && d.Format != dct.Format {
-			s.deny(p, &Decision{Denial: &Denial{Type: dct.Malformed, Detail: fmt.Sprintf("unknown token format %q", d.Format)}})
+			refused := s.cfg.Gate.Refuse(req, dct.Malformed, fmt.Sprintf("unknown token format %q", d.Format))
+			s.deny(p, &refused)
 			return nil, true
 		}
 		req.Token, req.ContractID, req.DelegationID = d.DCT, d.ContractID, d.DelegationID
@@ -341,15 +394,24 @@ func (s *session) deny(p *pending, d *Decision) {
 }
 
 func (s *session) logDecision(p *pending, d *Decision) {
-	fields := []zap.Field{
-		zap.String("tool", p.tool), zap.Bool("allowed", d.Allowed),
-		zap.Int64("cost", d.Call.Cost), zap.Duration("latency", d.Latency),
+	// Every decision line has the same members: tool, allowed, reason,
+	// delegation ("" when no token verified), cost and latency.
+	reason, delegation := "granted", ""
+	switch {
+	case d.Denial != nil:
+		reason = string(d.Denial.Type)
+	case d.Unauthenticated:
+		reason = "unauthenticated"
 	}
 	if d.Scope != nil {
-		fields = append(fields, zap.String("delegation", d.Scope.DelegationID))
+		delegation = d.Scope.DelegationID
+	}
+	fields := []zap.Field{
+		zap.String("tool", p.tool), zap.Bool("allowed", d.Allowed), zap.String("reason", reason),
+		zap.String("delegation", delegation), zap.Int64("cost", d.Call.Cost), zap.Duration("latency", d.Latency),
 	}
 	if d.Denial != nil {
-		fields = append(fields, zap.String("reason", string(d.Denial.Type)), zap.String("detail", d.Denial.Detail))
+		fields = append(fields, zap.String("detail", d.Denial.Detail))
 	}
 	if d.Unauthenticated {
 		fields = append(fields, zap.Bool("unauthenticated", true))
@@ -376,7 +438,8 @@ func (s *session) fromServer(r io.Reader) {
 		h, err := scanHeader(frame)
 		if err != nil {
 			s.log.Warn("upstream sent a frame that is not JSON-RPC", zap.Int("bytes", len(frame)))
-			s.replyError(s.toServer, nil, codeParseError, "parse error: not a JSON-RPC message", nil)
+			code, msg := unreadable(frame)
+			s.replyError(s.toServer, nil, code, msg, nil)
 			continue
 		}
 		if h.kind != kindResponse {
@@ -550,6 +613,16 @@ func reportedCost(frame []byte) (int64, bool) {
 	return c, true
 }
 
+// unreadable is the JSON-RPC error for a frame that is not a message:
+// a parse error if it is not JSON, an invalid request if it is JSON of
+// the wrong shape (JSON-RPC 2.0 §5.1).
+func unreadable(frame []byte) (code int, message string) {
+	if json.Valid(frame) {
+		return codeInvalidRequest, "invalid request: not a JSON-RPC message"
+	}
+	return codeParseError, "parse error: not a JSON-RPC message"
+}
+
 // rpcError is a JSON-RPC error response.
 type rpcError struct {
 	JSONRPC string          `json:"jsonrpc"`
@@ -594,4 +667,22 @@ func (fw *frameWriter) write(raw []byte) error {
 		return err
 	}
 	return nil
+}
+
+// cancelled settles a call the client gave up on. The server need not
+// answer it any more, so its reserved cost is charged now (it may have done
+// the work) rather than held until the session ends.
+func (s *session) cancelled(frame []byte) {
+	var n struct {
+		Params struct {
+			RequestID json.RawMessage `json:"requestId"`
+		} `json:"params"`
+	}
+	if json.Unmarshal(frame, &n) != nil {
+		return
+	}
+	if p := s.take(n.Params.RequestID); p != nil {
+		s.log.Info("client cancelled a call", zap.String("method", p.method), zap.String("tool", p.tool))
+		s.settle(p, p.cost(), false)
+	}
 }

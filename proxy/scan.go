@@ -4,6 +4,10 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
+	"strconv"
+	"strings"
+	"unicode"
+	"unicode/utf8"
 )
 
 // kind classifies a JSON-RPC message by its members.
@@ -27,6 +31,15 @@ type header struct {
 
 var errScan = errors.New("not a JSON-RPC message")
 
+// errAmbiguous is a message that its recipient could read differently from
+// the relay: a JSON-RPC member given twice, or a member whose name differs
+// from one only in case (encoding/json, which most Go MCP servers decode
+// with, matches names case-insensitively and takes the last).
+var errAmbiguous = errors.New("a JSON-RPC member is given twice or spelt with other letter case")
+
+// rpcMembers are the members of a JSON-RPC message.
+var rpcMembers = [...]string{"jsonrpc", "id", "method", "params", "result", "error"}
+
 // scanHeader reads the top-level members of a JSON object far enough to
 // classify it; on error, the method and id found so far are still set, so
 // the start of a truncated frame can be answered.
@@ -36,8 +49,19 @@ var errScan = errors.New("not a JSON-RPC message")
 // result is never walked. Values it skips are checked for balanced
 // structure and well-formed strings only; the relay passes frames on as
 // they are and leaves full validation to their recipient.
-func scanHeader(b []byte) (header, error) {
+func scanHeader(b []byte) (header, error) { return scanMessage(b, false) }
+
+// scanClientHeader is scanHeader for a frame from the client, which the
+// gate must classify exactly as the upstream will: every member is read,
+// names are compared after decoding escapes, and a JSON-RPC member given
+// twice or in other letter case is errAmbiguous. Otherwise a frame could
+// show the relay a response or a harmless method while the upstream reads
+// a tools/call.
+func scanClientHeader(b []byte) (header, error) { return scanMessage(b, true) }
+
+func scanMessage(b []byte, strict bool) (header, error) {
 	var h header
+	var seen [len(rpcMembers)]bool
 	s := scanner{b: b}
 	s.ws()
 	if !s.eat('{') {
@@ -53,6 +77,21 @@ func scanHeader(b []byte) (header, error) {
 		key, ok := s.str()
 		if !ok {
 			return h, errScan
+		}
+		if strict {
+			name, ok := unquote(key)
+			if !ok {
+				return h, errScan
+			}
+			for i, m := range rpcMembers {
+				if strings.EqualFold(name, m) {
+					if name != m || seen[i] {
+						return h, errAmbiguous
+					}
+					seen[i] = true
+				}
+			}
+			key = []byte(strconv.Quote(name))
 		}
 		s.ws()
 		if !s.eat(':') {
@@ -79,7 +118,7 @@ func scanHeader(b []byte) (header, error) {
 		case `"result"`, `"error"`:
 			hasResult = true
 			h.isError = string(key) == `"error"`
-			if hasID {
+			if hasID && !strict {
 				// A response: nothing after the id matters to the relay.
 				h.kind = kindResponse
 				return h, nil
@@ -118,6 +157,111 @@ func scanHeader(b []byte) (header, error) {
 		return h, errScan
 	}
 	return h, nil
+}
+
+// repeatedMember returns a member name that occurs twice in one object of
+// the JSON value b, at any depth, where names that differ only in letter
+// case count as the same (as encoding/json matches them), so that no two
+// decoders can read different values from b. ok is false if b is not
+// well formed.
+func repeatedMember(b []byte) (name string, ok bool) {
+	s := scanner{b: b}
+	s.ws()
+	name, ok = s.names(0)
+	if !ok || name != "" {
+		return name, ok
+	}
+	s.ws()
+	return "", s.i == len(b)
+}
+
+// names consumes one value and returns the first repeated member name in
+// it, or "".
+func (s *scanner) names(depth int) (string, bool) {
+	if depth > maxNesting || s.i >= len(s.b) {
+		return "", false
+	}
+	switch s.b[s.i] {
+	case '{':
+		s.i++
+		s.ws()
+		if s.eat('}') {
+			return "", true
+		}
+		seen := map[string]bool{}
+		for {
+			s.ws()
+			raw, ok := s.str()
+			if !ok {
+				return "", false
+			}
+			name, ok := unquote(raw)
+			if !ok {
+				return "", false
+			}
+			f := foldName(name)
+			if seen[f] {
+				return name, true
+			}
+			seen[f] = true
+			s.ws()
+			if !s.eat(':') {
+				return "", false
+			}
+			s.ws()
+			if dup, ok := s.names(depth + 1); !ok || dup != "" {
+				return dup, ok
+			}
+			s.ws()
+			if s.eat(',') {
+				continue
+			}
+			return "", s.eat('}')
+		}
+	case '[':
+		s.i++
+		s.ws()
+		if s.eat(']') {
+			return "", true
+		}
+		for {
+			s.ws()
+			if dup, ok := s.names(depth + 1); !ok || dup != "" {
+				return dup, ok
+			}
+			s.ws()
+			if s.eat(',') {
+				continue
+			}
+			return "", s.eat(']')
+		}
+	}
+	return "", s.skip(depth)
+}
+
+// foldName maps every name that strings.EqualFold holds equal to one key:
+// each rune becomes the smallest rune of its case-folding orbit.
+func foldName(name string) string {
+	ascii := true
+	for i := 0; i < len(name); i++ {
+		if name[i] >= utf8.RuneSelf {
+			ascii = false
+			break
+		}
+	}
+	if ascii {
+		// 'K' < 'k' < U+212A KELVIN SIGN, 'S' < 's' < U+017F LONG S.
+		return strings.ToUpper(name)
+	}
+	var b strings.Builder
+	for _, r := range name {
+		least := r
+		for f := unicode.SimpleFold(r); f != r; f = unicode.SimpleFold(f) {
+			least = min(least, f)
+		}
+		b.WriteRune(least)
+	}
+	return b.String()
 }
 
 // maxNesting bounds skip's recursion on hostile input.

@@ -70,6 +70,9 @@ var proxyCmd = &command{
 			if *token == "" {
 				*token = os.Getenv("DELEGATEOS_TOKEN")
 			}
+			// The upstream inherits this process's environment: it must not
+			// receive the session's token, whatever the token grants it.
+			os.Unsetenv("DELEGATEOS_TOKEN")
 			if *token == "-" {
 				return usagef("--token - is not possible: standard input carries the MCP protocol")
 			}
@@ -115,6 +118,10 @@ var proxyCmd = &command{
 					return usagef("the session token is not valid: %v", err)
 				}
 			}
+			// A client that closes our stderr or stdout must not kill the
+			// proxy mid-session (in-flight calls still need settling): writes
+			// then fail with EPIPE instead.
+			signal.Ignore(syscall.SIGPIPE)
 			sigs := make(chan os.Signal, 1)
 			signal.Notify(sigs, os.Interrupt, syscall.SIGTERM)
 			defer signal.Stop(sigs)

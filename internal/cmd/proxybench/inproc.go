@@ -1,0 +1,79 @@
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"os"
+	"runtime/pprof"
+	"strings"
+
+	"go.uber.org/zap"
+	"go.uber.org/zap/zapcore"
+
+	"github.com/delegateos/delegateos/budget"
+	"github.com/delegateos/delegateos/dct"
+	"github.com/delegateos/delegateos/policy"
+	"github.com/delegateos/delegateos/proxy"
+)
+
+// inProcessProxy runs the proxy package the way `delegateos proxy --token
+// @FILE --root ID --log FILE -- UPSTREAM` sets it up (no policy file, spend
+// in memory, JSON log lines to a file), with the CPU profiled. It exists
+// only to profile the proxy under the benchmark's load (-cpuprofile); the
+// measurements of record use the real binary.
+func inProcessProxy(args []string) int {
+	fs := flag.NewFlagSet("proxybench proxy", flag.ContinueOnError)
+	tokenFile := fs.String("token", "", "the session token's file")
+	root := fs.String("root", "", "the trusted root")
+	logFile := fs.String("log", "", "the log file")
+	cpuprofile := fs.String("cpuprofile", "", "write a CPU profile here")
+	if err := fs.Parse(args); err != nil {
+		return 2
+	}
+	upstream := fs.Args()
+	if len(upstream) == 0 || *tokenFile == "" || *root == "" || *logFile == "" {
+		fmt.Fprintln(os.Stderr, "usage: proxybench proxy -token FILE -root ID -log FILE [-cpuprofile FILE] -- UPSTREAM...")
+		return 2
+	}
+	tok, err := os.ReadFile(*tokenFile)
+	if err != nil {
+		return fail("proxy", err)
+	}
+	lf, err := os.OpenFile(*logFile, os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o600)
+	if err != nil {
+		return fail("proxy", err)
+	}
+	defer lf.Close()
+	enc := zap.NewProductionEncoderConfig()
+	enc.EncodeTime = zapcore.ISO8601TimeEncoder
+	log := zap.New(zapcore.NewCore(zapcore.NewJSONEncoder(enc), zapcore.Lock(zapcore.AddSync(lf)), zapcore.InfoLevel))
+
+	pol := policy.Default()
+	pol.Roots = []string{*root}
+	v, err := dct.NewVerifier(dct.Options{Roots: pol.Roots})
+	if err != nil {
+		return fail("proxy", err)
+	}
+	gate := &proxy.Gate{Policy: pol, Verifier: v, Budget: budget.NewMemory()}
+
+	if *cpuprofile != "" {
+		f, err := os.Create(*cpuprofile)
+		if err != nil {
+			return fail("proxy", err)
+		}
+		defer f.Close()
+		if err := pprof.StartCPUProfile(f); err != nil {
+			return fail("proxy", err)
+		}
+		defer pprof.StopCPUProfile()
+	}
+	err = proxy.Run(context.Background(), proxy.Config{
+		Upstream: upstream, Gate: gate, SessionToken: strings.TrimSpace(string(tok)),
+		MaxFrameBytes: pol.MaxFrameBytes, Log: log,
+	}, os.Stdin, os.Stdout)
+	if err != nil {
+		return fail("proxy", err)
+	}
+	return 0
+}
