@@ -117,9 +117,10 @@ func (g *Gate) Decide(req CallRequest) (d Decision) {
 		SpentMicrocents: g.Budget.Spent(levels[len(levels)-1].Key), Now: now,
 	}); err != nil {
 		d = denyFrom(d, err, requested)
-		if d.Denial.Granted == nil {
-			// The chain verified, so what it grants is known: a budget
-			// refusal here reads the same as one from Reserve below.
+		if d.Denial.Type == dct.BudgetExceeded && d.Denial.Granted == nil {
+			// A budget refusal here reads the same as one from Reserve
+			// below. (Revocation or expiry noticed here, just after
+			// VerifyChain, reads as it does from VerifyChain.)
 			d.Denial.Granted = scope.Capabilities
 		}
 		return d

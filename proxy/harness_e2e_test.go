@@ -1,3 +1,5 @@
+//go:build unix
+
 package proxy_test
 
 // The end-to-end harness: TestMain builds the real delegateos and docserver
@@ -692,6 +694,10 @@ func (p *proxyProc) connect(o sessionOptions) *session {
 	opts := o.clientOpts
 	if o.legacy {
 		opts = append(opts, client.WithProtocolVersion(mcp.ProtocolVersion20251125))
+	} else {
+		// mcp-go falls back to 2025-11-25 if server/discover takes over
+		// 5s, which a loaded machine can take: wait as long as the test.
+		opts = append(opts, client.WithDiscoverTimeout(-1))
 	}
 	s := &session{Client: client.NewClient(wire, opts...), wire: wire, p: p}
 	t.Cleanup(func() { _ = s.Close() })
@@ -1096,8 +1102,8 @@ func (c *rawConn) next() rawMessage {
 			c.t.Fatalf("frame from the proxy is not JSON: %q", clip(line))
 		}
 		return m
-	case <-time.After(20 * time.Second):
-		c.t.Fatal("no frame from the proxy within 20s")
+	case <-time.After(30 * time.Second):
+		c.t.Fatal("no frame from the proxy within 30s")
 	}
 	panic("unreachable")
 }
