@@ -104,3 +104,7 @@ func (fr *frameReader) discardLine(done bool) error {
 func trimFrame(b []byte) []byte { return bytes.TrimRight(b, "\r\n") }
 
 func clone(b []byte) []byte { return append([]byte(nil), b...) }
+
+// idle reports whether nothing read is waiting to be returned, so the next
+// call may block.
+func (fr *frameReader) idle() bool { return fr.r.Buffered() == 0 && len(fr.buf) == 0 }

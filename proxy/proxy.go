@@ -125,8 +125,8 @@ func Run(ctx context.Context, cfg Config, clientIn io.Reader, clientOut io.Write
 	log.Info("upstream started", zap.Strings("command", cfg.Upstream), zap.Int("pid", cmd.Process.Pid))
 	s := &session{
 		cfg: cfg, log: log,
-		toClient: &frameWriter{w: clientOut},
-		toServer: &frameWriter{w: upIn},
+		toClient: newFrameWriter(clientOut),
+		toServer: newFrameWriter(upIn),
 		pending:  map[string]*pending{},
 	}
 
@@ -214,8 +214,13 @@ func (s *session) relayStderr(r io.Reader) {
 
 // fromClient handles every frame the client sends.
 func (s *session) fromClient(r io.Reader) error {
+	defer s.toServer.flush()
 	fr := newFrameReader(r, s.cfg.MaxFrameBytes)
 	for {
+		if fr.idle() {
+			// Nothing more is waiting: send what was queued before blocking.
+			s.toServer.flush()
+		}
 		frame, raw, err := fr.next()
 		var tooLarge errFrameTooLarge
 		switch {
@@ -262,7 +267,7 @@ func (s *session) fromClient(r io.Reader) error {
 			if h.method == "notifications/cancelled" {
 				s.cancelled(frame)
 			}
-			s.toServer.write(raw)
+			s.toServer.queue(raw)
 			continue
 		}
 		key, ok := idKey(h.id)
@@ -281,7 +286,7 @@ func (s *session) fromClient(r io.Reader) error {
 		out := raw
 		if h.method == "tools/call" {
 			var deny bool
-			out, deny = s.gateCall(p, frame, raw)
+			out, deny = s.gateCall(p, h.params, frame, raw)
 			if deny {
 				continue
 			}
@@ -289,7 +294,7 @@ func (s *session) fromClient(r io.Reader) error {
 		s.mu.Lock()
 		s.pending[key] = p
 		s.mu.Unlock()
-		if err := s.toServer.write(out); err != nil {
+		if err := s.toServer.queue(out); err != nil {
 			s.mu.Lock()
 			delete(s.pending, key)
 			s.mu.Unlock()
@@ -309,16 +314,30 @@ type delegateosParams struct {
 
 // gateCall decides a tools/call. It returns the frame to forward (without
 // _delegateos) or deny=true after answering the client itself.
-func (s *session) gateCall(p *pending, frame, raw []byte) (out []byte, deny bool) {
-	var msg map[string]json.RawMessage
-	var params map[string]json.RawMessage
-	if json.Unmarshal(frame, &msg) != nil || json.Unmarshal(msg["params"], &params) != nil || params == nil {
+func (s *session) gateCall(p *pending, params, frame, raw []byte) (out []byte, deny bool) {
+	// The params are read in place; only a call that carries _delegateos
+	// is decoded and re-encoded.
+	var nameRaw, args, dos []byte
+	strip := false
+	isObject := params != nil && eachMember(params, func(k string, v []byte) {
+		switch {
+		case k == "name":
+			nameRaw = v
+		case k == "arguments":
+			args = v
+		case k == "_delegateos":
+			dos, strip = v, true
+		case strings.EqualFold(k, "_delegateos"):
+			strip = true
+		}
+	})
+	if !isObject {
 		s.replyError(s.toClient, p.id, codeInvalidRequest, "tools/call params must be an object", nil)
 		return nil, true
 	}
 	// The upstream must read the call the gate decides: no member of the
 	// params may be given twice or in two letter cases, at any depth.
-	if name, ok := repeatedMember(msg["params"]); !ok || name != "" {
+	if name, ok := repeatedMember(params); !ok || name != "" {
 		detail := fmt.Sprintf("tools/call params give the member %q more than once (names that differ only in letter case count as the same)", name)
 		if !ok {
 			detail = fmt.Sprintf("tools/call params nest deeper than %d levels", maxNesting)
@@ -326,20 +345,17 @@ func (s *session) gateCall(p *pending, frame, raw []byte) (out []byte, deny bool
 		s.replyError(s.toClient, p.id, codeInvalidRequest, detail, nil)
 		return nil, true
 	}
-	var tool string
-	if json.Unmarshal(params["name"], &tool) != nil || tool == "" {
+	tool, ok := "", len(nameRaw) > 0 && nameRaw[0] == '"'
+	if ok {
+		tool, ok = unquote(nameRaw)
+	}
+	if !ok || tool == "" {
 		s.replyError(s.toClient, p.id, codeInvalidRequest, "tools/call params.name must be a string", nil)
 		return nil, true
 	}
 	p.tool = tool
-	req := CallRequest{Tool: tool, Arguments: params["arguments"]}
-	strip := false
-	for k := range params {
-		if strings.EqualFold(k, "_delegateos") {
-			strip = true
-		}
-	}
-	if dos, ok := params["_delegateos"]; ok {
+	req := CallRequest{Tool: tool, Arguments: args}
+	if dos != nil {
 		var d delegateosParams
 		if err := json.Unmarshal(dos, &d); err != nil {
 			refused := s.cfg.Gate.Refuse(req, dct.Malformed, "params._delegateos is not an object with a dct string")
@@ -371,14 +387,20 @@ func (s *session) gateCall(p *pending, frame, raw []byte) (out []byte, deny bool
 	if !strip {
 		return raw, false
 	}
-	for k := range params {
+	var msg, members map[string]json.RawMessage
+	err := json.Unmarshal(frame, &msg)
+	if err == nil {
+		err = json.Unmarshal(params, &members)
+	}
+	for k := range members {
 		if strings.EqualFold(k, "_delegateos") {
-			delete(params, k)
+			delete(members, k)
 		}
 	}
-	var err error
-	if msg["params"], err = json.Marshal(params); err == nil {
-		out, err = json.Marshal(msg)
+	if err == nil {
+		if msg["params"], err = json.Marshal(members); err == nil {
+			out, err = json.Marshal(msg)
+		}
 	}
 	if err != nil {
 		s.settle(p, 0, true)
@@ -421,8 +443,12 @@ func (s *session) logDecision(p *pending, d *Decision) {
 
 // fromServer handles every frame the upstream sends.
 func (s *session) fromServer(r io.Reader) {
+	defer s.toClient.flush()
 	fr := newFrameReader(r, s.cfg.MaxFrameBytes)
 	for {
+		if fr.idle() {
+			s.toClient.flush()
+		}
 		frame, raw, err := fr.next()
 		var tooLarge errFrameTooLarge
 		switch {
@@ -443,7 +469,7 @@ func (s *session) fromServer(r io.Reader) {
 			continue
 		}
 		if h.kind != kindResponse {
-			s.toClient.write(raw)
+			s.toClient.queue(raw)
 			continue
 		}
 		p := s.take(h.id)
@@ -470,7 +496,7 @@ func (s *session) fromServer(r io.Reader) {
 			}
 			s.settle(p, cost, release)
 		}
-		s.toClient.write(raw)
+		s.toClient.queue(raw)
 	}
 }
 
@@ -648,25 +674,52 @@ func (s *session) replyError(w *frameWriter, id []byte, code int, message string
 	w.write(append(b, '\n'))
 }
 
-// frameWriter serializes whole frames onto one stream.
+// frameWriter serializes whole frames onto one stream. Frames the relay
+// forwards are queued and flushed when their source has nothing more
+// buffered, so a burst of pipelined messages goes out in a few writes and a
+// lone message goes out at once; the proxy's own replies are written
+// immediately.
 type frameWriter struct {
 	mu sync.Mutex
-	w  io.Writer
+	b  *bufio.Writer
 }
 
-// write writes one frame; raw carries its line ending unless it was the
+func newFrameWriter(w io.Writer) *frameWriter {
+	return &frameWriter{b: bufio.NewWriterSize(w, 64<<10)}
+}
+
+// queue adds one frame; raw carries its line ending unless it was the
 // last, unterminated line of its stream.
-func (fw *frameWriter) write(raw []byte) error {
+func (fw *frameWriter) queue(raw []byte) error {
 	fw.mu.Lock()
 	defer fw.mu.Unlock()
-	if _, err := fw.w.Write(raw); err != nil {
+	return fw.add(raw)
+}
+
+func (fw *frameWriter) add(raw []byte) error {
+	if _, err := fw.b.Write(raw); err != nil {
 		return err
 	}
 	if len(raw) == 0 || raw[len(raw)-1] != '\n' {
-		_, err := fw.w.Write([]byte{'\n'})
-		return err
+		return fw.b.WriteByte('\n')
 	}
 	return nil
+}
+
+// write adds one frame and flushes.
+func (fw *frameWriter) write(raw []byte) error {
+	fw.mu.Lock()
+	defer fw.mu.Unlock()
+	if err := fw.add(raw); err != nil {
+		return err
+	}
+	return fw.b.Flush()
+}
+
+func (fw *frameWriter) flush() error {
+	fw.mu.Lock()
+	defer fw.mu.Unlock()
+	return fw.b.Flush()
 }
 
 // cancelled settles a call the client gave up on. The server need not

@@ -27,6 +27,7 @@ type header struct {
 	method  string
 	id      []byte // raw JSON of the id, nil if absent
 	isError bool   // a response carrying "error"
+	params  []byte // raw JSON of params, nil if absent (read only when every member is)
 }
 
 var errScan = errors.New("not a JSON-RPC message")
@@ -115,6 +116,11 @@ func scanMessage(b []byte, strict bool) (header, error) {
 				return h, errScan
 			}
 			h.id, hasID = b[start:s.i], true
+		case `"params"`:
+			if !s.skip(0) {
+				return h, errScan
+			}
+			h.params = b[start:s.i]
 		case `"result"`, `"error"`:
 			hasResult = true
 			h.isError = string(key) == `"error"`
@@ -455,5 +461,50 @@ func (s *scanner) member(key string) []byte {
 		if !s.eat(',') {
 			return nil
 		}
+	}
+}
+
+// eachMember calls fn with every member of the object obj, its name
+// decoded; it reports false if obj is not a well-formed object.
+func eachMember(obj []byte, fn func(name string, val []byte)) bool {
+	s := scanner{b: obj}
+	s.ws()
+	if !s.eat('{') {
+		return false
+	}
+	s.ws()
+	if s.eat('}') {
+		s.ws()
+		return s.i == len(obj)
+	}
+	for {
+		s.ws()
+		k, ok := s.str()
+		if !ok {
+			return false
+		}
+		name, ok := unquote(k)
+		if !ok {
+			return false
+		}
+		s.ws()
+		if !s.eat(':') {
+			return false
+		}
+		s.ws()
+		start := s.i
+		if !s.skip(0) {
+			return false
+		}
+		fn(name, obj[start:s.i])
+		s.ws()
+		if s.eat(',') {
+			continue
+		}
+		if !s.eat('}') {
+			return false
+		}
+		s.ws()
+		return s.i == len(obj)
 	}
 }

@@ -1,11 +1,14 @@
 package main
 
 import (
+	"bufio"
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"os/signal"
+	"sync"
 	"syscall"
 	"time"
 
@@ -151,18 +154,48 @@ func newLogger(e *env, c policy.LogConfig) (*zap.Logger, func(), error) {
 			return nil, nil, fmt.Errorf("log level %q: %v", c.Level, err)
 		}
 	}
-	sink := zapcore.AddSync(e.stderr)
-	closeFn := func() {}
+	var out io.Writer = e.stderr
+	closeFile := func() {}
 	if c.File != "" {
 		f, err := os.OpenFile(c.File, os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o600)
 		if err != nil {
 			return nil, nil, fmt.Errorf("open log file: %w", err)
 		}
-		sink = zapcore.AddSync(f)
-		closeFn = func() { f.Close() }
+		out = f
+		closeFile = func() { f.Close() }
 	}
+	sink := &logSink{w: bufio.NewWriterSize(out, 32<<10)}
 	enc := zap.NewProductionEncoderConfig()
 	enc.EncodeTime = zapcore.ISO8601TimeEncoder
-	core := zapcore.NewCore(zapcore.NewJSONEncoder(enc), zapcore.Lock(sink), level)
-	return zap.New(core), closeFn, nil
+	log := zap.New(zapcore.NewCore(zapcore.NewJSONEncoder(enc), sink, level))
+	return log, func() { _ = sink.Sync(); closeFile() }, nil
+}
+
+// logSink buffers log lines so a burst of calls costs a few writes instead
+// of one per line: a timer flushes any buffered line within logFlushDelay,
+// and the proxy flushes on exit. Sync does not fsync: the log is a record,
+// not a ledger (spend is).
+type logSink struct {
+	mu      sync.Mutex
+	w       *bufio.Writer
+	pending bool // a timed flush is scheduled
+}
+
+const logFlushDelay = 100 * time.Millisecond
+
+func (s *logSink) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if !s.pending {
+		s.pending = true
+		time.AfterFunc(logFlushDelay, func() { _ = s.Sync() })
+	}
+	return s.w.Write(p)
+}
+
+func (s *logSink) Sync() error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.pending = false
+	return s.w.Flush()
 }
