@@ -722,8 +722,13 @@ func TestE2EInputRequired(t *testing.T) {
 	ok(t, s.call(t, "echo", map[string]any{"text": "x"}), "echo within the budget")
 	checkDenial(t, s.call(t, "echo", map[string]any{"text": "x"}),
 		denial{typ: dct.BudgetExceeded, detail: "spent 200 of a budget of 200", requested: mcpCap("echo"), granted: caps(t, "mcp:sample:*", "mcp:roots:*", "mcp:echo:*")})
+	// The log is flushed asynchronously: wait for both settlements.
+	isSample := func(m map[string]any) bool { return m["tool"] == "sample" }
+	for deadline := time.Now().Add(10 * time.Second); len(p.logWith("call settled", isSample)) < 2 && time.Now().Before(deadline); {
+		time.Sleep(20 * time.Millisecond)
+	}
 	var released, charged int
-	for _, m := range p.logWith("call settled", func(m map[string]any) bool { return m["tool"] == "sample" }) {
+	for _, m := range p.logWith("call settled", isSample) {
 		if m["released"] == true {
 			released++
 		} else if m["cost"] == 100.0 {
