@@ -49,9 +49,12 @@ func Create(p CreateParams) (*Token, error) {
 	if p.ParentDelegationID == "" {
 		p.ParentDelegationID = RootParentDelegationID
 	}
-	for name, v := range map[string]int64{"chain depth": p.ChainDepth, "max chain depth": p.MaxChainDepth, "budget": p.MaxBudgetMicrocents} {
-		if v < 0 || v > canon.MaxSafeInteger {
-			return nil, fmt.Errorf("%s %d is outside 0..2^53-1", name, v)
+	for _, f := range []struct {
+		name string
+		v    int64
+	}{{"chain depth", p.ChainDepth}, {"max chain depth", p.MaxChainDepth}, {"budget", p.MaxBudgetMicrocents}} {
+		if f.v < 0 || f.v > canon.MaxSafeInteger {
+			return nil, fmt.Errorf("%s %d is outside 0..2^53-1", f.name, f.v)
 		}
 	}
 	if p.ChainDepth > p.MaxChainDepth {
@@ -61,6 +64,9 @@ func Create(p CreateParams) (*Token, error) {
 		p.IssuedAt = time.Now()
 	}
 	issued, expires := timestamp.Truncate(p.IssuedAt), timestamp.Truncate(p.ExpiresAt)
+	if err := writableYear(issued, expires); err != nil {
+		return nil, err
+	}
 	if !expires.After(issued) {
 		return nil, fmt.Errorf("expiry %s is not after issue time %s", timestamp.Format(expires), timestamp.Format(issued))
 	}
@@ -172,6 +178,9 @@ func Attenuate(parent *Token, p AttenuateParams) (*Token, error) {
 	}
 	if p.ExpiresAt != nil {
 		exp := timestamp.Truncate(*p.ExpiresAt)
+		if err := writableYear(exp); err != nil {
+			return nil, err
+		}
 		if exp.After(eff.expires) {
 			return nil, fmt.Errorf("expiry %s is after the parent's %s", timestamp.Format(exp), timestamp.Format(eff.expires))
 		}
@@ -246,4 +255,15 @@ func ParseCapability(s string) (Capability, error) {
 		return Capability{}, fmt.Errorf("capability %q: want NAMESPACE:ACTION:RESOURCE, e.g. docs:read:/project/**", s)
 	}
 	return Capability{Namespace: ns, Action: action, Resource: resource}, nil
+}
+
+// writableYear refuses times whose timestamp form (four-digit years) could
+// not be read back: such a token could never be verified.
+func writableYear(ts ...time.Time) error {
+	for _, t := range ts {
+		if y := t.UTC().Year(); y < 0 || y > 9999 {
+			return fmt.Errorf("time %s is outside the years 0000..9999 a timestamp can hold", t)
+		}
+	}
+	return nil
 }

@@ -1,6 +1,7 @@
 package dct
 
 import (
+	"bytes"
 	"reflect"
 	"strconv"
 	"strings"
@@ -470,5 +471,26 @@ func TestParseCapability(t *testing.T) {
 		if c.ok && got.String() != c.in {
 			t.Errorf("String() = %q, want %q", got.String(), c.in)
 		}
+	}
+}
+
+// A time whose year does not fit the four-digit timestamp form would make
+// a token that no verifier can read back; Create and Attenuate refuse it.
+func TestCreateRefusesUnwritableYears(t *testing.T) {
+	root, _ := identity.FromSeed(bytes.Repeat([]byte{1}, 32), "")
+	a, _ := identity.FromSeed(bytes.Repeat([]byte{2}, 32), "")
+	now := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	p := CreateParams{Issuer: root, Delegatee: a.ID(), Capabilities: []Capability{{"docs", "read", "/x"}},
+		ContractID: "ct_1", DelegationID: "del_1", MaxChainDepth: 1, MaxBudgetMicrocents: 1, IssuedAt: now}
+	p.ExpiresAt = time.Date(10000, 1, 1, 0, 0, 0, 0, time.UTC)
+	if _, err := Create(p); err == nil {
+		t.Fatal("an expiry in the year 10000 was accepted")
+	}
+	p.ExpiresAt = time.Date(9999, 12, 31, 0, 0, 0, 0, time.UTC)
+	if _, err := Create(p); err != nil {
+		t.Fatalf("the year 9999 must be accepted: %v", err)
+	}
+	if _, err := NewVerifier(Options{Roots: []string{root.ID()}, ClockSkew: -time.Second}); err == nil {
+		t.Fatal("a negative clock skew was accepted")
 	}
 }

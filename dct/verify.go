@@ -85,6 +85,9 @@ func NewVerifier(o Options) (*Verifier, error) {
 		}
 		v.roots[id] = true
 	}
+	if v.skew < 0 {
+		return nil, fmt.Errorf("clock skew %s is negative", v.skew)
+	}
 	if v.skew == 0 {
 		v.skew = DefaultClockSkew
 	}
