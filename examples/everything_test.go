@@ -169,6 +169,8 @@ func TestEverythingBudget(t *testing.T) {
 	checkBudgetDenial(t, "a free call with nothing left", d, cap{"demo", "read", "*"}, demo)
 	d = s.deny(t, "echo", map[string]any{"message": "over"})
 	checkBudgetDenial(t, "echo over budget", d, cap{"demo", "echo", "*"}, demo)
+	// Closing waits for the proxy to exit, which flushes its log.
+	s.Close()
 	var settled float64
 	for _, l := range s.logLines("call settled") {
 		settled += l["cost"].(float64)
@@ -176,7 +178,6 @@ func TestEverythingBudget(t *testing.T) {
 	if settled != budget {
 		t.Errorf("the proxy settled %v microcents, want %d", settled, budget)
 	}
-	s.Close()
 
 	// A new proxy reads the spend store: the budget is still used up.
 	again := f.connect(t, token)
