@@ -111,19 +111,14 @@ func (g *Gate) Decide(req CallRequest) (d Decision) {
 	if req.DelegationID != "" && req.DelegationID != scope.DelegationID {
 		return deny(dct.CapabilityNotGranted, scope.Capabilities, "the call names delegation %s but the token is for %s", req.DelegationID, scope.DelegationID)
 	}
+	// §10.1 steps 6 and 7 on the verified chain: the leaf's spend, then the
+	// capability. Reserve below then checks the cost at every level.
 	levels := budgetLevels(scope)
-	if _, err := g.Verifier.Verify(req.Token, dct.Request{
-		Namespace: call.Namespace, Action: call.Action, Resource: call.Resource,
-		SpentMicrocents: g.Budget.Spent(levels[len(levels)-1].Key), Now: now,
-	}); err != nil {
-		d = denyFrom(d, err, requested)
-		if d.Denial.Type == dct.BudgetExceeded && d.Denial.Granted == nil {
-			// A budget refusal here reads the same as one from Reserve
-			// below. (Revocation or expiry noticed here, just after
-			// VerifyChain, reads as it does from VerifyChain.)
-			d.Denial.Granted = scope.Capabilities
-		}
-		return d
+	if spent, limit := g.Budget.Spent(levels[len(levels)-1].Key), scope.RemainingBudgetMicrocents; spent >= limit {
+		return deny(dct.BudgetExceeded, scope.Capabilities, "spent %d of a budget of %d microcents", spent, limit)
+	}
+	if !covered(scope.Capabilities, call) {
+		return deny(dct.CapabilityNotGranted, scope.Capabilities, "%s:%s on %q is not granted by this token", call.Namespace, call.Action, call.Resource)
 	}
 	r, err := g.Budget.Reserve(levels, call.Cost)
 	if err != nil {
@@ -212,4 +207,13 @@ func (g *Gate) ListView(token string) (func(tool string) bool, error) {
 		return func(string) bool { return false }, err
 	}
 	return func(tool string) bool { return g.Policy.Visible(tool, scope.Capabilities) }, nil
+}
+
+func covered(caps []dct.Capability, c policy.Call) bool {
+	for i := range caps {
+		if caps[i].Covers(c.Namespace, c.Action, c.Resource) {
+			return true
+		}
+	}
+	return false
 }

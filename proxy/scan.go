@@ -92,7 +92,9 @@ func scanMessage(b []byte, strict bool) (header, error) {
 					seen[i] = true
 				}
 			}
-			key = []byte(strconv.Quote(name))
+			if bytes.IndexByte(key, '\\') >= 0 {
+				key = []byte(strconv.Quote(name)) // match the cases below by value
+			}
 		}
 		s.ws()
 		if !s.eat(':') {
