@@ -24,7 +24,46 @@ func MatchResource(pattern, resource string) bool {
 	if len(pattern) > MaxResourceLen || len(resource) > MaxResourceLen {
 		return false
 	}
-	return matchSegments(strings.Split(pattern, "/"), strings.Split(resource, "/"))
+	p, r := strings.Split(pattern, "/"), strings.Split(resource, "/")
+	if matchSegments(p, r) {
+		return true
+	}
+	// Backtracking to the last "**" is exact for one "**"; with several, the
+	// positions where a "**" may not absorb a segment make it incomplete,
+	// so a rejection is confirmed by the exact (memoized) search.
+	if strings.Count(pattern, "**") < 2 || len(p) > MaxResourceSegments {
+		return false
+	}
+	m := matcher{p: p, r: r, memo: make([]int8, (len(p)+1)*(len(r)+1))}
+	return m.match(0, 0)
+}
+
+type matcher struct {
+	p, r []string
+	memo []int8 // 0 unknown, 1 true, 2 false
+}
+
+func (m *matcher) match(i, j int) bool {
+	k := i*(len(m.r)+1) + j
+	if m.memo[k] != 0 {
+		return m.memo[k] == 1
+	}
+	var ok bool
+	switch {
+	case i == len(m.p):
+		ok = j == len(m.r)
+	case m.p[i] == "**":
+		ok = m.match(i+1, j) || j < len(m.r) && wildOK(m.r[j], j, len(m.r), true) && m.match(i, j+1)
+	case j == len(m.r):
+		ok = false
+	default:
+		ok = segmentMatches(m.p[i], m.r, j) && m.match(i+1, j+1)
+	}
+	m.memo[k] = 2
+	if ok {
+		m.memo[k] = 1
+	}
+	return ok
 }
 
 func hasDotSegment(resource string) bool {
@@ -50,10 +89,10 @@ func matchSegments(p, r []string) bool {
 		case pi < len(p) && p[pi] == "**":
 			starP, starR = pi, ri
 			pi++
-		case pi < len(p) && segmentMatches(p[pi], r[ri]):
+		case pi < len(p) && segmentMatches(p[pi], r, ri):
 			pi++
 			ri++
-		case starP >= 0 && !isDotSegment(r[starR]):
+		case starP >= 0 && wildOK(r[starR], starR, len(r), true):
 			// Let the last "**" absorb one more segment and retry.
 			starR++
 			pi, ri = starP+1, starR
@@ -67,11 +106,24 @@ func matchSegments(p, r []string) bool {
 	return pi == len(p)
 }
 
-func segmentMatches(p, r string) bool {
+func segmentMatches(p string, r []string, i int) bool {
 	if p == "*" {
-		return !isDotSegment(r)
+		return wildOK(r[i], i, len(r), false)
 	}
-	return p == r
+	return p == r[i]
+}
+
+// wildOK reports whether a wildcard ("**" when globstar) may match segment
+// seg at index i of n. Dot segments never; an empty segment only as the
+// first of an absolute path, or, for "**", as the last (the directory
+// itself, "/project/"). An empty segment inside a path never:
+// "/project/*/*" must not grant "/project//secret.md", which a server
+// reads as "/project/secret.md".
+func wildOK(seg string, i, n int, globstar bool) bool {
+	if isDotSegment(seg) {
+		return false
+	}
+	return seg != "" || i == 0 || globstar && i == n-1
 }
 
 // ResourceSubset reports whether every resource the child pattern matches is
@@ -142,9 +194,9 @@ func (s *subsetSolver) decide(i, j int) bool {
 		if s.subset(i, j+1) {
 			return true
 		}
-		return !isDotSegment(cs) && s.subset(i+1, j)
+		return wildOK(cs, i, len(s.c), true) && s.subset(i+1, j)
 	case "*":
-		return cs != "**" && !isDotSegment(cs) && s.subset(i+1, j+1)
+		return cs != "**" && wildOK(cs, i, len(s.c), false) && s.subset(i+1, j+1)
 	default:
 		return cs == ps && s.subset(i+1, j+1)
 	}

@@ -22,7 +22,9 @@ func TestMatchResource(t *testing.T) {
 		{"/project/*", "/project/foo", true},
 		{"/project/*", "/project/foo/bar", false},
 		{"/project/*", "/project", false},
-		{"/project/*", "/project/", true}, // one empty segment
+		{"/project/*", "/project/", false},             // "*" never matches an empty segment (the directory itself)
+		{"/project/*/*", "/project//secret.md", false}, // nor an empty one inside: a server reads "/project/secret.md"
+		{"/project/**", "/project//secret.md", false},
 		{"/project/*", "/project/..", false},
 		{"/project/*", "/project/.", false},
 		{"/project/*", "/project/.hidden", true},
@@ -210,17 +212,21 @@ func TestCapabilitySubsetAndCovers(t *testing.T) {
 
 // refMatch is a direct recursive reading of the matching rules, to check
 // the iterative matcher against. It is exponential, so only for short input.
-func refMatch(p, r []string) bool {
+func refMatch(p, r []string) bool { return refMatchAt(p, r, len(r)) }
+
+// refMatchAt matches p against r, the last len(r) of n segments.
+func refMatchAt(p, r []string, n int) bool {
 	if len(p) == 0 {
 		return len(r) == 0
 	}
+	i := n - len(r)
 	switch p[0] {
 	case "**":
-		return refMatch(p[1:], r) || len(r) > 0 && !isDotSegment(r[0]) && refMatch(p, r[1:])
+		return refMatchAt(p[1:], r, n) || len(r) > 0 && wildOK(r[0], i, n, true) && refMatchAt(p, r[1:], n)
 	case "*":
-		return len(r) > 0 && !isDotSegment(r[0]) && refMatch(p[1:], r[1:])
+		return len(r) > 0 && wildOK(r[0], i, n, false) && refMatchAt(p[1:], r[1:], n)
 	default:
-		return len(r) > 0 && p[0] == r[0] && refMatch(p[1:], r[1:])
+		return len(r) > 0 && p[0] == r[0] && refMatchAt(p[1:], r[1:], n)
 	}
 }
 

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strconv"
 	"strings"
 	"time"
 
@@ -105,6 +106,9 @@ func (g *Gate) Decide(req CallRequest) (d Decision) {
 	if mapErr != nil {
 		return deny(dct.CapabilityNotGranted, scope.Capabilities, "%v", mapErr)
 	}
+	if what := suspectResource(call.Resource); what != "" {
+		return deny(dct.CapabilityNotGranted, scope.Capabilities, "resource %q contains %s, which a server may read differently from the gate", call.Resource, what)
+	}
 	if req.ContractID != "" && req.ContractID != scope.ContractID {
 		return deny(dct.CapabilityNotGranted, scope.Capabilities, "the call names contract %s but the token is bound to %s", req.ContractID, scope.ContractID)
 	}
@@ -124,7 +128,7 @@ func (g *Gate) Decide(req CallRequest) (d Decision) {
 	if err != nil {
 		var ex *budget.ExceededError
 		if errors.As(err, &ex) {
-			return deny(dct.BudgetExceeded, scope.Capabilities, "this call costs %d microcents; delegation %s has spent %d of %d", ex.Cost, displayKey(ex.Key), ex.Spent, ex.Limit)
+			return deny(dct.BudgetExceeded, scope.Capabilities, "this call costs %d microcents; delegation %s has spent %d of %d", ex.Cost, displayKey(scope, levels, ex.Key), ex.Spent, ex.Limit)
 		}
 		// The spend could not be recorded: refuse rather than run unmetered.
 		return deny(dct.BudgetExceeded, scope.Capabilities, "the spend store cannot record this call: %v", err)
@@ -156,22 +160,48 @@ func denyFrom(d Decision, err error, requested *dct.Capability) Decision {
 // budgetLevels names each level of the chain by its path of delegation IDs
 // under the issuer, so two roots, or two parents, that happen to pick the
 // same delegation ID never share a budget.
+//
+// Each ID is written with its length ("/16:del_a1b2c3d4e5f6"), since an ID
+// may itself contain "/": "x/y" and "x" then "y" must not share a key.
 func budgetLevels(s *dct.AuthorizedScope) []budget.Level {
 	levels := make([]budget.Level, len(s.Chain))
 	key := s.Issuer
 	for i, l := range s.Chain {
-		key += "/" + l.DelegationID
+		key += "/" + strconv.Itoa(len(l.DelegationID)) + ":" + l.DelegationID
 		levels[i] = budget.Level{Key: key, Limit: l.MaxBudgetMicrocents}
 	}
 	return levels
 }
 
-// displayKey shows the delegation ID a budget key ends with.
-func displayKey(key string) string {
-	if i := strings.LastIndexByte(key, '/'); i >= 0 {
-		return key[i+1:]
+// displayKey names the delegation a budget key belongs to.
+func displayKey(scope *dct.AuthorizedScope, levels []budget.Level, key string) string {
+	for i, l := range levels {
+		if l.Key == key {
+			return scope.Chain[i].DelegationID
+		}
 	}
 	return key
+}
+
+// suspectResource names what in a mapped resource a server might decode
+// into a path separator or a dot segment after the gate has matched it
+// literally: a backslash, a percent-encoded '.', '/' or '\', or a control
+// character.
+func suspectResource(r string) string {
+	for i := 0; i < len(r); i++ {
+		switch c := r[i]; {
+		case c == '\\':
+			return "a backslash"
+		case c < 0x20 || c == 0x7f:
+			return "a control character"
+		case c == '%' && i+2 < len(r):
+			switch strings.ToLower(r[i+1 : i+3]) {
+			case "2e", "2f", "5c":
+				return "a percent-encoded '.', '/' or '\\'"
+			}
+		}
+	}
+	return ""
 }
 
 // Settle records what an allowed call cost once its response is known:

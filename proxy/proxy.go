@@ -2,6 +2,7 @@ package proxy
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -9,9 +10,12 @@ import (
 	"io"
 	"os"
 	"os/exec"
+	"regexp"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
+	"unicode/utf8"
 
 	"go.uber.org/zap"
 
@@ -221,7 +225,7 @@ func (s *session) fromClient(r io.Reader) error {
 			// Nothing more is waiting: send what was queued before blocking.
 			s.toServer.flush()
 		}
-		frame, raw, err := fr.next()
+		frame, _, err := fr.next()
 		var tooLarge errFrameTooLarge
 		switch {
 		case errors.As(err, &tooLarge):
@@ -244,6 +248,13 @@ func (s *session) fromClient(r io.Reader) error {
 		case err != nil:
 			return err
 		}
+		if reason := lineUnsafe(frame); reason != "" {
+			// Some upstream readers split lines where this proxy does not: the
+			// frame they would read is not the frame the gate would check.
+			s.log.Warn("client frame refused", zap.String("reason", reason))
+			s.replyError(s.toClient, nil, codeParseError, "parse error: "+reason, nil)
+			continue
+		}
 		h, err := scanClientHeader(frame)
 		if err != nil {
 			code, msg := unreadable(frame)
@@ -264,29 +275,40 @@ func (s *session) fromClient(r io.Reader) error {
 			continue
 		}
 		if h.kind != kindRequest {
-			if h.method == "notifications/cancelled" {
+			switch h.method {
+			case "notifications/cancelled":
 				s.cancelled(frame)
+			case "tools/call":
+				// A call without an id cannot be answered, so it cannot be
+				// refused either: it is not forwarded.
+				s.log.Warn("client frame refused", zap.String("reason", "tools/call sent as a notification"))
+				continue
 			}
-			s.toServer.queue(raw)
+			s.toServer.queue(frame)
 			continue
 		}
-		key, ok := idKey(h.id)
+		key, ok := requestIDKey(h.id)
 		if !ok {
-			s.replyError(s.toClient, h.id, codeInvalidRequest, "invalid request id", nil)
+			s.replyError(s.toClient, nil, codeInvalidRequest, "invalid request id: use a string of at most 256 bytes or an integer within ±2^53", nil)
 			continue
 		}
 		p := &pending{id: clone(h.id), method: h.method, start: time.Now()}
 		s.mu.Lock()
 		_, dup := s.pending[key]
+		full := len(s.pending) >= maxPending
 		s.mu.Unlock()
 		if dup {
-			s.replyError(s.toClient, h.id, codeInvalidRequest, "a request with this id is already in flight", nil)
+			s.replyError(s.toClient, h.id, codeInvalidRequest, "a request with this id is already in flight (or was cancelled and not yet answered)", nil)
 			continue
 		}
-		out := raw
+		if full {
+			s.replyError(s.toClient, h.id, codeInvalidRequest, fmt.Sprintf("more than %d requests in flight", maxPending), nil)
+			continue
+		}
+		out := frame
 		if h.method == "tools/call" {
 			var deny bool
-			out, deny = s.gateCall(p, h.params, frame, raw)
+			out, deny = s.gateCall(p, h.params, frame)
 			if deny {
 				continue
 			}
@@ -314,7 +336,7 @@ type delegateosParams struct {
 
 // gateCall decides a tools/call. It returns the frame to forward (without
 // _delegateos) or deny=true after answering the client itself.
-func (s *session) gateCall(p *pending, params, frame, raw []byte) (out []byte, deny bool) {
+func (s *session) gateCall(p *pending, params, frame []byte) (out []byte, deny bool) {
 	// The params are read in place; only a call that carries _delegateos
 	// is decoded and re-encoded.
 	var nameRaw, args, dos []byte
@@ -385,7 +407,7 @@ func (s *session) gateCall(p *pending, params, frame, raw []byte) (out []byte, d
 		s.mu.Unlock()
 	}
 	if !strip {
-		return raw, false
+		return frame, false
 	}
 	var msg, members map[string]json.RawMessage
 	err := json.Unmarshal(frame, &msg)
@@ -476,7 +498,12 @@ func (s *session) fromServer(r io.Reader) {
 		switch {
 		case p == nil:
 		case p.method == "tools/list" && !h.isError:
-			if filtered, ok := s.filterList(frame); ok {
+			filtered, ok := s.filterList(frame)
+			if !ok {
+				s.replyError(s.toClient, p.id, codeInternalError, "the upstream's tools/list result cannot be read, so it cannot be filtered", nil)
+				continue
+			}
+			if filtered != nil {
 				raw = filtered
 			}
 		case p.decision != nil:
@@ -533,8 +560,14 @@ func (s *session) take(id []byte) *pending {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	p := s.pending[key]
+	if p == nil {
+		return nil
+	}
 	delete(s.pending, key)
-	return p
+	// The caller owns the decision now; a cancellation cannot settle it too.
+	c := *p
+	p.decision = nil
+	return &c
 }
 
 // settle records an answered call's spend and logs it.
@@ -578,7 +611,8 @@ func (s *session) failPending(msg string) {
 
 // filterList removes the tools the session's token may not see from a
 // tools/list result, keeping every other member, and every kept tool,
-// byte for byte.
+// byte for byte. It returns nil when nothing is removed, and false when
+// the result cannot be read (the caller then refuses to relay it).
 func (s *session) filterList(frame []byte) ([]byte, bool) {
 	s.mu.Lock()
 	token := s.cfg.SessionToken
@@ -605,7 +639,7 @@ func (s *session) filterList(frame []byte) ([]byte, bool) {
 		}
 	}
 	if len(kept) == len(tools) {
-		return nil, false
+		return nil, true
 	}
 	var err2 error
 	if result["tools"], err2 = json.Marshal(kept); err2 != nil {
@@ -734,8 +768,71 @@ func (s *session) cancelled(frame []byte) {
 	if json.Unmarshal(frame, &n) != nil {
 		return
 	}
-	if p := s.take(n.Params.RequestID); p != nil {
-		s.log.Info("client cancelled a call", zap.String("method", p.method), zap.String("tool", p.tool))
-		s.settle(p, p.cost(), false)
+	key, ok := idKey(n.Params.RequestID)
+	if !ok {
+		return
 	}
+	// The request stays pending: its id may not be reused until the
+	// upstream answers (a late answer could otherwise be taken for a new
+	// request's), and a tools/list answer is still filtered.
+	s.mu.Lock()
+	p := s.pending[key]
+	var claimed *pending
+	if p != nil && p.decision != nil {
+		c := *p
+		claimed = &c
+		p.decision = nil
+	}
+	s.mu.Unlock()
+	if claimed != nil {
+		s.log.Info("client cancelled a call", zap.String("tool", claimed.tool))
+		s.settle(claimed, claimed.cost(), false)
+	}
+}
+
+// maxPending bounds the requests in flight from the client.
+const maxPending = 4096
+
+// requestIDKey accepts the ids every JSON-RPC implementation reads the same
+// way: strings of at most 256 bytes and integers within ±(2^53−1) written
+// canonically. "1.0" or "1e0" would be answered as 1 by most servers and
+// matched to the wrong request.
+func requestIDKey(raw []byte) (string, bool) {
+	if len(raw) == 0 {
+		return "", false
+	}
+	if raw[0] == '"' {
+		if len(raw) > 258 {
+			return "", false
+		}
+		return idKey(raw)
+	}
+	if !canonicalInt.Match(raw) {
+		return "", false
+	}
+	if n, err := strconv.ParseInt(string(raw), 10, 64); err != nil || n > maxSafeInt || n < -maxSafeInt {
+		return "", false
+	}
+	return idKey(raw)
+}
+
+const maxSafeInt = 1<<53 - 1
+
+var canonicalInt = regexp.MustCompile(`^(0|-?[1-9][0-9]{0,15})$`)
+
+// lineUnsafe names what in a client frame another line reader could split
+// on, or what it could not decode: a carriage return (a line end to Python
+// and to Node's readline), U+0085, U+2028 and U+2029 written raw, and
+// invalid UTF-8.
+func lineUnsafe(frame []byte) string {
+	if bytes.IndexByte(frame, '\r') >= 0 {
+		return "a carriage return inside a message"
+	}
+	if !utf8.Valid(frame) {
+		return "invalid UTF-8"
+	}
+	if bytes.Contains(frame, []byte("\u0085")) || bytes.Contains(frame, []byte("\u2028")) || bytes.Contains(frame, []byte("\u2029")) {
+		return "a raw line separator (U+0085, U+2028 or U+2029); escape it"
+	}
+	return ""
 }

@@ -1,0 +1,84 @@
+//go:build unix
+
+package proxy_test
+
+import (
+	"strings"
+	"testing"
+	"time"
+)
+
+// Frames that other line readers would split differently, or ids that
+// other parsers read differently, must not let a client past the gate.
+// Each case here was a working bypass against an earlier version.
+func TestE2EReviewFindings(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	tok := e.mint(nil, "docs:read:/project/*/*", "mcp:echo:*", "mcp:slow:*")
+	p := e.startProxy(proxyOptions{policy: e.policy(), token: tok})
+	c := p.raw()
+	c.initialize()
+
+	// A bare carriage return is a line end to Python's and Node's readers:
+	// the "ping" would have hidden an ungated write_file from them.
+	c.send("{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"ping\",\"params\":\r" +
+		callFrame("2", "write_file", map[string]any{"path": "/project/secret.md", "content": "pwned"}) + "\r}")
+	if m := c.response("null"); m.Error == nil || m.Error.Code != -32700 || !strings.Contains(m.Error.Message, "carriage return") {
+		t.Errorf("a frame with a bare CR was answered %+v; want -32700", m.Error)
+	}
+
+	// Ids other parsers read as another request's: refused.
+	for _, id := range []string{"1.0", "1e0", "-0", "01", "9007199254740992", `{"a":1}`, `"` + strings.Repeat("x", 300) + `"`} {
+		c.send(`{"jsonrpc":"2.0","id":` + id + `,"method":"ping"}`)
+		if m := c.response("null"); m.Error == nil || m.Error.Code != -32600 {
+			t.Errorf("id %.20s was answered %+v; want -32600", id, m.Error)
+		}
+	}
+
+	// A cancelled request's id stays taken until the upstream answers, so a
+	// late answer cannot be matched to (and release) a new paid call.
+	c.send(callFrame("7", "slow", map[string]any{"steps": 3, "delay_ms": 300}))
+	c.send(`{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":7}}`)
+	c.send(callFrame("7", "echo", map[string]any{"text": "reused"}))
+	if m := c.response("7"); m.Error == nil || m.Error.Code != -32600 {
+		t.Errorf("reusing a cancelled id was answered %+v; want -32600", m.Error)
+	}
+
+	// A tools/call without an id is not forwarded at all.
+	c.send(`{"jsonrpc":"2.0","method":"tools/call","params":{"name":"echo","arguments":{"text":"as a notification"}}}`)
+
+	// "*" never matches an empty segment: "/project//secret.md" is the
+	// server's "/project/secret.md", outside "/project/*/*".
+	for _, path := range []string{"/project//secret.md", "/project/sub/..\\secret.md", "/project/sub/%2e%2e/secret.md", "/project/sub/x\u0001"} {
+		c.send(callFrame("8", "read_file", map[string]any{"path": path}))
+		m := c.response("8")
+		if m.Error == nil || m.Error.Code != -32001 {
+			t.Errorf("read_file %q was answered %+v; want -32001", path, m.Error)
+		}
+	}
+	c.send(callFrame("9", "read_file", map[string]any{"path": "/project/sub/notes.md"}))
+	if got := resultText(t, c.response("9")); got == "" {
+		t.Error("an allowed read after the refusals returned nothing")
+	}
+	c.send(callFrame("10", "echo", map[string]any{"text": "last"}))
+	for {
+		// The cancelled slow call may still answer under id 7 first.
+		m := c.next()
+		if string(m.ID) == "10" {
+			if got := resultText(t, m); got != "last" {
+				t.Errorf("echo = %q", got)
+			}
+			break
+		}
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for len(p.logWith("upstream stderr", upstreamLogged("tool=echo"))) < 1 && time.Now().Before(deadline) {
+		time.Sleep(20 * time.Millisecond)
+	}
+	if n := len(p.logWith("upstream stderr", upstreamLogged("tool=echo"))); n != 1 {
+		t.Errorf("the upstream ran echo %d times; want 1 (the notification and the reused id must not reach it)", n)
+	}
+	if n := len(p.logWith("upstream stderr", upstreamLogged("tool=write_file"))); n != 0 {
+		t.Errorf("the upstream ran write_file %d times", n)
+	}
+}
