@@ -1,6 +1,8 @@
 package dct
 
 import (
+	"fmt"
+
 	"github.com/delegateos/delegateos/internal/b64"
 	"github.com/delegateos/delegateos/internal/sig"
 )
@@ -87,4 +89,21 @@ func (tok *Token) Delegatee() string {
 		return tok.t.Attenuations[n-1].Delegatee
 	}
 	return tok.t.Authority.Delegatee
+}
+
+// Prefix returns the token made of the first n blocks: the authority and
+// n−1 attenuations, with their signatures. Every block is signed on its
+// own, so the prefix of a token a Verifier accepted is the (verified)
+// token of the ancestor delegation at depth n−1.
+func (tok *Token) Prefix(n int) (*Token, error) {
+	if n < 1 || n > tok.Blocks() {
+		return nil, fmt.Errorf("prefix of %d blocks: the token has %d", n, tok.Blocks())
+	}
+	if n == tok.Blocks() {
+		return tok, nil
+	}
+	t := tok.Unverified()
+	t.Attenuations = t.Attenuations[:n-1]
+	t.Signatures = t.Signatures[:n]
+	return reparse(&t)
 }
