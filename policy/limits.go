@@ -1,5 +1,7 @@
 package policy
 
+import "time"
+
 // Limits and defaults. The policy file is written by an operator, but the
 // tool names and arguments Map reads come from MCP clients, so everything
 // Map does is bounded by these.
@@ -28,4 +30,18 @@ const (
 	DefaultMaxFrameBytes = 16 << 20
 	// maxProblems bounds the problems Parse reports at once.
 	maxProblems = 50
+)
+
+// Judge and reputation defaults.
+const (
+	// DefaultJudgeTimeout bounds one run of the judge command when the
+	// policy sets no timeout; MaxJudgeTimeout bounds what it may set.
+	DefaultJudgeTimeout = 2 * time.Minute
+	MaxJudgeTimeout     = time.Hour
+	// DefaultCriterionScore is given to the completeness and clarity
+	// criteria of a delegation the proxy evaluates, unless the policy says
+	// otherwise: the proxy cannot judge them, so it neither rewards nor
+	// punishes (RDP's neutral 0.5 would read as "poor" next to the 0.7
+	// pass threshold, so the default is that threshold).
+	DefaultCriterionScore = 0.7
 )

@@ -10,6 +10,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"time"
 	"unicode/utf8"
 
 	"github.com/gobwas/glob"
@@ -94,7 +95,7 @@ func (ps *parser) errorf(n *yaml.Node, key, format string, args ...any) {
 }
 
 var topKeys = []string{"roots", "tools", "default_cost", "allow_unauthenticated", "honour_upstream_cost",
-	"revocation_list", "spend_store", "max_frame_bytes", "log"}
+	"revocation_list", "spend_store", "max_frame_bytes", "log", "workspace", "judge", "reputation"}
 
 func (ps *parser) policy(n *yaml.Node, p *Policy) {
 	if n.Kind != yaml.MappingNode {
@@ -126,6 +127,12 @@ func (ps *parser) policy(n *yaml.Node, p *Policy) {
 			}
 		case "log":
 			ps.log(v, key, &p.Log)
+		case "workspace":
+			ps.path(v, key, &p.Workspace)
+		case "judge":
+			ps.judge(v, key, &p.Judge)
+		case "reputation":
+			ps.reputation(v, key, &p.Reputation)
 		}
 	})
 }
@@ -467,4 +474,102 @@ func (ps *parser) shadowed(rules []Rule, matchNodes []*yaml.Node, key string) {
 			}
 		}
 	}
+}
+
+func (ps *parser) judge(n *yaml.Node, key string, out *JudgeConfig) {
+	if n.Kind != yaml.MappingNode {
+		ps.errorf(n, key, "must be a mapping with command and timeout")
+		return
+	}
+	ps.mapping(n, key, []string{"command", "timeout"}, func(k string, v *yaml.Node) {
+		vk := key + "." + k
+		switch k {
+		case "command":
+			items := ps.seq(v, vk, "strings: the program and its arguments")
+			if len(items) == 0 && v.Kind == yaml.SequenceNode {
+				ps.errorf(v, vk, "must name a program")
+				return
+			}
+			var argv []string
+			for i, item := range items {
+				s, ok := ps.str(item, fmt.Sprintf("%s[%d]", vk, i))
+				if !ok {
+					return
+				}
+				if i == 0 && s == "" {
+					ps.errorf(item, vk, "the program must not be empty")
+					return
+				}
+				if i == 0 && !filepath.IsAbs(s) && strings.ContainsRune(s, '/') {
+					s = filepath.Join(ps.dir, s)
+				}
+				argv = append(argv, s)
+			}
+			out.Command = argv
+		case "timeout":
+			s, ok := ps.str(v, vk)
+			if !ok {
+				return
+			}
+			d, err := time.ParseDuration(s)
+			if err != nil || d <= 0 || d > MaxJudgeTimeout {
+				ps.errorf(v, vk, "must be a duration such as 30s or 2m, at most %s", MaxJudgeTimeout)
+				return
+			}
+			out.Timeout = d
+		}
+	})
+}
+
+func (ps *parser) reputation(n *yaml.Node, key string, out *ReputationConfig) {
+	if n.Kind != yaml.MappingNode {
+		ps.errorf(n, key, "must be a mapping with completeness, clarity and trust_gate")
+		return
+	}
+	ps.mapping(n, key, []string{"completeness", "clarity", "trust_gate"}, func(k string, v *yaml.Node) {
+		vk := key + "." + k
+		switch k {
+		case "completeness":
+			if f, ok := ps.unit(v, vk); ok {
+				out.Completeness = &f
+			}
+		case "clarity":
+			if f, ok := ps.unit(v, vk); ok {
+				out.Clarity = &f
+			}
+		case "trust_gate":
+			if v.Kind != yaml.MappingNode {
+				ps.errorf(v, vk, "must be a mapping with min_reliability and min_confidence")
+				return
+			}
+			g := &TrustGate{}
+			present := ps.mapping(v, vk, []string{"min_reliability", "min_confidence"}, func(gk string, gv *yaml.Node) {
+				f, ok := ps.unit(gv, vk+"."+gk)
+				if !ok {
+					return
+				}
+				if gk == "min_reliability" {
+					g.MinReliability = f
+				} else {
+					g.MinConfidence = f
+				}
+			})
+			if !present["min_reliability"] {
+				ps.errorf(v, vk, "min_reliability is required")
+				return
+			}
+			out.TrustGate = g
+		}
+	})
+}
+
+// unit reads a number from 0 to 1.
+func (ps *parser) unit(n *yaml.Node, key string) (float64, bool) {
+	var f float64
+	tag := n.ShortTag()
+	if n.Kind != yaml.ScalarNode || (tag != "!!float" && tag != "!!int") || n.Decode(&f) != nil || !(f >= 0 && f <= 1) {
+		ps.errorf(n, key, "must be a number from 0 to 1")
+		return 0, false
+	}
+	return f, true
 }

@@ -287,7 +287,7 @@ func TestLoad(t *testing.T) {
 		t.Fatal(err)
 	}
 	_, err = Load(path)
-	if err == nil || err.Error() != path+":2: bogus: unknown key; known keys here: roots, tools, default_cost, allow_unauthenticated, honour_upstream_cost, revocation_list, spend_store, max_frame_bytes, log" {
+	if err == nil || err.Error() != path+":2: bogus: unknown key; known keys here: roots, tools, default_cost, allow_unauthenticated, honour_upstream_cost, revocation_list, spend_store, max_frame_bytes, log, workspace, judge, reputation" {
 		t.Errorf("Load error = %v", err)
 	}
 	var pe *Error

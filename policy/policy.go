@@ -5,6 +5,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"time"
 
 	"github.com/gobwas/glob"
 )
@@ -41,6 +42,44 @@ type Policy struct {
 	MaxFrameBytes int
 	// Log says where and how much the proxy logs.
 	Log LogConfig
+	// Workspace is the directory where delegations, task contracts,
+	// attestations and the RDP reputation workspace are kept, resolved like
+	// the other paths; "" means the proxy does not handle the delegation
+	// messages (delegateos/delegate, complete, revoke).
+	Workspace string
+	// Judge runs the llm_judge verification method.
+	Judge JudgeConfig
+	// Reputation says how completed delegations are evaluated and which
+	// delegates may be given work.
+	Reputation ReputationConfig
+}
+
+// JudgeConfig is the judge section: the local command that scores an output
+// for llm_judge (it reads the rendered prompt on stdin and prints
+// {"score": S, "reasoning": "..."}).
+type JudgeConfig struct {
+	// Command is the argv of the judge; empty means llm_judge is refused.
+	Command []string
+	// Timeout bounds one run of the command; 0 means DefaultJudgeTimeout.
+	Timeout time.Duration
+}
+
+// ReputationConfig is the reputation section.
+type ReputationConfig struct {
+	// Completeness and Clarity are the scores given to those RDP criteria
+	// when the proxy evaluates a completed delegation (an operator may
+	// evaluate again later); nil means DefaultCriterionScore.
+	Completeness, Clarity *float64
+	// TrustGate, when set, refuses delegateos/delegate to a delegate whose
+	// decayed reliability is below MinReliability once its confidence is
+	// at least MinConfidence. Unknown agents are not refused.
+	TrustGate *TrustGate
+}
+
+// TrustGate is the reputation.trust_gate section.
+type TrustGate struct {
+	MinReliability float64
+	MinConfidence  float64
 }
 
 // LogConfig is the log section.
