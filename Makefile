@@ -6,7 +6,7 @@ STATICCHECK_VERSION := v0.8.2
 FUZZTIME    ?= 5s
 BENCHTIME   ?= 1s
 
-.PHONY: all build test test-unit fuzz lint bench demo install clean
+.PHONY: all build test test-unit fuzz lint bench demo install clean docs
 
 all: build
 
@@ -42,6 +42,11 @@ bench:
 
 demo: build
 	./scripts/demo.sh
+
+# Rewrite docs/cli.md and the README's command table from the commands'
+# own help (TestCLIReference fails when they are out of date).
+docs:
+	$(GO) test -count=1 -run '^TestCLIReference$$' ./cmd/delegateos -update
 
 # tools/call latency (p50, p99) and pipelined throughput, direct to an
 # upstream, through a plain byte-copying relay and through delegateos proxy,
