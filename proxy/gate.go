@@ -4,7 +4,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"strconv"
 	"strings"
 	"time"
 
@@ -21,6 +20,8 @@ type Gate struct {
 	Budget   budget.Store
 	// Now is the clock; nil means time.Now.
 	Now func() time.Time
+
+	levels levelsMemo
 }
 
 // CallRequest is a tools/call as the gate sees it.
@@ -74,15 +75,20 @@ func (g *Gate) now() time.Time {
 // (DelegateOS §10.1, including revocation), the contract named in the call
 // must be the token's, and the cost must fit the budget at every level of
 // the delegation chain, where it is reserved before the call is forwarded.
-func (g *Gate) Decide(req CallRequest) (d Decision) {
-	start := time.Now()
+func (g *Gate) Decide(req CallRequest) Decision { return g.decideAt(req, time.Now()) }
+
+// decideAt is Decide for a call that arrived at start: the relay has read
+// the clock already.
+func (g *Gate) decideAt(req CallRequest, start time.Time) (d Decision) {
 	defer func() { d.Latency = time.Since(start) }()
-	now := g.now()
+	now := start
+	if g.Now != nil {
+		now = g.Now()
+	}
 	call, mapErr := g.Policy.Map(req.Tool, req.Arguments)
 	d.Call = call
-	requested := &dct.Capability{Namespace: call.Namespace, Action: call.Action, Resource: call.Resource}
 	deny := func(t dct.DenialType, granted []dct.Capability, format string, args ...any) Decision {
-		d.Denial = &Denial{Type: t, Detail: fmt.Sprintf(format, args...), Requested: requested, Granted: granted}
+		d.Denial = &Denial{Type: t, Detail: fmt.Sprintf(format, args...), Requested: requested(call), Granted: granted}
 		return d
 	}
 	if req.Token == "" {
@@ -97,7 +103,7 @@ func (g *Gate) Decide(req CallRequest) (d Decision) {
 	}
 	scope, err := g.Verifier.VerifyChain(req.Token, now)
 	if err != nil {
-		return denyFrom(d, err, requested)
+		return denyFrom(d, err, requested(call))
 	}
 	d.Scope = scope
 	if !g.Policy.Visible(req.Tool, scope.Capabilities) {
@@ -117,7 +123,7 @@ func (g *Gate) Decide(req CallRequest) (d Decision) {
 	}
 	// §10.1 steps 6 and 7 on the verified chain: the leaf's spend, then the
 	// capability. Reserve below then checks the cost at every level.
-	levels := budgetLevels(scope)
+	levels := g.levels.of(scope)
 	if spent, limit := g.Budget.Spent(levels[len(levels)-1].Key), scope.RemainingBudgetMicrocents; spent >= limit {
 		return deny(dct.BudgetExceeded, scope.Capabilities, "spent %d of a budget of %d microcents", spent, limit)
 	}
@@ -142,8 +148,12 @@ func (g *Gate) Decide(req CallRequest) (d Decision) {
 // the capability the call requested.
 func (g *Gate) Refuse(req CallRequest, t dct.DenialType, detail string) Decision {
 	call, _ := g.Policy.Map(req.Tool, req.Arguments)
-	return Decision{Call: call, Denial: &Denial{Type: t, Detail: detail,
-		Requested: &dct.Capability{Namespace: call.Namespace, Action: call.Action, Resource: call.Resource}}}
+	return Decision{Call: call, Denial: &Denial{Type: t, Detail: detail, Requested: requested(call)}}
+}
+
+// requested is the capability a call needs, as a denial names it.
+func requested(call policy.Call) *dct.Capability {
+	return &dct.Capability{Namespace: call.Namespace, Action: call.Action, Resource: call.Resource}
 }
 
 // denyFrom turns a verifier error into a denial.
@@ -155,22 +165,6 @@ func denyFrom(d Decision, err error, requested *dct.Capability) Decision {
 	}
 	d.Denial = &Denial{Type: dct.Malformed, Detail: err.Error(), Requested: requested}
 	return d
-}
-
-// budgetLevels names each level of the chain by its path of delegation IDs
-// under the issuer, so two roots, or two parents, that happen to pick the
-// same delegation ID never share a budget.
-//
-// Each ID is written with its length ("/16:del_a1b2c3d4e5f6"), since an ID
-// may itself contain "/": "x/y" and "x" then "y" must not share a key.
-func budgetLevels(s *dct.AuthorizedScope) []budget.Level {
-	levels := make([]budget.Level, len(s.Chain))
-	key := s.Issuer
-	for i, l := range s.Chain {
-		key += "/" + strconv.Itoa(len(l.DelegationID)) + ":" + l.DelegationID
-		levels[i] = budget.Level{Key: key, Limit: l.MaxBudgetMicrocents}
-	}
-	return levels
 }
 
 // displayKey names the delegation a budget key belongs to.

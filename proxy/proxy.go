@@ -10,8 +10,6 @@ import (
 	"io"
 	"os"
 	"os/exec"
-	"regexp"
-	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -75,17 +73,15 @@ type session struct {
 	toServer *frameWriter
 
 	mu        sync.Mutex
-	pending   map[string]*pending
+	pending   pendingTable
 	listToken string
-}
 
-// pending is a client request forwarded to the upstream and not yet answered.
-type pending struct {
-	id       []byte
-	method   string
-	tool     string
-	decision *Decision
-	start    time.Time
+	lastTool string // see toolName
+
+	// Each pump's log lines. The client's decisions are written as they
+	// are made; settlements are written once the responses they settle
+	// have been flushed to the client.
+	clientLog, serverLog logBatch
 }
 
 // Run relays between the client (clientIn, clientOut) and a freshly
@@ -131,7 +127,7 @@ func Run(ctx context.Context, cfg Config, clientIn io.Reader, clientOut io.Write
 		cfg: cfg, log: log,
 		toClient: newFrameWriter(clientOut),
 		toServer: newFrameWriter(upIn),
-		pending:  map[string]*pending{},
+		pending:  newPendingTable(),
 	}
 
 	stderrDone := make(chan struct{})
@@ -248,81 +244,95 @@ func (s *session) fromClient(r io.Reader) error {
 		case err != nil:
 			return err
 		}
-		if reason := lineUnsafe(frame); reason != "" {
-			// Some upstream readers split lines where this proxy does not: the
-			// frame they would read is not the frame the gate would check.
-			s.log.Warn("client frame refused", zap.String("reason", reason))
-			s.replyError(s.toClient, nil, codeParseError, "parse error: "+reason, nil)
-			continue
-		}
-		h, err := scanClientHeader(frame)
-		if err != nil {
-			code, msg := unreadable(frame)
-			var id []byte
-			if code == codeInvalidRequest {
-				if errors.Is(err, errAmbiguous) {
-					msg = "invalid request: " + err.Error()
-				}
-				// JSON of the wrong shape: answer the request it claims to
-				// be, if its id was read, so that its sender is not left
-				// waiting.
-				if _, ok := idKey(h.id); ok {
-					id = h.id
-				}
+		s.clientFrame(frame)
+	}
+}
+
+// clientFrame handles one frame from the client: it is refused, answered,
+// or forwarded to the upstream (a tools/call only if the gate allows it).
+func (s *session) clientFrame(frame []byte) {
+	if reason := lineUnsafe(frame); reason != "" {
+		// Some upstream readers split lines where this proxy does not: the
+		// frame they would read is not the frame the gate would check.
+		s.log.Warn("client frame refused", zap.String("reason", reason))
+		s.replyError(s.toClient, nil, codeParseError, "parse error: "+reason, nil)
+		return
+	}
+	h, err := scanClientHeader(frame)
+	if err != nil {
+		code, msg := unreadable(frame)
+		var id []byte
+		if code == codeInvalidRequest {
+			if errors.Is(err, errAmbiguous) {
+				msg = "invalid request: " + err.Error()
 			}
-			s.log.Warn("client frame refused", zap.String("reason", msg))
-			s.replyError(s.toClient, id, code, msg, nil)
-			continue
-		}
-		if h.kind != kindRequest {
-			switch h.method {
-			case "notifications/cancelled":
-				s.cancelled(frame)
-			case "tools/call":
-				// A call without an id cannot be answered, so it cannot be
-				// refused either: it is not forwarded.
-				s.log.Warn("client frame refused", zap.String("reason", "tools/call sent as a notification"))
-				continue
+			// JSON of the wrong shape: answer the request it claims to
+			// be, if its id was read, so that its sender is not left
+			// waiting.
+			if len(h.id) > 0 && string(h.id) != "null" {
+				id = h.id
 			}
-			s.toServer.queue(frame)
-			continue
 		}
-		key, ok := requestIDKey(h.id)
-		if !ok {
-			s.replyError(s.toClient, nil, codeInvalidRequest, "invalid request id: use a string of at most 256 bytes or an integer within ±2^53", nil)
-			continue
+		s.log.Warn("client frame refused", zap.String("reason", msg))
+		s.replyError(s.toClient, id, code, msg, nil)
+		return
+	}
+	if h.kind != kindRequest {
+		switch h.method {
+		case "notifications/cancelled":
+			s.cancelled(frame)
+		case "tools/call":
+			// A call without an id cannot be answered, so it cannot be
+			// refused either: it is not forwarded.
+			s.log.Warn("client frame refused", zap.String("reason", "tools/call sent as a notification"))
+			return
 		}
-		p := &pending{id: clone(h.id), method: h.method, start: time.Now()}
+		s.toServer.queue(frame)
+		return
+	}
+	key, ok := parseRequestID(h.id)
+	if !ok {
+		s.replyError(s.toClient, nil, codeInvalidRequest, "invalid request id: use a string of at most 256 bytes or an integer within ±2^53", nil)
+		return
+	}
+	s.mu.Lock()
+	dup := s.pending.get(key) != nil
+	full := s.pending.len() >= maxPending
+	s.mu.Unlock()
+	if dup {
+		s.replyError(s.toClient, h.id, codeInvalidRequest, "a request with this id is already in flight (or was cancelled and not yet answered)", nil)
+		return
+	}
+	if full {
+		s.replyError(s.toClient, h.id, codeInvalidRequest, fmt.Sprintf("more than %d requests in flight", maxPending), nil)
+		return
+	}
+	p := newPending(key, h.id, h.method)
+	out := frame
+	if h.method == "tools/call" {
+		var deny bool
+		out, deny = s.gateCall(p, h.params, frame)
+		if deny {
+			return
+		}
+	}
+	s.mu.Lock()
+	s.pending.put(p)
+	s.mu.Unlock()
+	if err := s.toServer.queue(out); err != nil {
+		// The upstream may already have answered a request it guessed the
+		// id of, so the call is settled only if it is still pending.
 		s.mu.Lock()
-		_, dup := s.pending[key]
-		full := len(s.pending) >= maxPending
+		var claimed *pending
+		if s.pending.get(key) == p {
+			s.pending.remove(p)
+			claimed = p.claim()
+		}
 		s.mu.Unlock()
-		if dup {
-			s.replyError(s.toClient, h.id, codeInvalidRequest, "a request with this id is already in flight (or was cancelled and not yet answered)", nil)
-			continue
+		if claimed != nil {
+			s.settleNow(claimed, 0, true)
 		}
-		if full {
-			s.replyError(s.toClient, h.id, codeInvalidRequest, fmt.Sprintf("more than %d requests in flight", maxPending), nil)
-			continue
-		}
-		out := frame
-		if h.method == "tools/call" {
-			var deny bool
-			out, deny = s.gateCall(p, h.params, frame)
-			if deny {
-				continue
-			}
-		}
-		s.mu.Lock()
-		s.pending[key] = p
-		s.mu.Unlock()
-		if err := s.toServer.queue(out); err != nil {
-			s.mu.Lock()
-			delete(s.pending, key)
-			s.mu.Unlock()
-			s.settle(p, 0, true)
-			s.replyError(s.toClient, h.id, codeInternalError, "the upstream MCP server is not accepting input", nil)
-		}
+		s.replyError(s.toClient, h.id, codeInternalError, "the upstream MCP server is not accepting input", nil)
 	}
 }
 
@@ -338,43 +348,24 @@ type delegateosParams struct {
 // _delegateos) or deny=true after answering the client itself.
 func (s *session) gateCall(p *pending, params, frame []byte) (out []byte, deny bool) {
 	// The params are read in place; only a call that carries _delegateos
-	// is decoded and re-encoded.
-	var nameRaw, args, dos []byte
-	strip := false
-	isObject := params != nil && eachMember(params, func(k string, v []byte) {
-		switch {
-		case k == "name":
-			nameRaw = v
-		case k == "arguments":
-			args = v
-		case k == "_delegateos":
-			dos, strip = v, true
-		case strings.EqualFold(k, "_delegateos"):
-			strip = true
-		}
-	})
-	if !isObject {
-		s.replyError(s.toClient, p.id, codeInvalidRequest, "tools/call params must be an object", nil)
+	// is decoded and re-encoded. The upstream must read the call the gate
+	// decides: no member of the params may be given twice or in two letter
+	// cases, at any depth.
+	var cp callParams
+	err := errParamsNotObject
+	if params != nil {
+		cp, err = readCallParams(params)
+	}
+	if err != nil {
+		s.replyError(s.toClient, p.id, codeInvalidRequest, err.Error(), nil)
 		return nil, true
 	}
-	// The upstream must read the call the gate decides: no member of the
-	// params may be given twice or in two letter cases, at any depth.
-	if name, ok := repeatedMember(params); !ok || name != "" {
-		detail := fmt.Sprintf("tools/call params give the member %q more than once (names that differ only in letter case count as the same)", name)
-		if !ok {
-			detail = fmt.Sprintf("tools/call params nest deeper than %d levels", maxNesting)
-		}
-		s.replyError(s.toClient, p.id, codeInvalidRequest, detail, nil)
-		return nil, true
-	}
-	tool, ok := "", len(nameRaw) > 0 && nameRaw[0] == '"'
-	if ok {
-		tool, ok = unquote(nameRaw)
-	}
-	if !ok || tool == "" {
+	tool, ok := s.toolName(cp.name)
+	if !ok {
 		s.replyError(s.toClient, p.id, codeInvalidRequest, "tools/call params.name must be a string", nil)
 		return nil, true
 	}
+	args, dos, strip := cp.arguments, cp.delegateos, cp.strip
 	p.tool = tool
 	req := CallRequest{Tool: tool, Arguments: args}
 	if dos != nil {
@@ -394,14 +385,16 @@ func (s *session) gateCall(p *pending, params, frame []byte) (out []byte, deny b
 	if req.Token == "" {
 		req.Token = s.cfg.SessionToken
 	}
-	d := s.cfg.Gate.Decide(req)
-	if !d.Allowed {
-		s.deny(p, &d)
+	p.start = time.Now()
+	p.dec = s.cfg.Gate.decideAt(req, p.start)
+	if !p.dec.Allowed {
+		s.deny(p, &p.dec)
 		return nil, true
 	}
-	p.decision = &d
-	s.logDecision(p, &d)
-	if req.Token != s.cfg.SessionToken && s.cfg.SessionToken == "" {
+	p.decision = &p.dec
+	s.logDecision(p, p.decision)
+	// Only this goroutine writes listToken, so it may read it unlocked.
+	if s.cfg.SessionToken == "" && s.listToken != req.Token {
 		s.mu.Lock()
 		s.listToken = req.Token
 		s.mu.Unlock()
@@ -410,7 +403,7 @@ func (s *session) gateCall(p *pending, params, frame []byte) (out []byte, deny b
 		return frame, false
 	}
 	var msg, members map[string]json.RawMessage
-	err := json.Unmarshal(frame, &msg)
+	err = json.Unmarshal(frame, &msg)
 	if err == nil {
 		err = json.Unmarshal(params, &members)
 	}
@@ -425,11 +418,28 @@ func (s *session) gateCall(p *pending, params, frame []byte) (out []byte, deny b
 		}
 	}
 	if err != nil {
-		s.settle(p, 0, true)
+		s.settleNow(p, 0, true)
 		s.replyError(s.toClient, p.id, codeInternalError, "cannot re-encode the call", nil)
 		return nil, true
 	}
 	return append(out, '\n'), false
+}
+
+// toolName decodes params.name, reusing the previous call's string when
+// the name is the same (only the client's goroutine calls it).
+func (s *session) toolName(raw []byte) (string, bool) {
+	if len(raw) < 2 || raw[0] != '"' {
+		return "", false
+	}
+	if string(raw[1:len(raw)-1]) == s.lastTool && s.lastTool != "" {
+		return s.lastTool, true
+	}
+	tool, ok := unquote(raw)
+	if !ok || tool == "" {
+		return "", false
+	}
+	s.lastTool = tool
+	return tool, true
 }
 
 func (s *session) deny(p *pending, d *Decision) {
@@ -450,26 +460,35 @@ func (s *session) logDecision(p *pending, d *Decision) {
 	if d.Scope != nil {
 		delegation = d.Scope.DelegationID
 	}
-	fields := []zap.Field{
-		zap.String("tool", p.tool), zap.Bool("allowed", d.Allowed), zap.String("reason", reason),
-		zap.String("delegation", delegation), zap.Int64("cost", d.Call.Cost), zap.Duration("latency", d.Latency),
+	tool, allowed := zap.String("tool", p.tool), zap.Bool("allowed", d.Allowed)
+	why, del := zap.String("reason", reason), zap.String("delegation", delegation)
+	cost, latency := zap.Int64("cost", d.Call.Cost), zap.Duration("latency", d.Latency)
+	switch {
+	case d.Denial != nil:
+		s.clientLog.add("decision", tool, allowed, why, del, cost, latency, zap.String("detail", d.Denial.Detail))
+	case d.Unauthenticated:
+		s.clientLog.add("decision", tool, allowed, why, del, cost, latency, zap.Bool("unauthenticated", true))
+	default:
+		s.clientLog.add("decision", tool, allowed, why, del, cost, latency)
 	}
-	if d.Denial != nil {
-		fields = append(fields, zap.String("detail", d.Denial.Detail))
-	}
-	if d.Unauthenticated {
-		fields = append(fields, zap.Bool("unauthenticated", true))
-	}
-	s.log.Info("decision", fields...)
+	s.clientLog.writeTo(s.log)
 }
 
 // fromServer handles every frame the upstream sends.
 func (s *session) fromServer(r io.Reader) {
-	defer s.toClient.flush()
+	defer func() {
+		s.toClient.flush()
+		s.serverLog.writeTo(s.log)
+	}()
 	fr := newFrameReader(r, s.cfg.MaxFrameBytes)
 	for {
 		if fr.idle() {
+			// Nothing more is waiting: the client gets its responses
+			// first, and then the calls they settled are logged.
 			s.toClient.flush()
+			s.serverLog.writeTo(s.log)
+		} else if s.serverLog.len() >= maxBatchedLines {
+			s.serverLog.writeTo(s.log)
 		}
 		frame, raw, err := fr.next()
 		var tooLarge errFrameTooLarge
@@ -483,48 +502,55 @@ func (s *session) fromServer(r io.Reader) {
 			}
 			return
 		}
-		h, err := scanHeader(frame)
-		if err != nil {
-			s.log.Warn("upstream sent a frame that is not JSON-RPC", zap.Int("bytes", len(frame)))
-			code, msg := unreadable(frame)
-			s.replyError(s.toServer, nil, code, msg, nil)
-			continue
+		s.serverFrame(frame, raw)
+	}
+}
+
+// serverFrame handles one frame from the upstream: a response settles the
+// call it answers (and a tools/list result is filtered); every frame is
+// relayed as it was read unless it had to be rewritten.
+func (s *session) serverFrame(frame, raw []byte) {
+	h, err := scanHeader(frame)
+	if err != nil {
+		s.log.Warn("upstream sent a frame that is not JSON-RPC", zap.Int("bytes", len(frame)))
+		code, msg := unreadable(frame)
+		s.replyError(s.toServer, nil, code, msg, nil)
+		return
+	}
+	if h.kind != kindResponse {
+		s.toClient.queue(raw)
+		return
+	}
+	p := s.take(h.id)
+	switch {
+	case p == nil:
+	case p.method == "tools/list" && !h.isError:
+		filtered, ok := s.filterList(frame)
+		if !ok {
+			s.replyError(s.toClient, p.id, codeInternalError, "the upstream's tools/list result cannot be read, so it cannot be filtered", nil)
+			return
 		}
-		if h.kind != kindResponse {
-			s.toClient.queue(raw)
-			continue
+		if filtered != nil {
+			raw = filtered
 		}
-		p := s.take(h.id)
-		switch {
-		case p == nil:
-		case p.method == "tools/list" && !h.isError:
-			filtered, ok := s.filterList(frame)
-			if !ok {
-				s.replyError(s.toClient, p.id, codeInternalError, "the upstream's tools/list result cannot be read, so it cannot be filtered", nil)
-				continue
-			}
-			if filtered != nil {
-				raw = filtered
-			}
-		case p.decision != nil:
-			cost := p.decision.Call.Cost
-			release := h.isError
-			if !h.isError {
-				// MCP 2026-07-28: a result asking for client input is not the
-				// call's outcome; the client retries the call with the input,
-				// and that retry is gated and charged.
-				if rt := resultMember(frame, "resultType"); string(rt) == `"input_required"` {
-					release = true
-				} else if s.cfg.HonourUpstreamCost {
-					if c, ok := reportedCost(frame); ok {
-						cost = c
-					}
+	case p.decision != nil:
+		cost := p.decision.Call.Cost
+		release := h.isError
+		if !h.isError {
+			// MCP 2026-07-28: a result asking for client input is not the
+			// call's outcome; the client retries the call with the input,
+			// and that retry is gated and charged.
+			if inputRequired(frame) {
+				release = true
+			} else if s.cfg.HonourUpstreamCost {
+				if c, ok := reportedCost(frame); ok {
+					cost = c
 				}
 			}
-			s.settle(p, cost, release)
 		}
-		s.toClient.queue(raw)
+		s.settle(p, cost, release, &s.serverLog)
 	}
+	s.toClient.queue(raw)
 }
 
 // serverTooLarge answers an upstream frame over the limit: a response is
@@ -539,55 +565,53 @@ func (s *session) serverTooLarge(prefix []byte) {
 		s.replyError(s.toServer, h.id, codeInvalidRequest, msg, nil)
 	case h.method == "" && h.id != nil:
 		if p := s.take(h.id); p != nil {
-			s.settle(p, p.cost(), false)
+			s.settle(p, p.cost(), false, &s.serverLog)
 			s.replyError(s.toClient, p.id, codeInternalError, "the upstream's response "+msg, nil)
 		}
 	}
 }
 
-func (p *pending) cost() int64 {
-	if p.decision == nil {
-		return 0
-	}
-	return p.decision.Call.Cost
-}
-
 func (s *session) take(id []byte) *pending {
-	key, ok := idKey(id)
-	if !ok {
-		return nil
-	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	p := s.pending[key]
-	if p == nil {
-		return nil
+	p := s.pending.lookup(id)
+	if p != nil {
+		// Out of the table, the request is the caller's alone: a
+		// cancellation can no longer find it to settle it too.
+		s.pending.remove(p)
 	}
-	delete(s.pending, key)
-	// The caller owns the decision now; a cancellation cannot settle it too.
-	c := *p
-	p.decision = nil
-	return &c
+	return p
 }
 
-// settle records an answered call's spend and logs it.
-func (s *session) settle(p *pending, cost int64, release bool) {
+// settle records an answered call's spend, and adds its line to lb.
+func (s *session) settle(p *pending, cost int64, release bool, lb *logBatch) {
 	if p.decision == nil {
 		return
 	}
 	if err := s.cfg.Gate.Settle(p.decision, cost, release); err != nil {
 		s.log.Error("recording spend failed", zap.String("tool", p.tool), zap.Error(err))
 	}
-	fields := []zap.Field{zap.String("tool", p.tool), zap.Duration("upstream_latency", time.Since(p.start))}
-	if release {
-		fields = append(fields, zap.Int64("cost", 0), zap.Bool("released", true))
-	} else {
-		fields = append(fields, zap.Int64("cost", cost))
-	}
+	tool, latency := zap.String("tool", p.tool), zap.Duration("upstream_latency", time.Since(p.start))
+	var del zap.Field
 	if p.decision.Scope != nil {
-		fields = append(fields, zap.String("delegation", p.decision.Scope.DelegationID))
+		del = zap.String("delegation", p.decision.Scope.DelegationID)
 	}
-	s.log.Info("call settled", fields...)
+	switch {
+	case release && p.decision.Scope != nil:
+		lb.add("call settled", tool, latency, zap.Int64("cost", 0), zap.Bool("released", true), del)
+	case release:
+		lb.add("call settled", tool, latency, zap.Int64("cost", 0), zap.Bool("released", true))
+	case p.decision.Scope != nil:
+		lb.add("call settled", tool, latency, zap.Int64("cost", cost), del)
+	default:
+		lb.add("call settled", tool, latency, zap.Int64("cost", cost))
+	}
+}
+
+// settleNow is settle with the line written at once, by the client's pump.
+func (s *session) settleNow(p *pending, cost int64, release bool) {
+	s.settle(p, cost, release, &s.clientLog)
+	s.clientLog.writeTo(s.log)
 }
 
 // failPending answers every request still waiting (when msg is set) and
@@ -595,14 +619,12 @@ func (s *session) settle(p *pending, cost int64, release bool) {
 // the work.
 func (s *session) failPending(msg string) {
 	s.mu.Lock()
-	ps := make([]*pending, 0, len(s.pending))
-	for k, p := range s.pending {
-		ps = append(ps, p)
-		delete(s.pending, k)
-	}
+	ps := s.pending.drain()
 	s.mu.Unlock()
+	var lines logBatch // the pumps' batches may still be in use
 	for _, p := range ps {
-		s.settle(p, p.cost(), false)
+		s.settle(p, p.cost(), false, &lines)
+		lines.writeTo(s.log)
 		if msg != "" {
 			s.replyError(s.toClient, p.id, codeInternalError, msg, nil)
 		}
@@ -768,57 +790,23 @@ func (s *session) cancelled(frame []byte) {
 	if json.Unmarshal(frame, &n) != nil {
 		return
 	}
-	key, ok := idKey(n.Params.RequestID)
-	if !ok {
-		return
-	}
 	// The request stays pending: its id may not be reused until the
 	// upstream answers (a late answer could otherwise be taken for a new
 	// request's), and a tools/list answer is still filtered.
 	s.mu.Lock()
-	p := s.pending[key]
 	var claimed *pending
-	if p != nil && p.decision != nil {
-		c := *p
-		claimed = &c
-		p.decision = nil
+	if p := s.pending.lookup(n.Params.RequestID); p != nil {
+		claimed = p.claim()
 	}
 	s.mu.Unlock()
 	if claimed != nil {
 		s.log.Info("client cancelled a call", zap.String("tool", claimed.tool))
-		s.settle(claimed, claimed.cost(), false)
+		s.settleNow(claimed, claimed.cost(), false)
 	}
 }
 
 // maxPending bounds the requests in flight from the client.
 const maxPending = 4096
-
-// requestIDKey accepts the ids every JSON-RPC implementation reads the same
-// way: strings of at most 256 bytes and integers within ±(2^53−1) written
-// canonically. "1.0" or "1e0" would be answered as 1 by most servers and
-// matched to the wrong request.
-func requestIDKey(raw []byte) (string, bool) {
-	if len(raw) == 0 {
-		return "", false
-	}
-	if raw[0] == '"' {
-		if len(raw) > 258 {
-			return "", false
-		}
-		return idKey(raw)
-	}
-	if !canonicalInt.Match(raw) {
-		return "", false
-	}
-	if n, err := strconv.ParseInt(string(raw), 10, 64); err != nil || n > maxSafeInt || n < -maxSafeInt {
-		return "", false
-	}
-	return idKey(raw)
-}
-
-const maxSafeInt = 1<<53 - 1
-
-var canonicalInt = regexp.MustCompile(`^(0|-?[1-9][0-9]{0,15})$`)
 
 // lineUnsafe names what in a client frame another line reader could split
 // on, or what it could not decode: a carriage return (a line end to Python

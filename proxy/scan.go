@@ -4,9 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
-	"strconv"
 	"strings"
-	"unicode"
 	"unicode/utf8"
 )
 
@@ -38,8 +36,82 @@ var errScan = errors.New("not a JSON-RPC message")
 // with, matches names case-insensitively and takes the last).
 var errAmbiguous = errors.New("a JSON-RPC member is given twice or spelt with other letter case")
 
-// rpcMembers are the members of a JSON-RPC message.
-var rpcMembers = [...]string{"jsonrpc", "id", "method", "params", "result", "error"}
+// rpcMembers are the members of a JSON-RPC message, and rpcMemberKeys the
+// same names quoted.
+var (
+	rpcMembers    = [...]string{"jsonrpc", "id", "method", "params", "result", "error"}
+	rpcMemberKeys = [...][]byte{[]byte(`"jsonrpc"`), []byte(`"id"`), []byte(`"method"`), []byte(`"params"`), []byte(`"result"`), []byte(`"error"`)}
+)
+
+// rpcMember finds the JSON-RPC member that a member name (raw JSON with
+// its quotes) names: i is its index in rpcMembers, or -1 if the name is
+// none of them in any letter case, and exact reports whether it is spelt
+// exactly so. ok is false if the name cannot be decoded.
+func rpcMember(key []byte) (i int, exact, ok bool) {
+	raw := key[1 : len(key)-1]
+	if bytes.IndexByte(raw, '\\') < 0 {
+		switch string(raw) {
+		case "jsonrpc":
+			return 0, true, true
+		case "id":
+			return 1, true, true
+		case "method":
+			return 2, true, true
+		case "params":
+			return 3, true, true
+		case "result":
+			return 4, true, true
+		case "error":
+			return 5, true, true
+		}
+		if isASCII(raw) {
+			// Only a name of the same length can match in another case.
+			for i, m := range rpcMembers {
+				if len(m) == len(raw) && strings.EqualFold(string(raw), m) {
+					return i, false, true
+				}
+			}
+			return -1, false, true
+		}
+	}
+	name, ok := unquote(key)
+	if !ok {
+		return -1, false, false
+	}
+	for i, m := range rpcMembers {
+		if strings.EqualFold(name, m) {
+			return i, name == m, true
+		}
+	}
+	return -1, false, true
+}
+
+func isASCII(b []byte) bool {
+	for _, c := range b {
+		if c >= utf8.RuneSelf {
+			return false
+		}
+	}
+	return true
+}
+
+// methodName decodes a method name (raw JSON with its quotes) without
+// allocating for the methods a session mostly carries.
+func methodName(raw []byte) (string, bool) {
+	switch string(raw) {
+	case `"tools/call"`:
+		return "tools/call", true
+	case `"tools/list"`:
+		return "tools/list", true
+	case `"notifications/progress"`:
+		return "notifications/progress", true
+	case `"notifications/cancelled"`:
+		return "notifications/cancelled", true
+	case `"ping"`:
+		return "ping", true
+	}
+	return unquote(raw)
+}
 
 // scanHeader reads the top-level members of a JSON object far enough to
 // classify it; on error, the method and id found so far are still set, so
@@ -80,20 +152,17 @@ func scanMessage(b []byte, strict bool) (header, error) {
 			return h, errScan
 		}
 		if strict {
-			name, ok := unquote(key)
-			if !ok {
+			i, exact, ok := rpcMember(key)
+			switch {
+			case !ok:
 				return h, errScan
-			}
-			for i, m := range rpcMembers {
-				if strings.EqualFold(name, m) {
-					if name != m || seen[i] {
-						return h, errAmbiguous
-					}
-					seen[i] = true
-				}
-			}
-			if bytes.IndexByte(key, '\\') >= 0 {
-				key = []byte(strconv.Quote(name)) // match the cases below by value
+			case i < 0:
+				key = nil // not a JSON-RPC member, however it is written
+			case !exact || seen[i]:
+				return h, errAmbiguous
+			default:
+				seen[i] = true
+				key = rpcMemberKeys[i] // match the cases below by value
 			}
 		}
 		s.ws()
@@ -108,7 +177,7 @@ func scanMessage(b []byte, strict bool) (header, error) {
 			if !ok {
 				return h, errScan
 			}
-			m, ok := unquote(raw)
+			m, ok := methodName(raw)
 			if !ok {
 				return h, errScan
 			}
@@ -167,117 +236,14 @@ func scanMessage(b []byte, strict bool) (header, error) {
 	return h, nil
 }
 
-// repeatedMember returns a member name that occurs twice in one object of
-// the JSON value b, at any depth, where names that differ only in letter
-// case count as the same (as encoding/json matches them), so that no two
-// decoders can read different values from b. ok is false if b is not
-// well formed.
-func repeatedMember(b []byte) (name string, ok bool) {
-	s := scanner{b: b}
-	s.ws()
-	name, ok = s.names(0)
-	if !ok || name != "" {
-		return name, ok
-	}
-	s.ws()
-	return "", s.i == len(b)
-}
-
-// names consumes one value and returns the first repeated member name in
-// it, or "".
-func (s *scanner) names(depth int) (string, bool) {
-	if depth > maxNesting || s.i >= len(s.b) {
-		return "", false
-	}
-	switch s.b[s.i] {
-	case '{':
-		s.i++
-		s.ws()
-		if s.eat('}') {
-			return "", true
-		}
-		seen := map[string]bool{}
-		for {
-			s.ws()
-			raw, ok := s.str()
-			if !ok {
-				return "", false
-			}
-			name, ok := unquote(raw)
-			if !ok {
-				return "", false
-			}
-			f := foldName(name)
-			if seen[f] {
-				return name, true
-			}
-			seen[f] = true
-			s.ws()
-			if !s.eat(':') {
-				return "", false
-			}
-			s.ws()
-			if dup, ok := s.names(depth + 1); !ok || dup != "" {
-				return dup, ok
-			}
-			s.ws()
-			if s.eat(',') {
-				continue
-			}
-			return "", s.eat('}')
-		}
-	case '[':
-		s.i++
-		s.ws()
-		if s.eat(']') {
-			return "", true
-		}
-		for {
-			s.ws()
-			if dup, ok := s.names(depth + 1); !ok || dup != "" {
-				return dup, ok
-			}
-			s.ws()
-			if s.eat(',') {
-				continue
-			}
-			return "", s.eat(']')
-		}
-	}
-	return "", s.skip(depth)
-}
-
-// foldName maps every name that strings.EqualFold holds equal to one key:
-// each rune becomes the smallest rune of its case-folding orbit.
-func foldName(name string) string {
-	ascii := true
-	for i := 0; i < len(name); i++ {
-		if name[i] >= utf8.RuneSelf {
-			ascii = false
-			break
-		}
-	}
-	if ascii {
-		// 'K' < 'k' < U+212A KELVIN SIGN, 'S' < 's' < U+017F LONG S.
-		return strings.ToUpper(name)
-	}
-	var b strings.Builder
-	for _, r := range name {
-		least := r
-		for f := unicode.SimpleFold(r); f != r; f = unicode.SimpleFold(f) {
-			least = min(least, f)
-		}
-		b.WriteRune(least)
-	}
-	return b.String()
-}
-
 // maxNesting bounds skip's recursion on hostile input.
 const maxNesting = 512
 
 type scanner struct {
 	b []byte
 	i int
+	// tooDeep is set when a value nests deeper than maxNesting.
+	tooDeep bool
 }
 
 func (s *scanner) ws() {
@@ -324,7 +290,11 @@ func (s *scanner) str() ([]byte, bool) {
 
 // skip consumes one value.
 func (s *scanner) skip(depth int) bool {
-	if depth > maxNesting || s.i >= len(s.b) {
+	if depth > maxNesting {
+		s.tooDeep = true
+		return false
+	}
+	if s.i >= len(s.b) {
 		return false
 	}
 	switch c := s.b[s.i]; c {
@@ -388,22 +358,6 @@ func literalOK(v []byte) bool {
 	return true
 }
 
-// idKey normalizes an id for matching a response to its request: string
-// ids by their value, numbers by their text.
-func idKey(raw []byte) (string, bool) {
-	if len(raw) == 0 || string(raw) == "null" {
-		return "", false
-	}
-	if raw[0] == '"' {
-		s, ok := unquote(raw)
-		if !ok {
-			return "", false
-		}
-		return "s" + s, true
-	}
-	return "n" + string(raw), true
-}
-
 // unquote decodes a JSON string (with its quotes).
 func unquote(raw []byte) (string, bool) {
 	if len(raw) >= 2 && bytes.IndexByte(raw, '\\') < 0 {
@@ -414,6 +368,14 @@ func unquote(raw []byte) (string, bool) {
 		return "", false
 	}
 	return s, true
+}
+
+// inputRequired reports whether a response is MCP 2026-07-28's request for
+// client input: its result's resultType is "input_required". Most results
+// do not contain the word at all, and are not walked.
+func inputRequired(frame []byte) bool {
+	return bytes.Contains(frame, []byte("input_required")) &&
+		string(resultMember(frame, "resultType")) == `"input_required"`
 }
 
 // resultMember returns the raw value of result.<name> in a response frame,
@@ -463,50 +425,5 @@ func (s *scanner) member(key string) []byte {
 		if !s.eat(',') {
 			return nil
 		}
-	}
-}
-
-// eachMember calls fn with every member of the object obj, its name
-// decoded; it reports false if obj is not a well-formed object.
-func eachMember(obj []byte, fn func(name string, val []byte)) bool {
-	s := scanner{b: obj}
-	s.ws()
-	if !s.eat('{') {
-		return false
-	}
-	s.ws()
-	if s.eat('}') {
-		s.ws()
-		return s.i == len(obj)
-	}
-	for {
-		s.ws()
-		k, ok := s.str()
-		if !ok {
-			return false
-		}
-		name, ok := unquote(k)
-		if !ok {
-			return false
-		}
-		s.ws()
-		if !s.eat(':') {
-			return false
-		}
-		s.ws()
-		start := s.i
-		if !s.skip(0) {
-			return false
-		}
-		fn(name, obj[start:s.i])
-		s.ws()
-		if s.eat(',') {
-			continue
-		}
-		if !s.eat('}') {
-			return false
-		}
-		s.ws()
-		return s.i == len(obj)
 	}
 }

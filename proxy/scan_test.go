@@ -60,18 +60,6 @@ func TestScanHeaderPrefixKeepsID(t *testing.T) {
 	}
 }
 
-func TestIDKey(t *testing.T) {
-	a, _ := idKey([]byte(`"ab"`))
-	b, _ := idKey([]byte(`"a\u0062"`))
-	c, _ := idKey([]byte(`1`))
-	if a != b || a == c {
-		t.Fatalf("string ids must match by value and differ from numbers: %q %q %q", a, b, c)
-	}
-	if _, ok := idKey([]byte("null")); ok {
-		t.Fatal("a null id cannot be matched")
-	}
-}
-
 func TestResultMember(t *testing.T) {
 	f := []byte(`{"jsonrpc":"2.0","id":1,"result":{"content":[{"type":"text","text":"a\"}"}],"resultType":"input_required","_meta":{}}}`)
 	if got := string(resultMember(f, "resultType")); got != `"input_required"` {
@@ -92,6 +80,19 @@ func FuzzScanHeader(f *testing.F) {
 			t.Fatal("accepted without a kind")
 		}
 		resultMember(b, "resultType")
-		idKey(h.id)
+		inputRequired(b)
+		if err == nil {
+			// Whatever the id, looking it up must not panic, and an id
+			// accepted from a client must find its own request.
+			tab := newPendingTable()
+			tab.lookup(h.id)
+			if key, ok := parseRequestID(h.id); ok {
+				p := newPending(key, h.id, h.method)
+				tab.put(p)
+				if tab.lookup(h.id) != p {
+					t.Fatalf("request id %s does not find its request", h.id)
+				}
+			}
+		}
 	})
 }

@@ -2,6 +2,8 @@ package proxy
 
 import (
 	"errors"
+	"fmt"
+	"strconv"
 	"strings"
 	"testing"
 )
@@ -29,26 +31,71 @@ func TestScanClientHeader(t *testing.T) {
 	}
 }
 
-func TestRepeatedMember(t *testing.T) {
+func TestReadCallParams(t *testing.T) {
+	dup := func(name string) error { return &repeatedMemberError{name: name} }
+	many := `{"name":"echo","arguments":{`
+	for i := range 20 {
+		many += `"a` + strconv.Itoa(i) + `":1,`
+	}
 	for _, tt := range []struct {
-		in   string
-		name string
-		ok   bool
+		in    string
+		err   error
+		name  string
+		args  string
+		dos   string
+		strip bool
 	}{
-		{in: `{"name":"echo","arguments":{"a":1,"b":[{"c":1},{"c":2}]}}`, ok: true},
-		{in: `{"name":"echo","NAME":"write_file"}`, name: "NAME", ok: true},
-		{in: `{"name":"echo","n\u0061me":"write_file"}`, name: "name", ok: true},
-		{in: `{"arguments":{"path":"/a","x":[{"Path":1,"path":2}]}}`, name: "path", ok: true},
-		{in: `{"skill":1,"ſkill":2}`, name: "ſkill", ok: true},
-		{in: `{"k":1,"K":2}`, name: "K", ok: true},
-		{in: `{"k":1,"\u212A":2}`, name: "\u212A", ok: true},
-		{in: `[]`, ok: true},
-		{in: `{"a":1,}`},
-		{in: `{"a":` + strings.Repeat("[", 600) + strings.Repeat("]", 600) + `}`},
+		{in: `{"name":"echo","arguments":{"a":1,"b":[{"c":1},{"c":2}]}}`, name: `"echo"`, args: `{"a":1,"b":[{"c":1},{"c":2}]}`},
+		{in: ` { "arguments" : null , "name" : "x" } `, name: `"x"`, args: `null`},
+		{in: `{}`},
+		{in: `{"name":"echo","_delegateos":{"dct":"t"}}`, name: `"echo"`, dos: `{"dct":"t"}`, strip: true},
+		{in: `{"name":"echo","_DelegateOS":{"dct":"t"}}`, name: `"echo"`, strip: true},
+		{in: `{"n\u0061me":"echo"}`, name: `"echo"`},
+		{in: `{"name":"echo","NAME":"write_file"}`, err: dup("NAME")},
+		{in: `{"name":"echo","n\u0061me":"write_file"}`, err: dup("name")},
+		{in: `{"arguments":{"path":"/a","x":[{"Path":1,"path":2}]}}`, err: dup("path")},
+		{in: `{"arguments":{"skill":1,"ſkill":2}}`, err: dup("ſkill")},
+		{in: `{"arguments":{"k":1,"K":2}}`, err: dup("K")},
+		{in: `{"arguments":{"k":1,"\u212A":2}}`, err: dup("K")},
+		{in: `{"_delegateos":1,"_DELEGATEOS":2}`, err: dup("_DELEGATEOS")},
+		// Past the names compared in place, the folded map takes over.
+		{in: many + `"A19":2}}`, err: dup("A19")},
+		{in: many + `"a20":2}}`, name: `"echo"`, args: many[len(`{"name":"echo","arguments":`):] + `"a20":2}`},
+		{in: many + `"\u0061\u0030":2}}`, err: dup("a0")},
+		{in: `[]`, err: errParamsNotObject},
+		{in: `"x"`, err: errParamsNotObject},
+		{in: `{"a":1,}`, err: errParamsNotObject},
+		{in: `{"a":1} x`, err: errParamsNotObject},
+		{in: `{"a":1`, err: errParamsNotObject},
+		{in: `{"a" 1}`, err: errParamsNotObject},
+		{in: `{"a":` + strings.Repeat("[", 600) + strings.Repeat("]", 600) + `}`, err: errParamsTooDeep},
+		{in: `{"a":` + strings.Repeat(`{"b":`, 600) + `1` + strings.Repeat("}", 600) + `}`, err: errParamsTooDeep},
 	} {
-		name, ok := repeatedMember([]byte(tt.in))
-		if name != tt.name || ok != tt.ok {
-			t.Errorf("repeatedMember(%.60s) = %q, %v; want %q, %v", tt.in, name, ok, tt.name, tt.ok)
+		cp, err := readCallParams([]byte(tt.in))
+		if fmt.Sprint(err) != fmt.Sprint(tt.err) {
+			t.Errorf("readCallParams(%.60s): error %v, want %v", tt.in, err, tt.err)
+			continue
+		}
+		if err == nil && (string(cp.name) != tt.name || string(cp.arguments) != tt.args || string(cp.delegateos) != tt.dos || cp.strip != tt.strip) {
+			t.Errorf("readCallParams(%.60s) = name %s arguments %s _delegateos %s strip %v", tt.in, cp.name, cp.arguments, cp.delegateos, cp.strip)
 		}
 	}
+}
+
+// nameSet finds the same repeats as comparing every name's folded form.
+func FuzzNameSet(f *testing.F) {
+	f.Add("a,B,c,A")
+	f.Add("k,K,\u212A,s,ſ")
+	f.Add("a,b,c,d,e,f,g,h,i,j,k,l,m,n,o,p,q,r,s,t,u,v,w,x,y,z,ſ")
+	f.Fuzz(func(t *testing.T, list string) {
+		var ns nameSet
+		seen := map[string]bool{}
+		for _, name := range strings.Split(list, ",") {
+			want := seen[foldName(name)]
+			seen[foldName(name)] = true
+			if got := ns.add([]byte(name)); got != want {
+				t.Fatalf("%q after %q: nameSet says %v, folded names say %v", name, list, got, want)
+			}
+		}
+	})
 }

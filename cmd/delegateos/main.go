@@ -48,6 +48,13 @@ var root = &command{
 		revokeCmd,
 		{name: "policy", summary: "check policy files and write starter policies for an MCP server",
 			subs: []*command{policyCheckCmd, policyInitCmd}},
+		{name: "contract", summary: "create and verify signed task contracts",
+			subs: []*command{contractCreateCmd, contractVerifyCmd}},
+		verifyOutputCmd,
+		{name: "attest", summary: "sign and verify attestations of delegated work",
+			subs: []*command{attestCreateCmd, attestVerifyCmd}},
+		{name: "chain", summary: "show the delegation chain recorded in a workspace",
+			subs: []*command{chainShowCmd}},
 	},
 }
 

@@ -140,6 +140,13 @@ type sample struct {
 	throughput float64 // calls per second
 }
 
+// cpuPerCall is the CPU time one pipelined call cost the setup's own
+// process and, separately, the processes it started.
+type cpuPerCall struct {
+	self, children, client time.Duration
+	ok                     bool
+}
+
 func run(o options) error {
 	self, err := os.Executable()
 	if err != nil {
@@ -233,6 +240,7 @@ func run(o options) error {
 	// holds its pipelined throughput per round.
 	lat := make([][]time.Duration, len(setups))
 	thr := make([][]float64, len(setups))
+	cpu := make([][]cpuPerCall, len(setups))
 	for r := 0; r < o.rounds; r++ {
 		roundLat := make([][]time.Duration, len(setups))
 		for b, done := 0, 0; done < o.calls; b++ {
@@ -249,11 +257,12 @@ func run(o options) error {
 		}
 		for k := range setups {
 			i := (k + r) % len(setups)
-			t, err := conns[i].pipelined(o.pipelined, o.inflight)
+			t, c, err := conns[i].pipelined(o.pipelined, o.inflight)
 			if err != nil {
 				return failed(i, fmt.Sprintf("round %d, pipelined", r+1), err)
 			}
 			thr[i] = append(thr[i], t)
+			cpu[i] = append(cpu[i], c)
 		}
 		fmt.Printf("round %d:", r+1)
 		round := make([]sample, len(setups))
@@ -288,6 +297,7 @@ func run(o options) error {
 			thousands(med[i].throughput), med[i].throughput/med[0].throughput)
 	}
 	tw.Flush()
+	printCPU(setups, cpu)
 	fmt.Printf("(load average %s at the end; on a busy machine the latency ratio swings from run to run)\n", loadavg())
 	latRatio, thrRatio := ratios(med[0], med[1], med[2])
 	latOK, thrOK := latRatio <= targetLatencyRatio, thrRatio >= targetThroughputRatio
@@ -301,6 +311,43 @@ func run(o options) error {
 	}
 	return nil
 }
+
+// printCPU prints the median CPU time per pipelined call of each setup's
+// process and of the upstream under it: with the cores shared, the hop's
+// CPU per call is what bounds its throughput, and unlike throughput it
+// hardly moves with the machine's load.
+func printCPU(setups []setup, cpu [][]cpuPerCall) {
+	med := func(c []cpuPerCall, f func(cpuPerCall) time.Duration) time.Duration {
+		v := make([]time.Duration, 0, len(c))
+		for _, x := range c {
+			if !x.ok {
+				return -1
+			}
+			v = append(v, f(x))
+		}
+		slices.Sort(v)
+		return v[len(v)/2]
+	}
+	self := func(c cpuPerCall) time.Duration { return c.self }
+	children := func(c cpuPerCall) time.Duration { return c.children }
+	client := func(c cpuPerCall) time.Duration { return c.client }
+	fmt.Print("CPU µs per pipelined call (median round):")
+	for i, s := range setups {
+		hop, up := med(cpu[i], self), med(cpu[i], children)
+		if hop < 0 {
+			fmt.Println(" not measured on this system")
+			return
+		}
+		if i == 0 {
+			// The direct setup's process is the upstream itself.
+			hop, up = 0, hop
+		}
+		fmt.Printf("  %s: client %s, hop %s, upstream %s;", s.name, ns(med(cpu[i], client)), ns(hop), ns(up))
+	}
+	fmt.Println()
+}
+
+func ns(d time.Duration) string { return strconv.FormatFloat(float64(d)/1e3, 'f', 2, 64) }
 
 // loadavg is the 1-minute load average, or "?" where there is none.
 func loadavg() string {
@@ -501,8 +548,8 @@ func (c *conn) sequential(n int) ([]time.Duration, error) {
 }
 
 // pipelined makes n calls keeping inflight of them outstanding and returns
-// the calls per second.
-func (c *conn) pipelined(n, inflight int) (float64, error) {
+// the calls per second and the CPU time each call cost.
+func (c *conn) pipelined(n, inflight int) (float64, cpuPerCall, error) {
 	frames := make([][]byte, n)
 	for i := range frames {
 		frames[i] = callFrame(nil, c.nextID)
@@ -520,19 +567,26 @@ func (c *conn) pipelined(n, inflight int) (float64, error) {
 		}
 		readErr <- nil
 	}()
+	self0, children0, ok0 := cpuTime(c.cmd.Process.Pid)
+	client0, _, _ := cpuTime(os.Getpid())
 	t0 := time.Now()
 	for _, f := range frames {
 		select {
 		case slots <- struct{}{}:
 		case err := <-readErr:
-			return 0, err
+			return 0, cpuPerCall{}, err
 		}
 		if _, err := c.in.Write(f); err != nil {
-			return 0, err
+			return 0, cpuPerCall{}, err
 		}
 	}
 	if err := <-readErr; err != nil {
-		return 0, err
+		return 0, cpuPerCall{}, err
 	}
-	return float64(n) / time.Since(t0).Seconds(), nil
+	elapsed := time.Since(t0)
+	self1, children1, ok1 := cpuTime(c.cmd.Process.Pid)
+	client1, _, _ := cpuTime(os.Getpid())
+	per := func(d time.Duration) time.Duration { return d / time.Duration(n) }
+	cpu := cpuPerCall{self: per(self1 - self0), children: per(children1 - children0), client: per(client1 - client0), ok: ok0 && ok1}
+	return float64(n) / elapsed.Seconds(), cpu, nil
 }

@@ -1,0 +1,83 @@
+package chain
+
+import (
+	"sync"
+	"time"
+)
+
+// Memory is a Store held in memory. The zero value is an empty store.
+type Memory struct {
+	mu sync.Mutex
+	s  state
+}
+
+var _ Store = (*Memory)(nil)
+
+// NewMemory returns an empty Memory.
+func NewMemory() *Memory { return &Memory{} }
+
+// Insert implements Store.
+func (m *Memory) Insert(d Delegation) error {
+	_, err := m.apply(&event{Op: opInsert, Delegation: &d})
+	return err
+}
+
+// Get implements Store.
+func (m *Memory) Get(id string) (Delegation, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.s.get(id)
+}
+
+// List implements Store.
+func (m *Memory) List() ([]Delegation, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.s.list(), nil
+}
+
+// Complete implements Store.
+func (m *Memory) Complete(id, attestationID string, at time.Time) error {
+	return m.end(opComplete, id, attestationID, at)
+}
+
+// Fail implements Store.
+func (m *Memory) Fail(id, attestationID string, at time.Time) error {
+	return m.end(opFail, id, attestationID, at)
+}
+
+// Revoke implements Store.
+func (m *Memory) Revoke(id string, at time.Time) ([]string, error) {
+	e, err := statusEvent(opRevoke, id, "", at)
+	if err != nil {
+		return nil, err
+	}
+	return m.apply(e)
+}
+
+// Close does nothing; a Memory stays usable.
+func (m *Memory) Close() error { return nil }
+
+func (m *Memory) end(op, id, attestationID string, at time.Time) error {
+	e, err := statusEvent(op, id, attestationID, at)
+	if err != nil {
+		return err
+	}
+	_, err = m.apply(e)
+	return err
+}
+
+func (m *Memory) apply(e *event) ([]string, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.s.apply(e)
+}
+
+// statusEvent builds a status change for the time given.
+func statusEvent(op, id, attestationID string, at time.Time) (*event, error) {
+	s, err := formatTime(at)
+	if err != nil {
+		return nil, err
+	}
+	return &event{Op: op, ID: id, AttestationID: attestationID, At: s}, nil
+}

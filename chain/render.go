@@ -1,0 +1,175 @@
+package chain
+
+import (
+	"strconv"
+	"strings"
+	"unicode"
+	"unicode/utf8"
+)
+
+// Text renders a forest from Tree as lines for a person, one per
+// delegation, children indented under their parent:
+//
+//	del_000000000001 root → alice  [completed]  ct_000000000001  depth 0  att_0123456789ab
+//	└─ del_000000000002 alice → bob  [revoked]  ct_000000000001  depth 1
+//
+// name maps a principal ID to the name to show; nil, or an empty result,
+// shows the ID. A string with anything but printable characters (a line
+// break, a terminal escape, a bidirectional override, invalid UTF-8) is
+// shown Go-quoted, so no record can forge or hide a line.
+func Text(roots []*Node, name func(principalID string) string) []string {
+	var lines []string
+	var walk func(n *Node, lead, branch string)
+	walk = func(n *Node, lead, branch string) {
+		lines = append(lines, lead+branch+textLine(&n.Delegation, name))
+		switch branch {
+		case "├─ ":
+			lead += "│  "
+		case "└─ ":
+			lead += "   "
+		}
+		for i, c := range n.Children {
+			b := "├─ "
+			if i == len(n.Children)-1 {
+				b = "└─ "
+			}
+			walk(c, lead, b)
+		}
+	}
+	for _, r := range roots {
+		walk(r, "", "")
+	}
+	return lines
+}
+
+func textLine(d *Delegation, name func(string) string) string {
+	var b strings.Builder
+	b.WriteString(printable(d.ID))
+	b.WriteString(" ")
+	b.WriteString(printable(principal(d.From, name)))
+	b.WriteString(" → ")
+	b.WriteString(printable(principal(d.To, name)))
+	b.WriteString("  [")
+	b.WriteString(printable(string(d.Status)))
+	b.WriteString("]  ")
+	b.WriteString(printable(d.ContractID))
+	b.WriteString("  depth ")
+	b.WriteString(strconv.FormatInt(d.Depth, 10))
+	if d.AttestationID != "" {
+		b.WriteString("  ")
+		b.WriteString(printable(d.AttestationID))
+	}
+	return b.String()
+}
+
+func principal(id string, name func(string) string) string {
+	if name != nil {
+		if n := name(id); n != "" {
+			return n
+		}
+	}
+	return id
+}
+
+// printable returns s if it is valid UTF-8 made of printable characters
+// (unicode.IsPrint, which counts the ASCII space and no other), and s
+// Go-quoted otherwise.
+func printable(s string) string {
+	for _, r := range s {
+		if r == utf8.RuneError || !unicode.IsPrint(r) {
+			return strconv.Quote(s)
+		}
+	}
+	if s == "" {
+		return `""`
+	}
+	return s
+}
+
+// mermaidClasses styles a node by its status.
+var mermaidClasses = []struct {
+	status Status
+	style  string
+}{
+	{StatusActive, "fill:#e3f2fd,stroke:#1e88e5,color:#0d47a1"},
+	{StatusCompleted, "fill:#e8f5e9,stroke:#43a047,color:#1b5e20"},
+	{StatusFailed, "fill:#ffebee,stroke:#e53935,color:#b71c1c"},
+	{StatusRevoked, "fill:#eeeeee,stroke:#757575,color:#424242,stroke-dasharray:5 5"},
+}
+
+// Mermaid renders a forest from Tree as a Mermaid flowchart (graph TD),
+// one node per delegation, an edge from each parent to each child, and a
+// class per status (active blue, completed green, failed red, revoked grey
+// and dashed; anything else yellow, as class unknown). name is as for Text.
+//
+// Node names are generated (d0, d1, ...), and every character of a label
+// that comes from a record other than a letter, a digit, a space, '_', '-'
+// or '.' is written as a Mermaid entity code (#35; for '#'), so no record
+// can end a label, add a node or an edge, or inject markup.
+func Mermaid(roots []*Node, name func(principalID string) string) string {
+	var b strings.Builder
+	b.WriteString("graph TD\n")
+	var class strings.Builder
+	next := 0
+	var walk func(n *Node) string
+	walk = func(n *Node) string {
+		id := "d" + strconv.Itoa(next)
+		next++
+		d := &n.Delegation
+		b.WriteString("  " + id + `["`)
+		b.WriteString(mermaidText(d.ID))
+		b.WriteString("<br/>")
+		b.WriteString(mermaidText(principal(d.From, name)))
+		b.WriteString(" #8594; ")
+		b.WriteString(mermaidText(principal(d.To, name)))
+		b.WriteString("<br/>")
+		b.WriteString(mermaidText(d.ContractID))
+		b.WriteString(" #183; depth " + strconv.FormatInt(d.Depth, 10))
+		b.WriteString("<br/>")
+		b.WriteString(mermaidText(string(d.Status)))
+		if d.AttestationID != "" {
+			b.WriteString(" #183; ")
+			b.WriteString(mermaidText(d.AttestationID))
+		}
+		b.WriteString("\"]\n")
+		class.WriteString("  class " + id + " " + mermaidClass(d.Status) + "\n")
+		for _, c := range n.Children {
+			cid := walk(c)
+			b.WriteString("  " + id + " --> " + cid + "\n")
+		}
+		return id
+	}
+	for _, r := range roots {
+		walk(r)
+	}
+	b.WriteString(class.String())
+	for _, c := range mermaidClasses {
+		b.WriteString("  classDef " + string(c.status) + " " + c.style + "\n")
+	}
+	b.WriteString("  classDef unknown fill:#fff8e1,stroke:#f9a825,color:#000000\n")
+	return b.String()
+}
+
+func mermaidClass(s Status) string {
+	for _, c := range mermaidClasses {
+		if c.status == s {
+			return string(s)
+		}
+	}
+	return "unknown"
+}
+
+// mermaidText writes s for a quoted Mermaid label: letters, digits, space,
+// '_', '-' and '.' as they are, every other character (and each byte of
+// invalid UTF-8, as U+FFFD) as a decimal entity code.
+func mermaidText(s string) string {
+	var b strings.Builder
+	for _, r := range s {
+		if 'a' <= r && r <= 'z' || 'A' <= r && r <= 'Z' || '0' <= r && r <= '9' || r == ' ' || r == '_' || r == '-' || r == '.' {
+			b.WriteRune(r)
+			continue
+		}
+		b.WriteString("#" + strconv.Itoa(int(r)) + ";")
+	}
+	return b.String()
+}

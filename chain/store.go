@@ -1,0 +1,56 @@
+package chain
+
+import "time"
+
+// Store holds the delegation chain. Memory and File implement it; both
+// are safe for concurrent use.
+type Store interface {
+	// Insert records a new delegation. It checks, in this order, and
+	// records nothing if any check fails:
+	//
+	//   - the record on its own (ErrMalformed): ID and ParentID are "del_"
+	//     and 12 lowercase hex digits and ID is not del_000000000000; From
+	//     and To are principal IDs; ContractID is 1..dct.MaxStringLen bytes;
+	//     Depth is not negative; Status is active; CreatedAt is a timestamp
+	//     as timestamp.Format writes it; CompletedAt and AttestationID are
+	//     empty; DCT has the dct.Format and its token parses (dct.Parse);
+	//   - the ID is not recorded yet (ErrDuplicate);
+	//   - for a root (ParentID del_000000000000): depth 0 and a root token
+	//     (ErrRoot), then the binding below, and From is the issuer
+	//     (ErrTokenMismatch);
+	//   - for a child: the parent is recorded (ErrNoParent) and active
+	//     (ErrParentInactive); From is the parent's To (ErrFromMismatch);
+	//     Depth is the parent's + 1 (ErrDepth) and at most the root token's
+	//     authority.maxChainDepth (ErrMaxDepth); then the binding below; then
+	//     the token is the parent's token, byte for byte, followed by at
+	//     least one attenuation block whose first is made by From
+	//     (ErrNotAttenuation);
+	//   - the binding (ErrTokenMismatch): the token has one signature per
+	//     block, To is its last delegatee, ID and ContractID are its last
+	//     block's delegation and contract IDs.
+	//
+	// Insert does not verify the token's signatures, its attenuation rules,
+	// revocation or expiry: run a dct.Verifier on it first.
+	Insert(d Delegation) error
+	// Get returns the delegation with the given ID, or an error wrapping
+	// fs.ErrNotExist.
+	Get(id string) (Delegation, error)
+	// List returns every delegation in the order they were inserted.
+	List() ([]Delegation, error)
+	// Complete marks an active delegation completed at the given time,
+	// naming its attestation ("att_" + 12 hex digits) or none (""). A
+	// delegation that has ended is refused with a *TransitionError.
+	Complete(id, attestationID string, at time.Time) error
+	// Fail is Complete for a delegation that failed.
+	Fail(id, attestationID string, at time.Time) error
+	// Revoke marks an active delegation and each of its active descendants
+	// revoked at the given time, and returns the IDs it changed: the
+	// delegation first, then descendants, parents before children. Ended
+	// descendants keep their status, and so do the active descendants of
+	// a delegation that has ended, which Revoke refuses with a
+	// *TransitionError: revoke those by their own IDs.
+	Revoke(id string, at time.Time) ([]string, error)
+	// Close releases the store. Using a closed File is an error; a closed
+	// Memory stays usable.
+	Close() error
+}

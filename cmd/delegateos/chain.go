@@ -1,0 +1,105 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	iofs "io/fs"
+	"path/filepath"
+	"strings"
+
+	"github.com/spf13/pflag"
+
+	"github.com/delegateos/delegateos/chain"
+	"github.com/delegateos/delegateos/identity"
+)
+
+// The DelegateOS files of a workspace, next to RDP's reputation/ and
+// contracts/ directories.
+const (
+	wsDelegations   = "delegations.jsonl"
+	wsTaskContracts = "task-contracts"
+	wsAttestations  = "attestations"
+)
+
+var chainShowCmd = &command{
+	name:    "show",
+	args:    "[--workspace DIR | --store FILE] [--format text|mermaid|json] [--name NAME=ID]...",
+	summary: "show the delegation chain as a tree with each delegation's status",
+	flags: func(fs *pflag.FlagSet) func(*env, []string) error {
+		ws := fs.String("workspace", ".", "the workspace directory (its "+wsDelegations+" is read)")
+		store := fs.String("store", "", "the delegation log file, instead of --workspace")
+		format := fs.String("format", "text", "text (a tree for people), mermaid (a diagram for docs) or json")
+		names := fs.StringArray("name", nil, "show principal ID (or did:key) ID as NAME (repeatable), e.g. --name alice=did:key:z6Mk...")
+		asJSON := fs.Bool("json", false, "the same as --format json")
+		return func(e *env, args []string) error {
+			if len(args) > 0 {
+				return usagef("unexpected argument %q", args[0])
+			}
+			if *asJSON {
+				*format = "json"
+			}
+			if *format != "text" && *format != "mermaid" && *format != "json" {
+				return usagef("--format must be text, mermaid or json")
+			}
+			label, err := principalNames(*names)
+			if err != nil {
+				return err
+			}
+			path := *store
+			if path == "" {
+				path = filepath.Join(*ws, wsDelegations)
+			}
+			ds, err := chain.Load(path)
+			if errors.Is(err, iofs.ErrNotExist) {
+				return inputf("%s does not exist: no delegation has been recorded in this workspace (the proxy records them when its policy sets workspace)", path)
+			}
+			if err != nil {
+				return inputf("%v", err)
+			}
+			switch *format {
+			case "json":
+				if ds == nil {
+					ds = []chain.Delegation{}
+				}
+				return writeJSON(e, ds)
+			case "mermaid":
+				fmt.Fprint(e.stdout, chain.Mermaid(chain.Tree(ds), label))
+			default:
+				if len(ds) == 0 {
+					fmt.Fprintln(e.stdout, "no delegations recorded")
+					return nil
+				}
+				for _, l := range chain.Text(chain.Tree(ds), label) {
+					fmt.Fprintln(e.stdout, l)
+				}
+			}
+			return nil
+		}
+	},
+}
+
+// principalNames reads --name NAME=ID flags into a label function that
+// shows other principals abbreviated.
+func principalNames(flags []string) (func(string) string, error) {
+	names := map[string]string{}
+	for _, f := range flags {
+		name, id, ok := strings.Cut(f, "=")
+		if !ok || name == "" {
+			return nil, usagef("--name %q: write NAME=ID", f)
+		}
+		pid, err := identity.NormalizePrincipal(id)
+		if err != nil {
+			return nil, usagef("--name %s: %v", name, err)
+		}
+		names[pid] = name
+	}
+	return func(id string) string {
+		if n, ok := names[id]; ok {
+			return n
+		}
+		if len(id) > 12 {
+			return id[:10] + "…"
+		}
+		return id
+	}, nil
+}

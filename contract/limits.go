@@ -1,0 +1,20 @@
+package contract
+
+import "github.com/delegateos/delegateos/dct"
+
+// Decoding limits. A contract over any of them is malformed; they bound
+// the work an unauthenticated input can cause before its signature has
+// been checked.
+const (
+	// MaxContractSize bounds a contract file.
+	MaxContractSize = 1 << 20
+	// MaxTitleLen bounds task.title in bytes.
+	MaxTitleLen = 1024
+	// MaxRequiredCapabilities bounds constraints.requiredCapabilities.
+	MaxRequiredCapabilities = dct.MaxCapabilities
+	// MaxCapabilityLen bounds one "namespace:action" requirement: a
+	// namespace and an action of at most dct.MaxStringLen bytes each.
+	MaxCapabilityLen = 2*dct.MaxStringLen + 1
+	// maxTimestampLen bounds createdAt and deadline before they are parsed.
+	maxTimestampLen = 64
+)

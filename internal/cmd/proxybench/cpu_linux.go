@@ -1,0 +1,65 @@
+package main
+
+import (
+	"bytes"
+	"os"
+	"path/filepath"
+	"strconv"
+	"time"
+)
+
+// cpuTime returns the CPU time used so far by the process pid (every
+// thread) and, separately, by all its descendants. On a machine whose
+// cores the client, the hop and the upstream share, a hop's CPU per call
+// is what its throughput is paid with; the clock-tick counters of
+// /proc/PID/stat are too coarse for a phase of a fraction of a second, so
+// the nanosecond run times of /proc/PID/task/TID/schedstat are summed.
+func cpuTime(pid int) (self, descendants time.Duration, ok bool) {
+	self, children, ok := taskTimes(pid)
+	if !ok {
+		return 0, 0, false
+	}
+	for len(children) > 0 {
+		c := children[len(children)-1]
+		children = children[:len(children)-1]
+		t, more, ok := taskTimes(c)
+		if ok {
+			descendants += t
+			children = append(children, more...)
+		}
+	}
+	return self, descendants, true
+}
+
+// taskTimes sums the run time of pid's threads and lists its children.
+func taskTimes(pid int) (time.Duration, []int, bool) {
+	dir := filepath.Join("/proc", strconv.Itoa(pid), "task")
+	tasks, err := os.ReadDir(dir)
+	if err != nil {
+		return 0, nil, false
+	}
+	var total time.Duration
+	var children []int
+	for _, t := range tasks {
+		b, err := os.ReadFile(filepath.Join(dir, t.Name(), "schedstat"))
+		if err != nil {
+			continue // the thread exited
+		}
+		f := bytes.Fields(b)
+		if len(f) == 0 {
+			continue
+		}
+		ns, err := strconv.ParseInt(string(f[0]), 10, 64)
+		if err != nil {
+			return 0, nil, false
+		}
+		total += time.Duration(ns)
+		b, _ = os.ReadFile(filepath.Join(dir, t.Name(), "children"))
+		for _, c := range bytes.Fields(b) {
+			if n, err := strconv.Atoi(string(c)); err == nil {
+				children = append(children, n)
+			}
+		}
+	}
+	return total, children, true
+}

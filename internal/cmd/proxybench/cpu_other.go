@@ -1,0 +1,8 @@
+//go:build !linux
+
+package main
+
+import "time"
+
+// cpuTime is not measured where /proc is not available.
+func cpuTime(pid int) (self, descendants time.Duration, ok bool) { return 0, 0, false }

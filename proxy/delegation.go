@@ -1,0 +1,435 @@
+package proxy
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/delegateos/delegateos/attest"
+	"github.com/delegateos/delegateos/budget"
+	"github.com/delegateos/delegateos/chain"
+	"github.com/delegateos/delegateos/contract"
+	"github.com/delegateos/delegateos/dct"
+	"github.com/delegateos/delegateos/internal/strictjson"
+	"github.com/delegateos/delegateos/revocation"
+)
+
+// Delegations answers the delegation messages of DelegateOS §9 for a proxy
+// session: delegateos/delegate binds the session to a verified contract and
+// DCT and records the delegation chain; delegateos/complete verifies an
+// attestation and records the delegation completed or failed;
+// delegateos/revoke adds a verified revocation to the list the gate reads.
+type Delegations struct {
+	// Verifier verifies the DCTs of delegate messages, with the trusted
+	// roots and revocation list the gate uses; nil refuses every delegate.
+	Verifier *dct.Verifier
+	// Chain records delegations; Contracts the contracts delegated.
+	Chain     chain.Store
+	Contracts contract.Store
+	// Attestations stores the attestations of delegateos/complete, and
+	// Attest verifies them (§7.3, recursively); its Contracts should be
+	// Contracts and its Attestations Attestations. Either nil refuses
+	// delegateos/complete.
+	Attestations attest.Store
+	Attest       *attest.Verifier
+	// Spent, when set, returns what the proxy recorded as spent under a
+	// delegation's token, so an attestation cannot report less.
+	Spent func(tok *dct.Token) int64
+	// OnOutcome, when set, is told of every delegation recorded completed
+	// or failed (the reputation workspace hangs off it). An error is
+	// reported in the reply but does not undo the record.
+	OnOutcome func(o Outcome) error
+	// RevocationList is the revocation list file delegateos/revoke appends
+	// to, and Revocations the live view of it the Verifier reads (reloaded
+	// after an append so the revocation is in force at once). An empty
+	// RevocationList refuses delegateos/revoke.
+	RevocationList string
+	Revocations    *revocation.File
+	// Trust, when set, is asked whether a delegate may be given work.
+	Trust func(delegatee string, now time.Time) (ok bool, reason string, err error)
+	// Now is the clock; nil means time.Now.
+	Now func() time.Time
+}
+
+// Outcome is a delegation recorded completed or failed.
+type Outcome struct {
+	Delegation  chain.Delegation
+	Contract    *contract.TaskContract
+	Attestation *attest.Attestation
+	Report      *attest.Report
+	// Passed is the verdict: the attestation verified and reports success.
+	Passed bool
+	// Score is the output's verification score, when there is one.
+	Score *float64
+	At    time.Time
+}
+
+// Binding is what an accepted delegateos/delegate sets for the session:
+// calls without their own DCT use Token, and are bound to its contract.
+type Binding struct {
+	Token        string
+	ContractID   string
+	DelegationID string
+}
+
+func (d *Delegations) now() time.Time {
+	if d.Now != nil {
+		return d.Now()
+	}
+	return time.Now()
+}
+
+// msgError is a JSON-RPC error the proxy answers a delegation message with
+// when it cannot even be read (a refusal of a well-formed request is a
+// result: §9.3's reject).
+type msgError struct {
+	code    int
+	message string
+}
+
+func (e *msgError) Error() string { return e.message }
+
+const codeInvalidParams = -32602
+
+func invalidParams(format string, args ...any) *msgError {
+	return &msgError{code: codeInvalidParams, message: "invalid params: " + fmt.Sprintf(format, args...)}
+}
+
+func reject(reason, format string, args ...any) DelegateResult {
+	return DelegateResult{Accepted: false, Reason: reason, Details: fmt.Sprintf(format, args...)}
+}
+
+// Delegate handles delegateos/delegate (§9.1). The contract must verify and
+// be signed by the delegator (the principal that signed the token's last
+// block), the token must verify (§10.1, with revocation and expiry), name
+// the message's delegation and parent delegation IDs and be bound to the
+// contract and cover its required capabilities (§5.2); then the chain of
+// delegations the token carries is recorded (§8.2 invariants checked on
+// each insert). On accept the session's Binding is returned.
+func (d *Delegations) Delegate(params json.RawMessage) (DelegateResult, *Binding, error) {
+	var p DelegateParams
+	if err := strictjson.Unmarshal(params, &p); err != nil {
+		return DelegateResult{}, nil, invalidParams("%v", err)
+	}
+	switch {
+	case len(p.Contract) == 0 || string(p.Contract) == "null":
+		return DelegateResult{}, nil, invalidParams("contract is required")
+	case p.DCT == "":
+		return DelegateResult{}, nil, invalidParams("dct is required")
+	case p.DCTFormat != dct.Format:
+		return DelegateResult{}, nil, invalidParams("dctFormat must be %q", dct.Format)
+	case p.DelegationID == "" || p.ParentDelegationID == "":
+		return DelegateResult{}, nil, invalidParams("delegationId and parentDelegationId are required")
+	}
+	now := d.now()
+	c, err := contract.Parse(p.Contract)
+	if err == nil {
+		err = c.Verify()
+	}
+	if err != nil {
+		return reject(RejectInvalidContract, "%v", err), nil, nil
+	}
+	if err := c.CheckDeadline(now); err != nil {
+		return reject(RejectInvalidContract, "%v", err), nil, nil
+	}
+	if d.Verifier == nil {
+		return reject(RejectInvalidToken, "this proxy trusts no root, so no token can be accepted"), nil, nil
+	}
+	scope, err := d.Verifier.VerifyChain(p.DCT, now)
+	if err != nil {
+		return reject(RejectInvalidToken, "%v", err), nil, nil
+	}
+	tok, err := dct.Parse(p.DCT)
+	if err != nil { // VerifyChain parsed it already
+		return reject(RejectInvalidToken, "%v", err), nil, nil
+	}
+	if scope.DelegationID != p.DelegationID {
+		return reject(RejectDelegationMismatch, "the message names delegation %s but the token is for %s", p.DelegationID, scope.DelegationID), nil, nil
+	}
+	if parent := parentDelegationID(tok); parent != p.ParentDelegationID {
+		return reject(RejectDelegationMismatch, "the message names parent delegation %s but the token's is %s", p.ParentDelegationID, parent), nil, nil
+	}
+	if err := contract.CheckBinding(c, scope); err != nil {
+		var be *contract.BindingError
+		if errors.As(err, &be) && be.Reason == contract.CapabilityMismatch {
+			return reject(RejectCapabilityMismatch, "%v", err), nil, nil
+		}
+		return reject(RejectContractMismatch, "%v", err), nil, nil
+	}
+	// The delegator signs the contract: anyone else could pair the token
+	// with a contract of their own under the same ID.
+	signers := tok.Signers()
+	if delegator := signers[len(signers)-1]; c.Issuer != delegator {
+		return reject(RejectInvalidContract, "the contract is signed by %s, not by the delegator %s", c.Issuer, delegator), nil, nil
+	}
+	if d.Trust != nil {
+		ok, reason, err := d.Trust(scope.Delegatee, now)
+		if err != nil {
+			return reject(RejectInternal, "the reputation workspace cannot be read: %v", err), nil, nil
+		}
+		if !ok {
+			return reject(RejectUntrusted, "%s", reason), nil, nil
+		}
+	}
+	if err := d.Contracts.Put(c); err != nil {
+		if errors.Is(err, contract.ErrConflict) {
+			return reject(RejectContractMismatch, "a different contract with ID %s was delegated before", c.ID), nil, nil
+		}
+		return reject(RejectInternal, "the contract cannot be stored: %v", err), nil, nil
+	}
+	if res := d.record(tok, now); res != nil {
+		return *res, nil, nil
+	}
+	return DelegateResult{Accepted: true, DelegationID: p.DelegationID},
+		&Binding{Token: p.DCT, ContractID: c.ID, DelegationID: p.DelegationID}, nil
+}
+
+// record inserts the delegations of a verified token's chain that the store
+// does not hold yet. One it holds must be the same delegation (same token)
+// and, for the token's own delegation, still active.
+func (d *Delegations) record(tok *dct.Token, now time.Time) *DelegateResult {
+	records, err := chain.Records(tok, now)
+	if err != nil {
+		r := reject(RejectChainInvariant, "%v", err)
+		return &r
+	}
+	for i, rec := range records {
+		held, err := d.Chain.Get(rec.ID)
+		switch {
+		case errors.Is(err, fs.ErrNotExist):
+			if err := d.Chain.Insert(rec); err != nil {
+				r := reject(RejectChainInvariant, "%v", err)
+				return &r
+			}
+			continue
+		case err != nil:
+			r := reject(RejectInternal, "the delegation chain cannot be read: %v", err)
+			return &r
+		}
+		if held.DCT.Token != rec.DCT.Token {
+			r := reject(RejectChainInvariant, "delegation %s is recorded with a different token", rec.ID)
+			return &r
+		}
+		if i == len(records)-1 && held.Status != chain.StatusActive {
+			r := reject(RejectChainInvariant, "delegation %s has already ended (%s)", rec.ID, held.Status)
+			return &r
+		}
+	}
+	return nil
+}
+
+// parentDelegationID is the delegation ID of the block before the token's
+// last, or the authority's parentDelegationId for a root token.
+func parentDelegationID(tok *dct.Token) string {
+	t := tok.Unverified()
+	switch n := len(t.Attenuations); n {
+	case 0:
+		return t.Authority.ParentDelegationID
+	case 1:
+		return t.Authority.DelegationID
+	default:
+		return t.Attenuations[n-2].DelegationID
+	}
+}
+
+// Complete handles delegateos/complete (§9.4). The delegation must be
+// recorded and active, and the attestation must be the delegatee's own, for
+// that delegation and its contract, and signed. It is stored, then verified
+// (§7.3: output schema, the contract's verification spec, budget,
+// recursively through its children); the delegation is recorded completed
+// when the verdict is passed and failed otherwise. When a check could not
+// run at all (no judge configured, a store error) nothing is recorded and
+// the delegation stays active, so it can be completed again.
+func (d *Delegations) Complete(ctx context.Context, params json.RawMessage) (CompleteResult, error) {
+	var p CompleteParams
+	if err := strictjson.Unmarshal(params, &p); err != nil {
+		return CompleteResult{}, invalidParams("%v", err)
+	}
+	if p.DelegationID == "" || len(p.Attestation) == 0 || string(p.Attestation) == "null" {
+		return CompleteResult{}, invalidParams("delegationId and attestation are required")
+	}
+	if d.Attest == nil || d.Attestations == nil {
+		return CompleteResult{}, &msgError{code: codeInternalError, message: "this proxy cannot verify attestations"}
+	}
+	del, err := d.Chain.Get(p.DelegationID)
+	if errors.Is(err, fs.ErrNotExist) {
+		return CompleteResult{}, invalidParams("delegation %s is not recorded: send delegateos/delegate first", p.DelegationID)
+	}
+	if err != nil {
+		return CompleteResult{}, internalError("the delegation chain cannot be read: %v", err)
+	}
+	if del.Status != chain.StatusActive {
+		return CompleteResult{}, invalidParams("delegation %s has already ended (%s)", del.ID, del.Status)
+	}
+	a, err := attest.Parse(p.Attestation)
+	if err == nil {
+		err = a.Verify()
+	}
+	if err != nil {
+		return CompleteResult{}, invalidParams("attestation: %v", err)
+	}
+	switch {
+	case a.DelegationID != del.ID:
+		return CompleteResult{}, invalidParams("the attestation is for delegation %s, not %s", a.DelegationID, del.ID)
+	case a.ContractID != del.ContractID:
+		return CompleteResult{}, invalidParams("the attestation is for contract %s, but delegation %s is bound to %s", a.ContractID, del.ID, del.ContractID)
+	case a.Principal != del.To:
+		return CompleteResult{}, invalidParams("the attestation is signed by %s, not by the delegatee %s", a.Principal, del.To)
+	case a.Type != attest.Completion:
+		return CompleteResult{}, invalidParams("the attestation's type is %s; completing a delegation takes a %s attestation", a.Type, attest.Completion)
+	}
+	c, err := d.Contracts.Get(del.ContractID)
+	if err != nil {
+		return CompleteResult{}, internalError("contract %s of delegation %s cannot be read: %v", del.ContractID, del.ID, err)
+	}
+	if err := d.Attestations.Put(a); err != nil {
+		if errors.Is(err, attest.ErrConflict) {
+			return CompleteResult{}, invalidParams("a different attestation with ID %s was recorded before", a.ID)
+		}
+		return CompleteResult{}, internalError("the attestation cannot be stored: %v", err)
+	}
+	report, _ := d.Attest.Verify(ctx, a)
+	if report == nil || report.Verdict == attest.Unverified {
+		return CompleteResult{}, internalError("the attestation could not be verified, so delegation %s stays active: %s", del.ID, strings.Join(problems(report), "; "))
+	}
+	res := CompleteResult{DelegationID: del.ID, AttestationID: a.ID, Verified: report.Verdict == attest.Passed, Problems: problems(report)}
+	if st, ok := report.Step(attest.StepVerification); ok && st.Check != nil {
+		res.Score = st.Check.Score
+		if res.Score == nil {
+			score := 0.0
+			if st.Check.Passed {
+				score = 1
+			}
+			res.Score = &score
+		}
+	}
+	if d.Spent != nil {
+		if tok, err := dct.Parse(del.DCT.Token); err == nil {
+			if spent := d.Spent(tok); a.Result.CostMicrocents < spent {
+				res.Verified = false
+				res.Problems = append(res.Problems, fmt.Sprintf("cost: the attestation reports %d microcents but the proxy recorded %d spent under this delegation", a.Result.CostMicrocents, spent))
+			}
+		}
+	}
+	passed := res.Verified && a.Result.Success
+	now := d.now()
+	if passed {
+		res.Status = string(chain.StatusCompleted)
+		err = d.Chain.Complete(del.ID, a.ID, now)
+	} else {
+		res.Status = string(chain.StatusFailed)
+		err = d.Chain.Fail(del.ID, a.ID, now)
+	}
+	if err != nil {
+		return CompleteResult{}, internalError("delegation %s cannot be recorded as %s: %v", del.ID, res.Status, err)
+	}
+	if d.OnOutcome != nil {
+		del.Status, del.AttestationID = chain.Status(res.Status), a.ID
+		o := Outcome{Delegation: del, Contract: c, Attestation: a, Report: report, Passed: passed, Score: res.Score, At: now}
+		if err := d.OnOutcome(o); err != nil {
+			res.Problems = append(res.Problems, fmt.Sprintf("reputation: the outcome was not recorded: %v", err))
+		}
+	}
+	return res, nil
+}
+
+// problems lists the steps of a report that did not pass, children included.
+func problems(r *attest.Report) []string {
+	if r == nil {
+		return nil
+	}
+	var out []string
+	for _, st := range r.Steps {
+		if st.Status != attest.StatusOK && st.Status != attest.StatusSkipped {
+			msg := string(st.Name) + ": " + string(st.Status)
+			if st.Detail != "" {
+				msg += ": " + st.Detail
+			}
+			out = append(out, msg)
+		}
+	}
+	for _, c := range r.Children {
+		for _, p := range problems(c) {
+			out = append(out, c.AttestationID+": "+p)
+		}
+	}
+	return out
+}
+
+func internalError(format string, args ...any) *msgError {
+	return &msgError{code: codeInternalError, message: fmt.Sprintf(format, args...)}
+}
+
+// Revoke handles delegateos/revoke (§9.5): a revocation entry whose
+// signature verifies is appended to the revocation list and in force at
+// once. Every recorded delegation whose token ends with the revoked block,
+// when the revoker signed that block or one before it (the rule the
+// verifier applies), is recorded revoked with its active descendants.
+func (d *Delegations) Revoke(params json.RawMessage) (RevokeResult, error) {
+	var p RevokeParams
+	if err := strictjson.Unmarshal(params, &p); err != nil {
+		return RevokeResult{}, invalidParams("%v", err)
+	}
+	var e revocation.Entry
+	if err := strictjson.Unmarshal(p.Revocation, &e); err != nil {
+		return RevokeResult{}, invalidParams("revocation: %v", err)
+	}
+	if err := e.Verify(); err != nil {
+		return RevokeResult{}, invalidParams("revocation: %v", err)
+	}
+	if d.RevocationList == "" {
+		return RevokeResult{}, internalError("this proxy has no revocation list (set revocation_list in its policy)")
+	}
+	if err := revocation.Append(d.RevocationList, e); err != nil {
+		return RevokeResult{}, internalError("the revocation cannot be recorded: %v", err)
+	}
+	if d.Revocations != nil {
+		if err := d.Revocations.Reload(); err != nil {
+			return RevokeResult{}, internalError("the revocation list cannot be re-read: %v", err)
+		}
+	}
+	res := RevokeResult{RevocationID: e.RevocationID}
+	ds, err := d.Chain.List()
+	if err != nil {
+		return res, nil // the revocation is in force; the chain shows it later
+	}
+	now := d.now()
+	for _, del := range ds {
+		if del.Status != chain.StatusActive {
+			continue
+		}
+		tok, err := dct.Parse(del.DCT.Token)
+		if err != nil {
+			continue
+		}
+		ids, signers := tok.RevocationIDs(), tok.Signers()
+		last := len(ids) - 1
+		if ids[last] != e.RevocationID || !slices.Contains(signers, e.RevokedBy) {
+			continue
+		}
+		changed, err := d.Chain.Revoke(del.ID, now)
+		if err == nil {
+			res.Delegations = append(res.Delegations, changed...)
+		}
+	}
+	return res, nil
+}
+
+// SpentUnder returns what store records as spent under the delegation a
+// token ends with, keyed as the Gate keys it. It reads the token's fields
+// without verifying them: use it on tokens a Verifier has accepted (such as
+// those of recorded delegations).
+func SpentUnder(store budget.Store, tok *dct.Token) int64 {
+	t := tok.Unverified()
+	links := []dct.ChainLink{{DelegationID: t.Authority.DelegationID}}
+	for _, a := range t.Attenuations {
+		links = append(links, dct.ChainLink{DelegationID: a.DelegationID})
+	}
+	levels := budgetLevels(&dct.AuthorizedScope{Issuer: t.Authority.Issuer, Chain: links})
+	return store.Spent(levels[len(levels)-1].Key)
+}

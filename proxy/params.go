@@ -1,0 +1,240 @@
+package proxy
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"strings"
+	"unicode"
+	"unicode/utf8"
+)
+
+// callParams are the members of tools/call params that the gate reads, as
+// raw JSON.
+type callParams struct {
+	name, arguments, delegateos []byte
+	// strip is set when the params carry _delegateos in any letter case:
+	// the member is removed before the call is forwarded.
+	strip bool
+}
+
+// Why readCallParams refuses params.
+var (
+	errParamsNotObject = errors.New("tools/call params must be an object")
+	errParamsTooDeep   = fmt.Errorf("tools/call params nest deeper than %d levels", maxNesting)
+)
+
+// repeatedMemberError is params in which one object gives a member twice.
+type repeatedMemberError struct{ name string }
+
+func (e *repeatedMemberError) Error() string {
+	return fmt.Sprintf("tools/call params give the member %q more than once (names that differ only in letter case count as the same)", e.name)
+}
+
+// readCallParams reads tools/call params in one pass: it finds the members
+// the gate needs and makes sure that no object in them, at any depth,
+// gives a member twice, counting names that differ only in letter case as
+// the same (encoding/json, which many servers decode with, matches them
+// and takes the last), so that the upstream reads the call the gate
+// decides.
+func readCallParams(b []byte) (callParams, error) {
+	var cp callParams
+	s := scanner{b: b}
+	s.ws()
+	if !s.eat('{') {
+		return cp, errParamsNotObject
+	}
+	s.ws()
+	if !s.eat('}') {
+		var seen nameSet
+		for {
+			s.ws()
+			raw, ok := s.str()
+			if !ok {
+				return cp, errParamsNotObject
+			}
+			name, ok := memberName(raw)
+			if !ok {
+				return cp, errParamsNotObject
+			}
+			if seen.add(name) {
+				return cp, &repeatedMemberError{name: string(name)}
+			}
+			s.ws()
+			if !s.eat(':') {
+				return cp, errParamsNotObject
+			}
+			s.ws()
+			start := s.i
+			dup, ok := s.names(1)
+			switch {
+			case s.tooDeep:
+				return cp, errParamsTooDeep
+			case !ok:
+				return cp, errParamsNotObject
+			case dup != "":
+				return cp, &repeatedMemberError{name: dup}
+			}
+			switch v := b[start:s.i]; {
+			case string(name) == "name":
+				cp.name = v
+			case string(name) == "arguments":
+				cp.arguments = v
+			case string(name) == "_delegateos":
+				cp.delegateos, cp.strip = v, true
+			case bytes.EqualFold(name, []byte("_delegateos")):
+				cp.strip = true
+			}
+			s.ws()
+			if s.eat(',') {
+				continue
+			}
+			if !s.eat('}') {
+				return cp, errParamsNotObject
+			}
+			break
+		}
+	}
+	s.ws()
+	if s.i != len(b) {
+		return cp, errParamsNotObject
+	}
+	return cp, nil
+}
+
+// names consumes one value and returns the first member name repeated in
+// one of its objects, or "".
+func (s *scanner) names(depth int) (string, bool) {
+	if depth > maxNesting {
+		s.tooDeep = true
+		return "", false
+	}
+	if s.i >= len(s.b) {
+		return "", false
+	}
+	switch s.b[s.i] {
+	case '{':
+		s.i++
+		s.ws()
+		if s.eat('}') {
+			return "", true
+		}
+		var seen nameSet
+		for {
+			s.ws()
+			raw, ok := s.str()
+			if !ok {
+				return "", false
+			}
+			name, ok := memberName(raw)
+			if !ok {
+				return "", false
+			}
+			if seen.add(name) {
+				return string(name), true
+			}
+			s.ws()
+			if !s.eat(':') {
+				return "", false
+			}
+			s.ws()
+			if dup, ok := s.names(depth + 1); !ok || dup != "" {
+				return dup, ok
+			}
+			s.ws()
+			if s.eat(',') {
+				continue
+			}
+			return "", s.eat('}')
+		}
+	case '[':
+		s.i++
+		s.ws()
+		if s.eat(']') {
+			return "", true
+		}
+		for {
+			s.ws()
+			if dup, ok := s.names(depth + 1); !ok || dup != "" {
+				return dup, ok
+			}
+			s.ws()
+			if s.eat(',') {
+				continue
+			}
+			return "", s.eat(']')
+		}
+	}
+	return "", s.skip(depth)
+}
+
+// memberName decodes a member name (raw JSON with its quotes); only a
+// name with escapes is copied.
+func memberName(raw []byte) ([]byte, bool) {
+	if v := raw[1 : len(raw)-1]; bytes.IndexByte(v, '\\') < 0 {
+		return v, true
+	}
+	s, ok := unquote(raw)
+	return []byte(s), ok
+}
+
+// nameSet holds the member names of one object and reports a name that
+// strings.EqualFold holds equal to one already added. The first few names
+// are compared in place, which costs no allocation for the small objects
+// of a typical call; past that they go into a map by their folded form.
+type nameSet struct {
+	few  [8][]byte
+	n    int
+	many map[string]bool
+}
+
+// add adds name and reports whether it was already there.
+func (ns *nameSet) add(name []byte) bool {
+	if ns.many == nil {
+		for _, seen := range ns.few[:ns.n] {
+			if bytes.EqualFold(seen, name) {
+				return true
+			}
+		}
+		if ns.n < len(ns.few) {
+			ns.few[ns.n] = name
+			ns.n++
+			return false
+		}
+		ns.many = make(map[string]bool, 2*len(ns.few))
+		for _, seen := range ns.few {
+			ns.many[foldName(string(seen))] = true
+		}
+	}
+	f := foldName(string(name))
+	if ns.many[f] {
+		return true
+	}
+	ns.many[f] = true
+	return false
+}
+
+// foldName maps every name that strings.EqualFold holds equal to one key:
+// each rune becomes the smallest rune of its case-folding orbit.
+func foldName(name string) string {
+	ascii := true
+	for i := 0; i < len(name); i++ {
+		if name[i] >= utf8.RuneSelf {
+			ascii = false
+			break
+		}
+	}
+	if ascii {
+		// 'K' < 'k' < U+212A KELVIN SIGN, 'S' < 's' < U+017F LONG S.
+		return strings.ToUpper(name)
+	}
+	var b strings.Builder
+	for _, r := range name {
+		least := r
+		for f := unicode.SimpleFold(r); f != r; f = unicode.SimpleFold(f) {
+			least = min(least, f)
+		}
+		b.WriteRune(least)
+	}
+	return b.String()
+}

@@ -1,0 +1,173 @@
+package proxy
+
+import (
+	"bytes"
+	"time"
+)
+
+// pending is a client request forwarded to the upstream and not yet answered.
+type pending struct {
+	key    requestID
+	id     []byte // the id as the client wrote it, for error replies
+	method string
+	tool   string
+	// decision is &dec while the call holds a decision to settle, nil once
+	// it is settled or claimed by another path.
+	decision *Decision
+	dec      Decision
+	start    time.Time // when the gate began deciding
+	idBuf    [20]byte  // id's storage when it fits, saving an allocation per call
+}
+
+func newPending(key requestID, id []byte, method string) *pending {
+	p := &pending{key: key, method: method}
+	p.id = append(p.idBuf[:0:len(p.idBuf)], id...)
+	return p
+}
+
+// claim moves p's decision to a copy that the caller settles, leaving p
+// without one, so that no other path can settle it a second time. The
+// caller holds the session's lock.
+func (p *pending) claim() *pending {
+	if p.decision == nil {
+		return nil
+	}
+	c := &pending{key: p.key, id: p.id, method: p.method, tool: p.tool, dec: p.dec, start: p.start}
+	c.decision = &c.dec
+	p.decision = nil
+	return c
+}
+
+func (p *pending) cost() int64 {
+	if p.decision == nil {
+		return 0
+	}
+	return p.decision.Call.Cost
+}
+
+// requestID is a request id as responses are matched to requests: a string
+// by its value, an integer by its value. The client may only use canonical
+// integers within ±(2^53−1), so an integer's value and text agree.
+type requestID struct {
+	str   string
+	num   int64
+	isStr bool
+}
+
+// maxIDBytes bounds a string request id (its JSON, quotes included).
+const maxIDBytes = 258
+
+// parseRequestID accepts the ids every JSON-RPC implementation reads the
+// same way: strings of at most 256 bytes and integers within ±(2^53−1)
+// written canonically. "1.0" or "1e0" would be answered as 1 by most servers
+// and matched to the wrong request.
+func parseRequestID(raw []byte) (requestID, bool) {
+	if len(raw) > 0 && raw[0] == '"' {
+		if len(raw) > maxIDBytes {
+			return requestID{}, false
+		}
+		s, ok := unquote(raw)
+		return requestID{str: s, isStr: true}, ok
+	}
+	n, ok := canonicalInt(raw)
+	return requestID{num: n}, ok
+}
+
+const maxSafeInt = 1<<53 - 1
+
+// canonicalInt reads an integer written as JSON writes it, without a sign
+// on zero, leading zeros, fraction or exponent, within ±(2^53−1).
+func canonicalInt(b []byte) (int64, bool) {
+	neg := len(b) > 0 && b[0] == '-'
+	if neg {
+		b = b[1:]
+	}
+	if len(b) == 0 || len(b) > 16 || b[0] == '0' && (len(b) > 1 || neg) {
+		return 0, false
+	}
+	var n int64
+	for _, c := range b {
+		if c < '0' || c > '9' {
+			return 0, false
+		}
+		n = n*10 + int64(c-'0')
+	}
+	if n > maxSafeInt {
+		return 0, false
+	}
+	if neg {
+		n = -n
+	}
+	return n, true
+}
+
+// pendingTable holds the requests in flight by id. The session's lock
+// guards it.
+type pendingTable struct {
+	num map[int64]*pending
+	str map[string]*pending
+}
+
+func newPendingTable() pendingTable {
+	return pendingTable{num: map[int64]*pending{}, str: map[string]*pending{}}
+}
+
+func (t *pendingTable) len() int { return len(t.num) + len(t.str) }
+
+func (t *pendingTable) get(k requestID) *pending {
+	if k.isStr {
+		return t.str[k.str]
+	}
+	return t.num[k.num]
+}
+
+func (t *pendingTable) put(p *pending) {
+	if p.key.isStr {
+		t.str[p.key.str] = p
+	} else {
+		t.num[p.key.num] = p
+	}
+}
+
+func (t *pendingTable) remove(p *pending) {
+	if p.key.isStr {
+		delete(t.str, p.key.str)
+	} else {
+		delete(t.num, p.key.num)
+	}
+}
+
+// lookup returns the request that the JSON id raw (from a response or a
+// cancellation) answers, or nil. A string matches by value, a number only
+// if it is written as the client's was.
+func (t *pendingTable) lookup(raw []byte) *pending {
+	if len(raw) >= 2 && raw[0] == '"' {
+		if v := raw[1 : len(raw)-1]; bytes.IndexByte(v, '\\') < 0 {
+			return t.str[string(v)] // no allocation for a lookup
+		}
+		s, ok := unquote(raw)
+		if !ok {
+			return nil
+		}
+		return t.str[s]
+	}
+	n, ok := canonicalInt(raw)
+	if !ok {
+		return nil
+	}
+	return t.num[n]
+}
+
+// drain removes and returns every request.
+func (t *pendingTable) drain() []*pending {
+	ps := make([]*pending, 0, t.len())
+	for k, p := range t.num {
+		ps = append(ps, p)
+		delete(t.num, k)
+	}
+	for k, p := range t.str {
+		ps = append(ps, p)
+		delete(t.str, k)
+	}
+	return ps
+}

@@ -1,0 +1,76 @@
+package reputation
+
+import (
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"sync"
+)
+
+// profileCache keeps the profiles Trust has parsed, so that the proxy's
+// trust gate does not parse a large profile on every delegation. An entry
+// is used only while the file is the one it was read from: same file
+// (device and inode), size and modification time. Every write renames a
+// new file into place, so any write invalidates it.
+type profileCache struct {
+	mu sync.Mutex
+	m  map[string]cacheEntry
+}
+
+type cacheEntry struct {
+	fi fs.FileInfo
+	p  *Profile // never modified
+}
+
+// cachedProfile is a profileLoader for readers that do not modify the
+// profile: the document is not kept, only the Profile.
+func (w *Workspace) cachedProfile(slug string, _ []byte) (*loadedProfile, error) {
+	path := w.path(ProfilesDir, slug)
+	// The file is looked at before it is read: if a writer replaces it in
+	// between, the entry describes the older file and is refreshed on the
+	// next call; it can never describe a newer file than it holds.
+	fi, err := os.Lstat(path)
+	if err != nil {
+		w.cache.drop(slug)
+		if errors.Is(err, fs.ErrNotExist) {
+			return nil, fmt.Errorf("%s: %w", path, ErrNotFound)
+		}
+		return nil, err
+	}
+	if p := w.cache.get(slug, fi); p != nil {
+		return &loadedProfile{p: p}, nil
+	}
+	lp, err := w.loadProfile(slug, nil)
+	if err != nil {
+		w.cache.drop(slug)
+		return nil, err
+	}
+	w.cache.put(slug, fi, lp.p)
+	return &loadedProfile{p: lp.p}, nil
+}
+
+func (c *profileCache) get(slug string, fi fs.FileInfo) *Profile {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	e, ok := c.m[slug]
+	if !ok || !os.SameFile(e.fi, fi) || e.fi.Size() != fi.Size() || !e.fi.ModTime().Equal(fi.ModTime()) {
+		return nil
+	}
+	return e.p
+}
+
+func (c *profileCache) put(slug string, fi fs.FileInfo, p *Profile) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.m == nil {
+		c.m = make(map[string]cacheEntry)
+	}
+	c.m[slug] = cacheEntry{fi: fi, p: p}
+}
+
+func (c *profileCache) drop(slug string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	delete(c.m, slug)
+}
