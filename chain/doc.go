@@ -24,6 +24,11 @@
 // acts on a token. A chain store is a record of verified delegations, not a
 // verifier.
 //
+// NewRoot and NewChild make the record of a delegation from its token (and
+// its parent's record), and Records makes the records of every delegation a
+// token's chain holds, so that a proxy that has verified a token can record
+// the chain it came through.
+//
 // # Status
 //
 // A delegation is active until it is completed, failed or revoked, and

@@ -30,6 +30,8 @@ type File struct {
 	lines  int         // lines replayed into s
 	fi     fs.FileInfo // the log as first opened; it must stay the same file
 	closed bool
+	// syncLog makes an append durable; tests replace it to make it fail.
+	syncLog func(*os.File) error
 }
 
 var _ Store = (*File)(nil)
@@ -43,7 +45,10 @@ func OpenFile(path string) (*File, error) {
 
 // Load reads the log at path, under its lock, and returns every delegation
 // in the order they were inserted. A missing log is an error wrapping
-// fs.ErrNotExist, never an empty chain.
+// fs.ErrNotExist, never an empty chain. Like every reader it takes the lock
+// (path + ".lock", created if missing), so it needs write access to that
+// file: a reader that did not lock could see a torn line being cut off and
+// replaced, and take the mixture for corruption.
 func Load(path string) ([]Delegation, error) {
 	f, err := openFile(path, false)
 	if err != nil {
@@ -61,7 +66,7 @@ func openFile(path string, create bool) (*File, error) {
 	if abs, err := filepath.Abs(path); err == nil {
 		path = abs
 	}
-	f := &File{path: path}
+	f := &File{path: path, syncLog: (*os.File).Sync}
 	if !create {
 		if _, err := os.Stat(path); err != nil {
 			return nil, fmt.Errorf("chain log %s: %w", path, err)
@@ -218,7 +223,7 @@ func (f *File) write(e *event) (changed []string, err error) {
 			log.Truncate(end)
 			return fmt.Errorf("chain log %s: nothing was recorded: %w", f.path, err)
 		}
-		if err := log.Sync(); err != nil {
+		if err := f.syncLog(log); err != nil {
 			log.Truncate(end)
 			log.Sync()
 			return fmt.Errorf("chain log %s: nothing was recorded (sync failed): %w", f.path, err)

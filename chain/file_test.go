@@ -417,3 +417,33 @@ func TestDecodeLineLimit(t *testing.T) {
 		t.Fatalf("decodeLine of a %d-byte line: %v", len(line), err)
 	}
 }
+
+// An append whose sync fails is cut back and not applied: the caller is
+// told nothing was recorded, and the log and the store agree.
+func TestFileSyncFails(t *testing.T) {
+	f := newFixture(t)
+	path := filepath.Join(t.TempDir(), "chain.log")
+	s := mustOpen(t, path)
+	mustInsert(t, s, f.root)
+	before, _ := os.ReadFile(path)
+	failure := errors.New("injected sync failure")
+	s.syncLog = func(*os.File) error { return failure }
+	wantErr(t, s.Insert(f.a), failure)
+	if _, err := s.Revoke(f.root.ID, t0.Add(time.Minute)); !errors.Is(err, failure) {
+		t.Fatalf("Revoke: %v", err)
+	}
+	s.syncLog = (*os.File).Sync
+	if after, _ := os.ReadFile(path); !bytes.Equal(after, before) {
+		t.Fatalf("a failed append was left in the log:\n%s", after)
+	}
+	if _, err := s.Get(f.a.ID); !errors.Is(err, fs.ErrNotExist) {
+		t.Fatalf("a failed insert was applied: %v", err)
+	}
+	if d, _ := s.Get(f.root.ID); d.Status != StatusActive {
+		t.Fatalf("a failed revoke was applied: %+v", d)
+	}
+	mustInsert(t, s, f.a)
+	if got := ids(mustList(t, mustOpen(t, path))); !slices.Equal(got, []string{f.root.ID, f.a.ID}) {
+		t.Fatalf("after a failed and a good append: %v", got)
+	}
+}

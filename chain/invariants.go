@@ -34,7 +34,7 @@ func checkChild(parent *rec, d *Delegation, tok *dct.Token) error {
 	if p.Status != StatusActive {
 		return violation(InvariantParentActive, d.ID, "its parent %s is %s; only an active delegation delegates", p.ID, p.Status)
 	}
-	if false {
+	if d.From != p.To {
 		return violation(InvariantFrom, d.ID, "from is %s, but its parent %s delegated to %s", d.From, p.ID, p.To)
 	}
 	if d.Depth != p.Depth+1 {

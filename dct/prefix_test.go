@@ -39,3 +39,17 @@ func TestPrefix(t *testing.T) {
 		}
 	}
 }
+
+// A parsed token is unverified: one with fewer signatures than blocks gets
+// an error from Prefix, not a panic.
+func TestPrefixMissingSignatures(t *testing.T) {
+	st := chain2(t).Unverified()
+	st.Signatures = st.Signatures[:1]
+	tok, err := Parse(serialize(t, st))
+	if err != nil {
+		t.Fatalf("Parse: %v", err)
+	}
+	if _, err := tok.Prefix(2); err == nil {
+		t.Fatal("Prefix(2) of a token with one signature succeeded")
+	}
+}

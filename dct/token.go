@@ -103,6 +103,10 @@ func (tok *Token) Prefix(n int) (*Token, error) {
 		return tok, nil
 	}
 	t := tok.Unverified()
+	if len(t.Signatures) < n {
+		// A parsed token has not been verified: it may lack signatures.
+		return nil, fmt.Errorf("prefix of %d blocks: the token has only %d signatures", n, len(t.Signatures))
+	}
 	t.Attenuations = t.Attenuations[:n-1]
 	t.Signatures = t.Signatures[:n]
 	return reparse(&t)

@@ -202,11 +202,19 @@ func (d *Delegations) record(tok *dct.Token, now time.Time) *DelegateResult {
 		held, err := d.Chain.Get(rec.ID)
 		switch {
 		case errors.Is(err, fs.ErrNotExist):
-			if err := d.Chain.Insert(rec); err != nil {
+			err := d.Chain.Insert(rec)
+			if err == nil {
+				continue
+			}
+			if !errors.Is(err, chain.ErrDuplicate) {
 				r := reject(RejectChainInvariant, "%v", err)
 				return &r
 			}
-			continue
+			// Another proxy on the same log recorded it first.
+			if held, err = d.Chain.Get(rec.ID); err != nil {
+				r := reject(RejectInternal, "the delegation chain cannot be read: %v", err)
+				return &r
+			}
 		case err != nil:
 			r := reject(RejectInternal, "the delegation chain cannot be read: %v", err)
 			return &r
