@@ -146,6 +146,8 @@ func TestJSONSchemaCheck(t *testing.T) {
 		{"schema JS pattern", `{"a":"\u00a0"}`, `{"schema":{"properties":{"a":{"pattern":"^\\s$"}}}}`, "pass"},
 		{"schema pattern lookahead", `"x"`, `{"schema":{"pattern":"(?=x)"}}`, "error"},
 		{"schema patternProperties", `{"x-a":1}`, `{"schema":{"patternProperties":{"^x-":{"type":"string"}}}}`, "fail"},
+		{"schema patternProperties JS class", `{"é":1}`, `{"schema":{"patternProperties":{"^[^\\s]$":{"type":"string"}}}}`, "fail"},
+		{"schema patterns that translate alike", `{}`, `{"schema":{"patternProperties":{"\u0041":{},"A":{}}}}`, "error"},
 	}
 	runChecks(t, "json_schema", append(cases, commonBadParams(`{"schema":{}}`)...))
 }
@@ -178,6 +180,20 @@ func TestSchemaNeverLoads(t *testing.T) {
 	}
 	if n := requests.Load(); n != 0 {
 		t.Errorf("%d requests reached the server", n)
+	}
+}
+
+// TestSchemaDetailsQuoteThePattern: a failed pattern is reported as the
+// schema wrote it, not as its Go translation.
+func TestSchemaDetailsQuoteThePattern(t *testing.T) {
+	s, err := compileSchema(json.RawMessage(`{"properties":{"a":{"pattern":"^\\s[^]$"}}}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, _ := decodeValue([]byte(`{"a":"xx"}`))
+	res, err := validateSchema(s, out)
+	if err != nil || res.Passed || !strings.Contains(res.Details, `'^\\s[^]$'`) {
+		t.Fatalf("%+v %v", res, err)
 	}
 }
 

@@ -76,30 +76,31 @@ func (j *CommandJudge) Judge(ctx context.Context, req JudgeRequest) (JudgeRespon
 	case ctx.Err() != nil:
 		return JudgeResponse{}, ctx.Err()
 	case err != nil:
-		return JudgeResponse{}, fmt.Errorf("%w: %s: %v: %s", ErrJudge, j.Command[0], err, strings.TrimSpace(stderr.String()))
+		return JudgeResponse{}, fmt.Errorf("%w: %s: %v: %s", ErrJudge, j.Command[0], err, strings.TrimSpace(stderr.buf.String()))
 	}
-	return ParseJudgeReply(stdout.Bytes())
+	return ParseJudgeReply(stdout.buf.Bytes())
 }
 
 // cappedBuffer keeps at most max bytes. Past that it keeps nothing more,
 // notes the overflow, calls overflow (if set) and fails the write, which
-// stops exec's copy.
+// stops exec's copy. It has only Write (no ReadFrom, which io.Copy would
+// prefer and which would grow without bound).
 type cappedBuffer struct {
-	bytes.Buffer
+	buf      bytes.Buffer
 	max      int
 	over     bool
 	overflow func()
 }
 
 func (b *cappedBuffer) Write(p []byte) (int, error) {
-	if room := b.max - b.Len(); len(p) > room {
+	if room := b.max - b.buf.Len(); len(p) > room {
 		if b.overflow == nil { // stderr: keep the start, drop the rest
-			b.Buffer.Write(p[:max(room, 0)])
+			b.buf.Write(p[:max(room, 0)])
 			return len(p), nil
 		}
 		b.over = true
 		b.overflow()
 		return 0, errors.New("output limit exceeded")
 	}
-	return b.Buffer.Write(p)
+	return b.buf.Write(p)
 }

@@ -79,6 +79,11 @@ func TestCommandJudgeFailures(t *testing.T) {
 			t.Errorf("%s: took %v", c.name, time.Since(start))
 		}
 	}
+	// stderr is quoted in the error, cut to a bounded length.
+	_, err := (&CommandJudge{Command: []string{script(t, `head -c 1000000 /dev/zero | tr '\0' e >&2; exit 1`)}}).Judge(context.Background(), JudgeRequest{})
+	if !errors.Is(err, ErrJudge) || len(err.Error()) > maxStderr+512 || !strings.Contains(err.Error(), "eeee") {
+		t.Errorf("noisy failure: %d bytes: %.100s", len(err.Error()), err)
+	}
 	if _, err := (&CommandJudge{}).Judge(context.Background(), JudgeRequest{}); !errors.Is(err, ErrJudge) {
 		t.Errorf("no command: %v", err)
 	}

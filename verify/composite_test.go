@@ -72,6 +72,7 @@ func TestCompositeModes(t *testing.T) {
 		{"majority single fail", composite("majority", "", "fail"), false, 0, ""},
 		{"weighted default threshold pass", composite("weighted", `,"weights":[0.7,0.3]`, "pass", "fail"), true, 0.7, "threshold 0.7"},
 		{"weighted default threshold fail", composite("weighted", `,"weights":[0.6,0.4]`, "pass", "fail"), false, 0.6, ""},
+		{"weighted just below threshold", composite("weighted", `,"weights":[0.699,0.301]`, "pass", "fail"), false, 0.699, ""},
 		{"weighted uses scores", composite("weighted", `,"weights":[0.5,0.5]`, "pass_0.5", "fail_0.9"), true, 0.7, ""},
 		{"weighted missing scores are 1 and 0", composite("weighted", `,"weights":[0.5,0.5]`, "pass", "fail_silent"), false, 0.5, ""},
 		{"weighted threshold", composite("weighted", `,"weights":[0.5,0.5],"passThreshold":0.5`, "pass", "fail"), true, 0.5, "threshold 0.5"},

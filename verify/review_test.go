@@ -12,7 +12,7 @@ import (
 const reviewSpec = `{"method":"human_review","judgePrompt":"Is {output} what {contract} asks?","passThreshold":0.7}`
 
 func TestHumanReviewAnswers(t *testing.T) {
-	var got ReviewRequest
+	var got ReviewRequest // written before the answer is sent, read after it arrives
 	rev := ReviewerFunc(func(ctx context.Context, req ReviewRequest) (CheckResult, error) {
 		got = req
 		return CheckResult{Passed: true, Score: score(0.9), Details: "approved by alice"}, nil
@@ -68,9 +68,9 @@ func TestHumanReviewTimeout(t *testing.T) {
 // TestHumanReviewSpecTimeout: the spec's timeoutMs wins over the
 // Verifier's ReviewTimeout.
 func TestHumanReviewSpecTimeout(t *testing.T) {
-	var deadline time.Time
+	deadlines := make(chan time.Time, 1)
 	rev := ReviewerFunc(func(ctx context.Context, req ReviewRequest) (CheckResult, error) {
-		deadline = req.Deadline
+		deadlines <- req.Deadline
 		<-ctx.Done()
 		return CheckResult{}, ctx.Err()
 	})
@@ -80,7 +80,7 @@ func TestHumanReviewSpecTimeout(t *testing.T) {
 	if err != nil || res.Passed || !strings.Contains(res.Details, "timed out after 30ms") {
 		t.Fatalf("%+v %v", res, err)
 	}
-	if d := deadline.Sub(start); d > time.Second {
+	if d := (<-deadlines).Sub(start); d > time.Second {
 		t.Errorf("deadline %v away", d)
 	}
 }
