@@ -20,11 +20,12 @@ type profileCache struct {
 
 type cacheEntry struct {
 	fi fs.FileInfo
-	p  *Profile // never modified
+	p  *Profile // without its signals; never modified
 }
 
-// cachedProfile is a profileLoader for readers that do not modify the
-// profile: the document is not kept, only the Profile.
+// cachedProfile is a profileLoader for Trust: the profile it returns has
+// its identity and stored scores but not its signals, which would make
+// the cache as large as the workspace.
 func (w *Workspace) cachedProfile(slug string, _ []byte) (*loadedProfile, error) {
 	path := w.path(ProfilesDir, slug)
 	// The file is looked at before it is read: if a writer replaces it in
@@ -46,8 +47,10 @@ func (w *Workspace) cachedProfile(slug string, _ []byte) (*loadedProfile, error)
 		w.cache.drop(slug)
 		return nil, err
 	}
-	w.cache.put(slug, fi, lp.p)
-	return &loadedProfile{p: lp.p}, nil
+	p := *lp.p
+	p.Signals = nil
+	w.cache.put(slug, fi, &p)
+	return &loadedProfile{p: &p}, nil
 }
 
 func (c *profileCache) get(slug string, fi fs.FileInfo) *Profile {

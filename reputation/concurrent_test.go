@@ -188,8 +188,8 @@ func TestKilledWriterLeavesValidFile(t *testing.T) {
 	if _, err := w.Record(agent, "", sig(src, 1, t0)); err != nil {
 		t.Fatal(err)
 	}
-	if problems, err := w.Validate(); err != nil || len(errorsOnly(problems)) != 0 {
-		t.Fatalf("%+v %v", problems, err)
+	if r, err := w.Validate(); err != nil || r.Errors() != 0 {
+		t.Fatalf("%+v %v", r, err)
 	}
 }
 

@@ -2,6 +2,7 @@ package reputation
 
 import (
 	"errors"
+	"fmt"
 	"math"
 	"reflect"
 	"strings"
@@ -131,7 +132,7 @@ func TestLifecycle(t *testing.T) {
 	}
 	var te *TransitionError
 	errors.As(evaluate(), &te)
-	if msg := te.Error(); !strings.Contains(msg, "only a completed contract can become evaluated") {
+	if msg := te.Error(); !strings.Contains(msg, "it must be completed to become evaluated") {
 		t.Errorf("message: %s", msg)
 	}
 }
@@ -412,9 +413,9 @@ func TestContractRules(t *testing.T) {
 	if _, err := w.Contract("draft-coverage-report"); err != nil {
 		t.Fatal(err)
 	}
-	problems, err := w.Validate()
-	if err != nil || len(problems) != 1 || problems[0].Severity != SeverityWarning || !strings.Contains(problems[0].Message, "sum to 1.45") {
-		t.Fatalf("%+v, %v", problems, err)
+	report, err := w.Validate()
+	if err != nil || len(report.Problems) != 1 || report.Errors() != 0 || !strings.Contains(report.Problems[0].Message, "sum to 1.45") {
+		t.Fatalf("%+v, %v", report, err)
 	}
 	_, _, err = w.Evaluate("draft-coverage-report", map[string]float64{Completeness: 1, Accuracy: 1, Clarity: 1, Timeliness: 1}, "", t0)
 	if !errors.Is(err, ErrEvaluation) {
@@ -440,5 +441,66 @@ func TestContractRoundTrip(t *testing.T) {
 	}
 	if names := got.CriteriaNames(); !reflect.DeepEqual(names, []string{"accuracy", "citations"}) {
 		t.Fatalf("%v", names)
+	}
+}
+
+// An artifact with many tags rates at most MaxDomainSignals domains.
+func TestEvaluateDomainLimit(t *testing.T) {
+	w := testWorkspace(t)
+	var tags []string
+	for i := range MaxDomainSignals + 4 {
+		tags = append(tags, fmt.Sprintf("topic-%d", i))
+	}
+	writeWS(t, w, "artifacts/many.md", "---\ntags: ["+strings.Join(tags, ", ")+"]\n---\n")
+	newTestContract(t, w, "many", func(p *ContractParams) {
+		p.Task = Task{Description: "d", OutputFormat: KnowledgeArtifact, OutputSlug: "many"}
+	})
+	mustStep(t, w, "many")
+	_, signals, err := w.Evaluate("many", specScores, "", t0)
+	if err != nil || len(signals) != 1+MaxDomainSignals {
+		t.Fatalf("%d signals, %v", len(signals), err)
+	}
+}
+
+func TestCreateContractCriteriaLimit(t *testing.T) {
+	w := testWorkspace(t)
+	crit := map[string]float64{}
+	for i := range MaxCriteria + 1 {
+		crit[fmt.Sprintf("c%d", i)] = 1.0 / float64(MaxCriteria+1)
+	}
+	_, err := w.CreateContract(ContractParams{Slug: "x", Delegator: testKey(t, 1).ID(), Delegate: testKey(t, 2).ID(), Task: Task{Description: "d"}, Criteria: crit, Created: t0})
+	if !errors.Is(err, ErrInvalid) || !strings.Contains(err.Error(), "more than") {
+		t.Fatalf("%v", err)
+	}
+}
+
+// A rewrite never changes a value it does not set, even where yaml.v3
+// cannot write the original block style back (a folded scalar that starts
+// with an empty line).
+func TestRewriteKeepsBlockScalarValues(t *testing.T) {
+	w := testWorkspace(t)
+	content := strings.NewReplacer(
+		"draft-coverage-report", "folded", "status: completed", "status: draft",
+		"  description: >-\n", "  description: >\n\n   leading empty line\n  note: |2\n     indented first line\n  old: >-\n",
+	).Replace(foreignContract)
+	writeWS(t, w, "contracts/folded.md", content)
+	before, err := w.Contract("folded")
+	if err != nil {
+		t.Fatal(err)
+	}
+	beforeDoc, _ := parseDocument([]byte(content))
+	if _, err := w.Activate("folded"); err != nil {
+		t.Fatal(err)
+	}
+	after, err := w.Contract("folded")
+	if err != nil || after.Task.Description != before.Task.Description || before.Task.Description != "\nleading empty line\n" {
+		t.Fatalf("%q → %q (%v)", before.Task.Description, after.Task.Description, err)
+	}
+	afterDoc, _ := parseDocument([]byte(readWS(t, w, "contracts/folded.md")))
+	for _, k := range []string{"note", "old"} {
+		b, a := lookup(lookup(beforeDoc.root, "task"), k), lookup(lookup(afterDoc.root, "task"), k)
+		if a == nil || a.Value != b.Value {
+			t.Fatalf("task.%s changed from %q", k, b.Value)
+		}
 	}
 }

@@ -17,7 +17,9 @@
 //
 // # Agents and slugs
 //
-// Agents given as principal IDs or did:key are stored as did:key. The
+// Agents given as principal IDs or did:key are stored as did:key. A
+// signal's source defaults, in the CLI, to the did of the workspace's AWP
+// IDENTITY.md (Observer). The
 // profile this package creates for one is reputation/key-<base32 of the
 // public key>.md (AgentSlug): base58 is case-sensitive, so a lowercased
 // did:key could name two agents. A profile another tool wrote under any
@@ -67,7 +69,10 @@
 // are kept in the extension field until a person runs Evaluate with the
 // rest. Trust and TrustGate let the proxy refuse delegating to an agent
 // whose decayed reliability is below a threshold once its confidence is
-// high enough; unknown agents are never refused for being unknown.
+// high enough; unknown agents are never refused for being unknown. Trust
+// reads the stored state with decay (a clock behind the last signal reads
+// it undecayed, never as unknown) and caches parsed profiles while their
+// files are unchanged; an error from it means the gate cannot decide.
 //
 // # Concurrency and crashes
 //

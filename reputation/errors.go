@@ -45,7 +45,7 @@ func (e *TransitionError) Error() string {
 	if want == "" {
 		return fmt.Sprintf("%s: cannot move to %q", e.Contract, e.To)
 	}
-	return fmt.Sprintf("%s is %s; only a %s contract can become %s (draft → active → completed → evaluated)", e.Contract, e.From, want, e.To)
+	return fmt.Sprintf("%s is %s; it must be %s to become %s (draft → active → completed → evaluated)", e.Contract, e.From, want, e.To)
 }
 
 // Is makes errors.Is(err, ErrTransition) true.

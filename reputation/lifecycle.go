@@ -42,7 +42,7 @@ func parseContractFile(data []byte, slug string) (*loadedContract, []Problem, er
 	d := &decoder{file: rel(ContractsDir, slug)}
 	doc, err := parseDocument(data)
 	if err != nil {
-		var le *lineError
+		le := &lineError{msg: err.Error()}
 		errors.As(err, &le)
 		d.problems = append(d.problems, Problem{File: d.file, Line: le.line, Message: le.msg, Severity: SeverityError})
 		return nil, d.problems, d.err()

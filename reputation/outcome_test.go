@@ -15,13 +15,13 @@ func TestTimelinessScore(t *testing.T) {
 		deadline, done time.Time
 		want           float64
 	}{
-		{time.Time{}, t0.Add(1000 * time.Hour), 1},    // no deadline
-		{deadline, t0.Add(9 * time.Hour), 1},          // early
-		{deadline, deadline, 1},                       // on the dot
-		{deadline, deadline.Add(2 * time.Hour), 0.8},  // 20% of the time allowed late
-		{deadline, deadline.Add(30 * time.Hour), 0},   // very late
-		{t0.Add(-time.Hour), t0.Add(time.Minute), 0},  // deadline before creation
-		{t0, t0.Add(time.Nanosecond), 0},              // no time allowed
+		{time.Time{}, t0.Add(1000 * time.Hour), 1},   // no deadline
+		{deadline, t0.Add(9 * time.Hour), 1},         // early
+		{deadline, deadline, 1},                      // on the dot
+		{deadline, deadline.Add(2 * time.Hour), 0.8}, // 20% of the time allowed late
+		{deadline, deadline.Add(30 * time.Hour), 0},  // very late
+		{t0.Add(-time.Hour), t0.Add(time.Minute), 0}, // deadline before creation
+		{t0, t0.Add(time.Nanosecond), 0},             // no time allowed
 	} {
 		if got := TimelinessScore(created, c.deadline, c.done); got != c.want {
 			t.Errorf("deadline %v, done %v: %v, want %v", c.deadline, c.done, got, c.want)
@@ -65,8 +65,8 @@ func TestRecordOutcomeEvaluates(t *testing.T) {
 	if !strings.Contains(text, "delegateos:\n  delegationId: \"del_f7e8d9c0b1a2\"\n  taskContractId: \"ct_a1b2c3d4e5f6\"\n") {
 		t.Fatalf("link not recorded:\n%s", text)
 	}
-	if problems, err := w.Validate(); err != nil || len(problems) != 0 {
-		t.Fatalf("%+v, %v", problems, err)
+	if r, err := w.Validate(); err != nil || len(r.Problems) != 0 {
+		t.Fatalf("%+v, %v", r, err)
 	}
 	// A delegation is rated once.
 	if _, _, err := w.RecordOutcome(o, done); !errors.Is(err, ErrTransition) {

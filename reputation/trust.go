@@ -21,9 +21,11 @@ type TrustView struct {
 	LastSignal  time.Time `json:"lastSignal"`
 }
 
-// Trust returns the agent's reliability as it reads at now. An agent with
-// no profile, or a profile without reliability signals, is not known; an
-// error means the workspace could not be read, and a gate should deny.
+// Trust returns the agent's reliability as it reads at now (decay
+// applied). An agent with no profile, or a profile without reliability
+// signals, is not known; an error means the workspace could not be read,
+// and a gate should deny. Parsed profiles are cached while their files are
+// unchanged, so the gate does not parse a large profile on every call.
 func (w *Workspace) Trust(agent string, now time.Time) (TrustView, error) {
 	ref, err := parseAgent(agent)
 	if err != nil {
@@ -38,11 +40,13 @@ func (w *Workspace) Trust(agent string, now time.Time) (TrustView, error) {
 		return TrustView{}, err
 	}
 	v.Agent = lp.p.AgentDID
-	s := lp.p.Score(Reliability, now)
-	if !s.Known {
+	// The stored state with decay, never a replay: a clock behind the
+	// last signal reads the score undecayed, not as unknown.
+	d, ok := lp.p.Dimensions[Reliability]
+	if !ok || d.SampleSize <= 0 {
 		return v, nil
 	}
-	v.Known, v.Reliability, v.Confidence, v.SampleSize, v.LastSignal = true, s.Score, s.Confidence, s.SampleSize, s.LastSignal
+	v.Known, v.Reliability, v.Confidence, v.SampleSize, v.LastSignal = true, Decay(d.Score, d.LastSignal, now), Confidence(d.SampleSize), d.SampleSize, d.LastSignal
 	return v, nil
 }
 

@@ -27,8 +27,8 @@ func record(t *testing.T, w *Workspace, agent string, n int, score float64, at t
 func TestTrustGate(t *testing.T) {
 	w := testWorkspace(t)
 	newbie, flaky, solid, fewBad := testKey(t, 1), testKey(t, 2), testKey(t, 3), testKey(t, 4)
-	record(t, w, flaky.ID(), 20, 0.2, t0)  // confidence 0.67
-	record(t, w, solid.ID(), 20, 0.9, t0)  // confidence 0.67
+	record(t, w, flaky.ID(), 20, 0.2, t0) // confidence 0.67
+	record(t, w, solid.ID(), 20, 0.9, t0) // confidence 0.67
 	record(t, w, fewBad.ID(), 3, 0.1, t0) // confidence 0.23
 	// A profile with other dimensions only is still unknown in reliability.
 	if _, err := w.Record(newbie.ID(), "", Signal{Source: solid.ID(), Dimension: Coordination, Score: 0, Timestamp: t0}); err != nil {
@@ -142,5 +142,20 @@ func TestTrustSeesEveryWrite(t *testing.T) {
 	os.Remove(path)
 	if v, err := w.Trust(a.ID(), t0); err != nil || v.Known {
 		t.Fatalf("removed profile: %+v %v", v, err)
+	}
+}
+
+// A clock behind the last signal reads the reliability undecayed; the
+// agent does not become unknown.
+func TestTrustClockBehind(t *testing.T) {
+	w := testWorkspace(t)
+	a := testKey(t, 1)
+	record(t, w, a.ID(), 20, 0.1, t0)
+	v, err := w.Trust(a.ID(), t0.Add(-time.Hour))
+	if err != nil || !v.Known || v.Reliability != 0.1 || v.SampleSize != 20 {
+		t.Fatalf("%+v %v", v, err)
+	}
+	if ok, _ := (TrustGate{MinReliability: 0.5, MinConfidence: 0.5}).Allow(v); ok {
+		t.Fatal("allowed")
 	}
 }

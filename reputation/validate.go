@@ -12,14 +12,30 @@ import (
 	"github.com/delegateos/delegateos/identity"
 )
 
+// Report is the result of Validate.
+type Report struct {
+	// Files lists the workspace files checked, e.g. "reputation/bot.md".
+	Files []string `json:"files"`
+	// Problems lists every problem, sorted by file and line.
+	Problems []Problem `json:"problems"`
+}
+
+// Errors counts the error-severity problems: the workspace is valid when
+// there are none.
+func (r *Report) Errors() int { return len(errorsOnly(r.Problems)) }
+
+// Warnings counts the warnings.
+func (r *Report) Warnings() int { return len(r.Problems) - r.Errors() }
+
 // Validate checks every file of reputation/ and contracts/ against the
 // schemas and rules of RDP §2, §3, §5 and §6, and the workspace as a
 // whole: one profile per agent, contracts whose delegateSlug names their
 // delegate's profile, stored sample sizes that match the signals. It
-// returns every problem found, errors and warnings, sorted by file and
-// line; the error is only for a workspace that cannot be read at all.
-// Hidden files (such as the lock files) are not workspace files.
-func (w *Workspace) Validate() ([]Problem, error) {
+// reports every problem found, errors and warnings; the error is only for
+// a workspace that cannot be read at all. Hidden files (such as the lock
+// files) and files not ending in .md are not workspace files.
+func (w *Workspace) Validate() (*Report, error) {
+	r := &Report{Problems: []Problem{}, Files: []string{}}
 	var problems []Problem
 	profiles := map[string]*Profile{}
 	byDID := map[string]string{}
@@ -38,6 +54,7 @@ func (w *Workspace) Validate() ([]Problem, error) {
 				continue
 			}
 			file := sub + "/" + name
+			r.Files = append(r.Files, file)
 			slug := strings.TrimSuffix(name, ".md")
 			if !ValidSlug(slug) {
 				problems = append(problems, Problem{File: file, Message: "the file name is not a slug (lowercase letters, digits and hyphens, then .md), so its id cannot match it", Severity: SeverityError})
@@ -80,7 +97,8 @@ func (w *Workspace) Validate() ([]Problem, error) {
 		}
 		return problems[i].Line < problems[j].Line
 	})
-	return problems, nil
+	r.Problems = append(r.Problems, problems...)
+	return r, nil
 }
 
 // profileChecks are the checks of a valid profile that look at more than

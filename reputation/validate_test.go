@@ -9,8 +9,8 @@ import (
 // checks the workspace as a whole.
 func TestValidateWorkspace(t *testing.T) {
 	w := testWorkspace(t)
-	if problems, err := w.Validate(); err != nil || len(problems) != 0 {
-		t.Fatalf("empty workspace: %+v %v", problems, err)
+	if r, err := w.Validate(); err != nil || len(r.Problems) != 0 || len(r.Files) != 0 {
+		t.Fatalf("empty workspace: %+v %v", r, err)
 	}
 	a := testKey(t, 1)
 	record(t, w, a.ID(), 2, 0.5, t0)
@@ -30,9 +30,13 @@ func TestValidateWorkspace(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	problems, err := w.Validate()
+	report, err := w.Validate()
 	if err != nil {
 		t.Fatal(err)
+	}
+	problems := report.Problems
+	if len(report.Files) != 10 || report.Errors() != 5 || report.Warnings() != 5 {
+		t.Errorf("%d files, %d errors, %d warnings", len(report.Files), report.Errors(), report.Warnings())
 	}
 	var got []string
 	for _, p := range problems {

@@ -116,7 +116,7 @@ func parseProfileFile(data []byte, slug string) (*loadedProfile, []Problem, erro
 	d := &decoder{file: rel(ProfilesDir, slug)}
 	doc, err := parseDocument(data)
 	if err != nil {
-		var le *lineError
+		le := &lineError{msg: err.Error()}
 		errors.As(err, &le)
 		d.problems = append(d.problems, Problem{File: d.file, Line: le.line, Message: le.msg, Severity: SeverityError})
 		return nil, d.problems, d.err()
@@ -394,4 +394,31 @@ func (w *Workspace) appendLocked(ref agentRef, agentName string, signals []Signa
 		return nil, err
 	}
 	return p, nil
+}
+
+// IdentityFile is the AWP file that names the workspace's own agent.
+const IdentityFile = "IDENTITY.md"
+
+// Observer returns the DID in the front matter of the workspace's
+// IDENTITY.md (AWP): the agent on whose behalf the workspace records
+// signals. It wraps ErrNotFound when there is no such file or field.
+func (w *Workspace) Observer() (string, error) {
+	data, err := readFile(filepath.Join(w.dir, IdentityFile))
+	if err != nil {
+		return "", err
+	}
+	doc, err := parseDocument(data)
+	if err != nil {
+		return "", fmt.Errorf("%w: %s: %v", ErrInvalid, IdentityFile, err)
+	}
+	n := lookup(doc.root, "did")
+	if n == nil {
+		return "", fmt.Errorf("%s has no did field: %w", IdentityFile, ErrNotFound)
+	}
+	d := &decoder{file: IdentityFile}
+	did, _ := d.did(n, "did")
+	if err := d.err(); err != nil {
+		return "", err
+	}
+	return did, nil
 }

@@ -66,25 +66,25 @@ func TestRecordRefuses(t *testing.T) {
 		signals []Signal
 		want    error
 	}{
-		"no signals":           {a, nil, ErrInvalid},
-		"too many":             {a, make([]Signal, MaxSignalsPerRecord+1), ErrInvalid},
-		"score above 1":        {a, []Signal{mod(func(s *Signal) { s.Score = 1.01 })}, ErrInvalid},
-		"score NaN":            {a, []Signal{mod(func(s *Signal) { s.Score = nan() })}, ErrInvalid},
-		"no timestamp":         {a, []Signal{mod(func(s *Signal) { s.Timestamp = time.Time{} })}, ErrInvalid},
-		"no source":            {a, []Signal{mod(func(s *Signal) { s.Source = "" })}, ErrInvalid},
-		"bad dimension":        {a, []Signal{mod(func(s *Signal) { s.Dimension = "Reliability" })}, ErrInvalid},
-		"path dimension":       {a, []Signal{mod(func(s *Signal) { s.Dimension = "../x" })}, ErrInvalid},
-		"domain without name":  {a, []Signal{mod(func(s *Signal) { s.Dimension = DomainCompetence })}, ErrInvalid},
+		"no signals":            {a, nil, ErrInvalid},
+		"too many":              {a, make([]Signal, MaxSignalsPerRecord+1), ErrInvalid},
+		"score above 1":         {a, []Signal{mod(func(s *Signal) { s.Score = 1.01 })}, ErrInvalid},
+		"score NaN":             {a, []Signal{mod(func(s *Signal) { s.Score = nan() })}, ErrInvalid},
+		"no timestamp":          {a, []Signal{mod(func(s *Signal) { s.Timestamp = time.Time{} })}, ErrInvalid},
+		"no source":             {a, []Signal{mod(func(s *Signal) { s.Source = "" })}, ErrInvalid},
+		"bad dimension":         {a, []Signal{mod(func(s *Signal) { s.Dimension = "Reliability" })}, ErrInvalid},
+		"path dimension":        {a, []Signal{mod(func(s *Signal) { s.Dimension = "../x" })}, ErrInvalid},
+		"domain without name":   {a, []Signal{mod(func(s *Signal) { s.Dimension = DomainCompetence })}, ErrInvalid},
 		"domain on reliability": {a, []Signal{mod(func(s *Signal) { s.Domain = "law" })}, ErrInvalid},
-		"bad domain":           {a, []Signal{mod(func(s *Signal) { s.Dimension, s.Domain = DomainCompetence, "Law" })}, ErrInvalid},
-		"control in message":   {a, []Signal{mod(func(s *Signal) { s.Message = "\x1b]0;pwned\x07" })}, ErrInvalid},
-		"newline in evidence":  {a, []Signal{mod(func(s *Signal) { s.Evidence = "a\nb" })}, ErrInvalid},
-		"hostile agent":        {"../../etc/passwd", []Signal{good}, ErrInvalid},
-		"agent with dots":      {"..", []Signal{good}, ErrInvalid},
-		"absolute path":        {"/etc/passwd", []Signal{good}, ErrInvalid},
-		"bad DID":              {"did:key:", []Signal{good}, ErrInvalid},
-		"unknown other DID":    {"did:web:example.com", []Signal{good}, ErrUnsupportedAgent},
-		"unknown slug":         {"research-bot", []Signal{good}, ErrNotFound},
+		"bad domain":            {a, []Signal{mod(func(s *Signal) { s.Dimension, s.Domain = DomainCompetence, "Law" })}, ErrInvalid},
+		"control in message":    {a, []Signal{mod(func(s *Signal) { s.Message = "\x1b]0;pwned\x07" })}, ErrInvalid},
+		"newline in evidence":   {a, []Signal{mod(func(s *Signal) { s.Evidence = "a\nb" })}, ErrInvalid},
+		"hostile agent":         {"../../etc/passwd", []Signal{good}, ErrInvalid},
+		"agent with dots":       {"..", []Signal{good}, ErrInvalid},
+		"absolute path":         {"/etc/passwd", []Signal{good}, ErrInvalid},
+		"bad DID":               {"did:key:", []Signal{good}, ErrInvalid},
+		"unknown other DID":     {"did:web:example.com", []Signal{good}, ErrUnsupportedAgent},
+		"unknown slug":          {"research-bot", []Signal{good}, ErrNotFound},
 	} {
 		if _, err := w.Record(c.agent, "", c.signals...); !errors.Is(err, c.want) {
 			t.Errorf("%s: %v, want %v", name, err, c.want)
@@ -195,12 +195,12 @@ func TestAgentSlugIsCaseSafe(t *testing.T) {
 
 func TestSlugify(t *testing.T) {
 	for in, want := range map[string]string{
-		"AI Research":       "ai-research",
-		"  --legal/analysis": "legal-analysis",
-		"../../etc/passwd":  "etc-passwd",
-		"Ünïcode Straße":    "n-code-stra-e",
-		"":                  "",
-		"---":               "",
+		"AI Research":             "ai-research",
+		"  --legal/analysis":      "legal-analysis",
+		"../../etc/passwd":        "etc-passwd",
+		"Ünïcode Straße":          "n-code-stra-e",
+		"":                        "",
+		"---":                     "",
 		strings.Repeat("ab ", 40): strings.TrimRight(strings.Repeat("ab-", 21), "-") + "-a",
 	} {
 		if got := Slugify(in); got != want {
@@ -260,9 +260,9 @@ func TestOnlyRegularFiles(t *testing.T) {
 	if _, err := w.Profile("research-bot"); err == nil || !strings.Contains(err.Error(), "not a regular file") {
 		t.Fatalf("%v", err)
 	}
-	problems, err := w.Validate()
-	if err != nil || len(problems) != 1 || !strings.Contains(problems[0].Message, "not a regular file") {
-		t.Fatalf("%+v %v", problems, err)
+	r, err := w.Validate()
+	if err != nil || len(r.Problems) != 1 || !strings.Contains(r.Problems[0].Message, "not a regular file") {
+		t.Fatalf("%+v %v", r, err)
 	}
 }
 
@@ -282,5 +282,30 @@ func TestProfilesLists(t *testing.T) {
 	writeWS(t, w, "reputation/broken.md", "---\n---\n")
 	if _, err := w.Profiles(); !errors.Is(err, ErrInvalid) {
 		t.Fatalf("broken profile: %v", err)
+	}
+}
+
+// Files beyond MaxFileSize are neither read nor written.
+func TestFileSizeLimits(t *testing.T) {
+	w := testWorkspace(t)
+	writeWS(t, w, "reputation/huge.md", specExampleA1+strings.Repeat("x", MaxFileSize))
+	if _, err := w.Profile("huge"); err == nil || !strings.Contains(err.Error(), "larger than") {
+		t.Fatalf("%v", err)
+	}
+	err := writeFile(filepath.Join(w.Dir(), "big.md"), make([]byte, MaxFileSize+1))
+	if err == nil || !strings.Contains(err.Error(), "takes no more signals") {
+		t.Fatalf("%v", err)
+	}
+	if _, err := os.Stat(filepath.Join(w.Dir(), "big.md")); err == nil {
+		t.Fatal("written")
+	}
+}
+
+func TestRecordRefusesBadAgentName(t *testing.T) {
+	w := testWorkspace(t)
+	for _, name := range []string{"a\nb", "\x1b[1mBold", strings.Repeat("n", MaxTextLen+1)} {
+		if _, err := w.Record(testKey(t, 1).ID(), name, sig(testKey(t, 2).ID(), 1, t0)); !errors.Is(err, ErrInvalid) {
+			t.Errorf("%q: %v", name, err)
+		}
 	}
 }

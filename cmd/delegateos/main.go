@@ -46,6 +46,7 @@ var root = &command{
 		{name: "dct", summary: "mint, attenuate, inspect and verify delegation capability tokens",
 			subs: []*command{mintCmd, attenuateCmd, inspectCmd, verifyCmd}},
 		revokeCmd,
+		reputationGroup, rdpContractGroup, workspaceGroup,
 		{name: "policy", summary: "check policy files and write starter policies for an MCP server",
 			subs: []*command{policyCheckCmd, policyInitCmd}},
 		{name: "contract", summary: "create and verify signed task contracts",

@@ -1,0 +1,128 @@
+package main
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"time"
+
+	"go.uber.org/zap"
+
+	"github.com/delegateos/delegateos/attest"
+	"github.com/delegateos/delegateos/budget"
+	"github.com/delegateos/delegateos/chain"
+	"github.com/delegateos/delegateos/contract"
+	"github.com/delegateos/delegateos/dct"
+	"github.com/delegateos/delegateos/internal/timestamp"
+	"github.com/delegateos/delegateos/policy"
+	"github.com/delegateos/delegateos/proxy"
+	"github.com/delegateos/delegateos/reputation"
+	"github.com/delegateos/delegateos/revocation"
+	"github.com/delegateos/delegateos/verify"
+)
+
+// openDelegations sets up the handling of the delegation messages over the
+// policy's workspace: the chain log, the task contracts and attestations
+// next to the RDP reputation files. It returns nil when the policy names no
+// workspace.
+func openDelegations(pol *policy.Policy, v *dct.Verifier, revs *revocation.File, spend budget.Store, log *zap.Logger) (*proxy.Delegations, func(), error) {
+	if pol.Workspace == "" {
+		return nil, func() {}, nil
+	}
+	if err := os.MkdirAll(pol.Workspace, 0o755); err != nil {
+		return nil, nil, fmt.Errorf("workspace: %w", err)
+	}
+	chainStore, err := chain.OpenFile(filepath.Join(pol.Workspace, wsDelegations))
+	if err != nil {
+		return nil, nil, fmt.Errorf("workspace: %w", err)
+	}
+	contracts, err := contract.OpenDir(filepath.Join(pol.Workspace, wsTaskContracts))
+	if err != nil {
+		chainStore.Close()
+		return nil, nil, fmt.Errorf("workspace: %w", err)
+	}
+	atts, err := attest.OpenDir(filepath.Join(pol.Workspace, wsAttestations))
+	if err != nil {
+		chainStore.Close()
+		return nil, nil, fmt.Errorf("workspace: %w", err)
+	}
+	outputs := &verify.Verifier{Warn: func(msg string) { log.Warn("verification", zap.String("warning", msg)) }}
+	if len(pol.Judge.Command) > 0 {
+		timeout := pol.Judge.Timeout
+		if timeout == 0 {
+			timeout = policy.DefaultJudgeTimeout
+		}
+		outputs.Judge = &verify.CommandJudge{Command: pol.Judge.Command, Timeout: timeout}
+	}
+	d := &proxy.Delegations{
+		Verifier:       v,
+		Chain:          chainStore,
+		Contracts:      contracts,
+		Attestations:   atts,
+		Attest:         &attest.Verifier{Contracts: contracts, Attestations: atts, Output: outputs},
+		Spent:          func(tok *dct.Token) int64 { return proxy.SpentUnder(spend, tok) },
+		RevocationList: pol.RevocationList,
+		Revocations:    revs,
+	}
+	if err := linkReputation(d, pol, log); err != nil {
+		chainStore.Close()
+		return nil, nil, err
+	}
+	return d, func() { chainStore.Close() }, nil
+}
+
+// linkReputation records the outcome of every completed or failed
+// delegation in the workspace's RDP files (the delegate's profile gets the
+// signals), and applies the policy's trust gate to delegateos/delegate.
+func linkReputation(d *proxy.Delegations, pol *policy.Policy, log *zap.Logger) error {
+	ws, err := reputation.Open(pol.Workspace)
+	if err != nil {
+		return fmt.Errorf("workspace: %w", err)
+	}
+	completeness, clarity := policy.DefaultCriterionScore, policy.DefaultCriterionScore
+	if c := pol.Reputation.Completeness; c != nil {
+		completeness = *c
+	}
+	if c := pol.Reputation.Clarity; c != nil {
+		clarity = *c
+	}
+	d.OnOutcome = func(o proxy.Outcome) error {
+		ro := reputation.Outcome{
+			DelegationID:      o.Delegation.ID,
+			TaskContractID:    o.Contract.ID,
+			Delegator:         o.Delegation.From,
+			Delegate:          o.Delegation.To,
+			Title:             o.Contract.Task.Title,
+			Passed:            o.Passed,
+			VerificationScore: o.Score,
+			CompletedAt:       o.At,
+			Completeness:      &completeness,
+			Clarity:           &clarity,
+		}
+		if t, err := timestamp.Parse(o.Delegation.CreatedAt); err == nil {
+			ro.Created = t
+		}
+		if t, err := o.Contract.Deadline(); err == nil {
+			ro.Deadline = t
+		}
+		c, signals, err := ws.RecordOutcome(ro, o.At)
+		if err != nil {
+			log.Error("reputation not recorded", zap.String("delegation", o.Delegation.ID), zap.Error(err))
+			return err
+		}
+		log.Info("reputation recorded", zap.String("delegation", o.Delegation.ID), zap.String("rdp_contract", c.ID()), zap.Int("signals", len(signals)))
+		return nil
+	}
+	if g := pol.Reputation.TrustGate; g != nil {
+		gate := reputation.TrustGate{MinReliability: g.MinReliability, MinConfidence: g.MinConfidence}
+		d.Trust = func(delegatee string, now time.Time) (bool, string, error) {
+			v, err := ws.Trust(delegatee, now)
+			if err != nil {
+				return false, "", err
+			}
+			ok, reason := gate.Allow(v)
+			return ok, reason, nil
+		}
+	}
+	return nil
+}
