@@ -257,6 +257,8 @@ type policyFile struct {
 	revocationList       string
 	spendStore           string
 	maxFrameBytes        int
+	// extra is YAML appended as it is (e.g. a workspace section).
+	extra string
 }
 
 func (p policyFile) yaml() string {
@@ -292,6 +294,7 @@ func (p policyFile) yaml() string {
 	if p.maxFrameBytes > 0 {
 		fmt.Fprintf(&b, "max_frame_bytes: %d\n", p.maxFrameBytes)
 	}
+	b.WriteString(p.extra)
 	return b.String()
 }
 

@@ -27,6 +27,9 @@ type Config struct {
 	Upstream []string
 	// Gate decides tools/call; required.
 	Gate *Gate
+	// Delegations answers the delegateos/ messages (§9); nil answers them
+	// with an error. They are never forwarded upstream.
+	Delegations *Delegations
 	// SessionToken is the DCT used when a call carries none, and whose view
 	// tools/list shows. Empty: calls must carry their own, and tools/list
 	// shows the view of the last token a call was allowed with.
@@ -75,6 +78,12 @@ type session struct {
 	mu        sync.Mutex
 	pending   pendingTable
 	listToken string
+	// bound is the delegation the client set with delegateos/delegate:
+	// its token stands in for SessionToken until the delegation ends.
+	bound *Binding
+	// background is delegation work (verifying an attestation) still
+	// running; Run waits for it.
+	background sync.WaitGroup
 
 	lastTool string // see toolName
 
@@ -129,6 +138,8 @@ func Run(ctx context.Context, cfg Config, clientIn io.Reader, clientOut io.Write
 		toServer: newFrameWriter(upIn),
 		pending:  newPendingTable(),
 	}
+	// An attestation still being verified gets its answer before Run returns.
+	defer s.background.Wait()
 
 	stderrDone := make(chan struct{})
 	go func() { defer close(stderrDone); s.relayStderr(upErr) }()
@@ -277,6 +288,18 @@ func (s *session) clientFrame(frame []byte) {
 		s.replyError(s.toClient, id, code, msg, nil)
 		return
 	}
+	if isDelegationMethod(h.method) && h.kind != kindResponse {
+		var id []byte
+		if h.kind == kindRequest {
+			if _, ok := parseRequestID(h.id); !ok {
+				s.replyError(s.toClient, nil, codeInvalidRequest, "invalid request id: use a string of at most 256 bytes or an integer within ±2^53", nil)
+				return
+			}
+			id = h.id
+		}
+		s.delegationMessage(h.method, id, h.params)
+		return
+	}
 	if h.kind != kindRequest {
 		switch h.method {
 		case "notifications/cancelled":
@@ -382,8 +405,9 @@ func (s *session) gateCall(p *pending, params, frame []byte) (out []byte, deny b
 		}
 		req.Token, req.ContractID, req.DelegationID = d.DCT, d.ContractID, d.DelegationID
 	}
+	session := s.sessionToken()
 	if req.Token == "" {
-		req.Token = s.cfg.SessionToken
+		req.Token = session
 	}
 	p.start = time.Now()
 	p.dec = s.cfg.Gate.decideAt(req, p.start)
@@ -394,7 +418,7 @@ func (s *session) gateCall(p *pending, params, frame []byte) (out []byte, deny b
 	p.decision = &p.dec
 	s.logDecision(p, p.decision)
 	// Only this goroutine writes listToken, so it may read it unlocked.
-	if s.cfg.SessionToken == "" && s.listToken != req.Token {
+	if session == "" && s.listToken != req.Token {
 		s.mu.Lock()
 		s.listToken = req.Token
 		s.mu.Unlock()
@@ -638,6 +662,9 @@ func (s *session) failPending(msg string) {
 func (s *session) filterList(frame []byte) ([]byte, bool) {
 	s.mu.Lock()
 	token := s.cfg.SessionToken
+	if s.bound != nil {
+		token = s.bound.Token
+	}
 	if token == "" {
 		token = s.listToken
 	}

@@ -90,12 +90,12 @@ var proxyCmd = &command{
 			}
 			gate := &proxy.Gate{Policy: pol}
 			opts := dct.Options{Roots: pol.Roots}
+			var revs *revocation.File
 			if pol.RevocationList != "" {
-				f, err := revocation.OpenFile(pol.RevocationList, revocation.FileOptions{})
-				if err != nil {
+				if revs, err = revocation.OpenFile(pol.RevocationList, revocation.FileOptions{}); err != nil {
 					return inputError{err}
 				}
-				opts.Revocations = f
+				opts.Revocations = revs
 			}
 			if len(opts.Roots) > 0 {
 				if gate.Verifier, err = dct.NewVerifier(opts); err != nil {
@@ -121,6 +121,11 @@ var proxyCmd = &command{
 					return usagef("the session token is not valid: %v", err)
 				}
 			}
+			delegations, closeDelegations, err := openDelegations(pol, gate.Verifier, revs, gate.Budget, log)
+			if err != nil {
+				return inputError{err}
+			}
+			defer closeDelegations()
 			// A client that closes our stderr or stdout must not kill the
 			// proxy mid-session (in-flight calls still need settling): writes
 			// then fail with EPIPE instead.
@@ -129,7 +134,7 @@ var proxyCmd = &command{
 			signal.Notify(sigs, os.Interrupt, syscall.SIGTERM)
 			defer signal.Stop(sigs)
 			err = proxy.Run(context.Background(), proxy.Config{
-				Upstream: args, Gate: gate, SessionToken: sessionToken,
+				Upstream: args, Gate: gate, SessionToken: sessionToken, Delegations: delegations,
 				MaxFrameBytes: pol.MaxFrameBytes, HonourUpstreamCost: pol.HonourUpstreamCost,
 				Log: log, Signals: sigs,
 			}, e.stdin, e.stdout)

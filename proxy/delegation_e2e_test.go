@@ -1,0 +1,319 @@
+//go:build unix
+
+package proxy_test
+
+import (
+	"encoding/json"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/mark3labs/mcp-go/client/transport"
+	"github.com/mark3labs/mcp-go/mcp"
+
+	"github.com/delegateos/delegateos/attest"
+	"github.com/delegateos/delegateos/contract"
+	"github.com/delegateos/delegateos/dct"
+	"github.com/delegateos/delegateos/identity"
+	"github.com/delegateos/delegateos/proxy"
+	"github.com/delegateos/delegateos/revocation"
+)
+
+// delegationRun is one proxy with a workspace, in front of the docserver,
+// and a real MCP client: the root has delegated docs:read on /project/**
+// to the agent (A), who delegates /project/sub/** to B with a contract.
+type delegationRun struct {
+	e         *env
+	b         *identity.Keypair
+	ws        string
+	revs      string
+	aTok      *dct.Token
+	bTok      *dct.Token
+	bContract *contract.TaskContract
+	p         *proxyProc
+	s         *session
+	ids       int
+}
+
+func newDelegationRun(t *testing.T) *delegationRun {
+	t.Helper()
+	e := newEnv(t)
+	r := &delegationRun{e: e, b: newKey(t, "b"), ws: filepath.Join(e.dir, "workspace"), revs: filepath.Join(e.dir, "revocations.json")}
+	writeFile(t, r.revs, "[]\n")
+	r.aTok = e.mint(func(p *dct.CreateParams) { p.ContractID = "ct_aaaaaaaaaaaa" }, "docs:read:/project/**")
+	delB := newDelegationID()
+	var err error
+	r.bTok, err = dct.Attenuate(r.aTok, dct.AttenuateParams{Attenuator: e.agent, Delegatee: r.b.ID(), DelegationID: delB,
+		ContractID: "ct_bbbbbbbbbbbb", Capabilities: &[]dct.Capability{{Namespace: "docs", Action: "read", Resource: "/project/sub/**"}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r.bContract, err = contract.Create(e.agent, contract.CreateParams{ID: "ct_bbbbbbbbbbbb", Title: "Summarize the sub-project notes",
+		Inputs:              json.RawMessage(`{"path":"/project/sub/notes.md"}`),
+		OutputSchema:        json.RawMessage(`{"type":"object","required":["summary"],"properties":{"summary":{"type":"string"}}}`),
+		Verification:        json.RawMessage(`{"method":"deterministic_check","checkName":"string_length","checkParams":{"field":"summary","min":20}}`),
+		MaxBudgetMicrocents: 5000, Deadline: time.Now().Add(time.Hour), MaxChainDepth: 0, RequiredCapabilities: []string{"docs:read"},
+	}, time.Now())
+	if err != nil {
+		t.Fatal(err)
+	}
+	pol := e.policy(rule{match: "read_file", namespace: "docs", action: "read", arg: "/path", cost: 100})
+	pol.rules = pol.rules[1:] // the priced read_file replaces the free one
+	pol.revocationList = r.revs
+	pol.extra = "workspace: " + strconv.Quote(r.ws) + "\nreputation: {completeness: 0.9, clarity: 0.8}\n"
+	r.p = e.startProxy(proxyOptions{policy: pol})
+	r.s = r.p.connect(sessionOptions{})
+	return r
+}
+
+// request sends a delegateos/ request through the MCP client's transport.
+func (r *delegationRun) request(method string, params any) *transport.JSONRPCResponse {
+	t := r.e.t
+	t.Helper()
+	r.ids++
+	resp, err := r.s.wire.SendRequest(testContext(t), transport.JSONRPCRequest{JSONRPC: "2.0",
+		ID: mcp.NewRequestId("dos-" + strconv.Itoa(r.ids)), Method: method, Params: params})
+	if err != nil {
+		t.Fatalf("%s: %v", method, err)
+	}
+	return resp
+}
+
+func decodeResult[T any](t *testing.T, resp *transport.JSONRPCResponse) T {
+	t.Helper()
+	var v T
+	if resp.Error != nil {
+		t.Fatalf("error response: %d %s", resp.Error.Code, resp.Error.Message)
+	}
+	if err := json.Unmarshal(resp.Result, &v); err != nil {
+		t.Fatalf("result %s: %v", resp.Result, err)
+	}
+	return v
+}
+
+func (r *delegationRun) delegate(c *contract.TaskContract, tok *dct.Token, parent string) proxy.DelegateResult {
+	r.e.t.Helper()
+	cb, err := json.Marshal(c)
+	if err != nil {
+		r.e.t.Fatal(err)
+	}
+	last := tok.Unverified()
+	del := last.Authority.DelegationID
+	if n := len(last.Attenuations); n > 0 {
+		del = last.Attenuations[n-1].DelegationID
+	}
+	return decodeResult[proxy.DelegateResult](r.e.t, r.request(proxy.MethodDelegate, proxy.DelegateParams{
+		Contract: cb, DCT: tok.String(), DCTFormat: dct.Format, DelegationID: del, ParentDelegationID: parent}))
+}
+
+func (r *delegationRun) complete(del string, output string, cost int64) proxy.CompleteResult {
+	t := r.e.t
+	t.Helper()
+	a, err := attest.Create(r.b, attest.CreateParams{ContractID: r.bContract.ID, DelegationID: del, Success: true,
+		Output: json.RawMessage(output), CostMicrocents: cost, DurationMs: 1200}, time.Now())
+	if err != nil {
+		t.Fatal(err)
+	}
+	ab, _ := json.Marshal(a)
+	return decodeResult[proxy.CompleteResult](t, r.request(proxy.MethodComplete, proxy.CompleteParams{DelegationID: del, Attestation: ab}))
+}
+
+// cli runs the delegateos binary and returns its standard output.
+func (r *delegationRun) cli(args ...string) string {
+	t := r.e.t
+	t.Helper()
+	out, err := exec.Command(delegateosBin, args...).Output()
+	if err != nil {
+		var stderr string
+		if ee, ok := err.(*exec.ExitError); ok {
+			stderr = string(ee.Stderr)
+		}
+		t.Fatalf("delegateos %s: %v\n%s%s", strings.Join(args, " "), err, out, stderr)
+	}
+	return string(out)
+}
+
+func (r *delegationRun) chainStatus(del string) string {
+	r.e.t.Helper()
+	var ds []struct{ ID, Status string }
+	if err := json.Unmarshal([]byte(r.cli("chain", "show", "--workspace", r.ws, "--json")), &ds); err != nil {
+		r.e.t.Fatal(err)
+	}
+	for _, d := range ds {
+		if d.ID == del {
+			return d.Status
+		}
+	}
+	return ""
+}
+
+// The delegation lifecycle through the real proxy binary and a real MCP
+// client: delegate, calls under the delegated token, complete with a
+// signed attestation; the chain shows the delegation completed and B's
+// reputation profile has the new signals.
+func TestDelegationThroughProxy(t *testing.T) {
+	r := newDelegationRun(t)
+	delB := r.bTok.Unverified().Attenuations[0].DelegationID
+
+	// Before any delegation the session has no token: nothing is listed.
+	if tools, err := r.s.ListTools(testContext(t), mcp.ListToolsRequest{}); err != nil || len(tools.Tools) != 0 {
+		t.Fatalf("tools before delegating: %v %v", tools, err)
+	}
+	res := r.delegate(r.bContract, r.bTok, r.aTok.Unverified().Authority.DelegationID)
+	if !res.Accepted || res.DelegationID != delB {
+		t.Fatalf("delegate: %+v", res)
+	}
+	// Now B's view: the document tools, nothing else.
+	tools, err := r.s.ListTools(testContext(t), mcp.ListToolsRequest{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for _, tl := range tools.Tools {
+		names = append(names, tl.Name)
+	}
+	if !containsAll(names, "read_file", "list_files", "search") || containsAll(names, "echo") || containsAll(names, "write_file") {
+		t.Errorf("tools after delegating: %v", names)
+	}
+	// Calls without a token of their own run under B's.
+	if got := r.s.call(t, "read_file", map[string]any{"path": "/project/sub/notes.md"}); got.err != nil || got.res.IsError {
+		t.Fatalf("allowed call: %+v", got)
+	}
+	if got := r.s.call(t, "read_file", map[string]any{"path": "/project/secret.md"}); got.rpc == nil || got.rpc.Code != proxy.DenialCode {
+		t.Fatalf("out-of-scope call: %+v", got)
+	}
+	done := r.complete(delB, `{"summary":"Three milestones, the second one late."}`, 100)
+	if done.Status != "completed" || !done.Verified || done.DelegationID != delB {
+		t.Fatalf("complete: %+v", done)
+	}
+	if st := r.chainStatus(delB); st != "completed" {
+		t.Errorf("chain show: %s is %q", delB, st)
+	}
+	text := r.cli("chain", "show", "--workspace", r.ws, "--name", "B="+r.b.ID())
+	if !strings.Contains(text, "→ B  [completed]") {
+		t.Errorf("chain show text:\n%s", text)
+	}
+	if m := r.cli("chain", "show", "--workspace", r.ws, "--format", "mermaid"); !strings.HasPrefix(m, "graph TD") {
+		t.Errorf("mermaid:\n%s", m)
+	}
+	// B's profile: a reliability signal from the evaluation.
+	var prof struct {
+		Dimensions []struct {
+			Name       string   `json:"name"`
+			Score      *float64 `json:"score"`
+			SampleSize int      `json:"sampleSize"`
+		} `json:"dimensions"`
+	}
+	out := r.cli("reputation", "show", "--workspace", r.ws, "--json", "--", r.b.ID())
+	if err := json.Unmarshal([]byte(out), &prof); err != nil {
+		t.Fatalf("reputation show: %v\n%s", err, out)
+	}
+	found := false
+	for _, d := range prof.Dimensions {
+		if d.Name == "reliability" && d.SampleSize == 1 && d.Score != nil && *d.Score > 0.9 {
+			found = true
+		}
+	}
+	if !found {
+		t.Errorf("no reliability signal for B:\n%s", out)
+	}
+	// The session's delegated token ended with the delegation.
+	if got := r.s.call(t, "read_file", map[string]any{"path": "/project/sub/notes.md"}); got.rpc == nil || got.rpc.Code != proxy.DenialCode {
+		t.Errorf("a call after completion ran under the ended delegation: %+v", got)
+	}
+	r.p.waitLog("delegation ended", nil)
+}
+
+func containsAll(names []string, want ...string) bool {
+	for _, w := range want {
+		found := false
+		for _, n := range names {
+			found = found || n == w
+		}
+		if !found {
+			return false
+		}
+	}
+	return true
+}
+
+// The same delegation, but the output fails the contract's verification
+// (and under-reports its cost): the chain shows it failed and B's
+// reliability is low.
+func TestDelegationThroughProxyFails(t *testing.T) {
+	r := newDelegationRun(t)
+	delB := r.bTok.Unverified().Attenuations[0].DelegationID
+	if res := r.delegate(r.bContract, r.bTok, r.aTok.Unverified().Authority.DelegationID); !res.Accepted {
+		t.Fatalf("delegate: %+v", res)
+	}
+	if got := r.s.call(t, "read_file", map[string]any{"path": "/project/sub/plan.md"}); got.err != nil || got.res.IsError {
+		t.Fatalf("allowed call: %+v", got)
+	}
+	done := r.complete(delB, `{"summary":"short"}`, 0)
+	if done.Status != "failed" || done.Verified {
+		t.Fatalf("complete: %+v", done)
+	}
+	problems := strings.Join(done.Problems, "\n")
+	if !strings.Contains(problems, "verification") || !strings.Contains(problems, "the proxy recorded 100 spent") {
+		t.Errorf("problems: %s", problems)
+	}
+	if st := r.chainStatus(delB); st != "failed" {
+		t.Errorf("chain show: %s is %q", delB, st)
+	}
+	out := r.cli("reputation", "show", "--workspace", r.ws, "--", r.b.ID())
+	if !strings.Contains(out, "reliability") {
+		t.Errorf("reputation show:\n%s", out)
+	}
+}
+
+// A rejected delegation leaves the session as it was; a revocation sent as
+// a message takes effect on the running proxy and the chain shows it.
+func TestDelegationRejectAndRevoke(t *testing.T) {
+	r := newDelegationRun(t)
+	delA := r.aTok.Unverified().Authority.DelegationID
+	delB := r.bTok.Unverified().Attenuations[0].DelegationID
+	// B's token with a contract it is not bound to.
+	res := r.delegate(r.bContract, r.aTok, dct.RootParentDelegationID)
+	if res.Accepted || res.Reason != proxy.RejectContractMismatch {
+		t.Fatalf("mismatched delegate: %+v", res)
+	}
+	if got := r.s.call(t, "read_file", map[string]any{"path": "/project/sub/notes.md"}); got.rpc == nil || got.rpc.Code != proxy.DenialCode {
+		t.Fatalf("a call after a rejected delegate was allowed: %+v", got)
+	}
+	if res := r.delegate(r.bContract, r.bTok, delA); !res.Accepted {
+		t.Fatalf("delegate: %+v", res)
+	}
+	if got := r.s.call(t, "read_file", map[string]any{"path": "/project/sub/notes.md"}); got.err != nil || got.res.IsError {
+		t.Fatalf("allowed call: %+v", got)
+	}
+	// A, who delegated to B, revokes B's block.
+	entry, err := revocation.NewEntry(r.e.agent, r.bTok.RevocationIDs()[1], revocation.ScopeChain, time.Now())
+	if err != nil {
+		t.Fatal(err)
+	}
+	eb, _ := json.Marshal(entry)
+	rv := decodeResult[proxy.RevokeResult](t, r.request(proxy.MethodRevoke, proxy.RevokeParams{Revocation: eb}))
+	if len(rv.Delegations) != 1 || rv.Delegations[0] != delB {
+		t.Fatalf("revoke: %+v", rv)
+	}
+	got := r.s.call(t, "read_file", map[string]any{"path": "/project/sub/notes.md"})
+	if got.rpc == nil || got.rpc.Code != proxy.DenialCode || !strings.Contains(mustJSON(got.rpc.Data), "revoked") {
+		t.Fatalf("a call after the revocation: %+v", got)
+	}
+	if st := r.chainStatus(delB); st != "revoked" {
+		t.Errorf("chain show: %s is %q", delB, st)
+	}
+	// Unknown methods in the proxy's namespace are answered, not forwarded.
+	if resp := r.request("delegateos/bogus", map[string]any{}); resp.Error == nil || resp.Error.Code != -32601 {
+		t.Errorf("delegateos/bogus: %+v", resp)
+	}
+	// The revocation list file holds the entry.
+	data, err := os.ReadFile(r.revs)
+	if err != nil || !strings.Contains(string(data), entry.RevocationID) {
+		t.Errorf("revocation list: %s %v", data, err)
+	}
+}
