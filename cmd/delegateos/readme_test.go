@@ -144,6 +144,6 @@ func TestREADME(t *testing.T) {
 }
 
 func shellQuoteForEcho(s string) string {
-	r := strings.NewReplacer(`"`, `\"`, "$", `\$`, "`", "\\`")
+	r := strings.NewReplacer(`\`, `\\`, `"`, `\"`, "$", `\$`, "`", "\\`")
 	return r.Replace(s)
 }
