@@ -78,8 +78,8 @@ type ReputationConfig struct {
 
 // TrustGate is the reputation.trust_gate section.
 type TrustGate struct {
-	MinReliability float64
-	MinConfidence  float64
+	MinReliability float64 `json:"min_reliability"`
+	MinConfidence  float64 `json:"min_confidence"`
 }
 
 // LogConfig is the log section.

@@ -83,6 +83,13 @@ type policyJSON struct {
 		File  string `json:"file"`
 		Level string `json:"level"`
 	} `json:"log"`
+	Workspace  string   `json:"workspace"`
+	Judge      []string `json:"judge_command"`
+	Reputation struct {
+		Completeness float64           `json:"completeness"`
+		Clarity      float64           `json:"clarity"`
+		TrustGate    *policy.TrustGate `json:"trust_gate"`
+	} `json:"reputation"`
 }
 
 type ruleJSON struct {
@@ -104,6 +111,12 @@ func policySummary(file string, p *policy.Policy) policyJSON {
 		s.Roots = []string{}
 	}
 	s.Log.File, s.Log.Level = p.Log.File, p.Log.Level
+	s.Workspace, s.Judge = p.Workspace, p.Judge.Command
+	if s.Judge == nil {
+		s.Judge = []string{}
+	}
+	s.Reputation.Completeness, s.Reputation.Clarity = criterion(p.Reputation.Completeness), criterion(p.Reputation.Clarity)
+	s.Reputation.TrustGate = p.Reputation.TrustGate
 	for _, r := range p.Tools {
 		var res any = r.Resource.Value
 		if r.Resource.Arg != "" {
@@ -140,7 +153,24 @@ func writePolicySummary(w io.Writer, file string, p *policy.Policy) {
 	fmt.Fprintf(tw, "spend store:\t%s\n", orNone(p.SpendStore))
 	fmt.Fprintf(tw, "max frame bytes:\t%d\n", p.MaxFrameBytes)
 	fmt.Fprintf(tw, "log:\t%s, level %s\n", choose(p.Log.File == "", "stderr", p.Log.File), p.Log.Level)
+	if p.Workspace == "" {
+		fmt.Fprintf(tw, "workspace:\tnone (delegateos/delegate, complete and revoke are refused)\n")
+	} else {
+		fmt.Fprintf(tw, "workspace:\t%s\n", p.Workspace)
+		fmt.Fprintf(tw, "llm_judge:\t%s\n", choose(len(p.Judge.Command) == 0, "none (contracts that need a judge cannot be verified)", strings.Join(p.Judge.Command, " ")))
+		fmt.Fprintf(tw, "evaluation defaults:\tcompleteness %.2f, clarity %.2f\n", criterion(p.Reputation.Completeness), criterion(p.Reputation.Clarity))
+		if g := p.Reputation.TrustGate; g != nil {
+			fmt.Fprintf(tw, "trust gate:\trefuse reliability below %.2f once confidence is at least %.2f\n", g.MinReliability, g.MinConfidence)
+		}
+	}
 	tw.Flush()
+}
+
+func criterion(v *float64) float64 {
+	if v == nil {
+		return policy.DefaultCriterionScore
+	}
+	return *v
 }
 
 func plural(n int, one, many string) string { return choose(n == 1, one, many) }
