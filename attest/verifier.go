@@ -220,6 +220,15 @@ func checkOutcome(a *Attestation, c *contract.TaskContract, recomputed *verify.C
 		s.Status, s.Detail = StatusSkipped, "the output could not be checked, so the claim cannot be compared"
 		return s
 	}
+	if spec, err := c.Spec(); err == nil && judged(spec) {
+		// A judge (a model or a person) may score the same output
+		// differently each time: the recomputed judgement decides the
+		// verdict, and a claim that differs from it is not a forgery.
+		if o.Passed != recomputed.Passed || (o.Score != nil && math.Abs(*o.Score-scoreOf(*recomputed)) > ScoreTolerance) {
+			s.Detail = "the claimed outcome differs from the recomputed judgement, which decides"
+		}
+		return s
+	}
 	if o.Passed != recomputed.Passed {
 		return invalid("claims passed=%t, recomputed passed=%t", o.Passed, recomputed.Passed)
 	}
@@ -360,4 +369,18 @@ func (v *Verifier) child(ctx context.Context, id string, w *walk) (*Attestation,
 		return nil, Step{Status: StatusInvalid, Detail: fmt.Sprintf("child %s: %v", id, err)}
 	}
 	return nil, w.cause(StepChildren, fmt.Errorf("child %s: %w", id, err))
+}
+
+// judged reports whether a spec uses llm_judge or human_review anywhere,
+// whose results may differ between runs on the same output.
+func judged(s *verify.Spec) bool {
+	if s.Method == verify.MethodLLMJudge || s.Method == verify.MethodHumanReview {
+		return true
+	}
+	for i := range s.Steps {
+		if judged(&s.Steps[i]) {
+			return true
+		}
+	}
+	return false
 }
