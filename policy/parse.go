@@ -161,7 +161,11 @@ func (ps *parser) mapping(n *yaml.Node, path string, known []string, fn func(key
 		}
 		seen[k.Value] = k.Line
 		if !slices.Contains(known, k.Value) {
-			ps.errorf(k, key, "unknown key; known keys here: %s", strings.Join(known, ", "))
+			if near := nearest(k.Value, known); near != "" {
+				ps.errorf(k, key, "unknown key; did you mean %s? (known keys here: %s)", near, strings.Join(known, ", "))
+			} else {
+				ps.errorf(k, key, "unknown key; known keys here: %s", strings.Join(known, ", "))
+			}
 			continue
 		}
 		if isNull(v) {
@@ -572,4 +576,50 @@ func (ps *parser) unit(n *yaml.Node, key string) (float64, bool) {
 		return 0, false
 	}
 	return f, true
+}
+
+// nearest returns the known key a mistyped key most likely meant: the one
+// within two edits (insert, delete, substitute, swap adjacent), if exactly
+// one is that close.
+func nearest(key string, known []string) string {
+	best, bestDist, ties := "", 3, 0
+	for _, k := range known {
+		d := editDistance(strings.ToLower(key), k)
+		switch {
+		case d < bestDist:
+			best, bestDist, ties = k, d, 0
+		case d == bestDist:
+			ties++
+		}
+	}
+	if bestDist > 2 || ties > 0 || len(key) > 64 {
+		return ""
+	}
+	return best
+}
+
+// editDistance is the optimal string alignment distance between a and b.
+func editDistance(a, b string) int {
+	ra, rb := []rune(a), []rune(b)
+	d := make([][]int, len(ra)+1)
+	for i := range d {
+		d[i] = make([]int, len(rb)+1)
+		d[i][0] = i
+	}
+	for j := range d[0] {
+		d[0][j] = j
+	}
+	for i := 1; i <= len(ra); i++ {
+		for j := 1; j <= len(rb); j++ {
+			cost := 1
+			if ra[i-1] == rb[j-1] {
+				cost = 0
+			}
+			d[i][j] = min(d[i-1][j]+1, d[i][j-1]+1, d[i-1][j-1]+cost)
+			if i > 1 && j > 1 && ra[i-1] == rb[j-2] && ra[i-2] == rb[j-1] {
+				d[i][j] = min(d[i][j], d[i-2][j-2]+1)
+			}
+		}
+	}
+	return d[len(ra)][len(rb)]
 }

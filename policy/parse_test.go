@@ -144,8 +144,8 @@ func TestParseErrors(t *testing.T) {
 		name, src string
 		want      []string // each problem, in order: "line N: key: message fragment"
 	}{
-		{"unknown top key", "roots: []\ntool: []\n", []string{`line 2: tool: unknown key; known keys here: roots, tools,`}},
-		{"unknown rule key", rule("    costs: 5\n"), []string{`line 5: tools[0].costs: unknown key; known keys here: match, namespace, action, resource, cost`}},
+		{"unknown top key", "roots: []\ntool: []\n", []string{`line 2: tool: unknown key; did you mean tools? (known keys here: roots, tools,`}},
+		{"unknown rule key", rule("    costs: 5\n"), []string{`line 5: tools[0].costs: unknown key; did you mean cost? (known keys here: match, namespace, action, resource, cost)`}},
 		{"unknown log key", "log:\n  lvl: info\n", []string{`line 2: log.lvl: unknown key`}},
 		{"unknown resource key", rule("    resource: {arg: /p, pre: x}\n"), []string{`line 5: tools[0].resource.pre: unknown key`}},
 		{"duplicate top key", "default_cost: 1\nroots: []\ndefault_cost: 2\n", []string{`line 3: default_cost: given twice (first on line 1)`}},

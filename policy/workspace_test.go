@@ -74,3 +74,19 @@ func TestParseWorkspaceJudgeReputationErrors(t *testing.T) {
 		}
 	}
 }
+
+func TestParseSuggestsKnownKey(t *testing.T) {
+	for src, want := range map[string]string{
+		"tools:\n  - match: x\n    namesapce: d\n    action: a\n": "tools[0].namesapce: unknown key; did you mean namespace?",
+		"spend_stor: s.log\n": "spend_stor: unknown key; did you mean spend_store?",
+		"Roots: []\n":         "Roots: unknown key; did you mean roots?",
+		"mystery: 1\n":        "mystery: unknown key; known keys here: roots,",
+		"log: {levl: info}\n": "log.levl: unknown key; did you mean level?",
+	} {
+		_, err := Parse([]byte(src), "/etc/dos")
+		var errs Errors
+		if !errors.As(err, &errs) || !strings.Contains(lines(errs), want) {
+			t.Errorf("Parse(%q) = %v, want %q", src, err, want)
+		}
+	}
+}
