@@ -8,6 +8,7 @@ import (
 	"io/fs"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/delegateos/delegateos/attest"
@@ -54,6 +55,43 @@ type Delegations struct {
 	Trust func(delegatee string, now time.Time) (ok bool, reason string, err error)
 	// Now is the clock; nil means time.Now.
 	Now func() time.Time
+
+	mu         sync.Mutex
+	completing map[string]bool // delegations whose attestation is being verified
+	ended      sync.Map        // delegation ID → status, for Ended
+	loaded     sync.Once
+}
+
+// maxCompletions bounds the attestations verified at once: each may run a
+// judge command.
+const maxCompletions = 4
+
+// Ended reports whether a delegation is recorded as ended (completed,
+// failed or revoked) in the chain store, as of when this proxy started
+// plus every change it made since; the Gate refuses calls under it.
+func (d *Delegations) Ended(id string) (string, bool) {
+	d.loaded.Do(func() {
+		ds, err := d.Chain.List()
+		if err != nil {
+			return
+		}
+		for _, del := range ds {
+			if del.Status != chain.StatusActive {
+				d.ended.Store(del.ID, string(del.Status))
+			}
+		}
+	})
+	st, ok := d.ended.Load(id)
+	if !ok {
+		return "", false
+	}
+	return st.(string), true
+}
+
+func (d *Delegations) markEnded(status chain.Status, ids ...string) {
+	for _, id := range ids {
+		d.ended.Store(id, string(status))
+	}
 }
 
 // Outcome is a delegation recorded completed or failed.
@@ -90,6 +128,8 @@ func (d *Delegations) now() time.Time {
 type msgError struct {
 	code    int
 	message string
+	// detail is logged, not sent to the client.
+	detail string
 }
 
 func (e *msgError) Error() string { return e.message }
@@ -147,6 +187,11 @@ func (d *Delegations) Delegate(params json.RawMessage) (DelegateResult, *Binding
 	tok, err := dct.Parse(p.DCT)
 	if err != nil { // VerifyChain parsed it already
 		return reject(RejectInvalidToken, "%v", err), nil, nil
+	}
+	if ids := contractIDs(tok); slices.Contains(ids[:len(ids)-1], ids[len(ids)-1]) {
+		// A delegation reusing an ancestor's contract ID could have its own
+		// contract stored under that ID and judge the ancestor's work by it.
+		return reject(RejectContractMismatch, "the token's delegation %s is bound to contract %s, which an earlier delegation in its chain is bound to: each delegated task needs its own contract (attenuate with --contract)", scope.DelegationID, ids[len(ids)-1]), nil, nil
 	}
 	if scope.DelegationID != p.DelegationID {
 		return reject(RejectDelegationMismatch, "the message names delegation %s but the token is for %s", p.DelegationID, scope.DelegationID), nil, nil
@@ -231,6 +276,16 @@ func (d *Delegations) record(tok *dct.Token, now time.Time) *DelegateResult {
 	return nil
 }
 
+// contractIDs is the contract ID of each block of a token, authority first.
+func contractIDs(tok *dct.Token) []string {
+	t := tok.Unverified()
+	ids := []string{t.Authority.ContractID}
+	for _, a := range t.Attenuations {
+		ids = append(ids, a.ContractID)
+	}
+	return ids
+}
+
 // parentDelegationID is the delegation ID of the block before the token's
 // last, or the authority's parentDelegationId for a root token.
 func parentDelegationID(tok *dct.Token) string {
@@ -292,18 +347,34 @@ func (d *Delegations) Complete(ctx context.Context, params json.RawMessage) (Com
 		return CompleteResult{}, invalidParams("the attestation's type is %s; completing a delegation takes a %s attestation", a.Type, attest.Completion)
 	}
 	c, err := d.Contracts.Get(del.ContractID)
+	if errors.Is(err, fs.ErrNotExist) {
+		return CompleteResult{}, invalidParams("no contract was delegated for delegation %s: send delegateos/delegate with its contract first", del.ID)
+	}
 	if err != nil {
-		return CompleteResult{}, internalError("contract %s of delegation %s cannot be read: %v", del.ContractID, del.ID, err)
+		return CompleteResult{}, internalError("contract %s of delegation %s cannot be read", del.ContractID, del.ID)
+	}
+	if c.Issuer != del.From {
+		// Only the delegator's own contract says what this work owed.
+		return CompleteResult{}, invalidParams("contract %s was not issued by %s, who delegated %s: send delegateos/delegate with the delegator's contract first", c.ID, del.From, del.ID)
+	}
+	if err := d.begin(del.ID); err != nil {
+		return CompleteResult{}, err
+	}
+	defer d.end(del.ID)
+	if del, err = d.Chain.Get(del.ID); err != nil || del.Status != chain.StatusActive {
+		return CompleteResult{}, invalidParams("delegation %s has already ended", p.DelegationID)
+	}
+	report, _ := d.Attest.Verify(ctx, a)
+	if report == nil || report.Verdict == attest.Unverified {
+		// The reasons (a judge's error output, file paths) stay in the log.
+		return CompleteResult{}, &msgError{code: codeInternalError, message: fmt.Sprintf("the attestation could not be verified, so delegation %s stays active; the proxy's log says why", del.ID),
+			detail: strings.Join(problems(report), "; ")}
 	}
 	if err := d.Attestations.Put(a); err != nil {
 		if errors.Is(err, attest.ErrConflict) {
 			return CompleteResult{}, invalidParams("a different attestation with ID %s was recorded before", a.ID)
 		}
-		return CompleteResult{}, internalError("the attestation cannot be stored: %v", err)
-	}
-	report, _ := d.Attest.Verify(ctx, a)
-	if report == nil || report.Verdict == attest.Unverified {
-		return CompleteResult{}, internalError("the attestation could not be verified, so delegation %s stays active: %s", del.ID, strings.Join(problems(report), "; "))
+		return CompleteResult{}, internalError("the attestation cannot be stored")
 	}
 	res := CompleteResult{DelegationID: del.ID, AttestationID: a.ID, Verified: report.Verdict == attest.Passed, Problems: problems(report)}
 	if st, ok := report.Step(attest.StepVerification); ok && st.Check != nil {
@@ -336,6 +407,7 @@ func (d *Delegations) Complete(ctx context.Context, params json.RawMessage) (Com
 	if err != nil {
 		return CompleteResult{}, internalError("delegation %s cannot be recorded as %s: %v", del.ID, res.Status, err)
 	}
+	d.markEnded(chain.Status(res.Status), del.ID)
 	if d.OnOutcome != nil {
 		del.Status, del.AttestationID = chain.Status(res.Status), a.ID
 		o := Outcome{Delegation: del, Contract: c, Attestation: a, Report: report, Passed: passed, Score: res.Score, At: now}
@@ -369,6 +441,30 @@ func problems(r *attest.Report) []string {
 	return out
 }
 
+// begin claims a delegation for verification: one attestation at a time
+// per delegation, and at most maxCompletions in all.
+func (d *Delegations) begin(id string) error {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if d.completing[id] {
+		return invalidParams("delegation %s is already being completed", id)
+	}
+	if len(d.completing) >= maxCompletions {
+		return &msgError{code: codeInternalError, message: fmt.Sprintf("%d attestations are being verified; try again shortly", maxCompletions)}
+	}
+	if d.completing == nil {
+		d.completing = map[string]bool{}
+	}
+	d.completing[id] = true
+	return nil
+}
+
+func (d *Delegations) end(id string) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	delete(d.completing, id)
+}
+
 func internalError(format string, args ...any) *msgError {
 	return &msgError{code: codeInternalError, message: fmt.Sprintf(format, args...)}
 }
@@ -393,6 +489,34 @@ func (d *Delegations) Revoke(params json.RawMessage) (RevokeResult, error) {
 	if d.RevocationList == "" {
 		return RevokeResult{}, internalError("this proxy has no revocation list (set revocation_list in its policy)")
 	}
+	ds, err := d.Chain.List()
+	if err != nil {
+		return RevokeResult{}, internalError("the delegation chain cannot be read")
+	}
+	// Only an entry a verifier would honour for a delegation recorded here
+	// is accepted: anyone can sign an entry, and the list is read on every
+	// call. The delegation whose token ends with the revoked block is the
+	// one revoked.
+	var target *chain.Delegation
+	honoured := false
+	for i := range ds {
+		tok, err := dct.Parse(ds[i].DCT.Token)
+		if err != nil {
+			continue
+		}
+		ids, signers := tok.RevocationIDs(), tok.Signers()
+		for b, id := range ids {
+			if id == e.RevocationID && slices.Contains(signers[:b+1], e.RevokedBy) {
+				honoured = true
+				if b == len(ids)-1 {
+					target = &ds[i]
+				}
+			}
+		}
+	}
+	if !honoured {
+		return RevokeResult{}, invalidParams("revocation: %s names no block of a delegation recorded here that %s signed or issued, so no verifier would honour it", e.RevocationID, e.RevokedBy)
+	}
 	if err := revocation.Append(d.RevocationList, e); err != nil {
 		return RevokeResult{}, internalError("the revocation cannot be recorded: %v", err)
 	}
@@ -402,30 +526,40 @@ func (d *Delegations) Revoke(params json.RawMessage) (RevokeResult, error) {
 		}
 	}
 	res := RevokeResult{RevocationID: e.RevocationID}
-	ds, err := d.Chain.List()
-	if err != nil {
-		return res, nil // the revocation is in force; the chain shows it later
+	if target == nil || target.Status != chain.StatusActive {
+		return res, nil
 	}
-	now := d.now()
-	for _, del := range ds {
-		if del.Status != chain.StatusActive {
-			continue
-		}
-		tok, err := dct.Parse(del.DCT.Token)
-		if err != nil {
-			continue
-		}
-		ids, signers := tok.RevocationIDs(), tok.Signers()
-		last := len(ids) - 1
-		if ids[last] != e.RevocationID || !slices.Contains(signers, e.RevokedBy) {
-			continue
-		}
-		changed, err := d.Chain.Revoke(del.ID, now)
-		if err == nil {
-			res.Delegations = append(res.Delegations, changed...)
-		}
+	// Scope block leaves tokens attenuated from the revoked one valid, so
+	// the chain records the delegation revoked only when nothing active was
+	// delegated under it; scope chain revokes the whole subtree.
+	if e.Scope == revocation.ScopeBlock && activeBelow(ds, target.ID) {
+		return res, nil
+	}
+	changed, err := d.Chain.Revoke(target.ID, d.now())
+	if err == nil {
+		res.Delegations = changed
+		d.markEnded(chain.StatusRevoked, changed...)
 	}
 	return res, nil
+}
+
+// activeBelow reports whether an active delegation descends from id.
+func activeBelow(ds []chain.Delegation, id string) bool {
+	parents := map[string]string{}
+	for _, d := range ds {
+		parents[d.ID] = d.ParentID
+	}
+	for _, d := range ds {
+		if d.Status != chain.StatusActive || d.ID == id {
+			continue
+		}
+		for p, n := parents[d.ID], 0; p != "" && n < len(ds); p, n = parents[p], n+1 {
+			if p == id {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 // SpentUnder returns what store records as spent under the delegation a

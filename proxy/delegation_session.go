@@ -1,7 +1,6 @@
 package proxy
 
 import (
-	"context"
 	"encoding/json"
 	"errors"
 	"strings"
@@ -37,7 +36,11 @@ func (s *session) delegationMessage(method string, id, params []byte) {
 		var me *msgError
 		switch {
 		case err != nil && errors.As(err, &me):
-			s.log.Warn("delegation message refused", zap.String("method", method), zap.String("reason", me.message))
+			fields := []zap.Field{zap.String("method", method), zap.String("reason", me.message)}
+			if me.detail != "" {
+				fields = append(fields, zap.String("detail", me.detail))
+			}
+			s.log.Warn("delegation message refused", fields...)
 			if id != nil {
 				s.replyError(s.toClient, id, me.code, me.message, nil)
 			}
@@ -77,10 +80,17 @@ func (s *session) delegationMessage(method string, id, params []byte) {
 	case MethodComplete:
 		// Verifying an output may run a judge for a long time: the relay
 		// goes on meanwhile.
+		s.mu.Lock()
+		if s.closing {
+			s.mu.Unlock()
+			reply(nil, &msgError{code: codeInternalError, message: "the proxy is shutting down"})
+			return
+		}
 		s.background.Add(1)
+		s.mu.Unlock()
 		go func() {
 			defer s.background.Done()
-			res, err := d.Complete(context.Background(), params)
+			res, err := d.Complete(s.ctx, params)
 			if err == nil {
 				s.log.Info("delegation ended", zap.String("delegation", res.DelegationID), zap.String("status", res.Status),
 					zap.String("attestation", res.AttestationID), zap.Strings("problems", res.Problems))

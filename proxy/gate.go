@@ -20,6 +20,10 @@ type Gate struct {
 	Budget   budget.Store
 	// Now is the clock; nil means time.Now.
 	Now func() time.Time
+	// Ended, when set, reports whether a delegation has ended (completed,
+	// failed or revoked) and how. A call under a token whose chain passes
+	// through an ended delegation is refused: the work it was for is over.
+	Ended func(delegationID string) (status string, ended bool)
 
 	levels levelsMemo
 }
@@ -106,6 +110,13 @@ func (g *Gate) decideAt(req CallRequest, start time.Time) (d Decision) {
 		return denyFrom(d, err, requested(call))
 	}
 	d.Scope = scope
+	if g.Ended != nil {
+		for _, l := range scope.Chain {
+			if status, ended := g.Ended(l.DelegationID); ended {
+				return deny(dct.Expired, scope.Capabilities, "delegation %s has ended (%s): its token no longer authorizes calls", l.DelegationID, status)
+			}
+		}
+	}
 	if !g.Policy.Visible(req.Tool, scope.Capabilities) {
 		return deny(dct.CapabilityNotGranted, scope.Capabilities, "tool %q is not available to this token", req.Tool)
 	}

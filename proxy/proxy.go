@@ -40,6 +40,9 @@ type Config struct {
 	// _meta (policy.UpstreamCostKey) instead of the policy's.
 	HonourUpstreamCost bool
 	// Log receives one line per decision and lifecycle event; nil discards.
+	// The fields of the per-call lines are passed in storage the relay
+	// reuses, so a zapcore.Core that keeps fields after Write returns must
+	// copy them (as zaptest/observer does; encoding cores keep nothing).
 	Log *zap.Logger
 	// Signals are passed on to the upstream.
 	Signals <-chan os.Signal
@@ -82,8 +85,11 @@ type session struct {
 	// its token stands in for SessionToken until the delegation ends.
 	bound *Binding
 	// background is delegation work (verifying an attestation) still
-	// running; Run waits for it.
+	// running; Run cancels ctx and waits for it. closing (under mu) stops
+	// new work from starting once Run is returning.
 	background sync.WaitGroup
+	ctx        context.Context
+	closing    bool
 
 	lastTool string // see toolName
 
@@ -138,8 +144,17 @@ func Run(ctx context.Context, cfg Config, clientIn io.Reader, clientOut io.Write
 		toServer: newFrameWriter(upIn),
 		pending:  newPendingTable(),
 	}
-	// An attestation still being verified gets its answer before Run returns.
-	defer s.background.Wait()
+	// An attestation still being verified is cancelled and answered
+	// before Run returns.
+	var cancel context.CancelFunc
+	s.ctx, cancel = context.WithCancel(ctx)
+	defer func() {
+		s.mu.Lock()
+		s.closing = true
+		s.mu.Unlock()
+		cancel()
+		s.background.Wait()
+	}()
 
 	stderrDone := make(chan struct{})
 	go func() { defer close(stderrDone); s.relayStderr(upErr) }()

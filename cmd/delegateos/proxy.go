@@ -126,6 +126,9 @@ var proxyCmd = &command{
 				return inputError{err}
 			}
 			defer closeDelegations()
+			if delegations != nil {
+				gate.Ended = delegations.Ended
+			}
 			// A client that closes our stderr or stdout must not kill the
 			// proxy mid-session (in-flight calls still need settling): writes
 			// then fail with EPIPE instead.
