@@ -40,8 +40,10 @@ $(BIN)/staticcheck:
 bench:
 	$(GO) test -run '^$$' -bench . -benchmem -benchtime $(BENCHTIME) ./dct/ ./revocation/ ./budget/
 
-demo: build
-	./scripts/demo.sh
+# Builds delegateos, the docserver example and the demo's MCP client into
+# ./bin, then narrates one delegation through the proxy (scripts/demo.sh).
+demo:
+	@GO=$(GO) ./scripts/demo.sh
 
 # Rewrite docs/cli.md and the README's command table from the commands'
 # own help (TestCLIReference fails when they are out of date).

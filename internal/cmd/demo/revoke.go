@@ -1,0 +1,138 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/delegateos/delegateos/chain"
+	"github.com/delegateos/delegateos/dct"
+	"github.com/delegateos/delegateos/revocation"
+)
+
+// How long step 9 waits for the running proxy to see the revocation, and
+// how often B's client tries meanwhile. The proxy looks at the list file
+// every revocation.DefaultCheckInterval and re-reads it when it changed.
+const (
+	revocationWait = 10 * time.Second
+	revocationPoll = 20 * time.Millisecond
+)
+
+// revoke is step 9: A revokes a second, fresh delegation to B from the
+// CLI, and the running proxy refuses B's next call.
+func (d *demo) revoke(ctx context.Context) error {
+	d.n.step(9, "A revokes a second delegation; the running proxy enforces it")
+	d.n.say("A gives B a second task with a fresh token and contract; B's client delegates it and reads a file.")
+	if err := d.delegateToB(ctx, "b2.tok", "contract-b2.json", delegationB2, contractB2, budgetB2, "Summarize the plan", "/project/sub/plan.md"); err != nil {
+		return err
+	}
+	if err := d.sendDelegate(ctx, "b2.tok", "contract-b2.json", delegationB2, contractB2); err != nil {
+		return err
+	}
+	r, err := d.callRead(ctx, "/project/sub/plan.md")
+	if err != nil {
+		return err
+	}
+	if r.refusal != nil || r.isError {
+		return notNarrated("B's read under the second delegation was not allowed: %+v", r)
+	}
+	d.n.receive("allowed")
+	d.n.say("A changes its mind and revokes the block it signed for B, appending to the list the proxy reads.")
+	out, err := d.cli(ctx, "revoke", "--key", "a.key", "--token", "@b2.tok", "--block", "1", "--list", revocationsFile)
+	if err != nil {
+		return err
+	}
+	d.n.evidence(out)
+	tok, err := readFile(d.path("b2.tok"))
+	if err != nil {
+		return err
+	}
+	t, err := dct.Parse(tok)
+	if err != nil {
+		return err
+	}
+	revoked := t.RevocationIDs()[1]
+	if !strings.Contains(out, revoked) {
+		return notNarrated("delegateos revoke did not revoke block 1 of b2.tok (%s): %s", revoked, out)
+	}
+	d.n.say("The proxy looks at the list every %v and re-reads it when it has changed. B's client repeats", revocation.DefaultCheckInterval)
+	d.n.say("its read every %v until the proxy refuses it:", revocationPoll)
+	return d.awaitRevoked(ctx, revoked)
+}
+
+// awaitRevoked has B read until the proxy refuses the call as revoked,
+// within revocationWait. Calls allowed meanwhile are expected (the proxy
+// has not looked yet) and counted; any other outcome fails.
+func (d *demo) awaitRevoked(ctx context.Context, revoked string) error {
+	start := time.Now()
+	args := map[string]any{"path": "/project/sub/plan.md"}
+	allowed := 0
+	for {
+		r, err := d.b.call(ctx, "read_file", args)
+		if err != nil {
+			return err
+		}
+		switch {
+		case r.refusal != nil && r.refusal.typ == string(dct.Revoked):
+			if !strings.Contains(r.refusal.detail, revoked) {
+				return notNarrated("the refusal names another block than %s: %s", revoked, r.refusal.detail)
+			}
+			took := time.Since(start)
+			d.n.send(`tools/call read_file {"path":"/project/sub/plan.md"}  (× %d)`, allowed+1)
+			d.showRefusal(r.refusal)
+			if allowed == 0 {
+				d.n.say("Refused at the first try, %.2f s after the revocation was written.", took.Seconds())
+			} else {
+				d.n.say("Refused %.2f s after the revocation was written; the %d %s before that %s still allowed.",
+					took.Seconds(), allowed, plural(allowed, "call", "calls"), plural(allowed, "was", "were"))
+			}
+			return d.firstStaysCompleted()
+		case r.refusal != nil || r.isError:
+			return notNarrated("after the revocation B's call was refused, but not as revoked: %+v", r)
+		}
+		allowed++
+		if time.Since(start) > revocationWait {
+			return notNarrated("the proxy still allowed B's calls %v after the revocation (%d calls)", revocationWait, allowed)
+		}
+		t := time.NewTimer(revocationPoll)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return ctx.Err()
+		case <-t.C:
+		}
+	}
+}
+
+func plural(n int, one, many string) string {
+	if n == 1 {
+		return one
+	}
+	return many
+}
+
+// firstStaysCompleted checks, and says, that revoking the second token left
+// the first delegation as it was recorded.
+func (d *demo) firstStaysCompleted() error {
+	if st, err := d.recorded(delegationB); err != nil || st != chain.StatusCompleted {
+		return notNarrated("delegation %s is no longer recorded completed: %q %v", delegationB, st, err)
+	}
+	d.n.say("The revocation names only the second token's block: B's first delegation stays completed.")
+	return nil
+}
+
+// recorded is a delegation's status in the chain the proxy records.
+func (d *demo) recorded(id string) (chain.Status, error) {
+	ds, err := chain.Load(filepath.Join(d.dir, workspaceDir, "delegations.jsonl"))
+	if err != nil {
+		return "", err
+	}
+	for _, del := range ds {
+		if del.ID == id {
+			return del.Status, nil
+		}
+	}
+	return "", fmt.Errorf("delegation %s is not recorded", id)
+}
