@@ -3,8 +3,8 @@ package chain
 import (
 	"strconv"
 	"strings"
-	"unicode"
-	"unicode/utf8"
+
+	"github.com/delegateos/delegateos/internal/render"
 )
 
 // Text renders a forest from Tree as lines for a person, one per
@@ -71,20 +71,9 @@ func principal(id string, name func(string) string) string {
 	return id
 }
 
-// printable returns s if it is valid UTF-8 made of printable characters
-// (unicode.IsPrint, which counts the ASCII space and no other), and s
-// Go-quoted otherwise.
-func printable(s string) string {
-	for _, r := range s {
-		if r == utf8.RuneError || !unicode.IsPrint(r) {
-			return strconv.Quote(s)
-		}
-	}
-	if s == "" {
-		return `""`
-	}
-	return s
-}
+// printable is render.Printable: s, or s Go-quoted if it holds anything
+// but printable characters.
+func printable(s string) string { return render.Printable(s) }
 
 // mermaidClasses styles a node by its status.
 var mermaidClasses = []struct {
@@ -159,17 +148,6 @@ func mermaidClass(s Status) string {
 	return "unknown"
 }
 
-// mermaidText writes s for a quoted Mermaid label: letters, digits, space,
-// '_', '-' and '.' as they are, every other character (and each byte of
-// invalid UTF-8, as U+FFFD) as a decimal entity code.
-func mermaidText(s string) string {
-	var b strings.Builder
-	for _, r := range s {
-		if 'a' <= r && r <= 'z' || 'A' <= r && r <= 'Z' || '0' <= r && r <= '9' || r == ' ' || r == '_' || r == '-' || r == '.' {
-			b.WriteRune(r)
-			continue
-		}
-		b.WriteString("#" + strconv.Itoa(int(r)) + ";")
-	}
-	return b.String()
-}
+// mermaidText is render.MermaidText: s with every character but ASCII
+// letters, digits, space, '_', '-' and '.' written as an entity code.
+func mermaidText(s string) string { return render.MermaidText(s) }

@@ -2,20 +2,13 @@ package proxy
 
 import (
 	"bufio"
-	"bytes"
 	"io"
 	"strconv"
 	"sync"
 	"testing"
-	"time"
 
 	"go.uber.org/zap"
 	"go.uber.org/zap/zapcore"
-
-	"github.com/delegateos/delegateos/budget"
-	"github.com/delegateos/delegateos/dct"
-	"github.com/delegateos/delegateos/identity"
-	"github.com/delegateos/delegateos/policy"
 )
 
 // benchSession is a session set up as `delegateos proxy --token T --root R`
@@ -24,44 +17,10 @@ import (
 // benchmark sees the proxy's own work per frame and nothing of the pipes.
 func benchSession(tb testing.TB) *session {
 	tb.Helper()
-	root, err := identity.FromSeed(bytes.Repeat([]byte{1}, 32), "root")
-	if err != nil {
-		tb.Fatal(err)
-	}
-	agent, err := identity.FromSeed(bytes.Repeat([]byte{2}, 32), "agent")
-	if err != nil {
-		tb.Fatal(err)
-	}
-	now := time.Now()
-	tok, err := dct.Create(dct.CreateParams{
-		Issuer: root, Delegatee: agent.ID(),
-		Capabilities: []dct.Capability{{Namespace: "mcp", Action: "echo", Resource: "*"}},
-		ContractID:   "ct_bench", DelegationID: "del_bench",
-		MaxChainDepth: 1, MaxBudgetMicrocents: 1_000_000_000,
-		IssuedAt: now.Add(-time.Minute), ExpiresAt: now.Add(2 * time.Hour),
-	})
-	if err != nil {
-		tb.Fatal(err)
-	}
-	pol := policy.Default()
-	pol.Roots = []string{root.ID()}
-	v, err := dct.NewVerifier(dct.Options{Roots: pol.Roots})
-	if err != nil {
-		tb.Fatal(err)
-	}
 	enc := zap.NewProductionEncoderConfig()
 	enc.EncodeTime = zapcore.ISO8601TimeEncoder
 	log := zap.New(zapcore.NewCore(zapcore.NewJSONEncoder(enc), &discardSink{w: bufio.NewWriterSize(io.Discard, 32<<10)}, zapcore.InfoLevel))
-	return &session{
-		cfg: Config{
-			Gate:         &Gate{Policy: pol, Verifier: v, Budget: budget.NewMemory()},
-			SessionToken: tok.String(), MaxFrameBytes: DefaultMaxFrameBytes,
-		},
-		log:      log,
-		toClient: newFrameWriter(io.Discard),
-		toServer: newFrameWriter(io.Discard),
-		pending:  newPendingTable(),
-	}
+	return testSession(tb, log, io.Discard, io.Discard)
 }
 
 // discardSink is the CLI's buffered log sink without the file.
@@ -80,10 +39,20 @@ func (s *discardSink) Sync() error { return nil }
 
 // BenchmarkCall is one tools/call through the relay: the client's frame
 // checked, gated and forwarded, the upstream's result settled and relayed,
-// with both decision and settlement logged. It is the proxy's CPU per call
-// without the pipes' system calls (make bench-proxy measures those).
+// with the decision and the settlement logged (log=info, as the CLI logs
+// by default, or log=off to see what logging costs). It is the proxy's
+// CPU per call without the pipes' system calls, which make bench-proxy
+// measures.
 func BenchmarkCall(b *testing.B) {
-	s := benchSession(b)
+	b.Run("log=info", func(b *testing.B) { benchCall(b, benchSession(b)) })
+	b.Run("log=off", func(b *testing.B) {
+		s := benchSession(b)
+		s.log = zap.NewNop()
+		benchCall(b, s)
+	})
+}
+
+func benchCall(b *testing.B, s *session) {
 	var req, resp []byte
 	b.ReportAllocs()
 	defer reportCPU(b)()
@@ -103,12 +72,21 @@ func BenchmarkCall(b *testing.B) {
 	}
 }
 
-func BenchmarkTmpLog(b *testing.B) {
+// BenchmarkGate is the gate's part of a call with a cached token: Decide
+// (verification from the cache, mapping, budget reservation) and Settle.
+func BenchmarkGate(b *testing.B) {
 	s := benchSession(b)
+	g := s.cfg.Gate
+	req := CallRequest{Tool: "echo", Arguments: []byte(`{"text":"hello, proxy"}`), Token: s.cfg.SessionToken}
 	b.ReportAllocs()
+	defer reportCPU(b)()
 	for b.Loop() {
-		s.log.Info("decision", zap.String("tool", "echo"), zap.Bool("allowed", true), zap.String("reason", "granted"),
-			zap.String("delegation", "del_bench"), zap.Int64("cost", 0), zap.Duration("latency", 1234*time.Nanosecond))
-		s.log.Info("call settled", zap.String("tool", "echo"), zap.Duration("upstream_latency", 51234*time.Nanosecond), zap.Int64("cost", 0), zap.String("delegation", "del_bench"))
+		d := g.Decide(req)
+		if !d.Allowed {
+			b.Fatal(d.Denial)
+		}
+		if err := g.Settle(&d, 0, false); err != nil {
+			b.Fatal(err)
+		}
 	}
 }

@@ -28,7 +28,8 @@ func budgetLevels(s *dct.AuthorizedScope) []budget.Level {
 // decided on. A session's calls mostly carry one token, so its levels are
 // built once rather than per call. The memo keeps its own copy of what the
 // levels derive from and compares it in full, so a hit is exactly the
-// levels budgetLevels would build.
+// levels budgetLevels would build. The slice it returns is shared by every
+// call with that chain: budget stores only read the levels they are given.
 type levelsMemo struct{ last atomic.Pointer[memoLevels] }
 
 type memoLevels struct {

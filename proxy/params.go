@@ -66,13 +66,13 @@ func readCallParams(b []byte) (callParams, error) {
 			}
 			s.ws()
 			start := s.i
-			dup, ok := s.names(1)
+			dup, found, ok := s.names(1)
 			switch {
 			case s.tooDeep:
 				return cp, errParamsTooDeep
 			case !ok:
 				return cp, errParamsNotObject
-			case dup != "":
+			case found:
 				return cp, &repeatedMemberError{name: dup}
 			}
 			switch v := b[start:s.i]; {
@@ -102,70 +102,71 @@ func readCallParams(b []byte) (callParams, error) {
 	return cp, nil
 }
 
-// names consumes one value and returns the first member name repeated in
-// one of its objects, or "".
-func (s *scanner) names(depth int) (string, bool) {
+// names consumes one value and reports the first member name repeated in
+// one of its objects (found), which may be "". ok is false if the value is
+// not well formed.
+func (s *scanner) names(depth int) (dup string, found, ok bool) {
 	if depth > maxNesting {
 		s.tooDeep = true
-		return "", false
+		return "", false, false
 	}
 	if s.i >= len(s.b) {
-		return "", false
+		return "", false, false
 	}
 	switch s.b[s.i] {
 	case '{':
 		s.i++
 		s.ws()
 		if s.eat('}') {
-			return "", true
+			return "", false, true
 		}
 		var seen nameSet
 		for {
 			s.ws()
 			raw, ok := s.str()
 			if !ok {
-				return "", false
+				return "", false, false
 			}
 			name, ok := memberName(raw)
 			if !ok {
-				return "", false
+				return "", false, false
 			}
 			if seen.add(name) {
-				return string(name), true
+				return string(name), true, true
 			}
 			s.ws()
 			if !s.eat(':') {
-				return "", false
+				return "", false, false
 			}
 			s.ws()
-			if dup, ok := s.names(depth + 1); !ok || dup != "" {
-				return dup, ok
+			if dup, found, ok := s.names(depth + 1); found || !ok {
+				return dup, found, ok
 			}
 			s.ws()
 			if s.eat(',') {
 				continue
 			}
-			return "", s.eat('}')
+			return "", false, s.eat('}')
 		}
 	case '[':
 		s.i++
 		s.ws()
 		if s.eat(']') {
-			return "", true
+			return "", false, true
 		}
 		for {
 			s.ws()
-			if dup, ok := s.names(depth + 1); !ok || dup != "" {
-				return dup, ok
+			if dup, found, ok := s.names(depth + 1); found || !ok {
+				return dup, found, ok
 			}
 			s.ws()
 			if s.eat(',') {
 				continue
 			}
-			return "", s.eat(']')
+			return "", false, s.eat(']')
 		}
 	}
-	return "", s.skip(depth)
+	return "", false, s.skip(depth)
 }
 
 // memberName decodes a member name (raw JSON with its quotes); only a

@@ -144,16 +144,22 @@ func Run(ctx context.Context, cfg Config, clientIn io.Reader, clientOut io.Write
 		toServer: newFrameWriter(upIn),
 		pending:  newPendingTable(),
 	}
-	// An attestation still being verified is cancelled and answered
-	// before Run returns.
+	// An attestation still being verified is answered before Run
+	// returns: after the client's EOF it is allowed to finish (a client may
+	// send delegateos/complete and close), after a signal or the
+	// upstream's exit it is cancelled.
 	var cancel context.CancelFunc
 	s.ctx, cancel = context.WithCancel(ctx)
+	interrupted := false
 	defer func() {
 		s.mu.Lock()
 		s.closing = true
 		s.mu.Unlock()
-		cancel()
+		if interrupted {
+			cancel()
+		}
 		s.background.Wait()
+		cancel()
 	}()
 
 	stderrDone := make(chan struct{})
@@ -175,6 +181,7 @@ func Run(ctx context.Context, cfg Config, clientIn io.Reader, clientOut io.Write
 		case sig := <-cfg.Signals:
 			log.Info("passing signal to the upstream", zap.String("signal", sig.String()))
 			_ = cmd.Process.Signal(sig)
+			interrupted = true
 		case err := <-clientDone:
 			// Client EOF: close the upstream's input, give it time to exit,
 			// then terminate it; either way it is reaped.
@@ -184,6 +191,7 @@ func Run(ctx context.Context, cfg Config, clientIn io.Reader, clientOut io.Write
 			upIn.Close()
 			return s.shutdown(cmd, waitDone)
 		case werr := <-waitDone:
+			interrupted = true
 			s.failPending("the upstream MCP server exited before answering")
 			log.Error("upstream exited", zap.Error(werr))
 			return &UpstreamExitError{Err: werr}

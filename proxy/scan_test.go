@@ -96,3 +96,22 @@ func FuzzScanHeader(f *testing.F) {
 		}
 	})
 }
+
+func TestInputRequired(t *testing.T) {
+	for _, tt := range []struct {
+		in   string
+		want bool
+	}{
+		{`{"jsonrpc":"2.0","id":1,"result":{"resultType":"input_required","inputRequests":{}}}`, true},
+		{`{"jsonrpc":"2.0","id":1,"result":{"content":[{"type":"text","text":"x"}],"resultType":"input_required"}}`, true},
+		// The word alone is not enough: it must be result.resultType.
+		{`{"jsonrpc":"2.0","id":1,"result":{"content":[{"type":"text","text":"\"input_required\""}]}}`, false},
+		{`{"jsonrpc":"2.0","id":1,"result":{"resultType":"complete","note":"input_required"}}`, false},
+		{`{"jsonrpc":"2.0","id":1,"error":{"code":1,"message":"input_required","data":{"resultType":"input_required"}}}`, false},
+		{`{"jsonrpc":"2.0","id":1,"result":{"content":[]}}`, false},
+	} {
+		if got := inputRequired([]byte(tt.in)); got != tt.want {
+			t.Errorf("inputRequired(%s) = %v", tt.in, got)
+		}
+	}
+}

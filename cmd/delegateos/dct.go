@@ -3,8 +3,6 @@ package main
 import (
 	"errors"
 	"fmt"
-	"io"
-	"strings"
 	"time"
 
 	"github.com/spf13/pflag"
@@ -150,99 +148,6 @@ var attenuateCmd = &command{
 			return printToken(e, *asJSON, tok)
 		}
 	},
-}
-
-var inspectCmd = &command{
-	name:    "inspect",
-	args:    "--token TOKEN [--json]",
-	summary: "show a token's chain of blocks and what it grants (does not verify trust)",
-	flags: func(fs *pflag.FlagSet) func(*env, []string) error {
-		token := fs.String("token", "", "the token; - reads standard input, @FILE reads a file")
-		asJSON := fs.Bool("json", false, "print JSON")
-		return func(e *env, args []string) error {
-			if len(args) > 0 {
-				return usagef("unexpected argument %q", args[0])
-			}
-			tok, err := parseToken(e, *token)
-			if err != nil {
-				return err
-			}
-			ins := tok.Inspect()
-			if *asJSON {
-				return writeJSON(e, ins)
-			}
-			writeInspection(e.stdout, ins)
-			return nil
-		}
-	},
-}
-
-func writeInspection(w io.Writer, ins dct.Inspection) {
-	fmt.Fprintf(w, "%s token, %d block(s)\n", ins.Format, len(ins.Blocks))
-	if ins.SignaturesValid {
-		fmt.Fprintln(w, "signatures: consistent with the keys named in the token (trust in the issuer is checked by 'dct verify --root')")
-	} else {
-		fmt.Fprintf(w, "signatures: INVALID: %s\n", ins.SignatureProblem)
-	}
-	for i, b := range ins.Blocks {
-		indent := strings.Repeat("   ", i)
-		fmt.Fprintf(w, "\n%s[%d] %s\n", indent, b.Index, b.Kind)
-		in := indent + "    "
-		if i > 0 {
-			fmt.Fprintf(w, "%s└─ ", strings.Repeat("   ", i-1))
-			fmt.Fprintf(w, "delegated by %s\n", b.Signer)
-		} else {
-			fmt.Fprintf(w, "%sissuer        %s\n", in, b.Signer)
-		}
-		fmt.Fprintf(w, "%sdelegatee     %s\n", in, b.Delegatee)
-		fmt.Fprintf(w, "%sdelegation    %s", in, b.DelegationID)
-		if b.ParentDelegationID != "" {
-			fmt.Fprintf(w, " (parent %s)", b.ParentDelegationID)
-		}
-		fmt.Fprintf(w, "\n%scontract      %s\n", in, b.ContractID)
-		if b.Capabilities != nil {
-			fmt.Fprintf(w, "%scapabilities  %s\n", in, capsText(*b.Capabilities))
-		}
-		if b.MaxBudgetMicrocents != nil {
-			fmt.Fprintf(w, "%sbudget        %d microcents\n", in, *b.MaxBudgetMicrocents)
-		}
-		if b.ExpiresAt != nil {
-			fmt.Fprintf(w, "%sexpires       %s\n", in, *b.ExpiresAt)
-		}
-		if b.IssuedAt != "" {
-			fmt.Fprintf(w, "%sissued        %s\n", in, b.IssuedAt)
-		}
-		if b.ChainDepth != nil {
-			fmt.Fprintf(w, "%schain depth   %d\n", in, *b.ChainDepth)
-		}
-		if b.MaxChainDepth != nil {
-			if b.Kind == "authority" {
-				fmt.Fprintf(w, "%smax depth     %d\n", in, *b.MaxChainDepth)
-			} else {
-				fmt.Fprintf(w, "%sfurther hops  %d\n", in, *b.MaxChainDepth)
-			}
-		}
-		fmt.Fprintf(w, "%srevocation id %s\n", in, b.RevocationID)
-	}
-	fmt.Fprintln(w)
-	if ins.Effective == nil {
-		fmt.Fprintf(w, "chain: INVALID: %s\n", ins.ChainProblem)
-		return
-	}
-	ef := ins.Effective
-	fmt.Fprintf(w, "effective: %s may use %s\n", ef.Holder, capsText(ef.Capabilities))
-	fmt.Fprintf(w, "           budget %d microcents, expires %s, depth %d of at most %d\n", ef.MaxBudgetMicrocents, ef.ExpiresAt, ef.ChainDepth, ef.MaxChainDepth)
-}
-
-func capsText(caps []dct.Capability) string {
-	if len(caps) == 0 {
-		return "(none)"
-	}
-	s := make([]string, len(caps))
-	for i, c := range caps {
-		s[i] = c.String()
-	}
-	return strings.Join(s, ", ")
 }
 
 var verifyCmd = &command{

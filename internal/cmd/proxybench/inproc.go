@@ -1,12 +1,15 @@
 package main
 
 import (
+	"bufio"
 	"context"
 	"flag"
 	"fmt"
 	"os"
 	"runtime/pprof"
 	"strings"
+	"sync"
+	"time"
 
 	"go.uber.org/zap"
 	"go.uber.org/zap/zapcore"
@@ -45,9 +48,28 @@ func inProcessProxy(args []string) int {
 		return fail("proxy", err)
 	}
 	defer lf.Close()
+	// Log lines are buffered and flushed within 100ms, as the CLI's sink
+	// does, so that the profile shows the proxy's cost and not a write
+	// per line.
+	sink := &bufferedSink{w: bufio.NewWriterSize(lf, 32<<10)}
+	defer sink.Sync()
+	stop := make(chan struct{})
+	defer close(stop)
+	go func() {
+		t := time.NewTicker(100 * time.Millisecond)
+		defer t.Stop()
+		for {
+			select {
+			case <-t.C:
+				_ = sink.Sync()
+			case <-stop:
+				return
+			}
+		}
+	}()
 	enc := zap.NewProductionEncoderConfig()
 	enc.EncodeTime = zapcore.ISO8601TimeEncoder
-	log := zap.New(zapcore.NewCore(zapcore.NewJSONEncoder(enc), zapcore.Lock(zapcore.AddSync(lf)), zapcore.InfoLevel))
+	log := zap.New(zapcore.NewCore(zapcore.NewJSONEncoder(enc), sink, zapcore.InfoLevel))
 
 	pol := policy.Default()
 	pol.Roots = []string{*root}
@@ -76,4 +98,23 @@ func inProcessProxy(args []string) int {
 		return fail("proxy", err)
 	}
 	return 0
+}
+
+// bufferedSink is a log sink whose lines reach the file when Sync flushes
+// them.
+type bufferedSink struct {
+	mu sync.Mutex
+	w  *bufio.Writer
+}
+
+func (s *bufferedSink) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.w.Write(p)
+}
+
+func (s *bufferedSink) Sync() error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.w.Flush()
 }

@@ -16,6 +16,11 @@
 // and take turns in small blocks of calls, over several rounds, so that
 // whatever else the machine is doing weighs on all three alike; latency
 // percentiles are over every round's calls, throughput is the median round.
+// Next to throughput it prints the CPU time one pipelined call costs the
+// client, the hop and the upstream (Linux): the client, the hop and the
+// upstream share the machine's cores, so throughput follows the sum, and
+// CPU per call moves much less than throughput when other work loads the
+// machine.
 // The upstream is, by default, a minimal stdio MCP server built into this
 // program that answers at once, so the numbers are the hops' own cost;
 // anything that serves an echo tool taking {"text": ...} can replace it
