@@ -38,7 +38,7 @@ $(BIN)/staticcheck:
 # Verify cold and cached for 0, 1, 3 and 8 attenuations, with the Ed25519
 # floor measured in the same run (the x-floor column is the ratio).
 bench:
-	$(GO) test -run '^$$' -bench . -benchmem -benchtime $(BENCHTIME) ./dct/ ./revocation/ ./budget/
+	$(GO) test -run '^$$' -bench . -benchmem -benchtime $(BENCHTIME) ./dct/ ./revocation/ ./budget/ ./contract/ ./attest/ ./chain/ ./verify/ ./reputation/
 
 # Builds delegateos, the docserver example and the demo's MCP client into
 # ./bin, then narrates one delegation through the proxy (scripts/demo.sh).
