@@ -11,6 +11,8 @@ import (
 	"strings"
 
 	"github.com/spf13/pflag"
+
+	"github.com/delegateos/delegateos/identity"
 )
 
 // Exit codes shared by every command.
@@ -101,7 +103,7 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 			writeCommandHelp(stdout, cmd, path, fs)
 			return exitOK
 		}
-		fmt.Fprintf(stderr, "%s: %v; run '%s --help'\n", strings.Join(path, " "), err, strings.Join(path, " "))
+		fmt.Fprintf(stderr, "%s: %v; run '%s --help'%s\n", strings.Join(path, " "), err, strings.Join(path, " "), dashIDHint(rest))
 		return exitUsage
 	}
 	err := runFn(e, fs.Args())
@@ -175,4 +177,21 @@ func writeGroupHelp(w io.Writer, c *command, path []string) {
 
 func writeCommandHelp(w io.Writer, c *command, path []string, fs *pflag.FlagSet) {
 	fmt.Fprintf(w, "%s — %s\n\nUsage:\n  %s %s\n\nFlags:\n%s", strings.Join(path, " "), c.summary, strings.Join(path, " "), c.args, fs.FlagUsages())
+}
+
+// dashIDHint explains the one way a correct-looking command line fails to
+// parse: a principal ID is base64url and may start with '-', which reads
+// as a flag.
+func dashIDHint(args []string) string {
+	for _, a := range args {
+		if a == "--" {
+			break
+		}
+		if strings.HasPrefix(a, "-") && !strings.HasPrefix(a, "--") {
+			if _, err := identity.NormalizePrincipal(a); err == nil {
+				return fmt.Sprintf(" (%.12s… is a principal ID that starts with '-', which reads as a flag: put it after --, or give its did:key)", a)
+			}
+		}
+	}
+	return ""
 }
