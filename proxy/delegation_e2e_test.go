@@ -317,3 +317,37 @@ func TestDelegationRejectAndRevoke(t *testing.T) {
 		t.Errorf("revocation list: %s %v", data, err)
 	}
 }
+
+// A revocation written with the CLI is enforced by the running proxy at
+// once; the chain record shows it when chain show reads the list.
+func TestDelegationCLIRevocationInChainShow(t *testing.T) {
+	r := newDelegationRun(t)
+	delA := r.aTok.Unverified().Authority.DelegationID
+	delB := r.bTok.Unverified().Attenuations[0].DelegationID
+	if res := r.delegate(r.bContract, r.bTok, delA); !res.Accepted {
+		t.Fatalf("delegate: %+v", res)
+	}
+	tokFile := filepath.Join(r.e.dir, "b.tok")
+	writeFile(t, tokFile, r.bTok.String()+"\n")
+	r.cli("revoke", "--key", r.e.keyFile(r.e.agent), "--token", "@"+tokFile, "--block", "1", "--list", r.revs)
+	eventually(t, 10*time.Second, "the revocation to take effect", func() bool {
+		got := r.s.call(t, "read_file", map[string]any{"path": "/project/sub/notes.md"})
+		return got.rpc != nil && strings.Contains(mustJSON(got.rpc.Data), "revoked")
+	})
+	if st := r.chainStatus(delB); st != "active" {
+		t.Errorf("without the list, the record is %q", st)
+	}
+	var ds []struct{ ID, Status string }
+	if err := json.Unmarshal([]byte(r.cli("chain", "show", "--workspace", r.ws, "--revocations", r.revs, "--json")), &ds); err != nil {
+		t.Fatal(err)
+	}
+	for _, d := range ds {
+		want := "active"
+		if d.ID == delB {
+			want = "revoked"
+		}
+		if d.Status != want {
+			t.Errorf("with the list, %s is %q, want %q", d.ID, d.Status, want)
+		}
+	}
+}

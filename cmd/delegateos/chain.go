@@ -10,7 +10,9 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/delegateos/delegateos/chain"
+	"github.com/delegateos/delegateos/dct"
 	"github.com/delegateos/delegateos/identity"
+	"github.com/delegateos/delegateos/revocation"
 )
 
 // The DelegateOS files of a workspace, next to RDP's reputation/ and
@@ -23,12 +25,13 @@ const (
 
 var chainShowCmd = &command{
 	name:    "show",
-	args:    "[--workspace DIR | --store FILE] [--format text|mermaid|json] [--name NAME=ID]...",
+	args:    "[--workspace DIR | --store FILE] [--revocations FILE] [--format text|mermaid|json] [--name NAME=ID]...",
 	summary: "show the delegation chain as a tree with each delegation's status",
 	flags: func(fs *pflag.FlagSet) func(*env, []string) error {
 		ws := fs.String("workspace", ".", "the workspace directory (its "+wsDelegations+" is read)")
 		store := fs.String("store", "", "the delegation log file, instead of --workspace")
 		format := fs.String("format", "text", "text (a tree for people), mermaid (a diagram for docs) or json")
+		revs := fs.String("revocations", "", "a revocation list: active delegations whose tokens it revokes are shown revoked (a revocation written with 'delegateos revoke' reaches the record only this way)")
 		names := fs.StringArray("name", nil, "show principal ID (or did:key) ID as NAME (repeatable), e.g. --name alice=did:key:z6Mk...")
 		asJSON := fs.Bool("json", false, "the same as --format json")
 		return func(e *env, args []string) error {
@@ -55,6 +58,24 @@ var chainShowCmd = &command{
 			}
 			if err != nil {
 				return inputf("%v", err)
+			}
+			if *revs != "" {
+				list, err := revocation.Load(*revs)
+				if err != nil {
+					return inputf("%v", err)
+				}
+				for i := range ds {
+					if ds[i].Status != chain.StatusActive {
+						continue
+					}
+					tok, err := dct.Parse(ds[i].DCT.Token)
+					if err != nil {
+						continue
+					}
+					if _, revoked, _ := list.Revoked(tok.RevocationIDs(), tok.Signers()); revoked {
+						ds[i].Status = chain.StatusRevoked
+					}
+				}
 			}
 			switch *format {
 			case "json":
