@@ -168,7 +168,11 @@ var reputationShowCmd = &command{
 					Domains     []reputation.View `json:"domains"`
 				}{p.AgentDID, p.AgentName, profileFile(p), len(p.Signals) > 0, timestamp.Format(when), len(p.Signals), timestamp.Format(p.LastUpdated), dims, orEmpty(domains)})
 			}
-			fmt.Fprintf(e.stdout, "%s  %s\n", p.AgentName, p.AgentDID)
+			if p.AgentName != p.AgentDID {
+				fmt.Fprintf(e.stdout, "%s  %s\n", p.AgentName, p.AgentDID)
+			} else {
+				fmt.Fprintln(e.stdout, p.AgentDID)
+			}
 			fmt.Fprintf(e.stdout, "%s: %s, last updated %s\n", profileFile(p), countOf(len(p.Signals), "signal"), timestamp.Format(p.LastUpdated))
 			fmt.Fprintf(e.stdout, "scores as of %s, decayed toward 0.5 since each dimension's last signal\n\n", timestamp.Format(when))
 			writeScores(e.stdout, dims, domains)
@@ -298,9 +302,9 @@ var reputationListCmd = &command{
 			fmt.Fprintf(e.stdout, "ranked by %s as of %s\n\n", label, timestamp.Format(when))
 			fmt.Fprintf(e.stdout, "%4s %7s %6s %6s  %-10s  %s\n", "#", "SCORE", "CONF", "N", "", "AGENT")
 			for _, r := range rows {
-				name := shorten(r.Name, 32)
-				if name != r.Agent {
-					name += "  " + r.Agent
+				name := r.Agent
+				if r.Name != r.Agent {
+					name = shorten(r.Name, 32) + "  " + r.Agent
 				}
 				if !r.Score.Known {
 					fmt.Fprintf(e.stdout, "%4s %7s %6s %6d  %-10s  %s\n", "-", "unknown", "-", 0, "", name)
