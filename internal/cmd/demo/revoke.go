@@ -88,7 +88,7 @@ func (d *demo) awaitRevoked(ctx context.Context, revoked string) error {
 				d.n.say("Refused %.2f s after the revocation was written; the %d %s before that %s still allowed.",
 					took.Seconds(), allowed, plural(allowed, "call", "calls"), plural(allowed, "was", "were"))
 			}
-			return d.firstStaysCompleted()
+			return d.firstStaysCompleted(ctx)
 		case r.refusal != nil || r.isError:
 			return notNarrated("after the revocation B's call was refused, but not as revoked: %+v", r)
 		}
@@ -115,11 +115,21 @@ func plural(n int, one, many string) string {
 
 // firstStaysCompleted checks, and says, that revoking the second token left
 // the first delegation as it was recorded.
-func (d *demo) firstStaysCompleted() error {
+func (d *demo) firstStaysCompleted(ctx context.Context) error {
 	if st, err := d.recorded(delegationB); err != nil || st != chain.StatusCompleted {
 		return notNarrated("delegation %s is no longer recorded completed: %q %v", delegationB, st, err)
 	}
 	d.n.say("The revocation names only the second token's block: B's first delegation stays completed.")
+	d.n.say("The chain, read together with the revocation list:")
+	out, err := d.cli(ctx, "chain", "show", "--workspace", workspaceDir, "--revocations", revocationsFile,
+		"--name", "root="+d.id("ROOT"), "--name", "A="+d.id("A"), "--name", "B="+d.id("B"))
+	if err != nil {
+		return err
+	}
+	d.n.evidence(out)
+	if !strings.Contains(out, delegationB+" A → B  [completed]") || !strings.Contains(out, delegationB2+" A → B  [revoked]") {
+		return notNarrated("chain show --revocations does not show %s completed and %s revoked:\n%s", delegationB, delegationB2, out)
+	}
 	return nil
 }
 
