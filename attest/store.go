@@ -1,11 +1,9 @@
 package attest
 
 import (
-	"bytes"
 	"fmt"
-	"io/fs"
-	"slices"
-	"sync"
+
+	"github.com/delegateos/delegateos/internal/docstore"
 )
 
 // Store holds attestations by ID; each is checked by Attestation.Verify
@@ -29,55 +27,62 @@ var (
 	_ Store = (*Dir)(nil)
 )
 
-// Memory is a Store in memory. The zero value is ready to use.
-type Memory struct {
-	mu sync.RWMutex
-	m  map[string][]byte // canonical JSON, so callers never share a value
+// codec is how package docstore stores attestations.
+var codec = &docstore.Codec[*Attestation]{
+	Kind:         "attestation",
+	ValidID:      ValidID,
+	ID:           func(a *Attestation) string { return a.ID },
+	Encode:       verifiedBytes,
+	Decode:       parseVerified,
+	MaxSize:      MaxAttestationSize,
+	FileMode:     0o600, // an output may be private, so only the owner reads them
+	DirMode:      0o700,
+	ErrConflict:  ErrConflict,
+	ErrMalformed: ErrMalformed,
 }
+
+// Memory is a Store in memory. The zero value is ready to use.
+type Memory struct{ m docstore.Memory[*Attestation] }
 
 // Put implements Store.
-func (s *Memory) Put(a *Attestation) error {
-	b, err := verifiedBytes(a)
-	if err != nil {
-		return err
-	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if old, ok := s.m[a.ID]; ok {
-		if !bytes.Equal(old, b) {
-			return fmt.Errorf("attestation %s: %w", a.ID, ErrConflict)
-		}
-		return nil
-	}
-	if s.m == nil {
-		s.m = map[string][]byte{}
-	}
-	s.m[a.ID] = b
-	return nil
-}
+func (s *Memory) Put(a *Attestation) error { return s.m.Put(codec, a) }
 
 // Get implements Store.
-func (s *Memory) Get(id string) (*Attestation, error) {
-	s.mu.RLock()
-	b, ok := s.m[id]
-	s.mu.RUnlock()
-	if !ok {
-		return nil, fmt.Errorf("attestation %q: %w", clip(id), fs.ErrNotExist)
-	}
-	return parseVerified(b, id)
-}
+func (s *Memory) Get(id string) (*Attestation, error) { return s.m.Get(codec, id) }
 
 // List implements Store.
-func (s *Memory) List() ([]string, error) {
-	s.mu.RLock()
-	defer s.mu.RUnlock()
-	ids := make([]string, 0, len(s.m))
-	for id := range s.m {
-		ids = append(ids, id)
+func (s *Memory) List() ([]string, error) { return s.m.List(), nil }
+
+// Dir is a Store with one file per attestation, <dir>/<id>.json, holding its
+// canonical JSON and a newline (mode 600). Put writes a synced temporary
+// file and renames it into place under an exclusive lock, so concurrent
+// writers (goroutines or processes) never replace a stored attestation. Get reads
+// the file again on every call and verifies it, and accepts any
+// formatting: a file may be pretty-printed by hand.
+type Dir struct{ d *docstore.Dir[*Attestation] }
+
+// OpenDir returns the Store in directory path, creating it (mode 0700) if
+// it is missing.
+func OpenDir(path string) (*Dir, error) {
+	d, err := docstore.OpenDir(codec, path)
+	if err != nil {
+		return nil, err
 	}
-	slices.Sort(ids)
-	return ids, nil
+	return &Dir{d}, nil
 }
+
+// Path returns the file that holds (or would hold) the attestation id.
+func (d *Dir) Path(id string) (string, error) { return d.d.Path(codec, id) }
+
+// Put implements Store.
+func (d *Dir) Put(a *Attestation) error { return d.d.Put(codec, a) }
+
+// Get implements Store.
+func (d *Dir) Get(id string) (*Attestation, error) { return d.d.Get(codec, id) }
+
+// List implements Store: the IDs of the files named like attestations. Files
+// are not read; Get verifies each.
+func (d *Dir) List() ([]string, error) { return d.d.List(codec) }
 
 // verifiedBytes verifies a and returns its canonical JSON.
 func verifiedBytes(a *Attestation) ([]byte, error) {

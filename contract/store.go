@@ -1,11 +1,9 @@
 package contract
 
 import (
-	"bytes"
 	"fmt"
-	"io/fs"
-	"slices"
-	"sync"
+
+	"github.com/delegateos/delegateos/internal/docstore"
 )
 
 // Store holds verified contracts by ID. A contract, once stored, is never
@@ -27,55 +25,64 @@ var (
 	_ Store = (*Dir)(nil)
 )
 
+// codec is how package docstore stores contracts.
+var codec = &docstore.Codec[*TaskContract]{
+	Kind:         "contract",
+	ValidID:      ValidID,
+	ID:           func(c *TaskContract) string { return c.ID },
+	Encode:       verifiedBytes,
+	Decode:       parseVerified,
+	MaxSize:      MaxContractSize,
+	FileMode:     0o644, // contracts hold no secrets
+	DirMode:      0o755,
+	ErrConflict:  ErrConflict,
+	ErrMalformed: ErrMalformed,
+}
+
 // Memory is a Store in memory. The zero value is ready to use.
 type Memory struct {
-	mu sync.RWMutex
-	m  map[string][]byte // canonical JSON, so callers never share a value
+	m docstore.Memory[*TaskContract]
 }
 
 // Put implements Store.
-func (s *Memory) Put(c *TaskContract) error {
-	b, err := verifiedBytes(c)
-	if err != nil {
-		return err
-	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if old, ok := s.m[c.ID]; ok {
-		if !bytes.Equal(old, b) {
-			return fmt.Errorf("contract %s: %w", c.ID, ErrConflict)
-		}
-		return nil
-	}
-	if s.m == nil {
-		s.m = map[string][]byte{}
-	}
-	s.m[c.ID] = b
-	return nil
-}
+func (s *Memory) Put(c *TaskContract) error { return s.m.Put(codec, c) }
 
 // Get implements Store.
-func (s *Memory) Get(id string) (*TaskContract, error) {
-	s.mu.RLock()
-	b, ok := s.m[id]
-	s.mu.RUnlock()
-	if !ok {
-		return nil, fmt.Errorf("contract %q: %w", clip(id), fs.ErrNotExist)
-	}
-	return parseVerified(b, id)
-}
+func (s *Memory) Get(id string) (*TaskContract, error) { return s.m.Get(codec, id) }
 
 // List implements Store.
-func (s *Memory) List() ([]string, error) {
-	s.mu.RLock()
-	defer s.mu.RUnlock()
-	ids := make([]string, 0, len(s.m))
-	for id := range s.m {
-		ids = append(ids, id)
+func (s *Memory) List() ([]string, error) { return s.m.List(), nil }
+
+// Dir is a Store with one file per contract, <dir>/<id>.json, holding its
+// canonical JSON and a newline (mode 644). Put writes a synced temporary
+// file and renames it into place under an exclusive lock, so concurrent
+// writers (goroutines or processes) never replace a stored contract. Get reads
+// the file again on every call and verifies it, and accepts any
+// formatting: a file may be pretty-printed by hand.
+type Dir struct{ d *docstore.Dir[*TaskContract] }
+
+// OpenDir returns the Store in directory path, creating it (mode 0755) if
+// it is missing.
+func OpenDir(path string) (*Dir, error) {
+	d, err := docstore.OpenDir(codec, path)
+	if err != nil {
+		return nil, err
 	}
-	slices.Sort(ids)
-	return ids, nil
+	return &Dir{d}, nil
 }
+
+// Path returns the file that holds (or would hold) the contract id.
+func (d *Dir) Path(id string) (string, error) { return d.d.Path(codec, id) }
+
+// Put implements Store.
+func (d *Dir) Put(c *TaskContract) error { return d.d.Put(codec, c) }
+
+// Get implements Store.
+func (d *Dir) Get(id string) (*TaskContract, error) { return d.d.Get(codec, id) }
+
+// List implements Store: the IDs of the files named like contracts. Files
+// are not read; Get verifies each.
+func (d *Dir) List() ([]string, error) { return d.d.List(codec) }
 
 // verifiedBytes verifies c and returns its canonical JSON.
 func verifiedBytes(c *TaskContract) ([]byte, error) {
