@@ -108,6 +108,9 @@ type verified struct {
 	signers []string
 	eff     effective
 	expires string
+	// chainScope is scope(0), made once: VerifyChain returns it to every
+	// caller of the same token.
+	chainScope *AuthorizedScope
 }
 
 // Verify verifies a serialized token (the bare base64url form, or the JSON
@@ -134,7 +137,9 @@ func (v *Verifier) VerifyToken(tok *Token, req Request) (*AuthorizedScope, error
 // revocation, the trusted root and signatures, the attenuation chain and
 // the token's validity period (§10.1 steps 1 to 5). The scope it returns
 // says what the token could grant; budget and capability are checked per
-// request by Verify. A zero now means time.Now().
+// request by Verify. A zero now means time.Now(). The scope is shared by
+// every verification of the same token (a proxy verifies its session
+// token on every call): read it, do not change it.
 func (v *Verifier) VerifyChain(token string, now time.Time) (*AuthorizedScope, error) {
 	vt, err := v.checkString(token)
 	if err != nil {
@@ -143,7 +148,7 @@ func (v *Verifier) VerifyChain(token string, now time.Time) (*AuthorizedScope, e
 	if err := v.checkTime(vt, now); err != nil {
 		return nil, err
 	}
-	return vt.scope(0), nil
+	return vt.chainScope, nil
 }
 
 // checkString is check for a serialized token, using the cache first.
@@ -188,6 +193,7 @@ func (v *Verifier) check(tok *Token) (*verified, error) {
 	}
 	vt.eff = eff
 	vt.expires = timestamp.Format(eff.expires)
+	vt.chainScope = vt.scope(0)
 	v.cache.put(tok.raw, vt)
 	return vt, nil
 }

@@ -172,8 +172,10 @@ func TestEverythingBudget(t *testing.T) {
 	// Closing waits for the proxy to exit, which flushes its log.
 	s.Close()
 	var settled float64
-	for _, l := range s.logLines("call settled") {
-		settled += l["cost"].(float64)
+	for _, l := range s.logLines("decision") {
+		if l["allowed"] == true {
+			settled += l["cost"].(float64)
+		}
 	}
 	if settled != budget {
 		t.Errorf("the proxy settled %v microcents, want %d", settled, budget)

@@ -2,6 +2,7 @@ package proxy
 
 import (
 	"bufio"
+	"github.com/delegateos/delegateos/internal/logline"
 	"io"
 	"strconv"
 	"sync"
@@ -17,9 +18,7 @@ import (
 // benchmark sees the proxy's own work per frame and nothing of the pipes.
 func benchSession(tb testing.TB) *session {
 	tb.Helper()
-	enc := zap.NewProductionEncoderConfig()
-	enc.EncodeTime = zapcore.ISO8601TimeEncoder
-	log := zap.New(zapcore.NewCore(zapcore.NewJSONEncoder(enc), &discardSink{w: bufio.NewWriterSize(io.Discard, 32<<10)}, zapcore.InfoLevel))
+	log := zap.New(zapcore.NewCore(logline.NewEncoder(), &discardSink{w: bufio.NewWriterSize(io.Discard, 32<<10)}, zapcore.InfoLevel))
 	return testSession(tb, log, io.Discard, io.Discard)
 }
 

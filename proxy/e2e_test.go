@@ -587,8 +587,8 @@ func TestE2ECancellationCrosses(t *testing.T) {
 			p.waitLog("upstream stderr", upstreamLogged("slow: cancelled"))
 			// The proxy settled the cancelled call, charged (the upstream
 			// may have done the work), rather than holding its cost.
-			settled := p.waitLog("call settled", func(m map[string]any) bool { return m["tool"] == "slow" })
-			if settled["cost"] != 100.0 || settled["released"] == true {
+			settled := p.waitLog("decision", func(m map[string]any) bool { return m["tool"] == "slow" && m["allowed"] == true })
+			if settled["cost"] != 100.0 || settled["released"] == true || settled["outcome"] != "cancelled" {
 				t.Errorf("the cancelled call was settled as %v; want charged its cost of 100", settled)
 			}
 			res := ok(t, s.call(t, "echo", map[string]any{"text": "after"}), "echo after the cancellation")
@@ -723,13 +723,13 @@ func TestE2EInputRequired(t *testing.T) {
 	checkDenial(t, s.call(t, "echo", map[string]any{"text": "x"}),
 		denial{typ: dct.BudgetExceeded, detail: "spent 200 of a budget of 200", requested: mcpCap("echo"), granted: caps(t, "mcp:sample:*", "mcp:roots:*", "mcp:echo:*")})
 	// The log is flushed asynchronously: wait for both settlements.
-	isSample := func(m map[string]any) bool { return m["tool"] == "sample" }
-	for deadline := time.Now().Add(10 * time.Second); len(p.logWith("call settled", isSample)) < 2 && time.Now().Before(deadline); {
+	isSample := func(m map[string]any) bool { return m["tool"] == "sample" && m["allowed"] == true }
+	for deadline := time.Now().Add(10 * time.Second); len(p.logWith("decision", isSample)) < 2 && time.Now().Before(deadline); {
 		time.Sleep(20 * time.Millisecond)
 	}
 	var released, charged int
-	for _, m := range p.logWith("call settled", isSample) {
-		if m["released"] == true {
+	for _, m := range p.logWith("decision", isSample) {
+		if m["released"] == true && m["cost"] == 0.0 && m["outcome"] == "input required" {
 			released++
 		} else if m["cost"] == 100.0 {
 			charged++
@@ -1063,7 +1063,7 @@ func TestE2EHonourUpstreamCost(t *testing.T) {
 			if honour {
 				wantCost = 950
 			}
-			settled := p.waitLog("call settled", func(m map[string]any) bool { return m["tool"] == "costly" })
+			settled := p.waitLog("decision", func(m map[string]any) bool { return m["tool"] == "costly" && m["allowed"] == true })
 			if settled["cost"] != wantCost {
 				t.Errorf("the call was charged %v, want %v", settled["cost"], wantCost)
 			}

@@ -2,6 +2,7 @@ package proxy
 
 import (
 	"bytes"
+	"sync"
 	"time"
 )
 
@@ -19,10 +20,23 @@ type pending struct {
 	idBuf    [20]byte  // id's storage when it fits, saving an allocation per call
 }
 
+// pendingPool recycles the pending requests the relay answered: one is
+// made per call, and they are large (a Decision each).
+var pendingPool = sync.Pool{New: func() any { return new(pending) }}
+
 func newPending(key requestID, id []byte, method string) *pending {
-	p := &pending{key: key, method: method}
+	p := pendingPool.Get().(*pending)
+	p.key, p.method = key, method
 	p.id = append(p.idBuf[:0:len(p.idBuf)], id...)
 	return p
+}
+
+// free hands p back for reuse. The caller holds the only reference to it:
+// p is out of the pending table, settled, and nothing it owns (its id is
+// stored in p) is still to be written.
+func (p *pending) free() {
+	*p = pending{}
+	pendingPool.Put(p)
 }
 
 // claim moves p's decision to a copy that the caller settles, leaving p

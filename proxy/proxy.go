@@ -376,7 +376,7 @@ func (s *session) clientFrame(frame []byte) {
 		}
 		s.mu.Unlock()
 		if claimed != nil {
-			s.settleNow(claimed, 0, true)
+			s.settleNow(claimed, 0, true, outcomeNotForwarded)
 		}
 		s.replyError(s.toClient, h.id, codeInternalError, "the upstream MCP server is not accepting input", nil)
 	}
@@ -438,8 +438,9 @@ func (s *session) gateCall(p *pending, params, frame []byte) (out []byte, deny b
 		s.deny(p, &p.dec)
 		return nil, true
 	}
+	// An allowed call's line is written when it settles, with what it
+	// cost and how it ended.
 	p.decision = &p.dec
-	s.logDecision(p, p.decision)
 	// Only this goroutine writes listToken, so it may read it unlocked.
 	if session == "" && s.listToken != req.Token {
 		s.mu.Lock()
@@ -465,7 +466,7 @@ func (s *session) gateCall(p *pending, params, frame []byte) (out []byte, deny b
 		}
 	}
 	if err != nil {
-		s.settleNow(p, 0, true)
+		s.settleNow(p, 0, true, outcomeNotForwarded)
 		s.replyError(s.toClient, p.id, codeInternalError, "cannot re-encode the call", nil)
 		return nil, true
 	}
@@ -489,14 +490,16 @@ func (s *session) toolName(raw []byte) (string, bool) {
 	return tool, true
 }
 
+// deny logs a refused call's line and answers it.
 func (s *session) deny(p *pending, d *Decision) {
-	s.logDecision(p, d)
+	s.clientLog.decision(p.tool, d, d.Call.Cost, zap.String("detail", d.Denial.Detail))
+	s.clientLog.writeTo(s.log)
 	s.replyError(s.toClient, p.id, DenialCode, DenialMessage, d.Denial)
 }
 
-func (s *session) logDecision(p *pending, d *Decision) {
-	// Every decision line has the same members: tool, allowed, reason,
-	// delegation ("" when no token verified), cost and latency.
+// decision adds a call's line: tool, allowed, reason, delegation ("" when
+// no token verified), cost and the gate's latency, then extra.
+func (b *logBatch) decision(tool string, d *Decision, cost int64, extra ...zap.Field) {
 	reason, delegation := "granted", ""
 	switch {
 	case d.Denial != nil:
@@ -507,18 +510,9 @@ func (s *session) logDecision(p *pending, d *Decision) {
 	if d.Scope != nil {
 		delegation = d.Scope.DelegationID
 	}
-	tool, allowed := zap.String("tool", p.tool), zap.Bool("allowed", d.Allowed)
-	why, del := zap.String("reason", reason), zap.String("delegation", delegation)
-	cost, latency := zap.Int64("cost", d.Call.Cost), zap.Duration("latency", d.Latency)
-	switch {
-	case d.Denial != nil:
-		s.clientLog.add("decision", tool, allowed, why, del, cost, latency, zap.String("detail", d.Denial.Detail))
-	case d.Unauthenticated:
-		s.clientLog.add("decision", tool, allowed, why, del, cost, latency, zap.Bool("unauthenticated", true))
-	default:
-		s.clientLog.add("decision", tool, allowed, why, del, cost, latency)
-	}
-	s.clientLog.writeTo(s.log)
+	b.fields = append(b.fields, zap.String("tool", tool), zap.Bool("allowed", d.Allowed), zap.String("reason", reason),
+		zap.String("delegation", delegation), zap.Int64("cost", cost), zap.Duration("latency", d.Latency))
+	b.add("decision", extra...)
 }
 
 // fromServer handles every frame the upstream sends.
@@ -569,6 +563,10 @@ func (s *session) serverFrame(frame, raw []byte) {
 		return
 	}
 	p := s.take(h.id)
+	if p != nil {
+		// Taken out of the table, p is this goroutine's alone.
+		defer p.free()
+	}
 	switch {
 	case p == nil:
 	case p.method == "tools/list" && !h.isError:
@@ -595,7 +593,14 @@ func (s *session) serverFrame(frame, raw []byte) {
 				}
 			}
 		}
-		s.settle(p, cost, release, &s.serverLog)
+		outcome := outcomeResult
+		switch {
+		case h.isError:
+			outcome = outcomeError
+		case release:
+			outcome = outcomeInputRequired
+		}
+		s.settle(p, cost, release, outcome, &s.serverLog)
 	}
 	s.toClient.queue(raw)
 }
@@ -612,7 +617,7 @@ func (s *session) serverTooLarge(prefix []byte) {
 		s.replyError(s.toServer, h.id, codeInvalidRequest, msg, nil)
 	case h.method == "" && h.id != nil:
 		if p := s.take(h.id); p != nil {
-			s.settle(p, p.cost(), false, &s.serverLog)
+			s.settle(p, p.cost(), false, outcomeTooLarge, &s.serverLog)
 			s.replyError(s.toClient, p.id, codeInternalError, "the upstream's response "+msg, nil)
 		}
 	}
@@ -630,34 +635,48 @@ func (s *session) take(id []byte) *pending {
 	return p
 }
 
-// settle records an answered call's spend, and adds its line to lb.
-func (s *session) settle(p *pending, cost int64, release bool, lb *logBatch) {
+// How an allowed call ended, as its line's outcome says.
+const (
+	outcomeResult        = "result"         // the upstream answered with a result: charged
+	outcomeError         = "error"          // a JSON-RPC error: released
+	outcomeInputRequired = "input required" // MCP 2026-07-28 input request: released, the retry is charged
+	outcomeTooLarge      = "too large"      // the answer exceeded the frame limit: charged
+	outcomeCancelled     = "cancelled"      // the client cancelled it: charged
+	outcomeUnanswered    = "unanswered"     // the session ended first: charged
+	outcomeNotForwarded  = "not forwarded"  // it never reached the upstream: released
+)
+
+// settle records an allowed call's spend once its outcome is known, and
+// adds the call's one line to lb: the decision, what the call was charged
+// (cost; 0 when the reservation is released), the time from the decision
+// to the outcome (upstream_latency) and the outcome.
+func (s *session) settle(p *pending, cost int64, release bool, outcome string, lb *logBatch) {
 	if p.decision == nil {
 		return
 	}
 	if err := s.cfg.Gate.Settle(p.decision, cost, release); err != nil {
 		s.log.Error("recording spend failed", zap.String("tool", p.tool), zap.Error(err))
 	}
-	tool, latency := zap.String("tool", p.tool), zap.Duration("upstream_latency", time.Since(p.start))
-	var del zap.Field
-	if p.decision.Scope != nil {
-		del = zap.String("delegation", p.decision.Scope.DelegationID)
+	if release {
+		cost = 0
 	}
+	d := p.decision
+	up, out := zap.Duration("upstream_latency", time.Since(p.start)), zap.String("outcome", outcome)
 	switch {
-	case release && p.decision.Scope != nil:
-		lb.add("call settled", tool, latency, zap.Int64("cost", 0), zap.Bool("released", true), del)
+	case release && d.Unauthenticated:
+		lb.decision(p.tool, d, cost, up, out, zap.Bool("released", true), zap.Bool("unauthenticated", true))
 	case release:
-		lb.add("call settled", tool, latency, zap.Int64("cost", 0), zap.Bool("released", true))
-	case p.decision.Scope != nil:
-		lb.add("call settled", tool, latency, zap.Int64("cost", cost), del)
+		lb.decision(p.tool, d, cost, up, out, zap.Bool("released", true))
+	case d.Unauthenticated:
+		lb.decision(p.tool, d, cost, up, out, zap.Bool("unauthenticated", true))
 	default:
-		lb.add("call settled", tool, latency, zap.Int64("cost", cost))
+		lb.decision(p.tool, d, cost, up, out)
 	}
 }
 
 // settleNow is settle with the line written at once, by the client's pump.
-func (s *session) settleNow(p *pending, cost int64, release bool) {
-	s.settle(p, cost, release, &s.clientLog)
+func (s *session) settleNow(p *pending, cost int64, release bool, outcome string) {
+	s.settle(p, cost, release, outcome, &s.clientLog)
 	s.clientLog.writeTo(s.log)
 }
 
@@ -670,7 +689,7 @@ func (s *session) failPending(msg string) {
 	s.mu.Unlock()
 	var lines logBatch // the pumps' batches may still be in use
 	for _, p := range ps {
-		s.settle(p, p.cost(), false, &lines)
+		s.settle(p, p.cost(), false, outcomeUnanswered, &lines)
 		lines.writeTo(s.log)
 		if msg != "" {
 			s.replyError(s.toClient, p.id, codeInternalError, msg, nil)
@@ -851,7 +870,7 @@ func (s *session) cancelled(frame []byte) {
 	s.mu.Unlock()
 	if claimed != nil {
 		s.log.Info("client cancelled a call", zap.String("tool", claimed.tool))
-		s.settleNow(claimed, claimed.cost(), false)
+		s.settleNow(claimed, claimed.cost(), false, outcomeCancelled)
 	}
 }
 

@@ -13,9 +13,9 @@ import (
 	"go.uber.org/zap/zaptest/observer"
 )
 
-// Every call gets its decision line when it is forwarded and its
-// settlement line once its response is relayed, in order, also when the
-// upstream's frames arrive in one burst longer than a log batch.
+// Every allowed call gets one line, once its response is relayed: the
+// decision with what the call was charged and how it ended, in order, also
+// when the upstream's frames arrive in one burst longer than a log batch.
 func TestPumpsLogEveryCall(t *testing.T) {
 	core, logs := observer.New(zapcore.InfoLevel)
 	var toClient, toServer bytes.Buffer
@@ -26,11 +26,8 @@ func TestPumpsLogEveryCall(t *testing.T) {
 		s.clientFrame(fmt.Appendf(nil, `{"jsonrpc":"2.0","id":%d,"method":"tools/call","params":{"name":"echo","arguments":{"text":"x"}}}`, i))
 		fmt.Fprintf(&responses, `{"jsonrpc":"2.0","id":%d,"result":{"content":[]}}`+"\n", i)
 	}
-	if got := logs.FilterMessage("decision").Len(); got != n {
-		t.Fatalf("%d decision lines before any response, want %d", got, n)
-	}
-	if logs.FilterMessage("call settled").Len() != 0 {
-		t.Fatal("a call was settled before its response")
+	if got := logs.Len(); got != 0 {
+		t.Fatalf("%d lines before any response, want none: %v", got, logs.All())
 	}
 	s.toServer.flush()
 	if got := strings.Count(toServer.String(), "\n"); got != n {
@@ -40,14 +37,20 @@ func TestPumpsLogEveryCall(t *testing.T) {
 	if toClient.String() != responses.String() {
 		t.Fatal("the responses were not relayed byte for byte")
 	}
-	settled := logs.FilterMessage("call settled").All()
-	if len(settled) != n {
-		t.Fatalf("%d settlement lines, want %d", len(settled), n)
+	lines := logs.FilterMessage("decision").All()
+	if len(lines) != n || logs.Len() != n {
+		t.Fatalf("%d decision lines of %d, want %d", len(lines), logs.Len(), n)
 	}
-	for i, e := range settled {
+	for i, e := range lines {
 		m := e.ContextMap()
-		if m["tool"] != "echo" || m["cost"] != int64(0) || m["delegation"] != "del_bench" || m["released"] != nil {
-			t.Fatalf("settlement %d: %v", i, m)
+		if m["tool"] != "echo" || m["allowed"] != true || m["reason"] != "granted" || m["cost"] != int64(0) ||
+			m["delegation"] != "del_bench" || m["outcome"] != "result" || m["released"] != nil {
+			t.Fatalf("line %d: %v", i, m)
+		}
+		for _, k := range []string{"latency", "upstream_latency"} {
+			if _, ok := m[k].(time.Duration); !ok {
+				t.Fatalf("line %d has no %s: %v", i, k, m)
+			}
 		}
 	}
 	if s.pending.len() != 0 {
@@ -79,9 +82,12 @@ func TestCallNotForwarded(t *testing.T) {
 	if n := s.pending.len(); n != 0 {
 		t.Fatalf("%d calls pending", n)
 	}
-	settled := logs.FilterMessage("call settled").All()
-	if len(settled) != 1 || settled[0].ContextMap()["released"] != true {
-		t.Fatalf("settlement lines: %v", settled)
+	lines := logs.FilterMessage("decision").All()
+	if len(lines) != 1 {
+		t.Fatalf("decision lines: %v", lines)
+	}
+	if m := lines[0].ContextMap(); m["released"] != true || m["cost"] != int64(0) || m["outcome"] != "not forwarded" || m["allowed"] != true {
+		t.Fatalf("the call's line: %v", m)
 	}
 	scope, err := s.cfg.Gate.Verifier.VerifyChain(s.cfg.SessionToken, time.Time{})
 	if err != nil {

@@ -18,6 +18,7 @@ import (
 
 	"github.com/delegateos/delegateos/budget"
 	"github.com/delegateos/delegateos/dct"
+	"github.com/delegateos/delegateos/internal/logline"
 	"github.com/delegateos/delegateos/policy"
 	"github.com/delegateos/delegateos/proxy"
 	"github.com/delegateos/delegateos/revocation"
@@ -173,9 +174,7 @@ func newLogger(e *env, c policy.LogConfig) (*zap.Logger, func(), error) {
 		closeFile = func() { f.Close() }
 	}
 	sink := &logSink{w: bufio.NewWriterSize(out, 32<<10)}
-	enc := zap.NewProductionEncoderConfig()
-	enc.EncodeTime = zapcore.ISO8601TimeEncoder
-	log := zap.New(zapcore.NewCore(zapcore.NewJSONEncoder(enc), sink, level))
+	log := zap.New(zapcore.NewCore(logline.NewEncoder(), sink, level))
 	return log, func() { _ = sink.Sync(); closeFile() }, nil
 }
 

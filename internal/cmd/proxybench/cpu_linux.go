@@ -63,3 +63,31 @@ func taskTimes(pid int) (time.Duration, []int, bool) {
 	}
 	return total, children, true
 }
+
+// syscalls returns how many read and write system calls the process pid
+// has made (/proc/PID/io); with the run time it shows whether a hop pays
+// per call in its own work or in system calls.
+func syscalls(pid int) (reads, writes int64, ok bool) {
+	b, err := os.ReadFile(filepath.Join("/proc", strconv.Itoa(pid), "io"))
+	if err != nil {
+		return 0, 0, false
+	}
+	var gotR, gotW bool
+	for _, line := range bytes.Split(b, []byte("\n")) {
+		k, v, found := bytes.Cut(line, []byte(": "))
+		if !found {
+			continue
+		}
+		n, err := strconv.ParseInt(string(v), 10, 64)
+		if err != nil {
+			continue
+		}
+		switch string(k) {
+		case "syscr":
+			reads, gotR = n, true
+		case "syscw":
+			writes, gotW = n, true
+		}
+	}
+	return reads, writes, gotR && gotW
+}

@@ -16,6 +16,7 @@ import (
 
 	"github.com/delegateos/delegateos/budget"
 	"github.com/delegateos/delegateos/dct"
+	"github.com/delegateos/delegateos/internal/logline"
 	"github.com/delegateos/delegateos/policy"
 	"github.com/delegateos/delegateos/proxy"
 )
@@ -67,9 +68,7 @@ func inProcessProxy(args []string) int {
 			}
 		}
 	}()
-	enc := zap.NewProductionEncoderConfig()
-	enc.EncodeTime = zapcore.ISO8601TimeEncoder
-	log := zap.New(zapcore.NewCore(zapcore.NewJSONEncoder(enc), sink, zapcore.InfoLevel))
+	log := zap.New(zapcore.NewCore(logline.NewEncoder(), sink, zapcore.InfoLevel))
 
 	pol := policy.Default()
 	pol.Roots = []string{*root}

@@ -150,6 +150,9 @@ type sample struct {
 type cpuPerCall struct {
 	self, children, client time.Duration
 	ok                     bool
+	// reads and writes are the hop's system calls per call (for the direct
+	// setup, the upstream's); negative when not counted.
+	reads, writes float64
 }
 
 func run(o options) error {
@@ -348,6 +351,28 @@ func printCPU(setups []setup, cpu [][]cpuPerCall) {
 			hop, up = 0, hop
 		}
 		fmt.Printf("  %s: client %s, hop %s, upstream %s;", s.name, ns(med(cpu[i], client)), ns(hop), ns(up))
+	}
+	fmt.Println()
+	medf := func(c []cpuPerCall, f func(cpuPerCall) float64) float64 {
+		v := make([]float64, len(c))
+		for i := range c {
+			v[i] = f(c[i])
+		}
+		slices.Sort(v)
+		return v[len(v)/2]
+	}
+	reads := func(c cpuPerCall) float64 { return c.reads }
+	writes := func(c cpuPerCall) float64 { return c.writes }
+	if medf(cpu[0], reads) < 0 {
+		return
+	}
+	fmt.Print("system calls per pipelined call (median round, reads/writes):")
+	for i, s := range setups {
+		who := "hop"
+		if i == 0 {
+			who = "upstream"
+		}
+		fmt.Printf("  %s: %s %.2f/%.2f;", s.name, who, medf(cpu[i], reads), medf(cpu[i], writes))
 	}
 	fmt.Println()
 }
@@ -574,6 +599,7 @@ func (c *conn) pipelined(n, inflight int) (float64, cpuPerCall, error) {
 	}()
 	self0, children0, ok0 := cpuTime(c.cmd.Process.Pid)
 	client0, _, _ := cpuTime(os.Getpid())
+	r0, w0, iok0 := syscalls(c.cmd.Process.Pid)
 	t0 := time.Now()
 	for _, f := range frames {
 		select {
@@ -591,7 +617,11 @@ func (c *conn) pipelined(n, inflight int) (float64, cpuPerCall, error) {
 	elapsed := time.Since(t0)
 	self1, children1, ok1 := cpuTime(c.cmd.Process.Pid)
 	client1, _, _ := cpuTime(os.Getpid())
+	r1, w1, iok1 := syscalls(c.cmd.Process.Pid)
 	per := func(d time.Duration) time.Duration { return d / time.Duration(n) }
-	cpu := cpuPerCall{self: per(self1 - self0), children: per(children1 - children0), client: per(client1 - client0), ok: ok0 && ok1}
+	cpu := cpuPerCall{self: per(self1 - self0), children: per(children1 - children0), client: per(client1 - client0), ok: ok0 && ok1, reads: -1, writes: -1}
+	if iok0 && iok1 {
+		cpu.reads, cpu.writes = float64(r1-r0)/float64(n), float64(w1-w0)/float64(n)
+	}
 	return float64(n) / elapsed.Seconds(), cpu, nil
 }
