@@ -18,7 +18,7 @@ import (
 // benchmark sees the proxy's own work per frame and nothing of the pipes.
 func benchSession(tb testing.TB) *session {
 	tb.Helper()
-	log := zap.New(zapcore.NewCore(logline.NewEncoder(), &discardSink{w: bufio.NewWriterSize(io.Discard, 32<<10)}, zapcore.InfoLevel))
+	log := zap.New(logline.NewCore(&discardSink{w: bufio.NewWriterSize(io.Discard, 32<<10)}, zapcore.InfoLevel))
 	return testSession(tb, log, io.Discard, io.Discard)
 }
 

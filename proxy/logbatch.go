@@ -5,51 +5,144 @@ import (
 
 	"go.uber.org/zap"
 	"go.uber.org/zap/zapcore"
+
+	"github.com/delegateos/delegateos/internal/logline"
 )
 
-// logBatch holds log lines to be written later, in order. Its storage is
-// reused from batch to batch: the fields of every line sit back to back in
-// one slice, so that a line costs no allocation. A batch belongs to one
-// goroutine.
+// callLine is one call's log line: the decision, and for an allowed call
+// what it was charged and how it ended.
+type callLine struct {
+	tool, reason, delegation string
+	allowed                  bool
+	cost                     int64
+	latency                  time.Duration // the gate's
+	// detail is a refused call's denial detail.
+	detail string
+	// An allowed call's line is written when it settles.
+	settled                   bool
+	upstream                  time.Duration
+	outcome                   string
+	released, unauthenticated bool
+}
+
+// logBatch holds call lines to be written later, in order. A batch
+// belongs to one goroutine; its storage is reused from batch to batch.
 type logBatch struct {
-	msgs   []string
-	ends   []int // where each line's fields end
-	fields []zap.Field
+	lines  []callLine
+	buf    []byte      // the encoded lines, for a core that takes them whole
+	fields []zap.Field // one line's fields, for any other core
 }
 
 // maxBatchedLines bounds the lines a pump holds back: a stream of frames
 // that never pauses still has its lines written.
 const maxBatchedLines = 256
 
-func (b *logBatch) add(msg string, fields ...zap.Field) {
-	b.fields = append(b.fields, fields...)
-	b.msgs = append(b.msgs, msg)
-	b.ends = append(b.ends, len(b.fields))
+func (b *logBatch) len() int { return len(b.lines) }
+
+// denied adds a refused call's line.
+func (b *logBatch) denied(tool string, d *Decision) {
+	b.lines = append(b.lines, newCallLine(tool, d, d.Call.Cost))
+	b.lines[len(b.lines)-1].detail = d.Denial.Detail
 }
 
-func (b *logBatch) len() int { return len(b.msgs) }
+// settled adds an allowed call's line.
+func (b *logBatch) settled(tool string, d *Decision, cost int64, upstream time.Duration, outcome string, released bool) {
+	l := newCallLine(tool, d, cost)
+	l.settled, l.upstream, l.outcome, l.released, l.unauthenticated = true, upstream, outcome, released, d.Unauthenticated
+	b.lines = append(b.lines, l)
+}
 
-// writeTo logs every line at info level and empties the batch. The lines
-// go straight to the logger's core, stamped with one reading of the clock:
-// they are written together, and a per-call line is on the relay's hot
-// path. Each line's fields are handed to the core as a slice of the
-// batch's storage, which the next lines reuse: a zapcore.Core that keeps
-// fields after Write returns must copy them (zaptest/observer does;
-// encoding cores keep nothing).
-func (b *logBatch) writeTo(log *zap.Logger) {
-	if len(b.msgs) == 0 {
+func newCallLine(tool string, d *Decision, cost int64) callLine {
+	l := callLine{tool: tool, allowed: d.Allowed, reason: "granted", cost: cost, latency: d.Latency}
+	switch {
+	case d.Denial != nil:
+		l.reason = string(d.Denial.Type)
+	case d.Unauthenticated:
+		l.reason = "unauthenticated"
+	}
+	if d.Scope != nil {
+		l.delegation = d.Scope.DelegationID
+	}
+	return l
+}
+
+// lineWriter is a core that takes whole encoded lines (*logline.Core).
+type lineWriter interface {
+	WriteLines([]byte) error
+}
+
+// writeTo logs every line at info level as "decision" and empties the
+// batch. The lines are written together, stamped with one reading of the
+// clock. A logline.Core gets them encoded here, in one write; any other
+// core gets them one by one as zap fields.
+func (b *logBatch) writeTo(log *zap.Logger) { b.writeAt(log, time.Now()) }
+
+func (b *logBatch) writeAt(log *zap.Logger, now time.Time) {
+	if len(b.lines) == 0 {
 		return
 	}
 	core := log.Core()
-	now := time.Now()
-	start := 0
-	for i, msg := range b.msgs {
-		end := b.ends[i]
-		if ce := core.Check(zapcore.Entry{Level: zapcore.InfoLevel, Time: now, Message: msg}, nil); ce != nil {
-			ce.Write(b.fields[start:end:end]...)
+	if w, ok := core.(lineWriter); ok {
+		if core.Enabled(zapcore.InfoLevel) {
+			buf := b.buf[:0]
+			for i := range b.lines {
+				buf = b.lines[i].appendJSON(buf, now)
+			}
+			_ = w.WriteLines(buf)
+			b.buf = buf
 		}
-		start = end
+	} else {
+		for i := range b.lines {
+			if ce := core.Check(zapcore.Entry{Level: zapcore.InfoLevel, Time: now, Message: "decision"}, nil); ce != nil {
+				b.fields = b.lines[i].appendFields(b.fields[:0])
+				ce.Write(b.fields...)
+			}
+		}
+		clear(b.fields)
 	}
-	clear(b.fields) // let go of the strings the fields hold
-	b.msgs, b.ends, b.fields = b.msgs[:0], b.ends[:0], b.fields[:0]
+	clear(b.lines) // let go of the strings the lines hold
+	b.lines = b.lines[:0]
+}
+
+// appendFields and appendJSON write the same members in the same order:
+// tool, allowed, reason, delegation ("" when no token verified), cost and
+// latency; then a refused call's detail, or an allowed call's
+// upstream_latency, outcome, released and unauthenticated (the last two
+// only when true).
+func (l *callLine) appendFields(f []zap.Field) []zap.Field {
+	f = append(f, zap.String("tool", l.tool), zap.Bool("allowed", l.allowed), zap.String("reason", l.reason),
+		zap.String("delegation", l.delegation), zap.Int64("cost", l.cost), zap.Duration("latency", l.latency))
+	if !l.settled {
+		return append(f, zap.String("detail", l.detail))
+	}
+	f = append(f, zap.Duration("upstream_latency", l.upstream), zap.String("outcome", l.outcome))
+	if l.released {
+		f = append(f, zap.Bool("released", true))
+	}
+	if l.unauthenticated {
+		f = append(f, zap.Bool("unauthenticated", true))
+	}
+	return f
+}
+
+func (l *callLine) appendJSON(b []byte, now time.Time) []byte {
+	b = logline.Start(b, zapcore.InfoLevel, now, "decision")
+	b = logline.String(b, "tool", l.tool)
+	b = logline.Bool(b, "allowed", l.allowed)
+	b = logline.String(b, "reason", l.reason)
+	b = logline.String(b, "delegation", l.delegation)
+	b = logline.Int(b, "cost", l.cost)
+	b = logline.Duration(b, "latency", l.latency)
+	if !l.settled {
+		return logline.End(logline.String(b, "detail", l.detail))
+	}
+	b = logline.Duration(b, "upstream_latency", l.upstream)
+	b = logline.String(b, "outcome", l.outcome)
+	if l.released {
+		b = logline.Bool(b, "released", true)
+	}
+	if l.unauthenticated {
+		b = logline.Bool(b, "unauthenticated", true)
+	}
+	return logline.End(b)
 }

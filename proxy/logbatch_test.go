@@ -4,38 +4,53 @@ import (
 	"bytes"
 	"encoding/json"
 	"testing"
+	"time"
 
 	"go.uber.org/zap"
 	"go.uber.org/zap/zapcore"
 	"go.uber.org/zap/zaptest/observer"
+
+	"github.com/delegateos/delegateos/dct"
+	"github.com/delegateos/delegateos/internal/logline"
+	"github.com/delegateos/delegateos/policy"
 )
 
-// Lines come out in the order they were added, each with its own fields,
+// Some decisions of each kind.
+var (
+	granted = &Decision{Allowed: true, Call: policy.Call{Cost: 5}, Scope: &dct.AuthorizedScope{DelegationID: "del_a"}, Latency: 1500}
+	anon    = &Decision{Allowed: true, Unauthenticated: true, Latency: 2 * time.Microsecond}
+	refused = &Decision{Call: policy.Call{Cost: 7}, Denial: &Denial{Type: dct.BudgetExceeded, Detail: "spent 10 of \"10\"\n"}, Latency: 999}
+)
+
+func fillBatch(b *logBatch) {
+	b.denied("a", refused)
+	b.settled("b", granted, 5, 3*time.Millisecond, outcomeResult, false)
+	b.settled("c\x00é\xff", granted, 0, time.Second, outcomeError, true)
+	b.settled("d", anon, 0, 12345, outcomeUnanswered, false)
+	b.settled("e", anon, 0, 0, outcomeNotForwarded, true)
+}
+
+// Lines come out in the order they were added, each with its own members,
 // and reusing the batch does not change what was logged before.
 func TestLogBatch(t *testing.T) {
 	core, logs := observer.New(zapcore.InfoLevel)
 	log := zap.New(core)
 	var b logBatch
-	b.add("decision", zap.String("tool", "a"), zap.Int64("cost", 1))
-	b.add("call settled", zap.String("tool", "b"))
-	b.add("decision", zap.String("tool", "c"), zap.Bool("allowed", false), zap.Int64("cost", 3))
-	if b.len() != 3 {
+	b.denied("a", refused)
+	b.settled("b", granted, 5, 3*time.Millisecond, outcomeResult, false)
+	if b.len() != 2 {
 		t.Fatalf("len = %d", b.len())
 	}
 	b.writeTo(log)
 	if b.len() != 0 {
 		t.Fatalf("len after writing = %d", b.len())
 	}
-	b.add("call settled", zap.String("tool", "d"), zap.Int64("cost", 4), zap.Bool("released", true))
+	b.settled("c", anon, 0, 0, outcomeError, true)
 	b.writeTo(log)
-	want := []struct {
-		msg    string
-		fields map[string]any
-	}{
-		{"decision", map[string]any{"tool": "a", "cost": int64(1)}},
-		{"call settled", map[string]any{"tool": "b"}},
-		{"decision", map[string]any{"tool": "c", "allowed": false, "cost": int64(3)}},
-		{"call settled", map[string]any{"tool": "d", "cost": int64(4), "released": true}},
+	want := []map[string]any{
+		{"tool": "a", "allowed": false, "reason": "budget_exceeded", "delegation": "", "cost": int64(7), "latency": time.Duration(999), "detail": "spent 10 of \"10\"\n"},
+		{"tool": "b", "allowed": true, "reason": "granted", "delegation": "del_a", "cost": int64(5), "latency": time.Duration(1500), "upstream_latency": 3 * time.Millisecond, "outcome": "result"},
+		{"tool": "c", "allowed": true, "reason": "unauthenticated", "delegation": "", "cost": int64(0), "latency": 2 * time.Microsecond, "upstream_latency": time.Duration(0), "outcome": "error", "released": true, "unauthenticated": true},
 	}
 	got := logs.AllUntimed()
 	if len(got) != len(want) {
@@ -43,11 +58,11 @@ func TestLogBatch(t *testing.T) {
 	}
 	for i, w := range want {
 		m := got[i].ContextMap()
-		if got[i].Message != w.msg || len(m) != len(w.fields) {
-			t.Errorf("line %d = %q %v, want %q %v", i, got[i].Message, m, w.msg, w.fields)
+		if got[i].Message != "decision" || len(m) != len(w) {
+			t.Errorf("line %d = %q %v, want %v", i, got[i].Message, m, w)
 			continue
 		}
-		for k, v := range w.fields {
+		for k, v := range w {
 			if m[k] != v {
 				t.Errorf("line %d: %s = %v, want %v", i, k, m[k], v)
 			}
@@ -55,33 +70,32 @@ func TestLogBatch(t *testing.T) {
 	}
 }
 
-// A batch written to an encoding core gives the same bytes as logging each
-// line directly.
-func TestLogBatchEncodesLikeDirectLogging(t *testing.T) {
-	var direct, batched bytes.Buffer
-	newLog := func(buf *bytes.Buffer) *zap.Logger {
-		enc := zap.NewProductionEncoderConfig()
-		enc.TimeKey = "" // the two runs log at different times
-		return zap.New(zapcore.NewCore(zapcore.NewJSONEncoder(enc), zapcore.AddSync(buf), zapcore.InfoLevel))
-	}
-	fields := func(i int) []zap.Field {
-		return []zap.Field{zap.String("tool", "t"), zap.Int("i", i), zap.Duration("latency", 1500)}
-	}
-	d, bl := newLog(&direct), newLog(&batched)
+// The lines a logline.Core takes whole are, byte for byte, what zap writes
+// through logline's encoder from the same lines as fields; a disabled
+// level writes nothing.
+func TestLogBatchEncodesLikeZap(t *testing.T) {
+	now := time.Date(2026, 11, 22, 3, 4, 5, 678_900_000, time.UTC)
+	var whole, fields bytes.Buffer
 	var b logBatch
-	for i := range 5 {
-		d.Info("decision", fields(i)...)
-		b.add("decision", fields(i)...)
-		if i%2 == 1 {
-			b.writeTo(bl)
-		}
+	fillBatch(&b)
+	b.writeAt(zap.New(logline.NewCore(zapcore.AddSync(&whole), zapcore.InfoLevel)), now)
+	fillBatch(&b)
+	b.writeAt(zap.New(zapcore.NewCore(logline.NewEncoder(), zapcore.AddSync(&fields), zapcore.InfoLevel)), now)
+	if whole.String() != fields.String() {
+		t.Fatalf("encoded here:\n%s\nby zap:\n%s", whole.String(), fields.String())
 	}
-	b.writeTo(bl)
-	if direct.String() != batched.String() {
-		t.Fatalf("batched:\n%s\ndirect:\n%s", batched.String(), direct.String())
+	lines := bytes.Split(bytes.TrimSuffix(whole.Bytes(), []byte("\n")), []byte("\n"))
+	if len(lines) != 5 {
+		t.Fatalf("%d lines:\n%s", len(lines), whole.String())
 	}
-	var line map[string]any
-	if err := json.Unmarshal(bytes.SplitN(direct.Bytes(), []byte("\n"), 2)[0], &line); err != nil || line["latency"] != 1.5e-06 {
-		t.Fatalf("first line %v (%v)", line, err)
+	var first map[string]any
+	if err := json.Unmarshal(lines[0], &first); err != nil || first["ts"] != "2026-11-22T03:04:05.678Z" || first["latency"] != 9.99e-07 {
+		t.Fatalf("first line %v (%v)", first, err)
+	}
+	var quiet bytes.Buffer
+	fillBatch(&b)
+	b.writeAt(zap.New(logline.NewCore(zapcore.AddSync(&quiet), zapcore.WarnLevel)), now)
+	if quiet.Len() != 0 || b.len() != 0 {
+		t.Fatalf("at warn level: %q, %d lines left", quiet.String(), b.len())
 	}
 }

@@ -492,27 +492,9 @@ func (s *session) toolName(raw []byte) (string, bool) {
 
 // deny logs a refused call's line and answers it.
 func (s *session) deny(p *pending, d *Decision) {
-	s.clientLog.decision(p.tool, d, d.Call.Cost, zap.String("detail", d.Denial.Detail))
+	s.clientLog.denied(p.tool, d)
 	s.clientLog.writeTo(s.log)
 	s.replyError(s.toClient, p.id, DenialCode, DenialMessage, d.Denial)
-}
-
-// decision adds a call's line: tool, allowed, reason, delegation ("" when
-// no token verified), cost and the gate's latency, then extra.
-func (b *logBatch) decision(tool string, d *Decision, cost int64, extra ...zap.Field) {
-	reason, delegation := "granted", ""
-	switch {
-	case d.Denial != nil:
-		reason = string(d.Denial.Type)
-	case d.Unauthenticated:
-		reason = "unauthenticated"
-	}
-	if d.Scope != nil {
-		delegation = d.Scope.DelegationID
-	}
-	b.fields = append(b.fields, zap.String("tool", tool), zap.Bool("allowed", d.Allowed), zap.String("reason", reason),
-		zap.String("delegation", delegation), zap.Int64("cost", cost), zap.Duration("latency", d.Latency))
-	b.add("decision", extra...)
 }
 
 // fromServer handles every frame the upstream sends.
@@ -660,18 +642,7 @@ func (s *session) settle(p *pending, cost int64, release bool, outcome string, l
 	if release {
 		cost = 0
 	}
-	d := p.decision
-	up, out := zap.Duration("upstream_latency", time.Since(p.start)), zap.String("outcome", outcome)
-	switch {
-	case release && d.Unauthenticated:
-		lb.decision(p.tool, d, cost, up, out, zap.Bool("released", true), zap.Bool("unauthenticated", true))
-	case release:
-		lb.decision(p.tool, d, cost, up, out, zap.Bool("released", true))
-	case d.Unauthenticated:
-		lb.decision(p.tool, d, cost, up, out, zap.Bool("unauthenticated", true))
-	default:
-		lb.decision(p.tool, d, cost, up, out)
-	}
+	lb.settled(p.tool, p.decision, cost, time.Since(p.start), outcome, release)
 }
 
 // settleNow is settle with the line written at once, by the client's pump.

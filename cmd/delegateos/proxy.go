@@ -8,6 +8,7 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"runtime"
 	"sync"
 	"syscall"
 	"time"
@@ -19,6 +20,7 @@ import (
 	"github.com/delegateos/delegateos/budget"
 	"github.com/delegateos/delegateos/dct"
 	"github.com/delegateos/delegateos/internal/logline"
+	"github.com/delegateos/delegateos/internal/stdio"
 	"github.com/delegateos/delegateos/policy"
 	"github.com/delegateos/delegateos/proxy"
 	"github.com/delegateos/delegateos/revocation"
@@ -134,6 +136,19 @@ var proxyCmd = &command{
 			// proxy mid-session (in-flight calls still need settling): writes
 			// then fail with EPIPE instead.
 			signal.Ignore(syscall.SIGPIPE)
+			in, out := e.stdin, e.stdout
+			if in == io.Reader(os.Stdin) {
+				f, restore := stdio.Pollable(os.Stdin, os.Stderr)
+				defer restore()
+				defer runtime.KeepAlive(f)
+				in = f
+			}
+			if out == io.Writer(os.Stdout) {
+				f, restore := stdio.Pollable(os.Stdout, os.Stderr)
+				defer restore()
+				defer runtime.KeepAlive(f)
+				out = f
+			}
 			sigs := make(chan os.Signal, 1)
 			signal.Notify(sigs, os.Interrupt, syscall.SIGTERM)
 			defer signal.Stop(sigs)
@@ -141,7 +156,7 @@ var proxyCmd = &command{
 				Upstream: args, Gate: gate, SessionToken: sessionToken, Delegations: delegations,
 				MaxFrameBytes: pol.MaxFrameBytes, HonourUpstreamCost: pol.HonourUpstreamCost,
 				Log: log, Signals: sigs,
-			}, e.stdin, e.stdout)
+			}, in, out)
 			var exit *proxy.UpstreamExitError
 			if errors.As(err, &exit) {
 				return checkError{exit.Error()}
@@ -174,7 +189,7 @@ func newLogger(e *env, c policy.LogConfig) (*zap.Logger, func(), error) {
 		closeFile = func() { f.Close() }
 	}
 	sink := &logSink{w: bufio.NewWriterSize(out, 32<<10)}
-	log := zap.New(zapcore.NewCore(logline.NewEncoder(), sink, level))
+	log := zap.New(logline.NewCore(sink, level))
 	return log, func() { _ = sink.Sync(); closeFile() }, nil
 }
 

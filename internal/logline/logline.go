@@ -12,6 +12,8 @@
 package logline
 
 import (
+	"strconv"
+	"sync"
 	"sync/atomic"
 	"time"
 	"unicode/utf8"
@@ -40,7 +42,7 @@ func Config() zapcore.EncoderConfig {
 
 // NewEncoder returns the JSON encoder of Config with the fast path.
 func NewEncoder() zapcore.Encoder {
-	return &encoder{Encoder: zapcore.NewJSONEncoder(Config()), clock: new(atomic.Pointer[stamp])}
+	return &encoder{Encoder: zapcore.NewJSONEncoder(Config())}
 }
 
 // encoder is zap's JSON encoder (embedded: every method but EncodeEntry
@@ -51,13 +53,12 @@ type encoder struct {
 	// With fields, which only the embedded encoder holds, so a clone's
 	// entries always go the general way.
 	context bool
-	clock   *atomic.Pointer[stamp]
 }
 
 var pool = buffer.NewPool()
 
 func (e *encoder) Clone() zapcore.Encoder {
-	return &encoder{Encoder: e.Encoder.Clone(), context: true, clock: e.clock}
+	return &encoder{Encoder: e.Encoder.Clone(), context: true}
 }
 
 // EncodeEntry writes ent and fields as one JSON line.
@@ -65,36 +66,72 @@ func (e *encoder) EncodeEntry(ent zapcore.Entry, fields []zapcore.Field) (*buffe
 	if e.context || ent.LoggerName != "" || ent.Caller.Defined || ent.Stack != "" || ent.Time.IsZero() || !simple(fields) {
 		return e.Encoder.EncodeEntry(ent, fields)
 	}
-	b := pool.Get()
-	b.AppendString(`{"level":`)
-	appendString(b, ent.Level.String())
-	b.AppendString(`,"ts":"`)
-	e.appendTime(b, ent.Time)
-	b.AppendString(`","msg":`)
-	appendString(b, ent.Message)
+	sp := scratch.Get().(*[]byte)
+	line := Start((*sp)[:0], ent.Level, ent.Time, ent.Message)
 	for i := range fields {
 		f := &fields[i]
-		if f.Type == zapcore.SkipType {
-			continue
-		}
-		b.AppendByte(',')
-		appendString(b, f.Key)
-		b.AppendByte(':')
 		switch f.Type {
 		case zapcore.StringType:
-			appendString(b, f.String)
+			line = String(line, f.Key, f.String)
 		case zapcore.BoolType:
-			b.AppendBool(f.Integer == 1)
+			line = Bool(line, f.Key, f.Integer == 1)
 		case zapcore.Int64Type, zapcore.Int32Type, zapcore.Int16Type, zapcore.Int8Type:
-			b.AppendInt(f.Integer)
+			line = Int(line, f.Key, f.Integer)
 		case zapcore.Uint64Type, zapcore.Uint32Type, zapcore.Uint16Type, zapcore.Uint8Type, zapcore.UintptrType:
-			b.AppendUint(uint64(f.Integer))
+			line = appendKey(line, f.Key)
+			line = strconv.AppendUint(line, uint64(f.Integer), 10)
 		case zapcore.DurationType:
-			appendSeconds(b, time.Duration(f.Integer))
+			line = Duration(line, f.Key, time.Duration(f.Integer))
 		}
 	}
-	b.AppendString("}\n")
+	line = End(line)
+	b := pool.Get()
+	b.Write(line)
+	*sp = line
+	scratch.Put(sp)
 	return b, nil
+}
+
+// scratch holds the slices EncodeEntry builds lines in.
+var scratch = sync.Pool{New: func() any { b := make([]byte, 0, 512); return &b }}
+
+// Start begins a line in the encoder's format, for a caller that builds
+// its lines itself (Core.WriteLines): the level, the time and the
+// message. Fields follow (String, Bool, Int, Duration), then End.
+func Start(b []byte, level zapcore.Level, t time.Time, msg string) []byte {
+	b = append(b, `{"level":`...)
+	b = appendString(b, level.String())
+	b = append(b, `,"ts":"`...)
+	b = appendTime(b, t)
+	b = append(b, `","msg":`...)
+	return appendString(b, msg)
+}
+
+// String adds a string field.
+func String(b []byte, key, val string) []byte { return appendString(appendKey(b, key), val) }
+
+// Bool adds a bool field.
+func Bool(b []byte, key string, val bool) []byte {
+	return strconv.AppendBool(appendKey(b, key), val)
+}
+
+// Int adds an integer field.
+func Int(b []byte, key string, val int64) []byte {
+	return strconv.AppendInt(appendKey(b, key), val, 10)
+}
+
+// Duration adds a duration field, in seconds.
+func Duration(b []byte, key string, d time.Duration) []byte {
+	return appendSeconds(appendKey(b, key), d)
+}
+
+// End ends the line.
+func End(b []byte) []byte { return append(b, "}\n"...) }
+
+func appendKey(b []byte, key string) []byte {
+	b = append(b, ',')
+	b = appendString(b, key)
+	return append(b, ':')
 }
 
 // simple reports whether every field is of a type EncodeEntry writes
@@ -120,29 +157,29 @@ type stamp struct {
 	prefix, zone string
 }
 
+// clock is the last second appendTime formatted.
+var clock atomic.Pointer[stamp]
+
 // appendTime writes t as zapcore.ISO8601TimeEncoder does
 // ("2006-01-02T15:04:05.000Z0700"), formatting the part above the
 // millisecond once per second.
-func (e *encoder) appendTime(b *buffer.Buffer, t time.Time) {
+func appendTime(b []byte, t time.Time) []byte {
 	sec, loc := t.Unix(), t.Location()
-	s := e.clock.Load()
+	s := clock.Load()
 	if s == nil || s.sec != sec || s.loc != loc {
 		whole := t.Format("2006-01-02T15:04:05.Z0700")
 		dot := len("2006-01-02T15:04:05.")
 		if len(whole) < dot || whole[dot-1] != '.' {
 			// A year outside 0000-9999 has another width: no cache.
-			b.AppendString(t.Format("2006-01-02T15:04:05.000Z0700"))
-			return
+			return t.AppendFormat(b, "2006-01-02T15:04:05.000Z0700")
 		}
 		s = &stamp{sec: sec, loc: loc, prefix: whole[:dot], zone: whole[dot:]}
-		e.clock.Store(s)
+		clock.Store(s)
 	}
-	b.AppendString(s.prefix)
+	b = append(b, s.prefix...)
 	ms := t.Nanosecond() / 1e6
-	b.AppendByte(byte('0' + ms/100))
-	b.AppendByte(byte('0' + ms/10%10))
-	b.AppendByte(byte('0' + ms%10))
-	b.AppendString(s.zone)
+	b = append(b, byte('0'+ms/100), byte('0'+ms/10%10), byte('0'+ms%10))
+	return append(b, s.zone...)
 }
 
 // appendSeconds writes d in seconds as zapcore.SecondsDurationEncoder
@@ -150,21 +187,20 @@ func (e *encoder) appendTime(b *buffer.Buffer, t time.Time) {
 // 10^15 ns that decimal is d·10⁻⁹ itself (it has at most 15 significant
 // digits, and distinct decimals of 15 digits are distinct doubles), so it
 // is written from the integer; beyond, strconv formats the float.
-func appendSeconds(b *buffer.Buffer, d time.Duration) {
+func appendSeconds(b []byte, d time.Duration) []byte {
 	const exact = 1e15
 	if d <= -exact || d >= exact {
-		b.AppendFloat(float64(d)/float64(time.Second), 64)
-		return
+		return strconv.AppendFloat(b, float64(d)/float64(time.Second), 'f', -1, 64)
 	}
 	n := int64(d)
 	if n < 0 {
-		b.AppendByte('-')
+		b = append(b, '-')
 		n = -n
 	}
-	b.AppendInt(n / 1e9)
+	b = strconv.AppendInt(b, n/1e9, 10)
 	frac := n % 1e9
 	if frac == 0 {
-		return
+		return b
 	}
 	var digits [10]byte
 	digits[0] = '.'
@@ -176,54 +212,80 @@ func appendSeconds(b *buffer.Buffer, d time.Duration) {
 	for digits[end-1] == '0' {
 		end--
 	}
-	b.Write(digits[:end])
+	return append(b, digits[:end]...)
 }
 
 const hex = "0123456789abcdef"
 
-// appendString writes s quoted as zap's JSON encoder does: '"' and '\\'
+// safe marks the bytes below utf8.RuneSelf that a JSON string holds as
+// they are.
+var safe = func() (t [utf8.RuneSelf]bool) {
+	for c := 0x20; c < utf8.RuneSelf; c++ {
+		t[c] = c != '"' && c != '\\'
+	}
+	return t
+}()
+
+// appendString writes s quoted as zap's JSON encoder does: '"' and '\'
 // escaped, control characters as \n, \r, \t or \u00XX, invalid UTF-8 as
 // \ufffd, everything else as it is.
-func appendString(b *buffer.Buffer, s string) {
-	b.AppendByte('"')
+func appendString(b []byte, s string) []byte {
+	b = append(b, '"')
 	last := 0
 	for i := 0; i < len(s); {
 		c := s[i]
-		if c >= utf8.RuneSelf {
-			r, size := utf8.DecodeRuneInString(s[i:])
-			if r != utf8.RuneError || size != 1 {
-				i += size
+		if c < utf8.RuneSelf {
+			if safe[c] {
+				i++
 				continue
 			}
-			b.AppendString(s[last:i])
-			b.AppendString(`\ufffd`)
+			b = append(b, s[last:i]...)
+			switch c {
+			case '\\', '"':
+				b = append(b, '\\', c)
+			case '\n':
+				b = append(b, '\\', 'n')
+			case '\r':
+				b = append(b, '\\', 'r')
+			case '\t':
+				b = append(b, '\\', 't')
+			default:
+				b = append(b, '\\', 'u', '0', '0', hex[c>>4], hex[c&0xf])
+			}
 			i++
 			last = i
 			continue
 		}
-		if c >= 0x20 && c != '\\' && c != '"' {
-			i++
+		r, size := utf8.DecodeRuneInString(s[i:])
+		if r != utf8.RuneError || size != 1 {
+			i += size
 			continue
 		}
-		b.AppendString(s[last:i])
-		switch c {
-		case '\\', '"':
-			b.AppendByte('\\')
-			b.AppendByte(c)
-		case '\n':
-			b.AppendString(`\n`)
-		case '\r':
-			b.AppendString(`\r`)
-		case '\t':
-			b.AppendString(`\t`)
-		default:
-			b.AppendString(`\u00`)
-			b.AppendByte(hex[c>>4])
-			b.AppendByte(hex[c&0xf])
-		}
+		b = append(b, s[last:i]...)
+		b = append(b, `\ufffd`...)
 		i++
 		last = i
 	}
-	b.AppendString(s[last:])
-	b.AppendByte('"')
+	b = append(b, s[last:]...)
+	return append(b, '"')
+}
+
+// Core is a zapcore.Core with this package's encoder that also takes lines
+// a caller built itself (Start … End), so that a hot path can write many
+// lines in one go: WriteLines.
+type Core struct {
+	zapcore.Core
+	out zapcore.WriteSyncer
+}
+
+// NewCore returns a Core writing to out the entries enab enables.
+func NewCore(out zapcore.WriteSyncer, enab zapcore.LevelEnabler) *Core {
+	return &Core{Core: zapcore.NewCore(NewEncoder(), out, enab), out: out}
+}
+
+// WriteLines writes complete lines, as Start … End built them. The caller
+// checks Enabled first.
+func (c *Core) WriteLines(p []byte) error {
+	_, err := c.out.Write(p)
+	return err
 }

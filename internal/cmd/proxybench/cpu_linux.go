@@ -91,3 +91,32 @@ func syscalls(pid int) (reads, writes int64, ok bool) {
 	}
 	return reads, writes, gotR && gotW
 }
+
+// switches returns how many times the threads of process pid have been
+// switched off a CPU (/proc/PID/task/TID/status, voluntary and not): a hop
+// that sleeps and is woken per batch of calls pays the kernel's scheduler
+// each time.
+func switches(pid int) (int64, bool) {
+	dir := filepath.Join("/proc", strconv.Itoa(pid), "task")
+	tasks, err := os.ReadDir(dir)
+	if err != nil {
+		return 0, false
+	}
+	var total int64
+	for _, t := range tasks {
+		b, err := os.ReadFile(filepath.Join(dir, t.Name(), "status"))
+		if err != nil {
+			continue // the thread exited
+		}
+		for _, line := range bytes.Split(b, []byte("\n")) {
+			k, v, found := bytes.Cut(line, []byte(":"))
+			if !found || !bytes.HasSuffix(k, []byte("ctxt_switches")) {
+				continue
+			}
+			if n, err := strconv.ParseInt(string(bytes.TrimSpace(v)), 10, 64); err == nil {
+				total += n
+			}
+		}
+	}
+	return total, true
+}

@@ -6,6 +6,7 @@ import (
 	"flag"
 	"fmt"
 	"os"
+	"runtime"
 	"runtime/pprof"
 	"strings"
 	"sync"
@@ -17,6 +18,7 @@ import (
 	"github.com/delegateos/delegateos/budget"
 	"github.com/delegateos/delegateos/dct"
 	"github.com/delegateos/delegateos/internal/logline"
+	"github.com/delegateos/delegateos/internal/stdio"
 	"github.com/delegateos/delegateos/policy"
 	"github.com/delegateos/delegateos/proxy"
 )
@@ -68,7 +70,7 @@ func inProcessProxy(args []string) int {
 			}
 		}
 	}()
-	log := zap.New(zapcore.NewCore(logline.NewEncoder(), sink, zapcore.InfoLevel))
+	log := zap.New(logline.NewCore(sink, zapcore.InfoLevel))
 
 	pol := policy.Default()
 	pol.Roots = []string{*root}
@@ -89,10 +91,16 @@ func inProcessProxy(args []string) int {
 		}
 		defer pprof.StopCPUProfile()
 	}
+	in, restoreIn := stdio.Pollable(os.Stdin, os.Stderr)
+	defer restoreIn()
+	out, restoreOut := stdio.Pollable(os.Stdout, os.Stderr)
+	defer restoreOut()
 	err = proxy.Run(context.Background(), proxy.Config{
 		Upstream: upstream, Gate: gate, SessionToken: strings.TrimSpace(string(tok)),
 		MaxFrameBytes: pol.MaxFrameBytes, Log: log,
-	}, os.Stdin, os.Stdout)
+	}, in, out)
+	runtime.KeepAlive(in)
+	runtime.KeepAlive(out)
 	if err != nil {
 		return fail("proxy", err)
 	}

@@ -153,6 +153,9 @@ type cpuPerCall struct {
 	// reads and writes are the hop's system calls per call (for the direct
 	// setup, the upstream's); negative when not counted.
 	reads, writes float64
+	// switches is the hop's context switches per call; negative when not
+	// counted.
+	switches float64
 }
 
 func run(o options) error {
@@ -366,13 +369,14 @@ func printCPU(setups []setup, cpu [][]cpuPerCall) {
 	if medf(cpu[0], reads) < 0 {
 		return
 	}
-	fmt.Print("system calls per pipelined call (median round, reads/writes):")
+	sw := func(c cpuPerCall) float64 { return c.switches }
+	fmt.Print("per pipelined call (median round), reads/writes and context switches:")
 	for i, s := range setups {
 		who := "hop"
 		if i == 0 {
 			who = "upstream"
 		}
-		fmt.Printf("  %s: %s %.2f/%.2f;", s.name, who, medf(cpu[i], reads), medf(cpu[i], writes))
+		fmt.Printf("  %s: %s %.2f/%.2f, %.2f;", s.name, who, medf(cpu[i], reads), medf(cpu[i], writes), medf(cpu[i], sw))
 	}
 	fmt.Println()
 }
@@ -600,6 +604,7 @@ func (c *conn) pipelined(n, inflight int) (float64, cpuPerCall, error) {
 	self0, children0, ok0 := cpuTime(c.cmd.Process.Pid)
 	client0, _, _ := cpuTime(os.Getpid())
 	r0, w0, iok0 := syscalls(c.cmd.Process.Pid)
+	cs0, csok0 := switches(c.cmd.Process.Pid)
 	t0 := time.Now()
 	for _, f := range frames {
 		select {
@@ -618,10 +623,14 @@ func (c *conn) pipelined(n, inflight int) (float64, cpuPerCall, error) {
 	self1, children1, ok1 := cpuTime(c.cmd.Process.Pid)
 	client1, _, _ := cpuTime(os.Getpid())
 	r1, w1, iok1 := syscalls(c.cmd.Process.Pid)
+	cs1, csok1 := switches(c.cmd.Process.Pid)
 	per := func(d time.Duration) time.Duration { return d / time.Duration(n) }
-	cpu := cpuPerCall{self: per(self1 - self0), children: per(children1 - children0), client: per(client1 - client0), ok: ok0 && ok1, reads: -1, writes: -1}
+	cpu := cpuPerCall{self: per(self1 - self0), children: per(children1 - children0), client: per(client1 - client0), ok: ok0 && ok1, reads: -1, writes: -1, switches: -1}
 	if iok0 && iok1 {
 		cpu.reads, cpu.writes = float64(r1-r0)/float64(n), float64(w1-w0)/float64(n)
+	}
+	if csok0 && csok1 {
+		cpu.switches = float64(cs1-cs0) / float64(n)
 	}
 	return float64(n) / elapsed.Seconds(), cpu, nil
 }
