@@ -318,3 +318,47 @@ func TestCacheWrapperForm(t *testing.T) {
 		t.Fatalf("cache holds %d entries after a denial", n)
 	}
 }
+
+// The last token verified is served without the cache's lookup, but only
+// for that very string, with time and revocation still checked on every
+// call, and never by a verifier without a cache.
+func TestLastTokenMemo(t *testing.T) {
+	s := chain2(t).String()
+	revs := &fakeRevocations{}
+	v := mustVerifier(t, Options{Revocations: revs})
+	now := readReq().Now
+	first, err := v.VerifyChain(s, now)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if l := v.last.Load(); l == nil || l.token != s {
+		t.Fatal("the verified token is not remembered")
+	}
+	again, err := v.VerifyChain(s, now)
+	if err != nil || again != first {
+		t.Fatalf("the remembered token gave %p, %v; want the same scope %p", again, err, first)
+	}
+	// Any other string is verified in full.
+	b := []byte(s)
+	i := len(b) / 2
+	b[i] = map[bool]byte{true: 'A', false: 'B'}[b[i] != 'A']
+	if _, err := v.VerifyChain(string(b), now); err == nil {
+		t.Fatal("a token differing from the remembered one in one character was accepted")
+	}
+	wantDenial(t, func() error { _, err := v.VerifyChain(s, t0.Add(31*time.Minute)); return err }(), ErrExpired)
+	tok, err := Parse(s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	revs.revoke(tok.RevocationIDs()[0])
+	_, err = v.VerifyChain(s, now)
+	wantDenial(t, err, ErrRevoked)
+
+	off := mustVerifier(t, Options{CacheSize: -1})
+	if _, err := off.VerifyChain(s, now); err != nil {
+		t.Fatal(err)
+	}
+	if off.last.Load() != nil {
+		t.Fatal("a verifier without a cache remembered a token")
+	}
+}

@@ -2,6 +2,7 @@ package dct
 
 import (
 	"fmt"
+	"sync/atomic"
 	"time"
 
 	"github.com/delegateos/delegateos/identity"
@@ -70,6 +71,15 @@ type Verifier struct {
 	revocations Revocations
 	skew        time.Duration
 	cache       *cache
+	// last is the token checkString verified last, in front of the cache:
+	// a proxy presents the same session token on every call, and comparing
+	// it costs less than hashing it for the cache.
+	last atomic.Pointer[lastToken]
+}
+
+type lastToken struct {
+	token string
+	vt    *verified
 }
 
 // NewVerifier returns a Verifier for the given options.
@@ -153,7 +163,11 @@ func (v *Verifier) VerifyChain(token string, now time.Time) (*AuthorizedScope, e
 
 // checkString is check for a serialized token, using the cache first.
 func (v *Verifier) checkString(token string) (*verified, error) {
+	if l := v.last.Load(); l != nil && l.token == token {
+		return l.vt, v.checkRevoked(l.vt)
+	}
 	if vt := v.cache.get(token); vt != nil {
+		v.remember(token, vt)
 		return vt, v.checkRevoked(vt)
 	}
 	tok, err := ParseInput(token)
@@ -165,7 +179,18 @@ func (v *Verifier) checkString(token string) (*verified, error) {
 		// The {token, format} form determines the token, so it can be a key too.
 		v.cache.put(token, vt)
 	}
+	if err == nil {
+		v.remember(token, vt)
+	}
 	return vt, err
+}
+
+// remember makes vt the last token verified, when the cache is on (a
+// verifier without one verifies every token in full).
+func (v *Verifier) remember(token string, vt *verified) {
+	if v.cache != nil {
+		v.last.Store(&lastToken{token: token, vt: vt})
+	}
 }
 
 // check runs §10.1 steps 2 to 4, the signature and chain work only once

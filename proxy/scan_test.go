@@ -1,6 +1,7 @@
 package proxy
 
 import (
+	"bytes"
 	"strings"
 	"testing"
 )
@@ -114,4 +115,48 @@ func TestInputRequired(t *testing.T) {
 			t.Errorf("inputRequired(%s) = %v", tt.in, got)
 		}
 	}
+}
+
+// plainASCII agrees with a byte-by-byte reading on every length and
+// position of a carriage return or a byte ≥ 0x80, including 0x8d, whose low
+// bits are '\r''s.
+func TestPlainASCII(t *testing.T) {
+	slow := func(b []byte) bool {
+		for _, c := range b {
+			if c >= 0x80 || c == '\r' {
+				return false
+			}
+		}
+		return true
+	}
+	for n := range 40 {
+		base := bytes.Repeat([]byte("a"), n)
+		if !plainASCII(base) {
+			t.Fatalf("%d ASCII bytes refused", n)
+		}
+		for i := range n {
+			for _, c := range []byte{'\r', 0x80, 0x8d, 0xff, 0x0c, 0x0e, 0x7f, 0x00} {
+				b := bytes.Clone(base)
+				b[i] = c
+				if got, want := plainASCII(b), slow(b); got != want {
+					t.Fatalf("len %d, %#x at %d: %v, want %v", n, c, i, got, want)
+				}
+			}
+		}
+	}
+}
+
+func FuzzPlainASCII(f *testing.F) {
+	f.Add([]byte("{\"jsonrpc\":\"2.0\"}\r"))
+	f.Fuzz(func(t *testing.T, b []byte) {
+		want := bytes.IndexByte(b, '\r') < 0
+		for _, c := range b {
+			if c >= 0x80 {
+				want = false
+			}
+		}
+		if plainASCII(b) != want {
+			t.Fatalf("plainASCII(%q) = %v", b, !want)
+		}
+	})
 }
