@@ -119,7 +119,7 @@ func TestInputRequired(t *testing.T) {
 
 // plainASCII agrees with a byte-by-byte reading on every length and
 // position of a carriage return or a byte ≥ 0x80, including 0x8d, whose low
-// bits are '\r''s.
+// bits are '\r”s.
 func TestPlainASCII(t *testing.T) {
 	slow := func(b []byte) bool {
 		for _, c := range b {
