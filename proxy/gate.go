@@ -41,7 +41,8 @@ type CallRequest struct {
 }
 
 // Decision is the gate's answer. When Allowed, Reservation holds the
-// call's cost until Settle.
+// call's cost until Settle. Scope is shared with every decision on the same
+// token (dct.Verifier.VerifyChain): read it, do not change it.
 type Decision struct {
 	Allowed     bool
 	Denial      *Denial

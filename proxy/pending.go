@@ -46,7 +46,8 @@ func (p *pending) claim() *pending {
 	if p.decision == nil {
 		return nil
 	}
-	c := &pending{key: p.key, id: p.id, method: p.method, tool: p.tool, dec: p.dec, start: p.start}
+	// The id is copied: p's storage is recycled once p is answered.
+	c := &pending{key: p.key, id: clone(p.id), method: p.method, tool: p.tool, dec: p.dec, start: p.start}
 	c.decision = &c.dec
 	p.decision = nil
 	return c

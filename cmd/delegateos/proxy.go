@@ -8,7 +8,6 @@ import (
 	"io"
 	"os"
 	"os/signal"
-	"runtime"
 	"sync"
 	"syscall"
 	"time"
@@ -140,13 +139,11 @@ var proxyCmd = &command{
 			if in == io.Reader(os.Stdin) {
 				f, restore := stdio.Pollable(os.Stdin, os.Stderr)
 				defer restore()
-				defer runtime.KeepAlive(f)
 				in = f
 			}
 			if out == io.Writer(os.Stdout) {
 				f, restore := stdio.Pollable(os.Stdout, os.Stderr)
 				defer restore()
-				defer runtime.KeepAlive(f)
 				out = f
 			}
 			sigs := make(chan os.Signal, 1)

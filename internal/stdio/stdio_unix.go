@@ -4,6 +4,7 @@ package stdio
 
 import (
 	"os"
+	"runtime"
 	"syscall"
 )
 
@@ -30,18 +31,31 @@ func Pollable(f, stderr *os.File) (_ *os.File, restore func()) {
 		return f, unchanged
 	}
 	var fd int
+	var already bool
 	var nbErr error
 	if err := sc.Control(func(d uintptr) {
 		fd = int(d)
-		nbErr = syscall.SetNonblock(fd, true)
-	}); err != nil || nbErr != nil {
+		fl, _, errno := syscall.Syscall(syscall.SYS_FCNTL, d, syscall.F_GETFL, 0)
+		if errno != 0 {
+			nbErr = errno
+			return
+		}
+		if already = fl&syscall.O_NONBLOCK != 0; !already {
+			nbErr = syscall.SetNonblock(fd, true)
+		}
+	}); err != nil || nbErr != nil || already {
+		// Already non-blocking, f was given to the poller when it was
+		// opened.
 		return f, unchanged
 	}
 	// os.NewFile registers a descriptor that is already non-blocking with
-	// the poller. The new File must not be closed or collected before
-	// the process exits: the caller keeps it.
+	// the poller. The new File must not be closed or collected while the
+	// descriptor is in use: restore keeps it alive until it has run.
 	nf := os.NewFile(uintptr(fd), f.Name())
-	return nf, func() { _ = syscall.SetNonblock(fd, false) }
+	return nf, func() {
+		_ = syscall.SetNonblock(fd, false)
+		runtime.KeepAlive(nf)
+	}
 }
 
 // sameFile reports whether a and b are the same pipe, socket or file.

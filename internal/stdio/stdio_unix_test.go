@@ -100,3 +100,18 @@ func TestPollableLeavesOthers(t *testing.T) {
 		t.Fatal("a pipe shared with stderr was made non-blocking")
 	}
 }
+
+// A descriptor that is non-blocking already is Go's poller's from the
+// start: it is left as it is, and stays non-blocking.
+func TestPollableAlreadyNonblocking(t *testing.T) {
+	r, _ := blockingPipe(t)
+	_, stderr := blockingPipe(t)
+	if err := syscall.SetNonblock(int(r.Fd()), true); err != nil {
+		t.Fatal(err)
+	}
+	p, restore := Pollable(r, stderr)
+	restore()
+	if p != r || !nonblocking(t, r) {
+		t.Fatal("a non-blocking descriptor was replaced or changed")
+	}
+}
