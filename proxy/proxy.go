@@ -50,6 +50,9 @@ type Config struct {
 	// ShutdownGrace is how long the upstream gets to exit after its stdin
 	// is closed before it is terminated; zero means 5s.
 	ShutdownGrace time.Duration
+	// PrepareUpstream, when set, adjusts the upstream's command before it
+	// starts (its user, say); an error stops Run before anything starts.
+	PrepareUpstream func(*exec.Cmd) error
 }
 
 // UpstreamExitError reports that the upstream server exited while the
@@ -123,6 +126,11 @@ func Run(ctx context.Context, cfg Config, clientIn io.Reader, clientOut io.Write
 	}
 	cmd := exec.CommandContext(ctx, cfg.Upstream[0], cfg.Upstream[1:]...)
 	setProcAttr(cmd)
+	if cfg.PrepareUpstream != nil {
+		if err := cfg.PrepareUpstream(cmd); err != nil {
+			return err
+		}
+	}
 	upIn, err := cmd.StdinPipe()
 	if err != nil {
 		return err
