@@ -13,6 +13,10 @@ type Call struct {
 	Namespace, Action, Resource string
 	// Cost in microcents.
 	Cost int64
+	// MaxCost is what the proxy reserves for the call when the policy honours
+	// upstream-reported cost (honour_upstream_cost): the rule's max_cost, or
+	// Cost when it sets none. A reported cost is capped at it.
+	MaxCost int64
 	// Rule is the index in Tools of the rule that decided, or -1 when none
 	// matched and the default mapping applied.
 	Rule int

@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"errors"
 	"io"
+	"sync"
 
 	"github.com/delegateos/delegateos/policy"
 )
@@ -108,3 +109,82 @@ func clone(b []byte) []byte { return append([]byte(nil), b...) }
 // idle reports whether nothing read is waiting to be returned, so the next
 // call may block.
 func (fr *frameReader) idle() bool { return fr.r.Buffered() == 0 && len(fr.buf) == 0 }
+
+// edit replaces frame[from:to] by with.
+type edit struct {
+	from, to int
+	with     []byte
+}
+
+// queueEdited queues frame with the edits made (they may come in any
+// order but must not overlap), followed by a line ending. The pieces are
+// copied straight into the buffer: nothing is allocated.
+func (fw *frameWriter) queueEdited(frame []byte, edits []edit) error {
+	if len(edits) == 2 && edits[1].from < edits[0].from {
+		edits[0], edits[1] = edits[1], edits[0]
+	}
+	fw.mu.Lock()
+	defer fw.mu.Unlock()
+	at := 0
+	for _, e := range edits {
+		if _, err := fw.b.Write(frame[at:e.from]); err != nil {
+			return err
+		}
+		if _, err := fw.b.Write(e.with); err != nil {
+			return err
+		}
+		at = e.to
+	}
+	if _, err := fw.b.Write(frame[at:]); err != nil {
+		return err
+	}
+	return fw.b.WriteByte('\n')
+}
+
+// frameWriter serializes whole frames onto one stream. Frames the relay
+// forwards are queued and flushed when their source has nothing more
+// buffered, so a burst of pipelined messages goes out in a few writes and a
+// lone message goes out at once; the proxy's own replies are written
+// immediately.
+type frameWriter struct {
+	mu sync.Mutex
+	b  *bufio.Writer
+}
+
+func newFrameWriter(w io.Writer) *frameWriter {
+	return &frameWriter{b: bufio.NewWriterSize(w, 64<<10)}
+}
+
+// queue adds one frame; raw carries its line ending unless it was the
+// last, unterminated line of its stream.
+func (fw *frameWriter) queue(raw []byte) error {
+	fw.mu.Lock()
+	defer fw.mu.Unlock()
+	return fw.add(raw)
+}
+
+func (fw *frameWriter) add(raw []byte) error {
+	if _, err := fw.b.Write(raw); err != nil {
+		return err
+	}
+	if len(raw) == 0 || raw[len(raw)-1] != '\n' {
+		return fw.b.WriteByte('\n')
+	}
+	return nil
+}
+
+// write adds one frame and flushes.
+func (fw *frameWriter) write(raw []byte) error {
+	fw.mu.Lock()
+	defer fw.mu.Unlock()
+	if err := fw.add(raw); err != nil {
+		return err
+	}
+	return fw.b.Flush()
+}
+
+func (fw *frameWriter) flush() error {
+	fw.mu.Lock()
+	defer fw.mu.Unlock()
+	return fw.b.Flush()
+}

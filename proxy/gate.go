@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strconv"
 	"strings"
 	"time"
 
@@ -12,8 +13,10 @@ import (
 	"github.com/delegateos/delegateos/policy"
 )
 
-// Gate makes every allow/deny decision for a tools/call. Logging, spend
-// recording and, later, signed decision receipts hang off its Decision.
+// Gate makes every allow/deny decision for a request that does something:
+// tools/call, resources/read, resources/subscribe, prompts/get and
+// completion/complete. Logging, spend recording and, later, signed decision
+// receipts hang off its Decision.
 type Gate struct {
 	Policy   *policy.Policy
 	Verifier *dct.Verifier
@@ -24,20 +27,80 @@ type Gate struct {
 	// failed or revoked) and how. A call under a token whose chain passes
 	// through an ended delegation is refused: the work it was for is over.
 	Ended func(delegationID string) (status string, ended bool)
+	// HonourUpstreamCost reserves each call's MaxCost rather than its Cost,
+	// because the upstream may report what the call cost (up to that).
+	HonourUpstreamCost bool
 
 	levels levelsMemo
 }
 
-// CallRequest is a tools/call as the gate sees it.
+// The request methods the gate decides.
+const (
+	MethodToolsCall          = "tools/call"
+	MethodResourcesRead      = "resources/read"
+	MethodResourcesSubscribe = "resources/subscribe"
+	MethodPromptsGet         = "prompts/get"
+	MethodCompletionComplete = "completion/complete"
+	// MethodSubscriptionsListen (MCP 2026-07-28) replaces resources/subscribe:
+	// every URI it subscribes to must be readable.
+	MethodSubscriptionsListen = "subscriptions/listen"
+)
+
+// CallRequest is a gated request as the gate sees it.
 type CallRequest struct {
-	Tool      string
+	// Method is the request's method; "" means tools/call.
+	Method string
+	// Tool names a tools/call's tool, Prompt a prompts/get's prompt, URI
+	// the resource of resources/read and resources/subscribe. A
+	// completion/complete sets the Prompt or the URI its ref names.
+	Tool, Prompt, URI string
+	// URIs are the resources a subscriptions/listen subscribes to.
+	URIs []string
+	// Arguments are a tools/call's arguments.
 	Arguments json.RawMessage
-	// Token is the DCT presented with the call (params._delegateos.dct) or,
-	// failing that, the session's; empty if there is none.
+	// Token is the DCT presented with the request (params._delegateos.dct)
+	// or, failing that, the session's; empty if there is none.
 	Token string
-	// ContractID and DelegationID, when the call names them in
+	// ContractID and DelegationID, when the request names them in
 	// _delegateos, must match the token.
 	ContractID, DelegationID string
+}
+
+// Target is what the request names, for logs: the tool, prompt or URI.
+func (r *CallRequest) Target() string {
+	switch {
+	case r.Method == "" || r.Method == MethodToolsCall:
+		return r.Tool
+	case r.Prompt != "":
+		return r.Prompt
+	}
+	return r.URI
+}
+
+// what names the request's target for people, e.g. tool "get-env".
+func (r *CallRequest) what() string {
+	switch {
+	case r.Method == "" || r.Method == MethodToolsCall:
+		return "tool " + quoteName(r.Tool)
+	case r.Prompt != "":
+		return "prompt " + quoteName(r.Prompt)
+	}
+	return "resource " + quoteName(r.URI)
+}
+
+// quoteName writes a name as it is when it is plain printable ASCII
+// without quotes, else Go-quoted, so that a hostile name cannot pass for
+// part of a message.
+func quoteName(n string) string {
+	for i := 0; i < len(n); i++ {
+		if c := n[i]; c < 0x21 || c > 0x7e || c == '"' || c == '\\' {
+			return strconv.Quote(n)
+		}
+	}
+	if n == "" {
+		return `""`
+	}
+	return n
 }
 
 // Decision is the gate's answer. When Allowed, Reservation holds the
@@ -62,7 +125,15 @@ type Denial struct {
 	Granted   []dct.Capability `json:"granted,omitempty"`
 }
 
-// DenialCode and DenialMessage are the JSON-RPC error of §11.2.
+// Message is the JSON-RPC error message for the denial: §11.2's "DCT
+// verification failed", the denial type and what went wrong, because MCP
+// clients show a person the message and drop the data.
+func (d *Denial) Message() string {
+	return DenialMessage + ": " + string(d.Type) + " — " + d.Detail
+}
+
+// DenialCode and DenialMessage are the JSON-RPC error of §11.2; the
+// message sent starts with DenialMessage (see Denial.Message).
 const (
 	DenialCode    = -32001
 	DenialMessage = "DCT verification failed"
@@ -75,22 +146,58 @@ func (g *Gate) now() time.Time {
 	return time.Now()
 }
 
-// Decide runs the checks in order: the tool must be visible to the token,
-// the call must map to a capability, the token must verify for it
-// (DelegateOS §10.1, including revocation), the contract named in the call
-// must be the token's, and the cost must fit the budget at every level of
-// the delegation chain, where it is reserved before the call is forwarded.
-func (g *Gate) Decide(req CallRequest) Decision { return g.decideAt(req, time.Now()) }
+// mapRequest maps a request to the capability it needs and what it costs.
+// Subscribing and completing cost nothing: they are gated by what reading
+// the resource or getting the prompt needs, and charged when that is done.
+func (g *Gate) mapRequest(req *CallRequest) (policy.Call, error) {
+	switch req.Method {
+	case "", MethodToolsCall:
+		return g.Policy.Map(req.Tool, req.Arguments)
+	case MethodResourcesRead:
+		return g.Policy.MapResource(req.URI)
+	case MethodPromptsGet:
+		return g.Policy.MapPrompt(req.Prompt)
+	}
+	var call policy.Call
+	var err error
+	if req.Prompt != "" {
+		call, err = g.Policy.MapPrompt(req.Prompt)
+	} else {
+		call, err = g.Policy.MapResource(req.URI)
+	}
+	call.Cost, call.MaxCost = 0, 0
+	return call, err
+}
 
-// decideAt is Decide for a call that arrived at start: the relay has read
-// the clock already.
-func (g *Gate) decideAt(req CallRequest, start time.Time) (d Decision) {
+// visible reports whether a token granting caps could ever make the
+// request: the same view the lists show.
+func (g *Gate) visible(req *CallRequest, caps []dct.Capability) bool {
+	switch {
+	case req.Method == "" || req.Method == MethodToolsCall:
+		return g.Policy.Visible(req.Tool, caps)
+	case req.Method == MethodPromptsGet || req.Prompt != "":
+		return g.Policy.PromptVisible(req.Prompt, caps)
+	}
+	return g.Policy.ResourceVisible(req.URI, caps)
+}
+
+// Decide runs the checks in order: the target must be visible to the
+// token, the request must map to a capability, the token must verify for
+// it (DelegateOS §10.1, including revocation), the contract named in the
+// request must be the token's, and the cost must fit the budget at every
+// level of the delegation chain, where it is reserved before the request
+// is forwarded.
+func (g *Gate) Decide(req CallRequest) Decision { return g.decideAt(&req, time.Now()) }
+
+// decideAt is Decide for a request that arrived at start: the relay has
+// read the clock already.
+func (g *Gate) decideAt(req *CallRequest, start time.Time) (d Decision) {
 	defer func() { d.Latency = time.Since(start) }()
 	now := start
 	if g.Now != nil {
 		now = g.Now()
 	}
-	call, mapErr := g.Policy.Map(req.Tool, req.Arguments)
+	call, mapErr := g.mapRequest(req)
 	d.Call = call
 	deny := func(t dct.DenialType, granted []dct.Capability, format string, args ...any) Decision {
 		d.Denial = &Denial{Type: t, Detail: fmt.Sprintf(format, args...), Requested: requested(call), Granted: granted}
@@ -101,10 +208,10 @@ func (g *Gate) decideAt(req CallRequest, start time.Time) (d Decision) {
 			d.Allowed, d.Unauthenticated = true, true
 			return d
 		}
-		return deny(dct.Malformed, nil, "no DCT: pass one in params._delegateos.dct or start the proxy with --token")
+		return deny(dct.Malformed, nil, "no DCT: %s needs a token; start the proxy with --token @FILE or pass one in params._delegateos.dct", req.what())
 	}
 	if g.Verifier == nil {
-		return deny(dct.InvalidSignature, nil, "this proxy trusts no root, so no token can be accepted")
+		return deny(dct.InvalidSignature, nil, "this proxy trusts no root, so no token can be accepted; list roots in the policy or give --root")
 	}
 	scope, err := g.Verifier.VerifyChain(req.Token, now)
 	if err != nil {
@@ -118,20 +225,15 @@ func (g *Gate) decideAt(req CallRequest, start time.Time) (d Decision) {
 			}
 		}
 	}
-	if !g.Policy.Visible(req.Tool, scope.Capabilities) {
-		return deny(dct.CapabilityNotGranted, scope.Capabilities, "tool %q is not available to this token", req.Tool)
-	}
-	if mapErr != nil {
-		return deny(dct.CapabilityNotGranted, scope.Capabilities, "%v", mapErr)
-	}
-	if what := suspectResource(call.Resource); what != "" {
-		return deny(dct.CapabilityNotGranted, scope.Capabilities, "resource %q contains %s, which a server may read differently from the gate", call.Resource, what)
+	if den := g.eachTarget(req, call, mapErr, scope, g.checkTarget); den != nil {
+		d.Denial = den
+		return d
 	}
 	if req.ContractID != "" && req.ContractID != scope.ContractID {
-		return deny(dct.CapabilityNotGranted, scope.Capabilities, "the call names contract %s but the token is bound to %s", req.ContractID, scope.ContractID)
+		return deny(dct.CapabilityNotGranted, scope.Capabilities, "the request names contract %s but the token is bound to %s", req.ContractID, scope.ContractID)
 	}
 	if req.DelegationID != "" && req.DelegationID != scope.DelegationID {
-		return deny(dct.CapabilityNotGranted, scope.Capabilities, "the call names delegation %s but the token is for %s", req.DelegationID, scope.DelegationID)
+		return deny(dct.CapabilityNotGranted, scope.Capabilities, "the request names delegation %s but the token is for %s", req.DelegationID, scope.DelegationID)
 	}
 	// §10.1 steps 6 and 7 on the verified chain: the leaf's spend, then the
 	// capability. Reserve below then checks the cost at every level.
@@ -139,10 +241,15 @@ func (g *Gate) decideAt(req CallRequest, start time.Time) (d Decision) {
 	if spent, limit := g.Budget.Spent(levels[len(levels)-1].Key), scope.RemainingBudgetMicrocents; spent >= limit {
 		return deny(dct.BudgetExceeded, scope.Capabilities, "spent %d of a budget of %d microcents", spent, limit)
 	}
-	if !covered(scope.Capabilities, call) {
-		return deny(dct.CapabilityNotGranted, scope.Capabilities, "%s:%s on %q is not granted by this token", call.Namespace, call.Action, call.Resource)
+	if den := g.eachTarget(req, call, mapErr, scope, checkCovered); den != nil {
+		d.Denial = den
+		return d
 	}
-	r, err := g.Budget.Reserve(levels, call.Cost)
+	reserve := call.Cost
+	if g.HonourUpstreamCost {
+		reserve = max(call.MaxCost, call.Cost)
+	}
+	r, err := g.Budget.Reserve(levels, reserve)
 	if err != nil {
 		var ex *budget.ExceededError
 		if errors.As(err, &ex) {
@@ -155,11 +262,64 @@ func (g *Gate) decideAt(req CallRequest, start time.Time) (d Decision) {
 	return d
 }
 
+type targetCheck func(req *CallRequest, call policy.Call, mapErr error, scope *dct.AuthorizedScope) *Denial
+
+// eachTarget runs check on what the request names, or, for a
+// subscriptions/listen, on each URI it subscribes to (as a subscribe to it
+// would be checked), and returns the first denial.
+func (g *Gate) eachTarget(req *CallRequest, call policy.Call, mapErr error, scope *dct.AuthorizedScope, check targetCheck) *Denial {
+	if len(req.URIs) == 0 {
+		return check(req, call, mapErr, scope)
+	}
+	sub := *req
+	for _, uri := range req.URIs {
+		sub.URI = uri
+		c, err := g.mapRequest(&sub)
+		if den := check(&sub, c, err, scope); den != nil {
+			return den
+		}
+	}
+	return nil
+}
+
+func targetDenial(call policy.Call, scope *dct.AuthorizedScope, format string, args ...any) *Denial {
+	return &Denial{Type: dct.CapabilityNotGranted, Detail: fmt.Sprintf(format, args...), Requested: requested(call), Granted: scope.Capabilities}
+}
+
+// checkTarget: the target must be visible to the token, map to a
+// capability, and hold nothing a server may decode differently.
+func (g *Gate) checkTarget(req *CallRequest, call policy.Call, mapErr error, scope *dct.AuthorizedScope) *Denial {
+	if !g.visible(req, scope.Capabilities) {
+		return targetDenial(call, scope, "%s needs %s, which this token does not grant", req.what(), needs(call))
+	}
+	if mapErr != nil {
+		return targetDenial(call, scope, "%v", mapErr)
+	}
+	if what := suspectResource(call.Resource); what != "" {
+		return targetDenial(call, scope, "resource %s contains %s, which a server may read differently from the gate", quoteName(call.Resource), what)
+	}
+	return nil
+}
+
+// checkCovered: a capability of the token must cover the call's (§10.1
+// step 7).
+func checkCovered(req *CallRequest, call policy.Call, _ error, scope *dct.AuthorizedScope) *Denial {
+	if !covered(scope.Capabilities, call) {
+		return targetDenial(call, scope, "%s needs %s, which this token does not grant", req.what(), needs(call))
+	}
+	return nil
+}
+
+// needs writes the capability a call needs for a message.
+func needs(call policy.Call) string {
+	return quoteName(call.Namespace + ":" + call.Action + ":" + call.Resource)
+}
+
 // Refuse is the decision for a call the relay cannot hand to Decide (its
 // params._delegateos is unreadable): a denial of type t that still names
 // the capability the call requested.
 func (g *Gate) Refuse(req CallRequest, t dct.DenialType, detail string) Decision {
-	call, _ := g.Policy.Map(req.Tool, req.Arguments)
+	call, _ := g.mapRequest(&req)
 	return Decision{Call: call, Denial: &Denial{Type: t, Detail: detail, Requested: requested(call)}}
 }
 
@@ -211,9 +371,11 @@ func suspectResource(r string) string {
 }
 
 // Settle records what an allowed call cost once its response is known:
-// actual is the reserved cost unless the upstream reported one the policy
-// trusts. release drops the reservation instead (the upstream refused the
-// call with a JSON-RPC error before running it).
+// actual is the policy's cost unless the upstream reported one the policy
+// trusts. It is capped at what was reserved, so that no response, however
+// many arrive together, takes spend past a budget. release drops the
+// reservation instead (the upstream refused the call with a JSON-RPC error
+// before running it).
 func (g *Gate) Settle(d *Decision, actual int64, release bool) error {
 	if d.Reservation == nil {
 		return nil
@@ -223,26 +385,57 @@ func (g *Gate) Settle(d *Decision, actual int64, release bool) error {
 	if release {
 		return g.Budget.Release(r)
 	}
-	return g.Budget.Commit(r, actual)
+	return g.Budget.Commit(r, min(max(actual, 0), r.Cost()))
 }
 
-// ListView reports which tools a token may see; an empty token sees
-// everything only when the policy allows unauthenticated calls.
-func (g *Gate) ListView(token string) (func(tool string) bool, error) {
+// The list methods whose results the relay filters.
+const (
+	MethodToolsList             = "tools/list"
+	MethodResourcesList         = "resources/list"
+	MethodResourceTemplatesList = "resources/templates/list"
+	MethodPromptsList           = "prompts/list"
+)
+
+// ListView reports which entries of a list result a token may see: tools
+// and prompts by name, resources by URI, resource templates by URI
+// template — the same view the gate applies to the requests that use
+// them. An empty token sees everything only when the policy allows
+// unauthenticated calls; a token that does not verify, or whose delegation
+// has ended, sees nothing.
+func (g *Gate) ListView(method, token string) (func(name string) bool, error) {
+	none := func(string) bool { return false }
 	if token == "" {
 		if g.Policy.AllowUnauthenticated {
 			return func(string) bool { return true }, nil
 		}
-		return func(string) bool { return false }, nil
+		return none, nil
 	}
 	if g.Verifier == nil {
-		return func(string) bool { return false }, errors.New("no trusted roots")
+		return none, errors.New("no trusted roots")
 	}
 	scope, err := g.Verifier.VerifyChain(token, g.now())
 	if err != nil {
-		return func(string) bool { return false }, err
+		return none, err
 	}
-	return func(tool string) bool { return g.Policy.Visible(tool, scope.Capabilities) }, nil
+	if g.Ended != nil {
+		for _, l := range scope.Chain {
+			if status, ended := g.Ended(l.DelegationID); ended {
+				return none, fmt.Errorf("delegation %s has ended (%s)", l.DelegationID, status)
+			}
+		}
+	}
+	caps := scope.Capabilities
+	switch method {
+	case MethodToolsList:
+		return func(n string) bool { return g.Policy.Visible(n, caps) }, nil
+	case MethodResourcesList:
+		return func(n string) bool { return g.Policy.ResourceVisible(n, caps) }, nil
+	case MethodResourceTemplatesList:
+		return func(n string) bool { return g.Policy.ResourceTemplateVisible(n, caps) }, nil
+	case MethodPromptsList:
+		return func(n string) bool { return g.Policy.PromptVisible(n, caps) }, nil
+	}
+	return none, fmt.Errorf("%s is not a list the gate filters", method)
 }
 
 func covered(caps []dct.Capability, c policy.Call) bool {

@@ -12,10 +12,11 @@ import (
 // callLine is one call's log line: the decision, and for an allowed call
 // what it was charged and how it ended.
 type callLine struct {
-	tool, reason, delegation string
-	allowed                  bool
-	cost                     int64
-	latency                  time.Duration // the gate's
+	// method is the request's; tool its target (the tool, prompt or URI).
+	method, tool, reason, delegation string
+	allowed                          bool
+	cost                             int64
+	latency                          time.Duration // the gate's
 	// detail is a refused call's denial detail.
 	detail string
 	// An allowed call's line is written when it settles.
@@ -40,20 +41,20 @@ const maxBatchedLines = 256
 func (b *logBatch) len() int { return len(b.lines) }
 
 // denied adds a refused call's line.
-func (b *logBatch) denied(tool string, d *Decision) {
-	b.lines = append(b.lines, newCallLine(tool, d, d.Call.Cost))
+func (b *logBatch) denied(method, tool string, d *Decision) {
+	b.lines = append(b.lines, newCallLine(method, tool, d, d.Call.Cost))
 	b.lines[len(b.lines)-1].detail = d.Denial.Detail
 }
 
 // settled adds an allowed call's line.
-func (b *logBatch) settled(tool string, d *Decision, cost int64, upstream time.Duration, outcome string, released bool) {
-	l := newCallLine(tool, d, cost)
+func (b *logBatch) settled(method, tool string, d *Decision, cost int64, upstream time.Duration, outcome string, released bool) {
+	l := newCallLine(method, tool, d, cost)
 	l.settled, l.upstream, l.outcome, l.released, l.unauthenticated = true, upstream, outcome, released, d.Unauthenticated
 	b.lines = append(b.lines, l)
 }
 
-func newCallLine(tool string, d *Decision, cost int64) callLine {
-	l := callLine{tool: tool, allowed: d.Allowed, reason: "granted", cost: cost, latency: d.Latency}
+func newCallLine(method, tool string, d *Decision, cost int64) callLine {
+	l := callLine{method: method, tool: tool, allowed: d.Allowed, reason: "granted", cost: cost, latency: d.Latency}
 	switch {
 	case d.Denial != nil:
 		l.reason = string(d.Denial.Type)
@@ -105,12 +106,17 @@ func (b *logBatch) writeAt(log *zap.Logger, now time.Time) {
 }
 
 // appendFields and appendJSON write the same members in the same order:
-// tool, allowed, reason, delegation ("" when no token verified), cost and
+// tool (for tools/call; for another method, method and target), allowed, reason, delegation ("" when no token verified), cost and
 // latency; then a refused call's detail, or an allowed call's
 // upstream_latency, outcome, released and unauthenticated (the last two
 // only when true).
 func (l *callLine) appendFields(f []zap.Field) []zap.Field {
-	f = append(f, zap.String("tool", l.tool), zap.Bool("allowed", l.allowed), zap.String("reason", l.reason),
+	if l.method == "" || l.method == MethodToolsCall {
+		f = append(f, zap.String("tool", l.tool))
+	} else {
+		f = append(f, zap.String("method", l.method), zap.String("target", l.tool))
+	}
+	f = append(f, zap.Bool("allowed", l.allowed), zap.String("reason", l.reason),
 		zap.String("delegation", l.delegation), zap.Int64("cost", l.cost), zap.Duration("latency", l.latency))
 	if !l.settled {
 		return append(f, zap.String("detail", l.detail))
@@ -127,7 +133,12 @@ func (l *callLine) appendFields(f []zap.Field) []zap.Field {
 
 func (l *callLine) appendJSON(b []byte, now time.Time) []byte {
 	b = logline.Start(b, zapcore.InfoLevel, now, "decision")
-	b = logline.String(b, "tool", l.tool)
+	if l.method == "" || l.method == MethodToolsCall {
+		b = logline.String(b, "tool", l.tool)
+	} else {
+		b = logline.String(b, "method", l.method)
+		b = logline.String(b, "target", l.tool)
+	}
 	b = logline.Bool(b, "allowed", l.allowed)
 	b = logline.String(b, "reason", l.reason)
 	b = logline.String(b, "delegation", l.delegation)

@@ -23,11 +23,11 @@ var (
 )
 
 func fillBatch(b *logBatch) {
-	b.denied("a", refused)
-	b.settled("b", granted, 5, 3*time.Millisecond, outcomeResult, false)
-	b.settled("c\x00é\xff", granted, 0, time.Second, outcomeError, true)
-	b.settled("d", anon, 0, 12345, outcomeUnanswered, false)
-	b.settled("e", anon, 0, 0, outcomeNotForwarded, true)
+	b.denied("tools/call", "a", refused)
+	b.settled("tools/call", "b", granted, 5, 3*time.Millisecond, outcomeResult, false)
+	b.settled("tools/call", "c\x00é\xff", granted, 0, time.Second, outcomeError, true)
+	b.settled("tools/call", "d", anon, 0, 12345, outcomeUnanswered, false)
+	b.settled("tools/call", "e", anon, 0, 0, outcomeNotForwarded, true)
 }
 
 // Lines come out in the order they were added, each with its own members,
@@ -36,8 +36,8 @@ func TestLogBatch(t *testing.T) {
 	core, logs := observer.New(zapcore.InfoLevel)
 	log := zap.New(core)
 	var b logBatch
-	b.denied("a", refused)
-	b.settled("b", granted, 5, 3*time.Millisecond, outcomeResult, false)
+	b.denied("tools/call", "a", refused)
+	b.settled("tools/call", "b", granted, 5, 3*time.Millisecond, outcomeResult, false)
 	if b.len() != 2 {
 		t.Fatalf("len = %d", b.len())
 	}
@@ -45,7 +45,7 @@ func TestLogBatch(t *testing.T) {
 	if b.len() != 0 {
 		t.Fatalf("len after writing = %d", b.len())
 	}
-	b.settled("c", anon, 0, 0, outcomeError, true)
+	b.settled("tools/call", "c", anon, 0, 0, outcomeError, true)
 	b.writeTo(log)
 	want := []map[string]any{
 		{"tool": "a", "allowed": false, "reason": "budget_exceeded", "delegation": "", "cost": int64(7), "latency": time.Duration(999), "detail": "spent 10 of \"10\"\n"},

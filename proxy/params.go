@@ -9,34 +9,42 @@ import (
 	"unicode/utf8"
 )
 
-// callParams are the members of tools/call params that the gate reads, as
-// raw JSON.
+// callParams are the members of a request's params that the gate reads,
+// as raw JSON: tools/call's name and arguments, resources/read's uri,
+// prompts/get's name and arguments, completion/complete's ref (and, read
+// from a ref, its type), subscriptions/listen's notifications (and, read
+// from them, resourceSubscriptions), notifications/cancelled's requestId,
+// and _delegateos on any of them.
 type callParams struct {
-	name, arguments, delegateos []byte
+	name, arguments, uri, ref, typ, requestID, delegateos []byte
+	notifications, resourceSubscriptions                  []byte
 	// strip is set when the params carry _delegateos in any letter case:
-	// the member is removed before the call is forwarded.
-	strip bool
+	// the member is removed before the request is forwarded. stripFrom and
+	// stripTo are the bytes of the params to cut for it: the member and
+	// one comma next to it.
+	strip              bool
+	stripFrom, stripTo int
 }
 
 // Why readCallParams refuses params.
 var (
-	errParamsNotObject = errors.New("tools/call params must be an object")
-	errParamsTooDeep   = fmt.Errorf("tools/call params nest deeper than %d levels", maxNesting)
+	errParamsNotObject = errors.New("params must be an object")
+	errParamsTooDeep   = fmt.Errorf("params nest deeper than %d levels", maxNesting)
 )
 
 // repeatedMemberError is params in which one object gives a member twice.
 type repeatedMemberError struct{ name string }
 
 func (e *repeatedMemberError) Error() string {
-	return fmt.Sprintf("tools/call params give the member %q more than once (names that differ only in letter case count as the same)", e.name)
+	return fmt.Sprintf("params give the member %q more than once (names that differ only in letter case count as the same)", e.name)
 }
 
-// readCallParams reads tools/call params in one pass: it finds the members
-// the gate needs and makes sure that no object in them, at any depth,
-// gives a member twice, counting names that differ only in letter case as
-// the same (encoding/json, which many servers decode with, matches them
-// and takes the last), so that the upstream reads the call the gate
-// decides.
+// readCallParams reads a request's params in one pass: it finds the
+// members the gate needs and makes sure that no object in them, at any
+// depth, gives a member twice, counting names that differ only in letter
+// case as the same (encoding/json, which many servers decode with, matches
+// them and takes the last), so that the upstream reads the request the
+// gate decides. Names are compared decoded: "n\u0061me" is name.
 func readCallParams(b []byte) (callParams, error) {
 	var cp callParams
 	s := scanner{b: b}
@@ -47,8 +55,10 @@ func readCallParams(b []byte) (callParams, error) {
 	s.ws()
 	if !s.eat('}') {
 		var seen nameSet
+		prevEnd := -1 // where the previous member's value ended
 		for {
 			s.ws()
+			memberStart := s.i
 			raw, ok := s.str()
 			if !ok {
 				return cp, errParamsNotObject
@@ -75,22 +85,51 @@ func readCallParams(b []byte) (callParams, error) {
 			case found:
 				return cp, &repeatedMemberError{name: dup}
 			}
-			switch v := b[start:s.i]; {
-			case string(name) == "name":
+			v := b[start:s.i]
+			switch string(name) {
+			case "name":
 				cp.name = v
-			case string(name) == "arguments":
+			case "arguments":
 				cp.arguments = v
-			case string(name) == "_delegateos":
-				cp.delegateos, cp.strip = v, true
-			case bytes.EqualFold(name, []byte("_delegateos")):
-				cp.strip = true
+			case "uri":
+				cp.uri = v
+			case "ref":
+				cp.ref = v
+			case "type":
+				cp.typ = v
+			case "requestId":
+				cp.requestID = v
+			case "notifications":
+				cp.notifications = v
+			case "resourceSubscriptions":
+				cp.resourceSubscriptions = v
+			case "_delegateos":
+				cp.delegateos = v
 			}
+			if bytes.EqualFold(name, []byte("_delegateos")) {
+				cp.strip = true
+				if prevEnd >= 0 {
+					// Cut from the end of the previous member: its comma goes.
+					cp.stripFrom, cp.stripTo = prevEnd, s.i
+				} else {
+					cp.stripFrom, cp.stripTo = memberStart, -1 // up to the next member, below
+				}
+			}
+			valueEnd := s.i
 			s.ws()
 			if s.eat(',') {
+				if cp.strip && cp.stripTo == -1 {
+					s.ws()
+					cp.stripTo = s.i
+				}
+				prevEnd = valueEnd
 				continue
 			}
 			if !s.eat('}') {
 				return cp, errParamsNotObject
+			}
+			if cp.strip && cp.stripTo == -1 {
+				cp.stripTo = valueEnd // the only member
 			}
 			break
 		}

@@ -8,10 +8,20 @@ import (
 
 // pending is a client request forwarded to the upstream and not yet answered.
 type pending struct {
-	key    requestID
+	key requestID
+	// up is the id the request was forwarded with: the relay numbers the
+	// requests it forwards itself, so an answer the upstream sends to a
+	// request the client cancelled can never be taken for the answer to a
+	// later request that reuses the client's id.
+	up     int64
 	id     []byte // the id as the client wrote it, for error replies
 	method string
-	tool   string
+	// target is what a gated request names: the tool, the resource URI or
+	// the prompt; for a list request, empty.
+	target string
+	// listToken is the token a list request carried in its own
+	// _delegateos, by which its result is filtered; "" means the session's.
+	listToken string
 	// decision is &dec while the call holds a decision to settle, nil once
 	// it is settled or claimed by another path.
 	decision *Decision
@@ -39,25 +49,13 @@ func (p *pending) free() {
 	pendingPool.Put(p)
 }
 
-// claim moves p's decision to a copy that the caller settles, leaving p
-// without one, so that no other path can settle it a second time. The
-// caller holds the session's lock.
-func (p *pending) claim() *pending {
-	if p.decision == nil {
-		return nil
-	}
-	// The id is copied: p's storage is recycled once p is answered.
-	c := &pending{key: p.key, id: clone(p.id), method: p.method, tool: p.tool, dec: p.dec, start: p.start}
-	c.decision = &c.dec
-	p.decision = nil
-	return c
-}
-
+// cost is what the call holds: its reservation, which is what it is
+// charged when it ends without a result that says otherwise.
 func (p *pending) cost() int64 {
-	if p.decision == nil {
+	if p.decision == nil || p.decision.Reservation == nil {
 		return 0
 	}
-	return p.decision.Call.Cost
+	return p.decision.Reservation.Cost()
 }
 
 // requestID is a request id as responses are matched to requests: a string
@@ -116,18 +114,19 @@ func canonicalInt(b []byte) (int64, bool) {
 	return n, true
 }
 
-// pendingTable holds the requests in flight by id. The session's lock
-// guards it.
+// pendingTable holds the requests in flight, by the client's id and by
+// the id they were forwarded with. The session's lock guards it.
 type pendingTable struct {
 	num map[int64]*pending
 	str map[string]*pending
+	up  map[int64]*pending
 }
 
 func newPendingTable() pendingTable {
-	return pendingTable{num: map[int64]*pending{}, str: map[string]*pending{}}
+	return pendingTable{num: map[int64]*pending{}, str: map[string]*pending{}, up: map[int64]*pending{}}
 }
 
-func (t *pendingTable) len() int { return len(t.num) + len(t.str) }
+func (t *pendingTable) len() int { return len(t.up) }
 
 func (t *pendingTable) get(k requestID) *pending {
 	if k.isStr {
@@ -142,6 +141,7 @@ func (t *pendingTable) put(p *pending) {
 	} else {
 		t.num[p.key.num] = p
 	}
+	t.up[p.up] = p
 }
 
 func (t *pendingTable) remove(p *pending) {
@@ -150,10 +150,11 @@ func (t *pendingTable) remove(p *pending) {
 	} else {
 		delete(t.num, p.key.num)
 	}
+	delete(t.up, p.up)
 }
 
-// lookup returns the request that the JSON id raw (from a response or a
-// cancellation) answers, or nil. A string matches by value, a number only
+// lookup returns the request that the client's JSON id raw (from a
+// cancellation) names, or nil. A string matches by value, a number only
 // if it is written as the client's was.
 func (t *pendingTable) lookup(raw []byte) *pending {
 	if len(raw) >= 2 && raw[0] == '"' {
@@ -173,16 +174,24 @@ func (t *pendingTable) lookup(raw []byte) *pending {
 	return t.num[n]
 }
 
+// answered returns the request that an upstream response's id raw
+// answers, or nil: the upstream must echo the number it was given.
+func (t *pendingTable) answered(raw []byte) *pending {
+	n, ok := canonicalInt(raw)
+	if !ok {
+		return nil
+	}
+	return t.up[n]
+}
+
 // drain removes and returns every request.
 func (t *pendingTable) drain() []*pending {
 	ps := make([]*pending, 0, t.len())
-	for k, p := range t.num {
+	for k, p := range t.up {
 		ps = append(ps, p)
-		delete(t.num, k)
+		delete(t.up, k)
 	}
-	for k, p := range t.str {
-		ps = append(ps, p)
-		delete(t.str, k)
-	}
+	clear(t.num)
+	clear(t.str)
 	return ps
 }

@@ -73,21 +73,19 @@ func TestCanonicalInt(t *testing.T) {
 	}
 }
 
-// A claimed decision is settled by its claimer only.
-func TestPendingClaim(t *testing.T) {
-	p := newPending(requestID{num: 1}, []byte("1"), "tools/call")
-	if p.claim() != nil {
-		t.Fatal("a request without a decision was claimed")
+// A request is found by the client's id and by the id it was forwarded
+// with, and leaves both when removed: a late answer finds nothing.
+func TestPendingUpstreamID(t *testing.T) {
+	tab := newPendingTable()
+	p := newPending(requestID{num: 7}, []byte("7"), "tools/call")
+	p.up = 1
+	tab.put(p)
+	if tab.lookup([]byte("7")) != p || tab.answered([]byte("1")) != p || tab.answered([]byte("7")) != nil || tab.answered([]byte(`"1"`)) != nil {
+		t.Fatal("lookup by the client's id or answered by the upstream's id is wrong")
 	}
-	p.dec = Decision{Allowed: true}
-	p.dec.Call.Cost = 5
-	p.decision = &p.dec
-	c := p.claim()
-	if c == nil || c.decision != &c.dec || c.cost() != 5 || p.decision != nil || p.cost() != 0 {
-		t.Fatalf("claim: copy %+v, original decision %v", c, p.decision)
-	}
-	if p.claim() != nil {
-		t.Fatal("a decision was claimed twice")
+	tab.remove(p)
+	if tab.len() != 0 || tab.lookup([]byte("7")) != nil || tab.answered([]byte("1")) != nil {
+		t.Fatal("a removed request is still found")
 	}
 }
 

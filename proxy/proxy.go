@@ -18,7 +18,6 @@ import (
 
 	"go.uber.org/zap"
 
-	"github.com/delegateos/delegateos/dct"
 	"github.com/delegateos/delegateos/policy"
 )
 
@@ -37,9 +36,6 @@ type Config struct {
 	SessionToken string
 	// MaxFrameBytes limits one message; zero means DefaultMaxFrameBytes.
 	MaxFrameBytes int
-	// HonourUpstreamCost charges the cost an upstream reports in a result's
-	// _meta (policy.UpstreamCostKey) instead of the policy's.
-	HonourUpstreamCost bool
 	// Log receives one line per decision and lifecycle event; nil discards.
 	// The fields of the per-call lines are passed in storage the relay
 	// reuses, so a zapcore.Core that keeps fields after Write returns must
@@ -96,6 +92,7 @@ type session struct {
 	closing    bool
 
 	lastTool string // see toolName
+	upSeq    int64  // the id of the last request forwarded (the client's goroutine's)
 
 	// Each pump's log lines. The client's decisions are written as they
 	// are made; settlements are written once the responses they settle
@@ -332,178 +329,15 @@ func (s *session) clientFrame(frame []byte) {
 		s.delegationMessage(h.method, id, h.params)
 		return
 	}
-	if h.kind != kindRequest {
-		switch h.method {
-		case "notifications/cancelled":
-			s.cancelled(frame)
-		case "tools/call":
-			// A call without an id cannot be answered, so it cannot be
-			// refused either: it is not forwarded.
-			s.log.Warn("client frame refused", zap.String("reason", "tools/call sent as a notification"))
-			return
-		}
+	switch h.kind {
+	case kindRequest:
+		s.clientRequest(h, frame)
+	case kindNotification:
+		s.clientNotification(h, frame)
+	default:
+		// The client's answer to a request from the upstream.
 		s.toServer.queue(frame)
-		return
 	}
-	key, ok := parseRequestID(h.id)
-	if !ok {
-		s.replyError(s.toClient, nil, codeInvalidRequest, "invalid request id: use a string of at most 256 bytes or an integer within ±2^53", nil)
-		return
-	}
-	s.mu.Lock()
-	dup := s.pending.get(key) != nil
-	full := s.pending.len() >= maxPending
-	s.mu.Unlock()
-	if dup {
-		s.replyError(s.toClient, h.id, codeInvalidRequest, "a request with this id is already in flight (or was cancelled and not yet answered)", nil)
-		return
-	}
-	if full {
-		s.replyError(s.toClient, h.id, codeInvalidRequest, fmt.Sprintf("more than %d requests in flight", maxPending), nil)
-		return
-	}
-	p := newPending(key, h.id, h.method)
-	out := frame
-	if h.method == "tools/call" {
-		var deny bool
-		out, deny = s.gateCall(p, h.params, frame)
-		if deny {
-			return
-		}
-	}
-	s.mu.Lock()
-	s.pending.put(p)
-	s.mu.Unlock()
-	if err := s.toServer.queue(out); err != nil {
-		// The upstream may already have answered a request it guessed the
-		// id of, so the call is settled only if it is still pending.
-		s.mu.Lock()
-		var claimed *pending
-		if s.pending.get(key) == p {
-			s.pending.remove(p)
-			claimed = p.claim()
-		}
-		s.mu.Unlock()
-		if claimed != nil {
-			s.settleNow(claimed, 0, true, outcomeNotForwarded)
-		}
-		s.replyError(s.toClient, h.id, codeInternalError, "the upstream MCP server is not accepting input", nil)
-	}
-}
-
-// delegateosParams is params._delegateos (§11.1).
-type delegateosParams struct {
-	DCT          string `json:"dct"`
-	Format       string `json:"format"`
-	DelegationID string `json:"delegationId"`
-	ContractID   string `json:"contractId"`
-}
-
-// gateCall decides a tools/call. It returns the frame to forward (without
-// _delegateos) or deny=true after answering the client itself.
-func (s *session) gateCall(p *pending, params, frame []byte) (out []byte, deny bool) {
-	// The params are read in place; only a call that carries _delegateos
-	// is decoded and re-encoded. The upstream must read the call the gate
-	// decides: no member of the params may be given twice or in two letter
-	// cases, at any depth.
-	var cp callParams
-	err := errParamsNotObject
-	if params != nil {
-		cp, err = readCallParams(params)
-	}
-	if err != nil {
-		s.replyError(s.toClient, p.id, codeInvalidRequest, err.Error(), nil)
-		return nil, true
-	}
-	tool, ok := s.toolName(cp.name)
-	if !ok {
-		s.replyError(s.toClient, p.id, codeInvalidRequest, "tools/call params.name must be a string", nil)
-		return nil, true
-	}
-	args, dos, strip := cp.arguments, cp.delegateos, cp.strip
-	p.tool = tool
-	req := CallRequest{Tool: tool, Arguments: args}
-	if dos != nil {
-		var d delegateosParams
-		if err := json.Unmarshal(dos, &d); err != nil {
-			refused := s.cfg.Gate.Refuse(req, dct.Malformed, "params._delegateos is not an object with a dct string")
-			s.deny(p, &refused)
-			return nil, true
-		}
-		if d.Format != "" && d.Format != dct.Format {
-			refused := s.cfg.Gate.Refuse(req, dct.Malformed, fmt.Sprintf("unknown token format %q", d.Format))
-			s.deny(p, &refused)
-			return nil, true
-		}
-		req.Token, req.ContractID, req.DelegationID = d.DCT, d.ContractID, d.DelegationID
-	}
-	session := s.sessionToken()
-	if req.Token == "" {
-		req.Token = session
-	}
-	p.start = time.Now()
-	p.dec = s.cfg.Gate.decideAt(req, p.start)
-	if !p.dec.Allowed {
-		s.deny(p, &p.dec)
-		return nil, true
-	}
-	// An allowed call's line is written when it settles, with what it
-	// cost and how it ended.
-	p.decision = &p.dec
-	// Only this goroutine writes listToken, so it may read it unlocked.
-	if session == "" && s.listToken != req.Token {
-		s.mu.Lock()
-		s.listToken = req.Token
-		s.mu.Unlock()
-	}
-	if !strip {
-		return frame, false
-	}
-	var msg, members map[string]json.RawMessage
-	err = json.Unmarshal(frame, &msg)
-	if err == nil {
-		err = json.Unmarshal(params, &members)
-	}
-	for k := range members {
-		if strings.EqualFold(k, "_delegateos") {
-			delete(members, k)
-		}
-	}
-	if err == nil {
-		if msg["params"], err = json.Marshal(members); err == nil {
-			out, err = json.Marshal(msg)
-		}
-	}
-	if err != nil {
-		s.settleNow(p, 0, true, outcomeNotForwarded)
-		s.replyError(s.toClient, p.id, codeInternalError, "cannot re-encode the call", nil)
-		return nil, true
-	}
-	return append(out, '\n'), false
-}
-
-// toolName decodes params.name, reusing the previous call's string when
-// the name is the same (only the client's goroutine calls it).
-func (s *session) toolName(raw []byte) (string, bool) {
-	if len(raw) < 2 || raw[0] != '"' {
-		return "", false
-	}
-	if string(raw[1:len(raw)-1]) == s.lastTool && s.lastTool != "" {
-		return s.lastTool, true
-	}
-	tool, ok := unquote(raw)
-	if !ok || tool == "" {
-		return "", false
-	}
-	s.lastTool = tool
-	return tool, true
-}
-
-// deny logs a refused call's line and answers it.
-func (s *session) deny(p *pending, d *Decision) {
-	s.clientLog.denied(p.tool, d)
-	s.clientLog.writeTo(s.log)
-	s.replyError(s.toClient, p.id, DenialCode, DenialMessage, d.Denial)
 }
 
 // fromServer handles every frame the upstream sends.
@@ -554,20 +388,25 @@ func (s *session) serverFrame(frame, raw []byte) {
 		return
 	}
 	p := s.take(h.id)
-	if p != nil {
-		// Taken out of the table, p is this goroutine's alone.
-		defer p.free()
+	if p == nil {
+		// No request in flight has this id: it answers one the client
+		// cancelled, or none at all. Relaying it could answer a later
+		// request of the client's with the same id.
+		s.log.Debug("upstream answer to no pending request dropped", zap.ByteString("id", h.id))
+		return
 	}
+	// Taken out of the table, p is this goroutine's alone.
+	defer p.free()
 	switch {
-	case p == nil:
-	case p.method == "tools/list" && !h.isError:
-		filtered, ok := s.filterList(frame)
+	case roleOf(p.method) == roleList && !h.isError:
+		filtered, ok := s.filterList(p, frame)
 		if !ok {
-			s.replyError(s.toClient, p.id, codeInternalError, "the upstream's tools/list result cannot be read, so it cannot be filtered", nil)
+			s.replyError(s.toClient, p.id, codeInternalError, "the upstream's "+p.method+" result cannot be read, so it cannot be filtered", nil)
 			return
 		}
 		if filtered != nil {
-			raw = filtered
+			s.toClient.queue(filtered)
+			return
 		}
 	case p.decision != nil:
 		cost := p.decision.Call.Cost
@@ -578,7 +417,7 @@ func (s *session) serverFrame(frame, raw []byte) {
 			// and that retry is gated and charged.
 			if inputRequired(frame) {
 				release = true
-			} else if s.cfg.HonourUpstreamCost {
+			} else if s.cfg.Gate.HonourUpstreamCost {
 				if c, ok := reportedCost(frame); ok {
 					cost = c
 				}
@@ -593,7 +432,7 @@ func (s *session) serverFrame(frame, raw []byte) {
 		}
 		s.settle(p, cost, release, outcome, &s.serverLog)
 	}
-	s.toClient.queue(raw)
+	s.toClient.queueEdited(frame, []edit{{from: h.idAt, to: h.idAt + len(h.id), with: p.id}})
 }
 
 // serverTooLarge answers an upstream frame over the limit: a response is
@@ -610,14 +449,16 @@ func (s *session) serverTooLarge(prefix []byte) {
 		if p := s.take(h.id); p != nil {
 			s.settle(p, p.cost(), false, outcomeTooLarge, &s.serverLog)
 			s.replyError(s.toClient, p.id, codeInternalError, "the upstream's response "+msg, nil)
+			p.free()
 		}
 	}
 }
 
+// take removes and returns the request an upstream response answers.
 func (s *session) take(id []byte) *pending {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	p := s.pending.lookup(id)
+	p := s.pending.answered(id)
 	if p != nil {
 		// Out of the table, the request is the caller's alone: a
 		// cancellation can no longer find it to settle it too.
@@ -646,12 +487,12 @@ func (s *session) settle(p *pending, cost int64, release bool, outcome string, l
 		return
 	}
 	if err := s.cfg.Gate.Settle(p.decision, cost, release); err != nil {
-		s.log.Error("recording spend failed", zap.String("tool", p.tool), zap.Error(err))
+		s.log.Error("recording spend failed", zap.String("method", p.method), zap.String("target", p.target), zap.Error(err))
 	}
 	if release {
 		cost = 0
 	}
-	lb.settled(p.tool, p.decision, cost, time.Since(p.start), outcome, release)
+	lb.settled(p.method, p.target, p.decision, cost, time.Since(p.start), outcome, release)
 }
 
 // settleNow is settle with the line written at once, by the client's pump.
@@ -675,56 +516,6 @@ func (s *session) failPending(msg string) {
 			s.replyError(s.toClient, p.id, codeInternalError, msg, nil)
 		}
 	}
-}
-
-// filterList removes the tools the session's token may not see from a
-// tools/list result, keeping every other member, and every kept tool,
-// byte for byte. It returns nil when nothing is removed, and false when
-// the result cannot be read (the caller then refuses to relay it).
-func (s *session) filterList(frame []byte) ([]byte, bool) {
-	s.mu.Lock()
-	token := s.cfg.SessionToken
-	if s.bound != nil {
-		token = s.bound.Token
-	}
-	if token == "" {
-		token = s.listToken
-	}
-	s.mu.Unlock()
-	view, err := s.cfg.Gate.ListView(token)
-	if err != nil {
-		s.log.Warn("the session token does not verify; tools/list is empty", zap.Error(err))
-	}
-	var msg, result map[string]json.RawMessage
-	var tools []json.RawMessage
-	if json.Unmarshal(frame, &msg) != nil || json.Unmarshal(msg["result"], &result) != nil || json.Unmarshal(result["tools"], &tools) != nil {
-		return nil, false
-	}
-	kept := make([]json.RawMessage, 0, len(tools))
-	for _, t := range tools {
-		var named struct {
-			Name string `json:"name"`
-		}
-		if json.Unmarshal(t, &named) == nil && view(named.Name) {
-			kept = append(kept, t)
-		}
-	}
-	if len(kept) == len(tools) {
-		return nil, true
-	}
-	var err2 error
-	if result["tools"], err2 = json.Marshal(kept); err2 != nil {
-		return nil, false
-	}
-	if msg["result"], err2 = json.Marshal(result); err2 != nil {
-		return nil, false
-	}
-	out, err2 := json.Marshal(msg)
-	if err2 != nil {
-		return nil, false
-	}
-	s.log.Info("tools/list filtered", zap.Int("upstream", len(tools)), zap.Int("shown", len(kept)))
-	return append(out, '\n'), true
 }
 
 // reportedCost reads result._meta[CostMetaKey].
@@ -777,81 +568,6 @@ func (s *session) replyError(w *frameWriter, id []byte, code int, message string
 		return
 	}
 	w.write(append(b, '\n'))
-}
-
-// frameWriter serializes whole frames onto one stream. Frames the relay
-// forwards are queued and flushed when their source has nothing more
-// buffered, so a burst of pipelined messages goes out in a few writes and a
-// lone message goes out at once; the proxy's own replies are written
-// immediately.
-type frameWriter struct {
-	mu sync.Mutex
-	b  *bufio.Writer
-}
-
-func newFrameWriter(w io.Writer) *frameWriter {
-	return &frameWriter{b: bufio.NewWriterSize(w, 64<<10)}
-}
-
-// queue adds one frame; raw carries its line ending unless it was the
-// last, unterminated line of its stream.
-func (fw *frameWriter) queue(raw []byte) error {
-	fw.mu.Lock()
-	defer fw.mu.Unlock()
-	return fw.add(raw)
-}
-
-func (fw *frameWriter) add(raw []byte) error {
-	if _, err := fw.b.Write(raw); err != nil {
-		return err
-	}
-	if len(raw) == 0 || raw[len(raw)-1] != '\n' {
-		return fw.b.WriteByte('\n')
-	}
-	return nil
-}
-
-// write adds one frame and flushes.
-func (fw *frameWriter) write(raw []byte) error {
-	fw.mu.Lock()
-	defer fw.mu.Unlock()
-	if err := fw.add(raw); err != nil {
-		return err
-	}
-	return fw.b.Flush()
-}
-
-func (fw *frameWriter) flush() error {
-	fw.mu.Lock()
-	defer fw.mu.Unlock()
-	return fw.b.Flush()
-}
-
-// cancelled settles a call the client gave up on. The server need not
-// answer it any more, so its reserved cost is charged now (it may have done
-// the work) rather than held until the session ends.
-func (s *session) cancelled(frame []byte) {
-	var n struct {
-		Params struct {
-			RequestID json.RawMessage `json:"requestId"`
-		} `json:"params"`
-	}
-	if json.Unmarshal(frame, &n) != nil {
-		return
-	}
-	// The request stays pending: its id may not be reused until the
-	// upstream answers (a late answer could otherwise be taken for a new
-	// request's), and a tools/list answer is still filtered.
-	s.mu.Lock()
-	var claimed *pending
-	if p := s.pending.lookup(n.Params.RequestID); p != nil {
-		claimed = p.claim()
-	}
-	s.mu.Unlock()
-	if claimed != nil {
-		s.log.Info("client cancelled a call", zap.String("tool", claimed.tool))
-		s.settleNow(claimed, claimed.cost(), false, outcomeCancelled)
-	}
 }
 
 // plainASCII reports whether frame is ASCII without a carriage return,

@@ -26,6 +26,8 @@ type header struct {
 	id      []byte // raw JSON of the id, nil if absent
 	isError bool   // a response carrying "error"
 	params  []byte // raw JSON of params, nil if absent (read only when every member is)
+	// idAt and paramsAt are where id and params start in the frame.
+	idAt, paramsAt int
 }
 
 var errScan = errors.New("not a JSON-RPC message")
@@ -186,12 +188,12 @@ func scanMessage(b []byte, strict bool) (header, error) {
 			if !s.skip(0) {
 				return h, errScan
 			}
-			h.id, hasID = b[start:s.i], true
+			h.id, h.idAt, hasID = b[start:s.i], start, true
 		case `"params"`:
 			if !s.skip(0) {
 				return h, errScan
 			}
-			h.params = b[start:s.i]
+			h.params, h.paramsAt = b[start:s.i], start
 		case `"result"`, `"error"`:
 			hasResult = true
 			h.isError = string(key) == `"error"`

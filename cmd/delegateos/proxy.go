@@ -90,7 +90,7 @@ var proxyCmd = &command{
 			if len(pol.Roots) == 0 && !pol.AllowUnauthenticated {
 				return usagef("no trusted roots: give --root or list roots in the policy file")
 			}
-			gate := &proxy.Gate{Policy: pol}
+			gate := &proxy.Gate{Policy: pol, HonourUpstreamCost: pol.HonourUpstreamCost}
 			opts := dct.Options{Roots: pol.Roots}
 			var revs *revocation.File
 			if pol.RevocationList != "" {
@@ -151,7 +151,7 @@ var proxyCmd = &command{
 			defer signal.Stop(sigs)
 			err = proxy.Run(context.Background(), proxy.Config{
 				Upstream: args, Gate: gate, SessionToken: sessionToken, Delegations: delegations,
-				MaxFrameBytes: pol.MaxFrameBytes, HonourUpstreamCost: pol.HonourUpstreamCost,
+				MaxFrameBytes: pol.MaxFrameBytes,
 				Log: log, Signals: sigs,
 			}, in, out)
 			var exit *proxy.UpstreamExitError

@@ -1,0 +1,89 @@
+package proxy
+
+import (
+	"encoding/json"
+
+	"go.uber.org/zap"
+)
+
+// listMembers names, for each list method, the member of its result that
+// holds the entries and the member of an entry the view judges it by.
+var listMembers = map[string]struct{ entries, key string }{
+	MethodToolsList:             {"tools", "name"},
+	MethodResourcesList:         {"resources", "uri"},
+	MethodResourceTemplatesList: {"resourceTemplates", "uriTemplate"},
+	MethodPromptsList:           {"prompts", "name"},
+}
+
+// listToken is the token whose view a list result is filtered to: the one
+// the list request carried, else the session's (a bound delegation's,
+// --token's, or that of the last call allowed).
+func (s *session) listTokenFor(p *pending) string {
+	if p.listToken != "" {
+		return p.listToken
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	switch {
+	case s.bound != nil:
+		return s.bound.Token
+	case s.cfg.SessionToken != "":
+		return s.cfg.SessionToken
+	}
+	return s.listToken
+}
+
+// filterList removes the entries the token may not use from a list
+// result, keeping every other member, and every kept entry, byte for byte;
+// the id is the client's. It returns nil when nothing is removed, and
+// false when the result cannot be read (the caller then refuses to relay
+// it: filtering fails closed).
+func (s *session) filterList(p *pending, frame []byte) ([]byte, bool) {
+	m, ok := listMembers[p.method]
+	if !ok {
+		return nil, false
+	}
+	view, err := s.cfg.Gate.ListView(p.method, s.listTokenFor(p))
+	if err != nil {
+		s.log.Warn("the list token does not verify; the list is empty", zap.String("method", p.method), zap.Error(err))
+	}
+	var msg, result map[string]json.RawMessage
+	var entries []json.RawMessage
+	if json.Unmarshal(frame, &msg) != nil || json.Unmarshal(msg["result"], &result) != nil {
+		return nil, false
+	}
+	if raw, present := result[m.entries]; present {
+		if json.Unmarshal(raw, &entries) != nil {
+			return nil, false
+		}
+	}
+	kept := make([]json.RawMessage, 0, len(entries))
+	for _, e := range entries {
+		var named map[string]json.RawMessage
+		var key string
+		if json.Unmarshal(e, &named) != nil || json.Unmarshal(named[m.key], &key) != nil {
+			// An entry the gate cannot read is not shown.
+			continue
+		}
+		if view(key) {
+			kept = append(kept, e)
+		}
+	}
+	if len(kept) == len(entries) {
+		return nil, true
+	}
+	var err2 error
+	if result[m.entries], err2 = json.Marshal(kept); err2 != nil {
+		return nil, false
+	}
+	if msg["result"], err2 = json.Marshal(result); err2 != nil {
+		return nil, false
+	}
+	msg["id"] = p.id
+	out, err2 := json.Marshal(msg)
+	if err2 != nil {
+		return nil, false
+	}
+	s.log.Info("list filtered", zap.String("method", p.method), zap.Int("upstream", len(entries)), zap.Int("shown", len(kept)))
+	return append(out, '\n'), true
+}

@@ -1,0 +1,440 @@
+package proxy
+
+import (
+	"encoding/json"
+	"fmt"
+	"strconv"
+	"time"
+
+	"go.uber.org/zap"
+
+	"github.com/delegateos/delegateos/dct"
+)
+
+// methodRole says what the relay does with a client request.
+type methodRole uint8
+
+const (
+	// roleUnknown: not a method the relay knows how to gate; refused, so
+	// that an upstream's own methods cannot be reached around the gate.
+	roleUnknown methodRole = iota
+	// roleForward: forwarded without a decision (the lifecycle, ping,
+	// logging, unsubscribing, and tasks, whose creating request was gated).
+	roleForward
+	// roleGate: decided by the gate, and forwarded only if allowed.
+	roleGate
+	// roleList: forwarded; the result is filtered to the token's view.
+	roleList
+)
+
+// methodRoles lists every client request method the relay forwards.
+var methodRoles = map[string]methodRole{
+	"initialize":                roleForward,
+	"server/discover":           roleForward,
+	"ping":                      roleForward,
+	"logging/setLevel":          roleForward,
+	"resources/unsubscribe":     roleForward,
+	"tasks/get":                 roleForward,
+	"tasks/result":              roleForward,
+	"tasks/list":                roleForward,
+	"tasks/cancel":              roleForward,
+	MethodToolsCall:             roleGate,
+	MethodResourcesRead:         roleGate,
+	MethodResourcesSubscribe:    roleGate,
+	MethodPromptsGet:            roleGate,
+	MethodCompletionComplete:    roleGate,
+	MethodSubscriptionsListen:   roleGate,
+	MethodToolsList:             roleList,
+	MethodResourcesList:         roleList,
+	MethodResourceTemplatesList: roleList,
+	MethodPromptsList:           roleList,
+}
+
+// roleOf is the relay's role for a client request method.
+func roleOf(method string) methodRole {
+	switch method { // the common ones without a map lookup
+	case MethodToolsCall:
+		return roleGate
+	case MethodToolsList:
+		return roleList
+	case "ping":
+		return roleForward
+	}
+	return methodRoles[method]
+}
+
+// delegateosParams is params._delegateos (§11.1).
+type delegateosParams struct {
+	DCT          string `json:"dct"`
+	Format       string `json:"format"`
+	DelegationID string `json:"delegationId"`
+	ContractID   string `json:"contractId"`
+}
+
+// readDelegateos reads params._delegateos; an empty raw is none.
+func readDelegateos(raw []byte) (delegateosParams, string) {
+	var d delegateosParams
+	if raw == nil {
+		return d, ""
+	}
+	if err := json.Unmarshal(raw, &d); err != nil {
+		return d, "params._delegateos is not an object with a dct string"
+	}
+	if d.Format != "" && d.Format != dct.Format {
+		return d, fmt.Sprintf("unknown token format %q", d.Format)
+	}
+	return d, ""
+}
+
+// clientRequest handles a request from the client outside the proxy's
+// own namespace: it is refused, decided, or forwarded with the id the
+// relay numbers it by and without _delegateos.
+func (s *session) clientRequest(h header, frame []byte) {
+	key, ok := parseRequestID(h.id)
+	if !ok {
+		s.replyError(s.toClient, nil, codeInvalidRequest, "invalid request id: use a string of at most 256 bytes or an integer within ±2^53", nil)
+		return
+	}
+	role := roleOf(h.method)
+	if role == roleUnknown {
+		s.log.Warn("client request refused", zap.String("method", h.method), zap.String("reason", "unknown method"))
+		s.replyError(s.toClient, h.id, codeMethodNotFound, "method not found: "+quoteName(h.method)+" is not an MCP method this proxy can gate, so it is not forwarded", nil)
+		return
+	}
+	s.mu.Lock()
+	dup := s.pending.get(key) != nil
+	full := s.pending.len() >= maxPending
+	s.mu.Unlock()
+	if dup {
+		s.replyError(s.toClient, h.id, codeInvalidRequest, "a request with this id is already in flight", nil)
+		return
+	}
+	if full {
+		s.replyError(s.toClient, h.id, codeInvalidRequest, fmt.Sprintf("more than %d requests in flight", maxPending), nil)
+		return
+	}
+	var cp callParams
+	if h.params != nil {
+		var err error
+		if cp, err = readCallParams(h.params); err != nil {
+			s.replyError(s.toClient, h.id, codeInvalidRequest, "invalid request: "+h.method+" "+err.Error(), nil)
+			return
+		}
+	} else if role == roleGate {
+		s.replyError(s.toClient, h.id, codeInvalidRequest, "invalid request: "+h.method+" needs params", nil)
+		return
+	}
+	p := newPending(key, h.id, h.method)
+	switch role {
+	case roleGate:
+		if !s.gate(p, &cp) {
+			p.free()
+			return
+		}
+	case roleList:
+		d, bad := readDelegateos(cp.delegateos)
+		if bad != "" {
+			s.replyError(s.toClient, h.id, codeInvalidRequest, "invalid request: "+bad, nil)
+			p.free()
+			return
+		}
+		p.listToken = d.DCT
+	}
+	s.upSeq++
+	p.up = s.upSeq
+	s.mu.Lock()
+	s.pending.put(p)
+	s.mu.Unlock()
+	if err := s.forward(frame, h, &cp, p.up); err != nil {
+		// The upstream may already have answered a request it guessed the
+		// id of, so the call is settled only if it is still pending.
+		s.mu.Lock()
+		mine := s.pending.get(key) == p
+		if mine {
+			s.pending.remove(p)
+		}
+		s.mu.Unlock()
+		if mine {
+			s.settleNow(p, 0, true, outcomeNotForwarded)
+			s.replyError(s.toClient, p.id, codeInternalError, "the upstream MCP server is not accepting input", nil)
+			p.free()
+		}
+	}
+}
+
+// forward queues a client request or notification for the upstream, with
+// its id replaced by up (when up is not 0) and params._delegateos cut out.
+func (s *session) forward(frame []byte, h header, cp *callParams, up int64) error {
+	var edits [2]edit
+	n := 0
+	var num [20]byte
+	if up != 0 {
+		edits[n] = edit{from: h.idAt, to: h.idAt + len(h.id), with: strconv.AppendInt(num[:0], up, 10)}
+		n++
+	}
+	if cp.strip {
+		edits[n] = edit{from: h.paramsAt + cp.stripFrom, to: h.paramsAt + cp.stripTo}
+		n++
+	}
+	return s.toServer.queueEdited(frame, edits[:n])
+}
+
+// gate decides a gated request, and answers it when it is refused. It
+// reports whether the request may be forwarded; if so p holds the decision
+// to settle.
+func (s *session) gate(p *pending, cp *callParams) bool {
+	req := CallRequest{Method: p.method}
+	switch p.method {
+	case MethodToolsCall:
+		tool, ok := s.toolName(cp.name)
+		if !ok {
+			s.replyError(s.toClient, p.id, codeInvalidRequest, "invalid request: tools/call params.name must be a non-empty string", nil)
+			return false
+		}
+		req.Tool, req.Arguments = tool, cp.arguments
+	case MethodPromptsGet:
+		name, ok := nonEmptyString(cp.name)
+		if !ok {
+			s.replyError(s.toClient, p.id, codeInvalidRequest, "invalid request: prompts/get params.name must be a non-empty string", nil)
+			return false
+		}
+		req.Prompt = name
+	case MethodResourcesRead, MethodResourcesSubscribe:
+		uri, ok := nonEmptyString(cp.uri)
+		if !ok {
+			s.replyError(s.toClient, p.id, codeInvalidRequest, "invalid request: "+p.method+" params.uri must be a non-empty string", nil)
+			return false
+		}
+		req.URI = uri
+	case MethodCompletionComplete:
+		if msg := completionRef(cp.ref, &req); msg != "" {
+			s.replyError(s.toClient, p.id, codeInvalidRequest, "invalid request: "+msg, nil)
+			return false
+		}
+	case MethodSubscriptionsListen:
+		uris, msg := resourceSubscriptions(cp.notifications)
+		if msg != "" {
+			s.replyError(s.toClient, p.id, codeInvalidRequest, "invalid request: "+msg, nil)
+			return false
+		}
+		if len(uris) == 0 {
+			// Only list-changed notifications: nothing to gate.
+			return true
+		}
+		req.URIs = uris
+	}
+	p.target = req.Target()
+	d, bad := readDelegateos(cp.delegateos)
+	if bad != "" {
+		refused := s.cfg.Gate.Refuse(req, dct.Malformed, bad)
+		s.deny(p, &refused)
+		return false
+	}
+	req.Token, req.ContractID, req.DelegationID = d.DCT, d.ContractID, d.DelegationID
+	session := s.sessionToken()
+	if req.Token == "" {
+		req.Token = session
+	}
+	p.start = time.Now()
+	p.dec = s.cfg.Gate.decideAt(&req, p.start)
+	if !p.dec.Allowed {
+		s.deny(p, &p.dec)
+		return false
+	}
+	// An allowed call's line is written when it settles, with what it
+	// cost and how it ended.
+	p.decision = &p.dec
+	// Only this goroutine writes listToken, so it may read it unlocked.
+	if session == "" && s.listToken != req.Token {
+		s.mu.Lock()
+		s.listToken = req.Token
+		s.mu.Unlock()
+	}
+	return true
+}
+
+// completionRef reads completion/complete's params.ref strictly: a
+// ref/prompt names a prompt, a ref/resource a resource URI (or URI
+// template). It returns what is wrong, or "".
+func completionRef(raw []byte, req *CallRequest) string {
+	if raw == nil {
+		return "completion/complete params.ref must be an object"
+	}
+	ref, err := readCallParams(raw)
+	if err != nil {
+		return "completion/complete params.ref: " + err.Error()
+	}
+	typ, _ := nonEmptyString(ref.typ)
+	switch typ {
+	case "ref/prompt":
+		name, ok := nonEmptyString(ref.name)
+		if !ok {
+			return "completion/complete params.ref.name must be a non-empty string"
+		}
+		req.Prompt = name
+	case "ref/resource":
+		uri, ok := nonEmptyString(ref.uri)
+		if !ok {
+			return "completion/complete params.ref.uri must be a non-empty string"
+		}
+		req.URI = uri
+	default:
+		return `completion/complete params.ref.type must be "ref/prompt" or "ref/resource"`
+	}
+	return ""
+}
+
+// resourceSubscriptions reads subscriptions/listen's
+// params.notifications.resourceSubscriptions (MCP 2026-07-28): the URIs
+// whose updates the client asks for, each of which must be readable.
+func resourceSubscriptions(raw []byte) ([]string, string) {
+	if raw == nil {
+		return nil, ""
+	}
+	n, err := readCallParams(raw)
+	if err != nil {
+		return nil, "subscriptions/listen params.notifications: " + err.Error()
+	}
+	if n.resourceSubscriptions == nil || string(n.resourceSubscriptions) == "null" {
+		return nil, ""
+	}
+	var uris []string
+	if json.Unmarshal(n.resourceSubscriptions, &uris) != nil {
+		return nil, "subscriptions/listen params.notifications.resourceSubscriptions must be an array of strings"
+	}
+	for _, u := range uris {
+		if u == "" {
+			return nil, "subscriptions/listen params.notifications.resourceSubscriptions holds an empty URI"
+		}
+	}
+	return uris, ""
+}
+
+// nonEmptyString decodes a JSON string member that must not be empty.
+func nonEmptyString(raw []byte) (string, bool) {
+	if len(raw) < 2 || raw[0] != '"' {
+		return "", false
+	}
+	v, ok := unquote(raw)
+	return v, ok && v != ""
+}
+
+// toolName decodes params.name. The previous call's decoded name is
+// reused when this one is written the same way without escapes, so the
+// name the gate decides is always the decoded string, however it is
+// spelt (only the client's goroutine calls it).
+func (s *session) toolName(raw []byte) (string, bool) {
+	if len(raw) < 2 || raw[0] != '"' {
+		return "", false
+	}
+	if v := raw[1 : len(raw)-1]; s.lastTool != "" && string(v) == s.lastTool && !hasEscape(v) {
+		return s.lastTool, true
+	}
+	tool, ok := unquote(raw)
+	if !ok || tool == "" {
+		return "", false
+	}
+	s.lastTool = tool
+	return tool, true
+}
+
+func hasEscape(b []byte) bool {
+	for _, c := range b {
+		if c == '\\' {
+			return true
+		}
+	}
+	return false
+}
+
+// deny logs a refused request's line and answers it.
+func (s *session) deny(p *pending, d *Decision) {
+	s.clientLog.denied(p.method, p.target, d)
+	s.clientLog.writeTo(s.log)
+	s.replyError(s.toClient, p.id, DenialCode, d.Denial.Message(), d.Denial)
+}
+
+// clientNotification handles a notification from the client: a
+// cancellation is matched to the request it cancels, and every
+// notification is forwarded without _delegateos.
+func (s *session) clientNotification(h header, frame []byte) {
+	switch h.method {
+	case MethodToolsCall, MethodResourcesRead, MethodResourcesSubscribe, MethodPromptsGet, MethodCompletionComplete, MethodSubscriptionsListen:
+		// A request without an id cannot be answered, so it cannot be
+		// refused either: it is not forwarded.
+		s.log.Warn("client frame refused", zap.String("reason", h.method+" sent as a notification"))
+		return
+	}
+	var cp callParams
+	if h.params != nil {
+		var err error
+		if cp, err = readCallParams(h.params); err != nil {
+			s.log.Warn("client notification dropped", zap.String("method", h.method), zap.String("reason", err.Error()))
+			return
+		}
+	}
+	if h.method == "notifications/cancelled" {
+		s.cancelled(h, frame, &cp)
+		return
+	}
+	if err := s.forward(frame, h, &cp, 0); err != nil {
+		s.log.Warn("forwarding a notification failed", zap.String("method", h.method), zap.Error(err))
+	}
+}
+
+// cancelled handles the client's notifications/cancelled: the request it
+// names leaves the table at once (its slot and its id are free again), a
+// gated call that was forwarded is charged what it reserved (the upstream
+// may have done the work), and the upstream is told, under the id it
+// knows the request by. An answer it sends anyway names an id no request
+// holds any more, and is dropped.
+func (s *session) cancelled(h header, frame []byte, cp *callParams) {
+	if cp.requestID == nil {
+		s.log.Warn("client notification dropped", zap.String("method", h.method), zap.String("reason", "params.requestId is missing"))
+		return
+	}
+	s.mu.Lock()
+	p := s.pending.lookup(cp.requestID)
+	if p != nil {
+		s.pending.remove(p)
+	}
+	s.mu.Unlock()
+	if p == nil {
+		// Answered already, never sent, or not the client's to cancel.
+		return
+	}
+	s.log.Info("client cancelled a request", zap.String("method", p.method), zap.String("target", p.target))
+	s.settleNow(p, p.cost(), false, outcomeCancelled)
+	var edits [2]edit
+	n := 0
+	var num [20]byte
+	// requestId sits inside params: its offset is found by reading params
+	// again, which only a cancellation costs.
+	if at := memberOffset(h.params, cp.requestID); at >= 0 {
+		edits[n] = edit{from: h.paramsAt + at, to: h.paramsAt + at + len(cp.requestID), with: strconv.AppendInt(num[:0], p.up, 10)}
+		n++
+	}
+	if cp.strip {
+		edits[n] = edit{from: h.paramsAt + cp.stripFrom, to: h.paramsAt + cp.stripTo}
+		n++
+	}
+	if n > 1 && edits[1].from < edits[0].from {
+		edits[0], edits[1] = edits[1], edits[0]
+	}
+	p.free()
+	if err := s.toServer.queueEdited(frame, edits[:n]); err != nil {
+		s.log.Warn("forwarding a cancellation failed", zap.Error(err))
+	}
+}
+
+// memberOffset is where v, a subslice of b, starts in b; -1 if it is not one.
+func memberOffset(b, v []byte) int {
+	if len(v) == 0 || cap(v) > cap(b) {
+		return -1
+	}
+	at := cap(b) - cap(v)
+	if at < 0 || at+len(v) > len(b) || &b[at] != &v[0] {
+		return -1
+	}
+	return at
+}
