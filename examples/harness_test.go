@@ -393,13 +393,13 @@ func (s *session) deny(t *testing.T, name string, args map[string]any) denial {
 	if e == nil {
 		t.Fatalf("%s %v: %v, and no JSON-RPC error on the wire", name, args, err)
 	}
-	if e.Code != -32001 || e.Message != "DCT verification failed" {
-		t.Fatalf("%s %v: error %d %q, want -32001 \"DCT verification failed\"", name, args, e.Code, e.Message)
-	}
 	var d denial
 	b, _ := json.Marshal(e.Data)
 	if err := json.Unmarshal(b, &d); err != nil || d.Type == "" {
 		t.Fatalf("%s %v: error data %s is not a denial", name, args, b)
+	}
+	if want := "DCT verification failed: " + d.Type + " — " + d.Detail; e.Code != -32001 || e.Message != want {
+		t.Fatalf("%s %v: error %d %q, want -32001 %q", name, args, e.Code, e.Message, want)
 	}
 	return d
 }

@@ -84,7 +84,7 @@ func BenchmarkGate(b *testing.B) {
 		if !d.Allowed {
 			b.Fatal(d.Denial)
 		}
-		if err := g.Settle(&d, 0, false); err != nil {
+		if _, err := g.Settle(&d, 0, false); err != nil {
 			b.Fatal(err)
 		}
 	}

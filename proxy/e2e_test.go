@@ -109,10 +109,10 @@ func TestE2EHiddenToolDenied(t *testing.T) {
 	s := p.connect(sessionOptions{})
 
 	r := s.call(t, "write_file", map[string]any{"path": "/project/planted.md", "content": "x"})
-	checkDenial(t, r, denial{typ: dct.CapabilityNotGranted, detail: `"write_file"`,
+	checkDenial(t, r, denial{typ: dct.CapabilityNotGranted, detail: "tool write_file needs",
 		requested: dct.Capability{Namespace: "docs", Action: "write", Resource: "/project/planted.md"}, granted: granted})
 	r = s.call(t, "crash", nil)
-	checkDenial(t, r, denial{typ: dct.CapabilityNotGranted, detail: `"crash"`, requested: mcpCap("crash"), granted: granted})
+	checkDenial(t, r, denial{typ: dct.CapabilityNotGranted, detail: "tool crash needs mcp:crash:*", requested: mcpCap("crash"), granted: granted})
 
 	// Neither call reached the upstream: no file was written, the server is
 	// still running, and the only call it logged is the echo below.
@@ -1058,21 +1058,14 @@ func TestE2EHonourUpstreamCost(t *testing.T) {
 			p := e.startProxy(proxyOptions{policy: pol, token: tok})
 			s := p.connect(sessionOptions{})
 
+			// A reported cost is capped at what was reserved: the rule
+			// sets no max_cost, so 100.
 			ok(t, s.call(t, "costly", map[string]any{"cost": 950}), "costly reporting 950")
-			wantCost := 100.0
-			if honour {
-				wantCost = 950
-			}
 			settled := p.waitLog("decision", func(m map[string]any) bool { return m["tool"] == "costly" && m["allowed"] == true })
-			if settled["cost"] != wantCost {
-				t.Errorf("the call was charged %v, want %v", settled["cost"], wantCost)
+			if settled["cost"] != 100.0 {
+				t.Errorf("the call was charged %v, want 100", settled["cost"])
 			}
-			r := s.call(t, "costly", map[string]any{"cost": 0})
-			if honour {
-				checkDenial(t, r, denial{typ: dct.BudgetExceeded, detail: "spent 950 of 1000", requested: mcpCap("costly"), granted: caps(t, "mcp:costly:*")})
-			} else {
-				ok(t, r, "a second costly call: only 100 of 1000 is spent")
-			}
+			ok(t, s.call(t, "costly", map[string]any{"cost": 0}), "a second costly call: only 100 of 1000 is spent")
 		})
 	}
 }

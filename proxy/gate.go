@@ -290,7 +290,7 @@ func targetDenial(call policy.Call, scope *dct.AuthorizedScope, format string, a
 // capability, and hold nothing a server may decode differently.
 func (g *Gate) checkTarget(req *CallRequest, call policy.Call, mapErr error, scope *dct.AuthorizedScope) *Denial {
 	if !g.visible(req, scope.Capabilities) {
-		return targetDenial(call, scope, "%s needs %s, which this token does not grant", req.what(), needs(call))
+		return targetDenial(call, scope, "%s needs %s: not granted by this token", req.what(), needs(call))
 	}
 	if mapErr != nil {
 		return targetDenial(call, scope, "%v", mapErr)
@@ -305,7 +305,7 @@ func (g *Gate) checkTarget(req *CallRequest, call policy.Call, mapErr error, sco
 // step 7).
 func checkCovered(req *CallRequest, call policy.Call, _ error, scope *dct.AuthorizedScope) *Denial {
 	if !covered(scope.Capabilities, call) {
-		return targetDenial(call, scope, "%s needs %s, which this token does not grant", req.what(), needs(call))
+		return targetDenial(call, scope, "%s needs %s: not granted by this token", req.what(), needs(call))
 	}
 	return nil
 }
@@ -375,17 +375,18 @@ func suspectResource(r string) string {
 // trusts. It is capped at what was reserved, so that no response, however
 // many arrive together, takes spend past a budget. release drops the
 // reservation instead (the upstream refused the call with a JSON-RPC error
-// before running it).
-func (g *Gate) Settle(d *Decision, actual int64, release bool) error {
+// before running it). It returns what the call was charged.
+func (g *Gate) Settle(d *Decision, actual int64, release bool) (int64, error) {
 	if d.Reservation == nil {
-		return nil
+		return 0, nil
 	}
 	r := d.Reservation
 	d.Reservation = nil
 	if release {
-		return g.Budget.Release(r)
+		return 0, g.Budget.Release(r)
 	}
-	return g.Budget.Commit(r, min(max(actual, 0), r.Cost()))
+	charged := min(max(actual, 0), r.Cost())
+	return charged, g.Budget.Commit(r, charged)
 }
 
 // The list methods whose results the relay filters.

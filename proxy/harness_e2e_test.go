@@ -928,12 +928,15 @@ func checkDenial(t *testing.T, r result, want denial) {
 	if r.rpc == nil {
 		t.Fatalf("the call failed with %v, not a JSON-RPC error; want a %s denial", r.err, want.typ)
 	}
-	if r.rpc.Code != -32001 || r.rpc.Message != "DCT verification failed" {
-		t.Errorf("error code %d message %q; want -32001 \"DCT verification failed\"", r.rpc.Code, r.rpc.Message)
-	}
 	raw, err := json.Marshal(r.rpc.Data)
 	if err != nil {
 		t.Fatal(err)
+	}
+	// The message is what a person sees: it names the type and the detail.
+	var shown struct{ Detail string }
+	_ = json.Unmarshal(raw, &shown)
+	if want := "DCT verification failed: " + string(want.typ) + " — " + shown.Detail; r.rpc.Code != -32001 || r.rpc.Message != want {
+		t.Errorf("error code %d message %q; want -32001 %q", r.rpc.Code, r.rpc.Message, want)
 	}
 	var data map[string]json.RawMessage
 	if err := json.Unmarshal(raw, &data); err != nil {

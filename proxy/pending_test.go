@@ -35,6 +35,7 @@ func TestPendingLookup(t *testing.T) {
 			t.Fatalf("parseRequestID(%s) refused", raw)
 		}
 		p := newPending(key, []byte(raw), "m")
+		p.up = int64(tab.len() + 1)
 		tab.put(p)
 		return p
 	}

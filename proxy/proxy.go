@@ -486,7 +486,8 @@ func (s *session) settle(p *pending, cost int64, release bool, outcome string, l
 	if p.decision == nil {
 		return
 	}
-	if err := s.cfg.Gate.Settle(p.decision, cost, release); err != nil {
+	var err error
+	if cost, err = s.cfg.Gate.Settle(p.decision, cost, release); err != nil {
 		s.log.Error("recording spend failed", zap.String("method", p.method), zap.String("target", p.target), zap.Error(err))
 	}
 	if release {

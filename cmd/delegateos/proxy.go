@@ -152,7 +152,7 @@ var proxyCmd = &command{
 			err = proxy.Run(context.Background(), proxy.Config{
 				Upstream: args, Gate: gate, SessionToken: sessionToken, Delegations: delegations,
 				MaxFrameBytes: pol.MaxFrameBytes,
-				Log: log, Signals: sigs,
+				Log:           log, Signals: sigs,
 			}, in, out)
 			var exit *proxy.UpstreamExitError
 			if errors.As(err, &exit) {
