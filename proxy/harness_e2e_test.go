@@ -47,7 +47,12 @@ var (
 	fixtureDir    string
 )
 
-func TestMain(m *testing.M) { os.Exit(testMain(m)) }
+func TestMain(m *testing.M) {
+	if os.Getenv(silentUpstreamEnv) != "" {
+		os.Exit(runSilentUpstream())
+	}
+	os.Exit(testMain(m))
+}
 
 func testMain(m *testing.M) int {
 	dir, err := os.MkdirTemp("", "delegateos-e2e-")

@@ -93,8 +93,14 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 // newServer builds the MCP server; exit is what the crash tool calls.
 func newServer(cfg config, docs *docRoot, logger *slog.Logger, exit func(int)) *server.MCPServer {
 	hooks := &server.Hooks{}
+	resources := newDocResources(docs)
 	opts := []server.ServerOption{
 		server.WithToolCapabilities(true),
+		server.WithResourceCapabilities(true, false),
+		server.WithPromptCapabilities(false),
+		server.WithCompletions(),
+		server.WithPromptCompletionProvider(resources),
+		server.WithResourceCompletionProvider(resources),
 		server.WithHooks(hooks),
 		server.WithToolHandlerMiddleware(logCalls(logger)),
 		server.WithRecovery(),
@@ -104,6 +110,7 @@ func newServer(cfg config, docs *docRoot, logger *slog.Logger, exit func(int)) *
 	}
 	s := server.NewMCPServer(serverName, serverVersion, opts...)
 	docTools{docs: docs}.register(s)
+	resources.register(s)
 	if cfg.diagnostics {
 		(&rawParamsRecorder{tool: "echo"}).install(hooks)
 		diagnosticTools{log: logger, exit: exit}.register(s)

@@ -1,0 +1,361 @@
+//go:build unix
+
+package proxy_test
+
+import (
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/delegateos/delegateos/dct"
+)
+
+// recordUpstream wraps the docserver in a shell that copies every byte
+// the upstream receives to a file, which it returns.
+func recordUpstream(t *testing.T, e *env) (wrap []string, record string) {
+	t.Helper()
+	record = filepath.Join(e.dir, "upstream-input.jsonl")
+	return []string{"sh", "-c", `tee -a "$0" | "$@"`, record}, record
+}
+
+// upstreamInput is what the upstream has received so far, a line a frame.
+func upstreamInput(t *testing.T, record string) []string {
+	t.Helper()
+	b, err := os.ReadFile(record)
+	if err != nil && !os.IsNotExist(err) {
+		t.Fatal(err)
+	}
+	return strings.Split(strings.TrimSpace(string(b)), "\n")
+}
+
+// denialType reads a raw error's data.type.
+func denialType(m rawMessage) string {
+	if m.Error == nil {
+		return ""
+	}
+	var d struct{ Type string }
+	_ = json.Unmarshal(m.Error.Data, &d)
+	return d.Type
+}
+
+// A tool name is decided as the string it decodes to, however it is
+// spelt: after a call whose name holds a literal backslash sequence, the
+// same bytes read as escapes must not be taken for it.
+func TestE2EEscapedToolName(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	// Every tool without a rule is granted (mcp:*:*); write_file has a
+	// rule and needs docs:write, which the token does not grant.
+	tok := e.mint(nil, "mcp:*:*", "docs:read:/project/**")
+	p := e.startProxy(proxyOptions{policy: e.policy(), token: tok})
+	c := p.raw()
+	c.initialize()
+	args := `{"path":"/project/planted.md","content":"pwned"}`
+	frames := []string{
+		// The name is the nine characters write\u005ffile, a tool that
+		// does not exist: mapped to mcp:<name>:*, allowed, and the
+		// upstream answers that it has no such tool.
+		`"write\\u005ffile"`,
+		// These are all write_file.
+		`"write\u005ffile"`,
+		`"\u0077rite_file"`,
+		`"\u0077\u0072\u0069\u0074\u0065\u005f\u0066\u0069\u006c\u0065"`,
+		`"write_file"`,
+		`"write\u005ffile"`,
+	}
+	for i, name := range frames {
+		id := fmt.Sprint(i + 1)
+		c.send(`{"jsonrpc":"2.0","id":` + id + `,"method":"tools/call","params":{"name":` + name + `,"arguments":` + args + `}}`)
+		m := c.response(id)
+		if i == 0 {
+			if denialType(m) != "" {
+				t.Errorf("call %s was denied: %+v", name, m.Error)
+			}
+			continue
+		}
+		if got := denialType(m); got != string(dct.CapabilityNotGranted) || !strings.Contains(m.Error.Message, "tool write_file needs docs:write:/project/planted.md") {
+			t.Errorf("call %s was answered %+v; want a capability_not_granted denial for write_file", name, m.Error)
+		}
+	}
+	if _, err := os.Stat(filepath.Join(e.docs, "project", "planted.md")); !os.IsNotExist(err) {
+		t.Errorf("write_file ran: the planted file exists (%v)", err)
+	}
+	if n := len(p.logWith("upstream stderr", upstreamLogged("tool=write_file"))); n != 0 {
+		t.Errorf("the upstream ran write_file %d times", n)
+	}
+}
+
+// A session survives any number of cancelled calls against an upstream
+// that does not answer them (as the specification asks): each frees its
+// slot at once, and is charged what it reserved.
+func TestE2ECancelledCallsFreeTheirSlots(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	tok := e.mint(budget(1_000_000_000), "mcp:slow:*", "mcp:echo:*")
+	p := e.startProxy(proxyOptions{policy: e.policy(priced("slow", 3)), token: tok, wrap: silentUpstream()})
+	c := p.raw()
+	c.initialize()
+	const n = 4200 // more than the 4,096 requests a session may have in flight
+	for i := range n {
+		id := fmt.Sprint(1000 + i)
+		c.send(callFrame(id, "slow", map[string]any{}))
+		c.send(`{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":` + id + `,"reason":"test"}}`)
+	}
+	c.send(`{"jsonrpc":"2.0","id":1,"method":"ping"}`)
+	if m := c.response("1"); m.Error != nil {
+		t.Fatalf("ping after %d cancelled calls: %+v", n, m.Error)
+	}
+	// One more call is forwarded, not refused for too many in flight.
+	c.send(callFrame("2", "echo", map[string]any{}))
+	c.send(`{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":2}}`)
+	p.waitLog("decision", func(m map[string]any) bool { return m["tool"] == "echo" && m["outcome"] == "cancelled" })
+	isSlow := func(m map[string]any) bool { return m["tool"] == "slow" && m["outcome"] == "cancelled" }
+	eventually(t, 20*time.Second, "a line for every cancelled call", func() bool {
+		return len(p.logWith("decision", isSlow)) == n
+	})
+	for _, m := range p.logWith("decision", isSlow) {
+		if m["cost"] != 3.0 {
+			t.Fatalf("a cancelled call was charged %v, want its reservation of 3: %v", m["cost"], m)
+		}
+	}
+}
+
+// notifications/cancelled params are read as strictly as a call's: a
+// re-cased or repeated requestId cancels nothing (and does not reach the
+// upstream), so the call runs and is charged as usual.
+func TestE2ECancellationReadStrictly(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	wrap, record := recordUpstream(t, e)
+	tok := e.mint(budget(1000), "mcp:slow:*")
+	p := e.startProxy(proxyOptions{policy: e.policy(priced("slow", 100)), token: tok, wrap: wrap})
+	c := p.raw()
+	c.initialize()
+	for _, cancel := range []string{
+		`{"RequestId":5}`,
+		`{"requestId":99,"requestid":5}`,
+		`{"requestId":5,"requestId":5}`,
+		`{"requestId":5,"_meta":{"a":1,"A":2}}`,
+	} {
+		c.send(callFrame("5", "slow", map[string]any{"steps": 1, "delay_ms": 50}))
+		c.send(`{"jsonrpc":"2.0","method":"notifications/cancelled","params":` + cancel + `}`)
+		if got := resultText(t, c.response("5")); !strings.Contains(got, "1") {
+			t.Errorf("slow after the cancellation %s = %q", cancel, got)
+		}
+	}
+	isSlow := func(m map[string]any) bool { return m["tool"] == "slow" }
+	eventually(t, 10*time.Second, "4 decision lines", func() bool { return len(p.logWith("decision", isSlow)) == 4 })
+	lines := p.logWith("decision", isSlow)
+	for _, m := range lines {
+		if m["outcome"] != "result" || m["cost"] != 100.0 {
+			t.Errorf("a call the client could not cancel ended %v, charged %v; want result, 100", m["outcome"], m["cost"])
+		}
+	}
+	for _, line := range upstreamInput(t, record) {
+		if strings.Contains(line, "notifications/cancelled") {
+			t.Errorf("the upstream received an ambiguous cancellation: %s", line)
+		}
+	}
+}
+
+// A method the gate does not know is refused, not forwarded.
+func TestE2EUnknownMethodRefused(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	wrap, record := recordUpstream(t, e)
+	p := e.startProxy(proxyOptions{policy: e.policy(), token: e.mint(nil, "mcp:*:*"), wrap: wrap})
+	c := p.raw()
+	c.initialize()
+	for _, method := range []string{"admin/shutdown", "tools/Call", "resources/READ", "x"} {
+		c.send(`{"jsonrpc":"2.0","id":1,"method":` + mustJSON(method) + `,"params":{}}`)
+		if m := c.response("1"); m.Error == nil || m.Error.Code != -32601 {
+			t.Errorf("%s was answered %+v; want -32601", method, m.Error)
+		}
+	}
+	c.send(`{"jsonrpc":"2.0","id":2,"method":"ping"}`)
+	c.response("2")
+	for _, line := range upstreamInput(t, record) {
+		for _, method := range []string{"admin/shutdown", "tools/Call", "resources/READ", `"x"`} {
+			if strings.Contains(line, method) {
+				t.Errorf("the upstream received %s: %s", method, line)
+			}
+		}
+	}
+}
+
+// _delegateos is removed from every client message before it is
+// forwarded, and carries the token on every gated request.
+func TestE2EDelegateosStrippedEverywhere(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	wrap, record := recordUpstream(t, e)
+	tok := e.mint(nil, "mcp:echo:*", "mcp-resource:read:file:///project/**", "mcp-prompt:get:*")
+	// No session token: only the tokens in _delegateos authorize.
+	p := e.startProxy(proxyOptions{policy: e.policy(), wrap: wrap})
+	c := p.raw()
+	dos := `"_delegateos":{"dct":` + mustJSON(tok.String()) + `}`
+	c.send(`{"jsonrpc":"2.0","id":"init","method":"initialize","params":{` + dos + `,"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"raw","version":"0"}}}`)
+	if m := c.response(`"init"`); m.Error != nil {
+		t.Fatalf("initialize: %+v", m.Error)
+	}
+	c.send(`{"jsonrpc":"2.0","method":"notifications/initialized","params":{` + dos + `}}`)
+	requests := []string{
+		`"method":"ping","params":{` + dos + `}`,
+		`"method":"tools/list","params":{"_DelegateOS":{"x":1}}`,
+		`"method":"tools/call","params":{"name":"echo","arguments":{"text":"a"},` + dos + `}`,
+		`"method":"resources/list","params":{` + dos + `}`,
+		`"method":"resources/templates/list","params":{` + dos + `,"cursor":null}`,
+		`"method":"resources/read","params":{` + dos + `,"uri":"file:///project/README.md"}`,
+		`"method":"prompts/list","params":{` + dos + `}`,
+		`"method":"prompts/get","params":{"name":"greeting",` + dos + `}`,
+		`"method":"completion/complete","params":{"ref":{"type":"ref/prompt","name":"summarize"},"argument":{"name":"path","value":"/pro"},` + dos + `}`,
+	}
+	for i, r := range requests {
+		id := fmt.Sprint(i + 1)
+		c.send(`{"jsonrpc":"2.0","id":` + id + `,` + r + `}`)
+		if m := c.response(id); m.Error != nil {
+			t.Errorf("%s: %+v", r, m.Error)
+		}
+	}
+	c.send(`{"jsonrpc":"2.0","id":99,"method":"ping"}`)
+	c.response("99")
+	lines := upstreamInput(t, record)
+	if len(lines) < len(requests)+3 {
+		t.Fatalf("the upstream received %d frames, want at least %d", len(lines), len(requests)+3)
+	}
+	for _, line := range lines {
+		if strings.Contains(strings.ToLower(line), "_delegateos") {
+			t.Errorf("the upstream received _delegateos: %s", line)
+		}
+		var v map[string]any
+		if err := json.Unmarshal([]byte(line), &v); err != nil {
+			t.Errorf("the upstream received a frame that is not JSON: %s", line)
+		}
+	}
+}
+
+// Resources, prompts and completions are gated like tools, and their
+// lists show what the token may use.
+func TestE2EResourcesAndPromptsGated(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	wrap, record := recordUpstream(t, e)
+	tok := e.mint(nil, "mcp-resource:read:file:///project/sub/**", "mcp-prompt:get:greeting")
+
+	t.Run("without a token", func(t *testing.T) {
+		p := e.startProxy(proxyOptions{policy: e.policy(), wrap: wrap})
+		c := p.raw()
+		c.initialize()
+		for i, r := range []string{
+			`"method":"resources/read","params":{"uri":"file:///project/README.md"}`,
+			`"method":"resources/subscribe","params":{"uri":"file:///project/README.md"}`,
+			`"method":"prompts/get","params":{"name":"greeting"}`,
+			`"method":"completion/complete","params":{"ref":{"type":"ref/prompt","name":"summarize"},"argument":{"name":"path","value":"/"}}`,
+			`"method":"completion/complete","params":{"ref":{"type":"ref/resource","uri":"file:///{+path}"},"argument":{"name":"path","value":"/"}}`,
+		} {
+			id := fmt.Sprint(i + 1)
+			c.send(`{"jsonrpc":"2.0","id":` + id + `,` + r + `}`)
+			if m := c.response(id); denialType(m) != string(dct.Malformed) || !strings.Contains(m.Error.Message, "no DCT") {
+				t.Errorf("%s without a token was answered %+v; want a denial", r, m.Error)
+			}
+		}
+		for i, list := range []string{"resources/list", "resources/templates/list", "prompts/list"} {
+			id := fmt.Sprint(10 + i)
+			c.send(`{"jsonrpc":"2.0","id":` + id + `,"method":"` + list + `"}`)
+			m := c.response(id)
+			if m.Error != nil {
+				t.Fatalf("%s: %+v", list, m.Error)
+			}
+			var r map[string][]json.RawMessage
+			_ = json.Unmarshal(m.Result, &r)
+			for k, v := range r {
+				if len(v) != 0 {
+					t.Errorf("%s without a token shows %s %s", list, k, v)
+				}
+			}
+		}
+		for _, line := range upstreamInput(t, record) {
+			for _, m := range []string{"resources/read", "resources/subscribe", "prompts/get", "completion/complete"} {
+				if strings.Contains(line, m) {
+					t.Errorf("a denied %s reached the upstream: %s", m, line)
+				}
+			}
+		}
+	})
+
+	t.Run("with a token", func(t *testing.T) {
+		p := e.startProxy(proxyOptions{policy: e.policy(), token: tok})
+		c := p.raw()
+		c.initialize()
+		c.send(`{"jsonrpc":"2.0","id":1,"method":"resources/list"}`)
+		var resources struct {
+			Resources []struct{ URI string }
+		}
+		if err := json.Unmarshal(c.response("1").Result, &resources); err != nil {
+			t.Fatal(err)
+		}
+		if len(resources.Resources) != 2 || resources.Resources[0].URI != "file:///project/sub/notes.md" || resources.Resources[1].URI != "file:///project/sub/plan.md" {
+			t.Errorf("resources/list shows %+v; want only the two documents under /project/sub", resources.Resources)
+		}
+		c.send(`{"jsonrpc":"2.0","id":2,"method":"prompts/list"}`)
+		var prompts struct {
+			Prompts []struct{ Name string }
+		}
+		if err := json.Unmarshal(c.response("2").Result, &prompts); err != nil {
+			t.Fatal(err)
+		}
+		if len(prompts.Prompts) != 1 || prompts.Prompts[0].Name != "greeting" {
+			t.Errorf("prompts/list shows %+v; want only greeting", prompts.Prompts)
+		}
+		c.send(`{"jsonrpc":"2.0","id":3,"method":"resources/read","params":{"uri":"file:///project/sub/notes.md"}}`)
+		if m := c.response("3"); m.Error != nil || !strings.Contains(string(m.Result), "Weekly sync notes") {
+			t.Errorf("reading a granted resource: %s %+v", m.Result, m.Error)
+		}
+		c.send(`{"jsonrpc":"2.0","id":4,"method":"prompts/get","params":{"name":"greeting"}}`)
+		if m := c.response("4"); m.Error != nil {
+			t.Errorf("getting a granted prompt: %+v", m.Error)
+		}
+		denied := []struct{ req, message string }{
+			{`"method":"resources/read","params":{"uri":"file:///project/secret.md"}`, "resource file:///project/secret.md needs mcp-resource:read:file:///project/secret.md"},
+			{`"method":"resources/read","params":{"uri":"file:///project/sub/../secret.md"}`, "needs mcp-resource:read:file:///project/sub/../secret.md"},
+			{`"method":"resources/read","params":{"uri":"file:///project/sub/%2e%2e/secret.md"}`, "percent-encoded"},
+			{`"method":"resources/subscribe","params":{"uri":"file:///project/secret.md"}`, "resource file:///project/secret.md needs"},
+			{`"method":"prompts/get","params":{"name":"summarize","arguments":{"path":"/project/secret.md"}}`, "prompt summarize needs mcp-prompt:get:summarize"},
+			{`"method":"completion/complete","params":{"ref":{"type":"ref/prompt","name":"summarize"},"argument":{"name":"path","value":"/"}}`, "prompt summarize needs"},
+			{`"method":"completion/complete","params":{"ref":{"type":"ref/resource","uri":"file:///{+path}"},"argument":{"name":"path","value":"/"}}`, "resource file:///{+path} needs"},
+		}
+		for i, d := range denied {
+			id := fmt.Sprint(10 + i)
+			c.send(`{"jsonrpc":"2.0","id":` + id + `,` + d.req + `}`)
+			m := c.response(id)
+			if denialType(m) != string(dct.CapabilityNotGranted) || !strings.Contains(m.Error.Message, d.message) {
+				t.Errorf("%s was answered %+v; want a capability_not_granted denial saying %q", d.req, m.Error, d.message)
+			}
+		}
+		// Malformed gated requests are refused before the gate.
+		for i, r := range []string{
+			`"method":"resources/read","params":{"uri":"file:///project/sub/notes.md","URI":"file:///project/secret.md"}`,
+			`"method":"resources/read","params":{"URI":"file:///project/secret.md"}`,
+			`"method":"resources/read"`,
+			`"method":"prompts/get","params":{"name":"greeting","Name":"summarize"}`,
+			`"method":"completion/complete","params":{"ref":{"type":"ref/prompt","name":"greeting","Name":"summarize"}}`,
+		} {
+			id := fmt.Sprint(30 + i)
+			c.send(`{"jsonrpc":"2.0","id":` + id + `,` + r + `}`)
+			if m := c.response(id); m.Error == nil || m.Error.Code != -32600 {
+				t.Errorf("%s was answered %+v; want -32600", r, m.Error)
+			}
+		}
+		isRead := func(m map[string]any) bool { return m["method"] == "resources/read" }
+		eventually(t, 10*time.Second, "4 decision lines for resources/read", func() bool { return len(p.logWith("decision", isRead)) == 4 })
+		for _, m := range p.logWith("decision", isRead) {
+			if m["target"] == "file:///project/sub/notes.md" && (m["allowed"] != true || m["outcome"] != "result") {
+				t.Errorf("the granted read's line: %v", m)
+			}
+		}
+	})
+}
