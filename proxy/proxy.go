@@ -2,9 +2,7 @@ package proxy
 
 import (
 	"bufio"
-	"bytes"
 	"context"
-	"encoding/binary"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -14,7 +12,6 @@ import (
 	"strings"
 	"sync"
 	"time"
-	"unicode/utf8"
 
 	"go.uber.org/zap"
 
@@ -571,50 +568,5 @@ func (s *session) replyError(w *frameWriter, id []byte, code int, message string
 	w.write(append(b, '\n'))
 }
 
-// plainASCII reports whether frame is ASCII without a carriage return,
-// which is every frame lineUnsafe passes but for the rare one with raw
-// non-ASCII text, in one pass of eight bytes at a time.
-func plainASCII(frame []byte) bool {
-	const (
-		ones  = 0x0101010101010101
-		highs = 0x8080808080808080
-		crs   = '\r' * ones
-	)
-	i := 0
-	for ; i+8 <= len(frame); i += 8 {
-		w := binary.LittleEndian.Uint64(frame[i:])
-		x := w ^ crs // a zero byte where w has '\r'
-		if (w|((x-ones)&^x))&highs != 0 {
-			return false
-		}
-	}
-	for ; i < len(frame); i++ {
-		if c := frame[i]; c >= utf8.RuneSelf || c == '\r' {
-			return false
-		}
-	}
-	return true
-}
-
 // maxPending bounds the requests in flight from the client.
 const maxPending = 4096
-
-// lineUnsafe names what in a client frame another line reader could split
-// on, or what it could not decode: a carriage return (a line end to Python
-// and to Node's readline), U+0085, U+2028 and U+2029 written raw, and
-// invalid UTF-8.
-func lineUnsafe(frame []byte) string {
-	if plainASCII(frame) {
-		return ""
-	}
-	if bytes.IndexByte(frame, '\r') >= 0 {
-		return "a carriage return inside a message"
-	}
-	if !utf8.Valid(frame) {
-		return "invalid UTF-8"
-	}
-	if bytes.Contains(frame, []byte("\u0085")) || bytes.Contains(frame, []byte("\u2028")) || bytes.Contains(frame, []byte("\u2029")) {
-		return "a raw line separator (U+0085, U+2028 or U+2029); escape it"
-	}
-	return ""
-}
