@@ -52,12 +52,12 @@ rm -rf "$RESULTS"
 mkdir -p "$RESULTS/keys"
 KEYS=$RESULTS/keys
 
-step "minting the session token (mcp:*:*)"
+step "minting the session token (mcp:*:*, mcp-resource:*:*, mcp-prompt:*:*: the whole surface)"
 "$DOS" keygen --out "$KEYS/root.key" --name conformance-root >/dev/null
 "$DOS" keygen --out "$KEYS/agent.key" --name conformance-agent >/dev/null
 ROOT=$("$DOS" id --key "$KEYS/root.key")
 AGENT=$("$DOS" id --key "$KEYS/agent.key")
-"$DOS" dct mint --key "$KEYS/root.key" --to "$AGENT" --cap 'mcp:*:*' --contract ct_conformance \
+"$DOS" dct mint --key "$KEYS/root.key" --to "$AGENT" --cap 'mcp:*:*' --cap 'mcp-resource:*:*' --cap 'mcp-prompt:*:*' --contract ct_conformance \
 	--budget 1000000000 --ttl 2h --max-depth 0 >"$KEYS/session.tok"
 
 if [ -n "${SCENARIOS:-}" ]; then
