@@ -359,3 +359,48 @@ func TestE2EResourcesAndPromptsGated(t *testing.T) {
 		}
 	})
 }
+
+// Pipelined calls whose upstream reports more than they reserved never
+// take spend past the budget: a reported cost is capped at the
+// reservation.
+func TestE2EReportedCostCannotOverspend(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	pol := e.policy(priced("costly", 100))
+	pol.honourUpstreamCost = true
+	tok := e.mint(budget(1000), "mcp:costly:*")
+	p := e.startProxy(proxyOptions{policy: pol, token: tok})
+	c := p.raw()
+	c.initialize()
+	const n = 30
+	var burst strings.Builder
+	for i := range n {
+		burst.WriteString(callFrame(fmt.Sprint(i+1), "costly", map[string]any{"cost": 950}) + "\n")
+	}
+	c.send(strings.TrimSuffix(burst.String(), "\n"))
+	allowed := 0
+	for range n {
+		m := c.next()
+		if m.Method != "" {
+			continue
+		}
+		switch {
+		case m.Error == nil:
+			allowed++
+		case denialType(m) != string(dct.BudgetExceeded):
+			t.Errorf("a call was answered %+v; want a result or budget_exceeded", m.Error)
+		}
+	}
+	if allowed != 10 {
+		t.Errorf("%d of %d calls reserving 100 of a budget of 1000 were allowed; want 10", allowed, n)
+	}
+	isCostly := func(m map[string]any) bool { return m["tool"] == "costly" && m["allowed"] == true }
+	eventually(t, 10*time.Second, "a line for every allowed call", func() bool { return len(p.logWith("decision", isCostly)) == allowed })
+	var spent float64
+	for _, m := range p.logWith("decision", isCostly) {
+		spent += m["cost"].(float64)
+	}
+	if spent > 1000 {
+		t.Errorf("the calls were charged %v in all, over the budget of 1000", spent)
+	}
+}
