@@ -271,14 +271,7 @@ func TestEverythingExampleFiles(t *testing.T) {
 // README's revocation cuts the agent off while the proxy runs.
 func TestEverythingREADME(t *testing.T) {
 	t.Parallel()
-	workdir, cfg := followREADME(t, "everything", nil)
-	pc := parseClientConfig(t, cfg, "everything", everythingPkg)
-	if delegateos := mcptest.Delegateos(t); pc.command != delegateos {
-		t.Errorf("command %q, want the delegateos on PATH, %q", pc.command, delegateos)
-	}
-	if pc.policy != filepath.Join(workdir, "policy.yaml") || pc.token != filepath.Join(workdir, "agent.tok") {
-		t.Errorf("--policy %q --token @%q, want both in %s", pc.policy, pc.token, workdir)
-	}
+	workdir, pc := followREADMEConfig(t, "everything", everythingPkg, nil)
 
 	h := &mcptest.Sampler{}
 	s := connect(t, mcptest.Start(t, pc.local(everythingPkg), mcptest.StartOptions{}), client.WithSamplingHandler(h))

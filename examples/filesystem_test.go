@@ -358,14 +358,7 @@ func TestFilesystemExampleFiles(t *testing.T) {
 func TestFilesystemREADME(t *testing.T) {
 	t.Parallel()
 	f := newFSFixture(t)
-	workdir, cfg := followREADME(t, "filesystem", map[string]string{"PROJECT": f.granted})
-	pc := parseClientConfig(t, cfg, "filesystem", filesystemPkg)
-	if delegateos := mcptest.Delegateos(t); pc.command != delegateos {
-		t.Errorf("command %q, want the delegateos on PATH, %q", pc.command, delegateos)
-	}
-	if pc.policy != filepath.Join(workdir, "policy.yaml") || pc.token != filepath.Join(workdir, "agent.tok") {
-		t.Errorf("--policy %q --token @%q, want both in %s", pc.policy, pc.token, workdir)
-	}
+	workdir, pc := followREADMEConfig(t, "filesystem", filesystemPkg, map[string]string{"PROJECT": f.granted})
 	if !slices.Equal(pc.upstreamArgs, []string{f.granted}) {
 		t.Errorf("the server's arguments are %q, want [%s]", pc.upstreamArgs, f.granted)
 	}

@@ -429,6 +429,22 @@ func followREADME(t *testing.T, example string, vars map[string]string) (workdir
 	return workdir, cfg
 }
 
+// followREADMEConfig is followREADME for an example whose client
+// configuration runs the delegateos on PATH in front of pkg, with the
+// policy and the token the README's commands wrote in workdir.
+func followREADMEConfig(t *testing.T, example, pkg string, vars map[string]string) (workdir string, pc proxyCommand) {
+	t.Helper()
+	workdir, cfg := followREADME(t, example, vars)
+	pc = parseClientConfig(t, cfg, example, pkg)
+	if delegateos := mcptest.Delegateos(t); pc.command != delegateos {
+		t.Errorf("command %q, want the delegateos on PATH, %q", pc.command, delegateos)
+	}
+	if pc.policy != filepath.Join(workdir, "policy.yaml") || pc.token != filepath.Join(workdir, "agent.tok") {
+		t.Errorf("--policy %q --token @%q, want both in %s", pc.policy, pc.token, workdir)
+	}
+	return workdir, pc
+}
+
 func shellQuote(s string) string { return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'" }
 
 // clientConfig is the configuration file of a desktop MCP client.

@@ -113,27 +113,16 @@ func TestToolsList(t *testing.T) {
 
 	t.Run("pages", func(t *testing.T) {
 		s := start(t, startOptions{diagnostics: true, pageSize: "4"})
-		ctx := mcptest.Context(t)
 		var got []string
-		var req mcp.ListToolsRequest
-		pages := 0
-		for {
-			page, err := s.ListToolsByPage(ctx, req)
-			if err != nil {
-				t.Fatal(err)
+		pages := s.ToolPages(t)
+		for i, page := range pages {
+			if len(page) > 4 {
+				t.Errorf("page %d has %d tools, want at most 4", i+1, len(page))
 			}
-			pages++
-			if len(page.Tools) > 4 {
-				t.Errorf("page %d has %d tools, want at most 4", pages, len(page.Tools))
-			}
-			got = append(got, toolNames(page.Tools)...)
-			if page.NextCursor == "" {
-				break
-			}
-			req.Params.Cursor = page.NextCursor
+			got = append(got, toolNames(page)...)
 		}
-		if pages < 4 || !slices.Equal(got, allTools) {
-			t.Errorf("%d pages listing %v; want every tool over at least 4 pages", pages, got)
+		if len(pages) < 4 || !slices.Equal(got, allTools) {
+			t.Errorf("%d pages listing %v; want every tool over at least 4 pages", len(pages), got)
 		}
 	})
 }

@@ -114,6 +114,26 @@ func (s *Session) Progress(token any) []map[string]any {
 	return out
 }
 
+// ToolPages lists the tools page by page, following the cursors to the
+// end, and returns the pages.
+func (s *Session) ToolPages(t testing.TB) [][]mcp.Tool {
+	t.Helper()
+	ctx := Context(t)
+	var pages [][]mcp.Tool
+	var req mcp.ListToolsRequest
+	for {
+		page, err := s.ListToolsByPage(ctx, req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		pages = append(pages, page.Tools)
+		if page.NextCursor == "" {
+			return pages
+		}
+		req.Params.Cursor = page.NextCursor
+	}
+}
+
 // SetExtraParams adds extra top-level params to every later tools/call
 // frame of the session (nil: none), as a client that sends its own
 // _delegateos with every call.
