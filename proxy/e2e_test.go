@@ -3,8 +3,8 @@
 package proxy_test
 
 // End-to-end tests: the real delegateos binary between mcp-go's client and
-// the in-repo docserver (examples/docserver), both built by TestMain. See
-// harness_e2e_test.go for how a proxy is started and checked; every test
+// the in-repo docserver (examples/docserver), both built by internal/mcptest.
+// See its package doc for how a proxy is started and checked; every test
 // also checks that the proxy's stdout carried nothing but JSON-RPC frames
 // and that it exited as expected.
 

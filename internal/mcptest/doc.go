@@ -52,8 +52,9 @@
 // Process.Connect performs the MCP handshake with mcp-go's client and
 // returns a Session: Call, CallAs (a token in params._delegateos) and
 // CallExtra return a Result with the JSON-RPC error a refused call got;
-// SetExtraParams adds params to every later call; Notifications, Progress
-// and Wire.IncomingMethods show what the server sent. Sampler, Roots and
+// SetExtraParams adds params to every later call; ToolPages lists the tools
+// page by page; Notifications, Progress and Wire.IncomingMethods show what
+// the server sent; Wire.SendRequest sends any other request. Sampler, Roots and
 // Elicitor answer the server's requests. Process.Raw writes and reads
 // frames as they are, with timeouts.
 //
