@@ -1,17 +1,17 @@
 package examples
 
 import (
-	"context"
 	"fmt"
-	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
-	"sync"
 	"testing"
+	"time"
 
 	"github.com/mark3labs/mcp-go/client"
 	"github.com/mark3labs/mcp-go/mcp"
+
+	"github.com/delegateos/delegateos/internal/mcptest"
 )
 
 const everythingPkg = "@modelcontextprotocol/server-everything"
@@ -50,7 +50,7 @@ func newEverythingFixture(t *testing.T) *everythingFixture {
 
 func (f *everythingFixture) connect(t *testing.T, token string, opts ...client.ClientOption) *session {
 	t.Helper()
-	return connect(t, proxyArgs(t, f.policy, token, serverCommand(everythingPkg, "stdio")), opts...)
+	return connect(t, startProxy(t, f.policy, token, serverCommand(everythingPkg, "stdio")), opts...)
 }
 
 // connectOwnStore connects a proxy with a spend store of its own: only one
@@ -58,7 +58,7 @@ func (f *everythingFixture) connect(t *testing.T, token string, opts ...client.C
 func (f *everythingFixture) connectOwnStore(t *testing.T, token string, opts ...client.ClientOption) *session {
 	t.Helper()
 	store := filepath.Join(t.TempDir(), "spend.log")
-	return connect(t, proxyArgs(t, f.policy, token, serverCommand(everythingPkg, "stdio"), "--spend-store", store), opts...)
+	return connect(t, startProxy(t, f.policy, token, serverCommand(everythingPkg, "stdio"), "--spend-store", store), opts...)
 }
 
 // TestEverythingToolsList: the list is filtered to the token's grants, and
@@ -70,7 +70,7 @@ func TestEverythingToolsList(t *testing.T) {
 
 	demo := cap{"demo", "*", "*"}
 	s := f.connect(t, mint(t, tmp, f.root, 1_000_000, demo.String()),
-		client.WithSamplingHandler(&sampler{}), client.WithElicitationHandler(elicitor{}), client.WithRootsHandler(rooter{}))
+		client.WithSamplingHandler(&mcptest.Sampler{}), client.WithElicitationHandler(mcptest.Elicitor{Decline: true}), client.WithRootsHandler(mcptest.ProjectRoots))
 	if got := s.toolNames(t); !slices.Equal(got, demoTools) {
 		t.Errorf("tools/list for demo:*:* = %v\nwant %v", got, demoTools)
 	}
@@ -87,7 +87,7 @@ func TestEverythingToolsList(t *testing.T) {
 
 	// Everything, given every grant: the whole list, nothing filtered.
 	all := f.connectOwnStore(t, mint(t, tmp, f.root, 1_000_000, "*:*:*"),
-		client.WithSamplingHandler(&sampler{}), client.WithElicitationHandler(elicitor{}), client.WithRootsHandler(rooter{}))
+		client.WithSamplingHandler(&mcptest.Sampler{}), client.WithElicitationHandler(mcptest.Elicitor{Decline: true}), client.WithRootsHandler(mcptest.ProjectRoots))
 	if got, want := all.toolNames(t), sorted(demoTools, clientTools, adminTools); !slices.Equal(got, want) {
 		t.Errorf("tools/list for *:*:* = %v\nwant %v", got, want)
 	}
@@ -114,16 +114,16 @@ func TestEverythingToolsList(t *testing.T) {
 func TestEverythingNotifications(t *testing.T) {
 	t.Parallel()
 	f := newEverythingFixture(t)
-	s := f.connect(t, mint(t, t.TempDir(), f.root, 1_000_000, "demo:*:*"), client.WithRootsHandler(rooter{}))
+	s := f.connect(t, mint(t, t.TempDir(), f.root, 1_000_000, "demo:*:*"), client.WithRootsHandler(mcptest.ProjectRoots))
 
 	// The server asks for the client's roots shortly after initialization.
-	eventually(t, "roots/list from the server", func() bool { return slices.Contains(s.wire.incomingMethods(), "roots/list") })
+	mcptest.Eventually(t, "roots/list from the server", func() bool { return slices.Contains(s.Wire.IncomingMethods(), "roots/list") })
 	// It registers get-roots-list once it knows the client has roots.
-	eventually(t, "notifications/tools/list_changed", func() bool {
+	mcptest.Eventually(t, "notifications/tools/list_changed", func() bool {
 		return s.sawNotification(string(mcp.MethodNotificationToolsListChanged))
 	})
 	s.call(t, "toggle-simulated-logging", map[string]any{})
-	eventually(t, "a log message", func() bool { return s.sawNotification(string(mcp.MethodNotificationMessage)) })
+	mcptest.Eventually(t, "a log message", func() bool { return s.sawNotification(string(mcp.MethodNotificationMessage)) })
 	// Stopped again, or its timer keeps the server from exiting with its
 	// input closed.
 	if got := text(t, s.call(t, "toggle-simulated-logging", map[string]any{})); !strings.Contains(got, "Stopped") {
@@ -144,10 +144,9 @@ func TestEverythingBudget(t *testing.T) {
 	s := f.connect(t, token)
 
 	// A second proxy on the same spend store is refused, saying why.
-	second := exec.Command(delegateos, "proxy", "--policy", f.policy, "--token", token, "--")
-	second.Args = append(second.Args, serverCommand(everythingPkg, "stdio")...)
-	if out, err := second.CombinedOutput(); err == nil || !strings.Contains(string(out), "is in use by another delegateos process") {
-		t.Errorf("a second proxy on the same spend store: %v\n%s", err, out)
+	second := append([]string{"proxy", "--policy", f.policy, "--token", token, "--"}, serverCommand(everythingPkg, "stdio")...)
+	if out, errOut, code := mcptest.CLI(t, second...); code == 0 || !strings.Contains(out+errOut, "is in use by another delegateos process") {
+		t.Errorf("a second proxy on the same spend store: exit status %d\n%s%s", code, out, errOut)
 	}
 
 	for i := range 4 {
@@ -169,8 +168,11 @@ func TestEverythingBudget(t *testing.T) {
 	checkBudgetDenial(t, "a free call with nothing left", d, cap{"demo", "read", "*"}, demo)
 	d = s.deny(t, "echo", map[string]any{"message": "over"})
 	checkBudgetDenial(t, "echo over budget", d, cap{"demo", "echo", "*"}, demo)
-	// Closing waits for the proxy to exit, which flushes its log.
+	// The proxy flushes its log as it exits.
 	s.Close()
+	if !s.Process.WaitExit(20 * time.Second) {
+		t.Fatal("the proxy did not exit within 20s of the client closing")
+	}
 	var settled float64
 	for _, l := range s.logLines("decision") {
 		if l["allowed"] == true {
@@ -196,9 +198,9 @@ func TestEverythingProgress(t *testing.T) {
 	long := cap{"demo", "long_running", "*"}
 	s := f.connect(t, mint(t, t.TempDir(), f.root, longCost, long.String()))
 
-	req := callRequest("trigger-long-running-operation", map[string]any{"duration": 0.4, "steps": 4})
+	req := mcptest.CallRequest("trigger-long-running-operation", map[string]any{"duration": 0.4, "steps": 4})
 	req.Params.Meta = &mcp.Meta{ProgressToken: "op-1"}
-	res, err := s.CallTool(testContext(t), req)
+	res, err := s.CallTool(mcptest.Context(t), req)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -207,8 +209,8 @@ func TestEverythingProgress(t *testing.T) {
 	}
 	// Notifications and the response travel the same pipe in order, but
 	// mcp-go's client hands notifications to a goroutine.
-	eventually(t, "4 progress notifications", func() bool { return len(s.progress("op-1")) >= 4 })
-	for i, p := range s.progress("op-1") {
+	mcptest.Eventually(t, "4 progress notifications", func() bool { return len(s.Progress("op-1")) >= 4 })
+	for i, p := range s.Progress("op-1") {
 		if p["progress"] != float64(i+1) || p["total"] != float64(4) {
 			t.Errorf("progress notification %d = %v", i, p)
 		}
@@ -224,7 +226,7 @@ func TestEverythingProgress(t *testing.T) {
 func TestEverythingSampling(t *testing.T) {
 	t.Parallel()
 	f := newEverythingFixture(t)
-	h := &sampler{}
+	h := &mcptest.Sampler{}
 	grant := cap{"client", "sample", "*"}
 	s := f.connect(t, mint(t, t.TempDir(), f.root, samplingCost, grant.String()), client.WithSamplingHandler(h))
 
@@ -235,12 +237,12 @@ func TestEverythingSampling(t *testing.T) {
 	if got := text(t, res); !strings.Contains(got, "answer to: Resource trigger-sampling-request context: what is 6×7?") {
 		t.Errorf("trigger-sampling-request = %q", got)
 	}
-	if got := s.wire.incomingMethods(); !slices.Contains(got, "sampling/createMessage") {
+	if got := s.Wire.IncomingMethods(); !slices.Contains(got, "sampling/createMessage") {
 		t.Errorf("server-to-client requests = %v, want sampling/createMessage", got)
 	}
 	d := s.deny(t, "trigger-sampling-request", map[string]any{"prompt": "again"})
 	checkBudgetDenial(t, "a second sampling call", d, cap{"client", "sample", "*"}, grant)
-	if n := len(h.seen()); n != 1 {
+	if n := len(h.Seen()); n != 1 {
 		t.Errorf("the client's LLM was asked %d times, want 1", n)
 	}
 }
@@ -249,50 +251,6 @@ func TestEverythingSampling(t *testing.T) {
 func checkBudgetDenial(t *testing.T, what string, d denial, requested cap, granted ...cap) {
 	t.Helper()
 	checkDenial(t, what, d, "budget_exceeded", requested, granted...)
-}
-
-type sampler struct {
-	mu      sync.Mutex
-	prompts []string
-}
-
-func (h *sampler) CreateMessage(_ context.Context, req mcp.CreateMessageRequest) (*mcp.CreateMessageResult, error) {
-	var prompt string
-	if len(req.Messages) == 1 {
-		content, err := mcp.ParseSamplingContent(req.Messages[0].Content)
-		if err != nil {
-			return nil, err
-		}
-		if tc, ok := mcp.AsTextContent(content); ok {
-			prompt = tc.Text
-		}
-	}
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	h.prompts = append(h.prompts, prompt)
-	return &mcp.CreateMessageResult{
-		SamplingMessage: mcp.SamplingMessage{Role: mcp.RoleAssistant, Content: mcp.NewTextContent("answer to: " + prompt)},
-		Model:           "test-model",
-		StopReason:      "endTurn",
-	}, nil
-}
-
-func (h *sampler) seen() []string {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	return slices.Clone(h.prompts)
-}
-
-type elicitor struct{}
-
-func (elicitor) Elicit(context.Context, mcp.ElicitationRequest) (*mcp.ElicitationResult, error) {
-	return &mcp.ElicitationResult{ElicitationResponse: mcp.ElicitationResponse{Action: mcp.ElicitationResponseActionDecline}}, nil
-}
-
-type rooter struct{}
-
-func (rooter) ListRoots(context.Context, mcp.ListRootsRequest) (*mcp.ListRootsResult, error) {
-	return &mcp.ListRootsResult{Roots: []mcp.Root{{URI: "file:///work/project", Name: "project"}}}, nil
 }
 
 // TestEverythingExampleFiles: the committed policy passes policy check and
@@ -313,29 +271,22 @@ func TestEverythingExampleFiles(t *testing.T) {
 // README's revocation cuts the agent off while the proxy runs.
 func TestEverythingREADME(t *testing.T) {
 	t.Parallel()
-	workdir, cfg := followREADME(t, "everything", nil)
-	pc := parseClientConfig(t, cfg, "everything", everythingPkg)
-	if pc.command != delegateos {
-		t.Errorf("command %q, want the delegateos on PATH, %q", pc.command, delegateos)
-	}
-	if pc.policy != filepath.Join(workdir, "policy.yaml") || pc.token != filepath.Join(workdir, "agent.tok") {
-		t.Errorf("--policy %q --token @%q, want both in %s", pc.policy, pc.token, workdir)
-	}
+	workdir, pc := followREADMEConfig(t, "everything", everythingPkg, nil)
 
-	h := &sampler{}
-	s := connect(t, pc.local(everythingPkg), client.WithSamplingHandler(h))
+	h := &mcptest.Sampler{}
+	s := connect(t, mcptest.Start(t, pc.local(everythingPkg), mcptest.StartOptions{}), client.WithSamplingHandler(h))
 	if got, want := s.toolNames(t), sorted(demoTools, []string{"trigger-sampling-request"}); !slices.Equal(got, want) {
 		t.Errorf("tools/list = %v\nwant %v", got, want)
 	}
-	req := callRequest("trigger-long-running-operation", map[string]any{"duration": 0.2, "steps": 2})
+	req := mcptest.CallRequest("trigger-long-running-operation", map[string]any{"duration": 0.2, "steps": 2})
 	req.Params.Meta = &mcp.Meta{ProgressToken: 7}
-	if _, err := s.CallTool(testContext(t), req); err != nil {
+	if _, err := s.CallTool(mcptest.Context(t), req); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, "2 progress notifications", func() bool { return len(s.progress(float64(7))) == 2 })
+	mcptest.Eventually(t, "2 progress notifications", func() bool { return len(s.Progress(float64(7))) == 2 })
 	s.call(t, "trigger-sampling-request", map[string]any{"prompt": "hello"})
-	if len(h.seen()) != 1 {
-		t.Errorf("the client's LLM was asked %d times, want 1", len(h.seen()))
+	if len(h.Seen()) != 1 {
+		t.Errorf("the client's LLM was asked %d times, want 1", len(h.Seen()))
 	}
 	d := s.deny(t, "get-env", map[string]any{})
 	checkDenial(t, "get-env", d, "capability_not_granted", cap{"admin", "env", "*"}, cap{"demo", "*", "*"}, cap{"client", "*", "*"})
@@ -353,12 +304,7 @@ func TestEverythingREADME(t *testing.T) {
 	s.call(t, "echo", map[string]any{"message": "still fits"})
 
 	runShell(t, workdir, t.TempDir(), readmeBlocks(t, "everything", "revoke"))
-	eventually(t, "the revocation to reach the running proxy", func() bool {
-		_, err := s.CallTool(testContext(t), callRequest("get-tiny-image", map[string]any{}))
-		if err == nil {
-			return false
-		}
-		e := s.wire.lastError()
-		return e != nil && e.Code == -32001 && strings.Contains(fmt.Sprint(e.Data), "revoked")
+	mcptest.Eventually(t, "the revocation to reach the running proxy", func() bool {
+		return s.revoked(t, "get-tiny-image", map[string]any{})
 	})
 }

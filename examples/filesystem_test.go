@@ -1,8 +1,6 @@
 package examples
 
 import (
-	"context"
-	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
@@ -11,7 +9,8 @@ import (
 	"time"
 
 	"github.com/mark3labs/mcp-go/client"
-	"github.com/mark3labs/mcp-go/mcp"
+
+	"github.com/delegateos/delegateos/internal/mcptest"
 )
 
 const filesystemPkg = "@modelcontextprotocol/server-filesystem"
@@ -60,7 +59,7 @@ func newFSFixture(t *testing.T) *fsFixture {
 
 func (f *fsFixture) connect(t *testing.T, token string) *session {
 	t.Helper()
-	return connect(t, proxyArgs(t, f.policy, token, serverCommand(filesystemPkg, f.served)))
+	return connect(t, startProxy(t, f.policy, token, serverCommand(filesystemPkg, f.served)))
 }
 
 func sorted(lists ...[]string) []string {
@@ -132,7 +131,7 @@ func TestFilesystemReadOnly(t *testing.T) {
 
 	// Each call was logged as one decision.
 	var allowed, denied int
-	eventually(t, "16 decisions in the proxy's log", func() bool {
+	mcptest.Eventually(t, "16 decisions in the proxy's log", func() bool {
 		allowed, denied = 0, 0
 		for _, l := range s.logLines("decision") {
 			if l["allowed"] == true {
@@ -253,7 +252,7 @@ func TestFilesystemPerCallToken(t *testing.T) {
 	d := s.deny(t, "read_text_file", map[string]any{"path": a})
 	checkDenial(t, "a call without a token", d, "malformed_token", cap{"fs", "read", a})
 
-	s.wire.setExtraParams(map[string]any{"_delegateos": map[string]any{"dct": granted, "format": "delegateos-sjt-v1", "contractId": "ct_examples"}})
+	s.SetExtraParams(map[string]any{"_delegateos": map[string]any{"dct": granted, "format": "delegateos-sjt-v1", "contractId": "ct_examples"}})
 	if got := text(t, s.call(t, "read_text_file", map[string]any{"path": a})); got != "alpha\n" {
 		t.Errorf("read_text_file with _delegateos = %q", got)
 	}
@@ -264,14 +263,14 @@ func TestFilesystemPerCallToken(t *testing.T) {
 	d = s.deny(t, "read_text_file", map[string]any{"path": secret})
 	checkDenial(t, "the secret with the granted directory's token", d, "capability_not_granted", cap{"fs", "read", secret}, grant)
 
-	s.wire.setExtraParams(map[string]any{"_delegateos": map[string]any{"dct": otherTok}})
+	s.SetExtraParams(map[string]any{"_delegateos": map[string]any{"dct": otherTok}})
 	if got := text(t, s.call(t, "read_text_file", map[string]any{"path": secret})); got != "top secret\n" {
 		t.Errorf("read_text_file with the other token = %q", got)
 	}
 	d = s.deny(t, "read_text_file", map[string]any{"path": a})
 	checkDenial(t, "the granted file with the other token", d, "capability_not_granted", cap{"fs", "read", a}, other)
 
-	s.wire.setExtraParams(map[string]any{"_delegateos": map[string]any{"dct": granted, "contractId": "ct_another"}})
+	s.SetExtraParams(map[string]any{"_delegateos": map[string]any{"dct": granted, "contractId": "ct_another"}})
 	d = s.deny(t, "read_text_file", map[string]any{"path": a})
 	checkDenial(t, "a call naming another contract", d, "capability_not_granted", cap{"fs", "read", a}, grant)
 }
@@ -308,12 +307,12 @@ func TestFilesystemClientRoots(t *testing.T) {
 	t.Parallel()
 	f := newFSFixture(t)
 	grant := cap{"fs", "read", f.granted + "/**"}
-	roots := fsRoots{"file://" + f.served}
+	roots := mcptest.Roots{{URI: "file://" + f.served, Name: filepath.Base(f.served)}}
 	// Started on granted/ alone; the client's root widens it to all of served/.
-	s := connect(t, proxyArgs(t, f.policy, mint(t, t.TempDir(), f.root, 1_000_000, grant.String(), "fs:roots:*"),
+	s := connect(t, startProxy(t, f.policy, mint(t, t.TempDir(), f.root, 1_000_000, grant.String(), "fs:roots:*"),
 		serverCommand(filesystemPkg, f.granted)), client.WithRootsHandler(roots))
-	eventually(t, "roots/list from the server", func() bool { return slices.Contains(s.wire.incomingMethods(), "roots/list") })
-	eventually(t, "the server to take the client's root", func() bool {
+	mcptest.Eventually(t, "roots/list from the server", func() bool { return slices.Contains(s.Wire.IncomingMethods(), "roots/list") })
+	mcptest.Eventually(t, "the server to take the client's root", func() bool {
 		return strings.Contains(text(t, s.call(t, "list_allowed_directories", map[string]any{})), f.served)
 	})
 	secret := filepath.Join(f.served, "secret", "s.txt")
@@ -322,16 +321,6 @@ func TestFilesystemClientRoots(t *testing.T) {
 	if got := text(t, s.call(t, "read_text_file", map[string]any{"path": filepath.Join(f.granted, "a.txt")})); got != "alpha\n" {
 		t.Errorf("read_text_file = %q", got)
 	}
-}
-
-type fsRoots []string
-
-func (r fsRoots) ListRoots(context.Context, mcp.ListRootsRequest) (*mcp.ListRootsResult, error) {
-	var res mcp.ListRootsResult
-	for _, uri := range r {
-		res.Roots = append(res.Roots, mcp.Root{URI: uri, Name: filepath.Base(uri)})
-	}
-	return &res, nil
 }
 
 // TestFilesystemLimitSymlinks pins down a limit the README states: the
@@ -369,19 +358,12 @@ func TestFilesystemExampleFiles(t *testing.T) {
 func TestFilesystemREADME(t *testing.T) {
 	t.Parallel()
 	f := newFSFixture(t)
-	workdir, cfg := followREADME(t, "filesystem", map[string]string{"PROJECT": f.granted})
-	pc := parseClientConfig(t, cfg, "filesystem", filesystemPkg)
-	if pc.command != delegateos {
-		t.Errorf("command %q, want the delegateos on PATH, %q", pc.command, delegateos)
-	}
-	if pc.policy != filepath.Join(workdir, "policy.yaml") || pc.token != filepath.Join(workdir, "agent.tok") {
-		t.Errorf("--policy %q --token @%q, want both in %s", pc.policy, pc.token, workdir)
-	}
+	workdir, pc := followREADMEConfig(t, "filesystem", filesystemPkg, map[string]string{"PROJECT": f.granted})
 	if !slices.Equal(pc.upstreamArgs, []string{f.granted}) {
 		t.Errorf("the server's arguments are %q, want [%s]", pc.upstreamArgs, f.granted)
 	}
 
-	s := connect(t, pc.local(filesystemPkg))
+	s := connect(t, mcptest.Start(t, pc.local(filesystemPkg), mcptest.StartOptions{}))
 	if got, want := s.toolNames(t), sorted(fsReadTools, []string{"list_allowed_directories"}); !slices.Equal(got, want) {
 		t.Errorf("tools/list = %v\nwant %v", got, want)
 	}
@@ -398,15 +380,7 @@ func TestFilesystemREADME(t *testing.T) {
 		cap{"fs", "read", f.granted + "/**"}, cap{"fs", "roots", "*"})
 
 	runShell(t, workdir, t.TempDir(), readmeBlocks(t, "filesystem", "revoke"))
-	eventually(t, "the revocation to reach the running proxy", func() bool {
-		res, err := s.CallTool(testContext(t), callRequest("read_text_file", map[string]any{"path": a}))
-		if err == nil {
-			if res.IsError {
-				t.Fatalf("read_text_file failed: %s", text(t, res))
-			}
-			return false
-		}
-		e := s.wire.lastError()
-		return e != nil && e.Code == -32001 && strings.Contains(fmt.Sprint(e.Data), "revoked")
+	mcptest.Eventually(t, "the revocation to reach the running proxy", func() bool {
+		return s.revoked(t, "read_text_file", map[string]any{"path": a})
 	})
 }

@@ -3,40 +3,36 @@
 // @modelcontextprotocol/server-filesystem and
 // @modelcontextprotocol/server-everything, pinned in npm/package.json and
 // npm/package-lock.json and installed from the npm registry with npm ci.
-// Every test runs the real delegateos binary, built in TestMain, between
-// mark3labs/mcp-go's client and the real server running under Node.js.
+// Every test runs the real delegateos binary, built by internal/mcptest,
+// between mark3labs/mcp-go's client and the real server running under
+// Node.js.
 //
 // The tests need Node.js 20+ and npm; without them they fail, they never
 // skip.
 package examples
 
 import (
-	"bufio"
 	"bytes"
-	"context"
 	"crypto/sha256"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/mark3labs/mcp-go/client"
-	"github.com/mark3labs/mcp-go/client/transport"
 	"github.com/mark3labs/mcp-go/mcp"
+
+	"github.com/delegateos/delegateos/internal/mcptest"
 )
 
 var (
-	// repo is the repository root; npmDir holds the pinned packages.
-	repo, npmDir string
-	// delegateos is the binary built for the tests, alone in binDir.
-	delegateos, binDir string
+	// npmDir holds the pinned packages.
+	npmDir string
 	// pins are the exact versions npm/package.json pins, by package name.
 	pins map[string]string
 )
@@ -49,42 +45,20 @@ var servers = map[string]string{
 }
 
 func TestMain(m *testing.M) {
-	tmp, err := os.MkdirTemp("", "delegateos-examples-")
-	if err == nil {
-		err = setup(tmp)
-	}
-	if err != nil {
+	if err := setup(); err != nil {
 		fmt.Fprintf(os.Stderr, "examples: %v\n", err)
-		os.RemoveAll(tmp)
 		os.Exit(1)
 	}
-	code := m.Run()
-	os.RemoveAll(tmp)
-	os.Exit(code)
+	os.Exit(mcptest.Run(m))
 }
 
-// setup builds delegateos and installs the pinned npm packages if they are
-// not installed at the pinned versions already.
-func setup(tmp string) error {
+// setup installs the pinned npm packages if they are not installed at the
+// pinned versions already.
+func setup() error {
 	var err error
-	if repo, err = filepath.Abs(".."); err != nil {
+	if npmDir, err = filepath.Abs("npm"); err != nil {
 		return err
 	}
-	npmDir = filepath.Join(repo, "examples", "npm")
-	binDir = filepath.Join(tmp, "bin")
-	delegateos = filepath.Join(binDir, "delegateos")
-	args := []string{"build", "-o", delegateos}
-	if raceEnabled {
-		args = append(args, "-race")
-		// Without this a race-enabled program sleeps a second as it exits.
-		os.Setenv("GORACE", strings.TrimSpace(os.Getenv("GORACE")+" atexit_sleep_ms=0"))
-	}
-	build := exec.Command("go", append(args, "./cmd/delegateos")...)
-	build.Dir = repo
-	if out, err := build.CombinedOutput(); err != nil {
-		return fmt.Errorf("go build ./cmd/delegateos: %v\n%s", err, out)
-	}
-
 	var pkg struct{ Dependencies map[string]string }
 	if err := readJSON(filepath.Join(npmDir, "package.json"), &pkg); err != nil {
 		return err
@@ -167,21 +141,11 @@ func serverCommand(pkg string, args ...string) []string {
 // unless the exit status is want.
 func run(t *testing.T, want int, args ...string) string {
 	t.Helper()
-	cmd := exec.Command(delegateos, args...)
-	var stdout, stderr bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &stdout, &stderr
-	err := cmd.Run()
-	code := 0
-	var exit *exec.ExitError
-	if errors.As(err, &exit) {
-		code = exit.ExitCode()
-	} else if err != nil {
-		t.Fatal(err)
-	}
+	stdout, stderr, code := mcptest.CLI(t, args...)
 	if code != want {
-		t.Fatalf("delegateos %s: exit %d, want %d\nstdout: %s\nstderr: %s", strings.Join(args, " "), code, want, &stdout, &stderr)
+		t.Fatalf("delegateos %s: exit %d, want %d\nstdout: %s\nstderr: %s", strings.Join(args, " "), code, want, stdout, stderr)
 	}
-	return stdout.String()
+	return stdout
 }
 
 // principal is a key made with delegateos keygen.
@@ -245,96 +209,34 @@ func setRoots(t *testing.T, policy []byte, roots []string) []byte {
 	return bytes.Replace(policy, []byte(empty), []byte("\nroots: ["+strings.Join(roots, ", ")+"]\n"), 1)
 }
 
-// session is an MCP client connected to delegateos proxy.
-type session struct {
-	*client.Client
-	wire   *wire
-	stderr *lockedBuffer
-	// logFile is the proxy's --log, if it has one; else it logs to stderr.
-	logFile string
-
-	mu            sync.Mutex
-	notifications []mcp.JSONRPCNotification
-}
-
-// connect starts argv (delegateos proxy ... -- server ...) as an MCP server
-// over stdio and initializes a session with it. The client is mcp-go's
-// default: it probes for protocol 2026-07-28 first and falls back to the
-// initialize handshake, which is all these servers speak.
-func connect(t *testing.T, argv []string, opts ...client.ClientOption) *session {
+// startProxy starts delegateos proxy with policy and token (an @FILE
+// argument, or "" for none) in front of upstream, logging to a file of its
+// own.
+func startProxy(t *testing.T, policy, token string, upstream []string, extra ...string) *mcptest.Process {
 	t.Helper()
-	stderr := &lockedBuffer{}
-	stdio := transport.NewStdioWithOptions(argv[0], nil, argv[1:], transport.WithCommandStderrWriter(stderr))
-	w := &wire{BidirectionalInterface: stdio}
-	s := &session{Client: client.NewClient(w, opts...), wire: w, stderr: stderr}
-	if i := slices.Index(argv, "--log"); i > 0 && i < slices.Index(argv, "--") {
-		s.logFile = argv[i+1]
-	}
-	t.Cleanup(func() {
-		err := s.Close()
-		if strings.Contains(stderr.String(), "DATA RACE") {
-			t.Errorf("the race detector found a race in the proxy")
-		}
-		// mcp-go's Close closes the proxy's stderr before it waits for it to
-		// exit, so a proxy logging to stderr dies of SIGPIPE at its next line
-		// (see the report); one logging to a file must exit cleanly.
-		if s.logFile != "" && !t.Failed() {
-			// The client closed the proxy's input: the proxy closed the
-			// server's, and the server exited by itself, in time.
-			log := s.log()
-			if err != nil || !strings.Contains(log, `"msg":"upstream exited after the client closed"`) || strings.Contains(log, "terminating it") {
-				t.Errorf("the proxy and the server did not exit cleanly after the client closed (%v):\n%s", err, log)
-			}
-		}
-		if t.Failed() {
-			t.Logf("proxy stderr:\n%s\nproxy log:\n%s", stderr, s.log())
-		}
-	})
-	// mcp-go ties the process to the context Start gets: it must outlive
-	// the test's contexts so that Close, not a kill, ends the proxy.
-	if err := s.Start(context.WithoutCancel(t.Context())); err != nil {
-		t.Fatal(err)
-	}
-	ctx := testContext(t)
-	s.OnNotification(func(n mcp.JSONRPCNotification) {
-		s.mu.Lock()
-		defer s.mu.Unlock()
-		s.notifications = append(s.notifications, n)
-	})
-	res, err := s.Initialize(ctx, mcp.InitializeRequest{Params: mcp.InitializeParams{
-		ClientInfo: mcp.Implementation{Name: "delegateos-examples-test", Version: "0"},
-	}})
-	if err != nil {
-		t.Fatalf("initialize through the proxy: %v", err)
-	}
-	// The servers' SDK speaks up to 2025-11-25: the handshake must have
-	// been negotiated end to end, to the server's newest version.
-	if res.ProtocolVersion != mcp.ProtocolVersion20251125 || s.ProtocolVersion() != mcp.ProtocolVersion20251125 {
-		t.Fatalf("negotiated protocol %q (client says %q), want %q", res.ProtocolVersion, s.ProtocolVersion(), mcp.ProtocolVersion20251125)
-	}
-	return s
-}
-
-// proxyArgs is delegateos proxy in front of upstream, logging to a file of
-// its own.
-func proxyArgs(t *testing.T, policy, token string, upstream []string, extra ...string) []string {
-	args := []string{delegateos, "proxy", "--policy", policy, "--log", filepath.Join(t.TempDir(), "proxy.log")}
+	flags := []string{"--policy", policy}
 	if token != "" {
-		args = append(args, "--token", token)
+		flags = append(flags, "--token", token)
 	}
-	args = append(args, extra...)
-	return append(append(args, "--"), upstream...)
+	return mcptest.StartProxy(t, mcptest.ProxyOptions{Flags: append(flags, extra...), Upstream: upstream})
 }
 
-func testContext(t *testing.T) context.Context {
-	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
-	t.Cleanup(cancel)
-	return ctx
+// session is an MCP client connected to delegateos proxy.
+type session struct{ *mcptest.Session }
+
+// connect initializes a session with p. The client is mcp-go's default: it
+// probes for protocol 2026-07-28 first and falls back to the initialize
+// handshake, which is all these servers speak, up to 2025-11-25: the
+// handshake must have been negotiated end to end, to the server's newest
+// version.
+func connect(t *testing.T, p *mcptest.Process, opts ...client.ClientOption) *session {
+	t.Helper()
+	return &session{p.Connect(mcptest.SessionOptions{Version: mcp.ProtocolVersion20251125, ClientOptions: opts})}
 }
 
 func (s *session) toolNames(t *testing.T) []string {
 	t.Helper()
-	res, err := s.ListTools(testContext(t), mcp.ListToolsRequest{})
+	res, err := s.ListTools(mcptest.Context(t), mcp.ListToolsRequest{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -346,24 +248,17 @@ func (s *session) toolNames(t *testing.T) []string {
 	return names
 }
 
-func callRequest(name string, args map[string]any) mcp.CallToolRequest {
-	var req mcp.CallToolRequest
-	req.Params.Name = name
-	req.Params.Arguments = args
-	return req
-}
-
 // call makes a call the proxy must allow and the tool must carry out.
 func (s *session) call(t *testing.T, name string, args map[string]any) *mcp.CallToolResult {
 	t.Helper()
-	res, err := s.CallTool(testContext(t), callRequest(name, args))
-	if err != nil {
-		t.Fatalf("%s %v: %v", name, args, err)
+	r := s.Call(t, name, args)
+	if r.Err != nil {
+		t.Fatalf("%s %v: %v", name, args, r.Err)
 	}
-	if res.IsError {
-		t.Fatalf("%s %v: the tool failed: %s", name, args, text(t, res))
+	if r.Res.IsError {
+		t.Fatalf("%s %v: the tool failed: %s", name, args, text(t, r.Res))
 	}
-	return res
+	return r.Res
 }
 
 // denial is the data of the proxy's -32001 error (DelegateOS §11.2).
@@ -385,13 +280,13 @@ func (c cap) String() string { return c.Namespace + ":" + c.Action + ":" + c.Res
 // deny makes a call the proxy must refuse and returns the refusal.
 func (s *session) deny(t *testing.T, name string, args map[string]any) denial {
 	t.Helper()
-	res, err := s.CallTool(testContext(t), callRequest(name, args))
-	if err == nil {
-		t.Fatalf("%s %v was allowed: %+v", name, args, res)
+	r := s.Call(t, name, args)
+	if r.Err == nil {
+		t.Fatalf("%s %v was allowed: %+v", name, args, r.Res)
 	}
-	e := s.wire.lastError()
+	e := r.RPC
 	if e == nil {
-		t.Fatalf("%s %v: %v, and no JSON-RPC error on the wire", name, args, err)
+		t.Fatalf("%s %v: %v, and no JSON-RPC error on the wire", name, args, r.Err)
 	}
 	var d denial
 	b, _ := json.Marshal(e.Data)
@@ -402,6 +297,20 @@ func (s *session) deny(t *testing.T, name string, args map[string]any) denial {
 		t.Fatalf("%s %v: error %d %q, want -32001 %q", name, args, e.Code, e.Message, want)
 	}
 	return d
+}
+
+// revoked reports whether a call of name was refused as revoked; it fails
+// the test if the call went through but the tool failed.
+func (s *session) revoked(t *testing.T, name string, args map[string]any) bool {
+	t.Helper()
+	r := s.Call(t, name, args)
+	if r.Err == nil {
+		if r.Res.IsError {
+			t.Fatalf("%s failed: %s", name, text(t, r.Res))
+		}
+		return false
+	}
+	return r.RPC != nil && r.RPC.Code == -32001 && strings.Contains(fmt.Sprint(r.RPC.Data), "revoked")
 }
 
 // checkDenial compares a denial with what is expected of it.
@@ -432,148 +341,13 @@ func text(t *testing.T, res *mcp.CallToolResult) string {
 	return strings.Join(parts, "\n")
 }
 
-// progress returns the notifications/progress received for token.
-func (s *session) progress(token any) []map[string]any {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	var out []map[string]any
-	for _, n := range s.notifications {
-		if n.Method == string(mcp.MethodNotificationProgress) && n.Params.AdditionalFields["progressToken"] == token {
-			out = append(out, n.Params.AdditionalFields)
-		}
-	}
-	return out
-}
-
 func (s *session) sawNotification(method string) bool {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return slices.ContainsFunc(s.notifications, func(n mcp.JSONRPCNotification) bool { return n.Method == method })
-}
-
-// log is what the proxy has logged so far.
-func (s *session) log() string {
-	if s.logFile == "" {
-		return s.stderr.String()
-	}
-	b, _ := os.ReadFile(s.logFile)
-	return string(b)
+	return len(s.Notifications(method)) > 0
 }
 
 // logLines are the proxy's log lines with message msg, in order.
 func (s *session) logLines(msg string) []map[string]any {
-	var out []map[string]any
-	sc := bufio.NewScanner(strings.NewReader(s.log()))
-	sc.Buffer(nil, 1<<20)
-	for sc.Scan() {
-		var line map[string]any
-		if json.Unmarshal(sc.Bytes(), &line) == nil && line["msg"] == msg {
-			out = append(out, line)
-		}
-	}
-	return out
-}
-
-func eventually(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
-}
-
-// wire sits between mcp-go's client and its stdio transport and keeps the
-// last JSON-RPC error a tools/call got, which the client reduces to its
-// message.
-// It can also add params to every tools/call, which mcp.CallToolParams has
-// no field for: this is how a call carries its own token in _delegateos.
-type wire struct {
-	transport.BidirectionalInterface
-
-	mu       sync.Mutex
-	last     *mcp.JSONRPCErrorDetails
-	incoming []string
-	extra    map[string]any
-}
-
-func (w *wire) setExtraParams(extra map[string]any) {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	w.extra = extra
-}
-
-func (w *wire) SendRequest(ctx context.Context, req transport.JSONRPCRequest) (*transport.JSONRPCResponse, error) {
-	w.mu.Lock()
-	extra := w.extra
-	w.mu.Unlock()
-	if req.Method == string(mcp.MethodToolsCall) && len(extra) > 0 {
-		// mcp-go passes params as a struct or a map depending on the
-		// protocol era: re-encode them as an object with the extra members.
-		b, err := json.Marshal(req.Params)
-		if err != nil {
-			return nil, err
-		}
-		var params map[string]any
-		if err := json.Unmarshal(b, &params); err != nil {
-			return nil, err
-		}
-		for k, v := range extra {
-			params[k] = v
-		}
-		req.Params = params
-	}
-	resp, err := w.BidirectionalInterface.SendRequest(ctx, req)
-	if req.Method == string(mcp.MethodToolsCall) {
-		w.mu.Lock()
-		w.last = nil
-		if err == nil && resp.Error != nil {
-			w.last = resp.Error
-		}
-		w.mu.Unlock()
-	}
-	return resp, err
-}
-
-func (w *wire) lastError() *mcp.JSONRPCErrorDetails {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	return w.last
-}
-
-// SetRequestHandler records the server-to-client requests that crossed.
-func (w *wire) SetRequestHandler(handler transport.RequestHandler) {
-	w.BidirectionalInterface.SetRequestHandler(func(ctx context.Context, req transport.JSONRPCRequest) (*transport.JSONRPCResponse, error) {
-		w.mu.Lock()
-		w.incoming = append(w.incoming, req.Method)
-		w.mu.Unlock()
-		return handler(ctx, req)
-	})
-}
-
-func (w *wire) incomingMethods() []string {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	return slices.Clone(w.incoming)
-}
-
-type lockedBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *lockedBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *lockedBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
+	return s.Process.LogWith(msg, nil)
 }
 
 // readmeBlocks returns the ```sh blocks of an example's README whose label
@@ -609,6 +383,7 @@ func runShell(t *testing.T, dir, home, script string) string {
 	t.Helper()
 	cmd := exec.Command("bash", "-euo", "pipefail", "-c", script)
 	cmd.Dir = dir
+	binDir := filepath.Dir(mcptest.Delegateos(t))
 	cmd.Env = append(os.Environ(), "PATH="+binDir+string(os.PathListSeparator)+os.Getenv("PATH"), "HOME="+home)
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
@@ -652,6 +427,22 @@ func followREADME(t *testing.T, example string, vars map[string]string) (workdir
 	}
 	cfg = readClientConfig(t, filepath.Join(workdir, "client.json"))
 	return workdir, cfg
+}
+
+// followREADMEConfig is followREADME for an example whose client
+// configuration runs the delegateos on PATH in front of pkg, with the
+// policy and the token the README's commands wrote in workdir.
+func followREADMEConfig(t *testing.T, example, pkg string, vars map[string]string) (workdir string, pc proxyCommand) {
+	t.Helper()
+	workdir, cfg := followREADME(t, example, vars)
+	pc = parseClientConfig(t, cfg, example, pkg)
+	if delegateos := mcptest.Delegateos(t); pc.command != delegateos {
+		t.Errorf("command %q, want the delegateos on PATH, %q", pc.command, delegateos)
+	}
+	if pc.policy != filepath.Join(workdir, "policy.yaml") || pc.token != filepath.Join(workdir, "agent.tok") {
+		t.Errorf("--policy %q --token @%q, want both in %s", pc.policy, pc.token, workdir)
+	}
+	return workdir, pc
 }
 
 func shellQuote(s string) string { return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'" }
@@ -759,7 +550,7 @@ func checkExampleFiles(t *testing.T, example, pkg string, rules int) proxyComman
 	if want := "examples/" + example + "/policy.yaml"; pc.policy != want {
 		t.Errorf("--policy %q, want %q", pc.policy, want)
 	}
-	if _, err := os.Stat(filepath.Join(repo, pc.policy)); err != nil {
+	if _, err := os.Stat(filepath.Join(mcptest.ModuleRoot(t), pc.policy)); err != nil {
 		t.Errorf("the configured policy: %v", err)
 	}
 	if want := "examples/" + example + "/agent.tok"; pc.token != want {

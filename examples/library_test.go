@@ -3,25 +3,17 @@ package examples
 import (
 	"bytes"
 	"os/exec"
-	"path/filepath"
 	"regexp"
 	"strings"
 	"testing"
+
+	"github.com/delegateos/delegateos/internal/mcptest"
 )
 
 // TestLibraryExample builds examples/library, runs it and checks each step
 // of what it prints: the decisions, and that the IDs it names agree.
 func TestLibraryExample(t *testing.T) {
-	bin := filepath.Join(t.TempDir(), "library")
-	args := []string{"build", "-o", bin}
-	if raceEnabled {
-		args = append(args, "-race")
-	}
-	build := exec.Command("go", append(args, "./examples/library")...)
-	build.Dir = repo
-	if out, err := build.CombinedOutput(); err != nil {
-		t.Fatalf("go build ./examples/library: %v\n%s", err, out)
-	}
+	bin := mcptest.Build(t, "./examples/library", mcptest.RaceEnabled)
 	cmd := exec.Command(bin)
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr

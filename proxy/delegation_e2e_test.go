@@ -5,7 +5,6 @@ package proxy_test
 import (
 	"encoding/json"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -19,6 +18,7 @@ import (
 	"github.com/delegateos/delegateos/contract"
 	"github.com/delegateos/delegateos/dct"
 	"github.com/delegateos/delegateos/identity"
+	"github.com/delegateos/delegateos/internal/mcptest"
 	"github.com/delegateos/delegateos/proxy"
 	"github.com/delegateos/delegateos/revocation"
 )
@@ -27,32 +27,33 @@ import (
 // and a real MCP client: the root has delegated docs:read on /project/**
 // to the agent (A), who delegates /project/sub/** to B with a contract.
 type delegationRun struct {
-	e         *env
+	t         *testing.T
+	e         *mcptest.Env
 	b         *identity.Keypair
 	ws        string
 	revs      string
 	aTok      *dct.Token
 	bTok      *dct.Token
 	bContract *contract.TaskContract
-	p         *proxyProc
-	s         *session
+	p         *mcptest.Process
+	s         *mcptest.Session
 	ids       int
 }
 
 func newDelegationRun(t *testing.T) *delegationRun {
 	t.Helper()
-	e := newEnv(t)
-	r := &delegationRun{e: e, b: newKey(t, "b"), ws: filepath.Join(e.dir, "workspace"), revs: filepath.Join(e.dir, "revocations.json")}
-	writeFile(t, r.revs, "[]\n")
-	r.aTok = e.mint(func(p *dct.CreateParams) { p.ContractID = "ct_aaaaaaaaaaaa" }, "docs:read:/project/**")
-	delB := newDelegationID()
+	e := mcptest.NewEnv(t)
+	r := &delegationRun{t: t, e: e, b: mcptest.NewKey(t, "b"), ws: filepath.Join(e.Dir, "workspace"), revs: filepath.Join(e.Dir, "revocations.json")}
+	mcptest.WriteFile(t, r.revs, "[]\n")
+	r.aTok = e.Mint(func(p *dct.CreateParams) { p.ContractID = "ct_aaaaaaaaaaaa" }, "docs:read:/project/**")
+	delB := mcptest.NewDelegationID()
 	var err error
-	r.bTok, err = dct.Attenuate(r.aTok, dct.AttenuateParams{Attenuator: e.agent, Delegatee: r.b.ID(), DelegationID: delB,
+	r.bTok, err = dct.Attenuate(r.aTok, dct.AttenuateParams{Attenuator: e.Agent, Delegatee: r.b.ID(), DelegationID: delB,
 		ContractID: "ct_bbbbbbbbbbbb", Capabilities: &[]dct.Capability{{Namespace: "docs", Action: "read", Resource: "/project/sub/**"}}})
 	if err != nil {
 		t.Fatal(err)
 	}
-	r.bContract, err = contract.Create(e.agent, contract.CreateParams{ID: "ct_bbbbbbbbbbbb", Title: "Summarize the sub-project notes",
+	r.bContract, err = contract.Create(e.Agent, contract.CreateParams{ID: "ct_bbbbbbbbbbbb", Title: "Summarize the sub-project notes",
 		Inputs:              json.RawMessage(`{"path":"/project/sub/notes.md"}`),
 		OutputSchema:        json.RawMessage(`{"type":"object","required":["summary"],"properties":{"summary":{"type":"string"}}}`),
 		Verification:        json.RawMessage(`{"method":"deterministic_check","checkName":"string_length","checkParams":{"field":"summary","min":20}}`),
@@ -61,21 +62,21 @@ func newDelegationRun(t *testing.T) *delegationRun {
 	if err != nil {
 		t.Fatal(err)
 	}
-	pol := e.policy(rule{match: "read_file", namespace: "docs", action: "read", arg: "/path", cost: 100})
-	pol.rules = pol.rules[1:] // the priced read_file replaces the free one
-	pol.revocationList = r.revs
-	pol.extra = "workspace: " + strconv.Quote(r.ws) + "\nreputation: {completeness: 0.9, clarity: 0.8}\n"
-	r.p = e.startProxy(proxyOptions{policy: pol})
-	r.s = r.p.connect(sessionOptions{})
+	pol := e.Policy(mcptest.Rule{Match: "read_file", Namespace: "docs", Action: "read", Arg: "/path", Cost: 100})
+	pol.Rules = pol.Rules[1:] // the priced read_file replaces the free one
+	pol.RevocationList = r.revs
+	pol.Extra = "workspace: " + strconv.Quote(r.ws) + "\nreputation: {completeness: 0.9, clarity: 0.8}\n"
+	r.p = e.StartProxy(mcptest.ProxyOptions{Policy: pol})
+	r.s = r.p.Connect(mcptest.SessionOptions{})
 	return r
 }
 
 // request sends a delegateos/ request through the MCP client's transport.
 func (r *delegationRun) request(method string, params any) *transport.JSONRPCResponse {
-	t := r.e.t
+	t := r.t
 	t.Helper()
 	r.ids++
-	resp, err := r.s.wire.SendRequest(testContext(t), transport.JSONRPCRequest{JSONRPC: "2.0",
+	resp, err := r.s.Wire.SendRequest(mcptest.Context(t), transport.JSONRPCRequest{JSONRPC: "2.0",
 		ID: mcp.NewRequestId("dos-" + strconv.Itoa(r.ids)), Method: method, Params: params})
 	if err != nil {
 		t.Fatalf("%s: %v", method, err)
@@ -96,22 +97,22 @@ func decodeResult[T any](t *testing.T, resp *transport.JSONRPCResponse) T {
 }
 
 func (r *delegationRun) delegate(c *contract.TaskContract, tok *dct.Token, parent string) proxy.DelegateResult {
-	r.e.t.Helper()
+	r.t.Helper()
 	cb, err := json.Marshal(c)
 	if err != nil {
-		r.e.t.Fatal(err)
+		r.t.Fatal(err)
 	}
 	last := tok.Unverified()
 	del := last.Authority.DelegationID
 	if n := len(last.Attenuations); n > 0 {
 		del = last.Attenuations[n-1].DelegationID
 	}
-	return decodeResult[proxy.DelegateResult](r.e.t, r.request(proxy.MethodDelegate, proxy.DelegateParams{
+	return decodeResult[proxy.DelegateResult](r.t, r.request(proxy.MethodDelegate, proxy.DelegateParams{
 		Contract: cb, DCT: tok.String(), DCTFormat: dct.Format, DelegationID: del, ParentDelegationID: parent}))
 }
 
 func (r *delegationRun) complete(del string, output string, cost int64) proxy.CompleteResult {
-	t := r.e.t
+	t := r.t
 	t.Helper()
 	a, err := attest.Create(r.b, attest.CreateParams{ContractID: r.bContract.ID, DelegationID: del, Success: true,
 		Output: json.RawMessage(output), CostMicrocents: cost, DurationMs: 1200}, time.Now())
@@ -124,24 +125,20 @@ func (r *delegationRun) complete(del string, output string, cost int64) proxy.Co
 
 // cli runs the delegateos binary and returns its standard output.
 func (r *delegationRun) cli(args ...string) string {
-	t := r.e.t
+	t := r.t
 	t.Helper()
-	out, err := exec.Command(delegateosBin, args...).Output()
-	if err != nil {
-		var stderr string
-		if ee, ok := err.(*exec.ExitError); ok {
-			stderr = string(ee.Stderr)
-		}
-		t.Fatalf("delegateos %s: %v\n%s%s", strings.Join(args, " "), err, out, stderr)
+	out, stderr, code := mcptest.CLI(t, args...)
+	if code != 0 {
+		t.Fatalf("delegateos %s: exit status %d\n%s%s", strings.Join(args, " "), code, out, stderr)
 	}
-	return string(out)
+	return out
 }
 
 func (r *delegationRun) chainStatus(del string) string {
-	r.e.t.Helper()
+	r.t.Helper()
 	var ds []struct{ ID, Status string }
 	if err := json.Unmarshal([]byte(r.cli("chain", "show", "--workspace", r.ws, "--json")), &ds); err != nil {
-		r.e.t.Fatal(err)
+		r.t.Fatal(err)
 	}
 	for _, d := range ds {
 		if d.ID == del {
@@ -160,7 +157,7 @@ func TestDelegationThroughProxy(t *testing.T) {
 	delB := r.bTok.Unverified().Attenuations[0].DelegationID
 
 	// Before any delegation the session has no token: nothing is listed.
-	if tools, err := r.s.ListTools(testContext(t), mcp.ListToolsRequest{}); err != nil || len(tools.Tools) != 0 {
+	if tools, err := r.s.ListTools(mcptest.Context(t), mcp.ListToolsRequest{}); err != nil || len(tools.Tools) != 0 {
 		t.Fatalf("tools before delegating: %v %v", tools, err)
 	}
 	res := r.delegate(r.bContract, r.bTok, r.aTok.Unverified().Authority.DelegationID)
@@ -168,7 +165,7 @@ func TestDelegationThroughProxy(t *testing.T) {
 		t.Fatalf("delegate: %+v", res)
 	}
 	// Now B's view: the document tools, nothing else.
-	tools, err := r.s.ListTools(testContext(t), mcp.ListToolsRequest{})
+	tools, err := r.s.ListTools(mcptest.Context(t), mcp.ListToolsRequest{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -180,10 +177,10 @@ func TestDelegationThroughProxy(t *testing.T) {
 		t.Errorf("tools after delegating: %v", names)
 	}
 	// Calls without a token of their own run under B's.
-	if got := r.s.call(t, "read_file", map[string]any{"path": "/project/sub/notes.md"}); got.err != nil || got.res.IsError {
+	if got := r.s.Call(t, "read_file", map[string]any{"path": "/project/sub/notes.md"}); got.Err != nil || got.Res.IsError {
 		t.Fatalf("allowed call: %+v", got)
 	}
-	if got := r.s.call(t, "read_file", map[string]any{"path": "/project/secret.md"}); got.rpc == nil || got.rpc.Code != proxy.DenialCode {
+	if got := r.s.Call(t, "read_file", map[string]any{"path": "/project/secret.md"}); got.RPC == nil || got.RPC.Code != proxy.DenialCode {
 		t.Fatalf("out-of-scope call: %+v", got)
 	}
 	done := r.complete(delB, `{"summary":"Three milestones, the second one late."}`, 100)
@@ -222,10 +219,10 @@ func TestDelegationThroughProxy(t *testing.T) {
 		t.Errorf("no reliability signal for B:\n%s", out)
 	}
 	// The session's delegated token ended with the delegation.
-	if got := r.s.call(t, "read_file", map[string]any{"path": "/project/sub/notes.md"}); got.rpc == nil || got.rpc.Code != proxy.DenialCode {
+	if got := r.s.Call(t, "read_file", map[string]any{"path": "/project/sub/notes.md"}); got.RPC == nil || got.RPC.Code != proxy.DenialCode {
 		t.Errorf("a call after completion ran under the ended delegation: %+v", got)
 	}
-	r.p.waitLog("delegation ended", nil)
+	r.p.WaitLog("delegation ended", nil)
 }
 
 func containsAll(names []string, want ...string) bool {
@@ -250,7 +247,7 @@ func TestDelegationThroughProxyFails(t *testing.T) {
 	if res := r.delegate(r.bContract, r.bTok, r.aTok.Unverified().Authority.DelegationID); !res.Accepted {
 		t.Fatalf("delegate: %+v", res)
 	}
-	if got := r.s.call(t, "read_file", map[string]any{"path": "/project/sub/plan.md"}); got.err != nil || got.res.IsError {
+	if got := r.s.Call(t, "read_file", map[string]any{"path": "/project/sub/plan.md"}); got.Err != nil || got.Res.IsError {
 		t.Fatalf("allowed call: %+v", got)
 	}
 	done := r.complete(delB, `{"summary":"short"}`, 0)
@@ -281,17 +278,17 @@ func TestDelegationRejectAndRevoke(t *testing.T) {
 	if res.Accepted || res.Reason != proxy.RejectContractMismatch {
 		t.Fatalf("mismatched delegate: %+v", res)
 	}
-	if got := r.s.call(t, "read_file", map[string]any{"path": "/project/sub/notes.md"}); got.rpc == nil || got.rpc.Code != proxy.DenialCode {
+	if got := r.s.Call(t, "read_file", map[string]any{"path": "/project/sub/notes.md"}); got.RPC == nil || got.RPC.Code != proxy.DenialCode {
 		t.Fatalf("a call after a rejected delegate was allowed: %+v", got)
 	}
 	if res := r.delegate(r.bContract, r.bTok, delA); !res.Accepted {
 		t.Fatalf("delegate: %+v", res)
 	}
-	if got := r.s.call(t, "read_file", map[string]any{"path": "/project/sub/notes.md"}); got.err != nil || got.res.IsError {
+	if got := r.s.Call(t, "read_file", map[string]any{"path": "/project/sub/notes.md"}); got.Err != nil || got.Res.IsError {
 		t.Fatalf("allowed call: %+v", got)
 	}
 	// A, who delegated to B, revokes B's block.
-	entry, err := revocation.NewEntry(r.e.agent, r.bTok.RevocationIDs()[1], revocation.ScopeChain, time.Now())
+	entry, err := revocation.NewEntry(r.e.Agent, r.bTok.RevocationIDs()[1], revocation.ScopeChain, time.Now())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -300,8 +297,8 @@ func TestDelegationRejectAndRevoke(t *testing.T) {
 	if len(rv.Delegations) != 1 || rv.Delegations[0] != delB {
 		t.Fatalf("revoke: %+v", rv)
 	}
-	got := r.s.call(t, "read_file", map[string]any{"path": "/project/sub/notes.md"})
-	if got.rpc == nil || got.rpc.Code != proxy.DenialCode || !strings.Contains(mustJSON(got.rpc.Data), "revoked") {
+	got := r.s.Call(t, "read_file", map[string]any{"path": "/project/sub/notes.md"})
+	if got.RPC == nil || got.RPC.Code != proxy.DenialCode || !strings.Contains(mcptest.MustJSON(got.RPC.Data), "revoked") {
 		t.Fatalf("a call after the revocation: %+v", got)
 	}
 	if st := r.chainStatus(delB); st != "revoked" {
@@ -327,12 +324,12 @@ func TestDelegationCLIRevocationInChainShow(t *testing.T) {
 	if res := r.delegate(r.bContract, r.bTok, delA); !res.Accepted {
 		t.Fatalf("delegate: %+v", res)
 	}
-	tokFile := filepath.Join(r.e.dir, "b.tok")
-	writeFile(t, tokFile, r.bTok.String()+"\n")
-	r.cli("revoke", "--key", r.e.keyFile(r.e.agent), "--token", "@"+tokFile, "--block", "1", "--list", r.revs)
-	eventually(t, 10*time.Second, "the revocation to take effect", func() bool {
-		got := r.s.call(t, "read_file", map[string]any{"path": "/project/sub/notes.md"})
-		return got.rpc != nil && strings.Contains(mustJSON(got.rpc.Data), "revoked")
+	tokFile := filepath.Join(r.e.Dir, "b.tok")
+	mcptest.WriteFile(t, tokFile, r.bTok.String()+"\n")
+	r.cli("revoke", "--key", r.e.KeyFile(r.e.Agent), "--token", "@"+tokFile, "--block", "1", "--list", r.revs)
+	mcptest.Eventually(t, "the revocation to take effect", func() bool {
+		got := r.s.Call(t, "read_file", map[string]any{"path": "/project/sub/notes.md"})
+		return got.RPC != nil && strings.Contains(mcptest.MustJSON(got.RPC.Data), "revoked")
 	})
 	if st := r.chainStatus(delB); st != "active" {
 		t.Errorf("without the list, the record is %q", st)

@@ -3,8 +3,8 @@
 package proxy_test
 
 // End-to-end tests: the real delegateos binary between mcp-go's client and
-// the in-repo docserver (examples/docserver), both built by TestMain. See
-// harness_e2e_test.go for how a proxy is started and checked; every test
+// the in-repo docserver (examples/docserver), both built by internal/mcptest.
+// See its package doc for how a proxy is started and checked; every test
 // also checks that the proxy's stdout carried nothing but JSON-RPC frames
 // and that it exited as expected.
 
@@ -28,6 +28,7 @@ import (
 
 	"github.com/delegateos/delegateos/dct"
 	"github.com/delegateos/delegateos/internal/b64"
+	"github.com/delegateos/delegateos/internal/mcptest"
 )
 
 var notesPath = map[string]any{"path": "/project/sub/notes.md"}
@@ -48,6 +49,15 @@ func delegationID(tok *dct.Token) string {
 	return st.Authority.DelegationID
 }
 
+// eraName names a subtest by the protocol version it runs: 2025-11-25 if
+// legacy, else 2026-07-28.
+func eraName(legacy bool) string {
+	if legacy {
+		return mcp.ProtocolVersion20251125
+	}
+	return mcp.ProtocolVersion20260728
+}
+
 // ---------------------------------------------------------------------------
 // 1. tools/list and hidden tools.
 
@@ -60,41 +70,30 @@ func TestE2EToolsListFiltered(t *testing.T) {
 	}{{"one page", 0}, {"pages of 2", 2}} {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
-			e := newEnv(t)
-			tok := e.mint(nil, "docs:read:/project/**", "mcp:echo:*")
-			o := proxyOptions{policy: e.policy(), token: tok}
+			e := mcptest.NewEnv(t)
+			tok := e.Mint(nil, "docs:read:/project/**", "mcp:echo:*")
+			o := mcptest.ProxyOptions{Policy: e.Policy(), Token: tok}
 			if tt.pageSize > 0 {
-				o.upstream = []string{"--page-size", fmt.Sprint(tt.pageSize)}
+				o.DocserverArgs = []string{"--page-size", fmt.Sprint(tt.pageSize)}
 			}
-			s := e.startProxy(o).connect(sessionOptions{})
-			ctx := testContext(t)
+			s := e.StartProxy(o).Connect(mcptest.SessionOptions{})
 			var got []string
-			var req mcp.ListToolsRequest
-			pages := 0
-			for {
-				page, err := s.ListToolsByPage(ctx, req)
-				if err != nil {
-					t.Fatal(err)
+			pages := s.ToolPages(t)
+			for i, page := range pages {
+				if tt.pageSize > 0 && len(page) > tt.pageSize {
+					t.Errorf("page %d has %d tools", i+1, len(page))
 				}
-				pages++
-				if tt.pageSize > 0 && len(page.Tools) > tt.pageSize {
-					t.Errorf("page %d has %d tools", pages, len(page.Tools))
-				}
-				for _, tool := range page.Tools {
+				for _, tool := range page {
 					got = append(got, tool.Name)
 				}
-				if page.NextCursor == "" {
-					break
-				}
-				req.Params.Cursor = page.NextCursor
 			}
 			slices.Sort(got)
 			if !slices.Equal(got, want) {
 				t.Errorf("tools/list through the proxy = %v, want %v", got, want)
 			}
 			// The docserver has 13 tools with --diagnostics: 7 pages of 2.
-			if tt.pageSize == 2 && pages != 7 {
-				t.Errorf("%d pages, want every one of the upstream's 7", pages)
+			if tt.pageSize == 2 && len(pages) != 7 {
+				t.Errorf("%d pages, want every one of the upstream's 7", len(pages))
 			}
 		})
 	}
@@ -102,29 +101,29 @@ func TestE2EToolsListFiltered(t *testing.T) {
 
 func TestE2EHiddenToolDenied(t *testing.T) {
 	t.Parallel()
-	e := newEnv(t)
-	granted := caps(t, "docs:read:/project/**", "mcp:echo:*")
-	tok := e.mint(nil, "docs:read:/project/**", "mcp:echo:*")
-	p := e.startProxy(proxyOptions{policy: e.policy(), token: tok})
-	s := p.connect(sessionOptions{})
+	e := mcptest.NewEnv(t)
+	granted := mcptest.Caps(t, "docs:read:/project/**", "mcp:echo:*")
+	tok := e.Mint(nil, "docs:read:/project/**", "mcp:echo:*")
+	p := e.StartProxy(mcptest.ProxyOptions{Policy: e.Policy(), Token: tok})
+	s := p.Connect(mcptest.SessionOptions{})
 
-	r := s.call(t, "write_file", map[string]any{"path": "/project/planted.md", "content": "x"})
+	r := s.Call(t, "write_file", map[string]any{"path": "/project/planted.md", "content": "x"})
 	checkDenial(t, r, denial{typ: dct.CapabilityNotGranted, detail: "tool write_file needs",
 		requested: dct.Capability{Namespace: "docs", Action: "write", Resource: "/project/planted.md"}, granted: granted})
-	r = s.call(t, "crash", nil)
+	r = s.Call(t, "crash", nil)
 	checkDenial(t, r, denial{typ: dct.CapabilityNotGranted, detail: "tool crash needs mcp:crash:*", requested: mcpCap("crash"), granted: granted})
 
 	// Neither call reached the upstream: no file was written, the server is
 	// still running, and the only call it logged is the echo below.
-	if _, err := os.Stat(filepath.Join(e.docs, "project", "planted.md")); !errors.Is(err, fs.ErrNotExist) {
+	if _, err := os.Stat(filepath.Join(e.Docs, "project", "planted.md")); !errors.Is(err, fs.ErrNotExist) {
 		t.Errorf("the denied write_file ran: %v", err)
 	}
-	res := ok(t, s.call(t, "echo", map[string]any{"text": "still here"}), "echo after the denials")
-	if got := text(t, res, 0); got != "still here" {
+	res := s.Call(t, "echo", map[string]any{"text": "still here"}).OK(t, "echo after the denials")
+	if got := mcptest.Text(t, res, 0); got != "still here" {
 		t.Errorf("echo = %q", got)
 	}
-	p.waitLog("upstream stderr", upstreamLogged("tool=echo"))
-	if calls := p.logWith("upstream stderr", upstreamLogged("msg=tools/call")); len(calls) != 1 {
+	p.WaitLog("upstream stderr", mcptest.UpstreamLogged("tool=echo"))
+	if calls := p.LogWith("upstream stderr", mcptest.UpstreamLogged("msg=tools/call")); len(calls) != 1 {
 		t.Errorf("the upstream logged %d tool calls, want only the echo: %v", len(calls), calls)
 	}
 }
@@ -134,70 +133,70 @@ func TestE2EHiddenToolDenied(t *testing.T) {
 
 func TestE2EAllowedCall(t *testing.T) {
 	t.Parallel()
-	e := newEnv(t)
-	tok := e.mint(nil, "docs:read:/project/sub/**")
-	s := e.startProxy(proxyOptions{policy: e.policy(), token: tok}).connect(sessionOptions{})
+	e := mcptest.NewEnv(t)
+	tok := e.Mint(nil, "docs:read:/project/sub/**")
+	s := e.StartProxy(mcptest.ProxyOptions{Policy: e.Policy(), Token: tok}).Connect(mcptest.SessionOptions{})
 
-	res := ok(t, s.call(t, "read_file", notesPath), "read_file")
-	if got, want := text(t, res, 0), readFixture(t, "project/sub/notes.md"); got != want {
+	res := s.Call(t, "read_file", notesPath).OK(t, "read_file")
+	if got, want := mcptest.Text(t, res, 0), mcptest.Fixture(t, "project/sub/notes.md"); got != want {
 		t.Errorf("read_file = %q, want %q", got, want)
 	}
-	res = ok(t, s.call(t, "list_files", map[string]any{"path": "/project/sub"}), "list_files")
-	if got := text(t, res, 0); got != "notes.md\nplan.md" {
+	res = s.Call(t, "list_files", map[string]any{"path": "/project/sub"}).OK(t, "list_files")
+	if got := mcptest.Text(t, res, 0); got != "notes.md\nplan.md" {
 		t.Errorf("list_files = %q", got)
 	}
 }
 
 func TestE2EDenyCapabilityNotGranted(t *testing.T) {
 	t.Parallel()
-	e := newEnv(t)
-	tok := e.mint(nil, "docs:read:/project/sub/**")
-	s := e.startProxy(proxyOptions{policy: e.policy()}).connect(sessionOptions{})
-	granted := caps(t, "docs:read:/project/sub/**")
+	e := mcptest.NewEnv(t)
+	tok := e.Mint(nil, "docs:read:/project/sub/**")
+	s := e.StartProxy(mcptest.ProxyOptions{Policy: e.Policy()}).Connect(mcptest.SessionOptions{})
+	granted := mcptest.Caps(t, "docs:read:/project/sub/**")
 
-	ok(t, s.callAs(t, tok.String(), "read_file", notesPath), "read_file in scope")
+	s.CallAs(t, tok.String(), "read_file", notesPath).OK(t, "read_file in scope")
 	for _, path := range []string{"/project/secret.md", "/project/sub/../secret.md", "/project/README.md"} {
-		r := s.callAs(t, tok.String(), "read_file", map[string]any{"path": path})
+		r := s.CallAs(t, tok.String(), "read_file", map[string]any{"path": path})
 		checkDenial(t, r, denial{typ: dct.CapabilityNotGranted, detail: "not granted", requested: docsRead(path), granted: granted})
 	}
 	// A call whose resource argument is missing cannot be mapped: denied.
-	r := s.callAs(t, tok.String(), "read_file", map[string]any{"file": "/project/sub/notes.md"})
+	r := s.CallAs(t, tok.String(), "read_file", map[string]any{"file": "/project/sub/notes.md"})
 	checkDenial(t, r, denial{typ: dct.CapabilityNotGranted, detail: "/path", requested: docsRead(""), granted: granted})
 }
 
 func TestE2EDenyExpired(t *testing.T) {
 	t.Parallel()
-	e := newEnv(t)
-	s := e.startProxy(proxyOptions{policy: e.policy()}).connect(sessionOptions{})
+	e := mcptest.NewEnv(t)
+	s := e.StartProxy(mcptest.ProxyOptions{Policy: e.Policy()}).Connect(mcptest.SessionOptions{})
 	now := time.Now()
 
 	t.Run("expired", func(t *testing.T) {
-		tok := e.mint(func(p *dct.CreateParams) {
+		tok := e.Mint(func(p *dct.CreateParams) {
 			p.IssuedAt, p.ExpiresAt = now.Add(-2*time.Hour), now.Add(-time.Hour)
 		}, "docs:read:/project/**")
-		checkDenial(t, s.callAs(t, tok.String(), "read_file", notesPath),
+		checkDenial(t, s.CallAs(t, tok.String(), "read_file", notesPath),
 			denial{typ: dct.Expired, detail: "expired at", requested: docsRead("/project/sub/notes.md")})
 	})
 	t.Run("not yet valid", func(t *testing.T) {
-		tok := e.mint(func(p *dct.CreateParams) {
+		tok := e.Mint(func(p *dct.CreateParams) {
 			p.IssuedAt, p.ExpiresAt = now.Add(time.Hour), now.Add(2*time.Hour)
 		}, "docs:read:/project/**")
-		checkDenial(t, s.callAs(t, tok.String(), "read_file", notesPath),
+		checkDenial(t, s.CallAs(t, tok.String(), "read_file", notesPath),
 			denial{typ: dct.Expired, detail: "not valid yet", requested: docsRead("/project/sub/notes.md")})
 	})
 	t.Run("expires during the session", func(t *testing.T) {
 		// Verified once and cached by the proxy, then refused once its time
 		// is up: the expiry is checked on every call.
 		expires := time.Now().Add(1500 * time.Millisecond).Truncate(time.Millisecond)
-		tok := e.mint(func(p *dct.CreateParams) { p.ExpiresAt = expires }, "docs:read:/project/**")
-		ok(t, s.callAs(t, tok.String(), "read_file", notesPath), "read_file before expiry")
-		var r result
-		eventually(t, 10*time.Second, "the token to be refused after it expired", func() bool {
-			r = s.callAs(t, tok.String(), "read_file", notesPath)
-			if r.err != nil && time.Now().Before(expires) {
-				t.Fatalf("refused before it expired: %v", r.err)
+		tok := e.Mint(func(p *dct.CreateParams) { p.ExpiresAt = expires }, "docs:read:/project/**")
+		s.CallAs(t, tok.String(), "read_file", notesPath).OK(t, "read_file before expiry")
+		var r mcptest.Result
+		mcptest.Eventually(t, "the token to be refused after it expired", func() bool {
+			r = s.CallAs(t, tok.String(), "read_file", notesPath)
+			if r.Err != nil && time.Now().Before(expires) {
+				t.Fatalf("refused before it expired: %v", r.Err)
 			}
-			return r.err != nil
+			return r.Err != nil
 		})
 		checkDenial(t, r, denial{typ: dct.Expired, detail: "expired at", requested: docsRead("/project/sub/notes.md")})
 	})
@@ -205,11 +204,11 @@ func TestE2EDenyExpired(t *testing.T) {
 
 func TestE2EDenyInvalidSignature(t *testing.T) {
 	t.Parallel()
-	e := newEnv(t)
-	s := e.startProxy(proxyOptions{policy: e.policy()}).connect(sessionOptions{})
-	mallory := newKey(t, "mallory")
-	good := e.mint(nil, "docs:read:/project/sub/**")
-	if serialize(t, good.Unverified()) != good.String() {
+	e := mcptest.NewEnv(t)
+	s := e.StartProxy(mcptest.ProxyOptions{Policy: e.Policy()}).Connect(mcptest.SessionOptions{})
+	mallory := mcptest.NewKey(t, "mallory")
+	good := e.Mint(nil, "docs:read:/project/sub/**")
+	if mcptest.Serialize(t, good.Unverified()) != good.String() {
 		t.Fatal("the harness does not serialize tokens as the dct package does")
 	}
 	want := func(detail string) denial {
@@ -217,34 +216,34 @@ func TestE2EDenyInvalidSignature(t *testing.T) {
 	}
 
 	t.Run("untrusted root", func(t *testing.T) {
-		tok := e.mint(func(p *dct.CreateParams) { p.Issuer = mallory }, "docs:read:/project/**")
-		checkDenial(t, s.callAs(t, tok.String(), "read_file", notesPath), want("not a trusted root"))
+		tok := e.Mint(func(p *dct.CreateParams) { p.Issuer = mallory }, "docs:read:/project/**")
+		checkDenial(t, s.CallAs(t, tok.String(), "read_file", notesPath), want("not a trusted root"))
 	})
 	t.Run("tampered authority", func(t *testing.T) {
 		st := good.Unverified()
-		st.Authority.Capabilities = caps(t, "docs:read:/**")
-		checkDenial(t, s.callAs(t, serialize(t, st), "read_file", notesPath), want("does not verify"))
+		st.Authority.Capabilities = mcptest.Caps(t, "docs:read:/**")
+		checkDenial(t, s.CallAs(t, mcptest.Serialize(t, st), "read_file", notesPath), want("does not verify"))
 	})
 	t.Run("attenuation signed by another key", func(t *testing.T) {
 		// The attenuation names the agent as its author but mallory signed it.
 		st := good.Unverified()
 		st.Attenuations = append(st.Attenuations, dct.Attenuation{
-			Attenuator: e.agent.ID(), Delegatee: mallory.ID(), DelegationID: newDelegationID(), ContractID: testContract,
+			Attenuator: e.Agent.ID(), Delegatee: mallory.ID(), DelegationID: mcptest.NewDelegationID(), ContractID: mcptest.ContractID,
 		})
-		s1 := signAttenuation(t, &st, 0, mallory)
-		s1.Signer = e.agent.ID()
+		s1 := mcptest.SignAttenuation(t, &st, 0, mallory)
+		s1.Signer = e.Agent.ID()
 		st.Signatures = append(st.Signatures, s1)
-		checkDenial(t, s.callAs(t, serialize(t, st), "read_file", notesPath), want("does not verify"))
+		checkDenial(t, s.CallAs(t, mcptest.Serialize(t, st), "read_file", notesPath), want("does not verify"))
 	})
-	ok(t, s.callAs(t, good.String(), "read_file", notesPath), "the untampered token")
+	s.CallAs(t, good.String(), "read_file", notesPath).OK(t, "the untampered token")
 }
 
 func TestE2EDenyAttenuationViolation(t *testing.T) {
 	t.Parallel()
-	e := newEnv(t)
-	s := e.startProxy(proxyOptions{policy: e.policy()}).connect(sessionOptions{})
-	mallory := newKey(t, "mallory")
-	parent := e.mint(nil, "docs:read:/project/sub/**")
+	e := mcptest.NewEnv(t)
+	s := e.StartProxy(mcptest.ProxyOptions{Policy: e.Policy()}).Connect(mcptest.SessionOptions{})
+	mallory := mcptest.NewKey(t, "mallory")
+	parent := e.Mint(nil, "docs:read:/project/sub/**")
 	want := func(detail string) denial {
 		return denial{typ: dct.AttenuationViolation, detail: detail, requested: docsRead("/project/sub/notes.md")}
 	}
@@ -254,60 +253,60 @@ func TestE2EDenyAttenuationViolation(t *testing.T) {
 		// her signature is genuine, her authority is not.
 		st := parent.Unverified()
 		st.Attenuations = append(st.Attenuations, dct.Attenuation{
-			Attenuator: mallory.ID(), Delegatee: mallory.ID(), DelegationID: newDelegationID(), ContractID: testContract,
+			Attenuator: mallory.ID(), Delegatee: mallory.ID(), DelegationID: mcptest.NewDelegationID(), ContractID: mcptest.ContractID,
 		})
-		st.Signatures = append(st.Signatures, signAttenuation(t, &st, 0, mallory))
-		checkDenial(t, s.callAs(t, serialize(t, st), "read_file", notesPath), want("attenuator mismatch"))
+		st.Signatures = append(st.Signatures, mcptest.SignAttenuation(t, &st, 0, mallory))
+		checkDenial(t, s.CallAs(t, mcptest.Serialize(t, st), "read_file", notesPath), want("attenuator mismatch"))
 	})
 	t.Run("widening", func(t *testing.T) {
 		// The agent, who holds docs:read:/project/sub/**, signs a grant of
 		// docs:read:/project/** to mallory.
-		wider := caps(t, "docs:read:/project/**")
+		wider := mcptest.Caps(t, "docs:read:/project/**")
 		st := parent.Unverified()
 		st.Attenuations = append(st.Attenuations, dct.Attenuation{
-			Attenuator: e.agent.ID(), Delegatee: mallory.ID(), DelegationID: newDelegationID(), ContractID: testContract,
+			Attenuator: e.Agent.ID(), Delegatee: mallory.ID(), DelegationID: mcptest.NewDelegationID(), ContractID: mcptest.ContractID,
 			AllowedCapabilities: &wider,
 		})
-		st.Signatures = append(st.Signatures, signAttenuation(t, &st, 0, e.agent))
-		checkDenial(t, s.callAs(t, serialize(t, st), "read_file", notesPath), want("capability expansion"))
+		st.Signatures = append(st.Signatures, mcptest.SignAttenuation(t, &st, 0, e.Agent))
+		checkDenial(t, s.CallAs(t, mcptest.Serialize(t, st), "read_file", notesPath), want("capability expansion"))
 	})
 	t.Run("budget raised", func(t *testing.T) {
 		more := int64(2_000_000)
 		st := parent.Unverified()
 		st.Attenuations = append(st.Attenuations, dct.Attenuation{
-			Attenuator: e.agent.ID(), Delegatee: mallory.ID(), DelegationID: newDelegationID(), ContractID: testContract,
+			Attenuator: e.Agent.ID(), Delegatee: mallory.ID(), DelegationID: mcptest.NewDelegationID(), ContractID: mcptest.ContractID,
 			MaxBudgetMicrocents: &more,
 		})
-		st.Signatures = append(st.Signatures, signAttenuation(t, &st, 0, e.agent))
-		checkDenial(t, s.callAs(t, serialize(t, st), "read_file", notesPath), want("budget expansion"))
+		st.Signatures = append(st.Signatures, mcptest.SignAttenuation(t, &st, 0, e.Agent))
+		checkDenial(t, s.CallAs(t, mcptest.Serialize(t, st), "read_file", notesPath), want("budget expansion"))
 	})
 	// The same attenuation made properly is accepted.
-	child := attenuate(t, parent, e.agent, mallory, 500_000)
-	ok(t, s.callAs(t, child.String(), "read_file", notesPath), "a proper attenuation")
+	child := mcptest.Attenuate(t, parent, e.Agent, mallory, 500_000)
+	s.CallAs(t, child.String(), "read_file", notesPath).OK(t, "a proper attenuation")
 }
 
 func TestE2EDenyRevoked(t *testing.T) {
 	t.Parallel()
-	e := newEnv(t)
-	revs := filepath.Join(e.dir, "revocations.json")
-	writeFile(t, revs, "[]\n")
-	pol := e.policy()
-	pol.revocationList = revs
-	tok := e.mint(nil, "docs:read:/project/**")
-	other := e.mint(nil, "docs:read:/project/**")
-	s := e.startProxy(proxyOptions{policy: pol}).connect(sessionOptions{})
+	e := mcptest.NewEnv(t)
+	revs := filepath.Join(e.Dir, "revocations.json")
+	mcptest.WriteFile(t, revs, "[]\n")
+	pol := e.Policy()
+	pol.RevocationList = revs
+	tok := e.Mint(nil, "docs:read:/project/**")
+	other := e.Mint(nil, "docs:read:/project/**")
+	s := e.StartProxy(mcptest.ProxyOptions{Policy: pol}).Connect(mcptest.SessionOptions{})
 
-	ok(t, s.callAs(t, tok.String(), "read_file", notesPath), "read_file before the revocation")
-	tokFile := filepath.Join(e.dir, "revoked.tok")
-	writeFile(t, tokFile, tok.String())
-	if out, errOut, code := runCLI(t, "revoke", "--key", e.keyFile(e.root), "--token", "@"+tokFile, "--block", "0", "--list", revs); code != 0 {
+	s.CallAs(t, tok.String(), "read_file", notesPath).OK(t, "read_file before the revocation")
+	tokFile := filepath.Join(e.Dir, "revoked.tok")
+	mcptest.WriteFile(t, tokFile, tok.String())
+	if out, errOut, code := mcptest.CLI(t, "revoke", "--key", e.KeyFile(e.Root), "--token", "@"+tokFile, "--block", "0", "--list", revs); code != 0 {
 		t.Fatalf("delegateos revoke: status %d\n%s%s", code, out, errOut)
 	}
 	revoked := time.Now()
-	var r result
+	var r mcptest.Result
 	for {
-		r = s.callAs(t, tok.String(), "read_file", notesPath)
-		if r.err != nil {
+		r = s.CallAs(t, tok.String(), "read_file", notesPath)
+		if r.Err != nil {
 			break
 		}
 		if time.Since(revoked) > time.Second {
@@ -319,7 +318,7 @@ func TestE2EDenyRevoked(t *testing.T) {
 		t.Errorf("the revocation took %v to take effect; want at most 1s", d)
 	}
 	checkDenial(t, r, denial{typ: dct.Revoked, detail: "revoked", requested: docsRead("/project/sub/notes.md")})
-	ok(t, s.callAs(t, other.String(), "read_file", notesPath), "another token of the same root")
+	s.CallAs(t, other.String(), "read_file", notesPath).OK(t, "another token of the same root")
 }
 
 func TestE2EDenyBudgetExceeded(t *testing.T) {
@@ -334,15 +333,15 @@ func TestE2EDenyBudgetExceeded(t *testing.T) {
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
-			e := newEnv(t)
-			tok := e.mint(budget(tt.budget), "mcp:echo:*")
-			s := e.startProxy(proxyOptions{policy: e.policy(priced("echo", 100)), token: tok}).connect(sessionOptions{})
+			e := mcptest.NewEnv(t)
+			tok := e.Mint(mcptest.Budget(tt.budget), "mcp:echo:*")
+			s := e.StartProxy(mcptest.ProxyOptions{Policy: e.Policy(mcptest.Priced("echo", 100)), Token: tok}).Connect(mcptest.SessionOptions{})
 			for i := range 2 {
-				ok(t, s.call(t, "echo", map[string]any{"text": "x"}), fmt.Sprintf("echo %d", i+1))
+				s.Call(t, "echo", map[string]any{"text": "x"}).OK(t, fmt.Sprintf("echo %d", i+1))
 			}
 			for range 2 {
-				checkDenial(t, s.call(t, "echo", map[string]any{"text": "x"}),
-					denial{typ: dct.BudgetExceeded, detail: tt.detail, requested: mcpCap("echo"), granted: caps(t, "mcp:echo:*")})
+				checkDenial(t, s.Call(t, "echo", map[string]any{"text": "x"}),
+					denial{typ: dct.BudgetExceeded, detail: tt.detail, requested: mcpCap("echo"), granted: mcptest.Caps(t, "mcp:echo:*")})
 			}
 		})
 	}
@@ -350,8 +349,8 @@ func TestE2EDenyBudgetExceeded(t *testing.T) {
 
 func TestE2EDenyMalformedToken(t *testing.T) {
 	t.Parallel()
-	e := newEnv(t)
-	s := e.startProxy(proxyOptions{policy: e.policy()}).connect(sessionOptions{})
+	e := mcptest.NewEnv(t)
+	s := e.StartProxy(mcptest.ProxyOptions{Policy: e.Policy()}).Connect(mcptest.SessionOptions{})
 	req := docsRead("/project/sub/notes.md")
 	for _, tt := range []struct{ name, token, detail string }{
 		{"garbage", "this is not a token!", "base64url"},
@@ -360,16 +359,16 @@ func TestE2EDenyMalformedToken(t *testing.T) {
 		{"empty", "", "no DCT"},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
-			checkDenial(t, s.callAs(t, tt.token, "read_file", notesPath), denial{typ: dct.Malformed, detail: tt.detail, requested: req})
+			checkDenial(t, s.CallAs(t, tt.token, "read_file", notesPath), denial{typ: dct.Malformed, detail: tt.detail, requested: req})
 		})
 	}
 	t.Run("_delegateos not an object", func(t *testing.T) {
-		r := s.callExtra(testContext(t), callRequest("read_file", notesPath), map[string]any{"_delegateos": "a token"})
+		r := s.CallExtra(mcptest.Context(t), mcptest.CallRequest("read_file", notesPath), map[string]any{"_delegateos": "a token"})
 		checkDenial(t, r, denial{typ: dct.Malformed, detail: "_delegateos", requested: req})
 	})
 	t.Run("unknown format", func(t *testing.T) {
-		good := e.mint(nil, "docs:read:/project/**")
-		r := s.callExtra(testContext(t), callRequest("read_file", notesPath),
+		good := e.Mint(nil, "docs:read:/project/**")
+		r := s.CallExtra(mcptest.Context(t), mcptest.CallRequest("read_file", notesPath),
 			map[string]any{"_delegateos": map[string]any{"dct": good.String(), "format": "biscuit-v2"}})
 		checkDenial(t, r, denial{typ: dct.Malformed, detail: "biscuit-v2", requested: req})
 	})
@@ -379,31 +378,31 @@ func TestE2ENoToken(t *testing.T) {
 	t.Parallel()
 	t.Run("refused by default", func(t *testing.T) {
 		t.Parallel()
-		e := newEnv(t)
-		p := e.startProxy(proxyOptions{policy: e.policy()})
-		s := p.connect(sessionOptions{})
-		list, err := s.ListTools(testContext(t), mcp.ListToolsRequest{})
+		e := mcptest.NewEnv(t)
+		p := e.StartProxy(mcptest.ProxyOptions{Policy: e.Policy()})
+		s := p.Connect(mcptest.SessionOptions{})
+		list, err := s.ListTools(mcptest.Context(t), mcp.ListToolsRequest{})
 		if err != nil || len(list.Tools) != 0 {
 			t.Errorf("tools/list without a token = %v, %v; want no tools", list, err)
 		}
-		checkDenial(t, s.call(t, "echo", map[string]any{"text": "x"}), denial{typ: dct.Malformed, detail: "no DCT", requested: mcpCap("echo")})
+		checkDenial(t, s.Call(t, "echo", map[string]any{"text": "x"}), denial{typ: dct.Malformed, detail: "no DCT", requested: mcpCap("echo")})
 	})
 	t.Run("allow_unauthenticated", func(t *testing.T) {
 		t.Parallel()
-		e := newEnv(t)
-		pol := e.policy()
-		pol.allowUnauthenticated = true
-		s := e.startProxy(proxyOptions{policy: pol}).connect(sessionOptions{})
-		list, err := s.ListTools(testContext(t), mcp.ListToolsRequest{})
+		e := mcptest.NewEnv(t)
+		pol := e.Policy()
+		pol.AllowUnauthenticated = true
+		s := e.StartProxy(mcptest.ProxyOptions{Policy: pol}).Connect(mcptest.SessionOptions{})
+		list, err := s.ListTools(mcptest.Context(t), mcp.ListToolsRequest{})
 		if err != nil || len(list.Tools) != 13 {
 			t.Errorf("tools/list without a token shows %d tools (%v); want all 13", len(list.Tools), err)
 		}
-		res := ok(t, s.call(t, "echo", map[string]any{"text": "anyone"}), "echo without a token")
-		if got := text(t, res, 0); got != "anyone" {
+		res := s.Call(t, "echo", map[string]any{"text": "anyone"}).OK(t, "echo without a token")
+		if got := mcptest.Text(t, res, 0); got != "anyone" {
 			t.Errorf("echo = %q", got)
 		}
 		// A token that is presented is still checked.
-		checkDenial(t, s.callAs(t, "garbage", "echo", map[string]any{"text": "x"}),
+		checkDenial(t, s.CallAs(t, "garbage", "echo", map[string]any{"text": "x"}),
 			denial{typ: dct.Malformed, detail: "base64url", requested: mcpCap("echo")})
 	})
 }
@@ -416,11 +415,11 @@ func TestE2ENoToken(t *testing.T) {
 // refused, and none may write a file or read secret.md.
 func TestE2EGateCannotBeBypassed(t *testing.T) {
 	t.Parallel()
-	e := newEnv(t)
-	tok := e.mint(nil, "mcp:echo:*", "docs:read:/project/sub/**")
-	p := e.startProxy(proxyOptions{policy: e.policy(), token: tok})
-	c := p.raw()
-	c.initialize()
+	e := mcptest.NewEnv(t)
+	tok := e.Mint(nil, "mcp:echo:*", "docs:read:/project/sub/**")
+	p := e.StartProxy(mcptest.ProxyOptions{Policy: e.Policy(), Token: tok})
+	c := p.Raw()
+	c.Initialize()
 	write := func(n int) string {
 		return fmt.Sprintf(`{"name":"write_file","arguments":{"path":"/project/pwned%d.md","content":"pwned"}}`, n)
 	}
@@ -437,23 +436,23 @@ func TestE2EGateCannotBeBypassed(t *testing.T) {
 		`{"jsonrpc":"2.0","id":9,"method":"tools/call","params":{"name":"read_file","arguments":{"path":"/project/sub/notes.md","PATH":"/project/secret.md"}}}`,
 	} {
 		id := fmt.Sprint(i + 1)
-		c.send(frame)
-		m := c.response(id)
+		c.Send(frame)
+		m := c.Response(id)
 		if m.Error == nil {
-			t.Errorf("frame %s was answered with a result %s", id, clip(m.Result))
+			t.Errorf("frame %s was answered with a result %s", id, mcptest.Clip(m.Result))
 		} else if m.Error.Code != -32600 {
 			t.Errorf("frame %s was answered %d %s; want -32600", id, m.Error.Code, m.Error.Message)
 		}
 	}
-	c.send(callFrame("10", "echo", map[string]any{"text": "done"}))
-	if got := resultText(t, c.response("10")); got != "done" {
+	c.Send(mcptest.CallFrame("10", "echo", map[string]any{"text": "done"}))
+	if got := mcptest.ResultText(t, c.Response("10")); got != "done" {
 		t.Errorf("echo = %q", got)
 	}
-	if pwned, _ := filepath.Glob(filepath.Join(e.docs, "project", "pwned*")); len(pwned) > 0 {
+	if pwned, _ := filepath.Glob(filepath.Join(e.Docs, "project", "pwned*")); len(pwned) > 0 {
 		t.Errorf("denied writes reached the upstream: %v", pwned)
 	}
-	p.waitLog("upstream stderr", upstreamLogged("tool=echo"))
-	for _, m := range p.logWith("upstream stderr", upstreamLogged("msg=tools/call")) {
+	p.WaitLog("upstream stderr", mcptest.UpstreamLogged("tool=echo"))
+	for _, m := range p.LogWith("upstream stderr", mcptest.UpstreamLogged("msg=tools/call")) {
 		if line := m["line"].(string); !strings.Contains(line, "tool=echo") {
 			t.Errorf("the upstream ran a call the token does not allow: %s", line)
 		}
@@ -468,26 +467,26 @@ func TestE2EDelegateosNeverReachesUpstream(t *testing.T) {
 	for _, legacy := range []bool{false, true} {
 		t.Run(eraName(legacy), func(t *testing.T) {
 			t.Parallel()
-			e := newEnv(t)
-			tok := e.mint(nil, "mcp:echo:*")
-			p := e.startProxy(proxyOptions{policy: e.policy()})
-			s := p.connect(sessionOptions{legacy: legacy})
-			full := map[string]any{"dct": tok.String(), "format": dct.Format, "delegationId": delegationID(tok), "contractId": testContract}
+			e := mcptest.NewEnv(t)
+			tok := e.Mint(nil, "mcp:echo:*")
+			p := e.StartProxy(mcptest.ProxyOptions{Policy: e.Policy()})
+			s := p.Connect(mcptest.SessionOptions{Legacy: legacy})
+			full := map[string]any{"dct": tok.String(), "format": dct.Format, "delegationId": delegationID(tok), "contractId": mcptest.ContractID}
 
 			seen := func(extra map[string]any) {
 				t.Helper()
-				res := ok(t, s.callExtra(testContext(t), callRequest("echo", map[string]any{"text": "hello", "n": 1}), extra), "echo")
-				if got := text(t, res, 0); got != "hello" {
+				res := s.CallExtra(mcptest.Context(t), mcptest.CallRequest("echo", map[string]any{"text": "hello", "n": 1}), extra).OK(t, "echo")
+				if got := mcptest.Text(t, res, 0); got != "hello" {
 					t.Errorf("echo text = %q", got)
 				}
 				var echoed struct {
 					Arguments map[string]any             `json:"arguments"`
 					Params    map[string]json.RawMessage `json:"params"`
 				}
-				if err := json.Unmarshal([]byte(text(t, res, 1)), &echoed); err != nil {
+				if err := json.Unmarshal([]byte(mcptest.Text(t, res, 1)), &echoed); err != nil {
 					t.Fatal(err)
 				}
-				if mustJSON(echoed.Arguments) != `{"n":1,"text":"hello"}` {
+				if mcptest.MustJSON(echoed.Arguments) != `{"n":1,"text":"hello"}` {
 					t.Errorf("the upstream received arguments %v", echoed.Arguments)
 				}
 				if string(echoed.Params["name"]) != `"echo"` {
@@ -503,27 +502,27 @@ func TestE2EDelegateosNeverReachesUpstream(t *testing.T) {
 			seen(map[string]any{"_delegateos": map[string]any{"dct": tok.String()}})
 			// A second _delegateos in other letter case is refused, not
 			// passed on.
-			r := s.callExtra(testContext(t), callRequest("echo", map[string]any{"text": "x"}),
+			r := s.CallExtra(mcptest.Context(t), mcptest.CallRequest("echo", map[string]any{"text": "x"}),
 				map[string]any{"_delegateos": map[string]any{"dct": tok.String()}, "_DelegateOS": map[string]any{"x": 1}})
-			if r.rpc == nil || r.rpc.Code != -32600 {
-				t.Errorf("a call with _delegateos and _DelegateOS got %v (%+v); want -32600", r.err, r.rpc)
+			if r.RPC == nil || r.RPC.Code != -32600 {
+				t.Errorf("a call with _delegateos and _DelegateOS got %v (%+v); want -32600", r.Err, r.RPC)
 			}
 
-			granted := caps(t, "mcp:echo:*")
+			granted := mcptest.Caps(t, "mcp:echo:*")
 			wrongContract := map[string]any{"dct": tok.String(), "contractId": "ct_someoneelse"}
-			checkDenial(t, s.callExtra(testContext(t), callRequest("echo", map[string]any{"text": "x"}), map[string]any{"_delegateos": wrongContract}),
+			checkDenial(t, s.CallExtra(mcptest.Context(t), mcptest.CallRequest("echo", map[string]any{"text": "x"}), map[string]any{"_delegateos": wrongContract}),
 				denial{typ: dct.CapabilityNotGranted, detail: "contract ct_someoneelse", requested: mcpCap("echo"), granted: granted})
 			wrongDelegation := map[string]any{"dct": tok.String(), "delegationId": "del_someoneelse"}
-			checkDenial(t, s.callExtra(testContext(t), callRequest("echo", map[string]any{"text": "x"}), map[string]any{"_delegateos": wrongDelegation}),
+			checkDenial(t, s.CallExtra(mcptest.Context(t), mcptest.CallRequest("echo", map[string]any{"text": "x"}), map[string]any{"_delegateos": wrongDelegation}),
 				denial{typ: dct.CapabilityNotGranted, detail: "delegation del_someoneelse", requested: mcpCap("echo"), granted: granted})
 
 			// The denied calls never reached the upstream: it logged only the
 			// allowed ones.
 			seen(map[string]any{"_delegateos": full})
-			eventually(t, 10*time.Second, "the upstream to log 3 echo calls", func() bool {
-				return len(p.logWith("upstream stderr", upstreamLogged("tool=echo"))) >= 3
+			mcptest.Eventually(t, "the upstream to log 3 echo calls", func() bool {
+				return len(p.LogWith("upstream stderr", mcptest.UpstreamLogged("tool=echo"))) >= 3
 			})
-			if n := len(p.logWith("upstream stderr", upstreamLogged("tool=echo"))); n != 3 {
+			if n := len(p.LogWith("upstream stderr", mcptest.UpstreamLogged("tool=echo"))); n != 3 {
 				t.Errorf("the upstream ran echo %d times, want the 3 allowed calls only", n)
 			}
 		})
@@ -538,19 +537,19 @@ func TestE2EProgressCrosses(t *testing.T) {
 	for _, legacy := range []bool{false, true} {
 		t.Run(eraName(legacy), func(t *testing.T) {
 			t.Parallel()
-			e := newEnv(t)
-			tok := e.mint(nil, "mcp:slow:*")
-			s := e.startProxy(proxyOptions{policy: e.policy(), token: tok}).connect(sessionOptions{legacy: legacy})
-			req := callRequest("slow", map[string]any{"steps": 3, "delay_ms": 10})
+			e := mcptest.NewEnv(t)
+			tok := e.Mint(nil, "mcp:slow:*")
+			s := e.StartProxy(mcptest.ProxyOptions{Policy: e.Policy(), Token: tok}).Connect(mcptest.SessionOptions{Legacy: legacy})
+			req := mcptest.CallRequest("slow", map[string]any{"steps": 3, "delay_ms": 10})
 			req.Params.Meta = &mcp.Meta{ProgressToken: "tok-1"}
-			res := ok(t, s.callExtra(testContext(t), req, nil), "slow")
-			if got := text(t, res, 0); got != "done 3" {
+			res := s.CallExtra(mcptest.Context(t), req, nil).OK(t, "slow")
+			if got := mcptest.Text(t, res, 0); got != "done 3" {
 				t.Errorf("slow = %q", got)
 			}
-			eventually(t, 10*time.Second, "3 progress notifications", func() bool {
-				return len(s.notifications("notifications/progress")) == 3
+			mcptest.Eventually(t, "3 progress notifications", func() bool {
+				return len(s.Notifications("notifications/progress")) == 3
 			})
-			for i, n := range s.notifications("notifications/progress") {
+			for i, n := range s.Notifications("notifications/progress") {
 				f := n.Params.AdditionalFields
 				if f["progressToken"] != "tok-1" || f["progress"] != float64(i+1) || f["total"] != 3.0 {
 					t.Errorf("progress %d = %v", i, f)
@@ -565,92 +564,37 @@ func TestE2ECancellationCrosses(t *testing.T) {
 	for _, legacy := range []bool{false, true} {
 		t.Run(eraName(legacy), func(t *testing.T) {
 			t.Parallel()
-			e := newEnv(t)
-			tok := e.mint(budget(1000), "mcp:slow:*", "mcp:echo:*")
-			p := e.startProxy(proxyOptions{policy: e.policy(priced("slow", 100)), token: tok})
-			s := p.connect(sessionOptions{legacy: legacy})
+			e := mcptest.NewEnv(t)
+			tok := e.Mint(mcptest.Budget(1000), "mcp:slow:*", "mcp:echo:*")
+			p := e.StartProxy(mcptest.ProxyOptions{Policy: e.Policy(mcptest.Priced("slow", 100)), Token: tok})
+			s := p.Connect(mcptest.SessionOptions{Legacy: legacy})
 
-			ctx, cancel := context.WithCancel(testContext(t))
+			ctx, cancel := context.WithCancel(mcptest.Context(t))
 			defer cancel()
-			req := callRequest("slow", map[string]any{"steps": 1000, "delay_ms": 20})
+			req := mcptest.CallRequest("slow", map[string]any{"steps": 1000, "delay_ms": 20})
 			req.Params.Meta = &mcp.Meta{ProgressToken: 42}
-			done := make(chan result, 1)
-			go func() { done <- s.callExtra(ctx, req, nil) }()
-			eventually(t, 10*time.Second, "the first progress notification", func() bool {
-				return len(s.notifications("notifications/progress")) > 0
+			done := make(chan mcptest.Result, 1)
+			go func() { done <- s.CallExtra(ctx, req, nil) }()
+			mcptest.Eventually(t, "the first progress notification", func() bool {
+				return len(s.Notifications("notifications/progress")) > 0
 			})
 			cancel()
-			if r := <-done; !errors.Is(r.err, context.Canceled) {
-				t.Fatalf("the cancelled call returned %v", r.err)
+			if r := <-done; !errors.Is(r.Err, context.Canceled) {
+				t.Fatalf("the cancelled call returned %v", r.Err)
 			}
 			// notifications/cancelled reached the upstream, which stopped.
-			p.waitLog("upstream stderr", upstreamLogged("slow: cancelled"))
+			p.WaitLog("upstream stderr", mcptest.UpstreamLogged("slow: cancelled"))
 			// The proxy settled the cancelled call, charged (the upstream
 			// may have done the work), rather than holding its cost.
-			settled := p.waitLog("decision", func(m map[string]any) bool { return m["tool"] == "slow" && m["allowed"] == true })
+			settled := p.WaitLog("decision", func(m map[string]any) bool { return m["tool"] == "slow" && m["allowed"] == true })
 			if settled["cost"] != 100.0 || settled["released"] == true || settled["outcome"] != "cancelled" {
 				t.Errorf("the cancelled call was settled as %v; want charged its cost of 100", settled)
 			}
-			res := ok(t, s.call(t, "echo", map[string]any{"text": "after"}), "echo after the cancellation")
-			if got := text(t, res, 0); got != "after" {
+			res := s.Call(t, "echo", map[string]any{"text": "after"}).OK(t, "echo after the cancellation")
+			if got := mcptest.Text(t, res, 0); got != "after" {
 				t.Errorf("echo = %q", got)
 			}
 		})
-	}
-}
-
-type samplingHandler struct {
-	mu      sync.Mutex
-	prompts []string
-}
-
-func (h *samplingHandler) CreateMessage(_ context.Context, req mcp.CreateMessageRequest) (*mcp.CreateMessageResult, error) {
-	var prompt string
-	if len(req.Messages) == 1 {
-		content, err := mcp.ParseSamplingContent(req.Messages[0].Content)
-		if err != nil {
-			return nil, err
-		}
-		if tc, ok := mcp.AsTextContent(content); ok {
-			prompt = tc.Text
-		}
-	}
-	h.mu.Lock()
-	h.prompts = append(h.prompts, prompt)
-	h.mu.Unlock()
-	return &mcp.CreateMessageResult{
-		SamplingMessage: mcp.SamplingMessage{Role: mcp.RoleAssistant, Content: mcp.NewTextContent("answer to: " + prompt)},
-		Model:           "test-model",
-		StopReason:      "endTurn",
-	}, nil
-}
-
-func (h *samplingHandler) seen() []string {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	return slices.Clone(h.prompts)
-}
-
-type rootsHandler struct{}
-
-func (rootsHandler) ListRoots(context.Context, mcp.ListRootsRequest) (*mcp.ListRootsResult, error) {
-	return &mcp.ListRootsResult{Roots: []mcp.Root{{URI: "file:///work/project", Name: "project"}}}, nil
-}
-
-type elicitationHandler struct{}
-
-func (elicitationHandler) Elicit(_ context.Context, req mcp.ElicitationRequest) (*mcp.ElicitationResult, error) {
-	return &mcp.ElicitationResult{ElicitationResponse: mcp.ElicitationResponse{
-		Action:  mcp.ElicitationResponseActionAccept,
-		Content: map[string]any{"answer": "yes to " + req.Params.Message},
-	}}, nil
-}
-
-func clientHandlers(sampler *samplingHandler) []client.ClientOption {
-	return []client.ClientOption{
-		client.WithSamplingHandler(sampler),
-		client.WithRootsHandler(rootsHandler{}),
-		client.WithElicitationHandler(elicitationHandler{}),
 	}
 }
 
@@ -659,35 +603,35 @@ func clientHandlers(sampler *samplingHandler) []client.ClientOption {
 // as requests, which the proxy relays both ways.
 func TestE2EServerRequestsCross(t *testing.T) {
 	t.Parallel()
-	e := newEnv(t)
-	tok := e.mint(nil, "mcp:sample:*", "mcp:roots:*", "mcp:elicit:*")
-	sampler := &samplingHandler{}
-	s := e.startProxy(proxyOptions{policy: e.policy(), token: tok}).
-		connect(sessionOptions{legacy: true, clientOpts: clientHandlers(sampler)})
+	e := mcptest.NewEnv(t)
+	tok := e.Mint(nil, "mcp:sample:*", "mcp:roots:*", "mcp:elicit:*")
+	sampler := &mcptest.Sampler{}
+	s := e.StartProxy(mcptest.ProxyOptions{Policy: e.Policy(), Token: tok}).
+		Connect(mcptest.SessionOptions{Legacy: true, ClientOptions: mcptest.Handlers(sampler)})
 
 	t.Run("sampling", func(t *testing.T) {
-		res := ok(t, s.call(t, "sample", map[string]any{"prompt": "what is 6×7?"}), "sample")
-		if got := text(t, res, 0); got != "answer to: what is 6×7?" {
+		res := s.Call(t, "sample", map[string]any{"prompt": "what is 6×7?"}).OK(t, "sample")
+		if got := mcptest.Text(t, res, 0); got != "answer to: what is 6×7?" {
 			t.Errorf("sample = %q", got)
 		}
-		if !slices.Equal(sampler.seen(), []string{"what is 6×7?"}) {
-			t.Errorf("the client's sampling handler saw %q", sampler.seen())
+		if !slices.Equal(sampler.Seen(), []string{"what is 6×7?"}) {
+			t.Errorf("the client's sampling handler saw %q", sampler.Seen())
 		}
 	})
 	t.Run("roots", func(t *testing.T) {
-		res := ok(t, s.call(t, "roots", nil), "roots")
-		if got := text(t, res, 0); got != `{"roots":[{"uri":"file:///work/project","name":"project"}]}` {
+		res := s.Call(t, "roots", nil).OK(t, "roots")
+		if got := mcptest.Text(t, res, 0); got != `{"roots":[{"uri":"file:///work/project","name":"project"}]}` {
 			t.Errorf("roots = %q", got)
 		}
 	})
 	t.Run("elicitation", func(t *testing.T) {
-		res := ok(t, s.call(t, "elicit", map[string]any{"message": "proceed?"}), "elicit")
-		if got := text(t, res, 0); got != `{"action":"accept","content":{"answer":"yes to proceed?"}}` {
+		res := s.Call(t, "elicit", map[string]any{"message": "proceed?"}).OK(t, "elicit")
+		if got := mcptest.Text(t, res, 0); got != `{"action":"accept","content":{"answer":"yes to proceed?"}}` {
 			t.Errorf("elicit = %q", got)
 		}
 	})
 	want := []string{"sampling/createMessage", "roots/list", "elicitation/create"}
-	if got := s.wire.incomingMethods(); !slices.Equal(got, want) {
+	if got := s.Wire.IncomingMethods(); !slices.Equal(got, want) {
 		t.Errorf("requests from the server that reached the client: %v, want %v", got, want)
 	}
 }
@@ -697,38 +641,38 @@ func TestE2EServerRequestsCross(t *testing.T) {
 // the input; only the final call is charged.
 func TestE2EInputRequired(t *testing.T) {
 	t.Parallel()
-	e := newEnv(t)
-	tok := e.mint(budget(200), "mcp:sample:*", "mcp:roots:*", "mcp:echo:*")
-	sampler := &samplingHandler{}
-	p := e.startProxy(proxyOptions{policy: e.policy(priced("sample", 100), priced("echo", 100)), token: tok})
-	s := p.connect(sessionOptions{clientOpts: clientHandlers(sampler)})
+	e := mcptest.NewEnv(t)
+	tok := e.Mint(mcptest.Budget(200), "mcp:sample:*", "mcp:roots:*", "mcp:echo:*")
+	sampler := &mcptest.Sampler{}
+	p := e.StartProxy(mcptest.ProxyOptions{Policy: e.Policy(mcptest.Priced("sample", 100), mcptest.Priced("echo", 100)), Token: tok})
+	s := p.Connect(mcptest.SessionOptions{ClientOptions: mcptest.Handlers(sampler)})
 
-	r := s.call(t, "sample", map[string]any{"prompt": "hi"})
-	if got := text(t, ok(t, r, "sample"), 0); got != "answer to: hi" {
+	r := s.Call(t, "sample", map[string]any{"prompt": "hi"})
+	if got := mcptest.Text(t, r.OK(t, "sample"), 0); got != "answer to: hi" {
 		t.Errorf("sample = %q", got)
 	}
-	if r.frames != 2 {
-		t.Errorf("sample took %d tools/call frames, want 2 (input_required, then the retry)", r.frames)
+	if r.Frames != 2 {
+		t.Errorf("sample took %d tools/call frames, want 2 (input_required, then the retry)", r.Frames)
 	}
-	res := ok(t, s.call(t, "roots", nil), "roots")
-	if got := text(t, res, 0); got != `{"roots":[{"uri":"file:///work/project","name":"project"}]}` {
+	res := s.Call(t, "roots", nil).OK(t, "roots")
+	if got := mcptest.Text(t, res, 0); got != `{"roots":[{"uri":"file:///work/project","name":"project"}]}` {
 		t.Errorf("roots = %q", got)
 	}
-	if got := s.wire.incomingMethods(); len(got) != 0 {
+	if got := s.Wire.IncomingMethods(); len(got) != 0 {
 		t.Errorf("on 2026-07-28 the server sent requests %v to the client", got)
 	}
 	// Budget 200, sample and echo cost 100 each: if the input_required
 	// round had been charged, the budget would be spent already.
-	ok(t, s.call(t, "echo", map[string]any{"text": "x"}), "echo within the budget")
-	checkDenial(t, s.call(t, "echo", map[string]any{"text": "x"}),
-		denial{typ: dct.BudgetExceeded, detail: "spent 200 of a budget of 200", requested: mcpCap("echo"), granted: caps(t, "mcp:sample:*", "mcp:roots:*", "mcp:echo:*")})
+	s.Call(t, "echo", map[string]any{"text": "x"}).OK(t, "echo within the budget")
+	checkDenial(t, s.Call(t, "echo", map[string]any{"text": "x"}),
+		denial{typ: dct.BudgetExceeded, detail: "spent 200 of a budget of 200", requested: mcpCap("echo"), granted: mcptest.Caps(t, "mcp:sample:*", "mcp:roots:*", "mcp:echo:*")})
 	// The log is flushed asynchronously: wait for both settlements.
 	isSample := func(m map[string]any) bool { return m["tool"] == "sample" && m["allowed"] == true }
-	for deadline := time.Now().Add(10 * time.Second); len(p.logWith("decision", isSample)) < 2 && time.Now().Before(deadline); {
+	for deadline := time.Now().Add(10 * time.Second); len(p.LogWith("decision", isSample)) < 2 && time.Now().Before(deadline); {
 		time.Sleep(20 * time.Millisecond)
 	}
 	var released, charged int
-	for _, m := range p.logWith("decision", isSample) {
+	for _, m := range p.LogWith("decision", isSample) {
 		if m["released"] == true && m["cost"] == 0.0 && m["outcome"] == "input required" {
 			released++
 		} else if m["cost"] == 100.0 {
@@ -745,12 +689,12 @@ func TestE2EListChangedCrosses(t *testing.T) {
 	for _, legacy := range []bool{false, true} {
 		t.Run(eraName(legacy), func(t *testing.T) {
 			t.Parallel()
-			e := newEnv(t)
-			tok := e.mint(nil, "mcp:notify_list_changed:*")
-			s := e.startProxy(proxyOptions{policy: e.policy(), token: tok}).connect(sessionOptions{legacy: legacy})
-			ok(t, s.call(t, "notify_list_changed", nil), "notify_list_changed")
-			eventually(t, 10*time.Second, "notifications/tools/list_changed", func() bool {
-				return len(s.notifications(mcp.MethodNotificationToolsListChanged)) > 0
+			e := mcptest.NewEnv(t)
+			tok := e.Mint(nil, "mcp:notify_list_changed:*")
+			s := e.StartProxy(mcptest.ProxyOptions{Policy: e.Policy(), Token: tok}).Connect(mcptest.SessionOptions{Legacy: legacy})
+			s.Call(t, "notify_list_changed", nil).OK(t, "notify_list_changed")
+			mcptest.Eventually(t, "notifications/tools/list_changed", func() bool {
+				return len(s.Notifications(mcp.MethodNotificationToolsListChanged)) > 0
 			})
 		})
 	}
@@ -773,66 +717,66 @@ func bigText(n int) string {
 
 func TestE2EBigResult(t *testing.T) {
 	t.Parallel()
-	e := newEnv(t)
-	tok := e.mint(nil, "mcp:big:*")
-	s := e.startProxy(proxyOptions{policy: e.policy(), token: tok}).connect(sessionOptions{})
+	e := mcptest.NewEnv(t)
+	tok := e.Mint(nil, "mcp:big:*")
+	s := e.StartProxy(mcptest.ProxyOptions{Policy: e.Policy(), Token: tok}).Connect(mcptest.SessionOptions{})
 	const size = 5 << 20
 	// Five megabytes through race-instrumented code on both sides take a
 	// few seconds, and many more on a loaded machine.
 	ctx, cancel := context.WithTimeout(t.Context(), 90*time.Second)
 	defer cancel()
-	res := ok(t, s.callExtra(ctx, callRequest("big", map[string]any{"bytes": size}), nil), "big")
-	if got := text(t, res, 0); got != bigText(size) {
+	res := s.CallExtra(ctx, mcptest.CallRequest("big", map[string]any{"bytes": size}), nil).OK(t, "big")
+	if got := mcptest.Text(t, res, 0); got != bigText(size) {
 		t.Errorf("big returned %d bytes, not the %d the upstream sent", len(got), size)
 	}
 }
 
 func TestE2EOversizeClientFrame(t *testing.T) {
 	t.Parallel()
-	e := newEnv(t)
-	tok := e.mint(nil, "mcp:echo:*")
-	pol := e.policy()
-	pol.maxFrameBytes = 1 << 20
-	p := e.startProxy(proxyOptions{policy: pol, token: tok})
-	c := p.raw()
-	c.initialize()
+	e := mcptest.NewEnv(t)
+	tok := e.Mint(nil, "mcp:echo:*")
+	pol := e.Policy()
+	pol.MaxFrameBytes = 1 << 20
+	p := e.StartProxy(mcptest.ProxyOptions{Policy: pol, Token: tok})
+	c := p.Raw()
+	c.Initialize()
 
 	huge := strings.Repeat("a", 1<<20+4096)
-	c.send(callFrame("2", "echo", map[string]any{"text": huge}))
-	m := c.response("2")
+	c.Send(mcptest.CallFrame("2", "echo", map[string]any{"text": huge}))
+	m := c.Response("2")
 	if m.Error == nil || m.Error.Code != -32600 || !strings.Contains(m.Error.Message, "frame limit of 1048576") {
 		t.Errorf("an oversize request was answered %+v; want -32600 naming the limit", m.Error)
 	}
 	// An oversize notification gets no answer: the next frame is the
 	// response to the request after it.
-	c.send(`{"jsonrpc":"2.0","method":"notifications/message","params":{"level":"info","data":"` + huge + `"}}`)
-	c.send(callFrame("3", "echo", map[string]any{"text": "small"}))
-	if got := resultText(t, c.response("3")); got != "small" {
+	c.Send(`{"jsonrpc":"2.0","method":"notifications/message","params":{"level":"info","data":"` + huge + `"}}`)
+	c.Send(mcptest.CallFrame("3", "echo", map[string]any{"text": "small"}))
+	if got := mcptest.ResultText(t, c.Response("3")); got != "small" {
 		t.Errorf("echo after the oversize frames = %q", got)
 	}
-	if calls := p.logWith("upstream stderr", upstreamLogged("msg=tools/call")); len(calls) > 1 {
+	if calls := p.LogWith("upstream stderr", mcptest.UpstreamLogged("msg=tools/call")); len(calls) > 1 {
 		t.Errorf("the oversize request reached the upstream: %v", calls)
 	}
 }
 
 func TestE2EOversizeUpstreamResponse(t *testing.T) {
 	t.Parallel()
-	e := newEnv(t)
-	tok := e.mint(nil, "mcp:big:*", "mcp:echo:*")
-	pol := e.policy()
-	pol.maxFrameBytes = 1 << 20
-	s := e.startProxy(proxyOptions{policy: pol, token: tok}).connect(sessionOptions{})
+	e := mcptest.NewEnv(t)
+	tok := e.Mint(nil, "mcp:big:*", "mcp:echo:*")
+	pol := e.Policy()
+	pol.MaxFrameBytes = 1 << 20
+	s := e.StartProxy(mcptest.ProxyOptions{Policy: pol, Token: tok}).Connect(mcptest.SessionOptions{})
 
-	r := s.call(t, "big", map[string]any{"bytes": 2 << 20})
-	if r.rpc == nil || r.rpc.Code != -32603 || !strings.Contains(r.rpc.Message, "frame limit") {
-		t.Fatalf("a 2 MiB response under a 1 MiB limit gave %v (%+v); want a -32603 error naming the limit", r.err, r.rpc)
+	r := s.Call(t, "big", map[string]any{"bytes": 2 << 20})
+	if r.RPC == nil || r.RPC.Code != -32603 || !strings.Contains(r.RPC.Message, "frame limit") {
+		t.Fatalf("a 2 MiB response under a 1 MiB limit gave %v (%+v); want a -32603 error naming the limit", r.Err, r.RPC)
 	}
-	res := ok(t, s.call(t, "echo", map[string]any{"text": "still here"}), "echo after the oversize response")
-	if got := text(t, res, 0); got != "still here" {
+	res := s.Call(t, "echo", map[string]any{"text": "still here"}).OK(t, "echo after the oversize response")
+	if got := mcptest.Text(t, res, 0); got != "still here" {
 		t.Errorf("echo = %q", got)
 	}
-	res = ok(t, s.call(t, "big", map[string]any{"bytes": 512 << 10}), "big under the limit")
-	if got := text(t, res, 0); got != bigText(512<<10) {
+	res = s.Call(t, "big", map[string]any{"bytes": 512 << 10}).OK(t, "big under the limit")
+	if got := mcptest.Text(t, res, 0); got != bigText(512<<10) {
 		t.Errorf("big returned %d bytes", len(got))
 	}
 }
@@ -853,34 +797,34 @@ func (b bigSampler) CreateMessage(context.Context, mcp.CreateMessageRequest) (*m
 // session goes on.
 func TestE2EOversizeClientAnswer(t *testing.T) {
 	t.Parallel()
-	e := newEnv(t)
-	tok := e.mint(nil, "mcp:sample:*", "mcp:echo:*")
-	pol := e.policy()
-	pol.maxFrameBytes = 1 << 20
-	s := e.startProxy(proxyOptions{policy: pol, token: tok}).connect(sessionOptions{legacy: true,
-		clientOpts: []client.ClientOption{client.WithSamplingHandler(bigSampler{size: 2 << 20})}})
+	e := mcptest.NewEnv(t)
+	tok := e.Mint(nil, "mcp:sample:*", "mcp:echo:*")
+	pol := e.Policy()
+	pol.MaxFrameBytes = 1 << 20
+	s := e.StartProxy(mcptest.ProxyOptions{Policy: pol, Token: tok}).Connect(mcptest.SessionOptions{Legacy: true,
+		ClientOptions: []client.ClientOption{client.WithSamplingHandler(bigSampler{size: 2 << 20})}})
 
-	ctx, cancel := context.WithTimeout(testContext(t), 10*time.Second)
+	ctx, cancel := context.WithTimeout(mcptest.Context(t), 10*time.Second)
 	defer cancel()
-	r := s.callExtra(ctx, callRequest("sample", map[string]any{"prompt": "write a lot"}), nil)
-	if errors.Is(r.err, context.DeadlineExceeded) {
+	r := s.CallExtra(ctx, mcptest.CallRequest("sample", map[string]any{"prompt": "write a lot"}), nil)
+	if errors.Is(r.Err, context.DeadlineExceeded) {
 		t.Fatal("the sample call hung: the upstream never learnt that the client's answer was dropped")
 	}
-	if r.err == nil && !r.res.IsError {
-		t.Errorf("the sample call succeeded with an answer over the frame limit: %d bytes", len(text(t, r.res, 0)))
+	if r.Err == nil && !r.Res.IsError {
+		t.Errorf("the sample call succeeded with an answer over the frame limit: %d bytes", len(mcptest.Text(t, r.Res, 0)))
 	}
-	res := ok(t, s.call(t, "echo", map[string]any{"text": "still here"}), "echo after the oversize answer")
-	if got := text(t, res, 0); got != "still here" {
+	res := s.Call(t, "echo", map[string]any{"text": "still here"}).OK(t, "echo after the oversize answer")
+	if got := mcptest.Text(t, res, 0); got != "still here" {
 		t.Errorf("echo = %q", got)
 	}
 }
 
 func TestE2EUnparsableLine(t *testing.T) {
 	t.Parallel()
-	e := newEnv(t)
-	tok := e.mint(nil, "mcp:echo:*")
-	c := e.startProxy(proxyOptions{policy: e.policy(), token: tok}).raw()
-	c.initialize()
+	e := mcptest.NewEnv(t)
+	tok := e.Mint(nil, "mcp:echo:*")
+	c := e.StartProxy(mcptest.ProxyOptions{Policy: e.Policy(), Token: tok}).Raw()
+	c.Initialize()
 	for _, tt := range []struct {
 		line string
 		code int
@@ -892,19 +836,19 @@ func TestE2EUnparsableLine(t *testing.T) {
 		{`[1,2,3]`, -32600},
 		{`{}`, -32600},
 	} {
-		c.send(tt.line)
-		m := c.response("null")
+		c.Send(tt.line)
+		m := c.Response("null")
 		if m.Error == nil || m.Error.Code != tt.code {
 			t.Errorf("%q was answered %+v; want %d", tt.line, m.Error, tt.code)
 		}
 	}
 	// JSON-RPC of the wrong shape whose id can be read is answered with it.
-	c.send(`{"jsonrpc":"2.0","id":5,"method":"ping","result":{}}`)
-	if m := c.response("5"); m.Error == nil || m.Error.Code != -32600 {
+	c.Send(`{"jsonrpc":"2.0","id":5,"method":"ping","result":{}}`)
+	if m := c.Response("5"); m.Error == nil || m.Error.Code != -32600 {
 		t.Errorf("a request with a result was answered %+v; want -32600", m.Error)
 	}
-	c.send(callFrame("6", "echo", map[string]any{"text": "after"}))
-	if got := resultText(t, c.response("6")); got != "after" {
+	c.Send(mcptest.CallFrame("6", "echo", map[string]any{"text": "after"}))
+	if got := mcptest.ResultText(t, c.Response("6")); got != "after" {
 		t.Errorf("echo after the garbage = %q", got)
 	}
 }
@@ -914,29 +858,29 @@ func TestE2EUnparsableLine(t *testing.T) {
 
 func TestE2EUpstreamCrash(t *testing.T) {
 	t.Parallel()
-	e := newEnv(t)
-	tok := e.mint(nil, "mcp:crash:*", "mcp:slow:*")
-	p := e.startProxy(proxyOptions{policy: e.policy(), token: tok, wantExit: func(code int) bool { return code == 1 }})
-	s := p.connect(sessionOptions{})
+	e := mcptest.NewEnv(t)
+	tok := e.Mint(nil, "mcp:crash:*", "mcp:slow:*")
+	p := e.StartProxy(mcptest.ProxyOptions{Policy: e.Policy(), Token: tok, WantExit: func(code int) bool { return code == 1 }})
+	s := p.Connect(mcptest.SessionOptions{})
 
-	slow := make(chan result, 1)
-	req := callRequest("slow", map[string]any{"steps": 1000, "delay_ms": 20})
+	slow := make(chan mcptest.Result, 1)
+	req := mcptest.CallRequest("slow", map[string]any{"steps": 1000, "delay_ms": 20})
 	req.Params.Meta = &mcp.Meta{ProgressToken: "bg"}
-	go func() { slow <- s.callExtra(testContext(t), req, nil) }()
-	eventually(t, 10*time.Second, "the slow call to start", func() bool {
-		return len(s.notifications("notifications/progress")) > 0
+	go func() { slow <- s.CallExtra(mcptest.Context(t), req, nil) }()
+	mcptest.Eventually(t, "the slow call to start", func() bool {
+		return len(s.Notifications("notifications/progress")) > 0
 	})
-	r := s.call(t, "crash", nil)
-	if r.rpc == nil || r.rpc.Code != -32603 || !strings.Contains(r.rpc.Message, "exited") {
-		t.Errorf("the call the upstream crashed in got %v (%+v); want a -32603 error saying the upstream exited", r.err, r.rpc)
+	r := s.Call(t, "crash", nil)
+	if r.RPC == nil || r.RPC.Code != -32603 || !strings.Contains(r.RPC.Message, "exited") {
+		t.Errorf("the call the upstream crashed in got %v (%+v); want a -32603 error saying the upstream exited", r.Err, r.RPC)
 	}
-	if r := <-slow; r.rpc == nil || r.rpc.Code != -32603 {
-		t.Errorf("the call in flight when the upstream crashed got %v (%+v); want a -32603 error", r.err, r.rpc)
+	if r := <-slow; r.RPC == nil || r.RPC.Code != -32603 {
+		t.Errorf("the call in flight when the upstream crashed got %v (%+v); want a -32603 error", r.Err, r.RPC)
 	}
-	if !p.waitExit(10 * time.Second) {
+	if !p.WaitExit(10 * time.Second) {
 		t.Fatal("the proxy is still running after its upstream exited")
 	}
-	if got := p.stderr.String(); !strings.Contains(got, "upstream MCP server exited") || !strings.Contains(got, "exit status 3") {
+	if got := p.Stderr.String(); !strings.Contains(got, "upstream MCP server exited") || !strings.Contains(got, "exit status 3") {
 		t.Errorf("the proxy's stderr does not say the upstream exited with status 3:\n%s", got)
 	}
 }
@@ -946,28 +890,28 @@ func TestE2EUpstreamCrash(t *testing.T) {
 
 // parallelCalls makes n calls at once and counts the successes and the
 // budget_exceeded denials; anything else fails the test.
-func parallelCalls(t *testing.T, s *session, n int, token func(i int) string) (succeeded, refused int) {
+func parallelCalls(t *testing.T, s *mcptest.Session, n int, token func(i int) string) (succeeded, refused int) {
 	t.Helper()
-	results := make([]result, n)
+	results := make([]mcptest.Result, n)
 	var wg sync.WaitGroup
 	for i := range n {
 		wg.Go(func() {
 			extra := map[string]any(nil)
 			if token != nil {
-				extra = delegateos(token(i))
+				extra = mcptest.TokenParams(token(i))
 			}
-			results[i] = s.callExtra(testContext(t), callRequest("echo", map[string]any{"text": fmt.Sprint(i)}), extra)
+			results[i] = s.CallExtra(mcptest.Context(t), mcptest.CallRequest("echo", map[string]any{"text": fmt.Sprint(i)}), extra)
 		})
 	}
 	wg.Wait()
 	for i, r := range results {
 		switch {
-		case r.err == nil && !r.res.IsError:
+		case r.Err == nil && !r.Res.IsError:
 			succeeded++
 		case isDenial(r, dct.BudgetExceeded):
 			refused++
 		default:
-			t.Errorf("call %d: %v %+v", i, r.err, r.rpc)
+			t.Errorf("call %d: %v %+v", i, r.Err, r.RPC)
 		}
 	}
 	return succeeded, refused
@@ -977,22 +921,22 @@ func TestE2EParallelCallsBudget(t *testing.T) {
 	t.Parallel()
 	t.Run("one level", func(t *testing.T) {
 		t.Parallel()
-		e := newEnv(t)
-		tok := e.mint(budget(4000), "mcp:echo:*")
-		s := e.startProxy(proxyOptions{policy: e.policy(priced("echo", 100)), token: tok}).connect(sessionOptions{})
+		e := mcptest.NewEnv(t)
+		tok := e.Mint(mcptest.Budget(4000), "mcp:echo:*")
+		s := e.StartProxy(mcptest.ProxyOptions{Policy: e.Policy(mcptest.Priced("echo", 100)), Token: tok}).Connect(mcptest.SessionOptions{})
 		if ok, refused := parallelCalls(t, s, 100, nil); ok != 40 || refused != 60 {
 			t.Errorf("%d calls succeeded and %d were refused; want exactly 40 and 60", ok, refused)
 		}
 	})
 	t.Run("the parent's budget binds", func(t *testing.T) {
 		t.Parallel()
-		e := newEnv(t)
-		bob := newKey(t, "bob")
-		parent := e.mint(budget(4000), "mcp:echo:*")
-		child := attenuate(t, parent, e.agent, bob, 3000)
-		s := e.startProxy(proxyOptions{policy: e.policy(priced("echo", 100))}).connect(sessionOptions{})
+		e := mcptest.NewEnv(t)
+		bob := mcptest.NewKey(t, "bob")
+		parent := e.Mint(mcptest.Budget(4000), "mcp:echo:*")
+		child := mcptest.Attenuate(t, parent, e.Agent, bob, 3000)
+		s := e.StartProxy(mcptest.ProxyOptions{Policy: e.Policy(mcptest.Priced("echo", 100))}).Connect(mcptest.SessionOptions{})
 		for i := range 20 {
-			ok(t, s.callAs(t, parent.String(), "echo", map[string]any{"text": "parent"}), fmt.Sprintf("parent call %d", i))
+			s.CallAs(t, parent.String(), "echo", map[string]any{"text": "parent"}).OK(t, fmt.Sprintf("parent call %d", i))
 		}
 		// The child may spend 3000, but its parent has only 2000 left.
 		if ok, refused := parallelCalls(t, s, 100, func(int) string { return child.String() }); ok != 20 || refused != 80 {
@@ -1001,11 +945,11 @@ func TestE2EParallelCallsBudget(t *testing.T) {
 	})
 	t.Run("siblings share the parent's budget", func(t *testing.T) {
 		t.Parallel()
-		e := newEnv(t)
-		parent := e.mint(budget(4000), "mcp:echo:*")
-		a := attenuate(t, parent, e.agent, newKey(t, "a"), 3000)
-		b := attenuate(t, parent, e.agent, newKey(t, "b"), 3000)
-		s := e.startProxy(proxyOptions{policy: e.policy(priced("echo", 100))}).connect(sessionOptions{})
+		e := mcptest.NewEnv(t)
+		parent := e.Mint(mcptest.Budget(4000), "mcp:echo:*")
+		a := mcptest.Attenuate(t, parent, e.Agent, mcptest.NewKey(t, "a"), 3000)
+		b := mcptest.Attenuate(t, parent, e.Agent, mcptest.NewKey(t, "b"), 3000)
+		s := e.StartProxy(mcptest.ProxyOptions{Policy: e.Policy(mcptest.Priced("echo", 100))}).Connect(mcptest.SessionOptions{})
 		byIndex := func(i int) string {
 			if i%2 == 0 {
 				return a.String()
@@ -1023,27 +967,27 @@ func TestE2EParallelCallsBudget(t *testing.T) {
 
 func TestE2ESpendSurvivesRestart(t *testing.T) {
 	t.Parallel()
-	e := newEnv(t)
-	pol := e.policy(priced("echo", 100))
-	pol.spendStore = filepath.Join(e.dir, "spend.log")
-	tok := e.mint(budget(1000), "mcp:echo:*")
+	e := mcptest.NewEnv(t)
+	pol := e.Policy(mcptest.Priced("echo", 100))
+	pol.SpendStore = filepath.Join(e.Dir, "spend.log")
+	tok := e.Mint(mcptest.Budget(1000), "mcp:echo:*")
 
-	p1 := e.startProxy(proxyOptions{policy: pol, token: tok})
-	s1 := p1.connect(sessionOptions{})
+	p1 := e.StartProxy(mcptest.ProxyOptions{Policy: pol, Token: tok})
+	s1 := p1.Connect(mcptest.SessionOptions{})
 	for i := range 3 {
-		ok(t, s1.call(t, "echo", map[string]any{"text": "x"}), fmt.Sprintf("first run, echo %d", i+1))
+		s1.Call(t, "echo", map[string]any{"text": "x"}).OK(t, fmt.Sprintf("first run, echo %d", i+1))
 	}
 	s1.Close()
-	if !p1.waitExit(10*time.Second) || p1.exitCode() != 0 {
-		t.Fatalf("the first proxy did not exit cleanly: %v", p1.waitErr)
+	if !p1.WaitExit(10*time.Second) || p1.ExitCode() != 0 {
+		t.Fatalf("the first proxy did not exit cleanly: %v", p1.WaitErr())
 	}
 
-	s2 := e.startProxy(proxyOptions{policy: pol, token: tok}).connect(sessionOptions{})
+	s2 := e.StartProxy(mcptest.ProxyOptions{Policy: pol, Token: tok}).Connect(mcptest.SessionOptions{})
 	for i := range 7 {
-		ok(t, s2.call(t, "echo", map[string]any{"text": "x"}), fmt.Sprintf("second run, echo %d", i+1))
+		s2.Call(t, "echo", map[string]any{"text": "x"}).OK(t, fmt.Sprintf("second run, echo %d", i+1))
 	}
-	checkDenial(t, s2.call(t, "echo", map[string]any{"text": "x"}),
-		denial{typ: dct.BudgetExceeded, detail: "spent 1000 of a budget of 1000", requested: mcpCap("echo"), granted: caps(t, "mcp:echo:*")})
+	checkDenial(t, s2.Call(t, "echo", map[string]any{"text": "x"}),
+		denial{typ: dct.BudgetExceeded, detail: "spent 1000 of a budget of 1000", requested: mcpCap("echo"), granted: mcptest.Caps(t, "mcp:echo:*")})
 }
 
 func TestE2EHonourUpstreamCost(t *testing.T) {
@@ -1051,21 +995,21 @@ func TestE2EHonourUpstreamCost(t *testing.T) {
 	for _, honour := range []bool{false, true} {
 		t.Run(fmt.Sprintf("honour_upstream_cost=%v", honour), func(t *testing.T) {
 			t.Parallel()
-			e := newEnv(t)
-			pol := e.policy(priced("costly", 100))
-			pol.honourUpstreamCost = honour
-			tok := e.mint(budget(1000), "mcp:costly:*")
-			p := e.startProxy(proxyOptions{policy: pol, token: tok})
-			s := p.connect(sessionOptions{})
+			e := mcptest.NewEnv(t)
+			pol := e.Policy(mcptest.Priced("costly", 100))
+			pol.HonourUpstreamCost = honour
+			tok := e.Mint(mcptest.Budget(1000), "mcp:costly:*")
+			p := e.StartProxy(mcptest.ProxyOptions{Policy: pol, Token: tok})
+			s := p.Connect(mcptest.SessionOptions{})
 
 			// A reported cost is capped at what was reserved: the rule
 			// sets no max_cost, so 100.
-			ok(t, s.call(t, "costly", map[string]any{"cost": 950}), "costly reporting 950")
-			settled := p.waitLog("decision", func(m map[string]any) bool { return m["tool"] == "costly" && m["allowed"] == true })
+			s.Call(t, "costly", map[string]any{"cost": 950}).OK(t, "costly reporting 950")
+			settled := p.WaitLog("decision", func(m map[string]any) bool { return m["tool"] == "costly" && m["allowed"] == true })
 			if settled["cost"] != 100.0 {
 				t.Errorf("the call was charged %v, want 100", settled["cost"])
 			}
-			ok(t, s.call(t, "costly", map[string]any{"cost": 0}), "a second costly call: only 100 of 1000 is spent")
+			s.Call(t, "costly", map[string]any{"cost": 0}).OK(t, "a second costly call: only 100 of 1000 is spent")
 		})
 	}
 }
@@ -1075,63 +1019,63 @@ func TestE2EHonourUpstreamCost(t *testing.T) {
 
 func TestE2EClientEOF(t *testing.T) {
 	t.Parallel()
-	e := newEnv(t)
-	tok := e.mint(nil, "mcp:echo:*")
-	p := e.startProxy(proxyOptions{policy: e.policy(), token: tok})
-	s := p.connect(sessionOptions{})
-	ok(t, s.call(t, "echo", map[string]any{"text": "x"}), "echo")
-	pid := p.upstreamPID()
-	if processGone(pid) {
+	e := mcptest.NewEnv(t)
+	tok := e.Mint(nil, "mcp:echo:*")
+	p := e.StartProxy(mcptest.ProxyOptions{Policy: e.Policy(), Token: tok})
+	s := p.Connect(mcptest.SessionOptions{})
+	s.Call(t, "echo", map[string]any{"text": "x"}).OK(t, "echo")
+	pid := p.UpstreamPID()
+	if mcptest.ProcessGone(pid) {
 		t.Fatalf("upstream pid %d from the log does not exist", pid)
 	}
 	s.Close() // closes the proxy's stdin
-	if !p.waitExit(10 * time.Second) {
+	if !p.WaitExit(10 * time.Second) {
 		t.Fatal("the proxy did not exit after its stdin closed")
 	}
-	if code := p.exitCode(); code != 0 {
+	if code := p.ExitCode(); code != 0 {
 		t.Errorf("the proxy exited with status %d after a clean EOF, want 0", code)
 	}
-	if !processGone(pid) {
+	if !mcptest.ProcessGone(pid) {
 		t.Errorf("the upstream (pid %d) outlived the proxy", pid)
 	}
-	p.waitLog("upstream exited after the client closed", nil)
+	p.WaitLog("upstream exited after the client closed", nil)
 }
 
 func TestE2ESIGTERMPassedOn(t *testing.T) {
 	t.Parallel()
-	e := newEnv(t)
-	tok := e.mint(nil, "mcp:echo:*", "mcp:slow:*")
+	e := mcptest.NewEnv(t)
+	tok := e.Mint(nil, "mcp:echo:*", "mcp:slow:*")
 	// The proxy exits by itself (not killed by the signal), reporting that
 	// its upstream exited.
-	p := e.startProxy(proxyOptions{policy: e.policy(), token: tok, wantExit: func(code int) bool { return code >= 0 }})
-	s := p.connect(sessionOptions{})
-	ok(t, s.call(t, "echo", map[string]any{"text": "x"}), "echo")
-	pid := p.upstreamPID()
+	p := e.StartProxy(mcptest.ProxyOptions{Policy: e.Policy(), Token: tok, WantExit: func(code int) bool { return code >= 0 }})
+	s := p.Connect(mcptest.SessionOptions{})
+	s.Call(t, "echo", map[string]any{"text": "x"}).OK(t, "echo")
+	pid := p.UpstreamPID()
 
-	slow := make(chan result, 1)
-	req := callRequest("slow", map[string]any{"steps": 1000, "delay_ms": 20})
+	slow := make(chan mcptest.Result, 1)
+	req := mcptest.CallRequest("slow", map[string]any{"steps": 1000, "delay_ms": 20})
 	req.Params.Meta = &mcp.Meta{ProgressToken: "bg"}
-	go func() { slow <- s.callExtra(testContext(t), req, nil) }()
-	eventually(t, 10*time.Second, "the slow call to start", func() bool {
-		return len(s.notifications("notifications/progress")) > 0
+	go func() { slow <- s.CallExtra(mcptest.Context(t), req, nil) }()
+	mcptest.Eventually(t, "the slow call to start", func() bool {
+		return len(s.Notifications("notifications/progress")) > 0
 	})
 
 	// Only the proxy is signalled; its stdin stays open. The upstream can
 	// only learn of the signal from the proxy.
-	if err := p.cmd.Process.Signal(syscall.SIGTERM); err != nil {
+	if err := p.Cmd.Process.Signal(syscall.SIGTERM); err != nil {
 		t.Fatal(err)
 	}
-	if !p.waitExit(10 * time.Second) {
+	if !p.WaitExit(10 * time.Second) {
 		t.Fatal("the proxy did not exit after SIGTERM")
 	}
-	if !processGone(pid) {
+	if !mcptest.ProcessGone(pid) {
 		t.Errorf("the upstream (pid %d) outlived the proxy", pid)
 	}
-	if got := p.logWith("passing signal to the upstream", func(m map[string]any) bool { return m["signal"] == "terminated" }); len(got) != 1 {
+	if got := p.LogWith("passing signal to the upstream", func(m map[string]any) bool { return m["signal"] == "terminated" }); len(got) != 1 {
 		t.Errorf("the log shows %d SIGTERMs passed on, want 1", len(got))
 	}
-	if r := <-slow; r.err == nil {
-		t.Errorf("the call in flight at SIGTERM succeeded: %+v", r.res)
+	if r := <-slow; r.Err == nil {
+		t.Errorf("the call in flight at SIGTERM succeeded: %+v", r.Res)
 	}
 }
 
@@ -1140,31 +1084,31 @@ func TestE2ESIGTERMPassedOn(t *testing.T) {
 // proxy's stdout must still be a JSON-RPC frame, exactly one per answer.
 func TestE2EStdoutCarriesOnlyFrames(t *testing.T) {
 	t.Parallel()
-	e := newEnv(t)
-	tok := e.mint(nil, "mcp:echo:*")
-	p := e.startProxy(proxyOptions{policy: e.policy(), token: tok, logToStderr: true})
-	c := p.raw()
-	c.initialize()
+	e := mcptest.NewEnv(t)
+	tok := e.Mint(nil, "mcp:echo:*")
+	p := e.StartProxy(mcptest.ProxyOptions{Policy: e.Policy(), Token: tok, LogToStderr: true})
+	c := p.Raw()
+	c.Initialize()
 	for i := range 3 {
 		id := fmt.Sprint(10 + i)
-		c.send(callFrame(id, "echo", map[string]any{"text": "line " + id}))
-		resultText(t, c.response(id))
+		c.Send(mcptest.CallFrame(id, "echo", map[string]any{"text": "line " + id}))
+		mcptest.ResultText(t, c.Response(id))
 	}
-	c.send(callFrame("20", "read_file", notesPath)) // denied
-	if m := c.response("20"); m.Error == nil || m.Error.Code != -32001 {
+	c.Send(mcptest.CallFrame("20", "read_file", notesPath)) // denied
+	if m := c.Response("20"); m.Error == nil || m.Error.Code != -32001 {
 		t.Errorf("read_file without a grant: %+v", m.Error)
 	}
-	c.send("garbage")
-	c.response("null")
-	p.stdin.Close()
-	if !p.waitExit(10 * time.Second) {
+	c.Send("garbage")
+	c.Response("null")
+	p.Stdin.Close()
+	if !p.WaitExit(10 * time.Second) {
 		t.Fatal("the proxy did not exit after its stdin closed")
 	}
-	p.out.waitEOF(10 * time.Second)
-	if n := p.out.frameCount(); n != 6 {
+	p.Stdout.WaitEOF(10 * time.Second)
+	if n := p.Stdout.Frames(); n != 6 {
 		t.Errorf("the proxy wrote %d frames, want 6 (initialize, 3 results, a denial, a parse error)", n)
 	}
-	stderr := p.stderr.String()
+	stderr := p.Stderr.String()
 	if !strings.Contains(stderr, `"msg":"upstream stderr"`) || !strings.Contains(stderr, "msg=tools/call") {
 		t.Errorf("the upstream's stderr did not reach the proxy's log on stderr:\n%s", stderr)
 	}
@@ -1179,17 +1123,17 @@ func TestE2EStdoutCarriesOnlyFrames(t *testing.T) {
 // and never answers.
 func TestE2EUpstreamStderrLongLine(t *testing.T) {
 	t.Parallel()
-	e := newEnv(t)
-	tok := e.mint(nil, "mcp:echo:*")
+	e := mcptest.NewEnv(t)
+	tok := e.Mint(nil, "mcp:echo:*")
 	script := `head -c 2097152 /dev/zero | tr '\0' x >&2; echo >&2; yes 'filler line' | head -c 262144 >&2; echo 'last line before serving' >&2; exec "$@"`
-	p := e.startProxy(proxyOptions{policy: e.policy(), token: tok, wrap: []string{"sh", "-c", script, "sh"}})
-	s := p.connect(sessionOptions{})
-	ok(t, s.call(t, "echo", map[string]any{"text": "x"}), "echo")
-	p.waitLog("upstream stderr", upstreamLogged("last line before serving"))
-	p.waitLog("upstream stderr", func(m map[string]any) bool {
+	p := e.StartProxy(mcptest.ProxyOptions{Policy: e.Policy(), Token: tok, Wrap: []string{"sh", "-c", script, "sh"}})
+	s := p.Connect(mcptest.SessionOptions{})
+	s.Call(t, "echo", map[string]any{"text": "x"}).OK(t, "echo")
+	p.WaitLog("upstream stderr", mcptest.UpstreamLogged("last line before serving"))
+	p.WaitLog("upstream stderr", func(m map[string]any) bool {
 		return m["truncated"] == true && strings.HasPrefix(m["line"].(string), "xxxx")
 	})
-	p.waitLog("upstream stderr", upstreamLogged("tool=echo"))
+	p.WaitLog("upstream stderr", mcptest.UpstreamLogged("tool=echo"))
 }
 
 // ---------------------------------------------------------------------------
@@ -1197,18 +1141,18 @@ func TestE2EUpstreamStderrLongLine(t *testing.T) {
 
 func TestE2EDecisionLog(t *testing.T) {
 	t.Parallel()
-	e := newEnv(t)
-	tok := e.mint(budget(1000), "docs:read:/project/sub/**", "mcp:echo:*")
+	e := mcptest.NewEnv(t)
+	tok := e.Mint(mcptest.Budget(1000), "docs:read:/project/sub/**", "mcp:echo:*")
 	del := delegationID(tok)
-	p := e.startProxy(proxyOptions{policy: e.policy(priced("echo", 100)), token: tok})
-	s := p.connect(sessionOptions{})
+	p := e.StartProxy(mcptest.ProxyOptions{Policy: e.Policy(mcptest.Priced("echo", 100)), Token: tok})
+	s := p.Connect(mcptest.SessionOptions{})
 
-	ok(t, s.call(t, "read_file", notesPath), "read_file")
-	s.call(t, "read_file", map[string]any{"path": "/project/secret.md"})
-	ok(t, s.call(t, "echo", map[string]any{"text": "x"}), "echo")
-	s.callAs(t, "garbage", "echo", map[string]any{"text": "x"})
+	s.Call(t, "read_file", notesPath).OK(t, "read_file")
+	s.Call(t, "read_file", map[string]any{"path": "/project/secret.md"})
+	s.Call(t, "echo", map[string]any{"text": "x"}).OK(t, "echo")
+	s.CallAs(t, "garbage", "echo", map[string]any{"text": "x"})
 	s.Close()
-	if !p.waitExit(10 * time.Second) {
+	if !p.WaitExit(10 * time.Second) {
 		t.Fatal("the proxy did not exit")
 	}
 
@@ -1224,7 +1168,7 @@ func TestE2EDecisionLog(t *testing.T) {
 		{"echo", true, "granted", del, 100},
 		{"echo", false, "malformed_token", "", 100},
 	}
-	got := p.logWith("decision", nil)
+	got := p.LogWith("decision", nil)
 	if len(got) != len(want) {
 		t.Fatalf("%d decision lines, want %d: %v", len(got), len(want), got)
 	}

@@ -11,6 +11,7 @@ import (
 	"github.com/delegateos/delegateos/attest"
 	"github.com/delegateos/delegateos/contract"
 	"github.com/delegateos/delegateos/dct"
+	"github.com/delegateos/delegateos/internal/mcptest"
 	"github.com/delegateos/delegateos/proxy"
 )
 
@@ -25,12 +26,12 @@ import (
 func TestReviewContractSwapThroughProxy(t *testing.T) {
 	r := newDelegationRun(t)
 	delA := r.aTok.Unverified().Authority.DelegationID
-	sybil := newKey(t, "sybil")
-	tok, err := dct.Attenuate(r.aTok, dct.AttenuateParams{Attenuator: r.e.agent, Delegatee: sybil.ID(), DelegationID: newDelegationID()})
+	sybil := mcptest.NewKey(t, "sybil")
+	tok, err := dct.Attenuate(r.aTok, dct.AttenuateParams{Attenuator: r.e.Agent, Delegatee: sybil.ID(), DelegationID: mcptest.NewDelegationID()})
 	if err != nil {
 		t.Fatal(err)
 	}
-	fake, err := contract.Create(r.e.agent, contract.CreateParams{ID: "ct_aaaaaaaaaaaa", Title: "anything",
+	fake, err := contract.Create(r.e.Agent, contract.CreateParams{ID: "ct_aaaaaaaaaaaa", Title: "anything",
 		OutputSchema:        json.RawMessage(`{}`),
 		Verification:        json.RawMessage(`{"method":"deterministic_check","checkName":"string_length","checkParams":{"field":"summary","min":0}}`),
 		MaxBudgetMicrocents: 1, Deadline: time.Now().Add(time.Hour), RequiredCapabilities: []string{"docs:read"},
@@ -46,7 +47,7 @@ func TestReviewContractSwapThroughProxy(t *testing.T) {
 	if res := r.delegate(r.bContract, r.bTok, delA); !res.Accepted {
 		t.Fatalf("delegate B: %+v", res)
 	}
-	a, err := attest.Create(r.e.agent, attest.CreateParams{ContractID: "ct_aaaaaaaaaaaa", DelegationID: delA, Success: true,
+	a, err := attest.Create(r.e.Agent, attest.CreateParams{ContractID: "ct_aaaaaaaaaaaa", DelegationID: delA, Success: true,
 		Output: json.RawMessage(`{"summary":""}`), CostMicrocents: 0, DurationMs: 1}, time.Now())
 	if err != nil {
 		t.Fatal(err)
@@ -65,14 +66,14 @@ func TestReviewContractSwapThroughProxy(t *testing.T) {
 	if done := r.complete(delB, `{"summary":"Three milestones, the second one late."}`, 0); done.Status != "completed" {
 		t.Fatalf("complete B: %+v", done)
 	}
-	got := r.s.callAs(t, r.bTok.String(), "read_file", map[string]any{"path": "/project/sub/notes.md"})
-	if got.rpc == nil || got.rpc.Code != proxy.DenialCode || !strings.Contains(mustJSON(got.rpc.Data), "has ended (completed)") {
+	got := r.s.CallAs(t, r.bTok.String(), "read_file", map[string]any{"path": "/project/sub/notes.md"})
+	if got.RPC == nil || got.RPC.Code != proxy.DenialCode || !strings.Contains(mcptest.MustJSON(got.RPC.Data), "has ended (completed)") {
 		t.Errorf("a call under the completed delegation: %+v", got)
 	}
 	if resp.Error == nil {
 		var done proxy.CompleteResult
 		_ = json.Unmarshal(resp.Result, &done)
-		rep := r.cli("reputation", "show", "--workspace", r.ws, "--", r.e.agent.ID())
+		rep := r.cli("reputation", "show", "--workspace", r.ws, "--", r.e.Agent.ID())
 		if done.Status == "completed" {
 			t.Errorf("HOLE: the root's delegation %s was recorded %s against a contract the agent signed itself; agent's reputation:\n%s",
 				delA, r.chainStatus(delA), strings.TrimSpace(rep))

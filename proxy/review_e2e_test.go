@@ -6,6 +6,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/delegateos/delegateos/internal/mcptest"
 )
 
 // Frames that other line readers would split differently, or ids that
@@ -13,24 +15,24 @@ import (
 // Each case here was a working bypass against an earlier version.
 func TestE2EReviewFindings(t *testing.T) {
 	t.Parallel()
-	e := newEnv(t)
-	tok := e.mint(nil, "docs:read:/project/*/*", "mcp:echo:*", "mcp:slow:*")
-	p := e.startProxy(proxyOptions{policy: e.policy(), token: tok})
-	c := p.raw()
-	c.initialize()
+	e := mcptest.NewEnv(t)
+	tok := e.Mint(nil, "docs:read:/project/*/*", "mcp:echo:*", "mcp:slow:*")
+	p := e.StartProxy(mcptest.ProxyOptions{Policy: e.Policy(), Token: tok})
+	c := p.Raw()
+	c.Initialize()
 
 	// A bare carriage return is a line end to Python's and Node's readers:
 	// the "ping" would have hidden an ungated write_file from them.
-	c.send("{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"ping\",\"params\":\r" +
-		callFrame("2", "write_file", map[string]any{"path": "/project/secret.md", "content": "pwned"}) + "\r}")
-	if m := c.response("null"); m.Error == nil || m.Error.Code != -32700 || !strings.Contains(m.Error.Message, "carriage return") {
+	c.Send("{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"ping\",\"params\":\r" +
+		mcptest.CallFrame("2", "write_file", map[string]any{"path": "/project/secret.md", "content": "pwned"}) + "\r}")
+	if m := c.Response("null"); m.Error == nil || m.Error.Code != -32700 || !strings.Contains(m.Error.Message, "carriage return") {
 		t.Errorf("a frame with a bare CR was answered %+v; want -32700", m.Error)
 	}
 
 	// Ids other parsers read as another request's: refused.
 	for _, id := range []string{"1.0", "1e0", "-0", "01", "9007199254740992", `{"a":1}`, `"` + strings.Repeat("x", 300) + `"`} {
-		c.send(`{"jsonrpc":"2.0","id":` + id + `,"method":"ping"}`)
-		if m := c.response("null"); m.Error == nil || m.Error.Code != -32600 {
+		c.Send(`{"jsonrpc":"2.0","id":` + id + `,"method":"ping"}`)
+		if m := c.Response("null"); m.Error == nil || m.Error.Code != -32600 {
 			t.Errorf("id %.20s was answered %+v; want -32600", id, m.Error)
 		}
 	}
@@ -39,18 +41,18 @@ func TestE2EReviewFindings(t *testing.T) {
 	// used again; the cancelled call's late answer (the upstream knows it
 	// by the relay's own id) is dropped, so it can never be taken for the
 	// answer to the new request, nor settle (and release) it.
-	c.send(callFrame("7", "slow", map[string]any{"steps": 3, "delay_ms": 300}))
-	c.send(`{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":7}}`)
-	c.send(callFrame("7", "echo", map[string]any{"text": "reused"}))
-	if got := resultText(t, c.response("7")); got != "reused" {
+	c.Send(mcptest.CallFrame("7", "slow", map[string]any{"steps": 3, "delay_ms": 300}))
+	c.Send(`{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":7}}`)
+	c.Send(mcptest.CallFrame("7", "echo", map[string]any{"text": "reused"}))
+	if got := mcptest.ResultText(t, c.Response("7")); got != "reused" {
 		t.Errorf("the request reusing a cancelled id was answered %q; want its own result", got)
 	}
 
 	// Nothing else may answer under id 7: not the cancelled slow call.
-	response := func(id string) rawMessage {
+	response := func(id string) mcptest.RawMessage {
 		t.Helper()
 		for {
-			m := c.next()
+			m := c.Next()
 			if m.Method != "" {
 				continue
 			}
@@ -66,42 +68,42 @@ func TestE2EReviewFindings(t *testing.T) {
 	}
 
 	// A tools/call without an id is not forwarded at all.
-	c.send(`{"jsonrpc":"2.0","method":"tools/call","params":{"name":"echo","arguments":{"text":"as a notification"}}}`)
+	c.Send(`{"jsonrpc":"2.0","method":"tools/call","params":{"name":"echo","arguments":{"text":"as a notification"}}}`)
 
 	// "*" never matches an empty segment: "/project//secret.md" is the
 	// server's "/project/secret.md", outside "/project/*/*".
 	for _, path := range []string{"/project//secret.md", "/project/sub/..\\secret.md", "/project/sub/%2e%2e/secret.md", "/project/sub/x\u0001"} {
-		c.send(callFrame("8", "read_file", map[string]any{"path": path}))
+		c.Send(mcptest.CallFrame("8", "read_file", map[string]any{"path": path}))
 		m := response("8")
 		if m.Error == nil || m.Error.Code != -32001 {
 			t.Errorf("read_file %q was answered %+v; want -32001", path, m.Error)
 		}
 	}
-	c.send(callFrame("9", "read_file", map[string]any{"path": "/project/sub/notes.md"}))
-	if got := resultText(t, response("9")); got == "" {
+	c.Send(mcptest.CallFrame("9", "read_file", map[string]any{"path": "/project/sub/notes.md"}))
+	if got := mcptest.ResultText(t, response("9")); got == "" {
 		t.Error("an allowed read after the refusals returned nothing")
 	}
-	c.send(callFrame("10", "echo", map[string]any{"text": "last"}))
-	if got := resultText(t, response("10")); got != "last" {
+	c.Send(mcptest.CallFrame("10", "echo", map[string]any{"text": "last"}))
+	if got := mcptest.ResultText(t, response("10")); got != "last" {
 		t.Errorf("echo = %q", got)
 	}
 	// The slow call's late answer comes after about 900ms; a ping
 	// after that is the next frame, with nothing under id 7 before it.
 	deadline := time.Now().Add(10 * time.Second)
-	for len(p.logWith("upstream stderr", upstreamLogged("tool=slow"))) < 1 && time.Now().Before(deadline) {
+	for len(p.LogWith("upstream stderr", mcptest.UpstreamLogged("tool=slow"))) < 1 && time.Now().Before(deadline) {
 		time.Sleep(20 * time.Millisecond)
 	}
-	c.send(`{"jsonrpc":"2.0","id":11,"method":"ping"}`)
+	c.Send(`{"jsonrpc":"2.0","id":11,"method":"ping"}`)
 	if m := response("11"); m.Error != nil {
 		t.Errorf("ping after the late answer: %+v", m.Error)
 	}
-	for len(p.logWith("upstream stderr", upstreamLogged("tool=echo"))) < 2 && time.Now().Before(deadline) {
+	for len(p.LogWith("upstream stderr", mcptest.UpstreamLogged("tool=echo"))) < 2 && time.Now().Before(deadline) {
 		time.Sleep(20 * time.Millisecond)
 	}
-	if n := len(p.logWith("upstream stderr", upstreamLogged("tool=echo"))); n != 2 {
+	if n := len(p.LogWith("upstream stderr", mcptest.UpstreamLogged("tool=echo"))); n != 2 {
 		t.Errorf("the upstream ran echo %d times; want 2 (the reused id's call and the last; the notification must not reach it)", n)
 	}
-	if n := len(p.logWith("upstream stderr", upstreamLogged("tool=write_file"))); n != 0 {
+	if n := len(p.LogWith("upstream stderr", mcptest.UpstreamLogged("tool=write_file"))); n != 0 {
 		t.Errorf("the upstream ran write_file %d times", n)
 	}
 }

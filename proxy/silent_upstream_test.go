@@ -15,8 +15,7 @@ import (
 // tools/call (every call is cancelled before it would finish).
 const silentUpstreamEnv = "DELEGATEOS_TEST_SILENT_UPSTREAM"
 
-// silentUpstream is the wrap that runs the silent upstream in place of
-// the docserver (whose arguments it ignores).
+// silentUpstream is the command line of the silent upstream.
 func silentUpstream() []string {
 	return []string{"env", silentUpstreamEnv + "=1", os.Args[0]}
 }

@@ -9,16 +9,16 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/delegateos/delegateos/dct"
+	"github.com/delegateos/delegateos/internal/mcptest"
 )
 
 // recordUpstream wraps the docserver in a shell that copies every byte
 // the upstream receives to a file, which it returns.
-func recordUpstream(t *testing.T, e *env) (wrap []string, record string) {
+func recordUpstream(t *testing.T, e *mcptest.Env) (wrap []string, record string) {
 	t.Helper()
-	record = filepath.Join(e.dir, "upstream-input.jsonl")
+	record = filepath.Join(e.Dir, "upstream-input.jsonl")
 	return []string{"sh", "-c", `tee -a "$0" | "$@"`, record}, record
 }
 
@@ -33,7 +33,7 @@ func upstreamInput(t *testing.T, record string) []string {
 }
 
 // denialType reads a raw error's data.type.
-func denialType(m rawMessage) string {
+func denialType(m mcptest.RawMessage) string {
 	if m.Error == nil {
 		return ""
 	}
@@ -47,13 +47,13 @@ func denialType(m rawMessage) string {
 // same bytes read as escapes must not be taken for it.
 func TestE2EEscapedToolName(t *testing.T) {
 	t.Parallel()
-	e := newEnv(t)
+	e := mcptest.NewEnv(t)
 	// Every tool without a rule is granted (mcp:*:*); write_file has a
 	// rule and needs docs:write, which the token does not grant.
-	tok := e.mint(nil, "mcp:*:*", "docs:read:/project/**")
-	p := e.startProxy(proxyOptions{policy: e.policy(), token: tok})
-	c := p.raw()
-	c.initialize()
+	tok := e.Mint(nil, "mcp:*:*", "docs:read:/project/**")
+	p := e.StartProxy(mcptest.ProxyOptions{Policy: e.Policy(), Token: tok})
+	c := p.Raw()
+	c.Initialize()
 	args := `{"path":"/project/planted.md","content":"pwned"}`
 	frames := []string{
 		// The name is the nine characters write\u005ffile, a tool that
@@ -69,8 +69,8 @@ func TestE2EEscapedToolName(t *testing.T) {
 	}
 	for i, name := range frames {
 		id := fmt.Sprint(i + 1)
-		c.send(`{"jsonrpc":"2.0","id":` + id + `,"method":"tools/call","params":{"name":` + name + `,"arguments":` + args + `}}`)
-		m := c.response(id)
+		c.Send(`{"jsonrpc":"2.0","id":` + id + `,"method":"tools/call","params":{"name":` + name + `,"arguments":` + args + `}}`)
+		m := c.Response(id)
 		if i == 0 {
 			if denialType(m) != "" {
 				t.Errorf("call %s was denied: %+v", name, m.Error)
@@ -81,10 +81,10 @@ func TestE2EEscapedToolName(t *testing.T) {
 			t.Errorf("call %s was answered %+v; want a capability_not_granted denial for write_file", name, m.Error)
 		}
 	}
-	if _, err := os.Stat(filepath.Join(e.docs, "project", "planted.md")); !os.IsNotExist(err) {
+	if _, err := os.Stat(filepath.Join(e.Docs, "project", "planted.md")); !os.IsNotExist(err) {
 		t.Errorf("write_file ran: the planted file exists (%v)", err)
 	}
-	if n := len(p.logWith("upstream stderr", upstreamLogged("tool=write_file"))); n != 0 {
+	if n := len(p.LogWith("upstream stderr", mcptest.UpstreamLogged("tool=write_file"))); n != 0 {
 		t.Errorf("the upstream ran write_file %d times", n)
 	}
 }
@@ -94,30 +94,30 @@ func TestE2EEscapedToolName(t *testing.T) {
 // slot at once, and is charged what it reserved.
 func TestE2ECancelledCallsFreeTheirSlots(t *testing.T) {
 	t.Parallel()
-	e := newEnv(t)
-	tok := e.mint(budget(1_000_000_000), "mcp:slow:*", "mcp:echo:*")
-	p := e.startProxy(proxyOptions{policy: e.policy(priced("slow", 3)), token: tok, wrap: silentUpstream()})
-	c := p.raw()
-	c.initialize()
+	e := mcptest.NewEnv(t)
+	tok := e.Mint(mcptest.Budget(1_000_000_000), "mcp:slow:*", "mcp:echo:*")
+	p := e.StartProxy(mcptest.ProxyOptions{Policy: e.Policy(mcptest.Priced("slow", 3)), Token: tok, Upstream: silentUpstream()})
+	c := p.Raw()
+	c.Initialize()
 	const n = 4200 // more than the 4,096 requests a session may have in flight
 	for i := range n {
 		id := fmt.Sprint(1000 + i)
-		c.send(callFrame(id, "slow", map[string]any{}))
-		c.send(`{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":` + id + `,"reason":"test"}}`)
+		c.Send(mcptest.CallFrame(id, "slow", map[string]any{}))
+		c.Send(`{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":` + id + `,"reason":"test"}}`)
 	}
-	c.send(`{"jsonrpc":"2.0","id":1,"method":"ping"}`)
-	if m := c.response("1"); m.Error != nil {
+	c.Send(`{"jsonrpc":"2.0","id":1,"method":"ping"}`)
+	if m := c.Response("1"); m.Error != nil {
 		t.Fatalf("ping after %d cancelled calls: %+v", n, m.Error)
 	}
 	// One more call is forwarded, not refused for too many in flight.
-	c.send(callFrame("2", "echo", map[string]any{}))
-	c.send(`{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":2}}`)
-	p.waitLog("decision", func(m map[string]any) bool { return m["tool"] == "echo" && m["outcome"] == "cancelled" })
+	c.Send(mcptest.CallFrame("2", "echo", map[string]any{}))
+	c.Send(`{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":2}}`)
+	p.WaitLog("decision", func(m map[string]any) bool { return m["tool"] == "echo" && m["outcome"] == "cancelled" })
 	isSlow := func(m map[string]any) bool { return m["tool"] == "slow" && m["outcome"] == "cancelled" }
-	eventually(t, 20*time.Second, "a line for every cancelled call", func() bool {
-		return len(p.logWith("decision", isSlow)) == n
+	mcptest.Eventually(t, "a line for every cancelled call", func() bool {
+		return len(p.LogWith("decision", isSlow)) == n
 	})
-	for _, m := range p.logWith("decision", isSlow) {
+	for _, m := range p.LogWith("decision", isSlow) {
 		if m["cost"] != 3.0 {
 			t.Fatalf("a cancelled call was charged %v, want its reservation of 3: %v", m["cost"], m)
 		}
@@ -129,27 +129,27 @@ func TestE2ECancelledCallsFreeTheirSlots(t *testing.T) {
 // upstream), so the call runs and is charged as usual.
 func TestE2ECancellationReadStrictly(t *testing.T) {
 	t.Parallel()
-	e := newEnv(t)
+	e := mcptest.NewEnv(t)
 	wrap, record := recordUpstream(t, e)
-	tok := e.mint(budget(1000), "mcp:slow:*")
-	p := e.startProxy(proxyOptions{policy: e.policy(priced("slow", 100)), token: tok, wrap: wrap})
-	c := p.raw()
-	c.initialize()
+	tok := e.Mint(mcptest.Budget(1000), "mcp:slow:*")
+	p := e.StartProxy(mcptest.ProxyOptions{Policy: e.Policy(mcptest.Priced("slow", 100)), Token: tok, Wrap: wrap})
+	c := p.Raw()
+	c.Initialize()
 	for _, cancel := range []string{
 		`{"RequestId":5}`,
 		`{"requestId":99,"requestid":5}`,
 		`{"requestId":5,"requestId":5}`,
 		`{"requestId":5,"_meta":{"a":1,"A":2}}`,
 	} {
-		c.send(callFrame("5", "slow", map[string]any{"steps": 1, "delay_ms": 50}))
-		c.send(`{"jsonrpc":"2.0","method":"notifications/cancelled","params":` + cancel + `}`)
-		if got := resultText(t, c.response("5")); !strings.Contains(got, "1") {
+		c.Send(mcptest.CallFrame("5", "slow", map[string]any{"steps": 1, "delay_ms": 50}))
+		c.Send(`{"jsonrpc":"2.0","method":"notifications/cancelled","params":` + cancel + `}`)
+		if got := mcptest.ResultText(t, c.Response("5")); !strings.Contains(got, "1") {
 			t.Errorf("slow after the cancellation %s = %q", cancel, got)
 		}
 	}
 	isSlow := func(m map[string]any) bool { return m["tool"] == "slow" }
-	eventually(t, 10*time.Second, "4 decision lines", func() bool { return len(p.logWith("decision", isSlow)) == 4 })
-	lines := p.logWith("decision", isSlow)
+	mcptest.Eventually(t, "4 decision lines", func() bool { return len(p.LogWith("decision", isSlow)) == 4 })
+	lines := p.LogWith("decision", isSlow)
 	for _, m := range lines {
 		if m["outcome"] != "result" || m["cost"] != 100.0 {
 			t.Errorf("a call the client could not cancel ended %v, charged %v; want result, 100", m["outcome"], m["cost"])
@@ -165,19 +165,19 @@ func TestE2ECancellationReadStrictly(t *testing.T) {
 // A method the gate does not know is refused, not forwarded.
 func TestE2EUnknownMethodRefused(t *testing.T) {
 	t.Parallel()
-	e := newEnv(t)
+	e := mcptest.NewEnv(t)
 	wrap, record := recordUpstream(t, e)
-	p := e.startProxy(proxyOptions{policy: e.policy(), token: e.mint(nil, "mcp:*:*"), wrap: wrap})
-	c := p.raw()
-	c.initialize()
+	p := e.StartProxy(mcptest.ProxyOptions{Policy: e.Policy(), Token: e.Mint(nil, "mcp:*:*"), Wrap: wrap})
+	c := p.Raw()
+	c.Initialize()
 	for _, method := range []string{"admin/shutdown", "tools/Call", "resources/READ", "x"} {
-		c.send(`{"jsonrpc":"2.0","id":1,"method":` + mustJSON(method) + `,"params":{}}`)
-		if m := c.response("1"); m.Error == nil || m.Error.Code != -32601 {
+		c.Send(`{"jsonrpc":"2.0","id":1,"method":` + mcptest.MustJSON(method) + `,"params":{}}`)
+		if m := c.Response("1"); m.Error == nil || m.Error.Code != -32601 {
 			t.Errorf("%s was answered %+v; want -32601", method, m.Error)
 		}
 	}
-	c.send(`{"jsonrpc":"2.0","id":2,"method":"ping"}`)
-	c.response("2")
+	c.Send(`{"jsonrpc":"2.0","id":2,"method":"ping"}`)
+	c.Response("2")
 	for _, line := range upstreamInput(t, record) {
 		for _, method := range []string{"admin/shutdown", "tools/Call", "resources/READ", `"x"`} {
 			if strings.Contains(line, method) {
@@ -191,18 +191,18 @@ func TestE2EUnknownMethodRefused(t *testing.T) {
 // forwarded, and carries the token on every gated request.
 func TestE2EDelegateosStrippedEverywhere(t *testing.T) {
 	t.Parallel()
-	e := newEnv(t)
+	e := mcptest.NewEnv(t)
 	wrap, record := recordUpstream(t, e)
-	tok := e.mint(nil, "mcp:echo:*", "mcp-resource:read:file:///project/**", "mcp-prompt:get:*")
-	// No session token: only the tokens in _delegateos authorize.
-	p := e.startProxy(proxyOptions{policy: e.policy(), wrap: wrap})
-	c := p.raw()
-	dos := `"_delegateos":{"dct":` + mustJSON(tok.String()) + `}`
-	c.send(`{"jsonrpc":"2.0","id":"init","method":"initialize","params":{` + dos + `,"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"raw","version":"0"}}}`)
-	if m := c.response(`"init"`); m.Error != nil {
+	tok := e.Mint(nil, "mcp:echo:*", "mcp-resource:read:file:///project/**", "mcp-prompt:get:*")
+	// No session Token: only the tokens in _delegateos authorize.
+	p := e.StartProxy(mcptest.ProxyOptions{Policy: e.Policy(), Wrap: wrap})
+	c := p.Raw()
+	dos := `"_delegateos":{"dct":` + mcptest.MustJSON(tok.String()) + `}`
+	c.Send(`{"jsonrpc":"2.0","id":"init","method":"initialize","params":{` + dos + `,"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"raw","version":"0"}}}`)
+	if m := c.Response(`"init"`); m.Error != nil {
 		t.Fatalf("initialize: %+v", m.Error)
 	}
-	c.send(`{"jsonrpc":"2.0","method":"notifications/initialized","params":{` + dos + `}}`)
+	c.Send(`{"jsonrpc":"2.0","method":"notifications/initialized","params":{` + dos + `}}`)
 	requests := []string{
 		`"method":"ping","params":{` + dos + `}`,
 		`"method":"tools/list","params":{"_DelegateOS":{"x":1}}`,
@@ -216,13 +216,13 @@ func TestE2EDelegateosStrippedEverywhere(t *testing.T) {
 	}
 	for i, r := range requests {
 		id := fmt.Sprint(i + 1)
-		c.send(`{"jsonrpc":"2.0","id":` + id + `,` + r + `}`)
-		if m := c.response(id); m.Error != nil {
+		c.Send(`{"jsonrpc":"2.0","id":` + id + `,` + r + `}`)
+		if m := c.Response(id); m.Error != nil {
 			t.Errorf("%s: %+v", r, m.Error)
 		}
 	}
-	c.send(`{"jsonrpc":"2.0","id":99,"method":"ping"}`)
-	c.response("99")
+	c.Send(`{"jsonrpc":"2.0","id":99,"method":"ping"}`)
+	c.Response("99")
 	lines := upstreamInput(t, record)
 	if len(lines) < len(requests)+3 {
 		t.Fatalf("the upstream received %d frames, want at least %d", len(lines), len(requests)+3)
@@ -242,14 +242,14 @@ func TestE2EDelegateosStrippedEverywhere(t *testing.T) {
 // lists show what the token may use.
 func TestE2EResourcesAndPromptsGated(t *testing.T) {
 	t.Parallel()
-	e := newEnv(t)
+	e := mcptest.NewEnv(t)
 	wrap, record := recordUpstream(t, e)
-	tok := e.mint(nil, "mcp-resource:read:file:///project/sub/**", "mcp-prompt:get:greeting")
+	tok := e.Mint(nil, "mcp-resource:read:file:///project/sub/**", "mcp-prompt:get:greeting")
 
 	t.Run("without a token", func(t *testing.T) {
-		p := e.startProxy(proxyOptions{policy: e.policy(), wrap: wrap})
-		c := p.raw()
-		c.initialize()
+		p := e.StartProxy(mcptest.ProxyOptions{Policy: e.Policy(), Wrap: wrap})
+		c := p.Raw()
+		c.Initialize()
 		for i, r := range []string{
 			`"method":"resources/read","params":{"uri":"file:///project/README.md"}`,
 			`"method":"resources/subscribe","params":{"uri":"file:///project/README.md"}`,
@@ -258,15 +258,15 @@ func TestE2EResourcesAndPromptsGated(t *testing.T) {
 			`"method":"completion/complete","params":{"ref":{"type":"ref/resource","uri":"file:///{+path}"},"argument":{"name":"path","value":"/"}}`,
 		} {
 			id := fmt.Sprint(i + 1)
-			c.send(`{"jsonrpc":"2.0","id":` + id + `,` + r + `}`)
-			if m := c.response(id); denialType(m) != string(dct.Malformed) || !strings.Contains(m.Error.Message, "no DCT") {
+			c.Send(`{"jsonrpc":"2.0","id":` + id + `,` + r + `}`)
+			if m := c.Response(id); denialType(m) != string(dct.Malformed) || !strings.Contains(m.Error.Message, "no DCT") {
 				t.Errorf("%s without a token was answered %+v; want a denial", r, m.Error)
 			}
 		}
 		for i, list := range []string{"resources/list", "resources/templates/list", "prompts/list"} {
 			id := fmt.Sprint(10 + i)
-			c.send(`{"jsonrpc":"2.0","id":` + id + `,"method":"` + list + `"}`)
-			m := c.response(id)
+			c.Send(`{"jsonrpc":"2.0","id":` + id + `,"method":"` + list + `"}`)
+			m := c.Response(id)
 			if m.Error != nil {
 				t.Fatalf("%s: %+v", list, m.Error)
 			}
@@ -288,35 +288,35 @@ func TestE2EResourcesAndPromptsGated(t *testing.T) {
 	})
 
 	t.Run("with a token", func(t *testing.T) {
-		p := e.startProxy(proxyOptions{policy: e.policy(), token: tok})
-		c := p.raw()
-		c.initialize()
-		c.send(`{"jsonrpc":"2.0","id":1,"method":"resources/list"}`)
+		p := e.StartProxy(mcptest.ProxyOptions{Policy: e.Policy(), Token: tok})
+		c := p.Raw()
+		c.Initialize()
+		c.Send(`{"jsonrpc":"2.0","id":1,"method":"resources/list"}`)
 		var resources struct {
 			Resources []struct{ URI string }
 		}
-		if err := json.Unmarshal(c.response("1").Result, &resources); err != nil {
+		if err := json.Unmarshal(c.Response("1").Result, &resources); err != nil {
 			t.Fatal(err)
 		}
 		if len(resources.Resources) != 2 || resources.Resources[0].URI != "file:///project/sub/notes.md" || resources.Resources[1].URI != "file:///project/sub/plan.md" {
 			t.Errorf("resources/list shows %+v; want only the two documents under /project/sub", resources.Resources)
 		}
-		c.send(`{"jsonrpc":"2.0","id":2,"method":"prompts/list"}`)
+		c.Send(`{"jsonrpc":"2.0","id":2,"method":"prompts/list"}`)
 		var prompts struct {
 			Prompts []struct{ Name string }
 		}
-		if err := json.Unmarshal(c.response("2").Result, &prompts); err != nil {
+		if err := json.Unmarshal(c.Response("2").Result, &prompts); err != nil {
 			t.Fatal(err)
 		}
 		if len(prompts.Prompts) != 1 || prompts.Prompts[0].Name != "greeting" {
 			t.Errorf("prompts/list shows %+v; want only greeting", prompts.Prompts)
 		}
-		c.send(`{"jsonrpc":"2.0","id":3,"method":"resources/read","params":{"uri":"file:///project/sub/notes.md"}}`)
-		if m := c.response("3"); m.Error != nil || !strings.Contains(string(m.Result), "Weekly sync notes") {
+		c.Send(`{"jsonrpc":"2.0","id":3,"method":"resources/read","params":{"uri":"file:///project/sub/notes.md"}}`)
+		if m := c.Response("3"); m.Error != nil || !strings.Contains(string(m.Result), "Weekly sync notes") {
 			t.Errorf("reading a granted resource: %s %+v", m.Result, m.Error)
 		}
-		c.send(`{"jsonrpc":"2.0","id":4,"method":"prompts/get","params":{"name":"greeting"}}`)
-		if m := c.response("4"); m.Error != nil {
+		c.Send(`{"jsonrpc":"2.0","id":4,"method":"prompts/get","params":{"name":"greeting"}}`)
+		if m := c.Response("4"); m.Error != nil {
 			t.Errorf("getting a granted prompt: %+v", m.Error)
 		}
 		denied := []struct{ req, message string }{
@@ -330,8 +330,8 @@ func TestE2EResourcesAndPromptsGated(t *testing.T) {
 		}
 		for i, d := range denied {
 			id := fmt.Sprint(10 + i)
-			c.send(`{"jsonrpc":"2.0","id":` + id + `,` + d.req + `}`)
-			m := c.response(id)
+			c.Send(`{"jsonrpc":"2.0","id":` + id + `,` + d.req + `}`)
+			m := c.Response(id)
 			if denialType(m) != string(dct.CapabilityNotGranted) || !strings.Contains(m.Error.Message, d.message) {
 				t.Errorf("%s was answered %+v; want a capability_not_granted denial saying %q", d.req, m.Error, d.message)
 			}
@@ -345,14 +345,14 @@ func TestE2EResourcesAndPromptsGated(t *testing.T) {
 			`"method":"completion/complete","params":{"ref":{"type":"ref/prompt","name":"greeting","Name":"summarize"}}`,
 		} {
 			id := fmt.Sprint(30 + i)
-			c.send(`{"jsonrpc":"2.0","id":` + id + `,` + r + `}`)
-			if m := c.response(id); m.Error == nil || m.Error.Code != -32600 {
+			c.Send(`{"jsonrpc":"2.0","id":` + id + `,` + r + `}`)
+			if m := c.Response(id); m.Error == nil || m.Error.Code != -32600 {
 				t.Errorf("%s was answered %+v; want -32600", r, m.Error)
 			}
 		}
 		isRead := func(m map[string]any) bool { return m["method"] == "resources/read" }
-		eventually(t, 10*time.Second, "4 decision lines for resources/read", func() bool { return len(p.logWith("decision", isRead)) == 4 })
-		for _, m := range p.logWith("decision", isRead) {
+		mcptest.Eventually(t, "4 decision lines for resources/read", func() bool { return len(p.LogWith("decision", isRead)) == 4 })
+		for _, m := range p.LogWith("decision", isRead) {
 			if m["target"] == "file:///project/sub/notes.md" && (m["allowed"] != true || m["outcome"] != "result") {
 				t.Errorf("the granted read's line: %v", m)
 			}
@@ -365,22 +365,22 @@ func TestE2EResourcesAndPromptsGated(t *testing.T) {
 // reservation.
 func TestE2EReportedCostCannotOverspend(t *testing.T) {
 	t.Parallel()
-	e := newEnv(t)
-	pol := e.policy(priced("costly", 100))
-	pol.honourUpstreamCost = true
-	tok := e.mint(budget(1000), "mcp:costly:*")
-	p := e.startProxy(proxyOptions{policy: pol, token: tok})
-	c := p.raw()
-	c.initialize()
+	e := mcptest.NewEnv(t)
+	pol := e.Policy(mcptest.Priced("costly", 100))
+	pol.HonourUpstreamCost = true
+	tok := e.Mint(mcptest.Budget(1000), "mcp:costly:*")
+	p := e.StartProxy(mcptest.ProxyOptions{Policy: pol, Token: tok})
+	c := p.Raw()
+	c.Initialize()
 	const n = 30
 	var burst strings.Builder
 	for i := range n {
-		burst.WriteString(callFrame(fmt.Sprint(i+1), "costly", map[string]any{"cost": 950}) + "\n")
+		burst.WriteString(mcptest.CallFrame(fmt.Sprint(i+1), "costly", map[string]any{"cost": 950}) + "\n")
 	}
-	c.send(strings.TrimSuffix(burst.String(), "\n"))
+	c.Send(strings.TrimSuffix(burst.String(), "\n"))
 	allowed := 0
 	for range n {
-		m := c.next()
+		m := c.Next()
 		if m.Method != "" {
 			continue
 		}
@@ -395,9 +395,9 @@ func TestE2EReportedCostCannotOverspend(t *testing.T) {
 		t.Errorf("%d of %d calls reserving 100 of a budget of 1000 were allowed; want 10", allowed, n)
 	}
 	isCostly := func(m map[string]any) bool { return m["tool"] == "costly" && m["allowed"] == true }
-	eventually(t, 10*time.Second, "a line for every allowed call", func() bool { return len(p.logWith("decision", isCostly)) == allowed })
+	mcptest.Eventually(t, "a line for every allowed call", func() bool { return len(p.LogWith("decision", isCostly)) == allowed })
 	var spent float64
-	for _, m := range p.logWith("decision", isCostly) {
+	for _, m := range p.LogWith("decision", isCostly) {
 		spent += m["cost"].(float64)
 	}
 	if spent > 1000 {

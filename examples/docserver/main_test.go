@@ -9,13 +9,14 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/mark3labs/mcp-go/client"
 	"github.com/mark3labs/mcp-go/client/transport"
 	"github.com/mark3labs/mcp-go/mcp"
+
+	"github.com/delegateos/delegateos/internal/mcptest"
 )
 
 // The tests run the server as a real subprocess speaking stdio: the test
@@ -37,14 +38,12 @@ func TestMain(m *testing.M) {
 // results and retries instead.
 const legacyVersion = mcp.ProtocolVersion20251125
 
+// session is a client of a docserver started by start.
 type session struct {
-	*client.Client
-	wire   *wireTransport
-	stderr *lockedBuffer
-	root   string
-
-	mu            sync.Mutex
-	notifications []mcp.JSONRPCNotification
+	*mcptest.Session
+	root string
+	// frames counts the tools/call frames call sent.
+	frames int
 }
 
 type startOptions struct {
@@ -53,6 +52,8 @@ type startOptions struct {
 	pageSize    string
 	legacy      bool
 	clientOpts  []client.ClientOption
+	// wantExit is the exit status the server must end with; nil means 0.
+	wantExit func(code int) bool
 }
 
 func start(t *testing.T, o startOptions) *session {
@@ -61,118 +62,27 @@ func start(t *testing.T, o startOptions) *session {
 		o.root = t.TempDir()
 		copyDir(t, "testdata", o.root)
 	}
-	args := []string{"--root", o.root}
+	argv := []string{os.Args[0], "--root", o.root}
 	if o.diagnostics {
-		args = append(args, "--diagnostics")
+		argv = append(argv, "--diagnostics")
 	}
 	if o.pageSize != "" {
-		args = append(args, "--page-size", o.pageSize)
+		argv = append(argv, "--page-size", o.pageSize)
 	}
-	stderr := &lockedBuffer{}
-	stdio := transport.NewStdioWithOptions(os.Args[0], []string{serveEnv + "=1"}, args,
-		transport.WithCommandStderrWriter(stderr))
-	wire := &wireTransport{BidirectionalInterface: stdio}
-	if o.legacy {
-		o.clientOpts = append(o.clientOpts, client.WithProtocolVersion(legacyVersion))
-	}
-	s := &session{Client: client.NewClient(wire, o.clientOpts...), wire: wire, stderr: stderr, root: o.root}
-	t.Cleanup(func() {
-		s.Close()
-		if t.Failed() {
-			t.Logf("server stderr:\n%s", stderr)
-		}
-	})
-	ctx := testContext(t)
-	if err := s.Start(ctx); err != nil {
-		t.Fatal(err)
-	}
-	s.OnNotification(func(n mcp.JSONRPCNotification) {
-		s.mu.Lock()
-		defer s.mu.Unlock()
-		s.notifications = append(s.notifications, n)
-	})
-	_, err := s.Initialize(ctx, mcp.InitializeRequest{Params: mcp.InitializeParams{
-		ClientInfo: mcp.Implementation{Name: "docserver-test", Version: "0"},
-	}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	wantVersion := mcp.ProtocolVersion20260728
-	if o.legacy {
-		wantVersion = legacyVersion
-	}
-	if got := s.ProtocolVersion(); got != wantVersion {
-		t.Fatalf("negotiated protocol %q, want %q", got, wantVersion)
-	}
-	return s
+	p := mcptest.Start(t, argv, mcptest.StartOptions{Env: []string{serveEnv + "=1"}, WantExit: o.wantExit})
+	return &session{Session: p.Connect(mcptest.SessionOptions{Legacy: o.legacy, ClientOptions: o.clientOpts}), root: o.root}
 }
 
-func testContext(t *testing.T) context.Context {
-	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
-	t.Cleanup(cancel)
-	return ctx
-}
-
+// call calls a tool, failing the test if the call gets no result; the tool
+// itself may fail.
 func (s *session) call(t *testing.T, name string, args map[string]any) *mcp.CallToolResult {
 	t.Helper()
-	res, err := s.CallTool(testContext(t), callRequest(name, args))
-	if err != nil {
-		t.Fatalf("%s: %v", name, err)
+	r := s.Call(t, name, args)
+	s.frames += r.Frames
+	if r.Err != nil {
+		t.Fatalf("%s: %v", name, r.Err)
 	}
-	return res
-}
-
-func callRequest(name string, args map[string]any) mcp.CallToolRequest {
-	var req mcp.CallToolRequest
-	req.Params.Name = name
-	req.Params.Arguments = args
-	return req
-}
-
-// progress returns the notifications/progress received for token, or for
-// any token if token is nil. A numeric token arrives decoded as float64.
-func (s *session) progress(token any) []map[string]any {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	var out []map[string]any
-	for _, n := range s.notifications {
-		if n.Method != string(mcp.MethodNotificationProgress) {
-			continue
-		}
-		if token == nil || n.Params.AdditionalFields["progressToken"] == token {
-			out = append(out, n.Params.AdditionalFields)
-		}
-	}
-	return out
-}
-
-func (s *session) sawNotification(method string) bool {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return slices.ContainsFunc(s.notifications, func(n mcp.JSONRPCNotification) bool { return n.Method == method })
-}
-
-func text(t *testing.T, res *mcp.CallToolResult, i int) string {
-	t.Helper()
-	if len(res.Content) <= i {
-		t.Fatalf("result has %d content items, want item %d: %+v", len(res.Content), i, res)
-	}
-	tc, ok := mcp.AsTextContent(res.Content[i])
-	if !ok {
-		t.Fatalf("content %d is %T, not text", i, res.Content[i])
-	}
-	return tc.Text
-}
-
-func eventually(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+	return r.Res
 }
 
 func TestToolsList(t *testing.T) {
@@ -191,7 +101,7 @@ func TestToolsList(t *testing.T) {
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			s := start(t, tt.opts)
-			res, err := s.ListTools(testContext(t), mcp.ListToolsRequest{})
+			res, err := s.ListTools(mcptest.Context(t), mcp.ListToolsRequest{})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -203,27 +113,16 @@ func TestToolsList(t *testing.T) {
 
 	t.Run("pages", func(t *testing.T) {
 		s := start(t, startOptions{diagnostics: true, pageSize: "4"})
-		ctx := testContext(t)
 		var got []string
-		var req mcp.ListToolsRequest
-		pages := 0
-		for {
-			page, err := s.ListToolsByPage(ctx, req)
-			if err != nil {
-				t.Fatal(err)
+		pages := s.ToolPages(t)
+		for i, page := range pages {
+			if len(page) > 4 {
+				t.Errorf("page %d has %d tools, want at most 4", i+1, len(page))
 			}
-			pages++
-			if len(page.Tools) > 4 {
-				t.Errorf("page %d has %d tools, want at most 4", pages, len(page.Tools))
-			}
-			got = append(got, toolNames(page.Tools)...)
-			if page.NextCursor == "" {
-				break
-			}
-			req.Params.Cursor = page.NextCursor
+			got = append(got, toolNames(page)...)
 		}
-		if pages < 4 || !slices.Equal(got, allTools) {
-			t.Errorf("%d pages listing %v; want every tool over at least 4 pages", pages, got)
+		if len(pages) < 4 || !slices.Equal(got, allTools) {
+			t.Errorf("%d pages listing %v; want every tool over at least 4 pages", len(pages), got)
 		}
 	})
 }
@@ -245,8 +144,8 @@ func TestDocumentTools(t *testing.T) {
 		want    string // the first text item, exactly
 		isError bool
 	}{
-		{tool: "read_file", args: map[string]any{"path": "/project/sub/plan.md"}, want: readFixture(t, "project/sub/plan.md")},
-		{tool: "read_file", args: map[string]any{"path": "project/secret.md"}, want: readFixture(t, "project/secret.md")},
+		{tool: "read_file", args: map[string]any{"path": "/project/sub/plan.md"}, want: mcptest.Fixture(t, "project/sub/plan.md")},
+		{tool: "read_file", args: map[string]any{"path": "project/secret.md"}, want: mcptest.Fixture(t, "project/secret.md")},
 		{tool: "read_file", args: map[string]any{"path": "/project/nope.md"}, want: "/project/nope.md: no such file or directory", isError: true},
 		{tool: "read_file", args: map[string]any{"path": "/project/sub"}, want: "/project/sub: not a regular file", isError: true},
 		{tool: "read_file", args: map[string]any{}, want: `required argument "path" not found`, isError: true},
@@ -263,8 +162,8 @@ func TestDocumentTools(t *testing.T) {
 	}
 	for _, tt := range tests {
 		res := s.call(t, tt.tool, tt.args)
-		if res.IsError != tt.isError || text(t, res, 0) != tt.want {
-			t.Errorf("%s %v = %q (isError %v)\nwant %q (isError %v)", tt.tool, tt.args, text(t, res, 0), res.IsError, tt.want, tt.isError)
+		if res.IsError != tt.isError || mcptest.Text(t, res, 0) != tt.want {
+			t.Errorf("%s %v = %q (isError %v)\nwant %q (isError %v)", tt.tool, tt.args, mcptest.Text(t, res, 0), res.IsError, tt.want, tt.isError)
 		}
 	}
 
@@ -272,8 +171,8 @@ func TestDocumentTools(t *testing.T) {
 	if err != nil || string(got) != "# Idea\n" {
 		t.Errorf("written file holds %q, %v", got, err)
 	}
-	if res := s.call(t, "read_file", map[string]any{"path": "/project/sub/plan.md"}); text(t, res, 0) != "replaced" {
-		t.Errorf("overwritten file reads %q", text(t, res, 0))
+	if res := s.call(t, "read_file", map[string]any{"path": "/project/sub/plan.md"}); mcptest.Text(t, res, 0) != "replaced" {
+		t.Errorf("overwritten file reads %q", mcptest.Text(t, res, 0))
 	}
 
 	res := s.call(t, "search", map[string]any{"query": "latency budget"})
@@ -285,15 +184,6 @@ func TestDocumentTools(t *testing.T) {
 	if err := json.Unmarshal(raw, &structured); err != nil || len(structured.Matches) != 1 || structured.Matches[0].Path != "/project/sub/notes.md" {
 		t.Errorf("search structuredContent = %s", raw)
 	}
-}
-
-func readFixture(t *testing.T, name string) string {
-	t.Helper()
-	b, err := os.ReadFile(filepath.Join("testdata", name))
-	if err != nil {
-		t.Fatal(err)
-	}
-	return string(b)
 }
 
 func TestPathEscapesRefused(t *testing.T) {
@@ -318,8 +208,8 @@ func TestPathEscapesRefused(t *testing.T) {
 		{"search", map[string]any{"query": "outside", "path": "/../outside"}},
 	} {
 		res := s.call(t, tt.tool, tt.args)
-		if !res.IsError || !strings.HasSuffix(text(t, res, 0), errEscapesRoot.Error()) {
-			t.Errorf("%s %v = %q (isError %v); want refusal", tt.tool, tt.args, text(t, res, 0), res.IsError)
+		if !res.IsError || !strings.HasSuffix(mcptest.Text(t, res, 0), errEscapesRoot.Error()) {
+			t.Errorf("%s %v = %q (isError %v); want refusal", tt.tool, tt.args, mcptest.Text(t, res, 0), res.IsError)
 		}
 	}
 	if entries, _ := os.ReadDir(outside); len(entries) != 1 {
@@ -329,8 +219,8 @@ func TestPathEscapesRefused(t *testing.T) {
 		t.Error("a write escaped to the root's parent")
 	}
 	res := s.call(t, "read_file", map[string]any{"path": "/project/link-in.md"})
-	if res.IsError || text(t, res, 0) != readFixture(t, "project/sub/notes.md") {
-		t.Errorf("link inside the root: %q", text(t, res, 0))
+	if res.IsError || mcptest.Text(t, res, 0) != mcptest.Fixture(t, "project/sub/notes.md") {
+		t.Errorf("link inside the root: %q", mcptest.Text(t, res, 0))
 	}
 }
 
@@ -339,17 +229,17 @@ func TestEchoShowsRawParams(t *testing.T) {
 		t.Run(eraName(legacy), func(t *testing.T) {
 			s := start(t, startOptions{diagnostics: true, legacy: legacy})
 			dct := map[string]any{"token": "dct1.abc", "contractId": "c-7"}
-			s.wire.setExtraParams(map[string]any{"_delegateos": dct})
+			s.SetExtraParams(map[string]any{"_delegateos": dct})
 
 			res := s.call(t, "echo", map[string]any{"text": "hello", "n": 1})
-			if got := text(t, res, 0); got != "hello" {
+			if got := mcptest.Text(t, res, 0); got != "hello" {
 				t.Errorf("echo text = %q", got)
 			}
 			var seen struct {
 				Arguments map[string]any `json:"arguments"`
 				Params    map[string]any `json:"params"`
 			}
-			if err := json.Unmarshal([]byte(text(t, res, 1)), &seen); err != nil {
+			if err := json.Unmarshal([]byte(mcptest.Text(t, res, 1)), &seen); err != nil {
 				t.Fatal(err)
 			}
 			if want := map[string]any{"text": "hello", "n": 1.0}; !jsonEqual(seen.Arguments, want) {
@@ -362,12 +252,12 @@ func TestEchoShowsRawParams(t *testing.T) {
 				t.Errorf("params seen = %v; want name echo", seen.Params)
 			}
 
-			s.wire.setExtraParams(nil)
+			s.SetExtraParams(nil)
 			res = s.call(t, "echo", map[string]any{"text": "again"})
 			var again struct {
 				Params map[string]any `json:"params"`
 			}
-			if err := json.Unmarshal([]byte(text(t, res, 1)), &again); err != nil {
+			if err := json.Unmarshal([]byte(mcptest.Text(t, res, 1)), &again); err != nil {
 				t.Fatal(err)
 			}
 			if _, ok := again.Params["_delegateos"]; ok || again.Params["name"] != "echo" {
@@ -394,30 +284,30 @@ func TestSlowSendsProgress(t *testing.T) {
 	for _, legacy := range []bool{false, true} {
 		t.Run(eraName(legacy), func(t *testing.T) {
 			s := start(t, startOptions{diagnostics: true, legacy: legacy})
-			req := callRequest("slow", map[string]any{"steps": 3, "delay_ms": 10})
+			req := mcptest.CallRequest("slow", map[string]any{"steps": 3, "delay_ms": 10})
 			req.Params.Meta = &mcp.Meta{ProgressToken: "tok-1"}
-			res, err := s.CallTool(testContext(t), req)
+			res, err := s.CallTool(mcptest.Context(t), req)
 			if err != nil {
 				t.Fatal(err)
 			}
-			if got := text(t, res, 0); got != "done 3" {
+			if got := mcptest.Text(t, res, 0); got != "done 3" {
 				t.Errorf("slow = %q", got)
 			}
 			// Notifications and the response leave the server on different
 			// goroutines, so the last progress may arrive after the result.
-			eventually(t, "3 progress notifications", func() bool { return len(s.progress("tok-1")) == 3 })
-			for i, p := range s.progress("tok-1") {
+			mcptest.Eventually(t, "3 progress notifications", func() bool { return len(s.Progress("tok-1")) == 3 })
+			for i, p := range s.Progress("tok-1") {
 				if p["progress"] != float64(i+1) || p["total"] != 3.0 {
 					t.Errorf("progress %d = %v", i, p)
 				}
 			}
 
 			res = s.call(t, "slow", map[string]any{"steps": 2, "delay_ms": 1})
-			if got := text(t, res, 0); got != "done 2" {
+			if got := mcptest.Text(t, res, 0); got != "done 2" {
 				t.Errorf("slow without a token = %q", got)
 			}
 			time.Sleep(100 * time.Millisecond)
-			if n := len(s.progress(nil)); n != 3 {
+			if n := len(s.Progress(nil)); n != 3 {
 				t.Errorf("%d progress notifications in all, want only tok-1's 3: a call without a progressToken got some", n)
 			}
 		})
@@ -428,79 +318,30 @@ func TestSlowHonoursCancellation(t *testing.T) {
 	for _, legacy := range []bool{false, true} {
 		t.Run(eraName(legacy), func(t *testing.T) {
 			s := start(t, startOptions{diagnostics: true, legacy: legacy})
-			ctx, cancel := context.WithCancel(testContext(t))
-			req := callRequest("slow", map[string]any{"steps": 1000, "delay_ms": 20})
+			ctx, cancel := context.WithCancel(mcptest.Context(t))
+			req := mcptest.CallRequest("slow", map[string]any{"steps": 1000, "delay_ms": 20})
 			req.Params.Meta = &mcp.Meta{ProgressToken: 42}
 			errc := make(chan error, 1)
 			go func() {
 				_, err := s.CallTool(ctx, req)
 				errc <- err
 			}()
-			eventually(t, "first progress", func() bool { return len(s.progress(42.0)) > 0 })
+			mcptest.Eventually(t, "first progress", func() bool { return len(s.Progress(42.0)) > 0 })
 			cancel()
 			if err := <-errc; !errors.Is(err, context.Canceled) {
 				t.Fatalf("cancelled call returned %v", err)
 			}
 			// mcp-go's client sends notifications/cancelled; the server must stop.
-			eventually(t, "the server to log the cancellation", func() bool {
-				return strings.Contains(s.stderr.String(), "slow: cancelled")
+			mcptest.Eventually(t, "the server to log the cancellation", func() bool {
+				return strings.Contains(s.Process.Stderr.String(), "slow: cancelled")
 			})
-			n := len(s.progress(42.0))
+			n := len(s.Progress(42.0))
 			time.Sleep(200 * time.Millisecond)
-			if later := len(s.progress(42.0)); later > n+1 || later > 900 {
+			if later := len(s.Progress(42.0)); later > n+1 || later > 900 {
 				t.Errorf("progress went on after cancellation: %d then %d notifications", n, later)
 			}
 		})
 	}
-}
-
-type samplingHandler struct {
-	mu      sync.Mutex
-	prompts []string
-}
-
-func (h *samplingHandler) CreateMessage(_ context.Context, req mcp.CreateMessageRequest) (*mcp.CreateMessageResult, error) {
-	var prompt string
-	if len(req.Messages) == 1 {
-		// On protocol 2026-07-28 mcp-go hands the handler content decoded as
-		// a plain map; on older versions it is already typed.
-		content, err := mcp.ParseSamplingContent(req.Messages[0].Content)
-		if err != nil {
-			return nil, err
-		}
-		if tc, ok := mcp.AsTextContent(content); ok {
-			prompt = tc.Text
-		}
-	}
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	h.prompts = append(h.prompts, prompt)
-	return &mcp.CreateMessageResult{
-		SamplingMessage: mcp.SamplingMessage{Role: mcp.RoleAssistant, Content: mcp.NewTextContent("answer to: " + prompt)},
-		Model:           "test-model",
-		StopReason:      "endTurn",
-	}, nil
-}
-
-func (h *samplingHandler) seen() []string {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	return slices.Clone(h.prompts)
-}
-
-type rootsHandler struct{}
-
-func (rootsHandler) ListRoots(context.Context, mcp.ListRootsRequest) (*mcp.ListRootsResult, error) {
-	return &mcp.ListRootsResult{Roots: []mcp.Root{{URI: "file:///work/project", Name: "project"}}}, nil
-}
-
-type elicitationHandler struct{}
-
-func (elicitationHandler) Elicit(_ context.Context, req mcp.ElicitationRequest) (*mcp.ElicitationResult, error) {
-	return &mcp.ElicitationResult{ElicitationResponse: mcp.ElicitationResponse{
-		Action:  mcp.ElicitationResponseActionAccept,
-		Content: map[string]any{"answer": "yes to " + req.Params.Message},
-	}}, nil
 }
 
 // TestRequestsToTheClient covers sample, roots and elicit in both protocol
@@ -508,28 +349,28 @@ func (elicitationHandler) Elicit(_ context.Context, req mcp.ElicitationRequest) 
 func TestRequestsToTheClient(t *testing.T) {
 	for _, legacy := range []bool{false, true} {
 		t.Run(eraName(legacy), func(t *testing.T) {
-			sampler := &samplingHandler{}
+			sampler := &mcptest.Sampler{}
 			s := start(t, startOptions{diagnostics: true, legacy: legacy, clientOpts: []client.ClientOption{
 				client.WithSamplingHandler(sampler),
-				client.WithRootsHandler(rootsHandler{}),
-				client.WithElicitationHandler(elicitationHandler{}),
+				client.WithRootsHandler(mcptest.ProjectRoots),
+				client.WithElicitationHandler(mcptest.Elicitor{}),
 			}})
 
 			res := s.call(t, "sample", map[string]any{"prompt": "what is 6×7?"})
-			if got := text(t, res, 0); res.IsError || got != "answer to: what is 6×7?" {
+			if got := mcptest.Text(t, res, 0); res.IsError || got != "answer to: what is 6×7?" {
 				t.Errorf("sample = %q (isError %v)", got, res.IsError)
 			}
-			if !slices.Equal(sampler.seen(), []string{"what is 6×7?"}) {
-				t.Errorf("sampling handler saw %q", sampler.seen())
+			if !slices.Equal(sampler.Seen(), []string{"what is 6×7?"}) {
+				t.Errorf("sampling handler saw %q", sampler.Seen())
 			}
 
 			res = s.call(t, "roots", nil)
-			if got := text(t, res, 0); got != `{"roots":[{"uri":"file:///work/project","name":"project"}]}` {
+			if got := mcptest.Text(t, res, 0); got != `{"roots":[{"uri":"file:///work/project","name":"project"}]}` {
 				t.Errorf("roots = %q", got)
 			}
 
 			res = s.call(t, "elicit", map[string]any{"message": "proceed?"})
-			if got := text(t, res, 0); got != `{"action":"accept","content":{"answer":"yes to proceed?"}}` {
+			if got := mcptest.Text(t, res, 0); got != `{"action":"accept","content":{"answer":"yes to proceed?"}}` {
 				t.Errorf("elicit = %q", got)
 			}
 
@@ -537,10 +378,10 @@ func TestRequestsToTheClient(t *testing.T) {
 			if legacy {
 				wantWire = []string{"sampling/createMessage", "roots/list", "elicitation/create"}
 			}
-			if got := s.wire.incomingMethods(); !slices.Equal(got, wantWire) {
+			if got := s.Wire.IncomingMethods(); !slices.Equal(got, wantWire) {
 				t.Errorf("server-to-client requests on the wire = %v, want %v", got, wantWire)
 			}
-			if got, want := s.wire.callCount(), 3; !legacy {
+			if got, want := s.frames, 3; !legacy {
 				// Each call is answered input_required first, then retried.
 				if got != 2*want {
 					t.Errorf("%d tools/call frames sent, want %d", got, 2*want)
@@ -554,7 +395,7 @@ func TestRequestsToTheClient(t *testing.T) {
 
 func TestSampleWithoutHandlerFails(t *testing.T) {
 	s := start(t, startOptions{diagnostics: true, legacy: true})
-	_, err := s.CallTool(testContext(t), callRequest("sample", map[string]any{"prompt": "hi"}))
+	_, err := s.CallTool(mcptest.Context(t), mcptest.CallRequest("sample", map[string]any{"prompt": "hi"}))
 	if err == nil {
 		t.Fatal("sample succeeded without a client sampling handler")
 	}
@@ -564,7 +405,7 @@ func TestBig(t *testing.T) {
 	s := start(t, startOptions{diagnostics: true})
 	const size = 5 << 20
 	res := s.call(t, "big", map[string]any{"bytes": size})
-	got := text(t, res, 0)
+	got := mcptest.Text(t, res, 0)
 	if len(got) != size || got != bigText(size) {
 		t.Errorf("big returned %d bytes, want %d of the pattern", len(got), size)
 	}
@@ -575,15 +416,15 @@ func TestBig(t *testing.T) {
 }
 
 func TestCrashFailsTheCall(t *testing.T) {
-	s := start(t, startOptions{diagnostics: true})
-	_, err := s.CallTool(testContext(t), callRequest("crash", nil))
+	s := start(t, startOptions{diagnostics: true, wantExit: func(code int) bool { return code == 3 }})
+	_, err := s.CallTool(mcptest.Context(t), mcptest.CallRequest("crash", nil))
 	if !errors.Is(err, transport.ErrTransportClosed) {
 		t.Fatalf("crash: err = %v, want the transport closed", err)
 	}
-	if _, err := s.CallTool(testContext(t), callRequest("echo", map[string]any{"text": "x"})); err == nil {
+	if _, err := s.CallTool(mcptest.Context(t), mcptest.CallRequest("echo", map[string]any{"text": "x"})); err == nil {
 		t.Error("a call after the crash succeeded")
 	}
-	eventually(t, "the crash to be logged", func() bool { return strings.Contains(s.stderr.String(), "exiting with status 3") })
+	mcptest.Eventually(t, "the crash to be logged", func() bool { return strings.Contains(s.Process.Stderr.String(), "exiting with status 3") })
 }
 
 func TestCostlyReportsCost(t *testing.T) {
@@ -610,106 +451,11 @@ func TestNotifyListChanged(t *testing.T) {
 			s := start(t, startOptions{diagnostics: true, legacy: legacy})
 			res := s.call(t, "notify_list_changed", nil)
 			if res.IsError {
-				t.Fatal(text(t, res, 0))
+				t.Fatal(mcptest.Text(t, res, 0))
 			}
-			eventually(t, "notifications/tools/list_changed", func() bool {
-				return s.sawNotification(mcp.MethodNotificationToolsListChanged)
+			mcptest.Eventually(t, "notifications/tools/list_changed", func() bool {
+				return len(s.Notifications(mcp.MethodNotificationToolsListChanged)) > 0
 			})
 		})
 	}
-}
-
-// wireTransport sits between mcp-go's client and its stdio transport. It adds
-// extra top-level params to every tools/call, which mcp.CallToolParams has no
-// field for (this is how a test sends _delegateos), and records what crossed
-// the wire.
-type wireTransport struct {
-	transport.BidirectionalInterface
-
-	mu       sync.Mutex
-	extra    map[string]any
-	incoming []string
-	calls    int
-}
-
-var _ transport.BidirectionalInterface = (*wireTransport)(nil)
-
-func (w *wireTransport) setExtraParams(extra map[string]any) {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	w.extra = extra
-}
-
-func (w *wireTransport) incomingMethods() []string {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	return slices.Clone(w.incoming)
-}
-
-func (w *wireTransport) callCount() int {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	return w.calls
-}
-
-func (w *wireTransport) SendRequest(ctx context.Context, req transport.JSONRPCRequest) (*transport.JSONRPCResponse, error) {
-	if req.Method == string(mcp.MethodToolsCall) {
-		w.mu.Lock()
-		w.calls++
-		extra := w.extra
-		w.mu.Unlock()
-		if len(extra) > 0 {
-			params, err := withExtraParams(req.Params, extra)
-			if err != nil {
-				return nil, err
-			}
-			req.Params = params
-		}
-	}
-	return w.BidirectionalInterface.SendRequest(ctx, req)
-}
-
-// withExtraParams re-encodes params, which mcp-go passes as a struct or a
-// map depending on the protocol era, as an object with extra keys added.
-func withExtraParams(params any, extra map[string]any) (map[string]json.RawMessage, error) {
-	b, err := json.Marshal(params)
-	if err != nil {
-		return nil, err
-	}
-	var fields map[string]json.RawMessage
-	if err := json.Unmarshal(b, &fields); err != nil {
-		return nil, err
-	}
-	for k, v := range extra {
-		if fields[k], err = json.Marshal(v); err != nil {
-			return nil, err
-		}
-	}
-	return fields, nil
-}
-
-func (w *wireTransport) SetRequestHandler(handler transport.RequestHandler) {
-	w.BidirectionalInterface.SetRequestHandler(func(ctx context.Context, req transport.JSONRPCRequest) (*transport.JSONRPCResponse, error) {
-		w.mu.Lock()
-		w.incoming = append(w.incoming, req.Method)
-		w.mu.Unlock()
-		return handler(ctx, req)
-	})
-}
-
-type lockedBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *lockedBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *lockedBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
 }

@@ -3,51 +3,30 @@ package main
 import (
 	"bytes"
 	"context"
-	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"regexp"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/delegateos/delegateos/chain"
 	"github.com/delegateos/delegateos/dct"
+	"github.com/delegateos/delegateos/internal/mcptest"
 	"github.com/delegateos/delegateos/revocation"
 )
 
-// buildOnce builds delegateos and docserver for every test of the package.
-var buildOnce = sync.OnceValues(func() (string, error) {
-	dir, err := os.MkdirTemp("", "delegateos-demo-test-")
-	if err != nil {
-		return "", err
-	}
-	for bin, pkg := range map[string]string{delegateosBinary: "./cmd/delegateos", docserverBinary: "./examples/docserver"} {
-		// go test puts $GOROOT/bin first on PATH.
-		cmd := exec.Command("go", "build", "-o", filepath.Join(dir, bin), pkg)
-		cmd.Dir = filepath.Join("..", "..", "..")
-		if out, err := cmd.CombinedOutput(); err != nil {
-			return "", fmt.Errorf("go build %s: %v\n%s", pkg, err, out)
-		}
-	}
-	return dir, nil
-})
+func TestMain(m *testing.M) { os.Exit(mcptest.Run(m)) }
 
-func TestMain(m *testing.M) {
-	code := m.Run()
-	if dir, err := buildOnce(); err == nil {
-		os.RemoveAll(dir)
-	}
-	os.Exit(code)
-}
-
+// binaries returns a directory holding delegateos and docserver, built
+// once for every test of the package, without the race detector.
 func binaries(t *testing.T) string {
 	t.Helper()
-	dir, err := buildOnce()
-	if err != nil {
-		t.Fatal(err)
+	dir := t.TempDir()
+	for bin, pkg := range map[string]string{delegateosBinary: "./cmd/delegateos", docserverBinary: "./examples/docserver"} {
+		if err := os.Symlink(mcptest.Build(t, pkg, false), filepath.Join(dir, bin)); err != nil {
+			t.Fatal(err)
+		}
 	}
 	return dir
 }

@@ -1,5 +1,0 @@
-//go:build !race
-
-package examples
-
-const raceEnabled = false

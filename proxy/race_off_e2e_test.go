@@ -1,5 +1,0 @@
-//go:build !race
-
-package proxy_test
-
-const raceEnabled = false
