@@ -59,10 +59,11 @@ func benchCall(b *testing.B, s *session) {
 		req = append(req[:0], `{"jsonrpc":"2.0","id":`...)
 		req = strconv.AppendInt(req, int64(i), 10)
 		req = append(req, `,"method":"tools/call","params":{"name":"echo","arguments":{"text":"hello, proxy"}}}`...)
-		resp = append(resp[:0], `{"jsonrpc":"2.0","id":`...)
-		resp = strconv.AppendInt(resp, int64(i), 10)
-		resp = append(resp, `,"result":{"content":[{"type":"text","text":"hello, proxy"}],"isError":false}}`+"\n"...)
 		s.clientFrame(req)
+		// The upstream answers under the number the relay forwarded with.
+		resp = append(resp[:0], `{"jsonrpc":"2.0","id":`...)
+		resp = strconv.AppendInt(resp, s.upSeq, 10)
+		resp = append(resp, `,"result":{"content":[{"type":"text","text":"hello, proxy"}],"isError":false}}`+"\n"...)
 		s.serverFrame(resp[:len(resp)-1], resp)
 		s.serverLog.writeTo(s.log)
 	}

@@ -225,7 +225,7 @@ func (g *Gate) decideAt(req *CallRequest, start time.Time) (d Decision) {
 			}
 		}
 	}
-	if den := g.eachTarget(req, call, mapErr, scope, g.checkTarget); den != nil {
+	if den := g.eachTarget(req, call, mapErr, scope, false); den != nil {
 		d.Denial = den
 		return d
 	}
@@ -241,7 +241,7 @@ func (g *Gate) decideAt(req *CallRequest, start time.Time) (d Decision) {
 	if spent, limit := g.Budget.Spent(levels[len(levels)-1].Key), scope.RemainingBudgetMicrocents; spent >= limit {
 		return deny(dct.BudgetExceeded, scope.Capabilities, "spent %d of a budget of %d microcents", spent, limit)
 	}
-	if den := g.eachTarget(req, call, mapErr, scope, checkCovered); den != nil {
+	if den := g.eachTarget(req, call, mapErr, scope, true); den != nil {
 		d.Denial = den
 		return d
 	}
@@ -262,20 +262,25 @@ func (g *Gate) decideAt(req *CallRequest, start time.Time) (d Decision) {
 	return d
 }
 
-type targetCheck func(req *CallRequest, call policy.Call, mapErr error, scope *dct.AuthorizedScope) *Denial
-
-// eachTarget runs check on what the request names, or, for a
-// subscriptions/listen, on each URI it subscribes to (as a subscribe to it
-// would be checked), and returns the first denial.
-func (g *Gate) eachTarget(req *CallRequest, call policy.Call, mapErr error, scope *dct.AuthorizedScope, check targetCheck) *Denial {
+// eachTarget runs checkTarget (or, with cover, checkCovered) on what the
+// request names, or, for a subscriptions/listen, on each URI it
+// subscribes to (as a subscribe to it would be checked), and returns the
+// first denial.
+func (g *Gate) eachTarget(req *CallRequest, call policy.Call, mapErr error, scope *dct.AuthorizedScope, cover bool) *Denial {
+	check := func(req *CallRequest, call policy.Call, mapErr error) *Denial {
+		if cover {
+			return checkCovered(req, call, scope)
+		}
+		return g.checkTarget(req, call, mapErr, scope)
+	}
 	if len(req.URIs) == 0 {
-		return check(req, call, mapErr, scope)
+		return check(req, call, mapErr)
 	}
 	sub := *req
 	for _, uri := range req.URIs {
 		sub.URI = uri
 		c, err := g.mapRequest(&sub)
-		if den := check(&sub, c, err, scope); den != nil {
+		if den := check(&sub, c, err); den != nil {
 			return den
 		}
 	}
@@ -303,7 +308,7 @@ func (g *Gate) checkTarget(req *CallRequest, call policy.Call, mapErr error, sco
 
 // checkCovered: a capability of the token must cover the call's (§10.1
 // step 7).
-func checkCovered(req *CallRequest, call policy.Call, _ error, scope *dct.AuthorizedScope) *Denial {
+func checkCovered(req *CallRequest, call policy.Call, scope *dct.AuthorizedScope) *Denial {
 	if !covered(scope.Capabilities, call) {
 		return targetDenial(call, scope, "%s needs %s: not granted by this token", req.what(), needs(call))
 	}

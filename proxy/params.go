@@ -106,7 +106,7 @@ func readCallParams(b []byte) (callParams, error) {
 			case "_delegateos":
 				cp.delegateos = v
 			}
-			if bytes.EqualFold(name, []byte("_delegateos")) {
+			if len(name) == len("_delegateos") && bytes.EqualFold(name, []byte("_delegateos")) {
 				cp.strip = true
 				if prevEnd >= 0 {
 					// Cut from the end of the previous member: its comma goes.

@@ -88,8 +88,9 @@ type session struct {
 	ctx        context.Context
 	closing    bool
 
-	lastTool string // see toolName
-	upSeq    int64  // the id of the last request forwarded (the client's goroutine's)
+	lastTool string   // see toolName
+	upSeq    int64    // the id of the last request forwarded (the client's goroutine's)
+	upText   [20]byte // where the client's goroutine writes a number it forwards with
 
 	// Each pump's log lines. The client's decisions are written as they
 	// are made; settlements are written once the responses they settle

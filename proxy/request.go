@@ -73,10 +73,18 @@ type delegateosParams struct {
 
 // readDelegateos reads params._delegateos; an empty raw is none.
 func readDelegateos(raw []byte) (delegateosParams, string) {
-	var d delegateosParams
 	if raw == nil {
-		return d, ""
+		return delegateosParams{}, ""
 	}
+	return decodeDelegateos(raw)
+}
+
+// decodeDelegateos is readDelegateos for a member that is there; apart, so
+// that a request without one costs no allocation.
+//
+//go:noinline
+func decodeDelegateos(raw []byte) (delegateosParams, string) {
+	var d delegateosParams
 	if err := json.Unmarshal(raw, &d); err != nil {
 		return d, "params._delegateos is not an object with a dct string"
 	}
@@ -167,9 +175,8 @@ func (s *session) clientRequest(h header, frame []byte) {
 func (s *session) forward(frame []byte, h header, cp *callParams, up int64) error {
 	var edits [2]edit
 	n := 0
-	var num [20]byte
 	if up != 0 {
-		edits[n] = edit{from: h.idAt, to: h.idAt + len(h.id), with: strconv.AppendInt(num[:0], up, 10)}
+		edits[n] = edit{from: h.idAt, to: h.idAt + len(h.id), with: strconv.AppendInt(s.upText[:0], up, 10)}
 		n++
 	}
 	if cp.strip {
@@ -407,11 +414,10 @@ func (s *session) cancelled(h header, frame []byte, cp *callParams) {
 	s.settleNow(p, p.cost(), false, outcomeCancelled)
 	var edits [2]edit
 	n := 0
-	var num [20]byte
 	// requestId sits inside params: its offset is found by reading params
 	// again, which only a cancellation costs.
 	if at := memberOffset(h.params, cp.requestID); at >= 0 {
-		edits[n] = edit{from: h.paramsAt + at, to: h.paramsAt + at + len(cp.requestID), with: strconv.AppendInt(num[:0], p.up, 10)}
+		edits[n] = edit{from: h.paramsAt + at, to: h.paramsAt + at + len(cp.requestID), with: strconv.AppendInt(s.upText[:0], p.up, 10)}
 		n++
 	}
 	if cp.strip {
