@@ -256,3 +256,12 @@ func (u *upstreamUser) prepare(cmd *exec.Cmd) error {
 	cmd.Env = u.environ(env)
 	return nil
 }
+
+// fileOwner is the uid that owns a file.
+func fileOwner(fi os.FileInfo) (int, bool) {
+	st, ok := fi.Sys().(*syscall.Stat_t)
+	if !ok {
+		return 0, false
+	}
+	return int(st.Uid), true
+}
