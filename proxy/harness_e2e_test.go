@@ -316,6 +316,12 @@ type proxyOptions struct {
 	// wrap is put before the docserver's command line, e.g. a shell that
 	// does something first and then runs "$@".
 	wrap []string
+	// flags are more proxy flags, put before the upstream command.
+	flags []string
+	// docserver replaces the docserver binary's path; env is added to the
+	// proxy's environment.
+	docserver string
+	env       []string
 	// logToStderr leaves the log on the proxy's stderr instead of a file.
 	logToStderr bool
 	// wantExit is the exit status the proxy must end with; nil means 0.
@@ -363,9 +369,14 @@ func (e *env) startProxy(o proxyOptions) *proxyProc {
 		writeFile(t, path, o.token.String()+"\n")
 		args = append(args, "--token", "@"+path)
 	}
+	args = append(args, o.flags...)
 	args = append(args, "--")
 	args = append(args, o.wrap...)
-	args = append(args, docserverBin, "--root", e.docs, "--diagnostics")
+	upstream := docserverBin
+	if o.docserver != "" {
+		upstream = o.docserver
+	}
+	args = append(args, upstream, "--root", e.docs, "--diagnostics")
 	args = append(args, o.upstream...)
 
 	inR, inW, err := os.Pipe()
@@ -380,7 +391,7 @@ func (e *env) startProxy(o proxyOptions) *proxyProc {
 	p.cmd = exec.Command(delegateosBin, args...)
 	p.cmd.Stdin, p.cmd.Stdout, p.cmd.Stderr = inR, outW, p.stderr
 	// A race-enabled binary otherwise sleeps a second before exiting.
-	p.cmd.Env = append(os.Environ(), "GORACE=atexit_sleep_ms=10")
+	p.cmd.Env = append(append(os.Environ(), "GORACE=atexit_sleep_ms=10"), o.env...)
 	if err := p.cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
