@@ -41,6 +41,22 @@ func FuzzParse(f *testing.F) {
 			}
 			p.Visible(tool, nil)
 		}
+		// CheckOffered agrees with Map: a tool is unmatched exactly when
+		// no rule decides for it, and each warning names a rule.
+		offered := []string{"read_file", "a", "t", string(data[:min(len(data), 20)])}
+		ws, unmatched := p.CheckOffered(Offered{Tools: offered})
+		un := map[string]bool{}
+		for _, u := range unmatched {
+			un[u.Name] = true
+		}
+		for _, tool := range offered {
+			if c, _ := p.Map(tool, nil); (c.Rule < 0) != un[tool] {
+				t.Fatalf("tool %q: Map's rule %d, unmatched %v", tool, c.Rule, un[tool])
+			}
+		}
+		if len(ws) > len(p.Tools) {
+			t.Fatalf("%d warnings for %d rules", len(ws), len(p.Tools))
+		}
 	})
 }
 

@@ -11,6 +11,7 @@ import (
 	"strconv"
 	"strings"
 	"time"
+	"unicode"
 	"unicode/utf8"
 
 	"github.com/gobwas/glob"
@@ -23,21 +24,28 @@ import (
 // Parse parses a policy file's contents. Relative paths in it are resolved
 // against dir. Every problem found is reported in the returned Errors.
 func Parse(data []byte, dir string) (*Policy, error) {
+	p, _, err := parse(data, dir)
+	return p, err
+}
+
+// parse is Parse; it also returns the line of each top-level key given a
+// value other than null.
+func parse(data []byte, dir string) (*Policy, map[string]int, error) {
 	root, err := decodeDocument(data)
 	if err != nil {
-		return nil, Errors{err}
+		return nil, nil, Errors{err}
 	}
 	p := Default()
+	ps := &parser{dir: dir, lines: map[string]int{}}
 	if root == nil || isNull(root) {
-		return p, nil
+		return p, ps.lines, nil
 	}
-	ps := &parser{dir: dir}
 	ps.policy(root, p)
 	if len(ps.errs) > 0 {
 		slices.SortStableFunc(ps.errs, func(a, b *Error) int { return a.Line - b.Line })
-		return nil, ps.errs
+		return nil, nil, ps.errs
 	}
-	return p, nil
+	return p, ps.lines, nil
 }
 
 // decodeDocument reads the one YAML document in data; nil if there is none.
@@ -86,6 +94,8 @@ func syntaxError(err error) *Error {
 type parser struct {
 	dir  string
 	errs Errors
+	// lines holds the line of each top-level key, for warnings.
+	lines map[string]int
 }
 
 func (ps *parser) errorf(n *yaml.Node, key, format string, args ...any) {
@@ -95,7 +105,7 @@ func (ps *parser) errorf(n *yaml.Node, key, format string, args ...any) {
 }
 
 var topKeys = []string{"roots", "tools", "default_cost", "allow_unauthenticated", "honour_upstream_cost",
-	"revocation_list", "spend_store", "max_frame_bytes", "log", "workspace", "judge", "reputation"}
+	"revocation_list", "spend_store", "max_frame_bytes", "log", "workspace", "judge", "reputation", "upstream_user"}
 
 func (ps *parser) policy(n *yaml.Node, p *Policy) {
 	if n.Kind != yaml.MappingNode {
@@ -103,6 +113,7 @@ func (ps *parser) policy(n *yaml.Node, p *Policy) {
 		return
 	}
 	ps.mapping(n, "", topKeys, func(key string, v *yaml.Node) {
+		ps.lines[key] = v.Line
 		switch key {
 		case "roots":
 			p.Roots = ps.roots(v, key)
@@ -133,8 +144,25 @@ func (ps *parser) policy(n *yaml.Node, p *Policy) {
 			ps.judge(v, key, &p.Judge)
 		case "reputation":
 			ps.reputation(v, key, &p.Reputation)
+		case "upstream_user":
+			ps.upstreamUser(v, key, &p.UpstreamUser)
 		}
 	})
+}
+
+// upstreamUser reads USER[:GROUP]; whether the user exists is up to the
+// machine the proxy runs on.
+func (ps *parser) upstreamUser(n *yaml.Node, key string, out *string) {
+	s, ok := ps.str(n, key)
+	if !ok {
+		return
+	}
+	u, g, hasGroup := strings.Cut(s, ":")
+	if u == "" || (hasGroup && (g == "" || strings.Contains(g, ":"))) || strings.ContainsFunc(s, unicode.IsSpace) {
+		ps.errorf(n, key, "must be USER or USER:GROUP (names or numeric IDs), e.g. nobody")
+		return
+	}
+	*out = s
 }
 
 // mapping calls fn for each key of a mapping node in order, refusing keys

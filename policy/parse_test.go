@@ -103,6 +103,11 @@ log:
 	if p.Log != (LogConfig{File: "/etc/dos/logs/proxy.log", Level: "debug"}) {
 		t.Errorf("Log = %+v", p.Log)
 	}
+	for src, want := range map[string]string{"upstream_user: nobody\n": "nobody", "upstream_user: \"65534:65534\"\n": "65534:65534", "upstream_user: mcp:mcp\n": "mcp:mcp"} {
+		if got := mustParse(t, src).UpstreamUser; got != want {
+			t.Errorf("%q: UpstreamUser = %q, want %q", src, got, want)
+		}
+	}
 
 	for name, src := range map[string]string{
 		"empty":         "",
@@ -202,6 +207,11 @@ func TestParseErrors(t *testing.T) {
 		{"syntax error", "roots: [\n", []string{`line 1: not valid YAML: did not find expected node content`}},
 		{"tab indentation", "log:\n\tlevel: info\n", []string{`line 2: not valid YAML: found character that cannot start any token`}},
 		{"two documents", "roots: []\n---\ntools: []\n", []string{`line 2: a policy file holds one YAML document`}},
+		{"upstream user with two colons", "upstream_user: a:b:c\n", []string{`line 1: upstream_user: must be USER or USER:GROUP (names or numeric IDs), e.g. nobody`}},
+		{"upstream user without user", "upstream_user: \":g\"\n", []string{`line 1: upstream_user: must be USER or USER:GROUP`}},
+		{"upstream user with empty group", "upstream_user: \"u:\"\n", []string{`line 1: upstream_user: must be USER or USER:GROUP`}},
+		{"upstream user with a space", "upstream_user: \"no body\"\n", []string{`line 1: upstream_user: must be USER or USER:GROUP`}},
+		{"upstream user as a number", "upstream_user: 65534\n", []string{`line 1: upstream_user: must be a string (YAML reads 65534 as int; quote it to make it a string)`}},
 		{"several problems in order", "default_cost: -5\nlog:\n  level: loud\nmystery: 1\n", []string{
 			`line 1: default_cost: must be`, `line 3: log.level: must be one of`, `line 4: mystery: unknown key`}},
 	}
@@ -287,7 +297,7 @@ func TestLoad(t *testing.T) {
 		t.Fatal(err)
 	}
 	_, err = Load(path)
-	if err == nil || err.Error() != path+":2: bogus: unknown key; known keys here: roots, tools, default_cost, allow_unauthenticated, honour_upstream_cost, revocation_list, spend_store, max_frame_bytes, log, workspace, judge, reputation" {
+	if err == nil || err.Error() != path+":2: bogus: unknown key; known keys here: roots, tools, default_cost, allow_unauthenticated, honour_upstream_cost, revocation_list, spend_store, max_frame_bytes, log, workspace, judge, reputation, upstream_user" {
 		t.Errorf("Load error = %v", err)
 	}
 	var pe *Error

@@ -52,6 +52,10 @@ type Policy struct {
 	// Reputation says how completed delegations are evaluated and which
 	// delegates may be given work.
 	Reputation ReputationConfig
+	// UpstreamUser is USER[:GROUP] (names or numeric IDs) the upstream runs
+	// as, so that it cannot read the proxy's token, memory or files; ""
+	// runs it as the proxy's own user.
+	UpstreamUser string
 }
 
 // JudgeConfig is the judge section: the local command that scores an output
@@ -141,27 +145,33 @@ func Default() *Policy {
 // the os package; a file that can be read but is not a valid policy is
 // Errors, each naming path and line.
 func Load(path string) (*Policy, error) {
+	p, _, err := load(path)
+	return p, err
+}
+
+// load is Load; it also returns the lines of the top-level keys.
+func load(path string) (*Policy, map[string]int, error) {
 	f, err := os.Open(path)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	defer f.Close()
 	data, err := io.ReadAll(io.LimitReader(f, MaxFileSize+1))
 	if err != nil {
-		return nil, fmt.Errorf("read %s: %w", path, err)
+		return nil, nil, fmt.Errorf("read %s: %w", path, err)
 	}
 	if len(data) > MaxFileSize {
-		return nil, fmt.Errorf("%s: larger than %d bytes", path, MaxFileSize)
+		return nil, nil, fmt.Errorf("%s: larger than %d bytes", path, MaxFileSize)
 	}
 	dir, err := filepath.Abs(filepath.Dir(path))
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	p, err := Parse(data, dir)
+	p, lines, err := parse(data, dir)
 	if errs, ok := err.(Errors); ok {
 		for _, e := range errs {
 			e.File = path
 		}
 	}
-	return p, err
+	return p, lines, err
 }

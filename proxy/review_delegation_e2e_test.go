@@ -15,14 +15,15 @@ import (
 	"github.com/delegateos/delegateos/proxy"
 )
 
-// Review R1 through the real binary: the agent A holds the root's token
-// for delegation delA under contract ct_aaaaaaaaaaaa. It never presents the
-// root's contract. Instead it attenuates its own token to a sybil key
-// (dct's default keeps the parent's contract ID), signs a trivial contract
-// of its own under ct_aaaaaaaaaaaa and delegates that. The proxy records
-// delA as an ancestor and stores A's contract under the root's contract
-// ID; A then completes delA with output that no real contract would
-// accept and gets it recorded completed, with a reliability signal.
+// The contract swap of TestReviewContractSwapSelfCompletion, through the
+// real binary: the agent A holds the root's token for delegation delA
+// under contract ct_aaaaaaaaaaaa. It never presents the root's contract.
+// Instead it attenuates its own token to a sybil key (dct's default keeps
+// the parent's contract ID), signs a trivial contract of its own under
+// ct_aaaaaaaaaaaa and delegates that. The proxy records delA as an
+// ancestor and stores A's contract under the root's contract ID; A then
+// completes delA with output that no real contract would accept and gets
+// it recorded completed, with a reliability signal.
 func TestReviewContractSwapThroughProxy(t *testing.T) {
 	r := newDelegationRun(t)
 	delA := r.aTok.Unverified().Authority.DelegationID

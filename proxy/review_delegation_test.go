@@ -1,6 +1,6 @@
 package proxy
 
-// Adversarial review tests for the delegation messages. Each test asserts
+// Adversarial tests of the delegation messages. Each test asserts
 // the property the proxy should hold; a failure demonstrates a hole.
 
 import (
@@ -42,7 +42,7 @@ func reviewContract(t *testing.T, k *identity.Keypair, id string, now time.Time,
 	return c
 }
 
-// R1: A (the root's delegatee, the client) attenuates its own token to a
+// A (the root's delegatee, the client) attenuates its own token to a
 // sybil key, naming the SAME contract ID as its own delegation (dct's
 // default), and delegates it with a contract A signs under that ID. The
 // proxy stores A's contract as "ct_aaaaaaaaaaaa" and records del_aaaa as
@@ -73,7 +73,7 @@ func TestReviewContractSwapSelfCompletion(t *testing.T) {
 	}
 }
 
-// R1c: a contract stored under a delegation's contract ID but issued by
+// A contract stored under a delegation's contract ID but issued by
 // someone other than its delegator (another chain's contract with the same
 // ID) never judges that delegation's work.
 func TestReviewCompleteNeedsTheDelegatorsContract(t *testing.T) {
@@ -100,7 +100,7 @@ func TestReviewCompleteNeedsTheDelegatorsContract(t *testing.T) {
 	}
 }
 
-// R2: any principal can append validly self-signed entries to the
+// Any principal can append validly self-signed entries to the
 // revocation list through delegateos/revoke, with no authority over any
 // token: the list (and every verifier reading it) grows without bound,
 // and past revocation.MaxListSize every token is denied (fail closed).
@@ -133,7 +133,7 @@ func TestReviewRevokeByStrangerGrowsList(t *testing.T) {
 	}
 }
 
-// R3: a "block" revocation of A's block does not revoke B's token (the
+// A "block" revocation of A's block does not revoke B's token (the
 // verifier honours block scope only on the last block), but Revoke marks
 // B's delegation revoked in the chain along with A's.
 func TestReviewBlockRevokeChainMismatch(t *testing.T) {
@@ -155,7 +155,7 @@ func TestReviewBlockRevokeChainMismatch(t *testing.T) {
 	}
 }
 
-// R4: concurrent delegateos/complete of one active delegation each run
+// Concurrent delegateos/complete of one active delegation each run
 // the full verification (judge included); only one can be recorded.
 func TestReviewConcurrentCompletesEachRunJudge(t *testing.T) {
 	f := newDelegationFixture(t)
@@ -193,7 +193,7 @@ func TestReviewConcurrentCompletesEachRunJudge(t *testing.T) {
 	}
 }
 
-// R5: an output the verifier refuses to judge (here: a character outside
+// An output the verifier refuses to judge (here: a character outside
 // the BMP with a regex without the u flag) is "unverified": the
 // attestation is stored, the delegation stays active, and the delegatee
 // may repeat without bound, storing a new attestation each time.
@@ -231,7 +231,7 @@ func TestReviewUnverifiedStoresUnboundedAttestations(t *testing.T) {
 	}
 }
 
-// R6: a failing judge command's stderr is quoted to the client in the
+// A failing judge command's stderr is quoted to the client in the
 // JSON-RPC error of delegateos/complete.
 func TestReviewJudgeStderrReachesClient(t *testing.T) {
 	f := newDelegationFixture(t)
@@ -248,7 +248,7 @@ func TestReviewJudgeStderrReachesClient(t *testing.T) {
 	}
 }
 
-// R7: the chain's ended status and the trust gate are not enforced on
+// The chain's ended status and the trust gate are not enforced on
 // calls: after del_bbbb is recorded completed, B's token (named in
 // params._delegateos) still passes the gate; likewise a delegatee that
 // delegateos/delegate refused as untrusted.
@@ -287,10 +287,11 @@ func b64(b []byte) string {
 	return sb.String()
 }
 
-// R1b: the same root cause lets a DOWNSTREAM delegatee sabotage its
-// delegator: B (A's delegatee) attenuates its token to a sybil naming A's
-// contract ID, signs an unsatisfiable contract under that ID and delegates
-// it. A's honest completion of del_aaaa is then judged against B's
+// The contract swap of TestReviewContractSwapSelfCompletion would let a
+// DOWNSTREAM delegatee sabotage its delegator: B (A's delegatee)
+// attenuates its token to a sybil naming A's contract ID, signs an
+// unsatisfiable contract under that ID and delegates it. A's honest
+// completion of del_aaaa is then judged against B's
 // contract and recorded failed (a bad signal for A from the root).
 func TestReviewContractSquatFailsDelegator(t *testing.T) {
 	f := newDelegationFixture(t)

@@ -75,3 +75,33 @@ func sourceDID(s string) (string, error) {
 	}
 	return "", fmt.Errorf("%w: source %q is neither a principal ID nor a DID", ErrInvalid, clip(s))
 }
+
+// SameAgent reports whether a and b name the same agent: a principal ID and
+// the did:key of the same Ed25519 key are one agent; other DIDs are
+// compared as given. An empty string names no agent.
+func SameAgent(a, b string) bool {
+	return a != "" && b != "" && agentKey(a) == agentKey(b)
+}
+
+// agentKey is the form in which two names of one agent are equal.
+func agentKey(s string) string {
+	if did, err := CanonicalDID(s); err == nil {
+		return did
+	}
+	return s
+}
+
+// selfDealing refuses an evaluation of c from src in which the delegate
+// would rate itself: it is the delegator or the evaluator.
+func selfDealing(c *Contract, src string) error {
+	role := ""
+	switch {
+	case SameAgent(c.Delegate, c.Delegator):
+		role = SelfDelegator
+	case SameAgent(c.Delegate, src):
+		role = SelfEvaluator
+	default:
+		return nil
+	}
+	return &SelfDealingError{Contract: c.ID(), Delegate: c.Delegate, Role: role}
+}

@@ -31,7 +31,45 @@ var (
 	// (principal IDs or did:key); other DIDs are found only in profiles
 	// that already exist.
 	ErrUnsupportedAgent = errors.New("unsupported agent identifier")
+	// ErrSelfDealing: an evaluation in which the delegate would rate its
+	// own work. Errors are *SelfDealingError.
+	ErrSelfDealing = errors.New("self-dealing")
 )
+
+// The ways a delegate can stand on the rating side of its own evaluation.
+const (
+	// SelfDelegator: the delegate delegated the work to itself.
+	SelfDelegator = "delegator"
+	// SelfEvaluator: the delegate is the evaluation's source.
+	SelfEvaluator = "evaluator"
+	// SelfAncestor: the delegate appears earlier in the delegation chain,
+	// so the delegator holds its authority from the delegate.
+	SelfAncestor = "ancestor"
+)
+
+// SelfDealingError is an evaluation refused because its delegate is also
+// the delegator, the evaluator or an earlier link of the delegation chain
+// (Role says which). Nothing was recorded: no signal, no contract change.
+type SelfDealingError struct {
+	Contract string // the contract ID, "contract:<slug>"
+	Delegate string // the delegate's DID
+	Role     string // SelfDelegator, SelfEvaluator or SelfAncestor
+}
+
+func (e *SelfDealingError) Error() string {
+	how := map[string]string{
+		SelfDelegator: "also the delegator",
+		SelfEvaluator: "also the evaluator",
+		SelfAncestor:  "also a delegator earlier in the delegation chain",
+	}[e.Role]
+	if how == "" {
+		how = "also " + e.Role
+	}
+	return fmt.Sprintf("%s: no reputation signal recorded: the delegate %s is %s (self-dealing)", e.Contract, e.Delegate, how)
+}
+
+// Is makes errors.Is(err, ErrSelfDealing) true.
+func (e *SelfDealingError) Is(target error) bool { return target == ErrSelfDealing }
 
 // TransitionError is a lifecycle step the contract's status does not allow.
 type TransitionError struct {

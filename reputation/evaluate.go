@@ -28,6 +28,10 @@ const ArtifactsDir = "artifacts"
 // before the contract: if the process dies in between, the contract is
 // still completed, and evaluating it again does not record its signals
 // twice.
+//
+// An agent never rates its own work: when the delegate is also the
+// delegator or the source (compared as SameAgent does), nothing is
+// recorded and the error is a *SelfDealingError.
 func (w *Workspace) Evaluate(slug string, scores map[string]float64, source string, now time.Time) (*Contract, []Signal, error) {
 	unlock, err := w.lock(ContractsDir)
 	if err != nil {
@@ -67,6 +71,9 @@ func (w *Workspace) evaluateLocked(lc *loadedContract, scores map[string]float64
 	}
 	src, err := sourceDID(source)
 	if err != nil {
+		return nil, nil, err
+	}
+	if err := selfDealing(c, src); err != nil {
 		return nil, nil, err
 	}
 	domains, err := w.evaluationDomains(c)

@@ -16,6 +16,11 @@ type Outcome struct {
 	TaskContractID string
 	// Delegator and Delegate are principal IDs or did:keys.
 	Delegator, Delegate string
+	// Ancestors are the principals the delegated authority passed through
+	// before Delegator held it, root issuer first (principal IDs or
+	// did:keys); the proxy takes them from the delegation's token. Empty
+	// means the delegation's chain is not known beyond Delegator.
+	Ancestors []string
 	// Title describes the task when the contract is created here.
 	Title string
 	// Passed is whether the delegation completed (true) or failed.
@@ -63,6 +68,12 @@ func TimelinessScore(created, deadline, completed time.Time) float64 {
 // A contract at the linked slug that names another delegation, delegator
 // or delegate is a conflict (ErrConflict). An outcome for a contract
 // already evaluated is a *TransitionError: a delegation is rated once.
+//
+// An agent never earns reputation from its own delegation: when the
+// delegate is the delegator, or appears among o.Ancestors (it delegated,
+// directly or through others, to the delegator that now rates it), the
+// outcome records nothing, not even the contract, and the error is a
+// *SelfDealingError.
 func (w *Workspace) RecordOutcome(o Outcome, now time.Time) (*Contract, []Signal, error) {
 	delegator, err := CanonicalDID(o.Delegator)
 	if err != nil {
@@ -72,14 +83,26 @@ func (w *Workspace) RecordOutcome(o Outcome, now time.Time) (*Contract, []Signal
 	if err != nil {
 		return nil, nil, fmt.Errorf("delegate: %w", err)
 	}
+	slug, err := LinkSlug(o.DelegationID)
+	if err != nil {
+		return nil, nil, err
+	}
+	if SameAgent(delegate, delegator) {
+		return nil, nil, &SelfDealingError{Contract: ContractIDPrefix + slug, Delegate: delegate, Role: SelfDelegator}
+	}
+	for i, a := range o.Ancestors {
+		did, err := CanonicalDID(a)
+		if err != nil {
+			return nil, nil, fmt.Errorf("ancestor %d: %w", i, err)
+		}
+		if did == delegate {
+			return nil, nil, &SelfDealingError{Contract: ContractIDPrefix + slug, Delegate: delegate, Role: SelfAncestor}
+		}
+	}
 	for name, s := range map[string]*float64{"verification score": o.VerificationScore, "completeness": o.Completeness, "clarity": o.Clarity} {
 		if s != nil && (math.IsNaN(*s) || !validScore(*s)) {
 			return nil, nil, fmt.Errorf("%w: %s %v is outside [0, 1]", ErrInvalid, name, *s)
 		}
-	}
-	slug, err := LinkSlug(o.DelegationID)
-	if err != nil {
-		return nil, nil, err
 	}
 	if o.Created.IsZero() {
 		o.Created = now

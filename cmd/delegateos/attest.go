@@ -18,7 +18,7 @@ import (
 var attestCreateCmd = &command{
 	name: "create",
 	args: "--key FILE --contract FILE --delegation DEL --output FILE [--failed] [--hash-only] --cost MICROCENTS " +
-		"[--duration D] [--child ATT_ID]... [--no-outcome] [--out FILE]",
+		"[--duration D] [--child ATT_ID]... [--no-outcome] [--out FILE] [--json]",
 	summary: "sign an attestation of work done under a contract; the contract's verification is run on the output and claimed",
 	flags: func(fs *pflag.FlagSet) func(*env, []string) error {
 		key := fs.String("key", "", "the attester's key file: the delegatee who did the work")
@@ -34,6 +34,7 @@ var attestCreateCmd = &command{
 		judge := fs.String("judge", "", "the llm_judge program, if the contract's verification needs one")
 		judgeArgs := fs.StringArray("judge-arg", nil, "an argument for the judge program (repeatable)")
 		out := fs.String("out", "", "write the attestation to FILE instead of standard output")
+		fs.Bool("json", true, "output is always JSON: the signed attestation")
 		return func(e *env, args []string) error {
 			if len(args) > 0 {
 				return usagef("unexpected argument %q", args[0])

@@ -79,7 +79,7 @@ func writeOut(e *env, path string, data []byte) error {
 var contractCreateCmd = &command{
 	name: "create",
 	args: "--key FILE --title T [--description D] [--inputs JSON] --output-schema JSON --verification JSON --budget MICROCENTS " +
-		"(--deadline TIME | --ttl DURATION) [--max-depth N] [--require NS:ACTION...] [--id CT] [--out FILE]",
+		"(--deadline TIME | --ttl DURATION) [--max-depth N] [--require NS:ACTION...] [--id CT] [--out FILE] [--json]",
 	summary: "create and sign a task contract (JSON values may be @FILE or - for stdin)",
 	flags: func(fs *pflag.FlagSet) func(*env, []string) error {
 		key := fs.String("key", "", "the issuer's key file: the delegator, who signs the contract")
@@ -95,6 +95,7 @@ var contractCreateCmd = &command{
 		require := fs.StringArray("require", nil, "a capability the token must grant, NAMESPACE:ACTION (repeatable)")
 		id := fs.String("id", "", "the contract ID (default: a new random ct_ ID)")
 		out := fs.String("out", "", "write the contract to FILE instead of standard output")
+		fs.Bool("json", true, "output is always JSON: the signed contract")
 		return func(e *env, args []string) error {
 			if len(args) > 0 {
 				return usagef("unexpected argument %q", args[0])
@@ -201,13 +202,14 @@ func errString(err error) string {
 
 var verifyOutputCmd = &command{
 	name:    "verify-output",
-	args:    "--contract FILE --output FILE [--judge PROGRAM [--judge-arg ARG]...]",
+	args:    "--contract FILE --output FILE [--judge PROGRAM [--judge-arg ARG]...] [--json]",
 	summary: "run a contract's verification on an output and print the CheckResult (exit 0 passed, 1 failed)",
 	flags: func(fs *pflag.FlagSet) func(*env, []string) error {
 		cfile := fs.String("contract", "", "the task contract file")
 		ofile := fs.String("output", "", "the output to verify: a JSON file, or - for standard input")
 		judge := fs.String("judge", "", "the llm_judge program: reads the prompt on stdin, prints {\"score\": S, \"reasoning\": \"...\"}")
 		judgeArgs := fs.StringArray("judge-arg", nil, "an argument for the judge program (repeatable)")
+		fs.Bool("json", true, "output is always JSON: the CheckResult")
 		return func(e *env, args []string) error {
 			if len(args) > 0 {
 				return usagef("unexpected argument %q", args[0])

@@ -76,7 +76,7 @@ var mintCmd = &command{
 				MaxChainDepth: *maxDepth, MaxBudgetMicrocents: *budget, ExpiresAt: exp, IssuedAt: now,
 			})
 			if err != nil {
-				return usageError{err.Error()}
+				return usageError{msg: err.Error()}
 			}
 			return printToken(e, *asJSON, tok)
 		}
@@ -198,7 +198,7 @@ var verifyCmd = &command{
 			}
 			v, err := dct.NewVerifier(opts)
 			if err != nil {
-				return usageError{err.Error()}
+				return usageError{msg: err.Error()}
 			}
 			s, err := readToken(e, *token)
 			if err != nil {

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -99,6 +100,12 @@ func linkReputation(d *proxy.Delegations, pol *policy.Policy, log *zap.Logger) e
 			Completeness:      &completeness,
 			Clarity:           &clarity,
 		}
+		ancestors, err := tokenAncestors(o.Delegation.DCT.Token)
+		if err != nil {
+			log.Error("reputation not recorded", zap.String("delegation", o.Delegation.ID), zap.Error(err))
+			return err
+		}
+		ro.Ancestors = ancestors
 		if t, err := timestamp.Parse(o.Delegation.CreatedAt); err == nil {
 			ro.Created = t
 		}
@@ -106,6 +113,10 @@ func linkReputation(d *proxy.Delegations, pol *policy.Policy, log *zap.Logger) e
 			ro.Deadline = t
 		}
 		c, signals, err := ws.RecordOutcome(ro, o.At)
+		if errors.Is(err, reputation.ErrSelfDealing) {
+			log.Warn("no reputation signal: self-dealing", zap.String("delegation", o.Delegation.ID), zap.Error(err))
+			return err
+		}
 		if err != nil {
 			log.Error("reputation not recorded", zap.String("delegation", o.Delegation.ID), zap.Error(err))
 			return err
@@ -125,4 +136,22 @@ func linkReputation(d *proxy.Delegations, pol *policy.Policy, log *zap.Logger) e
 		}
 	}
 	return nil
+}
+
+// tokenAncestors returns the principals a delegation's token passed
+// through before its last holder: the root issuer and every delegatee but
+// the last. The reputation workspace refuses an outcome whose delegate is
+// among them (it would rate itself through the delegator).
+func tokenAncestors(token string) ([]string, error) {
+	tok, err := dct.Parse(token)
+	if err != nil {
+		return nil, fmt.Errorf("the delegation's token cannot be read: %w", err)
+	}
+	st := tok.Unverified()
+	out := []string{st.Authority.Issuer}
+	holders := []string{st.Authority.Delegatee}
+	for _, a := range st.Attenuations {
+		holders = append(holders, a.Delegatee)
+	}
+	return append(out, holders[:len(holders)-1]...), nil
 }

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
 	"strings"
 	"time"
 
@@ -38,7 +39,29 @@ func readToken(e *env, arg string) (string, error) {
 		}
 		return strings.TrimSpace(string(b)), nil
 	}
+	if looksLikePath(arg) {
+		if _, err := dct.ParseInput(arg); err != nil {
+			return "", fixf("--token %q is not a token; did you mean --token @%s? (@ reads the token from a file)", arg, arg)
+		}
+	}
 	return arg, nil
+}
+
+// looksLikePath reports whether a --token value names a file rather than
+// holding a token: it exists, or has a path's shape. A token is base64url
+// or JSON, which have neither slashes nor file extensions.
+func looksLikePath(s string) bool {
+	if _, err := os.Stat(s); err == nil {
+		return true
+	}
+	if strings.ContainsAny(s, `/\`) || strings.HasPrefix(s, "~") || strings.HasPrefix(s, ".") {
+		return !strings.HasPrefix(s, "{")
+	}
+	switch strings.ToLower(filepath.Ext(s)) {
+	case ".tok", ".token", ".dct", ".json", ".txt", ".jwt":
+		return true
+	}
+	return false
 }
 
 // parseToken reads and parses TOKEN; a token that cannot be parsed is

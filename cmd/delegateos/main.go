@@ -62,11 +62,21 @@ var root = &command{
 }
 
 // usageError means the command line was wrong (exit 2).
-type usageError struct{ msg string }
+type usageError struct {
+	msg string
+	// fixed: msg says what to do, so "run --help" is not added.
+	fixed bool
+}
 
 func (e usageError) Error() string { return e.msg }
 
-func usagef(format string, args ...any) error { return usageError{fmt.Sprintf(format, args...)} }
+// usagef is a usage error that the command's help resolves.
+func usagef(format string, args ...any) error { return usageError{msg: fmt.Sprintf(format, args...)} }
+
+// fixf is a usage error whose message says what is wrong and what to do.
+func fixf(format string, args ...any) error {
+	return usageError{msg: fmt.Sprintf(format, args...), fixed: true}
+}
 
 // inputError means input could not be read or understood (exit 2).
 type inputError struct{ err error }
@@ -86,8 +96,14 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	e := &env{stdin: stdin, stdout: stdout, stderr: stderr}
 	cmd, path, rest := resolve(root, args)
 	if cmd.flags == nil {
-		// A group: show its help, an error if a subcommand was mistyped.
-		if len(rest) > 0 && rest[0] != "help" && rest[0] != "-h" && rest[0] != "--help" {
+		// A group: its help when asked for; without a command, the help on
+		// stderr and exit 2 (a script that forgot the command must not
+		// pass); an error if a command was mistyped.
+		switch {
+		case len(rest) == 0:
+			writeGroupHelp(stderr, cmd, path)
+			return exitUsage
+		case rest[0] != "help" && rest[0] != "-h" && rest[0] != "--help":
 			fmt.Fprintf(stderr, "delegateos: unknown command %q; run '%s help'\n", strings.Join(append(path, rest[0]), " "), strings.Join(path, " "))
 			return exitUsage
 		}
@@ -112,6 +128,9 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	switch {
 	case err == nil:
 		return exitOK
+	case errors.As(err, &ue) && ue.fixed:
+		fmt.Fprintf(stderr, "%s: %v\n", strings.Join(path, " "), oneLine(err.Error()))
+		return exitUsage
 	case errors.As(err, &ue):
 		fmt.Fprintf(stderr, "%s: %v; run '%s --help'\n", strings.Join(path, " "), err, strings.Join(path, " "))
 		return exitUsage

@@ -5,26 +5,43 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"slices"
 	"strings"
 	"text/tabwriter"
 
 	"github.com/spf13/pflag"
 
+	"github.com/delegateos/delegateos/internal/mcplist"
 	"github.com/delegateos/delegateos/policy"
 )
 
 var policyCheckCmd = &command{
 	name:    "check",
-	args:    "FILE [--json]",
-	summary: "validate a policy file: a summary (exit 0) or every problem with its line (exit 1)",
+	args:    "FILE [--json] [--upstream [--timeout D] -- UPSTREAM_COMMAND [ARGS...]]",
+	summary: "validate a policy file: a summary (exit 0, with any warnings) or every problem with its line (exit 1)",
 	flags: func(fs *pflag.FlagSet) func(*env, []string) error {
-		asJSON := fs.Bool("json", false, "print the parsed policy, or the problems, as JSON")
+		asJSON := fs.Bool("json", false, "print the parsed policy and its warnings, or the problems, as JSON")
+		upstream := fs.Bool("upstream", false, "also start the MCP server given after --, list its tools and warn of rules that match none of them")
+		timeout := fs.Duration("timeout", initTimeout, "with --upstream, how long the server may take to start and list its tools")
 		return func(e *env, args []string) error {
+			var command []string
+			switch dash := fs.ArgsLenAtDash(); {
+			case *upstream && (dash < 0 || len(args) == dash):
+				return usagef("--upstream needs the MCP server's command after --, e.g. delegateos policy check policy.yaml --upstream -- npx -y @modelcontextprotocol/server-everything")
+			case !*upstream && dash >= 0:
+				return usagef("a command after -- is checked only with --upstream: delegateos policy check FILE --upstream -- COMMAND")
+			case dash >= 0:
+				command = args[dash:]
+				args = args[:dash]
+			}
 			if len(args) != 1 {
 				return usagef("give exactly one policy FILE")
 			}
+			if *timeout <= 0 {
+				return usagef("--timeout must be positive")
+			}
 			file := args[0]
-			p, err := policy.Load(file)
+			p, warnings, err := policy.Lint(file)
 			var problems policy.Errors
 			switch {
 			case errors.As(err, &problems):
@@ -34,13 +51,36 @@ var policyCheckCmd = &command{
 				return checkError{problems.Error()}
 			case err != nil:
 				return inputf("%v", err)
-			case *asJSON:
-				return writeJSON(e, policySummary(file, p))
 			}
-			writePolicySummary(e.stdout, file, p)
+			var up *upstreamCheck
+			if command != nil {
+				l, err := mcplist.List(command, mcplist.Options{Timeout: *timeout, ClientName: "delegateos policy check"})
+				if err != nil {
+					return inputError{err}
+				}
+				up = &upstreamCheck{command: command, tools: l.ToolNames()}
+				var ws []*policy.Warning
+				ws, up.unmatched = p.CheckOffered(policy.Offered{Tools: up.tools})
+				for _, w := range ws {
+					w.File = file
+				}
+				warnings = append(warnings, ws...)
+				slices.SortStableFunc(warnings, func(a, b *policy.Warning) int { return a.Line - b.Line })
+			}
+			if *asJSON {
+				return writeJSON(e, policySummary(file, p, warnings, up))
+			}
+			writePolicySummary(e.stdout, file, p, warnings, up)
 			return nil
 		}
 	},
+}
+
+// upstreamCheck is what 'policy check --upstream' found.
+type upstreamCheck struct {
+	command   []string
+	tools     []string
+	unmatched []policy.Unmatched
 }
 
 type problemJSON struct {
@@ -90,6 +130,24 @@ type policyJSON struct {
 		Clarity      float64           `json:"clarity"`
 		TrustGate    *policy.TrustGate `json:"trust_gate"`
 	} `json:"reputation"`
+	UpstreamUser string        `json:"upstream_user"`
+	Warnings     []problemJSON `json:"warnings"`
+	// Upstream is what --upstream found.
+	Upstream *upstreamJSON `json:"upstream,omitempty"`
+}
+
+type upstreamJSON struct {
+	Command []string `json:"command"`
+	Tools   []string `json:"tools"`
+	// Unmatched are the tools no rule matches.
+	Unmatched []unmatchedJSON `json:"unmatched"`
+}
+
+type unmatchedJSON struct {
+	Section string `json:"section"`
+	Name    string `json:"name"`
+	// Default is the capability a call needs: the default mapping.
+	Default string `json:"default"`
 }
 
 type ruleJSON struct {
@@ -103,10 +161,23 @@ type ruleJSON struct {
 	Cost int64 `json:"cost"`
 }
 
-func policySummary(file string, p *policy.Policy) policyJSON {
+func policySummary(file string, p *policy.Policy, warnings []*policy.Warning, up *upstreamCheck) policyJSON {
 	s := policyJSON{File: file, OK: true, Roots: p.Roots, Tools: []ruleJSON{}, DefaultCost: p.DefaultCost,
 		AllowUnauthenticated: p.AllowUnauthenticated, HonourUpstreamCost: p.HonourUpstreamCost,
-		RevocationList: p.RevocationList, SpendStore: p.SpendStore, MaxFrameBytes: p.MaxFrameBytes}
+		RevocationList: p.RevocationList, SpendStore: p.SpendStore, MaxFrameBytes: p.MaxFrameBytes,
+		UpstreamUser: p.UpstreamUser, Warnings: []problemJSON{}}
+	for _, w := range warnings {
+		s.Warnings = append(s.Warnings, problemJSON{Line: w.Line, Key: w.Key, Message: w.Msg})
+	}
+	if up != nil {
+		s.Upstream = &upstreamJSON{Command: up.command, Tools: up.tools, Unmatched: []unmatchedJSON{}}
+		if s.Upstream.Tools == nil {
+			s.Upstream.Tools = []string{}
+		}
+		for _, u := range up.unmatched {
+			s.Upstream.Unmatched = append(s.Upstream.Unmatched, unmatchedJSON{Section: u.Section, Name: u.Name, Default: u.Default})
+		}
+	}
 	if s.Roots == nil {
 		s.Roots = []string{}
 	}
@@ -135,8 +206,15 @@ func ruleCost(p *policy.Policy, r policy.Rule) int64 {
 	return p.DefaultCost
 }
 
-func writePolicySummary(w io.Writer, file string, p *policy.Policy) {
-	fmt.Fprintf(w, "%s: ok\n", file)
+func writePolicySummary(w io.Writer, file string, p *policy.Policy, warnings []*policy.Warning, up *upstreamCheck) {
+	if len(warnings) == 0 {
+		fmt.Fprintf(w, "%s: ok\n", file)
+	} else {
+		fmt.Fprintf(w, "%s: ok, with %d %s\n", file, len(warnings), plural(len(warnings), "warning", "warnings"))
+	}
+	for _, wn := range warnings {
+		fmt.Fprintln(w, wn.String())
+	}
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	fmt.Fprintf(tw, "roots:\t%d\n", len(p.Roots))
 	for _, r := range p.Roots {
@@ -163,7 +241,24 @@ func writePolicySummary(w io.Writer, file string, p *policy.Policy) {
 			fmt.Fprintf(tw, "trust gate:\trefuse reliability below %.2f once confidence is at least %.2f\n", g.MinReliability, g.MinConfidence)
 		}
 	}
+	fmt.Fprintf(tw, "upstream user:\t%s\n", choose(p.UpstreamUser == "", "the proxy's own (the upstream can read the proxy's token; see upstream_user)", p.UpstreamUser))
+	if up != nil {
+		fmt.Fprintf(tw, "upstream tools:\t%d listed by %s\n", len(up.tools), clipArg(strings.Join(up.command, " ")))
+		if len(up.unmatched) > 0 {
+			fmt.Fprintf(tw, "matched by no rule:\t%d (each needs the default capability)\n", len(up.unmatched))
+		}
+		for _, u := range up.unmatched {
+			fmt.Fprintf(tw, "  %s\t%s\n", u.Name, u.Default)
+		}
+	}
 	tw.Flush()
+}
+
+func clipArg(s string) string {
+	if len(s) > 80 {
+		return s[:77] + "..."
+	}
+	return s
 }
 
 func criterion(v *float64) float64 {

@@ -6,8 +6,11 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
+	"os/exec"
 	"os/signal"
+	"strings"
 	"sync"
 	"syscall"
 	"time"
@@ -27,26 +30,29 @@ import (
 
 var proxyCmd = &command{
 	name: "proxy",
-	args: "[--policy FILE] [--token TOKEN] [--root ID]... [--log FILE] [--revocations FILE] [--spend-store FILE]\n" +
-		"                    -- UPSTREAM_COMMAND [ARGS...]",
+	args: "[--policy FILE] [--token @FILE] [--root ID]... [--upstream-user USER[:GROUP]] [--log FILE] [--revocations FILE]\n" +
+		"                    [--spend-store FILE] -- UPSTREAM_COMMAND [ARGS...]",
 	summary: "run an MCP server behind the DCT gate: point your MCP client at this command",
 	flags: func(fs *pflag.FlagSet) func(*env, []string) error {
 		fs.SetInterspersed(false) // everything from the upstream command on is its own
 		policyPath := fs.String("policy", "", "the policy file (default: built-in defaults; see 'delegateos policy init')")
-		token := fs.String("token", "", "the session's DCT, or @FILE (default: $DELEGATEOS_TOKEN); calls may also carry their own in params._delegateos")
+		token := fs.String("token", "", "the session's DCT as @FILE, a file only the proxy's user can read (default: $DELEGATEOS_TOKEN); "+
+			"a token written here literally is visible to every local user in the process list. Calls may also carry their own in params._delegateos")
 		roots := fs.StringArray("root", nil, "a trusted root principal ID or did:key (repeatable; added to the policy's roots)")
+		upstreamUserFlag := fs.String("upstream-user", "", "run the upstream as this USER[:GROUP] (name or ID), so that it cannot read the session token, "+
+			"the proxy's memory or its files; needs root, or CAP_SETUID, CAP_SETGID and CAP_KILL (overrides the policy)")
 		logFile := fs.String("log", "", "log to this file instead of standard error (overrides the policy)")
-		revs := fs.String("revocations", "", "a revocation list file, re-read when it changes (overrides the policy)")
+		revsFlag := fs.String("revocations", "", "a revocation list file, re-read when it changes (overrides the policy)")
 		spend := fs.String("spend-store", "", "where spend is recorded so it survives restarts (overrides the policy)")
 		return func(e *env, args []string) error {
 			if len(args) == 0 {
-				return usagef("give the upstream MCP server's command after --, e.g. delegateos proxy -- npx server")
+				return fixf("give the upstream MCP server's command after --, e.g. delegateos proxy --policy policy.yaml --token @agent.tok -- npx -y @modelcontextprotocol/server-everything")
 			}
 			pol := policy.Default()
 			if *policyPath != "" {
 				p, err := policy.Load(*policyPath)
 				if err != nil {
-					return inputError{err}
+					return policyLoadError(*policyPath, err)
 				}
 				pol = p
 			}
@@ -57,57 +63,95 @@ var proxyCmd = &command{
 				}
 				pol.Roots = append(pol.Roots, id)
 			}
+			// Where each setting came from, for the messages that say what to fix.
+			from := func(flagSet bool, flag, key string) string {
+				if flagSet {
+					return flag
+				}
+				return key + " in the policy"
+			}
 			if *logFile != "" {
 				pol.Log.File = *logFile
 			}
-			if *revs != "" {
-				pol.RevocationList = *revs
+			if *revsFlag != "" {
+				pol.RevocationList = *revsFlag
 			}
 			if *spend != "" {
 				pol.SpendStore = *spend
 			}
+			if *upstreamUserFlag != "" {
+				pol.UpstreamUser = *upstreamUserFlag
+			}
 			log, closeLog, err := newLogger(e, pol.Log)
 			if err != nil {
-				return inputError{err}
+				return inputf("%v; give a path the proxy can write (%s), or leave it out to log to standard error", err, from(*logFile != "", "--log", "log.file"))
 			}
 			defer closeLog()
 
-			if *token == "" {
-				*token = os.Getenv("DELEGATEOS_TOKEN")
+			var as *upstreamUser
+			if pol.UpstreamUser != "" {
+				what := from(*upstreamUserFlag != "", "--upstream-user", "upstream_user")
+				if as, err = resolveUpstreamUser(pol.UpstreamUser); err != nil {
+					return fixf("%s: %v", what, err)
+				}
+				if err := checkCanSwitch(); err != nil {
+					return fixf("%s %s: %v", what, pol.UpstreamUser, err)
+				}
+			}
+
+			tokenArg, fromEnv := *token, false
+			if tokenArg == "" {
+				tokenArg = os.Getenv("DELEGATEOS_TOKEN")
+				fromEnv = tokenArg != ""
 			}
 			// The upstream inherits this process's environment: it must not
 			// receive the session's token, whatever the token grants it.
 			os.Unsetenv("DELEGATEOS_TOKEN")
-			if *token == "-" {
-				return usagef("--token - is not possible: standard input carries the MCP protocol")
+			if tokenArg == "-" {
+				return fixf("--token - is not possible: standard input carries the MCP protocol; give --token @FILE")
 			}
 			sessionToken := ""
-			if *token != "" {
-				if sessionToken, err = readToken(e, *token); err != nil {
+			if tokenArg != "" {
+				if path, ok := strings.CutPrefix(tokenArg, "@"); ok {
+					if err := checkTokenFile(path, as, log); err != nil {
+						return err
+					}
+				}
+				if sessionToken, err = readToken(e, tokenArg); err != nil {
 					return err
+				}
+				if !fromEnv && !strings.HasPrefix(tokenArg, "@") {
+					if as != nil {
+						return fixf("--token: a token written on the command line can be read by every local user, the upstream user %s included (ps, /proc/PID/cmdline); give it as --token @FILE (mode 0600) or in DELEGATEOS_TOKEN", as.name)
+					}
+					log.Warn("the session token was given on the command line, where every local user can read it (ps, /proc/PID/cmdline); give --token @FILE (mode 0600) instead")
 				}
 			}
 			if len(pol.Roots) == 0 && !pol.AllowUnauthenticated {
-				return usagef("no trusted roots: give --root or list roots in the policy file")
+				return fixf("no trusted roots, so no token could ever be verified: give --root ID (the principal ID or did:key of the key that minted your tokens; 'delegateos id --key FILE' prints it) or list it under roots in the policy file")
 			}
 			gate := &proxy.Gate{Policy: pol, HonourUpstreamCost: pol.HonourUpstreamCost}
 			opts := dct.Options{Roots: pol.Roots}
 			var revs *revocation.File
 			if pol.RevocationList != "" {
 				if revs, err = revocation.OpenFile(pol.RevocationList, revocation.FileOptions{}); err != nil {
-					return inputError{err}
+					what := from(*revsFlag != "", "--revocations", "revocation_list")
+					if errors.Is(err, os.ErrNotExist) {
+						return inputf("the revocation list %s does not exist: create it (an empty list is [], and 'delegateos revoke --list %s' creates it with an entry), or fix %s", pol.RevocationList, pol.RevocationList, what)
+					}
+					return inputf("the revocation list %s cannot be used: %v; fix the file, or point %s at another", pol.RevocationList, err, what)
 				}
 				opts.Revocations = revs
 			}
 			if len(opts.Roots) > 0 {
 				if gate.Verifier, err = dct.NewVerifier(opts); err != nil {
-					return usageError{err.Error()}
+					return fixf("the trusted roots cannot be used: %v; fix --root or the roots in the policy file", err)
 				}
 			}
 			if pol.SpendStore != "" {
 				store, err := budget.OpenFile(pol.SpendStore)
 				if err != nil {
-					return inputError{err}
+					return inputf("the spend store %s cannot be opened: %v; give a file the proxy can create and write (%s)", pol.SpendStore, err, from(*spend != "", "--spend-store", "spend_store"))
 				}
 				defer store.Close()
 				gate.Budget = store
@@ -117,19 +161,28 @@ var proxyCmd = &command{
 			}
 			if sessionToken != "" {
 				if gate.Verifier == nil {
-					return usagef("a token needs a trusted root: give --root or list roots in the policy file")
+					return fixf("a session token needs a trusted root to be verified against: give --root ID (the root issuer of the token; 'delegateos dct inspect --token @FILE' shows it) or list it under roots in the policy file")
 				}
 				if _, err := gate.Verifier.VerifyChain(sessionToken, time.Now()); err != nil {
-					return usagef("the session token is not valid: %v", err)
+					return fixf("the session token is not valid: %v; %s", err, tokenFix(err))
 				}
 			}
 			delegations, closeDelegations, err := openDelegations(pol, gate.Verifier, revs, gate.Budget, log)
 			if err != nil {
-				return inputError{err}
+				return inputf("%v; fix workspace in the policy, or make the directory writable by the proxy's user", err)
 			}
 			defer closeDelegations()
 			if delegations != nil {
 				gate.Ended = delegations.Ended
+			}
+			var prepare func(*exec.Cmd) error
+			if as != nil {
+				prepare = as.prepare
+				if wd, err := os.Getwd(); err == nil && !as.mayAccess(wd, 1) {
+					log.Warn("the upstream user cannot enter the working directory: relative paths in its command and arguments will fail; start the proxy in a directory that user can enter",
+						zap.String("user", as.String()), zap.String("dir", wd))
+				}
+				log.Info("the upstream runs as another user", zap.String("user", as.String()))
 			}
 			// A client that closes our stderr or stdout must not kill the
 			// proxy mid-session (in-flight calls still need settling): writes
@@ -152,18 +205,79 @@ var proxyCmd = &command{
 			err = proxy.Run(context.Background(), proxy.Config{
 				Upstream: args, Gate: gate, SessionToken: sessionToken, Delegations: delegations,
 				MaxFrameBytes: pol.MaxFrameBytes,
-				Log:           log, Signals: sigs,
+				Log:           log, Signals: sigs, PrepareUpstream: prepare,
 			}, in, out)
 			var exit *proxy.UpstreamExitError
 			if errors.As(err, &exit) {
 				return checkError{exit.Error()}
 			}
 			if err != nil {
-				return inputError{err}
+				return inputf("%v%s", err, startFix(err, args[0], as))
 			}
 			return nil
 		}
 	},
+}
+
+// policyLoadError says what is wrong with --policy FILE and what to do.
+func policyLoadError(path string, err error) error {
+	var problems policy.Errors
+	switch {
+	case errors.As(err, &problems):
+		return inputf("%v; 'delegateos policy check %s' lists every problem", err, path)
+	case errors.Is(err, fs.ErrNotExist):
+		return inputf("--policy %s: the file does not exist; give the path of a policy file, or write one with 'delegateos policy init --out %s -- UPSTREAM_COMMAND'", path, path)
+	}
+	return inputf("--policy %s: %v", path, err)
+}
+
+// tokenFix says what to do about a session token that does not verify.
+func tokenFix(err error) string {
+	switch {
+	case errors.Is(err, dct.ErrMalformed):
+		return "give the whole token as 'delegateos dct mint' or 'dct attenuate' printed it (the file of --token @FILE holds just the token)"
+	case errors.Is(err, dct.ErrExpired):
+		return "mint or attenuate a new one"
+	case errors.Is(err, dct.ErrRevoked):
+		return "it, or a token it was built on, is in the revocation list: ask its issuer for a new one"
+	case errors.Is(err, dct.ErrInvalidSignature) && strings.Contains(err.Error(), "not a trusted root"):
+		return "give --root with the principal ID of the key that minted it ('delegateos dct inspect --token @FILE' shows the issuer), if you trust that key"
+	}
+	return "it was altered or built wrongly: mint or attenuate it again ('delegateos dct inspect --token @FILE' shows what it holds)"
+}
+
+// startFix says what to do about an upstream command that cannot start.
+func startFix(err error, command string, as *upstreamUser) string {
+	switch {
+	case errors.Is(err, exec.ErrNotFound):
+		return fmt.Sprintf("; check the command after --: give the full path of %s, or add its directory to PATH", command)
+	case as != nil && (errors.Is(err, fs.ErrPermission) || errors.Is(err, syscall.EACCES)):
+		return fmt.Sprintf("; the upstream user %s must be able to execute %s and enter every directory above it (chmod o+rx, or a 0755 directory)", as.name, command)
+	case errors.Is(err, fs.ErrPermission):
+		return fmt.Sprintf("; make %s executable (chmod +x)", command)
+	}
+	return ""
+}
+
+// checkTokenFile looks at --token @FILE before it is read: a file others
+// can read is a warning; with --upstream-user, a file the upstream user
+// can read is an error, since keeping the token from it is the point.
+func checkTokenFile(path string, as *upstreamUser, log *zap.Logger) error {
+	fi, err := os.Stat(path)
+	if err != nil {
+		return nil // readToken reports it
+	}
+	mode := fi.Mode().Perm()
+	if as != nil && as.mayAccess(path, 4) {
+		return fixf("--token @%s: the upstream user %s can read this file (mode %04o), so it could use the session token: make it readable by the proxy's user only (chmod 600 %s), in a directory the upstream user cannot write", path, as.name, mode, path)
+	}
+	if mode&0o077 != 0 {
+		log.Warn(fmt.Sprintf("the token file is readable by group or others (mode %04o): chmod 600 %s", mode, path), zap.String("file", path))
+	}
+	if uid, ok := fileOwner(fi); ok && uid != os.Geteuid() {
+		log.Warn(fmt.Sprintf("the token file belongs to uid %d, not to the proxy's user (uid %d): its owner can replace the token; chown it to the proxy's user", uid, os.Geteuid()), zap.String("file", path))
+	}
+	return nil
 }
 
 // newLogger logs JSON lines to standard error or a file: never to standard

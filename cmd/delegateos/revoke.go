@@ -58,7 +58,7 @@ var revokeCmd = &command{
 			}
 			entry, err := revocation.NewEntry(k, revID, sc, time.Now())
 			if err != nil {
-				return usageError{err.Error()}
+				return usageError{msg: err.Error()}
 			}
 			if err := revocation.Append(*list, entry); err != nil {
 				return inputError{err}

@@ -1,88 +1,26 @@
 package main
 
 import (
-	"bytes"
-	"context"
 	"encoding/json"
-	"errors"
-	"fmt"
-	"io/fs"
-	"log/slog"
-	"os"
-	"os/exec"
-	"strings"
-	"sync"
 	"time"
 
-	"github.com/mark3labs/mcp-go/client"
-	"github.com/mark3labs/mcp-go/client/transport"
-	"github.com/mark3labs/mcp-go/mcp"
-
+	"github.com/delegateos/delegateos/internal/mcplist"
 	"github.com/delegateos/delegateos/policy"
 )
 
-// initTimeout bounds how long 'policy init' waits for an upstream.
-const initTimeout = 30 * time.Second
+// initTimeout bounds how long 'policy init' and 'policy check --upstream'
+// wait for an upstream.
+const initTimeout = mcplist.DefaultTimeout
 
-// listUpstreamTools starts an MCP server over stdio, initializes it, lists
-// every page of its tools and stops it again.
+// listUpstreamTools starts an MCP server over stdio, lists every page of
+// its tools and stops it again.
 func listUpstreamTools(argv []string, timeout time.Duration) ([]policy.StarterTool, error) {
-	name := fmt.Sprintf("upstream %q", clipArg(strings.Join(argv, " ")))
-	stderr := &tailBuffer{max: 4 << 10}
-	c, err := client.NewStdioMCPClientWithOptions(argv[0], nil, argv[1:],
-		transport.WithCommandFunc(func(_ context.Context, command string, env, args []string) (*exec.Cmd, error) {
-			cmd := exec.Command(command, args...)
-			cmd.Env = append(os.Environ(), env...)
-			// exec copies stderr here, and Wait (in Close) waits for the copy,
-			// so the tail is complete when an error is reported.
-			cmd.Stderr = stderr
-			cmd.WaitDelay = time.Second
-			return cmd, nil
-		}),
-		transport.WithCommandLogger(slog.New(slog.DiscardHandler)))
+	l, err := mcplist.List(argv, mcplist.Options{Timeout: timeout, ClientName: "delegateos policy init"})
 	if err != nil {
-		return nil, fmt.Errorf("%s could not start: %v", name, startError(err))
+		return nil, err
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), timeout)
-	defer cancel()
-	tools, step, err := initializeAndList(ctx, c)
-	closeErr := c.Close()
-	if err == nil {
-		return tools, nil
-	}
-	if errors.Is(err, context.DeadlineExceeded) {
-		return nil, fmt.Errorf("%s did not answer %s within %s", name, step, timeout)
-	}
-	msg := fmt.Sprintf("%s failed during %s: %v", name, step, err)
-	var exit *exec.ExitError
-	if errors.As(closeErr, &exit) {
-		how := "ended by " + exit.String()
-		if exit.Exited() {
-			how = fmt.Sprintf("exited with status %d", exit.ExitCode())
-		}
-		msg = fmt.Sprintf("%s %s during %s", name, how, step)
-	}
-	if last := stderr.lastLine(); last != "" {
-		msg += fmt.Sprintf("; its last line on stderr: %q", last)
-	}
-	return nil, errors.New(msg)
-}
-
-func initializeAndList(ctx context.Context, c *client.Client) ([]policy.StarterTool, string, error) {
-	req := mcp.InitializeRequest{}
-	// The handshake every stdio server speaks today; the newer stateless
-	// protocol would be probed first otherwise.
-	req.Params.ProtocolVersion = mcp.LATEST_LEGACY_PROTOCOL_VERSION
-	req.Params.ClientInfo = mcp.Implementation{Name: "delegateos policy init", Version: "0.1"}
-	if _, err := c.Initialize(ctx, req); err != nil {
-		return nil, "initialize", err
-	}
-	res, err := c.ListTools(ctx, mcp.ListToolsRequest{})
-	if err != nil {
-		return nil, "tools/list", err
-	}
-	tools := make([]policy.StarterTool, 0, len(res.Tools))
-	for _, t := range res.Tools {
+	tools := make([]policy.StarterTool, 0, len(l.Tools))
+	for _, t := range l.Tools {
 		schema := t.RawInputSchema
 		if len(schema) == 0 {
 			if schema, err = json.Marshal(t.InputSchema); err != nil {
@@ -91,50 +29,5 @@ func initializeAndList(ctx context.Context, c *client.Client) ([]policy.StarterT
 		}
 		tools = append(tools, policy.StarterTool{Name: t.Name, Description: t.Description, InputSchema: schema})
 	}
-	return tools, "", nil
-}
-
-// startError digs the operating system's reason out of mcp-go's wrapping.
-func startError(err error) error {
-	var ee *exec.Error
-	var pe *fs.PathError
-	switch {
-	case errors.As(err, &ee):
-		return ee
-	case errors.As(err, &pe):
-		return pe
-	}
-	return err
-}
-
-func clipArg(s string) string {
-	if len(s) > 80 {
-		return s[:77] + "..."
-	}
-	return s
-}
-
-// tailBuffer keeps the last max bytes written to it.
-type tailBuffer struct {
-	mu  sync.Mutex
-	max int
-	buf []byte
-}
-
-func (t *tailBuffer) Write(p []byte) (int, error) {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	t.buf = append(t.buf, p...)
-	if len(t.buf) > t.max {
-		t.buf = append(t.buf[:0], t.buf[len(t.buf)-t.max:]...)
-	}
-	return len(p), nil
-}
-
-// lastLine is the last non-blank line written, trimmed to one line.
-func (t *tailBuffer) lastLine() string {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	lines := bytes.Split(bytes.TrimSpace(t.buf), []byte("\n"))
-	return clipArg(strings.TrimSpace(string(lines[len(lines)-1])))
+	return tools, nil
 }

@@ -40,7 +40,7 @@ func repError(err error) error {
 	case err == nil:
 		return nil
 	case errors.Is(err, reputation.ErrTransition), errors.Is(err, reputation.ErrEvaluation),
-		errors.Is(err, reputation.ErrConflict), errors.Is(err, reputation.ErrExists):
+		errors.Is(err, reputation.ErrConflict), errors.Is(err, reputation.ErrExists), errors.Is(err, reputation.ErrSelfDealing):
 		return checkError{"refused: " + err.Error()}
 	}
 	return inputError{err}

@@ -4,7 +4,9 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"log/slog"
+	"os"
 	"strconv"
 	"strings"
 	"time"
@@ -63,6 +65,65 @@ func (t diagnosticTools) register(s *server.MCPServer) {
 	s.AddTool(mcp.NewTool("notify_list_changed",
 		mcp.WithDescription("Send notifications/tools/list_changed, then return."),
 	), t.notifyListChanged)
+	s.AddTool(mcp.NewTool("probe",
+		mcp.WithDescription(fmt.Sprintf("Report who the server runs as (uid, gid, groups, HOME, working directory, parent process) and try to read each of paths, anywhere on the machine and not only in the document root (at most %d bytes of each): what a server in the proxy's place can reach.", maxProbeBytes)),
+		mcp.WithArray("paths", mcp.WithStringItems()),
+	), t.probe)
+}
+
+// probeRead is what probe found at one path: its first bytes, or why it
+// could not be read.
+type probeRead struct {
+	Path  string `json:"path"`
+	Data  string `json:"data,omitempty"`
+	Error string `json:"error,omitempty"`
+}
+
+func (t diagnosticTools) probe(_ context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+	var args struct {
+		Paths []string `json:"paths"`
+	}
+	if err := req.BindArguments(&args); err != nil {
+		return mcp.NewToolResultError("paths must be a list of strings"), nil
+	}
+	if len(args.Paths) > maxProbePaths {
+		return mcp.NewToolResultError(fmt.Sprintf("at most %d paths", maxProbePaths)), nil
+	}
+	groups, _ := os.Getgroups()
+	cwd, err := os.Getwd()
+	if err != nil {
+		cwd = "error: " + err.Error()
+	}
+	out := struct {
+		UID    int         `json:"uid"`
+		GID    int         `json:"gid"`
+		Groups []int       `json:"groups"`
+		Home   string      `json:"home"`
+		Cwd    string      `json:"cwd"`
+		PPID   int         `json:"ppid"`
+		Reads  []probeRead `json:"reads"`
+	}{UID: os.Getuid(), GID: os.Getgid(), Groups: groups, Home: os.Getenv("HOME"), Cwd: cwd, PPID: os.Getppid(), Reads: []probeRead{}}
+	for _, p := range args.Paths {
+		r := probeRead{Path: p}
+		if data, err := readPrefix(p, maxProbeBytes); err != nil {
+			r.Error = err.Error()
+		} else {
+			r.Data = string(data)
+		}
+		out.Reads = append(out.Reads, r)
+	}
+	t.log.Info("probe", "uid", out.UID, "paths", len(args.Paths))
+	return jsonResult(out)
+}
+
+// readPrefix reads at most n bytes of a file.
+func readPrefix(path string, n int64) ([]byte, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	return io.ReadAll(io.LimitReader(f, n))
 }
 
 func (t diagnosticTools) echo(_ context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {

@@ -11,8 +11,11 @@
 // The document tools are read_file, list_files, write_file and search. With
 // --diagnostics the server also offers tools that exercise the protocol
 // features a relay must carry: echo, slow (progress and cancellation),
-// sample, roots and elicit (requests to the client), big, crash, costly and
-// notify_list_changed. --page-size splits tools/list into pages.
+// sample, roots and elicit (requests to the client), big, crash, costly,
+// notify_list_changed and probe (who the process runs as, and what files it
+// can read anywhere: a test of the proxy's isolation, and the reason never
+// to give --diagnostics outside tests). --page-size splits tools/list into
+// pages.
 //
 // stdout carries only protocol frames; logs go to stderr.
 package main

@@ -15,6 +15,9 @@ const (
 	// maxSlowSteps and maxSlowDelayMs bound the slow diagnostic tool.
 	maxSlowSteps   = 10000
 	maxSlowDelayMs = 60000
+	// maxProbePaths and maxProbeBytes bound the probe diagnostic tool.
+	maxProbePaths = 16
+	maxProbeBytes = 64 << 10
 
 	// stdioWorkers is how many tool calls run at once. mcp-go's default of
 	// five would serialise the proxy's parallel-call tests behind slow calls.

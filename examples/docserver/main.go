@@ -70,7 +70,7 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 	fs := flag.NewFlagSet(serverName, flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	fs.StringVar(&cfg.root, "root", "", "directory to serve (required); tool paths like /project/a.md resolve inside it")
-	fs.BoolVar(&cfg.diagnostics, "diagnostics", false, "also offer the protocol test tools (echo, slow, sample, roots, elicit, big, crash, costly, notify_list_changed)")
+	fs.BoolVar(&cfg.diagnostics, "diagnostics", false, "also offer the protocol test tools (echo, slow, sample, roots, elicit, big, crash, costly, notify_list_changed, probe)")
 	fs.IntVar(&cfg.pageSize, "page-size", 0, "tools per tools/list page; 0 returns every tool on one page")
 	fs.Usage = func() {
 		fmt.Fprintln(stderr, "usage: docserver --root DIR [--diagnostics] [--page-size N]")

@@ -87,7 +87,7 @@ func (s *session) call(t *testing.T, name string, args map[string]any) *mcp.Call
 
 func TestToolsList(t *testing.T) {
 	docTools := []string{"list_files", "read_file", "search", "write_file"}
-	allTools := []string{"big", "costly", "crash", "echo", "elicit", "list_files", "notify_list_changed",
+	allTools := []string{"big", "costly", "crash", "echo", "elicit", "list_files", "notify_list_changed", "probe",
 		"read_file", "roots", "sample", "search", "slow", "write_file"}
 
 	for _, tt := range []struct {
@@ -457,5 +457,37 @@ func TestNotifyListChanged(t *testing.T) {
 				return len(s.Notifications(mcp.MethodNotificationToolsListChanged)) > 0
 			})
 		})
+	}
+}
+
+// probe reports the process's identity and reads files anywhere, which is
+// what it is for: showing what an upstream can reach.
+func TestProbe(t *testing.T) {
+	s := start(t, startOptions{diagnostics: true})
+	outside := filepath.Join(t.TempDir(), "outside.txt")
+	if err := os.WriteFile(outside, []byte("not a document"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	res := s.call(t, "probe", map[string]any{"paths": []string{outside, filepath.Join(t.TempDir(), "missing")}})
+	if res.IsError {
+		t.Fatal(mcptest.Text(t, res, 0))
+	}
+	var got struct {
+		UID, PPID int
+		Home, Cwd string
+		Reads     []struct{ Path, Data, Error string }
+	}
+	if err := json.Unmarshal([]byte(mcptest.Text(t, res, 0)), &got); err != nil {
+		t.Fatal(err)
+	}
+	wd, _ := os.Getwd()
+	if got.UID != os.Getuid() || got.PPID != os.Getpid() || got.Cwd != wd || got.Home != os.Getenv("HOME") {
+		t.Errorf("identity: %+v", got)
+	}
+	if len(got.Reads) != 2 || got.Reads[0].Data != "not a document" || got.Reads[1].Error == "" || got.Reads[1].Data != "" {
+		t.Errorf("reads: %+v", got.Reads)
+	}
+	if res := s.call(t, "probe", map[string]any{"paths": "x"}); !res.IsError {
+		t.Error("probe accepted paths that are not a list")
 	}
 }

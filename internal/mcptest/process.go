@@ -119,6 +119,8 @@ type ProxyOptions struct {
 	Dir string
 	// LogToStderr leaves the proxy's log on its stderr instead of a file.
 	LogToStderr bool
+	// Env is added to the proxy's environment.
+	Env []string
 	// WantExit is as in StartOptions.
 	WantExit func(code int) bool
 }
@@ -167,7 +169,7 @@ func StartProxy(t testing.TB, o ProxyOptions) *Process {
 		args = append(args, Docserver(t), "--root", docs, "--diagnostics")
 		args = append(args, o.DocserverArgs...)
 	}
-	return Start(t, args, StartOptions{LogPath: logPath, WantExit: o.WantExit})
+	return Start(t, args, StartOptions{Env: o.Env, LogPath: logPath, WantExit: o.WantExit})
 }
 
 // StartProxy is StartProxy with o.Dir and o.Docs defaulting to e's.

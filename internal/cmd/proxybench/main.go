@@ -54,8 +54,8 @@ import (
 	"time"
 )
 
-// The targets: the proxy's added p50 latency at most 1.5 times the
-// plain relay's, and its pipelined throughput at least 0.8 times the relay's.
+// The targets: the proxy's added p50 latency at most 1.5 times the plain
+// relay's, and its pipelined throughput at least 0.8 times the relay's.
 const (
 	targetLatencyRatio    = 1.5
 	targetThroughputRatio = 0.8

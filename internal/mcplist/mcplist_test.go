@@ -1,0 +1,62 @@
+package mcplist
+
+import (
+	"os/exec"
+	"path/filepath"
+	"reflect"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+)
+
+// testUpstream builds policy/internal/testupstream, a small MCP server
+// with five tools.
+func testUpstream(t *testing.T) string {
+	t.Helper()
+	bin := filepath.Join(t.TempDir(), "testupstream")
+	out, err := exec.Command("go", "build", "-o", bin, "github.com/delegateos/delegateos/policy/internal/testupstream").CombinedOutput()
+	if err != nil {
+		t.Fatalf("build the test MCP server: %v\n%s", err, out)
+	}
+	return bin
+}
+
+func TestList(t *testing.T) {
+	bin := testUpstream(t)
+	want := []string{"read_file", "fetch", "get_time", "count_lines", "open_resource"}
+	for _, page := range []string{"0", "2"} {
+		l, err := List([]string{bin, "-page-size", page}, Options{})
+		if err != nil {
+			t.Fatalf("page size %s: %v", page, err)
+		}
+		if got := l.ToolNames(); !reflect.DeepEqual(slices.Sorted(slices.Values(got)), slices.Sorted(slices.Values(want))) {
+			t.Errorf("page size %s: tools %v, want %v", page, got, want)
+		}
+		for _, tl := range l.Tools {
+			if tl.Name == "read_file" && tl.Description != "Read a file.\nReturns its text." {
+				t.Errorf("read_file's definition: %+v", tl)
+			}
+		}
+	}
+	for _, c := range []struct {
+		argv []string
+		opts Options
+		want string
+	}{
+		{[]string{bin, "-fail", "no database"}, Options{},
+			`exited with status 3 during initialize; its last line on stderr: "no database"`},
+		{[]string{"no-such-mcp-server-here"}, Options{},
+			`upstream "no-such-mcp-server-here" could not start: exec: "no-such-mcp-server-here": executable file not found in $PATH`},
+		{[]string{bin, "-hang"}, Options{Timeout: 500 * time.Millisecond},
+			`testupstream -hang" did not answer initialize within 500ms`},
+	} {
+		_, err := List(c.argv, c.opts)
+		if err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%v: %v, want %q", c.argv, err, c.want)
+		}
+	}
+	if _, err := List(nil, Options{}); err == nil {
+		t.Error("List(nil) succeeded")
+	}
+}
