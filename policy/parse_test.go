@@ -131,7 +131,7 @@ func TestParseDefaults(t *testing.T) {
 	// A rule without resource requests "*"; without cost it costs the default.
 	p = mustParse(t, "tools:\n  - {match: t, namespace: n, action: a}\ndefault_cost: 5\n")
 	c, err := p.Map("t", nil)
-	if err != nil || c != (Call{Namespace: "n", Action: "a", Resource: "*", Cost: 5, Rule: 0}) {
+	if err != nil || c != (Call{Namespace: "n", Action: "a", Resource: "*", Cost: 5, MaxCost: 5, Rule: 0}) {
 		t.Errorf("Map = %+v, %v", c, err)
 	}
 }
@@ -145,7 +145,7 @@ func TestParseErrors(t *testing.T) {
 		want      []string // each problem, in order: "line N: key: message fragment"
 	}{
 		{"unknown top key", "roots: []\ntool: []\n", []string{`line 2: tool: unknown key; did you mean tools? (known keys here: roots, tools,`}},
-		{"unknown rule key", rule("    costs: 5\n"), []string{`line 5: tools[0].costs: unknown key; did you mean cost? (known keys here: match, namespace, action, resource, cost)`}},
+		{"unknown rule key", rule("    costs: 5\n"), []string{`line 5: tools[0].costs: unknown key; did you mean cost? (known keys here: match, namespace, action, resource, cost, max_cost)`}},
 		{"unknown log key", "log:\n  lvl: info\n", []string{`line 2: log.lvl: unknown key`}},
 		{"unknown resource key", rule("    resource: {arg: /p, pre: x}\n"), []string{`line 5: tools[0].resource.pre: unknown key`}},
 		{"duplicate top key", "default_cost: 1\nroots: []\ndefault_cost: 2\n", []string{`line 3: default_cost: given twice (first on line 1)`}},
@@ -287,7 +287,7 @@ func TestLoad(t *testing.T) {
 		t.Fatal(err)
 	}
 	_, err = Load(path)
-	if err == nil || err.Error() != path+":2: bogus: unknown key; known keys here: roots, tools, default_cost, allow_unauthenticated, honour_upstream_cost, revocation_list, spend_store, max_frame_bytes, log, workspace, judge, reputation" {
+	if err == nil || err.Error() != path+":2: bogus: unknown key; known keys here: roots, tools, resources, prompts, default_cost, allow_unauthenticated, honour_upstream_cost, revocation_list, spend_store, max_frame_bytes, log, workspace, judge, reputation" {
 		t.Errorf("Load error = %v", err)
 	}
 	var pe *Error

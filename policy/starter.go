@@ -9,8 +9,6 @@ import (
 	"strings"
 	"unicode"
 	"unicode/utf8"
-
-	"github.com/gobwas/glob"
 )
 
 // StarterTool is what WriteStarter needs to know of one upstream tool.
@@ -124,7 +122,7 @@ log:
 func writeStarterRule(b *strings.Builder, ns string, t StarterTool, seen map[string]bool) {
 	name := t.Name
 	action := strings.ReplaceAll(name, ":", "_")
-	match := glob.QuoteMeta(name)
+	match := quoteMeta(name)
 	var skip string
 	switch {
 	case name == "" || !utf8.ValidString(name) || strings.ContainsRune(name, 0):
