@@ -5,6 +5,8 @@ import (
 	"errors"
 	"strings"
 	"testing"
+
+	"github.com/delegateos/delegateos/dct"
 )
 
 func FuzzParse(f *testing.F) {
@@ -15,6 +17,8 @@ func FuzzParse(f *testing.F) {
 	f.Add([]byte("a: &a [*a, *a]\n"))
 	f.Add([]byte("---\n---\n"))
 	f.Add([]byte("tools: [{match: '\\\\', namespace: n, action: a}]"))
+	f.Add([]byte(resourcePolicy))
+	f.Add([]byte("resources: [{match: \"a://[!/]{x,*}\", namespace: n, action: a, max_cost: 3}]\nprompts: [{match: \"p?\", namespace: m, action: g, resource: r}]\n"))
 	f.Fuzz(func(t *testing.T, data []byte) {
 		p, err := Parse(data, "/d")
 		if err != nil {
@@ -40,6 +44,27 @@ func FuzzParse(f *testing.F) {
 				t.Fatalf("rule %d does not match %q", c.Rule, tool)
 			}
 			p.Visible(tool, nil)
+		}
+		all := []dct.Capability{{Namespace: "*", Action: "*", Resource: "*"}}
+		for _, name := range []string{"demo://resource/static/document/a.md", "a://x", "p1", "simple-prompt", string(data[:min(len(data), 30)])} {
+			c, err := p.MapResource(name)
+			if err != nil && !errors.Is(err, ErrUnmappable) || err == nil && (c.Resource != name || c.MaxCost < c.Cost) {
+				t.Fatalf("MapResource(%q) = %+v, %v", name, c, err)
+			}
+			if c.Rule >= 0 && !p.Resources[c.Rule].matches(name) {
+				t.Fatalf("resource rule %d does not match %q", c.Rule, name)
+			}
+			if p.ResourceVisible(name, all) != (err == nil) {
+				t.Fatalf("ResourceVisible(%q) disagrees with MapResource: %v", name, err)
+			}
+			p.ResourceTemplateVisible(name+"{x}", all)
+			c, err = p.MapPrompt(name)
+			if err != nil && !errors.Is(err, ErrUnmappable) || err == nil && c.MaxCost < c.Cost {
+				t.Fatalf("MapPrompt(%q) = %+v, %v", name, c, err)
+			}
+			if c.Rule >= 0 && !p.Prompts[c.Rule].matches(name) {
+				t.Fatalf("prompt rule %d does not match %q", c.Rule, name)
+			}
 		}
 	})
 }

@@ -48,6 +48,26 @@ func quoteMeta(s string) string {
 	return b.String()
 }
 
+// literalPrefix is the text every name a glob matches begins with: the glob
+// up to its first wildcard, class or brace, unescaped.
+func literalPrefix(pattern string) string {
+	var b strings.Builder
+	for i := 0; i < len(pattern); i++ {
+		switch c := pattern[i]; c {
+		case '*', '?', '[', '{':
+			return b.String()
+		case '\\':
+			if i+1 < len(pattern) {
+				i++
+				b.WriteByte(pattern[i])
+			}
+		default:
+			b.WriteByte(c)
+		}
+	}
+	return b.String()
+}
+
 // compileGlob compiles a glob. With uri set, '/' separates segments.
 func compileGlob(pattern string, uri bool) (*regexp.Regexp, error) {
 	if !utf8.ValidString(pattern) {

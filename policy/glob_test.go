@@ -122,6 +122,21 @@ func TestGlobErrors(t *testing.T) {
 	}
 }
 
+func TestLiteralPrefix(t *testing.T) {
+	for pattern, want := range map[string]string{
+		"demo://r/*":          "demo://r/",
+		"file:///srv/{a,b}/x": "file:///srv/",
+		`a\*b?`:               "a*b",
+		`\é[x]`:               "é",
+		"plain":               "plain",
+		"**":                  "",
+	} {
+		if got := literalPrefix(pattern); got != want {
+			t.Errorf("literalPrefix(%q) = %q, want %q", pattern, got, want)
+		}
+	}
+}
+
 func TestQuoteMeta(t *testing.T) {
 	for _, s := range []string{"ns:tool*", `a\b`, "{x,y}[z]?", "plain", ""} {
 		q := quoteMeta(s)
@@ -193,6 +208,9 @@ func FuzzGlob(f *testing.F) {
 			if uri.MatchString(name) && !tool.MatchString(name) {
 				t.Fatalf("%q matches %q as a URI glob only", pattern, name)
 			}
+		}
+		if terr == nil && tool.MatchString(name) && !strings.HasPrefix(name, literalPrefix(pattern)) {
+			t.Fatalf("%q matches %q, which does not begin with its literal prefix %q", pattern, name, literalPrefix(pattern))
 		}
 		if terr == nil && isExact(pattern) && tool.MatchString(name) != (name == pattern) {
 			t.Fatalf("exact pattern %q on %q", pattern, name)

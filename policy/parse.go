@@ -329,31 +329,32 @@ const (
 	toolRules ruleKind = iota
 	resourceRules
 	promptRules
+	ruleKinds // the number of kinds
 )
 
 // ruleKeys are the keys of a rule of each kind.
-var ruleKeys = [...][]string{
+var ruleKeys = [ruleKinds][]string{
 	toolRules:     {"match", "namespace", "action", "resource", "cost", "max_cost"},
 	resourceRules: {"match", "namespace", "action", "cost", "max_cost"},
 	promptRules:   {"match", "namespace", "action", "resource", "cost", "max_cost"},
 }
 
 // refusedRuleKeys explain keys a rule of a kind does not take.
-var refusedRuleKeys = [...]map[string]string{
+var refusedRuleKeys = [ruleKinds]map[string]string{
 	resourceRules: {"resource": "a resources rule takes no resource: the capability's resource is always the URI"},
 }
 
 // defaultNamespaces are the namespaces of what no rule maps, each the
 // kind's own: a rule of another kind may not use it, so that a grant in it
 // covers only what it was meant for.
-var defaultNamespaces = [...]string{
+var defaultNamespaces = [ruleKinds]string{
 	toolRules:     DefaultNamespace,
 	resourceRules: ResourceNamespace,
 	promptRules:   PromptNamespace,
 }
 
 // kindNames name what each kind of rule maps.
-var kindNames = [...]string{toolRules: "tools", resourceRules: "resources", promptRules: "prompts"}
+var kindNames = [ruleKinds]string{toolRules: "tools", resourceRules: "resources", promptRules: "prompts"}
 
 func (ps *parser) rules(n *yaml.Node, key string, kind ruleKind) []Rule {
 	items := ps.seq(n, key, "rules")

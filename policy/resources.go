@@ -89,23 +89,21 @@ func covers(caps []dct.Capability, c Call) bool {
 // ResourceTemplateVisible reports whether a token granting caps could read
 // some resource an entry of resources/templates/list describes: an RFC 6570
 // URI template. A template without expressions is the URI itself. For one
-// with expressions, let P be its literal text before the first '{' — every
-// URI the template expands to begins with P, or with P with the characters
-// a URI cannot hold percent-encoded as RFC 6570 writes literals, so both
-// are tried. The template is visible when some capability
+// with expressions, let P be its literal text before the first '{': every
+// URI the template expands to begins with P, or with P as RFC 6570 writes
+// literals (the characters a URI cannot hold percent-encoded), so both are
+// tried. The template is visible when a capability covers
 //
-//   - names the namespace and action ("*" included) of the default mapping
-//     or of a resource rule that could match a URI beginning with P (an
-//     exact match that begins with P, or a glob whose literal beginning
-//     and P agree as far as both go), and
-//   - has a resource pattern that matches some URI beginning with P
-//     (dct.MatchResourcePrefix, which is exact),
+//   - the URI of a resource rule with an exact match that begins with P, or
+//   - the namespace and action of the default mapping, or of a resource
+//     rule with a glob whose literal beginning and P agree as far as both
+//     go, and some URI beginning with P (dct.MatchResourcePrefix, which is
+//     exact),
 //
-// and no URI beginning with P is one MapResource refuses whatever follows
-// (P holds a backslash, say). The rule errs only towards showing: a
-// template is hidden only when no URI it expands to could be read, and
-// showing more grants nothing, since every read is mapped and checked on
-// its own URI.
+// unless MapResource refuses every URI beginning with P (P holds a
+// backslash, say). The rule errs only towards showing: a template is
+// hidden only when no URI it expands to could be read, and showing more
+// grants nothing, since every read is mapped and checked on its own URI.
 func (p *Policy) ResourceTemplateVisible(uriTemplate string, caps []dct.Capability) bool {
 	open := strings.IndexByte(uriTemplate, '{')
 	if open < 0 {
@@ -117,6 +115,11 @@ func (p *Policy) ResourceTemplateVisible(uriTemplate string, caps []dct.Capabili
 			continue
 		}
 		for _, g := range caps {
+			for j := range p.Resources {
+				if r := &p.Resources[j]; r.glob == nil && strings.HasPrefix(r.Match, prefix) && g.Covers(r.Namespace, r.Action, r.Match) {
+					return true
+				}
+			}
 			if !dct.MatchResourcePrefix(g.Resource, prefix) {
 				continue
 			}
@@ -126,8 +129,7 @@ func (p *Policy) ResourceTemplateVisible(uriTemplate string, caps []dct.Capabili
 				return true
 			}
 			for j := range p.Resources {
-				r := &p.Resources[j]
-				if r.couldMatchPrefix(prefix) && g.Covers(r.Namespace, r.Action, "*") {
+				if r := &p.Resources[j]; r.glob != nil && r.globCouldMatchPrefix(prefix) && g.Covers(r.Namespace, r.Action, "*") {
 					return true
 				}
 			}
@@ -136,13 +138,10 @@ func (p *Policy) ResourceTemplateVisible(uriTemplate string, caps []dct.Capabili
 	return false
 }
 
-// couldMatchPrefix reports, erring towards yes, whether a resource rule
-// could match some URI that begins with prefix.
-func (r *Rule) couldMatchPrefix(prefix string) bool {
-	if r.glob == nil {
-		return strings.HasPrefix(r.Match, prefix)
-	}
-	lit, _ := r.glob.LiteralPrefix()
+// globCouldMatchPrefix reports, erring towards yes, whether a resource
+// rule's glob could match some URI that begins with prefix.
+func (r *Rule) globCouldMatchPrefix(prefix string) bool {
+	lit := literalPrefix(r.Match)
 	return strings.HasPrefix(prefix, lit) || strings.HasPrefix(lit, prefix)
 }
 
