@@ -74,12 +74,13 @@ func FuzzStarter(f *testing.F) {
 	f.Add("a:b*c{d}", "line one\nline two\x00", `{"properties":{"url":{"type":["null","string"]}}}`, "docs")
 	f.Add("true", "\u2028", `[]`, "")
 	f.Add("\u0085x\\\"", "", `{"properties":{"file":{"type":"number"}}}`, "n")
+	f.Add("t", "", `{}`, "mcp-resource")
 	f.Fuzz(func(t *testing.T, name, desc, schema, ns string) {
 		var b strings.Builder
 		err := WriteStarter(&b, Starter{Command: []string{"up", name}, Namespace: ns,
 			Tools: []StarterTool{{Name: name, Description: desc, InputSchema: json.RawMessage(schema)}, {Name: "other"}}})
 		if err != nil {
-			if checkName(ns) == nil && ns != "" {
+			if checkName(ns) == nil && ns != "" && ns != ResourceNamespace && ns != PromptNamespace {
 				t.Fatalf("WriteStarter refused namespace %q: %v", ns, err)
 			}
 			return
