@@ -3,6 +3,7 @@ package policy
 import (
 	"encoding/json"
 	"fmt"
+	"strings"
 
 	"github.com/delegateos/delegateos/dct"
 )
@@ -94,7 +95,7 @@ func (r *Rule) matches(name string) bool {
 	if r.glob == nil {
 		return r.Match == name
 	}
-	return r.glob.MatchString(name)
+	return strings.HasPrefix(name, r.prefix) && r.glob.MatchString(name)
 }
 
 // Visible reports whether a token granting caps could ever call tool; the

@@ -401,6 +401,9 @@ func (ps *parser) rule(n *yaml.Node, key string, kind ruleKind) (Rule, *yaml.Nod
 		case "match":
 			matchNode = v
 			r.Match, r.glob = ps.match(v, vk, kind)
+			if r.glob != nil {
+				r.prefix = literalPrefix(r.Match)
+			}
 		case "namespace":
 			r.Namespace = ps.name(v, vk)
 			ps.ownNamespace(v, vk, kind, r.Namespace)

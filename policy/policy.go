@@ -129,6 +129,8 @@ type Rule struct {
 	Line int
 
 	glob *regexp.Regexp
+	// prefix is what every name glob matches begins with.
+	prefix string
 }
 
 // Resource says where a call's resource comes from: the literal Value, or,

@@ -141,8 +141,7 @@ func (p *Policy) ResourceTemplateVisible(uriTemplate string, caps []dct.Capabili
 // globCouldMatchPrefix reports, erring towards yes, whether a resource
 // rule's glob could match some URI that begins with prefix.
 func (r *Rule) globCouldMatchPrefix(prefix string) bool {
-	lit := literalPrefix(r.Match)
-	return strings.HasPrefix(prefix, lit) || strings.HasPrefix(lit, prefix)
+	return strings.HasPrefix(prefix, r.prefix) || strings.HasPrefix(r.prefix, prefix)
 }
 
 // uriProblem says why MapResource refuses uri, or "".
@@ -156,7 +155,7 @@ func uriProblem(uri string) string {
 	if why := uriTextProblem(uri); why != "" {
 		return why
 	}
-	if dotSegment(strings.Split(uri, "/")) {
+	if dotSegment(uri, true) {
 		return "has a '.' or '..' segment, which a server may resolve to another path"
 	}
 	return ""
@@ -170,8 +169,7 @@ func uriPrefixRefused(prefix string) bool {
 	}
 	// Only the prefix's whole segments are judged: the last may go on.
 	// (uriTextProblem judges only escapes wholly inside the prefix.)
-	segs := strings.Split(prefix, "/")
-	return uriTextProblem(prefix) != "" || dotSegment(segs[:len(segs)-1])
+	return uriTextProblem(prefix) != "" || dotSegment(prefix, false)
 }
 
 // uriTextProblem names a character of uri a server might decode into a
@@ -196,18 +194,26 @@ func uriTextProblem(uri string) string {
 	return ""
 }
 
-// dotSegment reports whether a segment is "." or "..", also when a query
-// or fragment follows it.
-func dotSegment(segs []string) bool {
-	for _, s := range segs {
-		if i := strings.IndexAny(s, "?#"); i >= 0 {
-			s = s[:i]
+// dotSegment reports whether a '/'-separated segment of uri is "." or "..",
+// also when a query or fragment follows it; the last segment counts only
+// when last is set.
+func dotSegment(uri string, last bool) bool {
+	for {
+		seg, rest, more := strings.Cut(uri, "/")
+		if !more && !last {
+			return false
 		}
-		if s == "." || s == ".." {
+		if i := strings.IndexAny(seg, "?#"); i >= 0 {
+			seg = seg[:i]
+		}
+		if seg == "." || seg == ".." {
 			return true
 		}
+		if !more {
+			return false
+		}
+		uri = rest
 	}
-	return false
 }
 
 // encodeTemplateLiteral writes template literal text as RFC 6570 (§3.1)

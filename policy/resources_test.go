@@ -504,3 +504,31 @@ func BenchmarkResourceTemplateVisible(b *testing.B) {
 		}
 	}
 }
+
+func TestDotSegment(t *testing.T) {
+	for _, c := range []struct {
+		uri             string
+		withLast, whole bool // with the last segment; whole segments only
+	}{
+		{"..", true, false},
+		{".", true, false},
+		{"a/..", true, false},
+		{"a/../b", true, true},
+		{"./b", true, true},
+		{"a/..?x/b", true, true},
+		{"a/.#x", true, false},
+		{"a/..x/b", false, false},
+		{"a/x../b", false, false},
+		{"a?../b", false, false},
+		{"a/b?x=/../c", true, true},
+		{"", false, false},
+		{"a//b/", false, false},
+	} {
+		if got := dotSegment(c.uri, true); got != c.withLast {
+			t.Errorf("dotSegment(%q, true) = %v", c.uri, got)
+		}
+		if got := dotSegment(c.uri, false); got != c.whole {
+			t.Errorf("dotSegment(%q, false) = %v", c.uri, got)
+		}
+	}
+}
