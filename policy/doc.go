@@ -53,7 +53,8 @@
 // appears twice), Map returns an error wrapping ErrUnmappable and the caller
 // denies the call. MapResource refuses, the same way, a URI a server might
 // read as another path than the one matched: one with a control character,
-// a backslash, a percent-encoded '.', '/' or '\', or a "." or ".." segment.
+// a backslash, a "." or ".." segment, a percent-encoded '/' or '\', or a
+// percent-encoded unreserved character ('.' among them).
 //
 // Visible, ResourceVisible, ResourceTemplateVisible and PromptVisible say
 // whether a token's capabilities could use a tool, resource, resource

@@ -17,9 +17,16 @@ import (
 //
 // A URI a server might read as another path than the one the gate matched
 // cannot be mapped: one that is empty or longer than MaxURILen, is not
-// UTF-8, or holds a control character, a backslash, a percent-encoded '.',
-// '/' or '\', or a "." or ".." segment (also when a query or fragment
-// follows it, as in "/a/..?x"). The error wraps ErrUnmappable.
+// UTF-8, or holds a control character, a backslash, a percent-encoded '/',
+// '\' or unreserved character (a letter, digit, '-', '.', '_' or '~', which
+// RFC 3986 makes the same URI as the character itself), or a "." or ".."
+// segment (also when a query or fragment follows it, as in "/a/..?x"). The
+// error wraps ErrUnmappable.
+//
+// Rules and grants match the URI's text. Other spellings of the same
+// resource that pass these checks — a scheme or host in capitals,
+// file://localhost/ for file:/// — match other rules, or none: a rule
+// cannot carve URIs out of a wider grant, so grant what a token may read.
 func (p *Policy) MapResource(uri string) (Call, error) {
 	if why := uriProblem(uri); why != "" {
 		return Call{Rule: -1}, fmt.Errorf("%w: the resource URI %s", ErrUnmappable, why)
@@ -184,10 +191,13 @@ func uriTextProblem(uri string) string {
 			return "holds a control character"
 		case c == '\\':
 			return "holds a backslash, which a server may read as '/'"
-		case c == '%' && i+2 < len(uri):
-			switch strings.ToLower(uri[i+1 : i+3]) {
-			case "2e", "2f", "5c":
+		case c == '%' && i+2 < len(uri) && isHex(uri[i+1]) && isHex(uri[i+2]):
+			switch d := unhex(uri[i+1])<<4 | unhex(uri[i+2]); {
+			case d == '.' || d == '/' || d == '\\':
 				return "holds a percent-encoded '.', '/' or '\\', which a server may decode into a path"
+			case unreserved(d):
+				return "holds a percent-encoded letter, digit, '-', '_' or '~', which is the same URI as the character " +
+					"itself (RFC 3986, section 2.3) and so may name what the rules and grants matched under another spelling"
 			}
 		}
 	}
@@ -237,6 +247,21 @@ func encodeTemplateLiteral(s string) string {
 func uriChar(c byte) bool {
 	return 'a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' ||
 		strings.IndexByte("-._~:/?#[]@!$&'()*+,;=", c) >= 0
+}
+
+// unreserved reports whether c is an RFC 3986 unreserved character.
+func unreserved(c byte) bool {
+	return 'a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' || strings.IndexByte("-._~", c) >= 0
+}
+
+func unhex(c byte) byte {
+	switch {
+	case c >= 'a':
+		return c - 'a' + 10
+	case c >= 'A':
+		return c - 'A' + 10
+	}
+	return c - '0'
 }
 
 func isHex(c byte) bool {

@@ -107,7 +107,8 @@ func TestMapResource(t *testing.T) {
 		{"no scheme at all", Call{"mcp-resource", "read", "no scheme at all", 3, 3, -1}},
 		{".hidden/..x/x..", Call{"mcp-resource", "read", ".hidden/..x/x..", 3, 3, -1}},
 		{"demo://x?..", Call{"mcp-resource", "read", "demo://x?..", 1, 1, 4}},
-		{"demo://x/%41%2", Call{"mcp-resource", "read", "demo://x/%41%2", 1, 1, 4}},
+		{"demo://x/%20%2", Call{"mcp-resource", "read", "demo://x/%20%2", 1, 1, 4}},
+		{"demo://x/%3F%23%25%C3%A9%2x%", Call{"mcp-resource", "read", "demo://x/%3F%23%25%C3%A9%2x%", 1, 1, 4}},
 	} {
 		got, err := p.MapResource(c.uri)
 		if err != nil || got != c.want {
@@ -135,6 +136,12 @@ func TestMapResourceRefuses(t *testing.T) {
 		"demo://resource/static/document/a%2fb":    "percent-encoded",
 		"demo://resource/static/document/a%2Fb":    "percent-encoded",
 		"demo://resource/static/document/a%5cb":    "percent-encoded",
+		"demo://resource/static/document/%41.md":   "percent-encoded letter, digit, '-', '_' or '~'",
+		"demo://resource/static/document/a%7e":     "percent-encoded letter",
+		"demo://resource/static/document/a%2D":     "percent-encoded letter",
+		"demo://resource/static/document/a%5f":     "percent-encoded letter",
+		"demo://resource/static/document/%39":      "percent-encoded letter",
+		"file:///srv/%64ocs/secret":                "percent-encoded letter",
 		"demo://resource/static/document/..":       "'.' or '..' segment",
 		"demo://resource/static/document/../x":     "'.' or '..' segment",
 		"demo://resource/dynamic/./x":              "'.' or '..' segment",

@@ -106,9 +106,9 @@ var starterFooter = `
 #     cost: 10
 # A URI no rule matches needs mcp-resource:read:<URI>, e.g. a grant of
 # mcp-resource:read:file:///srv/docs/** reads everything under it.
-# URIs with a backslash, "." or ".." segments or a percent-encoded '.',
-# '/' or '\' are refused. Only resources and templates the token could
-# read are listed to the client.
+# URIs with a backslash, "." or ".." segments, a percent-encoded '/' or
+# '\' or a percent-encoded letter, digit, '-', '.', '_' or '~' are refused.
+# Only resources and templates the token could read are listed.
 resources: []
 
 # The prompt map. prompts/get needs the capability of the first rule whose
