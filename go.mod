@@ -3,7 +3,6 @@ module github.com/delegateos/delegateos
 go 1.26.0
 
 require (
-	github.com/gobwas/glob v0.2.3
 	github.com/gowebpki/jcs v1.0.2
 	github.com/mark3labs/mcp-go v1.2.1
 	github.com/rogpeppe/go-internal v1.16.0

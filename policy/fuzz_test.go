@@ -5,6 +5,8 @@ import (
 	"errors"
 	"strings"
 	"testing"
+
+	"github.com/delegateos/delegateos/dct"
 )
 
 func FuzzParse(f *testing.F) {
@@ -15,6 +17,8 @@ func FuzzParse(f *testing.F) {
 	f.Add([]byte("a: &a [*a, *a]\n"))
 	f.Add([]byte("---\n---\n"))
 	f.Add([]byte("tools: [{match: '\\\\', namespace: n, action: a}]"))
+	f.Add([]byte(resourcePolicy))
+	f.Add([]byte("resources: [{match: \"a://[!/]{x,*}\", namespace: n, action: a, max_cost: 3}]\nprompts: [{match: \"p?\", namespace: m, action: g, resource: r}]\n"))
 	f.Fuzz(func(t *testing.T, data []byte) {
 		p, err := Parse(data, "/d")
 		if err != nil {
@@ -57,6 +61,27 @@ func FuzzParse(f *testing.F) {
 		if len(ws) > len(p.Tools) {
 			t.Fatalf("%d warnings for %d rules", len(ws), len(p.Tools))
 		}
+		all := []dct.Capability{{Namespace: "*", Action: "*", Resource: "*"}}
+		for _, name := range []string{"demo://resource/static/document/a.md", "a://x", "p1", "simple-prompt", string(data[:min(len(data), 30)])} {
+			c, err := p.MapResource(name)
+			if err != nil && !errors.Is(err, ErrUnmappable) || err == nil && (c.Resource != name || c.MaxCost < c.Cost) {
+				t.Fatalf("MapResource(%q) = %+v, %v", name, c, err)
+			}
+			if c.Rule >= 0 && !p.Resources[c.Rule].matches(name) {
+				t.Fatalf("resource rule %d does not match %q", c.Rule, name)
+			}
+			if p.ResourceVisible(name, all) != (err == nil) {
+				t.Fatalf("ResourceVisible(%q) disagrees with MapResource: %v", name, err)
+			}
+			p.ResourceTemplateVisible(name+"{x}", all)
+			c, err = p.MapPrompt(name)
+			if err != nil && !errors.Is(err, ErrUnmappable) || err == nil && c.MaxCost < c.Cost {
+				t.Fatalf("MapPrompt(%q) = %+v, %v", name, c, err)
+			}
+			if c.Rule >= 0 && !p.Prompts[c.Rule].matches(name) {
+				t.Fatalf("prompt rule %d does not match %q", c.Rule, name)
+			}
+		}
 	})
 }
 
@@ -65,12 +90,13 @@ func FuzzStarter(f *testing.F) {
 	f.Add("a:b*c{d}", "line one\nline two\x00", `{"properties":{"url":{"type":["null","string"]}}}`, "docs")
 	f.Add("true", "\u2028", `[]`, "")
 	f.Add("\u0085x\\\"", "", `{"properties":{"file":{"type":"number"}}}`, "n")
+	f.Add("t", "", `{}`, "mcp-resource")
 	f.Fuzz(func(t *testing.T, name, desc, schema, ns string) {
 		var b strings.Builder
 		err := WriteStarter(&b, Starter{Command: []string{"up", name}, Namespace: ns,
 			Tools: []StarterTool{{Name: name, Description: desc, InputSchema: json.RawMessage(schema)}, {Name: "other"}}})
 		if err != nil {
-			if checkName(ns) == nil && ns != "" {
+			if checkName(ns) == nil && ns != "" && ns != ResourceNamespace && ns != PromptNamespace {
 				t.Fatalf("WriteStarter refused namespace %q: %v", ns, err)
 			}
 			return

@@ -1,14 +1,19 @@
 package policy
 
-import "time"
+import (
+	"time"
+
+	"github.com/delegateos/delegateos/dct"
+)
 
 // Limits and defaults. The policy file is written by an operator, but the
-// tool names and arguments Map reads come from MCP clients, so everything
-// Map does is bounded by these.
+// tool names, arguments, URIs and prompt names the Map methods read come
+// from MCP clients, so everything they do is bounded by these.
 const (
 	// MaxFileSize bounds the policy file Load reads.
 	MaxFileSize = 1 << 20
-	// MaxRules bounds the rules in the tool map.
+	// MaxRules bounds the rules in each of the tool, resource and prompt
+	// maps.
 	MaxRules = 1000
 	// MaxRoots bounds the trusted roots.
 	MaxRoots = 1000
@@ -16,6 +21,12 @@ const (
 	MaxMatchLen = 1024
 	// MaxToolNameLen bounds the tool names Map and Visible accept.
 	MaxToolNameLen = 1024
+	// MaxURILen bounds the resource URIs MapResource accepts: the longest
+	// resource a token's pattern can name (a longer one could be granted
+	// only by "*").
+	MaxURILen = dct.MaxResourceLen
+	// MaxPromptNameLen bounds the prompt names MapPrompt accepts.
+	MaxPromptNameLen = 1024
 	// MaxPointerLen bounds a JSON pointer.
 	MaxPointerLen = 1024
 	// MaxPointerTokens bounds the reference tokens of a JSON pointer.

@@ -3,22 +3,25 @@ package policy
 import (
 	"encoding/json"
 	"fmt"
+	"strings"
 
 	"github.com/delegateos/delegateos/dct"
 )
 
-// Call is what a tools/call needs: the capability a token must grant for it
+// Call is what a request needs: the capability a token must grant for it
 // and what it costs.
 type Call struct {
 	Namespace, Action, Resource string
 	// Cost in microcents.
 	Cost int64
-	// MaxCost is what the proxy reserves for the call when the policy honours
-	// upstream-reported cost (honour_upstream_cost): the rule's max_cost, or
-	// Cost when it sets none. A reported cost is capped at it.
+	// MaxCost is what the proxy reserves for the call when the policy
+	// honours upstream-reported cost (HonourUpstreamCost): the rule's
+	// max_cost, or Cost when it sets none. A reported cost is capped at it.
+	// It is never less than Cost.
 	MaxCost int64
-	// Rule is the index in Tools of the rule that decided, or -1 when none
-	// matched and the default mapping applied.
+	// Rule is the index of the rule that decided in Tools, Resources or
+	// Prompts (whichever was consulted), or -1 when none matched and the
+	// default mapping applied.
 	Rule int
 }
 
@@ -34,15 +37,12 @@ func (p *Policy) Map(tool string, arguments json.RawMessage) (Call, error) {
 	if tool == "" || len(tool) > MaxToolNameLen {
 		return Call{Rule: -1}, fmt.Errorf("%w: a tool name must be 1 to %d bytes", ErrUnmappable, MaxToolNameLen)
 	}
-	i := p.rule(tool)
+	i := firstRule(p.Tools, tool)
 	if i < 0 {
-		return Call{Namespace: DefaultNamespace, Action: tool, Resource: "*", Cost: p.DefaultCost, Rule: -1}, nil
+		return Call{Namespace: DefaultNamespace, Action: tool, Resource: "*", Cost: p.DefaultCost, MaxCost: p.DefaultCost, Rule: -1}, nil
 	}
 	r := &p.Tools[i]
-	c := Call{Namespace: r.Namespace, Action: r.Action, Cost: p.DefaultCost, Rule: i}
-	if r.Cost != nil {
-		c.Cost = *r.Cost
-	}
+	c := p.ruleCall(r, i)
 	if r.Resource.Arg == "" {
 		c.Resource = r.Resource.Value
 		return c, nil
@@ -62,24 +62,40 @@ func (p *Policy) Map(tool string, arguments json.RawMessage) (Call, error) {
 	return c, nil
 }
 
-// rule is the index of the first rule that matches tool, or -1.
-func (p *Policy) rule(tool string) int {
-	for i := range p.Tools {
-		if p.Tools[i].matches(tool) {
+// ruleCall is the capability, without its resource, and the costs of a
+// call rule i decides.
+func (p *Policy) ruleCall(r *Rule, i int) Call {
+	c := Call{Namespace: r.Namespace, Action: r.Action, Cost: p.DefaultCost, Rule: i}
+	if r.Cost != nil {
+		c.Cost = *r.Cost
+	}
+	c.MaxCost = c.Cost
+	if r.MaxCost != nil {
+		// Parse refuses a max_cost below the cost; a rule built in code
+		// with one still never reserves less than the call costs.
+		c.MaxCost = max(*r.MaxCost, c.Cost)
+	}
+	return c
+}
+
+// firstRule is the index of the first rule that matches name, or -1.
+func firstRule(rules []Rule, name string) int {
+	for i := range rules {
+		if rules[i].matches(name) {
 			return i
 		}
 	}
 	return -1
 }
 
-// matches reports whether the rule applies to tool. Parse compiles only
+// matches reports whether the rule applies to name. Parse compiles only
 // patterns with glob syntax; the others, and every rule built in code,
 // match the exact name.
-func (r *Rule) matches(tool string) bool {
+func (r *Rule) matches(name string) bool {
 	if r.glob == nil {
-		return r.Match == tool
+		return r.Match == name
 	}
-	return r.glob.Match(tool)
+	return strings.HasPrefix(name, r.prefix) && r.glob.MatchString(name)
 }
 
 // Visible reports whether a token granting caps could ever call tool; the
@@ -92,7 +108,7 @@ func (p *Policy) Visible(tool string, caps []dct.Capability) bool {
 		return false
 	}
 	ns, action, res, anyResource := DefaultNamespace, tool, "*", false
-	if i := p.rule(tool); i >= 0 {
+	if i := firstRule(p.Tools, tool); i >= 0 {
 		r := &p.Tools[i]
 		ns, action, res, anyResource = r.Namespace, r.Action, r.Resource.Value, r.Resource.Arg != ""
 	}

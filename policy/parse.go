@@ -14,7 +14,6 @@ import (
 	"unicode"
 	"unicode/utf8"
 
-	"github.com/gobwas/glob"
 	"gopkg.in/yaml.v3"
 
 	"github.com/delegateos/delegateos/dct"
@@ -41,6 +40,7 @@ func parse(data []byte, dir string) (*Policy, map[string]int, error) {
 		return p, ps.lines, nil
 	}
 	ps.policy(root, p)
+	ps.checkMaxCosts(p.DefaultCost)
 	if len(ps.errs) > 0 {
 		slices.SortStableFunc(ps.errs, func(a, b *Error) int { return a.Line - b.Line })
 		return nil, nil, ps.errs
@@ -96,6 +96,16 @@ type parser struct {
 	errs Errors
 	// lines holds the line of each top-level key, for warnings.
 	lines map[string]int
+	// maxCosts are the max_cost values to compare with their rules' cost
+	// once default_cost, which may come later in the file, is known.
+	maxCosts []maxCostCheck
+}
+
+type maxCostCheck struct {
+	node    *yaml.Node
+	key     string
+	cost    *int64
+	maxCost int64
 }
 
 func (ps *parser) errorf(n *yaml.Node, key, format string, args ...any) {
@@ -104,7 +114,7 @@ func (ps *parser) errorf(n *yaml.Node, key, format string, args ...any) {
 	}
 }
 
-var topKeys = []string{"roots", "tools", "default_cost", "allow_unauthenticated", "honour_upstream_cost",
+var topKeys = []string{"roots", "tools", "resources", "prompts", "default_cost", "allow_unauthenticated", "honour_upstream_cost",
 	"revocation_list", "spend_store", "max_frame_bytes", "log", "workspace", "judge", "reputation", "upstream_user"}
 
 func (ps *parser) policy(n *yaml.Node, p *Policy) {
@@ -118,7 +128,11 @@ func (ps *parser) policy(n *yaml.Node, p *Policy) {
 		case "roots":
 			p.Roots = ps.roots(v, key)
 		case "tools":
-			p.Tools = ps.rules(v, key)
+			p.Tools = ps.rules(v, key, toolRules)
+		case "resources":
+			p.Resources = ps.rules(v, key, resourceRules)
+		case "prompts":
+			p.Prompts = ps.rules(v, key, promptRules)
 		case "default_cost":
 			if c, ok := ps.cost(v, key); ok {
 				p.DefaultCost = c
@@ -170,6 +184,13 @@ func (ps *parser) upstreamUser(n *yaml.Node, key string, out *string) {
 // means the same as leaving the key out. It returns the known keys given a
 // value other than null, even a bad one.
 func (ps *parser) mapping(n *yaml.Node, path string, known []string, fn func(key string, v *yaml.Node)) map[string]bool {
+	return ps.mappingExcept(n, path, known, nil, fn)
+}
+
+// mappingExcept is mapping where the keys of refused, which are not known,
+// are refused with their own message rather than as unknown.
+func (ps *parser) mappingExcept(n *yaml.Node, path string, known []string, refused map[string]string,
+	fn func(key string, v *yaml.Node)) map[string]bool {
 	seen := map[string]int{}
 	given := map[string]bool{}
 	for i := 0; i+1 < len(n.Content); i += 2 {
@@ -188,6 +209,10 @@ func (ps *parser) mapping(n *yaml.Node, path string, known []string, fn func(key
 			continue
 		}
 		seen[k.Value] = k.Line
+		if why, ok := refused[k.Value]; ok {
+			ps.errorf(k, key, "%s", why)
+			continue
+		}
 		if !slices.Contains(known, k.Value) {
 			if near := nearest(k.Value, known); near != "" {
 				ps.errorf(k, key, "unknown key; did you mean %s? (known keys here: %s)", near, strings.Join(known, ", "))
@@ -325,9 +350,41 @@ func (ps *parser) log(n *yaml.Node, key string, out *LogConfig) {
 	})
 }
 
-var ruleKeys = []string{"match", "namespace", "action", "resource", "cost"}
+// ruleKind is which map a rule is in.
+type ruleKind int
 
-func (ps *parser) rules(n *yaml.Node, key string) []Rule {
+const (
+	toolRules ruleKind = iota
+	resourceRules
+	promptRules
+	ruleKinds // the number of kinds
+)
+
+// ruleKeys are the keys of a rule of each kind.
+var ruleKeys = [ruleKinds][]string{
+	toolRules:     {"match", "namespace", "action", "resource", "cost", "max_cost"},
+	resourceRules: {"match", "namespace", "action", "cost", "max_cost"},
+	promptRules:   {"match", "namespace", "action", "resource", "cost", "max_cost"},
+}
+
+// refusedRuleKeys explain keys a rule of a kind does not take.
+var refusedRuleKeys = [ruleKinds]map[string]string{
+	resourceRules: {"resource": "a resources rule takes no resource: the capability's resource is always the URI"},
+}
+
+// defaultNamespaces are the namespaces of what no rule maps, each the
+// kind's own: a rule of another kind may not use it, so that a grant in it
+// covers only what it was meant for.
+var defaultNamespaces = [ruleKinds]string{
+	toolRules:     DefaultNamespace,
+	resourceRules: ResourceNamespace,
+	promptRules:   PromptNamespace,
+}
+
+// kindNames name what each kind of rule maps.
+var kindNames = [ruleKinds]string{toolRules: "tools", resourceRules: "resources", promptRules: "prompts"}
+
+func (ps *parser) rules(n *yaml.Node, key string, kind ruleKind) []Rule {
 	items := ps.seq(n, key, "rules")
 	if len(items) > MaxRules {
 		ps.errorf(n, key, "more than %d rules", MaxRules)
@@ -337,7 +394,7 @@ func (ps *parser) rules(n *yaml.Node, key string) []Rule {
 	matchNodes := make([]*yaml.Node, 0, len(items))
 	for i, item := range items {
 		k := fmt.Sprintf("%s[%d]", key, i)
-		r, mn, ok := ps.rule(item, k)
+		r, mn, ok := ps.rule(item, k, kind)
 		if ok {
 			rules = append(rules, r)
 			matchNodes = append(matchNodes, mn)
@@ -354,29 +411,45 @@ func (ps *parser) rules(n *yaml.Node, key string) []Rule {
 
 // rule parses one rule; it also returns the node of its match, for errors
 // found later.
-func (ps *parser) rule(n *yaml.Node, key string) (Rule, *yaml.Node, bool) {
+func (ps *parser) rule(n *yaml.Node, key string, kind ruleKind) (Rule, *yaml.Node, bool) {
+	keys := ruleKeys[kind]
 	if n.Kind != yaml.MappingNode {
-		ps.errorf(n, key, "a rule must be a mapping with %s", strings.Join(ruleKeys, ", "))
+		ps.errorf(n, key, "a rule must be a mapping with %s", strings.Join(keys, ", "))
 		return Rule{}, nil, false
 	}
 	before := len(ps.errs)
-	r := Rule{Line: n.Line, Resource: Resource{Value: "*"}}
-	var matchNode *yaml.Node
-	present := ps.mapping(n, key, ruleKeys, func(k string, v *yaml.Node) {
+	r := Rule{Line: n.Line}
+	if kind == toolRules {
+		r.Resource = Resource{Value: "*"}
+	}
+	var matchNode, maxCostNode *yaml.Node
+	present := ps.mappingExcept(n, key, keys, refusedRuleKeys[kind], func(k string, v *yaml.Node) {
 		vk := key + "." + k
 		switch k {
 		case "match":
 			matchNode = v
-			r.Match, r.glob = ps.match(v, vk)
+			r.Match, r.glob = ps.match(v, vk, kind)
+			if r.glob != nil {
+				r.prefix = literalPrefix(r.Match)
+			}
 		case "namespace":
 			r.Namespace = ps.name(v, vk)
+			ps.ownNamespace(v, vk, kind, r.Namespace)
 		case "action":
 			r.Action = ps.name(v, vk)
 		case "resource":
-			r.Resource = ps.resource(v, vk)
+			if kind == promptRules {
+				r.Resource = ps.promptResource(v, vk)
+			} else {
+				r.Resource = ps.resource(v, vk)
+			}
 		case "cost":
 			if c, ok := ps.cost(v, vk); ok {
 				r.Cost = &c
+			}
+		case "max_cost":
+			if c, ok := ps.cost(v, vk); ok {
+				r.MaxCost, maxCostNode = &c, v
 			}
 		}
 	})
@@ -385,10 +458,39 @@ func (ps *parser) rule(n *yaml.Node, key string) (Rule, *yaml.Node, bool) {
 			ps.errorf(n, key, "%s is required", req)
 		}
 	}
-	return r, matchNode, len(ps.errs) == before
+	ok := len(ps.errs) == before
+	if ok && r.MaxCost != nil {
+		ps.maxCosts = append(ps.maxCosts, maxCostCheck{node: maxCostNode, key: key + ".max_cost", cost: r.Cost, maxCost: *r.MaxCost})
+	}
+	return r, matchNode, ok
 }
 
-func (ps *parser) match(n *yaml.Node, key string) (string, glob.Glob) {
+// ownNamespace refuses a namespace that is another kind's default.
+func (ps *parser) ownNamespace(n *yaml.Node, key string, kind ruleKind, ns string) {
+	for other, dns := range defaultNamespaces {
+		if ns == dns && ruleKind(other) != kind {
+			ps.errorf(n, key, "%s is the namespace of %s no rule maps; a %s rule must use another, so that a grant in %s covers %s only",
+				ns, kindNames[other], strings.TrimSuffix(kindNames[kind], "s"), ns, kindNames[other])
+		}
+	}
+}
+
+// checkMaxCosts refuses a max_cost below what its rule costs.
+func (ps *parser) checkMaxCosts(defaultCost int64) {
+	for _, m := range ps.maxCosts {
+		switch {
+		case m.cost != nil && m.maxCost < *m.cost:
+			ps.errorf(m.node, m.key, "%d is less than the rule's cost %d; a reported cost is capped at max_cost, "+
+				"so it must be at least the cost: raise it to %d or more, or remove it", m.maxCost, *m.cost, *m.cost)
+		case m.cost == nil && m.maxCost < defaultCost:
+			ps.errorf(m.node, m.key, "%d is less than default_cost %d, which the rule costs; a reported cost is capped at max_cost, "+
+				"so it must be at least the cost: raise it to %d or more, or remove it", m.maxCost, defaultCost, defaultCost)
+		}
+	}
+}
+
+// match reads a rule's match: an exact name or URI, or a glob, compiled.
+func (ps *parser) match(n *yaml.Node, key string, kind ruleKind) (string, *regexp.Regexp) {
 	s, ok := ps.str(n, key)
 	switch {
 	case !ok:
@@ -404,26 +506,18 @@ func (ps *parser) match(n *yaml.Node, key string) (string, glob.Glob) {
 		ps.errorf(n, key, "must not contain NUL")
 		return "", nil
 	case isExact(s):
+		if why := uriProblem(s); kind == resourceRules && why != "" {
+			ps.errorf(n, key, "never applies: the proxy refuses a URI that %s", why)
+			return "", nil
+		}
 		return s, nil // compared as it is: faster, and no glob semantics to doubt
 	}
-	g, err := compileGlob(s)
+	g, err := compileGlob(s, kind == resourceRules)
 	if err != nil {
 		ps.errorf(n, key, "not a valid glob: %v", err)
 		return "", nil
 	}
 	return s, g
-}
-
-// isExact reports whether a match pattern has no glob syntax.
-func isExact(pattern string) bool { return glob.QuoteMeta(pattern) == pattern }
-
-func compileGlob(pattern string) (g glob.Glob, err error) {
-	defer func() {
-		if r := recover(); r != nil {
-			g, err = nil, fmt.Errorf("%v", r)
-		}
-	}()
-	return glob.Compile(pattern)
 }
 
 // name reads a namespace or action.
@@ -491,8 +585,20 @@ func (ps *parser) resource(n *yaml.Node, key string) Resource {
 	return r
 }
 
+// promptResource reads a prompt rule's resource: a literal.
+func (ps *parser) promptResource(n *yaml.Node, key string) Resource {
+	if n.Kind != yaml.ScalarNode || n.ShortTag() != "!!str" {
+		ps.errorf(n, key, "must be a string: a prompt rule's resource is a literal; leave it out to use the prompt's name%s", quoteHint(n))
+		return Resource{}
+	}
+	if n.Value == "" {
+		ps.errorf(n, key, `must not be empty; leave it out to use the prompt's name, or write "*"`)
+	}
+	return Resource{Value: n.Value}
+}
+
 // shadowed refuses rules that can never apply because an earlier rule
-// matches every tool they match: an exact name an earlier glob matches, or
+// matches everything they match: an exact name an earlier glob matches, or
 // a pattern given twice. (Overlapping globs are allowed; order decides.)
 func (ps *parser) shadowed(rules []Rule, matchNodes []*yaml.Node, key string) {
 	for j := range rules {

@@ -136,7 +136,7 @@ func TestParseDefaults(t *testing.T) {
 	// A rule without resource requests "*"; without cost it costs the default.
 	p = mustParse(t, "tools:\n  - {match: t, namespace: n, action: a}\ndefault_cost: 5\n")
 	c, err := p.Map("t", nil)
-	if err != nil || c != (Call{Namespace: "n", Action: "a", Resource: "*", Cost: 5, Rule: 0}) {
+	if err != nil || c != (Call{Namespace: "n", Action: "a", Resource: "*", Cost: 5, MaxCost: 5, Rule: 0}) {
 		t.Errorf("Map = %+v, %v", c, err)
 	}
 }
@@ -150,7 +150,7 @@ func TestParseErrors(t *testing.T) {
 		want      []string // each problem, in order: "line N: key: message fragment"
 	}{
 		{"unknown top key", "roots: []\ntool: []\n", []string{`line 2: tool: unknown key; did you mean tools? (known keys here: roots, tools,`}},
-		{"unknown rule key", rule("    costs: 5\n"), []string{`line 5: tools[0].costs: unknown key; did you mean cost? (known keys here: match, namespace, action, resource, cost)`}},
+		{"unknown rule key", rule("    costs: 5\n"), []string{`line 5: tools[0].costs: unknown key; did you mean cost? (known keys here: match, namespace, action, resource, cost, max_cost)`}},
 		{"unknown log key", "log:\n  lvl: info\n", []string{`line 2: log.lvl: unknown key`}},
 		{"unknown resource key", rule("    resource: {arg: /p, pre: x}\n"), []string{`line 5: tools[0].resource.pre: unknown key`}},
 		{"duplicate top key", "default_cost: 1\nroots: []\ndefault_cost: 2\n", []string{`line 3: default_cost: given twice (first on line 1)`}},
@@ -196,6 +196,54 @@ func TestParseErrors(t *testing.T) {
 			[]string{`line 3: tools[1].match: "read_file" never applies: tools[0] (match "read_*", line 2) comes first and matches it`}},
 		{"pattern twice", "tools:\n  - {match: \"w*\", namespace: n, action: a}\n  - {match: x, namespace: n, action: a}\n  - {match: \"w*\", namespace: n, action: b}\n",
 			[]string{`line 4: tools[2].match: "w*" never applies: tools[0]`}},
+		{"tool glob unclosed brace", "tools:\n  - {match: \"0{\", namespace: n, action: a}\n", []string{`line 2: tools[0].match: not a valid glob: the '{' at byte 1 is not closed`}},
+		{"tool glob stray brace", "tools:\n  - {match: \"a}\", namespace: n, action: a}\n", []string{`line 2: tools[0].match: not a valid glob: '}' at byte 1 closes no '{'`}},
+
+		// max_cost, on every kind of rule.
+		{"max_cost below cost", rule("    cost: 100\n    max_cost: 50\n"),
+			[]string{`line 6: tools[0].max_cost: 50 is less than the rule's cost 100; a reported cost is capped at max_cost, so it must be at least the cost: raise it to 100 or more, or remove it`}},
+		{"max_cost below default_cost", "tools:\n  - {match: t, namespace: n, action: a, max_cost: 5}\ndefault_cost: 6\n",
+			[]string{`line 2: tools[0].max_cost: 5 is less than default_cost 6, which the rule costs;`}},
+		{"max_cost negative", "resources:\n  - {match: \"a://*\", namespace: n, action: a, max_cost: -1}\n", []string{`line 2: resources[0].max_cost: must be a non-negative integer`}},
+		{"max_cost not a number", "prompts:\n  - {match: p, namespace: n, action: a, max_cost: lots}\n", []string{`line 2: prompts[0].max_cost: must be a non-negative integer`}},
+		{"max_cost below cost in prompts", "prompts:\n  - {match: p, namespace: n, action: a, cost: 2, max_cost: 1}\n", []string{`line 2: prompts[0].max_cost: 1 is less than the rule's cost 2`}},
+
+		// The resource and prompt maps.
+		{"resources not a list", "resources: {match: x}\n", []string{`line 1: resources: must be a list of rules`}},
+		{"resource rule not a mapping", "resources:\n  - demo://x\n", []string{`line 2: resources[0]: a rule must be a mapping with match, namespace, action, cost, max_cost`}},
+		{"resource rule typo", "resources:\n  - {match: \"a://*\", namespace: n, action: a, cots: 1}\n",
+			[]string{`line 2: resources[0].cots: unknown key; did you mean cost? (known keys here: match, namespace, action, cost, max_cost)`}},
+		{"resource rule with resource", "resources:\n  - {match: \"a://*\", namespace: n, action: a, resource: \"*\"}\n",
+			[]string{`line 2: resources[0].resource: a resources rule takes no resource: the capability's resource is always the URI`}},
+		{"resource rule missing keys", "resources:\n  - {cost: 1}\n", []string{
+			`line 2: resources[0]: match is required`, `line 2: resources[0]: namespace is required`, `line 2: resources[0]: action is required`}},
+		{"resource glob class of slash", "resources:\n  - {match: \"a://[/]\", namespace: n, action: a}\n", []string{`line 2: resources[0].match: not a valid glob: the class at byte 4 matches only '/'`}},
+		{"resource exact refused URI", "resources:\n  - {match: \"file:///a/../b\", namespace: n, action: a}\n",
+			[]string{`line 2: resources[0].match: never applies: the proxy refuses a URI that has a '.' or '..' segment`}},
+		{"resource exact encoded slash", "resources:\n  - {match: \"file:///a%2Fb\", namespace: n, action: a}\n",
+			[]string{`line 2: resources[0].match: never applies: the proxy refuses a URI that holds a percent-encoded`}},
+		{"resource exact shadowed", "resources:\n  - {match: \"demo://r/*\", namespace: n, action: a}\n  - {match: \"demo://r/x\", namespace: n, action: b}\n",
+			[]string{`line 3: resources[1].match: "demo://r/x" never applies: resources[0] (match "demo://r/*", line 2) comes first and matches it`}},
+		{"resource pattern twice", "resources:\n  - {match: \"demo://**\", namespace: n, action: a}\n  - {match: \"demo://**\", namespace: n, action: b}\n",
+			[]string{`line 3: resources[1].match: "demo://**" never applies: resources[0]`}},
+		{"resource namespace of tools", "resources:\n  - {match: \"a://*\", namespace: mcp, action: read}\n",
+			[]string{`line 2: resources[0].namespace: mcp is the namespace of tools no rule maps; a resource rule must use another, so that a grant in mcp covers tools only`}},
+		{"resource namespace of prompts", "resources:\n  - {match: \"a://*\", namespace: mcp-prompt, action: read}\n",
+			[]string{`line 2: resources[0].namespace: mcp-prompt is the namespace of prompts no rule maps`}},
+		{"tool namespace of resources", "tools:\n  - match: t\n    namespace: mcp-resource\n    action: a\n",
+			[]string{`line 3: tools[0].namespace: mcp-resource is the namespace of resources no rule maps; a tool rule must use another, so that a grant in mcp-resource covers resources only`}},
+		{"tool namespace of prompts", "tools:\n  - {match: t, namespace: mcp-prompt, action: get}\n", []string{`line 2: tools[0].namespace: mcp-prompt is the namespace of prompts`}},
+		{"prompt namespace of resources", "prompts:\n  - {match: p, namespace: mcp-resource, action: read}\n", []string{`line 2: prompts[0].namespace: mcp-resource is the namespace of resources`}},
+		{"prompts not a list", "prompts: simple-prompt\n", []string{`line 1: prompts: must be a list of rules`}},
+		{"prompt rule typo", "prompts:\n  - {match: p, namespace: n, action: a, resorce: x}\n", []string{`line 2: prompts[0].resorce: unknown key; did you mean resource?`}},
+		{"prompt resource mapping", "prompts:\n  - {match: p, namespace: n, action: a, resource: {arg: /x}}\n",
+			[]string{`line 2: prompts[0].resource: must be a string: a prompt rule's resource is a literal; leave it out to use the prompt's name`}},
+		{"prompt resource number", "prompts:\n  - {match: p, namespace: n, action: a, resource: 5}\n", []string{`(YAML reads 5 as int; quote it to make it a string)`}},
+		{"prompt resource empty", "prompts:\n  - {match: p, namespace: n, action: a, resource: \"\"}\n", []string{`line 2: prompts[0].resource: must not be empty`}},
+		{"prompt exact shadowed", "prompts:\n  - {match: \"*-prompt\", namespace: n, action: a}\n  - {match: simple-prompt, namespace: n, action: b}\n",
+			[]string{`line 3: prompts[1].match: "simple-prompt" never applies: prompts[0]`}},
+		{"resources typo at top", "resource: []\n", []string{`line 1: resource: unknown key; did you mean resources?`}},
+		{"prompts typo at top", "promts: []\n", []string{`line 1: promts: unknown key; did you mean prompts?`}},
 		{"alias", "x_cost: &c 5\n", []string{`line 1: x_cost: unknown key`}},
 		{"alias value", "tools:\n  - &r {match: t, namespace: n, action: a}\n  - {match: u, namespace: n, action: *r}\n",
 			[]string{`line 3: tools[1].action: YAML aliases (*name) are not supported`}},
@@ -297,7 +345,7 @@ func TestLoad(t *testing.T) {
 		t.Fatal(err)
 	}
 	_, err = Load(path)
-	if err == nil || err.Error() != path+":2: bogus: unknown key; known keys here: roots, tools, default_cost, allow_unauthenticated, honour_upstream_cost, revocation_list, spend_store, max_frame_bytes, log, workspace, judge, reputation, upstream_user" {
+	if err == nil || err.Error() != path+":2: bogus: unknown key; known keys here: roots, tools, resources, prompts, default_cost, allow_unauthenticated, honour_upstream_cost, revocation_list, spend_store, max_frame_bytes, log, workspace, judge, reputation, upstream_user" {
 		t.Errorf("Load error = %v", err)
 	}
 	var pe *Error

@@ -5,9 +5,8 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"regexp"
 	"time"
-
-	"github.com/gobwas/glob"
 )
 
 // UpstreamCostKey is the member of a tools/call result's _meta in which an
@@ -15,8 +14,22 @@ import (
 // reads it only when HonourUpstreamCost is set.
 const UpstreamCostKey = "delegateos/costMicrocents"
 
-// DefaultNamespace is the namespace of a tool no rule matches.
-const DefaultNamespace = "mcp"
+// The capabilities of what no rule maps. Each namespace belongs to one kind
+// of request: Parse refuses a rule that maps another kind into it, so a
+// grant on mcp-resource covers resources and nothing else.
+const (
+	// DefaultNamespace is the namespace of a tool no rule matches: the
+	// action is the tool's name and the resource "*".
+	DefaultNamespace = "mcp"
+	// ResourceNamespace and ResourceAction are the namespace and action of
+	// a resource URI no rule matches; the resource is the URI.
+	ResourceNamespace = "mcp-resource"
+	ResourceAction    = "read"
+	// PromptNamespace and PromptAction are the namespace and action of a
+	// prompt no rule matches; the resource is the prompt's name.
+	PromptNamespace = "mcp-prompt"
+	PromptAction    = "get"
+)
 
 // Policy is a parsed policy file. Build it with Load, Parse or Default: Parse
 // compiles the rules' globs, and a Rule built in code matches only the exact
@@ -26,13 +39,21 @@ type Policy struct {
 	Roots []string
 	// Tools is the tool map; the first rule that matches a tool wins.
 	Tools []Rule
+	// Resources is the resource map, matched against a resource's URI; the
+	// first rule that matches wins. The capability's resource is always the
+	// URI, so a rule's Resource is not used.
+	Resources []Rule
+	// Prompts is the prompt map, matched against a prompt's name; the first
+	// rule that matches wins. A rule's resource is its literal
+	// Resource.Value, or the prompt's name when that is "".
+	Prompts []Rule
 	// DefaultCost is the cost, in microcents, of a call whose rule sets no
 	// cost or that no rule matches.
 	DefaultCost int64
 	// AllowUnauthenticated forwards calls that carry no token at all.
 	AllowUnauthenticated bool
 	// HonourUpstreamCost trusts the cost an upstream reports under
-	// UpstreamCostKey in a result's _meta.
+	// UpstreamCostKey in a result's _meta, up to the call's MaxCost.
 	HonourUpstreamCost bool
 	// RevocationList and SpendStore are paths, resolved against the policy
 	// file's directory; "" means not set.
@@ -94,20 +115,26 @@ type LogConfig struct {
 	Level string
 }
 
-// Rule maps the tools its Match fits to a capability and a cost.
+// Rule maps the tools, resource URIs or prompts its Match fits to a
+// capability and a cost.
 type Rule struct {
-	// Match is an exact tool name or a glob (github.com/gobwas/glob syntax:
-	// * ? [abc] {a,b}, \ escapes).
+	// Match is an exact name or URI, or a glob (* ** ? [abc] [a-z] {a,b},
+	// \ escapes; in the resource map * ? and classes do not match '/').
 	Match     string
 	Namespace string
 	Action    string
 	Resource  Resource
 	// Cost in microcents; nil means the policy's DefaultCost.
 	Cost *int64
+	// MaxCost caps the cost an upstream may report for a call when the
+	// policy honours reported costs; nil means the cost itself.
+	MaxCost *int64
 	// Line is where the rule starts in the policy file.
 	Line int
 
-	glob glob.Glob
+	glob *regexp.Regexp
+	// prefix is what every name glob matches begins with.
+	prefix string
 }
 
 // Resource says where a call's resource comes from: the literal Value, or,
@@ -134,8 +161,9 @@ func (r Resource) String() string {
 var logLevels = []string{"debug", "info", "warn", "error"}
 
 // Default is the policy the proxy runs with when it has no policy file: no
-// roots, no rules (every tool needs mcp:<tool name>:*), cost 0, calls
-// without a token refused, 16 MiB frames, info logs to stderr.
+// roots, no rules (every tool needs mcp:<tool name>:*, every resource
+// mcp-resource:read:<URI>, every prompt mcp-prompt:get:<name>), cost 0,
+// calls without a token refused, 16 MiB frames, info logs to stderr.
 func Default() *Policy {
 	return &Policy{MaxFrameBytes: DefaultMaxFrameBytes, Log: LogConfig{Level: "info"}}
 }

@@ -9,8 +9,6 @@ import (
 	"strings"
 	"unicode"
 	"unicode/utf8"
-
-	"github.com/gobwas/glob"
 )
 
 // StarterTool is what WriteStarter needs to know of one upstream tool.
@@ -47,6 +45,10 @@ func WriteStarter(w io.Writer, s Starter) error {
 	}
 	if err := checkName(ns); err != nil {
 		return fmt.Errorf("namespace %q: %v", ns, err)
+	}
+	if ns == ResourceNamespace || ns == PromptNamespace {
+		return fmt.Errorf("namespace %q: it is the namespace of the %s no rule maps, not of tools", ns,
+			map[string]string{ResourceNamespace: "resources", PromptNamespace: "prompts"}[ns])
 	}
 	var b strings.Builder
 	b.WriteString(starterHeader(s.Command))
@@ -86,12 +88,36 @@ roots: []
 #              pointer (RFC 6901) names, after the optional prefix, e.g.
 #              {arg: /path} turns read_file {"path": "/a/b"} into /a/b
 #   cost       microcents per call; without it, default_cost
+#   max_cost   with honour_upstream_cost, the most a call may be charged
+#              when the upstream reports its cost (at least cost)
 # A tool no rule matches needs mcp:<tool name>:* and costs default_cost.
 # Only tools the token could call are shown to the client.
 `
 }
 
 var starterFooter = `
+# The resource map. resources/read and resources/subscribe need a
+# capability whose resource is the URI itself; the first rule whose match
+# fits the URI gives its namespace, action, cost and max_cost. A match is
+# an exact URI or a glob in which * and ? stop at '/' and ** does not:
+#   - match: "file:///srv/docs/**"
+#     namespace: docs
+#     action: read
+#     cost: 10
+# A URI no rule matches needs mcp-resource:read:<URI>, e.g. a grant of
+# mcp-resource:read:file:///srv/docs/** reads everything under it.
+# URIs with a backslash, "." or ".." segments, a percent-encoded '/' or
+# '\' or a percent-encoded letter, digit, '-', '.', '_' or '~' are refused.
+# Only resources and templates the token could read are listed.
+resources: []
+
+# The prompt map. prompts/get needs the capability of the first rule whose
+# match (an exact name or a glob) fits the prompt's name; its resource is
+# the rule's literal resource, or else the prompt's name. A prompt no rule
+# matches needs mcp-prompt:get:<name>. completion/complete needs what the
+# prompt or resource it completes for needs.
+prompts: []
+
 # The cost of a call whose rule sets no cost, or that no rule matches.
 default_cost: 0
 
@@ -124,7 +150,7 @@ log:
 func writeStarterRule(b *strings.Builder, ns string, t StarterTool, seen map[string]bool) {
 	name := t.Name
 	action := strings.ReplaceAll(name, ":", "_")
-	match := glob.QuoteMeta(name)
+	match := quoteMeta(name)
 	var skip string
 	switch {
 	case name == "" || !utf8.ValidString(name) || strings.ContainsRune(name, 0):

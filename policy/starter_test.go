@@ -40,7 +40,7 @@ func TestWriteStarter(t *testing.T) {
 		"  # tool : no rule, its name is empty",
 		"  - match: \"yes\"\n    namespace: fs\n    action: \"yes\"\n",
 		"\nroots: []\n", "\ndefault_cost: 0\n", "\nallow_unauthenticated: false\n", "\nhonour_upstream_cost: false\n",
-		"\nrevocation_list: \"\"\n", "\nspend_store: \"\"\n", "\nmax_frame_bytes: 16777216\n", "\nlog:\n  # ",
+		"\nresources: []\n", "\nprompts: []\n", "\nrevocation_list: \"\"\n", "\nspend_store: \"\"\n", "\nmax_frame_bytes: 16777216\n", "\nlog:\n  # ",
 	} {
 		if !strings.Contains(out, want) {
 			t.Errorf("starter lacks %q:\n%s", want, out)
@@ -74,6 +74,11 @@ func TestWriteStarter(t *testing.T) {
 	}
 	if err := WriteStarter(&b, Starter{Namespace: "a:b"}); err == nil {
 		t.Error("WriteStarter accepted the namespace a:b")
+	}
+	for _, ns := range []string{ResourceNamespace, PromptNamespace} {
+		if err := WriteStarter(&b, Starter{Namespace: ns}); err == nil || !strings.Contains(err.Error(), "not of tools") {
+			t.Errorf("WriteStarter with namespace %s: %v", ns, err)
+		}
 	}
 }
 

@@ -294,6 +294,11 @@ func targetDenial(call policy.Call, scope *dct.AuthorizedScope, format string, a
 // checkTarget: the target must be visible to the token, map to a
 // capability, and hold nothing a server may decode differently.
 func (g *Gate) checkTarget(req *CallRequest, call policy.Call, mapErr error, scope *dct.AuthorizedScope) *Denial {
+	if mapErr != nil && call.Namespace == "" {
+		// Nothing to show: the target maps to no capability at all (a
+		// URI with a dot segment, say), whatever the token grants.
+		return targetDenial(call, scope, "%v", mapErr)
+	}
 	if !g.visible(req, scope.Capabilities) {
 		return targetDenial(call, scope, "%s needs %s: not granted by this token", req.what(), needs(call))
 	}
@@ -328,8 +333,12 @@ func (g *Gate) Refuse(req CallRequest, t dct.DenialType, detail string) Decision
 	return Decision{Call: call, Denial: &Denial{Type: t, Detail: detail, Requested: requested(call)}}
 }
 
-// requested is the capability a call needs, as a denial names it.
+// requested is the capability a call needs, as a denial names it; nil
+// when it maps to none.
 func requested(call policy.Call) *dct.Capability {
+	if call.Namespace == "" {
+		return nil
+	}
 	return &dct.Capability{Namespace: call.Namespace, Action: call.Action, Resource: call.Resource}
 }
 

@@ -321,8 +321,9 @@ func TestE2EResourcesAndPromptsGated(t *testing.T) {
 		}
 		denied := []struct{ req, message string }{
 			{`"method":"resources/read","params":{"uri":"file:///project/secret.md"}`, "resource file:///project/secret.md needs mcp-resource:read:file:///project/secret.md"},
-			{`"method":"resources/read","params":{"uri":"file:///project/sub/../secret.md"}`, "needs mcp-resource:read:file:///project/sub/../secret.md"},
+			{`"method":"resources/read","params":{"uri":"file:///project/sub/../secret.md"}`, "segment"},
 			{`"method":"resources/read","params":{"uri":"file:///project/sub/%2e%2e/secret.md"}`, "percent-encoded"},
+			{`"method":"resources/read","params":{"uri":"file:///project/%73ecret.md"}`, "percent-encoded"},
 			{`"method":"resources/subscribe","params":{"uri":"file:///project/secret.md"}`, "resource file:///project/secret.md needs"},
 			{`"method":"prompts/get","params":{"name":"summarize","arguments":{"path":"/project/secret.md"}}`, "prompt summarize needs mcp-prompt:get:summarize"},
 			{`"method":"completion/complete","params":{"ref":{"type":"ref/prompt","name":"summarize"},"argument":{"name":"path","value":"/"}}`, "prompt summarize needs"},
@@ -351,7 +352,7 @@ func TestE2EResourcesAndPromptsGated(t *testing.T) {
 			}
 		}
 		isRead := func(m map[string]any) bool { return m["method"] == "resources/read" }
-		mcptest.Eventually(t, "4 decision lines for resources/read", func() bool { return len(p.LogWith("decision", isRead)) == 4 })
+		mcptest.Eventually(t, "5 decision lines for resources/read", func() bool { return len(p.LogWith("decision", isRead)) == 5 })
 		for _, m := range p.LogWith("decision", isRead) {
 			if m["target"] == "file:///project/sub/notes.md" && (m["allowed"] != true || m["outcome"] != "result") {
 				t.Errorf("the granted read's line: %v", m)

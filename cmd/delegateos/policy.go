@@ -113,6 +113,8 @@ type policyJSON struct {
 	OK                   bool       `json:"ok"`
 	Roots                []string   `json:"roots"`
 	Tools                []ruleJSON `json:"tools"`
+	Resources            []ruleJSON `json:"resources"`
+	Prompts              []ruleJSON `json:"prompts"`
 	DefaultCost          int64      `json:"default_cost"`
 	AllowUnauthenticated bool       `json:"allow_unauthenticated"`
 	HonourUpstreamCost   bool       `json:"honour_upstream_cost"`
@@ -155,14 +157,19 @@ type ruleJSON struct {
 	Match     string `json:"match"`
 	Namespace string `json:"namespace"`
 	Action    string `json:"action"`
-	// Resource is the literal, or {arg, prefix}.
-	Resource any `json:"resource"`
+	// Resource is the literal, or {arg, prefix}; a resource rule has none
+	// (the resource is the URI), nor has a prompt rule whose resource is
+	// the prompt's name.
+	Resource any `json:"resource,omitempty"`
 	// Cost is what a call costs: the rule's cost or the default.
 	Cost int64 `json:"cost"`
+	// MaxCost caps a cost the upstream reports: the rule's max_cost or
+	// the cost.
+	MaxCost int64 `json:"max_cost"`
 }
 
 func policySummary(file string, p *policy.Policy, warnings []*policy.Warning, up *upstreamCheck) policyJSON {
-	s := policyJSON{File: file, OK: true, Roots: p.Roots, Tools: []ruleJSON{}, DefaultCost: p.DefaultCost,
+	s := policyJSON{File: file, OK: true, Roots: p.Roots, DefaultCost: p.DefaultCost,
 		AllowUnauthenticated: p.AllowUnauthenticated, HonourUpstreamCost: p.HonourUpstreamCost,
 		RevocationList: p.RevocationList, SpendStore: p.SpendStore, MaxFrameBytes: p.MaxFrameBytes,
 		UpstreamUser: p.UpstreamUser, Warnings: []problemJSON{}}
@@ -188,22 +195,59 @@ func policySummary(file string, p *policy.Policy, warnings []*policy.Warning, up
 	}
 	s.Reputation.Completeness, s.Reputation.Clarity = criterion(p.Reputation.Completeness), criterion(p.Reputation.Clarity)
 	s.Reputation.TrustGate = p.Reputation.TrustGate
-	for _, r := range p.Tools {
-		var res any = r.Resource.Value
-		if r.Resource.Arg != "" {
-			res = map[string]string{"arg": r.Resource.Arg, "prefix": r.Resource.Prefix}
-		}
-		s.Tools = append(s.Tools, ruleJSON{Line: r.Line, Match: r.Match, Namespace: r.Namespace,
-			Action: r.Action, Resource: res, Cost: ruleCost(p, r)})
-	}
+	s.Tools, s.Resources, s.Prompts = rulesJSON(p, p.Tools), rulesJSON(p, p.Resources), rulesJSON(p, p.Prompts)
 	return s
 }
 
-func ruleCost(p *policy.Policy, r policy.Rule) int64 {
-	if r.Cost != nil {
-		return *r.Cost
+func rulesJSON(p *policy.Policy, rules []policy.Rule) []ruleJSON {
+	out := []ruleJSON{}
+	for _, r := range rules {
+		var res any
+		switch {
+		case r.Resource.Arg != "":
+			res = map[string]string{"arg": r.Resource.Arg, "prefix": r.Resource.Prefix}
+		case r.Resource.Value != "":
+			res = r.Resource.Value
+		}
+		cost, maxCost := ruleCosts(p, r)
+		out = append(out, ruleJSON{Line: r.Line, Match: r.Match, Namespace: r.Namespace,
+			Action: r.Action, Resource: res, Cost: cost, MaxCost: maxCost})
 	}
-	return p.DefaultCost
+	return out
+}
+
+// ruleCosts is what a call a rule decides costs, and the cap on what the
+// upstream may report for it.
+func ruleCosts(p *policy.Policy, r policy.Rule) (cost, maxCost int64) {
+	cost = p.DefaultCost
+	if r.Cost != nil {
+		cost = *r.Cost
+	}
+	maxCost = cost
+	if r.MaxCost != nil {
+		maxCost = max(*r.MaxCost, cost)
+	}
+	return cost, maxCost
+}
+
+// writeRules writes one map's rules, each with the capability it requests;
+// resource stands for the resource a rule with none requests.
+func writeRules(tw io.Writer, p *policy.Policy, rules []policy.Rule, resource string) {
+	for _, r := range rules {
+		res := r.Resource.String()
+		if res == "" {
+			res = resource
+		}
+		cost, maxCost := ruleCosts(p, r)
+		upTo := ""
+		switch {
+		case r.MaxCost != nil && p.HonourUpstreamCost:
+			upTo = fmt.Sprintf(" or up to %d reported", maxCost)
+		case r.MaxCost != nil:
+			upTo = fmt.Sprintf(" (max_cost %d unused: upstream-reported cost is ignored)", maxCost)
+		}
+		fmt.Fprintf(tw, "  %s\t%s:%s:%s, cost %d%s (line %d)\n", r.Match, r.Namespace, r.Action, res, cost, upTo, r.Line)
+	}
 }
 
 func writePolicySummary(w io.Writer, file string, p *policy.Policy, warnings []*policy.Warning, up *upstreamCheck) {
@@ -220,13 +264,18 @@ func writePolicySummary(w io.Writer, file string, p *policy.Policy, warnings []*
 	for _, r := range p.Roots {
 		fmt.Fprintf(tw, "  %s\t\n", r)
 	}
-	fmt.Fprintf(tw, "tools:\t%d %s (first match wins; any other tool needs mcp:<tool>:*)\n", len(p.Tools), plural(len(p.Tools), "rule", "rules"))
-	for _, r := range p.Tools {
-		fmt.Fprintf(tw, "  %s\t%s:%s:%s, cost %d (line %d)\n", r.Match, r.Namespace, r.Action, r.Resource, ruleCost(p, r), r.Line)
-	}
+	fmt.Fprintf(tw, "tools:\t%d %s (first match wins; any other tool needs %s:<tool>:*)\n",
+		len(p.Tools), plural(len(p.Tools), "rule", "rules"), policy.DefaultNamespace)
+	writeRules(tw, p, p.Tools, "")
+	fmt.Fprintf(tw, "resources:\t%d %s (first match wins; any other URI needs %s:%s:<URI>)\n",
+		len(p.Resources), plural(len(p.Resources), "rule", "rules"), policy.ResourceNamespace, policy.ResourceAction)
+	writeRules(tw, p, p.Resources, "<URI>")
+	fmt.Fprintf(tw, "prompts:\t%d %s (first match wins; any other prompt needs %s:%s:<name>)\n",
+		len(p.Prompts), plural(len(p.Prompts), "rule", "rules"), policy.PromptNamespace, policy.PromptAction)
+	writeRules(tw, p, p.Prompts, "<name>")
 	fmt.Fprintf(tw, "default cost:\t%d microcents\n", p.DefaultCost)
 	fmt.Fprintf(tw, "calls without a token:\t%s\n", choose(p.AllowUnauthenticated, "forwarded", "denied"))
-	fmt.Fprintf(tw, "upstream-reported cost:\t%s\n", choose(p.HonourUpstreamCost, "honoured", "ignored"))
+	fmt.Fprintf(tw, "upstream-reported cost:\t%s\n", choose(p.HonourUpstreamCost, "honoured, up to each rule's max_cost", "ignored"))
 	fmt.Fprintf(tw, "revocation list:\t%s\n", orNone(p.RevocationList))
 	fmt.Fprintf(tw, "spend store:\t%s\n", orNone(p.SpendStore))
 	fmt.Fprintf(tw, "max frame bytes:\t%d\n", p.MaxFrameBytes)

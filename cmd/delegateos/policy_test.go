@@ -1,11 +1,15 @@
 package main
 
 import (
+	"os"
 	"os/exec"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/rogpeppe/go-internal/testscript"
+
+	"github.com/delegateos/delegateos/policy"
 )
 
 // TestPolicyScripts runs the scripts in testdata/policy: 'policy check' on
@@ -28,4 +32,43 @@ func TestPolicyScripts(t *testing.T) {
 			return nil
 		},
 	})
+}
+
+// TestREADMEPolicyReference parses the README's policy file reference, so
+// that every key it shows is one the policy reads, with a value it accepts,
+// and checks the mappings its resource and prompt examples describe.
+func TestREADMEPolicyReference(t *testing.T) {
+	b, err := os.ReadFile(filepath.Join("..", "..", "README.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, rest, ok := strings.Cut(string(b), "### Policy file reference\n\n```yaml\n")
+	block, _, ok2 := strings.Cut(rest, "```\n")
+	if !ok || !ok2 {
+		t.Fatal("no yaml block under ### Policy file reference")
+	}
+	block = strings.Replace(block, "did:key:z6Mk...", "iojj3XQJ8ZX9UtstPLpdcspnCb8dlBIb83SIAbQPb1w", 1)
+	p, err := policy.Parse([]byte(block), "/etc/delegateos")
+	if err != nil {
+		t.Fatalf("the README's policy reference does not parse: %v\n%s", err, block)
+	}
+	for _, c := range []struct {
+		got  func() (policy.Call, error)
+		want policy.Call
+	}{
+		{func() (policy.Call, error) { return p.MapResource("file:///srv/docs/a/b.md") },
+			policy.Call{Namespace: "docs", Action: "read", Resource: "file:///srv/docs/a/b.md", Cost: 10, MaxCost: 10}},
+		{func() (policy.Call, error) { return p.MapResource("file:///etc/passwd") },
+			policy.Call{Namespace: "mcp-resource", Action: "read", Resource: "file:///etc/passwd", Rule: -1}},
+		{func() (policy.Call, error) { return p.MapPrompt("review-code") },
+			policy.Call{Namespace: "prompts", Action: "get", Resource: "*"}},
+		{func() (policy.Call, error) { return p.MapPrompt("summarize") },
+			policy.Call{Namespace: "mcp-prompt", Action: "get", Resource: "summarize", Rule: -1}},
+		{func() (policy.Call, error) { return p.Map("read_file", []byte(`{"path": "/a"}`)) },
+			policy.Call{Namespace: "docs", Action: "read", Resource: "/a", Cost: 100, MaxCost: 1000}},
+	} {
+		if got, err := c.got(); err != nil || got != c.want {
+			t.Errorf("got %+v, %v; want %+v", got, err, c.want)
+		}
+	}
 }
