@@ -405,3 +405,45 @@ func TestE2EReportedCostCannotOverspend(t *testing.T) {
 		t.Errorf("the calls were charged %v in all, over the budget of 1000", spent)
 	}
 }
+
+// With honour_upstream_cost a rule's max_cost is reserved: the upstream's
+// report is charged up to it, and a call the client cancels is charged
+// all of it (the upstream may have done the work it would have reported).
+func TestE2EMaxCost(t *testing.T) {
+	t.Parallel()
+	e := mcptest.NewEnv(t)
+	pol := e.Policy(
+		mcptest.Rule{Match: "costly", Namespace: "mcp", Action: "costly", Cost: 100, MaxCost: 1000},
+		mcptest.Rule{Match: "slow", Namespace: "mcp", Action: "slow", Cost: 10, MaxCost: 500},
+	)
+	pol.HonourUpstreamCost = true
+	tok := e.Mint(mcptest.Budget(3000), "mcp:costly:*", "mcp:slow:*")
+	p := e.StartProxy(mcptest.ProxyOptions{Policy: pol, Token: tok})
+	c := p.Raw()
+	c.Initialize()
+
+	c.Send(mcptest.CallFrame("1", "costly", map[string]any{"cost": 950}))
+	mcptest.ResultText(t, c.Response("1"))
+	c.Send(mcptest.CallFrame("2", "costly", map[string]any{"cost": 5000}))
+	mcptest.ResultText(t, c.Response("2"))
+	c.Send(mcptest.CallFrame("3", "slow", map[string]any{"steps": 1, "delay_ms": 5000}))
+	c.Send(`{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":3}}`)
+	// 950 + 1000 + 500 spent: a call reserving 1000 no longer fits 3000.
+	c.Send(mcptest.CallFrame("4", "costly", map[string]any{"cost": 0}))
+	if m := c.Response("4"); denialType(m) != string(dct.BudgetExceeded) || !strings.Contains(m.Error.Message, "spent 2450 of 3000") {
+		t.Errorf("a fourth call was answered %+v; want budget_exceeded after 2450 of 3000", m.Error)
+	}
+	want := map[string]float64{"costly/result": 950 + 1000, "slow/cancelled": 500}
+	got := map[string]float64{}
+	mcptest.Eventually(t, "three settled lines", func() bool {
+		return len(p.LogWith("decision", func(m map[string]any) bool { return m["allowed"] == true })) == 3
+	})
+	for _, m := range p.LogWith("decision", func(m map[string]any) bool { return m["allowed"] == true }) {
+		got[m["tool"].(string)+"/"+m["outcome"].(string)] += m["cost"].(float64)
+	}
+	for k, v := range want {
+		if got[k] != v {
+			t.Errorf("%s charged %v, want %v (all: %v)", k, got[k], v, got)
+		}
+	}
+}

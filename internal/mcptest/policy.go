@@ -15,6 +15,8 @@ type Rule struct {
 	// Cost is the rule's cost in microcents; -1 leaves it unset, so that
 	// the policy's default cost applies.
 	Cost int64
+	// MaxCost is the rule's max_cost; 0 leaves it unset.
+	MaxCost int64
 }
 
 // DocRules map the docserver's document tools to docs:read and docs:write
@@ -71,6 +73,9 @@ func (p *Policy) YAML() string {
 			}
 			if r.Cost >= 0 {
 				fmt.Fprintf(&b, "    cost: %d\n", r.Cost)
+			}
+			if r.MaxCost > 0 {
+				fmt.Fprintf(&b, "    max_cost: %d\n", r.MaxCost)
 			}
 		}
 	}
