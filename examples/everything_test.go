@@ -1,6 +1,7 @@
 package examples
 
 import (
+	"encoding/json"
 	"fmt"
 	"path/filepath"
 	"slices"
@@ -307,4 +308,113 @@ func TestEverythingREADME(t *testing.T) {
 	mcptest.Eventually(t, "the revocation to reach the running proxy", func() bool {
 		return s.revoked(t, "get-tiny-image", map[string]any{})
 	})
+}
+
+// TestEverythingResourcesAndPrompts: the server's resources, templates,
+// prompts and completions are gated by the example policy's resources:
+// and prompts: rules, and the lists show what the token may use.
+func TestEverythingResourcesAndPrompts(t *testing.T) {
+	t.Parallel()
+	f := newEverythingFixture(t)
+	tmp := t.TempDir()
+	start := func(token string) *mcptest.Raw {
+		t.Helper()
+		store := filepath.Join(t.TempDir(), "spend.log")
+		c := startProxy(t, f.policy, token, serverCommand(everythingPkg, "stdio"), "--spend-store", store).Raw()
+		c.Initialize()
+		return c
+	}
+	request := func(c *mcptest.Raw, id, method, params string) mcptest.RawMessage {
+		t.Helper()
+		c.Send(`{"jsonrpc":"2.0","id":` + id + `,"method":"` + method + `","params":` + params + `}`)
+		return c.Response(id)
+	}
+	denied := func(what string, m mcptest.RawMessage, typ, needs string) {
+		t.Helper()
+		var d denial
+		if m.Error != nil {
+			_ = json.Unmarshal(m.Error.Data, &d)
+		}
+		if m.Error == nil || m.Error.Code != -32001 || d.Type != typ || !strings.Contains(m.Error.Message, needs) {
+			t.Errorf("%s was answered %s %+v; want a %s denial naming %q", what, m.Result, m.Error, typ, needs)
+		}
+	}
+	names := func(m mcptest.RawMessage, list, key string) []string {
+		t.Helper()
+		if m.Error != nil {
+			t.Fatalf("%s: %+v", list, m.Error)
+		}
+		var r map[string][]map[string]any
+		if err := json.Unmarshal(m.Result, &r); err != nil {
+			t.Fatal(err)
+		}
+		var out []string
+		for _, e := range r[list] {
+			out = append(out, fmt.Sprint(e[key]))
+		}
+		slices.Sort(out)
+		return out
+	}
+	const static = "demo://resource/static/document/"
+
+	// Documents and the three plain prompts, not the generated resources.
+	c := start(mint(t, tmp, f.root, 1_000_000, "demo:document:*", "demo:prompt:*"))
+	uris := names(request(c, "1", "resources/list", `{}`), "resources", "uri")
+	if len(uris) == 0 {
+		t.Fatal("resources/list shows no documents")
+	}
+	for _, u := range uris {
+		if !strings.HasPrefix(u, static) {
+			t.Errorf("resources/list shows %s, which the token cannot read", u)
+		}
+	}
+	if got := names(request(c, "2", "resources/templates/list", `{}`), "resourceTemplates", "uriTemplate"); len(got) != 0 {
+		t.Errorf("resources/templates/list shows %v; the token cannot read what they make", got)
+	}
+	if got, want := names(request(c, "3", "prompts/list", `{}`), "prompts", "name"), []string{"args-prompt", "completable-prompt", "simple-prompt"}; !slices.Equal(got, want) {
+		t.Errorf("prompts/list = %v, want %v", got, want)
+	}
+	if m := request(c, "4", "resources/read", `{"uri":"`+uris[0]+`"}`); m.Error != nil || !strings.Contains(string(m.Result), `"text"`) {
+		t.Errorf("reading %s: %s %+v", uris[0], clipped(m.Result), m.Error)
+	}
+	denied("reading a generated resource", request(c, "5", "resources/read", `{"uri":"demo://resource/dynamic/text/1"}`),
+		"capability_not_granted", "resource demo://resource/dynamic/text/1 needs demo:generate:demo://resource/dynamic/text/1")
+	if m := request(c, "6", "prompts/get", `{"name":"simple-prompt"}`); m.Error != nil {
+		t.Errorf("simple-prompt: %+v", m.Error)
+	}
+	denied("resource-prompt", request(c, "7", "prompts/get", `{"name":"resource-prompt","arguments":{"resourceType":"Text","resourceId":"1"}}`),
+		"capability_not_granted", "prompt resource-prompt needs demo:generate:demo://resource/dynamic/**")
+	if m := request(c, "8", "completion/complete", `{"ref":{"type":"ref/prompt","name":"completable-prompt"},"argument":{"name":"department","value":"E"}}`); m.Error != nil {
+		t.Errorf("completing completable-prompt: %+v", m.Error)
+	}
+	denied("completing a template's argument", request(c, "9", "completion/complete", `{"ref":{"type":"ref/resource","uri":"demo://resource/dynamic/text/{resourceId}"},"argument":{"name":"resourceId","value":"1"}}`),
+		"capability_not_granted", "needs demo:generate:")
+
+	// With demo:generate too: the templates, generated resources and
+	// resource-prompt.
+	g := start(mint(t, tmp, f.root, 1_000_000, "demo:document:*", "demo:prompt:*", "demo:generate:demo://resource/dynamic/**"))
+	if got := names(request(g, "1", "resources/templates/list", `{}`), "resourceTemplates", "uriTemplate"); len(got) != 2 {
+		t.Errorf("resources/templates/list = %v, want the two dynamic templates", got)
+	}
+	if m := request(g, "2", "resources/read", `{"uri":"demo://resource/dynamic/text/1"}`); m.Error != nil {
+		t.Errorf("reading a generated resource with demo:generate: %+v", m.Error)
+	}
+	if m := request(g, "3", "prompts/get", `{"name":"resource-prompt","arguments":{"resourceType":"Text","resourceId":"1"}}`); m.Error != nil {
+		t.Errorf("resource-prompt with demo:generate: %+v", m.Error)
+	}
+
+	// No token: nothing is read, and the lists are empty.
+	n := start("")
+	denied("reading without a token", request(n, "1", "resources/read", `{"uri":"`+uris[0]+`"}`), "malformed_token", "no DCT")
+	denied("a prompt without a token", request(n, "2", "prompts/get", `{"name":"simple-prompt"}`), "malformed_token", "no DCT")
+	if got := names(request(n, "3", "resources/list", `{}`), "resources", "uri"); len(got) != 0 {
+		t.Errorf("resources/list without a token = %v", got)
+	}
+}
+
+func clipped(b []byte) string {
+	if len(b) > 200 {
+		return string(b[:200]) + "…"
+	}
+	return string(b)
 }
