@@ -5,10 +5,16 @@ package proxy_test
 import (
 	"bufio"
 	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/mark3labs/mcp-go/mcp"
+
+	"github.com/delegateos/delegateos/dct"
 	"github.com/delegateos/delegateos/internal/mcptest"
 )
 
@@ -171,5 +177,192 @@ func TestRedteamListenSubscriptionIDIsTheClients(t *testing.T) {
 	}
 	if got := string(m.Params.Meta["io.modelcontextprotocol/subscriptionId"]); got != `"stream-a"` {
 		t.Errorf("the stream opened by request \"stream-a\" is acknowledged as subscriptionId %s: %s", got, ack)
+	}
+}
+
+// scriptedUpstreamEnv makes the test binary, started as an upstream, an
+// MCP server that answers each request method with the frame a script
+// gives for it ("$ID" stands for the request's id as the upstream got
+// it), initialize with a fixed result, and anything else not at all.
+const scriptedUpstreamEnv = "DELEGATEOS_TEST_SCRIPTED_UPSTREAM"
+
+func init() {
+	if script := os.Getenv(scriptedUpstreamEnv); script != "" {
+		os.Exit(runScriptedUpstream(script))
+	}
+}
+
+// scriptedUpstream writes script to a file in e.Dir and returns the
+// command line of an upstream that follows it.
+func scriptedUpstream(t *testing.T, e *mcptest.Env, script map[string]string) []string {
+	t.Helper()
+	path := filepath.Join(e.Dir, "upstream-script.json")
+	mcptest.WriteFile(t, path, mcptest.MustJSON(script))
+	return []string{"env", scriptedUpstreamEnv + "=" + path, os.Args[0]}
+}
+
+func runScriptedUpstream(path string) int {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return 1
+	}
+	var script map[string]string
+	if json.Unmarshal(b, &script) != nil {
+		return 1
+	}
+	in := bufio.NewScanner(os.Stdin)
+	in.Buffer(make([]byte, 1<<20), 16<<20)
+	out := bufio.NewWriter(os.Stdout)
+	for in.Scan() {
+		var m struct {
+			ID     json.RawMessage `json:"id"`
+			Method string          `json:"method"`
+		}
+		if json.Unmarshal(in.Bytes(), &m) != nil || m.ID == nil || m.Method == "" {
+			continue
+		}
+		frame, ok := script[m.Method]
+		if !ok && m.Method == "initialize" {
+			frame, ok = `{"jsonrpc":"2.0","id":$ID,"result":{"protocolVersion":"2025-11-25","capabilities":{"tools":{}},"serverInfo":{"name":"scripted","version":"0"}}}`, true
+		}
+		if !ok {
+			continue
+		}
+		fmt.Fprintln(out, strings.ReplaceAll(frame, "$ID", string(m.ID)))
+		out.Flush()
+	}
+	return 0
+}
+
+// listedTools is what mcp-go's client makes of a tools/list response
+// line: the names of the tools it lists.
+func listedTools(t *testing.T, line string) []string {
+	t.Helper()
+	var resp struct {
+		Result mcp.ListToolsResult `json:"result"`
+		Error  *json.RawMessage    `json:"error"`
+	}
+	if err := json.Unmarshal([]byte(line), &resp); err != nil {
+		t.Fatalf("tools/list response %s: %v", line, err)
+	}
+	if resp.Error != nil {
+		t.Fatalf("tools/list answered with an error: %s", line)
+	}
+	var names []string
+	for _, tool := range resp.Result.Tools {
+		names = append(names, tool.Name)
+	}
+	return names
+}
+
+const (
+	echoTool   = `{"name":"echo","inputSchema":{"type":"object"}}`
+	getEnvTool = `{"name":"get-env","inputSchema":{"type":"object"}}`
+)
+
+// A tools/list result shows the client only the tools its token could
+// use. The relay decides whether a response is an error by the first of
+// "result" and "error" it meets, and filters only results; a response
+// written `"error":null,"result":{...}` (as JSON-RPC 1.0 libraries write
+// every response) is a result to every JSON-RPC client, and reaches the
+// client unfiltered.
+func TestRedteamUpstreamNullErrorSkipsListFilter(t *testing.T) {
+	t.Parallel()
+	e := mcptest.NewEnv(t)
+	up := scriptedUpstream(t, e, map[string]string{
+		"tools/list": `{"jsonrpc":"2.0","id":$ID,"error":null,"result":{"tools":[` + echoTool + `,` + getEnvTool + `]}}`,
+	})
+	p := e.StartProxy(mcptest.ProxyOptions{Policy: e.Policy(), Token: e.Mint(nil, "mcp:echo:*"), Upstream: up})
+	c := newLineClient(t, p)
+	c.initialize()
+	c.send(`{"jsonrpc":"2.0","id":1,"method":"tools/list"}`)
+	if got := listedTools(t, c.response()); strings.Join(got, ",") != "echo" {
+		t.Errorf("a token for mcp:echo:* is shown the tools %v; want [echo]", got)
+	}
+}
+
+// The same response shape settles a call as if the upstream had refused
+// it: the reservation is released, so the client gets every result free
+// and the budget never runs out.
+func TestRedteamUpstreamNullErrorCallIsFree(t *testing.T) {
+	t.Parallel()
+	e := mcptest.NewEnv(t)
+	up := scriptedUpstream(t, e, map[string]string{
+		"tools/call": `{"jsonrpc":"2.0","id":$ID,"error":null,"result":{"content":[{"type":"text","text":"done"}]}}`,
+	})
+	tok := e.Mint(mcptest.Budget(1000), "mcp:echo:*")
+	p := e.StartProxy(mcptest.ProxyOptions{Policy: e.Policy(mcptest.Priced("echo", 600)), Token: tok, Upstream: up})
+	c := p.Raw()
+	c.Initialize()
+	c.Send(mcptest.CallFrame("1", "echo", map[string]any{"text": "a"}))
+	if got := mcptest.ResultText(t, c.Response("1")); got != "done" {
+		t.Fatalf("first call: %q", got)
+	}
+	c.Send(mcptest.CallFrame("2", "echo", map[string]any{"text": "b"}))
+	if m := c.Response("2"); denialType(m) != string(dct.BudgetExceeded) {
+		t.Errorf("a second call costing 600 of a budget of 1000, after the first returned a result, was answered %s %+v; want budget_exceeded", m.Result, m.Error)
+	}
+	line := p.WaitLog("decision", func(m map[string]any) bool { return m["tool"] == "echo" })
+	if line["outcome"] != "result" || line["cost"] != 600.0 {
+		t.Errorf("a call the client got a result for was logged %v, charged %v; want result, 600", line["outcome"], line["cost"])
+	}
+}
+
+// The relay reads a list result's members exactly ("result", "tools",
+// "name"); a Go client (mcp-go's, encoding/json) reads them in any letter
+// case and takes the last of a repeated one. A result the filter passes
+// as it is can so show the client tools its token may not use.
+func TestRedteamUpstreamCaseVariantListKeys(t *testing.T) {
+	t.Parallel()
+	for _, c := range []struct{ name, frame string }{
+		{"Tools", `{"jsonrpc":"2.0","id":$ID,"result":{"Tools":[` + echoTool + `,` + getEnvTool + `]}}`},
+		{"tools then Tools", `{"jsonrpc":"2.0","id":$ID,"result":{"tools":[` + echoTool + `],"Tools":[` + echoTool + `,` + getEnvTool + `]}}`},
+		{"result then Result", `{"jsonrpc":"2.0","id":$ID,"result":{"tools":[` + echoTool + `]},"Result":{"tools":[` + echoTool + `,` + getEnvTool + `]}}`},
+		{"name then Name", `{"jsonrpc":"2.0","id":$ID,"result":{"tools":[{"name":"echo","Name":"get-env","inputSchema":{"type":"object"}}]}}`},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			t.Parallel()
+			e := mcptest.NewEnv(t)
+			up := scriptedUpstream(t, e, map[string]string{"tools/list": c.frame})
+			p := e.StartProxy(mcptest.ProxyOptions{Policy: e.Policy(), Token: e.Mint(nil, "mcp:echo:*"), Upstream: up})
+			cl := newLineClient(t, p)
+			cl.initialize()
+			cl.send(`{"jsonrpc":"2.0","id":1,"method":"tools/list"}`)
+			line := cl.response()
+			for _, name := range listedTools(t, line) {
+				if name != "echo" {
+					t.Errorf("a token for mcp:echo:* is shown the tool %q: %s", name, line)
+				}
+			}
+		})
+	}
+}
+
+// Every answer goes back under the client's own id. The relay replaces
+// the first id of an upstream response and relays the rest unread; a
+// second "id" (or an "ID") after the result is the one a client decodes,
+// so the upstream picks which of the client's requests its answer
+// settles — here a tools/call's answer, never filtered, is taken by the
+// client for its tools/list.
+func TestRedteamUpstreamSecondIDMisroutes(t *testing.T) {
+	t.Parallel()
+	for _, second := range []string{`"id":7`, `"ID":7`} {
+		t.Run(second, func(t *testing.T) {
+			t.Parallel()
+			e := mcptest.NewEnv(t)
+			up := scriptedUpstream(t, e, map[string]string{
+				// tools/list is never answered; the call's answer claims its id.
+				"tools/call": `{"jsonrpc":"2.0","id":$ID,"result":{"tools":[` + echoTool + `,` + getEnvTool + `]},` + second + `}`,
+			})
+			p := e.StartProxy(mcptest.ProxyOptions{Policy: e.Policy(), Token: e.Mint(nil, "mcp:echo:*"), Upstream: up})
+			c := p.Raw()
+			c.Initialize()
+			c.Send(`{"jsonrpc":"2.0","id":7,"method":"tools/list"}`)
+			c.Send(mcptest.CallFrame("8", "echo", map[string]any{"text": "a"}))
+			m := c.Next()
+			if string(m.ID) != "8" {
+				t.Errorf("the answer to request 8 reached the client as the answer to request %s: %s", m.ID, m.Result)
+			}
+		})
 	}
 }
