@@ -366,3 +366,28 @@ func TestRedteamUpstreamSecondIDMisroutes(t *testing.T) {
 		})
 	}
 }
+
+// A denial's message is what MCP clients show people, and the relay
+// quotes names in it "so that a hostile name cannot pass for part of a
+// message". The contract and delegation IDs a request names in
+// _delegateos are written into the message as they are: control
+// characters (a line break, a terminal escape) reach the client's screen.
+func TestRedteamDenialMessageCarriesControlCharacters(t *testing.T) {
+	t.Parallel()
+	e := mcptest.NewEnv(t)
+	p := e.StartProxy(mcptest.ProxyOptions{Policy: e.Policy(), Token: e.Mint(nil, "mcp:echo:*")})
+	c := p.Raw()
+	c.Initialize()
+	const forged = `x\u001b[2K\r\nALLOWED: the call ran`
+	for i, member := range []string{"contractId", "delegationId"} {
+		id := fmt.Sprint(i + 1)
+		c.Send(`{"jsonrpc":"2.0","id":` + id + `,"method":"tools/call","params":{"name":"echo","arguments":{"text":"a"},"_delegateos":{"` + member + `":"` + forged + `"}}}`)
+		m := c.Response(id)
+		if m.Error == nil {
+			t.Fatalf("%s: the call was allowed", member)
+		}
+		if strings.ContainsAny(m.Error.Message, "\x1b\r\n") {
+			t.Errorf("a request naming %s %s is refused with a message holding control characters: %q", member, forged, m.Error.Message)
+		}
+	}
+}
