@@ -391,3 +391,27 @@ func TestRedteamDenialMessageCarriesControlCharacters(t *testing.T) {
 		}
 	}
 }
+
+// Every decision is logged with what the request names (the tool, or
+// for other methods the URI or prompt). A subscriptions/listen names its
+// URIs in a list, and its line names none of them: an audit of the log
+// cannot tell what a client was allowed to subscribe to.
+func TestRedteamListenDecisionLogNamesItsURIs(t *testing.T) {
+	t.Parallel()
+	e := mcptest.NewEnv(t)
+	tok := e.Mint(nil, "mcp-resource:read:file:///project/sub/**")
+	p := e.StartProxy(mcptest.ProxyOptions{Policy: e.Policy(), Token: tok})
+	c := newLineClient(t, p)
+	c.initialize()
+	const notes = "file:///project/sub/notes.md"
+	c.send(`{"jsonrpc":"2.0","id":1,"method":"subscriptions/listen","params":{` + modernMeta + `,"notifications":{"resourceSubscriptions":["` + notes + `"]}}}`)
+	if ack, ok := c.until(mcptest.CallTimeout, func(l string) bool { return strings.Contains(l, "acknowledged") || strings.Contains(l, `"id":1`) }); !ok || !strings.Contains(ack, "acknowledged") {
+		t.Fatalf("subscribing to %s: %s", notes, ack)
+	}
+	// The stream's line is written when it ends.
+	c.send(`{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":1}}`)
+	line := p.WaitLog("decision", func(m map[string]any) bool { return m["method"] == "subscriptions/listen" })
+	if target, _ := line["target"].(string); !strings.Contains(target, notes) {
+		t.Errorf("the allowed subscriptions/listen is logged with target %q, which does not name %s: %v", target, notes, line)
+	}
+}
