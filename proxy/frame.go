@@ -125,6 +125,11 @@ func (fw *frameWriter) queueEdited(frame []byte, edits []edit) error {
 	if len(edits) == 2 && edits[1].from < edits[0].from {
 		edits[0], edits[1] = edits[1], edits[0]
 	}
+	for i := 1; i < len(edits); i++ { // more than two is rare: insertion sort
+		for j := i; j > 0 && edits[j].from < edits[j-1].from; j-- {
+			edits[j], edits[j-1] = edits[j-1], edits[j]
+		}
+	}
 	fw.mu.Lock()
 	defer fw.mu.Unlock()
 	at := 0

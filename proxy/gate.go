@@ -7,6 +7,7 @@ import (
 	"strconv"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/delegateos/delegateos/budget"
 	"github.com/delegateos/delegateos/dct"
@@ -73,6 +74,8 @@ func (r *CallRequest) Target() string {
 		return r.Tool
 	case r.Prompt != "":
 		return r.Prompt
+	case len(r.URIs) > 0:
+		return strings.Join(r.URIs, " ")
 	}
 	return r.URI
 }
@@ -129,7 +132,38 @@ type Denial struct {
 // verification failed", the denial type and what went wrong, because MCP
 // clients show a person the message and drop the data.
 func (d *Denial) Message() string {
-	return DenialMessage + ": " + string(d.Type) + " — " + d.Detail
+	return DenialMessage + ": " + string(d.Type) + " — " + printable(d.Detail)
+}
+
+// printable replaces what a terminal or a chat window would act on (control
+// characters, line and paragraph separators, bidirectional overrides, and
+// invalid UTF-8) by "\\u" escapes, so that no part of a message can pass
+// for something else.
+func printable(s string) string {
+	clean := true
+	for _, r := range s {
+		if unsafeRune(r) {
+			clean = false
+			break
+		}
+	}
+	if clean {
+		return s
+	}
+	var b strings.Builder
+	for _, r := range s {
+		if unsafeRune(r) {
+			fmt.Fprintf(&b, "\\u%04x", r)
+			continue
+		}
+		b.WriteRune(r)
+	}
+	return b.String()
+}
+
+func unsafeRune(r rune) bool {
+	return r < 0x20 || r >= 0x7f && r < 0xa0 || r == utf8.RuneError || r == 0x2028 || r == 0x2029 ||
+		r >= 0x202a && r <= 0x202e || r >= 0x2066 && r <= 0x2069 || r == 0x200e || r == 0x200f || r == 0x061c
 }
 
 // DenialCode and DenialMessage are the JSON-RPC error of §11.2; the
@@ -230,10 +264,10 @@ func (g *Gate) decideAt(req *CallRequest, start time.Time) (d Decision) {
 		return d
 	}
 	if req.ContractID != "" && req.ContractID != scope.ContractID {
-		return deny(dct.CapabilityNotGranted, scope.Capabilities, "the request names contract %s but the token is bound to %s", req.ContractID, scope.ContractID)
+		return deny(dct.CapabilityNotGranted, scope.Capabilities, "the request names contract %s but the token is bound to %s", quoteName(req.ContractID), quoteName(scope.ContractID))
 	}
 	if req.DelegationID != "" && req.DelegationID != scope.DelegationID {
-		return deny(dct.CapabilityNotGranted, scope.Capabilities, "the request names delegation %s but the token is for %s", req.DelegationID, scope.DelegationID)
+		return deny(dct.CapabilityNotGranted, scope.Capabilities, "the request names delegation %s but the token is for %s", quoteName(req.DelegationID), quoteName(scope.DelegationID))
 	}
 	// §10.1 steps 6 and 7 on the verified chain: the leaf's spend, then the
 	// capability. Reserve below then checks the cost at every level.

@@ -2,6 +2,7 @@ package proxy
 
 import (
 	"encoding/json"
+	"strings"
 
 	"go.uber.org/zap"
 )
@@ -47,11 +48,18 @@ func (s *session) filterList(p *pending, frame []byte) ([]byte, bool) {
 	if err != nil {
 		s.log.Warn("the list token does not verify; the list is empty", zap.String("method", p.method), zap.Error(err))
 	}
-	var msg, result map[string]json.RawMessage
-	var entries []json.RawMessage
-	if json.Unmarshal(frame, &msg) != nil || json.Unmarshal(msg["result"], &result) != nil {
+	// Read as strictly as the client may read it: a member given twice, or
+	// a re-cased "tools" or "name" that a Go client would take instead of
+	// the one the filter saw, makes the result unreadable.
+	msg, err := strictMembers(frame, "")
+	if err != nil {
 		return nil, false
 	}
+	result, err := strictMembers(msg["result"], m.entries)
+	if err != nil {
+		return nil, false
+	}
+	var entries []json.RawMessage
 	if raw, present := result[m.entries]; present {
 		if json.Unmarshal(raw, &entries) != nil {
 			return nil, false
@@ -59,9 +67,12 @@ func (s *session) filterList(p *pending, frame []byte) ([]byte, bool) {
 	}
 	kept := make([]json.RawMessage, 0, len(entries))
 	for _, e := range entries {
-		var named map[string]json.RawMessage
+		named, err := strictMembers(e, m.key)
+		if err != nil {
+			return nil, false
+		}
 		var key string
-		if json.Unmarshal(e, &named) != nil || json.Unmarshal(named[m.key], &key) != nil {
+		if json.Unmarshal(named[m.key], &key) != nil {
 			// An entry the gate cannot read is not shown.
 			continue
 		}
@@ -86,4 +97,58 @@ func (s *session) filterList(p *pending, frame []byte) ([]byte, bool) {
 	}
 	s.log.Info("list filtered", zap.String("method", p.method), zap.Int("upstream", len(entries)), zap.Int("shown", len(kept)))
 	return append(out, '\n'), true
+}
+
+// strictMembers reads a JSON object's members, refusing one given twice
+// or in two letter cases (which readers resolve differently), and a member
+// that is key in other letter case (which a Go client would read as key).
+func strictMembers(raw []byte, key string) (map[string]json.RawMessage, error) {
+	s := scanner{b: raw}
+	s.ws()
+	if !s.eat('{') {
+		return nil, errParamsNotObject
+	}
+	members := map[string]json.RawMessage{}
+	var seen nameSet
+	s.ws()
+	if s.eat('}') {
+		return members, nil
+	}
+	for {
+		s.ws()
+		k, ok := s.str()
+		if !ok {
+			return nil, errParamsNotObject
+		}
+		name, ok := memberName(k)
+		if !ok {
+			return nil, errParamsNotObject
+		}
+		if seen.add(name) || key != "" && string(name) != key && strings.EqualFold(string(name), key) {
+			return nil, &repeatedMemberError{name: string(name)}
+		}
+		s.ws()
+		if !s.eat(':') {
+			return nil, errParamsNotObject
+		}
+		s.ws()
+		start := s.i
+		if !s.skip(0) {
+			return nil, errParamsNotObject
+		}
+		members[string(name)] = raw[start:s.i]
+		s.ws()
+		if s.eat(',') {
+			continue
+		}
+		if !s.eat('}') {
+			return nil, errParamsNotObject
+		}
+		break
+	}
+	s.ws()
+	if s.i != len(raw) {
+		return nil, errParamsNotObject
+	}
+	return members, nil
 }

@@ -24,6 +24,25 @@ type callParams struct {
 	// one comma next to it.
 	strip              bool
 	stripFrom, stripTo int
+	// variant is a member whose name differs only in letter case from one
+	// the gate reads ("Name", "URI", "Notifications", ...). A server that
+	// decodes with encoding/json would read it as that member, which the
+	// gate did not see: a gated request that has one is refused.
+	variant string
+}
+
+// gatedMembers are the names readCallParams finds for the gate.
+var gatedMembers = [...]string{"name", "arguments", "uri", "ref", "type", "requestId", "notifications", "resourceSubscriptions"}
+
+// caseVariant reports whether name is one of gatedMembers in other
+// letter case.
+func caseVariant(name []byte) bool {
+	for _, m := range gatedMembers {
+		if len(name) >= len(m)-2 && len(name) <= 3*len(m) && string(name) != m && bytes.EqualFold(name, []byte(m)) {
+			return true
+		}
+	}
+	return false
 }
 
 // Why readCallParams refuses params.
@@ -105,6 +124,10 @@ func readCallParams(b []byte) (callParams, error) {
 				cp.resourceSubscriptions = v
 			case "_delegateos":
 				cp.delegateos = v
+			default:
+				if cp.variant == "" && caseVariant(name) {
+					cp.variant = string(name)
+				}
 			}
 			if len(name) == len("_delegateos") && bytes.EqualFold(name, []byte("_delegateos")) {
 				cp.strip = true

@@ -2,6 +2,7 @@ package proxy
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -9,6 +10,7 @@ import (
 	"io"
 	"os"
 	"os/exec"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -382,7 +384,26 @@ func (s *session) serverFrame(frame, raw []byte) {
 		return
 	}
 	if h.kind != kindResponse {
+		if bytes.Contains(frame, subscriptionIDKey) {
+			if at, v := subscriptionID(frame, "params"); at >= 0 {
+				s.mu.Lock()
+				p := s.pending.answered(v)
+				var id []byte
+				if p != nil && p.method == MethodSubscriptionsListen {
+					id = clone(p.id)
+				}
+				s.mu.Unlock()
+				if id != nil {
+					s.toClient.queueEdited(frame, []edit{{from: at, to: at + len(v), with: id}})
+					return
+				}
+			}
+		}
 		s.toClient.queue(raw)
+		return
+	}
+	if _, err := scanResponse(frame); err != nil {
+		s.unreadableAnswer(h, err)
 		return
 	}
 	p := s.take(h.id)
@@ -430,7 +451,30 @@ func (s *session) serverFrame(frame, raw []byte) {
 		}
 		s.settle(p, cost, release, outcome, &s.serverLog)
 	}
-	s.toClient.queueEdited(frame, []edit{{from: h.idAt, to: h.idAt + len(h.id), with: p.id}})
+	edits := []edit{{from: h.idAt, to: h.idAt + len(h.id), with: p.id}}
+	if p.method == MethodSubscriptionsListen {
+		// The stream's id is the listen request's: the client's.
+		if at, v := subscriptionID(frame, "result"); at >= 0 && string(v) == strconv.FormatInt(p.up, 10) {
+			edits = append(edits, edit{from: at, to: at + len(v), with: p.id})
+		}
+	}
+	s.toClient.queueEdited(frame, edits)
+}
+
+// unreadableAnswer handles an upstream response that the client could
+// read differently from the relay (a second id, "error":null before a
+// result, a re-cased member): it is not relayed. The request its first id
+// names gets an error instead, and a gated call is charged, since the
+// upstream may have done the work.
+func (s *session) unreadableAnswer(h header, err error) {
+	p := s.take(h.id)
+	s.log.Warn("upstream answer refused", zap.String("reason", err.Error()))
+	if p == nil {
+		return
+	}
+	s.settle(p, p.cost(), false, outcomeUnreadable, &s.serverLog)
+	s.replyError(s.toClient, p.id, codeInternalError, "the upstream's answer could be read two ways ("+err.Error()+"), so it is not relayed", nil)
+	p.free()
 }
 
 // serverTooLarge answers an upstream frame over the limit: a response is
@@ -471,6 +515,7 @@ const (
 	outcomeError         = "error"          // a JSON-RPC error: released
 	outcomeInputRequired = "input required" // MCP 2026-07-28 input request: released, the retry is charged
 	outcomeTooLarge      = "too large"      // the answer exceeded the frame limit: charged
+	outcomeUnreadable    = "unreadable"     // the answer could be read two ways and was not relayed: charged
 	outcomeCancelled     = "cancelled"      // the client cancelled it: charged
 	outcomeUnanswered    = "unanswered"     // the session ended first: charged
 	outcomeNotForwarded  = "not forwarded"  // it never reached the upstream: released

@@ -246,7 +246,8 @@ func listedTools(t *testing.T, line string) []string {
 		t.Fatalf("tools/list response %s: %v", line, err)
 	}
 	if resp.Error != nil {
-		t.Fatalf("tools/list answered with an error: %s", line)
+		// Refusing an answer it cannot read one way is closed too.
+		return nil
 	}
 	var names []string
 	for _, tool := range resp.Result.Tools {
@@ -276,14 +277,15 @@ func TestRedteamUpstreamNullErrorSkipsListFilter(t *testing.T) {
 	c := newLineClient(t, p)
 	c.initialize()
 	c.send(`{"jsonrpc":"2.0","id":1,"method":"tools/list"}`)
-	if got := listedTools(t, c.response()); strings.Join(got, ",") != "echo" {
-		t.Errorf("a token for mcp:echo:* is shown the tools %v; want [echo]", got)
+	if got := listedTools(t, c.response()); len(got) != 0 && strings.Join(got, ",") != "echo" {
+		t.Errorf("a token for mcp:echo:* is shown the tools %v; want [echo] or a refusal", got)
 	}
 }
 
-// The same response shape settles a call as if the upstream had refused
-// it: the reservation is released, so the client gets every result free
-// and the budget never runs out.
+// The same response shape settled a call as if the upstream had refused
+// it: the reservation was released, so the client got every result free
+// and the budget never ran out. Now such an answer is not relayed, and the
+// call is charged.
 func TestRedteamUpstreamNullErrorCallIsFree(t *testing.T) {
 	t.Parallel()
 	e := mcptest.NewEnv(t)
@@ -295,16 +297,16 @@ func TestRedteamUpstreamNullErrorCallIsFree(t *testing.T) {
 	c := p.Raw()
 	c.Initialize()
 	c.Send(mcptest.CallFrame("1", "echo", map[string]any{"text": "a"}))
-	if got := mcptest.ResultText(t, c.Response("1")); got != "done" {
-		t.Fatalf("first call: %q", got)
+	if m := c.Response("1"); m.Error == nil || !strings.Contains(m.Error.Message, "read two ways") {
+		t.Fatalf("first call: %s %+v; want it refused as ambiguous", m.Result, m.Error)
 	}
 	c.Send(mcptest.CallFrame("2", "echo", map[string]any{"text": "b"}))
 	if m := c.Response("2"); denialType(m) != string(dct.BudgetExceeded) {
 		t.Errorf("a second call costing 600 of a budget of 1000, after the first returned a result, was answered %s %+v; want budget_exceeded", m.Result, m.Error)
 	}
 	line := p.WaitLog("decision", func(m map[string]any) bool { return m["tool"] == "echo" })
-	if line["outcome"] != "result" || line["cost"] != 600.0 {
-		t.Errorf("a call the client got a result for was logged %v, charged %v; want result, 600", line["outcome"], line["cost"])
+	if line["outcome"] != "unreadable" || line["cost"] != 600.0 {
+		t.Errorf("a call the upstream answered ambiguously was logged %v, charged %v; want unreadable, 600", line["outcome"], line["cost"])
 	}
 }
 

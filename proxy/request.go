@@ -50,6 +50,16 @@ var methodRoles = map[string]methodRole{
 	MethodPromptsList:           roleList,
 }
 
+// clientNotifications are the notifications a client may send (MCP up to
+// 2026-07-28); the relay forwards no other.
+var clientNotifications = map[string]bool{
+	"notifications/initialized":        true,
+	"notifications/cancelled":          true,
+	"notifications/progress":           true,
+	"notifications/roots/list_changed": true,
+	"notifications/tasks/status":       true,
+}
+
 // roleOf is the relay's role for a client request method.
 func roleOf(method string) methodRole {
 	switch method { // the common ones without a map lookup
@@ -149,11 +159,14 @@ func (s *session) clientRequest(h header, frame []byte) {
 		p.listToken = d.DCT
 	}
 	s.upSeq++
-	p.up = s.upSeq
+	up := s.upSeq
+	p.up = up
 	s.mu.Lock()
 	s.pending.put(p)
 	s.mu.Unlock()
-	if err := s.forward(frame, h, &cp, p.up); err != nil {
+	// From here the server's pump may take p (an upstream can guess the
+	// number): p is read only under the lock.
+	if err := s.forward(frame, h, &cp, up); err != nil {
 		// The upstream may already have answered a request it guessed the
 		// id of, so the call is settled only if it is still pending.
 		s.mu.Lock()
@@ -190,6 +203,10 @@ func (s *session) forward(frame []byte, h header, cp *callParams, up int64) erro
 // reports whether the request may be forwarded; if so p holds the decision
 // to settle.
 func (s *session) gate(p *pending, cp *callParams) bool {
+	if cp.variant != "" {
+		s.replyError(s.toClient, p.id, codeInvalidRequest, "invalid request: "+p.method+" params."+quoteName(cp.variant)+" differs from a member the gate reads only in letter case; spell it exactly", nil)
+		return false
+	}
 	req := CallRequest{Method: p.method}
 	switch p.method {
 	case MethodToolsCall:
@@ -271,6 +288,9 @@ func completionRef(raw []byte, req *CallRequest) string {
 	if err != nil {
 		return "completion/complete params.ref: " + err.Error()
 	}
+	if ref.variant != "" {
+		return "completion/complete params.ref." + quoteName(ref.variant) + " differs from a member the gate reads only in letter case; spell it exactly"
+	}
 	typ, _ := nonEmptyString(ref.typ)
 	switch typ {
 	case "ref/prompt":
@@ -301,6 +321,9 @@ func resourceSubscriptions(raw []byte) ([]string, string) {
 	n, err := readCallParams(raw)
 	if err != nil {
 		return nil, "subscriptions/listen params.notifications: " + err.Error()
+	}
+	if n.variant != "" {
+		return nil, "subscriptions/listen params.notifications." + quoteName(n.variant) + " differs from a member the gate reads only in letter case; spell it exactly"
 	}
 	if n.resourceSubscriptions == nil || string(n.resourceSubscriptions) == "null" {
 		return nil, ""
@@ -372,6 +395,12 @@ func (s *session) clientNotification(h header, frame []byte) {
 		s.log.Warn("client frame refused", zap.String("reason", h.method+" sent as a notification"))
 		return
 	}
+	if !clientNotifications[h.method] {
+		// An upstream's own notification handlers are not reached around
+		// the gate either.
+		s.log.Warn("client notification dropped", zap.String("method", h.method), zap.String("reason", "not an MCP notification a client sends"))
+		return
+	}
 	var cp callParams
 	if h.params != nil {
 		var err error
@@ -396,6 +425,10 @@ func (s *session) clientNotification(h header, frame []byte) {
 // knows the request by. An answer it sends anyway names an id no request
 // holds any more, and is dropped.
 func (s *session) cancelled(h header, frame []byte, cp *callParams) {
+	if cp.variant != "" {
+		s.log.Warn("client notification dropped", zap.String("method", h.method), zap.String("reason", "params."+cp.variant+" differs from a member the gate reads only in letter case"))
+		return
+	}
 	if cp.requestID == nil {
 		s.log.Warn("client notification dropped", zap.String("method", h.method), zap.String("reason", "params.requestId is missing"))
 		return

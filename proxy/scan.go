@@ -126,6 +126,13 @@ func methodName(raw []byte) (string, bool) {
 // they are and leaves full validation to their recipient.
 func scanHeader(b []byte) (header, error) { return scanMessage(b, false) }
 
+// scanResponse reads every top-level member of an upstream response as
+// strictly as scanClientHeader reads a client frame, so that the relay
+// and the client read the same id and the same outcome: an id or a
+// result given twice or in other letter case, or both a result and an
+// error (or an error that is not an object), is errAmbiguous.
+func scanResponse(b []byte) (header, error) { return scanMessage(b, true) }
+
 // scanClientHeader is scanHeader for a frame from the client, which the
 // gate must classify exactly as the upstream will: every member is read,
 // names are compared after decoding escapes, and a JSON-RPC member given
@@ -195,6 +202,14 @@ func scanMessage(b []byte, strict bool) (header, error) {
 			}
 			h.params, h.paramsAt = b[start:s.i], start
 		case `"result"`, `"error"`:
+			if strict && seen[4] && seen[5] {
+				// Both: readers differ on which one counts.
+				return h, errAmbiguous
+			}
+			if strict && string(key) == `"error"` && (s.i >= len(b) || b[s.i] != '{') {
+				// "error":null is a result to most readers.
+				return h, errAmbiguous
+			}
 			hasResult = true
 			h.isError = string(key) == `"error"`
 			if hasID && !strict {
@@ -428,4 +443,43 @@ func (s *scanner) member(key string) []byte {
 			return nil
 		}
 	}
+}
+
+// subscriptionIDKey is the _meta member (MCP 2026-07-28) by which a
+// server names the subscriptions/listen stream a message belongs to: the
+// listen request's id, which the relay replaced by its own number.
+var subscriptionIDKey = []byte(`"io.modelcontextprotocol/subscriptionId"`)
+
+// subscriptionID finds <top>._meta["io.modelcontextprotocol/subscriptionId"]
+// in an upstream frame (top is "params" or "result") and returns where its
+// value starts in frame and the value, or -1.
+func subscriptionID(frame []byte, top string) (int, []byte) {
+	s := scanner{b: frame}
+	s.ws()
+	if !s.eat('{') {
+		return -1, nil
+	}
+	v := s.member(`"` + top + `"`)
+	if v == nil {
+		return -1, nil
+	}
+	r := scanner{b: v}
+	r.ws()
+	if !r.eat('{') {
+		return -1, nil
+	}
+	meta := r.member(`"_meta"`)
+	if meta == nil {
+		return -1, nil
+	}
+	m := scanner{b: meta}
+	m.ws()
+	if !m.eat('{') {
+		return -1, nil
+	}
+	id := m.member(string(subscriptionIDKey))
+	if id == nil {
+		return -1, nil
+	}
+	return memberOffset(frame, id), id
 }

@@ -176,10 +176,13 @@ func TestE2EUnknownMethodRefused(t *testing.T) {
 			t.Errorf("%s was answered %+v; want -32601", method, m.Error)
 		}
 	}
+	// Nor is a notification no MCP client sends.
+	c.Send(`{"jsonrpc":"2.0","method":"admin/reload","params":{}}`)
+	c.Send(`{"jsonrpc":"2.0","method":"notifications/custom"}`)
 	c.Send(`{"jsonrpc":"2.0","id":2,"method":"ping"}`)
 	c.Response("2")
 	for _, line := range upstreamInput(t, record) {
-		for _, method := range []string{"admin/shutdown", "tools/Call", "resources/READ", `"x"`} {
+		for _, method := range []string{"admin/shutdown", "tools/Call", "resources/READ", `"x"`, "admin/reload", "notifications/custom"} {
 			if strings.Contains(line, method) {
 				t.Errorf("the upstream received %s: %s", method, line)
 			}

@@ -13,6 +13,9 @@ import (
 // /project/notes.md is file:///project/notes.md.
 const resourceScheme = "file://"
 
+// documentTemplate is the template of every document's URI.
+const documentTemplate = resourceScheme + "{+path}"
+
 // maxListedResources bounds the documents listed as resources; every
 // document can still be read through the template.
 const maxListedResources = 100
@@ -56,7 +59,7 @@ func (r *docResources) register(s *server.MCPServer) {
 	for _, p := range r.paths {
 		s.AddResource(mcp.NewResource(resourceScheme+p, p, mcp.WithMIMEType("text/plain")), r.read)
 	}
-	s.AddResourceTemplate(mcp.NewResourceTemplate(resourceScheme+"{+path}", "document",
+	s.AddResourceTemplate(mcp.NewResourceTemplate(documentTemplate, "document",
 		mcp.WithTemplateDescription("Any document under the server's root, by path"),
 		mcp.WithTemplateMIMEType("text/plain")), r.read)
 	s.AddPrompt(mcp.NewPrompt("summarize",
@@ -110,7 +113,12 @@ func (r *docResources) CompletePromptArgument(_ context.Context, prompt string, 
 	return &mcp.Completion{Values: values, Total: len(values)}, nil
 }
 
-// CompleteResourceArgument completes the template's path the same way.
-func (r *docResources) CompleteResourceArgument(ctx context.Context, _ string, arg mcp.CompleteArgument, c mcp.CompleteContext) (*mcp.Completion, error) {
+// CompleteResourceArgument completes the document template's path the
+// same way, and nothing for any other URI: a client may name any template
+// in its request, and a gate decides by the one it names.
+func (r *docResources) CompleteResourceArgument(ctx context.Context, uri string, arg mcp.CompleteArgument, c mcp.CompleteContext) (*mcp.Completion, error) {
+	if uri != documentTemplate || arg.Name != "path" {
+		return &mcp.Completion{Values: []string{}}, nil
+	}
 	return r.CompletePromptArgument(ctx, "summarize", mcp.CompleteArgument{Name: "path", Value: arg.Value}, c)
 }
