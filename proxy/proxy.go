@@ -376,7 +376,23 @@ func (s *session) fromServer(r io.Reader) {
 // call it answers (and a tools/list result is filtered); every frame is
 // relayed as it was read unless it had to be rewritten.
 func (s *session) serverFrame(frame, raw []byte) {
-	h, err := scanHeader(frame)
+	// Every top-level member is read, as strictly as a client's: the id
+	// picks the request an answer settles and the members say whether it
+	// is an error, so the relay must read them as the client will.
+	h, err := scanUpstream(frame)
+	if errors.Is(err, errAmbiguous) {
+		if lh, lerr := scanHeader(frame); lerr == nil {
+			if lh.kind == kindResponse {
+				s.unreadableAnswer(lh, err)
+				return
+			}
+			s.log.Warn("upstream message refused", zap.String("method", lh.method), zap.String("reason", err.Error()))
+			if lh.kind == kindRequest {
+				s.replyError(s.toServer, lh.id, codeInvalidRequest, "invalid request: "+err.Error(), nil)
+			}
+			return
+		}
+	}
 	if err != nil {
 		s.log.Warn("upstream sent a frame that is not JSON-RPC", zap.Int("bytes", len(frame)))
 		code, msg := unreadable(frame)
@@ -400,10 +416,6 @@ func (s *session) serverFrame(frame, raw []byte) {
 			}
 		}
 		s.toClient.queue(raw)
-		return
-	}
-	if _, err := scanResponse(frame); err != nil {
-		s.unreadableAnswer(h, err)
 		return
 	}
 	p := s.take(h.id)

@@ -304,7 +304,7 @@ func TestRedteamUpstreamNullErrorCallIsFree(t *testing.T) {
 	if m := c.Response("2"); denialType(m) != string(dct.BudgetExceeded) {
 		t.Errorf("a second call costing 600 of a budget of 1000, after the first returned a result, was answered %s %+v; want budget_exceeded", m.Result, m.Error)
 	}
-	line := p.WaitLog("decision", func(m map[string]any) bool { return m["tool"] == "echo" })
+	line := p.WaitLog("decision", func(m map[string]any) bool { return m["tool"] == "echo" && m["allowed"] == true })
 	if line["outcome"] != "unreadable" || line["cost"] != 600.0 {
 		t.Errorf("a call the upstream answered ambiguously was logged %v, charged %v; want unreadable, 600", line["outcome"], line["cost"])
 	}

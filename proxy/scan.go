@@ -2,6 +2,7 @@ package proxy
 
 import (
 	"bytes"
+	"encoding/binary"
 	"encoding/json"
 	"errors"
 	"strings"
@@ -124,27 +125,34 @@ func methodName(raw []byte) (string, bool) {
 // result is never walked. Values it skips are checked for balanced
 // structure and well-formed strings only; the relay passes frames on as
 // they are and leaves full validation to their recipient.
-func scanHeader(b []byte) (header, error) { return scanMessage(b, false) }
+func scanHeader(b []byte) (header, error) { return scanMessage(b, false, false) }
 
-// scanResponse reads every top-level member of an upstream response as
+// scanUpstream reads every top-level member of an upstream frame as
 // strictly as scanClientHeader reads a client frame, so that the relay
 // and the client read the same id and the same outcome: an id or a
 // result given twice or in other letter case, or both a result and an
 // error (or an error that is not an object), is errAmbiguous.
-func scanResponse(b []byte) (header, error) { return scanMessage(b, true) }
+func scanUpstream(b []byte) (header, error) { return scanMessage(b, true, true) }
 
 // scanClientHeader is scanHeader for a frame from the client, which the
 // gate must classify exactly as the upstream will: every member is read,
 // names are compared after decoding escapes, and a JSON-RPC member given
 // twice or in other letter case is errAmbiguous. Otherwise a frame could
 // show the relay a response or a harmless method while the upstream reads
-// a tools/call.
-func scanClientHeader(b []byte) (header, error) { return scanMessage(b, true) }
+// a tools/call. Values are skipped by their brackets and strings: the
+// params the relay acts on are read again, strictly, by readCallParams,
+// and a value that is not well-formed JSON fails in its recipient's
+// parser as a whole frame.
+func scanClientHeader(b []byte) (header, error) { return scanMessage(b, true, true) }
 
-func scanMessage(b []byte, strict bool) (header, error) {
+// scanMessage reads a frame's top-level members; strict reads them all
+// (see scanClientHeader), and fast skips values by their brackets and
+// strings alone (for the upstream, whose JSON is its own to get right:
+// the relay only needs to find where each value ends).
+func scanMessage(b []byte, strict, fast bool) (header, error) {
 	var h header
 	var seen [len(rpcMembers)]bool
-	s := scanner{b: b}
+	s := scanner{b: b, fast: fast}
 	s.ws()
 	if !s.eat('{') {
 		return h, errScan
@@ -259,6 +267,9 @@ const maxNesting = 512
 type scanner struct {
 	b []byte
 	i int
+	// fast makes skip find the end of an object or array by its brackets
+	// and strings only, without checking what lies between.
+	fast bool
 	// tooDeep is set when a value nests deeper than maxNesting.
 	tooDeep bool
 }
@@ -282,15 +293,19 @@ func (s *scanner) eat(c byte) bool {
 	return false
 }
 
-// str consumes a string and returns it with its quotes.
+// str consumes a string and returns it with its quotes. The closing
+// quote is found with bytes.IndexByte and the span before it checked for
+// escapes and control characters eight bytes at a time; only a string
+// with an escape is stepped through.
 func (s *scanner) str() ([]byte, bool) {
 	start := s.i
 	if !s.eat('"') {
 		return nil, false
 	}
-	for s.i < len(s.b) {
-		c := s.b[s.i]
-		switch {
+	// Most strings are short names and values: stepped through, they cost
+	// less than setting up IndexByte.
+	for n := 0; n < 16 && s.i < len(s.b); n++ {
+		switch c := s.b[s.i]; {
 		case c == '"':
 			s.i++
 			return s.b[start:s.i], true
@@ -302,7 +317,51 @@ func (s *scanner) str() ([]byte, bool) {
 			s.i++
 		}
 	}
-	return nil, false
+	for {
+		if s.i > len(s.b) {
+			return nil, false
+		}
+		j := bytes.IndexByte(s.b[s.i:], '"')
+		if j < 0 {
+			return nil, false
+		}
+		k := firstSpecial(s.b[s.i : s.i+j])
+		if k < 0 {
+			s.i += j + 1
+			return s.b[start:s.i], true
+		}
+		p := s.i + k
+		if s.b[p] != '\\' || p+1 >= len(s.b) {
+			return nil, false // a control character, or a trailing backslash
+		}
+		s.i = p + 2 // past the escape: the quote found may have been escaped
+	}
+}
+
+// firstSpecial is the index of the first backslash or control character
+// in b, or -1.
+func firstSpecial(b []byte) int {
+	const (
+		ones       = 0x0101010101010101
+		highs      = 0x8080808080808080
+		backslashs = '\\' * ones
+		spaces     = 0x20 * ones
+	)
+	i := 0
+	for ; i+8 <= len(b); i += 8 {
+		w := binary.LittleEndian.Uint64(b[i:])
+		x := w ^ backslashs
+		// A high bit set where w has a byte below 0x20 or a backslash.
+		if ((w-spaces)&^w|(x-ones)&^x)&highs != 0 {
+			break
+		}
+	}
+	for ; i < len(b); i++ {
+		if c := b[i]; c == '\\' || c < 0x20 {
+			return i
+		}
+	}
+	return -1
 }
 
 // skip consumes one value.
@@ -319,6 +378,9 @@ func (s *scanner) skip(depth int) bool {
 		_, ok := s.str()
 		return ok
 	case '{', '[':
+		if s.fast {
+			return s.skipBrackets(depth)
+		}
 		end := byte('}')
 		if c == '[' {
 			end = ']'
@@ -360,6 +422,35 @@ func (s *scanner) skip(depth int) bool {
 		}
 		return s.i > start && literalOK(s.b[start:s.i])
 	}
+}
+
+// skipBrackets consumes an object or array by counting its brackets,
+// stepping over strings.
+func (s *scanner) skipBrackets(depth int) bool {
+	d := 0
+	for s.i < len(s.b) {
+		switch s.b[s.i] {
+		case '"':
+			if _, ok := s.str(); !ok {
+				return false
+			}
+			continue
+		case '{', '[':
+			d++
+			if depth+d > maxNesting {
+				s.tooDeep = true
+				return false
+			}
+		case '}', ']':
+			d--
+			if d == 0 {
+				s.i++
+				return true
+			}
+		}
+		s.i++
+	}
+	return false
 }
 
 func literalOK(v []byte) bool {
