@@ -308,6 +308,8 @@ func (e *env) policy(extra ...rule) *policyFile {
 // The proxy process.
 
 type proxyOptions struct {
+	// bin is the delegateos binary to run; "" means delegateosBin.
+	bin    string
 	policy *policyFile // nil: no --policy
 	roots  []string    // --root flags
 	token  *dct.Token  // the session token (--token @FILE)
@@ -377,7 +379,11 @@ func (e *env) startProxy(o proxyOptions) *proxyProc {
 		t.Fatal(err)
 	}
 	p := &proxyProc{t: t, stdin: inW, stderr: &lockedBuffer{}, logPath: logPath, exited: make(chan struct{})}
-	p.cmd = exec.Command(delegateosBin, args...)
+	bin := delegateosBin
+	if o.bin != "" {
+		bin = o.bin
+	}
+	p.cmd = exec.Command(bin, args...)
 	p.cmd.Stdin, p.cmd.Stdout, p.cmd.Stderr = inR, outW, p.stderr
 	// A race-enabled binary otherwise sleeps a second before exiting.
 	p.cmd.Env = append(os.Environ(), "GORACE=atexit_sleep_ms=10")

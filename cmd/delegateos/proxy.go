@@ -36,7 +36,7 @@ var proxyCmd = &command{
 		token := fs.String("token", "", "the session's DCT, or @FILE (default: $DELEGATEOS_TOKEN); calls may also carry their own in params._delegateos")
 		roots := fs.StringArray("root", nil, "a trusted root principal ID or did:key (repeatable; added to the policy's roots)")
 		logFile := fs.String("log", "", "log to this file instead of standard error (overrides the policy)")
-		revs := fs.String("revocations", "", "a revocation list file, re-read when it changes (overrides the policy)")
+		revs := fs.String("revocations", "", "a revocation list file, looked at on every call (overrides the policy)")
 		spend := fs.String("spend-store", "", "where spend is recorded so it survives restarts (overrides the policy)")
 		return func(e *env, args []string) error {
 			if len(args) == 0 {
@@ -94,9 +94,10 @@ var proxyCmd = &command{
 			opts := dct.Options{Roots: pol.Roots}
 			var revs *revocation.File
 			if pol.RevocationList != "" {
-				if revs, err = revocation.OpenFile(pol.RevocationList, revocation.FileOptions{}); err != nil {
+				if revs, err = revocation.OpenFile(pol.RevocationList); err != nil {
 					return inputError{err}
 				}
+				defer revs.Close()
 				opts.Revocations = revs
 			}
 			if len(opts.Roots) > 0 {
