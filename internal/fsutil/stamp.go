@@ -39,6 +39,15 @@ func (s Stamp) Same(o Stamp) bool {
 	return os.SameFile(s.fi, o.fi)
 }
 
+// SameFile reports whether two stamps are of the same file (device and
+// inode), changed or not.
+func (s Stamp) SameFile(o Stamp) bool {
+	if s.fi == nil || o.fi == nil {
+		return s.fi == nil && o.fi == nil && s.dev == o.dev && s.ino == o.ino
+	}
+	return os.SameFile(s.fi, o.fi)
+}
+
 // Size is the file's size in bytes.
 func (s Stamp) Size() int64 { return s.size }
 
