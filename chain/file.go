@@ -38,7 +38,10 @@ type File struct {
 	syncLog func(*os.File) error
 }
 
-var _ Store = (*File)(nil)
+var (
+	_ Store        = (*File)(nil)
+	_ StatusReader = (*File)(nil)
+)
 
 // OpenFile opens the log at path, creating it empty (mode 0600) if it does
 // not exist, and replays it. A log that does not replay is an error and is
@@ -278,6 +281,13 @@ func (f *File) Get(id string) (d Delegation, err error) {
 		return Delegation{}, verr
 	}
 	return d, err
+}
+
+// Status implements StatusReader. When the log has not changed since the
+// last read it costs one stat.
+func (f *File) Status(id string) (st Status, recorded bool, err error) {
+	err = f.view(func(s *state) { st, recorded = s.status(id) })
+	return st, recorded, err
 }
 
 // List implements Store.

@@ -71,16 +71,30 @@ const maxCompletions = 4
 // other processes appended since. A store that cannot be read ends every
 // delegation, with a status saying so.
 func (d *Delegations) Ended(id string) (string, bool) {
+	st, recorded, err := d.status(id)
+	switch {
+	case err != nil:
+		return "unknown: the delegation chain cannot be read", true
+	case recorded && st != chain.StatusActive:
+		return string(st), true
+	}
+	return "", false
+}
+
+// status asks the chain store for a delegation's status, through
+// chain.StatusReader when the store has it.
+func (d *Delegations) status(id string) (chain.Status, bool, error) {
+	if r, ok := d.Chain.(chain.StatusReader); ok {
+		return r.Status(id)
+	}
 	del, err := d.Chain.Get(id)
 	switch {
 	case errors.Is(err, fs.ErrNotExist):
-		return "", false
+		return "", false, nil
 	case err != nil:
-		return "unknown: the delegation chain cannot be read", true
-	case del.Status != chain.StatusActive:
-		return string(del.Status), true
+		return "", false, err
 	}
-	return "", false
+	return del.Status, true, nil
 }
 
 // Outcome is a delegation recorded completed or failed.

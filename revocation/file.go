@@ -1,6 +1,7 @@
 package revocation
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 	"hash/maphash"
@@ -47,7 +48,10 @@ type File struct {
 
 // fileState is replaced as a whole, so Revoked needs one atomic load.
 type fileState struct {
-	list *List // the last list read successfully; never modified
+	// list is the last list read successfully. It only ever grows: when
+	// the file grew by entries appended (see appended), they are added to
+	// it in place.
+	list *List
 	err  error // why the file cannot be used now; nil when list is current
 	// stamp describes the file list or err came from, before it was read;
 	// read is false when the last look could not read the file (the next
@@ -58,6 +62,11 @@ type fileState struct {
 	// to show a further change, so every call reads the content again.
 	racy bool
 	sum  uint64 // maphash of the bytes read, to tell a racy file unchanged
+	// head is how many bytes of the file, up to the end of its last entry,
+	// an append leaves as they are, and headSum their maphash; head is 0
+	// when the list is empty or was not read.
+	head    int
+	headSum uint64
 }
 
 // holdOpen says whether the file last read is kept open, so that its
@@ -136,9 +145,10 @@ func (f *File) Reload() error {
 }
 
 // reload reads the file. Content that is the same as last time is not
-// parsed again, and entries that the current list holds are not verified
-// again. A file that reads but does not parse or verify is remembered, so
-// it is not parsed again until it changes.
+// parsed again; a file that grew by entries appended has only those parsed;
+// entries that the current list holds are not verified again. A file that
+// reads but does not parse or verify is remembered, so it is not parsed
+// again until it changes.
 func (f *File) reload() *fileState {
 	started := time.Now()
 	if f.now != nil {
@@ -148,12 +158,16 @@ func (f *File) reload() *fileState {
 	if err != nil {
 		return f.fail(err, nil)
 	}
-	next := &fileState{stamp: r.stamp, read: true, sum: maphash.Bytes(f.seed, r.data)}
+	next := &fileState{stamp: r.stamp, read: true}
+	next.head = listHead(r.data)
+	next.headSum, next.sum = f.sums(r.data, next.head)
 	next.racy = r.changedWhileRead || racy(r.stamp, started)
 	prev := f.state.Load()
 	switch {
 	case prev != nil && prev.read && prev.sum == next.sum:
 		next.list, next.err = prev.list, prev.err
+	case f.appendedTo(prev, r.data):
+		next.list = prev.list
 	default:
 		var known *List
 		if prev != nil {
@@ -166,9 +180,61 @@ func (f *File) reload() *fileState {
 		}
 		next.list = l
 	}
+	if next.list.Len() == 0 {
+		next.head = 0
+	}
 	f.hold(r.file)
 	f.state.Store(next)
 	return next
+}
+
+// sums returns the maphash of data[:head] and of all of data, in one pass.
+func (f *File) sums(data []byte, head int) (headSum, sum uint64) {
+	var h maphash.Hash
+	h.SetSeed(f.seed)
+	h.Write(data[:head])
+	headSum = h.Sum64()
+	h.Write(data[head:])
+	return headSum, h.Sum64()
+}
+
+// listHead is the length of a list file's bytes up to the end of its last
+// entry: what stays as it is when Append adds entries, which it writes
+// after a comma, before the closing bracket. It is 0 for data that does
+// not end with a bracket.
+func listHead(data []byte) int {
+	t := bytes.TrimRight(data, jsonSpace)
+	if len(t) == 0 || t[len(t)-1] != ']' {
+		return 0
+	}
+	return len(bytes.TrimRight(t[:len(t)-1], jsonSpace))
+}
+
+// appendedTo reports whether data is the valid list prev was read from,
+// with entries appended, and if so adds those entries to prev's list:
+// data starts with prev's head (same length, same hash), then a comma and
+// one or more entries, parsed strictly and verified, then the closing
+// bracket. The rest of data is not parsed again. Anything else (an error
+// included) is left to the parse of the whole file.
+func (f *File) appendedTo(prev *fileState, data []byte) bool {
+	if prev == nil || !prev.read || prev.err != nil || prev.head == 0 || len(data) <= prev.head {
+		return false
+	}
+	if maphash.Bytes(f.seed, data[:prev.head]) != prev.headSum {
+		return false
+	}
+	tail := bytes.TrimLeft(data[prev.head:], jsonSpace)
+	if len(tail) == 0 || tail[0] != ',' {
+		return false
+	}
+	added, err := parseList(append([]byte{'['}, tail[1:]...), prev.list)
+	if err != nil || added.Len() == 0 {
+		return false
+	}
+	for _, e := range added.Entries() {
+		prev.list.add(e)
+	}
+	return true
 }
 
 // racy reports whether a file with stamp s, read from started on, may

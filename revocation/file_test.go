@@ -1,6 +1,8 @@
 package revocation
 
 import (
+	"bytes"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -443,5 +445,85 @@ func TestNilFile(t *testing.T) {
 	var f *File
 	if _, _, err := f.Revoked([]string{testID("a")}, []string{"x"}); err == nil {
 		t.Error("nil File: want error")
+	}
+}
+
+// The decision on an unchanged file: one stat, no allocation (where the
+// stat needs none, see fsutil.StatPath).
+func TestFileRevokedDoesNotAllocate(t *testing.T) {
+	fx := newFileFixture(t)
+	f := openFile(t, fx.path)
+	f.now = func() time.Time { return time.Now().Add(time.Hour) } // never racy
+	if err := f.Reload(); err != nil {
+		t.Fatal(err)
+	}
+	if n := testing.AllocsPerRun(100, func() { f.Revoked(fx.blocks, fx.signers) }); n != 0 && statDoesNotAllocate {
+		t.Errorf("%v allocations", n)
+	}
+}
+
+// Entries appended after the last one are read alone; anything else that
+// changed is read in full, and a bad appended entry fails closed like any
+// other.
+func TestFileAppendedEntries(t *testing.T) {
+	k := testKey(t, 1)
+	unrelated := testEntry(t, k, testID("unrelated"), ScopeChain)
+	extra := testEntry(t, k, testID("extra"), ScopeChain)
+	fx := newFileFixture(t)
+	tampered := testEntry(t, k, testID("tampered"), ScopeBlock)
+	tampered.Scope = ScopeChain
+	listOf := func(es ...Entry) []byte { return must(marshalEntries(es, true)) }
+	// withTail is the file of es with tail written before its bracket.
+	withTail := func(tail string, es ...Entry) []byte {
+		b := listOf(es...)
+		b = bytes.TrimRight(b, jsonSpace)
+		return append(append(b[:len(b)-1:len(b)-1], tail...), "]\n"...)
+	}
+	obj := func(e Entry) string { return string(must(json.Marshal(e))) }
+	steps := []struct {
+		name   string
+		data   []byte
+		want   string
+		wantIs error
+	}{
+		{"appended, unrelated", listOf(unrelated, extra), "valid", nil},
+		{"appended, revoking", listOf(unrelated, extra, fx.root), "revoked", nil},
+		{"appended, repeated", withTail(",\n  "+obj(fx.root)+",\n  "+obj(extra)+"\n", unrelated, extra, fx.root), "revoked", nil},
+		{"entry taken out, as long as the head", listOf(extra, unrelated, extra), "valid", nil},
+		{"appended, bad signature", withTail(",\n  "+obj(tampered)+"\n", extra, unrelated, extra), "error", ErrInvalidSignature},
+		{"fixed", listOf(extra, unrelated, extra), "valid", nil},
+		{"appended nothing but a comma", withTail(",\n", extra, unrelated, extra), "error", ErrMalformedList},
+		{"fixed again", listOf(extra, unrelated, extra), "valid", nil},
+		{"appended without a comma", withTail("\n  "+obj(fx.root)+"\n", extra, unrelated, extra), "error", ErrMalformedList},
+		{"appended after garbage", withTail(",\n  "+obj(fx.root)+"\n] [", extra, unrelated, extra), "error", ErrMalformedList},
+		{"emptied", listOf(), "valid", nil},
+		{"an entry in the empty list", withTail(obj(fx.root)), "revoked", nil},
+		{"the head rewritten, same length", listOf(fx.root, unrelated), "revoked", nil},
+		{"the revoking entry swapped out, same length", listOf(unrelated, fx.root), "revoked", nil},
+		{"and out", listOf(unrelated, extra), "valid", nil},
+	}
+	f := openFile(t, fx.path)
+	f.now = func() time.Time { return time.Now().Add(time.Hour) } // never racy
+	for _, st := range steps {
+		if err := writeFileAtomic(fx.path, st.data, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		_, revoked, err := f.Revoked(fx.blocks, fx.signers)
+		got := map[bool]string{false: "valid", true: "revoked"}[revoked]
+		if err != nil {
+			got = "error"
+		}
+		if got != st.want || st.wantIs != nil && !errors.Is(err, st.wantIs) {
+			t.Fatalf("%s: got %s (%v), want %s", st.name, got, err, st.want)
+		}
+		if got != "error" {
+			want, err := ParseList(st.data)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if g := f.List().Entries(); !slices.Equal(g, want.Entries()) {
+				t.Errorf("%s: the File holds %d entries, the file %d", st.name, len(g), want.Len())
+			}
+		}
 	}
 }

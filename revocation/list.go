@@ -168,6 +168,9 @@ func marshalEntries(entries []Entry, lines bool) ([]byte, error) {
 	return buf.Bytes(), nil
 }
 
+// jsonSpace is the whitespace JSON allows between tokens.
+const jsonSpace = " \t\r\n"
+
 // ParseList reads a JSON array of entries strictly (duplicate or
 // differently cased member names, unknown members and trailing data are
 // refused) and verifies every entry. Repeated entries are kept once.
@@ -181,7 +184,7 @@ func parseList(data []byte, known *List) (*List, error) {
 	if len(data) > MaxListSize {
 		return nil, fmt.Errorf("%w: %d bytes, over the limit of %d", ErrMalformedList, len(data), MaxListSize)
 	}
-	if t := bytes.TrimLeft(data, " \t\r\n"); len(t) == 0 || t[0] != '[' {
+	if t := bytes.TrimLeft(data, jsonSpace); len(t) == 0 || t[0] != '[' {
 		return nil, fmt.Errorf("%w: not a JSON array", ErrMalformedList)
 	}
 	var entries []Entry
