@@ -57,7 +57,12 @@
 // every operation, reads included, holds an exclusive lock (flock on the
 // log's path + ".lock") while it reads the lines other writers have added,
 // checks them, and appends its own, so every writer decides on the whole
-// history and no record is lost. The log is read strictly: each line must
+// history and no record is lost. A read first looks at the log (one stat,
+// no allocation on Linux): when it is the file replayed and has the size
+// replayed, nothing was appended, and the read answers without the lock.
+// So a read sees every change another File's call finished before it
+// began, and File.Status, which a proxy asks on every call, costs one
+// stat while the log is unchanged. The log is read strictly: each line must
 // decode with no unknown or repeated members and be exactly the canonical
 // encoding of what it holds, and is then replayed through the same checks
 // as an Insert. Only a final line without its newline is tolerated, since

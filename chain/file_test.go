@@ -108,11 +108,18 @@ func TestFileMissing(t *testing.T) {
 	if n := len(mustList(t, s)); n != 0 {
 		t.Fatalf("a new log holds %d records", n)
 	}
-	// A log deleted under an open store is an error, not a fresh start.
+	// A log deleted under an open store is an error, not a fresh start,
+	// and not fs.ErrNotExist either, which Get returns for a delegation
+	// that is not recorded.
 	if err := os.Remove(filepath.Join(dir, "new.log")); err != nil {
 		t.Fatal(err)
 	}
-	wantErr(t, s.Insert(newFixture(t).root), fs.ErrNotExist)
+	if err := s.Insert(newFixture(t).root); err == nil || errors.Is(err, fs.ErrNotExist) || !strings.Contains(err.Error(), "disappeared") {
+		t.Errorf("Insert into a deleted log: %v", err)
+	}
+	if _, err := s.Get(delID(1)); err == nil || errors.Is(err, fs.ErrNotExist) {
+		t.Errorf("Get from a deleted log: %v; want an error that does not say the delegation is not recorded", err)
+	}
 }
 
 func TestFileClosed(t *testing.T) {

@@ -11,7 +11,10 @@ type Memory struct {
 	s  state
 }
 
-var _ Store = (*Memory)(nil)
+var (
+	_ Store        = (*Memory)(nil)
+	_ StatusReader = (*Memory)(nil)
+)
 
 // NewMemory returns an empty Memory.
 func NewMemory() *Memory { return &Memory{} }
@@ -27,6 +30,14 @@ func (m *Memory) Get(id string) (Delegation, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	return m.s.get(id)
+}
+
+// Status implements StatusReader; it never fails.
+func (m *Memory) Status(id string) (Status, bool, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	st, ok := m.s.status(id)
+	return st, ok, nil
 }
 
 // List implements Store.

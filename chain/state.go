@@ -167,6 +167,14 @@ func (s *state) get(id string) (Delegation, error) {
 	return r.d, nil
 }
 
+func (s *state) status(id string) (Status, bool) {
+	r := s.recs[id]
+	if r == nil {
+		return "", false
+	}
+	return r.d.Status, true
+}
+
 func (s *state) list() []Delegation {
 	ds := make([]Delegation, len(s.order))
 	for i, id := range s.order {

@@ -54,3 +54,14 @@ type Store interface {
 	// Memory stays usable.
 	Close() error
 }
+
+// StatusReader is implemented by stores that look up a delegation's status
+// alone: no record is copied and no error is made for a delegation that is
+// not recorded, so a proxy can ask on every call. Memory and File
+// implement it.
+type StatusReader interface {
+	// Status returns the status of the delegation with the given ID, and
+	// recorded false (and no error) when there is none. An error means the
+	// store cannot be read.
+	Status(id string) (st Status, recorded bool, err error)
+}

@@ -58,8 +58,6 @@ type Delegations struct {
 
 	mu         sync.Mutex
 	completing map[string]bool // delegations whose attestation is being verified
-	ended      sync.Map        // delegation ID → status, for Ended
-	loaded     sync.Once
 }
 
 // maxCompletions bounds the attestations verified at once: each may run a
@@ -67,31 +65,36 @@ type Delegations struct {
 const maxCompletions = 4
 
 // Ended reports whether a delegation is recorded as ended (completed,
-// failed or revoked) in the chain store, as of when this proxy started
-// plus every change it made since; the Gate refuses calls under it.
+// failed or revoked) in the chain store as it stands now, so that the Gate
+// refuses calls under it. Every proxy sharing the store sees an ending at
+// its next call: a chain.File looks at its log (one stat) and replays what
+// other processes appended since. A store that cannot be read ends every
+// delegation, with a status saying so.
 func (d *Delegations) Ended(id string) (string, bool) {
-	d.loaded.Do(func() {
-		ds, err := d.Chain.List()
-		if err != nil {
-			return
-		}
-		for _, del := range ds {
-			if del.Status != chain.StatusActive {
-				d.ended.Store(del.ID, string(del.Status))
-			}
-		}
-	})
-	st, ok := d.ended.Load(id)
-	if !ok {
-		return "", false
+	st, recorded, err := d.status(id)
+	switch {
+	case err != nil:
+		return "unknown: the delegation chain cannot be read", true
+	case recorded && st != chain.StatusActive:
+		return string(st), true
 	}
-	return st.(string), true
+	return "", false
 }
 
-func (d *Delegations) markEnded(status chain.Status, ids ...string) {
-	for _, id := range ids {
-		d.ended.Store(id, string(status))
+// status asks the chain store for a delegation's status, through
+// chain.StatusReader when the store has it.
+func (d *Delegations) status(id string) (chain.Status, bool, error) {
+	if r, ok := d.Chain.(chain.StatusReader); ok {
+		return r.Status(id)
 	}
+	del, err := d.Chain.Get(id)
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		return "", false, nil
+	case err != nil:
+		return "", false, err
+	}
+	return del.Status, true, nil
 }
 
 // Outcome is a delegation recorded completed or failed.
@@ -407,7 +410,6 @@ func (d *Delegations) Complete(ctx context.Context, params json.RawMessage) (Com
 	if err != nil {
 		return CompleteResult{}, internalError("delegation %s cannot be recorded as %s: %v", del.ID, res.Status, err)
 	}
-	d.markEnded(chain.Status(res.Status), del.ID)
 	if d.OnOutcome != nil {
 		del.Status, del.AttestationID = chain.Status(res.Status), a.ID
 		o := Outcome{Delegation: del, Contract: c, Attestation: a, Report: report, Passed: passed, Score: res.Score, At: now}
@@ -471,9 +473,11 @@ func internalError(format string, args ...any) *msgError {
 
 // Revoke handles delegateos/revoke (§9.5): a revocation entry whose
 // signature verifies is appended to the revocation list and in force at
-// once. Every recorded delegation whose token ends with the revoked block,
+// once. The recorded delegation whose token ends with the revoked block,
 // when the revoker signed that block or one before it (the rule the
-// verifier applies), is recorded revoked with its active descendants.
+// verifier applies), is recorded revoked with its active descendants,
+// whatever the entry's scope: either revokes every token containing the
+// block.
 func (d *Delegations) Revoke(params json.RawMessage) (RevokeResult, error) {
 	var p RevokeParams
 	if err := strictjson.Unmarshal(params, &p); err != nil {
@@ -529,37 +533,12 @@ func (d *Delegations) Revoke(params json.RawMessage) (RevokeResult, error) {
 	if target == nil || target.Status != chain.StatusActive {
 		return res, nil
 	}
-	// Scope block leaves tokens attenuated from the revoked one valid, so
-	// the chain records the delegation revoked only when nothing active was
-	// delegated under it; scope chain revokes the whole subtree.
-	if e.Scope == revocation.ScopeBlock && activeBelow(ds, target.ID) {
-		return res, nil
-	}
-	changed, err := d.Chain.Revoke(target.ID, d.now())
-	if err == nil {
+	// Whatever its scope, the entry revokes every token containing the
+	// block, so the delegation and its whole subtree are revoked.
+	if changed, err := d.Chain.Revoke(target.ID, d.now()); err == nil {
 		res.Delegations = changed
-		d.markEnded(chain.StatusRevoked, changed...)
 	}
 	return res, nil
-}
-
-// activeBelow reports whether an active delegation descends from id.
-func activeBelow(ds []chain.Delegation, id string) bool {
-	parents := map[string]string{}
-	for _, d := range ds {
-		parents[d.ID] = d.ParentID
-	}
-	for _, d := range ds {
-		if d.Status != chain.StatusActive || d.ID == id {
-			continue
-		}
-		for p, n := parents[d.ID], 0; p != "" && n < len(ds); p, n = parents[p], n+1 {
-			if p == id {
-				return true
-			}
-		}
-	}
-	return false
 }
 
 // SpentUnder returns what store records as spent under the delegation a

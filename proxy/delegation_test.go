@@ -88,7 +88,7 @@ func newDelegationFixture(t *testing.T) *delegationFixture {
 	if err := os.WriteFile(f.revList, []byte(`[]`), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	revs, err := revocation.OpenFile(f.revList, revocation.FileOptions{})
+	revs, err := revocation.OpenFile(f.revList)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -133,9 +133,10 @@ func TestReviewRevokeByStrangerGrowsList(t *testing.T) {
 	}
 }
 
-// A "block" revocation of A's block does not revoke B's token (the
-// verifier honours block scope only on the last block), but Revoke marks
-// B's delegation revoked in the chain along with A's.
+// A "block" revocation of A's block and the chain must agree on B's
+// delegation: the verifier refuses B's token (any scope revokes every
+// token containing the block) and Revoke records B's delegation revoked
+// along with A's.
 func TestReviewBlockRevokeChainMismatch(t *testing.T) {
 	f := newDelegationFixture(t)
 	f.delegateB()

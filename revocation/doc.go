@@ -14,8 +14,9 @@
 //
 // List.Revoked and File.Revoked implement dct.Revocations. They are given a
 // token's block revocation IDs and the principal that signed each block,
-// authority first. The rules are deliberately stricter than the
-// specification's "isRevoked(revocationId)":
+// authority first. They follow DelegateOS §10.1 step 2 — a revoked ID that
+// matches any block of a token revokes the token — with one rule the
+// specification does not have:
 //
 //   - An entry for block i is honoured only if its revokedBy signed block i
 //     or a block before it in the same token. Anyone can sign an entry, so
@@ -23,12 +24,15 @@
 //     tokens of the principals above it (or a stranger could revoke anyone's).
 //     The root can revoke any block; a delegator can revoke what it and its
 //     delegates issued; an entry from anyone else is ignored for that token.
-//   - Scope "chain": an honoured entry matching any block denies the token,
-//     and therefore every token attenuated from the revoked one.
-//   - Scope "block": an honoured entry denies the token only when it matches
-//     the token's last block, that is, exactly the token that was revoked.
-//     Its holder may already have attenuated it, and those tokens stay valid.
-//     To cut off a holder and everything delegated below it, use "chain".
+//   - An honoured entry matching any block denies the token, whatever its
+//     scope: the token that ends with the revoked block, and every token
+//     attenuated from it. A holder cannot escape a revocation by appending
+//     a block of its own.
+//   - The scope ("block" or "chain", §4.1) is signed with the entry and
+//     kept, but decides nothing here: it records what the revoker meant.
+//     `delegateos revoke` writes "chain" unless told otherwise; lists from
+//     the reference implementation, where "block" is the default, are read
+//     with the same effect as "chain".
 //   - Several entries may name the same revocation ID (different revokers or
 //     scopes); every one is considered.
 //
@@ -43,13 +47,36 @@
 // never lose an entry. A missing file is an error, never an empty list: a
 // mistyped path must not silently turn revocation off.
 //
-// File is a list backed by a file that a long-running verifier re-reads
-// when it changes (looked at in the background, at most once per
-// CheckInterval). If the file becomes unreadable, disappears or stops being
-// a valid list, File.Revoked returns an error, which the verifier turns
-// into a denial, until the file is valid again; it never falls back to an
-// empty list.
+// File is a list backed by a file, for a long-running verifier such as the
+// proxy. Every File.Revoked looks at the file first (one stat, which does
+// not allocate on Linux amd64 and arm64) and, when it has changed, re-reads
+// it before answering, so a revocation is in force for every call that
+// begins after Append (or `delegateos revoke`) has returned. A re-read
+// verifies only entries it has not verified before, and when the file grew
+// by entries appended after the last one, as Append writes them, parses
+// only those. If the file becomes unreadable, disappears or stops being a
+// valid list, File.Revoked returns an error, which the verifier turns into
+// a denial, until the file is valid again; it never falls back to an empty
+// list. The file's stamp (device, inode, size, mode, modification and
+// change times) can miss a same-size change in place made within one tick
+// of the file system's clock, so for 20 ms after a change (2 s where
+// the file system keeps whole seconds) every call compares the file's
+// content instead; and the
+// file last read is held open, so that its inode is not reused by a file
+// that replaces it.
 //
-// Revoked is on the path of every verification, cached or not: it takes a
-// read lock and looks up each block in a map, and does not allocate.
+// With 100,000 entries (2-core VM, Go 1.26, `make bench`): a decision on
+// an unchanged file, File.Revoked, takes 0.41–0.43 µs (0.50–0.53 µs for a
+// token of 9 blocks), most of it the stat, and the whole per-call
+// verification of a cached token (dct.Verifier.VerifyChain with the File
+// as its revocations) 0.45–0.56 µs, against 0.013 µs without a list; none
+// of these allocate. The first decision after Append added one entry takes
+// 33–52 ms: the 28 MB file read and hashed, its last entry parsed and
+// verified. After any other change it takes 1.0–1.1 s: the whole file
+// parsed, no signature verified again. While the stamp cannot be trusted,
+// a decision takes 19–21 ms (read and hash). Calls that arrive during a
+// re-read wait for it.
+//
+// Revoked is on the path of every verification, cached or not: after the
+// stat it takes a read lock and looks up each block in a map.
 package revocation

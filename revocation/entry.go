@@ -13,13 +13,19 @@ import (
 	"github.com/delegateos/delegateos/internal/timestamp"
 )
 
-// Scope says which tokens an entry revokes; see the package documentation.
+// Scope is what the revoker meant an entry to revoke (§4.1). It is signed
+// and kept, but an honoured entry revokes every token containing the
+// revoked block whatever its scope (§10.1 step 2); see the package
+// documentation.
 type Scope string
 
 const (
-	// ScopeBlock revokes only tokens whose last block is the revoked one.
+	// ScopeBlock is the scope of an entry made for the revoked block (the
+	// reference implementation's default).
 	ScopeBlock Scope = "block"
-	// ScopeChain revokes every token that contains the revoked block.
+	// ScopeChain is the scope of an entry made for the revoked block and
+	// every token attenuated from it (what delegateos revoke writes by
+	// default).
 	ScopeChain Scope = "chain"
 )
 

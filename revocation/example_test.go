@@ -48,11 +48,13 @@ func Example() {
 		log.Fatal(err)
 	}
 
-	// A long-running verifier watches the file.
-	list, err := revocation.OpenFile(path, revocation.FileOptions{})
+	// A long-running verifier follows the file: every verification looks
+	// at it first.
+	list, err := revocation.OpenFile(path)
 	if err != nil {
 		log.Fatal(err)
 	}
+	defer list.Close()
 	v, err := dct.NewVerifier(dct.Options{Roots: []string{root.ID()}, Revocations: list})
 	if err != nil {
 		log.Fatal(err)

@@ -1,6 +1,8 @@
 package revocation
 
 import (
+	"encoding/json"
+	"hash/maphash"
 	"slices"
 	"testing"
 )
@@ -38,6 +40,48 @@ func FuzzParseList(f *testing.F) {
 			if !slices.Equal(back.Entries(), l.Entries()) {
 				t.Fatalf("round trip changed the entries:\n%+v\n%+v", l.Entries(), back.Entries())
 			}
+		}
+	})
+}
+
+// FuzzAppendedTo: when File reads only the entries appended to the list it
+// read before, it ends with exactly the list a parse of the whole new file
+// gives, and never takes bytes the whole parse refuses.
+func FuzzAppendedTo(f *testing.F) {
+	k1, k2 := testKey(f, 1), testKey(f, 2)
+	a := testEntry(f, k1, testID("a"), ScopeChain)
+	b := testEntry(f, k2, testID("b"), ScopeBlock)
+	c := testEntry(f, k1, testID("c"), ScopeBlock)
+	for _, lines := range []bool{false, true} {
+		for _, pair := range [][2][]Entry{{{a}, {a, b}}, {{a, b}, {a, b, c, a}}, {{a}, {b, a}}, {nil, {a}}, {{a, b}, {a}}} {
+			f.Add(must(marshalEntries(pair[0], lines)), must(marshalEntries(pair[1], lines)))
+		}
+	}
+	old := must(marshalEntries([]Entry{a}, true))
+	head := old[:listHead(old)]
+	for _, tail := range []string{",]", ", ]", ",{}]", ",null]", "," + string(must(json.Marshal(b))) + "] x", "," + string(must(json.Marshal(b))) + ",]", " ," + string(must(json.Marshal(b))) + "]\n"} {
+		f.Add(old, append(slices.Clip(head), tail...))
+	}
+	f.Fuzz(func(t *testing.T, old, data []byte) {
+		prevList, err := ParseList(old)
+		if err != nil {
+			return
+		}
+		file := &File{seed: maphash.MakeSeed()}
+		prev := &fileState{list: prevList, read: true}
+		if prevList.Len() > 0 {
+			prev.head = listHead(old)
+		}
+		prev.headSum, prev.sum = file.sums(old, prev.head)
+		want, wantErr := ParseList(data)
+		if !file.appendedTo(prev, data) {
+			return
+		}
+		if wantErr != nil {
+			t.Fatalf("appended entries taken from a file that does not parse: %v\nold %q\nnew %q", wantErr, old, data)
+		}
+		if got := prev.list.Entries(); !slices.Equal(got, want.Entries()) {
+			t.Fatalf("the list read in part differs from the whole:\n%+v\n%+v", got, want.Entries())
 		}
 	})
 }

@@ -26,13 +26,9 @@ type List struct {
 	mu      sync.RWMutex
 	entries []Entry
 	seen    map[Entry]struct{}
-	byID    map[string][]rule
-}
-
-// rule is what Revoked needs of an entry, indexed by revocation ID.
-type rule struct {
-	by    string
-	scope Scope
+	// revokers lists, for each revocation ID, the revokedBy of every entry
+	// naming it: all that Revoked needs.
+	revokers map[string][]string
 }
 
 // NewList returns an empty list.
@@ -57,10 +53,12 @@ func (l *List) add(e Entry) {
 	}
 	if l.seen == nil {
 		l.seen = map[Entry]struct{}{}
-		l.byID = map[string][]rule{}
+		l.revokers = map[string][]string{}
 	}
 	l.seen[e] = struct{}{}
-	l.byID[e.RevocationID] = append(l.byID[e.RevocationID], rule{by: e.RevokedBy, scope: e.Scope})
+	if rs := l.revokers[e.RevocationID]; !slices.Contains(rs, e.RevokedBy) {
+		l.revokers[e.RevocationID] = append(rs, e.RevokedBy)
+	}
 	l.entries = append(l.entries, e)
 	l.n.Store(int64(len(l.entries)))
 }
@@ -80,7 +78,7 @@ func (l *List) contains(e Entry) bool {
 func (l *List) IsRevoked(id string) bool {
 	l.mu.RLock()
 	defer l.mu.RUnlock()
-	return len(l.byID[id]) > 0
+	return len(l.revokers[id]) > 0
 }
 
 // Entries returns a copy of the entries in the order they were added.
@@ -110,15 +108,11 @@ func (l *List) Revoked(blockIDs, signers []string) (revocationID string, revoked
 	}
 	l.mu.RLock()
 	defer l.mu.RUnlock()
-	last := len(blockIDs) - 1
 	for i, id := range blockIDs {
-		for _, r := range l.byID[id] {
-			if r.scope == ScopeBlock && i != last {
-				continue
-			}
+		for _, by := range l.revokers[id] {
 			// Honoured only if the revoker signed this block or one
-			// before it in this token.
-			if slices.Contains(signers[:i+1], r.by) {
+			// before it in this token; the scope does not matter.
+			if slices.Contains(signers[:i+1], by) {
 				return id, true, nil
 			}
 		}
@@ -174,6 +168,9 @@ func marshalEntries(entries []Entry, lines bool) ([]byte, error) {
 	return buf.Bytes(), nil
 }
 
+// jsonSpace is the whitespace JSON allows between tokens.
+const jsonSpace = " \t\r\n"
+
 // ParseList reads a JSON array of entries strictly (duplicate or
 // differently cased member names, unknown members and trailing data are
 // refused) and verifies every entry. Repeated entries are kept once.
@@ -187,7 +184,7 @@ func parseList(data []byte, known *List) (*List, error) {
 	if len(data) > MaxListSize {
 		return nil, fmt.Errorf("%w: %d bytes, over the limit of %d", ErrMalformedList, len(data), MaxListSize)
 	}
-	if t := bytes.TrimLeft(data, " \t\r\n"); len(t) == 0 || t[0] != '[' {
+	if t := bytes.TrimLeft(data, jsonSpace); len(t) == 0 || t[0] != '[' {
 		return nil, fmt.Errorf("%w: not a JSON array", ErrMalformedList)
 	}
 	var entries []Entry
@@ -195,9 +192,9 @@ func parseList(data []byte, known *List) (*List, error) {
 		return nil, fmt.Errorf("%w: %v", ErrMalformedList, err)
 	}
 	l := &List{
-		entries: make([]Entry, 0, len(entries)),
-		seen:    make(map[Entry]struct{}, len(entries)),
-		byID:    make(map[string][]rule, len(entries)),
+		entries:  make([]Entry, 0, len(entries)),
+		seen:     make(map[Entry]struct{}, len(entries)),
+		revokers: make(map[string][]string, len(entries)),
 	}
 	for i, e := range entries {
 		if known == nil || !known.contains(e) {

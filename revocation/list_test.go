@@ -77,15 +77,21 @@ func TestRevokedRules(t *testing.T) {
 		{"later attenuator on the authority", []rev{{B, 0, ScopeChain}}, 3, ""},
 		{"delegatee on the authority", []rev{{A, 0, ScopeChain}}, 3, ""},
 		{"stranger", []rev{{S, 0, ScopeChain}, {S, 1, ScopeChain}, {S, 2, ScopeChain}, {S, 2, ScopeBlock}}, 3, ""},
+		// Scope block revokes every token containing the block, as chain
+		// does (§10.1 step 2), and is honoured under the same rule.
 		{"block scope on last block", []rev{{R, 2, ScopeBlock}}, 3, blocks[2]},
 		{"block scope by own signer on last block", []rev{{B, 2, ScopeBlock}}, 3, blocks[2]},
-		{"block scope on a non-last block", []rev{{R, 1, ScopeBlock}}, 3, ""},
-		{"block scope on the authority of a longer token", []rev{{R, 0, ScopeBlock}}, 3, ""},
+		{"block scope on a middle block", []rev{{R, 1, ScopeBlock}}, 3, blocks[1]},
+		{"block scope by own signer on a middle block", []rev{{A, 1, ScopeBlock}}, 3, blocks[1]},
+		{"block scope on the authority of a longer token", []rev{{R, 0, ScopeBlock}}, 3, blocks[0]},
 		{"block scope, token ends at that block", []rev{{A, 1, ScopeBlock}}, 2, blocks[1]},
 		{"block scope, one-block token", []rev{{R, 0, ScopeBlock}}, 1, blocks[0]},
+		{"block scope by a later attenuator on its parent's block", []rev{{B, 1, ScopeBlock}}, 3, ""},
+		{"block scope by a delegatee on the authority", []rev{{A, 0, ScopeBlock}}, 3, ""},
 		{"chain scope on a block the token lacks", []rev{{R, 2, ScopeChain}}, 2, ""},
-		{"several entries, one honoured", []rev{{B, 1, ScopeChain}, {R, 1, ScopeBlock}, {S, 1, ScopeChain}, {A, 1, ScopeChain}}, 3, blocks[1]},
-		{"several entries, none honoured", []rev{{B, 1, ScopeChain}, {R, 1, ScopeBlock}, {S, 1, ScopeChain}}, 3, ""},
+		{"block scope on a block the token lacks", []rev{{R, 2, ScopeBlock}}, 2, ""},
+		{"several entries, one honoured", []rev{{B, 1, ScopeChain}, {B, 1, ScopeBlock}, {S, 1, ScopeChain}, {A, 1, ScopeBlock}}, 3, blocks[1]},
+		{"several entries, none honoured", []rev{{B, 1, ScopeChain}, {B, 1, ScopeBlock}, {S, 1, ScopeChain}, {S, 0, ScopeBlock}}, 3, ""},
 		{"first revoked block reported", []rev{{B, 2, ScopeChain}, {R, 0, ScopeChain}}, 3, blocks[0]},
 	}
 	for _, tt := range tests {
@@ -131,7 +137,7 @@ func TestRevokedDoesNotAllocate(t *testing.T) {
 		"empty":       NewList(),
 		"not revoked": testList(t, testEntry(t, root, testID("other"), ScopeChain)),
 		"revoked":     testList(t, testEntry(t, root, blocks[1], ScopeChain)),
-		"ignored":     testList(t, testEntry(t, root, blocks[0], ScopeBlock)),
+		"ignored":     testList(t, testEntry(t, testKey(t, 2), blocks[0], ScopeBlock)),
 	}
 	for name, l := range lists {
 		if n := testing.AllocsPerRun(100, func() { l.Revoked(blocks, signers) }); n != 0 {

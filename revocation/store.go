@@ -1,6 +1,7 @@
 package revocation
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 	"io"
@@ -40,17 +41,29 @@ func readListFile(path string) ([]byte, fs.FileInfo, error) {
 	if err != nil {
 		return nil, nil, fileError(path, err)
 	}
-	if !fi.Mode().IsRegular() {
-		return nil, nil, fmt.Errorf("revocation list %s is not a regular file", path)
-	}
-	if fi.Size() > MaxListSize {
-		return nil, nil, fmt.Errorf("revocation list %s is %d bytes, over the limit of %d", path, fi.Size(), MaxListSize)
-	}
-	data, err := io.ReadAll(io.LimitReader(f, MaxListSize+1))
+	data, err := readOpenList(f, path, fi.Mode().IsRegular(), fi.Size())
 	if err != nil {
-		return nil, nil, fileError(path, err)
+		return nil, nil, err
 	}
 	return data, fi, nil
+}
+
+// readOpenList reads an open list file, which must be a regular file
+// (regular) of at most MaxListSize bytes (size, as stat reported it).
+func readOpenList(f *os.File, path string, regular bool, size int64) ([]byte, error) {
+	if !regular {
+		return nil, fmt.Errorf("revocation list %s is not a regular file", path)
+	}
+	if size > MaxListSize {
+		return nil, fmt.Errorf("revocation list %s is %d bytes, over the limit of %d", path, size, MaxListSize)
+	}
+	// One read of the whole file, plus one to see that it has not grown.
+	var buf bytes.Buffer
+	buf.Grow(int(size) + bytes.MinRead)
+	if _, err := buf.ReadFrom(io.LimitReader(f, MaxListSize+1)); err != nil {
+		return nil, fileError(path, err)
+	}
+	return buf.Bytes(), nil
 }
 
 // fileError explains an error opening or reading a list file. A missing

@@ -42,7 +42,7 @@ var proxyCmd = &command{
 		upstreamUserFlag := fs.String("upstream-user", "", "run the upstream as this USER[:GROUP] (name or ID), so that it cannot read the session token, "+
 			"the proxy's memory or its files; needs root, or CAP_SETUID, CAP_SETGID and CAP_KILL (overrides the policy)")
 		logFile := fs.String("log", "", "log to this file instead of standard error (overrides the policy)")
-		revsFlag := fs.String("revocations", "", "a revocation list file, re-read when it changes (overrides the policy)")
+		revsFlag := fs.String("revocations", "", "a revocation list file, looked at on every call (overrides the policy)")
 		spend := fs.String("spend-store", "", "where spend is recorded so it survives restarts (overrides the policy)")
 		return func(e *env, args []string) error {
 			if len(args) == 0 {
@@ -134,13 +134,14 @@ var proxyCmd = &command{
 			opts := dct.Options{Roots: pol.Roots}
 			var revs *revocation.File
 			if pol.RevocationList != "" {
-				if revs, err = revocation.OpenFile(pol.RevocationList, revocation.FileOptions{}); err != nil {
+				if revs, err = revocation.OpenFile(pol.RevocationList); err != nil {
 					what := from(*revsFlag != "", "--revocations", "revocation_list")
 					if errors.Is(err, os.ErrNotExist) {
 						return inputf("the revocation list %s does not exist: create it (an empty list is [], and 'delegateos revoke --list %s' creates it with an entry), or fix %s", pol.RevocationList, pol.RevocationList, what)
 					}
 					return inputf("the revocation list %s cannot be used: %v; fix the file, or point %s at another", pol.RevocationList, err, what)
 				}
+				defer revs.Close()
 				opts.Revocations = revs
 			}
 			if len(opts.Roots) > 0 {

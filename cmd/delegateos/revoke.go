@@ -19,7 +19,7 @@ var revokeCmd = &command{
 		token := fs.String("token", "", "the token whose block to revoke; - reads standard input, @FILE reads a file")
 		block := fs.Int("block", -1, "the block to revoke: 0 is the authority, 1 the first attenuation, ...")
 		id := fs.String("id", "", "the revocation ID to revoke, instead of --token and --block")
-		scope := fs.String("scope", string(revocation.ScopeChain), "chain: every token containing the block; block: only tokens ending with it")
+		scope := fs.String("scope", string(revocation.ScopeChain), "recorded in the signed entry; either scope revokes every token that contains the block (DelegateOS §10.1)")
 		list := fs.String("list", "", "the revocation list file")
 		asJSON := fs.Bool("json", false, "print the signed entry as JSON")
 		return func(e *env, args []string) error {

@@ -84,9 +84,9 @@ func TestPolicyYAML(t *testing.T) {
 		t.Errorf("policy read back as %+v\nfrom\n%s", p, pol.YAML())
 	}
 	for tool, want := range map[string]policy.Call{
-		"read_file":  {Namespace: "docs", Action: "read", Resource: "/a", Cost: 7},
-		"write_file": {Namespace: "docs", Action: "write", Resource: "/a", Cost: 7},
-		"echo":       {Namespace: "mcp", Action: "echo", Resource: "*", Cost: 100},
+		"read_file":  {Namespace: "docs", Action: "read", Resource: "/a", Cost: 7, MaxCost: 7},
+		"write_file": {Namespace: "docs", Action: "write", Resource: "/a", Cost: 7, MaxCost: 7},
+		"echo":       {Namespace: "mcp", Action: "echo", Resource: "*", Cost: 100, MaxCost: 100},
 	} {
 		got, err := p.Map(tool, []byte(`{"path":"/a"}`))
 		got.Rule = 0

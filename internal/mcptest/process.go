@@ -121,6 +121,8 @@ type ProxyOptions struct {
 	LogToStderr bool
 	// Env is added to the proxy's environment.
 	Env []string
+	// Bin is the delegateos binary to run; empty means Delegateos(t).
+	Bin string
 	// WantExit is as in StartOptions.
 	WantExit func(code int) bool
 }
@@ -137,7 +139,11 @@ func StartProxy(t testing.TB, o ProxyOptions) *Process {
 	if dir == "" {
 		dir = t.TempDir()
 	}
-	args := []string{Delegateos(t), "proxy"}
+	bin := o.Bin
+	if bin == "" {
+		bin = Delegateos(t)
+	}
+	args := []string{bin, "proxy"}
 	var logPath string
 	if !o.LogToStderr {
 		logPath = filepath.Join(dir, fmt.Sprintf("proxy-%d.log", n))

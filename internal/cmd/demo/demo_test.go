@@ -135,7 +135,7 @@ func TestDemo(t *testing.T) {
 		t.Errorf("the second delegation was not recorded: %v", status)
 	}
 	// A's revocation is in the list, and cuts off the second token only.
-	revs, err := revocation.OpenFile(filepath.Join(dir, revocationsFile), revocation.FileOptions{})
+	revs, err := revocation.OpenFile(filepath.Join(dir, revocationsFile))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -24,8 +24,7 @@ const (
 	writeCost = 5000
 	budgetA   = 1_000_000
 	budgetB   = 10_000
-	// budgetB2 is the second delegation's: the calls made while the proxy
-	// has not yet re-read the revocation list must not exhaust it.
+	// budgetB2 is the second delegation's.
 	budgetB2 = 500_000
 )
 

@@ -1,0 +1,6 @@
+package fsutil
+
+import "syscall"
+
+// sysFstatat is fstatat(2).
+const sysFstatat = syscall.SYS_NEWFSTATAT
