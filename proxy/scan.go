@@ -428,8 +428,15 @@ func (s *scanner) skip(depth int) bool {
 // stepping over strings.
 func (s *scanner) skipBrackets(depth int) bool {
 	d := 0
-	for s.i < len(s.b) {
-		switch s.b[s.i] {
+	b := s.b
+	for s.i < len(b) {
+		for s.i < len(b) && !bracketByte[b[s.i]] {
+			s.i++
+		}
+		if s.i >= len(b) {
+			break
+		}
+		switch b[s.i] {
 		case '"':
 			if _, ok := s.str(); !ok {
 				return false
@@ -452,6 +459,9 @@ func (s *scanner) skipBrackets(depth int) bool {
 	}
 	return false
 }
+
+// bracketByte marks the bytes skipBrackets stops at.
+var bracketByte = [256]bool{'"': true, '{': true, '}': true, '[': true, ']': true}
 
 func literalOK(v []byte) bool {
 	switch string(v) {
