@@ -197,9 +197,6 @@ func FuzzGlob(f *testing.F) {
 		}
 		tool, terr := compileGlob(pattern, false)
 		uri, uerr := compileGlob(pattern, true)
-		if terr == nil && tool.MatchString(name) != tool.MatchString(name) {
-			t.Fatal("not deterministic")
-		}
 		if uerr == nil {
 			if terr != nil {
 				t.Fatalf("%q compiles as a URI glob but not as a tool glob: %v", pattern, terr)
