@@ -1,0 +1,57 @@
+package revocation
+
+import (
+	"os"
+	"path/filepath"
+	"testing"
+)
+
+// A list file with a second name (a hard link, or a single file
+// bind-mounted into a container, which pins the inode the same way): the
+// proxy reads one name, the operator revokes through the other. Append
+// replaces the name it was given with a new file, so the proxy's name keeps
+// the old inode and the revocation is never in force there, although
+// "delegateos revoke" returned successfully.
+func TestRedteam2AppendThroughSecondNameReachesReader(t *testing.T) {
+	fx := newFileFixture(t)
+	other := filepath.Join(t.TempDir(), "mounted.json")
+	if err := os.Link(fx.path, other); err != nil {
+		t.Skipf("no hard links here: %v", err)
+	}
+	f := openFile(t, fx.path)
+	if got := fx.state(f); got != "valid" {
+		t.Fatalf("before the revocation: %s", got)
+	}
+	if err := Append(other, fx.root); err != nil {
+		t.Fatal(err)
+	}
+	if got := fx.state(f); got != "revoked" {
+		t.Errorf("after Append through the list's other name the token is %s; want revoked (or Append refusing a list with several names)", got)
+	}
+}
+
+// Two revokers appending through the two names of one list take two
+// different locks and each replaces only its own name: the names diverge
+// and each loses the other's entries.
+func TestRedteam2AppendsThroughTwoNamesKeepEveryEntry(t *testing.T) {
+	fx := newFileFixture(t)
+	other := filepath.Join(t.TempDir(), "mounted.json")
+	if err := os.Link(fx.path, other); err != nil {
+		t.Skipf("no hard links here: %v", err)
+	}
+	k := testKey(t, 1)
+	a, b := testEntry(t, k, testID("a"), ScopeChain), testEntry(t, k, testID("b"), ScopeChain)
+	if err := Append(fx.path, a); err != nil {
+		t.Fatal(err)
+	}
+	if err := Append(other, b); err != nil {
+		t.Fatal(err)
+	}
+	l, err := Load(fx.path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !l.IsRevoked(testID("a")) || !l.IsRevoked(testID("b")) {
+		t.Errorf("the list at %s holds %d entries: a %v, b %v; want both appends", fx.path, l.Len(), l.IsRevoked(testID("a")), l.IsRevoked(testID("b")))
+	}
+}
