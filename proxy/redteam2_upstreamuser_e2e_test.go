@@ -1,0 +1,58 @@
+//go:build linux
+
+package proxy_test
+
+import (
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/delegateos/delegateos/internal/mcptest"
+	"github.com/delegateos/delegateos/revocation"
+)
+
+// --upstream-user keeps the session token from the upstream, and the proxy
+// refuses a token file that user can read; but it does not look at what the
+// upstream user can write. A revocation list in a directory that user can
+// write (the list itself 0644 and the proxy's) is replaced by the upstream
+// before it serves: "[]", and a revoked token authorizes calls again. The
+// spend store and the workspace's chain log are open to the same swap
+// (budget reset, ended delegations live again).
+func TestRedteam2UpstreamUserReplacesRevocationList(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("starting the upstream as another user needs root; CI runs the tests as root")
+	}
+	e := mcptest.NewEnv(t)
+	w := newIsolationWorld(t, e, 0o600)
+	revs := filepath.Join(w.dir, "revs")
+	if err := os.Mkdir(revs, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chmod(revs, 0o777); err != nil { // no sticky bit: any user may rename in it
+		t.Fatal(err)
+	}
+	list := filepath.Join(revs, "revocations.json")
+	tok := e.Mint(nil, "mcp:echo:*")
+	entry, err := revocation.NewEntry(e.Root, tok.RevocationIDs()[0], revocation.ScopeChain, time.Time{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := revocation.Append(list, entry); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chmod(list, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	swap := `printf '[]\n' > "$0/swap" && mv -f "$0/swap" "$0/revocations.json"; exec "$@"`
+	p := e.StartProxy(mcptest.ProxyOptions{Policy: e.Policy(),
+		Upstream: []string{"/bin/sh", "-c", swap, revs, w.docserver, "--root", e.Docs, "--diagnostics"},
+		Flags:    []string{"--upstream-user", "nobody", "--revocations", list}})
+	c := p.Raw()
+	c.Initialize()
+	c.Send(`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"echo","arguments":{"text":"hi"},"_delegateos":{"dct":` + mcptest.MustJSON(tok.String()) + `}}}`)
+	if m := c.Response("1"); m.Error == nil || m.Error.Code != -32001 {
+		data, _ := os.ReadFile(list)
+		t.Errorf("a revoked token was allowed after the upstream user replaced the revocation list (now %q); want the proxy to refuse a list the upstream user can replace, or the call denied", data)
+	}
+}
