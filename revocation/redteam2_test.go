@@ -4,6 +4,7 @@ import (
 	"os"
 	"path/filepath"
 	"testing"
+	"time"
 )
 
 // A list file with a second name (a hard link, or a single file
@@ -53,5 +54,34 @@ func TestRedteam2AppendsThroughTwoNamesKeepEveryEntry(t *testing.T) {
 	}
 	if !l.IsRevoked(testID("a")) || !l.IsRevoked(testID("b")) {
 		t.Errorf("the list at %s holds %d entries: a %v, b %v; want both appends", fx.path, l.Len(), l.IsRevoked(testID("a")), l.IsRevoked(testID("b")))
+	}
+}
+
+// delegateos/revoke lets any principal that signed a block of a recorded
+// delegation append entries, and an entry differs from the last by its
+// revokedAt alone: one revoker re-revoking its own block with a new time on
+// every request grows the list without bound (each Append rewrites the
+// whole file), until it passes MaxListSize and every File reading it
+// refuses every token. A second entry with the same revocation ID and
+// revoker adds nothing a verifier uses.
+func TestRedteam2RepeatedRevocationDoesNotGrowTheList(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "list.json")
+	k := testKey(t, 1)
+	id := testID("block")
+	for i := range 50 {
+		e, err := NewEntry(k, id, ScopeChain, testTime.Add(time.Duration(i)*time.Millisecond))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := Append(path, e); err != nil {
+			t.Fatal(err)
+		}
+	}
+	l, err := Load(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if l.Len() != 1 {
+		t.Errorf("50 revocations of one block by one revoker left %d entries; want 1", l.Len())
 	}
 }
