@@ -32,6 +32,24 @@ func upstreamInput(t *testing.T, record string) []string {
 	return strings.Split(strings.TrimSpace(string(b)), "\n")
 }
 
+// recordedThrough waits until the record holds n frames containing
+// marker (the last frames a test sent), since tee writes to the upstream
+// before the file, and returns every recorded frame.
+func recordedThrough(t *testing.T, record, marker string, n int) []string {
+	t.Helper()
+	count := func() int {
+		c := 0
+		for _, l := range upstreamInput(t, record) {
+			if strings.Contains(l, marker) {
+				c++
+			}
+		}
+		return c
+	}
+	mcptest.Eventually(t, "the recorded frames", func() bool { return count() >= n })
+	return upstreamInput(t, record)
+}
+
 // denialType reads a raw error's data.type.
 func denialType(m mcptest.RawMessage) string {
 	if m.Error == nil {
@@ -155,7 +173,7 @@ func TestE2ECancellationReadStrictly(t *testing.T) {
 			t.Errorf("a call the client could not cancel ended %v, charged %v; want result, 100", m["outcome"], m["cost"])
 		}
 	}
-	for _, line := range upstreamInput(t, record) {
+	for _, line := range recordedThrough(t, record, `"method":"tools/call"`, 4) {
 		if strings.Contains(line, "notifications/cancelled") {
 			t.Errorf("the upstream received an ambiguous cancellation: %s", line)
 		}
@@ -181,7 +199,7 @@ func TestE2EUnknownMethodRefused(t *testing.T) {
 	c.Send(`{"jsonrpc":"2.0","method":"notifications/custom"}`)
 	c.Send(`{"jsonrpc":"2.0","id":2,"method":"ping"}`)
 	c.Response("2")
-	for _, line := range upstreamInput(t, record) {
+	for _, line := range recordedThrough(t, record, `"method":"ping"`, 1) {
 		for _, method := range []string{"admin/shutdown", "tools/Call", "resources/READ", `"x"`, "admin/reload", "notifications/custom"} {
 			if strings.Contains(line, method) {
 				t.Errorf("the upstream received %s: %s", method, line)
@@ -226,6 +244,8 @@ func TestE2EDelegateosStrippedEverywhere(t *testing.T) {
 	}
 	c.Send(`{"jsonrpc":"2.0","id":99,"method":"ping"}`)
 	c.Response("99")
+	// tee writes to the upstream before the file: wait for the file.
+	mcptest.Eventually(t, "the recorded frames", func() bool { return len(upstreamInput(t, record)) >= len(requests)+3 })
 	lines := upstreamInput(t, record)
 	if len(lines) < len(requests)+3 {
 		t.Fatalf("the upstream received %d frames, want at least %d", len(lines), len(requests)+3)
@@ -281,7 +301,7 @@ func TestE2EResourcesAndPromptsGated(t *testing.T) {
 				}
 			}
 		}
-		for _, line := range upstreamInput(t, record) {
+		for _, line := range recordedThrough(t, record, `"method":"prompts/list"`, 1) {
 			for _, m := range []string{"resources/read", "resources/subscribe", "prompts/get", "completion/complete"} {
 				if strings.Contains(line, m) {
 					t.Errorf("a denied %s reached the upstream: %s", m, line)
