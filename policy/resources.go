@@ -205,18 +205,25 @@ func uriTextProblem(uri string) string {
 }
 
 // dotSegment reports whether a '/'-separated segment of uri is "." or "..",
-// also when a query or fragment follows it; the last segment counts only
-// when last is set.
+// also when a query, a fragment or path parameters (";") follow it, or
+// when it is dots and spaces only ("...", ". "); the last segment counts
+// only when last is set.
 func dotSegment(uri string, last bool) bool {
 	for {
 		seg, rest, more := strings.Cut(uri, "/")
 		if !more && !last {
 			return false
 		}
-		if i := strings.IndexAny(seg, "?#"); i >= 0 {
+		// Path parameters (";", RFC 3986 §3.3, also written %3B) are cut
+		// off before normalizing by servlet containers and many proxies.
+		if i := strings.IndexAny(seg, "?#;"); i >= 0 {
 			seg = seg[:i]
 		}
-		if seg == "." || seg == ".." {
+		if i := strings.Index(strings.ToLower(seg), "%3b"); i >= 0 {
+			seg = seg[:i]
+		}
+		// Windows drops trailing dots and spaces: "... " is "..".
+		if strings.Contains(seg, ".") && strings.Trim(seg, ". ") == "" {
 			return true
 		}
 		if !more {

@@ -63,6 +63,14 @@ func (l *List) add(e Entry) {
 	l.n.Store(int64(len(l.entries)))
 }
 
+// revokedBy reports whether the list holds an entry by by for the
+// revocation ID id, whatever its time and scope.
+func (l *List) revokedBy(id, by string) bool {
+	l.mu.RLock()
+	defer l.mu.RUnlock()
+	return slices.Contains(l.revokers[id], by)
+}
+
 // contains reports whether exactly this entry (every field equal) is in
 // the list, and therefore has been verified.
 func (l *List) contains(e Entry) bool {

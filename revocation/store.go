@@ -97,6 +97,18 @@ func Append(path string, e Entry) error {
 	}
 	defer unlock()
 
+	// A list with several names (hard links; a single file bind-mounted
+	// into a container pins its inode the same way): replacing the name
+	// given would leave the others, which a proxy may be reading, on the old
+	// file. It is rewritten in place instead, under a lock on the file
+	// itself, which every name shares.
+	if fi, err := os.Stat(path); err == nil && fi.Mode().IsRegular() && fsutil.Links(fi) > 1 {
+		unlockFile, err := fsutil.Lock(path, fi.Mode().Perm())
+		if err != nil {
+			return fmt.Errorf("lock revocation list %s: %w", path, err)
+		}
+		defer unlockFile()
+	}
 	l, mode := NewList(), listFileMode
 	data, fi, err := readListFile(path)
 	switch {
@@ -108,7 +120,10 @@ func Append(path string, e Entry) error {
 	case !errors.Is(err, fs.ErrNotExist):
 		return err
 	}
-	if l.contains(e) {
+	// An entry for a block its revoker has revoked already adds nothing a
+	// verifier uses (the scope decides nothing, the time is not compared):
+	// without this, one revoker could grow the list without bound.
+	if l.revokedBy(e.RevocationID, e.RevokedBy) {
 		return nil
 	}
 	l.add(e)
@@ -116,7 +131,33 @@ func Append(path string, e Entry) error {
 	if err != nil {
 		return err
 	}
+	if fi != nil && fsutil.Links(fi) > 1 {
+		return rewriteInPlace(path, out)
+	}
 	return writeFileAtomic(path, out, mode)
+}
+
+// rewriteInPlace writes data over the file at path, keeping its inode (and
+// so every name it has), then cuts it to length and syncs it. A reader that
+// looks meanwhile may see a list that does not parse, and refuses every
+// token until the write is done: it never sees an entry go missing.
+func rewriteInPlace(path string, data []byte) error {
+	f, err := os.OpenFile(path, os.O_WRONLY, 0)
+	if err != nil {
+		return fmt.Errorf("write revocation list %s: %w", path, err)
+	}
+	if _, err = f.WriteAt(data, 0); err == nil {
+		if err = f.Truncate(int64(len(data))); err == nil {
+			err = f.Sync()
+		}
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return fmt.Errorf("write revocation list %s: %w", path, err)
+	}
+	return nil
 }
 
 // writeFileAtomic replaces path with data (see fsutil.WriteFileAtomic),
