@@ -149,7 +149,7 @@ func TestEverythingPolicyMapsResourcesAndPrompts(t *testing.T) {
 		t.Errorf("the pinned server has the prompts %v; the test expects %d", prompts, len(want))
 	}
 	for _, name := range prompts {
-		c, err := p.MapPrompt(name)
+		c, err := p.MapPrompt(name, nil)
 		if err != nil || c.Rule < 0 {
 			t.Errorf("prompt %s: %+v, %v: no rule maps it", name, c, err)
 			continue

@@ -109,7 +109,7 @@ default_cost: 1
 		fmt.Printf("%s needs %s:%s:%s and costs %d (at most %d)\n", uri, c.Namespace, c.Action, c.Resource, c.Cost, c.MaxCost)
 	}
 	for _, name := range []string{"review-code", "summarize"} {
-		c, _ := p.MapPrompt(name)
+		c, _ := p.MapPrompt(name, nil)
 		fmt.Printf("prompt %s needs %s:%s:%s\n", name, c.Namespace, c.Action, c.Resource)
 	}
 

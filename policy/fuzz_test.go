@@ -74,7 +74,7 @@ func FuzzParse(f *testing.F) {
 				t.Fatalf("ResourceVisible(%q) disagrees with MapResource: %v", name, err)
 			}
 			p.ResourceTemplateVisible(name+"{x}", all)
-			c, err = p.MapPrompt(name)
+			c, err = p.MapPrompt(name, nil)
 			if err != nil && !errors.Is(err, ErrUnmappable) || err == nil && c.MaxCost < c.Cost {
 				t.Fatalf("MapPrompt(%q) = %+v, %v", name, c, err)
 			}

@@ -47,19 +47,24 @@ func (p *Policy) Map(tool string, arguments json.RawMessage) (Call, error) {
 		c.Resource = r.Resource.Value
 		return c, nil
 	}
+	return c, r.argResource(&c, i, "tool", tool, arguments)
+}
+
+// argResource sets c.Resource from the argument rule i (r) takes it from.
+func (r *Rule) argResource(c *Call, i int, what, name string, arguments json.RawMessage) error {
 	tokens := r.Resource.tokens
 	if tokens == nil { // a Rule built in code
 		var err error
 		if tokens, err = parsePointer(r.Resource.Arg); err != nil {
-			return c, fmt.Errorf("%w: rule %d: %v", ErrUnmappable, i, err)
+			return fmt.Errorf("%w: rule %d: %v", ErrUnmappable, i, err)
 		}
 	}
 	v, err := lookupString(arguments, tokens)
 	if err != nil {
-		return c, fmt.Errorf("%w: tool %q: %v", ErrUnmappable, tool, err)
+		return fmt.Errorf("%w: %s %q: %v", ErrUnmappable, what, name, err)
 	}
 	c.Resource = r.Resource.Prefix + v
-	return c, nil
+	return nil
 }
 
 // ruleCall is the capability, without its resource, and the costs of a

@@ -585,10 +585,14 @@ func (ps *parser) resource(n *yaml.Node, key string) Resource {
 	return r
 }
 
-// promptResource reads a prompt rule's resource: a literal.
+// promptResource reads a prompt rule's resource: a literal, or the
+// argument of prompts/get that holds it ({arg, prefix}, as for a tool).
 func (ps *parser) promptResource(n *yaml.Node, key string) Resource {
+	if n.Kind == yaml.MappingNode {
+		return ps.resource(n, key)
+	}
 	if n.Kind != yaml.ScalarNode || n.ShortTag() != "!!str" {
-		ps.errorf(n, key, "must be a string: a prompt rule's resource is a literal; leave it out to use the prompt's name%s", quoteHint(n))
+		ps.errorf(n, key, "must be a string (a literal) or a mapping {arg: JSON pointer, prefix: string}; leave it out to use the prompt's name%s", quoteHint(n))
 		return Resource{}
 	}
 	if n.Value == "" {

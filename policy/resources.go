@@ -1,6 +1,7 @@
 package policy
 
 import (
+	"encoding/json"
 	"fmt"
 	"strings"
 	"unicode/utf8"
@@ -48,7 +49,7 @@ func (p *Policy) MapResource(uri string) (Call, error) {
 // else the name. A prompt no rule matches needs mcp-prompt:get:<name> at
 // DefaultCost. A name that is empty or longer than MaxPromptNameLen cannot
 // be mapped; the error wraps ErrUnmappable.
-func (p *Policy) MapPrompt(name string) (Call, error) {
+func (p *Policy) MapPrompt(name string, arguments json.RawMessage) (Call, error) {
 	if name == "" || len(name) > MaxPromptNameLen {
 		return Call{Rule: -1}, fmt.Errorf("%w: a prompt name must be 1 to %d bytes", ErrUnmappable, MaxPromptNameLen)
 	}
@@ -59,8 +60,10 @@ func (p *Policy) MapPrompt(name string) (Call, error) {
 	}
 	r := &p.Prompts[i]
 	c := p.ruleCall(r, i)
-	if r.Resource.Arg != "" { // only a rule built in code can have one
-		return c, fmt.Errorf("%w: prompt rule %d takes its resource from arguments, which prompts/get does not map", ErrUnmappable, i)
+	if r.Resource.Arg != "" {
+		// The prompt reads what its argument names: the request must
+		// give it (a completion, which gives none, is refused).
+		return c, r.argResource(&c, i, "prompt", name, arguments)
 	}
 	c.Resource = r.Resource.Value
 	if c.Resource == "" {
@@ -80,7 +83,19 @@ func (p *Policy) ResourceVisible(uri string, caps []dct.Capability) bool {
 // PromptVisible reports whether a token granting caps could get the prompt
 // name; the proxy shows only visible prompts in prompts/list.
 func (p *Policy) PromptVisible(name string, caps []dct.Capability) bool {
-	c, err := p.MapPrompt(name)
+	if i := firstRule(p.Prompts, name); i >= 0 && p.Prompts[i].Resource.Arg != "" && name != "" && len(name) <= MaxPromptNameLen {
+		// As for a tool: a grant of the namespace and action on any
+		// resource may suit some argument.
+		r := &p.Prompts[i]
+		for _, g := range caps {
+			g.Resource = "*" // judge namespace and action as verification will
+			if g.Covers(r.Namespace, r.Action, "*") {
+				return true
+			}
+		}
+		return false
+	}
+	c, err := p.MapPrompt(name, nil)
 	return err == nil && covers(caps, c)
 }
 

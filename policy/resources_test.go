@@ -186,17 +186,17 @@ func TestMapPrompt(t *testing.T) {
 		{"../x", Call{"mcp-prompt", "get", "../x", 3, 3, -1}},
 		{"a:b", Call{"mcp-prompt", "get", "a:b", 3, 3, -1}},
 	} {
-		got, err := p.MapPrompt(c.name)
+		got, err := p.MapPrompt(c.name, nil)
 		if err != nil || got != c.want {
 			t.Errorf("MapPrompt(%q) = %+v, %v; want %+v", c.name, got, err, c.want)
 		}
 	}
 	for _, name := range []string{"", strings.Repeat("p", MaxPromptNameLen+1)} {
-		if c, err := p.MapPrompt(name); !errors.Is(err, ErrUnmappable) || c != (Call{Rule: -1}) {
+		if c, err := p.MapPrompt(name, nil); !errors.Is(err, ErrUnmappable) || c != (Call{Rule: -1}) {
 			t.Errorf("MapPrompt of %d bytes = %+v, %v", len(name), c, err)
 		}
 	}
-	if _, err := p.MapPrompt(strings.Repeat("p", MaxPromptNameLen)); err != nil {
+	if _, err := p.MapPrompt(strings.Repeat("p", MaxPromptNameLen), nil); err != nil {
 		t.Errorf("a name of %d bytes: %v", MaxPromptNameLen, err)
 	}
 }
@@ -216,10 +216,10 @@ func TestMapRulesBuiltInCode(t *testing.T) {
 	if c, _ := p.MapResource("demo://x"); c.Rule != -1 {
 		t.Errorf("a rule built in code matched as a glob: %+v", c)
 	}
-	if c, err := p.MapPrompt("p*"); err != nil || c != (Call{"d", "p", "p*", 7, 7, 0}) {
+	if c, err := p.MapPrompt("p*", nil); err != nil || c != (Call{"d", "p", "p*", 7, 7, 0}) {
 		t.Errorf("prompt: %+v, %v", c, err)
 	}
-	if c, err := p.MapPrompt("q"); !errors.Is(err, ErrUnmappable) || c.Rule != 1 || c.Resource != "" {
+	if c, err := p.MapPrompt("q", nil); !errors.Is(err, ErrUnmappable) || c.Rule != 1 || c.Resource != "" {
 		t.Errorf("a prompt rule taking an argument: %+v, %v", c, err)
 	}
 }

@@ -81,6 +81,31 @@ func (d *Delegations) Ended(id string) (string, bool) {
 	return "", false
 }
 
+// revokedSince says why a delegation recorded active may no longer be
+// completed: its token is revoked by the list the gate reads (a CLI
+// revocation reaches the list, not the chain), or a delegation above it
+// in the chain was revoked. "" means neither.
+func (d *Delegations) revokedSince(del chain.Delegation) string {
+	if d.Verifier != nil {
+		if _, err := d.Verifier.VerifyChain(del.DCT.Token, d.now()); errors.Is(err, dct.ErrRevoked) {
+			return "its token is revoked (" + err.Error() + ")"
+		}
+	}
+	if tok, err := dct.Parse(del.DCT.Token); err == nil {
+		st := tok.Unverified()
+		ids := []string{st.Authority.DelegationID}
+		for _, a := range st.Attenuations {
+			ids = append(ids, a.DelegationID)
+		}
+		for _, id := range ids {
+			if status, recorded, err := d.status(id); err == nil && recorded && status == chain.StatusRevoked {
+				return "delegation " + id + " above it was revoked"
+			}
+		}
+	}
+	return ""
+}
+
 // status asks the chain store for a delegation's status, through
 // chain.StatusReader when the store has it.
 func (d *Delegations) status(id string) (chain.Status, bool, error) {
@@ -331,6 +356,9 @@ func (d *Delegations) Complete(ctx context.Context, params json.RawMessage) (Com
 	}
 	if del.Status != chain.StatusActive {
 		return CompleteResult{}, invalidParams("delegation %s has already ended (%s)", del.ID, del.Status)
+	}
+	if why := d.revokedSince(del); why != "" {
+		return CompleteResult{}, invalidParams("delegation %s cannot be completed: %s", del.ID, why)
 	}
 	a, err := attest.Parse(p.Attestation)
 	if err == nil {

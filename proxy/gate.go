@@ -57,7 +57,7 @@ type CallRequest struct {
 	Tool, Prompt, URI string
 	// URIs are the resources a subscriptions/listen subscribes to.
 	URIs []string
-	// Arguments are a tools/call's arguments.
+	// Arguments are a tools/call's or a prompts/get's arguments.
 	Arguments json.RawMessage
 	// Token is the DCT presented with the request (params._delegateos.dct)
 	// or, failing that, the session's; empty if there is none.
@@ -190,12 +190,12 @@ func (g *Gate) mapRequest(req *CallRequest) (policy.Call, error) {
 	case MethodResourcesRead:
 		return g.Policy.MapResource(req.URI)
 	case MethodPromptsGet:
-		return g.Policy.MapPrompt(req.Prompt)
+		return g.Policy.MapPrompt(req.Prompt, req.Arguments)
 	}
 	var call policy.Call
 	var err error
 	if req.Prompt != "" {
-		call, err = g.Policy.MapPrompt(req.Prompt)
+		call, err = g.Policy.MapPrompt(req.Prompt, nil)
 	} else {
 		call, err = g.Policy.MapResource(req.URI)
 	}

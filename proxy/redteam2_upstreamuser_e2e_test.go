@@ -3,8 +3,11 @@
 package proxy_test
 
 import (
+	"github.com/delegateos/delegateos/dct"
 	"os"
+	"os/exec"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -44,15 +47,35 @@ func TestRedteam2UpstreamUserReplacesRevocationList(t *testing.T) {
 	if err := os.Chmod(list, 0o644); err != nil {
 		t.Fatal(err)
 	}
-	swap := `printf '[]\n' > "$0/swap" && mv -f "$0/swap" "$0/revocations.json"; exec "$@"`
+	// The upstream as nobody could swap the list (here: before it starts)
+	// and so drop its own revocation: the proxy refuses to start.
+	cmd := exec.Command(mcptest.Delegateos(t), "proxy", "--root", e.Root.ID(), "--upstream-user", "nobody", "--revocations", list,
+		"--", w.docserver, "--root", e.Docs)
+	out, err := cmd.CombinedOutput()
+	want := "the upstream user could change or replace the revocation list " + list
+	if code := exitCode(err); code != 2 || !strings.Contains(string(out), want) {
+		t.Errorf("exit %d:\n%s\nwant exit 2 and %q", code, out, want)
+	}
+	// The same for the spend store.
+	spend := filepath.Join(revs, "spend.log")
+	cmd = exec.Command(mcptest.Delegateos(t), "proxy", "--root", e.Root.ID(), "--upstream-user", "nobody", "--spend-store", spend,
+		"--", w.docserver, "--root", e.Docs)
+	out, err = cmd.CombinedOutput()
+	if code := exitCode(err); code != 2 || !strings.Contains(string(out), "could change or replace the spend store") {
+		t.Errorf("a spend store in a directory nobody may write: exit %d:\n%s", code, out)
+	}
+	// In a directory only the proxy's user may write, the proxy starts and
+	// the revocation holds.
+	if err := os.Chmod(revs, 0o755); err != nil {
+		t.Fatal(err)
+	}
 	p := e.StartProxy(mcptest.ProxyOptions{Policy: e.Policy(),
-		Upstream: []string{"/bin/sh", "-c", swap, revs, w.docserver, "--root", e.Docs, "--diagnostics"},
+		Upstream: []string{w.docserver, "--root", e.Docs, "--diagnostics"},
 		Flags:    []string{"--upstream-user", "nobody", "--revocations", list}})
 	c := p.Raw()
 	c.Initialize()
 	c.Send(`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"echo","arguments":{"text":"hi"},"_delegateos":{"dct":` + mcptest.MustJSON(tok.String()) + `}}}`)
-	if m := c.Response("1"); m.Error == nil || m.Error.Code != -32001 {
-		data, _ := os.ReadFile(list)
-		t.Errorf("a revoked token was allowed after the upstream user replaced the revocation list (now %q); want the proxy to refuse a list the upstream user can replace, or the call denied", data)
+	if m := c.Response("1"); denialType(m) != string(dct.Revoked) {
+		t.Errorf("a revoked token was answered %s %+v; want revoked", m.Result, m.Error)
 	}
 }

@@ -222,7 +222,7 @@ func (s *session) gate(p *pending, cp *callParams) bool {
 			s.replyError(s.toClient, p.id, codeInvalidRequest, "invalid request: prompts/get params.name must be a non-empty string", nil)
 			return false
 		}
-		req.Prompt = name
+		req.Prompt, req.Arguments = name, cp.arguments
 	case MethodResourcesRead, MethodResourcesSubscribe:
 		uri, ok := nonEmptyString(cp.uri)
 		if !ok {

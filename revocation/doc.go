@@ -45,7 +45,15 @@
 // lock, writing a temporary file that is synced and renamed over the list,
 // so a crash leaves either the old or the new list and concurrent writers
 // never lose an entry. A missing file is an error, never an empty list: a
-// mistyped path must not silently turn revocation off.
+// mistyped path must not silently turn revocation off. A list file with
+// several names (hard links) is rewritten in place instead, under a lock
+// on the file itself, since renaming over one name would leave a reader of
+// another on the old list; a reader that looks during the write refuses
+// every token until it is done. A file bind-mounted into a container pins
+// its inode the same way and cannot be detected: mount the directory, not
+// the file. An entry whose revoker already revoked the same block is not
+// added again (its time and scope change nothing), so no revoker can grow
+// the list without bound.
 //
 // File is a list backed by a file, for a long-running verifier such as the
 // proxy. Every File.Revoked looks at the file first (one stat, which does

@@ -178,6 +178,18 @@ var proxyCmd = &command{
 			}
 			var prepare func(*exec.Cmd) error
 			if as != nil {
+				// What the gate decides by must be out of the upstream's
+				// reach, or it could revoke its revocations, reset its spend
+				// or reopen its ended delegations.
+				for _, f := range []struct{ what, path string }{
+					{"the revocation list", pol.RevocationList},
+					{"the spend store", pol.SpendStore},
+					{"the workspace", pol.Workspace},
+				} {
+					if f.path != "" && as.mayModify(f.path) {
+						return fixf("--upstream-user %s: the upstream user could change or replace %s %s (through it or a directory above it): make it and its directories writable by the proxy's user only, or set the sticky bit on a shared directory", as.name, f.what, f.path)
+					}
+				}
 				prepare = as.prepare
 				if wd, err := os.Getwd(); err == nil && !as.mayAccess(wd, 1) {
 					log.Warn("the upstream user cannot enter the working directory: relative paths in its command and arguments will fail; start the proxy in a directory that user can enter",

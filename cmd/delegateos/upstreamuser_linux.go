@@ -162,6 +162,39 @@ func (u *upstreamUser) mayAccess(path string, want uint32) bool {
 	return u.permits(abs, want)
 }
 
+// mayModify reports whether u could change what the proxy reads at path:
+// write the file, or replace it (or create it, if it is missing) through
+// a directory on the way to it that u can write, which the sticky bit
+// stops only for what u does not own.
+func (u *upstreamUser) mayModify(path string) bool {
+	abs, err := filepath.Abs(path)
+	if err != nil {
+		return true
+	}
+	if u.mayAccess(abs, 2) {
+		return true
+	}
+	for child, dir := abs, filepath.Dir(abs); ; child, dir = dir, filepath.Dir(dir) {
+		if u.mayAccess(dir, 3) && (!sticky(dir) || u.owns(dir) || u.owns(child)) {
+			return true
+		}
+		if dir == filepath.Dir(dir) {
+			return false
+		}
+	}
+}
+
+func sticky(path string) bool {
+	var st syscall.Stat_t
+	return syscall.Stat(path, &st) == nil && st.Mode&syscall.S_ISVTX != 0
+}
+
+// owns reports whether u owns path (false when it does not exist).
+func (u *upstreamUser) owns(path string) bool {
+	var st syscall.Stat_t
+	return syscall.Lstat(path, &st) == nil && st.Uid == u.uid
+}
+
 // permits checks one file's mode bits for u.
 func (u *upstreamUser) permits(path string, want uint32) bool {
 	var st syscall.Stat_t

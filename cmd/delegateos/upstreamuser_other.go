@@ -21,5 +21,6 @@ func checkCanSwitch() error { return nil }
 func (u *upstreamUser) String() string                { return u.name }
 func (u *upstreamUser) prepare(*exec.Cmd) error       { return nil }
 func (u *upstreamUser) mayAccess(string, uint32) bool { return false }
+func (u *upstreamUser) mayModify(string) bool         { return false }
 
 func fileOwner(os.FileInfo) (int, bool) { return 0, false }
