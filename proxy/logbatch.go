@@ -19,13 +19,13 @@ type callLine struct {
 	latency                          time.Duration // the gate's
 	// detail is a refused call's denial detail.
 	detail string
-	// unenforced marks a refusal that observe mode forwarded anyway.
-	unenforced bool
 	// An allowed call's line is written when it settles.
 	settled                   bool
 	upstream                  time.Duration
 	outcome                   string
 	released, unauthenticated bool
+	// unenforced marks a refusal that observe mode forwarded anyway.
+	unenforced bool
 }
 
 // logBatch holds call lines to be written later, in order. A batch
