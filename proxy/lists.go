@@ -36,9 +36,10 @@ func (s *session) listTokenFor(p *pending) string {
 
 // filterList removes the entries the token may not use from a list
 // result, keeping every other member, and every kept entry, byte for byte;
-// the id is the client's. It returns nil when nothing is removed, and
-// false when the result cannot be read (the caller then refuses to relay
-// it: filtering fails closed).
+// the id is the client's. It returns nil when nothing is removed (in
+// observe mode, always), and false when the result cannot be read (the
+// caller then refuses to relay it: filtering fails closed, observed or
+// not).
 func (s *session) filterList(p *pending, frame []byte) ([]byte, bool) {
 	m, ok := listMembers[p.method]
 	if !ok {
@@ -46,7 +47,11 @@ func (s *session) filterList(p *pending, frame []byte) ([]byte, bool) {
 	}
 	view, err := s.cfg.Gate.ListView(p.method, s.listTokenFor(p))
 	if err != nil {
-		s.log.Warn("the list token does not verify; the list is empty", zap.String("method", p.method), zap.Error(err))
+		msg := "the list token does not verify; the list is empty"
+		if s.cfg.Observe {
+			msg = "the list token does not verify; the list would be empty"
+		}
+		s.log.Warn(msg, zap.String("method", p.method), zap.Error(err))
 	}
 	// Read as strictly as the client may read it: a member given twice, or
 	// a re-cased "tools" or "name" that a Go client would take instead of
@@ -66,6 +71,7 @@ func (s *session) filterList(p *pending, frame []byte) ([]byte, bool) {
 		}
 	}
 	kept := make([]json.RawMessage, 0, len(entries))
+	var hidden []string // in observe mode, what the view hides
 	for _, e := range entries {
 		named, err := strictMembers(e, m.key)
 		if err != nil {
@@ -74,11 +80,20 @@ func (s *session) filterList(p *pending, frame []byte) ([]byte, bool) {
 		var key string
 		if json.Unmarshal(named[m.key], &key) != nil {
 			// An entry the gate cannot read is not shown.
+			if s.cfg.Observe {
+				hidden = wouldHide(hidden, string(named[m.key]))
+			}
 			continue
 		}
 		if view(key) {
 			kept = append(kept, e)
+		} else if s.cfg.Observe {
+			hidden = wouldHide(hidden, key)
 		}
+	}
+	if s.cfg.Observe {
+		s.logUnfiltered(p.method, len(entries), len(kept), hidden)
+		return nil, true
 	}
 	if len(kept) == len(entries) {
 		return nil, true

@@ -24,6 +24,8 @@ type callLine struct {
 	upstream                  time.Duration
 	outcome                   string
 	released, unauthenticated bool
+	// unenforced marks a refusal that observe mode forwarded anyway.
+	unenforced bool
 }
 
 // logBatch holds call lines to be written later, in order. A batch
@@ -44,6 +46,13 @@ func (b *logBatch) len() int { return len(b.lines) }
 func (b *logBatch) denied(method, tool string, d *Decision) {
 	b.lines = append(b.lines, newCallLine(method, tool, d, d.Call.Cost))
 	b.lines[len(b.lines)-1].detail = d.Denial.Detail
+}
+
+// observed adds the line of a call the gate refused and observe mode
+// forwarded: a refusal's line, marked "enforced": false.
+func (b *logBatch) observed(method, tool string, d *Decision) {
+	b.denied(method, tool, d)
+	b.lines[len(b.lines)-1].unenforced = true
 }
 
 // settled adds an allowed call's line.
@@ -107,9 +116,9 @@ func (b *logBatch) writeAt(log *zap.Logger, now time.Time) {
 
 // appendFields and appendJSON write the same members in the same order:
 // tool (for tools/call; for another method, method and target), allowed, reason, delegation ("" when no token verified), cost and
-// latency; then a refused call's detail, or an allowed call's
-// upstream_latency, outcome, released and unauthenticated (the last two
-// only when true).
+// latency; then a refused call's detail (and enforced, false, when observe
+// mode forwarded it), or an allowed call's upstream_latency, outcome,
+// released and unauthenticated (the last two only when true).
 func (l *callLine) appendFields(f []zap.Field) []zap.Field {
 	if l.method == "" || l.method == MethodToolsCall {
 		f = append(f, zap.String("tool", l.tool))
@@ -119,7 +128,11 @@ func (l *callLine) appendFields(f []zap.Field) []zap.Field {
 	f = append(f, zap.Bool("allowed", l.allowed), zap.String("reason", l.reason),
 		zap.String("delegation", l.delegation), zap.Int64("cost", l.cost), zap.Duration("latency", l.latency))
 	if !l.settled {
-		return append(f, zap.String("detail", l.detail))
+		f = append(f, zap.String("detail", l.detail))
+		if l.unenforced {
+			f = append(f, zap.Bool("enforced", false))
+		}
+		return f
 	}
 	f = append(f, zap.Duration("upstream_latency", l.upstream), zap.String("outcome", l.outcome))
 	if l.released {
@@ -145,7 +158,11 @@ func (l *callLine) appendJSON(b []byte, now time.Time) []byte {
 	b = logline.Int(b, "cost", l.cost)
 	b = logline.Duration(b, "latency", l.latency)
 	if !l.settled {
-		return logline.End(logline.String(b, "detail", l.detail))
+		b = logline.String(b, "detail", l.detail)
+		if l.unenforced {
+			b = logline.Bool(b, "enforced", false)
+		}
+		return logline.End(b)
 	}
 	b = logline.Duration(b, "upstream_latency", l.upstream)
 	b = logline.String(b, "outcome", l.outcome)

@@ -28,6 +28,7 @@ func fillBatch(b *logBatch) {
 	b.settled("tools/call", "c\x00é\xff", granted, 0, time.Second, outcomeError, true)
 	b.settled("tools/call", "d", anon, 0, 12345, outcomeUnanswered, false)
 	b.settled("tools/call", "e", anon, 0, 0, outcomeNotForwarded, true)
+	b.observed("resources/read", "file:///f", refused)
 }
 
 // Lines come out in the order they were added, each with its own members,
@@ -46,11 +47,13 @@ func TestLogBatch(t *testing.T) {
 		t.Fatalf("len after writing = %d", b.len())
 	}
 	b.settled("tools/call", "c", anon, 0, 0, outcomeError, true)
+	b.observed("prompts/get", "p", refused)
 	b.writeTo(log)
 	want := []map[string]any{
 		{"tool": "a", "allowed": false, "reason": "budget_exceeded", "delegation": "", "cost": int64(7), "latency": time.Duration(999), "detail": "spent 10 of \"10\"\n"},
 		{"tool": "b", "allowed": true, "reason": "granted", "delegation": "del_a", "cost": int64(5), "latency": time.Duration(1500), "upstream_latency": 3 * time.Millisecond, "outcome": "result"},
 		{"tool": "c", "allowed": true, "reason": "unauthenticated", "delegation": "", "cost": int64(0), "latency": 2 * time.Microsecond, "upstream_latency": time.Duration(0), "outcome": "error", "released": true, "unauthenticated": true},
+		{"method": "prompts/get", "target": "p", "allowed": false, "reason": "budget_exceeded", "delegation": "", "cost": int64(7), "latency": time.Duration(999), "detail": "spent 10 of \"10\"\n", "enforced": false},
 	}
 	got := logs.AllUntimed()
 	if len(got) != len(want) {
@@ -85,12 +88,16 @@ func TestLogBatchEncodesLikeZap(t *testing.T) {
 		t.Fatalf("encoded here:\n%s\nby zap:\n%s", whole.String(), fields.String())
 	}
 	lines := bytes.Split(bytes.TrimSuffix(whole.Bytes(), []byte("\n")), []byte("\n"))
-	if len(lines) != 5 {
+	if len(lines) != 6 {
 		t.Fatalf("%d lines:\n%s", len(lines), whole.String())
 	}
 	var first map[string]any
-	if err := json.Unmarshal(lines[0], &first); err != nil || first["ts"] != "2026-11-22T03:04:05.678Z" || first["latency"] != 9.99e-07 {
+	if err := json.Unmarshal(lines[0], &first); err != nil || first["ts"] != "2026-11-22T03:04:05.678Z" || first["latency"] != 9.99e-07 || first["enforced"] != nil {
 		t.Fatalf("first line %v (%v)", first, err)
+	}
+	var last map[string]any
+	if err := json.Unmarshal(lines[5], &last); err != nil || last["enforced"] != false || last["allowed"] != false || last["target"] != "file:///f" {
+		t.Fatalf("observed line %v (%v)", last, err)
 	}
 	var quiet bytes.Buffer
 	fillBatch(&b)

@@ -48,6 +48,12 @@ type Config struct {
 	// PrepareUpstream, when set, adjusts the upstream's command before it
 	// starts (its user, say); an error stops Run before anything starts.
 	PrepareUpstream func(*exec.Cmd) error
+	// Observe is a dry run of the gate: every decision is made and logged
+	// as usual, but a refused request is forwarded anyway (its line says
+	// "enforced": false, and it is charged nothing) and lists are not
+	// filtered (a line names what would have been hidden). Requests the
+	// relay cannot read unambiguously are still refused. Never the default.
+	Observe bool
 }
 
 // UpstreamExitError reports that the upstream server exited while the
@@ -120,6 +126,9 @@ func Run(ctx context.Context, cfg Config, clientIn io.Reader, clientOut io.Write
 	log := cfg.Log
 	if log == nil {
 		log = zap.NewNop()
+	}
+	if cfg.Observe {
+		log.Warn(ObserveBanner)
 	}
 	cmd := exec.CommandContext(ctx, cfg.Upstream[0], cfg.Upstream[1:]...)
 	setProcAttr(cmd)

@@ -201,7 +201,7 @@ func (s *session) forward(frame []byte, h header, cp *callParams, up int64) erro
 
 // gate decides a gated request, and answers it when it is refused. It
 // reports whether the request may be forwarded; if so p holds the decision
-// to settle.
+// to settle, unless observe mode forwards a refusal (see refuse).
 func (s *session) gate(p *pending, cp *callParams) bool {
 	if cp.variant != "" {
 		s.replyError(s.toClient, p.id, codeInvalidRequest, "invalid request: "+p.method+" params."+quoteName(cp.variant)+" differs from a member the gate reads only in letter case; spell it exactly", nil)
@@ -251,8 +251,7 @@ func (s *session) gate(p *pending, cp *callParams) bool {
 	d, bad := readDelegateos(cp.delegateos)
 	if bad != "" {
 		refused := s.cfg.Gate.Refuse(req, dct.Malformed, bad)
-		s.deny(p, &refused)
-		return false
+		return s.refuse(p, &refused)
 	}
 	req.Token, req.ContractID, req.DelegationID = d.DCT, d.ContractID, d.DelegationID
 	session := s.sessionToken()
@@ -262,8 +261,7 @@ func (s *session) gate(p *pending, cp *callParams) bool {
 	p.start = time.Now()
 	p.dec = s.cfg.Gate.decideAt(&req, p.start)
 	if !p.dec.Allowed {
-		s.deny(p, &p.dec)
-		return false
+		return s.refuse(p, &p.dec)
 	}
 	// An allowed call's line is written when it settles, with what it
 	// cost and how it ended.

@@ -31,7 +31,7 @@ import (
 var proxyCmd = &command{
 	name: "proxy",
 	args: "[--policy FILE] [--token @FILE] [--root ID]... [--upstream-user USER[:GROUP]] [--log FILE] [--revocations FILE]\n" +
-		"                    [--spend-store FILE] -- UPSTREAM_COMMAND [ARGS...]",
+		"                    [--spend-store FILE] [--observe] -- UPSTREAM_COMMAND [ARGS...]",
 	summary: "run an MCP server behind the DCT gate: point your MCP client at this command",
 	flags: func(fs *pflag.FlagSet) func(*env, []string) error {
 		fs.SetInterspersed(false) // everything from the upstream command on is its own
@@ -44,6 +44,9 @@ var proxyCmd = &command{
 		logFile := fs.String("log", "", "log to this file instead of standard error (overrides the policy)")
 		revsFlag := fs.String("revocations", "", "a revocation list file, looked at on every call (overrides the policy)")
 		spend := fs.String("spend-store", "", "where spend is recorded so it survives restarts (overrides the policy)")
+		observe := fs.Bool("observe", false, "a dry run: decide and log every request as usual, but forward refused ones anyway "+
+			`(their log lines say "enforced": false; they are charged nothing) and show lists unfiltered (a log line names what would be hidden). `+
+			"Nothing is enforced: never use it to protect anything")
 		return func(e *env, args []string) error {
 			if len(args) == 0 {
 				return fixf("give the upstream MCP server's command after --, e.g. delegateos proxy --policy policy.yaml --token @agent.tok -- npx -y @modelcontextprotocol/server-everything")
@@ -215,10 +218,15 @@ var proxyCmd = &command{
 			sigs := make(chan os.Signal, 1)
 			signal.Notify(sigs, os.Interrupt, syscall.SIGTERM)
 			defer signal.Stop(sigs)
+			if *observe {
+				// Said on standard error even when the log goes to a file:
+				// whoever started the proxy must see that nothing is enforced.
+				fmt.Fprintln(e.stderr, proxy.ObserveBanner)
+			}
 			err = proxy.Run(context.Background(), proxy.Config{
 				Upstream: args, Gate: gate, SessionToken: sessionToken, Delegations: delegations,
-				MaxFrameBytes: pol.MaxFrameBytes,
-				Log:           log, Signals: sigs, PrepareUpstream: prepare,
+				MaxFrameBytes: pol.MaxFrameBytes, Observe: *observe,
+				Log: log, Signals: sigs, PrepareUpstream: prepare,
 			}, in, out)
 			var exit *proxy.UpstreamExitError
 			if errors.As(err, &exit) {
