@@ -60,22 +60,34 @@ func ParseRate(s string) (Rate, error) {
 	return Rate{N: n, Per: per}, nil
 }
 
-// durationHint says how to write a duration someone got wrong.
+// durationHint says how to write a duration someone got wrong: a unit
+// without a number (m), a unit spelt out (min, hours), or days (2d).
 func durationHint(n, d string) string {
-	if _, err := time.ParseDuration("1" + d); err == nil {
-		return fmt.Sprintf("a duration starts with a number: write %s/1%s", n, d)
+	const generic = "write a Go duration with its unit, such as 1s, 1m, 1h or 1h30m"
+	i := strings.IndexFunc(d, func(r rune) bool { return (r < '0' || r > '9') && r != '.' })
+	if i < 0 {
+		return generic
 	}
-	switch strings.ToLower(d) {
-	case "sec", "second", "min", "minute", "hr", "hour", "day", "d":
-		u := map[string]string{"sec": "1s", "second": "1s", "min": "1m", "minute": "1m", "hr": "1h", "hour": "1h", "day": "24h", "d": "24h"}[strings.ToLower(d)]
-		return fmt.Sprintf("write %s/%s", n, u)
+	num, unit := d[:i], strings.ToLower(d[i:])
+	if num == "" {
+		if _, err := time.ParseDuration("1" + d); err == nil {
+			return fmt.Sprintf("a duration starts with a number: write %s/1%s", n, d)
+		}
+		num = "1"
 	}
-	if days, ok := strings.CutSuffix(d, "d"); ok {
-		if k, err := strconv.Atoi(days); err == nil && k > 0 {
-			return fmt.Sprintf("durations have no d unit: write %s/%dh", n, 24*k)
+	units := map[string]string{"sec": "s", "secs": "s", "second": "s", "seconds": "s", "min": "m", "mins": "m",
+		"minute": "m", "minutes": "m", "hr": "h", "hrs": "h", "hour": "h", "hours": "h"}
+	if u, ok := units[unit]; ok {
+		if _, err := time.ParseDuration(num + u); err == nil {
+			return fmt.Sprintf("write %s/%s%s", n, num, u)
 		}
 	}
-	return "write a Go duration with its unit, such as 1s, 1m, 1h or 1h30m"
+	if unit == "d" || unit == "day" || unit == "days" {
+		if k, err := strconv.Atoi(num); err == nil && k > 0 && k < 1000 {
+			return fmt.Sprintf("durations have no days: write %s/%dh", n, 24*k)
+		}
+	}
+	return generic
 }
 
 // rate reads a rate value.

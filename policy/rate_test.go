@@ -46,7 +46,12 @@ func TestParseRate(t *testing.T) {
 		{"30/min", "write 30/1m"},
 		{"30/minute", "write 30/1m"},
 		{"30/second", "write 30/1s"},
-		{"30/1d", "durations have no d unit: write 30/24h"},
+		{"30/1d", "durations have no days: write 30/24h"},
+		{"30/2days", "durations have no days: write 30/48h"},
+		{"30/1min", "write 30/1m"},
+		{"30/5 minutes", "write a Go duration"},
+		{"30/90mins", "write 30/90m"},
+		{"30/h", "a duration starts with a number: write 30/1h"},
 		{"30/day", "write 30/24h"},
 		{"30/fortnight", "write a Go duration with its unit"},
 		{"0/1m", "0 calls would refuse every call"},
@@ -126,7 +131,7 @@ func TestRateErrors(t *testing.T) {
 		{"rate: [30, 1m]\n", "line 1: rate: must be N/DURATION, e.g. 30/1m"},
 		{"rate: 30/m\n", "line 1: rate: \"m\" is not a duration: a duration starts with a number: write 30/1m"},
 		{"tools:\n  - match: t\n    namespace: n\n    action: a\n    rate: 0/1m\n", "line 5: tools[0].rate: 0 calls would refuse every call"},
-		{"resources:\n  - match: u\n    namespace: n\n    action: a\n    rate: 5/2d\n", "line 5: resources[0].rate: \"2d\" is not a duration: durations have no d unit: write 5/48h"},
+		{"resources:\n  - match: u\n    namespace: n\n    action: a\n    rate: 5/2d\n", "line 5: resources[0].rate: \"2d\" is not a duration: durations have no days: write 5/48h"},
 		{"prompts:\n  - match: p\n    namespace: n\n    action: a\n    rate: 5/48h\n", "line 5: prompts[0].rate: 48h is out of range: the duration is from 1ms to 24h"},
 	}
 	for _, tt := range tests {
