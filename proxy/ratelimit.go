@@ -1,11 +1,12 @@
 package proxy
 
 import (
-	"errors"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/delegateos/delegateos/budget"
@@ -27,6 +28,8 @@ const PolicyRateLimit = "policy"
 // (allow_unauthenticated) are limited, together. No delegation path can
 // take this form: each begins with an issuer's principal ID.
 const noTokenLevel = "(no token)"
+
+var noTokenLevels = []budget.Level{{Key: noTokenLevel}}
 
 // The maps a rule can be in, as indexes of rateState.names.
 const (
@@ -73,6 +76,35 @@ type rateState struct {
 	// names are the limit names of each map's rules, "" for a rule
 	// without a rate.
 	names [maps][]string
+	keys  keysMemo
+}
+
+// keysMemo remembers the keys of the last call the gate limited: a
+// session's calls mostly carry one token and call a few tools, so their
+// keys are built once rather than per call. A hit is the same levels
+// slice (levelsMemo hands out one per chain, and the memo keeps it alive,
+// so its address is not reused) and the same limit names. The keys it
+// returns are shared: the limiter only reads them.
+type keysMemo struct{ last atomic.Pointer[memoKeys] }
+
+type memoKeys struct {
+	levels []budget.Level
+	names  []string
+	keys   []ratelimit.Key
+}
+
+func (m *keysMemo) of(names []string, levels []budget.Level) []ratelimit.Key {
+	if e := m.last.Load(); e != nil && len(levels) > 0 && len(e.levels) == len(levels) && &e.levels[0] == &levels[0] && slices.Equal(e.names, names) {
+		return e.keys
+	}
+	keys := make([]ratelimit.Key, 0, len(names)*len(levels))
+	for _, n := range names {
+		for _, l := range levels {
+			keys = append(keys, ratelimit.Key{Limit: n, Level: l.Key})
+		}
+	}
+	m.last.Store(&memoKeys{levels: levels, names: slices.Clone(names), keys: keys})
+	return keys
 }
 
 func (g *Gate) rateLimits() *rateState {
@@ -143,20 +175,10 @@ func (g *Gate) reserveRate(req *CallRequest, call policy.Call, scope *dct.Author
 	if len(names) == 0 {
 		return ratelimit.Admission{}, nil
 	}
-	var keys []ratelimit.Key
 	if scope == nil {
-		keys = make([]ratelimit.Key, 0, len(names))
-		for _, n := range names {
-			keys = append(keys, ratelimit.Key{Limit: n, Level: noTokenLevel})
-		}
-	} else {
-		keys = make([]ratelimit.Key, 0, len(names)*len(levels))
-		for _, n := range names {
-			for _, l := range levels {
-				keys = append(keys, ratelimit.Key{Limit: n, Level: l.Key})
-			}
-		}
+		levels = noTokenLevels
 	}
+	keys := s.keys.of(names, levels)
 	denial := func(detail string, retry int64) *Denial {
 		d := &Denial{Type: RateLimited, Detail: detail, Requested: requested(call), RetryAfterMs: retry}
 		if scope != nil {
@@ -168,8 +190,7 @@ func (g *Gate) reserveRate(req *CallRequest, call policy.Call, scope *dct.Author
 		return ratelimit.Admission{}, denial(fmt.Sprintf("the policy's rate limits cannot be enforced: %v", s.err), 0)
 	}
 	a, err := s.limiter.Reserve(keys, now)
-	var lim *ratelimit.LimitedError
-	if errors.As(err, &lim) {
+	if lim, ok := err.(*ratelimit.LimitedError); ok {
 		retry := (lim.RetryAfter + time.Millisecond - 1) / time.Millisecond
 		return ratelimit.Admission{}, denial(limitedDetail(lim, scope, levels, retry), int64(max(retry, 1)))
 	}
