@@ -55,6 +55,9 @@ func forwarded(t *testing.T, record, tool string) int {
 	return n
 }
 
+// memoryOnly is the proxy's warning that rate-limit windows are not kept.
+const memoryOnly = "rate-limit windows are kept in memory only and start afresh when the proxy restarts; set spend_store in the policy or --spend-store to keep them next to the spend"
+
 // call is an allowed call: the forward happened between sent and done.
 type call struct{ sent, done time.Time }
 
@@ -103,6 +106,8 @@ func TestE2ERateLimitParallel(t *testing.T) {
 	pol.Extra = fmt.Sprintf("rate: %d/%s\n", n, "1s")
 	p := e.StartProxy(mcptest.ProxyOptions{Policy: pol, Token: e.Mint(nil, "mcp:echo:*"), Wrap: wrap})
 	s := p.Connect(mcptest.SessionOptions{})
+	// Without a spend store, the proxy says the windows will not last.
+	p.WaitLog(memoryOnly, nil)
 
 	var (
 		mu      sync.Mutex
@@ -299,10 +304,13 @@ func TestE2ERateLimitSurvivesRestart(t *testing.T) {
 			if !p.WaitExit(10 * time.Second) {
 				t.Fatal("the first proxy did not exit")
 			}
-			_, s2 := startRated(e, spend, tok, nil)
+			p2, s2 := startRated(e, spend, tok, nil)
 			d, ok := rateLimited(s2.Call(t, "echo", map[string]any{"text": "after the restart"}))
 			if !ok || d.RetryAfterMs < 3_500_000 || d.RetryAfterMs > 3_600_000 {
 				t.Fatalf("the first call after the restart: %+v (ok %v); want rate_limited for about an hour", d, ok)
+			}
+			if got := p2.LogWith(memoryOnly, nil); len(got) != 0 {
+				t.Errorf("with a spend store, the proxy warned that the windows are in memory: %v", got)
 			}
 		})
 	}

@@ -28,6 +28,13 @@ type rateFixture struct {
 
 func newRateFixture(t testing.TB, policyYAML string) *rateFixture {
 	t.Helper()
+	return newRateFixtureFor(t, policyYAML, "del_rateroot", dct.Capability{Namespace: "*", Action: "*", Resource: "*"})
+}
+
+// newRateFixtureFor is newRateFixture with the root token's delegation ID
+// and capability.
+func newRateFixtureFor(t testing.TB, policyYAML, rootID string, grant dct.Capability) *rateFixture {
+	t.Helper()
 	key := func(b byte, name string) *identity.Keypair {
 		k, err := identity.FromSeed(bytes.Repeat([]byte{b}, 32), name)
 		if err != nil {
@@ -36,12 +43,12 @@ func newRateFixture(t testing.TB, policyYAML string) *rateFixture {
 		return k
 	}
 	root, agent, sub := key(1, "root"), key(2, "agent"), key(3, "sub")
-	f := &rateFixture{store: budget.NewMemory(), rootID: "del_rateroot", childID: "del_ratea"}
+	f := &rateFixture{store: budget.NewMemory(), rootID: rootID, childID: "del_ratea"}
 	start := time.Now()
 	f.now.Store(start.UnixNano())
 	tok, err := dct.Create(dct.CreateParams{
 		Issuer: root, Delegatee: agent.ID(),
-		Capabilities: []dct.Capability{{Namespace: "*", Action: "*", Resource: "*"}},
+		Capabilities: []dct.Capability{grant},
 		ContractID:   "ct_rate", DelegationID: f.rootID,
 		MaxChainDepth: 2, MaxBudgetMicrocents: 1000,
 		IssuedAt: start.Add(-time.Minute), ExpiresAt: start.Add(24 * time.Hour),
