@@ -191,8 +191,9 @@ func (g *Gate) reserveRate(req *CallRequest, call policy.Call, scope *dct.Author
 	}
 	a, err := s.limiter.Reserve(keys, now)
 	if lim, ok := err.(*ratelimit.LimitedError); ok {
-		retry := (lim.RetryAfter + time.Millisecond - 1) / time.Millisecond
-		return ratelimit.Admission{}, denial(limitedDetail(lim, scope, levels, retry), int64(max(retry, 1)))
+		// Rounded up, so that a client that waits as long is admitted.
+		wait := (lim.RetryAfter + time.Millisecond - 1).Truncate(time.Millisecond)
+		return ratelimit.Admission{}, denial(limitedDetail(lim, scope, levels, wait), max(wait.Milliseconds(), 1))
 	}
 	if err != nil {
 		return ratelimit.Admission{}, denial(fmt.Sprintf("the call cannot be counted against the policy's rate limits: %v", err), 0)
@@ -217,7 +218,7 @@ func appendRuleLimit(names, ruleNames []string, call policy.Call) []string {
 
 // limitedDetail says which limit refused a call, at which delegation, and
 // when to try again.
-func limitedDetail(lim *ratelimit.LimitedError, scope *dct.AuthorizedScope, levels []budget.Level, retryMs time.Duration) string {
+func limitedDetail(lim *ratelimit.LimitedError, scope *dct.AuthorizedScope, levels []budget.Level, wait time.Duration) string {
 	who := "requests without a token have"
 	if scope != nil {
 		who = "delegation " + quoteName(displayKey(scope, levels, lim.Key.Level)) + " has"
@@ -232,7 +233,7 @@ func limitedDetail(lim *ratelimit.LimitedError, scope *dct.AuthorizedScope, leve
 		calls = "call"
 	}
 	per := strings.TrimPrefix(rate.String(), strconv.Itoa(rate.N)+"/")
-	return fmt.Sprintf("%s made %d %s in the last %s, %s; retry after %s", who, rate.N, calls, per, what, retryMs*time.Millisecond)
+	return fmt.Sprintf("%s made %d %s in the last %s, %s; retry after %s", who, rate.N, calls, per, what, wait)
 }
 
 // releaseRate gives back a's slots: the call it admitted is not forwarded.
