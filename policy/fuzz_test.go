@@ -19,6 +19,8 @@ func FuzzParse(f *testing.F) {
 	f.Add([]byte("tools: [{match: '\\\\', namespace: n, action: a}]"))
 	f.Add([]byte(resourcePolicy))
 	f.Add([]byte("resources: [{match: \"a://[!/]{x,*}\", namespace: n, action: a, max_cost: 3}]\nprompts: [{match: \"p?\", namespace: m, action: g, resource: r}]\n"))
+	f.Add([]byte(ratePolicy))
+	f.Add([]byte("rate: \"1/1.5h\"\ntools: [{match: t, namespace: n, action: a, rate: 3/1d}]\n"))
 	f.Fuzz(func(t *testing.T, data []byte) {
 		p, err := Parse(data, "/d")
 		if err != nil {
@@ -32,6 +34,19 @@ func FuzzParse(f *testing.F) {
 				}
 			}
 			return
+		}
+		// Every rate that parses is one the gate can enforce, and reads
+		// back from its String.
+		rates := []Rate{p.Rate}
+		for _, rules := range [][]Rule{p.Tools, p.Resources, p.Prompts} {
+			for _, r := range rules {
+				rates = append(rates, r.Rate)
+			}
+		}
+		for _, r := range rates {
+			if back, err := ParseRate(r.String()); !r.IsZero() && (err != nil || back != r || r.N < 1 || r.N > MaxRateCalls || r.Per < MinRatePer || r.Per > MaxRatePer) {
+				t.Fatalf("rate %+v parsed; written %q it reads back as %+v, %v", r, r.String(), back, err)
+			}
 		}
 		// Whatever parses maps every tool without panicking, and decides
 		// by a rule that matches it.

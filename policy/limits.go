@@ -4,6 +4,7 @@ import (
 	"time"
 
 	"github.com/delegateos/delegateos/dct"
+	"github.com/delegateos/delegateos/ratelimit"
 )
 
 // Limits and defaults. The policy file is written by an operator, but the
@@ -41,6 +42,14 @@ const (
 	DefaultMaxFrameBytes = 16 << 20
 	// maxProblems bounds the problems Parse reports at once.
 	maxProblems = 50
+)
+
+// Rate limits: a rate's N and its duration (ratelimit bounds what it
+// keeps by the same numbers).
+const (
+	MaxRateCalls = ratelimit.MaxN
+	MinRatePer   = time.Millisecond
+	MaxRatePer   = ratelimit.MaxPer
 )
 
 // Judge and reputation defaults.

@@ -48,7 +48,9 @@ func (w *Warning) String() string {
 //     the proxy is given --root);
 //   - a revocation_list file that does not exist: the proxy refuses to
 //     start without it;
-//   - an upstream_user that this machine does not know.
+//   - an upstream_user that this machine does not know;
+//   - rate limits without a spend_store, which keep their windows in
+//     memory only.
 //
 // Rules are checked against an upstream with CheckOffered.
 func Lint(path string) (*Policy, []*Warning, error) {
@@ -74,6 +76,9 @@ func Lint(path string) (*Policy, []*Warning, error) {
 		if msg := unknownUser(p.UpstreamUser); msg != "" {
 			warn("upstream_user", "%s", msg)
 		}
+	}
+	if key := firstRate(p); key != "" && p.SpendStore == "" {
+		warn(key, "rate limits without a spend_store are kept in memory only: each start of the proxy (an MCP client starts one a session) begins every window afresh; set spend_store, and the windows are kept next to it")
 	}
 	return p, ws, nil
 }
@@ -200,4 +205,20 @@ func quoteList(names []string) string {
 		s += fmt.Sprintf(" and %d more", len(names)-show)
 	}
 	return s
+}
+
+// firstRate names the first place the policy sets a rate: the top-level
+// key, or the map of the first rule with one; "" if it sets none.
+func firstRate(p *Policy) string {
+	if !p.Rate.IsZero() {
+		return "rate"
+	}
+	for i, rules := range [ruleKinds][]Rule{p.Tools, p.Resources, p.Prompts} {
+		for _, r := range rules {
+			if !r.Rate.IsZero() {
+				return kindNames[i]
+			}
+		}
+	}
+	return ""
 }

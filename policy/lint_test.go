@@ -45,6 +45,11 @@ func TestLint(t *testing.T) {
 		{"uid without entry", "upstream_user: \"4000000000\"\n",
 			[]string{`P:1: warning: upstream_user: uid 4000000000 has no entry in this machine's user database`}},
 		{"uid without entry, with gid", "upstream_user: \"4000000000:4000000000\"\n", []string{}},
+		{"rate without a spend store", "roots: [" + rootID + "]\nrate: 30/1m\n",
+			[]string{"P:2: warning: rate: rate limits without a spend_store are kept in memory only"}},
+		{"rule rate without a spend store", "prompts:\n  - {match: p, namespace: n, action: a}\nresources:\n  - {match: r, namespace: n, action: a, rate: 3/1s}\n",
+			[]string{"P:4: warning: resources: rate limits without a spend_store are kept in memory only"}},
+		{"rate with a spend store", "rate: 30/1m\nspend_store: spend.log\n", []string{}},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			path := write("policy.yaml", c.src)

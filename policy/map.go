@@ -23,6 +23,8 @@ type Call struct {
 	// Prompts (whichever was consulted), or -1 when none matched and the
 	// default mapping applied.
 	Rule int
+	// Rate is the rule's rate limit; zero when it sets none.
+	Rate Rate
 }
 
 // Map maps a tools/call — the tool's name and its raw arguments — to the
@@ -70,7 +72,7 @@ func (r *Rule) argResource(c *Call, i int, what, name string, arguments json.Raw
 // ruleCall is the capability, without its resource, and the costs of a
 // call rule i decides.
 func (p *Policy) ruleCall(r *Rule, i int) Call {
-	c := Call{Namespace: r.Namespace, Action: r.Action, Cost: p.DefaultCost, Rule: i}
+	c := Call{Namespace: r.Namespace, Action: r.Action, Cost: p.DefaultCost, Rule: i, Rate: r.Rate}
 	if r.Cost != nil {
 		c.Cost = *r.Cost
 	}

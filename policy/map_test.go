@@ -50,20 +50,20 @@ func TestMap(t *testing.T) {
 		tool, args string
 		want       Call
 	}{
-		{"read_file", `{"path": "/docs/a.md"}`, Call{"docs", "read", "/docs/a.md", 100, 100, 0}},
-		{"read_other", `{"file": "/docs/b.md", "path": "ignored"}`, Call{"docs", "read-other", "/docs/b.md", 3, 3, 1}},
-		{"write_note", `{"path": "/notes/x"}`, Call{"docs", "write", "/srv/notes/x", 0, 0, 2}},
-		{"write_", `{"path": ""}`, Call{"docs", "write", "/srv", 0, 0, 2}},
-		{"get_time", ``, Call{"clock", "read", "*", 3, 3, 3}},
-		{"get_time", `not even JSON`, Call{"clock", "read", "*", 3, 3, 3}},
-		{"fetch", `{"request": {"urls": ["https://a", "https://b"]}}`, Call{"web", "get", "https://b", 3, 3, 4}},
-		{"fetch", ` { "request" : { "urls" : [ {"x": [1,2]}, "https://b\u00e9" ] } } `, Call{"web", "get", "https://bé", 3, 3, 4}},
-		{"odd", `{"a/b": {"m~n": {"": "/deep"}}}`, Call{"odd", "read", "/deep", 3, 3, 5}},
-		{"tool.x", `{}`, Call{"braces", "call", "https://example.com/fixed", 3, 3, 6}},
+		{"read_file", `{"path": "/docs/a.md"}`, Call{"docs", "read", "/docs/a.md", 100, 100, 0, Rate{}}},
+		{"read_other", `{"file": "/docs/b.md", "path": "ignored"}`, Call{"docs", "read-other", "/docs/b.md", 3, 3, 1, Rate{}}},
+		{"write_note", `{"path": "/notes/x"}`, Call{"docs", "write", "/srv/notes/x", 0, 0, 2, Rate{}}},
+		{"write_", `{"path": ""}`, Call{"docs", "write", "/srv", 0, 0, 2, Rate{}}},
+		{"get_time", ``, Call{"clock", "read", "*", 3, 3, 3, Rate{}}},
+		{"get_time", `not even JSON`, Call{"clock", "read", "*", 3, 3, 3, Rate{}}},
+		{"fetch", `{"request": {"urls": ["https://a", "https://b"]}}`, Call{"web", "get", "https://b", 3, 3, 4, Rate{}}},
+		{"fetch", ` { "request" : { "urls" : [ {"x": [1,2]}, "https://b\u00e9" ] } } `, Call{"web", "get", "https://bé", 3, 3, 4, Rate{}}},
+		{"odd", `{"a/b": {"m~n": {"": "/deep"}}}`, Call{"odd", "read", "/deep", 3, 3, 5, Rate{}}},
+		{"tool.x", `{}`, Call{"braces", "call", "https://example.com/fixed", 3, 3, 6, Rate{}}},
 		// No rule: mcp:<tool>:* at the default cost, arguments unread.
-		{"tool.z", `[1]`, Call{"mcp", "tool.z", "*", 3, 3, -1}},
-		{"Read_file", `{}`, Call{"mcp", "Read_file", "*", 3, 3, -1}},
-		{"weird:name", `{}`, Call{"mcp", "weird:name", "*", 3, 3, -1}},
+		{"tool.z", `[1]`, Call{"mcp", "tool.z", "*", 3, 3, -1, Rate{}}},
+		{"Read_file", `{}`, Call{"mcp", "Read_file", "*", 3, 3, -1, Rate{}}},
+		{"weird:name", `{}`, Call{"mcp", "weird:name", "*", 3, 3, -1, Rate{}}},
 	}
 	for _, tt := range tests {
 		got, err := p.Map(tt.tool, json.RawMessage(tt.args))

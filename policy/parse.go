@@ -115,7 +115,7 @@ func (ps *parser) errorf(n *yaml.Node, key, format string, args ...any) {
 }
 
 var topKeys = []string{"roots", "tools", "resources", "prompts", "default_cost", "allow_unauthenticated", "honour_upstream_cost",
-	"revocation_list", "spend_store", "max_frame_bytes", "log", "workspace", "judge", "reputation", "upstream_user"}
+	"revocation_list", "spend_store", "max_frame_bytes", "log", "workspace", "judge", "reputation", "upstream_user", "rate"}
 
 func (ps *parser) policy(n *yaml.Node, p *Policy) {
 	if n.Kind != yaml.MappingNode {
@@ -160,6 +160,8 @@ func (ps *parser) policy(n *yaml.Node, p *Policy) {
 			ps.reputation(v, key, &p.Reputation)
 		case "upstream_user":
 			ps.upstreamUser(v, key, &p.UpstreamUser)
+		case "rate":
+			p.Rate = ps.rate(v, key)
 		}
 	})
 }
@@ -362,9 +364,9 @@ const (
 
 // ruleKeys are the keys of a rule of each kind.
 var ruleKeys = [ruleKinds][]string{
-	toolRules:     {"match", "namespace", "action", "resource", "cost", "max_cost"},
-	resourceRules: {"match", "namespace", "action", "cost", "max_cost"},
-	promptRules:   {"match", "namespace", "action", "resource", "cost", "max_cost"},
+	toolRules:     {"match", "namespace", "action", "resource", "cost", "max_cost", "rate"},
+	resourceRules: {"match", "namespace", "action", "cost", "max_cost", "rate"},
+	promptRules:   {"match", "namespace", "action", "resource", "cost", "max_cost", "rate"},
 }
 
 // refusedRuleKeys explain keys a rule of a kind does not take.
@@ -451,6 +453,8 @@ func (ps *parser) rule(n *yaml.Node, key string, kind ruleKind) (Rule, *yaml.Nod
 			if c, ok := ps.cost(v, vk); ok {
 				r.MaxCost, maxCostNode = &c, v
 			}
+		case "rate":
+			r.Rate = ps.rate(v, vk)
 		}
 	})
 	for _, req := range []string{"match", "namespace", "action"} {

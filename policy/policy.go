@@ -50,6 +50,9 @@ type Policy struct {
 	// DefaultCost is the cost, in microcents, of a call whose rule sets no
 	// cost or that no rule matches.
 	DefaultCost int64
+	// Rate limits every request the gate decides, whatever rule maps it,
+	// at each delegation of its token's chain; the zero Rate sets none.
+	Rate Rate
 	// AllowUnauthenticated forwards calls that carry no token at all.
 	AllowUnauthenticated bool
 	// HonourUpstreamCost trusts the cost an upstream reports under
@@ -129,6 +132,9 @@ type Rule struct {
 	// MaxCost caps the cost an upstream may report for a call when the
 	// policy honours reported costs; nil means the cost itself.
 	MaxCost *int64
+	// Rate limits the calls the rule decides, together, at each
+	// delegation of a token's chain; the zero Rate sets none.
+	Rate Rate
 	// Line is where the rule starts in the policy file.
 	Line int
 

@@ -86,29 +86,29 @@ func TestMapResource(t *testing.T) {
 		uri  string
 		want Call
 	}{
-		{"demo://resource/static/document/architecture.md", Call{"docs", "read", "demo://resource/static/document/architecture.md", 10, 10, 0}},
-		{"demo://resource/static/document/a%20b.md", Call{"docs", "read", "demo://resource/static/document/a%20b.md", 10, 10, 0}},
-		{"demo://resource/static/document/", Call{"docs", "read", "demo://resource/static/document/", 10, 10, 0}},
-		{"demo://resource/dynamic/text/1", Call{"demo", "generate", "demo://resource/dynamic/text/1", 50, 500, 1}},
-		{"demo://resource/session/x", Call{"demo", "session", "demo://resource/session/x", 3, 3, 2}},
-		{"file:///srv/a/notes.md", Call{"files", "read", "file:///srv/a/notes.md", 3, 3, 3}},
+		{"demo://resource/static/document/architecture.md", Call{"docs", "read", "demo://resource/static/document/architecture.md", 10, 10, 0, Rate{}}},
+		{"demo://resource/static/document/a%20b.md", Call{"docs", "read", "demo://resource/static/document/a%20b.md", 10, 10, 0, Rate{}}},
+		{"demo://resource/static/document/", Call{"docs", "read", "demo://resource/static/document/", 10, 10, 0, Rate{}}},
+		{"demo://resource/dynamic/text/1", Call{"demo", "generate", "demo://resource/dynamic/text/1", 50, 500, 1, Rate{}}},
+		{"demo://resource/session/x", Call{"demo", "session", "demo://resource/session/x", 3, 3, 2, Rate{}}},
+		{"file:///srv/a/notes.md", Call{"files", "read", "file:///srv/a/notes.md", 3, 3, 3, Rate{}}},
 		// * does not cross '/': one level deeper falls to the catch-all.
-		{"demo://resource/static/document/sub/x.md", Call{"mcp-resource", "read", "demo://resource/static/document/sub/x.md", 1, 1, 4}},
-		{"demo://resource/session/y", Call{"mcp-resource", "read", "demo://resource/session/y", 1, 1, 4}},
+		{"demo://resource/static/document/sub/x.md", Call{"mcp-resource", "read", "demo://resource/static/document/sub/x.md", 1, 1, 4, Rate{}}},
+		{"demo://resource/session/y", Call{"mcp-resource", "read", "demo://resource/session/y", 1, 1, 4, Rate{}}},
 		// Query strings and fragments are part of the URI: the rule's *
 		// takes them, and the capability names the URI with them.
-		{"demo://resource/static/document/a.md?rev=2", Call{"docs", "read", "demo://resource/static/document/a.md?rev=2", 10, 10, 0}},
-		{"demo://resource/static/document/a.md#intro", Call{"docs", "read", "demo://resource/static/document/a.md#intro", 10, 10, 0}},
-		{"demo://resource/static/document/a.md?next=/etc/passwd", Call{"mcp-resource", "read", "demo://resource/static/document/a.md?next=/etc/passwd", 1, 1, 4}},
-		{"file:///srv/a/notes.md?x", Call{"mcp-resource", "read", "file:///srv/a/notes.md?x", 3, 3, -1}},
+		{"demo://resource/static/document/a.md?rev=2", Call{"docs", "read", "demo://resource/static/document/a.md?rev=2", 10, 10, 0, Rate{}}},
+		{"demo://resource/static/document/a.md#intro", Call{"docs", "read", "demo://resource/static/document/a.md#intro", 10, 10, 0, Rate{}}},
+		{"demo://resource/static/document/a.md?next=/etc/passwd", Call{"mcp-resource", "read", "demo://resource/static/document/a.md?next=/etc/passwd", 1, 1, 4, Rate{}}},
+		{"file:///srv/a/notes.md?x", Call{"mcp-resource", "read", "file:///srv/a/notes.md?x", 3, 3, -1, Rate{}}},
 		// No rule: mcp-resource:read:<URI> at the default cost.
-		{"file:///etc/passwd", Call{"mcp-resource", "read", "file:///etc/passwd", 3, 3, -1}},
-		{"DEMO://resource/session/x", Call{"mcp-resource", "read", "DEMO://resource/session/x", 3, 3, -1}},
-		{"no scheme at all", Call{"mcp-resource", "read", "no scheme at all", 3, 3, -1}},
-		{".hidden/..x/x..", Call{"mcp-resource", "read", ".hidden/..x/x..", 3, 3, -1}},
-		{"demo://x?..", Call{"mcp-resource", "read", "demo://x?..", 1, 1, 4}},
-		{"demo://x/%20%2", Call{"mcp-resource", "read", "demo://x/%20%2", 1, 1, 4}},
-		{"demo://x/%3F%23%25%C3%A9%2x%", Call{"mcp-resource", "read", "demo://x/%3F%23%25%C3%A9%2x%", 1, 1, 4}},
+		{"file:///etc/passwd", Call{"mcp-resource", "read", "file:///etc/passwd", 3, 3, -1, Rate{}}},
+		{"DEMO://resource/session/x", Call{"mcp-resource", "read", "DEMO://resource/session/x", 3, 3, -1, Rate{}}},
+		{"no scheme at all", Call{"mcp-resource", "read", "no scheme at all", 3, 3, -1, Rate{}}},
+		{".hidden/..x/x..", Call{"mcp-resource", "read", ".hidden/..x/x..", 3, 3, -1, Rate{}}},
+		{"demo://x?..", Call{"mcp-resource", "read", "demo://x?..", 1, 1, 4, Rate{}}},
+		{"demo://x/%20%2", Call{"mcp-resource", "read", "demo://x/%20%2", 1, 1, 4, Rate{}}},
+		{"demo://x/%3F%23%25%C3%A9%2x%", Call{"mcp-resource", "read", "demo://x/%3F%23%25%C3%A9%2x%", 1, 1, 4, Rate{}}},
 	} {
 		got, err := p.MapResource(c.uri)
 		if err != nil || got != c.want {
@@ -177,14 +177,14 @@ func TestMapPrompt(t *testing.T) {
 		name string
 		want Call
 	}{
-		{"simple-prompt", Call{"demo", "prompt", "simple-prompt", 5, 5, 0}},
-		{"args-prompt", Call{"demo", "prompt", "*", 3, 40, 1}},
-		{"-prompt", Call{"demo", "prompt", "*", 3, 40, 1}},
-		{"team/a", Call{"teams", "get", "shared", 3, 3, 2}},
-		{"team/c", Call{"mcp-prompt", "get", "team/c", 3, 3, -1}},
-		{"Simple-Prompt", Call{"mcp-prompt", "get", "Simple-Prompt", 3, 3, -1}},
-		{"../x", Call{"mcp-prompt", "get", "../x", 3, 3, -1}},
-		{"a:b", Call{"mcp-prompt", "get", "a:b", 3, 3, -1}},
+		{"simple-prompt", Call{"demo", "prompt", "simple-prompt", 5, 5, 0, Rate{}}},
+		{"args-prompt", Call{"demo", "prompt", "*", 3, 40, 1, Rate{}}},
+		{"-prompt", Call{"demo", "prompt", "*", 3, 40, 1, Rate{}}},
+		{"team/a", Call{"teams", "get", "shared", 3, 3, 2, Rate{}}},
+		{"team/c", Call{"mcp-prompt", "get", "team/c", 3, 3, -1, Rate{}}},
+		{"Simple-Prompt", Call{"mcp-prompt", "get", "Simple-Prompt", 3, 3, -1, Rate{}}},
+		{"../x", Call{"mcp-prompt", "get", "../x", 3, 3, -1, Rate{}}},
+		{"a:b", Call{"mcp-prompt", "get", "a:b", 3, 3, -1, Rate{}}},
 	} {
 		got, err := p.MapPrompt(c.name, nil)
 		if err != nil || got != c.want {
@@ -210,13 +210,13 @@ func TestMapRulesBuiltInCode(t *testing.T) {
 		{Match: "q", Namespace: "d", Action: "p", Resource: Resource{Arg: "/x"}},
 	}
 	// Rules built in code match exactly, and never reserve below the cost.
-	if c, err := p.MapResource("demo://*"); err != nil || c != (Call{"d", "r", "demo://*", 7, 7, 0}) {
+	if c, err := p.MapResource("demo://*"); err != nil || c != (Call{"d", "r", "demo://*", 7, 7, 0, Rate{}}) {
 		t.Errorf("exact URI: %+v, %v", c, err)
 	}
 	if c, _ := p.MapResource("demo://x"); c.Rule != -1 {
 		t.Errorf("a rule built in code matched as a glob: %+v", c)
 	}
-	if c, err := p.MapPrompt("p*", nil); err != nil || c != (Call{"d", "p", "p*", 7, 7, 0}) {
+	if c, err := p.MapPrompt("p*", nil); err != nil || c != (Call{"d", "p", "p*", 7, 7, 0, Rate{}}) {
 		t.Errorf("prompt: %+v, %v", c, err)
 	}
 	if c, err := p.MapPrompt("q", nil); !errors.Is(err, ErrUnmappable) || c.Rule != 1 || c.Resource != "" {

@@ -12,6 +12,7 @@ import (
 	"github.com/delegateos/delegateos/budget"
 	"github.com/delegateos/delegateos/dct"
 	"github.com/delegateos/delegateos/policy"
+	"github.com/delegateos/delegateos/ratelimit"
 )
 
 // Gate makes every allow/deny decision for a request that does something:
@@ -31,8 +32,13 @@ type Gate struct {
 	// HonourUpstreamCost reserves each call's MaxCost rather than its Cost,
 	// because the upstream may report what the call cost (up to that).
 	HonourUpstreamCost bool
+	// Rates enforces the policy's rate limits, under the names RateLimits
+	// gives them; nil means a limiter in memory, made at the first
+	// decision.
+	Rates *ratelimit.Limiter
 
 	levels levelsMemo
+	limits rateState
 }
 
 // The request methods the gate decides.
@@ -126,6 +132,9 @@ type Denial struct {
 	Detail    string           `json:"detail,omitempty"`
 	Requested *dct.Capability  `json:"requested,omitempty"`
 	Granted   []dct.Capability `json:"granted,omitempty"`
+	// RetryAfterMs is, for RateLimited, how many milliseconds until the
+	// same request would be admitted.
+	RetryAfterMs int64 `json:"retryAfterMs,omitempty"`
 }
 
 // Message is the JSON-RPC error message for the denial: §11.2's "DCT
@@ -218,9 +227,10 @@ func (g *Gate) visible(req *CallRequest, caps []dct.Capability) bool {
 // Decide runs the checks in order: the target must be visible to the
 // token, the request must map to a capability, the token must verify for
 // it (DelegateOS §10.1, including revocation), the contract named in the
-// request must be the token's, and the cost must fit the budget at every
-// level of the delegation chain, where it is reserved before the request
-// is forwarded.
+// request must be the token's, the policy's rate limits must admit it at
+// every level of the delegation chain, and the cost must fit the budget at
+// every level, where it is reserved before the request is forwarded. A
+// request the budget refuses gives its rate-limit slots back.
 func (g *Gate) Decide(req CallRequest) Decision { return g.decideAt(&req, time.Now()) }
 
 // decideAt is Decide for a request that arrived at start: the relay has
@@ -239,6 +249,10 @@ func (g *Gate) decideAt(req *CallRequest, start time.Time) (d Decision) {
 	}
 	if req.Token == "" {
 		if g.Policy.AllowUnauthenticated {
+			if _, den := g.reserveRate(req, call, nil, nil, now); den != nil {
+				d.Denial = den
+				return d
+			}
 			d.Allowed, d.Unauthenticated = true, true
 			return d
 		}
@@ -279,12 +293,18 @@ func (g *Gate) decideAt(req *CallRequest, start time.Time) (d Decision) {
 		d.Denial = den
 		return d
 	}
+	admitted, den := g.reserveRate(req, call, scope, levels, now)
+	if den != nil {
+		d.Denial = den
+		return d
+	}
 	reserve := call.Cost
 	if g.HonourUpstreamCost {
 		reserve = max(call.MaxCost, call.Cost)
 	}
 	r, err := g.Budget.Reserve(levels, reserve)
 	if err != nil {
+		g.releaseRate(admitted)
 		var ex *budget.ExceededError
 		if errors.As(err, &ex) {
 			return deny(dct.BudgetExceeded, scope.Capabilities, "this call costs %d microcents; delegation %s has spent %d of %d", ex.Cost, displayKey(scope, levels, ex.Key), ex.Spent, ex.Limit)

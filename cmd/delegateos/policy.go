@@ -116,6 +116,7 @@ type policyJSON struct {
 	Resources            []ruleJSON `json:"resources"`
 	Prompts              []ruleJSON `json:"prompts"`
 	DefaultCost          int64      `json:"default_cost"`
+	Rate                 string     `json:"rate,omitempty"`
 	AllowUnauthenticated bool       `json:"allow_unauthenticated"`
 	HonourUpstreamCost   bool       `json:"honour_upstream_cost"`
 	RevocationList       string     `json:"revocation_list"`
@@ -166,10 +167,12 @@ type ruleJSON struct {
 	// MaxCost caps a cost the upstream reports: the rule's max_cost or
 	// the cost.
 	MaxCost int64 `json:"max_cost"`
+	// Rate is the rule's rate limit, N/DURATION; "" when it sets none.
+	Rate string `json:"rate,omitempty"`
 }
 
 func policySummary(file string, p *policy.Policy, warnings []*policy.Warning, up *upstreamCheck) policyJSON {
-	s := policyJSON{File: file, OK: true, Roots: p.Roots, DefaultCost: p.DefaultCost,
+	s := policyJSON{File: file, OK: true, Roots: p.Roots, DefaultCost: p.DefaultCost, Rate: p.Rate.String(),
 		AllowUnauthenticated: p.AllowUnauthenticated, HonourUpstreamCost: p.HonourUpstreamCost,
 		RevocationList: p.RevocationList, SpendStore: p.SpendStore, MaxFrameBytes: p.MaxFrameBytes,
 		UpstreamUser: p.UpstreamUser, Warnings: []problemJSON{}}
@@ -211,7 +214,7 @@ func rulesJSON(p *policy.Policy, rules []policy.Rule) []ruleJSON {
 		}
 		cost, maxCost := ruleCosts(p, r)
 		out = append(out, ruleJSON{Line: r.Line, Match: r.Match, Namespace: r.Namespace,
-			Action: r.Action, Resource: res, Cost: cost, MaxCost: maxCost})
+			Action: r.Action, Resource: res, Cost: cost, MaxCost: maxCost, Rate: r.Rate.String()})
 	}
 	return out
 }
@@ -246,6 +249,9 @@ func writeRules(tw io.Writer, p *policy.Policy, rules []policy.Rule, resource st
 		case r.MaxCost != nil:
 			upTo = fmt.Sprintf(" (max_cost %d unused: upstream-reported cost is ignored)", maxCost)
 		}
+		if !r.Rate.IsZero() {
+			upTo += ", at most " + r.Rate.String()
+		}
 		fmt.Fprintf(tw, "  %s\t%s:%s:%s, cost %d%s (line %d)\n", r.Match, r.Namespace, r.Action, res, cost, upTo, r.Line)
 	}
 }
@@ -274,6 +280,7 @@ func writePolicySummary(w io.Writer, file string, p *policy.Policy, warnings []*
 		len(p.Prompts), plural(len(p.Prompts), "rule", "rules"), policy.PromptNamespace, policy.PromptAction)
 	writeRules(tw, p, p.Prompts, "<name>")
 	fmt.Fprintf(tw, "default cost:\t%d microcents\n", p.DefaultCost)
+	writeRates(tw, p)
 	fmt.Fprintf(tw, "calls without a token:\t%s\n", choose(p.AllowUnauthenticated, "forwarded", "denied"))
 	fmt.Fprintf(tw, "upstream-reported cost:\t%s\n", choose(p.HonourUpstreamCost, "honoured, up to each rule's max_cost", "ignored"))
 	fmt.Fprintf(tw, "revocation list:\t%s\n", orNone(p.RevocationList))

@@ -163,6 +163,12 @@ var proxyCmd = &command{
 				log.Warn("spend is kept in memory only and resets when the proxy restarts; set spend_store in the policy or --spend-store to keep it")
 				gate.Budget = budget.NewMemory()
 			}
+			rates, closeRates, err := openRates(pol, from(*spend != "", "--spend-store", "spend_store"), log)
+			if err != nil {
+				return err
+			}
+			defer closeRates()
+			gate.Rates = rates
 			if sessionToken != "" {
 				if gate.Verifier == nil {
 					return fixf("a session token needs a trusted root to be verified against: give --root ID (the root issuer of the token; 'delegateos dct inspect --token @FILE' shows it) or list it under roots in the policy file")

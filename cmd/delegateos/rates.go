@@ -1,0 +1,59 @@
+package main
+
+import (
+	"fmt"
+	"io"
+	"time"
+
+	"go.uber.org/zap"
+
+	"github.com/delegateos/delegateos/policy"
+	"github.com/delegateos/delegateos/proxy"
+	"github.com/delegateos/delegateos/ratelimit"
+)
+
+// rateFileSuffix names the rate-limit file after the spend store it sits
+// next to: the proxy's state is kept in one place.
+const rateFileSuffix = ".rates"
+
+// openRates opens what keeps the policy's rate-limit windows: a file next
+// to the spend store, so that a client that starts the proxy again (an MCP
+// client starts one a session) finds them as they were. Without a spend
+// store, or without rate limits, it returns nil: the gate keeps the
+// windows in memory. close closes the file.
+func openRates(pol *policy.Policy, spendFrom string, log *zap.Logger) (limiter *ratelimit.Limiter, close func(), err error) {
+	limits := proxy.RateLimits(pol)
+	if len(limits) == 0 {
+		return nil, func() {}, nil
+	}
+	if pol.SpendStore == "" {
+		log.Warn("rate-limit windows are kept in memory only and start afresh when the proxy restarts; set spend_store in the policy or --spend-store to keep them next to the spend")
+		return nil, func() {}, nil
+	}
+	path := pol.SpendStore + rateFileSuffix
+	l, err := ratelimit.OpenFile(path, limits, time.Now())
+	if err != nil {
+		return nil, nil, inputf("the rate-limit file %s, kept next to the spend store, cannot be opened: %v; give a spend store in a directory the proxy can write (%s)", path, err, spendFrom)
+	}
+	return l, func() {
+		if err := l.Close(); err != nil {
+			log.Warn("the rate-limit file could not be rewritten", zap.Error(err))
+		}
+	}, nil
+}
+
+// writeRates writes the policy's rate limits for policy check, and where
+// their windows are kept; nothing when it sets none.
+func writeRates(w io.Writer, p *policy.Policy) {
+	if len(proxy.RateLimits(p)) == 0 {
+		return
+	}
+	if !p.Rate.IsZero() {
+		fmt.Fprintf(w, "rate limit:\t%s for every request, per delegation and its sub-delegations\n", p.Rate)
+	}
+	where := "in memory only (set spend_store to keep them across restarts)"
+	if p.SpendStore != "" {
+		where = p.SpendStore + rateFileSuffix
+	}
+	fmt.Fprintf(w, "rate-limit windows:\t%s\n", where)
+}

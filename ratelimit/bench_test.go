@@ -1,0 +1,44 @@
+package ratelimit
+
+import (
+	"path/filepath"
+	"testing"
+	"time"
+)
+
+// BenchmarkReserve is one admission at the keys of a call one delegation
+// below the root, under a policy-wide limit and a rule's: four keys, with
+// the logs in memory, or in a file as well (one append per admission, no
+// sync). The limits never refuse.
+func BenchmarkReserve(b *testing.B) {
+	limits := map[string]Limit{"policy": {N: MaxN, Per: time.Millisecond}, "tools:echo": {N: MaxN, Per: time.Millisecond}}
+	keys := []Key{
+		{"policy", "iojj3XQJ8ZX9UtstPLpdcspnCb8dlBIb83SIAbQPb1w/16:del_a1b2c3d4e5f6"},
+		{"policy", "iojj3XQJ8ZX9UtstPLpdcspnCb8dlBIb83SIAbQPb1w/16:del_a1b2c3d4e5f6/16:del_0a1b2c3d4e5f"},
+		{"tools:echo", "iojj3XQJ8ZX9UtstPLpdcspnCb8dlBIb83SIAbQPb1w/16:del_a1b2c3d4e5f6"},
+		{"tools:echo", "iojj3XQJ8ZX9UtstPLpdcspnCb8dlBIb83SIAbQPb1w/16:del_a1b2c3d4e5f6/16:del_0a1b2c3d4e5f"},
+	}
+	run := func(b *testing.B, l *Limiter) {
+		b.ReportAllocs()
+		for b.Loop() {
+			if _, err := l.Reserve(keys, time.Now()); err != nil {
+				b.Fatal(err)
+			}
+		}
+	}
+	b.Run("memory", func(b *testing.B) {
+		l, err := New(limits)
+		if err != nil {
+			b.Fatal(err)
+		}
+		run(b, l)
+	})
+	b.Run("file", func(b *testing.B) {
+		l, err := OpenFile(filepath.Join(b.TempDir(), "rates"), limits, time.Now())
+		if err != nil {
+			b.Fatal(err)
+		}
+		defer l.Close()
+		run(b, l)
+	})
+}
