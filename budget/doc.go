@@ -42,6 +42,7 @@
 //	{"op":"reserve","id":1,"delta":2500,"keys":["ISSUER/del_root","ISSUER/del_root/del_a"],"limits":[1000000,50000],"at":1767225601000}
 //	{"op":"commit","id":1,"delta":-500,"keys":["ISSUER/del_root","ISSUER/del_root/del_a"]}
 //	{"op":"reserve","id":2,"delta":0,"keys":["ISSUER/del_root"],"limits":[1000000],"at":1767225602000}
+//	{"op":"commit","id":4,"delta":0,"keys":["ISSUER/del_root"]}
 //	{"op":"release","id":3,"delta":-2500,"keys":["ISSUER/del_root"]}
 //
 // Each reservation is a call, and its line records the call: each level's
@@ -51,8 +52,9 @@
 // process then dies before Commit: the held cost counts as spent (fail
 // closed). One of no cost is not synced (a free call never waits for the
 // disk; a crash may lose its record, never spend). Commit appends actual −
-// reserved only when they differ; Release appends −reserved, and nothing
-// for a reservation of no cost. Opening the store sums the deltas. A last
+// reserved, synced only when it is not zero (the reserve line already
+// counts the reserved cost); Release appends −reserved, synced. Neither
+// writes anything for a reservation of no cost ended at no cost. Opening the store sums the deltas. A last
 // line without its newline was torn by a crash during its write, and its
 // Reserve never returned: it is ignored. Any other line that does not
 // parse is an error naming the line, and the file is left for a person to

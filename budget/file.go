@@ -185,10 +185,13 @@ func keyLimits(limits []int64, levels []Level, keys []string) []int64 {
 	return limits
 }
 
-// Commit implements Store. It writes to the log only when actual differs
-// from the reserved cost. If that write fails, the commit still takes
-// effect in this process and the error says so; the log is rewritten
-// before the next reservation is allowed.
+// Commit implements Store. It writes actual − reserved to the log, and
+// syncs it only when they differ: the reserve line already counts the
+// reserved cost, so a crash that loses a commit of it loses no spend. It
+// writes nothing for a reservation of no cost committed at no cost. If a
+// write that changes spend fails, the commit still takes effect in this
+// process and the error says so; the log is rewritten before the next
+// reservation is allowed.
 func (f *File) Commit(r *Reservation, actual int64) error {
 	if err := checkActual(actual); err != nil {
 		return err
@@ -203,6 +206,10 @@ func (f *File) Commit(r *Reservation, actual int64) error {
 	}
 	delta := actual - r.cost
 	if delta == 0 {
+		// Only the end of the reservation: the log holds its spend already.
+		if r.cost != 0 && f.dirty == nil {
+			f.write(entry{op: opCommit, id: r.id, delta: 0, keys: r.keys}, false) // a failure sets dirty
+		}
 		return nil
 	}
 	f.l.add(r.keys, delta)

@@ -18,7 +18,7 @@ import (
 const (
 	opTotal   = "total"   // a key's spend at the last compaction (> 0)
 	opReserve = "reserve" // cost held by reservation id (> 0)
-	opCommit  = "commit"  // actual − reserved for reservation id (≠ 0)
+	opCommit  = "commit"  // actual − reserved for reservation id
 	opRelease = "release" // −reserved for reservation id (< 0)
 )
 
@@ -152,7 +152,7 @@ func (e entry) check() error {
 		// A free call is recorded with a reserve of nothing.
 		sign = func(d int64) bool { return d > 0 || d == 0 && recorded }
 	case opCommit:
-		sign = func(d int64) bool { return d != 0 }
+		sign = func(int64) bool { return true }
 	case opRelease:
 		sign = func(d int64) bool { return d < 0 }
 	default:

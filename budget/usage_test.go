@@ -62,17 +62,25 @@ func TestReadUsage(t *testing.T) {
 	want[0].Committed, want[0].Reserved = 230, 0
 	want[1].Committed, want[1].Reserved = 230, 0
 	check("committed after the rewrite")
+	// Committed at the reserved cost: the reserve line has the spend, and
+	// the commit line ends the reservation.
+	if err := f.Commit(mustReserve(t, f, lv2, 20), 20); err != nil {
+		t.Fatal(err)
+	}
+	want[0].Committed, want[0].Calls, want[0].LastCall = 250, 5, ms(1767225604000)
+	want[1].Committed, want[1].Calls, want[1].LastCall = 250, 4, ms(1767225604000)
+	check("committed at the reserved cost")
 
 	// A proxy that dies with a reservation open: held until the next open,
 	// which counts it as committed.
 	mustReserve(t, f, lv2, 9)
 	crash(t, f)
-	want[0].Reserved, want[0].Calls, want[0].LastCall = 9, 5, ms(1767225604000)
-	want[1].Reserved, want[1].Calls, want[1].LastCall = 9, 4, ms(1767225604000)
+	want[0].Reserved, want[0].Calls, want[0].LastCall = 9, 6, ms(1767225605000)
+	want[1].Reserved, want[1].Calls, want[1].LastCall = 9, 5, ms(1767225605000)
 	check("crashed")
 	f = openFile(t, path)
-	want[0].Committed, want[0].Reserved = 239, 0
-	want[1].Committed, want[1].Reserved = 239, 0
+	want[0].Committed, want[0].Reserved = 259, 0
+	want[1].Committed, want[1].Reserved = 259, 0
 	check("reopened")
 }
 
