@@ -57,6 +57,9 @@ func ReadUsage(path string) ([]Usage, error) {
 		return nil, fmt.Errorf("spend store %s: %w", path, err)
 	}
 	defer f.Close()
+	if fi, err := f.Stat(); err != nil || !fi.Mode().IsRegular() {
+		return nil, fmt.Errorf("spend store %s is not a regular file", path)
+	}
 	us, err := readUsage(f)
 	if err != nil {
 		return nil, fmt.Errorf("spend store %s: %w", path, err)
