@@ -93,6 +93,7 @@ func FuzzReadUsage(f *testing.F) {
 		`{"op":"total","delta":10,"keys":["k"]}` + "\n" + `{"op":"release","id":3,"delta":-10,"keys":["k"]}` + "\n",
 		`{"op":"reserve","id":1,"delta":9223372036854775807,"keys":["a"]}` + "\n" + `{"op":"reserve","id":2,"delta":1,"keys":["a"]}` + "\n",
 		`{"op":"reserve","id":1,"delta":5,"keys":["a"]}` + "\n" + `{"op":"commit","id":1,"delta":9223372036854775807,"keys":["a"]}` + "\n",
+		`{"op":"reserve","id":1,"delta":5,"keys":["a","b"],"limits":[9,7],"at":1}` + "\n" + `{"op":"commit","id":1,"delta":0,"keys":["a","b"]}` + "\n",
 	} {
 		f.Add([]byte(seed))
 	}
