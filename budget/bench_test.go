@@ -2,6 +2,7 @@ package budget
 
 import (
 	"fmt"
+	"os"
 	"path/filepath"
 	"testing"
 )
@@ -118,5 +119,30 @@ func BenchmarkOpenFile(b *testing.B) {
 			b.Fatal(err)
 		}
 		f.Close()
+	}
+}
+
+// ReadUsage of a store with 10,000 keys and a full log of appended lines,
+// as delegateos spend reads it.
+func BenchmarkReadUsage(b *testing.B) {
+	path := filepath.Join(tempDir(b), "spend.log")
+	f, err := OpenFile(path)
+	if err != nil {
+		b.Fatal(err)
+	}
+	f.syncLog = func(*os.File) error { return nil } // only the log's contents matter here
+	for i := range 10_000 {
+		spend(b, f, 1, fmt.Sprint("ISSUER/del_", i))
+	}
+	f.compactAfter = 1 << 30
+	for range compactLines {
+		r, _ := f.Reserve(benchLevels, 100)
+		f.Commit(r, 50)
+	}
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := ReadUsage(path); err != nil {
+			b.Fatal(err)
+		}
 	}
 }

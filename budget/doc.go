@@ -38,31 +38,45 @@
 // The log holds one JSON object per line, each adding a delta to the
 // spend of a set of keys:
 //
-//	{"op":"total","delta":120000,"keys":["ISSUER/del_root"]}
-//	{"op":"reserve","id":1,"delta":2500,"keys":["ISSUER/del_root","ISSUER/del_root/del_a"]}
+//	{"op":"total","delta":120000,"keys":["ISSUER/del_root"],"limits":[1000000],"calls":12,"at":1767225600000}
+//	{"op":"reserve","id":1,"delta":2500,"keys":["ISSUER/del_root","ISSUER/del_root/del_a"],"limits":[1000000,50000],"at":1767225601000}
 //	{"op":"commit","id":1,"delta":-500,"keys":["ISSUER/del_root","ISSUER/del_root/del_a"]}
-//	{"op":"release","id":2,"delta":-2500,"keys":["ISSUER/del_root"]}
+//	{"op":"reserve","id":2,"delta":0,"keys":["ISSUER/del_root"],"limits":[1000000],"at":1767225602000}
+//	{"op":"commit","id":4,"delta":0,"keys":["ISSUER/del_root"]}
+//	{"op":"release","id":3,"delta":-2500,"keys":["ISSUER/del_root"]}
 //
-// Reserve appends its cost and syncs the file before it returns, so a call
-// that was forwarded is on disk even if the process then dies before
-// Commit: the held cost counts as spent (fail closed). Commit appends
-// actual − reserved only when they differ; Release appends −reserved. A
-// reservation that costs nothing writes nothing, so free calls never wait
-// for the disk. Opening the store sums the deltas. A last line without its
-// newline was torn by a crash during its write, and its Reserve never
-// returned: it is ignored. Any other line that does not parse is an error
-// naming the line, and the file is left for a person to look at.
+// Each reservation is a call, and its line records the call: each level's
+// limit ("limits", parallel to "keys") and the time ("at", Unix
+// milliseconds). Reserve appends its line before it returns; one with a
+// cost is synced, so a call that was forwarded is on disk even if the
+// process then dies before Commit: the held cost counts as spent (fail
+// closed). One of no cost is not synced (a free call never waits for the
+// disk; a crash may lose its record, never spend). Commit appends actual −
+// reserved, synced only when it is not zero (the reserve line already
+// counts the reserved cost); Release appends −reserved, synced. Neither
+// writes anything for a reservation of no cost ended at no cost. Opening the store sums the deltas. A last
+// line without its newline was torn by a crash during its write, and its
+// Reserve never returned: it is ignored. Any other line that does not
+// parse is an error naming the line, and the file is left for a person to
+// look at. Lines written before calls were recorded have no limits and no
+// at, and still read.
 //
 // When the store is opened, and after every few thousand appended lines
-// (more when there are more keys), the log is rewritten as one total per
-// key: a temporary file, synced, renamed over the log, and the directory
-// synced. Open reservations are part of the totals.
+// (more when there are more keys), the log is rewritten: one total per key
+// of what it has committed, with its count of calls ("calls"), the time of
+// the last and the limit that call gave, and then one reserve, without a
+// call's record, per open reservation with a cost. The rewrite goes to a
+// temporary file, synced, renamed over the log, and the directory synced.
+//
+// ReadUsage reads a log without its lock, while a File may be writing it,
+// into each key's committed spend, held cost, calls, last call and limit.
 //
 // If a write fails (a full disk, an I/O error) the reservation is refused
 // with an error naming the file; a failed Commit or Release still takes
 // effect in memory and says so. Nothing is appended after a failed write:
 // the next write rewrites the whole log from memory, and until that works
-// every reservation that costs anything is refused.
+// every reservation that costs anything is refused (free calls are
+// allowed, and recorded in memory until the rewrite).
 //
 // A File holds an exclusive lock (flock on the store's path + ".lock")
 // from OpenFile to Close, so two processes never each believe they have

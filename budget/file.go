@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"sync"
+	"time"
 
 	"github.com/delegateos/delegateos/internal/fsutil"
 )
@@ -48,6 +49,8 @@ type File struct {
 	compactAfter int // lines before a rewrite; compactLines unless a test says otherwise
 	closed       bool
 	buf          []byte
+	now          func() time.Time     // the clock of the calls' times; time.Now unless a test says otherwise
+	syncLog      func(*os.File) error // (*os.File).Sync unless a test says otherwise
 }
 
 var _ Store = (*File)(nil)
@@ -73,7 +76,7 @@ func OpenFile(path string) (*File, error) {
 	if err != nil {
 		return nil, fmt.Errorf("spend store %s: lock: %w", path, err)
 	}
-	f := &File{path: path, mode: fileMode, unlock: unlock, compactAfter: compactLines}
+	f := &File{path: path, mode: fileMode, unlock: unlock, compactAfter: compactLines, now: time.Now, syncLog: (*os.File).Sync}
 	if err := f.load(); err != nil {
 		unlock()
 		return nil, err
@@ -122,14 +125,19 @@ func (f *File) read() ([]byte, error) {
 	return data, nil
 }
 
-// Reserve implements Store. A reservation with a cost is written to the
-// log and synced before Reserve returns, so that a crash after the call
-// was forwarded still counts it; a cost of zero writes nothing.
+// Reserve implements Store. A reservation is written to the log with the
+// time of the call and each level's limit. One with a cost is synced
+// before Reserve returns, so that a crash after the call was forwarded
+// still counts it; one of no cost is not synced, so that a free call never
+// waits for the disk, and is kept in memory only if the log cannot be
+// written (its record then reaches the log with the next rewrite).
 func (f *File) Reserve(levels []Level, cost int64) (*Reservation, error) {
 	keys, err := checkReserve(levels, cost)
 	if err != nil {
 		return nil, err
 	}
+	var buf [MaxLevels]int64
+	limits := keyLimits(buf[:len(keys)], levels, keys)
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if f.closed {
@@ -138,21 +146,52 @@ func (f *File) Reserve(levels []Level, cost int64) (*Reservation, error) {
 	if err := f.l.admit(levels, cost); err != nil {
 		return nil, err
 	}
+	at := min(max(f.now().UnixMilli(), 1), maxAt)
+	// The call is in the ledger before it is written, so that a rewrite
+	// the write makes holds it.
+	var prev [MaxLevels]callRecord
+	for i, k := range keys {
+		prev[i] = f.l.calls[k]
+	}
 	r := f.l.hold(keys, cost)
+	f.l.record(keys, limits, 1, at)
+	e := entry{op: opReserve, id: r.id, delta: cost, keys: keys, limits: limits, at: at}
 	if cost == 0 {
+		if f.dirty == nil {
+			f.write(e, false) // a failure sets dirty
+		}
 		return r, nil
 	}
-	if err := f.write(entry{op: opReserve, id: r.id, delta: cost, keys: keys}); err != nil {
+	if err := f.write(e, true); err != nil {
 		f.l.unhold(r)
+		f.l.unrecord(keys, prev[:len(keys)])
 		return nil, fmt.Errorf("spend store %s: cannot record the reservation, so the call is refused: %w%s", f.path, err, hint(err))
 	}
 	return r, nil
 }
 
-// Commit implements Store. It writes to the log only when actual differs
-// from the reserved cost. If that write fails, the commit still takes
-// effect in this process and the error says so; the log is rewritten
-// before the next reservation is allowed.
+// keyLimits sets limits (parallel to keys, the distinct keys of levels)
+// to the limit of each key, the least of a key given twice, which is the
+// one that binds, and returns it.
+func keyLimits(limits []int64, levels []Level, keys []string) []int64 {
+	for i, k := range keys {
+		limits[i] = -1
+		for _, l := range levels {
+			if l.Key == k && (limits[i] < 0 || l.Limit < limits[i]) {
+				limits[i] = l.Limit
+			}
+		}
+	}
+	return limits
+}
+
+// Commit implements Store. It writes actual − reserved to the log, and
+// syncs it only when they differ: the reserve line already counts the
+// reserved cost, so a crash that loses a commit of it loses no spend. It
+// writes nothing for a reservation of no cost committed at no cost. If a
+// write that changes spend fails, the commit still takes effect in this
+// process and the error says so; the log is rewritten before the next
+// reservation is allowed.
 func (f *File) Commit(r *Reservation, actual int64) error {
 	if err := checkActual(actual); err != nil {
 		return err
@@ -167,10 +206,14 @@ func (f *File) Commit(r *Reservation, actual int64) error {
 	}
 	delta := actual - r.cost
 	if delta == 0 {
+		// Only the end of the reservation: the log holds its spend already.
+		if r.cost != 0 && f.dirty == nil {
+			f.write(entry{op: opCommit, id: r.id, delta: 0, keys: r.keys}, false) // a failure sets dirty
+		}
 		return nil
 	}
 	f.l.add(r.keys, delta)
-	if err := f.write(entry{op: opCommit, id: r.id, delta: delta, keys: r.keys}); err != nil {
+	if err := f.write(entry{op: opCommit, id: r.id, delta: delta, keys: r.keys}, true); err != nil {
 		return fmt.Errorf("spend store %s: cannot record the commit (it counts in this process, and the file is rewritten before the next reservation): %w%s", f.path, err, hint(err))
 	}
 	return nil
@@ -192,7 +235,7 @@ func (f *File) Release(r *Reservation) error {
 		return nil
 	}
 	f.l.add(r.keys, -r.cost)
-	if err := f.write(entry{op: opRelease, id: r.id, delta: -r.cost, keys: r.keys}); err != nil {
+	if err := f.write(entry{op: opRelease, id: r.id, delta: -r.cost, keys: r.keys}, true); err != nil {
 		return fmt.Errorf("spend store %s: cannot record the release (it counts in this process; the file over-counts until it is rewritten): %w%s", f.path, err, hint(err))
 	}
 	return nil
@@ -236,37 +279,37 @@ func (f *File) errClosed() error {
 }
 
 // write makes the log hold the ledger after e has been applied to it: by
-// appending e and syncing, or, if an earlier write failed, by rewriting
-// the log from the ledger.
-func (f *File) write(e entry) error {
+// appending e, and syncing if sync is set, or, if an earlier write failed,
+// by rewriting the log from the ledger.
+func (f *File) write(e entry, sync bool) error {
 	if f.dirty != nil {
 		return f.compact()
 	}
 	f.buf = appendEntry(f.buf[:0], e)
-	if err := f.appendSync(f.buf); err != nil {
+	if err := f.append(f.buf, sync); err != nil {
 		// Part of the line may be in the file; nothing is appended after it.
 		f.dirty = err
 		return err
 	}
 	f.lines++
-	if f.lines >= max(f.compactAfter, len(f.l.spent)) {
+	if f.lines >= max(f.compactAfter, len(f.l.spent), len(f.l.calls)) {
 		// The line is durable whatever this does; a failure sets dirty.
 		f.compact()
 	}
 	return nil
 }
 
-func (f *File) appendSync(line []byte) error {
-	if _, err := f.log.Write(line); err != nil {
+func (f *File) append(line []byte, sync bool) error {
+	if _, err := f.log.Write(line); err != nil || !sync {
 		return err
 	}
-	return f.log.Sync()
+	return f.syncLog(f.log)
 }
 
-// compact rewrites the log as one total per key (temporary file, fsync,
-// rename, fsync of the directory) and reopens it for appending. Open
-// reservations are part of the totals, so a crash after a rewrite counts
-// them as spent. Any failure leaves the store dirty: if the rename
+// compact rewrites the log as one total per key and a reserve per open
+// reservation (temporary file, fsync, rename, fsync of the directory) and
+// reopens it for appending. A crash after a rewrite counts the open
+// reservations as spent. Any failure leaves the store dirty: if the rename
 // happened but the directory sync did not, a crash could bring back the
 // old log, so nothing may be appended to the new one yet.
 func (f *File) compact() error {

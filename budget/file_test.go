@@ -11,49 +11,114 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 )
 
 var lv2 = []Level{{"root", 1000}, {"root/a", 500}}
 
+// clock returns a File clock that starts at Unix millisecond 1767225600000
+// (2026-01-01T00:00:00Z) and moves a second a call.
+func clock() func() time.Time {
+	at := time.UnixMilli(1767225600000 - 1000)
+	return func() time.Time {
+		at = at.Add(time.Second)
+		return at
+	}
+}
+
 func TestFileLogFormat(t *testing.T) {
 	path := filepath.Join(tempDir(t), "spend.log")
 	f := openFile(t, path)
+	f.now = clock()
 	r1 := mustReserve(t, f, lv2, 250)
 	r2 := mustReserve(t, f, lv2, 100)
-	r3 := mustReserve(t, f, []Level{{"root", 1000}, {"root", 1000}}, 0) // writes nothing
+	r3 := mustReserve(t, f, []Level{{"root", 1000}, {"root", 900}}, 0) // a free call
 	r4 := mustReserve(t, f, lv2, 10)
 	for _, err := range []error{f.Commit(r1, 200), f.Release(r2), f.Commit(r3, 0), f.Commit(r4, 10)} {
 		if err != nil {
 			t.Fatal(err)
 		}
 	}
-	want := `{"op":"reserve","id":1,"delta":250,"keys":["root","root/a"]}
-{"op":"reserve","id":2,"delta":100,"keys":["root","root/a"]}
-{"op":"reserve","id":4,"delta":10,"keys":["root","root/a"]}
+	r5 := mustReserve(t, f, lv2, 7) // open at the rewrite
+	want := `{"op":"reserve","id":1,"delta":250,"keys":["root","root/a"],"limits":[1000,500],"at":1767225600000}
+{"op":"reserve","id":2,"delta":100,"keys":["root","root/a"],"limits":[1000,500],"at":1767225601000}
+{"op":"reserve","id":3,"delta":0,"keys":["root"],"limits":[900],"at":1767225602000}
+{"op":"reserve","id":4,"delta":10,"keys":["root","root/a"],"limits":[1000,500],"at":1767225603000}
 {"op":"commit","id":1,"delta":-50,"keys":["root","root/a"]}
 {"op":"release","id":2,"delta":-100,"keys":["root","root/a"]}
+{"op":"commit","id":4,"delta":0,"keys":["root","root/a"]}
+{"op":"reserve","id":5,"delta":7,"keys":["root","root/a"],"limits":[1000,500],"at":1767225604000}
 `
 	if got := readFile(t, path); got != want {
 		t.Errorf("log:\n%s\nwant:\n%s", got, want)
+	}
+	// A rewrite while the store is open keeps the open reservation apart.
+	f.mu.Lock()
+	f.compact()
+	f.mu.Unlock()
+	want = `{"op":"total","delta":210,"keys":["root"],"limits":[1000],"calls":5,"at":1767225604000}
+{"op":"total","delta":210,"keys":["root/a"],"limits":[500],"calls":4,"at":1767225604000}
+{"op":"reserve","id":5,"delta":7,"keys":["root","root/a"]}
+`
+	if got := readFile(t, path); got != want {
+		t.Errorf("log after a rewrite:\n%s\nwant:\n%s", got, want)
+	}
+	if err := f.Commit(r5, 5); err != nil {
+		t.Fatal(err)
 	}
 	if err := f.Close(); err != nil {
 		t.Fatal(err)
 	}
 	f = openFile(t, path) // compacts
-	want = `{"op":"total","delta":210,"keys":["root"]}
-{"op":"total","delta":210,"keys":["root/a"]}
+	want = `{"op":"total","delta":215,"keys":["root"],"limits":[1000],"calls":5,"at":1767225604000}
+{"op":"total","delta":215,"keys":["root/a"],"limits":[500],"calls":4,"at":1767225604000}
 `
 	if got := readFile(t, path); got != want {
 		t.Errorf("log after reopening:\n%s\nwant:\n%s", got, want)
 	}
-	wantSpent(t, f, map[string]int64{"root": 210, "root/a": 210})
+	wantSpent(t, f, map[string]int64{"root": 215, "root/a": 215})
 }
 
-func TestFileFreeCallsWriteNothing(t *testing.T) {
+// A store written before calls were recorded opens, and its rewrite adds
+// no record it does not have.
+func TestFileOldLog(t *testing.T) {
+	path := filepath.Join(tempDir(t), "spend.log")
+	writeFile(t, path, `{"op":"total","delta":100,"keys":["root"]}
+{"op":"reserve","id":1,"delta":30,"keys":["root","root/a"]}
+{"op":"commit","id":1,"delta":-10,"keys":["root","root/a"]}
+{"op":"reserve","id":2,"delta":5,"keys":["root"]}
+`)
+	f := openFile(t, path)
+	wantSpent(t, f, map[string]int64{"root": 125, "root/a": 20})
+	want := `{"op":"total","delta":125,"keys":["root"]}
+{"op":"total","delta":20,"keys":["root/a"]}
+`
+	if got := readFile(t, path); got != want {
+		t.Errorf("log after opening:\n%s\nwant:\n%s", got, want)
+	}
+	f.now = clock()
+	mustReserve(t, f, []Level{{"root", 1000}}, 0)
+	if err := f.Close(); err != nil {
+		t.Fatal(err)
+	}
+	openFile(t, path)
+	want = `{"op":"total","delta":125,"keys":["root"],"limits":[1000],"calls":1,"at":1767225600000}
+{"op":"total","delta":20,"keys":["root/a"]}
+`
+	if got := readFile(t, path); got != want {
+		t.Errorf("log after a call and a restart:\n%s\nwant:\n%s", got, want)
+	}
+}
+
+// Free calls are recorded, one line each, but never synced, and their end
+// writes nothing; a commit of the reserved cost is written, not synced.
+func TestFileFreeCallsAreNotSynced(t *testing.T) {
 	path := filepath.Join(tempDir(t), "spend.log")
 	f := openFile(t, path)
+	syncs := 0
+	f.syncLog = func(l *os.File) error { syncs++; return l.Sync() }
 	spend(t, f, 10, "root") // something in the log
-	before := readFile(t, path)
+	before, beforeSyncs := readFile(t, path), syncs
 	for range 10 {
 		r := mustReserve(t, f, lv2, 0)
 		if err := f.Commit(r, 0); err != nil {
@@ -63,12 +128,22 @@ func TestFileFreeCallsWriteNothing(t *testing.T) {
 			t.Fatal(err)
 		}
 		r = mustReserve(t, f, lv2, 5)
-		if err := f.Commit(r, 5); err != nil { // equal: the reservation line is enough
+		if err := f.Commit(r, 5); err != nil { // equal: the reservation line holds the spend
 			t.Fatal(err)
 		}
 	}
-	if got := readFile(t, path); strings.Count(got, "\n") != strings.Count(before, "\n")+10 {
-		t.Errorf("log grew by more than the ten reservations with a cost:\n%s", got)
+	if got := readFile(t, path); strings.Count(got, "\n") != strings.Count(before, "\n")+40 {
+		t.Errorf("log grew by other than the thirty reservations and ten commits:\n%s", got)
+	}
+	if syncs-beforeSyncs != 10 {
+		t.Errorf("%d syncs for ten reservations with a cost and twenty free ones", syncs-beforeSyncs)
+	}
+	f.Close()
+	f = openFile(t, path)
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if c := f.l.calls["root/a"]; c.calls != 30 || c.limit != 500 {
+		t.Errorf("after a restart root/a has the record %+v, want 30 calls and a limit of 500", c)
 	}
 }
 
@@ -200,7 +275,8 @@ func TestFileCompaction(t *testing.T) {
 		}
 		want["root"] += int64(i)
 		want[key] += int64(i)
-		if lines := strings.Count(readFile(t, path), "\n"); lines > 10+len(want) {
+		// A rewrite writes a line per key and one for the open reservation.
+		if lines := strings.Count(readFile(t, path), "\n"); lines > 10+len(want)+1 {
 			t.Fatalf("log of %d lines after %d reservations: not compacted", lines, i+1)
 		}
 	}
@@ -449,7 +525,9 @@ func TestFileFullDisk(t *testing.T) {
 		t.Error("a write failure is not ErrExceeded")
 	}
 	wantSpent(t, f, map[string]int64{"root": 100})
-	mustReserve(t, f, lv2, 0) // free calls need no disk
+	wantCalls(t, f, "root/a", 1) // the refused call is not counted
+	mustReserve(t, f, lv2, 0)    // free calls need no disk
+	wantCalls(t, f, "root/a", 2)
 	// The disk has room again: the next reservation rewrites the log.
 	mustReserve(t, f, lv2, 10)
 	wantSpent(t, f, map[string]int64{"root": 110})
@@ -457,7 +535,18 @@ func TestFileFullDisk(t *testing.T) {
 		t.Errorf("still dirty: %v", f.dirty)
 	}
 	crash(t, f)
-	wantSpent(t, openFile(t, path), map[string]int64{"root": 110, "root/a": 110})
+	f = openFile(t, path)
+	wantSpent(t, f, map[string]int64{"root": 110, "root/a": 110})
+	wantCalls(t, f, "root/a", 3)
+}
+
+func wantCalls(t *testing.T, f *File, key string, calls int64) {
+	t.Helper()
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if got := f.l.calls[key].calls; got != calls {
+		t.Errorf("%s has had %d calls, want %d", key, got, calls)
+	}
 }
 
 // A commit over its reservation that cannot be written still counts in

@@ -11,6 +11,43 @@ type ledger struct {
 	spent  map[string]int64        // committed plus held per key; a missing key is 0
 	open   map[uint64]*Reservation // reservations neither committed nor released
 	lastID uint64
+	// calls is the record of each key's calls, kept by File only.
+	calls map[string]callRecord
+}
+
+// callRecord is what the log records of a key's calls: how many there have
+// been, the time of the last (Unix milliseconds), and the key's limit as
+// that call gave it.
+type callRecord struct {
+	calls, last, limit int64
+}
+
+// record counts calls more calls at keys, the last at time at (Unix
+// milliseconds), with the limits given for them (parallel to keys).
+func (l *ledger) record(keys []string, limits []int64, calls, at int64) {
+	if l.calls == nil {
+		l.calls = make(map[string]callRecord)
+	}
+	for i, k := range keys {
+		c := l.calls[k]
+		c.calls = addSat(c.calls, calls)
+		if at >= c.last {
+			c.last, c.limit = at, limits[i]
+		}
+		l.calls[k] = c
+	}
+}
+
+// unrecord puts back the records of keys as they were before a record
+// (prev, parallel to keys), for a call the log could not record.
+func (l *ledger) unrecord(keys []string, prev []callRecord) {
+	for i, k := range keys {
+		if prev[i].calls == 0 {
+			delete(l.calls, k)
+		} else {
+			l.calls[k] = prev[i]
+		}
+	}
 }
 
 // admit refuses cost if any level has no room for it, naming the first

@@ -2,6 +2,7 @@ package proxy
 
 import (
 	"strconv"
+	"strings"
 	"sync/atomic"
 
 	"github.com/delegateos/delegateos/budget"
@@ -22,6 +23,34 @@ func budgetLevels(s *dct.AuthorizedScope) []budget.Level {
 		levels[i] = budget.Level{Key: key, Limit: l.MaxBudgetMicrocents}
 	}
 	return levels
+}
+
+// ParseBudgetKey reads a budget key as the gate writes it (an issuer, then
+// "/LEN:ID" for each delegation of the chain, root first) and returns the
+// issuer and the delegation IDs. ok is false for a key the gate cannot have
+// written: no delegation, an empty issuer, a length that is not a decimal
+// without leading zeros or does not fit, or more delegations than a
+// reservation has levels. (An issuer is a principal ID, which holds no
+// '/'.)
+func ParseBudgetKey(key string) (issuer string, ids []string, ok bool) {
+	issuer, _, _ = strings.Cut(key, "/")
+	if issuer == "" {
+		return "", nil, false
+	}
+	rest := key[len(issuer):]
+	for rest != "" {
+		if len(ids) == budget.MaxLevels || rest[0] != '/' {
+			return "", nil, false
+		}
+		digits, after, found := strings.Cut(rest[1:], ":")
+		n, err := strconv.Atoi(digits)
+		if !found || err != nil || n < 0 || digits != strconv.Itoa(n) || n > len(after) {
+			return "", nil, false
+		}
+		ids = append(ids, after[:n])
+		rest = after[n:]
+	}
+	return issuer, ids, len(ids) > 0
 }
 
 // levelsMemo remembers the budget levels of the last chain the gate

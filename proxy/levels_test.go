@@ -2,6 +2,7 @@ package proxy
 
 import (
 	"reflect"
+	"strings"
 	"testing"
 
 	"github.com/delegateos/delegateos/dct"
@@ -44,4 +45,77 @@ func TestLevelsMemo(t *testing.T) {
 	if got, want := m.of(a), budgetLevels(a); !reflect.DeepEqual(got, want) {
 		t.Errorf("after the chain changed the memo gives %v, want %v", got, want)
 	}
+}
+
+// ParseBudgetKey reads back the key of every level budgetLevels writes,
+// IDs holding '/' and ':' included, and refuses what it cannot have written.
+func TestParseBudgetKey(t *testing.T) {
+	for _, ids := range [][]string{
+		{"del_a11ce0000001"},
+		{"del_a11ce0000001", "del_b0b000000001", "del_c0c000000001"},
+		{"x/y", "x", "3:abc", ""},
+		{"\n\"é"},
+	} {
+		links := make([]dct.ChainLink, len(ids))
+		for i, id := range ids {
+			links[i] = dct.ChainLink{DelegationID: id}
+		}
+		levels := budgetLevels(&dct.AuthorizedScope{Issuer: "ISSUER", Chain: links})
+		for i, l := range levels {
+			issuer, got, ok := ParseBudgetKey(l.Key)
+			if !ok || issuer != "ISSUER" || !reflect.DeepEqual(got, ids[:i+1]) {
+				t.Errorf("ParseBudgetKey(%q) = %q, %q, %v; want ISSUER, %q", l.Key, issuer, got, ok, ids[:i+1])
+			}
+		}
+	}
+	for _, key := range []string{
+		"", "ISSUER", "/5:del_a", "ISSUER/", "ISSUER//5:del_a", "ISSUER/5del_a", "ISSUER/6:del_a",
+		"ISSUER/05:del_a", "ISSUER/+5:del_a", "ISSUER/-1:del_a", "ISSUER/5:del_ax", "ISSUER/99999999999999999999:x",
+		"ISSUER" + strings.Repeat("/1:x", 65),
+	} {
+		if issuer, ids, ok := ParseBudgetKey(key); ok {
+			t.Errorf("ParseBudgetKey(%q) = %q, %q: want it refused", key, issuer, ids)
+		}
+	}
+	if _, ids, ok := ParseBudgetKey("ISSUER" + strings.Repeat("/1:x", 64)); !ok || len(ids) != 64 {
+		t.Errorf("a key of 64 levels: %d IDs, %v", len(ids), ok)
+	}
+}
+
+// FuzzParseBudgetKey: a key ParseBudgetKey accepts is the key budgetLevels
+// writes for what it returns, and the leaf key budgetLevels writes for any
+// issuer without '/' and any IDs reads back as them.
+func FuzzParseBudgetKey(f *testing.F) {
+	f.Add("ISSUER/16:del_a11ce0000001/16:del_b0b000000001", "del_x", "3:a/b")
+	f.Add("ISSUER/3:x/y/1:x", "", "")
+	f.Add("ISSUER/1:", "\xff", "/")
+	f.Fuzz(func(t *testing.T, key, id1, id2 string) {
+		build := func(issuer string, ids []string) string {
+			links := make([]dct.ChainLink, len(ids))
+			for i, id := range ids {
+				links[i] = dct.ChainLink{DelegationID: id}
+			}
+			if len(ids) == 0 {
+				return issuer
+			}
+			levels := budgetLevels(&dct.AuthorizedScope{Issuer: issuer, Chain: links})
+			return levels[len(levels)-1].Key
+		}
+		if issuer, ids, ok := ParseBudgetKey(key); ok {
+			if issuer == "" || strings.Contains(issuer, "/") {
+				t.Fatalf("ParseBudgetKey(%q): issuer %q", key, issuer)
+			}
+			if back := build(issuer, ids); back != key {
+				t.Fatalf("ParseBudgetKey(%q) = %q, %q, which is written %q", key, issuer, ids, back)
+			}
+		}
+		issuer, _, _ := strings.Cut(key, "/")
+		if issuer == "" {
+			return
+		}
+		want := []string{id1, id2}
+		if got, gotIDs, ok := ParseBudgetKey(build(issuer, want)); !ok || got != issuer || !reflect.DeepEqual(gotIDs, want) {
+			t.Fatalf("the key of %q, %q reads back as %q, %q, %v", issuer, want, got, gotIDs, ok)
+		}
+	})
 }
