@@ -48,7 +48,9 @@ func (w *Warning) String() string {
 //     the proxy is given --root);
 //   - a revocation_list file that does not exist: the proxy refuses to
 //     start without it;
-//   - an upstream_user that this machine does not know.
+//   - an upstream_user that this machine does not know;
+//   - a tool_pins lock file that does not exist (one that is not a valid
+//     lock file is an error, as a problem in the policy is).
 //
 // Rules are checked against an upstream with CheckOffered.
 func Lint(path string) (*Policy, []*Warning, error) {
@@ -74,6 +76,19 @@ func Lint(path string) (*Policy, []*Warning, error) {
 		if msg := unknownUser(p.UpstreamUser); msg != "" {
 			warn("upstream_user", "%s", msg)
 		}
+	}
+	if p.ToolPins != "" {
+		pins, err := LoadPins(p.ToolPins)
+		var problems Errors
+		switch {
+		case errors.As(err, &problems):
+			return nil, nil, problems
+		case errors.Is(err, fs.ErrNotExist):
+			warn("tool_pins", "%s does not exist, and the proxy refuses to start without it; write it with 'delegateos pin --policy %s -- UPSTREAM...', or fix the path", p.ToolPins, path)
+		case err != nil:
+			warn("tool_pins", "%s cannot be read (%v), and the proxy refuses to start without it", p.ToolPins, err)
+		}
+		p.Pins = pins
 	}
 	return p, ws, nil
 }
