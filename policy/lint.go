@@ -78,7 +78,7 @@ func Lint(path string) (*Policy, []*Warning, error) {
 		}
 	}
 	if p.ToolPins != "" {
-		pins, err := LoadPins(p.ToolPins)
+		_, err := LoadPins(p.ToolPins)
 		var problems Errors
 		switch {
 		case errors.As(err, &problems):
@@ -88,7 +88,6 @@ func Lint(path string) (*Policy, []*Warning, error) {
 		case err != nil:
 			warn("tool_pins", "%s cannot be read (%v), and the proxy refuses to start without it", p.ToolPins, err)
 		}
-		p.Pins = pins
 	}
 	return p, ws, nil
 }

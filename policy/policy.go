@@ -79,11 +79,8 @@ type Policy struct {
 	UpstreamUser string
 	// ToolPins is the lock file (resolved like the other paths) holding the
 	// approved definitions of the upstream's tools, prompts and resource
-	// templates; "" means definitions are not pinned.
+	// templates (see Pins); "" means definitions are not pinned.
 	ToolPins string
-	// Pins is the lock file ToolPins names, once read with LoadPins. The
-	// proxy refuses to run with ToolPins set and Pins nil.
-	Pins *Pins
 }
 
 // JudgeConfig is the judge section: the local command that scores an output

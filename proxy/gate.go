@@ -65,6 +65,10 @@ type CallRequest struct {
 	// ContractID and DelegationID, when the request names them in
 	// _delegateos, must match the token.
 	ContractID, DelegationID string
+	// Unpinned, when set, says why the tool or prompt is not as the
+	// policy's pins approved it: the request is refused as ToolNotPinned
+	// once everything else about it would allow it.
+	Unpinned string
 }
 
 // Target is what the request names, for logs: the tool, prompt or URI.
@@ -239,6 +243,9 @@ func (g *Gate) decideAt(req *CallRequest, start time.Time) (d Decision) {
 	}
 	if req.Token == "" {
 		if g.Policy.AllowUnauthenticated {
+			if req.Unpinned != "" {
+				return deny(ToolNotPinned, nil, "%s", req.Unpinned)
+			}
 			d.Allowed, d.Unauthenticated = true, true
 			return d
 		}
@@ -278,6 +285,9 @@ func (g *Gate) decideAt(req *CallRequest, start time.Time) (d Decision) {
 	if den := g.eachTarget(req, call, mapErr, scope, true); den != nil {
 		d.Denial = den
 		return d
+	}
+	if req.Unpinned != "" {
+		return deny(ToolNotPinned, scope.Capabilities, "%s", req.Unpinned)
 	}
 	reserve := call.Cost
 	if g.HonourUpstreamCost {

@@ -66,6 +66,7 @@ func (s *session) filterList(p *pending, frame []byte) ([]byte, bool) {
 		}
 	}
 	kept := make([]json.RawMessage, 0, len(entries))
+	pinKind, pinned := s.pinListKind(p.method)
 	for _, e := range entries {
 		named, err := strictMembers(e, m.key)
 		if err != nil {
@@ -76,7 +77,7 @@ func (s *session) filterList(p *pending, frame []byte) ([]byte, bool) {
 			// An entry the gate cannot read is not shown.
 			continue
 		}
-		if view(key) {
+		if view(key) && (!pinned || s.pinShown(pinKind, e)) {
 			kept = append(kept, e)
 		}
 	}
