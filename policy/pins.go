@@ -180,10 +180,11 @@ func (pp *pinsParser) errorf(at int, key, format string, args ...any) {
 	}
 }
 
-// line is the line of the first non-space byte at or after offset at.
+// line is the line of the first byte of a value at or after offset at
+// (past white space and separators).
 func (pp *pinsParser) line(at int) int {
 	at = min(max(at, 0), len(pp.data))
-	for at < len(pp.data) && strings.IndexByte(" \t\r\n", pp.data[at]) >= 0 {
+	for at < len(pp.data) && strings.IndexByte(" \t\r\n,:", pp.data[at]) >= 0 {
 		at++
 	}
 	return bytes.Count(pp.data[:at], []byte("\n")) + 1
