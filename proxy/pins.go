@@ -273,10 +273,11 @@ func (s *session) listForPins(k mcpdef.Kind) *pinListing {
 func (s *session) judgeListed(l *pinListing, k mcpdef.Kind, entry []byte) {
 	def, err := mcpdef.Read(k, entry)
 	if err != nil {
-		named, serr := strictMembers(entry, k.Key())
+		// Named for the refusal only: whatever its name, it is refused.
+		var named map[string]json.RawMessage
 		var name string
-		if serr != nil || json.Unmarshal(named[k.Key()], &name) != nil || name == "" {
-			return // nothing can name it, so nothing can call it
+		if json.Unmarshal(entry, &named) != nil || json.Unmarshal(named[k.Key()], &name) != nil || name == "" {
+			return // nothing names it, so nothing can call it
 		}
 		l.entries[name] = pinEntry{verdict: fmt.Sprintf("%s %s is listed with a definition that cannot be read one way only (%v)", k, quoteName(name), err)}
 		return
