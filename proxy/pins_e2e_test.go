@@ -34,7 +34,7 @@ type pinWorld struct {
 	policy *mcptest.Policy
 	// policyFile is the policy as `delegateos pin --policy` reads it.
 	policyFile, lock string
-	tok          *dct.Token
+	tok              *dct.Token
 }
 
 func newPinWorld(t *testing.T) *pinWorld {
