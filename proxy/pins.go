@@ -24,7 +24,8 @@ import (
 // upstream does not list it at all.
 const ToolNotPinned dct.DenialType = "tool_not_pinned"
 
-// pinListTimeout bounds each page of the proxy's own listing.
+// pinListTimeout bounds the proxy's own listing of a kind, every page of
+// it, while the client's requests wait.
 const pinListTimeout = 10 * time.Second
 
 // maxPinPages bounds the pages of the proxy's own listing.
@@ -225,11 +226,12 @@ func (s *session) pinListing(k mcpdef.Kind) *pinListing {
 	if l := st.known.Load(); l != nil && l.failed == "" && !st.stale.Load() {
 		return l
 	}
+	deadline := time.Now().Add(pinListTimeout)
 	for range 3 {
 		// Cleared before the list is asked for: a change announced while
 		// it is read makes it stale again.
 		st.stale.Store(false)
-		l := s.listForPins(k)
+		l := s.listForPins(k, deadline)
 		st.known.Store(l)
 		if l.failed != "" || !st.stale.Load() {
 			return l
@@ -240,12 +242,12 @@ func (s *session) pinListing(k mcpdef.Kind) *pinListing {
 
 // listForPins lists every page of kind k from the upstream and judges
 // each entry against its pin.
-func (s *session) listForPins(k mcpdef.Kind) *pinListing {
+func (s *session) listForPins(k mcpdef.Kind, deadline time.Time) *pinListing {
 	l := &pinListing{entries: map[string]pinEntry{}}
 	cursor := ""
 	seen := map[string]bool{}
 	for range maxPinPages {
-		frame, err := s.pinRequest(k, cursor)
+		frame, err := s.pinRequest(k, cursor, deadline)
 		if err != nil {
 			return &pinListing{failed: err.Error()}
 		}
@@ -319,8 +321,8 @@ func readListPage(k mcpdef.Kind, frame []byte) ([]json.RawMessage, string, error
 }
 
 // pinRequest sends one list request of the proxy's own and waits for its
-// answer.
-func (s *session) pinRequest(k mcpdef.Kind, cursor string) ([]byte, error) {
+// answer until the deadline.
+func (s *session) pinRequest(k mcpdef.Kind, cursor string, deadline time.Time) ([]byte, error) {
 	pn := s.pins
 	pn.seq++
 	id := pinIDPrefix + strconv.FormatInt(pn.seq, 10)
@@ -349,7 +351,7 @@ func (s *session) pinRequest(k mcpdef.Kind, cursor string) ([]byte, error) {
 	if err := s.toServer.write(frame); err != nil {
 		return nil, errors.New("the upstream is not accepting input")
 	}
-	timer := time.NewTimer(pinListTimeout)
+	timer := time.NewTimer(time.Until(deadline))
 	defer timer.Stop()
 	select {
 	case answer := <-ch:
