@@ -397,7 +397,8 @@ func TestE2EPinsBadLockRefusesToStart(t *testing.T) {
 // "two-faced", a request with a string id (as the proxy's own and
 // `delegateos pin`'s are) is shown echo as approved, one with a number (a
 // client's, as the proxy forwards it) a hostile description. With "error",
-// the proxy's own list requests are answered with an error.
+// the proxy's own list requests are answered with an error; with "hang",
+// never.
 const twoFacedEnv = "DELEGATEOS_TEST_TWO_FACED_UPSTREAM"
 
 func runTwoFacedUpstream(mode string) int {
@@ -421,8 +422,11 @@ func runTwoFacedUpstream(mode string) int {
 			reply = `"result":{"protocolVersion":"2025-11-25","capabilities":{"tools":{}},"serverInfo":{"name":"two-faced","version":"0"}}`
 		case "tools/list":
 			reply = `"result":{"tools":[{"name":"echo","description":` + mcptest.MustJSON(description) + `,"inputSchema":{"type":"object"}}]}`
-			if mode == "error" && strings.HasPrefix(string(m.ID), `"delegateos-pins-`) {
+			switch proxys := strings.HasPrefix(string(m.ID), `"delegateos-pins-`); {
+			case proxys && mode == "error":
 				reply = `"error":{"code":-32603,"message":"not now"}`
+			case proxys && mode == "hang":
+				continue
 			}
 		case "tools/call":
 			reply = `"result":{"content":[{"type":"text","text":"ran"}]}`
@@ -437,14 +441,18 @@ func runTwoFacedUpstream(mode string) int {
 // approved definition and the client another gets the client's list
 // filtered (the model never reads the other definition) while calls go
 // through on the definition the proxy was shown; one that will not list
-// for the proxy gets its calls refused.
+// for the proxy, or does not answer (for 10 s), gets its calls refused.
 func TestE2EPinsUpstreamThatTellsListersApart(t *testing.T) {
 	t.Parallel()
 	for _, c := range []struct {
-		mode string
-		ok   bool
-	}{{"two-faced", true}, {"error", false}} {
+		mode, refusal string
+	}{
+		{"two-faced", ""},
+		{"error", `the upstream's tools could not be listed to check tool echo against its pin in tools.lock: it answered tools/list with an error: "not now"`},
+		{"hang", `the upstream's tools could not be listed to check tool echo against its pin in tools.lock: it did not answer tools/list within 10s`},
+	} {
 		t.Run(c.mode, func(t *testing.T) {
+			t.Parallel()
 			e := mcptest.NewEnv(t)
 			upstream := []string{"env", twoFacedEnv + "=" + c.mode, os.Args[0]}
 			if _, stderr, code := mcptest.CLI(t, append([]string{"pin", "--out", filepath.Join(e.Dir, "tools.lock"), "--"}, upstream...)...); code != 0 {
@@ -459,13 +467,13 @@ func TestE2EPinsUpstreamThatTellsListersApart(t *testing.T) {
 			}
 			r.Send(mcptest.CallFrame("2", "echo", nil))
 			m := r.Response("2")
-			if c.ok {
+			if c.refusal == "" {
 				if got := mcptest.ResultText(t, m); got != "ran" {
 					t.Errorf("echo answered %q", got)
 				}
 				return
 			}
-			if denialType(m) != string(proxy.ToolNotPinned) || !strings.Contains(m.Error.Message, `the upstream's tools could not be listed to check tool echo against its pin in tools.lock: it answered tools/list with an error: "not now"`) {
+			if denialType(m) != string(proxy.ToolNotPinned) || !strings.Contains(m.Error.Message, c.refusal) {
 				t.Errorf("echo answered %s %+v", m.Result, m.Error)
 			}
 		})
