@@ -104,7 +104,10 @@ var pinCmd = &command{
 				return writeJSON(e, report)
 			}
 			fmt.Fprintf(e.stdout, "pinned %s in %s\n", counts(current), lock)
-			if old != nil {
+			switch {
+			case old != nil && len(changes) == 0:
+				fmt.Fprintln(e.stdout, "  unchanged since the last pin")
+			case old != nil:
 				writeChanges(e.stdout, changes, false)
 			}
 			if !named {
@@ -219,8 +222,6 @@ type pinChange struct {
 	// new) or "gone" (pinned, not listed).
 	Change string        `json:"change"`
 	Fields []fieldChange `json:"fields,omitempty"`
-
-	kind mcpdef.Kind
 }
 
 // fieldChange is one field that differs; a side is null where the field
@@ -249,7 +250,7 @@ func diffPins(old, current *policy.Pins) []pinChange {
 		}
 		for _, n := range slices.Sorted(maps.Keys(names)) {
 			o, c := oldEntries[n], current.Entries[k][n]
-			ch := pinChange{Kind: k.String(), Name: n, kind: k}
+			ch := pinChange{Kind: k.String(), Name: n}
 			switch {
 			case o == nil:
 				ch.Change = "new"
