@@ -180,7 +180,7 @@ func listDefinitions(command []string, timeout time.Duration) (*policy.Pins, err
 		for i, raw := range l.Raw[k] {
 			d, err := mcpdef.Read(k, raw)
 			if err != nil {
-				return nil, inputf("the server lists a %s (the %d. of %s) that cannot be pinned: %v; it could be read two ways, so no pin could approve what a client reads", k, i+1, k.ListMethod(), err)
+				return nil, inputf("entry %d of the server's %s cannot be pinned: %v; a client could read it otherwise than a pin would, so no pin can approve it", i+1, k.ListMethod(), err)
 			}
 			defs = append(defs, d)
 		}
