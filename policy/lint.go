@@ -51,6 +51,8 @@ func (w *Warning) String() string {
 //   - an upstream_user that this machine does not know;
 //   - rate limits without a spend_store, which keep their windows in
 //     memory only.
+//   - a tool_pins lock file that does not exist (one that is not a valid
+//     lock file is an error, as a problem in the policy is).
 //
 // Rules are checked against an upstream with CheckOffered.
 func Lint(path string) (*Policy, []*Warning, error) {
@@ -79,6 +81,18 @@ func Lint(path string) (*Policy, []*Warning, error) {
 	}
 	if key := firstRate(p); key != "" && p.SpendStore == "" {
 		warn(key, "rate limits without a spend_store are kept in memory only: each start of the proxy (an MCP client starts one a session) begins every window afresh; set spend_store, and the windows are kept next to it")
+	}
+	if p.ToolPins != "" {
+		_, err := LoadPins(p.ToolPins)
+		var problems Errors
+		switch {
+		case errors.As(err, &problems):
+			return nil, nil, problems
+		case errors.Is(err, fs.ErrNotExist):
+			warn("tool_pins", "%s does not exist, and the proxy refuses to start without it; write it with 'delegateos pin --policy %s -- UPSTREAM...', or fix the path", p.ToolPins, path)
+		case err != nil:
+			warn("tool_pins", "%s cannot be read (%v), and the proxy refuses to start without it", p.ToolPins, err)
+		}
 	}
 	return p, ws, nil
 }

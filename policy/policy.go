@@ -80,6 +80,10 @@ type Policy struct {
 	// as, so that it cannot read the proxy's token, memory or files; ""
 	// runs it as the proxy's own user.
 	UpstreamUser string
+	// ToolPins is the lock file (resolved like the other paths) holding the
+	// approved definitions of the upstream's tools, prompts and resource
+	// templates (see Pins); "" means definitions are not pinned.
+	ToolPins string
 }
 
 // JudgeConfig is the judge section: the local command that scores an output

@@ -91,9 +91,8 @@ func TestE2EToolsListFiltered(t *testing.T) {
 			if !slices.Equal(got, want) {
 				t.Errorf("tools/list through the proxy = %v, want %v", got, want)
 			}
-			// The docserver has 14 tools with --diagnostics: 7 pages of 2,
-			// and after a full last page mcp-go gives a cursor to an 8th,
-			// empty one.
+			// The docserver has 15 tools with --diagnostics: 8 pages of 2,
+			// the last with one.
 			if tt.pageSize == 2 && len(pages) != 8 {
 				t.Errorf("%d pages, want every one of the upstream's 8", len(pages))
 			}
@@ -396,8 +395,8 @@ func TestE2ENoToken(t *testing.T) {
 		pol.AllowUnauthenticated = true
 		s := e.StartProxy(mcptest.ProxyOptions{Policy: pol}).Connect(mcptest.SessionOptions{})
 		list, err := s.ListTools(mcptest.Context(t), mcp.ListToolsRequest{})
-		if err != nil || len(list.Tools) != 14 {
-			t.Errorf("tools/list without a token shows %d tools (%v); want all 14", len(list.Tools), err)
+		if err != nil || len(list.Tools) != 15 {
+			t.Errorf("tools/list without a token shows %d tools (%v); want all 15", len(list.Tools), err)
 		}
 		res := s.Call(t, "echo", map[string]any{"text": "anyone"}).OK(t, "echo without a token")
 		if got := mcptest.Text(t, res, 0); got != "anyone" {

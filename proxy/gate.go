@@ -71,6 +71,10 @@ type CallRequest struct {
 	// ContractID and DelegationID, when the request names them in
 	// _delegateos, must match the token.
 	ContractID, DelegationID string
+	// Unpinned, when set, says why the tool or prompt is not as the
+	// policy's pins approved it: the request is refused as ToolNotPinned
+	// once everything else about it would allow it.
+	Unpinned string
 }
 
 // Target is what the request names, for logs: the tool, prompt or URI.
@@ -249,6 +253,9 @@ func (g *Gate) decideAt(req *CallRequest, start time.Time) (d Decision) {
 	}
 	if req.Token == "" {
 		if g.Policy.AllowUnauthenticated {
+			if req.Unpinned != "" {
+				return deny(ToolNotPinned, nil, "%s", req.Unpinned)
+			}
 			if _, den := g.reserveRate(req, call, nil, nil, now); den != nil {
 				d.Denial = den
 				return d
@@ -292,6 +299,9 @@ func (g *Gate) decideAt(req *CallRequest, start time.Time) (d Decision) {
 	if den := g.eachTarget(req, call, mapErr, scope, true); den != nil {
 		d.Denial = den
 		return d
+	}
+	if req.Unpinned != "" {
+		return deny(ToolNotPinned, scope.Capabilities, "%s", req.Unpinned)
 	}
 	admitted, den := g.reserveRate(req, call, scope, levels, now)
 	if den != nil {

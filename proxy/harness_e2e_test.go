@@ -25,6 +25,9 @@ func TestMain(m *testing.M) {
 	if os.Getenv(silentUpstreamEnv) != "" {
 		os.Exit(runSilentUpstream())
 	}
+	if mode := os.Getenv(twoFacedEnv); mode != "" {
+		os.Exit(runTwoFacedUpstream(mode))
+	}
 	os.Exit(mcptest.Run(m))
 }
 

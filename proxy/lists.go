@@ -72,6 +72,7 @@ func (s *session) filterList(p *pending, frame []byte) ([]byte, bool) {
 	}
 	kept := make([]json.RawMessage, 0, len(entries))
 	var hidden []string // in observe mode, what the view hides
+	pinKind, pinned := s.pinListKind(p.method)
 	for _, e := range entries {
 		named, err := strictMembers(e, m.key)
 		if err != nil {
@@ -85,7 +86,7 @@ func (s *session) filterList(p *pending, frame []byte) ([]byte, bool) {
 			}
 			continue
 		}
-		if view(key) {
+		if view(key) && (!pinned || s.pinShown(pinKind, e)) {
 			kept = append(kept, e)
 		} else if s.cfg.Observe {
 			hidden = wouldHide(hidden, key)

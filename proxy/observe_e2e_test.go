@@ -97,7 +97,7 @@ func TestE2EObserve(t *testing.T) {
 			}
 
 			c.Send(`{"jsonrpc":"2.0","id":40,"method":"tools/list"}`)
-			tools := toolNames(t, c.Response("40"))
+			tools := rawToolNames(t, c.Response("40"))
 			if slices.Contains(tools, "write_file") != observe {
 				t.Errorf("tools/list shows %v", tools)
 			}
@@ -217,7 +217,7 @@ func checkObservedUpstream(t *testing.T, e *mcptest.Env, record string, observe 
 }
 
 // toolNames are the names in a tools/list result.
-func toolNames(t *testing.T, m mcptest.RawMessage) []string {
+func rawToolNames(t *testing.T, m mcptest.RawMessage) []string {
 	t.Helper()
 	if m.Error != nil {
 		t.Fatalf("tools/list: %+v", m.Error)

@@ -96,6 +96,10 @@ type session struct {
 	ctx        context.Context
 	closing    bool
 
+	// pins, when the policy names tool_pins, hides and refuses what the
+	// upstream does not list as approved (pins.go).
+	pins *pinner
+
 	lastTool string   // see toolName
 	upSeq    int64    // the id of the last request forwarded (the client's goroutine's)
 	upText   [20]byte // where the client's goroutine writes a number it forwards with
@@ -130,6 +134,10 @@ func Run(ctx context.Context, cfg Config, clientIn io.Reader, clientOut io.Write
 	if cfg.Observe {
 		log.Warn(ObserveBanner)
 	}
+	pins, err := newPinner(cfg.Gate.Policy)
+	if err != nil {
+		return err
+	}
 	cmd := exec.CommandContext(ctx, cfg.Upstream[0], cfg.Upstream[1:]...)
 	setProcAttr(cmd)
 	if cfg.PrepareUpstream != nil {
@@ -158,6 +166,7 @@ func Run(ctx context.Context, cfg Config, clientIn io.Reader, clientOut io.Write
 		toClient: newFrameWriter(clientOut),
 		toServer: newFrameWriter(upIn),
 		pending:  newPendingTable(),
+		pins:     pins,
 	}
 	// An attestation still being verified is answered before Run
 	// returns: after the client's EOF it is allowed to finish (a client may
@@ -409,6 +418,7 @@ func (s *session) serverFrame(frame, raw []byte) {
 		return
 	}
 	if h.kind != kindResponse {
+		s.pinNotified(h.method)
 		if bytes.Contains(frame, subscriptionIDKey) {
 			if at, v := subscriptionID(frame, "params"); at >= 0 {
 				s.mu.Lock()
@@ -429,6 +439,9 @@ func (s *session) serverFrame(frame, raw []byte) {
 	}
 	p := s.take(h.id)
 	if p == nil {
+		if s.pinAnswer(h.id, frame) {
+			return
+		}
 		// No request in flight has this id: it answers one the client
 		// cancelled, or none at all. Relaying it could answer a later
 		// request of the client's with the same id.
@@ -491,6 +504,7 @@ func (s *session) unreadableAnswer(h header, err error) {
 	p := s.take(h.id)
 	s.log.Warn("upstream answer refused", zap.String("reason", err.Error()))
 	if p == nil {
+		s.pinAnswer(h.id, nil)
 		return
 	}
 	s.settle(p, p.cost(), false, outcomeUnreadable, &s.serverLog)
@@ -513,6 +527,8 @@ func (s *session) serverTooLarge(prefix []byte) {
 			s.settle(p, p.cost(), false, outcomeTooLarge, &s.serverLog)
 			s.replyError(s.toClient, p.id, codeInternalError, "the upstream's response "+msg, nil)
 			p.free()
+		} else {
+			s.pinAnswer(h.id, nil)
 		}
 	}
 }

@@ -258,6 +258,9 @@ func (s *session) gate(p *pending, cp *callParams) bool {
 	if req.Token == "" {
 		req.Token = session
 	}
+	if s.pins != nil {
+		req.Unpinned = s.pinCheck(&req)
+	}
 	p.start = time.Now()
 	p.dec = s.cfg.Gate.decideAt(&req, p.start)
 	if !p.dec.Allowed {

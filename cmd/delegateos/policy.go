@@ -134,6 +134,7 @@ type policyJSON struct {
 		TrustGate    *policy.TrustGate `json:"trust_gate"`
 	} `json:"reputation"`
 	UpstreamUser string        `json:"upstream_user"`
+	ToolPins     string        `json:"tool_pins"`
 	Warnings     []problemJSON `json:"warnings"`
 	// Upstream is what --upstream found.
 	Upstream *upstreamJSON `json:"upstream,omitempty"`
@@ -175,7 +176,7 @@ func policySummary(file string, p *policy.Policy, warnings []*policy.Warning, up
 	s := policyJSON{File: file, OK: true, Roots: p.Roots, DefaultCost: p.DefaultCost, Rate: p.Rate.String(),
 		AllowUnauthenticated: p.AllowUnauthenticated, HonourUpstreamCost: p.HonourUpstreamCost,
 		RevocationList: p.RevocationList, SpendStore: p.SpendStore, MaxFrameBytes: p.MaxFrameBytes,
-		UpstreamUser: p.UpstreamUser, Warnings: []problemJSON{}}
+		UpstreamUser: p.UpstreamUser, ToolPins: p.ToolPins, Warnings: []problemJSON{}}
 	for _, w := range warnings {
 		s.Warnings = append(s.Warnings, problemJSON{Line: w.Line, Key: w.Key, Message: w.Msg})
 	}
@@ -298,6 +299,7 @@ func writePolicySummary(w io.Writer, file string, p *policy.Policy, warnings []*
 		}
 	}
 	fmt.Fprintf(tw, "upstream user:\t%s\n", choose(p.UpstreamUser == "", "the proxy's own (the upstream can read the proxy's token; see upstream_user)", p.UpstreamUser))
+	fmt.Fprintf(tw, "tool pins:\t%s\n", choose(p.ToolPins == "", "none (definitions are not checked; see tool_pins and 'delegateos pin')", p.ToolPins))
 	if up != nil {
 		fmt.Fprintf(tw, "upstream tools:\t%d listed by %s\n", len(up.tools), clipArg(strings.Join(up.command, " ")))
 		if len(up.unmatched) > 0 {

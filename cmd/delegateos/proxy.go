@@ -59,6 +59,9 @@ var proxyCmd = &command{
 				}
 				pol = p
 			}
+			if err := checkPins(pol.ToolPins, *policyPath); err != nil {
+				return err
+			}
 			for _, r := range *roots {
 				id, err := principal("--root", r)
 				if err != nil {
@@ -256,6 +259,25 @@ func policyLoadError(path string, err error) error {
 		return inputf("--policy %s: the file does not exist; give the path of a policy file, or write one with 'delegateos policy init --out %s -- UPSTREAM_COMMAND'", path, path)
 	}
 	return inputf("--policy %s: %v", path, err)
+}
+
+// checkPins refuses to start with a tool_pins lock file that is missing
+// or not valid, saying what to do.
+func checkPins(lock, policyPath string) error {
+	if lock == "" {
+		return nil
+	}
+	_, err := policy.LoadPins(lock)
+	var problems policy.Errors
+	switch {
+	case err == nil:
+		return nil
+	case errors.As(err, &problems):
+		return inputf("tool_pins: %v", err)
+	case errors.Is(err, fs.ErrNotExist):
+		return inputf("tool_pins: the lock file %s does not exist, so the upstream's definitions cannot be checked; review and approve them with 'delegateos pin --policy %s -- UPSTREAM...', or remove tool_pins from the policy", lock, policyPath)
+	}
+	return inputf("tool_pins: the lock file %s cannot be read: %v", lock, err)
 }
 
 // tokenFix says what to do about a session token that does not verify.

@@ -2,7 +2,7 @@
 // serves a directory of documents over stdio. It is the upstream the
 // delegateos proxy is tested and demonstrated against.
 //
-//	docserver --root DIR [--diagnostics] [--page-size N]
+//	docserver --root DIR [--diagnostics] [--page-size N] [--describe NAME=TEXT]... [--rename OLD=NEW]...
 //
 // Tool paths look absolute ("/project/sub/notes.md") but are always resolved
 // inside DIR: a path that climbs out of it, lexically or through a symbolic
@@ -12,10 +12,12 @@
 // --diagnostics the server also offers tools that exercise the protocol
 // features a relay must carry: echo, slow (progress and cancellation),
 // sample, roots and elicit (requests to the client), big, crash, costly,
-// notify_list_changed and probe (who the process runs as, and what files it
+// notify_list_changed, probe (who the process runs as, and what files it
 // can read anywhere: a test of the proxy's isolation, and the reason never
-// to give --diagnostics outside tests). --page-size splits tools/list into
-// pages.
+// to give --diagnostics outside tests) and redefine (a definition that
+// changes during a session). --page-size splits tools/list into pages;
+// --describe and --rename change definitions from the start, as a server
+// that changed since its definitions were pinned would.
 //
 // stdout carries only protocol frames; logs go to stderr.
 package main

@@ -6,6 +6,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"reflect"
 	"strings"
 	"testing"
 )
@@ -38,7 +39,7 @@ func TestResolve(t *testing.T) {
 			}
 			continue
 		}
-		if err != nil || got != tt.want {
+		if err != nil || !reflect.DeepEqual(got, tt.want) {
 			t.Errorf("resolve(%q) = %q, %v; want %q", tt.in, got, err, tt.want)
 		}
 	}
@@ -192,6 +193,10 @@ func TestParseFlags(t *testing.T) {
 		{args: []string{"--root", "/d", "extra"}, wantErr: "unexpected arguments"},
 		{args: []string{"--root", "/d", "--page-size", "-1"}, wantErr: "must not be negative"},
 		{args: []string{"--bogus"}, wantErr: "flag provided but not defined"},
+		{args: []string{"--root", "/d", "--describe", "read_file=Read, then mail it", "--rename", "search=find", "--describe", "greeting=Hi"},
+			want: config{root: "/d", describe: nameValue{{"read_file", "Read, then mail it"}, {"greeting", "Hi"}}, rename: nameValue{{"search", "find"}}}},
+		{args: []string{"--root", "/d", "--describe", "no equals sign"}, wantErr: "want NAME=VALUE"},
+		{args: []string{"--root", "/d", "--rename", "=x"}, wantErr: "want NAME=VALUE"},
 	}
 	for _, tt := range tests {
 		got, err := parseFlags(tt.args, io.Discard)
@@ -201,7 +206,7 @@ func TestParseFlags(t *testing.T) {
 			}
 			continue
 		}
-		if err != nil || got != tt.want {
+		if err != nil || !reflect.DeepEqual(got, tt.want) {
 			t.Errorf("parseFlags(%q) = %+v, %v; want %+v", tt.args, got, err, tt.want)
 		}
 	}

@@ -27,6 +27,9 @@ type config struct {
 	root        string
 	diagnostics bool
 	pageSize    int
+	// describe and rename change definitions from the start (see
+	// redefinitions).
+	describe, rename nameValue
 }
 
 func main() {
@@ -53,7 +56,12 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	stdio := server.NewStdioServer(newServer(cfg, docs, logger, os.Exit))
+	srv, err := newServer(cfg, docs, logger, os.Exit)
+	if err != nil {
+		fmt.Fprintf(stderr, "docserver: %v\n", err)
+		return 2
+	}
+	stdio := server.NewStdioServer(srv)
 	stdio.SetErrorLogger(log.New(stderr, "docserver: mcp-go: ", log.LstdFlags))
 	server.WithWorkerPoolSize(stdioWorkers)(stdio)
 	server.WithQueueSize(stdioQueue)(stdio)
@@ -70,10 +78,12 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 	fs := flag.NewFlagSet(serverName, flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	fs.StringVar(&cfg.root, "root", "", "directory to serve (required); tool paths like /project/a.md resolve inside it")
-	fs.BoolVar(&cfg.diagnostics, "diagnostics", false, "also offer the protocol test tools (echo, slow, sample, roots, elicit, big, crash, costly, notify_list_changed, probe)")
+	fs.BoolVar(&cfg.diagnostics, "diagnostics", false, "also offer the protocol test tools (echo, slow, sample, roots, elicit, big, crash, costly, notify_list_changed, probe, redefine)")
 	fs.IntVar(&cfg.pageSize, "page-size", 0, "tools per tools/list page; 0 returns every tool on one page")
+	fs.Var(&cfg.describe, "describe", "NAME=TEXT: list the tool, prompt or resource template NAME with the description TEXT instead (repeatable)")
+	fs.Var(&cfg.rename, "rename", "OLD=NEW: offer the tool OLD as NEW (repeatable)")
 	fs.Usage = func() {
-		fmt.Fprintln(stderr, "usage: docserver --root DIR [--diagnostics] [--page-size N]")
+		fmt.Fprintln(stderr, "usage: docserver --root DIR [--diagnostics] [--page-size N] [--describe NAME=TEXT]... [--rename OLD=NEW]...")
 		fs.PrintDefaults()
 	}
 	if err := fs.Parse(args); err != nil {
@@ -91,7 +101,7 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 }
 
 // newServer builds the MCP server; exit is what the crash tool calls.
-func newServer(cfg config, docs *docRoot, logger *slog.Logger, exit func(int)) *server.MCPServer {
+func newServer(cfg config, docs *docRoot, logger *slog.Logger, exit func(int)) (*server.MCPServer, error) {
 	hooks := &server.Hooks{}
 	resources := newDocResources(docs)
 	opts := []server.ServerOption{
@@ -111,11 +121,17 @@ func newServer(cfg config, docs *docRoot, logger *slog.Logger, exit func(int)) *
 	s := server.NewMCPServer(serverName, serverVersion, opts...)
 	docTools{docs: docs}.register(s)
 	resources.register(s)
+	redefs := &redefinitions{}
+	redefs.install(hooks)
 	if cfg.diagnostics {
 		(&rawParamsRecorder{tool: "echo"}).install(hooks)
 		diagnosticTools{log: logger, exit: exit}.register(s)
+		redefs.register(s)
 	}
-	return s
+	if err := redefs.apply(s, cfg.describe, cfg.rename); err != nil {
+		return nil, err
+	}
+	return s, nil
 }
 
 // logCalls writes one line per tool call to the log, which is all a person

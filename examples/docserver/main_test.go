@@ -50,6 +50,7 @@ type startOptions struct {
 	root        string // served directory; a fresh copy of testdata if empty
 	diagnostics bool
 	pageSize    string
+	args        []string // further flags
 	legacy      bool
 	clientOpts  []client.ClientOption
 	// wantExit is the exit status the server must end with; nil means 0.
@@ -69,6 +70,7 @@ func start(t *testing.T, o startOptions) *session {
 	if o.pageSize != "" {
 		argv = append(argv, "--page-size", o.pageSize)
 	}
+	argv = append(argv, o.args...)
 	p := mcptest.Start(t, argv, mcptest.StartOptions{Env: []string{serveEnv + "=1"}, WantExit: o.wantExit})
 	return &session{Session: p.Connect(mcptest.SessionOptions{Legacy: o.legacy, ClientOptions: o.clientOpts}), root: o.root}
 }
@@ -88,7 +90,7 @@ func (s *session) call(t *testing.T, name string, args map[string]any) *mcp.Call
 func TestToolsList(t *testing.T) {
 	docTools := []string{"list_files", "read_file", "search", "write_file"}
 	allTools := []string{"big", "costly", "crash", "echo", "elicit", "list_files", "notify_list_changed", "probe",
-		"read_file", "roots", "sample", "search", "slow", "write_file"}
+		"read_file", "redefine", "roots", "sample", "search", "slow", "write_file"}
 
 	for _, tt := range []struct {
 		name string

@@ -16,6 +16,9 @@ const resourceScheme = "file://"
 // documentTemplate is the template of every document's URI.
 const documentTemplate = resourceScheme + "{+path}"
 
+// documentTemplateName is the name the template is listed by.
+const documentTemplateName = "document"
+
 // maxListedResources bounds the documents listed as resources; every
 // document can still be read through the template.
 const maxListedResources = 100
@@ -59,7 +62,7 @@ func (r *docResources) register(s *server.MCPServer) {
 	for _, p := range r.paths {
 		s.AddResource(mcp.NewResource(resourceScheme+p, p, mcp.WithMIMEType("text/plain")), r.read)
 	}
-	s.AddResourceTemplate(mcp.NewResourceTemplate(documentTemplate, "document",
+	s.AddResourceTemplate(mcp.NewResourceTemplate(documentTemplate, documentTemplateName,
 		mcp.WithTemplateDescription("Any document under the server's root, by path"),
 		mcp.WithTemplateMIMEType("text/plain")), r.read)
 	s.AddPrompt(mcp.NewPrompt("summarize",

@@ -1,11 +1,12 @@
 // Package mcplist starts an MCP server over stdio, lists what it offers
-// and stops it again: what 'delegateos policy init' and 'policy check
-// --upstream' read of an upstream.
+// and stops it again: what 'delegateos policy init', 'policy check
+// --upstream' and 'pin' read of an upstream.
 package mcplist
 
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -19,6 +20,9 @@ import (
 	"github.com/mark3labs/mcp-go/client"
 	"github.com/mark3labs/mcp-go/client/transport"
 	"github.com/mark3labs/mcp-go/mcp"
+
+	"github.com/delegateos/delegateos/internal/mcpdef"
+	"github.com/delegateos/delegateos/internal/strictjson"
 )
 
 // Options configures List.
@@ -28,6 +32,9 @@ type Options struct {
 	Timeout time.Duration
 	// ClientName is the clientInfo name sent in initialize.
 	ClientName string
+	// Definitions also lists the prompts and the resource templates, of a
+	// server that declares them (Listing.Raw).
+	Definitions bool
 }
 
 // DefaultTimeout is how long List waits when Options.Timeout is zero.
@@ -38,7 +45,14 @@ type Listing struct {
 	// Tools are every page of tools/list, in the server's order, as the
 	// server defined them.
 	Tools []mcp.Tool
+	// Raw holds the entries of every page of each list, in the server's
+	// order, byte for byte as the server wrote them: the tools, and with
+	// Options.Definitions the prompts and resource templates.
+	Raw [mcpdef.NumKinds][]json.RawMessage
 }
+
+// maxPages bounds the pages of one list.
+const maxPages = 10000
 
 // ToolNames returns the names of the tools, in order.
 func (l *Listing) ToolNames() []string {
@@ -50,7 +64,8 @@ func (l *Listing) ToolNames() []string {
 }
 
 // List starts argv as an MCP server over stdio, initializes it, lists
-// every page of its tools and stops it. An error says, in one line, which
+// every page of its tools (and, with Options.Definitions, of its prompts
+// and resource templates) and stops it. An error says, in one line, which
 // step failed and how: the server could not start, exited (with its last
 // line on stderr), answered with an error, or did not answer in time.
 func List(argv []string, opts Options) (*Listing, error) {
@@ -79,7 +94,7 @@ func List(argv []string, opts Options) (*Listing, error) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), timeout)
 	defer cancel()
-	l, step, err := initializeAndList(ctx, c, opts.ClientName)
+	l, step, err := initializeAndList(ctx, c, opts)
 	closeErr := c.Close()
 	if err == nil {
 		return l, nil
@@ -102,24 +117,109 @@ func List(argv []string, opts Options) (*Listing, error) {
 	return nil, errors.New(msg)
 }
 
-func initializeAndList(ctx context.Context, c *client.Client, clientName string) (*Listing, string, error) {
+func initializeAndList(ctx context.Context, c *client.Client, opts Options) (*Listing, string, error) {
 	req := mcp.InitializeRequest{}
 	// The handshake every stdio server speaks today; the newer stateless
 	// protocol would be probed first otherwise.
 	req.Params.ProtocolVersion = mcp.LATEST_LEGACY_PROTOCOL_VERSION
+	clientName := opts.ClientName
 	if clientName == "" {
 		clientName = "delegateos"
 	}
 	req.Params.ClientInfo = mcp.Implementation{Name: clientName, Version: "0.1"}
-	if _, err := c.Initialize(ctx, req); err != nil {
+	init, err := c.Initialize(ctx, req)
+	if err != nil {
 		return nil, "initialize", err
 	}
-	// ListTools follows nextCursor to the last page.
-	res, err := c.ListTools(ctx, mcp.ListToolsRequest{})
-	if err != nil {
+	l := &Listing{}
+	lister := rawLister{tr: c.GetTransport()}
+	if l.Raw[mcpdef.Tool], err = lister.list(ctx, mcpdef.Tool); err != nil {
 		return nil, "tools/list", err
 	}
-	return &Listing{Tools: res.Tools}, "", nil
+	for _, raw := range l.Raw[mcpdef.Tool] {
+		var t mcp.Tool
+		if err := json.Unmarshal(raw, &t); err != nil {
+			return nil, "tools/list", fmt.Errorf("a listed tool cannot be read: %v", err)
+		}
+		l.Tools = append(l.Tools, t)
+	}
+	if !opts.Definitions {
+		return l, "", nil
+	}
+	caps := init.Capabilities
+	if caps.Prompts != nil {
+		if l.Raw[mcpdef.Prompt], err = lister.list(ctx, mcpdef.Prompt); err != nil {
+			return nil, "prompts/list", err
+		}
+	}
+	if caps.Resources != nil {
+		if l.Raw[mcpdef.ResourceTemplate], err = lister.list(ctx, mcpdef.ResourceTemplate); err != nil {
+			return nil, "resources/templates/list", err
+		}
+	}
+	return l, "", nil
+}
+
+// rawLister sends list requests on the client's transport itself, so that
+// each entry is kept as the server wrote it (mcp-go's typed results drop
+// what their structs do not hold). Its ids are strings, which the client's
+// own (numbers) never equal.
+type rawLister struct {
+	tr  transport.Interface
+	seq int
+}
+
+// list follows nextCursor from the first page to the last, refusing a
+// result that a client could read two ways (a member given twice, or the
+// entries' member in other letter case) and a cursor seen before.
+func (r *rawLister) list(ctx context.Context, k mcpdef.Kind) ([]json.RawMessage, error) {
+	var out []json.RawMessage
+	seen := map[string]bool{}
+	cursor := ""
+	for range maxPages {
+		r.seq++
+		req := transport.JSONRPCRequest{JSONRPC: mcp.JSONRPC_VERSION, ID: mcp.NewRequestId(fmt.Sprintf("delegateos-list-%d", r.seq)), Method: k.ListMethod()}
+		if cursor != "" {
+			req.Params = map[string]string{"cursor": cursor}
+		}
+		resp, err := r.tr.SendRequest(ctx, req)
+		if err != nil {
+			return nil, err
+		}
+		if resp.Error != nil {
+			return nil, resp.Error.AsError()
+		}
+		if err := strictjson.Check(resp.Result); err != nil {
+			return nil, fmt.Errorf("the result cannot be read one way only: %v", err)
+		}
+		var page map[string]json.RawMessage
+		if json.Unmarshal(resp.Result, &page) != nil || page == nil {
+			return nil, errors.New("the result is not a JSON object")
+		}
+		for name := range page {
+			if name != k.ResultMember() && strings.EqualFold(name, k.ResultMember()) || name != "nextCursor" && strings.EqualFold(name, "nextCursor") {
+				return nil, fmt.Errorf("the result has a member %q, which a client could read as %q", name, strings.ToLower(name))
+			}
+		}
+		var entries []json.RawMessage
+		if raw, ok := page[k.ResultMember()]; ok && json.Unmarshal(raw, &entries) != nil {
+			return nil, fmt.Errorf("the result's %s is not a list", k.ResultMember())
+		}
+		out = append(out, entries...)
+		var next string
+		if raw, ok := page["nextCursor"]; ok && string(raw) != "null" && json.Unmarshal(raw, &next) != nil {
+			return nil, errors.New("the result's nextCursor is not a string")
+		}
+		if next == "" {
+			return out, nil
+		}
+		if seen[next] {
+			return nil, fmt.Errorf("the server gave the cursor %q twice", clip(next))
+		}
+		seen[next] = true
+		cursor = next
+	}
+	return nil, fmt.Errorf("more than %d pages", maxPages)
 }
 
 // startError digs the operating system's reason out of mcp-go's wrapping.

@@ -8,6 +8,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/delegateos/delegateos/internal/mcpdef"
 )
 
 // testUpstream builds policy/internal/testupstream, a small MCP server
@@ -58,5 +60,36 @@ func TestList(t *testing.T) {
 	}
 	if _, err := List(nil, Options{}); err == nil {
 		t.Error("List(nil) succeeded")
+	}
+}
+
+// With Definitions, the prompts and resource templates are listed too,
+// every entry kept as the server wrote it; a server that declares no
+// prompts or resources is not asked for them.
+func TestListDefinitions(t *testing.T) {
+	bin := filepath.Join(t.TempDir(), "docserver")
+	if out, err := exec.Command("go", "build", "-o", bin, "github.com/delegateos/delegateos/examples/docserver").CombinedOutput(); err != nil {
+		t.Fatalf("build the docserver: %v\n%s", err, out)
+	}
+	l, err := List([]string{bin, "--root", t.TempDir(), "--page-size", "1", "--describe", "greeting=Say \u2028hi"}, Options{Definitions: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(l.Raw[mcpdef.Tool]) != 4 || len(l.Tools) != 4 || len(l.Raw[mcpdef.Prompt]) != 2 || len(l.Raw[mcpdef.ResourceTemplate]) != 1 {
+		t.Fatalf("listed %d tools (%d typed), %d prompts, %d templates", len(l.Raw[mcpdef.Tool]), len(l.Tools), len(l.Raw[mcpdef.Prompt]), len(l.Raw[mcpdef.ResourceTemplate]))
+	}
+	found := false
+	for _, p := range l.Raw[mcpdef.Prompt] {
+		found = found || strings.Contains(string(p), `"description":"Say `+"\u2028"+`hi"`) || strings.Contains(string(p), `"description":"Say \u2028hi"`)
+	}
+	if !found {
+		t.Errorf("prompts %s", l.Raw[mcpdef.Prompt])
+	}
+	l, err = List([]string{testUpstream(t)}, Options{Definitions: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(l.Raw[mcpdef.Tool]) != 5 || l.Raw[mcpdef.Prompt] != nil || l.Raw[mcpdef.ResourceTemplate] != nil {
+		t.Errorf("the test upstream: %d tools, prompts %s, templates %s", len(l.Raw[mcpdef.Tool]), l.Raw[mcpdef.Prompt], l.Raw[mcpdef.ResourceTemplate])
 	}
 }
