@@ -129,7 +129,8 @@ func covers(caps []dct.Capability, c Call) bool {
 func (p *Policy) ResourceTemplateVisible(uriTemplate string, caps []dct.Capability) bool {
 	open := strings.IndexByte(uriTemplate, '{')
 	if open < 0 {
-		return p.ResourceVisible(uriTemplate, caps)
+		// The URI itself, written as it is or as RFC 6570 expands literals.
+		return p.ResourceVisible(uriTemplate, caps) || p.ResourceVisible(encodeTemplateLiteral(uriTemplate), caps)
 	}
 	raw := uriTemplate[:open]
 	for i, prefix := range []string{raw, encodeTemplateLiteral(raw)} {

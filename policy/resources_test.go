@@ -469,6 +469,7 @@ func FuzzResourceTemplateVisible(f *testing.F) {
 	f.Add("file:///srv/{d}/{n}.md", "a", "files:read:file:///srv/a/*")
 	f.Add("{x}", "demo://resource/session/x", "demo:session:demo://resource/session/x")
 	f.Add("demo://é/{x}", "1", "mcp-resource:read:demo://%C3%A9/*")
+	f.Add("demo://é/0", "", "mcp-resource:read:demo://%C3%A9/0")
 	p := mustParse(f, resourcePolicy)
 	f.Fuzz(func(t *testing.T, template, value, grant string) {
 		g, err := dct.ParseCapability(grant)
