@@ -39,7 +39,11 @@ func TestRedteam3ObserveLogLevelHidesEverything(t *testing.T) {
 			}
 			// The write ran; the log must say that enforcing would have
 			// refused it, and that the proxy was not enforcing.
-			// (The line is written before the request is forwarded.)
+			// The log is complete once the proxy has exited.
+			p.Stdin.Close()
+			if !p.WaitExit(mcptest.WaitTimeout) {
+				t.Fatal("the proxy did not exit")
+			}
 			if n := len(p.LogWith("decision", func(m map[string]any) bool {
 				return m["tool"] == "write_file" && m["enforced"] == false
 			})); n != 1 {
