@@ -110,6 +110,35 @@ func New(limits map[string]Limit) (*Limiter, error) {
 	return &Limiter{limits: own, base: base, baseNano: base.UnixNano(), windows: map[Key]*window{}, sweepAt: minSweep}, nil
 }
 
+// catchUpWall moves the Limiter's clock forward to the wall clock's when
+// it has fallen behind by a second or more: the monotonic clock stops
+// while the machine sleeps and does not follow a step forward, and the
+// file is read back by the wall clock, so times it held an hour behind
+// would free every window at the next start. Every time held moves with
+// the clock (the limits only get stricter; an admission taken before the
+// move is no longer found to release) and the file is rewritten. A wall
+// clock that falls behind changes nothing.
+func (l *Limiter) catchUpWall(now time.Time) {
+	d := now.UnixNano() - l.nanos(now)
+	if d < int64(time.Second) {
+		return
+	}
+	l.baseNano += d
+	for _, w := range l.windows {
+		for i := range w.times {
+			w.times[i] += d
+		}
+	}
+	if l.last != 0 {
+		l.last += d
+	}
+	if l.file != nil {
+		// A failure leaves the file dirty: it is rewritten, or admissions
+		// are refused, at the next write.
+		_ = l.file.compact(l.appendLogs)
+	}
+}
+
 // nanos is t on the Limiter's clock.
 func (l *Limiter) nanos(t time.Time) int64 { return l.baseNano + int64(t.Sub(l.base)) }
 
@@ -134,6 +163,7 @@ func (l *Limiter) Reserve(keys []Key, now time.Time) (Admission, error) {
 	if l.closed {
 		return Admission{}, errors.New("ratelimit: the limiter is closed")
 	}
+	l.catchUpWall(now)
 	t := max(l.nanos(now), l.last+1)
 	// Each key's log, looked up once; nil for a repeated key.
 	var small [8]*window

@@ -88,6 +88,12 @@ var proxyCmd = &command{
 			if *upstreamUserFlag != "" {
 				pol.UpstreamUser = *upstreamUserFlag
 			}
+			// A dry run is only worth its log: what it would have refused is
+			// written at info level, so observe mode logs at info at least.
+			raisedLevel := ""
+			if *observe && (pol.Log.Level == "warn" || pol.Log.Level == "error") {
+				raisedLevel, pol.Log.Level = pol.Log.Level, "info"
+			}
 			log, closeLog, err := newLogger(e, pol.Log)
 			if err != nil {
 				return inputf("%v; give a path the proxy can write (%s), or leave it out to log to standard error", err, from(*logFile != "", "--log", "log.file"))
@@ -196,6 +202,7 @@ var proxyCmd = &command{
 				for _, f := range []struct{ what, path string }{
 					{"the revocation list", pol.RevocationList},
 					{"the spend store", pol.SpendStore},
+					{"the rate-limit windows", ratesPath(pol)},
 					{"the workspace", pol.Workspace},
 				} {
 					if f.path != "" && as.mayModify(f.path) {
@@ -227,6 +234,9 @@ var proxyCmd = &command{
 			sigs := make(chan os.Signal, 1)
 			signal.Notify(sigs, os.Interrupt, syscall.SIGTERM)
 			defer signal.Stop(sigs)
+			if raisedLevel != "" {
+				log.Warn("observe mode logs at info level, whatever log.level says: its decision lines are the point of the run", zap.String("level", raisedLevel))
+			}
 			if *observe {
 				// Said on standard error even when the log goes to a file:
 				// whoever started the proxy must see that nothing is enforced.

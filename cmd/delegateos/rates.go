@@ -57,3 +57,12 @@ func writeRates(w io.Writer, p *policy.Policy) {
 	}
 	fmt.Fprintf(w, "rate-limit windows:\t%s\n", where)
 }
+
+// ratesPath is the rate-limit file a proxy with this policy keeps, or ""
+// when it keeps none.
+func ratesPath(pol *policy.Policy) string {
+	if pol.SpendStore == "" || len(proxy.RateLimits(pol)) == 0 {
+		return ""
+	}
+	return pol.SpendStore + rateFileSuffix
+}
