@@ -537,19 +537,7 @@ func inputRequired(frame []byte) bool {
 // resultMember returns the raw value of result.<name> in a response frame,
 // skipping everything else, or nil.
 func resultMember(b []byte, name string) []byte {
-	s := scanner{b: b}
-	s.ws()
-	if !s.eat('{') {
-		return nil
-	}
-	if v := s.member(`"result"`); v != nil {
-		r := scanner{b: v}
-		r.ws()
-		if r.eat('{') {
-			return r.member(`"` + name + `"`)
-		}
-	}
-	return nil
+	return objectMember(objectMember(b, `"result"`), `"`+name+`"`)
 }
 
 // member scans the members of the object whose '{' was just consumed and
@@ -593,32 +581,20 @@ var subscriptionIDKey = []byte(`"io.modelcontextprotocol/subscriptionId"`)
 // in an upstream frame (top is "params" or "result") and returns where its
 // value starts in frame and the value, or -1.
 func subscriptionID(frame []byte, top string) (int, []byte) {
-	s := scanner{b: frame}
-	s.ws()
-	if !s.eat('{') {
-		return -1, nil
-	}
-	v := s.member(`"` + top + `"`)
-	if v == nil {
-		return -1, nil
-	}
-	r := scanner{b: v}
-	r.ws()
-	if !r.eat('{') {
-		return -1, nil
-	}
-	meta := r.member(`"_meta"`)
-	if meta == nil {
-		return -1, nil
-	}
-	m := scanner{b: meta}
-	m.ws()
-	if !m.eat('{') {
-		return -1, nil
-	}
-	id := m.member(string(subscriptionIDKey))
+	id := objectMember(objectMember(objectMember(frame, `"`+top+`"`), `"_meta"`), string(subscriptionIDKey))
 	if id == nil {
 		return -1, nil
 	}
 	return memberOffset(frame, id), id
+}
+
+// objectMember returns the raw value of the member named key (quoted) of
+// the JSON object b, or nil (also when b is nil or not an object).
+func objectMember(b []byte, key string) []byte {
+	s := scanner{b: b}
+	s.ws()
+	if !s.eat('{') {
+		return nil
+	}
+	return s.member(key)
 }
