@@ -4,9 +4,9 @@ import (
 	"bufio"
 	"errors"
 	"fmt"
+	"github.com/delegateos/delegateos/internal/fsutil"
 	"io"
 	"math"
-	"os"
 	"slices"
 	"strings"
 	"time"
@@ -46,13 +46,9 @@ type Usage struct {
 // line that does not read is an error naming it, and so is a log over
 // 1 GiB. A missing log is an error matching fs.ErrNotExist.
 func ReadUsage(path string) ([]Usage, error) {
-	// A FIFO or a device could block the open or never end.
-	if fi, err := os.Stat(path); err != nil {
-		return nil, fmt.Errorf("spend store %s: %w", path, err)
-	} else if !fi.Mode().IsRegular() {
-		return nil, fmt.Errorf("spend store %s is not a regular file", path)
-	}
-	f, err := os.Open(path)
+	// A FIFO or a device could block the open or never end: the open does
+	// not wait, and what was opened must be a regular file.
+	f, err := fsutil.OpenRegular(path)
 	if err != nil {
 		return nil, fmt.Errorf("spend store %s: %w", path, err)
 	}
