@@ -122,6 +122,9 @@ func unknownUser(spec string) string {
 type Offered struct {
 	// Tools are the names tools/list returned.
 	Tools []string
+	// Prompts are the names prompts/list returned; nil when the upstream
+	// offers no prompts (its prompt rules are then not compared).
+	Prompts []string
 }
 
 // Unmatched is a name an upstream offers that no rule of its section
@@ -146,10 +149,17 @@ type ruleSection struct {
 }
 
 func (p *Policy) sections(o Offered) []ruleSection {
-	return []ruleSection{{
+	secs := []ruleSection{{
 		key: "tools", what: "tool", rules: p.Tools, offered: o.Tools,
 		fallback: func(name string) string { return DefaultNamespace + ":" + name + ":*" },
 	}}
+	if o.Prompts != nil {
+		secs = append(secs, ruleSection{
+			key: "prompts", what: "prompt", rules: p.Prompts, offered: o.Prompts,
+			fallback: func(name string) string { return PromptNamespace + ":" + PromptAction + ":" + name },
+		})
+	}
+	return secs
 }
 
 // CheckOffered compares the rules with what an upstream offers. It warns

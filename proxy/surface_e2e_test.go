@@ -470,3 +470,25 @@ func TestE2EMaxCost(t *testing.T) {
 		}
 	}
 }
+
+// policy check --upstream compares the prompt rules with the prompts the
+// upstream lists, as it does the tool rules with its tools.
+func TestPolicyCheckUpstreamPrompts(t *testing.T) {
+	t.Parallel()
+	e := mcptest.NewEnv(t)
+	path := filepath.Join(e.Dir, "policy.yaml")
+	mcptest.WriteFile(t, path, "roots: ["+e.Root.ID()+"]\nprompts:\n  - {match: summarize, namespace: docs, action: read, resource: {arg: /path}}\n  - {match: no-such-prompt, namespace: x, action: y}\n")
+	out, errOut, code := mcptest.CLI(t, "policy", "check", path, "--upstream", "--", mcptest.Docserver(t), "--root", e.Docs)
+	if code != 0 {
+		t.Fatalf("policy check: exit %d\n%s\n%s", code, out, errOut)
+	}
+	all := out + errOut
+	for _, want := range []string{"upstream prompts:", "2 listed", "no-such-prompt", "greeting", "mcp-prompt:get:greeting"} {
+		if !strings.Contains(all, want) {
+			t.Errorf("policy check --upstream does not say %q:\n%s", want, all)
+		}
+	}
+	if strings.Contains(all, "mcp-prompt:get:summarize") {
+		t.Errorf("summarize has a rule, but is listed as unmatched:\n%s", all)
+	}
+}

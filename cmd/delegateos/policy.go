@@ -1,8 +1,10 @@
 package main
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/delegateos/delegateos/internal/mcpdef"
 	"io"
 	"os"
 	"slices"
@@ -54,13 +56,13 @@ var policyCheckCmd = &command{
 			}
 			var up *upstreamCheck
 			if command != nil {
-				l, err := mcplist.List(command, mcplist.Options{Timeout: *timeout, ClientName: "delegateos policy check"})
+				l, err := mcplist.List(command, mcplist.Options{Timeout: *timeout, ClientName: "delegateos policy check", Definitions: true})
 				if err != nil {
 					return inputError{err}
 				}
-				up = &upstreamCheck{command: command, tools: l.ToolNames()}
+				up = &upstreamCheck{command: command, tools: l.ToolNames(), prompts: promptNames(l)}
 				var ws []*policy.Warning
-				ws, up.unmatched = p.CheckOffered(policy.Offered{Tools: up.tools})
+				ws, up.unmatched = p.CheckOffered(policy.Offered{Tools: up.tools, Prompts: up.prompts})
 				for _, w := range ws {
 					w.File = file
 				}
@@ -80,6 +82,7 @@ var policyCheckCmd = &command{
 type upstreamCheck struct {
 	command   []string
 	tools     []string
+	prompts   []string // nil when the upstream offers no prompts
 	unmatched []policy.Unmatched
 }
 
@@ -302,6 +305,9 @@ func writePolicySummary(w io.Writer, file string, p *policy.Policy, warnings []*
 	fmt.Fprintf(tw, "tool pins:\t%s\n", choose(p.ToolPins == "", "none (definitions are not checked; see tool_pins and 'delegateos pin')", p.ToolPins))
 	if up != nil {
 		fmt.Fprintf(tw, "upstream tools:\t%d listed by %s\n", len(up.tools), clipArg(strings.Join(up.command, " ")))
+		if up.prompts != nil {
+			fmt.Fprintf(tw, "upstream prompts:\t%d listed\n", len(up.prompts))
+		}
 		if len(up.unmatched) > 0 {
 			fmt.Fprintf(tw, "matched by no rule:\t%d (each needs the default capability)\n", len(up.unmatched))
 		}
@@ -416,4 +422,23 @@ func writeNewFile(path, content string) error {
 		return err
 	}
 	return nil
+}
+
+// promptNames are the names of the prompts an upstream listed; nil when it
+// offers none.
+func promptNames(l *mcplist.Listing) []string {
+	raw := l.Raw[mcpdef.Prompt]
+	if raw == nil {
+		return nil
+	}
+	names := make([]string, 0, len(raw))
+	for _, r := range raw {
+		var p struct {
+			Name string `json:"name"`
+		}
+		if json.Unmarshal(r, &p) == nil && p.Name != "" {
+			names = append(names, p.Name)
+		}
+	}
+	return names
 }
