@@ -1,10 +1,10 @@
 package budget
 
 import (
-	"bytes"
 	"cmp"
 	"errors"
 	"fmt"
+	"github.com/delegateos/delegateos/internal/jsonlines"
 	"slices"
 	"strconv"
 
@@ -94,34 +94,23 @@ func appendEntry(dst []byte, e entry) []byte {
 	return append(dst, "}\n"...)
 }
 
-// parseLog calls apply for each line of data in order and returns the
-// length of the lines it read. What follows the last newline is a line
-// torn by a crash during its write, whose Reserve never returned, so it is
-// not read (and the returned length excludes it). A line that does not
-// parse, or that apply refuses, is an error naming the line.
+// parseLog calls apply for each entry of data in order and returns the
+// length of the lines it read (see jsonlines.Read: a torn last line is
+// not read; a line that does not parse, or that apply refuses, is an error
+// naming the line).
 func parseLog(data []byte, apply func(entry) error) (n int, err error) {
-	for line := 1; ; line++ {
-		end := bytes.IndexByte(data[n:], '\n')
-		if end < 0 {
-			return n, nil
-		}
-		e, err := parseEntry(data[n : n+end])
+	return jsonlines.Read(data, func(line []byte) error {
+		e, err := parseEntry(line)
 		if err == nil {
 			err = apply(e)
 		}
-		if err != nil {
-			return n, fmt.Errorf("line %d: %w", line, err)
-		}
-		n += end + 1
-	}
+		return err
+	})
 }
 
 func parseEntry(line []byte) (entry, error) {
-	if len(line) == 0 {
-		return entry{}, errors.New("empty line")
-	}
-	if len(line) > maxLineLen {
-		return entry{}, fmt.Errorf("%d bytes, over the limit of %d", len(line), maxLineLen)
+	if err := jsonlines.Check(line, maxLineLen); err != nil {
+		return entry{}, err
 	}
 	var j entryJSON
 	if err := strictjson.Unmarshal(line, &j); err != nil {
