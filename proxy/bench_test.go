@@ -77,7 +77,13 @@ func benchCall(b *testing.B, s *session) {
 func BenchmarkGate(b *testing.B) {
 	s := benchSession(b)
 	g := s.cfg.Gate
-	req := CallRequest{Tool: "echo", Arguments: []byte(`{"text":"hello, proxy"}`), Token: s.cfg.SessionToken}
+	benchDecide(b, g, s.cfg.SessionToken)
+}
+
+// benchDecide is the gate's part of an echo call with token, decided and
+// settled in a loop.
+func benchDecide(b *testing.B, g *Gate, token string) {
+	req := CallRequest{Tool: "echo", Arguments: []byte(`{"text":"hello, proxy"}`), Token: token}
 	b.ReportAllocs()
 	defer reportCPU(b)()
 	for b.Loop() {

@@ -36,16 +36,5 @@ func BenchmarkGateFiles(b *testing.B) {
 	}
 	defer log.Close()
 	g.Ended = (&Delegations{Chain: log}).Ended
-	req := CallRequest{Tool: "echo", Arguments: []byte(`{"text":"hello, proxy"}`), Token: s.cfg.SessionToken}
-	b.ReportAllocs()
-	defer reportCPU(b)()
-	for b.Loop() {
-		d := g.Decide(req)
-		if !d.Allowed {
-			b.Fatal(d.Denial)
-		}
-		if _, err := g.Settle(&d, 0, false); err != nil {
-			b.Fatal(err)
-		}
-	}
+	benchDecide(b, g, s.cfg.SessionToken)
 }
