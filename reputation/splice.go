@@ -31,7 +31,7 @@ func (d *document) encodeAppending(items []*yaml.Node) ([]byte, error) {
 // splice implements the copying path of encodeAppending; ok is false when
 // the layout is not one it handles. It does not change d.
 func (d *document) splice(items []*yaml.Node) (out []byte, ok bool) {
-	if d.fm == nil || d.root.Style&yaml.FlowStyle != 0 {
+	if d.fm == nil || d.root.Style&yaml.FlowStyle != 0 || hasOtherLineBreak(d.fm) {
 		return nil, false
 	}
 	idx := -1
@@ -141,6 +141,19 @@ func (d *document) splice(items []*yaml.Node) (out []byte, ok bool) {
 	b.WriteByte('\n')
 	b.Write(d.body)
 	return b.Bytes(), true
+}
+
+// hasOtherLineBreak reports whether b holds a line break other than
+// "\n" and "\r\n": a lone "\r", or the Unicode breaks NEL, LS and PS,
+// which the YAML parser counts as lines but lineStarts does not. Such a
+// file is encoded in full rather than spliced by line numbers.
+func hasOtherLineBreak(b []byte) bool {
+	for i, c := range b {
+		if c == '\r' && (i+1 == len(b) || b[i+1] != '\n') {
+			return true
+		}
+	}
+	return bytes.Contains(b, []byte("\u0085")) || bytes.Contains(b, []byte("\u2028")) || bytes.Contains(b, []byte("\u2029"))
 }
 
 // lineStarts returns the offset of the start of each line of b.
