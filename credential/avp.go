@@ -93,11 +93,12 @@ func checkScopeEntry(v any) error {
 		return scopeError(kindOf(v) + ", not an object")
 	}
 	pred, _ := e["predicate"].(string)
-	keys := strings.Join(sortedKeys(e), ",")
+	names := sortedKeys(e)
+	keys, shown := strings.Join(names, ","), strings.Join(quoteAll(names), ", ")
 	switch pred {
 	case PredicateMaxSpend:
 		if keys != "amount,currency,predicate" {
-			return scopeError("max_spend has exactly amount, currency and predicate, not " + keys)
+			return scopeError("max_spend has exactly amount, currency and predicate, not " + shown)
 		}
 		if c, _ := e["currency"].(string); !currencyCode.MatchString(c) {
 			return scopeError("currency " + describe(e["currency"]) + " is not three capital letters")
@@ -111,7 +112,7 @@ func checkScopeEntry(v any) error {
 		}
 	case PredicateAllowedCategory:
 		if keys != "predicate,value" {
-			return scopeError("allowed_category has exactly predicate and value, not " + keys)
+			return scopeError("allowed_category has exactly predicate and value, not " + shown)
 		}
 		if s, _ := e["value"].(string); s == "" {
 			return scopeError("allowed_category's value is not a non-empty string")

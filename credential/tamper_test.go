@@ -185,3 +185,5 @@ func tamperEach(t *testing.T, doc []byte, opts VerifyOptions) int {
 	}
 	return len(ms)
 }
+
+func errorAs(err error, e **Error) bool { return errors.As(err, e) }
