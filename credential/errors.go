@@ -19,7 +19,7 @@ var (
 	// eddsa-jcs-2022 (purpose, @context, dates).
 	ErrInvalidProof = errors.New("invalid proof")
 	// ErrSignature: the Ed25519 signature does not verify.
-	ErrSignature = errors.New("signature does not verify")
+	ErrSignature = errors.New("invalid signature")
 	// ErrUntrustedSigner: the proof is valid but not by the signer asked for.
 	ErrUntrustedSigner = errors.New("untrusted signer")
 	// ErrExpired: validUntil, or the proof's expires, is past.

@@ -152,7 +152,7 @@ func IssueReputation(key ed25519.PrivateKey, rep Reputation, w Window, rnd io.Re
 	}
 	subject := object{"id": rep.Agent, "profile": rep.Profile, "scoredAt": FormatTime(rep.At),
 		"dimensions": dims, "domains": domains}
-	if rep.AgentName != "" {
+	if rep.AgentName != "" && rep.AgentName != rep.Agent {
 		subject["name"] = rep.AgentName
 	}
 	return issue(key, []any{ContextV2}, []any{TypeCredential, TypeReputation}, subject, w, rnd)

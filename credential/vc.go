@@ -167,14 +167,14 @@ func checkValidity(r *Result, now time.Time, skew time.Duration) error {
 	if !r.ValidUntil.IsZero() && now.After(r.ValidUntil) {
 		return fail("validity", ErrExpired, "valid until %s (now %s)", FormatTime(r.ValidUntil), FormatTime(now))
 	}
-	from, until := "any time", "no end"
+	from, until := "no validFrom", "no validUntil"
 	if !r.ValidFrom.IsZero() {
-		from = FormatTime(r.ValidFrom)
+		from = "valid from " + FormatTime(r.ValidFrom)
 	}
 	if !r.ValidUntil.IsZero() {
-		until = FormatTime(r.ValidUntil)
+		until = "until " + FormatTime(r.ValidUntil)
 	}
-	r.pass("validity", "valid from %s until %s; judged at %s", from, until, FormatTime(now))
+	r.pass("validity", "%s, %s; judged at %s", from, until, FormatTime(now))
 	return nil
 }
 
