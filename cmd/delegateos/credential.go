@@ -69,7 +69,9 @@ var credentialIssueCmd = &command{
 				if *agent == "" || *del != "" {
 					return usagef("--kind reputation takes --agent AGENT (and no --delegation)")
 				}
-				issue = func(k *identity.Keypair, w credential.Window) ([]byte, error) { return issueReputation(*ws, *agent, k, w) }
+				issue = func(k *identity.Keypair, w credential.Window) ([]byte, error) {
+					return issueReputation(*ws, *agent, k, w)
+				}
 			default:
 				return usagef("--kind must be delegation or reputation")
 			}
