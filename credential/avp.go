@@ -76,8 +76,11 @@ func checkDelegationReceipt(doc object, r *Result) error {
 			return fail(check, ErrShape, "credentialSubject.scope[%d]: %v", i, err)
 		}
 	}
-	r.pass(check, "AVP DelegationReceipt: both contexts and types, issuer signs, %d scope entries, window %s..%s",
-		len(scope), FormatTime(r.ValidFrom), FormatTime(r.ValidUntil))
+	entries := "entries"
+	if len(scope) == 1 {
+		entries = "entry"
+	}
+	r.pass(check, "AVP DelegationReceipt: both contexts and types, the issuer signs, %d scope %s", len(scope), entries)
 	return nil
 }
 

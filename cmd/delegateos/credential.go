@@ -36,7 +36,7 @@ const defaultValidity = 365 * 24 * time.Hour
 var credentialIssueCmd = &command{
 	name: "issue",
 	args: "--key FILE --kind delegation|reputation [--workspace DIR] (--delegation DEL | --agent AGENT) " +
-		"[--at TIME] [--valid-for DURATION] [--out FILE]",
+		"[--at TIME] [--valid-for DURATION] [--out FILE] [--json]",
 	summary: "sign a DelegationReceipt for a completed or failed delegation, or a reputation credential of an agent's RDP scores",
 	flags: func(fs *pflag.FlagSet) func(*env, []string) error {
 		key := fs.String("key", "", "the issuer's key file (a delegation receipt's issuer is normally the delegator)")
@@ -47,6 +47,7 @@ var credentialIssueCmd = &command{
 		at := fs.String("at", "", "when the credential is issued and valid from, RFC 3339 (default: now); the scores are read as of then")
 		validFor := fs.Duration("valid-for", defaultValidity, "how long the credential is valid")
 		out := fs.String("out", "", "write the credential to FILE instead of standard output")
+		fs.Bool("json", true, "output is always JSON: the signed credential")
 		return func(e *env, args []string) error {
 			if len(args) > 0 {
 				return usagef("unexpected argument %q", args[0])
