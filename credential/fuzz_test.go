@@ -64,3 +64,39 @@ func FuzzVerify(f *testing.F) {
 		}
 	})
 }
+
+// FuzzSignVerify signs any JSON value as a credential's subject and
+// verifies the result: what Sign writes, Verify must accept, with the same
+// canonical document, whatever numbers, strings and names the value holds.
+func FuzzSignVerify(f *testing.F) {
+	f.Add([]byte(`{"id":"did:example:x","n":[1,2.5,-0,1e-7,1e21],"s":"\u20ac\n\"","ok":true,"nil":null}`))
+	f.Add([]byte(`{"\ud83d\ude00":"emoji","\u0080":"control","é":{"a":[{}]}}`))
+	f.Add([]byte(`{"amount":333333333.33333329}`))
+	key := testKey(9)
+	now := time.Date(2026, 6, 1, 0, 0, 0, 0, time.UTC)
+	f.Fuzz(func(t *testing.T, subject []byte) {
+		if len(subject) > 4096 {
+			return
+		}
+		o, err := parseObject(subject)
+		if err != nil {
+			return
+		}
+		doc := object{"@context": []any{ContextV2}, "type": []any{TypeCredential}, "issuer": didOf(key), "credentialSubject": o}
+		unsigned, err := canonical(doc)
+		if err != nil {
+			t.Fatal(err)
+		}
+		signed, tr, err := Sign(unsigned, key, Options{Created: now})
+		if err != nil {
+			return // nested too deep once wrapped, say
+		}
+		r, err := Verify(signed, VerifyOptions{Now: now})
+		if err != nil {
+			t.Fatalf("Sign wrote what Verify refuses: %v\n%s", err, signed)
+		}
+		if string(r.Trace.CanonicalDocument) != string(tr.CanonicalDocument) || r.Trace.ProofValue != tr.ProofValue {
+			t.Fatalf("Verify hashed another document than Sign:\n%s\n%s", r.Trace.CanonicalDocument, tr.CanonicalDocument)
+		}
+	})
+}
