@@ -5,6 +5,7 @@ import (
 	"crypto/sha256"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/delegateos/delegateos/identity"
@@ -54,7 +55,7 @@ type Options struct {
 // VerificationMethod returns the verification method of a did:key:
 // the DID, '#', and its multibase key again.
 func VerificationMethod(did string) string {
-	return did + "#" + did[len("did:key:"):]
+	return did + "#" + strings.TrimPrefix(did, "did:key:")
 }
 
 // Sign secures an unsecured document (a JSON object without proof) with an
