@@ -158,6 +158,11 @@ func Verify(data []byte, opts VerifyOptions) (*Result, error) {
 			return r, err
 		}
 	}
+	if contains(r.Types, TypeReputation) {
+		if err := checkReputation(doc, r); err != nil {
+			return r, err
+		}
+	}
 	return r, nil
 }
 

@@ -88,6 +88,15 @@ func TestVerifyRules(t *testing.T) {
 		{"validUntil before validFrom", func(doc, proof object) { doc["validUntil"] = "2025-01-01T00:00:00Z" }, "credential", ErrShape},
 		{"expired", func(doc, proof object) { doc["validUntil"] = "2026-05-01T00:00:00Z" }, "validity", ErrExpired},
 		{"not yet valid", func(doc, proof object) { doc["validFrom"] = "2026-07-01T00:00:00Z" }, "validity", ErrNotYetValid},
+		{"reputation score above 1", func(doc, proof object) {
+			doc["type"] = []any{TypeCredential, TypeReputation}
+			doc["credentialSubject"] = object{"id": "did:example:x", "domains": []any{}, "dimensions": []any{
+				object{"name": "reliability", "score": 1.5, "confidence": 0.5, "sampleSize": 3.0, "lastSignal": "2026-01-01T00:00:00Z"}}}
+		}, "reputation", ErrShape},
+		{"reputation without domains", func(doc, proof object) {
+			doc["type"] = []any{TypeCredential, TypeReputation}
+			doc["credentialSubject"] = object{"id": "did:example:x", "dimensions": []any{}}
+		}, "reputation", ErrShape},
 		{"AgentDelegation without its context", func(doc, proof object) {
 			doc["type"] = []any{TypeCredential, TypeAgentDelegation}
 		}, "delegation receipt", ErrShape},
