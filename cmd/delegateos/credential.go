@@ -39,7 +39,7 @@ var credentialIssueCmd = &command{
 		"[--at TIME] [--valid-for DURATION] [--out FILE] [--json]",
 	summary: "sign a DelegationReceipt for a completed or failed delegation, or a reputation credential of an agent's RDP scores",
 	flags: func(fs *pflag.FlagSet) func(*env, []string) error {
-		key := fs.String("key", "", "the issuer's key file (a delegation receipt's issuer is normally the delegator)")
+		key := fs.String("key", "", "the issuer's key file; a delegation receipt's issuer is the delegator")
 		kind := fs.String("kind", "", "delegation (a DelegationReceipt) or reputation (a ReputationCredential)")
 		ws := fs.String("workspace", ".", "the workspace: its "+wsDelegations+", "+wsTaskContracts+"/ and "+wsAttestations+"/ for --kind delegation, its reputation/ for --kind reputation")
 		del := fs.String("delegation", "", "--kind delegation: the delegation ID (del_...), recorded completed or failed in the workspace")
@@ -141,6 +141,9 @@ func issueReceipt(ws, id string, k *identity.Keypair, w credential.Window) ([]by
 	}
 	if a.ContractID != rec.ContractID || a.DelegationID != rec.ID || a.Principal != rec.To {
 		return nil, checkError{fmt.Sprintf("attestation %s is not the delegatee's for delegation %s under contract %s", a.ID, id, rec.ContractID)}
+	}
+	if k.ID() != rec.From {
+		return nil, checkError{fmt.Sprintf("--key is not the delegator of %s (%s): a delegation receipt is issued by the delegator", id, rec.From)}
 	}
 	from, err := identity.DIDFromPrincipalID(rec.From)
 	if err != nil {

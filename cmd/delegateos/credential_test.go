@@ -182,6 +182,10 @@ func TestCredentialDelegationReceipt(t *testing.T) {
 	if _, stderr, code := cli(t, dir, "credential", "verify", "receipt.json", "--signer", bob.DID()); code != 1 || !strings.Contains(stderr, "untrusted signer") {
 		t.Errorf("--signer bob: exit %d: %s", code, stderr)
 	}
+	// Only the delegator issues the receipt: not the delegatee.
+	if _, stderr, code := cli(t, dir, "credential", "issue", "--key", "bob.key", "--kind", "delegation", "--workspace", "ws", "--delegation", "del_b0b000000001"); code != 1 || !strings.Contains(stderr, "--key is not the delegator of del_b0b000000001") {
+		t.Errorf("bob issuing: exit %d: %s", code, stderr)
+	}
 	// An active delegation has no receipt; an unknown one neither.
 	for del, msg := range map[string]string{
 		"del_ca201000000f": "delegation del_ca201000000f is active: a receipt is issued for a completed or failed delegation",
