@@ -35,7 +35,7 @@ const defaultValidity = 365 * 24 * time.Hour
 
 var credentialIssueCmd = &command{
 	name: "issue",
-	args: "--key FILE --kind delegation|reputation [--workspace DIR] (--delegation DEL | --agent AGENT) " +
+	args: "--key FILE --kind delegation|reputation [--workspace DIR] (--delegation DEL | --attestation ATT | --agent AGENT) " +
 		"[--at TIME] [--valid-for DURATION] [--out FILE] [--json]",
 	summary: "sign a DelegationReceipt for a completed or failed delegation, or a reputation credential of an agent's RDP scores",
 	flags: func(fs *pflag.FlagSet) func(*env, []string) error {
@@ -43,6 +43,7 @@ var credentialIssueCmd = &command{
 		kind := fs.String("kind", "", "delegation (a DelegationReceipt) or reputation (a ReputationCredential)")
 		ws := fs.String("workspace", ".", "the workspace: its "+wsDelegations+", "+wsTaskContracts+"/ and "+wsAttestations+"/ for --kind delegation, its reputation/ for --kind reputation")
 		del := fs.String("delegation", "", "--kind delegation: the delegation ID (del_...), recorded completed or failed in the workspace")
+		att := fs.String("attestation", "", "--kind delegation: the attestation ID (att_...) that ended the delegation, instead of --delegation")
 		agent := fs.String("agent", "", "--kind reputation: the agent, as a principal ID, a DID or a profile slug")
 		at := fs.String("at", "", "when the credential is issued and valid from, RFC 3339 (default: now); the scores are read as of then")
 		validFor := fs.Duration("valid-for", defaultValidity, "how long the credential is valid")
@@ -62,13 +63,15 @@ var credentialIssueCmd = &command{
 			var issue func(*identity.Keypair, credential.Window) ([]byte, error)
 			switch *kind {
 			case "delegation":
-				if *del == "" || *agent != "" {
-					return usagef("--kind delegation takes --delegation DEL (and no --agent)")
+				if (*del == "") == (*att == "") || *agent != "" {
+					return usagef("--kind delegation takes --delegation DEL or --attestation ATT (and no --agent)")
 				}
-				issue = func(k *identity.Keypair, w credential.Window) ([]byte, error) { return issueReceipt(*ws, *del, k, w) }
+				issue = func(k *identity.Keypair, w credential.Window) ([]byte, error) {
+					return issueReceipt(*ws, *del, *att, k, w)
+				}
 			case "reputation":
-				if *agent == "" || *del != "" {
-					return usagef("--kind reputation takes --agent AGENT (and no --delegation)")
+				if *agent == "" || *del != "" || *att != "" {
+					return usagef("--kind reputation takes --agent AGENT (and no --delegation or --attestation)")
 				}
 				issue = func(k *identity.Keypair, w credential.Window) ([]byte, error) {
 					return issueReputation(*ws, *agent, k, w)
@@ -96,8 +99,26 @@ var credentialIssueCmd = &command{
 }
 
 // issueReceipt gathers what a DelegationReceipt states from the
-// workspace's chain, contract and attestation stores, and signs it.
-func issueReceipt(ws, id string, k *identity.Keypair, w credential.Window) ([]byte, error) {
+// workspace's chain, contract and attestation stores, and signs it. The
+// delegation is given by its ID, or by the attestation that ended it.
+func issueReceipt(ws, id, attID string, k *identity.Keypair, w credential.Window) ([]byte, error) {
+	openAtts := func() (attest.Store, error) {
+		return openExisting(filepath.Join(ws, wsAttestations), func(p string) (attest.Store, error) { return attest.OpenDir(p) })
+	}
+	if attID != "" {
+		if !attest.ValidID(attID) {
+			return nil, usagef("--attestation %q is not att_ and 12 lowercase hex digits", attID)
+		}
+		atts, err := openAtts()
+		if err != nil {
+			return nil, err
+		}
+		a, err := atts.Get(attID)
+		if err != nil {
+			return nil, checkError{fmt.Sprintf("attestation %s: %v", attID, err)}
+		}
+		id = a.DelegationID
+	}
 	if !chain.ValidDelegationID(id) {
 		return nil, usagef("--delegation %q is not del_ and 12 lowercase hex digits", id)
 	}
@@ -122,6 +143,8 @@ func issueReceipt(ws, id string, k *identity.Keypair, w credential.Window) ([]by
 		return nil, checkError{fmt.Sprintf("delegation %s is %s: a receipt is issued for a completed or failed delegation", id, rec.Status)}
 	case rec.AttestationID == "":
 		return nil, checkError{fmt.Sprintf("delegation %s ended without an attestation", id)}
+	case attID != "" && rec.AttestationID != attID:
+		return nil, checkError{fmt.Sprintf("delegation %s was ended by attestation %s, not %s", id, rec.AttestationID, attID)}
 	}
 	contracts, err := openExisting(filepath.Join(ws, wsTaskContracts), func(p string) (contract.Store, error) { return contract.OpenDir(p) })
 	if err != nil {
@@ -131,7 +154,7 @@ func issueReceipt(ws, id string, k *identity.Keypair, w credential.Window) ([]by
 	if err != nil {
 		return nil, checkError{fmt.Sprintf("delegation %s: contract %s: %v", id, rec.ContractID, err)}
 	}
-	atts, err := openExisting(filepath.Join(ws, wsAttestations), func(p string) (attest.Store, error) { return attest.OpenDir(p) })
+	atts, err := openAtts()
 	if err != nil {
 		return nil, err
 	}

@@ -182,6 +182,19 @@ func TestCredentialDelegationReceipt(t *testing.T) {
 	if _, stderr, code := cli(t, dir, "credential", "verify", "receipt.json", "--signer", bob.DID()); code != 1 || !strings.Contains(stderr, "untrusted signer") {
 		t.Errorf("--signer bob: exit %d: %s", code, stderr)
 	}
+	// The same delegation named by its attestation.
+	if _, stderr, code := cli(t, dir, "credential", "issue", "--key", "alice.key", "--kind", "delegation", "--workspace", "ws",
+		"--attestation", subj["attestationId"].(string), "--out", "by-att.json"); code != 0 {
+		t.Errorf("--attestation: exit %d: %s", code, stderr)
+	} else if stdout, stderr, code := cli(t, dir, "credential", "verify", "by-att.json", "--json"); code != 0 || !strings.Contains(stdout, `"verified": true`) {
+		t.Errorf("verify by-att.json: exit %d\n%s%s", code, stdout, stderr)
+	} else if b2, _ := os.ReadFile(filepath.Join(dir, "by-att.json")); !strings.Contains(string(b2), `"delegationId": "del_b0b000000001"`) {
+		t.Errorf("by-att.json: %s", b2)
+	}
+	// An attestation that ended no recorded delegation.
+	if _, stderr, code := cli(t, dir, "credential", "issue", "--key", "alice.key", "--kind", "delegation", "--workspace", "ws", "--attestation", "att_000000000000"); code != 1 || !strings.Contains(stderr, "attestation att_000000000000") {
+		t.Errorf("unknown attestation: exit %d: %s", code, stderr)
+	}
 	// Only the delegator issues the receipt: not the delegatee.
 	if _, stderr, code := cli(t, dir, "credential", "issue", "--key", "bob.key", "--kind", "delegation", "--workspace", "ws", "--delegation", "del_b0b000000001"); code != 1 || !strings.Contains(stderr, "--key is not the delegator of del_b0b000000001") {
 		t.Errorf("bob issuing: exit %d: %s", code, stderr)
