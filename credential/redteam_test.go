@@ -1,0 +1,125 @@
+package credential
+
+import (
+	"crypto/ed25519"
+	"encoding/hex"
+	"testing"
+	"time"
+
+	"github.com/delegateos/delegateos/identity"
+)
+
+// redDoc is a credential issued by did, and a proof by did to sign it with.
+func redDoc(did string) (object, object) {
+	doc := object{
+		"@context": []any{ContextV2}, "type": []any{TypeCredential}, "issuer": did,
+		"validFrom": "2026-01-01T00:00:00Z", "credentialSubject": object{"id": "did:example:x"},
+	}
+	proof := object{"type": ProofType, "cryptosuite": Cryptosuite, "verificationMethod": VerificationMethod(did),
+		"proofPurpose": PurposeAssertion}
+	return doc, proof
+}
+
+var redNow = time.Date(2026, 6, 1, 0, 0, 0, 0, time.UTC)
+
+// TestVerifyEmptyContextArray: a document signed with "@context": [] is
+// refused as a credential, not a panic.
+func TestVerifyEmptyContextArray(t *testing.T) {
+	key := testKey(7)
+	for _, withProofContext := range []bool{false, true} {
+		doc, proof := redDoc(didOf(key))
+		doc["@context"] = []any{}
+		if withProofContext {
+			proof["@context"] = []any{}
+		}
+		b := signRaw(t, doc, proof, key)
+		var err error
+		func() {
+			defer func() {
+				if p := recover(); p != nil {
+					t.Fatalf("Verify panicked: %v", p)
+				}
+			}()
+			_, err = Verify(b, VerifyOptions{Now: redNow})
+		}()
+		var e *Error
+		if !isKind(err, ErrShape) || !errorAs(err, &e) || e.Check != "credential" {
+			t.Errorf("proof @context %v: %v, want a credential shape error", withProofContext, err)
+		}
+	}
+}
+
+// smallOrderKeys are the encodings of the points of order 1, 2, 4 and 8
+// that crypto/ed25519 decodes, canonical and not (y ≥ p).
+var smallOrderKeys = []string{
+	"0100000000000000000000000000000000000000000000000000000000000000", // identity
+	"ecffffffffffffffffffffffffffffffffffffffffffffffffffffffffffff7f", // order 2
+	"0000000000000000000000000000000000000000000000000000000000000000", // order 4
+	"0000000000000000000000000000000000000000000000000000000000000080", // order 4
+	"26e8958fc2b227b045c3f489f2ef98f0d5dfac05d3c63339b13802886d53fc05", // order 8
+	"26e8958fc2b227b045c3f489f2ef98f0d5dfac05d3c63339b13802886d53fc85", // order 8
+	"c7176a703d4dd84fba3c0b760d10670f2a2053fa2c39ccc64ec7fd7792ac037a", // order 8
+	"c7176a703d4dd84fba3c0b760d10670f2a2053fa2c39ccc64ec7fd7792ac03fa", // order 8
+	"eeffffffffffffffffffffffffffffffffffffffffffffffffffffffffffff7f", // identity, y = p+1
+	"edffffffffffffffffffffffffffffffffffffffffffffffffffffffffffff7f", // order 4, y = p
+	"edffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffff", // order 4, y = p
+}
+
+// TestVerifySmallOrderKey: under a key of small order a signature proves
+// nothing (with the identity point, R = identity and S = 0 verify every
+// message), so a did:key of such a key is refused before any signature.
+func TestVerifySmallOrderKey(t *testing.T) {
+	for _, h := range smallOrderKeys {
+		pub, err := hex.DecodeString(h)
+		if err != nil {
+			t.Fatal(err)
+		}
+		did := identity.DIDFromPublicKey(ed25519.PublicKey(pub))
+		doc, proof := redDoc(did)
+		// The forgery that holds under the identity point for any message.
+		sig := make([]byte, 64)
+		sig[0] = 1
+		d := deepCopy(doc).(object)
+		p := deepCopy(proof).(object)
+		p["proofValue"] = "z" + encodeB58(sig)
+		d["proof"] = p
+		b, err := canonical(d)
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, err = Verify(b, VerifyOptions{Now: redNow})
+		var e *Error
+		if !isKind(err, ErrUnsupported) || !errorAs(err, &e) || e.Check != "verificationMethod" {
+			t.Errorf("key %s: %v, want a verificationMethod error", h, err)
+		}
+	}
+	// An ordinary key still verifies.
+	key := testKey(7)
+	doc, proof := redDoc(didOf(key))
+	if _, err := Verify(signRaw(t, doc, proof, key), VerifyOptions{Now: redNow}); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestVerifyDIDKeyIssuerNotSigner: an issuer that is a did:key is that key
+// alone, so a proof by another key cannot be the issuer's; such a
+// credential is refused. An issuer that is not a did:key (a URL, as in the
+// W3C vectors) is still only reported.
+func TestVerifyDIDKeyIssuerNotSigner(t *testing.T) {
+	signer, victim := testKey(7), testKey(8)
+	for _, issuer := range []any{didOf(victim), object{"id": didOf(victim)}} {
+		doc, proof := redDoc(didOf(signer))
+		doc["issuer"] = issuer
+		_, err := Verify(signRaw(t, doc, proof, signer), VerifyOptions{Now: redNow})
+		var e *Error
+		if !isKind(err, ErrShape) || !errorAs(err, &e) || e.Check != "credential" {
+			t.Errorf("issuer %v signed by another did:key: %v, want a credential shape error", issuer, err)
+		}
+	}
+	doc, proof := redDoc(didOf(signer))
+	doc["issuer"] = "https://issuer.example/1"
+	r, err := Verify(signRaw(t, doc, proof, signer), VerifyOptions{Now: redNow})
+	if err != nil || r.IssuerIsSigner {
+		t.Errorf("URL issuer: %v, IssuerIsSigner %v", err, r != nil && r.IssuerIsSigner)
+	}
+}
