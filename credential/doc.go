@@ -26,7 +26,8 @@
 //     members the cryptosuite does not define;
 //   - a verificationMethod that is not an Ed25519 did:key with its own
 //     multibase key as fragment (did:key:z6Mk…#z6Mk…): keys are never
-//     fetched;
+//     fetched; a key of small order (under which a signature can be made
+//     without a private key) is refused too;
 //   - a proofPurpose other than assertionMethod, a created or expires that
 //     is not an XML Schema dateTimeStamp, an expired proof;
 //   - a proof @context that is not the document's @context. The
@@ -46,7 +47,9 @@
 //
 // The issuer need not be the signer: the cryptosuite does not bind them
 // (the W3C vectors are issued by a URL). Result says whether it is, and
-// VerifyOptions.Signer pins the key a caller trusts.
+// VerifyOptions.Signer pins the key a caller trusts. An issuer that is a
+// did:key, though, has no key but its own, so a proof by another key is
+// refused.
 //
 // # AVP's legacy construction
 //

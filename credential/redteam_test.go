@@ -63,6 +63,9 @@ var smallOrderKeys = []string{
 	"eeffffffffffffffffffffffffffffffffffffffffffffffffffffffffffff7f", // identity, y = p+1
 	"edffffffffffffffffffffffffffffffffffffffffffffffffffffffffffff7f", // order 4, y = p
 	"edffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffff", // order 4, y = p
+	"0100000000000000000000000000000000000000000000000000000000000080", // identity, x sign set
+	"ecffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffff", // order 2, x sign set
+	"eeffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffff", // identity, y = p+1, x sign set
 }
 
 // TestVerifySmallOrderKey: under a key of small order a signature proves
@@ -121,5 +124,14 @@ func TestVerifyDIDKeyIssuerNotSigner(t *testing.T) {
 	r, err := Verify(signRaw(t, doc, proof, signer), VerifyOptions{Now: redNow})
 	if err != nil || r.IssuerIsSigner {
 		t.Errorf("URL issuer: %v, IssuerIsSigner %v", err, r != nil && r.IssuerIsSigner)
+	}
+}
+
+// TestSmallOrderOrdinaryKeys: no key made from a seed is of small order.
+func TestSmallOrderOrdinaryKeys(t *testing.T) {
+	for i := 0; i < 256; i++ {
+		if pub := testKey(byte(i)).Public().(ed25519.PublicKey); smallOrder(pub) {
+			t.Fatalf("key from seed %d (%x) taken for a small-order point", i, pub)
+		}
 	}
 }

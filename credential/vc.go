@@ -19,6 +19,9 @@ func checkCredential(doc object, r *Result) error {
 		return fail("credential", ErrShape, "no @context: a VC 2.0 credential's starts with %s", ContextV2)
 	}
 	list := contextList(ctx)
+	if len(list) == 0 {
+		return fail("credential", ErrShape, "@context is empty: a VC 2.0 credential's starts with %s", ContextV2)
+	}
 	for i, e := range list {
 		switch e.(type) {
 		case string, object:
@@ -52,6 +55,10 @@ func checkCredential(doc object, r *Result) error {
 		return err
 	}
 	r.Issuer, r.IssuerIsSigner = issuer, issuer == r.Signer
+	if !r.IssuerIsSigner && strings.HasPrefix(issuer, "did:key:") {
+		// A did:key's only verification method is its own key.
+		return fail("credential", ErrShape, "issuer %s is a did:key, and the proof is by another key, %s", quote(issuer), r.Signer)
+	}
 	if err := checkSubject(doc, r); err != nil {
 		return err
 	}
