@@ -18,6 +18,7 @@ import (
 	"github.com/delegateos/delegateos/chain"
 	"github.com/delegateos/delegateos/contract"
 	"github.com/delegateos/delegateos/credential"
+	"github.com/delegateos/delegateos/dct"
 	"github.com/delegateos/delegateos/identity"
 	"github.com/delegateos/delegateos/internal/render"
 	"github.com/delegateos/delegateos/reputation"
@@ -146,6 +147,9 @@ func issueReceipt(ws, id, attID string, k *identity.Keypair, w credential.Window
 	case attID != "" && rec.AttestationID != attID:
 		return nil, checkError{fmt.Sprintf("delegation %s was ended by attestation %s, not %s", id, rec.AttestationID, attID)}
 	}
+	if err := verifyRecordToken(rec); err != nil {
+		return nil, checkError{fmt.Sprintf("delegation %s: %v", id, err)}
+	}
 	contracts, err := openExisting(filepath.Join(ws, wsTaskContracts), func(p string) (contract.Store, error) { return contract.OpenDir(p) })
 	if err != nil {
 		return nil, err
@@ -153,6 +157,9 @@ func issueReceipt(ws, id, attID string, k *identity.Keypair, w credential.Window
 	c, err := contracts.Get(rec.ContractID)
 	if err != nil {
 		return nil, checkError{fmt.Sprintf("delegation %s: contract %s: %v", id, rec.ContractID, err)}
+	}
+	if c.Issuer != rec.From {
+		return nil, checkError{fmt.Sprintf("delegation %s: contract %s is signed by %s, not by the delegator %s", id, c.ID, c.Issuer, rec.From)}
 	}
 	atts, err := openAtts()
 	if err != nil {
@@ -194,6 +201,29 @@ func issueReceipt(ws, id, attID string, k *identity.Keypair, w credential.Window
 		return nil, inputf("%v", err)
 	}
 	return b, nil
+}
+
+// verifyRecordToken checks the signatures of a recorded delegation's token
+// and its chain, as of when the delegation was recorded: the chain log
+// holds tokens unverified, and a receipt vouches that the delegator
+// delegated.
+func verifyRecordToken(rec *chain.Delegation) error {
+	tok, err := dct.ParseSerialized(rec.DCT)
+	if err != nil {
+		return fmt.Errorf("token: %v", err)
+	}
+	v, err := dct.NewVerifier(dct.Options{Roots: tok.Signers()[:1], CacheSize: -1})
+	if err != nil {
+		return fmt.Errorf("token: %v", err)
+	}
+	created, err := time.Parse(time.RFC3339Nano, rec.CreatedAt)
+	if err != nil {
+		return fmt.Errorf("createdAt: %v", err)
+	}
+	if _, err := v.VerifyChain(rec.DCT.Token, created); err != nil {
+		return fmt.Errorf("token: %v", err)
+	}
+	return nil
 }
 
 // issueReputation signs a credential of an agent's scores in the RDP

@@ -70,7 +70,7 @@ func TestCredentialIssueRefusesForgedDelegation(t *testing.T) {
 	}
 	// bob signs a root token to himself, then names alice as its issuer.
 	tok, err := dct.Create(dct.CreateParams{Issuer: bob, Delegatee: bob.ID(), Capabilities: []dct.Capability{cap},
-		ContractID: "ct_b0b000000001", DelegationID: "del_f0f000000001", MaxChainDepth: 1, MaxBudgetMicrocents: 50000, ExpiresAt: now.Add(time.Hour)})
+		ContractID: "ct_b0b000000001", DelegationID: "del_f0f000000001", MaxChainDepth: 1, MaxBudgetMicrocents: 50000, ExpiresAt: now.Add(time.Hour), IssuedAt: now})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -64,7 +64,7 @@ func receiptWorkspace(t *testing.T, dir string) (alice, bob *identity.Keypair) {
 		to *identity.Keypair
 	}{{"del_b0b000000001", bob}, {"del_ca201000000f", carol}} {
 		tok, err := dct.Create(dct.CreateParams{Issuer: alice, Delegatee: d.to.ID(), Capabilities: []dct.Capability{cap},
-			ContractID: c.ID, DelegationID: d.id, MaxChainDepth: 1, MaxBudgetMicrocents: 50000, ExpiresAt: now.Add(time.Hour)})
+			ContractID: c.ID, DelegationID: d.id, MaxChainDepth: 1, MaxBudgetMicrocents: 50000, ExpiresAt: now.Add(time.Hour), IssuedAt: now})
 		if err != nil {
 			t.Fatal(err)
 		}
