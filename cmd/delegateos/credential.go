@@ -84,6 +84,11 @@ var credentialIssueCmd = &command{
 			if err != nil {
 				return err
 			}
+			if *at == "" && !when.Equal(when.Truncate(time.Second)) {
+				// Now, rounded up to the second: what was recorded earlier
+				// in this second is as of the credential's time.
+				when = when.Add(time.Second)
+			}
 			when = when.Truncate(time.Second)
 			b, err := issue(k, credential.Window{ValidFrom: when, ValidUntil: when.Add(*validFor)})
 			if err != nil {
