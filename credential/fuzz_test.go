@@ -100,3 +100,58 @@ func FuzzSignVerify(f *testing.F) {
 		}
 	})
 }
+
+// FuzzVerifySigned signs any JSON object as an unsecured document and
+// verifies it, so that the checks after the signature (the VC data model,
+// AgentDelegation and ReputationCredential rules) see arbitrary documents:
+// Verify must not panic, and every failure is an *Error of one kind.
+func FuzzVerifySigned(f *testing.F) {
+	key := testKey(9)
+	now := time.Date(2026, 6, 1, 0, 0, 0, 0, time.UTC)
+	receipt, err := IssueDelegationReceipt(key, DelegationReceipt{Delegator: didOf(key), Delegatee: didOf(testKey(2)),
+		DelegationID: "del_b0b000000001", Purpose: "p", Categories: []string{"docs:read"}, Outcome: "completed", CompletedAt: issueAt},
+		Window{issueAt, issueAt.Add(time.Hour)}, nil)
+	if err != nil {
+		f.Fatal(err)
+	}
+	rep, err := IssueReputation(key, Reputation{Agent: didOf(testKey(5)), Profile: "reputation:x", At: issueAt,
+		Dimensions: []Score{{Name: "reliability", Score: 0.5, Confidence: 0.1, SampleSize: 1, LastSignal: issueAt}}},
+		Window{issueAt, issueAt.Add(time.Hour)}, nil)
+	if err != nil {
+		f.Fatal(err)
+	}
+	for _, b := range [][]byte{receipt, rep} {
+		o, err := parseObject(b)
+		if err != nil {
+			f.Fatal(err)
+		}
+		u, err := canonical(without(o, "proof"))
+		if err != nil {
+			f.Fatal(err)
+		}
+		f.Add(u)
+	}
+	f.Add([]byte(`{"@context":[],"type":"VerifiableCredential","issuer":{"id":""},"credentialSubject":[]}`))
+	kinds := []error{ErrMalformed, ErrUnsupported, ErrInvalidProof, ErrSignature, ErrUntrustedSigner, ErrExpired, ErrNotYetValid, ErrShape}
+	f.Fuzz(func(t *testing.T, unsecured []byte) {
+		signed, _, err := Sign(unsecured, key, Options{Created: now})
+		if err != nil {
+			return
+		}
+		if _, err := Verify(signed, VerifyOptions{Now: now}); err != nil {
+			var e *Error
+			if !errors.As(err, &e) || e.Check == "" {
+				t.Fatalf("error %v is not an *Error naming its check", err)
+			}
+			n := 0
+			for _, k := range kinds {
+				if errors.Is(err, k) {
+					n++
+				}
+			}
+			if n != 1 {
+				t.Fatalf("error %v is of %d kinds", err, n)
+			}
+		}
+	})
+}
