@@ -14,6 +14,7 @@ import (
 	"github.com/delegateos/delegateos/chain"
 	"github.com/delegateos/delegateos/contract"
 	"github.com/delegateos/delegateos/dct"
+	"github.com/delegateos/delegateos/identity"
 	"github.com/delegateos/delegateos/internal/b64"
 )
 
@@ -123,5 +124,44 @@ func TestCredentialIssueRefusesForgedDelegation(t *testing.T) {
 		"--workspace", "ws", "--delegation", "del_f0f000000001")
 	if code != 1 || !strings.Contains(stderr, "token") || strings.Contains(stdout, "del_f0f000000001") {
 		t.Fatalf("issue for a delegation alice never signed: exit %d\n%s%s", code, stdout, stderr)
+	}
+}
+
+// TestCredentialIssueRefusesCompletionTheAttestationDenies: the chain log's
+// completion is not signed; a delegation logged completed whose delegatee
+// attested failure gets no receipt saying completed.
+func TestCredentialIssueRefusesCompletionTheAttestationDenies(t *testing.T) {
+	dir := t.TempDir()
+	receiptWorkspace(t, dir)
+	ws := filepath.Join(dir, "ws")
+	carol, err := identity.LoadKeyFile(filepath.Join(dir, "carol.key"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	now := time.Now().UTC().Add(-time.Minute)
+	a, err := attest.Create(carol, attest.CreateParams{ContractID: "ct_b0b000000001", DelegationID: "del_ca201000000f", Success: false,
+		Output: json.RawMessage(`{"error":"gave up"}`), CostMicrocents: 1}, now)
+	if err != nil {
+		t.Fatal(err)
+	}
+	as, err := attest.OpenDir(filepath.Join(ws, wsAttestations))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := as.Put(a); err != nil {
+		t.Fatal(err)
+	}
+	log, err := chain.OpenFile(filepath.Join(ws, wsDelegations))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer log.Close()
+	if err := log.Complete("del_ca201000000f", a.ID, now.Add(30*time.Second)); err != nil {
+		t.Fatal(err)
+	}
+	stdout, stderr, code := cli(t, dir, "credential", "issue", "--key", "alice.key", "--kind", "delegation",
+		"--workspace", "ws", "--delegation", "del_ca201000000f")
+	if code != 1 || !strings.Contains(stderr, "success") || strings.Contains(stdout, `"completed"`) {
+		t.Fatalf("issue for a completion carol's attestation denies: exit %d\n%s%s", code, stdout, stderr)
 	}
 }
