@@ -177,6 +177,11 @@ func issueReceipt(ws, id, attID string, k *identity.Keypair, w credential.Window
 	if a.ContractID != rec.ContractID || a.DelegationID != rec.ID || a.Principal != rec.To {
 		return nil, checkError{fmt.Sprintf("attestation %s is not the delegatee's for delegation %s under contract %s", a.ID, id, rec.ContractID)}
 	}
+	if rec.Status == chain.StatusCompleted && !a.Result.Success {
+		// Only the proxy's verification of a successful attestation
+		// completes a delegation; the log's word for it is not signed.
+		return nil, checkError{fmt.Sprintf("delegation %s is recorded completed, but attestation %s reports no success", id, a.ID)}
+	}
 	if k.ID() != rec.From {
 		return nil, checkError{fmt.Sprintf("--key is not the delegator of %s (%s): a delegation receipt is issued by the delegator", id, rec.From)}
 	}
