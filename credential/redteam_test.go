@@ -110,7 +110,8 @@ func TestVerifySmallOrderKey(t *testing.T) {
 // W3C vectors) is still only reported.
 func TestVerifyDIDKeyIssuerNotSigner(t *testing.T) {
 	signer, victim := testKey(7), testKey(8)
-	for _, issuer := range []any{didOf(victim), object{"id": didOf(victim)}} {
+	upper := "DID:KEY:" + didOf(victim)[len("did:key:"):]
+	for _, issuer := range []any{didOf(victim), object{"id": didOf(victim)}, upper, didOf(signer) + "#x"} {
 		doc, proof := redDoc(didOf(signer))
 		doc["issuer"] = issuer
 		_, err := Verify(signRaw(t, doc, proof, signer), VerifyOptions{Now: redNow})

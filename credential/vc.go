@@ -55,8 +55,9 @@ func checkCredential(doc object, r *Result) error {
 		return err
 	}
 	r.Issuer, r.IssuerIsSigner = issuer, issuer == r.Signer
-	if !r.IssuerIsSigner && strings.HasPrefix(issuer, "did:key:") {
-		// A did:key's only verification method is its own key.
+	if !r.IssuerIsSigner && len(issuer) >= len("did:key:") && strings.EqualFold(issuer[:len("did:key:")], "did:key:") {
+		// A did:key's only verification method is its own key (and
+		// DID:KEY:… is no other DID).
 		return fail("credential", ErrShape, "issuer %s is a did:key, and the proof is by another key, %s", quote(issuer), r.Signer)
 	}
 	if err := checkSubject(doc, r); err != nil {
