@@ -129,7 +129,15 @@ func (f *File) lock() (unlock func(), err error) {
 // look, and calls fn with the open log and its size. The caller holds the
 // lock.
 func (f *File) withLog(flag int, fn func(log *os.File, size int64) error) error {
-	log, err := os.OpenFile(f.path, flag, 0)
+	var log *os.File
+	var err error
+	if flag == os.O_RDONLY {
+		// A FIFO in the log's place must not block the open; catchUp
+		// refuses it.
+		log, err = fsutil.OpenRegular(f.path)
+	} else {
+		log, err = os.OpenFile(f.path, flag, 0)
+	}
 	if errors.Is(err, fs.ErrNotExist) && f.opened {
 		// Not fs.ErrNotExist, which Get returns for a delegation that
 		// is not recorded.

@@ -209,7 +209,7 @@ func (d *Dir[T]) List(c *Codec[T]) ([]string, error) {
 
 // readFile reads a regular file of at most c.MaxSize bytes.
 func readFile[T any](c *Codec[T], path string) ([]byte, error) {
-	f, err := os.Open(path)
+	f, err := fsutil.OpenRegular(path)
 	if err != nil {
 		return nil, fmt.Errorf("%s file: %w", c.Kind, err)
 	}
