@@ -136,3 +136,24 @@ func TestSmallOrderOrdinaryKeys(t *testing.T) {
 		}
 	}
 }
+
+// TestVerifyReputationIssuerIsSigner: a ReputationCredential is held to the
+// shape IssueReputation writes, whose issuer is the signing did:key; one
+// naming another issuer (a URL the key need not belong to) is refused.
+func TestVerifyReputationIssuerIsSigner(t *testing.T) {
+	key := testKey(4)
+	doc, proof := redDoc(didOf(key))
+	doc["type"] = []any{TypeCredential, TypeReputation}
+	doc["issuer"] = "https://reputation.example/issuer"
+	doc["credentialSubject"] = object{"id": didOf(testKey(5)), "domains": []any{}, "dimensions": []any{
+		object{"name": "reliability", "score": 0.99, "confidence": 0.9, "sampleSize": 100.0, "lastSignal": "2026-01-01T00:00:00Z"}}}
+	_, err := Verify(signRaw(t, doc, proof, key), VerifyOptions{Now: redNow})
+	var e *Error
+	if !isKind(err, ErrShape) || !errorAs(err, &e) || e.Check != "reputation" {
+		t.Errorf("reputation issued by a URL, signed by a did:key: %v, want a reputation shape error", err)
+	}
+	doc["issuer"] = didOf(key)
+	if _, err := Verify(signRaw(t, doc, proof, key), VerifyOptions{Now: redNow}); err != nil {
+		t.Errorf("issued by the signer: %v", err)
+	}
+}
