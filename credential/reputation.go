@@ -8,11 +8,15 @@ import (
 )
 
 // checkReputation holds a ReputationCredential, already verified as a
-// credential, to the shape IssueReputation writes: a subject with an id
+// credential, to the shape IssueReputation writes: issued by the did:key
+// that signs, a subject with an id
 // and lists of scores, each with exactly a name, a score and a confidence
 // in [0, 1], a sample size of at least 1 and the time of its last signal.
 func checkReputation(doc object, r *Result) error {
 	const check = "reputation"
+	if !r.IssuerIsSigner {
+		return fail(check, ErrShape, "the issuer must be the did:key that signs (%s), not %s", r.Signer, quote(r.Issuer))
+	}
 	subj, ok := doc["credentialSubject"].(object)
 	if !ok {
 		return fail(check, ErrShape, "credentialSubject is not one object")
