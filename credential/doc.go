@@ -43,7 +43,8 @@
 //     rules refuse (AVP's verifier rules: both contexts and types, the
 //     issuer a did:key that signs, the scope entries it defines, a window of
 //     YYYY-MM-DDTHH:MM:SSZ dates), and for a ReputationCredential anything
-//     but the shape IssueReputation writes.
+//     but the shape IssueReputation writes (its issuer the did:key that
+//     signs, too).
 //
 // The issuer need not be the signer: the cryptosuite does not bind them
 // (the W3C vectors are issued by a URL). Result says whether it is, and

@@ -9,9 +9,9 @@ import (
 
 // checkReputation holds a ReputationCredential, already verified as a
 // credential, to the shape IssueReputation writes: issued by the did:key
-// that signs, a subject with an id
-// and lists of scores, each with exactly a name, a score and a confidence
-// in [0, 1], a sample size of at least 1 and the time of its last signal.
+// that signs, a subject with an id and lists of scores, each with exactly
+// a name, a score and a confidence in [0, 1], a sample size of at least 1
+// and the time of its last signal.
 func checkReputation(doc object, r *Result) error {
 	const check = "reputation"
 	if !r.IssuerIsSigner {
