@@ -3,6 +3,7 @@ package credential
 import (
 	"crypto/ed25519"
 	"encoding/hex"
+	"strings"
 	"testing"
 	"time"
 
@@ -155,5 +156,71 @@ func TestVerifyReputationIssuerIsSigner(t *testing.T) {
 	doc["issuer"] = didOf(key)
 	if _, err := Verify(signRaw(t, doc, proof, key), VerifyOptions{Now: redNow}); err != nil {
 		t.Errorf("issued by the signer: %v", err)
+	}
+}
+
+// TestVerifyRedTeamRefusals pins what was tried against Verify and found
+// refused: each change is to a credential that verifies as signed.
+func TestVerifyRedTeamRefusals(t *testing.T) {
+	key := testKey(7)
+	did := didOf(key)
+	mb := did[len("did:key:"):]
+	doc, proof := redDoc(did)
+	signed := signRaw(t, doc, proof, key)
+	if _, err := Verify(signed, VerifyOptions{Now: redNow}); err != nil {
+		t.Fatal(err)
+	}
+	o, err := parseObject(signed)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pv := o["proof"].(object)["proofValue"].(string)
+	sig, err := identity.DecodeBase58(pv[1:])
+	if err != nil {
+		t.Fatal(err)
+	}
+	// S + L, the same signature with a non-canonical S.
+	l := []byte{0xed, 0xd3, 0xf5, 0x5c, 0x1a, 0x63, 0x12, 0x58, 0xd6, 0x9c, 0xf7, 0xa2, 0xde, 0xf9, 0xde, 0x14,
+		0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0x10}
+	highS := append([]byte(nil), sig...)
+	carry := 0
+	for i := 0; i < 32; i++ {
+		v := int(highS[32+i]) + int(l[i]) + carry
+		highS[32+i], carry = byte(v), v>>8
+	}
+	tests := []struct {
+		name  string
+		edit  func(p object)
+		check string
+	}{
+		{"S + L", func(p object) { p["proofValue"] = "z" + encodeB58(highS) }, "signature"},
+		{"a leading zero byte more", func(p object) { p["proofValue"] = "z1" + pv[1:] }, "proofValue"},
+		{"multibase base64url", func(p object) { p["proofValue"] = "u" + pv[1:] }, "proofValue"},
+		{"multibase Z", func(p object) { p["proofValue"] = "Z" + pv[1:] }, "proofValue"},
+		{"no multibase prefix", func(p object) { p["proofValue"] = pv[1:] }, "proofValue"},
+		{"DID upper case", func(p object) { p["verificationMethod"] = "DID:KEY:" + mb + "#" + mb }, "verificationMethod"},
+		{"query", func(p object) { p["verificationMethod"] = did + "?versionId=1#" + mb }, "verificationMethod"},
+		{"percent-encoded colon", func(p object) { p["verificationMethod"] = "did%3Akey%3A" + mb + "#" + mb }, "verificationMethod"},
+		{"percent-encoded fragment", func(p object) { p["verificationMethod"] = did + "%23" + mb }, "verificationMethod"},
+		{"two fragments", func(p object) { p["verificationMethod"] = did + "#" + mb + "#" + mb }, "verificationMethod"},
+		{"fragment in upper case", func(p object) { p["verificationMethod"] = did + "#" + strings.ToUpper(mb) }, "verificationMethod"},
+		{"proof set of one", func(p object) {}, "proof"},
+	}
+	for _, tt := range tests {
+		d := deepCopy(o).(object)
+		p := d["proof"].(object)
+		tt.edit(p)
+		if tt.name == "proof set of one" {
+			d["proof"] = []any{p}
+		}
+		b, err := canonical(d)
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, err = Verify(b, VerifyOptions{Now: redNow})
+		var e *Error
+		if err == nil || !errorAs(err, &e) || e.Check != tt.check {
+			t.Errorf("%s: %v, want a %s error", tt.name, err, tt.check)
+		}
 	}
 }
