@@ -165,3 +165,42 @@ func TestCredentialIssueRefusesCompletionTheAttestationDenies(t *testing.T) {
 		t.Fatalf("issue for a completion carol's attestation denies: exit %d\n%s%s", code, stdout, stderr)
 	}
 }
+
+// TestCredentialIssueRefusesAttestationNotACompletion: only a completion
+// attestation ends a delegation; one of another type named by the log's
+// (unsigned) completion gets no receipt.
+func TestCredentialIssueRefusesAttestationNotACompletion(t *testing.T) {
+	dir := t.TempDir()
+	receiptWorkspace(t, dir)
+	ws := filepath.Join(dir, "ws")
+	carol, err := identity.LoadKeyFile(filepath.Join(dir, "carol.key"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	now := time.Now().UTC().Add(-time.Minute)
+	a, err := attest.Create(carol, attest.CreateParams{ContractID: "ct_b0b000000001", DelegationID: "del_ca201000000f", Success: true, Type: attest.DelegationVerification,
+		Output: json.RawMessage(`{"checked":true}`), CostMicrocents: 1}, now)
+	if err != nil {
+		t.Fatal(err)
+	}
+	as, err := attest.OpenDir(filepath.Join(ws, wsAttestations))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := as.Put(a); err != nil {
+		t.Fatal(err)
+	}
+	log, err := chain.OpenFile(filepath.Join(ws, wsDelegations))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer log.Close()
+	if err := log.Complete("del_ca201000000f", a.ID, now.Add(30*time.Second)); err != nil {
+		t.Fatal(err)
+	}
+	stdout, stderr, code := cli(t, dir, "credential", "issue", "--key", "alice.key", "--kind", "delegation",
+		"--workspace", "ws", "--delegation", "del_ca201000000f")
+	if code != 1 || !strings.Contains(stderr, "completion") || strings.Contains(stdout, `"completed"`) {
+		t.Fatalf("issue on a delegation_verification attestation: exit %d\n%s%s", code, stdout, stderr)
+	}
+}
