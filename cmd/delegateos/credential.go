@@ -177,6 +177,9 @@ func issueReceipt(ws, id, attID string, k *identity.Keypair, w credential.Window
 	if a.ContractID != rec.ContractID || a.DelegationID != rec.ID || a.Principal != rec.To {
 		return nil, checkError{fmt.Sprintf("attestation %s is not the delegatee's for delegation %s under contract %s", a.ID, id, rec.ContractID)}
 	}
+	if a.Type != attest.Completion {
+		return nil, checkError{fmt.Sprintf("attestation %s is a %s attestation, not the %s one that ends a delegation", a.ID, a.Type, attest.Completion)}
+	}
 	if rec.Status == chain.StatusCompleted && !a.Result.Success {
 		// Only the proxy's verification of a successful attestation
 		// completes a delegation; the log's word for it is not signed.
