@@ -224,3 +224,31 @@ func TestVerifyRedTeamRefusals(t *testing.T) {
 		}
 	}
 }
+
+// TestVerifyDelegationReceiptDelegatorIsIssuer: a DelegationReceipt this
+// package issues names its issuer as credentialSubject.delegator; one that
+// names another delegator than the key that signs is refused, so that no
+// key can state that someone else delegated.
+func TestVerifyDelegationReceiptDelegatorIsIssuer(t *testing.T) {
+	mallory, victim := testKey(7), testKey(8)
+	b := testReceipt(t, mallory)
+	o, err := parseObject(b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	doc := without(o, "proof")
+	proof := without(o["proof"].(object), "proofValue")
+	now := issueAt.Add(time.Minute)
+	if _, err := Verify(signRaw(t, doc, proof, mallory), VerifyOptions{Now: now}); err != nil {
+		t.Fatal(err)
+	}
+	for _, delegator := range []any{didOf(victim), 1.0, nil} {
+		d := deepCopy(doc).(object)
+		d["credentialSubject"].(object)["delegator"] = delegator
+		_, err := Verify(signRaw(t, d, proof, mallory), VerifyOptions{Now: now})
+		var e *Error
+		if !isKind(err, ErrShape) || !errorAs(err, &e) || e.Check != "delegation receipt" {
+			t.Errorf("delegator %v: %v, want a delegation receipt shape error", delegator, err)
+		}
+	}
+}
