@@ -64,6 +64,13 @@ func checkDelegationReceipt(doc object, r *Result) error {
 	if id, _ := subj["id"].(string); !strings.HasPrefix(id, "did:key:") {
 		return fail(check, ErrShape, "credentialSubject.id %s is not a did:key", describe(subj["id"]))
 	}
+	if v, ok := subj["delegator"]; ok {
+		// This package's receipts name the issuer as delegator: no key
+		// states that someone else delegated.
+		if d, _ := v.(string); d != r.Issuer {
+			return fail(check, ErrShape, "credentialSubject.delegator %s is not the issuer %s", describe(v), r.Issuer)
+		}
+	}
 	if _, ok := subj["purpose"].(string); !ok {
 		return fail(check, ErrShape, "credentialSubject.purpose is %s, not a string", kindOf(subj["purpose"]))
 	}

@@ -42,7 +42,8 @@
 //   - for an AgentDelegation (AVP's DelegationReceipt), anything its shape
 //     rules refuse (AVP's verifier rules: both contexts and types, the
 //     issuer a did:key that signs, the scope entries it defines, a window of
-//     YYYY-MM-DDTHH:MM:SSZ dates), and for a ReputationCredential anything
+//     YYYY-MM-DDTHH:MM:SSZ dates; and a credentialSubject.delegator, if
+//     there is one, that is the issuer), and for a ReputationCredential anything
 //     but the shape IssueReputation writes (its issuer the did:key that
 //     signs, too).
 //
