@@ -84,6 +84,15 @@ type Policy struct {
 	// approved definitions of the upstream's tools, prompts and resource
 	// templates (see Pins); "" means definitions are not pinned.
 	ToolPins string
+	// ProxyKey is the key file (resolved like the other paths) the proxy
+	// signs receipts with; AuditLog is the audit log file the receipts are
+	// appended to ("" writes none); Receipts says what they contain.
+	ProxyKey string
+	AuditLog string
+	Receipts ReceiptsConfig
+	// FileSHA256 is the hex SHA-256 of the policy file as parsed ("" for
+	// the built-in defaults): the policy_context_hash of receipts.
+	FileSHA256 string
 }
 
 // JudgeConfig is the judge section: the local command that scores an output

@@ -27,6 +27,7 @@ type pending struct {
 	decision *Decision
 	dec      Decision
 	start    time.Time // when the gate began deciding
+	ev       callEvidence
 	idBuf    [20]byte  // id's storage when it fits, saving an allocation per call
 }
 
