@@ -250,9 +250,6 @@ func (l *Log) run() {
 				}
 				break
 			}
-			if l.sinceCkpt >= l.opts.CheckpointEvery {
-				l.checkpoint(false)
-			}
 			l.flush()
 		case <-tick.C:
 			if l.sinceCkpt > 0 && l.opts.Now().Sub(l.lastCkpt) >= l.opts.CheckpointInterval {
@@ -294,6 +291,9 @@ func (l *Log) write(ev event) {
 	}
 	if err != nil {
 		l.fail(err)
+	}
+	if l.sinceCkpt >= l.opts.CheckpointEvery {
+		l.checkpoint(false)
 	}
 }
 
