@@ -111,6 +111,9 @@ func Open(path string, signer *receipt.Signer, opts Options) (*Log, error) {
 	if opts.Now == nil {
 		opts.Now = time.Now
 	}
+	if opts.Receipts.BlockIDs == nil {
+		opts.Receipts.BlockIDs = lastBlockIDs()
+	}
 	unlock, err := fsutil.TryLock(path+".lock", 0o600)
 	if errors.Is(err, fsutil.ErrLocked) {
 		return nil, fmt.Errorf("%s: %w (a second proxy must use its own audit_log)", path, ErrInUse)
@@ -173,6 +176,20 @@ func (l *Log) readTail() error {
 	}
 	l.seq, l.prev = pos.Seq, r.Digest
 	return nil
+}
+
+// lastBlockIDs parses tokens for their block IDs, remembering the last:
+// a session presents the same token call after call. Only the writer
+// calls it.
+func lastBlockIDs() receipt.BlockIDs {
+	var token string
+	var ids []string
+	return func(t string) []string {
+		if t != token || ids == nil {
+			token, ids = t, receipt.ParseBlockIDs(t)
+		}
+		return ids
+	}
 }
 
 // Decided queues a decision receipt. It returns at once unless the queue

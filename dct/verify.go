@@ -60,9 +60,6 @@ type AuthorizedScope struct {
 	Delegatee     string      `json:"delegatee"`
 	ExpiresAt     string      `json:"expiresAt"`
 	Chain         []ChainLink `json:"chain"`
-	// BlockIDs are the token's block IDs (revocation IDs, §3.5),
-	// authority first: one per Chain link.
-	BlockIDs []string `json:"-"`
 }
 
 // Verifier verifies tokens for a fixed set of trusted roots. It remembers
@@ -300,6 +297,5 @@ func (vt *verified) scope(spent int64) *AuthorizedScope {
 		Delegatee:                 e.delegatee,
 		ExpiresAt:                 vt.expires,
 		Chain:                     e.links,
-		BlockIDs:                  vt.revIDs,
 	}
 }

@@ -3,6 +3,10 @@ package policy
 import (
 	"crypto/sha256"
 	"encoding/hex"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
 
 	"gopkg.in/yaml.v3"
 )
@@ -33,8 +37,31 @@ func (ps *parser) receipts(n *yaml.Node, key string, out *ReceiptsConfig) {
 	})
 }
 
-// fileDigest is the hex SHA-256 of a policy file's bytes.
-func fileDigest(data []byte) string {
+// LoadWithDigest is Load that also returns the hex SHA-256 of the bytes
+// it parsed, which receipts name the policy by.
+func LoadWithDigest(path string) (*Policy, string, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, "", err
+	}
+	defer f.Close()
+	data, err := io.ReadAll(io.LimitReader(f, MaxFileSize+1))
+	if err != nil {
+		return nil, "", fmt.Errorf("read %s: %w", path, err)
+	}
+	if len(data) > MaxFileSize {
+		return nil, "", fmt.Errorf("%s: larger than %d bytes", path, MaxFileSize)
+	}
+	dir, err := filepath.Abs(filepath.Dir(path))
+	if err != nil {
+		return nil, "", err
+	}
+	p, _, err := parse(data, dir)
+	if errs, ok := err.(Errors); ok {
+		for _, e := range errs {
+			e.File = path
+		}
+	}
 	d := sha256.Sum256(data)
-	return hex.EncodeToString(d[:])
+	return p, hex.EncodeToString(d[:]), err
 }

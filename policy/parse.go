@@ -40,7 +40,6 @@ func parse(data []byte, dir string) (*Policy, map[string]int, error) {
 		return p, ps.lines, nil
 	}
 	ps.policy(root, p)
-	p.FileSHA256 = fileDigest(data)
 	ps.checkMaxCosts(p.DefaultCost)
 	if len(ps.errs) > 0 {
 		slices.SortStableFunc(ps.errs, func(a, b *Error) int { return a.Line - b.Line })

@@ -90,9 +90,6 @@ type Policy struct {
 	ProxyKey string
 	AuditLog string
 	Receipts ReceiptsConfig
-	// FileSHA256 is the hex SHA-256 of the policy file as parsed ("" for
-	// the built-in defaults): the policy_context_hash of receipts.
-	FileSHA256 string
 }
 
 // JudgeConfig is the judge section: the local command that scores an output

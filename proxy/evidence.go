@@ -28,6 +28,7 @@ type callEvidence struct {
 	hasResp   bool
 	result    []byte // a copy of the result, when receipts include results
 	decision  *receipt.Decision
+	token     string // the token the request was decided with
 }
 
 // notePayload hashes a gated request as the client sent it.
@@ -60,7 +61,7 @@ func (s *session) decided(p *pending, d *Decision) {
 		at = time.Now()
 	}
 	rec := &receipt.Decision{
-		Method: p.method, Target: p.target, Scope: d.Scope, Requested: requested(d.Call),
+		Method: p.method, Target: p.target, Scope: d.Scope, Token: p.ev.token, Requested: requested(d.Call),
 		Allowed: d.Allowed, Unauthenticated: d.Unauthenticated, Enforced: d.Allowed || !s.cfg.Observe,
 		Payload: p.ev.payload, ArgumentsHash: p.ev.args, HasArguments: p.ev.hasArgs, Arguments: p.ev.clearArgs, At: at,
 	}

@@ -272,6 +272,7 @@ func (s *session) gate(p *pending, cp *callParams) bool {
 	if s.pins != nil {
 		req.Unpinned = s.pinCheck(&req)
 	}
+	p.ev.token = req.Token
 	p.start = time.Now()
 	p.dec = s.cfg.Gate.decideAt(&req, p.start)
 	if !p.dec.Allowed {

@@ -21,8 +21,10 @@ type Decision struct {
 	// Requested is the capability the request needs (nil if none).
 	Requested *dct.Capability
 	// Scope is the verified token's scope (nil if no token verified); read
-	// only, it is shared with other decisions.
+	// only, it is shared with other decisions. Token is the token it was
+	// verified from, whose block IDs the receipt names.
 	Scope *dct.AuthorizedScope
+	Token string
 	// Allowed, Unauthenticated and Enforced are the decision; DenialType
 	// and DenialDetail say why a refused request was refused.
 	Allowed, Unauthenticated, Enforced bool
@@ -64,6 +66,8 @@ type Options struct {
 	// IncludeArguments and IncludeResults put arguments and results in
 	// clear into receipts; otherwise only their hashes are.
 	IncludeArguments, IncludeResults bool
+	// BlockIDs finds a token's block IDs; nil parses each token.
+	BlockIDs BlockIDs
 }
 
 // Action is AVP's dotted action for an MCP method: mcp.tools.call.
@@ -101,6 +105,18 @@ func agentDID(s *dct.AuthorizedScope) string {
 	return did
 }
 
+// BlockIDs finds a token's block IDs; Body parses the token when nil.
+type BlockIDs func(token string) []string
+
+// ParseBlockIDs parses a token (already verified) for its block IDs.
+func ParseBlockIDs(token string) []string {
+	tok, err := dct.Parse(token)
+	if err != nil {
+		return nil
+	}
+	return tok.RevocationIDs()
+}
+
 // Body is d's decision receipt body (without position and proof). It
 // gives d its audit_id.
 func (d *Decision) Body(o *Options) *DecisionBody {
@@ -124,7 +140,11 @@ func (d *Decision) Body(o *Options) *DecisionBody {
 	}
 	if d.Scope != nil {
 		b.ContractID = d.Scope.ContractID
-		b.Chain = d.Scope.BlockIDs
+		if o.BlockIDs != nil {
+			b.Chain = o.BlockIDs(d.Token)
+		} else {
+			b.Chain = ParseBlockIDs(d.Token)
+		}
 		if len(d.Scope.Chain) == len(b.Chain) {
 			b.DelegationPath = make([]string, len(d.Scope.Chain))
 			for i, l := range d.Scope.Chain {

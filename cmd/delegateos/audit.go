@@ -25,7 +25,7 @@ import (
 // proxy key (--key, else proxy_key). Without an audit log there is no
 // evidence (nil). An audit log without a key is refused: a key made up on
 // the spot would sign evidence nobody could tell from an impostor's.
-func openEvidence(pol *policy.Policy, keyFlag string, log *zap.Logger) (proxy.Evidence, func() error, error) {
+func openEvidence(pol *policy.Policy, policyDigest, keyFlag string, log *zap.Logger) (proxy.Evidence, func() error, error) {
 	keyPath, keyWhat := pol.ProxyKey, "proxy_key in the policy"
 	if keyFlag != "" {
 		keyPath, keyWhat = keyFlag, "--key"
@@ -44,7 +44,7 @@ func openEvidence(pol *policy.Policy, keyFlag string, log *zap.Logger) (proxy.Ev
 		return nil, nil, inputf("the proxy key %s cannot be used: %v; fix %s", keyPath, err, keyWhat)
 	}
 	l, err := audit.Open(pol.AuditLog, receipt.NewSigner(k), audit.Options{
-		Receipts: receiptOptions(pol),
+		Receipts: receiptOptions(pol, policyDigest),
 		OnError: func(err error) {
 			log.Error("the audit log cannot be written: no more receipts are kept this session", zap.Error(err))
 		},
@@ -59,8 +59,9 @@ func openEvidence(pol *policy.Policy, keyFlag string, log *zap.Logger) (proxy.Ev
 	return l, l.Close, nil
 }
 
-func receiptOptions(pol *policy.Policy) receipt.Options {
-	h := pol.FileSHA256
+// receiptOptions: a proxy without a policy file names its built-in
+// defaults by the digest of no bytes.
+func receiptOptions(pol *policy.Policy, h string) receipt.Options {
 	if h == "" {
 		d := sha256.Sum256(nil)
 		h = hex.EncodeToString(d[:])

@@ -53,8 +53,10 @@ var proxyCmd = &command{
 				return fixf("give the upstream MCP server's command after --, e.g. delegateos proxy --policy policy.yaml --token @agent.tok -- npx -y @modelcontextprotocol/server-everything")
 			}
 			pol := policy.Default()
+			policyDigest := ""
 			if *policyPath != "" {
-				p, err := policy.Load(*policyPath)
+				p, digest, err := policy.LoadWithDigest(*policyPath)
+				policyDigest = digest
 				if err != nil {
 					return policyLoadError(*policyPath, err)
 				}
@@ -244,7 +246,7 @@ var proxyCmd = &command{
 				// whoever started the proxy must see that nothing is enforced.
 				fmt.Fprintln(e.stderr, proxy.ObserveBanner)
 			}
-			evidence, closeEvidence, err := openEvidence(pol, *keyFile, log)
+			evidence, closeEvidence, err := openEvidence(pol, policyDigest, *keyFile, log)
 			if err != nil {
 				return err
 			}
