@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/delegateos/delegateos/internal/mcptest"
+	"github.com/delegateos/delegateos/internal/receiptschema"
 	"github.com/delegateos/delegateos/receipt"
 )
 
@@ -123,6 +124,11 @@ func TestE2EEvidenceEveryRequestKind(t *testing.T) {
 	}
 
 	rs, lines := logReceipts(t, logPath)
+	for i, l := range lines {
+		if err := receiptschema.Validate(bytes.TrimSuffix(l, []byte("\n"))); err != nil {
+			t.Errorf("line %d does not match its schema (docs/schemas): %v", i+1, err)
+		}
+	}
 	if bytes.Contains(bytes.Join(lines, nil), []byte("confidential-argument")) {
 		t.Error("arguments are in the audit log in clear")
 	}
