@@ -23,7 +23,6 @@ import (
 	"strings"
 
 	"github.com/delegateos/delegateos/identity"
-	"github.com/delegateos/delegateos/internal/canon"
 )
 
 // The schema_version of each kind.
@@ -97,16 +96,13 @@ func (s *Signer) DID() string { return s.did }
 func (s *Signer) Sign(b Body) ([]byte, error) {
 	p := b.proof()
 	*p = nil
-	unsigned, err := canon.Marshal(b)
+	unsigned, at, err := encodeAt(b)
 	if err != nil {
 		return nil, fmt.Errorf("canonicalize the %s: %w", b.kind(), err)
 	}
 	sig := ed25519.Sign(s.priv, unsigned)
 	*p = &Proof{Type: ProofType, Cryptosuite: Cryptosuite, VerificationMethod: s.vm, ProofValue: "z" + identity.Base58Encode(sig)}
-	out, err := canon.Marshal(b)
-	if err != nil {
-		return nil, fmt.Errorf("canonicalize the %s: %w", b.kind(), err)
-	}
+	out := withProof(unsigned, at, *p)
 	if len(out) > MaxBytes {
 		return nil, fmt.Errorf("the %s is %d bytes, more than %d", b.kind(), len(out), MaxBytes)
 	}
@@ -200,7 +196,7 @@ func Parse(data []byte) (*Receipt, error) {
 	// members that differ only in letter case (which encoding/json would
 	// fold), duplicates, empty optional members, non-canonical numbers,
 	// strings and order, and whitespace.
-	again, err := canon.Marshal(b)
+	again, err := encode(b)
 	if err != nil || string(again) != string(data) {
 		return nil, parseErrorf("%s: not the canonical JSON (RFC 8785) of a %s: a member is unknown, repeated, re-cased, empty or out of order, or the text is not canonical", *head.SchemaVersion, *head.SchemaVersion)
 	}
@@ -251,7 +247,7 @@ func (r *Receipt) Verify(trusted []string) error {
 	p := r.Body.proof()
 	saved := *p
 	*p = nil
-	unsigned, err := canon.Marshal(r.Body)
+	unsigned, err := encode(r.Body)
 	*p = saved
 	if err != nil {
 		return err

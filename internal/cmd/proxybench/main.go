@@ -93,6 +93,7 @@ type options struct {
 	profile    string
 	check      bool
 	keep       bool
+	audit      bool
 }
 
 func bench(args []string) int {
@@ -110,6 +111,7 @@ func bench(args []string) int {
 	fs.StringVar(&o.profile, "cpuprofile", "", "replace the proxy binary by the same proxy run inside this program (proxybench proxy) and write its CPU profile to this file")
 	fs.BoolVar(&o.check, "check", false, "exit 1 if a target is missed")
 	fs.BoolVar(&o.keep, "keep", false, "keep the temporary directory (keys, token, logs)")
+	fs.BoolVar(&o.audit, "audit", false, "add a fourth setup, proxy+audit: the proxy signing receipts into an audit log, compared with the proxy without")
 	fs.Usage = func() {
 		fmt.Fprintln(fs.Output(), "usage: proxybench [flags] [-- UPSTREAM_COMMAND [ARGS...]]")
 		fmt.Fprintln(fs.Output(), "The default upstream is this program's built-in server (proxybench serve), which answers at once.")
@@ -207,6 +209,13 @@ func run(o options) error {
 		{name: "direct", argv: upstream},
 		{name: "relay", argv: append([]string{self, "relay", "--"}, upstream...)},
 		{name: "proxy", argv: append(proxyArgv, upstream...)},
+	}
+	if o.audit {
+		s, err := auditSetup(o, dos, tmp, root, tokenFile, upstream)
+		if err != nil {
+			return err
+		}
+		setups = append(setups, s)
 	}
 
 	fmt.Printf("proxybench: per setup and round, %d sequential calls (in blocks of %d, setups interleaved) and %d pipelined calls with %d in flight; %d rounds after %d warm-up calls\n",
@@ -310,6 +319,7 @@ func run(o options) error {
 	tw.Flush()
 	printCPU(setups, cpu)
 	fmt.Printf("(load average %s at the end; on a busy machine the latency ratio swings from run to run)\n", loadavg())
+	printAudit(med, time.Microsecond)
 	latRatio, thrRatio := ratios(med[0], med[1], med[2])
 	latOK, thrOK := latRatio <= targetLatencyRatio, thrRatio >= targetThroughputRatio
 	fmt.Printf("\nproxy added p50 ÷ relay added p50:    %.2f  (target ≤ %.1f: %s)\n", latRatio, targetLatencyRatio, verdict(latOK))
