@@ -30,6 +30,7 @@ const (
 	DefaultCheckpointEvery    = 1024
 	DefaultCheckpointInterval = time.Second
 	maxBatch                  = 4096
+	maxBatchBytes             = 1 << 20
 )
 
 // Options tune a Log.
@@ -252,7 +253,7 @@ func (l *Log) run() {
 				return
 			}
 			l.write(ev)
-			for n := 1; n < maxBatch; n++ {
+			for n := 1; n < maxBatch && len(l.buf) < maxBatchBytes; n++ {
 				select {
 				case ev, ok := <-l.events:
 					if !ok {
@@ -362,7 +363,7 @@ func (l *Log) flush() {
 			l.fail(fmt.Errorf("sync the audit log %s: %w", l.path, err))
 		}
 	}
-	if cap(l.buf) > 4<<20 {
+	if cap(l.buf) > 2*maxBatchBytes+MaxLineBytes {
 		l.buf = nil
 	} else {
 		l.buf = l.buf[:0]
