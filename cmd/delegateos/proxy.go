@@ -30,7 +30,7 @@ import (
 
 var proxyCmd = &command{
 	name: "proxy",
-	args: "[--policy FILE] [--token @FILE] [--root ID]... [--upstream-user USER[:GROUP]] [--log FILE] [--revocations FILE]\n" +
+	args: "[--policy FILE] [--token @FILE] [--root ID]... [--key FILE] [--upstream-user USER[:GROUP]] [--log FILE] [--revocations FILE]\n" +
 		"                    [--spend-store FILE] [--observe] -- UPSTREAM_COMMAND [ARGS...]",
 	summary: "run an MCP server behind the DCT gate: point your MCP client at this command",
 	flags: func(fs *pflag.FlagSet) func(*env, []string) error {
