@@ -21,7 +21,7 @@ func Read(r io.Reader, fn func(line int64, rc *receipt.Receipt) error) error {
 		if l.tooLong {
 			return fmt.Errorf("line %d is longer than %d bytes", l.no, MaxLineBytes)
 		}
-		if l.no == 1 && bytes.Contains(l.text, []byte(ExportKind)) {
+		if l.no == 1 && bytes.Contains(l.text, []byte(`"schema_version":"`+ExportKind+`"`)) {
 			if _, err := parseExportHeader(l); err != nil {
 				return err
 			}

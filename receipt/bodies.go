@@ -300,11 +300,11 @@ func checkBody(b Body) error {
 		if (b.Decision == DecisionBlock) != (b.DenialType != "") {
 			bad("denial_type must be given exactly when the decision is BLOCK")
 		}
-		if len(b.Chain) != len(b.DelegationPath) {
+		if len(b.Chain) > 0 && len(b.Chain) != len(b.DelegationPath) {
 			bad("chain and delegation_path must have one entry per block")
 		}
-		for i := range b.Chain {
-			if b.Chain[i] == "" || b.DelegationPath[i] == "" {
+		for _, s := range append(b.Chain[:len(b.Chain):len(b.Chain)], b.DelegationPath...) {
+			if s == "" {
 				bad("chain and delegation_path entries must not be empty")
 				break
 			}

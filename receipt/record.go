@@ -145,12 +145,11 @@ func (d *Decision) Body(o *Options) *DecisionBody {
 		} else {
 			b.Chain = ParseBlockIDs(d.Token)
 		}
-		if len(d.Scope.Chain) == len(b.Chain) {
-			b.DelegationPath = make([]string, len(d.Scope.Chain))
-			for i, l := range d.Scope.Chain {
-				b.DelegationPath[i] = l.DelegationID
-			}
-		} else {
+		b.DelegationPath = make([]string, len(d.Scope.Chain))
+		for i, l := range d.Scope.Chain {
+			b.DelegationPath[i] = l.DelegationID
+		}
+		if len(b.Chain) != len(b.DelegationPath) {
 			b.Chain = nil
 		}
 	}

@@ -15,6 +15,7 @@ import (
 
 	"github.com/delegateos/delegateos/audit"
 	"github.com/delegateos/delegateos/identity"
+	"github.com/delegateos/delegateos/internal/render"
 	"github.com/delegateos/delegateos/internal/timestamp"
 	"github.com/delegateos/delegateos/policy"
 	"github.com/delegateos/delegateos/proxy"
@@ -216,13 +217,13 @@ var auditShowCmd = &command{
 					if b.DenialType != "" {
 						why = b.DenialType + ": " + b.DenialDetail
 					}
-					text = fmt.Sprintf("decision   %-5s %s %s  %s  %s", b.Decision, b.Method, printableName(b.Resource), cost, why)
+					text = fmt.Sprintf("decision   %-5s %s %s  %s  %s", b.Decision, b.Method, b.Resource, cost, why)
 				case *receipt.ExecutionBody:
 					at, dels = b.CompletedAt, paths[b.GateAuditID]
-					text = fmt.Sprintf("execution  %-5s %s %s  charged %d  %dµs  %s", b.Status, b.Operation, printableName(b.Resource), b.CostCommitted, b.DurationMicros, b.Outcome)
+					text = fmt.Sprintf("execution  %-5s %s %s  charged %d  %dµs  %s", b.Status, b.Operation, b.Resource, b.CostCommitted, b.DurationMicros, b.Outcome)
 				case *receipt.HumanApprovalBody:
 					at = b.DecidedAt
-					text = fmt.Sprintf("approval   %-5s %s %s  %s", b.Decision, b.Action, printableName(b.Resource), b.Reason)
+					text = fmt.Sprintf("approval   %-5s %s %s  %s", b.Decision, b.Action, b.Resource, b.Reason)
 				case *receipt.CheckpointBody:
 					at = b.At
 					final := ""
@@ -240,6 +241,8 @@ var auditShowCmd = &command{
 					}
 				}
 				if *asJSON {
+					// A receipt is canonical JSON: nothing in it acts on a
+					// terminal unescaped.
 					b, err := json.Marshal(showEntry{Line: line, Receipt: rc.Raw()})
 					if err != nil {
 						return err
@@ -247,7 +250,9 @@ var auditShowCmd = &command{
 					_, err = e.stdout.Write(append(b, '\n'))
 					return err
 				}
-				fmt.Fprintf(e.stdout, "%5d  %s  %s\n", rc.Position().Seq, at, text)
+				// The log may come from anyone: what it says is shown
+				// quoted (render.Printable) when it holds anything else than printable text, never acted on by the terminal.
+				fmt.Fprintf(e.stdout, "%5d  %s  %s\n", rc.Position().Seq, render.Printable(at), render.Printable(text))
 				return nil
 			})
 			if err != nil {
@@ -265,16 +270,6 @@ func contains(list []string, s string) bool {
 		}
 	}
 	return false
-}
-
-// printableName quotes a name that holds anything a terminal would act on.
-func printableName(s string) string {
-	for _, r := range s {
-		if r < 0x20 || r == 0x7f || (r >= 0x80 && r < 0xa0) || r == 0x2028 || r == 0x2029 || (r >= 0x202a && r <= 0x202e) || (r >= 0x2066 && r <= 0x2069) {
-			return fmt.Sprintf("%q", s)
-		}
-	}
-	return s
 }
 
 var auditExportCmd = &command{
