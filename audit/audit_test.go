@@ -381,3 +381,46 @@ func TestExport(t *testing.T) {
 		t.Fatal("exported an entry past the end")
 	}
 }
+
+// The approval path: a human approval receipt appended (its digest sent
+// back), then the decision it allowed, naming it, and the execution.
+func TestApprovalPath(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "audit.log")
+	l, err := Open(path, testSigner(t, 1), testOptions)
+	if err != nil {
+		t.Fatal(err)
+	}
+	auditID := receipt.NewUUIDURN()
+	ap := &receipt.HumanApprovalBody{ApprovalID: "appr-1", GateAuditID: auditID, Action: "mcp.tools.call", Resource: "tool-0",
+		RiskClass: "write", GateReason: "approval: required", Decision: receipt.ApprovalApproved, Reason: "accepted",
+		RequestedAt: "2026-11-25T20:00:00.000Z", DecidedAt: "2026-11-25T20:00:03.000Z", Cost: 100}
+	receipt.FillHumanApproval(ap)
+	res := make(chan AppendResult, 1)
+	l.Append(ap, res)
+	r := <-res
+	if r.Err != nil || r.Seq != 1 {
+		t.Fatalf("append: %+v", r)
+	}
+	d := decision(0, true)
+	d.AuditID, d.ApprovalID, d.ApprovalReceiptHash = auditID, "appr-1", r.Digest
+	l.Decided(d)
+	l.Executed(&receipt.Execution{Decision: d, Started: d.At, Completed: d.At, Outcome: "result"})
+	if err := l.Close(); err != nil {
+		t.Fatal(err)
+	}
+	lines := readLines(t, path)
+	if _, p := verifyBytes(join(lines), VerifyOptions{}); p != nil {
+		t.Fatal(p)
+	}
+	if receipt.Digest(bytes.TrimSuffix(lines[0], []byte("\n"))) != r.Digest {
+		t.Fatal("the digest sent back is not the entry's")
+	}
+	for _, want := range []string{`"approval_receipt_hash":"` + r.Digest, `"audit_id":"` + auditID, `"approval_id":"appr-1"`} {
+		if !bytes.Contains(lines[1], []byte(want)) {
+			t.Errorf("decision lacks %s: %s", want, lines[1])
+		}
+	}
+	if !bytes.Contains(lines[2], []byte(`"approval_receipt_hash":"`+r.Digest)) {
+		t.Errorf("execution does not name the approval: %s", lines[2])
+	}
+}

@@ -39,6 +39,13 @@ type Decision struct {
 	// Arguments are kept only when the policy includes them in receipts.
 	Arguments json.RawMessage
 	At        time.Time
+	// AuditID is the receipt's audit_id; "" has the writer make one. A
+	// decision made on a person's approval is given its ID beforehand, for
+	// the approval receipt's gate_audit_id, and names the approval by
+	// ApprovalID and ApprovalReceiptHash (the approval receipt's digest,
+	// which its execution receipt names too).
+	AuditID                         string
+	ApprovalID, ApprovalReceiptHash string
 
 	// Set by the writer when the receipt is signed.
 	auditID, digest string
@@ -120,7 +127,10 @@ func ParseBlockIDs(token string) []string {
 // Body is d's decision receipt body (without position and proof). It
 // gives d its audit_id.
 func (d *Decision) Body(o *Options) *DecisionBody {
-	d.auditID = NewUUIDURN()
+	d.auditID = d.AuditID
+	if d.auditID == "" {
+		d.auditID = NewUUIDURN()
+	}
 	b := &DecisionBody{
 		SchemaVersion: KindDecision, AuditID: d.auditID, AgentDID: agentDID(d.Scope),
 		Action: Action(d.Method), Resource: d.Target, Environment: EnvironmentUnknown,
@@ -128,6 +138,7 @@ func (d *Decision) Body(o *Options) *DecisionBody {
 		PayloadHash: sha256Prefixed(d.Payload), PolicyContextHash: o.PolicyHash,
 		Method: d.Method, DenialType: d.DenialType, DenialDetail: d.DenialDetail,
 		CostReserved: d.CostReserved, Enforced: d.Enforced, DecidedAt: timestamp.Format(d.At),
+		ApprovalID: d.ApprovalID, ApprovalReceiptHash: d.ApprovalReceiptHash,
 	}
 	if d.Unauthenticated {
 		b.Reason = "allowed_unauthenticated"
@@ -176,7 +187,7 @@ func (e *Execution) Body(o *Options) *ExecutionBody {
 		Operation: d.Method, RequestHash: sha256Prefixed(e.Request), DecisionReceiptHash: d.digest,
 		StartedAt: timestamp.Format(e.Started), CompletedAt: timestamp.Format(e.Completed),
 		DurationMicros: max(e.Completed.Sub(e.Started).Microseconds(), 0), CostCommitted: e.CostCommitted,
-		Outcome: e.Outcome, EvaluatorVersion: ExecutionEvaluator,
+		Outcome: e.Outcome, EvaluatorVersion: ExecutionEvaluator, ApprovalReceiptHash: d.ApprovalReceiptHash,
 	}
 	if d.HasArguments {
 		b.ParamsHash = sha256Prefixed(d.ArgumentsHash)
