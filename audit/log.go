@@ -69,15 +69,15 @@ type Log struct {
 	once   sync.Once
 
 	// Writer state.
-	seq           int64
-	prev          string
-	sinceCkpt     int
-	lastCkpt      time.Time
-	buf           []byte
-	err           error
-	errMu         sync.Mutex
-	closeErr      error
-	writeFailed   bool
+	seq         int64
+	prev        string
+	sinceCkpt   int
+	lastCkpt    time.Time
+	buf         []byte
+	err         error
+	errMu       sync.Mutex
+	closeErr    error
+	writeFailed bool
 }
 
 type event struct {

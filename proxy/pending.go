@@ -28,7 +28,7 @@ type pending struct {
 	dec      Decision
 	start    time.Time // when the gate began deciding
 	ev       callEvidence
-	idBuf    [20]byte  // id's storage when it fits, saving an allocation per call
+	idBuf    [20]byte // id's storage when it fits, saving an allocation per call
 }
 
 // pendingPool recycles the pending requests the relay answered: one is

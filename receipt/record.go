@@ -28,7 +28,7 @@ type Decision struct {
 	// Allowed, Unauthenticated and Enforced are the decision; DenialType
 	// and DenialDetail say why a refused request was refused.
 	Allowed, Unauthenticated, Enforced bool
-	DenialType, DenialDetail          string
+	DenialType, DenialDetail           string
 	// CostReserved is the reservation, in microcents.
 	CostReserved int64
 	// Payload is the SHA-256 of the request as the client sent it.
