@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
@@ -274,13 +275,14 @@ func contains(list []string, s string) bool {
 
 var auditExportCmd = &command{
 	name:    "export",
-	args:    "FILE|--policy FILE --receipt N [--out FILE] [--key-id DID]...",
+	args:    "FILE|--policy FILE --receipt N [--out FILE] [--key-id DID]... [--json]",
 	summary: "export one receipt with the entries that prove its place in the log, verifiable alone",
 	flags: func(fs *pflag.FlagSet) func(*env, []string) error {
 		policyPath := fs.String("policy", "", "read the policy's audit_log")
 		n := fs.Int64("receipt", 0, "the entry number of the receipt (audit show lists them)")
 		out := fs.String("out", "", "write the export to this file (refuses to overwrite; default: standard output)")
 		keyIDs := fs.StringArray("key-id", nil, "the did:key the log must be signed by (repeatable)")
+		asJSON := fs.Bool("json", false, "with --out, print what was written as JSON (the export itself is JSON lines)")
 		return func(e *env, args []string) error {
 			path, err := auditFile(args, *policyPath)
 			if err != nil {
@@ -309,7 +311,13 @@ var auditExportCmd = &command{
 				f.Close()
 				return inputError{err}
 			}
-			return f.Close()
+			if err := f.Close(); err != nil {
+				return inputError{err}
+			}
+			if *asJSON {
+				return writeJSON(e, map[string]any{"file": *out, "receipt": *n, "entries": bytes.Count(b, []byte("\n")) - 1})
+			}
+			return nil
 		}
 	},
 }
