@@ -424,3 +424,30 @@ func TestApprovalPath(t *testing.T) {
 		t.Errorf("execution does not name the approval: %s", lines[2])
 	}
 }
+
+// A write that fails is reported once, and Failed says so from then on.
+func TestWriteFailure(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "audit.log")
+	errs := make(chan error, 4)
+	o := testOptions
+	o.OnError = func(err error) { errs <- err }
+	l, err := Open(path, testSigner(t, 1), o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	l.f.Close() // every write now fails
+	l.Decided(decision(0, true))
+	if err := <-errs; err == nil || !strings.Contains(err.Error(), "write the audit log") {
+		t.Fatalf("OnError: %v", err)
+	}
+	if !l.Failed() || l.Err() == nil {
+		t.Fatal("Failed is not set")
+	}
+	l.Decided(decision(1, true))
+	if err := l.Close(); err == nil {
+		t.Fatal("Close reported no failure")
+	}
+	if len(errs) != 0 {
+		t.Fatalf("reported more than once: %v", <-errs)
+	}
+}

@@ -12,7 +12,9 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -78,6 +80,8 @@ type Log struct {
 	errMu       sync.Mutex
 	closeErr    error
 	writeFailed bool
+	// failed is set with err: the relay reads it on every request.
+	failed atomic.Bool
 }
 
 type event struct {
@@ -133,6 +137,14 @@ func Open(path string, signer *receipt.Signer, opts Options) (*Log, error) {
 		f.Close()
 		unlock()
 		return nil, err
+	}
+	if l.seq == 0 {
+		// A new log's directory entry must be as durable as its entries.
+		if err := fsutil.SyncDir(filepath.Dir(path)); err != nil {
+			f.Close()
+			unlock()
+			return nil, fmt.Errorf("sync the audit log's directory: %w", err)
+		}
 	}
 	l.lastCkpt = opts.Now()
 	go l.run()
@@ -217,6 +229,10 @@ func (l *Log) send(ev event) {
 	}()
 	l.events <- ev
 }
+
+// Failed reports whether a receipt could not be signed or written; it
+// costs an atomic load.
+func (l *Log) Failed() bool { return l.failed.Load() }
 
 // Err is the first write or sync failure, if any.
 func (l *Log) Err() error {
@@ -377,6 +393,7 @@ func (l *Log) fail(err error) {
 	first := l.err == nil
 	if first {
 		l.err = err
+		l.failed.Store(true)
 	}
 	l.errMu.Unlock()
 	if first && l.opts.OnError != nil {

@@ -4,6 +4,7 @@ import (
 	"crypto/sha256"
 	"time"
 
+	"github.com/delegateos/delegateos/dct"
 	"github.com/delegateos/delegateos/receipt"
 )
 
@@ -14,7 +15,18 @@ import (
 type Evidence interface {
 	Decided(*receipt.Decision)
 	Executed(*receipt.Execution)
+	// Failed reports that receipts can no longer be kept: every request
+	// the gate would decide is then refused (EvidenceUnavailable), since
+	// it would leave no evidence.
+	Failed() bool
 }
+
+// EvidenceUnavailable is the denial of a request made once the audit log
+// cannot be written.
+const EvidenceUnavailable dct.DenialType = "evidence_unavailable"
+
+// evidenceDown reports whether receipts can no longer be kept.
+func (s *session) evidenceDown() bool { return s.cfg.Evidence != nil && s.cfg.Evidence.Failed() }
 
 // callEvidence is what a gated request's receipts need beyond its
 // decision.

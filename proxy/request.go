@@ -264,6 +264,10 @@ func (s *session) gate(p *pending, cp *callParams) bool {
 		refused := s.cfg.Gate.Refuse(req, dct.Malformed, bad)
 		return s.refuse(p, &refused)
 	}
+	if s.evidenceDown() {
+		refused := s.cfg.Gate.Refuse(req, EvidenceUnavailable, "the audit log cannot be written, so no request is allowed without its receipt; see the proxy's log")
+		return s.refuse(p, &refused)
+	}
 	req.Token, req.ContractID, req.DelegationID = d.DCT, d.ContractID, d.DelegationID
 	session := s.sessionToken()
 	if req.Token == "" {

@@ -48,7 +48,7 @@ func openEvidence(pol *policy.Policy, policyDigest, keyFlag string, log *zap.Log
 	l, err := audit.Open(pol.AuditLog, receipt.NewSigner(k), audit.Options{
 		Receipts: receiptOptions(pol, policyDigest),
 		OnError: func(err error) {
-			log.Error("the audit log cannot be written: no more receipts are kept this session", zap.Error(err))
+			log.Error("the audit log cannot be written: no more receipts are kept, and every gated request is refused (evidence_unavailable) until the proxy is restarted", zap.Error(err))
 		},
 	})
 	if err != nil {
