@@ -7,12 +7,15 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
+	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/delegateos/delegateos/internal/canon"
 	"github.com/delegateos/delegateos/internal/mcptest"
 	"github.com/delegateos/delegateos/internal/receiptschema"
 	"github.com/delegateos/delegateos/receipt"
@@ -254,6 +257,27 @@ func TestE2EEvidenceTamperingNamed(t *testing.T) {
 			t.Errorf("%s: audit verify said (%d) %s; want %q", c.name, code, out, c.want)
 		}
 	}
+	// Every member of a decision, an execution and the checkpoint, changed
+	// in turn (and the entry kept canonical): verify names the entry.
+	for _, i := range []int{0, 1, n - 1} {
+		var m map[string]any
+		if err := json.Unmarshal(lines[i], &m); err != nil {
+			t.Fatal(err)
+		}
+		for key, v := range m {
+			changed := maps.Clone(m)
+			changed[key] = changeValue(v)
+			b, err := canon.Marshal(changed)
+			if err != nil {
+				t.Fatal(err)
+			}
+			path := write("member.log", cat(lines[:i]), b, []byte("\n"), cat(lines[i+1:]))
+			want := fmt.Sprintf("line %d: edited", i+1)
+			if out, _, code := mcptest.CLI(t, "audit", "verify", path, "--key-id", did); code != 1 || !strings.Contains(out, want) {
+				t.Errorf("line %d, %s changed: audit verify said (%d) %s; want %q", i+1, key, code, out, want)
+			}
+		}
+	}
 	export := filepath.Join(e.Dir, "receipt-3.jsonl")
 	if _, stderr, code := mcptest.CLI(t, "audit", "export", logPath, "--receipt", "3", "--out", export); code != 0 {
 		t.Fatalf("audit export: %s", stderr)
@@ -265,6 +289,36 @@ func TestE2EEvidenceTamperingNamed(t *testing.T) {
 	if code != 0 || strings.Count(out, "decision   ALLOW tools/call echo") != 4 || !strings.Contains(out, "(final)") {
 		t.Fatalf("audit show: %s", out)
 	}
+}
+
+// changeValue returns v changed: a string's last character, a number
+// plus one, a boolean negated, a list or object with one member changed.
+func changeValue(v any) any {
+	switch v := v.(type) {
+	case string:
+		if v == "" {
+			return "x"
+		}
+		last := v[len(v)-1]
+		if last == '0' {
+			return v[:len(v)-1] + "1"
+		}
+		return v[:len(v)-1] + "0"
+	case float64:
+		return v + 1
+	case bool:
+		return !v
+	case []any:
+		return append([]any{changeValue(v[0])}, v[1:]...)
+	case map[string]any:
+		out := maps.Clone(v)
+		for k := range out {
+			out[k] = changeValue(out[k])
+			break
+		}
+		return out
+	}
+	return "x"
 }
 
 // A second proxy on the same audit log refuses to start and leaves the
