@@ -267,6 +267,7 @@ func TestNeighbourTampering(t *testing.T) {
 		{"cut mid-entry", with(lines[:n-1], one(lines[n-1][:40])), Truncated, int64(n)},
 		{"line too long", with(lines[:2], one(append(bytes.Repeat([]byte("x"), MaxLineBytes+10), '\n')), lines[2:]), Malformed, 3},
 		{"blank line", with(lines[:2], one([]byte("\n")), lines[2:]), Edited, 3},
+		{"every entry removed", nil, Truncated, 0},
 	}
 	for _, c := range cases {
 		_, p := verifyBytes(c.log, VerifyOptions{})

@@ -15,7 +15,6 @@ import (
 	"path/filepath"
 	"sync"
 	"sync/atomic"
-	"syscall"
 	"time"
 
 	"github.com/delegateos/delegateos/internal/fsutil"
@@ -126,7 +125,7 @@ func Open(path string, signer *receipt.Signer, opts Options) (*Log, error) {
 	if err != nil {
 		return nil, fmt.Errorf("lock the audit log: %w", err)
 	}
-	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE|os.O_APPEND|syscall.O_NOFOLLOW, 0o600)
+	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE|os.O_APPEND|oNoFollow, 0o600)
 	if err != nil {
 		unlock()
 		return nil, err

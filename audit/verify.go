@@ -169,6 +169,8 @@ func Verify(r io.Reader, o VerifyOptions) (*Report, error) {
 	sort.Strings(rep.Signers)
 	rep.Unsealed = rep.Last - rep.LastCheckpoint
 	switch {
+	case rep.Entries == 0 && !o.Open:
+		return rep, &Problem{Kind: Truncated, Msg: "the log is empty: a proxy that stopped has written at least its final checkpoint, so every entry was removed (or a proxy is still starting: verify with --open)"}
 	case rep.Entries == 0:
 	case rep.LastCheckpoint == 0 && !o.Open:
 		return rep, &Problem{Kind: Truncated, Line: lineOf(rep, rep.Last), Entry: rep.Last,
