@@ -48,6 +48,9 @@ type exportHeader struct {
 	SchemaVersion string `json:"schema_version"`
 }
 
+// emptyLog is the problem of a log without entries.
+var emptyLog = &Problem{Kind: Truncated, Msg: "the log is empty: a proxy that stopped has written at least its final checkpoint, so every entry was removed (or a proxy is still starting: verify with --open)"}
+
 // VerifyOptions say what to trust.
 type VerifyOptions struct {
 	// Trusted are the did:key values the entries must be signed by; empty
@@ -99,6 +102,9 @@ func Verify(r io.Reader, o VerifyOptions) (*Report, error) {
 	if line == nil {
 		if lr.err != nil {
 			return nil, lr.err
+		}
+		if !o.Open {
+			return rep, emptyLog
 		}
 		return rep, nil
 	}
@@ -169,9 +175,6 @@ func Verify(r io.Reader, o VerifyOptions) (*Report, error) {
 	sort.Strings(rep.Signers)
 	rep.Unsealed = rep.Last - rep.LastCheckpoint
 	switch {
-	case rep.Entries == 0 && !o.Open:
-		return rep, &Problem{Kind: Truncated, Msg: "the log is empty: a proxy that stopped has written at least its final checkpoint, so every entry was removed (or a proxy is still starting: verify with --open)"}
-	case rep.Entries == 0:
 	case rep.LastCheckpoint == 0 && !o.Open:
 		return rep, &Problem{Kind: Truncated, Line: lineOf(rep, rep.Last), Entry: rep.Last,
 			Msg: fmt.Sprintf("no checkpoint follows entry %d: the entries after the last checkpoint were removed, or the proxy was killed before it could write one", rep.Last)}
