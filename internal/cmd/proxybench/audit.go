@@ -1,7 +1,9 @@
 package main
 
 import (
+	"bytes"
 	"errors"
+	"io"
 	"fmt"
 	"os"
 	"os/exec"
@@ -29,7 +31,57 @@ func auditSetup(o options, dos, dir, root, tokenFile string, upstream []string) 
 	argv := []string{dos, "proxy", "--token", "@" + tokenFile, "--root", root, "--log", filepath.Join(dir, "proxy-audit.log"), "--policy", pol}
 	argv = append(argv, strings.Fields(o.proxyFlags)...)
 	argv = append(append(argv, "--"), upstream...)
-	return setup{name: "proxy+audit", argv: argv}, nil
+	return setup{name: "proxy+audit", argv: argv, drain: (&auditDrain{path: filepath.Join(dir, "audit.log")}).wait}, nil
+}
+
+// auditDrain follows an audit log as the proxy writes it.
+type auditDrain struct {
+	path     string
+	offset   int64
+	receipts int // decision and execution receipts seen (checkpoints not counted)
+}
+
+// wait returns once the log holds a decision and an execution receipt for
+// each of calls calls (the handshake's are counted among them, and
+// tools/list is not gated, so this is a lower bound by one call at most).
+func (d *auditDrain) wait(calls int) error {
+	deadline := time.Now().Add(2 * time.Minute)
+	for d.receipts < 2*(calls-1) {
+		if time.Now().After(deadline) {
+			return fmt.Errorf("the audit log holds %d receipts after %d calls, and has not grown for two minutes", d.receipts, calls)
+		}
+		if err := d.read(); err != nil {
+			return err
+		}
+		if d.receipts < 2*(calls-1) {
+			time.Sleep(time.Millisecond)
+		}
+	}
+	return nil
+}
+
+// read counts the whole lines written since the last read.
+func (d *auditDrain) read() error {
+	f, err := os.Open(d.path)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	b, err := io.ReadAll(io.NewSectionReader(f, d.offset, 1<<40))
+	if err != nil {
+		return err
+	}
+	end := bytes.LastIndexByte(b, '\n')
+	if end < 0 {
+		return nil
+	}
+	for _, line := range bytes.Split(b[:end], []byte("\n")) {
+		if !bytes.Contains(line, []byte(`"schema_version":"audit_checkpoint/1"`)) {
+			d.receipts++
+		}
+	}
+	d.offset += int64(end + 1)
+	return nil
 }
 
 // printAudit compares the proxy with an audit log (setup 3) to the proxy
