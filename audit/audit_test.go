@@ -452,3 +452,32 @@ func TestWriteFailure(t *testing.T) {
 		t.Fatalf("reported more than once: %v", <-errs)
 	}
 }
+
+// A log cut back to the end of an earlier session looks whole, unless
+// verify is given the head the later session closed with.
+func TestHeadCatchesSessionCut(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "audit.log")
+	first := writeLog(t, path, 2, testOptions)
+	l, err := Open(path, testSigner(t, 1), testOptions)
+	if err != nil {
+		t.Fatal(err)
+	}
+	l.Decided(decision(7, false))
+	if err := l.Close(); err != nil {
+		t.Fatal(err)
+	}
+	seq, head := l.Head()
+	all := readLines(t, path)
+	if seq != int64(len(all)) || head != receipt.Digest(bytes.TrimSuffix(all[len(all)-1], []byte("\n"))) {
+		t.Fatalf("Head() = %d %s", seq, head)
+	}
+	if _, p := verifyBytes(join(all), VerifyOptions{Head: head}); p != nil {
+		t.Fatal(p)
+	}
+	if _, p := verifyBytes(join(first), VerifyOptions{}); p != nil {
+		t.Fatalf("the first session alone: %v", p)
+	}
+	if _, p := verifyBytes(join(first), VerifyOptions{Head: head}); p == nil || p.Kind != Truncated {
+		t.Fatalf("cut back to the first session, with --head: %v", p)
+	}
+}

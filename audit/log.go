@@ -240,6 +240,13 @@ func (l *Log) Err() error {
 	return l.err
 }
 
+// Head is the log's last entry and its digest; after Close, the final
+// checkpoint's (the values to keep elsewhere and give verify as --head).
+func (l *Log) Head() (seq int64, digest string) {
+	<-l.done
+	return l.seq, l.prev
+}
+
 // Close writes what is queued and a final checkpoint, syncs the file and
 // releases the log.
 func (l *Log) Close() error {

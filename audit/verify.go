@@ -59,6 +59,10 @@ type VerifyOptions struct {
 	// Open accepts a log that does not end with a final checkpoint: one a
 	// proxy is still writing.
 	Open bool
+	// Head, when set, is the digest of an entry the log must hold (the
+	// head a proxy logged when it closed the log, say): a log cut back to
+	// an earlier final checkpoint lacks it.
+	Head string
 }
 
 // Report is what a verified log holds.
@@ -97,6 +101,7 @@ func Verify(r io.Reader, o VerifyOptions) (*Report, error) {
 	expected := int64(1)
 	prev := receipt.GenesisPrev
 	checkPrev := true
+	headSeen := false
 
 	line, next := lr.line(), (*rawLine)(nil)
 	if line == nil {
@@ -165,6 +170,9 @@ func Verify(r io.Reader, o VerifyOptions) (*Report, error) {
 			rep.LastCheckpoint, rep.Final = pos.Seq, c.Final
 		}
 		rep.Last, rep.Head = pos.Seq, rc.Digest
+		if rc.Digest == o.Head {
+			headSeen = true
+		}
 		prev = rc.Digest
 		expected++
 		line = next
@@ -175,6 +183,9 @@ func Verify(r io.Reader, o VerifyOptions) (*Report, error) {
 	sort.Strings(rep.Signers)
 	rep.Unsealed = rep.Last - rep.LastCheckpoint
 	switch {
+	case o.Head != "" && !headSeen:
+		return rep, &Problem{Kind: Truncated, Line: lineOf(rep, rep.Last), Entry: rep.Last,
+			Msg: fmt.Sprintf("no entry has the digest %s: entries after entry %d, that one among them, were removed", o.Head, rep.Last)}
 	case rep.LastCheckpoint == 0 && !o.Open:
 		return rep, &Problem{Kind: Truncated, Line: lineOf(rep, rep.Last), Entry: rep.Last,
 			Msg: fmt.Sprintf("no checkpoint follows entry %d: the entries after the last checkpoint were removed, or the proxy was killed before it could write one", rep.Last)}

@@ -189,9 +189,17 @@ func TestE2EEvidenceEveryRequestKind(t *testing.T) {
 			t.Errorf("%s %s: response_hash %s is not the hash of the response returned (%s)", x.Operation, x.Resource, x.ResponseHash, got)
 		}
 	}
-	// The log ends with the checkpoint written at shutdown.
+	// The log ends with the checkpoint written at shutdown, whose digest
+	// the proxy's own log names.
 	if last, ok := rs[len(rs)-1].Body.(*receipt.CheckpointBody); !ok || !last.Final || last.Length != int64(len(rs)-1) {
 		t.Fatalf("last entry %s", lines[len(lines)-1])
+	}
+	closed := p.WaitLog("audit log closed", nil)
+	if closed["head"] != rs[len(rs)-1].Digest || closed["entries"] != float64(len(rs)) {
+		t.Fatalf("audit log closed %v; the last entry's digest is %s", closed, rs[len(rs)-1].Digest)
+	}
+	if out, _, code := mcptest.CLI(t, "audit", "verify", logPath, "--key-id", did, "--head", rs[len(rs)-1].Digest); code != 0 {
+		t.Fatalf("verify --head: %s", out)
 	}
 }
 

@@ -58,7 +58,15 @@ func openEvidence(pol *policy.Policy, policyDigest, keyFlag string, log *zap.Log
 		return nil, nil, inputf("the audit log %s cannot be opened: %v; fix audit_log in the policy", pol.AuditLog, err)
 	}
 	log.Info("receipts are signed and appended to the audit log", zap.String("audit_log", pol.AuditLog), zap.String("proxy_did", k.DID()))
-	return l, l.Close, nil
+	closeLog := func() error {
+		err := l.Close()
+		seq, head := l.Head()
+		// Kept outside the audit log, these catch a log cut back to an
+		// earlier session's end: audit verify --head.
+		log.Info("audit log closed", zap.String("audit_log", pol.AuditLog), zap.Int64("entries", seq), zap.String("head", head))
+		return err
+	}
+	return l, closeLog, nil
 }
 
 // receiptOptions: a proxy without a policy file names its built-in
@@ -110,12 +118,13 @@ func trustedKeys(ids []string) ([]string, error) {
 
 var auditVerifyCmd = &command{
 	name:    "verify",
-	args:    "FILE|--policy FILE [--key-id DID]... [--open] [--json]",
+	args:    "FILE|--policy FILE [--key-id DID]... [--head DIGEST] [--open] [--json]",
 	summary: "check every signature, the hash chain and the checkpoints of an audit log or export, offline",
 	flags: func(fs *pflag.FlagSet) func(*env, []string) error {
 		policyPath := fs.String("policy", "", "read the policy's audit_log")
 		keyIDs := fs.StringArray("key-id", nil, "the did:key every entry must be signed by (repeatable; default: any key, listed)")
 		open := fs.Bool("open", false, "the log is still being written: accept entries after its last checkpoint")
+		head := fs.String("head", "", "the digest of an entry the log must hold: the head the proxy logged when it closed the log (\"audit log closed\")")
 		asJSON := fs.Bool("json", false, "print the report as JSON")
 		return func(e *env, args []string) error {
 			path, err := auditFile(args, *policyPath)
@@ -126,12 +135,15 @@ var auditVerifyCmd = &command{
 			if err != nil {
 				return err
 			}
+			if *head != "" && (len(*head) != 64 || strings.Trim(*head, "0123456789abcdef") != "") {
+				return fixf("--head %q: give the 64 lower-case hex digits the proxy logged as head", *head)
+			}
 			f, err := os.Open(path)
 			if err != nil {
 				return inputError{err}
 			}
 			defer f.Close()
-			rep, verr := audit.Verify(f, audit.VerifyOptions{Trusted: trusted, Open: *open})
+			rep, verr := audit.Verify(f, audit.VerifyOptions{Trusted: trusted, Open: *open, Head: *head})
 			var prob *audit.Problem
 			if verr != nil && !errors.As(verr, &prob) {
 				return inputf("%s: %v", path, verr)
