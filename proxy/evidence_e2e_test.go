@@ -12,6 +12,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -367,5 +368,48 @@ func TestE2EEvidenceNeedsAKey(t *testing.T) {
 	}
 	if _, err := os.Stat(filepath.Join(e.Dir, "audit.log")); !os.IsNotExist(err) {
 		t.Fatalf("an audit log was created: %v", err)
+	}
+}
+
+// A proxy stopped by SIGTERM with a call in flight still closes its audit
+// log: the call's execution receipt and the final checkpoint are written,
+// and the log verifies.
+func TestE2EEvidenceSIGTERM(t *testing.T) {
+	t.Parallel()
+	e := mcptest.NewEnv(t)
+	key := mcptest.NewKey(t, "proxy")
+	logPath := filepath.Join(e.Dir, "audit.log")
+	pol := e.Policy()
+	pol.Extra = "proxy_key: " + e.KeyFile(key) + "\naudit_log: " + logPath + "\n"
+	p := e.StartProxy(mcptest.ProxyOptions{Policy: pol, Token: e.Mint(nil, "mcp:echo:*", "mcp:slow:*"), WantExit: func(code int) bool { return code >= 0 }})
+	c := p.Raw()
+	c.Initialize()
+	c.Send(mcptest.CallFrame("1", "echo", map[string]any{"text": "x"}))
+	c.Response("1")
+	c.Send(`{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"slow","arguments":{"steps":1000,"delay_ms":20},"_meta":{"progressToken":"p"}}}`)
+	if m := c.Next(); m.Method != "notifications/progress" {
+		t.Fatalf("the slow call did not start: %+v", m)
+	}
+	if err := p.Cmd.Process.Signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	if !p.WaitExit(20 * time.Second) {
+		t.Fatal("the proxy did not exit after SIGTERM")
+	}
+	if out, _, code := mcptest.CLI(t, "audit", "verify", logPath, "--key-id", key.DID()); code != 0 {
+		t.Fatalf("audit verify after SIGTERM: %s", out)
+	}
+	rs, _ := logReceipts(t, logPath)
+	var slow *receipt.ExecutionBody
+	for _, r := range rs {
+		if x, ok := r.Body.(*receipt.ExecutionBody); ok && x.Resource == "slow" {
+			slow = x
+		}
+	}
+	// The upstream answers the cancelled call with an error, or exits
+	// before answering it.
+	if slow == nil || !(slow.Status == receipt.StatusFailed && slow.Outcome == "error" && slow.ResponseHash != "" ||
+		slow.Status == receipt.StatusUnanswered && slow.ResponseHash == "") {
+		t.Fatalf("the slow call's execution receipt: %+v", slow)
 	}
 }
