@@ -68,3 +68,27 @@ func TestEvidenceFailedRefuses(t *testing.T) {
 		t.Fatalf("answers: %s", toClient.String())
 	}
 }
+
+// In observe mode a refused request is forwarded: its decision receipt
+// says BLOCK and not enforced, and it gets no execution receipt (it is
+// charged nothing).
+func TestEvidenceObserveMode(t *testing.T) {
+	var toClient, toServer bytes.Buffer
+	s := testSession(t, zap.NewNop(), &toClient, &toServer)
+	s.cfg.Observe = true
+	ev := &recordingEvidence{}
+	s.cfg.Evidence = ev
+	s.clientFrame([]byte(`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"write_file","arguments":{}}}`))
+	s.toServer.flush()
+	if !strings.Contains(toServer.String(), "write_file") {
+		t.Fatalf("observe mode did not forward: %s", toServer.String())
+	}
+	resp := `{"jsonrpc":"2.0","id":1,"result":{"content":[]}}`
+	s.serverFrame([]byte(resp), []byte(resp+"\n"))
+	if len(ev.decisions) != 1 || ev.decisions[0].Allowed || ev.decisions[0].Enforced || ev.decisions[0].DenialType == "" {
+		t.Fatalf("decisions %+v", ev.decisions)
+	}
+	if len(ev.executions) != 0 {
+		t.Fatalf("an execution receipt for a call observe mode forwarded: %+v", ev.executions[0])
+	}
+}
