@@ -93,7 +93,7 @@ func Sign(unsecured []byte, key ed25519.PrivateKey, opts Options) ([]byte, *Trac
 		return nil, nil, err
 	}
 	tr.Signature = ed25519.Sign(key, tr.HashData)
-	tr.ProofValue = "z" + identity.EncodeBase58(tr.Signature)
+	tr.ProofValue = "z" + identity.Base58Encode(tr.Signature)
 	proof["proofValue"] = tr.ProofValue
 	doc["proof"] = proof
 	out, err := canonical(doc)

@@ -175,7 +175,7 @@ func TestVerifyRedTeamRefusals(t *testing.T) {
 		t.Fatal(err)
 	}
 	pv := o["proof"].(object)["proofValue"].(string)
-	sig, err := identity.DecodeBase58(pv[1:])
+	sig, err := identity.Base58Decode(pv[1:])
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -36,7 +36,7 @@ func w3cKey(t *testing.T) ed25519.PrivateKey {
 	if err := json.Unmarshal(readVector(t, "keyPair.json"), &kp); err != nil {
 		t.Fatal(err)
 	}
-	raw, err := identity.DecodeBase58(strings.TrimPrefix(kp.PrivateKeyMultibase, "z"))
+	raw, err := identity.Base58Decode(strings.TrimPrefix(kp.PrivateKeyMultibase, "z"))
 	if err != nil || len(raw) != 34 || raw[0] != 0x80 || raw[1] != 0x26 {
 		t.Fatalf("privateKeyMultibase: %x, %v", raw, err)
 	}

@@ -256,7 +256,7 @@ func proofValue(proof object, r *Result) ([]byte, error) {
 	if len(pv) > maxProofValueLen || !strings.HasPrefix(pv, "z") {
 		return nil, fail("proofValue", ErrMalformed, "%s is not 'z' and the base58btc of a 64-byte signature", quote(pv))
 	}
-	sig, err := identity.DecodeBase58(pv[1:])
+	sig, err := identity.Base58Decode(pv[1:])
 	if err != nil {
 		return nil, fail("proofValue", ErrMalformed, "%s: %v", quote(pv), err)
 	}

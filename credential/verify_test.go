@@ -129,4 +129,4 @@ func TestVerifyRules(t *testing.T) {
 	}
 }
 
-func encodeB58(b []byte) string { return identity.EncodeBase58(b) }
+func encodeB58(b []byte) string { return identity.Base58Encode(b) }

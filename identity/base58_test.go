@@ -2,24 +2,52 @@ package identity
 
 import (
 	"bytes"
+	"math/rand"
 	"strings"
 	"testing"
 )
 
-func TestBase58Exported(t *testing.T) {
-	for _, b := range [][]byte{{0}, {0, 0, 1}, bytes.Repeat([]byte{0xff}, 64), []byte("hello")} {
-		s := EncodeBase58(b)
-		got, err := DecodeBase58(s)
-		if err != nil || !bytes.Equal(got, b) {
-			t.Errorf("DecodeBase58(EncodeBase58(%x)) = %x, %v", b, got, err)
+// Base58Encode gives base58Encode's text for any input, leading zero
+// bytes and zero limbs included, and decodes back.
+func TestBase58EncodeMatches(t *testing.T) {
+	r := rand.New(rand.NewSource(1))
+	inputs := [][]byte{nil, {0}, {0, 0, 1}, {57}, {58}, bytes.Repeat([]byte{0xff}, 64), make([]byte, 64)}
+	for range 2000 {
+		b := make([]byte, r.Intn(80))
+		r.Read(b)
+		for i := 0; i < len(b) && r.Intn(3) == 0; i++ {
+			b[i] = 0
+		}
+		inputs = append(inputs, b)
+	}
+	for _, b := range inputs {
+		got, want := Base58Encode(b), base58Encode(b)
+		if got != want {
+			t.Fatalf("%x: %s, want %s", b, got, want)
+		}
+		if len(b) == 0 {
+			continue
+		}
+		back, err := Base58Decode(got)
+		if err != nil || !bytes.Equal(back, b) {
+			t.Fatalf("%x: decoded %x %v", b, back, err)
 		}
 	}
-	if _, err := DecodeBase58(strings.Repeat("2", MaxBase58Len+1)); err == nil {
+}
+func TestBase58Exported(t *testing.T) {
+	for _, b := range [][]byte{{0}, {0, 0, 1}, bytes.Repeat([]byte{0xff}, 64), []byte("hello")} {
+		s := Base58Encode(b)
+		got, err := Base58Decode(s)
+		if err != nil || !bytes.Equal(got, b) {
+			t.Errorf("Base58Decode(Base58Encode(%x)) = %x, %v", b, got, err)
+		}
+	}
+	if _, err := Base58Decode(strings.Repeat("2", maxBase58Len+1)); err == nil {
 		t.Error("an over-long input was decoded")
 	}
 	for _, bad := range []string{"", "0", "O", "I", "l", "z+"} {
-		if _, err := DecodeBase58(bad); err == nil {
-			t.Errorf("DecodeBase58(%q) succeeded", bad)
+		if _, err := Base58Decode(bad); err == nil {
+			t.Errorf("Base58Decode(%q) succeeded", bad)
 		}
 	}
 }

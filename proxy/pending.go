@@ -27,7 +27,8 @@ type pending struct {
 	decision *Decision
 	dec      Decision
 	start    time.Time // when the gate began deciding
-	idBuf    [20]byte  // id's storage when it fits, saving an allocation per call
+	ev       callEvidence
+	idBuf    [20]byte // id's storage when it fits, saving an allocation per call
 }
 
 // pendingPool recycles the pending requests the relay answered: one is

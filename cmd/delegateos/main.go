@@ -60,6 +60,7 @@ var root = &command{
 			subs: []*command{chainShowCmd}},
 		spendCmd,
 		credentialGroup,
+		auditGroup,
 	},
 }
 
