@@ -22,6 +22,13 @@ type document struct {
 	root *yaml.Node // its top-level mapping
 	fm   []byte     // the front matter as read, for splicing (nil for a new file)
 	body []byte     // everything after the closing delimiter line, verbatim
+
+	// block and signals are set when a profile was read by
+	// parseProfileFast: block is the signals list's text as read, signals
+	// its decoded items, and the signals field of root holds
+	// signalsPlaceholder instead of the list.
+	block   []byte
+	signals []Signal
 }
 
 // lineError is a problem at a line of the file (0: not known).
@@ -80,6 +87,12 @@ func parseDocument(data []byte) (*document, error) {
 	if err != nil {
 		return nil, err
 	}
+	return parseFrontMatter(fm, body)
+}
+
+// parseFrontMatter parses the front matter of a file split by
+// splitFrontMatter, with the rules of parseDocument.
+func parseFrontMatter(fm, body []byte) (*document, error) {
 	dec := yaml.NewDecoder(bytes.NewReader(fm))
 	var node yaml.Node
 	if err := dec.Decode(&node); err != nil {

@@ -184,9 +184,12 @@ func (d *decoder) decodeProfile(doc *document, slug string) *Profile {
 		p.DomainCompetence = d.decodeDimensions(n, "domainCompetence")
 	}
 	if n := d.required(f, root, "", "signals"); n != nil {
-		if n.Kind != yaml.SequenceNode {
+		switch {
+		case doc.block != nil:
+			p.Signals = doc.signals
+		case n.Kind != yaml.SequenceNode:
 			d.errorf(n, "signals", "must be a list (it may be empty), not %s", kind(n))
-		} else {
+		default:
 			p.Signals = make([]Signal, 0, len(n.Content))
 			for i, sn := range n.Content {
 				if s, ok := d.decodeSignal(sn, fmt.Sprintf("signals[%d]", i)); ok {

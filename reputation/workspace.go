@@ -76,7 +76,11 @@ func readFile(path string) ([]byte, error) {
 		return nil, err
 	}
 	defer f.Close()
-	data, err := io.ReadAll(io.LimitReader(f, MaxFileSize+1))
+	// The size read by Lstat sizes the buffer; the file may have grown
+	// since, which the limit still catches.
+	buf := bytes.NewBuffer(make([]byte, 0, fi.Size()+bytes.MinRead))
+	_, err = buf.ReadFrom(io.LimitReader(f, MaxFileSize+1))
+	data := buf.Bytes()
 	if err != nil {
 		return nil, err
 	}
@@ -113,6 +117,15 @@ type loadedProfile struct {
 // parseProfileFile parses a profile file's bytes; name is the workspace-
 // relative file name used in problems.
 func parseProfileFile(data []byte, slug string) (*loadedProfile, []Problem, error) {
+	if lp, ok := parseProfileFast(data, slug); ok {
+		return lp, nil, nil
+	}
+	return parseProfileSlow(data, slug)
+}
+
+// parseProfileSlow is parseProfileFile parsing the whole front matter as
+// YAML nodes.
+func parseProfileSlow(data []byte, slug string) (*loadedProfile, []Problem, error) {
 	d := &decoder{file: rel(ProfilesDir, slug)}
 	doc, err := parseDocument(data)
 	if err != nil {

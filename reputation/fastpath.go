@@ -1,0 +1,278 @@
+package reputation
+
+import (
+	"bytes"
+	"math"
+	"strconv"
+
+	"gopkg.in/yaml.v3"
+
+	"github.com/delegateos/delegateos/internal/timestamp"
+)
+
+// Parsing thousands of signals as YAML nodes takes most of the time of
+// reading or recording into a large profile. parseProfileFast reads the
+// signals list of a profile laid out as this package writes it with a
+// line scanner instead, and the rest of the front matter as YAML. It
+// accepts only that layout, and only valid signals in it; for any other
+// text it reports false and the caller parses the whole file as YAML, so
+// that both paths give the same profile and the same problems.
+//
+// The layout is a top-level "signals:" line followed by items of the form
+//
+//	  - source: "did:..."
+//	    dimension: "..."
+//	    domain: "..."        (optional)
+//	    score: 0.5
+//	    timestamp: "..."
+//	    evidence: "..."      (optional)
+//	    message: "..."       (optional)
+//
+// with every field at most once, strings double-quoted and made of
+// printable ASCII without '"' or '\' (so the quoted text is the value),
+// and no blank lines, comments or other fields.
+
+// fastSignalFields are the fields the scanner reads, with their bits.
+var fastSignalFields = map[string]int{
+	"source": 1, "dimension": 2, "score": 4, "timestamp": 8,
+	"domain": 16, "evidence": 32, "message": 64,
+}
+
+// parseProfileFast parses a profile file in the layout above; ok is false
+// when the file is not in it, holds an invalid value, or would give any
+// problem, warnings included.
+func parseProfileFast(data []byte, slug string) (lp *loadedProfile, ok bool) {
+	if len(data) > MaxFileSize {
+		return nil, false
+	}
+	fm, body, err := splitFrontMatter(data)
+	if err != nil || bytes.IndexByte(fm, '\r') >= 0 || hasOtherLineBreak(fm) ||
+		bytes.Contains(fm, []byte(signalsPlaceholder)) {
+		return nil, false
+	}
+	const key = "signals:\n"
+	at := 0
+	if !bytes.HasPrefix(fm, []byte(key)) {
+		i := bytes.Index(fm, []byte("\n"+key))
+		if i < 0 {
+			return nil, false
+		}
+		at = i + 1
+	}
+	from := at + len(key)
+	to := from
+	for to < len(fm) && fm[to] == ' ' {
+		nl := bytes.IndexByte(fm[to:], '\n')
+		if nl < 0 {
+			return nil, false
+		}
+		to += nl + 1
+	}
+	block := fm[from:to]
+	signals, ok := scanSignals(block)
+	if !ok || len(signals) == 0 {
+		return nil, false
+	}
+	reduced := make([]byte, 0, at+len(fm)-to+len(signalsPlaceholder)+16)
+	reduced = append(reduced, fm[:at]...)
+	reduced = append(reduced, "signals: "+signalsPlaceholder+"\n"...)
+	reduced = append(reduced, fm[to:]...)
+	doc, err := parseFrontMatter(reduced, body)
+	if err != nil {
+		return nil, false
+	}
+	// The placeholder occurs once, so a plain top-level signals value equal
+	// to it is the line put in place of the list.
+	n := lookup(doc.root, "signals")
+	if n == nil || n.Kind != yaml.ScalarNode || n.Tag != "!!str" || n.Style != 0 || n.Value != signalsPlaceholder {
+		return nil, false
+	}
+	doc.block, doc.signals = block, signals
+	d := &decoder{file: rel(ProfilesDir, slug)}
+	p := d.decodeProfile(doc, slug)
+	if len(d.problems) != 0 {
+		return nil, false
+	}
+	return &loadedProfile{p: p, doc: doc}, true
+}
+
+// scanSignals reads the items of a signals list in the layout of
+// parseProfileFast and checks them as decodeSignal does; ok is false at
+// the first line or value that does not fit.
+func scanSignals(block []byte) (signals []Signal, ok bool) {
+	signals = make([]Signal, 0, bytes.Count(block, []byte("\n  - ")))
+	intern := make(map[string]string)
+	str := func(b []byte) string {
+		if s, ok := intern[string(b)]; ok {
+			return s
+		}
+		s := string(b)
+		if len(intern) < 4096 {
+			intern[s] = s
+		}
+		return s
+	}
+	var s Signal
+	seen := 0
+	done := func() bool {
+		if seen == 0 {
+			return true
+		}
+		if seen&15 != 15 || !fastValid(s) {
+			return false
+		}
+		signals = append(signals, s)
+		return true
+	}
+	for len(block) > 0 {
+		nl := bytes.IndexByte(block, '\n')
+		line := block[:nl]
+		block = block[nl+1:]
+		switch {
+		case bytes.HasPrefix(line, []byte("  - ")):
+			if !done() {
+				return nil, false
+			}
+			s, seen = Signal{}, 0
+			line = line[4:]
+		case bytes.HasPrefix(line, []byte("    ")) && seen != 0:
+			line = line[4:]
+		default:
+			return nil, false
+		}
+		k, v, found := bytes.Cut(line, []byte(": "))
+		bit := fastSignalFields[string(k)]
+		if !found || bit == 0 || seen&bit != 0 {
+			return nil, false
+		}
+		seen |= bit
+		if bit == 4 {
+			f, ok := fastScore(v)
+			if !ok {
+				return nil, false
+			}
+			s.Score = f
+			continue
+		}
+		if len(v) < 2 || v[0] != '"' || v[len(v)-1] != '"' {
+			return nil, false
+		}
+		v = v[1 : len(v)-1]
+		for _, c := range v {
+			if c < 0x20 || c > 0x7e || c == '"' || c == '\\' {
+				return nil, false
+			}
+		}
+		switch bit {
+		case 1:
+			s.Source = str(v)
+		case 2:
+			s.Dimension = str(v)
+		case 8:
+			if len(v) > 64 {
+				return nil, false
+			}
+			t, err := timestamp.Parse(string(v))
+			if err != nil {
+				return nil, false
+			}
+			s.Timestamp = truncate(t)
+		case 16:
+			s.Domain = str(v)
+		case 32:
+			s.Evidence = string(v)
+		case 64:
+			s.Message = str(v)
+		}
+	}
+	if !done() {
+		return nil, false
+	}
+	return signals, true
+}
+
+// fastScore reads a plain score of the form 0, 1 or [01].digits, which
+// YAML reads as an integer or a float.
+func fastScore(v []byte) (float64, bool) {
+	if len(v) == 0 || len(v) > 32 || v[0] != '0' && v[0] != '1' {
+		return 0, false
+	}
+	if len(v) > 1 {
+		if v[1] != '.' || len(v) == 2 {
+			return 0, false
+		}
+		for _, c := range v[2:] {
+			if c < '0' || c > '9' {
+				return 0, false
+			}
+		}
+	}
+	f, err := strconv.ParseFloat(string(v), 64)
+	if err != nil || math.IsNaN(f) || !validScore(f) {
+		return 0, false
+	}
+	return f, true
+}
+
+// fastValid applies decodeSignal's checks to a scanned signal, whose
+// strings are printable ASCII (so only their lengths and forms remain).
+func fastValid(s Signal) bool {
+	switch {
+	case len(s.Source) > MaxIDLen || !ValidDID(s.Source),
+		s.Dimension == "" || len(s.Dimension) > MaxNameLen,
+		len(s.Domain) > MaxNameLen,
+		len(s.Evidence) > MaxIDLen,
+		len(s.Message) > MaxTextLen,
+		s.Dimension == DomainCompetence && s.Domain == "":
+		return false
+	}
+	return true
+}
+
+// appendToBlock is encodeAppending for a document read by
+// parseProfileFast: the other fields are encoded from the nodes, the
+// signals list is copied as read and the new items follow it.
+func (d *document) appendToBlock(items []*yaml.Node) ([]byte, error) {
+	var enc bytes.Buffer
+	if err := encodeNode(&enc, d.node); err != nil {
+		return nil, err
+	}
+	e := enc.Bytes()
+	p := bytes.Index(e, []byte(signalsPlaceholder))
+	eol := bytes.IndexByte(e[max(p, 0):], '\n')
+	if p < 2 || string(e[p-2:p]) != ": " || eol < 0 || bytes.Count(e, []byte(signalsPlaceholder)) != 1 {
+		// Not the expected text: encode the list from the signals.
+		seq := &yaml.Node{Kind: yaml.SequenceNode, Tag: "!!seq"}
+		for _, s := range d.signals {
+			seq.Content = append(seq.Content, s.node())
+		}
+		seq.Content = append(seq.Content, items...)
+		setKey(d.root, "signals", seq)
+		d.block, d.signals = nil, nil
+		return d.encode()
+	}
+	eol += p + 1
+	var added bytes.Buffer
+	if err := encodeNode(&added, &yaml.Node{Kind: yaml.SequenceNode, Tag: "!!seq", Content: items}); err != nil {
+		return nil, err
+	}
+	var b bytes.Buffer
+	b.Grow(len(e) + len(d.block) + 2*added.Len() + len(d.body) + 16)
+	b.Write(delimiter)
+	b.WriteByte('\n')
+	b.Write(e[:p-2])
+	b.WriteByte(':')
+	b.Write(e[p+len(signalsPlaceholder) : eol])
+	b.Write(d.block)
+	for _, line := range bytes.SplitAfter(added.Bytes(), []byte("\n")) {
+		if len(line) > 0 {
+			b.WriteString("  ")
+			b.Write(line)
+		}
+	}
+	b.Write(e[eol:])
+	b.Write(delimiter)
+	b.WriteByte('\n')
+	b.Write(d.body)
+	return b.Bytes(), nil
+}
