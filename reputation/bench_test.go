@@ -64,11 +64,13 @@ func BenchmarkRecord10k(b *testing.B) {
 	bigProfile(b, w, agent.DID(), src.DID(), 10_000)
 	s := sig(src.ID(), 1, t0.Add(365*24*time.Hour))
 	b.ResetTimer()
+	cpu := cpuTime()
 	for b.Loop() {
 		if _, err := w.Record(agent.ID(), "", s); err != nil {
 			b.Fatal(err)
 		}
 	}
+	reportCPU(b, cpu)
 }
 
 // BenchmarkLoad10k measures reading a profile of 10,000 signals, as
@@ -78,11 +80,13 @@ func BenchmarkLoad10k(b *testing.B) {
 	agent, src := testKey(b, 1), testKey(b, 2)
 	bigProfile(b, w, agent.DID(), src.DID(), 10_000)
 	b.ResetTimer()
+	cpu := cpuTime()
 	for b.Loop() {
 		if _, err := w.Profile(agent.ID()); err != nil {
 			b.Fatal(err)
 		}
 	}
+	reportCPU(b, cpu)
 }
 
 // BenchmarkTrust10k measures the trust gate's read of an unchanged profile
@@ -95,11 +99,13 @@ func BenchmarkTrust10k(b *testing.B) {
 		b.Fatal(err)
 	}
 	b.ResetTimer()
+	cpu := cpuTime()
 	for b.Loop() {
 		if _, err := w.Trust(agent.ID(), t0); err != nil {
 			b.Fatal(err)
 		}
 	}
+	reportCPU(b, cpu)
 }
 
 // BenchmarkRecordSmall measures recording into a new agent's small profile.
@@ -109,9 +115,11 @@ func BenchmarkRecordSmall(b *testing.B) {
 	bigProfile(b, w, agent.DID(), src.DID(), 10)
 	s := sig(src.ID(), 1, t0)
 	b.ResetTimer()
+	cpu := cpuTime()
 	for b.Loop() {
 		if _, err := w.Record(agent.ID(), "", s); err != nil {
 			b.Fatal(err)
 		}
 	}
+	reportCPU(b, cpu)
 }

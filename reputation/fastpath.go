@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"math"
 	"strconv"
+	"time"
 
 	"gopkg.in/yaml.v3"
 
@@ -32,12 +33,6 @@ import (
 // printable ASCII without '"' or '\' (so the quoted text is the value),
 // and no blank lines, comments or other fields.
 
-// fastSignalFields are the fields the scanner reads, with their bits.
-var fastSignalFields = map[string]int{
-	"source": 1, "dimension": 2, "score": 4, "timestamp": 8,
-	"domain": 16, "evidence": 32, "message": 64,
-}
-
 // parseProfileFast parses a profile file in the layout above; ok is false
 // when the file is not in it, holds an invalid value, or would give any
 // problem, warnings included.
@@ -46,8 +41,7 @@ func parseProfileFast(data []byte, slug string) (lp *loadedProfile, ok bool) {
 		return nil, false
 	}
 	fm, body, err := splitFrontMatter(data)
-	if err != nil || bytes.IndexByte(fm, '\r') >= 0 || hasOtherLineBreak(fm) ||
-		bytes.Contains(fm, []byte(signalsPlaceholder)) {
+	if err != nil {
 		return nil, false
 	}
 	const key = "signals:\n"
@@ -72,6 +66,13 @@ func parseProfileFast(data []byte, slug string) (lp *loadedProfile, ok bool) {
 	signals, ok := scanSignals(block)
 	if !ok || len(signals) == 0 {
 		return nil, false
+	}
+	// The list is printable ASCII; the rest must hold no other line
+	// break than "\n" (as splice requires) and no placeholder.
+	for _, part := range [][]byte{fm[:at], fm[to:]} {
+		if bytes.IndexByte(part, '\r') >= 0 || hasOtherLineBreak(part) || bytes.Contains(part, []byte(signalsPlaceholder)) {
+			return nil, false
+		}
 	}
 	reduced := make([]byte, 0, at+len(fm)-to+len(signalsPlaceholder)+16)
 	reduced = append(reduced, fm[:at]...)
@@ -100,25 +101,34 @@ func parseProfileFast(data []byte, slug string) (lp *loadedProfile, ok bool) {
 // parseProfileFast and checks them as decodeSignal does; ok is false at
 // the first line or value that does not fit.
 func scanSignals(block []byte) (signals []Signal, ok bool) {
-	signals = make([]Signal, 0, bytes.Count(block, []byte("\n  - ")))
-	intern := make(map[string]string)
-	str := func(b []byte) string {
-		if s, ok := intern[string(b)]; ok {
-			return s
+	signals = make([]Signal, 0, len(block)/128+1)
+	// Consecutive signals mostly repeat their source, dimension and
+	// message: the previous string is reused (and the source not checked
+	// again) when the text is the same.
+	var prev [7]string
+	str := func(i int, b []byte) string {
+		if prev[i] != string(b) {
+			prev[i] = string(b)
 		}
-		s := string(b)
-		if len(intern) < 4096 {
-			intern[s] = s
-		}
-		return s
+		return prev[i]
 	}
+	validSource := ""
 	var s Signal
 	seen := 0
 	done := func() bool {
 		if seen == 0 {
 			return true
 		}
-		if seen&15 != 15 || !fastValid(s) {
+		if seen&15 != 15 {
+			return false
+		}
+		if s.Source != validSource {
+			if len(s.Source) > MaxIDLen || !ValidDID(s.Source) {
+				return false
+			}
+			validSource = s.Source
+		}
+		if !fastValid(s) {
 			return false
 		}
 		signals = append(signals, s)
@@ -129,20 +139,39 @@ func scanSignals(block []byte) (signals []Signal, ok bool) {
 		line := block[:nl]
 		block = block[nl+1:]
 		switch {
-		case bytes.HasPrefix(line, []byte("  - ")):
+		case len(line) > 4 && line[0] == ' ' && line[1] == ' ' && line[2] == '-' && line[3] == ' ':
 			if !done() {
 				return nil, false
 			}
 			s, seen = Signal{}, 0
-			line = line[4:]
-		case bytes.HasPrefix(line, []byte("    ")) && seen != 0:
-			line = line[4:]
+		case len(line) > 4 && line[0] == ' ' && line[1] == ' ' && line[2] == ' ' && line[3] == ' ' && seen != 0:
 		default:
 			return nil, false
 		}
-		k, v, found := bytes.Cut(line, []byte(": "))
-		bit := fastSignalFields[string(k)]
-		if !found || bit == 0 || seen&bit != 0 {
+		line = line[4:]
+		colon := bytes.IndexByte(line, ':')
+		if colon < 0 || colon+1 >= len(line) || line[colon+1] != ' ' {
+			return nil, false
+		}
+		k, v := line[:colon], line[colon+2:]
+		var bit int
+		switch string(k) {
+		case "source":
+			bit = 1
+		case "dimension":
+			bit = 2
+		case "score":
+			bit = 4
+		case "timestamp":
+			bit = 8
+		case "domain":
+			bit = 16
+		case "evidence":
+			bit = 32
+		case "message":
+			bit = 64
+		}
+		if bit == 0 || seen&bit != 0 {
 			return nil, false
 		}
 		seen |= bit
@@ -165,24 +194,28 @@ func scanSignals(block []byte) (signals []Signal, ok bool) {
 		}
 		switch bit {
 		case 1:
-			s.Source = str(v)
+			s.Source = str(0, v)
 		case 2:
-			s.Dimension = str(v)
+			s.Dimension = str(1, v)
 		case 8:
 			if len(v) > 64 {
 				return nil, false
 			}
-			t, err := timestamp.Parse(string(v))
-			if err != nil {
-				return nil, false
+			t, ok := fastTime(v)
+			if !ok {
+				parsed, err := timestamp.Parse(string(v))
+				if err != nil {
+					return nil, false
+				}
+				t = truncate(parsed)
 			}
-			s.Timestamp = truncate(t)
+			s.Timestamp = t
 		case 16:
-			s.Domain = str(v)
+			s.Domain = str(4, v)
 		case 32:
 			s.Evidence = string(v)
 		case 64:
-			s.Message = str(v)
+			s.Message = str(6, v)
 		}
 	}
 	if !done() {
@@ -214,12 +247,44 @@ func fastScore(v []byte) (float64, bool) {
 	return f, true
 }
 
+// fastTime reads a timestamp in the form timestamp.Format writes,
+// "2006-01-02T15:04:05.000Z", as timestamp.Parse would; ok is false for
+// any other text, which the caller gives to timestamp.Parse.
+func fastTime(v []byte) (t time.Time, ok bool) {
+	const layout = "dddd-dd-ddTdd:dd:dd.dddZ"
+	if len(v) != len(layout) {
+		return time.Time{}, false
+	}
+	for i := range len(layout) {
+		if layout[i] == 'd' && (v[i] < '0' || v[i] > '9') || layout[i] != 'd' && v[i] != layout[i] {
+			return time.Time{}, false
+		}
+	}
+	num := func(i, n int) int {
+		x := 0
+		for _, c := range v[i : i+n] {
+			x = x*10 + int(c-'0')
+		}
+		return x
+	}
+	year, month, day := num(0, 4), time.Month(num(5, 2)), num(8, 2)
+	hour, minute, sec, ms := num(11, 2), num(14, 2), num(17, 2), num(20, 3)
+	if month < 1 || month > 12 || day < 1 || hour > 23 || minute > 59 || sec > 59 {
+		return time.Time{}, false
+	}
+	// time.Date normalizes a day past the month's end; time.Parse refuses it.
+	if day > time.Date(year, month+1, 0, 0, 0, 0, 0, time.UTC).Day() {
+		return time.Time{}, false
+	}
+	return time.Date(year, month, day, hour, minute, sec, ms*int(time.Millisecond), time.UTC), true
+}
+
 // fastValid applies decodeSignal's checks to a scanned signal, whose
-// strings are printable ASCII (so only their lengths and forms remain).
+// strings are printable ASCII (so only their lengths and forms remain);
+// scanSignals checks the source.
 func fastValid(s Signal) bool {
 	switch {
-	case len(s.Source) > MaxIDLen || !ValidDID(s.Source),
-		s.Dimension == "" || len(s.Dimension) > MaxNameLen,
+	case s.Dimension == "" || len(s.Dimension) > MaxNameLen,
 		len(s.Domain) > MaxNameLen,
 		len(s.Evidence) > MaxIDLen,
 		len(s.Message) > MaxTextLen,

@@ -112,6 +112,11 @@ var writeFile = func(path string, data []byte) error {
 type loadedProfile struct {
 	p   *Profile
 	doc *document
+	// size is the profile file's; log is its signal log, whose pending
+	// signals (applied to p, not in doc) were not folded into the file.
+	size    int
+	log     *signalLog
+	pending []Signal
 }
 
 // parseProfileFile parses a profile file's bytes; name is the workspace-
@@ -214,6 +219,11 @@ type profileLoader func(slug string, needle []byte) (*loadedProfile, error)
 // loadProfile reads and parses a profile file on every call; writers use
 // it, under the lock.
 func (w *Workspace) loadProfile(slug string, needle []byte) (*loadedProfile, error) {
+	// The log is read first: see signalLogSuffix.
+	log, err := w.readSignalLog(slug)
+	if err != nil {
+		return nil, err
+	}
 	data, err := readFile(w.path(ProfilesDir, slug))
 	if err != nil {
 		return nil, err
@@ -224,7 +234,12 @@ func (w *Workspace) loadProfile(slug string, needle []byte) (*loadedProfile, err
 		return nil, nil
 	}
 	lp, _, err := parseProfileFile(data, slug)
-	return lp, err
+	if err != nil {
+		return nil, err
+	}
+	lp.size, lp.log = len(data), log
+	lp.pending = log.merge(lp.p)
+	return lp, nil
 }
 
 // findProfile finds the profile of ref. For a DID it tries the slug this
@@ -363,6 +378,10 @@ func (w *Workspace) appendLocked(ref agentRef, agentName string, signals []Signa
 		for _, s := range signals {
 			p.apply(s)
 		}
+		// A log left by a profile file removed since is not this profile's.
+		if err := w.removeSignalLog(p.Slug); err != nil {
+			return nil, err
+		}
 		doc := newProfileDocument(p)
 		setState(doc, p, signals)
 		items := make([]*yamlNode, len(signals))
@@ -394,9 +413,28 @@ func (w *Workspace) appendLocked(ref agentRef, agentName string, signals []Signa
 	if len(added) == 0 {
 		return p, nil
 	}
-	setState(lp.doc, p, added)
-	items := make([]*yamlNode, len(added))
-	for i, s := range added {
+	// The log's positions must go on from its last line: a profile file
+	// changed by another tool since the log was started is compacted.
+	first := len(p.Signals) - len(added)
+	aligned := len(lp.pending) == 0 || lp.log.entries[len(lp.log.entries)-1].n == first-1
+	if lp.size >= logMinProfile && aligned && len(lp.pending)+len(added) < logMaxEntries {
+		if len(lp.pending) == 0 && len(lp.log.entries) > 0 {
+			// Every line was folded already: start a new log.
+			if err := w.removeSignalLog(p.Slug); err != nil {
+				return nil, err
+			}
+			lp.log = &signalLog{}
+		}
+		if err := w.appendSignalLog(p.Slug, lp.log, first, added); err != nil {
+			return nil, err
+		}
+		return p, nil
+	}
+	// The profile file takes the log's pending signals and the new ones.
+	all := append(append([]Signal(nil), lp.pending...), added...)
+	setState(lp.doc, p, all)
+	items := make([]*yamlNode, len(all))
+	for i, s := range all {
 		items[i] = s.node()
 	}
 	data, err := lp.doc.encodeAppending(items)
@@ -405,6 +443,11 @@ func (w *Workspace) appendLocked(ref agentRef, agentName string, signals []Signa
 	}
 	if err := writeFile(w.path(ProfilesDir, p.Slug), data); err != nil {
 		return nil, err
+	}
+	if lp.log.exists {
+		if err := w.removeSignalLog(p.Slug); err != nil {
+			return nil, err
+		}
 	}
 	return p, nil
 }

@@ -1,0 +1,179 @@
+package reputation
+
+import (
+	"errors"
+	"os"
+	"strings"
+	"testing"
+	"time"
+)
+
+// logged sets up a profile large enough for the signal log, of n signals.
+func logged(t *testing.T, n int) (w *Workspace, agent, src, slug string) {
+	t.Helper()
+	w = testWorkspace(t)
+	a, s := testKey(t, 1), testKey(t, 2)
+	slug = bigProfile(t, w, a.DID(), s.DID(), n)
+	if fi, err := os.Stat(w.path(ProfilesDir, slug)); err != nil || fi.Size() < logMinProfile {
+		t.Fatalf("the profile is too small for the log: %v", err)
+	}
+	return w, a.ID(), s.ID(), slug
+}
+
+func rec1(t *testing.T, w *Workspace, agent, src string, score float64, at time.Time) *Profile {
+	t.Helper()
+	p, err := w.Record(agent, "", sig(src, score, at))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+// Signals recorded into a large profile go to its log, leave the profile
+// file as it was, and read back with it.
+func TestSignalLogAppends(t *testing.T) {
+	w, agent, src, slug := logged(t, 400)
+	before := readWS(t, w, "reputation/"+slug+".md")
+	want := rec1(t, w, agent, src, 1, t0.Add(time.Hour))
+	want = rec1(t, w, agent, src, 0, t0.Add(2*time.Hour))
+	if readWS(t, w, "reputation/"+slug+".md") != before {
+		t.Fatal("the profile file was rewritten")
+	}
+	if lines := strings.Count(readWS(t, w, "reputation/"+slug+signalLogSuffix), "\n"); lines != 2 {
+		t.Fatalf("the log holds %d lines", lines)
+	}
+	got, err := w.Profile(agent)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !sameProfile(got, want) || len(got.Signals) != 402 || got.Dimensions[Reliability].SampleSize != 402 {
+		t.Fatalf("read back %d signals, sample size %d", len(got.Signals), got.Dimensions[Reliability].SampleSize)
+	}
+	// Trust's cache sees the log grow.
+	tv, err := w.Trust(agent, t0.Add(2*time.Hour))
+	if err != nil || tv.SampleSize != 402 {
+		t.Fatalf("trust: %+v %v", tv, err)
+	}
+	rec1(t, w, agent, src, 1, t0.Add(3*time.Hour))
+	if tv, err = w.Trust(agent, t0.Add(3*time.Hour)); err != nil || tv.SampleSize != 403 {
+		t.Fatalf("trust after a third signal: %+v %v", tv, err)
+	}
+}
+
+// When the log is full, the next signal folds it into the profile file,
+// which then holds every signal, and the log is removed.
+func TestSignalLogCompacts(t *testing.T) {
+	w, agent, src, slug := logged(t, 400)
+	var want *Profile
+	for i := range logMaxEntries {
+		want = rec1(t, w, agent, src, float64(i%2), t0.Add(time.Duration(i+1)*time.Hour))
+	}
+	if _, err := os.Stat(w.path(ProfilesDir, slug) + ""); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(w.logPath(slug)); !errors.Is(err, os.ErrNotExist) {
+		t.Fatalf("the log is still there: %v", err)
+	}
+	data := []byte(readWS(t, w, "reputation/"+slug+".md"))
+	p, err := ParseProfile(data, slug)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !sameProfile(p, want) || len(p.Signals) != 400+logMaxEntries {
+		t.Fatalf("the profile file holds %d signals", len(p.Signals))
+	}
+}
+
+// A crash can leave a half-written last line (never acknowledged) and a
+// log whose signals a compaction already wrote into the profile file.
+// Neither loses nor doubles a signal.
+func TestSignalLogCrashes(t *testing.T) {
+	w, agent, src, slug := logged(t, 400)
+	rec1(t, w, agent, src, 1, t0.Add(time.Hour))
+	logPath := w.logPath(slug)
+	f, err := os.OpenFile(logPath, os.O_WRONLY|os.O_APPEND, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.WriteString(`{"n":401,"source":"did:key:z6Mk`)
+	f.Close()
+	if p, err := w.Profile(agent); err != nil || len(p.Signals) != 401 {
+		t.Fatalf("with a torn line: %v", err)
+	}
+	rec1(t, w, agent, src, 0, t0.Add(2*time.Hour))
+	text := readWS(t, w, "reputation/"+slug+signalLogSuffix)
+	if strings.Count(text, "\n") != 2 || !strings.HasSuffix(text, "}\n") || strings.Contains(text, `z6Mk{`) {
+		t.Fatalf("the torn line was not cut off:\n%s", text)
+	}
+
+	// Keep the log, fill it until it is folded, then put it back as a
+	// crash before its removal would have left it.
+	kept := readWS(t, w, "reputation/"+slug+signalLogSuffix)
+	for i := 2; i < logMaxEntries; i++ {
+		rec1(t, w, agent, src, 1, t0.Add(time.Duration(i+1)*time.Hour))
+	}
+	if _, err := os.Stat(logPath); !errors.Is(err, os.ErrNotExist) {
+		t.Fatal("no compaction")
+	}
+	writeWS(t, w, "reputation/"+slug+signalLogSuffix, kept)
+	p, err := w.Profile(agent)
+	if err != nil || len(p.Signals) != 400+logMaxEntries {
+		t.Fatalf("a folded log was applied again: %d signals, %v", len(p.Signals), err)
+	}
+	p = rec1(t, w, agent, src, 1, t0.Add(1000*time.Hour))
+	if len(p.Signals) != 400+logMaxEntries+1 {
+		t.Fatalf("%d signals", len(p.Signals))
+	}
+	if text := readWS(t, w, "reputation/"+slug+signalLogSuffix); strings.Count(text, "\n") != 1 {
+		t.Fatalf("the folded log was not replaced:\n%s", text)
+	}
+	if again, err := w.Profile(agent); err != nil || !sameProfile(again, p) {
+		t.Fatalf("read back: %v", err)
+	}
+}
+
+// A profile file that another tool appended to keeps the log's signals:
+// they follow the file's, and the next signal folds them in.
+func TestSignalLogAfterForeignAppend(t *testing.T) {
+	w, agent, src, slug := logged(t, 400)
+	rec1(t, w, agent, src, 1, t0.Add(time.Hour))
+	name := "reputation/" + slug + ".md"
+	text := readWS(t, w, name)
+	foreign := "  - source: \"did:web:example.com\"\n    dimension: \"reliability\"\n    score: 0.5\n    timestamp: \"2026-02-16T00:00:00.000Z\"\n---\n"
+	writeWS(t, w, name, strings.Replace(text, "\n---\n", "\n"+foreign, 1))
+	p, err := w.Profile(agent)
+	if err != nil || len(p.Signals) != 402 || p.Signals[400].Source != "did:web:example.com" || p.Signals[401].Score != 1 {
+		t.Fatalf("%v", err)
+	}
+	p = rec1(t, w, agent, src, 0, t0.Add(2*time.Hour))
+	if _, err := os.Stat(w.logPath(slug)); !errors.Is(err, os.ErrNotExist) {
+		t.Fatal("the log was not folded")
+	}
+	back, err := w.Profile(agent)
+	if err != nil || len(back.Signals) != 403 || !sameProfile(back, p) {
+		t.Fatalf("%v", err)
+	}
+}
+
+// A log line that is whole but wrong is an error naming the file and line.
+func TestSignalLogInvalid(t *testing.T) {
+	w, agent, src, slug := logged(t, 400)
+	rec1(t, w, agent, src, 1, t0.Add(time.Hour))
+	good := readWS(t, w, "reputation/"+slug+signalLogSuffix)
+	for name, text := range map[string]string{
+		"not JSON":      good + "{\n",
+		"unknown field": good + strings.Replace(good, `{"n":400`, `{"x":1,"n":401`, 1),
+		"bad score":     good + strings.Replace(strings.Replace(good, `"score":1`, `"score":2`, 1), `"n":400`, `"n":401`, 1),
+		"gap":           good + strings.Replace(good, `"n":400`, `"n":405`, 1),
+		"bad source":    good + strings.Replace(strings.Replace(good, `"source":"did:key:`, `"source":"key:`, 1), `"n":400`, `"n":401`, 1),
+	} {
+		writeWS(t, w, "reputation/"+slug+signalLogSuffix, text)
+		_, err := w.Profile(agent)
+		if !errors.Is(err, ErrInvalid) || !strings.Contains(err.Error(), slug+signalLogSuffix) || !strings.Contains(err.Error(), ":2") {
+			t.Errorf("%s: %v", name, err)
+		}
+		if _, err := w.Record(agent, "", sig(src, 1, t0)); !errors.Is(err, ErrInvalid) {
+			t.Errorf("%s: recorded into a profile with a broken log: %v", name, err)
+		}
+	}
+}
