@@ -23,6 +23,8 @@ type cacheEntry struct {
 	fi  fs.FileInfo
 	log fs.FileInfo // the signal log's; nil when there was none
 	p   *Profile    // without its signals; never modified
+	// attesters is positiveAttesters of the profile with its signals.
+	attesters []string
 }
 
 // cachedProfile is a profileLoader for Trust: the profile it returns has
@@ -49,8 +51,8 @@ func (w *Workspace) cachedProfile(slug string, _ []byte) (*loadedProfile, error)
 		w.cache.drop(slug)
 		return nil, err
 	}
-	if p := w.cache.get(slug, fi, logFi); p != nil {
-		return &loadedProfile{p: p}, nil
+	if e, ok := w.cache.get(slug, fi, logFi); ok {
+		return &loadedProfile{p: e.p, attesters: e.attesters}, nil
 	}
 	lp, err := w.loadProfile(slug, nil)
 	if err != nil {
@@ -58,19 +60,20 @@ func (w *Workspace) cachedProfile(slug string, _ []byte) (*loadedProfile, error)
 		return nil, err
 	}
 	p := *lp.p
+	attesters := positiveAttesters(&p)
 	p.Signals = nil
-	w.cache.put(slug, cacheEntry{fi: fi, log: logFi, p: &p})
-	return &loadedProfile{p: &p}, nil
+	w.cache.put(slug, cacheEntry{fi: fi, log: logFi, p: &p, attesters: attesters})
+	return &loadedProfile{p: &p, attesters: attesters}, nil
 }
 
-func (c *profileCache) get(slug string, fi, logFi fs.FileInfo) *Profile {
+func (c *profileCache) get(slug string, fi, logFi fs.FileInfo) (cacheEntry, bool) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	e, ok := c.m[slug]
 	if !ok || !sameStat(e.fi, fi) || (e.log == nil) != (logFi == nil) || e.log != nil && !sameStat(e.log, logFi) {
-		return nil
+		return cacheEntry{}, false
 	}
-	return e.p
+	return e, true
 }
 
 // sameStat reports whether two looks at a path saw the same file, size

@@ -117,6 +117,9 @@ type loadedProfile struct {
 	size    int
 	log     *signalLog
 	pending []Signal
+	// attesters is set by cachedProfile, whose p has no signals: see
+	// positiveAttesters.
+	attesters []string
 }
 
 // parseProfileFile parses a profile file's bytes; name is the workspace-
