@@ -40,6 +40,10 @@ var reputationAttestCmd = &command{
 			if err != nil {
 				return err
 			}
+			ws, err := openWorkspace(*dir)
+			if err != nil {
+				return err
+			}
 			var atts []reputation.Attestation
 			switch {
 			case *imp != "" && (*key != "" || *to != "" || *outcome != "" || *out != ""):
@@ -81,10 +85,6 @@ var reputationAttestCmd = &command{
 					}
 				}
 				atts = []reputation.Attestation{a}
-			}
-			ws, err := openWorkspace(*dir)
-			if err != nil {
-				return err
 			}
 			results, err := ws.RecordAttestations(atts, when)
 			if err != nil {
