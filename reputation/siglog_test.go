@@ -177,3 +177,19 @@ func TestSignalLogInvalid(t *testing.T) {
 		}
 	}
 }
+
+// workspace validate reads the log with its profile and names a broken
+// line.
+func TestSignalLogValidate(t *testing.T) {
+	w, agent, src, slug := logged(t, 400)
+	rec1(t, w, agent, src, 1, t0.Add(time.Hour))
+	r, err := w.Validate()
+	if err != nil || len(r.Problems) != 0 {
+		t.Fatalf("%+v %v", r, err)
+	}
+	writeWS(t, w, "reputation/"+slug+signalLogSuffix, readWS(t, w, "reputation/"+slug+signalLogSuffix)+"{\"n\":\n")
+	r, err = w.Validate()
+	if err != nil || len(r.Problems) != 1 || r.Problems[0].File != "reputation/"+slug+signalLogSuffix || r.Problems[0].Line != 2 {
+		t.Fatalf("%+v %v", r, err)
+	}
+}

@@ -78,6 +78,17 @@ func (w *Workspace) Validate() (*Report, error) {
 			if lp == nil {
 				continue
 			}
+			// The profile's signal log holds signals not yet folded in.
+			if log, err := w.readSignalLog(slug); err != nil {
+				var ve *ValidationError
+				if errors.As(err, &ve) {
+					problems = append(problems, ve.Problems...)
+				} else {
+					problems = append(problems, Problem{File: sub + "/" + slug + signalLogSuffix, Message: err.Error(), Severity: SeverityError})
+				}
+			} else {
+				log.merge(lp.p)
+			}
 			profiles[slug] = lp.p
 			problems = append(problems, profileChecks(file, lp.p)...)
 			if other, dup := byDID[lp.p.AgentDID]; dup {
