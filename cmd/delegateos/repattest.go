@@ -158,7 +158,7 @@ func writeAttestation(path string, a reputation.Attestation) error {
 
 var reputationTrustCmd = &command{
 	name: "trust",
-	args: "AGENT [--policy FILE | --min-reliability R [--min-confidence C] [--starter-floor --trusted-attester ID]...]\n" +
+	args: "AGENT [--policy FILE | --min-reliability R [--min-confidence C] [--starter-floor --trusted-attester ID... [--min-attesters N]]]\n" +
 		"                    [--at TIME] [--workspace DIR] [--json]",
 	summary: "show the trust gate's decision about an agent: the score judged, the starter floor, the reason",
 	flags: func(fs *pflag.FlagSet) func(*env, []string) error {
