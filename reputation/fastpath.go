@@ -54,19 +54,12 @@ func parseProfileFast(data []byte, slug string) (lp *loadedProfile, ok bool) {
 		at = i + 1
 	}
 	from := at + len(key)
-	to := from
-	for to < len(fm) && fm[to] == ' ' {
-		nl := bytes.IndexByte(fm[to:], '\n')
-		if nl < 0 {
-			return nil, false
-		}
-		to += nl + 1
-	}
-	block := fm[from:to]
-	signals, ok := scanSignals(block)
+	signals, size, ok := scanSignals(fm[from:])
 	if !ok || len(signals) == 0 {
 		return nil, false
 	}
+	to := from + size
+	block := fm[from:to]
 	// The list is printable ASCII; the rest must hold no other line
 	// break than "\n" (as splice requires) and no placeholder.
 	for _, part := range [][]byte{fm[:at], fm[to:]} {
@@ -98,10 +91,12 @@ func parseProfileFast(data []byte, slug string) (lp *loadedProfile, ok bool) {
 }
 
 // scanSignals reads the items of a signals list in the layout of
-// parseProfileFast and checks them as decodeSignal does; ok is false at
-// the first line or value that does not fit.
-func scanSignals(block []byte) (signals []Signal, ok bool) {
-	signals = make([]Signal, 0, len(block)/128+1)
+// parseProfileFast, up to the first line that does not start with a space
+// (n bytes), and checks them as decodeSignal does; ok is false at the
+// first line or value that does not fit.
+func scanSignals(text []byte) (signals []Signal, n int, ok bool) {
+	block := text
+	signals = make([]Signal, 0, len(block)/256+1)
 	// Consecutive signals mostly repeat their source, dimension and
 	// message: the previous string is reused (and the source not checked
 	// again) when the text is the same.
@@ -113,6 +108,7 @@ func scanSignals(block []byte) (signals []Signal, ok bool) {
 		return prev[i]
 	}
 	validSource := ""
+	var days dayCache
 	var s Signal
 	seen := 0
 	done := func() bool {
@@ -122,7 +118,7 @@ func scanSignals(block []byte) (signals []Signal, ok bool) {
 		if seen&15 != 15 {
 			return false
 		}
-		if s.Source != validSource {
+		if s.Source != validSource || validSource == "" {
 			if len(s.Source) > MaxIDLen || !ValidDID(s.Source) {
 				return false
 			}
@@ -134,24 +130,34 @@ func scanSignals(block []byte) (signals []Signal, ok bool) {
 		signals = append(signals, s)
 		return true
 	}
-	for len(block) > 0 {
+	for len(block) > 0 && block[0] == ' ' {
 		nl := bytes.IndexByte(block, '\n')
+		if nl < 0 {
+			return nil, 0, false
+		}
 		line := block[:nl]
 		block = block[nl+1:]
 		switch {
 		case len(line) > 4 && line[0] == ' ' && line[1] == ' ' && line[2] == '-' && line[3] == ' ':
 			if !done() {
-				return nil, false
+				return nil, 0, false
 			}
 			s, seen = Signal{}, 0
 		case len(line) > 4 && line[0] == ' ' && line[1] == ' ' && line[2] == ' ' && line[3] == ' ' && seen != 0:
 		default:
-			return nil, false
+			return nil, 0, false
 		}
 		line = line[4:]
-		colon := bytes.IndexByte(line, ':')
+		// Field names are short: look for the colon by hand.
+		colon := -1
+		for j := 0; j < len(line) && j < 12; j++ {
+			if line[j] == ':' {
+				colon = j
+				break
+			}
+		}
 		if colon < 0 || colon+1 >= len(line) || line[colon+1] != ' ' {
-			return nil, false
+			return nil, 0, false
 		}
 		k, v := line[:colon], line[colon+2:]
 		var bit int
@@ -172,24 +178,24 @@ func scanSignals(block []byte) (signals []Signal, ok bool) {
 			bit = 64
 		}
 		if bit == 0 || seen&bit != 0 {
-			return nil, false
+			return nil, 0, false
 		}
 		seen |= bit
 		if bit == 4 {
 			f, ok := fastScore(v)
 			if !ok {
-				return nil, false
+				return nil, 0, false
 			}
 			s.Score = f
 			continue
 		}
 		if len(v) < 2 || v[0] != '"' || v[len(v)-1] != '"' {
-			return nil, false
+			return nil, 0, false
 		}
 		v = v[1 : len(v)-1]
 		for _, c := range v {
-			if c < 0x20 || c > 0x7e || c == '"' || c == '\\' {
-				return nil, false
+			if !plainASCII[c] {
+				return nil, 0, false
 			}
 		}
 		switch bit {
@@ -199,13 +205,13 @@ func scanSignals(block []byte) (signals []Signal, ok bool) {
 			s.Dimension = str(1, v)
 		case 8:
 			if len(v) > 64 {
-				return nil, false
+				return nil, 0, false
 			}
-			t, ok := fastTime(v)
+			t, ok := days.fastTime(v)
 			if !ok {
 				parsed, err := timestamp.Parse(string(v))
 				if err != nil {
-					return nil, false
+					return nil, 0, false
 				}
 				t = truncate(parsed)
 			}
@@ -219,9 +225,9 @@ func scanSignals(block []byte) (signals []Signal, ok bool) {
 		}
 	}
 	if !done() {
-		return nil, false
+		return nil, 0, false
 	}
-	return signals, true
+	return signals, len(text) - len(block), true
 }
 
 // fastScore reads a plain score of the form 0, 1 or [01].digits, which
@@ -245,6 +251,55 @@ func fastScore(v []byte) (float64, bool) {
 		return 0, false
 	}
 	return f, true
+}
+
+// plainASCII marks the bytes a scanned string may hold: printable ASCII
+// but '"' and '\\'.
+var plainASCII = func() (t [256]bool) {
+	for c := 0x20; c < 0x7f; c++ {
+		t[c] = c != '"' && c != '\\'
+	}
+	return t
+}()
+
+// dayCache remembers the last date fastTime read: consecutive signals
+// are mostly from the same day.
+type dayCache struct {
+	date     [10]byte
+	midnight time.Time
+}
+
+// fastTime is the package function fastTime, reusing the date of the
+// previous call when it is the same.
+func (c *dayCache) fastTime(v []byte) (time.Time, bool) {
+	if len(v) != 24 || c.midnight.IsZero() || string(v[:10]) != string(c.date[:]) {
+		t, ok := fastTime(v)
+		if ok {
+			copy(c.date[:], v[:10])
+			c.midnight = time.Date(t.Year(), t.Month(), t.Day(), 0, 0, 0, 0, time.UTC)
+		}
+		return t, ok
+	}
+	const layout = "Tdd:dd:dd.dddZ"
+	rest := v[10:]
+	for i := range len(layout) {
+		if layout[i] == 'd' && (rest[i] < '0' || rest[i] > '9') || layout[i] != 'd' && rest[i] != layout[i] {
+			return time.Time{}, false
+		}
+	}
+	num := func(i, n int) int {
+		x := 0
+		for _, d := range rest[i : i+n] {
+			x = x*10 + int(d-'0')
+		}
+		return x
+	}
+	hour, minute, sec, ms := num(1, 2), num(4, 2), num(7, 2), num(10, 3)
+	if hour > 23 || minute > 59 || sec > 59 {
+		return time.Time{}, false
+	}
+	return c.midnight.Add(time.Duration(hour)*time.Hour + time.Duration(minute)*time.Minute +
+		time.Duration(sec)*time.Second + time.Duration(ms)*time.Millisecond), true
 }
 
 // fastTime reads a timestamp in the form timestamp.Format writes,

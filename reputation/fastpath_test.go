@@ -30,6 +30,19 @@ func TestFastTime(t *testing.T) {
 			t.Errorf("%s: fast path refused a timestamp in its own form", s)
 		}
 	}
+	// The day cache reads what fastTime reads, the same day or not.
+	var c dayCache
+	for _, s := range []string{
+		"2026-02-15T10:30:00.000Z", "2026-02-15T23:59:59.999Z", "2026-02-15T24:00:00.000Z", "2026-02-15T1x:00:00.000Z",
+		"2026-02-15T00:00:00.000+", "2026-02-16T00:00:00.001Z", "2026-02-16T00:00:00.001", "2026-02-30T00:00:00.000Z",
+		"2026-02-16T07:08:09.010Z",
+	} {
+		want, wok := fastTime([]byte(s))
+		got, ok := c.fastTime([]byte(s))
+		if ok != wok || !got.Equal(want) || got != want {
+			t.Errorf("%s: cached %v %v, fastTime %v %v", s, got, ok, want, wok)
+		}
+	}
 }
 
 // fastLayout is a profile in the layout this package writes.

@@ -51,6 +51,14 @@ func splitFrontMatter(data []byte) (fm, body []byte, err error) {
 	}
 	start := len(data) - len(rest)
 	for off := start; off < len(data); {
+		// Only a line starting with "---" can close: skip to the next.
+		if !bytes.HasPrefix(data[off:], delimiter) {
+			i := bytes.Index(data[off:], []byte("\n---"))
+			if i < 0 {
+				break
+			}
+			off += i + 1
+		}
 		line, next, _ := cutLine(data[off:])
 		if bytes.Equal(line, delimiter) {
 			return data[start:off], next, nil
