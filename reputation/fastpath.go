@@ -96,17 +96,16 @@ func parseProfileFast(data []byte, slug string) (lp *loadedProfile, ok bool) {
 // first line or value that does not fit.
 func scanSignals(text []byte) (signals []Signal, n int, ok bool) {
 	block := text
-	signals = make([]Signal, 0, len(block)/256+1)
-	// Consecutive signals mostly repeat their source, dimension and
-	// message: the previous string is reused (and the source not checked
-	// again) when the text is the same.
-	var prev [7]string
-	str := func(i int, b []byte) string {
-		if prev[i] != string(b) {
-			prev[i] = string(b)
-		}
-		return prev[i]
+	signals = make([]Signal, 0, bytes.Count(text, []byte("\n  - "))+1)
+	// The strings are cut from one copy of the text, not allocated one by
+	// one: b is a slice of text, so its offset is what its capacity lacks.
+	all := string(text)
+	str := func(_ int, b []byte) string {
+		off := cap(text) - cap(b)
+		return all[off : off+len(b)]
 	}
+	// Consecutive signals mostly repeat their source: it is checked again
+	// only when it changes.
 	validSource := ""
 	var days dayCache
 	var s Signal
@@ -219,7 +218,7 @@ func scanSignals(text []byte) (signals []Signal, n int, ok bool) {
 		case 16:
 			s.Domain = str(4, v)
 		case 32:
-			s.Evidence = string(v)
+			s.Evidence = str(5, v)
 		case 64:
 			s.Message = str(6, v)
 		}
