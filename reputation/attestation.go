@@ -162,7 +162,7 @@ func (a *Attestation) Check() error {
 	if !ValidDID(a.ToDID) {
 		add("to_did %q is not a DID", clip(a.ToDID))
 	}
-	if a.FromDID != "" && a.FromDID == a.ToDID {
+	if SameAgent(a.FromDID, a.ToDID) {
 		add("from_did and to_did are the same agent: an agent does not attest itself")
 	}
 	switch a.Outcome {
@@ -388,6 +388,12 @@ func (w *Workspace) RecordAttestations(atts []Attestation, at time.Time) ([]Atte
 			return out, err
 		}
 		s := a.Signal(at)
+		if s.Source, err = sourceDID(s.Source); err != nil {
+			return out, err
+		}
+		if err := s.check(); err != nil {
+			return out, fmt.Errorf("attestation from %s to %s: %w", a.FromDID, a.ToDID, err)
+		}
 		dup := false
 		p, err := w.appendLocked(ref, "", []Signal{s}, func(p *Profile, s Signal) bool {
 			for i := len(p.Signals) - 1; i >= 0; i-- {

@@ -163,7 +163,7 @@ func (g TrustGate) Report(v TrustView) TrustReport {
 			trusted[a] = true
 		}
 		for _, a := range v.PeerAttesters {
-			if trusted[a] && a != v.Agent {
+			if trusted[a] && !SameAgent(a, v.Agent) {
 				r.TrustedAttesters = append(r.TrustedAttesters, a)
 			}
 		}
