@@ -1,8 +1,10 @@
 package reputation
 
 import (
+	"bytes"
 	"errors"
 	"os"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -191,5 +193,77 @@ func TestSignalLogValidate(t *testing.T) {
 	r, err = w.Validate()
 	if err != nil || len(r.Problems) != 1 || r.Problems[0].File != "reputation/"+slug+signalLogSuffix || r.Problems[0].Line != 2 {
 		t.Fatalf("%+v %v", r, err)
+	}
+}
+
+// Two processes recording into a large profile at once, across a
+// compaction, lose and double nothing, and a reader meanwhile never sees
+// signals disappear.
+func TestSignalLogConcurrentProcesses(t *testing.T) {
+	w, agent, src, slug := logged(t, 400)
+	const each = 150
+	a := startChild(t, w.Dir(), agent, src, "a", each)
+	b := startChild(t, w.Dir(), agent, src, "b", each)
+	done := make(chan error, 2)
+	go func() { done <- a.Wait() }()
+	go func() { done <- b.Wait() }()
+	seen, finished := 400, 0
+	for finished < 2 {
+		select {
+		case err := <-done:
+			if err != nil {
+				t.Fatal(err)
+			}
+			finished++
+		default:
+		}
+		p, err := w.Profile(agent)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(p.Signals) < seen {
+			t.Fatalf("a reader saw %d signals after %d", len(p.Signals), seen)
+		}
+		seen = len(p.Signals)
+		time.Sleep(time.Millisecond)
+	}
+	p, err := w.Profile(agent)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(p.Signals) != 400+2*each || p.Dimensions[Reliability].SampleSize != len(p.Signals) {
+		t.Fatalf("%d signals, sample size %d", len(p.Signals), p.Dimensions[Reliability].SampleSize)
+	}
+	last := map[string]int{"a": -1, "b": -1}
+	for _, s := range p.Signals[400:] {
+		tag, num, _ := strings.Cut(s.Message, "-")
+		i, err := strconv.Atoi(num)
+		if err != nil || i != last[tag]+1 {
+			t.Fatalf("writer %s: signal %q after %d", tag, s.Message, last[tag])
+		}
+		last[tag] = i
+	}
+	if data, err := os.ReadFile(w.path(ProfilesDir, slug)); err != nil || bytes.Count(data, []byte("\n  - ")) < 400+logMaxEntries {
+		t.Fatalf("no compaction happened: %v", err)
+	}
+}
+
+// A signal log whose profile file is gone is reported.
+func TestSignalLogOrphan(t *testing.T) {
+	w, agent, src, slug := logged(t, 400)
+	rec1(t, w, agent, src, 1, t0.Add(time.Hour))
+	if err := os.Remove(w.path(ProfilesDir, slug)); err != nil {
+		t.Fatal(err)
+	}
+	r, err := w.Validate()
+	if err != nil || len(r.Problems) != 1 || r.Problems[0].File != "reputation/"+slug+signalLogSuffix || r.Problems[0].Severity != SeverityWarning {
+		t.Fatalf("%+v %v", r, err)
+	}
+	// A new profile at that slug does not take the old log's signals.
+	if p := rec1(t, w, agent, src, 1, t0.Add(2*time.Hour)); len(p.Signals) != 1 {
+		t.Fatalf("%d signals", len(p.Signals))
+	}
+	if p, err := w.Profile(agent); err != nil || len(p.Signals) != 1 {
+		t.Fatalf("%v", err)
 	}
 }

@@ -50,6 +50,13 @@ func (w *Workspace) Validate() (*Report, error) {
 		}
 		for _, e := range entries {
 			name := e.Name()
+			if slug, ok := strings.CutSuffix(name, signalLogSuffix); ok && sub == ProfilesDir {
+				if _, err := os.Lstat(w.path(ProfilesDir, slug)); errors.Is(err, fs.ErrNotExist) {
+					problems = append(problems, Problem{File: sub + "/" + name, Severity: SeverityWarning,
+						Message: fmt.Sprintf("a signal log without its profile %s: its signals belong to no profile (restore the profile, or remove the log)", rel(ProfilesDir, slug))})
+				}
+				continue
+			}
 			if strings.HasPrefix(name, ".") || !strings.HasSuffix(name, ".md") {
 				continue
 			}
