@@ -36,8 +36,10 @@ func rec1(t *testing.T, w *Workspace, agent, src string, score float64, at time.
 func TestSignalLogAppends(t *testing.T) {
 	w, agent, src, slug := logged(t, 400)
 	before := readWS(t, w, "reputation/"+slug+".md")
-	want := rec1(t, w, agent, src, 1, t0.Add(time.Hour))
-	want = rec1(t, w, agent, src, 0, t0.Add(2*time.Hour))
+	if p := rec1(t, w, agent, src, 1, t0.Add(time.Hour)); len(p.Signals) != 401 {
+		t.Fatalf("%d signals", len(p.Signals))
+	}
+	want := rec1(t, w, agent, src, 0, t0.Add(2*time.Hour))
 	if readWS(t, w, "reputation/"+slug+".md") != before {
 		t.Fatal("the profile file was rewritten")
 	}
