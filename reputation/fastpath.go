@@ -40,37 +40,52 @@ func parseProfileFast(data []byte, slug string) (lp *loadedProfile, ok bool) {
 	if len(data) > MaxFileSize {
 		return nil, false
 	}
-	fm, body, err := splitFrontMatter(data)
-	if err != nil {
+	// The front matter is split as splitFrontMatter splits it, without
+	// going over the signals list twice: no line of the list can close
+	// the front matter (they all start with a space), so the closing line
+	// is looked for before the list and after it.
+	first, rest, found := cutLine(data)
+	if !found || !bytes.Equal(first, delimiter) {
 		return nil, false
 	}
+	start := len(data) - len(rest)
 	const key = "signals:\n"
-	at := 0
-	if !bytes.HasPrefix(fm, []byte(key)) {
-		i := bytes.Index(fm, []byte("\n"+key))
+	at := start
+	if !bytes.HasPrefix(data[start:], []byte(key)) {
+		i := bytes.Index(data[start:], []byte("\n"+key))
 		if i < 0 {
 			return nil, false
 		}
-		at = i + 1
+		at = start + i + 1
+	}
+	if closingLine(data[start:at]) >= 0 {
+		return nil, false // the list is after the front matter
 	}
 	from := at + len(key)
-	signals, size, ok := scanSignals(fm[from:])
+	signals, size, ok := scanSignals(data[from:])
 	if !ok || len(signals) == 0 {
 		return nil, false
 	}
 	to := from + size
-	block := fm[from:to]
+	end := closingLine(data[to:])
+	if end < 0 {
+		return nil, false
+	}
+	end += to
+	_, body, _ := cutLine(data[end:])
+	block := data[from:to]
+	head, tail := data[start:at], data[to:end]
 	// The list is printable ASCII; the rest must hold no other line
 	// break than "\n" (as splice requires) and no placeholder.
-	for _, part := range [][]byte{fm[:at], fm[to:]} {
+	for _, part := range [][]byte{head, tail} {
 		if bytes.IndexByte(part, '\r') >= 0 || hasOtherLineBreak(part) || bytes.Contains(part, []byte(signalsPlaceholder)) {
 			return nil, false
 		}
 	}
-	reduced := make([]byte, 0, at+len(fm)-to+len(signalsPlaceholder)+16)
-	reduced = append(reduced, fm[:at]...)
+	reduced := make([]byte, 0, len(head)+len(tail)+len(signalsPlaceholder)+16)
+	reduced = append(reduced, head...)
 	reduced = append(reduced, "signals: "+signalsPlaceholder+"\n"...)
-	reduced = append(reduced, fm[to:]...)
+	reduced = append(reduced, tail...)
 	doc, err := parseFrontMatter(reduced, body)
 	if err != nil {
 		return nil, false
@@ -96,7 +111,9 @@ func parseProfileFast(data []byte, slug string) (lp *loadedProfile, ok bool) {
 // first line or value that does not fit.
 func scanSignals(text []byte) (signals []Signal, n int, ok bool) {
 	block := text
-	signals = make([]Signal, 0, bytes.Count(text, []byte("\n  - "))+1)
+	// Room for the signals (the package writes some 230 bytes each), and
+	// for what a log and a record add, without counting them first.
+	signals = make([]Signal, 0, len(text)/160+logMaxEntries+MaxSignalsPerRecord)
 	// The strings are cut from one copy of the text, not allocated one by
 	// one: b is a slice of text, so its offset is what its capacity lacks.
 	all := string(text)

@@ -50,22 +50,32 @@ func splitFrontMatter(data []byte) (fm, body []byte, err error) {
 		return nil, nil, &lineError{1, `the file does not start with a "---" line opening its YAML front matter`}
 	}
 	start := len(data) - len(rest)
-	for off := start; off < len(data); {
+	if i := closingLine(data[start:]); i >= 0 {
+		_, next, _ := cutLine(data[start+i:])
+		return data[start : start+i], next, nil
+	}
+	return nil, nil, &lineError{0, `the YAML front matter has no closing "---" line`}
+}
+
+// closingLine returns the offset in b of its first line that is "---"
+// (with or without a CR before its newline, or at the end), or -1.
+func closingLine(b []byte) int {
+	for off := 0; off < len(b); {
 		// Only a line starting with "---" can close: skip to the next.
-		if !bytes.HasPrefix(data[off:], delimiter) {
-			i := bytes.Index(data[off:], []byte("\n---"))
+		if !bytes.HasPrefix(b[off:], delimiter) {
+			i := bytes.Index(b[off:], []byte("\n---"))
 			if i < 0 {
-				break
+				return -1
 			}
 			off += i + 1
 		}
-		line, next, _ := cutLine(data[off:])
+		line, next, _ := cutLine(b[off:])
 		if bytes.Equal(line, delimiter) {
-			return data[start:off], next, nil
+			return off
 		}
-		off = len(data) - len(next)
+		off = len(b) - len(next)
 	}
-	return nil, nil, &lineError{0, `the YAML front matter has no closing "---" line`}
+	return -1
 }
 
 // cutLine returns the first line of b without its line ending ("\n" or
