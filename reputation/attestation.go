@@ -292,6 +292,13 @@ func strictUnmarshal(data []byte, v any) error {
 // attestation fields, spelled exactly, each at most once (encoding/json
 // alone matches keys case-insensitively and keeps the last of two).
 func checkObjectKeys(data []byte) error {
+	return checkJSONKeys(data, attestationFields, "from_did", "to_did", "outcome", "weight", "signature")
+}
+
+// checkJSONKeys requires data to be a JSON object whose keys are among
+// fields, spelled exactly, each at most once and not null, with the
+// required ones present.
+func checkJSONKeys(data []byte, fields map[string]bool, required ...string) error {
 	dec := json.NewDecoder(bytes.NewReader(data))
 	dec.UseNumber()
 	tok, err := dec.Token()
@@ -308,7 +315,7 @@ func checkObjectKeys(data []byte) error {
 			return err
 		}
 		k, _ := tok.(string)
-		if !attestationFields[k] {
+		if !fields[k] {
 			return fmt.Errorf("unknown field %q", clip(k))
 		}
 		if seen[k] {
@@ -323,7 +330,7 @@ func checkObjectKeys(data []byte) error {
 			return fmt.Errorf("field %q is null", k)
 		}
 	}
-	for _, k := range []string{"from_did", "to_did", "outcome", "weight", "signature"} {
+	for _, k := range required {
 		if !seen[k] {
 			return fmt.Errorf("field %q is required", k)
 		}

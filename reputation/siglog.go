@@ -50,6 +50,12 @@ type logLine struct {
 	Message   string  `json:"message,omitempty"`
 }
 
+// logLineFields are the JSON fields of a logLine.
+var logLineFields = map[string]bool{
+	"n": true, "source": true, "dimension": true, "domain": true, "score": true,
+	"timestamp": true, "evidence": true, "message": true,
+}
+
 // signalLog is a profile's signal log as read.
 type signalLog struct {
 	entries []logEntry
@@ -105,6 +111,9 @@ func parseSignalLog(data []byte, file string) (*signalLog, error) {
 		l.size += int64(nl + 1)
 		if len(text) > maxLogLine {
 			return nil, fail(line, "the line is longer than %d bytes", maxLogLine)
+		}
+		if err := checkJSONKeys(text, logLineFields, "n", "source", "dimension", "score", "timestamp"); err != nil {
+			return nil, fail(line, "not a signal log line: %v", err)
 		}
 		var ll logLine
 		dec := json.NewDecoder(bytes.NewReader(text))

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
@@ -268,4 +269,47 @@ func TestSignalLogOrphan(t *testing.T) {
 	if p, err := w.Profile(agent); err != nil || len(p.Signals) != 1 {
 		t.Fatalf("%v", err)
 	}
+}
+
+// FuzzParseSignalLog: reading a signal log never panics, and what it
+// accepts writes back to the same entries.
+func FuzzParseSignalLog(f *testing.F) {
+	f.Add([]byte(`{"n":400,"source":"did:key:z6Mko9hTggMwjSTEaJaPUfE6tqcy2xvU6BnNq3e3o8qVBiyH","dimension":"reliability","score":1,"timestamp":"2026-02-15T11:30:00.000Z"}` + "\n"))
+	f.Add([]byte(`{"n":0,"source":"did:web:x","dimension":"domain-competence","domain":"law","score":0.5,"timestamp":"2026-02-15T11:30:00Z","evidence":"e","message":"m\n"}` + "\n" + `{"n":1,"sour`))
+	f.Add([]byte(`{"n":1,"Source":"did:a:b","source":"did:a:b"}` + "\n"))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		l, err := parseSignalLog(data, "reputation/x"+signalLogSuffix)
+		if err != nil {
+			if !errors.Is(err, ErrInvalid) {
+				t.Fatalf("an error that is not ErrInvalid: %v", err)
+			}
+			return
+		}
+		if l.size > int64(len(data)) || l.torn != (l.size < int64(len(data))) {
+			t.Fatalf("size %d torn %v of %d bytes", l.size, l.torn, len(data))
+		}
+		w := &Workspace{dir: t.TempDir()}
+		if err := os.MkdirAll(filepath.Join(w.dir, ProfilesDir), 0o700); err != nil {
+			t.Fatal(err)
+		}
+		var signals []Signal
+		for _, e := range l.entries {
+			signals = append(signals, e.s)
+		}
+		if len(signals) == 0 {
+			return
+		}
+		if err := w.appendSignalLog("x", &signalLog{}, l.entries[0].n, signals); err != nil {
+			t.Fatal(err)
+		}
+		back, err := w.readSignalLog("x")
+		if err != nil || len(back.entries) != len(l.entries) {
+			t.Fatalf("written back: %v", err)
+		}
+		for i := range back.entries {
+			if back.entries[i].n != l.entries[i].n || !sameSignal(back.entries[i].s, l.entries[i].s) {
+				t.Fatalf("entry %d read back as %+v, want %+v", i, back.entries[i], l.entries[i])
+			}
+		}
+	})
 }
