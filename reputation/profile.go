@@ -2,6 +2,7 @@ package reputation
 
 import (
 	"fmt"
+	"maps"
 	"sort"
 	"strings"
 	"time"
@@ -27,6 +28,16 @@ type Profile struct {
 
 // ID returns "reputation:<slug>".
 func (p *Profile) ID() string { return ProfileIDPrefix + p.Slug }
+
+// clone returns a copy of p that later changes to p do not reach: its
+// own maps, and a signals slice with no room to append into p's.
+func (p *Profile) clone() *Profile {
+	c := *p
+	c.Dimensions = maps.Clone(p.Dimensions)
+	c.DomainCompetence = maps.Clone(p.DomainCompetence)
+	c.Signals = p.Signals[:len(p.Signals):len(p.Signals)]
+	return &c
+}
 
 // dimension returns the stored state for k.
 func (p *Profile) dimension(k scoreKey) (Dimension, bool) {

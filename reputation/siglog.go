@@ -8,6 +8,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"sync"
 
 	"github.com/delegateos/delegateos/internal/fsutil"
 	"github.com/delegateos/delegateos/internal/timestamp"
@@ -203,7 +204,72 @@ func (w *Workspace) appendSignalLog(slug string, l *signalLog, n int, signals []
 	if err == nil && !l.exists {
 		err = fsutil.SyncDir(filepath.Dir(path))
 	}
-	return err
+	if err != nil {
+		return err
+	}
+	for i, s := range signals {
+		l.entries = append(l.entries, logEntry{n: n + i, s: s})
+	}
+	l.size += int64(b.Len())
+	l.torn, l.exists = false, true
+	return nil
+}
+
+// writerCache keeps, per slug, the profile as the last log append in this
+// process left it, so that the next record into it need not read and scan
+// the whole profile file again. An entry is used only under the profiles
+// lock and while both files are as that append left them (same file, size
+// and modification time, as profileCache checks); it is taken out of the
+// cache when used, and put back only after the next append succeeds, so a
+// failed or other write leaves nothing behind.
+type writerCache struct {
+	mu sync.Mutex
+	m  map[string]writerEntry
+}
+
+type writerEntry struct {
+	profile, log fs.FileInfo
+	lp           *loadedProfile
+}
+
+func (c *writerCache) take(slug string) (writerEntry, bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	e, ok := c.m[slug]
+	delete(c.m, slug)
+	return e, ok
+}
+
+func (c *writerCache) put(slug string, e writerEntry) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.m == nil {
+		c.m = make(map[string]writerEntry)
+	}
+	c.m[slug] = e
+}
+
+// writerProfile is the profileLoader of writers: loadProfile, or the
+// profile the writer cache holds for slug when its files are unchanged.
+func (w *Workspace) writerProfile(slug string, needle []byte) (*loadedProfile, error) {
+	e, ok := w.writers.take(slug)
+	if ok && needle == nil {
+		pf, err1 := os.Lstat(w.path(ProfilesDir, slug))
+		lf, err2 := os.Lstat(w.logPath(slug))
+		if err1 == nil && err2 == nil && sameStat(e.profile, pf) && sameStat(e.log, lf) {
+			return e.lp, nil
+		}
+	}
+	return w.loadProfile(slug, needle)
+}
+
+// keepWriter caches lp after a log append into slug's profile.
+func (w *Workspace) keepWriter(slug string, lp *loadedProfile) {
+	pf, err1 := os.Lstat(w.path(ProfilesDir, slug))
+	lf, err2 := os.Lstat(w.logPath(slug))
+	if err1 == nil && err2 == nil {
+		w.writers.put(slug, writerEntry{profile: pf, log: lf, lp: lp})
+	}
 }
 
 // removeSignalLog removes the log of slug after its signals were written

@@ -41,26 +41,35 @@ func TestSignalLogAppends(t *testing.T) {
 		t.Fatalf("%d signals", len(p.Signals))
 	}
 	want := rec1(t, w, agent, src, 0, t0.Add(2*time.Hour))
+	// A profile Record returned does not change with later records.
+	later := rec1(t, w, agent, src, 1, t0.Add(3*time.Hour))
+	if len(want.Signals) != 402 || want.Dimensions[Reliability].SampleSize != 402 || len(later.Signals) != 403 {
+		t.Fatalf("an earlier result changed: %d signals, sample size %d", len(want.Signals), want.Dimensions[Reliability].SampleSize)
+	}
+	want.Signals = append(want.Signals, sig(src, 0.5, t0))
+	if later.Signals[402].Score != 1 {
+		t.Fatal("appending to a returned profile wrote into the next one")
+	}
 	if readWS(t, w, "reputation/"+slug+".md") != before {
 		t.Fatal("the profile file was rewritten")
 	}
-	if lines := strings.Count(readWS(t, w, "reputation/"+slug+signalLogSuffix), "\n"); lines != 2 {
+	if lines := strings.Count(readWS(t, w, "reputation/"+slug+signalLogSuffix), "\n"); lines != 3 {
 		t.Fatalf("the log holds %d lines", lines)
 	}
 	got, err := w.Profile(agent)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !sameProfile(got, want) || len(got.Signals) != 402 || got.Dimensions[Reliability].SampleSize != 402 {
+	if !sameProfile(got, later) || len(got.Signals) != 403 || got.Dimensions[Reliability].SampleSize != 403 {
 		t.Fatalf("read back %d signals, sample size %d", len(got.Signals), got.Dimensions[Reliability].SampleSize)
 	}
 	// Trust's cache sees the log grow.
-	tv, err := w.Trust(agent, t0.Add(2*time.Hour))
-	if err != nil || tv.SampleSize != 402 {
+	tv, err := w.Trust(agent, t0.Add(3*time.Hour))
+	if err != nil || tv.SampleSize != 403 {
 		t.Fatalf("trust: %+v %v", tv, err)
 	}
-	rec1(t, w, agent, src, 1, t0.Add(3*time.Hour))
-	if tv, err = w.Trust(agent, t0.Add(3*time.Hour)); err != nil || tv.SampleSize != 403 {
+	rec1(t, w, agent, src, 1, t0.Add(4*time.Hour))
+	if tv, err = w.Trust(agent, t0.Add(4*time.Hour)); err != nil || tv.SampleSize != 404 {
 		t.Fatalf("trust after a third signal: %+v %v", tv, err)
 	}
 }

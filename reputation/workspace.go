@@ -30,8 +30,9 @@ const lockName = ".lock"
 // fsync, rename), so concurrent writers lose nothing and a crash leaves
 // the old file. Readers take no lock; they see a whole old or new file.
 type Workspace struct {
-	dir   string
-	cache profileCache // for Trust
+	dir     string
+	cache   profileCache // for Trust
+	writers writerCache  // for appendLocked
 }
 
 // Open returns the workspace in dir, which must exist. The RDP
@@ -371,7 +372,7 @@ func (w *Workspace) Record(agent, agentName string, signals ...Signal) (*Profile
 // profiles lock. skip, when set, drops signals the profile already holds
 // (see Evaluate).
 func (w *Workspace) appendLocked(ref agentRef, agentName string, signals []Signal, skip func(*Profile, Signal) bool) (*Profile, error) {
-	lp, err := w.findProfile(ref, w.loadProfile)
+	lp, err := w.findProfile(ref, w.writerProfile)
 	switch {
 	case errors.Is(err, ErrNotFound) && ref.ed:
 		if agentName == "" {
@@ -431,7 +432,9 @@ func (w *Workspace) appendLocked(ref agentRef, agentName string, signals []Signa
 		if err := w.appendSignalLog(p.Slug, lp.log, first, added); err != nil {
 			return nil, err
 		}
-		return p, nil
+		lp.pending = append(lp.pending, added...)
+		w.keepWriter(p.Slug, lp)
+		return p.clone(), nil
 	}
 	// The profile file takes the log's pending signals and the new ones.
 	all := append(append([]Signal(nil), lp.pending...), added...)
