@@ -698,7 +698,11 @@ func (ps *parser) reputation(n *yaml.Node, key string, out *ReputationConfig) {
 				return
 			}
 			g := &TrustGate{}
-			present := ps.mapping(v, vk, []string{"min_reliability", "min_confidence"}, func(gk string, gv *yaml.Node) {
+			present := ps.mapping(v, vk, []string{"min_reliability", "min_confidence", "starter_floor"}, func(gk string, gv *yaml.Node) {
+				if gk == "starter_floor" {
+					g.StarterFloor = ps.starterFloor(gv, vk+"."+gk)
+					return
+				}
 				f, ok := ps.unit(gv, vk+"."+gk)
 				if !ok {
 					return
@@ -716,6 +720,36 @@ func (ps *parser) reputation(n *yaml.Node, key string, out *ReputationConfig) {
 			out.TrustGate = g
 		}
 	})
+}
+
+// MaxTrustedAttesters bounds starter_floor.trusted_attesters.
+const MaxTrustedAttesters = 1024
+
+// starterFloor reads reputation.trust_gate.starter_floor.
+func (ps *parser) starterFloor(n *yaml.Node, key string) *StarterFloor {
+	if n.Kind != yaml.MappingNode {
+		ps.errorf(n, key, "must be a mapping with trusted_attesters and min_attesters")
+		return nil
+	}
+	f := &StarterFloor{MinAttesters: 3}
+	present := ps.mapping(n, key, []string{"trusted_attesters", "min_attesters"}, func(k string, v *yaml.Node) {
+		switch k {
+		case "trusted_attesters":
+			if v.Kind == yaml.SequenceNode && len(v.Content) > MaxTrustedAttesters {
+				ps.errorf(v, key+"."+k, "more than %d attesters", MaxTrustedAttesters)
+				return
+			}
+			f.TrustedAttesters = ps.roots(v, key+"."+k)
+		case "min_attesters":
+			if m, ok := ps.integer(v, key+"."+k, 1, MaxTrustedAttesters, "must be an integer from 1 to %d", MaxTrustedAttesters); ok {
+				f.MinAttesters = int(m)
+			}
+		}
+	})
+	if !present["trusted_attesters"] {
+		ps.errorf(n, key, "trusted_attesters is required: the principal IDs or did:key whose attestations lift the floor")
+	}
+	return f
 }
 
 // unit reads a number from 0 to 1.

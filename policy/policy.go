@@ -118,6 +118,16 @@ type ReputationConfig struct {
 type TrustGate struct {
 	MinReliability float64 `json:"min_reliability"`
 	MinConfidence  float64 `json:"min_confidence"`
+	// StarterFloor is trust_gate.starter_floor: AVP's starter floor.
+	StarterFloor *StarterFloor `json:"starter_floor,omitempty"`
+}
+
+// StarterFloor is the reputation.trust_gate.starter_floor section: a new
+// agent's reliability counts as 0.25 until MinAttesters of the
+// TrustedAttesters (principal IDs) have attested it positively.
+type StarterFloor struct {
+	TrustedAttesters []string `json:"trusted_attesters"`
+	MinAttesters     int      `json:"min_attesters"`
 }
 
 // LogConfig is the log section.

@@ -12,15 +12,19 @@ import (
 // trust gate does not parse a large profile on every delegation. An entry
 // is used only while the file is the one it was read from: same file
 // (device and inode), size and modification time. Every write renames a
-// new file into place, so any write invalidates it.
+// new file into place or appends to the profile's signal log, whose stat
+// is part of the key, so any write invalidates it.
 type profileCache struct {
 	mu sync.Mutex
 	m  map[string]cacheEntry
 }
 
 type cacheEntry struct {
-	fi fs.FileInfo
-	p  *Profile // without its signals; never modified
+	fi  fs.FileInfo
+	log fs.FileInfo // the signal log's; nil when there was none
+	p   *Profile    // without its signals; never modified
+	// attesters is positiveAttesters of the profile with its signals.
+	attesters []string
 }
 
 // cachedProfile is a profileLoader for Trust: the profile it returns has
@@ -39,8 +43,16 @@ func (w *Workspace) cachedProfile(slug string, _ []byte) (*loadedProfile, error)
 		}
 		return nil, err
 	}
-	if p := w.cache.get(slug, fi); p != nil {
-		return &loadedProfile{p: p}, nil
+	logFi, err := os.Lstat(w.logPath(slug))
+	if errors.Is(err, fs.ErrNotExist) {
+		logFi, err = nil, nil
+	}
+	if err != nil {
+		w.cache.drop(slug)
+		return nil, err
+	}
+	if e, ok := w.cache.get(slug, fi, logFi); ok {
+		return &loadedProfile{p: e.p, attesters: e.attesters}, nil
 	}
 	lp, err := w.loadProfile(slug, nil)
 	if err != nil {
@@ -48,28 +60,35 @@ func (w *Workspace) cachedProfile(slug string, _ []byte) (*loadedProfile, error)
 		return nil, err
 	}
 	p := *lp.p
+	attesters := positiveAttesters(&p)
 	p.Signals = nil
-	w.cache.put(slug, fi, &p)
-	return &loadedProfile{p: &p}, nil
+	w.cache.put(slug, cacheEntry{fi: fi, log: logFi, p: &p, attesters: attesters})
+	return &loadedProfile{p: &p, attesters: attesters}, nil
 }
 
-func (c *profileCache) get(slug string, fi fs.FileInfo) *Profile {
+func (c *profileCache) get(slug string, fi, logFi fs.FileInfo) (cacheEntry, bool) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	e, ok := c.m[slug]
-	if !ok || !os.SameFile(e.fi, fi) || e.fi.Size() != fi.Size() || !e.fi.ModTime().Equal(fi.ModTime()) {
-		return nil
+	if !ok || !sameStat(e.fi, fi) || (e.log == nil) != (logFi == nil) || e.log != nil && !sameStat(e.log, logFi) {
+		return cacheEntry{}, false
 	}
-	return e.p
+	return e, true
 }
 
-func (c *profileCache) put(slug string, fi fs.FileInfo, p *Profile) {
+// sameStat reports whether two looks at a path saw the same file, size
+// and modification time.
+func sameStat(a, b fs.FileInfo) bool {
+	return os.SameFile(a, b) && a.Size() == b.Size() && a.ModTime().Equal(b.ModTime())
+}
+
+func (c *profileCache) put(slug string, e cacheEntry) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.m == nil {
 		c.m = make(map[string]cacheEntry)
 	}
-	c.m[slug] = cacheEntry{fi: fi, p: p}
+	c.m[slug] = e
 }
 
 func (c *profileCache) drop(slug string) {

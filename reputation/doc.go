@@ -82,8 +82,24 @@
 // renamed into place: concurrent writers, in one process or many, lose
 // nothing, and a crash leaves the old file. When signals are appended the
 // text of the existing signals list is copied from the file as read, not
-// re-encoded, so a profile of 10,000 signals takes one YAML parse per
-// write. An evaluation writes the profile before the contract; if it is
-// interrupted in between, evaluating again finds its signals already
+// re-encoded. A signals list in the layout this package writes is read by
+// a line scanner rather than as YAML nodes (fastpath.go; any other text
+// is parsed as YAML, with the same result). A profile of logMinProfile
+// bytes or more takes new signals in its append-only signal log,
+// reputation/<slug>.signals.jsonl, synced before Record returns and folded
+// into the profile file every logMaxEntries signals (siglog.go); readers
+// read both. An evaluation writes the profile before the contract; if it
+// is interrupted in between, evaluating again finds its signals already
 // recorded and does not add them twice.
+//
+// # Peer attestations
+//
+// An Attestation is an AVP peer attestation, signed by its attester's
+// did:key over the bytes the AVP SDK signs (SigningInput).
+// ParseAttestations reads them from outside strictly and verifies each;
+// RecordAttestations records each as one signal of the attested agent in
+// the dimension PeerAttestation (see attestation.go for the mapping).
+// TrustGate's StarterFloor holds an agent's reliability at 0.25 until
+// enough of the listed trusted attesters have attested it positively;
+// TrustGate.Report says whether the floor applied.
 package reputation

@@ -22,6 +22,13 @@ type document struct {
 	root *yaml.Node // its top-level mapping
 	fm   []byte     // the front matter as read, for splicing (nil for a new file)
 	body []byte     // everything after the closing delimiter line, verbatim
+
+	// block and signals are set when a profile was read by
+	// parseProfileFast: block is the signals list's text as read, signals
+	// its decoded items, and the signals field of root holds
+	// signalsPlaceholder instead of the list.
+	block   []byte
+	signals []Signal
 }
 
 // lineError is a problem at a line of the file (0: not known).
@@ -43,14 +50,32 @@ func splitFrontMatter(data []byte) (fm, body []byte, err error) {
 		return nil, nil, &lineError{1, `the file does not start with a "---" line opening its YAML front matter`}
 	}
 	start := len(data) - len(rest)
-	for off := start; off < len(data); {
-		line, next, _ := cutLine(data[off:])
-		if bytes.Equal(line, delimiter) {
-			return data[start:off], next, nil
-		}
-		off = len(data) - len(next)
+	if i := closingLine(data[start:]); i >= 0 {
+		_, next, _ := cutLine(data[start+i:])
+		return data[start : start+i], next, nil
 	}
 	return nil, nil, &lineError{0, `the YAML front matter has no closing "---" line`}
+}
+
+// closingLine returns the offset in b of its first line that is "---"
+// (with or without a CR before its newline, or at the end), or -1.
+func closingLine(b []byte) int {
+	for off := 0; off < len(b); {
+		// Only a line starting with "---" can close: skip to the next.
+		if !bytes.HasPrefix(b[off:], delimiter) {
+			i := bytes.Index(b[off:], []byte("\n---"))
+			if i < 0 {
+				return -1
+			}
+			off += i + 1
+		}
+		line, next, _ := cutLine(b[off:])
+		if bytes.Equal(line, delimiter) {
+			return off
+		}
+		off = len(b) - len(next)
+	}
+	return -1
 }
 
 // cutLine returns the first line of b without its line ending ("\n" or
@@ -80,6 +105,12 @@ func parseDocument(data []byte) (*document, error) {
 	if err != nil {
 		return nil, err
 	}
+	return parseFrontMatter(fm, body)
+}
+
+// parseFrontMatter parses the front matter of a file split by
+// splitFrontMatter, with the rules of parseDocument.
+func parseFrontMatter(fm, body []byte) (*document, error) {
 	dec := yaml.NewDecoder(bytes.NewReader(fm))
 	var node yaml.Node
 	if err := dec.Decode(&node); err != nil {

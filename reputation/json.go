@@ -35,9 +35,10 @@ func (v View) MarshalJSON() ([]byte, error) {
 func (v TrustView) MarshalJSON() ([]byte, error) {
 	if !v.Known {
 		return json.Marshal(struct {
-			Agent string `json:"agent"`
-			Known bool   `json:"known"`
-		}{v.Agent, false})
+			Agent         string   `json:"agent"`
+			Known         bool     `json:"known"`
+			PeerAttesters []string `json:"peerAttesters,omitempty"`
+		}{v.Agent, false, v.PeerAttesters})
 	}
 	type plain TrustView
 	return json.Marshal(struct {

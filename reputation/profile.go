@@ -2,6 +2,7 @@ package reputation
 
 import (
 	"fmt"
+	"maps"
 	"sort"
 	"strings"
 	"time"
@@ -27,6 +28,16 @@ type Profile struct {
 
 // ID returns "reputation:<slug>".
 func (p *Profile) ID() string { return ProfileIDPrefix + p.Slug }
+
+// clone returns a copy of p that later changes to p do not reach: its
+// own maps, and a signals slice with no room to append into p's.
+func (p *Profile) clone() *Profile {
+	c := *p
+	c.Dimensions = maps.Clone(p.Dimensions)
+	c.DomainCompetence = maps.Clone(p.DomainCompetence)
+	c.Signals = p.Signals[:len(p.Signals):len(p.Signals)]
+	return &c
+}
 
 // dimension returns the stored state for k.
 func (p *Profile) dimension(k scoreKey) (Dimension, bool) {
@@ -184,9 +195,12 @@ func (d *decoder) decodeProfile(doc *document, slug string) *Profile {
 		p.DomainCompetence = d.decodeDimensions(n, "domainCompetence")
 	}
 	if n := d.required(f, root, "", "signals"); n != nil {
-		if n.Kind != yaml.SequenceNode {
+		switch {
+		case doc.block != nil:
+			p.Signals = doc.signals
+		case n.Kind != yaml.SequenceNode:
 			d.errorf(n, "signals", "must be a list (it may be empty), not %s", kind(n))
-		} else {
+		default:
 			p.Signals = make([]Signal, 0, len(n.Content))
 			for i, sn := range n.Content {
 				if s, ok := d.decodeSignal(sn, fmt.Sprintf("signals[%d]", i)); ok {

@@ -17,6 +17,9 @@ const signalsPlaceholder = "rdp-signals-list-kept-as-written-8b1f0c2e"
 // as read and the new items are added after it; the other fields are
 // encoded from the nodes. Any other layout is encoded in full.
 func (d *document) encodeAppending(items []*yaml.Node) ([]byte, error) {
+	if d.block != nil {
+		return d.appendToBlock(items)
+	}
 	if out, ok := d.splice(items); ok {
 		return out, nil
 	}

@@ -50,6 +50,13 @@ func (w *Workspace) Validate() (*Report, error) {
 		}
 		for _, e := range entries {
 			name := e.Name()
+			if slug, ok := strings.CutSuffix(name, signalLogSuffix); ok && sub == ProfilesDir {
+				if _, err := os.Lstat(w.path(ProfilesDir, slug)); errors.Is(err, fs.ErrNotExist) {
+					problems = append(problems, Problem{File: sub + "/" + name, Severity: SeverityWarning,
+						Message: fmt.Sprintf("a signal log without its profile %s: its signals belong to no profile (restore the profile, or remove the log)", rel(ProfilesDir, slug))})
+				}
+				continue
+			}
 			if strings.HasPrefix(name, ".") || !strings.HasSuffix(name, ".md") {
 				continue
 			}
@@ -77,6 +84,17 @@ func (w *Workspace) Validate() (*Report, error) {
 			problems = append(problems, ps...)
 			if lp == nil {
 				continue
+			}
+			// The profile's signal log holds signals not yet folded in.
+			if log, err := w.readSignalLog(slug); err != nil {
+				var ve *ValidationError
+				if errors.As(err, &ve) {
+					problems = append(problems, ve.Problems...)
+				} else {
+					problems = append(problems, Problem{File: sub + "/" + slug + signalLogSuffix, Message: err.Error(), Severity: SeverityError})
+				}
+			} else {
+				log.merge(lp.p)
 			}
 			profiles[slug] = lp.p
 			problems = append(problems, profileChecks(file, lp.p)...)

@@ -30,8 +30,9 @@ const lockName = ".lock"
 // fsync, rename), so concurrent writers lose nothing and a crash leaves
 // the old file. Readers take no lock; they see a whole old or new file.
 type Workspace struct {
-	dir   string
-	cache profileCache // for Trust
+	dir     string
+	cache   profileCache // for Trust
+	writers writerCache  // for appendLocked
 }
 
 // Open returns the workspace in dir, which must exist. The RDP
@@ -76,7 +77,11 @@ func readFile(path string) ([]byte, error) {
 		return nil, err
 	}
 	defer f.Close()
-	data, err := io.ReadAll(io.LimitReader(f, MaxFileSize+1))
+	// The size read by Lstat sizes the buffer; the file may have grown
+	// since, which the limit still catches.
+	buf := bytes.NewBuffer(make([]byte, 0, fi.Size()+bytes.MinRead))
+	_, err = buf.ReadFrom(io.LimitReader(f, MaxFileSize+1))
+	data := buf.Bytes()
 	if err != nil {
 		return nil, err
 	}
@@ -108,11 +113,28 @@ var writeFile = func(path string, data []byte) error {
 type loadedProfile struct {
 	p   *Profile
 	doc *document
+	// size is the profile file's; log is its signal log, whose pending
+	// signals (applied to p, not in doc) were not folded into the file.
+	size    int
+	log     *signalLog
+	pending []Signal
+	// attesters is set by cachedProfile, whose p has no signals: see
+	// positiveAttesters.
+	attesters []string
 }
 
 // parseProfileFile parses a profile file's bytes; name is the workspace-
 // relative file name used in problems.
 func parseProfileFile(data []byte, slug string) (*loadedProfile, []Problem, error) {
+	if lp, ok := parseProfileFast(data, slug); ok {
+		return lp, nil, nil
+	}
+	return parseProfileSlow(data, slug)
+}
+
+// parseProfileSlow is parseProfileFile parsing the whole front matter as
+// YAML nodes.
+func parseProfileSlow(data []byte, slug string) (*loadedProfile, []Problem, error) {
 	d := &decoder{file: rel(ProfilesDir, slug)}
 	doc, err := parseDocument(data)
 	if err != nil {
@@ -201,6 +223,11 @@ type profileLoader func(slug string, needle []byte) (*loadedProfile, error)
 // loadProfile reads and parses a profile file on every call; writers use
 // it, under the lock.
 func (w *Workspace) loadProfile(slug string, needle []byte) (*loadedProfile, error) {
+	// The log is read first: see signalLogSuffix.
+	log, err := w.readSignalLog(slug)
+	if err != nil {
+		return nil, err
+	}
 	data, err := readFile(w.path(ProfilesDir, slug))
 	if err != nil {
 		return nil, err
@@ -211,7 +238,12 @@ func (w *Workspace) loadProfile(slug string, needle []byte) (*loadedProfile, err
 		return nil, nil
 	}
 	lp, _, err := parseProfileFile(data, slug)
-	return lp, err
+	if err != nil {
+		return nil, err
+	}
+	lp.size, lp.log = len(data), log
+	lp.pending = log.merge(lp.p)
+	return lp, nil
 }
 
 // findProfile finds the profile of ref. For a DID it tries the slug this
@@ -340,7 +372,7 @@ func (w *Workspace) Record(agent, agentName string, signals ...Signal) (*Profile
 // profiles lock. skip, when set, drops signals the profile already holds
 // (see Evaluate).
 func (w *Workspace) appendLocked(ref agentRef, agentName string, signals []Signal, skip func(*Profile, Signal) bool) (*Profile, error) {
-	lp, err := w.findProfile(ref, w.loadProfile)
+	lp, err := w.findProfile(ref, w.writerProfile)
 	switch {
 	case errors.Is(err, ErrNotFound) && ref.ed:
 		if agentName == "" {
@@ -349,6 +381,10 @@ func (w *Workspace) appendLocked(ref agentRef, agentName string, signals []Signa
 		p := &Profile{Slug: ref.slug, AgentDID: ref.did, AgentName: agentName}
 		for _, s := range signals {
 			p.apply(s)
+		}
+		// A log left by a profile file removed since is not this profile's.
+		if err := w.removeSignalLog(p.Slug); err != nil {
+			return nil, err
 		}
 		doc := newProfileDocument(p)
 		setState(doc, p, signals)
@@ -381,9 +417,30 @@ func (w *Workspace) appendLocked(ref agentRef, agentName string, signals []Signa
 	if len(added) == 0 {
 		return p, nil
 	}
-	setState(lp.doc, p, added)
-	items := make([]*yamlNode, len(added))
-	for i, s := range added {
+	// The log's positions must go on from its last line: a profile file
+	// changed by another tool since the log was started is compacted.
+	first := len(p.Signals) - len(added)
+	aligned := len(lp.pending) == 0 || lp.log.entries[len(lp.log.entries)-1].n == first-1
+	if lp.size >= logMinProfile && aligned && len(lp.pending)+len(added) < logMaxEntries {
+		if len(lp.pending) == 0 && len(lp.log.entries) > 0 {
+			// Every line was folded already: start a new log.
+			if err := w.removeSignalLog(p.Slug); err != nil {
+				return nil, err
+			}
+			lp.log = &signalLog{}
+		}
+		if err := w.appendSignalLog(p.Slug, lp.log, first, added); err != nil {
+			return nil, err
+		}
+		lp.pending = append(lp.pending, added...)
+		w.keepWriter(p.Slug, lp)
+		return p.clone(), nil
+	}
+	// The profile file takes the log's pending signals and the new ones.
+	all := append(append([]Signal(nil), lp.pending...), added...)
+	setState(lp.doc, p, all)
+	items := make([]*yamlNode, len(all))
+	for i, s := range all {
 		items[i] = s.node()
 	}
 	data, err := lp.doc.encodeAppending(items)
@@ -392,6 +449,11 @@ func (w *Workspace) appendLocked(ref agentRef, agentName string, signals []Signa
 	}
 	if err := writeFile(w.path(ProfilesDir, p.Slug), data); err != nil {
 		return nil, err
+	}
+	if lp.log.exists {
+		if err := w.removeSignalLog(p.Slug); err != nil {
+			return nil, err
+		}
 	}
 	return p, nil
 }

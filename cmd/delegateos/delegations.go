@@ -125,7 +125,10 @@ func linkReputation(d *proxy.Delegations, pol *policy.Policy, log *zap.Logger) e
 		return nil
 	}
 	if g := pol.Reputation.TrustGate; g != nil {
-		gate := reputation.TrustGate{MinReliability: g.MinReliability, MinConfidence: g.MinConfidence}
+		gate, err := trustGate(g)
+		if err != nil {
+			return err
+		}
 		d.Trust = func(delegatee string, now time.Time) (bool, string, error) {
 			v, err := ws.Trust(delegatee, now)
 			if err != nil {

@@ -299,6 +299,9 @@ func writePolicySummary(w io.Writer, file string, p *policy.Policy, warnings []*
 		fmt.Fprintf(tw, "evaluation defaults:\tcompleteness %.2f, clarity %.2f\n", criterion(p.Reputation.Completeness), criterion(p.Reputation.Clarity))
 		if g := p.Reputation.TrustGate; g != nil {
 			fmt.Fprintf(tw, "trust gate:\trefuse reliability below %.2f once confidence is at least %.2f\n", g.MinReliability, g.MinConfidence)
+			if f := g.StarterFloor; f != nil {
+				fmt.Fprintf(tw, "starter floor:	reliability counts as 0.25 until %d of %d trusted attesters attested the agent\n", f.MinAttesters, len(f.TrustedAttesters))
+			}
 		}
 	}
 	fmt.Fprintf(tw, "upstream user:\t%s\n", choose(p.UpstreamUser == "", "the proxy's own (the upstream can read the proxy's token; see upstream_user)", p.UpstreamUser))

@@ -18,7 +18,7 @@ import (
 var reputationGroup = &command{
 	name:    "reputation",
 	summary: "record reputation signals and read decayed scores (RDP)",
-	subs:    []*command{reputationSignalCmd, reputationShowCmd, reputationListCmd},
+	subs:    []*command{reputationSignalCmd, reputationShowCmd, reputationListCmd, reputationAttestCmd, reputationTrustCmd},
 }
 
 // source returns the --source flag as given, or the workspace identity's
