@@ -13,11 +13,17 @@
 //
 //   - POST on the endpoint carries one JSON-RPC message (batches are
 //     refused: the relay reads one message a frame). A request is answered
-//     with application/json when its response is the only thing the
-//     upstream sends for it, or as an SSE stream (text/event-stream) once a
-//     message for the client (progress, a sampling, elicitation or roots
-//     request, a log line) comes first. Notifications and responses get
-//     202 Accepted.
+//     with an SSE stream (text/event-stream) that opens with a priming
+//     event (an id and a retry delay), carries the messages for the client
+//     that belong to the request (progress, a sampling, elicitation or
+//     roots request, a log line) and ends with its response; with
+//     Options.JSONResponses, a response that comes alone is an
+//     application/json body instead. Notifications and responses get 202
+//     Accepted.
+//   - Without Mcp-Session-Id, initialize starts a session; a request of the
+//     stateless style of MCP 2026-07-28 (server/discover, or
+//     MCP-Protocol-Version 2026-07-28 or later) is served by a relay shared
+//     by the requests that present the same credential.
 //   - GET opens the session's standalone SSE stream for server messages
 //     that belong to no open request; with Last-Event-ID it resumes any
 //     stream of the session from after that event (the session keeps the

@@ -27,7 +27,15 @@ const (
 // ProtocolVersions are the MCP revisions whose Streamable HTTP transport
 // this front speaks; a request naming another in MCP-Protocol-Version is
 // refused.
-var ProtocolVersions = []string{"2024-11-05", "2025-03-26", "2025-06-18", "2025-11-25"}
+var ProtocolVersions = []string{"2024-11-05", "2025-03-26", "2025-06-18", "2025-11-25", "2026-07-28"}
+
+// statelessStyle reports whether a request without Mcp-Session-Id is of
+// the stateless style of MCP 2026-07-28, which has no protocol-level
+// session: server/discover, or a request that names that revision (or a
+// later one) in MCP-Protocol-Version.
+func statelessStyle(r *http.Request, m proxy.Message) bool {
+	return m.Method == "server/discover" || r.Header.Get(HeaderProtocolVersion) >= "2026-07-28"
+}
 
 func (s *Server) serveMCP(w http.ResponseWriter, r *http.Request) {
 	if why := s.hosts.check(r.Host, r.Header.Values("Origin")); why != "" {
@@ -157,7 +165,7 @@ func (s *Server) servePost(w http.ResponseWriter, r *http.Request) {
 		httpError(w, http.StatusNotAcceptable, nil, "the Accept header must list both application/json and text/event-stream")
 		return
 	}
-	_ = http.NewResponseController(w).SetReadDeadline(time.Now().Add(bodyReadTimeout))
+	_ = http.NewResponseController(w).SetReadDeadline(time.Now().Add(s.opts.ReadTimeout))
 	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, s.opts.MaxBodyBytes))
 	if err != nil {
 		var tooBig *http.MaxBytesError
@@ -187,7 +195,9 @@ func (s *Server) servePost(w http.ResponseWriter, r *http.Request) {
 	}
 	var sess *session
 	if r.Header.Get(HeaderSessionID) == "" {
-		if m.Kind != proxy.KindRequest || m.Method != "initialize" {
+		initialize := m.Kind == proxy.KindRequest && m.Method == "initialize"
+		stateless := !initialize && statelessStyle(r, m)
+		if !initialize && !stateless {
 			httpError(w, http.StatusBadRequest, m.ID, "missing "+HeaderSessionID+" header: send initialize first")
 			return
 		}
@@ -208,12 +218,14 @@ func (s *Server) servePost(w http.ResponseWriter, r *http.Request) {
 				return
 			}
 		}
-		if sess, err = s.newSession(auth, tok); err != nil {
+		if sess, err = s.newSession(auth, tok, stateless); err != nil {
 			w.Header().Set("Retry-After", "1")
 			httpError(w, http.StatusServiceUnavailable, m.ID, err.Error())
 			return
 		}
-		w.Header().Set(HeaderSessionID, sess.ID)
+		if initialize {
+			w.Header().Set(HeaderSessionID, sess.ID)
+		}
 	} else {
 		if sess = s.session(w, r); sess == nil {
 			return
@@ -257,7 +269,7 @@ func (s *Server) servePost(w http.ResponseWriter, r *http.Request) {
 		sess.abandon(st, "the session's relay is not accepting input")
 	}
 	ok := s.writeStream(w, r, st, true)
-	if m.Method == "initialize" && !ok {
+	if m.Method == "initialize" && !ok && !sess.shared {
 		sess.close("initialize failed")
 	}
 }
@@ -294,7 +306,7 @@ func (s *Server) writeStream(w http.ResponseWriter, r *http.Request, st *stream,
 		evs := append([]event(nil), st.unsent()...)
 		final, ended := st.final, sess.ended
 		sess.mu.Unlock()
-		if post && !sse && final && len(evs) == 1 {
+		if post && !sse && final && len(evs) == 1 && s.opts.JSONResponses {
 			writeJSON(w, http.StatusOK, evs[0].data)
 			sess.mu.Lock()
 			st.sent = evs[0].seq + 1
@@ -302,7 +314,7 @@ func (s *Server) writeStream(w http.ResponseWriter, r *http.Request, st *stream,
 			sess.delivered(st)
 			return isResult(evs[0].data)
 		}
-		if len(evs) > 0 || (!sse && !post) {
+		if len(evs) > 0 || !sse {
 			if !sse {
 				h := w.Header()
 				h.Set("Content-Type", "text/event-stream")

@@ -55,6 +55,15 @@ type Options struct {
 	// the request: with the HTTP status of an error that has a
 	// StatusCode() int method, else 403; its text is the answer's message.
 	Authorize func(r *http.Request, body []byte, s *Session) error
+	// JSONResponses answers a request whose response is the only message
+	// the upstream sends for it with an application/json body instead of
+	// an SSE stream. The stream (the default, as in the reference SDKs)
+	// has event ids from its first byte, so a client that loses the
+	// connection can resume it; a JSON body cannot be resumed.
+	JSONResponses bool
+	// ReadTimeout bounds reading a request's headers, and separately a
+	// POST's body, so slow clients cannot hold connections; zero means 10s.
+	ReadTimeout time.Duration
 	// Log receives lifecycle lines; nil discards.
 	Log *zap.Logger
 }
@@ -76,7 +85,12 @@ type Server struct {
 
 	mu       sync.Mutex
 	sessions map[string]*session
-	draining bool
+	// stateless holds, by credential, the session that serves requests of
+	// the stateless style of MCP 2026-07-28 (no Mcp-Session-Id): such
+	// requests stand alone, so those with one credential share one relay
+	// and one upstream.
+	stateless map[[32]byte]*session
+	draining  bool
 
 	calls    atomic.Int64 // requests in flight
 	restarts atomic.Int64 // sessions whose upstream died
@@ -104,6 +118,9 @@ func New(opts Options) (*Server, error) {
 	if opts.MaxSessionCalls <= 0 {
 		opts.MaxSessionCalls = 64
 	}
+	if opts.ReadTimeout <= 0 {
+		opts.ReadTimeout = 10 * time.Second
+	}
 	if opts.IdleTimeout <= 0 {
 		opts.IdleTimeout = 10 * time.Minute
 	}
@@ -121,9 +138,10 @@ func New(opts Options) (*Server, error) {
 	}
 	s := &Server{
 		Mux: http.NewServeMux(), opts: opts, log: log,
-		hosts:    newHostPolicy(listenHost, opts.AllowHosts, opts.AllowOrigins),
-		sessions: map[string]*session{},
-		idle:     make(chan struct{}, 1),
+		hosts:     newHostPolicy(listenHost, opts.AllowHosts, opts.AllowOrigins),
+		sessions:  map[string]*session{},
+		stateless: map[[32]byte]*session{},
+		idle:      make(chan struct{}, 1),
 	}
 	s.ctx, s.stop = context.WithCancel(context.Background())
 	s.Mux.Handle(opts.Endpoint, http.HandlerFunc(s.serveMCP))
@@ -142,7 +160,7 @@ func New(opts Options) (*Server, error) {
 func (s *Server) HTTPServer() *http.Server {
 	return &http.Server{
 		Handler:           s.Mux,
-		ReadHeaderTimeout: 10 * time.Second,
+		ReadHeaderTimeout: s.opts.ReadTimeout,
 		IdleTimeout:       2 * time.Minute,
 		MaxHeaderBytes:    MaxHeaderBytes,
 		ErrorLog:          zap.NewStdLog(s.log),
@@ -151,9 +169,6 @@ func (s *Server) HTTPServer() *http.Server {
 
 // MaxHeaderBytes bounds a request's headers.
 const MaxHeaderBytes = 32 << 10
-
-// bodyReadTimeout bounds reading one POST body.
-const bodyReadTimeout = 30 * time.Second
 
 func (s *Server) serveReady(w http.ResponseWriter, _ *http.Request) {
 	s.mu.Lock()
@@ -212,11 +227,17 @@ func (s *Server) upstreamCrashed() { s.restarts.Add(1) }
 
 // newSession starts a session for a client presenting the Authorization
 // header auth (its token, if a bearer one, is token).
-func (s *Server) newSession(auth, token string) (*session, error) {
+func (s *Server) newSession(auth, token string, stateless bool) (*session, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.draining {
 		return nil, errDraining
+	}
+	cred := sha256.Sum256([]byte(auth))
+	if stateless {
+		if sess := s.stateless[cred]; sess != nil {
+			return sess, nil
+		}
 	}
 	if len(s.sessions) >= s.opts.MaxSessions {
 		return nil, errTooManySessions
@@ -224,7 +245,8 @@ func (s *Server) newSession(auth, token string) (*session, error) {
 	sess := &session{
 		Session:  Session{ID: newSessionID(), Token: token},
 		srv:      s,
-		cred:     sha256.Sum256([]byte(auth)),
+		cred:     cred,
+		shared:   stateless,
 		routes:   map[string]*stream{},
 		progress: map[string]*stream{},
 		streams:  map[int64]*stream{},
@@ -233,6 +255,9 @@ func (s *Server) newSession(auth, token string) (*session, error) {
 	}
 	sess.log = s.log.With(zap.String("session", sess.ID[:8]))
 	s.sessions[sess.ID] = sess
+	if stateless {
+		s.stateless[cred] = sess
+	}
 	s.wg.Add(1)
 	sess.start(s.ctx)
 	sess.log.Info("session started")
@@ -254,6 +279,9 @@ func (s *Server) forget(sess *session) {
 	s.mu.Lock()
 	if s.sessions[sess.ID] == sess {
 		delete(s.sessions, sess.ID)
+	}
+	if sess.shared && s.stateless[sess.cred] == sess {
+		delete(s.stateless, sess.cred)
 	}
 	s.mu.Unlock()
 	s.wg.Done()

@@ -35,6 +35,9 @@ type session struct {
 	srv  *Server
 	log  *zap.Logger
 	cred [32]byte // the hash of the Authorization header it was created with
+	// shared: it serves stateless requests (no Mcp-Session-Id), and its id
+	// is never sent to a client.
+	shared bool
 
 	inMu sync.Mutex
 	in   *io.PipeWriter // the relay's client input

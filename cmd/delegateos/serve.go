@@ -45,6 +45,8 @@ var serveCmd = &command{
 		maxCalls := fs.Int("max-calls", 1024, "requests in flight across all sessions")
 		maxSessionCalls := fs.Int("max-session-calls", 64, "requests in flight in one session")
 		idle := fs.Duration("idle-timeout", 10*time.Minute, "end a session, and its upstream, after this long without a request")
+		jsonResponses := fs.Bool("json-responses", false, "answer a request whose response is all the upstream sends for it with an application/json body, not an SSE stream (which a client can resume after a lost connection)")
+		readTimeout := fs.Duration("read-timeout", 10*time.Second, "how long a client gets to send a request's headers, and then a POST's body")
 		drain := fs.Duration("drain-timeout", 30*time.Second, "on SIGTERM or SIGINT, how long calls in flight get to finish before their sessions are closed")
 		logFile := fs.String("log", "", "log to this file instead of standard error (overrides the policy)")
 		revsFlag := fs.String("revocations", "", "a revocation list file, looked at on every call (overrides the policy)")
@@ -199,7 +201,7 @@ var serveCmd = &command{
 				AllowHosts: *allowHosts, AllowOrigins: *allowOrigins,
 				MaxBodyBytes: int64(pol.MaxFrameBytes),
 				MaxSessions:  *maxSessions, MaxCalls: *maxCalls, MaxSessionCalls: *maxSessionCalls,
-				IdleTimeout: *idle, CheckToken: checkToken, Log: log,
+				IdleTimeout: *idle, ReadTimeout: *readTimeout, JSONResponses: *jsonResponses, CheckToken: checkToken, Log: log,
 			}
 			setup := &serveSetup{Policy: pol, Gate: gate, Log: log, Options: &sopts}
 			for _, x := range serveExtensions {
