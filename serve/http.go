@@ -241,6 +241,11 @@ func (s *Server) servePost(w http.ResponseWriter, r *http.Request) {
 			httpError(w, http.StatusNotFound, nil, "the session has ended: start a new one with initialize")
 			return
 		}
+		if m.Method == "notifications/cancelled" {
+			if id := cancelledID(frame.Bytes()); id != nil {
+				sess.cancelled(id)
+			}
+		}
 		w.WriteHeader(http.StatusAccepted)
 		return
 	}
@@ -314,7 +319,7 @@ func (s *Server) writeStream(w http.ResponseWriter, r *http.Request, st *stream,
 			sess.delivered(st)
 			return isResult(evs[0].data)
 		}
-		if len(evs) > 0 || !sse {
+		if len(evs) > 0 || (!sse && !(post && s.opts.JSONResponses)) {
 			if !sse {
 				h := w.Header()
 				h.Set("Content-Type", "text/event-stream")
@@ -348,11 +353,18 @@ func (s *Server) writeStream(w http.ResponseWriter, r *http.Request, st *stream,
 				}
 				sess.mu.Unlock()
 			}
-			if final {
+			if final && len(evs) > 0 {
 				sess.delivered(st)
 				return isResult(evs[len(evs)-1].data)
 			}
-			continue
+			if !final {
+				continue
+			}
+		}
+		if final {
+			// Cancelled: no response comes.
+			sess.delivered(st)
+			return false
 		}
 		if ended && !final {
 			if !sse {
@@ -363,6 +375,12 @@ func (s *Server) writeStream(w http.ResponseWriter, r *http.Request, st *stream,
 		select {
 		case <-st.wake:
 		case <-r.Context().Done():
+			if post && sess.shared {
+				// MCP 2026-07-28: a request's stream ending is its
+				// cancellation; the relay settles it and tells the
+				// upstream.
+				sess.cancel(st)
+			}
 			return false
 		case <-sess.done:
 			// Final answers were added before done closed; one more pass
