@@ -70,7 +70,6 @@ func text(r *mcp.CallToolResult) string {
 	return ""
 }
 
-
 // The gate decides calls made through mcp-go's Streamable HTTP client,
 // with the session's token in its Authorization header: the same view of
 // the tools and the same denial as through the stdio proxy, and each
@@ -530,8 +529,6 @@ func TestServeResumesStream(t *testing.T) {
 		t.Fatalf("replaying a delivered stream: HTTP %d", again.Status)
 	}
 }
-
-
 
 func dial(t *testing.T, addr string) net.Conn {
 	t.Helper()
