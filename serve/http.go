@@ -299,6 +299,8 @@ func (s *Server) writeStream(w http.ResponseWriter, r *http.Request, st *stream,
 	}()
 	rc := http.NewResponseController(w)
 	sse := false
+	var flushTimer *time.Timer
+	var flushC <-chan time.Time // the unflushed priming event's deadline
 	for {
 		sess.mu.Lock()
 		if st.writer != gen {
@@ -342,8 +344,21 @@ func (s *Server) writeStream(w http.ResponseWriter, r *http.Request, st *stream,
 					return false
 				}
 			}
-			if err := rc.Flush(); err != nil {
+			if len(evs) == 0 && post {
+				// Only the headers and the priming event so far: the
+				// answer usually follows within microseconds, and then
+				// goes out in the same write.
+				if flushTimer == nil {
+					flushTimer = time.NewTimer(primingDelay)
+					defer flushTimer.Stop()
+				} else {
+					flushTimer.Reset(primingDelay)
+				}
+				flushC = flushTimer.C
+			} else if err := rc.Flush(); err != nil {
 				return false
+			} else {
+				flushC = nil
 			}
 			if len(evs) > 0 {
 				sess.mu.Lock()
@@ -374,6 +389,11 @@ func (s *Server) writeStream(w http.ResponseWriter, r *http.Request, st *stream,
 		}
 		select {
 		case <-st.wake:
+		case <-flushC:
+			flushC = nil
+			if err := rc.Flush(); err != nil {
+				return false
+			}
 		case <-r.Context().Done():
 			if post && sess.shared {
 				// MCP 2026-07-28: a request's stream ending is its
@@ -388,6 +408,10 @@ func (s *Server) writeStream(w http.ResponseWriter, r *http.Request, st *stream,
 		}
 	}
 }
+
+// primingDelay is how long a POST's stream headers and priming event may
+// wait for the first message before they are sent on their own.
+const primingDelay = 2 * time.Millisecond
 
 // sentLocked reads st.sent under the session's lock.
 func (st *stream) sentLocked(sess *session) int64 {
