@@ -3,9 +3,11 @@ package main
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"net"
 	"net/http"
+	"net/url"
 	"os"
 	"os/signal"
 	"strings"
@@ -27,7 +29,7 @@ var serveCmd = &command{
 	name: "serve",
 	args: "[--listen ADDR] [--policy FILE] [--token @FILE] [--root ID]... [--tls-cert FILE --tls-key FILE]\n" +
 		"                    [--allow-host NAME]... [--allow-origin ORIGIN]... [--log FILE] [--revocations FILE] [--spend-store FILE]\n" +
-		"                    -- UPSTREAM_COMMAND [ARGS...]",
+		"                    (-- UPSTREAM_COMMAND [ARGS...] | --upstream-url URL)",
 	summary: "run the DCT gate as an MCP Streamable HTTP server: one relay, and one upstream process, per MCP session",
 	flags: func(fs *pflag.FlagSet) func(*env, []string) error {
 		fs.SetInterspersed(false)
@@ -46,6 +48,9 @@ var serveCmd = &command{
 		maxSessionCalls := fs.Int("max-session-calls", 64, "requests in flight in one session")
 		idle := fs.Duration("idle-timeout", 10*time.Minute, "end a session, and its upstream, after this long without a request")
 		jsonResponses := fs.Bool("json-responses", false, "answer a request whose response is all the upstream sends for it with an application/json body, not an SSE stream (which a client can resume after a lost connection)")
+		upstreamURL := fs.String("upstream-url", "", "an MCP server reached over Streamable HTTP, instead of an upstream command (each session gets its own upstream session)")
+		bridge := fs.String("upstream-bridge", "", "")
+		_ = fs.MarkHidden("upstream-bridge")
 		maxBody := fs.Int64("max-body-bytes", 0, "the largest POST body accepted (default: the policy's max_frame_bytes)")
 		readTimeout := fs.Duration("read-timeout", 10*time.Second, "how long a client gets to send a request's headers, and then a POST's body")
 		drain := fs.Duration("drain-timeout", 30*time.Second, "on SIGTERM or SIGINT, how long calls in flight get to finish before their sessions are closed")
@@ -58,8 +63,28 @@ var serveCmd = &command{
 			}
 		}
 		return func(e *env, args []string) error {
-			if len(args) == 0 {
-				return fixf("give the upstream MCP server's command after -- (one process per session): e.g. delegateos serve --policy policy.yaml -- npx -y @modelcontextprotocol/server-everything")
+			if *bridge != "" {
+				// The relay's upstream for --upstream-url: frames on
+				// stdin and stdout, HTTP to the server.
+				if err := serve.Bridge(context.Background(), *bridge, nil, nil, e.stdin, e.stdout); err != nil {
+					fmt.Fprintln(e.stderr, "delegateos serve: upstream bridge:", err)
+					return checkError{err.Error()}
+				}
+				return nil
+			}
+			if (len(args) == 0) == (*upstreamURL == "") {
+				return fixf("give the upstream MCP server's command after -- (one process per session), or --upstream-url URL, not both: e.g. delegateos serve --policy policy.yaml -- npx -y @modelcontextprotocol/server-everything")
+			}
+			if *upstreamURL != "" {
+				u, err := url.Parse(*upstreamURL)
+				if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+					return fixf("--upstream-url %q: give the MCP endpoint's http:// or https:// URL, e.g. http://127.0.0.1:3001/mcp", *upstreamURL)
+				}
+				self, err := os.Executable()
+				if err != nil {
+					return inputf("--upstream-url: cannot find this program to bridge with: %v", err)
+				}
+				args = []string{self, "serve", "--upstream-bridge", *upstreamURL}
 			}
 			if (*tlsCert == "") != (*tlsKey == "") {
 				return fixf("--tls-cert and --tls-key go together: give both, or neither")
