@@ -168,6 +168,9 @@ func progressToken(frame []byte) string {
 
 // requestProgressToken is params._meta.progressToken of a request.
 func requestProgressToken(frame []byte) string {
+	if !bytes.Contains(frame, []byte(`"progressToken"`)) {
+		return "" // the common case, without decoding the frame
+	}
 	var m struct {
 		Params struct {
 			Meta struct {
