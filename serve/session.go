@@ -1,7 +1,6 @@
 package serve
 
 import (
-	"bufio"
 	"bytes"
 	"context"
 	"crypto/rand"
@@ -64,38 +63,58 @@ func newSessionID() string {
 	return hex.EncodeToString(b[:])
 }
 
-// start runs the session's relay and the pump that routes its output.
+// start runs the session's relay. What the relay writes is routed as it
+// is written, in the relay's own goroutine (no pipe and no goroutine in
+// between: one hand-off less per call).
 func (s *session) start(ctx context.Context) {
 	inR, inW := io.Pipe()
-	outR, outW := io.Pipe()
 	s.in = inW
 	s.streams[0] = newStream(s, 0)
-	relayDone := make(chan error, 1)
 	go func() {
-		err := s.srv.opts.Relay(ctx, &s.Session, inR, outW)
+		out := &router{s: s}
+		err := s.srv.opts.Relay(ctx, &s.Session, inR, out)
 		inR.CloseWithError(io.ErrClosedPipe)
-		outW.Close()
-		relayDone <- err
-	}()
-	go func() {
-		s.pump(outR)
-		err := <-relayDone
+		out.flush()
 		s.end(err)
 	}()
 }
 
-// pump routes every frame the relay writes.
-func (s *session) pump(r io.Reader) {
-	br := bufio.NewReaderSize(r, 64<<10)
-	for {
-		line, err := br.ReadBytes('\n')
-		if f := bytes.TrimRight(line, "\r\n"); len(f) > 0 {
-			s.route(f)
+// router is the relay's client output: it splits what the relay writes
+// into lines and routes each.
+type router struct {
+	s       *session
+	partial []byte
+}
+
+func (r *router) Write(p []byte) (int, error) {
+	n := len(p)
+	for len(p) > 0 {
+		i := bytes.IndexByte(p, '\n')
+		if i < 0 {
+			r.partial = append(r.partial, p...)
+			break
 		}
-		if err != nil {
-			return
+		line := p[:i]
+		if len(r.partial) > 0 {
+			line = append(r.partial, line...)
+			r.partial = nil
+		} else {
+			line = bytes.Clone(line)
 		}
+		if f := bytes.TrimRight(line, "\r"); len(f) > 0 {
+			r.s.route(f)
+		}
+		p = p[i+1:]
 	}
+	return n, nil
+}
+
+// flush routes an unterminated last line.
+func (r *router) flush() {
+	if f := bytes.TrimRight(r.partial, "\r\n"); len(f) > 0 {
+		r.s.route(f)
+	}
+	r.partial = nil
 }
 
 // route delivers one frame from the relay: a response to the stream of
