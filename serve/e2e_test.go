@@ -538,3 +538,54 @@ func dial(t *testing.T, addr string) net.Conn {
 	}
 	return conn
 }
+
+// A forged token in the Authorization header is refused when the session
+// starts; headers over the limit are refused.
+func TestServeRefusesBadCredentialsAndHugeHeaders(t *testing.T) {
+	e := mcptest.NewEnv(t)
+	srv := e.StartServe(mcptest.ServeOptions{Policy: e.Policy()})
+	other := mcptest.NewEnv(t) // another root: its tokens are not trusted here
+	init := `{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"x","version":"1"}}}`
+	for name, hdr := range map[string]map[string]string{
+		"untrusted root": mcptest.Bearer(other.Mint(nil, "mcp:*:*")),
+		"not a token":    {"Authorization": "Bearer not-a-token"},
+		"not bearer":     {"Authorization": "Basic dXNlcjpwYXNz"},
+	} {
+		if r := srv.Do(http.MethodPost, "/mcp", hdr, init); r.Status != 401 || r.Header.Get("Mcp-Session-Id") != "" {
+			t.Errorf("%s: HTTP %d, session %q: %s", name, r.Status, r.Header.Get("Mcp-Session-Id"), r.Body)
+		}
+	}
+	if r := srv.Do(http.MethodPost, "/mcp", map[string]string{"X-Padding": strings.Repeat("a", 64<<10)}, init); r.Status != 431 {
+		t.Errorf("64 KiB of headers: HTTP %d", r.Status)
+	}
+}
+
+// Stateless requests (MCP 2026-07-28, no Mcp-Session-Id) are served by a
+// relay per credential: each sees its own token's view, never another's.
+func TestServeStatelessPerCredential(t *testing.T) {
+	e := mcptest.NewEnv(t)
+	srv := e.StartServe(mcptest.ServeOptions{Policy: e.Policy()})
+	echoOnly := mcptest.Bearer(e.Mint(nil, "mcp:echo:*"))
+	slowOnly := mcptest.Bearer(e.Mint(nil, "mcp:slow:*"))
+	list := `{"jsonrpc":"2.0","id":1,"method":"tools/list","params":{"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{},"io.modelcontextprotocol/clientInfo":{"name":"t","version":"1"}}}}`
+	for _, tc := range []struct {
+		hdr        map[string]string
+		want, not_ string
+	}{{echoOnly, `"echo"`, `"slow"`}, {slowOnly, `"slow"`, `"echo"`}, {echoOnly, `"echo"`, `"slow"`}} {
+		h := map[string]string{"Mcp-Protocol-Version": "2026-07-28"}
+		for k, v := range tc.hdr {
+			h[k] = v
+		}
+		r := srv.Do(http.MethodPost, "/mcp", h, list)
+		if r.Status != 200 || r.Header.Get("Mcp-Session-Id") != "" || !strings.Contains(string(r.Body), tc.want) || strings.Contains(string(r.Body), tc.not_) {
+			t.Fatalf("stateless tools/list: HTTP %d, session %q: %s", r.Status, r.Header.Get("Mcp-Session-Id"), r.Body)
+		}
+	}
+	mcptest.Eventually(t, "one upstream per credential", func() bool {
+		return len(srv.LogWith("upstream started", nil)) == 2
+	})
+	// Without the stateless marker, a request without a session is refused.
+	if r := srv.Do(http.MethodPost, "/mcp", echoOnly, list); r.Status != 400 {
+		t.Fatalf("a request without a session and without 2026-07-28: HTTP %d", r.Status)
+	}
+}
