@@ -314,6 +314,7 @@ func (s *Server) writeStream(w http.ResponseWriter, r *http.Request, st *stream,
 		final, ended := st.final, sess.ended
 		sess.mu.Unlock()
 		if post && !sse && final && len(evs) == 1 && s.opts.JSONResponses {
+			_ = rc.SetWriteDeadline(time.Now().Add(writeTimeout))
 			writeJSON(w, http.StatusOK, evs[0].data)
 			sess.mu.Lock()
 			st.sent = evs[0].seq + 1
@@ -322,6 +323,9 @@ func (s *Server) writeStream(w http.ResponseWriter, r *http.Request, st *stream,
 			return isResult(evs[0].data)
 		}
 		if len(evs) > 0 || (!sse && !(post && s.opts.JSONResponses)) {
+			// A client that stops reading holds only its own stream, and
+			// not for ever.
+			_ = rc.SetWriteDeadline(time.Now().Add(writeTimeout))
 			if !sse {
 				h := w.Header()
 				h.Set("Content-Type", "text/event-stream")
@@ -408,6 +412,9 @@ func (s *Server) writeStream(w http.ResponseWriter, r *http.Request, st *stream,
 		}
 	}
 }
+
+// writeTimeout bounds one write to a client.
+const writeTimeout = 30 * time.Second
 
 // primingDelay is how long a POST's stream headers and priming event may
 // wait for the first message before they are sent on their own.

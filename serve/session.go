@@ -46,6 +46,9 @@ type session struct {
 	progress map[string]*stream // by raw progress token
 	streams  map[int64]*stream  // resumable streams by id; 0 is the standalone one
 	open     []*stream          // POST streams still waiting for a response, oldest first
+	// answered holds POST streams whose response came but was not yet
+	// written (their client went away, and may resume), oldest first.
+	answered []*stream
 	next     int64              // the id of the next POST stream
 	inflight int
 	last     time.Time // the last request
@@ -161,11 +164,14 @@ func (s *session) finish(st *stream) {
 	if st.progress != "" && s.progress[st.progress] == st {
 		delete(s.progress, st.progress)
 	}
-	for i, o := range s.open {
-		if o == st {
-			s.open = append(s.open[:i], s.open[i+1:]...)
-			break
-		}
+	s.open = removeStream(s.open, st)
+	s.answered = append(s.answered, st)
+	if len(s.answered) > maxAnswered {
+		// A client that keeps abandoning requests cannot make the
+		// session keep their answers without bound.
+		old := s.answered[0]
+		s.answered = s.answered[1:]
+		delete(s.streams, old.id)
 	}
 	s.inflight--
 	s.srv.callDone()
@@ -268,6 +274,20 @@ func (s *session) delivered(st *stream) {
 	defer s.mu.Unlock()
 	st.delivered = true
 	delete(s.streams, st.id)
+	s.answered = removeStream(s.answered, st)
+}
+
+// maxAnswered bounds the answered streams a session keeps for clients
+// that may resume them.
+const maxAnswered = 64
+
+func removeStream(list []*stream, st *stream) []*stream {
+	for i, o := range list {
+		if o == st {
+			return append(list[:i], list[i+1:]...)
+		}
+	}
+	return list
 }
 
 // close ends the session's input: the relay shuts its upstream down and
