@@ -348,7 +348,10 @@ func (s *Server) writeStream(w http.ResponseWriter, r *http.Request, st *stream,
 					return false
 				}
 			}
-			if len(evs) == 0 && post {
+			if final && len(evs) > 0 {
+				// The last write: returning sends it and the stream's end
+				// together.
+			} else if len(evs) == 0 && post {
 				// Only the headers and the priming event so far: the
 				// answer usually follows within microseconds, and then
 				// goes out in the same write.
