@@ -22,8 +22,8 @@
 //	          process): the same upstream hop as revproxy
 //
 // The upstream answers at once, so the numbers are the hops' own cost. The
-// setups take turns over several rounds, so that whatever else the machine
-// is doing weighs on all alike. Added latency is a setup's p50 (p99) minus
+// setups take turns in blocks of calls over several rounds, so that
+// whatever else the machine is doing weighs on all alike. Added latency is a setup's p50 (p99) minus
 // direct's. delegateos serve reaches its upstream over a pipe, not HTTP:
 // its added latency is its front, its relay and the gate, less the HTTP
 // handling the upstream itself would do.
@@ -240,15 +240,20 @@ func run(o options, levels []int) (err error) {
 			}
 		}
 		res := make([]result, len(setups))
+		// The setups take turns in blocks, so that a change in the
+		// machine's load weighs on all of them alike.
+		blocks := max(1, min(10, o.calls/(20*n)))
 		for range o.rounds {
-			for i := range setups {
-				lat, wall, err := drive(sessions[i], o.calls)
-				if err != nil {
-					return fmt.Errorf("%s: %v", setups[i].name, err)
+			for range blocks {
+				for i := range setups {
+					lat, wall, err := drive(sessions[i], o.calls/blocks)
+					if err != nil {
+						return fmt.Errorf("%s: %v", setups[i].name, err)
+					}
+					res[i].lat = append(res[i].lat, lat...)
+					res[i].wall += wall
+					res[i].n += len(lat)
 				}
-				res[i].lat = append(res[i].lat, lat...)
-				res[i].wall += wall
-				res[i].n += len(lat)
 			}
 		}
 		for i := range setups {
