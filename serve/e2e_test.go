@@ -442,7 +442,7 @@ func TestServeDrainsOnSIGTERM(t *testing.T) {
 	if r := srv.Do(http.MethodGet, "/readyz", nil, ""); r.Status != 503 {
 		t.Errorf("readyz while draining: HTTP %d", r.Status)
 	}
-	if r := srv.Do(http.MethodPost, "/mcp", nil, `{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"late","version":"1"}}}`); r.Status != 503 {
+	if r := srv.Do(http.MethodPost, "/mcp", mcptest.Bearer(tok), `{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"late","version":"1"}}}`); r.Status != 503 {
 		t.Errorf("a new session while draining: HTTP %d", r.Status)
 	}
 	var last map[string]any
@@ -539,8 +539,9 @@ func dial(t *testing.T, addr string) net.Conn {
 	return conn
 }
 
-// A forged token in the Authorization header is refused when the session
-// starts; headers over the limit are refused.
+// A forged token in the Authorization header, or none when the server has
+// no default token, is refused when the session starts (no upstream is
+// started for it); headers over the limit are refused.
 func TestServeRefusesBadCredentialsAndHugeHeaders(t *testing.T) {
 	e := mcptest.NewEnv(t)
 	srv := e.StartServe(mcptest.ServeOptions{Policy: e.Policy()})
@@ -550,6 +551,7 @@ func TestServeRefusesBadCredentialsAndHugeHeaders(t *testing.T) {
 		"untrusted root": mcptest.Bearer(other.Mint(nil, "mcp:*:*")),
 		"not a token":    {"Authorization": "Bearer not-a-token"},
 		"not bearer":     {"Authorization": "Basic dXNlcjpwYXNz"},
+		"no token":       {},
 	} {
 		if r := srv.Do(http.MethodPost, "/mcp", hdr, init); r.Status != 401 || r.Header.Get("Mcp-Session-Id") != "" {
 			t.Errorf("%s: HTTP %d, session %q: %s", name, r.Status, r.Header.Get("Mcp-Session-Id"), r.Body)
@@ -557,6 +559,9 @@ func TestServeRefusesBadCredentialsAndHugeHeaders(t *testing.T) {
 	}
 	if r := srv.Do(http.MethodPost, "/mcp", map[string]string{"X-Padding": strings.Repeat("a", 64<<10)}, init); r.Status != 431 {
 		t.Errorf("64 KiB of headers: HTTP %d", r.Status)
+	}
+	if n := len(srv.LogWith("upstream started", nil)); n != 0 {
+		t.Errorf("%d upstreams started for refused sessions", n)
 	}
 }
 

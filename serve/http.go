@@ -210,6 +210,11 @@ func (s *Server) servePost(w http.ResponseWriter, r *http.Request) {
 			httpError(w, http.StatusUnauthorized, m.ID, "the Authorization header must be \"Bearer <DCT>\"")
 			return
 		}
+		if tok == "" && s.opts.RequireToken {
+			w.Header().Set("WWW-Authenticate", "Bearer")
+			httpError(w, http.StatusUnauthorized, m.ID, "give your token in an Authorization: Bearer header to start a session")
+			return
+		}
 		if tok != "" && s.opts.CheckToken != nil {
 			if err := s.opts.CheckToken(tok); err != nil {
 				s.log.Warn("session refused: its token does not verify", zap.Error(err))

@@ -228,6 +228,7 @@ var serveCmd = &command{
 				MaxBodyBytes: int64(pol.MaxFrameBytes),
 				MaxSessions:  *maxSessions, MaxCalls: *maxCalls, MaxSessionCalls: *maxSessionCalls,
 				IdleTimeout: *idle, ReadTimeout: *readTimeout, JSONResponses: *jsonResponses, CheckToken: checkToken, Log: log,
+				RequireToken: defaultToken == "" && !pol.AllowUnauthenticated,
 			}
 			if *maxBody > 0 {
 				sopts.MaxBodyBytes = *maxBody
