@@ -138,7 +138,9 @@ func TestServeServerRequestsProgressCancel(t *testing.T) {
 	// With the standalone GET stream open: the docserver sends a call's
 	// last progress notification after its response, when the call's own
 	// stream has ended, and such a message goes to the standalone stream.
-	c := connectWith(t, srv, []transport.StreamableHTTPCOption{transport.WithHTTPHeaders(mcptest.Bearer(tok)), transport.WithContinuousListening()}, false,
+	//lint:ignore SA1019 this session is on the legacy protocol, whose standalone GET stream the test needs
+	listen := transport.WithContinuousListening()
+	c := connectWith(t, srv, []transport.StreamableHTTPCOption{transport.WithHTTPHeaders(mcptest.Bearer(tok)), listen}, false,
 		client.WithSamplingHandler(sampler),
 		client.WithElicitationHandler(mcptest.Elicitor{}),
 		client.WithRootsHandler(mcptest.Roots{{URI: "file:///work", Name: "work"}}))
@@ -592,5 +594,34 @@ func TestServeStatelessPerCredential(t *testing.T) {
 	// Without the stateless marker, a request without a session is refused.
 	if r := srv.Do(http.MethodPost, "/mcp", echoOnly, list); r.Status != 400 {
 		t.Fatalf("a request without a session and without 2026-07-28: HTTP %d", r.Status)
+	}
+}
+
+// A client that abandons its requests (closes each before the answer)
+// cannot make the session keep their answers without bound: the newest
+// are kept for it to resume, the oldest dropped.
+func TestServeBoundsAbandonedAnswers(t *testing.T) {
+	e := mcptest.NewEnv(t)
+	srv := e.StartServe(mcptest.ServeOptions{Policy: e.Policy(), Flags: []string{"--max-session-calls", "200"}})
+	tok := mcptest.Bearer(e.Mint(nil, "mcp:slow:*"))
+	sid := srv.Initialize(tok) // stream 1
+	const n = 70
+	for i := range n { // streams 2 to n+1
+		st := srv.PostStream(sid, tok, mcptest.CallBody(fmt.Sprint(i+1), "slow", map[string]any{"steps": 1, "delay_ms": 300}))
+		st.Close()
+	}
+	mcptest.Eventually(t, "every abandoned call answered", func() bool {
+		return len(srv.LogWith("decision", func(m map[string]any) bool { return m["tool"] == "slow" && m["outcome"] == "result" })) == n
+	})
+	resume := func(stream int) *mcptest.HTTPResponse {
+		return srv.Do(http.MethodGet, "/mcp", map[string]string{"Mcp-Session-Id": sid, "Authorization": tok["Authorization"],
+			"Accept": "text/event-stream", "Last-Event-ID": fmt.Sprintf("%d-0", stream)}, "")
+	}
+	if r := resume(2); r.Status != 404 {
+		t.Fatalf("the oldest abandoned answer: HTTP %d, want it dropped", r.Status)
+	}
+	r := resume(n + 1)
+	if ms := r.Messages(); r.Status != 200 || len(ms) != 1 || !strings.Contains(mcptest.JSON(ms[0]["result"]), "done 1") {
+		t.Fatalf("the newest abandoned answer: HTTP %d %s", r.Status, r.Body)
 	}
 }
