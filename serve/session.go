@@ -49,7 +49,7 @@ type session struct {
 	// answered holds POST streams whose response came but was not yet
 	// written (their client went away, and may resume), oldest first.
 	answered []*stream
-	next     int64              // the id of the next POST stream
+	next     int64 // the id of the next POST stream
 	inflight int
 	last     time.Time // the last request
 	ended    bool      // the relay has stopped
