@@ -209,6 +209,9 @@ var serveCmd = &command{
 				gate.Ended = delegations.Ended
 			}
 
+			// setup is what extensions see and may change before the
+			// server is built; the relays read its Log when they start.
+			setup := &serveSetup{Policy: pol, Gate: gate, Log: log, Revocations: revs}
 			relayConfig := func(s *serve.Session) proxy.Config {
 				tok := s.Token
 				if tok == "" {
@@ -216,7 +219,7 @@ var serveCmd = &command{
 				}
 				return proxy.Config{
 					Upstream: args, Gate: gate, SessionToken: tok, Delegations: delegations,
-					MaxFrameBytes: pol.MaxFrameBytes, Log: log.With(zap.String("session", s.ID[:8])),
+					MaxFrameBytes: pol.MaxFrameBytes, Log: setup.Log.With(zap.String("session", s.ID[:8])),
 				}
 			}
 			relay := func(ctx context.Context, s *serve.Session, in io.Reader, out io.Writer) error {
@@ -233,7 +236,7 @@ var serveCmd = &command{
 			if *maxBody > 0 {
 				sopts.MaxBodyBytes = *maxBody
 			}
-			setup := &serveSetup{Policy: pol, Gate: gate, Log: log, Options: &sopts}
+			setup.Options = &sopts
 			for _, x := range serveExtensions {
 				if x.configure != nil {
 					if err := x.configure(setup); err != nil {
@@ -318,11 +321,15 @@ type serveExtension struct {
 
 // serveSetup is what an extension of serve works with.
 type serveSetup struct {
-	Policy  *policy.Policy
-	Gate    *proxy.Gate
-	Log     *zap.Logger
-	Options *serve.Options // configure may change it
-	Server  *serve.Server  // set for mount
+	Policy *policy.Policy
+	Gate   *proxy.Gate
+	// Log is the server's logger; configure may replace it (to tee the
+	// decision lines, say): every session's relay logs to it.
+	Log *zap.Logger
+	// Revocations is the policy's revocation list file, nil without one.
+	Revocations *revocation.File
+	Options     *serve.Options // configure may change it
+	Server      *serve.Server  // set for mount
 }
 
 // serveExtensions are added to serve in order.
