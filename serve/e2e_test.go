@@ -625,3 +625,25 @@ func TestServeBoundsAbandonedAnswers(t *testing.T) {
 		t.Fatalf("the newest abandoned answer: HTTP %d %s", r.Status, r.Body)
 	}
 }
+
+// A command line serve cannot run is refused before it listens: an
+// upstream that does not exist, half of TLS, both kinds of upstream.
+func TestServeRefusesBadCommandLines(t *testing.T) {
+	e := mcptest.NewEnv(t)
+	root := e.Root.ID()
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"serve", "--root", root, "--", "/nonexistent/upstream"}, "no such file"},
+		{[]string{"serve", "--root", root, "--tls-cert", "c.pem", "--", "true"}, "--tls-cert and --tls-key go together"},
+		{[]string{"serve", "--root", root, "--upstream-url", "http://127.0.0.1:1/mcp", "--", "true"}, "not both"},
+		{[]string{"serve", "--root", root, "--upstream-url", "ftp://x/mcp"}, "http:// or https://"},
+		{[]string{"serve", "--root", root, "--listen", "nonsense", "--", "true"}, "--listen"},
+	} {
+		_, stderr, code := mcptest.CLI(t, tc.args...)
+		if code != 2 || !strings.Contains(stderr, tc.want) {
+			t.Errorf("%q: exit %d, stderr %q; want 2 and %q", tc.args, code, stderr, tc.want)
+		}
+	}
+}

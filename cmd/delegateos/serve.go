@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"net/url"
 	"os"
+	"os/exec"
 	"os/signal"
 	"strings"
 	"syscall"
@@ -66,7 +67,8 @@ var serveCmd = &command{
 			if *bridge != "" {
 				// The relay's upstream for --upstream-url: frames on
 				// stdin and stdout, HTTP to the server.
-				if err := serve.Bridge(context.Background(), *bridge, nil, nil, e.stdin, e.stdout); err != nil {
+				client := &http.Client{Transport: &http.Transport{Proxy: http.ProxyFromEnvironment, MaxIdleConnsPerHost: 64, IdleConnTimeout: time.Minute}}
+				if err := serve.Bridge(context.Background(), *bridge, nil, client, e.stdin, e.stdout); err != nil {
 					fmt.Fprintln(e.stderr, "delegateos serve: upstream bridge:", err)
 					return checkError{err.Error()}
 				}
@@ -75,7 +77,13 @@ var serveCmd = &command{
 			if (len(args) == 0) == (*upstreamURL == "") {
 				return fixf("give the upstream MCP server's command after -- (one process per session), or --upstream-url URL, not both: e.g. delegateos serve --policy policy.yaml -- npx -y @modelcontextprotocol/server-everything")
 			}
-			if *upstreamURL != "" {
+			if *upstreamURL == "" {
+				// Each session starts the command: a command that cannot
+				// start is said now, not to every client.
+				if _, err := exec.LookPath(args[0]); err != nil {
+					return inputf("the upstream command %s: %v%s", args[0], err, startFix(err, args[0], nil))
+				}
+			} else {
 				u, err := url.Parse(*upstreamURL)
 				if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
 					return fixf("--upstream-url %q: give the MCP endpoint's http:// or https:// URL, e.g. http://127.0.0.1:3001/mcp", *upstreamURL)
