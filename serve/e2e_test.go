@@ -647,3 +647,22 @@ func TestServeRefusesBadCommandLines(t *testing.T) {
 		}
 	}
 }
+
+// An upstream that never reads or answers holds neither its client for
+// ever nor the server's exit: after --drain-timeout its call is answered
+// with an error and the server exits 0, the upstream gone.
+func TestServeDrainsPastAStuckUpstream(t *testing.T) {
+	e := mcptest.NewEnv(t)
+	srv := e.StartServe(mcptest.ServeOptions{Policy: e.Policy(), Upstream: []string{"sleep", "600"}, Flags: []string{"--drain-timeout", "300ms"}})
+	tok := mcptest.Bearer(e.Mint(nil, "mcp:echo:*"))
+	st := srv.PostStream("", tok, `{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"x","version":"1"}}}`)
+	srv.WaitLog("upstream started", nil)
+	srv.Signal(syscall.SIGTERM)
+	m := st.Next()
+	if m == nil || !strings.Contains(mcptest.JSON(m["error"]), "shutting down") {
+		t.Fatalf("the stuck call's answer: %v", m)
+	}
+	if !srv.WaitExit(mcptest.CallTimeout) {
+		t.Fatal("serve did not exit")
+	}
+}

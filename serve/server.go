@@ -347,6 +347,19 @@ closeAll:
 	for _, sess := range all {
 		sess.close("the server is shutting down")
 	}
-	s.wg.Wait()
+	done := make(chan struct{})
+	go func() { s.wg.Wait(); close(done) }()
+	select {
+	case <-done:
+	case <-time.After(stopGrace):
+		// An upstream that does not exit when its input closes (each relay
+		// gives it its own grace) is killed with the server's context.
+		s.log.Warn("sessions still running after their input closed; stopping their upstreams")
+	}
 	s.stop()
+	<-done
 }
+
+// stopGrace is how long Drain waits for closed sessions to end before it
+// kills what is left.
+const stopGrace = 10 * time.Second

@@ -304,9 +304,10 @@ func (s *session) close(why string) {
 		return
 	}
 	s.log.Info("closing the session", zap.String("reason", why))
-	s.inMu.Lock()
+	// Not under inMu: a feed blocked on a relay that stopped reading
+	// (its upstream is not reading either) must not hold the close up;
+	// closing the pipe ends that write too.
 	s.in.Close()
-	s.inMu.Unlock()
 }
 
 // end runs once the relay has stopped: every request still waiting is
