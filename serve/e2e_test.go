@@ -666,3 +666,31 @@ func TestServeDrainsPastAStuckUpstream(t *testing.T) {
 		t.Fatal("serve did not exit")
 	}
 }
+
+// --max-calls bounds the requests in flight across sessions, and
+// --max-sessions the sessions.
+func TestServeGlobalLimits(t *testing.T) {
+	e := mcptest.NewEnv(t)
+	srv := e.StartServe(mcptest.ServeOptions{Policy: e.Policy(), Flags: []string{"--max-calls", "1", "--max-sessions", "2"}})
+	tok := mcptest.Bearer(e.Mint(nil, "mcp:echo:*", "mcp:slow:*"))
+	a, b := srv.Initialize(tok), srv.Initialize(tok)
+	st := srv.PostStream(a, tok, `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"slow","arguments":{"steps":5,"delay_ms":100},"_meta":{"progressToken":1}}}`)
+	if m := st.Next(); m["method"] != "notifications/progress" {
+		t.Fatalf("first message %v", m)
+	}
+	if r := srv.Post(b, tok, mcptest.CallBody("1", "echo", map[string]any{"text": "x"})); r.Status != 429 {
+		t.Fatalf("a call in another session over --max-calls 1: HTTP %d %s", r.Status, r.Body)
+	}
+	for m := st.Next(); m != nil; m = st.Next() {
+	}
+	if r := srv.Post(b, tok, mcptest.CallBody("2", "echo", map[string]any{"text": "x"})); r.Status != 200 {
+		t.Fatalf("a call once the first ended: HTTP %d %s", r.Status, r.Body)
+	}
+	r := srv.Do(http.MethodPost, "/mcp", tok, `{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"x","version":"1"}}}`)
+	if r.Status != 503 {
+		t.Fatalf("a third session over --max-sessions 2: HTTP %d", r.Status)
+	}
+	if r := srv.Do(http.MethodGet, "/readyz", nil, ""); r.Status != 503 {
+		t.Fatalf("readyz at the session limit: HTTP %d", r.Status)
+	}
+}
