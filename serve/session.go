@@ -209,7 +209,7 @@ func requestProgressToken(frame []byte) string {
 	return string(m.Params.Meta.Token)
 }
 
-// errBusy and friends are why a request was not fed to the relay.
+// Why begin did not take a request (with errServerBusy and errSessionBusy).
 var (
 	errEnded     = errors.New("session ended")
 	errDuplicate = errors.New("a request with this id is already in flight in this session")
