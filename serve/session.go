@@ -1,0 +1,389 @@
+package serve
+
+import (
+	"bytes"
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"io"
+	"sync"
+	"time"
+
+	"go.uber.org/zap"
+
+	"github.com/delegateos/delegateos/proxy"
+)
+
+// Session is one MCP session as Options.Authorize and Options.Relay see it.
+type Session struct {
+	// ID is the Mcp-Session-Id.
+	ID string
+	// Token is the DCT the session's client presented in its
+	// Authorization header when it initialized ("" if none): the relay's
+	// session token (proxy.Config.SessionToken) unless Options.Relay
+	// decides otherwise.
+	Token string
+}
+
+// session is a running MCP session: its relay and the routes of its
+// in-flight requests.
+type session struct {
+	Session
+	srv  *Server
+	log  *zap.Logger
+	cred [32]byte // the hash of the Authorization header it was created with
+	// shared: it serves stateless requests (no Mcp-Session-Id), and its id
+	// is never sent to a client.
+	shared bool
+
+	inMu sync.Mutex
+	in   *io.PipeWriter // the relay's client input
+
+	mu       sync.Mutex
+	routes   map[string]*stream // by the raw id of the request awaiting its response
+	progress map[string]*stream // by raw progress token
+	streams  map[int64]*stream  // resumable streams by id; 0 is the standalone one
+	open     []*stream          // POST streams still waiting for a response, oldest first
+	// answered holds POST streams whose response came but was not yet
+	// written (their client went away, and may resume), oldest first.
+	answered []*stream
+	next     int64 // the id of the next POST stream
+	inflight int
+	last     time.Time // the last request
+	ended    bool      // the relay has stopped
+	endMsg   string    // why, for requests still waiting
+	closing  bool      // its input is closed (DELETE, reaped, draining)
+	done     chan struct{}
+}
+
+func newSessionID() string {
+	var b [16]byte
+	if _, err := rand.Read(b[:]); err != nil {
+		panic(err) // crypto/rand does not fail on Linux
+	}
+	return hex.EncodeToString(b[:])
+}
+
+// start runs the session's relay. What the relay writes is routed as it
+// is written, in the relay's own goroutine (no pipe and no goroutine in
+// between: one hand-off less per call).
+func (s *session) start(ctx context.Context) {
+	inR, inW := io.Pipe()
+	s.in = inW
+	s.streams[0] = newStream(s, 0)
+	go func() {
+		out := &router{s: s}
+		err := s.srv.opts.Relay(ctx, &s.Session, inR, out)
+		inR.CloseWithError(io.ErrClosedPipe)
+		out.flush()
+		s.end(err)
+	}()
+}
+
+// router is the relay's client output: it splits what the relay writes
+// into lines and routes each.
+type router struct {
+	s       *session
+	partial []byte
+}
+
+func (r *router) Write(p []byte) (int, error) {
+	n := len(p)
+	for len(p) > 0 {
+		i := bytes.IndexByte(p, '\n')
+		if i < 0 {
+			r.partial = append(r.partial, p...)
+			break
+		}
+		line := p[:i]
+		if len(r.partial) > 0 {
+			line = append(r.partial, line...)
+			r.partial = nil
+		} else {
+			line = bytes.Clone(line)
+		}
+		if f := bytes.TrimRight(line, "\r"); len(f) > 0 {
+			r.s.route(f)
+		}
+		p = p[i+1:]
+	}
+	return n, nil
+}
+
+// flush routes an unterminated last line.
+func (r *router) flush() {
+	if f := bytes.TrimRight(r.partial, "\r\n"); len(f) > 0 {
+		r.s.route(f)
+	}
+	r.partial = nil
+}
+
+// route delivers one frame from the relay: a response to the stream of
+// the request it answers, progress to the stream of the request that
+// asked for it, anything else to the standalone stream if a client reads
+// it, else to the newest request still open, else to the standalone
+// stream's backlog.
+func (s *session) route(frame []byte) {
+	m, err := proxy.ReadRelayMessage(frame)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if err == nil && m.Kind == proxy.KindResponse {
+		if st := s.routes[string(m.ID)]; st != nil {
+			s.finish(st)
+			st.add(frame, true)
+			return
+		}
+		s.log.Warn("a response from the relay answers no request in flight; sent on the standalone stream", zap.ByteString("id", m.ID))
+	} else if err == nil && m.Kind == proxy.KindNotification && m.Method == "notifications/progress" {
+		if tok := progressToken(frame); tok != "" {
+			if st := s.progress[tok]; st != nil && !st.final {
+				st.add(frame, false)
+				return
+			}
+		}
+	}
+	s.defaultStream().add(frame, false)
+}
+
+// defaultStream is where a server message that names no request goes;
+// the caller holds the lock.
+func (s *session) defaultStream() *stream {
+	std := s.streams[0]
+	if std.attached || len(s.open) == 0 {
+		return std
+	}
+	return s.open[len(s.open)-1]
+}
+
+// finish takes a request's stream out of the routes; the caller holds the
+// lock.
+func (s *session) finish(st *stream) {
+	delete(s.routes, st.reqID)
+	if st.progress != "" && s.progress[st.progress] == st {
+		delete(s.progress, st.progress)
+	}
+	s.open = removeStream(s.open, st)
+	s.answered = append(s.answered, st)
+	if len(s.answered) > maxAnswered {
+		// A client that keeps abandoning requests cannot make the
+		// session keep their answers without bound.
+		old := s.answered[0]
+		s.answered = s.answered[1:]
+		delete(s.streams, old.id)
+	}
+	s.inflight--
+	s.srv.callDone()
+}
+
+// progressToken is params.progressToken of a progress notification, as
+// raw JSON.
+func progressToken(frame []byte) string {
+	var m struct {
+		Params struct {
+			Token json.RawMessage `json:"progressToken"`
+		} `json:"params"`
+	}
+	if json.Unmarshal(frame, &m) != nil {
+		return ""
+	}
+	return string(m.Params.Token)
+}
+
+// requestProgressToken is params._meta.progressToken of a request.
+func requestProgressToken(frame []byte) string {
+	if !bytes.Contains(frame, []byte(`"progressToken"`)) {
+		return "" // the common case, without decoding the frame
+	}
+	var m struct {
+		Params struct {
+			Meta struct {
+				Token json.RawMessage `json:"progressToken"`
+			} `json:"_meta"`
+		} `json:"params"`
+	}
+	if json.Unmarshal(frame, &m) != nil {
+		return ""
+	}
+	return string(m.Params.Meta.Token)
+}
+
+// Why begin did not take a request (with errServerBusy and errSessionBusy).
+var (
+	errEnded     = errors.New("session ended")
+	errDuplicate = errors.New("a request with this id is already in flight in this session")
+)
+
+// begin registers a request's stream before its frame is fed to the
+// relay, so that its answer finds it.
+func (s *session) begin(id []byte, frame []byte) (*stream, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.ended || s.closing {
+		return nil, errEnded
+	}
+	if s.routes[string(id)] != nil {
+		return nil, errDuplicate
+	}
+	if lim := s.srv.opts.MaxSessionCalls; lim > 0 && s.inflight >= lim {
+		return nil, errSessionBusy
+	}
+	if !s.srv.callBegin() {
+		return nil, errServerBusy
+	}
+	s.next++
+	st := newStream(s, s.next)
+	st.reqID = string(id)
+	if tok := requestProgressToken(frame); tok != "" && s.progress[tok] == nil {
+		st.progress = tok
+		s.progress[tok] = st
+	}
+	s.routes[st.reqID] = st
+	s.streams[st.id] = st
+	s.open = append(s.open, st)
+	s.inflight++
+	s.last = time.Now()
+	return st, nil
+}
+
+// feed writes one frame into the relay.
+func (s *session) feed(frame []byte) error {
+	s.inMu.Lock()
+	defer s.inMu.Unlock()
+	buf := make([]byte, 0, len(frame)+1)
+	buf = append(append(buf, frame...), '\n')
+	_, err := s.in.Write(buf)
+	return err
+}
+
+// abandon answers a request whose frame could not be fed.
+func (s *session) abandon(st *stream, msg string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if st.final {
+		return
+	}
+	s.finish(st)
+	st.add(proxy.ErrorFrame([]byte(st.reqID), proxy.CodeInternalError, msg), true)
+}
+
+// delivered forgets a stream whose final event was written.
+func (s *session) delivered(st *stream) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	st.delivered = true
+	delete(s.streams, st.id)
+	s.answered = removeStream(s.answered, st)
+}
+
+// maxAnswered bounds the answered streams a session keeps for clients
+// that may resume them.
+const maxAnswered = 64
+
+func removeStream(list []*stream, st *stream) []*stream {
+	for i, o := range list {
+		if o == st {
+			return append(list[:i], list[i+1:]...)
+		}
+	}
+	return list
+}
+
+// close ends the session's input: the relay shuts its upstream down and
+// settles its calls, then end runs.
+func (s *session) close(why string) {
+	s.mu.Lock()
+	already := s.closing
+	s.closing = true
+	if s.endMsg == "" {
+		s.endMsg = why
+	}
+	s.mu.Unlock()
+	if already {
+		return
+	}
+	s.log.Info("closing the session", zap.String("reason", why))
+	// Not under inMu: a feed blocked on a relay that stopped reading
+	// (its upstream is not reading either) must not hold the close up;
+	// closing the pipe ends that write too.
+	s.in.Close()
+}
+
+// end runs once the relay has stopped: every request still waiting is
+// answered with an error, every stream closed, and the session forgotten.
+func (s *session) end(err error) {
+	var exit *proxy.UpstreamExitError
+	msg := ""
+	s.mu.Lock()
+	switch {
+	case errors.As(err, &exit):
+		msg = "the session's upstream MCP server exited (" + exit.Error() + "); start a new session"
+		s.srv.upstreamCrashed()
+	case err != nil:
+		msg = "the session's relay stopped: " + err.Error() + "; start a new session"
+	case s.endMsg != "":
+		msg = s.endMsg
+	default:
+		msg = "the session ended"
+	}
+	s.ended = true
+	s.endMsg = msg
+	for _, st := range append([]*stream(nil), s.open...) {
+		s.finish(st)
+		st.add(proxy.ErrorFrame([]byte(st.reqID), proxy.CodeInternalError, msg+" before the upstream answered"), true)
+	}
+	for _, st := range s.streams {
+		st.signal()
+	}
+	s.mu.Unlock()
+	if err != nil {
+		s.log.Error("session failed", zap.Error(err))
+	} else {
+		s.log.Info("session ended")
+	}
+	s.srv.forget(s)
+	close(s.done)
+}
+
+// cancel tells the relay the client gave up a request still in flight.
+func (s *session) cancel(st *stream) {
+	if !s.cancelled([]byte(st.reqID)) {
+		return
+	}
+	msg, _ := json.Marshal(map[string]any{"jsonrpc": "2.0", "method": "notifications/cancelled",
+		"params": map[string]any{"requestId": json.RawMessage(st.reqID), "reason": "the client closed the request's stream"}})
+	if err := s.feed(msg); err != nil {
+		s.log.Debug("cancelling a request: the relay has stopped", zap.Error(err))
+	}
+}
+
+// cancelled ends the stream of a request the client cancelled: no
+// response will come for it (the relay settles it). It reports whether
+// the request was in flight.
+func (s *session) cancelled(id []byte) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	st := s.routes[string(id)]
+	if st == nil {
+		return false
+	}
+	s.finish(st)
+	st.final = true
+	st.signal()
+	return true
+}
+
+// cancelledID is params.requestId of a notifications/cancelled, as raw
+// JSON.
+func cancelledID(frame []byte) []byte {
+	var m struct {
+		Params struct {
+			ID json.RawMessage `json:"requestId"`
+		} `json:"params"`
+	}
+	if json.Unmarshal(frame, &m) != nil {
+		return nil
+	}
+	return m.Params.ID
+}
