@@ -221,9 +221,13 @@ func (l *Log) Append(b receipt.Body, result chan<- AppendResult) {
 func (l *Log) send(ev event) {
 	defer func() {
 		// A send after Close is a programming error elsewhere; the event
-		// is lost rather than the process.
-		if recover() != nil && ev.result != nil {
-			ev.result <- AppendResult{Err: errors.New("the audit log is closed")}
+		// is lost rather than the process, and the log counts as failed so
+		// that nothing more is decided without evidence.
+		if recover() != nil {
+			l.failed.Store(true)
+			if ev.result != nil {
+				ev.result <- AppendResult{Err: errors.New("the audit log is closed")}
+			}
 		}
 	}()
 	l.events <- ev

@@ -58,6 +58,7 @@ var serveCmd = &command{
 		logFile := fs.String("log", "", "log to this file instead of standard error (overrides the policy)")
 		revsFlag := fs.String("revocations", "", "a revocation list file, looked at on every call (overrides the policy)")
 		spend := fs.String("spend-store", "", "where spend is recorded so it survives restarts (overrides the policy)")
+		keyFile := fs.String("key", "", "the server's key file, which signs its receipts (overrides proxy_key in the policy)")
 		for _, x := range serveExtensions {
 			if x.flags != nil {
 				x.flags(fs)
@@ -101,12 +102,13 @@ var serveCmd = &command{
 				return fixf("--endpoint %q: give a path starting with /, e.g. /mcp", *endpoint)
 			}
 			pol := policy.Default()
+			policyDigest := ""
 			if *policyPath != "" {
-				p, err := policy.Load(*policyPath)
+				p, digest, err := policy.LoadWithDigest(*policyPath)
 				if err != nil {
 					return policyLoadError(*policyPath, err)
 				}
-				pol = p
+				pol, policyDigest = p, digest
 			}
 			if err := checkPins(pol.ToolPins, *policyPath); err != nil {
 				return err
@@ -217,6 +219,18 @@ var serveCmd = &command{
 				gate.Ended = delegations.Ended
 			}
 
+			// One audit log for the server: every session's relay hands its
+			// decisions to it, and it is closed once the sessions are drained.
+			evidence, closeEvidence, err := openEvidence(pol, policyDigest, *keyFile, log)
+			if err != nil {
+				return err
+			}
+			defer func() {
+				if cerr := closeEvidence(); cerr != nil {
+					log.Error("the audit log was not closed cleanly", zap.Error(cerr))
+				}
+			}()
+
 			// setup is what extensions see and may change before the
 			// server is built; the relays read its Log when they start.
 			setup := &serveSetup{Policy: pol, Gate: gate, Log: log, Revocations: revs}
@@ -228,6 +242,7 @@ var serveCmd = &command{
 				return proxy.Config{
 					Upstream: args, Gate: gate, SessionToken: tok, Delegations: delegations,
 					MaxFrameBytes: pol.MaxFrameBytes, Log: setup.Log.With(zap.String("session", s.ID[:8])),
+					Evidence: evidence,
 				}
 			}
 			relay := func(ctx context.Context, s *serve.Session, in io.Reader, out io.Writer) error {
