@@ -19,13 +19,11 @@ import (
 	"go.uber.org/zap"
 	"go.uber.org/zap/zapcore"
 
-	"github.com/delegateos/delegateos/budget"
 	"github.com/delegateos/delegateos/dct"
 	"github.com/delegateos/delegateos/internal/logline"
 	"github.com/delegateos/delegateos/internal/stdio"
 	"github.com/delegateos/delegateos/policy"
 	"github.com/delegateos/delegateos/proxy"
-	"github.com/delegateos/delegateos/revocation"
 )
 
 var proxyCmd = &command{
@@ -72,13 +70,7 @@ var proxyCmd = &command{
 				}
 				pol.Roots = append(pol.Roots, id)
 			}
-			// Where each setting came from, for the messages that say what to fix.
-			from := func(flagSet bool, flag, key string) string {
-				if flagSet {
-					return flag
-				}
-				return key + " in the policy"
-			}
+			from := settingFrom
 			if *logFile != "" {
 				pol.Log.File = *logFile
 			}
@@ -142,45 +134,12 @@ var proxyCmd = &command{
 					log.Warn("the session token was given on the command line, where every local user can read it (ps, /proc/PID/cmdline); give --token @FILE (mode 0600) instead")
 				}
 			}
-			if len(pol.Roots) == 0 && !pol.AllowUnauthenticated {
-				return fixf("no trusted roots, so no token could ever be verified: give --root ID (the principal ID or did:key of the key that minted your tokens; 'delegateos id --key FILE' prints it) or list it under roots in the policy file")
-			}
-			gate := &proxy.Gate{Policy: pol, HonourUpstreamCost: pol.HonourUpstreamCost}
-			opts := dct.Options{Roots: pol.Roots}
-			var revs *revocation.File
-			if pol.RevocationList != "" {
-				if revs, err = revocation.OpenFile(pol.RevocationList); err != nil {
-					what := from(*revsFlag != "", "--revocations", "revocation_list")
-					if errors.Is(err, os.ErrNotExist) {
-						return inputf("the revocation list %s does not exist: create it (an empty list is [], and 'delegateos revoke --list %s' creates it with an entry), or fix %s", pol.RevocationList, pol.RevocationList, what)
-					}
-					return inputf("the revocation list %s cannot be used: %v; fix the file, or point %s at another", pol.RevocationList, err, what)
-				}
-				defer revs.Close()
-				opts.Revocations = revs
-			}
-			if len(opts.Roots) > 0 {
-				if gate.Verifier, err = dct.NewVerifier(opts); err != nil {
-					return fixf("the trusted roots cannot be used: %v; fix --root or the roots in the policy file", err)
-				}
-			}
-			if pol.SpendStore != "" {
-				store, err := budget.OpenFile(pol.SpendStore)
-				if err != nil {
-					return inputf("the spend store %s cannot be opened: %v; give a file the proxy can create and write (%s)", pol.SpendStore, err, from(*spend != "", "--spend-store", "spend_store"))
-				}
-				defer store.Close()
-				gate.Budget = store
-			} else {
-				log.Warn("spend is kept in memory only and resets when the proxy restarts; set spend_store in the policy or --spend-store to keep it")
-				gate.Budget = budget.NewMemory()
-			}
-			rates, closeRates, err := openRates(pol, from(*spend != "", "--spend-store", "spend_store"), log)
+			opened, closeGate, err := openGate(pol, gateFlags{revocations: *revsFlag != "", spendStore: *spend != "", who: "the proxy"}, log)
 			if err != nil {
 				return err
 			}
-			defer closeRates()
-			gate.Rates = rates
+			defer closeGate()
+			gate, delegations := opened.gate, opened.delegations
 			if sessionToken != "" {
 				if gate.Verifier == nil {
 					return fixf("a session token needs a trusted root to be verified against: give --root ID (the root issuer of the token; 'delegateos dct inspect --token @FILE' shows it) or list it under roots in the policy file")
@@ -188,14 +147,6 @@ var proxyCmd = &command{
 				if _, err := gate.Verifier.VerifyChain(sessionToken, time.Now()); err != nil {
 					return fixf("the session token is not valid: %v; %s", err, tokenFix(err))
 				}
-			}
-			delegations, closeDelegations, err := openDelegations(pol, gate.Verifier, revs, gate.Budget, log)
-			if err != nil {
-				return inputf("%v; fix workspace in the policy, or make the directory writable by the proxy's user", err)
-			}
-			defer closeDelegations()
-			if delegations != nil {
-				gate.Ended = delegations.Ended
 			}
 			var prepare func(*exec.Cmd) error
 			if as != nil {

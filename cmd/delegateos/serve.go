@@ -18,8 +18,6 @@ import (
 	"github.com/spf13/pflag"
 	"go.uber.org/zap"
 
-	"github.com/delegateos/delegateos/budget"
-	"github.com/delegateos/delegateos/dct"
 	"github.com/delegateos/delegateos/policy"
 	"github.com/delegateos/delegateos/proxy"
 	"github.com/delegateos/delegateos/revocation"
@@ -58,6 +56,7 @@ var serveCmd = &command{
 		logFile := fs.String("log", "", "log to this file instead of standard error (overrides the policy)")
 		revsFlag := fs.String("revocations", "", "a revocation list file, looked at on every call (overrides the policy)")
 		spend := fs.String("spend-store", "", "where spend is recorded so it survives restarts (overrides the policy)")
+		asJSON := fs.Bool("json", false, "once listening, print where as JSON on standard output ({\"address\", \"url\"}): for scripts that give --listen a port of 0")
 		keyFile := fs.String("key", "", "the server's key file, which signs its receipts (overrides proxy_key in the policy)")
 		for _, x := range serveExtensions {
 			if x.flags != nil {
@@ -120,12 +119,7 @@ var serveCmd = &command{
 				}
 				pol.Roots = append(pol.Roots, id)
 			}
-			from := func(flagSet bool, flag, key string) string {
-				if flagSet {
-					return flag
-				}
-				return key + " in the policy"
-			}
+			from := settingFrom
 			if *logFile != "" {
 				pol.Log.File = *logFile
 			}
@@ -163,41 +157,12 @@ var serveCmd = &command{
 					return err
 				}
 			}
-			if len(pol.Roots) == 0 && !pol.AllowUnauthenticated {
-				return fixf("no trusted roots, so no token could ever be verified: give --root ID (the principal ID or did:key of the key that minted your tokens; 'delegateos id --key FILE' prints it) or list it under roots in the policy file")
-			}
-			gate := &proxy.Gate{Policy: pol, HonourUpstreamCost: pol.HonourUpstreamCost}
-			opts := dct.Options{Roots: pol.Roots}
-			var revs *revocation.File
-			if pol.RevocationList != "" {
-				if revs, err = revocation.OpenFile(pol.RevocationList); err != nil {
-					return inputf("the revocation list %s cannot be used: %v; fix the file, or point %s at another", pol.RevocationList, err, from(*revsFlag != "", "--revocations", "revocation_list"))
-				}
-				defer revs.Close()
-				opts.Revocations = revs
-			}
-			if len(opts.Roots) > 0 {
-				if gate.Verifier, err = dct.NewVerifier(opts); err != nil {
-					return fixf("the trusted roots cannot be used: %v; fix --root or the roots in the policy file", err)
-				}
-			}
-			if pol.SpendStore != "" {
-				store, err := budget.OpenFile(pol.SpendStore)
-				if err != nil {
-					return inputf("the spend store %s cannot be opened: %v; give a file the server can create and write (%s)", pol.SpendStore, err, from(*spend != "", "--spend-store", "spend_store"))
-				}
-				defer store.Close()
-				gate.Budget = store
-			} else {
-				log.Warn("spend is kept in memory only and resets when the server restarts; set spend_store in the policy or --spend-store to keep it")
-				gate.Budget = budget.NewMemory()
-			}
-			rates, closeRates, err := openRates(pol, from(*spend != "", "--spend-store", "spend_store"), log)
+			opened, closeGate, err := openGate(pol, gateFlags{revocations: *revsFlag != "", spendStore: *spend != "", who: "the server"}, log)
 			if err != nil {
 				return err
 			}
-			defer closeRates()
-			gate.Rates = rates
+			defer closeGate()
+			gate, revs, delegations := opened.gate, opened.revocations, opened.delegations
 			checkToken := func(tok string) error {
 				if gate.Verifier == nil {
 					return errors.New("no trusted roots to verify it against")
@@ -210,15 +175,6 @@ var serveCmd = &command{
 					return fixf("the session token is not valid: %v; %s", err, tokenFix(err))
 				}
 			}
-			delegations, closeDelegations, err := openDelegations(pol, gate.Verifier, revs, gate.Budget, log)
-			if err != nil {
-				return inputf("%v; fix workspace in the policy, or make the directory writable by the server's user", err)
-			}
-			defer closeDelegations()
-			if delegations != nil {
-				gate.Ended = delegations.Ended
-			}
-
 			// One audit log for the server: every session's relay hands its
 			// decisions to it, and it is closed once the sessions are drained.
 			evidence, closeEvidence, err := openEvidence(pol, policyDigest, *keyFile, log)
@@ -291,7 +247,13 @@ var serveCmd = &command{
 			if *tlsCert != "" {
 				scheme = "https"
 			}
-			log.Info("serving", zap.String("address", ln.Addr().String()), zap.String("url", scheme+"://"+ln.Addr().String()+*endpoint))
+			url := scheme + "://" + ln.Addr().String() + *endpoint
+			log.Info("serving", zap.String("address", ln.Addr().String()), zap.String("url", url))
+			if *asJSON {
+				if err := writeJSON(e, map[string]string{"address": ln.Addr().String(), "url": url}); err != nil {
+					return err
+				}
+			}
 			signal.Ignore(syscall.SIGPIPE)
 			sigs := make(chan os.Signal, 1)
 			signal.Notify(sigs, os.Interrupt, syscall.SIGTERM)

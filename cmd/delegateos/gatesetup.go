@@ -1,0 +1,107 @@
+package main
+
+import (
+	"errors"
+	"os"
+
+	"go.uber.org/zap"
+
+	"github.com/delegateos/delegateos/budget"
+	"github.com/delegateos/delegateos/dct"
+	"github.com/delegateos/delegateos/policy"
+	"github.com/delegateos/delegateos/proxy"
+	"github.com/delegateos/delegateos/revocation"
+)
+
+// settingFrom names where a setting came from, for the messages that say
+// what to fix: the flag when it was given, else the policy's key.
+func settingFrom(flagSet bool, flag, key string) string {
+	if flagSet {
+		return flag
+	}
+	return key + " in the policy"
+}
+
+// gateFlags says which of the gate's settings a command's flags gave, and
+// what the command is called in messages ("the proxy", "the server").
+type gateFlags struct {
+	revocations, spendStore bool
+	who                     string
+}
+
+// openedGate is the Gate every front decides with, and the stores behind
+// it that the fronts pass on.
+type openedGate struct {
+	gate        *proxy.Gate
+	revocations *revocation.File
+	delegations *proxy.Delegations
+}
+
+// openGate builds the Gate of `proxy` and `serve` alike from a policy
+// whose flags have been applied: the verifier over the policy's roots and
+// revocation list, the spend store, the rate limits and the workspace's
+// delegations. close releases them all, in the reverse order.
+func openGate(pol *policy.Policy, f gateFlags, log *zap.Logger) (g *openedGate, close func(), err error) {
+	var closers []func()
+	close = func() {
+		for i := len(closers) - 1; i >= 0; i-- {
+			closers[i]()
+		}
+	}
+	defer func() {
+		if err != nil {
+			close()
+		}
+	}()
+	if len(pol.Roots) == 0 && !pol.AllowUnauthenticated {
+		return nil, close, fixf("no trusted roots, so no token could ever be verified: give --root ID (the principal ID or did:key of the key that minted your tokens; 'delegateos id --key FILE' prints it) or list it under roots in the policy file")
+	}
+	g = &openedGate{gate: &proxy.Gate{Policy: pol, HonourUpstreamCost: pol.HonourUpstreamCost}}
+	opts := dct.Options{Roots: pol.Roots}
+	if pol.RevocationList != "" {
+		revs, err := revocation.OpenFile(pol.RevocationList)
+		if err != nil {
+			what := settingFrom(f.revocations, "--revocations", "revocation_list")
+			if errors.Is(err, os.ErrNotExist) {
+				return nil, close, inputf("the revocation list %s does not exist: create it (an empty list is [], and 'delegateos revoke --list %s' creates it with an entry), or fix %s", pol.RevocationList, pol.RevocationList, what)
+			}
+			return nil, close, inputf("the revocation list %s cannot be used: %v; fix the file, or point %s at another", pol.RevocationList, err, what)
+		}
+		closers = append(closers, func() { revs.Close() })
+		g.revocations = revs
+		opts.Revocations = revs
+	}
+	if len(opts.Roots) > 0 {
+		if g.gate.Verifier, err = dct.NewVerifier(opts); err != nil {
+			return nil, close, fixf("the trusted roots cannot be used: %v; fix --root or the roots in the policy file", err)
+		}
+	}
+	spendFrom := settingFrom(f.spendStore, "--spend-store", "spend_store")
+	if pol.SpendStore != "" {
+		store, err := budget.OpenFile(pol.SpendStore)
+		if err != nil {
+			return nil, close, inputf("the spend store %s cannot be opened: %v; give a file %s can create and write (%s)", pol.SpendStore, err, f.who, spendFrom)
+		}
+		closers = append(closers, func() { store.Close() })
+		g.gate.Budget = store
+	} else {
+		log.Warn("spend is kept in memory only and resets when " + f.who + " restarts; set spend_store in the policy or --spend-store to keep it")
+		g.gate.Budget = budget.NewMemory()
+	}
+	rates, closeRates, err := openRates(pol, spendFrom, log)
+	if err != nil {
+		return nil, close, err
+	}
+	closers = append(closers, closeRates)
+	g.gate.Rates = rates
+	delegations, closeDelegations, err := openDelegations(pol, g.gate.Verifier, g.revocations, g.gate.Budget, log)
+	if err != nil {
+		return nil, close, inputf("%v; fix workspace in the policy, or make the directory writable by %s's user", err, f.who)
+	}
+	closers = append(closers, closeDelegations)
+	if delegations != nil {
+		g.gate.Ended = delegations.Ended
+		g.delegations = delegations
+	}
+	return g, close, nil
+}
