@@ -1,0 +1,80 @@
+package audit
+
+import (
+	"bytes"
+	"crypto/sha256"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/delegateos/delegateos/receipt"
+)
+
+// A log cut back at an entry boundary (its final checkpoint and the
+// entries before it removed) must not be continued by the next proxy:
+// the new session's entries would follow the cut and the log would
+// verify whole again, the removal gone without trace. The same holds for
+// a log whose proxy was killed (no final checkpoint).
+func TestOpenRefusesLogWithoutFinalCheckpoint(t *testing.T) {
+	o := testOptions
+	o.CheckpointEvery = 4
+	for _, cut := range []int{1, 2, 3} {
+		path := filepath.Join(t.TempDir(), "audit.log")
+		lines := writeLog(t, path, 6, o)
+		kept := join(lines[:len(lines)-cut])
+		if err := os.WriteFile(path, kept, 0o600); err != nil {
+			t.Fatal(err)
+		}
+		l, err := Open(path, testSigner(t, 1), o)
+		if err == nil {
+			l.Decided(decision(100, true))
+			l.Close()
+			rep, p := verifyBytes(mustRead(t, path), VerifyOptions{})
+			t.Fatalf("cut %d lines: a log without its final checkpoint was continued (verify afterwards: %v, %+v)", cut, p, rep)
+		}
+		if !strings.Contains(err.Error(), "final checkpoint") {
+			t.Errorf("cut %d lines: %v", cut, err)
+		}
+		if got := mustRead(t, path); !bytes.Equal(got, kept) {
+			t.Errorf("cut %d lines: the refused log was changed", cut)
+		}
+	}
+}
+
+// Without --key-id, a log is trusted to the key of its first entry only:
+// entries appended by anyone else's key (a whole session written with
+// another key after the proxy's final checkpoint) must not verify.
+func TestVerifyWithoutKeyIDOneSigner(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "audit.log")
+	writeLog(t, path, 3, testOptions)
+	l, err := Open(path, testSigner(t, 2), testOptions)
+	if err != nil {
+		t.Fatal(err)
+	}
+	d := decision(7, true)
+	l.Decided(d)
+	l.Executed(&receipt.Execution{Decision: d, Request: sha256.Sum256([]byte("forged")), CostCommitted: 0,
+		Started: d.At, Completed: d.At.Add(time.Millisecond), Outcome: "error"})
+	if err := l.Close(); err != nil {
+		t.Fatal(err)
+	}
+	_, p := verifyBytes(mustRead(t, path), VerifyOptions{})
+	if p == nil || p.Kind != Untrusted || p.Entry != 7 {
+		t.Fatalf("a log signed by two keys, verified without a key: %v; want untrusted at entry 7", p)
+	}
+	both := []string{testSigner(t, 1).DID(), testSigner(t, 2).DID()}
+	if _, p := verifyBytes(mustRead(t, path), VerifyOptions{Trusted: both}); p != nil {
+		t.Fatalf("both keys given: %v", p)
+	}
+}
+
+func mustRead(t *testing.T, path string) []byte {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
