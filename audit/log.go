@@ -186,6 +186,12 @@ func (l *Log) readTail() error {
 	if pos.Seq == 0 {
 		return fmt.Errorf("%s: its last entry has no audit_seq: it is not an audit log", l.path)
 	}
+	// Continued from anywhere but a final checkpoint, the log would hide
+	// what happened before: entries cut from its end, or the receipts a
+	// killed proxy had not written yet.
+	if c, ok := r.Body.(*receipt.CheckpointBody); !ok || !c.Final {
+		return fmt.Errorf("%s does not end with the final checkpoint a proxy writes when it stops (the proxy was killed, or entries were removed from its end): run 'delegateos audit verify --open %s', keep the file as evidence and start a new log", l.path, l.path)
+	}
 	l.seq, l.prev = pos.Seq, r.Digest
 	return nil
 }
