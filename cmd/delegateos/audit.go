@@ -122,7 +122,7 @@ var auditVerifyCmd = &command{
 	summary: "check every signature, the hash chain and the checkpoints of an audit log or export, offline",
 	flags: func(fs *pflag.FlagSet) func(*env, []string) error {
 		policyPath := fs.String("policy", "", "read the policy's audit_log")
-		keyIDs := fs.StringArray("key-id", nil, "the did:key every entry must be signed by (repeatable; default: any key, listed)")
+		keyIDs := fs.StringArray("key-id", nil, "the did:key every entry must be signed by (repeatable; default: the key of the first entry, for every entry)")
 		open := fs.Bool("open", false, "the log is still being written: accept entries after its last checkpoint")
 		head := fs.String("head", "", "the digest of an entry the log must hold: the head the proxy logged when it closed the log (\"audit log closed\")")
 		asJSON := fs.Bool("json", false, "print the report as JSON")
@@ -170,7 +170,7 @@ var auditVerifyCmd = &command{
 				}
 				fmt.Fprintf(e.stdout, "  signed by %s\n", strings.Join(rep.Signers, ", "))
 				if len(trusted) == 0 && len(rep.Signers) > 0 {
-					fmt.Fprintf(e.stdout, "  (no --key-id: anyone's key is accepted; give the proxy's did:key to check who signed)\n")
+					fmt.Fprintf(e.stdout, "  (no --key-id: the log is checked against the key of its first entry, whoever that is; give the proxy's did:key to check who signed)\n")
 				}
 			} else {
 				fmt.Fprintf(e.stdout, "FAILED %s: %v\n", path, prob)
