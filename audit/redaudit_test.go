@@ -78,3 +78,32 @@ func mustRead(t *testing.T, path string) []byte {
 	}
 	return b
 }
+
+// A receipt that cannot be signed (too large) is not skipped over: the
+// entries queued after it are not written either, so the log ends without
+// its final checkpoint instead of verifying with a receipt missing.
+func TestUnsignableReceiptStopsLog(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "audit.log")
+	l, err := Open(path, testSigner(t, 1), testOptions)
+	if err != nil {
+		t.Fatal(err)
+	}
+	l.Decided(decision(1, true))
+	at := "2026-11-25T20:00:00.000Z"
+	res := make(chan AppendResult, 1)
+	l.Append(&receipt.HumanApprovalBody{ApprovalID: "a", GateAuditID: receipt.NewUUIDURN(), Action: "mcp.tools.call", Resource: "echo",
+		RiskClass: "unknown", GateReason: "approval_required", Decision: receipt.ApprovalApproved, Reason: strings.Repeat("x", receipt.MaxBytes),
+		RequestedAt: at, DecidedAt: at}, res)
+	if r := <-res; r.Err == nil {
+		t.Fatal("a receipt larger than MaxBytes was appended")
+	}
+	l.Decided(decision(2, true))
+	l.Close()
+	rep, p := verifyBytes(mustRead(t, path), VerifyOptions{})
+	if p == nil || p.Kind != Truncated || rep.Last != 1 {
+		t.Fatalf("after a receipt that could not be written: %v (%+v); want the log to end at entry 1, truncated", p, rep)
+	}
+	if !l.Failed() {
+		t.Fatal("the log does not report its failure")
+	}
+}
