@@ -336,6 +336,11 @@ func (l *Log) write(ev event) {
 		ev.result <- AppendResult{Seq: seq, Digest: digest, Err: err}
 	}
 	if err != nil {
+		// A receipt missing from the log would not show in its chain:
+		// nothing more is written, so the log ends without its final
+		// checkpoint and verify names the gap.
+		l.flush()
+		l.writeFailed = true
 		l.fail(err)
 	}
 	if l.sinceCkpt >= l.opts.CheckpointEvery {
