@@ -107,3 +107,33 @@ func TestUnsignableReceiptStopsLog(t *testing.T) {
 		t.Fatal("the log does not report its failure")
 	}
 }
+
+// An export's first line is not signed: put before a log, it must not
+// make the log verify as an export when the log is not one (cut back to
+// a periodic checkpoint, its final checkpoint gone). An export holds its
+// receipt and the entries up to the first checkpoint after it, no more.
+func TestExportHeaderDoesNotLaunderLog(t *testing.T) {
+	o := testOptions
+	o.CheckpointEvery = 4
+	lines := writeLog(t, filepath.Join(t.TempDir(), "audit.log"), 6, o)
+	header := []byte(`{"receipt":1,"schema_version":"audit_export/1"}` + "\n")
+	var ckpts []int
+	for i, l := range lines {
+		if bytes.Contains(l, []byte(`"schema_version":"audit_checkpoint/1"`)) {
+			ckpts = append(ckpts, i)
+		}
+	}
+	if len(ckpts) < 3 {
+		t.Fatalf("%d checkpoints", len(ckpts))
+	}
+	for _, end := range ckpts[1:] {
+		forged := append(append([]byte(nil), header...), join(lines[:end+1])...)
+		if rep, p := verifyBytes(forged, VerifyOptions{}); p == nil {
+			t.Errorf("the log up to entry %d, headed as an export of receipt 1, verifies: %+v", end+1, rep)
+		}
+	}
+	genuine := append(append([]byte(nil), header...), join(lines[:ckpts[0]+1])...)
+	if _, p := verifyBytes(genuine, VerifyOptions{}); p != nil {
+		t.Errorf("an export of receipt 1: %v", p)
+	}
+}
