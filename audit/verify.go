@@ -181,6 +181,12 @@ func Verify(r io.Reader, o VerifyOptions) (*Report, error) {
 		if c, ok := rc.Body.(*receipt.CheckpointBody); ok {
 			rep.Checkpoints++
 			rep.LastCheckpoint, rep.Final = pos.Seq, c.Final
+			if rep.Export && next != nil {
+				// Its first line is not signed: an export is only its
+				// receipt's proof, not a log that may end anywhere.
+				return nil, &Problem{Kind: Inserted, Line: next.no, Entry: expected + 1,
+					Msg: fmt.Sprintf("an export ends at the first checkpoint after its receipt (entry %d), but more lines follow it: a log with an export's first line put before it", pos.Seq)}
+			}
 		}
 		rep.Last, rep.Head = pos.Seq, rc.Digest
 		if rc.Digest == o.Head {
