@@ -2,6 +2,7 @@ package audit
 
 import (
 	"bytes"
+	"errors"
 	"crypto/sha256"
 	"os"
 	"path/filepath"
@@ -135,5 +136,30 @@ func TestExportHeaderDoesNotLaunderLog(t *testing.T) {
 	genuine := append(append([]byte(nil), header...), join(lines[:ckpts[0]+1])...)
 	if _, p := verifyBytes(genuine, VerifyOptions{}); p != nil {
 		t.Errorf("an export of receipt 1: %v", p)
+	}
+}
+
+// A second proxy reaching the same log by another name (a hard link)
+// must be refused too: two writers would each continue the chain from
+// the same entry, and the log would fork.
+func TestSecondWriterByHardLinkRefused(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "audit.log")
+	l, err := Open(path, testSigner(t, 1), testOptions)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	other := filepath.Join(dir, "other.log")
+	if err := os.Link(path, other); err != nil {
+		t.Fatal(err)
+	}
+	l2, err := Open(other, testSigner(t, 1), testOptions)
+	if err == nil {
+		l2.Close()
+		t.Fatal("a second writer opened the log through a hard link")
+	}
+	if !errors.Is(err, ErrInUse) {
+		t.Fatalf("second Open: %v", err)
 	}
 }
