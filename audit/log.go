@@ -130,6 +130,14 @@ func Open(path string, signer *receipt.Signer, opts Options) (*Log, error) {
 		unlock()
 		return nil, err
 	}
+	if err := lockLog(f); err != nil {
+		f.Close()
+		unlock()
+		if errors.Is(err, ErrInUse) {
+			return nil, fmt.Errorf("%s: %w (through another name: a second proxy must use its own audit_log)", path, ErrInUse)
+		}
+		return nil, fmt.Errorf("lock the audit log: %w", err)
+	}
 	l := &Log{path: path, signer: signer, opts: opts, f: f, unlock: unlock,
 		events: make(chan event, opts.Queue), done: make(chan struct{}), prev: receipt.GenesisPrev}
 	if err := l.readTail(); err != nil {

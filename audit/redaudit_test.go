@@ -2,8 +2,8 @@ package audit
 
 import (
 	"bytes"
-	"errors"
 	"crypto/sha256"
+	"errors"
 	"os"
 	"path/filepath"
 	"strings"
