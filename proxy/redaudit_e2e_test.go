@@ -125,3 +125,52 @@ func readFile(t *testing.T, path string) []byte {
 	}
 	return b
 }
+
+// The hashes in an execution receipt are of the bytes that went out: the
+// request as the upstream read it (its id replaced, params._delegateos cut
+// out, whatever order the members are in) and the response as the client
+// read it (its id restored).
+func TestE2ERedAuditHashesOfBytesOnTheWire(t *testing.T) {
+	t.Parallel()
+	e := mcptest.NewEnv(t)
+	logPath := filepath.Join(e.Dir, "audit.log")
+	pol, _ := auditPolicy(t, e, logPath)
+	tok := e.Mint(nil, "mcp:echo:*")
+	wrap, record := recordUpstream(t, e)
+	p := e.StartProxy(mcptest.ProxyOptions{Policy: pol, Wrap: wrap})
+	c := p.Raw()
+	c.Initialize()
+	c.Send(`{"params":{"_delegateos":{"dct":` + mcptest.MustJSON(tok.String()) + `},"name":"echo","arguments":{"text":"x"}},"method":"tools/call","jsonrpc":"2.0","id":"late-id"}`)
+	line := c.NextLine()
+	if !bytes.Contains(line, []byte(`"late-id"`)) || bytes.Contains(line, []byte(`"error"`)) {
+		t.Fatalf("answer: %s", line)
+	}
+	frames := recordedThrough(t, record, `"method":"tools/call"`, 1)
+	stopProxy(t, p)
+	var upstream string
+	for _, f := range frames {
+		if strings.Contains(f, `"method":"tools/call"`) {
+			upstream = f
+		}
+	}
+	b := readFile(t, logPath)
+	var x *receipt.ExecutionBody
+	for _, l := range bytes.Split(bytes.TrimSuffix(b, []byte("\n")), []byte("\n")) {
+		r, err := receipt.Parse(l)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if eb, ok := r.Body.(*receipt.ExecutionBody); ok {
+			x = eb
+		}
+	}
+	if x == nil {
+		t.Fatal("no execution receipt")
+	}
+	if want := "sha256:" + hexSHA([]byte(upstream)); x.RequestHash != want {
+		t.Errorf("request_hash %s; the upstream read %s (%s)", x.RequestHash, upstream, want)
+	}
+	if want := "sha256:" + hexSHA(line); x.ResponseHash != want {
+		t.Errorf("response_hash %s; the client read %s (%s)", x.ResponseHash, line, want)
+	}
+}
