@@ -163,3 +163,29 @@ func TestSecondWriterByHardLinkRefused(t *testing.T) {
 		t.Fatalf("second Open: %v", err)
 	}
 }
+
+// Each way of writing an entry other than its canonical bytes is named at
+// its line, even where the JSON means the same.
+func TestVerifyStrictEntryBytes(t *testing.T) {
+	lines := writeLog(t, filepath.Join(t.TempDir(), "audit.log"), 2, testOptions)
+	entry := bytes.TrimSuffix(lines[0], []byte("\n"))
+	cases := map[string][]byte{
+		"CRLF":             append(append([]byte(nil), entry...), '\r'),
+		"duplicate member": bytes.Replace(entry, []byte(`{"action":`), []byte(`{"action":"x","action":`), 1),
+		"re-cased member":  bytes.Replace(entry, []byte(`"audit_seq":`), []byte(`"Audit_seq":`), 1),
+		"invalid UTF-8":    bytes.Replace(entry, []byte(`"environment":"unknown"`), []byte("\"environment\":\"unkn\xffwn\""), 1),
+		"escaped letter":   bytes.Replace(entry, []byte(`"environment":"unknown"`), []byte(`"environment":"\u0075nknown"`), 1),
+		"space":            bytes.Replace(entry, []byte(`"environment":"unknown"`), []byte(`"environment": "unknown"`), 1),
+		"deep arguments":   bytes.Replace(entry, []byte(`"arguments_hash":`), []byte(`"arguments":`+strings.Repeat("[", 20000)+strings.Repeat("]", 20000)+`,"arguments_hash":`), 1),
+		"huge line":        append(append([]byte(nil), entry...), bytes.Repeat([]byte(" "), MaxLineBytes)...),
+	}
+	for name, bad := range cases {
+		if bytes.Equal(bad, entry) {
+			t.Fatalf("%s: the entry was not changed", name)
+		}
+		log := join(append([][]byte{append(bad, '\n')}, lines[1:]...))
+		if _, p := verifyBytes(log, VerifyOptions{}); p == nil || p.Line != 1 {
+			t.Errorf("%s: %v; want a problem at line 1", name, p)
+		}
+	}
+}
