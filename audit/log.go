@@ -130,6 +130,14 @@ func Open(path string, signer *receipt.Signer, opts Options) (*Log, error) {
 		unlock()
 		return nil, err
 	}
+	if err := lockLog(f); err != nil {
+		f.Close()
+		unlock()
+		if errors.Is(err, ErrInUse) {
+			return nil, fmt.Errorf("%s: %w (through another name: a second proxy must use its own audit_log)", path, ErrInUse)
+		}
+		return nil, fmt.Errorf("lock the audit log: %w", err)
+	}
 	l := &Log{path: path, signer: signer, opts: opts, f: f, unlock: unlock,
 		events: make(chan event, opts.Queue), done: make(chan struct{}), prev: receipt.GenesisPrev}
 	if err := l.readTail(); err != nil {
@@ -185,6 +193,12 @@ func (l *Log) readTail() error {
 	pos := r.Position()
 	if pos.Seq == 0 {
 		return fmt.Errorf("%s: its last entry has no audit_seq: it is not an audit log", l.path)
+	}
+	// Continued from anywhere but a final checkpoint, the log would hide
+	// what happened before: entries cut from its end, or the receipts a
+	// killed proxy had not written yet.
+	if c, ok := r.Body.(*receipt.CheckpointBody); !ok || !c.Final {
+		return fmt.Errorf("%s does not end with the final checkpoint a proxy writes when it stops (the proxy was killed, or entries were removed from its end): run 'delegateos audit verify --open %s', keep the file as evidence and start a new log", l.path, l.path)
 	}
 	l.seq, l.prev = pos.Seq, r.Digest
 	return nil
@@ -334,6 +348,11 @@ func (l *Log) write(ev event) {
 		ev.result <- AppendResult{Seq: seq, Digest: digest, Err: err}
 	}
 	if err != nil {
+		// A receipt missing from the log would not show in its chain:
+		// nothing more is written, so the log ends without its final
+		// checkpoint and verify names the gap.
+		l.flush()
+		l.writeFailed = true
 		l.fail(err)
 	}
 	if l.sinceCkpt >= l.opts.CheckpointEvery {

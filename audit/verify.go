@@ -54,7 +54,8 @@ var emptyLog = &Problem{Kind: Truncated, Msg: "the log is empty: a proxy that st
 // VerifyOptions say what to trust.
 type VerifyOptions struct {
 	// Trusted are the did:key values the entries must be signed by; empty
-	// accepts any signer (the report lists them).
+	// accepts the signer of the first entry, for every entry (the report
+	// names it).
 	Trusted []string
 	// Open accepts a log that does not end with a final checkpoint: one a
 	// proxy is still writing.
@@ -142,11 +143,20 @@ func Verify(r io.Reader, o VerifyOptions) (*Report, error) {
 		if perr != nil {
 			return nil, &Problem{Kind: Edited, Line: line.no, Entry: expected, Msg: fmt.Sprintf("entry %d cannot be read as a receipt (changed after it was written): %v", expected, perr)}
 		}
-		if verr := rc.Verify(o.Trusted); verr != nil {
+		trusted := o.Trusted
+		if len(trusted) == 0 && rep.Entries > 0 {
+			// Without pinned keys, the log is trusted to the key of its
+			// first entry: entries another key appended are not its own.
+			trusted = rep.Signers[:1]
+		}
+		if verr := rc.Verify(trusted); verr != nil {
 			kind := Edited
 			msg := fmt.Sprintf("entry %d was changed after it was signed: %v", expected, verr)
 			if !errors.Is(verr, receipt.ErrBadSignature) {
 				kind, msg = Untrusted, fmt.Sprintf("entry %d is %v", expected, verr)
+				if len(o.Trusted) == 0 {
+					msg = fmt.Sprintf("entry %d is signed by %s, not by %s, which signed the first entry: another key appended to the log (if the proxy's key changed, give each with --key-id)", expected, rc.Signer, trusted[0])
+				}
 			}
 			return nil, &Problem{Kind: kind, Line: line.no, Entry: expected, Msg: msg}
 		}
@@ -162,12 +172,21 @@ func Verify(r io.Reader, o VerifyOptions) (*Report, error) {
 				Msg: fmt.Sprintf("entry %d does not follow the line before it: its audit_prev is not that line's digest (another entry %d was put in its place)", expected, expected-1)}
 		}
 		checkPrev = true
+		if !signers[rc.Signer] {
+			rep.Signers = append(rep.Signers, rc.Signer)
+		}
 		signers[rc.Signer] = true
 		rep.Kinds[rc.Kind]++
 		rep.Entries++
 		if c, ok := rc.Body.(*receipt.CheckpointBody); ok {
 			rep.Checkpoints++
 			rep.LastCheckpoint, rep.Final = pos.Seq, c.Final
+			if rep.Export && next != nil {
+				// Its first line is not signed: an export is only its
+				// receipt's proof, not a log that may end anywhere.
+				return nil, &Problem{Kind: Inserted, Line: next.no, Entry: expected + 1,
+					Msg: fmt.Sprintf("an export ends at the first checkpoint after its receipt (entry %d), but more lines follow it: a log with an export's first line put before it", pos.Seq)}
+			}
 		}
 		rep.Last, rep.Head = pos.Seq, rc.Digest
 		if rc.Digest == o.Head {
@@ -176,9 +195,6 @@ func Verify(r io.Reader, o VerifyOptions) (*Report, error) {
 		prev = rc.Digest
 		expected++
 		line = next
-	}
-	for s := range signers {
-		rep.Signers = append(rep.Signers, s)
 	}
 	sort.Strings(rep.Signers)
 	rep.Unsealed = rep.Last - rep.LastCheckpoint

@@ -6,9 +6,11 @@ import (
 	"crypto/sha256"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
+	"unicode/utf8"
 
 	"github.com/delegateos/delegateos/dct"
 	"github.com/delegateos/delegateos/identity"
@@ -162,5 +164,17 @@ func TestUUIDURN(t *testing.T) {
 			t.Fatalf("uuid %s", u)
 		}
 		seen[u] = true
+	}
+}
+
+func TestClip(t *testing.T) {
+	short := strings.Repeat("é", receipt.MaxTextBytes/2)
+	if receipt.Clip(short) != short {
+		t.Fatal("a text within the limit was clipped")
+	}
+	long := strings.Repeat("é", receipt.MaxTextBytes)
+	c := receipt.Clip(long)
+	if len(c) > receipt.MaxTextBytes+64 || !utf8.ValidString(c) || !strings.HasSuffix(c, fmt.Sprintf("…[clipped: %d bytes]", len(long))) {
+		t.Fatalf("clipped: %d bytes, valid %v, ends %q", len(c), utf8.ValidString(c), c[len(c)-40:])
 	}
 }

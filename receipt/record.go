@@ -4,8 +4,10 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"encoding/json"
+	"strconv"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/delegateos/delegateos/dct"
 	"github.com/delegateos/delegateos/identity"
@@ -133,10 +135,10 @@ func (d *Decision) Body(o *Options) *DecisionBody {
 	}
 	b := &DecisionBody{
 		SchemaVersion: KindDecision, AuditID: d.auditID, AgentDID: agentDID(d.Scope),
-		Action: Action(d.Method), Resource: d.Target, Environment: EnvironmentUnknown,
+		Action: Action(d.Method), Resource: Clip(d.Target), Environment: EnvironmentUnknown,
 		Decision: DecisionAllow, Reason: "allowed",
 		PayloadHash: sha256Prefixed(d.Payload), PolicyContextHash: o.PolicyHash,
-		Method: d.Method, DenialType: d.DenialType, DenialDetail: d.DenialDetail,
+		Method: d.Method, DenialType: d.DenialType, DenialDetail: Clip(d.DenialDetail),
 		CostReserved: d.CostReserved, Enforced: d.Enforced, DecidedAt: timestamp.Format(d.At),
 		ApprovalID: d.ApprovalID, ApprovalReceiptHash: d.ApprovalReceiptHash,
 	}
@@ -147,7 +149,7 @@ func (d *Decision) Body(o *Options) *DecisionBody {
 		b.Decision, b.Reason = DecisionBlock, d.DenialType
 	}
 	if d.Requested != nil {
-		b.Capability = &Capability{Namespace: d.Requested.Namespace, Action: d.Requested.Action, Resource: d.Requested.Resource}
+		b.Capability = &Capability{Namespace: Clip(d.Requested.Namespace), Action: Clip(d.Requested.Action), Resource: Clip(d.Requested.Resource)}
 	}
 	if d.Scope != nil {
 		b.ContractID = d.Scope.ContractID
@@ -182,7 +184,7 @@ func (e *Execution) Body(o *Options) *ExecutionBody {
 	d := e.Decision
 	b := &ExecutionBody{
 		SchemaVersion: KindExecution, ReceiptID: NewUUIDURN(), GateAuditID: d.auditID,
-		AgentDID: agentDID(d.Scope), Action: Action(d.Method), Resource: d.Target,
+		AgentDID: agentDID(d.Scope), Action: Action(d.Method), Resource: Clip(d.Target),
 		Environment: EnvironmentUnknown, Status: status(e.Outcome), Adapter: "mcp-stdio",
 		Operation: d.Method, RequestHash: sha256Prefixed(e.Request), DecisionReceiptHash: d.digest,
 		StartedAt: timestamp.Format(e.Started), CompletedAt: timestamp.Format(e.Completed),
@@ -199,6 +201,25 @@ func (e *Execution) Body(o *Options) *ExecutionBody {
 		}
 	}
 	return b
+}
+
+// MaxTextBytes bounds each text a request's sender chooses (its target, the
+// capability it maps to, a denial's detail) in a receipt, so that a
+// receipt fits in MaxBytes whatever was requested: longer ones are clipped
+// by Clip. The request's payload_hash still names the whole request.
+const MaxTextBytes = 8 << 10
+
+// Clip is s, or, when it is longer than MaxTextBytes, its first bytes (whole
+// UTF-8 sequences) and a note of its length.
+func Clip(s string) string {
+	if len(s) <= MaxTextBytes {
+		return s
+	}
+	n := MaxTextBytes
+	for n > 0 && !utf8.RuneStart(s[n]) {
+		n--
+	}
+	return s[:n] + "…[clipped: " + strconv.Itoa(len(s)) + " bytes]"
 }
 
 // status maps the proxy's outcomes to execution statuses.

@@ -87,24 +87,44 @@ var auditGroup = &command{
 
 // auditFile is the log a command reads: FILE, or the policy's audit_log.
 func auditFile(args []string, policyPath string) (string, error) {
+	path, _, err := auditPolicyFile(args, policyPath)
+	return path, err
+}
+
+// auditPolicyFile is auditFile that also returns the policy's proxy_key
+// (with --policy).
+func auditPolicyFile(args []string, policyPath string) (path, proxyKey string, err error) {
 	switch {
 	case len(args) > 1:
-		return "", usagef("unexpected argument %q", args[1])
+		return "", "", usagef("unexpected argument %q", args[1])
 	case len(args) == 1 && policyPath != "":
-		return "", usagef("give the audit log as FILE or with --policy, not both")
+		return "", "", usagef("give the audit log as FILE or with --policy, not both")
 	case len(args) == 1:
-		return args[0], nil
+		return args[0], "", nil
 	case policyPath == "":
-		return "", usagef("give the audit log: FILE or --policy FILE")
+		return "", "", usagef("give the audit log: FILE or --policy FILE")
 	}
 	p, err := policy.Load(policyPath)
 	if err != nil {
-		return "", policyLoadError(policyPath, err)
+		return "", "", policyLoadError(policyPath, err)
 	}
 	if p.AuditLog == "" {
-		return "", fixf("the policy %s sets no audit_log", policyPath)
+		return "", "", fixf("the policy %s sets no audit_log", policyPath)
 	}
-	return p.AuditLog, nil
+	return p.AuditLog, p.ProxyKey, nil
+}
+
+// logKeys are the keys a log read through a policy must be signed by: the
+// --key-id values, or else the did:key of the policy's proxy_key.
+func logKeys(ids []string, proxyKey string) ([]string, error) {
+	if len(ids) > 0 || proxyKey == "" {
+		return trustedKeys(ids)
+	}
+	k, err := identity.LoadKeyFile(proxyKey)
+	if err != nil {
+		return nil, fixf("the policy's proxy_key %s cannot be read (%v): give the proxy's did:key with --key-id", proxyKey, err)
+	}
+	return []string{k.DID()}, nil
 }
 
 func trustedKeys(ids []string) ([]string, error) {
@@ -121,17 +141,17 @@ var auditVerifyCmd = &command{
 	args:    "FILE|--policy FILE [--key-id DID]... [--head DIGEST] [--open] [--json]",
 	summary: "check every signature, the hash chain and the checkpoints of an audit log or export, offline",
 	flags: func(fs *pflag.FlagSet) func(*env, []string) error {
-		policyPath := fs.String("policy", "", "read the policy's audit_log")
-		keyIDs := fs.StringArray("key-id", nil, "the did:key every entry must be signed by (repeatable; default: any key, listed)")
+		policyPath := fs.String("policy", "", "read the policy's audit_log, signed by its proxy_key")
+		keyIDs := fs.StringArray("key-id", nil, "the did:key every entry must be signed by (repeatable; default: the policy's proxy_key, else the key of the first entry, for every entry)")
 		open := fs.Bool("open", false, "the log is still being written: accept entries after its last checkpoint")
 		head := fs.String("head", "", "the digest of an entry the log must hold: the head the proxy logged when it closed the log (\"audit log closed\")")
 		asJSON := fs.Bool("json", false, "print the report as JSON")
 		return func(e *env, args []string) error {
-			path, err := auditFile(args, *policyPath)
+			path, proxyKey, err := auditPolicyFile(args, *policyPath)
 			if err != nil {
 				return err
 			}
-			trusted, err := trustedKeys(*keyIDs)
+			trusted, err := logKeys(*keyIDs, proxyKey)
 			if err != nil {
 				return err
 			}
@@ -144,6 +164,9 @@ var auditVerifyCmd = &command{
 			}
 			defer f.Close()
 			rep, verr := audit.Verify(f, audit.VerifyOptions{Trusted: trusted, Open: *open, Head: *head})
+			if verr == nil && rep.Export && *policyPath != "" {
+				verr = &audit.Problem{Kind: audit.Malformed, Line: 1, Msg: "the policy's audit_log holds an export, not the log the proxy writes"}
+			}
 			var prob *audit.Problem
 			if verr != nil && !errors.As(verr, &prob) {
 				return inputf("%s: %v", path, verr)
@@ -170,7 +193,7 @@ var auditVerifyCmd = &command{
 				}
 				fmt.Fprintf(e.stdout, "  signed by %s\n", strings.Join(rep.Signers, ", "))
 				if len(trusted) == 0 && len(rep.Signers) > 0 {
-					fmt.Fprintf(e.stdout, "  (no --key-id: anyone's key is accepted; give the proxy's did:key to check who signed)\n")
+					fmt.Fprintf(e.stdout, "  (no --key-id: the log is checked against the key of its first entry, whoever that is; give the proxy's did:key to check who signed)\n")
 				}
 			} else {
 				fmt.Fprintf(e.stdout, "FAILED %s: %v\n", path, prob)
@@ -296,14 +319,14 @@ var auditExportCmd = &command{
 		keyIDs := fs.StringArray("key-id", nil, "the did:key the log must be signed by (repeatable)")
 		asJSON := fs.Bool("json", false, "with --out, print what was written as JSON (the export itself is JSON lines)")
 		return func(e *env, args []string) error {
-			path, err := auditFile(args, *policyPath)
+			path, proxyKey, err := auditPolicyFile(args, *policyPath)
 			if err != nil {
 				return err
 			}
 			if *n < 1 {
 				return usagef("--receipt N is required (an entry number from 1)")
 			}
-			trusted, err := trustedKeys(*keyIDs)
+			trusted, err := logKeys(*keyIDs, proxyKey)
 			if err != nil {
 				return err
 			}

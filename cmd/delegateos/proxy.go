@@ -153,12 +153,23 @@ var proxyCmd = &command{
 				// What the gate decides by must be out of the upstream's
 				// reach, or it could revoke its revocations, reset its spend
 				// or reopen its ended delegations.
+				proxyKey := pol.ProxyKey
+				if *keyFile != "" {
+					proxyKey = *keyFile
+				}
+				if pol.AuditLog == "" {
+					proxyKey = ""
+				}
+				if proxyKey != "" && as.mayAccess(proxyKey, 4) {
+					return fixf("--upstream-user %s: the upstream user can read the proxy key %s, so it could sign receipts the proxy never made: make it readable by the proxy's user only (chown it to that user, chmod 600)", as.name, proxyKey)
+				}
 				for _, f := range []struct{ what, path string }{
 					{"the revocation list", pol.RevocationList},
 					{"the spend store", pol.SpendStore},
 					{"the rate-limit windows", ratesPath(pol)},
 					{"the workspace", pol.Workspace},
 					{"the audit log", pol.AuditLog},
+					{"the proxy key", proxyKey},
 				} {
 					if f.path != "" && as.mayModify(f.path) {
 						return fixf("--upstream-user %s: the upstream user could change or replace %s %s (through it or a directory above it): make it and its directories writable by the proxy's user only, or set the sticky bit on a shared directory", as.name, f.what, f.path)
