@@ -11,6 +11,7 @@
 package redisconn
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"net/url"
@@ -51,6 +52,15 @@ func (e *UnavailableError) Unwrap() error { return e.Err }
 
 // Is makes errors.Is(err, ErrUnavailable) hold.
 func (e *UnavailableError) Is(target error) bool { return target == ErrUnavailable }
+
+// quiet drops the client's own log lines: it would write them to the
+// process's standard error, and every failure they describe reaches the
+// stores as an error that says what it is.
+type quiet struct{}
+
+func (quiet) Printf(context.Context, string, ...any) {}
+
+func init() { redis.SetLogger(quiet{}) }
 
 // IsURL reports whether s names a Redis store rather than a file.
 func IsURL(s string) bool {

@@ -66,7 +66,9 @@ func (s *Server) start() {
 		"--save", "", "--appendonly", "yes", "--appendfsync", "always",
 		"--daemonize", "no", "--protected-mode", "yes", "--loglevel", "warning",
 		"--logfile", filepath.Join(s.dir, "redis.log"))
-	s.cmd.Stdout, s.cmd.Stderr = os.Stderr, os.Stderr
+	// Its output goes to its log file, and it dies with the test binary,
+	// so that a test that crashes leaves no server holding go test's pipes.
+	s.cmd.SysProcAttr = procAttr()
 	if err := s.cmd.Start(); err != nil {
 		s.t.Fatalf("start redis-server: %v", err)
 	}
