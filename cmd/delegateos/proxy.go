@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/delegateos/delegateos/internal/redisconn"
 	"io"
 	"io/fs"
 	"os"
@@ -144,9 +145,9 @@ var proxyCmd = &command{
 			}
 			gate := &proxy.Gate{Policy: pol, HonourUpstreamCost: pol.HonourUpstreamCost}
 			opts := dct.Options{Roots: pol.Roots}
-			var revs *revocation.File
+			var revs revocation.Live
 			if pol.RevocationList != "" {
-				if revs, err = revocation.OpenFile(pol.RevocationList); err != nil {
+				if revs, err = revocation.Open(pol.RevocationList); err != nil {
 					what := from(*revsFlag != "", "--revocations", "revocation_list")
 					if errors.Is(err, os.ErrNotExist) {
 						return inputf("the revocation list %s does not exist: create it (an empty list is [], and 'delegateos revoke --list %s' creates it with an entry), or fix %s", pol.RevocationList, pol.RevocationList, what)
@@ -162,7 +163,7 @@ var proxyCmd = &command{
 				}
 			}
 			if pol.SpendStore != "" {
-				store, err := budget.OpenFile(pol.SpendStore)
+				store, err := budget.Open(pol.SpendStore)
 				if err != nil {
 					return inputf("the spend store %s cannot be opened: %v; give a file the proxy can create and write (%s)", pol.SpendStore, err, from(*spend != "", "--spend-store", "spend_store"))
 				}
@@ -205,7 +206,7 @@ var proxyCmd = &command{
 					{"the rate-limit windows", ratesPath(pol)},
 					{"the workspace", pol.Workspace},
 				} {
-					if f.path != "" && as.mayModify(f.path) {
+					if f.path != "" && !redisconn.IsURL(f.path) && as.mayModify(f.path) {
 						return fixf("--upstream-user %s: the upstream user could change or replace %s %s (through it or a directory above it): make it and its directories writable by the proxy's user only, or set the sticky bit on a shared directory", as.name, f.what, f.path)
 					}
 				}
