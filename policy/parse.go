@@ -304,7 +304,7 @@ func (ps *parser) path(n *yaml.Node, key string, out *string) {
 // store reads a store's path, or a redis:// or rediss:// URL kept as it
 // is.
 func (ps *parser) store(n *yaml.Node, key string, out *string) {
-	if s, ok := ps.str(n, key); ok && (strings.HasPrefix(s, "redis://") || strings.HasPrefix(s, "rediss://")) {
+	if n.Kind == yaml.ScalarNode && (strings.HasPrefix(n.Value, "redis://") || strings.HasPrefix(n.Value, "rediss://")) {
 		ps.redisURL(n, key, out)
 		return
 	}
