@@ -33,6 +33,15 @@ type Redis struct {
 
 	pending sync.WaitGroup // commits and cancels retried in the background
 
+	// settle holds the commits of reservations at their reserved cost,
+	// which the flusher sends in batches (one round trip for many): such a
+	// commit only moves the cost from held to committed, so until it
+	// reaches Redis the cost counts the same. flushing says the flusher
+	// runs.
+	smu      sync.Mutex
+	settle   []settleCmd
+	flushing bool
+
 	mu     sync.Mutex // guards l, last and closed
 	l      ledger     // open reservations only; spend is in Redis
 	last   map[string]int64
@@ -363,9 +372,13 @@ func (s *Redis) rid(id uint64) string {
 	return s.nonce + "." + strconv.FormatUint(id, 10)
 }
 
-// Commit implements Store with one script run. If Redis does not answer,
-// the reservation stays open in this process and in Redis (its cost stays
-// charged), and Commit may be called again.
+// Commit implements Store. A commit at the reserved cost returns at once:
+// the reservation already holds that cost, and the script that moves it
+// from held to committed is sent in the background, batched with others
+// (one round trip for many), and retried until Redis takes it; spend reads
+// the same meanwhile. A commit at another cost is one script run before
+// Commit returns; if Redis does not answer, the reservation's cost stays
+// charged and the commit is retried in the background.
 func (s *Redis) Commit(r *Reservation, actual int64) error {
 	if err := checkActual(actual); err != nil {
 		return err
@@ -390,6 +403,10 @@ func (s *Redis) end(r *Reservation, actual int64) error {
 	}
 	s.mu.Unlock()
 	rkeys, rid := scriptKeys(r.keys, s.rid(r.id)), s.rid(r.id)
+	if actual == r.cost {
+		s.queueSettle(settleCmd{rkeys, rid, r.cost})
+		return nil
+	}
 	// A reply of 0 means the reservation had ended already: a command
 	// whose reply was lost ran before its retry.
 	run := func(ctx context.Context) error {
@@ -402,6 +419,72 @@ func (s *Redis) end(r *Reservation, actual int64) error {
 		return fmt.Errorf("%w; it is retried in the background, and the reservation's cost stays charged until it gets through", s.fail(err))
 	}
 	return nil
+}
+
+// settleCmd is a commit at the reserved cost.
+type settleCmd struct {
+	keys []string
+	rid  string
+	cost int64
+}
+
+// queueSettle queues a commit at the reserved cost for the flusher.
+func (s *Redis) queueSettle(c settleCmd) {
+	s.smu.Lock()
+	defer s.smu.Unlock()
+	s.settle = append(s.settle, c)
+	if !s.flushing {
+		s.flushing = true
+		s.pending.Add(1)
+		go s.flush()
+	}
+}
+
+// flush sends the queued commits, a batch per round trip, until none is
+// left. A batch that fails is retried with backoff until it gets through
+// or the store is closed; meanwhile the costs stay charged as held.
+func (s *Redis) flush() {
+	defer s.pending.Done()
+	wait := 50 * time.Millisecond
+	for {
+		s.smu.Lock()
+		batch := s.settle
+		s.settle = nil
+		if len(batch) == 0 {
+			s.flushing = false
+			s.smu.Unlock()
+			return
+		}
+		s.smu.Unlock()
+		for {
+			_, err := s.c.Pipelined(s.ctx, func(p redis.Pipeliner) error {
+				for _, c := range batch {
+					commitScript.EvalSha(s.ctx, p, c.keys, c.rid, c.cost, c.cost, "", 0)
+				}
+				return nil
+			})
+			if err == nil {
+				break
+			}
+			if isNoScript(err) {
+				commitScript.Load(s.ctx, s.c)
+				continue
+			}
+			select {
+			case <-s.ctx.Done():
+				return
+			case <-time.After(wait):
+			}
+			wait = min(2*wait, 2*time.Second)
+		}
+		wait = 50 * time.Millisecond
+	}
+}
+
+// isNoScript reports whether err says the server has lost a script (it
+// restarted): it is loaded again.
+func isNoScript(err error) bool {
+	return err != nil && strings.HasPrefix(err.Error(), "NOSCRIPT")
 }
 
 // Spent implements Store with one read. When Redis does not answer it

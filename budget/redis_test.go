@@ -292,3 +292,37 @@ func waitSpent(t *testing.T, s Store, key string, want int64) {
 	}
 	t.Fatalf("Spent(%s) = %d, want %d", key, got, want)
 }
+
+// A commit at the reserved cost is sent in the background: spend reads
+// the same at once, and the reservation is settled (committed, not held)
+// by the time Close returns.
+func TestRedisCommitAtCostSettlesInTheBackground(t *testing.T) {
+	srv := redistest.Start(t)
+	s := openRedis(t, srv.URL())
+	levels := []Level{{"ISSUER/del_root", 1000}, {"ISSUER/del_root/del_a", 500}}
+	for range 20 {
+		r := mustReserve(t, s, levels, 25)
+		if err := s.Commit(r, 25); err != nil {
+			t.Fatal(err)
+		}
+		if err := s.Commit(r, 25); err == nil {
+			t.Fatal("a second commit of a reservation succeeded")
+		}
+	}
+	wantSpent(t, s, map[string]int64{"ISSUER/del_root": 500, "ISSUER/del_root/del_a": 500})
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	us, err := ReadUsage(srv.URL())
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, u := range us {
+		if u.Committed != 500 || u.Reserved != 0 || u.Calls != 20 {
+			t.Errorf("%s: %+v, want 500 committed over 20 calls", u.Key, u)
+		}
+	}
+	if n := srv.Client().HLen(context.Background(), openKey("ISSUER/del_root")).Val(); n != 0 {
+		t.Errorf("%d reservations still open", n)
+	}
+}

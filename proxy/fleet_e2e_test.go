@@ -133,6 +133,15 @@ func TestE2EFleetNeverPassesABudget(t *testing.T) {
 	wg.Wait()
 	nA, nB, nC := allowed[0].Load(), allowed[1].Load(), allowed[2].Load()
 	t.Logf("allowed: %d under A, %d under B, %d under C", nA, nB, nC)
+	// Commits at the reserved cost reach Redis in the background.
+	mcptest.Eventually(t, "every reservation settled", func() bool {
+		for _, u := range f.usage() {
+			if u.Reserved != 0 {
+				return false
+			}
+		}
+		return true
+	})
 	u := f.usage()
 	for _, lv := range []struct {
 		key   string

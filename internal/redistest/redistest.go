@@ -23,7 +23,8 @@ import (
 
 // A Server is one redis-server process, stopped when the test ends.
 type Server struct {
-	t    testing.TB
+	t     testing.TB
+	fsync string
 	dir  string
 	port int
 	cmd  *exec.Cmd
@@ -43,8 +44,15 @@ func Binary(t testing.TB) string {
 // Start starts a redis-server on a free port and waits until it answers.
 func Start(t testing.TB) *Server {
 	t.Helper()
+	return StartFsync(t, "always")
+}
+
+// StartFsync is Start with another appendfsync policy: "everysec" (lose
+// up to a second of writes to a crash of the machine) or "no".
+func StartFsync(t testing.TB, fsync string) *Server {
+	t.Helper()
 	Binary(t)
-	s := &Server{t: t, dir: t.TempDir(), port: freePort(t)}
+	s := &Server{t: t, fsync: fsync, dir: t.TempDir(), port: freePort(t)}
 	s.start()
 	t.Cleanup(func() { s.kill() })
 	return s
@@ -63,7 +71,7 @@ func (s *Server) start() {
 	s.t.Helper()
 	s.cmd = exec.Command(Binary(s.t),
 		"--port", strconv.Itoa(s.port), "--bind", "127.0.0.1", "--dir", s.dir,
-		"--save", "", "--appendonly", "yes", "--appendfsync", "always",
+		"--save", "", "--appendonly", "yes", "--appendfsync", s.fsync,
 		"--daemonize", "no", "--protected-mode", "yes", "--loglevel", "warning",
 		"--logfile", filepath.Join(s.dir, "redis.log"))
 	// Its output goes to its log file, and it dies with the test binary,
