@@ -25,10 +25,10 @@ import (
 type Server struct {
 	t     testing.TB
 	fsync string
-	dir  string
-	port int
-	cmd  *exec.Cmd
-	done chan struct{}
+	dir   string
+	port  int
+	cmd   *exec.Cmd
+	done  chan struct{}
 }
 
 // Binary returns the path of redis-server, or fails the test.
