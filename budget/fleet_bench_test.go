@@ -1,6 +1,7 @@
 package budget
 
 import (
+	"context"
 	"fmt"
 	"path/filepath"
 	"sync"
@@ -29,7 +30,21 @@ const fleetInFlight = 16
 // yes and appendfsync always, as the README recommends ("redis"), or
 // appendfsync everysec ("redis-everysec"). Files cannot be
 // shared: each File proxy has its own file, and so its own budget.
+//
+// ping is one Redis round trip (PING) on the same machine, for scale: a
+// call's spend-store work with Redis is two round trips before the call
+// is forwarded (Spent's read, then the Reserve script) and none after (a
+// commit at the reserved cost is sent in the background, batched).
 func BenchmarkFleet(b *testing.B) {
+	b.Run("ping", func(b *testing.B) {
+		c := redistest.Start(b).Client()
+		ctx := context.Background()
+		for b.Loop() {
+			if err := c.Ping(ctx).Err(); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
 	for _, kind := range []string{"file", "redis", "redis-everysec"} {
 		for _, proxies := range []int{1, 3} {
 			for _, mode := range []string{"serial", "pipelined"} {
