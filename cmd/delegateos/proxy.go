@@ -152,6 +152,9 @@ var proxyCmd = &command{
 					if errors.Is(err, os.ErrNotExist) {
 						return inputf("the revocation list %s does not exist: create it (an empty list is [], and 'delegateos revoke --list %s' creates it with an entry), or fix %s", pol.RevocationList, pol.RevocationList, what)
 					}
+					if redisconn.IsURL(pol.RevocationList) {
+						return inputf("the revocation list cannot be used: %v; start Redis there, fix the URL or remove the entry that does not verify (%s)", err, what)
+					}
 					return inputf("the revocation list %s cannot be used: %v; fix the file, or point %s at another", pol.RevocationList, err, what)
 				}
 				defer revs.Close()
@@ -165,6 +168,9 @@ var proxyCmd = &command{
 			if pol.SpendStore != "" {
 				store, err := budget.Open(pol.SpendStore)
 				if err != nil {
+					if redisconn.IsURL(pol.SpendStore) {
+						return inputf("the spend store cannot be opened: %v; start Redis there or fix the URL (%s)", err, from(*spend != "", "--spend-store", "spend_store"))
+					}
 					return inputf("the spend store %s cannot be opened: %v; give a file the proxy can create and write (%s)", pol.SpendStore, err, from(*spend != "", "--spend-store", "spend_store"))
 				}
 				defer store.Close()
