@@ -276,7 +276,8 @@ func (g *Gate) decideAt(req *CallRequest, start time.Time) (d Decision) {
 	if g.Ended != nil {
 		for _, l := range scope.Chain {
 			if status, ended := g.Ended(l.DelegationID); ended {
-				return deny(endedDenial(status), scope.Capabilities, "delegation %s has ended (%s): its token no longer authorizes calls", l.DelegationID, status)
+				t, detail := endedDenial(l.DelegationID, status)
+				return deny(t, scope.Capabilities, "%s", detail)
 			}
 		}
 	}

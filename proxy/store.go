@@ -2,6 +2,7 @@ package proxy
 
 import (
 	"errors"
+	"fmt"
 	"strings"
 
 	"github.com/delegateos/delegateos/dct"
@@ -32,11 +33,11 @@ func storeDenial(err error, requested *dct.Capability, granted []dct.Capability)
 	return &Denial{Type: StoreUnavailable, Detail: detail + "; the call is refused rather than decided on data that may be stale", Requested: requested, Granted: granted}
 }
 
-// endedDenial is the denial type of a call under a delegation Ended
-// reports with status.
-func endedDenial(status string) dct.DenialType {
-	if strings.HasPrefix(status, unavailableStatus) {
-		return StoreUnavailable
+// endedDenial is the denial of a call under delegation id, which
+// Delegations.Ended reports with status.
+func endedDenial(id, status string) (dct.DenialType, string) {
+	if rest, ok := strings.CutPrefix(status, unavailableStatus+": "); ok {
+		return StoreUnavailable, fmt.Sprintf("whether delegation %s has ended cannot be read: %s; the call is refused rather than decided on data that may be stale", id, rest)
 	}
-	return dct.Expired
+	return dct.Expired, fmt.Sprintf("delegation %s has ended (%s): its token no longer authorizes calls", id, status)
 }
