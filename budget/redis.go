@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -128,28 +129,46 @@ local function get(key, field) return redis.call('HGET', key, field) or '0' end
 `
 
 // reserveScript holds cost at every key or at none. KEYS are the distinct
-// keys' spend hashes, then the open-reservations hash and the void key
-// of the reservation. ARGV: the
-// reservation ID, cost, the time of the call, the number of levels, then
-// per level the index of its key in KEYS and its limit, then per key the
-// limit the call records. It returns {1} when the cost is held (or was
-// held already by this ID: a retried command), else {0, level, spent} for
+// keys' spend hashes, then the open-reservations hash and the void key of
+// the reservation, then the spend hashes of the commits it carries. ARGV:
+// the reservation ID, cost, the time of the call, the number of levels and
+// of keys, then per level the index of its key in KEYS and its limit, then
+// per key the limit the call records, then the number of commits carried
+// and for each its reservation ID, cost and number of keys, and the index
+// of each key in KEYS. The commits carried (at their reserved cost, of
+// reservations of the same tree) are made first, as commitScript makes
+// them, whatever the reservation's fate: they share its round trip and its
+// write to the append-only file. It returns {1} when the cost is held (or
+// was held already by this ID: a retried command), {0, level, spent} for
 // the first level, root first, that refuses, or {2} when the reservation
 // was cancelled before it arrived.
 var reserveScript = redis.NewScript(luaDecimal + `
-local nk = #KEYS - 2
+local nl, nk = tonumber(ARGV[4]), tonumber(ARGV[5])
 local open = KEYS[nk + 1]
 local rid, cost, at = ARGV[1], ARGV[2], ARGV[3]
+local base = 6 + 2 * nl
+local p = base + nk
+local ns = tonumber(ARGV[p]); p = p + 1
+for x = 1, ns do
+  local srid, scost, sn = ARGV[p], ARGV[p + 1], tonumber(ARGV[p + 2])
+  p = p + 3
+  if redis.call('HDEL', open, srid) == 1 and scost ~= '0' then
+    for y = 0, sn - 1 do
+      local k = KEYS[tonumber(ARGV[p + y])]
+      redis.call('HINCRBY', k, 'h', '-' .. scost)
+      redis.call('HSET', k, 'c', sat(add(get(k, 'c'), scost)))
+    end
+  end
+  p = p + sn
+end
 if redis.call('EXISTS', KEYS[nk + 2]) == 1 then return {2} end
 if redis.call('HEXISTS', open, rid) == 1 then return {1} end
 local spent = {}
 for i = 1, nk do spent[i] = add(get(KEYS[i], 'c'), get(KEYS[i], 'h')) end
-local nl = tonumber(ARGV[4])
 for j = 0, nl - 1 do
-  local s, lim = spent[tonumber(ARGV[5 + 2 * j])], ARGV[6 + 2 * j]
+  local s, lim = spent[tonumber(ARGV[6 + 2 * j])], ARGV[7 + 2 * j]
   if cmp(s, lim) >= 0 or cmp(add(s, cost), lim) > 0 then return {0, j, s} end
 end
-local base = 5 + 2 * nl
 for i = 1, nk do
   local k = KEYS[i]
   if cost ~= '0' then redis.call('HINCRBY', k, 'h', cost) end
@@ -231,16 +250,30 @@ func (s *Redis) Reserve(levels []Level, cost int64) (*Reservation, error) {
 	rid := s.rid(r.id)
 	rkeys := scriptKeys(keys, rid)
 	at := min(max(s.now().UnixMilli(), 1), maxAt)
-	args := make([]any, 0, 4+2*len(levels)+len(keys))
-	args = append(args, rid, cost, at, len(levels))
+	args := make([]any, 0, 6+2*len(levels)+len(keys))
+	args = append(args, rid, cost, at, len(levels), len(keys))
 	for _, l := range levels {
 		args = append(args, indexOf(keys, l.Key)+1, l.Limit)
 	}
 	for _, l := range limits {
 		args = append(args, l)
 	}
-	res, err := reserveScript.Run(s.ctx, s.c, rkeys, args...).Slice()
+	settles := s.takeSettles(rkeys[len(keys)])
+	args = append(args, len(settles))
+	skeys := slices.Clip(rkeys)
+	for _, c := range settles {
+		spend := c.keys[:len(c.keys)-2]
+		args = append(args, c.rid, c.cost, len(spend))
+		for _, k := range spend {
+			skeys = append(skeys, k)
+			args = append(args, len(skeys))
+		}
+	}
+	res, err := reserveScript.Run(s.ctx, s.c, skeys, args...).Slice()
 	if err != nil {
+		// The commits carried may or may not have been made: they are
+		// made (again, which changes nothing) by the flusher.
+		s.requeueSettles(settles)
 		// The script may have run, or may yet run (a stalled server reads
 		// it later): the reservation is cancelled, in the background until
 		// Redis answers, so that its cost is not held for a call that was
@@ -373,10 +406,11 @@ func (s *Redis) rid(id uint64) string {
 }
 
 // Commit implements Store. A commit at the reserved cost returns at once:
-// the reservation already holds that cost, and the script that moves it
-// from held to committed is sent in the background, batched with others
-// (one round trip for many), and retried until Redis takes it; spend reads
-// the same meanwhile. A commit at another cost is one script run before
+// the reservation already holds that cost, and moving it from held to
+// committed is carried by the next Reserve of the same tree (in its round
+// trip) or, failing one within settleLinger, sent by the flusher, batched
+// with others, and retried until Redis takes it; spend reads the same
+// meanwhile. A commit at another cost is one script run before
 // Commit returns; if Redis does not answer, the reservation's cost stays
 // charged and the commit is retried in the background.
 func (s *Redis) Commit(r *Reservation, actual int64) error {
@@ -440,6 +474,41 @@ func (s *Redis) queueSettle(c settleCmd) {
 	}
 }
 
+// maxCarried bounds the commits one Reserve carries.
+const maxCarried = 64
+
+// settleLinger is how long a queued commit waits for a Reserve of its tree
+// to carry it before the flusher sends it.
+const settleLinger = 2 * time.Millisecond
+
+// takeSettles removes from the queue, and returns, up to maxCarried
+// commits of reservations whose open-reservations hash is open: those of
+// the same tree, which a Reserve of that tree can carry.
+func (s *Redis) takeSettles(open string) []settleCmd {
+	s.smu.Lock()
+	defer s.smu.Unlock()
+	var out []settleCmd
+	kept := s.settle[:0]
+	for _, c := range s.settle {
+		if len(out) < maxCarried && c.keys[len(c.keys)-2] == open {
+			out = append(out, c)
+		} else {
+			kept = append(kept, c)
+		}
+	}
+	clear(s.settle[len(kept):])
+	s.settle = kept
+	return out
+}
+
+// requeueSettles puts commits a Reserve carried back in the queue, when
+// it is not known whether they were made.
+func (s *Redis) requeueSettles(cs []settleCmd) {
+	for _, c := range cs {
+		s.queueSettle(c)
+	}
+}
+
 // flush sends the queued commits, a batch per round trip, until none is
 // left. A batch that fails is retried with backoff until it gets through
 // or the store is closed; meanwhile the costs stay charged as held.
@@ -447,6 +516,11 @@ func (s *Redis) flush() {
 	defer s.pending.Done()
 	wait := 50 * time.Millisecond
 	for {
+		// A Reserve of the same tree may carry the commits meanwhile.
+		select {
+		case <-s.ctx.Done():
+		case <-time.After(settleLinger):
+		}
 		s.smu.Lock()
 		batch := s.settle
 		s.settle = nil

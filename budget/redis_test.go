@@ -178,7 +178,7 @@ func TestRedisLateReserveAfterCancel(t *testing.T) {
 	if err := commitScript.Run(ctx, s.c, rkeys, "late.1", 50, 0, "void", voidTTL.Milliseconds()).Err(); err != nil {
 		t.Fatal(err)
 	}
-	res, err := reserveScript.Run(ctx, s.c, rkeys, "late.1", 50, 1, 1, 1, 100, 100).Slice()
+	res, err := reserveScript.Run(ctx, s.c, rkeys, "late.1", 50, 1, 1, 1, 1, 100, 100, 0).Slice()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -196,7 +196,7 @@ func TestRedisScriptsAreIdempotent(t *testing.T) {
 	rkeys := scriptKeys([]string{"ISSUER/del_root"}, "x.1")
 	ctx := context.Background()
 	for range 2 {
-		if err := reserveScript.Run(ctx, s.c, rkeys, "x.1", 40, 1, 1, 1, 100, 100).Err(); err != nil {
+		if err := reserveScript.Run(ctx, s.c, rkeys, "x.1", 40, 1, 1, 1, 1, 100, 100, 0).Err(); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -324,5 +324,31 @@ func TestRedisCommitAtCostSettlesInTheBackground(t *testing.T) {
 	}
 	if n := srv.Client().HLen(context.Background(), openKey("ISSUER/del_root")).Val(); n != 0 {
 		t.Errorf("%d reservations still open", n)
+	}
+}
+
+// Commits carried by a Reserve that is refused are made all the same.
+func TestRedisRefusedReserveStillCarriesCommits(t *testing.T) {
+	srv := redistest.Start(t)
+	s := openRedis(t, srv.URL())
+	levels := []Level{{"ISSUER/del_root", 50}}
+	for range 2 {
+		r := mustReserve(t, s, levels, 25)
+		if err := s.Commit(r, 25); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := s.Reserve(levels, 1); !isExceeded(err) {
+		t.Fatalf("a reservation over the limit: %v", err)
+	}
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	us, err := ReadUsage(srv.URL())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(us) != 1 || us[0].Committed != 50 || us[0].Reserved != 0 {
+		t.Fatalf("ReadUsage = %+v, want 50 committed", us)
 	}
 }
