@@ -316,7 +316,15 @@ func scriptKeys(keys []string, rid string) []string {
 // retry runs f in the background until it succeeds, the store is closed
 // or retryFor has passed, backing off between tries.
 func (s *Redis) retry(f func(ctx context.Context) error) {
+	// Nothing is started once Close waits for what runs: what is not
+	// retried stays charged.
+	s.mu.Lock()
+	if s.closed {
+		s.mu.Unlock()
+		return
+	}
 	s.pending.Add(1)
+	s.mu.Unlock()
 	go func() {
 		defer s.pending.Done()
 		wait := 50 * time.Millisecond
@@ -464,6 +472,11 @@ type settleCmd struct {
 
 // queueSettle queues a commit at the reserved cost for the flusher.
 func (s *Redis) queueSettle(c settleCmd) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed {
+		return // the cost stays charged, as held
+	}
 	s.smu.Lock()
 	defer s.smu.Unlock()
 	s.settle = append(s.settle, c)
