@@ -106,8 +106,9 @@
 // its reply was lost changes nothing the second time; a Reserve that got
 // no reply is cancelled in the background, and a Reserve that reaches the
 // server after its cancelling holds nothing. A commit at the reserved cost
-// is sent in the background, batched with others: the cost is already
-// held, so spend reads the same until it arrives.
+// rides in the next Reserve of the same tree, in its round trip and its
+// write, or is sent in the background, batched with others: the cost is
+// already held, so spend reads the same until it arrives.
 //
 // A proxy that stops with reservations open leaves their cost held, which
 // counts as spent, as a File does. What Redis acknowledged survives a
