@@ -88,7 +88,7 @@ var spendCmd = &command{
 					fmt.Fprintf(e.stderr, "delegateos spend: the delegations are shown without names: %s\n", oneLine(err.Error()))
 				}
 			}
-			rep := newSpendReport(path, usage, ds)
+			rep := newSpendReport(redactStore(path), usage, ds)
 			switch *format {
 			case "json":
 				return writeJSON(e, rep.json())

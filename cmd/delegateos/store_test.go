@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -54,5 +55,20 @@ func TestStoreMigrateAndSpendOnRedis(t *testing.T) {
 	code, _, errs = runCLI("spend", "--store", srv.URL())
 	if code == 0 || !strings.Contains(errs, "is unavailable") {
 		t.Fatalf("spend of a stopped Redis: exit %d, %q", code, errs)
+	}
+}
+
+// policy check and spend do not show a Redis URL's password.
+func TestRedisPasswordNotShown(t *testing.T) {
+	dir := t.TempDir()
+	pol := filepath.Join(dir, "policy.yaml")
+	if err := os.WriteFile(pol, []byte("allow_unauthenticated: true\nspend_store: redis://:hunter2@127.0.0.1:1/0\nrevocation_list: redis://:hunter2@127.0.0.1:1/0\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for _, args := range [][]string{{"policy", "check", pol}, {"policy", "check", pol, "--json"}, {"spend", "--policy", pol}} {
+		_, out, errs := runCLI(args...)
+		if strings.Contains(out+errs, "hunter2") {
+			t.Errorf("%v shows the password: %s%s", args, out, errs)
+		}
 	}
 }
