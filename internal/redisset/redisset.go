@@ -201,9 +201,14 @@ func (s *Copy) run() {
 	defer close(s.done)
 	backoff := 50 * time.Millisecond
 	for s.ctx.Err() == nil {
-		err := s.subscribe()
+		loaded, err := s.subscribe()
 		if s.ctx.Err() != nil {
 			return
+		}
+		if loaded {
+			// It worked for a while: the next outage starts backing off
+			// afresh.
+			backoff = 50 * time.Millisecond
 		}
 		if !errors.Is(err, errRefused) {
 			err = &redisconn.UnavailableError{What: s.what, Err: err}
@@ -218,18 +223,19 @@ func (s *Copy) run() {
 	}
 }
 
-// subscribe makes one subscription and serves it until it breaks.
-func (s *Copy) subscribe() error {
+// subscribe makes one subscription and serves it until it breaks, and
+// reports whether it read the hash.
+func (s *Copy) subscribe() (loaded bool, err error) {
 	ps := s.c.Subscribe(s.ctx)
 	defer ps.Close()
 	if err := ps.Subscribe(s.ctx, s.channel); err != nil {
-		return err
+		return false, err
 	}
 	lastPing := time.Time{}
 	for s.ctx.Err() == nil {
 		if time.Since(lastPing) >= pingEvery {
 			if err := ps.Ping(s.ctx); err != nil {
-				return err
+				return loaded, err
 			}
 			lastPing = time.Now()
 		}
@@ -239,7 +245,7 @@ func (s *Copy) subscribe() error {
 		case err != nil && errors.As(err, &ne) && ne.Timeout():
 			continue // pinged again; silence ages the copy
 		case err != nil:
-			return err
+			return loaded, err
 		}
 		switch m := msg.(type) {
 		case *redis.Subscription:
@@ -249,17 +255,18 @@ func (s *Copy) subscribe() error {
 			s.synced = false
 			s.mu.Unlock()
 			if err := s.load(); err != nil {
-				return err
+				return loaded, err
 			}
+			loaded = true
 		case *redis.Pong:
 			s.heardNow()
 		case *redis.Message:
 			if err := s.fetch(m.Payload); err != nil {
-				return err
+				return loaded, err
 			}
 		}
 	}
-	return s.ctx.Err()
+	return loaded, s.ctx.Err()
 }
 
 // load reads the whole hash into the copy and marks it synced.
