@@ -635,5 +635,9 @@ func Open(pathOrURL string) (Store, error) {
 	if redisconn.IsURL(pathOrURL) {
 		return OpenRedis(pathOrURL)
 	}
-	return OpenFile(pathOrURL)
+	f, err := OpenFile(pathOrURL)
+	if err != nil {
+		return nil, err // not a nil *File in a non-nil interface
+	}
+	return f, nil
 }

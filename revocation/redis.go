@@ -147,7 +147,11 @@ func Open(pathOrURL string) (Live, error) {
 	if redisconn.IsURL(pathOrURL) {
 		return OpenRedis(pathOrURL)
 	}
-	return OpenFile(pathOrURL)
+	f, err := OpenFile(pathOrURL)
+	if err != nil {
+		return nil, err // not a nil *File in a non-nil interface
+	}
+	return f, nil
 }
 
 // appendRedis adds a verified entry to the Redis list at rawURL and
