@@ -633,7 +633,11 @@ func (s *Redis) errClosed() error {
 // (OpenRedis), or else a file path (OpenFile).
 func Open(pathOrURL string) (Store, error) {
 	if redisconn.IsURL(pathOrURL) {
-		return OpenRedis(pathOrURL)
+		r, err := OpenRedis(pathOrURL)
+		if err != nil {
+			return nil, err
+		}
+		return r, nil
 	}
 	f, err := OpenFile(pathOrURL)
 	if err != nil {

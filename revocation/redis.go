@@ -145,7 +145,11 @@ func (r *Redis) Close() error {
 // (OpenRedis), or else a file (OpenFile).
 func Open(pathOrURL string) (Live, error) {
 	if redisconn.IsURL(pathOrURL) {
-		return OpenRedis(pathOrURL)
+		r, err := OpenRedis(pathOrURL)
+		if err != nil {
+			return nil, err
+		}
+		return r, nil
 	}
 	f, err := OpenFile(pathOrURL)
 	if err != nil {
