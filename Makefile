@@ -20,8 +20,14 @@ install:
 # race detector, then every fuzz target for a short while.
 test: test-unit fuzz
 
-test-unit:
+test-unit: redis
 	$(GO) test -race -count=1 ./...
+
+# The tests of the Redis stores start real redis-server processes: install
+# Debian's package when it is missing (as root, or through sudo).
+.PHONY: redis
+redis:
+	@command -v redis-server >/dev/null || ./scripts/install-redis.sh
 
 fuzz:
 	FUZZTIME=$(FUZZTIME) GO=$(GO) ./scripts/fuzz.sh
@@ -81,6 +87,13 @@ bench-serve: build
 # (conformance/package-lock.json) and Go server itself.
 conformance:
 	GO=$(GO) ./conformance/run.sh
+
+# Reservation cost per call and pipelined throughput of the spend store,
+# Redis against a file, for 1 and 3 proxies, in one run (README "A fleet on
+# Redis").
+.PHONY: bench-fleet
+bench-fleet: redis
+	$(GO) test -run '^$$' -bench '^BenchmarkFleet$$' -benchtime $(BENCHTIME) ./budget/
 
 clean:
 	rm -rf $(BIN)

@@ -85,6 +85,42 @@
 // every reservation that costs something waits for one fsync, and
 // concurrent ones wait for each other's.
 //
+// # Redis
+//
+// Redis keeps spend in a Redis server (Redis 7 or Valkey) named by a
+// redis:// or rediss:// URL, shared by every proxy that opens the same URL:
+// the budgets of a delegation tree hold across a fleet. Each key's spend is
+// a hash, delegateos:spend:{TAG}:KEY, with its committed ("c") and held
+// ("h") cost, calls ("n"), the time of the last call ("t") and the limit
+// it gave ("l"); TAG is the key's issuer (the part before the first "/"),
+// the Redis Cluster hash tag that keeps a tree on one shard. The open
+// reservations of a tree are one hash, delegateos:open:{TAG}, from
+// reservation ID to held cost.
+//
+// Reserve, Commit and Release each run one Lua script on the server
+// (EVALSHA), which Redis runs atomically: Reserve checks every level and
+// holds the cost at each, or changes nothing, so reservations from any
+// number of proxies never together pass a limit. The scripts compute on
+// the decimal strings Redis keeps, exactly up to the largest int64.
+// Reservation IDs are unique across the fleet, so a command retried after
+// its reply was lost changes nothing the second time; a Reserve that got
+// no reply is cancelled in the background, and a Reserve that reaches the
+// server after its cancelling holds nothing. A commit at the reserved cost
+// rides in the next Reserve of the same tree, in its round trip and its
+// write, or is sent in the background, batched with others: the cost is
+// already held, so spend reads the same until it arrives.
+//
+// A proxy that stops with reservations open leaves their cost held, which
+// counts as spent, as a File does. What Redis acknowledged survives a
+// restart of the server only if it runs with appendonly yes and appendfsync
+// always. When Redis does not answer within the URL's timeouts (1 s by
+// default) Reserve fails with an error matching redisconn.ErrUnavailable,
+// which the proxy turns into the denial store_unavailable; the client
+// reconnects by itself.
+//
+// Migrate moves a store between a file and Redis, keeping every key's
+// spend and calls.
+//
 // A missing store is created empty: a store that is deleted, or a path
 // that is mistyped, starts spend again from zero. Keep the store with the
 // proxy's other state and give it a fixed path.

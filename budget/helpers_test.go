@@ -6,6 +6,8 @@ import (
 	"os"
 	"path/filepath"
 	"testing"
+
+	"github.com/delegateos/delegateos/internal/redistest"
 )
 
 // storeKind makes empty stores of one implementation, so that every
@@ -37,6 +39,30 @@ var storeKinds = []storeKind{
 			return openFile(t, f.path)
 		},
 	},
+	{
+		name: "Redis",
+		open: func(t testing.TB) Store {
+			return openRedis(t, redistest.Start(t).URL())
+		},
+		reopen: func(t testing.TB, s Store) Store {
+			r := s.(*Redis)
+			if err := r.Close(); err != nil {
+				t.Fatal(err)
+			}
+			return openRedis(t, r.url)
+		},
+	},
+}
+
+// openRedis opens a Redis store that is closed when the test ends.
+func openRedis(t testing.TB, url string) *Redis {
+	t.Helper()
+	r, err := OpenRedis(url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { r.Close() })
+	return r
 }
 
 // tempDir is t.TempDir with symbolic links resolved, as OpenFile resolves

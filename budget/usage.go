@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"github.com/delegateos/delegateos/internal/fsutil"
+	"github.com/delegateos/delegateos/internal/redisconn"
 	"io"
 	"math"
 	"slices"
@@ -45,7 +46,12 @@ type Usage struct {
 // besides that commits and releases match the reservations they end; a
 // line that does not read is an error naming it, and so is a log over
 // 1 GiB. A missing log is an error matching fs.ErrNotExist.
+//
+// A redis:// or rediss:// URL reads the Redis store there instead.
 func ReadUsage(path string) ([]Usage, error) {
+	if redisconn.IsURL(path) {
+		return readRedisUsage(path)
+	}
 	// A FIFO or a device could block the open or never end: the open does
 	// not wait, and what was opened must be a regular file.
 	f, err := fsutil.OpenRegular(path)

@@ -35,6 +35,9 @@ type Denial struct {
 	RevocationID string       `json:"revocationId,omitempty"`
 	Requested    *Capability  `json:"requested,omitempty"`
 	Granted      []Capability `json:"granted,omitempty"`
+	// cause is the error that made the denial, when one did (a revocation
+	// list that could not be read).
+	cause error
 }
 
 func (d *Denial) Error() string {
@@ -43,6 +46,10 @@ func (d *Denial) Error() string {
 	}
 	return string(d.Type) + ": " + d.Detail
 }
+
+// Unwrap returns the error that made the denial, if any: a revocation
+// list's error, for a token denied because the list could not be read.
+func (d *Denial) Unwrap() error { return d.cause }
 
 // Is reports whether target is a *Denial of the same type.
 func (d *Denial) Is(target error) bool {

@@ -229,7 +229,9 @@ func (v *Verifier) checkRevoked(vt *verified) error {
 	}
 	id, revoked, err := v.revocations.Revoked(vt.revIDs, vt.signers)
 	if err != nil {
-		return deny(Revoked, "revocation status cannot be checked: %v", err)
+		d := deny(Revoked, "revocation status cannot be checked: %v", err)
+		d.cause = err
+		return d
 	}
 	if revoked {
 		d := deny(Revoked, "block %s of this token has been revoked", id)

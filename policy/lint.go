@@ -67,7 +67,7 @@ func Lint(path string) (*Policy, []*Warning, error) {
 	if _, given := lines["roots"]; given && len(p.Roots) == 0 && !p.AllowUnauthenticated {
 		warn("roots", "the list is empty, so no token can be verified and every call is denied; list the principal IDs (or did:keys) of the keys that mint your tokens, or give them to the proxy with --root")
 	}
-	if p.RevocationList != "" {
+	if p.RevocationList != "" && !isRedisURL(p.RevocationList) {
 		if _, err := os.Stat(p.RevocationList); errors.Is(err, fs.ErrNotExist) {
 			warn("revocation_list", "%s does not exist, and the proxy refuses to start without it; create it (an empty list is []), or fix the path", p.RevocationList)
 		} else if err != nil {
@@ -245,4 +245,9 @@ func firstRate(p *Policy) string {
 		}
 	}
 	return ""
+}
+
+// isRedisURL reports whether a store is named by a Redis URL, not a path.
+func isRedisURL(s string) bool {
+	return strings.HasPrefix(s, "redis://") || strings.HasPrefix(s, "rediss://")
 }

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net/url"
 	"path/filepath"
 	"regexp"
 	"slices"
@@ -116,7 +117,7 @@ func (ps *parser) errorf(n *yaml.Node, key, format string, args ...any) {
 
 var topKeys = []string{"roots", "tools", "resources", "prompts", "default_cost", "allow_unauthenticated", "honour_upstream_cost",
 	"revocation_list", "spend_store", "max_frame_bytes", "log", "workspace", "judge", "reputation", "upstream_user", "rate",
-	"tool_pins", "proxy_key", "audit_log", "receipts"}
+	"tool_pins", "proxy_key", "audit_log", "receipts", "ended_delegations"}
 
 func (ps *parser) policy(n *yaml.Node, p *Policy) {
 	if n.Kind != yaml.MappingNode {
@@ -143,9 +144,11 @@ func (ps *parser) policy(n *yaml.Node, p *Policy) {
 		case "honour_upstream_cost":
 			ps.boolean(v, key, &p.HonourUpstreamCost)
 		case "revocation_list":
-			ps.path(v, key, &p.RevocationList)
+			ps.store(v, key, &p.RevocationList)
 		case "spend_store":
-			ps.path(v, key, &p.SpendStore)
+			ps.store(v, key, &p.SpendStore)
+		case "ended_delegations":
+			ps.redisURL(v, key, &p.EndedDelegations)
 		case "max_frame_bytes":
 			if b, ok := ps.integer(v, key, MinFrameBytes, MaxFrameBytesLimit,
 				"must be an integer from %d (1 KiB) to %d (1 GiB)", MinFrameBytes, MaxFrameBytesLimit); ok {
@@ -300,6 +303,30 @@ func (ps *parser) path(n *yaml.Node, key string, out *string) {
 	}
 	if !filepath.IsAbs(s) {
 		s = filepath.Join(ps.dir, s)
+	}
+	*out = s
+}
+
+// store reads a store's path, or a redis:// or rediss:// URL kept as it
+// is.
+func (ps *parser) store(n *yaml.Node, key string, out *string) {
+	if n.Kind == yaml.ScalarNode && (strings.HasPrefix(n.Value, "redis://") || strings.HasPrefix(n.Value, "rediss://")) {
+		ps.redisURL(n, key, out)
+		return
+	}
+	ps.path(n, key, out)
+}
+
+// redisURL reads a redis:// or rediss:// URL.
+func (ps *parser) redisURL(n *yaml.Node, key string, out *string) {
+	s, ok := ps.str(n, key)
+	if !ok || s == "" {
+		return
+	}
+	u, err := url.Parse(s)
+	if err != nil || (u.Scheme != "redis" && u.Scheme != "rediss") || u.Host == "" {
+		ps.errorf(n, key, "must be a redis:// or rediss:// URL (redis://HOST:PORT/DB)")
+		return
 	}
 	*out = s
 }

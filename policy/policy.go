@@ -59,9 +59,14 @@ type Policy struct {
 	// UpstreamCostKey in a result's _meta, up to the call's MaxCost.
 	HonourUpstreamCost bool
 	// RevocationList and SpendStore are paths, resolved against the policy
-	// file's directory; "" means not set.
+	// file's directory, or redis:// or rediss:// URLs of stores a fleet of
+	// proxies shares, kept as written; "" means not set.
 	RevocationList string
 	SpendStore     string
+	// EndedDelegations is the redis:// or rediss:// URL of the set of
+	// ended delegations the proxies of a fleet share, besides each one's
+	// workspace; "" means the workspace's chain log alone.
+	EndedDelegations string
 	// MaxFrameBytes bounds one JSON-RPC message.
 	MaxFrameBytes int
 	// Log says where and how much the proxy logs.

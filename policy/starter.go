@@ -134,7 +134,8 @@ honour_upstream_cost: false
 revocation_list: ""
 
 # The file that keeps spend per delegation across restarts; relative to
-# this file. Empty: not set.
+# this file. A redis:// URL shares it with a fleet of proxies (as may
+# revocation_list). Empty: not set.
 spend_store: ""
 
 # The largest JSON-RPC message accepted, in bytes (1024 to 1073741824).

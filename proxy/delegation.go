@@ -16,6 +16,7 @@ import (
 	"github.com/delegateos/delegateos/chain"
 	"github.com/delegateos/delegateos/contract"
 	"github.com/delegateos/delegateos/dct"
+	"github.com/delegateos/delegateos/internal/redisconn"
 	"github.com/delegateos/delegateos/internal/strictjson"
 	"github.com/delegateos/delegateos/revocation"
 )
@@ -50,7 +51,7 @@ type Delegations struct {
 	// after an append so the revocation is in force at once). An empty
 	// RevocationList refuses delegateos/revoke.
 	RevocationList string
-	Revocations    *revocation.File
+	Revocations    interface{ Reload() error }
 	// Trust, when set, is asked whether a delegate may be given work.
 	Trust func(delegatee string, now time.Time) (ok bool, reason string, err error)
 	// Now is the clock; nil means time.Now.
@@ -73,6 +74,8 @@ const maxCompletions = 4
 func (d *Delegations) Ended(id string) (string, bool) {
 	st, recorded, err := d.status(id)
 	switch {
+	case errors.Is(err, redisconn.ErrUnavailable):
+		return unavailableStatus + ": " + err.Error(), true
 	case err != nil:
 		return "unknown: the delegation chain cannot be read", true
 	case recorded && st != chain.StatusActive:

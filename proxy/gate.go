@@ -276,7 +276,8 @@ func (g *Gate) decideAt(req *CallRequest, start time.Time) (d Decision) {
 	if g.Ended != nil {
 		for _, l := range scope.Chain {
 			if status, ended := g.Ended(l.DelegationID); ended {
-				return deny(dct.Expired, scope.Capabilities, "delegation %s has ended (%s): its token no longer authorizes calls", l.DelegationID, status)
+				t, detail := endedDenial(l.DelegationID, status)
+				return deny(t, scope.Capabilities, "%s", detail)
 			}
 		}
 	}
@@ -318,6 +319,10 @@ func (g *Gate) decideAt(req *CallRequest, start time.Time) (d Decision) {
 		var ex *budget.ExceededError
 		if errors.As(err, &ex) {
 			return deny(dct.BudgetExceeded, scope.Capabilities, "this call costs %d microcents; delegation %s has spent %d of %d", ex.Cost, displayKey(scope, levels, ex.Key), ex.Spent, ex.Limit)
+		}
+		if den := storeDenial(err, requested(call), scope.Capabilities); den != nil {
+			d.Denial = den
+			return d
 		}
 		// The spend could not be recorded: refuse rather than run unmetered.
 		return deny(dct.BudgetExceeded, scope.Capabilities, "the spend store cannot record this call: %v", err)
@@ -408,6 +413,10 @@ func requested(call policy.Call) *dct.Capability {
 
 // denyFrom turns a verifier error into a denial.
 func denyFrom(d Decision, err error, requested *dct.Capability) Decision {
+	if den := storeDenial(err, requested, nil); den != nil {
+		d.Denial = den
+		return d
+	}
 	var dd *dct.Denial
 	if errors.As(err, &dd) {
 		d.Denial = &Denial{Type: dd.Type, Detail: dd.Detail, Requested: requested, Granted: dd.Granted}

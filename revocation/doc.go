@@ -87,4 +87,25 @@
 //
 // Revoked is on the path of every verification, cached or not: after the
 // stat it takes a read lock and looks up each block in a map.
+//
+// # A list in Redis
+//
+// Load, Append and Open also take a redis:// or rediss:// URL: the list of
+// a fleet of proxies, kept in one Redis hash (delegateos:revocations) from
+// "REVOCATION_ID REVOKED_BY" to the entry's JSON. Append adds an entry and
+// publishes its field on the channel delegateos:revocations in one script.
+// Redis, the Live list a proxy decides on, keeps a copy: it is subscribed
+// to the channel, reads each announced entry from the hash, and reads the
+// whole hash again whenever its subscription is made or made again, so a
+// proxy that missed messages while disconnected catches up before it
+// answers again. Every entry read is verified (strict JSON, its signature,
+// its field); one that does not verify makes the list fail closed, as a
+// file that does not verify does. Redis.Revoked answers only while Redis
+// was heard from within the last second (the copy pings it every 250 ms),
+// and otherwise returns an error matching redisconn.ErrUnavailable. A
+// running proxy only adds to its copy: an entry deleted from Redis stays
+// in force at a proxy until it starts again (a file's list, re-read on
+// every change, loses the entry at once). A
+// revocation reached three proxies in 2.4 ms at the median and 13.8 ms at
+// the 99th percentile (BenchmarkRedisRevokeFleet).
 package revocation

@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 
 	"github.com/delegateos/delegateos/internal/fsutil"
+	"github.com/delegateos/delegateos/internal/redisconn"
 )
 
 // listFileMode is the mode of a new list file: it holds no secrets.
@@ -17,7 +18,13 @@ const listFileMode fs.FileMode = 0o644
 
 // Load reads and verifies the list file at path. A missing file is an
 // error wrapping fs.ErrNotExist, never an empty list.
+//
+// A redis:// or rediss:// URL reads the list kept in Redis there, every
+// entry verified.
 func Load(path string) (*List, error) {
+	if redisconn.IsURL(path) {
+		return loadRedis(path)
+	}
 	data, _, err := readListFile(path)
 	if err != nil {
 		return nil, err
@@ -82,9 +89,16 @@ func fileError(path string, err error) error {
 // concurrent appends from any number of goroutines or processes never lose
 // an entry and a crash leaves either the old or the new list. A list that
 // does not parse and verify is an error and is left untouched.
+//
+// A redis:// or rediss:// URL adds the entry to the list kept in Redis
+// there, in one script that also announces it to every proxy following
+// the list.
 func Append(path string, e Entry) error {
 	if err := e.Verify(); err != nil {
 		return err
+	}
+	if redisconn.IsURL(path) {
+		return appendRedis(path, e)
 	}
 	// Write through a symbolic link rather than replace it, and let every
 	// name for the file share one lock.

@@ -3,6 +3,7 @@ package main
 import (
 	"errors"
 	"fmt"
+	"github.com/delegateos/delegateos/internal/redisconn"
 	iofs "io/fs"
 	"path/filepath"
 	"strings"
@@ -25,13 +26,14 @@ const (
 
 var chainShowCmd = &command{
 	name:    "show",
-	args:    "[--workspace DIR | --store FILE] [--revocations FILE] [--format text|mermaid|json] [--name NAME=ID]...",
+	args:    "[--workspace DIR | --store FILE] [--revocations FILE|URL] [--ended URL] [--format text|mermaid|json] [--name NAME=ID]...",
 	summary: "show the delegation chain as a tree with each delegation's status",
 	flags: func(fs *pflag.FlagSet) func(*env, []string) error {
 		ws := fs.String("workspace", ".", "the workspace directory (its "+wsDelegations+" is read)")
 		store := fs.String("store", "", "the delegation log file, instead of --workspace")
 		format := fs.String("format", "text", "text (a tree for people), mermaid (a diagram for docs) or json")
-		revs := fs.String("revocations", "", "a revocation list: active delegations whose tokens it revokes are shown revoked (a revocation written with 'delegateos revoke' reaches the record only this way)")
+		revs := fs.String("revocations", "", "a revocation list (a file, or a redis:// URL): active delegations whose tokens it revokes are shown revoked (a revocation written with 'delegateos revoke' reaches the record only this way)")
+		ended := fs.String("ended", "", "the redis:// URL of the ended-delegation set a fleet shares (the policy's ended_delegations): active delegations it records ended are shown with that status")
 		names := fs.StringArray("name", nil, "show principal ID (or did:key) ID as NAME (repeatable), e.g. --name alice=did:key:z6Mk...")
 		asJSON := fs.Bool("json", false, "the same as --format json")
 		return func(e *env, args []string) error {
@@ -58,6 +60,20 @@ var chainShowCmd = &command{
 			}
 			if err != nil {
 				return inputf("%v", err)
+			}
+			if *ended != "" {
+				if !redisconn.IsURL(*ended) {
+					return usagef("--ended must be a redis:// or rediss:// URL")
+				}
+				set, err := chain.LoadEnded(*ended)
+				if err != nil {
+					return inputf("%v", err)
+				}
+				for i := range ds {
+					if st, ok := set[ds[i].ID]; ok && ds[i].Status == chain.StatusActive {
+						ds[i].Status = st
+					}
+				}
 			}
 			if *revs != "" {
 				list, err := revocation.Load(*revs)

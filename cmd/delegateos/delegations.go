@@ -26,16 +26,25 @@ import (
 // policy's workspace: the chain log, the task contracts and attestations
 // next to the RDP reputation files. It returns nil when the policy names no
 // workspace.
-func openDelegations(pol *policy.Policy, v *dct.Verifier, revs *revocation.File, spend budget.Store, log *zap.Logger) (*proxy.Delegations, func(), error) {
+func openDelegations(pol *policy.Policy, v *dct.Verifier, revs revocation.Live, spend budget.Store, log *zap.Logger) (*proxy.Delegations, func(), error) {
 	if pol.Workspace == "" {
 		return nil, func() {}, nil
 	}
 	if err := os.MkdirAll(pol.Workspace, 0o755); err != nil {
 		return nil, nil, fmt.Errorf("workspace: %w", err)
 	}
+	var chainStore chain.Store
 	chainStore, err := chain.OpenFile(filepath.Join(pol.Workspace, wsDelegations))
 	if err != nil {
 		return nil, nil, fmt.Errorf("workspace: %w", err)
+	}
+	if pol.EndedDelegations != "" {
+		shared, err := chain.OpenShared(chainStore, pol.EndedDelegations)
+		if err != nil {
+			chainStore.Close()
+			return nil, nil, fmt.Errorf("ended_delegations: %w", err)
+		}
+		chainStore = shared
 	}
 	contracts, err := contract.OpenDir(filepath.Join(pol.Workspace, wsTaskContracts))
 	if err != nil {
@@ -63,7 +72,9 @@ func openDelegations(pol *policy.Policy, v *dct.Verifier, revs *revocation.File,
 		Attest:         &attest.Verifier{Contracts: contracts, Attestations: atts, Output: outputs},
 		Spent:          func(tok *dct.Token) int64 { return proxy.SpentUnder(spend, tok) },
 		RevocationList: pol.RevocationList,
-		Revocations:    revs,
+	}
+	if revs != nil {
+		d.Revocations = revs
 	}
 	if err := linkReputation(d, pol, log); err != nil {
 		chainStore.Close()

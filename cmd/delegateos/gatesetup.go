@@ -8,6 +8,7 @@ import (
 
 	"github.com/delegateos/delegateos/budget"
 	"github.com/delegateos/delegateos/dct"
+	"github.com/delegateos/delegateos/internal/redisconn"
 	"github.com/delegateos/delegateos/policy"
 	"github.com/delegateos/delegateos/proxy"
 	"github.com/delegateos/delegateos/revocation"
@@ -33,7 +34,7 @@ type gateFlags struct {
 // it that the fronts pass on.
 type openedGate struct {
 	gate        *proxy.Gate
-	revocations *revocation.File
+	revocations revocation.Live
 	delegations *proxy.Delegations
 }
 
@@ -59,11 +60,14 @@ func openGate(pol *policy.Policy, f gateFlags, log *zap.Logger) (g *openedGate, 
 	g = &openedGate{gate: &proxy.Gate{Policy: pol, HonourUpstreamCost: pol.HonourUpstreamCost}}
 	opts := dct.Options{Roots: pol.Roots}
 	if pol.RevocationList != "" {
-		revs, err := revocation.OpenFile(pol.RevocationList)
+		revs, err := revocation.Open(pol.RevocationList)
 		if err != nil {
 			what := settingFrom(f.revocations, "--revocations", "revocation_list")
 			if errors.Is(err, os.ErrNotExist) {
 				return nil, close, inputf("the revocation list %s does not exist: create it (an empty list is [], and 'delegateos revoke --list %s' creates it with an entry), or fix %s", pol.RevocationList, pol.RevocationList, what)
+			}
+			if redisconn.IsURL(pol.RevocationList) {
+				return nil, close, inputf("the revocation list cannot be used: %v; start Redis there, fix the URL or remove the entry that does not verify (%s)", err, what)
 			}
 			return nil, close, inputf("the revocation list %s cannot be used: %v; fix the file, or point %s at another", pol.RevocationList, err, what)
 		}
@@ -78,8 +82,11 @@ func openGate(pol *policy.Policy, f gateFlags, log *zap.Logger) (g *openedGate, 
 	}
 	spendFrom := settingFrom(f.spendStore, "--spend-store", "spend_store")
 	if pol.SpendStore != "" {
-		store, err := budget.OpenFile(pol.SpendStore)
+		store, err := budget.Open(pol.SpendStore)
 		if err != nil {
+			if redisconn.IsURL(pol.SpendStore) {
+				return nil, close, inputf("the spend store cannot be opened: %v; start Redis there or fix the URL (%s)", err, spendFrom)
+			}
 			return nil, close, inputf("the spend store %s cannot be opened: %v; give a file %s can create and write (%s)", pol.SpendStore, err, f.who, spendFrom)
 		}
 		closers = append(closers, func() { store.Close() })

@@ -58,7 +58,7 @@ var root = &command{
 			subs: []*command{attestCreateCmd, attestVerifyCmd}},
 		{name: "chain", summary: "show the delegation chain recorded in a workspace",
 			subs: []*command{chainShowCmd}},
-		spendCmd,
+		spendCmd, storeGroup,
 		credentialGroup,
 		auditGroup,
 	},

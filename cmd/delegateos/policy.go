@@ -178,7 +178,7 @@ type ruleJSON struct {
 func policySummary(file string, p *policy.Policy, warnings []*policy.Warning, up *upstreamCheck) policyJSON {
 	s := policyJSON{File: file, OK: true, Roots: p.Roots, DefaultCost: p.DefaultCost, Rate: p.Rate.String(),
 		AllowUnauthenticated: p.AllowUnauthenticated, HonourUpstreamCost: p.HonourUpstreamCost,
-		RevocationList: p.RevocationList, SpendStore: p.SpendStore, MaxFrameBytes: p.MaxFrameBytes,
+		RevocationList: redactStore(p.RevocationList), SpendStore: redactStore(p.SpendStore), MaxFrameBytes: p.MaxFrameBytes,
 		UpstreamUser: p.UpstreamUser, ToolPins: p.ToolPins, Warnings: []problemJSON{}}
 	for _, w := range warnings {
 		s.Warnings = append(s.Warnings, problemJSON{Line: w.Line, Key: w.Key, Message: w.Msg})
@@ -287,8 +287,8 @@ func writePolicySummary(w io.Writer, file string, p *policy.Policy, warnings []*
 	writeRates(tw, p)
 	fmt.Fprintf(tw, "calls without a token:\t%s\n", choose(p.AllowUnauthenticated, "forwarded", "denied"))
 	fmt.Fprintf(tw, "upstream-reported cost:\t%s\n", choose(p.HonourUpstreamCost, "honoured, up to each rule's max_cost", "ignored"))
-	fmt.Fprintf(tw, "revocation list:\t%s\n", orNone(p.RevocationList))
-	fmt.Fprintf(tw, "spend store:\t%s\n", orNone(p.SpendStore))
+	fmt.Fprintf(tw, "revocation list:\t%s\n", orNone(redactStore(p.RevocationList)))
+	fmt.Fprintf(tw, "spend store:\t%s\n", orNone(redactStore(p.SpendStore)))
 	fmt.Fprintf(tw, "max frame bytes:\t%d\n", p.MaxFrameBytes)
 	fmt.Fprintf(tw, "log:\t%s, level %s\n", choose(p.Log.File == "", "stderr", p.Log.File), p.Log.Level)
 	if p.Workspace == "" {

@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/delegateos/delegateos/internal/redisconn"
 	"io"
 	"io/fs"
 	"os"
@@ -171,7 +172,7 @@ var proxyCmd = &command{
 					{"the audit log", pol.AuditLog},
 					{"the proxy key", proxyKey},
 				} {
-					if f.path != "" && as.mayModify(f.path) {
+					if f.path != "" && !redisconn.IsURL(f.path) && as.mayModify(f.path) {
 						return fixf("--upstream-user %s: the upstream user could change or replace %s %s (through it or a directory above it): make it and its directories writable by the proxy's user only, or set the sticky bit on a shared directory", as.name, f.what, f.path)
 					}
 				}

@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"github.com/delegateos/delegateos/internal/redisconn"
 	"io"
 	"time"
 
@@ -30,6 +31,10 @@ func openRates(pol *policy.Policy, spendFrom string, log *zap.Logger) (limiter *
 		log.Warn("rate-limit windows are kept in memory only and start afresh when the proxy restarts; set spend_store in the policy or --spend-store to keep them next to the spend")
 		return nil, func() {}, nil
 	}
+	if redisconn.IsURL(pol.SpendStore) {
+		log.Warn("rate-limit windows are kept in memory only, per proxy, when the spend store is in Redis: each proxy of the fleet counts its own requests")
+		return nil, func() {}, nil
+	}
 	path := pol.SpendStore + rateFileSuffix
 	l, err := ratelimit.OpenFile(path, limits, time.Now())
 	if err != nil {
@@ -55,13 +60,16 @@ func writeRates(w io.Writer, p *policy.Policy) {
 	if p.SpendStore != "" {
 		where = p.SpendStore + rateFileSuffix
 	}
+	if redisconn.IsURL(p.SpendStore) {
+		where = "in memory only, per proxy (the spend store is in Redis)"
+	}
 	fmt.Fprintf(w, "rate-limit windows:\t%s\n", where)
 }
 
 // ratesPath is the rate-limit file a proxy with this policy keeps, or ""
 // when it keeps none.
 func ratesPath(pol *policy.Policy) string {
-	if pol.SpendStore == "" || len(proxy.RateLimits(pol)) == 0 {
+	if pol.SpendStore == "" || redisconn.IsURL(pol.SpendStore) || len(proxy.RateLimits(pol)) == 0 {
 		return ""
 	}
 	return pol.SpendStore + rateFileSuffix

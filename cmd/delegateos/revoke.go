@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"github.com/delegateos/delegateos/internal/redisconn"
 	"slices"
 	"time"
 
@@ -12,7 +13,7 @@ import (
 
 var revokeCmd = &command{
 	name:    "revoke",
-	args:    "--key FILE --token TOKEN (--block N | --id REVOCATION_ID) [--scope chain|block] --list FILE [--json]",
+	args:    "--key FILE --token TOKEN (--block N | --id REVOCATION_ID) [--scope chain|block] --list FILE|URL [--json]",
 	summary: "append a signed revocation to a revocation list file (created if missing)",
 	flags: func(fs *pflag.FlagSet) func(*env, []string) error {
 		key := fs.String("key", "", "the revoker's key file: the signer of the block or of a block before it")
@@ -20,7 +21,7 @@ var revokeCmd = &command{
 		block := fs.Int("block", -1, "the block to revoke: 0 is the authority, 1 the first attenuation, ...")
 		id := fs.String("id", "", "the revocation ID to revoke, instead of --token and --block")
 		scope := fs.String("scope", string(revocation.ScopeChain), "recorded in the signed entry; either scope revokes every token that contains the block (DelegateOS §10.1)")
-		list := fs.String("list", "", "the revocation list file")
+		list := fs.String("list", "", "the revocation list file, or the redis:// (rediss://) URL of a list a fleet of proxies shares")
 		asJSON := fs.Bool("json", false, "print the signed entry as JSON")
 		return func(e *env, args []string) error {
 			if len(args) > 0 {
@@ -66,8 +67,16 @@ var revokeCmd = &command{
 			if *asJSON {
 				return writeJSON(e, entry)
 			}
-			fmt.Fprintf(e.stdout, "revoked %s (scope %s) in %s\n", revID, sc, *list)
+			fmt.Fprintf(e.stdout, "revoked %s (scope %s) in %s\n", revID, sc, redactStore(*list))
 			return nil
 		}
 	},
+}
+
+// redactStore returns a store's path, or its URL without a password.
+func redactStore(s string) string {
+	if redisconn.IsURL(s) {
+		return redisconn.Redact(s)
+	}
+	return s
 }

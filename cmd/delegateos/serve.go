@@ -311,8 +311,8 @@ type serveSetup struct {
 	// Log is the server's logger; configure may replace it (to tee the
 	// decision lines, say): every session's relay logs to it.
 	Log *zap.Logger
-	// Revocations is the policy's revocation list file, nil without one.
-	Revocations *revocation.File
+	// Revocations is the policy's revocation list (a file or Redis), nil without one.
+	Revocations revocation.Live
 	Options     *serve.Options // configure may change it
 	Server      *serve.Server  // set for mount
 }

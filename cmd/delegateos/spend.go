@@ -32,7 +32,7 @@ var spendCmd = &command{
 	summary: "show where the money went: each delegation's budget, committed and reserved spend, remaining budget, calls and last call",
 	flags: func(fs *pflag.FlagSet) func(*env, []string) error {
 		policyPath := fs.String("policy", "", "the proxy's policy file: its spend_store is read, and its workspace names the delegations")
-		store := fs.String("store", "", "the spend store file, instead of --policy")
+		store := fs.String("store", "", "the spend store file (or the redis:// URL of a fleet's store), instead of --policy")
 		ws := fs.String("workspace", "", "the workspace whose "+wsDelegations+" names the delegations (default: the policy's workspace)")
 		format := fs.String("format", "text", "text (a table), tree (sub-delegations under their parents), mermaid (a graph TD diagram for docs) or json")
 		asJSON := fs.Bool("json", false, "the same as --format json")
@@ -88,7 +88,7 @@ var spendCmd = &command{
 					fmt.Fprintf(e.stderr, "delegateos spend: the delegations are shown without names: %s\n", oneLine(err.Error()))
 				}
 			}
-			rep := newSpendReport(path, usage, ds)
+			rep := newSpendReport(redactStore(path), usage, ds)
 			switch *format {
 			case "json":
 				return writeJSON(e, rep.json())

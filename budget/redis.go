@@ -1,0 +1,647 @@
+package budget
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"math"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/delegateos/delegateos/internal/redisconn"
+)
+
+// Redis is a Store kept in Redis, shared by every proxy that opens the same
+// URL: each Reserve, Commit and Release is one script run by the server,
+// atomically across every level, so that two proxies can never both spend
+// the last microcent. See the package documentation for the keys it
+// writes and what survives a crash.
+type Redis struct {
+	url  string // redacted, for messages
+	c    *redis.Client
+	ctx  context.Context
+	stop context.CancelFunc
+	// nonce makes this store's reservation IDs unique across the fleet.
+	nonce string
+	now   func() time.Time
+
+	pending sync.WaitGroup // commits and cancels retried in the background
+
+	// settle holds the commits of reservations at their reserved cost,
+	// which the flusher sends in batches (one round trip for many): such a
+	// commit only moves the cost from held to committed, so until it
+	// reaches Redis the cost counts the same. flushing says the flusher
+	// runs.
+	smu      sync.Mutex
+	settle   []settleCmd
+	flushing bool
+
+	mu     sync.Mutex // guards l, last and closed
+	l      ledger     // open reservations only; spend is in Redis
+	last   map[string]int64
+	closed bool
+}
+
+var _ Store = (*Redis)(nil)
+
+// The keys of a Redis spend store. A key's spend is a hash under
+// spendKeyPrefix, then the hash tag of its issuer in braces, a colon and
+// the key: committed ("c"), held ("h"), calls ("n"), the time of the last
+// call in Unix milliseconds ("t") and the limit it gave ("l"). The open
+// reservations of an issuer's keys are one hash, under openKeyPrefix and
+// the tag, from reservation ID to held cost. A reservation cancelled
+// before it was made (its Reserve got no reply in time) leaves a key under
+// voidKeyPrefix, for voidTTL, so that the Reserve, if it reaches Redis
+// late, does nothing. All carry the same tag, so a Redis Cluster keeps a
+// delegation tree on one shard.
+const (
+	spendKeyPrefix = redisconn.Prefix + "spend:"
+	openKeyPrefix  = redisconn.Prefix + "open:"
+	voidKeyPrefix  = redisconn.Prefix + "void:"
+	voidTTL        = 10 * time.Minute
+)
+
+// spendKey returns the Redis key of a budget key's spend.
+func spendKey(key string) string {
+	return spendKeyPrefix + "{" + redisconn.HashTag(key) + "}:" + key
+}
+
+// openKey returns the Redis key of the open reservations of a budget key's
+// tree.
+func openKey(key string) string {
+	return openKeyPrefix + "{" + redisconn.HashTag(key) + "}"
+}
+
+// voidKey returns the Redis key that marks reservation rid of a budget
+// key's tree cancelled.
+func voidKey(key, rid string) string {
+	return voidKeyPrefix + "{" + redisconn.HashTag(key) + "}:" + rid
+}
+
+// budgetKeyOf returns the budget key a spend key holds, and false if the
+// Redis key is not one spendKey writes.
+func budgetKeyOf(redisKey string) (string, bool) {
+	rest, ok := strings.CutPrefix(redisKey, spendKeyPrefix+"{")
+	if !ok {
+		return "", false
+	}
+	tag, key, ok := strings.Cut(rest, "}:")
+	if !ok || checkKey(key) != nil || redisconn.HashTag(key) != tag {
+		return "", false
+	}
+	return key, true
+}
+
+// luaDecimal is shared by the scripts: exact arithmetic on the decimal
+// strings Redis keeps, since Lua's numbers are doubles, exact only to
+// 2^53, and spend and limits go to 2^63−1. Every value is a non-negative
+// decimal without leading zeros.
+const luaDecimal = `
+local MAX = '9223372036854775807'
+local function cmp(a, b)
+  if #a ~= #b then if #a < #b then return -1 end return 1 end
+  if a == b then return 0 end
+  if a < b then return -1 end
+  return 1
+end
+local function add(a, b)
+  local out, carry, i, j = {}, 0, #a, #b
+  while i > 0 or j > 0 or carry > 0 do
+    local d = carry
+    if i > 0 then d = d + string.byte(a, i) - 48; i = i - 1 end
+    if j > 0 then d = d + string.byte(b, j) - 48; j = j - 1 end
+    out[#out + 1] = string.char(48 + d % 10)
+    carry = math.floor(d / 10)
+  end
+  local s = string.reverse(table.concat(out)):gsub('^0+', '')
+  if s == '' then return '0' end
+  return s
+end
+local function sat(a) if cmp(a, MAX) > 0 then return MAX end return a end
+local function get(key, field) return redis.call('HGET', key, field) or '0' end
+`
+
+// reserveScript holds cost at every key or at none. KEYS are the distinct
+// keys' spend hashes, then the open-reservations hash and the void key of
+// the reservation, then the spend hashes of the commits it carries. ARGV:
+// the reservation ID, cost, the time of the call, the number of levels and
+// of keys, then per level the index of its key in KEYS and its limit, then
+// per key the limit the call records, then the number of commits carried
+// and for each its reservation ID, cost and number of keys, and the index
+// of each key in KEYS. The commits carried (at their reserved cost, of
+// reservations of the same tree) are made first, as commitScript makes
+// them, whatever the reservation's fate: they share its round trip and its
+// write to the append-only file. It returns {1} when the cost is held (or
+// was held already by this ID: a retried command), {0, level, spent} for
+// the first level, root first, that refuses, or {2} when the reservation
+// was cancelled before it arrived.
+var reserveScript = redis.NewScript(luaDecimal + `
+local nl, nk = tonumber(ARGV[4]), tonumber(ARGV[5])
+local open = KEYS[nk + 1]
+local rid, cost, at = ARGV[1], ARGV[2], ARGV[3]
+local base = 6 + 2 * nl
+local p = base + nk
+local ns = tonumber(ARGV[p]); p = p + 1
+for x = 1, ns do
+  local srid, scost, sn = ARGV[p], ARGV[p + 1], tonumber(ARGV[p + 2])
+  p = p + 3
+  if redis.call('HDEL', open, srid) == 1 and scost ~= '0' then
+    for y = 0, sn - 1 do
+      local k = KEYS[tonumber(ARGV[p + y])]
+      redis.call('HINCRBY', k, 'h', '-' .. scost)
+      redis.call('HSET', k, 'c', sat(add(get(k, 'c'), scost)))
+    end
+  end
+  p = p + sn
+end
+if redis.call('EXISTS', KEYS[nk + 2]) == 1 then return {2} end
+if redis.call('HEXISTS', open, rid) == 1 then return {1} end
+local spent = {}
+for i = 1, nk do spent[i] = add(get(KEYS[i], 'c'), get(KEYS[i], 'h')) end
+for j = 0, nl - 1 do
+  local s, lim = spent[tonumber(ARGV[6 + 2 * j])], ARGV[7 + 2 * j]
+  if cmp(s, lim) >= 0 or cmp(add(s, cost), lim) > 0 then return {0, j, s} end
+end
+for i = 1, nk do
+  local k = KEYS[i]
+  if cost ~= '0' then redis.call('HINCRBY', k, 'h', cost) end
+  redis.call('HSET', k, 'n', sat(add(get(k, 'n'), '1')))
+  if tonumber(at) >= tonumber(get(k, 't')) then
+    redis.call('HSET', k, 't', at, 'l', ARGV[base + i - 1])
+  end
+end
+redis.call('HSET', open, rid, cost)
+return {1}
+`)
+
+// commitScript ends a reservation: it drops the held cost (ARGV[2]) at
+// every key and adds the actual cost (ARGV[3]) to what each has committed,
+// saturating at 2^63−1. KEYS are as for reserveScript. It returns 1, or 0
+// when the reservation is not open: a retried command that ran already,
+// or a reservation that was never made, which ARGV[4] = "void" then marks
+// cancelled for voidTTL (in milliseconds, ARGV[5]).
+var commitScript = redis.NewScript(luaDecimal + `
+local nk = #KEYS - 2
+local open = KEYS[nk + 1]
+local rid, cost, actual = ARGV[1], ARGV[2], ARGV[3]
+if redis.call('HDEL', open, rid) == 0 then
+  if ARGV[4] == 'void' then redis.call('SET', KEYS[nk + 2], '1', 'PX', ARGV[5]) end
+  return 0
+end
+for i = 1, nk do
+  local k = KEYS[i]
+  if cost ~= '0' then redis.call('HINCRBY', k, 'h', '-' .. cost) end
+  if actual ~= '0' then redis.call('HSET', k, 'c', sat(add(get(k, 'c'), actual))) end
+end
+return 1
+`)
+
+// OpenRedis returns the spend store at a redis:// or rediss:// URL (see
+// redisconn.Options for its parameters). It checks that the server
+// answers and loads the scripts.
+func OpenRedis(rawURL string) (*Redis, error) {
+	c, err := redisconn.Open(rawURL)
+	if err != nil {
+		return nil, fmt.Errorf("spend store: %w", err)
+	}
+	var nonce [12]byte
+	rand.Read(nonce[:])
+	ctx, stop := context.WithCancel(context.Background())
+	s := &Redis{url: redisconn.Redact(rawURL), c: c, ctx: ctx, stop: stop, nonce: hex.EncodeToString(nonce[:]), now: time.Now}
+	for _, sc := range []*redis.Script{reserveScript, commitScript} {
+		if err := sc.Load(ctx, c).Err(); err != nil {
+			c.Close()
+			return nil, s.fail(err)
+		}
+	}
+	return s, nil
+}
+
+// fail names the store in an error of a command.
+func (s *Redis) fail(err error) error {
+	return redisconn.Unavailable("spend store "+s.url, err)
+}
+
+// Reserve implements Store with one script run: EVALSHA, or EVAL when the
+// server has lost the script (a restart without it).
+func (s *Redis) Reserve(levels []Level, cost int64) (*Reservation, error) {
+	keys, err := checkReserve(levels, cost)
+	if err != nil {
+		return nil, err
+	}
+	s.mu.Lock()
+	if s.closed {
+		s.mu.Unlock()
+		return nil, s.errClosed()
+	}
+	s.l.lastID++
+	r := &Reservation{owner: &s.l, id: s.l.lastID, keys: keys, cost: cost}
+	s.mu.Unlock()
+
+	var buf [MaxLevels]int64
+	limits := keyLimits(buf[:len(keys)], levels, keys)
+	rid := s.rid(r.id)
+	rkeys := scriptKeys(keys, rid)
+	at := min(max(s.now().UnixMilli(), 1), maxAt)
+	args := make([]any, 0, 6+2*len(levels)+len(keys))
+	args = append(args, rid, cost, at, len(levels), len(keys))
+	for _, l := range levels {
+		args = append(args, indexOf(keys, l.Key)+1, l.Limit)
+	}
+	for _, l := range limits {
+		args = append(args, l)
+	}
+	settles := s.takeSettles(rkeys[len(keys)])
+	args = append(args, len(settles))
+	skeys := slices.Clip(rkeys)
+	for _, c := range settles {
+		spend := c.keys[:len(c.keys)-2]
+		args = append(args, c.rid, c.cost, len(spend))
+		for _, k := range spend {
+			skeys = append(skeys, k)
+			args = append(args, len(skeys))
+		}
+	}
+	res, err := reserveScript.Run(s.ctx, s.c, skeys, args...).Slice()
+	if err != nil {
+		// The commits carried may or may not have been made: they are
+		// made (again, which changes nothing) by the flusher.
+		s.requeueSettles(settles)
+		// The script may have run, or may yet run (a stalled server reads
+		// it later): the reservation is cancelled, in the background until
+		// Redis answers, so that its cost is not held for a call that was
+		// refused.
+		s.retry(func(ctx context.Context) error {
+			return commitScript.Run(ctx, s.c, rkeys, rid, cost, 0, "void", voidTTL.Milliseconds()).Err()
+		})
+		return nil, s.fail(err)
+	}
+	ok, level, spent, err := parseReserveReply(res, len(levels))
+	if errors.Is(err, errCancelled) {
+		return nil, s.fail(err)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("spend store %s: %w", s.url, err)
+	}
+	if !ok {
+		l := levels[level]
+		return nil, &ExceededError{Key: l.Key, Limit: l.Limit, Spent: spent, Cost: cost}
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.l.open == nil {
+		s.l.open = make(map[uint64]*Reservation)
+	}
+	s.l.open[r.id] = r
+	return r, nil
+}
+
+// scriptKeys returns the KEYS of the scripts for a reservation of the
+// distinct keys keys with ID rid.
+func scriptKeys(keys []string, rid string) []string {
+	out := make([]string, 0, len(keys)+2)
+	for _, k := range keys {
+		out = append(out, spendKey(k))
+	}
+	return append(out, openKey(keys[0]), voidKey(keys[0], rid))
+}
+
+// retry runs f in the background until it succeeds, the store is closed
+// or retryFor has passed, backing off between tries.
+func (s *Redis) retry(f func(ctx context.Context) error) {
+	// Nothing is started once Close waits for what runs: what is not
+	// retried stays charged.
+	s.mu.Lock()
+	if s.closed {
+		s.mu.Unlock()
+		return
+	}
+	s.pending.Add(1)
+	s.mu.Unlock()
+	go func() {
+		defer s.pending.Done()
+		wait := 50 * time.Millisecond
+		for end := time.Now().Add(retryFor); time.Now().Before(end); {
+			if f(s.ctx) == nil {
+				return
+			}
+			select {
+			case <-s.ctx.Done():
+				return
+			case <-time.After(wait):
+			}
+			wait = min(2*wait, 2*time.Second)
+		}
+	}()
+}
+
+// retryFor bounds how long a Commit, or the cancelling of a Reserve that
+// got no reply, is retried.
+const retryFor = 5 * time.Minute
+
+// parseReserveReply reads the reply of reserveScript: ok, or the index of
+// the level (of levels) that refused and the spend it found there.
+func parseReserveReply(res []any, levels int) (ok bool, level int, spent int64, err error) {
+	bad := fmt.Errorf("the reservation script replied %v, not a reply it makes", res)
+	if len(res) == 0 {
+		return false, 0, 0, bad
+	}
+	flag, isInt := res[0].(int64)
+	switch {
+	case !isInt:
+		return false, 0, 0, bad
+	case flag == 1 && len(res) == 1:
+		return true, 0, 0, nil
+	case flag == 2 && len(res) == 1:
+		return false, 0, 0, errCancelled
+	case flag != 0 || len(res) != 3:
+		return false, 0, 0, bad
+	}
+	lv, isInt := res[1].(int64)
+	str, isStr := res[2].(string)
+	if !isInt || !isStr || lv < 0 || lv >= int64(levels) {
+		return false, 0, 0, bad
+	}
+	spent, perr := parseDecimal(str)
+	if perr != nil {
+		return false, 0, 0, bad
+	}
+	return false, int(lv), spent, nil
+}
+
+// parseDecimal reads a non-negative decimal as the scripts write it (no
+// sign, no leading zeros), saturating at the largest int64: a sum of a
+// key's committed and held cost may pass it.
+func parseDecimal(s string) (int64, error) {
+	if s == "" || len(s) > 40 || (len(s) > 1 && s[0] == '0') {
+		return 0, fmt.Errorf("%q is not a spend", s)
+	}
+	for i := 0; i < len(s); i++ {
+		if s[i] < '0' || s[i] > '9' {
+			return 0, fmt.Errorf("%q is not a spend", s)
+		}
+	}
+	v, err := strconv.ParseInt(s, 10, 64)
+	if errors.Is(err, strconv.ErrRange) {
+		return math.MaxInt64, nil
+	}
+	return v, err
+}
+
+func indexOf(keys []string, key string) int {
+	for i, k := range keys {
+		if k == key {
+			return i
+		}
+	}
+	return -1
+}
+
+// errCancelled is the reply of a Reserve run after its cancelling (a
+// retry of a command whose first reply was lost).
+var errCancelled = errors.New("the reservation was cancelled before Redis ran it")
+
+// rid is the fleet-wide ID of reservation id of this store.
+func (s *Redis) rid(id uint64) string {
+	return s.nonce + "." + strconv.FormatUint(id, 10)
+}
+
+// Commit implements Store. A commit at the reserved cost returns at once:
+// the reservation already holds that cost, and moving it from held to
+// committed is carried by the next Reserve of the same tree (in its round
+// trip) or, failing one within settleLinger, sent by the flusher, batched
+// with others, and retried until Redis takes it; spend reads the same
+// meanwhile. A commit at another cost is one script run before
+// Commit returns; if Redis does not answer, the reservation's cost stays
+// charged and the commit is retried in the background.
+func (s *Redis) Commit(r *Reservation, actual int64) error {
+	if err := checkActual(actual); err != nil {
+		return err
+	}
+	return s.end(r, actual)
+}
+
+// Release implements Store: Commit at no cost, in one script run.
+func (s *Redis) Release(r *Reservation) error {
+	return s.end(r, 0)
+}
+
+func (s *Redis) end(r *Reservation, actual int64) error {
+	s.mu.Lock()
+	if s.closed {
+		s.mu.Unlock()
+		return s.errClosed()
+	}
+	if err := s.l.end(r); err != nil {
+		s.mu.Unlock()
+		return err
+	}
+	s.mu.Unlock()
+	rkeys, rid := scriptKeys(r.keys, s.rid(r.id)), s.rid(r.id)
+	if actual == r.cost {
+		s.queueSettle(settleCmd{rkeys, rid, r.cost})
+		return nil
+	}
+	// A reply of 0 means the reservation had ended already: a command
+	// whose reply was lost ran before its retry.
+	run := func(ctx context.Context) error {
+		return commitScript.Run(ctx, s.c, rkeys, rid, r.cost, actual, "", 0).Err()
+	}
+	if err := run(s.ctx); err != nil {
+		// The reservation keeps its cost charged in Redis until a retry
+		// gets through.
+		s.retry(run)
+		return fmt.Errorf("%w; it is retried in the background, and the reservation's cost stays charged until it gets through", s.fail(err))
+	}
+	return nil
+}
+
+// settleCmd is a commit at the reserved cost.
+type settleCmd struct {
+	keys []string
+	rid  string
+	cost int64
+}
+
+// queueSettle queues a commit at the reserved cost for the flusher.
+func (s *Redis) queueSettle(c settleCmd) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed {
+		return // the cost stays charged, as held
+	}
+	s.smu.Lock()
+	defer s.smu.Unlock()
+	s.settle = append(s.settle, c)
+	if !s.flushing {
+		s.flushing = true
+		s.pending.Add(1)
+		go s.flush()
+	}
+}
+
+// maxCarried bounds the commits one Reserve carries.
+const maxCarried = 64
+
+// settleLinger is how long a queued commit waits for a Reserve of its tree
+// to carry it before the flusher sends it.
+const settleLinger = 2 * time.Millisecond
+
+// takeSettles removes from the queue, and returns, up to maxCarried
+// commits of reservations whose open-reservations hash is open: those of
+// the same tree, which a Reserve of that tree can carry.
+func (s *Redis) takeSettles(open string) []settleCmd {
+	s.smu.Lock()
+	defer s.smu.Unlock()
+	var out []settleCmd
+	kept := s.settle[:0]
+	for _, c := range s.settle {
+		if len(out) < maxCarried && c.keys[len(c.keys)-2] == open {
+			out = append(out, c)
+		} else {
+			kept = append(kept, c)
+		}
+	}
+	clear(s.settle[len(kept):])
+	s.settle = kept
+	return out
+}
+
+// requeueSettles puts commits a Reserve carried back in the queue, when
+// it is not known whether they were made.
+func (s *Redis) requeueSettles(cs []settleCmd) {
+	for _, c := range cs {
+		s.queueSettle(c)
+	}
+}
+
+// flush sends the queued commits, a batch per round trip, until none is
+// left. A batch that fails is retried with backoff until it gets through
+// or the store is closed; meanwhile the costs stay charged as held.
+func (s *Redis) flush() {
+	defer s.pending.Done()
+	wait := 50 * time.Millisecond
+	for {
+		// A Reserve of the same tree may carry the commits meanwhile.
+		select {
+		case <-s.ctx.Done():
+		case <-time.After(settleLinger):
+		}
+		s.smu.Lock()
+		batch := s.settle
+		s.settle = nil
+		if len(batch) == 0 {
+			s.flushing = false
+			s.smu.Unlock()
+			return
+		}
+		s.smu.Unlock()
+		for {
+			_, err := s.c.Pipelined(s.ctx, func(p redis.Pipeliner) error {
+				for _, c := range batch {
+					commitScript.EvalSha(s.ctx, p, c.keys, c.rid, c.cost, c.cost, "", 0)
+				}
+				return nil
+			})
+			if err == nil {
+				break
+			}
+			if isNoScript(err) {
+				commitScript.Load(s.ctx, s.c)
+				continue
+			}
+			select {
+			case <-s.ctx.Done():
+				return
+			case <-time.After(wait):
+			}
+			wait = min(2*wait, 2*time.Second)
+		}
+		wait = 50 * time.Millisecond
+	}
+}
+
+// isNoScript reports whether err says the server has lost a script (it
+// restarted): it is loaded again.
+func isNoScript(err error) bool {
+	return err != nil && strings.HasPrefix(err.Error(), "NOSCRIPT")
+}
+
+// Spent implements Store with one read. When Redis does not answer it
+// returns the last spend this store read for the key (0 if none): callers
+// that decide use Reserve, which refuses.
+func (s *Redis) Spent(key string) int64 {
+	vals, err := s.c.HMGet(s.ctx, spendKey(key), "c", "h").Result()
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if err == nil {
+		var sum int64
+		for _, v := range vals {
+			if str, ok := v.(string); ok {
+				if n, err := parseDecimal(str); err == nil {
+					sum = addSat(sum, n)
+				}
+			}
+		}
+		if s.last == nil {
+			s.last = make(map[string]int64)
+		}
+		s.last[key] = sum
+		return sum
+	}
+	return s.last[key]
+}
+
+// Close closes the connections. Reservations still open stay charged in
+// Redis. Closing twice does nothing.
+func (s *Redis) Close() error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed {
+		return nil
+	}
+	s.closed = true
+	s.mu.Unlock()
+	// Retries in flight get a moment to finish before they are stopped.
+	done := make(chan struct{})
+	go func() { s.pending.Wait(); close(done) }()
+	select {
+	case <-done:
+	case <-time.After(closeWait):
+	}
+	s.stop()
+	s.pending.Wait()
+	s.mu.Lock()
+	return s.c.Close()
+}
+
+// closeWait is how long Close lets background retries run.
+const closeWait = 2 * time.Second
+
+func (s *Redis) errClosed() error {
+	return fmt.Errorf("spend store %s is closed", s.url)
+}
+
+// Open opens the spend store a policy names: a redis:// or rediss:// URL
+// (OpenRedis), or else a file path (OpenFile).
+func Open(pathOrURL string) (Store, error) {
+	if redisconn.IsURL(pathOrURL) {
+		r, err := OpenRedis(pathOrURL)
+		if err != nil {
+			return nil, err
+		}
+		return r, nil
+	}
+	f, err := OpenFile(pathOrURL)
+	if err != nil {
+		return nil, err // not a nil *File in a non-nil interface
+	}
+	return f, nil
+}

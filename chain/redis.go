@@ -1,0 +1,178 @@
+package chain
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io/fs"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/delegateos/delegateos/internal/redisconn"
+	"github.com/delegateos/delegateos/internal/redisset"
+)
+
+// The Redis form of an ended-delegation set: one hash from delegation ID
+// to the status it ended with, and a channel on which every ending is
+// announced (by its ID) in the same script that records it.
+const (
+	endedHash    = redisconn.Prefix + "ended"
+	endedChannel = redisconn.Prefix + "ended"
+)
+
+// Shared is a Store whose endings are shared by a fleet of proxies through
+// a set in Redis: a delegation completed, failed or revoked at one proxy
+// (in its own Store, its workspace's log) is recorded in the set, and
+// every proxy's Status reports it ended within a second. Each proxy keeps
+// a copy of the set, pushed to it by pub/sub and read in full again
+// whenever its subscription is (re)made; while the copy is not known to be
+// current, Status returns an error matching redisconn.ErrUnavailable. It
+// is safe for concurrent use.
+type Shared struct {
+	Store
+	url  string
+	c    *redis.Client
+	copy *redisset.Copy
+}
+
+var _ StatusReader = (*Shared)(nil)
+
+// OpenShared shares the endings of local through the set at a redis:// or
+// rediss:// URL. Closing the Shared closes local.
+func OpenShared(local Store, rawURL string) (*Shared, error) {
+	c, err := redisconn.Open(rawURL)
+	if err != nil {
+		return nil, fmt.Errorf("ended delegations: %w", err)
+	}
+	s := &Shared{Store: local, url: redisconn.Redact(rawURL), c: c}
+	s.copy, err = redisset.Open(c, redisset.Options{
+		What: "ended-delegation set " + s.url, Hash: endedHash, Channel: endedChannel,
+		Check: checkEnded,
+	}, 3*redisconn.Timeout)
+	if err != nil {
+		c.Close()
+		return nil, err
+	}
+	return s, nil
+}
+
+// checkEnded checks an entry of the set: a delegation ID and a terminal
+// status.
+func checkEnded(id, status string) error {
+	if !ValidDelegationID(id) {
+		return fmt.Errorf("%q is not a delegation ID", clip(id))
+	}
+	if !Status(status).Terminal() {
+		return fmt.Errorf("delegation %s: %q is not a status a delegation ends with", id, clip(status))
+	}
+	return nil
+}
+
+// Status implements StatusReader: a delegation the local store records
+// ended is ended; else one the set records ended is, with its status.
+func (s *Shared) Status(id string) (Status, bool, error) {
+	st, recorded, err := localStatus(s.Store, id)
+	if err != nil || (recorded && st != StatusActive) {
+		return st, recorded, err
+	}
+	v, ok, err := s.copy.Get(id)
+	if err != nil {
+		return "", false, err
+	}
+	if ok {
+		return Status(v), true, nil
+	}
+	return st, recorded, nil
+}
+
+// localStatus asks a Store for a status, through StatusReader if it can.
+func localStatus(st Store, id string) (Status, bool, error) {
+	if r, ok := st.(StatusReader); ok {
+		return r.Status(id)
+	}
+	d, err := st.Get(id)
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		return "", false, nil
+	case err != nil:
+		return "", false, err
+	}
+	return d.Status, true, nil
+}
+
+// Complete implements Store, and shares the ending.
+func (s *Shared) Complete(id, attestationID string, at time.Time) error {
+	if err := s.Store.Complete(id, attestationID, at); err != nil {
+		return err
+	}
+	return s.share(StatusCompleted, id)
+}
+
+// Fail implements Store, and shares the ending.
+func (s *Shared) Fail(id, attestationID string, at time.Time) error {
+	if err := s.Store.Fail(id, attestationID, at); err != nil {
+		return err
+	}
+	return s.share(StatusFailed, id)
+}
+
+// Revoke implements Store, and shares the ending of every delegation it
+// changed.
+func (s *Shared) Revoke(id string, at time.Time) ([]string, error) {
+	changed, err := s.Store.Revoke(id, at)
+	if err != nil {
+		return changed, err
+	}
+	return changed, s.share(StatusRevoked, changed...)
+}
+
+// share records endings in the set. An error says that the ending is
+// recorded here but not shared.
+func (s *Shared) share(st Status, ids ...string) error {
+	return shareEnded(s.c, s.url, st, ids...)
+}
+
+func shareEnded(c *redis.Client, url string, st Status, ids ...string) error {
+	what := "ended-delegation set " + url
+	ctx, cancel := context.WithTimeout(context.Background(), 3*redisconn.Timeout)
+	defer cancel()
+	for _, id := range ids {
+		if _, err := redisset.Add(ctx, c, endedHash, endedChannel, id, string(st), what); err != nil {
+			return fmt.Errorf("delegation %s is recorded %s here, but not in the %s: %w", id, st, what, err)
+		}
+	}
+	return nil
+}
+
+// Close stops following the set and closes the local store.
+func (s *Shared) Close() error {
+	s.copy.Close()
+	s.c.Close()
+	return s.Store.Close()
+}
+
+// LoadEnded reads the ended-delegation set at a redis:// or rediss:// URL:
+// each delegation ID with the status it ended with.
+func LoadEnded(rawURL string) (map[string]Status, error) {
+	c, err := redisconn.Open(rawURL)
+	if err != nil {
+		return nil, fmt.Errorf("ended delegations: %w", err)
+	}
+	defer c.Close()
+	what := "ended-delegation set " + redisconn.Redact(rawURL)
+	ctx, cancel := context.WithTimeout(context.Background(), 3*redisconn.Timeout)
+	defer cancel()
+	all, err := c.HGetAll(ctx, endedHash).Result()
+	if err != nil {
+		return nil, redisconn.Unavailable(what, err)
+	}
+	out := make(map[string]Status, len(all))
+	for id, st := range all {
+		if err := checkEnded(id, st); err != nil {
+			return nil, fmt.Errorf("%s: %w", what, err)
+		}
+		out[id] = Status(st)
+	}
+	return out, nil
+}

@@ -1,0 +1,95 @@
+package chain
+
+import (
+	"context"
+	"errors"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/delegateos/delegateos/internal/redisconn"
+	"github.com/delegateos/delegateos/internal/redistest"
+)
+
+func openShared(t *testing.T, url string) *Shared {
+	t.Helper()
+	s, err := OpenShared(mustOpen(t, filepath.Join(t.TempDir(), "delegations.jsonl")), url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close() })
+	return s
+}
+
+// waitStatus waits up to 5 s for s to report id with status want.
+func waitStatus(t *testing.T, s *Shared, id string, want Status) {
+	t.Helper()
+	var st Status
+	var err error
+	for end := time.Now().Add(5 * time.Second); time.Now().Before(end); time.Sleep(2 * time.Millisecond) {
+		var rec bool
+		if st, rec, err = s.Status(id); err == nil && rec && st == want {
+			return
+		}
+	}
+	t.Fatalf("Status(%s) = %q, %v; want %q", id, st, err, want)
+}
+
+// A delegation that ends at one proxy is ended at every proxy sharing the
+// set, though only the first has it in its workspace.
+func TestSharedEndingsReachTheFleet(t *testing.T) {
+	srv := redistest.Start(t)
+	f := newFixture(t)
+	here, there := openShared(t, srv.URL()), openShared(t, srv.URL())
+	mustInsert(t, here, f.root, f.a, f.b)
+	if st, rec, err := there.Status(f.a.ID); err != nil || rec {
+		t.Fatalf("before: %q %v %v", st, rec, err)
+	}
+	if err := here.Complete(f.b.ID, "", time.Now()); err != nil {
+		t.Fatal(err)
+	}
+	waitStatus(t, there, f.b.ID, StatusCompleted)
+	if _, err := here.Revoke(f.root.ID, time.Now()); err != nil {
+		t.Fatal(err)
+	}
+	waitStatus(t, there, f.root.ID, StatusRevoked)
+	waitStatus(t, there, f.a.ID, StatusRevoked)
+	set, err := LoadEnded(srv.URL())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(set) != 3 || set[f.b.ID] != StatusCompleted || set[f.a.ID] != StatusRevoked {
+		t.Fatalf("LoadEnded = %v", set)
+	}
+}
+
+// What the set holds is checked: an entry that is not a delegation ID
+// with a terminal status makes the set fail closed.
+func TestSharedRefusesBadEntries(t *testing.T) {
+	srv := redistest.Start(t)
+	srv.Client().HSet(context.Background(), endedHash, delID(9), "active")
+	if _, err := OpenShared(NewMemory(), srv.URL()); err == nil {
+		t.Fatal("a set holding an active delegation was accepted")
+	}
+	if _, err := LoadEnded(srv.URL()); err == nil {
+		t.Fatal("LoadEnded accepted an active delegation")
+	}
+}
+
+// A stalled server: Status fails with ErrUnavailable within about a
+// second, so the gate denies rather than deciding on a stale set.
+func TestSharedStall(t *testing.T) {
+	srv := redistest.Start(t)
+	s := openShared(t, srv.URL())
+	srv.Pause()
+	defer srv.Resume()
+	var err error
+	for end := time.Now().Add(5 * time.Second); time.Now().Before(end); time.Sleep(10 * time.Millisecond) {
+		if _, _, err = s.Status(delID(1)); err != nil {
+			break
+		}
+	}
+	if !errors.Is(err, redisconn.ErrUnavailable) {
+		t.Fatalf("Status on a stalled server: %v, want ErrUnavailable", err)
+	}
+}

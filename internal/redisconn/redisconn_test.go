@@ -1,0 +1,74 @@
+package redisconn
+
+import (
+	"errors"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+)
+
+func TestOptions(t *testing.T) {
+	o, err := Options("redis://:pw@10.0.0.5:6380/3")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if o.Addr != "10.0.0.5:6380" || o.DB != 3 || o.Password != "pw" || o.ReadTimeout != Timeout || o.DialTimeout != Timeout || o.MaxRetries != 1 {
+		t.Fatalf("options %+v", o)
+	}
+	o, err = Options("rediss://h:1/0?read_timeout=250ms&max_retries=3")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if o.ReadTimeout != 250*time.Millisecond || o.WriteTimeout != Timeout || o.MaxRetries != 3 || o.TLSConfig == nil {
+		t.Fatalf("the URL's own settings: %+v", o)
+	}
+	for _, bad := range []string{"/var/spend.log", "http://h:1/", "redis://h:1/0?bogus=1"} {
+		if _, err := Options(bad); err == nil {
+			t.Errorf("Options(%q) accepted", bad)
+		}
+	}
+}
+
+func TestRedact(t *testing.T) {
+	if got := Redact("redis://user:secret@h:1/0"); strings.Contains(got, "secret") || !strings.Contains(got, "h:1") {
+		t.Fatalf("Redact = %q", got)
+	}
+}
+
+func TestHashTag(t *testing.T) {
+	for key, want := range map[string]string{"ISSUER/1:a/1:b": "ISSUER", "ISSUER": "ISSUER", "a{b}c/x": "abc", "": ""} {
+		if got := HashTag(key); got != want {
+			t.Errorf("HashTag(%q) = %q, want %q", key, got, want)
+		}
+	}
+}
+
+// A reply Redis made is not unavailability, unless it says Redis cannot
+// serve now.
+func TestUnavailable(t *testing.T) {
+	if Unavailable("x", nil) != nil {
+		t.Fatal("nil became an error")
+	}
+	if err := Unavailable("spend store x", errors.New("dial tcp: refused")); !errors.Is(err, ErrUnavailable) || err.Error() != "spend store x is unavailable: dial tcp: refused" {
+		t.Fatalf("a network error: %v", err)
+	}
+	script := replyError("ERR Error running script")
+	if err := Unavailable("x", script); errors.Is(err, ErrUnavailable) {
+		t.Fatalf("a script error: %v", err)
+	}
+	if err := Unavailable("x", replyError("LOADING Redis is loading the dataset in memory")); !errors.Is(err, ErrUnavailable) {
+		t.Fatalf("LOADING: %v", err)
+	}
+}
+
+// replyError is an error reply from Redis, as go-redis reports one.
+type replyError string
+
+func (e replyError) Error() string { return string(e) }
+
+// RedisError marks it a redis.Error.
+func (replyError) RedisError() {}
+
+var _ redis.Error = replyError("")

@@ -1,0 +1,237 @@
+package revocation
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/delegateos/delegateos/internal/redisconn"
+	"github.com/delegateos/delegateos/internal/redisset"
+	"github.com/delegateos/delegateos/internal/strictjson"
+)
+
+// The Redis form of a list: one hash, from "REVOCATION_ID REVOKED_BY" to
+// the signed entry as JSON, and a channel on which every entry added is
+// announced (by its field) in the same script that adds it.
+const (
+	redisHash    = redisconn.Prefix + "revocations"
+	redisChannel = redisconn.Prefix + "revocations"
+)
+
+// Live is a revocation list that a long-running process decides on: a
+// File, or a Redis list.
+type Live interface {
+	// Revoked implements dct.Revocations with the newest list.
+	Revoked(blockIDs, signers []string) (revocationID string, revoked bool, err error)
+	// Reload reads the list again now, so that an entry this process has
+	// just added is in force when it returns.
+	Reload() error
+	// Err is nil when the list can be decided on, else why not.
+	Err() error
+	// List returns a copy of the list as it is now.
+	List() *List
+	Close() error
+}
+
+var (
+	_ Live = (*File)(nil)
+	_ Live = (*Redis)(nil)
+)
+
+// Redis is a revocation list kept in Redis and shared by a fleet of
+// proxies: each keeps a copy, pushed to it by pub/sub as entries are
+// added and read in full again whenever its subscription is (re)made.
+// Every entry read from Redis is verified before it is kept. While the
+// copy is not known to be current (Redis silent for a second, or a broken
+// subscription not yet made again and re-read) Revoked returns an error
+// matching redisconn.ErrUnavailable, which denies the token. It is safe
+// for concurrent use.
+type Redis struct {
+	url  string
+	c    *redis.Client
+	copy *redisset.Copy
+	list *List
+}
+
+// OpenRedis opens the revocation list at a redis:// or rediss:// URL and
+// waits up to a few seconds for its first read. An empty list is an empty
+// hash: a Redis list needs no creating.
+func OpenRedis(rawURL string) (*Redis, error) {
+	c, err := redisconn.Open(rawURL)
+	if err != nil {
+		return nil, fmt.Errorf("revocation list: %w", err)
+	}
+	r := &Redis{url: redisconn.Redact(rawURL), c: c, list: NewList()}
+	r.copy, err = redisset.Open(c, redisset.Options{
+		What: "revocation list " + r.url, Hash: redisHash, Channel: redisChannel,
+		Check: func(field, value string) error { _, err := parseRedisEntry(field, value); return err },
+		OnAdd: func(field, value string) {
+			if e, err := parseRedisEntry(field, value); err == nil {
+				r.list.add(e)
+			}
+		},
+	}, 3*redisconn.Timeout)
+	if err != nil {
+		c.Close()
+		return nil, err
+	}
+	return r, nil
+}
+
+// redisField is the hash field of an entry: one entry per block and
+// revoker, as Append keeps.
+func redisField(e Entry) string { return e.RevocationID + " " + e.RevokedBy }
+
+// parseRedisEntry reads and verifies an entry as Redis holds it: strict
+// JSON of one entry, with a valid signature, under its own field.
+func parseRedisEntry(field, value string) (Entry, error) {
+	var e Entry
+	if len(value) > maxRedisEntry {
+		return e, fmt.Errorf("%w: %d bytes, over the limit of %d", ErrMalformedEntry, len(value), maxRedisEntry)
+	}
+	if t := bytes.TrimLeft([]byte(value), jsonSpace); len(t) == 0 || t[0] != '{' {
+		return e, fmt.Errorf("%w: not a JSON object", ErrMalformedEntry)
+	}
+	if err := strictjson.Unmarshal([]byte(value), &e); err != nil {
+		return e, fmt.Errorf("%w: %v", ErrMalformedEntry, err)
+	}
+	if err := e.Verify(); err != nil {
+		return e, err
+	}
+	if field != redisField(e) {
+		return e, fmt.Errorf("%w: stored under %q, not under its revocation ID and revoker", ErrMalformedEntry, clip(field))
+	}
+	return e, nil
+}
+
+// maxRedisEntry bounds one entry read from Redis: a signed entry is about
+// 300 bytes.
+const maxRedisEntry = 4 << 10
+
+// Revoked implements dct.Revocations with the copy as it is now.
+func (r *Redis) Revoked(blockIDs, signers []string) (string, bool, error) {
+	if r == nil {
+		return "", false, errors.New("no revocation list (nil *revocation.Redis)")
+	}
+	if err := r.copy.Err(); err != nil {
+		return "", false, err
+	}
+	return r.list.Revoked(blockIDs, signers)
+}
+
+// Reload implements Live: it reads the whole list from Redis.
+func (r *Redis) Reload() error { return r.copy.Reload() }
+
+// Err implements Live.
+func (r *Redis) Err() error { return r.copy.Err() }
+
+// List implements Live.
+func (r *Redis) List() *List { return r.list.clone() }
+
+// Close stops following the list and closes the connections.
+func (r *Redis) Close() error {
+	r.copy.Close()
+	return r.c.Close()
+}
+
+// Open opens the list a policy names: a redis:// or rediss:// URL
+// (OpenRedis), or else a file (OpenFile).
+func Open(pathOrURL string) (Live, error) {
+	if redisconn.IsURL(pathOrURL) {
+		r, err := OpenRedis(pathOrURL)
+		if err != nil {
+			return nil, err
+		}
+		return r, nil
+	}
+	f, err := OpenFile(pathOrURL)
+	if err != nil {
+		return nil, err // not a nil *File in a non-nil interface
+	}
+	return f, nil
+}
+
+// appendRedis adds a verified entry to the Redis list at rawURL and
+// announces it to every proxy following it.
+func appendRedis(rawURL string, e Entry) error {
+	c, err := redisconn.Open(rawURL)
+	if err != nil {
+		return fmt.Errorf("revocation list: %w", err)
+	}
+	defer c.Close()
+	value, err := json.Marshal(e)
+	if err != nil {
+		return err
+	}
+	what := "revocation list " + redisconn.Redact(rawURL)
+	ctx, cancel := context.WithTimeout(context.Background(), 3*redisconn.Timeout)
+	defer cancel()
+	_, err = redisset.Add(ctx, c, redisHash, redisChannel, redisField(e), string(value), what)
+	return err
+}
+
+// loadRedis reads and verifies the whole Redis list at rawURL.
+func loadRedis(rawURL string) (*List, error) {
+	c, err := redisconn.Open(rawURL)
+	if err != nil {
+		return nil, fmt.Errorf("revocation list: %w", err)
+	}
+	defer c.Close()
+	what := "revocation list " + redisconn.Redact(rawURL)
+	ctx, cancel := context.WithTimeout(context.Background(), 3*redisconn.Timeout)
+	defer cancel()
+	all, err := c.HGetAll(ctx, redisHash).Result()
+	if err != nil {
+		return nil, redisconn.Unavailable(what, err)
+	}
+	if len(all) > redisset.MaxEntries {
+		return nil, fmt.Errorf("%s holds %d entries, over the limit of %d", what, len(all), redisset.MaxEntries)
+	}
+	l := NewList()
+	// In a fixed order, so that the same list reads the same.
+	fields := make([]string, 0, len(all))
+	for f := range all {
+		fields = append(fields, f)
+	}
+	sortEntriesByTime(fields, all)
+	for _, f := range fields {
+		e, err := parseRedisEntry(f, all[f])
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", what, err)
+		}
+		l.add(e)
+	}
+	return l, nil
+}
+
+// sortEntriesByTime orders fields by their entries' revokedAt, then by
+// field: the order they were most likely added in.
+func sortEntriesByTime(fields []string, all map[string]string) {
+	at := func(f string) string {
+		var e struct {
+			RevokedAt string `json:"revokedAt"`
+		}
+		json.Unmarshal([]byte(all[f]), &e)
+		if t, err := time.Parse(time.RFC3339Nano, e.RevokedAt); err == nil {
+			return t.UTC().Format("2006-01-02T15:04:05.000000000")
+		}
+		return e.RevokedAt
+	}
+	keys := make(map[string]string, len(fields))
+	for _, f := range fields {
+		keys[f] = at(f)
+	}
+	slices.SortFunc(fields, func(a, b string) int {
+		if c := strings.Compare(keys[a], keys[b]); c != 0 {
+			return c
+		}
+		return strings.Compare(a, b)
+	})
+}
