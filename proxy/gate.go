@@ -294,30 +294,51 @@ func (g *Gate) decideAt(req *CallRequest, start time.Time) (d Decision) {
 	// §10.1 steps 6 and 7 on the verified chain: the leaf's spend, then the
 	// capability. Reserve below then checks the cost at every level.
 	levels := g.levels.of(scope)
-	if spent, limit := g.Budget.Spent(levels[len(levels)-1].Key), scope.RemainingBudgetMicrocents; spent >= limit {
-		return deny(dct.BudgetExceeded, scope.Capabilities, "spent %d of a budget of %d microcents", spent, limit)
+	// spentOut is step 6. With a shared store (Redis) reading the spend is
+	// a round trip, so it is read only where its answer decides: before a
+	// later check's denial, which a spent leaf takes precedence over.
+	// Otherwise Reserve itself refuses a spent level, whatever the cost
+	// (every store's admit), and the call costs one round trip.
+	spentOut := func() (Decision, bool) {
+		if spent, limit := g.Budget.Spent(levels[len(levels)-1].Key), scope.RemainingBudgetMicrocents; spent >= limit {
+			return deny(dct.BudgetExceeded, scope.Capabilities, "spent %d of a budget of %d microcents", spent, limit), true
+		}
+		return d, false
 	}
 	if den := g.eachTarget(req, call, mapErr, scope, true); den != nil {
+		if out, ok := spentOut(); ok {
+			return out
+		}
 		d.Denial = den
 		return d
 	}
 	if req.Unpinned != "" {
+		if out, ok := spentOut(); ok {
+			return out
+		}
 		return deny(ToolNotPinned, scope.Capabilities, "%s", req.Unpinned)
-	}
-	admitted, den := g.reserveRate(req, call, scope, levels, now)
-	if den != nil {
-		d.Denial = den
-		return d
 	}
 	reserve := call.Cost
 	if g.HonourUpstreamCost {
 		reserve = max(call.MaxCost, call.Cost)
+	}
+	admitted, den := g.reserveRate(req, call, scope, levels, now)
+	if den != nil {
+		if out, ok := spentOut(); ok {
+			return out
+		}
+		d.Denial = den
+		return d
 	}
 	r, err := g.Budget.Reserve(levels, reserve)
 	if err != nil {
 		g.releaseRate(admitted)
 		var ex *budget.ExceededError
 		if errors.As(err, &ex) {
+			if ex.Key == levels[len(levels)-1].Key && ex.Spent >= ex.Limit {
+				// Step 6, decided by the reservation (see spentOut).
+				return deny(dct.BudgetExceeded, scope.Capabilities, "spent %d of a budget of %d microcents", ex.Spent, ex.Limit)
+			}
 			return deny(dct.BudgetExceeded, scope.Capabilities, "this call costs %d microcents; delegation %s has spent %d of %d", ex.Cost, displayKey(scope, levels, ex.Key), ex.Spent, ex.Limit)
 		}
 		if den := storeDenial(err, requested(call), scope.Capabilities); den != nil {

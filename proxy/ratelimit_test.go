@@ -352,3 +352,38 @@ prompts: [{match: p, namespace: q, action: g, rate: 4/1s}]
 		}
 	}
 }
+
+// A fully spent leaf is refused as budget_exceeded ahead of every later
+// check, whichever of them would refuse too (§10.1 step 6 before 7), and
+// for a call that costs nothing, although the gate reads the spend only
+// where that answer decides.
+func TestGateSpentLeafComesFirst(t *testing.T) {
+	f := newRateFixtureFor(t, "rate: 2/1m\ndefault_cost: 500\ntools:\n"+
+		"  - {match: free, namespace: mcp, action: free, resource: {arg: /path}, cost: 0}\n"+
+		"  - {match: echo, namespace: mcp, action: echo, resource: {arg: /path}}\n", "del_spentroot",
+		dct.Capability{Namespace: "mcp", Action: "*", Resource: "/project/**"})
+	at := func(tool, path string) CallRequest {
+		return CallRequest{Tool: tool, Token: f.root, Arguments: json.RawMessage(`{"path":"` + path + `"}`)}
+	}
+	for range 2 {
+		wantAllowed(t, f.call(t, at("echo", "/project/a")), "a call within budget and rate")
+	}
+	unpinned := at("echo", "/project/a")
+	unpinned.Unpinned = "tool echo is not pinned"
+	check := func(name string, req CallRequest) {
+		t.Helper()
+		d := f.call(t, req)
+		if d.Allowed || d.Denial == nil || d.Denial.Type != dct.BudgetExceeded || !strings.Contains(d.Denial.Detail, "spent 1000 of a budget of 1000") {
+			t.Errorf("%s: %+v, want budget_exceeded: spent 1000 of a budget of 1000", name, d.Denial)
+		}
+	}
+	check("not covered", at("echo", "/etc/passwd"))
+	check("unpinned", unpinned)
+	check("over the rate, too", at("echo", "/project/b"))
+	f.advance(2 * time.Minute) // the rate's window is empty again
+	if d := f.gate.Decide(at("free", "/project/a")); d.Call.Cost != 0 {
+		t.Fatalf("the free tool costs %d", d.Call.Cost)
+	}
+	check("free", at("free", "/project/a"))
+	check("costing", at("echo", "/project/a"))
+}
