@@ -58,7 +58,7 @@ func openEvidence(pol *policy.Policy, policyDigest, keyFlag string, log *zap.Log
 		return nil, nil, inputf("the audit log %s cannot be opened: %v; fix audit_log in the policy", pol.AuditLog, err)
 	}
 	if n := l.Recovered(); n > 0 {
-		log.Warn(fmt.Sprintf("the audit log was not closed cleanly (the proxy was killed, or entries were removed from its end): receipts of calls made before entry %d may be missing; it is continued after a recovery checkpoint at entry %d, which 'delegateos audit verify' reports", n, n),
+		log.Warn("the audit log was not closed cleanly (the proxy was killed, or entries were removed from its end): it is continued after a recovery checkpoint at entry recovered_at, and receipts of calls made before that entry may be missing ('delegateos audit verify' reports it)",
 			zap.String("audit_log", pol.AuditLog), zap.Int64("recovered_at", n))
 	}
 	log.Info("receipts are signed and appended to the audit log", zap.String("audit_log", pol.AuditLog), zap.String("proxy_did", k.DID()))
