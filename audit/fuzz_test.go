@@ -2,6 +2,7 @@ package audit
 
 import (
 	"bytes"
+	"os"
 	"path/filepath"
 	"testing"
 
@@ -16,8 +17,17 @@ func FuzzVerify(f *testing.F) {
 	f.Add(join(lines[:len(lines)-1]))
 	f.Add(append([]byte(`{"receipt":2,"schema_version":"audit_export/1"}`+"\n"), join(lines[1:])...))
 	f.Add([]byte("\n\n"))
+	// A log continued after a kill: a recovery checkpoint, and the same
+	// with its flag flipped.
+	path := filepath.Join(f.TempDir(), "recovered.log")
+	if err := os.WriteFile(path, join(lines[:len(lines)-1]), 0o600); err != nil {
+		f.Fatal(err)
+	}
+	recovered := join(writeLog(f, path, 1, testOptions))
+	f.Add(recovered)
+	f.Add(bytes.Replace(recovered, []byte(`"recovered":true`), []byte(`"recovered":false`), 1))
 	f.Fuzz(func(t *testing.T, data []byte) {
-		rep, err := Verify(bytes.NewReader(data), VerifyOptions{Open: true})
+		rep, err := Verify(bytes.NewReader(data), VerifyOptions{Open: true, AllowRecovered: true})
 		if err != nil {
 			return
 		}

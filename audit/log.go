@@ -69,6 +69,9 @@ type Log struct {
 	done   chan struct{}
 	once   sync.Once
 
+	// recovered is the entry of the recovery checkpoint Open wrote, if any.
+	recovered int64
+
 	// Writer state.
 	seq         int64
 	prev        string
@@ -101,7 +104,10 @@ type AppendResult struct {
 // appending, signed by signer. It refuses a log another process holds
 // (ErrInUse; the lock is path + ".lock"), a log whose last line is not a
 // whole entry, and a symbolic link. Nothing already in the log is changed:
-// the new entries continue its chain.
+// the new entries continue its chain. A log whose last entry is not a
+// final checkpoint (its proxy was killed, or entries were cut from its
+// end) is continued after a recovery checkpoint, written and synced
+// before Open returns (Recovered names it), which verify reports.
 func Open(path string, signer *receipt.Signer, opts Options) (*Log, error) {
 	if opts.Queue <= 0 {
 		opts.Queue = DefaultQueue
@@ -145,6 +151,15 @@ func Open(path string, signer *receipt.Signer, opts Options) (*Log, error) {
 		unlock()
 		return nil, err
 	}
+	if l.recovered > 0 {
+		l.checkpoint(false, true)
+		l.flush()
+		if err := l.Err(); err != nil {
+			f.Close()
+			unlock()
+			return nil, err
+		}
+	}
 	if l.seq == 0 {
 		// A new log's directory entry must be as durable as its entries.
 		if err := fsutil.SyncDir(filepath.Dir(path)); err != nil {
@@ -178,7 +193,7 @@ func (l *Log) readTail() error {
 		return err
 	}
 	if tail[len(tail)-1] != '\n' {
-		return fmt.Errorf("%s ends in the middle of an entry (the proxy was stopped while writing, or the file was cut): run 'delegateos audit verify %s', keep the file as evidence and start a new log", l.path, l.path)
+		return fmt.Errorf("%s ends in the middle of an entry (the proxy was stopped while writing it, or the file was cut): it is not continued, since that would mean cutting the partial entry out of the log; run 'delegateos audit verify %s', keep the file as evidence and start a new log", l.path, l.path)
 	}
 	line := tail[:len(tail)-1]
 	if i := bytes.LastIndexByte(line, '\n'); i >= 0 {
@@ -194,13 +209,14 @@ func (l *Log) readTail() error {
 	if pos.Seq == 0 {
 		return fmt.Errorf("%s: its last entry has no audit_seq: it is not an audit log", l.path)
 	}
-	// Continued from anywhere but a final checkpoint, the log would hide
-	// what happened before: entries cut from its end, or the receipts a
-	// killed proxy had not written yet.
-	if c, ok := r.Body.(*receipt.CheckpointBody); !ok || !c.Final {
-		return fmt.Errorf("%s does not end with the final checkpoint a proxy writes when it stops (the proxy was killed, or entries were removed from its end): run 'delegateos audit verify --open %s', keep the file as evidence and start a new log", l.path, l.path)
-	}
 	l.seq, l.prev = pos.Seq, r.Digest
+	// Continued from anywhere but a final checkpoint without a word, the
+	// log would hide what happened before: entries cut from its end, or
+	// the receipts a killed proxy had not written yet. A signed recovery
+	// checkpoint says so at the place it happened.
+	if c, ok := r.Body.(*receipt.CheckpointBody); !ok || !c.Final {
+		l.recovered = pos.Seq + 1
+	}
 	return nil
 }
 
@@ -265,6 +281,11 @@ func (l *Log) Head() (seq int64, digest string) {
 	return l.seq, l.prev
 }
 
+// Recovered is the entry of the recovery checkpoint Open wrote because the
+// log did not end with a final checkpoint (receipts written before it may
+// be missing), or 0.
+func (l *Log) Recovered() int64 { return l.recovered }
+
 // Close writes what is queued and a final checkpoint, syncs the file and
 // releases the log.
 func (l *Log) Close() error {
@@ -287,7 +308,7 @@ func (l *Log) run() {
 		select {
 		case ev, ok := <-l.events:
 			if !ok {
-				l.checkpoint(true)
+				l.checkpoint(true, false)
 				l.flush()
 				l.closeErr = l.Err()
 				return
@@ -297,7 +318,7 @@ func (l *Log) run() {
 				select {
 				case ev, ok := <-l.events:
 					if !ok {
-						l.checkpoint(true)
+						l.checkpoint(true, false)
 						l.flush()
 						l.closeErr = l.Err()
 						return
@@ -311,7 +332,7 @@ func (l *Log) run() {
 			l.flush()
 		case <-tick.C:
 			if l.sinceCkpt > 0 && l.opts.Now().Sub(l.lastCkpt) >= l.opts.CheckpointInterval {
-				l.checkpoint(false)
+				l.checkpoint(false, false)
 				l.flush()
 			}
 		}
@@ -356,7 +377,7 @@ func (l *Log) write(ev event) {
 		l.fail(err)
 	}
 	if l.sinceCkpt >= l.opts.CheckpointEvery {
-		l.checkpoint(false)
+		l.checkpoint(false, false)
 	}
 }
 
@@ -379,13 +400,15 @@ func (l *Log) entry(b receipt.Body) (int64, string, error) {
 	return l.seq, l.prev, nil
 }
 
-// checkpoint buffers a checkpoint of the log as it stands.
-func (l *Log) checkpoint(final bool) {
-	if !final && l.sinceCkpt == 0 {
+// checkpoint buffers a checkpoint of the log as it stands: final when the
+// log is closed, recovered when a log that was not closed is continued.
+func (l *Log) checkpoint(final, recovered bool) {
+	if !final && !recovered && l.sinceCkpt == 0 {
 		return
 	}
 	now := l.opts.Now()
-	c := &receipt.CheckpointBody{SchemaVersion: receipt.KindCheckpoint, Length: l.seq, Head: l.prev, Final: final, At: timestamp.Format(now)}
+	c := &receipt.CheckpointBody{SchemaVersion: receipt.KindCheckpoint, Length: l.seq, Head: l.prev, Final: final,
+		Recovered: &recovered, At: timestamp.Format(now)}
 	if _, _, err := l.entry(c); err != nil {
 		l.fail(err)
 		return

@@ -21,6 +21,9 @@ const (
 	Truncated = "truncated"
 	Malformed = "malformed"
 	Untrusted = "untrusted"
+	// Recovered is a recovery checkpoint: a proxy continued the log after
+	// it had not been closed cleanly.
+	Recovered = "recovered"
 )
 
 // Problem is the first thing wrong with a log: what (Kind), where (Line,
@@ -64,6 +67,20 @@ type VerifyOptions struct {
 	// head a proxy logged when it closed the log, say): a log cut back to
 	// an earlier final checkpoint lacks it.
 	Head string
+	// AllowRecovered accepts recovery checkpoints (Report.Recovered lists
+	// them): the log was continued after its proxy was killed, or after
+	// entries were removed from its end.
+	AllowRecovered bool
+}
+
+// Recovery is a recovery checkpoint: entry Entry, on line Line.
+type Recovery struct {
+	Entry, Line int64
+}
+
+// RecoveryMsg says what a recovery checkpoint at entry n means.
+func RecoveryMsg(n int64) string {
+	return fmt.Sprintf("the log was not closed cleanly before entry %d: receipts of calls made just before may be missing, or entries were removed from its end", n)
 }
 
 // Report is what a verified log holds.
@@ -87,14 +104,18 @@ type Report struct {
 	// Unsealed is the number of entries after the last checkpoint (only
 	// with Open).
 	Unsealed int64
+	// Recovered are the recovery checkpoints, in order.
+	Recovered []Recovery
 }
 
 // Verify reads an audit log (or an export) and checks every entry: that it
 // parses strictly, that its signature verifies by a trusted key, that it
 // holds the position its line gives it and names the digest of the line
 // before, that every checkpoint agrees with the entries before it, and
-// that the log ends with a final checkpoint (a non-final one with Open).
-// It returns the first problem as a *Problem.
+// that the log ends with a final checkpoint (a non-final one with Open),
+// and that no checkpoint is a recovery (unless AllowRecovered). It returns
+// the first problem as a *Problem; a recovery is reported only when
+// nothing else is wrong, and Report.Recovered lists every one.
 func Verify(r io.Reader, o VerifyOptions) (*Report, error) {
 	lr := newLineReader(r)
 	rep := &Report{Kinds: map[string]int{}, First: 1}
@@ -181,6 +202,9 @@ func Verify(r io.Reader, o VerifyOptions) (*Report, error) {
 		if c, ok := rc.Body.(*receipt.CheckpointBody); ok {
 			rep.Checkpoints++
 			rep.LastCheckpoint, rep.Final = pos.Seq, c.Final
+			if c.IsRecovered() {
+				rep.Recovered = append(rep.Recovered, Recovery{Entry: pos.Seq, Line: line.no})
+			}
 			if rep.Export && next != nil {
 				// Its first line is not signed: an export is only its
 				// receipt's proof, not a log that may end anywhere.
@@ -211,6 +235,13 @@ func Verify(r io.Reader, o VerifyOptions) (*Report, error) {
 	case !rep.Final && !rep.Export && !o.Open:
 		return rep, &Problem{Kind: Truncated, Line: lineOf(rep, rep.Last), Entry: rep.Last,
 			Msg: fmt.Sprintf("the log ends at a periodic checkpoint (entry %d), not at the one a proxy writes when it stops: entries after it were removed, or a proxy is still writing the log (then verify with --open)", rep.Last)}
+	case len(rep.Recovered) > 0 && !o.AllowRecovered:
+		r := rep.Recovered[0]
+		msg := RecoveryMsg(r.Entry)
+		if n := len(rep.Recovered); n > 1 {
+			msg += fmt.Sprintf(" (and %d more recoveries)", n-1)
+		}
+		return rep, &Problem{Kind: Recovered, Line: r.Line, Entry: r.Entry, Msg: msg}
 	}
 	return rep, nil
 }

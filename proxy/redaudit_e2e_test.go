@@ -4,6 +4,8 @@ package proxy_test
 
 import (
 	"bytes"
+	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -26,15 +28,16 @@ func auditPolicy(t *testing.T, e *mcptest.Env, logPath string) (*mcptest.Policy,
 
 // A proxy killed with SIGKILL leaves its audit log without a final
 // checkpoint, and may have lost the receipts of calls it had already
-// answered. The next proxy must not continue that log: its entries would
-// follow the last one written, close with a final checkpoint, and the
-// log would verify whole, with nothing to show that receipts are missing
-// (nor that entries were cut from its end before the restart).
-func TestE2ERedAuditKilledProxyLogNotContinued(t *testing.T) {
+// answered. The next proxy starts (a daemon restarted after a crash must
+// not be locked out), but only after a signed recovery checkpoint that
+// marks the place, and it warns; verify names that place and fails
+// unless --allow-recovered. Entries then cut from the end of the log by
+// someone who restarts the proxy are reported where they were cut.
+func TestE2ERedAuditKilledProxyLogRecovered(t *testing.T) {
 	t.Parallel()
 	e := mcptest.NewEnv(t)
 	logPath := filepath.Join(e.Dir, "audit.log")
-	pol, _ := auditPolicy(t, e, logPath)
+	pol, did := auditPolicy(t, e, logPath)
 	tok := e.Mint(nil, "mcp:echo:*")
 	p := e.StartProxy(mcptest.ProxyOptions{Policy: pol, Token: tok, WantExit: func(code int) bool { return code == -1 }})
 	c := p.Raw()
@@ -53,22 +56,68 @@ func TestE2ERedAuditKilledProxyLogNotContinued(t *testing.T) {
 	if !p.WaitExit(10 * time.Second) {
 		t.Fatal("the killed proxy did not exit")
 	}
-	before, err := os.ReadFile(logPath)
-	if err != nil {
+	before := readFile(t, logPath)
+	first := int64(bytes.Count(before, []byte("\n")) + 1)
+
+	restart := func(call string, n int64) {
+		t.Helper()
+		p := e.StartProxy(mcptest.ProxyOptions{Policy: pol, Token: tok})
+		c := p.Raw()
+		c.Initialize()
+		c.Send(mcptest.CallFrame(call, "echo", map[string]any{"text": call}))
+		if m := c.Response(call); m.Error != nil {
+			t.Fatalf("a call through the restarted proxy: %+v", m.Error)
+		}
+		p.WaitLog(warnRecovered, func(m map[string]any) bool { return m["recovered_at"] == float64(n) })
+		stopProxy(t, p)
+	}
+	restart("2", first)
+	after := readFile(t, logPath)
+	if !bytes.HasPrefix(after, before) {
+		t.Fatal("the restarted proxy changed what the killed one had written")
+	}
+	want := func(n int64) string {
+		return fmt.Sprintf("line %d: recovered: the log was not closed cleanly before entry %d: receipts of calls made just before may be missing, or entries were removed from its end", n, n)
+	}
+	out, _, code := mcptest.CLI(t, "audit", "verify", logPath, "--key-id", did)
+	if code == 0 || !strings.HasPrefix(out, "FAILED") || !strings.Contains(out, want(first)) {
+		t.Fatalf("verify the recovered log (%d):\n%s", code, out)
+	}
+	if out, _, code := mcptest.CLI(t, "audit", "verify", logPath, "--key-id", did, "--allow-recovered"); code != 0 || !strings.Contains(out, want(first)) {
+		t.Fatalf("verify --allow-recovered (%d):\n%s", code, out)
+	}
+
+	// Someone cuts the second session's call and final checkpoint and
+	// restarts the proxy.
+	lines := bytes.SplitAfter(after, []byte("\n"))
+	lines = lines[:len(lines)-1]
+	cut := bytes.Join(lines[:len(lines)-3], nil)
+	if err := os.WriteFile(logPath, cut, 0o600); err != nil {
 		t.Fatal(err)
 	}
-	second := e.StartProxy(mcptest.ProxyOptions{Policy: pol, Token: tok, LogToStderr: true, WantExit: func(code int) bool { return code == 2 }})
-	if !second.WaitExit(20 * time.Second) {
-		second.Stdin.Close()
-		second.WaitExit(20 * time.Second)
-		after, _ := os.ReadFile(logPath)
-		out, _, code := mcptest.CLI(t, "audit", "verify", logPath)
-		t.Fatalf("a proxy continued the audit log of a killed proxy (%d bytes before, %d after; verify: %d %s)", len(before), len(after), code, out)
+	second := int64(len(lines) - 3 + 1)
+	restart("3", second)
+	out, _, code = mcptest.CLI(t, "audit", "verify", logPath, "--key-id", did, "--json")
+	var rep struct {
+		OK      bool
+		Problem struct {
+			Kind  string
+			Entry int64
+		}
+		Report struct{ Recovered []struct{ Entry, Line int64 } }
 	}
-	if after, _ := os.ReadFile(logPath); !bytes.Equal(after, before) {
-		t.Fatal("the refused proxy changed the log")
+	if err := json.Unmarshal([]byte(out), &rep); err != nil || code == 0 || rep.OK || rep.Problem.Kind != "recovered" || rep.Problem.Entry != first ||
+		len(rep.Report.Recovered) != 2 || rep.Report.Recovered[0].Entry != first || rep.Report.Recovered[1].Entry != second {
+		t.Fatalf("verify a log cut and restarted (%d), want recoveries at %d and %d:\n%s", code, first, second, out)
+	}
+	if out, _, code := mcptest.CLI(t, "audit", "verify", logPath, "--key-id", did, "--allow-recovered"); code != 0 || !strings.Contains(out, want(second)) {
+		t.Fatalf("verify --allow-recovered (%d):\n%s", code, out)
 	}
 }
+
+// warnRecovered is what a proxy logs when it continues an audit log that
+// was not closed cleanly.
+const warnRecovered = "the audit log was not closed cleanly (the proxy was killed, or entries were removed from its end): it is continued after a recovery checkpoint at entry recovered_at, and receipts of calls made before that entry may be missing ('delegateos audit verify' reports it)"
 
 // A gated request whose target is too large for a receipt (a URI of more
 // than a MiB, within the frame limit) must not reach the upstream without

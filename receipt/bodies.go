@@ -185,8 +185,9 @@ func (b *HumanApprovalBody) kind() string        { return KindHumanApproval }
 func (b *HumanApprovalBody) position() *Position { return &b.Position }
 func (b *HumanApprovalBody) proof() **Proof      { return &b.Proof }
 
-// CheckpointBody is an audit_checkpoint/1: the log's length and head as
-// of this entry, signed.
+// CheckpointBody is an audit_checkpoint/2 (or, read from an older log, an
+// audit_checkpoint/1, which has no "recovered"): the log's length and
+// head as of this entry, signed.
 type CheckpointBody struct {
 	SchemaVersion string `json:"schema_version"`
 	// Length is the number of entries before this one.
@@ -194,11 +195,19 @@ type CheckpointBody struct {
 	// Head is the digest of entry Length (64 zeros when Length is 0).
 	Head string `json:"head"`
 	// Final is set on the checkpoint written when the proxy shuts down.
-	Final bool   `json:"final"`
-	At    string `json:"at"`
+	Final bool `json:"final"`
+	// Recovered is true on the checkpoint a proxy writes first when it
+	// continues a log that did not end with a final checkpoint: entries
+	// written before it may be missing from the log. It is present in
+	// every audit_checkpoint/2 and absent from an audit_checkpoint/1.
+	Recovered *bool  `json:"recovered,omitempty"`
+	At        string `json:"at"`
 	Position
 	Proof *Proof `json:"proof,omitempty"`
 }
+
+// IsRecovered reports whether b is a recovery checkpoint.
+func (b *CheckpointBody) IsRecovered() bool { return b.Recovered != nil && *b.Recovered }
 
 func (b *CheckpointBody) kind() string        { return KindCheckpoint }
 func (b *CheckpointBody) position() *Position { return &b.Position }
@@ -352,6 +361,16 @@ func checkBody(b Body) error {
 			bad("a checkpoint must carry its audit_seq and audit_prev")
 		} else if b.Length != b.Seq-1 || b.Head != b.Prev {
 			bad("length and head must be the entries before this one (audit_seq − 1, audit_prev)")
+		}
+		switch {
+		case b.SchemaVersion == KindCheckpoint && b.Recovered == nil:
+			bad("recovered is required")
+		case b.SchemaVersion != KindCheckpoint && b.Recovered != nil:
+			bad("only an %s has recovered", KindCheckpoint)
+		case b.IsRecovered() && b.Final:
+			bad("a checkpoint is final or recovered, not both")
+		case b.IsRecovered() && b.Length == 0:
+			bad("a recovered checkpoint follows the entry it recovers from: its length cannot be 0")
 		}
 	}
 	p := b.position()

@@ -245,6 +245,9 @@ func encodeAt(b Body) ([]byte, int, error) {
 		w.int("length", b.Length)
 		w.str("head", b.Head, false)
 		w.bool("final", b.Final)
+		if b.Recovered != nil {
+			w.bool("recovered", *b.Recovered)
+		}
 		w.str("at", b.At, false)
 		w.position(&b.Position)
 		w.proof(b.Proof)

@@ -33,7 +33,9 @@ func TestEncodeIsCanonical(t *testing.T) {
 			PrincipalDID: odd, Action: odd, Resource: odd, Environment: odd, RiskClass: odd, GateReason: odd, Decision: odd,
 			Reason: odd, RequestedAt: odd, DecidedAt: odd, ExpiresAt: odd, EvaluatorVersion: odd, Cost: 3,
 			DelegationReceiptID: odd, DelegationReceiptHash: odd, DecisionReceiptHash: odd, Position: pos, Proof: proof},
-		&CheckpointBody{SchemaVersion: KindCheckpoint, Length: 2, Head: odd, Final: true, At: odd, Position: pos, Proof: proof},
+		&CheckpointBody{SchemaVersion: KindCheckpoint, Length: 2, Head: odd, Final: true, Recovered: new(false), At: odd, Position: pos, Proof: proof},
+		&CheckpointBody{SchemaVersion: KindCheckpoint, Length: 2, Head: odd, Recovered: new(true), At: odd, Position: pos, Proof: proof},
+		&CheckpointBody{SchemaVersion: KindCheckpointV1, Length: 2, Head: odd, Final: true, At: odd, Position: pos, Proof: proof},
 	}
 	for _, b := range bodies {
 		want, err := canon.Marshal(b)
@@ -56,6 +58,7 @@ func TestWithProof(t *testing.T) {
 	for _, b := range []Body{
 		&DecisionBody{SchemaVersion: KindDecision, Reason: "r", PolicyContextHash: "h"},
 		&CheckpointBody{SchemaVersion: KindCheckpoint},
+		&CheckpointBody{SchemaVersion: KindCheckpoint, Recovered: new(true)},
 		&ExecutionBody{SchemaVersion: KindExecution},
 	} {
 		unsigned, at, err := encodeAt(b)

@@ -1,6 +1,7 @@
 package receipt_test
 
 import (
+	"strings"
 	"testing"
 
 	"github.com/delegateos/delegateos/internal/canon"
@@ -20,6 +21,8 @@ func FuzzParse(f *testing.F) {
 		f.Add(out)
 	}
 	f.Add([]byte(`{"schema_version":"audit_checkpoint/1"}`))
+	f.Add([]byte(`{"schema_version":"audit_checkpoint/2","recovered":true}`))
+	f.Add([]byte(`{"at":"2026-11-25T21:00:06.000Z","audit_prev":"` + strings.Repeat("ab", 32) + `","audit_seq":4,"final":false,"head":"` + strings.Repeat("ab", 32) + `","length":3,"recovered":null,"schema_version":"audit_checkpoint/2"}`))
 	f.Fuzz(func(t *testing.T, data []byte) {
 		r, err := receipt.Parse(data)
 		if err != nil {

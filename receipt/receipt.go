@@ -1,8 +1,8 @@
 // Package receipt builds, signs, parses and verifies the proxy's signed
 // evidence: decision, execution and human approval receipts in the shapes
 // of AVP's decision_receipt/2, execution_receipt/2 and
-// human_approval_receipt/2, and the audit log's checkpoints
-// (docs/receipts.md).
+// human_approval_receipt/2, and the audit log's checkpoints,
+// audit_checkpoint/2 (docs/receipts.md).
 //
 // A receipt is the RFC 8785 canonical JSON of its body with a "proof"
 // member: a DataIntegrityProof (cryptosuite eddsa-jcs-2022, AVP's /2
@@ -30,11 +30,14 @@ const (
 	KindDecision      = "decision_receipt/2"
 	KindExecution     = "execution_receipt/2"
 	KindHumanApproval = "human_approval_receipt/2"
-	KindCheckpoint    = "audit_checkpoint/1"
+	KindCheckpoint    = "audit_checkpoint/2"
+	// KindCheckpointV1 is the checkpoint of logs written before
+	// checkpoints had "recovered": read, never written.
+	KindCheckpointV1 = "audit_checkpoint/1"
 )
 
 // Kinds lists every schema_version Parse accepts.
-var Kinds = []string{KindDecision, KindExecution, KindHumanApproval, KindCheckpoint}
+var Kinds = []string{KindDecision, KindExecution, KindHumanApproval, KindCheckpoint, KindCheckpointV1}
 
 // Proof members fixed by the /2 construction.
 const (
@@ -179,7 +182,7 @@ func Parse(data []byte) (*Receipt, error) {
 		b = new(ExecutionBody)
 	case KindHumanApproval:
 		b = new(HumanApprovalBody)
-	case KindCheckpoint:
+	case KindCheckpoint, KindCheckpointV1:
 		b = new(CheckpointBody)
 	default:
 		return nil, parseErrorf("unknown schema_version %s; this verifier reads %s", quote(*head.SchemaVersion), strings.Join(Kinds, ", "))

@@ -55,8 +55,12 @@ func samples(t testing.TB) []receipt.Body {
 	}
 	receipt.FillHumanApproval(approval)
 	ckpt := &receipt.CheckpointBody{SchemaVersion: receipt.KindCheckpoint, Length: 3, Head: strings.Repeat("ab", 32), At: "2026-11-25T21:00:06.000Z", Final: true,
+		Recovered: new(false), Position: receipt.Position{Seq: 4, Prev: strings.Repeat("ab", 32)}}
+	recovered := &receipt.CheckpointBody{SchemaVersion: receipt.KindCheckpoint, Length: 3, Head: strings.Repeat("ab", 32), At: "2026-11-25T21:00:06.000Z",
+		Recovered: new(true), Position: receipt.Position{Seq: 4, Prev: strings.Repeat("ab", 32)}}
+	v1 := &receipt.CheckpointBody{SchemaVersion: receipt.KindCheckpointV1, Length: 3, Head: strings.Repeat("ab", 32), At: "2026-11-25T21:00:06.000Z", Final: true,
 		Position: receipt.Position{Seq: 4, Prev: strings.Repeat("ab", 32)}}
-	return []receipt.Body{db, refused.Body(opts), exec, approval, ckpt}
+	return []receipt.Body{db, refused.Body(opts), exec, approval, ckpt, recovered, v1}
 }
 
 func TestSignParseVerify(t *testing.T) {
@@ -136,6 +140,64 @@ func TestParseStrict(t *testing.T) {
 	}
 	if err := r.Verify(nil); !errors.Is(err, receipt.ErrBadSignature) {
 		t.Fatalf("edited receipt: %v", err)
+	}
+}
+
+// A checkpoint/2 has exactly one more member than a checkpoint/1,
+// "recovered", a boolean: present in every /2, absent from every /1, never
+// with final, and signed like the rest.
+func TestParseCheckpointRecovered(t *testing.T) {
+	s, _ := signer(t)
+	sign := func(b receipt.Body) string {
+		out, err := s.Sign(b)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return string(out)
+	}
+	ckpt, recovered, v1 := sign(samples(t)[4]), sign(samples(t)[5]), sign(samples(t)[6])
+	for _, in := range []string{ckpt, recovered, v1} {
+		if _, err := receipt.Parse([]byte(in)); err != nil {
+			t.Fatalf("%v: %s", err, in)
+		}
+	}
+	if r, _ := receipt.Parse([]byte(recovered)); !r.Body.(*receipt.CheckpointBody).IsRecovered() {
+		t.Fatal("the recovered checkpoint does not read as recovered")
+	}
+	cases := map[string]string{
+		"/2 without recovered":  strings.Replace(ckpt, `"recovered":false,`, ``, 1),
+		"/1 with recovered":     strings.Replace(v1, `"head":`, `"recovered":false,"head":`, 1),
+		"/1 recovered true":     strings.Replace(v1, `"head":`, `"recovered":true,"head":`, 1),
+		"recovered not a bool":  strings.Replace(recovered, `"recovered":true`, `"recovered":1`, 1),
+		"recovered as string":   strings.Replace(recovered, `"recovered":true`, `"recovered":"true"`, 1),
+		"recovered null":        strings.Replace(recovered, `"recovered":true`, `"recovered":null`, 1),
+		"recovered re-cased":    strings.Replace(recovered, `"recovered":true`, `"Recovered":true`, 1),
+		"recovered twice":       strings.Replace(recovered, `"recovered":true`, `"recovered":true,"recovered":true`, 1),
+		"recovered and final":   strings.Replace(recovered, `"final":false`, `"final":true`, 1),
+		"/1 relabelled /2":      strings.Replace(v1, receipt.KindCheckpointV1, receipt.KindCheckpoint, 1),
+		"recovered of no entry": strings.Replace(strings.Replace(recovered, `"length":3`, `"length":0`, 1), `"audit_seq":4`, `"audit_seq":1`, 1),
+	}
+	for name, in := range cases {
+		if _, err := receipt.Parse([]byte(in)); err == nil {
+			t.Errorf("%s: parsed", name)
+		}
+	}
+	// Flipping the flag either way parses, but the signature fails.
+	periodic := samples(t)[4].(*receipt.CheckpointBody)
+	periodic.Final = false
+	for _, in := range []string{strings.Replace(recovered, `"recovered":true`, `"recovered":false`, 1), strings.Replace(sign(periodic), `"recovered":false`, `"recovered":true`, 1)} {
+		r, err := receipt.Parse([]byte(in))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := r.Verify(nil); !errors.Is(err, receipt.ErrBadSignature) {
+			t.Fatalf("flipped recovered: %v", err)
+		}
+	}
+	b := samples(t)[5].(*receipt.CheckpointBody)
+	b.Final = true
+	if _, err := receipt.Parse([]byte(sign(b))); err == nil {
+		t.Fatal("a signed final recovered checkpoint parsed")
 	}
 }
 

@@ -57,6 +57,10 @@ func openEvidence(pol *policy.Policy, policyDigest, keyFlag string, log *zap.Log
 		}
 		return nil, nil, inputf("the audit log %s cannot be opened: %v; fix audit_log in the policy", pol.AuditLog, err)
 	}
+	if n := l.Recovered(); n > 0 {
+		log.Warn("the audit log was not closed cleanly (the proxy was killed, or entries were removed from its end): it is continued after a recovery checkpoint at entry recovered_at, and receipts of calls made before that entry may be missing ('delegateos audit verify' reports it)",
+			zap.String("audit_log", pol.AuditLog), zap.Int64("recovered_at", n))
+	}
 	log.Info("receipts are signed and appended to the audit log", zap.String("audit_log", pol.AuditLog), zap.String("proxy_did", k.DID()))
 	closeLog := func() error {
 		err := l.Close()
@@ -138,13 +142,14 @@ func trustedKeys(ids []string) ([]string, error) {
 
 var auditVerifyCmd = &command{
 	name:    "verify",
-	args:    "FILE|--policy FILE [--key-id DID]... [--head DIGEST] [--open] [--json]",
+	args:    "FILE|--policy FILE [--key-id DID]... [--head DIGEST] [--open] [--allow-recovered] [--json]",
 	summary: "check every signature, the hash chain and the checkpoints of an audit log or export, offline",
 	flags: func(fs *pflag.FlagSet) func(*env, []string) error {
 		policyPath := fs.String("policy", "", "read the policy's audit_log, signed by its proxy_key")
 		keyIDs := fs.StringArray("key-id", nil, "the did:key every entry must be signed by (repeatable; default: the policy's proxy_key, else the key of the first entry, for every entry)")
 		open := fs.Bool("open", false, "the log is still being written: accept entries after its last checkpoint")
 		head := fs.String("head", "", "the digest of an entry the log must hold: the head the proxy logged when it closed the log (\"audit log closed\")")
+		allowRecovered := fs.Bool("allow-recovered", false, "accept recovery checkpoints (a proxy continued the log after it was killed, or after entries were removed from its end) and list them")
 		asJSON := fs.Bool("json", false, "print the report as JSON")
 		return func(e *env, args []string) error {
 			path, proxyKey, err := auditPolicyFile(args, *policyPath)
@@ -163,7 +168,7 @@ var auditVerifyCmd = &command{
 				return inputError{err}
 			}
 			defer f.Close()
-			rep, verr := audit.Verify(f, audit.VerifyOptions{Trusted: trusted, Open: *open, Head: *head})
+			rep, verr := audit.Verify(f, audit.VerifyOptions{Trusted: trusted, Open: *open, Head: *head, AllowRecovered: *allowRecovered})
 			if verr == nil && rep.Export && *policyPath != "" {
 				verr = &audit.Problem{Kind: audit.Malformed, Line: 1, Msg: "the policy's audit_log holds an export, not the log the proxy writes"}
 			}
@@ -191,12 +196,17 @@ var auditVerifyCmd = &command{
 				if rep.Unsealed > 0 {
 					fmt.Fprintf(e.stdout, "  %d entries after the last checkpoint (open log)\n", rep.Unsealed)
 				}
+				printRecoveries(e, rep)
 				fmt.Fprintf(e.stdout, "  signed by %s\n", strings.Join(rep.Signers, ", "))
 				if len(trusted) == 0 && len(rep.Signers) > 0 {
 					fmt.Fprintf(e.stdout, "  (no --key-id: the log is checked against the key of its first entry, whoever that is; give the proxy's did:key to check who signed)\n")
 				}
 			} else {
 				fmt.Fprintf(e.stdout, "FAILED %s: %v\n", path, prob)
+				if prob.Kind == audit.Recovered {
+					printRecoveries(e, rep)
+					fmt.Fprintf(e.stdout, "  (--allow-recovered accepts them)\n")
+				}
 			}
 			if verr != nil {
 				return checkError{"the audit log does not verify"}
@@ -204,6 +214,13 @@ var auditVerifyCmd = &command{
 			return nil
 		}
 	},
+}
+
+// printRecoveries lists a log's recovery checkpoints, one a line.
+func printRecoveries(e *env, rep *audit.Report) {
+	for _, r := range rep.Recovered {
+		fmt.Fprintf(e.stdout, "  line %d: %s: %s\n", r.Line, audit.Recovered, audit.RecoveryMsg(r.Entry))
+	}
 }
 
 // showEntry is one line of audit show --json.
@@ -265,6 +282,9 @@ var auditShowCmd = &command{
 					final := ""
 					if b.Final {
 						final = " (final)"
+					}
+					if b.IsRecovered() {
+						final = " (recovered: the log was not closed cleanly before it)"
 					}
 					text = fmt.Sprintf("checkpoint length %d head %s%s", b.Length, b.Head, final)
 				}

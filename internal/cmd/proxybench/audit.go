@@ -75,7 +75,7 @@ func (d *auditDrain) read() error {
 		return nil
 	}
 	for _, line := range bytes.Split(b[:end], []byte("\n")) {
-		if !bytes.Contains(line, []byte(`"schema_version":"audit_checkpoint/1"`)) {
+		if !bytes.Contains(line, []byte(`"schema_version":"audit_checkpoint/2"`)) {
 			d.receipts++
 		}
 	}
