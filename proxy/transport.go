@@ -3,6 +3,7 @@ package proxy
 import (
 	"encoding/json"
 	"errors"
+	"strconv"
 )
 
 // The relay's client side is a stream of newline-delimited frames (Run's
@@ -140,3 +141,18 @@ const (
 	CodeInvalidRequest = codeInvalidRequest
 	CodeInternalError  = codeInternalError
 )
+
+// RequestKey is what the relay matches a request id by: two ids with the
+// same key are the same request to it (a string by its value, however it
+// is escaped; an integer by its value). ok is false for an id the relay
+// never takes as a request's.
+func RequestKey(raw []byte) (key string, ok bool) {
+	k, ok := parseRequestID(raw)
+	if !ok {
+		return "", false
+	}
+	if k.isStr {
+		return "s" + k.str, true
+	}
+	return "n" + strconv.FormatInt(k.num, 10), true
+}

@@ -130,7 +130,7 @@ func (s *session) route(frame []byte) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if err == nil && m.Kind == proxy.KindResponse {
-		if st := s.routes[string(m.ID)]; st != nil {
+		if st := s.routes[idKey(m.ID)]; st != nil {
 			s.finish(st)
 			st.add(frame, true)
 			return
@@ -160,7 +160,7 @@ func (s *session) defaultStream() *stream {
 // finish takes a request's stream out of the routes; the caller holds the
 // lock.
 func (s *session) finish(st *stream) {
-	delete(s.routes, st.reqID)
+	delete(s.routes, st.key)
 	if st.progress != "" && s.progress[st.progress] == st {
 		delete(s.progress, st.progress)
 	}
@@ -209,6 +209,17 @@ func requestProgressToken(frame []byte) string {
 	return string(m.Params.Meta.Token)
 }
 
+// idKey is what a request is routed by: the relay's key for its id, so
+// that two spellings of one id (a string with and without escapes) are
+// one request here as they are in the relay, and a cancellation or an
+// answer that names it by either finds it.
+func idKey(raw []byte) string {
+	if k, ok := proxy.RequestKey(raw); ok {
+		return k
+	}
+	return "raw:" + string(raw)
+}
+
 // Why begin did not take a request (with errServerBusy and errSessionBusy).
 var (
 	errEnded     = errors.New("session ended")
@@ -223,7 +234,8 @@ func (s *session) begin(id []byte, frame []byte) (*stream, error) {
 	if s.ended || s.closing {
 		return nil, errEnded
 	}
-	if s.routes[string(id)] != nil {
+	key := idKey(id)
+	if s.routes[key] != nil {
 		return nil, errDuplicate
 	}
 	if lim := s.srv.opts.MaxSessionCalls; lim > 0 && s.inflight >= lim {
@@ -234,12 +246,12 @@ func (s *session) begin(id []byte, frame []byte) (*stream, error) {
 	}
 	s.next++
 	st := newStream(s, s.next)
-	st.reqID = string(id)
+	st.reqID, st.key = string(id), key
 	if tok := requestProgressToken(frame); tok != "" && s.progress[tok] == nil {
 		st.progress = tok
 		s.progress[tok] = st
 	}
-	s.routes[st.reqID] = st
+	s.routes[key] = st
 	s.streams[st.id] = st
 	s.open = append(s.open, st)
 	s.inflight++
@@ -364,7 +376,7 @@ func (s *session) cancel(st *stream) {
 func (s *session) cancelled(id []byte) bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	st := s.routes[string(id)]
+	st := s.routes[idKey(id)]
 	if st == nil {
 		return false
 	}

@@ -32,8 +32,9 @@ type stream struct {
 	attached bool
 	wake     chan struct{}
 	// reqID is the raw id of the request a POST stream answers;
-	// progress is its _meta.progressToken (raw JSON), if any.
-	reqID, progress string
+	// progress is its _meta.progressToken (raw JSON), if any; key is
+	// idKey(reqID).
+	reqID, progress, key string
 }
 
 // event is one message on a stream.
