@@ -240,6 +240,14 @@ func (s *Server) servePost(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	if m.Kind != proxy.KindRequest {
+		if sess.shared && (m.Kind == proxy.KindResponse || m.Method == "notifications/cancelled") {
+			// The relay is shared by clients that present one credential:
+			// which of them a request or a server request belongs to, it
+			// cannot tell. A stateless request is cancelled by closing
+			// its stream, and gets no server requests to answer.
+			httpError(w, http.StatusBadRequest, nil, "a stateless client cancels a request by closing its stream, and answers no server requests: this message needs a session (initialize)")
+			return
+		}
 		// A notification, or the client's answer to the upstream's request:
 		// the relay takes it from here.
 		if err := sess.feed(frame.Bytes()); err != nil {
@@ -267,7 +275,7 @@ func (s *Server) servePost(w http.ResponseWriter, r *http.Request) {
 	case errors.Is(err, errEnded):
 		httpError(w, http.StatusNotFound, m.ID, "the session has ended: start a new one with initialize")
 		return
-	case errors.Is(err, errDuplicate):
+	case errors.Is(err, errDuplicate), errors.Is(err, errProgressInUse):
 		httpError(w, http.StatusConflict, m.ID, err.Error())
 		return
 	case err != nil:

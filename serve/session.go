@@ -144,6 +144,14 @@ func (s *session) route(frame []byte) {
 			}
 		}
 	}
+	if s.shared {
+		// Its requests are different clients' (MCP 2026-07-28 has no
+		// server-to-client requests outside a result, and no standalone
+		// stream without a session): a message that names none of them is
+		// none of theirs to read.
+		s.log.Debug("a server message for no request of a shared session dropped", zap.String("method", m.Method))
+		return
+	}
 	s.defaultStream().add(frame, false)
 }
 
@@ -188,7 +196,10 @@ func progressToken(frame []byte) string {
 	if json.Unmarshal(frame, &m) != nil {
 		return ""
 	}
-	return string(m.Params.Token)
+	if len(m.Params.Token) == 0 {
+		return ""
+	}
+	return idKey(m.Params.Token)
 }
 
 // requestProgressToken is params._meta.progressToken of a request.
@@ -206,7 +217,10 @@ func requestProgressToken(frame []byte) string {
 	if json.Unmarshal(frame, &m) != nil {
 		return ""
 	}
-	return string(m.Params.Meta.Token)
+	if len(m.Params.Meta.Token) == 0 {
+		return ""
+	}
+	return idKey(m.Params.Meta.Token)
 }
 
 // idKey is what a request is routed by: the relay's key for its id, so
@@ -224,6 +238,9 @@ func idKey(raw []byte) string {
 var (
 	errEnded     = errors.New("session ended")
 	errDuplicate = errors.New("a request with this id is already in flight in this session")
+	// errProgressInUse: in a shared session, another request in flight
+	// holds the progress token, and its progress is not this one's to see.
+	errProgressInUse = errors.New("a request with this progress token is already in flight: use another token")
 )
 
 // begin registers a request's stream before its frame is fed to the
@@ -238,6 +255,10 @@ func (s *session) begin(id []byte, frame []byte) (*stream, error) {
 	if s.routes[key] != nil {
 		return nil, errDuplicate
 	}
+	tok := requestProgressToken(frame)
+	if s.shared && tok != "" && s.progress[tok] != nil {
+		return nil, errProgressInUse
+	}
 	if lim := s.srv.opts.MaxSessionCalls; lim > 0 && s.inflight >= lim {
 		return nil, errSessionBusy
 	}
@@ -247,7 +268,7 @@ func (s *session) begin(id []byte, frame []byte) (*stream, error) {
 	s.next++
 	st := newStream(s, s.next)
 	st.reqID, st.key = string(id), key
-	if tok := requestProgressToken(frame); tok != "" && s.progress[tok] == nil {
+	if tok != "" && s.progress[tok] == nil {
 		st.progress = tok
 		s.progress[tok] = st
 	}
