@@ -103,3 +103,32 @@ func TestServeStatelessClientsShareNoStreams(t *testing.T) {
 		}
 	})
 }
+
+// A client that abandons requests whose answers are large cannot make its
+// session hold their answers without bound in bytes: the oldest abandoned
+// answers are dropped once they pass the bound, well before the count
+// bound does.
+func TestServeBoundsAbandonedAnswerBytes(t *testing.T) {
+	e := mcptest.NewEnv(t)
+	srv := e.StartServe(mcptest.ServeOptions{Policy: e.Policy()})
+	tok := mcptest.Bearer(e.Mint(nil, "mcp:big:*"))
+	sid := srv.Initialize(tok) // stream 1
+	const n = 40                // streams 2 to n+1, 1 MiB each
+	for i := range n {
+		st := srv.PostStream(sid, tok, mcptest.CallBody(fmt.Sprint(i+1), "big", map[string]any{"bytes": 1 << 20}))
+		st.Close()
+	}
+	mcptest.Eventually(t, "every abandoned call answered", func() bool {
+		return len(srv.LogWith("decision", func(m map[string]any) bool { return m["tool"] == "big" && m["outcome"] == "result" })) == n
+	})
+	resume := func(stream int) *mcptest.HTTPResponse {
+		return srv.Do(http.MethodGet, "/mcp", map[string]string{"Mcp-Session-Id": sid, "Authorization": tok["Authorization"],
+			"Accept": "text/event-stream", "Last-Event-ID": fmt.Sprintf("%d-0", stream)}, "")
+	}
+	if r := resume(2); r.Status != 404 {
+		t.Fatalf("the oldest of %d MiB of abandoned answers: HTTP %d, want it dropped", n, r.Status)
+	}
+	if r := resume(n + 1); r.Status != 200 || len(r.Body) < 1<<20 {
+		t.Fatalf("the newest abandoned answer: HTTP %d, %d bytes", r.Status, len(r.Body))
+	}
+}
