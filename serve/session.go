@@ -133,6 +133,7 @@ func (s *session) route(frame []byte) {
 		if st := s.routes[idKey(m.ID)]; st != nil {
 			s.finish(st)
 			st.add(frame, true)
+			s.boundAnswered()
 			return
 		}
 		s.log.Warn("a response from the relay answers no request in flight; sent on the standalone stream", zap.ByteString("id", m.ID))
@@ -311,8 +312,29 @@ func (s *session) delivered(st *stream) {
 }
 
 // maxAnswered bounds the answered streams a session keeps for clients
-// that may resume them.
-const maxAnswered = 64
+// that may resume them, and maxAnsweredBytes the bytes they hold.
+const (
+	maxAnswered      = 64
+	maxAnsweredBytes = 32 << 20
+)
+
+// boundAnswered drops the oldest answered streams while together they hold
+// more than maxAnsweredBytes (never the newest): a client that abandons
+// requests with large answers cannot make the session keep them all. The
+// caller holds the lock.
+func (s *session) boundAnswered() {
+	total := 0
+	for _, st := range s.answered {
+		total += st.size
+	}
+	for total > maxAnsweredBytes && len(s.answered) > 1 {
+		old := s.answered[0]
+		s.answered = s.answered[1:]
+		delete(s.streams, old.id)
+		total -= old.size
+		s.log.Warn("a client is not reading its answers: dropping the oldest")
+	}
+}
 
 func removeStream(list []*stream, st *stream) []*stream {
 	for i, o := range list {
