@@ -113,7 +113,7 @@ func TestServeBoundsAbandonedAnswerBytes(t *testing.T) {
 	srv := e.StartServe(mcptest.ServeOptions{Policy: e.Policy()})
 	tok := mcptest.Bearer(e.Mint(nil, "mcp:big:*"))
 	sid := srv.Initialize(tok) // stream 1
-	const n = 40                // streams 2 to n+1, 1 MiB each
+	const n = 40               // streams 2 to n+1, 1 MiB each
 	for i := range n {
 		st := srv.PostStream(sid, tok, mcptest.CallBody(fmt.Sprint(i+1), "big", map[string]any{"bytes": 1 << 20}))
 		st.Close()
