@@ -52,7 +52,7 @@ var serveCmd = &command{
 		upstreamURL := fs.String("upstream-url", "", "an MCP server reached over Streamable HTTP, instead of an upstream command (each session gets its own upstream session)")
 		bridge := fs.String("upstream-bridge", "", "")
 		_ = fs.MarkHidden("upstream-bridge")
-		maxBody := fs.Int64("max-body-bytes", 0, "the largest POST body accepted (default: the policy's max_frame_bytes)")
+		maxBody := fs.Int64("max-body-bytes", 0, "the largest POST body accepted (default, and at most: the policy's max_frame_bytes)")
 		readTimeout := fs.Duration("read-timeout", 10*time.Second, "how long a client gets to send a request's headers, and then a POST's body")
 		drain := fs.Duration("drain-timeout", 30*time.Second, "on SIGTERM or SIGINT, how long calls in flight get to finish before their sessions are closed")
 		logFile := fs.String("log", "", "log to this file instead of standard error (overrides the policy)")
@@ -258,6 +258,12 @@ var serveCmd = &command{
 			}
 			if *maxBody > 0 {
 				sopts.MaxBodyBytes = *maxBody
+			}
+			if pol.MaxFrameBytes > 0 && sopts.MaxBodyBytes > int64(pol.MaxFrameBytes) {
+				// The relay refuses a larger message, and may not be able to
+				// read its id to say which request it refuses.
+				log.Warn("--max-body-bytes is above the policy's max_frame_bytes, which bounds every message: using max_frame_bytes", zap.Int64("max_body_bytes", sopts.MaxBodyBytes), zap.Int("max_frame_bytes", pol.MaxFrameBytes))
+				sopts.MaxBodyBytes = int64(pol.MaxFrameBytes)
 			}
 			setup.Options = &sopts
 			for _, x := range serveExtensions {
