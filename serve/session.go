@@ -359,10 +359,45 @@ func (s *session) close(why string) {
 		return
 	}
 	s.log.Info("closing the session", zap.String("reason", why))
+	// The requests still in flight are cancelled first, so that the relay
+	// settles each as a cancellation (charged what it reserved: the
+	// upstream may have done the work), not by the error the upstream
+	// answers when its input closes. A relay that does not take them in
+	// time does not hold the close up.
+	cancelled := make(chan struct{})
+	go func() { defer close(cancelled); s.cancelOpen(why) }()
+	select {
+	case <-cancelled:
+	case <-time.After(cancelGrace):
+	}
 	// Not under inMu: a feed blocked on a relay that stopped reading
 	// (its upstream is not reading either) must not hold the close up;
 	// closing the pipe ends that write too.
 	s.in.Close()
+}
+
+// cancelGrace bounds how long closing a session waits for the relay to
+// take the cancellations of its requests in flight.
+const cancelGrace = time.Second
+
+// cancelOpen answers every request in flight with an error saying why the
+// session is closing, and cancels it in the relay.
+func (s *session) cancelOpen(why string) {
+	s.mu.Lock()
+	var ids []string
+	for _, st := range append([]*stream(nil), s.open...) {
+		s.finish(st)
+		st.add(proxy.ErrorFrame([]byte(st.reqID), proxy.CodeInternalError, "the session was closed before the upstream answered: "+why), true)
+		ids = append(ids, st.reqID)
+	}
+	s.mu.Unlock()
+	for _, id := range ids {
+		msg, _ := json.Marshal(map[string]any{"jsonrpc": "2.0", "method": "notifications/cancelled",
+			"params": map[string]any{"requestId": json.RawMessage(id), "reason": why}})
+		if err := s.feed(msg); err != nil {
+			return
+		}
+	}
 }
 
 // end runs once the relay has stopped: every request still waiting is
