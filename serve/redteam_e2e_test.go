@@ -5,6 +5,7 @@ import (
 	"net/http"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/delegateos/delegateos/internal/mcptest"
 )
@@ -154,5 +155,44 @@ func TestServeBodyOverTheFrameLimitIsAnswered(t *testing.T) {
 	}
 	if r := srv.Post(sid, tok, mcptest.CallBody("2", "echo", map[string]any{"text": "after"})); r.Status != 200 {
 		t.Fatalf("a call after the oversize one: HTTP %d %s", r.Status, r.Body)
+	}
+}
+
+// A second GET of a session's standalone stream takes it over, and the
+// first GET's response ends: a client cannot hold any number of them open
+// on the server.
+func TestServeSecondGetEndsTheFirst(t *testing.T) {
+	e := mcptest.NewEnv(t)
+	srv := e.StartServe(mcptest.ServeOptions{Policy: e.Policy()})
+	tok := mcptest.Bearer(e.Mint(nil, "mcp:echo:*"))
+	sid := srv.Initialize(tok)
+	get := func() *http.Response {
+		req, _ := http.NewRequest(http.MethodGet, srv.URL, nil)
+		req.Header.Set("Accept", "text/event-stream")
+		req.Header.Set("Mcp-Session-Id", sid)
+		req.Header.Set("Authorization", tok["Authorization"])
+		res, err := http.DefaultClient.Do(req)
+		if err != nil || res.StatusCode != 200 {
+			t.Fatalf("GET: %v %v", res, err)
+		}
+		t.Cleanup(func() { res.Body.Close() })
+		return res
+	}
+	first := get()
+	ended := make(chan struct{})
+	go func() {
+		defer close(ended)
+		buf := make([]byte, 4096)
+		for {
+			if _, err := first.Body.Read(buf); err != nil {
+				return
+			}
+		}
+	}()
+	get()
+	select {
+	case <-ended:
+	case <-time.After(mcptest.CallTimeout):
+		t.Fatal("the first GET is still open after a second took its stream over")
 	}
 }
