@@ -302,6 +302,11 @@ func (s *Server) writeStream(w http.ResponseWriter, r *http.Request, st *stream,
 	st.writer++
 	gen := st.writer
 	st.attached = true
+	if st.taken != nil {
+		close(st.taken) // the response writing it so far returns
+	}
+	st.taken = make(chan struct{})
+	taken := st.taken
 	sess.mu.Unlock()
 	defer func() {
 		sess.mu.Lock()
@@ -409,6 +414,8 @@ func (s *Server) writeStream(w http.ResponseWriter, r *http.Request, st *stream,
 		}
 		select {
 		case <-st.wake:
+		case <-taken:
+			return false
 		case <-flushC:
 			flushC = nil
 			if err := rc.Flush(); err != nil {
