@@ -32,7 +32,7 @@ type stream struct {
 	attached bool
 	// taken is closed when another response takes the stream over.
 	taken chan struct{}
-	wake     chan struct{}
+	wake  chan struct{}
 	// reqID is the raw id of the request a POST stream answers;
 	// progress is its _meta.progressToken (raw JSON), if any; key is
 	// idKey(reqID).
