@@ -28,7 +28,8 @@
 //     between their requests: a server message that names none of them
 //     is dropped, a progress token in use is refused, and a POSTed
 //     cancellation or response (which cannot be told apart) is refused;
-//     closing a request's stream cancels it.
+//     closing a request's stream cancels it; delegateos/delegate, which
+//     binds a token to the session, is refused.
 //   - GET opens the session's standalone SSE stream for server messages
 //     that belong to no open request; with Last-Event-ID it resumes any
 //     stream of the session from after that event (the session keeps the

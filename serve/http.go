@@ -262,6 +262,12 @@ func (s *Server) servePost(w http.ResponseWriter, r *http.Request) {
 		w.WriteHeader(http.StatusAccepted)
 		return
 	}
+	if sess.shared && m.Method == proxy.MethodDelegate {
+		// It binds a token to the relay's session, for the calls that
+		// bring none: on a shared relay, other clients' calls.
+		httpError(w, http.StatusBadRequest, m.ID, m.Method+" binds a token to a session: initialize one to delegate")
+		return
+	}
 	s.mu.Lock()
 	draining := s.draining
 	s.mu.Unlock()

@@ -45,15 +45,19 @@ func TestServeStatelessDelegateBindsNoOneElse(t *testing.T) {
 	stateless := map[string]string{"Mcp-Protocol-Version": "2026-07-28"}
 	meta := `"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{},"io.modelcontextprotocol/clientInfo":{"name":"t","version":"1"}}`
 
-	// Alice delegates with her token.
 	params, _ := json.Marshal(proxy.DelegateParams{Contract: cb, DCT: bTok.String(), DCTFormat: dct.Format,
 		DelegationID: bTok.Unverified().Attenuations[0].DelegationID, ParentDelegationID: aTok.Unverified().Authority.DelegationID})
-	srv.Do(http.MethodPost, "/mcp", stateless, `{"jsonrpc":"2.0","id":"alice-1","method":"delegateos/delegate","params":`+string(params)+`}`)
-
-	// Mallory, another anonymous client, reads a document with no token of
-	// her own.
-	r := srv.Do(http.MethodPost, "/mcp", stateless, `{"jsonrpc":"2.0","id":"mallory-1","method":"tools/call","params":{"name":"read_file","arguments":{"path":"/project/sub/notes.md"},`+meta+`}}`)
-	if ms := r.Messages(); len(ms) != 1 || ms[0]["error"] == nil || strings.Contains(string(r.Body), `"result"`) {
-		t.Fatalf("another anonymous client's call ran under the token alice delegated with: HTTP %d %q", r.Status, r.Body)
+	for _, delegate := range []string{
+		`{"jsonrpc":"2.0","id":"alice-1","method":"delegateos/delegate","params":` + string(params) + `}`,
+		`{"jsonrpc":"2.0","method":"delegateos/delegate","params":` + string(params) + `}`, // as a notification
+	} {
+		// Alice delegates with her token.
+		srv.Do(http.MethodPost, "/mcp", stateless, delegate)
+		// Mallory, another anonymous client, reads a document with no
+		// token of her own.
+		r := srv.Do(http.MethodPost, "/mcp", stateless, `{"jsonrpc":"2.0","id":"mallory-1","method":"tools/call","params":{"name":"read_file","arguments":{"path":"/project/sub/notes.md"},`+meta+`}}`)
+		if ms := r.Messages(); len(ms) != 1 || ms[0]["error"] == nil || strings.Contains(string(r.Body), `"result"`) {
+			t.Fatalf("another anonymous client's call ran under the token alice delegated with: HTTP %d %q", r.Status, r.Body)
+		}
 	}
 }
