@@ -239,6 +239,13 @@ func (s *Server) servePost(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 	}
+	if sess.shared && m.Method == proxy.MethodDelegate {
+		// It binds a token to the relay's session (as a request or a
+		// notification), for the calls that bring none: on a shared
+		// relay, other clients' calls.
+		httpError(w, http.StatusBadRequest, m.ID, m.Method+" binds a token to a session: initialize one to delegate")
+		return
+	}
 	if m.Kind != proxy.KindRequest {
 		if sess.shared && (m.Kind == proxy.KindResponse || m.Method == "notifications/cancelled") {
 			// The relay is shared by clients that present one credential:
@@ -260,12 +267,6 @@ func (s *Server) servePost(w http.ResponseWriter, r *http.Request) {
 			}
 		}
 		w.WriteHeader(http.StatusAccepted)
-		return
-	}
-	if sess.shared && m.Method == proxy.MethodDelegate {
-		// It binds a token to the relay's session, for the calls that
-		// bring none: on a shared relay, other clients' calls.
-		httpError(w, http.StatusBadRequest, m.ID, m.Method+" binds a token to a session: initialize one to delegate")
 		return
 	}
 	s.mu.Lock()
