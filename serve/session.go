@@ -315,7 +315,7 @@ func (s *session) delivered(st *stream) {
 // that may resume them, and maxAnsweredBytes the bytes they hold.
 const (
 	maxAnswered      = 64
-	maxAnsweredBytes = 32 << 20
+	maxAnsweredBytes = 16 << 20
 )
 
 // boundAnswered drops the oldest answered streams while together they hold
