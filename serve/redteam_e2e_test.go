@@ -203,3 +203,33 @@ func TestServeSecondGetEndsTheFirst(t *testing.T) {
 		t.Fatal("the first GET is still open after a second took its stream over")
 	}
 }
+
+// A cancellation the relay does not take (its requestId under a name that
+// differs in letter case, which the relay drops) does not free the
+// request's slot either: the call is still running upstream.
+func TestServeCancelTheRelayDropsKeepsTheSlot(t *testing.T) {
+	e := mcptest.NewEnv(t)
+	srv := e.StartServe(mcptest.ServeOptions{Policy: e.Policy(), Flags: []string{"--max-session-calls", "1"}})
+	tok := mcptest.Bearer(e.Mint(nil, "mcp:echo:*", "mcp:slow:*"))
+	sid := srv.Initialize(tok)
+	st := srv.PostStream(sid, tok, `{"jsonrpc":"2.0","id":"a","method":"tools/call","params":{"name":"slow","arguments":{"steps":10,"delay_ms":100},"_meta":{"progressToken":"a"}}}`)
+	if m := st.Next(); m["method"] != "notifications/progress" {
+		t.Fatalf("first message %v, want progress", m)
+	}
+	for _, cancel := range []string{
+		`{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"RequestId":"a"}}`,
+		`{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":"b","requestID":"a"}}`,
+	} {
+		srv.Post(sid, tok, cancel)
+		if r := srv.Post(sid, tok, mcptest.CallBody("2", "echo", map[string]any{"text": "second"})); r.Status != 429 {
+			t.Fatalf("after %s, a second call over --max-session-calls 1 while the first runs: HTTP %d %s", cancel, r.Status, r.Body)
+		}
+	}
+	var last map[string]any
+	for m := st.Next(); m != nil; m = st.Next() {
+		last = m
+	}
+	if !strings.Contains(mcptest.JSON(last["result"]), "done 10") {
+		t.Fatalf("the first call ended with %v", last)
+	}
+}
