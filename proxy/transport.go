@@ -156,3 +156,19 @@ func RequestKey(raw []byte) (key string, ok bool) {
 	}
 	return "n" + strconv.FormatInt(k.num, 10), true
 }
+
+// CancelledRequestID is the request id a client's notifications/cancelled
+// names, read as the relay reads it; ok is false when the relay drops the
+// notification without cancelling anything (params it cannot read, a
+// member whose name differs only in letter case, no requestId).
+func CancelledRequestID(frame []byte) (id []byte, ok bool) {
+	h, err := scanClientHeader(frame)
+	if err != nil || h.params == nil {
+		return nil, false
+	}
+	cp, err := readCallParams(h.params)
+	if err != nil || cp.variant != "" || cp.requestID == nil {
+		return nil, false
+	}
+	return clone(cp.requestID), true
+}

@@ -262,7 +262,9 @@ func (s *Server) servePost(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 		if m.Method == "notifications/cancelled" {
-			if id := cancelledID(frame.Bytes()); id != nil {
+			// Only what the relay cancels: a request it goes on with
+			// keeps its slot.
+			if id, ok := proxy.CancelledRequestID(frame.Bytes()); ok {
 				sess.cancelled(id)
 			}
 		}

@@ -463,17 +463,3 @@ func (s *session) cancelled(id []byte) bool {
 	st.signal()
 	return true
 }
-
-// cancelledID is params.requestId of a notifications/cancelled, as raw
-// JSON.
-func cancelledID(frame []byte) []byte {
-	var m struct {
-		Params struct {
-			ID json.RawMessage `json:"requestId"`
-		} `json:"params"`
-	}
-	if json.Unmarshal(frame, &m) != nil {
-		return nil
-	}
-	return m.Params.ID
-}
