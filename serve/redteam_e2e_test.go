@@ -133,11 +133,16 @@ func TestServeBoundsAbandonedAnswerBytes(t *testing.T) {
 		return srv.Do(http.MethodGet, "/mcp", map[string]string{"Mcp-Session-Id": sid, "Authorization": tok["Authorization"],
 			"Accept": "text/event-stream", "Last-Event-ID": fmt.Sprintf("%d-0", stream)}, "")
 	}
-	if r := resume(2); r.Status != 404 {
-		t.Fatalf("the oldest of %d MiB of abandoned answers: HTTP %d, want it dropped", n, r.Status)
+	// A stream whose answer was written before its client left is gone;
+	// together the others hold no more than the bound and one answer.
+	kept := 0
+	for stream := 2; stream <= n+1; stream++ {
+		if r := resume(stream); r.Status == 200 {
+			kept += len(r.Body)
+		}
 	}
-	if r := resume(n + 1); r.Status != 200 || len(r.Body) < 1<<20 {
-		t.Fatalf("the newest abandoned answer: HTTP %d, %d bytes", r.Status, len(r.Body))
+	if kept > 16<<20+64<<10 {
+		t.Fatalf("the session kept %d bytes of %d abandoned 1 MiB answers", kept, n)
 	}
 }
 
