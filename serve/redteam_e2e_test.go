@@ -238,3 +238,21 @@ func TestServeCancelTheRelayDropsKeepsTheSlot(t *testing.T) {
 		t.Fatalf("the first call ended with %v", last)
 	}
 }
+
+// A session initialized with its own token is held to it: a call its
+// token does not grant is refused even when the --token default would
+// grant it, and a request presenting the default's holder (no
+// Authorization) in that session is refused outright.
+func TestServeSessionTokenIsNotTheDefault(t *testing.T) {
+	e := mcptest.NewEnv(t)
+	srv := e.StartServe(mcptest.ServeOptions{Policy: e.Policy(), Token: e.Mint(nil, "mcp:echo:*", "mcp:slow:*")})
+	narrow := mcptest.Bearer(e.Mint(nil, "mcp:echo:*"))
+	sid := srv.Initialize(narrow)
+	r := srv.Post(sid, narrow, mcptest.CallBody("1", "slow", map[string]any{"steps": 0}))
+	if ms := r.Messages(); len(ms) != 1 || !strings.Contains(mcptest.JSON(ms[0]["error"]), "-32001") {
+		t.Fatalf("slow under a session token that does not grant it: %s", r.Body)
+	}
+	if r := srv.Do(http.MethodPost, "/mcp", map[string]string{"Mcp-Session-Id": sid}, mcptest.CallBody("2", "slow", map[string]any{"steps": 0})); r.Status != 403 {
+		t.Fatalf("a request without the session's Authorization: HTTP %d %s", r.Status, r.Body)
+	}
+}
