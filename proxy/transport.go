@@ -3,6 +3,7 @@ package proxy
 import (
 	"encoding/json"
 	"errors"
+	"strconv"
 )
 
 // The relay's client side is a stream of newline-delimited frames (Run's
@@ -140,3 +141,34 @@ const (
 	CodeInvalidRequest = codeInvalidRequest
 	CodeInternalError  = codeInternalError
 )
+
+// RequestKey is what the relay matches a request id by: two ids with the
+// same key are the same request to it (a string by its value, however it
+// is escaped; an integer by its value). ok is false for an id the relay
+// never takes as a request's.
+func RequestKey(raw []byte) (key string, ok bool) {
+	k, ok := parseRequestID(raw)
+	if !ok {
+		return "", false
+	}
+	if k.isStr {
+		return "s" + k.str, true
+	}
+	return "n" + strconv.FormatInt(k.num, 10), true
+}
+
+// CancelledRequestID is the request id a client's notifications/cancelled
+// names, read as the relay reads it; ok is false when the relay drops the
+// notification without cancelling anything (params it cannot read, a
+// member whose name differs only in letter case, no requestId).
+func CancelledRequestID(frame []byte) (id []byte, ok bool) {
+	h, err := scanClientHeader(frame)
+	if err != nil || h.params == nil {
+		return nil, false
+	}
+	cp, err := readCallParams(h.params)
+	if err != nil || cp.variant != "" || cp.requestID == nil {
+		return nil, false
+	}
+	return clone(cp.requestID), true
+}

@@ -71,3 +71,32 @@ func FuzzReadClientMessage(f *testing.F) {
 		}
 	})
 }
+
+func TestRequestKeyAndCancelledRequestID(t *testing.T) {
+	for _, tc := range []struct{ a, b string }{{`"a"`, `"\u0061"`}, {`7`, `7`}, {`"7"`, `"\u0037"`}} {
+		ka, oka := RequestKey([]byte(tc.a))
+		kb, okb := RequestKey([]byte(tc.b))
+		if !oka || !okb || ka != kb {
+			t.Errorf("RequestKey(%s) = %q, RequestKey(%s) = %q: want one key", tc.a, ka, tc.b, kb)
+		}
+	}
+	if ks, _ := RequestKey([]byte(`"7"`)); ks == func() string { k, _ := RequestKey([]byte(`7`)); return k }() {
+		t.Error(`RequestKey: "7" and 7 are one key`)
+	}
+	if _, ok := RequestKey([]byte(`1.0`)); ok {
+		t.Error("RequestKey(1.0) accepted")
+	}
+	for frame, want := range map[string]string{
+		`{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":"a"}}`:                 `"a"`,
+		`{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":3,"reason":"x"}}`:      `3`,
+		`{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"RequestId":"a"}}`:                 ``,
+		`{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":"b","requestID":"a"}}`: ``,
+		`{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":"a","requestId":"b"}}`: ``,
+		`{"jsonrpc":"2.0","method":"notifications/cancelled"}`:                                            ``,
+	} {
+		id, ok := CancelledRequestID([]byte(frame))
+		if ok != (want != "") || string(id) != want {
+			t.Errorf("CancelledRequestID(%s) = %s, %v; want %q", frame, id, ok, want)
+		}
+	}
+}

@@ -28,11 +28,18 @@ import (
 // level is answered with a JSON-RPC error under its id; a session the
 // server no longer knows (404) ends the bridge with an error, which ends
 // the relay's session. At EOF on in the session is ended with DELETE.
-func Bridge(ctx context.Context, url string, header http.Header, client *http.Client, in io.Reader, out io.Writer) error {
+//
+// No message the server sends is held beyond maxFrame bytes (zero means
+// proxy.DefaultMaxFrameBytes), the relay's own limit: a larger one answers
+// its request with an error instead.
+func Bridge(ctx context.Context, url string, header http.Header, client *http.Client, maxFrame int, in io.Reader, out io.Writer) error {
 	if client == nil {
 		client = http.DefaultClient
 	}
-	b := &bridge{url: url, header: header, client: client, out: bufio.NewWriter(out)}
+	if maxFrame <= 0 {
+		maxFrame = proxy.DefaultMaxFrameBytes
+	}
+	b := &bridge{url: url, header: header, client: client, max: maxFrame, out: bufio.NewWriter(out)}
 	ctx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
 	b.fail = cancel
@@ -75,6 +82,7 @@ type bridge struct {
 	header http.Header
 	client *http.Client
 	fail   context.CancelCauseFunc
+	max    int // the largest message taken from the server
 
 	mu      sync.Mutex // guards session, version and out
 	session string
@@ -152,9 +160,13 @@ func (b *bridge) send(ctx context.Context, frame []byte, m proxy.Message) {
 		b.readStream(ctx, res.Body, m)
 		return
 	}
-	body, err := io.ReadAll(res.Body)
+	body, err := io.ReadAll(io.LimitReader(res.Body, int64(b.max)+1))
 	if err != nil {
 		b.answerError(m, "reading the upstream's answer failed: "+err.Error())
+		return
+	}
+	if len(body) > b.max {
+		b.answerError(m, b.tooLarge())
 		return
 	}
 	b.noteVersion(m, body)
@@ -189,10 +201,14 @@ func (b *bridge) noteVersion(m proxy.Message, body []byte) {
 func (b *bridge) readStream(ctx context.Context, body io.ReadCloser, m proxy.Message) {
 	lastID := ""
 	for attempt := 0; ; attempt++ {
-		done, id := b.events(body, m)
+		done, id, err := b.events(body, m)
 		body.Close()
 		if id != "" {
 			lastID = id
+		}
+		if errors.Is(err, errTooLarge) {
+			b.answerError(m, b.tooLarge())
+			return
 		}
 		if done || m.Kind != proxy.KindRequest || ctx.Err() != nil {
 			return
@@ -220,13 +236,33 @@ func (b *bridge) readStream(ctx context.Context, body io.ReadCloser, m proxy.Mes
 	}
 }
 
+// errTooLarge is a message from the server over the bridge's limit.
+var errTooLarge = errors.New("a message over the frame limit")
+
+func (b *bridge) tooLarge() string {
+	return fmt.Sprintf("the upstream MCP server sent a message over the frame limit of %d bytes", b.max)
+}
+
 // events reads one SSE stream: it reports whether the response to m came,
-// and the last event id.
-func (b *bridge) events(r io.Reader, m proxy.Message) (done bool, lastID string) {
+// and the last event id; errTooLarge when an event (or a line) is over the
+// limit, and the stream is not read further.
+func (b *bridge) events(r io.Reader, m proxy.Message) (done bool, lastID string, err error) {
 	br := bufio.NewReaderSize(r, 64<<10)
 	var data bytes.Buffer
+	var long []byte // a line longer than the reader's buffer, so far
 	for {
-		line, err := br.ReadBytes('\n')
+		line, err := br.ReadSlice('\n')
+		if errors.Is(err, bufio.ErrBufferFull) {
+			if len(long)+len(line) > b.max+len("data: \r\n") {
+				return false, lastID, errTooLarge
+			}
+			long = append(long, line...)
+			continue
+		}
+		if len(long) > 0 {
+			line = append(long, line...)
+			long = long[:0]
+		}
 		t := bytes.TrimRight(line, "\r\n")
 		switch {
 		case len(t) == 0 && len(line) > 0:
@@ -237,7 +273,7 @@ func (b *bridge) events(r io.Reader, m proxy.Message) (done bool, lastID string)
 				b.write(frame)
 				if m.Kind == proxy.KindRequest {
 					if rm, err := proxy.ReadRelayMessage(frame); err == nil && rm.Kind == proxy.KindResponse && bytes.Equal(rm.ID, m.ID) {
-						return true, lastID
+						return true, lastID, nil
 					}
 				}
 			}
@@ -246,11 +282,14 @@ func (b *bridge) events(r io.Reader, m proxy.Message) (done bool, lastID string)
 				data.WriteByte('\n')
 			}
 			data.Write(bytes.TrimPrefix(bytes.TrimPrefix(t, []byte("data:")), []byte(" ")))
+			if data.Len() > b.max {
+				return false, lastID, errTooLarge
+			}
 		case bytes.HasPrefix(t, []byte("id:")):
 			lastID = strings.TrimSpace(string(t[3:]))
 		}
 		if err != nil {
-			return false, lastID
+			return false, lastID, nil
 		}
 	}
 }
@@ -278,8 +317,11 @@ func (b *bridge) listen(ctx context.Context, wg *sync.WaitGroup) {
 				res.Body.Close()
 				return // 405: the server offers no standalone stream
 			}
-			b.events(res.Body, proxy.Message{})
+			_, _, err = b.events(res.Body, proxy.Message{})
 			res.Body.Close()
+			if err != nil {
+				return // a server that floods its standalone stream loses it
+			}
 			select {
 			case <-ctx.Done():
 			case <-time.After(time.Second):

@@ -23,7 +23,13 @@
 //   - Without Mcp-Session-Id, initialize starts a session; a request of the
 //     stateless style of MCP 2026-07-28 (server/discover, or
 //     MCP-Protocol-Version 2026-07-28 or later) is served by a relay shared
-//     by the requests that present the same credential.
+//     by the requests that present the same credential. Those may be
+//     different clients (every anonymous one, say), so nothing crosses
+//     between their requests: a server message that names none of them
+//     is dropped, a progress token in use is refused, and a POSTed
+//     cancellation or response (which cannot be told apart) is refused;
+//     closing a request's stream cancels it; delegateos/delegate, which
+//     binds a token to the session, is refused.
 //   - GET opens the session's standalone SSE stream for server messages
 //     that belong to no open request; with Last-Event-ID it resumes any
 //     stream of the session from after that event (the session keeps the

@@ -239,7 +239,22 @@ func (s *Server) servePost(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 	}
+	if sess.shared && m.Method == proxy.MethodDelegate {
+		// It binds a token to the relay's session (as a request or a
+		// notification), for the calls that bring none: on a shared
+		// relay, other clients' calls.
+		httpError(w, http.StatusBadRequest, m.ID, m.Method+" binds a token to a session: initialize one to delegate")
+		return
+	}
 	if m.Kind != proxy.KindRequest {
+		if sess.shared && (m.Kind == proxy.KindResponse || m.Method == "notifications/cancelled") {
+			// The relay is shared by clients that present one credential:
+			// which of them a request or a server request belongs to, it
+			// cannot tell. A stateless request is cancelled by closing
+			// its stream, and gets no server requests to answer.
+			httpError(w, http.StatusBadRequest, nil, "a stateless client cancels a request by closing its stream, and answers no server requests: this message needs a session (initialize)")
+			return
+		}
 		// A notification, or the client's answer to the upstream's request:
 		// the relay takes it from here.
 		if err := sess.feed(frame.Bytes()); err != nil {
@@ -247,7 +262,9 @@ func (s *Server) servePost(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 		if m.Method == "notifications/cancelled" {
-			if id := cancelledID(frame.Bytes()); id != nil {
+			// Only what the relay cancels: a request it goes on with
+			// keeps its slot.
+			if id, ok := proxy.CancelledRequestID(frame.Bytes()); ok {
 				sess.cancelled(id)
 			}
 		}
@@ -267,7 +284,7 @@ func (s *Server) servePost(w http.ResponseWriter, r *http.Request) {
 	case errors.Is(err, errEnded):
 		httpError(w, http.StatusNotFound, m.ID, "the session has ended: start a new one with initialize")
 		return
-	case errors.Is(err, errDuplicate):
+	case errors.Is(err, errDuplicate), errors.Is(err, errProgressInUse):
 		httpError(w, http.StatusConflict, m.ID, err.Error())
 		return
 	case err != nil:
@@ -294,6 +311,11 @@ func (s *Server) writeStream(w http.ResponseWriter, r *http.Request, st *stream,
 	st.writer++
 	gen := st.writer
 	st.attached = true
+	if st.taken != nil {
+		close(st.taken) // the response writing it so far returns
+	}
+	st.taken = make(chan struct{})
+	taken := st.taken
 	sess.mu.Unlock()
 	defer func() {
 		sess.mu.Lock()
@@ -401,6 +423,8 @@ func (s *Server) writeStream(w http.ResponseWriter, r *http.Request, st *stream,
 		}
 		select {
 		case <-st.wake:
+		case <-taken:
+			return false
 		case <-flushC:
 			flushC = nil
 			if err := rc.Flush(); err != nil {

@@ -344,8 +344,10 @@ closeAll:
 		all = append(all, sess)
 	}
 	s.mu.Unlock()
+	// At once: closing one waits a little for its relay to take the
+	// cancellations of its calls in flight.
 	for _, sess := range all {
-		sess.close("the server is shutting down")
+		go sess.close("the server is shutting down")
 	}
 	done := make(chan struct{})
 	go func() { s.wg.Wait(); close(done) }()

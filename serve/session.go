@@ -130,9 +130,10 @@ func (s *session) route(frame []byte) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if err == nil && m.Kind == proxy.KindResponse {
-		if st := s.routes[string(m.ID)]; st != nil {
+		if st := s.routes[idKey(m.ID)]; st != nil {
 			s.finish(st)
 			st.add(frame, true)
+			s.boundAnswered()
 			return
 		}
 		s.log.Warn("a response from the relay answers no request in flight; sent on the standalone stream", zap.ByteString("id", m.ID))
@@ -143,6 +144,14 @@ func (s *session) route(frame []byte) {
 				return
 			}
 		}
+	}
+	if s.shared {
+		// Its requests are different clients' (MCP 2026-07-28 has no
+		// server-to-client requests outside a result, and no standalone
+		// stream without a session): a message that names none of them is
+		// none of theirs to read.
+		s.log.Debug("a server message for no request of a shared session dropped", zap.String("method", m.Method))
+		return
 	}
 	s.defaultStream().add(frame, false)
 }
@@ -160,7 +169,7 @@ func (s *session) defaultStream() *stream {
 // finish takes a request's stream out of the routes; the caller holds the
 // lock.
 func (s *session) finish(st *stream) {
-	delete(s.routes, st.reqID)
+	delete(s.routes, st.key)
 	if st.progress != "" && s.progress[st.progress] == st {
 		delete(s.progress, st.progress)
 	}
@@ -188,7 +197,10 @@ func progressToken(frame []byte) string {
 	if json.Unmarshal(frame, &m) != nil {
 		return ""
 	}
-	return string(m.Params.Token)
+	if len(m.Params.Token) == 0 {
+		return ""
+	}
+	return idKey(m.Params.Token)
 }
 
 // requestProgressToken is params._meta.progressToken of a request.
@@ -206,13 +218,30 @@ func requestProgressToken(frame []byte) string {
 	if json.Unmarshal(frame, &m) != nil {
 		return ""
 	}
-	return string(m.Params.Meta.Token)
+	if len(m.Params.Meta.Token) == 0 {
+		return ""
+	}
+	return idKey(m.Params.Meta.Token)
+}
+
+// idKey is what a request is routed by: the relay's key for its id, so
+// that two spellings of one id (a string with and without escapes) are
+// one request here as they are in the relay, and a cancellation or an
+// answer that names it by either finds it.
+func idKey(raw []byte) string {
+	if k, ok := proxy.RequestKey(raw); ok {
+		return k
+	}
+	return "raw:" + string(raw)
 }
 
 // Why begin did not take a request (with errServerBusy and errSessionBusy).
 var (
 	errEnded     = errors.New("session ended")
 	errDuplicate = errors.New("a request with this id is already in flight in this session")
+	// errProgressInUse: in a shared session, another request in flight
+	// holds the progress token, and its progress is not this one's to see.
+	errProgressInUse = errors.New("a request with this progress token is already in flight: use another token")
 )
 
 // begin registers a request's stream before its frame is fed to the
@@ -223,8 +252,13 @@ func (s *session) begin(id []byte, frame []byte) (*stream, error) {
 	if s.ended || s.closing {
 		return nil, errEnded
 	}
-	if s.routes[string(id)] != nil {
+	key := idKey(id)
+	if s.routes[key] != nil {
 		return nil, errDuplicate
+	}
+	tok := requestProgressToken(frame)
+	if s.shared && tok != "" && s.progress[tok] != nil {
+		return nil, errProgressInUse
 	}
 	if lim := s.srv.opts.MaxSessionCalls; lim > 0 && s.inflight >= lim {
 		return nil, errSessionBusy
@@ -234,12 +268,12 @@ func (s *session) begin(id []byte, frame []byte) (*stream, error) {
 	}
 	s.next++
 	st := newStream(s, s.next)
-	st.reqID = string(id)
-	if tok := requestProgressToken(frame); tok != "" && s.progress[tok] == nil {
+	st.reqID, st.key = string(id), key
+	if tok != "" && s.progress[tok] == nil {
 		st.progress = tok
 		s.progress[tok] = st
 	}
-	s.routes[st.reqID] = st
+	s.routes[key] = st
 	s.streams[st.id] = st
 	s.open = append(s.open, st)
 	s.inflight++
@@ -278,8 +312,29 @@ func (s *session) delivered(st *stream) {
 }
 
 // maxAnswered bounds the answered streams a session keeps for clients
-// that may resume them.
-const maxAnswered = 64
+// that may resume them, and maxAnsweredBytes the bytes they hold.
+const (
+	maxAnswered      = 64
+	maxAnsweredBytes = 16 << 20
+)
+
+// boundAnswered drops the oldest answered streams while together they hold
+// more than maxAnsweredBytes (never the newest): a client that abandons
+// requests with large answers cannot make the session keep them all. The
+// caller holds the lock.
+func (s *session) boundAnswered() {
+	total := 0
+	for _, st := range s.answered {
+		total += st.size
+	}
+	for total > maxAnsweredBytes && len(s.answered) > 1 {
+		old := s.answered[0]
+		s.answered = s.answered[1:]
+		delete(s.streams, old.id)
+		total -= old.size
+		s.log.Warn("a client is not reading its answers: dropping the oldest")
+	}
+}
 
 func removeStream(list []*stream, st *stream) []*stream {
 	for i, o := range list {
@@ -304,10 +359,45 @@ func (s *session) close(why string) {
 		return
 	}
 	s.log.Info("closing the session", zap.String("reason", why))
+	// The requests still in flight are cancelled first, so that the relay
+	// settles each as a cancellation (charged what it reserved: the
+	// upstream may have done the work), not by the error the upstream
+	// answers when its input closes. A relay that does not take them in
+	// time does not hold the close up.
+	cancelled := make(chan struct{})
+	go func() { defer close(cancelled); s.cancelOpen(why) }()
+	select {
+	case <-cancelled:
+	case <-time.After(cancelGrace):
+	}
 	// Not under inMu: a feed blocked on a relay that stopped reading
 	// (its upstream is not reading either) must not hold the close up;
 	// closing the pipe ends that write too.
 	s.in.Close()
+}
+
+// cancelGrace bounds how long closing a session waits for the relay to
+// take the cancellations of its requests in flight.
+const cancelGrace = time.Second
+
+// cancelOpen answers every request in flight with an error saying why the
+// session is closing, and cancels it in the relay.
+func (s *session) cancelOpen(why string) {
+	s.mu.Lock()
+	var ids []string
+	for _, st := range append([]*stream(nil), s.open...) {
+		s.finish(st)
+		st.add(proxy.ErrorFrame([]byte(st.reqID), proxy.CodeInternalError, "the session was closed before the upstream answered: "+why), true)
+		ids = append(ids, st.reqID)
+	}
+	s.mu.Unlock()
+	for _, id := range ids {
+		msg, _ := json.Marshal(map[string]any{"jsonrpc": "2.0", "method": "notifications/cancelled",
+			"params": map[string]any{"requestId": json.RawMessage(id), "reason": why}})
+		if err := s.feed(msg); err != nil {
+			return
+		}
+	}
 }
 
 // end runs once the relay has stopped: every request still waiting is
@@ -364,7 +454,7 @@ func (s *session) cancel(st *stream) {
 func (s *session) cancelled(id []byte) bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	st := s.routes[string(id)]
+	st := s.routes[idKey(id)]
 	if st == nil {
 		return false
 	}
@@ -372,18 +462,4 @@ func (s *session) cancelled(id []byte) bool {
 	st.final = true
 	st.signal()
 	return true
-}
-
-// cancelledID is params.requestId of a notifications/cancelled, as raw
-// JSON.
-func cancelledID(frame []byte) []byte {
-	var m struct {
-		Params struct {
-			ID json.RawMessage `json:"requestId"`
-		} `json:"params"`
-	}
-	if json.Unmarshal(frame, &m) != nil {
-		return nil
-	}
-	return m.Params.ID
 }

@@ -30,10 +30,13 @@ type stream struct {
 	writer int
 	// attached: an HTTP response is writing this stream now.
 	attached bool
-	wake     chan struct{}
+	// taken is closed when another response takes the stream over.
+	taken chan struct{}
+	wake  chan struct{}
 	// reqID is the raw id of the request a POST stream answers;
-	// progress is its _meta.progressToken (raw JSON), if any.
-	reqID, progress string
+	// progress is its _meta.progressToken (raw JSON), if any; key is
+	// idKey(reqID).
+	reqID, progress, key string
 }
 
 // event is one message on a stream.

@@ -50,7 +50,9 @@ var serveCmd = &command{
 		upstreamURL := fs.String("upstream-url", "", "an MCP server reached over Streamable HTTP, instead of an upstream command (each session gets its own upstream session)")
 		bridge := fs.String("upstream-bridge", "", "")
 		_ = fs.MarkHidden("upstream-bridge")
-		maxBody := fs.Int64("max-body-bytes", 0, "the largest POST body accepted (default: the policy's max_frame_bytes)")
+		bridgeMax := fs.Int("upstream-bridge-max-frame", 0, "")
+		_ = fs.MarkHidden("upstream-bridge-max-frame")
+		maxBody := fs.Int64("max-body-bytes", 0, "the largest POST body accepted (default, and at most: the policy's max_frame_bytes)")
 		readTimeout := fs.Duration("read-timeout", 10*time.Second, "how long a client gets to send a request's headers, and then a POST's body")
 		drain := fs.Duration("drain-timeout", 30*time.Second, "on SIGTERM or SIGINT, how long calls in flight get to finish before their sessions are closed")
 		logFile := fs.String("log", "", "log to this file instead of standard error (overrides the policy)")
@@ -68,7 +70,7 @@ var serveCmd = &command{
 				// The relay's upstream for --upstream-url: frames on
 				// stdin and stdout, HTTP to the server.
 				client := &http.Client{Transport: &http.Transport{Proxy: http.ProxyFromEnvironment, MaxIdleConnsPerHost: 64, IdleConnTimeout: time.Minute}}
-				if err := serve.Bridge(context.Background(), *bridge, nil, client, e.stdin, e.stdout); err != nil {
+				if err := serve.Bridge(context.Background(), *bridge, nil, client, *bridgeMax, e.stdin, e.stdout); err != nil {
 					fmt.Fprintln(e.stderr, "delegateos serve: upstream bridge:", err)
 					return checkError{err.Error()}
 				}
@@ -108,6 +110,10 @@ var serveCmd = &command{
 					return policyLoadError(*policyPath, err)
 				}
 				pol, policyDigest = p, digest
+			}
+			if *upstreamURL != "" {
+				// The bridge holds no message the relay would refuse.
+				args = append(args, "--upstream-bridge-max-frame", fmt.Sprint(pol.MaxFrameBytes))
 			}
 			if err := checkPins(pol.ToolPins, *policyPath); err != nil {
 				return err
@@ -214,6 +220,12 @@ var serveCmd = &command{
 			}
 			if *maxBody > 0 {
 				sopts.MaxBodyBytes = *maxBody
+			}
+			if pol.MaxFrameBytes > 0 && sopts.MaxBodyBytes > int64(pol.MaxFrameBytes) {
+				// The relay refuses a larger message, and may not be able to
+				// read its id to say which request it refuses.
+				log.Warn("--max-body-bytes is above the policy's max_frame_bytes, which bounds every message: using max_frame_bytes", zap.Int64("max_body_bytes", sopts.MaxBodyBytes), zap.Int("max_frame_bytes", pol.MaxFrameBytes))
+				sopts.MaxBodyBytes = int64(pol.MaxFrameBytes)
 			}
 			setup.Options = &sopts
 			for _, x := range serveExtensions {
