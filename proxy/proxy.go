@@ -13,6 +13,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"go.uber.org/zap"
@@ -81,6 +82,11 @@ const (
 
 // session is one running proxy.
 type session struct {
+	// clientClosed is set at the client's EOF: an error the upstream then
+	// answers to a call in flight may be the end of its input cancelling
+	// the call, so it is charged like a cancellation, not released.
+	clientClosed atomic.Bool
+
 	cfg      Config
 	log      *zap.Logger
 	toClient *frameWriter
@@ -215,6 +221,7 @@ func Run(ctx context.Context, cfg Config, clientIn io.Reader, clientOut io.Write
 			if err != nil {
 				log.Warn("reading from the client failed", zap.Error(err))
 			}
+			s.clientClosed.Store(true)
 			upIn.Close()
 			return s.shutdown(cmd, waitDone)
 		case werr := <-waitDone:
@@ -488,6 +495,8 @@ func (s *session) serverFrame(frame, raw []byte) {
 		}
 		outcome := outcomeResult
 		switch {
+		case h.isError && s.clientClosed.Load():
+			cost, release, outcome = p.cost(), false, outcomeErrorAfterClose
 		case h.isError:
 			outcome = outcomeError
 		case release:
@@ -552,14 +561,15 @@ func (s *session) take(id []byte) *pending {
 
 // How an allowed call ended, as its line's outcome says.
 const (
-	outcomeResult        = "result"         // the upstream answered with a result: charged
-	outcomeError         = "error"          // a JSON-RPC error: released
-	outcomeInputRequired = "input required" // MCP 2026-07-28 input request: released, the retry is charged
-	outcomeTooLarge      = "too large"      // the answer exceeded the frame limit: charged
-	outcomeUnreadable    = "unreadable"     // the answer could be read two ways and was not relayed: charged
-	outcomeCancelled     = "cancelled"      // the client cancelled it: charged
-	outcomeUnanswered    = "unanswered"     // the session ended first: charged
-	outcomeNotForwarded  = "not forwarded"  // it never reached the upstream: released
+	outcomeResult          = "result"                        // the upstream answered with a result: charged
+	outcomeError           = "error"                         // a JSON-RPC error: released
+	outcomeErrorAfterClose = "error after the client closed" // the same after the client's EOF, which may have caused it: charged
+	outcomeInputRequired   = "input required"                // MCP 2026-07-28 input request: released, the retry is charged
+	outcomeTooLarge        = "too large"                     // the answer exceeded the frame limit: charged
+	outcomeUnreadable      = "unreadable"                    // the answer could be read two ways and was not relayed: charged
+	outcomeCancelled       = "cancelled"                     // the client cancelled it: charged
+	outcomeUnanswered      = "unanswered"                    // the session ended first: charged
+	outcomeNotForwarded    = "not forwarded"                 // it never reached the upstream: released
 )
 
 // settle records an allowed call's spend once its outcome is known, and

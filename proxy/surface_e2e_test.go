@@ -492,3 +492,28 @@ func TestPolicyCheckUpstreamPrompts(t *testing.T) {
 		t.Errorf("summarize has a rule, but is listed as unmatched:\n%s", all)
 	}
 }
+
+// A client that closes its input with a call in flight cannot make the
+// call free: an upstream that then answers it with an error (the end of
+// its input cancelled the work) is charged the reservation, as a
+// cancellation is; the answer still reaches the client.
+func TestE2EErrorAfterClientEOFCharged(t *testing.T) {
+	t.Parallel()
+	e := mcptest.NewEnv(t)
+	tok := e.Mint(mcptest.Budget(1_000_000), "mcp:slow:*")
+	p := e.StartProxy(mcptest.ProxyOptions{Policy: e.Policy(mcptest.Priced("slow", 7)), Token: tok, Upstream: erringAtEOFUpstream()})
+	c := p.Raw()
+	c.Initialize()
+	c.Send(mcptest.CallFrame("5", "slow", map[string]any{}))
+	p.WaitLog("upstream started", nil)
+	c.Send(`{"jsonrpc":"2.0","id":6,"method":"ping"}`)
+	c.Response("6") // the call has been forwarded before the ping's answer
+	p.Stdin.Close()
+	if m := c.Response("5"); m.Error == nil {
+		t.Fatalf("the call was answered %+v; want the upstream's error", m)
+	}
+	line := p.WaitLog("decision", func(m map[string]any) bool { return m["tool"] == "slow" })
+	if line["outcome"] != "error after the client closed" || line["cost"] != 7.0 {
+		t.Errorf("a call answered with an error after the client's EOF ended %v, charged %v; want charged its reservation of 7", line["outcome"], line["cost"])
+	}
+}
