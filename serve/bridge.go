@@ -312,3 +312,37 @@ func (b *bridge) answerError(m proxy.Message, msg string) {
 	}
 	b.write(proxy.ErrorFrame(m.ID, proxy.CodeInternalError, msg))
 }
+
+// errUpstreamEnded is what the relay's writes meet once the bridge has
+// returned.
+var errUpstreamEnded = errors.New("the upstream MCP server's session has ended")
+
+// Upstream is the relay's upstream for the MCP Streamable HTTP server at
+// url (proxy.Config.UpstreamConn): Bridge, run in this process, between
+// the relay and the server. The connection ends when the relay closes its
+// input (the server's session is then ended with DELETE), when its context
+// is cancelled, or when the bridge fails (the server ended the session);
+// wait returns Bridge's error.
+func Upstream(url string, header http.Header, client *http.Client) proxy.UpstreamConn {
+	return func(ctx context.Context) (io.ReadCloser, io.WriteCloser, func() error, error) {
+		inR, inW := io.Pipe()
+		outR, outW := io.Pipe()
+		done := make(chan struct{})
+		var err error
+		// Bridge reads its input without watching ctx: cancelling ends the
+		// read.
+		stop := context.AfterFunc(ctx, func() { inR.CloseWithError(context.Cause(ctx)) })
+		go func() {
+			defer close(done)
+			err = Bridge(ctx, url, header, client, inR, outW)
+			stop()
+			inR.CloseWithError(errUpstreamEnded)
+			outW.Close()
+		}()
+		wait := func() error {
+			<-done
+			return err
+		}
+		return outR, inW, wait, nil
+	}
+}
