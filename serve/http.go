@@ -425,8 +425,11 @@ func (s *Server) writeStream(w http.ResponseWriter, r *http.Request, st *stream,
 const writeTimeout = 30 * time.Second
 
 // primingDelay is how long a POST's stream headers and priming event may
-// wait for the first message before they are sent on their own.
-const primingDelay = 2 * time.Millisecond
+// wait for the first message before they are sent on their own. Sent on
+// their own they cost a write, and the client a read, more per request:
+// the delay is long enough for an answer that queues behind other
+// sessions' calls on a busy server, short next to a tool's own time.
+const primingDelay = 20 * time.Millisecond
 
 // sentLocked reads st.sent under the session's lock.
 func (st *stream) sentLocked(sess *session) int64 {
