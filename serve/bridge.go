@@ -325,24 +325,23 @@ var errUpstreamEnded = errors.New("the upstream MCP server's session has ended")
 // wait returns Bridge's error.
 func Upstream(url string, header http.Header, client *http.Client) proxy.UpstreamConn {
 	return func(ctx context.Context) (io.ReadCloser, io.WriteCloser, func() error, error) {
-		inR, inW := io.Pipe()
-		outR, outW := io.Pipe()
+		in, out := newInbox(maxQueued), newInbox(maxQueued)
 		done := make(chan struct{})
 		var err error
 		// Bridge reads its input without watching ctx: cancelling ends the
 		// read.
-		stop := context.AfterFunc(ctx, func() { inR.CloseWithError(context.Cause(ctx)) })
+		stop := context.AfterFunc(ctx, func() { in.closeRead(context.Cause(ctx)) })
 		go func() {
 			defer close(done)
-			err = Bridge(ctx, url, header, client, inR, outW)
+			err = Bridge(ctx, url, header, client, in, out)
 			stop()
-			inR.CloseWithError(errUpstreamEnded)
-			outW.Close()
+			in.closeRead(errUpstreamEnded)
+			out.Close()
 		}()
 		wait := func() error {
 			<-done
 			return err
 		}
-		return outR, inW, wait, nil
+		return inboxReader{out}, in, wait, nil
 	}
 }
