@@ -89,8 +89,19 @@ func writeJSON(w http.ResponseWriter, status int, body []byte) {
 func accepts(header []string, want string) bool {
 	major, _, _ := strings.Cut(want, "/")
 	for _, h := range header {
-		for _, part := range strings.Split(h, ",") {
-			mt, _, err := mime.ParseMediaType(strings.TrimSpace(part))
+		for rest, more := h, true; more; {
+			var part string
+			part, rest, more = strings.Cut(rest, ",")
+			part = strings.TrimSpace(part)
+			if !strings.Contains(part, ";") {
+				// A bare media type matches as mime.ParseMediaType
+				// would read it (case-folded), without its allocations.
+				if asciiEqualFold(part, want) || part == "*/*" || (len(part) == len(major)+2 && asciiEqualFold(part[:len(major)], major) && part[len(major):] == "/*") {
+					return true
+				}
+				continue
+			}
+			mt, _, err := mime.ParseMediaType(part)
 			if err != nil {
 				continue
 			}
@@ -156,8 +167,36 @@ func (s *Server) authorize(w http.ResponseWriter, r *http.Request, body []byte, 
 	return false
 }
 
+// asciiEqualFold is strings.EqualFold for ASCII letters only, as media
+// types compare: no other character folds to one of them.
+func asciiEqualFold(a, b string) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := 0; i < len(a); i++ {
+		x, y := a[i], b[i]
+		if 'A' <= x && x <= 'Z' {
+			x += 'a' - 'A'
+		}
+		if 'A' <= y && y <= 'Z' {
+			y += 'a' - 'A'
+		}
+		if x != y {
+			return false
+		}
+	}
+	return true
+}
+
+// isJSONMediaType reports whether a Content-Type is application/json
+// (with parameters, say).
+func isJSONMediaType(ct string) bool {
+	mt, _, err := mime.ParseMediaType(ct)
+	return err == nil && mt == "application/json"
+}
+
 func (s *Server) servePost(w http.ResponseWriter, r *http.Request) {
-	if mt, _, err := mime.ParseMediaType(r.Header.Get("Content-Type")); err != nil || mt != "application/json" {
+	if ct := r.Header.Get("Content-Type"); !asciiEqualFold(ct, "application/json") && !isJSONMediaType(ct) {
 		httpError(w, http.StatusUnsupportedMediaType, nil, "the body must be application/json")
 		return
 	}
@@ -165,7 +204,8 @@ func (s *Server) servePost(w http.ResponseWriter, r *http.Request) {
 		httpError(w, http.StatusNotAcceptable, nil, "the Accept header must list both application/json and text/event-stream")
 		return
 	}
-	_ = http.NewResponseController(w).SetReadDeadline(time.Now().Add(s.opts.ReadTimeout))
+	rc := http.NewResponseController(w)
+	_ = rc.SetReadDeadline(time.Now().Add(s.opts.ReadTimeout))
 	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, s.opts.MaxBodyBytes))
 	if err != nil {
 		var tooBig *http.MaxBytesError
@@ -176,10 +216,12 @@ func (s *Server) servePost(w http.ResponseWriter, r *http.Request) {
 		httpError(w, http.StatusBadRequest, nil, "reading the body failed: "+err.Error())
 		return
 	}
-	_ = http.NewResponseController(w).SetReadDeadline(time.Time{})
+	_ = rc.SetReadDeadline(time.Time{})
 	// One message on one line: the relay reads newline-delimited frames,
 	// and insignificant whitespace (newlines included) is not the message.
+	// (Room for the newline feed adds.)
 	var frame bytes.Buffer
+	frame.Grow(len(body) + 1)
 	if err := json.Compact(&frame, body); err != nil {
 		writeJSON(w, http.StatusBadRequest, proxy.ErrorFrame(nil, proxy.CodeParseError, "parse error: the body is not JSON"))
 		return
@@ -304,6 +346,8 @@ func (s *Server) writeStream(w http.ResponseWriter, r *http.Request, st *stream,
 	}()
 	rc := http.NewResponseController(w)
 	sse := false
+	var evs []event
+	var out []byte // what one pass writes
 	var flushTimer *time.Timer
 	var flushC <-chan time.Time // the unflushed priming event's deadline
 	for {
@@ -315,7 +359,7 @@ func (s *Server) writeStream(w http.ResponseWriter, r *http.Request, st *stream,
 			st.signal()
 			return false
 		}
-		evs := append([]event(nil), st.unsent()...)
+		evs = append(evs[:0], st.unsent()...)
 		final, ended := st.final, sess.ended
 		sess.mu.Unlock()
 		if post && !sse && final && len(evs) == 1 && s.opts.JSONResponses {
@@ -340,18 +384,16 @@ func (s *Server) writeStream(w http.ResponseWriter, r *http.Request, st *stream,
 				sse = true
 				// A priming event: the client has an id to resume from
 				// before the first message, and a reconnection delay.
-				if _, err := io.WriteString(w, "id: "+eventID(st.id, st.sentLocked(sess)-1)+"\nretry: 1000\ndata: \n\n"); err != nil {
-					return false
-				}
+				out = append(appendEventID(append(out, "id: "...), st.id, st.sentLocked(sess)-1), "\nretry: 1000\ndata: \n\n"...)
 			}
 			for _, ev := range evs {
-				if _, err := io.WriteString(w, "id: "+eventID(st.id, ev.seq)+"\nevent: message\ndata: "); err != nil {
-					return false
-				}
-				w.Write(ev.data)
-				if _, err := io.WriteString(w, "\n\n"); err != nil {
-					return false
-				}
+				out = append(appendEventID(append(out, "id: "...), st.id, ev.seq), "\nevent: message\ndata: "...)
+				out = append(append(out, ev.data...), "\n\n"...)
+			}
+			_, err := w.Write(out)
+			out = out[:0]
+			if err != nil {
+				return false
 			}
 			if final && len(evs) > 0 {
 				// The last write: returning sends it and the stream's end
