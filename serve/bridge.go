@@ -76,11 +76,18 @@ type bridge struct {
 	client *http.Client
 	fail   context.CancelCauseFunc
 
-	mu      sync.Mutex // guards session, version and out
-	session string
-	version string
-	out     *bufio.Writer
+	mu            sync.Mutex // guards the session, its headers and out
+	session       string
+	sessionHeader []string // the session's header values, once known
+	versionHeader []string
+	out           *bufio.Writer
 }
+
+// The header values of every POST.
+var (
+	postContentType = []string{"application/json"}
+	postAccept      = []string{"application/json, text/event-stream"}
+)
 
 func (b *bridge) write(frame []byte) {
 	var c bytes.Buffer
@@ -103,13 +110,15 @@ func (b *bridge) request(ctx context.Context, method string, body []byte) (*http
 		req.Header[k] = v
 	}
 	b.mu.Lock()
-	sid, ver := b.session, b.version
+	sid, ver := b.sessionHeader, b.versionHeader
 	b.mu.Unlock()
-	if sid != "" {
-		req.Header.Set(HeaderSessionID, sid)
+	// Shared, read-only values: the headers are canonical keys, set
+	// without Header.Set's allocation per request.
+	if sid != nil {
+		req.Header[HeaderSessionID] = sid
 	}
-	if ver != "" {
-		req.Header.Set(HeaderProtocolVersion, ver)
+	if ver != nil {
+		req.Header[HeaderProtocolVersion] = ver
 	}
 	return req, nil
 }
@@ -121,8 +130,8 @@ func (b *bridge) send(ctx context.Context, frame []byte, m proxy.Message) {
 		b.answerError(m, err.Error())
 		return
 	}
-	req.Header.Set("Content-Type", "application/json")
-	req.Header.Set("Accept", "application/json, text/event-stream")
+	req.Header["Content-Type"] = postContentType
+	req.Header["Accept"] = postAccept
 	res, err := b.client.Do(req)
 	if err != nil {
 		b.answerError(m, "the upstream MCP server cannot be reached: "+err.Error())
@@ -132,7 +141,7 @@ func (b *bridge) send(ctx context.Context, frame []byte, m proxy.Message) {
 	if m.Method == "initialize" {
 		if sid := res.Header.Get(HeaderSessionID); sid != "" {
 			b.mu.Lock()
-			b.session = sid
+			b.session, b.sessionHeader = sid, []string{sid}
 			b.mu.Unlock()
 		}
 	}
@@ -179,7 +188,7 @@ func (b *bridge) noteVersion(m proxy.Message, body []byte) {
 	}
 	if json.Unmarshal(body, &r) == nil && r.Result.ProtocolVersion != "" {
 		b.mu.Lock()
-		b.version = r.Result.ProtocolVersion
+		b.versionHeader = []string{r.Result.ProtocolVersion}
 		b.mu.Unlock()
 	}
 }
