@@ -10,6 +10,7 @@ import (
 	"mime"
 	"net/http"
 	"strings"
+	"sync"
 	"time"
 
 	"go.uber.org/zap"
@@ -403,8 +404,12 @@ func (s *Server) writeStream(w http.ResponseWriter, r *http.Request, st *stream,
 				// answer usually follows within microseconds, and then
 				// goes out in the same write.
 				if flushTimer == nil {
-					flushTimer = time.NewTimer(primingDelay)
-					defer flushTimer.Stop()
+					flushTimer = primingTimers.Get().(*time.Timer)
+					flushTimer.Reset(primingDelay)
+					defer func() {
+						flushTimer.Stop() // no stale tick after Stop (Go 1.23 timers)
+						primingTimers.Put(flushTimer)
+					}()
 				} else {
 					flushTimer.Reset(primingDelay)
 				}
@@ -473,6 +478,13 @@ const writeTimeout = 30 * time.Second
 // sessions' calls on a busy server, short next to a tool's own time.
 const primingDelay = 20 * time.Millisecond
 
+// primingTimers are stopped timers for writeStream's priming delay.
+var primingTimers = sync.Pool{New: func() any {
+	t := time.NewTimer(time.Hour)
+	t.Stop()
+	return t
+}}
+
 // sentLocked reads st.sent under the session's lock.
 func (st *stream) sentLocked(sess *session) int64 {
 	sess.mu.Lock()
@@ -480,10 +492,10 @@ func (st *stream) sentLocked(sess *session) int64 {
 	return st.sent
 }
 
-// isResult reports whether a response frame carries a result.
+// isResult reports whether a stream's final event, a response (the relay's,
+// which route read, or the front's own error), carries a result.
 func isResult(frame []byte) bool {
-	m, err := proxy.ReadRelayMessage(frame)
-	return err == nil && m.Kind == proxy.KindResponse && !bytes.Contains(frame, []byte(`"error":{`))
+	return !bytes.Contains(frame, []byte(`"error":{`))
 }
 
 func (s *Server) serveGet(w http.ResponseWriter, r *http.Request) {
