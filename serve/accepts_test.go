@@ -49,3 +49,22 @@ func TestAcceptsAsParsed(t *testing.T) {
 		}
 	}
 }
+
+// FuzzAccepts: for any Accept header, accepts agrees with reading every
+// listed type through mime.ParseMediaType, and so does the Content-Type
+// check.
+func FuzzAccepts(f *testing.F) {
+	f.Add("application/json, text/event-stream")
+	f.Add("APPLICATION/*;q=0.5, text/event-ſtream")
+	f.Add("*/*")
+	f.Fuzz(func(t *testing.T, h string) {
+		for _, want := range []string{"application/json", "text/event-stream"} {
+			if got, slow := accepts([]string{h}, want), acceptsByParsing([]string{h}, want); got != slow {
+				t.Fatalf("accepts(%q, %s) = %v, parsed: %v", h, want, got, slow)
+			}
+		}
+		if got, slow := asciiEqualFold(h, "application/json") || isJSONMediaType(h), isJSONMediaType(h); got != slow {
+			t.Fatalf("Content-Type %q: %v, parsed: %v", h, got, slow)
+		}
+	})
+}
