@@ -26,7 +26,8 @@ type Config struct {
 	Upstream []string
 	// UpstreamConn, when set, is the upstream instead of a command
 	// (Upstream and PrepareUpstream are then not used): an MCP server the
-	// relay reaches some other way, relayed and gated the same.
+	// relay reaches some other way, relayed and gated the same. A signal
+	// from Signals ends it, as termination does.
 	UpstreamConn UpstreamConn
 	// Gate decides tools/call; required.
 	Gate *Gate
