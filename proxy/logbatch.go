@@ -79,6 +79,7 @@ func newCallLine(method, tool string, d *Decision, cost int64) callLine {
 // lineWriter is a core that takes whole encoded lines (*logline.Core).
 type lineWriter interface {
 	WriteLines([]byte) error
+	Start(b []byte, level zapcore.Level, t time.Time, msg string) []byte
 }
 
 // writeTo logs every line at info level as "decision" and empties the
@@ -96,7 +97,7 @@ func (b *logBatch) writeAt(log *zap.Logger, now time.Time) {
 		if core.Enabled(zapcore.InfoLevel) {
 			buf := b.buf[:0]
 			for i := range b.lines {
-				buf = b.lines[i].appendJSON(buf, now)
+				buf = b.lines[i].appendJSON(w, buf, now)
 			}
 			_ = w.WriteLines(buf)
 			b.buf = buf
@@ -144,8 +145,8 @@ func (l *callLine) appendFields(f []zap.Field) []zap.Field {
 	return f
 }
 
-func (l *callLine) appendJSON(b []byte, now time.Time) []byte {
-	b = logline.Start(b, zapcore.InfoLevel, now, "decision")
+func (l *callLine) appendJSON(w lineWriter, b []byte, now time.Time) []byte {
+	b = w.Start(b, zapcore.InfoLevel, now, "decision")
 	if l.method == "" || l.method == MethodToolsCall {
 		b = logline.String(b, "tool", l.tool)
 	} else {

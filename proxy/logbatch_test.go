@@ -106,3 +106,27 @@ func TestLogBatchEncodesLikeZap(t *testing.T) {
 		t.Fatalf("at warn level: %q, %d lines left", quiet.String(), b.len())
 	}
 }
+
+// A session's logger (With a session field, as serve gives each relay)
+// still takes the lines whole, and writes what zap writes with the same
+// context.
+func TestLogBatchWithContextEncodesLikeZap(t *testing.T) {
+	now := time.Date(2026, 11, 22, 3, 4, 5, 678_900_000, time.UTC)
+	var whole, fields bytes.Buffer
+	var b logBatch
+	ctx := []zap.Field{zap.String("session", "1dc98c6b"), zap.Int("n", 3)}
+	log := zap.New(logline.NewCore(zapcore.AddSync(&whole), zapcore.InfoLevel)).With(ctx...)
+	if _, ok := log.Core().(lineWriter); !ok {
+		t.Fatalf("a logger with context fields lost the whole-line path: %T", log.Core())
+	}
+	fillBatch(&b)
+	b.writeAt(log, now)
+	fillBatch(&b)
+	b.writeAt(zap.New(zapcore.NewCore(zapcore.NewJSONEncoder(logline.Config()), zapcore.AddSync(&fields), zapcore.InfoLevel)).With(ctx...), now)
+	if whole.String() != fields.String() {
+		t.Fatalf("encoded here:\n%s\nby zap:\n%s", whole.String(), fields.String())
+	}
+	if !bytes.Contains(whole.Bytes(), []byte(`"msg":"decision","session":"1dc98c6b","n":3,"tool":"a"`)) {
+		t.Fatalf("no context fields:\n%s", whole.String())
+	}
+}

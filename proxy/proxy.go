@@ -25,6 +25,11 @@ import (
 type Config struct {
 	// Upstream is the MCP server's command and arguments.
 	Upstream []string
+	// UpstreamConn, when set, is the upstream instead of a command
+	// (Upstream and PrepareUpstream are then not used): an MCP server the
+	// relay reaches some other way, relayed and gated the same. A signal
+	// from Signals ends it, as termination does.
+	UpstreamConn UpstreamConn
 	// Gate decides tools/call; required.
 	Gate *Gate
 	// Delegations answers the delegateos/ messages (§9); nil answers them
@@ -124,7 +129,7 @@ type session struct {
 // shut down and Run returns nil) or the upstream exits (then pending
 // requests are answered with errors and Run returns *UpstreamExitError).
 func Run(ctx context.Context, cfg Config, clientIn io.Reader, clientOut io.Writer) error {
-	if len(cfg.Upstream) == 0 {
+	if len(cfg.Upstream) == 0 && cfg.UpstreamConn == nil {
 		return errors.New("no upstream command")
 	}
 	if cfg.Gate == nil {
@@ -147,33 +152,14 @@ func Run(ctx context.Context, cfg Config, clientIn io.Reader, clientOut io.Write
 	if err != nil {
 		return err
 	}
-	cmd := exec.CommandContext(ctx, cfg.Upstream[0], cfg.Upstream[1:]...)
-	setProcAttr(cmd)
-	if cfg.PrepareUpstream != nil {
-		if err := cfg.PrepareUpstream(cmd); err != nil {
-			return err
-		}
-	}
-	upIn, err := cmd.StdinPipe()
+	up, err := startUpstream(ctx, cfg, log)
 	if err != nil {
 		return err
 	}
-	upOut, err := cmd.StdoutPipe()
-	if err != nil {
-		return err
-	}
-	upErr, err := cmd.StderrPipe()
-	if err != nil {
-		return err
-	}
-	if err := cmd.Start(); err != nil {
-		return fmt.Errorf("cannot start the upstream MCP server %q: %w", cfg.Upstream[0], err)
-	}
-	log.Info("upstream started", zap.Strings("command", cfg.Upstream), zap.Int("pid", cmd.Process.Pid))
 	s := &session{
 		cfg: cfg, log: log,
 		toClient: newFrameWriter(clientOut),
-		toServer: newFrameWriter(upIn),
+		toServer: newFrameWriter(up.in),
 		pending:  newPendingTable(),
 		pins:     pins,
 	}
@@ -196,9 +182,13 @@ func Run(ctx context.Context, cfg Config, clientIn io.Reader, clientOut io.Write
 	}()
 
 	stderrDone := make(chan struct{})
-	go func() { defer close(stderrDone); s.relayStderr(upErr) }()
+	if up.stderr != nil {
+		go func() { defer close(stderrDone); s.relayStderr(up.stderr) }()
+	} else {
+		close(stderrDone)
+	}
 	serverDone := make(chan struct{})
-	go func() { defer close(serverDone); s.fromServer(upOut) }()
+	go func() { defer close(serverDone); s.fromServer(up.out) }()
 	clientDone := make(chan error, 1)
 	go func() { clientDone <- s.fromClient(clientIn) }()
 
@@ -206,14 +196,14 @@ func Run(ctx context.Context, cfg Config, clientIn io.Reader, clientOut io.Write
 	go func() {
 		<-serverDone
 		<-stderrDone
-		waitDone <- cmd.Wait()
+		waitDone <- up.wait()
 	}()
 
 	for {
 		select {
 		case sig := <-cfg.Signals:
 			log.Info("passing signal to the upstream", zap.String("signal", sig.String()))
-			_ = cmd.Process.Signal(sig)
+			up.signal(sig)
 			interrupted = true
 		case err := <-clientDone:
 			// Client EOF: close the upstream's input, give it time to exit,
@@ -222,8 +212,8 @@ func Run(ctx context.Context, cfg Config, clientIn io.Reader, clientOut io.Write
 				log.Warn("reading from the client failed", zap.Error(err))
 			}
 			s.clientClosed.Store(true)
-			upIn.Close()
-			return s.shutdown(cmd, waitDone)
+			up.in.Close()
+			return s.shutdown(up, waitDone)
 		case werr := <-waitDone:
 			interrupted = true
 			s.failPending("the upstream MCP server exited before answering")
@@ -233,7 +223,7 @@ func Run(ctx context.Context, cfg Config, clientIn io.Reader, clientOut io.Write
 	}
 }
 
-func (s *session) shutdown(cmd *exec.Cmd, waitDone <-chan error) error {
+func (s *session) shutdown(up *upstream, waitDone <-chan error) error {
 	defer s.failPending("")
 	select {
 	case err := <-waitDone:
@@ -242,13 +232,13 @@ func (s *session) shutdown(cmd *exec.Cmd, waitDone <-chan error) error {
 	case <-time.After(s.cfg.ShutdownGrace):
 	}
 	s.log.Warn("upstream did not exit after its input closed; terminating it")
-	_ = terminate(cmd.Process)
+	up.terminate()
 	select {
 	case <-waitDone:
 		return nil
 	case <-time.After(2 * time.Second):
 	}
-	_ = cmd.Process.Kill()
+	up.kill()
 	<-waitDone
 	return nil
 }

@@ -84,11 +84,18 @@ type bridge struct {
 	fail   context.CancelCauseFunc
 	max    int // the largest message taken from the server
 
-	mu      sync.Mutex // guards session, version and out
-	session string
-	version string
-	out     *bufio.Writer
+	mu            sync.Mutex // guards the session, its headers and out
+	session       string
+	sessionHeader []string // the session's header values, once known
+	versionHeader []string
+	out           *bufio.Writer
 }
+
+// The header values of every POST.
+var (
+	postContentType = []string{"application/json"}
+	postAccept      = []string{"application/json, text/event-stream"}
+)
 
 func (b *bridge) write(frame []byte) {
 	var c bytes.Buffer
@@ -111,13 +118,15 @@ func (b *bridge) request(ctx context.Context, method string, body []byte) (*http
 		req.Header[k] = v
 	}
 	b.mu.Lock()
-	sid, ver := b.session, b.version
+	sid, ver := b.sessionHeader, b.versionHeader
 	b.mu.Unlock()
-	if sid != "" {
-		req.Header.Set(HeaderSessionID, sid)
+	// Shared, read-only values: the headers are canonical keys, set
+	// without Header.Set's allocation per request.
+	if sid != nil {
+		req.Header[HeaderSessionID] = sid
 	}
-	if ver != "" {
-		req.Header.Set(HeaderProtocolVersion, ver)
+	if ver != nil {
+		req.Header[HeaderProtocolVersion] = ver
 	}
 	return req, nil
 }
@@ -129,8 +138,8 @@ func (b *bridge) send(ctx context.Context, frame []byte, m proxy.Message) {
 		b.answerError(m, err.Error())
 		return
 	}
-	req.Header.Set("Content-Type", "application/json")
-	req.Header.Set("Accept", "application/json, text/event-stream")
+	req.Header["Content-Type"] = postContentType
+	req.Header["Accept"] = postAccept
 	res, err := b.client.Do(req)
 	if err != nil {
 		b.answerError(m, "the upstream MCP server cannot be reached: "+err.Error())
@@ -140,7 +149,7 @@ func (b *bridge) send(ctx context.Context, frame []byte, m proxy.Message) {
 	if m.Method == "initialize" {
 		if sid := res.Header.Get(HeaderSessionID); sid != "" {
 			b.mu.Lock()
-			b.session = sid
+			b.session, b.sessionHeader = sid, []string{sid}
 			b.mu.Unlock()
 		}
 	}
@@ -191,7 +200,7 @@ func (b *bridge) noteVersion(m proxy.Message, body []byte) {
 	}
 	if json.Unmarshal(body, &r) == nil && r.Result.ProtocolVersion != "" {
 		b.mu.Lock()
-		b.version = r.Result.ProtocolVersion
+		b.versionHeader = []string{r.Result.ProtocolVersion}
 		b.mu.Unlock()
 	}
 }
@@ -353,4 +362,38 @@ func (b *bridge) answerError(m proxy.Message, msg string) {
 		return
 	}
 	b.write(proxy.ErrorFrame(m.ID, proxy.CodeInternalError, msg))
+}
+
+// errUpstreamEnded is what the relay's writes meet once the bridge has
+// returned.
+var errUpstreamEnded = errors.New("the upstream MCP server's session has ended")
+
+// Upstream is the relay's upstream for the MCP Streamable HTTP server at
+// url (proxy.Config.UpstreamConn): Bridge, run in this process, between
+// the relay and the server. The connection ends when the relay closes its
+// input (the server's session is then ended with DELETE), when its context
+// is cancelled, or when the bridge fails (the server ended the session);
+// wait returns Bridge's error. maxFrame bounds each message from the
+// server, as Bridge's does.
+func Upstream(url string, header http.Header, client *http.Client, maxFrame int) proxy.UpstreamConn {
+	return func(ctx context.Context) (io.ReadCloser, io.WriteCloser, func() error, error) {
+		in, out := newInbox(maxQueued), newInbox(maxQueued)
+		done := make(chan struct{})
+		var err error
+		// Bridge reads its input without watching ctx: cancelling ends the
+		// read.
+		stop := context.AfterFunc(ctx, func() { in.closeRead(context.Cause(ctx)) })
+		go func() {
+			defer close(done)
+			err = Bridge(ctx, url, header, client, maxFrame, in, out)
+			stop()
+			in.closeRead(errUpstreamEnded)
+			out.Close()
+		}()
+		wait := func() error {
+			<-done
+			return err
+		}
+		return inboxReader{out}, in, wait, nil
+	}
 }

@@ -10,6 +10,7 @@ import (
 	"mime"
 	"net/http"
 	"strings"
+	"sync"
 	"time"
 
 	"go.uber.org/zap"
@@ -89,8 +90,19 @@ func writeJSON(w http.ResponseWriter, status int, body []byte) {
 func accepts(header []string, want string) bool {
 	major, _, _ := strings.Cut(want, "/")
 	for _, h := range header {
-		for _, part := range strings.Split(h, ",") {
-			mt, _, err := mime.ParseMediaType(strings.TrimSpace(part))
+		for rest, more := h, true; more; {
+			var part string
+			part, rest, more = strings.Cut(rest, ",")
+			part = strings.TrimSpace(part)
+			if !strings.Contains(part, ";") {
+				// A bare media type matches as mime.ParseMediaType
+				// would read it (case-folded), without its allocations.
+				if asciiEqualFold(part, want) || part == "*/*" || (len(part) == len(major)+2 && asciiEqualFold(part[:len(major)], major) && part[len(major):] == "/*") {
+					return true
+				}
+				continue
+			}
+			mt, _, err := mime.ParseMediaType(part)
 			if err != nil {
 				continue
 			}
@@ -156,8 +168,36 @@ func (s *Server) authorize(w http.ResponseWriter, r *http.Request, body []byte, 
 	return false
 }
 
+// asciiEqualFold is strings.EqualFold for ASCII letters only, as media
+// types compare: no other character folds to one of them.
+func asciiEqualFold(a, b string) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := 0; i < len(a); i++ {
+		x, y := a[i], b[i]
+		if 'A' <= x && x <= 'Z' {
+			x += 'a' - 'A'
+		}
+		if 'A' <= y && y <= 'Z' {
+			y += 'a' - 'A'
+		}
+		if x != y {
+			return false
+		}
+	}
+	return true
+}
+
+// isJSONMediaType reports whether a Content-Type is application/json
+// (with parameters, say).
+func isJSONMediaType(ct string) bool {
+	mt, _, err := mime.ParseMediaType(ct)
+	return err == nil && mt == "application/json"
+}
+
 func (s *Server) servePost(w http.ResponseWriter, r *http.Request) {
-	if mt, _, err := mime.ParseMediaType(r.Header.Get("Content-Type")); err != nil || mt != "application/json" {
+	if ct := r.Header.Get("Content-Type"); !asciiEqualFold(ct, "application/json") && !isJSONMediaType(ct) {
 		httpError(w, http.StatusUnsupportedMediaType, nil, "the body must be application/json")
 		return
 	}
@@ -165,7 +205,8 @@ func (s *Server) servePost(w http.ResponseWriter, r *http.Request) {
 		httpError(w, http.StatusNotAcceptable, nil, "the Accept header must list both application/json and text/event-stream")
 		return
 	}
-	_ = http.NewResponseController(w).SetReadDeadline(time.Now().Add(s.opts.ReadTimeout))
+	rc := http.NewResponseController(w)
+	_ = rc.SetReadDeadline(time.Now().Add(s.opts.ReadTimeout))
 	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, s.opts.MaxBodyBytes))
 	if err != nil {
 		var tooBig *http.MaxBytesError
@@ -176,10 +217,12 @@ func (s *Server) servePost(w http.ResponseWriter, r *http.Request) {
 		httpError(w, http.StatusBadRequest, nil, "reading the body failed: "+err.Error())
 		return
 	}
-	_ = http.NewResponseController(w).SetReadDeadline(time.Time{})
+	_ = rc.SetReadDeadline(time.Time{})
 	// One message on one line: the relay reads newline-delimited frames,
 	// and insignificant whitespace (newlines included) is not the message.
+	// (Room for the newline feed adds.)
 	var frame bytes.Buffer
+	frame.Grow(len(body) + 1)
 	if err := json.Compact(&frame, body); err != nil {
 		writeJSON(w, http.StatusBadRequest, proxy.ErrorFrame(nil, proxy.CodeParseError, "parse error: the body is not JSON"))
 		return
@@ -326,6 +369,8 @@ func (s *Server) writeStream(w http.ResponseWriter, r *http.Request, st *stream,
 	}()
 	rc := http.NewResponseController(w)
 	sse := false
+	var evs []event
+	var out []byte // what one pass writes
 	var flushTimer *time.Timer
 	var flushC <-chan time.Time // the unflushed priming event's deadline
 	for {
@@ -337,7 +382,7 @@ func (s *Server) writeStream(w http.ResponseWriter, r *http.Request, st *stream,
 			st.signal()
 			return false
 		}
-		evs := append([]event(nil), st.unsent()...)
+		evs = append(evs[:0], st.unsent()...)
 		final, ended := st.final, sess.ended
 		sess.mu.Unlock()
 		if post && !sse && final && len(evs) == 1 && s.opts.JSONResponses {
@@ -362,18 +407,16 @@ func (s *Server) writeStream(w http.ResponseWriter, r *http.Request, st *stream,
 				sse = true
 				// A priming event: the client has an id to resume from
 				// before the first message, and a reconnection delay.
-				if _, err := io.WriteString(w, "id: "+eventID(st.id, st.sentLocked(sess)-1)+"\nretry: 1000\ndata: \n\n"); err != nil {
-					return false
-				}
+				out = append(appendEventID(append(out, "id: "...), st.id, st.sentLocked(sess)-1), "\nretry: 1000\ndata: \n\n"...)
 			}
 			for _, ev := range evs {
-				if _, err := io.WriteString(w, "id: "+eventID(st.id, ev.seq)+"\nevent: message\ndata: "); err != nil {
-					return false
-				}
-				w.Write(ev.data)
-				if _, err := io.WriteString(w, "\n\n"); err != nil {
-					return false
-				}
+				out = append(appendEventID(append(out, "id: "...), st.id, ev.seq), "\nevent: message\ndata: "...)
+				out = append(append(out, ev.data...), "\n\n"...)
+			}
+			_, err := w.Write(out)
+			out = out[:0]
+			if err != nil {
+				return false
 			}
 			if final && len(evs) > 0 {
 				// The last write: returning sends it and the stream's end
@@ -383,8 +426,12 @@ func (s *Server) writeStream(w http.ResponseWriter, r *http.Request, st *stream,
 				// answer usually follows within microseconds, and then
 				// goes out in the same write.
 				if flushTimer == nil {
-					flushTimer = time.NewTimer(primingDelay)
-					defer flushTimer.Stop()
+					flushTimer = primingTimers.Get().(*time.Timer)
+					flushTimer.Reset(primingDelay)
+					defer func() {
+						flushTimer.Stop() // no stale tick after Stop (Go 1.23 timers)
+						primingTimers.Put(flushTimer)
+					}()
 				} else {
 					flushTimer.Reset(primingDelay)
 				}
@@ -449,8 +496,18 @@ func (s *Server) writeStream(w http.ResponseWriter, r *http.Request, st *stream,
 const writeTimeout = 30 * time.Second
 
 // primingDelay is how long a POST's stream headers and priming event may
-// wait for the first message before they are sent on their own.
-const primingDelay = 2 * time.Millisecond
+// wait for the first message before they are sent on their own. Sent on
+// their own they cost a write, and the client a read, more per request:
+// the delay is long enough for an answer that queues behind other
+// sessions' calls on a busy server, short next to a tool's own time.
+const primingDelay = 20 * time.Millisecond
+
+// primingTimers are stopped timers for writeStream's priming delay.
+var primingTimers = sync.Pool{New: func() any {
+	t := time.NewTimer(time.Hour)
+	t.Stop()
+	return t
+}}
 
 // sentLocked reads st.sent under the session's lock.
 func (st *stream) sentLocked(sess *session) int64 {
@@ -459,10 +516,10 @@ func (st *stream) sentLocked(sess *session) int64 {
 	return st.sent
 }
 
-// isResult reports whether a response frame carries a result.
+// isResult reports whether a stream's final event, a response (the relay's,
+// which route read, or the front's own error), carries a result.
 func isResult(frame []byte) bool {
-	m, err := proxy.ReadRelayMessage(frame)
-	return err == nil && m.Kind == proxy.KindResponse && !bytes.Contains(frame, []byte(`"error":{`))
+	return !bytes.Contains(frame, []byte(`"error":{`))
 }
 
 func (s *Server) serveGet(w http.ResponseWriter, r *http.Request) {

@@ -78,7 +78,7 @@ func TestEventID(t *testing.T) {
 			t.Errorf("parseEventID(%q) accepted", s)
 		}
 	}
-	if a, b, ok := parseEventID(eventID(7, 42)); !ok || a != 7 || b != 42 {
+	if a, b, ok := parseEventID(string(appendEventID(nil, 7, 42))); !ok || a != 7 || b != 42 {
 		t.Errorf("round trip: %d %d %v", a, b, ok)
 	}
 }

@@ -39,7 +39,7 @@ type session struct {
 	shared bool
 
 	inMu sync.Mutex
-	in   *io.PipeWriter // the relay's client input
+	in   *inbox // the relay's client input
 
 	mu       sync.Mutex
 	routes   map[string]*stream // by the raw id of the request awaiting its response
@@ -66,17 +66,22 @@ func newSessionID() string {
 	return hex.EncodeToString(b[:])
 }
 
-// start runs the session's relay. What the relay writes is routed as it
-// is written, in the relay's own goroutine (no pipe and no goroutine in
-// between: one hand-off less per call).
+// maxQueued bounds the bytes of frames fed to a relay and not yet read by
+// it: beyond, feeding waits for the relay.
+const maxQueued = 1 << 20
+
+// start runs the session's relay. Frames are fed to it through an inbox
+// (the handler does not wait for the relay's goroutine to take them), and
+// what the relay writes is routed as it is written, in the relay's own
+// goroutine (no pipe and no goroutine in between: one hand-off less per
+// call).
 func (s *session) start(ctx context.Context) {
-	inR, inW := io.Pipe()
-	s.in = inW
+	s.in = newInbox(maxQueued)
 	s.streams[0] = newStream(s, 0)
 	go func() {
 		out := &router{s: s}
-		err := s.srv.opts.Relay(ctx, &s.Session, inR, out)
-		inR.CloseWithError(io.ErrClosedPipe)
+		err := s.srv.opts.Relay(ctx, &s.Session, s.in, out)
+		s.in.closeRead(io.ErrClosedPipe)
 		out.flush()
 		s.end(err)
 	}()
@@ -285,9 +290,8 @@ func (s *session) begin(id []byte, frame []byte) (*stream, error) {
 func (s *session) feed(frame []byte) error {
 	s.inMu.Lock()
 	defer s.inMu.Unlock()
-	buf := make([]byte, 0, len(frame)+1)
-	buf = append(append(buf, frame...), '\n')
-	_, err := s.in.Write(buf)
+	// The inbox copies it: the newline may go in frame's spare capacity.
+	_, err := s.in.Write(append(frame, '\n'))
 	return err
 }
 

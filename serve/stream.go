@@ -1,7 +1,6 @@
 package serve
 
 import (
-	"fmt"
 	"strconv"
 	"strings"
 )
@@ -124,12 +123,13 @@ func (st *stream) unsent() []event {
 	return st.events[from:]
 }
 
-// eventID is the SSE id of an event: the stream and its sequence number.
-func eventID(streamID, seq int64) string {
-	return fmt.Sprintf("%d-%d", streamID, seq)
+// appendEventID appends the SSE id of an event: the stream and its
+// sequence number.
+func appendEventID(b []byte, streamID, seq int64) []byte {
+	return strconv.AppendInt(append(strconv.AppendInt(b, streamID, 10), '-'), seq, 10)
 }
 
-// parseEventID reads an id eventID wrote.
+// parseEventID reads an id appendEventID wrote.
 func parseEventID(s string) (streamID, seq int64, ok bool) {
 	a, b, found := strings.Cut(s, "-")
 	if !found {

@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"errors"
-	"fmt"
 	"io"
 	"net"
 	"net/http"
@@ -48,10 +47,6 @@ var serveCmd = &command{
 		idle := fs.Duration("idle-timeout", 10*time.Minute, "end a session, and its upstream, after this long without a request")
 		jsonResponses := fs.Bool("json-responses", false, "answer a request whose response is all the upstream sends for it with an application/json body, not an SSE stream (which a client can resume after a lost connection)")
 		upstreamURL := fs.String("upstream-url", "", "an MCP server reached over Streamable HTTP, instead of an upstream command (each session gets its own upstream session)")
-		bridge := fs.String("upstream-bridge", "", "")
-		_ = fs.MarkHidden("upstream-bridge")
-		bridgeMax := fs.Int("upstream-bridge-max-frame", 0, "")
-		_ = fs.MarkHidden("upstream-bridge-max-frame")
 		maxBody := fs.Int64("max-body-bytes", 0, "the largest POST body accepted (default, and at most: the policy's max_frame_bytes)")
 		readTimeout := fs.Duration("read-timeout", 10*time.Second, "how long a client gets to send a request's headers, and then a POST's body")
 		drain := fs.Duration("drain-timeout", 30*time.Second, "on SIGTERM or SIGINT, how long calls in flight get to finish before their sessions are closed")
@@ -66,19 +61,11 @@ var serveCmd = &command{
 			}
 		}
 		return func(e *env, args []string) error {
-			if *bridge != "" {
-				// The relay's upstream for --upstream-url: frames on
-				// stdin and stdout, HTTP to the server.
-				client := &http.Client{Transport: &http.Transport{Proxy: http.ProxyFromEnvironment, MaxIdleConnsPerHost: 64, IdleConnTimeout: time.Minute}}
-				if err := serve.Bridge(context.Background(), *bridge, nil, client, *bridgeMax, e.stdin, e.stdout); err != nil {
-					fmt.Fprintln(e.stderr, "delegateos serve: upstream bridge:", err)
-					return checkError{err.Error()}
-				}
-				return nil
-			}
 			if (len(args) == 0) == (*upstreamURL == "") {
 				return fixf("give the upstream MCP server's command after -- (one process per session), or --upstream-url URL, not both: e.g. delegateos serve --policy policy.yaml -- npx -y @modelcontextprotocol/server-everything")
 			}
+			var upstreamConn proxy.UpstreamConn
+			var upstreamClient *http.Client // for --upstream-url
 			if *upstreamURL == "" {
 				// Each session starts the command: a command that cannot
 				// start is said now, not to every client.
@@ -90,11 +77,11 @@ var serveCmd = &command{
 				if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
 					return fixf("--upstream-url %q: give the MCP endpoint's http:// or https:// URL, e.g. http://127.0.0.1:3001/mcp", *upstreamURL)
 				}
-				self, err := os.Executable()
-				if err != nil {
-					return inputf("--upstream-url: cannot find this program to bridge with: %v", err)
-				}
-				args = []string{self, "serve", "--upstream-bridge", *upstreamURL}
+				// Each session's relay reaches the server through a bridge
+				// in this process; the sessions share the client's
+				// connections.
+				upstreamClient = &http.Client{Transport: &http.Transport{Proxy: http.ProxyFromEnvironment,
+					MaxIdleConns: *maxCalls, MaxIdleConnsPerHost: *maxCalls, IdleConnTimeout: time.Minute}}
 			}
 			if (*tlsCert == "") != (*tlsKey == "") {
 				return fixf("--tls-cert and --tls-key go together: give both, or neither")
@@ -111,9 +98,9 @@ var serveCmd = &command{
 				}
 				pol, policyDigest = p, digest
 			}
-			if *upstreamURL != "" {
+			if upstreamClient != nil {
 				// The bridge holds no message the relay would refuse.
-				args = append(args, "--upstream-bridge-max-frame", fmt.Sprint(pol.MaxFrameBytes))
+				upstreamConn = serve.Upstream(*upstreamURL, nil, upstreamClient, pol.MaxFrameBytes)
 			}
 			if err := checkPins(pol.ToolPins, *policyPath); err != nil {
 				return err
@@ -202,7 +189,7 @@ var serveCmd = &command{
 					tok = defaultToken
 				}
 				return proxy.Config{
-					Upstream: args, Gate: gate, SessionToken: tok, Delegations: delegations,
+					Upstream: args, UpstreamConn: upstreamConn, Gate: gate, SessionToken: tok, Delegations: delegations,
 					MaxFrameBytes: pol.MaxFrameBytes, Log: setup.Log.With(zap.String("session", s.ID[:8])),
 					Evidence: evidence,
 				}

@@ -12,6 +12,7 @@
 package logline
 
 import (
+	"bytes"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -53,6 +54,9 @@ type encoder struct {
 	// With fields, which only the embedded encoder holds, so a clone's
 	// entries always go the general way.
 	context bool
+	// ctx is the encoding of the context fields a Core's With added (the
+	// embedded encoder holds them too, for the general way).
+	ctx []byte
 }
 
 var pool = buffer.NewPool()
@@ -67,7 +71,17 @@ func (e *encoder) EncodeEntry(ent zapcore.Entry, fields []zapcore.Field) (*buffe
 		return e.Encoder.EncodeEntry(ent, fields)
 	}
 	sp := scratch.Get().(*[]byte)
-	line := Start((*sp)[:0], ent.Level, ent.Time, ent.Message)
+	line := append(Start((*sp)[:0], ent.Level, ent.Time, ent.Message), e.ctx...)
+	line = End(appendFields(line, fields))
+	b := pool.Get()
+	b.Write(line)
+	*sp = line
+	scratch.Put(sp)
+	return b, nil
+}
+
+// appendFields writes fields of the types simple accepts.
+func appendFields(line []byte, fields []zapcore.Field) []byte {
 	for i := range fields {
 		f := &fields[i]
 		switch f.Type {
@@ -84,12 +98,7 @@ func (e *encoder) EncodeEntry(ent zapcore.Entry, fields []zapcore.Field) (*buffe
 			line = Duration(line, f.Key, time.Duration(f.Integer))
 		}
 	}
-	line = End(line)
-	b := pool.Get()
-	b.Write(line)
-	*sp = line
-	scratch.Put(sp)
-	return b, nil
+	return line
 }
 
 // scratch holds the slices EncodeEntry builds lines in.
@@ -275,12 +284,35 @@ func appendString(b []byte, s string) []byte {
 // lines in one go: WriteLines.
 type Core struct {
 	zapcore.Core
-	out zapcore.WriteSyncer
+	out  zapcore.WriteSyncer
+	enab zapcore.LevelEnabler
+	enc  *encoder
 }
 
 // NewCore returns a Core writing to out the entries enab enables.
 func NewCore(out zapcore.WriteSyncer, enab zapcore.LevelEnabler) *Core {
-	return &Core{Core: zapcore.NewCore(NewEncoder(), out, enab), out: out}
+	enc := &encoder{Encoder: zapcore.NewJSONEncoder(Config())}
+	return &Core{Core: zapcore.NewCore(enc, out, enab), out: out, enab: enab, enc: enc}
+}
+
+// With adds context fields. Fields of the types the fast path writes
+// keep it (a logger per session, say, still writes its lines here and
+// takes WriteLines); any other goes to zap's core, and the general way.
+func (c *Core) With(fields []zapcore.Field) zapcore.Core {
+	if !simple(fields) {
+		return c.Core.With(fields)
+	}
+	enc := &encoder{Encoder: c.enc.Encoder.Clone(), ctx: appendFields(bytes.Clone(c.enc.ctx), fields)}
+	for i := range fields {
+		fields[i].AddTo(enc.Encoder)
+	}
+	return &Core{Core: zapcore.NewCore(enc, c.out, c.enab), out: c.out, enab: c.enab, enc: enc}
+}
+
+// Start is the package's Start followed by the core's context fields:
+// how a line for WriteLines begins.
+func (c *Core) Start(b []byte, level zapcore.Level, t time.Time, msg string) []byte {
+	return append(Start(b, level, t, msg), c.enc.ctx...)
 }
 
 // WriteLines writes complete lines, as Start … End built them. The caller

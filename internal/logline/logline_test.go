@@ -181,3 +181,36 @@ func BenchmarkDecisionLine(b *testing.B) {
 		})
 	}
 }
+
+// TestWithSameAsZap: a Core's With keeps the fast path for fields of the
+// types it writes, and every entry through it, fast or general, is what
+// zap's JSON encoder writes with the same context.
+func TestWithSameAsZap(t *testing.T) {
+	r := rand.New(rand.NewPCG(3, 4))
+	for i := range 2000 {
+		_, ctx := randomEntry(r)
+		_, ctx2 := randomEntry(r)
+		if i%7 == 0 {
+			ctx2 = append(ctx2, zap.Error(errors.New("not simple")))
+		}
+		var ours, theirs bytes.Buffer
+		core := zapcore.Core(NewCore(zapcore.AddSync(&ours), zapcore.DebugLevel))
+		zcore := zapcore.NewCore(zapcore.NewJSONEncoder(Config()), zapcore.AddSync(&theirs), zapcore.DebugLevel)
+		core, zcore = core.With(ctx).With(ctx2), zcore.With(ctx).With(ctx2)
+		if _, fast := core.(*Core); fast != (i%7 != 0) {
+			t.Fatalf("entry %d: With returned %T", i, core)
+		}
+		ent, fields := randomEntry(r)
+		if i%5 == 0 {
+			fields = append(fields, zap.Float64("f", 0.5))
+		}
+		for _, c := range []zapcore.Core{core, zcore} {
+			if err := c.Write(ent, fields); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if ours.String() != theirs.String() {
+			t.Fatalf("entry %d:\n got %s\nwant %s", i, ours.String(), theirs.String())
+		}
+	}
+}

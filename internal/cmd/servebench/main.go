@@ -18,8 +18,8 @@
 //	          answers SSE streams as by default
 //	serve-json  the same with --json-responses
 //	serve-url   delegateos serve --upstream-url in front of direct's HTTP
-//	          server (each session's relay reaches it through a bridge
-//	          process): the same upstream hop as revproxy
+//	          server (each session's relay reaches it through a bridge in
+//	          the server's process): the same upstream hop as revproxy
 //
 // The upstream answers at once, so the numbers are the hops' own cost. The
 // setups take turns in blocks of calls over several rounds, so that
