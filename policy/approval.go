@@ -1,6 +1,7 @@
 package policy
 
 import (
+	"fmt"
 	"time"
 
 	"gopkg.in/yaml.v3"
@@ -97,4 +98,19 @@ func (ps *parser) approval(n *yaml.Node, key string) Approval {
 		ps.errorf(n, key, "required: false asks for no approval; remove approval instead")
 	}
 	return a
+}
+
+// String writes the approval for people, e.g. "approval above 5000
+// (timeout 30s)"; "" for none.
+func (a Approval) String() string {
+	var s string
+	switch {
+	case a.Required:
+		s = "approval required"
+	case a.Above != nil:
+		s = fmt.Sprintf("approval above %d", *a.Above)
+	default:
+		return ""
+	}
+	return s + " (timeout " + a.Wait().String() + ")"
 }

@@ -256,6 +256,9 @@ func writeRules(tw io.Writer, p *policy.Policy, rules []policy.Rule, resource st
 		if !r.Rate.IsZero() {
 			upTo += ", at most " + r.Rate.String()
 		}
+		if a := r.Approval.String(); a != "" {
+			upTo += ", " + a
+		}
 		fmt.Fprintf(tw, "  %s\t%s:%s:%s, cost %d%s (line %d)\n", r.Match, r.Namespace, r.Action, res, cost, upTo, r.Line)
 	}
 }
