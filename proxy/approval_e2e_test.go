@@ -54,6 +54,12 @@ type approvalRun struct {
 }
 
 func newApprovalRun(t *testing.T, approval string) *approvalRun {
+	return newApprovalRunBudget(t, approval, 150)
+}
+
+// newApprovalRunBudget is newApprovalRun with a token of budget
+// microcents.
+func newApprovalRunBudget(t *testing.T, approval string, budget int64) *approvalRun {
 	e := mcptest.NewEnv(t)
 	pol := e.Policy()
 	for i := range pol.Rules {
@@ -61,7 +67,7 @@ func newApprovalRun(t *testing.T, approval string) *approvalRun {
 			pol.Rules[i].Cost, pol.Rules[i].Approval = 100, approval
 		}
 	}
-	tok := e.Mint(mcptest.Budget(150), "docs:read:/project/**", "docs:write:/project/**", "mcp:echo:*", "mcp:elicit:*")
+	tok := e.Mint(mcptest.Budget(budget), "docs:read:/project/**", "docs:write:/project/**", "mcp:echo:*", "mcp:elicit:*")
 	p := e.StartProxy(mcptest.ProxyOptions{Policy: pol, Token: tok})
 	return &approvalRun{e: e, p: p, tok: tok}
 }
