@@ -494,6 +494,9 @@ func readApprovalAnswer(frame []byte) (approvalResult, string) {
 		return r, "the client's answer to the approval request has a result that is not an object"
 	}
 	r.raw = raw
+	if k := caseVariantOf(res, "action", "content"); k != "" {
+		return r, "the client's answer to the approval request has a member " + quoteName(clip(k, 64)) + " that differs from action or content only in letter case"
+	}
 	if json.Unmarshal(res["action"], &r.action) != nil || r.action == "" {
 		return r, "the client's answer to the approval request has no action"
 	}
@@ -501,10 +504,24 @@ func readApprovalAnswer(frame []byte) (approvalResult, string) {
 		var content map[string]json.RawMessage
 		var approve bool
 		if json.Unmarshal(res["content"], &content) == nil && json.Unmarshal(content["approve"], &approve) == nil {
-			r.approve = approve
+			r.approve = approve && caseVariantOf(content, "approve") == ""
 		}
 	}
 	return r, ""
+}
+
+// caseVariantOf returns a member of m whose name differs from one of
+// names only in letter case, or "": readers that match names
+// case-insensitively could take it for that one.
+func caseVariantOf(m map[string]json.RawMessage, names ...string) string {
+	for k := range m {
+		for _, n := range names {
+			if k != n && strings.EqualFold(k, n) {
+				return k
+			}
+		}
+	}
+	return ""
 }
 
 // forwardHeld sends an approved call to the upstream, exactly as it was
