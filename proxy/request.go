@@ -123,7 +123,7 @@ func (s *session) clientRequest(h header, frame []byte) {
 		s.clientCapabilities(h.params)
 	}
 	s.mu.Lock()
-	dup := s.pending.get(key) != nil || s.appr.byKey[key] != nil
+	dup := s.pending.get(key) != nil || len(s.appr.byKey) > 0 && s.appr.byKey[key] != nil
 	full := s.pending.len() >= maxPending
 	s.mu.Unlock()
 	if dup {
