@@ -108,6 +108,9 @@ type approvals struct {
 	elicit   bool
 	answerer string
 	closed   bool
+	// trips are the approvals asked of 2026-07-28 clients, by requestState
+	// (approval_mrtr.go).
+	trips map[string]*roundTrip
 }
 
 // clientCapabilities reads the initialize request's params as it passes
@@ -202,6 +205,14 @@ func (s *session) hold(p *pending, h header, cp *callParams, frame []byte) bool 
 	if s.cfg.Observe {
 		s.log.Info("approval not asked in observe mode", zap.String("method", p.method), zap.String("target", p.target))
 		return false
+	}
+	if m, modern, bad := readModernParams(h.params); bad != "" {
+		s.refuseHeld(p, ApprovalUnavailable, "the request cannot be read for its approval: "+bad, &s.clientLog, true)
+		p.free()
+		return true
+	} else if modern {
+		s.holdModern(p, h, cp, frame, m)
+		return true
 	}
 	now := time.Now()
 	ap, _ := s.cfg.Gate.approval(p.method, p.decision.Call.Rule)
@@ -321,12 +332,27 @@ func (p *pending) what() string {
 var approvalSchema = json.RawMessage(`{"type":"object","properties":{"approve":{"type":"boolean","title":"Approve this call","description":"Tick to let the call run; leave unticked, decline or cancel to refuse it.","default":false}},"required":["approve"]}`)
 
 // approvalRequest is the elicitation/create request asking for hc's
+// approval.
+func approvalRequest(ask string, hc *heldCall, arguments []byte) ([]byte, error) {
+	msg := struct {
+		JSONRPC string `json:"jsonrpc"`
+		ID      string `json:"id"`
+		Method  string `json:"method"`
+		Params  any    `json:"params"`
+	}{"2.0", ask, MethodElicitationCreate, approvalParams(&hc.outcome, hc.p, arguments)}
+	out, err := json.Marshal(msg)
+	if err != nil {
+		return nil, err
+	}
+	return append(out, '\n'), nil
+}
+
+// approvalParams are the params of the elicitation/create asking for an
 // approval: the message names the target, a bounded summary of the
 // arguments, the cost and the delegation, all made printable.
-func approvalRequest(ask string, hc *heldCall, arguments []byte) ([]byte, error) {
-	o := &hc.outcome
+func approvalParams(o *ApprovalOutcome, p *pending, arguments []byte) map[string]any {
 	var b strings.Builder
-	fmt.Fprintf(&b, "delegateos: approve %s", printable(hc.p.what()))
+	fmt.Fprintf(&b, "delegateos: approve %s", printable(p.what()))
 	if o.Capability != "" {
 		fmt.Fprintf(&b, " (capability %s)", printable(o.Capability))
 	}
@@ -341,24 +367,14 @@ func approvalRequest(ask string, hc *heldCall, arguments []byte) ([]byte, error)
 		b.WriteString("Delegation: none (unauthenticated call)\n")
 	}
 	fmt.Fprintf(&b, "Request SHA-256: %s\nExpires: %s", o.RequestHash, o.ExpiresAt.UTC().Format(time.RFC3339))
-	msg := struct {
-		JSONRPC string `json:"jsonrpc"`
-		ID      string `json:"id"`
-		Method  string `json:"method"`
-		Params  any    `json:"params"`
-	}{"2.0", ask, MethodElicitationCreate, map[string]any{
+	return map[string]any{
 		"message":         b.String(),
 		"requestedSchema": approvalSchema,
 		"_meta": map[string]any{"delegateos/approval": map[string]any{
 			"method": o.Method, "target": o.Target, "capability": o.Capability, "costMicrocents": o.Cost,
 			"delegationId": o.DelegationID, "requestSha256": o.RequestHash, "expiresAt": o.ExpiresAt.UTC().Format(time.RFC3339),
 		}},
-	}}
-	out, err := json.Marshal(msg)
-	if err != nil {
-		return nil, err
 	}
-	return append(out, '\n'), nil
 }
 
 // argumentsSummary is the arguments as compact JSON, at most
@@ -399,26 +415,7 @@ func (s *session) approvalAnswer(h header, frame []byte) bool {
 	}
 	o := &hc.outcome
 	o.DecidedAt = time.Now()
-	result, errMsg := readApprovalAnswer(frame)
-	switch {
-	case errMsg != "":
-		o.Denial, o.Detail = ApprovalUnavailable, errMsg
-	default:
-		sum := sha256.Sum256(result.raw)
-		o.ContentHash, o.Action = hex.EncodeToString(sum[:]), result.action
-		switch {
-		case result.action == "accept" && result.approve:
-			o.Approved = true
-		case result.action == "accept":
-			o.Denial, o.Detail = ApprovalDeclined, "the approval form was submitted without approve ticked"
-		case result.action == "decline":
-			o.Denial, o.Detail = ApprovalDeclined, "the approval was declined"
-		case result.action == "cancel":
-			o.Denial, o.Detail = ApprovalDeclined, "the approval was cancelled"
-		default:
-			o.Denial, o.Detail = ApprovalUnavailable, "the client answered the approval request with action "+quoteName(clip(result.action, 64))
-		}
-	}
+	o.judge(readApprovalAnswer(frame))
 	s.logApproval(o)
 	if !o.Approved {
 		s.refuseHeld(hc.p, o.Denial, o.Detail, &s.clientLog, true)
@@ -427,6 +424,28 @@ func (s *session) approvalAnswer(h header, frame []byte) bool {
 	}
 	s.forwardHeld(hc)
 	return true
+}
+
+// judge records the answer read (or what was wrong with it) in o.
+func (o *ApprovalOutcome) judge(result approvalResult, bad string) {
+	if bad != "" {
+		o.Denial, o.Detail = ApprovalUnavailable, bad
+		return
+	}
+	sum := sha256.Sum256(result.raw)
+	o.ContentHash, o.Action = hex.EncodeToString(sum[:]), result.action
+	switch {
+	case result.action == "accept" && result.approve:
+		o.Approved = true
+	case result.action == "accept":
+		o.Denial, o.Detail = ApprovalDeclined, "the approval form was submitted without approve ticked"
+	case result.action == "decline":
+		o.Denial, o.Detail = ApprovalDeclined, "the approval was declined"
+	case result.action == "cancel":
+		o.Denial, o.Detail = ApprovalDeclined, "the approval was cancelled"
+	default:
+		o.Denial, o.Detail = ApprovalUnavailable, "the client answered the approval request with action "+quoteName(clip(result.action, 64))
+	}
 }
 
 // approvalID decodes a response id and reports whether it is under the
@@ -489,6 +508,13 @@ func readApprovalAnswer(frame []byte) (approvalResult, string) {
 	if !ok {
 		return r, "the client's answer to the approval request has no result"
 	}
+	return readApprovalResult(raw)
+}
+
+// readApprovalResult reads an elicitation result: an object with an
+// action string, and for accept a content object whose approve is true.
+func readApprovalResult(raw []byte) (approvalResult, string) {
+	var r approvalResult
 	var res map[string]json.RawMessage
 	if json.Unmarshal(raw, &res) != nil || res == nil {
 		return r, "the client's answer to the approval request has a result that is not an object"
