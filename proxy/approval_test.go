@@ -124,3 +124,52 @@ func FuzzArgumentsSummary(f *testing.F) {
 		}
 	})
 }
+
+func TestReadModernParams(t *testing.T) {
+	const caps = `"_meta":{"io.modelcontextprotocol/clientCapabilities":{"elicitation":{}},"io.modelcontextprotocol/clientInfo":{"name":"m","version":"2"}}`
+	cases := []struct {
+		params  string
+		modern  bool
+		elicit  bool
+		state   string
+		answer  string
+		bad     string
+		answerr string
+	}{
+		{`{"name":"x"}`, false, false, "", "", "", ""},
+		{`{"name":"x","arguments":{"requestState":"s"}}`, false, false, "", "", "", ""},
+		{`{"name":"x",` + caps + `}`, true, true, "", "", "", "m/2"},
+		{`{"name":"x","_meta":{"io.modelcontextprotocol/clientCapabilities":{}}}`, true, false, "", "", "", ""},
+		{`{"name":"x","requestState":"s","inputResponses":{"delegateos/approval":{"action":"accept"}}}`, true, false, "s", `{"action":"accept"}`, "", ""},
+		{`{"name":"x","requestState":7}`, false, false, "", "", "not a string", ""},
+		{`{"name":"x","requestState":"a","requestState":"b"}`, false, false, "", "", "read two ways", ""},
+		{`{"name":"x","requestState":"a","RequestState":"b"}`, false, false, "", "", "letter case", ""},
+	}
+	for _, c := range cases {
+		m, modern, bad := readModernParams([]byte(c.params))
+		switch {
+		case c.bad != "" && !strings.Contains(bad, c.bad):
+			t.Errorf("%s: error %q, want %q", c.params, bad, c.bad)
+		case c.bad == "" && (bad != "" || modern != c.modern || m.elicit != c.elicit || m.state != c.state || string(m.answer) != c.answer || m.answerer != c.answerr):
+			t.Errorf("%s: %+v %v %q", c.params, m, modern, bad)
+		}
+	}
+}
+
+func FuzzModernParams(f *testing.F) {
+	f.Add([]byte(`{"name":"x","requestState":"s","inputResponses":{"delegateos/approval":{"action":"accept","content":{"approve":true}}},"_meta":{"io.modelcontextprotocol/clientCapabilities":{"elicitation":{}}}}`))
+	f.Fuzz(func(t *testing.T, params []byte) {
+		m, modern, bad := readModernParams(params)
+		if bad != "" && modern {
+			t.Fatal("refused params read as modern")
+		}
+		if !modern && (m.elicit || m.state != "" || m.answer != nil) {
+			t.Fatalf("params not read as modern carry %+v", m)
+		}
+		if m.answer != nil {
+			if r, bad := readApprovalResult(m.answer); bad == "" && r.approve && r.action != "accept" {
+				t.Fatalf("approve read with action %q", r.action)
+			}
+		}
+	})
+}
