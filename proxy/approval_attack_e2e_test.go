@@ -7,6 +7,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/mark3labs/mcp-go/client"
+	"github.com/mark3labs/mcp-go/mcp"
+
 	"github.com/delegateos/delegateos/dct"
 	"github.com/delegateos/delegateos/internal/mcptest"
 	"github.com/delegateos/delegateos/proxy"
@@ -226,4 +229,59 @@ func TestApprovalSessionEnds(t *testing.T) {
 	if n := len(r.p.LogWith("approval answered", func(l map[string]any) bool { return l["denial"] == string(proxy.ApprovalUnavailable) })); n != 1 {
 		t.Errorf("%d lines for the dropped approval, want 1", n)
 	}
+}
+
+// TestApprovalResourcesAndPrompts: resources and prompts rules hold
+// resources/read and prompts/get for approval too.
+func TestApprovalResourcesAndPrompts(t *testing.T) {
+	e := mcptest.NewEnv(t)
+	pol := e.Policy()
+	pol.Extra = "resources:\n  - match: \"file:///project/**\"\n    namespace: files\n    action: read\n    approval: required\n" +
+		"prompts:\n  - match: greeting\n    namespace: prompts\n    action: get\n    approval: required\n"
+	p := e.StartProxy(mcptest.ProxyOptions{Policy: pol, Token: e.Mint(nil, "files:read:file:///project/**", "prompts:get:greeting")})
+	c := p.Raw()
+	c.Send(`{"jsonrpc":"2.0","id":"init","method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{"elicitation":{}},"clientInfo":{"name":"raw","version":"1"}}}`)
+	c.Response(`"init"`)
+	for _, req := range []struct{ frame, what string }{
+		{`{"jsonrpc":"2.0","id":1,"method":"resources/read","params":{"uri":"file:///project/README.md"}}`, "resources/read of file:///project/README.md"},
+		{`{"jsonrpc":"2.0","id":2,"method":"prompts/get","params":{"name":"greeting"}}`, "prompt greeting"},
+	} {
+		c.Send(req.frame)
+		m := c.Next()
+		if m.Method != proxy.MethodElicitationCreate {
+			t.Fatalf("%s: got %s %s %+v, want the proxy's approval request", req.what, m.Method, m.Result, m.Error)
+		}
+		c.Send(answer(string(m.ID), "accept", true))
+		id := req.frame[len(`{"jsonrpc":"2.0","id":`) : len(`{"jsonrpc":"2.0","id":`)+1]
+		if r := c.Response(id); r.Error != nil || len(r.Result) == 0 {
+			t.Errorf("%s approved: %+v", req.what, r.Error)
+		}
+	}
+	p.WaitLog("approval answered", func(l map[string]any) bool { return l["method"] == "prompts/get" })
+	lines := p.LogWith("approval answered", func(l map[string]any) bool { return l["approved"] == true })
+	if len(lines) != 2 || lines[0]["method"] != "resources/read" || lines[1]["method"] != "prompts/get" {
+		t.Errorf("approval lines %v", lines)
+	}
+}
+
+// TestApprovalObserve: in observe mode nobody is asked and the call is
+// forwarded; the log says it would have waited.
+func TestApprovalObserve(t *testing.T) {
+	e := mcptest.NewEnv(t)
+	pol := e.Policy()
+	for i := range pol.Rules {
+		if pol.Rules[i].Match == "write_file" {
+			pol.Rules[i].Approval = "required"
+		}
+	}
+	p := e.StartProxy(mcptest.ProxyOptions{Policy: pol, Token: e.Mint(nil, "docs:write:/project/**"), Flags: []string{"--observe"}})
+	a := &approver{answer: func(mcp.ElicitationRequest) (*mcp.ElicitationResult, error) {
+		return answerWith(mcp.ElicitationResponseActionDecline, nil)
+	}}
+	s := p.Connect(mcptest.SessionOptions{Legacy: true, ClientOptions: []client.ClientOption{client.WithElicitationHandler(a)}})
+	s.Call(t, "write_file", writeArgs("/project/observed.md")).OK(t, "write_file in observe mode")
+	if n := len(a.requests()); n != 0 {
+		t.Errorf("observe mode asked %d times", n)
+	}
+	p.WaitLog("approval not asked in observe mode", nil)
 }
