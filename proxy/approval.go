@@ -207,8 +207,7 @@ func (s *session) hold(p *pending, h header, cp *callParams, frame []byte) bool 
 		return false
 	}
 	if m, modern, bad := readModernParams(h.params); bad != "" {
-		s.refuseHeld(p, ApprovalUnavailable, "the request cannot be read for its approval: "+bad, &s.clientLog, true)
-		p.free()
+		s.refuseUnasked(p, ApprovalUnavailable, "the request cannot be read for its approval: "+bad)
 		return true
 	} else if modern {
 		s.holdModern(p, h, cp, frame, m)
@@ -230,8 +229,7 @@ func (s *session) hold(p *pending, h header, cp *callParams, frame []byte) bool 
 	}
 	if why != "" {
 		s.mu.Unlock()
-		s.refuseHeld(p, ApprovalUnavailable, why, &s.clientLog, true)
-		p.free()
+		s.refuseUnasked(p, ApprovalUnavailable, why)
 		return true
 	}
 	if a.prefix == "" {
@@ -259,15 +257,13 @@ func (s *session) hold(p *pending, h header, cp *callParams, frame []byte) bool 
 	}
 	req, err := approvalRequest(ask, hc, cp.arguments)
 	if err != nil {
-		s.refuseHeld(p, ApprovalUnavailable, "the approval request cannot be written: "+err.Error(), &s.clientLog, true)
-		p.free()
+		s.refuseUnasked(p, ApprovalUnavailable, "the approval request cannot be written: "+err.Error())
 		return true
 	}
 	s.mu.Lock()
 	if a.closed {
 		s.mu.Unlock()
-		s.refuseHeld(p, ApprovalUnavailable, "the session is ending", &s.clientLog, true)
-		p.free()
+		s.refuseUnasked(p, ApprovalUnavailable, "the session is ending")
 		return true
 	}
 	a.byAsk[ask] = hc
@@ -416,7 +412,7 @@ func (s *session) approvalAnswer(h header, frame []byte) bool {
 	o := &hc.outcome
 	o.DecidedAt = time.Now()
 	o.judge(readApprovalAnswer(frame))
-	s.logApproval(o)
+	s.concluded(o)
 	if !o.Approved {
 		s.refuseHeld(hc.p, o.Denial, o.Detail, &s.clientLog, true)
 		hc.p.free()
@@ -598,7 +594,7 @@ func (s *session) approvalTimedOut(ask string) {
 	o := &hc.outcome
 	o.DecidedAt = time.Now()
 	o.Denial, o.Detail = ApprovalDeclined, fmt.Sprintf("no answer to the approval request within %s", o.ExpiresAt.Sub(o.RequestedAt))
-	s.logApproval(o)
+	s.concluded(o)
 	s.cancelAsk(ask, "the approval request timed out")
 	var lines logBatch // the pumps' batches belong to them
 	s.refuseHeld(hc.p, o.Denial, o.Detail, &lines, true)
@@ -624,7 +620,7 @@ func (s *session) cancelHeld(raw []byte) bool {
 	o := &hc.outcome
 	o.DecidedAt = time.Now()
 	o.Denial, o.Detail = ApprovalDeclined, "the client cancelled the call before it was approved"
-	s.logApproval(o)
+	s.concluded(o)
 	s.cancelAsk(o.ID, "the call was cancelled")
 	p := hc.p
 	s.settleNow(p, 0, true, outcomeCancelled)
@@ -650,7 +646,7 @@ func (s *session) dropHeld(msg string) {
 		o := &hc.outcome
 		o.DecidedAt = time.Now()
 		o.Denial, o.Detail = ApprovalUnavailable, "the session ended before the approval was answered"
-		s.logApproval(o)
+		s.concluded(o)
 		if msg != "" {
 			s.cancelAsk(o.ID, "the session is ending")
 		}
@@ -693,6 +689,21 @@ func (s *session) refuseHeld(p *pending, t dct.DenialType, detail string, lb *lo
 	}
 }
 
+// refuseUnasked refuses a held call for which nobody was asked.
+func (s *session) refuseUnasked(p *pending, t dct.DenialType, detail string) {
+	now := time.Now()
+	o := ApprovalOutcome{Method: p.method, Target: p.target, Capability: capabilityText(p.decision), Cost: p.cost(),
+		DelegationID: delegationOf(p.decision), RequestedAt: now, DecidedAt: now, ExpiresAt: now, Denial: t, Detail: detail}
+	s.concluded(&o)
+	s.refuseHeld(p, t, detail, &s.clientLog, true)
+	p.free()
+}
+
+// concluded records an approval's outcome, whatever it was.
+func (s *session) concluded(o *ApprovalOutcome) {
+	s.logApproval(o)
+}
+
 // logApproval writes an approval's outcome.
 func (s *session) logApproval(o *ApprovalOutcome) {
 	fields := []zap.Field{
@@ -706,7 +717,7 @@ func (s *session) logApproval(o *ApprovalOutcome) {
 	if !o.Approved {
 		fields = append(fields, zap.String("denial", string(o.Denial)), zap.String("detail", o.Detail))
 	}
-	s.log.Info("approval answered", fields...)
+	s.log.Info("approval outcome", fields...)
 }
 
 // forgedApprovalID reports whether an upstream request uses an id under
@@ -733,7 +744,7 @@ func (s *session) approvalTooLarge(id []byte, msg string) bool {
 	o := &hc.outcome
 	o.DecidedAt = time.Now()
 	o.Denial, o.Detail = ApprovalUnavailable, "the client's answer to the approval request "+msg
-	s.logApproval(o)
+	s.concluded(o)
 	s.refuseHeld(hc.p, o.Denial, o.Detail, &s.clientLog, true)
 	hc.p.free()
 	return true

@@ -155,7 +155,7 @@ func TestApprovalCancelled(t *testing.T) {
 	if m := r.c.Next(); m.Method != "notifications/cancelled" {
 		t.Fatalf("got %s %s, want the approval request withdrawn", m.Method, m.ID)
 	}
-	r.p.WaitLog("approval answered", func(l map[string]any) bool { return strings.Contains(fmt.Sprint(l["detail"]), "cancelled the call") })
+	r.p.WaitLog("approval outcome", func(l map[string]any) bool { return strings.Contains(fmt.Sprint(l["detail"]), "cancelled the call") })
 	r.c.Send(answer(ask, "accept", true))
 	r.quiet(t, 300*time.Millisecond, "an answer to a withdrawn request")
 	if r.written(t, "/project/cancelled.md") || r.upstreamWrites() != 0 {
@@ -225,7 +225,7 @@ func TestApprovalSessionEnds(t *testing.T) {
 	if r.written(t, "/project/gone.md") || r.upstreamWrites() != 0 {
 		t.Fatal("a call held when the session ended reached the upstream")
 	}
-	if n := len(r.p.LogWith("approval answered", func(l map[string]any) bool { return l["denial"] == string(proxy.ApprovalUnavailable) })); n != 1 {
+	if n := len(r.p.LogWith("approval outcome", func(l map[string]any) bool { return l["denial"] == string(proxy.ApprovalUnavailable) })); n != 1 {
 		t.Errorf("%d lines for the dropped approval, want 1", n)
 	}
 }
@@ -256,8 +256,8 @@ func TestApprovalResourcesAndPrompts(t *testing.T) {
 			t.Errorf("%s approved: %+v", req.what, r.Error)
 		}
 	}
-	p.WaitLog("approval answered", func(l map[string]any) bool { return l["method"] == "prompts/get" })
-	lines := p.LogWith("approval answered", func(l map[string]any) bool { return l["approved"] == true })
+	p.WaitLog("approval outcome", func(l map[string]any) bool { return l["method"] == "prompts/get" })
+	lines := p.LogWith("approval outcome", func(l map[string]any) bool { return l["approved"] == true })
 	if len(lines) != 2 || lines[0]["method"] != "resources/read" || lines[1]["method"] != "prompts/get" {
 		t.Errorf("approval lines %v", lines)
 	}

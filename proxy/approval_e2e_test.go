@@ -138,7 +138,7 @@ func TestApprovalAccept(t *testing.T) {
 	if n := len(r.p.LogWith("upstream stderr", mcptest.UpstreamLogged("tool=write_file"))); n > 1 {
 		t.Errorf("the upstream ran write_file %d times", n)
 	}
-	line := r.p.WaitLog("approval answered", func(m map[string]any) bool { return m["approved"] == true })
+	line := r.p.WaitLog("approval outcome", func(m map[string]any) bool { return m["approved"] == true })
 	if line["action"] != "accept" || line["answerer"] != "mcptest/0" || len(line["content_sha256"].(string)) != 64 || len(line["request_sha256"].(string)) != 64 {
 		t.Errorf("approval line %v", line)
 	}

@@ -116,8 +116,7 @@ func (s *session) holdModern(p *pending, h header, cp *callParams, frame []byte,
 		return
 	}
 	if !m.elicit {
-		s.refuseHeld(p, ApprovalUnavailable, "the client did not declare the elicitation capability (form mode) in the request's _meta, so no one can be asked to approve "+p.what(), &s.clientLog, true)
-		p.free()
+		s.refuseUnasked(p, ApprovalUnavailable, "the client did not declare the elicitation capability (form mode) in the request's _meta, so no one can be asked to approve "+p.what())
 		return
 	}
 	now := time.Now()
@@ -135,8 +134,7 @@ func (s *session) holdModern(p *pending, h header, cp *callParams, frame []byte,
 	full := len(a.trips) >= maxHeld
 	s.mu.Unlock()
 	if full {
-		s.refuseHeld(p, ApprovalUnavailable, "16 approvals are already waiting for an answer", &s.clientLog, true)
-		p.free()
+		s.refuseUnasked(p, ApprovalUnavailable, "16 approvals are already waiting for an answer")
 		return
 	}
 	var r [16]byte
@@ -160,8 +158,7 @@ func (s *session) holdModern(p *pending, h header, cp *callParams, frame []byte,
 	}
 	b, err := json.Marshal(map[string]any{"jsonrpc": "2.0", "id": json.RawMessage(p.id), "result": result})
 	if err != nil {
-		s.refuseHeld(p, ApprovalUnavailable, "the approval request cannot be written: "+err.Error(), &s.clientLog, true)
-		p.free()
+		s.refuseUnasked(p, ApprovalUnavailable, "the approval request cannot be written: "+err.Error())
 		return
 	}
 	s.mu.Lock()
@@ -169,9 +166,9 @@ func (s *session) holdModern(p *pending, h header, cp *callParams, frame []byte,
 	s.mu.Unlock()
 	s.log.Info("approval asked", zap.String("method", p.method), zap.String("target", p.target),
 		zap.String("approval_id", state), zap.Int64("cost", t.outcome.Cost), zap.Duration("timeout", ap.Wait()), zap.Bool("input_required", true))
-	// The request is answered: its reservation goes back, and the retry
-	// is decided and reserved afresh.
-	s.settleNow(p, 0, true, outcomeInputRequired)
+	// The request is answered without being forwarded: its reservation
+	// goes back, and the retry is decided and reserved afresh.
+	s.settleNow(p, 0, true, outcomeNotForwarded)
 	s.toClient.write(append(b, '\n'))
 	p.free()
 }
@@ -185,8 +182,7 @@ func (s *session) approvalRetry(p *pending, m modernParams, digest [32]byte) {
 	delete(s.appr.trips, m.state) // one retry per approval, whatever it brings
 	s.mu.Unlock()
 	if t == nil {
-		s.refuseHeld(p, ApprovalDeclined, "params.requestState names no approval this proxy is waiting for (it was used, expired, or never issued)", &s.clientLog, true)
-		p.free()
+		s.refuseUnasked(p, ApprovalDeclined, "params.requestState names no approval this proxy is waiting for (it was used, expired, or never issued)")
 		return
 	}
 	o := &t.outcome
@@ -204,7 +200,7 @@ func (s *session) approvalRetry(p *pending, m modernParams, digest [32]byte) {
 			o.Answerer = m.answerer
 		}
 	}
-	s.logApproval(o)
+	s.concluded(o)
 	if !o.Approved {
 		s.refuseHeld(p, o.Denial, o.Detail, &s.clientLog, true)
 		p.free()
