@@ -93,6 +93,9 @@ type heldCall struct {
 	fwd     []byte
 	outcome ApprovalOutcome
 	timer   *time.Timer
+	// token is the token the call was decided with ("" if none), checked
+	// again before the call is forwarded.
+	token string
 }
 
 // approvals are the calls a session holds for approval. The session's
@@ -249,7 +252,7 @@ func (s *session) hold(p *pending, h header, cp *callParams, frame []byte) bool 
 	p.up = s.upSeq
 	fwd := s.forwardBytes(frame, h, cp, p.up)
 	sum := sha256.Sum256(fwd)
-	hc := &heldCall{p: p, fwd: fwd}
+	hc := &heldCall{p: p, fwd: fwd, token: s.callToken(cp)}
 	hc.outcome = ApprovalOutcome{
 		ID: ask, Method: p.method, Target: p.target, Capability: capabilityText(p.decision),
 		Cost: p.cost(), DelegationID: delegationOf(p.decision), RequestHash: hex.EncodeToString(sum[:]),
@@ -552,6 +555,11 @@ func (s *session) forwardHeld(hc *heldCall) {
 	p := hc.p
 	p.start = time.Now()
 	p.approval = &hc.outcome
+	if den := s.cfg.Gate.stillAuthorized(hc.token, p.start); den != nil {
+		s.refuseHeld(p, den.Type, "approved, but while it waited: "+den.Detail, &s.clientLog, true)
+		p.free()
+		return
+	}
 	s.mu.Lock()
 	full := s.pending.len() >= maxPending
 	if !full {
@@ -748,4 +756,42 @@ func (s *session) approvalTooLarge(id []byte, msg string) bool {
 	s.refuseHeld(hc.p, o.Denial, o.Detail, &s.clientLog, true)
 	hc.p.free()
 	return true
+}
+
+// callToken is the token a gated request is decided with: its own, or
+// the session's.
+func (s *session) callToken(cp *callParams) string {
+	d, _ := readDelegateos(cp.delegateos)
+	if d.DCT != "" {
+		return d.DCT
+	}
+	return s.sessionToken()
+}
+
+// stillAuthorized checks the token of a call that waited for approval
+// once more before it is forwarded: one revoked, expired, or whose
+// delegation ended in the meantime no longer authorizes the call. A call
+// made without a token (the policy allows it) has nothing to check.
+func (g *Gate) stillAuthorized(token string, now time.Time) *Denial {
+	if token == "" {
+		return nil
+	}
+	if g.Verifier == nil {
+		return &Denial{Type: dct.InvalidSignature, Detail: "this proxy trusts no root"}
+	}
+	if g.Now != nil {
+		now = g.Now()
+	}
+	scope, err := g.Verifier.VerifyChain(token, now)
+	if err != nil {
+		return denyFrom(Decision{}, err, nil).Denial
+	}
+	if g.Ended != nil {
+		for _, l := range scope.Chain {
+			if status, ended := g.Ended(l.DelegationID); ended {
+				return &Denial{Type: dct.Expired, Detail: fmt.Sprintf("delegation %s has ended (%s): its token no longer authorizes calls", l.DelegationID, status)}
+			}
+		}
+	}
+	return nil
 }

@@ -3,6 +3,7 @@ package proxy_test
 import (
 	"encoding/json"
 	"fmt"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -283,4 +284,36 @@ func TestApprovalObserve(t *testing.T) {
 		t.Errorf("observe mode asked %d times", n)
 	}
 	p.WaitLog("approval not asked in observe mode", nil)
+}
+
+// TestApprovalRevokedWhileHeld: a token revoked while the person was
+// asked no longer authorizes the call, approved or not.
+func TestApprovalRevokedWhileHeld(t *testing.T) {
+	e := mcptest.NewEnv(t)
+	revs := filepath.Join(e.Dir, "revocations.json")
+	mcptest.WriteFile(t, revs, "[]\n")
+	pol := e.Policy()
+	pol.RevocationList = revs
+	for i := range pol.Rules {
+		if pol.Rules[i].Match == "write_file" {
+			pol.Rules[i].Approval = "required"
+		}
+	}
+	tok := e.Mint(nil, "docs:write:/project/**")
+	p := e.StartProxy(mcptest.ProxyOptions{Policy: pol, Token: tok})
+	r := &rawApproval{approvalRun: &approvalRun{e: e, p: p, tok: tok}, c: p.Raw()}
+	r.c.Send(`{"jsonrpc":"2.0","id":"init","method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{"elicitation":{}},"clientInfo":{"name":"raw","version":"1"}}}`)
+	r.c.Response(`"init"`)
+	r.write("1", "/project/revoked.md")
+	ask := r.asked(t)
+	tokFile := filepath.Join(e.Dir, "held.tok")
+	mcptest.WriteFile(t, tokFile, tok.String())
+	if out, errOut, code := mcptest.CLI(t, "revoke", "--key", e.KeyFile(e.Root), "--token", "@"+tokFile, "--block", "0", "--list", revs); code != 0 {
+		t.Fatalf("delegateos revoke: status %d\n%s%s", code, out, errOut)
+	}
+	r.c.Send(answer(ask, "accept", true))
+	wantDenialFrame(t, r.c.Response("1"), dct.Revoked, "approved, but while it waited")
+	if r.written(t, "/project/revoked.md") {
+		t.Fatal("a call whose token was revoked while it waited reached the upstream")
+	}
 }

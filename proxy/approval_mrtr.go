@@ -112,7 +112,7 @@ func orNull(raw []byte) []byte {
 func (s *session) holdModern(p *pending, h header, cp *callParams, frame []byte, m modernParams) {
 	digest := s.requestDigest(p, cp)
 	if strings.HasPrefix(m.state, approvalStatePrefix) {
-		s.approvalRetry(p, m, digest)
+		s.approvalRetry(p, m, digest, s.callToken(cp))
 		return
 	}
 	if !m.elicit {
@@ -176,7 +176,7 @@ func (s *session) holdModern(p *pending, h header, cp *callParams, frame []byte,
 // approvalRetry handles a request that comes back with the answer to the
 // proxy's input request: the requestState must be one the proxy issued
 // and has not seen back, not expired, for this same request.
-func (s *session) approvalRetry(p *pending, m modernParams, digest [32]byte) {
+func (s *session) approvalRetry(p *pending, m modernParams, digest [32]byte, token string) {
 	s.mu.Lock()
 	t := s.appr.trips[m.state]
 	delete(s.appr.trips, m.state) // one retry per approval, whatever it brings
@@ -207,7 +207,7 @@ func (s *session) approvalRetry(p *pending, m modernParams, digest [32]byte) {
 		return
 	}
 	p.up = t.up
-	s.forwardHeld(&heldCall{p: p, fwd: t.fwd, outcome: *o})
+	s.forwardHeld(&heldCall{p: p, fwd: t.fwd, outcome: *o, token: token})
 }
 
 // requestDigest is what a request that comes back with an approval must
@@ -230,11 +230,7 @@ func (s *session) requestDigest(p *pending, cp *callParams) [32]byte {
 	}
 	write(args.Bytes())
 	d, _ := readDelegateos(cp.delegateos)
-	tok := d.DCT
-	if tok == "" {
-		tok = s.sessionToken()
-	}
-	write([]byte(tok))
+	write([]byte(s.callToken(cp)))
 	write([]byte(d.ContractID))
 	write([]byte(d.DelegationID))
 	var sum [32]byte
