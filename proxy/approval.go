@@ -271,11 +271,17 @@ func (s *session) hold(p *pending, h header, cp *callParams, frame []byte) bool 
 	}
 	a.byAsk[ask] = hc
 	a.byKey[p.key] = hc
-	hc.timer = time.AfterFunc(wait, func() { s.approvalTimedOut(ask) })
 	s.mu.Unlock()
 	s.log.Info("approval asked", zap.String("method", p.method), zap.String("target", p.target),
 		zap.String("approval_id", ask), zap.Int64("cost", hc.outcome.Cost), zap.Duration("timeout", wait))
 	s.toClient.write(req)
+	// The wait starts once the request is out, unless it was answered
+	// (or the session ended) already.
+	s.mu.Lock()
+	if a.byAsk[ask] == hc {
+		hc.timer = time.AfterFunc(wait, func() { s.approvalTimedOut(ask) })
+	}
+	s.mu.Unlock()
 	return true
 }
 
@@ -475,7 +481,9 @@ func (s *session) unhold(ask string) *heldCall {
 func (s *session) dropLocked(hc *heldCall) {
 	delete(s.appr.byAsk, hc.outcome.ID)
 	delete(s.appr.byKey, hc.p.key)
-	hc.timer.Stop()
+	if hc.timer != nil {
+		hc.timer.Stop()
+	}
 }
 
 type approvalResult struct {
