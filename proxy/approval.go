@@ -76,12 +76,29 @@ type ApprovalOutcome struct {
 	// Approved is set only when the action was accept and the form's
 	// approve field was true.
 	Approved bool
+	// Verdict is how it ended: VerdictApproved, VerdictDeclined,
+	// VerdictCancelled, VerdictTimeout or VerdictUnavailable.
+	Verdict string
 	// Denial is the denial type when not approved, and Detail says why.
 	Denial dct.DenialType
 	Detail string
 	// RequestedAt is when the request was sent, DecidedAt when the outcome
 	// was known, ExpiresAt when the wait would have ended.
 	RequestedAt, DecidedAt, ExpiresAt time.Time
+}
+
+// How an approval ended (ApprovalOutcome.Verdict).
+const (
+	VerdictApproved    = "approved"
+	VerdictDeclined    = "declined"    // declined, or submitted without approve
+	VerdictCancelled   = "cancelled"   // cancelled by the person or the client
+	VerdictTimeout     = "timeout"     // no answer in time
+	VerdictUnavailable = "unavailable" // nobody could be asked, or the answer could not be read
+)
+
+// refused records why the approval did not let the call through.
+func (o *ApprovalOutcome) refused(verdict string, t dct.DenialType, detail string) {
+	o.Verdict, o.Denial, o.Detail = verdict, t, detail
 }
 
 // heldCall is a request waiting for a person's approval. It is in no
@@ -434,22 +451,22 @@ func (s *session) approvalAnswer(h header, frame []byte) bool {
 // judge records the answer read (or what was wrong with it) in o.
 func (o *ApprovalOutcome) judge(result approvalResult, bad string) {
 	if bad != "" {
-		o.Denial, o.Detail = ApprovalUnavailable, bad
+		o.refused(VerdictUnavailable, ApprovalUnavailable, bad)
 		return
 	}
 	sum := sha256.Sum256(result.raw)
 	o.ContentHash, o.Action = hex.EncodeToString(sum[:]), result.action
 	switch {
 	case result.action == "accept" && result.approve:
-		o.Approved = true
+		o.Approved, o.Verdict = true, VerdictApproved
 	case result.action == "accept":
-		o.Denial, o.Detail = ApprovalDeclined, "the approval form was submitted without approve ticked"
+		o.refused(VerdictDeclined, ApprovalDeclined, "the approval form was submitted without approve ticked")
 	case result.action == "decline":
-		o.Denial, o.Detail = ApprovalDeclined, "the approval was declined"
+		o.refused(VerdictDeclined, ApprovalDeclined, "the approval was declined")
 	case result.action == "cancel":
-		o.Denial, o.Detail = ApprovalDeclined, "the approval was cancelled"
+		o.refused(VerdictCancelled, ApprovalDeclined, "the approval was cancelled")
 	default:
-		o.Denial, o.Detail = ApprovalUnavailable, "the client answered the approval request with action "+quoteName(clip(result.action, 64))
+		o.refused(VerdictUnavailable, ApprovalUnavailable, "the client answered the approval request with action "+quoteName(clip(result.action, 64)))
 	}
 }
 
@@ -609,7 +626,7 @@ func (s *session) approvalTimedOut(ask string) {
 	s.mu.Unlock()
 	o := &hc.outcome
 	o.DecidedAt = time.Now()
-	o.Denial, o.Detail = ApprovalDeclined, fmt.Sprintf("no answer to the approval request within %s", o.ExpiresAt.Sub(o.RequestedAt))
+	o.refused(VerdictTimeout, ApprovalDeclined, fmt.Sprintf("no answer to the approval request within %s", o.ExpiresAt.Sub(o.RequestedAt)))
 	s.concluded(o)
 	s.cancelAsk(ask, "the approval request timed out")
 	var lines logBatch // the pumps' batches belong to them
@@ -635,7 +652,7 @@ func (s *session) cancelHeld(raw []byte) bool {
 	}
 	o := &hc.outcome
 	o.DecidedAt = time.Now()
-	o.Denial, o.Detail = ApprovalDeclined, "the client cancelled the call before it was approved"
+	o.refused(VerdictCancelled, ApprovalDeclined, "the client cancelled the call before it was approved")
 	s.concluded(o)
 	s.cancelAsk(o.ID, "the call was cancelled")
 	p := hc.p
@@ -661,7 +678,7 @@ func (s *session) dropHeld(msg string) {
 	for _, hc := range hcs {
 		o := &hc.outcome
 		o.DecidedAt = time.Now()
-		o.Denial, o.Detail = ApprovalUnavailable, "the session ended before the approval was answered"
+		o.refused(VerdictUnavailable, ApprovalUnavailable, "the session ended before the approval was answered")
 		s.concluded(o)
 		if msg != "" {
 			s.cancelAsk(o.ID, "the session is ending")
@@ -709,7 +726,12 @@ func (s *session) refuseHeld(p *pending, t dct.DenialType, detail string, lb *lo
 func (s *session) refuseUnasked(p *pending, t dct.DenialType, detail string) {
 	now := time.Now()
 	o := ApprovalOutcome{Method: p.method, Target: p.target, Capability: capabilityText(p.decision), Cost: p.cost(),
-		DelegationID: delegationOf(p.decision), RequestedAt: now, DecidedAt: now, ExpiresAt: now, Denial: t, Detail: detail}
+		DelegationID: delegationOf(p.decision), RequestedAt: now, DecidedAt: now, ExpiresAt: now}
+	verdict := VerdictUnavailable
+	if t == ApprovalDeclined {
+		verdict = VerdictDeclined
+	}
+	o.refused(verdict, t, detail)
 	s.concluded(&o)
 	s.refuseHeld(p, t, detail, &s.clientLog, true)
 	p.free()
@@ -724,7 +746,7 @@ func (s *session) concluded(o *ApprovalOutcome) {
 func (s *session) logApproval(o *ApprovalOutcome) {
 	fields := []zap.Field{
 		zap.String("approval_id", o.ID), zap.String("method", o.Method), zap.String("target", o.Target),
-		zap.Bool("approved", o.Approved), zap.String("action", o.Action), zap.String("answerer", o.Answerer),
+		zap.Bool("approved", o.Approved), zap.String("verdict", o.Verdict), zap.String("action", o.Action), zap.String("answerer", o.Answerer),
 		zap.String("request_sha256", o.RequestHash), zap.Duration("waited", o.DecidedAt.Sub(o.RequestedAt)),
 	}
 	if o.ContentHash != "" {
@@ -759,7 +781,7 @@ func (s *session) approvalTooLarge(id []byte, msg string) bool {
 	}
 	o := &hc.outcome
 	o.DecidedAt = time.Now()
-	o.Denial, o.Detail = ApprovalUnavailable, "the client's answer to the approval request "+msg
+	o.refused(VerdictUnavailable, ApprovalUnavailable, "the client's answer to the approval request "+msg)
 	s.concluded(o)
 	s.refuseHeld(hc.p, o.Denial, o.Detail, &s.clientLog, true)
 	hc.p.free()

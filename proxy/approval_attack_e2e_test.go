@@ -187,6 +187,7 @@ func TestApprovalTimeout(t *testing.T) {
 			t.Fatalf("got %s %s", m.Method, m.ID)
 		}
 	}
+	r.p.WaitLog("approval outcome", func(l map[string]any) bool { return l["verdict"] == proxy.VerdictTimeout })
 	r.c.Send(answer(ask, "accept", true))
 	r.quiet(t, 300*time.Millisecond, "an answer after the timeout")
 	if r.written(t, "/project/late.md") {

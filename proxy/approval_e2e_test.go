@@ -190,6 +190,9 @@ func TestApprovalRefused(t *testing.T) {
 			if n := len(a.requests()); n != 2 {
 				t.Errorf("asked %d times, want 2", n)
 			}
+			verdict := map[string]string{"decline": proxy.VerdictDeclined, "cancel": proxy.VerdictCancelled, "unticked": proxy.VerdictDeclined,
+				"no content": proxy.VerdictDeclined, "error": proxy.VerdictUnavailable}[c.name]
+			r.p.WaitLog("approval outcome", func(l map[string]any) bool { return l["verdict"] == verdict })
 			// A call whose rule asks for no approval is not held.
 			s.Call(t, "echo", map[string]any{"text": "hi"}).OK(t, "echo")
 			if n := len(a.requests()); n != 2 {

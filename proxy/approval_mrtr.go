@@ -189,11 +189,11 @@ func (s *session) approvalRetry(p *pending, m modernParams, digest [32]byte, tok
 	o.DecidedAt = time.Now()
 	switch {
 	case o.DecidedAt.After(o.ExpiresAt):
-		o.Denial, o.Detail = ApprovalDeclined, "no answer to the approval request within "+o.ExpiresAt.Sub(o.RequestedAt).String()
+		o.refused(VerdictTimeout, ApprovalDeclined, "no answer to the approval request within "+o.ExpiresAt.Sub(o.RequestedAt).String())
 	case t.digest != digest:
-		o.Denial, o.Detail = ApprovalDeclined, "the request sent back with the answer is not the request that was to be approved"
+		o.refused(VerdictDeclined, ApprovalDeclined, "the request sent back with the answer is not the request that was to be approved")
 	case m.answer == nil:
-		o.Denial, o.Detail = ApprovalUnavailable, "params.inputResponses holds no answer to "+approvalInputKey
+		o.refused(VerdictUnavailable, ApprovalUnavailable, "params.inputResponses holds no answer to "+approvalInputKey)
 	default:
 		o.judge(readApprovalResult(m.answer))
 		if m.answerer != "" {
