@@ -21,7 +21,7 @@ func DIDFromPublicKey(pub ed25519.PublicKey) string {
 	buf := make([]byte, 0, 2+len(pub))
 	buf = append(buf, ed25519Multicodec[:]...)
 	buf = append(buf, pub...)
-	return DIDPrefix + base58Encode(buf)
+	return DIDPrefix + Base58Encode(buf)
 }
 
 // PublicKeyFromDID decodes an Ed25519 did:key.

@@ -116,7 +116,7 @@ func (ps *parser) errorf(n *yaml.Node, key, format string, args ...any) {
 
 var topKeys = []string{"roots", "tools", "resources", "prompts", "default_cost", "allow_unauthenticated", "honour_upstream_cost",
 	"revocation_list", "spend_store", "max_frame_bytes", "log", "workspace", "judge", "reputation", "upstream_user", "rate",
-	"tool_pins"}
+	"tool_pins", "proxy_key", "audit_log", "receipts"}
 
 func (ps *parser) policy(n *yaml.Node, p *Policy) {
 	if n.Kind != yaml.MappingNode {
@@ -165,6 +165,12 @@ func (ps *parser) policy(n *yaml.Node, p *Policy) {
 			p.Rate = ps.rate(v, key)
 		case "tool_pins":
 			ps.path(v, key, &p.ToolPins)
+		case "proxy_key":
+			ps.path(v, key, &p.ProxyKey)
+		case "audit_log":
+			ps.path(v, key, &p.AuditLog)
+		case "receipts":
+			ps.receipts(v, key, &p.Receipts)
 		}
 	})
 }

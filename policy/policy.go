@@ -84,6 +84,12 @@ type Policy struct {
 	// approved definitions of the upstream's tools, prompts and resource
 	// templates (see Pins); "" means definitions are not pinned.
 	ToolPins string
+	// ProxyKey is the key file (resolved like the other paths) the proxy
+	// signs receipts with; AuditLog is the audit log file the receipts are
+	// appended to ("" writes none); Receipts says what they contain.
+	ProxyKey string
+	AuditLog string
+	Receipts ReceiptsConfig
 }
 
 // JudgeConfig is the judge section: the local command that scores an output

@@ -30,6 +30,7 @@ type pending struct {
 	// approval is the approval a held call was forwarded with; nil if it
 	// needed none.
 	approval *ApprovalOutcome
+	ev       callEvidence
 	idBuf    [20]byte // id's storage when it fits, saving an allocation per call
 }
 

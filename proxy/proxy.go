@@ -54,6 +54,9 @@ type Config struct {
 	// filtered (a line names what would have been hidden). Requests the
 	// relay cannot read unambiguously are still refused. Never the default.
 	Observe bool
+	// Evidence, when set, is handed every decision and every forwarded
+	// call's end, for signed receipts (evidence.go).
+	Evidence Evidence
 }
 
 // UpstreamExitError reports that the upstream server exited while the
@@ -462,6 +465,13 @@ func (s *session) serverFrame(frame, raw []byte) {
 	}
 	// Taken out of the table, p is this goroutine's alone.
 	defer p.free()
+	edits := []edit{{from: h.idAt, to: h.idAt + len(h.id), with: p.id}}
+	if p.method == MethodSubscriptionsListen {
+		// The stream's id is the listen request's: the client's.
+		if at, v := subscriptionID(frame, "result"); at >= 0 && string(v) == strconv.FormatInt(p.up, 10) {
+			edits = append(edits, edit{from: at, to: at + len(v), with: p.id})
+		}
+	}
 	switch {
 	case roleOf(p.method) == roleList && !h.isError:
 		filtered, ok := s.filterList(p, frame)
@@ -495,14 +505,8 @@ func (s *session) serverFrame(frame, raw []byte) {
 		case release:
 			outcome = outcomeInputRequired
 		}
+		s.noteResponse(p, frame, edits)
 		s.settle(p, cost, release, outcome, &s.serverLog)
-	}
-	edits := []edit{{from: h.idAt, to: h.idAt + len(h.id), with: p.id}}
-	if p.method == MethodSubscriptionsListen {
-		// The stream's id is the listen request's: the client's.
-		if at, v := subscriptionID(frame, "result"); at >= 0 && string(v) == strconv.FormatInt(p.up, 10) {
-			edits = append(edits, edit{from: at, to: at + len(v), with: p.id})
-		}
 	}
 	s.toClient.queueEdited(frame, edits)
 }
@@ -585,6 +589,7 @@ func (s *session) settle(p *pending, cost int64, release bool, outcome string, l
 	if release {
 		cost = 0
 	}
+	s.executed(p, cost, outcome)
 	lb.settled(p.method, p.target, p.decision, cost, time.Since(p.start), outcome, release)
 }
 

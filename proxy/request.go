@@ -148,6 +148,7 @@ func (s *session) clientRequest(h header, frame []byte) {
 	p := newPending(key, h.id, h.method)
 	switch role {
 	case roleGate:
+		s.notePayload(p, frame)
 		if !s.gate(p, &cp) {
 			p.free()
 			return
@@ -167,6 +168,10 @@ func (s *session) clientRequest(h header, frame []byte) {
 	s.upSeq++
 	up := s.upSeq
 	p.up = up
+	if p.ev.decision != nil {
+		var buf [2]edit
+		s.noteForwarded(p, frame, s.forwardEdits(h, &cp, up, &buf))
+	}
 	s.mu.Lock()
 	s.pending.put(p)
 	s.mu.Unlock()
@@ -193,16 +198,21 @@ func (s *session) clientRequest(h header, frame []byte) {
 // its id replaced by up (when up is not 0) and params._delegateos cut out.
 func (s *session) forward(frame []byte, h header, cp *callParams, up int64) error {
 	var edits [2]edit
+	return s.toServer.queueEdited(frame, s.forwardEdits(h, cp, up, &edits))
+}
+
+// forwardEdits are forward's edits, made in buf.
+func (s *session) forwardEdits(h header, cp *callParams, up int64, buf *[2]edit) []edit {
 	n := 0
 	if up != 0 {
-		edits[n] = edit{from: h.idAt, to: h.idAt + len(h.id), with: strconv.AppendInt(s.upText[:0], up, 10)}
+		buf[n] = edit{from: h.idAt, to: h.idAt + len(h.id), with: strconv.AppendInt(s.upText[:0], up, 10)}
 		n++
 	}
 	if cp.strip {
-		edits[n] = edit{from: h.paramsAt + cp.stripFrom, to: h.paramsAt + cp.stripTo}
+		buf[n] = edit{from: h.paramsAt + cp.stripFrom, to: h.paramsAt + cp.stripTo}
 		n++
 	}
-	return s.toServer.queueEdited(frame, edits[:n])
+	return buf[:n]
 }
 
 // gate decides a gated request, and answers it when it is refused. It
@@ -254,9 +264,14 @@ func (s *session) gate(p *pending, cp *callParams) bool {
 		req.URIs = uris
 	}
 	p.target = req.Target()
+	s.noteArguments(p, req.Arguments)
 	d, bad := readDelegateos(cp.delegateos)
 	if bad != "" {
 		refused := s.cfg.Gate.Refuse(req, dct.Malformed, bad)
+		return s.refuse(p, &refused)
+	}
+	if s.evidenceDown() {
+		refused := s.cfg.Gate.Refuse(req, EvidenceUnavailable, "the audit log cannot be written, so no request is allowed without its receipt; see the proxy's log")
 		return s.refuse(p, &refused)
 	}
 	req.Token, req.ContractID, req.DelegationID = d.DCT, d.ContractID, d.DelegationID
@@ -267,6 +282,7 @@ func (s *session) gate(p *pending, cp *callParams) bool {
 	if s.pins != nil {
 		req.Unpinned = s.pinCheck(&req)
 	}
+	p.ev.token = req.Token
 	p.start = time.Now()
 	p.dec = s.cfg.Gate.decideAt(&req, p.start)
 	if !p.dec.Allowed {
@@ -275,6 +291,7 @@ func (s *session) gate(p *pending, cp *callParams) bool {
 	// An allowed call's line is written when it settles, with what it
 	// cost and how it ended.
 	p.decision = &p.dec
+	s.decided(p, &p.dec)
 	// Only this goroutine writes listToken, so it may read it unlocked.
 	if session == "" && s.listToken != req.Token {
 		s.mu.Lock()

@@ -8,6 +8,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/delegateos/delegateos/identity"
+	"github.com/delegateos/delegateos/policy"
 )
 
 type keyInfo struct {
@@ -66,15 +67,29 @@ var keygenCmd = &command{
 
 var idCmd = &command{
 	name:    "id",
-	args:    "--key FILE [--did] [--json]",
-	summary: "print the principal ID (or did:key) of a key file",
+	args:    "--key FILE [--did] [--json] | --policy FILE",
+	summary: "print the principal ID (or did:key) of a key file, or the did:key the proxy signs receipts with",
 	flags: func(fs *pflag.FlagSet) func(*env, []string) error {
 		key := fs.String("key", "", "key file")
+		policyPath := fs.String("policy", "", "print the did:key of the policy's proxy_key, which signs the proxy's receipts")
 		did := fs.Bool("did", false, "print the did:key instead of the principal ID")
 		asJSON := fs.Bool("json", false, "print both as JSON")
 		return func(e *env, args []string) error {
 			if len(args) > 0 {
 				return usagef("unexpected argument %q", args[0])
+			}
+			if *policyPath != "" {
+				if *key != "" {
+					return usagef("give --key or --policy, not both")
+				}
+				p, err := policy.Load(*policyPath)
+				if err != nil {
+					return policyLoadError(*policyPath, err)
+				}
+				if p.ProxyKey == "" {
+					return fixf("the policy %s sets no proxy_key; create a key with 'delegateos keygen --out proxy.key' and set proxy_key: proxy.key", *policyPath)
+				}
+				*key, *did = p.ProxyKey, true
 			}
 			k, err := loadKey(*key)
 			if err != nil {

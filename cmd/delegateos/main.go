@@ -59,6 +59,7 @@ var root = &command{
 		{name: "chain", summary: "show the delegation chain recorded in a workspace",
 			subs: []*command{chainShowCmd}},
 		spendCmd,
+		auditGroup,
 	},
 }
 

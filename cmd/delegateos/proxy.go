@@ -30,7 +30,7 @@ import (
 
 var proxyCmd = &command{
 	name: "proxy",
-	args: "[--policy FILE] [--token @FILE] [--root ID]... [--upstream-user USER[:GROUP]] [--log FILE] [--revocations FILE]\n" +
+	args: "[--policy FILE] [--token @FILE] [--root ID]... [--key FILE] [--upstream-user USER[:GROUP]] [--log FILE] [--revocations FILE]\n" +
 		"                    [--spend-store FILE] [--observe] -- UPSTREAM_COMMAND [ARGS...]",
 	summary: "run an MCP server behind the DCT gate: point your MCP client at this command",
 	flags: func(fs *pflag.FlagSet) func(*env, []string) error {
@@ -41,6 +41,7 @@ var proxyCmd = &command{
 		roots := fs.StringArray("root", nil, "a trusted root principal ID or did:key (repeatable; added to the policy's roots)")
 		upstreamUserFlag := fs.String("upstream-user", "", "run the upstream as this USER[:GROUP] (name or ID), so that it cannot read the session token, "+
 			"the proxy's memory or its files; needs root, or CAP_SETUID, CAP_SETGID and CAP_KILL (overrides the policy)")
+		keyFile := fs.String("key", "", "the proxy's key file, which signs its receipts (overrides proxy_key in the policy)")
 		logFile := fs.String("log", "", "log to this file instead of standard error (overrides the policy)")
 		revsFlag := fs.String("revocations", "", "a revocation list file, looked at on every call (overrides the policy)")
 		spend := fs.String("spend-store", "", "where spend is recorded so it survives restarts (overrides the policy)")
@@ -52,8 +53,10 @@ var proxyCmd = &command{
 				return fixf("give the upstream MCP server's command after --, e.g. delegateos proxy --policy policy.yaml --token @agent.tok -- npx -y @modelcontextprotocol/server-everything")
 			}
 			pol := policy.Default()
+			policyDigest := ""
 			if *policyPath != "" {
-				p, err := policy.Load(*policyPath)
+				p, digest, err := policy.LoadWithDigest(*policyPath)
+				policyDigest = digest
 				if err != nil {
 					return policyLoadError(*policyPath, err)
 				}
@@ -204,6 +207,7 @@ var proxyCmd = &command{
 					{"the spend store", pol.SpendStore},
 					{"the rate-limit windows", ratesPath(pol)},
 					{"the workspace", pol.Workspace},
+					{"the audit log", pol.AuditLog},
 				} {
 					if f.path != "" && as.mayModify(f.path) {
 						return fixf("--upstream-user %s: the upstream user could change or replace %s %s (through it or a directory above it): make it and its directories writable by the proxy's user only, or set the sticky bit on a shared directory", as.name, f.what, f.path)
@@ -242,11 +246,18 @@ var proxyCmd = &command{
 				// whoever started the proxy must see that nothing is enforced.
 				fmt.Fprintln(e.stderr, proxy.ObserveBanner)
 			}
+			evidence, closeEvidence, err := openEvidence(pol, policyDigest, *keyFile, log)
+			if err != nil {
+				return err
+			}
 			err = proxy.Run(context.Background(), proxy.Config{
 				Upstream: args, Gate: gate, SessionToken: sessionToken, Delegations: delegations,
 				MaxFrameBytes: pol.MaxFrameBytes, Observe: *observe,
-				Log: log, Signals: sigs, PrepareUpstream: prepare,
+				Log: log, Signals: sigs, PrepareUpstream: prepare, Evidence: evidence,
 			}, in, out)
+			if cerr := closeEvidence(); cerr != nil {
+				log.Error("the audit log was not closed cleanly", zap.Error(cerr))
+			}
 			var exit *proxy.UpstreamExitError
 			if errors.As(err, &exit) {
 				return checkError{exit.Error()}

@@ -93,6 +93,7 @@ type options struct {
 	profile    string
 	check      bool
 	keep       bool
+	audit      bool
 }
 
 func bench(args []string) int {
@@ -110,6 +111,7 @@ func bench(args []string) int {
 	fs.StringVar(&o.profile, "cpuprofile", "", "replace the proxy binary by the same proxy run inside this program (proxybench proxy) and write its CPU profile to this file")
 	fs.BoolVar(&o.check, "check", false, "exit 1 if a target is missed")
 	fs.BoolVar(&o.keep, "keep", false, "keep the temporary directory (keys, token, logs)")
+	fs.BoolVar(&o.audit, "audit", false, "add a fourth setup, proxy+audit: the proxy signing receipts into an audit log, compared with the proxy without")
 	fs.Usage = func() {
 		fmt.Fprintln(fs.Output(), "usage: proxybench [flags] [-- UPSTREAM_COMMAND [ARGS...]]")
 		fmt.Fprintln(fs.Output(), "The default upstream is this program's built-in server (proxybench serve), which answers at once.")
@@ -137,6 +139,10 @@ func bench(args []string) int {
 type setup struct {
 	name string
 	argv []string
+	// drain, when set, waits until the setup has finished the work of the
+	// calls made so far that outlives their responses (an audit log's
+	// receipts).
+	drain func(calls int) error
 }
 
 // sample is one setup's measurement in one round.
@@ -207,6 +213,13 @@ func run(o options) error {
 		{name: "direct", argv: upstream},
 		{name: "relay", argv: append([]string{self, "relay", "--"}, upstream...)},
 		{name: "proxy", argv: append(proxyArgv, upstream...)},
+	}
+	if o.audit {
+		s, err := auditSetup(o, dos, tmp, root, tokenFile, upstream)
+		if err != nil {
+			return err
+		}
+		setups = append(setups, s)
 	}
 
 	fmt.Printf("proxybench: per setup and round, %d sequential calls (in blocks of %d, setups interleaved) and %d pipelined calls with %d in flight; %d rounds after %d warm-up calls\n",
@@ -310,6 +323,7 @@ func run(o options) error {
 	tw.Flush()
 	printCPU(setups, cpu)
 	fmt.Printf("(load average %s at the end; on a busy machine the latency ratio swings from run to run)\n", loadavg())
+	printAudit(med, time.Microsecond)
 	latRatio, thrRatio := ratios(med[0], med[1], med[2])
 	latOK, thrOK := latRatio <= targetLatencyRatio, thrRatio >= targetThroughputRatio
 	fmt.Printf("\nproxy added p50 ÷ relay added p50:    %.2f  (target ≤ %.1f: %s)\n", latRatio, targetLatencyRatio, verdict(latOK))
@@ -476,6 +490,7 @@ func mintToken(dos, dir string) (root, tokenFile string, err error) {
 
 // conn is a running setup: its stdin and a reader over its stdout.
 type conn struct {
+	drain  func(calls int) error
 	cmd    *exec.Cmd
 	in     io.WriteCloser
 	out    *bufio.Reader
@@ -512,7 +527,7 @@ func start(s setup, stderr string) (*conn, error) {
 		out.Close()
 		return nil, err
 	}
-	return &conn{cmd: cmd, in: in, out: bufio.NewReaderSize(out, 64<<10), nextID: 1}, nil
+	return &conn{drain: s.drain, cmd: cmd, in: in, out: bufio.NewReaderSize(out, 64<<10), nextID: 1}, nil
 }
 
 // readResponse reads one frame and checks that it answers a request with a
@@ -578,6 +593,13 @@ func (c *conn) sequential(n int) ([]time.Duration, error) {
 		}
 		lat[i] = time.Since(t0)
 	}
+	// Deferred work is waited for outside the timing, so that it does not
+	// land in another setup's turn.
+	if c.drain != nil {
+		if err := c.drain(c.nextID - 1); err != nil {
+			return nil, err
+		}
+	}
 	return lat, nil
 }
 
@@ -618,6 +640,12 @@ func (c *conn) pipelined(n, inflight int) (float64, cpuPerCall, error) {
 	}
 	if err := <-readErr; err != nil {
 		return 0, cpuPerCall{}, err
+	}
+	// Deferred work counts: the calls are done when it is.
+	if c.drain != nil {
+		if err := c.drain(c.nextID - 1); err != nil {
+			return 0, cpuPerCall{}, err
+		}
 	}
 	elapsed := time.Since(t0)
 	self1, children1, ok1 := cpuTime(c.cmd.Process.Pid)

@@ -1,0 +1,408 @@
+// Package audit keeps the proxy's audit log: an append-only file of signed
+// receipts, one per line, each naming its position and the digest of the
+// entry before it, with signed checkpoints of the log's length and head
+// written periodically and at shutdown (docs/receipts.md). It also
+// verifies a log offline and exports one receipt with the entries that
+// prove its place.
+package audit
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/delegateos/delegateos/internal/fsutil"
+	"github.com/delegateos/delegateos/internal/timestamp"
+	"github.com/delegateos/delegateos/receipt"
+)
+
+// MaxLineBytes bounds one entry: a receipt and its newline.
+const MaxLineBytes = receipt.MaxBytes + 1
+
+// Defaults for Options.
+const (
+	DefaultQueue              = 1 << 16
+	DefaultCheckpointEvery    = 1024
+	DefaultCheckpointInterval = time.Second
+	maxBatch                  = 4096
+	maxBatchBytes             = 1 << 20
+)
+
+// Options tune a Log.
+type Options struct {
+	// Receipts are the policy's choices for what receipts contain.
+	Receipts receipt.Options
+	// Queue is how many events may wait for the writer before the relay
+	// waits for it; zero means DefaultQueue.
+	Queue int
+	// CheckpointEvery and CheckpointInterval: a checkpoint is written once
+	// this many entries, or this much time, have passed since the last
+	// (when there are new entries); zero means the defaults.
+	CheckpointEvery    int
+	CheckpointInterval time.Duration
+	// Now is the clock of checkpoints; nil means time.Now.
+	Now func() time.Time
+	// OnError, when set, is told of a failure to write or sync the log.
+	OnError func(error)
+}
+
+// ErrInUse is returned by Open when another process has the log open.
+var ErrInUse = errors.New("the audit log is in use by another process")
+
+// Log appends receipts to an audit log file from one writer goroutine:
+// Decided, Executed and Append only queue their event, and the writer
+// signs, appends and fsyncs in batches.
+type Log struct {
+	path   string
+	signer *receipt.Signer
+	opts   Options
+	f      *os.File
+	unlock func()
+
+	events chan event
+	done   chan struct{}
+	once   sync.Once
+
+	// Writer state.
+	seq         int64
+	prev        string
+	sinceCkpt   int
+	lastCkpt    time.Time
+	buf         []byte
+	err         error
+	errMu       sync.Mutex
+	closeErr    error
+	writeFailed bool
+	// failed is set with err: the relay reads it on every request.
+	failed atomic.Bool
+}
+
+type event struct {
+	decision  *receipt.Decision
+	execution *receipt.Execution
+	body      receipt.Body
+	result    chan<- AppendResult
+}
+
+// AppendResult is where a receipt given to Append was written.
+type AppendResult struct {
+	Seq    int64
+	Digest string
+	Err    error
+}
+
+// Open opens (creating it, mode 0600) the audit log at path for
+// appending, signed by signer. It refuses a log another process holds
+// (ErrInUse; the lock is path + ".lock"), a log whose last line is not a
+// whole entry, and a symbolic link. Nothing already in the log is changed:
+// the new entries continue its chain.
+func Open(path string, signer *receipt.Signer, opts Options) (*Log, error) {
+	if opts.Queue <= 0 {
+		opts.Queue = DefaultQueue
+	}
+	if opts.CheckpointEvery <= 0 {
+		opts.CheckpointEvery = DefaultCheckpointEvery
+	}
+	if opts.CheckpointInterval <= 0 {
+		opts.CheckpointInterval = DefaultCheckpointInterval
+	}
+	if opts.Now == nil {
+		opts.Now = time.Now
+	}
+	if opts.Receipts.BlockIDs == nil {
+		opts.Receipts.BlockIDs = lastBlockIDs()
+	}
+	unlock, err := fsutil.TryLock(path+".lock", 0o600)
+	if errors.Is(err, fsutil.ErrLocked) {
+		return nil, fmt.Errorf("%s: %w (a second proxy must use its own audit_log)", path, ErrInUse)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("lock the audit log: %w", err)
+	}
+	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE|os.O_APPEND|oNoFollow, 0o600)
+	if err != nil {
+		unlock()
+		return nil, err
+	}
+	l := &Log{path: path, signer: signer, opts: opts, f: f, unlock: unlock,
+		events: make(chan event, opts.Queue), done: make(chan struct{}), prev: receipt.GenesisPrev}
+	if err := l.readTail(); err != nil {
+		f.Close()
+		unlock()
+		return nil, err
+	}
+	if l.seq == 0 {
+		// A new log's directory entry must be as durable as its entries.
+		if err := fsutil.SyncDir(filepath.Dir(path)); err != nil {
+			f.Close()
+			unlock()
+			return nil, fmt.Errorf("sync the audit log's directory: %w", err)
+		}
+	}
+	l.lastCkpt = opts.Now()
+	go l.run()
+	return l, nil
+}
+
+// readTail finds the last entry's position and digest, so that the log
+// continues where it ends.
+func (l *Log) readTail() error {
+	st, err := l.f.Stat()
+	if err != nil {
+		return err
+	}
+	if !st.Mode().IsRegular() {
+		return fmt.Errorf("%s is not a regular file", l.path)
+	}
+	size := st.Size()
+	if size == 0 {
+		return nil
+	}
+	n := min(size, int64(MaxLineBytes)+1)
+	tail := make([]byte, n)
+	if _, err := l.f.ReadAt(tail, size-n); err != nil && !errors.Is(err, io.EOF) {
+		return err
+	}
+	if tail[len(tail)-1] != '\n' {
+		return fmt.Errorf("%s ends in the middle of an entry (the proxy was stopped while writing, or the file was cut): run 'delegateos audit verify %s', keep the file as evidence and start a new log", l.path, l.path)
+	}
+	line := tail[:len(tail)-1]
+	if i := bytes.LastIndexByte(line, '\n'); i >= 0 {
+		line = line[i+1:]
+	} else if n < size {
+		return fmt.Errorf("%s: its last entry is longer than %d bytes", l.path, MaxLineBytes)
+	}
+	r, err := receipt.Parse(line)
+	if err != nil {
+		return fmt.Errorf("%s: its last entry cannot be read (%v): run 'delegateos audit verify %s', keep the file as evidence and start a new log", l.path, err, l.path)
+	}
+	pos := r.Position()
+	if pos.Seq == 0 {
+		return fmt.Errorf("%s: its last entry has no audit_seq: it is not an audit log", l.path)
+	}
+	l.seq, l.prev = pos.Seq, r.Digest
+	return nil
+}
+
+// lastBlockIDs parses tokens for their block IDs, remembering the last:
+// a session presents the same token call after call. Only the writer
+// calls it.
+func lastBlockIDs() receipt.BlockIDs {
+	var token string
+	var ids []string
+	return func(t string) []string {
+		if t != token || ids == nil {
+			token, ids = t, receipt.ParseBlockIDs(t)
+		}
+		return ids
+	}
+}
+
+// Decided queues a decision receipt. It returns at once unless the queue
+// is full.
+func (l *Log) Decided(d *receipt.Decision) { l.send(event{decision: d}) }
+
+// Executed queues an execution receipt; its decision must have been
+// queued before.
+func (l *Log) Executed(e *receipt.Execution) { l.send(event{execution: e}) }
+
+// Append queues a receipt body (a human approval, say) to be signed and
+// appended; where it was written is sent on result, when not nil.
+func (l *Log) Append(b receipt.Body, result chan<- AppendResult) {
+	l.send(event{body: b, result: result})
+}
+
+func (l *Log) send(ev event) {
+	defer func() {
+		// A send after Close is a programming error elsewhere; the event
+		// is lost rather than the process.
+		if recover() != nil && ev.result != nil {
+			ev.result <- AppendResult{Err: errors.New("the audit log is closed")}
+		}
+	}()
+	l.events <- ev
+}
+
+// Failed reports whether a receipt could not be signed or written; it
+// costs an atomic load.
+func (l *Log) Failed() bool { return l.failed.Load() }
+
+// Err is the first write or sync failure, if any.
+func (l *Log) Err() error {
+	l.errMu.Lock()
+	defer l.errMu.Unlock()
+	return l.err
+}
+
+// Head is the log's last entry and its digest; after Close, the final
+// checkpoint's (the values to keep elsewhere and give verify as --head).
+func (l *Log) Head() (seq int64, digest string) {
+	<-l.done
+	return l.seq, l.prev
+}
+
+// Close writes what is queued and a final checkpoint, syncs the file and
+// releases the log.
+func (l *Log) Close() error {
+	l.once.Do(func() {
+		close(l.events)
+		<-l.done
+		if err := l.f.Close(); err != nil && l.closeErr == nil {
+			l.closeErr = err
+		}
+		l.unlock()
+	})
+	return l.closeErr
+}
+
+func (l *Log) run() {
+	defer close(l.done)
+	tick := time.NewTicker(l.opts.CheckpointInterval)
+	defer tick.Stop()
+	for {
+		select {
+		case ev, ok := <-l.events:
+			if !ok {
+				l.checkpoint(true)
+				l.flush()
+				l.closeErr = l.Err()
+				return
+			}
+			l.write(ev)
+			for n := 1; n < maxBatch && len(l.buf) < maxBatchBytes; n++ {
+				select {
+				case ev, ok := <-l.events:
+					if !ok {
+						l.checkpoint(true)
+						l.flush()
+						l.closeErr = l.Err()
+						return
+					}
+					l.write(ev)
+					continue
+				default:
+				}
+				break
+			}
+			l.flush()
+		case <-tick.C:
+			if l.sinceCkpt > 0 && l.opts.Now().Sub(l.lastCkpt) >= l.opts.CheckpointInterval {
+				l.checkpoint(false)
+				l.flush()
+			}
+		}
+	}
+}
+
+// write signs one event's receipt into the buffer.
+func (l *Log) write(ev event) {
+	var b receipt.Body
+	switch {
+	case ev.decision != nil:
+		b = ev.decision.Body(&l.opts.Receipts)
+	case ev.execution != nil:
+		b = ev.execution.Body(&l.opts.Receipts)
+	default:
+		b = ev.body
+	}
+	seq, digest, err := l.entry(b)
+	if err != nil && (ev.decision != nil || ev.execution != nil) {
+		// Arguments or a result in clear can make a receipt too large:
+		// it is written with their hashes only.
+		switch b := b.(type) {
+		case *receipt.DecisionBody:
+			b.Arguments = nil
+		case *receipt.ExecutionBody:
+			b.Result = nil
+		}
+		seq, digest, err = l.entry(b)
+	}
+	if err == nil && ev.decision != nil {
+		ev.decision.Signed(digest)
+	}
+	if ev.result != nil {
+		ev.result <- AppendResult{Seq: seq, Digest: digest, Err: err}
+	}
+	if err != nil {
+		l.fail(err)
+	}
+	if l.sinceCkpt >= l.opts.CheckpointEvery {
+		l.checkpoint(false)
+	}
+}
+
+// entry signs b at the next position and buffers it.
+func (l *Log) entry(b receipt.Body) (int64, string, error) {
+	if b == nil {
+		return 0, "", errors.New("no receipt to append")
+	}
+	pos := receipt.PositionOf(b)
+	*pos = receipt.Position{Seq: l.seq + 1, Prev: l.prev}
+	line, err := l.signer.Sign(b)
+	if err != nil {
+		*pos = receipt.Position{}
+		return 0, "", err
+	}
+	l.seq++
+	l.prev = receipt.Digest(line)
+	l.sinceCkpt++
+	l.buf = append(append(l.buf, line...), '\n')
+	return l.seq, l.prev, nil
+}
+
+// checkpoint buffers a checkpoint of the log as it stands.
+func (l *Log) checkpoint(final bool) {
+	if !final && l.sinceCkpt == 0 {
+		return
+	}
+	now := l.opts.Now()
+	c := &receipt.CheckpointBody{SchemaVersion: receipt.KindCheckpoint, Length: l.seq, Head: l.prev, Final: final, At: timestamp.Format(now)}
+	if _, _, err := l.entry(c); err != nil {
+		l.fail(err)
+		return
+	}
+	l.sinceCkpt = 0
+	l.lastCkpt = now
+}
+
+// flush writes the buffer in one write and syncs the file.
+func (l *Log) flush() {
+	if len(l.buf) == 0 {
+		return
+	}
+	if !l.writeFailed {
+		if _, err := l.f.Write(l.buf); err != nil {
+			l.writeFailed = true
+			l.fail(fmt.Errorf("write the audit log %s: %w", l.path, err))
+		} else if err := l.f.Sync(); err != nil {
+			l.writeFailed = true
+			l.fail(fmt.Errorf("sync the audit log %s: %w", l.path, err))
+		}
+	}
+	if cap(l.buf) > 2*maxBatchBytes+MaxLineBytes {
+		l.buf = nil
+	} else {
+		l.buf = l.buf[:0]
+	}
+}
+
+// fail records the first failure and tells OnError. After a failed write
+// nothing more is written: what follows could not continue the chain.
+func (l *Log) fail(err error) {
+	l.errMu.Lock()
+	first := l.err == nil
+	if first {
+		l.err = err
+		l.failed.Store(true)
+	}
+	l.errMu.Unlock()
+	if first && l.opts.OnError != nil {
+		l.opts.OnError(err)
+	}
+}

@@ -1,0 +1,323 @@
+package audit
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"sort"
+
+	"github.com/delegateos/delegateos/receipt"
+)
+
+// Problem kinds, as Problem.Kind names them.
+const (
+	Edited    = "edited"
+	Reordered = "reordered"
+	Inserted  = "inserted"
+	Removed   = "removed"
+	Truncated = "truncated"
+	Malformed = "malformed"
+	Untrusted = "untrusted"
+)
+
+// Problem is the first thing wrong with a log: what (Kind), where (Line,
+// counted from 1, and the entry it should have held) and why.
+type Problem struct {
+	Kind  string
+	Line  int64
+	Entry int64
+	Msg   string
+}
+
+func (p *Problem) Error() string {
+	if p.Line == 0 {
+		return p.Kind + ": " + p.Msg
+	}
+	return fmt.Sprintf("line %d: %s: %s", p.Line, p.Kind, p.Msg)
+}
+
+// ExportKind is the schema_version of an export's first line.
+const ExportKind = "audit_export/1"
+
+// exportHeader is an export's first line.
+type exportHeader struct {
+	Receipt       int64  `json:"receipt"`
+	SchemaVersion string `json:"schema_version"`
+}
+
+// emptyLog is the problem of a log without entries.
+var emptyLog = &Problem{Kind: Truncated, Msg: "the log is empty: a proxy that stopped has written at least its final checkpoint, so every entry was removed (or a proxy is still starting: verify with --open)"}
+
+// VerifyOptions say what to trust.
+type VerifyOptions struct {
+	// Trusted are the did:key values the entries must be signed by; empty
+	// accepts any signer (the report lists them).
+	Trusted []string
+	// Open accepts a log that does not end with a final checkpoint: one a
+	// proxy is still writing.
+	Open bool
+	// Head, when set, is the digest of an entry the log must hold (the
+	// head a proxy logged when it closed the log, say): a log cut back to
+	// an earlier final checkpoint lacks it.
+	Head string
+}
+
+// Report is what a verified log holds.
+type Report struct {
+	// Export is set for an export; First is its receipt's entry.
+	Export bool
+	First  int64
+	// Entries is the number of entries read; Last the last entry's number.
+	Entries, Last int64
+	// Head is the last entry's digest.
+	Head string
+	// Checkpoints counts them; LastCheckpoint is the last one's entry and
+	// Final whether it was written at shutdown.
+	Checkpoints    int
+	LastCheckpoint int64
+	Final          bool
+	// Signers are the keys that signed entries; Kinds counts entries by
+	// schema_version.
+	Signers []string
+	Kinds   map[string]int
+	// Unsealed is the number of entries after the last checkpoint (only
+	// with Open).
+	Unsealed int64
+}
+
+// Verify reads an audit log (or an export) and checks every entry: that it
+// parses strictly, that its signature verifies by a trusted key, that it
+// holds the position its line gives it and names the digest of the line
+// before, that every checkpoint agrees with the entries before it, and
+// that the log ends with a final checkpoint (a non-final one with Open).
+// It returns the first problem as a *Problem.
+func Verify(r io.Reader, o VerifyOptions) (*Report, error) {
+	lr := newLineReader(r)
+	rep := &Report{Kinds: map[string]int{}, First: 1}
+	signers := map[string]bool{}
+	expected := int64(1)
+	prev := receipt.GenesisPrev
+	checkPrev := true
+	headSeen := false
+
+	line, next := lr.line(), (*rawLine)(nil)
+	if line == nil {
+		if lr.err != nil {
+			return nil, lr.err
+		}
+		if !o.Open {
+			return rep, emptyLog
+		}
+		return rep, nil
+	}
+	if bytes.Contains(line.text, []byte(`"schema_version":"`+ExportKind+`"`)) {
+		h, perr := parseExportHeader(line)
+		if perr != nil {
+			return nil, perr
+		}
+		rep.Export, rep.First, expected, checkPrev = true, h.Receipt, h.Receipt, false
+		if line = lr.line(); line == nil {
+			if lr.err != nil {
+				return nil, lr.err
+			}
+			return nil, &Problem{Kind: Truncated, Msg: "the export holds no entries"}
+		}
+	}
+	for line != nil {
+		next = lr.line()
+		if lr.err != nil && next == nil {
+			return nil, lr.err
+		}
+		if !line.complete {
+			return nil, &Problem{Kind: Truncated, Line: line.no, Entry: expected,
+				Msg: fmt.Sprintf("the last line is not a whole entry (no newline): the log was cut in the middle of entry %d, or the proxy was killed while writing it", expected)}
+		}
+		if line.tooLong {
+			return nil, &Problem{Kind: Malformed, Line: line.no, Entry: expected, Msg: fmt.Sprintf("the line is longer than %d bytes", MaxLineBytes)}
+		}
+		rc, perr := receipt.Parse(line.text)
+		if perr != nil {
+			return nil, &Problem{Kind: Edited, Line: line.no, Entry: expected, Msg: fmt.Sprintf("entry %d cannot be read as a receipt (changed after it was written): %v", expected, perr)}
+		}
+		if verr := rc.Verify(o.Trusted); verr != nil {
+			kind := Edited
+			msg := fmt.Sprintf("entry %d was changed after it was signed: %v", expected, verr)
+			if !errors.Is(verr, receipt.ErrBadSignature) {
+				kind, msg = Untrusted, fmt.Sprintf("entry %d is %v", expected, verr)
+			}
+			return nil, &Problem{Kind: kind, Line: line.no, Entry: expected, Msg: msg}
+		}
+		pos := rc.Position()
+		if pos.Seq == 0 {
+			return nil, &Problem{Kind: Inserted, Line: line.no, Entry: expected, Msg: "this receipt was not written into an audit log (it has no audit_seq): it was inserted"}
+		}
+		if pos.Seq != expected {
+			return nil, misplaced(line.no, expected, pos.Seq, seqOf(next))
+		}
+		if checkPrev && pos.Prev != prev {
+			return nil, &Problem{Kind: Reordered, Line: line.no, Entry: expected,
+				Msg: fmt.Sprintf("entry %d does not follow the line before it: its audit_prev is not that line's digest (another entry %d was put in its place)", expected, expected-1)}
+		}
+		checkPrev = true
+		signers[rc.Signer] = true
+		rep.Kinds[rc.Kind]++
+		rep.Entries++
+		if c, ok := rc.Body.(*receipt.CheckpointBody); ok {
+			rep.Checkpoints++
+			rep.LastCheckpoint, rep.Final = pos.Seq, c.Final
+		}
+		rep.Last, rep.Head = pos.Seq, rc.Digest
+		if rc.Digest == o.Head {
+			headSeen = true
+		}
+		prev = rc.Digest
+		expected++
+		line = next
+	}
+	for s := range signers {
+		rep.Signers = append(rep.Signers, s)
+	}
+	sort.Strings(rep.Signers)
+	rep.Unsealed = rep.Last - rep.LastCheckpoint
+	switch {
+	case o.Head != "" && !headSeen:
+		return rep, &Problem{Kind: Truncated, Line: lineOf(rep, rep.Last), Entry: rep.Last,
+			Msg: fmt.Sprintf("no entry has the digest %s: entries after entry %d, that one among them, were removed", o.Head, rep.Last)}
+	case rep.LastCheckpoint == 0 && !o.Open:
+		return rep, &Problem{Kind: Truncated, Line: lineOf(rep, rep.Last), Entry: rep.Last,
+			Msg: fmt.Sprintf("no checkpoint follows entry %d: the entries after the last checkpoint were removed, or the proxy was killed before it could write one", rep.Last)}
+	case rep.Unsealed > 0 && !o.Open:
+		return rep, &Problem{Kind: Truncated, Line: lineOf(rep, rep.Last), Entry: rep.Last,
+			Msg: fmt.Sprintf("the log ends at entry %d, %d entries after its last checkpoint (entry %d): entries after it were removed (the checkpoint that followed them with it), or the proxy was killed", rep.Last, rep.Unsealed, rep.LastCheckpoint)}
+	case !rep.Final && !rep.Export && !o.Open:
+		return rep, &Problem{Kind: Truncated, Line: lineOf(rep, rep.Last), Entry: rep.Last,
+			Msg: fmt.Sprintf("the log ends at a periodic checkpoint (entry %d), not at the one a proxy writes when it stops: entries after it were removed, or a proxy is still writing the log (then verify with --open)", rep.Last)}
+	}
+	return rep, nil
+}
+
+// lineOf is the line an entry is on.
+func lineOf(rep *Report, entry int64) int64 {
+	n := entry - rep.First + 1
+	if rep.Export {
+		n++
+	}
+	return n
+}
+
+// misplaced names what put entry got where entry want should be, given the
+// entry on the next line.
+func misplaced(line, want, got, next int64) *Problem {
+	p := &Problem{Line: line, Entry: want}
+	switch {
+	case got == want+1 && next == want:
+		p.Kind, p.Msg = Reordered, fmt.Sprintf("entries %d and %d are swapped", want, want+1)
+	case next == want:
+		p.Kind, p.Msg = Inserted, fmt.Sprintf("an entry was inserted before entry %d (it says it is entry %d)", want, got)
+	case got > want:
+		p.Kind = Removed
+		if got == want+1 {
+			p.Msg = fmt.Sprintf("entry %d was removed (this line holds entry %d)", want, got)
+		} else {
+			p.Msg = fmt.Sprintf("entries %d to %d were removed (this line holds entry %d)", want, got-1, got)
+		}
+	default:
+		p.Kind, p.Msg = Reordered, fmt.Sprintf("entry %d is expected here, but this line holds entry %d again: an entry was moved or copied here", want, got)
+	}
+	return p
+}
+
+func seqOf(l *rawLine) int64 {
+	if l == nil || !l.complete || l.tooLong {
+		return 0
+	}
+	r, err := receipt.Parse(l.text)
+	if err != nil {
+		return 0
+	}
+	return r.Position().Seq
+}
+
+func parseExportHeader(l *rawLine) (*exportHeader, error) {
+	bad := &Problem{Kind: Malformed, Line: 1, Msg: `an export's first line must be exactly {"receipt":N,"schema_version":"` + ExportKind + `"}`}
+	if !l.complete || l.tooLong {
+		return nil, bad
+	}
+	var h exportHeader
+	if err := json.Unmarshal(l.text, &h); err != nil || h.Receipt < 1 || h.SchemaVersion != ExportKind {
+		return nil, bad
+	}
+	if string(l.text) != fmt.Sprintf(`{"receipt":%d,"schema_version":"%s"}`, h.Receipt, ExportKind) {
+		return nil, bad
+	}
+	return &h, nil
+}
+
+// rawLine is one line of a log.
+type rawLine struct {
+	no       int64
+	text     []byte
+	complete bool // ended by a newline
+	tooLong  bool
+}
+
+// lineReader reads lines of at most MaxLineBytes; a longer line is
+// reported (tooLong) and skipped to its end.
+type lineReader struct {
+	br  *bufio.Reader
+	no  int64
+	err error
+}
+
+func newLineReader(r io.Reader) *lineReader {
+	return &lineReader{br: bufio.NewReaderSize(r, 64<<10)}
+}
+
+// line returns the next line, or nil at the end (err says why if not EOF).
+func (lr *lineReader) line() *rawLine {
+	if lr.err != nil {
+		return nil
+	}
+	var buf []byte
+	l := &rawLine{}
+	read := 0
+	var last byte
+	for {
+		chunk, err := lr.br.ReadSlice('\n')
+		read += len(chunk)
+		if len(chunk) > 0 {
+			last = chunk[len(chunk)-1]
+		}
+		if !l.tooLong {
+			if len(buf)+len(chunk) > MaxLineBytes {
+				l.tooLong, buf = true, nil
+			} else {
+				buf = append(buf, chunk...)
+			}
+		}
+		if errors.Is(err, bufio.ErrBufferFull) {
+			continue
+		}
+		if err != nil && !errors.Is(err, io.EOF) {
+			lr.err = err
+			return nil
+		}
+		break
+	}
+	if read == 0 {
+		return nil
+	}
+	lr.no++
+	l.no = lr.no
+	if last == '\n' {
+		l.complete = true
+		if !l.tooLong {
+			buf = buf[:len(buf)-1]
+		}
+	}
+	l.text = buf
+	return l
+}

@@ -1,0 +1,335 @@
+package main
+
+import (
+	"bytes"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/spf13/pflag"
+	"go.uber.org/zap"
+
+	"github.com/delegateos/delegateos/audit"
+	"github.com/delegateos/delegateos/identity"
+	"github.com/delegateos/delegateos/internal/render"
+	"github.com/delegateos/delegateos/internal/timestamp"
+	"github.com/delegateos/delegateos/policy"
+	"github.com/delegateos/delegateos/proxy"
+	"github.com/delegateos/delegateos/receipt"
+)
+
+// openEvidence opens the audit log the policy names, signed with the
+// proxy key (--key, else proxy_key). Without an audit log there is no
+// evidence (nil). An audit log without a key is refused: a key made up on
+// the spot would sign evidence nobody could tell from an impostor's.
+func openEvidence(pol *policy.Policy, policyDigest, keyFlag string, log *zap.Logger) (proxy.Evidence, func() error, error) {
+	keyPath, keyWhat := pol.ProxyKey, "proxy_key in the policy"
+	if keyFlag != "" {
+		keyPath, keyWhat = keyFlag, "--key"
+	}
+	if pol.AuditLog == "" {
+		if keyPath != "" {
+			log.Warn("a proxy key is set but no audit_log: no receipts are written; set audit_log in the policy to keep them")
+		}
+		return nil, func() error { return nil }, nil
+	}
+	if keyPath == "" {
+		return nil, nil, fixf("audit_log %s needs a key to sign its receipts with: create one with 'delegateos keygen --out proxy.key' and set proxy_key: proxy.key in the policy (or give --key proxy.key)", pol.AuditLog)
+	}
+	k, err := identity.LoadKeyFile(keyPath)
+	if err != nil {
+		return nil, nil, inputf("the proxy key %s cannot be used: %v; fix %s", keyPath, err, keyWhat)
+	}
+	l, err := audit.Open(pol.AuditLog, receipt.NewSigner(k), audit.Options{
+		Receipts: receiptOptions(pol, policyDigest),
+		OnError: func(err error) {
+			log.Error("the audit log cannot be written: no more receipts are kept, and every gated request is refused (evidence_unavailable) until the proxy is restarted", zap.Error(err))
+		},
+	})
+	if err != nil {
+		if errors.Is(err, audit.ErrInUse) {
+			return nil, nil, fixf("%v", err)
+		}
+		return nil, nil, inputf("the audit log %s cannot be opened: %v; fix audit_log in the policy", pol.AuditLog, err)
+	}
+	log.Info("receipts are signed and appended to the audit log", zap.String("audit_log", pol.AuditLog), zap.String("proxy_did", k.DID()))
+	closeLog := func() error {
+		err := l.Close()
+		seq, head := l.Head()
+		// Kept outside the audit log, these catch a log cut back to an
+		// earlier session's end: audit verify --head.
+		log.Info("audit log closed", zap.String("audit_log", pol.AuditLog), zap.Int64("entries", seq), zap.String("head", head))
+		return err
+	}
+	return l, closeLog, nil
+}
+
+// receiptOptions: a proxy without a policy file names its built-in
+// defaults by the digest of no bytes.
+func receiptOptions(pol *policy.Policy, h string) receipt.Options {
+	if h == "" {
+		d := sha256.Sum256(nil)
+		h = hex.EncodeToString(d[:])
+	}
+	return receipt.Options{PolicyHash: h, IncludeArguments: pol.Receipts.IncludeArguments, IncludeResults: pol.Receipts.IncludeResults}
+}
+
+var auditGroup = &command{
+	name:    "audit",
+	summary: "verify, show and export the proxy's signed audit log",
+	subs:    []*command{auditVerifyCmd, auditShowCmd, auditExportCmd},
+}
+
+// auditFile is the log a command reads: FILE, or the policy's audit_log.
+func auditFile(args []string, policyPath string) (string, error) {
+	switch {
+	case len(args) > 1:
+		return "", usagef("unexpected argument %q", args[1])
+	case len(args) == 1 && policyPath != "":
+		return "", usagef("give the audit log as FILE or with --policy, not both")
+	case len(args) == 1:
+		return args[0], nil
+	case policyPath == "":
+		return "", usagef("give the audit log: FILE or --policy FILE")
+	}
+	p, err := policy.Load(policyPath)
+	if err != nil {
+		return "", policyLoadError(policyPath, err)
+	}
+	if p.AuditLog == "" {
+		return "", fixf("the policy %s sets no audit_log", policyPath)
+	}
+	return p.AuditLog, nil
+}
+
+func trustedKeys(ids []string) ([]string, error) {
+	for _, id := range ids {
+		if _, err := identity.PublicKeyFromDID(id); err != nil {
+			return nil, fixf("--key-id %s: %v; give the proxy's did:key ('delegateos id --policy FILE' prints it)", id, err)
+		}
+	}
+	return ids, nil
+}
+
+var auditVerifyCmd = &command{
+	name:    "verify",
+	args:    "FILE|--policy FILE [--key-id DID]... [--head DIGEST] [--open] [--json]",
+	summary: "check every signature, the hash chain and the checkpoints of an audit log or export, offline",
+	flags: func(fs *pflag.FlagSet) func(*env, []string) error {
+		policyPath := fs.String("policy", "", "read the policy's audit_log")
+		keyIDs := fs.StringArray("key-id", nil, "the did:key every entry must be signed by (repeatable; default: any key, listed)")
+		open := fs.Bool("open", false, "the log is still being written: accept entries after its last checkpoint")
+		head := fs.String("head", "", "the digest of an entry the log must hold: the head the proxy logged when it closed the log (\"audit log closed\")")
+		asJSON := fs.Bool("json", false, "print the report as JSON")
+		return func(e *env, args []string) error {
+			path, err := auditFile(args, *policyPath)
+			if err != nil {
+				return err
+			}
+			trusted, err := trustedKeys(*keyIDs)
+			if err != nil {
+				return err
+			}
+			if *head != "" && (len(*head) != 64 || strings.Trim(*head, "0123456789abcdef") != "") {
+				return fixf("--head %q: give the 64 lower-case hex digits the proxy logged as head", *head)
+			}
+			f, err := os.Open(path)
+			if err != nil {
+				return inputError{err}
+			}
+			defer f.Close()
+			rep, verr := audit.Verify(f, audit.VerifyOptions{Trusted: trusted, Open: *open, Head: *head})
+			var prob *audit.Problem
+			if verr != nil && !errors.As(verr, &prob) {
+				return inputf("%s: %v", path, verr)
+			}
+			if *asJSON {
+				out := map[string]any{"ok": verr == nil, "file": path}
+				if rep != nil {
+					out["report"] = rep
+				}
+				if prob != nil {
+					out["problem"] = map[string]any{"kind": prob.Kind, "line": prob.Line, "entry": prob.Entry, "message": prob.Msg}
+				}
+				if err := writeJSON(e, out); err != nil {
+					return err
+				}
+			} else if verr == nil {
+				what := "audit log"
+				if rep.Export {
+					what = fmt.Sprintf("export of receipt %d", rep.First)
+				}
+				fmt.Fprintf(e.stdout, "OK %s %s: %d entries (%d to %d), %d checkpoints, head %s\n", what, path, rep.Entries, rep.First, rep.Last, rep.Checkpoints, rep.Head)
+				if rep.Unsealed > 0 {
+					fmt.Fprintf(e.stdout, "  %d entries after the last checkpoint (open log)\n", rep.Unsealed)
+				}
+				fmt.Fprintf(e.stdout, "  signed by %s\n", strings.Join(rep.Signers, ", "))
+				if len(trusted) == 0 && len(rep.Signers) > 0 {
+					fmt.Fprintf(e.stdout, "  (no --key-id: anyone's key is accepted; give the proxy's did:key to check who signed)\n")
+				}
+			} else {
+				fmt.Fprintf(e.stdout, "FAILED %s: %v\n", path, prob)
+			}
+			if verr != nil {
+				return checkError{"the audit log does not verify"}
+			}
+			return nil
+		}
+	},
+}
+
+// showEntry is one line of audit show --json.
+type showEntry struct {
+	Line    int64           `json:"line"`
+	Receipt json.RawMessage `json:"receipt"`
+}
+
+var auditShowCmd = &command{
+	name:    "show",
+	args:    "FILE|--policy FILE [--delegation ID] [--since TIME] [--json]",
+	summary: "list an audit log's receipts readably (audit verify checks them)",
+	flags: func(fs *pflag.FlagSet) func(*env, []string) error {
+		policyPath := fs.String("policy", "", "read the policy's audit_log")
+		delegation := fs.String("delegation", "", "only receipts of calls made under this delegation (anywhere on the token's chain)")
+		since := fs.String("since", "", "only receipts from this time on (RFC 3339, e.g. 2026-11-25T20:00:00Z)")
+		asJSON := fs.Bool("json", false, "print each receipt as a JSON line, as it is in the log")
+		return func(e *env, args []string) error {
+			path, err := auditFile(args, *policyPath)
+			if err != nil {
+				return err
+			}
+			var from time.Time
+			if *since != "" {
+				if from, err = time.Parse(time.RFC3339Nano, *since); err != nil {
+					return fixf("--since %q: give an RFC 3339 time such as 2026-11-25T20:00:00Z", *since)
+				}
+			}
+			f, err := os.Open(path)
+			if err != nil {
+				return inputError{err}
+			}
+			defer f.Close()
+			// Execution receipts name their decision; the decision names
+			// the delegations.
+			paths := map[string][]string{}
+			err = audit.Read(f, func(line int64, rc *receipt.Receipt) error {
+				var at string
+				var dels []string
+				var text string
+				switch b := rc.Body.(type) {
+				case *receipt.DecisionBody:
+					paths[b.AuditID] = b.DelegationPath
+					at, dels = b.DecidedAt, b.DelegationPath
+					cost := fmt.Sprintf("reserved %d", b.CostReserved)
+					why := b.Reason
+					if b.DenialType != "" {
+						why = b.DenialType + ": " + b.DenialDetail
+					}
+					text = fmt.Sprintf("decision   %-5s %s %s  %s  %s", b.Decision, b.Method, b.Resource, cost, why)
+				case *receipt.ExecutionBody:
+					at, dels = b.CompletedAt, paths[b.GateAuditID]
+					text = fmt.Sprintf("execution  %-5s %s %s  charged %d  %dµs  %s", b.Status, b.Operation, b.Resource, b.CostCommitted, b.DurationMicros, b.Outcome)
+				case *receipt.HumanApprovalBody:
+					at = b.DecidedAt
+					text = fmt.Sprintf("approval   %-5s %s %s  %s", b.Decision, b.Action, b.Resource, b.Reason)
+				case *receipt.CheckpointBody:
+					at = b.At
+					final := ""
+					if b.Final {
+						final = " (final)"
+					}
+					text = fmt.Sprintf("checkpoint length %d head %s%s", b.Length, b.Head, final)
+				}
+				if *delegation != "" && !contains(dels, *delegation) {
+					return nil
+				}
+				if !from.IsZero() {
+					if t, err := timestamp.Parse(at); err != nil || t.Before(from) {
+						return nil
+					}
+				}
+				if *asJSON {
+					// A receipt is canonical JSON: nothing in it acts on a
+					// terminal unescaped.
+					b, err := json.Marshal(showEntry{Line: line, Receipt: rc.Raw()})
+					if err != nil {
+						return err
+					}
+					_, err = e.stdout.Write(append(b, '\n'))
+					return err
+				}
+				// The log may come from anyone: what it says is shown
+				// quoted (render.Printable) when it holds anything else than printable text, never acted on by the terminal.
+				fmt.Fprintf(e.stdout, "%5d  %s  %s\n", rc.Position().Seq, render.Printable(at), render.Printable(text))
+				return nil
+			})
+			if err != nil {
+				return inputf("%s: %v", path, err)
+			}
+			return nil
+		}
+	},
+}
+
+func contains(list []string, s string) bool {
+	for _, v := range list {
+		if v == s {
+			return true
+		}
+	}
+	return false
+}
+
+var auditExportCmd = &command{
+	name:    "export",
+	args:    "FILE|--policy FILE --receipt N [--out FILE] [--key-id DID]... [--json]",
+	summary: "export one receipt with the entries that prove its place in the log, verifiable alone",
+	flags: func(fs *pflag.FlagSet) func(*env, []string) error {
+		policyPath := fs.String("policy", "", "read the policy's audit_log")
+		n := fs.Int64("receipt", 0, "the entry number of the receipt (audit show lists them)")
+		out := fs.String("out", "", "write the export to this file (refuses to overwrite; default: standard output)")
+		keyIDs := fs.StringArray("key-id", nil, "the did:key the log must be signed by (repeatable)")
+		asJSON := fs.Bool("json", false, "with --out, print what was written as JSON (the export itself is JSON lines)")
+		return func(e *env, args []string) error {
+			path, err := auditFile(args, *policyPath)
+			if err != nil {
+				return err
+			}
+			if *n < 1 {
+				return usagef("--receipt N is required (an entry number from 1)")
+			}
+			trusted, err := trustedKeys(*keyIDs)
+			if err != nil {
+				return err
+			}
+			b, err := audit.Export(path, *n, audit.VerifyOptions{Trusted: trusted})
+			if err != nil {
+				return checkError{err.Error()}
+			}
+			if *out == "" {
+				_, err = e.stdout.Write(b)
+				return err
+			}
+			f, err := os.OpenFile(*out, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
+			if err != nil {
+				return inputError{err}
+			}
+			if _, err := f.Write(b); err != nil {
+				f.Close()
+				return inputError{err}
+			}
+			if err := f.Close(); err != nil {
+				return inputError{err}
+			}
+			if *asJSON {
+				return writeJSON(e, map[string]any{"file": *out, "receipt": *n, "entries": bytes.Count(b, []byte("\n")) - 1})
+			}
+			return nil
+		}
+	},
+}

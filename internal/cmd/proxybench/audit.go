@@ -1,0 +1,99 @@
+package main
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"time"
+)
+
+// auditSetup is the proxy with an audit log: the same proxy, given a
+// policy that names a proxy key and an audit log in dir, so that every
+// call leaves a signed decision and execution receipt.
+func auditSetup(o options, dos, dir, root, tokenFile string, upstream []string) (setup, error) {
+	if o.profile != "" {
+		return setup{}, errors.New("-audit and -cpuprofile do not go together")
+	}
+	key := filepath.Join(dir, "proxy.key")
+	if out, err := exec.Command(dos, "keygen", "--out", key, "--name", "bench-proxy").CombinedOutput(); err != nil {
+		return setup{}, fmt.Errorf("delegateos keygen: %v: %s", err, strings.TrimSpace(string(out)))
+	}
+	pol := filepath.Join(dir, "audit-policy.yaml")
+	body := fmt.Sprintf("proxy_key: %q\naudit_log: %q\n", key, filepath.Join(dir, "audit.log"))
+	if err := os.WriteFile(pol, []byte(body), 0o600); err != nil {
+		return setup{}, err
+	}
+	argv := []string{dos, "proxy", "--token", "@" + tokenFile, "--root", root, "--log", filepath.Join(dir, "proxy-audit.log"), "--policy", pol}
+	argv = append(argv, strings.Fields(o.proxyFlags)...)
+	argv = append(append(argv, "--"), upstream...)
+	return setup{name: "proxy+audit", argv: argv, drain: (&auditDrain{path: filepath.Join(dir, "audit.log")}).wait}, nil
+}
+
+// auditDrain follows an audit log as the proxy writes it.
+type auditDrain struct {
+	path     string
+	offset   int64
+	receipts int // decision and execution receipts seen (checkpoints not counted)
+}
+
+// wait returns once the log holds a decision and an execution receipt for
+// each of the calls made so far (every one a tools/call).
+func (d *auditDrain) wait(calls int) error {
+	deadline := time.Now().Add(2 * time.Minute)
+	for d.receipts < 2*calls {
+		if time.Now().After(deadline) {
+			return fmt.Errorf("the audit log holds %d receipts two minutes after %d calls, not two a call", d.receipts, calls)
+		}
+		if err := d.read(); err != nil {
+			return err
+		}
+		if d.receipts < 2*calls {
+			time.Sleep(time.Millisecond)
+		}
+	}
+	return nil
+}
+
+// read counts the whole lines written since the last read.
+func (d *auditDrain) read() error {
+	f, err := os.Open(d.path)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	b, err := io.ReadAll(io.NewSectionReader(f, d.offset, 1<<40))
+	if err != nil {
+		return err
+	}
+	end := bytes.LastIndexByte(b, '\n')
+	if end < 0 {
+		return nil
+	}
+	for _, line := range bytes.Split(b[:end], []byte("\n")) {
+		if !bytes.Contains(line, []byte(`"schema_version":"audit_checkpoint/1"`)) {
+			d.receipts++
+		}
+	}
+	d.offset += int64(end + 1)
+	return nil
+}
+
+// printAudit compares the proxy with an audit log (setup 3) to the proxy
+// without (setup 2).
+func printAudit(med []sample, lat time.Duration) {
+	if len(med) < 4 {
+		return
+	}
+	direct, off, on := med[0], med[2], med[3]
+	addedOff, addedOn := float64(off.p50-direct.p50), float64(on.p50-direct.p50)
+	if addedOff <= 0 {
+		addedOff = float64(lat)
+	}
+	fmt.Printf("\naudit log on ÷ off: added p50 %.2f (%s µs vs %s µs), throughput %.2f (%s/s vs %s/s)\n",
+		addedOn/addedOff, us(on.p50-direct.p50), us(off.p50-direct.p50), on.throughput/off.throughput, thousands(on.throughput), thousands(off.throughput))
+}

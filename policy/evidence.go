@@ -1,0 +1,67 @@
+package policy
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+
+	"gopkg.in/yaml.v3"
+)
+
+// ReceiptsConfig is the receipts section: what the proxy's signed receipts
+// hold besides hashes.
+type ReceiptsConfig struct {
+	// IncludeArguments puts a request's params.arguments in clear into its
+	// decision receipt; by default only their SHA-256 is.
+	IncludeArguments bool
+	// IncludeResults puts a response's result in clear into its execution
+	// receipt; by default only the response's SHA-256 is.
+	IncludeResults bool
+}
+
+func (ps *parser) receipts(n *yaml.Node, key string, out *ReceiptsConfig) {
+	if n.Kind != yaml.MappingNode {
+		ps.errorf(n, key, "must be a mapping with include_arguments and include_results (true or false)")
+		return
+	}
+	ps.mapping(n, key, []string{"include_arguments", "include_results"}, func(k string, v *yaml.Node) {
+		switch k {
+		case "include_arguments":
+			ps.boolean(v, key+"."+k, &out.IncludeArguments)
+		case "include_results":
+			ps.boolean(v, key+"."+k, &out.IncludeResults)
+		}
+	})
+}
+
+// LoadWithDigest is Load that also returns the hex SHA-256 of the bytes
+// it parsed, which receipts name the policy by.
+func LoadWithDigest(path string) (*Policy, string, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, "", err
+	}
+	defer f.Close()
+	data, err := io.ReadAll(io.LimitReader(f, MaxFileSize+1))
+	if err != nil {
+		return nil, "", fmt.Errorf("read %s: %w", path, err)
+	}
+	if len(data) > MaxFileSize {
+		return nil, "", fmt.Errorf("%s: larger than %d bytes", path, MaxFileSize)
+	}
+	dir, err := filepath.Abs(filepath.Dir(path))
+	if err != nil {
+		return nil, "", err
+	}
+	p, _, err := parse(data, dir)
+	if errs, ok := err.(Errors); ok {
+		for _, e := range errs {
+			e.File = path
+		}
+	}
+	d := sha256.Sum256(data)
+	return p, hex.EncodeToString(d[:]), err
+}

@@ -1,0 +1,149 @@
+package proxy
+
+import (
+	"crypto/sha256"
+	"time"
+
+	"github.com/delegateos/delegateos/dct"
+	"github.com/delegateos/delegateos/receipt"
+)
+
+// Evidence receives what signed receipts are made of: every gate
+// decision, allowed or refused, and every forwarded call that ends. Both
+// are called on the relay's path, so they must only hand the record over
+// (audit.Log queues it for its writer).
+type Evidence interface {
+	Decided(*receipt.Decision)
+	Executed(*receipt.Execution)
+	// Failed reports that receipts can no longer be kept: every request
+	// the gate would decide is then refused (EvidenceUnavailable), since
+	// it would leave no evidence.
+	Failed() bool
+}
+
+// EvidenceUnavailable is the denial of a request made once the audit log
+// cannot be written.
+const EvidenceUnavailable dct.DenialType = "evidence_unavailable"
+
+// evidenceDown reports whether receipts can no longer be kept.
+func (s *session) evidenceDown() bool { return s.cfg.Evidence != nil && s.cfg.Evidence.Failed() }
+
+// callEvidence is what a gated request's receipts need beyond its
+// decision.
+type callEvidence struct {
+	payload   [32]byte // the request as the client sent it
+	args      [32]byte // its params.arguments, when hasArgs
+	hasArgs   bool
+	clearArgs []byte // a copy of params.arguments, when receipts include them
+	forwarded [32]byte
+	response  [32]byte
+	hasResp   bool
+	result    []byte // a copy of the result, when receipts include results
+	decision  *receipt.Decision
+	token     string // the token the request was decided with
+}
+
+// notePayload hashes a gated request as the client sent it.
+func (s *session) notePayload(p *pending, frame []byte) {
+	if s.cfg.Evidence != nil {
+		p.ev.payload = sha256.Sum256(frame)
+	}
+}
+
+// noteArguments hashes a request's params.arguments (and keeps a copy
+// when the policy puts arguments into receipts).
+func (s *session) noteArguments(p *pending, args []byte) {
+	if s.cfg.Evidence == nil || args == nil {
+		return
+	}
+	p.ev.args, p.ev.hasArgs = sha256.Sum256(args), true
+	if s.cfg.Gate.Policy.Receipts.IncludeArguments {
+		p.ev.clearArgs = append([]byte(nil), args...)
+	}
+}
+
+// decided hands a decision over for its receipt. An allowed request's
+// record is kept in p for its execution receipt.
+func (s *session) decided(p *pending, d *Decision) {
+	if s.cfg.Evidence == nil {
+		return
+	}
+	at := p.start
+	if at.IsZero() {
+		at = time.Now()
+	}
+	rec := &receipt.Decision{
+		Method: p.method, Target: p.target, Scope: d.Scope, Token: p.ev.token, Requested: requested(d.Call),
+		Allowed: d.Allowed, Unauthenticated: d.Unauthenticated, Enforced: d.Allowed || !s.cfg.Observe,
+		Payload: p.ev.payload, ArgumentsHash: p.ev.args, HasArguments: p.ev.hasArgs, Arguments: p.ev.clearArgs, At: at,
+	}
+	if d.Reservation != nil {
+		rec.CostReserved = d.Reservation.Cost()
+	}
+	if d.Denial != nil {
+		rec.DenialType, rec.DenialDetail = string(d.Denial.Type), printable(d.Denial.Detail)
+		if d.Denial.Requested != nil {
+			rec.Requested = d.Denial.Requested
+		}
+	}
+	if d.Allowed {
+		p.ev.decision = rec
+	}
+	s.cfg.Evidence.Decided(rec)
+}
+
+// noteForwarded hashes a gated request as it is forwarded.
+func (s *session) noteForwarded(p *pending, frame []byte, edits []edit) {
+	if p.ev.decision != nil {
+		p.ev.forwarded = hashEdited(frame, edits)
+	}
+}
+
+// noteResponse hashes the response to a gated request as it is returned.
+func (s *session) noteResponse(p *pending, frame []byte, edits []edit) {
+	if p.ev.decision == nil {
+		return
+	}
+	p.ev.response, p.ev.hasResp = hashEdited(frame, edits), true
+	if s.cfg.Gate.Policy.Receipts.IncludeResults {
+		if r := objectMember(frame, `"result"`); r != nil {
+			p.ev.result = append([]byte(nil), r...)
+		}
+	}
+}
+
+// executed hands a forwarded call's end over for its execution receipt.
+func (s *session) executed(p *pending, cost int64, outcome string) {
+	if p.ev.decision == nil || outcome == outcomeNotForwarded {
+		return
+	}
+	e := &receipt.Execution{
+		Decision: p.ev.decision, Request: p.ev.forwarded, Response: p.ev.response, HasResponse: p.ev.hasResp,
+		Result: p.ev.result, CostCommitted: cost, Started: p.start, Completed: time.Now(), Outcome: outcome,
+	}
+	p.ev.decision = nil
+	s.cfg.Evidence.Executed(e)
+}
+
+// hashEdited is the SHA-256 of frame with edits made, as queueEdited
+// writes it (without the line ending).
+func hashEdited(frame []byte, edits []edit) [32]byte {
+	h := sha256.New()
+	var sorted [4]edit
+	es := append(sorted[:0], edits...)
+	for i := 1; i < len(es); i++ {
+		for j := i; j > 0 && es[j].from < es[j-1].from; j-- {
+			es[j], es[j-1] = es[j-1], es[j]
+		}
+	}
+	at := 0
+	for _, e := range es {
+		h.Write(frame[at:e.from])
+		h.Write(e.with)
+		at = e.to
+	}
+	h.Write(frame[at:])
+	var out [32]byte
+	h.Sum(out[:0])
+	return out
+}

@@ -1,0 +1,279 @@
+package receipt
+
+import (
+	"encoding/json"
+	"slices"
+	"strconv"
+
+	"github.com/gowebpki/jcs"
+
+	"github.com/delegateos/delegateos/internal/canon"
+)
+
+// objWriter writes one JSON object's members in RFC 8785 order. Every key
+// of a receipt is ASCII, where JCS's UTF-16 order is byte order. Values
+// are written canonical into buf as they are added; members hold their
+// place there.
+type objWriter struct {
+	buf []byte
+	ms  []member
+	err error
+	// proofAt is, after appendTo, the offset in its output where a
+	// "proof" member goes (before the comma of the member after it).
+	proofAt int
+}
+
+type member struct {
+	key        string
+	start, end int
+}
+
+func (w *objWriter) add(key string, start int) {
+	w.ms = append(w.ms, member{key: key, start: start, end: len(w.buf)})
+}
+
+// str adds a string member; omit leaves out "".
+func (w *objWriter) str(key, v string, omit bool) {
+	if omit && v == "" {
+		return
+	}
+	at := len(w.buf)
+	w.buf = canon.AppendString(w.buf, v)
+	w.add(key, at)
+}
+
+func (w *objWriter) int(key string, v int64) {
+	at := len(w.buf)
+	w.buf = strconv.AppendInt(w.buf, v, 10)
+	w.add(key, at)
+}
+
+func (w *objWriter) bool(key string, v bool) {
+	at := len(w.buf)
+	w.buf = strconv.AppendBool(w.buf, v)
+	w.add(key, at)
+}
+
+// strs adds a list of strings, left out when empty.
+func (w *objWriter) strs(key string, v []string) {
+	if len(v) == 0 {
+		return
+	}
+	at := len(w.buf)
+	w.buf = append(w.buf, '[')
+	for i, s := range v {
+		if i > 0 {
+			w.buf = append(w.buf, ',')
+		}
+		w.buf = canon.AppendString(w.buf, s)
+	}
+	w.buf = append(w.buf, ']')
+	w.add(key, at)
+}
+
+// raw adds JSON from outside (arguments, a result), canonicalized; left
+// out when empty.
+func (w *objWriter) raw(key string, v json.RawMessage) {
+	if len(v) == 0 {
+		return
+	}
+	c, err := jcs.Transform(v)
+	if err != nil {
+		w.err = err
+		return
+	}
+	at := len(w.buf)
+	w.buf = append(w.buf, c...)
+	w.add(key, at)
+}
+
+// object adds a nested object written by fill.
+func (w *objWriter) object(key string, fill func(*objWriter)) {
+	var inner objWriter
+	fill(&inner)
+	if inner.err != nil {
+		w.err = inner.err
+	}
+	at := len(w.buf)
+	w.buf = inner.appendTo(w.buf)
+	w.add(key, at)
+}
+
+func (w *objWriter) position(p *Position) {
+	if p.Seq != 0 {
+		w.int("audit_seq", p.Seq)
+	}
+	w.str("audit_prev", p.Prev, true)
+}
+
+func (w *objWriter) proof(p *Proof) {
+	if p == nil {
+		return
+	}
+	w.object("proof", func(o *objWriter) {
+		o.str("cryptosuite", p.Cryptosuite, false)
+		o.str("proofValue", p.ProofValue, false)
+		o.str("type", p.Type, false)
+		o.str("verificationMethod", p.VerificationMethod, false)
+	})
+}
+
+// appendTo writes the object, members sorted by key.
+func (w *objWriter) appendTo(dst []byte) []byte {
+	slices.SortFunc(w.ms, func(a, b member) int {
+		switch {
+		case a.key < b.key:
+			return -1
+		case a.key > b.key:
+			return 1
+		}
+		return 0
+	})
+	dst = append(dst, '{')
+	w.proofAt = -1
+	for i, m := range w.ms {
+		if w.proofAt < 0 && m.key > "proof" {
+			w.proofAt = len(dst)
+		}
+		if i > 0 {
+			dst = append(dst, ',')
+		}
+		dst = canon.AppendString(dst, m.key)
+		dst = append(dst, ':')
+		dst = append(dst, w.buf[m.start:m.end]...)
+	}
+	if w.proofAt < 0 {
+		w.proofAt = len(dst)
+	}
+	return append(dst, '}')
+}
+
+// encode is the canonical JSON of b, the same bytes as canon.Marshal(b)
+// (a test holds them equal), written without reflection.
+func encode(b Body) ([]byte, error) {
+	out, _, err := encodeAt(b)
+	return out, err
+}
+
+// encodeAt is encode that also returns where a "proof" member would go.
+func encodeAt(b Body) ([]byte, int, error) {
+	w := objWriter{buf: make([]byte, 0, 1024), ms: make([]member, 0, 32)}
+	switch b := b.(type) {
+	case *DecisionBody:
+		w.str("schema_version", b.SchemaVersion, false)
+		w.str("audit_id", b.AuditID, false)
+		w.str("agent_did", b.AgentDID, true)
+		w.str("action", b.Action, false)
+		w.str("resource", b.Resource, false)
+		w.str("environment", b.Environment, false)
+		w.str("decision", b.Decision, false)
+		w.str("reason", b.Reason, false)
+		w.str("payload_hash", b.PayloadHash, false)
+		w.str("policy_context_hash", b.PolicyContextHash, false)
+		w.str("method", b.Method, false)
+		if c := b.Capability; c != nil {
+			w.object("capability", func(o *objWriter) {
+				o.str("action", c.Action, false)
+				o.str("namespace", c.Namespace, false)
+				o.str("resource", c.Resource, false)
+			})
+		}
+		w.strs("chain", b.Chain)
+		w.strs("delegation_path", b.DelegationPath)
+		w.str("contract_id", b.ContractID, true)
+		w.str("denial_type", b.DenialType, true)
+		w.str("denial_detail", b.DenialDetail, true)
+		w.int("cost_reserved", b.CostReserved)
+		w.bool("enforced", b.Enforced)
+		w.str("decided_at", b.DecidedAt, false)
+		w.str("arguments_hash", b.ArgumentsHash, true)
+		w.raw("arguments", b.Arguments)
+		w.str("approval_id", b.ApprovalID, true)
+		w.str("approval_receipt_hash", b.ApprovalReceiptHash, true)
+		w.position(&b.Position)
+		w.proof(b.Proof)
+	case *ExecutionBody:
+		w.str("schema_version", b.SchemaVersion, false)
+		w.str("receipt_id", b.ReceiptID, false)
+		w.str("gate_audit_id", b.GateAuditID, false)
+		w.str("agent_did", b.AgentDID, true)
+		w.str("action", b.Action, false)
+		w.str("resource", b.Resource, false)
+		w.str("environment", b.Environment, false)
+		w.str("status", b.Status, false)
+		w.str("adapter", b.Adapter, false)
+		w.str("operation", b.Operation, false)
+		w.str("params_hash", b.ParamsHash, true)
+		w.str("request_hash", b.RequestHash, false)
+		w.str("response_hash", b.ResponseHash, true)
+		w.str("decision_receipt_hash", b.DecisionReceiptHash, false)
+		w.str("started_at", b.StartedAt, false)
+		w.str("completed_at", b.CompletedAt, false)
+		w.int("duration_us", b.DurationMicros)
+		w.int("cost_committed", b.CostCommitted)
+		w.str("outcome", b.Outcome, false)
+		w.str("evaluator_version", b.EvaluatorVersion, false)
+		w.raw("result", b.Result)
+		w.str("approval_receipt_hash", b.ApprovalReceiptHash, true)
+		w.position(&b.Position)
+		w.proof(b.Proof)
+	case *HumanApprovalBody:
+		w.str("schema_version", b.SchemaVersion, false)
+		w.str("approval_id", b.ApprovalID, false)
+		w.str("gate_audit_id", b.GateAuditID, false)
+		w.str("requester_agent_did", b.RequesterAgentDID, true)
+		w.str("principal_did", b.PrincipalDID, true)
+		w.str("action", b.Action, false)
+		w.str("resource", b.Resource, false)
+		w.str("environment", b.Environment, false)
+		w.str("risk_class", b.RiskClass, false)
+		w.str("gate_reason", b.GateReason, false)
+		w.str("decision", b.Decision, false)
+		w.str("reason", b.Reason, false)
+		w.str("requested_at", b.RequestedAt, false)
+		w.str("decided_at", b.DecidedAt, false)
+		w.str("expires_at", b.ExpiresAt, true)
+		w.str("evaluator_version", b.EvaluatorVersion, false)
+		w.int("cost", b.Cost)
+		w.str("delegation_receipt_id", b.DelegationReceiptID, true)
+		w.str("delegation_receipt_hash", b.DelegationReceiptHash, true)
+		w.str("decision_receipt_hash", b.DecisionReceiptHash, true)
+		w.position(&b.Position)
+		w.proof(b.Proof)
+	case *CheckpointBody:
+		w.str("schema_version", b.SchemaVersion, false)
+		w.int("length", b.Length)
+		w.str("head", b.Head, false)
+		w.bool("final", b.Final)
+		w.str("at", b.At, false)
+		w.position(&b.Position)
+		w.proof(b.Proof)
+	default:
+		out, err := canon.Marshal(b)
+		return out, -1, err
+	}
+	if w.err != nil {
+		return nil, -1, w.err
+	}
+	out := w.appendTo(make([]byte, 0, len(w.buf)+len(w.ms)*24+2))
+	return out, w.proofAt, nil
+}
+
+// withProof is the canonical JSON of a body whose canonical JSON without
+// proof is unsigned, with p inserted at at (from encodeAt).
+func withProof(unsigned []byte, at int, p *Proof) []byte {
+	var w objWriter
+	w.proof(p)
+	proof := w.appendTo(nil)
+	proof = proof[1 : len(proof)-1] // "proof":{...}
+	out := make([]byte, 0, len(unsigned)+len(proof)+1)
+	out = append(out, unsigned[:at]...)
+	if unsigned[at-1] != '{' {
+		out = append(out, ',')
+	}
+	out = append(out, proof...)
+	if unsigned[at-1] == '{' && unsigned[at] != '}' {
+		out = append(out, ',')
+	}
+	return append(out, unsigned[at:]...)
+}

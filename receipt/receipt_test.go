@@ -1,0 +1,166 @@
+package receipt_test
+
+import (
+	"bytes"
+	"crypto/ed25519"
+	"crypto/sha256"
+	"encoding/json"
+	"errors"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/delegateos/delegateos/dct"
+	"github.com/delegateos/delegateos/identity"
+	"github.com/delegateos/delegateos/internal/canon"
+	"github.com/delegateos/delegateos/internal/receiptschema"
+	"github.com/delegateos/delegateos/receipt"
+)
+
+func signer(t testing.TB) (*receipt.Signer, *identity.Keypair) {
+	t.Helper()
+	k, err := identity.FromSeed(bytes.Repeat([]byte{7}, 32), "proxy")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return receipt.NewSigner(k), k
+}
+
+var at = time.Date(2026, 11, 25, 21, 0, 0, 0, time.UTC)
+
+// samples are one receipt body of each kind, as the proxy and the audit
+// log make them.
+func samples(t testing.TB) []receipt.Body {
+	t.Helper()
+	opts := &receipt.Options{PolicyHash: strings.Repeat("0a", 32)}
+	allowed := &receipt.Decision{
+		Method: "tools/call", Target: "echo", Allowed: true, Enforced: true, CostReserved: 5,
+		Requested: &dct.Capability{Namespace: "mcp", Action: "echo", Resource: "*"},
+		Payload:   sha256.Sum256([]byte("frame")), HasArguments: true, ArgumentsHash: sha256.Sum256([]byte("{}")), At: at,
+	}
+	refused := &receipt.Decision{
+		Method: "resources/read", Target: "file:///etc/passwd", Enforced: true,
+		DenialType: "capability_not_granted", DenialDetail: "not granted", Payload: sha256.Sum256([]byte("frame2")), At: at,
+	}
+	db := allowed.Body(opts)
+	allowed.Signed(strings.Repeat("1", 64))
+	exec := (&receipt.Execution{Decision: allowed, Request: sha256.Sum256([]byte("fwd")), Response: sha256.Sum256([]byte("resp")),
+		HasResponse: true, CostCommitted: 5, Started: at, Completed: at.Add(3 * time.Millisecond), Outcome: "result"}).Body(opts)
+	approval := &receipt.HumanApprovalBody{
+		ApprovalID: "appr-1", GateAuditID: db.AuditID, Action: "mcp.tools.call", Resource: "echo", RiskClass: "write",
+		GateReason: "approval: required", Decision: receipt.ApprovalApproved, Reason: "accepted by the user",
+		RequestedAt: "2026-11-25T21:00:00.000Z", DecidedAt: "2026-11-25T21:00:05.000Z", Cost: 5,
+	}
+	receipt.FillHumanApproval(approval)
+	ckpt := &receipt.CheckpointBody{SchemaVersion: receipt.KindCheckpoint, Length: 3, Head: strings.Repeat("ab", 32), At: "2026-11-25T21:00:06.000Z", Final: true,
+		Position: receipt.Position{Seq: 4, Prev: strings.Repeat("ab", 32)}}
+	return []receipt.Body{db, refused.Body(opts), exec, approval, ckpt}
+}
+
+func TestSignParseVerify(t *testing.T) {
+	s, k := signer(t)
+	for _, b := range samples(t) {
+		out, err := s.Sign(b)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := receiptschema.Validate(out); err != nil {
+			t.Errorf("%s does not match its schema: %v\n%s", out[:40], err, out)
+		}
+		if err := receiptschema.Validate(bytes.Replace(out, []byte(`{`), []byte(`{"aaa":1,`), 1)); err == nil {
+			t.Errorf("the schema of %s accepts an unknown member", out[:40])
+		}
+		r, err := receipt.Parse(out)
+		if err != nil {
+			t.Fatalf("parse %s: %v", out, err)
+		}
+		if err := r.Verify([]string{k.DID()}); err != nil {
+			t.Errorf("verify %s: %v", r.Kind, err)
+		}
+		if r.Signer != k.DID() || r.Digest != receipt.Digest(out) {
+			t.Errorf("%s: signer %s digest %s", r.Kind, r.Signer, r.Digest)
+		}
+		// The /2 construction: Ed25519 over JCS(body without proof).
+		var m map[string]any
+		if err := json.Unmarshal(out, &m); err != nil {
+			t.Fatal(err)
+		}
+		proof := m["proof"].(map[string]any)
+		delete(m, "proof")
+		unsigned, err := canon.Marshal(m)
+		if err != nil {
+			t.Fatal(err)
+		}
+		sig, err := identity.Base58Decode(strings.TrimPrefix(proof["proofValue"].(string), "z"))
+		if err != nil || !ed25519.Verify(k.Public(), unsigned, sig) {
+			t.Errorf("%s: proofValue is not Ed25519 over JCS(body without proof)", r.Kind)
+		}
+		if vm := proof["verificationMethod"].(string); vm != k.DID()+"#"+strings.TrimPrefix(k.DID(), "did:key:") {
+			t.Errorf("verificationMethod %s", vm)
+		}
+	}
+}
+
+func TestParseStrict(t *testing.T) {
+	s, _ := signer(t)
+	good, err := s.Sign(samples(t)[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	str := string(good)
+	cases := map[string]string{
+		"re-cased member":  strings.Replace(str, `"decision":`, `"Decision":`, 1),
+		"duplicate member": strings.Replace(str, `{"action":`, `{"action":"x","action":`, 1),
+		"whitespace":       strings.Replace(str, `,"`, `, "`, 1),
+		"unknown member":   strings.Replace(str, `{"action":`, `{"aaa":1,"action":`, 1),
+		"trailing data":    str + " {}",
+		"not json":         "decision",
+		"unknown kind":     strings.Replace(str, `decision_receipt/2`, `decision_receipt/9`, 1),
+		"no proof":         str[:strings.Index(str, `,"proof":`)] + str[strings.Index(str, `,"reason":`):],
+		"bad proof type":   strings.Replace(str, `"DataIntegrityProof"`, `"Ed25519Signature2020"`, 1),
+		"bad hash":         strings.Replace(str, `"payload_hash":"sha256:`, `"payload_hash":"sha512:`, 1),
+		"escaped letter":   strings.Replace(str, `"mcp.tools.call"`, `"mcp.tools.c\u0061ll"`, 1),
+		"too large":        str[:len(str)-1] + `,"zz":"` + strings.Repeat("x", receipt.MaxBytes) + `"}`,
+	}
+	for name, in := range cases {
+		if _, err := receipt.Parse([]byte(in)); err == nil {
+			t.Errorf("%s: parsed", name)
+		}
+	}
+	// One changed value: parses, but the signature fails.
+	r, err := receipt.Parse([]byte(strings.Replace(str, `"resource":"echo"`, `"resource":"ecHo"`, 1)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := r.Verify(nil); !errors.Is(err, receipt.ErrBadSignature) {
+		t.Fatalf("edited receipt: %v", err)
+	}
+}
+
+func TestSignHumanApproval(t *testing.T) {
+	s, k := signer(t)
+	b := samples(t)[3].(*receipt.HumanApprovalBody)
+	out, err := s.SignHumanApproval(b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, err := receipt.Parse(out)
+	if err != nil || r.Verify([]string{k.DID()}) != nil || r.Kind != receipt.KindHumanApproval {
+		t.Fatalf("%v %s", err, out)
+	}
+	b.Decision = "MAYBE"
+	if _, err := s.SignHumanApproval(b); err == nil || !strings.Contains(err.Error(), "decision must be one of") {
+		t.Fatalf("bad decision signed: %v", err)
+	}
+}
+
+func TestUUIDURN(t *testing.T) {
+	seen := map[string]bool{}
+	for range 100 {
+		u := receipt.NewUUIDURN()
+		if seen[u] || len(u) != 45 || u[23] != '4' {
+			t.Fatalf("uuid %s", u)
+		}
+		seen[u] = true
+	}
+}

@@ -1,0 +1,217 @@
+package receipt
+
+import (
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"strings"
+	"time"
+
+	"github.com/delegateos/delegateos/dct"
+	"github.com/delegateos/delegateos/identity"
+	"github.com/delegateos/delegateos/internal/timestamp"
+)
+
+// Decision is what the proxy hands over about one gate decision; the
+// audit log's writer turns it into a decision receipt, off the relay's
+// path. Once handed over it is the writer's: the relay neither reads nor
+// changes it again.
+type Decision struct {
+	Method, Target string
+	// Requested is the capability the request needs (nil if none).
+	Requested *dct.Capability
+	// Scope is the verified token's scope (nil if no token verified); read
+	// only, it is shared with other decisions. Token is the token it was
+	// verified from, whose block IDs the receipt names.
+	Scope *dct.AuthorizedScope
+	Token string
+	// Allowed, Unauthenticated and Enforced are the decision; DenialType
+	// and DenialDetail say why a refused request was refused.
+	Allowed, Unauthenticated, Enforced bool
+	DenialType, DenialDetail           string
+	// CostReserved is the reservation, in microcents.
+	CostReserved int64
+	// Payload is the SHA-256 of the request as the client sent it.
+	Payload [32]byte
+	// ArgumentsHash is the SHA-256 of params.arguments, when HasArguments.
+	ArgumentsHash [32]byte
+	HasArguments  bool
+	// Arguments are kept only when the policy includes them in receipts.
+	Arguments json.RawMessage
+	At        time.Time
+	// AuditID is the receipt's audit_id; "" has the writer make one. A
+	// decision made on a person's approval is given its ID beforehand, for
+	// the approval receipt's gate_audit_id, and names the approval by
+	// ApprovalID and ApprovalReceiptHash (the approval receipt's digest,
+	// which its execution receipt names too).
+	AuditID                         string
+	ApprovalID, ApprovalReceiptHash string
+
+	// Set by the writer when the receipt is signed.
+	auditID, digest string
+}
+
+// Execution is what the proxy hands over about a forwarded call that
+// ended: its execution receipt refers to its decision's.
+type Execution struct {
+	Decision *Decision
+	// Request is the SHA-256 of the request as forwarded; Response that of
+	// the response as returned, when HasResponse.
+	Request, Response [32]byte
+	HasResponse       bool
+	// Result is kept only when the policy includes results in receipts.
+	Result             json.RawMessage
+	CostCommitted      int64
+	Started, Completed time.Time
+	Outcome            string
+}
+
+// Options are the policy's choices for the receipts' contents.
+type Options struct {
+	// PolicyHash is the hex SHA-256 of the policy file.
+	PolicyHash string
+	// IncludeArguments and IncludeResults put arguments and results in
+	// clear into receipts; otherwise only their hashes are.
+	IncludeArguments, IncludeResults bool
+	// BlockIDs finds a token's block IDs; nil parses each token.
+	BlockIDs BlockIDs
+}
+
+// Action is AVP's dotted action for an MCP method: mcp.tools.call.
+func Action(method string) string { return "mcp." + strings.ReplaceAll(method, "/", ".") }
+
+// NewUUIDURN returns a random (version 4) urn:uuid.
+func NewUUIDURN() string {
+	var b [16]byte
+	_, _ = rand.Read(b[:])
+	b[6] = b[6]&0x0f | 0x40
+	b[8] = b[8]&0x3f | 0x80
+	var out [36]byte
+	hex.Encode(out[0:8], b[0:4])
+	out[8] = '-'
+	hex.Encode(out[9:13], b[4:6])
+	out[13] = '-'
+	hex.Encode(out[14:18], b[6:8])
+	out[18] = '-'
+	hex.Encode(out[19:23], b[8:10])
+	out[23] = '-'
+	hex.Encode(out[24:], b[10:])
+	return "urn:uuid:" + string(out[:])
+}
+
+func sha256Prefixed(h [32]byte) string { return "sha256:" + hex.EncodeToString(h[:]) }
+
+func agentDID(s *dct.AuthorizedScope) string {
+	if s == nil {
+		return ""
+	}
+	did, err := identity.DIDFromPrincipalID(s.Delegatee)
+	if err != nil {
+		return ""
+	}
+	return did
+}
+
+// BlockIDs finds a token's block IDs; Body parses the token when nil.
+type BlockIDs func(token string) []string
+
+// ParseBlockIDs parses a token (already verified) for its block IDs.
+func ParseBlockIDs(token string) []string {
+	tok, err := dct.Parse(token)
+	if err != nil {
+		return nil
+	}
+	return tok.RevocationIDs()
+}
+
+// Body is d's decision receipt body (without position and proof). It
+// gives d its audit_id.
+func (d *Decision) Body(o *Options) *DecisionBody {
+	d.auditID = d.AuditID
+	if d.auditID == "" {
+		d.auditID = NewUUIDURN()
+	}
+	b := &DecisionBody{
+		SchemaVersion: KindDecision, AuditID: d.auditID, AgentDID: agentDID(d.Scope),
+		Action: Action(d.Method), Resource: d.Target, Environment: EnvironmentUnknown,
+		Decision: DecisionAllow, Reason: "allowed",
+		PayloadHash: sha256Prefixed(d.Payload), PolicyContextHash: o.PolicyHash,
+		Method: d.Method, DenialType: d.DenialType, DenialDetail: d.DenialDetail,
+		CostReserved: d.CostReserved, Enforced: d.Enforced, DecidedAt: timestamp.Format(d.At),
+		ApprovalID: d.ApprovalID, ApprovalReceiptHash: d.ApprovalReceiptHash,
+	}
+	if d.Unauthenticated {
+		b.Reason = "allowed_unauthenticated"
+	}
+	if !d.Allowed {
+		b.Decision, b.Reason = DecisionBlock, d.DenialType
+	}
+	if d.Requested != nil {
+		b.Capability = &Capability{Namespace: d.Requested.Namespace, Action: d.Requested.Action, Resource: d.Requested.Resource}
+	}
+	if d.Scope != nil {
+		b.ContractID = d.Scope.ContractID
+		if o.BlockIDs != nil {
+			b.Chain = o.BlockIDs(d.Token)
+		} else {
+			b.Chain = ParseBlockIDs(d.Token)
+		}
+		b.DelegationPath = make([]string, len(d.Scope.Chain))
+		for i, l := range d.Scope.Chain {
+			b.DelegationPath[i] = l.DelegationID
+		}
+		if len(b.Chain) != len(b.DelegationPath) {
+			b.Chain = nil
+		}
+	}
+	if d.HasArguments {
+		b.ArgumentsHash = sha256Prefixed(d.ArgumentsHash)
+		if o.IncludeArguments {
+			b.Arguments = d.Arguments
+		}
+	}
+	return b
+}
+
+// Signed records the digest of d's receipt once it is signed.
+func (d *Decision) Signed(digest string) { d.digest = digest }
+
+// Body is e's execution receipt body (without position and proof). The
+// decision's receipt must have been signed first.
+func (e *Execution) Body(o *Options) *ExecutionBody {
+	d := e.Decision
+	b := &ExecutionBody{
+		SchemaVersion: KindExecution, ReceiptID: NewUUIDURN(), GateAuditID: d.auditID,
+		AgentDID: agentDID(d.Scope), Action: Action(d.Method), Resource: d.Target,
+		Environment: EnvironmentUnknown, Status: status(e.Outcome), Adapter: "mcp-stdio",
+		Operation: d.Method, RequestHash: sha256Prefixed(e.Request), DecisionReceiptHash: d.digest,
+		StartedAt: timestamp.Format(e.Started), CompletedAt: timestamp.Format(e.Completed),
+		DurationMicros: max(e.Completed.Sub(e.Started).Microseconds(), 0), CostCommitted: e.CostCommitted,
+		Outcome: e.Outcome, EvaluatorVersion: ExecutionEvaluator, ApprovalReceiptHash: d.ApprovalReceiptHash,
+	}
+	if d.HasArguments {
+		b.ParamsHash = sha256Prefixed(d.ArgumentsHash)
+	}
+	if e.HasResponse {
+		b.ResponseHash = sha256Prefixed(e.Response)
+		if o.IncludeResults {
+			b.Result = e.Result
+		}
+	}
+	return b
+}
+
+// status maps the proxy's outcomes to execution statuses.
+func status(outcome string) string {
+	switch outcome {
+	case "result":
+		return StatusSuccess
+	case "input required":
+		return StatusInputRequired
+	case "cancelled":
+		return StatusCancelled
+	case "unanswered":
+		return StatusUnanswered
+	}
+	return StatusFailed
+}
