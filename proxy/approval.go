@@ -15,8 +15,11 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/delegateos/delegateos/dct"
+	"github.com/delegateos/delegateos/identity"
 	"github.com/delegateos/delegateos/internal/strictjson"
+	"github.com/delegateos/delegateos/internal/timestamp"
 	"github.com/delegateos/delegateos/policy"
+	"github.com/delegateos/delegateos/receipt"
 )
 
 // The denials of a call whose rule asks for a person's approval.
@@ -51,7 +54,9 @@ const maxArgumentsShown = 512
 // ApprovalOutcome is the evidence of one approval the proxy asked for:
 // what was asked, who answered and how.
 type ApprovalOutcome struct {
-	// ID is the id of the proxy's elicitation/create request.
+	// ID is the id of the proxy's elicitation/create request, or for an
+	// MCP 2026-07-28 client the requestState it issued; "" when nobody was
+	// asked. Receipts name the approval by it (approval_id).
 	ID string
 	// Method and Target are the held request's method and what it names.
 	Method, Target string
@@ -198,9 +203,21 @@ func (s *session) needsApproval(p *pending) bool {
 	return ok && a.Needed(p.cost())
 }
 
+// awaitsApproval reports whether an allowed call is held for approval
+// (observe mode asks nobody).
+func (s *session) awaitsApproval(p *pending) bool {
+	return !s.cfg.Observe && s.needsApproval(p)
+}
+
 // approval is the approval of the rule that decided a request of method;
 // ok is false when no rule did, or the method asks for none.
 func (g *Gate) approval(method string, rule int) (a policy.Approval, ok bool) {
+	a, _, ok = g.approvalRule(method, rule)
+	return a, ok
+}
+
+// approvalRule is approval, with the rule.
+func (g *Gate) approvalRule(method string, rule int) (a policy.Approval, r *policy.Rule, ok bool) {
 	var rules []policy.Rule
 	switch method {
 	case MethodToolsCall:
@@ -211,9 +228,9 @@ func (g *Gate) approval(method string, rule int) (a policy.Approval, ok bool) {
 		rules = g.Policy.Resources
 	}
 	if rule < 0 || rule >= len(rules) {
-		return a, false
+		return a, nil, false
 	}
-	return rules[rule].Approval, true
+	return rules[rule].Approval, &rules[rule], true
 }
 
 // hold keeps an allowed call that needs approval from the upstream and
@@ -438,7 +455,7 @@ func (s *session) approvalAnswer(h header, frame []byte) bool {
 	o := &hc.outcome
 	o.DecidedAt = time.Now()
 	o.judge(readApprovalAnswer(frame))
-	s.concluded(o)
+	s.concluded(hc.p, o)
 	if !o.Approved {
 		s.refuseHeld(hc.p, o.Denial, o.Detail, &s.clientLog, true)
 		hc.p.free()
@@ -585,17 +602,23 @@ func (s *session) forwardHeld(hc *heldCall) {
 		p.free()
 		return
 	}
+	// Only this goroutine adds to the table, so the room checked here is
+	// there when the call is put in it.
 	s.mu.Lock()
 	full := s.pending.len() >= maxPending
-	if !full {
-		s.pending.put(p)
-	}
 	s.mu.Unlock()
 	if full {
 		s.refuseHeld(p, ApprovalUnavailable, fmt.Sprintf("approved, but more than %d requests are in flight", maxPending), &s.clientLog, true)
 		p.free()
 		return
 	}
+	s.decided(p, &p.dec)
+	if p.ev.decision != nil {
+		p.ev.forwarded = sha256.Sum256(hc.fwd)
+	}
+	s.mu.Lock()
+	s.pending.put(p)
+	s.mu.Unlock()
 	if err := s.toServer.queue(append(hc.fwd, '\n')); err != nil {
 		s.mu.Lock()
 		mine := s.pending.get(p.key) == p
@@ -627,7 +650,7 @@ func (s *session) approvalTimedOut(ask string) {
 	o := &hc.outcome
 	o.DecidedAt = time.Now()
 	o.refused(VerdictTimeout, ApprovalDeclined, fmt.Sprintf("no answer to the approval request within %s", o.ExpiresAt.Sub(o.RequestedAt)))
-	s.concluded(o)
+	s.concluded(hc.p, o)
 	s.cancelAsk(ask, "the approval request timed out")
 	var lines logBatch // the pumps' batches belong to them
 	s.refuseHeld(hc.p, o.Denial, o.Detail, &lines, true)
@@ -653,11 +676,12 @@ func (s *session) cancelHeld(raw []byte) bool {
 	o := &hc.outcome
 	o.DecidedAt = time.Now()
 	o.refused(VerdictCancelled, ApprovalDeclined, "the client cancelled the call before it was approved")
-	s.concluded(o)
+	s.concluded(hc.p, o)
 	s.cancelAsk(o.ID, "the call was cancelled")
-	p := hc.p
-	s.settleNow(p, 0, true, outcomeCancelled)
-	p.free()
+	// Cancelled, it gets no answer; it was never forwarded, so it is
+	// refused, not charged.
+	s.refuseHeld(hc.p, o.Denial, o.Detail, &s.clientLog, false)
+	hc.p.free()
 	return true
 }
 
@@ -679,7 +703,7 @@ func (s *session) dropHeld(msg string) {
 		o := &hc.outcome
 		o.DecidedAt = time.Now()
 		o.refused(VerdictUnavailable, ApprovalUnavailable, "the session ended before the approval was answered")
-		s.concluded(o)
+		s.concluded(hc.p, o)
 		if msg != "" {
 			s.cancelAsk(o.ID, "the session is ending")
 		}
@@ -715,6 +739,7 @@ func (s *session) refuseHeld(p *pending, t dct.DenialType, detail string, lb *lo
 	}
 	d.Allowed, d.Reservation = false, nil
 	d.Denial = &Denial{Type: t, Detail: detail, Requested: requested(d.Call), Granted: granted}
+	s.decided(p, &d)
 	lb.denied(p.method, p.target, &d)
 	lb.writeTo(s.log)
 	if reply {
@@ -726,20 +751,91 @@ func (s *session) refuseHeld(p *pending, t dct.DenialType, detail string, lb *lo
 func (s *session) refuseUnasked(p *pending, t dct.DenialType, detail string) {
 	now := time.Now()
 	o := ApprovalOutcome{Method: p.method, Target: p.target, Capability: capabilityText(p.decision), Cost: p.cost(),
-		DelegationID: delegationOf(p.decision), RequestedAt: now, DecidedAt: now, ExpiresAt: now}
+		DelegationID: delegationOf(p.decision), RequestedAt: now, DecidedAt: now}
 	verdict := VerdictUnavailable
 	if t == ApprovalDeclined {
 		verdict = VerdictDeclined
 	}
 	o.refused(verdict, t, detail)
-	s.concluded(&o)
+	s.concluded(p, &o)
 	s.refuseHeld(p, t, detail, &s.clientLog, true)
 	p.free()
 }
 
-// concluded records an approval's outcome, whatever it was.
-func (s *session) concluded(o *ApprovalOutcome) {
+// concluded records an approval's outcome, whatever it was: its line,
+// and with an audit log its human approval receipt, which the decision
+// handed over next names.
+func (s *session) concluded(p *pending, o *ApprovalOutcome) {
 	s.logApproval(o)
+	if s.cfg.Evidence == nil {
+		return
+	}
+	b := s.approvalBody(p, o)
+	p.ev.auditID, p.ev.approvalID = b.GateAuditID, b.ApprovalID
+	digest, err := s.cfg.Evidence.Approval(b)
+	if err != nil {
+		s.log.Error("writing the human approval receipt failed", zap.String("approval_id", o.ID), zap.Error(err))
+		return
+	}
+	p.ev.approvalHash = digest
+}
+
+// approvalBody is o's human_approval_receipt/2, for the decision p will be
+// given (its audit_id is chosen here).
+func (s *session) approvalBody(p *pending, o *ApprovalOutcome) *receipt.HumanApprovalBody {
+	id := o.ID
+	if id == "" {
+		id = receipt.NewUUIDURN()
+	}
+	b := &receipt.HumanApprovalBody{
+		ApprovalID: id, GateAuditID: receipt.NewUUIDURN(), RequesterAgentDID: agentDID(p.dec.Scope),
+		Action: receipt.Action(p.method), Resource: p.target, RiskClass: "approval", GateReason: "the policy asks for a person's approval",
+		Decision: strings.ToUpper(o.Verdict), Reason: "approved", RequestedAt: timestamp.Format(o.RequestedAt),
+		DecidedAt: timestamp.Format(o.DecidedAt), Cost: o.Cost, AnswerAction: o.Action, AnswerHash: o.ContentHash,
+	}
+	if a, rule, ok := s.cfg.Gate.approvalRule(p.method, p.dec.Call.Rule); ok {
+		b.RiskClass = "approval_required"
+		if !a.Required && a.Above != nil {
+			b.RiskClass = fmt.Sprintf("cost_above_%d", *a.Above)
+		}
+		b.GateReason = fmt.Sprintf("%s rule %s (line %d) asks for a person's approval", mapOf(p.method), quoteName(rule.Match), rule.Line)
+	}
+	if !o.Approved {
+		b.Reason = o.Detail
+	}
+	if !o.ExpiresAt.IsZero() {
+		b.ExpiresAt = timestamp.Format(o.ExpiresAt)
+	}
+	if o.Action != "" {
+		b.AnsweredBy = o.Answerer
+	}
+	if o.RequestHash != "" {
+		b.RequestHash = "sha256:" + o.RequestHash
+	}
+	return b
+}
+
+// agentDID is the did:key of a scope's delegatee; "" without a scope.
+func agentDID(scope *dct.AuthorizedScope) string {
+	if scope == nil {
+		return ""
+	}
+	did, err := identity.DIDFromPrincipalID(scope.Delegatee)
+	if err != nil {
+		return ""
+	}
+	return did
+}
+
+// mapOf names the policy map whose rules decide a method.
+func mapOf(method string) string {
+	switch method {
+	case MethodPromptsGet:
+		return "prompts"
+	case MethodResourcesRead:
+		return "resources"
+	}
+	return "tools"
 }
 
 // logApproval writes an approval's outcome.
@@ -782,7 +878,7 @@ func (s *session) approvalTooLarge(id []byte, msg string) bool {
 	o := &hc.outcome
 	o.DecidedAt = time.Now()
 	o.refused(VerdictUnavailable, ApprovalUnavailable, "the client's answer to the approval request "+msg)
-	s.concluded(o)
+	s.concluded(hc.p, o)
 	s.refuseHeld(hc.p, o.Denial, o.Detail, &s.clientLog, true)
 	hc.p.free()
 	return true

@@ -166,8 +166,11 @@ func (s *session) holdModern(p *pending, h header, cp *callParams, frame []byte,
 	s.mu.Unlock()
 	s.log.Info("approval asked", zap.String("method", p.method), zap.String("target", p.target),
 		zap.String("approval_id", state), zap.Int64("cost", t.outcome.Cost), zap.Duration("timeout", ap.Wait()), zap.Bool("input_required", true))
-	// The request is answered without being forwarded: its reservation
-	// goes back, and the retry is decided and reserved afresh.
+	// The request is answered without being forwarded: its decision
+	// waits for the approval, its reservation goes back, and the retry is
+	// decided and reserved afresh.
+	p.ev.approvalID, p.ev.waiting = state, true
+	s.decided(p, &p.dec)
 	s.settleNow(p, 0, true, outcomeNotForwarded)
 	s.toClient.write(append(b, '\n'))
 	p.free()
@@ -200,7 +203,7 @@ func (s *session) approvalRetry(p *pending, m modernParams, digest [32]byte, tok
 			o.Answerer = m.answerer
 		}
 	}
-	s.concluded(o)
+	s.concluded(p, o)
 	if !o.Approved {
 		s.refuseHeld(p, o.Denial, o.Detail, &s.clientLog, true)
 		p.free()

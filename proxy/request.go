@@ -291,7 +291,11 @@ func (s *session) gate(p *pending, cp *callParams) bool {
 	// An allowed call's line is written when it settles, with what it
 	// cost and how it ended.
 	p.decision = &p.dec
-	s.decided(p, &p.dec)
+	if !s.awaitsApproval(p) {
+		// A call held for approval is handed over once the approval
+		// ends, naming its receipt.
+		s.decided(p, &p.dec)
+	}
 	// Only this goroutine writes listToken, so it may read it unlocked.
 	if session == "" && s.listToken != req.Token {
 		s.mu.Lock()

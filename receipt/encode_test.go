@@ -32,7 +32,8 @@ func TestEncodeIsCanonical(t *testing.T) {
 		&HumanApprovalBody{SchemaVersion: KindHumanApproval, ApprovalID: odd, GateAuditID: odd, RequesterAgentDID: odd,
 			PrincipalDID: odd, Action: odd, Resource: odd, Environment: odd, RiskClass: odd, GateReason: odd, Decision: odd,
 			Reason: odd, RequestedAt: odd, DecidedAt: odd, ExpiresAt: odd, EvaluatorVersion: odd, Cost: 3,
-			DelegationReceiptID: odd, DelegationReceiptHash: odd, DecisionReceiptHash: odd, Position: pos, Proof: proof},
+			DelegationReceiptID: odd, DelegationReceiptHash: odd, DecisionReceiptHash: odd, AnsweredBy: odd, AnswerAction: odd,
+			AnswerHash: odd, RequestHash: odd, Position: pos, Proof: proof},
 		&CheckpointBody{SchemaVersion: KindCheckpoint, Length: 2, Head: odd, Final: true, At: odd, Position: pos, Proof: proof},
 	}
 	for _, b := range bodies {
