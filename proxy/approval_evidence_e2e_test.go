@@ -136,7 +136,12 @@ func TestApprovalReceiptsModern(t *testing.T) {
 	if out, stderr, code := mcptest.CLI(t, "audit", "verify", logPath, "--key-id", key.DID()); code != 0 {
 		t.Fatalf("audit verify: status %d\n%s%s", code, out, stderr)
 	}
-	rs, _ := logReceipts(t, logPath)
+	rs, lines := logReceipts(t, logPath)
+	for i, l := range lines {
+		if err := receiptschema.Validate(bytes.TrimSuffix(l, []byte("\n"))); err != nil {
+			t.Errorf("line %d does not follow its JSON Schema: %v", i+1, err)
+		}
+	}
 	var kinds []string
 	var approvalID string
 	for _, r := range rs {
