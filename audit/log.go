@@ -248,6 +248,19 @@ func (l *Log) Append(b receipt.Body, result chan<- AppendResult) {
 	l.send(event{body: b, result: result})
 }
 
+// Approval checks a human approval receipt, signs it into the log and
+// returns its digest once it is written to the log's buffer: the decision
+// it let through, handed over next, names it.
+func (l *Log) Approval(b *receipt.HumanApprovalBody) (string, error) {
+	if err := receipt.CheckHumanApproval(b); err != nil {
+		return "", err
+	}
+	res := make(chan AppendResult, 1)
+	l.Append(b, res)
+	r := <-res
+	return r.Digest, r.Err
+}
+
 func (l *Log) send(ev event) {
 	defer func() {
 		// A send after Close is a programming error elsewhere; the event

@@ -71,7 +71,7 @@ tools:
 	// Output:
 	// line 6: tools[0].cost: must be a non-negative integer (microcents) of at most 9007199254740991
 	// line 7: tools[1]: action is required
-	// line 9: tools[1].acton: unknown key; did you mean action? (known keys here: match, namespace, action, resource, cost, max_cost, rate)
+	// line 9: tools[1].acton: unknown key; did you mean action? (known keys here: match, namespace, action, resource, cost, max_cost, rate, approval)
 }
 
 func ExamplePolicy_MapResource() {

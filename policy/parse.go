@@ -400,9 +400,9 @@ const (
 
 // ruleKeys are the keys of a rule of each kind.
 var ruleKeys = [ruleKinds][]string{
-	toolRules:     {"match", "namespace", "action", "resource", "cost", "max_cost", "rate"},
-	resourceRules: {"match", "namespace", "action", "cost", "max_cost", "rate"},
-	promptRules:   {"match", "namespace", "action", "resource", "cost", "max_cost", "rate"},
+	toolRules:     {"match", "namespace", "action", "resource", "cost", "max_cost", "rate", "approval"},
+	resourceRules: {"match", "namespace", "action", "cost", "max_cost", "rate", "approval"},
+	promptRules:   {"match", "namespace", "action", "resource", "cost", "max_cost", "rate", "approval"},
 }
 
 // refusedRuleKeys explain keys a rule of a kind does not take.
@@ -491,6 +491,8 @@ func (ps *parser) rule(n *yaml.Node, key string, kind ruleKind) (Rule, *yaml.Nod
 			}
 		case "rate":
 			r.Rate = ps.rate(v, vk)
+		case "approval":
+			r.Approval = ps.approval(v, vk)
 		}
 	})
 	for _, req := range []string{"match", "namespace", "action"} {

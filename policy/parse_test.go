@@ -150,7 +150,7 @@ func TestParseErrors(t *testing.T) {
 		want      []string // each problem, in order: "line N: key: message fragment"
 	}{
 		{"unknown top key", "roots: []\ntool: []\n", []string{`line 2: tool: unknown key; did you mean tools? (known keys here: roots, tools,`}},
-		{"unknown rule key", rule("    costs: 5\n"), []string{`line 5: tools[0].costs: unknown key; did you mean cost? (known keys here: match, namespace, action, resource, cost, max_cost, rate)`}},
+		{"unknown rule key", rule("    costs: 5\n"), []string{`line 5: tools[0].costs: unknown key; did you mean cost? (known keys here: match, namespace, action, resource, cost, max_cost, rate, approval)`}},
 		{"unknown log key", "log:\n  lvl: info\n", []string{`line 2: log.lvl: unknown key`}},
 		{"unknown resource key", rule("    resource: {arg: /p, pre: x}\n"), []string{`line 5: tools[0].resource.pre: unknown key`}},
 		{"duplicate top key", "default_cost: 1\nroots: []\ndefault_cost: 2\n", []string{`line 3: default_cost: given twice (first on line 1)`}},
@@ -212,7 +212,7 @@ func TestParseErrors(t *testing.T) {
 		{"resources not a list", "resources: {match: x}\n", []string{`line 1: resources: must be a list of rules`}},
 		{"resource rule not a mapping", "resources:\n  - demo://x\n", []string{`line 2: resources[0]: a rule must be a mapping with match, namespace, action, cost, max_cost`}},
 		{"resource rule typo", "resources:\n  - {match: \"a://*\", namespace: n, action: a, cots: 1}\n",
-			[]string{`line 2: resources[0].cots: unknown key; did you mean cost? (known keys here: match, namespace, action, cost, max_cost, rate)`}},
+			[]string{`line 2: resources[0].cots: unknown key; did you mean cost? (known keys here: match, namespace, action, cost, max_cost, rate, approval)`}},
 		{"resource rule with resource", "resources:\n  - {match: \"a://*\", namespace: n, action: a, resource: \"*\"}\n",
 			[]string{`line 2: resources[0].resource: a resources rule takes no resource: the capability's resource is always the URI`}},
 		{"resource rule missing keys", "resources:\n  - {cost: 1}\n", []string{

@@ -160,6 +160,8 @@ type Rule struct {
 	// Rate limits the calls the rule decides, together, at each
 	// delegation of a token's chain; the zero Rate sets none.
 	Rate Rate
+	// Approval says which of the rule's calls wait for a person's approval.
+	Approval Approval
 	// Line is where the rule starts in the policy file.
 	Line int
 

@@ -15,6 +15,9 @@ import (
 type Evidence interface {
 	Decided(*receipt.Decision)
 	Executed(*receipt.Execution)
+	// Approval signs a human approval receipt and returns its digest; it
+	// waits for the writer, and is called only when an approval ends.
+	Approval(*receipt.HumanApprovalBody) (string, error)
 	// Failed reports that receipts can no longer be kept: every request
 	// the gate would decide is then refused (EvidenceUnavailable), since
 	// it would leave no evidence.
@@ -41,6 +44,12 @@ type callEvidence struct {
 	result    []byte // a copy of the result, when receipts include results
 	decision  *receipt.Decision
 	token     string // the token the request was decided with
+	// A call held for approval: its decision's audit_id, given before the
+	// approval receipt names it; the approval's ID and its receipt's
+	// digest; waiting marks a decision answered before the approval came
+	// (MCP 2026-07-28).
+	auditID, approvalID, approvalHash string
+	waiting                           bool
 }
 
 // notePayload hashes a gated request as the client sent it.
@@ -76,6 +85,7 @@ func (s *session) decided(p *pending, d *Decision) {
 		Method: p.method, Target: p.target, Scope: d.Scope, Token: p.ev.token, Requested: requested(d.Call),
 		Allowed: d.Allowed, Unauthenticated: d.Unauthenticated, Enforced: d.Allowed || !s.cfg.Observe,
 		Payload: p.ev.payload, ArgumentsHash: p.ev.args, HasArguments: p.ev.hasArgs, Arguments: p.ev.clearArgs, At: at,
+		AuditID: p.ev.auditID, ApprovalID: p.ev.approvalID, ApprovalReceiptHash: p.ev.approvalHash, Waiting: p.ev.waiting,
 	}
 	if d.Reservation != nil {
 		rec.CostReserved = d.Reservation.Cost()

@@ -18,6 +18,10 @@ type discardEvidence struct{ n int }
 func (d *discardEvidence) Decided(*receipt.Decision)   { d.n++ }
 func (d *discardEvidence) Executed(*receipt.Execution) { d.n++ }
 func (d *discardEvidence) Failed() bool                { return false }
+func (d *discardEvidence) Approval(*receipt.HumanApprovalBody) (string, error) {
+	d.n++
+	return "", nil
+}
 
 // BenchmarkCallEvidence is BenchmarkCall (log=info) with receipts:
 // evidence=off is the proxy without an audit log; evidence=handoff hands

@@ -21,6 +21,9 @@ type recordingEvidence struct {
 func (r *recordingEvidence) Decided(d *receipt.Decision)   { r.decisions = append(r.decisions, d) }
 func (r *recordingEvidence) Executed(e *receipt.Execution) { r.executions = append(r.executions, e) }
 func (r *recordingEvidence) Failed() bool                  { return r.failed }
+func (r *recordingEvidence) Approval(*receipt.HumanApprovalBody) (string, error) {
+	return "", nil
+}
 
 // The relay hands over each decision with the hash of the request as the
 // client sent it, and each execution with the hashes of the request as

@@ -27,6 +27,9 @@ type pending struct {
 	decision *Decision
 	dec      Decision
 	start    time.Time // when the gate began deciding
+	// approval is the approval a held call was forwarded with; nil if it
+	// needed none.
+	approval *ApprovalOutcome
 	ev       callEvidence
 	idBuf    [20]byte // id's storage when it fits, saving an allocation per call
 }

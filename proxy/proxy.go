@@ -114,6 +114,9 @@ type session struct {
 	// upstream does not list as approved (pins.go).
 	pins *pinner
 
+	// appr holds the calls waiting for a person's approval (approval.go).
+	appr approvals
+
 	lastTool string   // see toolName
 	upSeq    int64    // the id of the last request forwarded (the client's goroutine's)
 	upText   [20]byte // where the client's goroutine writes a number it forwards with
@@ -289,6 +292,7 @@ func (s *session) fromClient(r io.Reader) error {
 			switch {
 			case h.method != "" && h.id == nil:
 				// A notification gets no answer.
+			case h.kind == kindResponse && s.approvalTooLarge(h.id, msg):
 			case h.kind == kindResponse:
 				// The client's answer to a request from the upstream, which
 				// is waiting for it: the upstream gets the error instead.
@@ -353,6 +357,9 @@ func (s *session) clientFrame(frame []byte) {
 	case kindNotification:
 		s.clientNotification(h, frame)
 	default:
+		if s.approvalAnswer(h, frame) {
+			return
+		}
 		// The client's answer to a request from the upstream.
 		s.toServer.queue(frame)
 	}
@@ -415,6 +422,11 @@ func (s *session) serverFrame(frame, raw []byte) {
 		s.log.Warn("upstream sent a frame that is not JSON-RPC", zap.Int("bytes", len(frame)))
 		code, msg := unreadable(frame)
 		s.replyError(s.toServer, nil, code, msg, nil)
+		return
+	}
+	if h.kind == kindRequest && s.forgedApprovalID(h.id) {
+		s.log.Warn("upstream request refused", zap.String("method", h.method), zap.String("reason", "its id is under the proxy's approval prefix"))
+		s.replyError(s.toServer, h.id, codeInvalidRequest, "invalid request: ids starting "+approvalIDPrefix+" are the proxy's own", nil)
 		return
 	}
 	if h.kind != kindResponse {
@@ -591,6 +603,7 @@ func (s *session) settleNow(p *pending, cost int64, release bool, outcome string
 // settles their spend as charged: an upstream that vanished may have done
 // the work.
 func (s *session) failPending(msg string) {
+	s.dropHeld(msg)
 	s.mu.Lock()
 	ps := s.pending.drain()
 	s.mu.Unlock()

@@ -119,8 +119,11 @@ func (s *session) clientRequest(h header, frame []byte) {
 		s.replyError(s.toClient, h.id, codeMethodNotFound, "method not found: "+quoteName(h.method)+" is not an MCP method this proxy can gate, so it is not forwarded", nil)
 		return
 	}
+	if h.method == "initialize" {
+		s.clientCapabilities(h.params)
+	}
 	s.mu.Lock()
-	dup := s.pending.get(key) != nil
+	dup := s.pending.get(key) != nil || len(s.appr.byKey) > 0 && s.appr.byKey[key] != nil
 	full := s.pending.len() >= maxPending
 	s.mu.Unlock()
 	if dup {
@@ -148,6 +151,9 @@ func (s *session) clientRequest(h header, frame []byte) {
 		s.notePayload(p, frame)
 		if !s.gate(p, &cp) {
 			p.free()
+			return
+		}
+		if s.needsApproval(p) && s.hold(p, h, &cp, frame) {
 			return
 		}
 	case roleList:
@@ -285,7 +291,11 @@ func (s *session) gate(p *pending, cp *callParams) bool {
 	// An allowed call's line is written when it settles, with what it
 	// cost and how it ended.
 	p.decision = &p.dec
-	s.decided(p, &p.dec)
+	if !s.awaitsApproval(p) {
+		// A call held for approval is handed over once the approval
+		// ends, naming its receipt.
+		s.decided(p, &p.dec)
+	}
 	// Only this goroutine writes listToken, so it may read it unlocked.
 	if session == "" && s.listToken != req.Token {
 		s.mu.Lock()
@@ -458,7 +468,9 @@ func (s *session) cancelled(h header, frame []byte, cp *callParams) {
 	}
 	s.mu.Unlock()
 	if p == nil {
-		// Answered already, never sent, or not the client's to cancel.
+		// Answered already, never sent, held for approval (then it is
+		// dropped unforwarded), or not the client's to cancel.
+		s.cancelHeld(cp.requestID)
 		return
 	}
 	s.log.Info("client cancelled a request", zap.String("method", p.method), zap.String("target", p.target))

@@ -177,6 +177,16 @@ type HumanApprovalBody struct {
 	DelegationReceiptID   string `json:"delegation_receipt_id,omitempty"`
 	DelegationReceiptHash string `json:"delegation_receipt_hash,omitempty"`
 	DecisionReceiptHash   string `json:"decision_receipt_hash,omitempty"`
+	// AnsweredBy names the client that answered (its clientInfo,
+	// "name/version"); AnswerAction is the answer's action (accept,
+	// decline, cancel); AnswerHash is the hex SHA-256 of the answer's
+	// result as the client wrote it. All are absent when no answer came.
+	AnsweredBy   string `json:"answered_by,omitempty"`
+	AnswerAction string `json:"answer_action,omitempty"`
+	AnswerHash   string `json:"answer_hash,omitempty"`
+	// RequestHash is "sha256:" and the hex SHA-256 of the request exactly
+	// as it is forwarded if approved; absent when nobody was asked.
+	RequestHash string `json:"request_hash,omitempty"`
 	Position
 	Proof *Proof `json:"proof,omitempty"`
 }
@@ -222,6 +232,16 @@ func (s *Signer) SignHumanApproval(b *HumanApprovalBody) ([]byte, error) {
 		return nil, fmt.Errorf("%s: %w", KindHumanApproval, err)
 	}
 	return s.Sign(b)
+}
+
+// CheckHumanApproval fills b's fixed members when they are unset and
+// checks it as Parse would, before it is signed into an audit log.
+func CheckHumanApproval(b *HumanApprovalBody) error {
+	FillHumanApproval(b)
+	if err := checkBody(b); err != nil {
+		return fmt.Errorf("%s: %w", KindHumanApproval, err)
+	}
+	return nil
 }
 
 // FillHumanApproval sets b's fixed members when they are unset.
@@ -353,6 +373,8 @@ func checkBody(b Body) error {
 		nonNegative("cost", b.Cost)
 		hash("delegation_receipt_hash", b.DelegationReceiptHash, false, false)
 		hash("decision_receipt_hash", b.DecisionReceiptHash, false, false)
+		hash("answer_hash", b.AnswerHash, false, false)
+		hash("request_hash", b.RequestHash, true, false)
 	case *CheckpointBody:
 		nonNegative("length", b.Length)
 		hash("head", b.Head, false, true)

@@ -238,6 +238,10 @@ func encodeAt(b Body) ([]byte, int, error) {
 		w.str("delegation_receipt_id", b.DelegationReceiptID, true)
 		w.str("delegation_receipt_hash", b.DelegationReceiptHash, true)
 		w.str("decision_receipt_hash", b.DecisionReceiptHash, true)
+		w.str("answered_by", b.AnsweredBy, true)
+		w.str("answer_action", b.AnswerAction, true)
+		w.str("answer_hash", b.AnswerHash, true)
+		w.str("request_hash", b.RequestHash, true)
 		w.position(&b.Position)
 		w.proof(b.Proof)
 	case *CheckpointBody:

@@ -52,6 +52,7 @@ func samples(t testing.TB) []receipt.Body {
 		ApprovalID: "appr-1", GateAuditID: db.AuditID, Action: "mcp.tools.call", Resource: "echo", RiskClass: "write",
 		GateReason: "approval: required", Decision: receipt.ApprovalApproved, Reason: "accepted by the user",
 		RequestedAt: "2026-11-25T21:00:00.000Z", DecidedAt: "2026-11-25T21:00:05.000Z", Cost: 5,
+		AnsweredBy: "ts-approver/1.0.0", AnswerAction: "accept", AnswerHash: strings.Repeat("c", 64), RequestHash: "sha256:" + strings.Repeat("d", 64),
 	}
 	receipt.FillHumanApproval(approval)
 	ckpt := &receipt.CheckpointBody{SchemaVersion: receipt.KindCheckpoint, Length: 3, Head: strings.Repeat("ab", 32), At: "2026-11-25T21:00:06.000Z", Final: true,
@@ -238,5 +239,22 @@ func TestClip(t *testing.T) {
 	c := receipt.Clip(long)
 	if len(c) > receipt.MaxTextBytes+64 || !utf8.ValidString(c) || !strings.HasSuffix(c, fmt.Sprintf("…[clipped: %d bytes]", len(long))) {
 		t.Fatalf("clipped: %d bytes, valid %v, ends %q", len(c), utf8.ValidString(c), c[len(c)-40:])
+	}
+}
+
+// The approval receipt's own hashes are checked like the others.
+func TestHumanApprovalHashes(t *testing.T) {
+	for _, c := range []struct {
+		answer, request, want string
+	}{
+		{strings.Repeat("C", 64), "", "answer_hash must be 64 lower-case hex digits"},
+		{"", strings.Repeat("d", 64), "request_hash must be sha256: and 64 lower-case hex digits"},
+		{"", "sha256:" + strings.Repeat("d", 63), "request_hash must be sha256: and 64 lower-case hex digits"},
+	} {
+		b := samples(t)[3].(*receipt.HumanApprovalBody)
+		b.AnswerHash, b.RequestHash = c.answer, c.request
+		if err := receipt.CheckHumanApproval(b); err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("answer_hash %q request_hash %q: %v, want %q", c.answer, c.request, err, c.want)
+		}
 	}
 }

@@ -48,6 +48,11 @@ type Decision struct {
 	// which its execution receipt names too).
 	AuditID                         string
 	ApprovalID, ApprovalReceiptHash string
+	// Waiting marks an allowed request held for a person's approval and
+	// answered without being forwarded (MCP 2026-07-28 asks for the
+	// approval that way): its receipt's decision is
+	// WAITING_FOR_HUMAN_APPROVAL.
+	Waiting bool
 
 	// Set by the writer when the receipt is signed.
 	auditID, digest string
@@ -144,6 +149,9 @@ func (d *Decision) Body(o *Options) *DecisionBody {
 	}
 	if d.Unauthenticated {
 		b.Reason = "allowed_unauthenticated"
+	}
+	if d.Waiting && d.Allowed {
+		b.Decision, b.Reason = DecisionWaiting, "waiting_for_human_approval"
 	}
 	if !d.Allowed {
 		b.Decision, b.Reason = DecisionBlock, d.DenialType

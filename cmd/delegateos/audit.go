@@ -277,6 +277,9 @@ var auditShowCmd = &command{
 				case *receipt.HumanApprovalBody:
 					at = b.DecidedAt
 					text = fmt.Sprintf("approval   %-5s %s %s  %s", b.Decision, b.Action, b.Resource, b.Reason)
+					if b.AnsweredBy != "" {
+						text += fmt.Sprintf(" (%s by %s)", b.AnswerAction, b.AnsweredBy)
+					}
 				case *receipt.CheckpointBody:
 					at = b.At
 					final := ""

@@ -173,6 +173,17 @@ type ruleJSON struct {
 	MaxCost int64 `json:"max_cost"`
 	// Rate is the rule's rate limit, N/DURATION; "" when it sets none.
 	Rate string `json:"rate,omitempty"`
+	// Approval says which calls wait for a person's approval; absent when
+	// none do.
+	Approval *approvalJSON `json:"approval,omitempty"`
+}
+
+// approvalJSON is a rule's approval: required, or above a cost, and how
+// long the answer is waited for.
+type approvalJSON struct {
+	Required bool   `json:"required,omitempty"`
+	Above    *int64 `json:"above,omitempty"`
+	Timeout  string `json:"timeout"`
 }
 
 func policySummary(file string, p *policy.Policy, warnings []*policy.Warning, up *upstreamCheck) policyJSON {
@@ -217,8 +228,12 @@ func rulesJSON(p *policy.Policy, rules []policy.Rule) []ruleJSON {
 			res = r.Resource.Value
 		}
 		cost, maxCost := ruleCosts(p, r)
-		out = append(out, ruleJSON{Line: r.Line, Match: r.Match, Namespace: r.Namespace,
-			Action: r.Action, Resource: res, Cost: cost, MaxCost: maxCost, Rate: r.Rate.String()})
+		rj := ruleJSON{Line: r.Line, Match: r.Match, Namespace: r.Namespace,
+			Action: r.Action, Resource: res, Cost: cost, MaxCost: maxCost, Rate: r.Rate.String()}
+		if a := r.Approval; a.Required || a.Above != nil {
+			rj.Approval = &approvalJSON{Required: a.Required, Above: a.Above, Timeout: a.Wait().String()}
+		}
+		out = append(out, rj)
 	}
 	return out
 }
@@ -255,6 +270,9 @@ func writeRules(tw io.Writer, p *policy.Policy, rules []policy.Rule, resource st
 		}
 		if !r.Rate.IsZero() {
 			upTo += ", at most " + r.Rate.String()
+		}
+		if a := r.Approval.String(); a != "" {
+			upTo += ", " + a
 		}
 		fmt.Fprintf(tw, "  %s\t%s:%s:%s, cost %d%s (line %d)\n", r.Match, r.Namespace, r.Action, res, cost, upTo, r.Line)
 	}

@@ -17,6 +17,9 @@ type Rule struct {
 	Cost int64
 	// MaxCost is the rule's max_cost; 0 leaves it unset.
 	MaxCost int64
+	// Approval is the rule's approval as YAML ("required", "{above: 5}");
+	// "" leaves it unset.
+	Approval string
 }
 
 // DocRules map the docserver's document tools to docs:read and docs:write
@@ -76,6 +79,9 @@ func (p *Policy) YAML() string {
 			}
 			if r.MaxCost > 0 {
 				fmt.Fprintf(&b, "    max_cost: %d\n", r.MaxCost)
+			}
+			if r.Approval != "" {
+				fmt.Fprintf(&b, "    approval: %s\n", r.Approval)
 			}
 		}
 	}
