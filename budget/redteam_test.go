@@ -1,0 +1,51 @@
+package budget
+
+import (
+	"context"
+	"fmt"
+	"path/filepath"
+	"testing"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/delegateos/delegateos/internal/redistest"
+)
+
+// A Redis shared with other programs holds many keys besides the spend
+// store's: Migrate must still see that the target holds spend, and refuse,
+// rather than write the file's spend over it.
+func TestMigrateRefusesTargetWithSpendAmongOtherKeys(t *testing.T) {
+	srv := redistest.Start(t)
+	ctx := context.Background()
+	c := srv.Client()
+	if _, err := c.Pipelined(ctx, func(p redis.Pipeliner) error {
+		for i := range 20000 {
+			p.Set(ctx, fmt.Sprintf("otherapp:%d", i), "x", 0)
+		}
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	levels := []Level{{"ISSUER/1:a", 1000}}
+	r := openRedis(t, srv.URL())
+	res := mustReserve(t, r, levels, 900)
+	if err := r.Commit(res, 900); err != nil {
+		t.Fatal(err)
+	}
+	r.Close()
+
+	src := filepath.Join(tempDir(t), "spend.log")
+	f, err := OpenFile(src)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := f.Commit(mustReserve(t, f, levels, 10), 10); err != nil {
+		t.Fatal(err)
+	}
+	f.Close()
+
+	if _, err := Migrate(src, srv.URL()); err == nil {
+		t.Error("Migrate into a store that holds spend succeeded")
+	}
+	wantSpent(t, openRedis(t, srv.URL()), map[string]int64{"ISSUER/1:a": 900})
+}
