@@ -49,3 +49,28 @@ func TestMigrateRefusesTargetWithSpendAmongOtherKeys(t *testing.T) {
 	}
 	wantSpent(t, openRedis(t, srv.URL()), map[string]int64{"ISSUER/1:a": 900})
 }
+
+// A value in a spend hash that the scripts never write (planted, or
+// corrupted) must refuse the reservation, never read as a small spend.
+func TestRedisReserveRefusesGarbageSpend(t *testing.T) {
+	srv := redistest.Start(t)
+	ctx := context.Background()
+	c := srv.Client()
+	levels := []Level{{"ISSUER/1:a", 1000}, {"ISSUER/1:a/1:b", 1000}}
+	r := openRedis(t, srv.URL())
+	for _, field := range []string{"c", "h"} {
+		for _, v := range []string{"", "-1", "-999", "abc", "1e2", " 5", "5 ", "0x10", "007", "5.5", "+5", "9\x00"} {
+			for _, l := range levels {
+				c.Del(ctx, spendKey(l.Key))
+			}
+			if err := c.HSet(ctx, spendKey(levels[1].Key), field, v).Err(); err != nil {
+				t.Fatal(err)
+			}
+			res, err := r.Reserve(levels, 1)
+			if err == nil {
+				t.Errorf("%s = %q: Reserve succeeded", field, v)
+				r.Release(res)
+			}
+		}
+	}
+}
