@@ -74,3 +74,28 @@ func TestRedisReserveRefusesGarbageSpend(t *testing.T) {
 		}
 	}
 }
+
+// A commit that meets garbage in one of its keys must not half-run (Redis
+// keeps the writes a failing script made): once the key is repaired the
+// commit's retry still charges the actual cost.
+func TestRedisCommitGarbageDoesNotLoseSpend(t *testing.T) {
+	srv := redistest.Start(t)
+	ctx := context.Background()
+	c := srv.Client()
+	levels := []Level{{"ISSUER/1:a", 1000}, {"ISSUER/1:a/1:b", 1000}}
+	r := openRedis(t, srv.URL())
+	res := mustReserve(t, r, levels, 100)
+	if err := c.HSet(ctx, spendKey(levels[1].Key), "c", "junk").Err(); err != nil {
+		t.Fatal(err)
+	}
+	if err := r.Commit(res, 60); err == nil {
+		t.Fatal("Commit over garbage succeeded")
+	}
+	if err := c.HSet(ctx, spendKey(levels[1].Key), "c", "0").Err(); err != nil {
+		t.Fatal(err)
+	}
+	if err := r.Close(); err != nil { // waits for the retry
+		t.Fatal(err)
+	}
+	wantSpent(t, openRedis(t, srv.URL()), map[string]int64{"ISSUER/1:a": 60, "ISSUER/1:a/1:b": 60})
+}
