@@ -102,7 +102,8 @@ func budgetKeyOf(redisKey string) (string, bool) {
 // luaDecimal is shared by the scripts: exact arithmetic on the decimal
 // strings Redis keeps, since Lua's numbers are doubles, exact only to
 // 2^53, and spend and limits go to 2^63−1. Every value is a non-negative
-// decimal without leading zeros.
+// decimal without leading zeros; get refuses (the script fails, and the
+// call with it) a stored value that is not one.
 const luaDecimal = `
 local MAX = '9223372036854775807'
 local function cmp(a, b)
@@ -125,7 +126,17 @@ local function add(a, b)
   return s
 end
 local function sat(a) if cmp(a, MAX) > 0 then return MAX end return a end
-local function get(key, field) return redis.call('HGET', key, field) or '0' end
+local function get(key, field)
+  local v = redis.call('HGET', key, field)
+  if not v then return '0' end
+  if v ~= '0' and not string.match(v, '^[1-9]%d*$') then
+    error({err = 'ERR the field ' .. field .. ' of ' .. key .. ' is not a decimal the spend scripts write'})
+  end
+  return v
+end
+local function checked(key)
+  for _, f in ipairs({'c', 'h', 'n', 't'}) do get(key, f) end
+end
 `
 
 // reserveScript holds cost at every key or at none. KEYS are the distinct
@@ -148,6 +159,9 @@ local open = KEYS[nk + 1]
 local rid, cost, at = ARGV[1], ARGV[2], ARGV[3]
 local base = 6 + 2 * nl
 local p = base + nk
+-- Refused before anything is written: Redis does not undo the writes of
+-- a script that fails.
+for i = 1, #KEYS do if i ~= nk + 1 and i ~= nk + 2 then checked(KEYS[i]) end end
 local ns = tonumber(ARGV[p]); p = p + 1
 for x = 1, ns do
   local srid, scost, sn = ARGV[p], ARGV[p + 1], tonumber(ARGV[p + 2])
@@ -191,6 +205,7 @@ var commitScript = redis.NewScript(luaDecimal + `
 local nk = #KEYS - 2
 local open = KEYS[nk + 1]
 local rid, cost, actual = ARGV[1], ARGV[2], ARGV[3]
+for i = 1, nk do checked(KEYS[i]) end
 if redis.call('HDEL', open, rid) == 0 then
   if ARGV[4] == 'void' then redis.call('SET', KEYS[nk + 2], '1', 'PX', ARGV[5]) end
   return 0
