@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"path/filepath"
 	"testing"
+	"time"
 
 	"github.com/redis/go-redis/v9"
 
@@ -98,4 +99,30 @@ func TestRedisCommitGarbageDoesNotLoseSpend(t *testing.T) {
 		t.Fatal(err)
 	}
 	wantSpent(t, openRedis(t, srv.URL()), map[string]int64{"ISSUER/1:a": 60, "ISSUER/1:a/1:b": 60})
+}
+
+// A Reserve whose reply is late past the timeout (the script ran, its
+// answer did not arrive) refuses the call, and the cost it held is given
+// back: the refused call is never charged, and nothing is held twice by
+// the client's own retry of the command.
+func TestRedisReserveLostReplyNotCharged(t *testing.T) {
+	srv := redistest.Start(t)
+	relay, slow := redistest.DelayRelay(t, srv.Addr())
+	r := openRedis(t, "redis://"+relay+"/0")
+	levels := []Level{{"ISSUER/1:a", 1000}, {"ISSUER/1:a/1:b", 1000}}
+	mustReserve(t, r, levels, 1) // connected; the scripts loaded
+	slow.Store(int64(1500 * time.Millisecond))
+	if res, err := r.Reserve(levels, 300); err == nil {
+		t.Fatalf("Reserve without a reply in time succeeded: %v", res)
+	}
+	slow.Store(0)
+	direct := openRedis(t, srv.URL())
+	deadline := time.Now().Add(20 * time.Second)
+	for direct.Spent("ISSUER/1:a/1:b") != 1 && time.Now().Before(deadline) {
+		time.Sleep(50 * time.Millisecond)
+	}
+	wantSpent(t, direct, map[string]int64{"ISSUER/1:a": 1, "ISSUER/1:a/1:b": 1})
+	// and it stays so: no late copy of the command holds it again.
+	time.Sleep(2 * time.Second)
+	wantSpent(t, direct, map[string]int64{"ISSUER/1:a": 1, "ISSUER/1:a/1:b": 1})
 }

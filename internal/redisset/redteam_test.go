@@ -2,9 +2,6 @@ package redisset
 
 import (
 	"context"
-	"io"
-	"net"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -12,70 +9,13 @@ import (
 	"github.com/delegateos/delegateos/internal/redistest"
 )
 
-// delayRelay listens on a free port and relays each connection to addr,
-// holding every byte from the server for delay before the client gets
-// it: a network path an attacker slows down without breaking it. The
-// delay starts at zero and is set through the returned pointer.
-func delayRelay(t *testing.T, addr string) (string, *atomic.Int64) {
-	delay := new(atomic.Int64)
-	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { l.Close() })
-	go func() {
-		for {
-			cc, err := l.Accept()
-			if err != nil {
-				return
-			}
-			sc, err := net.Dial("tcp", addr)
-			if err != nil {
-				cc.Close()
-				continue
-			}
-			t.Cleanup(func() { cc.Close(); sc.Close() })
-			go io.Copy(sc, cc)
-			type chunk struct {
-				at time.Time
-				b  []byte
-			}
-			q := make(chan chunk, 1024)
-			go func() {
-				defer close(q)
-				for {
-					b := make([]byte, 32<<10)
-					n, err := sc.Read(b)
-					if n > 0 {
-						q <- chunk{time.Now().Add(time.Duration(delay.Load())), b[:n]}
-					}
-					if err != nil {
-						return
-					}
-				}
-			}()
-			go func() {
-				for c := range q {
-					time.Sleep(time.Until(c.at))
-					if _, err := cc.Write(c.b); err != nil {
-						return
-					}
-				}
-				cc.Close()
-			}()
-		}
-	}()
-	return l.Addr().String(), delay
-}
-
 // A copy whose replies from Redis are delayed (not lost) must not answer
 // from a copy older than StaleAfter: its pongs arrive steadily, but each
 // tells only what Redis held when it sent it.
 func TestCopyDelayedRepliesStale(t *testing.T) {
 	srv := redistest.Start(t)
 	const delay = 3 * time.Second
-	relay, slow := delayRelay(t, srv.Addr())
+	relay, slow := redistest.DelayRelay(t, srv.Addr())
 	c, err := redisconn.Open("redis://" + relay + "/0?read_timeout=10s&write_timeout=10s&dial_timeout=10s")
 	if err != nil {
 		t.Fatal(err)
