@@ -6,11 +6,12 @@
 // answers again.
 //
 // A copy answers only while it is current: it pings Redis every
-// pingEvery on the subscription's connection, and when it has heard
-// nothing (no message, no pong) for StaleAfter, or its subscription has
-// broken and the hash has not been read again since, every Get fails with
-// an error matching redisconn.ErrUnavailable. It never answers from a copy
-// that may have missed a write.
+// pingEvery on the subscription's connection, and when no pong has come
+// back for a ping sent within StaleAfter (a pong arriving late speaks for
+// when its ping was sent, not for when it arrived), or its subscription
+// has broken and the hash has not been read again since, every Get fails
+// with an error matching redisconn.ErrUnavailable. It never answers from a
+// copy that may have missed a write.
 //
 // What is read from Redis is untrusted: Check is given every entry before
 // it is kept, and an entry it refuses makes the copy fail until the entry
@@ -31,7 +32,9 @@ import (
 	"github.com/delegateos/delegateos/internal/redisconn"
 )
 
-// StaleAfter is how long a copy answers after it last heard from Redis.
+// StaleAfter is how long a copy answers after the moment Redis's last
+// answer speaks for: when the ping it answers was sent, or the hash read
+// was asked for.
 const StaleAfter = time.Second
 
 // pingEvery is how often a copy asks Redis for a sign of life.
@@ -69,7 +72,7 @@ type Copy struct {
 	mu      sync.Mutex
 	entries map[string]string
 	synced  bool      // the hash has been read since the subscription was last made
-	heard   time.Time // when Redis was last heard from on the subscription
+	heard   time.Time // the copy holds everything Redis held at this time
 	err     error     // why the copy cannot answer, if it cannot
 	changed chan struct{}
 }
