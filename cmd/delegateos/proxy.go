@@ -135,6 +135,11 @@ var proxyCmd = &command{
 					log.Warn("the session token was given on the command line, where every local user can read it (ps, /proc/PID/cmdline); give --token @FILE (mode 0600) instead")
 				}
 			}
+			if as != nil {
+				if err := checkRedisFromUpstream(as, pol, *policyPath, *spend, *revsFlag); err != nil {
+					return err
+				}
+			}
 			opened, closeGate, err := openGate(pol, gateFlags{revocations: *revsFlag != "", spendStore: *spend != "", who: "the proxy"}, log)
 			if err != nil {
 				return err
