@@ -126,3 +126,35 @@ func TestRedisReserveLostReplyNotCharged(t *testing.T) {
 	time.Sleep(2 * time.Second)
 	wantSpent(t, direct, map[string]int64{"ISSUER/1:a": 1, "ISSUER/1:a/1:b": 1})
 }
+
+// Keys that differ only in braces, colons or "}:" (which the hash tag and
+// the key layout use) never share spend, and read back as themselves.
+func TestRedisKeysWithTagCharactersStayApart(t *testing.T) {
+	srv := redistest.Start(t)
+	r := openRedis(t, srv.URL())
+	keys := []string{"ab/1:x", "a{b}/1:x", "{ab}/1:x", "a}:b/1:x", "ab/1:x}:", "ab}:/1:x", "ab/1:{x}"}
+	for i, k := range keys {
+		res := mustReserve(t, r, []Level{{k, 1000}}, int64(i+1))
+		if err := r.Commit(res, int64(i+1)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	r.Close()
+	want := map[string]int64{}
+	for i, k := range keys {
+		want[k] = int64(i + 1)
+	}
+	wantSpent(t, openRedis(t, srv.URL()), want)
+	us, err := ReadUsage(srv.URL())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(us) != len(keys) {
+		t.Fatalf("ReadUsage: %d keys, want %d: %+v", len(us), len(keys), us)
+	}
+	for _, u := range us {
+		if u.Committed != want[u.Key] {
+			t.Errorf("ReadUsage: %q committed %d, want %d", u.Key, u.Committed, want[u.Key])
+		}
+	}
+}
