@@ -158,3 +158,28 @@ func TestRedisKeysWithTagCharactersStayApart(t *testing.T) {
 		}
 	}
 }
+
+// A Reserve refused by garbage in a key leaves nothing to retry: its
+// cancelling succeeds at once rather than failing on the same garbage in
+// the background for minutes, one goroutine per refused call.
+func TestRedisReserveGarbageCancelsAtOnce(t *testing.T) {
+	srv := redistest.Start(t)
+	ctx := context.Background()
+	levels := []Level{{"ISSUER/1:a", 1000}}
+	if err := srv.Client().HSet(ctx, spendKey(levels[0].Key), "c", "junk").Err(); err != nil {
+		t.Fatal(err)
+	}
+	r := openRedis(t, srv.URL())
+	for range 20 {
+		if _, err := r.Reserve(levels, 1); err == nil {
+			t.Fatal("Reserve over garbage succeeded")
+		}
+	}
+	done := make(chan struct{})
+	go func() { r.pending.Wait(); close(done) }()
+	select {
+	case <-done:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the cancelling of refused reservations is still being retried")
+	}
+}
