@@ -205,11 +205,14 @@ var commitScript = redis.NewScript(luaDecimal + `
 local nk = #KEYS - 2
 local open = KEYS[nk + 1]
 local rid, cost, actual = ARGV[1], ARGV[2], ARGV[3]
-for i = 1, nk do checked(KEYS[i]) end
-if redis.call('HDEL', open, rid) == 0 then
+if redis.call('HEXISTS', open, rid) == 0 then
   if ARGV[4] == 'void' then redis.call('SET', KEYS[nk + 2], '1', 'PX', ARGV[5]) end
   return 0
 end
+-- Refused before anything is written: Redis does not undo the writes of
+-- a script that fails.
+for i = 1, nk do checked(KEYS[i]) end
+redis.call('HDEL', open, rid)
 for i = 1, nk do
   local k = KEYS[i]
   if cost ~= '0' then redis.call('HINCRBY', k, 'h', '-' .. cost) end
