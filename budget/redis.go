@@ -126,16 +126,20 @@ local function add(a, b)
   return s
 end
 local function sat(a) if cmp(a, MAX) > 0 then return MAX end return a end
-local function get(key, field)
-  local v = redis.call('HGET', key, field)
-  if not v then return '0' end
-  if v ~= '0' and not string.match(v, '^[1-9]%d*$') then
+local function valid(key, field, v)
+  if v and v ~= '0' and not string.match(v, '^[1-9]%d*$') then
     error({err = 'ERR the field ' .. field .. ' of ' .. key .. ' is not a decimal the spend scripts write'})
   end
-  return v
 end
+local function get(key, field)
+  local v = redis.call('HGET', key, field)
+  valid(key, field, v)
+  return v or '0'
+end
+local FIELDS = {'c', 'h', 'n', 't'}
 local function checked(key)
-  for _, f in ipairs({'c', 'h', 'n', 't'}) do get(key, f) end
+  local vs = redis.call('HMGET', key, 'c', 'h', 'n', 't')
+  for i = 1, 4 do valid(key, FIELDS[i], vs[i]) end
 end
 `
 
