@@ -137,9 +137,10 @@ local function get(key, field)
   return v or '0'
 end
 local FIELDS = {'c', 'h', 'n', 't'}
-local function checked(key)
+local function fields(key)
   local vs = redis.call('HMGET', key, 'c', 'h', 'n', 't')
-  for i = 1, 4 do valid(key, FIELDS[i], vs[i]) end
+  for i = 1, 4 do valid(key, FIELDS[i], vs[i]); vs[i] = vs[i] or '0' end
+  return vs
 end
 `
 
@@ -163,9 +164,9 @@ local open = KEYS[nk + 1]
 local rid, cost, at = ARGV[1], ARGV[2], ARGV[3]
 local base = 6 + 2 * nl
 local p = base + nk
--- Refused before anything is written: Redis does not undo the writes of
--- a script that fails.
-for i = 1, #KEYS do if i ~= nk + 1 and i ~= nk + 2 then checked(KEYS[i]) end end
+-- Each step is refused before it writes anything: Redis does not undo
+-- the writes of a script that fails.
+for i = nk + 3, #KEYS do fields(KEYS[i]) end
 local ns = tonumber(ARGV[p]); p = p + 1
 for x = 1, ns do
   local srid, scost, sn = ARGV[p], ARGV[p + 1], tonumber(ARGV[p + 2])
@@ -181,8 +182,8 @@ for x = 1, ns do
 end
 if redis.call('EXISTS', KEYS[nk + 2]) == 1 then return {2} end
 if redis.call('HEXISTS', open, rid) == 1 then return {1} end
-local spent = {}
-for i = 1, nk do spent[i] = add(get(KEYS[i], 'c'), get(KEYS[i], 'h')) end
+local f, spent = {}, {}
+for i = 1, nk do f[i] = fields(KEYS[i]); spent[i] = add(f[i][1], f[i][2]) end
 for j = 0, nl - 1 do
   local s, lim = spent[tonumber(ARGV[6 + 2 * j])], ARGV[7 + 2 * j]
   if cmp(s, lim) >= 0 or cmp(add(s, cost), lim) > 0 then return {0, j, s} end
@@ -190,8 +191,8 @@ end
 for i = 1, nk do
   local k = KEYS[i]
   if cost ~= '0' then redis.call('HINCRBY', k, 'h', cost) end
-  redis.call('HSET', k, 'n', sat(add(get(k, 'n'), '1')))
-  if tonumber(at) >= tonumber(get(k, 't')) then
+  redis.call('HSET', k, 'n', sat(add(f[i][3], '1')))
+  if tonumber(at) >= tonumber(f[i][4]) then
     redis.call('HSET', k, 't', at, 'l', ARGV[base + i - 1])
   end
 end
@@ -215,7 +216,7 @@ if redis.call('HEXISTS', open, rid) == 0 then
 end
 -- Refused before anything is written: Redis does not undo the writes of
 -- a script that fails.
-for i = 1, nk do checked(KEYS[i]) end
+for i = 1, nk do fields(KEYS[i]) end
 redis.call('HDEL', open, rid)
 for i = 1, nk do
   local k = KEYS[i]
