@@ -22,11 +22,8 @@ func TestRedteamRedisPasswordOnCommandLineWarned(t *testing.T) {
 	p := e.StartProxy(mcptest.ProxyOptions{Policy: e.Policy(), Token: e.Mint(nil, "mcp:echo:*"),
 		Flags: []string{"--spend-store", withPW}})
 	p.Raw().Initialize()
-	log := p.Log()
-	if !strings.Contains(log, "command line") {
-		t.Errorf("no warning about the password on the command line:\n%s", log)
-	}
-	if strings.Contains(log, "s3cret") {
+	p.WaitLog("a Redis password was given on the command line, where every local user can read it (ps, /proc/PID/cmdline); give the URL in a policy file only this user can read instead", nil)
+	if log := p.Log(); strings.Contains(log, "s3cret") {
 		t.Errorf("the log repeats the password:\n%s", log)
 	}
 }

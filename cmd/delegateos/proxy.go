@@ -95,6 +95,7 @@ var proxyCmd = &command{
 				return inputf("%v; give a path the proxy can write (%s), or leave it out to log to standard error", err, from(*logFile != "", "--log", "log.file"))
 			}
 			defer closeLog()
+			warnRedisPasswordFlags(log, "--spend-store", *spend, "--revocations", *revsFlag)
 
 			var as *upstreamUser
 			if pol.UpstreamUser != "" {
