@@ -74,12 +74,19 @@ func writeRedisUsage(rawURL string, us []Usage) error {
 	defer c.Close()
 	what := "spend store " + redisconn.Redact(rawURL)
 	ctx := context.Background()
-	names, _, err := c.Scan(ctx, 0, spendKeyPrefix+"*", 1000).Result()
-	if err != nil {
-		return redisconn.Unavailable(what, err)
-	}
-	if len(names) > 0 {
-		return fmt.Errorf("%s already holds spend: migrate to an empty store", what)
+	// One SCAN call looks at a part of the keys only: the scan goes on
+	// until the cursor comes back to 0 or a spend key is found.
+	for cursor := uint64(0); ; {
+		names, next, err := c.Scan(ctx, cursor, spendKeyPrefix+"*", 1000).Result()
+		if err != nil {
+			return redisconn.Unavailable(what, err)
+		}
+		if len(names) > 0 {
+			return fmt.Errorf("%s already holds spend: migrate to an empty store", what)
+		}
+		if cursor = next; cursor == 0 {
+			break
+		}
 	}
 	_, err = c.TxPipelined(ctx, func(p redis.Pipeliner) error {
 		for _, u := range us {

@@ -102,7 +102,8 @@ func budgetKeyOf(redisKey string) (string, bool) {
 // luaDecimal is shared by the scripts: exact arithmetic on the decimal
 // strings Redis keeps, since Lua's numbers are doubles, exact only to
 // 2^53, and spend and limits go to 2^63−1. Every value is a non-negative
-// decimal without leading zeros.
+// decimal without leading zeros; get refuses (the script fails, and the
+// call with it) a stored value that is not one.
 const luaDecimal = `
 local MAX = '9223372036854775807'
 local function cmp(a, b)
@@ -125,7 +126,22 @@ local function add(a, b)
   return s
 end
 local function sat(a) if cmp(a, MAX) > 0 then return MAX end return a end
-local function get(key, field) return redis.call('HGET', key, field) or '0' end
+local function valid(key, field, v)
+  if v and v ~= '0' and not string.match(v, '^[1-9]%d*$') then
+    error({err = 'ERR the field ' .. field .. ' of ' .. key .. ' is not a decimal the spend scripts write'})
+  end
+end
+local function get(key, field)
+  local v = redis.call('HGET', key, field)
+  valid(key, field, v)
+  return v or '0'
+end
+local FIELDS = {'c', 'h', 'n', 't'}
+local function fields(key)
+  local vs = redis.call('HMGET', key, 'c', 'h', 'n', 't')
+  for i = 1, 4 do valid(key, FIELDS[i], vs[i]); vs[i] = vs[i] or '0' end
+  return vs
+end
 `
 
 // reserveScript holds cost at every key or at none. KEYS are the distinct
@@ -148,6 +164,9 @@ local open = KEYS[nk + 1]
 local rid, cost, at = ARGV[1], ARGV[2], ARGV[3]
 local base = 6 + 2 * nl
 local p = base + nk
+-- Each step is refused before it writes anything: Redis does not undo
+-- the writes of a script that fails.
+for i = nk + 3, #KEYS do fields(KEYS[i]) end
 local ns = tonumber(ARGV[p]); p = p + 1
 for x = 1, ns do
   local srid, scost, sn = ARGV[p], ARGV[p + 1], tonumber(ARGV[p + 2])
@@ -163,8 +182,8 @@ for x = 1, ns do
 end
 if redis.call('EXISTS', KEYS[nk + 2]) == 1 then return {2} end
 if redis.call('HEXISTS', open, rid) == 1 then return {1} end
-local spent = {}
-for i = 1, nk do spent[i] = add(get(KEYS[i], 'c'), get(KEYS[i], 'h')) end
+local f, spent = {}, {}
+for i = 1, nk do f[i] = fields(KEYS[i]); spent[i] = add(f[i][1], f[i][2]) end
 for j = 0, nl - 1 do
   local s, lim = spent[tonumber(ARGV[6 + 2 * j])], ARGV[7 + 2 * j]
   if cmp(s, lim) >= 0 or cmp(add(s, cost), lim) > 0 then return {0, j, s} end
@@ -172,8 +191,8 @@ end
 for i = 1, nk do
   local k = KEYS[i]
   if cost ~= '0' then redis.call('HINCRBY', k, 'h', cost) end
-  redis.call('HSET', k, 'n', sat(add(get(k, 'n'), '1')))
-  if tonumber(at) >= tonumber(get(k, 't')) then
+  redis.call('HSET', k, 'n', sat(add(f[i][3], '1')))
+  if tonumber(at) >= tonumber(f[i][4]) then
     redis.call('HSET', k, 't', at, 'l', ARGV[base + i - 1])
   end
 end
@@ -191,10 +210,14 @@ var commitScript = redis.NewScript(luaDecimal + `
 local nk = #KEYS - 2
 local open = KEYS[nk + 1]
 local rid, cost, actual = ARGV[1], ARGV[2], ARGV[3]
-if redis.call('HDEL', open, rid) == 0 then
+if redis.call('HEXISTS', open, rid) == 0 then
   if ARGV[4] == 'void' then redis.call('SET', KEYS[nk + 2], '1', 'PX', ARGV[5]) end
   return 0
 end
+-- Refused before anything is written: Redis does not undo the writes of
+-- a script that fails.
+for i = 1, nk do fields(KEYS[i]) end
+redis.call('HDEL', open, rid)
 for i = 1, nk do
   local k = KEYS[i]
   if cost ~= '0' then redis.call('HINCRBY', k, 'h', '-' .. cost) end

@@ -100,9 +100,10 @@
 // proxy that missed messages while disconnected catches up before it
 // answers again. Every entry read is verified (strict JSON, its signature,
 // its field); one that does not verify makes the list fail closed, as a
-// file that does not verify does. Redis.Revoked answers only while Redis
-// was heard from within the last second (the copy pings it every 250 ms),
-// and otherwise returns an error matching redisconn.ErrUnavailable. A
+// file that does not verify does. Redis.Revoked answers only while the
+// copy holds everything Redis held less than a second ago (the copy pings
+// it every 250 ms, and counts from when the ping answered was sent, so a
+// slowed path cannot stretch the second), and otherwise returns an error matching redisconn.ErrUnavailable. A
 // running proxy only adds to its copy: an entry deleted from Redis stays
 // in force at a proxy until it starts again (a file's list, re-read on
 // every change, loses the entry at once). A

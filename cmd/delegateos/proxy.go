@@ -95,6 +95,7 @@ var proxyCmd = &command{
 				return inputf("%v; give a path the proxy can write (%s), or leave it out to log to standard error", err, from(*logFile != "", "--log", "log.file"))
 			}
 			defer closeLog()
+			warnRedisPasswordFlags(log, "--spend-store", *spend, "--revocations", *revsFlag)
 
 			var as *upstreamUser
 			if pol.UpstreamUser != "" {
@@ -133,6 +134,11 @@ var proxyCmd = &command{
 						return fixf("--token: a token written on the command line can be read by every local user, the upstream user %s included (ps, /proc/PID/cmdline); give it as --token @FILE (mode 0600) or in DELEGATEOS_TOKEN", as.name)
 					}
 					log.Warn("the session token was given on the command line, where every local user can read it (ps, /proc/PID/cmdline); give --token @FILE (mode 0600) instead")
+				}
+			}
+			if as != nil {
+				if err := checkRedisFromUpstream(as, pol, *policyPath, *spend, *revsFlag); err != nil {
+					return err
 				}
 			}
 			opened, closeGate, err := openGate(pol, gateFlags{revocations: *revsFlag != "", spendStore: *spend != "", who: "the proxy"}, log)

@@ -130,6 +130,7 @@ var serveCmd = &command{
 				return inputf("%v; give a path the server can write (%s), or leave it out to log to standard error", err, from(*logFile != "", "--log", "log.file"))
 			}
 			defer closeLog()
+			warnRedisPasswordFlags(log, "--spend-store", *spend, "--revocations", *revsFlag)
 
 			tokenArg := *token
 			if tokenArg == "" {

@@ -86,7 +86,8 @@ func Options(rawURL string) (*redis.Options, error) {
 	}
 	u, err := url.Parse(rawURL)
 	if err != nil {
-		return nil, fmt.Errorf("%s: %w", Redact(rawURL), err)
+		// url.Parse's error quotes the URL, password and all.
+		return nil, errors.New("a redis URL does not parse (its text is not repeated here, since it may hold a password)")
 	}
 	o, err := redis.ParseURL(rawURL)
 	if err != nil {

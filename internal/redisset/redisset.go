@@ -6,11 +6,12 @@
 // answers again.
 //
 // A copy answers only while it is current: it pings Redis every
-// pingEvery on the subscription's connection, and when it has heard
-// nothing (no message, no pong) for StaleAfter, or its subscription has
-// broken and the hash has not been read again since, every Get fails with
-// an error matching redisconn.ErrUnavailable. It never answers from a copy
-// that may have missed a write.
+// pingEvery on the subscription's connection, and when no pong has come
+// back for a ping sent within StaleAfter (a pong arriving late speaks for
+// when its ping was sent, not for when it arrived), or its subscription
+// has broken and the hash has not been read again since, every Get fails
+// with an error matching redisconn.ErrUnavailable. It never answers from a
+// copy that may have missed a write.
 //
 // What is read from Redis is untrusted: Check is given every entry before
 // it is kept, and an entry it refuses makes the copy fail until the entry
@@ -22,6 +23,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"strconv"
 	"sync"
 	"time"
 
@@ -30,11 +32,16 @@ import (
 	"github.com/delegateos/delegateos/internal/redisconn"
 )
 
-// StaleAfter is how long a copy answers after it last heard from Redis.
+// StaleAfter is how long a copy answers after the moment Redis's last
+// answer speaks for: when the ping it answers was sent, or the hash read
+// was asked for.
 const StaleAfter = time.Second
 
 // pingEvery is how often a copy asks Redis for a sign of life.
 const pingEvery = 250 * time.Millisecond
+
+// maxPings bounds the pings a copy remembers while their pongs are late.
+const maxPings = 64
 
 // maxBackoff bounds the wait between attempts to subscribe again.
 const maxBackoff = 2 * time.Second
@@ -65,7 +72,7 @@ type Copy struct {
 	mu      sync.Mutex
 	entries map[string]string
 	synced  bool      // the hash has been read since the subscription was last made
-	heard   time.Time // when Redis was last heard from on the subscription
+	heard   time.Time // the copy holds everything Redis held at this time
 	err     error     // why the copy cannot answer, if it cannot
 	changed chan struct{}
 }
@@ -232,12 +239,27 @@ func (s *Copy) subscribe() (loaded bool, err error) {
 		return false, err
 	}
 	lastPing := time.Time{}
+	// The pings in flight, oldest first, with when each was sent: a pong
+	// (they come in order) tells what Redis held then, however late it
+	// arrives.
+	type ping struct {
+		payload string
+		at      time.Time
+	}
+	var seq uint64
+	var sent []ping
 	for s.ctx.Err() == nil {
 		if time.Since(lastPing) >= pingEvery {
-			if err := ps.Ping(s.ctx); err != nil {
+			seq++
+			payload := strconv.FormatUint(seq, 10)
+			lastPing = time.Now()
+			if len(sent) >= maxPings {
+				sent = sent[1:]
+			}
+			sent = append(sent, ping{payload, lastPing})
+			if err := ps.Ping(s.ctx, payload); err != nil {
 				return loaded, err
 			}
-			lastPing = time.Now()
 		}
 		msg, err := ps.ReceiveTimeout(s.ctx, pingEvery)
 		var ne net.Error
@@ -259,7 +281,13 @@ func (s *Copy) subscribe() (loaded bool, err error) {
 			}
 			loaded = true
 		case *redis.Pong:
-			s.heardNow()
+			for i, p := range sent {
+				if p.payload == m.Payload {
+					s.heardAt(p.at)
+					sent = sent[i+1:]
+					break
+				}
+			}
 		case *redis.Message:
 			if err := s.fetch(m.Payload); err != nil {
 				return loaded, err
@@ -271,6 +299,9 @@ func (s *Copy) subscribe() (loaded bool, err error) {
 
 // load reads the whole hash into the copy and marks it synced.
 func (s *Copy) load() error {
+	// The hash read tells what Redis held when it was asked, not when it
+	// answered.
+	asked := time.Now()
 	all, err := s.c.HGetAll(s.ctx, s.hash).Result()
 	if err != nil {
 		return redisconn.Unavailable(s.what, err)
@@ -286,7 +317,10 @@ func (s *Copy) load() error {
 		}
 	}
 	s.mu.Lock()
-	s.synced, s.heard, s.err = true, time.Now(), nil
+	s.synced, s.err = true, nil
+	if asked.After(s.heard) {
+		s.heard = asked
+	}
 	s.signalLocked()
 	s.mu.Unlock()
 	return nil
@@ -294,21 +328,17 @@ func (s *Copy) load() error {
 
 // fetch reads the entry a message names: the message carries the field
 // only, and the hash holds what was written, so a message cannot make a
-// copy hold what Redis does not.
+// copy hold what Redis does not. A message does not make the copy current:
+// it may have been published long before it arrived; pongs do.
 func (s *Copy) fetch(field string) error {
 	v, err := s.c.HGet(s.ctx, s.hash, field).Result()
 	if errors.Is(err, redis.Nil) {
-		s.heardNow()
 		return nil
 	}
 	if err != nil {
 		return redisconn.Unavailable(s.what, err)
 	}
-	if err := s.keep(field, v); err != nil {
-		return err
-	}
-	s.heardNow()
-	return nil
+	return s.keep(field, v)
 }
 
 // keep checks an entry and adds it to the copy, or records the refusal.
@@ -343,9 +373,12 @@ func (s *Copy) keep(field, value string) error {
 	return nil
 }
 
-func (s *Copy) heardNow() {
+// heardAt records that the copy held everything Redis held at t.
+func (s *Copy) heardAt(t time.Time) {
 	s.mu.Lock()
-	s.heard = time.Now()
+	if t.After(s.heard) {
+		s.heard = t
+	}
 	s.signalLocked()
 	s.mu.Unlock()
 }
