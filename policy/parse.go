@@ -308,9 +308,11 @@ func (ps *parser) path(n *yaml.Node, key string, out *string) {
 }
 
 // store reads a store's path, or a redis:// or rediss:// URL kept as it
-// is.
+// is. Anything that starts like a Redis URL in any letter case is read as
+// one, so that a typo (Redis://, redis:6379) is an error rather than a
+// local file standing in for the fleet's shared store.
 func (ps *parser) store(n *yaml.Node, key string, out *string) {
-	if n.Kind == yaml.ScalarNode && (strings.HasPrefix(n.Value, "redis://") || strings.HasPrefix(n.Value, "rediss://")) {
+	if low := strings.ToLower(n.Value); n.Kind == yaml.ScalarNode && (strings.HasPrefix(low, "redis:") || strings.HasPrefix(low, "rediss:")) {
 		ps.redisURL(n, key, out)
 		return
 	}
@@ -324,7 +326,7 @@ func (ps *parser) redisURL(n *yaml.Node, key string, out *string) {
 		return
 	}
 	u, err := url.Parse(s)
-	if err != nil || (u.Scheme != "redis" && u.Scheme != "rediss") || u.Host == "" {
+	if err != nil || !(strings.HasPrefix(s, "redis://") || strings.HasPrefix(s, "rediss://")) || u.Host == "" {
 		ps.errorf(n, key, "must be a redis:// or rediss:// URL (redis://HOST:PORT/DB)")
 		return
 	}

@@ -366,3 +366,19 @@ func TestLoad(t *testing.T) {
 		t.Errorf("Load(big) = %v", err)
 	}
 }
+
+// A store that starts like a Redis URL but is not one is refused, not
+// taken as a local file in place of the fleet's shared store.
+func TestParseRedisURLTypos(t *testing.T) {
+	for _, v := range []string{"redis:6379", "Redis://10.0.0.5:6379/0", "REDISS://h:1", "redis:///0", "rediss:/h"} {
+		for _, key := range []string{"spend_store", "revocation_list", "ended_delegations"} {
+			if _, err := Parse([]byte(key+": "+v+"\n"), "/d"); err == nil || !strings.Contains(err.Error(), "redis://") {
+				t.Errorf("%s: %s: %v, want an error naming redis://", key, v, err)
+			}
+		}
+	}
+	p, err := Parse([]byte("spend_store: redis://10.0.0.5:6379/0\nrevocation_list: ./redis-list.json\n"), "/d")
+	if err != nil || p.SpendStore != "redis://10.0.0.5:6379/0" || p.RevocationList != "/d/redis-list.json" {
+		t.Fatalf("%+v %v", p, err)
+	}
+}
