@@ -36,6 +36,8 @@ type Gate struct {
 	// gives them; nil means a limiter in memory, made at the first
 	// decision.
 	Rates *ratelimit.Limiter
+	// Observer, when set, is told of every decision and settled call.
+	Observer Observer
 
 	levels levelsMemo
 	limits rateState
@@ -240,7 +242,12 @@ func (g *Gate) Decide(req CallRequest) Decision { return g.decideAt(&req, time.N
 // decideAt is Decide for a request that arrived at start: the relay has
 // read the clock already.
 func (g *Gate) decideAt(req *CallRequest, start time.Time) (d Decision) {
-	defer func() { d.Latency = time.Since(start) }()
+	defer func() {
+		d.Latency = time.Since(start)
+		if g.Observer != nil {
+			g.Observer.Decided(req, &d)
+		}
+	}()
 	now := start
 	if g.Now != nil {
 		now = g.Now()
@@ -464,7 +471,11 @@ func (g *Gate) Settle(d *Decision, actual int64, release bool) (int64, error) {
 		return 0, g.Budget.Release(r)
 	}
 	charged := min(max(actual, 0), r.Cost())
-	return charged, g.Budget.Commit(r, charged)
+	err := g.Budget.Commit(r, charged)
+	if err == nil && g.Observer != nil {
+		g.Observer.Settled(charged)
+	}
+	return charged, err
 }
 
 // The list methods whose results the relay filters.
