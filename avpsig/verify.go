@@ -62,6 +62,10 @@ type Verifier struct {
 	MaxNonces int
 	// Now is the clock; nil means time.Now.
 	Now func() time.Time
+	// Header is the request header Verify reads the signature from; empty
+	// means Authorization, where AVP puts it. A server that takes bearer
+	// credentials in Authorization can move it.
+	Header string
 
 	mu sync.Mutex
 	// nonces maps signer key + nonce to the Unix second after which it
@@ -79,7 +83,11 @@ func (v *Verifier) Verify(r *http.Request, body []byte, signer string) error {
 	if path == "" {
 		path = "/"
 	}
-	return v.VerifyParts(r.Method, path, r.URL.RawQuery, r.Header.Values("Authorization"), r.Header.Values(CoveredHeader), body, signer)
+	h := v.Header
+	if h == "" {
+		h = "Authorization"
+	}
+	return v.VerifyParts(r.Method, path, r.URL.RawQuery, r.Header.Values(h), r.Header.Values(CoveredHeader), body, signer)
 }
 
 // VerifyParts is Verify given the parts of a request: every Authorization

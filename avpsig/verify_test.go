@@ -267,3 +267,18 @@ func TestParseHeaderRejects(t *testing.T) {
 		}
 	}
 }
+
+func TestVerifyFromAnotherHeader(t *testing.T) {
+	holder := testKey(1)
+	r := signed(t, holder, t0, 1, "POST", "/mcp", "{}")
+	r.Header.Set("Signature", r.Header.Get("Authorization"))
+	r.Header.Set("Authorization", "Bearer some-token")
+	v := &Verifier{Now: func() time.Time { return t0 }, Header: "Signature"}
+	if err := v.Verify(r, []byte("{}"), did(holder)); err != nil {
+		t.Fatal(err)
+	}
+	r.Header.Del("Signature")
+	if err := v.Verify(r, []byte("{}"), did(holder)); reason(err) != ReasonMissing {
+		t.Fatalf("got %v", err)
+	}
+}

@@ -58,6 +58,9 @@ type Tokens struct {
 	// holds their last blocks' revocation IDs, which identify them.
 	tokens []tokenBlocks
 	seen   map[string]bool
+	// strs are the token strings AddString has recorded; it is emptied
+	// when it grows past twice Max.
+	strs map[string]bool
 }
 
 type tokenBlocks struct {
@@ -77,16 +80,42 @@ func (t *Tokens) Add(tok *dct.Token) {
 	if t.seen[key] {
 		return
 	}
-	max := t.Max
-	if max <= 0 {
-		max = 1000
-	}
-	if len(t.tokens) >= max {
+	if len(t.tokens) >= t.max() {
 		delete(t.seen, t.tokens[0].key)
 		t.tokens = slices.Delete(t.tokens, 0, 1)
 	}
 	t.seen[key] = true
 	t.tokens = append(t.tokens, tokenBlocks{key: key, blockIDs: ids, signer: signers})
+}
+
+// AddString records a token, given as presented, that the verifier has
+// accepted; one that does not parse is ignored. A token already recorded
+// is not parsed again.
+func (t *Tokens) AddString(token string) {
+	t.mu.Lock()
+	known := t.strs[token]
+	t.mu.Unlock()
+	if known {
+		return
+	}
+	tok, err := dct.Parse(token)
+	if err != nil {
+		return
+	}
+	t.Add(tok)
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.strs == nil || len(t.strs) >= 2*t.max() {
+		t.strs = map[string]bool{}
+	}
+	t.strs[token] = true
+}
+
+func (t *Tokens) max() int {
+	if t.Max <= 0 {
+		return 1000
+	}
+	return t.Max
 }
 
 // Authorize implements Authority.

@@ -23,7 +23,12 @@ func TestTokensAuthority(t *testing.T) {
 		t.Fatal(err)
 	}
 	var a Tokens
-	a.Add(tok2)
+	a.AddString(tok2.String())
+	a.AddString(tok2.String())
+	a.AddString("not a token")
+	if len(a.tokens) != 1 {
+		t.Fatalf("%d tokens recorded, want 1", len(a.tokens))
+	}
 	ids := tok2.RevocationIDs()
 	entry := func(k byte, block int) revocation.Entry {
 		e, err := revocation.NewEntry(testKey(t, k), ids[block], revocation.ScopeChain, testTime)
