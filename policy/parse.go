@@ -116,7 +116,7 @@ func (ps *parser) errorf(n *yaml.Node, key, format string, args ...any) {
 
 var topKeys = []string{"roots", "tools", "resources", "prompts", "default_cost", "allow_unauthenticated", "honour_upstream_cost",
 	"revocation_list", "spend_store", "max_frame_bytes", "log", "workspace", "judge", "reputation", "upstream_user", "rate",
-	"tool_pins"}
+	"tool_pins", "require_signature"}
 
 func (ps *parser) policy(n *yaml.Node, p *Policy) {
 	if n.Kind != yaml.MappingNode {
@@ -165,6 +165,8 @@ func (ps *parser) policy(n *yaml.Node, p *Policy) {
 			p.Rate = ps.rate(v, key)
 		case "tool_pins":
 			ps.path(v, key, &p.ToolPins)
+		case "require_signature":
+			ps.boolean(v, key, &p.RequireSignature)
 		}
 	})
 }

@@ -58,6 +58,11 @@ type Distributor struct {
 	etags  map[string]string
 	noPush map[string]bool
 
+	// published caches what GET serves for up to listCacheFor, so that a
+	// flood of GETs costs one encoding of the list per interval; Add and
+	// merge drop it.
+	published atomic.Pointer[publishedList]
+
 	lastChange, lastPoll  atomic.Int64 // Unix nanoseconds; 0 is never
 	rejected, pushed      atomic.Uint64
 	pollErrors, pushError atomic.Uint64
@@ -107,6 +112,7 @@ func (d *Distributor) Add(e revocation.Entry) (bool, error) {
 	if err != nil || !added {
 		return false, err
 	}
+	d.published.Store(nil)
 	d.lastChange.Store(time.Now().UnixNano())
 	d.announce([]revocation.Entry{e})
 	return true, nil
@@ -278,6 +284,7 @@ func (d *Distributor) checkLocal() {
 	d.localLen = len(entries)
 	d.mu.Unlock()
 	if grew {
+		d.published.Store(nil)
 		d.lastChange.Store(time.Now().UnixNano())
 		d.announce(entries)
 	}
@@ -383,6 +390,7 @@ func (d *Distributor) merge(entries []revocation.Entry) error {
 		}
 	}
 	if len(added) > 0 {
+		d.published.Store(nil)
 		d.lastChange.Store(time.Now().UnixNano())
 		d.announce(added)
 	}
@@ -414,8 +422,27 @@ func (d *Distributor) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 }
 
-// ListBytes returns the list as published and its ETag.
+type publishedList struct {
+	data []byte
+	etag string
+	at   time.Time
+}
+
+// ListBytes returns the list as published and its ETag. An entry added by
+// another process shows within listCacheFor.
 func (d *Distributor) ListBytes() ([]byte, string, error) {
+	if p := d.published.Load(); p != nil && time.Since(p.at) < listCacheFor {
+		return p.data, p.etag, nil
+	}
+	data, etag, err := d.encodeList()
+	if err != nil {
+		return nil, "", err
+	}
+	d.published.Store(&publishedList{data: data, etag: etag, at: time.Now()})
+	return data, etag, nil
+}
+
+func (d *Distributor) encodeList() ([]byte, string, error) {
 	entries, err := d.Store.Entries()
 	if err != nil {
 		return nil, "", err

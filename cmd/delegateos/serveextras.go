@@ -36,7 +36,7 @@ type serveExtraFlags struct {
 
 func declareServeExtraFlags(fs *pflag.FlagSet) *serveExtraFlags {
 	return &serveExtraFlags{
-		requireSig: fs.Bool("require-signature", false, "holder-of-key: every HTTP request must carry an AVP-Sig v2 signature by the key of its token's current delegatee (see 'delegateos sign-request')"),
+		requireSig: fs.Bool("require-signature", false, "holder-of-key: every HTTP request must carry an AVP-Sig v2 signature by the key of its token's current delegatee (see 'delegateos sign-request'; require_signature in the policy)"),
 		sigWindow:  fs.Duration("signature-window", avpsig.DefaultWindow, "how far a signature's timestamp may lie from this server's clock, either way"),
 		peers:      fs.StringArray("revocation-peer", nil, "a peer verifier's URL (its revocation endpoint, or its base URL): its list is polled and new revocations are pushed to it (repeatable)"),
 		poll:       fs.Duration("revocation-poll", revdist.DefaultInterval, "how often each --revocation-peer is polled"),
@@ -63,7 +63,7 @@ type serveExtras struct {
 func (f *serveExtraFlags) build(pol *policy.Policy, revs *revocation.File, gate *proxy.Gate, log *zap.Logger, mcpPath string) (*serveExtras, error) {
 	x := &serveExtras{metrics: metrics.New(), tokens: &revdist.Tokens{}}
 	gate.Observer = gateObservers{x.metrics, tokenRecorder{x.tokens}}
-	if *f.requireSig {
+	if *f.requireSig || pol.RequireSignature {
 		if *f.sigWindow < time.Second {
 			return nil, usagef("--signature-window must be at least 1s")
 		}

@@ -236,3 +236,13 @@ func TestServeExtrasFlagErrors(t *testing.T) {
 		t.Errorf("a peer without a list: %v", err)
 	}
 }
+
+func TestProxyRefusesRequireSignature(t *testing.T) {
+	pol := filepath.Join(t.TempDir(), "policy.yaml")
+	os.WriteFile(pol, []byte("allow_unauthenticated: true\nrequire_signature: true\n"), 0o644)
+	var out, errb bytes.Buffer
+	code := run([]string{"proxy", "--policy", pol, "--", "true"}, strings.NewReader(""), &out, &errb)
+	if code != exitUsage || out.Len() != 0 || !strings.Contains(errb.String(), "require_signature") {
+		t.Fatalf("exit %d, stdout %q, stderr %q", code, out.String(), errb.String())
+	}
+}
