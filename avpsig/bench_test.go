@@ -24,7 +24,7 @@ func BenchmarkVerify(b *testing.B) {
 			b.Fatal(err)
 		}
 		b.StartTimer()
-		if err := v.VerifyParts("POST", "/mcp", "a=1", []string{s.Authorization}, nil, body, want); err != nil {
+		if err := v.VerifyParts("POST", "/mcp", "a=1", []string{s.Signature}, nil, body, want); err != nil {
 			b.Fatal(err)
 		}
 	}

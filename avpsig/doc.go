@@ -14,7 +14,10 @@
 //
 //	Authorization: AVP-Sig v="2",did="did:key:z6Mk…",ts="…",nonce="…",sig="…"
 //
-// with sig the 64-byte signature in hex. The canonical query (CanonicalQuery)
+// with sig the 64-byte signature in hex. delegateos sends the same value in
+// the AVP-Signature header instead (SignatureHeader), leaving Authorization
+// to a bearer token; a Verifier reads either, and a request must carry
+// exactly one signature. The canonical query (CanonicalQuery)
 // decodes the query's pairs, keeps repeated keys and blank values, sorts the
 // pairs by key and then value, and percent-encodes every byte but the
 // unreserved characters A–Z a–z 0–9 - . _ ~, so a space is %20 and / is
@@ -22,7 +25,7 @@
 // "a=1&a=2&b=hello%20world&empty=". AVP-Sig v1, which does not cover the
 // query, is refused.
 //
-// Sign writes the header; it also writes AVP-Sig-Covered, which repeats the
+// Sign makes the signature; it also makes AVP-Sig-Covered, which repeats the
 // canonical query and the body hash the client signed. That header is never
 // trusted: a Verifier reads it only after the signature failed, and only to
 // tell a changed body from a changed query (the signature must verify over

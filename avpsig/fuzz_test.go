@@ -10,7 +10,7 @@ import (
 // header that parses to the same values.
 func FuzzParseHeader(f *testing.F) {
 	s, _ := Sign(testKey(1), "POST", "/mcp", "a=1", []byte("{}"), t0, nil)
-	f.Add(s.Authorization)
+	f.Add(s.Signature)
 	f.Add(`AVP-Sig v="2",did="did:key:z",ts="0",nonce="",sig=""`)
 	f.Add(`avp-sig  v="2" , did=""`)
 	f.Fuzz(func(t *testing.T, v string) {
@@ -69,7 +69,7 @@ func FuzzCanonicalQuery(f *testing.F) {
 func FuzzVerify(f *testing.F) {
 	holder := testKey(1)
 	s, _ := Sign(testKey(2), "POST", "/mcp", "", []byte("{}"), t0, nil)
-	f.Add(s.Authorization, s.Covered)
+	f.Add(s.Signature, s.Covered)
 	f.Fuzz(func(t *testing.T, auth, covered string) {
 		v := &Verifier{Now: func() time.Time { return t0 }}
 		if err := v.VerifyParts("POST", "/mcp", "", []string{auth}, []string{covered}, []byte("{}"), did(holder)); err == nil {

@@ -15,6 +15,12 @@ const Scheme = "AVP-Sig"
 // the package documentation.
 const CoveredHeader = "AVP-Sig-Covered"
 
+// SignatureHeader is the header delegateos clients send the signature in:
+// an AVP-Sig value, as AVP sends in Authorization. Authorization stays
+// free for a bearer token (delegateos serve takes the session's token
+// there).
+const SignatureHeader = "AVP-Signature"
+
 // ErrNotAVPSig is wrapped by ParseHeader when the value is not of the
 // AVP-Sig scheme at all (another Authorization scheme).
 var ErrNotAVPSig = errors.New("not an AVP-Sig authorization")

@@ -41,11 +41,11 @@ func BodySHA256(body []byte) string {
 	return hex.EncodeToString(d[:])
 }
 
-// Signed is what Sign produces: the values of the Authorization and
-// AVP-Sig-Covered headers.
+// Signed is what Sign produces: the AVP-Sig value (for SignatureHeader,
+// or Authorization) and the value of the AVP-Sig-Covered header.
 type Signed struct {
-	Authorization string
-	Covered       string
+	Signature string
+	Covered   string
 }
 
 // Sign signs a request with key: its method, its path as sent (escaped, as
@@ -73,13 +73,17 @@ func Sign(key ed25519.PrivateKey, method, path, rawQuery string, body []byte, no
 	}
 	bh := BodySHA256(body)
 	h.Sig = ed25519.Sign(key, Message(method, path, q, h.TS, h.Nonce, bh))
-	return Signed{Authorization: h.String(), Covered: Covered{Query: q, BodySHA256: bh}.String()}, nil
+	return Signed{Signature: h.String(), Covered: Covered{Query: q, BodySHA256: bh}.String()}, nil
 }
 
 // SignRequest signs req with key at the current time and sets its
-// Authorization and AVP-Sig-Covered headers. It reads the body and puts
+// SignatureHeader and AVP-Sig-Covered headers. It reads the body and puts
 // back an identical one.
 func SignRequest(req *http.Request, key ed25519.PrivateKey) error {
+	return signRequest(req, key, SignatureHeader)
+}
+
+func signRequest(req *http.Request, key ed25519.PrivateKey, header string) error {
 	var body []byte
 	if req.Body != nil && req.Body != http.NoBody {
 		var err error
@@ -102,7 +106,7 @@ func SignRequest(req *http.Request, key ed25519.PrivateKey) error {
 	if err != nil {
 		return err
 	}
-	req.Header.Set("Authorization", s.Authorization)
+	req.Header.Set(header, s.Signature)
 	req.Header.Set(CoveredHeader, s.Covered)
 	return nil
 }
@@ -113,6 +117,9 @@ func SignRequest(req *http.Request, key ed25519.PrivateKey) error {
 type Transport struct {
 	Key  ed25519.PrivateKey
 	Base http.RoundTripper
+	// Header is the header the signature goes in; empty means
+	// SignatureHeader. An AVP server wants Authorization.
+	Header string
 }
 
 // RoundTrip implements http.RoundTripper.
@@ -129,7 +136,11 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 		// Without GetBody the clone shares the one body, which SignRequest
 		// consumes and replaces on the clone.
 	}
-	if err := SignRequest(r, t.Key); err != nil {
+	header := t.Header
+	if header == "" {
+		header = SignatureHeader
+	}
+	if err := signRequest(r, t.Key, header); err != nil {
 		if req.Body != nil {
 			req.Body.Close()
 		}

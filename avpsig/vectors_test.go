@@ -92,8 +92,8 @@ func TestSignatureVectors(t *testing.T) {
 				t.Fatal(err)
 			}
 			want := `AVP-Sig v="2",did="` + c.DID + `",ts="` + itoa(c.TS) + `",nonce="` + c.Nonce + `",sig="` + c.Sig + `"`
-			if s.Authorization != want {
-				t.Fatalf("authorization\n got %s\nwant %s", s.Authorization, want)
+			if s.Signature != want {
+				t.Fatalf("authorization\n got %s\nwant %s", s.Signature, want)
 			}
 			v := &Verifier{Now: func() time.Time { return time.Unix(c.TS, 0) }}
 			if err := v.VerifyParts(c.Method, c.Path, c.Query, []string{want}, nil, []byte(c.Body), c.DID); err != nil {

@@ -4,6 +4,7 @@ import (
 	"crypto/ed25519"
 	"fmt"
 	"net/http"
+	"strings"
 	"sync"
 	"time"
 
@@ -15,7 +16,7 @@ type Reason string
 
 // The reasons of an *Error.
 const (
-	// ReasonMissing: no AVP-Sig Authorization header.
+	// ReasonMissing: no AVP-Sig signature.
 	ReasonMissing Reason = "signature_missing"
 	// ReasonMalformed: the header or its parameters do not parse, or the
 	// request's query is not valid URL encoding.
@@ -63,8 +64,9 @@ type Verifier struct {
 	// Now is the clock; nil means time.Now.
 	Now func() time.Time
 	// Header is the request header Verify reads the signature from; empty
-	// means Authorization, where AVP puts it. A server that takes bearer
-	// credentials in Authorization can move it.
+	// means SignatureHeader or Authorization (where AVP puts it; other
+	// schemes there, such as Bearer, are left alone): a request must carry
+	// exactly one AVP-Sig value in them.
 	Header string
 
 	mu sync.Mutex
@@ -83,27 +85,34 @@ func (v *Verifier) Verify(r *http.Request, body []byte, signer string) error {
 	if path == "" {
 		path = "/"
 	}
-	h := v.Header
-	if h == "" {
-		h = "Authorization"
+	var sigs []string
+	if v.Header != "" {
+		sigs = r.Header.Values(v.Header)
+	} else {
+		sigs = r.Header.Values(SignatureHeader)
+		for _, a := range r.Header.Values("Authorization") {
+			if scheme, _, _ := strings.Cut(a, " "); strings.EqualFold(scheme, Scheme) {
+				sigs = append(sigs, a)
+			}
+		}
 	}
-	return v.VerifyParts(r.Method, path, r.URL.RawQuery, r.Header.Values(h), r.Header.Values(CoveredHeader), body, signer)
+	return v.VerifyParts(r.Method, path, r.URL.RawQuery, sigs, r.Header.Values(CoveredHeader), body, signer)
 }
 
-// VerifyParts is Verify given the parts of a request: every Authorization
-// and AVP-Sig-Covered value it carries.
-func (v *Verifier) VerifyParts(method, path, rawQuery string, authorization, covered []string, body []byte, signer string) error {
+// VerifyParts is Verify given the parts of a request: every AVP-Sig value
+// and every AVP-Sig-Covered value it carries.
+func (v *Verifier) VerifyParts(method, path, rawQuery string, signatures, covered []string, body []byte, signer string) error {
 	want, err := identity.ParsePrincipal(signer)
 	if err != nil {
 		return refuse(ReasonWrongKey, "the required signer %q is not a key: %v", clip(signer), err)
 	}
-	if len(authorization) == 0 {
-		return refuse(ReasonMissing, "the request has no Authorization: AVP-Sig header; sign it with the key of %s", identity.DIDFromPublicKey(want))
+	if len(signatures) == 0 {
+		return refuse(ReasonMissing, "the request has no AVP-Sig signature (in %s); sign it with the key of %s", SignatureHeader, identity.DIDFromPublicKey(want))
 	}
-	if len(authorization) > 1 {
-		return refuse(ReasonMalformed, "the request has %d Authorization headers", len(authorization))
+	if len(signatures) > 1 {
+		return refuse(ReasonMalformed, "the request has %d AVP-Sig signatures; send one", len(signatures))
 	}
-	h, err := ParseHeader(authorization[0])
+	h, err := ParseHeader(signatures[0])
 	if err != nil {
 		return refuse(ReasonMalformed, "%v", err)
 	}

@@ -29,7 +29,7 @@ func signed(t *testing.T, key ed25519.PrivateKey, at time.Time, nonce byte, meth
 	if err != nil {
 		t.Fatal(err)
 	}
-	r.Header.Set("Authorization", s.Authorization)
+	r.Header.Set("Authorization", s.Signature)
 	r.Header.Set(CoveredHeader, s.Covered)
 	return r
 }
@@ -60,6 +60,11 @@ func TestVerifyReasons(t *testing.T) {
 		{"bearer instead", func() *http.Request {
 			r := httptest.NewRequest("POST", "/mcp", nil)
 			r.Header.Set("Authorization", "Bearer abc")
+			return r
+		}, body, ReasonMissing},
+		{"in both headers", func() *http.Request {
+			r := signed(t, holder, t0, 1, "POST", "/mcp", body)
+			r.Header.Set(SignatureHeader, r.Header.Get("Authorization"))
 			return r
 		}, body, ReasonMalformed},
 		{"two headers", func() *http.Request {
@@ -212,7 +217,7 @@ func TestTransportSignsEveryRequest(t *testing.T) {
 			t.Fatal(err)
 		}
 		resp.Body.Close()
-		if req.Header.Get("Authorization") != "" {
+		if req.Header.Get(SignatureHeader) != "" {
 			t.Fatal("the caller's request was changed")
 		}
 	}
@@ -265,6 +270,17 @@ func TestParseHeaderRejects(t *testing.T) {
 		if h, err := ParseHeader(bad); err == nil {
 			t.Errorf("%s: accepted %+v", name, h)
 		}
+	}
+}
+
+func TestSignatureBesideBearer(t *testing.T) {
+	holder := testKey(1)
+	r := signed(t, holder, t0, 1, "POST", "/mcp", "{}")
+	r.Header.Set(SignatureHeader, r.Header.Get("Authorization"))
+	r.Header.Set("Authorization", "Bearer some-token")
+	v := &Verifier{Now: func() time.Time { return t0 }}
+	if err := v.Verify(r, []byte("{}"), did(holder)); err != nil {
+		t.Fatal(err)
 	}
 }
 

@@ -150,7 +150,7 @@ func TestServeExtrasSignature(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			r.Header.Set("Authorization", s.Authorization)
+			r.Header.Set("Authorization", s.Signature)
 		}
 		return r
 	}

@@ -18,13 +18,14 @@ const maxSignedBody = 16 << 20
 
 var signRequestCmd = &command{
 	name:    "sign-request",
-	args:    "--key FILE [--method METHOD] [--data DATA] [--token TOKEN] [--json] URL",
+	args:    "--key FILE [--method METHOD] [--data DATA] [--token TOKEN] [--header NAME] [--json] URL",
 	summary: "sign an HTTP request with AVP-Sig v2 and print its headers (holder-of-key tokens)",
 	flags: func(fs *pflag.FlagSet) func(*env, []string) error {
 		key := fs.String("key", "", "the key file of the token's holder (its current delegatee)")
 		method := fs.String("method", "POST", "the request method")
 		data := fs.String("data", "", "the request body exactly as it will be sent: TEXT, @FILE, or - for standard input")
 		token := fs.String("token", "", "refuse to sign unless the key is this token's holder; - reads standard input, @FILE reads a file")
+		header := fs.String("header", avpsig.SignatureHeader, "the header to put the signature in: delegateos serve reads "+avpsig.SignatureHeader+" (Authorization carries its bearer token); AVP servers want Authorization")
 		asJSON := fs.Bool("json", false, "print the headers as a JSON object instead of header lines")
 		return func(e *env, args []string) error {
 			if len(args) != 1 {
@@ -36,6 +37,9 @@ var signRequestCmd = &command{
 			}
 			if *method == "" || strings.ToUpper(*method) != *method {
 				return usagef("--method must be an upper-case HTTP method, as sent")
+			}
+			if !validHeaderName(*header) || strings.EqualFold(*header, avpsig.CoveredHeader) {
+				return usagef("--header %q is not a header name for the signature", *header)
 			}
 			if *data == "-" && *token == "-" {
 				return usagef("--data and --token cannot both read standard input")
@@ -66,9 +70,9 @@ var signRequestCmd = &command{
 				return inputError{err}
 			}
 			if *asJSON {
-				return writeJSON(e, map[string]string{"Authorization": s.Authorization, avpsig.CoveredHeader: s.Covered})
+				return writeJSON(e, map[string]string{*header: s.Signature, avpsig.CoveredHeader: s.Covered})
 			}
-			fmt.Fprintf(e.stdout, "Authorization: %s\n%s: %s\n", s.Authorization, avpsig.CoveredHeader, s.Covered)
+			fmt.Fprintf(e.stdout, "%s: %s\n%s: %s\n", *header, s.Signature, avpsig.CoveredHeader, s.Covered)
 			return nil
 		}
 	},
@@ -98,4 +102,18 @@ func readBody(e *env, arg string) ([]byte, error) {
 		return nil, inputf("the body is over %d bytes", maxSignedBody)
 	}
 	return b, nil
+}
+
+// validHeaderName reports whether s is an HTTP field name (RFC 9110 token).
+func validHeaderName(s string) bool {
+	if s == "" {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if !('a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' || strings.IndexByte("!#$%&'*+-.^_`|~", c) >= 0) {
+			return false
+		}
+	}
+	return true
 }

@@ -62,7 +62,7 @@ func TestSignRequest(t *testing.T) {
 		t.Fatalf("exit %d: %s", code, errs)
 	}
 	h := lines(out)
-	if len(h) != 2 || !strings.HasPrefix(h["Authorization"], `AVP-Sig v="2",did="`+agent.DID()+`"`) || h[avpsig.CoveredHeader] == "" {
+	if len(h) != 2 || !strings.HasPrefix(h[avpsig.SignatureHeader], `AVP-Sig v="2",did="`+agent.DID()+`"`) || h[avpsig.CoveredHeader] == "" {
 		t.Fatalf("output %q", out)
 	}
 	if err := verify(h, "/mcp?a=1&b=x%20y", body); err != nil {
@@ -72,11 +72,14 @@ func TestSignRequest(t *testing.T) {
 		t.Fatalf("tampered body: %v", err)
 	}
 
-	// The body from standard input, as JSON.
-	code, out, errs = sign(body, "--key", keyFile, "--data", "-", "--json", "http://h/mcp")
+	// The body from standard input, as JSON, for an AVP server.
+	code, out, errs = sign(body, "--key", keyFile, "--data", "-", "--json", "--header", "Authorization", "http://h/mcp")
 	var hj map[string]string
 	if code != 0 || json.Unmarshal([]byte(out), &hj) != nil {
 		t.Fatalf("exit %d: %s %s", code, out, errs)
+	}
+	if hj["Authorization"] == "" {
+		t.Fatalf("--header Authorization: %s", out)
 	}
 	if err := verify(hj, "/mcp", body); err != nil {
 		t.Fatal(err)
@@ -94,6 +97,8 @@ func TestSignRequest(t *testing.T) {
 		{"--key", keyFile, "--method", "post", "http://h/mcp"},
 		{"--key", keyFile, "http://h/mcp?a=%zz"},
 		{"--key", keyFile, "--data", "-", "--token", "-", "http://h/mcp"},
+		{"--key", keyFile, "--header", "Bad Header", "http://h/mcp"},
+		{"--key", keyFile, "--header", "avp-sig-covered", "http://h/mcp"},
 	} {
 		if code, _, errs := sign("", args...); code != exitUsage {
 			t.Errorf("%v: exit %d (%s)", args, code, errs)
