@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net/http"
 	"net/url"
@@ -157,6 +158,45 @@ func (x *serveExtras) checkSignature(r *http.Request, body []byte, token string)
 	}
 	return x.sig.Verify(r, body, holder)
 }
+
+// authorizeRequest applies --require-signature to an MCP request over
+// HTTP: body is its POST body (nil for GET and DELETE) and sessionToken
+// the token its session was created with (for the request that creates
+// one, the token it carries in Authorization). The request's own
+// _delegateos token, read as the relay reads it, wins over the session's,
+// as at the gate. A refusal is a sigRefusal (401).
+func (x *serveExtras) authorizeRequest(r *http.Request, body []byte, sessionToken string) error {
+	if x.sig == nil {
+		return nil
+	}
+	token := sessionToken
+	if len(body) > 0 {
+		own, err := proxy.RequestToken(body)
+		if err != nil {
+			return sigRefusal{&avpsig.Error{Reason: avpsig.ReasonMalformed, Detail: "the request cannot be read to find its token: " + err.Error()}}
+		}
+		if own != "" {
+			token = own
+		}
+	}
+	if err := x.checkSignature(r, body, token); err != nil {
+		var e *avpsig.Error
+		if errors.As(err, &e) {
+			return sigRefusal{e}
+		}
+		return err
+	}
+	return nil
+}
+
+// sigRefusal is a refused signature, answered 401 with the reason.
+type sigRefusal struct{ err *avpsig.Error }
+
+func (s sigRefusal) Error() string { return s.err.Error() }
+func (s sigRefusal) Unwrap() error { return s.err }
+
+// StatusCode is the HTTP status of the refusal.
+func (sigRefusal) StatusCode() int { return http.StatusUnauthorized }
 
 // holder returns the current delegatee a token names. It is not verified
 // here: the gate verifies the token itself.

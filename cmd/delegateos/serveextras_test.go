@@ -246,3 +246,62 @@ func TestProxyRefusesRequireSignature(t *testing.T) {
 		t.Fatalf("exit %d, stdout %q, stderr %q", code, out.String(), errb.String())
 	}
 }
+
+func TestServeExtrasAuthorizeRequest(t *testing.T) {
+	f := newExtrasFixture(t, "--require-signature")
+	other, err := dct.Create(dct.CreateParams{Issuer: f.root, Delegatee: f.root.ID(),
+		Capabilities: []dct.Capability{{Namespace: "mcp", Action: "echo", Resource: "*"}},
+		ContractID:   "ct_other", DelegationID: "del_other", MaxChainDepth: 1, MaxBudgetMicrocents: 1,
+		ExpiresAt: time.Now().Add(time.Hour)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	call := func(tok string) []byte {
+		if tok == "" {
+			return []byte(`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"echo"}}`)
+		}
+		return []byte(`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"echo","_delegateos":{"dct":"` + tok + `"}}}`)
+	}
+	signedBy := func(k *identity.Keypair, body []byte) *http.Request {
+		r := httptest.NewRequest("POST", "/mcp", bytes.NewReader(body))
+		s, err := avpsig.Sign(k.PrivateKey(), "POST", "/mcp", "", body, time.Now(), nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		r.Header.Set(avpsig.SignatureHeader, s.Signature)
+		r.Header.Set("Authorization", "Bearer "+f.tok.String())
+		return r
+	}
+	status := func(err error) int {
+		var sc interface{ StatusCode() int }
+		if errors.As(err, &sc) {
+			return sc.StatusCode()
+		}
+		return 0
+	}
+	// The session's token: its holder (the agent) signs.
+	b := call("")
+	if err := f.x.authorizeRequest(signedBy(f.agent, b), b, f.tok.String()); err != nil {
+		t.Fatal(err)
+	}
+	// The request's own token wins: its holder (the root) must sign.
+	b = call(other.String())
+	if err := f.x.authorizeRequest(signedBy(f.agent, b), b, f.tok.String()); status(err) != 401 || !strings.Contains(err.Error(), string(avpsig.ReasonWrongKey)) {
+		t.Fatalf("the session holder signing for another token: %v", err)
+	}
+	if err := f.x.authorizeRequest(signedBy(f.root, b), b, f.tok.String()); err != nil {
+		t.Fatal(err)
+	}
+	// A body the relay would not read is refused, not read another way.
+	b = []byte(`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"_delegateos":{"dct":"x"},"_delegateos":{"dct":"y"}}}`)
+	if err := f.x.authorizeRequest(signedBy(f.agent, b), b, f.tok.String()); status(err) != 401 || !strings.Contains(err.Error(), string(avpsig.ReasonMalformed)) {
+		t.Fatalf("ambiguous body: %v", err)
+	}
+	// A GET of the session's stream.
+	r := httptest.NewRequest("GET", "/mcp", nil)
+	s, _ := avpsig.Sign(f.agent.PrivateKey(), "GET", "/mcp", "", nil, time.Now(), nil)
+	r.Header.Set(avpsig.SignatureHeader, s.Signature)
+	if err := f.x.authorizeRequest(r, nil, f.tok.String()); err != nil {
+		t.Fatal(err)
+	}
+}
