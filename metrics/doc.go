@@ -2,26 +2,20 @@
 // text format, with the Prometheus Go client.
 //
 // Metrics implements proxy.Observer: set it as Gate.Observer and every
-// decision and every settled call is counted. The daemon reports the rest
-// through the hook methods:
-//
-//   - CallStarted when it forwards an allowed call upstream, and the
-//     function it returns when the upstream has answered (or the call was
-//     given up): in-flight calls and upstream latency by method;
-//   - SessionOpened and SessionClosed: sessions open;
-//   - UpstreamRestarted when an upstream process is started again after
-//     it exited;
-//   - WatchRevocations once, with a function giving the revocation list's
-//     size and when it was last brought up to date (for revdist, the last
-//     poll of every peer, or the last change without peers).
+// decision and every settled call is counted and timed. The daemon adds
+// its HTTP front with WatchServer (sessions, requests in flight, upstream
+// restarts, read at each scrape) and its revocation list with
+// WatchRevocations (its size, and when it was last brought up to date:
+// for revdist, the last poll of every peer, or the last change without
+// peers).
 //
 // The metrics (all prefixed delegateos_):
 //
 //	decisions_total{method,result}            counter; result is "allowed" or the denial type
 //	decision_duration_seconds{method}         histogram of the gate's decision time
-//	upstream_duration_seconds{method}         histogram of the upstream's answer time
+//	upstream_duration_seconds{method}         histogram of decision to settlement (the upstream's answer)
 //	spend_committed_microcents_total          counter of what settled calls were charged
-//	calls_in_flight                           gauge
+//	calls_in_flight                           gauge: MCP requests in flight
 //	sessions                                  gauge
 //	upstream_restarts_total                   counter
 //	revocation_list_entries                   gauge

@@ -22,13 +22,10 @@ type Metrics struct {
 	// Registry holds every metric; register more on it if needed.
 	Registry *prometheus.Registry
 
-	decisions        *prometheus.CounterVec
-	decisionLatency  *prometheus.HistogramVec
-	upstreamLatency  *prometheus.HistogramVec
-	spend            prometheus.Counter
-	inFlight         prometheus.Gauge
-	sessions         prometheus.Gauge
-	upstreamRestarts prometheus.Counter
+	decisions       *prometheus.CounterVec
+	decisionLatency *prometheus.HistogramVec
+	upstreamLatency *prometheus.HistogramVec
+	spend           prometheus.Counter
 }
 
 var _ proxy.Observer = (*Metrics)(nil)
@@ -48,28 +45,15 @@ func New() *Metrics {
 		}, []string{"method"}),
 		upstreamLatency: prometheus.NewHistogramVec(prometheus.HistogramOpts{
 			Namespace: namespace, Name: "upstream_duration_seconds",
-			Help:    "Time from forwarding an allowed call to the upstream's answer.",
+			Help:    "Time from the gate's decision on an allowed call to its settlement (the upstream's answer).",
 			Buckets: prometheus.ExponentialBuckets(1e-4, 4, 10), // 0.1 ms to 26 s
 		}, []string{"method"}),
 		spend: prometheus.NewCounter(prometheus.CounterOpts{
 			Namespace: namespace, Name: "spend_committed_microcents_total",
 			Help: "What settled calls were charged, in microcents.",
 		}),
-		inFlight: prometheus.NewGauge(prometheus.GaugeOpts{
-			Namespace: namespace, Name: "calls_in_flight",
-			Help: "Allowed calls forwarded upstream and not yet answered.",
-		}),
-		sessions: prometheus.NewGauge(prometheus.GaugeOpts{
-			Namespace: namespace, Name: "sessions",
-			Help: "MCP sessions open.",
-		}),
-		upstreamRestarts: prometheus.NewCounter(prometheus.CounterOpts{
-			Namespace: namespace, Name: "upstream_restarts_total",
-			Help: "Upstream processes started again after one exited.",
-		}),
 	}
 	m.Registry.MustRegister(m.decisions, m.decisionLatency, m.upstreamLatency, m.spend,
-		m.inFlight, m.sessions, m.upstreamRestarts,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	return m
 }
@@ -106,33 +90,36 @@ func (m *Metrics) Decided(req *proxy.CallRequest, d *proxy.Decision) {
 }
 
 // Settled implements proxy.Observer.
-func (m *Metrics) Settled(charged int64) {
-	if charged > 0 {
-		m.spend.Add(float64(charged))
+func (m *Metrics) Settled(c proxy.SettledCall) {
+	if c.Charged > 0 {
+		m.spend.Add(float64(c.Charged))
 	}
+	m.upstreamLatency.WithLabelValues(method(c.Method)).Observe(c.Upstream.Seconds())
 }
 
-// CallStarted counts a call forwarded upstream as in flight; call the
-// function it returns, once, when the upstream has answered or the call
-// was given up.
-func (m *Metrics) CallStarted(reqMethod string) (done func()) {
-	m.inFlight.Inc()
-	start := time.Now()
-	obs := m.upstreamLatency.WithLabelValues(method(reqMethod))
-	return func() {
-		m.inFlight.Dec()
-		obs.Observe(time.Since(start).Seconds())
-	}
+// Server is what the daemon's HTTP front reports (serve.Server has these).
+type Server interface {
+	// Sessions is the number of MCP sessions open.
+	Sessions() int
+	// InFlight is the number of requests in flight.
+	InFlight() int64
+	// UpstreamRestarts counts sessions whose upstream died (each new
+	// session starts its own).
+	UpstreamRestarts() int64
 }
 
-// SessionOpened counts a session opened.
-func (m *Metrics) SessionOpened() { m.sessions.Inc() }
-
-// SessionClosed counts a session closed.
-func (m *Metrics) SessionClosed() { m.sessions.Dec() }
-
-// UpstreamRestarted counts an upstream started again.
-func (m *Metrics) UpstreamRestarted() { m.upstreamRestarts.Inc() }
+// WatchServer registers the server's sessions, requests in flight and
+// upstream restarts, read at each scrape. Call it once.
+func (m *Metrics) WatchServer(s Server) {
+	m.Registry.MustRegister(
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Namespace: namespace, Name: "sessions",
+			Help: "MCP sessions open."}, func() float64 { return float64(s.Sessions()) }),
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Namespace: namespace, Name: "calls_in_flight",
+			Help: "MCP requests in flight."}, func() float64 { return float64(s.InFlight()) }),
+		prometheus.NewCounterFunc(prometheus.CounterOpts{Namespace: namespace, Name: "upstream_restarts_total",
+			Help: "Sessions whose upstream process died; new sessions start their own."}, func() float64 { return float64(s.UpstreamRestarts()) }),
+	)
+}
 
 // WatchRevocations registers the revocation list's size and age, read from
 // f at each scrape: its number of entries and when it was last brought up

@@ -73,25 +73,53 @@ func TestGateDecisionsCounted(t *testing.T) {
 	if n := testutil.CollectAndCount(m.decisionLatency); n != 2 {
 		t.Errorf("%d latency series, want 2 (tools/call, resources/read)", n)
 	}
-	m.Settled(250)
+	// The allowed call was settled with cost 0 (the default policy's);
+	// its upstream time was observed under its method.
+	if got := testutil.ToFloat64(m.spend); got != 0 {
+		t.Errorf("spend %v", got)
+	}
+	if n := testutil.CollectAndCount(m.upstreamLatency); n != 1 {
+		t.Errorf("%d upstream latency series, want 1", n)
+	}
+	d = g.Decide(proxy.CallRequest{Tool: "echo", Token: tok})
+	g.Settle(&d, 0, true) // released: not charged, still timed
+	m.Settled(proxy.SettledCall{Method: "", Charged: 250})
 	if got := testutil.ToFloat64(m.spend); got != 250 {
 		t.Errorf("spend %v", got)
 	}
 }
 
+// TestSpendFromGate counts what the gate settles, once per call.
+func TestSpendFromGate(t *testing.T) {
+	m := New()
+	g, tok := gate(t, m)
+	g.Policy.DefaultCost = 40
+	for range 3 {
+		d := g.Decide(proxy.CallRequest{Tool: "echo", Token: tok})
+		if !d.Allowed {
+			t.Fatalf("denied: %+v", d.Denial)
+		}
+		if _, err := g.Settle(&d, 40, false); err != nil {
+			t.Fatal(err)
+		}
+		g.Settle(&d, 40, false) // a second settle is a no-op, not counted
+	}
+	if got := testutil.ToFloat64(m.spend); got != 120 {
+		t.Errorf("spend %v, want 120", got)
+	}
+}
+
+type fakeServer struct{}
+
+func (fakeServer) Sessions() int           { return 1 }
+func (fakeServer) InFlight() int64         { return 3 }
+func (fakeServer) UpstreamRestarts() int64 { return 2 }
+
 func TestHooksAndExposition(t *testing.T) {
 	m := New()
-	m.SessionOpened()
-	m.SessionOpened()
-	m.SessionClosed()
-	done := m.CallStarted("tools/call")
-	other := m.CallStarted("x/evil-method-name")
-	if got := testutil.ToFloat64(m.inFlight); got != 2 {
-		t.Fatalf("in flight %v", got)
-	}
-	done()
-	other()
-	m.UpstreamRestarted()
+	m.WatchServer(fakeServer{})
+	m.Settled(proxy.SettledCall{Method: "tools/call", Upstream: time.Millisecond})
+	m.Settled(proxy.SettledCall{Method: "x/evil-method-name", Upstream: time.Millisecond})
 	updated := time.Now().Add(-90 * time.Second)
 	m.WatchRevocations(func() (int, time.Time) { return 42, updated })
 	m.Decided(&proxy.CallRequest{Method: "x/evil-method-name"}, &proxy.Decision{Denial: &proxy.Denial{Type: "revoked"}})
@@ -102,8 +130,8 @@ func TestHooksAndExposition(t *testing.T) {
 	text := string(body)
 	for _, want := range []string{
 		"delegateos_sessions 1",
-		"delegateos_calls_in_flight 0",
-		"delegateos_upstream_restarts_total 1",
+		"delegateos_calls_in_flight 3",
+		"delegateos_upstream_restarts_total 2",
 		"delegateos_revocation_list_entries 42",
 		`delegateos_upstream_duration_seconds_count{method="tools/call"} 1`,
 		`delegateos_upstream_duration_seconds_count{method="other"} 1`,

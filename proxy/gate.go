@@ -130,6 +130,7 @@ type Decision struct {
 	// Unauthenticated is set when the policy let a call without a token through.
 	Unauthenticated bool
 	Latency         time.Duration
+	observed        observed // for the Observer's Settled
 }
 
 // Denial is a refused call, rendered as DelegateOS §11.2's JSON-RPC error.
@@ -245,6 +246,7 @@ func (g *Gate) decideAt(req *CallRequest, start time.Time) (d Decision) {
 	defer func() {
 		d.Latency = time.Since(start)
 		if g.Observer != nil {
+			d.observed = observed{method: req.Method, at: start.Add(d.Latency)}
 			g.Observer.Decided(req, &d)
 		}
 	}()
@@ -468,13 +470,13 @@ func (g *Gate) Settle(d *Decision, actual int64, release bool) (int64, error) {
 	r := d.Reservation
 	d.Reservation = nil
 	if release {
-		return 0, g.Budget.Release(r)
+		err := g.Budget.Release(r)
+		g.settled(d, 0, true, err)
+		return 0, err
 	}
 	charged := min(max(actual, 0), r.Cost())
 	err := g.Budget.Commit(r, charged)
-	if err == nil && g.Observer != nil {
-		g.Observer.Settled(charged)
-	}
+	g.settled(d, charged, false, err)
 	return charged, err
 }
 

@@ -232,9 +232,9 @@ func (o gateObservers) Decided(req *proxy.CallRequest, d *proxy.Decision) {
 	}
 }
 
-func (o gateObservers) Settled(charged int64) {
+func (o gateObservers) Settled(c proxy.SettledCall) {
 	for _, x := range o {
-		x.Settled(charged)
+		x.Settled(c)
 	}
 }
 
@@ -248,4 +248,4 @@ func (r tokenRecorder) Decided(req *proxy.CallRequest, d *proxy.Decision) {
 	}
 }
 
-func (tokenRecorder) Settled(int64) {}
+func (tokenRecorder) Settled(proxy.SettledCall) {}
