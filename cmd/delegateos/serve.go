@@ -1,0 +1,299 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"os/signal"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/spf13/pflag"
+	"go.uber.org/zap"
+
+	"github.com/delegateos/delegateos/budget"
+	"github.com/delegateos/delegateos/dct"
+	"github.com/delegateos/delegateos/policy"
+	"github.com/delegateos/delegateos/proxy"
+	"github.com/delegateos/delegateos/revocation"
+	"github.com/delegateos/delegateos/serve"
+)
+
+var serveCmd = &command{
+	name: "serve",
+	args: "[--listen ADDR] [--policy FILE] [--token @FILE] [--root ID]... [--tls-cert FILE --tls-key FILE]\n" +
+		"                    [--allow-host NAME]... [--allow-origin ORIGIN]... [--log FILE] [--revocations FILE] [--spend-store FILE]\n" +
+		"                    -- UPSTREAM_COMMAND [ARGS...]",
+	summary: "run the DCT gate as an MCP Streamable HTTP server: one relay, and one upstream process, per MCP session",
+	flags: func(fs *pflag.FlagSet) func(*env, []string) error {
+		fs.SetInterspersed(false)
+		listen := fs.String("listen", "127.0.0.1:8080", "the address to listen on; anything but a loopback address exposes the gate to the network (then give --tls-cert and --tls-key)")
+		endpoint := fs.String("endpoint", "/mcp", "the path of the MCP endpoint")
+		policyPath := fs.String("policy", "", "the policy file (default: built-in defaults; see 'delegateos policy init')")
+		token := fs.String("token", "", "a session token for sessions whose client sends none, as @FILE (default: $DELEGATEOS_TOKEN): every client that can reach the server gets what it grants. "+
+			"Clients give their own per session in an Authorization: Bearer header, or per request in params._delegateos")
+		roots := fs.StringArray("root", nil, "a trusted root principal ID or did:key (repeatable; added to the policy's roots)")
+		tlsCert := fs.String("tls-cert", "", "serve HTTPS with this certificate (PEM; with --tls-key)")
+		tlsKey := fs.String("tls-key", "", "the private key of --tls-cert (PEM)")
+		allowHosts := fs.StringArray("allow-host", nil, "a name the Host header may carry besides the listen address and, on a loopback or any-address bind, localhost (repeatable; * allows any)")
+		allowOrigins := fs.StringArray("allow-origin", nil, "an origin (scheme://host[:port]) browsers may call from besides those on an allowed host (repeatable)")
+		maxSessions := fs.Int("max-sessions", 256, "sessions open at once (each has its own upstream process)")
+		maxCalls := fs.Int("max-calls", 1024, "requests in flight across all sessions")
+		maxSessionCalls := fs.Int("max-session-calls", 64, "requests in flight in one session")
+		idle := fs.Duration("idle-timeout", 10*time.Minute, "end a session, and its upstream, after this long without a request")
+		jsonResponses := fs.Bool("json-responses", false, "answer a request whose response is all the upstream sends for it with an application/json body, not an SSE stream (which a client can resume after a lost connection)")
+		readTimeout := fs.Duration("read-timeout", 10*time.Second, "how long a client gets to send a request's headers, and then a POST's body")
+		drain := fs.Duration("drain-timeout", 30*time.Second, "on SIGTERM or SIGINT, how long calls in flight get to finish before their sessions are closed")
+		logFile := fs.String("log", "", "log to this file instead of standard error (overrides the policy)")
+		revsFlag := fs.String("revocations", "", "a revocation list file, looked at on every call (overrides the policy)")
+		spend := fs.String("spend-store", "", "where spend is recorded so it survives restarts (overrides the policy)")
+		for _, x := range serveExtensions {
+			if x.flags != nil {
+				x.flags(fs)
+			}
+		}
+		return func(e *env, args []string) error {
+			if len(args) == 0 {
+				return fixf("give the upstream MCP server's command after -- (one process per session): e.g. delegateos serve --policy policy.yaml -- npx -y @modelcontextprotocol/server-everything")
+			}
+			if (*tlsCert == "") != (*tlsKey == "") {
+				return fixf("--tls-cert and --tls-key go together: give both, or neither")
+			}
+			if !strings.HasPrefix(*endpoint, "/") {
+				return fixf("--endpoint %q: give a path starting with /, e.g. /mcp", *endpoint)
+			}
+			pol := policy.Default()
+			if *policyPath != "" {
+				p, err := policy.Load(*policyPath)
+				if err != nil {
+					return policyLoadError(*policyPath, err)
+				}
+				pol = p
+			}
+			if err := checkPins(pol.ToolPins, *policyPath); err != nil {
+				return err
+			}
+			for _, r := range *roots {
+				id, err := principal("--root", r)
+				if err != nil {
+					return err
+				}
+				pol.Roots = append(pol.Roots, id)
+			}
+			from := func(flagSet bool, flag, key string) string {
+				if flagSet {
+					return flag
+				}
+				return key + " in the policy"
+			}
+			if *logFile != "" {
+				pol.Log.File = *logFile
+			}
+			if *revsFlag != "" {
+				pol.RevocationList = *revsFlag
+			}
+			if *spend != "" {
+				pol.SpendStore = *spend
+			}
+			if pol.UpstreamUser != "" {
+				return fixf("upstream_user in the policy is not supported by serve yet: run serve itself as the user the upstream should run as, or remove upstream_user")
+			}
+			log, closeLog, err := newLogger(e, pol.Log)
+			if err != nil {
+				return inputf("%v; give a path the server can write (%s), or leave it out to log to standard error", err, from(*logFile != "", "--log", "log.file"))
+			}
+			defer closeLog()
+
+			tokenArg := *token
+			if tokenArg == "" {
+				tokenArg = os.Getenv("DELEGATEOS_TOKEN")
+			}
+			os.Unsetenv("DELEGATEOS_TOKEN") // not for the upstreams
+			defaultToken := ""
+			if tokenArg != "" {
+				if *token != "" && !strings.HasPrefix(*token, "@") {
+					log.Warn("the session token was given on the command line, where every local user can read it (ps, /proc/PID/cmdline); give --token @FILE (mode 0600) instead")
+				}
+				if path, ok := strings.CutPrefix(tokenArg, "@"); ok {
+					if err := checkTokenFile(path, nil, log); err != nil {
+						return err
+					}
+				}
+				if defaultToken, err = readToken(e, tokenArg); err != nil {
+					return err
+				}
+			}
+			if len(pol.Roots) == 0 && !pol.AllowUnauthenticated {
+				return fixf("no trusted roots, so no token could ever be verified: give --root ID (the principal ID or did:key of the key that minted your tokens; 'delegateos id --key FILE' prints it) or list it under roots in the policy file")
+			}
+			gate := &proxy.Gate{Policy: pol, HonourUpstreamCost: pol.HonourUpstreamCost}
+			opts := dct.Options{Roots: pol.Roots}
+			var revs *revocation.File
+			if pol.RevocationList != "" {
+				if revs, err = revocation.OpenFile(pol.RevocationList); err != nil {
+					return inputf("the revocation list %s cannot be used: %v; fix the file, or point %s at another", pol.RevocationList, err, from(*revsFlag != "", "--revocations", "revocation_list"))
+				}
+				defer revs.Close()
+				opts.Revocations = revs
+			}
+			if len(opts.Roots) > 0 {
+				if gate.Verifier, err = dct.NewVerifier(opts); err != nil {
+					return fixf("the trusted roots cannot be used: %v; fix --root or the roots in the policy file", err)
+				}
+			}
+			if pol.SpendStore != "" {
+				store, err := budget.OpenFile(pol.SpendStore)
+				if err != nil {
+					return inputf("the spend store %s cannot be opened: %v; give a file the server can create and write (%s)", pol.SpendStore, err, from(*spend != "", "--spend-store", "spend_store"))
+				}
+				defer store.Close()
+				gate.Budget = store
+			} else {
+				log.Warn("spend is kept in memory only and resets when the server restarts; set spend_store in the policy or --spend-store to keep it")
+				gate.Budget = budget.NewMemory()
+			}
+			rates, closeRates, err := openRates(pol, from(*spend != "", "--spend-store", "spend_store"), log)
+			if err != nil {
+				return err
+			}
+			defer closeRates()
+			gate.Rates = rates
+			checkToken := func(tok string) error {
+				if gate.Verifier == nil {
+					return errors.New("no trusted roots to verify it against")
+				}
+				_, err := gate.Verifier.VerifyChain(tok, time.Now())
+				return err
+			}
+			if defaultToken != "" {
+				if err := checkToken(defaultToken); err != nil {
+					return fixf("the session token is not valid: %v; %s", err, tokenFix(err))
+				}
+			}
+			delegations, closeDelegations, err := openDelegations(pol, gate.Verifier, revs, gate.Budget, log)
+			if err != nil {
+				return inputf("%v; fix workspace in the policy, or make the directory writable by the server's user", err)
+			}
+			defer closeDelegations()
+			if delegations != nil {
+				gate.Ended = delegations.Ended
+			}
+
+			relayConfig := func(s *serve.Session) proxy.Config {
+				tok := s.Token
+				if tok == "" {
+					tok = defaultToken
+				}
+				return proxy.Config{
+					Upstream: args, Gate: gate, SessionToken: tok, Delegations: delegations,
+					MaxFrameBytes: pol.MaxFrameBytes, Log: log.With(zap.String("session", s.ID[:8])),
+				}
+			}
+			relay := func(ctx context.Context, s *serve.Session, in io.Reader, out io.Writer) error {
+				return proxy.Run(ctx, relayConfig(s), in, out)
+			}
+			sopts := serve.Options{
+				Relay: relay, Endpoint: *endpoint, Listen: *listen,
+				AllowHosts: *allowHosts, AllowOrigins: *allowOrigins,
+				MaxBodyBytes: int64(pol.MaxFrameBytes),
+				MaxSessions:  *maxSessions, MaxCalls: *maxCalls, MaxSessionCalls: *maxSessionCalls,
+				IdleTimeout: *idle, ReadTimeout: *readTimeout, JSONResponses: *jsonResponses, CheckToken: checkToken, Log: log,
+			}
+			setup := &serveSetup{Policy: pol, Gate: gate, Log: log, Options: &sopts}
+			for _, x := range serveExtensions {
+				if x.configure != nil {
+					if err := x.configure(setup); err != nil {
+						return err
+					}
+				}
+			}
+			srv, err := serve.New(sopts)
+			if err != nil {
+				return fixf("--listen %s: %v; give HOST:PORT, e.g. 127.0.0.1:8080", *listen, err)
+			}
+			setup.Server = srv
+			for _, x := range serveExtensions {
+				if x.mount != nil {
+					if err := x.mount(setup); err != nil {
+						return err
+					}
+				}
+			}
+			ln, err := net.Listen("tcp", *listen)
+			if err != nil {
+				return inputf("--listen %s: %v", *listen, err)
+			}
+			if host, _, _ := net.SplitHostPort(*listen); !isLoopback(host) && *tlsCert == "" {
+				log.Warn("listening on a non-loopback address without TLS: tokens and calls cross the network in the clear; give --tls-cert and --tls-key")
+			}
+			hs := srv.HTTPServer()
+			scheme := "http"
+			if *tlsCert != "" {
+				scheme = "https"
+			}
+			log.Info("serving", zap.String("address", ln.Addr().String()), zap.String("url", scheme+"://"+ln.Addr().String()+*endpoint))
+			signal.Ignore(syscall.SIGPIPE)
+			sigs := make(chan os.Signal, 1)
+			signal.Notify(sigs, os.Interrupt, syscall.SIGTERM)
+			defer signal.Stop(sigs)
+			served := make(chan error, 1)
+			go func() {
+				if *tlsCert != "" {
+					served <- hs.ServeTLS(ln, *tlsCert, *tlsKey)
+				} else {
+					served <- hs.Serve(ln)
+				}
+			}()
+			select {
+			case err := <-served:
+				srv.Drain(context.Background())
+				return inputf("serving failed: %v", err)
+			case sig := <-sigs:
+				log.Info("draining before exit", zap.String("signal", sig.String()), zap.Duration("drain_timeout", *drain))
+			}
+			ctx, cancel := context.WithTimeout(context.Background(), *drain)
+			defer cancel()
+			srv.Drain(ctx)
+			sctx, scancel := context.WithTimeout(context.Background(), 5*time.Second)
+			defer scancel()
+			if err := hs.Shutdown(sctx); err != nil && !errors.Is(err, http.ErrServerClosed) {
+				log.Warn("closing connections", zap.Error(err))
+			}
+			log.Info("stopped")
+			return nil
+		}
+	},
+}
+
+func isLoopback(host string) bool {
+	if strings.EqualFold(host, "localhost") {
+		return true
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback()
+}
+
+// serveExtension adds to `delegateos serve`: flags, then settings before
+// the server is built (configure: Options.Authorize, a wrapped Relay) and
+// handlers after (mount: on Server.Mux).
+type serveExtension struct {
+	flags     func(fs *pflag.FlagSet)
+	configure func(*serveSetup) error
+	mount     func(*serveSetup) error
+}
+
+// serveSetup is what an extension of serve works with.
+type serveSetup struct {
+	Policy  *policy.Policy
+	Gate    *proxy.Gate
+	Log     *zap.Logger
+	Options *serve.Options // configure may change it
+	Server  *serve.Server  // set for mount
+}
+
+// serveExtensions are added to serve in order.
+var serveExtensions []serveExtension

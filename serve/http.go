@@ -1,0 +1,442 @@
+package serve
+
+import (
+	"bytes"
+	"crypto/sha256"
+	"crypto/subtle"
+	"encoding/json"
+	"errors"
+	"io"
+	"mime"
+	"net/http"
+	"strings"
+	"time"
+
+	"go.uber.org/zap"
+
+	"github.com/delegateos/delegateos/proxy"
+)
+
+// The transport's headers.
+const (
+	HeaderSessionID       = "Mcp-Session-Id"
+	HeaderProtocolVersion = "Mcp-Protocol-Version"
+	headerLastEventID     = "Last-Event-Id"
+)
+
+// ProtocolVersions are the MCP revisions whose Streamable HTTP transport
+// this front speaks; a request naming another in MCP-Protocol-Version is
+// refused.
+var ProtocolVersions = []string{"2024-11-05", "2025-03-26", "2025-06-18", "2025-11-25", "2026-07-28"}
+
+// statelessStyle reports whether a request without Mcp-Session-Id is of
+// the stateless style of MCP 2026-07-28, which has no protocol-level
+// session: server/discover, or a request that names that revision (or a
+// later one) in MCP-Protocol-Version.
+func statelessStyle(r *http.Request, m proxy.Message) bool {
+	return m.Method == "server/discover" || r.Header.Get(HeaderProtocolVersion) >= "2026-07-28"
+}
+
+func (s *Server) serveMCP(w http.ResponseWriter, r *http.Request) {
+	if why := s.hosts.check(r.Host, r.Header.Values("Origin")); why != "" {
+		s.log.Warn("request refused", zap.String("reason", why), zap.String("host", r.Host), zap.Strings("origin", r.Header.Values("Origin")))
+		httpError(w, http.StatusForbidden, nil, why)
+		return
+	}
+	if v := r.Header.Get(HeaderProtocolVersion); v != "" && !knownVersion(v) {
+		httpError(w, http.StatusBadRequest, nil, "unsupported "+HeaderProtocolVersion+": "+v+" (this server speaks "+strings.Join(ProtocolVersions, ", ")+")")
+		return
+	}
+	switch r.Method {
+	case http.MethodPost:
+		s.servePost(w, r)
+	case http.MethodGet:
+		s.serveGet(w, r)
+	case http.MethodDelete:
+		s.serveDelete(w, r)
+	default:
+		w.Header().Set("Allow", "GET, POST, DELETE")
+		httpError(w, http.StatusMethodNotAllowed, nil, "use POST, GET or DELETE")
+	}
+}
+
+func knownVersion(v string) bool {
+	for _, k := range ProtocolVersions {
+		if v == k {
+			return true
+		}
+	}
+	return false
+}
+
+// httpError answers with an HTTP status and a JSON-RPC error body.
+func httpError(w http.ResponseWriter, status int, id []byte, msg string) {
+	code := proxy.CodeInvalidRequest
+	if status >= 500 {
+		code = proxy.CodeInternalError
+	}
+	writeJSON(w, status, proxy.ErrorFrame(id, code, msg))
+}
+
+func writeJSON(w http.ResponseWriter, status int, body []byte) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	w.Write(body)
+}
+
+// accepts reports whether an Accept header lists the media type (or a
+// wildcard covering it).
+func accepts(header []string, want string) bool {
+	major, _, _ := strings.Cut(want, "/")
+	for _, h := range header {
+		for _, part := range strings.Split(h, ",") {
+			mt, _, err := mime.ParseMediaType(strings.TrimSpace(part))
+			if err != nil {
+				continue
+			}
+			if mt == want || mt == "*/*" || mt == major+"/*" {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// bearer is the token of an "Authorization: Bearer" header, or "".
+func bearer(auth string) string {
+	scheme, tok, ok := strings.Cut(auth, " ")
+	if !ok || !strings.EqualFold(scheme, "Bearer") {
+		return ""
+	}
+	return strings.TrimSpace(tok)
+}
+
+// session finds the session a request names and checks the request
+// presents the credential the session was created with; it answers the
+// request itself when it returns nil.
+func (s *Server) session(w http.ResponseWriter, r *http.Request) *session {
+	id := r.Header.Get(HeaderSessionID)
+	if id == "" {
+		httpError(w, http.StatusBadRequest, nil, "missing "+HeaderSessionID+" header: send initialize first")
+		return nil
+	}
+	sess := s.lookup(id)
+	if sess == nil {
+		httpError(w, http.StatusNotFound, nil, "no such session (it ended, or never existed): start a new one with initialize")
+		return nil
+	}
+	cred := sha256.Sum256([]byte(r.Header.Get("Authorization")))
+	if subtle.ConstantTimeCompare(cred[:], sess.cred[:]) != 1 {
+		s.log.Warn("request refused: its Authorization header is not the one its session was created with", zap.String("session", id[:min(8, len(id))]))
+		httpError(w, http.StatusForbidden, nil, "this session was created with another credential: send the Authorization header it was initialized with")
+		return nil
+	}
+	return sess
+}
+
+// authorize runs Options.Authorize; false means the request was answered.
+func (s *Server) authorize(w http.ResponseWriter, r *http.Request, body []byte, sess *session) bool {
+	if s.opts.Authorize == nil {
+		return true
+	}
+	var info *Session
+	if sess != nil {
+		info = &sess.Session
+	}
+	err := s.opts.Authorize(r, body, info)
+	if err == nil {
+		return true
+	}
+	status := http.StatusForbidden
+	var sc interface{ StatusCode() int }
+	if errors.As(err, &sc) {
+		status = sc.StatusCode()
+	}
+	httpError(w, status, nil, err.Error())
+	return false
+}
+
+func (s *Server) servePost(w http.ResponseWriter, r *http.Request) {
+	if mt, _, err := mime.ParseMediaType(r.Header.Get("Content-Type")); err != nil || mt != "application/json" {
+		httpError(w, http.StatusUnsupportedMediaType, nil, "the body must be application/json")
+		return
+	}
+	if !accepts(r.Header.Values("Accept"), "application/json") || !accepts(r.Header.Values("Accept"), "text/event-stream") {
+		httpError(w, http.StatusNotAcceptable, nil, "the Accept header must list both application/json and text/event-stream")
+		return
+	}
+	_ = http.NewResponseController(w).SetReadDeadline(time.Now().Add(s.opts.ReadTimeout))
+	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, s.opts.MaxBodyBytes))
+	if err != nil {
+		var tooBig *http.MaxBytesError
+		if errors.As(err, &tooBig) {
+			httpError(w, http.StatusRequestEntityTooLarge, nil, "the body exceeds the limit of "+itoa(s.opts.MaxBodyBytes)+" bytes")
+			return
+		}
+		httpError(w, http.StatusBadRequest, nil, "reading the body failed: "+err.Error())
+		return
+	}
+	_ = http.NewResponseController(w).SetReadDeadline(time.Time{})
+	// One message on one line: the relay reads newline-delimited frames,
+	// and insignificant whitespace (newlines included) is not the message.
+	var frame bytes.Buffer
+	if err := json.Compact(&frame, body); err != nil {
+		writeJSON(w, http.StatusBadRequest, proxy.ErrorFrame(nil, proxy.CodeParseError, "parse error: the body is not JSON"))
+		return
+	}
+	if frame.Len() > 0 && frame.Bytes()[0] == '[' {
+		httpError(w, http.StatusBadRequest, nil, "invalid request: JSON-RPC batches are not accepted; send one message per request")
+		return
+	}
+	m, err := proxy.ReadClientMessage(frame.Bytes())
+	if err != nil {
+		writeJSON(w, http.StatusBadRequest, proxy.RefusalFrame(err))
+		return
+	}
+	var sess *session
+	if r.Header.Get(HeaderSessionID) == "" {
+		initialize := m.Kind == proxy.KindRequest && m.Method == "initialize"
+		stateless := !initialize && statelessStyle(r, m)
+		if !initialize && !stateless {
+			httpError(w, http.StatusBadRequest, m.ID, "missing "+HeaderSessionID+" header: send initialize first")
+			return
+		}
+		if !s.authorize(w, r, body, nil) {
+			return
+		}
+		auth := r.Header.Get("Authorization")
+		tok := bearer(auth)
+		if auth != "" && tok == "" {
+			httpError(w, http.StatusUnauthorized, m.ID, "the Authorization header must be \"Bearer <DCT>\"")
+			return
+		}
+		if tok != "" && s.opts.CheckToken != nil {
+			if err := s.opts.CheckToken(tok); err != nil {
+				s.log.Warn("session refused: its token does not verify", zap.Error(err))
+				w.Header().Set("WWW-Authenticate", `Bearer error="invalid_token"`)
+				httpError(w, http.StatusUnauthorized, m.ID, "the token in the Authorization header is not valid: "+err.Error())
+				return
+			}
+		}
+		if sess, err = s.newSession(auth, tok, stateless); err != nil {
+			w.Header().Set("Retry-After", "1")
+			httpError(w, http.StatusServiceUnavailable, m.ID, err.Error())
+			return
+		}
+		if initialize {
+			w.Header().Set(HeaderSessionID, sess.ID)
+		}
+	} else {
+		if sess = s.session(w, r); sess == nil {
+			return
+		}
+		if !s.authorize(w, r, body, sess) {
+			return
+		}
+	}
+	if m.Kind != proxy.KindRequest {
+		// A notification, or the client's answer to the upstream's request:
+		// the relay takes it from here.
+		if err := sess.feed(frame.Bytes()); err != nil {
+			httpError(w, http.StatusNotFound, nil, "the session has ended: start a new one with initialize")
+			return
+		}
+		w.WriteHeader(http.StatusAccepted)
+		return
+	}
+	s.mu.Lock()
+	draining := s.draining
+	s.mu.Unlock()
+	if draining {
+		w.Header().Set("Retry-After", "1")
+		httpError(w, http.StatusServiceUnavailable, m.ID, errDraining.Error())
+		return
+	}
+	st, err := sess.begin(m.ID, frame.Bytes())
+	switch {
+	case errors.Is(err, errEnded):
+		httpError(w, http.StatusNotFound, m.ID, "the session has ended: start a new one with initialize")
+		return
+	case errors.Is(err, errDuplicate):
+		httpError(w, http.StatusConflict, m.ID, err.Error())
+		return
+	case err != nil:
+		w.Header().Set("Retry-After", "1")
+		httpError(w, http.StatusTooManyRequests, m.ID, err.Error())
+		return
+	}
+	if err := sess.feed(frame.Bytes()); err != nil {
+		sess.abandon(st, "the session's relay is not accepting input")
+	}
+	ok := s.writeStream(w, r, st, true)
+	if m.Method == "initialize" && !ok && !sess.shared {
+		sess.close("initialize failed")
+	}
+}
+
+// writeStream writes a stream's events to an HTTP response until its final
+// event, the session's end, or the client's going away. A POST's stream
+// whose only event is its response is written as one application/json
+// body. It reports whether the final event was a result.
+func (s *Server) writeStream(w http.ResponseWriter, r *http.Request, st *stream, post bool) bool {
+	sess := st.sess
+	sess.mu.Lock()
+	st.writer++
+	gen := st.writer
+	st.attached = true
+	sess.mu.Unlock()
+	defer func() {
+		sess.mu.Lock()
+		if st.writer == gen {
+			st.attached = false
+		}
+		sess.mu.Unlock()
+	}()
+	rc := http.NewResponseController(w)
+	sse := false
+	for {
+		sess.mu.Lock()
+		if st.writer != gen {
+			sess.mu.Unlock()
+			// Another response resumed this stream: it gets the wake-up
+			// this one may have taken.
+			st.signal()
+			return false
+		}
+		evs := append([]event(nil), st.unsent()...)
+		final, ended := st.final, sess.ended
+		sess.mu.Unlock()
+		if post && !sse && final && len(evs) == 1 && s.opts.JSONResponses {
+			writeJSON(w, http.StatusOK, evs[0].data)
+			sess.mu.Lock()
+			st.sent = evs[0].seq + 1
+			sess.mu.Unlock()
+			sess.delivered(st)
+			return isResult(evs[0].data)
+		}
+		if len(evs) > 0 || !sse {
+			if !sse {
+				h := w.Header()
+				h.Set("Content-Type", "text/event-stream")
+				h.Set("Cache-Control", "no-cache")
+				h.Set("X-Accel-Buffering", "no")
+				w.WriteHeader(http.StatusOK)
+				sse = true
+				// A priming event: the client has an id to resume from
+				// before the first message, and a reconnection delay.
+				if _, err := io.WriteString(w, "id: "+eventID(st.id, st.sentLocked(sess)-1)+"\nretry: 1000\ndata: \n\n"); err != nil {
+					return false
+				}
+			}
+			for _, ev := range evs {
+				if _, err := io.WriteString(w, "id: "+eventID(st.id, ev.seq)+"\nevent: message\ndata: "); err != nil {
+					return false
+				}
+				w.Write(ev.data)
+				if _, err := io.WriteString(w, "\n\n"); err != nil {
+					return false
+				}
+			}
+			if err := rc.Flush(); err != nil {
+				return false
+			}
+			if len(evs) > 0 {
+				sess.mu.Lock()
+				if st.writer == gen {
+					st.sent = evs[len(evs)-1].seq + 1
+					st.trim()
+				}
+				sess.mu.Unlock()
+			}
+			if final {
+				sess.delivered(st)
+				return isResult(evs[len(evs)-1].data)
+			}
+			continue
+		}
+		if ended && !final {
+			if !sse {
+				httpError(w, http.StatusNotFound, nil, "the session has ended: "+sess.endMsg)
+			}
+			return false
+		}
+		select {
+		case <-st.wake:
+		case <-r.Context().Done():
+			return false
+		case <-sess.done:
+			// Final answers were added before done closed; one more pass
+			// writes them.
+		}
+	}
+}
+
+// sentLocked reads st.sent under the session's lock.
+func (st *stream) sentLocked(sess *session) int64 {
+	sess.mu.Lock()
+	defer sess.mu.Unlock()
+	return st.sent
+}
+
+// isResult reports whether a response frame carries a result.
+func isResult(frame []byte) bool {
+	m, err := proxy.ReadRelayMessage(frame)
+	return err == nil && m.Kind == proxy.KindResponse && !bytes.Contains(frame, []byte(`"error":{`))
+}
+
+func (s *Server) serveGet(w http.ResponseWriter, r *http.Request) {
+	if !accepts(r.Header.Values("Accept"), "text/event-stream") {
+		httpError(w, http.StatusNotAcceptable, nil, "the Accept header must list text/event-stream")
+		return
+	}
+	sess := s.session(w, r)
+	if sess == nil || !s.authorize(w, r, nil, sess) {
+		return
+	}
+	st := sess.streams0()
+	if last := r.Header.Get(headerLastEventID); last != "" {
+		sid, seq, ok := parseEventID(last)
+		sess.mu.Lock()
+		var found *stream
+		if ok {
+			found = sess.streams[sid]
+		}
+		if found != nil {
+			// Resume after the event the client last saw (events no
+			// longer kept cannot be sent again).
+			found.sent = min(max(seq+1, found.base), found.base+int64(len(found.events)))
+		}
+		sess.mu.Unlock()
+		if found == nil {
+			httpError(w, http.StatusNotFound, nil, "no stream of this session has event "+last+" (it was delivered, or never existed)")
+			return
+		}
+		st = found
+	}
+	s.writeStream(w, r, st, false)
+}
+
+// streams0 is the standalone stream.
+func (s *session) streams0() *stream {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.streams[0]
+}
+
+func (s *Server) serveDelete(w http.ResponseWriter, r *http.Request) {
+	sess := s.session(w, r)
+	if sess == nil || !s.authorize(w, r, nil, sess) {
+		return
+	}
+	sess.close("the client ended the session (DELETE)")
+	select {
+	case <-sess.done:
+	case <-r.Context().Done():
+	}
+	w.WriteHeader(http.StatusNoContent)
+}
+
+func itoa(n int64) string {
+	b, _ := json.Marshal(n)
+	return string(b)
+}

@@ -1,0 +1,347 @@
+package serve
+
+import (
+	"context"
+	"crypto/sha256"
+	"errors"
+	"io"
+	"net"
+	"net/http"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"go.uber.org/zap"
+)
+
+// Options configures a Server. The zero value of every field but Relay
+// is a safe default.
+type Options struct {
+	// Relay runs one MCP session's relay: it reads the client's frames
+	// from in until EOF and writes frames for the client to out, as
+	// proxy.Run does, and returns when the session is over (a
+	// *proxy.UpstreamExitError when its upstream died). Required.
+	Relay func(ctx context.Context, s *Session, in io.Reader, out io.Writer) error
+	// Endpoint is the MCP endpoint's path; "" means "/mcp".
+	Endpoint string
+	// Listen is the address the server listens on, for the Host check;
+	// "" means 127.0.0.1.
+	Listen string
+	// AllowHosts adds names the Host header may carry ("*": any); the
+	// loopback names, or the listen address, are always allowed.
+	AllowHosts []string
+	// AllowOrigins adds exact origins (scheme://host[:port]) browsers may
+	// send requests from, besides those on an allowed host.
+	AllowOrigins []string
+	// MaxBodyBytes bounds one POST body; zero means DefaultMaxBodyBytes.
+	MaxBodyBytes int64
+	// MaxSessions bounds the sessions open at once; zero means 256.
+	MaxSessions int
+	// MaxCalls bounds the requests in flight across all sessions, and
+	// MaxSessionCalls those of one session; zero means 1024 and 64.
+	MaxCalls, MaxSessionCalls int
+	// IdleTimeout is how long a session may go without a request before it
+	// and its upstream are reaped; zero means 10 minutes.
+	IdleTimeout time.Duration
+	// CheckToken, when set, verifies the token of a session's
+	// Authorization header when the session starts; an error refuses the
+	// initialize with 401. The gate verifies the token again on every
+	// call, whatever this says.
+	CheckToken func(token string) error
+	// Authorize, when set, runs on every MCP request (POST, GET, DELETE)
+	// after the transport's own checks and before anything reaches a
+	// session's relay: body is the POST body (nil otherwise) and s the
+	// session (nil for the initialize that creates one). An error refuses
+	// the request: with the HTTP status of an error that has a
+	// StatusCode() int method, else 403; its text is the answer's message.
+	Authorize func(r *http.Request, body []byte, s *Session) error
+	// JSONResponses answers a request whose response is the only message
+	// the upstream sends for it with an application/json body instead of
+	// an SSE stream. The stream (the default, as in the reference SDKs)
+	// has event ids from its first byte, so a client that loses the
+	// connection can resume it; a JSON body cannot be resumed.
+	JSONResponses bool
+	// ReadTimeout bounds reading a request's headers, and separately a
+	// POST's body, so slow clients cannot hold connections; zero means 10s.
+	ReadTimeout time.Duration
+	// Log receives lifecycle lines; nil discards.
+	Log *zap.Logger
+}
+
+// DefaultMaxBodyBytes is the default bound on one POST body.
+const DefaultMaxBodyBytes = 4 << 20
+
+// Server is the Streamable HTTP front. Mux serves the MCP endpoint,
+// /healthz and /readyz; mount other handlers on it before serving.
+type Server struct {
+	// Mux routes every request the server gets.
+	Mux *http.ServeMux
+
+	opts  Options
+	log   *zap.Logger
+	hosts *hostPolicy
+	ctx   context.Context
+	stop  context.CancelFunc
+
+	mu       sync.Mutex
+	sessions map[string]*session
+	// stateless holds, by credential, the session that serves requests of
+	// the stateless style of MCP 2026-07-28 (no Mcp-Session-Id): such
+	// requests stand alone, so those with one credential share one relay
+	// and one upstream.
+	stateless map[[32]byte]*session
+	draining  bool
+
+	calls    atomic.Int64 // requests in flight
+	restarts atomic.Int64 // sessions whose upstream died
+	idle     chan struct{}
+	wg       sync.WaitGroup // running sessions
+}
+
+// New returns a server for opts.
+func New(opts Options) (*Server, error) {
+	if opts.Relay == nil {
+		return nil, errors.New("serve: no relay")
+	}
+	if opts.Endpoint == "" {
+		opts.Endpoint = "/mcp"
+	}
+	if opts.MaxBodyBytes <= 0 {
+		opts.MaxBodyBytes = DefaultMaxBodyBytes
+	}
+	if opts.MaxSessions <= 0 {
+		opts.MaxSessions = 256
+	}
+	if opts.MaxCalls <= 0 {
+		opts.MaxCalls = 1024
+	}
+	if opts.MaxSessionCalls <= 0 {
+		opts.MaxSessionCalls = 64
+	}
+	if opts.ReadTimeout <= 0 {
+		opts.ReadTimeout = 10 * time.Second
+	}
+	if opts.IdleTimeout <= 0 {
+		opts.IdleTimeout = 10 * time.Minute
+	}
+	log := opts.Log
+	if log == nil {
+		log = zap.NewNop()
+	}
+	listenHost := "127.0.0.1"
+	if opts.Listen != "" {
+		h, _, err := net.SplitHostPort(opts.Listen)
+		if err != nil {
+			return nil, err
+		}
+		listenHost = h
+	}
+	s := &Server{
+		Mux: http.NewServeMux(), opts: opts, log: log,
+		hosts:     newHostPolicy(listenHost, opts.AllowHosts, opts.AllowOrigins),
+		sessions:  map[string]*session{},
+		stateless: map[[32]byte]*session{},
+		idle:      make(chan struct{}, 1),
+	}
+	s.ctx, s.stop = context.WithCancel(context.Background())
+	s.Mux.Handle(opts.Endpoint, http.HandlerFunc(s.serveMCP))
+	s.Mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+		io.WriteString(w, "ok\n")
+	})
+	s.Mux.HandleFunc("GET /readyz", s.serveReady)
+	go s.reap()
+	return s, nil
+}
+
+// HTTPServer is an http.Server for s with the limits the front needs:
+// bounded headers, and time limits on reading them (slow clients cannot
+// hold connections open before a request is read).
+func (s *Server) HTTPServer() *http.Server {
+	return &http.Server{
+		Handler:           s.Mux,
+		ReadHeaderTimeout: s.opts.ReadTimeout,
+		IdleTimeout:       2 * time.Minute,
+		MaxHeaderBytes:    MaxHeaderBytes,
+		ErrorLog:          zap.NewStdLog(s.log),
+	}
+}
+
+// MaxHeaderBytes bounds a request's headers.
+const MaxHeaderBytes = 32 << 10
+
+func (s *Server) serveReady(w http.ResponseWriter, _ *http.Request) {
+	s.mu.Lock()
+	draining, n := s.draining, len(s.sessions)
+	s.mu.Unlock()
+	w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+	switch {
+	case draining:
+		w.WriteHeader(http.StatusServiceUnavailable)
+		io.WriteString(w, "draining\n")
+	case n >= s.opts.MaxSessions:
+		w.WriteHeader(http.StatusServiceUnavailable)
+		io.WriteString(w, "at the session limit\n")
+	default:
+		io.WriteString(w, "ready\n")
+	}
+}
+
+// Sessions is the number of open sessions.
+func (s *Server) Sessions() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return len(s.sessions)
+}
+
+// InFlight is the number of requests in flight.
+func (s *Server) InFlight() int64 { return s.calls.Load() }
+
+// UpstreamRestarts is the number of sessions that ended because their
+// upstream exited (each new session starts a new upstream).
+func (s *Server) UpstreamRestarts() int64 { return s.restarts.Load() }
+
+var (
+	errServerBusy  = errors.New("too many requests in flight on this server")
+	errSessionBusy = errors.New("too many requests in flight in this session")
+)
+
+func (s *Server) callBegin() bool {
+	if s.calls.Add(1) > int64(s.opts.MaxCalls) {
+		s.calls.Add(-1)
+		return false
+	}
+	return true
+}
+
+func (s *Server) callDone() {
+	if s.calls.Add(-1) == 0 {
+		select {
+		case s.idle <- struct{}{}:
+		default:
+		}
+	}
+}
+
+func (s *Server) upstreamCrashed() { s.restarts.Add(1) }
+
+// newSession starts a session for a client presenting the Authorization
+// header auth (its token, if a bearer one, is token).
+func (s *Server) newSession(auth, token string, stateless bool) (*session, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.draining {
+		return nil, errDraining
+	}
+	cred := sha256.Sum256([]byte(auth))
+	if stateless {
+		if sess := s.stateless[cred]; sess != nil {
+			return sess, nil
+		}
+	}
+	if len(s.sessions) >= s.opts.MaxSessions {
+		return nil, errTooManySessions
+	}
+	sess := &session{
+		Session:  Session{ID: newSessionID(), Token: token},
+		srv:      s,
+		cred:     cred,
+		shared:   stateless,
+		routes:   map[string]*stream{},
+		progress: map[string]*stream{},
+		streams:  map[int64]*stream{},
+		last:     time.Now(),
+		done:     make(chan struct{}),
+	}
+	sess.log = s.log.With(zap.String("session", sess.ID[:8]))
+	s.sessions[sess.ID] = sess
+	if stateless {
+		s.stateless[cred] = sess
+	}
+	s.wg.Add(1)
+	sess.start(s.ctx)
+	sess.log.Info("session started")
+	return sess, nil
+}
+
+var (
+	errDraining        = errors.New("the server is shutting down")
+	errTooManySessions = errors.New("too many sessions open")
+)
+
+func (s *Server) lookup(id string) *session {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.sessions[id]
+}
+
+func (s *Server) forget(sess *session) {
+	s.mu.Lock()
+	if s.sessions[sess.ID] == sess {
+		delete(s.sessions, sess.ID)
+	}
+	if sess.shared && s.stateless[sess.cred] == sess {
+		delete(s.stateless, sess.cred)
+	}
+	s.mu.Unlock()
+	s.wg.Done()
+}
+
+// reap closes sessions idle for longer than IdleTimeout.
+func (s *Server) reap() {
+	tick := time.NewTicker(min(s.opts.IdleTimeout/4, time.Minute))
+	defer tick.Stop()
+	for {
+		select {
+		case <-s.ctx.Done():
+			return
+		case now := <-tick.C:
+			s.mu.Lock()
+			var idle []*session
+			for _, sess := range s.sessions {
+				sess.mu.Lock()
+				if sess.inflight == 0 && now.Sub(sess.last) > s.opts.IdleTimeout {
+					idle = append(idle, sess)
+				}
+				sess.mu.Unlock()
+			}
+			s.mu.Unlock()
+			for _, sess := range idle {
+				sess.close("the session was idle for longer than " + s.opts.IdleTimeout.String())
+			}
+		}
+	}
+}
+
+// Drain stops taking new sessions and requests (a session's notifications
+// and its answers to the upstream's requests still go through, so calls in
+// flight can finish), waits until no request is in flight or ctx is done,
+// then closes every session (each relay settles the calls still open and
+// shuts its upstream down) and waits for them to end.
+func (s *Server) Drain(ctx context.Context) {
+	s.mu.Lock()
+	s.draining = true
+	s.mu.Unlock()
+	s.log.Info("draining", zap.Int64("in_flight", s.calls.Load()))
+	for s.calls.Load() > 0 {
+		select {
+		case <-s.idle:
+		case <-time.After(100 * time.Millisecond):
+		case <-ctx.Done():
+			s.log.Warn("drain time is up with requests in flight; their sessions are closed and the calls settled as charged", zap.Int64("in_flight", s.calls.Load()))
+			goto closeAll
+		}
+	}
+closeAll:
+	s.mu.Lock()
+	all := make([]*session, 0, len(s.sessions))
+	for _, sess := range s.sessions {
+		all = append(all, sess)
+	}
+	s.mu.Unlock()
+	for _, sess := range all {
+		sess.close("the server is shutting down")
+	}
+	s.wg.Wait()
+	s.stop()
+}

@@ -1,0 +1,304 @@
+package serve
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"io"
+	"sync"
+	"time"
+
+	"go.uber.org/zap"
+
+	"github.com/delegateos/delegateos/proxy"
+)
+
+// Session is one MCP session as Options.Authorize and Options.Relay see it.
+type Session struct {
+	// ID is the Mcp-Session-Id.
+	ID string
+	// Token is the DCT the session's client presented in its
+	// Authorization header when it initialized ("" if none): the relay's
+	// session token (proxy.Config.SessionToken) unless Options.Relay
+	// decides otherwise.
+	Token string
+}
+
+// session is a running MCP session: its relay and the routes of its
+// in-flight requests.
+type session struct {
+	Session
+	srv  *Server
+	log  *zap.Logger
+	cred [32]byte // the hash of the Authorization header it was created with
+	// shared: it serves stateless requests (no Mcp-Session-Id), and its id
+	// is never sent to a client.
+	shared bool
+
+	inMu sync.Mutex
+	in   *io.PipeWriter // the relay's client input
+
+	mu       sync.Mutex
+	routes   map[string]*stream // by the raw id of the request awaiting its response
+	progress map[string]*stream // by raw progress token
+	streams  map[int64]*stream  // resumable streams by id; 0 is the standalone one
+	open     []*stream          // POST streams still waiting for a response, oldest first
+	next     int64              // the id of the next POST stream
+	inflight int
+	last     time.Time // the last request
+	ended    bool      // the relay has stopped
+	endMsg   string    // why, for requests still waiting
+	closing  bool      // its input is closed (DELETE, reaped, draining)
+	done     chan struct{}
+}
+
+func newSessionID() string {
+	var b [16]byte
+	if _, err := rand.Read(b[:]); err != nil {
+		panic(err) // crypto/rand does not fail on Linux
+	}
+	return hex.EncodeToString(b[:])
+}
+
+// start runs the session's relay and the pump that routes its output.
+func (s *session) start(ctx context.Context) {
+	inR, inW := io.Pipe()
+	outR, outW := io.Pipe()
+	s.in = inW
+	s.streams[0] = newStream(s, 0)
+	relayDone := make(chan error, 1)
+	go func() {
+		err := s.srv.opts.Relay(ctx, &s.Session, inR, outW)
+		inR.CloseWithError(io.ErrClosedPipe)
+		outW.Close()
+		relayDone <- err
+	}()
+	go func() {
+		s.pump(outR)
+		err := <-relayDone
+		s.end(err)
+	}()
+}
+
+// pump routes every frame the relay writes.
+func (s *session) pump(r io.Reader) {
+	br := bufio.NewReaderSize(r, 64<<10)
+	for {
+		line, err := br.ReadBytes('\n')
+		if f := bytes.TrimRight(line, "\r\n"); len(f) > 0 {
+			s.route(f)
+		}
+		if err != nil {
+			return
+		}
+	}
+}
+
+// route delivers one frame from the relay: a response to the stream of
+// the request it answers, progress to the stream of the request that
+// asked for it, anything else to the standalone stream if a client reads
+// it, else to the newest request still open, else to the standalone
+// stream's backlog.
+func (s *session) route(frame []byte) {
+	m, err := proxy.ReadRelayMessage(frame)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if err == nil && m.Kind == proxy.KindResponse {
+		if st := s.routes[string(m.ID)]; st != nil {
+			s.finish(st)
+			st.add(frame, true)
+			return
+		}
+		s.log.Warn("a response from the relay answers no request in flight; sent on the standalone stream", zap.ByteString("id", m.ID))
+	} else if err == nil && m.Kind == proxy.KindNotification && m.Method == "notifications/progress" {
+		if tok := progressToken(frame); tok != "" {
+			if st := s.progress[tok]; st != nil && !st.final {
+				st.add(frame, false)
+				return
+			}
+		}
+	}
+	s.defaultStream().add(frame, false)
+}
+
+// defaultStream is where a server message that names no request goes;
+// the caller holds the lock.
+func (s *session) defaultStream() *stream {
+	std := s.streams[0]
+	if std.attached || len(s.open) == 0 {
+		return std
+	}
+	return s.open[len(s.open)-1]
+}
+
+// finish takes a request's stream out of the routes; the caller holds the
+// lock.
+func (s *session) finish(st *stream) {
+	delete(s.routes, st.reqID)
+	if st.progress != "" && s.progress[st.progress] == st {
+		delete(s.progress, st.progress)
+	}
+	for i, o := range s.open {
+		if o == st {
+			s.open = append(s.open[:i], s.open[i+1:]...)
+			break
+		}
+	}
+	s.inflight--
+	s.srv.callDone()
+}
+
+// progressToken is params.progressToken of a progress notification, as
+// raw JSON.
+func progressToken(frame []byte) string {
+	var m struct {
+		Params struct {
+			Token json.RawMessage `json:"progressToken"`
+		} `json:"params"`
+	}
+	if json.Unmarshal(frame, &m) != nil {
+		return ""
+	}
+	return string(m.Params.Token)
+}
+
+// requestProgressToken is params._meta.progressToken of a request.
+func requestProgressToken(frame []byte) string {
+	var m struct {
+		Params struct {
+			Meta struct {
+				Token json.RawMessage `json:"progressToken"`
+			} `json:"_meta"`
+		} `json:"params"`
+	}
+	if json.Unmarshal(frame, &m) != nil {
+		return ""
+	}
+	return string(m.Params.Meta.Token)
+}
+
+// errBusy and friends are why a request was not fed to the relay.
+var (
+	errEnded     = errors.New("session ended")
+	errDuplicate = errors.New("a request with this id is already in flight in this session")
+)
+
+// begin registers a request's stream before its frame is fed to the
+// relay, so that its answer finds it.
+func (s *session) begin(id []byte, frame []byte) (*stream, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.ended || s.closing {
+		return nil, errEnded
+	}
+	if s.routes[string(id)] != nil {
+		return nil, errDuplicate
+	}
+	if lim := s.srv.opts.MaxSessionCalls; lim > 0 && s.inflight >= lim {
+		return nil, errSessionBusy
+	}
+	if !s.srv.callBegin() {
+		return nil, errServerBusy
+	}
+	s.next++
+	st := newStream(s, s.next)
+	st.reqID = string(id)
+	if tok := requestProgressToken(frame); tok != "" && s.progress[tok] == nil {
+		st.progress = tok
+		s.progress[tok] = st
+	}
+	s.routes[st.reqID] = st
+	s.streams[st.id] = st
+	s.open = append(s.open, st)
+	s.inflight++
+	s.last = time.Now()
+	return st, nil
+}
+
+// feed writes one frame into the relay.
+func (s *session) feed(frame []byte) error {
+	s.inMu.Lock()
+	defer s.inMu.Unlock()
+	buf := make([]byte, 0, len(frame)+1)
+	buf = append(append(buf, frame...), '\n')
+	_, err := s.in.Write(buf)
+	return err
+}
+
+// abandon answers a request whose frame could not be fed.
+func (s *session) abandon(st *stream, msg string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if st.final {
+		return
+	}
+	s.finish(st)
+	st.add(proxy.ErrorFrame([]byte(st.reqID), proxy.CodeInternalError, msg), true)
+}
+
+// delivered forgets a stream whose final event was written.
+func (s *session) delivered(st *stream) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	st.delivered = true
+	delete(s.streams, st.id)
+}
+
+// close ends the session's input: the relay shuts its upstream down and
+// settles its calls, then end runs.
+func (s *session) close(why string) {
+	s.mu.Lock()
+	already := s.closing
+	s.closing = true
+	if s.endMsg == "" {
+		s.endMsg = why
+	}
+	s.mu.Unlock()
+	if already {
+		return
+	}
+	s.log.Info("closing the session", zap.String("reason", why))
+	s.inMu.Lock()
+	s.in.Close()
+	s.inMu.Unlock()
+}
+
+// end runs once the relay has stopped: every request still waiting is
+// answered with an error, every stream closed, and the session forgotten.
+func (s *session) end(err error) {
+	var exit *proxy.UpstreamExitError
+	msg := ""
+	s.mu.Lock()
+	switch {
+	case errors.As(err, &exit):
+		msg = "the session's upstream MCP server exited (" + exit.Error() + "); start a new session"
+		s.srv.upstreamCrashed()
+	case err != nil:
+		msg = "the session's relay stopped: " + err.Error() + "; start a new session"
+	case s.endMsg != "":
+		msg = s.endMsg
+	default:
+		msg = "the session ended"
+	}
+	s.ended = true
+	s.endMsg = msg
+	for _, st := range append([]*stream(nil), s.open...) {
+		s.finish(st)
+		st.add(proxy.ErrorFrame([]byte(st.reqID), proxy.CodeInternalError, msg+" before the upstream answered"), true)
+	}
+	for _, st := range s.streams {
+		st.signal()
+	}
+	s.mu.Unlock()
+	if err != nil {
+		s.log.Error("session failed", zap.Error(err))
+	} else {
+		s.log.Info("session ended")
+	}
+	s.srv.forget(s)
+	close(s.done)
+}
