@@ -203,7 +203,7 @@ var serveCmd = &command{
 				MaxSessions:  *maxSessions, MaxCalls: *maxCalls, MaxSessionCalls: *maxSessionCalls,
 				IdleTimeout: *idle, ReadTimeout: *readTimeout, JSONResponses: *jsonResponses, CheckToken: checkToken, Log: log,
 			}
-			setup := &serveSetup{Policy: pol, Gate: gate, Log: log, Options: &sopts}
+			setup := &serveSetup{Policy: pol, Gate: gate, Log: log, Options: &sopts, Revocations: revs, DefaultToken: defaultToken}
 			for _, x := range serveExtensions {
 				if x.configure != nil {
 					if err := x.configure(setup); err != nil {
@@ -291,6 +291,10 @@ type serveSetup struct {
 	Policy  *policy.Policy
 	Gate    *proxy.Gate
 	Log     *zap.Logger
+	// Revocations is the gate's revocation list file (nil without one);
+	// DefaultToken the token of sessions whose client sends none.
+	Revocations  *revocation.File
+	DefaultToken string
 	Options *serve.Options // configure may change it
 	Server  *serve.Server  // set for mount
 }

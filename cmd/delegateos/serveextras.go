@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net/http"
 	"net/url"
+	"strings"
 	"sync"
 	"time"
 
@@ -21,7 +22,67 @@ import (
 	"github.com/delegateos/delegateos/proxy"
 	"github.com/delegateos/delegateos/revdist"
 	"github.com/delegateos/delegateos/revocation"
+	"github.com/delegateos/delegateos/serve"
 )
+
+// The extras are an extension of delegateos serve: their flags, the
+// signature check as the server's Authorize, and their handlers.
+func init() {
+	var f *serveExtraFlags
+	var x *serveExtras
+	serveExtensions = append(serveExtensions, serveExtension{
+		flags: func(fs *pflag.FlagSet) { f = declareServeExtraFlags(fs) },
+		configure: func(s *serveSetup) error {
+			var err error
+			if x, err = f.build(s.Policy, s.Revocations, s.Gate, s.Log, s.Options.Endpoint); err != nil {
+				return err
+			}
+			if x.sig == nil {
+				return nil
+			}
+			next, defaultToken := s.Options.Authorize, s.DefaultToken
+			s.Options.Authorize = func(r *http.Request, body []byte, sess *serve.Session) error {
+				token := defaultToken
+				switch {
+				case sess != nil && sess.Token != "":
+					token = sess.Token
+				case sess == nil:
+					if b := bearerToken(r.Header.Get("Authorization")); b != "" {
+						token = b
+					}
+				}
+				if err := x.authorizeRequest(r, body, token); err != nil {
+					return err
+				}
+				if next != nil {
+					return next(r, body, sess)
+				}
+				return nil
+			}
+			return nil
+		},
+		mount: func(s *serveSetup) error {
+			x.metrics.WatchServer(s.Server)
+			x.mount(s.Server.Mux, s.Server.Guard)
+			// Polls and pushes for as long as the process serves.
+			go func() {
+				if err := x.run(context.Background()); err != nil {
+					s.Log.Error("revocation distribution stopped", zap.Error(err))
+				}
+			}()
+			return nil
+		},
+	})
+}
+
+// bearerToken is the token of an "Authorization: Bearer" value, or "".
+func bearerToken(auth string) string {
+	scheme, tok, ok := strings.Cut(auth, " ")
+	if !ok || !strings.EqualFold(scheme, "Bearer") {
+		return ""
+	}
+	return strings.TrimSpace(tok)
+}
 
 // serveExtraFlags are delegateos serve's flags for what it serves beside
 // the MCP endpoint: holder-of-key signatures, revocation distribution, the
@@ -118,14 +179,14 @@ func (f *serveExtraFlags) build(pol *policy.Policy, revs *revocation.File, gate 
 	return x, nil
 }
 
-// mount adds the extras' handlers to mux.
-func (x *serveExtras) mount(mux *http.ServeMux) {
-	mux.Handle(metrics.Path, x.metrics.Handler())
+// mount adds the extras' handlers to mux, each wrapped by guard.
+func (x *serveExtras) mount(mux *http.ServeMux, guard func(http.Handler) http.Handler) {
+	mux.Handle(metrics.Path, guard(x.metrics.Handler()))
 	if x.dist != nil {
-		mux.Handle(revdist.Path, x.dist)
+		mux.Handle(revdist.Path, guard(x.dist))
 	}
 	if x.card != nil {
-		mux.Handle(agentcard.Path, x.card)
+		mux.Handle(agentcard.Path, guard(x.card))
 	}
 }
 
