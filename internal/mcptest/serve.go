@@ -102,6 +102,7 @@ func (e *Env) StartServe(o ServeOptions) *Server {
 		}
 		s.checkExit(waitErr, o.WantExit)
 	})
+	Eventually(t, "the log file", func() bool { _, err := os.Stat(logPath); return err == nil })
 	line := s.proc.WaitLog("serving", nil)
 	s.Addr, _ = line["address"].(string)
 	s.Base = "http://" + s.Addr
