@@ -25,3 +25,24 @@ func TestRequestToken(t *testing.T) {
 		}
 	}
 }
+
+// FuzzRequestToken checks that RequestToken, which serve runs on every
+// POST body when signatures are required, never panics and reads a token
+// only from a frame whose params it could read.
+func FuzzRequestToken(f *testing.F) {
+	f.Add([]byte(`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"echo","_delegateos":{"dct":"TOK"}}}`))
+	f.Add([]byte(`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"_DelegateOS":{"dct":"A"}}}`))
+	f.Fuzz(func(t *testing.T, frame []byte) {
+		tok, err := RequestToken(frame)
+		if err != nil || tok == "" {
+			return
+		}
+		h, err := scanClientHeader(frame)
+		if err != nil || h.params == nil {
+			t.Fatalf("a token %q from a frame without readable params: %v", tok, err)
+		}
+		if _, err := readCallParams(h.params); err != nil {
+			t.Fatalf("a token %q from params the relay refuses: %v", tok, err)
+		}
+	})
+}

@@ -53,7 +53,7 @@ func (p Principals) Authorize(e revocation.Entry) error {
 type Tokens struct {
 	Max int
 
-	mu sync.Mutex
+	mu sync.RWMutex
 	// tokens are the blocks and signers of each token, oldest first; seen
 	// holds their last blocks' revocation IDs, which identify them.
 	tokens []tokenBlocks
@@ -92,9 +92,9 @@ func (t *Tokens) Add(tok *dct.Token) {
 // accepted; one that does not parse is ignored. A token already recorded
 // is not parsed again.
 func (t *Tokens) AddString(token string) {
-	t.mu.Lock()
+	t.mu.RLock()
 	known := t.strs[token]
-	t.mu.Unlock()
+	t.mu.RUnlock()
 	if known {
 		return
 	}
@@ -120,8 +120,8 @@ func (t *Tokens) max() int {
 
 // Authorize implements Authority.
 func (t *Tokens) Authorize(e revocation.Entry) error {
-	t.mu.Lock()
-	defer t.mu.Unlock()
+	t.mu.RLock()
+	defer t.mu.RUnlock()
 	for _, tb := range t.tokens {
 		for i, id := range tb.blockIDs {
 			if id == e.RevocationID && slices.Contains(tb.signer[:i+1], e.RevokedBy) {
