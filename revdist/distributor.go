@@ -53,6 +53,7 @@ type Distributor struct {
 	// announced are the entries pushed to peers or known before Run.
 	announced map[revocation.Entry]bool
 	localLen  int
+	primed    bool // announced holds what the Store held when Run began
 	// etags are the last ETag of each peer's list; noPush the peers that
 	// do not take pushes.
 	etags  map[string]string
@@ -231,21 +232,10 @@ func peerURL(peer string) string {
 // Run polls the peers every Interval and looks at the Store for entries
 // added by other processes every LocalCheck, pushing those, until ctx is
 // done. The entries the Store holds when Run starts are not pushed. It
-// polls every peer once at the start.
+// polls every peer once at the start. An unreadable Store is logged and
+// looked at again, never taken for an empty one. It returns nil.
 func (d *Distributor) Run(ctx context.Context) error {
-	entries, err := d.Store.Entries()
-	if err != nil {
-		return err
-	}
-	d.mu.Lock()
-	if d.announced == nil {
-		d.announced = map[revocation.Entry]bool{}
-	}
-	for _, e := range entries {
-		d.announced[e] = true
-	}
-	d.localLen = len(entries)
-	d.mu.Unlock()
+	d.prime()
 	interval, local := d.Interval, d.LocalCheck
 	if interval <= 0 {
 		interval = DefaultInterval
@@ -271,9 +261,37 @@ func (d *Distributor) Run(ctx context.Context) error {
 	}
 }
 
+// prime marks the entries the Store holds as announced, so that Run does
+// not push them; while the Store cannot be read it is tried again at each
+// local check.
+func (d *Distributor) prime() {
+	entries, err := d.Store.Entries()
+	if err != nil {
+		d.logf("revocation list: %v", err)
+		return
+	}
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if d.announced == nil {
+		d.announced = map[revocation.Entry]bool{}
+	}
+	for _, e := range entries {
+		d.announced[e] = true
+	}
+	d.localLen = len(entries)
+	d.primed = true
+}
+
 // checkLocal pushes entries that appeared in the Store since it last
 // looked.
 func (d *Distributor) checkLocal() {
+	d.mu.Lock()
+	primed := d.primed
+	d.mu.Unlock()
+	if !primed {
+		d.prime()
+		return
+	}
 	entries, err := d.Store.Entries()
 	if err != nil {
 		d.logf("revocation list: %v", err)

@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -280,6 +281,11 @@ func TestEntriesAppendedToTheFileArePushed(t *testing.T) {
 	go func() { done <- a.Run(ctx) }()
 	defer func() { cancel(); <-done }()
 
+	waitFor(t, "Run to read the list", func() bool {
+		a.mu.Lock()
+		defer a.mu.Unlock()
+		return a.primed
+	})
 	// Another process (delegateos revoke) appends to the file.
 	e := testEntry(t, root, "b1")
 	if err := revocation.Append(path, e); err != nil {
@@ -317,5 +323,49 @@ func TestUnreadableListIsNotPublishedEmpty(t *testing.T) {
 	d.ServeHTTP(rec, httptest.NewRequest("GET", Path, nil))
 	if rec.Code != http.StatusServiceUnavailable {
 		t.Fatalf("%d %s", rec.Code, rec.Body)
+	}
+}
+
+func TestRunWaitsForAnUnreadableList(t *testing.T) {
+	root := testKey(t, 1)
+	path := filepath.Join(t.TempDir(), "revocations.json")
+	old := testEntry(t, root, "old")
+	if err := revocation.Append(path, old); err != nil {
+		t.Fatal(err)
+	}
+	f, err := revocation.OpenFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	good, _ := os.ReadFile(path)
+	os.WriteFile(path, []byte("[garbage"), 0o644) // unreadable when Run starts
+	b := newNode(t, principals(t, root))
+	var refused atomic.Bool
+	a := &Distributor{Store: &FileStore{Path: path, File: f}, Authority: principals(t, root),
+		Peers: []string{b.srv.URL}, LocalCheck: 10 * time.Millisecond, Interval: time.Hour,
+		Logf: func(format string, args ...any) {
+			if strings.HasPrefix(format, "revocation list:") {
+				refused.Store(true)
+			}
+		}}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error)
+	go func() { done <- a.Run(ctx) }()
+	defer func() { cancel(); <-done }()
+	waitFor(t, "Run to find the list unreadable", refused.Load)
+	os.WriteFile(path, good, 0o644) // readable again, with the entry it had
+	waitFor(t, "the list to be primed", func() bool {
+		a.mu.Lock()
+		defer a.mu.Unlock()
+		return a.primed
+	})
+	e := testEntry(t, root, "new")
+	if err := revocation.Append(path, e); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "the new entry to be pushed", func() bool { return b.has(e) })
+	if b.has(old) {
+		t.Fatal("an entry held before the list was primed was pushed")
 	}
 }

@@ -150,7 +150,7 @@ func (f *serveExtraFlags) build(pol *policy.Policy, revs *revocation.File, gate 
 			Logf: func(format string, args ...any) { sugar.Warnf(format, args...) },
 		}
 		x.metrics.WatchRevocations(func() (int, time.Time) {
-			n := revs.List().Len()
+			n := revs.Len()
 			s := x.dist.Stats()
 			if len(*f.peers) > 0 {
 				return n, s.LastPoll
