@@ -59,9 +59,9 @@ type Distributor struct {
 	etags  map[string]string
 	noPush map[string]bool
 
-	// published caches what GET serves for up to listCacheFor, so that a
-	// flood of GETs costs one encoding of the list per interval; Add and
-	// merge drop it.
+	// published caches what GET serves while the list's length stays the
+	// same, for up to listCacheFor, so that a flood of GETs does not encode
+	// the list again and again; Add and merge drop it.
 	published atomic.Pointer[publishedList]
 
 	lastChange, lastPoll  atomic.Int64 // Unix nanoseconds; 0 is never
@@ -443,20 +443,23 @@ func (d *Distributor) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 type publishedList struct {
 	data []byte
 	etag string
+	n    int // the list's length when it was encoded
 	at   time.Time
 }
 
 // ListBytes returns the list as published and its ETag. An entry added by
-// another process shows within listCacheFor.
+// another process shows at once (the list grows); a rewrite of the file
+// that keeps its length, within listCacheFor.
 func (d *Distributor) ListBytes() ([]byte, string, error) {
-	if p := d.published.Load(); p != nil && time.Since(p.at) < listCacheFor {
+	n := d.Store.Len()
+	if p := d.published.Load(); p != nil && p.n == n && time.Since(p.at) < listCacheFor {
 		return p.data, p.etag, nil
 	}
 	data, etag, err := d.encodeList()
 	if err != nil {
 		return nil, "", err
 	}
-	d.published.Store(&publishedList{data: data, etag: etag, at: time.Now()})
+	d.published.Store(&publishedList{data: data, etag: etag, n: n, at: time.Now()})
 	return data, etag, nil
 }
 

@@ -369,3 +369,28 @@ func TestRunWaitsForAnUnreadableList(t *testing.T) {
 		t.Fatal("an entry held before the list was primed was pushed")
 	}
 }
+
+func TestPublishedListFollowsTheFile(t *testing.T) {
+	root := testKey(t, 1)
+	path := filepath.Join(t.TempDir(), "revocations.json")
+	os.WriteFile(path, []byte("[]"), 0o644)
+	f, err := revocation.OpenFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	d := &Distributor{Store: &FileStore{Path: path, File: f}}
+	_, etag1, err := d.ListBytes()
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Appended by another process: the next GET shows it.
+	e := testEntry(t, root, "b1")
+	if err := revocation.Append(path, e); err != nil {
+		t.Fatal(err)
+	}
+	data, etag2, err := d.ListBytes()
+	if err != nil || etag2 == etag1 || !strings.Contains(string(data), e.Signature) {
+		t.Fatalf("after an append: %s %q %v", data, etag2, err)
+	}
+}

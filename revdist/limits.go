@@ -17,8 +17,9 @@ const (
 	// DefaultLocalCheck is how often a Distributor looks for entries added
 	// to its store by another process, to push them.
 	DefaultLocalCheck = time.Second
-	// listCacheFor is how long a published list is served from its cache.
-	listCacheFor = time.Second
+	// listCacheFor is how long a published list of unchanged length is
+	// served from its cache.
+	listCacheFor = 30 * time.Second
 	// requestTimeout bounds one poll or push.
 	requestTimeout = 10 * time.Second
 	// MethodRevoke is the JSON-RPC method of a pushed revocation (§9.5).

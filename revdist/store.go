@@ -12,6 +12,9 @@ type Store interface {
 	// Entries returns the entries in the order they were added. An error
 	// (an unreadable list file) is reported, never read as an empty list.
 	Entries() ([]revocation.Entry, error)
+	// Len is the number of entries, without copying them (0 when the list
+	// cannot be read).
+	Len() int
 	// Add stores an entry whose signature has been verified and whose
 	// revoker was accepted. It reports whether the store did not already
 	// hold an entry by the same revoker for the same block (which would
@@ -43,6 +46,9 @@ func (s *FileStore) Entries() ([]revocation.Entry, error) {
 	return l.Entries(), nil
 }
 
+// Len implements Store.
+func (s *FileStore) Len() int { return s.File.Len() }
+
 // Add implements Store.
 func (s *FileStore) Add(e revocation.Entry) (bool, error) {
 	if s.Path == "" || s.File == nil {
@@ -72,6 +78,9 @@ func NewMemStore() *MemStore { return &MemStore{List: revocation.NewList()} }
 
 // Entries implements Store.
 func (s *MemStore) Entries() ([]revocation.Entry, error) { return s.List.Entries(), nil }
+
+// Len implements Store.
+func (s *MemStore) Len() int { return s.List.Len() }
 
 // Add implements Store.
 func (s *MemStore) Add(e revocation.Entry) (bool, error) {
