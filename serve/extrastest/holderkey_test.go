@@ -5,6 +5,7 @@ package extrastest
 import (
 	"context"
 	"net/http"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -141,5 +142,32 @@ func TestSignatureRefusals(t *testing.T) {
 	// The session still works after the refusals.
 	if r := srv.Post(sid, with(bearer, sign(t, e.Agent, "POST", "/mcp", call2, time.Now())), call2); r.Status != 200 || !strings.Contains(string(r.Body), `"result"`) {
 		t.Fatalf("signed call after the refusals: %d %s", r.Status, r.Body)
+	}
+}
+
+// The headers delegateos sign-request prints are accepted, once, by a
+// server that requires signatures.
+func TestSignRequestHeadersAccepted(t *testing.T) {
+	e := mcptest.NewEnv(t)
+	tok := e.Mint(nil, "mcp:echo:*")
+	srv := e.StartServe(mcptest.ServeOptions{Policy: e.Policy(), Flags: []string{"--require-signature"}})
+	body := filepath.Join(e.Dir, "init.json")
+	mcptest.WriteFile(t, body, initBody)
+	tokFile := filepath.Join(e.Dir, "agent.tok")
+	mcptest.WriteFile(t, tokFile, tok.String())
+	out, errs, code := mcptest.CLI(t, "sign-request", "--key", e.KeyFile(e.Agent), "--token", "@"+tokFile, "--data", "@"+body, srv.URL+"?client=cli")
+	if code != 0 {
+		t.Fatalf("sign-request: %d %s", code, errs)
+	}
+	hdr := mcptest.Bearer(tok)
+	for _, line := range strings.Split(strings.TrimSpace(out), "\n") {
+		k, v, _ := strings.Cut(line, ": ")
+		hdr[k] = v
+	}
+	if r := srv.Do("POST", "/mcp?client=cli", hdr, initBody); r.Status != 200 {
+		t.Fatalf("initialize with sign-request's headers: %d %s", r.Status, r.Body)
+	}
+	if r := srv.Do("POST", "/mcp?client=cli", hdr, initBody); r.Status != 401 || !strings.Contains(string(r.Body), string(avpsig.ReasonReplayed)) {
+		t.Fatalf("the same headers again: %d %s", r.Status, r.Body)
 	}
 }
