@@ -62,10 +62,23 @@ bench-proxy: build
 	$(GO) build -o $(BIN)/proxybench ./internal/cmd/proxybench
 	$(BIN)/proxybench -delegateos $(BIN)/delegateos $(PROXYBENCH_FLAGS)
 
-# The official MCP conformance suite's server scenarios, with and without the
-# proxy in front of the server; writes docs/conformance.md and fails if a
-# scenario passes without the proxy but not through it. Installs its pinned
-# Node packages (conformance/package-lock.json) and Go server itself.
+# What delegateos serve adds to a tools/call over Streamable HTTP at 1, 16
+# and 128 concurrent sessions (p50, p99, calls/s), next to a plain
+# net/http/httputil reverse proxy, against the same upstream in one run;
+# prints the ratio of the added p50s against its target (at most 1.2).
+# SERVEBENCH_FLAGS are passed on (see bin/servebench -help).
+.PHONY: bench-serve
+SERVEBENCH_FLAGS ?=
+bench-serve: build
+	$(GO) build -o $(BIN)/servebench ./internal/cmd/servebench
+	$(BIN)/servebench -delegateos $(BIN)/delegateos $(SERVEBENCH_FLAGS)
+
+# The official MCP conformance suite's server scenarios against
+# delegateos serve (wrapping go-sdk's everything-server over stdio) and
+# against the everything-server's own HTTP front; writes docs/conformance.md
+# and fails if a scenario fails through delegateos serve or passes only
+# without it. Installs its pinned Node packages
+# (conformance/package-lock.json) and Go server itself.
 conformance:
 	GO=$(GO) ./conformance/run.sh
 

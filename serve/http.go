@@ -241,6 +241,11 @@ func (s *Server) servePost(w http.ResponseWriter, r *http.Request) {
 			httpError(w, http.StatusNotFound, nil, "the session has ended: start a new one with initialize")
 			return
 		}
+		if m.Method == "notifications/cancelled" {
+			if id := cancelledID(frame.Bytes()); id != nil {
+				sess.cancelled(id)
+			}
+		}
 		w.WriteHeader(http.StatusAccepted)
 		return
 	}
@@ -294,6 +299,8 @@ func (s *Server) writeStream(w http.ResponseWriter, r *http.Request, st *stream,
 	}()
 	rc := http.NewResponseController(w)
 	sse := false
+	var flushTimer *time.Timer
+	var flushC <-chan time.Time // the unflushed priming event's deadline
 	for {
 		sess.mu.Lock()
 		if st.writer != gen {
@@ -314,7 +321,7 @@ func (s *Server) writeStream(w http.ResponseWriter, r *http.Request, st *stream,
 			sess.delivered(st)
 			return isResult(evs[0].data)
 		}
-		if len(evs) > 0 || !sse {
+		if len(evs) > 0 || (!sse && !(post && s.opts.JSONResponses)) {
 			if !sse {
 				h := w.Header()
 				h.Set("Content-Type", "text/event-stream")
@@ -337,8 +344,21 @@ func (s *Server) writeStream(w http.ResponseWriter, r *http.Request, st *stream,
 					return false
 				}
 			}
-			if err := rc.Flush(); err != nil {
+			if len(evs) == 0 && post {
+				// Only the headers and the priming event so far: the
+				// answer usually follows within microseconds, and then
+				// goes out in the same write.
+				if flushTimer == nil {
+					flushTimer = time.NewTimer(primingDelay)
+					defer flushTimer.Stop()
+				} else {
+					flushTimer.Reset(primingDelay)
+				}
+				flushC = flushTimer.C
+			} else if err := rc.Flush(); err != nil {
 				return false
+			} else {
+				flushC = nil
 			}
 			if len(evs) > 0 {
 				sess.mu.Lock()
@@ -348,11 +368,18 @@ func (s *Server) writeStream(w http.ResponseWriter, r *http.Request, st *stream,
 				}
 				sess.mu.Unlock()
 			}
-			if final {
+			if final && len(evs) > 0 {
 				sess.delivered(st)
 				return isResult(evs[len(evs)-1].data)
 			}
-			continue
+			if !final {
+				continue
+			}
+		}
+		if final {
+			// Cancelled: no response comes.
+			sess.delivered(st)
+			return false
 		}
 		if ended && !final {
 			if !sse {
@@ -362,7 +389,18 @@ func (s *Server) writeStream(w http.ResponseWriter, r *http.Request, st *stream,
 		}
 		select {
 		case <-st.wake:
+		case <-flushC:
+			flushC = nil
+			if err := rc.Flush(); err != nil {
+				return false
+			}
 		case <-r.Context().Done():
+			if post && sess.shared {
+				// MCP 2026-07-28: a request's stream ending is its
+				// cancellation; the relay settles it and tells the
+				// upstream.
+				sess.cancel(st)
+			}
 			return false
 		case <-sess.done:
 			// Final answers were added before done closed; one more pass
@@ -370,6 +408,10 @@ func (s *Server) writeStream(w http.ResponseWriter, r *http.Request, st *stream,
 		}
 	}
 }
+
+// primingDelay is how long a POST's stream headers and priming event may
+// wait for the first message before they are sent on their own.
+const primingDelay = 2 * time.Millisecond
 
 // sentLocked reads st.sent under the session's lock.
 func (st *stream) sentLocked(sess *session) int64 {

@@ -302,3 +302,45 @@ func (s *session) end(err error) {
 	s.srv.forget(s)
 	close(s.done)
 }
+
+// cancel tells the relay the client gave up a request still in flight.
+func (s *session) cancel(st *stream) {
+	if !s.cancelled([]byte(st.reqID)) {
+		return
+	}
+	msg, _ := json.Marshal(map[string]any{"jsonrpc": "2.0", "method": "notifications/cancelled",
+		"params": map[string]any{"requestId": json.RawMessage(st.reqID), "reason": "the client closed the request's stream"}})
+	if err := s.feed(msg); err != nil {
+		s.log.Debug("cancelling a request: the relay has stopped", zap.Error(err))
+	}
+}
+
+// cancelled ends the stream of a request the client cancelled: no
+// response will come for it (the relay settles it). It reports whether
+// the request was in flight.
+func (s *session) cancelled(id []byte) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	st := s.routes[string(id)]
+	if st == nil {
+		return false
+	}
+	s.finish(st)
+	st.final = true
+	st.signal()
+	return true
+}
+
+// cancelledID is params.requestId of a notifications/cancelled, as raw
+// JSON.
+func cancelledID(frame []byte) []byte {
+	var m struct {
+		Params struct {
+			ID json.RawMessage `json:"requestId"`
+		} `json:"params"`
+	}
+	if json.Unmarshal(frame, &m) != nil {
+		return nil
+	}
+	return m.Params.ID
+}

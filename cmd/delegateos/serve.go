@@ -46,6 +46,7 @@ var serveCmd = &command{
 		maxSessionCalls := fs.Int("max-session-calls", 64, "requests in flight in one session")
 		idle := fs.Duration("idle-timeout", 10*time.Minute, "end a session, and its upstream, after this long without a request")
 		jsonResponses := fs.Bool("json-responses", false, "answer a request whose response is all the upstream sends for it with an application/json body, not an SSE stream (which a client can resume after a lost connection)")
+		maxBody := fs.Int64("max-body-bytes", 0, "the largest POST body accepted (default: the policy's max_frame_bytes)")
 		readTimeout := fs.Duration("read-timeout", 10*time.Second, "how long a client gets to send a request's headers, and then a POST's body")
 		drain := fs.Duration("drain-timeout", 30*time.Second, "on SIGTERM or SIGINT, how long calls in flight get to finish before their sessions are closed")
 		logFile := fs.String("log", "", "log to this file instead of standard error (overrides the policy)")
@@ -202,6 +203,9 @@ var serveCmd = &command{
 				MaxBodyBytes: int64(pol.MaxFrameBytes),
 				MaxSessions:  *maxSessions, MaxCalls: *maxCalls, MaxSessionCalls: *maxSessionCalls,
 				IdleTimeout: *idle, ReadTimeout: *readTimeout, JSONResponses: *jsonResponses, CheckToken: checkToken, Log: log,
+			}
+			if *maxBody > 0 {
+				sopts.MaxBodyBytes = *maxBody
 			}
 			setup := &serveSetup{Policy: pol, Gate: gate, Log: log, Options: &sopts, Revocations: revs, DefaultToken: defaultToken}
 			for _, x := range serveExtensions {

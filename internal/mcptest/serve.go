@@ -1,6 +1,7 @@
 package mcptest
 
 import (
+	"bufio"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -267,3 +268,82 @@ func CallBody(id, tool string, args map[string]any) string {
 	return string(b)
 }
 
+// Stream is an SSE answer being read as it arrives.
+type Stream struct {
+	t      testing.TB
+	Status int
+	Header http.Header
+	body   io.ReadCloser
+	msgs   chan map[string]any
+	// LastEventID is the id of the last event read.
+	LastEventID string
+}
+
+// PostStream sends one JSON-RPC message in session sid with hdr, and
+// returns its answer to be read event by event.
+func (s *Server) PostStream(sid string, hdr map[string]string, body string) *Stream {
+	s.t.Helper()
+	req, err := http.NewRequest(http.MethodPost, s.URL, strings.NewReader(body))
+	if err != nil {
+		s.t.Fatal(err)
+	}
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Accept", "application/json, text/event-stream")
+	if sid != "" {
+		req.Header.Set("Mcp-Session-Id", sid)
+	}
+	for k, v := range hdr {
+		req.Header.Set(k, v)
+	}
+	res, err := http.DefaultClient.Do(req)
+	if err != nil {
+		s.t.Fatal(err)
+	}
+	st := &Stream{t: s.t, Status: res.StatusCode, Header: res.Header, body: res.Body, msgs: make(chan map[string]any, 64)}
+	s.t.Cleanup(st.Close)
+	go st.read()
+	return st
+}
+
+func (st *Stream) read() {
+	defer close(st.msgs)
+	br := bufio.NewReader(st.body)
+	id := ""
+	for {
+		line, err := br.ReadString('\n')
+		line = strings.TrimRight(line, "\r\n")
+		if v, ok := strings.CutPrefix(line, "id: "); ok {
+			id = v
+		}
+		if data, ok := strings.CutPrefix(line, "data: "); ok && strings.TrimSpace(data) != "" {
+			var m map[string]any
+			if json.Unmarshal([]byte(data), &m) == nil {
+				m["_eventId"] = id
+				st.msgs <- m
+			}
+		}
+		if err != nil {
+			return
+		}
+	}
+}
+
+// Next returns the next message, failing the test if none comes within
+// CallTimeout; nil when the stream has ended.
+func (st *Stream) Next() map[string]any {
+	st.t.Helper()
+	select {
+	case m, ok := <-st.msgs:
+		if !ok {
+			return nil
+		}
+		st.LastEventID, _ = m["_eventId"].(string)
+		return m
+	case <-time.After(CallTimeout):
+		st.t.Fatalf("no event within %s", CallTimeout)
+		return nil
+	}
+}
+
+// Close drops the connection.
+func (st *Stream) Close() { st.body.Close() }
