@@ -143,7 +143,7 @@ docserver example (\`--diagnostics\`), its token granting echo, sample, elicit, 
 ${tsChecks.map((c) => `| ${c.check} | ${c.ok ? 'pass' : '**FAIL**'} |`).join('\n')}
 `;
   writeFileSync(env.OUT_MD, md);
-  console.log(`baseline ${basePass}/${n} pass, through the proxy ${proxyPass}/${n} pass`);
+  console.log(`baseline ${basePass}/${n} pass, through delegateos serve ${proxyPass}/${n} pass`);
   for (const r of rows) console.log(r);
   if (logLines.length === 0) {
     console.error(`the proxy wrote nothing to ${logFile}: it never ran`);

@@ -138,7 +138,9 @@ func TestServeServerRequestsProgressCancel(t *testing.T) {
 	// With the standalone GET stream open: the docserver sends a call's
 	// last progress notification after its response, when the call's own
 	// stream has ended, and such a message goes to the standalone stream.
-	c := connectWith(t, srv, []transport.StreamableHTTPCOption{transport.WithHTTPHeaders(mcptest.Bearer(tok)), transport.WithContinuousListening()}, false,
+	//lint:ignore SA1019 this session is on the legacy protocol, whose standalone GET stream the test needs
+	listen := transport.WithContinuousListening()
+	c := connectWith(t, srv, []transport.StreamableHTTPCOption{transport.WithHTTPHeaders(mcptest.Bearer(tok)), listen}, false,
 		client.WithSamplingHandler(sampler),
 		client.WithElicitationHandler(mcptest.Elicitor{}),
 		client.WithRootsHandler(mcptest.Roots{{URI: "file:///work", Name: "work"}}))
@@ -442,7 +444,7 @@ func TestServeDrainsOnSIGTERM(t *testing.T) {
 	if r := srv.Do(http.MethodGet, "/readyz", nil, ""); r.Status != 503 {
 		t.Errorf("readyz while draining: HTTP %d", r.Status)
 	}
-	if r := srv.Do(http.MethodPost, "/mcp", nil, `{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"late","version":"1"}}}`); r.Status != 503 {
+	if r := srv.Do(http.MethodPost, "/mcp", mcptest.Bearer(tok), `{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"late","version":"1"}}}`); r.Status != 503 {
 		t.Errorf("a new session while draining: HTTP %d", r.Status)
 	}
 	var last map[string]any
@@ -537,4 +539,158 @@ func dial(t *testing.T, addr string) net.Conn {
 		t.Fatal(err)
 	}
 	return conn
+}
+
+// A forged token in the Authorization header, or none when the server has
+// no default token, is refused when the session starts (no upstream is
+// started for it); headers over the limit are refused.
+func TestServeRefusesBadCredentialsAndHugeHeaders(t *testing.T) {
+	e := mcptest.NewEnv(t)
+	srv := e.StartServe(mcptest.ServeOptions{Policy: e.Policy()})
+	other := mcptest.NewEnv(t) // another root: its tokens are not trusted here
+	init := `{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"x","version":"1"}}}`
+	for name, hdr := range map[string]map[string]string{
+		"untrusted root": mcptest.Bearer(other.Mint(nil, "mcp:*:*")),
+		"not a token":    {"Authorization": "Bearer not-a-token"},
+		"not bearer":     {"Authorization": "Basic dXNlcjpwYXNz"},
+		"no token":       {},
+	} {
+		if r := srv.Do(http.MethodPost, "/mcp", hdr, init); r.Status != 401 || r.Header.Get("Mcp-Session-Id") != "" {
+			t.Errorf("%s: HTTP %d, session %q: %s", name, r.Status, r.Header.Get("Mcp-Session-Id"), r.Body)
+		}
+	}
+	if r := srv.Do(http.MethodPost, "/mcp", map[string]string{"X-Padding": strings.Repeat("a", 64<<10)}, init); r.Status != 431 {
+		t.Errorf("64 KiB of headers: HTTP %d", r.Status)
+	}
+	if n := len(srv.LogWith("upstream started", nil)); n != 0 {
+		t.Errorf("%d upstreams started for refused sessions", n)
+	}
+}
+
+// Stateless requests (MCP 2026-07-28, no Mcp-Session-Id) are served by a
+// relay per credential: each sees its own token's view, never another's.
+func TestServeStatelessPerCredential(t *testing.T) {
+	e := mcptest.NewEnv(t)
+	srv := e.StartServe(mcptest.ServeOptions{Policy: e.Policy()})
+	echoOnly := mcptest.Bearer(e.Mint(nil, "mcp:echo:*"))
+	slowOnly := mcptest.Bearer(e.Mint(nil, "mcp:slow:*"))
+	list := `{"jsonrpc":"2.0","id":1,"method":"tools/list","params":{"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{},"io.modelcontextprotocol/clientInfo":{"name":"t","version":"1"}}}}`
+	for _, tc := range []struct {
+		hdr        map[string]string
+		want, not_ string
+	}{{echoOnly, `"echo"`, `"slow"`}, {slowOnly, `"slow"`, `"echo"`}, {echoOnly, `"echo"`, `"slow"`}} {
+		h := map[string]string{"Mcp-Protocol-Version": "2026-07-28"}
+		for k, v := range tc.hdr {
+			h[k] = v
+		}
+		r := srv.Do(http.MethodPost, "/mcp", h, list)
+		if r.Status != 200 || r.Header.Get("Mcp-Session-Id") != "" || !strings.Contains(string(r.Body), tc.want) || strings.Contains(string(r.Body), tc.not_) {
+			t.Fatalf("stateless tools/list: HTTP %d, session %q: %s", r.Status, r.Header.Get("Mcp-Session-Id"), r.Body)
+		}
+	}
+	mcptest.Eventually(t, "one upstream per credential", func() bool {
+		return len(srv.LogWith("upstream started", nil)) == 2
+	})
+	// Without the stateless marker, a request without a session is refused.
+	if r := srv.Do(http.MethodPost, "/mcp", echoOnly, list); r.Status != 400 {
+		t.Fatalf("a request without a session and without 2026-07-28: HTTP %d", r.Status)
+	}
+}
+
+// A client that abandons its requests (closes each before the answer)
+// cannot make the session keep their answers without bound: the newest
+// are kept for it to resume, the oldest dropped.
+func TestServeBoundsAbandonedAnswers(t *testing.T) {
+	e := mcptest.NewEnv(t)
+	srv := e.StartServe(mcptest.ServeOptions{Policy: e.Policy(), Flags: []string{"--max-session-calls", "200"}})
+	tok := mcptest.Bearer(e.Mint(nil, "mcp:slow:*"))
+	sid := srv.Initialize(tok) // stream 1
+	const n = 70
+	for i := range n { // streams 2 to n+1
+		st := srv.PostStream(sid, tok, mcptest.CallBody(fmt.Sprint(i+1), "slow", map[string]any{"steps": 1, "delay_ms": 300}))
+		st.Close()
+	}
+	mcptest.Eventually(t, "every abandoned call answered", func() bool {
+		return len(srv.LogWith("decision", func(m map[string]any) bool { return m["tool"] == "slow" && m["outcome"] == "result" })) == n
+	})
+	resume := func(stream int) *mcptest.HTTPResponse {
+		return srv.Do(http.MethodGet, "/mcp", map[string]string{"Mcp-Session-Id": sid, "Authorization": tok["Authorization"],
+			"Accept": "text/event-stream", "Last-Event-ID": fmt.Sprintf("%d-0", stream)}, "")
+	}
+	if r := resume(2); r.Status != 404 {
+		t.Fatalf("the oldest abandoned answer: HTTP %d, want it dropped", r.Status)
+	}
+	r := resume(n + 1)
+	if ms := r.Messages(); r.Status != 200 || len(ms) != 1 || !strings.Contains(mcptest.JSON(ms[0]["result"]), "done 1") {
+		t.Fatalf("the newest abandoned answer: HTTP %d %s", r.Status, r.Body)
+	}
+}
+
+// A command line serve cannot run is refused before it listens: an
+// upstream that does not exist, half of TLS, both kinds of upstream.
+func TestServeRefusesBadCommandLines(t *testing.T) {
+	e := mcptest.NewEnv(t)
+	root := e.Root.ID()
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"serve", "--root", root, "--", "/nonexistent/upstream"}, "no such file"},
+		{[]string{"serve", "--root", root, "--tls-cert", "c.pem", "--", "true"}, "--tls-cert and --tls-key go together"},
+		{[]string{"serve", "--root", root, "--upstream-url", "http://127.0.0.1:1/mcp", "--", "true"}, "not both"},
+		{[]string{"serve", "--root", root, "--upstream-url", "ftp://x/mcp"}, "http:// or https://"},
+		{[]string{"serve", "--root", root, "--listen", "nonsense", "--", "true"}, "--listen"},
+	} {
+		_, stderr, code := mcptest.CLI(t, tc.args...)
+		if code != 2 || !strings.Contains(stderr, tc.want) {
+			t.Errorf("%q: exit %d, stderr %q; want 2 and %q", tc.args, code, stderr, tc.want)
+		}
+	}
+}
+
+// An upstream that never reads or answers holds neither its client for
+// ever nor the server's exit: after --drain-timeout its call is answered
+// with an error and the server exits 0, the upstream gone.
+func TestServeDrainsPastAStuckUpstream(t *testing.T) {
+	e := mcptest.NewEnv(t)
+	srv := e.StartServe(mcptest.ServeOptions{Policy: e.Policy(), Upstream: []string{"sleep", "600"}, Flags: []string{"--drain-timeout", "300ms"}})
+	tok := mcptest.Bearer(e.Mint(nil, "mcp:echo:*"))
+	st := srv.PostStream("", tok, `{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"x","version":"1"}}}`)
+	srv.WaitLog("upstream started", nil)
+	srv.Signal(syscall.SIGTERM)
+	m := st.Next()
+	if m == nil || !strings.Contains(mcptest.JSON(m["error"]), "shutting down") {
+		t.Fatalf("the stuck call's answer: %v", m)
+	}
+	if !srv.WaitExit(mcptest.CallTimeout) {
+		t.Fatal("serve did not exit")
+	}
+}
+
+// --max-calls bounds the requests in flight across sessions, and
+// --max-sessions the sessions.
+func TestServeGlobalLimits(t *testing.T) {
+	e := mcptest.NewEnv(t)
+	srv := e.StartServe(mcptest.ServeOptions{Policy: e.Policy(), Flags: []string{"--max-calls", "1", "--max-sessions", "2"}})
+	tok := mcptest.Bearer(e.Mint(nil, "mcp:echo:*", "mcp:slow:*"))
+	a, b := srv.Initialize(tok), srv.Initialize(tok)
+	st := srv.PostStream(a, tok, `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"slow","arguments":{"steps":5,"delay_ms":100},"_meta":{"progressToken":1}}}`)
+	if m := st.Next(); m["method"] != "notifications/progress" {
+		t.Fatalf("first message %v", m)
+	}
+	if r := srv.Post(b, tok, mcptest.CallBody("1", "echo", map[string]any{"text": "x"})); r.Status != 429 {
+		t.Fatalf("a call in another session over --max-calls 1: HTTP %d %s", r.Status, r.Body)
+	}
+	for m := st.Next(); m != nil; m = st.Next() {
+	}
+	if r := srv.Post(b, tok, mcptest.CallBody("2", "echo", map[string]any{"text": "x"})); r.Status != 200 {
+		t.Fatalf("a call once the first ended: HTTP %d %s", r.Status, r.Body)
+	}
+	r := srv.Do(http.MethodPost, "/mcp", tok, `{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"x","version":"1"}}}`)
+	if r.Status != 503 {
+		t.Fatalf("a third session over --max-sessions 2: HTTP %d", r.Status)
+	}
+	if r := srv.Do(http.MethodGet, "/readyz", nil, ""); r.Status != 503 {
+		t.Fatalf("readyz at the session limit: HTTP %d", r.Status)
+	}
 }

@@ -210,6 +210,11 @@ func (s *Server) servePost(w http.ResponseWriter, r *http.Request) {
 			httpError(w, http.StatusUnauthorized, m.ID, "the Authorization header must be \"Bearer <DCT>\"")
 			return
 		}
+		if tok == "" && s.opts.RequireToken {
+			w.Header().Set("WWW-Authenticate", "Bearer")
+			httpError(w, http.StatusUnauthorized, m.ID, "give your token in an Authorization: Bearer header to start a session")
+			return
+		}
 		if tok != "" && s.opts.CheckToken != nil {
 			if err := s.opts.CheckToken(tok); err != nil {
 				s.log.Warn("session refused: its token does not verify", zap.Error(err))
@@ -314,6 +319,7 @@ func (s *Server) writeStream(w http.ResponseWriter, r *http.Request, st *stream,
 		final, ended := st.final, sess.ended
 		sess.mu.Unlock()
 		if post && !sse && final && len(evs) == 1 && s.opts.JSONResponses {
+			_ = rc.SetWriteDeadline(time.Now().Add(writeTimeout))
 			writeJSON(w, http.StatusOK, evs[0].data)
 			sess.mu.Lock()
 			st.sent = evs[0].seq + 1
@@ -322,6 +328,9 @@ func (s *Server) writeStream(w http.ResponseWriter, r *http.Request, st *stream,
 			return isResult(evs[0].data)
 		}
 		if len(evs) > 0 || (!sse && !(post && s.opts.JSONResponses)) {
+			// A client that stops reading holds only its own stream, and
+			// not for ever.
+			_ = rc.SetWriteDeadline(time.Now().Add(writeTimeout))
 			if !sse {
 				h := w.Header()
 				h.Set("Content-Type", "text/event-stream")
@@ -344,7 +353,10 @@ func (s *Server) writeStream(w http.ResponseWriter, r *http.Request, st *stream,
 					return false
 				}
 			}
-			if len(evs) == 0 && post {
+			if final && len(evs) > 0 {
+				// The last write: returning sends it and the stream's end
+				// together.
+			} else if len(evs) == 0 && post {
 				// Only the headers and the priming event so far: the
 				// answer usually follows within microseconds, and then
 				// goes out in the same write.
@@ -408,6 +420,9 @@ func (s *Server) writeStream(w http.ResponseWriter, r *http.Request, st *stream,
 		}
 	}
 }
+
+// writeTimeout bounds one write to a client.
+const writeTimeout = 30 * time.Second
 
 // primingDelay is how long a POST's stream headers and priming event may
 // wait for the first message before they are sent on their own.

@@ -48,6 +48,11 @@ type Options struct {
 	// initialize with 401. The gate verifies the token again on every
 	// call, whatever this says.
 	CheckToken func(token string) error
+	// RequireToken refuses (401) a session, or a stateless request, whose
+	// client sends no Authorization: Bearer token: each session starts an
+	// upstream, which a client with no token must not be able to make the
+	// server do. Set it when sessions have no default token.
+	RequireToken bool
 	// Authorize, when set, runs on every MCP request (POST, GET, DELETE)
 	// after the transport's own checks and before anything reaches a
 	// session's relay: body is the POST body (nil otherwise) and s the
@@ -342,6 +347,19 @@ closeAll:
 	for _, sess := range all {
 		sess.close("the server is shutting down")
 	}
-	s.wg.Wait()
+	done := make(chan struct{})
+	go func() { s.wg.Wait(); close(done) }()
+	select {
+	case <-done:
+	case <-time.After(stopGrace):
+		// An upstream that does not exit when its input closes (each relay
+		// gives it its own grace) is killed with the server's context.
+		s.log.Warn("sessions still running after their input closed; stopping their upstreams")
+	}
 	s.stop()
+	<-done
 }
+
+// stopGrace is how long Drain waits for closed sessions to end before it
+// kills what is left.
+const stopGrace = 10 * time.Second

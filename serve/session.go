@@ -1,7 +1,6 @@
 package serve
 
 import (
-	"bufio"
 	"bytes"
 	"context"
 	"crypto/rand"
@@ -47,7 +46,10 @@ type session struct {
 	progress map[string]*stream // by raw progress token
 	streams  map[int64]*stream  // resumable streams by id; 0 is the standalone one
 	open     []*stream          // POST streams still waiting for a response, oldest first
-	next     int64              // the id of the next POST stream
+	// answered holds POST streams whose response came but was not yet
+	// written (their client went away, and may resume), oldest first.
+	answered []*stream
+	next     int64 // the id of the next POST stream
 	inflight int
 	last     time.Time // the last request
 	ended    bool      // the relay has stopped
@@ -64,38 +66,58 @@ func newSessionID() string {
 	return hex.EncodeToString(b[:])
 }
 
-// start runs the session's relay and the pump that routes its output.
+// start runs the session's relay. What the relay writes is routed as it
+// is written, in the relay's own goroutine (no pipe and no goroutine in
+// between: one hand-off less per call).
 func (s *session) start(ctx context.Context) {
 	inR, inW := io.Pipe()
-	outR, outW := io.Pipe()
 	s.in = inW
 	s.streams[0] = newStream(s, 0)
-	relayDone := make(chan error, 1)
 	go func() {
-		err := s.srv.opts.Relay(ctx, &s.Session, inR, outW)
+		out := &router{s: s}
+		err := s.srv.opts.Relay(ctx, &s.Session, inR, out)
 		inR.CloseWithError(io.ErrClosedPipe)
-		outW.Close()
-		relayDone <- err
-	}()
-	go func() {
-		s.pump(outR)
-		err := <-relayDone
+		out.flush()
 		s.end(err)
 	}()
 }
 
-// pump routes every frame the relay writes.
-func (s *session) pump(r io.Reader) {
-	br := bufio.NewReaderSize(r, 64<<10)
-	for {
-		line, err := br.ReadBytes('\n')
-		if f := bytes.TrimRight(line, "\r\n"); len(f) > 0 {
-			s.route(f)
+// router is the relay's client output: it splits what the relay writes
+// into lines and routes each.
+type router struct {
+	s       *session
+	partial []byte
+}
+
+func (r *router) Write(p []byte) (int, error) {
+	n := len(p)
+	for len(p) > 0 {
+		i := bytes.IndexByte(p, '\n')
+		if i < 0 {
+			r.partial = append(r.partial, p...)
+			break
 		}
-		if err != nil {
-			return
+		line := p[:i]
+		if len(r.partial) > 0 {
+			line = append(r.partial, line...)
+			r.partial = nil
+		} else {
+			line = bytes.Clone(line)
 		}
+		if f := bytes.TrimRight(line, "\r"); len(f) > 0 {
+			r.s.route(f)
+		}
+		p = p[i+1:]
 	}
+	return n, nil
+}
+
+// flush routes an unterminated last line.
+func (r *router) flush() {
+	if f := bytes.TrimRight(r.partial, "\r\n"); len(f) > 0 {
+		r.s.route(f)
+	}
+	r.partial = nil
 }
 
 // route delivers one frame from the relay: a response to the stream of
@@ -142,11 +164,14 @@ func (s *session) finish(st *stream) {
 	if st.progress != "" && s.progress[st.progress] == st {
 		delete(s.progress, st.progress)
 	}
-	for i, o := range s.open {
-		if o == st {
-			s.open = append(s.open[:i], s.open[i+1:]...)
-			break
-		}
+	s.open = removeStream(s.open, st)
+	s.answered = append(s.answered, st)
+	if len(s.answered) > maxAnswered {
+		// A client that keeps abandoning requests cannot make the
+		// session keep their answers without bound.
+		old := s.answered[0]
+		s.answered = s.answered[1:]
+		delete(s.streams, old.id)
 	}
 	s.inflight--
 	s.srv.callDone()
@@ -168,6 +193,9 @@ func progressToken(frame []byte) string {
 
 // requestProgressToken is params._meta.progressToken of a request.
 func requestProgressToken(frame []byte) string {
+	if !bytes.Contains(frame, []byte(`"progressToken"`)) {
+		return "" // the common case, without decoding the frame
+	}
 	var m struct {
 		Params struct {
 			Meta struct {
@@ -181,7 +209,7 @@ func requestProgressToken(frame []byte) string {
 	return string(m.Params.Meta.Token)
 }
 
-// errBusy and friends are why a request was not fed to the relay.
+// Why begin did not take a request (with errServerBusy and errSessionBusy).
 var (
 	errEnded     = errors.New("session ended")
 	errDuplicate = errors.New("a request with this id is already in flight in this session")
@@ -246,6 +274,20 @@ func (s *session) delivered(st *stream) {
 	defer s.mu.Unlock()
 	st.delivered = true
 	delete(s.streams, st.id)
+	s.answered = removeStream(s.answered, st)
+}
+
+// maxAnswered bounds the answered streams a session keeps for clients
+// that may resume them.
+const maxAnswered = 64
+
+func removeStream(list []*stream, st *stream) []*stream {
+	for i, o := range list {
+		if o == st {
+			return append(list[:i], list[i+1:]...)
+		}
+	}
+	return list
 }
 
 // close ends the session's input: the relay shuts its upstream down and
@@ -262,9 +304,10 @@ func (s *session) close(why string) {
 		return
 	}
 	s.log.Info("closing the session", zap.String("reason", why))
-	s.inMu.Lock()
+	// Not under inMu: a feed blocked on a relay that stopped reading
+	// (its upstream is not reading either) must not hold the close up;
+	// closing the pipe ends that write too.
 	s.in.Close()
-	s.inMu.Unlock()
 }
 
 // end runs once the relay has stopped: every request still waiting is

@@ -19,6 +19,8 @@ type stream struct {
 	events []event
 	base   int64
 	sent   int64
+	// size is the bytes of the events held.
+	size int
 	// final: the request's response is the last event; no more come.
 	final bool
 	// delivered: the final event was written; the stream is gone.
@@ -47,6 +49,9 @@ const (
 	// maxUnsent bounds the events waiting for a client; beyond it the
 	// oldest are dropped (a client that never reads cannot grow memory).
 	maxUnsent = 1024
+	// maxStreamBytes bounds the bytes a stream holds; beyond it the oldest
+	// events are dropped (never the last one).
+	maxStreamBytes = 32 << 20
 )
 
 func newStream(s *session, id int64) *stream {
@@ -62,12 +67,22 @@ func (st *stream) add(data []byte, final bool) {
 	if final {
 		st.final = true
 	}
+	st.size += len(data)
 	if unsent := seq + 1 - st.sent; unsent > maxUnsent {
 		drop := int(unsent - maxUnsent)
 		st.sess.srv.log.Warn("a stream's client is not reading: dropping its oldest events")
 		st.sent += int64(drop)
 	}
 	st.trim()
+	if st.size > maxStreamBytes && len(st.events) > 1 {
+		st.sess.srv.log.Warn("a stream's client is not reading: dropping its oldest events")
+		for st.size > maxStreamBytes && len(st.events) > 1 {
+			st.size -= len(st.events[0].data)
+			st.events = st.events[1:]
+			st.base++
+		}
+		st.sent = max(st.sent, st.base)
+	}
 	st.signal()
 }
 
@@ -85,6 +100,9 @@ func (st *stream) trim() {
 	if n := keepFrom - st.base; n > 0 {
 		if n > int64(len(st.events)) {
 			n = int64(len(st.events))
+		}
+		for _, ev := range st.events[:n] {
+			st.size -= len(ev.data)
 		}
 		st.events = append(st.events[:0:0], st.events[n:]...)
 		st.base += n

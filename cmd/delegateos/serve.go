@@ -3,10 +3,13 @@ package main
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"net"
 	"net/http"
+	"net/url"
 	"os"
+	"os/exec"
 	"os/signal"
 	"strings"
 	"syscall"
@@ -27,7 +30,7 @@ var serveCmd = &command{
 	name: "serve",
 	args: "[--listen ADDR] [--policy FILE] [--token @FILE] [--root ID]... [--tls-cert FILE --tls-key FILE]\n" +
 		"                    [--allow-host NAME]... [--allow-origin ORIGIN]... [--log FILE] [--revocations FILE] [--spend-store FILE]\n" +
-		"                    -- UPSTREAM_COMMAND [ARGS...]",
+		"                    (-- UPSTREAM_COMMAND [ARGS...] | --upstream-url URL)",
 	summary: "run the DCT gate as an MCP Streamable HTTP server: one relay, and one upstream process, per MCP session",
 	flags: func(fs *pflag.FlagSet) func(*env, []string) error {
 		fs.SetInterspersed(false)
@@ -46,6 +49,9 @@ var serveCmd = &command{
 		maxSessionCalls := fs.Int("max-session-calls", 64, "requests in flight in one session")
 		idle := fs.Duration("idle-timeout", 10*time.Minute, "end a session, and its upstream, after this long without a request")
 		jsonResponses := fs.Bool("json-responses", false, "answer a request whose response is all the upstream sends for it with an application/json body, not an SSE stream (which a client can resume after a lost connection)")
+		upstreamURL := fs.String("upstream-url", "", "an MCP server reached over Streamable HTTP, instead of an upstream command (each session gets its own upstream session)")
+		bridge := fs.String("upstream-bridge", "", "")
+		_ = fs.MarkHidden("upstream-bridge")
 		maxBody := fs.Int64("max-body-bytes", 0, "the largest POST body accepted (default: the policy's max_frame_bytes)")
 		readTimeout := fs.Duration("read-timeout", 10*time.Second, "how long a client gets to send a request's headers, and then a POST's body")
 		drain := fs.Duration("drain-timeout", 30*time.Second, "on SIGTERM or SIGINT, how long calls in flight get to finish before their sessions are closed")
@@ -58,8 +64,35 @@ var serveCmd = &command{
 			}
 		}
 		return func(e *env, args []string) error {
-			if len(args) == 0 {
-				return fixf("give the upstream MCP server's command after -- (one process per session): e.g. delegateos serve --policy policy.yaml -- npx -y @modelcontextprotocol/server-everything")
+			if *bridge != "" {
+				// The relay's upstream for --upstream-url: frames on
+				// stdin and stdout, HTTP to the server.
+				client := &http.Client{Transport: &http.Transport{Proxy: http.ProxyFromEnvironment, MaxIdleConnsPerHost: 64, IdleConnTimeout: time.Minute}}
+				if err := serve.Bridge(context.Background(), *bridge, nil, client, e.stdin, e.stdout); err != nil {
+					fmt.Fprintln(e.stderr, "delegateos serve: upstream bridge:", err)
+					return checkError{err.Error()}
+				}
+				return nil
+			}
+			if (len(args) == 0) == (*upstreamURL == "") {
+				return fixf("give the upstream MCP server's command after -- (one process per session), or --upstream-url URL, not both: e.g. delegateos serve --policy policy.yaml -- npx -y @modelcontextprotocol/server-everything")
+			}
+			if *upstreamURL == "" {
+				// Each session starts the command: a command that cannot
+				// start is said now, not to every client.
+				if _, err := exec.LookPath(args[0]); err != nil {
+					return inputf("the upstream command %s: %v%s", args[0], err, startFix(err, args[0], nil))
+				}
+			} else {
+				u, err := url.Parse(*upstreamURL)
+				if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+					return fixf("--upstream-url %q: give the MCP endpoint's http:// or https:// URL, e.g. http://127.0.0.1:3001/mcp", *upstreamURL)
+				}
+				self, err := os.Executable()
+				if err != nil {
+					return inputf("--upstream-url: cannot find this program to bridge with: %v", err)
+				}
+				args = []string{self, "serve", "--upstream-bridge", *upstreamURL}
 			}
 			if (*tlsCert == "") != (*tlsKey == "") {
 				return fixf("--tls-cert and --tls-key go together: give both, or neither")
@@ -184,6 +217,9 @@ var serveCmd = &command{
 				gate.Ended = delegations.Ended
 			}
 
+			// setup is what extensions see and may change before the
+			// server is built; the relays read its Log when they start.
+			setup := &serveSetup{Policy: pol, Gate: gate, Log: log, Revocations: revs, DefaultToken: defaultToken}
 			relayConfig := func(s *serve.Session) proxy.Config {
 				tok := s.Token
 				if tok == "" {
@@ -191,7 +227,7 @@ var serveCmd = &command{
 				}
 				return proxy.Config{
 					Upstream: args, Gate: gate, SessionToken: tok, Delegations: delegations,
-					MaxFrameBytes: pol.MaxFrameBytes, Log: log.With(zap.String("session", s.ID[:8])),
+					MaxFrameBytes: pol.MaxFrameBytes, Log: setup.Log.With(zap.String("session", s.ID[:8])),
 				}
 			}
 			relay := func(ctx context.Context, s *serve.Session, in io.Reader, out io.Writer) error {
@@ -203,11 +239,12 @@ var serveCmd = &command{
 				MaxBodyBytes: int64(pol.MaxFrameBytes),
 				MaxSessions:  *maxSessions, MaxCalls: *maxCalls, MaxSessionCalls: *maxSessionCalls,
 				IdleTimeout: *idle, ReadTimeout: *readTimeout, JSONResponses: *jsonResponses, CheckToken: checkToken, Log: log,
+				RequireToken: defaultToken == "" && !pol.AllowUnauthenticated,
 			}
 			if *maxBody > 0 {
 				sopts.MaxBodyBytes = *maxBody
 			}
-			setup := &serveSetup{Policy: pol, Gate: gate, Log: log, Options: &sopts, Revocations: revs, DefaultToken: defaultToken}
+			setup.Options = &sopts
 			for _, x := range serveExtensions {
 				if x.configure != nil {
 					if err := x.configure(setup); err != nil {
@@ -292,15 +329,17 @@ type serveExtension struct {
 
 // serveSetup is what an extension of serve works with.
 type serveSetup struct {
-	Policy  *policy.Policy
-	Gate    *proxy.Gate
-	Log     *zap.Logger
-	// Revocations is the gate's revocation list file (nil without one);
-	// DefaultToken the token of sessions whose client sends none.
-	Revocations  *revocation.File
+	Policy *policy.Policy
+	Gate   *proxy.Gate
+	// Log is the server's logger; configure may replace it (to tee the
+	// decision lines, say): every session's relay logs to it.
+	Log *zap.Logger
+	// Revocations is the policy's revocation list file, nil without one.
+	Revocations *revocation.File
+	// DefaultToken is the token of sessions whose client sends none.
 	DefaultToken string
-	Options *serve.Options // configure may change it
-	Server  *serve.Server  // set for mount
+	Options      *serve.Options // configure may change it
+	Server       *serve.Server  // set for mount
 }
 
 // serveExtensions are added to serve in order.

@@ -29,6 +29,9 @@ type ServeOptions struct {
 	// Upstream is the upstream's command line; empty means the docserver
 	// with --diagnostics serving the Env's Docs.
 	Upstream []string
+	// UpstreamURL, if set, is given as --upstream-url instead of an
+	// upstream command.
+	UpstreamURL string
 	// WantExit is the exit status wanted after SIGTERM; nil means 0.
 	WantExit func(code int) bool
 }
@@ -71,8 +74,9 @@ func (e *Env) StartServe(o ServeOptions) *Server {
 		args = append(args, "--token", "@"+path)
 	}
 	args = append(args, o.Flags...)
-	args = append(args, "--")
-	if len(o.Upstream) > 0 {
+	if o.UpstreamURL != "" {
+		args = append(args, "--upstream-url", o.UpstreamURL)
+	} else if args = append(args, "--"); len(o.Upstream) > 0 {
 		args = append(args, o.Upstream...)
 	} else {
 		args = append(args, Docserver(t), "--root", e.Docs, "--diagnostics")
@@ -347,3 +351,9 @@ func (st *Stream) Next() map[string]any {
 
 // Close drops the connection.
 func (st *Stream) Close() { st.body.Close() }
+
+// JSON is v encoded, for matching in tests.
+func JSON(v any) string {
+	b, _ := json.Marshal(v)
+	return string(b)
+}

@@ -17,10 +17,13 @@
 //	          stdio server (servebench stdio), one process per session, its
 //	          answers SSE streams as by default
 //	serve-json  the same with --json-responses
+//	serve-url   delegateos serve --upstream-url in front of direct's HTTP
+//	          server (each session's relay reaches it through a bridge
+//	          process): the same upstream hop as revproxy
 //
 // The upstream answers at once, so the numbers are the hops' own cost. The
-// setups take turns over several rounds, so that whatever else the machine
-// is doing weighs on all alike. Added latency is a setup's p50 (p99) minus
+// setups take turns in blocks of calls over several rounds, so that
+// whatever else the machine is doing weighs on all alike. Added latency is a setup's p50 (p99) minus
 // direct's. delegateos serve reaches its upstream over a pipe, not HTTP:
 // its added latency is its front, its relay and the gate, less the HTTP
 // handling the upstream itself would do.
@@ -196,11 +199,16 @@ func run(o options, levels []int) (err error) {
 	if err != nil {
 		return err
 	}
+	svu, err := start("serve-url", append(slices.Clone(serveArgs), "--log", filepath.Join(dir, "serve-url-delegateos.log"), "--upstream-url", "http://"+direct+"/mcp")...)
+	if err != nil {
+		return err
+	}
 	setups := []setup{
 		{"direct", "http://" + direct + "/mcp"},
 		{"revproxy", "http://" + rev + "/mcp"},
 		{"serve", "http://" + sv + "/mcp"},
 		{"serve-json", "http://" + svj + "/mcp"},
+		{"serve-url", "http://" + svu + "/mcp"},
 	}
 	client := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 1024, MaxIdleConns: 4096, IdleConnTimeout: time.Minute}}
 
@@ -232,15 +240,20 @@ func run(o options, levels []int) (err error) {
 			}
 		}
 		res := make([]result, len(setups))
+		// The setups take turns in blocks, so that a change in the
+		// machine's load weighs on all of them alike.
+		blocks := max(1, min(10, o.calls/(20*n)))
 		for range o.rounds {
-			for i := range setups {
-				lat, wall, err := drive(sessions[i], o.calls)
-				if err != nil {
-					return fmt.Errorf("%s: %v", setups[i].name, err)
+			for range blocks {
+				for i := range setups {
+					lat, wall, err := drive(sessions[i], o.calls/blocks)
+					if err != nil {
+						return fmt.Errorf("%s: %v", setups[i].name, err)
+					}
+					res[i].lat = append(res[i].lat, lat...)
+					res[i].wall += wall
+					res[i].n += len(lat)
 				}
-				res[i].lat = append(res[i].lat, lat...)
-				res[i].wall += wall
-				res[i].n += len(lat)
 			}
 		}
 		for i := range setups {
@@ -265,7 +278,7 @@ func run(o options, levels []int) (err error) {
 			}
 			fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%.0f\t%s\t%s\t\n", n, s.name, us(p50), us(p99), rate, a50, a99)
 		}
-		for _, name := range []string{"serve", "serve-json"} {
+		for _, name := range []string{"serve", "serve-json", "serve-url"} {
 			r := float64(added50[name]) / float64(max(added50["revproxy"], time.Microsecond))
 			ratios = append(ratios, fmt.Sprintf("%d sessions: %s added p50 %s = %.2f x the reverse proxy's %s (target <= %.1f)", n, name, us(added50[name]), r, us(added50["revproxy"]), targetRatio))
 			if name == "serve" && r > targetRatio {
