@@ -95,6 +95,10 @@ type Policy struct {
 	ProxyKey string
 	AuditLog string
 	Receipts ReceiptsConfig
+	// RequireSignature makes delegateos serve require an AVP-Sig v2
+	// signature by the token's holder on every HTTP request
+	// (holder-of-key); the stdio proxy has no HTTP requests to sign.
+	RequireSignature bool
 }
 
 // JudgeConfig is the judge section: the local command that scores an output

@@ -36,6 +36,8 @@ type Gate struct {
 	// gives them; nil means a limiter in memory, made at the first
 	// decision.
 	Rates *ratelimit.Limiter
+	// Observer, when set, is told of every decision and settled call.
+	Observer Observer
 
 	levels levelsMemo
 	limits rateState
@@ -128,6 +130,7 @@ type Decision struct {
 	// Unauthenticated is set when the policy let a call without a token through.
 	Unauthenticated bool
 	Latency         time.Duration
+	observed        observed // for the Observer's Settled
 }
 
 // Denial is a refused call, rendered as DelegateOS §11.2's JSON-RPC error.
@@ -240,7 +243,13 @@ func (g *Gate) Decide(req CallRequest) Decision { return g.decideAt(&req, time.N
 // decideAt is Decide for a request that arrived at start: the relay has
 // read the clock already.
 func (g *Gate) decideAt(req *CallRequest, start time.Time) (d Decision) {
-	defer func() { d.Latency = time.Since(start) }()
+	defer func() {
+		d.Latency = time.Since(start)
+		if g.Observer != nil {
+			d.observed = observed{method: req.Method, at: start.Add(d.Latency)}
+			g.Observer.Decided(req, &d)
+		}
+	}()
 	now := start
 	if g.Now != nil {
 		now = g.Now()
@@ -491,10 +500,14 @@ func (g *Gate) Settle(d *Decision, actual int64, release bool) (int64, error) {
 	r := d.Reservation
 	d.Reservation = nil
 	if release {
-		return 0, g.Budget.Release(r)
+		err := g.Budget.Release(r)
+		g.settled(d, 0, true, err)
+		return 0, err
 	}
 	charged := min(max(actual, 0), r.Cost())
-	return charged, g.Budget.Commit(r, charged)
+	err := g.Budget.Commit(r, charged)
+	g.settled(d, charged, false, err)
+	return charged, err
 }
 
 // The list methods whose results the relay filters.

@@ -330,3 +330,8 @@ func (f *File) List() *List { return f.current().list.clone() }
 // Err returns the error Revoked returns for every token now, or nil when
 // the file reads and verifies.
 func (f *File) Err() error { return f.current().err }
+
+// Len returns the number of entries in the list as last read
+// successfully, after looking at the file as Revoked does, without
+// copying it.
+func (f *File) Len() int { return f.current().list.Len() }

@@ -48,6 +48,7 @@ var root = &command{
 		{name: "dct", summary: "mint, attenuate, inspect and verify delegation capability tokens",
 			subs: []*command{mintCmd, attenuateCmd, inspectCmd, verifyCmd}},
 		revokeCmd,
+		signRequestCmd,
 		reputationGroup, rdpContractGroup, workspaceGroup,
 		{name: "policy", summary: "check policy files and write starter policies for an MCP server",
 			subs: []*command{policyCheckCmd, policyInitCmd}},

@@ -64,6 +64,9 @@ var proxyCmd = &command{
 			if err := checkPins(pol.ToolPins, *policyPath); err != nil {
 				return err
 			}
+			if pol.RequireSignature {
+				return fixf("the policy sets require_signature, which only delegateos serve can enforce: a stdio client sends no signed HTTP requests; remove it for this proxy, or serve over HTTP")
+			}
 			for _, r := range *roots {
 				id, err := principal("--root", r)
 				if err != nil {

@@ -17,6 +17,7 @@ import (
 	"github.com/spf13/pflag"
 	"go.uber.org/zap"
 
+	"github.com/delegateos/delegateos/agentcard"
 	"github.com/delegateos/delegateos/policy"
 	"github.com/delegateos/delegateos/proxy"
 	"github.com/delegateos/delegateos/revocation"
@@ -54,7 +55,7 @@ var serveCmd = &command{
 		revsFlag := fs.String("revocations", "", "a revocation list file, looked at on every call (overrides the policy)")
 		spend := fs.String("spend-store", "", "where spend is recorded so it survives restarts (overrides the policy)")
 		asJSON := fs.Bool("json", false, "once listening, print where as JSON on standard output ({\"address\", \"url\"}): for scripts that give --listen a port of 0")
-		keyFile := fs.String("key", "", "the server's key file, which signs its receipts (overrides proxy_key in the policy)")
+		keyFile := fs.String("key", "", "the server's key file (overrides proxy_key in the policy): it signs the receipts of the audit log, and its did:key is published in the agent card at "+agentcard.Path+" (no card without a key)")
 		for _, x := range serveExtensions {
 			if x.flags != nil {
 				x.flags(fs)
@@ -183,7 +184,11 @@ var serveCmd = &command{
 
 			// setup is what extensions see and may change before the
 			// server is built; the relays read its Log when they start.
-			setup := &serveSetup{Policy: pol, Gate: gate, Log: log, Revocations: revs}
+			keyPath := pol.ProxyKey
+			if *keyFile != "" {
+				keyPath = *keyFile
+			}
+			setup := &serveSetup{Policy: pol, Gate: gate, Log: log, Revocations: revs, DefaultToken: defaultToken, KeyFile: keyPath}
 			relayConfig := func(s *serve.Session) proxy.Config {
 				tok := s.Token
 				if tok == "" {
@@ -313,8 +318,12 @@ type serveSetup struct {
 	Log *zap.Logger
 	// Revocations is the policy's revocation list (a file or Redis), nil without one.
 	Revocations revocation.Live
-	Options     *serve.Options // configure may change it
-	Server      *serve.Server  // set for mount
+	// DefaultToken is the token of sessions whose client sends none.
+	DefaultToken string
+	// KeyFile is the server's key file (--key, else proxy_key), "" for none.
+	KeyFile string
+	Options *serve.Options // configure may change it
+	Server  *serve.Server  // set for mount
 }
 
 // serveExtensions are added to serve in order.

@@ -1,0 +1,317 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"net/url"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/spf13/pflag"
+	"go.uber.org/zap"
+
+	"github.com/delegateos/delegateos/agentcard"
+	"github.com/delegateos/delegateos/avpsig"
+	"github.com/delegateos/delegateos/dct"
+	"github.com/delegateos/delegateos/identity"
+	"github.com/delegateos/delegateos/internal/redisconn"
+	"github.com/delegateos/delegateos/metrics"
+	"github.com/delegateos/delegateos/policy"
+	"github.com/delegateos/delegateos/proxy"
+	"github.com/delegateos/delegateos/revdist"
+	"github.com/delegateos/delegateos/revocation"
+	"github.com/delegateos/delegateos/serve"
+)
+
+// The extras are an extension of delegateos serve: their flags, the
+// signature check as the server's Authorize, and their handlers.
+func init() {
+	var f *serveExtraFlags
+	var x *serveExtras
+	serveExtensions = append(serveExtensions, serveExtension{
+		flags: func(fs *pflag.FlagSet) { f = declareServeExtraFlags(fs) },
+		configure: func(s *serveSetup) error {
+			var err error
+			if x, err = f.build(s.Policy, s.Revocations, s.KeyFile, s.Gate, s.Log, s.Options.Endpoint); err != nil {
+				return err
+			}
+			if x.sig == nil {
+				return nil
+			}
+			next, defaultToken := s.Options.Authorize, s.DefaultToken
+			s.Options.Authorize = func(r *http.Request, body []byte, sess *serve.Session) error {
+				token := defaultToken
+				switch {
+				case sess != nil && sess.Token != "":
+					token = sess.Token
+				case sess == nil:
+					if b := bearerToken(r.Header.Get("Authorization")); b != "" {
+						token = b
+					}
+				}
+				if err := x.authorizeRequest(r, body, token); err != nil {
+					return err
+				}
+				if next != nil {
+					return next(r, body, sess)
+				}
+				return nil
+			}
+			return nil
+		},
+		mount: func(s *serveSetup) error {
+			x.metrics.WatchServer(s.Server)
+			x.mount(s.Server.Mux, s.Server.Guard)
+			// Polls and pushes for as long as the process serves.
+			go func() {
+				if err := x.run(context.Background()); err != nil {
+					s.Log.Error("revocation distribution stopped", zap.Error(err))
+				}
+			}()
+			return nil
+		},
+	})
+}
+
+// bearerToken is the token of an "Authorization: Bearer" value, or "".
+func bearerToken(auth string) string {
+	scheme, tok, ok := strings.Cut(auth, " ")
+	if !ok || !strings.EqualFold(scheme, "Bearer") {
+		return ""
+	}
+	return strings.TrimSpace(tok)
+}
+
+// serveExtraFlags are delegateos serve's flags for what it serves beside
+// the MCP endpoint: holder-of-key signatures, revocation distribution, the
+// agent card and metrics.
+type serveExtraFlags struct {
+	requireSig *bool
+	sigWindow  *time.Duration
+	peers      *[]string
+	poll       *time.Duration
+	publicURL  *string
+}
+
+func declareServeExtraFlags(fs *pflag.FlagSet) *serveExtraFlags {
+	return &serveExtraFlags{
+		requireSig: fs.Bool("require-signature", false, "holder-of-key: every HTTP request must carry an AVP-Sig v2 signature by the key of its token's current delegatee (see 'delegateos sign-request'; require_signature in the policy)"),
+		sigWindow:  fs.Duration("signature-window", avpsig.DefaultWindow, "how far a signature's timestamp may lie from this server's clock, either way"),
+		peers:      fs.StringArray("revocation-peer", nil, "a peer verifier's URL (its revocation endpoint, or its base URL): its list is polled and new revocations are pushed to it (repeatable)"),
+		poll:       fs.Duration("revocation-poll", revdist.DefaultInterval, "how often each --revocation-peer is polled"),
+		publicURL:  fs.String("public-url", "", "the URL clients reach this server at (https://gate.example.com), for the agent card; default: the request's Host"),
+	}
+}
+
+// serveExtras are the handlers and hooks built from serveExtraFlags.
+type serveExtras struct {
+	metrics *metrics.Metrics
+	dist    *revdist.Distributor // nil without a revocation list
+	tokens  *revdist.Tokens
+	card    http.Handler // nil without --key
+	sig     *avpsig.Verifier
+	// holders caches each token string's current delegatee.
+	holders sync.Map
+	nHolder int64
+	mu      sync.Mutex
+}
+
+// build makes the extras for a gate whose policy and revocation list (nil
+// when the policy has none) are given, and sets the gate's Observer.
+// keyFile is the server's key (--key or proxy_key; "" for none), whose
+// did:key the agent card publishes.
+func (f *serveExtraFlags) build(pol *policy.Policy, revs revocation.Live, keyFile string, gate *proxy.Gate, log *zap.Logger, mcpPath string) (*serveExtras, error) {
+	x := &serveExtras{metrics: metrics.New(), tokens: &revdist.Tokens{}}
+	gate.Observer = gateObservers{x.metrics, tokenRecorder{x.tokens}}
+	if *f.requireSig || pol.RequireSignature {
+		if *f.sigWindow < time.Second {
+			return nil, usagef("--signature-window must be at least 1s")
+		}
+		x.sig = &avpsig.Verifier{Window: *f.sigWindow}
+	}
+	for _, p := range *f.peers {
+		u, err := url.Parse(p)
+		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+			return nil, usagef("--revocation-peer %q is not an http or https URL", p)
+		}
+	}
+	file, _ := revs.(*revocation.File)
+	if revs != nil && file == nil && len(*f.peers) > 0 {
+		return nil, fixf("--revocation-peer needs a revocation list file: a Redis list (%s) is already shared by every server that uses it", redisconn.Redact(pol.RevocationList))
+	}
+	if file != nil {
+		roots, err := revdist.NewPrincipals(pol.Roots...)
+		if err != nil {
+			return nil, fixf("the trusted roots cannot be used: %v", err)
+		}
+		sugar := log.Sugar()
+		x.dist = &revdist.Distributor{
+			Store:     &revdist.FileStore{Path: pol.RevocationList, File: file},
+			Authority: revdist.AnyOf{roots, x.tokens},
+			Peers:     *f.peers, Interval: *f.poll,
+			Logf: func(format string, args ...any) { sugar.Warnf(format, args...) },
+		}
+		x.metrics.WatchRevocations(func() (int, time.Time) {
+			n := file.Len()
+			s := x.dist.Stats()
+			if len(*f.peers) > 0 {
+				return n, s.LastPoll
+			}
+			return n, s.LastChange
+		})
+	} else if len(*f.peers) > 0 {
+		return nil, fixf("--revocation-peer needs a revocation list to merge into: give --revocations FILE or revocation_list in the policy")
+	}
+	if keyFile != "" {
+		k, err := loadKey(keyFile)
+		if err != nil {
+			return nil, err
+		}
+		c := &agentcard.Card{Name: "delegateos gate", Key: k, PublicURL: *f.publicURL, MCPPath: mcpPath,
+			AcceptsRevocationPushes: x.dist != nil, RequireSignature: x.sig != nil}
+		if x.dist != nil {
+			c.RevocationPath = revdist.Path
+		}
+		if x.card, err = c.Handler(); err != nil {
+			return nil, fixf("--public-url: %v", err)
+		}
+	} else if *f.publicURL != "" {
+		return nil, usagef("--public-url is for the agent card, which needs --key")
+	}
+	return x, nil
+}
+
+// mount adds the extras' handlers to mux, each wrapped by guard.
+func (x *serveExtras) mount(mux *http.ServeMux, guard func(http.Handler) http.Handler) {
+	mux.Handle(metrics.Path, guard(x.metrics.Handler()))
+	if x.dist != nil {
+		mux.Handle(revdist.Path, guard(x.dist))
+	}
+	if x.card != nil {
+		mux.Handle(agentcard.Path, guard(x.card))
+	}
+}
+
+// run polls the revocation peers and pushes new entries until ctx ends.
+func (x *serveExtras) run(ctx context.Context) error {
+	if x.dist == nil {
+		return nil
+	}
+	return x.dist.Run(ctx)
+}
+
+// maxHolders bounds the cache of token holders.
+const maxHolders = 10_000
+
+// checkSignature applies --require-signature to one HTTP request whose
+// body has been read: token is the token the gate will decide it with
+// (the request's own, else the session's). It returns nil when signatures
+// are not required. A request without a token cannot be bound to a holder
+// and is refused.
+func (x *serveExtras) checkSignature(r *http.Request, body []byte, token string) error {
+	if x.sig == nil {
+		return nil
+	}
+	if token == "" {
+		return &avpsig.Error{Reason: avpsig.ReasonMissing, Detail: "signatures are required, and a signature is checked against the token's holder: present a token with the request or the session"}
+	}
+	holder, err := x.holder(token)
+	if err != nil {
+		return &avpsig.Error{Reason: avpsig.ReasonWrongKey, Detail: fmt.Sprintf("the token's holder cannot be read: %v", err)}
+	}
+	return x.sig.Verify(r, body, holder)
+}
+
+// authorizeRequest applies --require-signature to an MCP request over
+// HTTP: body is its POST body (nil for GET and DELETE) and sessionToken
+// the token its session was created with (for the request that creates
+// one, the token it carries in Authorization). The request's own
+// _delegateos token, read as the relay reads it, wins over the session's,
+// as at the gate. A refusal is a sigRefusal (401).
+func (x *serveExtras) authorizeRequest(r *http.Request, body []byte, sessionToken string) error {
+	if x.sig == nil {
+		return nil
+	}
+	token := sessionToken
+	if len(body) > 0 {
+		own, err := proxy.RequestToken(body)
+		if err != nil {
+			return sigRefusal{&avpsig.Error{Reason: avpsig.ReasonMalformed, Detail: "the request cannot be read to find its token: " + err.Error()}}
+		}
+		if own != "" {
+			token = own
+		}
+	}
+	if err := x.checkSignature(r, body, token); err != nil {
+		var e *avpsig.Error
+		if errors.As(err, &e) {
+			return sigRefusal{e}
+		}
+		return err
+	}
+	return nil
+}
+
+// sigRefusal is a refused signature, answered 401 with the reason.
+type sigRefusal struct{ err *avpsig.Error }
+
+func (s sigRefusal) Error() string { return s.err.Error() }
+func (s sigRefusal) Unwrap() error { return s.err }
+
+// StatusCode is the HTTP status of the refusal.
+func (sigRefusal) StatusCode() int { return http.StatusUnauthorized }
+
+// holder returns the current delegatee a token names. It is not verified
+// here: the gate verifies the token itself.
+func (x *serveExtras) holder(token string) (string, error) {
+	if h, ok := x.holders.Load(token); ok {
+		return h.(string), nil
+	}
+	tok, err := dct.ParseInput(token)
+	if err != nil {
+		return "", err
+	}
+	h := tok.Delegatee()
+	if _, err := identity.PublicKey(h); err != nil {
+		return "", err
+	}
+	x.mu.Lock()
+	if x.nHolder >= maxHolders {
+		x.holders.Clear()
+		x.nHolder = 0
+	}
+	x.nHolder++
+	x.mu.Unlock()
+	x.holders.Store(token, h)
+	return h, nil
+}
+
+// gateObservers tells each observer of every decision.
+type gateObservers []proxy.Observer
+
+func (o gateObservers) Decided(req *proxy.CallRequest, d *proxy.Decision) {
+	for _, x := range o {
+		x.Decided(req, d)
+	}
+}
+
+func (o gateObservers) Settled(c proxy.SettledCall) {
+	for _, x := range o {
+		x.Settled(c)
+	}
+}
+
+// tokenRecorder records the tokens of allowed requests, whose signers may
+// then revoke their blocks through revocation distribution.
+type tokenRecorder struct{ t *revdist.Tokens }
+
+func (r tokenRecorder) Decided(req *proxy.CallRequest, d *proxy.Decision) {
+	if d.Allowed && req.Token != "" {
+		r.t.AddString(req.Token)
+	}
+}
+
+func (tokenRecorder) Settled(proxy.SettledCall) {}

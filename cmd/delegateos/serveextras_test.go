@@ -1,0 +1,307 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/spf13/pflag"
+	"go.uber.org/zap"
+
+	"github.com/delegateos/delegateos/avpsig"
+	"github.com/delegateos/delegateos/budget"
+	"github.com/delegateos/delegateos/dct"
+	"github.com/delegateos/delegateos/identity"
+	"github.com/delegateos/delegateos/policy"
+	"github.com/delegateos/delegateos/proxy"
+	"github.com/delegateos/delegateos/revocation"
+)
+
+// extrasFixture is a gate with a revocation list file and the extras built
+// from the given flags, served on an httptest server.
+type extrasFixture struct {
+	root, agent *identity.Keypair
+	tok         *dct.Token
+	gate        *proxy.Gate
+	x           *serveExtras
+	srv         *httptest.Server
+	list        string
+}
+
+func newExtrasFixture(t *testing.T, args ...string) *extrasFixture {
+	t.Helper()
+	dir := t.TempDir()
+	f := &extrasFixture{}
+	f.root, _ = identity.FromSeed(bytes.Repeat([]byte{1}, 32), "root")
+	f.agent, _ = identity.FromSeed(bytes.Repeat([]byte{2}, 32), "agent")
+	var err error
+	f.tok, err = dct.Create(dct.CreateParams{Issuer: f.root, Delegatee: f.agent.ID(),
+		Capabilities: []dct.Capability{{Namespace: "mcp", Action: "echo", Resource: "*"}},
+		ContractID:   "ct_extras", DelegationID: "del_extras", MaxChainDepth: 1, MaxBudgetMicrocents: 1000,
+		IssuedAt: time.Now().Add(-time.Minute), ExpiresAt: time.Now().Add(time.Hour)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.list = filepath.Join(dir, "revocations.json")
+	os.WriteFile(f.list, []byte("[]\n"), 0o644)
+	revs, err := revocation.OpenFile(f.list)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { revs.Close() })
+	pol := policy.Default()
+	pol.Roots = []string{f.root.ID()}
+	pol.RevocationList = f.list
+	v, err := dct.NewVerifier(dct.Options{Roots: pol.Roots, Revocations: revs})
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.gate = &proxy.Gate{Policy: pol, Verifier: v, Budget: budget.NewMemory()}
+	keyFile := filepath.Join(dir, "gate.key")
+	gateKey, _ := identity.FromSeed(bytes.Repeat([]byte{3}, 32), "gate")
+	identity.SaveKeyFile(keyFile, gateKey)
+
+	fs := pflag.NewFlagSet("serve", pflag.ContinueOnError)
+	flags := declareServeExtraFlags(fs)
+	if err := fs.Parse(args); err != nil {
+		t.Fatal(err)
+	}
+	if f.x, err = flags.build(pol, revs, keyFile, f.gate, zap.NewNop(), "/mcp"); err != nil {
+		t.Fatal(err)
+	}
+	mux := http.NewServeMux()
+	f.x.mount(mux, func(h http.Handler) http.Handler { return h })
+	f.srv = httptest.NewServer(mux)
+	t.Cleanup(f.srv.Close)
+	return f
+}
+
+func get(t *testing.T, url string) (int, string) {
+	t.Helper()
+	resp, err := http.Get(url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return resp.StatusCode, string(b)
+}
+
+func TestServeExtrasEndpoints(t *testing.T) {
+	f := newExtrasFixture(t, "--require-signature")
+	if d := f.gate.Decide(proxy.CallRequest{Tool: "echo", Token: f.tok.String()}); !d.Allowed {
+		t.Fatalf("denied: %+v", d.Denial)
+	}
+	code, body := get(t, f.srv.URL+"/metrics")
+	if code != 200 || !strings.Contains(body, `delegateos_decisions_total{method="tools/call",result="allowed"} 1`) ||
+		!strings.Contains(body, "delegateos_revocation_list_entries 0") {
+		t.Fatalf("metrics: %d\n%s", code, body)
+	}
+	code, body = get(t, f.srv.URL+"/.well-known/agent-card.json")
+	var card struct{ DelegateOS map[string]any }
+	if code != 200 || json.Unmarshal([]byte(body), &card) != nil ||
+		card.DelegateOS["revocationEndpoint"] != f.srv.URL+"/.well-known/delegateos/revocations" ||
+		card.DelegateOS["mcpEndpoint"] != f.srv.URL+"/mcp" {
+		t.Fatalf("card: %d %s", code, body)
+	}
+
+	// The agent signed no block of its token, so its entry is refused;
+	// the root's is taken, written to the list and in force at once.
+	e, _ := revocation.NewEntry(f.root, f.tok.RevocationIDs()[0], revocation.ScopeChain, time.Now())
+	stranger, _ := revocation.NewEntry(f.agent, f.tok.RevocationIDs()[0], revocation.ScopeChain, time.Now())
+	for _, c := range []struct {
+		e    revocation.Entry
+		want int
+	}{{stranger, 403}, {e, 202}} {
+		b, _ := json.Marshal(map[string]any{"jsonrpc": "2.0", "method": "delegateos/revoke", "params": map[string]any{"revocation": c.e}})
+		resp, err := http.Post(f.srv.URL+"/.well-known/delegateos/revocations", "application/json", bytes.NewReader(b))
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode != c.want {
+			t.Fatalf("push by %s: %s, want %d", c.e.RevokedBy, resp.Status, c.want)
+		}
+	}
+	if d := f.gate.Decide(proxy.CallRequest{Tool: "echo", Token: f.tok.String()}); d.Allowed || d.Denial.Type != dct.Revoked {
+		t.Fatalf("after the pushed revocation: %+v", d)
+	}
+	if l, err := revocation.Load(f.list); err != nil || l.Len() != 1 {
+		t.Fatalf("the list file: %v, %v", l, err)
+	}
+}
+
+func TestServeExtrasSignature(t *testing.T) {
+	f := newExtrasFixture(t, "--require-signature")
+	body := []byte(`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"echo"}}`)
+	req := func(key *identity.Keypair) *http.Request {
+		r := httptest.NewRequest("POST", "/mcp", bytes.NewReader(body))
+		if key != nil {
+			s, err := avpsig.Sign(key.PrivateKey(), "POST", "/mcp", "", body, time.Now(), nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			r.Header.Set("Authorization", s.Signature)
+		}
+		return r
+	}
+	reason := func(err error) avpsig.Reason {
+		var e *avpsig.Error
+		if errors.As(err, &e) {
+			return e.Reason
+		}
+		return ""
+	}
+	if err := f.x.checkSignature(req(f.agent), body, f.tok.String()); err != nil {
+		t.Fatal(err)
+	}
+	if err := f.x.checkSignature(req(f.root), body, f.tok.String()); reason(err) != avpsig.ReasonWrongKey {
+		t.Fatalf("the root's key: %v", err)
+	}
+	if err := f.x.checkSignature(req(nil), body, f.tok.String()); reason(err) != avpsig.ReasonMissing {
+		t.Fatalf("unsigned: %v", err)
+	}
+	if err := f.x.checkSignature(req(f.agent), body, ""); reason(err) != avpsig.ReasonMissing {
+		t.Fatalf("no token: %v", err)
+	}
+	r := req(f.agent)
+	if err := f.x.checkSignature(r, body, f.tok.String()); err != nil {
+		t.Fatal(err)
+	}
+	if err := f.x.checkSignature(r, body, f.tok.String()); reason(err) != avpsig.ReasonReplayed {
+		t.Fatalf("replay: %v", err)
+	}
+	// Without --require-signature nothing is checked.
+	g := newExtrasFixture(t)
+	if err := g.x.checkSignature(req(nil), body, ""); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestServeExtrasPeers(t *testing.T) {
+	a := newExtrasFixture(t)
+	b := newExtrasFixture(t, "--revocation-peer", a.srv.URL, "--revocation-poll", "20ms")
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error)
+	go func() { done <- b.x.run(ctx) }()
+	defer func() { cancel(); <-done }()
+	if d := b.gate.Decide(proxy.CallRequest{Tool: "echo", Token: a.tok.String()}); !d.Allowed {
+		t.Fatalf("before the revocation: %+v", d.Denial)
+	}
+	e, _ := revocation.NewEntry(a.root, a.tok.RevocationIDs()[0], revocation.ScopeChain, time.Now())
+	if err := revocation.Append(a.list, e); err != nil { // delegateos revoke on a
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		if d := b.gate.Decide(proxy.CallRequest{Tool: "echo", Token: a.tok.String()}); !d.Allowed && d.Denial.Type == dct.Revoked {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the revocation did not reach the peer")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+func TestServeExtrasFlagErrors(t *testing.T) {
+	for _, args := range [][]string{
+		{"--revocation-peer", "ftp://x"},
+		{"--require-signature", "--signature-window", "10ms"},
+	} {
+		fs := pflag.NewFlagSet("serve", pflag.ContinueOnError)
+		flags := declareServeExtraFlags(fs)
+		if err := fs.Parse(args); err != nil {
+			t.Fatal(err)
+		}
+		pol := policy.Default()
+		if _, err := flags.build(pol, nil, "", &proxy.Gate{Policy: pol}, zap.NewNop(), "/mcp"); err == nil {
+			t.Errorf("%v accepted", args)
+		}
+	}
+	fs := pflag.NewFlagSet("serve", pflag.ContinueOnError)
+	flags := declareServeExtraFlags(fs)
+	fs.Parse([]string{"--revocation-peer", "http://peer"})
+	pol := policy.Default()
+	if _, err := flags.build(pol, nil, "", &proxy.Gate{Policy: pol}, zap.NewNop(), "/mcp"); err == nil || !strings.Contains(err.Error(), "revocation list") {
+		t.Errorf("a peer without a list: %v", err)
+	}
+}
+
+func TestProxyRefusesRequireSignature(t *testing.T) {
+	pol := filepath.Join(t.TempDir(), "policy.yaml")
+	os.WriteFile(pol, []byte("allow_unauthenticated: true\nrequire_signature: true\n"), 0o644)
+	var out, errb bytes.Buffer
+	code := run([]string{"proxy", "--policy", pol, "--", "true"}, strings.NewReader(""), &out, &errb)
+	if code != exitUsage || out.Len() != 0 || !strings.Contains(errb.String(), "require_signature") {
+		t.Fatalf("exit %d, stdout %q, stderr %q", code, out.String(), errb.String())
+	}
+}
+
+func TestServeExtrasAuthorizeRequest(t *testing.T) {
+	f := newExtrasFixture(t, "--require-signature")
+	other, err := dct.Create(dct.CreateParams{Issuer: f.root, Delegatee: f.root.ID(),
+		Capabilities: []dct.Capability{{Namespace: "mcp", Action: "echo", Resource: "*"}},
+		ContractID:   "ct_other", DelegationID: "del_other", MaxChainDepth: 1, MaxBudgetMicrocents: 1,
+		ExpiresAt: time.Now().Add(time.Hour)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	call := func(tok string) []byte {
+		if tok == "" {
+			return []byte(`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"echo"}}`)
+		}
+		return []byte(`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"echo","_delegateos":{"dct":"` + tok + `"}}}`)
+	}
+	signedBy := func(k *identity.Keypair, body []byte) *http.Request {
+		r := httptest.NewRequest("POST", "/mcp", bytes.NewReader(body))
+		s, err := avpsig.Sign(k.PrivateKey(), "POST", "/mcp", "", body, time.Now(), nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		r.Header.Set(avpsig.SignatureHeader, s.Signature)
+		r.Header.Set("Authorization", "Bearer "+f.tok.String())
+		return r
+	}
+	status := func(err error) int {
+		var sc interface{ StatusCode() int }
+		if errors.As(err, &sc) {
+			return sc.StatusCode()
+		}
+		return 0
+	}
+	// The session's token: its holder (the agent) signs.
+	b := call("")
+	if err := f.x.authorizeRequest(signedBy(f.agent, b), b, f.tok.String()); err != nil {
+		t.Fatal(err)
+	}
+	// The request's own token wins: its holder (the root) must sign.
+	b = call(other.String())
+	if err := f.x.authorizeRequest(signedBy(f.agent, b), b, f.tok.String()); status(err) != 401 || !strings.Contains(err.Error(), string(avpsig.ReasonWrongKey)) {
+		t.Fatalf("the session holder signing for another token: %v", err)
+	}
+	if err := f.x.authorizeRequest(signedBy(f.root, b), b, f.tok.String()); err != nil {
+		t.Fatal(err)
+	}
+	// A body the relay would not read is refused, not read another way.
+	b = []byte(`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"_delegateos":{"dct":"x"},"_delegateos":{"dct":"y"}}}`)
+	if err := f.x.authorizeRequest(signedBy(f.agent, b), b, f.tok.String()); status(err) != 401 || !strings.Contains(err.Error(), string(avpsig.ReasonMalformed)) {
+		t.Fatalf("ambiguous body: %v", err)
+	}
+	// A GET of the session's stream.
+	r := httptest.NewRequest("GET", "/mcp", nil)
+	s, _ := avpsig.Sign(f.agent.PrivateKey(), "GET", "/mcp", "", nil, time.Now(), nil)
+	r.Header.Set(avpsig.SignatureHeader, s.Signature)
+	if err := f.x.authorizeRequest(r, nil, f.tok.String()); err != nil {
+		t.Fatal(err)
+	}
+}

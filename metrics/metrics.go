@@ -1,0 +1,150 @@
+package metrics
+
+import (
+	"net/http"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+
+	"github.com/delegateos/delegateos/proxy"
+)
+
+// Path is where Handler is mounted.
+const Path = "/metrics"
+
+const namespace = "delegateos"
+
+// Metrics holds a daemon's metrics in their own registry. Its methods are
+// safe for concurrent use.
+type Metrics struct {
+	// Registry holds every metric; register more on it if needed.
+	Registry *prometheus.Registry
+
+	decisions       *prometheus.CounterVec
+	decisionLatency *prometheus.HistogramVec
+	upstreamLatency *prometheus.HistogramVec
+	spend           prometheus.Counter
+}
+
+var _ proxy.Observer = (*Metrics)(nil)
+
+// New returns the metrics, registered.
+func New() *Metrics {
+	m := &Metrics{
+		Registry: prometheus.NewRegistry(),
+		decisions: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Namespace: namespace, Name: "decisions_total",
+			Help: "Gate decisions by request method and result (allowed, or the denial type).",
+		}, []string{"method", "result"}),
+		decisionLatency: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Namespace: namespace, Name: "decision_duration_seconds",
+			Help:    "Time the gate took to decide a request.",
+			Buckets: prometheus.ExponentialBuckets(1e-6, 4, 10), // 1 µs to 0.26 s
+		}, []string{"method"}),
+		upstreamLatency: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Namespace: namespace, Name: "upstream_duration_seconds",
+			Help:    "Time from the gate's decision on an allowed call to its settlement (the upstream's answer).",
+			Buckets: prometheus.ExponentialBuckets(1e-4, 4, 10), // 0.1 ms to 26 s
+		}, []string{"method"}),
+		spend: prometheus.NewCounter(prometheus.CounterOpts{
+			Namespace: namespace, Name: "spend_committed_microcents_total",
+			Help: "What settled calls were charged, in microcents.",
+		}),
+	}
+	m.Registry.MustRegister(m.decisions, m.decisionLatency, m.upstreamLatency, m.spend,
+		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	return m
+}
+
+// Handler serves the metrics in the Prometheus exposition format.
+func (m *Metrics) Handler() http.Handler {
+	return promhttp.HandlerFor(m.Registry, promhttp.HandlerOpts{Registry: m.Registry})
+}
+
+// method is the label of a request method: one of the gate's, or "other".
+func method(s string) string {
+	switch s {
+	case "":
+		return proxy.MethodToolsCall
+	case proxy.MethodToolsCall, proxy.MethodResourcesRead, proxy.MethodResourcesSubscribe,
+		proxy.MethodPromptsGet, proxy.MethodCompletionComplete, proxy.MethodSubscriptionsListen:
+		return s
+	}
+	return "other"
+}
+
+// Decided implements proxy.Observer.
+func (m *Metrics) Decided(req *proxy.CallRequest, d *proxy.Decision) {
+	meth := method(req.Method)
+	result := "allowed"
+	if !d.Allowed {
+		result = "denied"
+		if d.Denial != nil && d.Denial.Type != "" {
+			result = string(d.Denial.Type)
+		}
+	}
+	m.decisions.WithLabelValues(meth, result).Inc()
+	m.decisionLatency.WithLabelValues(meth).Observe(d.Latency.Seconds())
+}
+
+// Settled implements proxy.Observer.
+func (m *Metrics) Settled(c proxy.SettledCall) {
+	if c.Charged > 0 {
+		m.spend.Add(float64(c.Charged))
+	}
+	m.upstreamLatency.WithLabelValues(method(c.Method)).Observe(c.Upstream.Seconds())
+}
+
+// Server is what the daemon's HTTP front reports (serve.Server has these).
+type Server interface {
+	// Sessions is the number of MCP sessions open.
+	Sessions() int
+	// InFlight is the number of requests in flight.
+	InFlight() int64
+	// UpstreamRestarts counts sessions whose upstream died (each new
+	// session starts its own).
+	UpstreamRestarts() int64
+}
+
+// WatchServer registers the server's sessions, requests in flight and
+// upstream restarts, read at each scrape. Call it once.
+func (m *Metrics) WatchServer(s Server) {
+	m.Registry.MustRegister(
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Namespace: namespace, Name: "sessions",
+			Help: "MCP sessions open."}, func() float64 { return float64(s.Sessions()) }),
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Namespace: namespace, Name: "calls_in_flight",
+			Help: "MCP requests in flight."}, func() float64 { return float64(s.InFlight()) }),
+		prometheus.NewCounterFunc(prometheus.CounterOpts{Namespace: namespace, Name: "upstream_restarts_total",
+			Help: "Sessions whose upstream process died; new sessions start their own."}, func() float64 { return float64(s.UpstreamRestarts()) }),
+	)
+}
+
+// WatchRevocations registers the revocation list's size and age, read from
+// f at each scrape: its number of entries and when it was last brought up
+// to date (the zero time leaves the age out). Call it once.
+func (m *Metrics) WatchRevocations(f func() (entries int, updated time.Time)) {
+	m.Registry.MustRegister(&revocationCollector{f: f,
+		entries: prometheus.NewDesc(namespace+"_revocation_list_entries", "Entries in the revocation list.", nil, nil),
+		age:     prometheus.NewDesc(namespace+"_revocation_list_age_seconds", "Seconds since the revocation list was last brought up to date.", nil, nil),
+	})
+}
+
+type revocationCollector struct {
+	f            func() (int, time.Time)
+	entries, age *prometheus.Desc
+}
+
+func (c *revocationCollector) Describe(ch chan<- *prometheus.Desc) {
+	ch <- c.entries
+	ch <- c.age
+}
+
+func (c *revocationCollector) Collect(ch chan<- prometheus.Metric) {
+	n, updated := c.f()
+	ch <- prometheus.MustNewConstMetric(c.entries, prometheus.GaugeValue, float64(n))
+	if !updated.IsZero() {
+		ch <- prometheus.MustNewConstMetric(c.age, prometheus.GaugeValue, time.Since(updated).Seconds())
+	}
+}

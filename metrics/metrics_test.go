@@ -1,0 +1,161 @@
+package metrics
+
+import (
+	"bytes"
+	"io"
+	"net/http/httptest"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus/testutil"
+
+	"github.com/delegateos/delegateos/budget"
+	"github.com/delegateos/delegateos/dct"
+	"github.com/delegateos/delegateos/identity"
+	"github.com/delegateos/delegateos/policy"
+	"github.com/delegateos/delegateos/proxy"
+)
+
+// gate is a real Gate whose token grants mcp:echo:* with a budget, and the
+// token.
+func gate(t *testing.T, m *Metrics) (*proxy.Gate, string) {
+	t.Helper()
+	root, _ := identity.FromSeed(bytes.Repeat([]byte{1}, 32), "root")
+	agent, _ := identity.FromSeed(bytes.Repeat([]byte{2}, 32), "agent")
+	now := time.Now()
+	tok, err := dct.Create(dct.CreateParams{
+		Issuer: root, Delegatee: agent.ID(),
+		Capabilities: []dct.Capability{{Namespace: "mcp", Action: "echo", Resource: "*"}},
+		ContractID:   "ct_metrics", DelegationID: "del_metrics",
+		MaxChainDepth: 1, MaxBudgetMicrocents: 1_000_000,
+		IssuedAt: now.Add(-time.Minute), ExpiresAt: now.Add(time.Hour),
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	pol := policy.Default()
+	pol.Roots = []string{root.ID()}
+	v, err := dct.NewVerifier(dct.Options{Roots: pol.Roots})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return &proxy.Gate{Policy: pol, Verifier: v, Budget: budget.NewMemory(), Observer: m}, tok.String()
+}
+
+func TestGateDecisionsCounted(t *testing.T) {
+	m := New()
+	g, tok := gate(t, m)
+	d := g.Decide(proxy.CallRequest{Tool: "echo", Token: tok})
+	if !d.Allowed {
+		t.Fatalf("denied: %+v", d.Denial)
+	}
+	if _, err := g.Settle(&d, 0, false); err != nil {
+		t.Fatal(err)
+	}
+	g.Decide(proxy.CallRequest{Tool: "rm", Token: tok})
+	g.Decide(proxy.CallRequest{Tool: "echo", Token: "garbage"})
+	g.Decide(proxy.CallRequest{Method: proxy.MethodResourcesRead, URI: "file:///x", Token: tok})
+
+	for _, c := range []struct {
+		method, result string
+		want           float64
+	}{
+		{"tools/call", "allowed", 1},
+		{"tools/call", "capability_not_granted", 1},
+		{"tools/call", "malformed_token", 1},
+		{"resources/read", "capability_not_granted", 1},
+	} {
+		if got := testutil.ToFloat64(m.decisions.WithLabelValues(c.method, c.result)); got != c.want {
+			t.Errorf("decisions{%s,%s} = %v, want %v", c.method, c.result, got, c.want)
+		}
+	}
+	if n := testutil.CollectAndCount(m.decisionLatency); n != 2 {
+		t.Errorf("%d latency series, want 2 (tools/call, resources/read)", n)
+	}
+	// The allowed call was settled with cost 0 (the default policy's);
+	// its upstream time was observed under its method.
+	if got := testutil.ToFloat64(m.spend); got != 0 {
+		t.Errorf("spend %v", got)
+	}
+	if n := testutil.CollectAndCount(m.upstreamLatency); n != 1 {
+		t.Errorf("%d upstream latency series, want 1", n)
+	}
+	d = g.Decide(proxy.CallRequest{Tool: "echo", Token: tok})
+	g.Settle(&d, 0, true) // released: not charged, still timed
+	m.Settled(proxy.SettledCall{Method: "", Charged: 250})
+	if got := testutil.ToFloat64(m.spend); got != 250 {
+		t.Errorf("spend %v", got)
+	}
+}
+
+// TestSpendFromGate counts what the gate settles, once per call.
+func TestSpendFromGate(t *testing.T) {
+	m := New()
+	g, tok := gate(t, m)
+	g.Policy.DefaultCost = 40
+	for range 3 {
+		d := g.Decide(proxy.CallRequest{Tool: "echo", Token: tok})
+		if !d.Allowed {
+			t.Fatalf("denied: %+v", d.Denial)
+		}
+		if _, err := g.Settle(&d, 40, false); err != nil {
+			t.Fatal(err)
+		}
+		g.Settle(&d, 40, false) // a second settle is a no-op, not counted
+	}
+	if got := testutil.ToFloat64(m.spend); got != 120 {
+		t.Errorf("spend %v, want 120", got)
+	}
+}
+
+type fakeServer struct{}
+
+func (fakeServer) Sessions() int           { return 1 }
+func (fakeServer) InFlight() int64         { return 3 }
+func (fakeServer) UpstreamRestarts() int64 { return 2 }
+
+func TestHooksAndExposition(t *testing.T) {
+	m := New()
+	m.WatchServer(fakeServer{})
+	m.Settled(proxy.SettledCall{Method: "tools/call", Upstream: time.Millisecond})
+	m.Settled(proxy.SettledCall{Method: "x/evil-method-name", Upstream: time.Millisecond})
+	updated := time.Now().Add(-90 * time.Second)
+	m.WatchRevocations(func() (int, time.Time) { return 42, updated })
+	m.Decided(&proxy.CallRequest{Method: "x/evil-method-name"}, &proxy.Decision{Denial: &proxy.Denial{Type: "revoked"}})
+
+	rec := httptest.NewRecorder()
+	m.Handler().ServeHTTP(rec, httptest.NewRequest("GET", Path, nil))
+	body, _ := io.ReadAll(rec.Body)
+	text := string(body)
+	for _, want := range []string{
+		"delegateos_sessions 1",
+		"delegateos_calls_in_flight 3",
+		"delegateos_upstream_restarts_total 2",
+		"delegateos_revocation_list_entries 42",
+		`delegateos_upstream_duration_seconds_count{method="tools/call"} 1`,
+		`delegateos_upstream_duration_seconds_count{method="other"} 1`,
+		`delegateos_decisions_total{method="other",result="revoked"} 1`,
+		"go_goroutines",
+	} {
+		if !strings.Contains(text, want) {
+			t.Errorf("exposition lacks %q", want)
+		}
+	}
+	if strings.Contains(text, "evil") {
+		t.Error("a client's method name became a label")
+	}
+	if !strings.Contains(text, "delegateos_revocation_list_age_seconds 9") { // 90.x s
+		t.Errorf("age missing or wrong:\n%s", grep(text, "age_seconds"))
+	}
+}
+
+func grep(text, s string) string {
+	var out []string
+	for l := range strings.SplitSeq(text, "\n") {
+		if strings.Contains(l, s) {
+			out = append(out, l)
+		}
+	}
+	return strings.Join(out, "\n")
+}

@@ -1,0 +1,29 @@
+package proxy
+
+import "errors"
+
+// RequestToken returns the DCT a client frame presents in
+// params._delegateos.dct, read exactly as the relay reads it, or "" when
+// it presents none (the session's token then applies). A frame whose
+// header, params or _delegateos the relay would refuse is an error. A
+// transport that checks something about the token a request will be
+// decided with, such as its holder's signature, reads it here so that it
+// sees the token the gate sees.
+func RequestToken(frame []byte) (string, error) {
+	h, err := scanClientHeader(frame)
+	if err != nil {
+		return "", err
+	}
+	if h.params == nil {
+		return "", nil
+	}
+	cp, err := readCallParams(h.params)
+	if err != nil {
+		return "", err
+	}
+	d, bad := readDelegateos(cp.delegateos)
+	if bad != "" {
+		return "", errors.New(bad)
+	}
+	return d.DCT, nil
+}
