@@ -23,6 +23,31 @@ func settingFrom(flagSet bool, flag, key string) string {
 	return key + " in the policy"
 }
 
+// applyGateFlags checks the policy's pins and applies the flags proxy and
+// serve share over the policy: --root (added to its roots), --log,
+// --revocations and --spend-store (each replacing its key when given).
+func applyGateFlags(pol *policy.Policy, policyPath string, roots []string, logFile, revocations, spendStore string) error {
+	if err := checkPins(pol.ToolPins, policyPath); err != nil {
+		return err
+	}
+	for _, r := range roots {
+		id, err := principal("--root", r)
+		if err != nil {
+			return err
+		}
+		pol.Roots = append(pol.Roots, id)
+	}
+	for _, f := range []struct {
+		flag string
+		key  *string
+	}{{logFile, &pol.Log.File}, {revocations, &pol.RevocationList}, {spendStore, &pol.SpendStore}} {
+		if f.flag != "" {
+			*f.key = f.flag
+		}
+	}
+	return nil
+}
+
 // gateFlags says which of the gate's settings a command's flags gave, and
 // what the command is called in messages ("the proxy", "the server").
 type gateFlags struct {

@@ -61,29 +61,13 @@ var proxyCmd = &command{
 				}
 				pol = p
 			}
-			if err := checkPins(pol.ToolPins, *policyPath); err != nil {
+			if err := applyGateFlags(pol, *policyPath, *roots, *logFile, *revsFlag, *spend); err != nil {
 				return err
 			}
 			if pol.RequireSignature {
 				return fixf("the policy sets require_signature, which only delegateos serve can enforce: a stdio client sends no signed HTTP requests; remove it for this proxy, or serve over HTTP")
 			}
-			for _, r := range *roots {
-				id, err := principal("--root", r)
-				if err != nil {
-					return err
-				}
-				pol.Roots = append(pol.Roots, id)
-			}
 			from := settingFrom
-			if *logFile != "" {
-				pol.Log.File = *logFile
-			}
-			if *revsFlag != "" {
-				pol.RevocationList = *revsFlag
-			}
-			if *spend != "" {
-				pol.SpendStore = *spend
-			}
 			if *upstreamUserFlag != "" {
 				pol.UpstreamUser = *upstreamUserFlag
 			}

@@ -103,26 +103,10 @@ var serveCmd = &command{
 				// The bridge holds no message the relay would refuse.
 				upstreamConn = serve.Upstream(*upstreamURL, nil, upstreamClient, pol.MaxFrameBytes)
 			}
-			if err := checkPins(pol.ToolPins, *policyPath); err != nil {
+			if err := applyGateFlags(pol, *policyPath, *roots, *logFile, *revsFlag, *spend); err != nil {
 				return err
 			}
-			for _, r := range *roots {
-				id, err := principal("--root", r)
-				if err != nil {
-					return err
-				}
-				pol.Roots = append(pol.Roots, id)
-			}
 			from := settingFrom
-			if *logFile != "" {
-				pol.Log.File = *logFile
-			}
-			if *revsFlag != "" {
-				pol.RevocationList = *revsFlag
-			}
-			if *spend != "" {
-				pol.SpendStore = *spend
-			}
 			if pol.UpstreamUser != "" {
 				return fixf("upstream_user in the policy is not supported by serve yet: run serve itself as the user the upstream should run as, or remove upstream_user")
 			}
