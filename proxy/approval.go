@@ -602,6 +602,11 @@ func (s *session) forwardHeld(hc *heldCall) {
 		p.free()
 		return
 	}
+	if why := s.heldPinCheck(p); why != "" {
+		s.refuseHeld(p, ToolNotPinned, "approved, but while it waited: "+why, &s.clientLog, true)
+		p.free()
+		return
+	}
 	// Only this goroutine adds to the table, so the room checked here is
 	// there when the call is put in it.
 	s.mu.Lock()
@@ -920,4 +925,24 @@ func (g *Gate) stillAuthorized(token string, now time.Time) *Denial {
 		}
 	}
 	return nil
+}
+
+// heldPinCheck checks a held call's target against its pin once more
+// before it is forwarded: a definition the upstream changed while the
+// person was asked is not the one that was pinned. It returns why the
+// call may not go, or "".
+func (s *session) heldPinCheck(p *pending) string {
+	if s.pins == nil {
+		return ""
+	}
+	req := CallRequest{Method: p.method}
+	switch p.method {
+	case MethodToolsCall:
+		req.Tool = p.target
+	case MethodPromptsGet:
+		req.Prompt = p.target
+	default:
+		return ""
+	}
+	return s.pinCheck(&req)
 }
