@@ -1,7 +1,9 @@
 package main
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"net/http"
@@ -237,6 +239,9 @@ func (x *serveExtras) authorizeRequest(r *http.Request, body []byte, sessionToke
 	}
 	token := sessionToken
 	if len(body) > 0 {
+		if bindsToken(body) {
+			return errBindUnsigned
+		}
 		own, err := proxy.RequestToken(body)
 		if err != nil {
 			return sigRefusal{&avpsig.Error{Reason: avpsig.ReasonMalformed, Detail: "the request cannot be read to find its token: " + err.Error()}}
@@ -253,6 +258,23 @@ func (x *serveExtras) authorizeRequest(r *http.Request, body []byte, sessionToke
 		return err
 	}
 	return nil
+}
+
+// errBindUnsigned refuses delegateos/delegate when signatures are
+// required: the calls that follow it would run under the token it binds
+// while their signatures are checked against the session's own token.
+var errBindUnsigned = errors.New("delegateos/delegate binds a token to the session, which a server that requires signatures does not do: send the token with each call in params._delegateos, signed by its holder")
+
+// bindsToken reports whether an MCP request body, read as the relay will
+// read it, is delegateos/delegate (a request or a notification). A body
+// the relay cannot read is refused by the server before it is relayed.
+func bindsToken(body []byte) bool {
+	var frame bytes.Buffer
+	if err := json.Compact(&frame, body); err != nil {
+		return false
+	}
+	m, err := proxy.ReadClientMessage(frame.Bytes())
+	return err == nil && m.Method == proxy.MethodDelegate
 }
 
 // sigRefusal is a refused signature, answered 401 with the reason.
