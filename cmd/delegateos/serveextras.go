@@ -115,6 +115,9 @@ type serveExtras struct {
 	tokens  *revdist.Tokens
 	card    http.Handler // nil without --key
 	sig     *avpsig.Verifier
+	// verify verifies a token as the gate does before a signature is
+	// checked against its holder (and a nonce spent).
+	verify func(token string) error
 	// holders caches each token string's current delegatee.
 	holders sync.Map
 	nHolder int64
@@ -133,6 +136,13 @@ func (f *serveExtraFlags) build(pol *policy.Policy, revs revocation.Live, keyFil
 			return nil, usagef("--signature-window must be at least 1s")
 		}
 		x.sig = &avpsig.Verifier{Window: *f.sigWindow}
+		x.verify = func(token string) error {
+			if gate.Verifier == nil {
+				return errors.New("no trusted roots to verify it against")
+			}
+			_, err := gate.Verifier.VerifyChain(token, time.Now())
+			return err
+		}
 	}
 	for _, p := range *f.peers {
 		u, err := url.Parse(p)
@@ -219,6 +229,11 @@ func (x *serveExtras) checkSignature(r *http.Request, body []byte, token string)
 	}
 	if token == "" {
 		return &avpsig.Error{Reason: avpsig.ReasonMissing, Detail: "signatures are required, and a signature is checked against the token's holder: present a token with the request or the session"}
+	}
+	// Only a token the gate would take names a key worth a nonce: anyone
+	// can mint one, under a root of their own, that names their key.
+	if err := x.verify(token); err != nil {
+		return fmt.Errorf("the token does not verify, so no signature is checked against its holder: %w", err)
 	}
 	holder, err := x.holder(token)
 	if err != nil {
