@@ -39,6 +39,7 @@ func TestRefusedEntryIsPolledAgain(t *testing.T) {
 	}
 	auth.ok.Store(true) // the verifier has now seen the token
 	a.PollPeers(context.Background())
+	a.pushes.Wait() // the merged entry is pushed back to the peer
 	if !a.has(e) {
 		t.Fatal("the peer's unchanged list was not read again: the entry refused before is still missing")
 	}
