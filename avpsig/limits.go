@@ -9,6 +9,10 @@ const (
 	// DefaultMaxNonces bounds the nonces a Verifier holds when
 	// Verifier.MaxNonces is zero: about 8 MB.
 	DefaultMaxNonces = 100_000
+	// DefaultMaxNoncesPerSigner bounds the nonces a Verifier holds for
+	// one signer when Verifier.MaxNoncesPerSigner is zero: with the
+	// default window, about 160 requests a second from one key.
+	DefaultMaxNoncesPerSigner = 10_000
 	// MaxHeaderLen bounds the Authorization and AVP-Sig-Covered values
 	// parsed. A did:key is 56 characters and the rest of the header about
 	// 200; a covered query is bounded by the request line.

@@ -61,6 +61,10 @@ type Verifier struct {
 	Window time.Duration
 	// MaxNonces bounds the nonces held; zero means DefaultMaxNonces.
 	MaxNonces int
+	// MaxNoncesPerSigner bounds the nonces held for one signer's key, so
+	// that one signer cannot take them all; zero means
+	// DefaultMaxNoncesPerSigner.
+	MaxNoncesPerSigner int
 	// Now is the clock; nil means time.Now.
 	Now func() time.Time
 	// Header is the request header Verify reads the signature from; empty
@@ -74,6 +78,8 @@ type Verifier struct {
 	// can no longer be replayed (its ts plus the window).
 	nonces    map[string]int64
 	lastSweep int64
+	// perSigner counts the nonces held for each signer's key.
+	perSigner map[string]int
 }
 
 // Verify checks the signature of r, whose body the caller has read into
@@ -179,6 +185,18 @@ func (v *Verifier) spend(pub ed25519.PublicKey, h Header, now, win int64) error 
 	if len(v.nonces) >= max {
 		return refuse(ReasonBusy, "%d nonces are live, the most this verifier holds; retry later", len(v.nonces))
 	}
+	perMax := v.MaxNoncesPerSigner
+	if perMax <= 0 {
+		perMax = DefaultMaxNoncesPerSigner
+	}
+	signer := string(pub)
+	if v.perSigner[signer] >= perMax {
+		return refuse(ReasonBusy, "%d nonces of %s are live, the most this verifier holds for one signer; retry later", v.perSigner[signer], h.DID)
+	}
+	if v.perSigner == nil {
+		v.perSigner = map[string]int{}
+	}
+	v.perSigner[signer]++
 	v.nonces[key] = h.TS + win
 	return nil
 }
@@ -190,6 +208,10 @@ func (v *Verifier) sweep(now int64) {
 	for k, until := range v.nonces {
 		if until < now {
 			delete(v.nonces, k)
+			signer := k[:ed25519.PublicKeySize]
+			if v.perSigner[signer]--; v.perSigner[signer] <= 0 {
+				delete(v.perSigner, signer)
+			}
 		}
 	}
 }

@@ -4,8 +4,10 @@ import "errors"
 
 // RequestToken returns the DCT a client frame presents in
 // params._delegateos.dct, read exactly as the relay reads it, or "" when
-// it presents none (the session's token then applies). A frame whose
-// header, params or _delegateos the relay would refuse is an error. A
+// it presents none or the relay decides nothing with it there (a
+// notification, a response, a request forwarded undecided): the session's
+// token then applies. A frame whose header, params or _delegateos the
+// relay would refuse is an error. A
 // transport that checks something about the token a request will be
 // decided with, such as its holder's signature, reads it here so that it
 // sees the token the gate sees.
@@ -15,6 +17,11 @@ func RequestToken(frame []byte) (string, error) {
 		return "", err
 	}
 	if h.params == nil {
+		return "", nil
+	}
+	if r := roleOf(h.method); h.kind != kindRequest || (r != roleGate && r != roleList) {
+		// The relay decides nothing else with the message's own token:
+		// the session's applies to it.
 		return "", nil
 	}
 	cp, err := readCallParams(h.params)

@@ -11,6 +11,11 @@ func TestRequestToken(t *testing.T) {
 		{`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"echo"}}`, "", false},
 		{`{"jsonrpc":"2.0","id":1,"method":"ping"}`, "", false},
 		{`{"jsonrpc":"2.0","id":1,"method":"tools/list","params":{"_delegateos":{"dct":"TOK","format":"delegateos-sjt-v1"}}}`, "TOK", false},
+		// A token the relay decides nothing with is not the message's.
+		{`{"jsonrpc":"2.0","id":1,"method":"ping","params":{"_delegateos":{"dct":"TOK"}}}`, "", false},
+		{`{"jsonrpc":"2.0","id":1,"method":"tasks/result","params":{"taskId":"t","_delegateos":{"dct":"TOK"}}}`, "", false},
+		{`{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":1,"_delegateos":{"dct":"TOK"}}}`, "", false},
+		{`{"jsonrpc":"2.0","method":"tools/call","params":{"name":"echo","_delegateos":{"dct":"TOK"}}}`, "", false},
 		// What the relay refuses, so that no other token is read from it.
 		{`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"echo","_delegateos":{"dct":"A"},"_delegateos":{"dct":"B"}}}`, "", true},
 		{`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"echo","_delegateos":{"dct":"A"},"_DelegateOS":{"dct":"B"}}}`, "", true},

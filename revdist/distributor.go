@@ -363,25 +363,32 @@ func (d *Distributor) poll(ctx context.Context, peer string) error {
 	if err := strictjson.Unmarshal(data, &entries); err != nil {
 		return fmt.Errorf("%w: %v", revocation.ErrMalformedList, err)
 	}
-	if err := d.merge(entries); err != nil {
+	refused, err := d.merge(entries)
+	if err != nil {
 		return err
 	}
 	// Only a list merged in full is remembered as seen: after a failure to
-	// store, the next poll reads it again.
+	// store, or an entry refused (its revoker may be accepted later, once
+	// the verifier has seen the token), the next poll reads it again.
 	d.mu.Lock()
 	if d.etags == nil {
 		d.etags = map[string]string{}
 	}
-	d.etags[peer] = resp.Header.Get("ETag")
+	if refused {
+		delete(d.etags, peer)
+	} else {
+		d.etags[peer] = resp.Header.Get("ETag")
+	}
 	d.mu.Unlock()
 	return nil
 }
 
-// merge adds the entries the store lacks that verify and are accepted.
-func (d *Distributor) merge(entries []revocation.Entry) error {
+// merge adds the entries the store lacks that verify and are accepted,
+// and reports whether it refused any for its revoker.
+func (d *Distributor) merge(entries []revocation.Entry) (refused bool, err error) {
 	local, err := d.Store.Entries()
 	if err != nil {
-		return err
+		return false, err
 	}
 	have := make(map[[2]string]bool, len(local))
 	for _, e := range local {
@@ -396,11 +403,14 @@ func (d *Distributor) merge(entries []revocation.Entry) error {
 		if err := d.admit(e); err != nil {
 			d.rejected.Add(1)
 			d.logf("revocation entry from a peer refused: %v", err)
+			// An entry that does not verify never will; one whose revoker
+			// is not accepted may be once the verifier sees its token.
+			refused = refused || errors.Is(err, ErrNotAuthorized)
 			continue
 		}
 		ok, err := d.Store.Add(e)
 		if err != nil {
-			return err
+			return refused, err
 		}
 		have[k] = true
 		if ok {
@@ -412,7 +422,7 @@ func (d *Distributor) merge(entries []revocation.Entry) error {
 		d.lastChange.Store(time.Now().UnixNano())
 		d.announce(added)
 	}
-	return nil
+	return refused, nil
 }
 
 // rpcMessage is a delegateos/revoke message.

@@ -1,7 +1,9 @@
 package main
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"net/http"
@@ -113,6 +115,9 @@ type serveExtras struct {
 	tokens  *revdist.Tokens
 	card    http.Handler // nil without --key
 	sig     *avpsig.Verifier
+	// verify verifies a token as the gate does before a signature is
+	// checked against its holder (and a nonce spent).
+	verify func(token string) error
 	// holders caches each token string's current delegatee.
 	holders sync.Map
 	nHolder int64
@@ -131,6 +136,13 @@ func (f *serveExtraFlags) build(pol *policy.Policy, revs revocation.Live, keyFil
 			return nil, usagef("--signature-window must be at least 1s")
 		}
 		x.sig = &avpsig.Verifier{Window: *f.sigWindow}
+		x.verify = func(token string) error {
+			if gate.Verifier == nil {
+				return errors.New("no trusted roots to verify it against")
+			}
+			_, err := gate.Verifier.VerifyChain(token, time.Now())
+			return err
+		}
 	}
 	for _, p := range *f.peers {
 		u, err := url.Parse(p)
@@ -218,6 +230,11 @@ func (x *serveExtras) checkSignature(r *http.Request, body []byte, token string)
 	if token == "" {
 		return &avpsig.Error{Reason: avpsig.ReasonMissing, Detail: "signatures are required, and a signature is checked against the token's holder: present a token with the request or the session"}
 	}
+	// Only a token the gate would take names a key worth a nonce: anyone
+	// can mint one, under a root of their own, that names their key.
+	if err := x.verify(token); err != nil {
+		return fmt.Errorf("the token does not verify, so no signature is checked against its holder: %w", err)
+	}
 	holder, err := x.holder(token)
 	if err != nil {
 		return &avpsig.Error{Reason: avpsig.ReasonWrongKey, Detail: fmt.Sprintf("the token's holder cannot be read: %v", err)}
@@ -237,6 +254,9 @@ func (x *serveExtras) authorizeRequest(r *http.Request, body []byte, sessionToke
 	}
 	token := sessionToken
 	if len(body) > 0 {
+		if bindsToken(body) {
+			return errBindUnsigned
+		}
 		own, err := proxy.RequestToken(body)
 		if err != nil {
 			return sigRefusal{&avpsig.Error{Reason: avpsig.ReasonMalformed, Detail: "the request cannot be read to find its token: " + err.Error()}}
@@ -253,6 +273,23 @@ func (x *serveExtras) authorizeRequest(r *http.Request, body []byte, sessionToke
 		return err
 	}
 	return nil
+}
+
+// errBindUnsigned refuses delegateos/delegate when signatures are
+// required: the calls that follow it would run under the token it binds
+// while their signatures are checked against the session's own token.
+var errBindUnsigned = errors.New("delegateos/delegate binds a token to the session, which a server that requires signatures does not do: send the token with each call in params._delegateos, signed by its holder")
+
+// bindsToken reports whether an MCP request body, read as the relay will
+// read it, is delegateos/delegate (a request or a notification). A body
+// the relay cannot read is refused by the server before it is relayed.
+func bindsToken(body []byte) bool {
+	var frame bytes.Buffer
+	if err := json.Compact(&frame, body); err != nil {
+		return false
+	}
+	m, err := proxy.ReadClientMessage(frame.Bytes())
+	return err == nil && m.Method == proxy.MethodDelegate
 }
 
 // sigRefusal is a refused signature, answered 401 with the reason.
