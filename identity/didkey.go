@@ -73,37 +73,6 @@ var base58Index = func() (idx [256]int8) {
 	return idx
 }()
 
-// base58Encode is the Bitcoin base58 encoding: big-endian base conversion,
-// with each leading zero byte written as '1'.
-func base58Encode(b []byte) string {
-	zeros := 0
-	for zeros < len(b) && b[zeros] == 0 {
-		zeros++
-	}
-	// log(256)/log(58) < 1.37
-	digits := make([]byte, 0, len(b)*137/100+1)
-	for _, c := range b[zeros:] {
-		carry := int(c)
-		for i := range digits {
-			carry += int(digits[i]) << 8
-			digits[i] = byte(carry % 58)
-			carry /= 58
-		}
-		for carry > 0 {
-			digits = append(digits, byte(carry%58))
-			carry /= 58
-		}
-	}
-	out := make([]byte, zeros+len(digits))
-	for i := 0; i < zeros; i++ {
-		out[i] = '1'
-	}
-	for i, d := range digits {
-		out[len(out)-1-i] = base58Alphabet[d]
-	}
-	return string(out)
-}
-
 func base58Decode(s string) ([]byte, error) {
 	if s == "" {
 		return nil, fmt.Errorf("empty base58")

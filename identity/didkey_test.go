@@ -109,8 +109,8 @@ func TestDIDKeyVectors(t *testing.T) {
 				}
 			}
 			if v.b58 != "" {
-				if got := base58Encode(pub); got != v.b58 {
-					t.Errorf("base58Encode(pub) = %q, want publicKeyBase58 %q", got, v.b58)
+				if got := Base58Encode(pub); got != v.b58 {
+					t.Errorf("Base58Encode(pub) = %q, want publicKeyBase58 %q", got, v.b58)
 				}
 			}
 			if got := DIDFromPublicKey(pub); got != v.did {
@@ -273,15 +273,15 @@ func TestBase58Vectors(t *testing.T) {
 	}
 	for _, tt := range tests {
 		b := mustHex(t, tt.hex)
-		if got := base58Encode(b); got != tt.b58 {
-			t.Errorf("base58Encode(%s) = %q, want %q", tt.hex, got, tt.b58)
+		if got := Base58Encode(b); got != tt.b58 {
+			t.Errorf("Base58Encode(%s) = %q, want %q", tt.hex, got, tt.b58)
 		}
 		if got, err := base58Decode(tt.b58); err != nil || !bytes.Equal(got, b) {
 			t.Errorf("base58Decode(%q) = %x, %v; want %s", tt.b58, got, err, tt.hex)
 		}
 	}
-	if got := base58Encode(nil); got != "" {
-		t.Errorf("base58Encode(nil) = %q", got)
+	if got := Base58Encode(nil); got != "" {
+		t.Errorf("Base58Encode(nil) = %q", got)
 	}
 	if got, err := base58Decode(""); err == nil {
 		t.Errorf("base58Decode(\"\") = %x, want an error (a did:key is never empty)", got)
@@ -300,16 +300,16 @@ func TestBase58RoundTrip(t *testing.T) {
 		for j := 0; j < n && j < i%5; j++ {
 			b[j] = 0
 		}
-		s := base58Encode(b)
+		s := Base58Encode(b)
 		if want := refBase58(b); s != want {
-			t.Fatalf("base58Encode(%x) = %q, want %q", b, s, want)
+			t.Fatalf("Base58Encode(%x) = %q, want %q", b, s, want)
 		}
 		if n == 0 {
 			continue
 		}
 		back, err := base58Decode(s)
 		if err != nil || !bytes.Equal(back, b) {
-			t.Fatalf("base58Decode(base58Encode(%x)) = %x, %v", b, back, err)
+			t.Fatalf("base58Decode(Base58Encode(%x)) = %x, %v", b, back, err)
 		}
 	}
 }
@@ -362,7 +362,7 @@ func FuzzBase58Decode(f *testing.F) {
 		if err != nil {
 			return
 		}
-		if back := base58Encode(b); back != s {
+		if back := Base58Encode(b); back != s {
 			t.Fatalf("base58Decode(%q) = %x, which encodes as %q", s, b, back)
 		}
 		if ref := refBase58(b); ref != s {
