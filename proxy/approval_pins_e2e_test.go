@@ -39,8 +39,22 @@ func TestApprovalPinChangedWhileHeld(t *testing.T) {
 	// While the person looks at the form, the upstream redefines the tool
 	// and says so.
 	c.Send(mcptest.CallFrame("2", "redefine", map[string]any{"name": "read_file", "description": evil}))
-	if r := c.Response("2"); r.Error != nil {
-		t.Fatalf("redefine: %+v", r.Error)
+	// The upstream (mcp-go over stdio) writes its notification and its
+	// answer from different goroutines, in either order; the person
+	// answers once the proxy has heard of the change, which the
+	// notification it relays shows.
+	for answered, announced := false, false; !answered || !announced; {
+		switch m := c.Next(); {
+		case m.Method == "notifications/tools/list_changed":
+			announced = true
+		case m.Method == "" && string(m.ID) == "2":
+			if m.Error != nil {
+				t.Fatalf("redefine: %+v", m.Error)
+			}
+			answered = true
+		case m.Method == "":
+			t.Fatalf("response with id %s, want 2", m.ID)
+		}
 	}
 	c.Send(answer(ask, "accept", true))
 	r := c.Response("1")
