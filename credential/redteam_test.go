@@ -129,15 +129,6 @@ func TestVerifyDIDKeyIssuerNotSigner(t *testing.T) {
 	}
 }
 
-// TestSmallOrderOrdinaryKeys: no key made from a seed is of small order.
-func TestSmallOrderOrdinaryKeys(t *testing.T) {
-	for i := 0; i < 256; i++ {
-		if pub := testKey(byte(i)).Public().(ed25519.PublicKey); smallOrder(pub) {
-			t.Fatalf("key from seed %d (%x) taken for a small-order point", i, pub)
-		}
-	}
-}
-
 // TestVerifyReputationIssuerIsSigner: a ReputationCredential is held to the
 // shape IssueReputation writes, whose issuer is the signing did:key; one
 // naming another issuer (a URL the key need not belong to) is refused.

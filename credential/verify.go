@@ -233,9 +233,6 @@ func verificationKey(proof object, r *Result) (ed25519.PublicKey, error) {
 	if err != nil {
 		return nil, fail("verificationMethod", ErrUnsupported, "%v", err)
 	}
-	if smallOrder(pub) {
-		return nil, fail("verificationMethod", ErrUnsupported, "%s is a key of small order, under which signatures can be made without a private key", quote(did))
-	}
 	if !hasFrag || frag != did[len("did:key:"):] {
 		return nil, fail("verificationMethod", ErrUnsupported, "%s: a did:key's verification method is the DID, '#' and its multibase key again (%s)", quote(vm), VerificationMethod(did))
 	}

@@ -24,7 +24,8 @@ func DIDFromPublicKey(pub ed25519.PublicKey) string {
 	return DIDPrefix + Base58Encode(buf)
 }
 
-// PublicKeyFromDID decodes an Ed25519 did:key.
+// PublicKeyFromDID decodes an Ed25519 did:key. A key of small order is
+// refused (ErrSmallOrder).
 func PublicKeyFromDID(did string) (ed25519.PublicKey, error) {
 	if len(did) > maxDIDLen {
 		return nil, fmt.Errorf("%w: did:key is %d characters, longer than any Ed25519 did:key", ErrInvalidPrincipal, len(did))
@@ -39,6 +40,9 @@ func PublicKeyFromDID(did string) (ed25519.PublicKey, error) {
 	}
 	if len(raw) != 2+ed25519.PublicKeySize || raw[0] != ed25519Multicodec[0] || raw[1] != ed25519Multicodec[1] {
 		return nil, fmt.Errorf("%w: %q is not an Ed25519 did:key (multicodec 0xed01 + 32 bytes)", ErrInvalidPrincipal, clip(did))
+	}
+	if SmallOrder(raw[2:]) {
+		return nil, fmt.Errorf("%w: %q is a %w, under which signatures can be made without a private key", ErrInvalidPrincipal, clip(did), ErrSmallOrder)
 	}
 	return ed25519.PublicKey(raw[2:]), nil
 }

@@ -67,7 +67,8 @@ func (k *Keypair) Seed() []byte { return k.priv.Seed() }
 func PrincipalID(pub ed25519.PublicKey) string { return b64.Encode(pub) }
 
 // PublicKey decodes a base64url principal ID. It does not accept did:key;
-// use ParsePrincipal for user input.
+// use ParsePrincipal for user input. A key of small order is refused
+// (ErrSmallOrder).
 func PublicKey(id string) (ed25519.PublicKey, error) {
 	if len(id) != PrincipalIDLen {
 		return nil, fmt.Errorf("%w: principal ID %q is %d characters, want %d", ErrInvalidPrincipal, clip(id), len(id), PrincipalIDLen)
@@ -75,6 +76,9 @@ func PublicKey(id string) (ed25519.PublicKey, error) {
 	b, err := b64.Decode(id)
 	if err != nil {
 		return nil, fmt.Errorf("%w: principal ID %q is not unpadded base64url", ErrInvalidPrincipal, clip(id))
+	}
+	if SmallOrder(b) {
+		return nil, fmt.Errorf("%w: principal ID %q is a %w, under which signatures can be made without a private key", ErrInvalidPrincipal, clip(id), ErrSmallOrder)
 	}
 	return ed25519.PublicKey(b), nil
 }

@@ -167,8 +167,9 @@ func TestUpstreamConnCrash(t *testing.T) {
 	in, answers, ran, logs := connRun(t, u, 0)
 	io.WriteString(in, call(1, "echo"))
 	next(t, answers, "answer")
+	waitSent(t, u.calls, "tools/call echo") // the first call's
 	io.WriteString(in, `{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"echo","hold":true}}`+"\n")
-	waitSent(t, u.calls, "tools/call echo")
+	waitSent(t, u.calls, "tools/call echo") // the second's: in flight
 	cause := errors.New("connection reset")
 	u.crash <- cause
 	a := next(t, answers, "error for the call in flight")
