@@ -27,7 +27,9 @@ func testSigner(t testing.TB, seed byte) *receipt.Signer {
 	return receipt.NewSigner(k)
 }
 
-var testOptions = Options{Receipts: receipt.Options{PolicyHash: strings.Repeat("ab", 32)}}
+// testOptions: no checkpoint by the clock (a slow fsync could let one in
+// between entries the tests count).
+var testOptions = Options{Receipts: receipt.Options{PolicyHash: strings.Repeat("ab", 32)}, CheckpointInterval: time.Hour}
 
 // decision is an allowed or refused tools/call as the proxy hands it over.
 func decision(i int, allowed bool) *receipt.Decision {

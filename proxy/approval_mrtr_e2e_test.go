@@ -108,7 +108,7 @@ func withAnswer(state, action string, approve bool) string {
 // it was issued for, until it expires; one the proxy never issued counts
 // for nothing.
 func TestApprovalModernAttacks(t *testing.T) {
-	r := newRawApprovalBudget(t, "{required: true, timeout: 1s}", 10_000)
+	r := newRawApprovalBudget(t, "{required: true, timeout: 3s}", 10_000)
 	c := r.c
 	c.Send(modernCall("1", "/project/m.md", ""))
 	state := inputRequired(t, c.Response("1"))
@@ -140,9 +140,9 @@ func TestApprovalModernAttacks(t *testing.T) {
 	// An answer after the timeout.
 	c.Send(modernCall("8", "/project/late.md", ""))
 	state = inputRequired(t, c.Response("8"))
-	time.Sleep(1100 * time.Millisecond)
+	time.Sleep(3100 * time.Millisecond)
 	c.Send(modernCall("9", "/project/late.md", withAnswer(state, "accept", true)))
-	wantDenialFrame(t, c.Response("9"), proxy.ApprovalDeclined, "no answer to the approval request within 1s")
+	wantDenialFrame(t, c.Response("9"), proxy.ApprovalDeclined, "no answer to the approval request within 3s")
 	if r.written(t, "/project/late.md") {
 		t.Fatal("an answer after the timeout let the call through")
 	}

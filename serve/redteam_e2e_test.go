@@ -217,7 +217,7 @@ func TestServeCancelTheRelayDropsKeepsTheSlot(t *testing.T) {
 	srv := e.StartServe(mcptest.ServeOptions{Policy: e.Policy(), Flags: []string{"--max-session-calls", "1"}})
 	tok := mcptest.Bearer(e.Mint(nil, "mcp:echo:*", "mcp:slow:*"))
 	sid := srv.Initialize(tok)
-	st := srv.PostStream(sid, tok, `{"jsonrpc":"2.0","id":"a","method":"tools/call","params":{"name":"slow","arguments":{"steps":10,"delay_ms":100},"_meta":{"progressToken":"a"}}}`)
+	st := srv.PostStream(sid, tok, `{"jsonrpc":"2.0","id":"a","method":"tools/call","params":{"name":"slow","arguments":{"steps":40,"delay_ms":100},"_meta":{"progressToken":"a"}}}`)
 	if m := st.Next(); m["method"] != "notifications/progress" {
 		t.Fatalf("first message %v, want progress", m)
 	}
@@ -234,7 +234,7 @@ func TestServeCancelTheRelayDropsKeepsTheSlot(t *testing.T) {
 	for m := st.Next(); m != nil; m = st.Next() {
 		last = m
 	}
-	if !strings.Contains(mcptest.JSON(last["result"]), "done 10") {
+	if !strings.Contains(mcptest.JSON(last["result"]), "done 40") {
 		t.Fatalf("the first call ended with %v", last)
 	}
 }

@@ -51,7 +51,7 @@ type session struct {
 	answered []*stream
 	next     int64 // the id of the next POST stream
 	inflight int
-	last     time.Time // the last request
+	last     time.Time // the start or end of the last request
 	ended    bool      // the relay has stopped
 	endMsg   string    // why, for requests still waiting
 	closing  bool      // its input is closed (DELETE, reaped, draining)
@@ -188,6 +188,7 @@ func (s *session) finish(st *stream) {
 		delete(s.streams, old.id)
 	}
 	s.inflight--
+	s.last = time.Now() // idle from the end of its last request
 	s.srv.callDone()
 }
 

@@ -36,7 +36,7 @@ func auditLog(t *testing.T) (path, did string) {
 		t.Fatal(err)
 	}
 	path = filepath.Join(dir, "audit.log")
-	l, err := audit.Open(path, receipt.NewSigner(k), audit.Options{Receipts: receipt.Options{PolicyHash: strings.Repeat("0", 64)}})
+	l, err := audit.Open(path, receipt.NewSigner(k), audit.Options{Receipts: receipt.Options{PolicyHash: strings.Repeat("0", 64)}, CheckpointInterval: time.Hour})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -88,6 +88,10 @@ func TestRaw(t *testing.T) {
 	if m := c.Response("null"); m.Error == nil || m.Error.Code != -32700 {
 		t.Errorf("garbage was answered %+v", m.Error)
 	}
+	// The upstream (mcp-go) writes progress from another goroutine than
+	// its answer, and drops what it has not written when its input ends:
+	// all six frames are out before stdin closes.
+	mcptest.Eventually(t, "six frames on stdout", func() bool { return p.Stdout.Frames() == 6 })
 	p.Stdin.Close()
 	if !p.WaitExit(mcptest.WaitTimeout) || !p.Stdout.WaitEOF(mcptest.WaitTimeout) {
 		t.Fatal("the proxy did not exit after its stdin closed")

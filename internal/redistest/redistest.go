@@ -14,6 +14,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -52,10 +53,22 @@ func Start(t testing.TB) *Server {
 func StartFsync(t testing.TB, fsync string) *Server {
 	t.Helper()
 	Binary(t)
-	s := &Server{t: t, fsync: fsync, dir: t.TempDir(), port: freePort(t)}
-	s.start()
+	s := &Server{t: t, fsync: fsync, dir: t.TempDir()}
 	t.Cleanup(func() { s.kill() })
-	return s
+	// The port was free when freePort closed its listener; another
+	// process may take it before the server binds it. Then the server
+	// exits, and a new port is tried.
+	for try := 1; ; try++ {
+		s.port = freePort(t)
+		err := s.launch()
+		if err == nil {
+			return s
+		}
+		if try == 5 {
+			t.Fatal(err)
+		}
+		t.Logf("%v; trying another port", err)
+	}
 }
 
 // URL returns the server's redis:// URL.
@@ -68,6 +81,15 @@ func (s *Server) Addr() string { return "127.0.0.1:" + strconv.Itoa(s.port) }
 func (s *Server) PID() int { return s.cmd.Process.Pid }
 
 func (s *Server) start() {
+	s.t.Helper()
+	if err := s.launch(); err != nil {
+		s.t.Fatal(err)
+	}
+}
+
+// launch starts the server and waits until it answers; an error if it
+// exits first.
+func (s *Server) launch() error {
 	s.t.Helper()
 	s.cmd = exec.Command(Binary(s.t),
 		"--port", strconv.Itoa(s.port), "--bind", "127.0.0.1", "--dir", s.dir,
@@ -87,14 +109,25 @@ func (s *Server) start() {
 	deadline := time.Now().Add(15 * time.Second)
 	for {
 		err := c.Ping(context.Background()).Err()
-		if err == nil {
-			return
-		}
 		select {
 		case <-s.done:
+			// Exited: whatever answered the ping on its port is not it.
 			log, _ := os.ReadFile(filepath.Join(s.dir, "redis.log"))
-			s.t.Fatalf("redis-server exited at start: %s", log)
+			return fmt.Errorf("redis-server on port %d exited at start: %s", s.port, log)
 		default:
+		}
+		if err == nil {
+			// And it is this server that answers, not another that took
+			// the port first.
+			info, err := c.Info(context.Background(), "server").Result()
+			if err == nil && strings.Contains(info, "process_id:"+strconv.Itoa(s.cmd.Process.Pid)+"\r\n") {
+				return nil
+			}
+			if err == nil {
+				s.cmd.Process.Kill()
+				<-s.done
+				return fmt.Errorf("another server answers on port %d", s.port)
+			}
 		}
 		if time.Now().After(deadline) {
 			s.t.Fatalf("redis-server on port %d did not answer: %v", s.port, err)
