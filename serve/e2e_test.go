@@ -431,6 +431,26 @@ func TestServeReapsIdleSessions(t *testing.T) {
 	}
 }
 
+// A session is idle from the end of its last request: a call longer than
+// the idle timeout does not leave the session to be reaped the moment it
+// ends.
+func TestServeIdleFromTheEndOfTheLastCall(t *testing.T) {
+	e := mcptest.NewEnv(t)
+	srv := e.StartServe(mcptest.ServeOptions{Policy: e.Policy(), Flags: []string{"--idle-timeout", "1s"}})
+	tok := mcptest.Bearer(e.Mint(nil, "mcp:echo:*", "mcp:slow:*"))
+	sid := srv.Initialize(tok)
+	r := srv.Post(sid, tok, `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"slow","arguments":{"steps":15,"delay_ms":100}}}`)
+	if !strings.Contains(string(r.Body), "done 15") {
+		t.Fatalf("the long call: HTTP %d %s", r.Status, r.Body)
+	}
+	ended := time.Now()
+	time.Sleep(400 * time.Millisecond) // more than a tick of the reaper
+	r = srv.Post(sid, tok, mcptest.CallBody("2", "echo", map[string]any{"text": "still here"}))
+	if since := time.Since(ended); r.Status != 200 && since < time.Second {
+		t.Fatalf("a call %v after a long call ended: HTTP %d %s", since, r.Status, r.Body)
+	}
+}
+
 // SIGTERM lets a call in flight finish, settles its spend, refuses new
 // sessions meanwhile, and exits 0 with every upstream gone.
 func TestServeDrainsOnSIGTERM(t *testing.T) {
