@@ -195,7 +195,9 @@ func scanMessage(b []byte, strict, fast bool) (header, error) {
 				return h, errScan
 			}
 			m, ok := methodName(raw)
-			if !ok {
+			if !ok || (strict && m == "") {
+				// No method is named by the empty string; a client's
+				// frame naming it is not a request the relay can gate.
 				return h, errScan
 			}
 			h.method, hasMethod = m, true

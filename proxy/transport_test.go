@@ -23,6 +23,8 @@ func TestReadClientMessage(t *testing.T) {
 		{"{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"ping\",\"params\":{\"x\":\"\u2028\"}}", 0, ``, codeParseError},
 		{`{"jsonrpc":"2.0",`, 0, ``, codeParseError},
 		{`[1]`, 0, ``, codeInvalidRequest},
+		{`{"id":0,"method":""}`, 0, ``, codeInvalidRequest},
+		{`{"jsonrpc":"2.0","method":""}`, 0, ``, codeInvalidRequest},
 	} {
 		m, err := ReadClientMessage([]byte(tc.frame))
 		if tc.code == 0 {
