@@ -132,8 +132,12 @@ func TestRedisNoncesOnlyVerifiedSpend(t *testing.T) {
 	tampered := signed(t, holder, t0, 3, "POST", "/mcp", "{}")
 	for name, try := range map[string]func() error{
 		"bad signature": func() error { return v.Verify(tampered, []byte(`{"x":1}`), did(holder)) },
-		"wrong key":     func() error { return v.Verify(signed(t, thief, t0, 3, "POST", "/mcp", "{}"), []byte("{}"), did(holder)) },
-		"stale":         func() error { return v.Verify(signed(t, holder, t0.Add(-time.Hour), 3, "POST", "/mcp", "{}"), []byte("{}"), did(holder)) },
+		"wrong key": func() error {
+			return v.Verify(signed(t, thief, t0, 3, "POST", "/mcp", "{}"), []byte("{}"), did(holder))
+		},
+		"stale": func() error {
+			return v.Verify(signed(t, holder, t0.Add(-time.Hour), 3, "POST", "/mcp", "{}"), []byte("{}"), did(holder))
+		},
 	} {
 		if err := try(); err == nil {
 			t.Fatalf("%s: accepted", name)
