@@ -78,7 +78,7 @@ func (r *RedisNonces) Spend(ctx context.Context, n Nonce) error {
 	case err == nil:
 		return nil
 	case errors.Is(err, redis.Nil):
-		return refuse(ReasonReplayed, "nonce %s was already used by %s (spent nonces are shared in %s)", n.Nonce, n.DID, r.what)
+		return refuse(ReasonReplayed, "nonce %s was already used by %s", n.Nonce, n.DID)
 	}
 	err = redisconn.Unavailable(r.what, err)
 	return &Error{Reason: ReasonUnavailable, Detail: fmt.Sprintf("%v; the nonce cannot be checked, so the request is refused: retry", err), Err: err}

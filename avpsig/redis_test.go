@@ -274,3 +274,22 @@ func BenchmarkVerifyStores(b *testing.B) {
 		})
 	}
 }
+
+// A Redis out of memory (noeviction) refuses the SET, and the request is
+// refused with it, not accepted.
+func TestRedisNoncesFullRedisRefuses(t *testing.T) {
+	rs := redistest.Start(t)
+	ctx := context.Background()
+	if err := rs.Client().ConfigSet(ctx, "maxmemory-policy", "noeviction").Err(); err != nil {
+		t.Fatal(err)
+	}
+	if err := rs.Client().ConfigSet(ctx, "maxmemory", "1").Err(); err != nil {
+		t.Fatal(err)
+	}
+	holder := testKey(1)
+	v := &Verifier{Now: func() time.Time { return t0 }, Store: openNonces(t, rs.URL())}
+	err := v.VerifyParts("POST", "/mcp", "", []string{signedParts(t, holder, t0, 1)}, nil, []byte("{}"), did(holder))
+	if reason(err) != ReasonUnavailable || !strings.Contains(err.Error(), "OOM") {
+		t.Fatalf("%v", err)
+	}
+}
