@@ -32,7 +32,8 @@ func nonceKey(signer ed25519.PublicKey, nonce string) string {
 // each nonce once between them. A spend is one command, SET key 1 NX PX
 // ttl, atomic at the server, so of two servers spending one nonce at once
 // exactly one succeeds. The key lives until the signature's timestamp
-// leaves the window, plus Skew.
+// leaves the spending Verifier's window, plus Skew: the Verifiers sharing
+// a store should have one Window.
 //
 // It has no bound of its own (Redis's memory is the bound): a Verifier
 // spends a nonce only for a signature that verified, and a server only
