@@ -40,8 +40,16 @@
 // this method, path, query and body, and its nonce has not been accepted
 // before within the window. Each failure is an *Error with its own Reason:
 // missing, malformed, wrong_key, stale, bad_signature, body_tampered,
-// query_tampered, replayed, busy. A nonce is remembered only once the
-// signature verifies, until its timestamp leaves the window; at most
-// MaxNonces are held, and when that many are live a new request is refused
-// (busy) rather than forgetting one early.
+// query_tampered, replayed, busy, store_unavailable. A nonce is spent only
+// once the signature verifies, until its timestamp leaves the window.
+//
+// # Nonce stores
+//
+// A Verifier spends nonces in its Store, a NonceStore. Without one it uses
+// its own memory (MemoryNonces): at most MaxNonces are held, and when that
+// many are live a new request is refused (busy) rather than forgetting one
+// early. RedisNonces keeps them in Redis, so that the verifiers of several
+// processes sharing it accept each nonce once between them: one SET NX PX
+// per spend, and a request is refused (store_unavailable) when Redis does
+// not answer.
 package avpsig

@@ -1,11 +1,11 @@
 package avpsig
 
 import (
+	"context"
 	"crypto/ed25519"
 	"fmt"
 	"net/http"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/delegateos/delegateos/identity"
@@ -38,15 +38,23 @@ const (
 	// ReasonBusy: MaxNonces nonces are live; the request is refused
 	// rather than an unexpired nonce forgotten.
 	ReasonBusy Reason = "signature_busy"
+	// ReasonUnavailable: the nonce store could not say whether the nonce
+	// was spent (Redis did not answer); the request is refused.
+	ReasonUnavailable Reason = "signature_store_unavailable"
 )
 
 // Error is a refused signature.
 type Error struct {
 	Reason Reason
 	Detail string
+	// Err is the cause, when a store failed (ReasonUnavailable).
+	Err error
 }
 
 func (e *Error) Error() string { return string(e.Reason) + ": " + e.Detail }
+
+// Unwrap returns the cause, if any.
+func (e *Error) Unwrap() error { return e.Err }
 
 func refuse(r Reason, format string, args ...any) *Error {
 	return &Error{Reason: r, Detail: fmt.Sprintf(format, args...)}
@@ -59,9 +67,10 @@ type Verifier struct {
 	// Window is how far a timestamp may lie from now, either way; zero
 	// means DefaultWindow.
 	Window time.Duration
-	// MaxNonces bounds the nonces held; zero means DefaultMaxNonces.
+	// MaxNonces bounds the nonces held in the Verifier's own memory (no
+	// Store); zero means DefaultMaxNonces.
 	MaxNonces int
-	// MaxNoncesPerSigner bounds the nonces held for one signer's key, so
+	// MaxNoncesPerSigner bounds the nonces held there for one signer's key, so
 	// that one signer cannot take them all; zero means
 	// DefaultMaxNoncesPerSigner.
 	MaxNoncesPerSigner int
@@ -73,13 +82,14 @@ type Verifier struct {
 	// exactly one AVP-Sig value in them.
 	Header string
 
-	mu sync.Mutex
-	// nonces maps signer key + nonce to the Unix second after which it
-	// can no longer be replayed (its ts plus the window).
-	nonces    map[string]int64
-	lastSweep int64
-	// perSigner counts the nonces held for each signer's key.
-	perSigner map[string]int
+	// Store spends the nonces of verified signatures; nil means the
+	// Verifier's own memory, bounded by MaxNonces and MaxNoncesPerSigner.
+	// Verifiers in several processes that share a Store (RedisNonces)
+	// accept each nonce once between them.
+	Store NonceStore
+
+	// mem holds the nonces when Store is nil.
+	mem MemoryNonces
 }
 
 // Verify checks the signature of r, whose body the caller has read into
@@ -102,12 +112,17 @@ func (v *Verifier) Verify(r *http.Request, body []byte, signer string) error {
 			}
 		}
 	}
-	return v.VerifyParts(r.Method, path, r.URL.RawQuery, sigs, r.Header.Values(CoveredHeader), body, signer)
+	return v.verifyParts(r.Context(), r.Method, path, r.URL.RawQuery, sigs, r.Header.Values(CoveredHeader), body, signer)
 }
 
 // VerifyParts is Verify given the parts of a request: every AVP-Sig value
 // and every AVP-Sig-Covered value it carries.
 func (v *Verifier) VerifyParts(method, path, rawQuery string, signatures, covered []string, body []byte, signer string) error {
+	return v.verifyParts(context.Background(), method, path, rawQuery, signatures, covered, body, signer)
+}
+
+// verifyParts is VerifyParts; ctx bounds the nonce store's work.
+func (v *Verifier) verifyParts(ctx context.Context, method, path, rawQuery string, signatures, covered []string, body []byte, signer string) error {
 	want, err := identity.ParsePrincipal(signer)
 	if err != nil {
 		return refuse(ReasonWrongKey, "the required signer %q is not a key: %v", clip(signer), err)
@@ -129,7 +144,8 @@ func (v *Verifier) VerifyParts(method, path, rawQuery string, signatures, covere
 	if !pub.Equal(want) {
 		return refuse(ReasonWrongKey, "signed by %s, but the token's holder is %s", h.DID, identity.DIDFromPublicKey(want))
 	}
-	now := v.now()
+	clock := v.clock()
+	now := clock.Unix()
 	win := int64(v.window() / time.Second)
 	if h.TS < now-win || h.TS > now+win {
 		return refuse(ReasonStale, "signed at %d, %d s from the verifier's clock (%d); the window is %d s", h.TS, h.TS-now, now, win)
@@ -142,7 +158,7 @@ func (v *Verifier) VerifyParts(method, path, rawQuery string, signatures, covere
 	if !ed25519.Verify(pub, Message(method, path, q, h.TS, h.Nonce, bh), h.Sig) {
 		return explain(pub, h, method, path, q, bh, covered)
 	}
-	return v.spend(pub, h, now, win)
+	return v.spend(ctx, pub, h, clock, win)
 }
 
 // explain tells why a signature failed, using what the client says it
@@ -164,70 +180,32 @@ func explain(pub ed25519.PublicKey, h Header, method, path, q, bh string, covere
 	return refuse(ReasonBadSignature, "the signature does not verify over %s %s with %s's key", method, clip(path), identity.DIDFromPublicKey(pub))
 }
 
-// spend records the nonce of a verified signature, refusing a replay.
-func (v *Verifier) spend(pub ed25519.PublicKey, h Header, now, win int64) error {
-	key := string(pub) + h.Nonce
-	v.mu.Lock()
-	defer v.mu.Unlock()
-	if v.nonces == nil {
-		v.nonces = map[string]int64{}
+// spend spends the nonce of a verified signature, refusing a replay.
+func (v *Verifier) spend(ctx context.Context, pub ed25519.PublicKey, h Header, now time.Time, win int64) error {
+	n := Nonce{Signer: pub, DID: h.DID, Nonce: h.Nonce, Now: now, Expires: time.Unix(h.TS+win+1, 0)}
+	if v.Store == nil {
+		return v.mem.spend(n, v.MaxNonces, v.MaxNoncesPerSigner)
 	}
-	if _, seen := v.nonces[key]; seen {
-		return refuse(ReasonReplayed, "nonce %s was already used by %s", h.Nonce, h.DID)
+	err := v.Store.Spend(ctx, n)
+	if err == nil {
+		return nil
 	}
-	max := v.MaxNonces
-	if max <= 0 {
-		max = DefaultMaxNonces
+	if e, ok := err.(*Error); ok {
+		return e
 	}
-	if now != v.lastSweep || len(v.nonces) >= max {
-		v.sweep(now)
-	}
-	if len(v.nonces) >= max {
-		return refuse(ReasonBusy, "%d nonces are live, the most this verifier holds; retry later", len(v.nonces))
-	}
-	perMax := v.MaxNoncesPerSigner
-	if perMax <= 0 {
-		perMax = DefaultMaxNoncesPerSigner
-	}
-	signer := string(pub)
-	if v.perSigner[signer] >= perMax {
-		return refuse(ReasonBusy, "%d nonces of %s are live, the most this verifier holds for one signer; retry later", v.perSigner[signer], h.DID)
-	}
-	if v.perSigner == nil {
-		v.perSigner = map[string]int{}
-	}
-	v.perSigner[signer]++
-	v.nonces[key] = h.TS + win
-	return nil
+	// A store that cannot say why has not said the nonce is spent.
+	return &Error{Reason: ReasonUnavailable, Detail: err.Error(), Err: err}
 }
 
-// sweep forgets nonces whose timestamps have left the window: those can no
-// longer be replayed, since their signatures are now stale.
-func (v *Verifier) sweep(now int64) {
-	v.lastSweep = now
-	for k, until := range v.nonces {
-		if until < now {
-			delete(v.nonces, k)
-			signer := k[:ed25519.PublicKeySize]
-			if v.perSigner[signer]--; v.perSigner[signer] <= 0 {
-				delete(v.perSigner, signer)
-			}
-		}
-	}
-}
+// Nonces is the number of nonces held in the Verifier's own memory: zero
+// when it has a Store.
+func (v *Verifier) Nonces() int { return v.mem.Len() }
 
-// Nonces is the number of nonces held.
-func (v *Verifier) Nonces() int {
-	v.mu.Lock()
-	defer v.mu.Unlock()
-	return len(v.nonces)
-}
-
-func (v *Verifier) now() int64 {
+func (v *Verifier) clock() time.Time {
 	if v.Now != nil {
-		return v.Now().Unix()
+		return v.Now()
 	}
-	return time.Now().Unix()
+	return time.Now()
 }
 
 func (v *Verifier) window() time.Duration {

@@ -136,6 +136,9 @@ func (f *serveExtraFlags) build(pol *policy.Policy, revs revocation.Live, keyFil
 			return nil, usagef("--signature-window must be at least 1s")
 		}
 		x.sig = &avpsig.Verifier{Window: *f.sigWindow}
+		if err := shareNonces(x.sig, pol, log); err != nil {
+			return nil, err
+		}
 		x.verify = func(token string) error {
 			if gate.Verifier == nil {
 				return errors.New("no trusted roots to verify it against")

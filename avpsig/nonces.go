@@ -1,0 +1,129 @@
+package avpsig
+
+import (
+	"context"
+	"crypto/ed25519"
+	"sync"
+	"time"
+)
+
+// A NonceStore remembers the nonces of accepted signatures, so that each is
+// accepted once. A Verifier spends a nonce only after its signature has
+// verified, so a store never holds a nonce its signer did not sign.
+// Implementations are safe for concurrent use.
+type NonceStore interface {
+	// Spend records n's nonce as used by its signer until n.Expires. It
+	// returns nil when the nonce was not in use and is now spent: the
+	// request may be accepted. Otherwise it returns an *Error:
+	// ReasonReplayed when the nonce is already spent, ReasonBusy when the
+	// store holds as many nonces as it may, ReasonUnavailable when it
+	// cannot tell (the request is then refused, never accepted).
+	Spend(ctx context.Context, n Nonce) error
+}
+
+// Nonce is a nonce of a verified signature, as a Verifier spends it.
+type Nonce struct {
+	// Signer is the key that signed; DID its did:key as the signature
+	// names it, for messages.
+	Signer ed25519.PublicKey
+	DID    string
+	// Nonce is the signature's nonce.
+	Nonce string
+	// Now is the verifier's clock when it verified the signature.
+	Now time.Time
+	// Expires is the instant, on the verifier's clock, from which the
+	// signature's timestamp lies outside the window (its timestamp plus
+	// the window plus a second: the window is checked in whole seconds).
+	// A replay from then on is refused as stale, so the nonce need not be
+	// remembered longer.
+	Expires time.Time
+}
+
+// MemoryNonces is a NonceStore in the memory of one process: a Verifier
+// with no Store uses one. It holds at most Max nonces, Max per signer's
+// key, and refuses a new one (ReasonBusy) rather than forget one early.
+// The zero value is ready to use with the defaults.
+type MemoryNonces struct {
+	// Max bounds the nonces held; zero means DefaultMaxNonces.
+	Max int
+	// MaxPerSigner bounds the nonces held for one signer's key, so that
+	// one signer cannot take them all; zero means
+	// DefaultMaxNoncesPerSigner.
+	MaxPerSigner int
+
+	mu sync.Mutex
+	// nonces maps signer key + nonce to the last Unix second at which it
+	// can be replayed (its ts plus the window).
+	nonces    map[string]int64
+	lastSweep int64
+	// perSigner counts the nonces held for each signer's key.
+	perSigner map[string]int
+}
+
+var _ NonceStore = (*MemoryNonces)(nil)
+
+// Spend implements NonceStore.
+func (m *MemoryNonces) Spend(_ context.Context, n Nonce) error {
+	if len(n.Signer) != ed25519.PublicKeySize {
+		return refuse(ReasonWrongKey, "the signer's key has %d bytes, not %d", len(n.Signer), ed25519.PublicKeySize)
+	}
+	return m.spend(n, m.Max, m.MaxPerSigner)
+}
+
+// spend is Spend with the bounds given (zero for the defaults).
+func (m *MemoryNonces) spend(n Nonce, max, perMax int) error {
+	key := string(n.Signer) + n.Nonce
+	now, until := n.Now.Unix(), n.Expires.Unix()-1
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.nonces == nil {
+		m.nonces = map[string]int64{}
+	}
+	if _, seen := m.nonces[key]; seen {
+		return refuse(ReasonReplayed, "nonce %s was already used by %s", n.Nonce, n.DID)
+	}
+	if max <= 0 {
+		max = DefaultMaxNonces
+	}
+	if now != m.lastSweep || len(m.nonces) >= max {
+		m.sweep(now)
+	}
+	if len(m.nonces) >= max {
+		return refuse(ReasonBusy, "%d nonces are live, the most this verifier holds; retry later", len(m.nonces))
+	}
+	if perMax <= 0 {
+		perMax = DefaultMaxNoncesPerSigner
+	}
+	signer := string(n.Signer)
+	if m.perSigner[signer] >= perMax {
+		return refuse(ReasonBusy, "%d nonces of %s are live, the most this verifier holds for one signer; retry later", m.perSigner[signer], n.DID)
+	}
+	if m.perSigner == nil {
+		m.perSigner = map[string]int{}
+	}
+	m.perSigner[signer]++
+	m.nonces[key] = until
+	return nil
+}
+
+// sweep forgets nonces whose timestamps have left the window: those can no
+// longer be replayed, since their signatures are now stale.
+func (m *MemoryNonces) sweep(now int64) {
+	m.lastSweep = now
+	for k, until := range m.nonces {
+		if until < now {
+			delete(m.nonces, k)
+			signer := k[:ed25519.PublicKeySize]
+			if m.perSigner[signer]--; m.perSigner[signer] <= 0 {
+				delete(m.perSigner, signer)
+			}
+		}
+	}
+}
+
+// Len is the number of nonces held.
+func (m *MemoryNonces) Len() int {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return len(m.nonces)
+}

@@ -1,0 +1,89 @@
+package avpsig
+
+import (
+	"context"
+	"crypto/ed25519"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/delegateos/delegateos/identity"
+	"github.com/delegateos/delegateos/internal/redisconn"
+)
+
+// DefaultClockSkew is RedisNonces.Skew as OpenRedisNonces sets it.
+const DefaultClockSkew = 5 * time.Second
+
+// nonceKeyPrefix begins the Redis key of a spent nonce: then the signer's
+// did:key in braces (a Redis Cluster hash tag: one signer's nonces on one
+// shard), a colon and the nonce. A did:key holds no brace, so the key
+// splits back into its DID and nonce one way only.
+const nonceKeyPrefix = redisconn.Prefix + "nonce:"
+
+// nonceKey returns the Redis key of a signer's nonce.
+func nonceKey(signer ed25519.PublicKey, nonce string) string {
+	return nonceKeyPrefix + "{" + identity.DIDFromPublicKey(signer) + "}:" + nonce
+}
+
+// RedisNonces is a NonceStore kept in Redis, shared by every Verifier that
+// opens the same URL: a fleet of servers behind a load balancer accepts
+// each nonce once between them. A spend is one command, SET key 1 NX PX
+// ttl, atomic at the server, so of two servers spending one nonce at once
+// exactly one succeeds. The key lives until the signature's timestamp
+// leaves the spending Verifier's window, plus Skew: the Verifiers sharing
+// a store should have one Window.
+//
+// It has no bound of its own (Redis's memory is the bound): a Verifier
+// spends a nonce only for a signature that verified, and a server only
+// for the holder of a token the gate takes, so only holders can add keys,
+// each living at most twice the window plus Skew. When Redis does not
+// answer (down, stalled, past its timeouts) Spend refuses with
+// ReasonUnavailable, and the request with it.
+type RedisNonces struct {
+	// Skew is added to each key's life, for servers whose clocks differ:
+	// a server whose clock runs d behind the one that spent a nonce still
+	// takes its timestamp for d longer.
+	Skew time.Duration
+
+	c    *redis.Client
+	what string // the store, for messages: its URL without the password
+}
+
+var _ NonceStore = (*RedisNonces)(nil)
+
+// OpenRedisNonces returns the nonce store at a redis:// or rediss:// URL,
+// with Skew set to DefaultClockSkew. It does not connect: the first Spend
+// does.
+func OpenRedisNonces(rawURL string) (*RedisNonces, error) {
+	c, err := redisconn.Open(rawURL)
+	if err != nil {
+		return nil, fmt.Errorf("nonce store: %w", err)
+	}
+	return &RedisNonces{Skew: DefaultClockSkew, c: c, what: "nonce store " + redisconn.Redact(rawURL)}, nil
+}
+
+// Spend implements NonceStore with one round trip.
+func (r *RedisNonces) Spend(ctx context.Context, n Nonce) error {
+	if len(n.Signer) != ed25519.PublicKeySize {
+		return refuse(ReasonWrongKey, "the signer's key has %d bytes, not %d", len(n.Signer), ed25519.PublicKeySize)
+	}
+	ttl := n.Expires.Sub(n.Now) + r.Skew
+	ms := (ttl + time.Millisecond - 1).Milliseconds()
+	if ms < 1 {
+		ms = 1
+	}
+	err := r.c.Do(ctx, "SET", nonceKey(n.Signer, n.Nonce), "1", "NX", "PX", ms).Err()
+	switch {
+	case err == nil:
+		return nil
+	case errors.Is(err, redis.Nil):
+		return refuse(ReasonReplayed, "nonce %s was already used by %s", n.Nonce, n.DID)
+	}
+	err = redisconn.Unavailable(r.what, err)
+	return &Error{Reason: ReasonUnavailable, Detail: fmt.Sprintf("%v; the nonce cannot be checked, so the request is refused: retry", err), Err: err}
+}
+
+// Close closes the connections to Redis.
+func (r *RedisNonces) Close() error { return r.c.Close() }

@@ -1,0 +1,38 @@
+package main
+
+import (
+	"go.uber.org/zap"
+
+	"github.com/delegateos/delegateos/avpsig"
+	"github.com/delegateos/delegateos/internal/redisconn"
+	"github.com/delegateos/delegateos/policy"
+)
+
+// nonceStoreURL returns the Redis a server that requires signatures keeps
+// their nonces in, so that every server sharing it accepts a signed
+// request once between them: the policy's spend store when it is a Redis
+// URL, else its revocation list when that is one. "" means the server's
+// own memory.
+func nonceStoreURL(pol *policy.Policy) string {
+	for _, u := range []string{pol.SpendStore, pol.RevocationList} {
+		if redisconn.IsURL(u) {
+			return u
+		}
+	}
+	return ""
+}
+
+// shareNonces gives v the nonce store of nonceStoreURL, if any.
+func shareNonces(v *avpsig.Verifier, pol *policy.Policy, log *zap.Logger) error {
+	url := nonceStoreURL(pol)
+	if url == "" {
+		return nil
+	}
+	s, err := avpsig.OpenRedisNonces(url)
+	if err != nil {
+		return fixf("%v", err)
+	}
+	v.Store = s
+	log.Info("signature nonces are shared in Redis: a signed request is accepted once by all the servers that use it", zap.String("store", redisconn.Redact(url)))
+	return nil
+}
