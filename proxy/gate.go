@@ -33,9 +33,9 @@ type Gate struct {
 	// because the upstream may report what the call cost (up to that).
 	HonourUpstreamCost bool
 	// Rates enforces the policy's rate limits, under the names RateLimits
-	// gives them; nil means a limiter in memory, made at the first
-	// decision.
-	Rates *ratelimit.Limiter
+	// gives them: a *ratelimit.Limiter, or a *ratelimit.Redis shared by a
+	// fleet; nil means a limiter in memory, made at the first decision.
+	Rates ratelimit.Store
 	// Observer, when set, is told of every decision and settled call.
 	Observer Observer
 

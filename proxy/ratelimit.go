@@ -71,7 +71,7 @@ func policyMaps(p *policy.Policy) [maps][]policy.Rule {
 type rateState struct {
 	once    sync.Once
 	limited bool // the policy sets a rate limit
-	limiter *ratelimit.Limiter
+	limiter ratelimit.Store
 	err     error // why there is no limiter
 	// names are the limit names of each map's rules, "" for a rule
 	// without a rate.
@@ -125,7 +125,12 @@ func (g *Gate) rateLimits() *rateState {
 		}
 		s.limiter = g.Rates
 		if s.limiter == nil {
-			s.limiter, s.err = ratelimit.New(limits)
+			l, err := ratelimit.New(limits)
+			if err != nil {
+				s.err = err
+				return
+			}
+			s.limiter = l
 		}
 	})
 	return s
@@ -196,6 +201,15 @@ func (g *Gate) reserveRate(req *CallRequest, call policy.Call, scope *dct.Author
 		return ratelimit.Admission{}, denial(limitedDetail(lim, scope, levels, wait), max(wait.Milliseconds(), 1))
 	}
 	if err != nil {
+		// A rate-limit store in Redis that does not answer: the call is
+		// refused, as when the spend store does not.
+		var granted []dct.Capability
+		if scope != nil {
+			granted = scope.Capabilities
+		}
+		if den := storeDenial(err, requested(call), granted); den != nil {
+			return ratelimit.Admission{}, den
+		}
 		return ratelimit.Admission{}, denial(fmt.Sprintf("the call cannot be counted against the policy's rate limits: %v", err), 0)
 	}
 	return a, nil
@@ -238,7 +252,8 @@ func limitedDetail(lim *ratelimit.LimitedError, scope *dct.AuthorizedScope, leve
 
 // releaseRate gives back a's slots: the call it admitted is not forwarded.
 // A release the rate-limit file cannot record still counts in this
-// process.
+// process; one Redis does not answer leaves the slots taken until they
+// leave their windows.
 func (g *Gate) releaseRate(a ratelimit.Admission) {
 	if s := g.rateLimits(); s.limiter != nil {
 		_ = s.limiter.Release(a)

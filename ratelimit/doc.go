@@ -58,4 +58,29 @@
 // process, fails with an error matching ErrInUse.
 //
 // A Limiter is safe for concurrent use.
+//
+// # Redis
+//
+// OpenRedis keeps the logs in a Redis server (Redis 7 or Valkey), shared
+// by every process that opens the same URL: a fleet of proxies then admits
+// N calls in a window between them, not N each. Reserve is one Lua script
+// the server runs atomically: it checks every key, then takes a slot at
+// every key, so two processes can never both take the last slot of a key;
+// Release is another. The times are the server's clock (TIME), in
+// microseconds, so that processes whose clocks disagree count the same
+// windows (Reserve's now is not used), and strictly increasing at each
+// key, even if that clock steps back, so that Release finds its own time
+// by value. A key's log is the list
+//
+//	delegateos:rate:{ISSUER}:LEN:LIMIT:LEVEL
+//
+// of its last N times, newest first, where LEN is the length of the limit
+// name LIMIT in bytes and ISSUER the Redis Cluster hash tag of LEVEL, as
+// for a spend store; it expires when its newest time leaves its window.
+// What Redis acknowledged survives its restart as its append-only file
+// allows (appendfsync always keeps everything). When Redis does not
+// answer in time, Reserve fails with an error matching
+// redisconn.ErrUnavailable and the call is refused; a Reserve whose reply
+// was lost may have taken its slots all the same, which then stay taken
+// until they leave their windows (the limits only get stricter).
 package ratelimit

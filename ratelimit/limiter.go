@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"sync/atomic"
 	"time"
 	"unicode/utf8"
 )
@@ -46,7 +47,11 @@ func checkKey(k Key) error {
 // nothing.
 type Admission struct {
 	keys []Key
-	at   int64
+	at   int64 // Unix nanoseconds; microseconds in Redis
+	// released is set by a Redis store, whose admission times are unique
+	// at a key only while they are held, so that a second Release does
+	// nothing.
+	released *atomic.Bool
 }
 
 // ErrLimited is matched (errors.Is) by every *LimitedError.
@@ -96,6 +101,16 @@ type window struct {
 // New returns a Limiter that keeps its logs in memory, with the limits
 // named in limits.
 func New(limits map[string]Limit) (*Limiter, error) {
+	own, err := ownLimits(limits)
+	if err != nil {
+		return nil, err
+	}
+	base := time.Now()
+	return &Limiter{limits: own, base: base, baseNano: base.UnixNano(), windows: map[Key]*window{}, sweepAt: minSweep}, nil
+}
+
+// ownLimits checks limits and returns a copy.
+func ownLimits(limits map[string]Limit) (map[string]Limit, error) {
 	own := make(map[string]Limit, len(limits))
 	for name, lim := range limits {
 		if err := lim.check(); err != nil {
@@ -106,8 +121,7 @@ func New(limits map[string]Limit) (*Limiter, error) {
 		}
 		own[name] = lim
 	}
-	base := time.Now()
-	return &Limiter{limits: own, base: base, baseNano: base.UnixNano(), windows: map[Key]*window{}, sweepAt: minSweep}, nil
+	return own, nil
 }
 
 // catchUpWall moves the Limiter's clock forward to the wall clock's when
@@ -155,7 +169,7 @@ func (l *Limiter) Reserve(keys []Key, now time.Time) (Admission, error) {
 	if len(keys) == 0 {
 		return Admission{}, nil
 	}
-	if err := l.checkKeys(keys); err != nil {
+	if err := checkKeys(l.limits, keys); err != nil {
 		return Admission{}, err
 	}
 	l.mu.Lock()
@@ -265,13 +279,13 @@ func (l *Limiter) Close() error {
 	return l.file.close(l.appendLogs)
 }
 
-// checkKeys refuses keys Reserve cannot admit at.
-func (l *Limiter) checkKeys(keys []Key) error {
+// checkKeys refuses keys Reserve cannot admit at under limits.
+func checkKeys(limits map[string]Limit, keys []Key) error {
 	if len(keys) > MaxKeys {
 		return fmt.Errorf("ratelimit: %d keys, over the limit of %d", len(keys), MaxKeys)
 	}
 	for _, k := range keys {
-		if _, ok := l.limits[k.Limit]; !ok {
+		if _, ok := limits[k.Limit]; !ok {
 			return fmt.Errorf("ratelimit: no limit is named %q", k.Limit)
 		}
 		if err := checkKey(k); err != nil {

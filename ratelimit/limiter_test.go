@@ -24,10 +24,10 @@ func newLimiter(t testing.TB, limits map[string]Limit) *Limiter {
 
 // maxInWindow is the most times of ts, ascending, that one window of
 // length per holds: any N+1 consecutive times must span per or more.
-func maxInWindow(ts []int64, per time.Duration) int {
+func maxInWindow(ts []int64, per int64) int {
 	most, lo := 0, 0
 	for hi := range ts {
-		for ts[hi]-ts[lo] >= int64(per) {
+		for ts[hi]-ts[lo] >= per {
 			lo++
 		}
 		most = max(most, hi-lo+1)
@@ -36,29 +36,46 @@ func maxInWindow(ts []int64, per time.Duration) int {
 }
 
 // inWindow counts the times of ts in (at-per, at].
-func inWindow(ts []int64, at int64, per time.Duration) int {
+func inWindow(ts []int64, at int64, per int64) int {
 	n := 0
 	for _, x := range ts {
-		if x > at-int64(per) && x <= at {
+		if x > at-per && x <= at {
 			n++
 		}
 	}
 	return n
 }
 
+// tested is a Store under test, and how it reads times: the unit of its
+// admission times, and the time it gives a call at now.
+type tested struct {
+	Store
+	unit time.Duration
+	at   func(now time.Time) int64
+}
+
+func memoryTested(l *Limiter) tested { return tested{l, time.Nanosecond, l.nanos} }
+
+// in is d in the store's unit.
+func (s tested) in(d time.Duration) int64 { return int64(d / s.unit) }
+
 // Calls at random moments, at random keys of two limits and three levels:
 // every key's admissions fit its limit in every window; a call is refused
 // only when a key it needs already holds N admissions in the window that
 // ends at it; and RetryAfter is exactly when the oldest of them leaves.
 func TestWindowNeverOverLimit(t *testing.T) {
+	checkWindowNeverOverLimit(t, 20, 2000, func(limits map[string]Limit) tested { return memoryTested(newLimiter(t, limits)) })
+}
+
+func checkWindowNeverOverLimit(t *testing.T, seeds uint64, calls int, open func(map[string]Limit) tested) {
 	limits := map[string]Limit{"a": {N: 3, Per: time.Second}, "b": {N: 5, Per: 2500 * time.Millisecond}}
 	levels := []string{"r", "r/x", "r/y"}
-	for seed := range uint64(20) {
+	for seed := range seeds {
 		rng := rand.New(rand.NewPCG(seed, 1))
-		l := newLimiter(t, limits)
+		l := open(limits)
 		admitted := map[Key][]int64{}
 		now := t0
-		for range 2000 {
+		for range calls {
 			now = now.Add(time.Duration(rng.Int64N(int64(300 * time.Millisecond))))
 			leaf := levels[1+rng.IntN(2)]
 			var keys []Key
@@ -68,7 +85,7 @@ func TestWindowNeverOverLimit(t *testing.T) {
 				}
 			}
 			a, err := l.Reserve(keys, now)
-			at := l.nanos(now)
+			at := l.at(now)
 			var lim *LimitedError
 			switch {
 			case err == nil:
@@ -79,19 +96,19 @@ func TestWindowNeverOverLimit(t *testing.T) {
 					admitted[k] = append(admitted[k], a.at)
 				}
 			case errors.As(err, &lim):
-				per := limits[lim.Key.Limit].Per
+				per := l.in(limits[lim.Key.Limit].Per)
 				ts := admitted[lim.Key]
 				if got := inWindow(ts, at, per); got < lim.Limit.N {
 					t.Fatalf("seed %d: refused at %s with %d admissions in the window, limit %d", seed, lim.Key, got, lim.Limit.N)
 				}
 				oldest := ts[len(ts)-lim.Limit.N]
-				if want := time.Duration(oldest + int64(per) - at); lim.RetryAfter != want {
+				if want := time.Duration(oldest+per-at) * l.unit; lim.RetryAfter != want {
 					t.Fatalf("seed %d: retry after %s, want %s", seed, lim.RetryAfter, want)
 				}
 				// No key needs a longer wait than the one named.
 				for _, k := range keys {
 					if ts := admitted[k]; len(ts) >= limits[k.Limit].N {
-						if w := time.Duration(ts[len(ts)-limits[k.Limit].N] + int64(limits[k.Limit].Per) - at); w > lim.RetryAfter {
+						if w := time.Duration(ts[len(ts)-limits[k.Limit].N]+l.in(limits[k.Limit].Per)-at) * l.unit; w > lim.RetryAfter {
 							t.Fatalf("seed %d: %s waits %s, longer than the %s named", seed, k, w, lim.RetryAfter)
 						}
 					}
@@ -101,16 +118,20 @@ func TestWindowNeverOverLimit(t *testing.T) {
 			}
 		}
 		for k, ts := range admitted {
-			if got := maxInWindow(ts, limits[k.Limit].Per); got > limits[k.Limit].N {
+			if got := maxInWindow(ts, l.in(limits[k.Limit].Per)); got > limits[k.Limit].N {
 				t.Fatalf("seed %d: %s admitted %d in one window, limit %d", seed, k, got, limits[k.Limit].N)
 			}
 		}
 	}
 }
 
-// A call waiting RetryAfter is admitted then, and not a nanosecond before.
+// A call waiting RetryAfter is admitted then, and not a nanosecond (a
+// unit of the store's times) before.
 func TestRetryAfterIsExact(t *testing.T) {
-	l := newLimiter(t, map[string]Limit{"p": {N: 2, Per: time.Minute}})
+	checkRetryAfterIsExact(t, memoryTested(newLimiter(t, map[string]Limit{"p": {N: 2, Per: time.Minute}})))
+}
+
+func checkRetryAfterIsExact(t *testing.T, l tested) {
 	k := []Key{{"p", "d"}}
 	for _, at := range []time.Duration{0, 10 * time.Second} {
 		if _, err := l.Reserve(k, t0.Add(at)); err != nil {
@@ -123,8 +144,8 @@ func TestRetryAfterIsExact(t *testing.T) {
 	if !errors.As(err, &lim) || !errors.Is(err, ErrLimited) || lim.RetryAfter != 30*time.Second {
 		t.Fatalf("third call: %v; want limited, retry after 30s", err)
 	}
-	if _, err := l.Reserve(k, now.Add(lim.RetryAfter-1)); !errors.Is(err, ErrLimited) {
-		t.Fatalf("a nanosecond early: %v", err)
+	if _, err := l.Reserve(k, now.Add(lim.RetryAfter-l.unit)); !errors.Is(err, ErrLimited) {
+		t.Fatalf("a unit early: %v", err)
 	}
 	if _, err := l.Reserve(k, now.Add(lim.RetryAfter)); err != nil {
 		t.Fatalf("after RetryAfter: %v", err)
@@ -160,10 +181,10 @@ func TestBurstAcrossBoundary(t *testing.T) {
 			ours = append(ours, a.at)
 		}
 	}
-	if got := maxInWindow(ours, per); got != n {
+	if got := maxInWindow(ours, int64(per)); got != n {
 		t.Errorf("the limiter admitted at most %d in a window, want exactly %d", got, n)
 	}
-	if got := maxInWindow(theirs, per); got != 2*n-1 {
+	if got := maxInWindow(theirs, int64(per)); got != 2*n-1 {
 		t.Errorf("GCRA admitted at most %d in a window; the reason it is not used is that it admits %d", got, 2*n-1)
 	}
 }
@@ -191,7 +212,10 @@ func (g *gcra) admit(now time.Time) bool {
 // A call is admitted at all its keys or at none: a full key refuses it,
 // and the other keys are left as they were.
 func TestAllOrNothing(t *testing.T) {
-	l := newLimiter(t, map[string]Limit{"p": {N: 2, Per: time.Minute}, "r": {N: 1, Per: time.Minute}})
+	checkAllOrNothing(t, newLimiter(t, map[string]Limit{"p": {N: 2, Per: time.Minute}, "r": {N: 1, Per: time.Minute}}))
+}
+
+func checkAllOrNothing(t *testing.T, l Store) {
 	parent, child := Key{"p", "root"}, Key{"p", "root/a"}
 	if _, err := l.Reserve([]Key{parent, child, {"r", "root/a"}}, t0); err != nil {
 		t.Fatal(err)
@@ -212,7 +236,10 @@ func TestAllOrNothing(t *testing.T) {
 
 // A key given twice counts once; no keys admit nothing and never refuse.
 func TestRepeatedAndNoKeys(t *testing.T) {
-	l := newLimiter(t, map[string]Limit{"p": {N: 2, Per: time.Minute}})
+	checkRepeatedAndNoKeys(t, newLimiter(t, map[string]Limit{"p": {N: 2, Per: time.Minute}}))
+}
+
+func checkRepeatedAndNoKeys(t *testing.T, l Store) {
 	k := Key{"p", "d"}
 	if _, err := l.Reserve([]Key{k, k}, t0); err != nil {
 		t.Fatal(err)
@@ -221,7 +248,7 @@ func TestRepeatedAndNoKeys(t *testing.T) {
 		t.Fatalf("a repeated key counted twice: %v", err)
 	}
 	for range 3 {
-		if a, err := l.Reserve(nil, t0); err != nil || a.at != 0 || a.keys != nil {
+		if a, err := l.Reserve(nil, t0); err != nil || a.at != 0 || a.keys != nil || a.released != nil {
 			t.Fatalf("no keys: %+v, %v", a, err)
 		}
 	}
@@ -229,7 +256,10 @@ func TestRepeatedAndNoKeys(t *testing.T) {
 
 // Release gives the slots back, once.
 func TestRelease(t *testing.T) {
-	l := newLimiter(t, map[string]Limit{"p": {N: 1, Per: time.Minute}})
+	checkRelease(t, newLimiter(t, map[string]Limit{"p": {N: 1, Per: time.Minute}}))
+}
+
+func checkRelease(t *testing.T, l Store) {
 	k := []Key{{"p", "a"}, {"p", "b"}}
 	a, err := l.Reserve(k, t0)
 	if err != nil {
@@ -302,15 +332,21 @@ func TestSweep(t *testing.T) {
 // every key's admissions fit its limit in every window.
 func TestConcurrentReserve(t *testing.T) {
 	limits := map[string]Limit{"p": {N: 20, Per: 50 * time.Millisecond}, "r": {N: 7, Per: 20 * time.Millisecond}}
-	l := newLimiter(t, limits)
+	checkConcurrentReserve(t, limits, 300*time.Millisecond, memoryTested(newLimiter(t, limits)))
+}
+
+// checkConcurrentReserve has eight goroutines call for d, each on one of
+// stores (which share their logs), at keys that the stores share.
+func checkConcurrentReserve(t *testing.T, limits map[string]Limit, d time.Duration, stores ...tested) {
 	var (
 		mu       sync.Mutex
 		admitted = map[Key][]int64{}
 		wg       sync.WaitGroup
 	)
-	deadline := time.Now().Add(300 * time.Millisecond)
+	deadline := time.Now().Add(d)
 	for g := range 8 {
 		wg.Go(func() {
+			l := stores[(g/2)%len(stores)]
 			leaf := Key{"p", "root/" + string(rune('a'+g%3))}
 			keys := []Key{{"p", "root"}, leaf, {"r", leaf.Level}}
 			for time.Now().Before(deadline) {
@@ -343,7 +379,7 @@ func TestConcurrentReserve(t *testing.T) {
 	}
 	for k, ts := range admitted {
 		slices.Sort(ts)
-		if got := maxInWindow(ts, limits[k.Limit].Per); got > limits[k.Limit].N {
+		if got := maxInWindow(ts, stores[0].in(limits[k.Limit].Per)); got > limits[k.Limit].N {
 			t.Errorf("%s admitted %d in one window, limit %d", k, got, limits[k.Limit].N)
 		}
 	}

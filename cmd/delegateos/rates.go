@@ -2,12 +2,12 @@ package main
 
 import (
 	"fmt"
-	"github.com/delegateos/delegateos/internal/redisconn"
 	"io"
 	"time"
 
 	"go.uber.org/zap"
 
+	"github.com/delegateos/delegateos/internal/redisconn"
 	"github.com/delegateos/delegateos/policy"
 	"github.com/delegateos/delegateos/proxy"
 	"github.com/delegateos/delegateos/ratelimit"
@@ -19,10 +19,12 @@ const rateFileSuffix = ".rates"
 
 // openRates opens what keeps the policy's rate-limit windows: a file next
 // to the spend store, so that a client that starts the proxy again (an MCP
-// client starts one a session) finds them as they were. Without a spend
-// store, or without rate limits, it returns nil: the gate keeps the
-// windows in memory. close closes the file.
-func openRates(pol *policy.Policy, spendFrom string, log *zap.Logger) (limiter *ratelimit.Limiter, close func(), err error) {
+// client starts one a session) finds them as they were, or, when the spend
+// store is in Redis, the same Redis, so that every proxy of a fleet counts
+// every call. Without a spend store, or without rate limits, it returns
+// nil: the gate keeps the windows in memory. close closes the file or the
+// connections.
+func openRates(pol *policy.Policy, spendFrom string, log *zap.Logger) (limiter ratelimit.Store, close func(), err error) {
 	limits := proxy.RateLimits(pol)
 	if len(limits) == 0 {
 		return nil, func() {}, nil
@@ -32,8 +34,11 @@ func openRates(pol *policy.Policy, spendFrom string, log *zap.Logger) (limiter *
 		return nil, func() {}, nil
 	}
 	if redisconn.IsURL(pol.SpendStore) {
-		log.Warn("rate-limit windows are kept in memory only, per proxy, when the spend store is in Redis: each proxy of the fleet counts its own requests")
-		return nil, func() {}, nil
+		r, err := ratelimit.OpenRedis(pol.SpendStore, limits)
+		if err != nil {
+			return nil, nil, inputf("the rate-limit windows, kept in the spend store's Redis, cannot be used: %v; start Redis there or fix the URL (%s)", err, spendFrom)
+		}
+		return r, func() { r.Close() }, nil
 	}
 	path := pol.SpendStore + rateFileSuffix
 	l, err := ratelimit.OpenFile(path, limits, time.Now())
@@ -61,7 +66,7 @@ func writeRates(w io.Writer, p *policy.Policy) {
 		where = p.SpendStore + rateFileSuffix
 	}
 	if redisconn.IsURL(p.SpendStore) {
-		where = "in memory only, per proxy (the spend store is in Redis)"
+		where = "in Redis, shared by every proxy on " + redisconn.Redact(p.SpendStore)
 	}
 	fmt.Fprintf(w, "rate-limit windows:\t%s\n", where)
 }

@@ -160,5 +160,12 @@ func isTransient(msg string) bool {
 // would end the tag early.
 func HashTag(key string) string {
 	issuer, _, _ := strings.Cut(key, "/")
-	return strings.NewReplacer("{", "", "}", "").Replace(issuer)
+	if !strings.ContainsAny(issuer, "{}") {
+		return issuer
+	}
+	return braces.Replace(issuer)
 }
+
+// braces drops braces; a Replacer is built once, since building one costs
+// kilobytes.
+var braces = strings.NewReplacer("{", "", "}", "")
