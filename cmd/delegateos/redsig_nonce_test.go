@@ -42,3 +42,16 @@ func TestUntrustedTokenSpendsNoNonce(t *testing.T) {
 		t.Fatalf("requests with a token of an untrusted root hold %d nonces", n)
 	}
 }
+
+// A refusal the client can fix is 401; one the server cannot decide now
+// (nonce memory full, nonce store down) is 503, to be retried.
+func TestSignatureRefusalStatus(t *testing.T) {
+	for reason, want := range map[avpsig.Reason]int{
+		avpsig.ReasonReplayed: 401, avpsig.ReasonStale: 401, avpsig.ReasonWrongKey: 401, avpsig.ReasonMissing: 401,
+		avpsig.ReasonBusy: 503, avpsig.ReasonUnavailable: 503,
+	} {
+		if got := (sigRefusal{&avpsig.Error{Reason: reason}}).StatusCode(); got != want {
+			t.Errorf("%s: HTTP %d, want %d", reason, got, want)
+		}
+	}
+}

@@ -295,14 +295,23 @@ func bindsToken(body []byte) bool {
 	return err == nil && m.Method == proxy.MethodDelegate
 }
 
-// sigRefusal is a refused signature, answered 401 with the reason.
+// sigRefusal is a refused signature, answered with the reason: 401 for a
+// signature that does not hold, 503 when the server cannot decide now (its
+// nonce memory is full, or the Redis it keeps nonces in does not answer),
+// which says to retry rather than that the credentials are wrong.
 type sigRefusal struct{ err *avpsig.Error }
 
 func (s sigRefusal) Error() string { return s.err.Error() }
 func (s sigRefusal) Unwrap() error { return s.err }
 
 // StatusCode is the HTTP status of the refusal.
-func (sigRefusal) StatusCode() int { return http.StatusUnauthorized }
+func (s sigRefusal) StatusCode() int {
+	switch s.err.Reason {
+	case avpsig.ReasonBusy, avpsig.ReasonUnavailable:
+		return http.StatusServiceUnavailable
+	}
+	return http.StatusUnauthorized
+}
 
 // holder returns the current delegatee a token names. It is not verified
 // here: the gate verifies the token itself.

@@ -83,7 +83,7 @@ func TestFleetRefusesReplayAtOtherServer(t *testing.T) {
 	rs.Stop()
 	for name, s := range map[string]*mcptest.Server{"A": a, "B": b} {
 		r := s.Do("POST", "/mcp", with(bearer, sign(t, e.Agent, "POST", "/mcp", initBody, time.Now())), initBody)
-		if r.Status != 401 || !strings.Contains(string(r.Body), string(avpsig.ReasonUnavailable)) {
+		if r.Status != 503 || !strings.Contains(string(r.Body), string(avpsig.ReasonUnavailable)) {
 			t.Fatalf("server %s with Redis down: %d %s", name, r.Status, r.Body)
 		}
 	}
