@@ -51,5 +51,7 @@
 // early. RedisNonces keeps them in Redis, so that the verifiers of several
 // processes sharing it accept each nonce once between them: one SET NX PX
 // per spend, and a request is refused (store_unavailable) when Redis does
-// not answer.
+// not answer. RedisNonces.Join records the fleet's window, so that each
+// nonce is remembered for as long as any verifier sharing the store takes
+// its signature.
 package avpsig

@@ -5,6 +5,8 @@ import (
 	"crypto/ed25519"
 	"errors"
 	"fmt"
+	"math"
+	"strconv"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -27,13 +29,18 @@ func nonceKey(signer ed25519.PublicKey, nonce string) string {
 	return nonceKeyPrefix + "{" + identity.DIDFromPublicKey(signer) + "}:" + nonce
 }
 
+// windowKey holds the fleet's window: the longest Window, in milliseconds,
+// of the Verifiers that share the store, as the first to Join recorded it.
+const windowKey = redisconn.Prefix + "nonce-window"
+
 // RedisNonces is a NonceStore kept in Redis, shared by every Verifier that
 // opens the same URL: a fleet of servers behind a load balancer accepts
 // each nonce once between them. A spend is one command, SET key 1 NX PX
 // ttl, atomic at the server, so of two servers spending one nonce at once
 // exactly one succeeds. The key lives until the signature's timestamp
-// leaves the spending Verifier's window, plus Skew: the Verifiers sharing
-// a store should have one Window.
+// leaves the spending Verifier's window, or the fleet's Window if that is
+// longer, plus Skew: a nonce spent at a server with a short window is
+// remembered for as long as any server of the fleet takes its signature.
 //
 // It has no bound of its own (Redis's memory is the bound): a Verifier
 // spends a nonce only for a signature that verified, and a server only
@@ -46,6 +53,9 @@ type RedisNonces struct {
 	// a server whose clock runs d behind the one that spent a nonce still
 	// takes its timestamp for d longer.
 	Skew time.Duration
+	// Window is the longest window of the Verifiers that share the store;
+	// Join sets it.
+	Window time.Duration
 
 	c    *redis.Client
 	what string // the store, for messages: its URL without the password
@@ -64,12 +74,44 @@ func OpenRedisNonces(rawURL string) (*RedisNonces, error) {
 	return &RedisNonces{Skew: DefaultClockSkew, c: c, what: "nonce store " + redisconn.Redact(rawURL)}, nil
 }
 
+// Join records w, the window of a Verifier that is to spend nonces in the
+// store, as the fleet's window unless one is recorded already, and sets
+// Window to the fleet's. It fails when w is longer than the fleet's: the
+// servers already running remember their nonces only for the fleet's
+// window, so this Verifier would take a signature again once they forgot
+// it. The fleet's window is raised by writing the new one to the key
+// delegateos:nonce-window (in milliseconds) and restarting every server,
+// before any server with the longer window starts.
+func (r *RedisNonces) Join(ctx context.Context, w time.Duration) error {
+	ms := (w + time.Millisecond - 1).Milliseconds()
+	if err := r.c.SetNX(ctx, windowKey, ms, 0).Err(); err != nil {
+		return redisconn.Unavailable(r.what, err)
+	}
+	v, err := r.c.Get(ctx, windowKey).Result()
+	if err != nil {
+		return redisconn.Unavailable(r.what, err)
+	}
+	fleet, err := strconv.ParseInt(v, 10, 64)
+	if err != nil || fleet < 1 || fleet > math.MaxInt64/int64(time.Millisecond) {
+		return fmt.Errorf("%s: the key %s holds %q, not a window in milliseconds", r.what, windowKey, v)
+	}
+	r.Window = time.Duration(fleet) * time.Millisecond
+	if ms > fleet {
+		return fmt.Errorf("this server's signature window, %s, is longer than %s, the window of the servers that share the %s: they forget a nonce once its signature is %s old, and this server would take it again; use a window of at most %s, or raise the fleet's (set %s to %d and restart every server that shares it first)", w, r.Window, r.what, r.Window, r.Window, windowKey, ms)
+	}
+	return nil
+}
+
 // Spend implements NonceStore with one round trip.
 func (r *RedisNonces) Spend(ctx context.Context, n Nonce) error {
 	if len(n.Signer) != ed25519.PublicKeySize {
 		return refuse(ReasonWrongKey, "the signer's key has %d bytes, not %d", len(n.Signer), ed25519.PublicKeySize)
 	}
-	ttl := n.Expires.Sub(n.Now) + r.Skew
+	until := n.Expires
+	if fleet := n.Signed.Add(r.Window + time.Second); !n.Signed.IsZero() && fleet.After(until) {
+		until = fleet
+	}
+	ttl := until.Sub(n.Now) + r.Skew
 	ms := (ttl + time.Millisecond - 1).Milliseconds()
 	if ms < 1 {
 		ms = 1
