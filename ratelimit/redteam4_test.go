@@ -1,6 +1,7 @@
 package ratelimit
 
 import (
+	"context"
 	"errors"
 	"testing"
 	"time"
@@ -34,5 +35,39 @@ func TestRedteam4LenientLimitDoesNotFreeStrictOne(t *testing.T) {
 	}
 	if _, err := strict.Reserve([]Key{k}, t0.Add(4*time.Second)); !errors.Is(err, ErrLimited) {
 		t.Errorf("the strict limit of 2/1h admitted a third call within the hour after a call through a proxy whose limit is 1/1ms (%v)", err)
+	}
+}
+
+// A Reserve Redis does not answer in time is refused, and may have taken
+// its slots all the same: the limits only get stricter. The client
+// retries a command whose reply timed out (MaxRetries 1), which must not
+// run the script a second time: a refused call would then take two
+// slots, and a client whose calls are refused while Redis stalls (a fork
+// for a save, a slow command) would find its windows full of calls that
+// never ran twice as fast.
+func TestRedteam4StalledReserveTakesOneSlot(t *testing.T) {
+	srv := redistest.StartFsync(t, "no")
+	limits := map[string]Limit{"p": {N: 10, Per: time.Hour}}
+	r := openRedis(t, srv, limits)
+	k := []Key{{"p", "root"}}
+	if _, err := r.Reserve(k, time.Now()); err != nil {
+		t.Fatal(err)
+	}
+	srv.Pause()
+	_, err := r.Reserve(k, time.Now())
+	srv.Resume()
+	if err == nil {
+		t.Fatal("a Reserve Redis did not answer was admitted")
+	}
+	// Every command sent before this one has run once Redis answers it.
+	if _, err := r.Reserve(k, time.Now()); err != nil {
+		t.Fatal(err)
+	}
+	n, err := srv.Client().LLen(context.Background(), redisKey(k[0], limits["p"])).Result()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n > 3 {
+		t.Errorf("two admitted calls and one refused while Redis stalled hold %d slots; want at most 3", n)
 	}
 }
