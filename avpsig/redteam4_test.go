@@ -46,3 +46,43 @@ func TestRedisNoncesJoinFleetWindow(t *testing.T) {
 		t.Fatal("joined a fleet whose window key holds no window")
 	}
 }
+
+// A server whose clock runs behind takes a signature for longer than the
+// key of its nonce lives: the key's life is counted on the clock of the
+// server that spent it. Once it has expired, the same signed request sent
+// to the lagging server is accepted a second time. (Skew is 0 here and
+// the lag 2 s, so that the test waits 2 s; by default Skew is 5 s and a
+// lag of more than 6 s does the same.)
+func TestRedteam4LaggingServerTakesReplayAfterKeyExpired(t *testing.T) {
+	rs := redistest.Start(t)
+	store := func() *RedisNonces {
+		s, err := OpenRedisNonces(rs.URL())
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { s.Close() })
+		s.Skew = 0
+		return s
+	}
+	holder := testKey(1)
+	right := &Verifier{Window: time.Second, Store: store()}
+	lagging := &Verifier{Window: time.Second, Store: store(), Now: func() time.Time { return time.Now().Add(-2 * time.Second) }}
+	at := time.Now()
+	if err := right.Verify(signed(t, holder, at, 5, "POST", "/mcp", "{}"), []byte("{}"), did(holder)); err != nil {
+		t.Fatal(err)
+	}
+	key := nonceKey(holder.Public().(ed25519.PublicKey), strings.Repeat("05", 16))
+	for {
+		n, err := rs.Client().Exists(context.Background(), key).Result()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if n == 0 {
+			break
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	if err := lagging.Verify(signed(t, holder, at, 5, "POST", "/mcp", "{}"), []byte("{}"), did(holder)); err == nil {
+		t.Fatal("a server whose clock runs 2 s behind accepted a signed request another server had accepted")
+	}
+}
