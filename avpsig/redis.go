@@ -3,7 +3,6 @@ package avpsig
 import (
 	"context"
 	"crypto/ed25519"
-	"errors"
 	"fmt"
 	"math"
 	"strconv"
@@ -35,12 +34,15 @@ const windowKey = redisconn.Prefix + "nonce-window"
 
 // RedisNonces is a NonceStore kept in Redis, shared by every Verifier that
 // opens the same URL: a fleet of servers behind a load balancer accepts
-// each nonce once between them. A spend is one command, SET key 1 NX PX
-// ttl, atomic at the server, so of two servers spending one nonce at once
-// exactly one succeeds. The key lives until the signature's timestamp
-// leaves the spending Verifier's window, or the fleet's Window if that is
-// longer, plus Skew: a nonce spent at a server with a short window is
-// remembered for as long as any server of the fleet takes its signature.
+// each nonce once between them. A spend is one script, atomic at the
+// server (SET key 1 NX PX ttl), so of two servers spending one nonce at
+// once exactly one succeeds. The key lives until the signature's
+// timestamp leaves the spending Verifier's window, or the fleet's Window
+// if that is longer, plus Skew, on the Redis server's clock: a nonce
+// spent at a server with a short window is remembered for as long as any
+// server of the fleet takes its signature, and a signature older than
+// that by the server's clock is refused as stale, so a verifier whose
+// clock lags cannot take it again once its key is gone.
 //
 // It has no bound of its own (Redis's memory is the bound): a Verifier
 // spends a nonce only for a signature that verified, and a server only
@@ -59,6 +61,9 @@ type RedisNonces struct {
 
 	c    *redis.Client
 	what string // the store, for messages: its URL without the password
+	// callerClock, set by tests only, puts the verifier's clock (the
+	// Nonce's Now) in place of the server's, so that tests can fix time.
+	callerClock bool
 }
 
 var _ NonceStore = (*RedisNonces)(nil)
@@ -102,7 +107,28 @@ func (r *RedisNonces) Join(ctx context.Context, w time.Duration) error {
 	return nil
 }
 
-// Spend implements NonceStore with one round trip.
+// spendScript spends the nonce KEYS[1] until ARGV[1], in Unix
+// milliseconds on the server's clock (TIME), or ARGV[2] when given: it
+// returns 0 when that has passed (the signature is stale by that clock,
+// whatever the clock of the verifier), 1 when the nonce was not spent and
+// now is, and 2 when it was spent. Every verifier of a fleet thus counts a
+// nonce's life on one clock: one whose clock lags takes a signature the
+// others would call stale, but the server refuses it rather than take it
+// again once its key is gone.
+var spendScript = redis.NewScript(`
+local now = tonumber(ARGV[2])
+if not now then
+  local tm = redis.call('TIME')
+  now = tonumber(tm[1]) * 1000 + math.floor(tonumber(tm[2]) / 1000)
+end
+local ttl = tonumber(ARGV[1]) - now
+if ttl <= 0 then return 0 end
+if redis.call('SET', KEYS[1], '1', 'NX', 'PX', ttl) then return 1 end
+return 2
+`)
+
+// Spend implements NonceStore with one round trip: a script that checks
+// the nonce's life on the server's clock and spends it.
 func (r *RedisNonces) Spend(ctx context.Context, n Nonce) error {
 	if len(n.Signer) != ed25519.PublicKeySize {
 		return refuse(ReasonWrongKey, "the signer's key has %d bytes, not %d", len(n.Signer), ed25519.PublicKeySize)
@@ -111,20 +137,25 @@ func (r *RedisNonces) Spend(ctx context.Context, n Nonce) error {
 	if fleet := n.Signed.Add(r.Window + time.Second); !n.Signed.IsZero() && fleet.After(until) {
 		until = fleet
 	}
-	ttl := until.Sub(n.Now) + r.Skew
-	ms := (ttl + time.Millisecond - 1).Milliseconds()
-	if ms < 1 {
-		ms = 1
+	end := until.Add(r.Skew)
+	endMs := (end.UnixNano() + int64(time.Millisecond) - 1) / int64(time.Millisecond)
+	var now any = ""
+	if r.callerClock {
+		now = n.Now.UnixMilli()
 	}
-	err := r.c.Do(ctx, "SET", nonceKey(n.Signer, n.Nonce), "1", "NX", "PX", ms).Err()
+	res, err := spendScript.Run(ctx, r.c, []string{nonceKey(n.Signer, n.Nonce)}, endMs, now).Int64()
 	switch {
-	case err == nil:
+	case err != nil:
+		err = redisconn.Unavailable(r.what, err)
+		return &Error{Reason: ReasonUnavailable, Detail: fmt.Sprintf("%v; the nonce cannot be checked, so the request is refused: retry", err), Err: err}
+	case res == 1:
 		return nil
-	case errors.Is(err, redis.Nil):
+	case res == 2:
 		return refuse(ReasonReplayed, "nonce %s was already used by %s", n.Nonce, n.DID)
+	case res == 0:
+		return refuse(ReasonStale, "the signature of nonce %s by %s is stale by the clock of the %s, which the servers sharing it count nonces on (this server's clock may lag)", n.Nonce, n.DID, r.what)
 	}
-	err = redisconn.Unavailable(r.what, err)
-	return &Error{Reason: ReasonUnavailable, Detail: fmt.Sprintf("%v; the nonce cannot be checked, so the request is refused: retry", err), Err: err}
+	return &Error{Reason: ReasonUnavailable, Detail: fmt.Sprintf("%s: the spend script replied %d, not a reply it makes; the request is refused", r.what, res)}
 }
 
 // Close closes the connections to Redis.
