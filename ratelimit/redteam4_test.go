@@ -3,6 +3,7 @@ package ratelimit
 import (
 	"context"
 	"errors"
+	"sync"
 	"testing"
 	"time"
 
@@ -39,16 +40,26 @@ func TestRedteam4LenientLimitDoesNotFreeStrictOne(t *testing.T) {
 }
 
 // A Reserve Redis does not answer in time is refused, and may have taken
-// its slots all the same: the limits only get stricter. The client
-// retries a command whose reply timed out (MaxRetries 1), which must not
-// run the script a second time: a refused call would then take two
-// slots, and a client whose calls are refused while Redis stalls (a fork
-// for a save, a slow command) would find its windows full of calls that
-// never ran twice as fast.
+// its slots all the same: the limits only get stricter. But the client
+// retries a command whose reply timed out (MaxRetries 1), on another
+// connection of its pool, and Redis runs the script again once it
+// answers: a refused call takes its slots twice, so a client whose calls
+// are refused while Redis stalls (a fork for a save, a slow command)
+// finds its windows full of calls that never ran twice as fast. A proxy
+// in use has connections in its pool; the test makes some.
 func TestRedteam4StalledReserveTakesOneSlot(t *testing.T) {
 	srv := redistest.StartFsync(t, "no")
-	limits := map[string]Limit{"p": {N: 10, Per: time.Hour}}
+	limits := map[string]Limit{"p": {N: 10, Per: time.Hour}, "q": {N: 100, Per: time.Hour}}
 	r := openRedis(t, srv, limits)
+	var wg sync.WaitGroup
+	for range 8 {
+		wg.Go(func() {
+			if _, err := r.Reserve([]Key{{"q", "other"}}, time.Now()); err != nil {
+				t.Error(err)
+			}
+		})
+	}
+	wg.Wait()
 	k := []Key{{"p", "root"}}
 	if _, err := r.Reserve(k, time.Now()); err != nil {
 		t.Fatal(err)
