@@ -147,7 +147,9 @@ func OpenRedis(rawURL string, limits map[string]Limit) (*Redis, error) {
 	if err != nil {
 		return nil, err
 	}
-	c, err := redisconn.Open(rawURL)
+	// A Reserve is not retried: the script may have run when its reply
+	// timed out, and would take its slots twice.
+	c, err := redisconn.OpenOnce(rawURL)
 	if err != nil {
 		return nil, fmt.Errorf("rate-limit store: %w", err)
 	}
