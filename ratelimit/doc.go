@@ -85,5 +85,6 @@
 // answer in time, Reserve fails with an error matching
 // redisconn.ErrUnavailable and the call is refused; a Reserve whose reply
 // was lost may have taken its slots all the same, which then stay taken
-// until they leave their windows (the limits only get stricter).
+// until they leave their windows (the limits only get stricter). The
+// store's client never retries, so that script runs at most once.
 package ratelimit
