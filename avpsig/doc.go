@@ -49,7 +49,9 @@
 // its own memory (MemoryNonces): at most MaxNonces are held, and when that
 // many are live a new request is refused (busy) rather than forgetting one
 // early. RedisNonces keeps them in Redis, so that the verifiers of several
-// processes sharing it accept each nonce once between them: one SET NX PX
-// per spend, and a request is refused (store_unavailable) when Redis does
-// not answer.
+// processes sharing it accept each nonce once between them: one script
+// (SET NX PX, on Redis's clock) per spend, and a request is refused (store_unavailable) when Redis does
+// not answer. RedisNonces.Join records the fleet's window, so that each
+// nonce is remembered for as long as any verifier sharing the store takes
+// its signature.
 package avpsig

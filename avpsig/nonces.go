@@ -29,6 +29,8 @@ type Nonce struct {
 	DID    string
 	// Nonce is the signature's nonce.
 	Nonce string
+	// Signed is the signature's timestamp; zero when not known.
+	Signed time.Time
 	// Now is the verifier's clock when it verified the signature.
 	Now time.Time
 	// Expires is the instant, on the verifier's clock, from which the

@@ -3,8 +3,9 @@ package avpsig
 import (
 	"context"
 	"crypto/ed25519"
-	"errors"
 	"fmt"
+	"math"
+	"strconv"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -27,13 +28,21 @@ func nonceKey(signer ed25519.PublicKey, nonce string) string {
 	return nonceKeyPrefix + "{" + identity.DIDFromPublicKey(signer) + "}:" + nonce
 }
 
+// windowKey holds the fleet's window: the longest Window, in milliseconds,
+// of the Verifiers that share the store, as the first to Join recorded it.
+const windowKey = redisconn.Prefix + "nonce-window"
+
 // RedisNonces is a NonceStore kept in Redis, shared by every Verifier that
 // opens the same URL: a fleet of servers behind a load balancer accepts
-// each nonce once between them. A spend is one command, SET key 1 NX PX
-// ttl, atomic at the server, so of two servers spending one nonce at once
-// exactly one succeeds. The key lives until the signature's timestamp
-// leaves the spending Verifier's window, plus Skew: the Verifiers sharing
-// a store should have one Window.
+// each nonce once between them. A spend is one script, atomic at the
+// server (SET key 1 NX PX ttl), so of two servers spending one nonce at
+// once exactly one succeeds. The key lives until the signature's
+// timestamp leaves the spending Verifier's window, or the fleet's Window
+// if that is longer, plus Skew, on the Redis server's clock: a nonce
+// spent at a server with a short window is remembered for as long as any
+// server of the fleet takes its signature, and a signature older than
+// that by the server's clock is refused as stale, so a verifier whose
+// clock lags cannot take it again once its key is gone.
 //
 // It has no bound of its own (Redis's memory is the bound): a Verifier
 // spends a nonce only for a signature that verified, and a server only
@@ -46,9 +55,15 @@ type RedisNonces struct {
 	// a server whose clock runs d behind the one that spent a nonce still
 	// takes its timestamp for d longer.
 	Skew time.Duration
+	// Window is the longest window of the Verifiers that share the store;
+	// Join sets it.
+	Window time.Duration
 
 	c    *redis.Client
 	what string // the store, for messages: its URL without the password
+	// callerClock, set by tests only, puts the verifier's clock (the
+	// Nonce's Now) in place of the server's, so that tests can fix time.
+	callerClock bool
 }
 
 var _ NonceStore = (*RedisNonces)(nil)
@@ -64,25 +79,83 @@ func OpenRedisNonces(rawURL string) (*RedisNonces, error) {
 	return &RedisNonces{Skew: DefaultClockSkew, c: c, what: "nonce store " + redisconn.Redact(rawURL)}, nil
 }
 
-// Spend implements NonceStore with one round trip.
+// Join records w, the window of a Verifier that is to spend nonces in the
+// store, as the fleet's window unless one is recorded already, and sets
+// Window to the fleet's. It fails when w is longer than the fleet's: the
+// servers already running remember their nonces only for the fleet's
+// window, so this Verifier would take a signature again once they forgot
+// it. The fleet's window is raised by writing the new one to the key
+// delegateos:nonce-window (in milliseconds) and restarting every server,
+// before any server with the longer window starts.
+func (r *RedisNonces) Join(ctx context.Context, w time.Duration) error {
+	ms := (w + time.Millisecond - 1).Milliseconds()
+	if err := r.c.SetNX(ctx, windowKey, ms, 0).Err(); err != nil {
+		return redisconn.Unavailable(r.what, err)
+	}
+	v, err := r.c.Get(ctx, windowKey).Result()
+	if err != nil {
+		return redisconn.Unavailable(r.what, err)
+	}
+	fleet, err := strconv.ParseInt(v, 10, 64)
+	if err != nil || fleet < 1 || fleet > math.MaxInt64/int64(time.Millisecond) {
+		return fmt.Errorf("%s: the key %s holds %q, not a window in milliseconds", r.what, windowKey, v)
+	}
+	r.Window = time.Duration(fleet) * time.Millisecond
+	if ms > fleet {
+		return fmt.Errorf("this server's signature window, %s, is longer than %s, the window of the servers that share the %s: they forget a nonce once its signature is %s old, and this server would take it again; use a window of at most %s, or raise the fleet's (set %s to %d and restart every server that shares it first)", w, r.Window, r.what, r.Window, r.Window, windowKey, ms)
+	}
+	return nil
+}
+
+// spendScript spends the nonce KEYS[1] until ARGV[1], in Unix
+// milliseconds on the server's clock (TIME), or ARGV[2] when given: it
+// returns 0 when that has passed (the signature is stale by that clock,
+// whatever the clock of the verifier), 1 when the nonce was not spent and
+// now is, and 2 when it was spent. Every verifier of a fleet thus counts a
+// nonce's life on one clock: one whose clock lags takes a signature the
+// others would call stale, but the server refuses it rather than take it
+// again once its key is gone.
+var spendScript = redis.NewScript(`
+local now = tonumber(ARGV[2])
+if not now then
+  local tm = redis.call('TIME')
+  now = tonumber(tm[1]) * 1000 + math.floor(tonumber(tm[2]) / 1000)
+end
+local ttl = tonumber(ARGV[1]) - now
+if ttl <= 0 then return 0 end
+if redis.call('SET', KEYS[1], '1', 'NX', 'PX', ttl) then return 1 end
+return 2
+`)
+
+// Spend implements NonceStore with one round trip: a script that checks
+// the nonce's life on the server's clock and spends it.
 func (r *RedisNonces) Spend(ctx context.Context, n Nonce) error {
 	if len(n.Signer) != ed25519.PublicKeySize {
 		return refuse(ReasonWrongKey, "the signer's key has %d bytes, not %d", len(n.Signer), ed25519.PublicKeySize)
 	}
-	ttl := n.Expires.Sub(n.Now) + r.Skew
-	ms := (ttl + time.Millisecond - 1).Milliseconds()
-	if ms < 1 {
-		ms = 1
+	until := n.Expires
+	if fleet := n.Signed.Add(r.Window + time.Second); !n.Signed.IsZero() && fleet.After(until) {
+		until = fleet
 	}
-	err := r.c.Do(ctx, "SET", nonceKey(n.Signer, n.Nonce), "1", "NX", "PX", ms).Err()
+	end := until.Add(r.Skew)
+	endMs := (end.UnixNano() + int64(time.Millisecond) - 1) / int64(time.Millisecond)
+	var now any = ""
+	if r.callerClock {
+		now = n.Now.UnixMilli()
+	}
+	res, err := spendScript.Run(ctx, r.c, []string{nonceKey(n.Signer, n.Nonce)}, endMs, now).Int64()
 	switch {
-	case err == nil:
+	case err != nil:
+		err = redisconn.Unavailable(r.what, err)
+		return &Error{Reason: ReasonUnavailable, Detail: fmt.Sprintf("%v; the nonce cannot be checked, so the request is refused: retry", err), Err: err}
+	case res == 1:
 		return nil
-	case errors.Is(err, redis.Nil):
+	case res == 2:
 		return refuse(ReasonReplayed, "nonce %s was already used by %s", n.Nonce, n.DID)
+	case res == 0:
+		return refuse(ReasonStale, "the signature of nonce %s by %s is stale by the clock of the %s, which the servers sharing it count nonces on (this server's clock may lag)", n.Nonce, n.DID, r.what)
 	}
-	err = redisconn.Unavailable(r.what, err)
-	return &Error{Reason: ReasonUnavailable, Detail: fmt.Sprintf("%v; the nonce cannot be checked, so the request is refused: retry", err), Err: err}
+	return &Error{Reason: ReasonUnavailable, Detail: fmt.Sprintf("%s: the spend script replied %d, not a reply it makes; the request is refused", r.what, res)}
 }
 
 // Close closes the connections to Redis.

@@ -182,7 +182,7 @@ func explain(pub ed25519.PublicKey, h Header, method, path, q, bh string, covere
 
 // spend spends the nonce of a verified signature, refusing a replay.
 func (v *Verifier) spend(ctx context.Context, pub ed25519.PublicKey, h Header, now time.Time, win int64) error {
-	n := Nonce{Signer: pub, DID: h.DID, Nonce: h.Nonce, Now: now, Expires: time.Unix(h.TS+win+1, 0)}
+	n := Nonce{Signer: pub, DID: h.DID, Nonce: h.Nonce, Now: now, Signed: time.Unix(h.TS, 0), Expires: time.Unix(h.TS+win+1, 0)}
 	if v.Store == nil {
 		return v.mem.spend(n, v.MaxNonces, v.MaxNoncesPerSigner)
 	}

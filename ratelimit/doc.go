@@ -72,15 +72,19 @@
 // key, even if that clock steps back, so that Release finds its own time
 // by value. A key's log is the list
 //
-//	delegateos:rate:{ISSUER}:LEN:LIMIT:LEVEL
+//	delegateos:rate:{ISSUER}:LEN:LIMIT:N/WINDOW:LEVEL
 //
 // of its last N times, newest first, where LEN is the length of the limit
-// name LIMIT in bytes and ISSUER the Redis Cluster hash tag of LEVEL, as
-// for a spend store; it expires when its newest time leaves its window.
+// name LIMIT in bytes, N/WINDOW its rate (the window in microseconds) and
+// ISSUER the Redis Cluster hash tag of LEVEL, as for a spend store; it
+// expires when its newest time leaves its window. Proxies that give one
+// name different rates (during a policy's roll-out, say) count each rate
+// apart, so that a lenient rate never cuts a strict one's log short.
 // What Redis acknowledged survives its restart as its append-only file
 // allows (appendfsync always keeps everything). When Redis does not
 // answer in time, Reserve fails with an error matching
 // redisconn.ErrUnavailable and the call is refused; a Reserve whose reply
 // was lost may have taken its slots all the same, which then stay taken
-// until they leave their windows (the limits only get stricter).
+// until they leave their windows (the limits only get stricter). The
+// store's client never retries, so that script runs at most once.
 package ratelimit

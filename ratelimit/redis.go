@@ -49,9 +49,14 @@ type Redis struct {
 // then, as for a spend store, the Redis Cluster hash tag of its level's
 // issuer in braces (so that every log of a delegation tree is on one
 // shard and a call's script touches one shard), a colon, the limit name's
-// length in bytes, a colon, the limit name, a colon and the level: the
-// length makes the split between name and level unambiguous whatever
-// either holds.
+// length in bytes, a colon, the limit name, a colon, the limit's N, a
+// slash, its window in microseconds, a colon and the level: the length
+// makes the split between name and level unambiguous whatever either
+// holds. The rate is part of the key since proxies sharing a Redis may
+// give one name different rates (a policy being rolled out, or two
+// policies for one issuer's tokens): a log is trimmed to its N and lives
+// as long as its window, so a log shared with a lenient rate would be cut
+// short under a strict one. Each rate counts its own calls.
 //
 // A list, newest first, is the log itself: LPUSH adds the newest time,
 // LTRIM keeps the last N, and LINDEX N-1 is the N-th most recent, each
@@ -62,9 +67,15 @@ type Redis struct {
 // an empty log would decide the same.
 const rateKeyPrefix = redisconn.Prefix + "rate:"
 
-// redisKey returns the Redis key of k's log.
-func redisKey(k Key) string {
-	return rateKeyPrefix + "{" + redisconn.HashTag(k.Level) + "}:" + strconv.Itoa(len(k.Limit)) + ":" + k.Limit + ":" + k.Level
+// redisKey returns the Redis key of k's log under the limit lim.
+func redisKey(k Key, lim Limit) string {
+	return rateKeyPrefix + "{" + redisconn.HashTag(k.Level) + "}:" + strconv.Itoa(len(k.Limit)) + ":" + k.Limit + ":" +
+		strconv.Itoa(lim.N) + "/" + strconv.FormatInt(int64(windowMicros(lim)), 10) + ":" + k.Level
+}
+
+// windowMicros is lim's window in whole microseconds, rounded up.
+func windowMicros(lim Limit) time.Duration {
+	return (lim.Per + time.Microsecond - 1) / time.Microsecond
 }
 
 // luaTime is shared by the scripts: time reads a log's entry at index i,
@@ -136,7 +147,9 @@ func OpenRedis(rawURL string, limits map[string]Limit) (*Redis, error) {
 	if err != nil {
 		return nil, err
 	}
-	c, err := redisconn.Open(rawURL)
+	// A Reserve is not retried: the script may have run when its reply
+	// timed out, and would take its slots twice.
+	c, err := redisconn.OpenOnce(rawURL)
 	if err != nil {
 		return nil, fmt.Errorf("rate-limit store: %w", err)
 	}
@@ -186,9 +199,8 @@ func (r *Redis) Reserve(keys []Key, now time.Time) (Admission, error) {
 	}
 	for i, k := range distinct {
 		lim := r.limits[k.Limit]
-		rkeys[i] = redisKey(k)
-		// A window is counted in whole microseconds, rounded up.
-		args = append(args, lim.N, (lim.Per+time.Microsecond-1)/time.Microsecond)
+		rkeys[i] = redisKey(k, lim)
+		args = append(args, lim.N, windowMicros(lim))
 	}
 	res, err := reserveScript.Run(context.Background(), r.c, rkeys, args...).Int64Slice()
 	if err != nil {
@@ -219,7 +231,7 @@ func (r *Redis) Release(a Admission) error {
 	rkeys := make([]string, 0, len(a.keys))
 	for i, k := range a.keys {
 		if !repeated(a.keys, i) {
-			rkeys = append(rkeys, redisKey(k))
+			rkeys = append(rkeys, redisKey(k, r.limits[k.Limit]))
 		}
 	}
 	if err := releaseScript.Run(context.Background(), r.c, rkeys, a.at).Err(); err != nil {

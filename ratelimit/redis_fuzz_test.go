@@ -3,6 +3,7 @@ package ratelimit
 import (
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/delegateos/delegateos/internal/redisconn"
 )
@@ -15,13 +16,14 @@ func FuzzRedisKey(f *testing.F) {
 	f.Add("policy", "ISS{x}/9:del_a", "policy", "ISSx/9:del_a")
 	f.Add("p", "1:p:1", "1:p", "1")
 	f.Add("", "", "}", "{")
+	lim := Limit{N: 10, Per: time.Minute}
 	f.Fuzz(func(t *testing.T, l1, v1, l2, v2 string) {
 		a, b := Key{l1, v1}, Key{l2, v2}
-		if (redisKey(a) == redisKey(b)) != (a == b) {
-			t.Fatalf("%q and %q: keys %q and %q", a, b, redisKey(a), redisKey(b))
+		if (redisKey(a, lim) == redisKey(b, lim)) != (a == b) {
+			t.Fatalf("%q and %q: keys %q and %q", a, b, redisKey(a, lim), redisKey(b, lim))
 		}
 		for _, k := range []Key{a, b} {
-			got := redisKey(k)
+			got := redisKey(k, lim)
 			_, rest, _ := strings.Cut(got, "{")
 			tag, _, ok := strings.Cut(rest, "}")
 			if !ok || !strings.HasPrefix(got, rateKeyPrefix+"{") || tag != redisconn.HashTag(k.Level) {

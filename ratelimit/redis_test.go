@@ -179,7 +179,7 @@ func TestRedisReleaseExactSlot(t *testing.T) {
 	}
 	log := func() []string {
 		t.Helper()
-		v, err := srv.Client().LRange(context.Background(), redisKey(k[0]), 0, -1).Result()
+		v, err := srv.Client().LRange(context.Background(), redisKey(k[0], limits["p"]), 0, -1).Result()
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -263,7 +263,7 @@ func TestRedisRestartKeepsWindows(t *testing.T) {
 	if !errors.Is(err, ErrLimited) {
 		t.Fatalf("after a restart of Redis: %v; want limited", err)
 	}
-	ttl, err := srv.Client().PTTL(context.Background(), redisKey(k[0])).Result()
+	ttl, err := srv.Client().PTTL(context.Background(), redisKey(k[0], limits["p"])).Result()
 	if err != nil || ttl <= 59*time.Minute || ttl > time.Hour {
 		t.Fatalf("the log expires in %s (%v); want within the hour of its newest time", ttl, err)
 	}
@@ -273,11 +273,12 @@ func TestRedisRestartKeepsWindows(t *testing.T) {
 // rather than admit it.
 func TestRedisCorruptLog(t *testing.T) {
 	srv := redistest.StartFsync(t, "no")
-	r := openRedis(t, srv, map[string]Limit{"p": {N: 2, Per: time.Hour}})
+	limits := map[string]Limit{"p": {N: 2, Per: time.Hour}}
+	r := openRedis(t, srv, limits)
 	k := Key{"p", "root"}
 	for _, bad := range []string{"1.5e15", "-3", "x", "012", "99999999999999999"} {
-		srv.Client().Del(context.Background(), redisKey(k))
-		srv.Client().RPush(context.Background(), redisKey(k), bad)
+		srv.Client().Del(context.Background(), redisKey(k, limits["p"]))
+		srv.Client().RPush(context.Background(), redisKey(k, limits["p"]), bad)
 		if a, err := r.Reserve([]Key{k}, time.Now()); err == nil || errors.Is(err, ErrLimited) || a.at != 0 {
 			t.Errorf("a log holding %q: %+v, %v; want an error", bad, a, err)
 		}
@@ -285,15 +286,22 @@ func TestRedisCorruptLog(t *testing.T) {
 }
 
 // Keys are unambiguous: a limit name and a level that split differently
-// are different logs; every log of a tree carries its issuer's hash tag,
-// the text Redis Cluster hashes (from the first "{" to the next "}").
+// are different logs, and so are two rates of one name; every log of a
+// tree carries its issuer's hash tag, the text Redis Cluster hashes (from
+// the first "{" to the next "}").
 func TestRedisKeys(t *testing.T) {
+	lim := Limit{N: 2, Per: time.Minute}
 	a, b := Key{"tools:a", "b:c/1:d"}, Key{"tools:a:b", "c/1:d"}
-	if redisKey(a) == redisKey(b) {
-		t.Fatalf("%v and %v share %s", a, b, redisKey(a))
+	if redisKey(a, lim) == redisKey(b, lim) {
+		t.Fatalf("%v and %v share %s", a, b, redisKey(a, lim))
+	}
+	for _, other := range []Limit{{N: 3, Per: time.Minute}, {N: 2, Per: time.Hour}, {N: 2, Per: time.Minute + time.Microsecond}} {
+		if redisKey(a, lim) == redisKey(a, other) {
+			t.Errorf("rates %s and %s share %s", lim, other, redisKey(a, lim))
+		}
 	}
 	for _, k := range []Key{a, b, {"policy", "ISS{x}/9:del_a"}} {
-		got := redisKey(k)
+		got := redisKey(k, lim)
 		_, rest, _ := strings.Cut(got, "{")
 		tag, _, _ := strings.Cut(rest, "}")
 		if !strings.HasPrefix(got, "delegateos:rate:{") || tag != redisconn.HashTag(k.Level) {

@@ -1,6 +1,8 @@
 package main
 
 import (
+	"context"
+
 	"go.uber.org/zap"
 
 	"github.com/delegateos/delegateos/avpsig"
@@ -22,7 +24,9 @@ func nonceStoreURL(pol *policy.Policy) string {
 	return ""
 }
 
-// shareNonces gives v the nonce store of nonceStoreURL, if any.
+// shareNonces gives v the nonce store of nonceStoreURL, if any, after
+// checking that v's window is no longer than the fleet's (see
+// avpsig.RedisNonces.Join).
 func shareNonces(v *avpsig.Verifier, pol *policy.Policy, log *zap.Logger) error {
 	url := nonceStoreURL(pol)
 	if url == "" {
@@ -31,6 +35,10 @@ func shareNonces(v *avpsig.Verifier, pol *policy.Policy, log *zap.Logger) error 
 	s, err := avpsig.OpenRedisNonces(url)
 	if err != nil {
 		return fixf("%v", err)
+	}
+	if err := s.Join(context.Background(), v.Window); err != nil {
+		s.Close()
+		return fixf("signature nonces cannot be shared in Redis: %v", err)
 	}
 	v.Store = s
 	log.Info("signature nonces are shared in Redis: a signed request is accepted once by all the servers that use it", zap.String("store", redisconn.Redact(url)))

@@ -3,9 +3,9 @@
 // redis:// or rediss:// URL), and names the error every store returns when
 // Redis cannot answer.
 //
-// A client never retries a command more than once, and waits at most
-// Timeout for each reply, so a call that needs Redis is refused within a
-// bounded time when Redis is down or stalled. The pool reconnects by
+// A client never retries a command more than once (OpenOnce's never
+// does), and waits at most Timeout for each reply, so a call that needs
+// Redis is refused within a bounded time when Redis is down or stalled. The pool reconnects by
 // itself: after repeated dial failures it waits (backing off) before
 // dialling again, and each command meanwhile fails fast.
 package redisconn
@@ -124,6 +124,19 @@ func Open(rawURL string) (*redis.Client, error) {
 	if err != nil {
 		return nil, err
 	}
+	return redis.NewClient(o), nil
+}
+
+// OpenOnce is Open for a client that never retries a command, whatever
+// the URL says: a script that takes something (a rate-limit slot) may
+// have run when its reply timed out, and a retry, on another connection,
+// would run it again. A command that fails is the caller's to refuse.
+func OpenOnce(rawURL string) (*redis.Client, error) {
+	o, err := Options(rawURL)
+	if err != nil {
+		return nil, err
+	}
+	o.MaxRetries = -1
 	return redis.NewClient(o), nil
 }
 

@@ -72,3 +72,21 @@ func (e replyError) Error() string { return string(e) }
 func (replyError) RedisError() {}
 
 var _ redis.Error = replyError("")
+
+// OpenOnce's client never retries, whatever the URL says.
+func TestOpenOnceNeverRetries(t *testing.T) {
+	for _, u := range []string{"redis://127.0.0.1:1/0", "redis://127.0.0.1:1/0?max_retries=3"} {
+		c, err := OpenOnce(u)
+		if err != nil {
+			t.Fatal(err)
+		}
+		// go-redis reads MaxRetries -1 as none and keeps it as 0.
+		if got := c.Options().MaxRetries; got != 0 {
+			t.Errorf("%s: MaxRetries %d, want none", u, got)
+		}
+		c.Close()
+	}
+	if _, err := OpenOnce("http://x"); err == nil {
+		t.Error("OpenOnce took an http URL")
+	}
+}
