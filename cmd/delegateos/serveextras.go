@@ -66,7 +66,12 @@ func init() {
 		},
 		mount: func(s *serveSetup) error {
 			x.metrics.WatchServer(s.Server)
-			x.mount(s.Server.Mux, s.Server.Guard)
+			x.mount(s.Server.Mux, s.Server.Guard, *f.metricsAt == "")
+			if at := *f.metricsAt; at != "" && at != metricsOff {
+				if err := serveMetrics(at, x.metrics, s.Options, s.Log); err != nil {
+					return err
+				}
+			}
 			// Polls and pushes for as long as the process serves.
 			go func() {
 				if err := x.run(context.Background()); err != nil {
@@ -96,6 +101,7 @@ type serveExtraFlags struct {
 	peers      *[]string
 	poll       *time.Duration
 	publicURL  *string
+	metricsAt  *string
 }
 
 func declareServeExtraFlags(fs *pflag.FlagSet) *serveExtraFlags {
@@ -105,6 +111,7 @@ func declareServeExtraFlags(fs *pflag.FlagSet) *serveExtraFlags {
 		peers:      fs.StringArray("revocation-peer", nil, "a peer verifier's URL (its revocation endpoint, or its base URL): its list is polled and new revocations are pushed to it (repeatable)"),
 		poll:       fs.Duration("revocation-poll", revdist.DefaultInterval, "how often each --revocation-peer is polled"),
 		publicURL:  fs.String("public-url", "", "the URL clients reach this server at (https://gate.example.com), for the agent card; default: the request's Host"),
+		metricsAt:  fs.String("metrics-listen", "", "serve /metrics on a listener of its own at HOST:PORT (an internal interface, say) instead of beside the MCP endpoint; off serves no metrics"),
 	}
 }
 
@@ -199,9 +206,12 @@ func (f *serveExtraFlags) build(pol *policy.Policy, revs revocation.Live, keyFil
 	return x, nil
 }
 
-// mount adds the extras' handlers to mux, each wrapped by guard.
-func (x *serveExtras) mount(mux *http.ServeMux, guard func(http.Handler) http.Handler) {
-	mux.Handle(metrics.Path, guard(x.metrics.Handler()))
+// mount adds the extras' handlers to mux, each wrapped by guard; metrics
+// among them unless they are served elsewhere or not at all.
+func (x *serveExtras) mount(mux *http.ServeMux, guard func(http.Handler) http.Handler, withMetrics bool) {
+	if withMetrics {
+		mux.Handle(metrics.Path, guard(x.metrics.Handler()))
+	}
 	if x.dist != nil {
 		mux.Handle(revdist.Path, guard(x.dist))
 	}
