@@ -6,7 +6,6 @@ import (
 	"crypto/subtle"
 	"encoding/json"
 	"errors"
-	"io"
 	"mime"
 	"net/http"
 	"strings"
@@ -205,19 +204,10 @@ func (s *Server) servePost(w http.ResponseWriter, r *http.Request) {
 		httpError(w, http.StatusNotAcceptable, nil, "the Accept header must list both application/json and text/event-stream")
 		return
 	}
-	rc := http.NewResponseController(w)
-	_ = rc.SetReadDeadline(time.Now().Add(s.opts.ReadTimeout))
-	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, s.opts.MaxBodyBytes))
+	body, err := s.readBody(w, r)
 	if err != nil {
-		var tooBig *http.MaxBytesError
-		if errors.As(err, &tooBig) {
-			httpError(w, http.StatusRequestEntityTooLarge, nil, "the body exceeds the limit of "+itoa(s.opts.MaxBodyBytes)+" bytes")
-			return
-		}
-		httpError(w, http.StatusBadRequest, nil, "reading the body failed: "+err.Error())
 		return
 	}
-	_ = rc.SetReadDeadline(time.Time{})
 	// One message on one line: the relay reads newline-delimited frames,
 	// and insignificant whitespace (newlines included) is not the message.
 	// (Room for the newline feed adds.)
@@ -527,6 +517,9 @@ func (s *Server) serveGet(w http.ResponseWriter, r *http.Request) {
 		httpError(w, http.StatusNotAcceptable, nil, "the Accept header must list text/event-stream")
 		return
 	}
+	if _, err := s.readBody(w, r); err != nil {
+		return
+	}
 	sess := s.session(w, r)
 	if sess == nil || !s.authorize(w, r, nil, sess) {
 		return
@@ -562,6 +555,9 @@ func (s *session) streams0() *stream {
 }
 
 func (s *Server) serveDelete(w http.ResponseWriter, r *http.Request) {
+	if _, err := s.readBody(w, r); err != nil {
+		return
+	}
 	sess := s.session(w, r)
 	if sess == nil || !s.authorize(w, r, nil, sess) {
 		return

@@ -66,8 +66,8 @@ type Options struct {
 	// has event ids from its first byte, so a client that loses the
 	// connection can resume it; a JSON body cannot be resumed.
 	JSONResponses bool
-	// ReadTimeout bounds reading a request's headers, and separately a
-	// POST's body, so slow clients cannot hold connections; zero means 10s.
+	// ReadTimeout bounds reading a request's headers, and separately its
+	// body, so slow clients cannot hold connections; zero means 10s.
 	ReadTimeout time.Duration
 	// Log receives lifecycle lines; nil discards.
 	Log *zap.Logger
@@ -160,11 +160,12 @@ func New(opts Options) (*Server, error) {
 }
 
 // HTTPServer is an http.Server for s with the limits the front needs:
-// bounded headers, and time limits on reading them (slow clients cannot
-// hold connections open before a request is read).
+// bounded headers, and time limits on reading them and on reading each
+// request's body, whatever serves it (slow clients cannot hold
+// connections open before a request is read).
 func (s *Server) HTTPServer() *http.Server {
 	return &http.Server{
-		Handler:           s.Mux,
+		Handler:           s.boundReads(s.Mux),
 		ReadHeaderTimeout: s.opts.ReadTimeout,
 		IdleTimeout:       2 * time.Minute,
 		MaxHeaderBytes:    MaxHeaderBytes,
