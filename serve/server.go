@@ -241,7 +241,10 @@ func (s *Server) newSession(auth, token string, stateless bool) (*session, error
 	}
 	cred := sha256.Sum256([]byte(auth))
 	if stateless {
-		if sess := s.stateless[cred]; sess != nil {
+		// A relay that is closing (reaped) takes no more requests: the
+		// next stateless client of its credential gets a new one, which
+		// replaces it here.
+		if sess := s.stateless[cred]; sess != nil && sess.taking() {
 			return sess, nil
 		}
 	}

@@ -287,6 +287,13 @@ func (s *session) begin(id []byte, frame []byte) (*stream, error) {
 	return st, nil
 }
 
+// taking reports whether the session still takes requests.
+func (s *session) taking() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return !s.ended && !s.closing
+}
+
 // feed writes one frame into the relay.
 func (s *session) feed(frame []byte) error {
 	s.inMu.Lock()
