@@ -355,6 +355,7 @@ func (s *Server) writeStream(w http.ResponseWriter, r *http.Request, st *stream,
 		if st.writer == gen {
 			st.attached = false
 		}
+		sess.seen = time.Now()
 		sess.mu.Unlock()
 	}()
 	rc := http.NewResponseController(w)

@@ -41,7 +41,9 @@ type Options struct {
 	// MaxSessionCalls those of one session; zero means 1024 and 64.
 	MaxCalls, MaxSessionCalls int
 	// IdleTimeout is how long a session may go without a request before it
-	// and its upstream are reaped; zero means 10 minutes.
+	// and its upstream are reaped (with requests in flight, without a
+	// request and without a client reading any of its streams: those
+	// requests are cancelled); zero means 10 minutes.
 	IdleTimeout time.Duration
 	// CheckToken, when set, verifies the token of a session's
 	// Authorization header when the session starts; an error refuses the
@@ -296,7 +298,10 @@ func (s *Server) forget(sess *session) {
 	s.wg.Done()
 }
 
-// reap closes sessions idle for longer than IdleTimeout.
+// reap closes sessions idle for longer than IdleTimeout: with no request
+// in flight, or with requests in flight but no client reading any of its
+// streams (it went away without cancelling them; closing the session
+// cancels them, charged what they reserved).
 func (s *Server) reap() {
 	tick := time.NewTicker(min(s.opts.IdleTimeout/4, time.Minute))
 	defer tick.Stop()
@@ -309,7 +314,9 @@ func (s *Server) reap() {
 			var idle []*session
 			for _, sess := range s.sessions {
 				sess.mu.Lock()
-				if sess.inflight == 0 && now.Sub(sess.last) > s.opts.IdleTimeout {
+				// A session with calls in flight is idle too when its
+				// client has left it: no request, and no stream read.
+				if (sess.inflight == 0 && now.Sub(sess.last) > s.opts.IdleTimeout) || sess.abandonedSince(now.Add(-s.opts.IdleTimeout)) {
 					idle = append(idle, sess)
 				}
 				sess.mu.Unlock()

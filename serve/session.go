@@ -52,6 +52,7 @@ type session struct {
 	next     int64 // the id of the next POST stream
 	inflight int
 	last     time.Time // the start or end of the last request
+	seen     time.Time // when a response last stopped writing a stream
 	ended    bool      // the relay has stopped
 	endMsg   string    // why, for requests still waiting
 	closing  bool      // its input is closed (DELETE, reaped, draining)
@@ -285,6 +286,21 @@ func (s *session) begin(id []byte, frame []byte) (*stream, error) {
 	s.inflight++
 	s.last = time.Now()
 	return st, nil
+}
+
+// abandonedSince reports whether the session's client has left it: it
+// has sent no request since t, and no response has written any of its
+// streams since t. The caller holds the lock.
+func (s *session) abandonedSince(t time.Time) bool {
+	if s.last.After(t) || s.seen.After(t) {
+		return false
+	}
+	for _, st := range s.streams {
+		if st.attached {
+			return false
+		}
+	}
+	return true
 }
 
 // taking reports whether the session still takes requests.
