@@ -171,6 +171,9 @@ func (s *session) holdModern(p *pending, h header, cp *callParams, frame []byte,
 	// decided and reserved afresh.
 	p.ev.approvalID, p.ev.waiting = state, true
 	s.decided(p, &p.dec)
+	// Its rate-limit slots go back too: the retry is the call, and takes
+	// them, so that an approved call counts once.
+	s.cfg.Gate.releaseUnforwarded(p.decision)
 	s.settleNow(p, 0, true, outcomeNotForwarded)
 	s.toClient.write(append(b, '\n'))
 	p.free()

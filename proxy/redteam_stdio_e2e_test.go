@@ -5,7 +5,9 @@ import (
 
 	"github.com/mark3labs/mcp-go/mcp"
 
+	"github.com/delegateos/delegateos/dct"
 	"github.com/delegateos/delegateos/internal/mcptest"
+	"github.com/delegateos/delegateos/proxy"
 )
 
 // newRatedApprovalRun is newApprovalRun("required") with the policy's
@@ -43,40 +45,34 @@ func TestRedteamStdioModernApprovalRate(t *testing.T) {
 }
 
 // TestRedteamStdioRefusedApprovalRate: a call refused for want of
-// approval (declined, or nobody could be asked) never reaches the
-// upstream, so, like a call the budget refuses, it gives its rate-limit
-// slots back: under rate: 1/1h the next call is admitted.
+// approval keeps its one rate-limit slot (README: a person was asked, or
+// could have been), whether the client is asked with elicitation/create
+// or with input_required; the input_required ask and the retry are one
+// call, not two. Under rate: 2/1h one echo still fits after the refusal,
+// and a second does not.
 func TestRedteamStdioRefusedApprovalRate(t *testing.T) {
-	for _, c := range []struct {
-		name   string
-		modern bool
-		action mcp.ElicitationResponseAction // "" connects without elicitation
-	}{
-		{"declined", false, mcp.ElicitationResponseActionDecline},
-		{"unavailable", false, ""},
-		{"modern declined", true, mcp.ElicitationResponseActionDecline},
-	} {
-		t.Run(c.name, func(t *testing.T) {
-			r := newRatedApprovalRun(t, "1/1h")
-			var a *approver
-			if c.action != "" {
-				a = &approver{answer: func(mcp.ElicitationRequest) (*mcp.ElicitationResult, error) {
-					return answerWith(c.action, map[string]any{"approve": false})
-				}}
-			}
+	for _, modern := range []bool{false, true} {
+		t.Run(map[bool]string{false: "elicitation", true: "input_required"}[modern], func(t *testing.T) {
+			r := newRatedApprovalRun(t, "2/1h")
+			a := &approver{answer: func(mcp.ElicitationRequest) (*mcp.ElicitationResult, error) {
+				return answerWith(mcp.ElicitationResponseActionDecline, nil)
+			}}
 			var s *mcptest.Session
-			if c.modern {
+			if modern {
 				s = r.connectModern(a)
 			} else {
 				s = r.connect(a)
 			}
-			if res := s.Call(t, "write_file", writeArgs("/project/refused.md")); res.Err == nil && res.RPC == nil && !res.Res.IsError {
-				t.Fatal("the write_file was not refused")
-			}
+			res := s.Call(t, "write_file", writeArgs("/project/refused.md"))
+			checkDenial(t, res, denial{typ: proxy.ApprovalDeclined, detail: "declined",
+				requested: dct.Capability{Namespace: "docs", Action: "write", Resource: "/project/refused.md"}, granted: r.tok.Unverified().Authority.Capabilities})
 			if r.written(t, "/project/refused.md") {
 				t.Fatal("a refused call reached the upstream")
 			}
-			s.Call(t, "echo", map[string]any{"text": "after the refusal"}).OK(t, "echo: the refused call gave its rate slot back")
+			s.Call(t, "echo", map[string]any{"text": "second slot"}).OK(t, "echo: the refused call took one slot of two")
+			if _, limited := rateLimited(s.Call(t, "echo", map[string]any{"text": "third"})); !limited {
+				t.Error("a third call within the hour was not rate_limited: the refused call took no slot")
+			}
 		})
 	}
 }
