@@ -1,7 +1,9 @@
 package proxy_test
 
 import (
+	"strings"
 	"testing"
+	"time"
 
 	"github.com/mark3labs/mcp-go/mcp"
 
@@ -74,5 +76,42 @@ func TestRedteamStdioRefusedApprovalRate(t *testing.T) {
 				t.Error("a third call within the hour was not rate_limited: the refused call took no slot")
 			}
 		})
+	}
+}
+
+// TestRedteamStdioHeldIDs: ids that other readers might confuse with a
+// held call's or with the proxy's approval request's do not reach them.
+// A cancellation naming "7" or "\u0037" (strings) leaves the call held
+// under the number 7, as does one whose requestId is re-cased; a request
+// under the approval request's own id is an ordinary request (held in its
+// turn); an answer under the approval id as a number, or with the id
+// re-cased, is not an answer to it; and the real answer still works.
+func TestRedteamStdioHeldIDs(t *testing.T) {
+	r := newRawApprovalBudget(t, "required", 1000)
+	r.write("7", "/project/seven.md")
+	ask := r.asked(t)
+	r.c.Send(`{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":"7"}}`)
+	r.c.Send(`{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":"\u0037"}}`)
+	r.c.Send(`{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"RequestId":7}}`)
+	r.quiet(t, 300*time.Millisecond, "cancellations naming other ids")
+	// The approval request's id, used by the client for a request of its own.
+	r.write(ask, "/project/other.md")
+	other := r.asked(t)
+	if other == ask {
+		t.Fatalf("the proxy asked twice under %s", ask)
+	}
+	num := strings.TrimPrefix(strings.TrimSuffix(ask, `"`), `"delegateos-approval-`)
+	r.c.Send(answer(`"DELEGATEOS-APPROVAL-`+num+`"`, "accept", true))
+	r.c.Send(answer(`"delegateos-approval-`+num+` "`, "accept", true))
+	r.quiet(t, 300*time.Millisecond, "answers under other ids")
+	if r.written(t, "/project/seven.md") || r.upstreamWrites() != 0 {
+		t.Fatal("an answer under another id let the held call through")
+	}
+	r.c.Send(answer(other, "decline", false))
+	wantDenialFrame(t, r.c.Response(ask), proxy.ApprovalDeclined, "declined")
+	r.c.Send(answer(ask, "accept", true))
+	mcptest.ResultText(t, r.c.Response("7"))
+	if !r.written(t, "/project/seven.md") || r.written(t, "/project/other.md") {
+		t.Error("the approved call did not run, or the declined one did")
 	}
 }
