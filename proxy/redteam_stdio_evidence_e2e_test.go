@@ -156,3 +156,40 @@ func TestRedteamStdioEvidenceUpstreamCrash(t *testing.T) {
 		t.Errorf("execution receipts %s, want slow unanswered", tallyString(executions))
 	}
 }
+
+// TestRedteamStdioEvidenceModernAskAbandoned: an approval asked of an MCP
+// 2026-07-28 client (input_required) that never sends the call back
+// ends too — with the session, here — and like every approval it leaves
+// a human approval receipt, naming the WAITING decision it concluded; a
+// held call of an initialize client ends the same way.
+func TestRedteamStdioEvidenceModernAskAbandoned(t *testing.T) {
+	e := mcptest.NewEnv(t)
+	p, logPath := evidenceApprovalProxy(t, e, mcptest.ProxyOptions{})
+	c := p.Raw()
+	meta := `"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{"elicitation":{}},"io.modelcontextprotocol/clientInfo":{"name":"raw","version":"1"}}`
+	c.Send(`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"write_file","arguments":{"path":"/project/a.md","content":"x"},` + meta + `}}`)
+	if m := c.Response("1"); m.Error != nil || !strings.Contains(string(m.Result), `"input_required"`) {
+		t.Fatalf("the call was answered %s %+v, want input_required", m.Result, m.Error)
+	}
+	stopProxy(t, p)
+	rs, _ := logReceipts(t, logPath)
+	var waiting *receipt.DecisionBody
+	var approvals []*receipt.HumanApprovalBody
+	for _, r := range rs {
+		switch b := r.Body.(type) {
+		case *receipt.DecisionBody:
+			waiting = b
+		case *receipt.HumanApprovalBody:
+			approvals = append(approvals, b)
+		}
+	}
+	if waiting == nil || waiting.Resource != "write_file" {
+		t.Fatalf("decision receipt %+v", waiting)
+	}
+	if len(approvals) != 1 {
+		t.Fatalf("%d human approval receipts for an approval the session ended, want 1", len(approvals))
+	}
+	if a := approvals[0]; a.Resource != "write_file" || a.Decision != "UNAVAILABLE" || a.GateAuditID != waiting.AuditID || a.AnswerAction != "" {
+		t.Errorf("approval receipt %+v; want UNAVAILABLE, naming the decision %s", a, waiting.AuditID)
+	}
+}
