@@ -698,6 +698,7 @@ func (s *session) cancelHeld(raw []byte) bool {
 // dropHeld ends every held call when the session ends: each is refused
 // (with msg, if set, as the reason) and released, never forwarded.
 func (s *session) dropHeld(msg string) {
+	defer s.dropTrips()
 	s.mu.Lock()
 	s.appr.closed = true
 	var hcs []*heldCall
