@@ -193,3 +193,47 @@ func TestRedteamStdioEvidenceModernAskAbandoned(t *testing.T) {
 		t.Errorf("approval receipt %+v; want UNAVAILABLE, naming the decision %s", a, waiting.AuditID)
 	}
 }
+
+// TestRedteamStdioEvidenceModernAskExpired: an approval asked with
+// input_required that expires without the call coming back gets its
+// TIMEOUT receipt when the proxy next asks, naming its WAITING decision.
+func TestRedteamStdioEvidenceModernAskExpired(t *testing.T) {
+	e := mcptest.NewEnv(t)
+	key := mcptest.NewKey(t, "proxy")
+	logPath := filepath.Join(e.Dir, "audit.log")
+	pol := e.Policy()
+	for i := range pol.Rules {
+		if pol.Rules[i].Match == "write_file" {
+			pol.Rules[i].Cost, pol.Rules[i].Approval = 100, "{required: true, timeout: 1s}"
+		}
+	}
+	pol.Extra = "proxy_key: " + e.KeyFile(key) + "\naudit_log: " + logPath + "\n"
+	p := e.StartProxy(mcptest.ProxyOptions{Policy: pol, Token: e.Mint(mcptest.Budget(1000), "docs:write:/project/**")})
+	c := p.Raw()
+	meta := `"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{"elicitation":{}}}`
+	ask := func(id string) {
+		c.Send(`{"jsonrpc":"2.0","id":` + id + `,"method":"tools/call","params":{"name":"write_file","arguments":{"path":"/project/a.md","content":"x"},` + meta + `}}`)
+		if m := c.Response(id); m.Error != nil || !strings.Contains(string(m.Result), `"input_required"`) {
+			t.Fatalf("call %s was answered %s %+v, want input_required", id, m.Result, m.Error)
+		}
+	}
+	ask("1")
+	time.Sleep(1100 * time.Millisecond) // past the approval's timeout
+	ask("2")
+	p.WaitLog("approval outcome", func(l map[string]any) bool { return l["verdict"] == "timeout" })
+	stopProxy(t, p)
+	rs, _ := logReceipts(t, logPath)
+	var waiting []string
+	got := map[string]string{} // decision by gate_audit_id
+	for _, r := range rs {
+		switch b := r.Body.(type) {
+		case *receipt.DecisionBody:
+			waiting = append(waiting, b.AuditID)
+		case *receipt.HumanApprovalBody:
+			got[b.GateAuditID] = b.Decision
+		}
+	}
+	if len(waiting) != 2 || got[waiting[0]] != "TIMEOUT" || got[waiting[1]] != "UNAVAILABLE" || len(got) != 2 {
+		t.Errorf("decisions %v, approval receipts by decision %v; want the first TIMEOUT, the second UNAVAILABLE", waiting, got)
+	}
+}
