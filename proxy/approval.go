@@ -597,6 +597,11 @@ func (s *session) forwardHeld(hc *heldCall) {
 	p := hc.p
 	p.start = time.Now()
 	p.approval = &hc.outcome
+	if s.evidenceDown() {
+		s.refuseHeld(p, EvidenceUnavailable, "approved, but while it waited the audit log could no longer be written, so the call cannot have its receipt; see the proxy's log", &s.clientLog, true)
+		p.free()
+		return
+	}
 	if den := s.cfg.Gate.stillAuthorized(hc.token, p.start); den != nil {
 		s.refuseHeld(p, den.Type, "approved, but while it waited: "+den.Detail, &s.clientLog, true)
 		p.free()
@@ -693,6 +698,7 @@ func (s *session) cancelHeld(raw []byte) bool {
 // dropHeld ends every held call when the session ends: each is refused
 // (with msg, if set, as the reason) and released, never forwarded.
 func (s *session) dropHeld(msg string) {
+	defer s.dropTrips()
 	s.mu.Lock()
 	s.appr.closed = true
 	var hcs []*heldCall

@@ -12,6 +12,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/delegateos/delegateos/internal/strictjson"
+	"github.com/delegateos/delegateos/receipt"
 )
 
 // MCP 2026-07-28 has no initialize and no requests from server to client:
@@ -45,6 +46,11 @@ type roundTrip struct {
 	fwd     []byte
 	up      int64
 	outcome ApprovalOutcome
+	// asked is what the approval receipt of a call never sent back needs
+	// of the first request (method, target, scope, rule), and auditID its
+	// WAITING decision's audit_id, which that receipt names.
+	asked   pending
+	auditID string
 }
 
 // modernParams is what a request's params say about a 2026-07-28
@@ -126,13 +132,18 @@ func (s *session) holdModern(p *pending, h header, cp *callParams, frame []byte,
 	if a.trips == nil {
 		a.trips = map[string]*roundTrip{}
 	}
+	var expired []*roundTrip
 	for k, t := range a.trips {
 		if now.After(t.outcome.ExpiresAt) {
 			delete(a.trips, k)
+			expired = append(expired, t)
 		}
 	}
 	full := len(a.trips) >= maxHeld
 	s.mu.Unlock()
+	for _, t := range expired {
+		s.abandoned(t, VerdictTimeout, "the call was not sent back with the answer within "+t.outcome.ExpiresAt.Sub(t.outcome.RequestedAt).String(), t.outcome.ExpiresAt)
+	}
 	if full {
 		s.refuseUnasked(p, ApprovalUnavailable, "16 approvals are already waiting for an answer")
 		return
@@ -143,7 +154,8 @@ func (s *session) holdModern(p *pending, h header, cp *callParams, frame []byte,
 	s.upSeq++
 	fwd := s.forwardBytes(frame, h, cp, s.upSeq)
 	sum := sha256.Sum256(fwd)
-	t := &roundTrip{digest: digest, fwd: fwd, up: s.upSeq}
+	t := &roundTrip{digest: digest, fwd: fwd, up: s.upSeq,
+		asked: pending{method: p.method, target: p.target, dec: Decision{Scope: p.dec.Scope, Call: p.dec.Call}}}
 	t.outcome = ApprovalOutcome{
 		ID: state, Method: p.method, Target: p.target, Capability: capabilityText(p.decision),
 		Cost: p.cost(), DelegationID: delegationOf(p.decision), RequestHash: hex.EncodeToString(sum[:]),
@@ -169,8 +181,14 @@ func (s *session) holdModern(p *pending, h header, cp *callParams, frame []byte,
 	// The request is answered without being forwarded: its decision
 	// waits for the approval, its reservation goes back, and the retry is
 	// decided and reserved afresh.
-	p.ev.approvalID, p.ev.waiting = state, true
+	if s.cfg.Evidence != nil {
+		t.auditID = receipt.NewUUIDURN()
+	}
+	p.ev.approvalID, p.ev.waiting, p.ev.auditID = state, true, t.auditID
 	s.decided(p, &p.dec)
+	// Its rate-limit slots go back too: the retry is the call, and takes
+	// them, so that an approved call counts once.
+	s.cfg.Gate.releaseUnforwarded(p.decision)
 	s.settleNow(p, 0, true, outcomeNotForwarded)
 	s.toClient.write(append(b, '\n'))
 	p.free()
@@ -239,4 +257,44 @@ func (s *session) requestDigest(p *pending, cp *callParams) [32]byte {
 	var sum [32]byte
 	h.Sum(sum[:0])
 	return sum
+}
+
+// abandoned records the end of an approval asked with input_required
+// whose call was never sent back (it expired, or the session ended): its
+// line, and with an audit log its human approval receipt, which names the
+// WAITING decision.
+func (s *session) abandoned(t *roundTrip, verdict, detail string, at time.Time) {
+	o := &t.outcome
+	o.DecidedAt = at
+	den := ApprovalDeclined
+	if verdict == VerdictUnavailable {
+		den = ApprovalUnavailable
+	}
+	o.refused(verdict, den, detail)
+	s.logApproval(o)
+	if s.cfg.Evidence == nil {
+		return
+	}
+	b := s.approvalBody(&t.asked, o)
+	b.GateAuditID = t.auditID
+	if _, err := s.cfg.Evidence.Approval(b); err != nil {
+		s.log.Error("writing the human approval receipt failed", zap.String("approval_id", o.ID), zap.Error(err))
+	}
+}
+
+// dropTrips ends, when the session ends, every approval asked with
+// input_required whose call was not sent back.
+func (s *session) dropTrips() {
+	s.mu.Lock()
+	trips := s.appr.trips
+	s.appr.trips = nil
+	s.mu.Unlock()
+	now := time.Now()
+	for _, t := range trips {
+		if now.After(t.outcome.ExpiresAt) {
+			s.abandoned(t, VerdictTimeout, "the call was not sent back with the answer within "+t.outcome.ExpiresAt.Sub(t.outcome.RequestedAt).String(), t.outcome.ExpiresAt)
+			continue
+		}
+		s.abandoned(t, VerdictUnavailable, "the session ended before the call was sent back with the answer", now)
+	}
 }

@@ -131,6 +131,9 @@ type Decision struct {
 	Unauthenticated bool
 	Latency         time.Duration
 	observed        observed // for the Observer's Settled
+	// rate is the allowed call's rate-limit slots, given back when it is
+	// not forwarded (releaseUnforwarded).
+	rate ratelimit.Admission
 }
 
 // Denial is a refused call, rendered as DelegateOS §11.2's JSON-RPC error.
@@ -265,11 +268,12 @@ func (g *Gate) decideAt(req *CallRequest, start time.Time) (d Decision) {
 			if req.Unpinned != "" {
 				return deny(ToolNotPinned, nil, "%s", req.Unpinned)
 			}
-			if _, den := g.reserveRate(req, call, nil, nil, now); den != nil {
+			admitted, den := g.reserveRate(req, call, nil, nil, now)
+			if den != nil {
 				d.Denial = den
 				return d
 			}
-			d.Allowed, d.Unauthenticated = true, true
+			d.Allowed, d.Unauthenticated, d.rate = true, true, admitted
 			return d
 		}
 		return deny(dct.Malformed, nil, "no DCT: %s needs a token; start the proxy with --token @FILE or pass one in params._delegateos.dct", req.what())
@@ -357,7 +361,7 @@ func (g *Gate) decideAt(req *CallRequest, start time.Time) (d Decision) {
 		// The spend could not be recorded: refuse rather than run unmetered.
 		return deny(dct.BudgetExceeded, scope.Capabilities, "the spend store cannot record this call: %v", err)
 	}
-	d.Allowed, d.Reservation = true, r
+	d.Allowed, d.Reservation, d.rate = true, r, admitted
 	return d
 }
 

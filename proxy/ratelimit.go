@@ -259,3 +259,15 @@ func (g *Gate) releaseRate(a ratelimit.Admission) {
 		_ = s.limiter.Release(a)
 	}
 }
+
+// releaseUnforwarded gives back the rate-limit slots of an allowed call
+// that is not forwarded: a 2026-07-28 client's call answered with the
+// proxy's input_required, whose retry is decided (and counted) afresh.
+func (g *Gate) releaseUnforwarded(d *Decision) {
+	if d == nil {
+		return
+	}
+	a := d.rate // a zero Admission releases nothing
+	d.rate = ratelimit.Admission{}
+	g.releaseRate(a)
+}
