@@ -53,3 +53,25 @@ func TestRedteamStdioApprovedAfterEvidenceFailed(t *testing.T) {
 		}
 	}
 }
+
+// In observe mode a request made once the audit log has failed is refused
+// all the same: observing changes what the policy decides, not that
+// nothing reaches the upstream without its receipt.
+func TestObserveEvidenceUnavailableRefused(t *testing.T) {
+	var toClient, toServer bytes.Buffer
+	s := testSession(t, zap.NewNop(), &toClient, &toServer)
+	s.cfg.Observe = true
+	ev := &recordingEvidence{failed: true}
+	s.cfg.Evidence = ev
+	s.clientFrame([]byte(`{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}`))
+	toServer.Reset()
+	s.clientFrame([]byte(`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"echo","arguments":{"text":"x"}}}`))
+	s.toServer.flush()
+	s.toClient.flush()
+	if strings.Contains(toServer.String(), `"tools/call"`) {
+		t.Fatalf("observe mode forwarded a call the audit log cannot record: %s", toServer.String())
+	}
+	if !strings.Contains(toClient.String(), `"type":"evidence_unavailable"`) {
+		t.Errorf("the client got %s, want an evidence_unavailable denial", toClient.String())
+	}
+}

@@ -271,8 +271,12 @@ func (s *session) gate(p *pending, cp *callParams) bool {
 		return s.refuse(p, &refused)
 	}
 	if s.evidenceDown() {
+		// Refused in observe mode too: nothing is forwarded without its
+		// receipt, whatever the policy would decide.
 		refused := s.cfg.Gate.Refuse(req, EvidenceUnavailable, "the audit log cannot be written, so no request is allowed without its receipt; see the proxy's log")
-		return s.refuse(p, &refused)
+		s.decided(p, &refused)
+		s.deny(p, &refused)
+		return false
 	}
 	req.Token, req.ContractID, req.DelegationID = d.DCT, d.ContractID, d.DelegationID
 	session := s.sessionToken()
