@@ -73,7 +73,7 @@ func FuzzHostCheck(f *testing.F) {
 }
 
 func TestEventID(t *testing.T) {
-	for _, s := range []string{"", "1", "-1-2", "1--2", "a-1", "1-a", "1-2-3"} {
+	for _, s := range []string{"", "1", "-1-2", "1--2", "a-1", "1-a", "1-2-3", "0-9223372036854775807", "0-9223372036854775808"} {
 		if _, _, ok := parseEventID(s); ok {
 			t.Errorf("parseEventID(%q) accepted", s)
 		}

@@ -1,6 +1,7 @@
 package serve
 
 import (
+	"math"
 	"strconv"
 	"strings"
 )
@@ -129,7 +130,8 @@ func appendEventID(b []byte, streamID, seq int64) []byte {
 	return strconv.AppendInt(append(strconv.AppendInt(b, streamID, 10), '-'), seq, 10)
 }
 
-// parseEventID reads an id appendEventID wrote.
+// parseEventID reads an id appendEventID wrote. A sequence number of
+// 2^63−1 is none the server writes, and resuming after it would wrap.
 func parseEventID(s string) (streamID, seq int64, ok bool) {
 	a, b, found := strings.Cut(s, "-")
 	if !found {
@@ -138,5 +140,5 @@ func parseEventID(s string) (streamID, seq int64, ok bool) {
 	var err1, err2 error
 	streamID, err1 = strconv.ParseInt(a, 10, 64)
 	seq, err2 = strconv.ParseInt(b, 10, 64)
-	return streamID, seq, err1 == nil && err2 == nil && streamID >= 0 && seq >= 0
+	return streamID, seq, err1 == nil && err2 == nil && streamID >= 0 && seq >= 0 && seq < math.MaxInt64
 }
