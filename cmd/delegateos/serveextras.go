@@ -98,6 +98,8 @@ func bearerToken(auth string) string {
 type serveExtraFlags struct {
 	requireSig *bool
 	sigWindow  *time.Duration
+	sigNonces  *int
+	sigPerTree *int
 	peers      *[]string
 	poll       *time.Duration
 	publicURL  *string
@@ -107,7 +109,9 @@ type serveExtraFlags struct {
 func declareServeExtraFlags(fs *pflag.FlagSet) *serveExtraFlags {
 	return &serveExtraFlags{
 		requireSig: fs.Bool("require-signature", false, "holder-of-key: every HTTP request must carry an AVP-Sig v2 signature by the key of its token's current delegatee (see 'delegateos sign-request'; require_signature in the policy)"),
-		sigWindow:  fs.Duration("signature-window", avpsig.DefaultWindow, "how far a signature's timestamp may lie from this server's clock, either way"),
+		sigWindow:  fs.Duration("signature-window", avpsig.DefaultWindow, "how far a signature's timestamp may lie behind this server's clock (ahead of it, at most 5s)"),
+		sigNonces:  fs.Int("signature-nonces", avpsig.DefaultMaxNonces, "with --require-signature, the most live signature nonces this server holds in memory; past it a signed request is refused (503 signature_busy) rather than a nonce forgotten"),
+		sigPerTree: fs.Int("signature-nonces-per-tree", avpsig.DefaultMaxNoncesPerTree, "with --require-signature, the most live signature nonces of one delegation tree (the tokens under one root-issued token, whatever keys they name), in memory or in the shared Redis; past it that tree's signed requests are refused (503 signature_busy)"),
 		peers:      fs.StringArray("revocation-peer", nil, "a peer verifier's URL (its revocation endpoint, or its base URL): its list is polled and new revocations are pushed to it (repeatable)"),
 		poll:       fs.Duration("revocation-poll", revdist.DefaultInterval, "how often each --revocation-peer is polled"),
 		publicURL:  fs.String("public-url", "", "the URL clients reach this server at (https://gate.example.com), for the agent card; default: the request's Host"),
@@ -142,7 +146,10 @@ func (f *serveExtraFlags) build(pol *policy.Policy, revs revocation.Live, keyFil
 		if *f.sigWindow < time.Second {
 			return nil, usagef("--signature-window must be at least 1s")
 		}
-		x.sig = &avpsig.Verifier{Window: *f.sigWindow}
+		if *f.sigNonces < 1 || *f.sigPerTree < 1 {
+			return nil, usagef("--signature-nonces and --signature-nonces-per-tree must be at least 1")
+		}
+		x.sig = &avpsig.Verifier{Window: *f.sigWindow, MaxNonces: *f.sigNonces, MaxNoncesPerTree: *f.sigPerTree}
 		if err := shareNonces(x.sig, pol, log); err != nil {
 			return nil, err
 		}
@@ -248,11 +255,11 @@ func (x *serveExtras) checkSignature(r *http.Request, body []byte, token string)
 	if err := x.verify(token); err != nil {
 		return fmt.Errorf("the token does not verify, so no signature is checked against its holder: %w", err)
 	}
-	holder, err := x.holder(token)
+	h, err := x.holder(token)
 	if err != nil {
 		return &avpsig.Error{Reason: avpsig.ReasonWrongKey, Detail: fmt.Sprintf("the token's holder cannot be read: %v", err)}
 	}
-	return x.sig.Verify(r, body, holder)
+	return x.sig.VerifyInTree(r, body, h.key, h.tree)
 }
 
 // authorizeRequest applies --require-signature to an MCP request over
@@ -323,19 +330,29 @@ func (s sigRefusal) StatusCode() int {
 	return http.StatusUnauthorized
 }
 
-// holder returns the current delegatee a token names. It is not verified
-// here: the gate verifies the token itself.
-func (x *serveExtras) holder(token string) (string, error) {
+// tokenHolder is who holds a token, as a signature is checked against it.
+type tokenHolder struct {
+	// key is the current delegatee.
+	key string
+	// tree is the revocation ID of the token's authority block: its
+	// delegation tree, which only a root's key can make more of, and which
+	// its signers' nonces are counted against.
+	tree string
+}
+
+// holder returns the current delegatee a token names and its tree. It is
+// not verified here: the gate verifies the token itself.
+func (x *serveExtras) holder(token string) (tokenHolder, error) {
 	if h, ok := x.holders.Load(token); ok {
-		return h.(string), nil
+		return h.(tokenHolder), nil
 	}
 	tok, err := dct.ParseInput(token)
 	if err != nil {
-		return "", err
+		return tokenHolder{}, err
 	}
-	h := tok.Delegatee()
-	if _, err := identity.PublicKey(h); err != nil {
-		return "", err
+	h := tokenHolder{key: tok.Delegatee(), tree: tok.RevocationIDs()[0]}
+	if _, err := identity.PublicKey(h.key); err != nil {
+		return tokenHolder{}, err
 	}
 	x.mu.Lock()
 	if x.nHolder >= maxHolders {
