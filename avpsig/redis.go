@@ -149,10 +149,11 @@ local last = tonumber(ARGV[1])
 local ttl = last - now
 if ttl <= 0 then return 0 end
 if redis.call('EXISTS', KEYS[1]) == 1 then return 2 end
-if redis.call('ZCOUNT', KEYS[2], '(' .. now, '+inf') >= tonumber(ARGV[3]) then return 3 end
+local after = string.format('(%d', now)
+if redis.call('ZCOUNT', KEYS[2], after, '+inf') >= tonumber(ARGV[3]) then return 3 end
 redis.call('SET', KEYS[1], '1', 'PX', ttl)
 redis.call('ZADD', KEYS[2], last, ARGV[4])
-redis.call('ZREMRANGEBYSCORE', KEYS[2], '-inf', now)
+redis.call('ZREMRANGEBYSCORE', KEYS[2], '-inf', string.format('%d', now))
 if redis.call('PTTL', KEYS[2]) < ttl then redis.call('PEXPIRE', KEYS[2], ttl) end
 return 1
 `)
