@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"sync"
 	"testing"
 
 	"github.com/delegateos/delegateos/revocation"
@@ -78,4 +79,33 @@ func BenchmarkPushToBigList(b *testing.B) {
 			}
 		}
 	})
+}
+
+// BenchmarkTenPushesAtOnce is ten pushes to a list of 50,000 entries made
+// at once, as FileStore.Add stores them: each op is the ten.
+func BenchmarkTenPushesAtOnce(b *testing.B) {
+	k := testKey(b, 9)
+	path, f := bigList(b, 50_000)
+	s := &FileStore{Path: path, File: f}
+	var next int
+	for b.Loop() {
+		b.StopTimer()
+		var es []revocation.Entry
+		for range 10 {
+			next++
+			es = append(es, testEntry(b, k, fmt.Sprint("ten-", next)))
+		}
+		b.StartTimer()
+		var wg sync.WaitGroup
+		for _, e := range es {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				if added, err := s.Add(e); err != nil || !added {
+					b.Error(added, err)
+				}
+			}()
+		}
+		wg.Wait()
+	}
 }
