@@ -60,9 +60,9 @@
 // lock it verifies only the new entry, checks it against the entries the
 // File has verified, writes it in place of the closing bracket and syncs
 // the file, with no rename. The bytes it replaces are first recorded,
-// synced, in LIST.append; every writer first undoes an append the file
-// does not hold whole (a crash before the sync), so a crash still leaves
-// either the old or the new list once the next writer has run.
+// synced, in LIST.append; every writer, and OpenFile when the list does
+// not read, first undoes an append the file does not hold whole (a crash
+// before the sync), so a crash still leaves the old or the new list.
 //
 // File is a list backed by a file, for a long-running verifier such as the
 // proxy. Every File.Revoked looks at the file first (one stat, which does

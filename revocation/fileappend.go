@@ -234,6 +234,27 @@ func recoverAppend(path string) error {
 	return writeRecord(path, "", true)
 }
 
+// undoInterruptedAppend runs recoverAppend, under the writers' lock, for
+// a list file that does not read when a record of an append is beside it:
+// a process that opens the list after a crash cut an append short reads
+// the list as it was. It reports whether it ran; a process that cannot
+// take the lock or write the file (a reader without the rights) leaves
+// the list to the next writer, and refuses every token meanwhile.
+func undoInterruptedAppend(path string) bool {
+	if real, err := filepath.EvalSymlinks(path); err == nil {
+		path = real
+	}
+	if rec, err := os.ReadFile(path + ".append"); err != nil || len(rec) == 0 {
+		return false
+	}
+	unlock, err := lockForWrite(path)
+	if err != nil {
+		return false
+	}
+	defer unlock()
+	return recoverAppend(path) == nil
+}
+
 // parseRecord reads a record of appendInPlace.
 func parseRecord(rec string) (head, size int64, old []byte, ok bool) {
 	rest, found := strings.CutPrefix(strings.TrimSuffix(rec, "\n"), appendRecord)

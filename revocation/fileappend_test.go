@@ -195,6 +195,31 @@ func TestFileAppendRecoversInterruptedAppend(t *testing.T) {
 	}
 }
 
+// A server that starts after a crash cut an append short reads the list as
+// it was before the append.
+func TestOpenFileUndoesInterruptedAppend(t *testing.T) {
+	k := testKey(t, 1)
+	a, b := testEntry(t, k, testID("a"), ScopeChain), testEntry(t, k, testID("b"), ScopeChain)
+	path := filepath.Join(t.TempDir(), "revocations.json")
+	before := must(marshalEntries([]Entry{a}, true))
+	head := listHead(before)
+	full := must(marshalEntries([]Entry{a, b}, true))
+	if err := os.WriteFile(path, full[:len(full)-20], 0o644); err != nil {
+		t.Fatal(err)
+	}
+	rec := fmt.Sprintf("%s%d %d %x\n", appendRecord, head, len(before), before[head:])
+	if err := os.WriteFile(path+".append", []byte(rec), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	f := openFile(t, path)
+	if got := f.List().Entries(); !slices.Equal(got, []Entry{a}) {
+		t.Fatalf("the File holds %v", got)
+	}
+	if data, _ := os.ReadFile(path); !bytes.Equal(data, before) {
+		t.Fatalf("the list file is\n%s", data)
+	}
+}
+
 // A record that is not one stops every writer, naming it, rather than be
 // guessed at.
 func TestFileAppendRefusesUnknownRecord(t *testing.T) {
