@@ -31,6 +31,8 @@ type Redis struct {
 	// nonce makes this store's reservation IDs unique across the fleet.
 	nonce string
 	now   func() time.Time
+	// warnings are OpenRedis's findings on the server's configuration.
+	warnings []string
 
 	pending sync.WaitGroup // commits and cancels retried in the background
 
@@ -244,8 +246,19 @@ func OpenRedis(rawURL string) (*Redis, error) {
 			return nil, s.fail(err)
 		}
 	}
+	warnings, err := redisconn.CheckConfig(ctx, c, "the spend store "+s.url)
+	if err != nil {
+		c.Close()
+		return nil, err
+	}
+	s.warnings = warnings
 	return s, nil
 }
+
+// Warnings returns what OpenRedis found that puts the store's promise at
+// risk without breaking it (persistence off, a configuration it could
+// not read), for the proxy to log.
+func (s *Redis) Warnings() []string { return s.warnings }
 
 // fail names the store in an error of a command.
 func (s *Redis) fail(err error) error {
