@@ -4,7 +4,11 @@ package proxy_test
 
 import (
 	"context"
+	"fmt"
+	"slices"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"testing"
 
 	"github.com/delegateos/delegateos/dct"
@@ -69,5 +73,206 @@ func TestE2EFaultStoreErrorsAreNotBudgetExceeded(t *testing.T) {
 	r = s.Call(t, "echo", map[string]any{"text": "corrupted"})
 	if typ, detail := denialData(r); typ != string(proxy.StoreUnavailable) || typ == string(dct.BudgetExceeded) {
 		t.Fatalf("a call on a corrupted field: %+v (%s: %s), want store_unavailable", r, typ, detail)
+	}
+}
+
+// faultRun is a burst of calls by a fleet of proxies with a fault made
+// midway.
+type faultRun struct {
+	forwarded  atomic.Int64
+	afterTypes sync.Map // denial type -> count, of calls started once the fault was made
+	types      sync.Map // denial type -> count, of every call
+}
+
+// burst runs, on each session, workers goroutines making calls calls
+// each, and fault once after calls have been forwarded in all.
+func (f *fleet) burst(sessions []*mcptest.Session, workers, calls int, after int64, fault func()) *faultRun {
+	t := f.t
+	t.Helper()
+	run := &faultRun{}
+	var made atomic.Bool
+	trigger := make(chan struct{})
+	var once sync.Once
+	faultDone := make(chan struct{})
+	go func() {
+		<-trigger
+		fault()
+		made.Store(true)
+		close(faultDone)
+	}()
+	var wg sync.WaitGroup
+	for i, s := range sessions {
+		for w := range workers {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				for j := range calls {
+					started := made.Load()
+					r := s.Call(t, "echo", map[string]any{"text": fmt.Sprintf("%d-%d-%d", i, w, j)})
+					if r.Err == nil && !r.Res.IsError {
+						if run.forwarded.Add(1) >= after {
+							once.Do(func() { close(trigger) })
+						}
+						if started {
+							t.Errorf("proxy %d: a call made after the fault was forwarded", i)
+						}
+						continue
+					}
+					typ, detail := denialData(r)
+					if typ == "" {
+						t.Errorf("proxy %d: %+v is not a denial", i, r)
+						continue
+					}
+					if typ == string(proxy.StoreReset) && !strings.Contains(detail, "delegateos store recover") {
+						t.Errorf("a store_reset denial does not say what to run: %s", detail)
+					}
+					count(&run.types, typ)
+					if started {
+						count(&run.afterTypes, typ)
+					}
+				}
+			}()
+		}
+	}
+	wg.Wait()
+	once.Do(func() { close(trigger) })
+	<-faultDone
+	return run
+}
+
+func count(m *sync.Map, typ string) {
+	v, _ := m.LoadOrStore(typ, new(atomic.Int64))
+	v.(*atomic.Int64).Add(1)
+}
+
+func counts(m *sync.Map) map[string]int64 {
+	out := map[string]int64{}
+	m.Range(func(k, v any) bool { out[k.(string)] = v.(*atomic.Int64).Load(); return true })
+	return out
+}
+
+// upstreamCalls counts the echo calls the proxies' upstreams served, from
+// their own log lines.
+func upstreamCalls(ps []*mcptest.Process) int64 {
+	var n int64
+	for _, p := range ps {
+		n += int64(len(p.LogWith("upstream stderr", func(m map[string]any) bool {
+			line, _ := m["line"].(string)
+			return strings.Contains(line, "tools/call tool=echo") && strings.Contains(line, "outcome=ok")
+		})))
+	}
+	return n
+}
+
+// faultFleet starts three proxies, on tokens A, B and C of one tree.
+func (f *fleet) faultFleet() ([]*mcptest.Process, []*mcptest.Session) {
+	var ps []*mcptest.Process
+	var ss []*mcptest.Session
+	for _, tok := range []*dct.Token{f.a, f.b, f.c} {
+		p, s := f.start(tok, "", nil)
+		ps = append(ps, p)
+		ss = append(ss, s)
+	}
+	return ps, ss
+}
+
+// checkReset checks a fault that loses data: no call made after it was
+// forwarded and each was refused store_reset (or store_unavailable while
+// Redis was down); no more calls than the budget were forwarded, as the
+// upstreams count them; delegateos spend says the store lost data; and a
+// proxy started now, on a machine that never saw the store, refuses too.
+func (f *fleet) checkReset(ps []*mcptest.Process, ss []*mcptest.Session, run *faultRun, budgetCalls int64, also ...string) {
+	t := f.t
+	t.Helper()
+	// Every proxy comes to refuse store_reset (after store_unavailable
+	// while Redis is down), never forwarding.
+	for i, s := range ss {
+		mcptest.Eventually(t, fmt.Sprintf("proxy %d refusing store_reset", i), func() bool {
+			r := s.Call(t, "echo", map[string]any{"text": "after"})
+			if r.Err == nil && !r.Res.IsError {
+				t.Fatalf("proxy %d forwarded a call after the fault", i)
+			}
+			typ, _ := denialData(r)
+			count(&run.types, typ)
+			count(&run.afterTypes, typ)
+			return typ == string(proxy.StoreReset)
+		})
+	}
+	fwd := run.forwarded.Load()
+	t.Logf("forwarded %d (budget %d); denials %v, after the fault %v", fwd, budgetCalls, counts(&run.types), counts(&run.afterTypes))
+	if fwd > budgetCalls {
+		t.Errorf("%d calls forwarded on a budget of %d", fwd, budgetCalls)
+	}
+	if up := upstreamCalls(ps); up != fwd {
+		t.Errorf("the upstreams served %d calls, the clients saw %d allowed", up, fwd)
+	}
+	after := counts(&run.afterTypes)
+	if after[string(proxy.StoreReset)] == 0 {
+		t.Errorf("no call made after the fault was refused store_reset: %v", after)
+	}
+	for typ := range after {
+		if typ != string(proxy.StoreReset) && !slices.Contains(also, typ) {
+			t.Errorf("calls made after the fault refused %s: %v", typ, after)
+		}
+	}
+	out, errs, code := mcptest.CLI(t, "spend", "--store", f.srv.URL())
+	if code == 0 || !strings.Contains(errs, "has lost data") || !strings.Contains(errs, "delegateos store recover") {
+		t.Errorf("delegateos spend on the reset store: exit %d, %s%s; want it to say the store lost data and what to run", code, out, errs)
+	}
+	p := f.e.StartProxy(mcptest.ProxyOptions{Policy: f.policy(""), Token: f.a, Dir: t.TempDir()})
+	r := p.Connect(mcptest.SessionOptions{}).Call(t, "echo", map[string]any{"text": "new proxy"})
+	if typ, detail := denialData(r); typ != string(proxy.StoreReset) {
+		t.Errorf("a proxy started after the fault, on another machine: %+v (%s: %s), want store_reset", r, typ, detail)
+	}
+}
+
+// FLUSHALL mid-burst: the proxies find their trees' stamps gone and refuse
+// every call store_reset, instead of spending the budget again from zero.
+func TestE2EFaultFlushAll(t *testing.T) {
+	f := newFleet(t, 100*fleetCost, 60*fleetCost, 30*fleetCost)
+	ps, ss := f.faultFleet()
+	run := f.burst(ss, 4, 20, 40, func() {
+		if err := f.srv.Client().FlushAll(context.Background()).Err(); err != nil {
+			t.Error(err)
+		}
+	})
+	f.checkReset(ps, ss, run, 100)
+}
+
+// Redis restarted without persistence mid-burst: the same as a FLUSHALL,
+// but for the calls refused store_unavailable while it was down.
+func TestE2EFaultRestartWithoutPersistence(t *testing.T) {
+	f := newFleet(t, 100*fleetCost, 60*fleetCost, 30*fleetCost)
+	ps, ss := f.faultFleet()
+	run := f.burst(ss, 4, 20, 40, func() { f.srv.RestartEmpty() })
+	f.checkReset(ps, ss, run, 100, string(proxy.StoreUnavailable))
+}
+
+// Every key of one delegation tree deleted (DEL, or evicted) mid-burst.
+func TestE2EFaultDelTreeKeys(t *testing.T) {
+	f := newFleet(t, 100*fleetCost, 60*fleetCost, 30*fleetCost)
+	ps, ss := f.faultFleet()
+	run := f.burst(ss, 4, 20, 40, func() {
+		ctx := context.Background()
+		c := f.srv.Client()
+		keys, err := c.Keys(ctx, "delegateos:*{"+f.e.Root.ID()+"}*").Result()
+		if err != nil || len(keys) == 0 {
+			t.Errorf("the tree's keys: %v %v", keys, err)
+		}
+		if err := c.Del(ctx, keys...).Err(); err != nil {
+			t.Error(err)
+		}
+	})
+	f.checkReset(ps, ss, run, 100)
+	// The operator accepts the loss: the proxies carry on, without a
+	// restart.
+	if out, errs, code := mcptest.CLI(t, "store", "init", "--store", f.srv.URL(), "--reset"); code != 0 || !strings.Contains(out, "generation") {
+		t.Fatalf("store init --reset: exit %d, %s%s", code, out, errs)
+	}
+	for i, s := range ss {
+		s.Call(t, "echo", map[string]any{"text": "accepted"}).OK(t, fmt.Sprintf("proxy %d's call once the loss is accepted", i))
+	}
+	if _, errs, code := mcptest.CLI(t, "spend", "--store", f.srv.URL()); code != 0 {
+		t.Errorf("spend after store init --reset: exit %d, %s", code, errs)
 	}
 }
