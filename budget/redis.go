@@ -60,6 +60,8 @@ type Redis struct {
 	resetReason string
 	seen        map[string]int64
 	listed      map[string]bool // trees this proxy has added to treesKey
+	// unsent are the commits and cancellations being retried.
+	unsent map[*commitCmd]bool
 }
 
 var _ Store = (*Redis)(nil)
@@ -322,6 +324,7 @@ func OpenRedisIn(rawURL, stateDir string) (*Redis, error) {
 		c.Close()
 		return nil, err
 	}
+	s.replay()
 	return s, nil
 }
 
@@ -436,9 +439,7 @@ func (s *Redis) Reserve(levels []Level, cost int64) (*Reservation, error) {
 		// it later): the reservation is cancelled, in the background until
 		// Redis answers, so that its cost is not held for a call that was
 		// refused.
-		s.retry(func(ctx context.Context) error {
-			return commitScript.Run(ctx, s.c, rkeys, rid, cost, 0, "void", voidTTL.Milliseconds()).Err()
-		})
+		s.retry(commitCmd{Keys: rkeys, RID: rid, Cost: cost, Void: true})
 		return nil, s.fail(err)
 	}
 	ok, level, spent, n, err := parseReserveReply(res, len(levels))
@@ -482,12 +483,19 @@ func scriptKeys(keys []string, rid string) []string {
 	return append(out, openKey(keys[0]), voidKey(keys[0], rid))
 }
 
-// retry runs f in the background until it succeeds, the store is closed
-// or retryFor has passed, backing off between tries.
-func (s *Redis) retry(f func(ctx context.Context) error) {
-	// Nothing is started once Close waits for what runs: what is not
-	// retried stays charged.
+// retry runs cmd in the background until it succeeds, the store is
+// closed or retryFor has passed, backing off between tries. One still
+// unsent when the store is closed is written to the journal in the state
+// directory, and sent by the next store opened there (see Close).
+func (s *Redis) retry(cmd commitCmd) {
 	s.mu.Lock()
+	if s.unsent == nil {
+		s.unsent = make(map[*commitCmd]bool)
+	}
+	c := &cmd
+	s.unsent[c] = true
+	// Nothing is started once Close waits for what runs: Close journals
+	// it.
 	if s.closed {
 		s.mu.Unlock()
 		return
@@ -498,7 +506,10 @@ func (s *Redis) retry(f func(ctx context.Context) error) {
 		defer s.pending.Done()
 		wait := 50 * time.Millisecond
 		for end := time.Now().Add(retryFor); time.Now().Before(end); {
-			if f(s.ctx) == nil {
+			if c.run(s.ctx, s.c) == nil {
+				s.mu.Lock()
+				delete(s.unsent, c)
+				s.mu.Unlock()
 				return
 			}
 			select {
@@ -624,13 +635,11 @@ func (s *Redis) end(r *Reservation, actual int64) error {
 	}
 	// A reply of 0 means the reservation had ended already: a command
 	// whose reply was lost ran before its retry.
-	run := func(ctx context.Context) error {
-		return commitScript.Run(ctx, s.c, rkeys, rid, r.cost, actual, "", 0).Err()
-	}
-	if err := run(s.ctx); err != nil {
+	cmd := commitCmd{Keys: rkeys, RID: rid, Cost: r.cost, Actual: actual}
+	if err := cmd.run(s.ctx, s.c); err != nil {
 		// The reservation keeps its cost charged in Redis until a retry
 		// gets through.
-		s.retry(run)
+		s.retry(cmd)
 		return fmt.Errorf("%w; it is retried in the background, and the reservation's cost stays charged until it gets through", s.fail(err))
 	}
 	return nil
@@ -732,6 +741,10 @@ func (s *Redis) flush() {
 			}
 			select {
 			case <-s.ctx.Done():
+				// Closed: the batch is journalled with the queue.
+				s.smu.Lock()
+				s.settle = append(s.settle, batch...)
+				s.smu.Unlock()
 				return
 			case <-time.After(wait):
 			}
@@ -773,7 +786,10 @@ func (s *Redis) Spent(key string) int64 {
 }
 
 // Close closes the connections. Reservations still open stay charged in
-// Redis. Closing twice does nothing.
+// Redis. Commits and cancellations that have not reached Redis after
+// closeWait are written to a journal in the state directory (given to
+// OpenRedisIn), which the next store opened on it sends. Closing twice
+// does nothing.
 func (s *Redis) Close() error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -791,6 +807,7 @@ func (s *Redis) Close() error {
 	}
 	s.stop()
 	s.pending.Wait()
+	s.journal()
 	s.mu.Lock()
 	return s.c.Close()
 }

@@ -276,3 +276,76 @@ func TestE2EFaultDelTreeKeys(t *testing.T) {
 		t.Errorf("spend after store init --reset: exit %d, %s", code, errs)
 	}
 }
+
+// A stall (SIGSTOP) in which the proxies exit: the calls refused
+// store_unavailable during it sent reservations that Redis runs when it
+// wakes, after their proxies are gone. Their cancellations, which could
+// not be sent, were journalled in the proxies' state directory, and the
+// next proxy started there sends them: nothing refused stays charged.
+func TestE2EFaultStallWithProxiesExiting(t *testing.T) {
+	f := newFleet(t, 100*fleetCost, 60*fleetCost, 30*fleetCost)
+	f.timeouts = "?read_timeout=300ms&write_timeout=300ms"
+	pol := f.policy("")
+	pol.RevocationList = "" // every call then sends its reservation to Redis
+	var ps []*mcptest.Process
+	var ss []*mcptest.Session
+	for _, tok := range []*dct.Token{f.a, f.b, f.c} {
+		p := f.e.StartProxy(mcptest.ProxyOptions{Policy: pol, Token: tok})
+		ps = append(ps, p)
+		ss = append(ss, p.Connect(mcptest.SessionOptions{}))
+	}
+	var forwarded int64
+	for i, s := range ss {
+		for j := range 3 {
+			s.Call(t, "echo", map[string]any{"text": fmt.Sprintf("%d-%d", i, j)}).OK(t, "a call before the stall")
+			forwarded++
+		}
+	}
+	mcptest.Eventually(t, "the calls before the stall settled", func() bool { return f.usage()[f.key(1)].Reserved == 0 })
+	f.srv.Pause()
+	resumed := false
+	defer func() {
+		if !resumed {
+			f.srv.Resume()
+		}
+	}()
+	for i, s := range ss {
+		for j := range 2 {
+			r := s.Call(t, "echo", map[string]any{"text": fmt.Sprintf("stalled %d-%d", i, j)})
+			if typ, detail := denialData(r); typ != string(proxy.StoreUnavailable) {
+				t.Fatalf("a call during the stall: %+v (%s: %s), want store_unavailable", r, typ, detail)
+			}
+		}
+	}
+	for _, p := range ps {
+		p.Stdin.Close()
+		if !p.WaitExit(mcptest.WaitTimeout) {
+			t.Fatal("a proxy did not exit during the stall")
+		}
+	}
+	f.srv.Resume()
+	resumed = true
+	// The next proxy started on this machine sends what the others could
+	// not: every refused call's reservation is released.
+	_, s := f.start(f.a, "", nil)
+	mcptest.Eventually(t, "the stalled calls' reservations released", func() bool {
+		u := f.usage()
+		for n := 1; n <= 3; n++ {
+			if u[f.key(n)].Reserved != 0 {
+				return false
+			}
+		}
+		return true
+	})
+	want := map[int]int64{1: forwarded, 2: 6, 3: 3}
+	for n, calls := range want {
+		if got := f.usage()[f.key(n)]; got.Committed != calls*fleetCost {
+			t.Errorf("%s: committed %d, want the %d calls forwarded under it", f.key(n), got.Committed, calls)
+		}
+	}
+	s.Call(t, "echo", map[string]any{"text": "after"}).OK(t, "a call after the stall")
+	out, errs, code := mcptest.CLI(t, "spend", "--store", f.srv.URL(), "--json")
+	if code != 0 || !strings.Contains(out, fmt.Sprintf(`"committed": %d`, (forwarded+1)*fleetCost)) {
+		t.Errorf("spend after the stall: exit %d, %s%s", code, out, errs)
+	}
+}
