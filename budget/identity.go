@@ -516,32 +516,60 @@ func InitStore(rawURL string, reset bool) (Identity, error) {
 		}
 		return *id, nil
 	}
-	var after int64
-	n := newIdentity("operator", 0)
-	if cur != nil {
-		after, n.ID = cur.Gen, cur.ID
-		n.Gen = max(n.Gen, after+1)
-	}
-	if err := relistTrees(ctx, c); err != nil {
+	n, err := nextIdentity(ctx, c)
+	if err != nil {
 		return fail(err)
 	}
-	_, err = c.TxPipelined(ctx, func(p redis.Pipeliner) error {
-		p.Del(ctx, identityKey)
-		p.HSet(ctx, identityKey, "id", n.ID, "g", n.Gen, "by", n.By)
-		return nil
-	})
-	if err != nil {
+	if err := restamp(ctx, c, *n); err != nil {
+		return fail(err)
+	}
+	if err := writeIdentity(ctx, c, *n); err != nil {
 		return fail(err)
 	}
 	return *n, nil
 }
 
-// relistTrees makes the list of trees again from the trees' stamps.
-func relistTrees(ctx context.Context, c *redis.Client) error {
+// nextIdentity is the identity an operator's action gives the store: its
+// own identity (a new one if it has lost it) with a new generation.
+func nextIdentity(ctx context.Context, c redis.Cmdable) (*Identity, error) {
+	cur, err := readIdentity(ctx, c)
+	if err != nil {
+		return nil, err
+	}
+	n := newIdentity("operator", 0)
+	if cur != nil {
+		n.ID, n.Gen = cur.ID, max(n.Gen, cur.Gen+1)
+	}
+	return n, nil
+}
+
+// writeIdentity writes id as the store's identity, last: the proxies
+// adopt it at their next call.
+func writeIdentity(ctx context.Context, c redis.Cmdable, id Identity) error {
+	_, err := c.TxPipelined(ctx, func(p redis.Pipeliner) error {
+		p.Del(ctx, identityKey)
+		p.HSet(ctx, identityKey, "id", id.ID, "g", id.Gen, "by", id.By)
+		return nil
+	})
+	return err
+}
+
+// restamp gives every tree's stamp the identity and generation id, and
+// makes the list of trees again from the stamps.
+func restamp(ctx context.Context, c redis.Cmdable, id Identity) error {
 	var tags []any
 	var cursor uint64
 	for {
 		keys, next, err := c.Scan(ctx, cursor, stampKeyPrefix+"*", 1000).Result()
+		if err != nil {
+			return err
+		}
+		_, err = c.Pipelined(ctx, func(p redis.Pipeliner) error {
+			for _, k := range keys {
+				p.HSet(ctx, k, "id", id.ID, "g", id.Gen)
+			}
+			return nil
+		})
 		if err != nil {
 			return err
 		}
@@ -560,4 +588,67 @@ func relistTrees(ctx context.Context, c *redis.Client) error {
 		return nil
 	})
 	return err
+}
+
+// RecoverStore rebuilds the spend of the Redis spend store at rawURL from
+// usage read elsewhere (the fleet's audit logs), as an operator, and lifts
+// its reset state: each key's spend becomes at least what usage says (a
+// key the store still holds keeps more, if it holds more, and its held
+// reservations), its calls and last call at least usage's; every tree
+// gets a stamp, and the store a new generation, written last, which the
+// proxies adopt at their next call.
+func RecoverStore(rawURL string, usage []Usage) (Identity, error) {
+	c, err := redisconn.Open(rawURL)
+	if err != nil {
+		return Identity{}, fmt.Errorf("spend store: %w", err)
+	}
+	defer c.Close()
+	ctx := context.Background()
+	fail := func(err error) (Identity, error) {
+		return Identity{}, redisconn.Unavailable("spend store "+redisconn.Redact(rawURL), err)
+	}
+	n, err := nextIdentity(ctx, c)
+	if err != nil {
+		return fail(err)
+	}
+	for _, u := range usage {
+		if err := checkKey(u.Key); err != nil {
+			return Identity{}, err
+		}
+		k := spendKey(u.Key)
+		vals, err := c.HMGet(ctx, k, "c", "h", "n", "t").Result()
+		if err != nil {
+			return fail(err)
+		}
+		var have [4]int64
+		for i, v := range vals {
+			if str, ok := v.(string); ok {
+				if have[i], err = parseDecimal(str); err != nil {
+					return Identity{}, fmt.Errorf("the key %s: %w", k, err)
+				}
+			}
+		}
+		total := addSat(u.Committed, u.Reserved)
+		committed := max(have[0], total-have[1])
+		fields := []any{"c", committed, "n", max(have[2], u.Calls)}
+		if at := u.LastCall.UnixMilli(); !u.LastCall.IsZero() && at > have[3] {
+			fields = append(fields, "t", min(at, maxAt))
+		}
+		_, err = c.Pipelined(ctx, func(p redis.Pipeliner) error {
+			p.HSet(ctx, k, fields...)
+			p.HSetNX(ctx, stampKey(u.Key), "n", 0)
+			p.HSet(ctx, stampKey(u.Key), "k:"+k, 1)
+			return nil
+		})
+		if err != nil {
+			return fail(err)
+		}
+	}
+	if err := restamp(ctx, c, *n); err != nil {
+		return fail(err)
+	}
+	if err := writeIdentity(ctx, c, *n); err != nil {
+		return fail(err)
+	}
+	return *n, nil
 }

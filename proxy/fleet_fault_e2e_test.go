@@ -5,6 +5,7 @@ package proxy_test
 import (
 	"context"
 	"fmt"
+	"path/filepath"
 	"slices"
 	"strings"
 	"sync"
@@ -164,6 +165,19 @@ func upstreamCalls(ps []*mcptest.Process) int64 {
 	return n
 }
 
+// sameAsUpstreams waits for the upstreams' log lines (the proxies relay
+// them as they come) to count the calls the clients saw forwarded.
+func (f *fleet) sameAsUpstreams(ps []*mcptest.Process, forwarded int64) {
+	f.t.Helper()
+	mcptest.Eventually(f.t, fmt.Sprintf("the upstreams' logs to count the %d calls forwarded", forwarded), func() bool {
+		up := upstreamCalls(ps)
+		if up > forwarded {
+			f.t.Fatalf("the upstreams served %d calls, the clients saw %d allowed", up, forwarded)
+		}
+		return up == forwarded
+	})
+}
+
 // faultFleet starts three proxies, on tokens A, B and C of one tree.
 func (f *fleet) faultFleet() ([]*mcptest.Process, []*mcptest.Session) {
 	var ps []*mcptest.Process
@@ -203,9 +217,7 @@ func (f *fleet) checkReset(ps []*mcptest.Process, ss []*mcptest.Session, run *fa
 	if fwd > budgetCalls {
 		t.Errorf("%d calls forwarded on a budget of %d", fwd, budgetCalls)
 	}
-	if up := upstreamCalls(ps); up != fwd {
-		t.Errorf("the upstreams served %d calls, the clients saw %d allowed", up, fwd)
-	}
+	f.sameAsUpstreams(ps, fwd)
 	after := counts(&run.afterTypes)
 	if after[string(proxy.StoreReset)] == 0 {
 		t.Errorf("no call made after the fault was refused store_reset: %v", after)
@@ -347,5 +359,71 @@ func TestE2EFaultStallWithProxiesExiting(t *testing.T) {
 	out, errs, code := mcptest.CLI(t, "spend", "--store", f.srv.URL(), "--json")
 	if code != 0 || !strings.Contains(out, fmt.Sprintf(`"committed": %d`, (forwarded+1)*fleetCost)) {
 		t.Errorf("spend after the stall: exit %d, %s%s", code, out, errs)
+	}
+}
+
+// FLUSHALL mid-burst, then delegateos store recover from the three
+// proxies' signed audit logs: the rebuilt spend at every level is what
+// the upstreams served under it, the proxies take calls again without a
+// restart, and the budget holds across the reset.
+func TestE2EFaultFlushAllRecover(t *testing.T) {
+	f := newFleet(t, 100*fleetCost, 60*fleetCost, 30*fleetCost)
+	var ps []*mcptest.Process
+	var ss []*mcptest.Session
+	var logs []string
+	for i, tok := range []*dct.Token{f.a, f.b, f.c} {
+		key := mcptest.NewKey(t, fmt.Sprintf("proxy%d", i))
+		log := filepath.Join(f.e.Dir, fmt.Sprintf("audit-%d.log", i))
+		logs = append(logs, log)
+		p, s := f.start(tok, "proxy_key: "+f.e.KeyFile(key)+"\naudit_log: "+log+"\n", nil)
+		ps = append(ps, p)
+		ss = append(ss, s)
+	}
+	run := f.burst(ss, 4, 10, 40, func() {
+		if err := f.srv.Client().FlushAll(context.Background()).Err(); err != nil {
+			t.Error(err)
+		}
+	})
+	f.checkReset(ps, ss, run, 100)
+	args := []string{"store", "recover", "--store", f.srv.URL(), "--root", f.e.Root.ID()}
+	for _, l := range logs {
+		args = append(args, "--audit", l)
+	}
+	out, errs, code := mcptest.CLI(t, args...)
+	if code != 0 || !strings.Contains(out, "rebuilt the spend of 3 delegations") {
+		t.Fatalf("store recover: exit %d, %s%s", code, out, errs)
+	}
+	t.Logf("store recover: %s", out)
+	served := []int64{upstreamCalls(ps[:1]), upstreamCalls(ps[1:2]), upstreamCalls(ps[2:])}
+	u := f.usage()
+	for n, want := range []int64{served[0] + served[1] + served[2], served[1] + served[2], served[2]} {
+		got := u[f.key(n+1)]
+		if got.Committed+got.Reserved != want*fleetCost {
+			t.Errorf("%s rebuilt as %d committed, %d reserved; the upstreams served %d calls under it (%d)", f.key(n+1), got.Committed, got.Reserved, want, want*fleetCost)
+		}
+	}
+	// The proxies take calls again, and the root's budget holds across
+	// the reset: 100 calls in all.
+	var after int64
+	for i, s := range ss {
+		for {
+			r := s.Call(t, "echo", map[string]any{"text": "after recovery"})
+			if r.Err == nil && !r.Res.IsError {
+				after++
+				continue
+			}
+			if typ, detail := denialData(r); typ != string(dct.BudgetExceeded) {
+				t.Fatalf("proxy %d after the recovery: %s: %s, want allowed or budget_exceeded", i, typ, detail)
+			}
+			break
+		}
+	}
+	total := run.forwarded.Load() + after
+	f.sameAsUpstreams(ps, total)
+	if total > 100 {
+		t.Errorf("forwarded %d before and %d after the recovery; the root's budget is 100", run.forwarded.Load(), after)
+	}
+	if _, errs, code := mcptest.CLI(t, "spend", "--store", f.srv.URL()); code != 0 {
+		t.Errorf("spend after the recovery: exit %d, %s", code, errs)
 	}
 }

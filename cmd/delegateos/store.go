@@ -12,7 +12,7 @@ import (
 var storeGroup = &command{
 	name:    "store",
 	summary: "move a spend store between a file and Redis, and mend a Redis store that lost data",
-	subs:    []*command{storeMigrateCmd, storeInitCmd},
+	subs:    []*command{storeMigrateCmd, storeInitCmd, storeRecoverCmd},
 }
 
 var storeInitCmd = &command{
