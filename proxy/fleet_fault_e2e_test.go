@@ -12,6 +12,8 @@ import (
 	"sync/atomic"
 	"testing"
 
+	"github.com/redis/go-redis/v9"
+
 	"github.com/delegateos/delegateos/dct"
 	"github.com/delegateos/delegateos/internal/mcptest"
 	"github.com/delegateos/delegateos/proxy"
@@ -426,4 +428,43 @@ func TestE2EFaultFlushAllRecover(t *testing.T) {
 	if _, errs, code := mcptest.CLI(t, "spend", "--store", f.srv.URL()); code != 0 {
 		t.Errorf("spend after the recovery: exit %d, %s", code, errs)
 	}
+}
+
+// A tree's keys moved back to an earlier state, as a failover to a
+// replica that had not caught up leaves them: the keys are dumped early
+// in the run and restored midway through a burst. The proxies have seen
+// the tree count more reservations than its stamp now does, and refuse
+// store_reset.
+func TestE2EFaultTreeRolledBack(t *testing.T) {
+	f := newFleet(t, 100*fleetCost, 60*fleetCost, 30*fleetCost)
+	ps, ss := f.faultFleet()
+	for i, s := range ss {
+		s.Call(t, "echo", map[string]any{"text": fmt.Sprint(i)}).OK(t, "a call before the snapshot")
+	}
+	mcptest.Eventually(t, "the first calls settled", func() bool { return f.usage()[f.key(1)].Reserved == 0 })
+	ctx := context.Background()
+	c := f.srv.Client()
+	keys, err := c.Keys(ctx, "delegateos:*{"+f.e.Root.ID()+"}*").Result()
+	if err != nil || len(keys) == 0 {
+		t.Fatalf("the tree's keys: %v %v", keys, err)
+	}
+	dumps := map[string]string{}
+	for _, k := range keys {
+		if dumps[k], err = c.Dump(ctx, k).Result(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	run := f.burst(ss, 4, 20, 40, func() {
+		_, err := c.TxPipelined(ctx, func(p redis.Pipeliner) error {
+			for k, d := range dumps {
+				p.RestoreReplace(ctx, k, 0, d)
+			}
+			return nil
+		})
+		if err != nil {
+			t.Error(err)
+		}
+	})
+	run.forwarded.Add(3)
+	f.checkReset(ps, ss, run, 100)
 }
