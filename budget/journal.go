@@ -32,13 +32,16 @@ func (c *commitCmd) run(ctx context.Context, r redis.Scripter) error {
 
 // valid reports whether a journalled command is one this package writes:
 // a journal is the proxy's own file, but a torn or edited one must not
-// make the scripts run on keys they do not own.
+// make the scripts run on keys they do not own, or on keys of two trees.
 func (c *commitCmd) valid() bool {
 	if len(c.Keys) < 3 || c.RID == "" || c.Cost < 0 || c.Actual < 0 {
 		return false
 	}
+	tag := tagOf(c.Keys[0])
 	for i, k := range c.Keys {
 		switch {
+		case tagOf(k) != tag || !strings.Contains(k, "{"+tag+"}"):
+			return false
 		case i < len(c.Keys)-2 && !strings.HasPrefix(k, spendKeyPrefix),
 			i == len(c.Keys)-2 && !strings.HasPrefix(k, openKeyPrefix),
 			i == len(c.Keys)-1 && !strings.HasPrefix(k, voidKeyPrefix):
