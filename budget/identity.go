@@ -121,11 +121,13 @@ return redis.call('HGETALL', KEYS[1])
 
 // markResetScript records that the store lost data (ARGV[3], why) in its
 // identity hash, unless an operator has written a generation after the
-// one the proxy knows (ARGV[1], ARGV[2]): then the proxy adopts that.
+// one the proxy knows (ARGV[1], ARGV[2]): then the proxy adopts that. A
+// generation a proxy wrote (one that found the store empty after it lost
+// its data) is marked too.
 // A store that lost its identity gets the proxy's back, marked reset.
 var markResetScript = redis.NewScript(`
 local g = redis.call('HGET', KEYS[1], 'g')
-if g and tonumber(g) > tonumber(ARGV[2]) then return 0 end
+if g and tonumber(g) > tonumber(ARGV[2]) and redis.call('HGET', KEYS[1], 'by') == 'operator' then return 0 end
 if not g then redis.call('HSET', KEYS[1], 'id', ARGV[1], 'g', ARGV[2], 'by', 'proxy') end
 if not redis.call('HGET', KEYS[1], 'reset') then redis.call('HSET', KEYS[1], 'reset', ARGV[3]) end
 return 1
@@ -388,7 +390,7 @@ func (s *Redis) newTree(tag string, listed bool) error {
 	s.mu.Unlock()
 	m := idc.Val()
 	if len(m) == 0 {
-		return s.resetNow(fmt.Sprintf("its identity %s (generation %d) is gone: Redis was flushed or restarted without persistence", id.ID, id.Gen))
+		return s.resetTree(tag, fmt.Sprintf("its identity %s (generation %d) is gone: Redis was flushed or restarted without persistence", id.ID, id.Gen))
 	}
 	cur, err := identityOf(m)
 	if err != nil {
@@ -402,7 +404,7 @@ func (s *Redis) newTree(tag string, listed bool) error {
 		adopted := s.ident.Gen == cur.Gen
 		s.mu.Unlock()
 		if !adopted {
-			return s.resetNow(fmt.Sprintf("its identity is now %s (generation %d), not %s (generation %d): Redis lost its data and another proxy started it anew", cur.ID, cur.Gen, id.ID, id.Gen))
+			return s.resetTree(tag, fmt.Sprintf("its identity is now %s (generation %d), not %s (generation %d): Redis lost its data and another proxy started it anew", cur.ID, cur.Gen, id.ID, id.Gen))
 		}
 		return errRetry
 	}
@@ -414,7 +416,7 @@ func (s *Redis) newTree(tag string, listed bool) error {
 		// another made it, which finds it when run again, or a tree whose
 		// keys are gone.
 		if listed {
-			return s.resetNow(fmt.Sprintf("the keys of delegation tree {%s} are gone (deleted or evicted) while the store lists the tree", tag))
+			return s.resetTree(tag, fmt.Sprintf("the keys of delegation tree {%s} are gone (deleted or evicted) while the store lists the tree", tag))
 		}
 		return errListed
 	}
@@ -447,6 +449,14 @@ var (
 	errRetry  = errors.New("retry")
 	errListed = errors.New("listed")
 )
+
+// resetTree is resetNow for a loss found at a tree, which is marked in
+// the tree's stamp too: every proxy's next reservation of the tree then
+// refuses, that of a proxy that took the store for a new one included.
+func (s *Redis) resetTree(tag, why string) error {
+	s.c.HSetNX(s.ctx, stampKeyPrefix+"{"+tag+"}", "reset", why)
+	return s.resetNow(why)
+}
 
 // resetNow enters the reset state and returns the call's error.
 func (s *Redis) resetNow(why string) error {
@@ -567,6 +577,8 @@ func restamp(ctx context.Context, c redis.Cmdable, id Identity) error {
 		_, err = c.Pipelined(ctx, func(p redis.Pipeliner) error {
 			for _, k := range keys {
 				p.HSet(ctx, k, "id", id.ID, "g", id.Gen)
+				p.HSetNX(ctx, k, "n", 0)
+				p.HDel(ctx, k, "reset")
 			}
 			return nil
 		})

@@ -192,8 +192,9 @@ local p = base + nk
 -- proxy has seen. Nothing is written before these checks.
 local stamp, na = KEYS[nk + 3], #ARGV
 local sid, sgen, lastn, fresh = ARGV[na - 3], tonumber(ARGV[na - 2]), tonumber(ARGV[na - 1]), ARGV[na]
-local st = redis.call('HMGET', stamp, 'id', 'g', 'n')
+local st = redis.call('HMGET', stamp, 'id', 'g', 'n', 'reset')
 local newstamp = false
+if st[4] then return {3, st[4]} end
 if not st[1] then
   if lastn > 0 then return {3, 'the stamp of its delegation tree is gone, after ' .. lastn .. ' reservations this proxy saw'} end
   if fresh ~= '1' then return {4} end
@@ -201,9 +202,9 @@ if not st[1] then
 elseif st[1] ~= sid then
   return {3, 'its delegation tree was written under the identity ' .. st[1] .. ', not ' .. sid}
 else
-  local g = tonumber(st[2])
+  local g = tonumber(st[2] or '0')
   if g > sgen then return {5} end
-  if g == sgen and tonumber(st[3]) < lastn then
+  if g == sgen and tonumber(st[3] or '0') < lastn then
     return {3, 'its delegation tree counts ' .. st[3] .. ' reservations, fewer than the ' .. lastn .. ' this proxy saw'}
   end
 end
@@ -221,7 +222,7 @@ end
 for i = nk + 4, #KEYS do fields(KEYS[i]) end
 if newstamp then
   redis.call('HSET', stamp, 'id', sid, 'g', ARGV[na - 2], 'n', '0')
-elseif tonumber(st[2]) < sgen then
+elseif tonumber(st[2] or '0') < sgen then
   redis.call('HSET', stamp, 'g', ARGV[na - 2])
 end
 local ns = tonumber(ARGV[p]); p = p + 1
@@ -407,7 +408,7 @@ func (s *Redis) Reserve(levels []Level, cost int64) (*Reservation, error) {
 		switch flag {
 		case 3:
 			why, _ := res[len(res)-1].(string)
-			serr = s.resetNow(why)
+			serr = s.resetTree(tag, why)
 		case 4:
 			serr = s.newTree(tag, listed)
 			fresh = "1"

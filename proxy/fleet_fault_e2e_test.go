@@ -468,3 +468,32 @@ func TestE2EFaultTreeRolledBack(t *testing.T) {
 	run.forwarded.Add(3)
 	f.checkReset(ps, ss, run, 100)
 }
+
+// After a FLUSHALL, a proxy on a machine that never saw the store takes
+// it for a new one (nothing it can read says otherwise) and forwards
+// calls; as soon as a proxy that saw the store makes a call, the tree is
+// marked, and the new proxy refuses store_reset too.
+func TestE2EFaultFlushAllNewProxyFirst(t *testing.T) {
+	f := newFleet(t, 100*fleetCost, 60*fleetCost, 30*fleetCost)
+	_, old := f.start(f.a, "", nil)
+	for i := range 3 {
+		old.Call(t, "echo", map[string]any{"text": fmt.Sprint(i)}).OK(t, "a call before the flush")
+	}
+	if err := f.srv.Client().FlushAll(context.Background()).Err(); err != nil {
+		t.Fatal(err)
+	}
+	p := f.e.StartProxy(mcptest.ProxyOptions{Policy: f.policy(""), Token: f.a, Dir: t.TempDir()})
+	fresh := p.Connect(mcptest.SessionOptions{})
+	fresh.Call(t, "echo", map[string]any{"text": "new machine"}).OK(t, "the new proxy's first call, on what it takes for a new store")
+	r := old.Call(t, "echo", map[string]any{"text": "old"})
+	if typ, detail := denialData(r); typ != string(proxy.StoreReset) {
+		t.Fatalf("the old proxy after the flush: %+v (%s: %s), want store_reset", r, typ, detail)
+	}
+	r = fresh.Call(t, "echo", map[string]any{"text": "new machine again"})
+	if typ, detail := denialData(r); typ != string(proxy.StoreReset) {
+		t.Fatalf("the new proxy once the old one found the loss: %+v (%s: %s), want store_reset", r, typ, detail)
+	}
+	if _, errs, code := mcptest.CLI(t, "spend", "--store", f.srv.URL()); code == 0 || !strings.Contains(errs, "has lost data") {
+		t.Errorf("spend: exit %d, %s; want it to say the store lost data", code, errs)
+	}
+}
