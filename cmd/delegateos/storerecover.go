@@ -3,6 +3,7 @@ package main
 import (
 	"fmt"
 	"os"
+	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
@@ -12,18 +13,21 @@ import (
 
 	"github.com/delegateos/delegateos/audit"
 	"github.com/delegateos/delegateos/budget"
+	"github.com/delegateos/delegateos/chain"
 	"github.com/delegateos/delegateos/internal/redisconn"
 	"github.com/delegateos/delegateos/receipt"
 )
 
 var storeRecoverCmd = &command{
 	name:    "recover",
-	args:    "--store URL --root ID --audit LOG... [--key-id DID]... [--json]",
-	summary: "rebuild the spend of a Redis spend store that lost data from the fleet's signed audit logs, and lift its store_reset state",
+	args:    "--store URL --root ID --audit LOG... [--workspace DIR]... [--ended URL] [--key-id DID]... [--json]",
+	summary: "rebuild the spend of a Redis spend store that lost data from the fleet's signed audit logs (and its ended delegations from their workspaces), and lift its store_reset state",
 	flags: func(fs *pflag.FlagSet) func(*env, []string) error {
 		store := fs.String("store", "", "the redis:// URL of the fleet's spend store")
 		root := fs.String("root", "", "the principal ID (or did:key) that issued the delegation trees whose spend is rebuilt: the receipts name each call's delegations, not their issuer")
 		logs := fs.StringArray("audit", nil, "an audit log of a proxy of the fleet (repeatable: give every proxy's, or the spend of the calls in the missing ones is not rebuilt)")
+		workspaces := fs.StringArray("workspace", nil, "a workspace of a proxy of the fleet (repeatable): the delegations its "+wsDelegations+" records ended (completed, failed, revoked) are recorded again in the ended-delegation set")
+		ended := fs.String("ended", "", "the redis:// URL of the fleet's ended-delegation set (default: --store)")
 		keyIDs := fs.StringArray("key-id", nil, "the did:key the entries must be signed by (repeatable; default: each log's first signer, for every entry of that log)")
 		asJSON := fs.Bool("json", false, "print the result as JSON: {store, generation, delegations, receipts, unaccounted}")
 		return func(e *env, args []string) error {
@@ -50,6 +54,22 @@ var storeRecoverCmd = &command{
 					return err
 				}
 			}
+			var endedDs []chain.Delegation
+			for _, ws := range *workspaces {
+				ds, err := chain.Load(filepath.Join(ws, wsDelegations))
+				if err != nil {
+					return inputf("the workspace %s: %v", ws, err)
+				}
+				endedDs = append(endedDs, ds...)
+			}
+			endedURL := *ended
+			if endedURL == "" {
+				endedURL = *store
+			}
+			nEnded, err := chain.RepublishEnded(endedURL, endedDs)
+			if err != nil {
+				return inputf("%v", err)
+			}
 			usage := rb.usage()
 			id, err := budget.RecoverStore(*store, usage)
 			if err != nil {
@@ -62,11 +82,15 @@ var storeRecoverCmd = &command{
 					Generation  int64    `json:"generation"`
 					Delegations int      `json:"delegations"`
 					Receipts    int      `json:"receipts"`
+					Ended       int      `json:"ended"`
 					Unaccounted []string `json:"unaccounted"`
-				}{redactStore(*store), id.Gen, len(usage), rb.allowed, unaccounted})
+				}{redactStore(*store), id.Gen, len(usage), rb.allowed, nEnded, unaccounted})
 			}
 			fmt.Fprintf(e.stdout, "rebuilt the spend of %d delegations of %s from %d allowed calls in %d audit logs; the store's generation is now %d and its proxies take calls again\n",
 				len(usage), redactStore(*store), rb.allowed, len(*logs), id.Gen)
+			if len(*workspaces) > 0 {
+				fmt.Fprintf(e.stdout, "recorded %d ended delegations of %d workspaces in the ended-delegation set\n", nEnded, len(*workspaces))
+			}
 			for _, u := range unaccounted {
 				fmt.Fprintf(e.stdout, "not accounted for: %s\n", u)
 			}
@@ -192,6 +216,7 @@ func (rb *rebuild) unaccounted() []string {
 	}
 	out = append(out,
 		"calls of proxies whose audit logs were not given, and calls before the logs' first entries, are not in the rebuilt spend",
+		"delegations ended at proxies whose workspaces were not given (--workspace) are not recorded ended again",
 		"rate-limit windows are not rebuilt: they restart empty (at most one window's calls more, each still within its budget)")
 	if out == nil {
 		out = []string{}
