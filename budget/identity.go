@@ -32,12 +32,13 @@ import (
 //     delegateos store init, creates it.
 //   - stampKeyPrefix, the tree's hash tag in braces, is a hash per
 //     delegation tree, in the tree's slot, holding the identity and
-//     generation the tree was written under, the count of its
-//     reservations ("n") and a field "k:KEY" per spend key it has had.
-//     Every reservation checks it in its script (no extra round trip), and
-//     refuses when it is gone, names another identity, or counts fewer
-//     reservations than the proxy has seen, or when one of the tree's
-//     spend keys is gone.
+//     generation the tree was written under,
+//     a field "k:KEY" per spend key it has had, and, once a proxy found
+//     the tree lost data, why ("reset"). Every reservation checks it in
+//     its script (no extra round trip), and refuses when it is gone, names
+//     another identity or is marked reset, when one of the tree's spend
+//     keys is gone, or when the chain's first key counts fewer calls ("n"
+//     of its spend hash) than the proxy has seen.
 //   - treesKey is the set of the trees' hash tags: a tree whose stamp is
 //     gone while the set names it lost its keys.
 //
@@ -577,7 +578,6 @@ func restamp(ctx context.Context, c redis.Cmdable, id Identity) error {
 		_, err = c.Pipelined(ctx, func(p redis.Pipeliner) error {
 			for _, k := range keys {
 				p.HSet(ctx, k, "id", id.ID, "g", id.Gen)
-				p.HSetNX(ctx, k, "n", 0)
 				p.HDel(ctx, k, "reset")
 			}
 			return nil
@@ -648,7 +648,6 @@ func RecoverStore(rawURL string, usage []Usage) (Identity, error) {
 		}
 		_, err = c.Pipelined(ctx, func(p redis.Pipeliner) error {
 			p.HSet(ctx, k, fields...)
-			p.HSetNX(ctx, stampKey(u.Key), "n", 0)
 			p.HSet(ctx, stampKey(u.Key), "k:"+k, 1)
 			return nil
 		})

@@ -54,8 +54,8 @@ type Redis struct {
 	closed bool
 	// ident is the store's identity and generation as this proxy knows
 	// them; resetReason, when not empty, says why the store has lost data
-	// (every Reserve is refused); seen is the count of reservations this
-	// proxy has seen each tree's stamp reach, by hash tag.
+	// (every Reserve is refused); seen is the count of calls this proxy
+	// has seen each first key (a chain's root delegation) reach.
 	ident       Identity
 	resetReason string
 	seen        map[string]int64
@@ -163,9 +163,8 @@ end
 // keys' spend hashes, then the open-reservations hash and the void key of
 // the reservation, the tree's stamp, then the spend hashes of the commits
 // it carries. The last four ARGV are the store's identity and generation
-// as the proxy knows them, the count of reservations it has seen the
-// stamp reach, and "1" when the tree is known to be new (its stamp is
-// then made). ARGV:
+// as the proxy knows them, the calls it has seen the first key count,
+// and "1" when the tree is known to be new (its stamp is then made). ARGV:
 // the reservation ID, cost, the time of the call, the number of levels and
 // of keys, then per level the index of its key in KEYS and its limit, then
 // per key the limit the call records, then the number of commits carried
@@ -176,8 +175,8 @@ end
 // write to the append-only file. It returns {1} when the cost is held (or
 // was held already by this ID: a retried command), {0, level, spent} for
 // the first level, root first, that refuses, or {2} when the reservation
-// was cancelled before it arrived; {1} is {1, n}, n the tree's count of
-// reservations (0 for a retried command). Before anything it checks the
+// was cancelled before it arrived; {1} is {1, n}, n the first key's
+// count of calls (0 for a retried command). Before anything it checks the
 // tree's stamp (see identityKey): {3, why} when the tree lost data, {4}
 // when it has no stamp and is not known to be new, {5} when its
 // generation is after the proxy's.
@@ -188,15 +187,15 @@ local rid, cost, at = ARGV[1], ARGV[2], ARGV[3]
 local base = 6 + 2 * nl
 local p = base + nk
 -- The tree's stamp: the store's identity and generation it was written
--- under, and its count of reservations, which must not be below what the
+-- under; and the calls of the first key, which must not be fewer than the
 -- proxy has seen. Nothing is written before these checks.
 local stamp, na = KEYS[nk + 3], #ARGV
 local sid, sgen, lastn, fresh = ARGV[na - 3], tonumber(ARGV[na - 2]), tonumber(ARGV[na - 1]), ARGV[na]
-local st = redis.call('HMGET', stamp, 'id', 'g', 'n', 'reset')
+local st = redis.call('HMGET', stamp, 'id', 'g', 'reset')
 local newstamp = false
-if st[4] then return {3, st[4]} end
+if st[3] then return {3, st[3]} end
 if not st[1] then
-  if lastn > 0 then return {3, 'the stamp of its delegation tree is gone, after ' .. lastn .. ' reservations this proxy saw'} end
+  if lastn > 0 then return {3, 'the stamp of its delegation tree is gone, after ' .. lastn .. ' calls this proxy saw'} end
   if fresh ~= '1' then return {4} end
   newstamp = true
 elseif st[1] ~= sid then
@@ -204,24 +203,29 @@ elseif st[1] ~= sid then
 else
   local g = tonumber(st[2] or '0')
   if g > sgen then return {5} end
-  if g == sgen and tonumber(st[3] or '0') < lastn then
-    return {3, 'its delegation tree counts ' .. st[3] .. ' reservations, fewer than the ' .. lastn .. ' this proxy saw'}
+  if g == sgen and lastn > 0 then
+    local n = redis.call('HGET', KEYS[1], 'n') or '0'
+    if (tonumber(n) or 0) < lastn then
+      return {3, KEYS[1] .. ' counts ' .. n .. ' calls, fewer than the ' .. lastn .. ' this proxy saw'}
+    end
   end
 end
 local isnew = {}
-for i = 1, nk do
-  if redis.call('EXISTS', KEYS[i]) == 0 then
-    if not newstamp and redis.call('HEXISTS', stamp, 'k:' .. KEYS[i]) == 1 then
-      return {3, 'the spend key ' .. KEYS[i] .. ' is gone'}
+if redis.call('EXISTS', unpack(KEYS, 1, nk)) < nk then
+  for i = 1, nk do
+    if redis.call('EXISTS', KEYS[i]) == 0 then
+      if not newstamp and redis.call('HEXISTS', stamp, 'k:' .. KEYS[i]) == 1 then
+        return {3, 'the spend key ' .. KEYS[i] .. ' is gone'}
+      end
+      isnew[i] = true
     end
-    isnew[i] = true
   end
 end
 -- Each step is refused before it writes anything: Redis does not undo
 -- the writes of a script that fails.
 for i = nk + 4, #KEYS do fields(KEYS[i]) end
 if newstamp then
-  redis.call('HSET', stamp, 'id', sid, 'g', ARGV[na - 2], 'n', '0')
+  redis.call('HSET', stamp, 'id', sid, 'g', ARGV[na - 2])
 elseif tonumber(st[2] or '0') < sgen then
   redis.call('HSET', stamp, 'g', ARGV[na - 2])
 end
@@ -258,7 +262,7 @@ redis.call('HSET', open, rid, cost)
 for i = 1, nk do
   if isnew[i] then redis.call('HSET', stamp, 'k:' .. KEYS[i], '1') end
 end
-return {1, redis.call('HINCRBY', stamp, 'n', 1)}
+return {1, tonumber(sat(add(f[1][3], '1')))}
 `)
 
 // commitScript ends a reservation: it drops the held cost (ARGV[2]) at
@@ -388,7 +392,7 @@ func (s *Redis) Reserve(levels []Level, cost int64) (*Reservation, error) {
 			}
 		}
 		s.mu.Lock()
-		id, seen := s.ident, s.seen[tag]
+		id, seen := s.ident, s.seen[keys[0]]
 		s.mu.Unlock()
 		args = append(args, id.ID, id.Gen, seen, fresh)
 		res, err = reserveScript.Run(s.ctx, s.c, skeys, args...).Slice()
@@ -461,11 +465,11 @@ func (s *Redis) Reserve(levels []Level, cost int64) (*Reservation, error) {
 		s.addTree(tag)
 		s.mu.Lock()
 	}
-	if n > s.seen[tag] {
+	if n > s.seen[keys[0]] {
 		if s.seen == nil {
 			s.seen = make(map[string]int64)
 		}
-		s.seen[tag] = n
+		s.seen[keys[0]] = n
 	}
 	if s.l.open == nil {
 		s.l.open = make(map[uint64]*Reservation)
