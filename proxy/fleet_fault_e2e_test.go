@@ -45,6 +45,21 @@ func TestE2EFaultEvictionRefusedAtStart(t *testing.T) {
 	f.srv.Client().ConfigSet(ctx, "appendonly", "no")
 	p2, s := f.start(f.a, "", nil)
 	s.Call(t, "echo", map[string]any{"text": "x"}).OK(t, "a call on a noeviction store")
+	// Where CONFIG cannot be read (a managed Redis that disables it; here a
+	// user without it), the proxy starts and warns that neither can be
+	// verified.
+	if err := f.srv.Client().Do(ctx, "ACL", "SETUSER", "gate", "on", ">pw", "~*", "&*", "+@all", "-config").Err(); err != nil {
+		t.Fatal(err)
+	}
+	pol := f.policy("")
+	pol.SpendStore = strings.Replace(f.srv.URL(), "redis://", "redis://gate:pw@", 1)
+	p3 := f.e.StartProxy(mcptest.ProxyOptions{Policy: pol, Token: f.a})
+	p3.Connect(mcptest.SessionOptions{}).Call(t, "echo", map[string]any{"text": "y"}).OK(t, "a call on a store whose CONFIG cannot be read")
+	mcptest.Eventually(t, "the warning that CONFIG cannot be read", func() bool {
+		log := p3.Log()
+		return strings.Contains(log, `"level":"warn"`) && strings.Contains(log, "the eviction policy and persistence cannot be verified (CONFIG GET: NOPERM") &&
+			strings.Contains(log, "make sure maxmemory-policy is noeviction")
+	})
 	p2.WaitLog("the spend store "+f.srv.URL()+f.timeouts+" has persistence off (appendonly no, no save): a restart of Redis forgets every budget's spend, rate window and revocation, and the proxies refuse calls (store_reset) until an operator runs 'delegateos store recover'; set appendonly yes and appendfsync always", nil)
 }
 
