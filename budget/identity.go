@@ -193,7 +193,8 @@ func (s *Redis) knownIdentity() (*Identity, error) {
 		return nil, nil
 	}
 	if err != nil {
-		return nil, err
+		// Warned of when it cannot be written either (join).
+		return nil, nil
 	}
 	var id Identity
 	if err := json.Unmarshal(b, &id); err != nil || id.ID == "" || id.Gen <= 0 {
@@ -277,7 +278,12 @@ func (s *Redis) join(ctx context.Context) error {
 		s.resetReason = cur.Reset
 		return nil
 	}
-	return s.rememberIdentity(*cur)
+	if err := s.rememberIdentity(*cur); err != nil {
+		// The proxy still checks the store on every call; what it loses is
+		// noticing, after a restart, a store that lost data meanwhile.
+		s.warnings = append(s.warnings, fmt.Sprintf("the spend store's identity cannot be kept in the state directory %s (%v): a proxy restarted after the store lost data will not notice it; set DELEGATEOS_STATE_DIR to a directory the proxy can write", s.stateDir, err))
+	}
+	return nil
 }
 
 // anyKey reports whether the store holds a key matching pattern.
@@ -332,9 +338,8 @@ func (s *Redis) refresh(ctx context.Context) error {
 		s.resetReason = ""
 		s.seen = nil
 		s.mu.Unlock()
-		err := s.rememberIdentity(*cur)
+		s.rememberIdentity(*cur) // as at open, a failure is not the call's
 		s.mu.Lock()
-		return err
 	}
 	return nil
 }

@@ -3,6 +3,9 @@ package budget
 import (
 	"context"
 	"errors"
+	"os"
+	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/delegateos/delegateos/internal/redisconn"
@@ -82,4 +85,27 @@ func TestRedisIdentityRememberedAcrossRestarts(t *testing.T) {
 		}
 		st.Release(r)
 	}
+}
+
+// A state directory the proxy cannot write does not stop it: it warns
+// that a restart will not notice a loss.
+func TestRedisIdentityStateDirNotWritable(t *testing.T) {
+	srv := redistest.Start(t)
+	dir := filepath.Join(t.TempDir(), "file")
+	if err := os.WriteFile(dir, nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	s, err := OpenRedisIn(srv.URL(), dir)
+	if err != nil {
+		t.Fatalf("a state directory that is a file: %v", err)
+	}
+	defer s.Close()
+	if w := s.Warnings(); len(w) != 1 || !strings.Contains(w[0], "DELEGATEOS_STATE_DIR") {
+		t.Fatalf("warnings %q", w)
+	}
+	r, err := s.Reserve([]Level{{"ISSUER/1:a", 10}}, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.Release(r)
 }
