@@ -176,3 +176,26 @@ func LoadEnded(rawURL string) (map[string]Status, error) {
 	}
 	return out, nil
 }
+
+// RepublishEnded records in the ended-delegation set at rawURL every
+// delegation of ds that has ended (completed, failed or revoked), as the
+// recovery of a set that lost data does, and returns how many it
+// recorded. An entry the set holds already is left as it is.
+func RepublishEnded(rawURL string, ds []Delegation) (int, error) {
+	c, err := redisconn.Open(rawURL)
+	if err != nil {
+		return 0, fmt.Errorf("ended delegations: %w", err)
+	}
+	defer c.Close()
+	n := 0
+	for _, d := range ds {
+		if !d.Status.Terminal() {
+			continue
+		}
+		if err := shareEnded(c, redisconn.Redact(rawURL), d.Status, d.ID); err != nil {
+			return n, err
+		}
+		n++
+	}
+	return n, nil
+}

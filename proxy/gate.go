@@ -354,12 +354,11 @@ func (g *Gate) decideAt(req *CallRequest, start time.Time) (d Decision) {
 			}
 			return deny(dct.BudgetExceeded, scope.Capabilities, "this call costs %d microcents; delegation %s has spent %d of %d", ex.Cost, displayKey(scope, levels, ex.Key), ex.Spent, ex.Limit)
 		}
-		if den := storeDenial(err, requested(call), scope.Capabilities); den != nil {
-			d.Denial = den
-			return d
-		}
-		// The spend could not be recorded: refuse rather than run unmetered.
-		return deny(dct.BudgetExceeded, scope.Capabilities, "the spend store cannot record this call: %v", err)
+		// The spend could not be recorded: refuse rather than run unmetered,
+		// and say it is the store (retryable), never that the budget is
+		// spent.
+		d.Denial = storeFailure(err, requested(call), scope.Capabilities)
+		return d
 	}
 	d.Allowed, d.Reservation, d.rate = true, r, admitted
 	return d
