@@ -5,6 +5,8 @@ import (
 	"io"
 	"net/http"
 	"time"
+
+	"go.uber.org/zap"
 )
 
 // boundReads gives every request ReadTimeout to send its body, whatever
@@ -51,6 +53,7 @@ func (s *Server) readBody(w http.ResponseWriter, r *http.Request, limit int64, a
 		share = r.ContentLength
 	}
 	if anonymous && !s.bodies.takeAnonymous(share) || !anonymous && !s.bodies.take(r.Context(), share, budgetWait) {
+		s.warnBudget(anonymous)
 		w.Header().Set("Retry-After", "1")
 		httpError(w, http.StatusServiceUnavailable, nil, "the server holds as many request bodies as it may (max body bytes in flight): try again")
 		return nil, release, errNoBudget
@@ -92,6 +95,18 @@ func (s *Server) discardBody(w http.ResponseWriter, r *http.Request) bool {
 	_, release, err := s.readBody(w, r, UnauthenticatedBodyBytes, false)
 	release()
 	return err == nil
+}
+
+// warnBudget logs that requests are refused for want of room for their
+// bodies, at most once a second: a flood must not become one of log lines.
+func (s *Server) warnBudget(anonymous bool) {
+	now := time.Now().UnixNano()
+	last := s.budgetWarned.Load()
+	if now-last < int64(time.Second) || !s.budgetWarned.CompareAndSwap(last, now) {
+		return
+	}
+	s.log.Warn("requests refused (503): the bytes of bodies in flight are at their bound (max body bytes in flight)",
+		zap.Bool("without_credential", anonymous), zap.Int64("in_use", s.bodies.inUse()), zap.Int64("bound", s.opts.MaxBodyBytesInFlight))
 }
 
 var (

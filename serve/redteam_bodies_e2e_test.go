@@ -168,6 +168,8 @@ func TestServeBoundsBodiesInFlight(t *testing.T) {
 	if first.res.StatusCode != 503 || first.res.Header.Get("Retry-After") == "" {
 		t.Fatalf("a body over the bytes in flight: HTTP %d (%s), Retry-After %q; want 503 with Retry-After", first.res.StatusCode, first.body, first.res.Header.Get("Retry-After"))
 	}
+	// The operator is told (once a second at most).
+	srv.WaitLog("requests refused (503): the bytes of bodies in flight are at their bound (max body bytes in flight)", nil)
 	// The other one has its room: its body is read and served.
 	served := held[1-first.i]
 	if _, err := io.WriteString(served.conn, echoCall("2", n)); err != nil {

@@ -118,11 +118,13 @@ type Server struct {
 	stateless map[[32]byte]*session
 	draining  bool
 
-	bodies   *byteBudget  // MaxBodyBytesInFlight
-	calls    atomic.Int64 // requests in flight
-	restarts atomic.Int64 // sessions whose upstream died
-	idle     chan struct{}
-	wg       sync.WaitGroup // running sessions
+	bodies *byteBudget // MaxBodyBytesInFlight
+	// budgetWarned is when a refusal for want of body room was last logged.
+	budgetWarned atomic.Int64
+	calls        atomic.Int64 // requests in flight
+	restarts     atomic.Int64 // sessions whose upstream died
+	idle         chan struct{}
+	wg           sync.WaitGroup // running sessions
 }
 
 // New returns a server for opts.
