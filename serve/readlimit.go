@@ -92,7 +92,7 @@ func (s *Server) readBody(w http.ResponseWriter, r *http.Request, limit int64, a
 // UnauthenticatedBodyBytes, its session checked first) so that the request
 // is whole; false means the request was answered.
 func (s *Server) discardBody(w http.ResponseWriter, r *http.Request) bool {
-	_, release, err := s.readBody(w, r, UnauthenticatedBodyBytes, false)
+	_, release, err := s.readBody(w, r, min(UnauthenticatedBodyBytes, s.opts.MaxBodyBytes), false)
 	release()
 	return err == nil
 }
