@@ -145,6 +145,31 @@ func (s *Server) session(w http.ResponseWriter, r *http.Request) *session {
 	return sess
 }
 
+// sessionlessLimit is the body limit of a request that names no session,
+// from its headers: the server's for a token that verifies,
+// UnauthenticatedBodyBytes (anonymous) for none. It refuses, unread, a
+// request without a token when one is required, or with one that does not
+// verify: zero means the request was answered.
+func (s *Server) sessionlessLimit(w http.ResponseWriter, r *http.Request) (limit int64, anonymous bool) {
+	auth := r.Header.Get("Authorization")
+	tok := bearer(auth)
+	switch {
+	case auth == "" && s.opts.RequireToken:
+		w.Header().Set("WWW-Authenticate", "Bearer")
+		httpError(w, http.StatusUnauthorized, nil, "give your token in an Authorization: Bearer header to start a session")
+		return 0, false
+	case tok == "" || s.opts.CheckToken == nil:
+		return min(s.opts.MaxBodyBytes, UnauthenticatedBodyBytes), true
+	}
+	if err := s.opts.CheckToken(tok); err != nil {
+		s.log.Warn("session refused: its token does not verify", zap.Error(err))
+		w.Header().Set("WWW-Authenticate", `Bearer error="invalid_token"`)
+		httpError(w, http.StatusUnauthorized, nil, "the token in the Authorization header is not valid: "+err.Error())
+		return 0, false
+	}
+	return s.opts.MaxBodyBytes, false
+}
+
 // authorize runs Options.Authorize; false means the request was answered.
 func (s *Server) authorize(w http.ResponseWriter, r *http.Request, body []byte, sess *session) bool {
 	if s.opts.Authorize == nil {
@@ -204,10 +229,23 @@ func (s *Server) servePost(w http.ResponseWriter, r *http.Request) {
 		httpError(w, http.StatusNotAcceptable, nil, "the Accept header must list both application/json and text/event-stream")
 		return
 	}
-	body, err := s.readBody(w, r)
+	// Who sends it is known from its headers: its session, or its token,
+	// is checked before a byte of its body is read, and the body limit
+	// follows from it.
+	var sess *session
+	limit, anonymous := s.opts.MaxBodyBytes, false
+	if r.Header.Get(HeaderSessionID) != "" {
+		if sess = s.session(w, r); sess == nil {
+			return
+		}
+	} else if limit, anonymous = s.sessionlessLimit(w, r); limit == 0 {
+		return
+	}
+	body, release, err := s.readBody(w, r, limit, anonymous)
 	if err != nil {
 		return
 	}
+	defer release()
 	// One message on one line: the relay reads newline-delimited frames,
 	// and insignificant whitespace (newlines included) is not the message.
 	// (Room for the newline feed adds.)
@@ -226,8 +264,7 @@ func (s *Server) servePost(w http.ResponseWriter, r *http.Request) {
 		writeJSON(w, http.StatusBadRequest, proxy.RefusalFrame(err))
 		return
 	}
-	var sess *session
-	if r.Header.Get(HeaderSessionID) == "" {
+	if sess == nil {
 		initialize := m.Kind == proxy.KindRequest && m.Method == "initialize"
 		stateless := !initialize && statelessStyle(r, m)
 		if !initialize && !stateless {
@@ -243,19 +280,7 @@ func (s *Server) servePost(w http.ResponseWriter, r *http.Request) {
 			httpError(w, http.StatusUnauthorized, m.ID, "the Authorization header must be \"Bearer <DCT>\"")
 			return
 		}
-		if tok == "" && s.opts.RequireToken {
-			w.Header().Set("WWW-Authenticate", "Bearer")
-			httpError(w, http.StatusUnauthorized, m.ID, "give your token in an Authorization: Bearer header to start a session")
-			return
-		}
-		if tok != "" && s.opts.CheckToken != nil {
-			if err := s.opts.CheckToken(tok); err != nil {
-				s.log.Warn("session refused: its token does not verify", zap.Error(err))
-				w.Header().Set("WWW-Authenticate", `Bearer error="invalid_token"`)
-				httpError(w, http.StatusUnauthorized, m.ID, "the token in the Authorization header is not valid: "+err.Error())
-				return
-			}
-		}
+		// Its token, or that it needs one, sessionlessLimit checked.
 		if sess, err = s.newSession(auth, tok, stateless); err != nil {
 			w.Header().Set("Retry-After", "1")
 			httpError(w, http.StatusServiceUnavailable, m.ID, err.Error())
@@ -264,13 +289,8 @@ func (s *Server) servePost(w http.ResponseWriter, r *http.Request) {
 		if initialize {
 			w.Header().Set(HeaderSessionID, sess.ID)
 		}
-	} else {
-		if sess = s.session(w, r); sess == nil {
-			return
-		}
-		if !s.authorize(w, r, body, sess) {
-			return
-		}
+	} else if !s.authorize(w, r, body, sess) {
+		return
 	}
 	if sess.shared && m.Method == proxy.MethodDelegate {
 		// It binds a token to the relay's session (as a request or a
@@ -290,7 +310,9 @@ func (s *Server) servePost(w http.ResponseWriter, r *http.Request) {
 		}
 		// A notification, or the client's answer to the upstream's request:
 		// the relay takes it from here.
-		if err := sess.feed(frame.Bytes()); err != nil {
+		err := sess.feed(frame.Bytes())
+		release()
+		if err != nil {
 			httpError(w, http.StatusNotFound, nil, "the session has ended: start a new one with initialize")
 			return
 		}
@@ -328,6 +350,8 @@ func (s *Server) servePost(w http.ResponseWriter, r *http.Request) {
 	if err := sess.feed(frame.Bytes()); err != nil {
 		sess.abandon(st, "the session's relay is not accepting input")
 	}
+	// The inbox holds its copy: the body is no longer this request's.
+	release()
 	ok := s.writeStream(w, r, st, true)
 	if m.Method == "initialize" && !ok && !sess.shared {
 		sess.close("initialize failed")
@@ -518,11 +542,8 @@ func (s *Server) serveGet(w http.ResponseWriter, r *http.Request) {
 		httpError(w, http.StatusNotAcceptable, nil, "the Accept header must list text/event-stream")
 		return
 	}
-	if _, err := s.readBody(w, r); err != nil {
-		return
-	}
 	sess := s.session(w, r)
-	if sess == nil || !s.authorize(w, r, nil, sess) {
+	if sess == nil || !s.discardBody(w, r) || !s.authorize(w, r, nil, sess) {
 		return
 	}
 	st := sess.streams0()
@@ -556,11 +577,8 @@ func (s *session) streams0() *stream {
 }
 
 func (s *Server) serveDelete(w http.ResponseWriter, r *http.Request) {
-	if _, err := s.readBody(w, r); err != nil {
-		return
-	}
 	sess := s.session(w, r)
-	if sess == nil || !s.authorize(w, r, nil, sess) {
+	if sess == nil || !s.discardBody(w, r) || !s.authorize(w, r, nil, sess) {
 		return
 	}
 	sess.close("the client ended the session (DELETE)")

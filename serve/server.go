@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/sha256"
 	"errors"
+	"fmt"
 	"io"
 	"net"
 	"net/http"
@@ -34,7 +35,17 @@ type Options struct {
 	// send requests from, besides those on an allowed host.
 	AllowOrigins []string
 	// MaxBodyBytes bounds one POST body; zero means DefaultMaxBodyBytes.
+	// A request with no session and no token that CheckToken verified
+	// gets at most UnauthenticatedBodyBytes.
 	MaxBodyBytes int64
+	// MaxBodyBytesInFlight bounds the bytes of request bodies being read
+	// and held at once across the server (each counted at its declared
+	// length, or its limit when it declares none): a request that gets no
+	// share within a second is refused 503 unread, and requests without a
+	// credential share an eighth of it and do not wait. Zero means
+	// DefaultMaxBodyBytesInFlight or MaxBodyBytes, whichever is larger;
+	// less than MaxBodyBytes is an error.
+	MaxBodyBytesInFlight int64
 	// MaxSessions bounds the sessions open at once; zero means 256.
 	MaxSessions int
 	// MaxCalls bounds the requests in flight across all sessions, and
@@ -75,8 +86,16 @@ type Options struct {
 	Log *zap.Logger
 }
 
-// DefaultMaxBodyBytes is the default bound on one POST body.
-const DefaultMaxBodyBytes = 4 << 20
+// DefaultMaxBodyBytes is the default bound on one POST body, and
+// DefaultMaxBodyBytesInFlight on the bytes of all the bodies held at once.
+const (
+	DefaultMaxBodyBytes         = 4 << 20
+	DefaultMaxBodyBytesInFlight = 64 << 20
+)
+
+// MaxConcurrentStreams bounds the requests an HTTP/2 connection carries at
+// once: a client cannot have one connection run any number of handlers.
+const MaxConcurrentStreams = 32
 
 // Server is the Streamable HTTP front. Mux serves the MCP endpoint,
 // /healthz and /readyz; mount other handlers on it before serving.
@@ -99,10 +118,13 @@ type Server struct {
 	stateless map[[32]byte]*session
 	draining  bool
 
-	calls    atomic.Int64 // requests in flight
-	restarts atomic.Int64 // sessions whose upstream died
-	idle     chan struct{}
-	wg       sync.WaitGroup // running sessions
+	bodies *byteBudget // MaxBodyBytesInFlight
+	// budgetWarned is when a refusal for want of body room was last logged.
+	budgetWarned atomic.Int64
+	calls        atomic.Int64 // requests in flight
+	restarts     atomic.Int64 // sessions whose upstream died
+	idle         chan struct{}
+	wg           sync.WaitGroup // running sessions
 }
 
 // New returns a server for opts.
@@ -115,6 +137,12 @@ func New(opts Options) (*Server, error) {
 	}
 	if opts.MaxBodyBytes <= 0 {
 		opts.MaxBodyBytes = DefaultMaxBodyBytes
+	}
+	switch {
+	case opts.MaxBodyBytesInFlight <= 0:
+		opts.MaxBodyBytesInFlight = max(DefaultMaxBodyBytesInFlight, opts.MaxBodyBytes)
+	case opts.MaxBodyBytesInFlight < opts.MaxBodyBytes:
+		return nil, fmt.Errorf("serve: the bytes of bodies in flight (%d) must be at least the largest body (%d)", opts.MaxBodyBytesInFlight, opts.MaxBodyBytes)
 	}
 	if opts.MaxSessions <= 0 {
 		opts.MaxSessions = 256
@@ -149,6 +177,7 @@ func New(opts Options) (*Server, error) {
 		sessions:  map[string]*session{},
 		stateless: map[[32]byte]*session{},
 		idle:      make(chan struct{}, 1),
+		bodies:    newByteBudget(opts.MaxBodyBytesInFlight),
 	}
 	s.ctx, s.stop = context.WithCancel(context.Background())
 	s.Mux.Handle(opts.Endpoint, http.HandlerFunc(s.serveMCP))
@@ -164,7 +193,8 @@ func New(opts Options) (*Server, error) {
 // HTTPServer is an http.Server for s with the limits the front needs:
 // bounded headers, and time limits on reading them and on reading each
 // request's body, whatever serves it (slow clients cannot hold
-// connections open before a request is read).
+// connections open before a request is read); an HTTP/2 connection
+// carries at most MaxConcurrentStreams requests at once.
 func (s *Server) HTTPServer() *http.Server {
 	return &http.Server{
 		Handler:           s.boundReads(s.Mux),
@@ -172,6 +202,7 @@ func (s *Server) HTTPServer() *http.Server {
 		IdleTimeout:       2 * time.Minute,
 		MaxHeaderBytes:    MaxHeaderBytes,
 		ErrorLog:          zap.NewStdLog(s.log),
+		HTTP2:             &http.HTTP2Config{MaxConcurrentStreams: MaxConcurrentStreams},
 	}
 }
 
