@@ -29,6 +29,13 @@ import (
 // server no longer knows (404) ends the bridge with an error, which ends
 // the relay's session. At EOF on in the session is ended with DELETE.
 //
+// Requests are sent at once, each its own POST; notifications and answers
+// to the server's requests are sent one at a time, in order, from a queue
+// of at most 256 messages and 4 MiB: a message that finds it full is
+// dropped (and counted, see UpstreamNotificationsDropped), so that a client
+// flooding a slow server holds a bounded queue, not a connection per
+// message.
+//
 // No message the server sends is held beyond maxFrame bytes (zero means
 // proxy.DefaultMaxFrameBytes), the relay's own limit: a larger one answers
 // its request with an error instead.
@@ -45,6 +52,12 @@ func Bridge(ctx context.Context, url string, header http.Header, client *http.Cl
 	b.fail = cancel
 	br := bufio.NewReaderSize(in, 64<<10)
 	var wg sync.WaitGroup
+	// Requests each get their own POST (the server bounds them per
+	// session); everything else waits its turn in a bounded queue.
+	q := newSendQueue()
+	defer q.close()
+	wg.Add(1)
+	go func() { defer wg.Done(); q.run(ctx, b) }()
 	for {
 		line, err := br.ReadBytes('\n')
 		if f := bytes.TrimRight(line, "\r\n"); len(f) > 0 {
@@ -59,15 +72,18 @@ func Bridge(ctx context.Context, url string, header http.Header, client *http.Cl
 				// Everything else waits for the session id.
 				b.send(ctx, f, m)
 				b.listen(ctx, &wg)
-			} else {
+			} else if m.Kind == proxy.KindRequest {
 				wg.Add(1)
 				go func() { defer wg.Done(); b.send(ctx, f, m) }()
+			} else {
+				q.push(f, m)
 			}
 		}
 		if err != nil {
 			break
 		}
 	}
+	q.close()
 	b.end()
 	cancel(nil)
 	wg.Wait()

@@ -12,6 +12,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
 	"github.com/spf13/pflag"
 	"go.uber.org/zap"
 
@@ -66,6 +67,10 @@ func init() {
 		},
 		mount: func(s *serveSetup) error {
 			x.metrics.WatchServer(s.Server)
+			x.metrics.Registry.MustRegister(prometheus.NewCounterFunc(prometheus.CounterOpts{
+				Name: "delegateos_upstream_notifications_dropped_total",
+				Help: "Client notifications (and answers to the upstream's requests) dropped because their session's queue to its --upstream-url server was full.",
+			}, func() float64 { return float64(serve.UpstreamNotificationsDropped()) }))
 			x.mount(s.Server.Mux, s.Server.Guard, *f.metricsAt == "")
 			if at := *f.metricsAt; at != "" && at != metricsOff {
 				if err := serveMetrics(at, x.metrics, s.Options, s.Log); err != nil {
