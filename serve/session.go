@@ -34,6 +34,7 @@ type session struct {
 	srv  *Server
 	log  *zap.Logger
 	cred [32]byte // the hash of the Authorization header it was created with
+	tree string   // the delegation tree of its client's token, if any
 	// shared: it serves stateless requests (no Mcp-Session-Id), and its id
 	// is never sent to a client.
 	shared bool

@@ -71,7 +71,7 @@ func init() {
 				Name: "delegateos_upstream_notifications_dropped_total",
 				Help: "Client notifications (and answers to the upstream's requests) dropped because their session's queue to its --upstream-url server was full.",
 			}, func() float64 { return float64(serve.UpstreamNotificationsDropped()) }))
-			x.mount(s.Server.Mux, s.Server.Guard, *f.metricsAt == "")
+			x.mount(s.Server.Mux, s.Server.Guard, *f.metricsAt == "", s.Server.Recheck)
 			if at := *f.metricsAt; at != "" && at != metricsOff {
 				if err := serveMetrics(at, x.metrics, s.Options, s.Log); err != nil {
 					return err
@@ -212,13 +212,22 @@ func (f *serveExtraFlags) build(pol *policy.Policy, revs revocation.Live, keyFil
 }
 
 // mount adds the extras' handlers to mux, each wrapped by guard; metrics
-// among them unless they are served elsewhere or not at all.
-func (x *serveExtras) mount(mux *http.ServeMux, guard func(http.Handler) http.Handler, withMetrics bool) {
+// among them unless they are served elsewhere or not at all. revoked runs
+// after a revocation push is taken.
+func (x *serveExtras) mount(mux *http.ServeMux, guard func(http.Handler) http.Handler, withMetrics bool, revoked func()) {
 	if withMetrics {
 		mux.Handle(metrics.Path, guard(x.metrics.Handler()))
 	}
 	if x.dist != nil {
-		mux.Handle(revdist.Path, guard(x.dist))
+		dist := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			x.dist.ServeHTTP(w, r)
+			if r.Method == http.MethodPost {
+				// The sessions of the tokens it revokes end now, not at the
+				// next recheck.
+				revoked()
+			}
+		})
+		mux.Handle(revdist.Path, guard(dist))
 	}
 	if x.card != nil {
 		mux.Handle(agentcard.Path, guard(x.card))
