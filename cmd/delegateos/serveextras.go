@@ -220,10 +220,15 @@ func (x *serveExtras) mount(mux *http.ServeMux, guard func(http.Handler) http.Ha
 	}
 	if x.dist != nil {
 		dist := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-			x.dist.ServeHTTP(w, r)
-			if r.Method == http.MethodPost {
+			if r.Method != http.MethodPost {
+				x.dist.ServeHTTP(w, r)
+				return
+			}
+			sw := &statusWriter{ResponseWriter: w}
+			x.dist.ServeHTTP(sw, r)
+			if sw.status/100 == 2 {
 				// The sessions of the tokens it revokes end now, not at the
-				// next recheck.
+				// next recheck (a refused push costs no recheck).
 				revoked()
 			}
 		})
@@ -388,3 +393,23 @@ func (r tokenRecorder) Decided(req *proxy.CallRequest, d *proxy.Decision) {
 }
 
 func (tokenRecorder) Settled(proxy.SettledCall) {}
+
+// statusWriter remembers the status of the response it writes.
+type statusWriter struct {
+	http.ResponseWriter
+	status int
+}
+
+func (w *statusWriter) WriteHeader(code int) {
+	if w.status == 0 {
+		w.status = code
+	}
+	w.ResponseWriter.WriteHeader(code)
+}
+
+func (w *statusWriter) Write(b []byte) (int, error) {
+	if w.status == 0 {
+		w.status = http.StatusOK
+	}
+	return w.ResponseWriter.Write(b)
+}
