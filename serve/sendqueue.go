@@ -4,6 +4,7 @@ import (
 	"context"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/delegateos/delegateos/proxy"
 )
@@ -101,6 +102,13 @@ func (q *sendQueue) run(ctx context.Context, b *bridge) {
 		if !ok {
 			return
 		}
-		b.send(ctx, x.frame, x.m)
+		sctx, cancel := context.WithTimeout(ctx, notificationTimeout)
+		b.send(sctx, x.frame, x.m)
+		cancel()
 	}
 }
+
+// notificationTimeout bounds the POST of one queued message (a server
+// answers it 202 at once): a server that holds one does not hold the
+// session's later notifications, its cancellations among them, for ever.
+const notificationTimeout = 30 * time.Second
