@@ -29,12 +29,15 @@ func TestServeSessionCapsPerCredentialAndTree(t *testing.T) {
 	srv := e.StartServe(mcptest.ServeOptions{Policy: e.Policy(), Flags: []string{
 		"--max-sessions", "6", "--max-credential-sessions", "2", "--max-tree-sessions", "4"}})
 	hers := e.Mint(nil, "mcp:echo:*")
-	for i := range 2 {
+	for range 2 {
 		srv.Initialize(mcptest.Bearer(hers))
-		_ = i
 	}
 	if got := initStatus(srv, hers); got != http.StatusTooManyRequests {
 		t.Fatalf("a third session with one token over --max-credential-sessions 2: HTTP %d", got)
+	}
+	// Another spelling of the header is the same token.
+	if r := srv.Do(http.MethodPost, "/mcp", map[string]string{"Authorization": "bearer  " + hers.String()}, initializeBody); r.Status != http.StatusTooManyRequests {
+		t.Fatalf("a third session with one token spelled otherwise: HTTP %d %s", r.Status, r.Body)
 	}
 	sybil := mcptest.NewKey(t, "sybil")
 	a := mcptest.Attenuate(t, hers, e.Agent, sybil, 1000, "mcp:echo:*")

@@ -38,7 +38,7 @@ type Options struct {
 	// MaxSessions bounds the sessions open at once; zero means 256.
 	MaxSessions int
 	// MaxCredentialSessions bounds the sessions open at once with one
-	// Authorization header, and MaxTreeSessions those whose tokens share a
+	// client token, and MaxTreeSessions those whose tokens share a
 	// delegation tree (SessionTree), so that one token holder cannot take
 	// every session; zero means 16 and 64, negative no bound. A session
 	// whose client sends no token (it runs with the server's default
@@ -287,7 +287,7 @@ func (s *Server) newSession(auth, token string, stateless bool) (*session, error
 	if token != "" && s.opts.SessionTree != nil {
 		tree = s.opts.SessionTree(token)
 	}
-	if err := s.overCaps(cred, tree, token); err != nil {
+	if err := s.overCaps(tree, token); err != nil {
 		return nil, err
 	}
 	sess := &session{

@@ -19,11 +19,11 @@ var (
 	errTreeSessions       = errors.New("too many sessions open under this token's delegation tree: end one (DELETE) first")
 )
 
-// overCaps reports whether a new session of a client presenting cred (and
-// token, of delegation tree tree) would go over its caps. A session with
+// overCaps reports whether a new session of a client presenting token (of
+// delegation tree tree) would go over its caps. A session with
 // no token of its client's is bound by MaxSessions only. The caller holds
 // s.mu.
-func (s *Server) overCaps(cred [32]byte, tree, token string) error {
+func (s *Server) overCaps(tree, token string) error {
 	if token == "" {
 		return nil
 	}
@@ -32,7 +32,8 @@ func (s *Server) overCaps(cred [32]byte, tree, token string) error {
 		if o.Token == "" {
 			continue
 		}
-		if o.cred == cred {
+		// By token, not by the header's spelling ("bearer  X" is X).
+		if o.Token == token {
 			byCred++
 		}
 		if tree != "" && o.tree == tree {
