@@ -6,7 +6,6 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
-	"strings"
 	"sync/atomic"
 	"testing"
 
@@ -68,7 +67,4 @@ func TestServeUpstreamURLCancelEndsPost(t *testing.T) {
 		}
 	}
 	mcptest.Eventually(t, "the cancelled calls' POSTs to end", func() bool { return u.holding.Load() == 0 })
-	if !strings.Contains(srv.Log(), "session started") {
-		t.Fatal("no session")
-	}
 }
