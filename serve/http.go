@@ -142,6 +142,15 @@ func (s *Server) session(w http.ResponseWriter, r *http.Request) *session {
 		httpError(w, http.StatusForbidden, nil, "this session was created with another credential: send the Authorization header it was initialized with")
 		return nil
 	}
+	// Any request, ungated ones too (ping): a session whose token was
+	// revoked, or whose delegation ended, holds no slot and no upstream.
+	if r.Method != http.MethodDelete {
+		if err := s.live(sess); err != nil {
+			w.Header().Set("WWW-Authenticate", `Bearer error="invalid_token"`)
+			httpError(w, http.StatusUnauthorized, nil, "the session was closed: its token no longer authorizes calls: "+err.Error())
+			return nil
+		}
+	}
 	return sess
 }
 
@@ -282,8 +291,12 @@ func (s *Server) servePost(w http.ResponseWriter, r *http.Request) {
 		}
 		// Its token, or that it needs one, sessionlessLimit checked.
 		if sess, err = s.newSession(auth, tok, stateless); err != nil {
+			status := http.StatusServiceUnavailable
+			if errors.Is(err, errCredentialSessions) || errors.Is(err, errTreeSessions) {
+				status = http.StatusTooManyRequests // this client's, not the server's
+			}
 			w.Header().Set("Retry-After", "1")
-			httpError(w, http.StatusServiceUnavailable, m.ID, err.Error())
+			httpError(w, status, m.ID, err.Error())
 			return
 		}
 		if initialize {

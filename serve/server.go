@@ -48,6 +48,26 @@ type Options struct {
 	MaxBodyBytesInFlight int64
 	// MaxSessions bounds the sessions open at once; zero means 256.
 	MaxSessions int
+	// MaxCredentialSessions bounds the sessions open at once with one
+	// client token, and MaxTreeSessions those whose tokens share a
+	// delegation tree (SessionTree), so that one token holder cannot take
+	// every session; zero means 16 and 64, negative no bound. A session
+	// whose client sends no token (it runs with the server's default
+	// token) is bound by MaxSessions only.
+	MaxCredentialSessions, MaxTreeSessions int
+	// SessionTree, when set, names the delegation tree of a token that
+	// CheckToken accepted (its root block, say: what a token holder
+	// cannot multiply); "" puts the token in no tree.
+	SessionTree func(token string) string
+	// SessionLive, when set, reports whether the token a session's client
+	// presented still authorizes anything: an error (it was revoked, it
+	// expired, its delegation ended) closes the session and stops its
+	// upstream. It runs on each request of the session, on every
+	// session each RecheckInterval, and on Recheck.
+	SessionLive func(token string) error
+	// RecheckInterval is how often every session's token is checked with
+	// SessionLive; zero means 30 seconds.
+	RecheckInterval time.Duration
 	// MaxCalls bounds the requests in flight across all sessions, and
 	// MaxSessionCalls those of one session; zero means 1024 and 64.
 	MaxCalls, MaxSessionCalls int
@@ -147,6 +167,15 @@ func New(opts Options) (*Server, error) {
 	if opts.MaxSessions <= 0 {
 		opts.MaxSessions = 256
 	}
+	if opts.MaxCredentialSessions == 0 {
+		opts.MaxCredentialSessions = DefaultMaxCredentialSessions
+	}
+	if opts.MaxTreeSessions == 0 {
+		opts.MaxTreeSessions = DefaultMaxTreeSessions
+	}
+	if opts.RecheckInterval <= 0 {
+		opts.RecheckInterval = DefaultRecheckInterval
+	}
 	if opts.MaxCalls <= 0 {
 		opts.MaxCalls = 1024
 	}
@@ -187,6 +216,7 @@ func New(opts Options) (*Server, error) {
 	})
 	s.Mux.HandleFunc("GET /readyz", s.serveReady)
 	go s.reap()
+	go s.recheckEvery(opts.RecheckInterval)
 	return s, nil
 }
 
@@ -284,10 +314,18 @@ func (s *Server) newSession(auth, token string, stateless bool) (*session, error
 	if len(s.sessions) >= s.opts.MaxSessions {
 		return nil, errTooManySessions
 	}
+	tree := ""
+	if token != "" && s.opts.SessionTree != nil {
+		tree = s.opts.SessionTree(token)
+	}
+	if err := s.overCaps(tree, token); err != nil {
+		return nil, err
+	}
 	sess := &session{
 		Session:  Session{ID: newSessionID(), Token: token},
 		srv:      s,
 		cred:     cred,
+		tree:     tree,
 		shared:   stateless,
 		routes:   map[string]*stream{},
 		progress: map[string]*stream{},

@@ -12,6 +12,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
 	"github.com/spf13/pflag"
 	"go.uber.org/zap"
 
@@ -66,7 +67,11 @@ func init() {
 		},
 		mount: func(s *serveSetup) error {
 			x.metrics.WatchServer(s.Server)
-			x.mount(s.Server.Mux, s.Server.Guard, *f.metricsAt == "")
+			x.metrics.Registry.MustRegister(prometheus.NewCounterFunc(prometheus.CounterOpts{
+				Name: "delegateos_upstream_notifications_dropped_total",
+				Help: "Client notifications (and answers to the upstream's requests) dropped because their session's queue to its --upstream-url server was full.",
+			}, func() float64 { return float64(serve.UpstreamNotificationsDropped()) }))
+			x.mount(s.Server.Mux, s.Server.Guard, *f.metricsAt == "", s.Server.Recheck)
 			if at := *f.metricsAt; at != "" && at != metricsOff {
 				if err := serveMetrics(at, x.metrics, s.Options, s.Log); err != nil {
 					return err
@@ -214,13 +219,27 @@ func (f *serveExtraFlags) build(pol *policy.Policy, revs revocation.Live, keyFil
 }
 
 // mount adds the extras' handlers to mux, each wrapped by guard; metrics
-// among them unless they are served elsewhere or not at all.
-func (x *serveExtras) mount(mux *http.ServeMux, guard func(http.Handler) http.Handler, withMetrics bool) {
+// among them unless they are served elsewhere or not at all. revoked runs
+// after a revocation push is taken.
+func (x *serveExtras) mount(mux *http.ServeMux, guard func(http.Handler) http.Handler, withMetrics bool, revoked func()) {
 	if withMetrics {
 		mux.Handle(metrics.Path, guard(x.metrics.Handler()))
 	}
 	if x.dist != nil {
-		mux.Handle(revdist.Path, guard(x.dist))
+		dist := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			if r.Method != http.MethodPost {
+				x.dist.ServeHTTP(w, r)
+				return
+			}
+			sw := &statusWriter{ResponseWriter: w}
+			x.dist.ServeHTTP(sw, r)
+			if sw.status/100 == 2 {
+				// The sessions of the tokens it revokes end now, not at the
+				// next recheck (a refused push costs no recheck).
+				revoked()
+			}
+		})
+		mux.Handle(revdist.Path, guard(dist))
 	}
 	if x.card != nil {
 		mux.Handle(agentcard.Path, guard(x.card))
@@ -391,3 +410,23 @@ func (r tokenRecorder) Decided(req *proxy.CallRequest, d *proxy.Decision) {
 }
 
 func (tokenRecorder) Settled(proxy.SettledCall) {}
+
+// statusWriter remembers the status of the response it writes.
+type statusWriter struct {
+	http.ResponseWriter
+	status int
+}
+
+func (w *statusWriter) WriteHeader(code int) {
+	if w.status == 0 {
+		w.status = code
+	}
+	w.ResponseWriter.WriteHeader(code)
+}
+
+func (w *statusWriter) Write(b []byte) (int, error) {
+	if w.status == 0 {
+		w.status = http.StatusOK
+	}
+	return w.ResponseWriter.Write(b)
+}
