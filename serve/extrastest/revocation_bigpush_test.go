@@ -14,7 +14,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/delegateos/delegateos/dct"
 	"github.com/delegateos/delegateos/internal/mcptest"
 	"github.com/delegateos/delegateos/revocation"
 )
@@ -97,8 +96,13 @@ func TestPushesToBigListAllLand(t *testing.T) {
 			t.Fatalf("push %d of ten at once: %d %s", i, r.Status, r.Body)
 		}
 	}
-	if got := callOutcome(t, srv, sid, tok); got != string(dct.Revoked) {
-		t.Fatalf("after the pushes, the revoked token's call: %s", got)
+	// The push that revoked the token closed its session at once; a new
+	// session with it is refused as revoked.
+	if r := srv.Post(sid, mcptest.Bearer(tok), mcptest.CallBody("9", "echo", map[string]any{"text": "hi"})); r.Status != http.StatusNotFound && r.Status != http.StatusUnauthorized {
+		t.Fatalf("after the pushes, a call in the revoked token's session: HTTP %d %s", r.Status, r.Body)
+	}
+	if r := srv.Do(http.MethodPost, "/mcp", mcptest.Bearer(tok), `{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"x","version":"1"}}}`); r.Status != http.StatusUnauthorized || !strings.Contains(string(r.Body), "has been revoked") {
+		t.Fatalf("after the pushes, a new session with the revoked token: HTTP %d %s", r.Status, r.Body)
 	}
 	again := strings.Replace(pushBody(t, pushed[3]), `{"jsonrpc"`, `{"id":1,"jsonrpc"`, 1)
 	if r := srv.Do(http.MethodPost, revocationsPath, map[string]string{"Content-Type": "application/json"}, again); !strings.Contains(string(r.Body), `"added":false`) {
