@@ -512,3 +512,40 @@ func TestE2EFaultFlushAllNewProxyFirst(t *testing.T) {
 		t.Errorf("spend: exit %d, %s; want it to say the store lost data", code, errs)
 	}
 }
+
+// The rate-limit windows are rebuilt too, with the policy: after a
+// FLUSHALL and store recover --policy, a delegation that had used its 5
+// calls an hour is refused rate_limited, not given 5 more.
+func TestE2EFaultFlushAllRecoverRateWindows(t *testing.T) {
+	f := newFleet(t, 100*fleetCost, 60*fleetCost, 30*fleetCost)
+	key := mcptest.NewKey(t, "proxy")
+	log := filepath.Join(f.e.Dir, "audit.log")
+	pol := f.policy("rate: 5/1h\nproxy_key: " + f.e.KeyFile(key) + "\naudit_log: " + log + "\n")
+	polFile := filepath.Join(f.e.Dir, "fleet-policy.yaml")
+	mcptest.WriteFile(t, polFile, pol.YAML())
+	p := f.e.StartProxy(mcptest.ProxyOptions{Policy: pol, Token: f.b})
+	s := p.Connect(mcptest.SessionOptions{})
+	for i := range 5 {
+		s.Call(t, "echo", map[string]any{"text": fmt.Sprint(i)}).OK(t, "a call within the rate")
+	}
+	if typ, _ := denialData(s.Call(t, "echo", map[string]any{"text": "sixth"})); typ != string(proxy.RateLimited) {
+		t.Fatalf("the sixth call in the hour: %s, want rate_limited", typ)
+	}
+	if err := f.srv.Client().FlushAll(context.Background()).Err(); err != nil {
+		t.Fatal(err)
+	}
+	if typ, _ := denialData(s.Call(t, "echo", map[string]any{"text": "after the flush"})); typ != string(proxy.StoreReset) {
+		t.Fatalf("a call after the flush: %s, want store_reset", typ)
+	}
+	out, errs, code := mcptest.CLI(t, "store", "recover", "--store", f.srv.URL(), "--root", f.e.Root.ID(), "--audit", log, "--policy", polFile)
+	if code != 0 || !strings.Contains(out, "rebuilt 2 rate-limit windows") {
+		t.Fatalf("store recover --policy: exit %d, %s%s", code, out, errs)
+	}
+	r := s.Call(t, "echo", map[string]any{"text": "after the recovery"})
+	if typ, detail := denialData(r); typ != string(proxy.RateLimited) {
+		t.Fatalf("a call after the recovery: %+v (%s: %s), want rate_limited (the hour's 5 calls rebuilt)", r, typ, detail)
+	}
+	if u := f.usage()[f.key(2)]; u.Committed != 5*fleetCost {
+		t.Errorf("B's spend rebuilt as %+v, want its 5 calls", u)
+	}
+}
