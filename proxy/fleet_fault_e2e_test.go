@@ -313,7 +313,9 @@ func TestE2EFaultDelTreeKeys(t *testing.T) {
 // next proxy started there sends them: nothing refused stays charged.
 func TestE2EFaultStallWithProxiesExiting(t *testing.T) {
 	f := newFleet(t, 100*fleetCost, 60*fleetCost, 30*fleetCost)
-	f.timeouts = "?read_timeout=300ms&write_timeout=300ms"
+	// Long enough that a slow fsync on a loaded machine is not taken for
+	// the stall.
+	f.timeouts = "?read_timeout=2s&write_timeout=2s"
 	pol := f.policy("")
 	pol.RevocationList = "" // every call then sends its reservation to Redis
 	var ps []*mcptest.Process
@@ -338,16 +340,25 @@ func TestE2EFaultStallWithProxiesExiting(t *testing.T) {
 			f.srv.Resume()
 		}
 	}()
+	var wg sync.WaitGroup
 	for i, s := range ss {
-		for j := range 2 {
-			r := s.Call(t, "echo", map[string]any{"text": fmt.Sprintf("stalled %d-%d", i, j)})
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			r := s.Call(t, "echo", map[string]any{"text": fmt.Sprintf("stalled %d", i)})
 			if typ, detail := denialData(r); typ != string(proxy.StoreUnavailable) {
-				t.Fatalf("a call during the stall: %+v (%s: %s), want store_unavailable", r, typ, detail)
+				t.Errorf("a call during the stall: %+v (%s: %s), want store_unavailable", r, typ, detail)
 			}
-		}
+		}()
+	}
+	wg.Wait()
+	if t.Failed() {
+		return
 	}
 	for _, p := range ps {
 		p.Stdin.Close()
+	}
+	for _, p := range ps {
 		if !p.WaitExit(mcptest.WaitTimeout) {
 			t.Fatal("a proxy did not exit during the stall")
 		}
