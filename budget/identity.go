@@ -78,7 +78,7 @@ type ResetError struct {
 }
 
 func (e *ResetError) Error() string {
-	return fmt.Sprintf("spend store %s has lost data: %s; calls are refused until an operator rebuilds it from the fleet's audit logs ('delegateos store recover --store URL --audit LOG...') or accepts the loss ('delegateos store init --store URL --reset')", e.Store, e.Reason)
+	return fmt.Sprintf("spend store %s has lost data: %s; calls are refused until an operator rebuilds it from the fleet's audit logs ('delegateos store recover --store URL --root ID --audit LOG... --policy FILE') or accepts the loss ('delegateos store init --store URL --reset')", e.Store, e.Reason)
 }
 
 // Is makes errors.Is(err, redisconn.ErrReset) hold.

@@ -454,17 +454,17 @@ func (s *Redis) Reserve(levels []Level, cost int64) (*Reservation, error) {
 	if err != nil {
 		return nil, fmt.Errorf("spend store %s: %w", s.url, err)
 	}
+	if fresh == "1" {
+		// The script made the tree's stamp (or found it made), whether or
+		// not the budget had room.
+		s.addTree(tag)
+	}
 	if !ok {
 		l := levels[level]
 		return nil, &ExceededError{Key: l.Key, Limit: l.Limit, Spent: spent, Cost: cost}
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if fresh == "1" {
-		s.mu.Unlock()
-		s.addTree(tag)
-		s.mu.Lock()
-	}
 	if n > s.seen[keys[0]] {
 		if s.seen == nil {
 			s.seen = make(map[string]int64)

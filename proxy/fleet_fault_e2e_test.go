@@ -313,7 +313,9 @@ func TestE2EFaultDelTreeKeys(t *testing.T) {
 // next proxy started there sends them: nothing refused stays charged.
 func TestE2EFaultStallWithProxiesExiting(t *testing.T) {
 	f := newFleet(t, 100*fleetCost, 60*fleetCost, 30*fleetCost)
-	f.timeouts = "?read_timeout=300ms&write_timeout=300ms"
+	// Long enough that a slow fsync on a loaded machine is not taken for
+	// the stall.
+	f.timeouts = "?read_timeout=2s&write_timeout=2s"
 	pol := f.policy("")
 	pol.RevocationList = "" // every call then sends its reservation to Redis
 	var ps []*mcptest.Process
@@ -338,16 +340,25 @@ func TestE2EFaultStallWithProxiesExiting(t *testing.T) {
 			f.srv.Resume()
 		}
 	}()
+	var wg sync.WaitGroup
 	for i, s := range ss {
-		for j := range 2 {
-			r := s.Call(t, "echo", map[string]any{"text": fmt.Sprintf("stalled %d-%d", i, j)})
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			r := s.Call(t, "echo", map[string]any{"text": fmt.Sprintf("stalled %d", i)})
 			if typ, detail := denialData(r); typ != string(proxy.StoreUnavailable) {
-				t.Fatalf("a call during the stall: %+v (%s: %s), want store_unavailable", r, typ, detail)
+				t.Errorf("a call during the stall: %+v (%s: %s), want store_unavailable", r, typ, detail)
 			}
-		}
+		}()
+	}
+	wg.Wait()
+	if t.Failed() {
+		return
 	}
 	for _, p := range ps {
 		p.Stdin.Close()
+	}
+	for _, p := range ps {
 		if !p.WaitExit(mcptest.WaitTimeout) {
 			t.Fatal("a proxy did not exit during the stall")
 		}
@@ -510,5 +521,42 @@ func TestE2EFaultFlushAllNewProxyFirst(t *testing.T) {
 	}
 	if _, errs, code := mcptest.CLI(t, "spend", "--store", f.srv.URL()); code == 0 || !strings.Contains(errs, "has lost data") {
 		t.Errorf("spend: exit %d, %s; want it to say the store lost data", code, errs)
+	}
+}
+
+// The rate-limit windows are rebuilt too, with the policy: after a
+// FLUSHALL and store recover --policy, a delegation that had used its 5
+// calls an hour is refused rate_limited, not given 5 more.
+func TestE2EFaultFlushAllRecoverRateWindows(t *testing.T) {
+	f := newFleet(t, 100*fleetCost, 60*fleetCost, 30*fleetCost)
+	key := mcptest.NewKey(t, "proxy")
+	log := filepath.Join(f.e.Dir, "audit.log")
+	pol := f.policy("rate: 5/1h\nproxy_key: " + f.e.KeyFile(key) + "\naudit_log: " + log + "\n")
+	polFile := filepath.Join(f.e.Dir, "fleet-policy.yaml")
+	mcptest.WriteFile(t, polFile, pol.YAML())
+	p := f.e.StartProxy(mcptest.ProxyOptions{Policy: pol, Token: f.b})
+	s := p.Connect(mcptest.SessionOptions{})
+	for i := range 5 {
+		s.Call(t, "echo", map[string]any{"text": fmt.Sprint(i)}).OK(t, "a call within the rate")
+	}
+	if typ, _ := denialData(s.Call(t, "echo", map[string]any{"text": "sixth"})); typ != string(proxy.RateLimited) {
+		t.Fatalf("the sixth call in the hour: %s, want rate_limited", typ)
+	}
+	if err := f.srv.Client().FlushAll(context.Background()).Err(); err != nil {
+		t.Fatal(err)
+	}
+	if typ, _ := denialData(s.Call(t, "echo", map[string]any{"text": "after the flush"})); typ != string(proxy.StoreReset) {
+		t.Fatalf("a call after the flush: %s, want store_reset", typ)
+	}
+	out, errs, code := mcptest.CLI(t, "store", "recover", "--store", f.srv.URL(), "--root", f.e.Root.ID(), "--audit", log, "--policy", polFile)
+	if code != 0 || !strings.Contains(out, "rebuilt 2 rate-limit windows") {
+		t.Fatalf("store recover --policy: exit %d, %s%s", code, out, errs)
+	}
+	r := s.Call(t, "echo", map[string]any{"text": "after the recovery"})
+	if typ, detail := denialData(r); typ != string(proxy.RateLimited) {
+		t.Fatalf("a call after the recovery: %+v (%s: %s), want rate_limited (the hour's 5 calls rebuilt)", r, typ, detail)
+	}
+	if u := f.usage()[f.key(2)]; u.Committed != 5*fleetCost {
+		t.Errorf("B's spend rebuilt as %+v, want its 5 calls", u)
 	}
 }
