@@ -79,8 +79,31 @@ func TestE2EDelegationIDCollisionIsHarmless(t *testing.T) {
 	}
 
 	done := r.complete(delB, `{"summary":"Three milestones, the second one late."}`, 100)
-	if done.Status != "completed" || !done.Verified || done.DelegationID != delB {
-		t.Fatalf("the victim's complete: %+v", done)
+	if done.Status != "completed" || !done.Verified || done.DelegationID != delB || len(done.Problems) != 0 {
+		t.Fatalf("the victim's complete (her reputation recorded too): %+v", done)
+	}
+	// Each has her own RDP contract: the sybil's outcome took nothing of
+	// the victim's.
+	for _, who := range []string{r.b.ID(), sy.key2.ID()} {
+		var prof struct {
+			Dimensions []struct {
+				Name       string `json:"name"`
+				SampleSize int    `json:"sampleSize"`
+			} `json:"dimensions"`
+		}
+		out := r.cli("reputation", "show", "--workspace", r.ws, "--json", "--", who)
+		if err := json.Unmarshal([]byte(out), &prof); err != nil {
+			t.Fatalf("reputation show: %v\n%s", err, out)
+		}
+		n := 0
+		for _, d := range prof.Dimensions {
+			if d.Name == "reliability" {
+				n = d.SampleSize
+			}
+		}
+		if n != 1 {
+			t.Errorf("%s has %d reliability signals; want 1, her own:\n%s", who, n, out)
+		}
 	}
 }
 

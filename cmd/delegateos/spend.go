@@ -176,9 +176,21 @@ func chainIndex(ds []chain.Delegation) chainRecords {
 	r := chainRecords{byID: map[string][]*chain.Delegation{}, byKey: map[string]*chain.Delegation{}}
 	for i := range ds {
 		r.byID[ds[i].ID] = append(r.byID[ds[i].ID], &ds[i])
-		r.byKey[ds[i].Key] = &ds[i]
+		self, _ := recordLinks(&ds[i])
+		if _, dup := r.byKey[self]; !dup {
+			r.byKey[self] = &ds[i]
+		}
 	}
 	return r
+}
+
+// recordLinks names a record and its parent: by key, or by ID for a
+// record that has no key (not read from a chain store).
+func recordLinks(d *chain.Delegation) (self, parent string) {
+	if d.Key != "" {
+		return "k" + d.Key, "k" + d.ParentKey
+	}
+	return "i" + d.ID, "i" + d.ParentID
 }
 
 // chainRecord returns the chain's record of the last of ids if the chain
@@ -208,7 +220,8 @@ func onPath(records chainRecords, d *chain.Delegation, issuer string, ids []stri
 		case i == 0:
 			return d.IsRoot() && d.From == issuer
 		}
-		d = records.byKey[d.ParentKey]
+		_, up := recordLinks(d)
+		d = records.byKey[up]
 	}
 	return false
 }
