@@ -62,7 +62,12 @@ func TestE2EDelegationIDCollisionIsHarmless(t *testing.T) {
 		t.Fatal(err)
 	}
 	var victim, theirs int
+	keys := map[string]bool{}
 	for _, d := range ds {
+		if !dct.ValidDelegationKey(d.Key) || keys[d.Key] {
+			t.Errorf("chain show --json: %s has key %q", d.ID, d.Key)
+		}
+		keys[d.Key] = true
 		switch {
 		case d.ID == delB && d.To == r.b.ID() && d.Status == "active":
 			victim++
