@@ -185,3 +185,22 @@ func TestSharedIDCollision(t *testing.T) {
 		t.Fatalf("StatusByID(legacy) = %q %v %v", st, ended, err)
 	}
 }
+
+// A record that adds several blocks, one of which repeats its parent's ID,
+// is a child of the recorded delegation its token continues.
+func TestInsertSeveralBlocksRepeatingTheParentID(t *testing.T) {
+	f := newFixture(t)
+	s := NewMemory()
+	mustInsert(t, s, f.root)
+	tok := mustAttenuate(t, mustAttenuate(t, f.rootTok, aliceKey, bobKey, f.root.ID), bobKey, carolKey, delID(0x40))
+	d := record(tok, f.root.ID, aliceKey.ID(), 1, 3)
+	d.Key, d.ParentKey = "", ""
+	mustInsert(t, s, d)
+	got, err := s.Get(delID(0x40))
+	if err != nil || got.ParentKey != f.root.Key {
+		t.Fatalf("Get = %+v, %v; want the root as parent", got, err)
+	}
+	if roots := Tree(mustList(t, s)); len(roots) != 1 || len(roots[0].Children) != 1 {
+		t.Fatalf("Tree: %d roots", len(roots))
+	}
+}

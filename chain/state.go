@@ -92,17 +92,25 @@ func (s *state) checkInsert(d Delegation) (*rec, error) {
 	}
 	parent := s.recs[d.ParentKey]
 	if parent == nil || parent.d.ID != d.ParentID {
-		// The parent is the delegation whose token the child's continues.
-		// When none is recorded, say how the child departs from one with
-		// its parent ID, if there is one.
+		// The parent is the recorded delegation with the parent ID whose
+		// token the child's continues (a child adding several blocks may
+		// repeat an ID among them); with none, say how the child departs
+		// from the latest with the ID.
 		keys := s.byID[d.ParentID]
 		if len(keys) == 0 {
 			return nil, violation(InvariantParent, d.ID, "its parent %s is not recorded", d.ParentID)
 		}
-		if err := checkChild(s.recs[keys[len(keys)-1]], &d, tok); err != nil {
-			return nil, err
+		var err error
+		for i := len(keys) - 1; i >= 0; i-- {
+			p := s.recs[keys[i]]
+			if e := checkChild(p, &d, tok); e == nil {
+				d.ParentKey = p.d.Key
+				return &rec{d: d, blocks: tok.Blocks(), rootMax: p.rootMax}, nil
+			} else if i == len(keys)-1 {
+				err = e
+			}
 		}
-		return nil, violation(InvariantAttenuation, d.ID, "its token does not continue the token of a recorded delegation %s", d.ParentID)
+		return nil, err
 	}
 	if err := checkChild(parent, &d, tok); err != nil {
 		return nil, err
