@@ -8,6 +8,7 @@ import (
 
 	"github.com/delegateos/delegateos/chain"
 	"github.com/delegateos/delegateos/dct"
+	"github.com/delegateos/delegateos/internal/redistest"
 )
 
 // Mallory, holding a root token of her own, delegates to B under the ID of
@@ -67,5 +68,30 @@ func TestCompleteSharedIDToTheSameDelegatee(t *testing.T) {
 	}
 	if _, err := f.d.Chain.Get("del_bbbbbbbbbbbb"); !errors.Is(err, chain.ErrAmbiguous) {
 		t.Errorf("Get by the shared ID: %v", err)
+	}
+}
+
+// An ending an older proxy shared by delegation ID still ends every
+// delegation with that ID (the fleet fails closed until the entry is
+// removed); one shared by key ends only its own.
+func TestEndedReadsEndingsSharedByID(t *testing.T) {
+	srv := redistest.Start(t)
+	f := newDelegationFixture(t)
+	// An older proxy recorded an ending of del_aaaaaaaaaaaa by ID.
+	if err := srv.Client().HSet(context.Background(), "delegateos:ended", "del_aaaaaaaaaaaa", "revoked").Err(); err != nil {
+		t.Fatal(err)
+	}
+	shared, err := chain.OpenShared(chain.NewMemory(), srv.URL())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { shared.Close() })
+	f.d.Chain = shared
+	bind := f.delegateB()
+	if st, ended := f.d.Ended(dct.ChainLink{DelegationID: "del_aaaaaaaaaaaa", Key: f.aTok.DelegationKeys()[0]}); !ended || st != "revoked" {
+		t.Errorf("an ending shared by ID: %q %v; want revoked", st, ended)
+	}
+	if st, ended := f.d.Ended(dct.ChainLink{DelegationID: "del_bbbbbbbbbbbb", Key: bind.DelegationKey}); ended {
+		t.Errorf("B's delegation ended (%s)", st)
 	}
 }

@@ -83,9 +83,7 @@ func (d *Delegations) Ended(l dct.ChainLink) (string, bool) {
 	}
 	st, recorded, err := d.status(l.Key)
 	if err == nil && !(recorded && st != chain.StatusActive) {
-		if legacy, ok := d.Chain.(interface {
-			StatusByID(id string) (chain.Status, bool, error)
-		}); ok {
+		if legacy, ok := d.Chain.(idEndings); ok {
 			st, recorded, err = legacy.StatusByID(l.DelegationID)
 		}
 	}
@@ -99,6 +97,14 @@ func (d *Delegations) Ended(l dct.ChainLink) (string, bool) {
 	}
 	return "", false
 }
+
+// idEndings is a store that also holds endings recorded by delegation ID,
+// as an older proxy shared them (chain.Shared).
+type idEndings interface {
+	StatusByID(id string) (chain.Status, bool, error)
+}
+
+var _ idEndings = (*chain.Shared)(nil)
 
 // revokedSince says why a delegation recorded active may no longer be
 // completed: its token is revoked by the list the gate reads (a CLI
