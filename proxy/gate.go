@@ -28,7 +28,10 @@ type Gate struct {
 	// Ended, when set, reports whether a delegation has ended (completed,
 	// failed or revoked) and how. A call under a token whose chain passes
 	// through an ended delegation is refused: the work it was for is over.
-	Ended func(delegationID string) (status string, ended bool)
+	// It is given each link of the verified chain, and decides by the
+	// link's Key: anyone may give a delegation of her own another's ID,
+	// but not its key (Delegations.Ended).
+	Ended func(link dct.ChainLink) (status string, ended bool)
 	// HonourUpstreamCost reserves each call's MaxCost rather than its Cost,
 	// because the upstream may report what the call cost (up to that).
 	HonourUpstreamCost bool
@@ -288,7 +291,7 @@ func (g *Gate) decideAt(req *CallRequest, start time.Time) (d Decision) {
 	d.Scope = scope
 	if g.Ended != nil {
 		for _, l := range scope.Chain {
-			if status, ended := g.Ended(l.DelegationID); ended {
+			if status, ended := g.Ended(l); ended {
 				t, detail := endedDenial(l.DelegationID, status)
 				return deny(t, scope.Capabilities, "%s", detail)
 			}
@@ -544,7 +547,7 @@ func (g *Gate) ListView(method, token string) (func(name string) bool, error) {
 	}
 	if g.Ended != nil {
 		for _, l := range scope.Chain {
-			if status, ended := g.Ended(l.DelegationID); ended {
+			if status, ended := g.Ended(l); ended {
 				return none, fmt.Errorf("delegation %s has ended (%s)", l.DelegationID, status)
 			}
 		}
