@@ -59,7 +59,7 @@ type RedisNonces struct {
 	// Join sets it.
 	Window time.Duration
 
-	c    *redis.Client
+	c    redisconn.Client
 	what string // the store, for messages: its URL without the password
 	// callerClock, set by tests only, puts the verifier's clock (the
 	// Nonce's Now) in place of the server's, so that tests can fix time.

@@ -76,18 +76,20 @@ func writeRedisUsage(rawURL string, us []Usage) error {
 	ctx := context.Background()
 	// One SCAN call looks at a part of the keys only: the scan goes on
 	// until the cursor comes back to 0 or a spend key is found.
-	for cursor := uint64(0); ; {
-		names, next, err := c.Scan(ctx, cursor, spendKeyPrefix+"*", 1000).Result()
-		if err != nil {
-			return redisconn.Unavailable(what, err)
-		}
+	errHolds := fmt.Errorf("%s already holds spend: migrate to an empty store", what)
+	err = redisconn.Scan(ctx, c, spendKeyPrefix+"*", func(names []string) error {
 		if len(names) > 0 {
-			return fmt.Errorf("%s already holds spend: migrate to an empty store", what)
+			return errHolds
 		}
-		if cursor = next; cursor == 0 {
-			break
-		}
+		return nil
+	})
+	if err == errHolds {
+		return err
 	}
+	if err != nil {
+		return redisconn.Unavailable(what, err)
+	}
+	// On a cluster, one transaction per hash slot.
 	_, err = c.TxPipelined(ctx, func(p redis.Pipeliner) error {
 		for _, u := range us {
 			fields := []any{"c", addSat(u.Committed, u.Reserved), "h", 0}

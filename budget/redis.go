@@ -25,7 +25,7 @@ import (
 // writes and what survives a crash.
 type Redis struct {
 	url  string // redacted, for messages
-	c    *redis.Client
+	c    redisconn.Client
 	ctx  context.Context
 	stop context.CancelFunc
 	// nonce makes this store's reservation IDs unique across the fleet.

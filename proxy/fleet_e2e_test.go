@@ -26,6 +26,7 @@ type fleet struct {
 	t       *testing.T
 	e       *mcptest.Env
 	srv     *redistest.Server
+	url     string // the store's URL: srv's, or a Redis Cluster's
 	a, b, c *dct.Token
 	ids     []string // the delegation IDs of A, B and C
 	// timeouts are the spend store's Redis timeouts: generous, so that a
@@ -38,8 +39,17 @@ const fleetCost = 1000 // microcents per echo
 
 func newFleet(t *testing.T, budgetA, budgetB, budgetC int64) *fleet {
 	t.Helper()
+	srv := redistest.Start(t)
+	f := newFleetOn(t, srv.URL(), budgetA, budgetB, budgetC)
+	f.srv = srv
+	return f
+}
+
+// newFleetOn is newFleet on the store at url.
+func newFleetOn(t *testing.T, url string, budgetA, budgetB, budgetC int64) *fleet {
+	t.Helper()
 	e := mcptest.NewEnv(t)
-	f := &fleet{t: t, e: e, srv: redistest.Start(t), timeouts: "?read_timeout=5s&write_timeout=5s"}
+	f := &fleet{t: t, e: e, url: url, timeouts: "?read_timeout=5s&write_timeout=5s"}
 	kb, kc := mcptest.NewKey(t, "b"), mcptest.NewKey(t, "c")
 	f.a = e.Mint(func(p *dct.CreateParams) { p.MaxBudgetMicrocents = budgetA }, "mcp:echo:*", "mcp:slow:*")
 	attenuate := func(parent *dct.Token, from, to *identity.Keypair, budget int64) *dct.Token {
@@ -60,8 +70,8 @@ func newFleet(t *testing.T, budgetA, budgetB, budgetC int64) *fleet {
 // policy is the fleet's policy: echo and slow priced, every store in Redis.
 func (f *fleet) policy(extra string) *mcptest.Policy {
 	pol := f.e.Policy(mcptest.Priced("echo", fleetCost), mcptest.Priced("slow", fleetCost))
-	pol.SpendStore = f.srv.URL() + f.timeouts
-	pol.RevocationList = f.srv.URL()
+	pol.SpendStore = f.url + f.timeouts
+	pol.RevocationList = f.url
 	pol.Extra = extra
 	return pol
 }
@@ -84,7 +94,7 @@ func (f *fleet) key(n int) string {
 // usage returns the store's usage by key.
 func (f *fleet) usage() map[string]budget.Usage {
 	f.t.Helper()
-	us, err := budget.ReadUsage(f.srv.URL())
+	us, err := budget.ReadUsage(f.url)
 	if err != nil {
 		f.t.Fatal(err)
 	}

@@ -10,8 +10,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/redis/go-redis/v9"
-
 	"github.com/delegateos/delegateos/internal/redisconn"
 	"github.com/delegateos/delegateos/internal/redisset"
 	"github.com/delegateos/delegateos/internal/strictjson"
@@ -55,7 +53,7 @@ var (
 // for concurrent use.
 type Redis struct {
 	url  string
-	c    *redis.Client
+	c    redisconn.Client
 	copy *redisset.Copy
 	list *List
 }

@@ -58,7 +58,7 @@ var errRefused = errors.New("refused")
 // concurrent use.
 type Copy struct {
 	what    string // for messages: "revocation list redis://..."
-	c       *redis.Client
+	c       redisconn.Client
 	hash    string
 	channel string
 	check   func(field, value string) error
@@ -94,7 +94,7 @@ type Options struct {
 // current until Close. It waits up to wait for the first read, and
 // returns its error (matching redisconn.ErrUnavailable when Redis did not
 // answer) if it did not succeed.
-func Open(c *redis.Client, o Options, wait time.Duration) (*Copy, error) {
+func Open(c redisconn.Client, o Options, wait time.Duration) (*Copy, error) {
 	ctx, stop := context.WithCancel(context.Background())
 	s := &Copy{
 		what: o.What, c: c, hash: o.Hash, channel: o.Channel, check: o.Check, onAdd: o.OnAdd,
@@ -195,7 +195,7 @@ return 0
 // Add writes an entry to the hash and publishes it, unless the hash has
 // the field already; added reports whether it wrote. The copies learn of
 // it from the channel.
-func Add(ctx context.Context, c *redis.Client, hash, channel, field, value, what string) (added bool, err error) {
+func Add(ctx context.Context, c redisconn.Client, hash, channel, field, value, what string) (added bool, err error) {
 	n, err := addScript.Run(ctx, c, []string{hash}, channel, field, value).Int()
 	if err != nil {
 		return false, redisconn.Unavailable(what, err)

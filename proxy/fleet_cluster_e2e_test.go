@@ -1,0 +1,163 @@
+//go:build unix
+
+package proxy_test
+
+import (
+	"fmt"
+	"os/exec"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+
+	"github.com/delegateos/delegateos/dct"
+	"github.com/delegateos/delegateos/internal/mcptest"
+	"github.com/delegateos/delegateos/internal/redistest"
+	"github.com/delegateos/delegateos/proxy"
+)
+
+// A fleet on a Redis Cluster (three primaries, three replicas, given as
+// redis+cluster:// with every node a seed): proxies on A, B and C call in
+// parallel, and the primary that holds the tree's spend is failed over to
+// its replica (CLUSTER FAILOVER) in the middle of the burst, then the
+// one that holds the revocation list. No level forwards past its budget,
+// the store charges at least every forwarded call, a refusal is only
+// budget_exceeded or store_unavailable, and a delegation revoked before
+// the failovers is refused by the proxy that was running and by one
+// started after.
+func TestE2EFleetClusterFailover(t *testing.T) {
+	c := redistest.StartCluster(t)
+	const limA, limB, limC = 300, 200, 80
+	f := newFleetOn(t, c.URL(), limA*fleetCost, limB*fleetCost, limC*fleetCost)
+	// D is a sibling of B under A, revoked before the burst.
+	kd := mcptest.NewKey(t, "d")
+	budgetD := int64(10 * fleetCost)
+	d, err := dct.Attenuate(f.a, dct.AttenuateParams{Attenuator: f.e.Agent, Delegatee: kd.ID(),
+		DelegationID: mcptest.NewDelegationID(), MaxBudgetMicrocents: &budgetD})
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, sd := f.start(d, "", nil)
+	sd.Call(t, "echo", map[string]any{"text": "before"}).OK(t, "D's call before its revoke")
+	out, err := exec.Command(mcptest.Delegateos(t), "revoke", "--key", f.e.KeyFile(f.e.Root), "--list", c.URL(),
+		"--id", d.RevocationIDs()[1]).CombinedOutput()
+	if err != nil {
+		t.Fatalf("delegateos revoke: %v\n%s", err, out)
+	}
+	revoked := func(s *mcptest.Session, what string) {
+		t.Helper()
+		r := s.Call(t, "echo", map[string]any{"text": "after"})
+		if typ, _ := denialData(r); typ != string(dct.Revoked) {
+			t.Fatalf("%s: %+v, want revoked", what, r)
+		}
+	}
+	mcptest.Eventually(t, "D's proxy to refuse D", func() bool {
+		typ, _ := denialData(sd.Call(t, "echo", map[string]any{"text": "after"}))
+		return typ == string(dct.Revoked)
+	})
+
+	toks := []*dct.Token{f.a, f.b, f.c}
+	sessions := make([]*mcptest.Session, 3)
+	for i, tok := range toks {
+		_, sessions[i] = f.start(tok, "", nil)
+	}
+	treePrimary, treeReplica := c.PrimaryFor("{" + f.e.Root.ID() + "}")
+	revPrimary, revReplica := c.PrimaryFor("delegateos:revocations")
+	t.Logf("the tree's spend is on %s (replica %s), the revocation list on %s (replica %s)",
+		treePrimary.Addr(), treeReplica.Addr(), revPrimary.Addr(), revReplica.Addr())
+
+	var allowed [3]atomic.Int64
+	var unavailable atomic.Int64
+	started := make(chan struct{})
+	var startOnce sync.Once
+	failedOver := make(chan struct{})
+	var wg sync.WaitGroup
+	for i := range 3 {
+		for w := range 4 {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				// Each worker calls until its level is spent after the
+				// failover. The last 50 calls of the root's budget wait
+				// for the failover, so that the budget runs out on the
+				// new primary.
+				for j := 0; ; j++ {
+					r := sessions[i].Call(t, "echo", map[string]any{"text": fmt.Sprintf("%d-%d-%d", i, w, j)})
+					typ, detail := denialData(r)
+					switch {
+					case r.Err == nil && !r.Res.IsError:
+						allowed[i].Add(1)
+						total := allowed[0].Load() + allowed[1].Load() + allowed[2].Load()
+						if total >= 30 {
+							startOnce.Do(func() { close(started) })
+						}
+						if total >= limA-50 {
+							<-failedOver
+						}
+						continue
+					case typ == string(proxy.StoreUnavailable):
+						unavailable.Add(1)
+						continue
+					case typ == string(dct.BudgetExceeded):
+						select {
+						case <-failedOver:
+							return
+						default:
+							<-failedOver // and call again on the new primary
+							continue
+						}
+					}
+					t.Errorf("proxy %d call %d: %v (%s: %s), want allowed, budget_exceeded or store_unavailable", i, j, r.Err, typ, detail)
+					return
+				}
+			}()
+		}
+	}
+	<-started
+	before := allowed[0].Load() + allowed[1].Load() + allowed[2].Load()
+	c.Failover(treeReplica)
+	during := allowed[0].Load() + allowed[1].Load() + allowed[2].Load()
+	close(failedOver)
+	wg.Wait()
+	t.Logf("%d calls allowed when the failover began, %d when it ended", before, during)
+	if revPrimary != treePrimary {
+		c.Failover(revReplica)
+	}
+	nA, nB, nC := allowed[0].Load(), allowed[1].Load(), allowed[2].Load()
+	t.Logf("allowed: %d under A, %d under B, %d under C; %d refused store_unavailable during the failover", nA, nB, nC, unavailable.Load())
+
+	u := f.usage()
+	for _, lv := range []struct {
+		key          string
+		calls, limit int64
+	}{
+		{f.key(1), nA + nB + nC + 1, limA}, // and D's one call
+		{f.key(2), nB + nC, limB},
+		{f.key(3), nC, limC},
+	} {
+		got := u[lv.key]
+		if lv.calls > lv.limit {
+			t.Errorf("%s: %d calls forwarded, over its budget of %d", lv.key, lv.calls, lv.limit)
+		}
+		if got.Committed+got.Reserved < lv.calls*fleetCost || got.Committed > lv.limit*fleetCost {
+			t.Errorf("%s: committed %d, reserved %d; want at least the %d forwarded calls (%d) charged, at most the budget", lv.key, got.Committed, got.Reserved, lv.calls, lv.calls*fleetCost)
+		}
+	}
+	// The revocation held through both failovers: the proxy that was
+	// running refuses D, and so does one started now.
+	revoked(sd, "D's proxy after the failovers")
+	refusesToStart(t, f, d)
+}
+
+// refusesToStart starts a proxy on tok, revoked, and waits for it to
+// refuse to start (status 2) saying so.
+func refusesToStart(t *testing.T, f *fleet, tok *dct.Token) {
+	t.Helper()
+	p := f.e.StartProxy(mcptest.ProxyOptions{Policy: f.policy(""), Token: tok, WantExit: func(code int) bool { return code == 2 }})
+	if !p.WaitExit(mcptest.WaitTimeout) {
+		t.Fatal("a proxy started on a revoked token is running")
+	}
+	if !strings.Contains(p.Stderr.String(), "has been revoked") {
+		t.Fatalf("a proxy started on a revoked token: status %d, %s", p.ExitCode(), p.Stderr.String())
+	}
+}
