@@ -98,7 +98,7 @@ func Append(path string, e Entry) error {
 		return err
 	}
 	if redisconn.IsURL(path) {
-		return appendRedis(path, e)
+		return appendRedis(path, e, 0)
 	}
 	// Write through a symbolic link rather than replace it, and let every
 	// name for the file share one lock.
@@ -149,6 +149,22 @@ func Append(path string, e Entry) error {
 		return rewriteInPlace(path, out)
 	}
 	return writeFileAtomic(path, out, mode)
+}
+
+// AppendReplicas is Append to a Redis list that returns only once the
+// entry is on replicas replicas of the list's primary as well (WAIT), or
+// fails saying how many have it. With 0 it is Append.
+func AppendReplicas(rawURL string, e Entry, replicas int) error {
+	if replicas == 0 {
+		return Append(rawURL, e)
+	}
+	if err := e.Verify(); err != nil {
+		return err
+	}
+	if !redisconn.IsURL(rawURL) {
+		return fmt.Errorf("--replicas needs a Redis list, not the file %s", rawURL)
+	}
+	return appendRedis(rawURL, e, replicas)
 }
 
 // rewriteInPlace writes data over the file at path, keeping its inode (and

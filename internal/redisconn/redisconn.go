@@ -14,6 +14,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net"
 	"net/url"
 	"strings"
 	"sync"
@@ -223,7 +224,9 @@ func open(rawURL string, once bool) (Client, error) {
 		if once {
 			o.MaxRetries = -1
 		}
-		return redis.NewClusterClient(o), nil
+		cc := redis.NewClusterClient(o)
+		cc.AddHook(reloadOnFailure{cc})
+		return cc, nil
 	}
 	o, err := Options(rawURL)
 	if err != nil {
@@ -233,6 +236,46 @@ func open(rawURL string, once bool) (Client, error) {
 		o.MaxRetries = -1
 	}
 	return redis.NewClient(o), nil
+}
+
+// reloadOnFailure asks a cluster client to read the cluster's slot map
+// again (in the background, at most one read at a time) whenever a
+// command or a dial fails without a reply from Redis: a primary that died
+// keeps its slots in the client's map until the map is read again, which
+// the client does by itself only on a MOVED reply or every 10 s, and a
+// replica promoted in its place sends no MOVED to a client that does not
+// reach it.
+type reloadOnFailure struct{ c *redis.ClusterClient }
+
+func (h reloadOnFailure) failed(err error) {
+	var rerr redis.Error
+	if err != nil && !errors.Is(err, redis.Nil) && (!errors.As(err, &rerr) || isTransient(rerr.Error())) {
+		h.c.ReloadState(context.Background())
+	}
+}
+
+func (h reloadOnFailure) DialHook(next redis.DialHook) redis.DialHook {
+	return func(ctx context.Context, network, addr string) (net.Conn, error) {
+		conn, err := next(ctx, network, addr)
+		h.failed(err)
+		return conn, err
+	}
+}
+
+func (h reloadOnFailure) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
+	return func(ctx context.Context, cmd redis.Cmder) error {
+		err := next(ctx, cmd)
+		h.failed(err)
+		return err
+	}
+}
+
+func (h reloadOnFailure) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
+	return func(ctx context.Context, cmds []redis.Cmder) error {
+		err := next(ctx, cmds)
+		h.failed(err)
+		return err
+	}
 }
 
 // NodeFor returns the client of the server that holds key: c itself for

@@ -214,8 +214,26 @@ func (c *Cluster) PrimaryFor(key string) (primary, replica *Server) {
 // replica serving the slots.
 func (c *Cluster) Failover(replica *Server) {
 	c.t.Helper()
+	c.failover(replica, "")
+}
+
+// Takeover makes replica a primary without its primary's agreement or
+// the other primaries' votes (CLUSTER FAILOVER TAKEOVER), as an operator
+// does when its primary is lost, with whatever data the replica has, and
+// waits until the cluster is ok again with replica serving the slots.
+func (c *Cluster) Takeover(replica *Server) {
+	c.t.Helper()
+	c.failover(replica, "TAKEOVER")
+}
+
+func (c *Cluster) failover(replica *Server, how string) {
+	c.t.Helper()
 	cl := replica.Client()
-	if err := cl.ClusterFailover(context.Background()).Err(); err != nil {
+	args := []any{"CLUSTER", "FAILOVER"}
+	if how != "" {
+		args = append(args, how)
+	}
+	if err := cl.Do(context.Background(), args...).Err(); err != nil {
 		c.t.Fatalf("CLUSTER FAILOVER on %s: %v", replica.Addr(), err)
 	}
 	deadline := time.Now().Add(60 * time.Second)
@@ -228,5 +246,16 @@ func (c *Cluster) Failover(replica *Server) {
 			c.t.Fatalf("%s did not take over: %v %s; %s", replica.Addr(), err, repl, c.notOK())
 		}
 		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// CutReplica stops replica (SIGSTOP) and closes its primary's
+// connections to its replicas, so that nothing the primary is sent from
+// now on reaches it, even once it is resumed.
+func (c *Cluster) CutReplica(primary, replica *Server) {
+	c.t.Helper()
+	replica.Pause()
+	if err := primary.Client().Do(context.Background(), "CLIENT", "KILL", "TYPE", "replica").Err(); err != nil {
+		c.t.Fatalf("CLIENT KILL TYPE replica on %s: %v", primary.Addr(), err)
 	}
 }
