@@ -3,17 +3,27 @@
 package proxy_test
 
 import (
+	"context"
+	"crypto/ed25519"
+	"errors"
 	"fmt"
 	"os/exec"
+	"path/filepath"
 	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
+	"time"
 
+	"github.com/delegateos/delegateos/avpsig"
+	"github.com/delegateos/delegateos/budget"
+	"github.com/delegateos/delegateos/chain"
 	"github.com/delegateos/delegateos/dct"
+	"github.com/delegateos/delegateos/identity"
 	"github.com/delegateos/delegateos/internal/mcptest"
 	"github.com/delegateos/delegateos/internal/redistest"
 	"github.com/delegateos/delegateos/proxy"
+	"github.com/delegateos/delegateos/ratelimit"
 )
 
 // A fleet on a Redis Cluster (three primaries, three replicas, given as
@@ -159,5 +169,101 @@ func refusesToStart(t *testing.T, f *fleet, tok *dct.Token) {
 	}
 	if !strings.Contains(p.Stderr.String(), "has been revoked") {
 		t.Fatalf("a proxy started on a revoked token: status %d, %s", p.ExitCode(), p.Stderr.String())
+	}
+}
+
+// Every Redis store works on a Redis Cluster: spend on three trees on
+// three different primaries (and `delegateos spend`, which scans every
+// primary, reports all three), rate-limit windows, signature nonces, and
+// the ended-delegation set.
+func TestClusterEveryStore(t *testing.T) {
+	c := redistest.StartCluster(t)
+	url := c.URL()
+	s, err := budget.OpenRedis(url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	seen := map[*redistest.Server]bool{}
+	var issuers []string
+	for i := 0; len(issuers) < 3; i++ {
+		iss := fmt.Sprintf("ISSUER%d", i)
+		if p, _ := c.PrimaryFor("{" + iss + "}"); !seen[p] {
+			seen[p] = true
+			issuers = append(issuers, iss)
+		}
+	}
+	for _, iss := range issuers {
+		levels := []budget.Level{{Key: iss + "/del_root", Limit: 1000}, {Key: iss + "/del_root/del_a", Limit: 700}}
+		r, err := s.Reserve(levels, 300)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := s.Commit(r, 300); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := s.Reserve(levels, 300); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := s.Reserve(levels, 200); err == nil {
+			t.Fatalf("%s: a reservation past the budget: %v", iss, err)
+		}
+	}
+	out, err := exec.Command(mcptest.Delegateos(t), "spend", "--store", url).CombinedOutput()
+	if err != nil {
+		t.Fatalf("delegateos spend: %v\n%s", err, out)
+	}
+	for _, iss := range issuers {
+		if !strings.Contains(string(out), iss+"/del_root/del_a") {
+			t.Errorf("delegateos spend lacks %s's tree:\n%s", iss, out)
+		}
+	}
+
+	rl, err := ratelimit.OpenRedis(url, map[string]ratelimit.Limit{"r": {N: 2, Per: time.Minute}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rl.Close()
+	for _, iss := range issuers {
+		keys := []ratelimit.Key{{Limit: "r", Level: iss + "/del_root"}, {Limit: "r", Level: iss + "/del_root/del_a"}}
+		for range 2 {
+			if _, err := rl.Reserve(keys, time.Now()); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if _, err := rl.Reserve(keys, time.Now()); !errors.Is(err, ratelimit.ErrLimited) {
+			t.Fatalf("%s: a third call in a window of 2: %v", iss, err)
+		}
+	}
+
+	ns, err := avpsig.OpenRedisNonces(url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	if err := ns.Join(ctx, time.Minute); err != nil {
+		t.Fatal(err)
+	}
+	pub, _, _ := ed25519.GenerateKey(nil)
+	now := time.Now()
+	n := avpsig.Nonce{Signer: pub, DID: identity.DIDFromPublicKey(pub), Nonce: strings.Repeat("ab", 16), Now: now, Expires: now.Add(time.Minute)}
+	if err := ns.Spend(ctx, n); err != nil {
+		t.Fatal(err)
+	}
+	if err := ns.Spend(ctx, n); err == nil {
+		t.Fatal("a nonce spent twice on the cluster")
+	}
+
+	local, err := chain.OpenFile(filepath.Join(t.TempDir(), "delegations.jsonl"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	sh, err := chain.OpenShared(local, url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sh.Close()
+	if _, err := chain.LoadEnded(url); err != nil {
+		t.Fatal(err)
 	}
 }
