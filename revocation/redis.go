@@ -63,8 +63,12 @@ type Redis struct {
 	restored atomic.Int64
 	copyPath string
 	mu       sync.Mutex
-	copied   map[string]bool // fields in the durable copy
+	copied   map[string]bool // fields in the durable copy (or pending)
 	copyErr  error
+	// opening: Open has not returned, and the entries read meanwhile,
+	// pending, are written to the copy in one write before it does.
+	opening bool
+	pending []Entry
 }
 
 // OpenRedis opens the revocation list at a redis:// or rediss:// URL and
@@ -91,7 +95,7 @@ func OpenRedisCopy(rawURL, copyPath string) (*Redis, error) {
 	if err != nil {
 		return nil, fmt.Errorf("revocation list: %w", err)
 	}
-	r := &Redis{url: redisconn.Redact(rawURL), c: c, list: NewList(), copyPath: copyPath}
+	r := &Redis{url: redisconn.Redact(rawURL), c: c, list: NewList(), copyPath: copyPath, opening: copyPath != ""}
 	var seed map[string]string
 	if copyPath != "" {
 		l, err := Load(copyPath)
@@ -132,11 +136,29 @@ func OpenRedisCopy(rawURL, copyPath string) (*Redis, error) {
 		c.Close()
 		return nil, err
 	}
-	if err := r.copyError(); err != nil {
+	if err := r.flushPending(); err != nil {
 		r.Close()
 		return nil, err
 	}
 	return r, nil
+}
+
+// flushPending writes the entries read while opening to the durable copy,
+// in one write, and ends the opening.
+func (r *Redis) flushPending() error {
+	if r.copyPath == "" {
+		return nil
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.opening = false
+	if len(r.pending) > 0 {
+		if err := appendFile(r.copyPath, r.pending...); err != nil && r.copyErr == nil {
+			r.copyErr = fmt.Errorf("the durable copy of the revocation list, %s, cannot be written: %w", r.copyPath, err)
+		}
+		r.pending = nil
+	}
+	return r.copyErr
 }
 
 // keepCopy appends an entry to the durable copy, unless it is there.
@@ -149,7 +171,13 @@ func (r *Redis) keepCopy(field string, e Entry) {
 	if r.copied[field] {
 		return
 	}
-	if err := Append(r.copyPath, e); err != nil {
+	if r.opening {
+		// Written in one go before Open returns.
+		r.pending = append(r.pending, e)
+		r.copied[field] = true
+		return
+	}
+	if err := appendFile(r.copyPath, e); err != nil {
 		if r.copyErr == nil {
 			r.copyErr = fmt.Errorf("the durable copy of the revocation list, %s, cannot be written: %w", r.copyPath, err)
 		}

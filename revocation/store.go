@@ -100,6 +100,12 @@ func Append(path string, e Entry) error {
 	if redisconn.IsURL(path) {
 		return appendRedis(path, e, 0)
 	}
+	return appendFile(path, e)
+}
+
+// appendFile adds verified entries to the list file at path, in one
+// write.
+func appendFile(path string, entries ...Entry) error {
 	// Write through a symbolic link rather than replace it, and let every
 	// name for the file share one lock.
 	if real, err := filepath.EvalSymlinks(path); err == nil {
@@ -137,10 +143,16 @@ func Append(path string, e Entry) error {
 	// An entry for a block its revoker has revoked already adds nothing a
 	// verifier uses (the scope decides nothing, the time is not compared):
 	// without this, one revoker could grow the list without bound.
-	if l.revokedBy(e.RevocationID, e.RevokedBy) {
+	added := false
+	for _, e := range entries {
+		if !l.revokedBy(e.RevocationID, e.RevokedBy) {
+			l.add(e)
+			added = true
+		}
+	}
+	if !added {
 		return nil
 	}
-	l.add(e)
 	out, err := l.fileBytes()
 	if err != nil {
 		return err
