@@ -65,7 +65,9 @@ func Migrate(from, to string) (int, error) {
 }
 
 // writeRedisUsage writes usage into an empty Redis store, in one
-// transaction.
+// transaction per delegation tree. A failure part way leaves some trees
+// written: the store is then not empty, and a new attempt is refused
+// until it is emptied.
 func writeRedisUsage(rawURL string, us []Usage) error {
 	c, err := redisconn.Open(rawURL)
 	if err != nil {
@@ -89,18 +91,34 @@ func writeRedisUsage(rawURL string, us []Usage) error {
 	if err != nil {
 		return redisconn.Unavailable(what, err)
 	}
-	// On a cluster, one transaction per hash slot.
-	_, err = c.TxPipelined(ctx, func(p redis.Pipeliner) error {
-		for _, u := range us {
-			fields := []any{"c", addSat(u.Committed, u.Reserved), "h", 0}
-			if u.Recorded {
-				fields = append(fields, "n", u.Calls, "t", u.LastCall.UnixMilli(), "l", u.Limit)
-			}
-			p.HSet(ctx, spendKey(u.Key), fields...)
+	// One transaction per tree (its issuer is its keys' hash tag), since
+	// a Redis Cluster runs a transaction on one slot only; on one server
+	// as on a cluster.
+	byTree := map[string][]Usage{}
+	var trees []string
+	for _, u := range us {
+		tag := redisconn.HashTag(u.Key)
+		if _, ok := byTree[tag]; !ok {
+			trees = append(trees, tag)
 		}
-		return nil
-	})
-	return redisconn.Unavailable(what, err)
+		byTree[tag] = append(byTree[tag], u)
+	}
+	for _, tag := range trees {
+		_, err = c.TxPipelined(ctx, func(p redis.Pipeliner) error {
+			for _, u := range byTree[tag] {
+				fields := []any{"c", addSat(u.Committed, u.Reserved), "h", 0}
+				if u.Recorded {
+					fields = append(fields, "n", u.Calls, "t", u.LastCall.UnixMilli(), "l", u.Limit)
+				}
+				p.HSet(ctx, spendKey(u.Key), fields...)
+			}
+			return nil
+		})
+		if err != nil {
+			return redisconn.Unavailable(what, err)
+		}
+	}
+	return nil
 }
 
 // writeFileUsage writes usage as a new spend log of totals.

@@ -172,18 +172,14 @@ func refusesToStart(t *testing.T, f *fleet, tok *dct.Token) {
 	}
 }
 
-// Every Redis store works on a Redis Cluster: spend on three trees on
-// three different primaries (and `delegateos spend`, which scans every
-// primary, reports all three), rate-limit windows, signature nonces, and
+// Every Redis store works on a Redis Cluster: a file store migrated into
+// it (`delegateos store migrate`), spend on three trees on three
+// different primaries (and `delegateos spend`, which scans every primary,
+// reports them all), rate-limit windows, signature nonces, and
 // the ended-delegation set.
 func TestClusterEveryStore(t *testing.T) {
 	c := redistest.StartCluster(t)
 	url := c.URL()
-	s, err := budget.OpenRedis(url)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
 	seen := map[*redistest.Server]bool{}
 	var issuers []string
 	for i := 0; len(issuers) < 3; i++ {
@@ -193,6 +189,31 @@ func TestClusterEveryStore(t *testing.T) {
 			issuers = append(issuers, iss)
 		}
 	}
+	// A file store's spend on trees of other issuers, on three shards,
+	// migrated into the cluster.
+	file := filepath.Join(t.TempDir(), "spend.log")
+	fs, err := budget.OpenFile(file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, iss := range issuers {
+		r, err := fs.Reserve([]budget.Level{{Key: "M" + iss + "/del_root", Limit: 1000}}, 100)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := fs.Commit(r, 100); err != nil {
+			t.Fatal(err)
+		}
+	}
+	fs.Close()
+	if out, err := exec.Command(mcptest.Delegateos(t), "store", "migrate", "--from", file, "--to", url).CombinedOutput(); err != nil {
+		t.Fatalf("delegateos store migrate to the cluster: %v\n%s", err, out)
+	}
+	s, err := budget.OpenRedis(url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
 	for _, iss := range issuers {
 		levels := []budget.Level{{Key: iss + "/del_root", Limit: 1000}, {Key: iss + "/del_root/del_a", Limit: 700}}
 		r, err := s.Reserve(levels, 300)
@@ -214,7 +235,7 @@ func TestClusterEveryStore(t *testing.T) {
 		t.Fatalf("delegateos spend: %v\n%s", err, out)
 	}
 	for _, iss := range issuers {
-		if !strings.Contains(string(out), iss+"/del_root/del_a") {
+		if !strings.Contains(string(out), iss+"/del_root/del_a") || !strings.Contains(string(out), "M"+iss+"/del_root") {
 			t.Errorf("delegateos spend lacks %s's tree:\n%s", iss, out)
 		}
 	}

@@ -1,7 +1,7 @@
 // Package redisconn opens the Redis connections the shared stores use (a
 // spend store, a revocation list or an ended-delegation set named by a
-// redis:// or rediss:// URL), and names the error every store returns when
-// Redis cannot answer.
+// redis:// or rediss:// URL, or a Redis Cluster's redis+cluster:// URL),
+// and names the error every store returns when Redis cannot answer.
 //
 // A client never retries a command more than once (OpenOnce's never
 // does), and waits at most Timeout for each reply, so a call that needs
