@@ -208,9 +208,11 @@ func Open(rawURL string) (Client, error) {
 // OpenOnce is Open for a client that never retries a command, whatever
 // the URL says: a script that takes something (a rate-limit slot) may
 // have run when its reply timed out, and a retry, on another connection,
-// would run it again. A command that fails is the caller's to refuse. (A
-// cluster client still follows a MOVED or ASK reply, which Redis sends
-// instead of running the command.)
+// would run it again. A command that fails is the caller's to refuse. A
+// cluster client does not follow a MOVED or ASK reply either (go-redis
+// would also resend a command that timed out on the way): the command is
+// refused, the client reads the slot map again, and the next command
+// goes to the slot's new primary.
 func OpenOnce(rawURL string) (Client, error) {
 	return open(rawURL, true)
 }
@@ -222,7 +224,7 @@ func open(rawURL string, once bool) (Client, error) {
 			return nil, err
 		}
 		if once {
-			o.MaxRetries = -1
+			o.MaxRetries, o.MaxRedirects = -1, -1
 		}
 		cc := redis.NewClusterClient(o)
 		cc.AddHook(reloadOnFailure{cc})

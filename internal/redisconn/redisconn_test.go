@@ -91,8 +91,8 @@ func TestOpenOnceNeverRetries(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got := c.(*redis.ClusterClient).Options().MaxRetries; got > 0 {
-		t.Errorf("cluster: MaxRetries %d, want none", got)
+	if o := c.(*redis.ClusterClient).Options(); o.MaxRetries > 0 || o.MaxRedirects > 0 {
+		t.Errorf("cluster: MaxRetries %d, MaxRedirects %d, want none", o.MaxRetries, o.MaxRedirects)
 	}
 	c.Close()
 	if _, err := OpenOnce("http://x"); err == nil {
