@@ -288,3 +288,29 @@ func TestClusterEveryStore(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// A spend store named by one node's redis:// URL, a node that does not
+// hold the tree: Redis answers MOVED, and the call is refused
+// store_unavailable, saying to name the cluster — not budget_exceeded,
+// which a client would read as a budget spent.
+func TestE2EClusterNodeURLIsNotBudgetExceeded(t *testing.T) {
+	c := redistest.StartCluster(t)
+	f := newFleetOn(t, c.URL(), 10*fleetCost, 10*fleetCost, 10*fleetCost)
+	owner, replica := c.PrimaryFor("{" + f.e.Root.ID() + "}")
+	var other *redistest.Server
+	for _, n := range c.Nodes {
+		if n != owner && n != replica {
+			other = n
+			break
+		}
+	}
+	pol := f.policy("")
+	pol.SpendStore = other.URL()
+	p := f.e.StartProxy(mcptest.ProxyOptions{Policy: pol, Token: f.a})
+	s := p.Connect(mcptest.SessionOptions{})
+	r := s.Call(t, "echo", map[string]any{"text": "x"})
+	typ, detail := denialData(r)
+	if typ != string(proxy.StoreUnavailable) || !strings.Contains(detail, "redis+cluster://") {
+		t.Fatalf("a call through a node that does not hold the tree: %s (%s), want store_unavailable naming redis+cluster://; %+v", typ, detail, r)
+	}
+}

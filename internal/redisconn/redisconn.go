@@ -337,6 +337,10 @@ func Unavailable(what string, err error) error {
 	if errors.As(err, &rerr) && !isTransient(rerr.Error()) {
 		return fmt.Errorf("%s: %w", what, err)
 	}
+	if rerr != nil && strings.HasPrefix(rerr.Error(), "MOVED ") && !strings.Contains(what, "+cluster://") {
+		// A one-server URL that names a node of a Redis Cluster.
+		err = fmt.Errorf("%w (the server is a node of a Redis Cluster: name the cluster as redis+cluster://HOST:PORT,HOST:PORT/0)", err)
+	}
 	return &UnavailableError{What: what, Err: err}
 }
 

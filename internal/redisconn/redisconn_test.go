@@ -141,3 +141,12 @@ func TestClusterURL(t *testing.T) {
 		t.Errorf("options %+v", o)
 	}
 }
+
+// A MOVED reply to a one-server client is a store that cannot answer, and
+// says to name the cluster.
+func TestMovedSaysCluster(t *testing.T) {
+	err := Unavailable("spend store redis://h:1/0", replyError("MOVED 15118 127.0.0.1:7002"))
+	if !errors.Is(err, ErrUnavailable) || !strings.Contains(err.Error(), "redis+cluster://") {
+		t.Fatalf("%v", err)
+	}
+}
