@@ -120,7 +120,18 @@ func denialData(r mcptest.Result) (typ, detail string) {
 // no level's budget is passed, and the store charges each level exactly
 // what was forwarded under it.
 func TestE2EFleetNeverPassesABudget(t *testing.T) {
-	f := newFleet(t, 100*fleetCost, 50*fleetCost, 20*fleetCost)
+	fleetNeverPassesABudget(t, newFleet(t, 100*fleetCost, 50*fleetCost, 20*fleetCost))
+}
+
+// The same on a Redis Cluster of three primaries with a replica each.
+func TestE2EFleetClusterNeverPassesABudget(t *testing.T) {
+	c := redistest.StartCluster(t)
+	fleetNeverPassesABudget(t, newFleetOn(t, c.URL(), 100*fleetCost, 50*fleetCost, 20*fleetCost))
+}
+
+// fleetNeverPassesABudget is TestE2EFleetNeverPassesABudget on f, whose
+// budgets are 100, 50 and 20 calls.
+func fleetNeverPassesABudget(t *testing.T, f *fleet) {
 	toks := []*dct.Token{f.a, f.b, f.c}
 	sessions := make([]*mcptest.Session, 3)
 	for i, tok := range toks {
