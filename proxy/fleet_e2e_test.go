@@ -292,7 +292,17 @@ func TestE2EFleetRedisStall(t *testing.T) {
 // A revocation made through one proxy (delegateos revoke against the
 // Redis list) is enforced by the others within a second.
 func TestE2EFleetRevocationWithinASecond(t *testing.T) {
-	f := newFleet(t, 1000*fleetCost, 1000*fleetCost, 1000*fleetCost)
+	fleetRevocationWithinASecond(t, newFleet(t, 1000*fleetCost, 1000*fleetCost, 1000*fleetCost))
+}
+
+// The same on a Redis Cluster: the list is on one primary, and the
+// announcement reaches proxies subscribed through any node.
+func TestE2EFleetClusterRevocationWithinASecond(t *testing.T) {
+	c := redistest.StartCluster(t)
+	fleetRevocationWithinASecond(t, newFleetOn(t, c.URL(), 1000*fleetCost, 1000*fleetCost, 1000*fleetCost))
+}
+
+func fleetRevocationWithinASecond(t *testing.T, f *fleet) {
 	var sessions []*mcptest.Session
 	for range 3 {
 		_, s := f.start(f.b, "", nil)
@@ -302,7 +312,7 @@ func TestE2EFleetRevocationWithinASecond(t *testing.T) {
 	keyFile := f.e.KeyFile(f.e.Root)
 	revID := f.b.RevocationIDs()[1]
 	start := time.Now()
-	out, err := exec.Command(mcptest.Delegateos(t), "revoke", "--key", keyFile, "--list", f.srv.URL(), "--id", revID).CombinedOutput()
+	out, err := exec.Command(mcptest.Delegateos(t), "revoke", "--key", keyFile, "--list", f.url, "--id", revID).CombinedOutput()
 	if err != nil {
 		t.Fatalf("delegateos revoke: %v\n%s", err, out)
 	}
