@@ -67,7 +67,7 @@ type RedisNonces struct {
 	// it is refused (ReasonBusy). Zero means DefaultMaxNoncesPerTree.
 	MaxPerTree int
 
-	c    *redis.Client
+	c    redisconn.Client
 	what string // the store, for messages: its URL without the password
 	// callerClock, set by tests only, puts the verifier's clock (the
 	// Nonce's Now) in place of the server's, so that tests can fix time.

@@ -31,6 +31,12 @@ const fleetInFlight = 16
 // appendfsync everysec ("redis-everysec"). Files cannot be
 // shared: each File proxy has its own file, and so its own budget.
 //
+// The trees=3 rows put three proxies on three trees (three issuers), on
+// one redis-server and on a Redis Cluster of three primaries with a
+// replica each (redis+cluster://, every node appendfsync always), where
+// the trees' keys are on three different primaries: what spreading a
+// fleet's trees over shards buys.
+//
 // ping is one Redis round trip (PING) on the same machine, for scale: a
 // call's spend-store work with Redis is one round trip before the call
 // is forwarded (the Reserve script; the gate reads the leaf's spend only
@@ -55,11 +61,64 @@ func BenchmarkFleet(b *testing.B) {
 					if mode == "pipelined" {
 						inFlight = fleetInFlight
 					}
-					runFleet(b, stores, inFlight)
+					runFleet(b, stores, [][]Level{benchLevels}, inFlight)
 				})
 			}
 		}
 	}
+	// Three proxies on three trees: on one Redis, and on a Redis Cluster
+	// (three primaries with a replica each) with the trees on different
+	// primaries.
+	for _, kind := range []string{"redis", "redis-cluster"} {
+		for _, mode := range []string{"serial", "pipelined"} {
+			b.Run(fmt.Sprintf("store=%s/proxies=3/trees=3/%s", kind, mode), func(b *testing.B) {
+				var url string
+				var trees [][]Level
+				switch kind {
+				case "redis":
+					url = redistest.Start(b).URL()
+					trees = benchTrees(nil)
+				case "redis-cluster":
+					c := redistest.StartCluster(b)
+					url = c.URL()
+					trees = benchTrees(c)
+				}
+				var stores []Store
+				for range 3 {
+					stores = append(stores, openRedis(b, url))
+				}
+				inFlight := 1
+				if mode == "pipelined" {
+					inFlight = fleetInFlight
+				}
+				runFleet(b, stores, trees, inFlight)
+			})
+		}
+	}
+}
+
+// benchTrees returns three trees of three levels, as benchLevels, under
+// three issuers; with a cluster, issuers whose keys are on three
+// different primaries.
+func benchTrees(c *redistest.Cluster) [][]Level {
+	var trees [][]Level
+	seen := map[*redistest.Server]bool{}
+	for i := 0; len(trees) < 3; i++ {
+		issuer := fmt.Sprintf("ISSUER%d", i)
+		if c != nil {
+			p, _ := c.PrimaryFor("{" + issuer + "}")
+			if seen[p] {
+				continue
+			}
+			seen[p] = true
+		}
+		var tree []Level
+		for _, l := range benchLevels {
+			tree = append(tree, Level{Key: issuer + l.Key[len("ISSUER"):], Limit: l.Limit})
+		}
+		trees = append(trees, tree)
+	}
+	return trees
 }
 
 // fleetStores opens one store per proxy.
@@ -84,20 +143,22 @@ func fleetStores(b *testing.B, kind string, proxies int) []Store {
 }
 
 // runFleet makes b.N calls spread over the stores, inFlight at a time per
-// store, and reports the per-call time and the throughput.
-func runFleet(b *testing.B, stores []Store, inFlight int) {
+// store, store i calling on trees[i % len(trees)], and reports the
+// per-call time and the throughput.
+func runFleet(b *testing.B, stores []Store, trees [][]Level, inFlight int) {
 	var next atomic.Int64
 	n := int64(b.N)
 	var wg sync.WaitGroup
 	b.ResetTimer()
 	start := time.Now()
-	for _, s := range stores {
+	for i, s := range stores {
+		levels := trees[i%len(trees)]
 		for range inFlight {
 			wg.Add(1)
 			go func() {
 				defer wg.Done()
 				for next.Add(1) <= n {
-					r, err := s.Reserve(benchLevels, 100)
+					r, err := s.Reserve(levels, 100)
 					if err != nil {
 						b.Error(err)
 						return

@@ -286,21 +286,20 @@ func (s *Redis) join(ctx context.Context) error {
 	return nil
 }
 
-// anyKey reports whether the store holds a key matching pattern.
+// anyKey reports whether the store holds a key matching pattern (on any
+// primary of a cluster).
 func (s *Redis) anyKey(ctx context.Context, pattern string) (bool, error) {
-	var cursor uint64
-	for {
-		keys, next, err := s.c.Scan(ctx, cursor, pattern, 1000).Result()
-		if err != nil {
-			return false, err
-		}
+	found := errors.New("found")
+	err := redisconn.Scan(ctx, s.c, pattern, func(keys []string) error {
 		if len(keys) > 0 {
-			return true, nil
+			return found
 		}
-		if cursor = next; cursor == 0 {
-			return false, nil
-		}
+		return nil
+	})
+	if errors.Is(err, found) {
+		return true, nil
 	}
+	return false, err
 }
 
 // markReset enters the reset state for why, and records it in the store
@@ -572,32 +571,25 @@ func writeIdentity(ctx context.Context, c redis.Cmdable, id Identity) error {
 
 // restamp gives every tree's stamp the identity and generation id, and
 // makes the list of trees again from the stamps.
-func restamp(ctx context.Context, c redis.Cmdable, id Identity) error {
+func restamp(ctx context.Context, c redisconn.Client, id Identity) error {
 	var tags []any
-	var cursor uint64
-	for {
-		keys, next, err := c.Scan(ctx, cursor, stampKeyPrefix+"*", 1000).Result()
-		if err != nil {
-			return err
-		}
-		_, err = c.Pipelined(ctx, func(p redis.Pipeliner) error {
+	err := redisconn.Scan(ctx, c, stampKeyPrefix+"*", func(keys []string) error {
+		_, err := c.Pipelined(ctx, func(p redis.Pipeliner) error {
 			for _, k := range keys {
 				p.HSet(ctx, k, "id", id.ID, "g", id.Gen)
 				p.HDel(ctx, k, "reset")
 			}
 			return nil
 		})
-		if err != nil {
-			return err
-		}
 		for _, k := range keys {
 			tags = append(tags, tagOf(k))
 		}
-		if cursor = next; cursor == 0 {
-			break
-		}
+		return err
+	})
+	if err != nil {
+		return err
 	}
-	_, err := c.TxPipelined(ctx, func(p redis.Pipeliner) error {
+	_, err = c.TxPipelined(ctx, func(p redis.Pipeliner) error {
 		p.Del(ctx, treesKey)
 		if len(tags) > 0 {
 			p.SAdd(ctx, treesKey, tags...)

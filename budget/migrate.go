@@ -65,7 +65,9 @@ func Migrate(from, to string) (int, error) {
 }
 
 // writeRedisUsage writes usage into an empty Redis store, in one
-// transaction.
+// transaction per delegation tree. A failure part way leaves some trees
+// written: the store is then not empty, and a new attempt is refused
+// until it is emptied.
 func writeRedisUsage(rawURL string, us []Usage) error {
 	c, err := redisconn.Open(rawURL)
 	if err != nil {
@@ -76,29 +78,47 @@ func writeRedisUsage(rawURL string, us []Usage) error {
 	ctx := context.Background()
 	// One SCAN call looks at a part of the keys only: the scan goes on
 	// until the cursor comes back to 0 or a spend key is found.
-	for cursor := uint64(0); ; {
-		names, next, err := c.Scan(ctx, cursor, spendKeyPrefix+"*", 1000).Result()
-		if err != nil {
-			return redisconn.Unavailable(what, err)
-		}
+	errHolds := fmt.Errorf("%s already holds spend: migrate to an empty store", what)
+	err = redisconn.Scan(ctx, c, spendKeyPrefix+"*", func(names []string) error {
 		if len(names) > 0 {
-			return fmt.Errorf("%s already holds spend: migrate to an empty store", what)
-		}
-		if cursor = next; cursor == 0 {
-			break
-		}
-	}
-	_, err = c.TxPipelined(ctx, func(p redis.Pipeliner) error {
-		for _, u := range us {
-			fields := []any{"c", addSat(u.Committed, u.Reserved), "h", 0}
-			if u.Recorded {
-				fields = append(fields, "n", u.Calls, "t", u.LastCall.UnixMilli(), "l", u.Limit)
-			}
-			p.HSet(ctx, spendKey(u.Key), fields...)
+			return errHolds
 		}
 		return nil
 	})
-	return redisconn.Unavailable(what, err)
+	if err == errHolds {
+		return err
+	}
+	if err != nil {
+		return redisconn.Unavailable(what, err)
+	}
+	// One transaction per tree (its issuer is its keys' hash tag), since
+	// a Redis Cluster runs a transaction on one slot only; on one server
+	// as on a cluster.
+	byTree := map[string][]Usage{}
+	var trees []string
+	for _, u := range us {
+		tag := redisconn.HashTag(u.Key)
+		if _, ok := byTree[tag]; !ok {
+			trees = append(trees, tag)
+		}
+		byTree[tag] = append(byTree[tag], u)
+	}
+	for _, tag := range trees {
+		_, err = c.TxPipelined(ctx, func(p redis.Pipeliner) error {
+			for _, u := range byTree[tag] {
+				fields := []any{"c", addSat(u.Committed, u.Reserved), "h", 0}
+				if u.Recorded {
+					fields = append(fields, "n", u.Calls, "t", u.LastCall.UnixMilli(), "l", u.Limit)
+				}
+				p.HSet(ctx, spendKey(u.Key), fields...)
+			}
+			return nil
+		})
+		if err != nil {
+			return redisconn.Unavailable(what, err)
+		}
+	}
+	return nil
 }
 
 // writeFileUsage writes usage as a new spend log of totals.

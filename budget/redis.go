@@ -28,7 +28,7 @@ type Redis struct {
 	// rawURL names the store in the state directory, stateDir (none
 	// when empty).
 	rawURL, stateDir string
-	c                *redis.Client
+	c                redisconn.Client
 	ctx              context.Context
 	stop             context.CancelFunc
 	// nonce makes this store's reservation IDs unique across the fleet.

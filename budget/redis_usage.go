@@ -35,46 +35,43 @@ func readRedisUsage(rawURL string) ([]Usage, error) {
 	return us, nil
 }
 
-// redisUsage scans the spend hashes (SCAN, so the server is not blocked
+// redisUsage scans the spend hashes (SCAN on every primary of a
+// cluster, so the server is not blocked
 // however many keys it holds) and reads each, a batch of keys per round
 // trip. A hash that does not read as one the scripts write is an error
 // naming it.
-func redisUsage(ctx context.Context, c *redis.Client) ([]Usage, error) {
+func redisUsage(ctx context.Context, c redisconn.Client) ([]Usage, error) {
 	var out []Usage
-	var cursor uint64
-	for {
-		names, next, err := c.Scan(ctx, cursor, spendKeyPrefix+"*", 1000).Result()
-		if err != nil {
-			return nil, err
-		}
+	err := redisconn.Scan(ctx, c, spendKeyPrefix+"*", func(names []string) error {
 		cmds := make([]*redis.SliceCmd, len(names))
 		if len(names) > 0 {
-			_, err = c.Pipelined(ctx, func(p redis.Pipeliner) error {
+			_, err := c.Pipelined(ctx, func(p redis.Pipeliner) error {
 				for i, n := range names {
 					cmds[i] = p.HMGet(ctx, n, "c", "h", "n", "t", "l")
 				}
 				return nil
 			})
 			if err != nil {
-				return nil, err
+				return err
 			}
 		}
 		for i, n := range names {
 			key, ok := budgetKeyOf(n)
 			if !ok {
-				return nil, fmt.Errorf("the key %q is not one a spend store writes", n)
+				return fmt.Errorf("the key %q is not one a spend store writes", n)
 			}
 			u, err := parseUsageFields(key, cmds[i].Val())
 			if err != nil {
-				return nil, fmt.Errorf("the key %q: %w", n, err)
+				return fmt.Errorf("the key %q: %w", n, err)
 			}
 			if u.Committed != 0 || u.Reserved != 0 || u.Recorded {
 				out = append(out, u)
 			}
 		}
-		if cursor = next; cursor == 0 {
-			break
-		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
 	}
 	// SCAN may return a key twice.
 	slices.SortFunc(out, func(a, b Usage) int { return strings.Compare(a.Key, b.Key) })

@@ -7,8 +7,6 @@ import (
 	"io/fs"
 	"time"
 
-	"github.com/redis/go-redis/v9"
-
 	"github.com/delegateos/delegateos/internal/redisconn"
 	"github.com/delegateos/delegateos/internal/redisset"
 )
@@ -34,7 +32,7 @@ const (
 type Shared struct {
 	Store
 	url  string
-	c    *redis.Client
+	c    redisconn.Client
 	copy *redisset.Copy
 }
 
@@ -172,7 +170,7 @@ func (s *Shared) share(st Status, ids ...string) error {
 	return shareEnded(s.c, s.url, st, ids...)
 }
 
-func shareEnded(c *redis.Client, url string, st Status, ids ...string) error {
+func shareEnded(c redisconn.Client, url string, st Status, ids ...string) error {
 	what := "ended-delegation set " + url
 	ctx, cancel := context.WithTimeout(context.Background(), 3*redisconn.Timeout)
 	defer cancel()

@@ -8,6 +8,8 @@ import (
 	"os/user"
 	"strconv"
 	"strings"
+
+	"github.com/delegateos/delegateos/internal/redisconn"
 )
 
 // Warning is something a valid policy file says that is almost certainly
@@ -249,5 +251,5 @@ func firstRate(p *Policy) string {
 
 // isRedisURL reports whether a store is named by a Redis URL, not a path.
 func isRedisURL(s string) bool {
-	return strings.HasPrefix(s, "redis://") || strings.HasPrefix(s, "rediss://")
+	return redisconn.IsURL(s)
 }

@@ -19,6 +19,7 @@ import (
 
 	"github.com/delegateos/delegateos/dct"
 	"github.com/delegateos/delegateos/identity"
+	"github.com/delegateos/delegateos/internal/redisconn"
 )
 
 // Parse parses a policy file's contents. Relative paths in it are resolved
@@ -314,7 +315,7 @@ func (ps *parser) path(n *yaml.Node, key string, out *string) {
 // one, so that a typo (Redis://, redis:6379) is an error rather than a
 // local file standing in for the fleet's shared store.
 func (ps *parser) store(n *yaml.Node, key string, out *string) {
-	if low := strings.ToLower(n.Value); n.Kind == yaml.ScalarNode && (strings.HasPrefix(low, "redis:") || strings.HasPrefix(low, "rediss:")) {
+	if low := strings.ToLower(n.Value); n.Kind == yaml.ScalarNode && (strings.HasPrefix(low, "redis:") || strings.HasPrefix(low, "rediss:") || strings.HasPrefix(low, "redis+") || strings.HasPrefix(low, "rediss+")) {
 		ps.redisURL(n, key, out)
 		return
 	}
@@ -328,8 +329,8 @@ func (ps *parser) redisURL(n *yaml.Node, key string, out *string) {
 		return
 	}
 	u, err := url.Parse(s)
-	if err != nil || !(strings.HasPrefix(s, "redis://") || strings.HasPrefix(s, "rediss://")) || u.Host == "" {
-		ps.errorf(n, key, "must be a redis:// or rediss:// URL (redis://HOST:PORT/DB)")
+	if err != nil || !redisconn.IsURL(s) || u.Host == "" {
+		ps.errorf(n, key, "must be a redis:// or rediss:// URL (redis://HOST:PORT/DB), or a Redis Cluster's redis+cluster://HOST:PORT,HOST:PORT")
 		return
 	}
 	*out = s

@@ -26,6 +26,7 @@ type fleet struct {
 	t       *testing.T
 	e       *mcptest.Env
 	srv     *redistest.Server
+	url     string // the store's URL: srv's, or a Redis Cluster's
 	a, b, c *dct.Token
 	ids     []string // the delegation IDs of A, B and C
 	// timeouts are the spend store's Redis timeouts: generous, so that a
@@ -38,8 +39,17 @@ const fleetCost = 1000 // microcents per echo
 
 func newFleet(t *testing.T, budgetA, budgetB, budgetC int64) *fleet {
 	t.Helper()
+	srv := redistest.Start(t)
+	f := newFleetOn(t, srv.URL(), budgetA, budgetB, budgetC)
+	f.srv = srv
+	return f
+}
+
+// newFleetOn is newFleet on the store at url.
+func newFleetOn(t *testing.T, url string, budgetA, budgetB, budgetC int64) *fleet {
+	t.Helper()
 	e := mcptest.NewEnv(t)
-	f := &fleet{t: t, e: e, srv: redistest.Start(t), timeouts: "?read_timeout=5s&write_timeout=5s"}
+	f := &fleet{t: t, e: e, url: url, timeouts: "?read_timeout=5s&write_timeout=5s"}
 	kb, kc := mcptest.NewKey(t, "b"), mcptest.NewKey(t, "c")
 	f.a = e.Mint(func(p *dct.CreateParams) { p.MaxBudgetMicrocents = budgetA }, "mcp:echo:*", "mcp:slow:*")
 	attenuate := func(parent *dct.Token, from, to *identity.Keypair, budget int64) *dct.Token {
@@ -60,8 +70,8 @@ func newFleet(t *testing.T, budgetA, budgetB, budgetC int64) *fleet {
 // policy is the fleet's policy: echo and slow priced, every store in Redis.
 func (f *fleet) policy(extra string) *mcptest.Policy {
 	pol := f.e.Policy(mcptest.Priced("echo", fleetCost), mcptest.Priced("slow", fleetCost))
-	pol.SpendStore = f.srv.URL() + f.timeouts
-	pol.RevocationList = f.srv.URL()
+	pol.SpendStore = f.url + f.timeouts
+	pol.RevocationList = f.url
 	pol.Extra = extra
 	return pol
 }
@@ -84,7 +94,7 @@ func (f *fleet) key(n int) string {
 // usage returns the store's usage by key.
 func (f *fleet) usage() map[string]budget.Usage {
 	f.t.Helper()
-	us, err := budget.ReadUsage(f.srv.URL())
+	us, err := budget.ReadUsage(f.url)
 	if err != nil {
 		f.t.Fatal(err)
 	}
@@ -110,7 +120,18 @@ func denialData(r mcptest.Result) (typ, detail string) {
 // no level's budget is passed, and the store charges each level exactly
 // what was forwarded under it.
 func TestE2EFleetNeverPassesABudget(t *testing.T) {
-	f := newFleet(t, 100*fleetCost, 50*fleetCost, 20*fleetCost)
+	fleetNeverPassesABudget(t, newFleet(t, 100*fleetCost, 50*fleetCost, 20*fleetCost))
+}
+
+// The same on a Redis Cluster of three primaries with a replica each.
+func TestE2EFleetClusterNeverPassesABudget(t *testing.T) {
+	c := redistest.StartCluster(t)
+	fleetNeverPassesABudget(t, newFleetOn(t, c.URL(), 100*fleetCost, 50*fleetCost, 20*fleetCost))
+}
+
+// fleetNeverPassesABudget is TestE2EFleetNeverPassesABudget on f, whose
+// budgets are 100, 50 and 20 calls.
+func fleetNeverPassesABudget(t *testing.T, f *fleet) {
 	toks := []*dct.Token{f.a, f.b, f.c}
 	sessions := make([]*mcptest.Session, 3)
 	for i, tok := range toks {
@@ -271,7 +292,17 @@ func TestE2EFleetRedisStall(t *testing.T) {
 // A revocation made through one proxy (delegateos revoke against the
 // Redis list) is enforced by the others within a second.
 func TestE2EFleetRevocationWithinASecond(t *testing.T) {
-	f := newFleet(t, 1000*fleetCost, 1000*fleetCost, 1000*fleetCost)
+	fleetRevocationWithinASecond(t, newFleet(t, 1000*fleetCost, 1000*fleetCost, 1000*fleetCost))
+}
+
+// The same on a Redis Cluster: the list is on one primary, and the
+// announcement reaches proxies subscribed through any node.
+func TestE2EFleetClusterRevocationWithinASecond(t *testing.T) {
+	c := redistest.StartCluster(t)
+	fleetRevocationWithinASecond(t, newFleetOn(t, c.URL(), 1000*fleetCost, 1000*fleetCost, 1000*fleetCost))
+}
+
+func fleetRevocationWithinASecond(t *testing.T, f *fleet) {
 	var sessions []*mcptest.Session
 	for range 3 {
 		_, s := f.start(f.b, "", nil)
@@ -281,7 +312,7 @@ func TestE2EFleetRevocationWithinASecond(t *testing.T) {
 	keyFile := f.e.KeyFile(f.e.Root)
 	revID := f.b.RevocationIDs()[1]
 	start := time.Now()
-	out, err := exec.Command(mcptest.Delegateos(t), "revoke", "--key", keyFile, "--list", f.srv.URL(), "--id", revID).CombinedOutput()
+	out, err := exec.Command(mcptest.Delegateos(t), "revoke", "--key", keyFile, "--list", f.url, "--id", revID).CombinedOutput()
 	if err != nil {
 		t.Fatalf("delegateos revoke: %v\n%s", err, out)
 	}

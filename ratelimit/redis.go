@@ -37,7 +37,7 @@ var (
 // package documentation for the keys it writes.
 type Redis struct {
 	url    string // redacted, for messages
-	c      *redis.Client
+	c      redisconn.Client
 	limits map[string]Limit
 	closed atomic.Bool
 	// callerClock, set by tests only, puts the time given to Reserve in

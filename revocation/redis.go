@@ -6,11 +6,12 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io/fs"
 	"slices"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"time"
-
-	"github.com/redis/go-redis/v9"
 
 	"github.com/delegateos/delegateos/internal/redisconn"
 	"github.com/delegateos/delegateos/internal/redisset"
@@ -55,35 +56,145 @@ var (
 // for concurrent use.
 type Redis struct {
 	url  string
-	c    *redis.Client
+	c    redisconn.Client
 	copy *redisset.Copy
 	list *List
+
+	restored atomic.Int64
+	copyPath string
+	mu       sync.Mutex
+	copied   map[string]bool // fields in the durable copy (or pending)
+	copyErr  error
+	// opening: Open has not returned, and the entries read meanwhile,
+	// pending, are written to the copy in one write before it does.
+	opening bool
+	pending []Entry
 }
 
 // OpenRedis opens the revocation list at a redis:// or rediss:// URL and
 // waits up to a few seconds for its first read. An empty list is an empty
 // hash: a Redis list needs no creating.
+//
+// The list is grow-only as the fleet sees it: the copy never drops an
+// entry, and writes back every entry it holds that Redis lacks (see
+// redisset.Options.WriteBack).
 func OpenRedis(rawURL string) (*Redis, error) {
+	return OpenRedisCopy(rawURL, "")
+}
+
+// OpenRedisCopy is OpenRedis with a durable copy of the list kept in the
+// list file at copyPath (none when ""): its entries are verified and held
+// before Redis is first read, and written back to Redis if it lacks them,
+// so that a proxy restarted against a Redis that lost entries (FLUSHALL,
+// a restart without persistence, a failover to a replica that had not
+// received them) restores them before it decides on a token; every entry
+// read from Redis is appended to it. It fails when the copy cannot be read
+// or written, or the entries cannot be written back.
+func OpenRedisCopy(rawURL, copyPath string) (*Redis, error) {
 	c, err := redisconn.Open(rawURL)
 	if err != nil {
 		return nil, fmt.Errorf("revocation list: %w", err)
 	}
-	r := &Redis{url: redisconn.Redact(rawURL), c: c, list: NewList()}
+	r := &Redis{url: redisconn.Redact(rawURL), c: c, list: NewList(), copyPath: copyPath, opening: copyPath != ""}
+	var seed map[string]string
+	if copyPath != "" {
+		l, err := Load(copyPath)
+		switch {
+		case errors.Is(err, fs.ErrNotExist):
+			l = NewList()
+		case err != nil:
+			c.Close()
+			return nil, fmt.Errorf("the durable copy of the revocation list: %w", err)
+		}
+		seed = map[string]string{}
+		r.copied = map[string]bool{}
+		for _, e := range l.Entries() {
+			v, err := json.Marshal(e)
+			if err != nil {
+				c.Close()
+				return nil, err
+			}
+			seed[redisField(e)] = string(v)
+			r.copied[redisField(e)] = true
+		}
+	}
 	r.copy, err = redisset.Open(c, redisset.Options{
 		What: "revocation list " + r.url, Hash: redisHash, Channel: redisChannel,
 		Check: func(field, value string) error { _, err := parseRedisEntry(field, value); return err },
 		OnAdd: func(field, value string) {
 			if e, err := parseRedisEntry(field, value); err == nil {
+				// In the durable copy before it is in force, so that a
+				// token this process refuses is refused after a restart.
+				r.keepCopy(field, e)
 				r.list.add(e)
 			}
 		},
+		Seed: seed, WriteBack: true,
+		Restored: func(fields []string) { r.restored.Add(int64(len(fields))) },
 	}, 3*redisconn.Timeout)
 	if err != nil {
 		c.Close()
 		return nil, err
 	}
+	if err := r.flushPending(); err != nil {
+		r.Close()
+		return nil, err
+	}
 	return r, nil
 }
+
+// flushPending writes the entries read while opening to the durable copy,
+// in one write, and ends the opening.
+func (r *Redis) flushPending() error {
+	if r.copyPath == "" {
+		return nil
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.opening = false
+	if len(r.pending) > 0 {
+		if err := appendFile(r.copyPath, r.pending...); err != nil && r.copyErr == nil {
+			r.copyErr = fmt.Errorf("the durable copy of the revocation list, %s, cannot be written: %w", r.copyPath, err)
+		}
+		r.pending = nil
+	}
+	return r.copyErr
+}
+
+// keepCopy appends an entry to the durable copy, unless it is there.
+func (r *Redis) keepCopy(field string, e Entry) {
+	if r.copyPath == "" {
+		return
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.copied[field] {
+		return
+	}
+	if r.opening {
+		// Written in one go before Open returns.
+		r.pending = append(r.pending, e)
+		r.copied[field] = true
+		return
+	}
+	if err := appendFile(r.copyPath, e); err != nil {
+		if r.copyErr == nil {
+			r.copyErr = fmt.Errorf("the durable copy of the revocation list, %s, cannot be written: %w", r.copyPath, err)
+		}
+		return
+	}
+	r.copied[field] = true
+}
+
+func (r *Redis) copyError() error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.copyErr
+}
+
+// Restored returns how many entries this process has written back to a
+// Redis that had lost them.
+func (r *Redis) Restored() int64 { return r.restored.Load() }
 
 // redisField is the hash field of an entry: one entry per block and
 // revoker, as Append keeps.
@@ -120,7 +231,7 @@ func (r *Redis) Revoked(blockIDs, signers []string) (string, bool, error) {
 	if r == nil {
 		return "", false, errors.New("no revocation list (nil *revocation.Redis)")
 	}
-	if err := r.copy.Err(); err != nil {
+	if err := r.Err(); err != nil {
 		return "", false, err
 	}
 	return r.list.Revoked(blockIDs, signers)
@@ -129,8 +240,14 @@ func (r *Redis) Revoked(blockIDs, signers []string) (string, bool, error) {
 // Reload implements Live: it reads the whole list from Redis.
 func (r *Redis) Reload() error { return r.copy.Reload() }
 
-// Err implements Live.
-func (r *Redis) Err() error { return r.copy.Err() }
+// Err implements Live. A durable copy that cannot be written is an error
+// too: the list is then only as durable as Redis.
+func (r *Redis) Err() error {
+	if err := r.copyError(); err != nil {
+		return err
+	}
+	return r.copy.Err()
+}
 
 // List implements Live.
 func (r *Redis) List() *List { return r.list.clone() }
@@ -159,8 +276,11 @@ func Open(pathOrURL string) (Live, error) {
 }
 
 // appendRedis adds a verified entry to the Redis list at rawURL and
-// announces it to every proxy following it.
-func appendRedis(rawURL string, e Entry) error {
+// announces it to every proxy following it. With replicas > 0 it then
+// waits (WAIT, on the connection that wrote, up to a few seconds) until
+// that many replicas of the list's primary have the entry, and fails if
+// fewer do.
+func appendRedis(rawURL string, e Entry, replicas int) error {
 	c, err := redisconn.Open(rawURL)
 	if err != nil {
 		return fmt.Errorf("revocation list: %w", err)
@@ -171,11 +291,35 @@ func appendRedis(rawURL string, e Entry) error {
 		return err
 	}
 	what := "revocation list " + redisconn.Redact(rawURL)
-	ctx, cancel := context.WithTimeout(context.Background(), 3*redisconn.Timeout)
+	ctx, cancel := context.WithTimeout(context.Background(), 3*redisconn.Timeout+waitReplicas)
 	defer cancel()
-	_, err = redisset.Add(ctx, c, redisHash, redisChannel, redisField(e), string(value), what)
-	return err
+	if replicas <= 0 {
+		_, err = redisset.Add(ctx, c, redisHash, redisChannel, redisField(e), string(value), what)
+		return err
+	}
+	// WAIT counts the writes of its own connection: the entry is written
+	// and waited for on one connection to the list's primary.
+	node, err := redisconn.NodeFor(ctx, c, redisHash)
+	if err != nil {
+		return redisconn.Unavailable(what, err)
+	}
+	conn := node.Conn()
+	defer conn.Close()
+	if _, err := redisset.Add(ctx, conn, redisHash, redisChannel, redisField(e), string(value), what); err != nil {
+		return err
+	}
+	n, err := conn.Wait(ctx, replicas, waitReplicas).Result()
+	if err != nil {
+		return redisconn.Unavailable(what, err)
+	}
+	if n < int64(replicas) {
+		return &redisconn.UnavailableError{What: what, Err: fmt.Errorf("the entry is written, but only %d of the %d replicas asked for acknowledged it within %v; it is not durable as asked", n, replicas, waitReplicas)}
+	}
+	return nil
 }
+
+// waitReplicas bounds how long appendRedis waits for replicas.
+const waitReplicas = 5 * time.Second
 
 // loadRedis reads and verifies the whole Redis list at rawURL.
 func loadRedis(rawURL string) (*List, error) {

@@ -100,8 +100,14 @@ func Append(path string, e Entry) error {
 		return err
 	}
 	if redisconn.IsURL(path) {
-		return appendRedis(path, e)
+		return appendRedis(path, e, 0)
 	}
+	return appendFile(path, e)
+}
+
+// appendFile adds verified entries to the list file at path, in one
+// write.
+func appendFile(path string, entries ...Entry) error {
 	// Write through a symbolic link rather than replace it, and let every
 	// name for the file share one lock.
 	if real, err := filepath.EvalSymlinks(path); err == nil {
@@ -134,10 +140,16 @@ func Append(path string, e Entry) error {
 	// An entry for a block its revoker has revoked already adds nothing a
 	// verifier uses (the scope decides nothing, the time is not compared):
 	// without this, one revoker could grow the list without bound.
-	if l.revokedBy(e.RevocationID, e.RevokedBy) {
+	added := false
+	for _, e := range entries {
+		if !l.revokedBy(e.RevocationID, e.RevokedBy) {
+			l.add(e)
+			added = true
+		}
+	}
+	if !added {
 		return nil
 	}
-	l.add(e)
 	out, err := l.fileBytes()
 	if err != nil {
 		return err
@@ -146,6 +158,22 @@ func Append(path string, e Entry) error {
 		return rewriteInPlace(path, out)
 	}
 	return writeFileAtomic(path, out, mode)
+}
+
+// AppendReplicas is Append to a Redis list that returns only once the
+// entry is on replicas replicas of the list's primary as well (WAIT), or
+// fails saying how many have it. With 0 it is Append.
+func AppendReplicas(rawURL string, e Entry, replicas int) error {
+	if replicas == 0 {
+		return Append(rawURL, e)
+	}
+	if err := e.Verify(); err != nil {
+		return err
+	}
+	if !redisconn.IsURL(rawURL) {
+		return fmt.Errorf("--replicas needs a Redis list, not the file %s", rawURL)
+	}
+	return appendRedis(rawURL, e, replicas)
 }
 
 // rewriteInPlace writes data over the file at path, keeping its inode (and

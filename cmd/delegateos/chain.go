@@ -22,6 +22,8 @@ const (
 	wsDelegations   = "delegations.jsonl"
 	wsTaskContracts = "task-contracts"
 	wsAttestations  = "attestations"
+	// wsRevocations is the durable copy of a Redis revocation list.
+	wsRevocations = "revocations.json"
 )
 
 var chainShowCmd = &command{

@@ -3,6 +3,7 @@ package main
 import (
 	"errors"
 	"os"
+	"path/filepath"
 
 	"go.uber.org/zap"
 
@@ -85,7 +86,7 @@ func openGate(pol *policy.Policy, f gateFlags, log *zap.Logger) (g *openedGate, 
 	g = &openedGate{gate: &proxy.Gate{Policy: pol, HonourUpstreamCost: pol.HonourUpstreamCost}}
 	opts := dct.Options{Roots: pol.Roots}
 	if pol.RevocationList != "" {
-		revs, err := revocation.Open(pol.RevocationList)
+		revs, err := openRevocations(pol)
 		if err != nil {
 			what := settingFrom(f.revocations, "--revocations", "revocation_list")
 			if errors.Is(err, os.ErrNotExist) {
@@ -144,4 +145,21 @@ func openGate(pol *policy.Policy, f gateFlags, log *zap.Logger) (g *openedGate, 
 		g.delegations = delegations
 	}
 	return g, close, nil
+}
+
+// openRevocations opens the policy's revocation list: with a Redis list
+// and a workspace, the proxy keeps a durable copy of the list in the
+// workspace (revocations.json), restored to Redis if Redis loses entries.
+func openRevocations(pol *policy.Policy) (revocation.Live, error) {
+	if !redisconn.IsURL(pol.RevocationList) || pol.Workspace == "" {
+		return revocation.Open(pol.RevocationList)
+	}
+	if err := os.MkdirAll(pol.Workspace, 0o755); err != nil {
+		return nil, err
+	}
+	r, err := revocation.OpenRedisCopy(pol.RevocationList, filepath.Join(pol.Workspace, wsRevocations))
+	if err != nil {
+		return nil, err
+	}
+	return r, nil
 }

@@ -13,7 +13,7 @@ import (
 
 var revokeCmd = &command{
 	name:    "revoke",
-	args:    "--key FILE --token TOKEN (--block N | --id REVOCATION_ID) [--scope chain|block] --list FILE|URL [--json]",
+	args:    "--key FILE --token TOKEN (--block N | --id REVOCATION_ID) [--scope chain|block] --list FILE|URL [--replicas N] [--json]",
 	summary: "append a signed revocation to a revocation list file (created if missing)",
 	flags: func(fs *pflag.FlagSet) func(*env, []string) error {
 		key := fs.String("key", "", "the revoker's key file: the signer of the block or of a block before it")
@@ -23,12 +23,16 @@ var revokeCmd = &command{
 		scope := fs.String("scope", string(revocation.ScopeChain), "recorded in the signed entry; either scope revokes every token that contains the block (DelegateOS §10.1)")
 		list := fs.String("list", "", "the revocation list file, or the redis:// (rediss://) URL of a list a fleet of proxies shares")
 		asJSON := fs.Bool("json", false, "print the signed entry as JSON")
+		replicas := fs.Int("replicas", 0, "with a Redis list, succeed only once N replicas of the list's primary have the entry (WAIT); fails, naming how many do, otherwise")
 		return func(e *env, args []string) error {
 			if len(args) > 0 {
 				return usagef("unexpected argument %q", args[0])
 			}
 			if *list == "" {
 				return usagef("--list is required")
+			}
+			if *replicas < 0 || (*replicas > 0 && !redisconn.IsURL(*list)) {
+				return usagef("--replicas N takes N >= 0, with a redis:// list")
 			}
 			sc := revocation.Scope(*scope)
 			if sc != revocation.ScopeChain && sc != revocation.ScopeBlock {
@@ -61,7 +65,7 @@ var revokeCmd = &command{
 			if err != nil {
 				return usageError{msg: err.Error()}
 			}
-			if err := revocation.Append(*list, entry); err != nil {
+			if err := revocation.AppendReplicas(*list, entry, *replicas); err != nil {
 				return inputError{err}
 			}
 			if *asJSON {

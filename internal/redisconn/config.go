@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"sync"
 
 	"github.com/redis/go-redis/v9"
 )
@@ -23,6 +24,23 @@ var ErrEviction = errors.New("the Redis server may evict keys")
 // RDB save): a restart of that server forgets every budget's spend. what
 // names the store in messages.
 func CheckConfig(ctx context.Context, c redis.Cmdable, what string) (warnings []string, err error) {
+	cc, ok := c.(*redis.ClusterClient)
+	if !ok {
+		return checkNodeConfig(ctx, c, what)
+	}
+	// Every primary of a cluster holds some trees: each is checked.
+	var mu sync.Mutex
+	err = cc.ForEachMaster(ctx, func(ctx context.Context, n *redis.Client) error {
+		w, err := checkNodeConfig(ctx, n, what+" (node "+n.Options().Addr+")")
+		mu.Lock()
+		defer mu.Unlock()
+		warnings = append(warnings, w...)
+		return err
+	})
+	return warnings, err
+}
+
+func checkNodeConfig(ctx context.Context, c redis.Cmdable, what string) (warnings []string, err error) {
 	get := func(name string) (string, error) {
 		m, err := c.ConfigGet(ctx, name).Result()
 		if err != nil {

@@ -2,6 +2,7 @@ package redisconn
 
 import (
 	"errors"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -81,12 +82,71 @@ func TestOpenOnceNeverRetries(t *testing.T) {
 			t.Fatal(err)
 		}
 		// go-redis reads MaxRetries -1 as none and keeps it as 0.
-		if got := c.Options().MaxRetries; got != 0 {
+		if got := c.(*redis.Client).Options().MaxRetries; got != 0 {
 			t.Errorf("%s: MaxRetries %d, want none", u, got)
 		}
 		c.Close()
 	}
+	c, err := OpenOnce("redis+cluster://127.0.0.1:1,127.0.0.1:2/0?max_retries=3")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if o := c.(*redis.ClusterClient).Options(); o.MaxRetries > 0 || o.MaxRedirects > 0 {
+		t.Errorf("cluster: MaxRetries %d, MaxRedirects %d, want none", o.MaxRetries, o.MaxRedirects)
+	}
+	c.Close()
 	if _, err := OpenOnce("http://x"); err == nil {
 		t.Error("OpenOnce took an http URL")
+	}
+}
+
+// A cluster URL lists its seeds (with the redis+cluster scheme, or with
+// several hosts), takes Options' parameters and refuses a database other
+// than 0; a one-host redis:// URL is a single server's.
+func TestClusterURL(t *testing.T) {
+	for _, tc := range []struct {
+		url     string
+		cluster bool
+		seeds   []string
+		err     bool
+	}{
+		{"redis://127.0.0.1:6379/0", false, nil, false},
+		{"redis+cluster://127.0.0.1:7000/0", true, []string{"127.0.0.1:7000"}, false},
+		{"redis+cluster://u:p@a:7000,b:7001,c:7002?read_timeout=5s", true, []string{"a:7000", "b:7001", "c:7002"}, false},
+		{"redis://a:7000,b:7001/0", true, []string{"a:7000", "b:7001"}, false},
+		{"rediss+cluster://a:7000,b:7001/0", true, []string{"a:7000", "b:7001"}, false},
+		{"redis+cluster://a:7000,b:7001/3", true, nil, true},
+		{"redis+cluster://a:7000,,b:7001/0", true, nil, true},
+	} {
+		if !IsURL(tc.url) || IsCluster(tc.url) != tc.cluster {
+			t.Errorf("%s: IsURL %v, IsCluster %v", tc.url, IsURL(tc.url), IsCluster(tc.url))
+		}
+		if !tc.cluster {
+			continue
+		}
+		o, err := ClusterOptions(tc.url)
+		if (err != nil) != tc.err {
+			t.Errorf("%s: %v", tc.url, err)
+			continue
+		}
+		if err == nil && (!slices.Equal(o.Addrs, tc.seeds) || o.ReadTimeout == 0 || !o.DisableIdentity) {
+			t.Errorf("%s: %+v", tc.url, o)
+		}
+		if err != nil && strings.Contains(err.Error(), ":p@") {
+			t.Errorf("%s: the error shows the password: %v", tc.url, err)
+		}
+	}
+	o, _ := ClusterOptions("redis+cluster://u:secret@a:7000,b:7001?read_timeout=5s")
+	if o.Username != "u" || o.Password != "secret" || o.ReadTimeout != 5*time.Second {
+		t.Errorf("options %+v", o)
+	}
+}
+
+// A MOVED reply to a one-server client is a store that cannot answer, and
+// says to name the cluster.
+func TestMovedSaysCluster(t *testing.T) {
+	err := Unavailable("spend store redis://h:1/0", replyError("MOVED 15118 127.0.0.1:7002"))
+	if !errors.Is(err, ErrUnavailable) || !strings.Contains(err.Error(), "redis+cluster://") {
+		t.Fatalf("%v", err)
 	}
 }

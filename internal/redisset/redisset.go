@@ -23,6 +23,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"sort"
 	"strconv"
 	"sync"
 	"time"
@@ -58,7 +59,7 @@ var errRefused = errors.New("refused")
 // concurrent use.
 type Copy struct {
 	what    string // for messages: "revocation list redis://..."
-	c       *redis.Client
+	c       redisconn.Client
 	hash    string
 	channel string
 	check   func(field, value string) error
@@ -68,6 +69,12 @@ type Copy struct {
 	// OnAdd, when set before the first entry arrives, is told of each entry
 	// kept, once.
 	onAdd func(field, value string)
+	// writeBack: entries the copy holds and the hash lacks are written
+	// back to it (see Options.WriteBack).
+	writeBack bool
+	restored  func(fields []string)
+
+	guarded chan struct{} // closed when guard returns
 
 	mu      sync.Mutex
 	entries map[string]string
@@ -88,20 +95,47 @@ type Options struct {
 	Check func(field, value string) error
 	// OnAdd, when set, is told of every entry kept, once.
 	OnAdd func(field, value string)
+	// Seed are entries the copy holds before it first reads the hash (a
+	// durable copy kept on disk), each checked as one read from Redis.
+	Seed map[string]string
+	// WriteBack makes the hash grow-only as the fleet sees it: a copy
+	// never drops an entry, and every entry it holds that the hash lacks
+	// (a FLUSHALL, a restart without persistence, a failover to a replica
+	// that had not received it) is written back, with the same script
+	// that adds one, each time the hash is read: when the subscription is
+	// (re)made, and whenever the hash is found shorter than the copy
+	// (HLEN, every pingEvery).
+	WriteBack bool
+	// Restored, when set, is told of the fields each write-back restored.
+	Restored func(fields []string)
 }
 
 // Open subscribes to the channel, reads the hash and keeps the copy
 // current until Close. It waits up to wait for the first read, and
 // returns its error (matching redisconn.ErrUnavailable when Redis did not
 // answer) if it did not succeed.
-func Open(c *redis.Client, o Options, wait time.Duration) (*Copy, error) {
+func Open(c redisconn.Client, o Options, wait time.Duration) (*Copy, error) {
 	ctx, stop := context.WithCancel(context.Background())
 	s := &Copy{
 		what: o.What, c: c, hash: o.Hash, channel: o.Channel, check: o.Check, onAdd: o.OnAdd,
+		writeBack: o.WriteBack, restored: o.Restored,
 		ctx: ctx, stop: stop, done: make(chan struct{}), entries: map[string]string{},
 		err: &redisconn.UnavailableError{What: o.What, Err: errors.New("not read yet")}, changed: make(chan struct{}),
 	}
+	for k, v := range o.Seed {
+		if err := s.keep(k, v); err != nil {
+			stop()
+			return nil, err
+		}
+	}
+	s.mu.Lock()
+	s.err = &redisconn.UnavailableError{What: o.What, Err: errors.New("not read yet")}
+	s.mu.Unlock()
 	go s.run()
+	if s.writeBack {
+		s.guarded = make(chan struct{})
+		go s.guard()
+	}
 	deadline := time.After(wait)
 	for {
 		s.mu.Lock()
@@ -178,7 +212,37 @@ func (s *Copy) Reload() error {
 func (s *Copy) Close() error {
 	s.stop()
 	<-s.done
+	if s.guarded != nil {
+		<-s.guarded
+	}
 	return nil
+}
+
+// guard reads the hash's length every pingEvery and, when it holds fewer
+// entries than the copy (it lost some: the copy never drops one), reads
+// it again, which writes the missing ones back. Errors are left to the
+// subscription's pings, which decide whether the copy is current.
+func (s *Copy) guard() {
+	defer close(s.guarded)
+	t := time.NewTicker(pingEvery)
+	defer t.Stop()
+	for {
+		select {
+		case <-s.ctx.Done():
+			return
+		case <-t.C:
+		}
+		n, err := s.c.HLen(s.ctx, s.hash).Result()
+		if err != nil {
+			continue
+		}
+		s.mu.Lock()
+		held := int64(len(s.entries))
+		s.mu.Unlock()
+		if n < held {
+			s.load()
+		}
+	}
 }
 
 // addScript sets field to value unless the hash has it (HSETNX), and
@@ -195,7 +259,7 @@ return 0
 // Add writes an entry to the hash and publishes it, unless the hash has
 // the field already; added reports whether it wrote. The copies learn of
 // it from the channel.
-func Add(ctx context.Context, c *redis.Client, hash, channel, field, value, what string) (added bool, err error) {
+func Add(ctx context.Context, c redis.Scripter, hash, channel, field, value, what string) (added bool, err error) {
 	n, err := addScript.Run(ctx, c, []string{hash}, channel, field, value).Int()
 	if err != nil {
 		return false, redisconn.Unavailable(what, err)
@@ -316,6 +380,11 @@ func (s *Copy) load() error {
 			return err
 		}
 	}
+	if s.writeBack {
+		if err := s.restore(all); err != nil {
+			return err
+		}
+	}
 	s.mu.Lock()
 	s.synced, s.err = true, nil
 	if asked.After(s.heard) {
@@ -323,6 +392,35 @@ func (s *Copy) load() error {
 	}
 	s.signalLocked()
 	s.mu.Unlock()
+	return nil
+}
+
+// restore writes back every entry the copy holds that all, the hash as
+// just read, lacks.
+func (s *Copy) restore(all map[string]string) error {
+	s.mu.Lock()
+	var missing []string
+	for k := range s.entries {
+		if _, ok := all[k]; !ok {
+			missing = append(missing, k)
+		}
+	}
+	s.mu.Unlock()
+	if len(missing) == 0 {
+		return nil
+	}
+	sort.Strings(missing)
+	for _, k := range missing {
+		s.mu.Lock()
+		v := s.entries[k]
+		s.mu.Unlock()
+		if _, err := Add(s.ctx, s.c, s.hash, s.channel, k, v, s.what); err != nil {
+			return err
+		}
+	}
+	if s.restored != nil {
+		s.restored(missing)
+	}
 	return nil
 }
 

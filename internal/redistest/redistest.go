@@ -30,6 +30,8 @@ type Server struct {
 	port  int
 	cmd   *exec.Cmd
 	done  chan struct{}
+	// extra are more redis-server arguments (a cluster node's).
+	extra []string
 }
 
 // Binary returns the path of redis-server, or fails the test.
@@ -91,11 +93,11 @@ func (s *Server) start() {
 // exits first.
 func (s *Server) launch() error {
 	s.t.Helper()
-	s.cmd = exec.Command(Binary(s.t),
+	s.cmd = exec.Command(Binary(s.t), append([]string{
 		"--port", strconv.Itoa(s.port), "--bind", "127.0.0.1", "--dir", s.dir,
 		"--save", "", "--appendonly", "yes", "--appendfsync", s.fsync,
 		"--daemonize", "no", "--protected-mode", "yes", "--loglevel", "warning",
-		"--logfile", filepath.Join(s.dir, "redis.log"))
+		"--logfile", filepath.Join(s.dir, "redis.log")}, s.extra...)...)
 	// Its output goes to its log file, and it dies with the test binary,
 	// so that a test that crashes leaves no server holding go test's pipes.
 	s.cmd.SysProcAttr = procAttr()
