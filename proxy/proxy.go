@@ -449,6 +449,10 @@ func (s *session) serverFrame(frame, raw []byte) {
 		s.toClient.queue(raw)
 		return
 	}
+	if err := answerRepeats(frame, h.isError); err != nil {
+		s.unreadableAnswer(h, err)
+		return
+	}
 	p := s.take(h.id)
 	if p == nil {
 		if s.pinAnswer(h.id, frame) {
@@ -508,6 +512,33 @@ func (s *session) serverFrame(frame, raw []byte) {
 		s.settle(p, cost, release, outcome, &s.serverLog)
 	}
 	s.toClient.queueEdited(frame, edits)
+}
+
+// answerRepeats reports an upstream response whose result (or error)
+// gives a member twice in one of its objects: the relay refuses it from
+// the upstream as the gate refuses it from the client, since which of the
+// two the client reads depends on its parser, and a receipt could not say
+// which one it got.
+func answerRepeats(frame []byte, isError bool) error {
+	which := "result"
+	if isError {
+		which = "error"
+	}
+	v := objectMember(frame, `"`+which+`"`)
+	if v == nil {
+		return nil
+	}
+	name, found, tooDeep := repeatedMember(v)
+	switch {
+	case found:
+		if len(name) > 64 {
+			name = name[:64] + "…"
+		}
+		return fmt.Errorf("its %s gives the member %s twice", which, strconv.Quote(name))
+	case tooDeep:
+		return fmt.Errorf("its %s nests deeper than %d levels, too deep to check that no member is given twice", which, maxNesting)
+	}
+	return nil
 }
 
 // unreadableAnswer handles an upstream response that the client could

@@ -274,6 +274,9 @@ type scanner struct {
 	fast bool
 	// tooDeep is set when a value nests deeper than maxNesting.
 	tooDeep bool
+	// exactNames makes names compare member names exactly rather than
+	// folding letter case.
+	exactNames bool
 }
 
 func (s *scanner) ws() {
