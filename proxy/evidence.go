@@ -55,6 +55,9 @@ type callEvidence struct {
 // notePayload hashes a gated request as the client sent it.
 func (s *session) notePayload(p *pending, frame []byte) {
 	if s.cfg.Evidence != nil {
+		if s.sent != nil {
+			frame = s.sent
+		}
 		p.ev.payload = sha256.Sum256(frame)
 	}
 }

@@ -117,6 +117,9 @@ type session struct {
 	// appr holds the calls waiting for a person's approval (approval.go).
 	appr approvals
 
+	// sent is the frame being handled as the client sent it, when the
+	// relay escaped line separators in it (lineSafe); nil otherwise.
+	sent     []byte
 	lastTool string   // see toolName
 	upSeq    int64    // the id of the last request forwarded (the client's goroutine's)
 	upText   [20]byte // where the client's goroutine writes a number it forwards with
@@ -313,13 +316,23 @@ func (s *session) fromClient(r io.Reader) error {
 // clientFrame handles one frame from the client: it is refused, answered,
 // or forwarded to the upstream (a tools/call only if the gate allows it).
 func (s *session) clientFrame(frame []byte) {
-	if reason := lineUnsafe(frame); reason != "" {
+	safe, reason := lineSafe(frame)
+	if reason != "" {
 		// Some upstream readers split lines where this proxy does not: the
-		// frame they would read is not the frame the gate would check.
+		// frame they would read is not the frame the gate would check. The
+		// request this one reads as is answered, so that its sender is not
+		// left waiting.
 		s.log.Warn("client frame refused", zap.String("reason", reason))
-		s.replyError(s.toClient, nil, codeParseError, "parse error: "+reason, nil)
+		s.replyError(s.toClient, unsafeFrameID(frame), codeParseError, "parse error: "+reason, nil)
 		return
 	}
+	if len(safe) != len(frame) {
+		// Line separators were escaped: the client's own bytes are what
+		// its receipt's payload_hash names.
+		s.sent = frame
+		defer func() { s.sent = nil }()
+	}
+	frame = safe
 	h, err := scanClientHeader(frame)
 	if err != nil {
 		code, msg := unreadable(frame)
