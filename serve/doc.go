@@ -42,5 +42,6 @@
 // Security checks run before anything reaches a session: Host and Origin
 // (DNS-rebinding protection), body size, content negotiation, the
 // session's credential (a session created with an Authorization header is
-// bound to it; a request with another is refused), and Options.Authorize.
+// bound to it, or, for an AVP-Sig signature there, to its signer; a request
+// with another is refused, and so is one with two), and Options.Authorize.
 package serve

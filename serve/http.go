@@ -136,7 +136,12 @@ func (s *Server) session(w http.ResponseWriter, r *http.Request) *session {
 		httpError(w, http.StatusNotFound, nil, "no such session (it ended, or never existed): start a new one with initialize")
 		return nil
 	}
-	cred := sha256.Sum256([]byte(r.Header.Get("Authorization")))
+	c, _, err := credential(r)
+	if err != nil {
+		httpError(w, http.StatusUnauthorized, nil, err.Error())
+		return nil
+	}
+	cred := sha256.Sum256([]byte(c))
 	if subtle.ConstantTimeCompare(cred[:], sess.cred[:]) != 1 {
 		s.log.Warn("request refused: its Authorization header is not the one its session was created with", zap.String("session", id[:min(8, len(id))]))
 		httpError(w, http.StatusForbidden, nil, "this session was created with another credential: send the Authorization header it was initialized with")
@@ -237,10 +242,9 @@ func (s *Server) servePost(w http.ResponseWriter, r *http.Request) {
 		if !s.authorize(w, r, body, nil) {
 			return
 		}
-		auth := r.Header.Get("Authorization")
-		tok := bearer(auth)
-		if auth != "" && tok == "" {
-			httpError(w, http.StatusUnauthorized, m.ID, "the Authorization header must be \"Bearer <DCT>\"")
+		auth, tok, err := credential(r)
+		if err != nil {
+			httpError(w, http.StatusUnauthorized, m.ID, err.Error())
 			return
 		}
 		if tok == "" && s.opts.RequireToken {
