@@ -462,7 +462,7 @@ func (s *session) serverFrame(frame, raw []byte) {
 		s.toClient.queue(raw)
 		return
 	}
-	if err := answerRepeats(frame, h.isError); err != nil {
+	if err := answerRepeats(h.answer, h.isError); err != nil {
 		s.unreadableAnswer(h, err)
 		return
 	}
@@ -527,19 +527,15 @@ func (s *session) serverFrame(frame, raw []byte) {
 	s.toClient.queueEdited(frame, edits)
 }
 
-// answerRepeats reports an upstream response whose result (or error)
+// answerRepeats reports an upstream response whose result (or error), v,
 // gives a member twice in one of its objects: the relay refuses it from
 // the upstream as the gate refuses it from the client, since which of the
 // two the client reads depends on its parser, and a receipt could not say
 // which one it got.
-func answerRepeats(frame []byte, isError bool) error {
+func answerRepeats(v []byte, isError bool) error {
 	which := "result"
 	if isError {
 		which = "error"
-	}
-	v := objectMember(frame, `"`+which+`"`)
-	if v == nil {
-		return nil
 	}
 	name, found, tooDeep := repeatedMember(v)
 	switch {
