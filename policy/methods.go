@@ -139,9 +139,9 @@ func (ps *parser) methodName(n *yaml.Node, key string) string {
 			return ""
 		}
 	}
-	for _, r := range s {
-		if r < 0x21 || r == 0x7f {
-			ps.errorf(n, key, "must not contain spaces or control characters")
+	for _, seg := range strings.Split(s, "/") {
+		if seg == "" || strings.Trim(seg, "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_-") != "" {
+			ps.errorf(n, key, "must be segments of letters, digits, '_' and '-' separated by '/' (as acme/search): receipts name it as the action mcp.acme.search")
 			return ""
 		}
 	}

@@ -26,7 +26,9 @@ func TestParseMethods(t *testing.T) {
 		"methods:\n  - {method: a/b, namespace: mcp, action: b}\n":                                           "namespace of what no rule maps",
 		"methods:\n  - {method: a/b, namespace: a}\n":                                                        "action is required",
 		"methods:\n  - {method: a/b, namespace: a, action: b}\n  - {method: a/b, namespace: a, action: c}\n": "earlier rule",
-		"methods:\n  - {method: 'a b', namespace: a, action: b}\n":                                           "spaces",
+		"methods:\n  - {method: 'a b', namespace: a, action: b}\n":                                           "segments",
+		"methods:\n  - {method: a//b, namespace: a, action: b}\n":                                            "segments",
+		"methods:\n  - {method: a.b, namespace: a, action: b}\n":                                             "segments",
 		"methods:\n  - {method: a/b, namespace: a, action: b, rate: 1/1m}\n":                                 "rate",
 		"methods:\n  - {method: a/b, namespace: a, action: '*'}\n":                                           "only meaningful",
 	} {

@@ -11,13 +11,15 @@ import (
 	"github.com/delegateos/delegateos/internal/mcptest"
 )
 
-const vendorMethods = "methods:\n  - {method: acme/search, namespace: acme, action: search, cost: 7}\n"
+const vendorMethods = "methods:\n  - {method: acme/search, namespace: acme, action: search, cost: 7}\n" +
+	"  - {method: x-acme/bulk_Get2, namespace: acme, action: bulk}\n"
 
 // vendorUpstream answers acme/search and acme/other with a result.
 func vendorUpstream(t *testing.T, e *mcptest.Env) []string {
 	return scriptedUpstream(t, e, map[string]string{
-		"acme/search": `{"jsonrpc":"2.0","id":$ID,"result":{"hits":["found"]}}`,
-		"acme/other":  `{"jsonrpc":"2.0","id":$ID,"result":{"other":true}}`,
+		"acme/search":      `{"jsonrpc":"2.0","id":$ID,"result":{"hits":["found"]}}`,
+		"acme/other":       `{"jsonrpc":"2.0","id":$ID,"result":{"other":true}}`,
+		"x-acme/bulk_Get2": `{"jsonrpc":"2.0","id":$ID,"result":{"bulk":true}}`,
 	})
 }
 
@@ -62,8 +64,13 @@ func TestE2EVendorMethods(t *testing.T) {
 			}
 		})
 	}
-	// The cost of the rule is charged: the decision line says so.
-	p := e.StartProxy(mcptest.ProxyOptions{Policy: pol, Token: e.Mint(nil, "acme:search:*"), Upstream: vendorUpstream(t, e)})
+	// The cost of the rule is charged: the decision line says so; each
+	// decision leaves its receipts, naming the method.
+	key := mcptest.NewKey(t, "proxy")
+	logPath := filepath.Join(e.Dir, "vendor-audit.log")
+	withLog := *pol
+	withLog.Extra += "proxy_key: " + e.KeyFile(key) + "\naudit_log: " + logPath + "\n"
+	p := e.StartProxy(mcptest.ProxyOptions{Policy: &withLog, Token: e.Mint(nil, "acme:search:*"), Upstream: vendorUpstream(t, e)})
 	r := p.Raw()
 	r.Initialize()
 	r.Send(search)
@@ -71,6 +78,15 @@ func TestE2EVendorMethods(t *testing.T) {
 	line := p.WaitLog("decision", func(m map[string]any) bool { return m["allowed"] == true })
 	if line["cost"] != 7.0 {
 		t.Errorf("acme/search was logged %v; want cost 7", line)
+	}
+	r.Send(`{"jsonrpc":"2.0","id":3,"method":"x-acme/bulk_Get2","params":{}}`)
+	if m := r.Response("3"); denialType(m) != "capability_not_granted" {
+		t.Errorf("x-acme/bulk_Get2 with acme:search:* answered %s %+v; want capability_not_granted", m.Result, m.Error)
+	}
+	ds, xs := receiptsOf(t, p, logPath)
+	if len(ds) != 2 || len(xs) != 1 || ds[0].Action != "mcp.acme.search" || ds[0].Resource != "acme/search" || ds[0].Capability == nil ||
+		ds[0].Capability.Namespace != "acme" || ds[1].Action != "mcp.x-acme.bulk_Get2" || ds[1].Decision != "BLOCK" {
+		t.Errorf("receipts of vendor methods: %+v %+v", ds, xs)
 	}
 
 	// policy check shows the list.
@@ -84,7 +100,7 @@ func TestE2EVendorMethods(t *testing.T) {
 	var js struct {
 		Methods []struct{ Method, Namespace, Action, Resource string }
 	}
-	if code != 0 || json.Unmarshal([]byte(out), &js) != nil || len(js.Methods) != 1 || js.Methods[0].Resource != "acme/search" {
+	if code != 0 || json.Unmarshal([]byte(out), &js) != nil || len(js.Methods) != 2 || js.Methods[0].Resource != "acme/search" {
 		t.Fatalf("policy check --json: %d %s", code, out)
 	}
 	// A method MCP defines cannot be listed.
