@@ -144,7 +144,8 @@ func (s *session) clientRequest(h header, frame []byte) {
 			s.replyError(s.toClient, h.id, codeInvalidRequest, "invalid request: "+h.method+" "+err.Error(), nil)
 			return
 		}
-	} else if role == roleGate {
+	} else if role == roleGate && roleOf(h.method) == roleGate {
+		// (A vendor method may take none.)
 		s.replyError(s.toClient, h.id, codeInvalidRequest, "invalid request: "+h.method+" needs params", nil)
 		return
 	}
@@ -254,10 +255,6 @@ func (s *session) gate(p *pending, cp *callParams) bool {
 			s.replyError(s.toClient, p.id, codeInvalidRequest, "invalid request: "+msg, nil)
 			return false
 		}
-	default:
-		// A vendor extension method the policy lists (clientRequest
-		// checked): its rule gives the capability.
-		req.Extension = true
 	case MethodSubscriptionsListen:
 		uris, msg := resourceSubscriptions(cp.notifications)
 		if msg != "" {
@@ -269,6 +266,10 @@ func (s *session) gate(p *pending, cp *callParams) bool {
 			return true
 		}
 		req.URIs = uris
+	default:
+		// A vendor extension method the policy lists (clientRequest
+		// checked): its rule gives the capability.
+		req.Extension = true
 	}
 	p.target = req.Target()
 	s.noteArguments(p, req.Arguments)

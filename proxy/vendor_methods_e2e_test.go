@@ -79,7 +79,7 @@ func TestE2EVendorMethods(t *testing.T) {
 	if line["cost"] != 7.0 {
 		t.Errorf("acme/search was logged %v; want cost 7", line)
 	}
-	r.Send(`{"jsonrpc":"2.0","id":3,"method":"x-acme/bulk_Get2","params":{}}`)
+	r.Send(`{"jsonrpc":"2.0","id":3,"method":"x-acme/bulk_Get2"}`)
 	if m := r.Response("3"); denialType(m) != "capability_not_granted" {
 		t.Errorf("x-acme/bulk_Get2 with acme:search:* answered %s %+v; want capability_not_granted", m.Result, m.Error)
 	}
