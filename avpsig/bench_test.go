@@ -13,7 +13,7 @@ import (
 func BenchmarkVerify(b *testing.B) {
 	holder := testKey(1)
 	body := bytes.Repeat([]byte("x"), 512)
-	v := &Verifier{Now: func() time.Time { return t0 }, MaxNonces: 1 << 30, MaxNoncesPerSigner: 1 << 30}
+	v := &Verifier{Now: func() time.Time { return t0 }, MaxNonces: 1 << 30, MaxNoncesPerTree: 1 << 30}
 	want := did(holder)
 	var nonce [16]byte
 	for i := 0; b.Loop(); i++ {

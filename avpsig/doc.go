@@ -36,9 +36,9 @@
 //
 // Verifier.Verify accepts a request only if its signature was made by the
 // key of the DID the caller expects (for a delegation token, the current
-// delegatee), its timestamp lies within Window of now, the signature covers
-// this method, path, query and body, and its nonce has not been accepted
-// before within the window. Each failure is an *Error with its own Reason:
+// delegatee), its timestamp lies within Window before now (MaxAhead
+// after), the signature covers this method, path, query and body, and its
+// nonce has not been accepted before within the window. Each failure is an *Error with its own Reason:
 // missing, malformed, wrong_key, stale, bad_signature, body_tampered,
 // query_tampered, replayed, busy, store_unavailable. A nonce is spent only
 // once the signature verifies, until its timestamp leaves the window.
@@ -46,9 +46,12 @@
 // # Nonce stores
 //
 // A Verifier spends nonces in its Store, a NonceStore. Without one it uses
-// its own memory (MemoryNonces): at most MaxNonces are held, and when that
-// many are live a new request is refused (busy) rather than forgetting one
-// early. RedisNonces keeps them in Redis, so that the verifiers of several
+// its own memory (MemoryNonces): at most MaxNonces are held, and
+// MaxNoncesPerTree for one delegation tree (VerifyInTree: for a token, its
+// root block, which its holders cannot multiply as they can keys), and
+// when that many are live a new request is refused (busy) rather than
+// forgetting one early. A timestamp more than MaxAhead ahead of the clock
+// is refused as stale, so no nonce is held for longer than the window. RedisNonces keeps them in Redis, so that the verifiers of several
 // processes sharing it accept each nonce once between them: one script
 // (SET NX PX, on Redis's clock) per spend, and a request is refused (store_unavailable) when Redis does
 // not answer. RedisNonces.Join records the fleet's window, so that each

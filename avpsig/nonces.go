@@ -16,8 +16,9 @@ type NonceStore interface {
 	// returns nil when the nonce was not in use and is now spent: the
 	// request may be accepted. Otherwise it returns an *Error:
 	// ReasonReplayed when the nonce is already spent, ReasonBusy when the
-	// store holds as many nonces as it may, ReasonUnavailable when it
-	// cannot tell (the request is then refused, never accepted).
+	// store holds as many nonces as it may (for n.Tree, or in all),
+	// ReasonUnavailable when it cannot tell (the request is then refused,
+	// never accepted).
 	Spend(ctx context.Context, n Nonce) error
 }
 
@@ -27,6 +28,11 @@ type Nonce struct {
 	// names it, for messages.
 	Signer ed25519.PublicKey
 	DID    string
+	// Tree is what the signer's nonces are counted against: for a
+	// delegation token, its delegation tree (an ID of its root block),
+	// which a holder cannot multiply as she can her keys. Empty means the
+	// signer's key is a tree of its own.
+	Tree string
 	// Nonce is the signature's nonce.
 	Nonce string
 	// Signed is the signature's timestamp; zero when not known.
@@ -41,25 +47,41 @@ type Nonce struct {
 	Expires time.Time
 }
 
+// tree is the tree n's nonce counts against: its Tree, else its signer's
+// did:key (a tree ID never starts with "did:").
+func (n Nonce) tree() string {
+	if n.Tree != "" {
+		return n.Tree
+	}
+	return n.DID
+}
+
 // MemoryNonces is a NonceStore in the memory of one process: a Verifier
-// with no Store uses one. It holds at most Max nonces, Max per signer's
-// key, and refuses a new one (ReasonBusy) rather than forget one early.
-// The zero value is ready to use with the defaults.
+// with no Store uses one. It holds at most Max nonces, MaxPerTree for one
+// delegation tree, and refuses a new one (ReasonBusy) rather than forget
+// one early. The zero value is ready to use with the defaults.
 type MemoryNonces struct {
 	// Max bounds the nonces held; zero means DefaultMaxNonces.
 	Max int
-	// MaxPerSigner bounds the nonces held for one signer's key, so that
-	// one signer cannot take them all; zero means
-	// DefaultMaxNoncesPerSigner.
-	MaxPerSigner int
+	// MaxPerTree bounds the nonces held for one tree (Nonce.Tree), so
+	// that the holders of one token, however many keys they attenuate it
+	// to, cannot take them all; zero means DefaultMaxNoncesPerTree.
+	MaxPerTree int
 
 	mu sync.Mutex
-	// nonces maps signer key + nonce to the last Unix second at which it
-	// can be replayed (its ts plus the window).
-	nonces    map[string]int64
+	// nonces maps signer key + nonce to its tree and the last Unix second
+	// at which it can be replayed (its ts plus the window). A nonce is one
+	// signer's, whatever token it came with: the signature does not cover
+	// the bearer token, so a replay with another token is still a replay.
+	nonces    map[string]spent
 	lastSweep int64
-	// perSigner counts the nonces held for each signer's key.
-	perSigner map[string]int
+	// perTree counts the nonces held for each tree.
+	perTree map[string]int
+}
+
+type spent struct {
+	until int64
+	tree  string
 }
 
 var _ NonceStore = (*MemoryNonces)(nil)
@@ -69,7 +91,7 @@ func (m *MemoryNonces) Spend(_ context.Context, n Nonce) error {
 	if len(n.Signer) != ed25519.PublicKeySize {
 		return refuse(ReasonWrongKey, "the signer's key has %d bytes, not %d", len(n.Signer), ed25519.PublicKeySize)
 	}
-	return m.spend(n, m.Max, m.MaxPerSigner)
+	return m.spend(n, m.Max, m.MaxPerTree)
 }
 
 // spend is Spend with the bounds given (zero for the defaults).
@@ -79,7 +101,8 @@ func (m *MemoryNonces) spend(n Nonce, max, perMax int) error {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if m.nonces == nil {
-		m.nonces = map[string]int64{}
+		m.nonces = map[string]spent{}
+		m.perTree = map[string]int{}
 	}
 	if _, seen := m.nonces[key]; seen {
 		return refuse(ReasonReplayed, "nonce %s was already used by %s", n.Nonce, n.DID)
@@ -87,24 +110,24 @@ func (m *MemoryNonces) spend(n Nonce, max, perMax int) error {
 	if max <= 0 {
 		max = DefaultMaxNonces
 	}
-	if now != m.lastSweep || len(m.nonces) >= max {
+	if perMax <= 0 {
+		perMax = DefaultMaxNoncesPerTree
+	}
+	tree := n.tree()
+	// Expiry is counted in whole seconds, so one sweep a second finds
+	// every nonce that has left the window; a flood at the bounds costs
+	// no more.
+	if now != m.lastSweep {
 		m.sweep(now)
+	}
+	if m.perTree[tree] >= perMax {
+		return refuse(ReasonBusy, "%d nonces of %s's delegation tree are live, the most this verifier holds for one tree; retry later", m.perTree[tree], n.DID)
 	}
 	if len(m.nonces) >= max {
 		return refuse(ReasonBusy, "%d nonces are live, the most this verifier holds; retry later", len(m.nonces))
 	}
-	if perMax <= 0 {
-		perMax = DefaultMaxNoncesPerSigner
-	}
-	signer := string(n.Signer)
-	if m.perSigner[signer] >= perMax {
-		return refuse(ReasonBusy, "%d nonces of %s are live, the most this verifier holds for one signer; retry later", m.perSigner[signer], n.DID)
-	}
-	if m.perSigner == nil {
-		m.perSigner = map[string]int{}
-	}
-	m.perSigner[signer]++
-	m.nonces[key] = until
+	m.perTree[tree]++
+	m.nonces[key] = spent{until, tree}
 	return nil
 }
 
@@ -112,12 +135,11 @@ func (m *MemoryNonces) spend(n Nonce, max, perMax int) error {
 // longer be replayed, since their signatures are now stale.
 func (m *MemoryNonces) sweep(now int64) {
 	m.lastSweep = now
-	for k, until := range m.nonces {
-		if until < now {
+	for k, s := range m.nonces {
+		if s.until < now {
 			delete(m.nonces, k)
-			signer := k[:ed25519.PublicKeySize]
-			if m.perSigner[signer]--; m.perSigner[signer] <= 0 {
-				delete(m.perSigner, signer)
+			if m.perTree[s.tree]--; m.perTree[s.tree] <= 0 {
+				delete(m.perTree, s.tree)
 			}
 		}
 	}

@@ -44,10 +44,13 @@ const windowKey = redisconn.Prefix + "nonce-window"
 // that by the server's clock is refused as stale, so a verifier whose
 // clock lags cannot take it again once its key is gone.
 //
-// It has no bound of its own (Redis's memory is the bound): a Verifier
+// Each tree's live nonces are bounded (MaxPerTree), and counted in a
+// sorted set of the tree beside the nonces' own keys, in the same script;
+// the trees are bounded by the tokens the roots issue, since a Verifier
 // spends a nonce only for a signature that verified, and a server only
-// for the holder of a token the gate takes, so only holders can add keys,
-// each living at most twice the window plus Skew. When Redis does not
+// for the holder of a token the gate takes. A script touches two keys, so
+// the store is one Redis server, not a Cluster. Each key lives at most
+// the window plus MaxAhead plus Skew. When Redis does not
 // answer (down, stalled, past its timeouts) Spend refuses with
 // ReasonUnavailable, and the request with it.
 type RedisNonces struct {
@@ -58,6 +61,11 @@ type RedisNonces struct {
 	// Window is the longest window of the Verifiers that share the store;
 	// Join sets it.
 	Window time.Duration
+	// MaxPerTree bounds the live nonces of one delegation tree
+	// (Nonce.Tree), so that the holders of one token, however many keys
+	// they sign with, hold at most that many keys in Redis; a spend beyond
+	// it is refused (ReasonBusy). Zero means DefaultMaxNoncesPerTree.
+	MaxPerTree int
 
 	c    *redis.Client
 	what string // the store, for messages: its URL without the password
@@ -107,28 +115,52 @@ func (r *RedisNonces) Join(ctx context.Context, w time.Duration) error {
 	return nil
 }
 
+// treeKeyPrefix begins the Redis key of a tree's live nonces (a sorted
+// set, see spendScript): then the tree (Nonce.Tree, else the signer's
+// did:key) in braces.
+const treeKeyPrefix = redisconn.Prefix + "nonce-tree:"
+
+// treeKey returns the Redis key of the live nonces of n's tree.
+func treeKey(n Nonce) string {
+	return treeKeyPrefix + "{" + redisconn.HashTag(n.tree()) + "}"
+}
+
 // spendScript spends the nonce KEYS[1] until ARGV[1], in Unix
-// milliseconds on the server's clock (TIME), or ARGV[2] when given: it
-// returns 0 when that has passed (the signature is stale by that clock,
-// whatever the clock of the verifier), 1 when the nonce was not spent and
-// now is, and 2 when it was spent. Every verifier of a fleet thus counts a
-// nonce's life on one clock: one whose clock lags takes a signature the
-// others would call stale, but the server refuses it rather than take it
-// again once its key is gone.
+// milliseconds on the server's clock (TIME), or ARGV[2] when given, and
+// counts it in its tree's sorted set KEYS[2] as the member ARGV[4] with
+// that end as its score. It returns 0 when the end has passed (the
+// signature is stale by that clock, whatever the clock of the verifier),
+// 1 when the nonce was not spent and now is, 2 when it was spent, and 3
+// when the tree holds ARGV[3] live nonces already (busy): only members
+// whose end has not passed count, and the others are dropped. The first
+// write is the SET, which Redis refuses when it is out of memory (a
+// script that has written may go on writing). Every verifier of a fleet thus counts a nonce's life on one
+// clock: one whose clock lags takes a signature the others would call
+// stale, but the server refuses it rather than take it again once its
+// key is gone. The nonce's own key stays one per signer and nonce, so a
+// nonce is spent once whatever tree its request claims.
 var spendScript = redis.NewScript(`
 local now = tonumber(ARGV[2])
 if not now then
   local tm = redis.call('TIME')
   now = tonumber(tm[1]) * 1000 + math.floor(tonumber(tm[2]) / 1000)
 end
-local ttl = tonumber(ARGV[1]) - now
+local last = tonumber(ARGV[1])
+local ttl = last - now
 if ttl <= 0 then return 0 end
-if redis.call('SET', KEYS[1], '1', 'NX', 'PX', ttl) then return 1 end
-return 2
+if redis.call('EXISTS', KEYS[1]) == 1 then return 2 end
+local after = string.format('(%d', now)
+if redis.call('ZCOUNT', KEYS[2], after, '+inf') >= tonumber(ARGV[3]) then return 3 end
+redis.call('SET', KEYS[1], '1', 'PX', ttl)
+redis.call('ZADD', KEYS[2], last, ARGV[4])
+redis.call('ZREMRANGEBYSCORE', KEYS[2], '-inf', string.format('%d', now))
+if redis.call('PTTL', KEYS[2]) < ttl then redis.call('PEXPIRE', KEYS[2], ttl) end
+return 1
 `)
 
 // Spend implements NonceStore with one round trip: a script that checks
-// the nonce's life on the server's clock and spends it.
+// the nonce's life on the server's clock and its tree's bound, and spends
+// it.
 func (r *RedisNonces) Spend(ctx context.Context, n Nonce) error {
 	if len(n.Signer) != ed25519.PublicKeySize {
 		return refuse(ReasonWrongKey, "the signer's key has %d bytes, not %d", len(n.Signer), ed25519.PublicKeySize)
@@ -143,7 +175,16 @@ func (r *RedisNonces) Spend(ctx context.Context, n Nonce) error {
 	if r.callerClock {
 		now = n.Now.UnixMilli()
 	}
-	res, err := spendScript.Run(ctx, r.c, []string{nonceKey(n.Signer, n.Nonce)}, endMs, now).Int64()
+	perTree := r.MaxPerTree
+	if perTree <= 0 {
+		perTree = DefaultMaxNoncesPerTree
+	}
+	did := n.DID
+	if did == "" {
+		did = identity.DIDFromPublicKey(n.Signer)
+	}
+	keys := []string{nonceKey(n.Signer, n.Nonce), treeKey(n)}
+	res, err := spendScript.Run(ctx, r.c, keys, endMs, now, perTree, did+":"+n.Nonce).Int64()
 	switch {
 	case err != nil:
 		err = redisconn.Unavailable(r.what, err)
@@ -152,6 +193,8 @@ func (r *RedisNonces) Spend(ctx context.Context, n Nonce) error {
 		return nil
 	case res == 2:
 		return refuse(ReasonReplayed, "nonce %s was already used by %s", n.Nonce, n.DID)
+	case res == 3:
+		return refuse(ReasonBusy, "%d nonces of %s's delegation tree are live in the %s, the most it holds for one tree; retry later", perTree, n.DID, r.what)
 	case res == 0:
 		return refuse(ReasonStale, "the signature of nonce %s by %s is stale by the clock of the %s, which the servers sharing it count nonces on (this server's clock may lag)", n.Nonce, n.DID, r.what)
 	}

@@ -27,7 +27,8 @@ func TestRedisNoncesJoinFleetWindow(t *testing.T) {
 		t.Fatalf("a longer window joined: %v", err)
 	}
 
-	// A spend at the short-window verifier lives for the fleet's window.
+	// A spend at the short-window verifier lives for the fleet's window
+	// (Redis keeps lives in whole milliseconds, rounded either way).
 	holder := testKey(1)
 	short.Skew = 0
 	now := time.Now()
@@ -37,7 +38,7 @@ func TestRedisNoncesJoinFleetWindow(t *testing.T) {
 		t.Fatal(err)
 	}
 	ttl, err := rs.Client().PTTL(ctx, nonceKey(n.Signer, n.Nonce)).Result()
-	if want := signedAt.Add(2*time.Minute + time.Second).Sub(now); err != nil || ttl < want-time.Second || ttl > want {
+	if want := signedAt.Add(2*time.Minute + time.Second).Sub(now); err != nil || ttl < want-time.Second || ttl > want+time.Millisecond {
 		t.Fatalf("the nonce lives %s (%v); want %s, the fleet's window", ttl, err, want)
 	}
 

@@ -64,16 +64,22 @@ func refuse(r Reason, format string, args ...any) *Error {
 // zero value is ready to use with the defaults. It is safe for concurrent
 // use.
 type Verifier struct {
-	// Window is how far a timestamp may lie from now, either way; zero
-	// means DefaultWindow.
+	// Window is how far a timestamp may lie behind now; zero means
+	// DefaultWindow.
 	Window time.Duration
+	// MaxAhead is how far a timestamp may lie ahead of now (a client's
+	// clock may run fast): a timestamp further ahead is refused as stale,
+	// since its nonce would be held for longer than the window. Zero
+	// means DefaultMaxAhead; it is never more than the Window.
+	MaxAhead time.Duration
 	// MaxNonces bounds the nonces held in the Verifier's own memory (no
 	// Store); zero means DefaultMaxNonces.
 	MaxNonces int
-	// MaxNoncesPerSigner bounds the nonces held there for one signer's key, so
-	// that one signer cannot take them all; zero means
-	// DefaultMaxNoncesPerSigner.
-	MaxNoncesPerSigner int
+	// MaxNoncesPerTree bounds the nonces held there for one delegation
+	// tree (see VerifyInTree), so that the holders of one token, however
+	// many keys they attenuate it to, cannot take them all; zero means
+	// DefaultMaxNoncesPerTree.
+	MaxNoncesPerTree int
 	// Now is the clock; nil means time.Now.
 	Now func() time.Time
 	// Header is the request header Verify reads the signature from; empty
@@ -83,7 +89,7 @@ type Verifier struct {
 	Header string
 
 	// Store spends the nonces of verified signatures; nil means the
-	// Verifier's own memory, bounded by MaxNonces and MaxNoncesPerSigner.
+	// Verifier's own memory, bounded by MaxNonces and MaxNoncesPerTree.
 	// Verifiers in several processes that share a Store (RedisNonces)
 	// accept each nonce once between them.
 	Store NonceStore
@@ -97,6 +103,16 @@ type Verifier struct {
 // its current delegatee). A nil error means the request is accepted and
 // its nonce now spent; otherwise the error is an *Error.
 func (v *Verifier) Verify(r *http.Request, body []byte, signer string) error {
+	return v.VerifyInTree(r, body, signer, "")
+}
+
+// VerifyInTree is Verify for a signer that acts in a delegation tree:
+// tree names it (for a delegation token, an ID of its root block, which
+// only the root's key can make), and the signer's nonce counts against
+// the tree's bound rather than against its own key's, since the holder of
+// a token can attenuate it to as many keys as she likes. Empty means the
+// signer's key is a tree of its own.
+func (v *Verifier) VerifyInTree(r *http.Request, body []byte, signer, tree string) error {
 	path := r.URL.EscapedPath()
 	if path == "" {
 		path = "/"
@@ -112,17 +128,18 @@ func (v *Verifier) Verify(r *http.Request, body []byte, signer string) error {
 			}
 		}
 	}
-	return v.verifyParts(r.Context(), r.Method, path, r.URL.RawQuery, sigs, r.Header.Values(CoveredHeader), body, signer)
+	return v.verifyParts(r.Context(), r.Method, path, r.URL.RawQuery, sigs, r.Header.Values(CoveredHeader), body, signer, tree)
 }
 
 // VerifyParts is Verify given the parts of a request: every AVP-Sig value
 // and every AVP-Sig-Covered value it carries.
 func (v *Verifier) VerifyParts(method, path, rawQuery string, signatures, covered []string, body []byte, signer string) error {
-	return v.verifyParts(context.Background(), method, path, rawQuery, signatures, covered, body, signer)
+	return v.verifyParts(context.Background(), method, path, rawQuery, signatures, covered, body, signer, "")
 }
 
-// verifyParts is VerifyParts; ctx bounds the nonce store's work.
-func (v *Verifier) verifyParts(ctx context.Context, method, path, rawQuery string, signatures, covered []string, body []byte, signer string) error {
+// verifyParts is VerifyParts in a tree (see VerifyInTree); ctx bounds the
+// nonce store's work.
+func (v *Verifier) verifyParts(ctx context.Context, method, path, rawQuery string, signatures, covered []string, body []byte, signer, tree string) error {
 	want, err := identity.ParsePrincipal(signer)
 	if err != nil {
 		return refuse(ReasonWrongKey, "the required signer %q is not a key: %v", clip(signer), err)
@@ -147,8 +164,11 @@ func (v *Verifier) verifyParts(ctx context.Context, method, path, rawQuery strin
 	clock := v.clock()
 	now := clock.Unix()
 	win := int64(v.window() / time.Second)
-	if h.TS < now-win || h.TS > now+win {
-		return refuse(ReasonStale, "signed at %d, %d s from the verifier's clock (%d); the window is %d s", h.TS, h.TS-now, now, win)
+	if h.TS < now-win {
+		return refuse(ReasonStale, "signed at %d, %d s before the verifier's clock (%d); the window is %d s", h.TS, now-h.TS, now, win)
+	}
+	if ahead := v.maxAhead(); h.TS > now+ahead {
+		return refuse(ReasonStale, "signed at %d, %d s ahead of the verifier's clock (%d); a timestamp may be at most %d s ahead (is the client's clock fast?)", h.TS, h.TS-now, now, ahead)
 	}
 	q, err := CanonicalQuery(rawQuery)
 	if err != nil {
@@ -158,7 +178,7 @@ func (v *Verifier) verifyParts(ctx context.Context, method, path, rawQuery strin
 	if !ed25519.Verify(pub, Message(method, path, q, h.TS, h.Nonce, bh), h.Sig) {
 		return explain(pub, h, method, path, q, bh, covered)
 	}
-	return v.spend(ctx, pub, h, clock, win)
+	return v.spend(ctx, pub, h, tree, clock, win)
 }
 
 // explain tells why a signature failed, using what the client says it
@@ -181,10 +201,10 @@ func explain(pub ed25519.PublicKey, h Header, method, path, q, bh string, covere
 }
 
 // spend spends the nonce of a verified signature, refusing a replay.
-func (v *Verifier) spend(ctx context.Context, pub ed25519.PublicKey, h Header, now time.Time, win int64) error {
-	n := Nonce{Signer: pub, DID: h.DID, Nonce: h.Nonce, Now: now, Signed: time.Unix(h.TS, 0), Expires: time.Unix(h.TS+win+1, 0)}
+func (v *Verifier) spend(ctx context.Context, pub ed25519.PublicKey, h Header, tree string, now time.Time, win int64) error {
+	n := Nonce{Signer: pub, DID: h.DID, Tree: tree, Nonce: h.Nonce, Now: now, Signed: time.Unix(h.TS, 0), Expires: time.Unix(h.TS+win+1, 0)}
 	if v.Store == nil {
-		return v.mem.spend(n, v.MaxNonces, v.MaxNoncesPerSigner)
+		return v.mem.spend(n, v.MaxNonces, v.MaxNoncesPerTree)
 	}
 	err := v.Store.Spend(ctx, n)
 	if err == nil {
@@ -206,6 +226,15 @@ func (v *Verifier) clock() time.Time {
 		return v.Now()
 	}
 	return time.Now()
+}
+
+// maxAhead is MaxAhead in whole seconds, at most the window.
+func (v *Verifier) maxAhead() int64 {
+	a := v.MaxAhead
+	if a <= 0 {
+		a = DefaultMaxAhead
+	}
+	return int64(min(a, v.window()) / time.Second)
 }
 
 func (v *Verifier) window() time.Duration {

@@ -24,13 +24,18 @@ import (
 // the last microcent. See the package documentation for the keys it
 // writes and what survives a crash.
 type Redis struct {
-	url  string // redacted, for messages
-	c    *redis.Client
-	ctx  context.Context
-	stop context.CancelFunc
+	url string // redacted, for messages
+	// rawURL names the store in the state directory, stateDir (none
+	// when empty).
+	rawURL, stateDir string
+	c                *redis.Client
+	ctx              context.Context
+	stop             context.CancelFunc
 	// nonce makes this store's reservation IDs unique across the fleet.
 	nonce string
 	now   func() time.Time
+	// warnings are OpenRedis's findings on the server's configuration.
+	warnings []string
 
 	pending sync.WaitGroup // commits and cancels retried in the background
 
@@ -43,10 +48,20 @@ type Redis struct {
 	settle   []settleCmd
 	flushing bool
 
-	mu     sync.Mutex // guards l, last and closed
+	mu     sync.Mutex // guards l, last, closed, ident, resetReason and seen
 	l      ledger     // open reservations only; spend is in Redis
 	last   map[string]int64
 	closed bool
+	// ident is the store's identity and generation as this proxy knows
+	// them; resetReason, when not empty, says why the store has lost data
+	// (every Reserve is refused); seen is the count of calls this proxy
+	// has seen each first key (a chain's root delegation) reach.
+	ident       Identity
+	resetReason string
+	seen        map[string]int64
+	listed      map[string]bool // trees this proxy has added to treesKey
+	// unsent are the commits and cancellations being retried.
+	unsent map[*commitCmd]bool
 }
 
 var _ Store = (*Redis)(nil)
@@ -146,7 +161,10 @@ end
 
 // reserveScript holds cost at every key or at none. KEYS are the distinct
 // keys' spend hashes, then the open-reservations hash and the void key of
-// the reservation, then the spend hashes of the commits it carries. ARGV:
+// the reservation, the tree's stamp, then the spend hashes of the commits
+// it carries. The last four ARGV are the store's identity and generation
+// as the proxy knows them, the calls it has seen the first key count,
+// and "1" when the tree is known to be new (its stamp is then made). ARGV:
 // the reservation ID, cost, the time of the call, the number of levels and
 // of keys, then per level the index of its key in KEYS and its limit, then
 // per key the limit the call records, then the number of commits carried
@@ -157,16 +175,60 @@ end
 // write to the append-only file. It returns {1} when the cost is held (or
 // was held already by this ID: a retried command), {0, level, spent} for
 // the first level, root first, that refuses, or {2} when the reservation
-// was cancelled before it arrived.
+// was cancelled before it arrived; {1} is {1, n}, n the first key's
+// count of calls (0 for a retried command). Before anything it checks the
+// tree's stamp (see identityKey): {3, why} when the tree lost data, {4}
+// when it has no stamp and is not known to be new, {5} when its
+// generation is after the proxy's.
 var reserveScript = redis.NewScript(luaDecimal + `
 local nl, nk = tonumber(ARGV[4]), tonumber(ARGV[5])
 local open = KEYS[nk + 1]
 local rid, cost, at = ARGV[1], ARGV[2], ARGV[3]
 local base = 6 + 2 * nl
 local p = base + nk
+-- The tree's stamp: the store's identity and generation it was written
+-- under; and the calls of the first key, which must not be fewer than the
+-- proxy has seen. Nothing is written before these checks.
+local stamp, na = KEYS[nk + 3], #ARGV
+local sid, sgen, lastn, fresh = ARGV[na - 3], tonumber(ARGV[na - 2]), tonumber(ARGV[na - 1]), ARGV[na]
+local st = redis.call('HMGET', stamp, 'id', 'g', 'reset')
+local newstamp = false
+if st[3] then return {3, st[3]} end
+if not st[1] then
+  if lastn > 0 then return {3, 'the stamp of its delegation tree is gone, after ' .. lastn .. ' calls this proxy saw'} end
+  if fresh ~= '1' then return {4} end
+  newstamp = true
+elseif st[1] ~= sid then
+  return {3, 'its delegation tree was written under the identity ' .. st[1] .. ', not ' .. sid}
+else
+  local g = tonumber(st[2] or '0')
+  if g > sgen then return {5} end
+  if g == sgen and lastn > 0 then
+    local n = redis.call('HGET', KEYS[1], 'n') or '0'
+    if (tonumber(n) or 0) < lastn then
+      return {3, KEYS[1] .. ' counts ' .. n .. ' calls, fewer than the ' .. lastn .. ' this proxy saw'}
+    end
+  end
+end
+local isnew = {}
+if redis.call('EXISTS', unpack(KEYS, 1, nk)) < nk then
+  for i = 1, nk do
+    if redis.call('EXISTS', KEYS[i]) == 0 then
+      if not newstamp and redis.call('HEXISTS', stamp, 'k:' .. KEYS[i]) == 1 then
+        return {3, 'the spend key ' .. KEYS[i] .. ' is gone'}
+      end
+      isnew[i] = true
+    end
+  end
+end
 -- Each step is refused before it writes anything: Redis does not undo
 -- the writes of a script that fails.
-for i = nk + 3, #KEYS do fields(KEYS[i]) end
+for i = nk + 4, #KEYS do fields(KEYS[i]) end
+if newstamp then
+  redis.call('HSET', stamp, 'id', sid, 'g', ARGV[na - 2])
+elseif tonumber(st[2] or '0') < sgen then
+  redis.call('HSET', stamp, 'g', ARGV[na - 2])
+end
 local ns = tonumber(ARGV[p]); p = p + 1
 for x = 1, ns do
   local srid, scost, sn = ARGV[p], ARGV[p + 1], tonumber(ARGV[p + 2])
@@ -181,7 +243,7 @@ for x = 1, ns do
   p = p + sn
 end
 if redis.call('EXISTS', KEYS[nk + 2]) == 1 then return {2} end
-if redis.call('HEXISTS', open, rid) == 1 then return {1} end
+if redis.call('HEXISTS', open, rid) == 1 then return {1, 0} end
 local f, spent = {}, {}
 for i = 1, nk do f[i] = fields(KEYS[i]); spent[i] = add(f[i][1], f[i][2]) end
 for j = 0, nl - 1 do
@@ -197,7 +259,10 @@ for i = 1, nk do
   end
 end
 redis.call('HSET', open, rid, cost)
-return {1}
+for i = 1, nk do
+  if isnew[i] then redis.call('HSET', stamp, 'k:' .. KEYS[i], '1') end
+end
+return {1, tonumber(sat(add(f[1][3], '1')))}
 `)
 
 // commitScript ends a reservation: it drops the held cost (ARGV[2]) at
@@ -230,6 +295,16 @@ return 1
 // redisconn.Options for its parameters). It checks that the server
 // answers and loads the scripts.
 func OpenRedis(rawURL string) (*Redis, error) {
+	return OpenRedisIn(rawURL, "")
+}
+
+// OpenRedisIn is OpenRedis for a proxy that remembers the store's
+// identity in stateDir (see StateDir), so that it finds, even after a
+// restart, a store that has lost it. It joins the store's history (see
+// identityKey): it creates its identity if the store is new, and is in
+// the reset state (every Reserve refused, with an error matching
+// redisconn.ErrReset) if the store has lost data.
+func OpenRedisIn(rawURL, stateDir string) (*Redis, error) {
 	c, err := redisconn.Open(rawURL)
 	if err != nil {
 		return nil, fmt.Errorf("spend store: %w", err)
@@ -237,15 +312,31 @@ func OpenRedis(rawURL string) (*Redis, error) {
 	var nonce [12]byte
 	rand.Read(nonce[:])
 	ctx, stop := context.WithCancel(context.Background())
-	s := &Redis{url: redisconn.Redact(rawURL), c: c, ctx: ctx, stop: stop, nonce: hex.EncodeToString(nonce[:]), now: time.Now}
-	for _, sc := range []*redis.Script{reserveScript, commitScript} {
+	s := &Redis{url: redisconn.Redact(rawURL), rawURL: rawURL, stateDir: stateDir, c: c, ctx: ctx, stop: stop, nonce: hex.EncodeToString(nonce[:]), now: time.Now}
+	for _, sc := range []*redis.Script{reserveScript, commitScript, createIdentityScript, markResetScript} {
 		if err := sc.Load(ctx, c).Err(); err != nil {
 			c.Close()
 			return nil, s.fail(err)
 		}
 	}
+	warnings, err := redisconn.CheckConfig(ctx, c, "the spend store "+s.url)
+	if err != nil {
+		c.Close()
+		return nil, err
+	}
+	s.warnings = warnings
+	if err := s.join(ctx); err != nil {
+		c.Close()
+		return nil, err
+	}
+	s.replay()
 	return s, nil
 }
+
+// Warnings returns what OpenRedis found that puts the store's promise at
+// risk without breaking it (persistence off, a configuration it could
+// not read), for the proxy to log.
+func (s *Redis) Warnings() []string { return s.warnings }
 
 // fail names the store in an error of a command.
 func (s *Redis) fail(err error) error {
@@ -268,31 +359,83 @@ func (s *Redis) Reserve(levels []Level, cost int64) (*Reservation, error) {
 	r := &Reservation{owner: &s.l, id: s.l.lastID, keys: keys, cost: cost}
 	s.mu.Unlock()
 
+	if err := s.resetErr(); err != nil {
+		return nil, err
+	}
 	var buf [MaxLevels]int64
 	limits := keyLimits(buf[:len(keys)], levels, keys)
 	rid := s.rid(r.id)
 	rkeys := scriptKeys(keys, rid)
+	tag := redisconn.HashTag(keys[0])
 	at := min(max(s.now().UnixMilli(), 1), maxAt)
-	args := make([]any, 0, 6+2*len(levels)+len(keys))
-	args = append(args, rid, cost, at, len(levels), len(keys))
-	for _, l := range levels {
-		args = append(args, indexOf(keys, l.Key)+1, l.Limit)
-	}
-	for _, l := range limits {
-		args = append(args, l)
-	}
-	settles := s.takeSettles(rkeys[len(keys)])
-	args = append(args, len(settles))
-	skeys := slices.Clip(rkeys)
-	for _, c := range settles {
-		spend := c.keys[:len(c.keys)-2]
-		args = append(args, c.rid, c.cost, len(spend))
-		for _, k := range spend {
-			skeys = append(skeys, k)
-			args = append(args, len(skeys))
+	fresh, listed := "0", false
+	var res []any
+	var settles []settleCmd
+	for try := 0; ; try++ {
+		args := make([]any, 0, 10+2*len(levels)+len(keys))
+		args = append(args, rid, cost, at, len(levels), len(keys))
+		for _, l := range levels {
+			args = append(args, indexOf(keys, l.Key)+1, l.Limit)
+		}
+		for _, l := range limits {
+			args = append(args, l)
+		}
+		settles = s.takeSettles(rkeys[len(keys)])
+		args = append(args, len(settles))
+		skeys := append(slices.Clip(rkeys), stampKey(keys[0]))
+		for _, c := range settles {
+			spend := c.keys[:len(c.keys)-2]
+			args = append(args, c.rid, c.cost, len(spend))
+			for _, k := range spend {
+				skeys = append(skeys, k)
+				args = append(args, len(skeys))
+			}
+		}
+		s.mu.Lock()
+		id, seen := s.ident, s.seen[keys[0]]
+		s.mu.Unlock()
+		args = append(args, id.ID, id.Gen, seen, fresh)
+		res, err = reserveScript.Run(s.ctx, s.c, skeys, args...).Slice()
+		if err != nil || len(res) == 0 {
+			break
+		}
+		flag, _ := res[0].(int64)
+		if flag < 3 {
+			break
+		}
+		// The script wrote nothing: the commits it carried are sent again.
+		s.requeueSettles(settles)
+		if try >= 3 {
+			return nil, s.fail(fmt.Errorf("the reservation script replied %v %d times", res, try+1))
+		}
+		var serr error
+		switch flag {
+		case 3:
+			why, _ := res[len(res)-1].(string)
+			serr = s.resetTree(tag, why)
+		case 4:
+			serr = s.newTree(tag, listed)
+			fresh = "1"
+			if errors.Is(serr, errListed) {
+				serr, listed, fresh = nil, true, "0"
+			}
+		case 5:
+			serr = s.refresh(s.ctx)
+			if serr == nil {
+				s.mu.Lock()
+				behind := s.ident.Gen == id.Gen
+				s.mu.Unlock()
+				if behind {
+					serr = s.resetNow(fmt.Sprintf("its delegation tree {%s} was written under a generation after this proxy's %d, which the store's identity does not hold", tag, id.Gen))
+				}
+			}
+		default:
+			return nil, s.fail(fmt.Errorf("the reservation script replied %v, not a reply it makes", res))
+		}
+		if serr != nil && !errors.Is(serr, errRetry) {
+			return nil, serr
 		}
 	}
-	res, err := reserveScript.Run(s.ctx, s.c, skeys, args...).Slice()
 	if err != nil {
 		// The commits carried may or may not have been made: they are
 		// made (again, which changes nothing) by the flusher.
@@ -301,17 +444,20 @@ func (s *Redis) Reserve(levels []Level, cost int64) (*Reservation, error) {
 		// it later): the reservation is cancelled, in the background until
 		// Redis answers, so that its cost is not held for a call that was
 		// refused.
-		s.retry(func(ctx context.Context) error {
-			return commitScript.Run(ctx, s.c, rkeys, rid, cost, 0, "void", voidTTL.Milliseconds()).Err()
-		})
+		s.retry(commitCmd{Keys: rkeys, RID: rid, Cost: cost, Void: true})
 		return nil, s.fail(err)
 	}
-	ok, level, spent, err := parseReserveReply(res, len(levels))
+	ok, level, spent, n, err := parseReserveReply(res, len(levels))
 	if errors.Is(err, errCancelled) {
 		return nil, s.fail(err)
 	}
 	if err != nil {
 		return nil, fmt.Errorf("spend store %s: %w", s.url, err)
+	}
+	if fresh == "1" {
+		// The script made the tree's stamp (or found it made), whether or
+		// not the budget had room.
+		s.addTree(tag)
 	}
 	if !ok {
 		l := levels[level]
@@ -319,6 +465,12 @@ func (s *Redis) Reserve(levels []Level, cost int64) (*Reservation, error) {
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	if n > s.seen[keys[0]] {
+		if s.seen == nil {
+			s.seen = make(map[string]int64)
+		}
+		s.seen[keys[0]] = n
+	}
 	if s.l.open == nil {
 		s.l.open = make(map[uint64]*Reservation)
 	}
@@ -336,12 +488,19 @@ func scriptKeys(keys []string, rid string) []string {
 	return append(out, openKey(keys[0]), voidKey(keys[0], rid))
 }
 
-// retry runs f in the background until it succeeds, the store is closed
-// or retryFor has passed, backing off between tries.
-func (s *Redis) retry(f func(ctx context.Context) error) {
-	// Nothing is started once Close waits for what runs: what is not
-	// retried stays charged.
+// retry runs cmd in the background until it succeeds, the store is
+// closed or retryFor has passed, backing off between tries. One still
+// unsent when the store is closed is written to the journal in the state
+// directory, and sent by the next store opened there (see Close).
+func (s *Redis) retry(cmd commitCmd) {
 	s.mu.Lock()
+	if s.unsent == nil {
+		s.unsent = make(map[*commitCmd]bool)
+	}
+	c := &cmd
+	s.unsent[c] = true
+	// Nothing is started once Close waits for what runs: Close journals
+	// it.
 	if s.closed {
 		s.mu.Unlock()
 		return
@@ -352,7 +511,10 @@ func (s *Redis) retry(f func(ctx context.Context) error) {
 		defer s.pending.Done()
 		wait := 50 * time.Millisecond
 		for end := time.Now().Add(retryFor); time.Now().Before(end); {
-			if f(s.ctx) == nil {
+			if c.run(s.ctx, s.c) == nil {
+				s.mu.Lock()
+				delete(s.unsent, c)
+				s.mu.Unlock()
 				return
 			}
 			select {
@@ -371,32 +533,36 @@ const retryFor = 5 * time.Minute
 
 // parseReserveReply reads the reply of reserveScript: ok, or the index of
 // the level (of levels) that refused and the spend it found there.
-func parseReserveReply(res []any, levels int) (ok bool, level int, spent int64, err error) {
+func parseReserveReply(res []any, levels int) (ok bool, level int, spent, n int64, err error) {
 	bad := fmt.Errorf("the reservation script replied %v, not a reply it makes", res)
 	if len(res) == 0 {
-		return false, 0, 0, bad
+		return false, 0, 0, 0, bad
 	}
 	flag, isInt := res[0].(int64)
 	switch {
 	case !isInt:
-		return false, 0, 0, bad
-	case flag == 1 && len(res) == 1:
-		return true, 0, 0, nil
+		return false, 0, 0, 0, bad
+	case flag == 1 && len(res) == 2:
+		n, isInt := res[1].(int64)
+		if !isInt || n < 0 {
+			return false, 0, 0, 0, bad
+		}
+		return true, 0, 0, n, nil
 	case flag == 2 && len(res) == 1:
-		return false, 0, 0, errCancelled
+		return false, 0, 0, 0, errCancelled
 	case flag != 0 || len(res) != 3:
-		return false, 0, 0, bad
+		return false, 0, 0, 0, bad
 	}
 	lv, isInt := res[1].(int64)
 	str, isStr := res[2].(string)
 	if !isInt || !isStr || lv < 0 || lv >= int64(levels) {
-		return false, 0, 0, bad
+		return false, 0, 0, 0, bad
 	}
 	spent, perr := parseDecimal(str)
 	if perr != nil {
-		return false, 0, 0, bad
+		return false, 0, 0, 0, bad
 	}
-	return false, int(lv), spent, nil
+	return false, int(lv), spent, 0, nil
 }
 
 // parseDecimal reads a non-negative decimal as the scripts write it (no
@@ -474,13 +640,11 @@ func (s *Redis) end(r *Reservation, actual int64) error {
 	}
 	// A reply of 0 means the reservation had ended already: a command
 	// whose reply was lost ran before its retry.
-	run := func(ctx context.Context) error {
-		return commitScript.Run(ctx, s.c, rkeys, rid, r.cost, actual, "", 0).Err()
-	}
-	if err := run(s.ctx); err != nil {
+	cmd := commitCmd{Keys: rkeys, RID: rid, Cost: r.cost, Actual: actual}
+	if err := cmd.run(s.ctx, s.c); err != nil {
 		// The reservation keeps its cost charged in Redis until a retry
 		// gets through.
-		s.retry(run)
+		s.retry(cmd)
 		return fmt.Errorf("%w; it is retried in the background, and the reservation's cost stays charged until it gets through", s.fail(err))
 	}
 	return nil
@@ -582,6 +746,10 @@ func (s *Redis) flush() {
 			}
 			select {
 			case <-s.ctx.Done():
+				// Closed: the batch is journalled with the queue.
+				s.smu.Lock()
+				s.settle = append(s.settle, batch...)
+				s.smu.Unlock()
 				return
 			case <-time.After(wait):
 			}
@@ -623,7 +791,10 @@ func (s *Redis) Spent(key string) int64 {
 }
 
 // Close closes the connections. Reservations still open stay charged in
-// Redis. Closing twice does nothing.
+// Redis. Commits and cancellations that have not reached Redis after
+// closeWait are written to a journal in the state directory (given to
+// OpenRedisIn), which the next store opened on it sends. Closing twice
+// does nothing.
 func (s *Redis) Close() error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -641,6 +812,7 @@ func (s *Redis) Close() error {
 	}
 	s.stop()
 	s.pending.Wait()
+	s.journal()
 	s.mu.Lock()
 	return s.c.Close()
 }
@@ -656,7 +828,7 @@ func (s *Redis) errClosed() error {
 // (OpenRedis), or else a file path (OpenFile).
 func Open(pathOrURL string) (Store, error) {
 	if redisconn.IsURL(pathOrURL) {
-		r, err := OpenRedis(pathOrURL)
+		r, err := OpenRedisIn(pathOrURL, StateDir())
 		if err != nil {
 			return nil, err
 		}

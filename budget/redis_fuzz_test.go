@@ -61,11 +61,11 @@ func FuzzReserveReply(f *testing.F) {
 	f.Add(int64(0), int64(5), "007", uint8(3), uint8(2))
 	f.Fuzz(func(t *testing.T, flag, level int64, spent string, n, levels uint8) {
 		res := []any{flag, level, spent}[:min(int(n), 3)]
-		ok, lv, sp, err := parseReserveReply(res, int(levels))
+		ok, lv, sp, calls, err := parseReserveReply(res, int(levels))
 		switch {
 		case err != nil:
 			return
-		case ok && (flag != 1 || len(res) != 1):
+		case ok && (flag != 1 || len(res) != 2 || calls < 0):
 			t.Fatalf("%v read as a reservation", res)
 		case !ok && (lv < 0 || lv >= int(levels) || sp < 0):
 			t.Fatalf("%v read as level %d, spent %d", res, lv, sp)

@@ -19,6 +19,15 @@ func readRedisUsage(rawURL string) ([]Usage, error) {
 		return nil, fmt.Errorf("spend store: %w", err)
 	}
 	defer c.Close()
+	// A store that has lost data does not show its spend as if it were
+	// what was spent.
+	id, err := readIdentity(context.Background(), c)
+	if err != nil {
+		return nil, redisconn.Unavailable("spend store "+redisconn.Redact(rawURL), err)
+	}
+	if id != nil && id.Reset != "" {
+		return nil, &ResetError{Store: redisconn.Redact(rawURL), Reason: id.Reset}
+	}
 	us, err := redisUsage(context.Background(), c)
 	if err != nil {
 		return nil, redisconn.Unavailable("spend store "+redisconn.Redact(rawURL), err)

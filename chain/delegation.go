@@ -28,11 +28,22 @@ func (s Status) Terminal() bool {
 // Delegation is one delegation of the chain (§8.1).
 type Delegation struct {
 	// ID is "del_" and 12 lowercase hex digits, and is the delegation ID
-	// of the token's last block.
+	// of the token's last block. Whoever attenuates chooses it, so it
+	// names the delegation for people but does not identify it: two
+	// delegations may share an ID. Key identifies it.
 	ID string `json:"id"`
 	// ParentID is the parent delegation's ID, or dct.RootParentDelegationID
 	// for a root.
 	ParentID string `json:"parentId"`
+	// Key identifies the delegation: the last of its token's
+	// dct.Token.DelegationKeys, derived from the root block and the whole
+	// path of signed blocks, so no one below the root can choose it. A
+	// store sets it (and ParentKey) from the token on Insert; a record
+	// given with either set must carry the token's. Logs written before
+	// keys existed hold neither, and are read the same.
+	Key string `json:"key,omitempty"`
+	// ParentKey is the parent delegation's Key, or empty for a root.
+	ParentKey string `json:"parentKey,omitempty"`
 	// From and To are the delegator's and the delegatee's principal IDs.
 	From string `json:"from"`
 	To   string `json:"to"`
@@ -113,8 +124,53 @@ func checkNew(d *Delegation) (*dct.Token, error) {
 	if err != nil {
 		return nil, fmt.Errorf("%w: delegation %s: dct: %w", ErrMalformed, d.ID, err)
 	}
+	if err := setKeys(d, tok); err != nil {
+		return nil, err
+	}
 	return tok, nil
 }
+
+// setKeys sets a record's Key and ParentKey from its token, refusing a
+// record that names others.
+func setKeys(d *Delegation, tok *dct.Token) error {
+	keys := tok.DelegationKeys()
+	key, parent := keys[len(keys)-1], ""
+	if len(keys) > 1 {
+		// A child may add several blocks: its parent is the last delegation
+		// before its own with the parent ID, else the one just before.
+		parent = keys[len(keys)-2]
+		ids := blockIDs(tok)
+		for i := len(ids) - 2; i >= 0; i-- {
+			if ids[i] == d.ParentID {
+				parent = keys[i]
+				break
+			}
+		}
+	}
+	if d.Key != "" && d.Key != key || d.ParentKey != "" && d.ParentKey != parent {
+		return violation(InvariantToken, d.ID, "key %q or parentKey %q is not the token's", clip(d.Key), clip(d.ParentKey))
+	}
+	if d.IsRoot() && parent != "" {
+		// A root's token has one block: checkRoot says so, naming it.
+		parent = ""
+	}
+	d.Key, d.ParentKey = key, parent
+	return nil
+}
+
+// blockIDs is the delegation ID of each block of a token, authority first.
+func blockIDs(tok *dct.Token) []string {
+	t := tok.Unverified()
+	ids := []string{t.Authority.DelegationID}
+	for _, a := range t.Attenuations {
+		ids = append(ids, a.DelegationID)
+	}
+	return ids
+}
+
+// ValidKey reports whether key is written as a delegation key is (43
+// base64url characters: 32 bytes).
+func ValidKey(key string) bool { return dct.ValidDelegationKey(key) }
 
 // parseTime reads a timestamp that must be in the written form, so that a
 // record has one spelling and the log one encoding of it.

@@ -18,6 +18,18 @@
 // token's last block, so a record, the budget level it spends from and the
 // token the proxy verifies all name the same delegation.
 //
+// # Keys
+//
+// A delegation ID is chosen by whoever attenuates, so two delegations of
+// different trees (or a sybil's and her victim's) may share one. A record
+// is identified by its Key instead: the last of its token's
+// dct.Token.DelegationKeys, the digest its block's signature covers, which
+// holds the root block and the whole path of blocks. The store derives Key
+// and ParentKey from the token; a child's parent is the record whose key is
+// its ParentKey. Every method that names a delegation takes a key, or an ID
+// that one record alone has (ErrAmbiguous otherwise); StatusReader.Status,
+// which the gate asks, takes keys only.
+//
 // This package reads tokens with dct.Parse and compares them, but never
 // checks a signature, the attenuation rules or expiry: the caller runs a
 // dct.Verifier before recording a delegation, as the proxy does before it
@@ -45,9 +57,13 @@
 // log of JSON lines, one event per line, in canonical JSON (RFC 8785):
 //
 //	{"delegation":{...the §8.1 record...},"op":"insert"}
-//	{"at":"2026-01-01T00:05:00.000Z","attestationId":"att_0123456789ab","id":"del_...","op":"complete"}
-//	{"at":"2026-01-01T00:06:00.000Z","id":"del_...","op":"fail"}
-//	{"at":"2026-01-01T00:07:00.000Z","id":"del_...","op":"revoke"}
+//	{"at":"2026-01-01T00:05:00.000Z","attestationId":"att_0123456789ab","id":"del_...","key":"...","op":"complete"}
+//	{"at":"2026-01-01T00:06:00.000Z","id":"del_...","key":"...","op":"fail"}
+//	{"at":"2026-01-01T00:07:00.000Z","id":"del_...","key":"...","op":"revoke"}
+//
+// A log written before keys has no "key" (in its records or its status
+// lines) and is read as it is: each of its status lines named the one
+// delegation with its ID.
 //
 // A revoke line revokes the subtree as it stood at that point of the log,
 // so every reader replays the same result. Each line is written and synced

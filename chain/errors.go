@@ -11,8 +11,13 @@ var (
 	// line's own structure: IDs, principals, timestamps, status, the token's
 	// encoding.
 	ErrMalformed = errors.New("malformed delegation record")
-	// ErrDuplicate is wrapped when a record's ID is already in the store.
-	ErrDuplicate = errors.New("a delegation with this ID is already recorded")
+	// ErrDuplicate is wrapped when a record's key is already in the store:
+	// the same delegation is recorded. Another delegation with the same ID
+	// is not a duplicate.
+	ErrDuplicate = errors.New("this delegation is already recorded")
+	// ErrAmbiguous is wrapped when a delegation is looked up by an ID that
+	// more than one recorded delegation has: name it by its key.
+	ErrAmbiguous = errors.New("more than one delegation has this ID; name it by its key")
 	// ErrTerminal is matched by a *TransitionError: the delegation has
 	// already ended and its status never changes again.
 	ErrTerminal = errors.New("delegation has already ended")
@@ -104,6 +109,7 @@ func violation(inv Invariant, id, format string, args ...any) *InvariantError {
 // already ended. It matches ErrTerminal.
 type TransitionError struct {
 	ID   string
+	Key  string
 	From Status // the status it has
 	To   Status // the status asked for
 }

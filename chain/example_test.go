@@ -72,7 +72,16 @@ func Example() {
 	if err != nil {
 		panic(err)
 	}
-	fmt.Println("revoked:", revoked)
+	// Revoke names what it changed by key; show each one's ID.
+	var ids []string
+	for _, key := range revoked {
+		d, err := store.Get(key)
+		if err != nil {
+			panic(err)
+		}
+		ids = append(ids, d.ID)
+	}
+	fmt.Println("revoked:", ids)
 
 	// Nothing may be delegated under a revoked delegation.
 	dave := key(5, "dave")

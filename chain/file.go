@@ -230,8 +230,9 @@ func (f *File) caughtUp() bool {
 // first; if the append or the sync fails, the log is cut back to where it
 // was.
 func (f *File) write(e *event) (changed []string, err error) {
-	line, err := encodeEvent(e)
-	if err != nil {
+	// Checked before the lock, then again once prepare has named the
+	// delegation by its key.
+	if _, err := encodeEvent(e); err != nil {
 		return nil, err
 	}
 	f.mu.Lock()
@@ -246,6 +247,10 @@ func (f *File) write(e *event) (changed []string, err error) {
 	defer unlock()
 	err = f.withLog(os.O_RDWR, func(log *os.File, size int64) error {
 		commit, err := f.s.prepare(e)
+		if err != nil {
+			return err
+		}
+		line, err := encodeEvent(e)
 		if err != nil {
 			return err
 		}
@@ -284,17 +289,23 @@ func (f *File) Insert(d Delegation) error {
 }
 
 // Get implements Store.
-func (f *File) Get(id string) (d Delegation, err error) {
-	if verr := f.view(func(s *state) { d, err = s.get(id) }); verr != nil {
+func (f *File) Get(ref string) (d Delegation, err error) {
+	if verr := f.view(func(s *state) { d, err = s.get(ref) }); verr != nil {
 		return Delegation{}, verr
 	}
 	return d, err
 }
 
+// WithID implements Store.
+func (f *File) WithID(id string) (ds []Delegation, err error) {
+	err = f.view(func(s *state) { ds = s.withID(id) })
+	return ds, err
+}
+
 // Status implements StatusReader. When the log has not changed since the
 // last read it costs one stat.
-func (f *File) Status(id string) (st Status, recorded bool, err error) {
-	err = f.view(func(s *state) { st, recorded = s.status(id) })
+func (f *File) Status(key string) (st Status, recorded bool, err error) {
+	err = f.view(func(s *state) { st, recorded = s.status(key) })
 	return st, recorded, err
 }
 

@@ -47,10 +47,11 @@ func TestFileFormat(t *testing.T) {
 	if !bytes.HasPrefix(lines[0], []byte(`{"delegation":{"contractId":"ct_000000000001","createdAt":"2026-01-01T00:00:00.000Z","dct":{"format":"delegateos-sjt-v1","token":"`)) {
 		t.Errorf("insert line: %s", lines[0])
 	}
-	if want := `{"at":"2026-01-01T00:01:00.000Z","attestationId":"att_0123456789ab","id":"del_000000000003","op":"complete"}` + "\n"; string(lines[3]) != want {
+	f := newFixture(t)
+	if want := `{"at":"2026-01-01T00:01:00.000Z","attestationId":"att_0123456789ab","id":"del_000000000003","key":"` + f.b.Key + `","op":"complete"}` + "\n"; string(lines[3]) != want {
 		t.Errorf("complete line: %s", lines[3])
 	}
-	if want := `{"at":"2026-01-01T00:02:00.000Z","id":"del_000000000002","op":"revoke"}` + "\n"; string(lines[4]) != want {
+	if want := `{"at":"2026-01-01T00:02:00.000Z","id":"del_000000000002","key":"` + f.a.Key + `","op":"revoke"}` + "\n"; string(lines[4]) != want {
 		t.Errorf("revoke line: %s", lines[4])
 	}
 	if runtime.GOOS != "windows" {
@@ -166,7 +167,7 @@ func TestFileTornLastLine(t *testing.T) {
 		}
 		s.Close()
 		data, _ := os.ReadFile(path)
-		want := string(bytes.Join(lines[:4], nil)) + `{"at":"2026-01-01T00:03:00.000Z","id":"del_000000000001","op":"revoke"}` + "\n"
+		want := string(bytes.Join(lines[:4], nil)) + `{"at":"2026-01-01T00:03:00.000Z","id":"del_000000000001","key":"` + newFixture(t).root.Key + `","op":"revoke"}` + "\n"
 		if string(data) != want {
 			t.Fatalf("cut %d: the torn line was not cut off:\n%s", cut, data)
 		}
@@ -199,7 +200,7 @@ func TestFileTornLongLine(t *testing.T) {
 		t.Fatal(err)
 	}
 	data, _ := os.ReadFile(path)
-	if !bytes.HasSuffix(data, []byte(`{"at":"2026-01-01T00:01:00.000Z","id":"del_000000000001","op":"revoke"}`+"\n")) {
+	if !bytes.HasSuffix(data, []byte(`{"at":"2026-01-01T00:01:00.000Z","id":"del_000000000001","key":"`+f.root.Key+`","op":"revoke"}`+"\n")) {
 		t.Fatalf("the log does not end with the appended line: ...%q", data[max(0, len(data)-200):])
 	}
 	ds, err := Load(path)

@@ -10,7 +10,7 @@ import (
 // fuzzLog is a valid log for the seeds: the fixture chain, a completion
 // and a revocation.
 func fuzzLog(tb testing.TB) [][]byte {
-	f := newFixture(tb)
+	f, sy := newFixture(tb), newSybil(tb)
 	evs := []*event{
 		{Op: opInsert, Delegation: &f.root},
 		{Op: opInsert, Delegation: &f.a},
@@ -18,6 +18,12 @@ func fuzzLog(tb testing.TB) [][]byte {
 		{Op: opComplete, ID: f.b.ID, AttestationID: attID, At: ts(1)},
 		{Op: opFail, ID: f.b.ID, At: ts(1)},
 		{Op: opRevoke, ID: f.a.ID, At: ts(2)},
+		// As written since keys: both names; and by key alone.
+		{Op: opComplete, ID: f.b.ID, Key: f.b.Key, At: ts(3)},
+		{Op: opRevoke, Key: f.root.Key, At: ts(4)},
+		// A tree that shares IDs with the fixture's.
+		{Op: opInsert, Delegation: &sy.root},
+		{Op: opInsert, Delegation: &sy.a},
 	}
 	lines := make([][]byte, len(evs))
 	for i, e := range evs {
@@ -62,6 +68,7 @@ func FuzzReplayLog(f *testing.F) {
 	f.Add(all[:len(all)-7])
 	f.Add(bytes.Join([][]byte{lines[0], lines[2]}, nil))
 	f.Add(bytes.Join([][]byte{lines[0], lines[1], lines[3], lines[4]}, nil))
+	f.Add(bytes.Join([][]byte{lines[0], lines[1], lines[2], lines[8], lines[9], lines[6], lines[7]}, nil))
 	f.Add([]byte("\n"))
 	f.Add([]byte{})
 	f.Fuzz(func(t *testing.T, data []byte) {

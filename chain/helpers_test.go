@@ -141,9 +141,20 @@ func record(tok *dct.Token, parentID, from string, depth int64, minutes int) Del
 	if n := len(t.Attenuations); n > 0 {
 		id, contract = t.Attenuations[n-1].DelegationID, t.Attenuations[n-1].ContractID
 	}
-	return Delegation{
+	d := Delegation{
 		ID: id, ParentID: parentID, From: from, To: tok.Delegatee(), ContractID: contract,
 		DCT: tok.Serialized(), Depth: depth, Status: StatusActive, CreatedAt: ts(minutes),
+	}
+	if len(t.Signatures) == tok.Blocks() {
+		keyed(&d, tok)
+	}
+	return d
+}
+
+// keyed sets a record's keys as a store does.
+func keyed(d *Delegation, tok *dct.Token) {
+	if err := setKeys(d, tok); err != nil {
+		panic(err)
 	}
 }
 

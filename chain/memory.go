@@ -32,11 +32,18 @@ func (m *Memory) Get(id string) (Delegation, error) {
 	return m.s.get(id)
 }
 
-// Status implements StatusReader; it never fails.
-func (m *Memory) Status(id string) (Status, bool, error) {
+// WithID implements Store.
+func (m *Memory) WithID(id string) ([]Delegation, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	st, ok := m.s.status(id)
+	return m.s.withID(id), nil
+}
+
+// Status implements StatusReader; it never fails.
+func (m *Memory) Status(key string) (Status, bool, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	st, ok := m.s.status(key)
 	return st, ok, nil
 }
 
@@ -84,11 +91,16 @@ func (m *Memory) apply(e *event) ([]string, error) {
 	return m.s.apply(e)
 }
 
-// statusEvent builds a status change for the time given.
-func statusEvent(op, id, attestationID string, at time.Time) (*event, error) {
+// statusEvent builds a status change of the delegation ref names (its key,
+// or an ID one delegation alone has) for the time given.
+func statusEvent(op, ref, attestationID string, at time.Time) (*event, error) {
 	s, err := formatTime(at)
 	if err != nil {
 		return nil, err
 	}
-	return &event{Op: op, ID: id, AttestationID: attestationID, At: s}, nil
+	e := &event{Op: op, ID: ref, AttestationID: attestationID, At: s}
+	if ValidKey(ref) {
+		e.ID, e.Key = "", ref
+	}
+	return e, nil
 }

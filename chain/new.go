@@ -21,10 +21,11 @@ func NewRoot(tok *dct.Token, at time.Time) (Delegation, error) {
 		From: a.Issuer, To: tok.Delegatee(), ContractID: lastContractID(tok),
 		DCT: tok.Serialized(), Depth: 0, Status: StatusActive, CreatedAt: created,
 	}
-	if _, err := (&state{}).checkInsert(d); err != nil {
+	r, err := (&state{}).checkInsert(d)
+	if err != nil {
 		return Delegation{}, err
 	}
-	return d, nil
+	return r.d, nil
 }
 
 // NewChild returns the record of the delegation the holder of parent's

@@ -13,9 +13,11 @@ import (
 	"github.com/delegateos/delegateos/internal/redisset"
 )
 
-// The Redis form of an ended-delegation set: one hash from delegation ID
+// The Redis form of an ended-delegation set: one hash from delegation key
 // to the status it ended with, and a channel on which every ending is
-// announced (by its ID) in the same script that records it.
+// announced (by its key) in the same script that records it. A set written
+// before keys existed holds delegation IDs: such an entry is still read,
+// and ends every delegation with that ID (see Shared.StatusByID).
 const (
 	endedHash    = redisconn.Prefix + "ended"
 	endedChannel = redisconn.Prefix + "ended"
@@ -57,11 +59,11 @@ func OpenShared(local Store, rawURL string) (*Shared, error) {
 	return s, nil
 }
 
-// checkEnded checks an entry of the set: a delegation ID and a terminal
-// status.
+// checkEnded checks an entry of the set: a delegation key (or, written
+// before keys, a delegation ID) and a terminal status.
 func checkEnded(id, status string) error {
-	if !ValidDelegationID(id) {
-		return fmt.Errorf("%q is not a delegation ID", clip(id))
+	if !ValidKey(id) && !ValidDelegationID(id) {
+		return fmt.Errorf("%q is not a delegation key", clip(id))
 	}
 	if !Status(status).Terminal() {
 		return fmt.Errorf("delegation %s: %q is not a status a delegation ends with", id, clip(status))
@@ -71,12 +73,17 @@ func checkEnded(id, status string) error {
 
 // Status implements StatusReader: a delegation the local store records
 // ended is ended; else one the set records ended is, with its status.
-func (s *Shared) Status(id string) (Status, bool, error) {
-	st, recorded, err := localStatus(s.Store, id)
+func (s *Shared) Status(key string) (Status, bool, error) {
+	st, recorded, err := localStatus(s.Store, key)
 	if err != nil || (recorded && st != StatusActive) {
 		return st, recorded, err
 	}
-	v, ok, err := s.copy.Get(id)
+	if !ValidKey(key) {
+		// The set holds keys, and IDs written before keys: an ID is
+		// looked up with StatusByID.
+		return st, recorded, nil
+	}
+	v, ok, err := s.copy.Get(key)
 	if err != nil {
 		return "", false, err
 	}
@@ -86,12 +93,36 @@ func (s *Shared) Status(id string) (Status, bool, error) {
 	return st, recorded, nil
 }
 
-// localStatus asks a Store for a status, through StatusReader if it can.
-func localStatus(st Store, id string) (Status, bool, error) {
-	if r, ok := st.(StatusReader); ok {
-		return r.Status(id)
+// StatusByID reports an entry the set holds under a delegation ID, as a
+// set written before delegation keys did: such an entry ends every
+// delegation with that ID. New endings are recorded by key only, so
+// nothing a proxy of this version records can end another's delegation
+// that happens to share the ID. Remove the ID entries (HDEL) once every
+// proxy of the fleet records keys; see the README on upgrading.
+func (s *Shared) StatusByID(id string) (Status, bool, error) {
+	if !ValidDelegationID(id) {
+		return "", false, nil
 	}
-	d, err := st.Get(id)
+	v, ok, err := s.copy.Get(id)
+	if err != nil {
+		return "", false, err
+	}
+	if ok {
+		return Status(v), true, nil
+	}
+	return "", false, nil
+}
+
+// localStatus asks a Store for a status by key, through StatusReader if it
+// can.
+func localStatus(st Store, key string) (Status, bool, error) {
+	if r, ok := st.(StatusReader); ok {
+		return r.Status(key)
+	}
+	if !ValidKey(key) {
+		return "", false, nil
+	}
+	d, err := st.Get(key)
 	switch {
 	case errors.Is(err, fs.ErrNotExist):
 		return "", false, nil
@@ -101,20 +132,28 @@ func localStatus(st Store, id string) (Status, bool, error) {
 	return d.Status, true, nil
 }
 
-// Complete implements Store, and shares the ending.
-func (s *Shared) Complete(id, attestationID string, at time.Time) error {
-	if err := s.Store.Complete(id, attestationID, at); err != nil {
+// Complete implements Store, and shares the ending by key.
+func (s *Shared) Complete(ref, attestationID string, at time.Time) error {
+	d, err := s.Store.Get(ref)
+	if err != nil {
 		return err
 	}
-	return s.share(StatusCompleted, id)
+	if err := s.Store.Complete(d.Key, attestationID, at); err != nil {
+		return err
+	}
+	return s.share(StatusCompleted, d.Key)
 }
 
-// Fail implements Store, and shares the ending.
-func (s *Shared) Fail(id, attestationID string, at time.Time) error {
-	if err := s.Store.Fail(id, attestationID, at); err != nil {
+// Fail implements Store, and shares the ending by key.
+func (s *Shared) Fail(ref, attestationID string, at time.Time) error {
+	d, err := s.Store.Get(ref)
+	if err != nil {
 		return err
 	}
-	return s.share(StatusFailed, id)
+	if err := s.Store.Fail(d.Key, attestationID, at); err != nil {
+		return err
+	}
+	return s.share(StatusFailed, d.Key)
 }
 
 // Revoke implements Store, and shares the ending of every delegation it
@@ -153,7 +192,8 @@ func (s *Shared) Close() error {
 }
 
 // LoadEnded reads the ended-delegation set at a redis:// or rediss:// URL:
-// each delegation ID with the status it ended with.
+// each delegation key (or, for an entry written before keys, ID) with the
+// status it ended with.
 func LoadEnded(rawURL string) (map[string]Status, error) {
 	c, err := redisconn.Open(rawURL)
 	if err != nil {
@@ -175,4 +215,27 @@ func LoadEnded(rawURL string) (map[string]Status, error) {
 		out[id] = Status(st)
 	}
 	return out, nil
+}
+
+// RepublishEnded records in the ended-delegation set at rawURL every
+// delegation of ds that has ended (completed, failed or revoked), as the
+// recovery of a set that lost data does, and returns how many it
+// recorded. An entry the set holds already is left as it is.
+func RepublishEnded(rawURL string, ds []Delegation) (int, error) {
+	c, err := redisconn.Open(rawURL)
+	if err != nil {
+		return 0, fmt.Errorf("ended delegations: %w", err)
+	}
+	defer c.Close()
+	n := 0
+	for _, d := range ds {
+		if !d.Status.Terminal() {
+			continue
+		}
+		if err := shareEnded(c, redisconn.Redact(rawURL), d.Status, d.ID); err != nil {
+			return n, err
+		}
+		n++
+	}
+	return n, nil
 }

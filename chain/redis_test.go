@@ -42,23 +42,23 @@ func TestSharedEndingsReachTheFleet(t *testing.T) {
 	f := newFixture(t)
 	here, there := openShared(t, srv.URL()), openShared(t, srv.URL())
 	mustInsert(t, here, f.root, f.a, f.b)
-	if st, rec, err := there.Status(f.a.ID); err != nil || rec {
+	if st, rec, err := there.Status(f.a.Key); err != nil || rec {
 		t.Fatalf("before: %q %v %v", st, rec, err)
 	}
-	if err := here.Complete(f.b.ID, "", time.Now()); err != nil {
+	if err := here.Complete(f.b.Key, "", time.Now()); err != nil {
 		t.Fatal(err)
 	}
-	waitStatus(t, there, f.b.ID, StatusCompleted)
-	if _, err := here.Revoke(f.root.ID, time.Now()); err != nil {
+	waitStatus(t, there, f.b.Key, StatusCompleted)
+	if _, err := here.Revoke(f.root.Key, time.Now()); err != nil {
 		t.Fatal(err)
 	}
-	waitStatus(t, there, f.root.ID, StatusRevoked)
-	waitStatus(t, there, f.a.ID, StatusRevoked)
+	waitStatus(t, there, f.root.Key, StatusRevoked)
+	waitStatus(t, there, f.a.Key, StatusRevoked)
 	set, err := LoadEnded(srv.URL())
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(set) != 3 || set[f.b.ID] != StatusCompleted || set[f.a.ID] != StatusRevoked {
+	if len(set) != 3 || set[f.b.Key] != StatusCompleted || set[f.a.Key] != StatusRevoked {
 		t.Fatalf("LoadEnded = %v", set)
 	}
 }
@@ -81,11 +81,12 @@ func TestSharedRefusesBadEntries(t *testing.T) {
 func TestSharedStall(t *testing.T) {
 	srv := redistest.Start(t)
 	s := openShared(t, srv.URL())
+	key := newFixture(t).root.Key
 	srv.Pause()
 	defer srv.Resume()
 	var err error
 	for end := time.Now().Add(5 * time.Second); time.Now().Before(end); time.Sleep(10 * time.Millisecond) {
-		if _, _, err = s.Status(delID(1)); err != nil {
+		if _, _, err = s.Status(key); err != nil {
 			break
 		}
 	}

@@ -16,12 +16,19 @@ import (
 // name maps a principal ID to the name to show; nil, or an empty result,
 // shows the ID. A string with anything but printable characters (a line
 // break, a terminal escape, a bidirectional override, invalid UTF-8) is
-// shown Go-quoted, so no record can forge or hide a line.
+// shown Go-quoted, so no record can forge or hide a line. Delegations that
+// share an ID (chosen by whoever attenuated, so anyone may reuse one) are
+// different delegations: each such line ends with the start of its key.
 func Text(roots []*Node, name func(principalID string) string) []string {
+	shared := sharedIDs(roots)
 	var lines []string
 	var walk func(n *Node, lead, branch string)
 	walk = func(n *Node, lead, branch string) {
-		lines = append(lines, lead+branch+textLine(&n.Delegation, name))
+		line := textLine(&n.Delegation, name)
+		if shared[n.Delegation.ID] {
+			line += "  key " + printable(ShortKey(n.Delegation.Key))
+		}
+		lines = append(lines, lead+branch+line)
 		switch branch {
 		case "├─ ":
 			lead += "│  "
@@ -40,6 +47,33 @@ func Text(roots []*Node, name func(principalID string) string) []string {
 		walk(r, "", "")
 	}
 	return lines
+}
+
+// sharedIDs returns the IDs more than one delegation of the forest has.
+func sharedIDs(roots []*Node) map[string]bool {
+	seen, shared := map[string]bool{}, map[string]bool{}
+	var walk func(n *Node)
+	walk = func(n *Node) {
+		id := n.Delegation.ID
+		shared[id] = shared[id] || seen[id]
+		seen[id] = true
+		for _, c := range n.Children {
+			walk(c)
+		}
+	}
+	for _, r := range roots {
+		walk(r)
+	}
+	return shared
+}
+
+// ShortKey is the start of a delegation key, enough to tell delegations
+// that share an ID apart on a screen.
+func ShortKey(key string) string {
+	if len(key) > 12 {
+		return key[:12]
+	}
+	return key
 }
 
 func textLine(d *Delegation, name func(string) string) string {
@@ -96,6 +130,7 @@ var mermaidClasses = []struct {
 // or '.' is written as a Mermaid entity code (#35; for '#'), so no record
 // can end a label, add a node or an edge, or inject markup.
 func Mermaid(roots []*Node, name func(principalID string) string) string {
+	shared := sharedIDs(roots)
 	var b strings.Builder
 	b.WriteString("graph TD\n")
 	var class strings.Builder
@@ -107,6 +142,10 @@ func Mermaid(roots []*Node, name func(principalID string) string) string {
 		d := &n.Delegation
 		b.WriteString("  " + id + `["`)
 		b.WriteString(mermaidText(d.ID))
+		if shared[d.ID] {
+			b.WriteString(" key ")
+			b.WriteString(mermaidText(ShortKey(d.Key)))
+		}
 		b.WriteString("<br/>")
 		b.WriteString(mermaidText(principal(d.From, name)))
 		b.WriteString(" #8594; ")

@@ -141,7 +141,7 @@ func TestRevokeSubtree(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if want := []string{ds["A"].ID, ds["C"].ID, ds["D"].ID}; !slices.Equal(changed, want) {
+			if want := []string{ds["A"].Key, ds["C"].Key, ds["D"].Key}; !slices.Equal(changed, want) {
 				t.Fatalf("Revoke(A) changed %v; want %v (A, then C under the completed B, then D)", changed, want)
 			}
 			s = k.reopen(t, s)
@@ -177,7 +177,7 @@ func TestRevokeSubtree(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if want := []string{ds["R"].ID, ds["E"].ID}; !slices.Equal(changed, want) {
+			if want := []string{ds["R"].Key, ds["E"].Key}; !slices.Equal(changed, want) {
 				t.Fatalf("Revoke(R) changed %v; want %v", changed, want)
 			}
 		})
@@ -203,7 +203,7 @@ func TestRevokeReachesBelowEnded(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if want := []string{ds["R"].ID, ds["C"].ID}; !slices.Equal(changed, want) {
+	if want := []string{ds["R"].Key, ds["C"].Key}; !slices.Equal(changed, want) {
 		t.Fatalf("changed %v; want %v", changed, want)
 	}
 	for n, st := range map[string]Status{"A": StatusFailed, "B": StatusCompleted, "C": StatusRevoked} {

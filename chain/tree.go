@@ -15,27 +15,31 @@ type Node struct {
 
 // Tree arranges delegations as a forest and returns its roots, sorted like
 // children by CreatedAt, then ID. A delegation whose parent is not among
-// ds is a root too, so a partial list loses nothing. ds need not come from
-// a Store: of records with the same ID the first is used, and should the
-// parent links form a cycle, it is cut at its earliest record, which
-// becomes a root.
+// ds is a root too, so a partial list loses nothing. Records are linked by
+// key (a record without one, not from a Store, by ID): two delegations
+// with the same ID are two nodes. ds need not come from a Store: of
+// records with the same key the first is used, and should the parent
+// links form a cycle, it is cut at its earliest record, which becomes a
+// root.
 func Tree(ds []Delegation) []*Node {
 	nodes := make(map[string]*Node, len(ds))
 	all := make([]*Node, 0, len(ds))
 	for _, d := range ds {
-		if _, dup := nodes[d.ID]; dup {
+		self, _ := links(&d)
+		if _, dup := nodes[self]; dup {
 			continue
 		}
 		n := &Node{Delegation: d}
-		nodes[d.ID] = n
+		nodes[self] = n
 		all = append(all, n)
 	}
 	slices.SortStableFunc(all, compareNodes)
 	parent := func(n *Node) *Node {
-		if n.Delegation.ParentID == n.Delegation.ID {
+		self, up := links(&n.Delegation)
+		if up == self {
 			return nil
 		}
-		return nodes[n.Delegation.ParentID]
+		return nodes[up]
 	}
 	var roots []*Node
 	for _, n := range all {
@@ -62,6 +66,15 @@ func Tree(ds []Delegation) []*Node {
 	}
 	slices.SortStableFunc(roots, compareNodes)
 	return roots
+}
+
+// links returns what names a record and its parent in a Tree: the keys,
+// or the IDs of a record that has no key.
+func links(d *Delegation) (self, parent string) {
+	if d.Key != "" {
+		return "k" + d.Key, "k" + d.ParentKey
+	}
+	return "i" + d.ID, "i" + d.ParentID
 }
 
 // earliestOnCycle returns the earliest node of the cycle that n's parent
@@ -93,7 +106,10 @@ func compareNodes(a, b *Node) int {
 	if c := createdAt(a).Compare(createdAt(b)); c != 0 {
 		return c
 	}
-	return cmp.Compare(a.Delegation.ID, b.Delegation.ID)
+	if c := cmp.Compare(a.Delegation.ID, b.Delegation.ID); c != 0 {
+		return c
+	}
+	return cmp.Compare(a.Delegation.Key, b.Delegation.Key)
 }
 
 // createdAt is the node's creation time; a record that has none that

@@ -23,7 +23,10 @@ type effective struct {
 // ChainLink is one level of the delegation chain with the budget in force
 // at that level, root first.
 type ChainLink struct {
-	DelegationID        string `json:"delegationId"`
+	DelegationID string `json:"delegationId"`
+	// Key identifies the delegation (Token.DelegationKeys): the ID names
+	// it for people, but anyone may choose an ID, not a key.
+	Key                 string `json:"-"`
 	Delegatee           string `json:"delegatee"`
 	MaxBudgetMicrocents int64  `json:"maxBudgetMicrocents"`
 }
@@ -86,7 +89,8 @@ func (tok *Token) walk() (effective, *Denial) {
 	if e.remaining < 0 {
 		return e, deny(AttenuationViolation, "authority.chainDepth %d exceeds its maxChainDepth %d", a.ChainDepth, a.MaxChainDepth)
 	}
-	e.links = append(e.links, ChainLink{DelegationID: a.DelegationID, Delegatee: a.Delegatee, MaxBudgetMicrocents: a.MaxBudgetMicrocents})
+	keys := tok.DelegationKeys()
+	e.links = append(e.links, ChainLink{DelegationID: a.DelegationID, Key: keys[0], Delegatee: a.Delegatee, MaxBudgetMicrocents: a.MaxBudgetMicrocents})
 	for i := range tok.t.Attenuations {
 		at := &tok.t.Attenuations[i]
 		if at.Attenuator != e.delegatee {
@@ -126,7 +130,7 @@ func (tok *Token) walk() (effective, *Denial) {
 		e.delegatee = at.Delegatee
 		e.contractID = at.ContractID
 		e.delegationID = at.DelegationID
-		e.links = append(e.links, ChainLink{DelegationID: at.DelegationID, Delegatee: at.Delegatee, MaxBudgetMicrocents: e.budget})
+		e.links = append(e.links, ChainLink{DelegationID: at.DelegationID, Key: keys[i+1], Delegatee: at.Delegatee, MaxBudgetMicrocents: e.budget})
 	}
 	return e, nil
 }

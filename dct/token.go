@@ -72,6 +72,37 @@ func blockRevocationID(block []byte) string {
 	return b64.Encode(d[:])
 }
 
+// DelegationKeys returns the key of each delegation the token's chain
+// holds, root first: base64url of the BLAKE2b-256 digest its block's
+// signature covers. That payload is the authority and every attenuation up
+// to the block (§3.4), so a key names one delegation by its root and its
+// whole path of blocks, which only their signers could have written.
+// Delegation IDs are chosen by whoever attenuates, so anyone holding a
+// token from a root can pick another principal's; a key cannot be chosen,
+// and two delegations that share an ID have different keys.
+func (tok *Token) DelegationKeys() []string {
+	keys := make([]string, 0, tok.Blocks())
+	d := authorityDigest(&tok.enc)
+	keys = append(keys, b64.Encode(d[:]))
+	for _, d := range attenuationDigests(&tok.enc) {
+		keys = append(keys, b64.Encode(d[:]))
+	}
+	return keys
+}
+
+// ValidDelegationKey reports whether key is written as DelegationKeys
+// writes one: 43 base64url characters, 32 bytes.
+func ValidDelegationKey(key string) bool {
+	if len(key) != delegationKeyLen {
+		return false
+	}
+	b, err := b64.Decode(key)
+	return err == nil && len(b) == 32 && b64.Encode(b) == key
+}
+
+// delegationKeyLen is the length of base64url (unpadded) of 32 bytes.
+const delegationKeyLen = 43
+
 // Signers returns the principal ID that must have signed each block:
 // the issuer for the authority, the attenuator for each attenuation.
 func (tok *Token) Signers() []string {

@@ -22,6 +22,7 @@ func TestVerifyScope(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	keys := tok.DelegationKeys()
 	want := &AuthorizedScope{
 		Capabilities:              []Capability{{Namespace: "docs", Action: "read", Resource: "/project/sub/**"}},
 		RemainingBudgetMicrocents: 380,
@@ -33,9 +34,9 @@ func TestVerifyScope(t *testing.T) {
 		Delegatee:                 carolKey.ID(),
 		ExpiresAt:                 "2026-01-01T00:30:00.000Z",
 		Chain: []ChainLink{
-			{DelegationID: "del_000000000001", Delegatee: aliceKey.ID(), MaxBudgetMicrocents: 1000},
-			{DelegationID: "del_000000000002", Delegatee: bobKey.ID(), MaxBudgetMicrocents: 500},
-			{DelegationID: "del_000000000003", Delegatee: carolKey.ID(), MaxBudgetMicrocents: 500},
+			{DelegationID: "del_000000000001", Key: keys[0], Delegatee: aliceKey.ID(), MaxBudgetMicrocents: 1000},
+			{DelegationID: "del_000000000002", Key: keys[1], Delegatee: bobKey.ID(), MaxBudgetMicrocents: 500},
+			{DelegationID: "del_000000000003", Key: keys[2], Delegatee: carolKey.ID(), MaxBudgetMicrocents: 500},
 		},
 	}
 	if !reflect.DeepEqual(got, want) {

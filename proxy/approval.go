@@ -925,7 +925,7 @@ func (g *Gate) stillAuthorized(token string, now time.Time) *Denial {
 	}
 	if g.Ended != nil {
 		for _, l := range scope.Chain {
-			if status, ended := g.Ended(l.DelegationID); ended {
+			if status, ended := g.Ended(l); ended {
 				return &Denial{Type: dct.Expired, Detail: fmt.Sprintf("delegation %s has ended (%s): its token no longer authorizes calls", l.DelegationID, status)}
 			}
 		}

@@ -71,8 +71,22 @@ const maxCompletions = 4
 // its next call: a chain.File looks at its log (one stat) and replays what
 // other processes appended since. A store that cannot be read ends every
 // delegation, with a status saying so.
-func (d *Delegations) Ended(id string) (string, bool) {
-	st, recorded, err := d.status(id)
+//
+// The delegation is looked up by the link's Key, which its token's blocks
+// fix: a delegation of someone else's that shares its ID neither ends it
+// nor is ended with it. A link without a key (not from a verified token)
+// is refused. The one lookup by ID is of an ending an older proxy shared
+// by ID (chain.Shared.StatusByID), which ends every delegation with it.
+func (d *Delegations) Ended(l dct.ChainLink) (string, bool) {
+	if l.Key == "" {
+		return "unknown: the delegation has no key", true
+	}
+	st, recorded, err := d.status(l.Key)
+	if err == nil && !(recorded && st != chain.StatusActive) {
+		if legacy, ok := d.Chain.(idEndings); ok {
+			st, recorded, err = legacy.StatusByID(l.DelegationID)
+		}
+	}
 	switch {
 	case errors.Is(err, redisconn.ErrUnavailable):
 		return unavailableStatus + ": " + err.Error(), true
@@ -83,6 +97,14 @@ func (d *Delegations) Ended(id string) (string, bool) {
 	}
 	return "", false
 }
+
+// idEndings is a store that also holds endings recorded by delegation ID,
+// as an older proxy shared them (chain.Shared).
+type idEndings interface {
+	StatusByID(id string) (chain.Status, bool, error)
+}
+
+var _ idEndings = (*chain.Shared)(nil)
 
 // revokedSince says why a delegation recorded active may no longer be
 // completed: its token is revoked by the list the gate reads (a CLI
@@ -95,27 +117,33 @@ func (d *Delegations) revokedSince(del chain.Delegation) string {
 		}
 	}
 	if tok, err := dct.Parse(del.DCT.Token); err == nil {
-		st := tok.Unverified()
-		ids := []string{st.Authority.DelegationID}
-		for _, a := range st.Attenuations {
-			ids = append(ids, a.DelegationID)
-		}
-		for _, id := range ids {
-			if status, recorded, err := d.status(id); err == nil && recorded && status == chain.StatusRevoked {
-				return "delegation " + id + " above it was revoked"
+		keys, ids := tok.DelegationKeys(), blockDelegationIDs(tok)
+		for i, key := range keys {
+			if status, recorded, err := d.status(key); err == nil && recorded && status == chain.StatusRevoked {
+				return "delegation " + ids[i] + " above it was revoked"
 			}
 		}
 	}
 	return ""
 }
 
-// status asks the chain store for a delegation's status, through
-// chain.StatusReader when the store has it.
-func (d *Delegations) status(id string) (chain.Status, bool, error) {
-	if r, ok := d.Chain.(chain.StatusReader); ok {
-		return r.Status(id)
+// blockDelegationIDs is the delegation ID of each block, authority first.
+func blockDelegationIDs(tok *dct.Token) []string {
+	st := tok.Unverified()
+	ids := []string{st.Authority.DelegationID}
+	for _, a := range st.Attenuations {
+		ids = append(ids, a.DelegationID)
 	}
-	del, err := d.Chain.Get(id)
+	return ids
+}
+
+// status asks the chain store for a delegation's status by key, through
+// chain.StatusReader when the store has it.
+func (d *Delegations) status(key string) (chain.Status, bool, error) {
+	if r, ok := d.Chain.(chain.StatusReader); ok {
+		return r.Status(key)
+	}
+	del, err := d.Chain.Get(key)
 	switch {
 	case errors.Is(err, fs.ErrNotExist):
 		return "", false, nil
@@ -144,6 +172,9 @@ type Binding struct {
 	Token        string
 	ContractID   string
 	DelegationID string
+	// DelegationKey identifies the delegation (dct.Token.DelegationKeys):
+	// its ID may be another delegation's too.
+	DelegationKey string
 }
 
 func (d *Delegations) now() time.Time {
@@ -261,13 +292,15 @@ func (d *Delegations) Delegate(params json.RawMessage) (DelegateResult, *Binding
 	if res := d.record(tok, now); res != nil {
 		return *res, nil, nil
 	}
+	keys := tok.DelegationKeys()
 	return DelegateResult{Accepted: true, DelegationID: p.DelegationID},
-		&Binding{Token: p.DCT, ContractID: c.ID, DelegationID: p.DelegationID}, nil
+		&Binding{Token: p.DCT, ContractID: c.ID, DelegationID: p.DelegationID, DelegationKey: keys[len(keys)-1]}, nil
 }
 
 // record inserts the delegations of a verified token's chain that the store
-// does not hold yet. One it holds must be the same delegation (same token)
-// and, for the token's own delegation, still active.
+// does not hold yet, each looked up by its key: another delegation with the
+// same ID is another delegation. One it holds must be the same delegation
+// (same token) and, for the token's own delegation, still active.
 func (d *Delegations) record(tok *dct.Token, now time.Time) *DelegateResult {
 	records, err := chain.Records(tok, now)
 	if err != nil {
@@ -275,7 +308,7 @@ func (d *Delegations) record(tok *dct.Token, now time.Time) *DelegateResult {
 		return &r
 	}
 	for i, rec := range records {
-		held, err := d.Chain.Get(rec.ID)
+		held, err := d.Chain.Get(rec.Key)
 		switch {
 		case errors.Is(err, fs.ErrNotExist):
 			err := d.Chain.Insert(rec)
@@ -287,7 +320,7 @@ func (d *Delegations) record(tok *dct.Token, now time.Time) *DelegateResult {
 				return &r
 			}
 			// Another proxy on the same log recorded it first.
-			if held, err = d.Chain.Get(rec.ID); err != nil {
+			if held, err = d.Chain.Get(rec.Key); err != nil {
 				r := reject(RejectInternal, "the delegation chain cannot be read: %v", err)
 				return &r
 			}
@@ -340,6 +373,15 @@ func parentDelegationID(tok *dct.Token) string {
 // run at all (no judge configured, a store error) nothing is recorded and
 // the delegation stays active, so it can be completed again.
 func (d *Delegations) Complete(ctx context.Context, params json.RawMessage) (CompleteResult, error) {
+	return d.CompleteIn(ctx, params, nil)
+}
+
+// CompleteIn is Complete for a session bound to a delegation (nil: none).
+// The message names the delegation by ID, which another delegation may
+// share: the one completed is the delegation with that ID whose delegatee
+// signed the attestation, for its contract; when several are, the one the
+// session is bound to, and none otherwise.
+func (d *Delegations) CompleteIn(ctx context.Context, params json.RawMessage, bound *Binding) (CompleteResult, error) {
 	var p CompleteParams
 	if err := strictjson.Unmarshal(params, &p); err != nil {
 		return CompleteResult{}, invalidParams("%v", err)
@@ -350,25 +392,22 @@ func (d *Delegations) Complete(ctx context.Context, params json.RawMessage) (Com
 	if d.Attest == nil || d.Attestations == nil {
 		return CompleteResult{}, &msgError{code: codeInternalError, message: "this proxy cannot verify attestations"}
 	}
-	del, err := d.Chain.Get(p.DelegationID)
-	if errors.Is(err, fs.ErrNotExist) {
-		return CompleteResult{}, invalidParams("delegation %s is not recorded: send delegateos/delegate first", p.DelegationID)
-	}
-	if err != nil {
-		return CompleteResult{}, internalError("the delegation chain cannot be read: %v", err)
-	}
-	if del.Status != chain.StatusActive {
-		return CompleteResult{}, invalidParams("delegation %s has already ended (%s)", del.ID, del.Status)
-	}
-	if why := d.revokedSince(del); why != "" {
-		return CompleteResult{}, invalidParams("delegation %s cannot be completed: %s", del.ID, why)
-	}
 	a, err := attest.Parse(p.Attestation)
 	if err == nil {
 		err = a.Verify()
 	}
 	if err != nil {
 		return CompleteResult{}, invalidParams("attestation: %v", err)
+	}
+	del, err := d.toComplete(p.DelegationID, a, bound)
+	if err != nil {
+		return CompleteResult{}, err
+	}
+	if del.Status != chain.StatusActive {
+		return CompleteResult{}, invalidParams("delegation %s has already ended (%s)", del.ID, del.Status)
+	}
+	if why := d.revokedSince(del); why != "" {
+		return CompleteResult{}, invalidParams("delegation %s cannot be completed: %s", del.ID, why)
 	}
 	switch {
 	case a.DelegationID != del.ID:
@@ -391,11 +430,11 @@ func (d *Delegations) Complete(ctx context.Context, params json.RawMessage) (Com
 		// Only the delegator's own contract says what this work owed.
 		return CompleteResult{}, invalidParams("contract %s was not issued by %s, who delegated %s: send delegateos/delegate with the delegator's contract first", c.ID, del.From, del.ID)
 	}
-	if err := d.begin(del.ID); err != nil {
+	if err := d.begin(del.Key); err != nil {
 		return CompleteResult{}, err
 	}
-	defer d.end(del.ID)
-	if del, err = d.Chain.Get(del.ID); err != nil || del.Status != chain.StatusActive {
+	defer d.end(del.Key)
+	if del, err = d.Chain.Get(del.Key); err != nil || del.Status != chain.StatusActive {
 		return CompleteResult{}, invalidParams("delegation %s has already ended", p.DelegationID)
 	}
 	report, _ := d.Attest.Verify(ctx, a)
@@ -410,7 +449,7 @@ func (d *Delegations) Complete(ctx context.Context, params json.RawMessage) (Com
 		}
 		return CompleteResult{}, internalError("the attestation cannot be stored")
 	}
-	res := CompleteResult{DelegationID: del.ID, AttestationID: a.ID, Verified: report.Verdict == attest.Passed, Problems: problems(report)}
+	res := CompleteResult{DelegationID: del.ID, delegationKey: del.Key, AttestationID: a.ID, Verified: report.Verdict == attest.Passed, Problems: problems(report)}
 	if st, ok := report.Step(attest.StepVerification); ok && st.Check != nil {
 		res.Score = st.Check.Score
 		if res.Score == nil {
@@ -433,10 +472,10 @@ func (d *Delegations) Complete(ctx context.Context, params json.RawMessage) (Com
 	now := d.now()
 	if passed {
 		res.Status = string(chain.StatusCompleted)
-		err = d.Chain.Complete(del.ID, a.ID, now)
+		err = d.Chain.Complete(del.Key, a.ID, now)
 	} else {
 		res.Status = string(chain.StatusFailed)
-		err = d.Chain.Fail(del.ID, a.ID, now)
+		err = d.Chain.Fail(del.Key, a.ID, now)
 	}
 	if err != nil {
 		return CompleteResult{}, internalError("delegation %s cannot be recorded as %s: %v", del.ID, res.Status, err)
@@ -449,6 +488,38 @@ func (d *Delegations) Complete(ctx context.Context, params json.RawMessage) (Com
 		}
 	}
 	return res, nil
+}
+
+// toComplete finds the delegation a delegateos/complete names by ID: of
+// those with the ID, the ones whose delegatee signed the attestation; of
+// several, the one the session is bound to.
+func (d *Delegations) toComplete(id string, a *attest.Attestation, bound *Binding) (chain.Delegation, error) {
+	all, err := d.Chain.WithID(id)
+	if err != nil {
+		return chain.Delegation{}, internalError("the delegation chain cannot be read: %v", err)
+	}
+	if len(all) == 0 {
+		return chain.Delegation{}, invalidParams("delegation %s is not recorded: send delegateos/delegate first", id)
+	}
+	if len(all) == 1 {
+		// The checks that follow say what does not match.
+		return all[0], nil
+	}
+	mine := slices.DeleteFunc(all, func(del chain.Delegation) bool { return del.To != a.Principal })
+	switch {
+	case len(mine) == 1:
+		return mine[0], nil
+	case len(mine) == 0:
+		return chain.Delegation{}, invalidParams("the attestation is signed by %s, who is not the delegatee of any delegation %s recorded here", a.Principal, id)
+	}
+	if bound != nil {
+		for _, del := range mine {
+			if del.Key == bound.DelegationKey {
+				return del, nil
+			}
+		}
+	}
+	return chain.Delegation{}, invalidParams("%d delegations %s to %s are recorded: send delegateos/complete in the session bound to the one completed (delegateos/delegate)", len(mine), id, a.Principal)
 }
 
 // problems lists the steps of a report that did not pass, children included.
@@ -566,10 +637,22 @@ func (d *Delegations) Revoke(params json.RawMessage) (RevokeResult, error) {
 	}
 	// Whatever its scope, the entry revokes every token containing the
 	// block, so the delegation and its whole subtree are revoked.
-	if changed, err := d.Chain.Revoke(target.ID, d.now()); err == nil {
-		res.Delegations = changed
+	if changed, err := d.Chain.Revoke(target.Key, d.now()); err == nil {
+		res.Delegations = d.ids(changed)
 	}
 	return res, nil
+}
+
+// ids names delegations given by key by their IDs, for people.
+func (d *Delegations) ids(keys []string) []string {
+	out := make([]string, len(keys))
+	for i, k := range keys {
+		out[i] = k
+		if del, err := d.Chain.Get(k); err == nil {
+			out[i] = del.ID
+		}
+	}
+	return out
 }
 
 // SpentUnder returns what store records as spent under the delegation a

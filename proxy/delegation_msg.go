@@ -64,6 +64,9 @@ type CompleteResult struct {
 	Problems []string `json:"problems,omitempty"`
 	// Score is the verification score of the output, when there is one.
 	Score *float64 `json:"score,omitempty"`
+	// delegationKey identifies the delegation completed, which its ID may
+	// not.
+	delegationKey string
 }
 
 // RevokeParams are the params of delegateos/revoke (§9.5).

@@ -87,15 +87,16 @@ func (s *session) delegationMessage(method string, id, params []byte) {
 			return
 		}
 		s.background.Add(1)
+		bound := s.bound
 		s.mu.Unlock()
 		go func() {
 			defer s.background.Done()
-			res, err := d.Complete(s.ctx, params)
+			res, err := d.CompleteIn(s.ctx, params, bound)
 			if err == nil {
 				s.log.Info("delegation ended", zap.String("delegation", res.DelegationID), zap.String("status", res.Status),
 					zap.String("attestation", res.AttestationID), zap.Strings("problems", res.Problems))
 				s.mu.Lock()
-				if s.bound != nil && s.bound.DelegationID == res.DelegationID {
+				if s.bound != nil && s.bound.DelegationKey == res.delegationKey {
 					// The work is done: its token no longer stands for the session.
 					s.bound = nil
 				}

@@ -133,7 +133,8 @@ func (f *delegationFixture) delegateB() *Binding {
 func TestDelegateAccepts(t *testing.T) {
 	f := newDelegationFixture(t)
 	bind := f.delegateB()
-	if *bind != (Binding{Token: f.bTok.String(), ContractID: "ct_bbbbbbbbbbbb", DelegationID: "del_bbbbbbbbbbbb"}) {
+	keys := f.bTok.DelegationKeys()
+	if *bind != (Binding{Token: f.bTok.String(), ContractID: "ct_bbbbbbbbbbbb", DelegationID: "del_bbbbbbbbbbbb", DelegationKey: keys[len(keys)-1]}) {
 		t.Errorf("binding = %+v", bind)
 	}
 	// The whole chain the token carries is recorded: A's delegation too.

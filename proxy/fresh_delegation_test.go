@@ -2,12 +2,15 @@ package proxy
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/base64"
 	"encoding/json"
 	"os"
 	"path/filepath"
 	"testing"
 
 	"github.com/delegateos/delegateos/chain"
+	"github.com/delegateos/delegateos/dct"
 	"github.com/delegateos/delegateos/revocation"
 )
 
@@ -29,6 +32,17 @@ func (f *delegationFixture) fileChain(path string) *Delegations {
 		Attest: f.d.Attest, RevocationList: f.d.RevocationList, Revocations: f.d.Revocations, Now: f.d.Now}
 }
 
+// link is the chain link the gate would give Delegations.Ended for the
+// delegation recorded with an ID, or, for one not recorded, a link with a
+// key of its own.
+func (f *delegationFixture) link(id string) dct.ChainLink {
+	if ds, err := f.d.Chain.WithID(id); err == nil && len(ds) == 1 {
+		return dct.ChainLink{DelegationID: id, Key: ds[0].Key}
+	}
+	sum := sha256.Sum256([]byte(id))
+	return dct.ChainLink{DelegationID: id, Key: base64.RawURLEncoding.EncodeToString(sum[:])}
+}
+
 // What one proxy records ended, another on the same log reports ended at
 // its next look, whether it had looked before or not.
 func TestEndedSeenByAnotherProxy(t *testing.T) {
@@ -36,20 +50,20 @@ func TestEndedSeenByAnotherProxy(t *testing.T) {
 	other := f.fileChain(filepath.Join(t.TempDir(), "delegations.jsonl"))
 	f.delegateB()
 	for _, id := range []string{"del_aaaaaaaaaaaa", "del_bbbbbbbbbbbb", "del_000000000000", "del_cccccccccccc"} {
-		if st, ended := other.Ended(id); ended {
+		if st, ended := other.Ended(f.link(id)); ended {
 			t.Fatalf("%s ended (%s) before anything ended", id, st)
 		}
 	}
 	if _, err := f.d.Complete(context.Background(), f.attestation(f.b, "del_bbbbbbbbbbbb", "ct_bbbbbbbbbbbb", `{"summary":"a long enough summary"}`, 10)); err != nil {
 		t.Fatal(err)
 	}
-	if st, ended := other.Ended("del_bbbbbbbbbbbb"); !ended || st != "completed" {
+	if st, ended := other.Ended(f.link("del_bbbbbbbbbbbb")); !ended || st != "completed" {
 		t.Fatalf("the other proxy's next look: %q %v", st, ended)
 	}
-	if st, ended := f.d.Ended("del_bbbbbbbbbbbb"); !ended || st != "completed" {
+	if st, ended := f.d.Ended(f.link("del_bbbbbbbbbbbb")); !ended || st != "completed" {
 		t.Fatalf("the proxy's own look: %q %v", st, ended)
 	}
-	if _, ended := other.Ended("del_aaaaaaaaaaaa"); ended {
+	if _, ended := other.Ended(f.link("del_aaaaaaaaaaaa")); ended {
 		t.Fatal("the delegator's delegation ended too")
 	}
 }
@@ -61,14 +75,14 @@ func TestEndedFailsClosed(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "delegations.jsonl")
 	other := f.fileChain(path)
 	f.delegateB()
-	if _, ended := other.Ended("del_bbbbbbbbbbbb"); ended {
+	if _, ended := other.Ended(f.link("del_bbbbbbbbbbbb")); ended {
 		t.Fatal("ended before anything happened")
 	}
 	if err := os.Remove(path); err != nil {
 		t.Fatal(err)
 	}
 	for _, id := range []string{"del_bbbbbbbbbbbb", "del_cccccccccccc"} {
-		if st, ended := other.Ended(id); !ended || st == "" {
+		if st, ended := other.Ended(f.link(id)); !ended || st == "" {
 			t.Errorf("%s with the log gone: %q %v", id, st, ended)
 		}
 	}
@@ -97,7 +111,7 @@ func TestRevokeBlockScopeRevokesSubtree(t *testing.T) {
 		t.Error("B's token still verifies")
 	}
 	for _, id := range []string{"del_aaaaaaaaaaaa", "del_bbbbbbbbbbbb"} {
-		if st, ended := f.d.Ended(id); !ended || st != "revoked" {
+		if st, ended := f.d.Ended(f.link(id)); !ended || st != "revoked" {
 			t.Errorf("%s: %q %v", id, st, ended)
 		}
 	}

@@ -28,7 +28,10 @@ type Gate struct {
 	// Ended, when set, reports whether a delegation has ended (completed,
 	// failed or revoked) and how. A call under a token whose chain passes
 	// through an ended delegation is refused: the work it was for is over.
-	Ended func(delegationID string) (status string, ended bool)
+	// It is given each link of the verified chain, and decides by the
+	// link's Key: anyone may give a delegation of her own another's ID,
+	// but not its key (Delegations.Ended).
+	Ended func(link dct.ChainLink) (status string, ended bool)
 	// HonourUpstreamCost reserves each call's MaxCost rather than its Cost,
 	// because the upstream may report what the call cost (up to that).
 	HonourUpstreamCost bool
@@ -305,7 +308,7 @@ func (g *Gate) decideAt(req *CallRequest, start time.Time) (d Decision) {
 	d.Scope = scope
 	if g.Ended != nil {
 		for _, l := range scope.Chain {
-			if status, ended := g.Ended(l.DelegationID); ended {
+			if status, ended := g.Ended(l); ended {
 				t, detail := endedDenial(l.DelegationID, status)
 				return deny(t, scope.Capabilities, "%s", detail)
 			}
@@ -371,12 +374,11 @@ func (g *Gate) decideAt(req *CallRequest, start time.Time) (d Decision) {
 			}
 			return deny(dct.BudgetExceeded, scope.Capabilities, "this call costs %d microcents; delegation %s has spent %d of %d", ex.Cost, displayKey(scope, levels, ex.Key), ex.Spent, ex.Limit)
 		}
-		if den := storeDenial(err, requested(call), scope.Capabilities); den != nil {
-			d.Denial = den
-			return d
-		}
-		// The spend could not be recorded: refuse rather than run unmetered.
-		return deny(dct.BudgetExceeded, scope.Capabilities, "the spend store cannot record this call: %v", err)
+		// The spend could not be recorded: refuse rather than run unmetered,
+		// and say it is the store (retryable), never that the budget is
+		// spent.
+		d.Denial = storeFailure(err, requested(call), scope.Capabilities)
+		return d
 	}
 	d.Allowed, d.Reservation, d.rate = true, r, admitted
 	return d
@@ -562,7 +564,7 @@ func (g *Gate) ListView(method, token string) (func(name string) bool, error) {
 	}
 	if g.Ended != nil {
 		for _, l := range scope.Chain {
-			if status, ended := g.Ended(l.DelegationID); ended {
+			if status, ended := g.Ended(l); ended {
 				return none, fmt.Errorf("delegation %s has ended (%s)", l.DelegationID, status)
 			}
 		}

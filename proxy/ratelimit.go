@@ -207,10 +207,7 @@ func (g *Gate) reserveRate(req *CallRequest, call policy.Call, scope *dct.Author
 		if scope != nil {
 			granted = scope.Capabilities
 		}
-		if den := storeDenial(err, requested(call), granted); den != nil {
-			return ratelimit.Admission{}, den
-		}
-		return ratelimit.Admission{}, denial(fmt.Sprintf("the call cannot be counted against the policy's rate limits: %v", err), 0)
+		return ratelimit.Admission{}, storeFailure(err, requested(call), granted)
 	}
 	return a, nil
 }

@@ -15,6 +15,14 @@ import (
 // could not read.
 const StoreUnavailable dct.DenialType = "store_unavailable"
 
+// StoreReset is the denial type of a call refused because its shared
+// store has lost data it held (flushed, restarted without persistence,
+// keys deleted or evicted): deciding on what is left would spend a
+// budget again. Calls are refused until an operator rebuilds the store
+// from the fleet's audit logs (delegateos store recover) or accepts the
+// loss (delegateos store init --reset).
+const StoreReset dct.DenialType = "store_reset"
+
 // unavailableStatus begins the status Delegations.Ended gives a
 // delegation whose status could not be read from a shared store.
 const unavailableStatus = "store unavailable"
@@ -31,6 +39,21 @@ func storeDenial(err error, requested *dct.Capability, granted []dct.Capability)
 		detail = u.Error()
 	}
 	return &Denial{Type: StoreUnavailable, Detail: detail + "; the call is refused rather than decided on data that may be stale", Requested: requested, Granted: granted}
+}
+
+// storeFailure returns the denial of a call whose store failed with err:
+// store_reset when the store lost data, else store_unavailable, whatever
+// the error (Redis out of memory, a reply no script makes, a field that
+// is not a number): a store that cannot record the call never refuses it
+// as budget_exceeded, which a client reads as the budget spent.
+func storeFailure(err error, requested *dct.Capability, granted []dct.Capability) *Denial {
+	if errors.Is(err, redisconn.ErrReset) {
+		return &Denial{Type: StoreReset, Detail: err.Error(), Requested: requested, Granted: granted}
+	}
+	if den := storeDenial(err, requested, granted); den != nil {
+		return den
+	}
+	return &Denial{Type: StoreUnavailable, Detail: err.Error() + "; the call is refused rather than decided without its spend recorded", Requested: requested, Granted: granted}
 }
 
 // endedDenial is the denial of a call under delegation id, which

@@ -23,13 +23,13 @@ type Store interface {
 }
 
 // FileStore is a list file, read through a revocation.File that a Gate may
-// share: entries are appended with revocation.Append and the File re-read
-// at once, so they are in force for the next decision.
+// share: entries are appended with File.Append, which verifies and writes
+// only the new entry (a push costs the same with 50,000 entries as with
+// none), and are in force for the next decision.
 type FileStore struct {
+	// Path is the list file's path, as File was opened with.
 	Path string
 	File *revocation.File
-
-	mu sync.Mutex // serializes Add's look-then-append in this process
 }
 
 var _ Store = (*FileStore)(nil)
@@ -51,18 +51,10 @@ func (s *FileStore) Len() int { return s.File.Len() }
 
 // Add implements Store.
 func (s *FileStore) Add(e revocation.Entry) (bool, error) {
-	if s.Path == "" || s.File == nil {
+	if s.File == nil {
 		return false, errors.New("no revocation list file")
 	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if holds(s.File.List(), e) {
-		return false, nil
-	}
-	if err := revocation.Append(s.Path, e); err != nil {
-		return false, err
-	}
-	return true, s.File.Reload()
+	return s.File.Append(e)
 }
 
 // MemStore is a Store in memory.
@@ -94,13 +86,5 @@ func (s *MemStore) Add(e revocation.Entry) (bool, error) {
 
 // holds reports whether l has an entry by e's revoker for e's block.
 func holds(l *revocation.List, e revocation.Entry) bool {
-	if !l.IsRevoked(e.RevocationID) {
-		return false
-	}
-	for _, x := range l.Entries() {
-		if x.RevocationID == e.RevocationID && x.RevokedBy == e.RevokedBy {
-			return true
-		}
-	}
-	return false
+	return l.RevokedBy(e.RevocationID, e.RevokedBy)
 }

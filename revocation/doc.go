@@ -55,6 +55,15 @@
 // added again (its time and scope change nothing), so no revoker can grow
 // the list without bound.
 //
+// File.Append adds an entry at the cost of the entry, for a process that
+// keeps the list open (a server taking pushed revocations): under the same
+// lock it verifies only the new entry, checks it against the entries the
+// File has verified, writes it in place of the closing bracket and syncs
+// the file, with no rename. The bytes it replaces are first recorded,
+// synced, in LIST.append; every writer, and OpenFile when the list does
+// not read, first undoes an append the file does not hold whole (a crash
+// before the sync), so a crash still leaves the old or the new list.
+//
 // File is a list backed by a file, for a long-running verifier such as the
 // proxy. Every File.Revoked looks at the file first (one stat, which does
 // not allocate on Linux amd64 and arm64) and, when it has changed, re-reads

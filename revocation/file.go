@@ -83,7 +83,11 @@ func OpenFile(path string) (*File, error) {
 	f := &File{path: p, seed: maphash.MakeSeed()}
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	if st := f.reload(); st.err != nil {
+	st := f.reload()
+	if st.err != nil && undoInterruptedAppend(path) {
+		st = f.reload()
+	}
+	if st.err != nil {
 		f.close()
 		return nil, st.err
 	}

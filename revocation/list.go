@@ -63,8 +63,12 @@ func (l *List) add(e Entry) {
 	l.n.Store(int64(len(l.entries)))
 }
 
-// revokedBy reports whether the list holds an entry by by for the
-// revocation ID id, whatever its time and scope.
+// RevokedBy reports whether the list holds an entry by by for the
+// revocation ID id, whatever its time and scope: another such entry would
+// change no decision.
+func (l *List) RevokedBy(id, by string) bool { return l.revokedBy(id, by) }
+
+// revokedBy is RevokedBy.
 func (l *List) revokedBy(id, by string) bool {
 	l.mu.RLock()
 	defer l.mu.RUnlock()

@@ -87,7 +87,9 @@ func fileError(path string, err error) error {
 // nothing. Writers take an exclusive lock on path+".lock" (which is left in
 // place), read the list, and replace it with a synced temporary file, so
 // concurrent appends from any number of goroutines or processes never lose
-// an entry and a crash leaves either the old or the new list. A list that
+// an entry and a crash leaves either the old or the new list. It reads
+// and verifies the whole list: a process that keeps the list open appends
+// with File.Append, at the cost of the entry alone. A list that
 // does not parse and verify is an error and is left untouched.
 //
 // A redis:// or rediss:// URL adds the entry to the list kept in Redis
@@ -105,23 +107,18 @@ func Append(path string, e Entry) error {
 	if real, err := filepath.EvalSymlinks(path); err == nil {
 		path = real
 	}
-	unlock, err := fsutil.Lock(path+".lock", listFileMode)
-	if err != nil {
-		return fmt.Errorf("lock revocation list %s: %w", path, err)
-	}
-	defer unlock()
-
 	// A list with several names (hard links; a single file bind-mounted
 	// into a container pins its inode the same way): replacing the name
 	// given would leave the others, which a proxy may be reading, on the old
 	// file. It is rewritten in place instead, under a lock on the file
-	// itself, which every name shares.
-	if fi, err := os.Stat(path); err == nil && fi.Mode().IsRegular() && fsutil.Links(fi) > 1 {
-		unlockFile, err := fsutil.Lock(path, fi.Mode().Perm())
-		if err != nil {
-			return fmt.Errorf("lock revocation list %s: %w", path, err)
-		}
-		defer unlockFile()
+	// itself, which every name shares (lockForWrite).
+	unlock, err := lockForWrite(path)
+	if err != nil {
+		return err
+	}
+	defer unlock()
+	if err := recoverAppend(path); err != nil {
+		return err
 	}
 	l, mode := NewList(), listFileMode
 	data, fi, err := readListFile(path)

@@ -96,3 +96,14 @@ func TestServeAVPSigInAuthorization(t *testing.T) {
 		}
 	}
 }
+
+// A signature in Authorization names no token: where the server needs one
+// to start a session (no --token), it is no way around that.
+func TestServeAVPSigInAuthorizationIsNoToken(t *testing.T) {
+	t.Parallel()
+	e := mcptest.NewEnv(t)
+	srv := e.StartServe(mcptest.ServeOptions{Policy: e.Policy()})
+	if code, body, hdr := signedPost(t, srv, e.Agent, "", initBody, nil); code != http.StatusUnauthorized || hdr.Get("Mcp-Session-Id") != "" {
+		t.Fatalf("initialize signed in Authorization, with no token anywhere: HTTP %d %s; want 401", code, body)
+	}
+}

@@ -29,6 +29,13 @@ import (
 // server no longer knows (404) ends the bridge with an error, which ends
 // the relay's session. At EOF on in the session is ended with DELETE.
 //
+// Requests are sent at once, each its own POST; notifications and answers
+// to the server's requests are sent one at a time, in order, from a queue
+// of at most 256 messages and 4 MiB: a message that finds it full is
+// dropped (and counted, see UpstreamNotificationsDropped), so that a client
+// flooding a slow server holds a bounded queue, not a connection per
+// message.
+//
 // No message the server sends is held beyond maxFrame bytes (zero means
 // proxy.DefaultMaxFrameBytes), the relay's own limit: a larger one answers
 // its request with an error instead.
@@ -45,6 +52,12 @@ func Bridge(ctx context.Context, url string, header http.Header, client *http.Cl
 	b.fail = cancel
 	br := bufio.NewReaderSize(in, 64<<10)
 	var wg sync.WaitGroup
+	// Requests each get their own POST (the server bounds them per
+	// session); everything else waits its turn in a bounded queue.
+	q := newSendQueue()
+	defer q.close()
+	wg.Add(1)
+	go func() { defer wg.Done(); q.run(ctx, b) }()
 	for {
 		line, err := br.ReadBytes('\n')
 		if f := bytes.TrimRight(line, "\r\n"); len(f) > 0 {
@@ -59,15 +72,26 @@ func Bridge(ctx context.Context, url string, header http.Header, client *http.Cl
 				// Everything else waits for the session id.
 				b.send(ctx, f, m)
 				b.listen(ctx, &wg)
-			} else {
+			} else if m.Kind == proxy.KindRequest {
+				rctx, done := b.track(ctx, m.ID)
 				wg.Add(1)
-				go func() { defer wg.Done(); b.send(ctx, f, m) }()
+				go func() { defer wg.Done(); defer done(); b.send(rctx, f, m) }()
+			} else {
+				if m.Method == "notifications/cancelled" {
+					// The relay has settled it: its POST is given up, not
+					// left open on a server that may never answer.
+					if id, ok := proxy.CancelledRequestID(f); ok {
+						b.untrack(id)
+					}
+				}
+				q.push(f, m)
 			}
 		}
 		if err != nil {
 			break
 		}
 	}
+	q.close()
 	b.end()
 	cancel(nil)
 	wg.Wait()
@@ -84,11 +108,61 @@ type bridge struct {
 	fail   context.CancelCauseFunc
 	max    int // the largest message taken from the server
 
-	mu            sync.Mutex // guards the session, its headers and out
+	// calls cancels the POST of each request in flight, by request key.
+	calls map[string]*call
+
+	mu            sync.Mutex // guards the session, its headers, calls and out
 	session       string
 	sessionHeader []string // the session's header values, once known
 	versionHeader []string
 	out           *bufio.Writer
+}
+
+// call is a request's POST in flight.
+type call struct{ cancel context.CancelFunc }
+
+// track gives a request's POST a context of its own, which untrack (the
+// client cancelled it) or done (it was answered) cancels. A request whose
+// id is already in flight takes its place (the relay settled the other).
+func (b *bridge) track(ctx context.Context, id []byte) (context.Context, func()) {
+	key, ok := proxy.RequestKey(id)
+	if !ok {
+		return ctx, func() {}
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	c := &call{cancel: cancel}
+	b.mu.Lock()
+	if b.calls == nil {
+		b.calls = map[string]*call{}
+	}
+	if old := b.calls[key]; old != nil {
+		old.cancel()
+	}
+	b.calls[key] = c
+	b.mu.Unlock()
+	return ctx, func() {
+		cancel()
+		b.mu.Lock()
+		if b.calls[key] == c {
+			delete(b.calls, key)
+		}
+		b.mu.Unlock()
+	}
+}
+
+// untrack gives up the POST of the request id.
+func (b *bridge) untrack(id []byte) {
+	key, ok := proxy.RequestKey(id)
+	if !ok {
+		return
+	}
+	b.mu.Lock()
+	c := b.calls[key]
+	delete(b.calls, key)
+	b.mu.Unlock()
+	if c != nil {
+		c.cancel()
+	}
 }
 
 // The header values of every POST.
@@ -135,14 +209,14 @@ func (b *bridge) request(ctx context.Context, method string, body []byte) (*http
 func (b *bridge) send(ctx context.Context, frame []byte, m proxy.Message) {
 	req, err := b.request(ctx, http.MethodPost, frame)
 	if err != nil {
-		b.answerError(m, err.Error())
+		b.answerError(ctx, m, err.Error())
 		return
 	}
 	req.Header["Content-Type"] = postContentType
 	req.Header["Accept"] = postAccept
 	res, err := b.client.Do(req)
 	if err != nil {
-		b.answerError(m, "the upstream MCP server cannot be reached: "+err.Error())
+		b.answerError(ctx, m, "the upstream MCP server cannot be reached: "+err.Error())
 		return
 	}
 	defer res.Body.Close()
@@ -155,14 +229,14 @@ func (b *bridge) send(ctx context.Context, frame []byte, m proxy.Message) {
 	}
 	switch {
 	case res.StatusCode == http.StatusNotFound && m.Method != "initialize" && b.hasSession():
-		b.answerError(m, "the upstream MCP server ended the session")
+		b.answerError(ctx, m, "the upstream MCP server ended the session")
 		b.fail(errors.New("the upstream MCP server ended the session (HTTP 404)"))
 		return
 	case res.StatusCode == http.StatusAccepted:
 		return
 	case res.StatusCode >= 300:
 		body, _ := io.ReadAll(io.LimitReader(res.Body, 4096))
-		b.answerError(m, fmt.Sprintf("the upstream MCP server answered HTTP %d: %s", res.StatusCode, strings.TrimSpace(string(body))))
+		b.answerError(ctx, m, fmt.Sprintf("the upstream MCP server answered HTTP %d: %s", res.StatusCode, strings.TrimSpace(string(body))))
 		return
 	}
 	if strings.HasPrefix(res.Header.Get("Content-Type"), "text/event-stream") {
@@ -171,11 +245,11 @@ func (b *bridge) send(ctx context.Context, frame []byte, m proxy.Message) {
 	}
 	body, err := io.ReadAll(io.LimitReader(res.Body, int64(b.max)+1))
 	if err != nil {
-		b.answerError(m, "reading the upstream's answer failed: "+err.Error())
+		b.answerError(ctx, m, "reading the upstream's answer failed: "+err.Error())
 		return
 	}
 	if len(body) > b.max {
-		b.answerError(m, b.tooLarge())
+		b.answerError(ctx, m, b.tooLarge())
 		return
 	}
 	b.noteVersion(m, body)
@@ -216,14 +290,14 @@ func (b *bridge) readStream(ctx context.Context, body io.ReadCloser, m proxy.Mes
 			lastID = id
 		}
 		if errors.Is(err, errTooLarge) {
-			b.answerError(m, b.tooLarge())
+			b.answerError(ctx, m, b.tooLarge())
 			return
 		}
 		if done || m.Kind != proxy.KindRequest || ctx.Err() != nil {
 			return
 		}
 		if lastID == "" || attempt >= 5 {
-			b.answerError(m, "the upstream MCP server's stream ended before its answer")
+			b.answerError(ctx, m, "the upstream MCP server's stream ended before its answer")
 			return
 		}
 		time.Sleep(time.Duration(attempt) * 100 * time.Millisecond)
@@ -238,7 +312,7 @@ func (b *bridge) readStream(ctx context.Context, body io.ReadCloser, m proxy.Mes
 			if res != nil {
 				res.Body.Close()
 			}
-			b.answerError(m, "the upstream MCP server's stream ended before its answer and could not be resumed")
+			b.answerError(ctx, m, "the upstream MCP server's stream ended before its answer and could not be resumed")
 			return
 		}
 		body = res.Body
@@ -357,8 +431,13 @@ func (b *bridge) end() {
 
 // answerError answers a request with a JSON-RPC error in the upstream's
 // place; anything else gets nothing.
-func (b *bridge) answerError(m proxy.Message, msg string) {
+func (b *bridge) answerError(ctx context.Context, m proxy.Message, msg string) {
 	if m.Kind != proxy.KindRequest {
+		return
+	}
+	if ctx.Err() != nil {
+		// Cancelled (the relay settled it, or the bridge is ending): an
+		// answer now could be taken for a later request with its id.
 		return
 	}
 	b.write(proxy.ErrorFrame(m.ID, proxy.CodeInternalError, msg))

@@ -29,7 +29,9 @@
 //     is dropped, a progress token in use is refused, and a POSTed
 //     cancellation or response (which cannot be told apart) is refused;
 //     closing a request's stream cancels it; delegateos/delegate, which
-//     binds a token to the session, is refused.
+//     binds a token to the session, is refused. The shared relay
+//     initializes its upstream itself (initialize, then
+//     notifications/initialized) before the first of their requests.
 //   - GET opens the session's standalone SSE stream for server messages
 //     that belong to no open request; with Last-Event-ID it resumes any
 //     stream of the session from after that event (the session keeps the
@@ -43,5 +45,9 @@
 // (DNS-rebinding protection), body size, content negotiation, the
 // session's credential (a session created with an Authorization header is
 // bound to it, or, for an AVP-Sig signature there, to its signer; a request
-// with another is refused, and so is one with two), and Options.Authorize.
+// with another is refused, and so is one with two), whether the session's
+// token still authorizes anything (Options.SessionLive: a revoked token's
+// session is closed with its upstream), and Options.Authorize. One token,
+// or one delegation tree, holds a bounded share of the sessions
+// (Options.MaxCredentialSessions, MaxTreeSessions).
 package serve

@@ -147,7 +147,45 @@ func (s *Server) session(w http.ResponseWriter, r *http.Request) *session {
 		httpError(w, http.StatusForbidden, nil, "this session was created with another credential: send the Authorization header it was initialized with")
 		return nil
 	}
+	// Any request, ungated ones too (ping): a session whose token was
+	// revoked, or whose delegation ended, holds no slot and no upstream.
+	if r.Method != http.MethodDelete {
+		if err := s.live(sess); err != nil {
+			w.Header().Set("WWW-Authenticate", `Bearer error="invalid_token"`)
+			httpError(w, http.StatusUnauthorized, nil, "the session was closed: its token no longer authorizes calls: "+err.Error())
+			return nil
+		}
+	}
 	return sess
+}
+
+// sessionlessLimit is the body limit of a request that names no session,
+// from its headers: the server's for a token that verifies,
+// UnauthenticatedBodyBytes (anonymous) for none. It refuses, unread, a
+// request without a token when one is required, or with one that does not
+// verify: zero means the request was answered.
+func (s *Server) sessionlessLimit(w http.ResponseWriter, r *http.Request) (limit int64, anonymous bool) {
+	_, tok, err := credential(r)
+	switch {
+	case err != nil:
+		httpError(w, http.StatusUnauthorized, nil, err.Error())
+		return 0, false
+	case tok == "" && s.opts.RequireToken:
+		// No token: none in Authorization, or a signature there (AVP-Sig)
+		// that names none.
+		w.Header().Set("WWW-Authenticate", "Bearer")
+		httpError(w, http.StatusUnauthorized, nil, "give your token in an Authorization: Bearer header to start a session")
+		return 0, false
+	case tok == "" || s.opts.CheckToken == nil:
+		return min(s.opts.MaxBodyBytes, UnauthenticatedBodyBytes), true
+	}
+	if err := s.opts.CheckToken(tok); err != nil {
+		s.log.Warn("session refused: its token does not verify", zap.Error(err))
+		w.Header().Set("WWW-Authenticate", `Bearer error="invalid_token"`)
+		httpError(w, http.StatusUnauthorized, nil, "the token in the Authorization header is not valid: "+err.Error())
+		return 0, false
+	}
+	return s.opts.MaxBodyBytes, false
 }
 
 // authorize runs Options.Authorize; false means the request was answered.
@@ -209,10 +247,23 @@ func (s *Server) servePost(w http.ResponseWriter, r *http.Request) {
 		httpError(w, http.StatusNotAcceptable, nil, "the Accept header must list both application/json and text/event-stream")
 		return
 	}
-	body, err := s.readBody(w, r)
+	// Who sends it is known from its headers: its session, or its token,
+	// is checked before a byte of its body is read, and the body limit
+	// follows from it.
+	var sess *session
+	limit, anonymous := s.opts.MaxBodyBytes, false
+	if r.Header.Get(HeaderSessionID) != "" {
+		if sess = s.session(w, r); sess == nil {
+			return
+		}
+	} else if limit, anonymous = s.sessionlessLimit(w, r); limit == 0 {
+		return
+	}
+	body, release, err := s.readBody(w, r, limit, anonymous)
 	if err != nil {
 		return
 	}
+	defer release()
 	// One message on one line: the relay reads newline-delimited frames,
 	// and insignificant whitespace (newlines included) is not the message.
 	// (Room for the newline feed adds.)
@@ -231,8 +282,7 @@ func (s *Server) servePost(w http.ResponseWriter, r *http.Request) {
 		writeJSON(w, http.StatusBadRequest, proxy.RefusalFrame(err))
 		return
 	}
-	var sess *session
-	if r.Header.Get(HeaderSessionID) == "" {
+	if sess == nil {
 		initialize := m.Kind == proxy.KindRequest && m.Method == "initialize"
 		stateless := !initialize && statelessStyle(r, m)
 		if !initialize && !stateless {
@@ -247,34 +297,21 @@ func (s *Server) servePost(w http.ResponseWriter, r *http.Request) {
 			httpError(w, http.StatusUnauthorized, m.ID, err.Error())
 			return
 		}
-		if tok == "" && s.opts.RequireToken {
-			w.Header().Set("WWW-Authenticate", "Bearer")
-			httpError(w, http.StatusUnauthorized, m.ID, "give your token in an Authorization: Bearer header to start a session")
-			return
-		}
-		if tok != "" && s.opts.CheckToken != nil {
-			if err := s.opts.CheckToken(tok); err != nil {
-				s.log.Warn("session refused: its token does not verify", zap.Error(err))
-				w.Header().Set("WWW-Authenticate", `Bearer error="invalid_token"`)
-				httpError(w, http.StatusUnauthorized, m.ID, "the token in the Authorization header is not valid: "+err.Error())
-				return
-			}
-		}
+		// Its token, or that it needs one, sessionlessLimit checked.
 		if sess, err = s.newSession(auth, tok, stateless); err != nil {
+			status := http.StatusServiceUnavailable
+			if errors.Is(err, errCredentialSessions) || errors.Is(err, errTreeSessions) {
+				status = http.StatusTooManyRequests // this client's, not the server's
+			}
 			w.Header().Set("Retry-After", "1")
-			httpError(w, http.StatusServiceUnavailable, m.ID, err.Error())
+			httpError(w, status, m.ID, err.Error())
 			return
 		}
 		if initialize {
 			w.Header().Set(HeaderSessionID, sess.ID)
 		}
-	} else {
-		if sess = s.session(w, r); sess == nil {
-			return
-		}
-		if !s.authorize(w, r, body, sess) {
-			return
-		}
+	} else if !s.authorize(w, r, body, sess) {
+		return
 	}
 	if sess.shared && m.Method == proxy.MethodDelegate {
 		// It binds a token to the relay's session (as a request or a
@@ -294,7 +331,9 @@ func (s *Server) servePost(w http.ResponseWriter, r *http.Request) {
 		}
 		// A notification, or the client's answer to the upstream's request:
 		// the relay takes it from here.
-		if err := sess.feed(frame.Bytes()); err != nil {
+		err := sess.feed(frame.Bytes())
+		release()
+		if err != nil {
 			httpError(w, http.StatusNotFound, nil, "the session has ended: start a new one with initialize")
 			return
 		}
@@ -332,6 +371,8 @@ func (s *Server) servePost(w http.ResponseWriter, r *http.Request) {
 	if err := sess.feed(frame.Bytes()); err != nil {
 		sess.abandon(st, "the session's relay is not accepting input")
 	}
+	// The inbox holds its copy: the body is no longer this request's.
+	release()
 	ok := s.writeStream(w, r, st, true)
 	if m.Method == "initialize" && !ok && !sess.shared {
 		sess.close("initialize failed")
@@ -522,11 +563,8 @@ func (s *Server) serveGet(w http.ResponseWriter, r *http.Request) {
 		httpError(w, http.StatusNotAcceptable, nil, "the Accept header must list text/event-stream")
 		return
 	}
-	if _, err := s.readBody(w, r); err != nil {
-		return
-	}
 	sess := s.session(w, r)
-	if sess == nil || !s.authorize(w, r, nil, sess) {
+	if sess == nil || !s.discardBody(w, r) || !s.authorize(w, r, nil, sess) {
 		return
 	}
 	st := sess.streams0()
@@ -560,11 +598,8 @@ func (s *session) streams0() *stream {
 }
 
 func (s *Server) serveDelete(w http.ResponseWriter, r *http.Request) {
-	if _, err := s.readBody(w, r); err != nil {
-		return
-	}
 	sess := s.session(w, r)
-	if sess == nil || !s.authorize(w, r, nil, sess) {
+	if sess == nil || !s.discardBody(w, r) || !s.authorize(w, r, nil, sess) {
 		return
 	}
 	sess.close("the client ended the session (DELETE)")

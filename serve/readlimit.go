@@ -5,6 +5,8 @@ import (
 	"io"
 	"net/http"
 	"time"
+
+	"go.uber.org/zap"
 )
 
 // boundReads gives every request ReadTimeout to send its body, whatever
@@ -19,23 +21,103 @@ func (s *Server) boundReads(h http.Handler) http.Handler {
 	})
 }
 
-// readBody reads a request's body (at most MaxBodyBytes) within
+// budgetWait is how long a request waits for its share of
+// MaxBodyBytesInFlight before it is refused 503.
+const budgetWait = time.Second
+
+// UnauthenticatedBodyBytes bounds the body of a request that brings no
+// credential the server checked (no session, no token that verifies):
+// an initialize, or a small stateless request, fits.
+const UnauthenticatedBodyBytes = 64 << 10
+
+// readBody reads a request's body, at most limit bytes, within
 // ReadTimeout, then lifts the read deadline: the connection is the
-// answer's from then on. It answers the request itself when it returns
-// nil and an error.
-func (s *Server) readBody(w http.ResponseWriter, r *http.Request) ([]byte, error) {
+// answer's from then on. Before it reads a byte it takes the body's share
+// of MaxBodyBytesInFlight (the declared length, or limit when none is
+// declared), waiting briefly; a body declared over limit, or one that gets
+// no share, is refused unread. anonymous is for a request with no
+// credential: it takes its share at once or is refused. The caller calls
+// release once it no longer holds the body (it may call it again). It
+// answers the request itself when it returns an error.
+func (s *Server) readBody(w http.ResponseWriter, r *http.Request, limit int64, anonymous bool) (body []byte, release func(), err error) {
+	release = func() {}
+	if r.ContentLength > limit {
+		httpError(w, http.StatusRequestEntityTooLarge, nil, "the body exceeds the limit of "+itoa(limit)+" bytes"+anonymousHint(limit, anonymous, s.opts.MaxBodyBytes))
+		return nil, release, errBodyTooLarge
+	}
+	if r.ContentLength == 0 {
+		return nil, release, nil
+	}
+	share := limit
+	if r.ContentLength > 0 {
+		share = r.ContentLength
+	}
+	if anonymous && !s.bodies.takeAnonymous(share) || !anonymous && !s.bodies.take(r.Context(), share, budgetWait) {
+		s.warnBudget(anonymous)
+		w.Header().Set("Retry-After", "1")
+		httpError(w, http.StatusServiceUnavailable, nil, "the server holds as many request bodies as it may (max body bytes in flight): try again")
+		return nil, release, errNoBudget
+	}
+	held := true
+	release = func() {
+		if held {
+			held = false
+			s.bodies.give(share, anonymous)
+		}
+	}
 	rc := http.NewResponseController(w)
 	_ = rc.SetReadDeadline(time.Now().Add(s.opts.ReadTimeout))
-	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, s.opts.MaxBodyBytes))
+	if r.ContentLength > 0 {
+		// Its length is known: one buffer of it, not a doubling one.
+		body = make([]byte, r.ContentLength)
+		_, err = io.ReadFull(r.Body, body)
+	} else {
+		body, err = io.ReadAll(http.MaxBytesReader(w, r.Body, limit))
+	}
 	if err != nil {
+		release()
 		var tooBig *http.MaxBytesError
 		if errors.As(err, &tooBig) {
-			httpError(w, http.StatusRequestEntityTooLarge, nil, "the body exceeds the limit of "+itoa(s.opts.MaxBodyBytes)+" bytes")
-			return nil, err
+			httpError(w, http.StatusRequestEntityTooLarge, nil, "the body exceeds the limit of "+itoa(limit)+" bytes"+anonymousHint(limit, anonymous, s.opts.MaxBodyBytes))
+			return nil, release, err
 		}
 		httpError(w, http.StatusBadRequest, nil, "reading the body failed: "+err.Error())
-		return nil, err
+		return nil, release, err
 	}
 	_ = rc.SetReadDeadline(time.Time{})
-	return body, nil
+	return body, release, nil
+}
+
+// discardBody reads the body a GET or DELETE has no use for (at most
+// UnauthenticatedBodyBytes, its session checked first) so that the request
+// is whole; false means the request was answered.
+func (s *Server) discardBody(w http.ResponseWriter, r *http.Request) bool {
+	_, release, err := s.readBody(w, r, min(UnauthenticatedBodyBytes, s.opts.MaxBodyBytes), false)
+	release()
+	return err == nil
+}
+
+// warnBudget logs that requests are refused for want of room for their
+// bodies, at most once a second: a flood must not become one of log lines.
+func (s *Server) warnBudget(anonymous bool) {
+	now := time.Now().UnixNano()
+	last := s.budgetWarned.Load()
+	if now-last < int64(time.Second) || !s.budgetWarned.CompareAndSwap(last, now) {
+		return
+	}
+	s.log.Warn("requests refused (503): the bytes of bodies in flight are at their bound (max body bytes in flight)",
+		zap.Bool("without_credential", anonymous), zap.Int64("in_use", s.bodies.inUse()), zap.Int64("bound", s.opts.MaxBodyBytesInFlight))
+}
+
+var (
+	errBodyTooLarge = errors.New("the body is over the limit")
+	errNoBudget     = errors.New("no room for the body")
+)
+
+// anonymousHint says why an anonymous request's limit is lower.
+func anonymousHint(limit int64, anonymous bool, max int64) string {
+	if !anonymous || limit >= max {
+		return ""
+	}
+	return " for a request without a session or a token that verifies (start a session, or send your token in an Authorization: Bearer header, to send up to " + itoa(max) + ")"
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/sha256"
 	"errors"
+	"fmt"
 	"io"
 	"net"
 	"net/http"
@@ -34,9 +35,39 @@ type Options struct {
 	// send requests from, besides those on an allowed host.
 	AllowOrigins []string
 	// MaxBodyBytes bounds one POST body; zero means DefaultMaxBodyBytes.
+	// A request with no session and no token that CheckToken verified
+	// gets at most UnauthenticatedBodyBytes.
 	MaxBodyBytes int64
+	// MaxBodyBytesInFlight bounds the bytes of request bodies being read
+	// and held at once across the server (each counted at its declared
+	// length, or its limit when it declares none): a request that gets no
+	// share within a second is refused 503 unread, and requests without a
+	// credential share an eighth of it and do not wait. Zero means
+	// DefaultMaxBodyBytesInFlight or MaxBodyBytes, whichever is larger;
+	// less than MaxBodyBytes is an error.
+	MaxBodyBytesInFlight int64
 	// MaxSessions bounds the sessions open at once; zero means 256.
 	MaxSessions int
+	// MaxCredentialSessions bounds the sessions open at once with one
+	// client token, and MaxTreeSessions those whose tokens share a
+	// delegation tree (SessionTree), so that one token holder cannot take
+	// every session; zero means 16 and 64, negative no bound. A session
+	// whose client sends no token (it runs with the server's default
+	// token) is bound by MaxSessions only.
+	MaxCredentialSessions, MaxTreeSessions int
+	// SessionTree, when set, names the delegation tree of a token that
+	// CheckToken accepted (its root block, say: what a token holder
+	// cannot multiply); "" puts the token in no tree.
+	SessionTree func(token string) string
+	// SessionLive, when set, reports whether the token a session's client
+	// presented still authorizes anything: an error (it was revoked, it
+	// expired, its delegation ended) closes the session and stops its
+	// upstream. It runs on each request of the session, on every
+	// session each RecheckInterval, and on Recheck.
+	SessionLive func(token string) error
+	// RecheckInterval is how often every session's token is checked with
+	// SessionLive; zero means 30 seconds.
+	RecheckInterval time.Duration
 	// MaxCalls bounds the requests in flight across all sessions, and
 	// MaxSessionCalls those of one session; zero means 1024 and 64.
 	MaxCalls, MaxSessionCalls int
@@ -75,8 +106,16 @@ type Options struct {
 	Log *zap.Logger
 }
 
-// DefaultMaxBodyBytes is the default bound on one POST body.
-const DefaultMaxBodyBytes = 4 << 20
+// DefaultMaxBodyBytes is the default bound on one POST body, and
+// DefaultMaxBodyBytesInFlight on the bytes of all the bodies held at once.
+const (
+	DefaultMaxBodyBytes         = 4 << 20
+	DefaultMaxBodyBytesInFlight = 64 << 20
+)
+
+// MaxConcurrentStreams bounds the requests an HTTP/2 connection carries at
+// once: a client cannot have one connection run any number of handlers.
+const MaxConcurrentStreams = 32
 
 // Server is the Streamable HTTP front. Mux serves the MCP endpoint,
 // /healthz and /readyz; mount other handlers on it before serving.
@@ -99,10 +138,13 @@ type Server struct {
 	stateless map[[32]byte]*session
 	draining  bool
 
-	calls    atomic.Int64 // requests in flight
-	restarts atomic.Int64 // sessions whose upstream died
-	idle     chan struct{}
-	wg       sync.WaitGroup // running sessions
+	bodies *byteBudget // MaxBodyBytesInFlight
+	// budgetWarned is when a refusal for want of body room was last logged.
+	budgetWarned atomic.Int64
+	calls        atomic.Int64 // requests in flight
+	restarts     atomic.Int64 // sessions whose upstream died
+	idle         chan struct{}
+	wg           sync.WaitGroup // running sessions
 }
 
 // New returns a server for opts.
@@ -116,8 +158,23 @@ func New(opts Options) (*Server, error) {
 	if opts.MaxBodyBytes <= 0 {
 		opts.MaxBodyBytes = DefaultMaxBodyBytes
 	}
+	switch {
+	case opts.MaxBodyBytesInFlight <= 0:
+		opts.MaxBodyBytesInFlight = max(DefaultMaxBodyBytesInFlight, opts.MaxBodyBytes)
+	case opts.MaxBodyBytesInFlight < opts.MaxBodyBytes:
+		return nil, fmt.Errorf("serve: the bytes of bodies in flight (%d) must be at least the largest body (%d)", opts.MaxBodyBytesInFlight, opts.MaxBodyBytes)
+	}
 	if opts.MaxSessions <= 0 {
 		opts.MaxSessions = 256
+	}
+	if opts.MaxCredentialSessions == 0 {
+		opts.MaxCredentialSessions = DefaultMaxCredentialSessions
+	}
+	if opts.MaxTreeSessions == 0 {
+		opts.MaxTreeSessions = DefaultMaxTreeSessions
+	}
+	if opts.RecheckInterval <= 0 {
+		opts.RecheckInterval = DefaultRecheckInterval
 	}
 	if opts.MaxCalls <= 0 {
 		opts.MaxCalls = 1024
@@ -149,6 +206,7 @@ func New(opts Options) (*Server, error) {
 		sessions:  map[string]*session{},
 		stateless: map[[32]byte]*session{},
 		idle:      make(chan struct{}, 1),
+		bodies:    newByteBudget(opts.MaxBodyBytesInFlight),
 	}
 	s.ctx, s.stop = context.WithCancel(context.Background())
 	s.Mux.Handle(opts.Endpoint, http.HandlerFunc(s.serveMCP))
@@ -158,13 +216,15 @@ func New(opts Options) (*Server, error) {
 	})
 	s.Mux.HandleFunc("GET /readyz", s.serveReady)
 	go s.reap()
+	go s.recheckEvery(opts.RecheckInterval)
 	return s, nil
 }
 
 // HTTPServer is an http.Server for s with the limits the front needs:
 // bounded headers, and time limits on reading them and on reading each
 // request's body, whatever serves it (slow clients cannot hold
-// connections open before a request is read).
+// connections open before a request is read); an HTTP/2 connection
+// carries at most MaxConcurrentStreams requests at once.
 func (s *Server) HTTPServer() *http.Server {
 	return &http.Server{
 		Handler:           s.boundReads(s.Mux),
@@ -172,6 +232,7 @@ func (s *Server) HTTPServer() *http.Server {
 		IdleTimeout:       2 * time.Minute,
 		MaxHeaderBytes:    MaxHeaderBytes,
 		ErrorLog:          zap.NewStdLog(s.log),
+		HTTP2:             &http.HTTP2Config{MaxConcurrentStreams: MaxConcurrentStreams},
 	}
 }
 
@@ -253,10 +314,18 @@ func (s *Server) newSession(auth, token string, stateless bool) (*session, error
 	if len(s.sessions) >= s.opts.MaxSessions {
 		return nil, errTooManySessions
 	}
+	tree := ""
+	if token != "" && s.opts.SessionTree != nil {
+		tree = s.opts.SessionTree(token)
+	}
+	if err := s.overCaps(tree, token); err != nil {
+		return nil, err
+	}
 	sess := &session{
 		Session:  Session{ID: newSessionID(), Token: token},
 		srv:      s,
 		cred:     cred,
+		tree:     tree,
 		shared:   stateless,
 		routes:   map[string]*stream{},
 		progress: map[string]*stream{},

@@ -34,6 +34,7 @@ type session struct {
 	srv  *Server
 	log  *zap.Logger
 	cred [32]byte // the hash of the credential it was created with (see credential)
+	tree string   // the delegation tree of its client's token, if any
 	// shared: it serves stateless requests (no Mcp-Session-Id), and its id
 	// is never sent to a client.
 	shared bool
@@ -57,6 +58,10 @@ type session struct {
 	endMsg   string    // why, for requests still waiting
 	closing  bool      // its input is closed (DELETE, reaped, draining)
 	done     chan struct{}
+	// ready is closed once a shared session's upstream is initialized (or
+	// that is given up): client frames wait for it. Nil for other sessions.
+	ready     chan struct{}
+	readyOnce sync.Once
 }
 
 func newSessionID() string {
@@ -79,6 +84,15 @@ const maxQueued = 1 << 20
 func (s *session) start(ctx context.Context) {
 	s.in = newInbox(maxQueued)
 	s.streams[0] = newStream(s, 0)
+	if s.shared {
+		// Its clients never initialize: the relay initializes the upstream
+		// as a session's client would, before their first frame. An
+		// upstream that keeps to the lifecycle sends nothing of its own,
+		// progress included, until notifications/initialized.
+		s.ready = make(chan struct{})
+		s.in.Write([]byte(sharedInitialize + "\n"))
+		time.AfterFunc(sharedInitWait, s.markReady)
+	}
 	go func() {
 		out := &router{s: s}
 		err := s.srv.opts.Relay(ctx, &s.Session, s.in, out)
@@ -133,6 +147,17 @@ func (r *router) flush() {
 // stream's backlog.
 func (s *session) route(frame []byte) {
 	m, err := proxy.ReadRelayMessage(frame)
+	if err == nil && m.Kind == proxy.KindResponse && s.initializing() && idKey(m.ID) == sharedInitKey {
+		// The answer to the shared relay's own initialize: no client
+		// frame has been fed yet, so no request of theirs is answered.
+		if isResult(frame) {
+			s.in.Write([]byte(`{"jsonrpc":"2.0","method":"notifications/initialized"}` + "\n"))
+		} else {
+			s.log.Warn("the upstream refused the shared relay's initialize; its requests go on without", zap.ByteString("response", frame))
+		}
+		s.markReady()
+		return
+	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if err == nil && m.Kind == proxy.KindResponse {
@@ -310,8 +335,41 @@ func (s *session) taking() bool {
 	return !s.ended && !s.closing
 }
 
+// The initialize a shared relay sends its upstream, and how long its
+// clients' frames wait for the answer before they go on without it.
+const (
+	sharedInitialize = `{"jsonrpc":"2.0","id":"delegateos/shared-initialize","method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"delegateos","version":"1"}}}`
+	sharedInitWait   = 10 * time.Second
+)
+
+// sharedInitKey is the route key of sharedInitialize's id.
+var sharedInitKey = idKey([]byte(`"delegateos/shared-initialize"`))
+
+// initializing reports whether a shared session waits for its upstream's
+// answer to its initialize.
+func (s *session) initializing() bool {
+	if s.ready == nil {
+		return false
+	}
+	select {
+	case <-s.ready:
+		return false
+	default:
+		return true
+	}
+}
+
+func (s *session) markReady() {
+	if s.ready != nil {
+		s.readyOnce.Do(func() { close(s.ready) })
+	}
+}
+
 // feed writes one frame into the relay.
 func (s *session) feed(frame []byte) error {
+	if s.ready != nil {
+		<-s.ready
+	}
 	s.inMu.Lock()
 	defer s.inMu.Unlock()
 	// The inbox copies it: the newline may go in frame's spare capacity.
@@ -386,6 +444,7 @@ func (s *session) close(why string) {
 	if already {
 		return
 	}
+	s.markReady() // nothing more waits for the upstream's initialize
 	s.log.Info("closing the session", zap.String("reason", why))
 	// The requests still in flight are cancelled first, so that the relay
 	// settles each as a cancellation (charged what it reserved: the
@@ -447,6 +506,7 @@ func (s *session) end(err error) {
 	}
 	s.ended = true
 	s.endMsg = msg
+	s.markReady()
 	for _, st := range append([]*stream(nil), s.open...) {
 		s.finish(st)
 		st.add(proxy.ErrorFrame([]byte(st.reqID), proxy.CodeInternalError, msg+" before the upstream answered"), true)

@@ -70,7 +70,12 @@ var chainShowCmd = &command{
 					return inputf("%v", err)
 				}
 				for i := range ds {
-					if st, ok := set[ds[i].ID]; ok && ds[i].Status == chain.StatusActive {
+					// By key; an entry by ID is one an older proxy wrote.
+					st, ok := set[ds[i].Key]
+					if !ok {
+						st, ok = set[ds[i].ID]
+					}
+					if ok && ds[i].Status == chain.StatusActive {
 						ds[i].Status = st
 					}
 				}

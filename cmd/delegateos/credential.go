@@ -9,6 +9,7 @@ import (
 	iofs "io/fs"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"time"
 
@@ -104,6 +105,36 @@ var credentialIssueCmd = &command{
 	},
 }
 
+// receiptRecord picks the record a receipt is for among those with the ID:
+// another delegation may have it too, since whoever attenuates chooses
+// IDs. Of several, the one the attestation ended, then the one the key
+// delegated; nil when none has the ID.
+func receiptRecord(ds []chain.Delegation, id, attID, delegator string) (*chain.Delegation, error) {
+	var all []*chain.Delegation
+	for i := range ds {
+		if ds[i].ID == id {
+			all = append(all, &ds[i])
+		}
+	}
+	for _, keep := range []func(d *chain.Delegation) bool{
+		func(d *chain.Delegation) bool { return attID == "" || d.AttestationID == attID },
+		func(d *chain.Delegation) bool { return d.From == delegator },
+	} {
+		if len(all) > 1 {
+			if some := slices.DeleteFunc(slices.Clone(all), func(d *chain.Delegation) bool { return !keep(d) }); len(some) > 0 {
+				all = some
+			}
+		}
+	}
+	switch len(all) {
+	case 0:
+		return nil, nil
+	case 1:
+		return all[0], nil
+	}
+	return nil, checkError{fmt.Sprintf("%d delegations %s delegated by this key are recorded (delegation IDs are chosen by whoever attenuates): name the one meant with --attestation", len(all), id)}
+}
+
 // issueReceipt gathers what a DelegationReceipt states from the
 // workspace's chain, contract and attestation stores, and signs it. The
 // delegation is given by its ID, or by the attestation that ended it.
@@ -136,11 +167,9 @@ func issueReceipt(ws, id, attID string, k *identity.Keypair, w credential.Window
 	if err != nil {
 		return nil, inputf("%v", err)
 	}
-	var rec *chain.Delegation
-	for i := range ds {
-		if ds[i].ID == id {
-			rec = &ds[i]
-		}
+	rec, err := receiptRecord(ds, id, attID, k.ID())
+	if err != nil {
+		return nil, err
 	}
 	switch {
 	case rec == nil:

@@ -83,6 +83,18 @@ func openDelegations(pol *policy.Policy, v *dct.Verifier, revs revocation.Live, 
 	return d, func() { chainStore.Close() }, nil
 }
 
+// reputationLink is the delegation ID an RDP contract links to: the
+// delegation's ID (contracts/del-<id>.md), or, when another delegation of
+// the chain has the same ID, the ID and the key ("del_…@key", a
+// contracts/del-x-… file), so that two delegations sharing an ID never
+// share a contract, whichever ended first.
+func reputationLink(c chain.Store, del chain.Delegation) string {
+	if same, err := c.WithID(del.ID); err == nil && len(same) == 1 {
+		return del.ID
+	}
+	return del.ID + "@" + del.Key
+}
+
 // linkReputation records the outcome of every completed or failed
 // delegation in the workspace's RDP files (the delegate's profile gets the
 // signals), and applies the policy's trust gate to delegateos/delegate.
@@ -100,7 +112,7 @@ func linkReputation(d *proxy.Delegations, pol *policy.Policy, log *zap.Logger) e
 	}
 	d.OnOutcome = func(o proxy.Outcome) error {
 		ro := reputation.Outcome{
-			DelegationID:      o.Delegation.ID,
+			DelegationID:      reputationLink(d.Chain, o.Delegation),
 			TaskContractID:    o.Contract.ID,
 			Delegator:         o.Delegation.From,
 			Delegate:          o.Delegation.To,

@@ -109,12 +109,20 @@ func openGate(pol *policy.Policy, f gateFlags, log *zap.Logger) (g *openedGate, 
 	if pol.SpendStore != "" {
 		store, err := budget.Open(pol.SpendStore)
 		if err != nil {
+			if errors.Is(err, redisconn.ErrEviction) {
+				return nil, close, fixf("%v (%s)", err, spendFrom)
+			}
 			if redisconn.IsURL(pol.SpendStore) {
 				return nil, close, inputf("the spend store cannot be opened: %v; start Redis there or fix the URL (%s)", err, spendFrom)
 			}
 			return nil, close, inputf("the spend store %s cannot be opened: %v; give a file %s can create and write (%s)", pol.SpendStore, err, f.who, spendFrom)
 		}
 		closers = append(closers, func() { store.Close() })
+		if w, ok := store.(interface{ Warnings() []string }); ok {
+			for _, msg := range w.Warnings() {
+				log.Warn(msg)
+			}
+		}
 		g.gate.Budget = store
 	} else {
 		log.Warn("spend is kept in memory only and resets when " + f.who + " restarts; set spend_store in the policy or --spend-store to keep it")

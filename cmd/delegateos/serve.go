@@ -18,6 +18,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/delegateos/delegateos/agentcard"
+	"github.com/delegateos/delegateos/dct"
 	"github.com/delegateos/delegateos/policy"
 	"github.com/delegateos/delegateos/proxy"
 	"github.com/delegateos/delegateos/revocation"
@@ -43,12 +44,16 @@ var serveCmd = &command{
 		allowHosts := fs.StringArray("allow-host", nil, "a name the Host header may carry besides the listen address and, on a loopback or any-address bind, localhost (repeatable; * allows any)")
 		allowOrigins := fs.StringArray("allow-origin", nil, "an origin (scheme://host[:port]) browsers may call from besides those on an allowed host (repeatable)")
 		maxSessions := fs.Int("max-sessions", 256, "sessions open at once (each has its own upstream process)")
+		maxCredSessions := fs.Int("max-credential-sessions", serve.DefaultMaxCredentialSessions, "sessions open at once with one client's token (Authorization header); 0 means no bound")
+		maxTreeSessions := fs.Int("max-tree-sessions", serve.DefaultMaxTreeSessions, "sessions open at once with tokens of one delegation tree (one root token and its attenuations); 0 means no bound")
+		recheck := fs.Duration("recheck-interval", serve.DefaultRecheckInterval, "how often every session's token is checked again: a session whose token was revoked or expired, or whose delegation ended, is closed with its upstream (also checked on each of its requests and when a revocation is pushed)")
 		maxCalls := fs.Int("max-calls", 1024, "requests in flight across all sessions")
 		maxSessionCalls := fs.Int("max-session-calls", 64, "requests in flight in one session")
 		idle := fs.Duration("idle-timeout", 10*time.Minute, "end a session, and its upstream, after this long without a request, or with calls in flight that no client reads")
 		jsonResponses := fs.Bool("json-responses", false, "answer a request whose response is all the upstream sends for it with an application/json body, not an SSE stream (which a client can resume after a lost connection)")
 		upstreamURL := fs.String("upstream-url", "", "an MCP server reached over Streamable HTTP, instead of an upstream command (each session gets its own upstream session)")
 		maxBody := fs.Int64("max-body-bytes", 0, "the largest POST body accepted (default, and at most: the policy's max_frame_bytes)")
+		maxInFlight := fs.Int64("max-body-bytes-in-flight", 0, "the bytes of request bodies the server holds at once, across all clients (default 64 MiB, or the body limit if larger); a request that gets no room within a second is refused 503 unread")
 		readTimeout := fs.Duration("read-timeout", 10*time.Second, "how long a client gets to send a request's headers, and then its body")
 		drain := fs.Duration("drain-timeout", 30*time.Second, "on SIGTERM or SIGINT, how long calls in flight get to finish before their sessions are closed")
 		logFile := fs.String("log", "", "log to this file instead of standard error (overrides the policy)")
@@ -146,7 +151,11 @@ var serveCmd = &command{
 				if gate.Verifier == nil {
 					return errors.New("no trusted roots to verify it against")
 				}
-				_, err := gate.Verifier.VerifyChain(tok, time.Now())
+				if _, err := gate.Verifier.VerifyChain(tok, time.Now()); err != nil {
+					return err
+				}
+				// A token whose delegation has ended authorizes nothing.
+				_, err := gate.ListView(proxy.MethodToolsList, tok)
 				return err
 			}
 			if defaultToken != "" {
@@ -193,7 +202,9 @@ var serveCmd = &command{
 				MaxBodyBytes: int64(pol.MaxFrameBytes),
 				MaxSessions:  *maxSessions, MaxCalls: *maxCalls, MaxSessionCalls: *maxSessionCalls,
 				IdleTimeout: *idle, ReadTimeout: *readTimeout, JSONResponses: *jsonResponses, CheckToken: checkToken, Log: log,
-				RequireToken: defaultToken == "" && !pol.AllowUnauthenticated,
+				RequireToken:          defaultToken == "" && !pol.AllowUnauthenticated,
+				MaxCredentialSessions: noBound(*maxCredSessions), MaxTreeSessions: noBound(*maxTreeSessions),
+				SessionTree: delegationTree, SessionLive: sessionLive(checkToken), RecheckInterval: *recheck,
 			}
 			if *maxBody > 0 {
 				sopts.MaxBodyBytes = *maxBody
@@ -203,6 +214,12 @@ var serveCmd = &command{
 				// read its id to say which request it refuses.
 				log.Warn("--max-body-bytes is above the policy's max_frame_bytes, which bounds every message: using max_frame_bytes", zap.Int64("max_body_bytes", sopts.MaxBodyBytes), zap.Int("max_frame_bytes", pol.MaxFrameBytes))
 				sopts.MaxBodyBytes = int64(pol.MaxFrameBytes)
+			}
+			if *maxInFlight > 0 {
+				if *maxInFlight < sopts.MaxBodyBytes {
+					return fixf("--max-body-bytes-in-flight %d is below the largest body accepted (%d): give at least that, or a lower --max-body-bytes", *maxInFlight, sopts.MaxBodyBytes)
+				}
+				sopts.MaxBodyBytesInFlight = *maxInFlight
 			}
 			setup.Options = &sopts
 			for _, x := range serveExtensions {
@@ -312,3 +329,38 @@ type serveSetup struct {
 
 // serveExtensions are added to serve in order.
 var serveExtensions []serveExtension
+
+// noBound is a session cap flag as serve.Options takes it: 0 (no bound)
+// is negative there, where zero means the default.
+func noBound(n int) int {
+	if n == 0 {
+		return -1
+	}
+	return n
+}
+
+// delegationTree names the delegation tree of a verified token: the
+// revocation ID of its authority block, which only a trusted root can
+// sign, so a token holder cannot make more trees by attenuating.
+func delegationTree(tok string) string {
+	t, err := dct.Parse(tok)
+	if err != nil {
+		return ""
+	}
+	return t.RevocationIDs()[0]
+}
+
+// sessionLive is check (which verifies a token and that its delegation has
+// not ended) for sessions already open: a revocation list that cannot be
+// read just now refuses calls (the gate checks every call), but does not
+// close every session.
+func sessionLive(check func(string) error) func(string) error {
+	return func(tok string) error {
+		err := check(tok)
+		var d *dct.Denial
+		if errors.As(err, &d) && d.Type == dct.Revoked && d.RevocationID == "" {
+			return nil
+		}
+		return err
+	}
+}

@@ -12,6 +12,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
 	"github.com/spf13/pflag"
 	"go.uber.org/zap"
 
@@ -66,7 +67,11 @@ func init() {
 		},
 		mount: func(s *serveSetup) error {
 			x.metrics.WatchServer(s.Server)
-			x.mount(s.Server.Mux, s.Server.Guard, *f.metricsAt == "")
+			x.metrics.Registry.MustRegister(prometheus.NewCounterFunc(prometheus.CounterOpts{
+				Name: "delegateos_upstream_notifications_dropped_total",
+				Help: "Client notifications (and answers to the upstream's requests) dropped because their session's queue to its --upstream-url server was full.",
+			}, func() float64 { return float64(serve.UpstreamNotificationsDropped()) }))
+			x.mount(s.Server.Mux, s.Server.Guard, *f.metricsAt == "", s.Server.Recheck)
 			if at := *f.metricsAt; at != "" && at != metricsOff {
 				if err := serveMetrics(at, x.metrics, s.Options, s.Log); err != nil {
 					return err
@@ -98,6 +103,8 @@ func bearerToken(auth string) string {
 type serveExtraFlags struct {
 	requireSig *bool
 	sigWindow  *time.Duration
+	sigNonces  *int
+	sigPerTree *int
 	peers      *[]string
 	poll       *time.Duration
 	publicURL  *string
@@ -107,7 +114,9 @@ type serveExtraFlags struct {
 func declareServeExtraFlags(fs *pflag.FlagSet) *serveExtraFlags {
 	return &serveExtraFlags{
 		requireSig: fs.Bool("require-signature", false, "holder-of-key: every HTTP request must carry an AVP-Sig v2 signature by the key of its token's current delegatee (see 'delegateos sign-request'; require_signature in the policy)"),
-		sigWindow:  fs.Duration("signature-window", avpsig.DefaultWindow, "how far a signature's timestamp may lie from this server's clock, either way"),
+		sigWindow:  fs.Duration("signature-window", avpsig.DefaultWindow, "how far a signature's timestamp may lie behind this server's clock (ahead of it, at most 5s)"),
+		sigNonces:  fs.Int("signature-nonces", avpsig.DefaultMaxNonces, "with --require-signature, the most live signature nonces this server holds in memory; past it a signed request is refused (503 signature_busy) rather than a nonce forgotten"),
+		sigPerTree: fs.Int("signature-nonces-per-tree", avpsig.DefaultMaxNoncesPerTree, "with --require-signature, the most live signature nonces of one delegation tree (the tokens under one root-issued token, whatever keys they name), in memory or in the shared Redis; past it that tree's signed requests are refused (503 signature_busy)"),
 		peers:      fs.StringArray("revocation-peer", nil, "a peer verifier's URL (its revocation endpoint, or its base URL): its list is polled and new revocations are pushed to it (repeatable)"),
 		poll:       fs.Duration("revocation-poll", revdist.DefaultInterval, "how often each --revocation-peer is polled"),
 		publicURL:  fs.String("public-url", "", "the URL clients reach this server at (https://gate.example.com), for the agent card; default: the request's Host"),
@@ -142,7 +151,10 @@ func (f *serveExtraFlags) build(pol *policy.Policy, revs revocation.Live, keyFil
 		if *f.sigWindow < time.Second {
 			return nil, usagef("--signature-window must be at least 1s")
 		}
-		x.sig = &avpsig.Verifier{Window: *f.sigWindow}
+		if *f.sigNonces < 1 || *f.sigPerTree < 1 {
+			return nil, usagef("--signature-nonces and --signature-nonces-per-tree must be at least 1")
+		}
+		x.sig = &avpsig.Verifier{Window: *f.sigWindow, MaxNonces: *f.sigNonces, MaxNoncesPerTree: *f.sigPerTree}
 		if err := shareNonces(x.sig, pol, log); err != nil {
 			return nil, err
 		}
@@ -207,13 +219,27 @@ func (f *serveExtraFlags) build(pol *policy.Policy, revs revocation.Live, keyFil
 }
 
 // mount adds the extras' handlers to mux, each wrapped by guard; metrics
-// among them unless they are served elsewhere or not at all.
-func (x *serveExtras) mount(mux *http.ServeMux, guard func(http.Handler) http.Handler, withMetrics bool) {
+// among them unless they are served elsewhere or not at all. revoked runs
+// after a revocation push is taken.
+func (x *serveExtras) mount(mux *http.ServeMux, guard func(http.Handler) http.Handler, withMetrics bool, revoked func()) {
 	if withMetrics {
 		mux.Handle(metrics.Path, guard(x.metrics.Handler()))
 	}
 	if x.dist != nil {
-		mux.Handle(revdist.Path, guard(x.dist))
+		dist := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			if r.Method != http.MethodPost {
+				x.dist.ServeHTTP(w, r)
+				return
+			}
+			sw := &statusWriter{ResponseWriter: w}
+			x.dist.ServeHTTP(sw, r)
+			if sw.status/100 == 2 {
+				// The sessions of the tokens it revokes end now, not at the
+				// next recheck (a refused push costs no recheck).
+				revoked()
+			}
+		})
+		mux.Handle(revdist.Path, guard(dist))
 	}
 	if x.card != nil {
 		mux.Handle(agentcard.Path, guard(x.card))
@@ -248,11 +274,11 @@ func (x *serveExtras) checkSignature(r *http.Request, body []byte, token string)
 	if err := x.verify(token); err != nil {
 		return fmt.Errorf("the token does not verify, so no signature is checked against its holder: %w", err)
 	}
-	holder, err := x.holder(token)
+	h, err := x.holder(token)
 	if err != nil {
 		return &avpsig.Error{Reason: avpsig.ReasonWrongKey, Detail: fmt.Sprintf("the token's holder cannot be read: %v", err)}
 	}
-	return x.sig.Verify(r, body, holder)
+	return x.sig.VerifyInTree(r, body, h.key, h.tree)
 }
 
 // authorizeRequest applies --require-signature to an MCP request over
@@ -323,19 +349,29 @@ func (s sigRefusal) StatusCode() int {
 	return http.StatusUnauthorized
 }
 
-// holder returns the current delegatee a token names. It is not verified
-// here: the gate verifies the token itself.
-func (x *serveExtras) holder(token string) (string, error) {
+// tokenHolder is who holds a token, as a signature is checked against it.
+type tokenHolder struct {
+	// key is the current delegatee.
+	key string
+	// tree is the revocation ID of the token's authority block: its
+	// delegation tree, which only a root's key can make more of, and which
+	// its signers' nonces are counted against.
+	tree string
+}
+
+// holder returns the current delegatee a token names and its tree. It is
+// not verified here: the gate verifies the token itself.
+func (x *serveExtras) holder(token string) (tokenHolder, error) {
 	if h, ok := x.holders.Load(token); ok {
-		return h.(string), nil
+		return h.(tokenHolder), nil
 	}
 	tok, err := dct.ParseInput(token)
 	if err != nil {
-		return "", err
+		return tokenHolder{}, err
 	}
-	h := tok.Delegatee()
-	if _, err := identity.PublicKey(h); err != nil {
-		return "", err
+	h := tokenHolder{key: tok.Delegatee(), tree: tok.RevocationIDs()[0]}
+	if _, err := identity.PublicKey(h.key); err != nil {
+		return tokenHolder{}, err
 	}
 	x.mu.Lock()
 	if x.nHolder >= maxHolders {
@@ -374,3 +410,23 @@ func (r tokenRecorder) Decided(req *proxy.CallRequest, d *proxy.Decision) {
 }
 
 func (tokenRecorder) Settled(proxy.SettledCall) {}
+
+// statusWriter remembers the status of the response it writes.
+type statusWriter struct {
+	http.ResponseWriter
+	status int
+}
+
+func (w *statusWriter) WriteHeader(code int) {
+	if w.status == 0 {
+		w.status = code
+	}
+	w.ResponseWriter.WriteHeader(code)
+}
+
+func (w *statusWriter) Write(b []byte) (int, error) {
+	if w.status == 0 {
+		w.status = http.StatusOK
+	}
+	return w.ResponseWriter.Write(b)
+}

@@ -79,7 +79,7 @@ func newExtrasFixture(t *testing.T, args ...string) *extrasFixture {
 		t.Fatal(err)
 	}
 	mux := http.NewServeMux()
-	f.x.mount(mux, func(h http.Handler) http.Handler { return h }, true)
+	f.x.mount(mux, func(h http.Handler) http.Handler { return h }, true, func() {})
 	f.srv = httptest.NewServer(mux)
 	t.Cleanup(f.srv.Close)
 	return f

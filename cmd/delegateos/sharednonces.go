@@ -26,7 +26,7 @@ func nonceStoreURL(pol *policy.Policy) string {
 
 // shareNonces gives v the nonce store of nonceStoreURL, if any, after
 // checking that v's window is no longer than the fleet's (see
-// avpsig.RedisNonces.Join).
+// avpsig.RedisNonces.Join), with v's bound per delegation tree.
 func shareNonces(v *avpsig.Verifier, pol *policy.Policy, log *zap.Logger) error {
 	url := nonceStoreURL(pol)
 	if url == "" {
@@ -40,6 +40,7 @@ func shareNonces(v *avpsig.Verifier, pol *policy.Policy, log *zap.Logger) error 
 		s.Close()
 		return fixf("signature nonces cannot be shared in Redis: %v", err)
 	}
+	s.MaxPerTree = v.MaxNoncesPerTree
 	v.Store = s
 	log.Info("signature nonces are shared in Redis: a signed request is accepted once by all the servers that use it", zap.String("store", redisconn.Redact(url)))
 	return nil

@@ -138,12 +138,7 @@ func newSpendReport(store string, usage []budget.Usage, ds []chain.Delegation) *
 		byKey[u.Key] = n
 		rep.nodes = append(rep.nodes, n)
 	}
-	records := make(map[string]*chain.Delegation, len(ds))
-	for i := range ds {
-		if _, dup := records[ds[i].ID]; !dup {
-			records[ds[i].ID] = &ds[i]
-		}
-	}
+	records := chainIndex(ds)
 	for _, n := range rep.nodes {
 		if !n.parsed {
 			rep.roots = append(rep.roots, n)
@@ -170,23 +165,65 @@ func newSpendReport(store string, usage []budget.Usage, ds []chain.Delegation) *
 // keySegment is what a delegation ID adds to a budget key.
 func keySegment(id string) string { return "/" + strconv.Itoa(len(id)) + ":" + id }
 
-// chainRecord returns the chain's record of the last of ids if the chain
-// records that delegation with the same path: each parent the next ID up,
-// and at the top a root delegation issued by issuer. A delegation ID alone
-// could name a delegation of another chain.
-func chainRecord(records map[string]*chain.Delegation, issuer string, ids []string) *chain.Delegation {
-	for i := len(ids) - 1; i >= 0; i-- {
-		d := records[ids[i]]
-		switch {
-		case d == nil:
-			return nil
-		case i > 0 && d.ParentID != ids[i-1]:
-			return nil
-		case i == 0 && (!d.IsRoot() || d.From != issuer):
-			return nil
+// chainRecords indexes a chain's records by ID (several delegations may
+// share one) and by key.
+type chainRecords struct {
+	byID  map[string][]*chain.Delegation
+	byKey map[string]*chain.Delegation
+}
+
+func chainIndex(ds []chain.Delegation) chainRecords {
+	r := chainRecords{byID: map[string][]*chain.Delegation{}, byKey: map[string]*chain.Delegation{}}
+	for i := range ds {
+		r.byID[ds[i].ID] = append(r.byID[ds[i].ID], &ds[i])
+		self, _ := recordLinks(&ds[i])
+		if _, dup := r.byKey[self]; !dup {
+			r.byKey[self] = &ds[i]
 		}
 	}
-	return records[ids[len(ids)-1]]
+	return r
+}
+
+// recordLinks names a record and its parent: by key, or by ID for a
+// record that has no key (not read from a chain store).
+func recordLinks(d *chain.Delegation) (self, parent string) {
+	if d.Key != "" {
+		return "k" + d.Key, "k" + d.ParentKey
+	}
+	return "i" + d.ID, "i" + d.ParentID
+}
+
+// chainRecord returns the chain's record of the last of ids if the chain
+// records exactly one delegation with that path: each parent (by key) the
+// next ID up, and at the top a root delegation issued by issuer. A
+// delegation ID alone could name a delegation of another chain; two with
+// the same path (an issuer or delegator that reused an ID) share the budget
+// key, and neither is named.
+func chainRecord(records chainRecords, issuer string, ids []string) *chain.Delegation {
+	var found *chain.Delegation
+	for _, d := range records.byID[ids[len(ids)-1]] {
+		if onPath(records, d, issuer, ids) {
+			if found != nil {
+				return nil
+			}
+			found = d
+		}
+	}
+	return found
+}
+
+func onPath(records chainRecords, d *chain.Delegation, issuer string, ids []string) bool {
+	for i := len(ids) - 1; i >= 0; i-- {
+		switch {
+		case d == nil || d.ID != ids[i]:
+			return false
+		case i == 0:
+			return d.IsRoot() && d.From == issuer
+		}
+		_, up := recordLinks(d)
+		d = records.byKey[up]
+	}
+	return false
 }
 
 // The figures of a node as text; "-" where the store does not record them.

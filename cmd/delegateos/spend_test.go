@@ -37,6 +37,10 @@ func TestSpendReportNames(t *testing.T) {
 		{"an ancestor missing", []chain.Delegation{whole[1], whole[2]}, false},
 		{"the top not a root", []chain.Delegation{rec("del_a00000000001", "del_z00000000001", "ISS"), whole[1], whole[2]}, false},
 		{"no chain", nil, false},
+		// Anyone may reuse an ID: another delegation with it, elsewhere,
+		// neither takes the name nor hides it.
+		{"the ID reused elsewhere", append(append([]chain.Delegation(nil), whole...), rec("del_c00000000001", "del_z00000000001", "x")), true},
+		{"the ID reused elsewhere first", []chain.Delegation{rec("del_c00000000001", "del_z00000000001", "x"), whole[0], whole[1], whole[2]}, true},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -119,4 +123,27 @@ func FuzzSpendReport(f *testing.F) {
 			t.Fatalf("%d nodes and %d edges for %d keys, %d roots", nodes, edges, len(us), len(rep.roots))
 		}
 	})
+}
+
+// A delegation receipt is for the delegation the delegator made (and the
+// attestation ended), not another that reuses its ID.
+func TestReceiptRecordWithSharedID(t *testing.T) {
+	mine := chain.Delegation{ID: "del_a00000000001", Key: "k1", From: "ME", AttestationID: "att_000000000001"}
+	theirs := chain.Delegation{ID: "del_a00000000001", Key: "k2", From: "SYBIL", AttestationID: "att_000000000002"}
+	for _, ds := range [][]chain.Delegation{{mine, theirs}, {theirs, mine}} {
+		if d, err := receiptRecord(ds, mine.ID, "", "ME"); err != nil || d == nil || d.Key != "k1" {
+			t.Errorf("by delegator: %+v, %v", d, err)
+		}
+		if d, err := receiptRecord(ds, mine.ID, "att_000000000002", "ME"); err != nil || d == nil || d.Key != "k2" {
+			t.Errorf("by attestation: %+v, %v", d, err)
+		}
+	}
+	again := mine
+	again.Key = "k3"
+	if _, err := receiptRecord([]chain.Delegation{mine, again}, mine.ID, "", "ME"); err == nil {
+		t.Error("two delegations of the key with the ID: no error")
+	}
+	if d, err := receiptRecord(nil, mine.ID, "", "ME"); d != nil || err != nil {
+		t.Errorf("none: %+v %v", d, err)
+	}
 }

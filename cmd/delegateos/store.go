@@ -6,12 +6,45 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/delegateos/delegateos/budget"
+	"github.com/delegateos/delegateos/internal/redisconn"
 )
 
 var storeGroup = &command{
 	name:    "store",
-	summary: "move a spend store between a file and Redis",
-	subs:    []*command{storeMigrateCmd},
+	summary: "move a spend store between a file and Redis, and mend a Redis store that lost data",
+	subs:    []*command{storeMigrateCmd, storeInitCmd, storeRecoverCmd},
+}
+
+var storeInitCmd = &command{
+	name:    "init",
+	args:    "--store URL [--reset] [--json]",
+	summary: "give a Redis spend store its identity, or, with --reset, accept that it lost data and lift its store_reset state",
+	flags: func(fs *pflag.FlagSet) func(*env, []string) error {
+		store := fs.String("store", "", "the redis:// URL of the fleet's spend store")
+		reset := fs.Bool("reset", false, "accept that the store lost data (its spend restarts from what it holds now): give it a new generation, which every proxy adopts at its next call, lifting store_reset; prefer 'store recover', which rebuilds the spend from the audit logs")
+		asJSON := fs.Bool("json", false, "print the store's identity as JSON: {store, id, generation}")
+		return func(e *env, args []string) error {
+			if len(args) > 0 {
+				return usagef("unexpected argument %q", args[0])
+			}
+			if !redisconn.IsURL(*store) {
+				return usagef("give the redis:// URL of the spend store (--store URL)")
+			}
+			id, err := budget.InitStore(*store, *reset)
+			if err != nil {
+				return inputf("%v", err)
+			}
+			if *asJSON {
+				return writeJSON(e, struct {
+					Store      string `json:"store"`
+					ID         string `json:"id"`
+					Generation int64  `json:"generation"`
+				}{redactStore(*store), id.ID, id.Gen})
+			}
+			fmt.Fprintf(e.stdout, "spend store %s: identity %s, generation %d\n", redactStore(*store), id.ID, id.Gen)
+			return nil
+		}
+	},
 }
 
 var storeMigrateCmd = &command{

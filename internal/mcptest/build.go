@@ -204,7 +204,9 @@ func CLI(t testing.TB, args ...string) (stdout, stderr string, code int) {
 	var out, errb bytes.Buffer
 	cmd := exec.Command(Delegateos(t), args...)
 	cmd.Stdout, cmd.Stderr = &out, &errb
-	cmd.Env = append(os.Environ(), "GORACE="+goraceValue())
+	// A proxy or server it starts remembers its stores in a directory of
+	// its own, not the user's.
+	cmd.Env = append(os.Environ(), "GORACE="+goraceValue(), "DELEGATEOS_STATE_DIR="+t.TempDir())
 	err := cmd.Run()
 	var exit *exec.ExitError
 	if err != nil && !errors.As(err, &exit) {

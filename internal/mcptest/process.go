@@ -175,7 +175,10 @@ func StartProxy(t testing.TB, o ProxyOptions) *Process {
 		args = append(args, Docserver(t), "--root", docs, "--diagnostics")
 		args = append(args, o.DocserverArgs...)
 	}
-	return Start(t, args, StartOptions{Env: o.Env, LogPath: logPath, WantExit: o.WantExit})
+	// Each test's proxies remember their Redis stores' identities in the
+	// test's own directory (a port is reused by the next test's Redis).
+	env := append([]string{"DELEGATEOS_STATE_DIR=" + filepath.Join(dir, "state")}, o.Env...)
+	return Start(t, args, StartOptions{Env: env, LogPath: logPath, WantExit: o.WantExit})
 }
 
 // StartProxy is StartProxy with o.Dir and o.Docs defaulting to e's.

@@ -84,7 +84,7 @@ func (e *Env) StartServe(o ServeOptions) *Server {
 	s := &Server{t: t, LogPath: logPath, Stderr: &Buffer{}}
 	s.Cmd = exec.Command(args[0], args[1:]...)
 	s.Cmd.Stdout, s.Cmd.Stderr = s.Stderr, s.Stderr
-	s.Cmd.Env = append(os.Environ(), "GORACE="+goraceValue())
+	s.Cmd.Env = append(os.Environ(), "GORACE="+goraceValue(), "DELEGATEOS_STATE_DIR="+filepath.Join(e.Dir, "state"))
 	if err := s.Cmd.Start(); err != nil {
 		t.Fatal(err)
 	}

@@ -36,6 +36,12 @@ const Prefix = "delegateos:"
 // read.
 var ErrUnavailable = errors.New("store unavailable")
 
+// ErrReset is matched (errors.Is) by the error of a store operation that
+// found the store has lost data it held: its identity or generation is
+// gone or changed, or a tree's counts moved backwards. The call is refused
+// (store_reset) until an operator acts.
+var ErrReset = errors.New("store reset")
+
 // UnavailableError is an operation on What (such as "spend store
 // redis://host:6379/0") that Redis did not answer.
 type UnavailableError struct {
@@ -158,7 +164,7 @@ func Unavailable(what string, err error) error {
 // now (loading its data, a replica cut off, a busy script), rather than
 // that the command is wrong.
 func isTransient(msg string) bool {
-	for _, p := range []string{"LOADING", "MASTERDOWN", "BUSY", "TRYAGAIN", "CLUSTERDOWN", "READONLY"} {
+	for _, p := range []string{"LOADING", "MASTERDOWN", "BUSY", "TRYAGAIN", "CLUSTERDOWN", "READONLY", "OOM", "MOVED", "ASK "} {
 		if strings.HasPrefix(msg, p) {
 			return true
 		}

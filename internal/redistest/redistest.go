@@ -155,6 +155,18 @@ func (s *Server) Restart() {
 	s.start()
 }
 
+// RestartEmpty kills the server and starts it again on the same port
+// without its data, as a server without persistence restarts.
+func (s *Server) RestartEmpty() {
+	s.t.Helper()
+	s.kill()
+	if err := os.RemoveAll(filepath.Join(s.dir, "appendonlydir")); err != nil {
+		s.t.Fatal(err)
+	}
+	os.Remove(filepath.Join(s.dir, "dump.rdb"))
+	s.start()
+}
+
 // Stop kills the server; Start it again with Restart.
 func (s *Server) Stop() { s.kill() }
 

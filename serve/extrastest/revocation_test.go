@@ -32,6 +32,10 @@ func withList(t *testing.T, e *mcptest.Env, name string) (*mcptest.Policy, strin
 func callOutcome(t *testing.T, srv *mcptest.Server, sid string, tok *dct.Token) string {
 	t.Helper()
 	r := srv.Post(sid, mcptest.Bearer(tok), mcptest.CallBody("9", "echo", map[string]any{"text": "hi"}))
+	if r.Status == http.StatusUnauthorized && strings.Contains(string(r.Body), "has been revoked") {
+		// The server closed the session: its token was revoked.
+		return string(dct.Revoked)
+	}
 	for _, m := range r.Messages() {
 		if _, ok := m["result"]; ok {
 			return "allowed"
@@ -135,8 +139,13 @@ func TestRevocationPushedToPeer(t *testing.T) {
 		t.Fatalf("good push: %d %s", r.Status, r.Body)
 	}
 	mcptest.Eventually(t, "the push to reach the peer", func() bool {
-		return callOutcome(t, b, sid, tok) == string(dct.Revoked)
+		r := b.Do(http.MethodPost, "/mcp", mcptest.Bearer(tok), `{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"x","version":"1"}}}`)
+		return r.Status == http.StatusUnauthorized && strings.Contains(string(r.Body), "has been revoked")
 	})
+	// The push closed the revoked token's session on the peer.
+	if r := b.Post(sid, mcptest.Bearer(tok), mcptest.CallBody("10", "echo", map[string]any{"text": "hi"})); r.Status != http.StatusNotFound && r.Status != http.StatusUnauthorized {
+		t.Fatalf("a call in the revoked token's session: HTTP %d %s", r.Status, r.Body)
+	}
 	l, err := revocation.Load(listB)
 	if err != nil || l.Len() != 1 || l.Entries()[0] != good {
 		t.Fatalf("b's list: %v, %v", l, err)

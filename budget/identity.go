@@ -1,0 +1,670 @@
+package budget
+
+import (
+	"context"
+	"crypto/rand"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/url"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/delegateos/delegateos/internal/redisconn"
+)
+
+// A Redis spend store knows its own history, so that a fleet notices when
+// Redis forgets (FLUSHALL, a restart without persistence, keys deleted or
+// evicted, a failover to a replica that had not caught up) instead of
+// spending every budget again:
+//
+//   - identityKey is a hash with the store's identity ("id", random), its
+//     generation ("g", a Unix time in milliseconds, which only grows),
+//     who made it ("by": "proxy" or "operator") and, once a proxy has
+//     found the store lost data, why ("reset"). The first proxy, or
+//     delegateos store init, creates it.
+//   - stampKeyPrefix, the tree's hash tag in braces, is a hash per
+//     delegation tree, in the tree's slot, holding the identity and
+//     generation the tree was written under,
+//     a field "k:KEY" per spend key it has had, and, once a proxy found
+//     the tree lost data, why ("reset"). Every reservation checks it in
+//     its script (no extra round trip), and refuses when it is gone, names
+//     another identity or is marked reset, when one of the tree's spend
+//     keys is gone, or when the chain's first key counts fewer calls ("n"
+//     of its spend hash) than the proxy has seen.
+//   - treesKey is the set of the trees' hash tags: a tree whose stamp is
+//     gone while the set names it lost its keys.
+//
+// A proxy that finds any of this refuses calls with an error matching
+// redisconn.ErrReset (store_reset) and marks the identity hash reset, so
+// that a proxy started later refuses too, until an operator acts: store
+// recover (rebuilds the spend from the audit logs) or store init --reset
+// (accepts the loss), either of which writes a new generation, by
+// "operator", which the proxies adopt.
+const (
+	identityKey    = redisconn.Prefix + "store"
+	stampKeyPrefix = redisconn.Prefix + "stamp:"
+	treesKey       = redisconn.Prefix + "trees"
+)
+
+// stampKey returns the Redis key of the stamp of a budget key's tree.
+func stampKey(key string) string {
+	return stampKeyPrefix + "{" + redisconn.HashTag(key) + "}"
+}
+
+// Identity is a spend store's identity and generation.
+type Identity struct {
+	ID  string `json:"id"`
+	Gen int64  `json:"gen"`
+	// By is who wrote it: "proxy" (the first proxy to open the store) or
+	// "operator" (store init or store recover).
+	By string `json:"by,omitempty"`
+	// Reset, when not empty, says why a proxy found the store has lost
+	// data; calls are refused until an operator acts.
+	Reset string `json:"reset,omitempty"`
+}
+
+// ResetError is a store that has lost data its fleet wrote.
+type ResetError struct {
+	Store  string
+	Reason string
+}
+
+func (e *ResetError) Error() string {
+	return fmt.Sprintf("spend store %s has lost data: %s; calls are refused until an operator rebuilds it from the fleet's audit logs ('delegateos store recover --store URL --root ID --audit LOG... --policy FILE') or accepts the loss ('delegateos store init --store URL --reset')", e.Store, e.Reason)
+}
+
+// Is makes errors.Is(err, redisconn.ErrReset) hold.
+func (e *ResetError) Is(target error) bool { return target == redisconn.ErrReset }
+
+// readIdentity reads the identity hash; nil when there is none.
+func readIdentity(ctx context.Context, c redis.Cmdable) (*Identity, error) {
+	m, err := c.HGetAll(ctx, identityKey).Result()
+	if err != nil {
+		return nil, err
+	}
+	if len(m) == 0 {
+		return nil, nil
+	}
+	return identityOf(m)
+}
+
+func identityOf(m map[string]string) (*Identity, error) {
+	g, err := strconv.ParseInt(m["g"], 10, 64)
+	if err != nil || m["id"] == "" || g <= 0 {
+		return nil, fmt.Errorf("the store's identity %s is not one delegateos writes (id %q, g %q)", identityKey, m["id"], m["g"])
+	}
+	return &Identity{ID: m["id"], Gen: g, By: m["by"], Reset: m["reset"]}, nil
+}
+
+// newIdentity returns a new identity whose generation is after after.
+func newIdentity(by string, after int64) *Identity {
+	var b [12]byte
+	rand.Read(b[:])
+	return &Identity{ID: hex.EncodeToString(b[:]), Gen: max(time.Now().UnixMilli(), after+1), By: by}
+}
+
+// createIdentityScript writes the identity ARGV (id, g, by) when the store
+// has none, and returns the store's identity hash, as HGETALL would.
+var createIdentityScript = redis.NewScript(`
+if redis.call('EXISTS', KEYS[1]) == 0 then
+  redis.call('HSET', KEYS[1], 'id', ARGV[1], 'g', ARGV[2], 'by', ARGV[3])
+end
+return redis.call('HGETALL', KEYS[1])
+`)
+
+// markResetScript records that the store lost data (ARGV[3], why) in its
+// identity hash, unless an operator has written a generation after the
+// one the proxy knows (ARGV[1], ARGV[2]): then the proxy adopts that. A
+// generation a proxy wrote (one that found the store empty after it lost
+// its data) is marked too.
+// A store that lost its identity gets the proxy's back, marked reset.
+var markResetScript = redis.NewScript(`
+local g = redis.call('HGET', KEYS[1], 'g')
+if g and tonumber(g) > tonumber(ARGV[2]) and redis.call('HGET', KEYS[1], 'by') == 'operator' then return 0 end
+if not g then redis.call('HSET', KEYS[1], 'id', ARGV[1], 'g', ARGV[2], 'by', 'proxy') end
+if not redis.call('HGET', KEYS[1], 'reset') then redis.call('HSET', KEYS[1], 'reset', ARGV[3]) end
+return 1
+`)
+
+// hashMap reads a flat array of field, value as HGETALL returns it.
+func hashMap(res any) (map[string]string, error) {
+	arr, ok := res.([]any)
+	if !ok || len(arr)%2 != 0 {
+		return nil, fmt.Errorf("the identity script replied %v", res)
+	}
+	m := make(map[string]string, len(arr)/2)
+	for i := 0; i < len(arr); i += 2 {
+		k, ok1 := arr[i].(string)
+		v, ok2 := arr[i+1].(string)
+		if !ok1 || !ok2 {
+			return nil, fmt.Errorf("the identity script replied %v", res)
+		}
+		m[k] = v
+	}
+	return m, nil
+}
+
+// StateDir is where a proxy keeps what it must remember of its stores
+// across restarts: the identity of each Redis spend store it has used,
+// and the releases it could not send. $DELEGATEOS_STATE_DIR, else
+// $XDG_STATE_HOME/delegateos, else ~/.local/state/delegateos; "" when
+// none can be found (nothing is remembered).
+func StateDir() string {
+	if d := os.Getenv("DELEGATEOS_STATE_DIR"); d != "" {
+		return d
+	}
+	if d := os.Getenv("XDG_STATE_HOME"); d != "" {
+		return filepath.Join(d, "delegateos")
+	}
+	if h, err := os.UserHomeDir(); err == nil && h != "" {
+		return filepath.Join(h, ".local", "state", "delegateos")
+	}
+	return ""
+}
+
+// stateName returns the file name, in a state directory, of what is kept
+// about the store at rawURL: named by its host and database, not its
+// password or parameters.
+func stateName(rawURL, suffix string) string {
+	where := rawURL
+	if u, err := url.Parse(rawURL); err == nil {
+		where = u.Host + u.Path
+	}
+	sum := sha256.Sum256([]byte(where))
+	return "redis-" + hex.EncodeToString(sum[:8]) + suffix
+}
+
+// knownIdentity reads the identity this machine last saw at the store;
+// nil when it has none.
+func (s *Redis) knownIdentity() (*Identity, error) {
+	if s.stateDir == "" {
+		return nil, nil
+	}
+	b, err := os.ReadFile(filepath.Join(s.stateDir, stateName(s.rawURL, ".json")))
+	if errors.Is(err, os.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		// Warned of when it cannot be written either (join).
+		return nil, nil
+	}
+	var id Identity
+	if err := json.Unmarshal(b, &id); err != nil || id.ID == "" || id.Gen <= 0 {
+		return nil, fmt.Errorf("%s is not a store identity delegateos writes", filepath.Join(s.stateDir, stateName(s.rawURL, ".json")))
+	}
+	return &id, nil
+}
+
+// rememberIdentity records the identity in the state directory.
+func (s *Redis) rememberIdentity(id Identity) error {
+	if s.stateDir == "" {
+		return nil
+	}
+	if err := os.MkdirAll(s.stateDir, 0o700); err != nil {
+		return err
+	}
+	id.Reset = ""
+	b, _ := json.Marshal(id)
+	path := filepath.Join(s.stateDir, stateName(s.rawURL, ".json"))
+	tmp := path + ".tmp"
+	if err := os.WriteFile(tmp, b, 0o600); err != nil {
+		return err
+	}
+	return os.Rename(tmp, path)
+}
+
+// join reads the store's identity at open: it creates it when the store
+// is new, adopts an operator's new generation, and enters the reset state
+// when the store has lost what this machine or the store's own stamps
+// say it held.
+func (s *Redis) join(ctx context.Context) error {
+	known, err := s.knownIdentity()
+	if err != nil {
+		return fmt.Errorf("spend store %s: %w", s.url, err)
+	}
+	cur, err := readIdentity(ctx, s.c)
+	if err != nil {
+		return s.fail(err)
+	}
+	if cur == nil {
+		var lost string
+		switch {
+		case known != nil:
+			lost = fmt.Sprintf("its identity %s (generation %d), which this machine saw, is gone: Redis was flushed or restarted without persistence", known.ID, known.Gen)
+		default:
+			stamped, err := s.anyKey(ctx, stampKeyPrefix+"*")
+			if err != nil {
+				return s.fail(err)
+			}
+			if stamped {
+				lost = "its identity is gone while its delegation trees' stamps remain: the key " + identityKey + " was deleted or evicted"
+			}
+		}
+		if lost != "" {
+			id := known
+			if id == nil {
+				id = newIdentity("proxy", 0)
+			}
+			s.ident = *id
+			return s.markReset(ctx, lost)
+		}
+		n := newIdentity("proxy", 0)
+		res, err := createIdentityScript.Run(ctx, s.c, []string{identityKey}, n.ID, n.Gen, n.By).Result()
+		if err != nil {
+			return s.fail(err)
+		}
+		m, err := hashMap(res)
+		if err != nil {
+			return s.fail(err)
+		}
+		if cur, err = identityOf(m); err != nil {
+			return err
+		}
+	}
+	if known != nil && (cur.ID != known.ID || cur.Gen != known.Gen) && !(cur.By == "operator" && cur.Gen > known.Gen) {
+		s.ident = *known
+		return s.markReset(ctx, fmt.Sprintf("its identity is now %s (generation %d), not the %s (generation %d) this machine saw: Redis lost its data and another proxy started it anew", cur.ID, cur.Gen, known.ID, known.Gen))
+	}
+	s.ident = *cur
+	if cur.Reset != "" {
+		s.resetReason = cur.Reset
+		return nil
+	}
+	if err := s.rememberIdentity(*cur); err != nil {
+		// The proxy still checks the store on every call; what it loses is
+		// noticing, after a restart, a store that lost data meanwhile.
+		s.warnings = append(s.warnings, fmt.Sprintf("the spend store's identity cannot be kept in the state directory %s (%v): a proxy restarted after the store lost data will not notice it; set DELEGATEOS_STATE_DIR to a directory the proxy can write", s.stateDir, err))
+	}
+	return nil
+}
+
+// anyKey reports whether the store holds a key matching pattern.
+func (s *Redis) anyKey(ctx context.Context, pattern string) (bool, error) {
+	var cursor uint64
+	for {
+		keys, next, err := s.c.Scan(ctx, cursor, pattern, 1000).Result()
+		if err != nil {
+			return false, err
+		}
+		if len(keys) > 0 {
+			return true, nil
+		}
+		if cursor = next; cursor == 0 {
+			return false, nil
+		}
+	}
+}
+
+// markReset enters the reset state for why, and records it in the store
+// for the rest of the fleet, unless an operator has acted meanwhile.
+func (s *Redis) markReset(ctx context.Context, why string) error {
+	s.mu.Lock()
+	id := s.ident
+	if s.resetReason == "" {
+		s.resetReason = why
+	}
+	s.mu.Unlock()
+	n, err := markResetScript.Run(ctx, s.c, []string{identityKey}, id.ID, id.Gen, why).Int()
+	if err != nil {
+		return s.fail(err)
+	}
+	if n == 0 {
+		return s.refresh(ctx)
+	}
+	return nil
+}
+
+// refresh reads the store's identity again, for a proxy in the reset
+// state or one whose generation is behind a tree's: an operator's newer
+// generation, without a reset, is adopted (and what the proxy saw of
+// each tree forgotten).
+func (s *Redis) refresh(ctx context.Context) error {
+	cur, err := readIdentity(ctx, s.c)
+	if err != nil {
+		return s.fail(err)
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if cur != nil && cur.By == "operator" && cur.Reset == "" && cur.Gen > s.ident.Gen {
+		s.ident = *cur
+		s.resetReason = ""
+		s.seen = nil
+		s.mu.Unlock()
+		s.rememberIdentity(*cur) // as at open, a failure is not the call's
+		s.mu.Lock()
+	}
+	return nil
+}
+
+// resetErr returns the error of a call refused because the store is in
+// the reset state, or nil, after reading the store's identity again (an
+// operator may have acted).
+func (s *Redis) resetErr() error {
+	s.mu.Lock()
+	why := s.resetReason
+	s.mu.Unlock()
+	if why == "" {
+		return nil
+	}
+	if err := s.refresh(s.ctx); err != nil {
+		return err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.resetReason == "" {
+		return nil
+	}
+	return &ResetError{Store: s.url, Reason: s.resetReason}
+}
+
+// ResetReason returns why the store is in the reset state, or "".
+func (s *Redis) ResetReason() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.resetReason
+}
+
+// newTree is called when a reservation finds no stamp for its tree and
+// this proxy has seen none: the tree is new unless the store's identity
+// has changed or the set of trees names it (its keys were deleted). For a
+// new tree it is added to the set, and the reservation runs again,
+// creating the stamp.
+//
+// listed says a run before this one found the tree listed; then a tree
+// still listed is one that lost its keys. errListed asks for that run.
+func (s *Redis) newTree(tag string, listed bool) error {
+	var idc *redis.MapStringStringCmd
+	var member *redis.BoolCmd
+	_, err := s.c.Pipelined(s.ctx, func(p redis.Pipeliner) error {
+		idc = p.HGetAll(s.ctx, identityKey)
+		member = p.SIsMember(s.ctx, treesKey, tag)
+		return nil
+	})
+	if err != nil {
+		return s.fail(err)
+	}
+	s.mu.Lock()
+	id := s.ident
+	s.mu.Unlock()
+	m := idc.Val()
+	if len(m) == 0 {
+		return s.resetTree(tag, fmt.Sprintf("its identity %s (generation %d) is gone: Redis was flushed or restarted without persistence", id.ID, id.Gen))
+	}
+	cur, err := identityOf(m)
+	if err != nil {
+		return err
+	}
+	if cur.ID != id.ID || cur.Gen != id.Gen {
+		if err := s.refresh(s.ctx); err != nil {
+			return err
+		}
+		s.mu.Lock()
+		adopted := s.ident.Gen == cur.Gen
+		s.mu.Unlock()
+		if !adopted {
+			return s.resetTree(tag, fmt.Sprintf("its identity is now %s (generation %d), not %s (generation %d): Redis lost its data and another proxy started it anew", cur.ID, cur.Gen, id.ID, id.Gen))
+		}
+		return errRetry
+	}
+	if cur.Reset != "" {
+		return s.resetNow(cur.Reset)
+	}
+	if member.Val() {
+		// Listed after its stamp was made: a reservation that ran while
+		// another made it, which finds it when run again, or a tree whose
+		// keys are gone.
+		if listed {
+			return s.resetTree(tag, fmt.Sprintf("the keys of delegation tree {%s} are gone (deleted or evicted) while the store lists the tree", tag))
+		}
+		return errListed
+	}
+	// The reservation runs again, making the tree's stamp; the tree is
+	// listed only once it has one (addTree), so that a tree listed without
+	// a stamp is one that lost it.
+	return errRetry
+}
+
+// addTree lists a tree whose stamp a reservation of this proxy made (or
+// found made): once per tree and proxy.
+func (s *Redis) addTree(tag string) {
+	s.mu.Lock()
+	done := s.listed[tag]
+	s.mu.Unlock()
+	if done || s.c.SAdd(s.ctx, treesKey, tag).Err() != nil {
+		return // listed again by the next reservation that makes a stamp
+	}
+	s.mu.Lock()
+	if s.listed == nil {
+		s.listed = make(map[string]bool)
+	}
+	s.listed[tag] = true
+	s.mu.Unlock()
+}
+
+// errRetry asks Reserve to run its script again, and errListed to run it
+// again as for a tree it may not make a stamp for.
+var (
+	errRetry  = errors.New("retry")
+	errListed = errors.New("listed")
+)
+
+// resetTree is resetNow for a loss found at a tree, which is marked in
+// the tree's stamp too: every proxy's next reservation of the tree then
+// refuses, that of a proxy that took the store for a new one included.
+func (s *Redis) resetTree(tag, why string) error {
+	s.c.HSetNX(s.ctx, stampKeyPrefix+"{"+tag+"}", "reset", why)
+	return s.resetNow(why)
+}
+
+// resetNow enters the reset state and returns the call's error.
+func (s *Redis) resetNow(why string) error {
+	if err := s.markReset(s.ctx, why); err != nil && !errors.Is(err, redisconn.ErrUnavailable) {
+		return err
+	}
+	if err := s.resetErr(); err != nil {
+		return err
+	}
+	return errRetry
+}
+
+// tagOf returns the hash tag of a stamp, open-reservations or spend key.
+func tagOf(redisKey string) string {
+	_, rest, _ := strings.Cut(redisKey, "{")
+	tag, _, _ := strings.Cut(rest, "}")
+	return tag
+}
+
+// InitStore gives the Redis spend store at rawURL its identity (see
+// identityKey), as an operator: a new store gets one, a store that has
+// one is left as it is. With reset the operator accepts that the store
+// has lost data: it gets a new generation, which lifts the reset state
+// (every proxy adopts it at its next call), and its list of trees is
+// made again from the trees' stamps. Without reset, a store that has
+// lost its identity, or is in the reset state, is an error saying so.
+func InitStore(rawURL string, reset bool) (Identity, error) {
+	c, err := redisconn.Open(rawURL)
+	if err != nil {
+		return Identity{}, fmt.Errorf("spend store: %w", err)
+	}
+	defer c.Close()
+	ctx := context.Background()
+	what := "spend store " + redisconn.Redact(rawURL)
+	fail := func(err error) (Identity, error) { return Identity{}, redisconn.Unavailable(what, err) }
+	cur, err := readIdentity(ctx, c)
+	if err != nil {
+		return fail(err)
+	}
+	if !reset {
+		if cur != nil {
+			if cur.Reset != "" {
+				return *cur, &ResetError{Store: redisconn.Redact(rawURL), Reason: cur.Reset}
+			}
+			return *cur, nil
+		}
+		s := &Redis{c: c}
+		stamped, err := s.anyKey(ctx, stampKeyPrefix+"*")
+		if err != nil {
+			return fail(err)
+		}
+		if stamped {
+			return Identity{}, &ResetError{Store: redisconn.Redact(rawURL), Reason: "its identity is gone while its delegation trees' stamps remain"}
+		}
+		n := newIdentity("operator", 0)
+		res, err := createIdentityScript.Run(ctx, c, []string{identityKey}, n.ID, n.Gen, n.By).Result()
+		if err != nil {
+			return fail(err)
+		}
+		m, err := hashMap(res)
+		if err != nil {
+			return fail(err)
+		}
+		id, err := identityOf(m)
+		if err != nil {
+			return Identity{}, err
+		}
+		return *id, nil
+	}
+	n, err := nextIdentity(ctx, c)
+	if err != nil {
+		return fail(err)
+	}
+	if err := restamp(ctx, c, *n); err != nil {
+		return fail(err)
+	}
+	if err := writeIdentity(ctx, c, *n); err != nil {
+		return fail(err)
+	}
+	return *n, nil
+}
+
+// nextIdentity is the identity an operator's action gives the store: its
+// own identity (a new one if it has lost it) with a new generation.
+func nextIdentity(ctx context.Context, c redis.Cmdable) (*Identity, error) {
+	cur, err := readIdentity(ctx, c)
+	if err != nil {
+		return nil, err
+	}
+	n := newIdentity("operator", 0)
+	if cur != nil {
+		n.ID, n.Gen = cur.ID, max(n.Gen, cur.Gen+1)
+	}
+	return n, nil
+}
+
+// writeIdentity writes id as the store's identity, last: the proxies
+// adopt it at their next call.
+func writeIdentity(ctx context.Context, c redis.Cmdable, id Identity) error {
+	_, err := c.TxPipelined(ctx, func(p redis.Pipeliner) error {
+		p.Del(ctx, identityKey)
+		p.HSet(ctx, identityKey, "id", id.ID, "g", id.Gen, "by", id.By)
+		return nil
+	})
+	return err
+}
+
+// restamp gives every tree's stamp the identity and generation id, and
+// makes the list of trees again from the stamps.
+func restamp(ctx context.Context, c redis.Cmdable, id Identity) error {
+	var tags []any
+	var cursor uint64
+	for {
+		keys, next, err := c.Scan(ctx, cursor, stampKeyPrefix+"*", 1000).Result()
+		if err != nil {
+			return err
+		}
+		_, err = c.Pipelined(ctx, func(p redis.Pipeliner) error {
+			for _, k := range keys {
+				p.HSet(ctx, k, "id", id.ID, "g", id.Gen)
+				p.HDel(ctx, k, "reset")
+			}
+			return nil
+		})
+		if err != nil {
+			return err
+		}
+		for _, k := range keys {
+			tags = append(tags, tagOf(k))
+		}
+		if cursor = next; cursor == 0 {
+			break
+		}
+	}
+	_, err := c.TxPipelined(ctx, func(p redis.Pipeliner) error {
+		p.Del(ctx, treesKey)
+		if len(tags) > 0 {
+			p.SAdd(ctx, treesKey, tags...)
+		}
+		return nil
+	})
+	return err
+}
+
+// RecoverStore rebuilds the spend of the Redis spend store at rawURL from
+// usage read elsewhere (the fleet's audit logs), as an operator, and lifts
+// its reset state: each key's spend becomes at least what usage says (a
+// key the store still holds keeps more, if it holds more, and its held
+// reservations), its calls and last call at least usage's; every tree
+// gets a stamp, and the store a new generation, written last, which the
+// proxies adopt at their next call.
+func RecoverStore(rawURL string, usage []Usage) (Identity, error) {
+	c, err := redisconn.Open(rawURL)
+	if err != nil {
+		return Identity{}, fmt.Errorf("spend store: %w", err)
+	}
+	defer c.Close()
+	ctx := context.Background()
+	fail := func(err error) (Identity, error) {
+		return Identity{}, redisconn.Unavailable("spend store "+redisconn.Redact(rawURL), err)
+	}
+	n, err := nextIdentity(ctx, c)
+	if err != nil {
+		return fail(err)
+	}
+	for _, u := range usage {
+		if err := checkKey(u.Key); err != nil {
+			return Identity{}, err
+		}
+		k := spendKey(u.Key)
+		vals, err := c.HMGet(ctx, k, "c", "h", "n", "t").Result()
+		if err != nil {
+			return fail(err)
+		}
+		var have [4]int64
+		for i, v := range vals {
+			if str, ok := v.(string); ok {
+				if have[i], err = parseDecimal(str); err != nil {
+					return Identity{}, fmt.Errorf("the key %s: %w", k, err)
+				}
+			}
+		}
+		total := addSat(u.Committed, u.Reserved)
+		committed := max(have[0], total-have[1])
+		fields := []any{"c", committed, "n", max(have[2], u.Calls)}
+		if at := u.LastCall.UnixMilli(); !u.LastCall.IsZero() && at > have[3] {
+			fields = append(fields, "t", min(at, maxAt))
+		}
+		_, err = c.Pipelined(ctx, func(p redis.Pipeliner) error {
+			p.HSet(ctx, k, fields...)
+			p.HSet(ctx, stampKey(u.Key), "k:"+k, 1)
+			return nil
+		})
+		if err != nil {
+			return fail(err)
+		}
+	}
+	if err := restamp(ctx, c, *n); err != nil {
+		return fail(err)
+	}
+	if err := writeIdentity(ctx, c, *n); err != nil {
+		return fail(err)
+	}
+	return *n, nil
+}

@@ -1,0 +1,105 @@
+//go:build unix
+
+package extrastest
+
+import (
+	"encoding/json"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/delegateos/delegateos/avpsig"
+	"github.com/delegateos/delegateos/dct"
+	"github.com/delegateos/delegateos/internal/mcptest"
+	"github.com/delegateos/delegateos/internal/redistest"
+)
+
+// ownCall is a tools/call of echo that carries its own token.
+func ownCall(id string, tok *dct.Token) string {
+	own, _ := json.Marshal(map[string]any{"dct": tok.String()})
+	return `{"jsonrpc":"2.0","id":"` + id + `","method":"tools/call","params":{"name":"echo","arguments":{"text":"hi"},"_delegateos":` + string(own) + `}}`
+}
+
+// A holder of one token attenuates it to eleven keys of her own and floods
+// a server that requires signatures with signed calls from each. Nonces
+// are bounded per delegation tree (the token's root block), which she
+// cannot multiply as she can keys: her flood fills her tree's share and is
+// refused (503 signature_busy), while a principal of another tree, issued
+// by the same root, still gets in. Before, the bound was per key, and
+// eleven keys filled the server's whole nonce memory. The same holds with
+// the nonces shared in Redis.
+func TestNonceFloodCostsOnlyItsTree(t *testing.T) {
+	for _, shared := range []bool{false, true} {
+		t.Run(map[bool]string{false: "memory", true: "redis"}[shared], func(t *testing.T) {
+			e := mcptest.NewEnv(t)
+			pol := e.Policy()
+			if shared {
+				pol.SpendStore = redistest.Start(t).URL()
+			}
+			victim := mcptest.NewKey(t, "victim")
+			mallory := e.Mint(nil, "mcp:echo:*")
+			victimTok := e.Mint(func(p *dct.CreateParams) { p.Delegatee = victim.ID() }, "mcp:echo:*")
+			srv := e.StartServe(mcptest.ServeOptions{Policy: pol, Flags: []string{"--require-signature",
+				"--signature-nonces", "30", "--signature-nonces-per-tree", "10"}})
+
+			bearer := mcptest.Bearer(mallory)
+			res := srv.Do("POST", "/mcp", with(bearer, sign(t, e.Agent, "POST", "/mcp", initBody, time.Now())), initBody)
+			if res.Status != 200 {
+				t.Fatalf("signed initialize: %d %s", res.Status, res.Body)
+			}
+			sid := res.Header.Get("Mcp-Session-Id")
+			accepted, busy := 0, 0
+			for k := range 11 {
+				key := mcptest.NewKey(t, fmt.Sprintf("sybil%d", k))
+				tok := mcptest.Attenuate(t, mallory, e.Agent, key, 1000, "mcp:echo:*")
+				for n := range 3 {
+					call := ownCall(fmt.Sprintf("s%d-%d", k, n), tok)
+					r := srv.Post(sid, with(bearer, sign(t, key, "POST", "/mcp", call, time.Now())), call)
+					switch {
+					case r.Status == 200:
+						accepted++
+					case r.Status == 503 && strings.Contains(string(r.Body), string(avpsig.ReasonBusy)):
+						busy++
+					default:
+						t.Fatalf("sybil %d, call %d: %d %s", k, n, r.Status, r.Body)
+					}
+				}
+			}
+			vb := mcptest.Bearer(victimTok)
+			res = srv.Do("POST", "/mcp", with(vb, sign(t, victim, "POST", "/mcp", initBody, time.Now())), initBody)
+			if res.Status != 200 {
+				t.Fatalf("another tree's principal, after the flood: %d %s", res.Status, res.Body)
+			}
+			call := mcptest.CallBody(`"v1"`, "echo", map[string]any{"text": "hi"})
+			if r := srv.Post(res.Header.Get("Mcp-Session-Id"), with(vb, sign(t, victim, "POST", "/mcp", call, time.Now())), call); r.Status != 200 || !strings.Contains(string(r.Body), `"result"`) {
+				t.Fatalf("another tree's principal's call, after the flood: %d %s", r.Status, r.Body)
+			}
+			// The initialize took one of the tree's ten nonces.
+			if accepted != 9 || busy != 33-9 {
+				t.Fatalf("eleven keys of one tree: %d calls accepted, %d busy; want 9 (the tree's bound) and %d", accepted, busy, 33-9)
+			}
+
+		})
+	}
+}
+
+// A signature dated in the future is refused, beyond a few seconds for
+// clocks that differ: within the window it kept its nonce held for up to
+// twice the window, which let a flood hold the nonce memory for two
+// minutes.
+func TestFutureSignatureRefused(t *testing.T) {
+	e := mcptest.NewEnv(t)
+	tok := e.Mint(nil, "mcp:echo:*")
+	srv := e.StartServe(mcptest.ServeOptions{Policy: e.Policy(), Flags: []string{"--require-signature"}})
+	bearer := mcptest.Bearer(tok)
+	for _, c := range []struct {
+		ahead time.Duration
+		want  int
+	}{{30 * time.Second, 401}, {55 * time.Second, 401}, {2 * time.Second, 200}} {
+		r := srv.Do("POST", "/mcp", with(bearer, sign(t, e.Agent, "POST", "/mcp", initBody, time.Now().Add(c.ahead))), initBody)
+		if r.Status != c.want || (c.want == 401 && !strings.Contains(string(r.Body), string(avpsig.ReasonStale))) {
+			t.Fatalf("signed %s ahead: %d %s; want %d", c.ahead, r.Status, r.Body, c.want)
+		}
+	}
+}
