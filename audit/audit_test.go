@@ -137,8 +137,37 @@ func TestIncludeArguments(t *testing.T) {
 	o := testOptions
 	o.Receipts.IncludeArguments = true
 	lines := writeLog(t, filepath.Join(t.TempDir(), "audit.log"), 1, o)
-	if !bytes.Contains(lines[0], []byte(`"arguments":{"secret":"hunter2"}`)) {
+	if !bytes.Contains(lines[0], []byte(`"arguments_json":"{\"secret\":\"hunter2\"}"`)) {
 		t.Fatalf("arguments not included: %s", lines[0])
+	}
+}
+
+// Arguments and a result that would make their receipts too large are
+// left out of them, and the receipts say so: never silently absent.
+func TestIncludeTooLargeMarked(t *testing.T) {
+	o := testOptions
+	o.Receipts.IncludeArguments, o.Receipts.IncludeResults = true, true
+	path := filepath.Join(t.TempDir(), "audit.log")
+	l, err := Open(path, testSigner(t, 1), o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	big := []byte(`{"s":"` + strings.Repeat(`\"`, receipt.MaxBytes/3) + `"}`)
+	d := decision(1, true)
+	d.Arguments = big
+	l.Decided(d)
+	l.Executed(&receipt.Execution{Decision: d, Request: sha256.Sum256([]byte("req")), Response: sha256.Sum256([]byte("resp")),
+		HasResponse: true, Result: big, Started: d.At, Completed: d.At, Outcome: "result"})
+	if err := l.Close(); err != nil {
+		t.Fatal(err)
+	}
+	lines := readLines(t, path)
+	if len(lines) != 3 || !bytes.Contains(lines[0], []byte(`"arguments_omitted":"too_large"`)) || bytes.Contains(lines[0], []byte(`"arguments_json"`)) ||
+		!bytes.Contains(lines[1], []byte(`"result_omitted":"too_large"`)) || bytes.Contains(lines[1], []byte(`"result_json"`)) {
+		t.Fatalf("receipts of arguments and a result too large to hold:\n%s", join(lines))
+	}
+	if _, p := verifyBytes(join(lines), VerifyOptions{}); p != nil {
+		t.Fatal(p)
 	}
 }
 

@@ -366,13 +366,8 @@ func (l *Log) write(ev event) {
 	seq, digest, err := l.entry(b)
 	if err != nil && (ev.decision != nil || ev.execution != nil) {
 		// Arguments or a result in clear can make a receipt too large:
-		// it is written with their hashes only.
-		switch b := b.(type) {
-		case *receipt.DecisionBody:
-			b.Arguments = nil
-		case *receipt.ExecutionBody:
-			b.Result = nil
-		}
+		// it is written with their hashes only, and says so.
+		receipt.OmitClear(b)
 		seq, digest, err = l.entry(b)
 	}
 	if err == nil && ev.decision != nil {

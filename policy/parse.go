@@ -118,7 +118,7 @@ func (ps *parser) errorf(n *yaml.Node, key, format string, args ...any) {
 
 var topKeys = []string{"roots", "tools", "resources", "prompts", "default_cost", "allow_unauthenticated", "honour_upstream_cost",
 	"revocation_list", "spend_store", "max_frame_bytes", "log", "workspace", "judge", "reputation", "upstream_user", "rate",
-	"tool_pins", "proxy_key", "audit_log", "receipts", "ended_delegations", "require_signature"}
+	"tool_pins", "proxy_key", "audit_log", "receipts", "ended_delegations", "require_signature", "methods"}
 
 func (ps *parser) policy(n *yaml.Node, p *Policy) {
 	if n.Kind != yaml.MappingNode {
@@ -136,6 +136,8 @@ func (ps *parser) policy(n *yaml.Node, p *Policy) {
 			p.Resources = ps.rules(v, key, resourceRules)
 		case "prompts":
 			p.Prompts = ps.rules(v, key, promptRules)
+		case "methods":
+			p.Methods = ps.methods(v, key)
 		case "default_cost":
 			if c, ok := ps.cost(v, key); ok {
 				p.DefaultCost = c

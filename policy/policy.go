@@ -47,6 +47,10 @@ type Policy struct {
 	// rule that matches wins. A rule's resource is its literal
 	// Resource.Value, or the prompt's name when that is "".
 	Prompts []Rule
+	// Methods are the vendor extension methods the gate lets through, each
+	// gated by its capability like a tools/call; any other method MCP
+	// does not define is refused.
+	Methods []MethodRule
 	// DefaultCost is the cost, in microcents, of a call whose rule sets no
 	// cost or that no rule matches.
 	DefaultCost int64

@@ -55,6 +55,9 @@ type callEvidence struct {
 // notePayload hashes a gated request as the client sent it.
 func (s *session) notePayload(p *pending, frame []byte) {
 	if s.cfg.Evidence != nil {
+		if s.sent != nil {
+			frame = s.sent
+		}
 		p.ev.payload = sha256.Sum256(frame)
 	}
 }
@@ -117,9 +120,37 @@ func (s *session) noteResponse(p *pending, frame []byte, edits []edit) {
 	p.ev.response, p.ev.hasResp = hashEdited(frame, edits), true
 	if s.cfg.Gate.Policy.Receipts.IncludeResults {
 		if r := objectMember(frame, `"result"`); r != nil {
-			p.ev.result = append([]byte(nil), r...)
+			at := memberOffset(frame, r)
+			p.ev.result = editedSpan(frame, at, at+len(r), edits)
 		}
 	}
+}
+
+// editedSpan is a copy of frame[from:to] with the edits that fall inside
+// it made (as the client receives it); edits outside it are ignored.
+func editedSpan(frame []byte, from, to int, edits []edit) []byte {
+	out := make([]byte, 0, to-from)
+	at := from
+	for _, e := range sortedEdits(edits) {
+		if e.from < from || e.to > to {
+			continue
+		}
+		out = append(append(out, frame[at:e.from]...), e.with...)
+		at = e.to
+	}
+	return append(out, frame[at:to]...)
+}
+
+// sortedEdits is a copy of edits (at most a few) in the order of where
+// they apply.
+func sortedEdits(edits []edit) []edit {
+	es := append([]edit(nil), edits...)
+	for i := 1; i < len(es); i++ {
+		for j := i; j > 0 && es[j].from < es[j-1].from; j-- {
+			es[j], es[j-1] = es[j-1], es[j]
+		}
+	}
+	return es
 }
 
 // executed hands a forwarded call's end over for its execution receipt.

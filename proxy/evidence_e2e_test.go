@@ -216,7 +216,7 @@ func TestE2EEvidenceIncludeArguments(t *testing.T) {
 	stopProxy(t, p)
 	_, lines := logReceipts(t, logPath)
 	all := bytes.Join(lines, nil)
-	if !bytes.Contains(all, []byte(`"arguments":{"text":"shown-argument"}`)) || !bytes.Contains(all, []byte(`"result":{`)) {
+	if !bytes.Contains(all, []byte(`"arguments_json":"{\"text\":\"shown-argument\"}"`)) || !bytes.Contains(all, []byte(`"result_json":"{`)) {
 		t.Fatalf("arguments or result missing from the receipts:\n%s", all)
 	}
 }

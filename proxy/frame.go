@@ -197,7 +197,7 @@ func (fw *frameWriter) flush() error {
 }
 
 // plainASCII reports whether frame is ASCII without a carriage return,
-// which is every frame lineUnsafe passes but for the rare one with raw
+// which is every frame lineSafe passes as it is but for the rare one with raw
 // non-ASCII text, in one pass of eight bytes at a time.
 func plainASCII(frame []byte) bool {
 	const (
@@ -221,22 +221,80 @@ func plainASCII(frame []byte) bool {
 	return true
 }
 
-// lineUnsafe names what in a client frame another line reader could split
-// on, or what it could not decode: a carriage return (a line end to Python
-// and to Node's readline), U+0085, U+2028 and U+2029 written raw, and
-// invalid UTF-8.
-func lineUnsafe(frame []byte) string {
+// lineSafe makes a client frame safe for every line reader: a raw U+0085,
+// U+2028 or U+2029 inside a JSON string (the MCP TypeScript SDK's
+// JSON.stringify writes them raw) is escaped (\u2028), which every JSON
+// reader decodes to the same string, so the upstream gets the message the
+// gate decides with no character another reader could split a line at.
+// It returns the frame (a copy when something was escaped), or why it is
+// refused: a carriage return (a line end to Python and to Node's
+// readline), invalid UTF-8, or a separator outside a string.
+func lineSafe(frame []byte) ([]byte, string) {
 	if plainASCII(frame) {
-		return ""
+		return frame, ""
 	}
 	if bytes.IndexByte(frame, '\r') >= 0 {
-		return "a carriage return inside a message"
+		return nil, "a carriage return inside a message"
 	}
 	if !utf8.Valid(frame) {
-		return "invalid UTF-8"
+		return nil, "invalid UTF-8"
 	}
-	if bytes.Contains(frame, []byte("\u0085")) || bytes.Contains(frame, []byte("\u2028")) || bytes.Contains(frame, []byte("\u2029")) {
-		return "a raw line separator (U+0085, U+2028 or U+2029); escape it"
+	if !hasSeparator(frame) {
+		return frame, ""
 	}
-	return ""
+	out := escapeSeparators(frame)
+	if hasSeparator(out) {
+		return nil, "a raw line separator (U+0085, U+2028 or U+2029) outside a string; escape it"
+	}
+	return out, ""
+}
+
+func hasSeparator(b []byte) bool {
+	return bytes.Contains(b, []byte("\u0085")) || bytes.Contains(b, []byte("\u2028")) || bytes.Contains(b, []byte("\u2029"))
+}
+
+// escapeSeparators is frame (valid UTF-8) with each U+0085, U+2028 and
+// U+2029 that is a character of a JSON string escaped. The JSON string
+// state is followed byte by byte: a quote outside a string opens one, a
+// backslash inside one escapes the next byte, and no byte of a multi-byte
+// UTF-8 sequence is a quote or a backslash. One the frame has outside a
+// string, or right after a backslash, stays: the frame is then no JSON.
+func escapeSeparators(frame []byte) []byte {
+	out := make([]byte, 0, len(frame)+16)
+	in, esc := false, false
+	for i := 0; i < len(frame); i++ {
+		c := frame[i]
+		switch {
+		case esc:
+			esc = false
+		case in && c == '\\':
+			esc = true
+		case c == '"':
+			in = !in
+		case in && c == 0xC2 && i+1 < len(frame) && frame[i+1] == 0x85:
+			out = append(out, `\u0085`...)
+			i++
+			continue
+		case in && c == 0xE2 && i+2 < len(frame) && frame[i+1] == 0x80 && (frame[i+2] == 0xA8 || frame[i+2] == 0xA9):
+			out = append(out, `\u202`...)
+			out = append(out, "89"[frame[i+2]-0xA8])
+			i += 2
+			continue
+		}
+		out = append(out, c)
+	}
+	return out
+}
+
+// unsafeFrameID is the id of the request a frame lineSafe refuses reads as
+// when read strictly, to answer it by; nil when it reads as none.
+func unsafeFrameID(frame []byte) []byte {
+	h, err := scanClientHeader(frame)
+	if err != nil || h.kind != kindRequest {
+		return nil
+	}
+	if _, ok := parseRequestID(h.id); !ok {
+		return nil
+	}
+	return h.id
 }

@@ -76,6 +76,9 @@ type CallRequest struct {
 	// ContractID and DelegationID, when the request names them in
 	// _delegateos, must match the token.
 	ContractID, DelegationID string
+	// Extension marks a vendor extension method that the policy's methods
+	// list names (Method): it needs the capability its rule gives.
+	Extension bool
 	// Unpinned, when set, says why the tool or prompt is not as the
 	// policy's pins approved it: the request is refused as ToolNotPinned
 	// once everything else about it would allow it.
@@ -85,6 +88,8 @@ type CallRequest struct {
 // Target is what the request names, for logs: the tool, prompt or URI.
 func (r *CallRequest) Target() string {
 	switch {
+	case r.Extension:
+		return r.Method
 	case r.Method == "" || r.Method == MethodToolsCall:
 		return r.Tool
 	case r.Prompt != "":
@@ -98,6 +103,8 @@ func (r *CallRequest) Target() string {
 // what names the request's target for people, e.g. tool "get-env".
 func (r *CallRequest) what() string {
 	switch {
+	case r.Extension:
+		return "method " + quoteName(r.Method)
 	case r.Method == "" || r.Method == MethodToolsCall:
 		return "tool " + quoteName(r.Tool)
 	case r.Prompt != "":
@@ -206,6 +213,13 @@ func (g *Gate) now() time.Time {
 // Subscribing and completing cost nothing: they are gated by what reading
 // the resource or getting the prompt needs, and charged when that is done.
 func (g *Gate) mapRequest(req *CallRequest) (policy.Call, error) {
+	if req.Extension {
+		call, ok := g.Policy.MapMethod(req.Method)
+		if !ok {
+			return call, fmt.Errorf("%w: the method %s is not in the policy's methods", policy.ErrUnmappable, quoteName(req.Method))
+		}
+		return call, nil
+	}
 	switch req.Method {
 	case "", MethodToolsCall:
 		return g.Policy.Map(req.Tool, req.Arguments)
@@ -229,6 +243,9 @@ func (g *Gate) mapRequest(req *CallRequest) (policy.Call, error) {
 // request: the same view the lists show.
 func (g *Gate) visible(req *CallRequest, caps []dct.Capability) bool {
 	switch {
+	case req.Extension:
+		call, ok := g.Policy.MapMethod(req.Method)
+		return ok && covered(caps, call)
 	case req.Method == "" || req.Method == MethodToolsCall:
 		return g.Policy.Visible(req.Tool, caps)
 	case req.Method == MethodPromptsGet || req.Prompt != "":

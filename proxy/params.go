@@ -2,6 +2,7 @@ package proxy
 
 import (
 	"bytes"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"strings"
@@ -190,10 +191,16 @@ func (s *scanner) names(depth int) (dup string, found, ok bool) {
 				return "", false, false
 			}
 			name, ok := memberName(raw)
+			if s.exactNames && ok && !utf8.Valid(name) {
+				// Decoded as readers decode it: each bad byte a U+FFFD.
+				var dec string
+				ok = json.Unmarshal(raw, &dec) == nil
+				name = []byte(dec)
+			}
 			if !ok {
 				return "", false, false
 			}
-			if seen.add(name) {
+			if seen.addName(name, s.exactNames) {
 				return string(name), true, true
 			}
 			s.ws()
@@ -249,6 +256,54 @@ type nameSet struct {
 	few  [8][]byte
 	n    int
 	many map[string]bool
+}
+
+// addName is add, or with exact set addExact.
+func (ns *nameSet) addName(name []byte, exact bool) bool {
+	if exact {
+		return ns.addExact(name)
+	}
+	return ns.add(name)
+}
+
+// addExact adds name and reports whether the very same name was already
+// there (names differing in letter case are different).
+func (ns *nameSet) addExact(name []byte) bool {
+	if ns.many == nil {
+		for _, seen := range ns.few[:ns.n] {
+			if bytes.Equal(seen, name) {
+				return true
+			}
+		}
+		if ns.n < len(ns.few) {
+			ns.few[ns.n] = name
+			ns.n++
+			return false
+		}
+		ns.many = make(map[string]bool, 2*len(ns.few))
+		for _, seen := range ns.few {
+			ns.many[string(seen)] = true
+		}
+	}
+	if ns.many[string(name)] {
+		return true
+	}
+	ns.many[string(name)] = true
+	return false
+}
+
+// repeatedMember finds, in a JSON value an upstream sent (a result or an
+// error), an object that gives a member twice, at any depth, comparing
+// names decoded ("n\u0061me" is name) and exactly: readers differ on which
+// of the two counts, so the client could read what the receipt does not
+// say. It returns the name, or tooDeep when v nests too deep to walk
+// (where a repeated member could hide). A value that is not well formed
+// is neither: no reader reads it.
+func repeatedMember(v []byte) (name string, found, tooDeep bool) {
+	s := scanner{b: v, exactNames: true}
+	s.ws()
+	name, found, _ = s.names(0)
+	return name, found, s.tooDeep
 }
 
 // add adds name and reports whether it was already there.

@@ -117,6 +117,9 @@ type session struct {
 	// appr holds the calls waiting for a person's approval (approval.go).
 	appr approvals
 
+	// sent is the frame being handled as the client sent it, when the
+	// relay escaped line separators in it (lineSafe); nil otherwise.
+	sent     []byte
 	lastTool string   // see toolName
 	upSeq    int64    // the id of the last request forwarded (the client's goroutine's)
 	upText   [20]byte // where the client's goroutine writes a number it forwards with
@@ -313,13 +316,23 @@ func (s *session) fromClient(r io.Reader) error {
 // clientFrame handles one frame from the client: it is refused, answered,
 // or forwarded to the upstream (a tools/call only if the gate allows it).
 func (s *session) clientFrame(frame []byte) {
-	if reason := lineUnsafe(frame); reason != "" {
+	safe, reason := lineSafe(frame)
+	if reason != "" {
 		// Some upstream readers split lines where this proxy does not: the
-		// frame they would read is not the frame the gate would check.
+		// frame they would read is not the frame the gate would check. The
+		// request this one reads as is answered, so that its sender is not
+		// left waiting.
 		s.log.Warn("client frame refused", zap.String("reason", reason))
-		s.replyError(s.toClient, nil, codeParseError, "parse error: "+reason, nil)
+		s.replyError(s.toClient, unsafeFrameID(frame), codeParseError, "parse error: "+reason, nil)
 		return
 	}
+	if len(safe) != len(frame) {
+		// Line separators were escaped: the client's own bytes are what
+		// its receipt's payload_hash names.
+		s.sent = frame
+		defer func() { s.sent = nil }()
+	}
+	frame = safe
 	h, err := scanClientHeader(frame)
 	if err != nil {
 		code, msg := unreadable(frame)
@@ -449,6 +462,10 @@ func (s *session) serverFrame(frame, raw []byte) {
 		s.toClient.queue(raw)
 		return
 	}
+	if err := answerRepeats(h.answer, h.isError); err != nil {
+		s.unreadableAnswer(h, err)
+		return
+	}
 	p := s.take(h.id)
 	if p == nil {
 		if s.pinAnswer(h.id, frame) {
@@ -508,6 +525,29 @@ func (s *session) serverFrame(frame, raw []byte) {
 		s.settle(p, cost, release, outcome, &s.serverLog)
 	}
 	s.toClient.queueEdited(frame, edits)
+}
+
+// answerRepeats reports an upstream response whose result (or error), v,
+// gives a member twice in one of its objects: the relay refuses it from
+// the upstream as the gate refuses it from the client, since which of the
+// two the client reads depends on its parser, and a receipt could not say
+// which one it got.
+func answerRepeats(v []byte, isError bool) error {
+	which := "result"
+	if isError {
+		which = "error"
+	}
+	name, found, tooDeep := repeatedMember(v)
+	switch {
+	case found:
+		if len(name) > 64 {
+			name = name[:64] + "…"
+		}
+		return fmt.Errorf("its %s gives the member %s twice", which, strconv.Quote(name))
+	case tooDeep:
+		return fmt.Errorf("its %s nests deeper than %d levels, too deep to check that no member is given twice", which, maxNesting)
+	}
+	return nil
 }
 
 // unreadableAnswer handles an upstream response that the client could

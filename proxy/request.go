@@ -114,6 +114,9 @@ func (s *session) clientRequest(h header, frame []byte) {
 		return
 	}
 	role := roleOf(h.method)
+	if role == roleUnknown && s.extension(h.method) {
+		role = roleGate
+	}
 	if role == roleUnknown {
 		s.log.Warn("client request refused", zap.String("method", h.method), zap.String("reason", "unknown method"))
 		s.replyError(s.toClient, h.id, codeMethodNotFound, "method not found: "+quoteName(h.method)+" is not an MCP method this proxy can gate, so it is not forwarded", nil)
@@ -141,7 +144,8 @@ func (s *session) clientRequest(h header, frame []byte) {
 			s.replyError(s.toClient, h.id, codeInvalidRequest, "invalid request: "+h.method+" "+err.Error(), nil)
 			return
 		}
-	} else if role == roleGate {
+	} else if role == roleGate && roleOf(h.method) == roleGate {
+		// (A vendor method may take none.)
 		s.replyError(s.toClient, h.id, codeInvalidRequest, "invalid request: "+h.method+" needs params", nil)
 		return
 	}
@@ -219,7 +223,7 @@ func (s *session) forwardEdits(h header, cp *callParams, up int64, buf *[2]edit)
 // reports whether the request may be forwarded; if so p holds the decision
 // to settle, unless observe mode forwards a refusal (see refuse).
 func (s *session) gate(p *pending, cp *callParams) bool {
-	if cp.variant != "" {
+	if cp.variant != "" && roleOf(p.method) == roleGate {
 		s.replyError(s.toClient, p.id, codeInvalidRequest, "invalid request: "+p.method+" params."+quoteName(cp.variant)+" differs from a member the gate reads only in letter case; spell it exactly", nil)
 		return false
 	}
@@ -262,6 +266,10 @@ func (s *session) gate(p *pending, cp *callParams) bool {
 			return true
 		}
 		req.URIs = uris
+	default:
+		// A vendor extension method the policy lists (clientRequest
+		// checked): its rule gives the capability.
+		req.Extension = true
 	}
 	p.target = req.Target()
 	s.noteArguments(p, req.Arguments)
@@ -307,6 +315,17 @@ func (s *session) gate(p *pending, cp *callParams) bool {
 		s.mu.Unlock()
 	}
 	return true
+}
+
+// extension reports whether method is a vendor extension method the
+// policy's methods list names: gated like tools/call by its rule's
+// capability, where any other unknown method is refused.
+func (s *session) extension(method string) bool {
+	if s.cfg.Gate == nil || s.cfg.Gate.Policy == nil {
+		return false
+	}
+	_, ok := s.cfg.Gate.Policy.MapMethod(method)
+	return ok
 }
 
 // completionRef reads completion/complete's params.ref strictly: a

@@ -19,9 +19,10 @@ func RequestToken(frame []byte) (string, error) {
 	if h.params == nil {
 		return "", nil
 	}
-	if r := roleOf(h.method); h.kind != kindRequest || (r != roleGate && r != roleList) {
+	if r := roleOf(h.method); h.kind != kindRequest || r == roleForward {
 		// The relay decides nothing else with the message's own token:
-		// the session's applies to it.
+		// the session's applies to it. (An unknown method may be a vendor
+		// extension the policy gates, decided with its own token.)
 		return "", nil
 	}
 	cp, err := readCallParams(h.params)

@@ -25,7 +25,9 @@ func TestE2EReviewFindings(t *testing.T) {
 	// the "ping" would have hidden an ungated write_file from them.
 	c.Send("{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"ping\",\"params\":\r" +
 		mcptest.CallFrame("2", "write_file", map[string]any{"path": "/project/secret.md", "content": "pwned"}) + "\r}")
-	if m := c.Response("null"); m.Error == nil || m.Error.Code != -32700 || !strings.Contains(m.Error.Message, "carriage return") {
+	// It is answered under the id it reads as, so that its sender does not
+	// wait.
+	if m := c.Response("1"); m.Error == nil || m.Error.Code != -32700 || !strings.Contains(m.Error.Message, "carriage return") {
 		t.Errorf("a frame with a bare CR was answered %+v; want -32700", m.Error)
 	}
 

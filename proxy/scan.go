@@ -29,6 +29,9 @@ type header struct {
 	params  []byte // raw JSON of params, nil if absent (read only when every member is)
 	// idAt and paramsAt are where id and params start in the frame.
 	idAt, paramsAt int
+	// answer is the raw JSON of a response's result or error, when every
+	// member was read (strict); nil otherwise.
+	answer []byte
 }
 
 var errScan = errors.New("not a JSON-RPC message")
@@ -230,6 +233,7 @@ func scanMessage(b []byte, strict, fast bool) (header, error) {
 			if !s.skip(0) {
 				return h, errScan
 			}
+			h.answer = b[start:s.i]
 		default:
 			if !s.skip(0) {
 				return h, errScan
@@ -274,6 +278,9 @@ type scanner struct {
 	fast bool
 	// tooDeep is set when a value nests deeper than maxNesting.
 	tooDeep bool
+	// exactNames makes names compare member names exactly rather than
+	// folding letter case.
+	exactNames bool
 }
 
 func (s *scanner) ws() {

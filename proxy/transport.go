@@ -46,9 +46,11 @@ var ErrUnreadable = errors.New("not a JSON-RPC message the relay can read unambi
 // ambiguous message, an unusable request id), the error says why and
 // RefusalFrame(frame, err) is the relay's answer to it.
 func ReadClientMessage(frame []byte) (Message, error) {
-	if reason := lineUnsafe(frame); reason != "" {
-		return Message{}, refusal{code: codeParseError, msg: "parse error: " + reason}
+	safe, reason := lineSafe(frame)
+	if reason != "" {
+		return Message{}, refusal{code: codeParseError, msg: "parse error: " + reason, id: clone(unsafeFrameID(frame))}
 	}
+	frame = safe
 	h, err := scanClientHeader(frame)
 	if err != nil {
 		code, msg := unreadable(frame)

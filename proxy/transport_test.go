@@ -20,7 +20,9 @@ func TestReadClientMessage(t *testing.T) {
 		{`{"jsonrpc":"2.0","id":1.0,"method":"ping"}`, 0, ``, codeInvalidRequest},
 		{`{"jsonrpc":"2.0","id":1,"method":"tools/call","method":"ping"}`, 0, `1`, codeInvalidRequest},
 		{`{"jsonrpc":"2.0","id":1,"Method":"ping"}`, 0, ``, codeInvalidRequest},
-		{"{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"ping\",\"params\":{\"x\":\"\u2028\"}}", 0, ``, codeParseError},
+		{"{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"ping\",\"params\":{\"x\":\"\u2028\"}}", KindRequest, `1`, 0},
+		{"{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"ping\"\u2028}", 0, ``, codeParseError},
+		{"{\"jsonrpc\":\"2.0\",\"id\":2,\r\"method\":\"ping\"}", 0, `2`, codeParseError},
 		{`{"jsonrpc":"2.0",`, 0, ``, codeParseError},
 		{`[1]`, 0, ``, codeInvalidRequest},
 		{`{"id":0,"method":""}`, 0, ``, codeInvalidRequest},
@@ -41,7 +43,7 @@ func TestReadClientMessage(t *testing.T) {
 			ID    json.RawMessage    `json:"id"`
 			Error struct{ Code int } `json:"error"`
 		}
-		if err := json.Unmarshal(RefusalFrame(err), &reply); err != nil || reply.Error.Code != tc.code {
+		if err := json.Unmarshal(RefusalFrame(err), &reply); err != nil || reply.Error.Code != tc.code || tc.id != "" && string(reply.ID) != tc.id {
 			t.Errorf("%s: refusal %s (%v), want code %d", tc.frame, RefusalFrame(err), err, tc.code)
 		}
 	}

@@ -69,8 +69,15 @@ type DecisionBody struct {
 	// ArgumentsHash is "sha256:" and the hex SHA-256 of params.arguments
 	// as sent; absent when the request has none.
 	ArgumentsHash string `json:"arguments_hash,omitempty"`
-	// Arguments are params.arguments in clear, only when the policy's
-	// receipts.include_arguments asks for them.
+	// ArgumentsJSON is params.arguments in clear, exactly the JSON text
+	// forwarded, only when the policy's receipts.include_arguments asks for
+	// them; ArgumentsOmitted says why they were asked for and are not
+	// there (an Omitted value).
+	ArgumentsJSON    string `json:"arguments_json,omitempty"`
+	ArgumentsOmitted string `json:"arguments_omitted,omitempty"`
+	// Arguments are params.arguments canonicalized (RFC 8785), as versions
+	// before receipts 2 wrote them: canonicalizing rounded numbers and
+	// could fail. Still read from older logs; no longer written.
 	Arguments json.RawMessage `json:"arguments,omitempty"`
 	// ApprovalID and ApprovalReceiptHash link a decision made on a
 	// human's approval to its human_approval_receipt/2.
@@ -133,8 +140,14 @@ type ExecutionBody struct {
 	// too large, unreadable, cancelled or unanswered.
 	Outcome          string `json:"outcome"`
 	EvaluatorVersion string `json:"evaluator_version"`
-	// Result is the response's result in clear, only when the policy's
-	// receipts.include_results asks for it.
+	// ResultJSON is the response's result in clear, exactly the JSON text
+	// returned to the client, only when the policy's
+	// receipts.include_results asks for it; ResultOmitted says why it was
+	// asked for and is not there (an Omitted value).
+	ResultJSON    string `json:"result_json,omitempty"`
+	ResultOmitted string `json:"result_omitted,omitempty"`
+	// Result is the result canonicalized, as versions before receipts 2
+	// wrote it; still read from older logs, no longer written.
 	Result              json.RawMessage `json:"result,omitempty"`
 	ApprovalReceiptHash string          `json:"approval_receipt_hash,omitempty"`
 	Position
@@ -144,6 +157,16 @@ type ExecutionBody struct {
 func (b *ExecutionBody) kind() string        { return KindExecution }
 func (b *ExecutionBody) position() *Position { return &b.Position }
 func (b *ExecutionBody) proof() **Proof      { return &b.Proof }
+
+// Why arguments or a result the policy puts into receipts are not in one
+// (arguments_omitted, result_omitted).
+const (
+	// OmittedTooLarge: with them the receipt would exceed MaxBytes.
+	OmittedTooLarge = "too_large"
+	// OmittedInvalidUTF8: the bytes are not UTF-8, so no JSON string holds
+	// them exactly.
+	OmittedInvalidUTF8 = "invalid_utf8"
+)
 
 // Human approval decisions.
 const (
@@ -312,6 +335,22 @@ func checkBody(b Body) error {
 			bad("%s must not be negative", name)
 		}
 	}
+	// clearMember checks a clear member (name_json), its omission reason and its
+	// older canonicalized form: at most one is given.
+	clearMember := func(name, text, omitted string, old json.RawMessage) {
+		n := 0
+		for _, given := range []bool{text != "", omitted != "", len(old) > 0} {
+			if given {
+				n++
+			}
+		}
+		if n > 1 {
+			bad("%s_json, %s_omitted and %s exclude each other", name, name, name)
+		}
+		if omitted != "" {
+			oneOf(name+"_omitted", omitted, OmittedTooLarge, OmittedInvalidUTF8)
+		}
+	}
 	switch b := b.(type) {
 	case *DecisionBody:
 		urn("audit_id", b.AuditID)
@@ -326,6 +365,7 @@ func checkBody(b Body) error {
 		hash("approval_receipt_hash", b.ApprovalReceiptHash, false, false)
 		when("decided_at", b.DecidedAt, true)
 		nonNegative("cost_reserved", b.CostReserved)
+		clearMember("arguments", b.ArgumentsJSON, b.ArgumentsOmitted, b.Arguments)
 		if (b.Decision == DecisionBlock) != (b.DenialType != "") {
 			bad("denial_type must be given exactly when the decision is BLOCK")
 		}
@@ -357,6 +397,10 @@ func checkBody(b Body) error {
 		nonNegative("cost_committed", b.CostCommitted)
 		need("outcome", b.Outcome)
 		need("evaluator_version", b.EvaluatorVersion)
+		clearMember("result", b.ResultJSON, b.ResultOmitted, b.Result)
+		if b.ResultJSON != "" && b.ResponseHash == "" {
+			bad("result_json needs response_hash: it is part of the response returned")
+		}
 	case *HumanApprovalBody:
 		need("approval_id", b.ApprovalID)
 		urn("gate_audit_id", b.GateAuditID)

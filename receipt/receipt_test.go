@@ -258,3 +258,46 @@ func TestHumanApprovalHashes(t *testing.T) {
 		}
 	}
 }
+
+// Arguments in clear are the JSON text exactly as forwarded, or marked
+// omitted with a known reason; never both, never the older form as well.
+func TestClearArguments(t *testing.T) {
+	s, _ := signer(t)
+	text := `{"n":9007199254740993,"big":1e400,"s":"\ud800"}`
+	d := &receipt.Decision{Method: "tools/call", Target: "echo", Allowed: true, Enforced: true, At: at,
+		HasArguments: true, ArgumentsHash: sha256.Sum256([]byte(text)), Arguments: []byte(text)}
+	b := d.Body(&receipt.Options{PolicyHash: strings.Repeat("0a", 32), IncludeArguments: true})
+	if b.ArgumentsJSON != text || b.ArgumentsOmitted != "" {
+		t.Fatalf("arguments_json %q, omitted %q", b.ArgumentsJSON, b.ArgumentsOmitted)
+	}
+	parse := func(b *receipt.DecisionBody) error {
+		out, err := s.Sign(b)
+		if err != nil {
+			t.Fatal(err)
+		}
+		r, err := receipt.Parse(out)
+		if err == nil && r.Body.(*receipt.DecisionBody).ArgumentsJSON != b.ArgumentsJSON {
+			t.Fatalf("arguments_json read back as %q", r.Body.(*receipt.DecisionBody).ArgumentsJSON)
+		}
+		return err
+	}
+	if err := parse(b); err != nil {
+		t.Fatal(err)
+	}
+	d.Arguments = []byte("{\"s\":\"\xff\"}")
+	if b := d.Body(&receipt.Options{PolicyHash: strings.Repeat("0a", 32), IncludeArguments: true}); b.ArgumentsJSON != "" || b.ArgumentsOmitted != receipt.OmittedInvalidUTF8 {
+		t.Fatalf("arguments that are not UTF-8: arguments_json %q, omitted %q", b.ArgumentsJSON, b.ArgumentsOmitted)
+	}
+	for name, edit := range map[string]func(*receipt.DecisionBody){
+		"both":           func(b *receipt.DecisionBody) { b.ArgumentsOmitted = receipt.OmittedTooLarge },
+		"older as well":  func(b *receipt.DecisionBody) { b.Arguments = []byte(`{}`) },
+		"unknown reason": func(b *receipt.DecisionBody) { b.ArgumentsJSON, b.ArgumentsOmitted = "", "secret" },
+	} {
+		c := *b
+		c.Proof = nil
+		edit(&c)
+		if err := parse(&c); err == nil {
+			t.Errorf("%s: parsed", name)
+		}
+	}
+}

@@ -3,7 +3,6 @@ package receipt
 import (
 	"crypto/rand"
 	"encoding/hex"
-	"encoding/json"
 	"strconv"
 	"strings"
 	"time"
@@ -38,8 +37,9 @@ type Decision struct {
 	// ArgumentsHash is the SHA-256 of params.arguments, when HasArguments.
 	ArgumentsHash [32]byte
 	HasArguments  bool
-	// Arguments are kept only when the policy includes them in receipts.
-	Arguments json.RawMessage
+	// Arguments are params.arguments exactly as forwarded, kept only when
+	// the policy includes them in receipts.
+	Arguments []byte
 	At        time.Time
 	// AuditID is the receipt's audit_id; "" has the writer make one. A
 	// decision made on a person's approval is given its ID beforehand, for
@@ -66,8 +66,9 @@ type Execution struct {
 	// the response as returned, when HasResponse.
 	Request, Response [32]byte
 	HasResponse       bool
-	// Result is kept only when the policy includes results in receipts.
-	Result             json.RawMessage
+	// Result is the response's result exactly as returned to the client,
+	// kept only when the policy includes results in receipts.
+	Result             []byte
 	CostCommitted      int64
 	Started, Completed time.Time
 	Outcome            string
@@ -177,7 +178,7 @@ func (d *Decision) Body(o *Options) *DecisionBody {
 	if d.HasArguments {
 		b.ArgumentsHash = sha256Prefixed(d.ArgumentsHash)
 		if o.IncludeArguments {
-			b.Arguments = d.Arguments
+			b.ArgumentsJSON, b.ArgumentsOmitted = clearText(d.Arguments)
 		}
 	}
 	return b
@@ -205,10 +206,40 @@ func (e *Execution) Body(o *Options) *ExecutionBody {
 	if e.HasResponse {
 		b.ResponseHash = sha256Prefixed(e.Response)
 		if o.IncludeResults {
-			b.Result = e.Result
+			b.ResultJSON, b.ResultOmitted = clearText(e.Result)
 		}
 	}
 	return b
+}
+
+// clearText is JSON text forwarded, for a receipt's clear member: the
+// text itself, byte for byte, or why no JSON string can hold it.
+func clearText(text []byte) (string, string) {
+	switch {
+	case len(text) == 0:
+		return "", ""
+	case !utf8.Valid(text):
+		return "", OmittedInvalidUTF8
+	case len(text) > MaxBytes:
+		return "", OmittedTooLarge
+	}
+	return string(text), ""
+}
+
+// OmitClear takes arguments or a result in clear out of a decision or
+// execution receipt, marking them too large: a receipt that would
+// exceed MaxBytes with them is written without.
+func OmitClear(b Body) {
+	switch b := b.(type) {
+	case *DecisionBody:
+		if b.ArgumentsJSON != "" {
+			b.ArgumentsJSON, b.ArgumentsOmitted = "", OmittedTooLarge
+		}
+	case *ExecutionBody:
+		if b.ResultJSON != "" {
+			b.ResultJSON, b.ResultOmitted = "", OmittedTooLarge
+		}
+	}
 }
 
 // MaxTextBytes bounds each text a request's sender chooses (its target, the

@@ -44,7 +44,8 @@
 // Security checks run before anything reaches a session: Host and Origin
 // (DNS-rebinding protection), body size, content negotiation, the
 // session's credential (a session created with an Authorization header is
-// bound to it; a request with another is refused), whether the session's
+// bound to it, or, for an AVP-Sig signature there, to its signer; a request
+// with another is refused, and so is one with two), whether the session's
 // token still authorizes anything (Options.SessionLive: a revoked token's
 // session is closed with its upstream), and Options.Authorize. One token,
 // or one delegation tree, holds a bounded share of the sessions

@@ -136,7 +136,12 @@ func (s *Server) session(w http.ResponseWriter, r *http.Request) *session {
 		httpError(w, http.StatusNotFound, nil, "no such session (it ended, or never existed): start a new one with initialize")
 		return nil
 	}
-	cred := sha256.Sum256([]byte(r.Header.Get("Authorization")))
+	c, _, err := credential(r)
+	if err != nil {
+		httpError(w, http.StatusUnauthorized, nil, err.Error())
+		return nil
+	}
+	cred := sha256.Sum256([]byte(c))
 	if subtle.ConstantTimeCompare(cred[:], sess.cred[:]) != 1 {
 		s.log.Warn("request refused: its Authorization header is not the one its session was created with", zap.String("session", id[:min(8, len(id))]))
 		httpError(w, http.StatusForbidden, nil, "this session was created with another credential: send the Authorization header it was initialized with")
@@ -160,10 +165,14 @@ func (s *Server) session(w http.ResponseWriter, r *http.Request) *session {
 // request without a token when one is required, or with one that does not
 // verify: zero means the request was answered.
 func (s *Server) sessionlessLimit(w http.ResponseWriter, r *http.Request) (limit int64, anonymous bool) {
-	auth := r.Header.Get("Authorization")
-	tok := bearer(auth)
+	_, tok, err := credential(r)
 	switch {
-	case auth == "" && s.opts.RequireToken:
+	case err != nil:
+		httpError(w, http.StatusUnauthorized, nil, err.Error())
+		return 0, false
+	case tok == "" && s.opts.RequireToken:
+		// No token: none in Authorization, or a signature there (AVP-Sig)
+		// that names none.
 		w.Header().Set("WWW-Authenticate", "Bearer")
 		httpError(w, http.StatusUnauthorized, nil, "give your token in an Authorization: Bearer header to start a session")
 		return 0, false
@@ -283,10 +292,9 @@ func (s *Server) servePost(w http.ResponseWriter, r *http.Request) {
 		if !s.authorize(w, r, body, nil) {
 			return
 		}
-		auth := r.Header.Get("Authorization")
-		tok := bearer(auth)
-		if auth != "" && tok == "" {
-			httpError(w, http.StatusUnauthorized, m.ID, "the Authorization header must be \"Bearer <DCT>\"")
+		auth, tok, err := credential(r)
+		if err != nil {
+			httpError(w, http.StatusUnauthorized, m.ID, err.Error())
 			return
 		}
 		// Its token, or that it needs one, sessionlessLimit checked.

@@ -294,8 +294,8 @@ func (s *Server) callDone() {
 
 func (s *Server) upstreamCrashed() { s.restarts.Add(1) }
 
-// newSession starts a session for a client presenting the Authorization
-// header auth (its token, if a bearer one, is token).
+// newSession starts a session for a client presenting the credential
+// auth (see credential; its token, if a bearer one, is token).
 func (s *Server) newSession(auth, token string, stateless bool) (*session, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()

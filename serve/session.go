@@ -33,7 +33,7 @@ type session struct {
 	Session
 	srv  *Server
 	log  *zap.Logger
-	cred [32]byte // the hash of the Authorization header it was created with
+	cred [32]byte // the hash of the credential it was created with (see credential)
 	tree string   // the delegation tree of its client's token, if any
 	// shared: it serves stateless requests (no Mcp-Session-Id), and its id
 	// is never sent to a client.

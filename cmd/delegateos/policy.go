@@ -112,19 +112,20 @@ func writeProblems(e *env, asJSON bool, file string, problems policy.Errors) err
 
 // The JSON summary uses the policy file's own key names.
 type policyJSON struct {
-	File                 string     `json:"file"`
-	OK                   bool       `json:"ok"`
-	Roots                []string   `json:"roots"`
-	Tools                []ruleJSON `json:"tools"`
-	Resources            []ruleJSON `json:"resources"`
-	Prompts              []ruleJSON `json:"prompts"`
-	DefaultCost          int64      `json:"default_cost"`
-	Rate                 string     `json:"rate,omitempty"`
-	AllowUnauthenticated bool       `json:"allow_unauthenticated"`
-	HonourUpstreamCost   bool       `json:"honour_upstream_cost"`
-	RevocationList       string     `json:"revocation_list"`
-	SpendStore           string     `json:"spend_store"`
-	MaxFrameBytes        int        `json:"max_frame_bytes"`
+	File                 string       `json:"file"`
+	OK                   bool         `json:"ok"`
+	Roots                []string     `json:"roots"`
+	Tools                []ruleJSON   `json:"tools"`
+	Resources            []ruleJSON   `json:"resources"`
+	Prompts              []ruleJSON   `json:"prompts"`
+	Methods              []methodJSON `json:"methods,omitempty"`
+	DefaultCost          int64        `json:"default_cost"`
+	Rate                 string       `json:"rate,omitempty"`
+	AllowUnauthenticated bool         `json:"allow_unauthenticated"`
+	HonourUpstreamCost   bool         `json:"honour_upstream_cost"`
+	RevocationList       string       `json:"revocation_list"`
+	SpendStore           string       `json:"spend_store"`
+	MaxFrameBytes        int          `json:"max_frame_bytes"`
 	Log                  struct {
 		File  string `json:"file"`
 		Level string `json:"level"`
@@ -214,7 +215,21 @@ func policySummary(file string, p *policy.Policy, warnings []*policy.Warning, up
 	s.Reputation.Completeness, s.Reputation.Clarity = criterion(p.Reputation.Completeness), criterion(p.Reputation.Clarity)
 	s.Reputation.TrustGate = p.Reputation.TrustGate
 	s.Tools, s.Resources, s.Prompts = rulesJSON(p, p.Tools), rulesJSON(p, p.Resources), rulesJSON(p, p.Prompts)
+	for _, r := range p.Methods {
+		c, _ := p.MapMethod(r.Method)
+		s.Methods = append(s.Methods, methodJSON{Line: r.Line, Method: r.Method, Namespace: c.Namespace, Action: c.Action, Resource: c.Resource, Cost: c.Cost})
+	}
 	return s
+}
+
+// methodJSON is a methods rule, with the resource and cost it resolves to.
+type methodJSON struct {
+	Line      int    `json:"line"`
+	Method    string `json:"method"`
+	Namespace string `json:"namespace"`
+	Action    string `json:"action"`
+	Resource  string `json:"resource"`
+	Cost      int64  `json:"cost"`
 }
 
 func rulesJSON(p *policy.Policy, rules []policy.Rule) []ruleJSON {
@@ -301,6 +316,14 @@ func writePolicySummary(w io.Writer, file string, p *policy.Policy, warnings []*
 	fmt.Fprintf(tw, "prompts:\t%d %s (first match wins; any other prompt needs %s:%s:<name>)\n",
 		len(p.Prompts), plural(len(p.Prompts), "rule", "rules"), policy.PromptNamespace, policy.PromptAction)
 	writeRules(tw, p, p.Prompts, "<name>")
+	if len(p.Methods) > 0 {
+		fmt.Fprintf(tw, "methods:\t%d vendor extension %s (any other method MCP does not define is refused, -32601)\n",
+			len(p.Methods), plural(len(p.Methods), "method", "methods"))
+		for _, r := range p.Methods {
+			c, _ := p.MapMethod(r.Method)
+			fmt.Fprintf(tw, "  %s\t%s:%s:%s, cost %d (line %d)\n", r.Method, c.Namespace, c.Action, c.Resource, c.Cost, r.Line)
+		}
+	}
 	fmt.Fprintf(tw, "default cost:\t%d microcents\n", p.DefaultCost)
 	writeRates(tw, p)
 	fmt.Fprintf(tw, "calls without a token:\t%s\n", choose(p.AllowUnauthenticated, "forwarded", "denied"))

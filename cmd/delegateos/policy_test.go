@@ -1,6 +1,7 @@
 package main
 
 import (
+	"errors"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -64,6 +65,13 @@ func TestREADMEPolicyReference(t *testing.T) {
 			policy.Call{Namespace: "prompts", Action: "get", Resource: "*"}},
 		{func() (policy.Call, error) { return p.MapPrompt("summarize", nil) },
 			policy.Call{Namespace: "mcp-prompt", Action: "get", Resource: "summarize", Rule: -1}},
+		{func() (policy.Call, error) {
+			c, ok := p.MapMethod("acme/search")
+			if !ok {
+				return c, errors.New("acme/search is not mapped")
+			}
+			return c, nil
+		}, policy.Call{Namespace: "acme", Action: "search", Resource: "*", Cost: 5, MaxCost: 5, Rule: -1}},
 		{func() (policy.Call, error) { return p.Map("read_file", []byte(`{"path": "/a"}`)) },
 			policy.Call{Namespace: "docs", Action: "read", Resource: "/a", Cost: 100, MaxCost: 1000}},
 	} {
