@@ -1,0 +1,281 @@
+//go:build redteam && unix
+
+package proxy_test
+
+// Red-team tests of issue 19's Redis store history (branch wt-storegen):
+// each is a fault the store's checks miss, through the real binaries on a
+// real redis-server. They FAIL on the code under test (run them with
+// go test -tags redteam -run TestRedTeam ./proxy/); see
+// /work/wt/rtstore.report.md for the cause and a fix of each.
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/delegateos/delegateos/dct"
+	"github.com/delegateos/delegateos/internal/mcptest"
+	"github.com/delegateos/delegateos/proxy"
+)
+
+// snapshot is every delegateos key of the server, as DUMP returns it: an
+// RDB snapshot of the fleet's data.
+type snapshot map[string]string
+
+func (f *fleet) snapshot() snapshot {
+	f.t.Helper()
+	ctx := context.Background()
+	c := f.srv.Client()
+	keys, err := c.Keys(ctx, "delegateos:*").Result()
+	if err != nil || len(keys) == 0 {
+		f.t.Fatalf("the fleet's keys: %v %v", keys, err)
+	}
+	s := snapshot{}
+	for _, k := range keys {
+		if s[k], err = c.Dump(ctx, k).Result(); err != nil {
+			f.t.Fatal(err)
+		}
+	}
+	return s
+}
+
+// restore replaces the server's data by the snapshot, at once, as a
+// restart of Redis from an older dump.rdb (or a failover to a replica
+// that had not caught up) does.
+func (f *fleet) restore(s snapshot) {
+	f.t.Helper()
+	ctx := context.Background()
+	_, err := f.srv.Client().TxPipelined(ctx, func(p redis.Pipeliner) error {
+		p.FlushAll(ctx)
+		for k, d := range s {
+			p.Restore(ctx, k, 0, d)
+		}
+		return nil
+	})
+	if err != nil {
+		f.t.Fatal(err)
+	}
+}
+
+// drain calls echo until a call is refused, at most max times, and
+// returns how many were forwarded and the refusal's type and detail.
+func drain(t *testing.T, s *mcptest.Session, max int) (forwarded int64, typ, detail string) {
+	t.Helper()
+	for range max {
+		r := s.Call(t, "echo", map[string]any{"text": "drain"})
+		if r.Err == nil && !r.Res.IsError {
+			forwarded++
+			continue
+		}
+		typ, detail = denialData(r)
+		return forwarded, typ, detail
+	}
+	return forwarded, "", ""
+}
+
+func (f *fleet) settled() {
+	f.t.Helper()
+	mcptest.Eventually(f.t, "the calls settled", func() bool { return f.usage()[f.key(1)].Reserved == 0 })
+}
+
+// stop closes a proxy's input and waits for it to exit.
+func stop(t *testing.T, p *mcptest.Process) {
+	t.Helper()
+	p.Stdin.Close()
+	if !p.WaitExit(mcptest.WaitTimeout) {
+		t.Fatal("the proxy did not exit")
+	}
+}
+
+// RT1. Generation moved backwards under running proxies: the store is
+// rolled back to a snapshot taken before an operator's store init
+// --reset (generation G1 < G2). The running proxy knows G2; the
+// reservation script skips the stamp's count check when the stamp's
+// generation is below the proxy's, and raises the stamp to G2: the calls
+// spent since the snapshot are spent again.
+func TestRedTeamGenerationRollbackUnderRunningProxy(t *testing.T) {
+	f := newFleet(t, 30*fleetCost, 30*fleetCost, 30*fleetCost)
+	p, s := f.start(f.a, "", nil)
+	n, _, _ := drain(t, s, 10)
+	f.settled()
+	snap := f.snapshot() // identity G1, 10 calls spent
+	if out, errs, code := mcptest.CLI(t, "store", "init", "--store", f.srv.URL(), "--reset"); code != 0 {
+		t.Fatalf("store init --reset: exit %d, %s%s", code, out, errs)
+	}
+	m, typ, _ := drain(t, s, 40)
+	if typ != string(dct.BudgetExceeded) {
+		t.Fatalf("the budget after %d+%d calls: %s, want budget_exceeded", n, m, typ)
+	}
+	f.settled()
+	f.restore(snap)
+	more, typ, detail := drain(t, s, 40)
+	total := n + m + more
+	f.sameAsUpstreams([]*mcptest.Process{p}, total)
+	if more > 0 || typ != string(proxy.StoreReset) {
+		t.Errorf("after the store went back to generation G1 (the proxy knows G2): %d more calls forwarded (%d on a budget of 30), then %s: %s; want store_reset at once", more, total, typ, detail)
+	}
+}
+
+// RT2. Redis restarted from an older RDB snapshot while the proxies were
+// restarted too (their state directories kept, as the README asks): the
+// identity and generation are unchanged, and a restarted proxy has seen
+// no tree's count, so nothing refuses. The budget is spent again.
+func TestRedTeamOldSnapshotAfterProxiesRestarted(t *testing.T) {
+	f := newFleet(t, 30*fleetCost, 30*fleetCost, 30*fleetCost)
+	p1, s1 := f.start(f.a, "", nil)
+	n, _, _ := drain(t, s1, 10)
+	f.settled()
+	snap := f.snapshot()
+	m, typ, _ := drain(t, s1, 40)
+	if typ != string(dct.BudgetExceeded) {
+		t.Fatalf("the budget: %s, want budget_exceeded", typ)
+	}
+	f.settled()
+	stop(t, p1)
+	f.restore(snap)
+	// The same machine (state directory), a new process.
+	p2, s2 := f.start(f.a, "", nil)
+	more, typ, detail := drain(t, s2, 40)
+	total := n + m + more
+	f.sameAsUpstreams([]*mcptest.Process{p1, p2}, total)
+	if total > 30 {
+		t.Errorf("Redis went back to a snapshot of %d calls after %d: a restarted proxy forwarded %d more (%d on a budget of 30), then %s: %s; want store_reset", n, n+m, more, total, typ, detail)
+	}
+}
+
+// RT3. The loss is found, but not by a call on the tree: after a
+// FLUSHALL a proxy with a new state directory takes the store for new
+// and forwards (README's known window); then a proxy of the old machine
+// restarts, finds the loss at join and marks delegateos:store reset, and
+// delegateos spend says the store lost data. The README says that from
+// then on every proxy refuses store_reset; the new proxy goes on
+// forwarding, past the budget, because only a tree's stamp is checked by
+// its reservations, and join marks no stamp (the old proxy's calls are
+// refused before its script runs).
+func TestRedTeamResetFoundAtJoinNotSeenByNewProxy(t *testing.T) {
+	f := newFleet(t, 30*fleetCost, 30*fleetCost, 30*fleetCost)
+	p1, s1 := f.start(f.a, "", nil)
+	n, _, _ := drain(t, s1, 20)
+	f.settled()
+	stop(t, p1)
+	if err := f.srv.Client().FlushAll(context.Background()).Err(); err != nil {
+		t.Fatal(err)
+	}
+	pn := f.e.StartProxy(mcptest.ProxyOptions{Policy: f.policy(""), Token: f.a, Dir: t.TempDir()})
+	sn := pn.Connect(mcptest.SessionOptions{})
+	sn.Call(t, "echo", map[string]any{"text": "new machine"}).OK(t, "the new proxy's first call (the README's known window)")
+	// The old machine's proxy restarts and finds the loss.
+	p2, s2 := f.start(f.a, "", nil)
+	if r := s2.Call(t, "echo", map[string]any{"text": "old machine"}); func() bool { typ, _ := denialData(r); return typ != string(proxy.StoreReset) }() {
+		t.Fatalf("the old machine's proxy after the flush: %+v, want store_reset", r)
+	}
+	if _, errs, code := mcptest.CLI(t, "spend", "--store", f.srv.URL()); code == 0 || !strings.Contains(errs, "has lost data") {
+		t.Fatalf("spend: exit %d, %s; want it to say the store lost data", code, errs)
+	}
+	more, typ, detail := drain(t, sn, 40)
+	total := n + 1 + more
+	f.sameAsUpstreams([]*mcptest.Process{p1, pn, p2}, total)
+	if more > 0 {
+		t.Errorf("once the loss was found and marked in the store, the new proxy forwarded %d more calls (%d on a budget of 30), then %s: %s; want store_reset", more, total, typ, detail)
+	}
+}
+
+// RT4. Only a tree's spend keys deleted (a README fault row) while a
+// call is in flight: the call's commit recreates the keys with h = -cost
+// (HINCRBY on a missing key), which no script accepts. Every later call
+// of the tree is refused store_unavailable, not store_reset; delegateos
+// spend fails; store recover fails on the negative field and store init
+// --reset leaves it: only deleting keys by hand mends the tree.
+func TestRedTeamSpendKeysDeletedWithCallInFlight(t *testing.T) {
+	f := newFleet(t, 30*fleetCost, 30*fleetCost, 30*fleetCost)
+	key := mcptest.NewKey(t, "proxy")
+	log := filepath.Join(f.e.Dir, "audit.log")
+	_, s := f.start(f.a, "proxy_key: "+f.e.KeyFile(key)+"\naudit_log: "+log+"\n", nil)
+	drain(t, s, 3)
+	f.settled()
+	done := make(chan mcptest.Result, 1)
+	go func() { done <- s.Call(t, "slow", map[string]any{"steps": 20, "delay_ms": 100}) }()
+	mcptest.Eventually(t, "the slow call's reservation", func() bool { return f.usage()[f.key(1)].Reserved == fleetCost })
+	ctx := context.Background()
+	c := f.srv.Client()
+	keys, err := c.Keys(ctx, "delegateos:spend:{"+f.e.Root.ID()+"}:*").Result()
+	if err != nil || len(keys) == 0 {
+		t.Fatalf("the tree's spend keys: %v %v", keys, err)
+	}
+	if err := c.Del(ctx, keys...).Err(); err != nil {
+		t.Fatal(err)
+	}
+	(<-done).OK(t, "the slow call")
+	r := s.Call(t, "echo", map[string]any{"text": "after"})
+	if typ, detail := denialData(r); typ != string(proxy.StoreReset) {
+		t.Errorf("a call after the tree's spend keys were deleted: %s: %s; want store_reset", typ, detail)
+	}
+	if out, errs, code := mcptest.CLI(t, "store", "recover", "--store", f.srv.URL(), "--root", f.e.Root.ID(), "--audit", log); code != 0 {
+		t.Errorf("store recover: exit %d, %s%s; want the spend rebuilt", code, out, errs)
+	}
+	if out, errs, code := mcptest.CLI(t, "store", "init", "--store", f.srv.URL(), "--reset"); code != 0 {
+		t.Errorf("store init --reset: exit %d, %s%s", code, out, errs)
+	}
+	r = s.Call(t, "echo", map[string]any{"text": "after the operator acted"})
+	if typ, detail := denialData(r); typ != "" {
+		t.Errorf("a call after store recover and store init --reset: %s: %s; want it forwarded", typ, detail)
+	}
+}
+
+// RT5. A proxy killed (kill -9) during a stall, after it refused calls
+// store_unavailable: Redis runs their reservations when it wakes, and
+// nothing ever cancels them (the journal is written only by Close). The
+// next proxy on the same machine finds no journal: calls that were
+// refused stay charged for ever.
+func TestRedTeamStallThenKillLeavesRefusedCallsCharged(t *testing.T) {
+	f := newFleet(t, 10*fleetCost, 10*fleetCost, 10*fleetCost)
+	f.timeouts = "?read_timeout=300ms&write_timeout=300ms"
+	pol := f.policy("")
+	pol.RevocationList = ""
+	p := f.e.StartProxy(mcptest.ProxyOptions{Policy: pol, Token: f.a, WantExit: func(int) bool { return true }})
+	s := p.Connect(mcptest.SessionOptions{})
+	s.Call(t, "echo", map[string]any{"text": "before"}).OK(t, "a call before the stall")
+	f.settled()
+	f.srv.Pause()
+	resumed := false
+	defer func() {
+		if !resumed {
+			f.srv.Resume()
+		}
+	}()
+	for j := range 2 {
+		r := s.Call(t, "echo", map[string]any{"text": fmt.Sprint("stalled ", j)})
+		if typ, detail := denialData(r); typ != string(proxy.StoreUnavailable) {
+			t.Fatalf("a call during the stall: %s: %s, want store_unavailable", typ, detail)
+		}
+	}
+	pid := p.UpstreamPID()
+	if err := p.Cmd.Process.Kill(); err != nil {
+		t.Fatal(err)
+	}
+	p.WaitExit(mcptest.WaitTimeout)
+	if pid > 0 {
+		if pr, err := os.FindProcess(pid); err == nil {
+			pr.Kill()
+		}
+		mcptest.Eventually(t, "the killed proxy's upstream gone", func() bool { return mcptest.ProcessGone(pid) })
+	}
+	f.srv.Resume()
+	resumed = true
+	// Redis reads what the killed proxy wrote before its connection
+	// closed: at least one stalled reservation runs.
+	mcptest.Eventually(t, "a stalled reservation to run", func() bool { return f.usage()[f.key(1)].Reserved > 0 })
+	_, s2 := f.start(f.a, "", nil)
+	s2.Call(t, "echo", map[string]any{"text": "after"}).OK(t, "a call after the stall")
+	// s2 is on the killed proxy's machine (state directory); its
+	// journal replay ran before it answered. Its own call committed:
+	mcptest.Eventually(t, "the call after the stall committed", func() bool { return f.usage()[f.key(1)].Committed == 2*fleetCost })
+	if u := f.usage()[f.key(1)]; u.Reserved != 0 {
+		t.Errorf("calls refused store_unavailable during the stall stay reserved (%d) after the next proxy on the machine started: nothing releases them", u.Reserved)
+	}
+}
