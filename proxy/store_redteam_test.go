@@ -279,3 +279,90 @@ func TestRedTeamStallThenKillLeavesRefusedCallsCharged(t *testing.T) {
 		t.Errorf("calls refused store_unavailable during the stall stay reserved (%d) after the next proxy on the machine started: nothing releases them", u.Reserved)
 	}
 }
+
+// RT6. Two delegation trees (two roots: two fleets, or one fleet with two
+// trusted roots) on one Redis lose their data in a FLUSHALL. store
+// recover --root R1 rebuilds R1's spend, as the README says (one root at
+// a time), but the new generation it writes is store-wide: the proxies of
+// R2 adopt it, forget what they saw, and take R2's empty tree for a new
+// one. R2's budget is spent again. (store init --reset by the operator of
+// the other fleet on a shared Redis does the same.)
+func TestRedTeamRecoverOneRootLiftsResetOfAnother(t *testing.T) {
+	f1 := newFleet(t, 30*fleetCost, 30*fleetCost, 30*fleetCost)
+	f2 := newFleet(t, 30*fleetCost, 30*fleetCost, 30*fleetCost)
+	f2.srv = f1.srv
+	log1 := filepath.Join(f1.e.Dir, "audit-1.log")
+	_, s1 := f1.start(f1.a, "proxy_key: "+f1.e.KeyFile(mcptest.NewKey(t, "p1"))+"\naudit_log: "+log1+"\n", nil)
+	p2, s2 := f2.start(f2.a, "", nil)
+	n1, _, _ := drain(t, s1, 20)
+	n2, _, _ := drain(t, s2, 20)
+	f1.settled()
+	f2.settled()
+	if err := f1.srv.Client().FlushAll(context.Background()).Err(); err != nil {
+		t.Fatal(err)
+	}
+	for i, s := range []*mcptest.Session{s1, s2} {
+		if typ, detail := denialData(s.Call(t, "echo", map[string]any{"text": "after the flush"})); typ != string(proxy.StoreReset) {
+			t.Fatalf("tree %d after the flush: %s: %s, want store_reset", i+1, typ, detail)
+		}
+	}
+	out, errs, code := mcptest.CLI(t, "store", "recover", "--store", f1.srv.URL(), "--root", f1.e.Root.ID(), "--audit", log1)
+	if code != 0 {
+		t.Fatalf("store recover --root R1: exit %d, %s%s", code, out, errs)
+	}
+	if m, typ, _ := drain(t, s1, 20); n1+m > 30 || typ != string(dct.BudgetExceeded) {
+		t.Fatalf("tree 1 after its recovery: %d+%d forwarded, then %s", n1, m, typ)
+	}
+	more, typ, detail := drain(t, s2, 40)
+	f2.sameAsUpstreams([]*mcptest.Process{p2}, n2+more)
+	if more > 0 {
+		t.Errorf("tree 2, whose spend no one rebuilt, after store recover --root R1: %d more calls forwarded (%d on a budget of 30), then %s: %s; want store_reset until its own recovery", more, n2+more, typ, detail)
+	}
+}
+
+// RT7. A proxy killed while it replays a journal (after its claim, the
+// rename to .sending-NONCE) leaves the claimed file, which no later proxy
+// reads (the glob wants .json at the end): the refused calls it held stay
+// charged. The claimed file is made here as such a crash leaves it.
+func TestRedTeamJournalClaimedByCrashedProxyIsLost(t *testing.T) {
+	f := newFleet(t, 10*fleetCost, 10*fleetCost, 10*fleetCost)
+	f.timeouts = "?read_timeout=300ms&write_timeout=300ms"
+	pol := f.policy("")
+	pol.RevocationList = ""
+	p := f.e.StartProxy(mcptest.ProxyOptions{Policy: pol, Token: f.a})
+	s := p.Connect(mcptest.SessionOptions{})
+	s.Call(t, "echo", map[string]any{"text": "before"}).OK(t, "a call before the stall")
+	f.settled()
+	f.srv.Pause()
+	resumed := false
+	defer func() {
+		if !resumed {
+			f.srv.Resume()
+		}
+	}()
+	for j := range 2 {
+		r := s.Call(t, "echo", map[string]any{"text": fmt.Sprint("stalled ", j)})
+		if typ, detail := denialData(r); typ != string(proxy.StoreUnavailable) {
+			t.Fatalf("a call during the stall: %s: %s, want store_unavailable", typ, detail)
+		}
+	}
+	stop(t, p)
+	f.srv.Resume()
+	resumed = true
+	mcptest.Eventually(t, "a stalled reservation to run", func() bool { return f.usage()[f.key(1)].Reserved > 0 })
+	state := filepath.Join(f.e.Dir, "state")
+	journals, _ := filepath.Glob(filepath.Join(state, "*.unsent-*.json"))
+	if len(journals) != 1 {
+		t.Fatalf("the stopped proxy's journal: %v", journals)
+	}
+	// A proxy claimed it and was killed before it sent it.
+	if err := os.Rename(journals[0], journals[0]+".sending-0123456789abcdef01234567"); err != nil {
+		t.Fatal(err)
+	}
+	_, s2 := f.start(f.a, "", nil)
+	s2.Call(t, "echo", map[string]any{"text": "after"}).OK(t, "a call after the stall")
+	mcptest.Eventually(t, "the call after the stall committed", func() bool { return f.usage()[f.key(1)].Committed == 2*fleetCost })
+	if u := f.usage()[f.key(1)]; u.Reserved != 0 {
+		t.Errorf("the journal a crashed proxy claimed is never sent: calls refused during the stall stay reserved (%d)", u.Reserved)
+	}
+}
