@@ -383,3 +383,72 @@ func TestRedTeamInitResetMidBurstSharedStateDir(t *testing.T) {
 		t.Errorf("committed %d for %d calls forwarded", got, forwarded.Load())
 	}
 }
+
+// RT10. store recover run while the fleet spends (a store that is not
+// reset: an operator's mistake, or a loss at one tree only): RecoverStore
+// reads a key's c and h, then writes c in another round trip; a commit
+// that lands between them is overwritten, and the budget is charged less
+// than was forwarded. (A race: the recoveries are repeated during the
+// burst to hit it.)
+func TestRedTeamRecoverDuringBurstLosesCommits(t *testing.T) {
+	f := newFleet(t, 150*fleetCost, 150*fleetCost, 150*fleetCost)
+	var logs []string
+	var ss []*mcptest.Session
+	for i, tok := range []*dct.Token{f.a, f.b, f.c} {
+		log := filepath.Join(f.e.Dir, fmt.Sprintf("audit-%d.log", i))
+		logs = append(logs, log)
+		_, s := f.start(tok, "proxy_key: "+f.e.KeyFile(mcptest.NewKey(t, fmt.Sprint("p", i)))+"\naudit_log: "+log+"\n", nil)
+		ss = append(ss, s)
+	}
+	var forwarded atomic.Int64
+	var wg sync.WaitGroup
+	stopRecover := make(chan struct{})
+	recovered := make(chan int)
+	go func() {
+		n := 0
+		defer func() { recovered <- n }()
+		args := []string{"store", "recover", "--store", f.srv.URL(), "--root", f.e.Root.ID()}
+		for _, l := range logs {
+			args = append(args, "--audit", l)
+		}
+		for {
+			select {
+			case <-stopRecover:
+				return
+			default:
+			}
+			if out, errs, code := mcptest.CLI(t, args...); code != 0 {
+				t.Errorf("store recover: exit %d, %s%s", code, out, errs)
+				return
+			}
+			n++
+		}
+	}()
+	for i, s := range ss {
+		for w := range 2 {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				for j := 0; j < 60; j++ {
+					r := s.Call(t, "echo", map[string]any{"text": fmt.Sprint(i, w, j)})
+					if r.Err == nil && !r.Res.IsError {
+						forwarded.Add(1)
+						continue
+					}
+					if typ, _ := denialData(r); typ == string(dct.BudgetExceeded) {
+						return
+					}
+				}
+			}()
+		}
+	}
+	wg.Wait()
+	close(stopRecover)
+	n := <-recovered
+	f.settled()
+	got := f.usage()[f.key(1)].Committed / fleetCost
+	t.Logf("%d recoveries during the burst; %d calls forwarded, %d committed", n, forwarded.Load(), got)
+	if got != forwarded.Load() {
+		t.Errorf("%d calls forwarded, the root's spend records %d", forwarded.Load(), got)
+	}
+}
