@@ -1,4 +1,4 @@
-//go:build redteam && unix
+//go:build redteam && linux
 
 package proxy_test
 
@@ -11,13 +11,20 @@ package proxy_test
 import (
 	"context"
 	"fmt"
+	"net"
 	"os"
+	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"testing"
 
+	"github.com/redis/go-redis/v9"
+
+	"github.com/delegateos/delegateos/budget"
 	"github.com/delegateos/delegateos/dct"
 	"github.com/delegateos/delegateos/internal/mcptest"
 	"github.com/delegateos/delegateos/proxy"
@@ -450,5 +457,88 @@ func TestRedTeamRecoverDuringBurstLosesCommits(t *testing.T) {
 	t.Logf("%d recoveries during the burst; %d calls forwarded, %d committed", n, forwarded.Load(), got)
 	if got != forwarded.Load() {
 		t.Errorf("%d calls forwarded, the root's spend records %d", forwarded.Load(), got)
+	}
+}
+
+// rdbRedis is a redis-server persisting by RDB snapshots only (Redis's
+// default kind of persistence, which the proxy warns of but accepts).
+type rdbRedis struct {
+	t    *testing.T
+	dir  string
+	port int
+	cmd  *exec.Cmd
+}
+
+func (r *rdbRedis) url() string { return fmt.Sprintf("redis://127.0.0.1:%d/0", r.port) }
+
+func (r *rdbRedis) start() {
+	r.t.Helper()
+	r.cmd = exec.Command("redis-server", "--port", strconv.Itoa(r.port), "--bind", "127.0.0.1", "--dir", r.dir,
+		"--save", "", "--appendonly", "no", "--daemonize", "no", "--logfile", filepath.Join(r.dir, "redis.log"))
+	r.cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+	if err := r.cmd.Start(); err != nil {
+		r.t.Fatal(err)
+	}
+	c := redis.NewClient(&redis.Options{Addr: fmt.Sprintf("127.0.0.1:%d", r.port), MaxRetries: -1})
+	defer c.Close()
+	mcptest.Eventually(r.t, "redis-server to answer", func() bool { return c.Ping(context.Background()).Err() == nil })
+}
+
+func (r *rdbRedis) kill() {
+	if r.cmd != nil && r.cmd.ProcessState == nil {
+		r.cmd.Process.Kill()
+		r.cmd.Wait()
+	}
+}
+
+// RT11. RT2 with a real restart: Redis persisting by RDB snapshots (the
+// proxy warns, and starts) takes a snapshot, the fleet spends the rest of
+// the budget, Redis is killed and restarts from its dump.rdb; the
+// proxies restarted since (same machine, state directory kept) spend the
+// budget again.
+func TestRedTeamRDBRestartAfterProxiesRestarted(t *testing.T) {
+	f := newFleet(t, 30*fleetCost, 30*fleetCost, 30*fleetCost)
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := &rdbRedis{t: t, dir: t.TempDir(), port: l.Addr().(*net.TCPAddr).Port}
+	l.Close()
+	r.start()
+	t.Cleanup(r.kill)
+	pol := f.e.Policy(mcptest.Priced("echo", fleetCost))
+	pol.SpendStore = r.url()
+	spent := func() int64 {
+		us, err := budget.ReadUsage(r.url())
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, u := range us {
+			if u.Key == f.key(1) {
+				return u.Committed + u.Reserved
+			}
+		}
+		return 0
+	}
+	p1 := f.e.StartProxy(mcptest.ProxyOptions{Policy: pol, Token: f.a})
+	s1 := p1.Connect(mcptest.SessionOptions{})
+	n, _, _ := drain(t, s1, 10)
+	mcptest.Eventually(t, "the calls settled", func() bool { return spent() == n*fleetCost })
+	c := redis.NewClient(&redis.Options{Addr: fmt.Sprintf("127.0.0.1:%d", r.port)})
+	if err := c.Save(context.Background()).Err(); err != nil { // the periodic snapshot
+		t.Fatal(err)
+	}
+	c.Close()
+	m, typ, _ := drain(t, s1, 40)
+	if typ != string(dct.BudgetExceeded) {
+		t.Fatalf("the budget: %s, want budget_exceeded", typ)
+	}
+	stop(t, p1)
+	r.kill()
+	r.start() // from dump.rdb
+	p2 := f.e.StartProxy(mcptest.ProxyOptions{Policy: pol, Token: f.a})
+	more, typ, detail := drain(t, p2.Connect(mcptest.SessionOptions{}), 40)
+	if n+m+more > 30 {
+		t.Errorf("Redis restarted from its last RDB snapshot (%d calls) after %d: the restarted proxy forwarded %d more (%d on a budget of 30), then %s: %s; want store_reset", n, n+m, more, n+m+more, typ, detail)
 	}
 }
