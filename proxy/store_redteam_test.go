@@ -542,3 +542,36 @@ func TestRedTeamRDBRestartAfterProxiesRestarted(t *testing.T) {
 		t.Errorf("Redis restarted from its last RDB snapshot (%d calls) after %d: the restarted proxy forwarded %d more (%d on a budget of 30), then %s: %s; want store_reset", n, n+m, more, n+m+more, typ, detail)
 	}
 }
+
+// RT12. A store moved to Redis with store migrate (or a Redis store
+// written before this change, which an upgrade keeps): its spend keys have
+// no "k:KEY" field in the tree's stamp, since the reservation script
+// marks only keys it finds missing. Deleting them later (DEL, a README
+// fault row) is taken for a new key: the budget restarts from zero.
+func TestRedTeamMigratedSpendKeysDeletedUnnoticed(t *testing.T) {
+	f := newFleet(t, 30*fleetCost, 30*fleetCost, 30*fleetCost)
+	file := filepath.Join(f.e.Dir, "spend.log")
+	pol := f.e.Policy(mcptest.Priced("echo", fleetCost))
+	pol.SpendStore = file
+	p1 := f.e.StartProxy(mcptest.ProxyOptions{Policy: pol, Token: f.a})
+	n, _, _ := drain(t, p1.Connect(mcptest.SessionOptions{}), 20)
+	stop(t, p1)
+	if out, errs, code := mcptest.CLI(t, "store", "migrate", "--from", file, "--to", f.srv.URL()); code != 0 {
+		t.Fatalf("store migrate: exit %d, %s%s", code, out, errs)
+	}
+	p2, s := f.start(f.a, "", nil)
+	s.Call(t, "echo", map[string]any{"text": "on Redis"}).OK(t, "a call on the migrated store")
+	f.settled()
+	ctx := context.Background()
+	c := f.srv.Client()
+	keys, err := c.Keys(ctx, "delegateos:spend:{"+f.e.Root.ID()+"}:*").Result()
+	if err != nil || len(keys) == 0 {
+		t.Fatalf("the tree's spend keys: %v %v", keys, err)
+	}
+	c.Del(ctx, keys...)
+	more, typ, detail := drain(t, s, 40)
+	f.sameAsUpstreams([]*mcptest.Process{p2}, 1+more)
+	if more > 0 {
+		t.Errorf("after the migrated tree's spend keys were deleted: %d more calls forwarded (%d on a budget of 30), then %s: %s; want store_reset", more, n+1+more, typ, detail)
+	}
+}
