@@ -575,3 +575,29 @@ func TestRedTeamMigratedSpendKeysDeletedUnnoticed(t *testing.T) {
 		t.Errorf("after the migrated tree's spend keys were deleted: %d more calls forwarded (%d on a budget of 30), then %s: %s; want store_reset", more, n+1+more, typ, detail)
 	}
 }
+
+// RT13. store init without --reset ("give a Redis spend store its
+// identity", the first-time setup a deploy script may run at every
+// deploy) on a store a FLUSHALL emptied while its proxies were down: no
+// stamp is left, so it writes a new identity "by operator"; the proxies,
+// restarted on their machines, take a newer operator generation as an
+// operator's decision (join, budget/identity.go:270) instead of the loss
+// their state directory proves. The budget is spent again.
+func TestRedTeamPlainStoreInitAfterFlushAcceptsTheLoss(t *testing.T) {
+	f := newFleet(t, 30*fleetCost, 30*fleetCost, 30*fleetCost)
+	p1, s1 := f.start(f.a, "", nil)
+	n, _, _ := drain(t, s1, 20)
+	f.settled()
+	stop(t, p1)
+	if err := f.srv.Client().FlushAll(context.Background()).Err(); err != nil {
+		t.Fatal(err)
+	}
+	out, errs, code := mcptest.CLI(t, "store", "init", "--store", f.srv.URL())
+	t.Logf("store init (no --reset) after the flush: exit %d, %s%s", code, out, errs)
+	p2, s2 := f.start(f.a, "", nil) // the same machine: it saw the store
+	more, typ, detail := drain(t, s2, 40)
+	f.sameAsUpstreams([]*mcptest.Process{p1, p2}, n+more)
+	if more > 0 || typ != string(proxy.StoreReset) {
+		t.Errorf("after FLUSHALL and a plain store init, the restarted proxy forwarded %d more calls (%d on a budget of 30), then %s: %s; want store_reset until store recover or store init --reset", more, n+more, typ, detail)
+	}
+}

@@ -240,3 +240,25 @@ func TestRedTeamHeldStateDirUnwritable(t *testing.T) {
 		t.Fatalf("the proxy's message does not name the state directory: %s", msg)
 	}
 }
+
+// store init without --reset on a store a FLUSHALL emptied, while a proxy
+// that saw the tree runs: the proxy adopts the operator's generation but
+// its call marked the tree's stamp first, so it still refuses store_reset
+// (the restarted-proxy case does not hold: RT13).
+func TestRedTeamHeldPlainStoreInitAfterFlushRunningProxy(t *testing.T) {
+	f := newFleet(t, 30*fleetCost, 30*fleetCost, 30*fleetCost)
+	p, s := f.start(f.a, "", nil)
+	n, _, _ := drain(t, s, 20)
+	f.settled()
+	if err := f.srv.Client().FlushAll(context.Background()).Err(); err != nil {
+		t.Fatal(err)
+	}
+	out, errs, code := mcptest.CLI(t, "store", "init", "--store", f.srv.URL())
+	t.Logf("store init (no --reset) after the flush: exit %d, %s%s", code, out, errs)
+	more, typ, detail := drain(t, s, 40)
+	f.sameAsUpstreams([]*mcptest.Process{p}, n+more)
+	t.Logf("then: %s: %s", typ, detail)
+	if more > 0 || typ != string(proxy.StoreReset) {
+		t.Errorf("after FLUSHALL and a plain store init, the proxy that saw the tree forwarded %d more calls (%d on a budget of 30), then %s: %s; want store_reset until store recover or store init --reset", more, n+more, typ, detail)
+	}
+}
