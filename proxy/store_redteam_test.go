@@ -39,19 +39,19 @@ import (
 func TestRedTeamGenerationRollbackUnderRunningProxy(t *testing.T) {
 	f := newFleet(t, 30*fleetCost, 30*fleetCost, 30*fleetCost)
 	p, s := f.start(f.a, "", nil)
-	n, _, _ := drain(t, s, 10)
-	f.settled()
-	snap := f.snapshot() // identity G1, 10 calls spent
+	n, _, _ := rtDrain(t, s, 10)
+	f.rtSettled()
+	snap := f.rtSnapshot() // identity G1, 10 calls spent
 	if out, errs, code := mcptest.CLI(t, "store", "init", "--store", f.srv.URL(), "--reset"); code != 0 {
 		t.Fatalf("store init --reset: exit %d, %s%s", code, out, errs)
 	}
-	m, typ, _ := drain(t, s, 40)
+	m, typ, _ := rtDrain(t, s, 40)
 	if typ != string(dct.BudgetExceeded) {
 		t.Fatalf("the budget after %d+%d calls: %s, want budget_exceeded", n, m, typ)
 	}
-	f.settled()
-	f.restore(snap)
-	more, typ, detail := drain(t, s, 40)
+	f.rtSettled()
+	f.rtRestore(snap)
+	more, typ, detail := rtDrain(t, s, 40)
 	total := n + m + more
 	f.sameAsUpstreams([]*mcptest.Process{p}, total)
 	if more > 0 || typ != string(proxy.StoreReset) {
@@ -66,19 +66,19 @@ func TestRedTeamGenerationRollbackUnderRunningProxy(t *testing.T) {
 func TestRedTeamOldSnapshotAfterProxiesRestarted(t *testing.T) {
 	f := newFleet(t, 30*fleetCost, 30*fleetCost, 30*fleetCost)
 	p1, s1 := f.start(f.a, "", nil)
-	n, _, _ := drain(t, s1, 10)
-	f.settled()
-	snap := f.snapshot()
-	m, typ, _ := drain(t, s1, 40)
+	n, _, _ := rtDrain(t, s1, 10)
+	f.rtSettled()
+	snap := f.rtSnapshot()
+	m, typ, _ := rtDrain(t, s1, 40)
 	if typ != string(dct.BudgetExceeded) {
 		t.Fatalf("the budget: %s, want budget_exceeded", typ)
 	}
-	f.settled()
-	stop(t, p1)
-	f.restore(snap)
+	f.rtSettled()
+	rtStop(t, p1)
+	f.rtRestore(snap)
 	// The same machine (state directory), a new process.
 	p2, s2 := f.start(f.a, "", nil)
-	more, typ, detail := drain(t, s2, 40)
+	more, typ, detail := rtDrain(t, s2, 40)
 	total := n + m + more
 	f.sameAsUpstreams([]*mcptest.Process{p1, p2}, total)
 	if total > 30 {
@@ -98,9 +98,9 @@ func TestRedTeamOldSnapshotAfterProxiesRestarted(t *testing.T) {
 func TestRedTeamResetFoundAtJoinNotSeenByNewProxy(t *testing.T) {
 	f := newFleet(t, 30*fleetCost, 30*fleetCost, 30*fleetCost)
 	p1, s1 := f.start(f.a, "", nil)
-	n, _, _ := drain(t, s1, 20)
-	f.settled()
-	stop(t, p1)
+	n, _, _ := rtDrain(t, s1, 20)
+	f.rtSettled()
+	rtStop(t, p1)
 	if err := f.srv.Client().FlushAll(context.Background()).Err(); err != nil {
 		t.Fatal(err)
 	}
@@ -115,7 +115,7 @@ func TestRedTeamResetFoundAtJoinNotSeenByNewProxy(t *testing.T) {
 	if _, errs, code := mcptest.CLI(t, "spend", "--store", f.srv.URL()); code == 0 || !strings.Contains(errs, "has lost data") {
 		t.Fatalf("spend: exit %d, %s; want it to say the store lost data", code, errs)
 	}
-	more, typ, detail := drain(t, sn, 40)
+	more, typ, detail := rtDrain(t, sn, 40)
 	total := n + 1 + more
 	f.sameAsUpstreams([]*mcptest.Process{p1, pn, p2}, total)
 	if more > 0 {
@@ -134,8 +134,8 @@ func TestRedTeamSpendKeysDeletedWithCallInFlight(t *testing.T) {
 	key := mcptest.NewKey(t, "proxy")
 	log := filepath.Join(f.e.Dir, "audit.log")
 	_, s := f.start(f.a, "proxy_key: "+f.e.KeyFile(key)+"\naudit_log: "+log+"\n", nil)
-	drain(t, s, 3)
-	f.settled()
+	rtDrain(t, s, 3)
+	f.rtSettled()
 	done := make(chan mcptest.Result, 1)
 	go func() { done <- s.Call(t, "slow", map[string]any{"steps": 20, "delay_ms": 100}) }()
 	mcptest.Eventually(t, "the slow call's reservation", func() bool { return f.usage()[f.key(1)].Reserved == fleetCost })
@@ -178,7 +178,7 @@ func TestRedTeamStallThenKillLeavesRefusedCallsCharged(t *testing.T) {
 	p := f.e.StartProxy(mcptest.ProxyOptions{Policy: pol, Token: f.a, WantExit: func(int) bool { return true }})
 	s := p.Connect(mcptest.SessionOptions{})
 	s.Call(t, "echo", map[string]any{"text": "before"}).OK(t, "a call before the stall")
-	f.settled()
+	f.rtSettled()
 	f.srv.Pause()
 	resumed := false
 	defer func() {
@@ -232,10 +232,10 @@ func TestRedTeamRecoverOneRootLiftsResetOfAnother(t *testing.T) {
 	log1 := filepath.Join(f1.e.Dir, "audit-1.log")
 	_, s1 := f1.start(f1.a, "proxy_key: "+f1.e.KeyFile(mcptest.NewKey(t, "p1"))+"\naudit_log: "+log1+"\n", nil)
 	p2, s2 := f2.start(f2.a, "", nil)
-	n1, _, _ := drain(t, s1, 20)
-	n2, _, _ := drain(t, s2, 20)
-	f1.settled()
-	f2.settled()
+	n1, _, _ := rtDrain(t, s1, 20)
+	n2, _, _ := rtDrain(t, s2, 20)
+	f1.rtSettled()
+	f2.rtSettled()
 	if err := f1.srv.Client().FlushAll(context.Background()).Err(); err != nil {
 		t.Fatal(err)
 	}
@@ -248,10 +248,10 @@ func TestRedTeamRecoverOneRootLiftsResetOfAnother(t *testing.T) {
 	if code != 0 {
 		t.Fatalf("store recover --root R1: exit %d, %s%s", code, out, errs)
 	}
-	if m, typ, _ := drain(t, s1, 20); n1+m > 30 || typ != string(dct.BudgetExceeded) {
+	if m, typ, _ := rtDrain(t, s1, 20); n1+m > 30 || typ != string(dct.BudgetExceeded) {
 		t.Fatalf("tree 1 after its recovery: %d+%d forwarded, then %s", n1, m, typ)
 	}
-	more, typ, detail := drain(t, s2, 40)
+	more, typ, detail := rtDrain(t, s2, 40)
 	f2.sameAsUpstreams([]*mcptest.Process{p2}, n2+more)
 	if more > 0 {
 		t.Errorf("tree 2, whose spend no one rebuilt, after store recover --root R1: %d more calls forwarded (%d on a budget of 30), then %s: %s; want store_reset until its own recovery", more, n2+more, typ, detail)
@@ -270,7 +270,7 @@ func TestRedTeamJournalClaimedByCrashedProxyIsLost(t *testing.T) {
 	p := f.e.StartProxy(mcptest.ProxyOptions{Policy: pol, Token: f.a})
 	s := p.Connect(mcptest.SessionOptions{})
 	s.Call(t, "echo", map[string]any{"text": "before"}).OK(t, "a call before the stall")
-	f.settled()
+	f.rtSettled()
 	f.srv.Pause()
 	resumed := false
 	defer func() {
@@ -284,7 +284,7 @@ func TestRedTeamJournalClaimedByCrashedProxyIsLost(t *testing.T) {
 			t.Fatalf("a call during the stall: %s: %s, want store_unavailable", typ, detail)
 		}
 	}
-	stop(t, p)
+	rtStop(t, p)
 	f.srv.Resume()
 	resumed = true
 	mcptest.Eventually(t, "a stalled reservation to run", func() bool { return f.usage()[f.key(1)].Reserved > 0 })
@@ -314,9 +314,9 @@ func TestRedTeamRecoverSaysNothingOfATruncatedLog(t *testing.T) {
 	f := newFleet(t, 30*fleetCost, 30*fleetCost, 30*fleetCost)
 	log := filepath.Join(f.e.Dir, "audit.log")
 	p, s := f.start(f.a, "proxy_key: "+f.e.KeyFile(mcptest.NewKey(t, "p"))+"\naudit_log: "+log+"\n", nil)
-	n, _, _ := drain(t, s, 20)
-	f.settled()
-	stop(t, p)
+	n, _, _ := rtDrain(t, s, 20)
+	f.rtSettled()
+	rtStop(t, p)
 	if err := f.srv.Client().FlushAll(context.Background()).Err(); err != nil {
 		t.Fatal(err)
 	}
@@ -382,7 +382,7 @@ func TestRedTeamInitResetMidBurstSharedStateDir(t *testing.T) {
 	}
 	wg.Wait()
 	<-initDone
-	f.settled()
+	f.rtSettled()
 	if n := forwarded.Load(); n > 60 {
 		t.Errorf("%d calls forwarded on a budget of 60 across store init --reset", n)
 	}
@@ -452,7 +452,7 @@ func TestRedTeamRecoverDuringBurstLosesCommits(t *testing.T) {
 	wg.Wait()
 	close(stopRecover)
 	n := <-recovered
-	f.settled()
+	f.rtSettled()
 	got := f.usage()[f.key(1)].Committed / fleetCost
 	t.Logf("%d recoveries during the burst; %d calls forwarded, %d committed", n, forwarded.Load(), got)
 	if got != forwarded.Load() {
@@ -522,22 +522,22 @@ func TestRedTeamRDBRestartAfterProxiesRestarted(t *testing.T) {
 	}
 	p1 := f.e.StartProxy(mcptest.ProxyOptions{Policy: pol, Token: f.a})
 	s1 := p1.Connect(mcptest.SessionOptions{})
-	n, _, _ := drain(t, s1, 10)
+	n, _, _ := rtDrain(t, s1, 10)
 	mcptest.Eventually(t, "the calls settled", func() bool { return spent() == n*fleetCost })
 	c := redis.NewClient(&redis.Options{Addr: fmt.Sprintf("127.0.0.1:%d", r.port)})
 	if err := c.Save(context.Background()).Err(); err != nil { // the periodic snapshot
 		t.Fatal(err)
 	}
 	c.Close()
-	m, typ, _ := drain(t, s1, 40)
+	m, typ, _ := rtDrain(t, s1, 40)
 	if typ != string(dct.BudgetExceeded) {
 		t.Fatalf("the budget: %s, want budget_exceeded", typ)
 	}
-	stop(t, p1)
+	rtStop(t, p1)
 	r.kill()
 	r.start() // from dump.rdb
 	p2 := f.e.StartProxy(mcptest.ProxyOptions{Policy: pol, Token: f.a})
-	more, typ, detail := drain(t, p2.Connect(mcptest.SessionOptions{}), 40)
+	more, typ, detail := rtDrain(t, p2.Connect(mcptest.SessionOptions{}), 40)
 	if n+m+more > 30 {
 		t.Errorf("Redis restarted from its last RDB snapshot (%d calls) after %d: the restarted proxy forwarded %d more (%d on a budget of 30), then %s: %s; want store_reset", n, n+m, more, n+m+more, typ, detail)
 	}
@@ -554,14 +554,14 @@ func TestRedTeamMigratedSpendKeysDeletedUnnoticed(t *testing.T) {
 	pol := f.e.Policy(mcptest.Priced("echo", fleetCost))
 	pol.SpendStore = file
 	p1 := f.e.StartProxy(mcptest.ProxyOptions{Policy: pol, Token: f.a})
-	n, _, _ := drain(t, p1.Connect(mcptest.SessionOptions{}), 20)
-	stop(t, p1)
+	n, _, _ := rtDrain(t, p1.Connect(mcptest.SessionOptions{}), 20)
+	rtStop(t, p1)
 	if out, errs, code := mcptest.CLI(t, "store", "migrate", "--from", file, "--to", f.srv.URL()); code != 0 {
 		t.Fatalf("store migrate: exit %d, %s%s", code, out, errs)
 	}
 	p2, s := f.start(f.a, "", nil)
 	s.Call(t, "echo", map[string]any{"text": "on Redis"}).OK(t, "a call on the migrated store")
-	f.settled()
+	f.rtSettled()
 	ctx := context.Background()
 	c := f.srv.Client()
 	keys, err := c.Keys(ctx, "delegateos:spend:{"+f.e.Root.ID()+"}:*").Result()
@@ -569,7 +569,7 @@ func TestRedTeamMigratedSpendKeysDeletedUnnoticed(t *testing.T) {
 		t.Fatalf("the tree's spend keys: %v %v", keys, err)
 	}
 	c.Del(ctx, keys...)
-	more, typ, detail := drain(t, s, 40)
+	more, typ, detail := rtDrain(t, s, 40)
 	f.sameAsUpstreams([]*mcptest.Process{p2}, 1+more)
 	if more > 0 {
 		t.Errorf("after the migrated tree's spend keys were deleted: %d more calls forwarded (%d on a budget of 30), then %s: %s; want store_reset", more, n+1+more, typ, detail)
@@ -586,16 +586,16 @@ func TestRedTeamMigratedSpendKeysDeletedUnnoticed(t *testing.T) {
 func TestRedTeamPlainStoreInitAfterFlushAcceptsTheLoss(t *testing.T) {
 	f := newFleet(t, 30*fleetCost, 30*fleetCost, 30*fleetCost)
 	p1, s1 := f.start(f.a, "", nil)
-	n, _, _ := drain(t, s1, 20)
-	f.settled()
-	stop(t, p1)
+	n, _, _ := rtDrain(t, s1, 20)
+	f.rtSettled()
+	rtStop(t, p1)
 	if err := f.srv.Client().FlushAll(context.Background()).Err(); err != nil {
 		t.Fatal(err)
 	}
 	out, errs, code := mcptest.CLI(t, "store", "init", "--store", f.srv.URL())
 	t.Logf("store init (no --reset) after the flush: exit %d, %s%s", code, out, errs)
 	p2, s2 := f.start(f.a, "", nil) // the same machine: it saw the store
-	more, typ, detail := drain(t, s2, 40)
+	more, typ, detail := rtDrain(t, s2, 40)
 	f.sameAsUpstreams([]*mcptest.Process{p1, p2}, n+more)
 	if more > 0 || typ != string(proxy.StoreReset) {
 		t.Errorf("after FLUSHALL and a plain store init, the restarted proxy forwarded %d more calls (%d on a budget of 30), then %s: %s; want store_reset until store recover or store init --reset", more, n+more, typ, detail)

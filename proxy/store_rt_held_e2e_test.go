@@ -20,11 +20,11 @@ import (
 	"github.com/delegateos/delegateos/proxy"
 )
 
-// snapshot is every delegateos key of the server, as DUMP returns it: an
+// rtSnap is every delegateos key of the server, as DUMP returns it: an
 // RDB snapshot of the fleet's data.
-type snapshot map[string]string
+type rtSnap map[string]string
 
-func (f *fleet) snapshot() snapshot {
+func (f *fleet) rtSnapshot() rtSnap {
 	f.t.Helper()
 	ctx := context.Background()
 	c := f.srv.Client()
@@ -32,7 +32,7 @@ func (f *fleet) snapshot() snapshot {
 	if err != nil || len(keys) == 0 {
 		f.t.Fatalf("the fleet's keys: %v %v", keys, err)
 	}
-	s := snapshot{}
+	s := rtSnap{}
 	for _, k := range keys {
 		if s[k], err = c.Dump(ctx, k).Result(); err != nil {
 			f.t.Fatal(err)
@@ -41,10 +41,10 @@ func (f *fleet) snapshot() snapshot {
 	return s
 }
 
-// restore replaces the server's data by the snapshot, at once, as a
+// rtRestore replaces the server's data by the snapshot, at once, as a
 // restart of Redis from an older dump.rdb (or a failover to a replica
 // that had not caught up) does.
-func (f *fleet) restore(s snapshot) {
+func (f *fleet) rtRestore(s rtSnap) {
 	f.t.Helper()
 	ctx := context.Background()
 	_, err := f.srv.Client().TxPipelined(ctx, func(p redis.Pipeliner) error {
@@ -59,9 +59,9 @@ func (f *fleet) restore(s snapshot) {
 	}
 }
 
-// drain calls echo until a call is refused, at most max times, and
+// rtDrain calls echo until a call is refused, at most max times, and
 // returns how many were forwarded and the refusal's type and detail.
-func drain(t *testing.T, s *mcptest.Session, max int) (forwarded int64, typ, detail string) {
+func rtDrain(t *testing.T, s *mcptest.Session, max int) (forwarded int64, typ, detail string) {
 	t.Helper()
 	for range max {
 		r := s.Call(t, "echo", map[string]any{"text": "drain"})
@@ -75,13 +75,13 @@ func drain(t *testing.T, s *mcptest.Session, max int) (forwarded int64, typ, det
 	return forwarded, "", ""
 }
 
-func (f *fleet) settled() {
+func (f *fleet) rtSettled() {
 	f.t.Helper()
 	mcptest.Eventually(f.t, "the calls settled", func() bool { return f.usage()[f.key(1)].Reserved == 0 })
 }
 
-// stop closes a proxy's input and waits for it to exit.
-func stop(t *testing.T, p *mcptest.Process) {
+// rtStop closes a proxy's input and waits for it to exit.
+func rtStop(t *testing.T, p *mcptest.Process) {
 	t.Helper()
 	p.Stdin.Close()
 	if !p.WaitExit(mcptest.WaitTimeout) {
@@ -94,7 +94,7 @@ func stop(t *testing.T, p *mcptest.Process) {
 func TestRedTeamHeldFlushDB(t *testing.T) {
 	f := newFleet(t, 30*fleetCost, 30*fleetCost, 30*fleetCost)
 	_, s := f.start(f.a, "", nil)
-	drain(t, s, 5)
+	rtDrain(t, s, 5)
 	ctx := context.Background()
 	other := redis.NewClient(&redis.Options{Addr: f.srv.Addr(), DB: 1})
 	defer other.Close()
@@ -123,8 +123,8 @@ func TestRedTeamHeldPartialLoss(t *testing.T) {
 		t.Run(lose, func(t *testing.T) {
 			f := newFleet(t, 30*fleetCost, 30*fleetCost, 30*fleetCost)
 			_, s := f.start(f.a, "", nil)
-			drain(t, s, 5)
-			f.settled()
+			rtDrain(t, s, 5)
+			f.rtSettled()
 			ctx := context.Background()
 			c := f.srv.Client()
 			pattern := map[string]string{"identity": "delegateos:store", "stamp": "delegateos:stamp:*", "spend": "delegateos:spend:*"}[lose]
@@ -162,7 +162,7 @@ func TestRedTeamHeldJournalReplayedTwice(t *testing.T) {
 	p := f.e.StartProxy(mcptest.ProxyOptions{Policy: pol, Token: f.a})
 	s := p.Connect(mcptest.SessionOptions{})
 	s.Call(t, "echo", map[string]any{"text": "before"}).OK(t, "a call before the stall")
-	f.settled()
+	f.rtSettled()
 	f.srv.Pause()
 	resumed := false
 	defer func() {
@@ -175,7 +175,7 @@ func TestRedTeamHeldJournalReplayedTwice(t *testing.T) {
 			t.Fatalf("a call during the stall: %s: %s", typ, detail)
 		}
 	}
-	stop(t, p)
+	rtStop(t, p)
 	f.srv.Resume()
 	resumed = true
 	journals, _ := filepath.Glob(filepath.Join(f.e.Dir, "state", "*.unsent-*.json"))
@@ -188,12 +188,12 @@ func TestRedTeamHeldJournalReplayedTwice(t *testing.T) {
 	}
 	p2, s2 := f.start(f.a, "", nil)
 	s2.Call(t, "echo", map[string]any{"text": "after"}).OK(t, "a call after the stall")
-	f.settled()
-	stop(t, p2)
+	f.rtSettled()
+	rtStop(t, p2)
 	mcptest.WriteFile(t, journals[0], string(b))
 	_, s3 := f.start(f.a, "", nil)
 	s3.Call(t, "echo", map[string]any{"text": "after again"}).OK(t, "a call after the replay")
-	f.settled()
+	f.rtSettled()
 	if u := f.usage()[f.key(1)]; u.Committed != 3*fleetCost || u.Reserved != 0 {
 		t.Fatalf("after the journal was replayed twice: %+v, want 3 calls committed, none reserved", u)
 	}
@@ -205,9 +205,9 @@ func TestRedTeamHeldRecoverRefusesTamperedLog(t *testing.T) {
 	f := newFleet(t, 30*fleetCost, 30*fleetCost, 30*fleetCost)
 	log := filepath.Join(f.e.Dir, "audit.log")
 	p, s := f.start(f.a, "proxy_key: "+f.e.KeyFile(mcptest.NewKey(t, "p"))+"\naudit_log: "+log+"\n", nil)
-	drain(t, s, 10)
-	f.settled()
-	stop(t, p)
+	rtDrain(t, s, 10)
+	f.rtSettled()
+	rtStop(t, p)
 	f.srv.Client().FlushAll(context.Background())
 	b, _ := os.ReadFile(log)
 	tampered := strings.Replace(string(b), `"decision":"ALLOW"`, `"decision":"DENY"`, 1)
@@ -248,14 +248,14 @@ func TestRedTeamHeldStateDirUnwritable(t *testing.T) {
 func TestRedTeamHeldPlainStoreInitAfterFlushRunningProxy(t *testing.T) {
 	f := newFleet(t, 30*fleetCost, 30*fleetCost, 30*fleetCost)
 	p, s := f.start(f.a, "", nil)
-	n, _, _ := drain(t, s, 20)
-	f.settled()
+	n, _, _ := rtDrain(t, s, 20)
+	f.rtSettled()
 	if err := f.srv.Client().FlushAll(context.Background()).Err(); err != nil {
 		t.Fatal(err)
 	}
 	out, errs, code := mcptest.CLI(t, "store", "init", "--store", f.srv.URL())
 	t.Logf("store init (no --reset) after the flush: exit %d, %s%s", code, out, errs)
-	more, typ, detail := drain(t, s, 40)
+	more, typ, detail := rtDrain(t, s, 40)
 	f.sameAsUpstreams([]*mcptest.Process{p}, n+more)
 	t.Logf("then: %s: %s", typ, detail)
 	if more > 0 || typ != string(proxy.StoreReset) {
