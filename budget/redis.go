@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"os"
 	"slices"
 	"strconv"
 	"strings"
@@ -64,8 +65,11 @@ type Redis struct {
 	// savingSeen that it is being written.
 	seenSaved  time.Time
 	savingSeen bool
-	// unsent are the commits and cancellations being retried.
+	// unsent are the commits and cancellations being retried, which are
+	// written ahead to the journal jf (guarded by jmu).
 	unsent map[*commitCmd]bool
+	jmu    sync.Mutex
+	jf     *os.File
 }
 
 var _ Store = (*Redis)(nil)
@@ -573,6 +577,7 @@ func (s *Redis) retry(cmd commitCmd) {
 	}
 	s.pending.Add(1)
 	s.mu.Unlock()
+	s.writeJournal(false)
 	go func() {
 		defer s.pending.Done()
 		wait := 50 * time.Millisecond
@@ -581,6 +586,7 @@ func (s *Redis) retry(cmd commitCmd) {
 				s.mu.Lock()
 				delete(s.unsent, c)
 				s.mu.Unlock()
+				s.writeJournal(false)
 				return
 			}
 			select {
@@ -878,7 +884,7 @@ func (s *Redis) Close() error {
 	}
 	s.stop()
 	s.pending.Wait()
-	s.journal()
+	s.writeJournal(true)
 	s.saveSeen()
 	s.mu.Lock()
 	return s.c.Close()
