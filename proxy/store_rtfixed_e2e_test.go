@@ -577,3 +577,46 @@ func TestRedTeamJournalClaimedByCrashedProxyIsLost(t *testing.T) {
 		t.Errorf("the journal a crashed proxy claimed is never sent: calls refused during the stall stay reserved (%d)", u.Reserved)
 	}
 }
+
+// RT8. store recover reads each audit log with Open (a log whose proxy
+// still runs) and never says that a log does not end at its final
+// checkpoint: a log cut back (its last entries removed, or its proxy
+// killed) is rebuilt short, the reset is lifted, and nothing in the
+// output names the log. The rebuilt spend is below what was forwarded.
+// Now the output names each log without its final checkpoint, and
+// --head LOG=DIGEST has a log cut back past its head refused.
+func TestRedTeamRecoverSaysNothingOfATruncatedLog(t *testing.T) {
+	f := newFleet(t, 30*fleetCost, 30*fleetCost, 30*fleetCost)
+	log := filepath.Join(f.e.Dir, "audit.log")
+	p, s := f.start(f.a, "proxy_key: "+f.e.KeyFile(mcptest.NewKey(t, "p"))+"\naudit_log: "+log+"\n", nil)
+	n, _, _ := rtDrain(t, s, 20)
+	f.rtSettled()
+	rtStop(t, p)
+	if err := f.srv.Client().FlushAll(context.Background()).Err(); err != nil {
+		t.Fatal(err)
+	}
+	// The head the log had at its proxy's exit, as audit verify gives it.
+	vout, verrs, vcode := mcptest.CLI(t, "audit", "verify", log)
+	_, head, ok := strings.Cut(vout, " head ")
+	head, _, _ = strings.Cut(head, "\n")
+	if vcode != 0 || !ok || len(head) != 64 {
+		t.Fatalf("audit verify: exit %d, %s%s", vcode, vout, verrs)
+	}
+	b, err := os.ReadFile(log)
+	if err != nil {
+		t.Fatal(err)
+	}
+	lines := strings.SplitAfter(string(b), "\n")
+	mcptest.WriteFile(t, log, strings.Join(lines[:len(lines)/2], ""))
+	// Given the head, a cut-back log is refused and nothing is rebuilt.
+	out, errs, code := mcptest.CLI(t, "store", "recover", "--store", f.srv.URL(), "--root", f.e.Root.ID(), "--audit", log, "--head", log+"="+head)
+	if code == 0 || !strings.Contains(errs, "does not verify") || f.usage()[f.key(1)].Committed != 0 {
+		t.Errorf("store recover --head on a cut-back log: exit %d, %s%s; want it refused, nothing rebuilt", code, out, errs)
+	}
+	out, errs, code = mcptest.CLI(t, "store", "recover", "--store", f.srv.URL(), "--root", f.e.Root.ID(), "--audit", log)
+	t.Logf("store recover: exit %d\n%s%s", code, out, errs)
+	rebuilt := f.usage()[f.key(1)].Committed / fleetCost
+	if code == 0 && rebuilt < n && !strings.Contains(out, log) {
+		t.Errorf("store recover rebuilt %d of the %d calls forwarded, lifted the reset, and its output does not name %s, which ends without its final checkpoint", rebuilt, n, log)
+	}
+}
