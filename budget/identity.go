@@ -11,6 +11,7 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -71,6 +72,30 @@ type Identity struct {
 	// Reset, when not empty, says why a proxy found the store has lost
 	// data; calls are refused until an operator acts.
 	Reset string `json:"reset,omitempty"`
+	// Lifted, in a generation an operator wrote, names the trees (hash
+	// tags) whose loss it mended or accepted; nil for every tree (store
+	// init --reset). A proxy adopting the generation forgets the counts it
+	// saw of those trees only: another root's tree, which a recovery did
+	// not rebuild, is still found lost.
+	Lifted []string `json:"-"`
+}
+
+// lifts reports whether the generation lifts the tree tag.
+func (id *Identity) lifts(tag string) bool {
+	return id.Lifted == nil || slices.Contains(id.Lifted, tag)
+}
+
+// forgetLifted drops from seen the counts of the trees id lifts.
+func forgetLifted(seen map[string]int64, id *Identity) map[string]int64 {
+	if id.Lifted == nil {
+		return nil
+	}
+	for k := range seen {
+		if id.lifts(redisconn.HashTag(k)) {
+			delete(seen, k)
+		}
+	}
+	return seen
 }
 
 // ResetError is a store that has lost data its fleet wrote.
@@ -103,7 +128,13 @@ func identityOf(m map[string]string) (*Identity, error) {
 	if err != nil || m["id"] == "" || g <= 0 {
 		return nil, fmt.Errorf("the store's identity %s is not one delegateos writes (id %q, g %q)", identityKey, m["id"], m["g"])
 	}
-	return &Identity{ID: m["id"], Gen: g, By: m["by"], Reset: m["reset"]}, nil
+	id := &Identity{ID: m["id"], Gen: g, By: m["by"], Reset: m["reset"]}
+	if l, ok := m["lifted"]; ok {
+		if json.Unmarshal([]byte(l), &id.Lifted) != nil || id.Lifted == nil {
+			id.Lifted = []string{}
+		}
+	}
+	return id, nil
 }
 
 // newIdentity returns a new identity whose generation is after after.
@@ -259,7 +290,9 @@ func (s *Redis) seenPath() string {
 }
 
 // readSeen reads the counts the state directory keeps for identity id;
-// nil when it keeps none for it.
+// nil when it keeps none for it. Counts kept under an earlier generation
+// are read too when id is an operator's that did not lift their trees
+// (see Identity.Lifted).
 func (s *Redis) readSeen(id Identity) map[string]int64 {
 	if s.stateDir == "" {
 		return nil
@@ -269,8 +302,14 @@ func (s *Redis) readSeen(id Identity) map[string]int64 {
 		return nil
 	}
 	var st seenState
-	if json.Unmarshal(b, &st) != nil || st.ID != id.ID || st.Gen != id.Gen {
+	if json.Unmarshal(b, &st) != nil || st.ID != id.ID || st.Gen > id.Gen {
 		return nil
+	}
+	if st.Gen < id.Gen {
+		if id.By != "operator" {
+			return nil
+		}
+		st.Seen = forgetLifted(st.Seen, &id)
 	}
 	for k, n := range st.Seen {
 		if n < 0 {
@@ -511,7 +550,7 @@ func (s *Redis) refresh(ctx context.Context) error {
 	if cur != nil && cur.By == "operator" && cur.Reset == "" && cur.Gen > s.ident.Gen {
 		s.ident = *cur
 		s.resetReason = ""
-		s.seen = nil
+		s.seen = forgetLifted(s.seen, cur)
 		s.mu.Unlock()
 		s.rememberIdentity(*cur) // as at open, a failure is not the call's
 		s.mu.Lock()
@@ -731,7 +770,7 @@ func InitStore(rawURL string, reset bool) (Identity, error) {
 	if err := restamp(ctx, c, *n, nil); err != nil {
 		return fail(err)
 	}
-	if err := writeIdentity(ctx, c, *n); err != nil {
+	if err := writeIdentity(ctx, c, *n, nil); err != nil {
 		return fail(err)
 	}
 	return *n, nil
@@ -753,10 +792,20 @@ func nextIdentity(ctx context.Context, c redis.Cmdable) (*Identity, error) {
 
 // writeIdentity writes id as the store's identity, last: the proxies
 // adopt it at their next call.
-func writeIdentity(ctx context.Context, c redis.Cmdable, id Identity) error {
+// lifted names the trees whose loss it lifts (nil: every tree).
+func writeIdentity(ctx context.Context, c redis.Cmdable, id Identity, lifted map[string]bool) error {
 	_, err := c.TxPipelined(ctx, func(p redis.Pipeliner) error {
 		p.Del(ctx, identityKey)
 		p.HSet(ctx, identityKey, "id", id.ID, "g", id.Gen, "by", id.By)
+		if lifted != nil {
+			tags := make([]string, 0, len(lifted))
+			for t := range lifted {
+				tags = append(tags, t)
+			}
+			slices.Sort(tags)
+			b, _ := json.Marshal(tags)
+			p.HSet(ctx, identityKey, "lifted", string(b))
+		}
 		return nil
 	})
 	return err
@@ -875,7 +924,7 @@ func RecoverStore(rawURL string, usage []Usage) (Identity, error) {
 	if err := restamp(ctx, c, *n, lifted); err != nil {
 		return fail(err)
 	}
-	if err := writeIdentity(ctx, c, *n); err != nil {
+	if err := writeIdentity(ctx, c, *n, lifted); err != nil {
 		return fail(err)
 	}
 	return *n, nil

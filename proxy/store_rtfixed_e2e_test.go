@@ -313,19 +313,21 @@ func TestRedTeamRecoverDuringBurstLosesCommits(t *testing.T) {
 // written before this change, which an upgrade keeps): its spend keys have
 // no "k:KEY" field in the tree's stamp, since the reservation script
 // marks only keys it finds missing. Deleting them later (DEL, a README
-// fault row) is taken for a new key: the budget restarts from zero.
+// fault row) is taken for a new key: the budget restarts from zero. (A
+// running proxy also checks the root delegation's count: the keys of
+// the levels below it are deleted here.)
 func TestRedTeamMigratedSpendKeysDeletedUnnoticed(t *testing.T) {
-	f := newFleet(t, 30*fleetCost, 30*fleetCost, 30*fleetCost)
+	f := newFleet(t, 100*fleetCost, 30*fleetCost, 30*fleetCost)
 	file := filepath.Join(f.e.Dir, "spend.log")
 	pol := f.e.Policy(mcptest.Priced("echo", fleetCost))
 	pol.SpendStore = file
-	p1 := f.e.StartProxy(mcptest.ProxyOptions{Policy: pol, Token: f.a})
+	p1 := f.e.StartProxy(mcptest.ProxyOptions{Policy: pol, Token: f.c})
 	n, _, _ := rtDrain(t, p1.Connect(mcptest.SessionOptions{}), 20)
 	rtStop(t, p1)
 	if out, errs, code := mcptest.CLI(t, "store", "migrate", "--from", file, "--to", f.srv.URL()); code != 0 {
 		t.Fatalf("store migrate: exit %d, %s%s", code, out, errs)
 	}
-	p2, s := f.start(f.a, "", nil)
+	p2, s := f.start(f.c, "", nil)
 	s.Call(t, "echo", map[string]any{"text": "on Redis"}).OK(t, "a call on the migrated store")
 	f.rtSettled()
 	ctx := context.Background()
@@ -334,7 +336,19 @@ func TestRedTeamMigratedSpendKeysDeletedUnnoticed(t *testing.T) {
 	if err != nil || len(keys) == 0 {
 		t.Fatalf("the tree's spend keys: %v %v", keys, err)
 	}
-	c.Del(ctx, keys...)
+	// The levels below the root only: the root delegation's count of
+	// calls, which a running proxy checks, is left as it was.
+	root := "delegateos:spend:{" + f.e.Root.ID() + "}:" + f.key(1)
+	var below []string
+	for _, k := range keys {
+		if k != root {
+			below = append(below, k)
+		}
+	}
+	if len(below) != 2 {
+		t.Fatalf("the spend keys below the root: %v", below)
+	}
+	c.Del(ctx, below...)
 	more, typ, detail := rtDrain(t, s, 40)
 	f.sameAsUpstreams([]*mcptest.Process{p2}, 1+more)
 	if more > 0 {
@@ -618,5 +632,44 @@ func TestRedTeamRecoverSaysNothingOfATruncatedLog(t *testing.T) {
 	rebuilt := f.usage()[f.key(1)].Committed / fleetCost
 	if code == 0 && rebuilt < n && !strings.Contains(out, log) {
 		t.Errorf("store recover rebuilt %d of the %d calls forwarded, lifted the reset, and its output does not name %s, which ends without its final checkpoint", rebuilt, n, log)
+	}
+}
+
+// RT6, with the other root's proxy restarted: after a FLUSHALL only R1's
+// proxy calls (R2's has exited, so R2's tree has no stamp to mark), store
+// recover --root R1 writes a new generation, and R2's proxy, restarted
+// on its machine, adopts it. It must not take R2's emptied tree for a
+// new one: the generation names the trees it lifted, and the counts the
+// machine saw of the others are kept.
+func TestRedTeamRecoverOneRootThenOtherRootRestarts(t *testing.T) {
+	f1 := newFleet(t, 30*fleetCost, 30*fleetCost, 30*fleetCost)
+	f2 := newFleet(t, 30*fleetCost, 30*fleetCost, 30*fleetCost)
+	f2.srv = f1.srv
+	log1 := filepath.Join(f1.e.Dir, "audit-1.log")
+	_, s1 := f1.start(f1.a, "proxy_key: "+f1.e.KeyFile(mcptest.NewKey(t, "p1"))+"\naudit_log: "+log1+"\n", nil)
+	p2, s2 := f2.start(f2.a, "", nil)
+	n1, _, _ := rtDrain(t, s1, 20)
+	n2, _, _ := rtDrain(t, s2, 20)
+	f1.rtSettled()
+	f2.rtSettled()
+	rtStop(t, p2)
+	if err := f1.srv.Client().FlushAll(context.Background()).Err(); err != nil {
+		t.Fatal(err)
+	}
+	if typ, detail := denialData(s1.Call(t, "echo", map[string]any{"text": "after the flush"})); typ != string(proxy.StoreReset) {
+		t.Fatalf("tree 1 after the flush: %s: %s, want store_reset", typ, detail)
+	}
+	out, errs, code := mcptest.CLI(t, "store", "recover", "--store", f1.srv.URL(), "--root", f1.e.Root.ID(), "--audit", log1)
+	if code != 0 {
+		t.Fatalf("store recover --root R1: exit %d, %s%s", code, out, errs)
+	}
+	if m, typ, _ := rtDrain(t, s1, 20); n1+m > 30 || typ != string(dct.BudgetExceeded) {
+		t.Fatalf("tree 1 after its recovery: %d+%d forwarded, then %s", n1, m, typ)
+	}
+	p3, s3 := f2.start(f2.a, "", nil) // R2's machine: it saw the tree
+	more, typ, detail := rtDrain(t, s3, 40)
+	f2.sameAsUpstreams([]*mcptest.Process{p2, p3}, n2+more)
+	if more > 0 || typ != string(proxy.StoreReset) {
+		t.Errorf("tree 2, whose spend no one rebuilt, after store recover --root R1 and a restart of its proxy: %d more calls forwarded (%d on a budget of 30), then %s: %s; want store_reset until its own recovery", more, n2+more, typ, detail)
 	}
 }
