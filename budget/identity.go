@@ -852,6 +852,22 @@ func restamp(ctx context.Context, c redis.Cmdable, id Identity, lifted map[strin
 	return err
 }
 
+// anyTreeReset reports whether the stamp of a tree of usage is marked
+// reset: one another root's recovery left so.
+func anyTreeReset(ctx context.Context, c redis.Cmdable, usage []Usage) bool {
+	seen := map[string]bool{}
+	for _, u := range usage {
+		if checkKey(u.Key) != nil || seen[stampKey(u.Key)] {
+			continue
+		}
+		seen[stampKey(u.Key)] = true
+		if n, err := c.HExists(ctx, stampKey(u.Key), "reset").Result(); err == nil && n {
+			return true
+		}
+	}
+	return false
+}
+
 // recoverKeyScript makes a spend key (KEYS[1]) hold at least the total
 // ARGV[1] (committed, and held: its held reservations are kept), the
 // calls ARGV[2] and the last call ARGV[3], and marks it in its tree's
@@ -893,7 +909,7 @@ func RecoverStore(rawURL string, usage []Usage) (Identity, error) {
 	if err != nil {
 		return fail(err)
 	}
-	if cur != nil && cur.Reset == "" {
+	if cur != nil && cur.Reset == "" && !anyTreeReset(ctx, c, usage) {
 		return Identity{}, fmt.Errorf("spend store %s is not in the reset state (no proxy has found it lost data), and its proxies may be spending: store recover rebuilds only a store whose proxies refuse every call; if it has lost data that no proxy has found yet, stop the fleet, or run a call so that a proxy finds it, and run store recover again", redisconn.Redact(rawURL))
 	}
 	n, err := nextIdentity(ctx, c)

@@ -150,7 +150,8 @@ func TestRedTeamRecoverOneRootLiftsResetOfAnother(t *testing.T) {
 	f2.srv = f1.srv
 	log1 := filepath.Join(f1.e.Dir, "audit-1.log")
 	_, s1 := f1.start(f1.a, "proxy_key: "+f1.e.KeyFile(mcptest.NewKey(t, "p1"))+"\naudit_log: "+log1+"\n", nil)
-	p2, s2 := f2.start(f2.a, "", nil)
+	log2 := filepath.Join(f2.e.Dir, "audit-2.log")
+	p2, s2 := f2.start(f2.a, "proxy_key: "+f2.e.KeyFile(mcptest.NewKey(t, "p2"))+"\naudit_log: "+log2+"\n", nil)
 	n1, _, _ := rtDrain(t, s1, 20)
 	n2, _, _ := rtDrain(t, s2, 20)
 	f1.rtSettled()
@@ -174,6 +175,14 @@ func TestRedTeamRecoverOneRootLiftsResetOfAnother(t *testing.T) {
 	f2.sameAsUpstreams([]*mcptest.Process{p2}, n2+more)
 	if more > 0 {
 		t.Errorf("tree 2, whose spend no one rebuilt, after store recover --root R1: %d more calls forwarded (%d on a budget of 30), then %s: %s; want store_reset until its own recovery", more, n2+more, typ, detail)
+	}
+	// Its own recovery lifts it, though the store is no longer reset.
+	out, errs, code = mcptest.CLI(t, "store", "recover", "--store", f1.srv.URL(), "--root", f2.e.Root.ID(), "--audit", log2)
+	if code != 0 {
+		t.Fatalf("store recover --root R2: exit %d, %s%s", code, out, errs)
+	}
+	if m, typ, detail := rtDrain(t, s2, 20); n2+m > 30 || typ != string(dct.BudgetExceeded) {
+		t.Fatalf("tree 2 after its recovery: %d+%d forwarded, then %s: %s", n2, m, typ, detail)
 	}
 }
 
