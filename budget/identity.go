@@ -11,6 +11,7 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -27,7 +28,9 @@ import (
 //
 //   - identityKey is a hash with the store's identity ("id", random), its
 //     generation ("g", a Unix time in milliseconds, which only grows),
-//     who made it ("by": "proxy" or "operator") and, once a proxy has
+//     who made it ("by": "proxy", "init" for a plain store init, or
+//     "operator" for store init --reset and store recover, the only
+//     generations proxies take as lifting a loss) and, once a proxy has
 //     found the store lost data, why ("reset"). The first proxy, or
 //     delegateos store init, creates it.
 //   - stampKeyPrefix, the tree's hash tag in braces, is a hash per
@@ -69,6 +72,30 @@ type Identity struct {
 	// Reset, when not empty, says why a proxy found the store has lost
 	// data; calls are refused until an operator acts.
 	Reset string `json:"reset,omitempty"`
+	// Lifted, in a generation an operator wrote, names the trees (hash
+	// tags) whose loss it mended or accepted; nil for every tree (store
+	// init --reset). A proxy adopting the generation forgets the counts it
+	// saw of those trees only: another root's tree, which a recovery did
+	// not rebuild, is still found lost.
+	Lifted []string `json:"-"`
+}
+
+// lifts reports whether the generation lifts the tree tag.
+func (id *Identity) lifts(tag string) bool {
+	return id.Lifted == nil || slices.Contains(id.Lifted, tag)
+}
+
+// forgetLifted drops from seen the counts of the trees id lifts.
+func forgetLifted(seen map[string]int64, id *Identity) map[string]int64 {
+	if id.Lifted == nil {
+		return nil
+	}
+	for k := range seen {
+		if id.lifts(redisconn.HashTag(k)) {
+			delete(seen, k)
+		}
+	}
+	return seen
 }
 
 // ResetError is a store that has lost data its fleet wrote.
@@ -101,7 +128,13 @@ func identityOf(m map[string]string) (*Identity, error) {
 	if err != nil || m["id"] == "" || g <= 0 {
 		return nil, fmt.Errorf("the store's identity %s is not one delegateos writes (id %q, g %q)", identityKey, m["id"], m["g"])
 	}
-	return &Identity{ID: m["id"], Gen: g, By: m["by"], Reset: m["reset"]}, nil
+	id := &Identity{ID: m["id"], Gen: g, By: m["by"], Reset: m["reset"]}
+	if l, ok := m["lifted"]; ok {
+		if json.Unmarshal([]byte(l), &id.Lifted) != nil || id.Lifted == nil {
+			id.Lifted = []string{}
+		}
+	}
+	return id, nil
 }
 
 // newIdentity returns a new identity whose generation is after after.
@@ -213,13 +246,144 @@ func (s *Redis) rememberIdentity(id Identity) error {
 	}
 	id.Reset = ""
 	b, _ := json.Marshal(id)
-	path := filepath.Join(s.stateDir, stateName(s.rawURL, ".json"))
-	tmp := path + ".tmp"
-	if err := os.WriteFile(tmp, b, 0o600); err != nil {
+	return writeFileAtomic(filepath.Join(s.stateDir, stateName(s.rawURL, ".json")), b)
+}
+
+// writeFileAtomic replaces path with b through a temporary file of its
+// own (proxies sharing a state directory write the same files at once),
+// synced before it is renamed into place, so that path is always whole.
+func writeFileAtomic(path string, b []byte) error {
+	f, err := os.CreateTemp(filepath.Dir(path), filepath.Base(path)+".*.tmp")
+	if err != nil {
 		return err
 	}
-	return os.Rename(tmp, path)
+	_, err = f.Write(b)
+	if err == nil {
+		err = f.Sync()
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil {
+		err = os.Rename(f.Name(), path)
+	}
+	if err != nil {
+		os.Remove(f.Name())
+	}
+	return err
 }
+
+// seenState is what a state directory keeps of the calls the proxies of
+// a machine have seen each chain's first key count, under one identity
+// and generation: a proxy restarted after Redis went back to an older
+// snapshot (an RDB restart, a failover to a replica that had not caught
+// up), which keeps the identity and generation, finds the counts gone
+// back.
+type seenState struct {
+	ID   string           `json:"id"`
+	Gen  int64            `json:"gen"`
+	Seen map[string]int64 `json:"seen"`
+}
+
+func (s *Redis) seenPath() string {
+	return filepath.Join(s.stateDir, stateName(s.rawURL, ".seen.json"))
+}
+
+// readSeen reads the counts the state directory keeps for identity id;
+// nil when it keeps none for it. Counts kept under an earlier generation
+// are read too when id is an operator's that did not lift their trees
+// (see Identity.Lifted).
+func (s *Redis) readSeen(id Identity) map[string]int64 {
+	if s.stateDir == "" {
+		return nil
+	}
+	b, err := os.ReadFile(s.seenPath())
+	if err != nil {
+		return nil
+	}
+	var st seenState
+	if json.Unmarshal(b, &st) != nil || st.ID != id.ID || st.Gen > id.Gen {
+		return nil
+	}
+	if st.Gen < id.Gen {
+		if id.By != "operator" {
+			return nil
+		}
+		st.Seen = forgetLifted(st.Seen, &id)
+	}
+	for k, n := range st.Seen {
+		if n < 0 {
+			delete(st.Seen, k)
+		}
+	}
+	return st.Seen
+}
+
+// loadSeen starts the counts this proxy has seen from the state
+// directory's, at open.
+func (s *Redis) loadSeen() {
+	s.mu.Lock()
+	id := s.ident
+	s.mu.Unlock()
+	seen := s.readSeen(id)
+	if len(seen) == 0 {
+		return
+	}
+	s.mu.Lock()
+	s.seen = seen
+	s.mu.Unlock()
+}
+
+// saveSeen writes the counts this proxy has seen to the state directory,
+// merged with what other proxies of the machine wrote there under the
+// same generation (the larger of each).
+func (s *Redis) saveSeen() {
+	if s.stateDir == "" {
+		return
+	}
+	s.mu.Lock()
+	id := s.ident
+	seen := make(map[string]int64, len(s.seen))
+	for k, n := range s.seen {
+		seen[k] = n
+	}
+	reset := s.resetReason != ""
+	s.mu.Unlock()
+	if reset || len(seen) == 0 {
+		return
+	}
+	for k, n := range s.readSeen(id) {
+		seen[k] = max(seen[k], n)
+	}
+	b, _ := json.Marshal(seenState{ID: id.ID, Gen: id.Gen, Seen: seen})
+	if os.MkdirAll(s.stateDir, 0o700) == nil {
+		writeFileAtomic(s.seenPath(), b)
+	}
+}
+
+// seenGrew is called when a reservation raised a count this proxy has
+// seen: the counts are written to the state directory at most once per
+// seenEvery (and at Close), in the background.
+func (s *Redis) seenGrew() {
+	s.mu.Lock()
+	if s.savingSeen || time.Since(s.seenSaved) < seenEvery || s.stateDir == "" || s.closed {
+		s.mu.Unlock()
+		return
+	}
+	s.savingSeen = true
+	s.pending.Add(1)
+	s.mu.Unlock()
+	go func() {
+		defer s.pending.Done()
+		s.saveSeen()
+		s.mu.Lock()
+		s.savingSeen, s.seenSaved = false, time.Now()
+		s.mu.Unlock()
+	}()
+}
+
+// seenEvery bounds how often a proxy writes the counts it has seen.
+const seenEvery = time.Second
 
 // join reads the store's identity at open: it creates it when the store
 // is new, adopts an operator's new generation, and enters the reset state
@@ -254,7 +418,7 @@ func (s *Redis) join(ctx context.Context) error {
 				id = newIdentity("proxy", 0)
 			}
 			s.ident = *id
-			return s.markReset(ctx, lost)
+			return s.markStoreReset(ctx, lost)
 		}
 		n := newIdentity("proxy", 0)
 		res, err := createIdentityScript.Run(ctx, s.c, []string{identityKey}, n.ID, n.Gen, n.By).Result()
@@ -271,17 +435,22 @@ func (s *Redis) join(ctx context.Context) error {
 	}
 	if known != nil && (cur.ID != known.ID || cur.Gen != known.Gen) && !(cur.By == "operator" && cur.Gen > known.Gen) {
 		s.ident = *known
-		return s.markReset(ctx, fmt.Sprintf("its identity is now %s (generation %d), not the %s (generation %d) this machine saw: Redis lost its data and another proxy started it anew", cur.ID, cur.Gen, known.ID, known.Gen))
+		why := fmt.Sprintf("its identity is now %s (generation %d), not the %s (generation %d) this machine saw: Redis lost its data and another proxy (or a plain store init) started it anew", cur.ID, cur.Gen, known.ID, known.Gen)
+		if cur.ID == known.ID && cur.Gen < known.Gen {
+			why = fmt.Sprintf("its generation %d is before the %d this machine saw: Redis went back to an older snapshot", cur.Gen, known.Gen)
+		}
+		return s.markStoreReset(ctx, why)
 	}
 	s.ident = *cur
 	if cur.Reset != "" {
 		s.resetReason = cur.Reset
 		return nil
 	}
+	s.loadSeen()
 	if err := s.rememberIdentity(*cur); err != nil {
-		// The proxy still checks the store on every call; what it loses is
-		// noticing, after a restart, a store that lost data meanwhile.
-		s.warnings = append(s.warnings, fmt.Sprintf("the spend store's identity cannot be kept in the state directory %s (%v): a proxy restarted after the store lost data will not notice it; set DELEGATEOS_STATE_DIR to a directory the proxy can write", s.stateDir, err))
+		// Fail closed: without it a proxy restarted after the store lost
+		// data, or went back to an older snapshot, would not notice.
+		return fmt.Errorf("spend store %s: its identity cannot be kept in the state directory %s (%v): a proxy restarted after the store lost data would not notice it; set DELEGATEOS_STATE_DIR to a directory the proxy can write", s.url, s.stateDir, err)
 	}
 	return nil
 }
@@ -321,6 +490,41 @@ func (s *Redis) markReset(ctx context.Context, why string) error {
 	return nil
 }
 
+// markStoreReset is markReset for a loss of the whole store (its identity
+// gone, changed or gone back): every tree's stamp is marked reset too, so
+// that the proxies that took the emptied store for a new one, whose
+// reservations check only their tree's stamp, refuse from their next
+// call on.
+func (s *Redis) markStoreReset(ctx context.Context, why string) error {
+	if err := s.markReset(ctx, why); err != nil {
+		return err
+	}
+	s.mu.Lock()
+	reset := s.resetReason != ""
+	s.mu.Unlock()
+	if !reset {
+		return nil // an operator acted meanwhile
+	}
+	if err := markStamps(ctx, s.c, why); err != nil {
+		return s.fail(err)
+	}
+	return nil
+}
+
+// markStamps marks every tree's stamp reset for why (a stamp marked
+// already keeps its reason).
+func markStamps(ctx context.Context, c redisconn.Client, why string) error {
+	return redisconn.Scan(ctx, c, stampKeyPrefix+"*", func(keys []string) error {
+		_, err := c.Pipelined(ctx, func(p redis.Pipeliner) error {
+			for _, k := range keys {
+				p.HSetNX(ctx, k, "reset", why)
+			}
+			return nil
+		})
+		return err
+	})
+}
+
 // refresh reads the store's identity again, for a proxy in the reset
 // state or one whose generation is behind a tree's: an operator's newer
 // generation, without a reset, is adopted (and what the proxy saw of
@@ -335,7 +539,7 @@ func (s *Redis) refresh(ctx context.Context) error {
 	if cur != nil && cur.By == "operator" && cur.Reset == "" && cur.Gen > s.ident.Gen {
 		s.ident = *cur
 		s.resetReason = ""
-		s.seen = nil
+		s.seen = forgetLifted(s.seen, cur)
 		s.mu.Unlock()
 		s.rememberIdentity(*cur) // as at open, a failure is not the call's
 		s.mu.Lock()
@@ -395,7 +599,7 @@ func (s *Redis) newTree(tag string, listed bool) error {
 	s.mu.Unlock()
 	m := idc.Val()
 	if len(m) == 0 {
-		return s.resetTree(tag, fmt.Sprintf("its identity %s (generation %d) is gone: Redis was flushed or restarted without persistence", id.ID, id.Gen))
+		return s.resetStore(tag, fmt.Sprintf("its identity %s (generation %d) is gone: Redis was flushed or restarted without persistence", id.ID, id.Gen))
 	}
 	cur, err := identityOf(m)
 	if err != nil {
@@ -409,7 +613,7 @@ func (s *Redis) newTree(tag string, listed bool) error {
 		adopted := s.ident.Gen == cur.Gen
 		s.mu.Unlock()
 		if !adopted {
-			return s.resetTree(tag, fmt.Sprintf("its identity is now %s (generation %d), not %s (generation %d): Redis lost its data and another proxy started it anew", cur.ID, cur.Gen, id.ID, id.Gen))
+			return s.resetStore(tag, fmt.Sprintf("its identity is now %s (generation %d), not %s (generation %d): Redis lost its data and another proxy started it anew", cur.ID, cur.Gen, id.ID, id.Gen))
 		}
 		return errRetry
 	}
@@ -461,6 +665,19 @@ var (
 func (s *Redis) resetTree(tag, why string) error {
 	s.c.HSetNX(s.ctx, stampKeyPrefix+"{"+tag+"}", "reset", why)
 	return s.resetNow(why)
+}
+
+// resetStore is resetTree for a loss of the whole store: every tree's
+// stamp is marked (see markStoreReset).
+func (s *Redis) resetStore(tag, why string) error {
+	s.c.HSetNX(s.ctx, stampKeyPrefix+"{"+tag+"}", "reset", why)
+	if err := s.markStoreReset(s.ctx, why); err != nil && !errors.Is(err, redisconn.ErrUnavailable) {
+		return err
+	}
+	if err := s.resetErr(); err != nil {
+		return err
+	}
+	return errRetry
 }
 
 // resetNow enters the reset state and returns the call's error.
@@ -516,7 +733,11 @@ func InitStore(rawURL string, reset bool) (Identity, error) {
 		if stamped {
 			return Identity{}, &ResetError{Store: redisconn.Redact(rawURL), Reason: "its identity is gone while its delegation trees' stamps remain"}
 		}
-		n := newIdentity("operator", 0)
+		// Not "operator": a proxy that saw the store before takes a
+		// store that a plain init found empty for one that lost its data,
+		// as it would without the init. Only store init --reset and store
+		// recover accept or mend a loss.
+		n := newIdentity("init", 0)
 		res, err := createIdentityScript.Run(ctx, c, []string{identityKey}, n.ID, n.Gen, n.By).Result()
 		if err != nil {
 			return fail(err)
@@ -535,10 +756,10 @@ func InitStore(rawURL string, reset bool) (Identity, error) {
 	if err != nil {
 		return fail(err)
 	}
-	if err := restamp(ctx, c, *n); err != nil {
+	if err := restamp(ctx, c, *n, nil); err != nil {
 		return fail(err)
 	}
-	if err := writeIdentity(ctx, c, *n); err != nil {
+	if err := writeIdentity(ctx, c, *n, nil); err != nil {
 		return fail(err)
 	}
 	return *n, nil
@@ -560,24 +781,38 @@ func nextIdentity(ctx context.Context, c redis.Cmdable) (*Identity, error) {
 
 // writeIdentity writes id as the store's identity, last: the proxies
 // adopt it at their next call.
-func writeIdentity(ctx context.Context, c redis.Cmdable, id Identity) error {
+// lifted names the trees whose loss it lifts (nil: every tree).
+func writeIdentity(ctx context.Context, c redis.Cmdable, id Identity, lifted map[string]bool) error {
 	_, err := c.TxPipelined(ctx, func(p redis.Pipeliner) error {
 		p.Del(ctx, identityKey)
 		p.HSet(ctx, identityKey, "id", id.ID, "g", id.Gen, "by", id.By)
+		if lifted != nil {
+			tags := make([]string, 0, len(lifted))
+			for t := range lifted {
+				tags = append(tags, t)
+			}
+			slices.Sort(tags)
+			b, _ := json.Marshal(tags)
+			p.HSet(ctx, identityKey, "lifted", string(b))
+		}
 		return nil
 	})
 	return err
 }
 
 // restamp gives every tree's stamp the identity and generation id, and
-// makes the list of trees again from the stamps.
-func restamp(ctx context.Context, c redisconn.Client, id Identity) error {
+// makes the list of trees again from the stamps. It lifts the reset of
+// the trees lifted names (of every tree when lifted is nil): a tree
+// another root's recovery did not rebuild stays reset.
+func restamp(ctx context.Context, c redisconn.Client, id Identity, lifted map[string]bool) error {
 	var tags []any
 	err := redisconn.Scan(ctx, c, stampKeyPrefix+"*", func(keys []string) error {
 		_, err := c.Pipelined(ctx, func(p redis.Pipeliner) error {
 			for _, k := range keys {
 				p.HSet(ctx, k, "id", id.ID, "g", id.Gen)
-				p.HDel(ctx, k, "reset")
+				if lifted == nil || lifted[tagOf(k)] {
+					p.HDel(ctx, k, "reset")
+				}
 			}
 			return nil
 		})
@@ -599,6 +834,39 @@ func restamp(ctx context.Context, c redisconn.Client, id Identity) error {
 	return err
 }
 
+// anyTreeReset reports whether the stamp of a tree of usage is marked
+// reset: one another root's recovery left so.
+func anyTreeReset(ctx context.Context, c redis.Cmdable, usage []Usage) bool {
+	seen := map[string]bool{}
+	for _, u := range usage {
+		if checkKey(u.Key) != nil || seen[stampKey(u.Key)] {
+			continue
+		}
+		seen[stampKey(u.Key)] = true
+		if n, err := c.HExists(ctx, stampKey(u.Key), "reset").Result(); err == nil && n {
+			return true
+		}
+	}
+	return false
+}
+
+// recoverKeyScript makes a spend key (KEYS[1]) hold at least the total
+// ARGV[1] (committed, and held: its held reservations are kept), the
+// calls ARGV[2] and the last call ARGV[3], and marks it in its tree's
+// stamp (KEYS[2]), atomically.
+var recoverKeyScript = redis.NewScript(luaDecimal + `
+local k, total = KEYS[1], ARGV[1]
+local v = fields(k)
+if cmp(add(v[1], v[2]), total) < 0 then
+  redis.call('HSET', k, 'c', total)
+  if v[2] ~= '0' then redis.call('HINCRBY', k, 'c', '-' .. v[2]) end
+end
+if cmp(v[3], ARGV[2]) < 0 then redis.call('HSET', k, 'n', ARGV[2]) end
+if cmp(v[4], ARGV[3]) < 0 then redis.call('HSET', k, 't', ARGV[3]) end
+redis.call('HSET', KEYS[2], 'k:' .. k, '1')
+return 1
+`)
+
 // RecoverStore rebuilds the spend of the Redis spend store at rawURL from
 // usage read elsewhere (the fleet's audit logs), as an operator, and lifts
 // its reset state: each key's spend becomes at least what usage says (a
@@ -616,46 +884,45 @@ func RecoverStore(rawURL string, usage []Usage) (Identity, error) {
 	fail := func(err error) (Identity, error) {
 		return Identity{}, redisconn.Unavailable("spend store "+redisconn.Redact(rawURL), err)
 	}
+	// Only a store in the reset state, whose proxies refuse every call,
+	// is rebuilt: on a store the fleet spends, a rebuild races the
+	// proxies' commits, and a store that lost nothing needs none.
+	cur, err := readIdentity(ctx, c)
+	if err != nil {
+		return fail(err)
+	}
+	if cur != nil && cur.Reset == "" && !anyTreeReset(ctx, c, usage) {
+		return Identity{}, fmt.Errorf("spend store %s is not in the reset state (no proxy has found it lost data), and its proxies may be spending: store recover rebuilds only a store whose proxies refuse every call; if it has lost data that no proxy has found yet, stop the fleet, or run a call so that a proxy finds it, and run store recover again", redisconn.Redact(rawURL))
+	}
 	n, err := nextIdentity(ctx, c)
 	if err != nil {
 		return fail(err)
 	}
+	lifted := make(map[string]bool)
 	for _, u := range usage {
 		if err := checkKey(u.Key); err != nil {
 			return Identity{}, err
 		}
 		k := spendKey(u.Key)
-		vals, err := c.HMGet(ctx, k, "c", "h", "n", "t").Result()
-		if err != nil {
-			return fail(err)
+		at := int64(0)
+		if !u.LastCall.IsZero() {
+			at = min(max(u.LastCall.UnixMilli(), 0), maxAt)
 		}
-		var have [4]int64
-		for i, v := range vals {
-			if str, ok := v.(string); ok {
-				if have[i], err = parseDecimal(str); err != nil {
-					return Identity{}, fmt.Errorf("the key %s: %w", k, err)
-				}
+		// One script per key: a commit landing meanwhile (in flight when
+		// the loss was found) is not overwritten.
+		err := recoverKeyScript.Run(ctx, c, []string{k, stampKey(u.Key)}, addSat(u.Committed, u.Reserved), u.Calls, at).Err()
+		if err != nil {
+			if strings.Contains(err.Error(), "not a decimal") {
+				return Identity{}, fmt.Errorf("the key %s: %w", k, err)
 			}
-		}
-		total := addSat(u.Committed, u.Reserved)
-		committed := max(have[0], total-have[1])
-		fields := []any{"c", committed, "n", max(have[2], u.Calls)}
-		if at := u.LastCall.UnixMilli(); !u.LastCall.IsZero() && at > have[3] {
-			fields = append(fields, "t", min(at, maxAt))
-		}
-		_, err = c.Pipelined(ctx, func(p redis.Pipeliner) error {
-			p.HSet(ctx, k, fields...)
-			p.HSet(ctx, stampKey(u.Key), "k:"+k, 1)
-			return nil
-		})
-		if err != nil {
 			return fail(err)
 		}
+		lifted[redisconn.HashTag(u.Key)] = true
 	}
-	if err := restamp(ctx, c, *n); err != nil {
+	if err := restamp(ctx, c, *n, lifted); err != nil {
 		return fail(err)
 	}
-	if err := writeIdentity(ctx, c, *n); err != nil {
+	if err := writeIdentity(ctx, c, *n, lifted); err != nil {
 		return fail(err)
 	}
 	return *n, nil

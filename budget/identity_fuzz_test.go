@@ -1,7 +1,6 @@
 package budget
 
 import (
-	"encoding/json"
 	"strings"
 	"testing"
 )
@@ -32,12 +31,9 @@ func FuzzJournal(f *testing.F) {
 	f.Add(`[{"keys":["delegateos:spend:{I}:I/1:a","delegateos:open:{I}","delegateos:void:{I}:n.1"],"rid":"n.1","cost":5,"actual":0,"void":true}]`)
 	f.Add(`[{"keys":["other","delegateos:open:{I}","delegateos:void:{I}:n.1"],"rid":"n.1","cost":5,"actual":0}]`)
 	f.Add(`[{"keys":[],"rid":"","cost":-1}]`)
+	f.Add("{\"keys\":[\"delegateos:spend:{I}:I/1:a\",\"delegateos:open:{I}\",\"delegateos:void:{I}:n.1\"],\"rid\":\"n.1\",\"cost\":5}\n{\"keys\":[\"x\"")
 	f.Fuzz(func(t *testing.T, data string) {
-		var cmds []commitCmd
-		if json.Unmarshal([]byte(data), &cmds) != nil {
-			return
-		}
-		for _, c := range cmds {
+		for _, c := range readJournal([]byte(data)) {
 			if !c.valid() {
 				continue
 			}

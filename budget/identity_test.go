@@ -87,8 +87,9 @@ func TestRedisIdentityRememberedAcrossRestarts(t *testing.T) {
 	}
 }
 
-// A state directory the proxy cannot write does not stop it: it warns
-// that a restart will not notice a loss.
+// A state directory the proxy cannot write stops it (fail closed): a
+// restart would not notice a loss, nor a store gone back to an older
+// snapshot.
 func TestRedisIdentityStateDirNotWritable(t *testing.T) {
 	srv := redistest.Start(t)
 	dir := filepath.Join(t.TempDir(), "file")
@@ -96,16 +97,11 @@ func TestRedisIdentityStateDirNotWritable(t *testing.T) {
 		t.Fatal(err)
 	}
 	s, err := OpenRedisIn(srv.URL(), dir)
-	if err != nil {
-		t.Fatalf("a state directory that is a file: %v", err)
+	if err == nil {
+		s.Close()
+		t.Fatal("a state directory that is a file was accepted")
 	}
-	defer s.Close()
-	if w := s.Warnings(); len(w) != 1 || !strings.Contains(w[0], "DELEGATEOS_STATE_DIR") {
-		t.Fatalf("warnings %q", w)
+	if !strings.Contains(err.Error(), dir) || !strings.Contains(err.Error(), "DELEGATEOS_STATE_DIR") {
+		t.Fatalf("the error does not name the directory and the variable: %v", err)
 	}
-	r, err := s.Reserve([]Level{{"ISSUER/1:a", 10}}, 1)
-	if err != nil {
-		t.Fatal(err)
-	}
-	s.Release(r)
 }

@@ -3,6 +3,7 @@ package budget
 import (
 	"context"
 	"encoding/json"
+	"io"
 	"os"
 	"path/filepath"
 	"strings"
@@ -51,59 +52,120 @@ func (c *commitCmd) valid() bool {
 	return true
 }
 
-// journalGlob matches the journals of the store in a state directory.
-func (s *Redis) journalGlob() string {
-	return filepath.Join(s.stateDir, stateName(s.rawURL, ".unsent-*.json"))
+// journalPattern matches the journals of the store in a state directory,
+// those a proxy claimed by renaming them (.sending-NONCE, an older
+// version) included.
+func (s *Redis) journalPattern() string {
+	return filepath.Join(s.stateDir, stateName(s.rawURL, ".unsent-*"))
 }
 
-// journal writes what Close could not send (retried commits and
-// cancellations, queued commits at the reserved cost) to this store's own
-// journal in the state directory.
-func (s *Redis) journal() {
+// journalPath is this store's own journal.
+func (s *Redis) journalPath() string {
+	return filepath.Join(s.stateDir, stateName(s.rawURL, ".unsent-"+s.nonce+".json"))
+}
+
+// writeJournal writes the commits and cancellations being retried (and,
+// at Close, the queued commits at the reserved cost) to this store's own
+// journal, before they are first tried and each time one gets through:
+// what a crash (kill -9, power loss) leaves unsent is sent by the next
+// store opened on the state directory. The journal is locked (flock) for
+// the store's life, one command per line, written in place and synced.
+func (s *Redis) writeJournal(closing bool) {
+	if s.stateDir == "" {
+		return
+	}
+	s.jmu.Lock()
+	defer s.jmu.Unlock()
 	s.mu.Lock()
 	var cmds []commitCmd
 	for c := range s.unsent {
 		cmds = append(cmds, *c)
 	}
 	s.mu.Unlock()
-	s.smu.Lock()
-	for _, c := range s.settle {
-		cmds = append(cmds, commitCmd{Keys: c.keys, RID: c.rid, Cost: c.cost, Actual: c.cost})
+	if closing {
+		s.smu.Lock()
+		for _, c := range s.settle {
+			cmds = append(cmds, commitCmd{Keys: c.keys, RID: c.rid, Cost: c.cost, Actual: c.cost})
+		}
+		s.settle = nil
+		s.smu.Unlock()
 	}
-	s.settle = nil
-	s.smu.Unlock()
-	if len(cmds) == 0 || s.stateDir == "" {
-		return
+	if s.jf == nil {
+		if len(cmds) == 0 {
+			return
+		}
+		if os.MkdirAll(s.stateDir, 0o700) != nil {
+			return
+		}
+		f, err := openLocked(s.journalPath(), true)
+		if err != nil {
+			return
+		}
+		s.jf = f
 	}
-	if err := os.MkdirAll(s.stateDir, 0o700); err != nil {
-		return
+	var b []byte
+	for _, c := range cmds {
+		line, _ := json.Marshal(c)
+		b = append(append(b, line...), '\n')
 	}
-	b, _ := json.Marshal(cmds)
-	path := filepath.Join(s.stateDir, stateName(s.rawURL, ".unsent-"+s.nonce+".json"))
-	tmp := path + ".tmp"
-	if os.WriteFile(tmp, b, 0o600) == nil {
-		os.Rename(tmp, path)
+	if s.jf.Truncate(0) == nil {
+		s.jf.WriteAt(b, 0)
+		s.jf.Sync()
+	}
+	if closing {
+		if len(cmds) == 0 {
+			os.Remove(s.journalPath())
+		}
+		s.jf.Close()
+		s.jf = nil
 	}
 }
 
-// replay sends the journals that stores closed before this one left in
-// the state directory, claiming each first (a rename), so that two
-// proxies starting together do not both take one; what does not get
-// through is journalled again at this store's Close.
+// readJournal reads a journal: one command per line (a torn last line is
+// skipped), or the JSON array an older version wrote.
+func readJournal(b []byte) []commitCmd {
+	var cmds []commitCmd
+	if json.Unmarshal(b, &cmds) == nil {
+		return cmds
+	}
+	cmds = nil
+	for _, line := range strings.Split(string(b), "\n") {
+		var c commitCmd
+		if json.Unmarshal([]byte(line), &c) == nil {
+			cmds = append(cmds, c)
+		}
+	}
+	return cmds
+}
+
+// replay sends the journals that stores before this one left in the
+// state directory, those of crashed proxies included: each is claimed
+// with its lock (a live proxy holds its own), sent, and removed. What
+// does not get through is retried, and so first written to this store's
+// own journal.
 func (s *Redis) replay() {
 	if s.stateDir == "" {
 		return
 	}
-	paths, _ := filepath.Glob(s.journalGlob())
+	paths, _ := filepath.Glob(s.journalPattern())
 	for _, path := range paths {
-		claimed := path + ".sending-" + s.nonce
-		if os.Rename(path, claimed) != nil {
+		if strings.HasSuffix(path, ".tmp") || path == s.journalPath() {
 			continue
 		}
-		b, err := os.ReadFile(claimed)
-		var cmds []commitCmd
-		if err == nil && json.Unmarshal(b, &cmds) == nil {
-			for _, c := range cmds {
+		f, err := openLocked(path, false)
+		if err != nil {
+			continue
+		}
+		// Removed (sent) by another proxy between the glob and the lock?
+		fi, err1 := f.Stat()
+		pi, err2 := os.Stat(path)
+		if err1 != nil || err2 != nil || !os.SameFile(fi, pi) {
+			f.Close()
+			continue
+		}
+		b, err := io.ReadAll(f)
+		if err == nil {
+			for _, c := range readJournal(b) {
 				if !c.valid() {
 					continue
 				}
@@ -111,7 +173,8 @@ func (s *Redis) replay() {
 					s.retry(c)
 				}
 			}
+			os.Remove(path)
 		}
-		os.Remove(claimed)
+		f.Close()
 	}
 }

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"os"
 	"slices"
 	"strconv"
 	"strings"
@@ -60,8 +61,15 @@ type Redis struct {
 	resetReason string
 	seen        map[string]int64
 	listed      map[string]bool // trees this proxy has added to treesKey
-	// unsent are the commits and cancellations being retried.
+	// seenSaved is when seen was last written to the state directory,
+	// savingSeen that it is being written.
+	seenSaved  time.Time
+	savingSeen bool
+	// unsent are the commits and cancellations being retried, which are
+	// written ahead to the journal jf (guarded by jmu).
 	unsent map[*commitCmd]bool
+	jmu    sync.Mutex
+	jf     *os.File
 }
 
 var _ Store = (*Redis)(nil)
@@ -179,7 +187,10 @@ end
 // count of calls (0 for a retried command). Before anything it checks the
 // tree's stamp (see identityKey): {3, why} when the tree lost data, {4}
 // when it has no stamp and is not known to be new, {5} when its
-// generation is after the proxy's.
+// generation is after the proxy's, {6, why} when it is marked reset, {7}
+// when its generation is before the proxy's, {8, why} when it was
+// written under another identity. Keys that exist without a "k:" field
+// in the stamp (written before it) get one.
 var reserveScript = redis.NewScript(luaDecimal + `
 local nl, nk = tonumber(ARGV[4]), tonumber(ARGV[5])
 local open = KEYS[nk + 1]
@@ -193,16 +204,17 @@ local stamp, na = KEYS[nk + 3], #ARGV
 local sid, sgen, lastn, fresh = ARGV[na - 3], tonumber(ARGV[na - 2]), tonumber(ARGV[na - 1]), ARGV[na]
 local st = redis.call('HMGET', stamp, 'id', 'g', 'reset')
 local newstamp = false
-if st[3] then return {3, st[3]} end
+if st[3] then return {6, st[3]} end
 if not st[1] then
   if lastn > 0 then return {3, 'the stamp of its delegation tree is gone, after ' .. lastn .. ' calls this proxy saw'} end
   if fresh ~= '1' then return {4} end
   newstamp = true
 elseif st[1] ~= sid then
-  return {3, 'its delegation tree was written under the identity ' .. st[1] .. ', not ' .. sid}
+  return {8, 'its delegation tree was written under the identity ' .. st[1] .. ', not ' .. sid}
 else
   local g = tonumber(st[2] or '0')
   if g > sgen then return {5} end
+  if g < sgen then return {7} end
   if g == sgen and lastn > 0 then
     local n = redis.call('HGET', KEYS[1], 'n') or '0'
     if (tonumber(n) or 0) < lastn then
@@ -221,13 +233,17 @@ if redis.call('EXISTS', unpack(KEYS, 1, nk)) < nk then
     end
   end
 end
+-- Keys written before the tree had a stamp (store migrate, a store from
+-- before stamps) are marked as they are found, so that their loss is
+-- seen too.
+for i = 1, nk do
+  if not isnew[i] then redis.call('HSETNX', stamp, 'k:' .. KEYS[i], '1') end
+end
 -- Each step is refused before it writes anything: Redis does not undo
 -- the writes of a script that fails.
 for i = nk + 4, #KEYS do fields(KEYS[i]) end
 if newstamp then
   redis.call('HSET', stamp, 'id', sid, 'g', ARGV[na - 2])
-elseif tonumber(st[2] or '0') < sgen then
-  redis.call('HSET', stamp, 'g', ARGV[na - 2])
 end
 local ns = tonumber(ARGV[p]); p = p + 1
 for x = 1, ns do
@@ -236,8 +252,12 @@ for x = 1, ns do
   if redis.call('HDEL', open, srid) == 1 and scost ~= '0' then
     for y = 0, sn - 1 do
       local k = KEYS[tonumber(ARGV[p + y])]
-      redis.call('HINCRBY', k, 'h', '-' .. scost)
-      redis.call('HSET', k, 'c', sat(add(get(k, 'c'), scost)))
+      -- A key gone meanwhile is not made again (with a held cost below
+      -- zero): its tree's stamp says it is gone.
+      if redis.call('EXISTS', k) == 1 then
+        redis.call('HINCRBY', k, 'h', '-' .. scost)
+        redis.call('HSET', k, 'c', sat(add(get(k, 'c'), scost)))
+      end
     end
   end
   p = p + sn
@@ -285,8 +305,12 @@ for i = 1, nk do fields(KEYS[i]) end
 redis.call('HDEL', open, rid)
 for i = 1, nk do
   local k = KEYS[i]
-  if cost ~= '0' then redis.call('HINCRBY', k, 'h', '-' .. cost) end
-  if actual ~= '0' then redis.call('HSET', k, 'c', sat(add(get(k, 'c'), actual))) end
+  -- A key gone meanwhile is not made again (with a held cost below
+  -- zero): its tree's stamp says it is gone.
+  if redis.call('EXISTS', k) == 1 then
+    if cost ~= '0' then redis.call('HINCRBY', k, 'h', '-' .. cost) end
+    if actual ~= '0' then redis.call('HSET', k, 'c', sat(add(get(k, 'c'), actual))) end
+  end
 end
 return 1
 `)
@@ -413,6 +437,17 @@ func (s *Redis) Reserve(levels []Level, cost int64) (*Reservation, error) {
 		case 3:
 			why, _ := res[len(res)-1].(string)
 			serr = s.resetTree(tag, why)
+		case 6:
+			// The tree is marked reset: refused until an operator lifts
+			// it, without marking the store (another root's recovery may
+			// have lifted the rest).
+			why, _ := res[len(res)-1].(string)
+			return nil, &ResetError{Store: s.url, Reason: why}
+		case 8:
+			why, _ := res[len(res)-1].(string)
+			serr = s.resetStore(tag, why)
+		case 7:
+			serr = s.stampBehind(tag, id)
 		case 4:
 			serr = s.newTree(tag, listed)
 			fresh = "1"
@@ -464,8 +499,8 @@ func (s *Redis) Reserve(levels []Level, cost int64) (*Reservation, error) {
 		return nil, &ExceededError{Key: l.Key, Limit: l.Limit, Spent: spent, Cost: cost}
 	}
 	s.mu.Lock()
-	defer s.mu.Unlock()
-	if n > s.seen[keys[0]] {
+	grew := n > s.seen[keys[0]]
+	if grew {
 		if s.seen == nil {
 			s.seen = make(map[string]int64)
 		}
@@ -475,8 +510,43 @@ func (s *Redis) Reserve(levels []Level, cost int64) (*Reservation, error) {
 		s.l.open = make(map[uint64]*Reservation)
 	}
 	s.l.open[r.id] = r
+	s.mu.Unlock()
+	if grew {
+		s.seenGrew()
+	}
 	return r, nil
 }
+
+// stampBehind handles a tree's stamp written under a generation before
+// the proxy's id: the store went back to an older snapshot when its
+// identity's generation is before the proxy's too (a loss of the store),
+// else the stamp was made while an operator's new generation was
+// written, and is brought up to it.
+func (s *Redis) stampBehind(tag string, id Identity) error {
+	cur, err := readIdentity(s.ctx, s.c)
+	if err != nil {
+		return s.fail(err)
+	}
+	if cur == nil {
+		return s.resetStore(tag, fmt.Sprintf("its identity %s (generation %d) is gone: Redis was flushed or restarted without persistence", id.ID, id.Gen))
+	}
+	if cur.ID != id.ID || cur.Gen < id.Gen {
+		return s.resetStore(tag, fmt.Sprintf("its identity is %s (generation %d), before the %s (generation %d) this proxy saw: Redis went back to an older snapshot", cur.ID, cur.Gen, id.ID, id.Gen))
+	}
+	if err := raiseStampScript.Run(s.ctx, s.c, []string{stampKeyPrefix + "{" + tag + "}"}, id.ID, id.Gen).Err(); err != nil {
+		return s.fail(err)
+	}
+	return errRetry
+}
+
+// raiseStampScript brings a tree's stamp of identity ARGV[1] up to the
+// generation ARGV[2].
+var raiseStampScript = redis.NewScript(`
+if redis.call('HGET', KEYS[1], 'id') == ARGV[1] and tonumber(redis.call('HGET', KEYS[1], 'g') or '0') < tonumber(ARGV[2]) then
+  redis.call('HSET', KEYS[1], 'g', ARGV[2])
+end
+return 1
+`)
 
 // scriptKeys returns the KEYS of the scripts for a reservation of the
 // distinct keys keys with ID rid.
@@ -507,6 +577,7 @@ func (s *Redis) retry(cmd commitCmd) {
 	}
 	s.pending.Add(1)
 	s.mu.Unlock()
+	s.writeJournal(false)
 	go func() {
 		defer s.pending.Done()
 		wait := 50 * time.Millisecond
@@ -515,6 +586,7 @@ func (s *Redis) retry(cmd commitCmd) {
 				s.mu.Lock()
 				delete(s.unsent, c)
 				s.mu.Unlock()
+				s.writeJournal(false)
 				return
 			}
 			select {
@@ -812,7 +884,8 @@ func (s *Redis) Close() error {
 	}
 	s.stop()
 	s.pending.Wait()
-	s.journal()
+	s.writeJournal(true)
+	s.saveSeen()
 	s.mu.Lock()
 	return s.c.Close()
 }

@@ -23,12 +23,13 @@ import (
 
 var storeRecoverCmd = &command{
 	name:    "recover",
-	args:    "--store URL --root ID --audit LOG... [--policy FILE] [--workspace DIR]... [--ended URL] [--key-id DID]... [--json]",
+	args:    "--store URL --root ID --audit LOG... [--head LOG=DIGEST]... [--policy FILE] [--workspace DIR]... [--ended URL] [--key-id DID]... [--json]",
 	summary: "rebuild the spend of a Redis spend store that lost data from the fleet's signed audit logs (and its ended delegations from their workspaces), and lift its store_reset state",
 	flags: func(fs *pflag.FlagSet) func(*env, []string) error {
 		store := fs.String("store", "", "the redis:// URL of the fleet's spend store")
 		root := fs.String("root", "", "the principal ID (or did:key) that issued the delegation trees whose spend is rebuilt: the receipts name each call's delegations, not their issuer")
 		logs := fs.StringArray("audit", nil, "an audit log of a proxy of the fleet (repeatable: give every proxy's, or the spend of the calls in the missing ones is not rebuilt)")
+		heads := fs.StringArray("head", nil, "LOG=DIGEST: the head its proxy logged when it closed LOG (\"audit log closed\"), which the log must hold (repeatable): a log cut back past it is refused, and nothing is rebuilt")
 		policyPath := fs.String("policy", "", "the fleet's policy file: the rate-limit windows of its rate: settings are rebuilt from the calls in the logs (without it they restart empty)")
 		workspaces := fs.StringArray("workspace", nil, "a workspace of a proxy of the fleet (repeatable): the delegations its "+wsDelegations+" records ended (completed, failed, revoked) are recorded again in the ended-delegation set")
 		ended := fs.String("ended", "", "the redis:// URL of the fleet's ended-delegation set (default: --store)")
@@ -53,6 +54,14 @@ var storeRecoverCmd = &command{
 				return err
 			}
 			rb := newRebuild(issuer)
+			rb.heads = map[string]string{}
+			for _, h := range *heads {
+				path, digest, ok := strings.Cut(h, "=")
+				if !ok || !slices.Contains(*logs, path) || len(digest) != 64 || strings.Trim(digest, "0123456789abcdef") != "" {
+					return usagef("--head %q: give LOG=DIGEST, LOG one of the --audit logs and DIGEST the 64 lower-case hex digits its proxy logged as head", h)
+				}
+				rb.heads[path] = digest
+			}
 			if *policyPath != "" {
 				pol, err := policy.Load(*policyPath)
 				if err != nil {
@@ -133,6 +142,8 @@ type rebuild struct {
 	// they reserved; notes say what else could not be accounted for.
 	charged int
 	notes   []string
+	// heads are the digests each log must hold (--head).
+	heads map[string]string
 }
 
 func newRebuild(issuer string) *rebuild {
@@ -148,7 +159,7 @@ func (rb *rebuild) read(path string, trusted []string) error {
 	if err != nil {
 		return inputError{err}
 	}
-	rep, err := audit.Verify(f, audit.VerifyOptions{Trusted: trusted, Open: true, AllowRecovered: true})
+	rep, err := audit.Verify(f, audit.VerifyOptions{Trusted: trusted, Open: true, Head: rb.heads[path], AllowRecovered: true})
 	f.Close()
 	if err != nil {
 		return inputf("the audit log %s does not verify, so nothing was rebuilt: %v; check it with 'delegateos audit verify %s --open', and leave out a log that is not the fleet's", path, err, path)
@@ -158,6 +169,11 @@ func (rb *rebuild) read(path string, trusted []string) error {
 	}
 	for _, r := range rep.Recovered {
 		rb.notes = append(rb.notes, fmt.Sprintf("%s: %s", path, audit.RecoveryMsg(r.Entry)))
+	}
+	if !rep.Final && rb.heads[path] == "" {
+		// Nothing in the log tells a cut-back log from one whose proxy
+		// runs or was killed: the operator is told which logs to check.
+		rb.notes = append(rb.notes, fmt.Sprintf("%s does not end with its final checkpoint (it ends at entry %d, %d entries after its last checkpoint): its proxy still runs, was killed, or the log was cut back; calls in entries removed from its end are not in the rebuilt spend; give the head its proxy logged at exit with --head %s=DIGEST to have a cut-back log refused", path, rep.Last, rep.Unsealed, path))
 	}
 	type decision struct {
 		b    *receipt.DecisionBody

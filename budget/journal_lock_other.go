@@ -1,0 +1,16 @@
+//go:build !unix
+
+package budget
+
+import "os"
+
+// openLocked opens (creating) the journal at path. Without flock a live
+// proxy's journal may be replayed by another proxy too: every journalled
+// command may be sent any number of times.
+func openLocked(path string, create bool) (*os.File, error) {
+	flag := os.O_RDWR
+	if create {
+		flag |= os.O_CREATE
+	}
+	return os.OpenFile(path, flag, 0o600)
+}

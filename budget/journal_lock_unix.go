@@ -1,0 +1,35 @@
+//go:build unix
+
+package budget
+
+import (
+	"errors"
+	"os"
+	"syscall"
+)
+
+// openLocked opens (creating) the journal at path and takes an exclusive
+// flock on it without waiting: the kernel drops it when its holder exits,
+// however it exits, so a journal whose proxy crashed is taken up by the
+// next, and a live proxy's is left alone.
+func openLocked(path string, create bool) (*os.File, error) {
+	flag := os.O_RDWR
+	if create {
+		flag |= os.O_CREATE
+	}
+	f, err := os.OpenFile(path, flag, 0o600)
+	if err != nil {
+		return nil, err
+	}
+	for {
+		err = syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB)
+		if !errors.Is(err, syscall.EINTR) {
+			break
+		}
+	}
+	if err != nil {
+		f.Close()
+		return nil, err
+	}
+	return f, nil
+}
