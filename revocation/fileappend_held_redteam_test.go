@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 )
 
@@ -58,7 +59,7 @@ func TestRedteamTornAppendEveryPrefix(t *testing.T) {
 			if err := os.WriteFile(path, torn, 0o644); err != nil {
 				t.Fatal(err)
 			}
-			if id, revoked, err := gate.Revoked([]string{b.RevocationID}, nil); err == nil && !revoked {
+			if id, revoked, err := gate.Revoked([]string{b.RevocationID}, []string{b.RevokedBy}); err == nil && !revoked {
 				t.Fatalf("torn at %d: a revoked token is accepted (%q)", cut, id)
 			}
 			srv, err := OpenFile(path)
@@ -106,5 +107,67 @@ func TestRedteamAppendToHandWrittenLists(t *testing.T) {
 				t.Fatal("the head changed")
 			}
 		})
+	}
+}
+
+// Red team (rtnonce), held: readers (a gate's File, and fresh Loads)
+// racing 3 writers (two Files' Append and the path Append, as a push, a
+// second server and `delegateos revoke`) never see an old revocation go
+// missing: each look either holds it or fails closed.
+func TestRedteamReadersDuringConcurrentAppends(t *testing.T) {
+	k := testKey(t, 1)
+	a := testEntry(t, k, testID("a"), ScopeChain)
+	path, gate := newListFile(t, a)
+	w1, w2 := openFile(t, path), openFile(t, path)
+	done := make(chan struct{})
+	var wg sync.WaitGroup
+	for w := range 3 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range 30 {
+				e := testEntry(t, k, testID(fmt.Sprint(w, "-", i)), ScopeBlock)
+				var err error
+				switch w {
+				case 0:
+					_, err = w1.Append(e)
+				case 1:
+					_, err = w2.Append(e)
+				default:
+					err = Append(path, e)
+				}
+				if err != nil {
+					t.Error(err)
+					return
+				}
+			}
+		}()
+	}
+	go func() { wg.Wait(); close(done) }()
+	looks, closed := 0, 0
+	for {
+		select {
+		case <-done:
+			if got := fileEntries(t, path); len(got) != 91 {
+				t.Fatalf("%d entries, want 91", len(got))
+			}
+			t.Logf("%d looks, %d failed closed", looks, closed)
+			return
+		default:
+		}
+		looks++
+		_, revoked, err := gate.Revoked([]string{a.RevocationID}, []string{a.RevokedBy})
+		if err == nil && !revoked {
+			t.Fatal("the gate took a revoked token during an append")
+		}
+		if err != nil {
+			if closed == 0 || closed%50 == 0 {
+				t.Logf("look %d: %v", looks, err)
+			}
+			closed++
+		}
+		if l, err := Load(path); err == nil && !l.IsRevoked(a.RevocationID) {
+			t.Fatal("a fresh reader lost the old revocation during an append")
+		}
 	}
 }

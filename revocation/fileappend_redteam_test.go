@@ -69,7 +69,7 @@ func TestRedteamForgedAppendRecordDropsRevocations(t *testing.T) {
 			if got := fileEntries(t, path); !slices.Contains(got, b) || !slices.Contains(got, c) {
 				t.Fatalf("after a forged %s.append, the list holds %d entries: b, c dropped", filepath.Base(path), len(got))
 			}
-			if _, revoked, _ := f.Revoked([]string{b.RevocationID}, nil); !revoked {
+			if _, revoked, _ := f.Revoked([]string{b.RevocationID}, []string{b.RevokedBy}); !revoked {
 				t.Fatal("the gate's File no longer holds b as revoked")
 			}
 		})
