@@ -71,11 +71,20 @@ func (f *File) Append(e Entry) (added bool, err error) {
 		if err != nil {
 			return false, err
 		}
+		// A list with several names (a hard link; a file bind-mounted
+		// into a container) is written in place, as Append does: a
+		// rename would leave every other name on the old, empty list.
 		mode := listFileMode
-		if fi, err := os.Stat(path); err == nil {
+		fi, err := os.Stat(path)
+		if err == nil {
 			mode = fi.Mode().Perm()
 		}
-		if err := writeFileAtomic(path, out, mode); err != nil {
+		if err == nil && fsutil.Links(fi) > 1 {
+			err = rewriteInPlace(path, out)
+		} else {
+			err = writeFileAtomic(path, out, mode)
+		}
+		if err != nil {
 			return false, err
 		}
 	} else if err := appendInPlace(path, st.head, st.stamp.Size(), e); err != nil {
