@@ -48,7 +48,7 @@ func TestRedteamTornAppendEveryPrefix(t *testing.T) {
 			path, gate := newListFile(t, a, b)
 			data, _ := os.ReadFile(path)
 			head := listHead(data)
-			rec := fmt.Sprintf("%s%d %d %x\n", appendRecord, head, len(data), data[head:])
+			rec := testRecord(t, path, head, data)
 			if err := os.WriteFile(path+".append", []byte(rec), 0o644); err != nil {
 				t.Fatal(err)
 			}
