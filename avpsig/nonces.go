@@ -59,7 +59,11 @@ func (n Nonce) tree() string {
 // MemoryNonces is a NonceStore in the memory of one process: a Verifier
 // with no Store uses one. It holds at most Max nonces, MaxPerTree for one
 // delegation tree, and refuses a new one (ReasonBusy) rather than forget
-// one early. The zero value is ready to use with the defaults.
+// one early. A tree also takes a nonce only while it holds fewer than
+// there are free places (Max minus the nonces held): however many trees
+// take all they can, the store never fills, and a tree holding none
+// always finds a place. The zero value is ready to use with the
+// defaults.
 type MemoryNonces struct {
 	// Max bounds the nonces held; zero means DefaultMaxNonces.
 	Max int
@@ -125,6 +129,14 @@ func (m *MemoryNonces) spend(n Nonce, max, perMax int) error {
 	}
 	if len(m.nonces) >= max {
 		return refuse(ReasonBusy, "%d nonces are live, the most this verifier holds; retry later", len(m.nonces))
+	}
+	// Fair share: a tree takes a nonce only while it holds fewer than
+	// there are free places. Trees that take all they can (one holder
+	// with many root-issued tokens is that many trees) each stop at
+	// max/(T+1) for T of them, so the store never fills and a tree that
+	// holds none always finds a place.
+	if free := max - len(m.nonces); m.perTree[tree] >= free {
+		return refuse(ReasonBusy, "%d nonces of %s's delegation tree are live, its share of the %d places free in this verifier; retry later", m.perTree[tree], n.DID, free)
 	}
 	m.perTree[tree]++
 	m.nonces[key] = spent{until, tree}

@@ -114,3 +114,29 @@ func TestFutureTimestampRefused(t *testing.T) {
 		t.Fatalf("%d nonces held, want 2", v.Nonces())
 	}
 }
+
+// A holder with many root-issued tokens holds as many trees: when they
+// all take what they can at once, the memory store never fills, and a
+// tree holding no nonce finds a place (fair share of the free places;
+// found by the rtnonce red team: three trees at the per-tree bound filled
+// the store).
+func TestMemoryNoncesFairShare(t *testing.T) {
+	store := &MemoryNonces{Max: 30, MaxPerTree: 30}
+	v := &Verifier{Now: func() time.Time { return t0 }, Store: store}
+	for n := range 30 {
+		for k := range 6 {
+			key := testKey(byte(100 + k))
+			err := v.VerifyInTree(signed(t, key, t0, byte(n), "GET", "/", ""), nil, did(key), "greedy-"+string(rune('a'+k)))
+			if err != nil && reason(err) != ReasonBusy {
+				t.Fatalf("tree %d, nonce %d: %v", k, n, err)
+			}
+		}
+	}
+	if held := store.Len(); held >= 30 {
+		t.Fatalf("six greedy trees hold %d nonces, the whole store", held)
+	}
+	other := testKey(1)
+	if err := v.VerifyInTree(signed(t, other, t0, 1, "GET", "/", ""), nil, did(other), "tree-b"); err != nil {
+		t.Fatalf("a signer of another tree, after six greedy trees: %v", err)
+	}
+}

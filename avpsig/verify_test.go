@@ -182,8 +182,10 @@ func TestNonceMemoryBounded(t *testing.T) {
 	holder := testKey(1)
 	now := t0
 	v := &Verifier{Window: 5 * time.Second, MaxNonces: 3, Now: func() time.Time { return now }}
+	// Three signers without tokens: three trees, each within its share.
 	for i := range 3 {
-		if err := v.Verify(signed(t, holder, now, byte(i), "GET", "/", ""), nil, did(holder)); err != nil {
+		k := testKey(byte(1 + i))
+		if err := v.Verify(signed(t, k, now, byte(i), "GET", "/", ""), nil, did(k)); err != nil {
 			t.Fatal(err)
 		}
 	}

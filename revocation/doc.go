@@ -62,7 +62,14 @@
 // the file, with no rename. The bytes it replaces are first recorded,
 // synced, in LIST.append; every writer, and OpenFile when the list does
 // not read, first undoes an append the file does not hold whole (a crash
-// before the sync), so a crash still leaves the old or the new list.
+// before the sync), so a crash still leaves the old or the new list. A
+// record is acted on only when it proves it is this list's (the list's
+// device and inode, the SHA-256 of its bytes before the append, only
+// blanks and the closing bracket saved, a list that parses put back);
+// any other LIST.append (planted, or copied from another host) stops
+// every writer with an error naming it, and no entry is ever cut. A list
+// with several names (a hard link, a bind mount) is written in place even
+// when it is empty, so every name sees the entry.
 //
 // File is a list backed by a file, for a long-running verifier such as the
 // proxy. Every File.Revoked looks at the file first (one stat, which does

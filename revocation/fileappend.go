@@ -2,6 +2,7 @@ package revocation
 
 import (
 	"bytes"
+	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
 	"errors"
@@ -71,11 +72,20 @@ func (f *File) Append(e Entry) (added bool, err error) {
 		if err != nil {
 			return false, err
 		}
+		// A list with several names (a hard link; a file bind-mounted
+		// into a container) is written in place, as Append does: a
+		// rename would leave every other name on the old, empty list.
 		mode := listFileMode
-		if fi, err := os.Stat(path); err == nil {
+		fi, err := os.Stat(path)
+		if err == nil {
 			mode = fi.Mode().Perm()
 		}
-		if err := writeFileAtomic(path, out, mode); err != nil {
+		if err == nil && fsutil.Links(fi) > 1 {
+			err = rewriteInPlace(path, out)
+		} else {
+			err = writeFileAtomic(path, out, mode)
+		}
+		if err != nil {
 			return false, err
 		}
 	} else if err := appendInPlace(path, st.head, st.stamp.Size(), e); err != nil {
@@ -108,9 +118,24 @@ func lockForWrite(path string) (unlock func(), err error) {
 }
 
 // appendRecord begins the record of an append in progress, in
-// path+".append": then the offset the entry is written at, the length
-// of the file before, and the bytes from that offset to the end, in hex.
-const appendRecord = "delegateos-revocation-append "
+// path+".append": then the offset the entry is written at, the length of
+// the file before, the device and inode numbers of the file, the SHA-256
+// of its bytes before that offset (which the append leaves as they are),
+// and the bytes from that offset to the end, in hex. (Records of the
+// first version, "delegateos-revocation-append ", did not say which list
+// they belong to, and are refused.)
+const appendRecord = "delegateos-revocation-append2 "
+
+// maxRecordSize bounds what a writer reads of a record: the bytes it
+// saves are at most a list's.
+const maxRecordSize = 2*MaxListSize + 256
+
+// formatRecord is the record of an append at head to the file fi of size
+// bytes, whose bytes before head hash to sum and after it are old.
+func formatRecord(head, size int64, fi fs.FileInfo, sum []byte, old []byte) string {
+	dev, ino, _, _ := fsutil.ID(fi)
+	return fmt.Sprintf("%s%d %d %d %d %x %x\n", appendRecord, head, size, dev, ino, sum, old)
+}
 
 // appendInPlace writes e at head, the end of the list's last entry in
 // the file of size bytes, after recording what it replaces.
@@ -123,12 +148,13 @@ func appendInPlace(path string, head int, size int64, e Entry) error {
 	tail = append(tail, ",\n  "...)
 	tail = append(tail, entry...)
 	tail = append(tail, "\n]\n"...)
-	list, err := os.OpenFile(path, os.O_RDWR, 0)
+	list, err := os.OpenFile(path, os.O_RDWR|fsutil.ONoFollow, 0)
 	if err != nil {
 		return fmt.Errorf("write revocation list %s: %w", path, err)
 	}
 	defer list.Close()
-	if fi, err := list.Stat(); err != nil || fi.Size() != size {
+	fi, err := list.Stat()
+	if err != nil || fi.Size() != size {
 		return fmt.Errorf("revocation list %s changed while being appended to (by a writer that does not take %s.lock?); retry", path, path)
 	}
 	old := make([]byte, size-int64(head))
@@ -138,7 +164,11 @@ func appendInPlace(path string, head int, size int64, e Entry) error {
 	if int64(head)+int64(len(tail)) > MaxListSize {
 		return fmt.Errorf("revocation list %s would be over the limit of %d bytes", path, MaxListSize)
 	}
-	if err := writeRecord(path, fmt.Sprintf("%s%d %d %s\n", appendRecord, head, size, hex.EncodeToString(old)), true); err != nil {
+	h := sha256.New()
+	if _, err := io.Copy(h, io.NewSectionReader(list, 0, int64(head))); err != nil {
+		return fmt.Errorf("read revocation list %s: %w", path, err)
+	}
+	if err := writeRecord(path, formatRecord(int64(head), size, fi, h.Sum(nil), old), true); err != nil {
 		return err
 	}
 	if _, err = list.WriteAt(tail, int64(head)); err == nil {
@@ -147,6 +177,13 @@ func appendInPlace(path string, head int, size int64, e Entry) error {
 		}
 	}
 	if err != nil {
+		// Put the list back at once (a full disk, an I/O error), so that
+		// readers do not refuse every token until the next writer.
+		if _, uerr := list.WriteAt(old, int64(head)); uerr == nil {
+			if uerr = list.Truncate(size); uerr == nil && list.Sync() == nil {
+				_ = writeRecord(path, "", true)
+			}
+		}
 		return fmt.Errorf("write revocation list %s: %w", path, err)
 	}
 	// Not synced: a record that outlives a crash finds the append whole,
@@ -170,7 +207,7 @@ func entryJSON(e Entry) ([]byte, error) {
 func writeRecord(path, rec string, sync bool) error {
 	name := path + ".append"
 	_, statErr := os.Lstat(name)
-	f, err := os.OpenFile(name, os.O_RDWR|os.O_CREATE, listFileMode)
+	f, err := os.OpenFile(name, os.O_RDWR|os.O_CREATE|fsutil.ONoFollow, listFileMode)
 	if err != nil {
 		return fmt.Errorf("revocation list %s: record of the append: %w", path, err)
 	}
@@ -193,19 +230,31 @@ func writeRecord(path, rec string, sync bool) error {
 // records it: unless the file holds, from the recorded offset, a comma,
 // entries that parse and verify and the closing bracket, the bytes the
 // append replaced are put back. The caller holds the writers' lock.
+//
+// Only a record that proves it is this list's is acted on: not a symbolic
+// link, owned by the list's owner or this process's user, naming the
+// list's device and inode and the hash of its bytes before the offset,
+// saving only what follows a list's last entry (blanks and the closing
+// bracket), and such that the list it puts back parses. Any other record
+// (planted beside the list, copied from another host, left when the list
+// was restored from a backup) stops the writer with an error naming it;
+// no entry is ever cut on its word.
 func recoverAppend(path string) error {
-	rec, err := os.ReadFile(path + ".append")
+	rec, recInfo, err := readRecord(path + ".append")
 	if errors.Is(err, fs.ErrNotExist) || (err == nil && len(rec) == 0) {
 		return nil
 	}
 	if err != nil {
 		return fmt.Errorf("revocation list %s: record of the append: %w", path, err)
 	}
-	head, size, old, ok := parseRecord(string(rec))
-	if !ok {
-		return fmt.Errorf("revocation list %s: %s.append holds no record of an append; check the list, then remove it", path, path)
+	refuse := func(why string) error {
+		return fmt.Errorf("revocation list %s: %s.append %s; not writing to the list: check it, then remove %s.append", path, path, why, path)
 	}
-	list, err := os.OpenFile(path, os.O_RDWR, 0)
+	r, ok := parseRecord(string(rec))
+	if !ok {
+		return refuse("holds no record of an append")
+	}
+	list, err := os.OpenFile(path, os.O_RDWR|fsutil.ONoFollow, 0)
 	if err != nil {
 		return fmt.Errorf("revocation list %s: %w", path, err)
 	}
@@ -214,16 +263,36 @@ func recoverAppend(path string) error {
 	if err != nil {
 		return fmt.Errorf("revocation list %s: %w", path, err)
 	}
-	if fi.Size() > MaxListSize || fi.Size() < head {
-		return fmt.Errorf("revocation list %s is %d bytes, not the list an append was interrupted in (%d bytes before it); check the list, then remove %s.append", path, fi.Size(), size, path)
+	if dev, ino, uid, ok := fsutil.ID(fi); ok {
+		_, _, recUID, _ := fsutil.ID(recInfo)
+		if recUID != uid && int64(recUID) != int64(os.Geteuid()) {
+			return refuse(fmt.Sprintf("is owned by user %d, neither the list's owner (%d) nor this process's user", recUID, uid))
+		}
+		if dev != r.dev || ino != r.ino {
+			return refuse("records an append to another file (device and inode differ)")
+		}
 	}
-	tail, err := io.ReadAll(io.NewSectionReader(list, head, fi.Size()-head))
+	if !fi.Mode().IsRegular() || fi.Size() > MaxListSize || fi.Size() < r.head {
+		return refuse(fmt.Sprintf("records an append at byte %d; the list is %d bytes", r.head, fi.Size()))
+	}
+	data, err := io.ReadAll(io.NewSectionReader(list, 0, fi.Size()))
 	if err != nil {
 		return fmt.Errorf("revocation list %s: %w", path, err)
 	}
-	if !wholeAppend(tail) {
-		if _, err = list.WriteAt(old, head); err == nil {
-			if err = list.Truncate(size); err == nil {
+	if sum := sha256.Sum256(data[:r.head]); !bytes.Equal(sum[:], r.sum) {
+		return refuse(fmt.Sprintf("records an append to a list whose first %d bytes were not these", r.head))
+	}
+	if !bytes.Equal(bytes.Trim(r.old, jsonSpace), []byte("]")) {
+		return refuse("saves bytes an append does not replace (only blanks and the closing bracket follow a list's last entry)")
+	}
+	tail := data[r.head:]
+	if !wholeAppend(tail) && !bytes.Equal(tail, r.old) {
+		restored := append(data[:r.head:r.head], r.old...)
+		if _, err := ParseList(restored); err != nil {
+			return refuse(fmt.Sprintf("would put back a list that does not read (%v)", err))
+		}
+		if _, err = list.WriteAt(r.old, r.head); err == nil {
+			if err = list.Truncate(r.size); err == nil {
 				err = list.Sync()
 			}
 		}
@@ -232,6 +301,28 @@ func recoverAppend(path string) error {
 		}
 	}
 	return writeRecord(path, "", true)
+}
+
+// readRecord reads the record file name, not following a symbolic link
+// nor waiting on a FIFO, and describes what it read.
+func readRecord(name string) ([]byte, fs.FileInfo, error) {
+	f, err := os.OpenFile(name, os.O_RDONLY|fsutil.ONoFollow|fsutil.ONonBlock, 0)
+	if err != nil {
+		if fi, lerr := os.Lstat(name); lerr == nil && fi.Mode()&fs.ModeSymlink != 0 {
+			return nil, nil, fmt.Errorf("%s is a symbolic link; check the list, then remove it", name)
+		}
+		return nil, nil, err
+	}
+	defer f.Close()
+	fi, err := f.Stat()
+	if err != nil {
+		return nil, nil, err
+	}
+	if !fi.Mode().IsRegular() {
+		return nil, nil, fmt.Errorf("%s is not a regular file; check the list, then remove it", name)
+	}
+	rec, err := io.ReadAll(io.LimitReader(f, maxRecordSize))
+	return rec, fi, err
 }
 
 // undoInterruptedAppend runs recoverAppend, under the writers' lock, for
@@ -244,7 +335,7 @@ func undoInterruptedAppend(path string) bool {
 	if real, err := filepath.EvalSymlinks(path); err == nil {
 		path = real
 	}
-	if rec, err := os.ReadFile(path + ".append"); err != nil || len(rec) == 0 {
+	if rec, _, err := readRecord(path + ".append"); err != nil || len(rec) == 0 {
 		return false
 	}
 	unlock, err := lockForWrite(path)
@@ -255,25 +346,31 @@ func undoInterruptedAppend(path string) bool {
 	return recoverAppend(path) == nil
 }
 
+// record is a parsed record of appendInPlace.
+type record struct {
+	head, size int64
+	dev, ino   uint64
+	sum, old   []byte
+}
+
 // parseRecord reads a record of appendInPlace.
-func parseRecord(rec string) (head, size int64, old []byte, ok bool) {
+func parseRecord(rec string) (r record, ok bool) {
 	rest, found := strings.CutPrefix(strings.TrimSuffix(rec, "\n"), appendRecord)
-	fields := strings.Fields(rest)
-	if !found || len(fields) < 2 || len(fields) > 3 {
-		return 0, 0, nil, false
+	fields := strings.Split(rest, " ")
+	if !found || len(fields) != 6 {
+		return record{}, false
 	}
-	head, err1 := strconv.ParseInt(fields[0], 10, 64)
-	size, err2 := strconv.ParseInt(fields[1], 10, 64)
-	if len(fields) == 3 {
-		var err error
-		if old, err = hex.DecodeString(fields[2]); err != nil {
-			return 0, 0, nil, false
-		}
+	var errs [6]error
+	r.head, errs[0] = strconv.ParseInt(fields[0], 10, 64)
+	r.size, errs[1] = strconv.ParseInt(fields[1], 10, 64)
+	r.dev, errs[2] = strconv.ParseUint(fields[2], 10, 64)
+	r.ino, errs[3] = strconv.ParseUint(fields[3], 10, 64)
+	r.sum, errs[4] = hex.DecodeString(fields[4])
+	r.old, errs[5] = hex.DecodeString(fields[5])
+	if errors.Join(errs[:]...) != nil || r.head < 1 || len(r.sum) != sha256.Size || r.size != r.head+int64(len(r.old)) {
+		return record{}, false
 	}
-	if err1 != nil || err2 != nil || head < 1 || size != head+int64(len(old)) {
-		return 0, 0, nil, false
-	}
-	return head, size, old, true
+	return r, true
 }
 
 // wholeAppend reports whether tail, the bytes of a list file from the end

@@ -2,6 +2,7 @@ package revocation
 
 import (
 	"bytes"
+	"crypto/sha256"
 	"errors"
 	"fmt"
 	"os"
@@ -165,7 +166,7 @@ func TestFileAppendRecoversInterruptedAppend(t *testing.T) {
 			if torn {
 				after = full[:len(full)-20] // the crash cut the write short
 			}
-			rec := fmt.Sprintf("%s%d %d %x\n", appendRecord, head, len(before), before[head:])
+			rec := testRecord(t, path, head, before)
 			if err := os.WriteFile(path+".append", []byte(rec), 0o644); err != nil {
 				t.Fatal(err)
 			}
@@ -207,7 +208,7 @@ func TestOpenFileUndoesInterruptedAppend(t *testing.T) {
 	if err := os.WriteFile(path, full[:len(full)-20], 0o644); err != nil {
 		t.Fatal(err)
 	}
-	rec := fmt.Sprintf("%s%d %d %x\n", appendRecord, head, len(before), before[head:])
+	rec := testRecord(t, path, head, before)
 	if err := os.WriteFile(path+".append", []byte(rec), 0o644); err != nil {
 		t.Fatal(err)
 	}
@@ -252,4 +253,16 @@ func TestFileAppendVerifiesOnlyTheNewEntry(t *testing.T) {
 	if added, err := f.Append(testEntry(t, k, testID("b"), ScopeChain)); err != nil || !added {
 		t.Fatalf("%v %v: the entries already read were verified again", added, err)
 	}
+}
+
+// testRecord is the record appendInPlace writes before appending at head
+// to the list file at path holding before.
+func testRecord(t *testing.T, path string, head int, before []byte) string {
+	t.Helper()
+	fi, err := os.Stat(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sum := sha256.Sum256(before[:head])
+	return formatRecord(int64(head), int64(len(before)), fi, sum[:], before[head:])
 }

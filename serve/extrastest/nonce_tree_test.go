@@ -103,3 +103,40 @@ func TestFutureSignatureRefused(t *testing.T) {
 		}
 	}
 }
+
+// A "tree" is one root-issued token, and a root that issues its agent one
+// token per task (the ordinary way `delegateos delegate` is used) hands
+// that agent as many trees as tasks. Found by the rtnonce red team: one
+// holder with three root tokens (global 30, per tree 10) filled the
+// server's whole nonce memory, and a principal of another tree was refused
+// 503 signature_busy. With the fair share (a tree takes a nonce only while
+// it holds fewer than there are free places), another tree still gets in.
+func TestOneHolderManyRootTokensLeavesRoom(t *testing.T) {
+	e := mcptest.NewEnv(t)
+	victim := mcptest.NewKey(t, "victim")
+	victimTok := e.Mint(func(p *dct.CreateParams) { p.Delegatee = victim.ID() }, "mcp:echo:*")
+	srv := e.StartServe(mcptest.ServeOptions{Policy: e.Policy(), Flags: []string{"--require-signature",
+		"--signature-nonces", "30", "--signature-nonces-per-tree", "10"}})
+	accepted := 0
+	for k := range 3 {
+		tok := e.Mint(nil, "mcp:echo:*") // same root, same agent key: a new tree
+		bearer := mcptest.Bearer(tok)
+		res := srv.Do("POST", "/mcp", with(bearer, sign(t, e.Agent, "POST", "/mcp", initBody, time.Now())), initBody)
+		if res.Status != 200 {
+			t.Fatalf("token %d initialize: %d %s", k, res.Status, res.Body)
+		}
+		accepted++
+		sid := res.Header.Get("Mcp-Session-Id")
+		for n := range 9 {
+			call := ownCall(fmt.Sprintf("t%d-%d", k, n), tok)
+			if r := srv.Post(sid, with(bearer, sign(t, e.Agent, "POST", "/mcp", call, time.Now())), call); r.Status == 200 {
+				accepted++
+			}
+		}
+	}
+	vb := mcptest.Bearer(victimTok)
+	res := srv.Do("POST", "/mcp", with(vb, sign(t, victim, "POST", "/mcp", initBody, time.Now())), initBody)
+	if res.Status != 200 {
+		t.Fatalf("one agent with 3 root tokens took %d nonces; another tree's principal is refused: %d %s", accepted, res.Status, strings.TrimSpace(string(res.Body)))
+	}
+}
