@@ -11,7 +11,6 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
-	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -72,26 +71,27 @@ type Identity struct {
 	// Reset, when not empty, says why a proxy found the store has lost
 	// data; calls are refused until an operator acts.
 	Reset string `json:"reset,omitempty"`
-	// Lifted, in a generation an operator wrote, names the trees (hash
-	// tags) whose loss it mended or accepted; nil for every tree (store
-	// init --reset). A proxy adopting the generation forgets the counts it
-	// saw of those trees only: another root's tree, which a recovery did
-	// not rebuild, is still found lost.
-	Lifted []string `json:"-"`
+	// Lifted and AllAt, in a generation an operator wrote, say whose
+	// losses operators have lifted: every tree's at generation AllAt
+	// (store init --reset), and since then each tree in Lifted at its
+	// generation (store recover). A count of calls a proxy saw under an
+	// earlier generation is kept only for a tree lifted by none since: a
+	// tree another root's recovery did not rebuild is still found lost.
+	Lifted map[string]int64 `json:"-"`
+	AllAt  int64            `json:"-"`
 }
 
-// lifts reports whether the generation lifts the tree tag.
-func (id *Identity) lifts(tag string) bool {
-	return id.Lifted == nil || slices.Contains(id.Lifted, tag)
+// keeps reports whether a count of tree tag seen under generation since
+// still holds under id.
+func (id *Identity) keeps(tag string, since int64) bool {
+	return since >= id.AllAt && since >= id.Lifted[tag]
 }
 
-// forgetLifted drops from seen the counts of the trees id lifts.
-func forgetLifted(seen map[string]int64, id *Identity) map[string]int64 {
-	if id.Lifted == nil {
-		return nil
-	}
+// forgetLifted drops from seen, counts seen under generation since, those
+// of the trees an operator has lifted since (see Identity.Lifted).
+func forgetLifted(seen map[string]int64, id *Identity, since int64) map[string]int64 {
 	for k := range seen {
-		if id.lifts(redisconn.HashTag(k)) {
+		if !id.keeps(redisconn.HashTag(k), since) {
 			delete(seen, k)
 		}
 	}
@@ -129,9 +129,15 @@ func identityOf(m map[string]string) (*Identity, error) {
 		return nil, fmt.Errorf("the store's identity %s is not one delegateos writes (id %q, g %q)", identityKey, m["id"], m["g"])
 	}
 	id := &Identity{ID: m["id"], Gen: g, By: m["by"], Reset: m["reset"]}
-	if l, ok := m["lifted"]; ok {
-		if json.Unmarshal([]byte(l), &id.Lifted) != nil || id.Lifted == nil {
-			id.Lifted = []string{}
+	if id.By == "operator" {
+		// An operator's generation that does not say (an older version's)
+		// lifted every tree.
+		id.AllAt = g
+		if a, err := strconv.ParseInt(m["all"], 10, 64); err == nil && a >= 0 && a <= g {
+			id.AllAt = a
+		}
+		if json.Unmarshal([]byte(m["lifted"]), &id.Lifted) != nil {
+			id.Lifted, id.AllAt = nil, g
 		}
 	}
 	return id, nil
@@ -309,7 +315,7 @@ func (s *Redis) readSeen(id Identity) map[string]int64 {
 		if id.By != "operator" {
 			return nil
 		}
-		st.Seen = forgetLifted(st.Seen, &id)
+		st.Seen = forgetLifted(st.Seen, &id, st.Gen)
 	}
 	for k, n := range st.Seen {
 		if n < 0 {
@@ -537,9 +543,9 @@ func (s *Redis) refresh(ctx context.Context) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if cur != nil && cur.By == "operator" && cur.Reset == "" && cur.Gen > s.ident.Gen {
+		s.seen = forgetLifted(s.seen, cur, s.ident.Gen)
 		s.ident = *cur
 		s.resetReason = ""
-		s.seen = forgetLifted(s.seen, cur)
 		s.mu.Unlock()
 		s.rememberIdentity(*cur) // as at open, a failure is not the call's
 		s.mu.Lock()
@@ -775,26 +781,33 @@ func nextIdentity(ctx context.Context, c redis.Cmdable) (*Identity, error) {
 	n := newIdentity("operator", 0)
 	if cur != nil {
 		n.ID, n.Gen = cur.ID, max(n.Gen, cur.Gen+1)
+		n.Lifted, n.AllAt = cur.Lifted, cur.AllAt
 	}
 	return n, nil
 }
 
 // writeIdentity writes id as the store's identity, last: the proxies
 // adopt it at their next call.
-// lifted names the trees whose loss it lifts (nil: every tree).
+// lifted names the trees whose loss it lifts (nil: every tree), added to
+// those id (from nextIdentity) says were lifted before.
 func writeIdentity(ctx context.Context, c redis.Cmdable, id Identity, lifted map[string]bool) error {
+	all, was := id.AllAt, map[string]int64{}
+	if lifted == nil {
+		all = id.Gen
+	} else {
+		for t, g := range id.Lifted {
+			if g > all {
+				was[t] = g
+			}
+		}
+		for t := range lifted {
+			was[t] = id.Gen
+		}
+	}
+	b, _ := json.Marshal(was)
 	_, err := c.TxPipelined(ctx, func(p redis.Pipeliner) error {
 		p.Del(ctx, identityKey)
-		p.HSet(ctx, identityKey, "id", id.ID, "g", id.Gen, "by", id.By)
-		if lifted != nil {
-			tags := make([]string, 0, len(lifted))
-			for t := range lifted {
-				tags = append(tags, t)
-			}
-			slices.Sort(tags)
-			b, _ := json.Marshal(tags)
-			p.HSet(ctx, identityKey, "lifted", string(b))
-		}
+		p.HSet(ctx, identityKey, "id", id.ID, "g", id.Gen, "by", id.By, "all", all, "lifted", string(b))
 		return nil
 	})
 	return err

@@ -105,3 +105,87 @@ func TestRedisIdentityStateDirNotWritable(t *testing.T) {
 		t.Fatalf("the error does not name the directory and the variable: %v", err)
 	}
 }
+
+// The counts a state directory keeps under an earlier generation are
+// dropped for the trees an operator lifted since: every tree's at store
+// init --reset, one root's at store recover. A proxy restarted after an
+// init --reset and a later recovery of another root is not refused for
+// a count its tree had before the init accepted its loss, and one whose
+// tree no recovery rebuilt still is.
+func TestRedisIdentityCountsKeptAcrossLifts(t *testing.T) {
+	srv := redistest.Start(t)
+	ctx := context.Background()
+	c := srv.Client()
+	r1, r2 := []Level{{"R1/1:a", 1000}}, []Level{{"R2/1:b", 1000}}
+	spend := func(s *Redis, levels []Level, n int) {
+		t.Helper()
+		for range n {
+			r, err := s.Reserve(levels, 1)
+			if err != nil {
+				t.Fatal(err)
+			}
+			s.Commit(r, 1)
+		}
+	}
+	open := func(dir string) *Redis {
+		t.Helper()
+		s, err := OpenRedisIn(srv.URL(), dir)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return s
+	}
+	old, other := t.TempDir(), t.TempDir()
+	s := open(old)
+	spend(s, r1, 5)
+	spend(s, r2, 5)
+	s.Close() // old keeps R2 at 5 calls, under the first generation
+	// R2's tree is lost, found, and the loss accepted.
+	if err := c.Del(ctx, spendKey(r2[0].Key), stampKey(r2[0].Key)).Err(); err != nil {
+		t.Fatal(err)
+	}
+	s = open(other)
+	if _, err := s.Reserve(r2, 1); !errors.Is(err, redisconn.ErrReset) {
+		t.Fatalf("R2 after its keys were deleted: %v, want ErrReset", err)
+	}
+	if _, err := InitStore(srv.URL(), true); err != nil {
+		t.Fatal(err)
+	}
+	spend(s, r2, 1)
+	spend(s, r1, 1)
+	// R1's tree alone is lost, found, and rebuilt.
+	if err := c.Del(ctx, spendKey(r1[0].Key), stampKey(r1[0].Key)).Err(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Reserve(r1, 1); !errors.Is(err, redisconn.ErrReset) {
+		t.Fatalf("R1 after its keys were deleted: %v, want ErrReset", err)
+	}
+	s.Close()
+	if _, err := RecoverStore(srv.URL(), []Usage{{Key: r1[0].Key, Committed: 1, Calls: 1}}); err != nil {
+		t.Fatal(err)
+	}
+	s = open(old)
+	defer s.Close()
+	if r, err := s.Reserve(r2, 1); err != nil {
+		t.Fatalf("R2, whose 5 calls the init --reset accepted as lost, on the machine that saw them: %v", err)
+	} else {
+		s.Commit(r, 1)
+	}
+	// And a tree no operator lifted since the counts were kept: R2 lost
+	// again, R1 recovered, R2's count kept.
+	s.Close()
+	if err := c.Del(ctx, spendKey(r2[0].Key), stampKey(r2[0].Key)).Err(); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.HSet(ctx, identityKey, "reset", "test").Err(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := RecoverStore(srv.URL(), []Usage{{Key: r1[0].Key, Committed: 1, Calls: 1}}); err != nil {
+		t.Fatal(err)
+	}
+	s2 := open(old)
+	defer s2.Close()
+	if _, err := s2.Reserve(r2, 1); !errors.Is(err, redisconn.ErrReset) {
+		t.Fatalf("R2 lost and not rebuilt, on the machine that saw it: %v, want ErrReset", err)
+	}
+}

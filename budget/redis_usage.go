@@ -28,11 +28,52 @@ func readRedisUsage(rawURL string) ([]Usage, error) {
 	if id != nil && id.Reset != "" {
 		return nil, &ResetError{Store: redisconn.Redact(rawURL), Reason: id.Reset}
 	}
+	// Nor one whose trees are still marked lost (another root's recovery
+	// lifted the rest).
+	lost, err := resetTrees(context.Background(), c)
+	if err != nil {
+		return nil, redisconn.Unavailable("spend store "+redisconn.Redact(rawURL), err)
+	}
+	if len(lost) > 0 {
+		return nil, &ResetError{Store: redisconn.Redact(rawURL), Reason: "its delegation trees " + strings.Join(lost, ", ") + " are still marked lost"}
+	}
 	us, err := redisUsage(context.Background(), c)
 	if err != nil {
 		return nil, redisconn.Unavailable("spend store "+redisconn.Redact(rawURL), err)
 	}
 	return us, nil
+}
+
+// resetTrees returns the trees ({TAG}) whose stamps are marked reset (on
+// every primary of a cluster).
+func resetTrees(ctx context.Context, c redisconn.Client) ([]string, error) {
+	var out []string
+	err := redisconn.Scan(ctx, c, stampKeyPrefix+"*", func(keys []string) error {
+		if len(keys) == 0 {
+			return nil
+		}
+		cmds := make([]*redis.BoolCmd, len(keys))
+		_, err := c.Pipelined(ctx, func(p redis.Pipeliner) error {
+			for i, k := range keys {
+				cmds[i] = p.HExists(ctx, k, "reset")
+			}
+			return nil
+		})
+		if err != nil {
+			return err
+		}
+		for i, k := range keys {
+			if cmds[i].Val() {
+				out = append(out, "{"+tagOf(k)+"}")
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	slices.Sort(out)
+	return out, nil
 }
 
 // redisUsage scans the spend hashes (SCAN on every primary of a

@@ -176,6 +176,9 @@ func TestRedTeamRecoverOneRootLiftsResetOfAnother(t *testing.T) {
 	if more > 0 {
 		t.Errorf("tree 2, whose spend no one rebuilt, after store recover --root R1: %d more calls forwarded (%d on a budget of 30), then %s: %s; want store_reset until its own recovery", more, n2+more, typ, detail)
 	}
+	if _, errs, code := mcptest.CLI(t, "spend", "--store", f1.srv.URL()); code == 0 || !strings.Contains(errs, "{"+f2.e.Root.ID()+"} are still marked lost") {
+		t.Errorf("spend with tree 2 still lost: exit %d, %s; want it to name the tree", code, errs)
+	}
 	// Its own recovery lifts it, though the store is no longer reset.
 	out, errs, code = mcptest.CLI(t, "store", "recover", "--store", f1.srv.URL(), "--root", f2.e.Root.ID(), "--audit", log2)
 	if code != 0 {
