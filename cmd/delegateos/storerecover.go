@@ -178,7 +178,6 @@ func (rb *rebuild) read(path string, trusted []string) error {
 	type decision struct {
 		b    *receipt.DecisionBody
 		cost int64
-		done bool
 	}
 	var order []string
 	decisions := map[string]*decision{}
