@@ -711,7 +711,11 @@ func tagOf(redisKey string) string {
 // (every proxy adopts it at its next call), and its list of trees is
 // made again from the trees' stamps. Without reset, a store that has
 // lost its identity, or is in the reset state, is an error saying so.
-func InitStore(rawURL string, reset bool) (Identity, error) {
+//
+// roots, with reset, limits the loss accepted to the delegation trees of
+// those root issuers: other trees marked reset stay so (another fleet's,
+// on a shared Redis).
+func InitStore(rawURL string, reset bool, roots ...string) (Identity, error) {
 	c, err := redisconn.Open(rawURL)
 	if err != nil {
 		return Identity{}, fmt.Errorf("spend store: %w", err)
@@ -762,10 +766,17 @@ func InitStore(rawURL string, reset bool) (Identity, error) {
 	if err != nil {
 		return fail(err)
 	}
-	if err := restamp(ctx, c, *n, nil); err != nil {
+	var lifted map[string]bool
+	if len(roots) > 0 {
+		lifted = make(map[string]bool)
+		for _, r := range roots {
+			lifted[redisconn.HashTag(r)] = true
+		}
+	}
+	if err := restamp(ctx, c, *n, lifted); err != nil {
 		return fail(err)
 	}
-	if err := writeIdentity(ctx, c, *n, nil); err != nil {
+	if err := writeIdentity(ctx, c, *n, lifted); err != nil {
 		return fail(err)
 	}
 	return *n, nil

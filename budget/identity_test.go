@@ -189,3 +189,20 @@ func TestRedisIdentityCountsKeptAcrossLifts(t *testing.T) {
 		t.Fatalf("R2 lost and not rebuilt, on the machine that saw it: %v, want ErrReset", err)
 	}
 }
+
+// A proxy that finds no state directory at all says so at start.
+func TestRedisOpenWithoutStateDirWarns(t *testing.T) {
+	srv := redistest.Start(t)
+	t.Setenv("DELEGATEOS_STATE_DIR", "")
+	t.Setenv("XDG_STATE_HOME", "")
+	t.Setenv("HOME", "")
+	st, err := Open(srv.URL())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	w := st.(*Redis).Warnings()
+	if len(w) == 0 || !strings.Contains(w[len(w)-1], "no state directory") {
+		t.Fatalf("warnings %q", w)
+	}
+}

@@ -901,9 +901,13 @@ func (s *Redis) errClosed() error {
 // (OpenRedis), or else a file path (OpenFile).
 func Open(pathOrURL string) (Store, error) {
 	if redisconn.IsURL(pathOrURL) {
-		r, err := OpenRedisIn(pathOrURL, StateDir())
+		dir := StateDir()
+		r, err := OpenRedisIn(pathOrURL, dir)
 		if err != nil {
 			return nil, err
+		}
+		if dir == "" {
+			r.warnings = append(r.warnings, "no state directory (neither DELEGATEOS_STATE_DIR, XDG_STATE_HOME nor a home directory is set): a proxy restarted after the spend store lost data, or went back to an older snapshot, will not notice it; set DELEGATEOS_STATE_DIR")
 		}
 		return r, nil
 	}

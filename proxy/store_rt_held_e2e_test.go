@@ -244,7 +244,7 @@ func TestRedTeamHeldStateDirUnwritable(t *testing.T) {
 // store init without --reset on a store a FLUSHALL emptied, while a proxy
 // that saw the tree runs: the proxy adopts the operator's generation but
 // its call marked the tree's stamp first, so it still refuses store_reset
-// (the restarted-proxy case does not hold: RT13).
+// (the restarted-proxy case, RT13, is in store_rtfixed_e2e_test.go).
 func TestRedTeamHeldPlainStoreInitAfterFlushRunningProxy(t *testing.T) {
 	f := newFleet(t, 30*fleetCost, 30*fleetCost, 30*fleetCost)
 	p, s := f.start(f.a, "", nil)

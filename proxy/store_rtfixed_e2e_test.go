@@ -685,3 +685,41 @@ func TestRedTeamRecoverOneRootThenOtherRootRestarts(t *testing.T) {
 		t.Errorf("tree 2, whose spend no one rebuilt, after store recover --root R1 and a restart of its proxy: %d more calls forwarded (%d on a budget of 30), then %s: %s; want store_reset until its own recovery", more, n2+more, typ, detail)
 	}
 }
+
+// RT6 with store init --reset (the red team: "store init --reset by the
+// other fleet's operator on a shared Redis does the same"): --root R1
+// accepts the loss of R1's trees only; R2's proxy still refuses.
+func TestRedTeamInitResetOneRootLeavesAnother(t *testing.T) {
+	f1 := newFleet(t, 30*fleetCost, 30*fleetCost, 30*fleetCost)
+	f2 := newFleet(t, 30*fleetCost, 30*fleetCost, 30*fleetCost)
+	f2.srv = f1.srv
+	_, s1 := f1.start(f1.a, "", nil)
+	p2, s2 := f2.start(f2.a, "", nil)
+	rtDrain(t, s1, 20)
+	n2, _, _ := rtDrain(t, s2, 20)
+	f1.rtSettled()
+	f2.rtSettled()
+	if err := f1.srv.Client().FlushAll(context.Background()).Err(); err != nil {
+		t.Fatal(err)
+	}
+	for i, s := range []*mcptest.Session{s1, s2} {
+		if typ, detail := denialData(s.Call(t, "echo", map[string]any{"text": "after the flush"})); typ != string(proxy.StoreReset) {
+			t.Fatalf("tree %d after the flush: %s: %s, want store_reset", i+1, typ, detail)
+		}
+	}
+	if out, errs, code := mcptest.CLI(t, "store", "init", "--store", f1.srv.URL(), "--root", f1.e.Root.ID()); code == 0 {
+		t.Fatalf("store init --root without --reset: exit 0, %s%s", out, errs)
+	}
+	out, errs, code := mcptest.CLI(t, "store", "init", "--store", f1.srv.URL(), "--reset", "--root", f1.e.Root.ID())
+	if code != 0 {
+		t.Fatalf("store init --reset --root R1: exit %d, %s%s", code, out, errs)
+	}
+	if m, typ, detail := rtDrain(t, s1, 40); m != 30 || typ != string(dct.BudgetExceeded) {
+		t.Fatalf("tree 1 after its loss was accepted: %d forwarded (its budget restarts), then %s: %s", m, typ, detail)
+	}
+	more, typ, detail := rtDrain(t, s2, 40)
+	f2.sameAsUpstreams([]*mcptest.Process{p2}, n2+more)
+	if more > 0 || typ != string(proxy.StoreReset) {
+		t.Errorf("tree 2 after store init --reset --root R1: %d more calls forwarded, then %s: %s; want store_reset", more, typ, detail)
+	}
+}

@@ -17,11 +17,12 @@ var storeGroup = &command{
 
 var storeInitCmd = &command{
 	name:    "init",
-	args:    "--store URL [--reset] [--json]",
+	args:    "--store URL [--reset [--root ID]...] [--json]",
 	summary: "give a Redis spend store its identity, or, with --reset, accept that it lost data and lift its store_reset state",
 	flags: func(fs *pflag.FlagSet) func(*env, []string) error {
 		store := fs.String("store", "", "the redis:// URL of the fleet's spend store")
 		reset := fs.Bool("reset", false, "accept that the store lost data (its spend restarts from what it holds now): give it a new generation, which every proxy adopts at its next call, lifting store_reset; prefer 'store recover', which rebuilds the spend from the audit logs")
+		roots := fs.StringArray("root", nil, "with --reset: accept the loss of the delegation trees of this root issuer (principal ID or did:key) only (repeatable); other trees marked lost stay refused, as another fleet's on a shared Redis")
 		asJSON := fs.Bool("json", false, "print the store's identity as JSON: {store, id, generation}")
 		return func(e *env, args []string) error {
 			if len(args) > 0 {
@@ -30,7 +31,18 @@ var storeInitCmd = &command{
 			if !redisconn.IsURL(*store) {
 				return usagef("give the redis:// URL of the spend store (--store URL)")
 			}
-			id, err := budget.InitStore(*store, *reset)
+			if len(*roots) > 0 && !*reset {
+				return usagef("--root limits what --reset accepts: give --reset too")
+			}
+			var ids []string
+			for _, r := range *roots {
+				id, err := principal("--root", r)
+				if err != nil {
+					return err
+				}
+				ids = append(ids, id)
+			}
+			id, err := budget.InitStore(*store, *reset, ids...)
 			if err != nil {
 				return inputf("%v", err)
 			}
