@@ -147,7 +147,7 @@ func TestRedTeamSpendKeysDeletedWithCallInFlight(t *testing.T) {
 func TestRedTeamRecoverOneRootLiftsResetOfAnother(t *testing.T) {
 	f1 := newFleet(t, 30*fleetCost, 30*fleetCost, 30*fleetCost)
 	f2 := newFleet(t, 30*fleetCost, 30*fleetCost, 30*fleetCost)
-	f2.srv = f1.srv
+	f2.srv, f2.url = f1.srv, f1.url
 	log1 := filepath.Join(f1.e.Dir, "audit-1.log")
 	_, s1 := f1.start(f1.a, "proxy_key: "+f1.e.KeyFile(mcptest.NewKey(t, "p1"))+"\naudit_log: "+log1+"\n", nil)
 	log2 := filepath.Join(f2.e.Dir, "audit-2.log")
@@ -656,7 +656,7 @@ func TestRedTeamRecoverSaysNothingOfATruncatedLog(t *testing.T) {
 func TestRedTeamRecoverOneRootThenOtherRootRestarts(t *testing.T) {
 	f1 := newFleet(t, 30*fleetCost, 30*fleetCost, 30*fleetCost)
 	f2 := newFleet(t, 30*fleetCost, 30*fleetCost, 30*fleetCost)
-	f2.srv = f1.srv
+	f2.srv, f2.url = f1.srv, f1.url
 	log1 := filepath.Join(f1.e.Dir, "audit-1.log")
 	_, s1 := f1.start(f1.a, "proxy_key: "+f1.e.KeyFile(mcptest.NewKey(t, "p1"))+"\naudit_log: "+log1+"\n", nil)
 	p2, s2 := f2.start(f2.a, "", nil)
@@ -692,7 +692,7 @@ func TestRedTeamRecoverOneRootThenOtherRootRestarts(t *testing.T) {
 func TestRedTeamInitResetOneRootLeavesAnother(t *testing.T) {
 	f1 := newFleet(t, 30*fleetCost, 30*fleetCost, 30*fleetCost)
 	f2 := newFleet(t, 30*fleetCost, 30*fleetCost, 30*fleetCost)
-	f2.srv = f1.srv
+	f2.srv, f2.url = f1.srv, f1.url
 	_, s1 := f1.start(f1.a, "", nil)
 	p2, s2 := f2.start(f2.a, "", nil)
 	rtDrain(t, s1, 20)
