@@ -3,8 +3,12 @@
 package extrastest
 
 import (
+	"bytes"
+	"context"
 	"encoding/json"
 	"fmt"
+	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -185,9 +189,18 @@ func TestSignatureNoncesBelowPerTree(t *testing.T) {
 		e := mcptest.NewEnv(t)
 		pol := filepath.Join(e.Dir, "policy.yaml")
 		mcptest.WriteFile(t, pol, e.Policy().YAML())
-		_, stderr, code := mcptest.CLI(t, "serve", "--listen", "127.0.0.1:0", "--policy", pol, "--require-signature",
+		// A serve that takes the flags runs until killed: the deadline
+		// only turns that into a failure instead of a hang.
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+		defer cancel()
+		var stderrb bytes.Buffer
+		cmd := exec.CommandContext(ctx, mcptest.Delegateos(t), "serve", "--listen", "127.0.0.1:0", "--policy", pol, "--require-signature",
 			"--signature-nonces", "20", "--signature-nonces-per-tree", "20", "--", "true")
-		if code == 0 || !strings.Contains(stderr, "--signature-nonces-per-tree (20) must be below --signature-nonces (20)") {
+		cmd.Stderr = &stderrb
+		cmd.Env = append(os.Environ(), "DELEGATEOS_STATE_DIR="+t.TempDir())
+		_ = cmd.Run()
+		stderr, code := stderrb.String(), cmd.ProcessState.ExitCode()
+		if code == 0 || ctx.Err() != nil || !strings.Contains(stderr, "--signature-nonces-per-tree (20) must be below --signature-nonces (20)") {
 			t.Fatalf("serve --signature-nonces 20 --signature-nonces-per-tree 20: exit %d, %s", code, stderr)
 		}
 	})
