@@ -48,8 +48,14 @@ const windowKey = redisconn.Prefix + "nonce-window"
 // sorted set of the tree beside the nonces' own keys, in the same script;
 // the trees are bounded by the tokens the roots issue, since a Verifier
 // spends a nonce only for a signature that verified, and a server only
-// for the holder of a token the gate takes. A script touches two keys, so
-// the store is one Redis server, not a Cluster. Each key lives at most
+// for the holder of a token the gate takes. On one Redis server a spend
+// is one script over both keys. On a Redis Cluster the two keys are in
+// different slots (the nonce's by signer, the set's by tree), so a spend
+// is two scripts: the first counts the nonce in its tree's set (or finds
+// it there), the second spends the nonce's key, which still decides
+// alone whether a nonce is new, whatever tree its request claims; a
+// replay that had added the nonce to another tree's set takes it out
+// again. Each key lives at most
 // the window plus MaxAhead plus Skew. When Redis does not
 // answer (down, stalled, past its timeouts) Spend refuses with
 // ReasonUnavailable, and the request with it.
@@ -158,9 +164,84 @@ if redis.call('PTTL', KEYS[2]) < ttl then redis.call('PEXPIRE', KEYS[2], ttl) en
 return 1
 `)
 
-// Spend implements NonceStore with one round trip: a script that checks
-// the nonce's life on the server's clock and its tree's bound, and spends
-// it.
+// reserveScript is the first half of a spend on a Redis Cluster, at the
+// tree's set KEYS[1]: as spendScript, with ARGV[1] the end, ARGV[2] the
+// clock, ARGV[3] the bound and ARGV[4] the member. It returns 0 when the
+// end has passed, 3 when the tree is busy, 1 when it added the member and
+// 5 when the member was in the set already (the nonce was counted there
+// before: a replay, or a retry of a spend that failed).
+var reserveScript = redis.NewScript(`
+local now = tonumber(ARGV[2])
+if not now then
+  local tm = redis.call('TIME')
+  now = tonumber(tm[1]) * 1000 + math.floor(tonumber(tm[2]) / 1000)
+end
+local last = tonumber(ARGV[1])
+local ttl = last - now
+if ttl <= 0 then return 0 end
+local after = string.format('(%d', now)
+local score = redis.call('ZSCORE', KEYS[1], ARGV[4])
+if score and tonumber(score) > now then return 5 end
+if redis.call('ZCOUNT', KEYS[1], after, '+inf') >= tonumber(ARGV[3]) then return 3 end
+redis.call('ZADD', KEYS[1], last, ARGV[4])
+redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', string.format('%d', now))
+if redis.call('PTTL', KEYS[1]) < ttl then redis.call('PEXPIRE', KEYS[1], ttl) end
+return 1
+`)
+
+// nonceScript is the second half of a spend on a Redis Cluster, at the
+// nonce's key KEYS[1]: it returns 0 when the end ARGV[1] has passed on
+// the clock (ARGV[2], else TIME), 1 when the nonce was not spent and now
+// is (its key holds the tree ARGV[3]), 2 when it was spent with this tree
+// and 4 when it was spent with another (or by a single-server script).
+var nonceScript = redis.NewScript(`
+local now = tonumber(ARGV[2])
+if not now then
+  local tm = redis.call('TIME')
+  now = tonumber(tm[1]) * 1000 + math.floor(tonumber(tm[2]) / 1000)
+end
+local ttl = tonumber(ARGV[1]) - now
+if ttl <= 0 then return 0 end
+local v = redis.call('GET', KEYS[1])
+if v then
+  if v == ARGV[3] then return 2 end
+  return 4
+end
+redis.call('SET', KEYS[1], ARGV[3], 'PX', ttl)
+return 1
+`)
+
+// untreeScript takes the member ARGV[1] out of the tree's set KEYS[1].
+var untreeScript = redis.NewScript(`return redis.call('ZREM', KEYS[1], ARGV[1])`)
+
+// spendCluster is a spend on a Redis Cluster (see RedisNonces): the tree's
+// set first, then the nonce's key. A replay is refused by the nonce's key;
+// if it was spent with another tree and this spend added it to this
+// tree's set, it is taken out again, so that replays cannot fill a tree.
+// A nonce spent with this tree keeps its member: it is the spend's own.
+func (r *RedisNonces) spendCluster(ctx context.Context, n Nonce, endMs int64, now any, perTree int, member string) (int64, error) {
+	tk := treeKey(n)
+	res, err := reserveScript.Run(ctx, r.c, []string{tk}, endMs, now, perTree, member).Int64()
+	if err != nil || res == 0 || res == 3 {
+		return res, err
+	}
+	added := res == 1
+	res, err = nonceScript.Run(ctx, r.c, []string{nonceKey(n.Signer, n.Nonce)}, endMs, now, n.tree()).Int64()
+	if err != nil {
+		return 0, err // the member stays until its end: it counts, never frees
+	}
+	if res == 4 {
+		if added {
+			_ = untreeScript.Run(ctx, r.c, []string{tk}, member).Err()
+		}
+		res = 2
+	}
+	return res, nil
+}
+
+// Spend implements NonceStore with one round trip on one Redis server: a
+// script that checks the nonce's life on the server's clock and its
+// tree's bound, and spends it (on a Cluster, see spendCluster).
 func (r *RedisNonces) Spend(ctx context.Context, n Nonce) error {
 	if len(n.Signer) != ed25519.PublicKeySize {
 		return refuse(ReasonWrongKey, "the signer's key has %d bytes, not %d", len(n.Signer), ed25519.PublicKeySize)
@@ -183,8 +264,14 @@ func (r *RedisNonces) Spend(ctx context.Context, n Nonce) error {
 	if did == "" {
 		did = identity.DIDFromPublicKey(n.Signer)
 	}
-	keys := []string{nonceKey(n.Signer, n.Nonce), treeKey(n)}
-	res, err := spendScript.Run(ctx, r.c, keys, endMs, now, perTree, did+":"+n.Nonce).Int64()
+	var res int64
+	var err error
+	if _, cluster := r.c.(*redis.ClusterClient); cluster {
+		res, err = r.spendCluster(ctx, n, endMs, now, perTree, did+":"+n.Nonce)
+	} else {
+		keys := []string{nonceKey(n.Signer, n.Nonce), treeKey(n)}
+		res, err = spendScript.Run(ctx, r.c, keys, endMs, now, perTree, did+":"+n.Nonce).Int64()
+	}
 	switch {
 	case err != nil:
 		err = redisconn.Unavailable(r.what, err)

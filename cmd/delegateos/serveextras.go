@@ -109,10 +109,12 @@ type serveExtraFlags struct {
 	poll       *time.Duration
 	publicURL  *string
 	metricsAt  *string
+	fs         *pflag.FlagSet
 }
 
 func declareServeExtraFlags(fs *pflag.FlagSet) *serveExtraFlags {
 	return &serveExtraFlags{
+		fs:         fs,
 		requireSig: fs.Bool("require-signature", false, "holder-of-key: every HTTP request must carry an AVP-Sig v2 signature by the key of its token's current delegatee (see 'delegateos sign-request'; require_signature in the policy)"),
 		sigWindow:  fs.Duration("signature-window", avpsig.DefaultWindow, "how far a signature's timestamp may lie behind this server's clock (ahead of it, at most 5s)"),
 		sigNonces:  fs.Int("signature-nonces", avpsig.DefaultMaxNonces, "with --require-signature, the most live signature nonces this server holds in memory; past it a signed request is refused (503 signature_busy) rather than a nonce forgotten"),
@@ -153,6 +155,16 @@ func (f *serveExtraFlags) build(pol *policy.Policy, revs revocation.Live, keyFil
 		}
 		if *f.sigNonces < 1 || *f.sigPerTree < 1 {
 			return nil, usagef("--signature-nonces and --signature-nonces-per-tree must be at least 1")
+		}
+		// A tree bound at or above the whole memory bounds nothing: one
+		// tree could take every nonce. Given only --signature-nonces, the
+		// tree bound follows it (a tenth, as by default); given both, they
+		// must say so.
+		if *f.sigPerTree >= *f.sigNonces {
+			if f.fs.Changed("signature-nonces-per-tree") {
+				return nil, usagef("--signature-nonces-per-tree (%d) must be below --signature-nonces (%d), or one delegation tree could take every nonce; a tenth is the default", *f.sigPerTree, *f.sigNonces)
+			}
+			*f.sigPerTree = max(1, *f.sigNonces/10)
 		}
 		x.sig = &avpsig.Verifier{Window: *f.sigWindow, MaxNonces: *f.sigNonces, MaxNoncesPerTree: *f.sigPerTree}
 		if err := shareNonces(x.sig, pol, log); err != nil {

@@ -3,8 +3,13 @@
 package extrastest
 
 import (
+	"bytes"
+	"context"
 	"encoding/json"
 	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -139,4 +144,64 @@ func TestOneHolderManyRootTokensLeavesRoom(t *testing.T) {
 	if res.Status != 200 {
 		t.Fatalf("one agent with 3 root tokens took %d nonces; another tree's principal is refused: %d %s", accepted, res.Status, strings.TrimSpace(string(res.Body)))
 	}
+}
+
+// --signature-nonces lowered (to save memory) below the default
+// --signature-nonces-per-tree (10,000) was taken silently (found by the
+// rtnonce red team), and one tree, even one key, could then fill the
+// whole nonce memory. Given alone, --signature-nonces now brings the tree
+// bound down with it (a tenth); given both, a tree bound not below the
+// total stops serve at start, saying why.
+func TestSignatureNoncesBelowPerTree(t *testing.T) {
+	t.Run("derived", func(t *testing.T) {
+		e := mcptest.NewEnv(t)
+		victim := mcptest.NewKey(t, "victim")
+		victimTok := e.Mint(func(p *dct.CreateParams) { p.Delegatee = victim.ID() }, "mcp:echo:*")
+		srv := e.StartServe(mcptest.ServeOptions{Policy: e.Policy(), Flags: []string{"--require-signature", "--signature-nonces", "20"}})
+		tok := e.Mint(nil, "mcp:echo:*")
+		bearer := mcptest.Bearer(tok)
+		res := srv.Do("POST", "/mcp", with(bearer, sign(t, e.Agent, "POST", "/mcp", initBody, time.Now())), initBody)
+		if res.Status != 200 {
+			t.Fatalf("initialize: %d %s", res.Status, res.Body)
+		}
+		accepted, busy := 1, 0
+		sid := res.Header.Get("Mcp-Session-Id")
+		for n := range 19 {
+			call := ownCall(fmt.Sprint("c", n), tok)
+			switch r := srv.Post(sid, with(bearer, sign(t, e.Agent, "POST", "/mcp", call, time.Now())), call); {
+			case r.Status == 200:
+				accepted++
+			case r.Status == 503 && strings.Contains(string(r.Body), "signature_busy"):
+				busy++
+			default:
+				t.Fatalf("call %d: %d %s", n, r.Status, r.Body)
+			}
+		}
+		if accepted != 2 || busy != 18 {
+			t.Fatalf("one tree with --signature-nonces 20: %d accepted, %d busy; want the derived tree bound, 2", accepted, busy)
+		}
+		vb := mcptest.Bearer(victimTok)
+		if r := srv.Do("POST", "/mcp", with(vb, sign(t, victim, "POST", "/mcp", initBody, time.Now())), initBody); r.Status != 200 {
+			t.Fatalf("another tree is refused: %d %s", r.Status, strings.TrimSpace(string(r.Body)))
+		}
+	})
+	t.Run("refused", func(t *testing.T) {
+		e := mcptest.NewEnv(t)
+		pol := filepath.Join(e.Dir, "policy.yaml")
+		mcptest.WriteFile(t, pol, e.Policy().YAML())
+		// A serve that takes the flags runs until killed: the deadline
+		// only turns that into a failure instead of a hang.
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+		defer cancel()
+		var stderrb bytes.Buffer
+		cmd := exec.CommandContext(ctx, mcptest.Delegateos(t), "serve", "--listen", "127.0.0.1:0", "--policy", pol, "--require-signature",
+			"--signature-nonces", "20", "--signature-nonces-per-tree", "20", "--", "true")
+		cmd.Stderr = &stderrb
+		cmd.Env = append(os.Environ(), "DELEGATEOS_STATE_DIR="+t.TempDir())
+		_ = cmd.Run()
+		stderr, code := stderrb.String(), cmd.ProcessState.ExitCode()
+		if code == 0 || ctx.Err() != nil || !strings.Contains(stderr, "--signature-nonces-per-tree (20) must be below --signature-nonces (20)") {
+			t.Fatalf("serve --signature-nonces 20 --signature-nonces-per-tree 20: exit %d, %s", code, stderr)
+		}
+	})
 }
