@@ -49,6 +49,10 @@ func OpenShared(local Store, rawURL string) (*Shared, error) {
 	s.copy, err = redisset.Open(c, redisset.Options{
 		What: "ended-delegation set " + s.url, Hash: endedHash, Channel: endedChannel,
 		Check: checkEnded,
+		// Grow-only: an ending this proxy knows and the set lost (a
+		// FLUSHALL, a restart without persistence, a failover to a
+		// replica that had not received it) is written back.
+		WriteBack: true,
 	}, 3*redisconn.Timeout)
 	if err != nil {
 		c.Close()
