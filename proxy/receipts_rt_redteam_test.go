@@ -1,0 +1,219 @@
+//go:build unix && redteam
+
+package proxy_test
+
+import (
+	"bufio"
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/delegateos/delegateos/internal/mcptest"
+)
+
+// rtEchoUpstreamEnv makes the test binary an upstream that answers every
+// request (but initialize) with a text result holding the exact line it
+// received, so a test sees what the upstream got byte for byte. A method
+// in the file it names gets that raw answer instead ($ID = id).
+const rtEchoUpstreamEnv = "DELEGATEOS_TEST_RT_ECHO_UPSTREAM"
+
+func init() {
+	if path := os.Getenv(rtEchoUpstreamEnv); path != "" {
+		os.Exit(runRTEchoUpstream(path))
+	}
+}
+
+func runRTEchoUpstream(path string) int {
+	var script map[string]string
+	if b, err := os.ReadFile(path); err == nil {
+		_ = json.Unmarshal(b, &script)
+	}
+	in := bufio.NewScanner(os.Stdin)
+	in.Buffer(make([]byte, 1<<20), 32<<20)
+	out := bufio.NewWriter(os.Stdout)
+	var notes []string // notifications received since the last answer
+	for in.Scan() {
+		var m struct {
+			ID     json.RawMessage `json:"id"`
+			Method string          `json:"method"`
+		}
+		if json.Unmarshal(in.Bytes(), &m) != nil || m.ID == nil || m.Method == "" {
+			if !strings.Contains(in.Text(), `"notifications/`) {
+				notes = append(notes, in.Text())
+			}
+			continue
+		}
+		switch {
+		case m.Method == "initialize":
+			fmt.Fprintf(out, `{"jsonrpc":"2.0","id":%s,"result":{"protocolVersion":"2025-11-25","capabilities":{"tools":{}},"serverInfo":{"name":"rt","version":"0"}}}`+"\n", m.ID)
+		case script[m.Method] != "":
+			fmt.Fprintln(out, strings.ReplaceAll(script[m.Method], "$ID", string(m.ID)))
+		default:
+			line, _ := json.Marshal(strings.Join(append(notes, in.Text()), "\n"))
+			notes = nil
+			fmt.Fprintf(out, `{"jsonrpc":"2.0","id":%s,"result":{"content":[{"type":"text","text":%s}]}}`+"\n", m.ID, line)
+		}
+		out.Flush()
+	}
+	return 0
+}
+
+func rtEchoUpstream(t *testing.T, e *mcptest.Env, script map[string]string) []string {
+	t.Helper()
+	path := filepath.Join(e.Dir, "rt-script.json")
+	mcptest.WriteFile(t, path, mcptest.MustJSON(script))
+	return []string{"env", rtEchoUpstreamEnv + "=" + path, os.Args[0]}
+}
+
+// receivedLine is the line the upstream echoed in a result.
+func receivedLine(t *testing.T, m mcptest.RawMessage) string {
+	t.Helper()
+	var r struct {
+		Content []struct{ Text string } `json:"content"`
+	}
+	if m.Error != nil || json.Unmarshal(m.Result, &r) != nil || len(r.Content) != 1 {
+		t.Fatalf("no echoed line: %s %+v", m.Result, m.Error)
+	}
+	return r.Content[0].Text
+}
+
+// Each client frame's arguments: the receipt's arguments_json must equal
+// the arguments member of the line the upstream received, byte for byte,
+// and the same request's tool must be the one the receipt names.
+func TestRTReceiptArgumentsAreWhatUpstreamGot(t *testing.T) {
+	e := mcptest.NewEnv(t)
+	key := mcptest.NewKey(t, "proxy")
+	logPath := filepath.Join(e.Dir, "audit.log")
+	pol := &mcptest.Policy{AllowUnauthenticated: true, Extra: "proxy_key: " + e.KeyFile(key) + "\naudit_log: " + logPath +
+		"\nreceipts: {include_arguments: true, include_results: true}\n"}
+	p := e.StartProxy(mcptest.ProxyOptions{Policy: pol, Upstream: rtEchoUpstream(t, e, nil)})
+	c := p.Raw()
+	c.Initialize()
+	deep := strings.Repeat(`[`, 300) + strings.Repeat(`]`, 300)
+	frames := []string{
+		`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"ec\u0068o","arguments":{ "a" :	1 , "b":"x\u2028y\u0000z\ufeff"}}}`,
+		`{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"_delegateos":{"dct":""},"name":"echo","arguments":{"a":"` + "\u2028raw\u2029\u0085" + `","n":1e999999,"m":-0.0e-0}}}`,
+		`{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"echo","arguments":{"d":` + deep + `},"_meta":{"progressToken":1},"_DelegateOS":1}}`,
+		`{"jsonrpc":"2.0","id":4,"method":"tools/call","params":{"arguments":{"s":"\ud800\udc00 \/"},"name":"echo"}}`,
+		"\ufeff" + `{"jsonrpc":"2.0","id":5,"method":"tools/call","params":{"name":"echo","arguments":{}}}`,
+		`{"jsonrpc":"2.0","id":6,"method":"tools/call","params":{"name":"echo","arguments":{"a":1},"arguments":{"a":2}}}`,
+		`{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"echo","arguments":{"a":1,"\u0061":2}}}`,
+		`{"jsonrpc":"2.0","id":8,"method":"tools/call","params":{"name":"echo","arguments":{"x":{"A":1,"a":2}}}}`,
+		`{"jsonrpc":"2.0","id":9,"method":"tools/call","params":{"name":"echo","arguments":{"x":"` + "\xff" + `"}}}`,
+	}
+	got := map[string]string{} // id → arguments the upstream received
+	for i, f := range frames {
+		c.Send(f)
+		id := fmt.Sprint(i + 1)
+		if strings.HasPrefix(f, "\ufeff") {
+			id = "null" // not JSON-RPC: answered as a parse error
+		}
+		m := c.Response(id)
+		if m.Error != nil {
+			t.Logf("frame %s refused: %d %s", id, m.Error.Code, m.Error.Message)
+			continue
+		}
+		line := receivedLine(t, m)
+		var r struct {
+			Params struct {
+				Name      string          `json:"name"`
+				Arguments json.RawMessage `json:"arguments"`
+			} `json:"params"`
+		}
+		if err := json.Unmarshal([]byte(line), &r); err != nil {
+			t.Errorf("frame %s: upstream got unreadable %q", id, line)
+			continue
+		}
+		if strings.Contains(strings.ToLower(line), "_delegateos") {
+			t.Errorf("frame %s: _delegateos reached the upstream: %s", id, line)
+		}
+		t.Logf("frame %s: upstream got %s", id, line)
+		got[id] = string(r.Params.Arguments)
+	}
+	ds, _ := receiptsOf(t, p, logPath)
+	allowed := 0
+	for _, d := range ds {
+		if d.Decision != "ALLOW" {
+			continue
+		}
+		allowed++
+		found := false
+		for _, a := range got {
+			if a == d.ArgumentsJSON {
+				found = true
+			}
+		}
+		if !found {
+			t.Errorf("receipt arguments_json %q (omitted %q) matches no arguments the upstream received: %q", d.ArgumentsJSON, d.ArgumentsOmitted, got)
+		}
+	}
+	if allowed != len(got) {
+		t.Errorf("%d allowed receipts for %d forwarded calls", allowed, len(got))
+	}
+}
+
+// Upstream answers that give a member twice, in places the result check
+// might not look: the error object, a notification, a vendor method's
+// result, a name hidden by an escape or by a BOM/whitespace variant.
+func TestRTUpstreamRepeatedMembersElsewhere(t *testing.T) {
+	e := mcptest.NewEnv(t)
+	pol := &mcptest.Policy{AllowUnauthenticated: true, Extra: vendorMethods}
+	cases := map[string]string{
+		"error":       `{"jsonrpc":"2.0","id":$ID,"error":{"code":-32000,"message":"a","message":"b"}}`,
+		"errordata":   `{"jsonrpc":"2.0","id":$ID,"error":{"code":-32000,"message":"a","data":{"x":1,"\u0078":2}}}`,
+		"toplevel":    `{"jsonrpc":"2.0","id":$ID,"result":{"content":[]},"result":{"content":[{"type":"text","text":"evil"}]}}`,
+		"resulterror": `{"jsonrpc":"2.0","id":$ID,"result":{"content":[]},"error":{"code":1,"message":"x"}}`,
+		"invalidutf8": "{\"jsonrpc\":\"2.0\",\"id\":$ID,\"result\":{\"a\xff\":1,\"a\xfe\":2}}",
+		"surrogate":   `{"jsonrpc":"2.0","id":$ID,"result":{"\ud800":1,"\udbff":2}}`,
+	}
+	for name, frame := range cases {
+		t.Run(name, func(t *testing.T) {
+			p := e.StartProxy(mcptest.ProxyOptions{Policy: pol, Upstream: rtEchoUpstream(t, e, map[string]string{"tools/call": frame, "acme/search": frame})})
+			c := p.Raw()
+			c.Initialize()
+			c.Send(mcptest.CallFrame("1", "echo", map[string]any{"t": "a"}))
+			m := c.Response("1")
+			c.Send(`{"jsonrpc":"2.0","id":2,"method":"acme/search","params":{}}`)
+			m2 := c.Response("2")
+			for _, mm := range []mcptest.RawMessage{m, m2} {
+				if mm.Error == nil || mm.Error.Code != -32603 {
+					t.Errorf("%s: relayed as %s %+v; want -32603", name, mm.Result, mm.Error)
+				}
+			}
+		})
+	}
+}
+
+// Vendor method names: only the exact listed name is gated through; names
+// that differ (escapes decode to the same name, so they are the same
+// method) must not reach the upstream ungated; notifications are dropped.
+func TestRTVendorMethodVariants(t *testing.T) {
+	e := mcptest.NewEnv(t)
+	pol := e.Policy()
+	pol.Extra = vendorMethods
+	p := e.StartProxy(mcptest.ProxyOptions{Policy: pol, Token: e.Mint(nil, "mcp:echo:*"), Upstream: rtEchoUpstream(t, e, nil)})
+	c := p.Raw()
+	c.Initialize()
+	for i, m := range []string{`acme\/search`, `acme/\u0073earch`, `ACME/search`, `acme/search/`, `acme//search`, `/acme/search`, `acme/search\u0000`, `acme/sеarch`, `acme/search `} {
+		id := fmt.Sprint(i + 10)
+		c.Send(`{"jsonrpc":"2.0","id":` + id + `,"method":"` + m + `","params":{}}`)
+		r := c.Response(id)
+		if r.Error == nil {
+			t.Errorf("method %s without the capability reached the upstream: %s", m, r.Result)
+		}
+	}
+	// As a notification, then a request that lets us see what the upstream got next.
+	c.Send(`{"jsonrpc":"2.0","method":"acme/search","params":{}}`)
+	c.Send(`{"jsonrpc":"2.0","method":"x-acme/bulk_Get2"}`)
+	c.Send(mcptest.CallFrame("99", "echo", map[string]any{"t": "a"}))
+	r := c.Response("99")
+	if r.Error != nil {
+		t.Fatalf("echo: %+v", r.Error)
+	}
+	if got := receivedLine(t, r); strings.Contains(got, "acme") {
+		t.Errorf("a vendor method sent as a notification reached the upstream ungated: %s", got)
+	}
+}
