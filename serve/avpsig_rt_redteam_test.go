@@ -1,0 +1,95 @@
+//go:build redteam
+
+package serve_test
+
+import (
+	"net/http"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/delegateos/delegateos/avpsig"
+	"github.com/delegateos/delegateos/dct"
+	"github.com/delegateos/delegateos/internal/mcptest"
+)
+
+// With --require-signature, a session opened by the agent's signature is
+// bound to the agent: another principal, with a valid token of its own
+// (holder: its key) and a valid signature by that key, must not post into
+// it; an exact replay of the agent's signed call is refused; the scheme in
+// other letter case is the same scheme (one signature, checked).
+func TestRTServeAVPSigSessionBinding(t *testing.T) {
+	e := mcptest.NewEnv(t)
+	tok := e.Mint(nil, "mcp:echo:*")
+	srv := e.StartServe(mcptest.ServeOptions{Policy: e.Policy(), Token: tok, Flags: []string{"--require-signature"}})
+	code, body, hdr := signedPost(t, srv, e.Agent, "", initBody, nil)
+	sid := hdr.Get("Mcp-Session-Id")
+	if code != http.StatusOK || sid == "" {
+		t.Fatalf("initialize: %d %s", code, body)
+	}
+	signedPost(t, srv, e.Agent, sid, `{"jsonrpc":"2.0","method":"notifications/initialized"}`, nil)
+
+	other := mcptest.NewKey(t, "other")
+	otherTok := e.Mint(func(p *dct.CreateParams) { p.Delegatee = other.ID() }, "mcp:echo:*")
+	call := `{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"echo","arguments":{"text":"hijack"},"_delegateos":{"dct":"` + otherTok.String() + `"}}}`
+	if code, body, _ := signedPost(t, srv, other, sid, call, nil); code == http.StatusOK && strings.Contains(body, "hijack") {
+		t.Errorf("another signer with its own token posted into the agent's session: HTTP %d %s", code, body)
+	}
+	// Sessionless, the same call is fine (control).
+	if code, body, _ := signedPost(t, srv, other, "", call, nil); code != http.StatusOK || !strings.Contains(body, "hijack") {
+		t.Logf("control (sessionless, own token, own signature): HTTP %d %s", code, body)
+	}
+
+	// Replay of one signed call, header and body as sent.
+	callBody := mcptest.CallBody("8", "echo", map[string]any{"text": "once"})
+	s, err := avpsig.Sign(e.Agent.PrivateKey(), http.MethodPost, "/mcp", "", []byte(callBody), time.Now(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, scheme := range []string{"", "avp-sig", "AVP-SIG"} {
+		v := s.Signature
+		if scheme != "" {
+			v = scheme + strings.TrimPrefix(v, avpsig.Scheme)
+		}
+		r := srv.Post(sid, map[string]string{"Authorization": v}, callBody)
+		ok := r.Status == http.StatusOK && strings.Contains(string(r.Body), "once")
+		if i == 0 && !ok {
+			t.Fatalf("the signed call: HTTP %d %s", r.Status, r.Body)
+		}
+		if i > 0 && ok {
+			t.Errorf("the same signature replayed as %q: HTTP %d %s", scheme, r.Status, r.Body)
+		}
+	}
+}
+
+// Without --require-signature an AVP-Sig in Authorization is not checked,
+// yet serve binds the session to the DID it names ("AVP-Sig <did>"): a
+// DID is public, so anyone holding the session id can write a header that
+// names it, with any signature, and is taken for the session's signer.
+// The agent's own session, opened with its signature, is then used by a
+// header that no key signed. (A Bearer-bound session needs the token.)
+func TestRTServeAVPSigUnverifiedBinding(t *testing.T) {
+	e := mcptest.NewEnv(t)
+	tok := e.Mint(nil, "mcp:echo:*")
+	srv := e.StartServe(mcptest.ServeOptions{Policy: e.Policy(), Token: tok})
+	code, body, hdr := signedPost(t, srv, e.Agent, "", initBody, nil)
+	sid := hdr.Get("Mcp-Session-Id")
+	if code != http.StatusOK || sid == "" {
+		t.Fatalf("initialize signed in Authorization: HTTP %d %s", code, body)
+	}
+	s, err := avpsig.Sign(mcptest.NewKey(t, "mallory").PrivateKey(), http.MethodPost, "/mcp", "", []byte("x"), time.Now(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Mallory's well-formed header with the agent's did put in.
+	forged := regexp.MustCompile(`did="[^"]*"`).ReplaceAllString(s.Signature, `did="`+e.Agent.DID()+`"`)
+	r := srv.Post(sid, map[string]string{"Authorization": forged}, mcptest.CallBody("1", "echo", map[string]any{"text": "forged"}))
+	t.Logf("forged: HTTP %d %s", r.Status, r.Body)
+	if r.Status == http.StatusOK && strings.Contains(string(r.Body), "forged") {
+		t.Errorf("a forged AVP-Sig naming the agent's DID was taken as the session's signer: HTTP %d %s", r.Status, r.Body)
+	}
+	// Control: no Authorization at all into the same session.
+	r = srv.Post(sid, nil, mcptest.CallBody("2", "echo", map[string]any{"text": "bare"}))
+	t.Logf("no Authorization into the signed session: HTTP %d %s", r.Status, r.Body)
+}
