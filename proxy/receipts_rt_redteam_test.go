@@ -217,3 +217,62 @@ func TestRTVendorMethodVariants(t *testing.T) {
 		t.Errorf("a vendor method sent as a notification reached the upstream ungated: %s", got)
 	}
 }
+
+// Receipts over the audit writer's 1 MiB: arguments and result left out
+// with a reason, the receipts themselves still written, the hashes those
+// of what was forwarded and returned.
+func TestRTReceiptTooLarge(t *testing.T) {
+	e := mcptest.NewEnv(t)
+	key := mcptest.NewKey(t, "proxy")
+	logPath := filepath.Join(e.Dir, "audit.log")
+	pol := &mcptest.Policy{AllowUnauthenticated: true, Extra: "proxy_key: " + e.KeyFile(key) + "\naudit_log: " + logPath +
+		"\nreceipts: {include_arguments: true, include_results: true}\n"}
+	p := e.StartProxy(mcptest.ProxyOptions{Policy: pol, Upstream: rtEchoUpstream(t, e, nil)})
+	c := p.Raw()
+	c.Initialize()
+	args := `{"big":"` + strings.Repeat("\\u2028", 200_000) + `"}` // 1.2 MB, escapes
+	c.Send(`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"echo","arguments":` + args + `}}`)
+	m := c.Response("1")
+	if m.Error != nil {
+		t.Fatalf("call: %+v", m.Error)
+	}
+	ds, xs := receiptsOf(t, p, logPath)
+	if len(ds) != 1 || len(xs) != 1 {
+		t.Fatalf("%d decision and %d execution receipts; want one each", len(ds), len(xs))
+	}
+	if ds[0].ArgumentsOmitted != "too_large" || ds[0].ArgumentsJSON != "" || ds[0].ArgumentsHash != "sha256:"+hexSHA([]byte(args)) {
+		t.Errorf("decision receipt: omitted %q, %d bytes held, hash %s", ds[0].ArgumentsOmitted, len(ds[0].ArgumentsJSON), ds[0].ArgumentsHash)
+	}
+	if xs[0].ResultOmitted != "too_large" || xs[0].ResultJSON != "" || xs[0].ResponseHash == "" {
+		t.Errorf("execution receipt: omitted %q, %d bytes held, hash %s", xs[0].ResultOmitted, len(xs[0].ResultJSON), xs[0].ResponseHash)
+	}
+}
+
+// An upstream's notifications and requests to the client that give a
+// member twice: relayed as they are, a client reads them one way or the
+// other. Logged here; a finding only if the answers' rule is meant to
+// cover them.
+func TestRTUpstreamRepeatedMemberInNotifications(t *testing.T) {
+	e := mcptest.NewEnv(t)
+	pol := &mcptest.Policy{AllowUnauthenticated: true}
+	notes := []string{
+		`{"jsonrpc":"2.0","method":"notifications/progress","params":{"progressToken":"p","progress":1,"message":"ok","message":"rm -rf"}}`,
+		`{"jsonrpc":"2.0","method":"notifications/message","params":{"level":"info","data":"a","data":"b"}}`,
+		`{"jsonrpc":"2.0","id":"s1","method":"sampling/createMessage","params":{"messages":[],"maxTokens":1,"maxTokens":100000}}`,
+		`{"jsonrpc":"2.0","id":"s2","method":"elicitation/create","params":{"message":"Pay 1 EUR?","message":"Pay 1000 EUR?","requestedSchema":{"type":"object","properties":{}}}}`,
+	}
+	frame := strings.Join(notes, "\n") + "\n" + `{"jsonrpc":"2.0","id":$ID,"result":{"content":[]}}`
+	p := e.StartProxy(mcptest.ProxyOptions{Policy: pol, Upstream: rtEchoUpstream(t, e, map[string]string{"tools/call": frame})})
+	c := p.Raw()
+	c.Send(`{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{"sampling":{},"elicitation":{}},"clientInfo":{"name":"t","version":"1"}}}`)
+	c.Response("0")
+	c.Send(`{"jsonrpc":"2.0","method":"notifications/initialized"}`)
+	c.Send(`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"echo","arguments":{},"_meta":{"progressToken":"p"}}}`)
+	for {
+		m := c.Next()
+		if m.Method == "" {
+			break
+		}
+		t.Errorf("relayed %s with a member given twice", m.Method)
+	}
+}
