@@ -92,4 +92,9 @@ func TestRTServeAVPSigUnverifiedBinding(t *testing.T) {
 	// Control: no Authorization at all into the same session.
 	r = srv.Post(sid, nil, mcptest.CallBody("2", "echo", map[string]any{"text": "bare"}))
 	t.Logf("no Authorization into the signed session: HTTP %d %s", r.Status, r.Body)
+	// The forged header ends the agent's session.
+	r = srv.Do(http.MethodDelete, "/mcp", map[string]string{"Mcp-Session-Id": sid, "Authorization": forged}, "")
+	if r.Status/100 == 2 {
+		t.Errorf("a forged AVP-Sig naming the agent's DID deleted the agent's session: HTTP %d", r.Status)
+	}
 }
