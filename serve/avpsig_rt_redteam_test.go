@@ -98,3 +98,36 @@ func TestRTServeAVPSigUnverifiedBinding(t *testing.T) {
 		t.Errorf("a forged AVP-Sig naming the agent's DID deleted the agent's session: HTTP %d", r.Status)
 	}
 }
+
+// Under --require-signature, a request's own token (params._delegateos)
+// is the one its signature must be by the holder of, vendor methods too,
+// whatever escapes spell the method: the agent signs requests carrying a
+// token whose holder is another key.
+func TestRTServeAVPSigOwnTokenVendorMethod(t *testing.T) {
+	e := mcptest.NewEnv(t)
+	tok := e.Mint(nil, "mcp:echo:*")
+	pol := e.Policy()
+	pol.Extra = "methods:\n  - {method: acme/search, namespace: acme, action: search}\n"
+	srv := e.StartServe(mcptest.ServeOptions{Policy: pol, Token: tok, Flags: []string{"--require-signature"}})
+	code, body, hdr := signedPost(t, srv, e.Agent, "", initBody, nil)
+	sid := hdr.Get("Mcp-Session-Id")
+	if code != http.StatusOK || sid == "" {
+		t.Fatalf("initialize: %d %s", code, body)
+	}
+	signedPost(t, srv, e.Agent, sid, `{"jsonrpc":"2.0","method":"notifications/initialized"}`, nil)
+	other := mcptest.NewKey(t, "other")
+	otherTok := e.Mint(func(p *dct.CreateParams) { p.Delegatee = other.ID() }, "acme:search:*", "mcp:echo:*")
+	own := `"_delegateos":{"dct":"` + otherTok.String() + `"}`
+	for i, m := range []string{`acme/search`, `acme\/search`, `acme/\u0073earch`, `tools\/call`, `tools/\u0063all`} {
+		params := `{` + own + `}`
+		if strings.HasPrefix(m, "tools") {
+			params = `{"name":"echo","arguments":{"text":"x"},` + own + `}`
+		}
+		b := `{"jsonrpc":"2.0","id":` + string(rune('1'+i)) + `,"method":"` + m + `","params":` + params + `}`
+		code, body, _ := signedPost(t, srv, e.Agent, sid, b, nil)
+		if code == http.StatusOK && strings.Contains(body, `"result"`) {
+			t.Errorf("%s with another key's token, signed by the agent: HTTP %d %s", m, code, body)
+		}
+		t.Logf("%s: HTTP %d %.200s", m, code, body)
+	}
+}
