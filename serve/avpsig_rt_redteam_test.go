@@ -131,3 +131,29 @@ func TestRTServeAVPSigOwnTokenVendorMethod(t *testing.T) {
 		t.Logf("%s: HTTP %d %.200s", m, code, body)
 	}
 }
+
+// A raw U+2028 inside a string (the TypeScript SDK's output) in a signed
+// call under --require-signature: the signature check reads the token
+// from the body as sent, the relay from the body with the separator
+// escaped; both must accept it.
+func TestRTServeAVPSigLineSeparator(t *testing.T) {
+	e := mcptest.NewEnv(t)
+	tok := e.Mint(nil, "mcp:echo:*")
+	srv := e.StartServe(mcptest.ServeOptions{Policy: e.Policy(), Token: tok, Flags: []string{"--require-signature"}})
+	code, body, hdr := signedPost(t, srv, e.Agent, "", initBody, nil)
+	sid := hdr.Get("Mcp-Session-Id")
+	if code != http.StatusOK || sid == "" {
+		t.Fatalf("initialize: %d %s", code, body)
+	}
+	signedPost(t, srv, e.Agent, sid, `{"jsonrpc":"2.0","method":"notifications/initialized"}`, nil)
+	own := e.Mint(nil, "mcp:echo:*")
+	for i, b := range []string{
+		`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"echo","arguments":{"text":"a` + "\u2028" + `b"}}}`,
+		`{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"echo","arguments":{"text":"a` + "\u2029" + `b"},"_delegateos":{"dct":"` + own.String() + `"}}}`,
+	} {
+		code, body, _ := signedPost(t, srv, e.Agent, sid, b, nil)
+		if code != http.StatusOK || !strings.Contains(body, `"result"`) {
+			t.Errorf("call %d with a raw line separator, signed: HTTP %d %.300s", i+1, code, body)
+		}
+	}
+}
