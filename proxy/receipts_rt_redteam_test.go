@@ -104,7 +104,8 @@ func TestRTReceiptArgumentsAreWhatUpstreamGot(t *testing.T) {
 		`{"jsonrpc":"2.0","id":8,"method":"tools/call","params":{"name":"echo","arguments":{"x":{"A":1,"a":2}}}}`,
 		`{"jsonrpc":"2.0","id":9,"method":"tools/call","params":{"name":"echo","arguments":{"x":"` + "\xff" + `"}}}`,
 	}
-	got := map[string]string{} // id → arguments the upstream received
+	got := map[string]string{}   // id → arguments the upstream received
+	results := map[string]bool{} // results the client received
 	for i, f := range frames {
 		c.Send(f)
 		id := fmt.Sprint(i + 1)
@@ -116,6 +117,7 @@ func TestRTReceiptArgumentsAreWhatUpstreamGot(t *testing.T) {
 			t.Logf("frame %s refused: %d %s", id, m.Error.Code, m.Error.Message)
 			continue
 		}
+		results[string(m.Result)] = true
 		line := receivedLine(t, m)
 		var r struct {
 			Params struct {
@@ -133,7 +135,12 @@ func TestRTReceiptArgumentsAreWhatUpstreamGot(t *testing.T) {
 		t.Logf("frame %s: upstream got %s", id, line)
 		got[id] = string(r.Params.Arguments)
 	}
-	ds, _ := receiptsOf(t, p, logPath)
+	ds, xs := receiptsOf(t, p, logPath)
+	for _, x := range xs {
+		if !results[x.ResultJSON] {
+			t.Errorf("execution receipt result_json %.200q (omitted %q) is no result the client got", x.ResultJSON, x.ResultOmitted)
+		}
+	}
 	allowed := 0
 	for _, d := range ds {
 		if d.Decision != "ALLOW" {
@@ -168,6 +175,8 @@ func TestRTUpstreamRepeatedMembersElsewhere(t *testing.T) {
 		"resulterror": `{"jsonrpc":"2.0","id":$ID,"result":{"content":[]},"error":{"code":1,"message":"x"}}`,
 		"invalidutf8": "{\"jsonrpc\":\"2.0\",\"id\":$ID,\"result\":{\"a\xff\":1,\"a\xfe\":2}}",
 		"surrogate":   `{"jsonrpc":"2.0","id":$ID,"result":{"\ud800":1,"\udbff":2}}`,
+		"deep":        `{"jsonrpc":"2.0","id":$ID,"result":{"content":[],"x":` + strings.Repeat(`[`, 600) + strings.Repeat(`]`, 600) + `}}`,
+		"deepdup":     `{"jsonrpc":"2.0","id":$ID,"result":{"content":[],"x":` + strings.Repeat(`[`, 505) + `{"k":1,"k":2}` + strings.Repeat(`]`, 505) + `}}`,
 	}
 	for name, frame := range cases {
 		t.Run(name, func(t *testing.T) {
