@@ -318,3 +318,32 @@ func TestRTLineSeparatorOutsideStrings(t *testing.T) {
 		}
 	}
 }
+
+// A vendor method's params are what the upstream acts on: with
+// include_arguments the receipt must hold them (or say why not), as for a
+// tool's arguments — never silently absent (issue 26 item 2).
+func TestRTVendorMethodReceiptHoldsParams(t *testing.T) {
+	e := mcptest.NewEnv(t)
+	key := mcptest.NewKey(t, "proxy")
+	logPath := filepath.Join(e.Dir, "audit.log")
+	pol := &mcptest.Policy{AllowUnauthenticated: true, Extra: vendorMethods + "proxy_key: " + e.KeyFile(key) + "\naudit_log: " + logPath +
+		"\nreceipts: {include_arguments: true, include_results: true}\n"}
+	p := e.StartProxy(mcptest.ProxyOptions{Policy: pol, Upstream: rtEchoUpstream(t, e, nil)})
+	c := p.Raw()
+	c.Initialize()
+	c.Send(`{"jsonrpc":"2.0","id":1,"method":"acme/search","params":{"q":"delete everything","limit":9007199254740993}}`)
+	m := c.Response("1")
+	if m.Error != nil {
+		t.Fatalf("acme/search: %+v", m.Error)
+	}
+	t.Logf("upstream got %s", receivedLine(t, m))
+	ds, xs := receiptsOf(t, p, logPath)
+	if len(ds) != 1 || len(xs) != 1 {
+		t.Fatalf("%d decision, %d execution receipts", len(ds), len(xs))
+	}
+	d := ds[0]
+	t.Logf("decision receipt: arguments_json %q omitted %q hash %q; execution result_json %.80q params_hash %q", d.ArgumentsJSON, d.ArgumentsOmitted, d.ArgumentsHash, xs[0].ResultJSON, xs[0].ParamsHash)
+	if d.ArgumentsJSON == "" && d.ArgumentsOmitted == "" {
+		t.Errorf("the vendor method's params are neither in the receipt nor marked omitted (arguments_hash %q)", d.ArgumentsHash)
+	}
+}
