@@ -353,3 +353,27 @@ func TestRTVendorMethodReceiptHoldsParams(t *testing.T) {
 		t.Errorf("the vendor method's params are neither in the receipt nor marked omitted (arguments_hash %q)", d.ArgumentsHash)
 	}
 }
+
+// completion/complete is gated (by its prompt) and forwards the
+// argument value the client completes: with include_arguments, is it in
+// the receipt? Logged; same class as a vendor method's params.
+func TestRTCompletionReceiptArguments(t *testing.T) {
+	e := mcptest.NewEnv(t)
+	key := mcptest.NewKey(t, "proxy")
+	logPath := filepath.Join(e.Dir, "audit.log")
+	pol := &mcptest.Policy{AllowUnauthenticated: true, Extra: "proxy_key: " + e.KeyFile(key) + "\naudit_log: " + logPath +
+		"\nreceipts: {include_arguments: true, include_results: true}\n"}
+	p := e.StartProxy(mcptest.ProxyOptions{Policy: pol, Upstream: rtEchoUpstream(t, e, nil)})
+	c := p.Raw()
+	c.Initialize()
+	c.Send(`{"jsonrpc":"2.0","id":1,"method":"completion/complete","params":{"ref":{"type":"ref/prompt","name":"p"},"argument":{"name":"x","value":"secret"}}}`)
+	m := c.Response("1")
+	t.Logf("answer %.200s %+v", m.Result, m.Error)
+	ds, _ := receiptsOf(t, p, logPath)
+	for _, d := range ds {
+		t.Logf("decision %s %s: arguments_json %q omitted %q hash %q", d.Decision, d.Action, d.ArgumentsJSON, d.ArgumentsOmitted, d.ArgumentsHash)
+		if d.Decision == "ALLOW" && d.ArgumentsJSON == "" && d.ArgumentsOmitted == "" {
+			t.Errorf("completion/complete's argument is neither in the receipt nor marked omitted")
+		}
+	}
+}
