@@ -44,6 +44,9 @@ func init() {
 			if x.sig == nil {
 				return nil
 			}
+			// It verifies every signature (against the token's holder):
+			// serve need not verify one itself.
+			s.Options.AuthorizeVerifiesSignatures = true
 			next, defaultToken := s.Options.Authorize, s.DefaultToken
 			s.Options.Authorize = func(r *http.Request, body []byte, sess *serve.Session) error {
 				token := defaultToken
