@@ -195,35 +195,6 @@ func rtReceiptTooLarge(t *testing.T, n int) {
 	}
 }
 
-// An upstream's notifications and requests to the client that give a
-// member twice: relayed as they are, a client reads them one way or the
-// other. Logged here; a finding only if the answers' rule is meant to
-// cover them.
-func TestRTUpstreamRepeatedMemberInNotifications(t *testing.T) {
-	e := mcptest.NewEnv(t)
-	pol := &mcptest.Policy{AllowUnauthenticated: true}
-	notes := []string{
-		`{"jsonrpc":"2.0","method":"notifications/progress","params":{"progressToken":"p","progress":1,"message":"ok","message":"rm -rf"}}`,
-		`{"jsonrpc":"2.0","method":"notifications/message","params":{"level":"info","data":"a","data":"b"}}`,
-		`{"jsonrpc":"2.0","id":"s1","method":"sampling/createMessage","params":{"messages":[],"maxTokens":1,"maxTokens":100000}}`,
-		`{"jsonrpc":"2.0","id":"s2","method":"elicitation/create","params":{"message":"Pay 1 EUR?","message":"Pay 1000 EUR?","requestedSchema":{"type":"object","properties":{}}}}`,
-	}
-	frame := strings.Join(notes, "\n") + "\n" + `{"jsonrpc":"2.0","id":$ID,"result":{"content":[]}}`
-	p := e.StartProxy(mcptest.ProxyOptions{Policy: pol, Upstream: rtEchoUpstream(t, e, map[string]string{"tools/call": frame})})
-	c := p.Raw()
-	c.Send(`{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{"sampling":{},"elicitation":{}},"clientInfo":{"name":"t","version":"1"}}}`)
-	c.Response("0")
-	c.Send(`{"jsonrpc":"2.0","method":"notifications/initialized"}`)
-	c.Send(`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"echo","arguments":{},"_meta":{"progressToken":"p"}}}`)
-	for {
-		m := c.Next()
-		if m.Method == "" {
-			break
-		}
-		t.Errorf("relayed %s with a member given twice", m.Method)
-	}
-}
-
 // Frames with a raw separator outside a string are refused (answered
 // under their id, or id null where no id can be read) and never forwarded; a separator
 // hidden in a member name or between tokens changes nothing the gate reads.
