@@ -94,40 +94,6 @@ func TestRTReceiptArgumentsAreWhatUpstreamGot(t *testing.T) {
 	}
 }
 
-// Upstream answers that give a member twice, in places the result check
-// might not look: the error object, a notification, a vendor method's
-// result, a name hidden by an escape or by a BOM/whitespace variant.
-func TestRTUpstreamRepeatedMembersElsewhere(t *testing.T) {
-	e := mcptest.NewEnv(t)
-	pol := &mcptest.Policy{AllowUnauthenticated: true, Extra: vendorMethods}
-	cases := map[string]string{
-		"error":       `{"jsonrpc":"2.0","id":$ID,"error":{"code":-32000,"message":"a","message":"b"}}`,
-		"errordata":   `{"jsonrpc":"2.0","id":$ID,"error":{"code":-32000,"message":"a","data":{"x":1,"\u0078":2}}}`,
-		"toplevel":    `{"jsonrpc":"2.0","id":$ID,"result":{"content":[]},"result":{"content":[{"type":"text","text":"evil"}]}}`,
-		"resulterror": `{"jsonrpc":"2.0","id":$ID,"result":{"content":[]},"error":{"code":1,"message":"x"}}`,
-		"invalidutf8": "{\"jsonrpc\":\"2.0\",\"id\":$ID,\"result\":{\"a\xff\":1,\"a\xfe\":2}}",
-		"surrogate":   `{"jsonrpc":"2.0","id":$ID,"result":{"\ud800":1,"\udbff":2}}`,
-		"deep":        `{"jsonrpc":"2.0","id":$ID,"result":{"content":[],"x":` + strings.Repeat(`[`, 600) + strings.Repeat(`]`, 600) + `}}`,
-		"deepdup":     `{"jsonrpc":"2.0","id":$ID,"result":{"content":[],"x":` + strings.Repeat(`[`, 505) + `{"k":1,"k":2}` + strings.Repeat(`]`, 505) + `}}`,
-	}
-	for name, frame := range cases {
-		t.Run(name, func(t *testing.T) {
-			p := e.StartProxy(mcptest.ProxyOptions{Policy: pol, Upstream: rtEchoUpstream(t, e, map[string]string{"tools/call": frame, "acme/search": frame})})
-			c := p.Raw()
-			c.Initialize()
-			c.Send(mcptest.CallFrame("1", "echo", map[string]any{"t": "a"}))
-			m := c.Response("1")
-			c.Send(`{"jsonrpc":"2.0","id":2,"method":"acme/search","params":{}}`)
-			m2 := c.Response("2")
-			for _, mm := range []mcptest.RawMessage{m, m2} {
-				if mm.Error == nil || mm.Error.Code != -32603 {
-					t.Errorf("%s: relayed as %s %+v; want -32603", name, mm.Result, mm.Error)
-				}
-			}
-		})
-	}
-}
-
 // Vendor method names: only the exact listed name is gated through; names
 // that differ (escapes decode to the same name, so they are the same
 // method) must not reach the upstream ungated; notifications are dropped.
