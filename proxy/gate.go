@@ -68,7 +68,9 @@ type CallRequest struct {
 	Tool, Prompt, URI string
 	// URIs are the resources a subscriptions/listen subscribes to.
 	URIs []string
-	// Arguments are a tools/call's or a prompts/get's arguments.
+	// Arguments are a tools/call's or a prompts/get's arguments, or the
+	// params of a completion/complete or a vendor method as forwarded
+	// (for their receipts).
 	Arguments json.RawMessage
 	// Token is the DCT presented with the request (params._delegateos.dct)
 	// or, failing that, the session's; empty if there is none.

@@ -443,6 +443,17 @@ func (s *session) serverFrame(frame, raw []byte) {
 		return
 	}
 	if h.kind != kindResponse {
+		if err := paramsRepeats(h.params); err != nil {
+			// As an answer that could be read two ways: which of the two
+			// a client shows (an elicitation's message, a sampling
+			// request's maxTokens) depends on its parser.
+			upstreamRefused.Add(1)
+			s.log.Warn("upstream message refused", zap.String("method", h.method), zap.String("reason", err.Error()))
+			if h.kind == kindRequest {
+				s.replyError(s.toServer, h.id, codeInvalidRequest, "invalid request: "+err.Error(), nil)
+			}
+			return
+		}
 		s.pinNotified(h.method)
 		if bytes.Contains(frame, subscriptionIDKey) {
 			if at, v := subscriptionID(frame, "params"); at >= 0 {
@@ -525,6 +536,36 @@ func (s *session) serverFrame(frame, raw []byte) {
 		s.settle(p, cost, release, outcome, &s.serverLog)
 	}
 	s.toClient.queueEdited(frame, edits)
+}
+
+// upstreamRefused counts the upstream notifications and requests refused
+// for giving a member of their params twice.
+var upstreamRefused atomic.Int64
+
+// UpstreamMessagesRefused is the number of notifications and requests
+// from upstreams that sessions of this process refused, not relayed to
+// their clients, because their params give a member twice (or nest too
+// deep to tell).
+func UpstreamMessagesRefused() int64 { return upstreamRefused.Load() }
+
+// paramsRepeats reports upstream params (of a notification or a request
+// for the client) that give a member twice in one of their objects, or
+// nest deeper than the check reads; nil params pass.
+func paramsRepeats(v []byte) error {
+	if v == nil {
+		return nil
+	}
+	name, found, tooDeep := repeatedMember(v)
+	switch {
+	case found:
+		if len(name) > 64 {
+			name = name[:64] + "…"
+		}
+		return fmt.Errorf("its params give the member %s twice", strconv.Quote(name))
+	case tooDeep:
+		return fmt.Errorf("its params nest deeper than %d levels, too deep to check that no member is given twice", maxNesting)
+	}
+	return nil
 }
 
 // answerRepeats reports an upstream response whose result (or error), v,

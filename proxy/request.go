@@ -153,7 +153,7 @@ func (s *session) clientRequest(h header, frame []byte) {
 	switch role {
 	case roleGate:
 		s.notePayload(p, frame)
-		if !s.gate(p, &cp) {
+		if !s.gate(p, &cp, h.params) {
 			p.free()
 			return
 		}
@@ -219,10 +219,20 @@ func (s *session) forwardEdits(h header, cp *callParams, up int64, buf *[2]edit)
 	return buf[:n]
 }
 
+// forwardedParams are params as they are forwarded (_delegateos cut out,
+// see forwardEdits), for a receipt; nil for none.
+func forwardedParams(params []byte, cp *callParams) []byte {
+	if params == nil || !cp.strip {
+		return params
+	}
+	out := make([]byte, 0, len(params)-(cp.stripTo-cp.stripFrom))
+	return append(append(out, params[:cp.stripFrom]...), params[cp.stripTo:]...)
+}
+
 // gate decides a gated request, and answers it when it is refused. It
 // reports whether the request may be forwarded; if so p holds the decision
 // to settle, unless observe mode forwards a refusal (see refuse).
-func (s *session) gate(p *pending, cp *callParams) bool {
+func (s *session) gate(p *pending, cp *callParams, params []byte) bool {
 	if cp.variant != "" && roleOf(p.method) == roleGate {
 		s.replyError(s.toClient, p.id, codeInvalidRequest, "invalid request: "+p.method+" params."+quoteName(cp.variant)+" differs from a member the gate reads only in letter case; spell it exactly", nil)
 		return false
@@ -255,6 +265,9 @@ func (s *session) gate(p *pending, cp *callParams) bool {
 			s.replyError(s.toClient, p.id, codeInvalidRequest, "invalid request: "+msg, nil)
 			return false
 		}
+		// The argument it completes (and any context) goes upstream:
+		// the receipt's arguments are the params as forwarded.
+		req.Arguments = forwardedParams(params, cp)
 	case MethodSubscriptionsListen:
 		uris, msg := resourceSubscriptions(cp.notifications)
 		if msg != "" {
@@ -270,6 +283,9 @@ func (s *session) gate(p *pending, cp *callParams) bool {
 		// A vendor extension method the policy lists (clientRequest
 		// checked): its rule gives the capability.
 		req.Extension = true
+		// What the upstream acts on is the params, not the rule's fixed
+		// resource: the receipt's arguments are the params as forwarded.
+		req.Arguments = forwardedParams(params, cp)
 	}
 	p.target = req.Target()
 	s.noteArguments(p, req.Arguments)

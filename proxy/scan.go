@@ -128,14 +128,18 @@ func methodName(raw []byte) (string, bool) {
 // result is never walked. Values it skips are checked for balanced
 // structure and well-formed strings only; the relay passes frames on as
 // they are and leaves full validation to their recipient.
-func scanHeader(b []byte) (header, error) { return scanMessage(b, false, false) }
+func scanHeader(b []byte) (header, error) { return scanMessage(b, false, false, false) }
 
 // scanUpstream reads every top-level member of an upstream frame as
 // strictly as scanClientHeader reads a client frame, so that the relay
 // and the client read the same id and the same outcome: an id or a
 // result given twice or in other letter case, or both a result and an
-// error (or an error that is not an object), is errAmbiguous.
-func scanUpstream(b []byte) (header, error) { return scanMessage(b, true, true) }
+// error (or an error that is not an object), is errAmbiguous. Values
+// are skipped however deep they nest (iteratively): a deep answer's id
+// must still be read so that its call is answered, and the depth of
+// params and answers is bounded by the check for repeated members
+// (answerRepeats, paramsRepeats), which refuses them under that id.
+func scanUpstream(b []byte) (header, error) { return scanMessage(b, true, true, true) }
 
 // scanClientHeader is scanHeader for a frame from the client, which the
 // gate must classify exactly as the upstream will: every member is read,
@@ -146,16 +150,17 @@ func scanUpstream(b []byte) (header, error) { return scanMessage(b, true, true) 
 // params the relay acts on are read again, strictly, by readCallParams,
 // and a value that is not well-formed JSON fails in its recipient's
 // parser as a whole frame.
-func scanClientHeader(b []byte) (header, error) { return scanMessage(b, true, true) }
+func scanClientHeader(b []byte) (header, error) { return scanMessage(b, true, true, false) }
 
 // scanMessage reads a frame's top-level members; strict reads them all
 // (see scanClientHeader), and fast skips values by their brackets and
 // strings alone (for the upstream, whose JSON is its own to get right:
-// the relay only needs to find where each value ends).
-func scanMessage(b []byte, strict, fast bool) (header, error) {
+// the relay only needs to find where each value ends); deep lets fast
+// skip values nested deeper than maxNesting.
+func scanMessage(b []byte, strict, fast, deep bool) (header, error) {
 	var h header
 	var seen [len(rpcMembers)]bool
-	s := scanner{b: b, fast: fast}
+	s := scanner{b: b, fast: fast, deep: deep}
 	s.ws()
 	if !s.eat('{') {
 		return h, errScan
@@ -278,6 +283,9 @@ type scanner struct {
 	fast bool
 	// tooDeep is set when a value nests deeper than maxNesting.
 	tooDeep bool
+	// deep lets skipBrackets (fast) skip values nested deeper than
+	// maxNesting: it does not recurse.
+	deep bool
 	// exactNames makes names compare member names exactly rather than
 	// folding letter case.
 	exactNames bool
@@ -453,7 +461,7 @@ func (s *scanner) skipBrackets(depth int) bool {
 			continue
 		case '{', '[':
 			d++
-			if depth+d > maxNesting {
+			if depth+d > maxNesting && !s.deep {
 				s.tooDeep = true
 				return false
 			}

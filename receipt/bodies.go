@@ -67,7 +67,8 @@ type DecisionBody struct {
 	Enforced  bool   `json:"enforced"`
 	DecidedAt string `json:"decided_at"`
 	// ArgumentsHash is "sha256:" and the hex SHA-256 of params.arguments
-	// as sent; absent when the request has none.
+	// as sent (of a completion/complete's or a vendor method's whole
+	// params, _delegateos cut out); absent when the request has none.
 	ArgumentsHash string `json:"arguments_hash,omitempty"`
 	// ArgumentsJSON is params.arguments in clear, exactly the JSON text
 	// forwarded, only when the policy's receipts.include_arguments asks for

@@ -14,6 +14,7 @@ import (
 
 	"go.uber.org/zap"
 
+	"github.com/delegateos/delegateos/avpsig"
 	"github.com/delegateos/delegateos/proxy"
 )
 
@@ -188,8 +189,18 @@ func (s *Server) sessionlessLimit(w http.ResponseWriter, r *http.Request) (limit
 	return s.opts.MaxBodyBytes, false
 }
 
-// authorize runs Options.Authorize; false means the request was answered.
+// authorize verifies an AVP-Sig in Authorization (see
+// Options.AuthorizeVerifiesSignatures) and runs Options.Authorize; false
+// means the request was answered.
 func (s *Server) authorize(w http.ResponseWriter, r *http.Request, body []byte, sess *session) bool {
+	if !s.opts.AuthorizeVerifiesSignatures {
+		if err := s.verifyAVPSig(r, body); err != nil {
+			s.log.Warn("request refused: its AVP-Sig signature does not verify", zap.Error(err))
+			w.Header().Set("WWW-Authenticate", avpsig.Scheme)
+			httpError(w, http.StatusUnauthorized, nil, "the Authorization header's AVP-Sig signature does not verify: "+err.Error())
+			return false
+		}
+	}
 	if s.opts.Authorize == nil {
 		return true
 	}

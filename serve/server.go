@@ -13,6 +13,8 @@ import (
 	"time"
 
 	"go.uber.org/zap"
+
+	"github.com/delegateos/delegateos/avpsig"
 )
 
 // Options configures a Server. The zero value of every field but Relay
@@ -93,6 +95,13 @@ type Options struct {
 	// the request: with the HTTP status of an error that has a
 	// StatusCode() int method, else 403; its text is the answer's message.
 	Authorize func(r *http.Request, body []byte, s *Session) error
+	// AuthorizeVerifiesSignatures says Authorize verifies every AVP-Sig
+	// signature a request carries (against its token's holder). When it
+	// is false, the server verifies an AVP-Sig in Authorization itself,
+	// against the key its own did:key names (signature, timestamp window,
+	// nonce), before taking that DID as the credential a session is bound
+	// to: a DID is public, so a header naming it proves nothing unchecked.
+	AuthorizeVerifiesSignatures bool
 	// JSONResponses answers a request whose response is the only message
 	// the upstream sends for it with an application/json body instead of
 	// an SSE stream. The stream (the default, as in the reference SDKs)
@@ -123,7 +132,9 @@ type Server struct {
 	// Mux routes every request the server gets.
 	Mux *http.ServeMux
 
-	opts  Options
+	opts Options
+	// sigs verifies AVP-Sig in Authorization when Authorize does not.
+	sigs  avpsig.Verifier
 	log   *zap.Logger
 	hosts *hostPolicy
 	ctx   context.Context

@@ -44,6 +44,9 @@ func init() {
 			if x.sig == nil {
 				return nil
 			}
+			// It verifies every signature (against the token's holder):
+			// serve need not verify one itself.
+			s.Options.AuthorizeVerifiesSignatures = true
 			next, defaultToken := s.Options.Authorize, s.DefaultToken
 			s.Options.Authorize = func(r *http.Request, body []byte, sess *serve.Session) error {
 				token := defaultToken
@@ -71,6 +74,10 @@ func init() {
 				Name: "delegateos_upstream_notifications_dropped_total",
 				Help: "Client notifications (and answers to the upstream's requests) dropped because their session's queue to its --upstream-url server was full.",
 			}, func() float64 { return float64(serve.UpstreamNotificationsDropped()) }))
+			x.metrics.Registry.MustRegister(prometheus.NewCounterFunc(prometheus.CounterOpts{
+				Name: "delegateos_upstream_messages_refused_total",
+				Help: "Notifications and requests from upstreams not relayed to their clients because their params give a member twice.",
+			}, func() float64 { return float64(proxy.UpstreamMessagesRefused()) }))
 			x.mount(s.Server.Mux, s.Server.Guard, *f.metricsAt == "", s.Server.Recheck)
 			if at := *f.metricsAt; at != "" && at != metricsOff {
 				if err := serveMetrics(at, x.metrics, s.Options, s.Log); err != nil {
