@@ -51,6 +51,24 @@ func TestRedteamKeyNotAttackerChosen(t *testing.T) {
 	sg := deepCopy(t, st)
 	sg.Signatures[2] = sg.Signatures[1]
 	variants["other signature"] = decodeJSON(t, serialize(t, sg))
+	// A second spelling of a signature: its unused trailing bits set.
+	nb := deepCopy(t, st)
+	sgs := []byte(nb.Signatures[2].Signature)
+	const alpha = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_"
+	sgs[len(sgs)-1] = alpha[strings.IndexByte(alpha, sgs[len(sgs)-1])|1]
+	nb.Signatures[2].Signature = string(sgs)
+	variants["signature trailing bits"] = decodeJSON(t, serialize(t, nb))
+	// The unsigned members of a signature: its signer and the block it covers.
+	sn := deepCopy(t, st)
+	sn.Signatures[2].Signer = sn.Signatures[1].Signer
+	variants["signature signer"] = decodeJSON(t, serialize(t, sn))
+	cv := deepCopy(t, st)
+	cv.Signatures[1].Covers, cv.Signatures[2].Covers = cv.Signatures[2].Covers, cv.Signatures[1].Covers
+	variants["signature covers swapped"] = decodeJSON(t, serialize(t, cv))
+	// The signatures listed in another order, each with its block.
+	so := deepCopy(t, st)
+	so.Signatures[1], so.Signatures[2] = so.Signatures[2], so.Signatures[1]
+	variants["signatures reordered"] = decodeJSON(t, serialize(t, so))
 	for name, b := range variants {
 		if _, err := v.VerifyChain(b64.Encode(b), t0.Add(time.Minute)); err == nil {
 			t.Errorf("%s: a re-encoded token verified", name)
