@@ -1,4 +1,4 @@
-//go:build redteam && unix
+//go:build unix
 
 package proxy_test
 
@@ -13,14 +13,14 @@ import (
 	"github.com/delegateos/delegateos/internal/redistest"
 )
 
-// Red team (issue 26.1): store recover --workspace republishes the ended
-// delegations of the fleet's workspaces by ID (chain.RepublishEnded shares
+// Red team (issue 26.1), fixed: store recover --workspace republished the ended
+// delegations of the fleet's workspaces by ID (chain.RepublishEnded shared
 // d.ID), and an ID entry in the set is a legacy entry that ends every
 // delegation with that ID (Shared.StatusByID). So once a sybil has
 // completed her own delegation under the victim's ID, any recovery of the
 // set ends the victim's delegation at every proxy: exactly the collision
 // delegation keys were meant to prevent.
-func TestRedteamRecoverRepublishesByIDEndsVictim(t *testing.T) {
+func TestE2ERecoverRepublishesEndingsByKey(t *testing.T) {
 	srv := redistest.Start(t)
 	r := newDelegationRun(t)
 	start := func(ws string) (*mcptest.Process, *mcptest.Session) {
