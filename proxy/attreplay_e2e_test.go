@@ -1,4 +1,4 @@
-//go:build redteam && unix
+//go:build unix
 
 package proxy_test
 
@@ -10,28 +10,31 @@ import (
 	"testing"
 	"time"
 
+	"github.com/delegateos/delegateos/attest"
 	"github.com/delegateos/delegateos/contract"
 	"github.com/delegateos/delegateos/dct"
+	"github.com/delegateos/delegateos/identity"
 	"github.com/delegateos/delegateos/internal/mcptest"
 	"github.com/delegateos/delegateos/proxy"
 )
 
-// Red team (issue 26.1, reputation): an attestation names its delegation
-// and contract by ID only (attest.Attestation has no delegation key, no
-// delegator, no contract digest). A sybil with a root token of her own
+// Red team (issue 26.1, reputation), fixed: an attestation named its
+// delegation and contract by ID only; it now also names (signed) the
+// delegation key, and a proxy completes only the delegation with that key. A sybil with a root token of her own
 // records, at a proxy with another workspace, a delegation TO the victim
 // (B) under B's delegation ID and contract ID, with a contract of hers
 // that B's work cannot pass, then replays B's real attestation there:
 // the proxy judges B's output against the sybil's contract, ends the
 // sybil's delegation failed, and records a failure signal about B.
-func TestRedteamAttestationReplayPoisonsVictim(t *testing.T) {
+func TestE2EAttestationReplayRefused(t *testing.T) {
 	r := newDelegationRun(t)
 	delB := r.bTok.Unverified().Attenuations[0].DelegationID
 	aID := r.aTok.Unverified().Authority.DelegationID
 	if res := r.delegate(r.bContract, r.bTok, aID); !res.Accepted {
 		t.Fatalf("delegate: %+v", res)
 	}
-	att := attestFor(t, r.b, r.bContract.ID, delB)
+	keys := r.bTok.DelegationKeys()
+	att := attestForKey(t, r.b, r.bContract.ID, delB, keys[len(keys)-1])
 	if done := decodeResult[proxy.CompleteResult](t, r.request(proxy.MethodComplete, proxy.CompleteParams{DelegationID: delB, Attestation: att})); done.Status != "completed" {
 		t.Fatalf("B's complete: %+v", done)
 	}
@@ -63,7 +66,7 @@ func TestRedteamAttestationReplayPoisonsVictim(t *testing.T) {
 		t.Fatalf("the sybil's delegate to B: %+v", res)
 	}
 	resp := send(proxy.MethodComplete, proxy.CompleteParams{DelegationID: delB, Attestation: att})
-	if resp.Error == nil {
+	if resp.Error == nil || !strings.Contains(resp.Error.Message, "not recorded here") {
 		done := decodeResult[proxy.CompleteResult](t, resp)
 		t.Errorf("B's attestation, replayed by the sybil against her own contract, was taken: %+v", done)
 	}
@@ -71,4 +74,19 @@ func TestRedteamAttestationReplayPoisonsVictim(t *testing.T) {
 	if !strings.Contains(out, "is unknown: this workspace has no signals about it") {
 		t.Errorf("the sybil's replay gave B signals:\n%s", out)
 	}
+}
+
+// attestForKey is attestFor naming the delegation key too.
+func attestForKey(t *testing.T, k *identity.Keypair, contractID, del, key string) json.RawMessage {
+	t.Helper()
+	a, err := attest.Create(k, attest.CreateParams{ContractID: contractID, DelegationID: del, DelegationKey: key, Success: true,
+		Output: json.RawMessage(`{"summary":"a summary of more than twenty characters"}`), CostMicrocents: 0, DurationMs: 10}, time.Now())
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := json.Marshal(a)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
 }
