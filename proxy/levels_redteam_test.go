@@ -10,7 +10,8 @@ import (
 )
 
 // Red team (issue 26.1): budget levels are named by issuer + path of
-// delegation IDs, not by delegation keys.
+// delegation IDs, not by delegation keys. Open, documented as a known
+// limitation (docs/ARCHITECTURE.md, README "Where the money went").
 func TestRedteamBudgetLevelsByIDPath(t *testing.T) {
 	f := newDelegationFixture(t)
 	levels := func(tok *dct.Token) []string {
@@ -35,40 +36,6 @@ func TestRedteamBudgetLevelsByIDPath(t *testing.T) {
 		}
 		return tok
 	}
-	victim := levels(f.bTok)
-
-	// Held: Mallory's own root (its own ID), attenuated under B's ID.
-	mRoot := root(f.mallory.ID(), "del_cccccccccccc")
-	mTok, err := dct.Attenuate(mRoot, dct.AttenuateParams{
-		Attenuator: f.mallory, Delegatee: f.mallory.ID(), DelegationID: "del_bbbbbbbbbbbb", ContractID: "ct_dddddddddddd", Now: f.now,
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	for i, k := range levels(mTok) {
-		for _, v := range victim {
-			if k == v {
-				t.Errorf("held check: Mallory's level %d shares budget key %s with B's chain", i, k)
-			}
-		}
-	}
-	// Held: Mallory inside A's tree (A delegated to her), under B's ID.
-	aToM, err := dct.Attenuate(f.aTok, dct.AttenuateParams{
-		Attenuator: f.a, Delegatee: f.mallory.ID(), DelegationID: "del_eeeeeeeeeeee", ContractID: "ct_eeeeeeeeeeee", Now: f.now,
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	mInTree, err := dct.Attenuate(aToM, dct.AttenuateParams{
-		Attenuator: f.mallory, Delegatee: f.mallory.ID(), DelegationID: "del_bbbbbbbbbbbb", ContractID: "ct_ffffffffffff", Now: f.now,
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if got := levels(mInTree); got[len(got)-1] == victim[len(victim)-1] {
-		t.Errorf("held check: Mallory in A's tree shares B's budget key %s", victim[len(victim)-1])
-	}
-
 	// Open (known, delid report): the issuer mints Mallory a root token under
 	// the ID of A's root (an explicit --delegation copied, or reused):
 	// Mallory's spend is charged to A's tree's root level, and A's to hers.
