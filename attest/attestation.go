@@ -39,6 +39,12 @@ type Attestation struct {
 	Version      string `json:"version"`
 	ContractID   string `json:"contractId"`
 	DelegationID string `json:"delegationId"`
+	// DelegationKey, when present, is the key of the delegation the work
+	// was done under (dct.Token.DelegationKeys: base64url BLAKE2b-256 of
+	// the signed payload of its block), which its ID, a name another
+	// delegation may share, does not determine. Signed like every other
+	// member. A proxy completes only that delegation with it.
+	DelegationKey string `json:"delegationKey,omitempty"`
 	// Principal is the principal ID of the attester, which signs.
 	Principal string `json:"principal"`
 	// CreatedAt is written by timestamp.Format; any RFC 3339 time is read.

@@ -19,6 +19,8 @@ type CreateParams struct {
 	Rand         io.Reader
 	ContractID   string
 	DelegationID string
+	// DelegationKey is the delegation's key; empty means none recorded.
+	DelegationKey string
 	// Type defaults to Completion.
 	Type    Type
 	Success bool
@@ -58,13 +60,14 @@ func Create(key *identity.Keypair, p CreateParams, now time.Time) (*Attestation,
 		p.Type = Completion
 	}
 	a := &Attestation{
-		ID:           id,
-		Version:      Version,
-		ContractID:   p.ContractID,
-		DelegationID: p.DelegationID,
-		Principal:    key.ID(),
-		CreatedAt:    timestamp.Format(now),
-		Type:         p.Type,
+		ID:            id,
+		Version:       Version,
+		ContractID:    p.ContractID,
+		DelegationID:  p.DelegationID,
+		DelegationKey: p.DelegationKey,
+		Principal:     key.ID(),
+		CreatedAt:     timestamp.Format(now),
+		Type:          p.Type,
 		Result: Result{
 			Success:        p.Success,
 			CostMicrocents: p.CostMicrocents,

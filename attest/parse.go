@@ -3,6 +3,7 @@ package attest
 import (
 	"bytes"
 	"crypto/ed25519"
+	"encoding/base64"
 	"fmt"
 	"slices"
 	"strings"
@@ -147,6 +148,9 @@ func (a *Attestation) checkUnsigned() (ed25519.PublicKey, error) {
 	if a.DelegationID == "" || len(a.DelegationID) > MaxStringLen || !utf8.ValidString(a.DelegationID) {
 		return nil, malformed("delegationId must be 1 to %d bytes of UTF-8", MaxStringLen)
 	}
+	if a.DelegationKey != "" && !validDelegationKey(a.DelegationKey) {
+		return nil, malformed("delegationKey %q is not a delegation key (base64url of 32 bytes)", clip(a.DelegationKey))
+	}
 	pub, err := identity.PublicKey(a.Principal)
 	if err != nil {
 		return nil, malformed("principal: %v", err)
@@ -238,4 +242,14 @@ func (a *Attestation) checkChildren() error {
 		}
 	}
 	return nil
+}
+
+// validDelegationKey reports whether key is the unpadded base64url of 32
+// bytes in its one canonical spelling (as dct.ValidDelegationKey).
+func validDelegationKey(key string) bool {
+	if len(key) != 43 {
+		return false
+	}
+	b, err := base64.RawURLEncoding.Strict().DecodeString(key)
+	return err == nil && len(b) == 32 && base64.RawURLEncoding.EncodeToString(b) == key
 }

@@ -222,8 +222,16 @@ func LoadEnded(rawURL string) (map[string]Status, error) {
 // RepublishEnded records in the ended-delegation set at rawURL every
 // delegation of ds that has ended (completed, failed or revoked), as the
 // recovery of a set that lost data does, and returns how many it
-// recorded. An entry the set holds already is left as it is.
+// recorded. An entry the set holds already is left as it is. Endings are
+// recorded by delegation key, never by ID: an ID entry would end every
+// delegation with that ID (a sybil's under the victim's ID included), so a
+// terminal record without a valid key is an error.
 func RepublishEnded(rawURL string, ds []Delegation) (int, error) {
+	for _, d := range ds {
+		if d.Status.Terminal() && !ValidKey(d.Key) {
+			return 0, fmt.Errorf("ended delegations: delegation %s (%s) has no valid delegation key: refusing to republish its ending by ID", d.ID, d.Status)
+		}
+	}
 	c, err := redisconn.Open(rawURL)
 	if err != nil {
 		return 0, fmt.Errorf("ended delegations: %w", err)
@@ -234,7 +242,7 @@ func RepublishEnded(rawURL string, ds []Delegation) (int, error) {
 		if !d.Status.Terminal() {
 			continue
 		}
-		if err := shareEnded(c, redisconn.Redact(rawURL), d.Status, d.ID); err != nil {
+		if err := shareEnded(c, redisconn.Redact(rawURL), d.Status, d.Key); err != nil {
 			return n, err
 		}
 		n++

@@ -94,3 +94,37 @@ func TestSharedStall(t *testing.T) {
 		t.Fatalf("Status on a stalled server: %v, want ErrUnavailable", err)
 	}
 }
+
+// store recover republishes endings by delegation key: an ID entry would
+// end every delegation with that ID (a sybil's under the victim's ID
+// included). A terminal record with no valid key is refused, not
+// republished by ID.
+func TestRepublishEndedByKey(t *testing.T) {
+	srv := redistest.Start(t)
+	f := newFixture(t)
+	a, b := f.a, f.b
+	a.Status, b.Status = StatusActive, StatusCompleted
+	n, err := RepublishEnded(srv.URL(), []Delegation{f.root, a, b})
+	if err != nil || n != 1 {
+		t.Fatalf("RepublishEnded = %d, %v", n, err)
+	}
+	fields, err := srv.Client().HKeys(context.Background(), endedHash).Result()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(fields) != 1 || fields[0] != b.Key {
+		t.Fatalf("set fields = %v, want only the key %s (not ID %s)", fields, b.Key, b.ID)
+	}
+	keyless := b
+	keyless.Key = ""
+	if _, err := RepublishEnded(srv.URL(), []Delegation{keyless}); err == nil {
+		t.Fatal("a terminal record without a key was republished")
+	}
+	keyless.Key = b.ID
+	if _, err := RepublishEnded(srv.URL(), []Delegation{keyless}); err == nil {
+		t.Fatal("a terminal record whose key is an ID was republished")
+	}
+	if fields, _ := srv.Client().HKeys(context.Background(), endedHash).Result(); len(fields) != 1 {
+		t.Fatalf("set fields after refusals = %v", fields)
+	}
+}

@@ -378,9 +378,14 @@ func (d *Delegations) Complete(ctx context.Context, params json.RawMessage) (Com
 
 // CompleteIn is Complete for a session bound to a delegation (nil: none).
 // The message names the delegation by ID, which another delegation may
-// share: the one completed is the delegation with that ID whose delegatee
-// signed the attestation, for its contract; when several are, the one the
-// session is bound to, and none otherwise.
+// share. An attestation that names a delegation key (attest.Attestation
+// DelegationKey, signed) completes only the delegation with that key.
+// Without one (an attestation made before keys), the one completed is the
+// delegation with that ID whose delegatee signed the attestation, for its
+// contract; when several are, the one the session is bound to, and none
+// otherwise. Such an attestation is bound to names only, so it can be
+// replayed against another delegation with the same IDs recorded at
+// another workspace: attest with the delegation key.
 func (d *Delegations) CompleteIn(ctx context.Context, params json.RawMessage, bound *Binding) (CompleteResult, error) {
 	var p CompleteParams
 	if err := strictjson.Unmarshal(params, &p); err != nil {
@@ -410,6 +415,10 @@ func (d *Delegations) CompleteIn(ctx context.Context, params json.RawMessage, bo
 		return CompleteResult{}, invalidParams("delegation %s cannot be completed: %s", del.ID, why)
 	}
 	switch {
+	case a.DelegationKey != "" && a.DelegationKey != del.Key:
+		// Work attested for one delegation never completes another that
+		// shares its names (a sybil's, recorded at another workspace).
+		return CompleteResult{}, invalidParams("the attestation is for delegation key %s, not delegation %s's key %s", a.DelegationKey, del.ID, del.Key)
 	case a.DelegationID != del.ID:
 		return CompleteResult{}, invalidParams("the attestation is for delegation %s, not %s", a.DelegationID, del.ID)
 	case a.ContractID != del.ContractID:
@@ -500,6 +509,15 @@ func (d *Delegations) toComplete(id string, a *attest.Attestation, bound *Bindin
 	}
 	if len(all) == 0 {
 		return chain.Delegation{}, invalidParams("delegation %s is not recorded: send delegateos/delegate first", id)
+	}
+	if a.DelegationKey != "" {
+		// The attestation names the delegation it was made for.
+		for _, del := range all {
+			if del.Key == a.DelegationKey {
+				return del, nil
+			}
+		}
+		return chain.Delegation{}, invalidParams("the attestation is for delegation %s with key %s, which is not recorded here", id, a.DelegationKey)
 	}
 	if len(all) == 1 {
 		// The checks that follow say what does not match.

@@ -17,13 +17,14 @@ import (
 
 var attestCreateCmd = &command{
 	name: "create",
-	args: "--key FILE --contract FILE --delegation DEL --output FILE [--failed] [--hash-only] --cost MICROCENTS " +
+	args: "--key FILE --contract FILE --delegation DEL [--token TOKEN] --output FILE [--failed] [--hash-only] --cost MICROCENTS " +
 		"[--duration D] [--child ATT_ID]... [--no-outcome] [--out FILE] [--json]",
 	summary: "sign an attestation of work done under a contract; the contract's verification is run on the output and claimed",
 	flags: func(fs *pflag.FlagSet) func(*env, []string) error {
 		key := fs.String("key", "", "the attester's key file: the delegatee who did the work")
 		cfile := fs.String("contract", "", "the task contract file")
 		del := fs.String("delegation", "", "the delegation ID the work was done under")
+		token := fs.String("token", "", "the token of that delegation (its last block is DEL; or @FILE, - for stdin): the attestation names its delegation key, so no other delegation with the same IDs can be completed with it")
 		ofile := fs.String("output", "", "the output: a JSON file, or - for standard input")
 		failed := fs.Bool("failed", false, "attest that the work failed (result.success false)")
 		hashOnly := fs.Bool("hash-only", false, "record the output's hash instead of the output")
@@ -65,6 +66,22 @@ var attestCreateCmd = &command{
 			}
 			p := attest.CreateParams{ContractID: c.ID, DelegationID: *del, Success: !*failed, Output: output,
 				HashOnly: *hashOnly, CostMicrocents: *cost, DurationMs: duration.Milliseconds(), Children: *children}
+			if *token != "" {
+				tok, err := parseToken(e, *token)
+				if err != nil {
+					return err
+				}
+				st := tok.Unverified()
+				last := st.Authority.DelegationID
+				if n := len(st.Attenuations); n > 0 {
+					last = st.Attenuations[n-1].DelegationID
+				}
+				if last != *del {
+					return usagef("--token delegates %s in its last block, not --delegation %s", last, *del)
+				}
+				keys := tok.DelegationKeys()
+				p.DelegationKey = keys[len(keys)-1]
+			}
 			if !*noOutcome {
 				spec, err := c.Spec()
 				if err != nil {
