@@ -59,6 +59,12 @@ type Options struct {
 	// CheckToken accepted (its root block, say: what a token holder
 	// cannot multiply); "" puts the token in no tree.
 	SessionTree func(token string) string
+	// SessionCredential, when set, names the credential of a token that
+	// CheckToken accepted in one canonical spelling (the token itself,
+	// whatever wrapper or whitespace the client sent it in): what
+	// MaxCredentialSessions and the per-credential body share count by.
+	// Unset, the token text is the credential.
+	SessionCredential func(token string) string
 	// SessionLive, when set, reports whether the token a session's client
 	// presented still authorizes anything: an error (it was revoked, it
 	// expired, its delegation ended) closes the session and stops its
@@ -318,7 +324,8 @@ func (s *Server) newSession(auth, token string, stateless bool) (*session, error
 	if token != "" && s.opts.SessionTree != nil {
 		tree = s.opts.SessionTree(token)
 	}
-	if err := s.overCaps(tree, token); err != nil {
+	credKey := s.credentialKey(token)
+	if err := s.overCaps(tree, credKey); err != nil {
 		return nil, err
 	}
 	sess := &session{
@@ -326,6 +333,7 @@ func (s *Server) newSession(auth, token string, stateless bool) (*session, error
 		srv:      s,
 		cred:     cred,
 		tree:     tree,
+		credKey:  credKey,
 		shared:   stateless,
 		routes:   map[string]*stream{},
 		progress: map[string]*stream{},

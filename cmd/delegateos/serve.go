@@ -204,7 +204,7 @@ var serveCmd = &command{
 				IdleTimeout: *idle, ReadTimeout: *readTimeout, JSONResponses: *jsonResponses, CheckToken: checkToken, Log: log,
 				RequireToken:          defaultToken == "" && !pol.AllowUnauthenticated,
 				MaxCredentialSessions: noBound(*maxCredSessions), MaxTreeSessions: noBound(*maxTreeSessions),
-				SessionTree: delegationTree, SessionLive: sessionLive(checkToken), RecheckInterval: *recheck,
+				SessionTree: delegationTree, SessionCredential: canonicalToken, SessionLive: sessionLive(checkToken), RecheckInterval: *recheck,
 			}
 			if *maxBody > 0 {
 				sopts.MaxBodyBytes = *maxBody
@@ -343,11 +343,22 @@ func noBound(n int) int {
 // revocation ID of its authority block, which only a trusted root can
 // sign, so a token holder cannot make more trees by attenuating.
 func delegationTree(tok string) string {
-	t, err := dct.Parse(tok)
+	t, err := dct.ParseInput(tok)
 	if err != nil {
 		return ""
 	}
 	return t.RevocationIDs()[0]
+}
+
+// canonicalToken is the bare base64url form of a token the client may have
+// sent in its {"token","format"} wrapper (any spacing): one credential, one
+// spelling, for the per-credential caps.
+func canonicalToken(tok string) string {
+	t, err := dct.ParseInput(tok)
+	if err != nil {
+		return ""
+	}
+	return t.String()
 }
 
 // sessionLive is check (which verifies a token and that its delegation has
