@@ -1,5 +1,3 @@
-//go:build redteam
-
 package serve_test
 
 import (
@@ -9,6 +7,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"strings"
+	"sync/atomic"
 	"testing"
 
 	"github.com/delegateos/delegateos/internal/mcptest"
@@ -16,7 +15,10 @@ import (
 
 // askingUpstream answers tools/call over SSE: it first asks the client
 // roots/list, and answers the call only once the client's answer arrives.
-type askingUpstream struct{ answered chan int }
+type askingUpstream struct {
+	answered chan int
+	got      atomic.Int64 // answers received (the call handler takes answered's)
+}
 
 func (u *askingUpstream) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if r.Method != http.MethodPost {
@@ -31,6 +33,7 @@ func (u *askingUpstream) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	_ = json.Unmarshal(body, &m)
 	switch {
 	case m.Method == "" && string(m.ID) == `"roots-1"`:
+		u.got.Add(1)
 		u.answered <- len(body)
 		w.WriteHeader(http.StatusAccepted)
 	case m.ID == nil:
@@ -82,9 +85,9 @@ func answerDropped(t *testing.T, size int) {
 	}
 	if size > 4<<20 {
 		mcptest.Eventually(t, "the answer to be sent or dropped", func() bool {
-			return len(u.answered) > 0 || metric(t, srv, "delegateos_upstream_notifications_dropped_total") > 0
+			return u.got.Load() > 0 || metric(t, srv, "delegateos_upstream_notifications_dropped_total") > 0
 		})
-		if len(u.answered) == 0 {
+		if u.got.Load() == 0 {
 			t.Fatalf("the %d-byte answer to the upstream's roots/list was dropped (delegateos_upstream_notifications_dropped_total %v): the upstream waits for it for ever", size, metric(t, srv, "delegateos_upstream_notifications_dropped_total"))
 		}
 	}
