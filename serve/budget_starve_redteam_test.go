@@ -1,5 +1,3 @@
-//go:build redteam
-
 package serve_test
 
 import (
