@@ -42,8 +42,11 @@ type Options struct {
 	// and held at once across the server (each counted at its declared
 	// length, or its limit when it declares none): a request that gets no
 	// share within a second is refused 503 unread, and requests without a
-	// credential share an eighth of it and do not wait. Zero means
-	// DefaultMaxBodyBytesInFlight or MaxBodyBytes, whichever is larger;
+	// credential share an eighth of it and do not wait. The bodies of one
+	// credential (its token's delegation tree, or the canonical token) hold
+	// at most a quarter of it: beyond, a request is refused 503 at once,
+	// and a body over a quarter is refused 413. Zero means
+	// DefaultMaxBodyBytesInFlight or 4 × MaxBodyBytes, whichever is larger;
 	// less than MaxBodyBytes is an error.
 	MaxBodyBytesInFlight int64
 	// MaxSessions bounds the sessions open at once; zero means 256.
@@ -166,7 +169,7 @@ func New(opts Options) (*Server, error) {
 	}
 	switch {
 	case opts.MaxBodyBytesInFlight <= 0:
-		opts.MaxBodyBytesInFlight = max(DefaultMaxBodyBytesInFlight, opts.MaxBodyBytes)
+		opts.MaxBodyBytesInFlight = max(DefaultMaxBodyBytesInFlight, 4*opts.MaxBodyBytes)
 	case opts.MaxBodyBytesInFlight < opts.MaxBodyBytes:
 		return nil, fmt.Errorf("serve: the bytes of bodies in flight (%d) must be at least the largest body (%d)", opts.MaxBodyBytesInFlight, opts.MaxBodyBytes)
 	}
