@@ -31,10 +31,12 @@ import (
 //
 // Requests are sent at once, each its own POST; notifications and answers
 // to the server's requests are sent one at a time, in order, from a queue
-// of at most 256 messages and 4 MiB: a message that finds it full is
-// dropped (and counted, see UpstreamNotificationsDropped), so that a client
-// flooding a slow server holds a bounded queue, not a connection per
-// message.
+// of at most 256 messages and 4 MiB (one larger message goes when it is
+// empty): a notification that finds it full is dropped (and counted, see
+// UpstreamNotificationsDropped), so that a client flooding a slow server
+// holds a bounded queue, not a connection per message. An answer to one of
+// the server's requests is never dropped: it is queued beside those
+// bounds, which the server's unanswered requests (at most maxAsked) bound.
 //
 // No message the server sends is held beyond maxFrame bytes (zero means
 // proxy.DefaultMaxFrameBytes), the relay's own limit: a larger one answers
