@@ -47,3 +47,25 @@ func TestByteBudget(t *testing.T) {
 		t.Fatal("a cancelled request took room or kept its place")
 	}
 }
+
+// One credential holds at most a quarter of the budget, refused at once
+// beyond it; others keep the rest, and a share given back is taken again.
+func TestBudgetCredentialShare(t *testing.T) {
+	b := newByteBudget(100)
+	ctx := context.Background()
+	if !b.take(ctx, 25, 0, "alice") || b.take(ctx, 1, time.Hour, "alice") {
+		t.Fatal("a credential's share is not bounded to a quarter")
+	}
+	if !b.take(ctx, 25, 0, "bob") || b.inUse() != 50 {
+		t.Fatal("another credential was refused")
+	}
+	b.give(25, false, "alice")
+	if !b.take(ctx, 25, 0, "alice") || len(b.byCred) != 2 {
+		t.Fatal("a share given back was not taken again")
+	}
+	b.give(25, false, "alice")
+	b.give(25, false, "bob")
+	if len(b.byCred) != 0 || b.inUse() != 0 {
+		t.Fatalf("shares left after all were given back: %v", b.byCred)
+	}
+}
