@@ -31,10 +31,12 @@ import (
 //
 // Requests are sent at once, each its own POST; notifications and answers
 // to the server's requests are sent one at a time, in order, from a queue
-// of at most 256 messages and 4 MiB: a message that finds it full is
-// dropped (and counted, see UpstreamNotificationsDropped), so that a client
-// flooding a slow server holds a bounded queue, not a connection per
-// message.
+// of at most 256 messages and 4 MiB (one larger message goes when it is
+// empty): a notification that finds it full is dropped (and counted, see
+// UpstreamNotificationsDropped), so that a client flooding a slow server
+// holds a bounded queue, not a connection per message. An answer to one of
+// the server's requests is never dropped: it is queued beside those
+// bounds, which the server's unanswered requests (at most maxAsked) bound.
 //
 // No message the server sends is held beyond maxFrame bytes (zero means
 // proxy.DefaultMaxFrameBytes), the relay's own limit: a larger one answers
@@ -84,7 +86,14 @@ func Bridge(ctx context.Context, url string, header http.Header, client *http.Cl
 						b.untrack(id)
 					}
 				}
-				q.push(f, m)
+				if m.Kind == proxy.KindResponse && b.answers(m.ID) {
+					// An answer to the upstream's request is never dropped:
+					// the upstream waits for it. Those are bounded by the
+					// requests the upstream has outstanding (maxAsked).
+					q.pushAnswer(f, m)
+				} else {
+					q.push(f, m)
+				}
 			}
 		}
 		if err != nil {
@@ -110,6 +119,10 @@ type bridge struct {
 
 	// calls cancels the POST of each request in flight, by request key.
 	calls map[string]*call
+	// asked holds the keys of the upstream's requests to the client not
+	// yet answered (at most maxAsked): their answers bypass the queue's
+	// bounds.
+	asked map[string]struct{}
 
 	mu            sync.Mutex // guards the session, its headers, calls and out
 	session       string
@@ -171,13 +184,43 @@ var (
 	postAccept      = []string{"application/json, text/event-stream"}
 )
 
+// maxAsked bounds the upstream's requests to the client whose answers a
+// bridge holds room for beside its queue's bounds.
+const maxAsked = 1024
+
+// answers reports whether id answers a request the upstream sent the
+// client and has not had answered yet, and marks it answered.
+func (b *bridge) answers(id []byte) bool {
+	key, ok := proxy.RequestKey(id)
+	if !ok {
+		return false
+	}
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if _, ok := b.asked[key]; !ok {
+		return false
+	}
+	delete(b.asked, key)
+	return true
+}
+
 func (b *bridge) write(frame []byte) {
 	var c bytes.Buffer
 	if json.Compact(&c, frame) != nil {
 		return
 	}
+	var key string
+	if rm, err := proxy.ReadRelayMessage(c.Bytes()); err == nil && rm.Kind == proxy.KindRequest {
+		key, _ = proxy.RequestKey(rm.ID)
+	}
 	b.mu.Lock()
 	defer b.mu.Unlock()
+	if key != "" && len(b.asked) < maxAsked {
+		if b.asked == nil {
+			b.asked = map[string]struct{}{}
+		}
+		b.asked[key] = struct{}{}
+	}
 	b.out.Write(c.Bytes())
 	b.out.WriteByte('\n')
 	b.out.Flush()

@@ -19,6 +19,8 @@ type byteBudget struct {
 	used     int64
 	anonCap  int64 // the bound on anonymous requests' share
 	anonUsed int64
+	credCap  int64            // the bound on one credential's share
+	byCred   map[string]int64 // each credential's share taken or asked for
 	waiters  []*budgetWaiter
 }
 
@@ -28,13 +30,22 @@ type budgetWaiter struct {
 }
 
 func newByteBudget(size int64) *byteBudget {
-	return &byteBudget{size: size, anonCap: size / 8}
+	return &byteBudget{size: size, anonCap: size / 8, credCap: size / 4, byCred: map[string]int64{}}
 }
 
-// take waits at most wait for n bytes (n at most size) and reports whether
-// it got them; it gives up early when ctx ends.
-func (b *byteBudget) take(ctx context.Context, n int64, wait time.Duration) bool {
+// take waits at most wait for n bytes (n at most size) for the credential
+// cred and reports whether it got them; it gives up early when ctx ends.
+// A credential whose share would go over credCap is refused at once: one
+// token holder cannot hold the whole budget with bodies it never sends.
+func (b *byteBudget) take(ctx context.Context, n int64, wait time.Duration, cred string) bool {
 	b.mu.Lock()
+	if cred != "" {
+		if b.byCred[cred]+n > b.credCap {
+			b.mu.Unlock()
+			return false
+		}
+		b.byCred[cred] += n
+	}
 	if len(b.waiters) == 0 && b.used+n <= b.size {
 		b.used += n
 		b.mu.Unlock()
@@ -66,6 +77,7 @@ func (b *byteBudget) take(ctx context.Context, n int64, wait time.Duration) bool
 			break
 		}
 	}
+	b.giveCredLocked(n, cred)
 	// Those behind it may fit now that it no longer blocks the line.
 	b.grantLocked()
 	return false
@@ -84,15 +96,26 @@ func (b *byteBudget) takeAnonymous(n int64) bool {
 	return true
 }
 
-// give returns n bytes taken (anonymous ones by takeAnonymous).
-func (b *byteBudget) give(n int64, anonymous bool) {
+// give returns n bytes taken (anonymous ones by takeAnonymous, cred's by
+// take).
+func (b *byteBudget) give(n int64, anonymous bool, cred string) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	b.used -= n
 	if anonymous {
 		b.anonUsed -= n
 	}
+	b.giveCredLocked(n, cred)
 	b.grantLocked()
+}
+
+func (b *byteBudget) giveCredLocked(n int64, cred string) {
+	if cred == "" {
+		return
+	}
+	if b.byCred[cred] -= n; b.byCred[cred] <= 0 {
+		delete(b.byCred, cred)
+	}
 }
 
 // grantLocked hands out what is free to the waiters at the head of the line.

@@ -123,28 +123,43 @@ func bearer(auth string) string {
 	return strings.TrimSpace(tok)
 }
 
+// refuseUnread marks an answer given before the request's body is read
+// (if it has one) as the connection's last: net/http would otherwise wait
+// for the body (up to 256 KiB of it, until the read deadline) before it
+// answers, and a client that declared a body it does not send would hold
+// the connection and a goroutine for ReadTimeout each time.
+func refuseUnread(w http.ResponseWriter, r *http.Request) {
+	if r.ContentLength != 0 {
+		w.Header().Set("Connection", "close")
+	}
+}
+
 // session finds the session a request names and checks the request
 // presents the credential the session was created with; it answers the
 // request itself when it returns nil.
 func (s *Server) session(w http.ResponseWriter, r *http.Request) *session {
 	id := r.Header.Get(HeaderSessionID)
 	if id == "" {
+		refuseUnread(w, r)
 		httpError(w, http.StatusBadRequest, nil, "missing "+HeaderSessionID+" header: send initialize first")
 		return nil
 	}
 	sess := s.lookup(id)
 	if sess == nil {
+		refuseUnread(w, r)
 		httpError(w, http.StatusNotFound, nil, "no such session (it ended, or never existed): start a new one with initialize")
 		return nil
 	}
 	c, _, err := credential(r)
 	if err != nil {
+		refuseUnread(w, r)
 		httpError(w, http.StatusUnauthorized, nil, err.Error())
 		return nil
 	}
 	cred := sha256.Sum256([]byte(c))
 	if subtle.ConstantTimeCompare(cred[:], sess.cred[:]) != 1 {
 		s.log.Warn("request refused: its Authorization header is not the one its session was created with", zap.String("session", id[:min(8, len(id))]))
+		refuseUnread(w, r)
 		httpError(w, http.StatusForbidden, nil, "this session was created with another credential: send the Authorization header it was initialized with")
 		return nil
 	}
@@ -153,6 +168,7 @@ func (s *Server) session(w http.ResponseWriter, r *http.Request) *session {
 	if r.Method != http.MethodDelete {
 		if err := s.live(sess); err != nil {
 			w.Header().Set("WWW-Authenticate", `Bearer error="invalid_token"`)
+			refuseUnread(w, r)
 			httpError(w, http.StatusUnauthorized, nil, "the session was closed: its token no longer authorizes calls: "+err.Error())
 			return nil
 		}
@@ -165,28 +181,31 @@ func (s *Server) session(w http.ResponseWriter, r *http.Request) *session {
 // UnauthenticatedBodyBytes (anonymous) for none. It refuses, unread, a
 // request without a token when one is required, or with one that does not
 // verify: zero means the request was answered.
-func (s *Server) sessionlessLimit(w http.ResponseWriter, r *http.Request) (limit int64, anonymous bool) {
+func (s *Server) sessionlessLimit(w http.ResponseWriter, r *http.Request) (limit int64, anonymous bool, cred string) {
 	_, tok, err := credential(r)
 	switch {
 	case err != nil:
+		refuseUnread(w, r)
 		httpError(w, http.StatusUnauthorized, nil, err.Error())
-		return 0, false
+		return 0, false, ""
 	case tok == "" && s.opts.RequireToken:
 		// No token: none in Authorization, or a signature there (AVP-Sig)
 		// that names none.
 		w.Header().Set("WWW-Authenticate", "Bearer")
+		refuseUnread(w, r)
 		httpError(w, http.StatusUnauthorized, nil, "give your token in an Authorization: Bearer header to start a session")
-		return 0, false
+		return 0, false, ""
 	case tok == "" || s.opts.CheckToken == nil:
-		return min(s.opts.MaxBodyBytes, UnauthenticatedBodyBytes), true
+		return min(s.opts.MaxBodyBytes, UnauthenticatedBodyBytes), true, ""
 	}
 	if err := s.opts.CheckToken(tok); err != nil {
 		s.log.Warn("session refused: its token does not verify", zap.Error(err))
 		w.Header().Set("WWW-Authenticate", `Bearer error="invalid_token"`)
+		refuseUnread(w, r)
 		httpError(w, http.StatusUnauthorized, nil, "the token in the Authorization header is not valid: "+err.Error())
-		return 0, false
+		return 0, false, ""
 	}
-	return s.opts.MaxBodyBytes, false
+	return s.opts.MaxBodyBytes, false, s.tokenBodyCred(tok)
 }
 
 // authorize verifies an AVP-Sig in Authorization (see
@@ -262,15 +281,18 @@ func (s *Server) servePost(w http.ResponseWriter, r *http.Request) {
 	// is checked before a byte of its body is read, and the body limit
 	// follows from it.
 	var sess *session
-	limit, anonymous := s.opts.MaxBodyBytes, false
+	limit, anonymous, cred := s.opts.MaxBodyBytes, false, ""
 	if r.Header.Get(HeaderSessionID) != "" {
 		if sess = s.session(w, r); sess == nil {
 			return
 		}
-	} else if limit, anonymous = s.sessionlessLimit(w, r); limit == 0 {
+	} else if limit, anonymous, cred = s.sessionlessLimit(w, r); limit == 0 {
 		return
 	}
-	body, release, err := s.readBody(w, r, limit, anonymous)
+	if sess != nil {
+		cred = sess.bodyCred()
+	}
+	body, release, err := s.readBody(w, r, limit, anonymous, cred)
 	if err != nil {
 		return
 	}
@@ -575,7 +597,7 @@ func (s *Server) serveGet(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	sess := s.session(w, r)
-	if sess == nil || !s.discardBody(w, r) || !s.authorize(w, r, nil, sess) {
+	if sess == nil || !s.discardBody(w, r, sess) || !s.authorize(w, r, nil, sess) {
 		return
 	}
 	st := sess.streams0()
@@ -610,7 +632,7 @@ func (s *session) streams0() *stream {
 
 func (s *Server) serveDelete(w http.ResponseWriter, r *http.Request) {
 	sess := s.session(w, r)
-	if sess == nil || !s.discardBody(w, r) || !s.authorize(w, r, nil, sess) {
+	if sess == nil || !s.discardBody(w, r, sess) || !s.authorize(w, r, nil, sess) {
 		return
 	}
 	sess.close("the client ended the session (DELETE)")

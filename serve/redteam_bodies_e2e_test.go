@@ -143,9 +143,10 @@ func TestServeBoundsBodiesInFlight(t *testing.T) {
 	for k, v := range alice {
 		hdr[k] = v
 	}
-	// Two bodies of 600 KiB do not fit in 1 MiB: whichever comes second
-	// is refused without its body being sent.
-	const n = 600 << 10
+	// One credential's bodies hold at most a quarter of the 1 MiB: of two
+	// bodies of 200 KiB, whichever comes second is refused at once without
+	// its body being sent (the pool's own bound is budget_test's).
+	const n = 200 << 10
 	type answer struct {
 		i      int
 		res    *http.Response
@@ -183,8 +184,14 @@ func TestServeBoundsBodiesInFlight(t *testing.T) {
 	if r := srv.Post(sid, alice, echoCall("3", n)); r.Status != 200 {
 		t.Fatalf("the refused request sent again: HTTP %d %s", r.Status, r.Body)
 	}
+	// A body over a credential's share (256 KiB) can never be served: it
+	// is refused 413 unread.
+	p := postHeaders(t, srv.Addr, hdr, 300<<10)
+	if res, body, err := p.answer(); err != nil || res.StatusCode != 413 || !strings.Contains(body, "262144") {
+		t.Fatalf("a 300 KiB body over a credential's share of 256 KiB: %v %v %s", err, res, body)
+	}
 	// A body over the limit is refused unread, whoever sends it.
-	p := postHeaders(t, srv.Addr, hdr, 2<<20)
+	p = postHeaders(t, srv.Addr, hdr, 2<<20)
 	if res, body, err := p.answer(); err != nil || res.StatusCode != 413 {
 		t.Fatalf("a 2 MiB body over --max-body-bytes: %v %v %s", err, res, body)
 	}

@@ -32,16 +32,18 @@ func UpstreamNotificationsDropped() int64 { return droppedNotifications.Load() }
 // own queue, and what it sends beyond is dropped, not given a goroutine
 // and a connection each.
 type sendQueue struct {
-	mu     sync.Mutex
-	cond   sync.Cond
-	frames []queued
-	bytes  int
-	closed bool
+	mu      sync.Mutex
+	cond    sync.Cond
+	frames  []queued
+	bytes   int // of the frames queued by push
+	answers int // frames queued by pushAnswer
+	closed  bool
 }
 
 type queued struct {
-	frame []byte
-	m     proxy.Message
+	frame  []byte
+	m      proxy.Message
+	answer bool
 }
 
 func newSendQueue() *sendQueue {
@@ -58,12 +60,29 @@ func (q *sendQueue) push(frame []byte, m proxy.Message) bool {
 	if q.closed {
 		return false
 	}
-	if len(q.frames) >= maxQueuedNotifications || q.bytes+len(frame) > maxQueuedNotificationBytes {
+	// One frame over the byte bound (it is within the largest message the
+	// server takes) goes when nothing else waits.
+	if len(q.frames) > 0 && (len(q.frames)-q.answers >= maxQueuedNotifications || q.bytes+len(frame) > maxQueuedNotificationBytes) {
 		droppedNotifications.Add(1)
 		return false
 	}
-	q.frames = append(q.frames, queued{frame, m})
+	q.frames = append(q.frames, queued{frame, m, false})
 	q.bytes += len(frame)
+	q.cond.Signal()
+	return true
+}
+
+// pushAnswer queues an answer to one of the upstream's requests outside
+// the bounds of push: the caller bounds those (maxAsked). It reports false
+// when the queue is closed.
+func (q *sendQueue) pushAnswer(frame []byte, m proxy.Message) bool {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	if q.closed {
+		return false
+	}
+	q.frames = append(q.frames, queued{frame, m, true})
+	q.answers++
 	q.cond.Signal()
 	return true
 }
@@ -82,7 +101,11 @@ func (q *sendQueue) pop() (queued, bool) {
 	x := q.frames[0]
 	q.frames[0] = queued{}
 	q.frames = q.frames[1:]
-	q.bytes -= len(x.frame)
+	if x.answer {
+		q.answers--
+	} else {
+		q.bytes -= len(x.frame)
+	}
 	return x, true
 }
 
@@ -91,7 +114,7 @@ func (q *sendQueue) close() {
 	q.mu.Lock()
 	defer q.mu.Unlock()
 	q.closed = true
-	q.frames, q.bytes = nil, 0
+	q.frames, q.bytes, q.answers = nil, 0, 0
 	q.cond.Broadcast()
 }
 

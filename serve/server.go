@@ -44,8 +44,11 @@ type Options struct {
 	// and held at once across the server (each counted at its declared
 	// length, or its limit when it declares none): a request that gets no
 	// share within a second is refused 503 unread, and requests without a
-	// credential share an eighth of it and do not wait. Zero means
-	// DefaultMaxBodyBytesInFlight or MaxBodyBytes, whichever is larger;
+	// credential share an eighth of it and do not wait. The bodies of one
+	// credential (its token's delegation tree, or the canonical token) hold
+	// at most a quarter of it: beyond, a request is refused 503 at once,
+	// and a body over a quarter is refused 413. Zero means
+	// DefaultMaxBodyBytesInFlight or 4 × MaxBodyBytes, whichever is larger;
 	// less than MaxBodyBytes is an error.
 	MaxBodyBytesInFlight int64
 	// MaxSessions bounds the sessions open at once; zero means 256.
@@ -61,6 +64,12 @@ type Options struct {
 	// CheckToken accepted (its root block, say: what a token holder
 	// cannot multiply); "" puts the token in no tree.
 	SessionTree func(token string) string
+	// SessionCredential, when set, names the credential of a token that
+	// CheckToken accepted in one canonical spelling (the token itself,
+	// whatever wrapper or whitespace the client sent it in): what
+	// MaxCredentialSessions and the per-credential body share count by.
+	// Unset, the token text is the credential.
+	SessionCredential func(token string) string
 	// SessionLive, when set, reports whether the token a session's client
 	// presented still authorizes anything: an error (it was revoked, it
 	// expired, its delegation ended) closes the session and stops its
@@ -171,7 +180,7 @@ func New(opts Options) (*Server, error) {
 	}
 	switch {
 	case opts.MaxBodyBytesInFlight <= 0:
-		opts.MaxBodyBytesInFlight = max(DefaultMaxBodyBytesInFlight, opts.MaxBodyBytes)
+		opts.MaxBodyBytesInFlight = max(DefaultMaxBodyBytesInFlight, 4*opts.MaxBodyBytes)
 	case opts.MaxBodyBytesInFlight < opts.MaxBodyBytes:
 		return nil, fmt.Errorf("serve: the bytes of bodies in flight (%d) must be at least the largest body (%d)", opts.MaxBodyBytesInFlight, opts.MaxBodyBytes)
 	}
@@ -329,7 +338,8 @@ func (s *Server) newSession(auth, token string, stateless bool) (*session, error
 	if token != "" && s.opts.SessionTree != nil {
 		tree = s.opts.SessionTree(token)
 	}
-	if err := s.overCaps(tree, token); err != nil {
+	credKey := s.credentialKey(token)
+	if err := s.overCaps(tree, credKey); err != nil {
 		return nil, err
 	}
 	sess := &session{
@@ -337,6 +347,7 @@ func (s *Server) newSession(auth, token string, stateless bool) (*session, error
 		srv:      s,
 		cred:     cred,
 		tree:     tree,
+		credKey:  credKey,
 		shared:   stateless,
 		routes:   map[string]*stream{},
 		progress: map[string]*stream{},

@@ -31,10 +31,11 @@ type Session struct {
 // in-flight requests.
 type session struct {
 	Session
-	srv  *Server
-	log  *zap.Logger
-	cred [32]byte // the hash of the credential it was created with (see credential)
-	tree string   // the delegation tree of its client's token, if any
+	srv     *Server
+	log     *zap.Logger
+	cred    [32]byte // the hash of the credential it was created with (see credential)
+	tree    string   // the delegation tree of its client's token, if any
+	credKey string   // its client's token in canonical spelling (credentialKey), if any
 	// shared: it serves stateless requests (no Mcp-Session-Id), and its id
 	// is never sent to a client.
 	shared bool

@@ -19,8 +19,21 @@ var (
 	errTreeSessions       = errors.New("too many sessions open under this token's delegation tree: end one (DELETE) first")
 )
 
-// overCaps reports whether a new session of a client presenting token (of
-// delegation tree tree) would go over its caps. A session with
+// credentialKey is token in one canonical spelling (SessionCredential),
+// or "" for no token.
+func (s *Server) credentialKey(token string) string {
+	if token == "" || s.opts.SessionCredential == nil {
+		return token
+	}
+	if k := s.opts.SessionCredential(token); k != "" {
+		return k
+	}
+	return token
+}
+
+// overCaps reports whether a new session of a client presenting the
+// credential token (credentialKey; of delegation tree tree) would go over
+// its caps. A session with
 // no token of its client's is bound by MaxSessions only. The caller holds
 // s.mu.
 func (s *Server) overCaps(tree, token string) error {
@@ -29,11 +42,12 @@ func (s *Server) overCaps(tree, token string) error {
 	}
 	byCred, byTree := 0, 0
 	for _, o := range s.sessions {
-		if o.Token == "" {
+		if o.credKey == "" {
 			continue
 		}
-		// By token, not by the header's spelling ("bearer  X" is X).
-		if o.Token == token {
+		// By the canonical token, not by the header's spelling ("bearer  X"
+		// is X, and so is X's {"token","format"} wrapper in any spacing).
+		if o.credKey == token {
 			byCred++
 		}
 		if tree != "" && o.tree == tree {

@@ -53,7 +53,7 @@ var serveCmd = &command{
 		jsonResponses := fs.Bool("json-responses", false, "answer a request whose response is all the upstream sends for it with an application/json body, not an SSE stream (which a client can resume after a lost connection)")
 		upstreamURL := fs.String("upstream-url", "", "an MCP server reached over Streamable HTTP, instead of an upstream command (each session gets its own upstream session)")
 		maxBody := fs.Int64("max-body-bytes", 0, "the largest POST body accepted (default, and at most: the policy's max_frame_bytes)")
-		maxInFlight := fs.Int64("max-body-bytes-in-flight", 0, "the bytes of request bodies the server holds at once, across all clients (default 64 MiB, or the body limit if larger); a request that gets no room within a second is refused 503 unread")
+		maxInFlight := fs.Int64("max-body-bytes-in-flight", 0, "the bytes of request bodies the server holds at once, across all clients (default 64 MiB, or 4 times the body limit if larger); a request that gets no room within a second is refused 503 unread, and one credential's bodies hold at most a quarter of it")
 		readTimeout := fs.Duration("read-timeout", 10*time.Second, "how long a client gets to send a request's headers, and then its body")
 		drain := fs.Duration("drain-timeout", 30*time.Second, "on SIGTERM or SIGINT, how long calls in flight get to finish before their sessions are closed")
 		logFile := fs.String("log", "", "log to this file instead of standard error (overrides the policy)")
@@ -204,7 +204,7 @@ var serveCmd = &command{
 				IdleTimeout: *idle, ReadTimeout: *readTimeout, JSONResponses: *jsonResponses, CheckToken: checkToken, Log: log,
 				RequireToken:          defaultToken == "" && !pol.AllowUnauthenticated,
 				MaxCredentialSessions: noBound(*maxCredSessions), MaxTreeSessions: noBound(*maxTreeSessions),
-				SessionTree: delegationTree, SessionLive: sessionLive(checkToken), RecheckInterval: *recheck,
+				SessionTree: delegationTree, SessionCredential: canonicalToken, SessionLive: sessionLive(checkToken), RecheckInterval: *recheck,
 			}
 			if *maxBody > 0 {
 				sopts.MaxBodyBytes = *maxBody
@@ -220,6 +220,9 @@ var serveCmd = &command{
 					return fixf("--max-body-bytes-in-flight %d is below the largest body accepted (%d): give at least that, or a lower --max-body-bytes", *maxInFlight, sopts.MaxBodyBytes)
 				}
 				sopts.MaxBodyBytesInFlight = *maxInFlight
+				if *maxInFlight/4 < sopts.MaxBodyBytes {
+					log.Warn("one credential's bodies hold at most a quarter of --max-body-bytes-in-flight: larger bodies are refused (413)", zap.Int64("max_body_bytes_per_credential", *maxInFlight/4))
+				}
 			}
 			setup.Options = &sopts
 			for _, x := range serveExtensions {
@@ -343,11 +346,22 @@ func noBound(n int) int {
 // revocation ID of its authority block, which only a trusted root can
 // sign, so a token holder cannot make more trees by attenuating.
 func delegationTree(tok string) string {
-	t, err := dct.Parse(tok)
+	t, err := dct.ParseInput(tok)
 	if err != nil {
 		return ""
 	}
 	return t.RevocationIDs()[0]
+}
+
+// canonicalToken is the bare base64url form of a token the client may have
+// sent in its {"token","format"} wrapper (any spacing): one credential, one
+// spelling, for the per-credential caps.
+func canonicalToken(tok string) string {
+	t, err := dct.ParseInput(tok)
+	if err != nil {
+		return ""
+	}
+	return t.String()
 }
 
 // sessionLive is check (which verifies a token and that its delegation has
