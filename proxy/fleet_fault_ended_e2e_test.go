@@ -21,20 +21,8 @@ import (
 func TestE2EFaultFlushAllRecoversEndedDelegations(t *testing.T) {
 	srv := redistest.Start(t)
 	r := newDelegationRun(t)
-	start := func(ws string) (*mcptest.Process, *mcptest.Session) {
-		revs := filepath.Join(r.e.Dir, filepath.Base(ws)+"-revocations.json")
-		mcptest.WriteFile(t, revs, "[]\n")
-		pol := r.e.Policy(mcptest.Rule{Match: "read_file", Namespace: "docs", Action: "read", Arg: "/path", Cost: 100})
-		pol.Rules = pol.Rules[1:]
-		pol.RevocationList = revs
-		key := mcptest.NewKey(t, filepath.Base(ws))
-		pol.Extra = "workspace: " + strconv.Quote(ws) + "\nended_delegations: " + strconv.Quote(srv.URL()) +
-			"\nproxy_key: " + r.e.KeyFile(key) + "\naudit_log: " + filepath.Join(ws+"-audit.log") + "\n"
-		p := r.e.StartProxy(mcptest.ProxyOptions{Policy: pol})
-		return p, p.Connect(mcptest.SessionOptions{})
-	}
 	ws1 := filepath.Join(r.e.Dir, "ws1")
-	r.p, r.s = start(ws1)
+	r.p, r.s = startEndedWorkspace(t, r, srv, ws1)
 	r.ws = ws1
 	delA := r.aTok.Unverified().Authority.DelegationID
 	delB := r.bTok.Unverified().Attenuations[0].DelegationID
@@ -52,7 +40,7 @@ func TestE2EFaultFlushAllRecoversEndedDelegations(t *testing.T) {
 	if code != 0 || !strings.Contains(out, "recorded 1 ended delegations of 1 workspaces") {
 		t.Fatalf("store recover --workspace: exit %d, %s%s", code, out, errs)
 	}
-	_, other := start(filepath.Join(r.e.Dir, "ws2"))
+	_, other := startEndedWorkspace(t, r, srv, filepath.Join(r.e.Dir, "ws2"))
 	got := other.CallAs(t, r.bTok.String(), "read_file", map[string]any{"path": "/project/sub/notes.md"})
 	if typ, detail := denialData(got); typ != string(dct.Expired) || !strings.Contains(detail, delB+" has ended (completed)") {
 		t.Fatalf("B's call at a proxy started after the recovery: %+v (%s: %s), want it refused as ended", got, typ, detail)
@@ -65,20 +53,8 @@ func TestE2EFaultFlushAllRecoversEndedDelegations(t *testing.T) {
 func TestE2EFaultFlushAllEndedWrittenBack(t *testing.T) {
 	srv := redistest.Start(t)
 	r := newDelegationRun(t)
-	start := func(ws string) (*mcptest.Process, *mcptest.Session) {
-		revs := filepath.Join(r.e.Dir, filepath.Base(ws)+"-revocations.json")
-		mcptest.WriteFile(t, revs, "[]\n")
-		pol := r.e.Policy(mcptest.Rule{Match: "read_file", Namespace: "docs", Action: "read", Arg: "/path", Cost: 100})
-		pol.Rules = pol.Rules[1:]
-		pol.RevocationList = revs
-		key := mcptest.NewKey(t, filepath.Base(ws))
-		pol.Extra = "workspace: " + strconv.Quote(ws) + "\nended_delegations: " + strconv.Quote(srv.URL()) +
-			"\nproxy_key: " + r.e.KeyFile(key) + "\naudit_log: " + filepath.Join(ws+"-audit.log") + "\n"
-		p := r.e.StartProxy(mcptest.ProxyOptions{Policy: pol})
-		return p, p.Connect(mcptest.SessionOptions{})
-	}
 	ws1 := filepath.Join(r.e.Dir, "ws1")
-	r.p, r.s = start(ws1)
+	r.p, r.s = startEndedWorkspace(t, r, srv, ws1)
 	r.ws = ws1
 	delA := r.aTok.Unverified().Authority.DelegationID
 	delB := r.bTok.Unverified().Attenuations[0].DelegationID
@@ -96,9 +72,25 @@ func TestE2EFaultFlushAllEndedWrittenBack(t *testing.T) {
 		n, err := srv.Client().HLen(ctx, "delegateos:ended").Result()
 		return err == nil && n == 1
 	})
-	_, other := start(filepath.Join(r.e.Dir, "ws2"))
+	_, other := startEndedWorkspace(t, r, srv, filepath.Join(r.e.Dir, "ws2"))
 	got := other.CallAs(t, r.bTok.String(), "read_file", map[string]any{"path": "/project/sub/notes.md"})
 	if typ, detail := denialData(got); typ != string(dct.Expired) || !strings.Contains(detail, delB+" has ended (completed)") {
 		t.Fatalf("B's call at a proxy started after the FLUSHALL: %+v (%s: %s), want it refused as ended", got, typ, detail)
 	}
+}
+
+// startEndedWorkspace starts a proxy of r's fleet on the workspace ws,
+// sharing its ended delegations in the Redis srv, and connects to it.
+func startEndedWorkspace(t *testing.T, r *delegationRun, srv *redistest.Server, ws string) (*mcptest.Process, *mcptest.Session) {
+	t.Helper()
+	revs := filepath.Join(r.e.Dir, filepath.Base(ws)+"-revocations.json")
+	mcptest.WriteFile(t, revs, "[]\n")
+	pol := r.e.Policy(mcptest.Rule{Match: "read_file", Namespace: "docs", Action: "read", Arg: "/path", Cost: 100})
+	pol.Rules = pol.Rules[1:]
+	pol.RevocationList = revs
+	key := mcptest.NewKey(t, filepath.Base(ws))
+	pol.Extra = "workspace: " + strconv.Quote(ws) + "\nended_delegations: " + strconv.Quote(srv.URL()) +
+		"\nproxy_key: " + r.e.KeyFile(key) + "\naudit_log: " + filepath.Join(ws+"-audit.log") + "\n"
+	p := r.e.StartProxy(mcptest.ProxyOptions{Policy: pol})
+	return p, p.Connect(mcptest.SessionOptions{})
 }

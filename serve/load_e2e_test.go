@@ -1,11 +1,9 @@
 package serve_test
 
 import (
-	"bytes"
 	"encoding/json"
 	"fmt"
 	"net/http"
-	"os"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -108,23 +106,7 @@ func TestServeLoadSixtyFourSessionsStaysExact(t *testing.T) {
 	if out, stderr, code := mcptest.CLI(t, "audit", "verify", logPath, "--key-id", key.DID()); code != 0 || !strings.HasPrefix(out, "OK audit log") {
 		t.Fatalf("audit verify: %d %s %s", code, out, stderr)
 	}
-	b, err := os.ReadFile(logPath)
-	if err != nil {
-		t.Fatal(err)
-	}
-	count := map[string]int{}
-	for _, line := range bytes.Split(bytes.TrimSuffix(b, []byte("\n")), []byte("\n")) {
-		r, err := receipt.Parse(line)
-		if err != nil {
-			t.Fatal(err)
-		}
-		switch body := r.Body.(type) {
-		case *receipt.DecisionBody:
-			count[body.Decision]++
-		case *receipt.ExecutionBody:
-			count["execution"]++
-		}
-	}
+	count := receiptCounts(t, logPath)
 	if want := tokens * budgetCalls; count[receipt.DecisionAllow] != want || count["execution"] != want {
 		t.Errorf("receipts in the log: %v, want %d allowed decisions and %d executions", mustJSON(count), want, want)
 	}

@@ -49,23 +49,7 @@ func TestServeDrainTimeoutSettlesAndSigns(t *testing.T) {
 	if code != 0 || !strings.HasPrefix(out, "OK audit log") {
 		t.Fatalf("audit verify: %d %s %s", code, out, stderr)
 	}
-	b, err := os.ReadFile(logPath)
-	if err != nil {
-		t.Fatal(err)
-	}
-	count := map[string]int{}
-	for _, line := range bytes.Split(bytes.TrimSuffix(b, []byte("\n")), []byte("\n")) {
-		r, err := receipt.Parse(line)
-		if err != nil {
-			t.Fatal(err)
-		}
-		switch body := r.Body.(type) {
-		case *receipt.DecisionBody:
-			count[body.Decision]++
-		case *receipt.ExecutionBody:
-			count["execution"]++
-		}
-	}
+	count := receiptCounts(t, logPath)
 	if count[receipt.DecisionAllow] != 1 || count["execution"] != 1 {
 		t.Errorf("receipts in the log: %v, want the call's decision and its execution", count)
 	}
@@ -100,4 +84,28 @@ func TestServeDeleteWithACallInFlightCharges(t *testing.T) {
 	if code != 0 || !strings.Contains(out, `"committed": 700`) {
 		t.Fatalf("spend after DELETE (exit %d): %s", code, out)
 	}
+}
+
+// receiptCounts reads the audit log at path and counts its decision
+// receipts by decision, and its execution receipts as "execution".
+func receiptCounts(t *testing.T, path string) map[string]int {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	count := map[string]int{}
+	for _, line := range bytes.Split(bytes.TrimSuffix(b, []byte("\n")), []byte("\n")) {
+		r, err := receipt.Parse(line)
+		if err != nil {
+			t.Fatal(err)
+		}
+		switch body := r.Body.(type) {
+		case *receipt.DecisionBody:
+			count[body.Decision]++
+		case *receipt.ExecutionBody:
+			count["execution"]++
+		}
+	}
+	return count
 }
