@@ -1,0 +1,118 @@
+//go:build unix && redteam
+
+package proxy_test
+
+// Second red team of issue 19's store history (after wt-storefix): attacks
+// that still get calls forwarded past a budget. Each fails on the current
+// code; run with: go test -tags redteam -count=1 -run TestRedTeam2 ./proxy/
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/delegateos/delegateos/internal/mcptest"
+)
+
+// seenFiles returns the *.seen.json files of the test's state directory.
+func (f *fleet) seenFiles() []string {
+	f.t.Helper()
+	m, err := filepath.Glob(filepath.Join(f.e.Dir, "state", "*.seen.json"))
+	if err != nil || len(m) == 0 {
+		f.t.Fatalf("no seen.json in the state directory: %v", err)
+	}
+	return m
+}
+
+// R2-1. The kept counts file is unreadable (truncated, corrupted, or
+// deleted): readSeen (budget/identity.go:302) takes it for "no counts", so
+// a restarted proxy accepts Redis back on an older snapshot (RT2 again),
+// while the identity file in the same state is refused when corrupt.
+func TestRedTeam2CorruptSeenFileAcceptsOldSnapshot(t *testing.T) {
+	f := newFleet(t, 30*fleetCost, 30*fleetCost, 30*fleetCost)
+	p1, s1 := f.start(f.a, "", nil)
+	n, _, _ := rtDrain(t, s1, 10)
+	f.rtSettled()
+	snap := f.rtSnapshot()
+	m, _, _ := rtDrain(t, s1, 40)
+	f.rtSettled()
+	rtStop(t, p1)
+	for _, p := range f.seenFiles() {
+		if err := os.WriteFile(p, []byte(`{"id":`), 0o600); err != nil { // cut short
+			t.Fatal(err)
+		}
+	}
+	f.rtRestore(snap)
+	p2, s2 := f.start(f.a, "", nil)
+	more, typ, detail := rtDrain(t, s2, 40)
+	total := n + m + more
+	f.sameAsUpstreams([]*mcptest.Process{p1, p2}, total)
+	if total > 30 {
+		t.Errorf("seen.json cut short, Redis back on a snapshot of %d calls: the restarted proxy forwarded %d more (%d on 30), then %s: %s; want store_reset or a refusal to start", n, more, total, typ, detail)
+	}
+}
+
+// R2-2. Two proxies share a state directory (the same machine); one is
+// idle from before an operator's store init --reset. The other spends the
+// budget under the new generation and exits, writing its counts; the idle
+// one exits later and saveSeen (budget/identity.go:346) writes its own
+// old-generation counts over them (readSeen of a newer file gives nil, so
+// nothing is merged). Redis then goes back to a snapshot taken under the
+// new generation: a restarted proxy reads the old-generation counts, which
+// init --reset lifted, and overspends.
+func TestRedTeam2StaleGenerationProxyClobbersKeptCounts(t *testing.T) {
+	f := newFleet(t, 30*fleetCost, 30*fleetCost, 30*fleetCost)
+	pB, sB := f.start(f.a, "", nil)
+	b, _, _ := rtDrain(t, sB, 5)
+	f.rtSettled()
+	if out, errs, code := mcptest.CLI(t, "store", "init", "--store", f.srv.URL(), "--reset"); code != 0 {
+		t.Fatalf("store init --reset: %d %s %s", code, out, errs)
+	}
+	pA, sA := f.start(f.a, "", nil)
+	n, _, _ := rtDrain(t, sA, 10)
+	f.rtSettled()
+	snap := f.rtSnapshot()
+	m, _, _ := rtDrain(t, sA, 40)
+	f.rtSettled()
+	rtStop(t, pA)
+	rtStop(t, pB) // idle since before the new generation
+	f.rtRestore(snap)
+	pC, sC := f.start(f.a, "", nil)
+	more, typ, detail := rtDrain(t, sC, 40)
+	total := b + n + m + more
+	f.sameAsUpstreams([]*mcptest.Process{pB, pA, pC}, total)
+	if total > 30 {
+		t.Errorf("an idle old-generation proxy's exit replaced the kept counts; Redis back on a snapshot of %d calls: the restarted proxy forwarded %d more (%d on 30), then %s: %s; want store_reset", b+n, more, total, typ, detail)
+	}
+}
+
+// R2-3. The same Redis named two ways (127.0.0.1 and localhost): the
+// state files are named by the URL's host as written
+// (budget/identity.go:215 stateName), so a proxy restarted with the other
+// spelling knows no identity and no counts and accepts an older snapshot.
+func TestRedTeam2OtherSpellingOfTheSameServer(t *testing.T) {
+	f := newFleet(t, 30*fleetCost, 30*fleetCost, 30*fleetCost)
+	p1, s1 := f.start(f.a, "", nil)
+	n, _, _ := rtDrain(t, s1, 10)
+	f.rtSettled()
+	snap := f.rtSnapshot()
+	m, _, _ := rtDrain(t, s1, 40)
+	f.rtSettled()
+	rtStop(t, p1)
+	f.rtRestore(snap)
+	pol := f.policy("")
+	pol.SpendStore = strings.Replace(pol.SpendStore, "127.0.0.1", "localhost", 1)
+	pol.RevocationList = strings.Replace(pol.RevocationList, "127.0.0.1", "localhost", 1)
+	if pol.SpendStore == f.policy("").SpendStore {
+		t.Fatalf("store URL %s has no 127.0.0.1", pol.SpendStore)
+	}
+	p2 := f.e.StartProxy(mcptest.ProxyOptions{Policy: pol, Token: f.a})
+	s2 := p2.Connect(mcptest.SessionOptions{})
+	more, typ, detail := rtDrain(t, s2, 40)
+	total := n + m + more
+	f.sameAsUpstreams([]*mcptest.Process{p1, p2}, total)
+	if total > 30 {
+		t.Errorf("the same Redis as localhost, back on a snapshot of %d calls: the restarted proxy forwarded %d more (%d on 30), then %s: %s; want store_reset", n, more, total, typ, detail)
+	}
+}
