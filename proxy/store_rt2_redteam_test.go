@@ -12,6 +12,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/delegateos/delegateos/internal/mcptest"
 	"github.com/delegateos/delegateos/proxy"
@@ -224,5 +225,46 @@ func TestRedTeam2RecoverWithSomeLogsOnly(t *testing.T) {
 	f.sameAsUpstreams([]*mcptest.Process{p2}, n2+more)
 	if total > 30 {
 		t.Errorf("store recover with proxy 1's log only (exit 0: %s): proxy 2, which saw %d calls on the root, forwarded %d more (%d on 30), then %s: %s; want store_reset (the store has fewer calls than it saw)", strings.TrimSpace(out), n1+n2, more, total, typ, detail)
+	}
+}
+
+// R2-7. Generations are wall-clock milliseconds (newIdentity,
+// budget/identity.go:150). The store was made by a proxy whose clock ran
+// an hour ahead (here: its identity hash written as such a proxy writes
+// it). Redis is flushed and the operator, before any proxy notices, runs
+// store init --reset: the store has no identity, so nextIdentity (:787)
+// takes the operator's clock, an hour behind the generation the proxies
+// know. join/refresh adopt an operator's identity only when its
+// generation is higher, so the proxies refuse store_reset although the
+// operator accepted the loss, and each further init --reset adds 1 ms:
+// the fleet is wedged until the operator's clock passes the old
+// generation.
+func TestRedTeam2OperatorClockBehindWedgesTheFleet(t *testing.T) {
+	f := newFleet(t, 30*fleetCost, 30*fleetCost, 30*fleetCost)
+	ctx := context.Background()
+	c := f.srv.Client()
+	ahead := time.Now().Add(time.Hour).UnixMilli()
+	if err := c.HSet(ctx, "delegateos:store", "id", "0123456789abcdef01234567", "g", ahead, "by", "proxy").Err(); err != nil {
+		t.Fatal(err)
+	}
+	_, s := f.start(f.a, "", nil)
+	if n, typ, detail := rtDrain(t, s, 5); n != 5 {
+		t.Fatalf("before the flush: %d forwarded, then %s: %s", n, typ, detail)
+	}
+	f.rtSettled()
+	if err := c.FlushAll(ctx).Err(); err != nil {
+		t.Fatal(err)
+	}
+	for range 2 {
+		if out, errs, code := mcptest.CLI(t, "store", "init", "--store", f.srv.URL(), "--reset"); code != 0 {
+			t.Fatalf("store init --reset: %d %s %s", code, out, errs)
+		}
+	}
+	if typ, detail := denialData(s.Call(t, "echo", map[string]any{"text": "after init --reset"})); typ != "" {
+		t.Errorf("a call after the operator's store init --reset (twice) accepted the flush: %s: %s; want it forwarded", typ, detail)
+	}
+	_, s2 := f.start(f.a, "", nil)
+	if typ, detail := denialData(s2.Call(t, "echo", map[string]any{"text": "new proxy after init --reset"})); typ != "" {
+		t.Errorf("a proxy started after store init --reset: %s: %s; want it forwarded", typ, detail)
 	}
 }
