@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/delegateos/delegateos/internal/mcptest"
+	"github.com/delegateos/delegateos/internal/redistest"
 	"github.com/delegateos/delegateos/proxy"
 )
 
@@ -311,5 +312,37 @@ func TestRedTeam2IdleProxyNeverWritesItsLastCounts(t *testing.T) {
 	f.sameAsUpstreams([]*mcptest.Process{p1, p2}, total)
 	if total > 30 {
 		t.Errorf("the proxy saw %d calls and idled 3 s, its kept counts were %s; killed, Redis back on a snapshot of %d: the restarted proxy forwarded %d more (%d on 30), then %s: %s; want store_reset", n+m, file, n, more, total, typ, detail)
+	}
+}
+
+// R2-9. The ended-delegation set has no history of its own: it is
+// grow-only only while a proxy that knows an ending runs (WriteBack,
+// chain/redis.go:55). Stdio proxies run per session: with none running, a
+// FLUSHALL (or a restart without persistence) loses the ending silently,
+// and a proxy of another workspace on the same machine (same state
+// directory, which saw the store) takes the completed delegation's token
+// again, with no store_reset.
+func TestRedTeam2EndedSetLostWhileNoProxyRuns(t *testing.T) {
+	srv := redistest.Start(t)
+	r := newDelegationRun(t)
+	ws1 := filepath.Join(r.e.Dir, "ws1")
+	r.p, r.s = startEndedWorkspace(t, r, srv, ws1)
+	r.ws = ws1
+	delA := r.aTok.Unverified().Authority.DelegationID
+	delB := r.bTok.Unverified().Attenuations[0].DelegationID
+	if res := r.delegate(r.bContract, r.bTok, delA); !res.Accepted {
+		t.Fatalf("delegate: %+v", res)
+	}
+	if done := r.complete(delB, `{"summary":"Three milestones, the second one late."}`, 100); done.Status != "completed" {
+		t.Fatalf("complete: %+v", done)
+	}
+	rtStop(t, r.p)
+	if err := srv.Client().FlushAll(context.Background()).Err(); err != nil {
+		t.Fatal(err)
+	}
+	_, other := startEndedWorkspace(t, r, srv, filepath.Join(r.e.Dir, "ws2"))
+	got := other.CallAs(t, r.bTok.String(), "read_file", map[string]any{"path": "/project/sub/notes.md"})
+	if typ, _ := denialData(got); typ == "" {
+		t.Errorf("completed delegation %s, its ending flushed while no proxy ran: a proxy of another workspace on the same machine forwarded its call; want it refused (ended, or the set's loss found)", delB)
 	}
 }
