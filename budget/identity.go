@@ -298,22 +298,30 @@ func (s *Redis) seenPath() string {
 // readSeen reads the counts the state directory keeps for identity id;
 // nil when it keeps none for it. Counts kept under an earlier generation
 // are read too when id is an operator's that did not lift their trees
-// (see Identity.Lifted).
-func (s *Redis) readSeen(id Identity) map[string]int64 {
+// (see Identity.Lifted). A file that exists but cannot be read or parsed
+// is an error (fail closed, as for the identity file): taking it for "no
+// counts" would accept the store back on an older snapshot.
+func (s *Redis) readSeen(id Identity) (map[string]int64, error) {
 	if s.stateDir == "" {
-		return nil
+		return nil, nil
 	}
 	b, err := os.ReadFile(s.seenPath())
+	if errors.Is(err, os.ErrNotExist) {
+		return nil, nil
+	}
 	if err != nil {
-		return nil
+		return nil, fmt.Errorf("%s cannot be read: %v", s.seenPath(), err)
 	}
 	var st seenState
-	if json.Unmarshal(b, &st) != nil || st.ID != id.ID || st.Gen > id.Gen {
-		return nil
+	if err := json.Unmarshal(b, &st); err != nil || st.ID == "" || st.Gen <= 0 {
+		return nil, fmt.Errorf("%s is not a file of seen counts delegateos writes", s.seenPath())
+	}
+	if st.ID != id.ID || st.Gen > id.Gen {
+		return nil, nil
 	}
 	if st.Gen < id.Gen {
 		if id.By != "operator" {
-			return nil
+			return nil, nil
 		}
 		st.Seen = forgetLifted(st.Seen, &id, st.Gen)
 	}
@@ -322,22 +330,26 @@ func (s *Redis) readSeen(id Identity) map[string]int64 {
 			delete(st.Seen, k)
 		}
 	}
-	return st.Seen
+	return st.Seen, nil
 }
 
 // loadSeen starts the counts this proxy has seen from the state
 // directory's, at open.
-func (s *Redis) loadSeen() {
+func (s *Redis) loadSeen() error {
 	s.mu.Lock()
 	id := s.ident
 	s.mu.Unlock()
-	seen := s.readSeen(id)
+	seen, err := s.readSeen(id)
+	if err != nil {
+		return fmt.Errorf("spend store %s: %v: the counts this machine saw are lost, so a store gone back to an older snapshot would not be noticed; restore the file, or remove it and accept the loss with delegateos store init --reset", s.url, err)
+	}
 	if len(seen) == 0 {
-		return
+		return nil
 	}
 	s.mu.Lock()
 	s.seen = seen
 	s.mu.Unlock()
+	return nil
 }
 
 // saveSeen writes the counts this proxy has seen to the state directory,
@@ -358,7 +370,11 @@ func (s *Redis) saveSeen() {
 	if reset || len(seen) == 0 {
 		return
 	}
-	for k, n := range s.readSeen(id) {
+	kept, err := s.readSeen(id)
+	if err != nil {
+		return // left as it is: the next start refuses it
+	}
+	for k, n := range kept {
 		seen[k] = max(seen[k], n)
 	}
 	b, _ := json.Marshal(seenState{ID: id.ID, Gen: id.Gen, Seen: seen})
@@ -452,7 +468,9 @@ func (s *Redis) join(ctx context.Context) error {
 		s.resetReason = cur.Reset
 		return nil
 	}
-	s.loadSeen()
+	if err := s.loadSeen(); err != nil {
+		return err
+	}
 	if err := s.rememberIdentity(*cur); err != nil {
 		// Fail closed: without it a proxy restarted after the store lost
 		// data, or went back to an older snapshot, would not notice.
