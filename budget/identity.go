@@ -468,15 +468,12 @@ func (s *Redis) join(ctx context.Context) error {
 		s.resetReason = cur.Reset
 		return nil
 	}
-	if err := s.loadSeen(); err != nil {
-		return err
-	}
 	if err := s.rememberIdentity(*cur); err != nil {
 		// Fail closed: without it a proxy restarted after the store lost
 		// data, or went back to an older snapshot, would not notice.
 		return fmt.Errorf("spend store %s: its identity cannot be kept in the state directory %s (%v): a proxy restarted after the store lost data would not notice it; set DELEGATEOS_STATE_DIR to a directory the proxy can write", s.url, s.stateDir, err)
 	}
-	return nil
+	return s.loadSeen()
 }
 
 // anyKey reports whether the store holds a key matching pattern (on any
