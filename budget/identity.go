@@ -385,10 +385,29 @@ func (s *Redis) saveSeen() {
 
 // seenGrew is called when a reservation raised a count this proxy has
 // seen: the counts are written to the state directory at most once per
-// seenEvery (and at Close), in the background.
+// seenEvery (and at Close), in the background. A raise that comes within
+// seenEvery of the last write arms a timer, so that it is written at most
+// seenEvery later even if the proxy then idles.
 func (s *Redis) seenGrew() {
 	s.mu.Lock()
-	if s.savingSeen || time.Since(s.seenSaved) < seenEvery || s.stateDir == "" || s.closed {
+	if s.stateDir == "" || s.closed {
+		s.mu.Unlock()
+		return
+	}
+	if since := time.Since(s.seenSaved); s.savingSeen || since < seenEvery {
+		if !s.seenTimer {
+			s.seenTimer = true
+			wait := seenEvery - since
+			if s.savingSeen || wait <= 0 {
+				wait = seenEvery
+			}
+			time.AfterFunc(wait, func() {
+				s.mu.Lock()
+				s.seenTimer = false
+				s.mu.Unlock()
+				s.seenGrew()
+			})
+		}
 		s.mu.Unlock()
 		return
 	}

@@ -6,10 +6,12 @@ package proxy_test
 // fixed (see store_rt2_redteam_test.go for those still open).
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/delegateos/delegateos/internal/mcptest"
 )
@@ -51,4 +53,44 @@ func TestE2EFaultCorruptSeenFileRefused(t *testing.T) {
 		t.Errorf("the refusal does not name the seen file: %s", p2.Stderr.String())
 	}
 	f.sameAsUpstreams([]*mcptest.Process{p1}, n+m)
+}
+
+// R2-8. The kept counts are written "at most once a second" only when a
+// count grows (seenGrew, budget/identity.go:373): a raise within a second
+// of the last write is never written until Close, however long the proxy
+// then stays idle. A crash (power loss, kill -9) of an idle proxy, with
+// Redis back on an older snapshot (the same power loss restarting Redis
+// from its RDB), loses the whole burst: RT2 again.
+func TestE2EFaultIdleProxyWritesItsLastCounts(t *testing.T) {
+	f := newFleet(t, 30*fleetCost, 30*fleetCost, 30*fleetCost)
+	p1, s1 := f.start(f.a, "", func(int) bool { return true }) // killed below
+	n, _, _ := rtDrain(t, s1, 1)
+	f.rtSettled()
+	snap := f.rtSnapshot()
+	m, _, _ := rtDrain(t, s1, 40)
+	f.rtSettled()
+	kept := func() string {
+		b, _ := os.ReadFile(filepath.Join(f.seenFiles()[0]))
+		return string(b)
+	}
+	want := fmt.Sprintf(":%d}", n+m)
+	deadline := time.Now().Add(3 * time.Second) // three times the documented bound
+	for time.Now().Before(deadline) && !strings.Contains(kept(), want) {
+		time.Sleep(50 * time.Millisecond)
+	}
+	file := kept()
+	pid := p1.UpstreamPID()
+	if err := p1.Cmd.Process.Kill(); err != nil {
+		t.Fatal(err)
+	}
+	mcptest.Eventually(t, "the killed proxy's upstream to exit", func() bool { return mcptest.ProcessGone(pid) })
+	p1.WaitExit(mcptest.WaitTimeout)
+	f.rtRestore(snap)
+	p2, s2 := f.start(f.a, "", nil)
+	more, typ, detail := rtDrain(t, s2, 40)
+	total := n + m + more
+	f.sameAsUpstreams([]*mcptest.Process{p1, p2}, total)
+	if total > 30 {
+		t.Errorf("the proxy saw %d calls and idled 3 s, its kept counts were %s; killed, Redis back on a snapshot of %d: the restarted proxy forwarded %d more (%d on 30), then %s: %s; want store_reset", n+m, file, n, more, total, typ, detail)
+	}
 }
