@@ -374,6 +374,10 @@ func (s *Redis) saveSeen() {
 	if err != nil {
 		return // left as it is: the next start refuses it
 	}
+	var on seenState
+	if b, err := os.ReadFile(s.seenPath()); err == nil && json.Unmarshal(b, &on) == nil && on.Gen > id.Gen {
+		return // never replace a newer generation's counts with older ones
+	}
 	for k, n := range kept {
 		seen[k] = max(seen[k], n)
 	}
