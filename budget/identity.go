@@ -298,22 +298,30 @@ func (s *Redis) seenPath() string {
 // readSeen reads the counts the state directory keeps for identity id;
 // nil when it keeps none for it. Counts kept under an earlier generation
 // are read too when id is an operator's that did not lift their trees
-// (see Identity.Lifted).
-func (s *Redis) readSeen(id Identity) map[string]int64 {
+// (see Identity.Lifted). A file that exists but cannot be read or parsed
+// is an error (fail closed, as for the identity file): taking it for "no
+// counts" would accept the store back on an older snapshot.
+func (s *Redis) readSeen(id Identity) (map[string]int64, error) {
 	if s.stateDir == "" {
-		return nil
+		return nil, nil
 	}
 	b, err := os.ReadFile(s.seenPath())
+	if errors.Is(err, os.ErrNotExist) {
+		return nil, nil
+	}
 	if err != nil {
-		return nil
+		return nil, fmt.Errorf("%s cannot be read: %v", s.seenPath(), err)
 	}
 	var st seenState
-	if json.Unmarshal(b, &st) != nil || st.ID != id.ID || st.Gen > id.Gen {
-		return nil
+	if err := json.Unmarshal(b, &st); err != nil || st.ID == "" || st.Gen <= 0 {
+		return nil, fmt.Errorf("%s is not a file of seen counts delegateos writes", s.seenPath())
+	}
+	if st.ID != id.ID || st.Gen > id.Gen {
+		return nil, nil
 	}
 	if st.Gen < id.Gen {
 		if id.By != "operator" {
-			return nil
+			return nil, nil
 		}
 		st.Seen = forgetLifted(st.Seen, &id, st.Gen)
 	}
@@ -322,22 +330,26 @@ func (s *Redis) readSeen(id Identity) map[string]int64 {
 			delete(st.Seen, k)
 		}
 	}
-	return st.Seen
+	return st.Seen, nil
 }
 
 // loadSeen starts the counts this proxy has seen from the state
 // directory's, at open.
-func (s *Redis) loadSeen() {
+func (s *Redis) loadSeen() error {
 	s.mu.Lock()
 	id := s.ident
 	s.mu.Unlock()
-	seen := s.readSeen(id)
+	seen, err := s.readSeen(id)
+	if err != nil {
+		return fmt.Errorf("spend store %s: %v: the counts this machine saw are lost, so a store gone back to an older snapshot would not be noticed; restore the file, or remove it and accept the loss with delegateos store init --reset", s.url, err)
+	}
 	if len(seen) == 0 {
-		return
+		return nil
 	}
 	s.mu.Lock()
 	s.seen = seen
 	s.mu.Unlock()
+	return nil
 }
 
 // saveSeen writes the counts this proxy has seen to the state directory,
@@ -358,7 +370,15 @@ func (s *Redis) saveSeen() {
 	if reset || len(seen) == 0 {
 		return
 	}
-	for k, n := range s.readSeen(id) {
+	kept, err := s.readSeen(id)
+	if err != nil {
+		return // left as it is: the next start refuses it
+	}
+	var on seenState
+	if b, err := os.ReadFile(s.seenPath()); err == nil && json.Unmarshal(b, &on) == nil && on.Gen > id.Gen {
+		return // never replace a newer generation's counts with older ones
+	}
+	for k, n := range kept {
 		seen[k] = max(seen[k], n)
 	}
 	b, _ := json.Marshal(seenState{ID: id.ID, Gen: id.Gen, Seen: seen})
@@ -369,10 +389,29 @@ func (s *Redis) saveSeen() {
 
 // seenGrew is called when a reservation raised a count this proxy has
 // seen: the counts are written to the state directory at most once per
-// seenEvery (and at Close), in the background.
+// seenEvery (and at Close), in the background. A raise that comes within
+// seenEvery of the last write arms a timer, so that it is written at most
+// seenEvery later even if the proxy then idles.
 func (s *Redis) seenGrew() {
 	s.mu.Lock()
-	if s.savingSeen || time.Since(s.seenSaved) < seenEvery || s.stateDir == "" || s.closed {
+	if s.stateDir == "" || s.closed {
+		s.mu.Unlock()
+		return
+	}
+	if since := time.Since(s.seenSaved); s.savingSeen || since < seenEvery {
+		if !s.seenTimer {
+			s.seenTimer = true
+			wait := seenEvery - since
+			if s.savingSeen || wait <= 0 {
+				wait = seenEvery
+			}
+			time.AfterFunc(wait, func() {
+				s.mu.Lock()
+				s.seenTimer = false
+				s.mu.Unlock()
+				s.seenGrew()
+			})
+		}
 		s.mu.Unlock()
 		return
 	}
@@ -452,13 +491,12 @@ func (s *Redis) join(ctx context.Context) error {
 		s.resetReason = cur.Reset
 		return nil
 	}
-	s.loadSeen()
 	if err := s.rememberIdentity(*cur); err != nil {
 		// Fail closed: without it a proxy restarted after the store lost
 		// data, or went back to an older snapshot, would not notice.
 		return fmt.Errorf("spend store %s: its identity cannot be kept in the state directory %s (%v): a proxy restarted after the store lost data would not notice it; set DELEGATEOS_STATE_DIR to a directory the proxy can write", s.url, s.stateDir, err)
 	}
-	return nil
+	return s.loadSeen()
 }
 
 // anyKey reports whether the store holds a key matching pattern (on any

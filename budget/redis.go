@@ -65,6 +65,7 @@ type Redis struct {
 	// savingSeen that it is being written.
 	seenSaved  time.Time
 	savingSeen bool
+	seenTimer  bool // a write of seen is due (seenGrew)
 	// unsent are the commits and cancellations being retried, which are
 	// written ahead to the journal jf (guarded by jmu).
 	unsent map[*commitCmd]bool

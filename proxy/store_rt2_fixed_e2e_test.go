@@ -1,0 +1,130 @@
+//go:build unix
+
+package proxy_test
+
+// Findings of the second red team of issue 19's store history that are
+// fixed (see store_rt2_redteam_test.go for those still open).
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/delegateos/delegateos/internal/mcptest"
+)
+
+// seenFiles returns the *.seen.json files of the test's state directory.
+func (f *fleet) seenFiles() []string {
+	f.t.Helper()
+	m, err := filepath.Glob(filepath.Join(f.e.Dir, "state", "*.seen.json"))
+	if err != nil || len(m) == 0 {
+		f.t.Fatalf("no seen.json in the state directory: %v", err)
+	}
+	return m
+}
+
+// R2-1. The kept counts file is unreadable (truncated, corrupted, or
+// deleted): readSeen (budget/identity.go:302) takes it for "no counts", so
+// a restarted proxy accepts Redis back on an older snapshot (RT2 again),
+// while the identity file in the same state is refused when corrupt.
+func TestE2EFaultCorruptSeenFileRefused(t *testing.T) {
+	f := newFleet(t, 30*fleetCost, 30*fleetCost, 30*fleetCost)
+	p1, s1 := f.start(f.a, "", nil)
+	n, _, _ := rtDrain(t, s1, 10)
+	f.rtSettled()
+	snap := f.rtSnapshot()
+	m, _, _ := rtDrain(t, s1, 40)
+	f.rtSettled()
+	rtStop(t, p1)
+	for _, p := range f.seenFiles() {
+		if err := os.WriteFile(p, []byte(`{"id":`), 0o600); err != nil { // cut short
+			t.Fatal(err)
+		}
+	}
+	f.rtRestore(snap)
+	p2 := f.e.StartProxy(mcptest.ProxyOptions{Policy: f.policy(""), Token: f.a, LogToStderr: true, WantExit: func(code int) bool { return code == 2 }})
+	if !p2.WaitExit(mcptest.WaitTimeout) {
+		t.Fatal("the proxy started on a cut seen.json")
+	}
+	if !strings.Contains(p2.Stderr.String(), "not a file of seen counts") {
+		t.Errorf("the refusal does not name the seen file: %s", p2.Stderr.String())
+	}
+	f.sameAsUpstreams([]*mcptest.Process{p1}, n+m)
+}
+
+// R2-8. The kept counts are written "at most once a second" only when a
+// count grows (seenGrew, budget/identity.go:373): a raise within a second
+// of the last write is never written until Close, however long the proxy
+// then stays idle. A crash (power loss, kill -9) of an idle proxy, with
+// Redis back on an older snapshot (the same power loss restarting Redis
+// from its RDB), loses the whole burst: RT2 again.
+func TestE2EFaultIdleProxyWritesItsLastCounts(t *testing.T) {
+	f := newFleet(t, 30*fleetCost, 30*fleetCost, 30*fleetCost)
+	p1, s1 := f.start(f.a, "", func(int) bool { return true }) // killed below
+	n, _, _ := rtDrain(t, s1, 1)
+	f.rtSettled()
+	snap := f.rtSnapshot()
+	m, _, _ := rtDrain(t, s1, 40)
+	f.rtSettled()
+	kept := func() string {
+		b, _ := os.ReadFile(filepath.Join(f.seenFiles()[0]))
+		return string(b)
+	}
+	want := fmt.Sprintf(":%d}", n+m)
+	deadline := time.Now().Add(3 * time.Second) // three times the documented bound
+	for time.Now().Before(deadline) && !strings.Contains(kept(), want) {
+		time.Sleep(50 * time.Millisecond)
+	}
+	file := kept()
+	pid := p1.UpstreamPID()
+	if err := p1.Cmd.Process.Kill(); err != nil {
+		t.Fatal(err)
+	}
+	mcptest.Eventually(t, "the killed proxy's upstream to exit", func() bool { return mcptest.ProcessGone(pid) })
+	p1.WaitExit(mcptest.WaitTimeout)
+	f.rtRestore(snap)
+	p2, s2 := f.start(f.a, "", nil)
+	more, typ, detail := rtDrain(t, s2, 40)
+	total := n + m + more
+	f.sameAsUpstreams([]*mcptest.Process{p1, p2}, total)
+	if total > 30 {
+		t.Errorf("the proxy saw %d calls and idled 3 s, its kept counts were %s; killed, Redis back on a snapshot of %d: the restarted proxy forwarded %d more (%d on 30), then %s: %s; want store_reset", n+m, file, n, more, total, typ, detail)
+	}
+}
+
+// R2-2. Two proxies share a state directory (the same machine); one is
+// idle from before an operator's store init --reset. The other spends the
+// budget under the new generation and exits, writing its counts; the idle
+// one exits later and saveSeen (budget/identity.go:346) writes its own
+// old-generation counts over them (readSeen of a newer file gives nil, so
+// nothing is merged). Redis then goes back to a snapshot taken under the
+// new generation: a restarted proxy reads the old-generation counts, which
+// init --reset lifted, and overspends.
+func TestE2EFaultStaleGenerationProxyKeepsNewerCounts(t *testing.T) {
+	f := newFleet(t, 30*fleetCost, 30*fleetCost, 30*fleetCost)
+	pB, sB := f.start(f.a, "", nil)
+	b, _, _ := rtDrain(t, sB, 5)
+	f.rtSettled()
+	if out, errs, code := mcptest.CLI(t, "store", "init", "--store", f.srv.URL(), "--reset"); code != 0 {
+		t.Fatalf("store init --reset: %d %s %s", code, out, errs)
+	}
+	pA, sA := f.start(f.a, "", nil)
+	n, _, _ := rtDrain(t, sA, 10)
+	f.rtSettled()
+	snap := f.rtSnapshot()
+	m, _, _ := rtDrain(t, sA, 40)
+	f.rtSettled()
+	rtStop(t, pA)
+	rtStop(t, pB) // idle since before the new generation
+	f.rtRestore(snap)
+	pC, sC := f.start(f.a, "", nil)
+	more, typ, detail := rtDrain(t, sC, 40)
+	total := b + n + m + more
+	f.sameAsUpstreams([]*mcptest.Process{pB, pA, pC}, total)
+	if total > 30 {
+		t.Errorf("an idle old-generation proxy's exit replaced the kept counts; Redis back on a snapshot of %d calls: the restarted proxy forwarded %d more (%d on 30), then %s: %s; want store_reset", b+n, more, total, typ, detail)
+	}
+}
