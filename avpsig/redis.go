@@ -131,6 +131,16 @@ func treeKey(n Nonce) string {
 	return treeKeyPrefix + "{" + redisconn.HashTag(n.tree()) + "}"
 }
 
+// luaNow begins each nonce script: now is ARGV[2], the caller's clock in
+// Unix milliseconds, or else the server's (TIME).
+const luaNow = `
+local now = tonumber(ARGV[2])
+if not now then
+  local tm = redis.call('TIME')
+  now = tonumber(tm[1]) * 1000 + math.floor(tonumber(tm[2]) / 1000)
+end
+`
+
 // spendScript spends the nonce KEYS[1] until ARGV[1], in Unix
 // milliseconds on the server's clock (TIME), or ARGV[2] when given, and
 // counts it in its tree's sorted set KEYS[2] as the member ARGV[4] with
@@ -145,12 +155,7 @@ func treeKey(n Nonce) string {
 // stale, but the server refuses it rather than take it again once its
 // key is gone. The nonce's own key stays one per signer and nonce, so a
 // nonce is spent once whatever tree its request claims.
-var spendScript = redis.NewScript(`
-local now = tonumber(ARGV[2])
-if not now then
-  local tm = redis.call('TIME')
-  now = tonumber(tm[1]) * 1000 + math.floor(tonumber(tm[2]) / 1000)
-end
+var spendScript = redis.NewScript(luaNow + `
 local last = tonumber(ARGV[1])
 local ttl = last - now
 if ttl <= 0 then return 0 end
@@ -170,12 +175,7 @@ return 1
 // end has passed, 3 when the tree is busy, 1 when it added the member and
 // 5 when the member was in the set already (the nonce was counted there
 // before: a replay, or a retry of a spend that failed).
-var reserveScript = redis.NewScript(`
-local now = tonumber(ARGV[2])
-if not now then
-  local tm = redis.call('TIME')
-  now = tonumber(tm[1]) * 1000 + math.floor(tonumber(tm[2]) / 1000)
-end
+var reserveScript = redis.NewScript(luaNow + `
 local last = tonumber(ARGV[1])
 local ttl = last - now
 if ttl <= 0 then return 0 end
@@ -194,12 +194,7 @@ return 1
 // the clock (ARGV[2], else TIME), 1 when the nonce was not spent and now
 // is (its key holds the tree ARGV[3]), 2 when it was spent with this tree
 // and 4 when it was spent with another (or by a single-server script).
-var nonceScript = redis.NewScript(`
-local now = tonumber(ARGV[2])
-if not now then
-  local tm = redis.call('TIME')
-  now = tonumber(tm[1]) * 1000 + math.floor(tonumber(tm[2]) / 1000)
-end
+var nonceScript = redis.NewScript(luaNow + `
 local ttl = tonumber(ARGV[1]) - now
 if ttl <= 0 then return 0 end
 local v = redis.call('GET', KEYS[1])
