@@ -206,11 +206,21 @@ var proxyCmd = &command{
 			if err != nil {
 				return err
 			}
-			err = proxy.Run(context.Background(), proxy.Config{
+			tr, closeTracing, err := openTracing(log)
+			if err != nil {
+				_ = closeEvidence()
+				return inputf("tracing: %v", err)
+			}
+			defer closeTracing()
+			cfg := proxy.Config{
 				Upstream: args, Gate: gate, SessionToken: sessionToken, Delegations: delegations,
 				MaxFrameBytes: pol.MaxFrameBytes, Observe: *observe,
 				Log: log, Signals: sigs, PrepareUpstream: prepare, Evidence: evidence,
-			}, in, out)
+			}
+			if tr != nil {
+				cfg.Tracer = tr.Tracer
+			}
+			err = proxy.Run(context.Background(), cfg, in, out)
 			if cerr := closeEvidence(); cerr != nil {
 				log.Error("the audit log was not closed cleanly", zap.Error(cerr))
 			}

@@ -174,6 +174,11 @@ var serveCmd = &command{
 					log.Error("the audit log was not closed cleanly", zap.Error(cerr))
 				}
 			}()
+			tr, closeTracing, err := openTracing(log)
+			if err != nil {
+				return inputf("tracing: %v", err)
+			}
+			defer closeTracing()
 
 			// setup is what extensions see and may change before the
 			// server is built; the relays read its Log when they start.
@@ -187,11 +192,15 @@ var serveCmd = &command{
 				if tok == "" {
 					tok = defaultToken
 				}
-				return proxy.Config{
+				c := proxy.Config{
 					Upstream: args, UpstreamConn: upstreamConn, Gate: gate, SessionToken: tok, Delegations: delegations,
 					MaxFrameBytes: pol.MaxFrameBytes, Log: setup.Log.With(zap.String("session", s.ID[:8])),
 					Evidence: evidence,
 				}
+				if tr != nil {
+					c.Tracer = tr.Tracer
+				}
+				return c
 			}
 			relay := func(ctx context.Context, s *serve.Session, in io.Reader, out io.Writer) error {
 				return proxy.Run(ctx, relayConfig(s), in, out)
