@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"io"
 	"net"
@@ -163,6 +164,21 @@ var serveCmd = &command{
 					return fixf("the session token is not valid: %v; %s", err, tokenFix(err))
 				}
 			}
+			// The address and the certificate are taken before the audit
+			// log is opened: a start that fails on them leaves no trace in it.
+			ln, err := net.Listen("tcp", *listen)
+			if err != nil {
+				return inputf("--listen %s: %v", *listen, err)
+			}
+			defer ln.Close()
+			var tlsConfig *tls.Config
+			if *tlsCert != "" {
+				cert, err := tls.LoadX509KeyPair(*tlsCert, *tlsKey)
+				if err != nil {
+					return inputf("--tls-cert %s --tls-key %s: %v", *tlsCert, *tlsKey, err)
+				}
+				tlsConfig = &tls.Config{Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12}
+			}
 			// One audit log for the server: every session's relay hands its
 			// decisions to it, and it is closed once the sessions are drained.
 			evidence, closeEvidence, err := openEvidence(pol, policyDigest, *keyFile, log)
@@ -253,10 +269,6 @@ var serveCmd = &command{
 					}
 				}
 			}
-			ln, err := net.Listen("tcp", *listen)
-			if err != nil {
-				return inputf("--listen %s: %v", *listen, err)
-			}
 			if host, _, _ := net.SplitHostPort(*listen); !isLoopback(host) && *tlsCert == "" {
 				log.Warn("listening on a non-loopback address without TLS: tokens and calls cross the network in the clear; give --tls-cert and --tls-key")
 			}
@@ -278,8 +290,9 @@ var serveCmd = &command{
 			defer signal.Stop(sigs)
 			served := make(chan error, 1)
 			go func() {
-				if *tlsCert != "" {
-					served <- hs.ServeTLS(ln, *tlsCert, *tlsKey)
+				if tlsConfig != nil {
+					hs.TLSConfig = tlsConfig
+					served <- hs.ServeTLS(ln, "", "")
 				} else {
 					served <- hs.Serve(ln)
 				}
