@@ -43,3 +43,40 @@ func TestServeFailedStartLeavesNoAuditTrace(t *testing.T) {
 		}
 	}
 }
+
+// /readyz is ready only while the upstream can be reached: the
+// --upstream-url server accepts connections, or the upstream command can
+// still be run.
+func TestServeReadyzFollowsTheUpstream(t *testing.T) {
+	e := mcptest.NewEnv(t)
+	up, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := e.StartServe(mcptest.ServeOptions{Policy: e.Policy(), UpstreamURL: "http://" + up.Addr().String() + "/mcp"})
+	ready := func(srv *mcptest.Server) int { return srv.Do("GET", "/readyz", nil, "").Status }
+	if s := ready(srv); s != 200 {
+		t.Fatalf("readyz with the upstream listening: HTTP %d", s)
+	}
+	up.Close()
+	mcptest.Eventually(t, "readyz 503 once the upstream stops listening", func() bool { return ready(srv) == 503 })
+	srv.WaitLog("not ready: the upstream cannot be reached", nil)
+
+	bin := filepath.Join(e.Dir, "upstream")
+	docserver, err := os.ReadFile(mcptest.Docserver(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	mcptest.WriteFile(t, bin, string(docserver))
+	if err := os.Chmod(bin, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	cmd := e.StartServe(mcptest.ServeOptions{Policy: e.Policy(), Upstream: []string{bin, "--root", e.Docs}})
+	if s := ready(cmd); s != 200 {
+		t.Fatalf("readyz with the upstream command there: HTTP %d", s)
+	}
+	if err := os.Remove(bin); err != nil {
+		t.Fatal(err)
+	}
+	mcptest.Eventually(t, "readyz 503 once the upstream command is gone", func() bool { return ready(cmd) == 503 })
+}

@@ -230,6 +230,7 @@ var serveCmd = &command{
 				RequireToken:          defaultToken == "" && !pol.AllowUnauthenticated,
 				MaxCredentialSessions: noBound(*maxCredSessions), MaxTreeSessions: noBound(*maxTreeSessions),
 				SessionTree: delegationTree, SessionCredential: canonicalToken, SessionLive: sessionLive(checkToken), RecheckInterval: *recheck,
+				UpstreamReady: upstreamReady(args, *upstreamURL),
 			}
 			if *maxBody > 0 {
 				sopts.MaxBodyBytes = *maxBody
@@ -316,6 +317,34 @@ var serveCmd = &command{
 			return nil
 		}
 	},
+}
+
+// upstreamReady is /readyz's check of the upstream: the command can still
+// be found and run, or the --upstream-url server accepts a connection.
+func upstreamReady(args []string, upstreamURL string) func(context.Context) error {
+	if upstreamURL == "" {
+		return func(context.Context) error {
+			_, err := exec.LookPath(args[0])
+			return err
+		}
+	}
+	u, _ := url.Parse(upstreamURL) // checked at start
+	addr := u.Host
+	if u.Port() == "" {
+		port := "80"
+		if u.Scheme == "https" {
+			port = "443"
+		}
+		addr = net.JoinHostPort(u.Hostname(), port)
+	}
+	return func(ctx context.Context) error {
+		var d net.Dialer
+		c, err := d.DialContext(ctx, "tcp", addr)
+		if err != nil {
+			return err
+		}
+		return c.Close()
+	}
 }
 
 func isLoopback(host string) bool {
