@@ -1,11 +1,18 @@
 package serve_test
 
 import (
+	"context"
 	"net"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
 	"testing"
+
+	"github.com/mark3labs/mcp-go/mcp"
+	"github.com/mark3labs/mcp-go/server"
 
 	"github.com/delegateos/delegateos/internal/mcptest"
 )
@@ -79,4 +86,63 @@ func TestServeReadyzFollowsTheUpstream(t *testing.T) {
 		t.Fatal(err)
 	}
 	mcptest.Eventually(t, "readyz 503 once the upstream command is gone", func() bool { return ready(cmd) == 503 })
+}
+
+// --upstream-header sends the upstream's credentials with every request
+// to --upstream-url, from a file or the environment; an upstream that
+// needs them refuses a server that has none.
+func TestServeUpstreamHeaderCredentials(t *testing.T) {
+	up := server.NewMCPServer("guarded", "1", server.WithToolCapabilities(true))
+	up.AddTool(mcp.NewTool("echo", mcp.WithString("text")), func(_ context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+		return mcp.NewToolResultText("guarded says " + req.GetString("text", "")), nil
+	})
+	var refused atomic.Int64
+	h := server.NewStreamableHTTPServer(up)
+	hs := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Header.Get("Authorization") != "Bearer upstream-secret" || r.Header.Get("X-Tenant") != "acme" {
+			refused.Add(1)
+			http.Error(w, "who are you", http.StatusUnauthorized)
+			return
+		}
+		h.ServeHTTP(w, r)
+	}))
+	t.Cleanup(hs.Close)
+
+	e := mcptest.NewEnv(t)
+	secret := filepath.Join(e.Dir, "upstream.token")
+	mcptest.WriteFile(t, secret, "Bearer upstream-secret\n")
+	tok := mcptest.Bearer(e.Mint(nil, "mcp:echo:*"))
+	call := mcptest.CallBody("1", "echo", map[string]any{"text": "hi"})
+
+	srv := e.StartServe(mcptest.ServeOptions{Policy: e.Policy(), UpstreamURL: hs.URL + "/mcp",
+		Flags: []string{"--upstream-header", "Authorization: @" + secret, "--upstream-header", "X-Tenant: $UPSTREAM_TENANT"},
+		Env:   []string{"UPSTREAM_TENANT=acme"}})
+	sid := srv.Initialize(tok)
+	if r := srv.Post(sid, tok, call); !strings.Contains(string(r.Body), "guarded says hi") {
+		t.Fatalf("a call with the upstream's credentials: HTTP %d %s", r.Status, r.Body)
+	}
+	if n := refused.Load(); n != 0 {
+		t.Fatalf("the upstream refused %d requests of the server with its credentials", n)
+	}
+
+	bare := e.StartServe(mcptest.ServeOptions{Policy: e.Policy(), UpstreamURL: hs.URL + "/mcp"})
+	r := bare.Do(http.MethodPost, "/mcp", tok, `{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"x","version":"1"}}}`)
+	if strings.Contains(string(r.Body), `"guarded"`) || !strings.Contains(string(r.Body), "error") {
+		t.Fatalf("a server without the upstream's credentials: HTTP %d %s; want the initialize refused", r.Status, r.Body)
+	}
+	if refused.Load() == 0 {
+		t.Fatal("the upstream saw no request without credentials")
+	}
+
+	for _, c := range []struct{ flag, want string }{
+		{"Mcp-Session-Id: x", "sets this header itself"},
+		{"X-Tenant: $NOT_SET_ANYWHERE", "not set"},
+		{"Bad Name: x", "NAME: VALUE"},
+		{"X-File: @" + filepath.Join(e.Dir, "missing"), "missing"},
+	} {
+		_, stderr, code := mcptest.CLI(t, "serve", "--root", e.Root.ID(), "--upstream-url", hs.URL+"/mcp", "--upstream-header", c.flag)
+		if code != 2 || !strings.Contains(stderr, c.want) {
+			t.Errorf("--upstream-header %q: exit %d %q; want 2 and %q", c.flag, code, stderr, c.want)
+		}
+	}
 }

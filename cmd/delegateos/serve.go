@@ -53,6 +53,7 @@ var serveCmd = &command{
 		idle := fs.Duration("idle-timeout", 10*time.Minute, "end a session, and its upstream, after this long without a request, or with calls in flight that no client reads")
 		jsonResponses := fs.Bool("json-responses", false, "answer a request whose response is all the upstream sends for it with an application/json body, not an SSE stream (which a client can resume after a lost connection)")
 		upstreamURL := fs.String("upstream-url", "", "an MCP server reached over Streamable HTTP, instead of an upstream command (each session gets its own upstream session)")
+		upstreamHdrs := fs.StringArray("upstream-header", nil, "a header sent with every request to --upstream-url, as 'NAME: @FILE' (the file's contents), 'NAME: $VAR' (an environment variable) or 'NAME: VALUE' (repeatable): the upstream's credentials")
 		maxBody := fs.Int64("max-body-bytes", 0, "the largest POST body accepted (default, and at most: the policy's max_frame_bytes)")
 		maxInFlight := fs.Int64("max-body-bytes-in-flight", 0, "the bytes of request bodies the server holds at once, across all clients (default 64 MiB, or 4 times the body limit if larger); a request that gets no room within a second is refused 503 unread, and one credential's bodies hold at most a quarter of it")
 		readTimeout := fs.Duration("read-timeout", 10*time.Second, "how long a client gets to send a request's headers, and then its body")
@@ -105,9 +106,16 @@ var serveCmd = &command{
 				}
 				pol, policyDigest = p, digest
 			}
+			if len(*upstreamHdrs) > 0 && *upstreamURL == "" {
+				return fixf("--upstream-header goes with --upstream-url")
+			}
+			upstreamHeader, literalHeaders, err := upstreamHeaders(*upstreamHdrs)
+			if err != nil {
+				return err
+			}
 			if upstreamClient != nil {
 				// The bridge holds no message the relay would refuse.
-				upstreamConn = serve.Upstream(*upstreamURL, nil, upstreamClient, pol.MaxFrameBytes)
+				upstreamConn = serve.Upstream(*upstreamURL, upstreamHeader, upstreamClient, pol.MaxFrameBytes)
 			}
 			if err := applyGateFlags(pol, *policyPath, *roots, *logFile, *revsFlag, *spend); err != nil {
 				return err
@@ -122,6 +130,9 @@ var serveCmd = &command{
 			}
 			defer closeLog()
 			warnRedisPasswordFlags(log, "--spend-store", *spend, "--revocations", *revsFlag)
+			if len(literalHeaders) > 0 {
+				log.Warn("--upstream-header values given on the command line can be read by every local user (ps, /proc/PID/cmdline); give NAME: @FILE or NAME: $VAR instead", zap.Strings("headers", literalHeaders))
+			}
 
 			tokenArg := *token
 			if tokenArg == "" {
