@@ -130,6 +130,8 @@ var serveCmd = &command{
 			}
 			defer closeLog()
 			warnRedisPasswordFlags(log, "--spend-store", *spend, "--revocations", *revsFlag)
+			stateDirForStores(pol)
+			warnUnwritable(pol, log)
 			if len(literalHeaders) > 0 {
 				log.Warn("--upstream-header values given on the command line can be read by every local user (ps, /proc/PID/cmdline); give NAME: @FILE or NAME: $VAR instead", zap.Strings("headers", literalHeaders))
 			}
