@@ -2,13 +2,16 @@ package serve_test
 
 import (
 	"context"
+	"encoding/json"
 	"net"
 	"net/http"
 	"net/http/httptest"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"sync/atomic"
+	"syscall"
 	"testing"
 
 	"github.com/mark3labs/mcp-go/mcp"
@@ -144,5 +147,44 @@ func TestServeUpstreamHeaderCredentials(t *testing.T) {
 		if code != 2 || !strings.Contains(stderr, c.want) {
 			t.Errorf("--upstream-header %q: exit %d %q; want 2 and %q", c.flag, code, stderr, c.want)
 		}
+	}
+}
+
+// A container configures serve by DELEGATEOS_<FLAG> variables alone: the
+// address, the policy and the output come from the environment, and the
+// log says which flags did.
+func TestServeConfiguredByEnvironment(t *testing.T) {
+	e := mcptest.NewEnv(t)
+	polPath := filepath.Join(e.Dir, "env-policy.yaml")
+	mcptest.WriteFile(t, polPath, e.Policy().YAML())
+	cmd := exec.Command(mcptest.Delegateos(t), "serve", "--", mcptest.Docserver(t), "--root", e.Docs)
+	cmd.Env = append(os.Environ(), "DELEGATEOS_LISTEN=127.0.0.1:0", "DELEGATEOS_POLICY="+polPath, "DELEGATEOS_JSON=true",
+		"DELEGATEOS_STATE_DIR="+filepath.Join(e.Dir, "state"))
+	var stderr strings.Builder
+	cmd.Stderr = &stderr
+	out, _ := cmd.StdoutPipe()
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = cmd.Process.Signal(syscall.SIGTERM); _ = cmd.Wait() }()
+	var where struct{ Address string }
+	if err := json.NewDecoder(out).Decode(&where); err != nil || !strings.HasPrefix(where.Address, "127.0.0.1:") {
+		t.Fatalf("serve from the environment: %v %q %s", err, where.Address, stderr.String())
+	}
+	req, _ := http.NewRequest(http.MethodPost, "http://"+where.Address+"/mcp", strings.NewReader(`{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"x","version":"1"}}}`))
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Accept", "application/json, text/event-stream")
+	r, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r.Body.Close()
+	if r.StatusCode != http.StatusUnauthorized {
+		t.Errorf("the policy from DELEGATEOS_POLICY needs a token: HTTP %d without one", r.StatusCode)
+	}
+	_ = cmd.Process.Signal(syscall.SIGTERM)
+	_ = cmd.Wait()
+	if log := stderr.String(); !strings.Contains(log, "flags taken from the environment") || !strings.Contains(log, "DELEGATEOS_POLICY") {
+		t.Errorf("the log does not say which flags came from the environment:\n%s", log)
 	}
 }

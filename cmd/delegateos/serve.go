@@ -69,6 +69,11 @@ var serveCmd = &command{
 			}
 		}
 		return func(e *env, args []string) error {
+			// DELEGATEOS_TOKEN is read below, as a token rather than a flag.
+			fromEnv, err := flagsFromEnv(fs, os.Getenv, "token")
+			if err != nil {
+				return err
+			}
 			if (len(args) == 0) == (*upstreamURL == "") {
 				return fixf("give the upstream MCP server's command after -- (one process per session), or --upstream-url URL, not both: e.g. delegateos serve --policy policy.yaml -- npx -y @modelcontextprotocol/server-everything")
 			}
@@ -130,6 +135,9 @@ var serveCmd = &command{
 			}
 			defer closeLog()
 			warnRedisPasswordFlags(log, "--spend-store", *spend, "--revocations", *revsFlag)
+			if len(fromEnv) > 0 {
+				log.Info("flags taken from the environment", zap.Strings("flags", fromEnv))
+			}
 			stateDirForStores(pol)
 			warnUnwritable(pol, log)
 			if len(literalHeaders) > 0 {
