@@ -83,6 +83,8 @@ var proxyCmd = &command{
 			}
 			defer closeLog()
 			warnRedisPasswordFlags(log, "--spend-store", *spend, "--revocations", *revsFlag)
+			stateDirForStores(pol)
+			warnUnwritable(pol, log)
 
 			var as *upstreamUser
 			if pol.UpstreamUser != "" {

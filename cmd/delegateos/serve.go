@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"io"
 	"net"
@@ -52,6 +53,7 @@ var serveCmd = &command{
 		idle := fs.Duration("idle-timeout", 10*time.Minute, "end a session, and its upstream, after this long without a request, or with calls in flight that no client reads")
 		jsonResponses := fs.Bool("json-responses", false, "answer a request whose response is all the upstream sends for it with an application/json body, not an SSE stream (which a client can resume after a lost connection)")
 		upstreamURL := fs.String("upstream-url", "", "an MCP server reached over Streamable HTTP, instead of an upstream command (each session gets its own upstream session)")
+		upstreamHdrs := fs.StringArray("upstream-header", nil, "a header sent with every request to --upstream-url, as 'NAME: @FILE' (the file's contents), 'NAME: $VAR' (an environment variable) or 'NAME: VALUE' (repeatable): the upstream's credentials")
 		maxBody := fs.Int64("max-body-bytes", 0, "the largest POST body accepted (default, and at most: the policy's max_frame_bytes)")
 		maxInFlight := fs.Int64("max-body-bytes-in-flight", 0, "the bytes of request bodies the server holds at once, across all clients (default 64 MiB, or 4 times the body limit if larger); a request that gets no room within a second is refused 503 unread, and one credential's bodies hold at most a quarter of it")
 		readTimeout := fs.Duration("read-timeout", 10*time.Second, "how long a client gets to send a request's headers, and then its body")
@@ -67,6 +69,11 @@ var serveCmd = &command{
 			}
 		}
 		return func(e *env, args []string) error {
+			// DELEGATEOS_TOKEN is read below, as a token rather than a flag.
+			fromEnv, err := flagsFromEnv(fs, os.Getenv, "token")
+			if err != nil {
+				return err
+			}
 			if (len(args) == 0) == (*upstreamURL == "") {
 				return fixf("give the upstream MCP server's command after -- (one process per session), or --upstream-url URL, not both: e.g. delegateos serve --policy policy.yaml -- npx -y @modelcontextprotocol/server-everything")
 			}
@@ -104,9 +111,16 @@ var serveCmd = &command{
 				}
 				pol, policyDigest = p, digest
 			}
+			if len(*upstreamHdrs) > 0 && *upstreamURL == "" {
+				return fixf("--upstream-header goes with --upstream-url")
+			}
+			upstreamHeader, literalHeaders, err := upstreamHeaders(*upstreamHdrs)
+			if err != nil {
+				return err
+			}
 			if upstreamClient != nil {
 				// The bridge holds no message the relay would refuse.
-				upstreamConn = serve.Upstream(*upstreamURL, nil, upstreamClient, pol.MaxFrameBytes)
+				upstreamConn = serve.Upstream(*upstreamURL, upstreamHeader, upstreamClient, pol.MaxFrameBytes)
 			}
 			if err := applyGateFlags(pol, *policyPath, *roots, *logFile, *revsFlag, *spend); err != nil {
 				return err
@@ -121,6 +135,14 @@ var serveCmd = &command{
 			}
 			defer closeLog()
 			warnRedisPasswordFlags(log, "--spend-store", *spend, "--revocations", *revsFlag)
+			if len(fromEnv) > 0 {
+				log.Info("flags taken from the environment", zap.Strings("flags", fromEnv))
+			}
+			stateDirForStores(pol)
+			warnUnwritable(pol, log)
+			if len(literalHeaders) > 0 {
+				log.Warn("--upstream-header values given on the command line can be read by every local user (ps, /proc/PID/cmdline); give NAME: @FILE or NAME: $VAR instead", zap.Strings("headers", literalHeaders))
+			}
 
 			tokenArg := *token
 			if tokenArg == "" {
@@ -162,6 +184,21 @@ var serveCmd = &command{
 				if err := checkToken(defaultToken); err != nil {
 					return fixf("the session token is not valid: %v; %s", err, tokenFix(err))
 				}
+			}
+			// The address and the certificate are taken before the audit
+			// log is opened: a start that fails on them leaves no trace in it.
+			ln, err := net.Listen("tcp", *listen)
+			if err != nil {
+				return inputf("--listen %s: %v", *listen, err)
+			}
+			defer ln.Close()
+			var tlsConfig *tls.Config
+			if *tlsCert != "" {
+				cert, err := tls.LoadX509KeyPair(*tlsCert, *tlsKey)
+				if err != nil {
+					return inputf("--tls-cert %s --tls-key %s: %v", *tlsCert, *tlsKey, err)
+				}
+				tlsConfig = &tls.Config{Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12}
 			}
 			// One audit log for the server: every session's relay hands its
 			// decisions to it, and it is closed once the sessions are drained.
@@ -214,6 +251,7 @@ var serveCmd = &command{
 				RequireToken:          defaultToken == "" && !pol.AllowUnauthenticated,
 				MaxCredentialSessions: noBound(*maxCredSessions), MaxTreeSessions: noBound(*maxTreeSessions),
 				SessionTree: delegationTree, SessionCredential: canonicalToken, SessionLive: sessionLive(checkToken), RecheckInterval: *recheck,
+				UpstreamReady: upstreamReady(args, *upstreamURL),
 			}
 			if *maxBody > 0 {
 				sopts.MaxBodyBytes = *maxBody
@@ -253,10 +291,6 @@ var serveCmd = &command{
 					}
 				}
 			}
-			ln, err := net.Listen("tcp", *listen)
-			if err != nil {
-				return inputf("--listen %s: %v", *listen, err)
-			}
 			if host, _, _ := net.SplitHostPort(*listen); !isLoopback(host) && *tlsCert == "" {
 				log.Warn("listening on a non-loopback address without TLS: tokens and calls cross the network in the clear; give --tls-cert and --tls-key")
 			}
@@ -278,8 +312,9 @@ var serveCmd = &command{
 			defer signal.Stop(sigs)
 			served := make(chan error, 1)
 			go func() {
-				if *tlsCert != "" {
-					served <- hs.ServeTLS(ln, *tlsCert, *tlsKey)
+				if tlsConfig != nil {
+					hs.TLSConfig = tlsConfig
+					served <- hs.ServeTLS(ln, "", "")
 				} else {
 					served <- hs.Serve(ln)
 				}
@@ -303,6 +338,34 @@ var serveCmd = &command{
 			return nil
 		}
 	},
+}
+
+// upstreamReady is /readyz's check of the upstream: the command can still
+// be found and run, or the --upstream-url server accepts a connection.
+func upstreamReady(args []string, upstreamURL string) func(context.Context) error {
+	if upstreamURL == "" {
+		return func(context.Context) error {
+			_, err := exec.LookPath(args[0])
+			return err
+		}
+	}
+	u, _ := url.Parse(upstreamURL) // checked at start
+	addr := u.Host
+	if u.Port() == "" {
+		port := "80"
+		if u.Scheme == "https" {
+			port = "443"
+		}
+		addr = net.JoinHostPort(u.Hostname(), port)
+	}
+	return func(ctx context.Context) error {
+		var d net.Dialer
+		c, err := d.DialContext(ctx, "tcp", addr)
+		if err != nil {
+			return err
+		}
+		return c.Close()
+	}
 }
 
 func isLoopback(host string) bool {
