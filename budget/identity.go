@@ -211,7 +211,10 @@ func StateDir() string {
 
 // stateName returns the file name, in a state directory, of what is kept
 // about the store at rawURL: named by its host and database, not its
-// password or parameters.
+// password or parameters. Only the index of the store's identity
+// (knownState) and the journals are named so: the counts are named by
+// the store's identity (seenPath), which the URL's spelling (a name or
+// an address) does not change.
 func stateName(rawURL, suffix string) string {
 	where := rawURL
 	if u, err := url.Parse(rawURL); err == nil {
@@ -221,38 +224,55 @@ func stateName(rawURL, suffix string) string {
 	return "redis-" + hex.EncodeToString(sum[:8]) + suffix
 }
 
-// knownIdentity reads the identity this machine last saw at the store;
-// nil when it has none.
-func (s *Redis) knownIdentity() (*Identity, error) {
+// knownState is what a state directory keeps, under the store URL's name
+// (stateName), of the identity this machine last saw at that URL. Counts
+// says that the counts file of that identity (seenPath) was written
+// since: a machine that made no calls has one too, so a file that is gone
+// while Counts says it was written was deleted.
+type knownState struct {
+	ID     string `json:"id"`
+	Gen    int64  `json:"gen"`
+	By     string `json:"by,omitempty"`
+	Counts bool   `json:"counts,omitempty"`
+}
+
+func (s *Redis) knownPath() string {
+	return filepath.Join(s.stateDir, stateName(s.rawURL, ".json"))
+}
+
+// knownIdentity reads the identity this machine last saw at the store's
+// URL, and whether the counts file of that identity was written; nil
+// when it has none.
+func (s *Redis) knownIdentity() (*Identity, bool, error) {
 	if s.stateDir == "" {
-		return nil, nil
+		return nil, false, nil
 	}
-	b, err := os.ReadFile(filepath.Join(s.stateDir, stateName(s.rawURL, ".json")))
+	b, err := os.ReadFile(s.knownPath())
 	if errors.Is(err, os.ErrNotExist) {
-		return nil, nil
+		return nil, false, nil
 	}
 	if err != nil {
 		// Warned of when it cannot be written either (join).
-		return nil, nil
+		return nil, false, nil
 	}
-	var id Identity
-	if err := json.Unmarshal(b, &id); err != nil || id.ID == "" || id.Gen <= 0 {
-		return nil, fmt.Errorf("%s is not a store identity delegateos writes", filepath.Join(s.stateDir, stateName(s.rawURL, ".json")))
+	var k knownState
+	if err := json.Unmarshal(b, &k); err != nil || k.ID == "" || k.Gen <= 0 {
+		return nil, false, fmt.Errorf("%s is not a store identity delegateos writes", s.knownPath())
 	}
-	return &id, nil
+	return &Identity{ID: k.ID, Gen: k.Gen, By: k.By}, k.Counts, nil
 }
 
-// rememberIdentity records the identity in the state directory.
-func (s *Redis) rememberIdentity(id Identity) error {
+// rememberIdentity records the identity in the state directory, and
+// counts that its counts file is written.
+func (s *Redis) rememberIdentity(id Identity, counts bool) error {
 	if s.stateDir == "" {
 		return nil
 	}
 	if err := os.MkdirAll(s.stateDir, 0o700); err != nil {
 		return err
 	}
-	id.Reset = ""
-	b, _ := json.Marshal(id)
-	return writeFileAtomic(filepath.Join(s.stateDir, stateName(s.rawURL, ".json")), b)
+	b, _ := json.Marshal(knownState{ID: id.ID, Gen: id.Gen, By: id.By, Counts: counts})
+	return writeFileAtomic(s.knownPath(), b)
 }
 
 // writeFileAtomic replaces path with b through a temporary file of its
@@ -289,75 +309,130 @@ type seenState struct {
 	ID   string           `json:"id"`
 	Gen  int64            `json:"gen"`
 	Seen map[string]int64 `json:"seen"`
+	path string           // read from
 }
 
-func (s *Redis) seenPath() string {
+// seenPath is the file of the counts kept under the store identity id:
+// named by the identity, not the URL, so that a proxy that names the same
+// server another way (localhost, its address, another node's name) finds
+// them.
+func (s *Redis) seenPath(id string) string {
+	sum := sha256.Sum256([]byte(id))
+	return filepath.Join(s.stateDir, "store-"+hex.EncodeToString(sum[:8])+".seen.json")
+}
+
+// legacySeenPath is where an older version kept the counts: named by the
+// URL.
+func (s *Redis) legacySeenPath() string {
 	return filepath.Join(s.stateDir, stateName(s.rawURL, ".seen.json"))
 }
 
-// readSeen reads the counts the state directory keeps for identity id;
-// nil when it keeps none for it. Counts kept under an earlier generation
-// are read too when id is an operator's that did not lift their trees
-// (see Identity.Lifted). A file that exists but cannot be read or parsed
-// is an error (fail closed, as for the identity file): taking it for "no
+// readSeenFile reads the counts file of identity id (or, when there is
+// none, an older version's file of the URL holding that identity's); nil
+// when there is none. A file that exists but cannot be read or parsed is
+// an error (fail closed, as for the identity file): taking it for "no
 // counts" would accept the store back on an older snapshot.
-func (s *Redis) readSeen(id Identity) (map[string]int64, error) {
+func (s *Redis) readSeenFile(id string) (*seenState, error) {
 	if s.stateDir == "" {
 		return nil, nil
 	}
-	b, err := os.ReadFile(s.seenPath())
-	if errors.Is(err, os.ErrNotExist) {
-		return nil, nil
+	for i, path := range []string{s.seenPath(id), s.legacySeenPath()} {
+		b, err := os.ReadFile(path)
+		if errors.Is(err, os.ErrNotExist) {
+			continue
+		}
+		if err != nil {
+			return nil, fmt.Errorf("%s cannot be read: %v", path, err)
+		}
+		var st seenState
+		if err := json.Unmarshal(b, &st); err != nil || st.ID == "" || st.Gen <= 0 {
+			return nil, fmt.Errorf("%s is not a file of seen counts delegateos writes", path)
+		}
+		if i == 0 && st.ID != id {
+			return nil, fmt.Errorf("%s is not a file of seen counts delegateos writes (it names the identity %s)", path, st.ID)
+		}
+		if st.ID != id {
+			continue // an older version's, of another identity
+		}
+		st.path = path
+		return &st, nil
 	}
-	if err != nil {
-		return nil, fmt.Errorf("%s cannot be read: %v", s.seenPath(), err)
+	return nil, nil
+}
+
+// keptSeen returns the counts of st that hold under identity id: those
+// kept under id's generation, and those kept under an earlier one for
+// the trees no operator accepted the loss of since (see Identity.Lifted).
+func keptSeen(st *seenState, id Identity) map[string]int64 {
+	if st == nil || st.ID != id.ID || st.Gen > id.Gen {
+		return nil
 	}
-	var st seenState
-	if err := json.Unmarshal(b, &st); err != nil || st.ID == "" || st.Gen <= 0 {
-		return nil, fmt.Errorf("%s is not a file of seen counts delegateos writes", s.seenPath())
-	}
-	if st.ID != id.ID || st.Gen > id.Gen {
-		return nil, nil
+	seen := make(map[string]int64, len(st.Seen))
+	for k, n := range st.Seen {
+		if n > 0 {
+			seen[k] = n
+		}
 	}
 	if st.Gen < id.Gen {
 		if id.By != "operator" {
-			return nil, nil
+			return nil
 		}
-		st.Seen = forgetLifted(st.Seen, &id, st.Gen)
+		seen = forgetLifted(seen, &id, st.Gen)
 	}
-	for k, n := range st.Seen {
-		if n < 0 {
-			delete(st.Seen, k)
-		}
-	}
-	return st.Seen, nil
+	return seen
 }
 
 // loadSeen starts the counts this proxy has seen from the state
-// directory's, at open.
-func (s *Redis) loadSeen() error {
+// directory's file st, at open. known is the identity the state
+// directory's index names for the URL and counts says its counts file was
+// written: such a file that is gone was deleted, and the counts it kept
+// are lost (unless an operator accepted every tree's loss since). marked
+// says the index as written at this open says so already.
+func (s *Redis) loadSeen(st *seenState, known *Identity, counts, marked bool) error {
 	s.mu.Lock()
 	id := s.ident
 	s.mu.Unlock()
-	seen, err := s.readSeen(id)
-	if err != nil {
-		return fmt.Errorf("spend store %s: %v: the counts this machine saw are lost, so a store gone back to an older snapshot would not be noticed; restore the file, or remove it and accept the loss with delegateos store init --reset", s.url, err)
+	if st == nil && counts && known != nil && known.ID == id.ID && !(id.By == "operator" && id.AllAt > known.Gen) {
+		return fmt.Errorf("spend store %s: %s, where this machine keeps the counts of calls it saw at the store (identity %s), is gone (deleted): a store gone back to an older snapshot would not be noticed; restore the file, or accept the loss with delegateos store init --reset", s.url, s.seenPath(id.ID), id.ID)
 	}
-	if len(seen) == 0 {
+	if seen := keptSeen(st, id); len(seen) > 0 {
+		s.mu.Lock()
+		s.seen = seen
+		s.mu.Unlock()
+	}
+	if s.stateDir == "" {
 		return nil
 	}
-	s.mu.Lock()
-	s.seen = seen
-	s.mu.Unlock()
+	if st == nil || st.path != s.seenPath(id.ID) {
+		// The identity's own file is written now, empty if need be, so
+		// that one deleted later is told from none.
+		if err := s.storeSeen(true); err != nil {
+			return fmt.Errorf("spend store %s: the counts of calls this machine sees cannot be kept in the state directory %s (%v): a proxy restarted after the store went back to an older snapshot would not notice it; set DELEGATEOS_STATE_DIR to a directory the proxy can write", s.url, s.stateDir, err)
+		}
+	} else if marked {
+		return nil
+	}
+	if err := s.rememberIdentity(id, true); err != nil {
+		return fmt.Errorf("spend store %s: its identity cannot be kept in the state directory %s (%v): a proxy restarted after the store lost data would not notice it; set DELEGATEOS_STATE_DIR to a directory the proxy can write", s.url, s.stateDir, err)
+	}
 	return nil
 }
 
-// saveSeen writes the counts this proxy has seen to the state directory,
-// merged with what other proxies of the machine wrote there under the
-// same generation (the larger of each).
-func (s *Redis) saveSeen() {
+// saveSeen writes the counts this proxy has seen to the state directory
+// (see storeSeen); a failure is not the calls': the next start of a
+// proxy on the directory names it.
+func (s *Redis) saveSeen() { s.storeSeen(false) }
+
+// storeSeen writes the counts this proxy has seen to its identity's
+// counts file, merged with what other proxies of the machine wrote there
+// under the same generation (the larger of each), holding the file's
+// lock, so that two proxies writing at once do not drop each other's
+// raises. A file of a newer generation is left alone, as is one that
+// cannot be read (the next start refuses it). With force the file is
+// written even with no counts.
+func (s *Redis) storeSeen(force bool) error {
 	if s.stateDir == "" {
-		return
+		return nil
 	}
 	s.mu.Lock()
 	id := s.ident
@@ -367,24 +442,30 @@ func (s *Redis) saveSeen() {
 	}
 	reset := s.resetReason != ""
 	s.mu.Unlock()
-	if reset || len(seen) == 0 {
-		return
+	if reset || (len(seen) == 0 && !force) {
+		return nil
 	}
-	kept, err := s.readSeen(id)
+	if err := os.MkdirAll(s.stateDir, 0o700); err != nil {
+		return err
+	}
+	path := s.seenPath(id.ID)
+	lock, err := lockWait(path + ".lock")
 	if err != nil {
-		return // left as it is: the next start refuses it
+		return err
 	}
-	var on seenState
-	if b, err := os.ReadFile(s.seenPath()); err == nil && json.Unmarshal(b, &on) == nil && on.Gen > id.Gen {
-		return // never replace a newer generation's counts with older ones
+	defer lock.Close()
+	st, err := s.readSeenFile(id.ID)
+	if err != nil {
+		return err
 	}
-	for k, n := range kept {
+	if st != nil && st.Gen > id.Gen {
+		return nil // never replace a newer generation's counts with older ones
+	}
+	for k, n := range keptSeen(st, id) {
 		seen[k] = max(seen[k], n)
 	}
 	b, _ := json.Marshal(seenState{ID: id.ID, Gen: id.Gen, Seen: seen})
-	if os.MkdirAll(s.stateDir, 0o700) == nil {
-		writeFileAtomic(s.seenPath(), b)
-	}
+	return writeFileAtomic(path, b)
 }
 
 // seenGrew is called when a reservation raised a count this proxy has
@@ -435,7 +516,7 @@ const seenEvery = time.Second
 // when the store has lost what this machine or the store's own stamps
 // say it held.
 func (s *Redis) join(ctx context.Context) error {
-	known, err := s.knownIdentity()
+	known, counts, err := s.knownIdentity()
 	if err != nil {
 		return fmt.Errorf("spend store %s: %w", s.url, err)
 	}
@@ -486,17 +567,29 @@ func (s *Redis) join(ctx context.Context) error {
 		}
 		return s.markStoreReset(ctx, why)
 	}
+	// The counts this machine keeps under the store's identity, whatever
+	// the URL's spelling: a generation after the store's is a store gone
+	// back to an older snapshot.
+	st, serr := s.readSeenFile(cur.ID)
+	if serr == nil && st != nil && st.Gen > cur.Gen {
+		s.ident = Identity{ID: cur.ID, Gen: st.Gen, By: cur.By}
+		return s.markStoreReset(ctx, fmt.Sprintf("its generation %d is before the %d this machine saw: Redis went back to an older snapshot", cur.Gen, st.Gen))
+	}
 	s.ident = *cur
 	if cur.Reset != "" {
 		s.resetReason = cur.Reset
 		return nil
 	}
-	if err := s.rememberIdentity(*cur); err != nil {
+	marked := counts && known.ID == cur.ID
+	if err := s.rememberIdentity(*cur, marked); err != nil {
 		// Fail closed: without it a proxy restarted after the store lost
 		// data, or went back to an older snapshot, would not notice.
 		return fmt.Errorf("spend store %s: its identity cannot be kept in the state directory %s (%v): a proxy restarted after the store lost data would not notice it; set DELEGATEOS_STATE_DIR to a directory the proxy can write", s.url, s.stateDir, err)
 	}
-	return s.loadSeen()
+	if serr != nil {
+		return fmt.Errorf("spend store %s: %v: the counts this machine saw are lost, so a store gone back to an older snapshot would not be noticed; restore the file, or remove it and accept the loss with delegateos store init --reset", s.url, serr)
+	}
+	return s.loadSeen(st, known, counts, marked)
 }
 
 // anyKey reports whether the store holds a key matching pattern (on any
@@ -585,7 +678,10 @@ func (s *Redis) refresh(ctx context.Context) error {
 		s.ident = *cur
 		s.resetReason = ""
 		s.mu.Unlock()
-		s.rememberIdentity(*cur) // as at open, a failure is not the call's
+		// As at open, a failure is not the call's.
+		if s.storeSeen(true) == nil {
+			s.rememberIdentity(*cur, true)
+		}
 		s.mu.Lock()
 	}
 	return nil

@@ -206,3 +206,41 @@ func TestRedisOpenWithoutStateDirWarns(t *testing.T) {
 		t.Fatalf("warnings %q", w)
 	}
 }
+
+// The counts a machine keeps are named by the store's identity, not the
+// URL's spelling: a proxy that names the same server another way
+// (localhost for 127.0.0.1) finds a store gone back to an older snapshot
+// too (R2-3).
+func TestRedisCountsKeptWhateverTheURLsSpelling(t *testing.T) {
+	srv := redistest.Start(t)
+	dir := t.TempDir()
+	levels := []Level{{"ISSUER/1:a", 1000}}
+	s, err := OpenRedisIn(srv.URL(), dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for range 5 {
+		r, err := s.Reserve(levels, 1)
+		if err != nil {
+			t.Fatal(err)
+		}
+		s.Commit(r, 1)
+	}
+	s.Close()
+	// Back on a snapshot of 2 calls (the identity is kept).
+	if err := srv.Client().HSet(context.Background(), spendKey(levels[0].Key), "n", 2, "c", 2).Err(); err != nil {
+		t.Fatal(err)
+	}
+	other := strings.Replace(srv.URL(), "127.0.0.1", "localhost", 1)
+	if other == srv.URL() {
+		t.Fatalf("the URL %s has no 127.0.0.1", srv.URL())
+	}
+	s, err = OpenRedisIn(other, dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	if _, err := s.Reserve(levels, 1); !errors.Is(err, redisconn.ErrReset) || !strings.Contains(err.Error(), "fewer than the 5 this proxy saw") {
+		t.Fatalf("a reservation through another spelling of the URL after the store went back: %v, want ErrReset", err)
+	}
+}

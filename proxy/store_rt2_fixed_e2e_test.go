@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/delegateos/delegateos/internal/mcptest"
+	"github.com/delegateos/delegateos/proxy"
 )
 
 // seenFiles returns the *.seen.json files of the test's state directory.
@@ -126,5 +127,37 @@ func TestE2EFaultStaleGenerationProxyKeepsNewerCounts(t *testing.T) {
 	f.sameAsUpstreams([]*mcptest.Process{pB, pA, pC}, total)
 	if total > 30 {
 		t.Errorf("an idle old-generation proxy's exit replaced the kept counts; Redis back on a snapshot of %d calls: the restarted proxy forwarded %d more (%d on 30), then %s: %s; want store_reset", b+n, more, total, typ, detail)
+	}
+}
+
+// R2-3. The same Redis named two ways (127.0.0.1 and localhost): the
+// state files were named by the URL's host as written, so a proxy
+// restarted with the other spelling knew no counts and accepted an older
+// snapshot (50 calls on 30). The counts are kept under the store's
+// identity, which the snapshot keeps, so any spelling finds them.
+func TestE2EFaultOtherSpellingOfTheSameServer(t *testing.T) {
+	f := newFleet(t, 30*fleetCost, 30*fleetCost, 30*fleetCost)
+	p1, s1 := f.start(f.a, "", nil)
+	n, _, _ := rtDrain(t, s1, 10)
+	f.rtSettled()
+	snap := f.rtSnapshot()
+	m, _, _ := rtDrain(t, s1, 40)
+	f.rtSettled()
+	rtStop(t, p1)
+	f.rtRestore(snap)
+	pol := f.policy("")
+	pol.SpendStore = strings.Replace(pol.SpendStore, "127.0.0.1", "localhost", 1)
+	pol.RevocationList = strings.Replace(pol.RevocationList, "127.0.0.1", "localhost", 1)
+	if pol.SpendStore == f.policy("").SpendStore {
+		t.Fatalf("store URL %s has no 127.0.0.1", pol.SpendStore)
+	}
+	p2 := f.e.StartProxy(mcptest.ProxyOptions{Policy: pol, Token: f.a})
+	s2 := p2.Connect(mcptest.SessionOptions{})
+	more, typ, detail := rtDrain(t, s2, 40)
+	total := n + m + more
+	f.sameAsUpstreams([]*mcptest.Process{p1, p2}, total)
+	want := fmt.Sprintf("counts %d calls, fewer than the %d this proxy saw", n, n+m)
+	if total > 30 || more != 0 || typ != string(proxy.StoreReset) || !strings.Contains(detail, want) {
+		t.Errorf("the same Redis as localhost, back on a snapshot of %d calls: the restarted proxy forwarded %d more (%d on 30), then %s: %s; want none, store_reset (%s)", n, more, total, typ, detail, want)
 	}
 }
