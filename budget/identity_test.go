@@ -2,6 +2,7 @@ package budget
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"os"
 	"path/filepath"
@@ -242,5 +243,95 @@ func TestRedisCountsKeptWhateverTheURLsSpelling(t *testing.T) {
 	defer s.Close()
 	if _, err := s.Reserve(levels, 1); !errors.Is(err, redisconn.ErrReset) || !strings.Contains(err.Error(), "fewer than the 5 this proxy saw") {
 		t.Fatalf("a reservation through another spelling of the URL after the store went back: %v, want ErrReset", err)
+	}
+}
+
+// A counts file that is gone while the state directory's index says it
+// was written was deleted: the proxy refuses to start (R2-1), until an
+// operator accepts the loss with store init --reset.
+func TestRedisDeletedCountsFileRefused(t *testing.T) {
+	srv := redistest.Start(t)
+	dir := t.TempDir()
+	levels := []Level{{"ISSUER/1:a", 1000}}
+	s, err := OpenRedisIn(srv.URL(), dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, err := s.Reserve(levels, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.Commit(r, 1)
+	s.Close()
+	files, _ := filepath.Glob(filepath.Join(dir, "store-*.seen.json"))
+	if len(files) != 1 {
+		t.Fatalf("counts files %v, want one", files)
+	}
+	if err := os.Remove(files[0]); err != nil {
+		t.Fatal(err)
+	}
+	if s, err := OpenRedisIn(srv.URL(), dir); err == nil {
+		s.Close()
+		t.Fatal("a proxy started on a state directory whose counts file was deleted")
+	} else if !strings.Contains(err.Error(), files[0]) || !strings.Contains(err.Error(), "is gone (deleted)") || !strings.Contains(err.Error(), "store init --reset") {
+		t.Fatalf("the refusal does not name the file and what to run: %v", err)
+	}
+	if _, err := InitStore(srv.URL(), true); err != nil {
+		t.Fatal(err)
+	}
+	s, err = OpenRedisIn(srv.URL(), dir)
+	if err != nil {
+		t.Fatalf("after store init --reset accepted the loss: %v", err)
+	}
+	s.Close()
+	// A machine that made no calls has a counts file too.
+	fresh := t.TempDir()
+	s, err = OpenRedisIn(srv.URL(), fresh)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.Close()
+	if files, _ := filepath.Glob(filepath.Join(fresh, "store-*.seen.json")); len(files) != 1 {
+		t.Fatalf("a machine that made no calls: counts files %v, want one", files)
+	}
+}
+
+// Proxies of one machine write their counts to one file, each merging
+// what the others wrote, under the file's lock: a write waits for the
+// lock, and keeps what was written while it waited (R2-2).
+func TestRedisCountsWriteHoldsTheLock(t *testing.T) {
+	srv := redistest.Start(t)
+	dir := t.TempDir()
+	s, err := OpenRedisIn(srv.URL(), dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	s.mu.Lock()
+	id := s.ident
+	s.seen = map[string]int64{"A/1:a": 5}
+	s.mu.Unlock()
+	path := s.seenPath(id.ID)
+	lock, err := lockWait(path + ".lock")
+	if err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- s.storeSeen(false) }()
+	// Another proxy's write, made while it holds the lock.
+	b, _ := json.Marshal(seenState{ID: id.ID, Gen: id.Gen, Seen: map[string]int64{"B/1:b": 7}})
+	if err := writeFileAtomic(path, b); err != nil {
+		t.Fatal(err)
+	}
+	lock.Close()
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	st, err := s.readSeenFile(id.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st.Seen["A/1:a"] != 5 || st.Seen["B/1:b"] != 7 {
+		t.Fatalf("the counts file holds %v, want both proxies' counts", st.Seen)
 	}
 }

@@ -161,3 +161,32 @@ func TestE2EFaultOtherSpellingOfTheSameServer(t *testing.T) {
 		t.Errorf("the same Redis as localhost, back on a snapshot of %d calls: the restarted proxy forwarded %d more (%d on 30), then %s: %s; want none, store_reset (%s)", n, more, total, typ, detail, want)
 	}
 }
+
+// R2-1, the file deleted: a machine that saw the store always has its
+// counts file (written at the first start, empty if need be), and its
+// index of the store's identity says so, so a deleted file is not taken
+// for "no counts": the restarted proxy refuses to start.
+func TestE2EFaultDeletedSeenFileRefused(t *testing.T) {
+	f := newFleet(t, 30*fleetCost, 30*fleetCost, 30*fleetCost)
+	p1, s1 := f.start(f.a, "", nil)
+	n, _, _ := rtDrain(t, s1, 10)
+	f.rtSettled()
+	snap := f.rtSnapshot()
+	m, _, _ := rtDrain(t, s1, 40)
+	f.rtSettled()
+	rtStop(t, p1)
+	for _, p := range f.seenFiles() {
+		if err := os.Remove(p); err != nil {
+			t.Fatal(err)
+		}
+	}
+	f.rtRestore(snap)
+	p2 := f.e.StartProxy(mcptest.ProxyOptions{Policy: f.policy(""), Token: f.a, LogToStderr: true, WantExit: func(code int) bool { return code == 2 }})
+	if !p2.WaitExit(mcptest.WaitTimeout) {
+		t.Fatal("the proxy started on a deleted seen.json")
+	}
+	if !strings.Contains(p2.Stderr.String(), "is gone (deleted)") || !strings.Contains(p2.Stderr.String(), "store init --reset") {
+		t.Errorf("the refusal does not say the seen file is gone and what to run: %s", p2.Stderr.String())
+	}
+	f.sameAsUpstreams([]*mcptest.Process{p1}, n+m)
+}
