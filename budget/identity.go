@@ -87,6 +87,12 @@ func (id *Identity) keeps(tag string, since int64) bool {
 	return since >= id.AllAt && since >= id.Lifted[tag]
 }
 
+// lifts reports whether id lifted a loss of tree tag found under
+// generation since.
+func (id *Identity) lifts(tag string, since int64) bool {
+	return id.By == "operator" && !id.keeps(tag, since)
+}
+
 // forgetLifted drops from seen, counts seen under generation since, those
 // of the trees an operator has lifted since (see Identity.Lifted).
 func forgetLifted(seen map[string]int64, id *Identity, since int64) map[string]int64 {
@@ -102,9 +108,15 @@ func forgetLifted(seen map[string]int64, id *Identity, since int64) map[string]i
 type ResetError struct {
 	Store  string
 	Reason string
+	// Root, when not empty, is the root issuer of the one delegation tree
+	// that lost data (the rest of the store did not).
+	Root string
 }
 
 func (e *ResetError) Error() string {
+	if e.Root != "" {
+		return fmt.Sprintf("spend store %s has lost data of the delegation tree of root %s: %s; its calls are refused until an operator rebuilds it from the fleet's audit logs ('delegateos store recover --store URL --root %s --audit LOG... --policy FILE') or accepts the loss ('delegateos store init --store URL --reset --root %s')", e.Store, e.Root, e.Reason, e.Root, e.Root)
+	}
 	return fmt.Sprintf("spend store %s has lost data: %s; calls are refused until an operator rebuilds it from the fleet's audit logs ('delegateos store recover --store URL --root ID --audit LOG... --policy FILE') or accepts the loss ('delegateos store init --store URL --reset')", e.Store, e.Reason)
 }
 
@@ -675,6 +687,11 @@ func (s *Redis) refresh(ctx context.Context) error {
 	defer s.mu.Unlock()
 	if cur != nil && cur.By == "operator" && cur.Reset == "" && cur.Gen > s.ident.Gen {
 		s.seen = forgetLifted(s.seen, cur, s.ident.Gen)
+		for tag := range s.treeReset {
+			if cur.lifts(tag, s.ident.Gen) {
+				delete(s.treeReset, tag)
+			}
+		}
 		s.ident = *cur
 		s.resetReason = ""
 		s.mu.Unlock()
@@ -799,12 +816,83 @@ var (
 	errListed = errors.New("listed")
 )
 
-// resetTree is resetNow for a loss found at a tree, which is marked in
-// the tree's stamp too: every proxy's next reservation of the tree then
-// refuses, that of a proxy that took the store for a new one included.
+// resetTree handles a loss found at tree tag: unless the store's
+// identity has changed (a loss of the whole store, see resetStore), only
+// the tree is marked lost, in its stamp (every proxy's next reservation
+// of the tree then refuses, that of a proxy that took the store for a new
+// one included) and in this proxy: the other trees, another fleet's on a
+// shared Redis, go on.
 func (s *Redis) resetTree(tag, why string) error {
+	if err := s.storeChanged(tag); err != nil {
+		return err
+	}
 	s.c.HSetNX(s.ctx, stampKeyPrefix+"{"+tag+"}", "reset", why)
-	return s.resetNow(why)
+	s.mu.Lock()
+	if s.treeReset == nil {
+		s.treeReset = make(map[string]string)
+	}
+	if s.treeReset[tag] == "" {
+		s.treeReset[tag] = why
+	}
+	s.mu.Unlock()
+	return s.treeResetErr(tag)
+}
+
+// storeChanged reads the store's identity for a loss found at tree tag:
+// nil when it is the one this proxy knows, errRetry when the proxy
+// adopted an operator's newer generation, else the error of a loss of
+// the whole store.
+func (s *Redis) storeChanged(tag string) error {
+	cur, err := readIdentity(s.ctx, s.c)
+	if err != nil {
+		return s.fail(err)
+	}
+	s.mu.Lock()
+	id := s.ident
+	s.mu.Unlock()
+	switch {
+	case cur == nil:
+		return s.resetStore(tag, fmt.Sprintf("its identity %s (generation %d) is gone: Redis was flushed or restarted without persistence", id.ID, id.Gen))
+	case cur.ID == id.ID && cur.Gen == id.Gen:
+		if cur.Reset != "" {
+			return s.resetNow(cur.Reset)
+		}
+		return nil
+	}
+	if err := s.refresh(s.ctx); err != nil {
+		return err
+	}
+	s.mu.Lock()
+	adopted := s.ident.ID == cur.ID && s.ident.Gen == cur.Gen
+	s.mu.Unlock()
+	if adopted {
+		return errRetry
+	}
+	if cur.ID == id.ID && cur.Gen < id.Gen {
+		return s.resetStore(tag, fmt.Sprintf("its generation %d is before the %d this proxy saw: Redis went back to an older snapshot", cur.Gen, id.Gen))
+	}
+	return s.resetStore(tag, fmt.Sprintf("its identity is now %s (generation %d), not %s (generation %d): Redis lost its data and another proxy started it anew", cur.ID, cur.Gen, id.ID, id.Gen))
+}
+
+// treeResetErr returns the error of a call of tree tag, which this proxy
+// found lost, or nil, after reading the store's identity again (an
+// operator may have lifted it).
+func (s *Redis) treeResetErr(tag string) error {
+	s.mu.Lock()
+	why := s.treeReset[tag]
+	s.mu.Unlock()
+	if why == "" {
+		return nil
+	}
+	if err := s.refresh(s.ctx); err != nil {
+		return err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if why = s.treeReset[tag]; why == "" {
+		return nil
+	}
+	return &ResetError{Store: s.url, Reason: why, Root: tag}
 }
 
 // resetStore is resetTree for a loss of the whole store: every tree's
@@ -967,10 +1055,11 @@ func restamp(ctx context.Context, c redisconn.Client, id Identity, lifted map[st
 	err := redisconn.Scan(ctx, c, stampKeyPrefix+"*", func(keys []string) error {
 		_, err := c.Pipelined(ctx, func(p redis.Pipeliner) error {
 			for _, k := range keys {
-				p.HSet(ctx, k, "id", id.ID, "g", id.Gen)
+				lift := "0"
 				if lifted == nil || lifted[tagOf(k)] {
-					p.HDel(ctx, k, "reset")
+					lift = "1"
 				}
+				restampScript.Eval(ctx, p, []string{k}, id.ID, id.Gen, lift)
 			}
 			return nil
 		})
@@ -991,6 +1080,24 @@ func restamp(ctx context.Context, c redisconn.Client, id Identity, lifted map[st
 	})
 	return err
 }
+
+// restampScript gives a tree's stamp (KEYS[1]) the identity ARGV[1] and
+// generation ARGV[2]; with ARGV[3] = "1" it lifts the tree's loss: drops
+// its reset mark, and the marks of its spend keys that are gone (whose
+// loss the operator accepted: else the next reservation finds them gone
+// again). The spend keys are the tree's, in its slot.
+var restampScript = redis.NewScript(`
+redis.call('HSET', KEYS[1], 'id', ARGV[1], 'g', ARGV[2])
+if ARGV[3] == '1' then
+  redis.call('HDEL', KEYS[1], 'reset')
+  for _, f in ipairs(redis.call('HKEYS', KEYS[1])) do
+    if string.sub(f, 1, 2) == 'k:' and redis.call('EXISTS', string.sub(f, 3)) == 0 then
+      redis.call('HDEL', KEYS[1], f)
+    end
+  end
+end
+return 1
+`)
 
 // anyTreeReset reports whether the stamp of a tree of usage is marked
 // reset: one another root's recovery left so.

@@ -335,3 +335,56 @@ func TestRedisCountsWriteHoldsTheLock(t *testing.T) {
 		t.Fatalf("the counts file holds %v, want both proxies' counts", st.Seen)
 	}
 }
+
+// A loss found at one tree marks that tree only (R2-5): a proxy started
+// afterwards takes another tree's calls, refuses the lost tree's naming
+// its root, and store init --reset --root lifts it (its spend keys that
+// are gone included).
+func TestRedisTreeLossMarksOnlyTheTree(t *testing.T) {
+	srv := redistest.Start(t)
+	r1, r2 := []Level{{"R1/1:a", 1000}}, []Level{{"R2/1:b", 1000}}
+	s, err := OpenRedisIn(srv.URL(), t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	for _, l := range [][]Level{r1, r2} {
+		r, err := s.Reserve(l, 1)
+		if err != nil {
+			t.Fatal(err)
+		}
+		s.Commit(r, 1)
+	}
+	if err := srv.Client().Del(context.Background(), spendKey(r1[0].Key)).Err(); err != nil {
+		t.Fatal(err)
+	}
+	var re *ResetError
+	if _, err := s.Reserve(r1, 1); !errors.As(err, &re) || re.Root != "R1" || !strings.Contains(err.Error(), "--reset --root R1") {
+		t.Fatalf("R1 after its spend key was deleted: %v, want a ResetError of root R1", err)
+	}
+	other, err := OpenRedisIn(srv.URL(), t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer other.Close()
+	for _, st := range []*Redis{s, other} {
+		r, err := st.Reserve(r2, 1)
+		if err != nil {
+			t.Fatalf("R2 (intact) after R1's loss was found: %v", err)
+		}
+		st.Commit(r, 1)
+		if _, err := st.Reserve(r1, 1); !errors.Is(err, redisconn.ErrReset) {
+			t.Fatalf("R1 after its loss was found: %v, want ErrReset", err)
+		}
+	}
+	if _, err := InitStore(srv.URL(), true, "R1"); err != nil {
+		t.Fatal(err)
+	}
+	for _, st := range []*Redis{s, other} {
+		r, err := st.Reserve(r1, 1)
+		if err != nil {
+			t.Fatalf("R1 after store init --reset --root R1: %v", err)
+		}
+		st.Commit(r, 1)
+	}
+}

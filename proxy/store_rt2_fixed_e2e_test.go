@@ -6,6 +6,7 @@ package proxy_test
 // fixed (see store_rt2_redteam_test.go for those still open).
 
 import (
+	"context"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -189,4 +190,60 @@ func TestE2EFaultDeletedSeenFileRefused(t *testing.T) {
 		t.Errorf("the refusal does not say the seen file is gone and what to run: %s", p2.Stderr.String())
 	}
 	f.sameAsUpstreams([]*mcptest.Process{p1}, n+m)
+}
+
+// R2-5. Two fleets (two roots) share a Redis. Only fleet 1's tree loses
+// its keys (deleted by hand, evicted): fleet 1's proxies refuse
+// store_reset, and the refusal names the tree's root and the command that
+// lifts that tree alone; fleet 2's intact tree goes on, in its running
+// proxy and in one started after the loss was found (the whole store
+// used to be marked reset, so every new proxy of every fleet refused).
+func TestE2EFaultOneTreesLossLeavesAnotherFleet(t *testing.T) {
+	f1 := newFleet(t, 30*fleetCost, 30*fleetCost, 30*fleetCost)
+	f2 := newFleet(t, 30*fleetCost, 30*fleetCost, 30*fleetCost)
+	f2.srv, f2.url = f1.srv, f1.url
+	_, s1 := f1.start(f1.a, "", nil)
+	_, s2 := f2.start(f2.a, "", nil)
+	rtDrain(t, s1, 5)
+	rtDrain(t, s2, 5)
+	f1.rtSettled()
+	f2.rtSettled()
+	ctx := context.Background()
+	c := f1.srv.Client()
+	root1 := f1.e.Root.ID()
+	keys, err := c.Keys(ctx, "delegateos:spend:{"+root1+"}:*").Result()
+	if err != nil || len(keys) == 0 {
+		t.Fatalf("tree 1's spend keys: %v %v", keys, err)
+	}
+	if err := c.Del(ctx, keys...).Err(); err != nil {
+		t.Fatal(err)
+	}
+	typ, detail := denialData(s1.Call(t, "echo", map[string]any{"text": "tree 1 after"}))
+	want := "store init --store URL --reset --root " + root1
+	if typ != string(proxy.StoreReset) || !strings.Contains(detail, want) || !strings.Contains(detail, "fewer than the 5 this proxy saw") {
+		t.Fatalf("tree 1 after its keys were deleted: %s: %s; want store_reset naming the count lost and %q", typ, detail, want)
+	}
+	if typ, detail := denialData(s2.Call(t, "echo", map[string]any{"text": "tree 2, running proxy"})); typ != "" {
+		t.Errorf("tree 2's running proxy after tree 1's loss: %s: %s", typ, detail)
+	}
+	_, s3 := f2.start(f2.a, "", nil)
+	if typ, detail := denialData(s3.Call(t, "echo", map[string]any{"text": "tree 2, new proxy"})); typ != "" {
+		t.Errorf("tree 2 (intact) in a proxy started after tree 1 lost its keys: %s: %s; want it forwarded (only tree 1 lost data)", typ, detail)
+	}
+	_, s4 := f1.start(f1.a, "", nil)
+	if typ, detail := denialData(s4.Call(t, "echo", map[string]any{"text": "tree 1, new proxy"})); typ != string(proxy.StoreReset) || !strings.Contains(detail, want) {
+		t.Errorf("tree 1 in a proxy started after its loss was found: %s: %s; want store_reset naming %q", typ, detail, want)
+	}
+	// Fleet 1's operator accepts the loss of its tree alone.
+	if out, errs, code := mcptest.CLI(t, "store", "init", "--store", f1.srv.URL(), "--reset", "--root", root1); code != 0 {
+		t.Fatalf("store init --reset --root: %d %s %s", code, out, errs)
+	}
+	for i, s := range []*mcptest.Session{s1, s4, s2, s3} {
+		if typ, detail := denialData(s.Call(t, "echo", map[string]any{"text": "after init --reset --root"})); typ != "" {
+			t.Errorf("session %d after store init --reset --root %s: %s: %s; want it forwarded", i+1, root1, typ, detail)
+		}
+	}
+	if u := f2.usage()[f2.key(1)]; u.Calls != 9 {
+		t.Errorf("tree 2 counts %d calls, want the 9 forwarded", u.Calls)
+	}
 }
