@@ -72,13 +72,23 @@ type Identity struct {
 	// data; calls are refused until an operator acts.
 	Reset string `json:"reset,omitempty"`
 	// Lifted and AllAt, in a generation an operator wrote, say whose
-	// losses operators have lifted: every tree's at generation AllAt
+	// losses operators have accepted: every tree's at generation AllAt
 	// (store init --reset), and since then each tree in Lifted at its
-	// generation (store recover). A count of calls a proxy saw under an
-	// earlier generation is kept only for a tree lifted by none since: a
-	// tree another root's recovery did not rebuild is still found lost.
+	// generation (store init --reset --root). A count of calls a proxy
+	// saw under an earlier generation is kept only for a tree whose loss
+	// none accepted since: a tree another root's acceptance did not
+	// name is still found lost.
 	Lifted map[string]int64 `json:"-"`
 	AllAt  int64            `json:"-"`
+	// Recovered says, per tree, the generation at which store recover
+	// last rebuilt it since AllAt: that lifts the tree's reset, but the
+	// counts the proxies saw are kept, so that a rebuild from fewer
+	// calls than a proxy saw (an audit log left out) is found by it.
+	Recovered map[string]int64 `json:"-"`
+	// Need is the highest generation a proxy that found the store lost
+	// data knew (see markResetScript): the next operator's generation is
+	// after it, whatever the operator's clock says.
+	Need int64 `json:"-"`
 }
 
 // keeps reports whether a count of tree tag seen under generation since
@@ -88,9 +98,9 @@ func (id *Identity) keeps(tag string, since int64) bool {
 }
 
 // lifts reports whether id lifted a loss of tree tag found under
-// generation since.
+// generation since: an operator accepted it, or rebuilt the tree.
 func (id *Identity) lifts(tag string, since int64) bool {
-	return id.By == "operator" && !id.keeps(tag, since)
+	return id.By == "operator" && (!id.keeps(tag, since) || id.Recovered[tag] > since)
 }
 
 // forgetLifted drops from seen, counts seen under generation since, those
@@ -150,6 +160,9 @@ func identityOf(m map[string]string) (*Identity, error) {
 		}
 		if json.Unmarshal([]byte(m["lifted"]), &id.Lifted) != nil {
 			id.Lifted, id.AllAt = nil, g
+		}
+		if m["recovered"] != "" && json.Unmarshal([]byte(m["recovered"]), &id.Recovered) != nil {
+			id.Recovered = nil
 		}
 	}
 	return id, nil
@@ -695,7 +708,21 @@ func (s *Redis) refresh(ctx context.Context) error {
 		s.ident = *cur
 		s.resetReason = ""
 		s.mu.Unlock()
-		// As at open, a failure is not the call's.
+		// The counts the other proxies of the machine kept (one whose
+		// calls a recovery left out), and, as at open, a failure is not
+		// the call's.
+		if st, err := s.readSeenFile(cur.ID); err == nil {
+			s.mu.Lock()
+			for k, n := range keptSeen(st, *cur) {
+				if n > s.seen[k] {
+					if s.seen == nil {
+						s.seen = make(map[string]int64)
+					}
+					s.seen[k] = n
+				}
+			}
+			s.mu.Unlock()
+		}
 		if s.storeSeen(true) == nil {
 			s.rememberIdentity(*cur, true)
 		}
@@ -826,6 +853,11 @@ func (s *Redis) resetTree(tag, why string) error {
 	if err := s.storeChanged(tag); err != nil {
 		return err
 	}
+	s.mu.Lock()
+	if g := s.ident.Recovered[tag]; g > 0 && strings.Contains(why, "fewer than the") {
+		why += fmt.Sprintf(" (store recover rebuilt the tree at generation %d from fewer calls than this proxy saw: run it again with the audit logs of every proxy of the fleet, this proxy's included)", g)
+	}
+	s.mu.Unlock()
 	s.c.HSetNX(s.ctx, stampKeyPrefix+"{"+tag+"}", "reset", why)
 	s.mu.Lock()
 	if s.treeReset == nil {
@@ -998,7 +1030,7 @@ func InitStore(rawURL string, reset bool, roots ...string) (Identity, error) {
 	if err := restamp(ctx, c, *n, lifted); err != nil {
 		return fail(err)
 	}
-	if err := writeIdentity(ctx, c, *n, lifted); err != nil {
+	if err := writeIdentity(ctx, c, *n, lifted, true); err != nil {
 		return fail(err)
 	}
 	return *n, nil
@@ -1014,7 +1046,7 @@ func nextIdentity(ctx context.Context, c redis.Cmdable) (*Identity, error) {
 	n := newIdentity("operator", 0)
 	if cur != nil {
 		n.ID, n.Gen = cur.ID, max(n.Gen, cur.Gen+1)
-		n.Lifted, n.AllAt = cur.Lifted, cur.AllAt
+		n.Lifted, n.AllAt, n.Recovered = cur.Lifted, cur.AllAt, cur.Recovered
 	}
 	return n, nil
 }
@@ -1022,25 +1054,37 @@ func nextIdentity(ctx context.Context, c redis.Cmdable) (*Identity, error) {
 // writeIdentity writes id as the store's identity, last: the proxies
 // adopt it at their next call.
 // lifted names the trees whose loss it lifts (nil: every tree), added to
-// those id (from nextIdentity) says were lifted before.
-func writeIdentity(ctx context.Context, c redis.Cmdable, id Identity, lifted map[string]bool) error {
-	all, was := id.AllAt, map[string]int64{}
+// those id (from nextIdentity) says were lifted before: with accept
+// (store init --reset) their loss is accepted (the proxies forget the
+// counts they saw), else they were rebuilt (store recover: the counts are
+// kept).
+func writeIdentity(ctx context.Context, c redis.Cmdable, id Identity, lifted map[string]bool, accept bool) error {
+	all, was, rec := id.AllAt, map[string]int64{}, map[string]int64{}
 	if lifted == nil {
 		all = id.Gen
-	} else {
-		for t, g := range id.Lifted {
-			if g > all {
-				was[t] = g
-			}
+	}
+	for t, g := range id.Lifted {
+		if g > all {
+			was[t] = g
 		}
-		for t := range lifted {
+	}
+	for t, g := range id.Recovered {
+		if g > all {
+			rec[t] = g
+		}
+	}
+	for t := range lifted {
+		if accept {
 			was[t] = id.Gen
+		} else {
+			rec[t] = id.Gen
 		}
 	}
 	b, _ := json.Marshal(was)
+	r, _ := json.Marshal(rec)
 	_, err := c.TxPipelined(ctx, func(p redis.Pipeliner) error {
 		p.Del(ctx, identityKey)
-		p.HSet(ctx, identityKey, "id", id.ID, "g", id.Gen, "by", id.By, "all", all, "lifted", string(b))
+		p.HSet(ctx, identityKey, "id", id.ID, "g", id.Gen, "by", id.By, "all", all, "lifted", string(b), "recovered", string(r))
 		return nil
 	})
 	return err
@@ -1187,7 +1231,7 @@ func RecoverStore(rawURL string, usage []Usage) (Identity, error) {
 	if err := restamp(ctx, c, *n, lifted); err != nil {
 		return fail(err)
 	}
-	if err := writeIdentity(ctx, c, *n, lifted); err != nil {
+	if err := writeIdentity(ctx, c, *n, lifted, false); err != nil {
 		return fail(err)
 	}
 	return *n, nil

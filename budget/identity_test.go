@@ -353,7 +353,7 @@ func TestRedisTreeLossMarksOnlyTheTree(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		s.Commit(r, 1)
+		s.Commit(r, 0) // committed before it returns
 	}
 	if err := srv.Client().Del(context.Background(), spendKey(r1[0].Key)).Err(); err != nil {
 		t.Fatal(err)
@@ -387,4 +387,47 @@ func TestRedisTreeLossMarksOnlyTheTree(t *testing.T) {
 		}
 		st.Commit(r, 1)
 	}
+}
+
+// store recover keeps the counts the proxies saw (R2-6): a rebuild from
+// fewer calls than a proxy saw (an audit log left out) is refused by it,
+// saying to give every proxy's log, and a rebuild with them all lifts it.
+func TestRedisRecoverKeepsTheCountsSeen(t *testing.T) {
+	srv := redistest.Start(t)
+	levels := []Level{{"R1/1:a", 1000}}
+	s, err := OpenRedisIn(srv.URL(), t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	for range 5 {
+		r, err := s.Reserve(levels, 1)
+		if err != nil {
+			t.Fatal(err)
+		}
+		// At another cost than reserved: committed before Commit
+		// returns, not by the flusher after the key is deleted (or
+		// rebuilt).
+		s.Commit(r, 0)
+	}
+	if err := srv.Client().Del(context.Background(), spendKey(levels[0].Key)).Err(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Reserve(levels, 1); !errors.Is(err, redisconn.ErrReset) {
+		t.Fatalf("after the spend key was deleted: %v, want ErrReset", err)
+	}
+	if _, err := RecoverStore(srv.URL(), []Usage{{Key: levels[0].Key, Committed: 3, Calls: 3}}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Reserve(levels, 1); !errors.Is(err, redisconn.ErrReset) || !strings.Contains(err.Error(), "fewer than the 5 this proxy saw") || !strings.Contains(err.Error(), "audit logs of every proxy") {
+		t.Fatalf("after a recovery from 3 of the 5 calls: %v, want ErrReset saying to give every proxy's log", err)
+	}
+	if _, err := RecoverStore(srv.URL(), []Usage{{Key: levels[0].Key, Committed: 5, Calls: 5}}); err != nil {
+		t.Fatal(err)
+	}
+	r, err := s.Reserve(levels, 1)
+	if err != nil {
+		t.Fatalf("after a recovery from the 5 calls: %v", err)
+	}
+	s.Commit(r, 1)
 }

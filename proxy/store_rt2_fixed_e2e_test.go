@@ -14,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/delegateos/delegateos/dct"
 	"github.com/delegateos/delegateos/internal/mcptest"
 	"github.com/delegateos/delegateos/proxy"
 )
@@ -245,5 +246,53 @@ func TestE2EFaultOneTreesLossLeavesAnotherFleet(t *testing.T) {
 	}
 	if u := f2.usage()[f2.key(1)]; u.Calls != 9 {
 		t.Errorf("tree 2 counts %d calls, want the 9 forwarded", u.Calls)
+	}
+}
+
+// R2-6. store recover given the audit logs of only some of the fleet's
+// proxies (a machine's log not at hand) lifts the reset; the proxy whose
+// log was left out saw the root's count at 20, and adopting the
+// recovery's generation used to forget that count, so it spent its calls
+// again (40 on 30). A recovery now keeps the counts (only store init
+// --reset forgets them): that proxy finds the rebuilt count short, refuses
+// store_reset saying to give every proxy's log, and the recovery run
+// again with both logs lets the fleet spend exactly the rest.
+func TestE2EFaultRecoverWithSomeLogsOnly(t *testing.T) {
+	f := newFleet(t, 30*fleetCost, 30*fleetCost, 30*fleetCost)
+	log1 := filepath.Join(f.e.Dir, "audit-1.log")
+	log2 := filepath.Join(f.e.Dir, "audit-2.log")
+	p1, s1 := f.start(f.a, "proxy_key: "+f.e.KeyFile(mcptest.NewKey(t, "p1"))+"\naudit_log: "+log1+"\n", nil)
+	p2, s2 := f.start(f.a, "proxy_key: "+f.e.KeyFile(mcptest.NewKey(t, "p2"))+"\naudit_log: "+log2+"\n", nil)
+	n1, _, _ := rtDrain(t, s1, 10)
+	n2, _, _ := rtDrain(t, s2, 10)
+	f.rtSettled()
+	if err := f.srv.Client().FlushAll(context.Background()).Err(); err != nil {
+		t.Fatal(err)
+	}
+	for i, s := range []*mcptest.Session{s1, s2} {
+		if typ, detail := denialData(s.Call(t, "echo", map[string]any{"text": "after the flush"})); typ != string(proxy.StoreReset) {
+			t.Fatalf("proxy %d after the flush: %s: %s, want store_reset", i+1, typ, detail)
+		}
+	}
+	if out, errs, code := mcptest.CLI(t, "store", "recover", "--store", f.srv.URL(), "--root", f.e.Root.ID(), "--audit", log1); code != 0 {
+		t.Fatalf("store recover with proxy 1's log: exit %d, %s%s", code, out, errs)
+	}
+	more, typ, detail := rtDrain(t, s2, 40)
+	want := fmt.Sprintf("counts %d calls, fewer than the %d this proxy saw", n1, n1+n2)
+	if more != 0 || typ != string(proxy.StoreReset) || !strings.Contains(detail, want) || !strings.Contains(detail, "audit logs of every proxy of the fleet") {
+		t.Fatalf("store recover with proxy 1's log only: proxy 2, which saw %d calls on the root, forwarded %d more, then %s: %s; want none, store_reset (%s, give every proxy's log)", n1+n2, more, typ, detail, want)
+	}
+	if typ, detail := denialData(s1.Call(t, "echo", map[string]any{"text": "proxy 1 after proxy 2 found the rebuild short"})); typ != string(proxy.StoreReset) {
+		t.Errorf("proxy 1 after proxy 2 found the rebuild short: %s: %s, want store_reset", typ, detail)
+	}
+	if out, errs, code := mcptest.CLI(t, "store", "recover", "--store", f.srv.URL(), "--root", f.e.Root.ID(), "--audit", log1, "--audit", log2); code != 0 {
+		t.Fatalf("store recover with both logs: exit %d, %s%s", code, out, errs)
+	}
+	more, typ, detail = rtDrain(t, s2, 40)
+	total := n1 + n2 + more
+	f.rtSettled()
+	f.sameAsUpstreams([]*mcptest.Process{p1, p2}, total)
+	if total != 30 || typ != string(dct.BudgetExceeded) {
+		t.Errorf("after store recover with both logs: %d forwarded in all on 30, then %s: %s; want exactly 30, then budget_exceeded", total, typ, detail)
 	}
 }
