@@ -165,6 +165,9 @@ func identityOf(m map[string]string) (*Identity, error) {
 			id.Recovered = nil
 		}
 	}
+	if need, err := strconv.ParseInt(m["need"], 10, 64); err == nil && need > 0 {
+		id.Need = need
+	}
 	return id, nil
 }
 
@@ -188,15 +191,31 @@ return redis.call('HGETALL', KEYS[1])
 // identity hash, unless an operator has written a generation after the
 // one the proxy knows (ARGV[1], ARGV[2]): then the proxy adopts that. A
 // generation a proxy wrote (one that found the store empty after it lost
-// its data) is marked too.
+// its data) is marked too, and so is an operator's before the proxy's
+// (written by an operator whose clock is behind, on a store that had lost
+// its identity): "need" keeps the highest generation a proxy saw, which
+// the operator's next generation is after (nextIdentity).
 // A store that lost its identity gets the proxy's back, marked reset.
 var markResetScript = redis.NewScript(`
 local g = redis.call('HGET', KEYS[1], 'g')
 if g and tonumber(g) > tonumber(ARGV[2]) and redis.call('HGET', KEYS[1], 'by') == 'operator' then return 0 end
 if not g then redis.call('HSET', KEYS[1], 'id', ARGV[1], 'g', ARGV[2], 'by', 'proxy') end
 if not redis.call('HGET', KEYS[1], 'reset') then redis.call('HSET', KEYS[1], 'reset', ARGV[3]) end
+if tonumber(redis.call('HGET', KEYS[1], 'need') or '0') < tonumber(ARGV[2]) then redis.call('HSET', KEYS[1], 'need', ARGV[2]) end
 return 1
 `)
+
+// changedWhy says how a store whose identity is now cur, not the was
+// that who (this proxy, this machine) saw, lost data.
+func changedWhy(cur, was Identity, who string) string {
+	switch {
+	case cur.ID == was.ID && cur.Gen < was.Gen:
+		return fmt.Sprintf("its generation %d is before the %d %s saw: Redis went back to an older snapshot", cur.Gen, was.Gen, who)
+	case cur.By == "operator":
+		return fmt.Sprintf("its identity is now %s (generation %d), which an operator wrote, not the %s (generation %d) %s saw: an operator's generation lifts a loss only when it is after the one the proxies saw (the operator's clock may be behind theirs, or Redis went back to an older snapshot); the store now records that a proxy saw generation %d, so an operator who accepts the loss runs store init --reset (or store recover) again, which gives a generation after it", cur.ID, cur.Gen, was.ID, was.Gen, who, was.Gen)
+	}
+	return fmt.Sprintf("its identity is now %s (generation %d), not the %s (generation %d) %s saw: Redis lost its data and another proxy (or a plain store init) started it anew", cur.ID, cur.Gen, was.ID, was.Gen, who)
+}
 
 // hashMap reads a flat array of field, value as HGETALL returns it.
 func hashMap(res any) (map[string]string, error) {
@@ -586,11 +605,7 @@ func (s *Redis) join(ctx context.Context) error {
 	}
 	if known != nil && (cur.ID != known.ID || cur.Gen != known.Gen) && !(cur.By == "operator" && cur.Gen > known.Gen) {
 		s.ident = *known
-		why := fmt.Sprintf("its identity is now %s (generation %d), not the %s (generation %d) this machine saw: Redis lost its data and another proxy (or a plain store init) started it anew", cur.ID, cur.Gen, known.ID, known.Gen)
-		if cur.ID == known.ID && cur.Gen < known.Gen {
-			why = fmt.Sprintf("its generation %d is before the %d this machine saw: Redis went back to an older snapshot", cur.Gen, known.Gen)
-		}
-		return s.markStoreReset(ctx, why)
+		return s.markStoreReset(ctx, changedWhy(*cur, *known, "this machine"))
 	}
 	// The counts this machine keeps under the store's identity, whatever
 	// the URL's spelling: a generation after the store's is a store gone
@@ -797,7 +812,7 @@ func (s *Redis) newTree(tag string, listed bool) error {
 		adopted := s.ident.Gen == cur.Gen
 		s.mu.Unlock()
 		if !adopted {
-			return s.resetStore(tag, fmt.Sprintf("its identity is now %s (generation %d), not %s (generation %d): Redis lost its data and another proxy started it anew", cur.ID, cur.Gen, id.ID, id.Gen))
+			return s.resetStore(tag, changedWhy(*cur, id, "this proxy"))
 		}
 		return errRetry
 	}
@@ -900,10 +915,7 @@ func (s *Redis) storeChanged(tag string) error {
 	if adopted {
 		return errRetry
 	}
-	if cur.ID == id.ID && cur.Gen < id.Gen {
-		return s.resetStore(tag, fmt.Sprintf("its generation %d is before the %d this proxy saw: Redis went back to an older snapshot", cur.Gen, id.Gen))
-	}
-	return s.resetStore(tag, fmt.Sprintf("its identity is now %s (generation %d), not %s (generation %d): Redis lost its data and another proxy started it anew", cur.ID, cur.Gen, id.ID, id.Gen))
+	return s.resetStore(tag, changedWhy(*cur, id, "this proxy"))
 }
 
 // treeResetErr returns the error of a call of tree tag, which this proxy
@@ -1016,7 +1028,7 @@ func InitStore(rawURL string, reset bool, roots ...string) (Identity, error) {
 		}
 		return *id, nil
 	}
-	n, err := nextIdentity(ctx, c)
+	n, err := nextIdentity(ctx, c, rawURL)
 	if err != nil {
 		return fail(err)
 	}
@@ -1036,16 +1048,30 @@ func InitStore(rawURL string, reset bool, roots ...string) (Identity, error) {
 	return *n, nil
 }
 
-// nextIdentity is the identity an operator's action gives the store: its
-// own identity (a new one if it has lost it) with a new generation.
-func nextIdentity(ctx context.Context, c redis.Cmdable) (*Identity, error) {
+// nextIdentity is the identity an operator's action gives the store at
+// rawURL: its own identity (a new one if it has lost it) with a new
+// generation. The generation is after every one known: the store's, the
+// highest a proxy that found it lost data saw (Identity.Need), and the
+// one the operator's own state directory saw at the URL, whatever the
+// operator's clock says; the clock only makes generations grow with
+// time. (A store that lost its identity before any proxy found it may
+// get one before the proxies'; they refuse it, record theirs, and the
+// operator's next generation is after it.)
+func nextIdentity(ctx context.Context, c redis.Cmdable, rawURL string) (*Identity, error) {
 	cur, err := readIdentity(ctx, c)
 	if err != nil {
 		return nil, err
 	}
-	n := newIdentity("operator", 0)
+	after := int64(0)
+	if known, _, err := (&Redis{rawURL: rawURL, stateDir: StateDir()}).knownIdentity(); err == nil && known != nil {
+		after = known.Gen
+	}
 	if cur != nil {
-		n.ID, n.Gen = cur.ID, max(n.Gen, cur.Gen+1)
+		after = max(after, cur.Gen, cur.Need)
+	}
+	n := newIdentity("operator", min(after, 1<<63-2))
+	if cur != nil {
+		n.ID = cur.ID
 		n.Lifted, n.AllAt, n.Recovered = cur.Lifted, cur.AllAt, cur.Recovered
 	}
 	return n, nil
@@ -1203,7 +1229,7 @@ func RecoverStore(rawURL string, usage []Usage) (Identity, error) {
 	if cur != nil && cur.Reset == "" && !anyTreeReset(ctx, c, usage) {
 		return Identity{}, fmt.Errorf("spend store %s is not in the reset state (no proxy has found it lost data), and its proxies may be spending: store recover rebuilds only a store whose proxies refuse every call; if it has lost data that no proxy has found yet, stop the fleet, or run a call so that a proxy finds it, and run store recover again", redisconn.Redact(rawURL))
 	}
-	n, err := nextIdentity(ctx, c)
+	n, err := nextIdentity(ctx, c, rawURL)
 	if err != nil {
 		return fail(err)
 	}

@@ -4,10 +4,12 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/delegateos/delegateos/internal/redisconn"
 	"github.com/delegateos/delegateos/internal/redistest"
@@ -430,4 +432,68 @@ func TestRedisRecoverKeepsTheCountsSeen(t *testing.T) {
 		t.Fatalf("after a recovery from the 5 calls: %v", err)
 	}
 	s.Commit(r, 1)
+}
+
+// An operator's generation does not depend on the operator's clock (R2-7):
+// a store made by a proxy whose clock runs ahead, flushed, and given a
+// generation by an operator behind it before any proxy noticed, is refused
+// by the proxies, which record the generation they saw; the operator's
+// next init --reset is after it. An operator on a machine whose state
+// directory saw the store gets a generation after it at once.
+func TestRedisOperatorClockBehind(t *testing.T) {
+	srv := redistest.Start(t)
+	ctx := context.Background()
+	c := srv.Client()
+	levels := []Level{{"ISSUER/1:a", 1000}}
+	for _, sameMachine := range []bool{false, true} {
+		if err := c.FlushAll(ctx).Err(); err != nil {
+			t.Fatal(err)
+		}
+		ahead := time.Now().Add(time.Hour).UnixMilli()
+		if err := c.HSet(ctx, identityKey, "id", "0123456789abcdef01234567", "g", ahead, "by", "proxy").Err(); err != nil {
+			t.Fatal(err)
+		}
+		dir := t.TempDir()
+		s, err := OpenRedisIn(srv.URL(), dir)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer s.Close()
+		r, err := s.Reserve(levels, 1)
+		if err != nil {
+			t.Fatal(err)
+		}
+		s.Commit(r, 0)
+		if err := c.FlushAll(ctx).Err(); err != nil {
+			t.Fatal(err)
+		}
+		if sameMachine {
+			t.Setenv("DELEGATEOS_STATE_DIR", dir)
+		} else {
+			t.Setenv("DELEGATEOS_STATE_DIR", t.TempDir())
+		}
+		id, err := InitStore(srv.URL(), true)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !sameMachine {
+			if id.Gen >= ahead {
+				t.Fatalf("generation %d from an empty store and an operator with no state, want the operator's clock", id.Gen)
+			}
+			if _, err := s.Reserve(levels, 1); !errors.Is(err, redisconn.ErrReset) || !strings.Contains(err.Error(), fmt.Sprintf("a proxy saw generation %d", ahead)) {
+				t.Fatalf("after an operator's generation before the proxy's: %v, want ErrReset naming generation %d", err, ahead)
+			}
+			if id, err = InitStore(srv.URL(), true); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if id.Gen <= ahead {
+			t.Fatalf("same machine %v: the operator's generation %d, want one after the proxy's %d", sameMachine, id.Gen, ahead)
+		}
+		r, err = s.Reserve(levels, 1)
+		if err != nil {
+			t.Fatalf("same machine %v: after store init --reset: %v", sameMachine, err)
+		}
+		s.Commit(r, 0)
+	}
 }

@@ -296,3 +296,55 @@ func TestE2EFaultRecoverWithSomeLogsOnly(t *testing.T) {
 		t.Errorf("after store recover with both logs: %d forwarded in all on 30, then %s: %s; want exactly 30, then budget_exceeded", total, typ, detail)
 	}
 }
+
+// R2-7. Generations were wall-clock milliseconds, and a proxy adopts an
+// operator's generation only when it is after the one it saw. The store
+// was made by a proxy whose clock ran an hour ahead (here: its identity
+// hash written as such a proxy writes it). Redis is flushed and the
+// operator, on another machine, runs store init --reset before any proxy
+// noticed: the store has no identity, and the operator's clock gives a
+// generation an hour before the proxies'. Each further init --reset used
+// to add 1 ms: the fleet stayed wedged until the operator's clock passed
+// the old generation. Now the proxies refuse it saying so, record the
+// generation they saw in the store, and the operator's next init --reset
+// gives a generation after it, which running and new proxies adopt.
+func TestE2EFaultOperatorClockBehind(t *testing.T) {
+	f := newFleet(t, 30*fleetCost, 30*fleetCost, 30*fleetCost)
+	ctx := context.Background()
+	c := f.srv.Client()
+	ahead := time.Now().Add(time.Hour).UnixMilli()
+	if err := c.HSet(ctx, "delegateos:store", "id", "0123456789abcdef01234567", "g", ahead, "by", "proxy").Err(); err != nil {
+		t.Fatal(err)
+	}
+	_, s := f.start(f.a, "", nil)
+	if n, typ, detail := rtDrain(t, s, 5); n != 5 {
+		t.Fatalf("before the flush: %d forwarded, then %s: %s", n, typ, detail)
+	}
+	f.rtSettled()
+	if err := c.FlushAll(ctx).Err(); err != nil {
+		t.Fatal(err)
+	}
+	initReset := func() {
+		t.Helper()
+		if out, errs, code := mcptest.CLI(t, "store", "init", "--store", f.srv.URL(), "--reset"); code != 0 {
+			t.Fatalf("store init --reset: %d %s %s", code, out, errs)
+		}
+	}
+	initReset()
+	want := fmt.Sprintf("the store now records that a proxy saw generation %d, so an operator who accepts the loss runs store init --reset (or store recover) again", ahead)
+	typ, detail := denialData(s.Call(t, "echo", map[string]any{"text": "after an init --reset from behind"}))
+	if typ != string(proxy.StoreReset) || !strings.Contains(detail, "which an operator wrote") || !strings.Contains(detail, want) {
+		t.Fatalf("a call after an init --reset whose generation is before the proxies': %s: %s; want store_reset saying %q", typ, detail, want)
+	}
+	initReset()
+	if typ, detail := denialData(s.Call(t, "echo", map[string]any{"text": "after init --reset again"})); typ != "" {
+		t.Errorf("a call after the operator's store init --reset, run again: %s: %s; want it forwarded", typ, detail)
+	}
+	_, s2 := f.start(f.a, "", nil)
+	if typ, detail := denialData(s2.Call(t, "echo", map[string]any{"text": "new proxy after init --reset"})); typ != "" {
+		t.Errorf("a proxy started after store init --reset: %s: %s; want it forwarded", typ, detail)
+	}
+	if g, err := c.HGet(ctx, "delegateos:store", "g").Int64(); err != nil || g <= ahead {
+		t.Errorf("the store's generation is %d (%v), want one after the proxies' %d", g, err, ahead)
+	}
+}
