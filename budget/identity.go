@@ -26,12 +26,15 @@ import (
 // spending every budget again:
 //
 //   - identityKey is a hash with the store's identity ("id", random), its
-//     generation ("g", a Unix time in milliseconds, which only grows),
+//     generation ("g", which only grows: a new one is after every one
+//     known, the Unix time in milliseconds only when that is later),
 //     who made it ("by": "proxy", "init" for a plain store init, or
 //     "operator" for store init --reset and store recover, the only
-//     generations proxies take as lifting a loss) and, once a proxy has
-//     found the store lost data, why ("reset"). The first proxy, or
-//     delegateos store init, creates it.
+//     generations proxies take as lifting a loss), what operators lifted
+//     ("all", "lifted", "recovered", see Identity) and, once a proxy has
+//     found the store lost data, why ("reset") and the highest generation
+//     such a proxy saw ("need"). The first proxy, or delegateos store
+//     init, creates it.
 //   - stampKeyPrefix, the tree's hash tag in braces, is a hash per
 //     delegation tree, in the tree's slot, holding the identity and
 //     generation the tree was written under,
@@ -45,8 +48,10 @@ import (
 //     gone while the set names it lost its keys.
 //
 // A proxy that finds any of this refuses calls with an error matching
-// redisconn.ErrReset (store_reset) and marks the identity hash reset, so
-// that a proxy started later refuses too, until an operator acts: store
+// redisconn.ErrReset (store_reset) and marks the tree's stamp reset, or,
+// for a loss of the whole store (its identity gone, changed or gone
+// back), the identity hash and every stamp, so that a proxy started later
+// refuses too, until an operator acts: store
 // recover (rebuilds the spend from the audit logs) or store init --reset
 // (accepts the loss), either of which writes a new generation, by
 // "operator", which the proxies adopt.
