@@ -216,7 +216,7 @@ func changedWhy(cur, was Identity, who string) string {
 	switch {
 	case cur.ID == was.ID && cur.Gen < was.Gen:
 		return fmt.Sprintf("its generation %d is before the %d %s saw: Redis went back to an older snapshot", cur.Gen, was.Gen, who)
-	case cur.By == "operator":
+	case cur.By == "operator" && cur.Gen <= was.Gen:
 		return fmt.Sprintf("its identity is now %s (generation %d), which an operator wrote, not the %s (generation %d) %s saw: an operator's generation lifts a loss only when it is after the one the proxies saw (the operator's clock may be behind theirs, or Redis went back to an older snapshot); the store now records that a proxy saw generation %d, so an operator who accepts the loss runs store init --reset (or store recover) again, which gives a generation after it", cur.ID, cur.Gen, was.ID, was.Gen, who, was.Gen)
 	}
 	return fmt.Sprintf("its identity is now %s (generation %d), not the %s (generation %d) %s saw: Redis lost its data and another proxy (or a plain store init) started it anew", cur.ID, cur.Gen, was.ID, was.Gen, who)
@@ -919,6 +919,10 @@ func (s *Redis) storeChanged(tag string) error {
 	s.mu.Unlock()
 	if adopted {
 		return errRetry
+	}
+	if cur.Reset != "" && cur.By == "operator" && cur.Gen > id.Gen {
+		// An operator's generation that a proxy found lost data since.
+		return s.resetNow(cur.Reset)
 	}
 	return s.resetStore(tag, changedWhy(*cur, id, "this proxy"))
 }
