@@ -59,8 +59,11 @@ type Redis struct {
 	// has seen each first key (a chain's root delegation) reach.
 	ident       Identity
 	resetReason string
-	seen        map[string]int64
-	listed      map[string]bool // trees this proxy has added to treesKey
+	// treeReset says, per tree (its hash tag), why this proxy found it
+	// lost data (its calls are refused; the other trees' are not).
+	treeReset map[string]string
+	seen      map[string]int64
+	listed    map[string]bool // trees this proxy has added to treesKey
 	// seenSaved is when seen was last written to the state directory,
 	// savingSeen that it is being written.
 	seenSaved  time.Time
@@ -387,11 +390,14 @@ func (s *Redis) Reserve(levels []Level, cost int64) (*Reservation, error) {
 	if err := s.resetErr(); err != nil {
 		return nil, err
 	}
+	tag := redisconn.HashTag(keys[0])
+	if err := s.treeResetErr(tag); err != nil {
+		return nil, err
+	}
 	var buf [MaxLevels]int64
 	limits := keyLimits(buf[:len(keys)], levels, keys)
 	rid := s.rid(r.id)
 	rkeys := scriptKeys(keys, rid)
-	tag := redisconn.HashTag(keys[0])
 	at := min(max(s.now().UnixMilli(), 1), maxAt)
 	fresh, listed := "0", false
 	var res []any
@@ -443,7 +449,7 @@ func (s *Redis) Reserve(levels []Level, cost int64) (*Reservation, error) {
 			// it, without marking the store (another root's recovery may
 			// have lifted the rest).
 			why, _ := res[len(res)-1].(string)
-			return nil, &ResetError{Store: s.url, Reason: why}
+			return nil, &ResetError{Store: s.url, Reason: why, Root: tag}
 		case 8:
 			why, _ := res[len(res)-1].(string)
 			serr = s.resetStore(tag, why)
