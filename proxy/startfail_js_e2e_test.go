@@ -1,0 +1,129 @@
+//go:build unix
+
+package proxy_test
+
+import (
+	"encoding/json"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/delegateos/delegateos/dct"
+	"github.com/delegateos/delegateos/internal/mcptest"
+	"github.com/delegateos/delegateos/revocation"
+)
+
+// connectReport is what connect.mjs writes.
+type connectReport struct {
+	Connected bool `json:"connected"`
+	Error     *struct {
+		Code    int    `json:"code"`
+		Message string `json:"message"`
+	} `json:"error"`
+}
+
+// connectJS has the TypeScript SDK's stdio client start argv itself, as
+// a desktop client does, and returns what connecting showed it.
+func connectJS(t *testing.T, argv ...string) connectReport {
+	t.Helper()
+	out := filepath.Join(t.TempDir(), "report.json")
+	cmd := exec.Command("node", append([]string{"connect.mjs", out}, argv...)...)
+	cmd.Dir = jsApprover(t)
+	var stderr strings.Builder
+	cmd.Stderr = &stderr
+	if err := cmd.Run(); err != nil {
+		t.Fatalf("node connect.mjs: %v\n%s", err, stderr.String())
+	}
+	b, err := os.ReadFile(out)
+	if err != nil {
+		t.Fatalf("node connect.mjs wrote no report: %v\n%s", err, stderr.String())
+	}
+	var rep connectReport
+	if err := json.Unmarshal(b, &rep); err != nil {
+		t.Fatalf("report %s: %v", b, err)
+	}
+	t.Logf("TypeScript SDK client: %s\nproxy's standard error: %s", b, strings.TrimSpace(stderr.String()))
+	return rep
+}
+
+// A proxy that cannot start used to exit with its reason on standard error
+// only, which an MCP client does not show: the person saw "Connection
+// closed". Now it answers the client's initialize with a JSON-RPC error
+// that says what is wrong and what to do, then exits; the TypeScript SDK's
+// client, starting the real binary as a desktop client does, is given
+// that reason.
+func TestStartFailureShownInTypeScriptSDK(t *testing.T) {
+	e := mcptest.NewEnv(t)
+	bin := mcptest.Delegateos(t)
+	docserver := mcptest.Docserver(t)
+	writeToken := func(name string, tok *dct.Token) string {
+		path := filepath.Join(e.Dir, name)
+		mcptest.WriteFile(t, path, tok.String())
+		return "@" + path
+	}
+	good := e.Mint(nil, "docs:read:/**")
+	expired := e.Mint(func(p *dct.CreateParams) {
+		p.IssuedAt = time.Now().Add(-2 * time.Hour)
+		p.ExpiresAt = time.Now().Add(-time.Hour)
+	}, "docs:read:/**")
+	revoked := e.Mint(nil, "docs:read:/**")
+	revs := filepath.Join(e.Dir, "revocations.json")
+	mcptest.WriteFile(t, revs, "[]")
+	entry, err := revocation.NewEntry(e.Root, revoked.RevocationIDs()[0], revocation.ScopeChain, time.Now())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := revocation.Append(revs, entry); err != nil {
+		t.Fatal(err)
+	}
+	pol := e.Policy()
+	pol.RevocationList = revs
+	policyPath := filepath.Join(e.Dir, "policy.yaml")
+	mcptest.WriteFile(t, policyPath, pol.YAML())
+	badPolicy := filepath.Join(e.Dir, "bad.yaml")
+	mcptest.WriteFile(t, badPolicy, "roots: [\"a\",\ntools: {\n")
+	upstream := []string{"--", docserver, "--root", e.Docs}
+
+	for _, c := range []struct {
+		name string
+		args []string
+		want []string // in the message the client is given
+	}{
+		{"expired token", []string{"--policy", policyPath, "--token", writeToken("expired.tok", expired)},
+			[]string{"delegateos proxy cannot start: the session token is not valid: expired", "mint or attenuate a new one"}},
+		{"revoked token", []string{"--policy", policyPath, "--token", writeToken("revoked.tok", revoked)},
+			[]string{"delegateos proxy cannot start: the session token is not valid: revoked", "ask its issuer for a new one"}},
+		{"bad policy", []string{"--policy", badPolicy, "--token", writeToken("good.tok", good)},
+			[]string{"delegateos proxy cannot start: " + badPolicy + ":", "not valid YAML", "'delegateos policy check " + badPolicy + "' lists every problem"}},
+		{"unknown flag", []string{"--polcy", policyPath},
+			[]string{"delegateos proxy cannot start: unknown flag: --polcy; run 'delegateos proxy --help'"}},
+		{"upstream missing", []string{"--policy", policyPath, "--token", writeToken("good.tok", good), "--", filepath.Join(e.Dir, "no-such-server")},
+			[]string{"delegateos proxy cannot start: cannot start the upstream MCP server", "no-such-server"}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			args := append([]string{bin, "proxy"}, c.args...)
+			if c.name != "upstream missing" {
+				args = append(args, upstream...)
+			}
+			rep := connectJS(t, args...)
+			if rep.Connected || rep.Error == nil {
+				t.Fatalf("the client connected: %+v", rep)
+			}
+			for _, w := range c.want {
+				if !strings.Contains(rep.Error.Message, w) {
+					t.Errorf("the client was shown %q; want it to contain %q", rep.Error.Message, w)
+				}
+			}
+			if strings.Contains(rep.Error.Message, "Connection closed") {
+				t.Errorf("the client was shown %q", rep.Error.Message)
+			}
+		})
+	}
+	// The same proxy with a good token starts: the client connects.
+	if rep := connectJS(t, append([]string{bin, "proxy", "--policy", policyPath, "--token", writeToken("good.tok", good)}, upstream...)...); !rep.Connected {
+		t.Fatalf("a proxy that can start: %+v", rep)
+	}
+}
