@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"net"
 	"net/http"
@@ -201,7 +202,7 @@ var serveCmd = &command{
 				AllowHosts: *allowHosts, AllowOrigins: *allowOrigins,
 				MaxBodyBytes: int64(pol.MaxFrameBytes),
 				MaxSessions:  *maxSessions, MaxCalls: *maxCalls, MaxSessionCalls: *maxSessionCalls,
-				IdleTimeout: *idle, ReadTimeout: *readTimeout, JSONResponses: *jsonResponses, CheckToken: checkToken, Log: log,
+				IdleTimeout: *idle, ReadTimeout: *readTimeout, JSONResponses: *jsonResponses, CheckToken: withClientFix(checkToken), Log: log,
 				RequireToken:          defaultToken == "" && !pol.AllowUnauthenticated,
 				MaxCredentialSessions: noBound(*maxCredSessions), MaxTreeSessions: noBound(*maxTreeSessions),
 				SessionTree: delegationTree, SessionCredential: canonicalToken, SessionLive: sessionLive(checkToken), RecheckInterval: *recheck,
@@ -332,6 +333,29 @@ type serveSetup struct {
 
 // serveExtensions are added to serve in order.
 var serveExtensions []serveExtension
+
+// withClientFix adds to check's refusal of a client's token what the
+// client's user can do about it: the refusal is all an MCP client shows.
+func withClientFix(check func(string) error) func(string) error {
+	return func(tok string) error {
+		err := check(tok)
+		if err == nil {
+			return nil
+		}
+		fix := "ask whoever gave you the token for a new one, or inspect it with 'delegateos dct inspect --token @FILE'"
+		switch {
+		case errors.Is(err, dct.ErrExpired):
+			fix = "it has expired: get a new one (mint or attenuate it again) and reconnect with it"
+		case errors.Is(err, dct.ErrRevoked):
+			fix = "it, or a token it was built on, was revoked: ask its issuer for a new one"
+		case errors.Is(err, dct.ErrInvalidSignature) && strings.Contains(err.Error(), "not a trusted root"):
+			fix = "this server does not trust its issuer: use a token minted by one of the server's roots"
+		case errors.Is(err, dct.ErrMalformed):
+			fix = "send the whole token as 'delegateos dct mint' or 'dct attenuate' printed it"
+		}
+		return fmt.Errorf("%w; %s", err, fix)
+	}
+}
 
 // noBound is a session cap flag as serve.Options takes it: 0 (no bound)
 // is negative there, where zero means the default.
