@@ -237,7 +237,7 @@ func TestStartFailureShownInInspectorCLI(t *testing.T) {
 		mcptest.Delegateos(t), "proxy", "--policy", bad, "--", mcptest.Docserver(t), "--root", e.Docs)
 	out, err := cmd.CombinedOutput()
 	t.Logf("mcp-inspector --cli: %v\n%s", err, out)
-	want := `{"error":{"code":"error","message":"delegateos proxy cannot start: ` + bad + `:1: not valid YAML`
+	want := `{"error":{"code":"error","message":"delegateos proxy cannot start: ` + bad + `:1:8: not valid YAML`
 	if !strings.Contains(string(out), want) {
 		t.Fatalf("the Inspector showed\n%s\nwant it to contain %s", out, want)
 	}

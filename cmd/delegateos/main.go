@@ -108,6 +108,10 @@ func (e checkError) Error() string { return e.msg }
 func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	e := &env{stdin: stdin, stdout: stdout, stderr: stderr}
 	cmd, path, rest := resolve(root, args)
+	if cmd == root && len(rest) == 1 && rest[0] == "--version" {
+		writeVersion(stdout)
+		return exitOK
+	}
 	if cmd.flags == nil {
 		// A group: its help when asked for; without a command, the help on
 		// stderr and exit 2 (a script that forgot the command must not
@@ -215,7 +219,7 @@ func writeGroupHelp(w io.Writer, c *command, path []string) {
 	walk(c, prefix)
 	sort.Strings(lines)
 	fmt.Fprintln(w, strings.Join(lines, "\n"))
-	fmt.Fprintf(w, "\nRun 'delegateos COMMAND --help' for a command's flags.\n")
+	fmt.Fprintf(w, "\nRun 'delegateos COMMAND --help' for a command's flags, 'delegateos --version' for the version.\n")
 	fmt.Fprintf(w, "Exit status: 0 success, 1 denied or check failed, 2 bad usage or unreadable input.\n")
 }
 

@@ -88,6 +88,7 @@ type upstreamCheck struct {
 
 type problemJSON struct {
 	Line    int    `json:"line"`
+	Column  int    `json:"column,omitempty"`
 	Key     string `json:"key,omitempty"`
 	Message string `json:"message"`
 }
@@ -105,7 +106,7 @@ func writeProblems(e *env, asJSON bool, file string, problems policy.Errors) err
 		Problems []problemJSON `json:"problems"`
 	}{File: file}
 	for _, p := range problems {
-		out.Problems = append(out.Problems, problemJSON{Line: p.Line, Key: p.Key, Message: p.Msg})
+		out.Problems = append(out.Problems, problemJSON{Line: p.Line, Column: p.Column, Key: p.Key, Message: p.Msg})
 	}
 	return writeJSON(e, out)
 }
