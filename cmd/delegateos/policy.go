@@ -391,7 +391,7 @@ func orNone(s string) string { return choose(s == "", "none", s) }
 var policyInitCmd = &command{
 	name:    "init",
 	args:    "[--out FILE] [--namespace NS] [--timeout D] -- UPSTREAM_COMMAND [ARGS...]",
-	summary: "start an MCP server, list its tools and write a starter policy with one rule per tool",
+	summary: "start an MCP server, list its tools and write a starter policy: one rule for its read-only tools (mcp:read), one for the rest (mcp:write)",
 	flags: func(fs *pflag.FlagSet) func(*env, []string) error {
 		out := fs.String("out", "", "write the policy to this file (never overwritten) instead of standard output")
 		ns := fs.String("namespace", policy.DefaultNamespace, "the namespace of every rule")
