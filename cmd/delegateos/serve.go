@@ -51,6 +51,8 @@ var serveCmd = &command{
 		maxCalls := fs.Int("max-calls", 1024, "requests in flight across all sessions")
 		maxSessionCalls := fs.Int("max-session-calls", 64, "requests in flight in one session")
 		idle := fs.Duration("idle-timeout", 10*time.Minute, "end a session, and its upstream, after this long without a request, or with calls in flight that no client reads")
+		abandon := fs.Duration("abandon-timeout", serve.DefaultAbandonTimeout, "end a session, and its upstream, after this long with no stream of its client's open and no request: "+
+			"a client that went away without ending its session (DELETE), as the TypeScript SDK's close() and the Inspector do; a client holding its GET stream open keeps its session. 0 turns it off (--idle-timeout still applies)")
 		jsonResponses := fs.Bool("json-responses", false, "answer a request whose response is all the upstream sends for it with an application/json body, not an SSE stream (which a client can resume after a lost connection)")
 		upstreamURL := fs.String("upstream-url", "", "an MCP server reached over Streamable HTTP, instead of an upstream command (each session gets its own upstream session)")
 		maxBody := fs.Int64("max-body-bytes", 0, "the largest POST body accepted (default, and at most: the policy's max_frame_bytes)")
@@ -202,7 +204,7 @@ var serveCmd = &command{
 				AllowHosts: *allowHosts, AllowOrigins: *allowOrigins,
 				MaxBodyBytes: int64(pol.MaxFrameBytes),
 				MaxSessions:  *maxSessions, MaxCalls: *maxCalls, MaxSessionCalls: *maxSessionCalls,
-				IdleTimeout: *idle, ReadTimeout: *readTimeout, JSONResponses: *jsonResponses, CheckToken: withClientFix(checkToken), Log: log,
+				IdleTimeout: *idle, AbandonTimeout: abandonTimeout(*abandon), ReadTimeout: *readTimeout, JSONResponses: *jsonResponses, CheckToken: withClientFix(checkToken), Log: log,
 				RequireToken:          defaultToken == "" && !pol.AllowUnauthenticated,
 				MaxCredentialSessions: noBound(*maxCredSessions), MaxTreeSessions: noBound(*maxTreeSessions),
 				SessionTree: delegationTree, SessionCredential: canonicalToken, SessionLive: sessionLive(checkToken), RecheckInterval: *recheck,
@@ -355,6 +357,15 @@ func withClientFix(check func(string) error) func(string) error {
 		}
 		return fmt.Errorf("%w; %s", err, fix)
 	}
+}
+
+// abandonTimeout is --abandon-timeout as serve.Options takes it: 0 (off)
+// is negative there, where zero means the default.
+func abandonTimeout(d time.Duration) time.Duration {
+	if d <= 0 {
+		return -1
+	}
+	return d
 }
 
 // noBound is a session cap flag as serve.Options takes it: 0 (no bound)
