@@ -225,7 +225,14 @@ func Run(ctx context.Context, cfg Config, clientIn io.Reader, clientOut io.Write
 			return s.shutdown(up, waitDone)
 		case werr := <-waitDone:
 			interrupted = true
-			s.failPending("the upstream MCP server exited before answering")
+			// What the exit status was, the client is told; what the
+			// upstream said on its way out may hold what the gate keeps
+			// from clients, so it stays in the log.
+			status := "exited"
+			if werr != nil {
+				status = werr.Error()
+			}
+			s.failPending("the upstream MCP server exited before answering (" + status + "); its standard error is in delegateos's log")
 			log.Error("upstream exited", zap.Error(werr))
 			return &UpstreamExitError{Err: werr}
 		}

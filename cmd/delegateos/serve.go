@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/tls"
 	"errors"
+	"fmt"
 	"io"
 	"net"
 	"net/http"
@@ -51,6 +52,8 @@ var serveCmd = &command{
 		maxCalls := fs.Int("max-calls", 1024, "requests in flight across all sessions")
 		maxSessionCalls := fs.Int("max-session-calls", 64, "requests in flight in one session")
 		idle := fs.Duration("idle-timeout", 10*time.Minute, "end a session, and its upstream, after this long without a request, or with calls in flight that no client reads")
+		abandon := fs.Duration("abandon-timeout", serve.DefaultAbandonTimeout, "end a session, and its upstream, after this long with no stream of its client's open and no request: "+
+			"a client that went away without ending its session (DELETE), as the TypeScript SDK's close() and the Inspector do; a client holding its GET stream open keeps its session. 0 turns it off (--idle-timeout still applies)")
 		jsonResponses := fs.Bool("json-responses", false, "answer a request whose response is all the upstream sends for it with an application/json body, not an SSE stream (which a client can resume after a lost connection)")
 		upstreamURL := fs.String("upstream-url", "", "an MCP server reached over Streamable HTTP, instead of an upstream command (each session gets its own upstream session)")
 		upstreamHdrs := fs.StringArray("upstream-header", nil, "a header sent with every request to --upstream-url, as 'NAME: @FILE' (the file's contents), 'NAME: $VAR' (an environment variable) or 'NAME: VALUE' (repeatable): the upstream's credentials")
@@ -247,7 +250,7 @@ var serveCmd = &command{
 				AllowHosts: *allowHosts, AllowOrigins: *allowOrigins,
 				MaxBodyBytes: int64(pol.MaxFrameBytes),
 				MaxSessions:  *maxSessions, MaxCalls: *maxCalls, MaxSessionCalls: *maxSessionCalls,
-				IdleTimeout: *idle, ReadTimeout: *readTimeout, JSONResponses: *jsonResponses, CheckToken: checkToken, Log: log,
+				IdleTimeout: *idle, AbandonTimeout: abandonTimeout(*abandon), ReadTimeout: *readTimeout, JSONResponses: *jsonResponses, CheckToken: withClientFix(checkToken), Log: log,
 				RequireToken:          defaultToken == "" && !pol.AllowUnauthenticated,
 				MaxCredentialSessions: noBound(*maxCredSessions), MaxTreeSessions: noBound(*maxTreeSessions),
 				SessionTree: delegationTree, SessionCredential: canonicalToken, SessionLive: sessionLive(checkToken), RecheckInterval: *recheck,
@@ -404,6 +407,38 @@ type serveSetup struct {
 
 // serveExtensions are added to serve in order.
 var serveExtensions []serveExtension
+
+// withClientFix adds to check's refusal of a client's token what the
+// client's user can do about it: the refusal is all an MCP client shows.
+func withClientFix(check func(string) error) func(string) error {
+	return func(tok string) error {
+		err := check(tok)
+		if err == nil {
+			return nil
+		}
+		fix := "ask whoever gave you the token for a new one, or inspect it with 'delegateos dct inspect --token @FILE'"
+		switch {
+		case errors.Is(err, dct.ErrExpired):
+			fix = "it has expired: get a new one (mint or attenuate it again) and reconnect with it"
+		case errors.Is(err, dct.ErrRevoked):
+			fix = "it, or a token it was built on, was revoked: ask its issuer for a new one"
+		case errors.Is(err, dct.ErrInvalidSignature) && strings.Contains(err.Error(), "not a trusted root"):
+			fix = "this server does not trust its issuer: use a token minted by one of the server's roots"
+		case errors.Is(err, dct.ErrMalformed):
+			fix = "send the whole token as 'delegateos dct mint' or 'dct attenuate' printed it"
+		}
+		return fmt.Errorf("%w; %s", err, fix)
+	}
+}
+
+// abandonTimeout is --abandon-timeout as serve.Options takes it: 0 (off)
+// is negative there, where zero means the default.
+func abandonTimeout(d time.Duration) time.Duration {
+	if d <= 0 {
+		return -1
+	}
+	return d
+}
 
 // noBound is a session cap flag as serve.Options takes it: 0 (no bound)
 // is negative there, where zero means the default.

@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"runtime/debug"
 	"time"
 
 	"go.opentelemetry.io/otel"
@@ -15,7 +14,8 @@ import (
 // (docs/operations.md): nil and a no-op close when none is set. close
 // exports the spans still queued, waiting at most 5s for the collector.
 func openTracing(log *zap.Logger) (*tracing.Tracing, func(), error) {
-	t, err := tracing.FromEnv(context.Background(), "delegateos", buildVersion())
+	version, _ := buildVersion()
+	t, err := tracing.FromEnv(context.Background(), "delegateos", version)
 	if err != nil || t == nil {
 		return nil, func() {}, err
 	}
@@ -30,26 +30,4 @@ func openTracing(log *zap.Logger) (*tracing.Tracing, func(), error) {
 			log.Warn("spans could not all be exported at exit", zap.Error(err))
 		}
 	}, nil
-}
-
-// buildVersion is the module version the binary was built as, or
-// "(devel)" for a build from a checkout.
-func buildVersion() string {
-	if bi, ok := debug.ReadBuildInfo(); ok && bi.Main.Version != "" {
-		return bi.Main.Version
-	}
-	return "(devel)"
-}
-
-// buildRevision is the VCS revision the binary was built from, or
-// "unknown" when the build did not record one (-buildvcs=false).
-func buildRevision() string {
-	if bi, ok := debug.ReadBuildInfo(); ok {
-		for _, s := range bi.Settings {
-			if s.Key == "vcs.revision" {
-				return s.Value
-			}
-		}
-	}
-	return "unknown"
 }
