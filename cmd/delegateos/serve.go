@@ -345,8 +345,8 @@ type serveSetup struct {
 	Delegations *proxy.Delegations
 	// Evidence is the audit log, nil without one.
 	Evidence proxy.Evidence
-	Options *serve.Options // configure may change it
-	Server  *serve.Server  // set for mount
+	Options  *serve.Options // configure may change it
+	Server   *serve.Server  // set for mount
 }
 
 // serveExtensions are added to serve in order.
