@@ -1,0 +1,193 @@
+// The MCP TypeScript SDK's own OAuth client authorizing against delegateos
+// serve --authorize: an OAuthClientProvider handed to the Streamable HTTP
+// transport, which discovers the metadata, registers, and sends the user to
+// the consent page. The "user" is headless Chromium, driven over the
+// DevTools protocol (--remote-debugging-pipe): it signs in with the consent
+// password, unticks the capabilities named in UNTICK, and approves. Then the
+// client calls TOOL_OK and TOOL_REFUSED and writes what happened to OUT.
+//
+//   node oauth.mjs MCP_URL CHROMIUM PASSWORD_FILE UNTICK OUT
+//
+// UNTICK is a comma-separated list of capabilities (namespace:action:resource)
+// to untick on the consent page, "" for none.
+import { spawn } from "node:child_process";
+import { randomUUID } from "node:crypto";
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { createServer } from "node:http";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { Client } from "@modelcontextprotocol/sdk/client/index.js";
+import { UnauthorizedError } from "@modelcontextprotocol/sdk/client/auth.js";
+import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
+
+const [mcpURL, chromiumPath, passwordFile, untick, out] = process.argv.slice(2);
+const password = readFileSync(passwordFile, "utf8").trim();
+const report = { page: null, calls: {} };
+
+// The redirect URI: a loopback server that takes the code.
+let gotCode;
+const codeArrived = new Promise((resolve) => (gotCode = resolve));
+const callback = createServer((req, res) => {
+  const u = new URL(req.url, "http://127.0.0.1");
+  res.writeHead(200, { "Content-Type": "text/plain" });
+  res.end("done\n");
+  if (u.pathname === "/callback") gotCode(u.searchParams);
+});
+await new Promise((r) => callback.listen(0, "127.0.0.1", r));
+const redirectUrl = `http://127.0.0.1:${callback.address().port}/callback`;
+
+class Provider {
+  constructor() {
+    this._state = randomUUID();
+  }
+  get redirectUrl() {
+    return redirectUrl;
+  }
+  get clientMetadata() {
+    return {
+      client_name: "TypeScript SDK e2e",
+      redirect_uris: [redirectUrl],
+      grant_types: ["authorization_code", "refresh_token"],
+      response_types: ["code"],
+      token_endpoint_auth_method: "none",
+    };
+  }
+  state() {
+    return this._state;
+  }
+  clientInformation() {
+    return this._client;
+  }
+  saveClientInformation(c) {
+    this._client = c;
+  }
+  tokens() {
+    return this._tokens;
+  }
+  saveTokens(t) {
+    this._tokens = t;
+  }
+  saveCodeVerifier(v) {
+    this._verifier = v;
+  }
+  codeVerifier() {
+    return this._verifier;
+  }
+  async redirectToAuthorization(url) {
+    report.authorizationURL = url.toString();
+    await approveInChromium(url.toString());
+  }
+}
+
+// approveInChromium opens the consent page in headless Chromium, reads
+// what it shows, unticks, signs in and approves.
+async function approveInChromium(url) {
+  const profile = mkdtempSync(join(tmpdir(), "dos-chromium-"));
+  const proc = spawn(chromiumPath, ["--headless=new", "--no-sandbox", "--disable-gpu", "--no-first-run", "--no-default-browser-check",
+    "--remote-debugging-pipe", `--user-data-dir=${profile}`, "about:blank"], { stdio: ["ignore", "ignore", "pipe", "pipe", "pipe"] });
+  let stderr = "";
+  proc.stderr.on("data", (d) => (stderr += d));
+  const exited = new Promise((r) => proc.on("exit", r));
+  const pipeIn = proc.stdio[3], pipeOut = proc.stdio[4];
+  let next = 1, buf = "";
+  const waiting = new Map(), events = [];
+  let onEvent = () => {};
+  pipeOut.on("data", (d) => {
+    buf += d.toString();
+    let i;
+    while ((i = buf.indexOf("\0")) >= 0) {
+      const msg = JSON.parse(buf.slice(0, i));
+      buf = buf.slice(i + 1);
+      if (msg.id && waiting.has(msg.id)) {
+        const { resolve, reject } = waiting.get(msg.id);
+        waiting.delete(msg.id);
+        msg.error ? reject(new Error(JSON.stringify(msg.error))) : resolve(msg.result);
+      } else if (msg.method) {
+        events.push(msg);
+        onEvent(msg);
+      }
+    }
+  });
+  const send = (method, params = {}, sessionId) =>
+    new Promise((resolve, reject) => {
+      const id = next++;
+      waiting.set(id, { resolve, reject });
+      pipeIn.write(JSON.stringify({ id, method, params, sessionId }) + "\0");
+    });
+  const event = (method, sessionId) =>
+    new Promise((resolve) => {
+      onEvent = (m) => m.method === method && m.sessionId === sessionId && resolve(m);
+    });
+  try {
+    const { targetInfos } = await send("Target.getTargets");
+    const page = targetInfos.find((t) => t.type === "page");
+    const { sessionId } = await send("Target.attachToTarget", { targetId: page.targetId, flatten: true });
+    await send("Page.enable", {}, sessionId);
+    const loaded = event("Page.loadEventFired", sessionId);
+    await send("Page.navigate", { url }, sessionId);
+    await loaded;
+    const evaluate = async (expression) => {
+      const r = await send("Runtime.evaluate", { expression, returnByValue: true }, sessionId);
+      if (r.exceptionDetails) throw new Error(JSON.stringify(r.exceptionDetails));
+      return r.result.value;
+    };
+    report.page = await evaluate(`({
+      client: document.getElementById("client-name")?.textContent,
+      capabilities: [...document.querySelectorAll("input[name=cap]")].map((b) => {
+        const cells = b.closest("tr").querySelectorAll("td");
+        return cells[1].textContent + ":" + cells[2].textContent + ":" + cells[3].textContent;
+      }),
+      budget: document.getElementById("budget")?.value,
+      expiresIn: document.getElementById("expires_in")?.value,
+    })`);
+    const codeOrError = codeArrived;
+    await evaluate(`(() => {
+      const untick = ${JSON.stringify(untick ? untick.split(",") : [])};
+      for (const b of document.querySelectorAll("input[name=cap]")) {
+        const cells = b.closest("tr").querySelectorAll("td");
+        if (untick.includes(cells[1].textContent + ":" + cells[2].textContent + ":" + cells[3].textContent)) b.checked = false;
+      }
+      document.getElementById("password").value = ${JSON.stringify(password)};
+      document.getElementById("approve").click();
+    })()`);
+    await codeOrError;
+  } catch (e) {
+    throw new Error(`driving Chromium: ${e.message}\n${stderr}`);
+  } finally {
+    proc.kill("SIGKILL");
+    await exited;
+    rmSync(profile, { recursive: true, force: true });
+  }
+}
+
+const provider = new Provider();
+const started = performance.now();
+const first = new Client({ name: "ts-oauth", version: "1.0.0" }, { capabilities: {} });
+try {
+  await first.connect(new StreamableHTTPClientTransport(new URL(mcpURL), { authProvider: provider }));
+  report.error = "connected without authorizing";
+} catch (e) {
+  if (!(e instanceof UnauthorizedError)) throw e;
+}
+const params = await codeArrived;
+if (!params.get("code")) throw new Error("the consent page sent back " + params.toString());
+const transport = new StreamableHTTPClientTransport(new URL(mcpURL), { authProvider: provider });
+await transport.finishAuth(params.get("code"));
+const client = new Client({ name: "ts-oauth", version: "1.0.0" }, { capabilities: {} });
+await client.connect(transport);
+report.calls.echo = await client.callTool({ name: "echo", arguments: { text: "via oauth" } });
+report.firstCallMillis = performance.now() - started;
+try {
+  report.calls.write_file = await client.callTool({ name: "write_file", arguments: { path: "/project/x.md", content: "no" } });
+} catch (e) {
+  report.calls.write_file = { error: { code: e.code, message: e.message } };
+}
+report.tokenType = provider.tokens()?.token_type;
+report.scope = provider.tokens()?.scope;
+writeFileSync(out, JSON.stringify(report));
+try {
+  await transport.terminateSession();
+  await client.close();
+} catch {}
+callback.close();
+process.exit(0);
