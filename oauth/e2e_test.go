@@ -29,7 +29,7 @@ func TestMetadataAndChallenge(t *testing.T) {
 	}
 	m := a.srv.Do(http.MethodGet, "/.well-known/oauth-authorization-server", nil, "").JSON()
 	if m["issuer"] != a.srv.Base || m["registration_endpoint"] != a.srv.Base+"/register" || mcptest.JSON(m["code_challenge_methods_supported"]) != `["S256"]` ||
-		mcptest.JSON(m["grant_types_supported"]) != `["authorization_code","refresh_token"]` || mcptest.JSON(m["token_endpoint_auth_methods_supported"]) != `["none"]` {
+		mcptest.JSON(m["grant_types_supported"]) != `["authorization_code","refresh_token","urn:ietf:params:oauth:grant-type:token-exchange"]` || mcptest.JSON(m["token_endpoint_auth_methods_supported"]) != `["none"]` {
 		t.Fatalf("authorization server metadata: %v", m)
 	}
 }

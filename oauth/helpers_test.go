@@ -43,7 +43,8 @@ type asEnv struct {
 func startAS(t *testing.T, mod func(e *mcptest.Env, p *mcptest.Policy), flags ...string) *asEnv {
 	t.Helper()
 	e := mcptest.NewEnv(t)
-	a := &asEnv{e: e, grant: e.Mint(nil, grantCaps...), policy: e.Policy()}
+	// Depth 3: the consent, each access token, and one token exchange.
+	a := &asEnv{e: e, grant: e.Mint(func(p *dct.CreateParams) { p.MaxChainDepth = 3 }, grantCaps...), policy: e.Policy()}
 	if mod != nil {
 		mod(e, a.policy)
 	}

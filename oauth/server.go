@@ -212,7 +212,7 @@ func (s *Server) serveServerMetadata(w http.ResponseWriter, r *http.Request) {
 		"scopes_supported":                               s.scopes,
 		"response_types_supported":                       []string{"code"},
 		"response_modes_supported":                       []string{"query"},
-		"grant_types_supported":                          []string{"authorization_code", "refresh_token"},
+		"grant_types_supported":                          []string{"authorization_code", "refresh_token", GrantTokenExchange},
 		"token_endpoint_auth_methods_supported":          []string{"none"},
 		"code_challenge_methods_supported":               []string{"S256"},
 		"dpop_signing_alg_values_supported":              DPoPAlgs,

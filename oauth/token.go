@@ -51,6 +51,11 @@ type issuedToken struct {
 	jkt     string
 	expires time.Time
 	fam     *family
+	token   *dct.Token
+	// key is the token's holder key, which this server made and keeps for
+	// token exchange; nil when the client's own DPoP key holds it.
+	key  *identity.Keypair
+	caps []dct.Capability
 }
 
 // newCode stores an authorization code for an approval.
@@ -78,6 +83,8 @@ type tokenResponse struct {
 	ExpiresIn    int64  `json:"expires_in"`
 	RefreshToken string `json:"refresh_token,omitempty"`
 	Scope        string `json:"scope"`
+	// IssuedTokenType is set on a token exchange's answer (RFC 8693).
+	IssuedTokenType string `json:"issued_token_type,omitempty"`
 }
 
 func (s *Server) serveToken(w http.ResponseWriter, r *http.Request) {
@@ -110,10 +117,12 @@ func (s *Server) serveToken(w http.ResponseWriter, r *http.Request) {
 		res, oe = s.exchangeCode(form, r, proof, now)
 	case "refresh_token":
 		res, oe = s.refreshGrant(form, proof, now)
+	case GrantTokenExchange:
+		res, oe = s.exchangeToken(form, proof, now)
 	case "":
 		oe = badRequest(ErrInvalidRequest, "grant_type is required")
 	default:
-		oe = badRequest(ErrUnsupportedGrantType, "grant_type must be authorization_code or refresh_token")
+		oe = badRequest(ErrUnsupportedGrantType, "grant_type must be authorization_code, refresh_token or "+GrantTokenExchange)
 	}
 	if oe != nil {
 		s.log.Info("oauth token refused", zap.String("client_id", form.Get("client_id")), zap.String("error", oe.Code), zap.String("detail", oe.Description))
@@ -324,31 +333,13 @@ func (s *Server) issue(fam *family, proof *Proof, narrow []dct.Capability, now t
 	if exp.After(fam.consent.expires) {
 		exp = fam.consent.expires
 	}
-	holder := ""
-	if proof != nil && proof.Ed25519 != nil && !identity.SmallOrder(proof.Ed25519) {
-		holder = identity.PrincipalID(proof.Ed25519)
-	} else {
-		k, err := identity.Generate(rand.Reader, "oauth-holder")
-		if err != nil {
-			return nil, oerr(http.StatusInternalServerError, ErrServerError, "no key")
-		}
-		holder = k.ID()
-	}
-	p := dct.AttenuateParams{Attenuator: fam.consent.key, Delegatee: holder, DelegationID: newDelegationID(), ExpiresAt: &exp, Now: now}
 	caps := fam.consent.caps
 	if narrow != nil {
 		caps = narrow
-		p.Capabilities = &narrow
 	}
-	tok, err := dct.Attenuate(fam.consent.token, p)
-	if err != nil {
-		return nil, oerr(http.StatusInternalServerError, ErrServerError, "the access token cannot be made: "+err.Error())
-	}
-	if s.cfg.Record != nil {
-		if err := s.cfg.Record(tok, fam.client); err != nil {
-			s.log.Error("oauth token not issued: it cannot be recorded", zap.Error(err))
-			return nil, oerr(http.StatusInternalServerError, ErrServerError, "the delegation cannot be recorded: "+err.Error())
-		}
+	tok, key, oe := s.attenuate(fam, fam.consent.token, fam.consent.key, proof, narrow, nil, exp, now)
+	if oe != nil {
+		return nil, oe
 	}
 	refresh := b64.Encode(randomBytes(32))
 	s.mu.Lock()
@@ -367,7 +358,7 @@ func (s *Server) issue(fam *family, proof *Proof, narrow []dct.Capability, now t
 		}
 	}
 	ah, rh := TokenHash(tok.String()), TokenHash(refresh)
-	s.issued[ah] = &issuedToken{jkt: fam.jkt, expires: exp, fam: fam}
+	s.issued[ah] = &issuedToken{jkt: fam.jkt, expires: exp, fam: fam, token: tok, key: key, caps: caps}
 	fam.access = append(fam.access, ah)
 	s.refresh[rh] = &refreshEntry{fam: fam}
 	fam.refresh = append(fam.refresh, rh)
@@ -398,4 +389,38 @@ func randomBytes(n int) []byte {
 		panic(err)
 	}
 	return b
+}
+
+// attenuate makes and records a token: parent attenuated by parentKey for
+// a holder (the proof's Ed25519 key, else a key this server makes and
+// keeps, returned), narrowed to caps and budget when given, until exp.
+func (s *Server) attenuate(fam *family, parent *dct.Token, parentKey *identity.Keypair, proof *Proof, caps []dct.Capability, budget *int64, exp time.Time, now time.Time) (*dct.Token, *identity.Keypair, *Error) {
+	var holder string
+	var key *identity.Keypair
+	if proof != nil && proof.Ed25519 != nil && !identity.SmallOrder(proof.Ed25519) {
+		holder = identity.PrincipalID(proof.Ed25519)
+	} else {
+		k, err := identity.Generate(rand.Reader, "oauth-holder")
+		if err != nil {
+			return nil, nil, oerr(http.StatusInternalServerError, ErrServerError, "no key")
+		}
+		holder, key = k.ID(), k
+	}
+	p := dct.AttenuateParams{Attenuator: parentKey, Delegatee: holder, DelegationID: newDelegationID(), ExpiresAt: &exp,
+		MaxBudgetMicrocents: budget, Now: now}
+	if caps != nil {
+		p.Capabilities = &caps
+	}
+	tok, err := dct.Attenuate(parent, p)
+	if err != nil {
+		// Fail closed: what cannot be an attenuation is not issued.
+		return nil, nil, badRequest(ErrInvalidRequest, "the token cannot be made: "+err.Error())
+	}
+	if s.cfg.Record != nil {
+		if err := s.cfg.Record(tok, fam.client); err != nil {
+			s.log.Error("oauth token not issued: it cannot be recorded", zap.Error(err))
+			return nil, nil, oerr(http.StatusInternalServerError, ErrServerError, "the delegation cannot be recorded: "+err.Error())
+		}
+	}
+	return tok, key, nil
 }
