@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"regexp"
 	"strings"
 	"sync"
 	"time"
@@ -43,6 +44,10 @@ type Config struct {
 	// (not revoked, its delegation not ended): a refresh of a consent
 	// delegation that is not live is refused and ends its refresh tokens.
 	Live func(token string) error
+	// Clients are registered beforehand (a client configured with a
+	// client ID, as a remote connector or the Inspector may be): they are
+	// never forgotten.
+	Clients []Client
 	// Now is the clock; nil means time.Now.
 	Now func() time.Time
 	// Log receives what the server decides; nil discards.
@@ -106,6 +111,25 @@ func New(cfg Config) (*Server, error) {
 		pending: map[string]*pendingReq{}, codes: map[string]*authCode{}, families: map[string]*family{},
 		refresh: map[string]*refreshEntry{}, issued: map[string]*issuedToken{},
 	}
+	for _, c := range cfg.Clients {
+		if !clientID.MatchString(c.ID) {
+			return nil, fmt.Errorf("client ID %q: use 1 to 64 letters, digits, '.', '_' or '-'", clip(c.ID))
+		}
+		if len(c.RedirectURIs) == 0 || len(c.RedirectURIs) > MaxRedirectURIs {
+			return nil, fmt.Errorf("client %s: give 1 to %d redirect URIs", c.ID, MaxRedirectURIs)
+		}
+		for _, u := range c.RedirectURIs {
+			if err := checkRedirectURI(u); err != nil {
+				return nil, fmt.Errorf("client %s: %v", c.ID, err)
+			}
+		}
+		if s.clients.get(c.ID) != nil {
+			return nil, fmt.Errorf("client %s is given twice", c.ID)
+		}
+		s.clients.byID[c.ID] = &client{ID: c.ID, Reg: Registration{RedirectURIs: c.RedirectURIs, ClientName: c.Name,
+			GrantTypes: []string{"authorization_code", "refresh_token"}, ResponseTypes: []string{"code"}, TokenEndpointAuthMethod: "none"}, approved: true}
+		s.clients.order = append(s.clients.order, c.ID)
+	}
 	for _, c := range cfg.GrantScope.Capabilities {
 		if scopeToken(c.String()) {
 			s.scopes = append(s.scopes, c.String())
@@ -113,6 +137,15 @@ func New(cfg Config) (*Server, error) {
 	}
 	return s, nil
 }
+
+// Client is a client registered beforehand: a public client (PKCE, no
+// secret) with its redirect URIs.
+type Client struct {
+	ID, Name     string
+	RedirectURIs []string
+}
+
+var clientID = regexp.MustCompile(`^[A-Za-z0-9._-]{1,64}$`)
 
 // Paths the server serves.
 const (

@@ -4,6 +4,8 @@ package oauth_test
 
 import (
 	"encoding/json"
+	"fmt"
+	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -72,20 +74,18 @@ type tsReport struct {
 	TokenType       string                     `json:"tokenType"`
 	Scope           string                     `json:"scope"`
 	Error           string                     `json:"error"`
+	ClientID        string                     `json:"clientId"`
 }
 
-// The TypeScript SDK's own OAuth client (an OAuthClientProvider given to
-// its Streamable HTTP transport) goes from a 401 through discovery,
-// registration, the consent page approved in headless Chromium (one
-// capability unticked there) and the token endpoint, to a tool call its
-// approval allows, and is refused the unticked one.
-func TestTypeScriptSDKOAuthWithChromiumConsent(t *testing.T) {
-	t.Parallel()
+// runTS runs oauth.mjs against a's server with env added, unticking
+// untick on the consent page, and reads its report.
+func runTS(t *testing.T, a *asEnv, untick string, env ...string) tsReport {
+	t.Helper()
 	dir, browser := jsClient(t), chromium(t)
-	a := startAS(t, nil)
 	out := filepath.Join(t.TempDir(), "report.json")
-	cmd := exec.Command("node", "oauth.mjs", a.srv.URL, browser, filepath.Join(a.e.Dir, "consent.pw"), "docs:write:/project/**", out)
+	cmd := exec.Command("node", "oauth.mjs", a.srv.URL, browser, filepath.Join(a.e.Dir, "consent.pw"), untick, out)
 	cmd.Dir = dir
+	cmd.Env = append(os.Environ(), env...)
 	if b, err := cmd.CombinedOutput(); err != nil {
 		t.Fatalf("node oauth.mjs: %v\n%s", err, b)
 	}
@@ -100,6 +100,21 @@ func TestTypeScriptSDKOAuthWithChromiumConsent(t *testing.T) {
 	if r.Error != "" {
 		t.Fatal(r.Error)
 	}
+	return r
+}
+
+// The TypeScript SDK's own OAuth client (an OAuthClientProvider given to
+// its Streamable HTTP transport) goes from a 401 through discovery,
+// registration, the consent page approved in headless Chromium (one
+// capability unticked there) and the token endpoint, to a tool call its
+// approval allows, and is refused the unticked one.
+func TestTypeScriptSDKOAuthWithChromiumConsent(t *testing.T) {
+	t.Parallel()
+	a := startAS(t, nil)
+	r := runTS(t, a, "docs:write:/project/**")
+	if len(a.srv.LogWith("oauth client registered", nil)) != 1 {
+		t.Errorf("the client did not register itself")
+	}
 	if r.Page.Client != "TypeScript SDK e2e" || strings.Join(r.Page.Capabilities, " ") != strings.Join(grantCaps, " ") || r.Page.Budget != "1000000" {
 		t.Errorf("the consent page showed %+v", r.Page)
 	}
@@ -113,4 +128,25 @@ func TestTypeScriptSDKOAuthWithChromiumConsent(t *testing.T) {
 		t.Errorf("token type %q, scope %q", r.TokenType, r.Scope)
 	}
 	t.Logf("from the first 401 to the first allowed call: %.0f ms (discovery, registration, consent in Chromium, token)", r.FirstCallMillis)
+}
+
+// A client configured with a client ID registered beforehand (serve
+// --oauth-client) skips registration and goes through the same consent.
+func TestTypeScriptSDKPreRegisteredClient(t *testing.T) {
+	t.Parallel()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	port := ln.Addr().(*net.TCPAddr).Port
+	ln.Close()
+	redirect := fmt.Sprintf("http://127.0.0.1:%d/callback", port)
+	a := startAS(t, nil, "--oauth-client", "my-connector="+redirect)
+	r := runTS(t, a, "", "CLIENT_ID=my-connector", fmt.Sprint("CALLBACK_PORT=", port))
+	if n := len(a.srv.LogWith("oauth client registered", nil)); n != 0 || r.ClientID != "my-connector" || r.Page.Client != "my-connector" {
+		t.Errorf("%d registrations, client %q, page %+v: want the pre-registered client, unregistered", n, r.ClientID, r.Page)
+	}
+	if !strings.Contains(string(r.Calls["echo"]), "via oauth") {
+		t.Errorf("echo: %s", r.Calls["echo"])
+	}
 }

@@ -50,6 +50,7 @@ type oauthFlags struct {
 	grant     *string
 	grantKey  *string
 	password  *string
+	clients   *[]string
 }
 
 func (f *oauthFlags) declare(fs *pflag.FlagSet) {
@@ -57,13 +58,14 @@ func (f *oauthFlags) declare(fs *pflag.FlagSet) {
 	f.grant = fs.String("grant", "", "with --authorize: the token whose attenuations are handed out, as @FILE")
 	f.grantKey = fs.String("grant-key", "", "with --authorize: the key file of --grant's delegatee, which signs the attenuations")
 	f.password = fs.String("consent-password", "", "with --authorize: the consent page's sign-in password, as @FILE (at least 12 bytes)")
+	f.clients = fs.StringArray("oauth-client", nil, "with --authorize: a client registered beforehand, as CLIENT_ID=REDIRECT_URI[,REDIRECT_URI...] (repeatable): for a client configured with a client ID instead of registering itself")
 }
 
 // build makes the authorization server, or returns nil without --authorize.
 func (f *oauthFlags) build(s *serveSetup) (*oauth.Server, error) {
 	if !*f.authorize {
-		if *f.grant != "" || *f.grantKey != "" || *f.password != "" {
-			return nil, usagef("--grant, --grant-key and --consent-password go with --authorize")
+		if *f.grant != "" || *f.grantKey != "" || *f.password != "" || len(*f.clients) > 0 {
+			return nil, usagef("--grant, --grant-key, --consent-password and --oauth-client go with --authorize")
 		}
 		return nil, nil
 	}
@@ -104,10 +106,18 @@ func (f *oauthFlags) build(s *serveSetup) (*oauth.Server, error) {
 	if err != nil {
 		return nil, inputf("--consent-password %s: %v", *f.password, err)
 	}
+	var clients []oauth.Client
+	for _, c := range *f.clients {
+		id, uris, ok := strings.Cut(c, "=")
+		if !ok {
+			return nil, usagef("--oauth-client %q: give CLIENT_ID=REDIRECT_URI[,REDIRECT_URI...]", c)
+		}
+		clients = append(clients, oauth.Client{ID: id, Name: id, RedirectURIs: strings.Split(uris, ",")})
+	}
 	gate := s.Gate
 	as, err := oauth.New(oauth.Config{
 		Grant: grant, GrantKey: key, GrantScope: scope, ConsentPassword: strings.TrimRight(string(pw), "\r\n"),
-		Endpoint: s.Endpoint, Live: s.CheckToken, Log: s.Log,
+		Endpoint: s.Endpoint, Live: s.CheckToken, Log: s.Log, Clients: clients,
 		Record: func(tok *dct.Token, client string) error {
 			return recordIssued(s, gate.Verifier, tok, client)
 		},

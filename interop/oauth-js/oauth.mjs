@@ -9,7 +9,9 @@
 //   node oauth.mjs MCP_URL CHROMIUM PASSWORD_FILE UNTICK OUT
 //
 // UNTICK is a comma-separated list of capabilities (namespace:action:resource)
-// to untick on the consent page, "" for none.
+// to untick on the consent page, "" for none. With CLIENT_ID (and
+// CALLBACK_PORT) in the environment the client is one registered
+// beforehand (serve --oauth-client), and does not register itself.
 import { spawn } from "node:child_process";
 import { randomUUID } from "node:crypto";
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
@@ -33,12 +35,13 @@ const callback = createServer((req, res) => {
   res.end("done\n");
   if (u.pathname === "/callback") gotCode(u.searchParams);
 });
-await new Promise((r) => callback.listen(0, "127.0.0.1", r));
+await new Promise((r) => callback.listen(Number(process.env.CALLBACK_PORT || 0), "127.0.0.1", r));
 const redirectUrl = `http://127.0.0.1:${callback.address().port}/callback`;
 
 class Provider {
   constructor() {
     this._state = randomUUID();
+    if (process.env.CLIENT_ID) this._client = { client_id: process.env.CLIENT_ID };
   }
   get redirectUrl() {
     return redirectUrl;
@@ -184,6 +187,7 @@ try {
 }
 report.tokenType = provider.tokens()?.token_type;
 report.scope = provider.tokens()?.scope;
+report.clientId = provider.clientInformation()?.client_id;
 writeFileSync(out, JSON.stringify(report));
 try {
   await transport.terminateSession();
