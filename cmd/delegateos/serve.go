@@ -29,6 +29,7 @@ var serveCmd = &command{
 	name: "serve",
 	args: "[--listen ADDR] [--policy FILE] [--token @FILE] [--root ID]... [--tls-cert FILE --tls-key FILE]\n" +
 		"                    [--allow-host NAME]... [--allow-origin ORIGIN]... [--log FILE] [--revocations FILE] [--spend-store FILE]\n" +
+		"                    [--authorize --grant @TOKEN --grant-key KEY --consent-password @FILE [--oauth-client ID=URI]...]\n" +
 		"                    (-- UPSTREAM_COMMAND [ARGS...] | --upstream-url URL)",
 	summary: "run the DCT gate as an MCP Streamable HTTP server: one relay, and one upstream process, per MCP session",
 	flags: func(fs *pflag.FlagSet) func(*env, []string) error {
