@@ -96,15 +96,14 @@ func (s *Server) checkResource(r *http.Request) *Error {
 		r.Header.Set("Authorization", "Bearer "+tok)
 		r.Header.Del(HeaderDPoP)
 	case strings.EqualFold(scheme, "Bearer"):
-		if !s.fromGrant(tok) {
-			return nil // not ours: the gate decides
-		}
+		// A token this server issued is found by its hash; any other is
+		// parsed to see whether it comes from the grant.
 		it := s.issuedToken(tok, now)
 		switch {
-		case it == nil:
-			return oerr(http.StatusUnauthorized, ErrInvalidToken, "this token was issued from this server's grant but not by this server since it started, or its authorization was ended: authorize again")
-		case it.jkt != "":
+		case it != nil && it.jkt != "":
 			return oerr(http.StatusUnauthorized, ErrInvalidToken, "dpop:this token is bound to a DPoP key: send it as Authorization: DPoP with a DPoP proof")
+		case it == nil && s.fromGrant(tok):
+			return oerr(http.StatusUnauthorized, ErrInvalidToken, "this token was issued from this server's grant but not by this server since it started, or its authorization was ended: authorize again")
 		}
 	}
 	return nil
