@@ -27,6 +27,13 @@ func TestMetadataAndChallenge(t *testing.T) {
 			t.Fatalf("%s: %v", path, m)
 		}
 	}
+	// DNS rebinding: a Host the server does not answer for gets no
+	// metadata made from it.
+	for _, path := range []string{"/.well-known/oauth-protected-resource/mcp", "/.well-known/oauth-authorization-server", "/authorize"} {
+		if r := a.srv.Do(http.MethodGet, path, map[string]string{"Host": "evil.example"}, ""); r.Status != http.StatusForbidden {
+			t.Errorf("%s with Host evil.example: HTTP %d, want 403", path, r.Status)
+		}
+	}
 	m := a.srv.Do(http.MethodGet, "/.well-known/oauth-authorization-server", nil, "").JSON()
 	if m["issuer"] != a.srv.Base || m["registration_endpoint"] != a.srv.Base+"/register" || mcptest.JSON(m["code_challenge_methods_supported"]) != `["S256"]` ||
 		mcptest.JSON(m["grant_types_supported"]) != `["authorization_code","refresh_token","urn:ietf:params:oauth:grant-type:token-exchange"]` || mcptest.JSON(m["token_endpoint_auth_methods_supported"]) != `["none"]` {

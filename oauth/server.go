@@ -48,6 +48,11 @@ type Config struct {
 	// client ID, as a remote connector or the Inspector may be): they are
 	// never forgotten.
 	Clients []Client
+	// HostAllowed, when set, says whether a request's Host is one the
+	// server answers for: the issuer and every URL the server gives out
+	// are made from it, so a request naming another (DNS rebinding) is
+	// refused. Nil allows any.
+	HostAllowed func(host string) bool
 	// Now is the clock; nil means time.Now.
 	Now func() time.Time
 	// Log receives what the server decides; nil discards.
@@ -158,13 +163,26 @@ const (
 
 // Mount registers the server's handlers on mux.
 func (s *Server) Mount(mux *http.ServeMux) {
-	mux.HandleFunc(PathResourceMetadata, s.serveResourceMetadata)
-	mux.HandleFunc(PathResourceMetadata+s.cfg.Endpoint, s.serveResourceMetadata)
-	mux.HandleFunc(PathServerMetadata, s.serveServerMetadata)
-	mux.HandleFunc(PathServerMetadata+s.cfg.Endpoint, s.serveServerMetadata)
-	mux.HandleFunc(PathRegister, s.serveRegister)
-	mux.HandleFunc(PathAuthorize, s.serveAuthorize)
-	mux.HandleFunc(PathToken, s.serveToken)
+	mux.Handle(PathResourceMetadata, s.hostChecked(s.serveResourceMetadata))
+	mux.Handle(PathResourceMetadata+s.cfg.Endpoint, s.hostChecked(s.serveResourceMetadata))
+	mux.Handle(PathServerMetadata, s.hostChecked(s.serveServerMetadata))
+	mux.Handle(PathServerMetadata+s.cfg.Endpoint, s.hostChecked(s.serveServerMetadata))
+	mux.Handle(PathRegister, s.hostChecked(s.serveRegister))
+	mux.Handle(PathAuthorize, s.hostChecked(s.serveAuthorize))
+	mux.Handle(PathToken, s.hostChecked(s.serveToken))
+}
+
+func (s *Server) hostChecked(h http.HandlerFunc) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if s.cfg.HostAllowed != nil && !s.cfg.HostAllowed(r.Host) {
+			if r.ContentLength != 0 {
+				w.Header().Set("Connection", "close")
+			}
+			oerr(http.StatusForbidden, ErrInvalidRequest, "the Host header names a host this server does not answer for").write(w)
+			return
+		}
+		h(w, r)
+	})
 }
 
 // issuer is the server's issuer identifier as the client reached it: the

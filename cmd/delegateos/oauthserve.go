@@ -30,7 +30,7 @@ func init() {
 		flags: f.declare,
 		mount: func(s *serveSetup) error {
 			var err error
-			if as, err = f.build(s); err != nil || as == nil {
+			if as, err = f.build(s, s.Server.HostAllowed); err != nil || as == nil {
 				return err
 			}
 			as.Mount(s.Server.Mux)
@@ -62,7 +62,7 @@ func (f *oauthFlags) declare(fs *pflag.FlagSet) {
 }
 
 // build makes the authorization server, or returns nil without --authorize.
-func (f *oauthFlags) build(s *serveSetup) (*oauth.Server, error) {
+func (f *oauthFlags) build(s *serveSetup, hostAllowed func(string) bool) (*oauth.Server, error) {
 	if !*f.authorize {
 		if *f.grant != "" || *f.grantKey != "" || *f.password != "" || len(*f.clients) > 0 {
 			return nil, usagef("--grant, --grant-key, --consent-password and --oauth-client go with --authorize")
@@ -117,7 +117,7 @@ func (f *oauthFlags) build(s *serveSetup) (*oauth.Server, error) {
 	gate := s.Gate
 	as, err := oauth.New(oauth.Config{
 		Grant: grant, GrantKey: key, GrantScope: scope, ConsentPassword: strings.TrimRight(string(pw), "\r\n"),
-		Endpoint: s.Endpoint, Live: s.CheckToken, Log: s.Log, Clients: clients,
+		Endpoint: s.Endpoint, Live: s.CheckToken, Log: s.Log, Clients: clients, HostAllowed: hostAllowed,
 		Record: func(tok *dct.Token, client string) error {
 			return recordIssued(s, gate.Verifier, tok, client)
 		},
