@@ -1,8 +1,7 @@
 // The MCP TypeScript SDK's own OAuth client authorizing against delegateos
 // serve --authorize: an OAuthClientProvider handed to the Streamable HTTP
 // transport, which discovers the metadata, registers, and sends the user to
-// the consent page. The "user" is headless Chromium, driven over the
-// DevTools protocol (--remote-debugging-pipe): it signs in with the consent
+// the consent page. The "user" is headless Chromium (chromium.mjs): it signs in with the consent
 // password, unticks the capabilities named in UNTICK, and approves. Then the
 // client calls TOOL_OK and TOOL_REFUSED and writes what happened to OUT.
 //
@@ -12,15 +11,13 @@
 // to untick on the consent page, "" for none. With CLIENT_ID (and
 // CALLBACK_PORT) in the environment the client is one registered
 // beforehand (serve --oauth-client), and does not register itself.
-import { spawn } from "node:child_process";
 import { randomUUID } from "node:crypto";
-import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { readFileSync, writeFileSync } from "node:fs";
 import { createServer } from "node:http";
-import { tmpdir } from "node:os";
-import { join } from "node:path";
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { UnauthorizedError } from "@modelcontextprotocol/sdk/client/auth.js";
 import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
+import { approveInChromium } from "./chromium.mjs";
 
 const [mcpURL, chromiumPath, passwordFile, untick, out] = process.argv.slice(2);
 const password = readFileSync(passwordFile, "utf8").trim();
@@ -78,88 +75,7 @@ class Provider {
   }
   async redirectToAuthorization(url) {
     report.authorizationURL = url.toString();
-    await approveInChromium(url.toString());
-  }
-}
-
-// approveInChromium opens the consent page in headless Chromium, reads
-// what it shows, unticks, signs in and approves.
-async function approveInChromium(url) {
-  const profile = mkdtempSync(join(tmpdir(), "dos-chromium-"));
-  const proc = spawn(chromiumPath, ["--headless=new", "--no-sandbox", "--disable-gpu", "--no-first-run", "--no-default-browser-check",
-    "--remote-debugging-pipe", `--user-data-dir=${profile}`, "about:blank"], { stdio: ["ignore", "ignore", "pipe", "pipe", "pipe"] });
-  let stderr = "";
-  proc.stderr.on("data", (d) => (stderr += d));
-  const exited = new Promise((r) => proc.on("exit", r));
-  const pipeIn = proc.stdio[3], pipeOut = proc.stdio[4];
-  let next = 1, buf = "";
-  const waiting = new Map(), events = [];
-  let onEvent = () => {};
-  pipeOut.on("data", (d) => {
-    buf += d.toString();
-    let i;
-    while ((i = buf.indexOf("\0")) >= 0) {
-      const msg = JSON.parse(buf.slice(0, i));
-      buf = buf.slice(i + 1);
-      if (msg.id && waiting.has(msg.id)) {
-        const { resolve, reject } = waiting.get(msg.id);
-        waiting.delete(msg.id);
-        msg.error ? reject(new Error(JSON.stringify(msg.error))) : resolve(msg.result);
-      } else if (msg.method) {
-        events.push(msg);
-        onEvent(msg);
-      }
-    }
-  });
-  const send = (method, params = {}, sessionId) =>
-    new Promise((resolve, reject) => {
-      const id = next++;
-      waiting.set(id, { resolve, reject });
-      pipeIn.write(JSON.stringify({ id, method, params, sessionId }) + "\0");
-    });
-  const event = (method, sessionId) =>
-    new Promise((resolve) => {
-      onEvent = (m) => m.method === method && m.sessionId === sessionId && resolve(m);
-    });
-  try {
-    const { targetInfos } = await send("Target.getTargets");
-    const page = targetInfos.find((t) => t.type === "page");
-    const { sessionId } = await send("Target.attachToTarget", { targetId: page.targetId, flatten: true });
-    await send("Page.enable", {}, sessionId);
-    const loaded = event("Page.loadEventFired", sessionId);
-    await send("Page.navigate", { url }, sessionId);
-    await loaded;
-    const evaluate = async (expression) => {
-      const r = await send("Runtime.evaluate", { expression, returnByValue: true }, sessionId);
-      if (r.exceptionDetails) throw new Error(JSON.stringify(r.exceptionDetails));
-      return r.result.value;
-    };
-    report.page = await evaluate(`({
-      client: document.getElementById("client-name")?.textContent,
-      capabilities: [...document.querySelectorAll("input[name=cap]")].map((b) => {
-        const cells = b.closest("tr").querySelectorAll("td");
-        return cells[1].textContent + ":" + cells[2].textContent + ":" + cells[3].textContent;
-      }),
-      budget: document.getElementById("budget")?.value,
-      expiresIn: document.getElementById("expires_in")?.value,
-    })`);
-    const codeOrError = codeArrived;
-    await evaluate(`(() => {
-      const untick = ${JSON.stringify(untick ? untick.split(",") : [])};
-      for (const b of document.querySelectorAll("input[name=cap]")) {
-        const cells = b.closest("tr").querySelectorAll("td");
-        if (untick.includes(cells[1].textContent + ":" + cells[2].textContent + ":" + cells[3].textContent)) b.checked = false;
-      }
-      document.getElementById("password").value = ${JSON.stringify(password)};
-      document.getElementById("approve").click();
-    })()`);
-    await codeOrError;
-  } catch (e) {
-    throw new Error(`driving Chromium: ${e.message}\n${stderr}`);
-  } finally {
-    proc.kill("SIGKILL");
-    await exited;
-    rmSync(profile, { recursive: true, force: true });
+    report.page = await approveInChromium(url.toString(), { chromiumPath, password, untick });
   }
 }
 
