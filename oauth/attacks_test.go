@@ -317,8 +317,13 @@ func TestDPoPBinding(t *testing.T) {
 	if st, m := c.refresh(tr["refresh_token"].(string), newDPoPKey(t).proof("POST", tokenURL, "", time.Now())); st != http.StatusBadRequest {
 		t.Errorf("refresh with another key's proof: %d %v", st, m)
 	}
-	if st, m := c.refresh(tr["refresh_token"].(string), key.proof("POST", tokenURL, "", time.Now())); st != http.StatusOK || m["token_type"] != "DPoP" {
-		t.Errorf("refresh with the key's proof: %d %v", st, m)
+	proof := key.proof("POST", tokenURL, "", time.Now())
+	st, m := c.refresh(tr["refresh_token"].(string), proof)
+	if st != http.StatusOK || m["token_type"] != "DPoP" {
+		t.Fatalf("refresh with the key's proof: %d %v", st, m)
+	}
+	if st, m := c.refresh(m["refresh_token"].(string), proof); st != http.StatusBadRequest || m["error"] != "invalid_dpop_proof" {
+		t.Errorf("a refresh with a proof used before: %d %v", st, m)
 	}
 }
 

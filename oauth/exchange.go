@@ -51,6 +51,9 @@ func (s *Server) exchangeToken(form map[string][]string, proof *Proof, now time.
 	if it.jkt != "" && (proof == nil || proof.JKT != it.jkt) {
 		return nil, badRequest(ErrInvalidDPoPProof, "the subject token is bound to a DPoP key: send a proof signed with it")
 	}
+	if oe := s.spendProof(proof, now); oe != nil {
+		return nil, oe
+	}
 	if it.key == nil {
 		return nil, badRequest(ErrInvalidRequest, "the subject token is held by your own key: attenuate it yourself (delegateos dct attenuate)")
 	}

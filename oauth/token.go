@@ -132,7 +132,8 @@ func (s *Server) serveToken(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, res)
 }
 
-// tokenProof checks the DPoP proof a token request offers, if any.
+// tokenProof checks the DPoP proof a token request offers, if any (its
+// jti is spent by spendProof).
 func (s *Server) tokenProof(r *http.Request, now time.Time) (*Proof, *Error) {
 	vals := r.Header.Values(HeaderDPoP)
 	switch len(vals) {
@@ -146,13 +147,24 @@ func (s *Server) tokenProof(r *http.Request, now time.Time) (*Proof, *Error) {
 	if err == nil {
 		err = p.Check(DPoPCheck{Method: r.Method, URL: issuer(r) + PathToken, Now: now})
 	}
-	if err == nil {
-		err = s.jtis.use(p, now)
-	}
 	if err != nil {
 		return nil, badRequest(ErrInvalidDPoPProof, err.Error())
 	}
 	return p, nil
+}
+
+// spendProof records a token request's proof against replay, once the
+// request's grant has checked out: anyone can make proofs with keys of
+// their own, so only a request holding a code, a refresh token or an
+// access token may fill the replay cache.
+func (s *Server) spendProof(p *Proof, now time.Time) *Error {
+	if p == nil {
+		return nil
+	}
+	if err := s.jtis.use(p, now); err != nil {
+		return badRequest(ErrInvalidDPoPProof, err.Error())
+	}
+	return nil
 }
 
 // exchangeCode is the authorization_code grant. A code is burnt by its
@@ -191,6 +203,9 @@ func (s *Server) exchangeCode(form map[string][]string, r *http.Request, proof *
 	}
 	if res := get("resource"); res != "" && res != ac.resource {
 		return nil, badRequest(ErrInvalidTarget, "resource is not the one the code was issued for")
+	}
+	if oe := s.spendProof(proof, now); oe != nil {
+		return nil, oe
 	}
 	c := s.clients.get(ac.clientID)
 	if c == nil {
@@ -254,6 +269,9 @@ func (s *Server) refreshGrant(form map[string][]string, proof *Proof, now time.T
 	}
 	if fam.jkt != "" && (proof == nil || proof.JKT != fam.jkt) {
 		return nil, badRequest(ErrInvalidDPoPProof, "the refresh token is bound to a DPoP key: send a proof signed with it")
+	}
+	if oe := s.spendProof(proof, now); oe != nil {
+		return nil, oe
 	}
 	if now.After(fam.consent.expires) {
 		s.endFamily(fam, "its delegation expired")
