@@ -260,15 +260,18 @@ func (s *Server) refreshGrant(form map[string][]string, proof *Proof, now time.T
 	fam := e.fam
 	live := fam.refresh[len(fam.refresh)-1] == h
 	s.mu.Unlock()
+	// A DPoP-bound refresh token is worth nothing without its key: one
+	// presented without a proof by that key is refused before anything
+	// else, so that whoever stole it cannot even end its family.
+	if fam.jkt != "" && (proof == nil || proof.JKT != fam.jkt) {
+		return nil, badRequest(ErrInvalidDPoPProof, "the refresh token is bound to a DPoP key: send a proof signed with it")
+	}
 	if !live {
 		s.endFamily(fam, "a rotated refresh token was presented again")
 		return nil, badRequest(ErrInvalidGrant, "the refresh token was used before: every token of this authorization is ended")
 	}
 	if get("client_id") != fam.clientID {
 		return nil, badRequest(ErrInvalidGrant, "the refresh token was issued to another client")
-	}
-	if fam.jkt != "" && (proof == nil || proof.JKT != fam.jkt) {
-		return nil, badRequest(ErrInvalidDPoPProof, "the refresh token is bound to a DPoP key: send a proof signed with it")
 	}
 	if oe := s.spendProof(proof, now); oe != nil {
 		return nil, oe
