@@ -322,8 +322,17 @@ func TestDPoPBinding(t *testing.T) {
 	if st != http.StatusOK || m["token_type"] != "DPoP" {
 		t.Fatalf("refresh with the key's proof: %d %v", st, m)
 	}
-	if st, m := c.refresh(m["refresh_token"].(string), proof); st != http.StatusBadRequest || m["error"] != "invalid_dpop_proof" {
+	newest := m["refresh_token"].(string)
+	if st, m := c.refresh(newest, proof); st != http.StatusBadRequest || m["error"] != "invalid_dpop_proof" {
 		t.Errorf("a refresh with a proof used before: %d %v", st, m)
+	}
+	// A thief holding the rotated refresh token but not the key cannot
+	// end the family by presenting it.
+	if st, m := c.refresh(tr["refresh_token"].(string), newDPoPKey(t).proof("POST", tokenURL, "", time.Now())); st != http.StatusBadRequest || m["error"] != "invalid_dpop_proof" {
+		t.Errorf("a rotated DPoP-bound refresh token with another key's proof: %d %v", st, m)
+	}
+	if st, m := c.refresh(newest, key.proof("POST", tokenURL, "", time.Now())); st != http.StatusOK {
+		t.Errorf("the newest refresh token after a thief's try: %d %v", st, m)
 	}
 }
 
