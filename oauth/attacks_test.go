@@ -139,6 +139,17 @@ func TestConsentAttacks(t *testing.T) {
 			t.Errorf("%s: HTTP %d %s: want the page again, 400", name, res.StatusCode, body)
 		}
 	}
+	// Denying sends the client an access_denied; the page is then gone.
+	req2, csrf2 := c.consentPage("mcp:echo:*")
+	deny := approveForm(req2, csrf2, "0")
+	deny.Set("decision", "deny")
+	res, _ = c.submit(deny, nil)
+	if loc, _ := url.Parse(res.Header.Get("Location")); res.StatusCode != http.StatusSeeOther || loc == nil || loc.Query().Get("error") != "access_denied" || loc.Query().Get("code") != "" {
+		t.Errorf("deny: HTTP %d to %q", res.StatusCode, res.Header.Get("Location"))
+	}
+	if res, _ := c.submit(approveForm(req2, csrf2, "0"), nil); res.StatusCode != http.StatusBadRequest {
+		t.Errorf("approving a denied request: HTTP %d, want 400", res.StatusCode)
+	}
 	for i := 0; i < 5; i++ {
 		f := approveForm(req, csrf, "0")
 		f.Set("password", fmt.Sprint("guess ", i))

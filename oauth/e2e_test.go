@@ -4,9 +4,12 @@ package oauth_test
 
 import (
 	"net/http"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
+	"github.com/delegateos/delegateos/dct"
 	"github.com/delegateos/delegateos/internal/mcptest"
 )
 
@@ -56,6 +59,18 @@ func TestNoAuthorizeNoMetadata(t *testing.T) {
 func TestAuthorizeFlagErrors(t *testing.T) {
 	t.Parallel()
 	e := mcptest.NewEnv(t)
+	key := e.KeyFile(e.Agent)
+	write := func(name, content string) string {
+		p := filepath.Join(e.Dir, name)
+		if err := os.WriteFile(p, []byte(content), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	shallow := write("shallow.tok", e.Mint(func(p *dct.CreateParams) { p.MaxChainDepth = 1 }, "mcp:echo:*").String())
+	deep := write("deep.tok", e.Mint(func(p *dct.CreateParams) { p.MaxChainDepth = 3 }, "mcp:echo:*").String())
+	pw := write("pw", password+"\n")
+	short := write("short", "tooshort\n")
 	for _, c := range []struct {
 		args []string
 		want string
@@ -63,6 +78,10 @@ func TestAuthorizeFlagErrors(t *testing.T) {
 		{[]string{"--authorize", "--listen", "0.0.0.0:0", "--grant", "@g", "--grant-key", "k", "--consent-password", "@p"}, "without TLS"},
 		{[]string{"--authorize", "--listen", "127.0.0.1:0"}, "--authorize needs --grant"},
 		{[]string{"--grant", "@g", "--listen", "127.0.0.1:0"}, "go with --authorize"},
+		{[]string{"--authorize", "--listen", "127.0.0.1:0", "--grant", "@" + shallow, "--grant-key", key, "--consent-password", "@" + pw}, "needs 2"},
+		{[]string{"--authorize", "--listen", "127.0.0.1:0", "--grant", "@" + deep, "--grant-key", key, "--consent-password", "@" + short}, "shorter than 12"},
+		{[]string{"--authorize", "--listen", "127.0.0.1:0", "--grant", deep, "--grant-key", key, "--consent-password", "@" + pw}, "as @FILE"},
+		{[]string{"--authorize", "--listen", "127.0.0.1:0", "--grant", "@" + deep, "--grant-key", key, "--consent-password", "@" + pw, "--oauth-client", "x=http://evil.example/cb"}, "loopback host only"},
 	} {
 		args := append(append([]string{"serve", "--root", e.Root.ID()}, c.args...), "--", "true")
 		_, stderr, code := mcptest.CLI(t, args...)
