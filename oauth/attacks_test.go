@@ -301,8 +301,8 @@ func TestDPoPBinding(t *testing.T) {
 		"with a tampered claims": dpop(tamperClaims(key.proof("POST", a.srv.URL, tok, now))),
 	} {
 		r := a.initialize(t, hdr)
-		if r.Status != http.StatusUnauthorized {
-			t.Errorf("the DPoP-bound token %s: HTTP %d, want 401", name, r.Status)
+		if r.Status != http.StatusUnauthorized || !strings.HasPrefix(r.Header.Get("WWW-Authenticate"), "DPoP error=") {
+			t.Errorf("the DPoP-bound token %s: HTTP %d, %q: want 401 with a DPoP challenge", name, r.Status, r.Header.Get("WWW-Authenticate"))
 		}
 	}
 	good := key.proofJTI("POST", a.srv.URL, tok, now, "jti-once")

@@ -30,6 +30,7 @@ type Error struct {
 	Code        string `json:"error"`
 	Description string `json:"error_description,omitempty"`
 	status      int
+	dpop        bool // a resource's refusal whose challenge is DPoP's
 }
 
 func (e *Error) Error() string { return e.Code + ": " + e.Description }

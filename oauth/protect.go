@@ -23,12 +23,10 @@ func (s *Server) Protect(next http.Handler) http.Handler {
 			next.ServeHTTP(w, r)
 			return
 		}
-		cw := &challengeWriter{ResponseWriter: w, challenge: s.challenge(r)}
 		if e := s.checkResource(r); e != nil {
 			scheme := "Bearer"
-			if e.Code == ErrInvalidDPoPProof || strings.HasPrefix(e.Description, "dpop:") {
+			if e.dpop {
 				scheme = "DPoP"
-				e.Description = strings.TrimPrefix(e.Description, "dpop:")
 			}
 			w.Header().Set("WWW-Authenticate", scheme+` error="`+e.Code+`", error_description="`+quoteSafe(e.Description)+`", resource_metadata="`+s.resourceMetadataURL(r)+`"`)
 			if r.ContentLength != 0 {
@@ -38,7 +36,7 @@ func (s *Server) Protect(next http.Handler) http.Handler {
 			e.write(w)
 			return
 		}
-		next.ServeHTTP(cw, r)
+		next.ServeHTTP(&challengeWriter{ResponseWriter: w, s: s, r: r}, r)
 	})
 }
 
@@ -74,24 +72,24 @@ func (s *Server) checkResource(r *http.Request) *Error {
 	case strings.EqualFold(scheme, "DPoP"):
 		it := s.issuedToken(tok, now)
 		if it == nil || it.jkt == "" {
-			return oerr(http.StatusUnauthorized, ErrInvalidToken, "dpop:the token is not a DPoP-bound token this server issued (or it expired, or was ended)")
+			return dpopErr(ErrInvalidToken, "the token is not a DPoP-bound token this server issued (or it expired, or was ended)")
 		}
 		proofs := r.Header.Values(HeaderDPoP)
 		if len(proofs) != 1 {
-			return oerr(http.StatusUnauthorized, ErrInvalidDPoPProof, "send exactly one DPoP proof with a DPoP-bound token")
+			return dpopErr(ErrInvalidDPoPProof, "send exactly one DPoP proof with a DPoP-bound token")
 		}
 		p, err := ParseDPoP(proofs[0])
 		if err == nil {
 			err = p.Check(DPoPCheck{Method: r.Method, URL: s.resource(r), AccessToken: tok, Now: now})
 		}
 		if err == nil && p.JKT != it.jkt {
-			return oerr(http.StatusUnauthorized, ErrInvalidDPoPProof, "the proof is signed with another key than the token is bound to")
+			return dpopErr(ErrInvalidDPoPProof, "the proof is signed with another key than the token is bound to")
 		}
 		if err == nil {
 			err = s.jtis.use(p, now)
 		}
 		if err != nil {
-			return oerr(http.StatusUnauthorized, ErrInvalidDPoPProof, err.Error())
+			return dpopErr(ErrInvalidDPoPProof, err.Error())
 		}
 		r.Header.Set("Authorization", "Bearer "+tok)
 		r.Header.Del(HeaderDPoP)
@@ -101,7 +99,7 @@ func (s *Server) checkResource(r *http.Request) *Error {
 		it := s.issuedToken(tok, now)
 		switch {
 		case it != nil && it.jkt != "":
-			return oerr(http.StatusUnauthorized, ErrInvalidToken, "dpop:this token is bound to a DPoP key: send it as Authorization: DPoP with a DPoP proof")
+			return dpopErr(ErrInvalidToken, "this token is bound to a DPoP key: send it as Authorization: DPoP with a DPoP proof")
 		case it == nil && s.fromGrant(tok):
 			return oerr(http.StatusUnauthorized, ErrInvalidToken, "this token was issued from this server's grant but not by this server since it started, or its authorization was ended: authorize again")
 		}
@@ -133,10 +131,18 @@ func (s *Server) fromGrant(tok string) bool {
 	return err == nil && p.String() == s.cfg.Grant.String()
 }
 
+// dpopErr is a 401 whose challenge is DPoP's (RFC 9449 §7.1).
+func dpopErr(code, desc string) *Error {
+	e := oerr(http.StatusUnauthorized, code, desc)
+	e.dpop = true
+	return e
+}
+
 // challengeWriter adds the resource metadata to the challenge of a 401.
 type challengeWriter struct {
 	http.ResponseWriter
-	challenge string
+	s *Server
+	r *http.Request
 }
 
 func (w *challengeWriter) WriteHeader(code int) {
@@ -144,9 +150,9 @@ func (w *challengeWriter) WriteHeader(code int) {
 		h := w.Header()
 		switch v := h.Get("WWW-Authenticate"); {
 		case v == "" || strings.EqualFold(v, "Bearer"):
-			h.Set("WWW-Authenticate", "Bearer "+w.challenge)
+			h.Set("WWW-Authenticate", "Bearer "+w.s.challenge(w.r))
 		case len(v) > 7 && strings.EqualFold(v[:7], "Bearer "):
-			h.Set("WWW-Authenticate", v+", "+w.challenge)
+			h.Set("WWW-Authenticate", v+", "+w.s.challenge(w.r))
 		}
 	}
 	w.ResponseWriter.WriteHeader(code)
