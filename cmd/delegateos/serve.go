@@ -31,6 +31,7 @@ var serveCmd = &command{
 	name: "serve",
 	args: "[--listen ADDR] [--policy FILE] [--token @FILE] [--root ID]... [--tls-cert FILE --tls-key FILE]\n" +
 		"                    [--allow-host NAME]... [--allow-origin ORIGIN]... [--log FILE] [--revocations FILE] [--spend-store FILE]\n" +
+		"                    [--authorize --grant @TOKEN --grant-key KEY --consent-password @FILE [--oauth-client ID=URI]...]\n" +
 		"                    (-- UPSTREAM_COMMAND [ARGS...] | --upstream-url URL)",
 	summary: "run the DCT gate as an MCP Streamable HTTP server: one relay, and one upstream process, per MCP session",
 	flags: func(fs *pflag.FlagSet) func(*env, []string) error {
@@ -226,7 +227,8 @@ var serveCmd = &command{
 			if *keyFile != "" {
 				keyPath = *keyFile
 			}
-			setup := &serveSetup{Policy: pol, Gate: gate, Log: log, Revocations: revs, DefaultToken: defaultToken, KeyFile: keyPath}
+			setup := &serveSetup{Policy: pol, Gate: gate, Log: log, Revocations: revs, DefaultToken: defaultToken, KeyFile: keyPath,
+				Listen: *listen, TLS: *tlsCert != "", Endpoint: *endpoint, CheckToken: checkToken, Delegations: delegations, Evidence: evidence}
 			relayConfig := func(s *serve.Session) proxy.Config {
 				tok := s.Token
 				if tok == "" {
@@ -298,6 +300,11 @@ var serveCmd = &command{
 				log.Warn("listening on a non-loopback address without TLS: tokens and calls cross the network in the clear; give --tls-cert and --tls-key")
 			}
 			hs := srv.HTTPServer()
+			for _, x := range serveExtensions {
+				if x.wrap != nil {
+					hs.Handler = x.wrap(hs.Handler)
+				}
+			}
 			scheme := "http"
 			if *tlsCert != "" {
 				scheme = "https"
@@ -381,11 +388,13 @@ func isLoopback(host string) bool {
 
 // serveExtension adds to `delegateos serve`: flags, then settings before
 // the server is built (configure: Options.Authorize, a wrapped Relay) and
-// handlers after (mount: on Server.Mux).
+// handlers after (mount: on Server.Mux); wrap, when set, wraps the
+// server's whole handler (before the transport's own checks).
 type serveExtension struct {
 	flags     func(fs *pflag.FlagSet)
 	configure func(*serveSetup) error
 	mount     func(*serveSetup) error
+	wrap      func(http.Handler) http.Handler
 }
 
 // serveSetup is what an extension of serve works with.
@@ -401,8 +410,19 @@ type serveSetup struct {
 	DefaultToken string
 	// KeyFile is the server's key file (--key, else proxy_key), "" for none.
 	KeyFile string
-	Options *serve.Options // configure may change it
-	Server  *serve.Server  // set for mount
+	// Listen is --listen, TLS whether the server serves HTTPS, Endpoint
+	// the MCP endpoint's path.
+	Listen   string
+	TLS      bool
+	Endpoint string
+	// CheckToken verifies a token and that its delegation has not ended.
+	CheckToken func(string) error
+	// Delegations is the workspace's delegation handling, nil without one.
+	Delegations *proxy.Delegations
+	// Evidence is the audit log, nil without one.
+	Evidence proxy.Evidence
+	Options  *serve.Options // configure may change it
+	Server   *serve.Server  // set for mount
 }
 
 // serveExtensions are added to serve in order.
