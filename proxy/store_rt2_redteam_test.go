@@ -14,7 +14,6 @@ import (
 	"time"
 
 	"github.com/delegateos/delegateos/internal/mcptest"
-	"github.com/delegateos/delegateos/internal/redistest"
 	"github.com/delegateos/delegateos/proxy"
 )
 
@@ -194,37 +193,5 @@ func TestRedTeam2OperatorClockBehindWedgesTheFleet(t *testing.T) {
 	_, s2 := f.start(f.a, "", nil)
 	if typ, detail := denialData(s2.Call(t, "echo", map[string]any{"text": "new proxy after init --reset"})); typ != "" {
 		t.Errorf("a proxy started after store init --reset: %s: %s; want it forwarded", typ, detail)
-	}
-}
-
-// R2-9. The ended-delegation set has no history of its own: it is
-// grow-only only while a proxy that knows an ending runs (WriteBack,
-// chain/redis.go:55). Stdio proxies run per session: with none running, a
-// FLUSHALL (or a restart without persistence) loses the ending silently,
-// and a proxy of another workspace on the same machine (same state
-// directory, which saw the store) takes the completed delegation's token
-// again, with no store_reset.
-func TestRedTeam2EndedSetLostWhileNoProxyRuns(t *testing.T) {
-	srv := redistest.Start(t)
-	r := newDelegationRun(t)
-	ws1 := filepath.Join(r.e.Dir, "ws1")
-	r.p, r.s = startEndedWorkspace(t, r, srv, ws1)
-	r.ws = ws1
-	delA := r.aTok.Unverified().Authority.DelegationID
-	delB := r.bTok.Unverified().Attenuations[0].DelegationID
-	if res := r.delegate(r.bContract, r.bTok, delA); !res.Accepted {
-		t.Fatalf("delegate: %+v", res)
-	}
-	if done := r.complete(delB, `{"summary":"Three milestones, the second one late."}`, 100); done.Status != "completed" {
-		t.Fatalf("complete: %+v", done)
-	}
-	rtStop(t, r.p)
-	if err := srv.Client().FlushAll(context.Background()).Err(); err != nil {
-		t.Fatal(err)
-	}
-	_, other := startEndedWorkspace(t, r, srv, filepath.Join(r.e.Dir, "ws2"))
-	got := other.CallAs(t, r.bTok.String(), "read_file", map[string]any{"path": "/project/sub/notes.md"})
-	if typ, _ := denialData(got); typ == "" {
-		t.Errorf("completed delegation %s, its ending flushed while no proxy ran: a proxy of another workspace on the same machine forwarded its call; want it refused (ended, or the set's loss found)", delB)
 	}
 }
