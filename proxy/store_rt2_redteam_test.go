@@ -47,41 +47,6 @@ func TestRedTeam2OtherSpellingOfTheSameServer(t *testing.T) {
 	}
 }
 
-// R2-4. Only the tree's open-reservations hash is lost (DEL by hand, a
-// partial restore) while a call is in flight: its commit finds no open
-// reservation (commitScript, budget/redis.go:298) and does nothing, so
-// its cost stays held for ever, never committed; and nothing raises
-// store_reset: later calls are forwarded as if nothing was lost.
-func TestRedTeam2OpenReservationsHashLost(t *testing.T) {
-	f := newFleet(t, 30*fleetCost, 30*fleetCost, 30*fleetCost)
-	_, s := f.start(f.a, "", nil)
-	rtDrain(t, s, 3)
-	f.rtSettled()
-	done := make(chan mcptest.Result, 1)
-	go func() { done <- s.Call(t, "slow", map[string]any{"steps": 10, "delay_ms": 100}) }()
-	mcptest.Eventually(t, "the slow call's reservation", func() bool { return f.usage()[f.key(1)].Reserved == fleetCost })
-	ctx := context.Background()
-	c := f.srv.Client()
-	keys, err := c.Keys(ctx, "delegateos:open:{"+f.e.Root.ID()+"}*").Result()
-	if err != nil || len(keys) == 0 {
-		t.Fatalf("the tree's open-reservations hash: %v %v", keys, err)
-	}
-	if err := c.Del(ctx, keys...).Err(); err != nil {
-		t.Fatal(err)
-	}
-	(<-done).OK(t, "the slow call")
-	r := s.Call(t, "echo", map[string]any{"text": "after"})
-	typ, detail := denialData(r)
-	if typ == string(proxy.StoreReset) {
-		return // found
-	}
-	// The echo's commit lands after the slow call's (one proxy, one queue).
-	mcptest.Eventually(t, "the echo committed", func() bool { return f.usage()[f.key(1)].Committed >= 4*fleetCost })
-	if u := f.usage()[f.key(1)]; u.Reserved != 0 {
-		t.Errorf("open-reservations hash deleted with a call in flight: the next call was %q %s, and the store shows %d committed, %d held for ever; want store_reset, or the held cost committed", typ, detail, u.Committed, u.Reserved)
-	}
-}
-
 // R2-5. Two fleets (two roots) share a Redis. Only fleet 1's tree loses
 // its keys (deleted by hand, evicted): fleet 1's proxy rightly refuses
 // store_reset, but resetTree → resetNow → markReset
