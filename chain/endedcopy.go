@@ -10,6 +10,7 @@ import (
 	"os"
 	"path/filepath"
 	"sync"
+	"sync/atomic"
 
 	"github.com/delegateos/delegateos/internal/fsutil"
 	"github.com/delegateos/delegateos/internal/redisset"
@@ -30,7 +31,9 @@ type endedCopy struct {
 
 	mu     sync.Mutex
 	copied map[string]bool // fields in the file (or pending)
-	err    error           // the first write that failed
+	// err is the first write that failed: read without mu, so that a
+	// decision never waits on a write.
+	err atomic.Pointer[error]
 	// opening: the set is being read for the first time; the entries read
 	// meanwhile, pending, are written in one write before Open returns.
 	opening bool
@@ -146,7 +149,7 @@ func (c *endedCopy) keep(entries map[string]string) error {
 		}
 	}
 	if len(fresh) == 0 {
-		return c.err
+		return c.Err()
 	}
 	if c.opening {
 		maps.Copy(c.pending, fresh)
@@ -161,7 +164,7 @@ func (c *endedCopy) keep(entries map[string]string) error {
 	for k := range fresh {
 		c.copied[k] = true
 	}
-	return c.err
+	return c.Err()
 }
 
 // opened writes what was read while opening, and ends the opening.
@@ -175,20 +178,20 @@ func (c *endedCopy) opened() error {
 		}
 		c.pending = nil
 	}
-	return c.err
+	return c.Err()
 }
 
 // failed records a write that failed; c.mu is held.
 func (c *endedCopy) failed(err error) error {
-	if c.err == nil {
-		c.err = fmt.Errorf("the durable copy of the ended-delegation set, %s, cannot be written: %w; the set is only as durable as Redis", c.path, err)
-	}
-	return c.err
+	err = fmt.Errorf("the durable copy of the ended-delegation set, %s, cannot be written: %w; the set is only as durable as Redis", c.path, err)
+	c.err.CompareAndSwap(nil, &err)
+	return c.Err()
 }
 
 // Err is nil while every entry is in the file.
 func (c *endedCopy) Err() error {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.err
+	if p := c.err.Load(); p != nil {
+		return *p
+	}
+	return nil
 }
