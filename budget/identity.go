@@ -1048,6 +1048,11 @@ func InitStore(rawURL string, reset bool, roots ...string) (Identity, error) {
 			lifted[redisconn.HashTag(r)] = true
 		}
 	}
+	// What the trees' keys hold for reservations the loss took is
+	// released (settleHeld).
+	if _, err := settleHeld(ctx, c, lifted); err != nil {
+		return fail(err)
+	}
 	if err := restamp(ctx, c, *n, lifted); err != nil {
 		return fail(err)
 	}
@@ -1240,6 +1245,19 @@ func RecoverStore(rawURL string, usage []Usage) (Identity, error) {
 	}
 	n, err := nextIdentity(ctx, c, rawURL)
 	if err != nil {
+		return fail(err)
+	}
+	// What the trees' keys hold for reservations the loss took is
+	// released first (settleHeld), so that the rebuilt spend is not
+	// counted short of what the logs hold by it.
+	tags := make(map[string]bool)
+	for _, u := range usage {
+		if err := checkKey(u.Key); err != nil {
+			return Identity{}, err
+		}
+		tags[redisconn.HashTag(u.Key)] = true
+	}
+	if _, err := settleHeld(ctx, c, tags); err != nil {
 		return fail(err)
 	}
 	lifted := make(map[string]bool)
