@@ -26,8 +26,10 @@ var (
 	inspectorErr  error
 )
 
-// inspector installs interop/inspector-js's pinned packages (npm ci) once
-// and returns its directory.
+// inspector installs interop/inspector-js's pinned packages once and
+// returns its directory. (The same pin as interop/inspector-cli, which the
+// proxy package's tests install: a directory each, since test packages run
+// at once and two npm installs in one directory would race.)
 func inspector(t *testing.T) string {
 	t.Helper()
 	inspectorOnce.Do(func() {
@@ -37,10 +39,14 @@ func inspector(t *testing.T) string {
 		if err == nil && json.Unmarshal(installed, &pkg) == nil && pkg.Version == inspectorVersion {
 			return
 		}
-		cmd := exec.Command("npm", "ci", "--no-audit", "--no-fund", "--loglevel=error")
+		// npm install, not npm ci: the lock names a Windows-only optional
+		// dependency (of vite) that the registry here does not serve, and
+		// npm ci refuses a lock it cannot fully resolve; npm install keeps
+		// the lock and skips the optional package.
+		cmd := exec.Command("npm", "install", "--no-audit", "--no-fund", "--loglevel=error")
 		cmd.Dir = inspectorDir
 		if b, err := cmd.CombinedOutput(); err != nil {
-			inspectorErr = &exec.Error{Name: "npm ci: " + string(b), Err: err}
+			inspectorErr = &exec.Error{Name: "npm install: " + string(b), Err: err}
 		}
 	})
 	if inspectorErr != nil {
