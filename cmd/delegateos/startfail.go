@@ -13,8 +13,10 @@ import (
 // startFailureWait bounds how long a proxy that cannot start waits for its
 // client's first request, to answer it with the reason: an MCP client
 // writes its initialize as soon as it has started the proxy, so only a
-// standard input that is held open and silent waits this long.
-const startFailureWait = 10 * time.Second
+// standard input that is held open and silent waits this long. (It is
+// shorter than the tests' wait for a process to exit, mcptest.WaitTimeout,
+// so that a test that holds the input open still sees the exit.)
+const startFailureWait = 3 * time.Second
 
 // startFailureMaxLine bounds the line read while waiting: the first
 // request is an initialize, far below this.
