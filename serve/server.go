@@ -179,9 +179,9 @@ type Server struct {
 	readyMu  sync.Mutex
 	readyAt  time.Time
 	readyErr error
-	restarts     atomic.Int64 // sessions whose upstream died
-	idle         chan struct{}
-	wg           sync.WaitGroup // running sessions
+	restarts atomic.Int64 // sessions whose upstream died
+	idle     chan struct{}
+	wg       sync.WaitGroup // running sessions
 }
 
 // New returns a server for opts.
