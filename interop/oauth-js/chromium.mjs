@@ -88,7 +88,12 @@ export async function approveInChromium(url, { chromiumPath, password, untick = 
   } finally {
     proc.kill("SIGKILL");
     await exited;
-    rmSync(profile, { recursive: true, force: true });
+    // Chromium's helper processes may still be writing into the profile
+    // for a moment after the browser is killed: retry, and leave a temporary
+    // directory behind rather than fail the flow that already ran.
+    try {
+      rmSync(profile, { recursive: true, force: true, maxRetries: 10, retryDelay: 100 });
+    } catch {}
   }
   return shown;
 }
