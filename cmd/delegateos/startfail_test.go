@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bufio"
 	"bytes"
 	"encoding/json"
 	"strings"
@@ -8,7 +9,7 @@ import (
 )
 
 // FuzzFirstRequest: whatever a client sends a proxy that cannot start, the
-// answer is nothing (no request came) or one line holding one JSON-RPC
+// answer to its first request is nothing (no request came) or one line holding one JSON-RPC
 // error response that carries the reason, under the id of a request the
 // client sent, or null.
 func FuzzFirstRequest(f *testing.F) {
@@ -25,7 +26,7 @@ func FuzzFirstRequest(f *testing.F) {
 	}
 	const reason = "delegateos proxy cannot start: \"x\"\n<y>"
 	f.Fuzz(func(t *testing.T, in []byte) {
-		out := firstRequest(bytes.NewReader(in), reason)
+		out, _ := nextRequest(bufio.NewReader(bytes.NewReader(in)), reason)
 		if out == nil {
 			return
 		}
