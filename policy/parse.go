@@ -37,12 +37,18 @@ func parse(data []byte, dir string) (*Policy, map[string]int, error) {
 		return nil, nil, Errors{err}
 	}
 	p := Default()
-	ps := &parser{dir: dir, lines: map[string]int{}}
+	ps := &parser{dir: dir, lines: map[string]int{}, rel: map[string]string{}}
 	if root == nil || isNull(root) {
 		return p, ps.lines, nil
 	}
 	ps.policy(root, p)
 	ps.checkMaxCosts(p.DefaultCost)
+	if len(ps.rel) > 0 {
+		p.relative = ps.rel
+	}
+	if p.StateDir != "" {
+		p.UseStateDir(p.StateDir)
+	}
 	if len(ps.errs) > 0 {
 		slices.SortStableFunc(ps.errs, func(a, b *Error) int { return a.Line - b.Line })
 		return nil, nil, ps.errs
@@ -158,6 +164,8 @@ type parser struct {
 	// maxCosts are the max_cost values to compare with their rules' cost
 	// once default_cost, which may come later in the file, is known.
 	maxCosts []maxCostCheck
+	// rel holds the paths written relative, by key, as written.
+	rel map[string]string
 }
 
 type maxCostCheck struct {
@@ -175,7 +183,7 @@ func (ps *parser) errorf(n *yaml.Node, key, format string, args ...any) {
 
 var topKeys = []string{"roots", "tools", "resources", "prompts", "default_cost", "allow_unauthenticated", "honour_upstream_cost",
 	"revocation_list", "spend_store", "max_frame_bytes", "log", "workspace", "judge", "reputation", "upstream_user", "rate",
-	"tool_pins", "proxy_key", "audit_log", "receipts", "ended_delegations", "require_signature", "methods"}
+	"tool_pins", "proxy_key", "audit_log", "receipts", "ended_delegations", "require_signature", "methods", "state_dir"}
 
 func (ps *parser) policy(n *yaml.Node, p *Policy) {
 	if n.Kind != yaml.MappingNode {
@@ -232,6 +240,8 @@ func (ps *parser) policy(n *yaml.Node, p *Policy) {
 			ps.path(v, key, &p.ProxyKey)
 		case "audit_log":
 			ps.path(v, key, &p.AuditLog)
+		case "state_dir":
+			ps.path(v, key, &p.StateDir)
 		case "receipts":
 			ps.receipts(v, key, &p.Receipts)
 		case "require_signature":
@@ -364,6 +374,7 @@ func (ps *parser) path(n *yaml.Node, key string, out *string) {
 		return
 	}
 	if !filepath.IsAbs(s) {
+		ps.rel[key] = s
 		s = filepath.Join(ps.dir, s)
 	}
 	*out = s

@@ -16,6 +16,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"go.opentelemetry.io/otel/trace"
 	"go.uber.org/zap"
 
 	"github.com/delegateos/delegateos/policy"
@@ -63,6 +64,8 @@ type Config struct {
 	// Evidence, when set, is handed every decision and every forwarded
 	// call's end, for signed receipts (evidence.go).
 	Evidence Evidence
+	// Tracer, when set, traces every gated request (trace.go).
+	Tracer trace.Tracer
 }
 
 // UpstreamExitError reports that the upstream server exited while the
@@ -678,6 +681,7 @@ func (s *session) settle(p *pending, cost int64, release bool, outcome string, l
 		cost = 0
 	}
 	s.executed(p, cost, outcome)
+	spanSettled(p, cost, outcome)
 	lb.settled(p.method, p.target, p.decision, cost, time.Since(p.start), outcome, release)
 }
 

@@ -128,6 +128,11 @@ type Options struct {
 	// ReadTimeout bounds reading a request's headers, and separately its
 	// body, so slow clients cannot hold connections; zero means 10s.
 	ReadTimeout time.Duration
+	// UpstreamReady, when set, says whether the upstream can be reached
+	// now: GET /readyz answers 503 while it cannot. It is called at most
+	// once a second (the answer is reused in between, so probes from
+	// strangers cost the upstream nothing more), with a 2s deadline.
+	UpstreamReady func(ctx context.Context) error
 	// Log receives lifecycle lines; nil discards.
 	Log *zap.Logger
 }
@@ -170,9 +175,13 @@ type Server struct {
 	// budgetWarned is when a refusal for want of body room was last logged.
 	budgetWarned atomic.Int64
 	calls        atomic.Int64 // requests in flight
-	restarts     atomic.Int64 // sessions whose upstream died
-	idle         chan struct{}
-	wg           sync.WaitGroup // running sessions
+	// ready is UpstreamReady's last answer and when it was asked.
+	readyMu  sync.Mutex
+	readyAt  time.Time
+	readyErr error
+	restarts atomic.Int64 // sessions whose upstream died
+	idle     chan struct{}
+	wg       sync.WaitGroup // running sessions
 }
 
 // New returns a server for opts.
@@ -282,9 +291,37 @@ func (s *Server) serveReady(w http.ResponseWriter, _ *http.Request) {
 	case n >= s.opts.MaxSessions:
 		w.WriteHeader(http.StatusServiceUnavailable)
 		io.WriteString(w, "at the session limit\n")
+	case s.upstreamReady() != nil:
+		w.WriteHeader(http.StatusServiceUnavailable)
+		io.WriteString(w, "the upstream cannot be reached\n")
 	default:
 		io.WriteString(w, "ready\n")
 	}
+}
+
+// upstreamReady is Options.UpstreamReady's answer, asked at most once a
+// second; a change is logged (the probe's reason is not told to the
+// unauthenticated caller of /readyz).
+func (s *Server) upstreamReady() error {
+	if s.opts.UpstreamReady == nil {
+		return nil
+	}
+	s.readyMu.Lock()
+	defer s.readyMu.Unlock()
+	if !s.readyAt.IsZero() && time.Since(s.readyAt) < time.Second {
+		return s.readyErr
+	}
+	ctx, cancel := context.WithTimeout(s.ctx, 2*time.Second)
+	defer cancel()
+	err := s.opts.UpstreamReady(ctx)
+	switch {
+	case err != nil && (s.readyErr == nil || s.readyAt.IsZero()):
+		s.log.Warn("not ready: the upstream cannot be reached", zap.Error(err))
+	case err == nil && s.readyErr != nil:
+		s.log.Info("ready: the upstream can be reached again")
+	}
+	s.readyAt, s.readyErr = time.Now(), err
+	return err
 }
 
 // Sessions is the number of open sessions.

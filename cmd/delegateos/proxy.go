@@ -86,6 +86,8 @@ var proxyCmd = &command{
 			}
 			defer closeLog()
 			warnRedisPasswordFlags(log, "--spend-store", *spend, "--revocations", *revsFlag)
+			stateDirForStores(pol)
+			warnUnwritable(pol, log)
 
 			var as *upstreamUser
 			if pol.UpstreamUser != "" {
@@ -209,14 +211,24 @@ var proxyCmd = &command{
 			if err != nil {
 				return err
 			}
+			tr, closeTracing, err := openTracing(log)
+			if err != nil {
+				_ = closeEvidence()
+				return inputf("tracing: %v", err)
+			}
+			defer closeTracing()
 			// Until the relay reads the client, a failure (an upstream that
 			// cannot be started) is the answer to its initialize.
 			in = &watchedReader{r: in, read: &e.clientRead}
-			err = proxy.Run(context.Background(), proxy.Config{
+			cfg := proxy.Config{
 				Upstream: args, Gate: gate, SessionToken: sessionToken, Delegations: delegations,
 				MaxFrameBytes: pol.MaxFrameBytes, Observe: *observe,
 				Log: log, Signals: sigs, PrepareUpstream: prepare, Evidence: evidence,
-			}, in, out)
+			}
+			if tr != nil {
+				cfg.Tracer = tr.Tracer
+			}
+			err = proxy.Run(context.Background(), cfg, in, out)
 			if cerr := closeEvidence(); cerr != nil {
 				log.Error("the audit log was not closed cleanly", zap.Error(cerr))
 			}

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"io"
@@ -30,6 +31,7 @@ var serveCmd = &command{
 	name: "serve",
 	args: "[--listen ADDR] [--policy FILE] [--token @FILE] [--root ID]... [--tls-cert FILE --tls-key FILE]\n" +
 		"                    [--allow-host NAME]... [--allow-origin ORIGIN]... [--log FILE] [--revocations FILE] [--spend-store FILE]\n" +
+		"                    [--authorize --grant @TOKEN --grant-key KEY --consent-password @FILE [--oauth-client ID=URI]...]\n" +
 		"                    (-- UPSTREAM_COMMAND [ARGS...] | --upstream-url URL)",
 	summary: "run the DCT gate as an MCP Streamable HTTP server: one relay, and one upstream process, per MCP session",
 	flags: func(fs *pflag.FlagSet) func(*env, []string) error {
@@ -55,6 +57,7 @@ var serveCmd = &command{
 			"a client that went away without ending its session (DELETE), as the TypeScript SDK's close() and the Inspector do; a client holding its GET stream open keeps its session. 0 turns it off (--idle-timeout still applies)")
 		jsonResponses := fs.Bool("json-responses", false, "answer a request whose response is all the upstream sends for it with an application/json body, not an SSE stream (which a client can resume after a lost connection)")
 		upstreamURL := fs.String("upstream-url", "", "an MCP server reached over Streamable HTTP, instead of an upstream command (each session gets its own upstream session)")
+		upstreamHdrs := fs.StringArray("upstream-header", nil, "a header sent with every request to --upstream-url, as 'NAME: @FILE' (the file's contents), 'NAME: $VAR' (an environment variable) or 'NAME: VALUE' (repeatable): the upstream's credentials")
 		maxBody := fs.Int64("max-body-bytes", 0, "the largest POST body accepted (default, and at most: the policy's max_frame_bytes)")
 		maxInFlight := fs.Int64("max-body-bytes-in-flight", 0, "the bytes of request bodies the server holds at once, across all clients (default 64 MiB, or 4 times the body limit if larger); a request that gets no room within a second is refused 503 unread, and one credential's bodies hold at most a quarter of it")
 		readTimeout := fs.Duration("read-timeout", 10*time.Second, "how long a client gets to send a request's headers, and then its body")
@@ -70,6 +73,11 @@ var serveCmd = &command{
 			}
 		}
 		return func(e *env, args []string) error {
+			// DELEGATEOS_TOKEN is read below, as a token rather than a flag.
+			fromEnv, err := flagsFromEnv(fs, os.Getenv, "token")
+			if err != nil {
+				return err
+			}
 			if (len(args) == 0) == (*upstreamURL == "") {
 				return fixf("give the upstream MCP server's command after -- (one process per session), or --upstream-url URL, not both: e.g. delegateos serve --policy policy.yaml -- npx -y @modelcontextprotocol/server-everything")
 			}
@@ -107,9 +115,16 @@ var serveCmd = &command{
 				}
 				pol, policyDigest = p, digest
 			}
+			if len(*upstreamHdrs) > 0 && *upstreamURL == "" {
+				return fixf("--upstream-header goes with --upstream-url")
+			}
+			upstreamHeader, literalHeaders, err := upstreamHeaders(*upstreamHdrs)
+			if err != nil {
+				return err
+			}
 			if upstreamClient != nil {
 				// The bridge holds no message the relay would refuse.
-				upstreamConn = serve.Upstream(*upstreamURL, nil, upstreamClient, pol.MaxFrameBytes)
+				upstreamConn = serve.Upstream(*upstreamURL, upstreamHeader, upstreamClient, pol.MaxFrameBytes)
 			}
 			if err := applyGateFlags(pol, *policyPath, *roots, *logFile, *revsFlag, *spend); err != nil {
 				return err
@@ -124,6 +139,14 @@ var serveCmd = &command{
 			}
 			defer closeLog()
 			warnRedisPasswordFlags(log, "--spend-store", *spend, "--revocations", *revsFlag)
+			if len(fromEnv) > 0 {
+				log.Info("flags taken from the environment", zap.Strings("flags", fromEnv))
+			}
+			stateDirForStores(pol)
+			warnUnwritable(pol, log)
+			if len(literalHeaders) > 0 {
+				log.Warn("--upstream-header values given on the command line can be read by every local user (ps, /proc/PID/cmdline); give NAME: @FILE or NAME: $VAR instead", zap.Strings("headers", literalHeaders))
+			}
 
 			tokenArg := *token
 			if tokenArg == "" {
@@ -166,6 +189,21 @@ var serveCmd = &command{
 					return fixf("the session token is not valid: %v; %s", err, tokenFix(err))
 				}
 			}
+			// The address and the certificate are taken before the audit
+			// log is opened: a start that fails on them leaves no trace in it.
+			ln, err := net.Listen("tcp", *listen)
+			if err != nil {
+				return inputf("--listen %s: %v", *listen, err)
+			}
+			defer ln.Close()
+			var tlsConfig *tls.Config
+			if *tlsCert != "" {
+				cert, err := tls.LoadX509KeyPair(*tlsCert, *tlsKey)
+				if err != nil {
+					return inputf("--tls-cert %s --tls-key %s: %v", *tlsCert, *tlsKey, err)
+				}
+				tlsConfig = &tls.Config{Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12}
+			}
 			// One audit log for the server: every session's relay hands its
 			// decisions to it, and it is closed once the sessions are drained.
 			evidence, closeEvidence, err := openEvidence(pol, policyDigest, *keyFile, log)
@@ -177,6 +215,11 @@ var serveCmd = &command{
 					log.Error("the audit log was not closed cleanly", zap.Error(cerr))
 				}
 			}()
+			tr, closeTracing, err := openTracing(log)
+			if err != nil {
+				return inputf("tracing: %v", err)
+			}
+			defer closeTracing()
 
 			// setup is what extensions see and may change before the
 			// server is built; the relays read its Log when they start.
@@ -184,17 +227,22 @@ var serveCmd = &command{
 			if *keyFile != "" {
 				keyPath = *keyFile
 			}
-			setup := &serveSetup{Policy: pol, Gate: gate, Log: log, Revocations: revs, DefaultToken: defaultToken, KeyFile: keyPath}
+			setup := &serveSetup{Policy: pol, Gate: gate, Log: log, Revocations: revs, DefaultToken: defaultToken, KeyFile: keyPath,
+				Listen: *listen, TLS: *tlsCert != "", Endpoint: *endpoint, CheckToken: checkToken, Delegations: delegations, Evidence: evidence}
 			relayConfig := func(s *serve.Session) proxy.Config {
 				tok := s.Token
 				if tok == "" {
 					tok = defaultToken
 				}
-				return proxy.Config{
+				c := proxy.Config{
 					Upstream: args, UpstreamConn: upstreamConn, Gate: gate, SessionToken: tok, Delegations: delegations,
 					MaxFrameBytes: pol.MaxFrameBytes, Log: setup.Log.With(zap.String("session", s.ID[:8])),
 					Evidence: evidence,
 				}
+				if tr != nil {
+					c.Tracer = tr.Tracer
+				}
+				return c
 			}
 			relay := func(ctx context.Context, s *serve.Session, in io.Reader, out io.Writer) error {
 				return proxy.Run(ctx, relayConfig(s), in, out)
@@ -208,6 +256,7 @@ var serveCmd = &command{
 				RequireToken:          defaultToken == "" && !pol.AllowUnauthenticated,
 				MaxCredentialSessions: noBound(*maxCredSessions), MaxTreeSessions: noBound(*maxTreeSessions),
 				SessionTree: delegationTree, SessionCredential: canonicalToken, SessionLive: sessionLive(checkToken), RecheckInterval: *recheck,
+				UpstreamReady: upstreamReady(args, *upstreamURL),
 			}
 			if *maxBody > 0 {
 				sopts.MaxBodyBytes = *maxBody
@@ -247,14 +296,15 @@ var serveCmd = &command{
 					}
 				}
 			}
-			ln, err := net.Listen("tcp", *listen)
-			if err != nil {
-				return inputf("--listen %s: %v", *listen, err)
-			}
 			if host, _, _ := net.SplitHostPort(*listen); !isLoopback(host) && *tlsCert == "" {
 				log.Warn("listening on a non-loopback address without TLS: tokens and calls cross the network in the clear; give --tls-cert and --tls-key")
 			}
 			hs := srv.HTTPServer()
+			for _, x := range serveExtensions {
+				if x.wrap != nil {
+					hs.Handler = x.wrap(hs.Handler)
+				}
+			}
 			scheme := "http"
 			if *tlsCert != "" {
 				scheme = "https"
@@ -272,8 +322,9 @@ var serveCmd = &command{
 			defer signal.Stop(sigs)
 			served := make(chan error, 1)
 			go func() {
-				if *tlsCert != "" {
-					served <- hs.ServeTLS(ln, *tlsCert, *tlsKey)
+				if tlsConfig != nil {
+					hs.TLSConfig = tlsConfig
+					served <- hs.ServeTLS(ln, "", "")
 				} else {
 					served <- hs.Serve(ln)
 				}
@@ -299,6 +350,34 @@ var serveCmd = &command{
 	},
 }
 
+// upstreamReady is /readyz's check of the upstream: the command can still
+// be found and run, or the --upstream-url server accepts a connection.
+func upstreamReady(args []string, upstreamURL string) func(context.Context) error {
+	if upstreamURL == "" {
+		return func(context.Context) error {
+			_, err := exec.LookPath(args[0])
+			return err
+		}
+	}
+	u, _ := url.Parse(upstreamURL) // checked at start
+	addr := u.Host
+	if u.Port() == "" {
+		port := "80"
+		if u.Scheme == "https" {
+			port = "443"
+		}
+		addr = net.JoinHostPort(u.Hostname(), port)
+	}
+	return func(ctx context.Context) error {
+		var d net.Dialer
+		c, err := d.DialContext(ctx, "tcp", addr)
+		if err != nil {
+			return err
+		}
+		return c.Close()
+	}
+}
+
 func isLoopback(host string) bool {
 	if strings.EqualFold(host, "localhost") {
 		return true
@@ -309,11 +388,13 @@ func isLoopback(host string) bool {
 
 // serveExtension adds to `delegateos serve`: flags, then settings before
 // the server is built (configure: Options.Authorize, a wrapped Relay) and
-// handlers after (mount: on Server.Mux).
+// handlers after (mount: on Server.Mux); wrap, when set, wraps the
+// server's whole handler (before the transport's own checks).
 type serveExtension struct {
 	flags     func(fs *pflag.FlagSet)
 	configure func(*serveSetup) error
 	mount     func(*serveSetup) error
+	wrap      func(http.Handler) http.Handler
 }
 
 // serveSetup is what an extension of serve works with.
@@ -329,8 +410,19 @@ type serveSetup struct {
 	DefaultToken string
 	// KeyFile is the server's key file (--key, else proxy_key), "" for none.
 	KeyFile string
-	Options *serve.Options // configure may change it
-	Server  *serve.Server  // set for mount
+	// Listen is --listen, TLS whether the server serves HTTPS, Endpoint
+	// the MCP endpoint's path.
+	Listen   string
+	TLS      bool
+	Endpoint string
+	// CheckToken verifies a token and that its delegation has not ended.
+	CheckToken func(string) error
+	// Delegations is the workspace's delegation handling, nil without one.
+	Delegations *proxy.Delegations
+	// Evidence is the audit log, nil without one.
+	Evidence proxy.Evidence
+	Options  *serve.Options // configure may change it
+	Server   *serve.Server  // set for mount
 }
 
 // serveExtensions are added to serve in order.

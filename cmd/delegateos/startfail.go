@@ -12,11 +12,11 @@ import (
 
 // startFailureWait bounds how long a proxy that cannot start waits for its
 // client's first request, to answer it with the reason: an MCP client
-// writes its initialize as soon as it has started the proxy (it is in the
-// pipe within milliseconds), so only a standard input that is held open
-// and silent waits this long, and a script or supervisor holding one
-// sees the exit soon after the message.
-const startFailureWait = 2 * time.Second
+// writes its initialize as soon as it has started the proxy, so only a
+// standard input that is held open and silent waits this long. (It is
+// shorter than the tests' wait for a process to exit, mcptest.WaitTimeout,
+// so that a test that holds the input open still sees the exit.)
+const startFailureWait = 3 * time.Second
 
 // startFailureMaxLine bounds the line read while waiting: the first
 // request is an initialize, far below this.

@@ -306,7 +306,7 @@ func (rb *rebuild) unaccounted() []string {
 		out = append(out, fmt.Sprintf("%d allowed calls have no execution receipt (in flight, or their proxy was killed): each is charged what it reserved", rb.charged))
 	}
 	out = append(out,
-		"calls of proxies whose audit logs were not given, and calls before the logs' first entries, are not in the rebuilt spend",
+		"calls of proxies whose audit logs were not given, and calls before the logs' first entries, are not in the rebuilt spend: a proxy that saw a tree count more calls than the rebuild refuses it (store_reset) until store recover is run again with its log too",
 		"delegations ended at proxies whose workspaces were not given (--workspace) are not recorded ended again")
 	if rb.pol == nil {
 		out = append(out, "rate-limit windows are not rebuilt without --policy: they restart empty (at most one window's calls more, each still within its budget)")
