@@ -10,10 +10,11 @@ import (
 	"github.com/delegateos/delegateos/proxy"
 )
 
-// startFailureWait bounds how long a proxy that cannot start waits for its
-// client's first request, to answer it with the reason: an MCP client
-// writes its initialize as soon as it has started the proxy, so only a
-// standard input that is held open and silent waits this long. (It is
+// startFailureWait bounds how long a proxy that cannot start waits for
+// each of its client's requests, to answer it with the reason: an MCP
+// client writes its first request as soon as it has started the proxy, and
+// the next as soon as the answer comes, so only a standard input that is
+// held open and silent waits this long. (It is
 // shorter than the tests' wait for a process to exit, mcptest.WaitTimeout,
 // so that a test that holds the input open still sees the exit.)
 const startFailureWait = 3 * time.Second
