@@ -53,7 +53,8 @@ bench:
 	$(GO) test -run '^$$' -bench . -benchmem -benchtime $(BENCHTIME) ./dct/ ./revocation/ ./budget/ ./contract/ ./attest/ ./chain/ ./verify/ ./reputation/
 
 # Builds delegateos, the docserver example and the demo's MCP client into
-# ./bin, then narrates one delegation through the proxy (scripts/demo.sh).
+# ./bin, saying how far the build is (a first build takes minutes), then
+# narrates one delegation through the proxy (scripts/demo.sh).
 demo:
 	@GO=$(GO) ./scripts/demo.sh
 
