@@ -26,6 +26,9 @@ func FuzzVerify(f *testing.F) {
 	recovered := join(writeLog(f, path, 1, testOptions))
 	f.Add(recovered)
 	f.Add(bytes.Replace(recovered, []byte(`"recovered":true`), []byte(`"recovered":false`), 1))
+	tree := writeLog(f, filepath.Join(f.TempDir(), "tree.log"), 3, treeOptions)
+	f.Add(join(tree))
+	f.Add(join(tree[:len(tree)-1]))
 	f.Fuzz(func(t *testing.T, data []byte) {
 		rep, err := Verify(bytes.NewReader(data), VerifyOptions{Open: true, AllowRecovered: true})
 		if err != nil {
@@ -43,6 +46,32 @@ func FuzzVerify(f *testing.F) {
 		}
 		if n != rep.Entries {
 			t.Fatalf("%d entries read, %d verified", n, rep.Entries)
+		}
+	})
+}
+
+// FuzzOpenCheckpoint: a checkpoint note from outside never panics the
+// parser, and one it accepts formats back to the same text.
+func FuzzOpenCheckpoint(f *testing.F) {
+	s := testSigner(f, 1)
+	for _, size := range []int64{0, 1, 1 << 40} {
+		note, err := signCheckpoint(Checkpoint{Origin: Origin(s.DID()), Size: size}, s.PublicKey(), s.SignBytes)
+		if err != nil {
+			f.Fatal(err)
+		}
+		f.Add(note)
+	}
+	f.Add([]byte("audit.delegateos/x\n-1\nAAAA\n\n— x AAAAAAA=\n"))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		if c, err := parseCheckpointBody(string(data)); err == nil && c.body() != string(data) {
+			t.Fatalf("checkpoint text %q reads as %+v", data, c)
+		}
+		c, n, err := OpenCheckpoint(data, s.DID())
+		if err != nil {
+			return
+		}
+		if n.Text != c.body() {
+			t.Fatalf("checkpoint %q reads as %+v", n.Text, c)
 		}
 	})
 }

@@ -7,7 +7,6 @@
 package audit
 
 import (
-	"bytes"
 	"errors"
 	"fmt"
 	"io"
@@ -50,6 +49,11 @@ type Options struct {
 	Now func() time.Time
 	// OnError, when set, is told of a failure to write or sync the log.
 	OnError func(error)
+	// SignEach signs every receipt on its own as well (receipts:
+	// {sign_each: true}), for consumers that read receipts one by one;
+	// otherwise only checkpoints are signed, and they sign the Merkle tree
+	// of every entry before them.
+	SignEach bool
 }
 
 // ErrInUse is returned by Open when another process has the log open.
@@ -72,9 +76,10 @@ type Log struct {
 	// recovered is the entry of the recovery checkpoint Open wrote, if any.
 	recovered int64
 
-	// Writer state.
+	// Writer state: tree is the Merkle tree of the entries so far.
 	seq         int64
 	prev        string
+	tree        frontier
 	sinceCkpt   int
 	lastCkpt    time.Time
 	buf         []byte
@@ -146,7 +151,7 @@ func Open(path string, signer *receipt.Signer, opts Options) (*Log, error) {
 	}
 	l := &Log{path: path, signer: signer, opts: opts, f: f, unlock: unlock,
 		events: make(chan event, opts.Queue), done: make(chan struct{}), prev: receipt.GenesisPrev}
-	if err := l.readTail(); err != nil {
+	if err := l.readLog(); err != nil {
 		f.Close()
 		unlock()
 		return nil, err
@@ -173,9 +178,10 @@ func Open(path string, signer *receipt.Signer, opts Options) (*Log, error) {
 	return l, nil
 }
 
-// readTail finds the last entry's position and digest, so that the log
-// continues where it ends.
-func (l *Log) readTail() error {
+// readLog finds the last entry's position and digest, so that the log
+// continues where it ends, and hashes every entry into the tree the next
+// checkpoint signs.
+func (l *Log) readLog() error {
 	st, err := l.f.Stat()
 	if err != nil {
 		return err
@@ -183,31 +189,46 @@ func (l *Log) readTail() error {
 	if !st.Mode().IsRegular() {
 		return fmt.Errorf("%s is not a regular file", l.path)
 	}
-	size := st.Size()
-	if size == 0 {
+	if st.Size() == 0 {
 		return nil
 	}
-	n := min(size, int64(MaxLineBytes)+1)
-	tail := make([]byte, n)
-	if _, err := l.f.ReadAt(tail, size-n); err != nil && !errors.Is(err, io.EOF) {
+	if _, err := l.f.Seek(0, io.SeekStart); err != nil {
 		return err
 	}
-	if tail[len(tail)-1] != '\n' {
-		return fmt.Errorf("%s ends in the middle of an entry (the proxy was stopped while writing it, or the file was cut): it is not continued, since that would mean cutting the partial entry out of the log; run 'delegateos audit verify %s', keep the file as evidence and start a new log", l.path, l.path)
+	lr := newLineReader(l.f)
+	var last *rawLine
+	for {
+		line := lr.line()
+		if line == nil {
+			if lr.err != nil {
+				return lr.err
+			}
+			break
+		}
+		if line.tooLong {
+			return fmt.Errorf("%s: line %d is longer than %d bytes: run 'delegateos audit verify %s', keep the file as evidence and start a new log", l.path, line.no, MaxLineBytes, l.path)
+		}
+		if !line.complete {
+			return fmt.Errorf("%s ends in the middle of an entry (the proxy was stopped while writing it, or the file was cut): it is not continued, since that would mean cutting the partial entry out of the log; run 'delegateos audit verify %s', keep the file as evidence and start a new log", l.path, l.path)
+		}
+		l.tree.add(LeafHash(line.text))
+		last = line
 	}
-	line := tail[:len(tail)-1]
-	if i := bytes.LastIndexByte(line, '\n'); i >= 0 {
-		line = line[i+1:]
-	} else if n < size {
-		return fmt.Errorf("%s: its last entry is longer than %d bytes", l.path, MaxLineBytes)
+	if last == nil {
+		return nil
 	}
-	r, err := receipt.Parse(line)
+	r, err := receipt.ParseEntry(last.text)
 	if err != nil {
 		return fmt.Errorf("%s: its last entry cannot be read (%v): run 'delegateos audit verify %s', keep the file as evidence and start a new log", l.path, err, l.path)
 	}
 	pos := r.Position()
 	if pos.Seq == 0 {
 		return fmt.Errorf("%s: its last entry has no audit_seq: it is not an audit log", l.path)
+	}
+	if pos.Seq != last.no {
+		// Its tree's leaves are its lines: continued, the log's checkpoints
+		// would sign a tree whose leaf n is not entry n.
+		return fmt.Errorf("%s: its last entry is entry %d but on line %d: entries were removed or inserted; run 'delegateos audit verify %s', keep the file as evidence and start a new log", l.path, pos.Seq, last.no, l.path)
 	}
 	l.seq, l.prev = pos.Seq, r.Digest
 	// Continued from anywhere but a final checkpoint without a word, the
@@ -363,12 +384,12 @@ func (l *Log) write(ev event) {
 	default:
 		b = ev.body
 	}
-	seq, digest, err := l.entry(b)
+	seq, digest, err := l.entry(b, l.opts.SignEach)
 	if err != nil && (ev.decision != nil || ev.execution != nil) {
 		// Arguments or a result in clear can make a receipt too large:
 		// it is written with their hashes only, and says so.
 		receipt.OmitClear(b)
-		seq, digest, err = l.entry(b)
+		seq, digest, err = l.entry(b, l.opts.SignEach)
 	}
 	if err == nil && ev.decision != nil {
 		ev.decision.Signed(digest)
@@ -389,20 +410,28 @@ func (l *Log) write(ev event) {
 	}
 }
 
-// entry signs b at the next position and buffers it.
-func (l *Log) entry(b receipt.Body) (int64, string, error) {
+// entry encodes b at the next position (signed, with sign), adds it to
+// the tree and buffers it.
+func (l *Log) entry(b receipt.Body, sign bool) (int64, string, error) {
 	if b == nil {
 		return 0, "", errors.New("no receipt to append")
 	}
 	pos := receipt.PositionOf(b)
 	*pos = receipt.Position{Seq: l.seq + 1, Prev: l.prev}
-	line, err := l.signer.Sign(b)
+	var line []byte
+	var err error
+	if sign {
+		line, err = l.signer.Sign(b)
+	} else {
+		line, err = l.signer.Encode(b)
+	}
 	if err != nil {
 		*pos = receipt.Position{}
 		return 0, "", err
 	}
 	l.seq++
 	l.prev = receipt.Digest(line)
+	l.tree.add(LeafHash(line))
 	l.sinceCkpt++
 	l.buf = append(append(l.buf, line...), '\n')
 	return l.seq, l.prev, nil
@@ -415,9 +444,15 @@ func (l *Log) checkpoint(final, recovered bool) {
 		return
 	}
 	now := l.opts.Now()
+	origin := Origin(l.signer.DID())
+	note, err := signCheckpoint(Checkpoint{Origin: origin, Size: l.seq, Root: l.tree.root()}, l.signer.PublicKey(), l.signer.SignBytes)
+	if err != nil {
+		l.fail(err)
+		return
+	}
 	c := &receipt.CheckpointBody{SchemaVersion: receipt.KindCheckpoint, Length: l.seq, Head: l.prev, Final: final,
-		Recovered: &recovered, At: timestamp.Format(now)}
-	if _, _, err := l.entry(c); err != nil {
+		Recovered: &recovered, At: timestamp.Format(now), Checkpoint: string(note)}
+	if _, _, err := l.entry(c, true); err != nil {
 		l.fail(err)
 		return
 	}

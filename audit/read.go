@@ -27,7 +27,7 @@ func Read(r io.Reader, fn func(line int64, rc *receipt.Receipt) error) error {
 			}
 			continue
 		}
-		rc, err := receipt.Parse(l.text)
+		rc, err := receipt.ParseEntry(l.text)
 		if err != nil {
 			return fmt.Errorf("line %d: %v", l.no, err)
 		}
@@ -80,7 +80,7 @@ func Export(path string, n int64, o VerifyOptions) ([]byte, error) {
 			continue
 		}
 		out = append(append(out, l.text...), '\n')
-		rc, err := receipt.Parse(l.text)
+		rc, err := receipt.ParseEntry(l.text)
 		if err != nil {
 			return nil, fmt.Errorf("%s changed while it was exported", path)
 		}

@@ -89,7 +89,7 @@ func TestExportHeaderDoesNotLaunderLog(t *testing.T) {
 	header := []byte(`{"receipt":1,"schema_version":"audit_export/1"}` + "\n")
 	var ckpts []int
 	for i, l := range lines {
-		if bytes.Contains(l, []byte(`"schema_version":"audit_checkpoint/2"`)) {
+		if bytes.Contains(l, []byte(`"schema_version":"`+receipt.KindCheckpoint+`"`)) {
 			ckpts = append(ckpts, i)
 		}
 	}

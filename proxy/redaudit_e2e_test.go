@@ -150,7 +150,7 @@ func TestE2ERedAuditHugeTargetHasReceipt(t *testing.T) {
 	}
 	reads := 0
 	for _, l := range bytes.Split(bytes.TrimSuffix(b, []byte("\n")), []byte("\n")) {
-		r, err := receipt.Parse(l)
+		r, err := receipt.ParseEntry(l)
 		if err != nil {
 			continue
 		}
@@ -205,7 +205,7 @@ func TestE2ERedAuditHashesOfBytesOnTheWire(t *testing.T) {
 	b := readFile(t, logPath)
 	var x *receipt.ExecutionBody
 	for _, l := range bytes.Split(bytes.TrimSuffix(b, []byte("\n")), []byte("\n")) {
-		r, err := receipt.Parse(l)
+		r, err := receipt.ParseEntry(l)
 		if err != nil {
 			t.Fatal(err)
 		}

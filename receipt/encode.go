@@ -257,6 +257,7 @@ func encodeAt(b Body) ([]byte, int, error) {
 			w.bool("recovered", *b.Recovered)
 		}
 		w.str("at", b.At, false)
+		w.str("checkpoint", b.Checkpoint, true)
 		w.position(&b.Position)
 		w.proof(b.Proof)
 	default:

@@ -36,8 +36,8 @@ func TestEncodeIsCanonical(t *testing.T) {
 			Reason: odd, RequestedAt: odd, DecidedAt: odd, ExpiresAt: odd, EvaluatorVersion: odd, Cost: 3,
 			DelegationReceiptID: odd, DelegationReceiptHash: odd, DecisionReceiptHash: odd, AnsweredBy: odd, AnswerAction: odd,
 			AnswerHash: odd, RequestHash: odd, Position: pos, Proof: proof},
-		&CheckpointBody{SchemaVersion: KindCheckpoint, Length: 2, Head: odd, Final: true, Recovered: new(false), At: odd, Position: pos, Proof: proof},
-		&CheckpointBody{SchemaVersion: KindCheckpoint, Length: 2, Head: odd, Recovered: new(true), At: odd, Position: pos, Proof: proof},
+		&CheckpointBody{SchemaVersion: KindCheckpointV2, Length: 2, Head: odd, Final: true, Recovered: new(false), At: odd, Position: pos, Proof: proof},
+		&CheckpointBody{SchemaVersion: KindCheckpointV2, Length: 2, Head: odd, Recovered: new(true), At: odd, Position: pos, Proof: proof},
 		&CheckpointBody{SchemaVersion: KindCheckpointV1, Length: 2, Head: odd, Final: true, At: odd, Position: pos, Proof: proof},
 	}
 	for _, b := range bodies {
@@ -60,8 +60,8 @@ func TestWithProof(t *testing.T) {
 	p := &Proof{Type: ProofType, Cryptosuite: Cryptosuite, VerificationMethod: "v", ProofValue: "z1"}
 	for _, b := range []Body{
 		&DecisionBody{SchemaVersion: KindDecision, Reason: "r", PolicyContextHash: "h"},
-		&CheckpointBody{SchemaVersion: KindCheckpoint},
-		&CheckpointBody{SchemaVersion: KindCheckpoint, Recovered: new(true)},
+		&CheckpointBody{SchemaVersion: KindCheckpointV2},
+		&CheckpointBody{SchemaVersion: KindCheckpointV2, Recovered: new(true)},
 		&ExecutionBody{SchemaVersion: KindExecution},
 	} {
 		unsigned, at, err := encodeAt(b)

@@ -47,6 +47,7 @@ func openEvidence(pol *policy.Policy, policyDigest, keyFlag string, log *zap.Log
 	}
 	l, err := audit.Open(pol.AuditLog, receipt.NewSigner(k), audit.Options{
 		Receipts: receiptOptions(pol, policyDigest),
+		SignEach: pol.Receipts.SignEach,
 		OnError: func(err error) {
 			log.Error("the audit log cannot be written: no more receipts are kept, and every gated request is refused (evidence_unavailable) until the proxy is restarted", zap.Error(err))
 		},
@@ -197,6 +198,9 @@ var auditVerifyCmd = &command{
 					fmt.Fprintf(e.stdout, "  %d entries after the last checkpoint (open log)\n", rep.Unsealed)
 				}
 				printRecoveries(e, rep)
+				if rep.Unsigned > 0 {
+					fmt.Fprintf(e.stdout, "  %d entries signed by the %d checkpoints of the log's Merkle tree after them, not on their own\n", rep.Unsigned, rep.Trees)
+				}
 				fmt.Fprintf(e.stdout, "  signed by %s\n", strings.Join(rep.Signers, ", "))
 				if len(trusted) == 0 && len(rep.Signers) > 0 {
 					fmt.Fprintf(e.stdout, "  (no --key-id: the log is checked against the key of its first entry, whoever that is; give the proxy's did:key to check who signed)\n")

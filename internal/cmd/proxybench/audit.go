@@ -10,6 +10,8 @@ import (
 	"path/filepath"
 	"strings"
 	"time"
+
+	"github.com/delegateos/delegateos/receipt"
 )
 
 // auditSetup is the proxy with an audit log: the same proxy, given a
@@ -75,7 +77,7 @@ func (d *auditDrain) read() error {
 		return nil
 	}
 	for _, line := range bytes.Split(b[:end], []byte("\n")) {
-		if !bytes.Contains(line, []byte(`"schema_version":"audit_checkpoint/2"`)) {
+		if !bytes.Contains(line, []byte(`"schema_version":"`+receipt.KindCheckpoint+`"`)) {
 			d.receipts++
 		}
 	}
