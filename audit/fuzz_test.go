@@ -75,3 +75,26 @@ func FuzzOpenCheckpoint(f *testing.F) {
 		}
 	})
 }
+
+// FuzzParseBundle: a bundle from outside never panics the parser or its
+// check, and one that parses is canonical.
+func FuzzParseBundle(f *testing.F) {
+	path := filepath.Join(f.TempDir(), "audit.log")
+	writeLog(f, path, 3, treeOptions)
+	b, err := Prove(path, 2, VerifyOptions{})
+	if err != nil {
+		f.Fatal(err)
+	}
+	f.Add(b)
+	f.Add([]byte(`{"checkpoint":"","entry":"","proof":[],"receipt":1,"schema_version":"audit_proof/1"}`))
+	did := testSigner(f, 1).DID()
+	f.Fuzz(func(t *testing.T, data []byte) {
+		bundle, err := ParseBundle(data)
+		if err != nil {
+			return
+		}
+		if rep, err := bundle.Verify(did, nil); err == nil && rep.Receipt.Position().Seq != bundle.Receipt {
+			t.Fatalf("bundle of receipt %d verifies as entry %d", bundle.Receipt, rep.Receipt.Position().Seq)
+		}
+	})
+}

@@ -20,7 +20,21 @@ import (
 func treeLog(t *testing.T, n int, extra string) (string, [][]byte, string) {
 	t.Helper()
 	e := mcptest.NewEnv(t)
-	p, logPath, did, _ := evidenceProxy(t, e, extra)
+	key := mcptest.NewKey(t, "proxy")
+	logPath := filepath.Join(e.Dir, "audit.log")
+	runTreeProxy(t, e, e.KeyFile(key), logPath, n, extra)
+	_, lines := logReceipts(t, logPath)
+	return logPath, lines, key.DID()
+}
+
+// runTreeProxy runs a proxy signing with key into logPath through n
+// resources/read calls (every third refused) and stops it.
+func runTreeProxy(t *testing.T, e *mcptest.Env, keyFile, logPath string, n int, extra string) {
+	t.Helper()
+	pol := e.Policy()
+	pol.Extra = "proxy_key: " + keyFile + "\naudit_log: " + logPath + "\n" + extra
+	tok := e.Mint(nil, "mcp-resource:read:file:///project/**")
+	p := e.StartProxy(mcptest.ProxyOptions{Policy: pol, Token: tok})
 	c := p.Raw()
 	c.Initialize()
 	for i := 1; i <= n; i++ {
@@ -32,8 +46,6 @@ func treeLog(t *testing.T, n int, extra string) (string, [][]byte, string) {
 		c.NextLine()
 	}
 	stopProxy(t, p)
-	_, lines := logReceipts(t, logPath)
-	return logPath, lines, did
 }
 
 // The audit log is a Merkle tree whose checkpoints alone are signed (C2SP
@@ -98,5 +110,75 @@ func TestE2ETreeLogTampering(t *testing.T) {
 		if code != 1 || !strings.Contains(out, c.want) {
 			t.Errorf("%s: audit verify exit %d: %s; want %q", c.name, code, out, c.want)
 		}
+	}
+}
+
+// A receipt proves itself offline: 'audit prove' bundles it with its
+// inclusion proof and the signed checkpoint, which 'audit verify-receipt'
+// checks with the proxy's did:key alone; 'audit consistency' shows the log
+// a later proxy run continued extends its earlier copy, and catches a log
+// rewritten since; 'audit export --avp' still gives a receipt signed alone.
+func TestE2ETreeLogProofs(t *testing.T) {
+	t.Parallel()
+	e := mcptest.NewEnv(t)
+	key := mcptest.NewKey(t, "proxy")
+	did, keyFile := key.DID(), e.KeyFile(key)
+	logPath := filepath.Join(e.Dir, "audit.log")
+	runTreeProxy(t, e, keyFile, logPath, 4, "")
+	old := filepath.Join(e.Dir, "old.log")
+	copyFile(t, logPath, old, 0o600)
+	runTreeProxy(t, e, keyFile, logPath, 3, "")
+
+	bundle := filepath.Join(e.Dir, "r2.bundle")
+	if _, stderr, code := mcptest.CLI(t, "audit", "prove", "--receipt", "2", logPath, "--key-id", did, "--out", bundle); code != 0 {
+		t.Fatalf("audit prove: %d %s", code, stderr)
+	}
+	out, stderr, code := mcptest.CLI(t, "audit", "verify-receipt", "--key-id", did, bundle)
+	if code != 0 || !strings.HasPrefix(out, "OK receipt 2 (") {
+		t.Fatalf("audit verify-receipt: %d %s %s", code, out, stderr)
+	}
+	other := mcptest.NewKey(t, "other").DID()
+	if out, _, code := mcptest.CLI(t, "audit", "verify-receipt", "--key-id", other, bundle); code != 1 || !strings.Contains(out, "not signed by") {
+		t.Fatalf("verify-receipt under another key: %d %s", code, out)
+	}
+	b, err := os.ReadFile(bundle)
+	if err != nil {
+		t.Fatal(err)
+	}
+	forged := filepath.Join(e.Dir, "forged.bundle")
+	mcptest.WriteFile(t, forged, strings.Replace(string(b), `file:///project/x.md`, `file:///project/y.md`, 1))
+	if out, _, code := mcptest.CLI(t, "audit", "verify-receipt", "--key-id", did, forged); code != 1 || !strings.Contains(out, "inclusion proof") {
+		t.Fatalf("verify-receipt of an edited receipt: %d %s", code, out)
+	}
+
+	if out, stderr, code := mcptest.CLI(t, "audit", "consistency", old, logPath, "--key-id", did); code != 0 || !strings.HasPrefix(out, "OK") {
+		t.Fatalf("audit consistency: %d %s %s", code, out, stderr)
+	}
+	// The same key rewrites the log: it verifies on its own, but not as an
+	// extension of the copy taken before.
+	e2 := mcptest.NewEnv(t)
+	rewritten := filepath.Join(e2.Dir, "audit.log")
+	runTreeProxy(t, e2, keyFile, rewritten, 9, "")
+	if out, _, code := mcptest.CLI(t, "audit", "verify", rewritten, "--key-id", did); code != 0 {
+		t.Fatalf("the rewritten log: %s", out)
+	}
+	if out, _, code := mcptest.CLI(t, "audit", "consistency", old, rewritten, "--key-id", did); code != 1 || !strings.Contains(out, "not an extension") {
+		t.Fatalf("consistency with a rewritten log: %d %s", code, out)
+	}
+
+	// export --avp: the receipt alone, signed now by the proxy key.
+	if _, stderr, code := mcptest.CLI(t, "audit", "export", "--receipt", "2", "--avp", logPath); code != 1 || !strings.Contains(stderr, "proxy key") {
+		t.Fatalf("export --avp without the key: %d %s", code, stderr)
+	}
+	out, stderr, code = mcptest.CLI(t, "audit", "export", "--receipt", "2", "--avp", "--key", keyFile, logPath, "--key-id", did)
+	if code != 0 {
+		t.Fatalf("export --avp: %d %s", code, stderr)
+	}
+	r, err := receipt.Parse([]byte(strings.TrimSuffix(out, "\n")))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := r.Verify([]string{did}); err != nil || r.Position().Seq != 2 {
+		t.Fatalf("the AVP receipt: %v (entry %d)", err, r.Position().Seq)
 	}
 }

@@ -87,7 +87,7 @@ func receiptOptions(pol *policy.Policy, h string) receipt.Options {
 var auditGroup = &command{
 	name:    "audit",
 	summary: "verify, show and export the proxy's signed audit log",
-	subs:    []*command{auditVerifyCmd, auditShowCmd, auditExportCmd},
+	subs:    []*command{auditVerifyCmd, auditShowCmd, auditExportCmd, auditProveCmd, auditVerifyReceiptCmd, auditConsistencyCmd},
 }
 
 // auditFile is the log a command reads: FILE, or the policy's audit_log.
@@ -144,7 +144,7 @@ func trustedKeys(ids []string) ([]string, error) {
 var auditVerifyCmd = &command{
 	name:    "verify",
 	args:    "FILE|--policy FILE [--key-id DID]... [--head DIGEST] [--open] [--allow-recovered] [--json]",
-	summary: "check every signature, the hash chain and the checkpoints of an audit log or export, offline",
+	summary: "check every signature, the hash chain, the Merkle tree and the checkpoints of an audit log or export, offline",
 	flags: func(fs *pflag.FlagSet) func(*env, []string) error {
 		policyPath := fs.String("policy", "", "read the policy's audit_log, signed by its proxy_key")
 		keyIDs := fs.StringArray("key-id", nil, "the did:key every entry must be signed by (repeatable; default: the policy's proxy_key, else the key of the first entry, for every entry)")
@@ -337,14 +337,16 @@ func contains(list []string, s string) bool {
 
 var auditExportCmd = &command{
 	name:    "export",
-	args:    "FILE|--policy FILE --receipt N [--out FILE] [--key-id DID]... [--json]",
-	summary: "export one receipt with the entries that prove its place in the log, verifiable alone",
+	args:    "FILE|--policy FILE --receipt N [--avp [--key FILE]] [--out FILE] [--key-id DID]... [--json]",
+	summary: "export one receipt with the entries that prove its place in the log, verifiable alone (or, with --avp, the receipt alone, signed on its own)",
 	flags: func(fs *pflag.FlagSet) func(*env, []string) error {
 		policyPath := fs.String("policy", "", "read the policy's audit_log")
 		n := fs.Int64("receipt", 0, "the entry number of the receipt (audit show lists them)")
 		out := fs.String("out", "", "write the export to this file (refuses to overwrite; default: standard output)")
 		keyIDs := fs.StringArray("key-id", nil, "the did:key the log must be signed by (repeatable)")
 		asJSON := fs.Bool("json", false, "with --out, print what was written as JSON (the export itself is JSON lines)")
+		avp := fs.Bool("avp", false, "export the receipt alone, signed on its own (an AVP receipt): a receipt the log signs only by its checkpoints is signed now with the proxy key (--key, else the policy's proxy_key)")
+		keyFile := fs.String("key", "", "with --avp: the proxy's key file, to sign a receipt that has no proof of its own")
 		return func(e *env, args []string) error {
 			path, proxyKey, err := auditPolicyFile(args, *policyPath)
 			if err != nil {
@@ -357,7 +359,23 @@ var auditExportCmd = &command{
 			if err != nil {
 				return err
 			}
-			b, err := audit.Export(path, *n, audit.VerifyOptions{Trusted: trusted})
+			if *keyFile != "" && !*avp {
+				return usagef("--key is for --avp")
+			}
+			var b []byte
+			if *avp {
+				var signer *receipt.Signer
+				if kp := firstNonEmpty(*keyFile, proxyKey); kp != "" {
+					k, err := identity.LoadKeyFile(kp)
+					if err != nil {
+						return inputf("the proxy key %s cannot be used: %v", kp, err)
+					}
+					signer = receipt.NewSigner(k)
+				}
+				b, err = audit.ExportAVP(path, *n, audit.VerifyOptions{Trusted: trusted}, signer)
+			} else {
+				b, err = audit.Export(path, *n, audit.VerifyOptions{Trusted: trusted})
+			}
 			if err != nil {
 				return checkError{err.Error()}
 			}
@@ -382,4 +400,13 @@ var auditExportCmd = &command{
 			return nil
 		}
 	},
+}
+
+func firstNonEmpty(s ...string) string {
+	for _, v := range s {
+		if v != "" {
+			return v
+		}
+	}
+	return ""
 }
