@@ -295,6 +295,13 @@ func Consistency(oldPath, newPath string, o VerifyOptions) (*ConsistencyReport, 
 	if oldCP.Size > c.Size {
 		return nil, fmt.Errorf("the old checkpoint is of %d entries, the new log's last of only %d: the log was cut back", oldCP.Size, c.Size)
 	}
+	if oldCP.Size == 0 {
+		// Every tree extends the empty one.
+		if oldCP.Root != emptyRoot {
+			return nil, errors.New("the old checkpoint is of no entries but not of the empty tree's root")
+		}
+		return &ConsistencyReport{Old: oldCP, New: c.Checkpoint}, nil
+	}
 	p, err := tlog.ProveTree(c.Size, oldCP.Size, &t.store)
 	if err != nil {
 		return nil, err

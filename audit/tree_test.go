@@ -2,6 +2,7 @@ package audit
 
 import (
 	"bytes"
+	"crypto/sha256"
 	"os"
 	"path/filepath"
 	"strings"
@@ -174,5 +175,26 @@ func TestTreeOpenRefusesRenumberedLog(t *testing.T) {
 	}
 	if _, err := Open(path, testSigner(t, 1), treeOptions); err == nil || !strings.Contains(err.Error(), "on line") {
 		t.Fatalf("Open of a log with an entry removed: %v", err)
+	}
+}
+
+// A proxy that stops before any call signs the empty tree (RFC 6962: the
+// SHA-256 of no bytes), and every later log extends it.
+func TestTreeEmptyLog(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "audit.log")
+	lines := writeLog(t, path, 0, treeOptions)
+	c := checkpoints(t, lines)[1]
+	cp, _, err := OpenCheckpoint([]byte(c.Checkpoint), testSigner(t, 1).DID())
+	if err != nil || cp.Size != 0 || cp.Root != tlog.Hash(sha256.Sum256(nil)) {
+		t.Fatalf("the empty log's checkpoint: %+v %v", cp, err)
+	}
+	old := filepath.Join(dir, "old.log")
+	if err := os.WriteFile(old, join(lines), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	writeLog(t, path, 2, treeOptions)
+	if _, err := Consistency(old, path, VerifyOptions{}); err != nil {
+		t.Fatal(err)
 	}
 }
