@@ -80,6 +80,7 @@ type Log struct {
 	seq         int64
 	prev        string
 	tree        frontier
+	enc         receipt.Encoder
 	sinceCkpt   int
 	lastCkpt    time.Time
 	buf         []byte
@@ -418,22 +419,31 @@ func (l *Log) entry(b receipt.Body, sign bool) (int64, string, error) {
 	}
 	pos := receipt.PositionOf(b)
 	*pos = receipt.Position{Seq: l.seq + 1, Prev: l.prev}
-	var line []byte
+	start := len(l.buf)
 	var err error
 	if sign {
-		line, err = l.signer.Sign(b)
+		var line []byte
+		if line, err = l.signer.Sign(b); err == nil {
+			l.buf = append(l.buf, line...)
+		}
 	} else {
-		line, err = l.signer.Encode(b)
+		// Encoded straight into the batch, in the encoder's own buffers.
+		l.buf, err = l.enc.Append(l.buf, b)
+		if err == nil && len(l.buf)-start > receipt.MaxBytes {
+			err = fmt.Errorf("the receipt is %d bytes, more than %d", len(l.buf)-start, receipt.MaxBytes)
+		}
 	}
 	if err != nil {
+		l.buf = l.buf[:start]
 		*pos = receipt.Position{}
 		return 0, "", err
 	}
+	line := l.buf[start:]
 	l.seq++
 	l.prev = receipt.Digest(line)
 	l.tree.add(LeafHash(line))
 	l.sinceCkpt++
-	l.buf = append(append(l.buf, line...), '\n')
+	l.buf = append(l.buf, '\n')
 	return l.seq, l.prev, nil
 }
 

@@ -2,6 +2,8 @@ package receipt
 
 import (
 	"encoding/json"
+	"errors"
+	"fmt"
 	"slices"
 	"strconv"
 
@@ -18,6 +20,8 @@ type objWriter struct {
 	buf []byte
 	ms  []member
 	err error
+	// sub is the writer of nested objects, kept for reuse.
+	sub *objWriter
 	// proofAt is, after appendTo, the offset in its output where a
 	// "proof" member goes (before the comma of the member after it).
 	proofAt int
@@ -89,8 +93,12 @@ func (w *objWriter) raw(key string, v json.RawMessage) {
 
 // object adds a nested object written by fill.
 func (w *objWriter) object(key string, fill func(*objWriter)) {
-	var inner objWriter
-	fill(&inner)
+	if w.sub == nil {
+		w.sub = new(objWriter)
+	}
+	inner := w.sub
+	inner.reset()
+	fill(inner)
 	if inner.err != nil {
 		w.err = inner.err
 	}
@@ -116,6 +124,10 @@ func (w *objWriter) proof(p *Proof) {
 		o.str("type", p.Type, false)
 		o.str("verificationMethod", p.VerificationMethod, false)
 	})
+}
+
+func (w *objWriter) reset() {
+	w.buf, w.ms, w.err, w.proofAt = w.buf[:0], w.ms[:0], nil, 0
 }
 
 // appendTo writes the object, members sorted by key.
@@ -158,6 +170,47 @@ func encode(b Body) ([]byte, error) {
 // encodeAt is encode that also returns where a "proof" member would go.
 func encodeAt(b Body) ([]byte, int, error) {
 	w := objWriter{buf: make([]byte, 0, 1024), ms: make([]member, 0, 32)}
+	if err := w.body(b); err != nil {
+		if errors.Is(err, errNoWriter) {
+			out, err := canon.Marshal(b)
+			return out, -1, err
+		}
+		return nil, -1, err
+	}
+	out := w.appendTo(make([]byte, 0, len(w.buf)+len(w.ms)*24+2))
+	return out, w.proofAt, nil
+}
+
+// Encoder writes receipts without a proof of their own (audit log
+// entries) into buffers it reuses: the audit log's writer keeps one, so
+// that an entry costs no allocation of its own.
+type Encoder struct{ w objWriter }
+
+// Append appends the canonical JSON of b, without its proof (which is
+// cleared), to dst.
+func (e *Encoder) Append(dst []byte, b Body) ([]byte, error) {
+	*b.proof() = nil
+	e.w.reset()
+	if err := e.w.body(b); err != nil {
+		if !errors.Is(err, errNoWriter) {
+			return dst, fmt.Errorf("canonicalize the %s: %w", b.kind(), err)
+		}
+		out, err := canon.Marshal(b)
+		if err != nil {
+			return dst, fmt.Errorf("canonicalize the %s: %w", b.kind(), err)
+		}
+		dst = append(dst, out...)
+	} else {
+		dst = e.w.appendTo(dst)
+	}
+	return dst, nil
+}
+
+// errNoWriter: a body encode has no writer for (canon.Marshal encodes it).
+var errNoWriter = errors.New("no writer for this body")
+
+// body adds b's members to w.
+func (w *objWriter) body(b Body) error {
 	switch b := b.(type) {
 	case *DecisionBody:
 		w.str("schema_version", b.SchemaVersion, false)
@@ -261,14 +314,9 @@ func encodeAt(b Body) ([]byte, int, error) {
 		w.position(&b.Position)
 		w.proof(b.Proof)
 	default:
-		out, err := canon.Marshal(b)
-		return out, -1, err
+		return errNoWriter
 	}
-	if w.err != nil {
-		return nil, -1, w.err
-	}
-	out := w.appendTo(make([]byte, 0, len(w.buf)+len(w.ms)*24+2))
-	return out, w.proofAt, nil
+	return w.err
 }
 
 // withProof is the canonical JSON of a body whose canonical JSON without

@@ -86,7 +86,18 @@ type Options struct {
 }
 
 // Action is AVP's dotted action for an MCP method: mcp.tools.call.
-func Action(method string) string { return "mcp." + strings.ReplaceAll(method, "/", ".") }
+func Action(method string) string {
+	// The methods of nearly every receipt, without an allocation each.
+	switch method {
+	case "tools/call":
+		return "mcp.tools.call"
+	case "resources/read":
+		return "mcp.resources.read"
+	case "prompts/get":
+		return "mcp.prompts.get"
+	}
+	return "mcp." + strings.ReplaceAll(method, "/", ".")
+}
 
 // NewUUIDURN returns a random (version 4) urn:uuid.
 func NewUUIDURN() string {
@@ -107,7 +118,12 @@ func NewUUIDURN() string {
 	return "urn:uuid:" + string(out[:])
 }
 
-func sha256Prefixed(h [32]byte) string { return "sha256:" + hex.EncodeToString(h[:]) }
+func sha256Prefixed(h [32]byte) string {
+	var out [7 + 64]byte
+	copy(out[:], "sha256:")
+	hex.Encode(out[7:], h[:])
+	return string(out[:])
+}
 
 func agentDID(s *dct.AuthorizedScope) string {
 	if s == nil {
