@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"slices"
 	"strconv"
+	"strings"
 
 	"github.com/gowebpki/jcs"
 
@@ -108,10 +109,10 @@ func (w *objWriter) object(key string, fill func(*objWriter)) {
 }
 
 func (w *objWriter) position(p *Position) {
+	w.str("audit_prev", p.Prev, true)
 	if p.Seq != 0 {
 		w.int("audit_seq", p.Seq)
 	}
-	w.str("audit_prev", p.Prev, true)
 }
 
 func (w *objWriter) proof(p *Proof) {
@@ -126,21 +127,18 @@ func (w *objWriter) proof(p *Proof) {
 	})
 }
 
+func compareMembers(a, b member) int { return strings.Compare(a.key, b.key) }
+
 func (w *objWriter) reset() {
 	w.buf, w.ms, w.err, w.proofAt = w.buf[:0], w.ms[:0], nil, 0
 }
 
 // appendTo writes the object, members sorted by key.
 func (w *objWriter) appendTo(dst []byte) []byte {
-	slices.SortFunc(w.ms, func(a, b member) int {
-		switch {
-		case a.key < b.key:
-			return -1
-		case a.key > b.key:
-			return 1
-		}
-		return 0
-	})
+	// The hot kinds add their members in order already.
+	if !slices.IsSortedFunc(w.ms, compareMembers) {
+		slices.SortFunc(w.ms, compareMembers)
+	}
 	dst = append(dst, '{')
 	w.proofAt = -1
 	for i, m := range w.ms {
@@ -213,17 +211,17 @@ var errNoWriter = errors.New("no writer for this body")
 func (w *objWriter) body(b Body) error {
 	switch b := b.(type) {
 	case *DecisionBody:
-		w.str("schema_version", b.SchemaVersion, false)
-		w.str("audit_id", b.AuditID, false)
-		w.str("agent_did", b.AgentDID, true)
+		// Members in key order (appendTo then need not sort them).
 		w.str("action", b.Action, false)
-		w.str("resource", b.Resource, false)
-		w.str("environment", b.Environment, false)
-		w.str("decision", b.Decision, false)
-		w.str("reason", b.Reason, false)
-		w.str("payload_hash", b.PayloadHash, false)
-		w.str("policy_context_hash", b.PolicyContextHash, false)
-		w.str("method", b.Method, false)
+		w.str("agent_did", b.AgentDID, true)
+		w.str("approval_id", b.ApprovalID, true)
+		w.str("approval_receipt_hash", b.ApprovalReceiptHash, true)
+		w.raw("arguments", b.Arguments)
+		w.str("arguments_hash", b.ArgumentsHash, true)
+		w.str("arguments_json", b.ArgumentsJSON, true)
+		w.str("arguments_omitted", b.ArgumentsOmitted, true)
+		w.str("audit_id", b.AuditID, false)
+		w.position(&b.Position)
 		if c := b.Capability; c != nil {
 			w.object("capability", func(o *objWriter) {
 				o.str("action", c.Action, false)
@@ -232,48 +230,49 @@ func (w *objWriter) body(b Body) error {
 			})
 		}
 		w.strs("chain", b.Chain)
-		w.strs("delegation_path", b.DelegationPath)
 		w.str("contract_id", b.ContractID, true)
-		w.str("denial_type", b.DenialType, true)
-		w.str("denial_detail", b.DenialDetail, true)
 		w.int("cost_reserved", b.CostReserved)
-		w.bool("enforced", b.Enforced)
 		w.str("decided_at", b.DecidedAt, false)
-		w.str("arguments_hash", b.ArgumentsHash, true)
-		w.str("arguments_json", b.ArgumentsJSON, true)
-		w.str("arguments_omitted", b.ArgumentsOmitted, true)
-		w.raw("arguments", b.Arguments)
-		w.str("approval_id", b.ApprovalID, true)
+		w.str("decision", b.Decision, false)
+		w.strs("delegation_path", b.DelegationPath)
+		w.str("denial_detail", b.DenialDetail, true)
+		w.str("denial_type", b.DenialType, true)
+		w.bool("enforced", b.Enforced)
+		w.str("environment", b.Environment, false)
+		w.str("method", b.Method, false)
+		w.str("payload_hash", b.PayloadHash, false)
+		w.str("policy_context_hash", b.PolicyContextHash, false)
+		w.proof(b.Proof)
+		w.str("reason", b.Reason, false)
+		w.str("resource", b.Resource, false)
+		w.str("schema_version", b.SchemaVersion, false)
+	case *ExecutionBody:
+		w.str("action", b.Action, false)
+		w.str("adapter", b.Adapter, false)
+		w.str("agent_did", b.AgentDID, true)
 		w.str("approval_receipt_hash", b.ApprovalReceiptHash, true)
 		w.position(&b.Position)
-		w.proof(b.Proof)
-	case *ExecutionBody:
-		w.str("schema_version", b.SchemaVersion, false)
-		w.str("receipt_id", b.ReceiptID, false)
-		w.str("gate_audit_id", b.GateAuditID, false)
-		w.str("agent_did", b.AgentDID, true)
-		w.str("action", b.Action, false)
-		w.str("resource", b.Resource, false)
-		w.str("environment", b.Environment, false)
-		w.str("status", b.Status, false)
-		w.str("adapter", b.Adapter, false)
-		w.str("operation", b.Operation, false)
-		w.str("params_hash", b.ParamsHash, true)
-		w.str("request_hash", b.RequestHash, false)
-		w.str("response_hash", b.ResponseHash, true)
-		w.str("decision_receipt_hash", b.DecisionReceiptHash, false)
-		w.str("started_at", b.StartedAt, false)
 		w.str("completed_at", b.CompletedAt, false)
-		w.int("duration_us", b.DurationMicros)
 		w.int("cost_committed", b.CostCommitted)
-		w.str("outcome", b.Outcome, false)
+		w.str("decision_receipt_hash", b.DecisionReceiptHash, false)
+		w.int("duration_us", b.DurationMicros)
+		w.str("environment", b.Environment, false)
 		w.str("evaluator_version", b.EvaluatorVersion, false)
+		w.str("gate_audit_id", b.GateAuditID, false)
+		w.str("operation", b.Operation, false)
+		w.str("outcome", b.Outcome, false)
+		w.str("params_hash", b.ParamsHash, true)
+		w.proof(b.Proof)
+		w.str("receipt_id", b.ReceiptID, false)
+		w.str("request_hash", b.RequestHash, false)
+		w.str("resource", b.Resource, false)
+		w.str("response_hash", b.ResponseHash, true)
+		w.raw("result", b.Result)
 		w.str("result_json", b.ResultJSON, true)
 		w.str("result_omitted", b.ResultOmitted, true)
-		w.raw("result", b.Result)
-		w.str("approval_receipt_hash", b.ApprovalReceiptHash, true)
-		w.position(&b.Position)
-		w.proof(b.Proof)
+		w.str("schema_version", b.SchemaVersion, false)
+		w.str("started_at", b.StartedAt, false)
+		w.str("status", b.Status, false)
 	case *HumanApprovalBody:
 		w.str("schema_version", b.SchemaVersion, false)
 		w.str("approval_id", b.ApprovalID, false)
