@@ -2,6 +2,8 @@ package audit
 
 import (
 	"bytes"
+	"encoding/base64"
+	"fmt"
 	"os"
 	"path/filepath"
 	"testing"
@@ -96,5 +98,38 @@ func FuzzParseBundle(f *testing.F) {
 		if rep, err := bundle.Verify(did, nil); err == nil && rep.Receipt.Position().Seq != bundle.Receipt {
 			t.Fatalf("bundle of receipt %d verifies as entry %d", bundle.Receipt, rep.Receipt.Position().Seq)
 		}
+	})
+}
+
+// FuzzWitnessBody: an add-checkpoint body or a cosigned checkpoint from a
+// server never panics the witness's parsers, and a body that parses
+// formats back to itself.
+func FuzzWitnessBody(f *testing.F) {
+	path := filepath.Join(f.TempDir(), "audit.log")
+	writeLog(f, path, 5, treeOptions)
+	src := FileSource{Path: path, LogKey: testSigner(f, 1).DID()}
+	for _, old := range []int64{0, 3, 11} {
+		b, err := src.Fetch(old)
+		if err != nil {
+			f.Fatal(err)
+		}
+		f.Add(b)
+	}
+	f.Add([]byte("old 1\n\n"))
+	s := testSigner(f, 1)
+	f.Fuzz(func(t *testing.T, data []byte) {
+		if old, proof, note, err := parseWitnessBody(data); err == nil {
+			again := fmt.Appendf(nil, "old %d\n", old)
+			for _, h := range proof {
+				again = append(append(again, base64.StdEncoding.EncodeToString(h[:])...), '\n')
+			}
+			again = append(append(again, '\n'), note...)
+			if !bytes.Equal(again, data) {
+				t.Fatalf("body %q reads as old %d, %d hashes, note %q", data, old, len(proof), note)
+			}
+		}
+		_, _, _ = OpenWitnessed(data, s.DID(), []string{testSigner(t, 2).DID()})
+		var l cosignatureLine
+		_ = canonUnmarshal(data, &l)
 	})
 }

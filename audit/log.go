@@ -77,10 +77,21 @@ type Log struct {
 	recovered int64
 
 	// Writer state: tree is the Merkle tree of the entries so far.
-	seq         int64
-	prev        string
-	tree        frontier
-	enc         receipt.Encoder
+	seq  int64
+	prev string
+	tree frontier
+	enc  receipt.Encoder
+	// size is the file's size as written; pending, the last checkpoint
+	// buffered (its note, and where its line ends in buf).
+	size    int64
+	pending *published
+
+	// pub is the last checkpoint written to the file, for witnesses.
+	pubMu sync.Mutex
+	pub   *published
+	// published, when set (by tests, before any event), is told of each
+	// checkpoint written.
+	published   func(*published)
 	sinceCkpt   int
 	lastCkpt    time.Time
 	buf         []byte
@@ -190,6 +201,7 @@ func (l *Log) readLog() error {
 	if !st.Mode().IsRegular() {
 		return fmt.Errorf("%s is not a regular file", l.path)
 	}
+	l.size = st.Size()
 	if st.Size() == 0 {
 		return nil
 	}
@@ -466,6 +478,7 @@ func (l *Log) checkpoint(final, recovered bool) {
 		l.fail(err)
 		return
 	}
+	l.pending = &published{note: note, end: int64(len(l.buf))}
 	l.sinceCkpt = 0
 	l.lastCkpt = now
 }
@@ -482,8 +495,20 @@ func (l *Log) flush() {
 		} else if err := l.f.Sync(); err != nil {
 			l.writeFailed = true
 			l.fail(fmt.Errorf("sync the audit log %s: %w", l.path, err))
+		} else {
+			if p := l.pending; p != nil {
+				p.end += l.size
+				l.pubMu.Lock()
+				l.pub = p
+				l.pubMu.Unlock()
+				if l.published != nil {
+					l.published(p)
+				}
+			}
+			l.size += int64(len(l.buf))
 		}
 	}
+	l.pending = nil
 	if cap(l.buf) > 2*maxBatchBytes+MaxLineBytes {
 		l.buf = nil
 	} else {

@@ -64,13 +64,22 @@ func loadTree(path string, o VerifyOptions) (*treeLog, error) {
 		return nil, err
 	}
 	defer f.Close()
+	t, err := loadTreeFrom(f, o)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	return t, nil
+}
+
+// loadTreeFrom is loadTree of a log read from f.
+func loadTreeFrom(f io.ReadSeeker, o VerifyOptions) (*treeLog, error) {
 	o.Open, o.AllowRecovered = true, true
 	rep, err := Verify(f, o)
 	if err != nil {
-		return nil, fmt.Errorf("%s does not verify: %w", path, err)
+		return nil, fmt.Errorf("the log does not verify: %w", err)
 	}
 	if rep.Export {
-		return nil, fmt.Errorf("%s is an export, not a log", path)
+		return nil, errors.New("an export, not a log")
 	}
 	if _, err := f.Seek(0, io.SeekStart); err != nil {
 		return nil, err
@@ -81,7 +90,7 @@ func loadTree(path string, o VerifyOptions) (*treeLog, error) {
 	for n := int64(0); n < rep.Entries; n++ {
 		l := lr.line()
 		if l == nil || !l.complete || l.tooLong {
-			return nil, fmt.Errorf("%s changed while it was read", path)
+			return nil, errors.New("the log changed while it was read")
 		}
 		if err := t.store.add(LeafHash(l.text)); err != nil {
 			return nil, err
@@ -91,7 +100,7 @@ func loadTree(path string, o VerifyOptions) (*treeLog, error) {
 		}
 		rc, err := receipt.ParseEntry(l.text)
 		if err != nil {
-			return nil, fmt.Errorf("%s changed while it was read", path)
+			return nil, errors.New("the log changed while it was read")
 		}
 		c, ok := rc.Body.(*receipt.CheckpointBody)
 		if !ok || c.Checkpoint == "" {
@@ -99,7 +108,7 @@ func loadTree(path string, o VerifyOptions) (*treeLog, error) {
 		}
 		cp, _, err := OpenCheckpoint([]byte(c.Checkpoint), rc.Signer)
 		if err != nil {
-			return nil, fmt.Errorf("%s changed while it was read: %v", path, err)
+			return nil, fmt.Errorf("the log changed while it was read: %v", err)
 		}
 		t.checks = append(t.checks, treeCheck{Checkpoint: cp, note: c.Checkpoint, signer: rc.Signer, entry: l.no})
 	}
@@ -108,7 +117,7 @@ func loadTree(path string, o VerifyOptions) (*treeLog, error) {
 	for _, c := range t.checks {
 		h, err := tlog.TreeHash(c.Size, &t.store)
 		if err != nil || h != c.Root {
-			return nil, fmt.Errorf("%s changed while it was read", path)
+			return nil, errors.New("the log changed while it was read")
 		}
 	}
 	return t, nil
@@ -155,7 +164,11 @@ func (t *treeLog) prove(path string, n int64) ([]byte, error) {
 	if LeafHash(entry) != t.store.hashes[tlog.StoredHashIndex(0, n-1)] {
 		return nil, fmt.Errorf("%s changed while it was read", path)
 	}
-	b := Bundle{Checkpoint: c.note, Entry: string(entry), Receipt: n, SchemaVersion: BundleKind, Proof: make([]string, len(p))}
+	cosigs, err := cosignaturesOf(path, c.Size)
+	if err != nil {
+		return nil, err
+	}
+	b := Bundle{Checkpoint: c.note + cosigs, Entry: string(entry), Receipt: n, SchemaVersion: BundleKind, Proof: make([]string, len(p))}
 	for i, h := range p {
 		b.Proof[i] = base64.StdEncoding.EncodeToString(h[:])
 	}

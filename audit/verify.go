@@ -24,6 +24,12 @@ const (
 	// Recovered is a recovery checkpoint: a proxy continued the log after
 	// it had not been closed cleanly.
 	Recovered = "recovered"
+	// Forked is a log that is not the one a witness cosigned: rewritten
+	// after it cosigned a checkpoint of it.
+	Forked = "forked"
+	// Unwitnessed is a log a required witness has cosigned no checkpoint
+	// of.
+	Unwitnessed = "unwitnessed"
 )
 
 // Problem is the first thing wrong with a log: what (Kind), where (Line,

@@ -182,3 +182,66 @@ func TestE2ETreeLogProofs(t *testing.T) {
 		t.Fatalf("the AVP receipt: %v (entry %d)", err, r.Position().Seq)
 	}
 }
+
+// A witness cosigns the proxy's checkpoints ('audit witness'), 'audit
+// verify --witness' and 'audit verify-receipt --witness' require its
+// cosignature, and a proxy that rewrites its log after the witness
+// cosigned is caught by both the witness and verify.
+func TestE2EWitnessForkAfterCosign(t *testing.T) {
+	t.Parallel()
+	e := mcptest.NewEnv(t)
+	key := mcptest.NewKey(t, "proxy")
+	did, keyFile := key.DID(), e.KeyFile(key)
+	wkey := mcptest.NewKey(t, "witness")
+	wdid, wfile := wkey.DID(), e.KeyFile(wkey)
+	logPath := filepath.Join(e.Dir, "audit.log")
+	state := filepath.Join(e.Dir, "witness.state")
+	witness := func() (string, int) {
+		out, stderr, code := mcptest.CLI(t, "audit", "witness", "--key", wfile, "--log", logPath, "--log-key", did, "--state", state)
+		return out + stderr, code
+	}
+	runTreeProxy(t, e, keyFile, logPath, 3, "")
+	if out, code := witness(); code != 0 || !strings.HasPrefix(out, "cosigned the checkpoint of") {
+		t.Fatalf("audit witness: %d %s", code, out)
+	}
+	runTreeProxy(t, e, keyFile, logPath, 2, "")
+	if out, code := witness(); code != 0 {
+		t.Fatalf("audit witness of the grown log: %d %s", code, out)
+	}
+	out, stderr, code := mcptest.CLI(t, "audit", "verify", logPath, "--key-id", did, "--witness", wdid)
+	if code != 0 || !strings.Contains(out, "witness "+wdid+" cosigned") {
+		t.Fatalf("audit verify --witness: %d %s %s", code, out, stderr)
+	}
+	other := mcptest.NewKey(t, "other").DID()
+	if out, _, code := mcptest.CLI(t, "audit", "verify", logPath, "--key-id", did, "--witness", other); code != 1 || !strings.Contains(out, "unwitnessed") {
+		t.Fatalf("audit verify with a witness that cosigned nothing: %d %s", code, out)
+	}
+	bundle := filepath.Join(e.Dir, "r1.bundle")
+	if _, stderr, code := mcptest.CLI(t, "audit", "prove", "--receipt", "1", logPath, "--out", bundle); code != 0 {
+		t.Fatal(stderr)
+	}
+	if out, _, code := mcptest.CLI(t, "audit", "verify-receipt", "--key-id", did, "--witness", wdid, bundle); code != 0 || !strings.Contains(out, "cosigned by the witness") {
+		t.Fatalf("verify-receipt --witness: %d %s", code, out)
+	}
+
+	// The proxy's key rewrites the log: another run, into its place.
+	e2 := mcptest.NewEnv(t)
+	forked := filepath.Join(e2.Dir, "audit.log")
+	runTreeProxy(t, e2, keyFile, forked, 8, "")
+	b, err := os.ReadFile(forked)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(logPath, b, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if out, _, code := mcptest.CLI(t, "audit", "verify", logPath, "--key-id", did); code != 0 {
+		t.Fatalf("the rewritten log does not verify on its own: %s", out)
+	}
+	if out, _, code := mcptest.CLI(t, "audit", "verify", logPath, "--key-id", did, "--witness", wdid); code != 1 || !strings.Contains(out, "forked") {
+		t.Fatalf("audit verify --witness of the rewritten log: %d %s", code, out)
+	}
+	if out, code := witness(); code != 1 || !strings.HasPrefix(out, "FORK") {
+		t.Fatalf("audit witness of the rewritten log: %d %s", code, out)
+	}
+}

@@ -87,7 +87,7 @@ func receiptOptions(pol *policy.Policy, h string) receipt.Options {
 var auditGroup = &command{
 	name:    "audit",
 	summary: "verify, show and export the proxy's signed audit log",
-	subs:    []*command{auditVerifyCmd, auditShowCmd, auditExportCmd, auditProveCmd, auditVerifyReceiptCmd, auditConsistencyCmd},
+	subs:    []*command{auditVerifyCmd, auditShowCmd, auditExportCmd, auditProveCmd, auditVerifyReceiptCmd, auditConsistencyCmd, auditWitnessCmd},
 }
 
 // auditFile is the log a command reads: FILE, or the policy's audit_log.
@@ -143,7 +143,7 @@ func trustedKeys(ids []string) ([]string, error) {
 
 var auditVerifyCmd = &command{
 	name:    "verify",
-	args:    "FILE|--policy FILE [--key-id DID]... [--head DIGEST] [--open] [--allow-recovered] [--json]",
+	args:    "FILE|--policy FILE [--key-id DID]... [--head DIGEST] [--open] [--allow-recovered] [--witness DID]... [--cosignatures FILE] [--json]",
 	summary: "check every signature, the hash chain, the Merkle tree and the checkpoints of an audit log or export, offline",
 	flags: func(fs *pflag.FlagSet) func(*env, []string) error {
 		policyPath := fs.String("policy", "", "read the policy's audit_log, signed by its proxy_key")
@@ -152,6 +152,8 @@ var auditVerifyCmd = &command{
 		head := fs.String("head", "", "the digest of an entry the log must hold: the head the proxy logged when it closed the log (\"audit log closed\")")
 		allowRecovered := fs.Bool("allow-recovered", false, "accept recovery checkpoints (a proxy continued the log after it was killed, or after entries were removed from its end) and list them")
 		asJSON := fs.Bool("json", false, "print the report as JSON")
+		witnesses := fs.StringArray("witness", nil, "the did:key of a witness that must have cosigned a checkpoint of the log, and whose every cosignature must be of a checkpoint the log holds unchanged (repeatable)")
+		cosigs := fs.String("cosignatures", "", "with --witness: the witnesses' cosignatures (default: FILE.cosignatures, where serve and 'audit witness --log FILE' keep them)")
 		return func(e *env, args []string) error {
 			path, proxyKey, err := auditPolicyFile(args, *policyPath)
 			if err != nil {
@@ -160,6 +162,12 @@ var auditVerifyCmd = &command{
 			trusted, err := logKeys(*keyIDs, proxyKey)
 			if err != nil {
 				return err
+			}
+			if _, err := trustedKeys(*witnesses); err != nil {
+				return err
+			}
+			if *cosigs != "" && len(*witnesses) == 0 {
+				return usagef("--cosignatures is for --witness")
 			}
 			if *head != "" && (len(*head) != 64 || strings.Trim(*head, "0123456789abcdef") != "") {
 				return fixf("--head %q: give the 64 lower-case hex digits the proxy logged as head", *head)
@@ -170,6 +178,14 @@ var auditVerifyCmd = &command{
 			}
 			defer f.Close()
 			rep, verr := audit.Verify(f, audit.VerifyOptions{Trusted: trusted, Open: *open, Head: *head, AllowRecovered: *allowRecovered})
+			var wrep *audit.WitnessReport
+			if verr == nil && len(*witnesses) > 0 {
+				file := *cosigs
+				if file == "" {
+					file = audit.CosignaturesFile(path)
+				}
+				wrep, verr = audit.CheckWitnesses(path, file, *witnesses, audit.VerifyOptions{Trusted: trusted})
+			}
 			if verr == nil && rep.Export && *policyPath != "" {
 				verr = &audit.Problem{Kind: audit.Malformed, Line: 1, Msg: "the policy's audit_log holds an export, not the log the proxy writes"}
 			}
@@ -181,6 +197,9 @@ var auditVerifyCmd = &command{
 				out := map[string]any{"ok": verr == nil, "file": path}
 				if rep != nil {
 					out["report"] = rep
+				}
+				if wrep != nil {
+					out["cosigned"] = wrep.Cosigned
 				}
 				if prob != nil {
 					out["problem"] = map[string]any{"kind": prob.Kind, "line": prob.Line, "entry": prob.Entry, "message": prob.Msg}
@@ -198,6 +217,9 @@ var auditVerifyCmd = &command{
 					fmt.Fprintf(e.stdout, "  %d entries after the last checkpoint (open log)\n", rep.Unsealed)
 				}
 				printRecoveries(e, rep)
+				for _, w := range *witnesses {
+					fmt.Fprintf(e.stdout, "  witness %s cosigned the log up to its checkpoint of %d entries\n", w, wrep.Cosigned[w])
+				}
 				if rep.Unsigned > 0 {
 					fmt.Fprintf(e.stdout, "  %d entries signed by the %d checkpoints of the log's Merkle tree after them, not on their own\n", rep.Unsigned, rep.Trees)
 				}

@@ -2,12 +2,17 @@ package main
 
 import (
 	"encoding/base64"
+	"errors"
 	"fmt"
+	"net/http"
 	"os"
+	"strings"
+	"time"
 
 	"github.com/spf13/pflag"
 
 	"github.com/delegateos/delegateos/audit"
+	"github.com/delegateos/delegateos/identity"
 )
 
 // writeNew writes b to path (refusing to overwrite), or to standard
@@ -155,6 +160,57 @@ var auditConsistencyCmd = &command{
 				return checkError{"the logs are not consistent"}
 			}
 			return nil
+		}
+	},
+}
+
+var auditWitnessCmd = &command{
+	name:    "witness",
+	args:    "--key FILE --log URL|FILE --log-key DID --state FILE [--interval DURATION]",
+	summary: "witness an audit log: cosign (C2SP tlog-cosignature) each new checkpoint once its consistency proof shows it extends the last one cosigned, and refuse a forked log",
+	flags: func(fs *pflag.FlagSet) func(*env, []string) error {
+		keyFile := fs.String("key", "", "the witness's key file (delegateos keygen); its did:key names its cosignatures")
+		logArg := fs.String("log", "", "the log: the URL of a 'delegateos serve' (its "+audit.CheckpointPath+" and "+audit.CosignaturePath+"), or an audit log FILE (cosignatures go to FILE.cosignatures)")
+		logKey := fs.String("log-key", "", "the did:key that signs the log's checkpoints (the proxy's)")
+		state := fs.String("state", "", "the file holding the last checkpoint this witness cosigned (created at the first)")
+		interval := fs.Duration("interval", 0, "check again every DURATION until stopped (default: once)")
+		return func(e *env, args []string) error {
+			if len(args) > 0 {
+				return usagef("unexpected argument %q", args[0])
+			}
+			if *keyFile == "" || *logArg == "" || *logKey == "" || *state == "" {
+				return usagef("give --key, --log, --log-key and --state")
+			}
+			if _, err := trustedKeys([]string{*logKey}); err != nil {
+				return err
+			}
+			k, err := identity.LoadKeyFile(*keyFile)
+			if err != nil {
+				return inputf("the witness key %s cannot be used: %v", *keyFile, err)
+			}
+			var src audit.Source = audit.FileSource{Path: *logArg, LogKey: *logKey}
+			if strings.HasPrefix(*logArg, "http://") || strings.HasPrefix(*logArg, "https://") {
+				src = audit.URLSource{Base: *logArg, Client: &http.Client{Timeout: 30 * time.Second}}
+			}
+			w := &audit.Witness{Key: k, LogKey: *logKey, State: *state}
+			for {
+				r, err := w.Step(src)
+				switch {
+				case errors.Is(err, audit.ErrFork):
+					fmt.Fprintf(e.stdout, "FORK %s: %v\n", *logArg, err)
+					return checkError{"the log is not an extension of the checkpoint this witness cosigned: not cosigned"}
+				case err != nil && *interval == 0:
+					return inputf("%s: %v", *logArg, err)
+				case err != nil:
+					fmt.Fprintf(e.stderr, "%s: %v\n", *logArg, err)
+				default:
+					fmt.Fprintf(e.stdout, "cosigned the checkpoint of %d entries of %s (as %s; the last cosigned was of %d)\n", r.New, *logArg, k.DID(), r.Old)
+				}
+				if *interval == 0 {
+					return nil
+				}
+				time.Sleep(*interval)
+			}
 		}
 	},
 }

@@ -18,6 +18,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/delegateos/delegateos/agentcard"
+	"github.com/delegateos/delegateos/audit"
 	"github.com/delegateos/delegateos/dct"
 	"github.com/delegateos/delegateos/policy"
 	"github.com/delegateos/delegateos/proxy"
@@ -237,6 +238,13 @@ var serveCmd = &command{
 				return fixf("--listen %s: %v; give HOST:PORT, e.g. 127.0.0.1:8080", *listen, err)
 			}
 			setup.Server = srv
+			if l, ok := evidence.(*audit.Log); ok {
+				// Witnesses read the latest checkpoint and hand their
+				// cosignatures here (docs/receipts.md, Witnesses).
+				h := srv.Guard(audit.NewWitnessHandler(l))
+				srv.Mux.Handle("GET "+audit.CheckpointPath, h)
+				srv.Mux.Handle("POST "+audit.CosignaturePath, h)
+			}
 			for _, x := range serveExtensions {
 				if x.mount != nil {
 					if err := x.mount(setup); err != nil {
