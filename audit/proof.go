@@ -46,6 +46,8 @@ type treeLog struct {
 	rep    *Report
 	store  hashStore
 	checks []treeCheck
+	// kept is the line loadTreeFrom was asked to keep.
+	kept []byte
 }
 
 // treeCheck is a tree checkpoint of a log: its note and what it signs.
@@ -57,69 +59,52 @@ type treeCheck struct {
 }
 
 // loadTree verifies the log at path (as Export does: it may still be
-// written, and may have recoveries) and hashes its tree.
+// written, and may have recoveries) and hashes its tree, in one read.
 func loadTree(path string, o VerifyOptions) (*treeLog, error) {
 	f, err := os.Open(path)
 	if err != nil {
 		return nil, err
 	}
 	defer f.Close()
-	t, err := loadTreeFrom(f, o)
+	t, err := loadTreeFrom(f, o, 0)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", path, err)
 	}
 	return t, nil
 }
 
-// loadTreeFrom is loadTree of a log read from f.
-func loadTreeFrom(f io.ReadSeeker, o VerifyOptions) (*treeLog, error) {
+// loadTreeFrom is loadTree of a log read from r, keeping line keep (when
+// not 0).
+func loadTreeFrom(r io.Reader, o VerifyOptions, keep int64) (*treeLog, error) {
 	o.Open, o.AllowRecovered = true, true
-	rep, err := Verify(f, o)
+	t := &treeLog{}
+	rep, err := verify(r, o, func(l *rawLine, rc *receipt.Receipt) error {
+		if l.no != t.store.n+1 {
+			return errors.New("an export, not a log")
+		}
+		if err := t.store.add(l.leaf); err != nil {
+			return err
+		}
+		if l.no == keep {
+			t.kept = l.text
+		}
+		if c, ok := rc.Body.(*receipt.CheckpointBody); ok && c.Checkpoint != "" {
+			// verify has checked the note and its root.
+			cp, _, err := OpenCheckpoint([]byte(c.Checkpoint), rc.Signer)
+			if err != nil {
+				return err
+			}
+			t.checks = append(t.checks, treeCheck{Checkpoint: cp, note: c.Checkpoint, signer: rc.Signer, entry: l.no})
+		}
+		return nil
+	})
 	if err != nil {
 		return nil, fmt.Errorf("the log does not verify: %w", err)
 	}
 	if rep.Export {
 		return nil, errors.New("an export, not a log")
 	}
-	if _, err := f.Seek(0, io.SeekStart); err != nil {
-		return nil, err
-	}
-	t := &treeLog{rep: rep}
-	t.store.hashes = make([]tlog.Hash, 0, 2*rep.Entries)
-	lr := newLineReader(f)
-	for n := int64(0); n < rep.Entries; n++ {
-		l := lr.line()
-		if l == nil || !l.complete || l.tooLong {
-			return nil, errors.New("the log changed while it was read")
-		}
-		if err := t.store.add(LeafHash(l.text)); err != nil {
-			return nil, err
-		}
-		if !bytes.Contains(l.text, []byte(`"schema_version":"`+receipt.KindCheckpoint+`"`)) {
-			continue
-		}
-		rc, err := receipt.ParseEntry(l.text)
-		if err != nil {
-			return nil, errors.New("the log changed while it was read")
-		}
-		c, ok := rc.Body.(*receipt.CheckpointBody)
-		if !ok || c.Checkpoint == "" {
-			continue
-		}
-		cp, _, err := OpenCheckpoint([]byte(c.Checkpoint), rc.Signer)
-		if err != nil {
-			return nil, fmt.Errorf("the log changed while it was read: %v", err)
-		}
-		t.checks = append(t.checks, treeCheck{Checkpoint: cp, note: c.Checkpoint, signer: rc.Signer, entry: l.no})
-	}
-	// The hashes read must be the ones verified: the root of each
-	// checkpoint again, now from the stored hashes.
-	for _, c := range t.checks {
-		h, err := tlog.TreeHash(c.Size, &t.store)
-		if err != nil || h != c.Root {
-			return nil, errors.New("the log changed while it was read")
-		}
-	}
+	t.rep = rep
 	return t, nil
 }
 
@@ -135,9 +120,14 @@ func (t *treeLog) latest() (treeCheck, bool) {
 // log's last tree checkpoint (with the cosignatures of it in cosigs, if
 // any). The log is verified first.
 func Prove(path string, n int64, o VerifyOptions) ([]byte, error) {
-	t, err := loadTree(path, o)
+	f, err := os.Open(path)
 	if err != nil {
 		return nil, err
+	}
+	defer f.Close()
+	t, err := loadTreeFrom(f, o, n)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
 	}
 	return t.prove(path, n)
 }
@@ -157,13 +147,7 @@ func (t *treeLog) prove(path string, n int64) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	entry, err := readEntry(path, n)
-	if err != nil {
-		return nil, err
-	}
-	if LeafHash(entry) != t.store.hashes[tlog.StoredHashIndex(0, n-1)] {
-		return nil, fmt.Errorf("%s changed while it was read", path)
-	}
+	entry := t.kept
 	cosigs, err := cosignaturesOf(path, c.Size)
 	if err != nil {
 		return nil, err

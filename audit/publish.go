@@ -53,7 +53,7 @@ func (l *Log) latest() (*treeLog, *published, error) {
 		return nil, nil, err
 	}
 	defer f.Close()
-	t, err := loadTreeFrom(io.NewSectionReader(f, 0, p.end), VerifyOptions{Trusted: []string{l.signer.DID()}})
+	t, err := loadTreeFrom(io.NewSectionReader(f, 0, p.end), VerifyOptions{Trusted: []string{l.signer.DID()}}, 0)
 	if err != nil {
 		return nil, nil, err
 	}

@@ -7,7 +7,13 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"runtime"
+	"slices"
 	"sort"
+	"strings"
+	"sync"
+
+	"golang.org/x/mod/sumdb/tlog"
 
 	"github.com/delegateos/delegateos/receipt"
 )
@@ -127,8 +133,11 @@ type Report struct {
 // and that no checkpoint is a recovery (unless AllowRecovered). It returns
 // the first problem as a *Problem; a recovery is reported only when
 // nothing else is wrong, and Report.Recovered lists every one.
-func Verify(r io.Reader, o VerifyOptions) (*Report, error) {
-	lr := newLineReader(r)
+func Verify(r io.Reader, o VerifyOptions) (*Report, error) { return verify(r, o, nil) }
+
+// verify is Verify that shows visit each entry once it is checked.
+func verify(r io.Reader, o VerifyOptions, visit func(*rawLine, *receipt.Receipt) error) (*Report, error) {
+	lr := newParsingReader(r)
 	rep := &Report{Kinds: map[string]int{}, First: 1}
 	signers := map[string]bool{}
 	expected := int64(1)
@@ -173,7 +182,7 @@ func Verify(r io.Reader, o VerifyOptions) (*Report, error) {
 		if line.tooLong {
 			return nil, &Problem{Kind: Malformed, Line: line.no, Entry: expected, Msg: fmt.Sprintf("the line is longer than %d bytes", MaxLineBytes)}
 		}
-		rc, perr := receipt.ParseEntry(line.text)
+		rc, perr := line.parsed()
 		if perr != nil {
 			return nil, &Problem{Kind: Edited, Line: line.no, Entry: expected, Msg: fmt.Sprintf("entry %d cannot be read as a receipt (changed after it was written): %v", expected, perr)}
 		}
@@ -187,7 +196,7 @@ func Verify(r io.Reader, o VerifyOptions) (*Report, error) {
 		if !rc.Signed() {
 			// An entry without a proof of its own is signed by the
 			// checkpoint after it, through the chain and the tree.
-		} else if verr := rc.Verify(trusted); verr != nil {
+		} else if verr := checkSigned(rc, trusted, line.sigErr); verr != nil {
 			kind := Edited
 			msg := fmt.Sprintf("entry %d was changed after it was signed: %v", expected, verr)
 			if !errors.Is(verr, receipt.ErrBadSignature) {
@@ -251,7 +260,12 @@ func Verify(r io.Reader, o VerifyOptions) (*Report, error) {
 			}
 		}
 		if !rep.Export {
-			tree.add(LeafHash(line.text))
+			tree.add(line.leaf)
+		}
+		if visit != nil {
+			if err := visit(line, rc); err != nil {
+				return nil, err
+			}
 		}
 		rep.Last, rep.Head = pos.Seq, rc.Digest
 		if rc.Digest == o.Head {
@@ -381,6 +395,105 @@ type rawLine struct {
 	text     []byte
 	complete bool // ended by a newline
 	tooLong  bool
+
+	// Set by a parsingReader: the line parsed, its own signature checked
+	// (when it has one) and its leaf hash.
+	done   bool
+	rc     *receipt.Receipt
+	perr   error
+	sigErr error
+	leaf   tlog.Hash
+}
+
+// parsed is the line's receipt.
+func (l *rawLine) parsed() (*receipt.Receipt, error) {
+	if !l.done {
+		l.parse()
+	}
+	return l.rc, l.perr
+}
+
+func (l *rawLine) parse() {
+	l.done = true
+	if !l.complete || l.tooLong {
+		return
+	}
+	l.leaf = LeafHash(l.text)
+	if l.rc, l.perr = receipt.ParseEntry(l.text); l.perr == nil && l.rc.Signed() {
+		l.sigErr = l.rc.Verify(nil)
+	}
+}
+
+// checkSigned is rc.Verify(trusted) for a receipt whose signature was
+// checked already (sigErr).
+func checkSigned(rc *receipt.Receipt, trusted []string, sigErr error) error {
+	if len(trusted) > 0 && !slices.Contains(trusted, rc.Signer) {
+		return fmt.Errorf("signed by %s, which is not a trusted key (%s)", rc.Signer, strings.Join(trusted, ", "))
+	}
+	return sigErr
+}
+
+// parsingReader is a lineReader that parses lines ahead, in batches,
+// on every CPU: parsing and signatures are most of verify's work, and
+// each line's is its own.
+type parsingReader struct {
+	lr    *lineReader
+	batch []*rawLine
+	err   error
+}
+
+// Bounds of a batch parsed at once.
+const (
+	parseBatch      = 1024
+	parseBatchBytes = 8 << 20
+)
+
+func newParsingReader(r io.Reader) *parsingReader {
+	return &parsingReader{lr: newLineReader(r)}
+}
+
+func (p *parsingReader) line() *rawLine {
+	if len(p.batch) == 0 {
+		p.fill()
+	}
+	if len(p.batch) == 0 {
+		p.err = p.lr.err
+		return nil
+	}
+	l := p.batch[0]
+	p.batch = p.batch[1:]
+	return l
+}
+
+func (p *parsingReader) fill() {
+	p.batch = p.batch[:0]
+	size := 0
+	for len(p.batch) < parseBatch && size < parseBatchBytes {
+		l := p.lr.line()
+		if l == nil {
+			break
+		}
+		p.batch = append(p.batch, l)
+		size += len(l.text)
+	}
+	workers := min(runtime.GOMAXPROCS(0), len(p.batch))
+	if workers <= 1 {
+		for _, l := range p.batch {
+			l.parse()
+		}
+		return
+	}
+	var wg sync.WaitGroup
+	for w := range workers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := w; i < len(p.batch); i += workers {
+				p.batch[i].parse()
+			}
+		}()
+	}
+	wg.Wait()
 }
 
 // lineReader reads lines of at most MaxLineBytes; a longer line is
