@@ -7,6 +7,8 @@
 package audit
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"io"
@@ -141,6 +143,9 @@ func Open(path string, signer *receipt.Signer, opts Options) (*Log, error) {
 	if opts.Receipts.BlockIDs == nil {
 		opts.Receipts.BlockIDs = lastBlockIDs()
 	}
+	if opts.Receipts.AgentDIDs == nil {
+		opts.Receipts.AgentDIDs = lastAgentDID()
+	}
 	unlock, err := fsutil.TryLock(path+".lock", 0o600)
 	if errors.Is(err, fsutil.ErrLocked) {
 		return nil, fmt.Errorf("%s: %w (a second proxy must use its own audit_log)", path, ErrInUse)
@@ -265,6 +270,18 @@ func lastBlockIDs() receipt.BlockIDs {
 			token, ids = t, receipt.ParseBlockIDs(t)
 		}
 		return ids
+	}
+}
+
+// lastAgentDID converts principal IDs to did:keys, remembering the last:
+// a session's calls are one agent's. Only the writer calls it.
+func lastAgentDID() func(string) string {
+	var principal, did string
+	return func(p string) string {
+		if p != principal || did == "" {
+			principal, did = p, receipt.AgentDID(p)
+		}
+		return did
 	}
 }
 
@@ -450,10 +467,10 @@ func (l *Log) entry(b receipt.Body, sign bool) (int64, string, error) {
 		*pos = receipt.Position{}
 		return 0, "", err
 	}
-	line := l.buf[start:]
+	d := sha256.Sum256(l.buf[start:])
 	l.seq++
-	l.prev = receipt.Digest(line)
-	l.tree.add(LeafHash(line))
+	l.prev = hex.EncodeToString(d[:])
+	l.tree.add(leafOfDigest(d))
 	l.sinceCkpt++
 	l.buf = append(l.buf, '\n')
 	return l.seq, l.prev, nil

@@ -7,9 +7,17 @@ import (
 	"golang.org/x/mod/sumdb/tlog"
 )
 
-// LeafHash is the Merkle tree leaf of one entry: the RFC 6962 leaf hash,
-// SHA-256(0x00 || line), of the entry's line without its newline.
-func LeafHash(line []byte) tlog.Hash { return tlog.RecordHash(line) }
+// LeafHash is the Merkle tree leaf of one entry: the RFC 6962 leaf hash
+// of its digest, SHA-256(0x00 || SHA-256(line)), the line without its
+// newline. The writer hashes each entry once: its digest names it in the
+// chain and is its leaf's record.
+func LeafHash(line []byte) tlog.Hash {
+	d := sha256.Sum256(line)
+	return leafOfDigest(d)
+}
+
+// leafOfDigest is the leaf of an entry whose digest (SHA-256) is d.
+func leafOfDigest(d [32]byte) tlog.Hash { return tlog.RecordHash(d[:]) }
 
 // frontier is the right edge of a Merkle tree being appended to: the
 // roots of its complete subtrees, largest first. It is all the writer

@@ -83,6 +83,8 @@ type Options struct {
 	IncludeArguments, IncludeResults bool
 	// BlockIDs finds a token's block IDs; nil parses each token.
 	BlockIDs BlockIDs
+	// AgentDIDs finds the did:key of a principal ID; nil converts each.
+	AgentDIDs func(principal string) string
 }
 
 // Action is AVP's dotted action for an MCP method: mcp.tools.call.
@@ -125,11 +127,19 @@ func sha256Prefixed(h [32]byte) string {
 	return string(out[:])
 }
 
-func agentDID(s *dct.AuthorizedScope) string {
+func agentDID(s *dct.AuthorizedScope, o *Options) string {
 	if s == nil {
 		return ""
 	}
-	did, err := identity.DIDFromPrincipalID(s.Delegatee)
+	if o.AgentDIDs != nil {
+		return o.AgentDIDs(s.Delegatee)
+	}
+	return AgentDID(s.Delegatee)
+}
+
+// AgentDID is the did:key of a principal ID, or "" when it is not one.
+func AgentDID(principal string) string {
+	did, err := identity.DIDFromPrincipalID(principal)
 	if err != nil {
 		return ""
 	}
@@ -156,7 +166,7 @@ func (d *Decision) Body(o *Options) *DecisionBody {
 		d.auditID = NewUUIDURN()
 	}
 	b := &DecisionBody{
-		SchemaVersion: KindDecision, AuditID: d.auditID, AgentDID: agentDID(d.Scope),
+		SchemaVersion: KindDecision, AuditID: d.auditID, AgentDID: agentDID(d.Scope, o),
 		Action: Action(d.Method), Resource: Clip(d.Target), Environment: EnvironmentUnknown,
 		Decision: DecisionAllow, Reason: "allowed",
 		PayloadHash: sha256Prefixed(d.Payload), PolicyContextHash: o.PolicyHash,
@@ -209,7 +219,7 @@ func (e *Execution) Body(o *Options) *ExecutionBody {
 	d := e.Decision
 	b := &ExecutionBody{
 		SchemaVersion: KindExecution, ReceiptID: NewUUIDURN(), GateAuditID: d.auditID,
-		AgentDID: agentDID(d.Scope), Action: Action(d.Method), Resource: Clip(d.Target),
+		AgentDID: agentDID(d.Scope, o), Action: Action(d.Method), Resource: Clip(d.Target),
 		Environment: EnvironmentUnknown, Status: status(e.Outcome), Adapter: "mcp-stdio",
 		Operation: d.Method, RequestHash: sha256Prefixed(e.Request), DecisionReceiptHash: d.digest,
 		StartedAt: timestamp.Format(e.Started), CompletedAt: timestamp.Format(e.Completed),

@@ -19,7 +19,8 @@ def sha256(b):
 
 
 def leaf_hash(entry):
-    return sha256(b"\x00" + entry)
+    """The leaf of an entry: the RFC 6962 leaf hash of its digest."""
+    return sha256(b"\x00" + sha256(entry))
 
 
 def node_hash(left, right):
