@@ -245,3 +245,19 @@ func TestE2EWitnessForkAfterCosign(t *testing.T) {
 		t.Fatalf("audit witness of the rewritten log: %d %s", code, out)
 	}
 }
+
+// receipts: {sign_each: true} keeps every receipt signed on its own, as
+// before the tree log, in the same tree.
+func TestE2ETreeLogSignEach(t *testing.T) {
+	t.Parallel()
+	logPath, lines, did := treeLog(t, 3, "receipts: {sign_each: true}\n")
+	rs, _ := logReceipts(t, logPath)
+	for i, r := range rs {
+		if !r.Signed() || r.Verify([]string{did}) != nil {
+			t.Fatalf("line %d is not signed on its own with sign_each: %s", i+1, lines[i])
+		}
+	}
+	if out, _, code := mcptest.CLI(t, "audit", "verify", logPath, "--key-id", did); code != 0 || strings.Contains(out, "not on their own") {
+		t.Fatalf("audit verify: %d %s", code, out)
+	}
+}
