@@ -261,8 +261,17 @@ func canonUnmarshal(b []byte, v *cosignatureLine) error {
 }
 
 // NewWitnessHandler serves the log's latest checkpoint (CheckpointPath)
-// and takes witnesses' cosignatures of it (CosignaturePath).
-func NewWitnessHandler(l *Log) http.Handler {
+// and takes cosignatures of it (CosignaturePath) from witnesses, the
+// did:keys whose cosignatures are kept: anyone can make a key, so others'
+// are refused (none without witnesses), and each witness's cosignature of
+// a checkpoint is kept once.
+func NewWitnessHandler(l *Log, witnesses []string) http.Handler {
+	allowed := map[string]bool{}
+	for _, w := range witnesses {
+		allowed[w] = true
+	}
+	var mu sync.Mutex
+	kept := map[string]bool{}
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET "+CheckpointPath, func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
@@ -296,10 +305,35 @@ func NewWitnessHandler(l *Log) http.Handler {
 			http.Error(w, "the body is too long", http.StatusRequestEntityTooLarge)
 			return
 		}
+		cp, n, err := OpenCheckpoint(b, l.signer.DID())
+		if err != nil {
+			http.Error(w, err.Error(), http.StatusBadRequest)
+			return
+		}
+		mu.Lock()
+		defer mu.Unlock()
+		fresh := false
+		for _, s := range n.UnverifiedSigs {
+			did := "did:key:" + strings.TrimPrefix(s.Name, "witness.delegateos/")
+			if !strings.HasPrefix(s.Name, "witness.delegateos/") || !allowed[did] {
+				http.Error(w, fmt.Sprintf("%s is not a witness of this server (serve --witness)", s.Name), http.StatusForbidden)
+				return
+			}
+			if !kept[did+" "+strconv.FormatInt(cp.Size, 10)] {
+				fresh = true
+			}
+		}
+		if !fresh && len(n.UnverifiedSigs) > 0 {
+			fmt.Fprintln(w, "kept already")
+			return
+		}
 		ws, err := AddCosignatures(l.path, b, l.signer.DID())
 		if err != nil {
 			http.Error(w, err.Error(), http.StatusBadRequest)
 			return
+		}
+		for _, d := range ws {
+			kept[d+" "+strconv.FormatInt(cp.Size, 10)] = true
 		}
 		fmt.Fprintf(w, "kept the cosignatures of %s\n", strings.Join(ws, ", "))
 	})

@@ -6,6 +6,7 @@ import (
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/delegateos/delegateos/identity"
@@ -97,10 +98,10 @@ func TestWitnessOverHTTP(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer l.Close()
-	srv := httptest.NewServer(NewWitnessHandler(l))
+	wk := witnessKey(t, 7)
+	srv := httptest.NewServer(NewWitnessHandler(l, []string{wk.DID()}))
 	defer srv.Close()
 	did := testSigner(t, 1).DID()
-	wk := witnessKey(t, 7)
 	w := &Witness{Key: wk, LogKey: did, State: filepath.Join(dir, "witness.state")}
 	src := URLSource{Base: srv.URL, Client: srv.Client()}
 	if _, err := w.Step(src); err == nil {
@@ -124,6 +125,11 @@ func TestWitnessOverHTTP(t *testing.T) {
 		if r.New != int64(3*i+2) {
 			t.Fatalf("step %d cosigned %+v", i, r)
 		}
+	}
+	// A key the server does not name as a witness is refused.
+	stranger := &Witness{Key: witnessKey(t, 9), LogKey: did, State: filepath.Join(dir, "stranger.state")}
+	if _, err := stranger.Step(src); err == nil || !strings.Contains(err.Error(), "403") {
+		t.Fatalf("a stranger's cosignature: %v", err)
 	}
 	if err := l.Close(); err != nil {
 		t.Fatal(err)

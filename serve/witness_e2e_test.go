@@ -20,13 +20,13 @@ func TestServeWitness(t *testing.T) {
 	logPath := filepath.Join(e.Dir, "audit.log")
 	pol := e.Policy()
 	pol.Extra = "proxy_key: " + e.KeyFile(key) + "\naudit_log: " + logPath + "\n"
-	srv := e.StartServe(mcptest.ServeOptions{Policy: pol})
+	wkey := mcptest.NewKey(t, "witness")
+	srv := e.StartServe(mcptest.ServeOptions{Policy: pol, Flags: []string{"--witness", wkey.DID()}})
 	hdr := mcptest.Bearer(e.Mint(nil, "mcp:echo:*"))
 	sid := srv.Initialize(hdr)
 	if r := srv.Post(sid, hdr, mcptest.CallBody("1", "echo", map[string]any{"text": "x"})); !strings.Contains(string(r.Body), `"result"`) {
 		t.Fatalf("echo: %d %s", r.Status, r.Body)
 	}
-	wkey := mcptest.NewKey(t, "witness")
 	args := []string{"audit", "witness", "--key", e.KeyFile(wkey), "--log", srv.Base, "--log-key", key.DID(), "--state", filepath.Join(e.Dir, "witness.state")}
 	// The first checkpoint is written within a second of the call (its
 	// interval): the witness is run until the server has published it.
