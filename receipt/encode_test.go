@@ -11,10 +11,26 @@ import (
 // every kind, with and without optional members and proof, and for
 // strings JSON escapes in several ways.
 func TestEncodeIsCanonical(t *testing.T) {
+	for _, b := range oddBodies() {
+		want, err := canon.Marshal(b)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, err := encode(b)
+		if err != nil || string(got) != string(want) {
+			t.Errorf("encode:\n got %s\nwant %s", got, want)
+		}
+	}
+}
+
+// oddBodies are receipts of every kind, with and without their optional
+// members, their strings needing escapes of every sort.
+func oddBodies() []Body {
 	odd := "a<b>&c\"d\\e\u0001\u001f\u007f\u2028é😀\xff"
 	proof := &Proof{Type: ProofType, Cryptosuite: Cryptosuite, VerificationMethod: "did:key:z6Mk#z6Mk", ProofValue: "z" + odd}
 	pos := Position{Seq: 3, Prev: strings.Repeat("a", 64)}
 	bodies := []Body{
+		&CheckpointBody{SchemaVersion: KindCheckpoint, Length: 2, Head: odd, Recovered: new(false), At: odd, Checkpoint: odd, Position: pos, Proof: proof},
 		&DecisionBody{SchemaVersion: KindDecision},
 		&DecisionBody{SchemaVersion: KindDecision, AuditID: odd, AgentDID: odd, Action: odd, Resource: odd, Environment: odd,
 			Decision: odd, Reason: odd, PayloadHash: odd, PolicyContextHash: odd, Method: odd,
@@ -40,19 +56,7 @@ func TestEncodeIsCanonical(t *testing.T) {
 		&CheckpointBody{SchemaVersion: KindCheckpointV2, Length: 2, Head: odd, Recovered: new(true), At: odd, Position: pos, Proof: proof},
 		&CheckpointBody{SchemaVersion: KindCheckpointV1, Length: 2, Head: odd, Final: true, At: odd, Position: pos, Proof: proof},
 	}
-	for _, b := range bodies {
-		want, err := canon.Marshal(b)
-		if err != nil {
-			t.Fatal(err)
-		}
-		got, err := encode(b)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if string(got) != string(want) {
-			t.Errorf("encode:\n got %s\nwant %s", got, want)
-		}
-	}
+	return bodies
 }
 
 // withProof inserts the proof where encode would write it.
