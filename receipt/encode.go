@@ -26,6 +26,33 @@ type objWriter struct {
 	// proofAt is, after appendTo, the offset in its output where a
 	// "proof" member goes (before the comma of the member after it).
 	proofAt int
+	// direct writes each member straight into buf, key and value, for a
+	// body whose members are added in key order (last is the last key;
+	// a member out of order is an error, and the caller writes the body
+	// again the other way).
+	direct bool
+	last   string
+}
+
+// errOrder: a member added out of key order in direct mode.
+var errOrder = errors.New("members out of order")
+
+// begin starts a member: in direct mode it writes its key; otherwise it
+// returns where its value starts in buf.
+func (w *objWriter) begin(key string) int {
+	if !w.direct {
+		return len(w.buf)
+	}
+	if w.last != "" {
+		if key <= w.last {
+			w.err = errOrder
+		}
+		w.buf = append(w.buf, ',')
+	}
+	w.last = key
+	w.buf = canon.AppendString(w.buf, key)
+	w.buf = append(w.buf, ':')
+	return len(w.buf)
 }
 
 type member struct {
@@ -34,7 +61,9 @@ type member struct {
 }
 
 func (w *objWriter) add(key string, start int) {
-	w.ms = append(w.ms, member{key: key, start: start, end: len(w.buf)})
+	if !w.direct {
+		w.ms = append(w.ms, member{key: key, start: start, end: len(w.buf)})
+	}
 }
 
 // str adds a string member; omit leaves out "".
@@ -42,19 +71,19 @@ func (w *objWriter) str(key, v string, omit bool) {
 	if omit && v == "" {
 		return
 	}
-	at := len(w.buf)
+	at := w.begin(key)
 	w.buf = canon.AppendString(w.buf, v)
 	w.add(key, at)
 }
 
 func (w *objWriter) int(key string, v int64) {
-	at := len(w.buf)
+	at := w.begin(key)
 	w.buf = strconv.AppendInt(w.buf, v, 10)
 	w.add(key, at)
 }
 
 func (w *objWriter) bool(key string, v bool) {
-	at := len(w.buf)
+	at := w.begin(key)
 	w.buf = strconv.AppendBool(w.buf, v)
 	w.add(key, at)
 }
@@ -64,7 +93,7 @@ func (w *objWriter) strs(key string, v []string) {
 	if len(v) == 0 {
 		return
 	}
-	at := len(w.buf)
+	at := w.begin(key)
 	w.buf = append(w.buf, '[')
 	for i, s := range v {
 		if i > 0 {
@@ -87,7 +116,7 @@ func (w *objWriter) raw(key string, v json.RawMessage) {
 		w.err = err
 		return
 	}
-	at := len(w.buf)
+	at := w.begin(key)
 	w.buf = append(w.buf, c...)
 	w.add(key, at)
 }
@@ -103,7 +132,7 @@ func (w *objWriter) object(key string, fill func(*objWriter)) {
 	if inner.err != nil {
 		w.err = inner.err
 	}
-	at := len(w.buf)
+	at := w.begin(key)
 	w.buf = inner.appendTo(w.buf)
 	w.add(key, at)
 }
@@ -130,7 +159,7 @@ func (w *objWriter) proof(p *Proof) {
 func compareMembers(a, b member) int { return strings.Compare(a.key, b.key) }
 
 func (w *objWriter) reset() {
-	w.buf, w.ms, w.err, w.proofAt = w.buf[:0], w.ms[:0], nil, 0
+	w.buf, w.ms, w.err, w.proofAt, w.direct, w.last = w.buf[:0], w.ms[:0], nil, 0, false, ""
 }
 
 // appendTo writes the object, members sorted by key.
@@ -188,6 +217,24 @@ type Encoder struct{ w objWriter }
 // cleared), to dst.
 func (e *Encoder) Append(dst []byte, b Body) ([]byte, error) {
 	*b.proof() = nil
+	switch b.(type) {
+	case *DecisionBody, *ExecutionBody:
+		// Their members are added in key order: written straight into
+		// dst, each once.
+		own := e.w.buf
+		e.w.reset()
+		e.w.direct = true
+		start := len(dst)
+		e.w.buf = append(dst, '{')
+		err := e.w.body(b)
+		out := append(e.w.buf, '}')
+		e.w.reset()
+		e.w.buf = own[:0]
+		if err == nil {
+			return out, nil
+		}
+		dst = out[:start]
+	}
 	e.w.reset()
 	if err := e.w.body(b); err != nil {
 		if !errors.Is(err, errNoWriter) {

@@ -82,3 +82,23 @@ func TestWithProof(t *testing.T) {
 		}
 	}
 }
+
+// The Encoder (straight into the batch for decisions and executions)
+// writes what canon.Marshal writes of a body without its proof.
+func TestEncoderAppendIsCanonical(t *testing.T) {
+	var e Encoder
+	prefix := []byte("earlier entries\n")
+	for _, b := range oddBodies() {
+		*b.proof() = nil
+		want, err := canon.Marshal(b)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for range 2 { // the second time with the encoder's buffers reused
+			got, err := e.Append(append([]byte(nil), prefix...), b)
+			if err != nil || string(got) != string(prefix)+string(want) {
+				t.Fatalf("Append:\n got %s\nwant %s%s", got, prefix, want)
+			}
+		}
+	}
+}
