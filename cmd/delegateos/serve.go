@@ -20,7 +20,9 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/delegateos/delegateos/agentcard"
+	"github.com/delegateos/delegateos/audit"
 	"github.com/delegateos/delegateos/dct"
+	"github.com/delegateos/delegateos/identity"
 	"github.com/delegateos/delegateos/policy"
 	"github.com/delegateos/delegateos/proxy"
 	"github.com/delegateos/delegateos/revocation"
@@ -66,6 +68,7 @@ var serveCmd = &command{
 		revsFlag := fs.String("revocations", "", "a revocation list file, looked at on every call (overrides the policy)")
 		spend := fs.String("spend-store", "", "where spend is recorded so it survives restarts (overrides the policy)")
 		asJSON := fs.Bool("json", false, "once listening, print where as JSON on standard output ({\"address\", \"url\"}): for scripts that give --listen a port of 0")
+		witnesses := fs.StringArray("witness", nil, "the did:key of a witness whose cosignatures of the audit log's checkpoints "+audit.CosignaturePath+" keeps (repeatable; without it none are taken)")
 		keyFile := fs.String("key", "", "the server's key file (overrides proxy_key in the policy): it signs the receipts of the audit log, and its did:key is published in the agent card at "+agentcard.Path+" (no card without a key)")
 		for _, x := range serveExtensions {
 			if x.flags != nil {
@@ -77,6 +80,11 @@ var serveCmd = &command{
 			fromEnv, err := flagsFromEnv(fs, os.Getenv, "token")
 			if err != nil {
 				return err
+			}
+			for _, w := range *witnesses {
+				if _, err := identity.PublicKeyFromDID(w); err != nil {
+					return fixf("--witness %s: %v; give the witness's did:key ('delegateos id --key FILE' prints it)", w, err)
+				}
 			}
 			if (len(args) == 0) == (*upstreamURL == "") {
 				return fixf("give the upstream MCP server's command after -- (one process per session), or --upstream-url URL, not both: e.g. delegateos serve --policy policy.yaml -- npx -y @modelcontextprotocol/server-everything")
@@ -289,6 +297,13 @@ var serveCmd = &command{
 				return fixf("--listen %s: %v; give HOST:PORT, e.g. 127.0.0.1:8080", *listen, err)
 			}
 			setup.Server = srv
+			if l, ok := evidence.(*audit.Log); ok {
+				// Witnesses read the latest checkpoint and hand their
+				// cosignatures here (docs/receipts.md, Witnesses).
+				h := srv.Guard(audit.NewWitnessHandler(l, *witnesses))
+				srv.Mux.Handle("GET "+audit.CheckpointPath, h)
+				srv.Mux.Handle("POST "+audit.CosignaturePath, h)
+			}
 			for _, x := range serveExtensions {
 				if x.mount != nil {
 					if err := x.mount(setup); err != nil {

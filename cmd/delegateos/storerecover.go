@@ -180,6 +180,7 @@ func (rb *rebuild) read(path string, trusted []string) error {
 		cost int64
 	}
 	var order []string
+	var unsigned int64
 	decisions := map[string]*decision{}
 	executed := map[string]int64{}
 	f, err = os.Open(path)
@@ -188,6 +189,15 @@ func (rb *rebuild) read(path string, trusted []string) error {
 	}
 	defer f.Close()
 	err = audit.Read(f, func(_ int64, rc *receipt.Receipt) error {
+		// Entries without a proof of their own are signed by the
+		// checkpoint after them: those after the last one are not signed
+		// yet, and anyone who can write the file could have appended
+		// them. Their executions are not believed (one could lower what
+		// a call is charged): their calls are charged what they reserved.
+		unsealed := !rc.Signed() && rc.Position().Seq > rep.LastCheckpoint
+		if unsealed {
+			unsigned++
+		}
 		switch b := rc.Body.(type) {
 		case *receipt.DecisionBody:
 			if b.Decision == receipt.DecisionAllow && len(b.DelegationPath) > 0 {
@@ -197,12 +207,17 @@ func (rb *rebuild) read(path string, trusted []string) error {
 				}
 			}
 		case *receipt.ExecutionBody:
-			executed[b.GateAuditID] = b.CostCommitted
+			if !unsealed {
+				executed[b.GateAuditID] = b.CostCommitted
+			}
 		}
 		return nil
 	})
 	if err != nil {
 		return inputf("the audit log %s: %v", path, err)
+	}
+	if unsigned > 0 {
+		rb.notes = append(rb.notes, fmt.Sprintf("%s: its last %d entries are not signed yet (no checkpoint follows them; its proxy writes one within a second, or when it starts again): their calls are charged what they reserved, whatever their execution receipts say", path, unsigned))
 	}
 	for _, id := range order {
 		d := decisions[id]
