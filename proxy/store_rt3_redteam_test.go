@@ -1,0 +1,191 @@
+//go:build unix && redteam
+
+package proxy_test
+
+// Third red team of issue 19's store history (after wt-store3's fixes of
+// R2-1, R2-2, R2-3, R2-5, R2-6, R2-7): attacks that still get calls
+// forwarded past a budget, or wedge a fleet in store_reset with a remedy
+// that cannot lift it. Each fails on the current code; run with:
+//
+//	go test -tags redteam -count=1 -run TestRedTeam3 ./proxy/
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/mark3labs/mcp-go/client"
+	"github.com/mark3labs/mcp-go/mcp"
+
+	"github.com/delegateos/delegateos/internal/mcptest"
+	"github.com/delegateos/delegateos/proxy"
+)
+
+// R3-1. The index of the identity a machine saw at a store is named by
+// the URL's host and path as written (stateName, budget/identity.go:243):
+// redis://127.0.0.1:P/0, redis://127.0.0.1:P, redis://127.0.0.1:P/ and
+// redis://localhost:P/0 name the same database of the same server, but
+// four indexes. The counts are kept under the store's identity (R2-3's
+// fix), which a FLUSHALL or a restart without persistence takes with it:
+// then only the URL-named index links the machine to the store. The
+// fleet's proxies are stopped, Redis restarts empty, and the proxies are
+// started again, on the same machine and state directory, with the URL
+// spelled another way (the policy edited, a template that drops the
+// default database): the restarted proxy takes the emptied store for a
+// new one and spends the budget again. The README promises that a
+// restarted proxy, keeping its state directory, is one that saw the store.
+func TestRedTeam3SpellingAfterRestartWithoutPersistence(t *testing.T) {
+	for _, c := range []struct{ name, from, to string }{
+		{"default database left out", "/0?", "?"},
+		{"trailing slash", "/0?", "/?"},
+		{"localhost", "127.0.0.1", "localhost"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			f := newFleet(t, 30*fleetCost, 30*fleetCost, 30*fleetCost)
+			p1, s1 := f.start(f.a, "", nil)
+			n, _, _ := rtDrain(t, s1, 10)
+			f.rtSettled()
+			rtStop(t, p1)
+			f.srv.RestartEmpty()
+			pol := f.policy("")
+			spelled := strings.Replace(pol.SpendStore, c.from, c.to, 1)
+			if spelled == pol.SpendStore {
+				t.Fatalf("%s has no %q", pol.SpendStore, c.from)
+			}
+			pol.SpendStore = spelled
+			// Same machine: the same state directory (f.e.Dir/state).
+			p2 := f.e.StartProxy(mcptest.ProxyOptions{Policy: pol, Token: f.a})
+			s2 := p2.Connect(mcptest.SessionOptions{})
+			more, typ, detail := rtDrain(t, s2, 40)
+			total := n + more
+			f.sameAsUpstreams([]*mcptest.Process{p1, p2}, total)
+			if total > 30 || typ != string(proxy.StoreReset) {
+				t.Errorf("%d calls, proxy stopped, Redis restarted without persistence; the proxy restarted on the same machine with the store spelled %s forwarded %d more (%d on 30), then %s: %s; want none, store_reset (the identity this machine saw is gone)", n, spelled, more, total, typ, detail)
+			}
+		})
+	}
+}
+
+// R3-2. A call held for approval reserves its cost first, which raises
+// the root delegation's count of calls ("n"), and the proxy's kept count
+// with it; a declined (or cancelled, or unanswered) approval releases the
+// cost but not the count, and its decision in the audit log is a BLOCK,
+// which store recover does not count (cmd/delegateos/storerecover.go:212
+// counts allowed decisions only). So after a loss, store recover given
+// every proxy's audit log rebuilds fewer calls than the proxy saw, and
+// since R2-6's fix the proxy refuses the tree store_reset, saying to run
+// store recover again with every proxy's log, this proxy's included:
+// which was done, and doing it again changes nothing. The fleet stays
+// refused until the operator, against the message's advice, accepts the
+// loss with store init --reset --root.
+func TestRedTeam3DeclinedApprovalWedgesRecovery(t *testing.T) {
+	f := newFleet(t, 30*fleetCost, 30*fleetCost, 30*fleetCost)
+	logPath := filepath.Join(f.e.Dir, "audit-1.log")
+	pol := f.policy("proxy_key: " + f.e.KeyFile(mcptest.NewKey(t, "p1")) + "\naudit_log: " + logPath + "\n")
+	for i := range pol.Rules {
+		if pol.Rules[i].Match == "echo" {
+			pol.Rules[i].Approval = "required"
+		}
+	}
+	a := &approver{answer: func(req mcp.ElicitationRequest) (*mcp.ElicitationResult, error) {
+		if strings.Contains(req.Params.Message, "decline-me") {
+			return answerWith(mcp.ElicitationResponseActionDecline, nil)
+		}
+		return answerWith(mcp.ElicitationResponseActionAccept, map[string]any{"approve": true})
+	}}
+	p := f.e.StartProxy(mcptest.ProxyOptions{Policy: pol, Token: f.a})
+	s := p.Connect(mcptest.SessionOptions{Legacy: true, ClientOptions: []client.ClientOption{client.WithElicitationHandler(a)}})
+	fwd, _, _ := rtDrain(t, s, 5)
+	for range 3 {
+		if typ, detail := denialData(s.Call(t, "echo", map[string]any{"text": "decline-me"})); typ != string(proxy.ApprovalDeclined) {
+			t.Fatalf("a declined call: %s: %s", typ, detail)
+		}
+	}
+	m, _, _ := rtDrain(t, s, 2)
+	fwd += m
+	f.rtSettled()
+	if u := f.usage()[f.key(1)]; u.Calls != fwd+3 {
+		t.Fatalf("the root delegation counts %d calls, want the %d forwarded and the 3 declined", u.Calls, fwd)
+	}
+	// Its kept counts hold every call.
+	want := fmt.Sprintf(":%d}", fwd+3)
+	mcptest.Eventually(t, "the kept counts to hold "+want, func() bool {
+		b, _ := os.ReadFile(f.seenFiles()[0])
+		return strings.Contains(string(b), want)
+	})
+	if err := f.srv.Client().FlushAll(context.Background()).Err(); err != nil {
+		t.Fatal(err)
+	}
+	// The proxy finds the loss (and records in the store the identity it
+	// saw), then the fleet is stopped for the recovery.
+	if typ, detail := denialData(s.Call(t, "echo", map[string]any{"text": "after the flush"})); typ != string(proxy.StoreReset) {
+		t.Fatalf("after the flush: %s: %s, want store_reset", typ, detail)
+	}
+	rtStop(t, p)
+	recoverAll := func() string {
+		t.Helper()
+		out, errs, code := mcptest.CLI(t, "store", "recover", "--store", f.srv.URL(), "--root", f.e.Root.ID(), "--audit", logPath)
+		if code != 0 {
+			t.Fatalf("store recover with the fleet's only audit log: exit %d, %s%s", code, out, errs)
+		}
+		return out
+	}
+	out := recoverAll()
+	// The same machine's proxy, started again after the recovery.
+	pol.Extra = "proxy_key: " + f.e.KeyFile(mcptest.NewKey(t, "p2")) + "\naudit_log: " + filepath.Join(f.e.Dir, "audit-2.log") + "\n"
+	p2 := f.e.StartProxy(mcptest.ProxyOptions{Policy: pol, Token: f.a})
+	s2 := p2.Connect(mcptest.SessionOptions{Legacy: true, ClientOptions: []client.ClientOption{client.WithElicitationHandler(a)}})
+	typ, detail := denialData(s2.Call(t, "echo", map[string]any{"text": "after the recovery"}))
+	if typ == "" {
+		return // held
+	}
+	// The refusal says to run store recover again with every proxy's log:
+	// the only log is given again, with the new proxy's too.
+	recoverAgain, errs, code := mcptest.CLI(t, "store", "recover", "--store", f.srv.URL(), "--root", f.e.Root.ID(), "--audit", logPath, "--audit", filepath.Join(f.e.Dir, "audit-2.log"))
+	typ2, detail2 := denialData(s2.Call(t, "echo", map[string]any{"text": "after the recovery, run again"}))
+	t.Errorf("%d calls forwarded and 3 declined for approval; FLUSHALL; store recover with the fleet's only audit log (%s): the proxy refuses %s: %s.\nstore recover run again as told (exit %d, %s%s): %s: %s; want the calls forwarded after a recovery from every log", fwd, strings.TrimSpace(out), typ, detail, code, strings.TrimSpace(recoverAgain), errs, typ2, detail2)
+}
+
+// R3-3. R2-6's fix keeps, across a store recover, the counts the
+// proxies saw, so that a rebuild from only some proxies' logs is refused
+// by a proxy whose calls it left out. But a machine keeps its counts
+// under the store's identity (seenPath), and store recover on a store
+// that lost its identity before any proxy noticed (the fleet stopped,
+// Redis restarted without persistence, the operator recovers before
+// starting the fleet again, as the README's fault table has it) gives
+// the store a new identity (nextIdentity, budget/identity.go:1000, keeps
+// the ID only when the store still has one): the restarted proxies
+// adopt it (an operator's newer generation) and look for counts under
+// the new identity, find none, and spend again the calls that the
+// missing log held.
+func TestRedTeam3RecoverBeforeAnyProxyNoticedForgetsCounts(t *testing.T) {
+	f := newFleet(t, 30*fleetCost, 30*fleetCost, 30*fleetCost)
+	log1 := filepath.Join(f.e.Dir, "audit-1.log")
+	log2 := filepath.Join(f.e.Dir, "audit-2.log")
+	machine2 := t.TempDir()
+	extra := func(name, log string) string {
+		return "proxy_key: " + f.e.KeyFile(mcptest.NewKey(t, name)) + "\naudit_log: " + log + "\n"
+	}
+	p1 := f.e.StartProxy(mcptest.ProxyOptions{Policy: f.policy(extra("p1", log1)), Token: f.a})
+	p2 := f.e.StartProxy(mcptest.ProxyOptions{Policy: f.policy(extra("p2", log2)), Token: f.a, Dir: machine2})
+	n1, _, _ := rtDrain(t, p1.Connect(mcptest.SessionOptions{}), 10)
+	n2, _, _ := rtDrain(t, p2.Connect(mcptest.SessionOptions{}), 10)
+	f.rtSettled()
+	rtStop(t, p1)
+	rtStop(t, p2)
+	f.srv.RestartEmpty()
+	if out, errs, code := mcptest.CLI(t, "store", "recover", "--store", f.srv.URL(), "--root", f.e.Root.ID(), "--audit", log1); code != 0 {
+		t.Fatalf("store recover with proxy 1's log: exit %d, %s%s", code, out, errs)
+	}
+	// Machine 2's proxy, started again: it saw the root count n1+n2.
+	p3 := f.e.StartProxy(mcptest.ProxyOptions{Policy: f.policy(extra("p3", filepath.Join(f.e.Dir, "audit-3.log"))), Token: f.a, Dir: machine2})
+	more, typ, detail := rtDrain(t, p3.Connect(mcptest.SessionOptions{}), 40)
+	total := n1 + n2 + more
+	f.sameAsUpstreams([]*mcptest.Process{p1, p2, p3}, total)
+	if total > 30 || typ != string(proxy.StoreReset) {
+		t.Errorf("%d + %d calls on two machines, Redis restarted empty, store recover with machine 1's log only; machine 2's proxy, which saw the root count %d, restarted: forwarded %d more (%d on 30), then %s: %s; want none, store_reset (the rebuild is short of what it saw)", n1, n2, n1+n2, more, total, typ, detail)
+	}
+}
