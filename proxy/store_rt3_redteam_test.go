@@ -25,7 +25,7 @@ import (
 )
 
 // R3-1. The index of the identity a machine saw at a store is named by
-// the URL's host and path as written (stateName, budget/identity.go:243):
+// the URL's host and path as written (stateName, budget/identity.go:267):
 // redis://127.0.0.1:P/0, redis://127.0.0.1:P, redis://127.0.0.1:P/ and
 // redis://localhost:P/0 name the same database of the same server, but
 // four indexes. The counts are kept under the store's identity (R2-3's
@@ -73,7 +73,7 @@ func TestRedTeam3SpellingAfterRestartWithoutPersistence(t *testing.T) {
 // the root delegation's count of calls ("n"), and the proxy's kept count
 // with it; a declined (or cancelled, or unanswered) approval releases the
 // cost but not the count, and its decision in the audit log is a BLOCK,
-// which store recover does not count (cmd/delegateos/storerecover.go:212
+// which store recover does not count (cmd/delegateos/storerecover.go:193
 // counts allowed decisions only). So after a loss, store recover given
 // every proxy's audit log rebuilds fewer calls than the proxy saw, and
 // since R2-6's fix the proxy refuses the tree store_reset, saying to run
@@ -146,7 +146,8 @@ func TestRedTeam3DeclinedApprovalWedgesRecovery(t *testing.T) {
 	// the only log is given again, with the new proxy's too.
 	recoverAgain, errs, code := mcptest.CLI(t, "store", "recover", "--store", f.srv.URL(), "--root", f.e.Root.ID(), "--audit", logPath, "--audit", filepath.Join(f.e.Dir, "audit-2.log"))
 	typ2, detail2 := denialData(s2.Call(t, "echo", map[string]any{"text": "after the recovery, run again"}))
-	t.Errorf("%d calls forwarded and 3 declined for approval; FLUSHALL; store recover with the fleet's only audit log (%s): the proxy refuses %s: %s.\nstore recover run again as told (exit %d, %s%s): %s: %s; want the calls forwarded after a recovery from every log", fwd, strings.TrimSpace(out), typ, detail, code, strings.TrimSpace(recoverAgain), errs, typ2, detail2)
+	first := func(s string) string { l, _, _ := strings.Cut(s, "\n"); return l }
+	t.Errorf("%d calls forwarded and 3 declined for approval; FLUSHALL; store recover with the fleet's only audit log (%s): the proxy refuses %s: %s.\nstore recover run again as told (exit %d, %s%s): %s: %s; want the calls forwarded after a recovery from every log", fwd, first(out), typ, detail, code, first(recoverAgain), errs, typ2, detail2)
 }
 
 // R3-3. R2-6's fix keeps, across a store recover, the counts the
@@ -156,7 +157,7 @@ func TestRedTeam3DeclinedApprovalWedgesRecovery(t *testing.T) {
 // that lost its identity before any proxy noticed (the fleet stopped,
 // Redis restarted without persistence, the operator recovers before
 // starting the fleet again, as the README's fault table has it) gives
-// the store a new identity (nextIdentity, budget/identity.go:1000, keeps
+// the store a new identity (nextIdentity, budget/identity.go:1083, keeps
 // the ID only when the store still has one): the restarted proxies
 // adopt it (an operator's newer generation) and look for counts under
 // the new identity, find none, and spend again the calls that the
@@ -187,5 +188,51 @@ func TestRedTeam3RecoverBeforeAnyProxyNoticedForgetsCounts(t *testing.T) {
 	f.sameAsUpstreams([]*mcptest.Process{p1, p2, p3}, total)
 	if total > 30 || typ != string(proxy.StoreReset) {
 		t.Errorf("%d + %d calls on two machines, Redis restarted empty, store recover with machine 1's log only; machine 2's proxy, which saw the root count %d, restarted: forwarded %d more (%d on 30), then %s: %s; want none, store_reset (the rebuild is short of what it saw)", n1, n2, n1+n2, more, total, typ, detail)
+	}
+}
+
+// R3-4. The state directory's index of the identity a machine saw at a
+// store's URL (redis-HASH.json) cut short or corrupted: the proxy rightly
+// refuses to start (knownIdentity, budget/identity.go:307), but the
+// refusal names no remedy for the file, and the proxy command appends
+// to every error of budget.Open "start Redis there or fix the URL"
+// (cmd/delegateos/gatesetup.go:117): Redis runs and the URL is right;
+// and "fixing" the URL by spelling it another way does start the proxy,
+// without the index (R3-1). The counts file's refusals say what to do
+// ("restore the file, or remove it and accept the loss with delegateos
+// store init --reset") and get the same wrong advice appended.
+func TestRedTeam3CorruptIndexNamesNoRemedy(t *testing.T) {
+	f := newFleet(t, 30*fleetCost, 30*fleetCost, 30*fleetCost)
+	p1, s1 := f.start(f.a, "", nil)
+	rtDrain(t, s1, 5)
+	f.rtSettled()
+	rtStop(t, p1)
+	idx, err := filepath.Glob(filepath.Join(f.e.Dir, "state", "redis-*.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var cut []string
+	for _, p := range idx {
+		if strings.HasSuffix(p, ".seen.json") || strings.HasSuffix(p, ".ended.json") {
+			continue
+		}
+		if err := os.WriteFile(p, []byte(`{"id":`), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		cut = append(cut, p)
+	}
+	if len(cut) == 0 {
+		t.Fatalf("no index of the store's identity in the state directory: %v", idx)
+	}
+	p2 := f.e.StartProxy(mcptest.ProxyOptions{Policy: f.policy(""), Token: f.a, LogToStderr: true, WantExit: func(code int) bool { return code == 2 }})
+	if !p2.WaitExit(mcptest.WaitTimeout) {
+		t.Fatal("the proxy started on a cut index of the store's identity")
+	}
+	msg := p2.Stderr.String()
+	if !strings.Contains(msg, "not a store identity") {
+		t.Fatalf("the refusal does not name the index: %s", msg)
+	}
+	if strings.Contains(msg, "start Redis there or fix the URL") || (!strings.Contains(msg, "restore") && !strings.Contains(msg, "remove")) {
+		t.Errorf("a cut index of the store's identity (%s): the proxy refuses to start saying %q: nothing to do about the file, and a remedy for a Redis that is down or a wrong URL, neither of which is the case", cut[0], strings.TrimSpace(msg))
 	}
 }
