@@ -243,7 +243,7 @@ func TestRedTeam3CorruptIndexNamesNoRemedy(t *testing.T) {
 // machine's included, refuses: the README's "from then on every proxy
 // refuses store_reset" (checked). Fleet 1's operator, on a shared Redis,
 // runs store init --reset --root ROOT1, which the README says "accepts
-// the loss of those roots' trees only". writeIdentity (budget/identity.go:1119) rewrites
+// the loss of those roots' trees only". writeIdentity (budget/identity.go:1121) rewrites
 // delegateos:store without its "reset": the store-wide mark, the only
 // record that fleet 2's tree (whose stamp the flush took) lost data too,
 // is gone. A proxy of fleet 2 on a new machine then takes its tree for a
