@@ -287,3 +287,46 @@ func TestRedTeam3OneRootsInitLiftsTheStoreWideReset(t *testing.T) {
 		t.Errorf("fleet 2 spent %d of 30, Redis flushed, fleet 1's proxy found it (store-wide reset), fleet 1's operator ran store init --reset --root %s; a new machine's proxy of fleet 2 forwarded %d more (%d on 30), then %s: %s; want store_reset (nobody accepted fleet 2's loss)", n2, root1, more, total, typ, detail)
 	}
 }
+
+// R3-6. A proxy whose tree's stamp names another identity than its own
+// (reserveScript's {8}) calls resetStore (budget/redis.go:455), which
+// marks the tree's stamp reset (budget/identity.go:954, HSETNX) before it
+// reads the store's identity and finds that an operator has acted since
+// (markResetScript returns 0, refresh adopts). A proxy that ran through
+// a change of the store's identity does exactly that at its first call
+// after the operator's store init --reset: the tree the operator had
+// just lifted is refused again, store_reset, in every proxy, including
+// those that were forwarding. Here only delegateos:store is deleted, a
+// new machine's proxy gives the store a new identity and marks it reset,
+// both proxies refuse (right), store init --reset lifts it: the new
+// proxy forwards, then the old one's first call marks the tree again.
+// (resetTree reads the identity first, storeChanged; resetStore does
+// not.) The operator must run store init --reset once more per proxy
+// that was on the old identity.
+func TestRedTeam3OldIdentityProxyMarksALiftedTree(t *testing.T) {
+	f := newFleet(t, 30*fleetCost, 30*fleetCost, 30*fleetCost)
+	_, s1 := f.start(f.a, "", nil)
+	rtDrain(t, s1, 5)
+	f.rtSettled()
+	if err := f.srv.Client().Del(context.Background(), "delegateos:store").Err(); err != nil {
+		t.Fatal(err)
+	}
+	p2 := f.e.StartProxy(mcptest.ProxyOptions{Policy: f.policy(""), Token: f.a, Dir: t.TempDir()})
+	s2 := p2.Connect(mcptest.SessionOptions{})
+	for i, s := range []*mcptest.Session{s2, s1} {
+		if typ, detail := denialData(s.Call(t, "echo", map[string]any{"text": "identity gone"})); typ != string(proxy.StoreReset) {
+			t.Fatalf("proxy %d after delegateos:store was deleted: %s: %s; want store_reset", 2-i, typ, detail)
+		}
+	}
+	if out, errs, code := mcptest.CLI(t, "store", "init", "--store", f.srv.URL(), "--reset"); code != 0 {
+		t.Fatalf("store init --reset: %d %s %s", code, out, errs)
+	}
+	if typ, detail := denialData(s2.Call(t, "echo", map[string]any{"text": "new machine after init --reset"})); typ != "" {
+		t.Fatalf("the new machine's proxy after store init --reset: %s: %s; want it forwarded", typ, detail)
+	}
+	typ1, detail1 := denialData(s1.Call(t, "echo", map[string]any{"text": "old proxy after init --reset"}))
+	typ2, detail2 := denialData(s2.Call(t, "echo", map[string]any{"text": "new machine, again"}))
+	if typ1 != "" || typ2 != "" {
+		t.Errorf("after store init --reset lifted the loss (the new machine's proxy forwarded): the old proxy's call: %s: %s; then the new machine's proxy: %s: %s; want both forwarded", typ1, detail1, typ2, detail2)
+	}
+}
