@@ -330,3 +330,35 @@ func TestRedTeam3OldIdentityProxyMarksALiftedTree(t *testing.T) {
 		t.Errorf("after store init --reset lifted the loss (the new machine's proxy forwarded): the old proxy's call: %s: %s; then the new machine's proxy: %s: %s; want both forwarded", typ1, detail1, typ2, detail2)
 	}
 }
+
+// R3-3, with no partial log: two fleets share a Redis; both stopped (or
+// idle), Redis restarts empty, and fleet 1's operator accepts the loss of
+// fleet 1's tree only (store init --reset --root ROOT1) before any proxy
+// noticed. The store gets a new identity (nextIdentity), so fleet 2's
+// proxy restarted on the machine that saw fleet 2's tree finds no counts
+// under it and takes the tree for a new one: fleet 2's budget is spent
+// again though nobody accepted its loss.
+func TestRedTeam3InitRootBeforeAnyProxyNoticedForgetsOtherFleet(t *testing.T) {
+	f1 := newFleet(t, 30*fleetCost, 30*fleetCost, 30*fleetCost)
+	f2 := newFleet(t, 30*fleetCost, 30*fleetCost, 30*fleetCost)
+	f2.srv, f2.url = f1.srv, f1.url
+	p1, s1 := f1.start(f1.a, "", nil)
+	p2, s2 := f2.start(f2.a, "", nil)
+	rtDrain(t, s1, 5)
+	n2, _, _ := rtDrain(t, s2, 10)
+	f1.rtSettled()
+	f2.rtSettled()
+	rtStop(t, p1)
+	rtStop(t, p2)
+	f1.srv.RestartEmpty()
+	if out, errs, code := mcptest.CLI(t, "store", "init", "--store", f1.srv.URL(), "--reset", "--root", f1.e.Root.ID()); code != 0 {
+		t.Fatalf("store init --reset --root ROOT1: %d %s %s", code, out, errs)
+	}
+	p3, s3 := f2.start(f2.a, "", nil) // fleet 2's machine (its state directory)
+	more, typ, detail := rtDrain(t, s3, 40)
+	total := n2 + more
+	f2.sameAsUpstreams([]*mcptest.Process{p2, p3}, total)
+	if total > 30 || typ != string(proxy.StoreReset) {
+		t.Errorf("fleet 2 spent %d of 30; Redis restarted empty; fleet 1's operator ran store init --reset --root ROOT1; fleet 2's proxy restarted on its machine forwarded %d more (%d on 30), then %s: %s; want store_reset (nobody accepted fleet 2's loss, and its machine saw the tree)", n2, more, total, typ, detail)
+	}
+}
