@@ -147,6 +147,13 @@ func TestRedTeam3DeclinedApprovalWedgesRecovery(t *testing.T) {
 	recoverAgain, errs, code := mcptest.CLI(t, "store", "recover", "--store", f.srv.URL(), "--root", f.e.Root.ID(), "--audit", logPath, "--audit", filepath.Join(f.e.Dir, "audit-2.log"))
 	typ2, detail2 := denialData(s2.Call(t, "echo", map[string]any{"text": "after the recovery, run again"}))
 	first := func(s string) string { l, _, _ := strings.Cut(s, "\n"); return l }
+	// What does lift it: accepting the loss, which the message does not
+	// advise after a recovery from every log.
+	if out, errs, code := mcptest.CLI(t, "store", "init", "--store", f.srv.URL(), "--reset", "--root", f.e.Root.ID()); code != 0 {
+		t.Logf("store init --reset --root: %d %s %s", code, out, errs)
+	}
+	typ3, detail3 := denialData(s2.Call(t, "echo", map[string]any{"text": "after init --reset --root"}))
+	t.Logf("after store init --reset --root (accepting the loss): %q %s", typ3, detail3)
 	t.Errorf("%d calls forwarded and 3 declined for approval; FLUSHALL; store recover with the fleet's only audit log (%s): the proxy refuses %s: %s.\nstore recover run again as told (exit %d, %s%s): %s: %s; want the calls forwarded after a recovery from every log", fwd, first(out), typ, detail, code, first(recoverAgain), errs, typ2, detail2)
 }
 
@@ -328,6 +335,14 @@ func TestRedTeam3OldIdentityProxyMarksALiftedTree(t *testing.T) {
 	typ2, detail2 := denialData(s2.Call(t, "echo", map[string]any{"text": "new machine, again"}))
 	if typ1 != "" || typ2 != "" {
 		t.Errorf("after store init --reset lifted the loss (the new machine's proxy forwarded): the old proxy's call: %s: %s; then the new machine's proxy: %s: %s; want both forwarded", typ1, detail1, typ2, detail2)
+		// A second store init --reset (the old proxy adopted the new
+		// identity when it marked the tree) lifts it.
+		if out, errs, code := mcptest.CLI(t, "store", "init", "--store", f.srv.URL(), "--reset"); code != 0 {
+			t.Fatalf("store init --reset again: %d %s %s", code, out, errs)
+		}
+		typ1, _ = denialData(s1.Call(t, "echo", map[string]any{"text": "old proxy after a second init --reset"}))
+		typ2, _ = denialData(s2.Call(t, "echo", map[string]any{"text": "new machine after a second init --reset"}))
+		t.Logf("after a second store init --reset: old proxy %q, new machine's proxy %q", typ1, typ2)
 	}
 }
 
