@@ -377,3 +377,35 @@ func TestRedTeam3InitRootBeforeAnyProxyNoticedForgetsOtherFleet(t *testing.T) {
 		t.Errorf("fleet 2 spent %d of 30; Redis restarted empty; fleet 1's operator ran store init --reset --root ROOT1; fleet 2's proxy restarted on its machine forwarded %d more (%d on 30), then %s: %s; want store_reset (nobody accepted fleet 2's loss, and its machine saw the tree)", n2, more, total, typ, detail)
 	}
 }
+
+// R3-7. store init --reset --root with a root that names no delegation
+// tree of the store (a typo, another fleet's root, the did:key of the
+// wrong key): it exits 0 printing the new identity and generation, as
+// for a root it lifted, and the tree that lost data stays refused. The
+// operator who ran the command the refusal named, with the wrong root,
+// is told it worked. InitStore (budget/identity.go, restamp) lifts the
+// trees whose stamps match and says nothing of roots that matched none.
+func TestRedTeam3InitResetUnknownRootSucceedsSilently(t *testing.T) {
+	f := newFleet(t, 30*fleetCost, 30*fleetCost, 30*fleetCost)
+	_, s := f.start(f.a, "", nil)
+	rtDrain(t, s, 5)
+	f.rtSettled()
+	ctx := context.Background()
+	c := f.srv.Client()
+	keys, err := c.Keys(ctx, "delegateos:spend:{"+f.e.Root.ID()+"}:*").Result()
+	if err != nil || len(keys) == 0 {
+		t.Fatalf("the tree's spend keys: %v %v", keys, err)
+	}
+	if err := c.Del(ctx, keys...).Err(); err != nil {
+		t.Fatal(err)
+	}
+	if typ, detail := denialData(s.Call(t, "echo", map[string]any{"text": "after the DEL"})); typ != string(proxy.StoreReset) {
+		t.Fatalf("after the DEL: %s: %s; want store_reset", typ, detail)
+	}
+	other := mcptest.NewKey(t, "not-a-root")
+	out, errs, code := mcptest.CLI(t, "store", "init", "--store", f.srv.URL(), "--reset", "--root", other.ID())
+	typ, detail := denialData(s.Call(t, "echo", map[string]any{"text": "after init --reset --root OTHER"}))
+	if code == 0 && typ == string(proxy.StoreReset) {
+		t.Errorf("store init --reset --root %s (a root with no tree in the store) exited 0 saying %q%s, and the tree that lost data is still refused %s: %s; want it refused (or warned) that the root names no tree, and the trees still lost named", other.ID(), strings.TrimSpace(out), errs, typ, detail)
+	}
+}
