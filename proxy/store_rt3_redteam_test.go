@@ -383,7 +383,7 @@ func TestRedTeam3InitRootBeforeAnyProxyNoticedForgetsOtherFleet(t *testing.T) {
 // wrong key): it exits 0 printing the new identity and generation, as
 // for a root it lifted, and the tree that lost data stays refused. The
 // operator who ran the command the refusal named, with the wrong root,
-// is told it worked. InitStore (budget/identity.go, restamp) lifts the
+// is told it worked. InitStore (budget/identity.go:1051, restamp) lifts the
 // trees whose stamps match and says nothing of roots that matched none.
 func TestRedTeam3InitResetUnknownRootSucceedsSilently(t *testing.T) {
 	f := newFleet(t, 30*fleetCost, 30*fleetCost, 30*fleetCost)
