@@ -493,3 +493,31 @@ func TestRedTeam3CountsOfTheLastSecondNeverWritten(t *testing.T) {
 		t.Errorf("%d + %d calls alternating on two machines, the loss found right after (proxy 1 first), both proxies stopped cleanly; store recover with machine 2's log only; machine 1's proxy, which saw the root count %d at its last call, restarted: forwarded %d more (%d on 30), then %s: %s; want none, store_reset", n1, n2, n1+n2-1, more, total, typ, detail)
 	}
 }
+
+// R3-6 through store recover: a running proxy, idle while Redis is
+// flushed; the operator recovers at once with the proxy's (the fleet's
+// only) audit log. The store had no identity left, so the recovery gives
+// it a new one (R3-3); the proxy's next call finds its tree's stamp under
+// another identity ({8}), and resetStore marks the tree the recovery had
+// just rebuilt before it adopts the recovery's generation: a full
+// recovery from every log, refused.
+func TestRedTeam3RunningProxyMarksARecoveredTree(t *testing.T) {
+	f := newFleet(t, 30*fleetCost, 30*fleetCost, 30*fleetCost)
+	log1 := filepath.Join(f.e.Dir, "audit-1.log")
+	p1 := f.e.StartProxy(mcptest.ProxyOptions{Policy: f.policy("proxy_key: " + f.e.KeyFile(mcptest.NewKey(t, "p1")) + "\naudit_log: " + log1 + "\n"), Token: f.a})
+	s1 := p1.Connect(mcptest.SessionOptions{})
+	n, _, _ := rtDrain(t, s1, 10)
+	f.rtSettled()
+	if err := f.srv.Client().FlushAll(context.Background()).Err(); err != nil {
+		t.Fatal(err)
+	}
+	if out, errs, code := mcptest.CLI(t, "store", "recover", "--store", f.srv.URL(), "--root", f.e.Root.ID(), "--audit", log1); code != 0 {
+		t.Fatalf("store recover with the fleet's only log: exit %d, %s%s", code, out, errs)
+	}
+	more, typ, detail := rtDrain(t, s1, 40)
+	total := n + more
+	f.sameAsUpstreams([]*mcptest.Process{p1}, total)
+	if total != 30 {
+		t.Errorf("%d calls, FLUSHALL, store recover with the fleet's only audit log: the running proxy forwarded %d more (%d on 30), then %s: %s; want exactly the 20 left", n, more, total, typ, detail)
+	}
+}
