@@ -62,7 +62,7 @@ var root = &command{
 		{name: "policy", summary: "check policy files and write starter policies for an MCP server",
 			subs: []*command{policyCheckCmd, policyInitCmd}},
 		{name: "contract", summary: "create and verify signed task contracts",
-			subs: []*command{contractCreateCmd, contractVerifyCmd}},
+			subs: []*command{contractCreateCmd, contractVerifyCmd, contractDecomposeCmd}},
 		verifyOutputCmd,
 		{name: "attest", summary: "sign and verify attestations of delegated work",
 			subs: []*command{attestCreateCmd, attestVerifyCmd}},
