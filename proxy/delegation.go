@@ -54,6 +54,11 @@ type Delegations struct {
 	Revocations    interface{ Reload() error }
 	// Trust, when set, is asked whether a delegate may be given work.
 	Trust func(delegatee string, now time.Time) (ok bool, reason string, err error)
+	// Plans, when set, holds the decomposition plans of the workspace:
+	// calls and completions under a sub-task wait for its dependencies
+	// (Pending), and a delegation a plan splits completes only with its
+	// sub-tasks' completions.
+	Plans *contract.PlanDir
 	// Now is the clock; nil means time.Now.
 	Now func() time.Time
 
@@ -439,6 +444,13 @@ func (d *Delegations) CompleteIn(ctx context.Context, params json.RawMessage, bo
 		// Only the delegator's own contract says what this work owed.
 		return CompleteResult{}, invalidParams("contract %s was not issued by %s, who delegated %s: send delegateos/delegate with the delegator's contract first", c.ID, del.From, del.ID)
 	}
+	if why := d.pendingFor(del); why != "" {
+		return CompleteResult{}, invalidParams("%s: %s", DependencyPending, why)
+	}
+	failedChildren, err := d.splitBy(del, a.ChildAttestations)
+	if err != nil {
+		return CompleteResult{}, err
+	}
 	if err := d.begin(del.Key); err != nil {
 		return CompleteResult{}, err
 	}
@@ -476,6 +488,11 @@ func (d *Delegations) CompleteIn(ctx context.Context, params json.RawMessage, bo
 				res.Problems = append(res.Problems, fmt.Sprintf("cost: the attestation reports %d microcents but the proxy recorded %d spent under this delegation", a.Result.CostMicrocents, spent))
 			}
 		}
+	}
+	if len(failedChildren) > 0 {
+		// A failed sub-task fails the task it was split from.
+		res.Verified = false
+		res.Problems = append(res.Problems, failedChildren...)
 	}
 	passed := res.Verified && a.Result.Success
 	now := d.now()

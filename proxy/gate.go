@@ -32,6 +32,10 @@ type Gate struct {
 	// link's Key: anyone may give a delegation of her own another's ID,
 	// but not its key (Delegations.Ended).
 	Ended func(link dct.ChainLink) (status string, ended bool)
+	// Pending, when set, says why calls under a verified chain must wait
+	// ("" when they need not): a sub-task of a decomposition plan waits
+	// for the sub-tasks it depends on to complete (Delegations.Pending).
+	Pending func(scope *dct.AuthorizedScope) string
 	// HonourUpstreamCost reserves each call's MaxCost rather than its Cost,
 	// because the upstream may report what the call cost (up to that).
 	HonourUpstreamCost bool
@@ -314,6 +318,11 @@ func (g *Gate) decideAt(req *CallRequest, start time.Time) (d Decision) {
 				t, detail := endedDenial(l.DelegationID, status)
 				return deny(t, scope.Capabilities, "%s", detail)
 			}
+		}
+	}
+	if g.Pending != nil {
+		if why := g.Pending(scope); why != "" {
+			return deny(DependencyPending, scope.Capabilities, "%s", why)
 		}
 	}
 	if den := g.eachTarget(req, call, mapErr, scope, false); den != nil {

@@ -1,0 +1,191 @@
+//go:build unix
+
+package proxy_test
+
+import (
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/delegateos/delegateos/attest"
+	"github.com/delegateos/delegateos/contract"
+	"github.com/delegateos/delegateos/dct"
+	"github.com/delegateos/delegateos/identity"
+	"github.com/delegateos/delegateos/internal/mcptest"
+	"github.com/delegateos/delegateos/proxy"
+)
+
+// planRun is a parent task (contract and token from the root to the
+// agent) that the agent split with `delegateos contract decompose` into
+// fetch → summarize for B, and a proxy with the workspace the plan is
+// recorded in.
+type planRun struct {
+	*delegationRun
+	parent *contract.TaskContract
+	plan   *contract.Plan
+	out    string
+}
+
+const planE2E = `strategy: sequential
+subTasks:
+  - id: fetch
+    title: Fetch the notes
+    capabilities: [{namespace: docs, action: read, resource: /project/sub/**}]
+    budgetMicrocents: 3000
+  - id: summarize
+    title: Summarize them
+    capabilities: [{namespace: docs, action: read, resource: /project/**}]
+    budgetMicrocents: 3000
+`
+
+func newPlanRun(t *testing.T, planYAML string, budget int64) *planRun {
+	t.Helper()
+	e := mcptest.NewEnv(t)
+	r := &planRun{delegationRun: &delegationRun{t: t, e: e, b: mcptest.NewKey(t, "b"), ws: filepath.Join(e.Dir, "workspace"), revs: filepath.Join(e.Dir, "revocations.json")}}
+	mcptest.WriteFile(t, r.revs, "[]\n")
+	var err error
+	r.parent, err = contract.Create(e.Root, contract.CreateParams{ID: "ct_e2e0000000aa", Title: "Report on the project",
+		OutputSchema: json.RawMessage(`{"type":"object"}`), Verification: json.RawMessage(`{"method":"schema_match","schema":{"type":"object"}}`),
+		MaxBudgetMicrocents: budget, Deadline: time.Now().Add(time.Hour), MaxChainDepth: 2, RequiredCapabilities: []string{"docs:read"}}, time.Now())
+	if err != nil {
+		t.Fatal(err)
+	}
+	r.aTok = e.Mint(func(p *dct.CreateParams) { p.ContractID = r.parent.ID; p.MaxBudgetMicrocents = budget }, "docs:read:/project/**")
+	cb, _ := json.Marshal(r.parent)
+	mcptest.WriteFile(t, filepath.Join(e.Dir, "parent.json"), string(cb))
+	mcptest.WriteFile(t, filepath.Join(e.Dir, "a.tok"), r.aTok.String())
+	mcptest.WriteFile(t, filepath.Join(e.Dir, "plan.yaml"), planYAML)
+	r.out = filepath.Join(e.Dir, "out")
+	r.cli("contract", "decompose", "--contract", filepath.Join(e.Dir, "parent.json"), "--token", "@"+filepath.Join(e.Dir, "a.tok"),
+		"--plan", filepath.Join(e.Dir, "plan.yaml"), "--key", e.KeyFile(e.Agent), "--assignee", r.b.ID(), "--workspace", r.ws, "--out", r.out)
+	pb, err := os.ReadFile(filepath.Join(r.out, "plan.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.plan, err = contract.ParsePlan(pb); err != nil {
+		t.Fatalf("decompose wrote a plan that does not parse: %v", err)
+	}
+	pol := e.Policy(mcptest.Rule{Match: "read_file", Namespace: "docs", Action: "read", Arg: "/path", Cost: 100})
+	pol.Rules = pol.Rules[1:]
+	pol.RevocationList = r.revs
+	pol.Extra = "workspace: " + strconv.Quote(r.ws) + "\n"
+	r.p = e.StartProxy(mcptest.ProxyOptions{Policy: pol})
+	r.s = r.p.Connect(mcptest.SessionOptions{})
+	return r
+}
+
+// sub returns a sub-task's contract and token as decompose wrote them.
+func (r *planRun) sub(id string) (*contract.TaskContract, *dct.Token) {
+	t := r.t
+	t.Helper()
+	cb, err := os.ReadFile(filepath.Join(r.out, id+".contract.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := contract.Parse(cb)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tb, err := os.ReadFile(filepath.Join(r.out, id+".token"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	tok, err := dct.Parse(strings.TrimSpace(string(tb)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c, tok
+}
+
+// completeAs sends delegateos/complete for a delegation with an
+// attestation signed by key, and returns the raw response.
+func (r *planRun) completeWith(key *identity.Keypair, c *contract.TaskContract, tok *dct.Token, cost int64, children ...string) (*attest.Attestation, string, *proxy.CompleteResult) {
+	t := r.t
+	t.Helper()
+	keys := tok.DelegationKeys()
+	a, err := attest.Create(key, attest.CreateParams{ContractID: c.ID, DelegationID: planDelegation(tok), DelegationKey: keys[len(keys)-1], Success: true,
+		Output: json.RawMessage(`{"summary":"done"}`), CostMicrocents: cost, DurationMs: 10, Children: children}, time.Now())
+	if err != nil {
+		t.Fatal(err)
+	}
+	ab, _ := json.Marshal(a)
+	resp := r.request(proxy.MethodComplete, proxy.CompleteParams{DelegationID: planDelegation(tok), Attestation: ab})
+	if resp.Error != nil {
+		return a, resp.Error.Message, nil
+	}
+	res := decodeResult[proxy.CompleteResult](t, resp)
+	return a, "", &res
+}
+
+func planDelegation(tok *dct.Token) string {
+	u := tok.Unverified()
+	if n := len(u.Attenuations); n > 0 {
+		return u.Attenuations[n-1].DelegationID
+	}
+	return u.Authority.DelegationID
+}
+
+// The plan is enforced through the real proxy: summarize's token is
+// refused (dependency_pending, naming fetch) for calls and for its
+// completion until fetch has a verified completion, and allowed after; a
+// completion signed by another key than the assignee's completes nothing;
+// the parent completes only once its sub-tasks have, citing their
+// attestations.
+func TestDecompositionEnforcedThroughProxy(t *testing.T) {
+	r := newPlanRun(t, planE2E, 10000)
+	fetchC, fetchTok := r.sub("fetch")
+	sumC, sumTok := r.sub("summarize")
+	if res := r.delegate(r.parent, r.aTok, dct.RootParentDelegationID); !res.Accepted {
+		t.Fatalf("delegate parent: %+v", res)
+	}
+	for _, s := range []struct {
+		c   *contract.TaskContract
+		tok *dct.Token
+	}{{fetchC, fetchTok}, {sumC, sumTok}} {
+		if res := r.delegate(s.c, s.tok, planDelegation(r.aTok)); !res.Accepted {
+			t.Fatalf("delegate %s: %+v", s.c.ID, res)
+		}
+	}
+	args := map[string]any{"path": "/project/secret.md"}
+	waits := `sub-task "summarize" (delegation ` + planDelegation(sumTok) + `) of plan ` + r.plan.ID + ` waits for "fetch" (delegation ` + planDelegation(fetchTok) + `: active) to complete`
+	got := r.s.CallAs(t, sumTok.String(), "read_file", args)
+	if got.RPC == nil || got.RPC.Code != proxy.DenialCode || !strings.Contains(got.RPC.Message, "dependency_pending — "+waits) {
+		t.Fatalf("a call under summarize before fetch completed: %+v", got)
+	}
+	// Another way in: completing summarize before fetch.
+	if _, msg, _ := r.completeWith(r.b, sumC, sumTok, 0); !strings.Contains(msg, "dependency_pending: "+waits) {
+		t.Fatalf("summarize completed before fetch: %q", msg)
+	}
+	// The parent cannot be completed before its sub-tasks.
+	if _, msg, _ := r.completeWith(r.e.Agent, r.parent, r.aTok, 0); !strings.Contains(msg, `sub-task "fetch" (delegation `+planDelegation(fetchTok)+`) has not ended (active)`) {
+		t.Fatalf("the parent completed before its sub-tasks: %q", msg)
+	}
+	r.s.CallAs(t, fetchTok.String(), "read_file", map[string]any{"path": "/project/sub/notes.md"}).OK(t, "a call under fetch")
+	// A completion of fetch signed by another key than B's is refused.
+	if _, msg, _ := r.completeWith(r.e.Agent, fetchC, fetchTok, 100); !strings.Contains(msg, "not by the delegatee") {
+		t.Fatalf("fetch completed by the wrong key: %q", msg)
+	}
+	if got := r.s.CallAs(t, sumTok.String(), "read_file", args); got.RPC == nil || !strings.Contains(got.RPC.Message, "dependency_pending") {
+		t.Fatalf("the wrong key's completion lifted the wait: %+v", got)
+	}
+	fetchAtt, msg, res := r.completeWith(r.b, fetchC, fetchTok, 100)
+	if res == nil || res.Status != "completed" {
+		t.Fatalf("complete fetch: %q %+v", msg, res)
+	}
+	r.s.CallAs(t, sumTok.String(), "read_file", args).OK(t, "a call under summarize after fetch completed")
+	sumAtt, msg, res := r.completeWith(r.b, sumC, sumTok, 100)
+	if res == nil || res.Status != "completed" {
+		t.Fatalf("complete summarize: %q %+v", msg, res)
+	}
+	// The parent's attestation must cite its sub-tasks' attestations.
+	if _, msg, _ := r.completeWith(r.e.Agent, r.parent, r.aTok, 200, fetchAtt.ID); !strings.Contains(msg, `must cite sub-task "summarize"'s attestation `+sumAtt.ID) {
+		t.Fatalf("the parent completed without citing summarize: %q", msg)
+	}
+	if _, msg, res := r.completeWith(r.e.Agent, r.parent, r.aTok, 200, fetchAtt.ID, sumAtt.ID); res == nil || res.Status != "completed" {
+		t.Fatalf("complete the parent: %q %+v", msg, res)
+	}
+}

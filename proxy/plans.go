@@ -1,0 +1,168 @@
+package proxy
+
+import (
+	"errors"
+	"fmt"
+	"io/fs"
+	"strings"
+
+	"github.com/delegateos/delegateos/chain"
+	"github.com/delegateos/delegateos/contract"
+	"github.com/delegateos/delegateos/dct"
+)
+
+// DependencyPending is the denial of a call under a sub-task of a
+// decomposition plan before every sub-task it depends on has a verified
+// completion (or when the plan naming it cannot be trusted).
+const DependencyPending dct.DenialType = "dependency_pending"
+
+// planOf returns the plans that bind the delegation at link i of a
+// verified chain as one of their sub-tasks: those whose issuer signed its
+// block (the delegatee of the link before) and whose parent is that link.
+// A plan naming a delegation its issuer did not make binds nothing.
+func planOf(plans *contract.PlanDir, links []dct.ChainLink, i int) ([]contract.PlanRef, error) {
+	if i == 0 {
+		return nil, nil
+	}
+	refs, err := plans.SubTaskOf(links[i].Key)
+	if err != nil {
+		return nil, err
+	}
+	out := refs[:0]
+	for _, r := range refs {
+		if links[i-1].Key == r.Plan.ParentDelegationKey && links[i-1].Delegatee == r.Plan.Issuer {
+			out = append(out, r)
+		}
+	}
+	return out, nil
+}
+
+// Pending says why calls under a verified chain must wait: some
+// delegation of the chain is a sub-task of a recorded plan, and a sub-task
+// it depends on is not recorded completed (a verified attestation whose
+// verdict passed, delegateos/complete). A plan file naming a delegation of
+// the chain that does not verify, or plans that cannot be read, refuse too.
+// "" means nothing is pending.
+func (d *Delegations) Pending(scope *dct.AuthorizedScope) string {
+	if d.Plans == nil {
+		return ""
+	}
+	for i, l := range scope.Chain {
+		why, err := d.Plans.Tampered(l.Key)
+		if err != nil {
+			return fmt.Sprintf("the decomposition plans cannot be read (%v), so whether delegation %s may start is unknown", err, l.DelegationID)
+		}
+		if why != "" {
+			return fmt.Sprintf("delegation %s is named by a %s; it stays refused until the plan is restored", l.DelegationID, why)
+		}
+		refs, err := planOf(d.Plans, scope.Chain, i)
+		if err != nil {
+			return fmt.Sprintf("the decomposition plans cannot be read (%v), so whether delegation %s may start is unknown", err, l.DelegationID)
+		}
+		for _, r := range refs {
+			if waits := d.waitsFor(r); len(waits) > 0 {
+				return fmt.Sprintf("sub-task %q (delegation %s) of plan %s waits for %s to complete", r.SubTask.ID, l.DelegationID, r.Plan.ID, strings.Join(waits, " and "))
+			}
+		}
+	}
+	return ""
+}
+
+// waitsFor lists the dependencies of a sub-task without a recorded
+// completion, each with where it stands.
+func (d *Delegations) waitsFor(r contract.PlanRef) []string {
+	var out []string
+	for _, dep := range r.SubTask.DependsOn {
+		st := r.Plan.SubTask(dep)
+		if st == nil {
+			out = append(out, fmt.Sprintf("%q (not in the plan)", dep))
+			continue
+		}
+		status, recorded, err := d.status(st.DelegationKey)
+		switch {
+		case err != nil:
+			out = append(out, fmt.Sprintf("%q (delegation %s: its status cannot be read)", dep, st.DelegationID))
+		case !recorded:
+			out = append(out, fmt.Sprintf("%q (delegation %s: not started)", dep, st.DelegationID))
+		case status != chain.StatusCompleted:
+			out = append(out, fmt.Sprintf("%q (delegation %s: %s)", dep, st.DelegationID, status))
+		}
+	}
+	return out
+}
+
+// tokenLinks is the chain of a recorded delegation's token as the gate
+// sees it: each block's delegation ID, key and delegatee. It reads the
+// token unverified: use it on tokens a Verifier accepted when recorded.
+func tokenLinks(token string) ([]dct.ChainLink, error) {
+	tok, err := dct.Parse(token)
+	if err != nil {
+		return nil, err
+	}
+	t := tok.Unverified()
+	keys := tok.DelegationKeys()
+	links := []dct.ChainLink{{DelegationID: t.Authority.DelegationID, Key: keys[0], Delegatee: t.Authority.Delegatee}}
+	for i, a := range t.Attenuations {
+		links = append(links, dct.ChainLink{DelegationID: a.DelegationID, Key: keys[i+1], Delegatee: a.Delegatee})
+	}
+	return links, nil
+}
+
+// pendingFor is Pending for a recorded delegation: a sub-task is not
+// completed before its dependencies either.
+func (d *Delegations) pendingFor(del chain.Delegation) string {
+	links, err := tokenLinks(del.DCT.Token)
+	if err != nil {
+		return "its token cannot be read"
+	}
+	return d.Pending(&dct.AuthorizedScope{Chain: links})
+}
+
+// splitBy checks the sub-tasks of every plan that splits a delegation
+// (issued by its delegatee, who decomposed it): each must have ended, and
+// the attestation must cite each one's attestation. It returns the
+// sub-tasks that failed, which fail the delegation, or an error refusing
+// the completion for now.
+func (d *Delegations) splitBy(del chain.Delegation, children []string) ([]string, error) {
+	if d.Plans == nil {
+		return nil, nil
+	}
+	plans, err := d.Plans.SplitOf(del.Key)
+	if err != nil {
+		return nil, internalError("the decomposition plans cannot be read")
+	}
+	why, err := d.Plans.Tampered(del.Key)
+	if err != nil || why != "" {
+		return nil, invalidParams("delegation %s cannot be completed: it is named by a %s", del.ID, why)
+	}
+	cited := map[string]bool{}
+	for _, c := range children {
+		cited[c] = true
+	}
+	var failed []string
+	for _, p := range plans {
+		if p.Issuer != del.To {
+			continue
+		}
+		for _, st := range p.SubTasks {
+			sub, err := d.Chain.Get(st.DelegationKey)
+			switch {
+			case err != nil && !isNotExist(err):
+				return nil, internalError("the delegation chain cannot be read")
+			case err != nil || sub.Status == chain.StatusActive:
+				state := "not started"
+				if err == nil {
+					state = string(sub.Status)
+				}
+				return nil, invalidParams("delegation %s is split by plan %s: sub-task %q (delegation %s) has not ended (%s); it completes only with its sub-tasks' completions", del.ID, p.ID, st.ID, st.DelegationID, state)
+			case sub.AttestationID != "" && !cited[sub.AttestationID]:
+				return nil, invalidParams("delegation %s is split by plan %s: the attestation must cite sub-task %q's attestation %s in childAttestations", del.ID, p.ID, st.ID, sub.AttestationID)
+			case sub.Status != chain.StatusCompleted:
+				failed = append(failed, fmt.Sprintf("sub-task %q of plan %s %s", st.ID, p.ID, sub.Status))
+			}
+		}
+	}
+	return failed, nil
+}
+
+func isNotExist(err error) bool { return errors.Is(err, fs.ErrNotExist) }
