@@ -189,3 +189,69 @@ func TestDecompositionEnforcedThroughProxy(t *testing.T) {
 		t.Fatalf("complete the parent: %q %+v", msg, res)
 	}
 }
+
+// Attacks on the recorded plan: an edited plan file (any member: here a
+// dependency dropped) does not verify, and every delegation it names stays
+// refused rather than freed; a plan signed by someone other than the
+// decomposer (B, the assignee, naming fetch as waiting on summarize) binds
+// nothing it did not delegate; a token B attenuates from summarize's waits
+// as summarize does.
+func TestDecompositionPlanAttacksThroughProxy(t *testing.T) {
+	r := newPlanRun(t, planE2E, 10000)
+	_, fetchTok := r.sub("fetch")
+	_, sumTok := r.sub("summarize")
+	args := map[string]any{"path": "/project/sub/notes.md"}
+
+	// B signs its own plan claiming fetch depends on summarize.
+	evil := *r.plan
+	evil.ID = "plan_eeeeeeeeeeee"
+	evil.Strategy = contract.StrategyDAG
+	evil.SubTasks = append([]contract.SubTask{}, r.plan.SubTasks...)
+	evil.SubTasks[0].DependsOn = []string{"summarize"}
+	evil.SubTasks[1].DependsOn = []string{}
+	if err := evil.Sign(r.b); err != nil {
+		t.Fatal(err)
+	}
+	eb, _ := json.Marshal(&evil)
+	mcptest.WriteFile(t, filepath.Join(r.ws, "plans", evil.ID+".json"), string(eb))
+	r.s.CallAs(t, fetchTok.String(), "read_file", args).OK(t, "fetch under a plan of B's")
+	if got := r.s.CallAs(t, sumTok.String(), "read_file", args); got.RPC == nil || !strings.Contains(got.RPC.Message, `dependency_pending — sub-task "summarize"`) {
+		t.Fatalf("B's plan freed summarize: %+v", got)
+	}
+	// A token B attenuates from summarize's waits for fetch too.
+	deeper, err := dct.Attenuate(sumTok, dct.AttenuateParams{Attenuator: r.b, Delegatee: r.e.Agent.ID(), DelegationID: mcptest.NewDelegationID()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := r.s.CallAs(t, deeper.String(), "read_file", args); got.RPC == nil || !strings.Contains(got.RPC.Message, `waits for "fetch"`) {
+		t.Fatalf("a token below summarize ran before fetch completed: %+v", got)
+	}
+
+	// The agent's recorded plan edited in place: summarize's dependency
+	// dropped. The file no longer verifies; the delegations it names are
+	// refused, fetch included.
+	path := filepath.Join(r.ws, "plans", r.plan.ID+".json")
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	edited := strings.Replace(string(b), `"dependsOn":["fetch"]`, `"dependsOn":[]`, 1)
+	edited = strings.Replace(edited, `"strategy":"sequential"`, `"strategy":"dag"`, 1)
+	if edited == string(b) {
+		t.Fatalf("the edit did not apply to %s", b)
+	}
+	// A new proxy reads the edited file (one already running read the
+	// plan when it was made, and keeps what verified).
+	mcptest.WriteFile(t, path, edited)
+	pol := r.e.Policy(mcptest.Rule{Match: "read_file", Namespace: "docs", Action: "read", Arg: "/path", Cost: 100})
+	pol.Rules = pol.Rules[1:]
+	pol.Extra = "workspace: " + strconv.Quote(r.ws) + "\n"
+	r.p = r.e.StartProxy(mcptest.ProxyOptions{Policy: pol})
+	r.s = r.p.Connect(mcptest.SessionOptions{})
+	for name, tok := range map[string]*dct.Token{"summarize": sumTok, "fetch": fetchTok} {
+		got := r.s.CallAs(t, tok.String(), "read_file", args)
+		if got.RPC == nil || !strings.Contains(got.RPC.Message, "dependency_pending") || !strings.Contains(got.RPC.Message, "does not verify") {
+			t.Errorf("%s under an edited plan: %+v", name, got)
+		}
+	}
+}
