@@ -117,6 +117,16 @@ func (p *Plan) SubTask(id string) *SubTask {
 	return nil
 }
 
+// SubTaskByKey returns the sub-task whose delegation has the key, or nil.
+func (p *Plan) SubTaskByKey(key string) *SubTask {
+	for i := range p.SubTasks {
+		if p.SubTasks[i].DelegationKey == key {
+			return &p.SubTasks[i]
+		}
+	}
+	return nil
+}
+
 // Sign fills in the issuer and signs the plan with key after checking its
 // structure.
 func (p *Plan) Sign(key *identity.Keypair) error {

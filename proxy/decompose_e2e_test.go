@@ -8,6 +8,8 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -28,6 +30,8 @@ type planRun struct {
 	parent *contract.TaskContract
 	plan   *contract.Plan
 	out    string
+	// policy is the proxy's policy file, with a spend store.
+	policy string
 }
 
 const planE2E = `strategy: sequential
@@ -72,8 +76,11 @@ func newPlanRun(t *testing.T, planYAML string, budget int64) *planRun {
 	pol := e.Policy(mcptest.Rule{Match: "read_file", Namespace: "docs", Action: "read", Arg: "/path", Cost: 100})
 	pol.Rules = pol.Rules[1:]
 	pol.RevocationList = r.revs
+	pol.SpendStore = filepath.Join(e.Dir, "spend.json")
 	pol.Extra = "workspace: " + strconv.Quote(r.ws) + "\n"
-	r.p = e.StartProxy(mcptest.ProxyOptions{Policy: pol})
+	r.policy = filepath.Join(e.Dir, "policy.yaml")
+	mcptest.WriteFile(t, r.policy, pol.YAML())
+	r.p = e.StartProxy(mcptest.ProxyOptions{Flags: []string{"--policy", r.policy}})
 	r.s = r.p.Connect(mcptest.SessionOptions{})
 	return r
 }
@@ -252,6 +259,120 @@ func TestDecompositionPlanAttacksThroughProxy(t *testing.T) {
 		got := r.s.CallAs(t, tok.String(), "read_file", args)
 		if got.RPC == nil || !strings.Contains(got.RPC.Message, "dependency_pending") || !strings.Contains(got.RPC.Message, "does not verify") {
 			t.Errorf("%s under an edited plan: %+v", name, got)
+		}
+	}
+}
+
+const planParallel = `strategy: parallel
+subTasks:
+  - {id: a, title: A, capabilities: [{namespace: docs, action: read, resource: /project/**}], budgetMicrocents: 1000}
+  - {id: b, title: B, capabilities: [{namespace: docs, action: read, resource: /project/**}], budgetMicrocents: 1000}
+  - {id: c, title: C, capabilities: [{namespace: docs, action: read, resource: /project/**}], budgetMicrocents: 1000}
+`
+
+// burst makes n calls of read_file (100 microcents each) under tok at
+// once and returns how many were allowed; every other must be refused as
+// budget_exceeded.
+func (r *planRun) burst(tok *dct.Token, n int) int {
+	t := r.t
+	t.Helper()
+	var allowed atomic.Int64
+	var wg sync.WaitGroup
+	for range n {
+		wg.Go(func() {
+			got := r.s.CallAs(t, tok.String(), "read_file", map[string]any{"path": "/project/secret.md"})
+			switch {
+			case got.Err == nil && got.Res != nil && !got.Res.IsError:
+				allowed.Add(1)
+			case got.RPC == nil || !strings.Contains(got.RPC.Message, "budget_exceeded"):
+				t.Errorf("a call refused otherwise than budget_exceeded: %v %+v", got.Err, got.RPC)
+			}
+		})
+	}
+	wg.Wait()
+	return int(allowed.Load())
+}
+
+// Budgets across a parallel plan run concurrently through the proxy: each
+// sub-task gets exactly its allotment, the decomposer's own calls cannot
+// spend what the sub-tasks were allotted while they run, and a sub-task's
+// unspent allotment returns to the parent when it ends. Nothing goes over
+// at any level. spend --format tree shows the plan.
+func TestDecompositionBudgetsThroughProxy(t *testing.T) {
+	r := newPlanRun(t, planParallel, 5000)
+	toks := map[string]*dct.Token{}
+	cs := map[string]*contract.TaskContract{}
+	for _, id := range []string{"a", "b", "c"} {
+		cs[id], toks[id] = r.sub(id)
+		if res := r.delegate(cs[id], toks[id], planDelegation(r.aTok)); !res.Accepted {
+			t.Fatalf("delegate %s: %+v", id, res)
+		}
+	}
+	// a and b try 15 calls each, c 3, all at once, with the parent's own.
+	var got [3]int
+	var wg sync.WaitGroup
+	for i, s := range []struct {
+		id string
+		n  int
+	}{{"a", 15}, {"b", 15}, {"c", 3}} {
+		wg.Go(func() { got[i] = r.burst(toks[s.id], s.n) })
+	}
+	wg.Wait()
+	if got != [3]int{10, 10, 3} {
+		t.Fatalf("allowed per sub-task %v, want [10 10 3]", got)
+	}
+	// The parent's own calls: 5000 less 2300 spent less c's 700 held.
+	if n := r.burst(r.aTok, 30); n != 20 {
+		t.Fatalf("the decomposer made %d calls of 100 while c holds 700 of 5000 (2300 spent), want 20", n)
+	}
+	// c ends having spent 300: its 700 return.
+	if _, msg, res := r.completeWith(r.b, cs["c"], toks["c"], 300); res == nil || res.Status != "completed" {
+		t.Fatalf("complete c: %q %+v", msg, res)
+	}
+	if n := r.burst(r.aTok, 10); n != 7 {
+		t.Fatalf("after c ended the decomposer made %d calls, want the 7 its unspent 700 pay for", n)
+	}
+	var rep struct {
+		Delegations []struct {
+			Path      []string `json:"path"`
+			Committed int64    `json:"committed"`
+			Budget    *int64   `json:"budget"`
+			Plans     []string `json:"plans"`
+			SubTask   *struct {
+				ID                                  string
+				Allotted, Reserved, Spent, Returned int64
+			} `json:"subTask"`
+		} `json:"delegations"`
+	}
+	out := r.cli("spend", "--policy", r.policy, "--json")
+	if err := json.Unmarshal([]byte(out), &rep); err != nil {
+		t.Fatalf("spend --json: %v\n%s", err, out)
+	}
+	want := map[string][4]int64{"a": {1000, 0, 1000, 0}, "b": {1000, 0, 1000, 0}, "c": {1000, 0, 300, 700}}
+	seen := 0
+	for _, d := range rep.Delegations {
+		switch {
+		case len(d.Path) == 1:
+			// The parent's level: everything, and not a microcent over.
+			if d.Committed != 5000 || d.Budget == nil || *d.Budget != 5000 || len(d.Plans) != 1 || d.Plans[0] != r.plan.ID {
+				t.Errorf("the parent's spend: %+v", d)
+			}
+			seen++
+		case d.SubTask != nil:
+			w := want[d.SubTask.ID]
+			if got := [4]int64{d.SubTask.Allotted, d.SubTask.Reserved, d.SubTask.Spent, d.SubTask.Returned}; got != w {
+				t.Errorf("sub-task %s: allotted, reserved, spent, returned %v, want %v", d.SubTask.ID, got, w)
+			}
+			seen++
+		}
+	}
+	if seen != 4 {
+		t.Errorf("spend --json shows %d of the parent and its 3 sub-tasks:\n%s", seen, out)
+	}
+	tree := r.cli("spend", "--policy", r.policy, "--format", "tree")
+	for _, want := range []string{"plan " + r.plan.ID + " (parallel, 3 sub-tasks, allotted 3000)", `sub-task "c" of plan ` + r.plan.ID + "  allotted 1000  reserved 0  spent 300  returned 700"} {
+		if !strings.Contains(tree, want) {
+			t.Errorf("spend tree lacks %q:\n%s", want, tree)
 		}
 	}
 }

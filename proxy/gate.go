@@ -36,6 +36,11 @@ type Gate struct {
 	// ("" when they need not): a sub-task of a decomposition plan waits
 	// for the sub-tasks it depends on to complete (Delegations.Pending).
 	Pending func(scope *dct.AuthorizedScope) string
+	// Hold, when set, may lower the limits of a call's budget levels by
+	// what is set aside for others (Delegations.Hold: the unspent
+	// allotments of a plan's sub-tasks); it returns a new slice when it
+	// changes any.
+	Hold func(scope *dct.AuthorizedScope, levels []budget.Level, spent func(key string) int64) []budget.Level
 	// HonourUpstreamCost reserves each call's MaxCost rather than its Cost,
 	// because the upstream may report what the call cost (up to that).
 	HonourUpstreamCost bool
@@ -373,6 +378,9 @@ func (g *Gate) decideAt(req *CallRequest, start time.Time) (d Decision) {
 		}
 		d.Denial = den
 		return d
+	}
+	if g.Hold != nil {
+		levels = g.Hold(scope, levels, g.Budget.Spent)
 	}
 	r, err := g.Budget.Reserve(levels, reserve)
 	if err != nil {

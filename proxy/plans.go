@@ -4,8 +4,10 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"strconv"
 	"strings"
 
+	"github.com/delegateos/delegateos/budget"
 	"github.com/delegateos/delegateos/chain"
 	"github.com/delegateos/delegateos/contract"
 	"github.com/delegateos/delegateos/dct"
@@ -166,3 +168,49 @@ func (d *Delegations) splitBy(del chain.Delegation, children []string) ([]string
 }
 
 func isNotExist(err error) bool { return errors.Is(err, fs.ErrNotExist) }
+
+// Hold returns the budget levels of a call with, at each level split by a
+// recorded plan, the unspent allotments of the plan's sub-tasks that have
+// not ended taken off the limit, unless the call is under one of those
+// sub-tasks (whose own level bounds it). So the decomposer's own calls,
+// or calls under delegations outside the plan, cannot spend what the plan
+// gave its sub-tasks; once a sub-task ends, what it did not spend returns.
+// Sub-task spend is read before the reservation: a sub-task spending
+// meanwhile only makes the hold larger than needed, never smaller.
+func (d *Delegations) Hold(scope *dct.AuthorizedScope, levels []budget.Level, spent func(key string) int64) []budget.Level {
+	if d.Plans == nil {
+		return levels
+	}
+	var out []budget.Level
+	for i, l := range scope.Chain {
+		plans, err := d.Plans.SplitOf(l.Key)
+		if err != nil || len(plans) == 0 {
+			continue
+		}
+		var held int64
+		for _, p := range plans {
+			if p.Issuer != l.Delegatee || (i+1 < len(scope.Chain) && p.SubTaskByKey(scope.Chain[i+1].Key) != nil) {
+				continue
+			}
+			for _, st := range p.SubTasks {
+				if status, recorded, err := d.status(st.DelegationKey); err == nil && recorded && status != chain.StatusActive {
+					continue // ended: its unspent allotment is returned
+				}
+				held += max(0, st.BudgetMicrocents-spent(levels[i].Key+budgetSegment(st.DelegationID)))
+			}
+		}
+		if held == 0 {
+			continue
+		}
+		if out == nil {
+			out = append([]budget.Level{}, levels...)
+		}
+		out[i].Limit = max(0, out[i].Limit-held)
+	}
+	if out == nil {
+		return levels
+	}
+	return out
+}
+
+func budgetSegment(id string) string { return "/" + strconv.Itoa(len(id)) + ":" + id }
