@@ -184,6 +184,14 @@ func TestDecompositionEnforcedThroughProxy(t *testing.T) {
 		t.Fatalf("complete fetch: %q %+v", msg, res)
 	}
 	r.s.CallAs(t, sumTok.String(), "read_file", args).OK(t, "a call under summarize after fetch completed")
+	// The DAG as contract show --plan draws it.
+	m := r.cli("contract", "show", "--plan", r.plan.ID, "--workspace", r.ws, "--spend-store", filepath.Join(r.e.Dir, "spend.json"), "--name", "B="+r.b.ID())
+	for _, want := range []string{"graph TD\n", `n0["fetch: Fetch the notes<br/>B #183; completed<br/>spent 100 of 3000"]:::completed`,
+		`n1["summarize: Summarize them<br/>B #183; active<br/>spent 100 of 3000"]:::active`, "  n0 --> n1\n"} {
+		if !strings.Contains(m, want) {
+			t.Errorf("contract show --plan lacks %q:\n%s", want, m)
+		}
+	}
 	sumAtt, msg, res := r.completeWith(r.b, sumC, sumTok, 100)
 	if res == nil || res.Status != "completed" {
 		t.Fatalf("complete summarize: %q %+v", msg, res)

@@ -695,11 +695,18 @@ func (d *Delegations) ids(keys []string) []string {
 // without verifying them: use it on tokens a Verifier has accepted (such as
 // those of recorded delegations).
 func SpentUnder(store budget.Store, tok *dct.Token) int64 {
+	return store.Spent(BudgetKey(tok))
+}
+
+// BudgetKey is the key the Gate records spend under the delegation a
+// token ends with by (reading the token's fields unverified, as
+// SpentUnder).
+func BudgetKey(tok *dct.Token) string {
 	t := tok.Unverified()
 	links := []dct.ChainLink{{DelegationID: t.Authority.DelegationID}}
 	for _, a := range t.Attenuations {
 		links = append(links, dct.ChainLink{DelegationID: a.DelegationID})
 	}
 	levels := budgetLevels(&dct.AuthorizedScope{Issuer: t.Authority.Issuer, Chain: links})
-	return store.Spent(levels[len(levels)-1].Key)
+	return levels[len(levels)-1].Key
 }

@@ -77,12 +77,17 @@ var contractDecomposeCmd = &command{
 			}
 			var spent int64
 			if *spendStore != "" {
-				store, err := budget.Open(*spendStore)
+				// Read, not opened: a running proxy holds the store.
+				usage, err := budget.ReadUsage(*spendStore)
 				if err != nil {
-					return inputf("the spend store %s cannot be opened: %v", *spendStore, err)
+					return inputf("the spend store %s cannot be read: %v", *spendStore, err)
 				}
-				spent = proxy.SpentUnder(store, tok)
-				store.Close()
+				key := proxy.BudgetKey(tok)
+				for _, u := range usage {
+					if u.Key == key {
+						spent = u.Committed + u.Reserved
+					}
+				}
 			}
 			d, err := contract.Decompose(contract.DecomposeParams{Key: k, Parent: c, Token: tok, Scope: scope, Spent: spent,
 				Spec: spec, Assignee: *assignee, Now: now})
