@@ -31,8 +31,9 @@ type PlanSpec struct {
 
 // SubTaskSpec is one sub-task of a PlanSpec. A nil DependsOn in a
 // sequential plan is the sub-task before it; an empty Deadline is the
-// parent's. OutputSchema and Verification, when set, go into the child
-// contract (default: any JSON object).
+// parent's (or the parent token's expiry, if sooner). OutputSchema and
+// Verification, when set, go into the child contract (default: any JSON
+// object).
 type SubTaskSpec struct {
 	SubTask
 	OutputSchema, Verification json.RawMessage
@@ -229,7 +230,7 @@ func draftPlan(p DecomposeParams, now time.Time) (*Plan, error) {
 			st.DependsOn = []string{p.Spec.SubTasks[i-1].ID}
 		}
 		if st.Deadline == "" {
-			st.Deadline = p.Parent.Constraints.Deadline
+			st.Deadline = defaultDeadline(p)
 		}
 		who := st.Assignee
 		if who == "" {
@@ -246,6 +247,16 @@ func draftPlan(p DecomposeParams, now time.Time) (*Plan, error) {
 		plan.SubTasks = append(plan.SubTasks, st)
 	}
 	return plan, nil
+}
+
+// defaultDeadline is the parent contract's deadline, or the parent
+// token's expiry when that comes first.
+func defaultDeadline(p DecomposeParams) string {
+	due, err := p.Parent.Deadline()
+	if exp, e2 := timestamp.Parse(p.Scope.ExpiresAt); err == nil && e2 == nil && exp.Before(due) {
+		return timestamp.Format(exp)
+	}
+	return p.Parent.Constraints.Deadline
 }
 
 // checkWithinParent: each sub-task within the parent token and contract.
