@@ -111,10 +111,15 @@ func (r *planRun) sub(id string) (*contract.TaskContract, *dct.Token) {
 // completeAs sends delegateos/complete for a delegation with an
 // attestation signed by key, and returns the raw response.
 func (r *planRun) completeWith(key *identity.Keypair, c *contract.TaskContract, tok *dct.Token, cost int64, children ...string) (*attest.Attestation, string, *proxy.CompleteResult) {
+	r.t.Helper()
+	return r.attestAndComplete(true, key, c, tok, cost, children...)
+}
+
+func (r *planRun) attestAndComplete(success bool, key *identity.Keypair, c *contract.TaskContract, tok *dct.Token, cost int64, children ...string) (*attest.Attestation, string, *proxy.CompleteResult) {
 	t := r.t
 	t.Helper()
 	keys := tok.DelegationKeys()
-	a, err := attest.Create(key, attest.CreateParams{ContractID: c.ID, DelegationID: planDelegation(tok), DelegationKey: keys[len(keys)-1], Success: true,
+	a, err := attest.Create(key, attest.CreateParams{ContractID: c.ID, DelegationID: planDelegation(tok), DelegationKey: keys[len(keys)-1], Success: success,
 		Output: json.RawMessage(`{"summary":"done"}`), CostMicrocents: cost, DurationMs: 10, Children: children}, time.Now())
 	if err != nil {
 		t.Fatal(err)
@@ -382,5 +387,31 @@ func TestDecompositionBudgetsThroughProxy(t *testing.T) {
 		if !strings.Contains(tree, want) {
 			t.Errorf("spend tree lacks %q:\n%s", want, tree)
 		}
+	}
+}
+
+// A sub-task that fails fails the task it was split from: the parent's
+// completion, citing every sub-task's attestation, is recorded failed and
+// says which sub-task failed.
+func TestDecompositionFailedSubTaskFailsParent(t *testing.T) {
+	r := newPlanRun(t, planParallel, 5000)
+	if res := r.delegate(r.parent, r.aTok, dct.RootParentDelegationID); !res.Accepted {
+		t.Fatalf("delegate parent: %+v", res)
+	}
+	var cited []string
+	for _, id := range []string{"a", "b", "c"} {
+		c, tok := r.sub(id)
+		if res := r.delegate(c, tok, planDelegation(r.aTok)); !res.Accepted {
+			t.Fatalf("delegate %s: %+v", id, res)
+		}
+		a, msg, res := r.attestAndComplete(id != "b", r.b, c, tok, 0)
+		if want := map[bool]string{true: "completed", false: "failed"}[id != "b"]; res == nil || res.Status != want {
+			t.Fatalf("complete %s: %q %+v, want %s", id, msg, res, want)
+		}
+		cited = append(cited, a.ID)
+	}
+	_, msg, res := r.completeWith(r.e.Agent, r.parent, r.aTok, 0, cited...)
+	if res == nil || res.Status != "failed" || !strings.Contains(strings.Join(res.Problems, "\n"), `sub-task "b" of plan `+r.plan.ID+" failed") {
+		t.Fatalf("the parent with a failed sub-task: %q %+v", msg, res)
 	}
 }
