@@ -388,3 +388,95 @@ func containsString(list []string, s string) bool {
 	}
 	return false
 }
+
+// CheckDecomposition checks a decomposition made elsewhere (sent in-band
+// by the decomposer, who holds the key): the plan verifies and is the
+// parent token holder's, for the parent contract and the token's last
+// delegation; it passes every rule Decompose applies against the parent;
+// and each sub-task's contract and token are the ones the plan names,
+// exactly as narrow as the plan says. scope is what a dct.Verifier
+// granted parentTok; the sub-task tokens' signatures are for the caller's
+// Verifier.
+func CheckDecomposition(d *Decomposition, parent *TaskContract, parentTok *dct.Token, scope *dct.AuthorizedScope, spent int64, now time.Time) error {
+	if d == nil || d.Plan == nil || parent == nil || parentTok == nil || scope == nil {
+		return errors.New("decomposition: a plan, the parent contract and its token are required")
+	}
+	plan := d.Plan
+	if err := plan.Verify(); err != nil {
+		return err
+	}
+	keys := parentTok.DelegationKeys()
+	switch {
+	case plan.Issuer != scope.Delegatee:
+		return planErr("the plan is signed by %s, not by the parent token's holder %s", plan.Issuer, scope.Delegatee)
+	case plan.ParentContractID != parent.ID:
+		return planErr("the plan splits contract %s, not the parent contract %s", plan.ParentContractID, parent.ID)
+	case plan.ParentDelegationKey != keys[len(keys)-1] || plan.ParentDelegationID != scope.DelegationID:
+		return planErr("the plan splits delegation %s (key %s), not the parent token's %s", plan.ParentDelegationID, plan.ParentDelegationKey, scope.DelegationID)
+	}
+	if err := parent.Verify(); err != nil {
+		return fmt.Errorf("the parent contract: %w", err)
+	}
+	if err := CheckBinding(parent, scope); err != nil {
+		return planErr("the token does not carry the parent contract: %v", err)
+	}
+	if err := checkWithinParent(DecomposeParams{Parent: parent, Scope: scope, Spent: spent}, plan, now); err != nil {
+		return err
+	}
+	if len(d.Contracts) != len(plan.SubTasks) || len(d.Tokens) != len(plan.SubTasks) {
+		return planErr("the plan has %d sub-tasks but %d contracts and %d tokens came with it", len(plan.SubTasks), len(d.Contracts), len(d.Tokens))
+	}
+	for i := range plan.SubTasks {
+		if err := checkSubTaskGrant(plan, i, d.Contracts[i], d.Tokens[i], keys); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// checkSubTaskGrant: sub-task i's contract and token are the plan's.
+func checkSubTaskGrant(plan *Plan, i int, c *TaskContract, tok *dct.Token, parentKeys []string) error {
+	st := &plan.SubTasks[i]
+	if c == nil || tok == nil {
+		return planErr("sub-task %s: its contract or token is missing", quoted(st.ID))
+	}
+	if err := c.Verify(); err != nil {
+		return planErr("sub-task %s: its contract: %v", quoted(st.ID), err)
+	}
+	if c.ID != st.ContractID || c.Issuer != plan.Issuer || c.Constraints.MaxBudgetMicrocents != st.BudgetMicrocents {
+		return planErr("sub-task %s: contract %s is not the one the plan names (%s, issued by the decomposer, budget %d)", quoted(st.ID), c.ID, st.ContractID, st.BudgetMicrocents)
+	}
+	keys := tok.DelegationKeys()
+	if len(keys) != len(parentKeys)+1 || keys[len(parentKeys)-1] != parentKeys[len(parentKeys)-1] || keys[len(keys)-1] != st.DelegationKey {
+		return planErr("sub-task %s: its token is not the parent token attenuated once for delegation key %s", quoted(st.ID), st.DelegationKey)
+	}
+	u := tok.Unverified()
+	a := u.Attenuations[len(u.Attenuations)-1]
+	due := st.deadlineOf()
+	switch {
+	case a.Delegatee != st.Assignee || a.DelegationID != st.DelegationID || a.ContractID != st.ContractID:
+		return planErr("sub-task %s: its token delegates %s to %s under contract %s, not what the plan says", quoted(st.ID), a.DelegationID, a.Delegatee, a.ContractID)
+	case a.AllowedCapabilities == nil || !sameCaps(*a.AllowedCapabilities, st.Capabilities):
+		return planErr("sub-task %s: its token's capabilities are not the plan's (%s)", quoted(st.ID), capList(st.Capabilities))
+	case a.MaxBudgetMicrocents == nil || *a.MaxBudgetMicrocents != st.BudgetMicrocents:
+		return planErr("sub-task %s: its token's budget is not the plan's %d", quoted(st.ID), st.BudgetMicrocents)
+	case a.ExpiresAt == nil:
+		return planErr("sub-task %s: its token has no expiry of its own; the plan's deadline is %s", quoted(st.ID), st.Deadline)
+	}
+	if exp, err := timestamp.Parse(*a.ExpiresAt); err != nil || exp.After(due) {
+		return planErr("sub-task %s: its token expires after the plan's deadline %s", quoted(st.ID), st.Deadline)
+	}
+	return nil
+}
+
+func sameCaps(a, b []dct.Capability) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := range a {
+		if a[i] != b[i] {
+			return false
+		}
+	}
+	return true
+}

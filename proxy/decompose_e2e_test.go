@@ -62,16 +62,18 @@ func newPlanRun(t *testing.T, planYAML string, budget int64) *planRun {
 	cb, _ := json.Marshal(r.parent)
 	mcptest.WriteFile(t, filepath.Join(e.Dir, "parent.json"), string(cb))
 	mcptest.WriteFile(t, filepath.Join(e.Dir, "a.tok"), r.aTok.String())
-	mcptest.WriteFile(t, filepath.Join(e.Dir, "plan.yaml"), planYAML)
-	r.out = filepath.Join(e.Dir, "out")
-	r.cli("contract", "decompose", "--contract", filepath.Join(e.Dir, "parent.json"), "--token", "@"+filepath.Join(e.Dir, "a.tok"),
-		"--plan", filepath.Join(e.Dir, "plan.yaml"), "--key", e.KeyFile(e.Agent), "--assignee", r.b.ID(), "--workspace", r.ws, "--out", r.out)
-	pb, err := os.ReadFile(filepath.Join(r.out, "plan.json"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if r.plan, err = contract.ParsePlan(pb); err != nil {
-		t.Fatalf("decompose wrote a plan that does not parse: %v", err)
+	if planYAML != "" { // "": the test decomposes in-band
+		mcptest.WriteFile(t, filepath.Join(e.Dir, "plan.yaml"), planYAML)
+		r.out = filepath.Join(e.Dir, "out")
+		r.cli("contract", "decompose", "--contract", filepath.Join(e.Dir, "parent.json"), "--token", "@"+filepath.Join(e.Dir, "a.tok"),
+			"--plan", filepath.Join(e.Dir, "plan.yaml"), "--key", e.KeyFile(e.Agent), "--assignee", r.b.ID(), "--workspace", r.ws, "--out", r.out)
+		pb, err := os.ReadFile(filepath.Join(r.out, "plan.json"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if r.plan, err = contract.ParsePlan(pb); err != nil {
+			t.Fatalf("decompose wrote a plan that does not parse: %v", err)
+		}
 	}
 	pol := e.Policy(mcptest.Rule{Match: "read_file", Namespace: "docs", Action: "read", Arg: "/path", Cost: 100})
 	pol.Rules = pol.Rules[1:]
@@ -414,4 +416,97 @@ func TestDecompositionFailedSubTaskFailsParent(t *testing.T) {
 	if res == nil || res.Status != "failed" || !strings.Contains(strings.Join(res.Problems, "\n"), `sub-task "b" of plan `+r.plan.ID+" failed") {
 		t.Fatalf("the parent with a failed sub-task: %q %+v", msg, res)
 	}
+}
+
+// inBand makes a decomposition of tok (held by key) as an agent's own code
+// would, with contract.Decompose.
+func (r *planRun) inBand(key *identity.Keypair, tok *dct.Token, planYAML string) *contract.Decomposition {
+	t := r.t
+	t.Helper()
+	v, err := dct.NewVerifier(dct.Options{Roots: []string{r.e.Root.ID()}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	scope, err := v.VerifyChain(tok.String(), time.Now())
+	if err != nil {
+		t.Fatal(err)
+	}
+	spec, err := contract.ReadPlanSpec([]byte(planYAML))
+	if err != nil {
+		t.Fatal(err)
+	}
+	d, err := contract.Decompose(contract.DecomposeParams{Key: key, Parent: r.parent, Token: tok, Scope: scope, Spec: spec, Assignee: r.b.ID()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return d
+}
+
+func (r *planRun) sendDecompose(d *contract.Decomposition, parentDCT string) proxy.DecomposeResult {
+	t := r.t
+	t.Helper()
+	p := proxy.DecomposeParams{DCT: parentDCT}
+	var err error
+	if p.Plan, err = json.Marshal(d.Plan); err != nil {
+		t.Fatal(err)
+	}
+	for i := range d.Contracts {
+		cb, _ := json.Marshal(d.Contracts[i])
+		p.Contracts = append(p.Contracts, cb)
+		p.DCTs = append(p.DCTs, d.Tokens[i].String())
+	}
+	return decodeResult[proxy.DecomposeResult](t, r.request(proxy.MethodDecompose, p))
+}
+
+// delegateos/decompose: the agent splits its own task in-band, within its
+// token; the proxy checks the plan as decompose does and then enforces
+// it. Refused: a sub-task widened (and the plan re-signed by its holder),
+// tokens that are not the plan's, a plan signed by someone other than the
+// token's holder, a plan made for another delegation of the same contract.
+func TestDecompositionInBandThroughProxy(t *testing.T) {
+	r := newPlanRun(t, "", 10000)
+	if res := r.delegate(r.parent, r.aTok, dct.RootParentDelegationID); !res.Accepted {
+		t.Fatalf("delegate parent: %+v", res)
+	}
+	refused := func(what string, d *contract.Decomposition, parentDCT, want string) {
+		t.Helper()
+		if res := r.sendDecompose(d, parentDCT); res.Accepted || !strings.Contains(res.Details, want) {
+			t.Errorf("%s: %+v, want a refusal with %q", what, res, want)
+		}
+	}
+	wide := r.inBand(r.e.Agent, r.aTok, planE2E)
+	wide.Plan.SubTasks[1].Capabilities[0].Resource = "/**"
+	if err := wide.Plan.Sign(r.e.Agent); err != nil {
+		t.Fatal(err)
+	}
+	refused("a widened sub-task", wide, "", `sub-task "summarize": capability docs:read:/** is not covered by the parent token's capabilities (docs:read:/project/**)`)
+	swapped := r.inBand(r.e.Agent, r.aTok, planE2E)
+	swapped.Tokens[0], swapped.Tokens[1] = swapped.Tokens[1], swapped.Tokens[0]
+	refused("swapped tokens", swapped, "", `sub-task "fetch": its token is not the parent token attenuated once for delegation key`)
+	over := r.inBand(r.e.Agent, r.aTok, planE2E)
+	over.Plan.SubTasks[0].BudgetMicrocents = 9000
+	if err := over.Plan.Sign(r.e.Agent); err != nil {
+		t.Fatal(err)
+	}
+	refused("an over budget plan", over, "", "budgets sum to 12000 microcents, over the 10000 that remain")
+	// B signs a plan over the agent's token.
+	forged := r.inBand(r.e.Agent, r.aTok, planE2E)
+	if err := forged.Plan.Sign(r.b); err != nil {
+		t.Fatal(err)
+	}
+	refused("a plan signed by B", forged, "", "not by the parent token's holder")
+	// A plan for another delegation of the same contract (a second token
+	// the root gave the agent) claims this one's place.
+	other := r.e.Mint(func(p *dct.CreateParams) { p.ContractID = r.parent.ID; p.MaxBudgetMicrocents = 10000 }, "docs:read:/project/**")
+	refused("another delegation's plan", r.inBand(r.e.Agent, other, planE2E), "", "not the parent token's "+planDelegation(r.aTok))
+
+	good := r.inBand(r.e.Agent, r.aTok, planE2E)
+	if res := r.sendDecompose(good, ""); !res.Accepted || res.PlanID != good.Plan.ID {
+		t.Fatalf("in-band decompose: %+v", res)
+	}
+	fetch, sum := good.Tokens[0], good.Tokens[1]
+	if got := r.s.CallAs(t, sum.String(), "read_file", map[string]any{"path": "/project/secret.md"}); got.RPC == nil || !strings.Contains(got.RPC.Message, `dependency_pending — sub-task "summarize"`) {
+		t.Fatalf("summarize before fetch, in-band plan: %+v", got)
+	}
+	r.s.CallAs(t, fetch.String(), "read_file", map[string]any{"path": "/project/sub/notes.md"}).OK(t, "fetch under the in-band plan")
 }

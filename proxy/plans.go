@@ -1,6 +1,7 @@
 package proxy
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -11,6 +12,7 @@ import (
 	"github.com/delegateos/delegateos/chain"
 	"github.com/delegateos/delegateos/contract"
 	"github.com/delegateos/delegateos/dct"
+	"github.com/delegateos/delegateos/internal/strictjson"
 )
 
 // DependencyPending is the denial of a call under a sub-task of a
@@ -214,3 +216,97 @@ func (d *Delegations) Hold(scope *dct.AuthorizedScope, levels []budget.Level, sp
 }
 
 func budgetSegment(id string) string { return "/" + strconv.Itoa(len(id)) + ":" + id }
+
+func rejectPlan(reason, format string, args ...any) DecomposeResult {
+	return DecomposeResult{Reason: reason, Details: fmt.Sprintf(format, args...)}
+}
+
+// Decompose handles delegateos/decompose: a delegate splits its own task
+// in-band. The parent token (params.dct, or the session's) must verify
+// and its delegation be recorded active with its contract (delegateos/
+// delegate first) and not itself waiting on a dependency; the plan, its
+// child contracts and tokens must pass contract.CheckDecomposition against
+// the parent and what was spent under it, and each token must verify. The
+// plan is then recorded where the gate enforces it.
+func (d *Delegations) Decompose(params json.RawMessage, sessionToken string) (DecomposeResult, error) {
+	var p DecomposeParams
+	if err := strictjson.Unmarshal(params, &p); err != nil {
+		return DecomposeResult{}, invalidParams("%v", err)
+	}
+	if len(p.Plan) == 0 || len(p.Contracts) > contract.MaxSubTasks || len(p.DCTs) > contract.MaxSubTasks {
+		return DecomposeResult{}, invalidParams("plan is required, with at most %d contracts and dcts", contract.MaxSubTasks)
+	}
+	if d.Plans == nil {
+		return DecomposeResult{}, internalError("this proxy records no decomposition plans")
+	}
+	parentToken := p.DCT
+	if parentToken == "" {
+		parentToken = sessionToken
+	}
+	if parentToken == "" {
+		return DecomposeResult{}, invalidParams("no parent token: give dct, or send delegateos/delegate first")
+	}
+	if d.Verifier == nil {
+		return rejectPlan(RejectInvalidToken, "this proxy trusts no root, so no token can be accepted"), nil
+	}
+	now := d.now()
+	scope, err := d.Verifier.VerifyChain(parentToken, now)
+	if err != nil {
+		return rejectPlan(RejectInvalidToken, "the parent token: %v", err), nil
+	}
+	parentTok, err := dct.Parse(parentToken)
+	if err != nil {
+		return rejectPlan(RejectInvalidToken, "the parent token: %v", err), nil
+	}
+	keys := parentTok.DelegationKeys()
+	if st, recorded, err := d.status(keys[len(keys)-1]); err != nil || !recorded || st != chain.StatusActive {
+		return rejectPlan(RejectChainInvariant, "delegation %s is not recorded active here (%s): send delegateos/delegate with its contract first", scope.DelegationID, st), nil
+	}
+	if why := d.Pending(scope); why != "" {
+		return rejectPlan(string(DependencyPending), "%s", why), nil
+	}
+	parent, err := d.Contracts.Get(scope.ContractID)
+	if err != nil {
+		return rejectPlan(RejectInvalidContract, "contract %s of delegation %s is not recorded here: send delegateos/delegate with it first", scope.ContractID, scope.DelegationID), nil
+	}
+	dec := &contract.Decomposition{}
+	if dec.Plan, err = contract.ParsePlan(p.Plan); err != nil {
+		return rejectPlan(RejectInvalidParams, "%v", err), nil
+	}
+	for i, raw := range p.Contracts {
+		c, err := contract.Parse(raw)
+		if err != nil {
+			return rejectPlan(RejectInvalidContract, "contracts[%d]: %v", i, err), nil
+		}
+		dec.Contracts = append(dec.Contracts, c)
+	}
+	for i, s := range p.DCTs {
+		if _, err := d.Verifier.VerifyChain(s, now); err != nil {
+			return rejectPlan(RejectInvalidToken, "dcts[%d]: %v", i, err), nil
+		}
+		tok, err := dct.Parse(s)
+		if err != nil {
+			return rejectPlan(RejectInvalidToken, "dcts[%d]: %v", i, err), nil
+		}
+		dec.Tokens = append(dec.Tokens, tok)
+	}
+	var spent int64
+	if d.Spent != nil {
+		spent = d.Spent(parentTok)
+	}
+	if err := contract.CheckDecomposition(dec, parent, parentTok, scope, spent, now); err != nil {
+		return rejectPlan(RejectInvalidParams, "%v", err), nil
+	}
+	for _, c := range dec.Contracts {
+		if err := d.Contracts.Put(c); err != nil {
+			return rejectPlan(RejectContractMismatch, "contract %s: %v", c.ID, err), nil
+		}
+	}
+	if err := d.Plans.Put(dec.Plan); err != nil {
+		if errors.Is(err, contract.ErrPlan) {
+			return rejectPlan(RejectInvalidParams, "%v", err), nil
+		}
+		return DecomposeResult{}, internalError("the plan cannot be recorded: %v", err)
+	}
+	return DecomposeResult{Accepted: true, PlanID: dec.Plan.ID}, nil
+}
