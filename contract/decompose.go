@@ -56,6 +56,7 @@ type subTaskFile struct {
 	Deadline         string         `yaml:"deadline"`
 	DependsOn        []string       `yaml:"dependsOn"`
 	Assignee         string         `yaml:"assignee"`
+	Optional         bool           `yaml:"optional"`
 	OutputSchema     map[string]any `yaml:"outputSchema"`
 	Verification     map[string]any `yaml:"verification"`
 }
@@ -91,7 +92,7 @@ func ReadPlanSpec(data []byte) (*PlanSpec, error) {
 			return nil, planErr("sub-task %d (%s): budgetMicrocents is required", i+1, quoted(st.ID))
 		}
 		sp := SubTaskSpec{SubTask: SubTask{ID: st.ID, Title: st.Title, Description: st.Description,
-			BudgetMicrocents: *st.BudgetMicrocents, Deadline: st.Deadline, DependsOn: st.DependsOn, Assignee: st.Assignee}}
+			BudgetMicrocents: *st.BudgetMicrocents, Deadline: st.Deadline, DependsOn: st.DependsOn, Assignee: st.Assignee, Optional: st.Optional}}
 		for _, c := range st.Capabilities {
 			sp.Capabilities = append(sp.Capabilities, dct.Capability(c))
 		}

@@ -71,6 +71,10 @@ type SubTask struct {
 	BudgetMicrocents int64            `json:"budgetMicrocents"`
 	Deadline         string           `json:"deadline"`
 	DependsOn        []string         `json:"dependsOn"`
+	// Optional marks a sub-task whose failure does not fail the task the
+	// plan splits (the sub-tasks that depend on it still wait for a
+	// completion).
+	Optional bool `json:"optional,omitempty"`
 	// Assignee is the principal ID the sub-task's token is delegated to.
 	Assignee string `json:"assignee"`
 	// ContractID is the sub-task's child contract.

@@ -510,3 +510,33 @@ func TestDecompositionInBandThroughProxy(t *testing.T) {
 	}
 	r.s.CallAs(t, fetch.String(), "read_file", map[string]any{"path": "/project/sub/notes.md"}).OK(t, "fetch under the in-band plan")
 }
+
+// A plan may say a sub-task's failure does not fail the whole (optional:
+// true): the parent then completes with that sub-task failed.
+func TestDecompositionOptionalSubTask(t *testing.T) {
+	r := newPlanRun(t, strings.Replace(planParallel, "title: B,", "title: B, optional: true,", 1), 5000)
+	if !r.plan.SubTask("b").Optional {
+		t.Fatalf("the plan does not mark b optional: %+v", r.plan.SubTasks)
+	}
+	if res := r.delegate(r.parent, r.aTok, dct.RootParentDelegationID); !res.Accepted {
+		t.Fatalf("delegate parent: %+v", res)
+	}
+	var cited []string
+	for _, id := range []string{"a", "b", "c"} {
+		c, tok := r.sub(id)
+		if res := r.delegate(c, tok, planDelegation(r.aTok)); !res.Accepted {
+			t.Fatalf("delegate %s: %+v", id, res)
+		}
+		a, msg, res := r.attestAndComplete(id != "b", r.b, c, tok, 0)
+		if res == nil {
+			t.Fatalf("complete %s: %q", id, msg)
+		}
+		if id != "b" {
+			cited = append(cited, a.ID)
+		}
+	}
+	// The failed optional sub-task's attestation need not be cited.
+	if _, msg, res := r.completeWith(r.e.Agent, r.parent, r.aTok, 0, cited...); res == nil || res.Status != "completed" {
+		t.Fatalf("the parent with an optional sub-task failed: %q %+v", msg, res)
+	}
+}

@@ -125,8 +125,8 @@ func (d *Delegations) pendingFor(del chain.Delegation) string {
 // splitBy checks the sub-tasks of every plan that splits a delegation
 // (issued by its delegatee, who decomposed it): each must have ended, and
 // the attestation must cite each one's attestation. It returns the
-// sub-tasks that failed, which fail the delegation, or an error refusing
-// the completion for now.
+// sub-tasks that failed and are not optional, which fail the delegation,
+// or an error refusing the completion for now.
 func (d *Delegations) splitBy(del chain.Delegation, children []string) ([]string, error) {
 	if d.Plans == nil {
 		return nil, nil
@@ -159,9 +159,11 @@ func (d *Delegations) splitBy(del chain.Delegation, children []string) ([]string
 					state = string(sub.Status)
 				}
 				return nil, invalidParams("delegation %s is split by plan %s: sub-task %q (delegation %s) has not ended (%s); it completes only with its sub-tasks' completions", del.ID, p.ID, st.ID, st.DelegationID, state)
-			case sub.AttestationID != "" && !cited[sub.AttestationID]:
+			case sub.AttestationID != "" && !cited[sub.AttestationID] && (sub.Status == chain.StatusCompleted || !st.Optional):
+				// A failed optional sub-task need not be cited: citing it
+				// would fail the parent's recursive verification (§7.3).
 				return nil, invalidParams("delegation %s is split by plan %s: the attestation must cite sub-task %q's attestation %s in childAttestations", del.ID, p.ID, st.ID, sub.AttestationID)
-			case sub.Status != chain.StatusCompleted:
+			case sub.Status != chain.StatusCompleted && !st.Optional:
 				failed = append(failed, fmt.Sprintf("sub-task %q of plan %s %s", st.ID, p.ID, sub.Status))
 			}
 		}
