@@ -219,3 +219,22 @@ func FuzzReadPlanSpec(f *testing.F) {
 		_ = strings.TrimSpace(s.Strategy)
 	})
 }
+
+// BenchmarkPlanView is what the gate pays per call for plans: one look
+// at the plan directory (here holding one plan) and the index lookups.
+func BenchmarkPlanView(b *testing.B) {
+	d, err := OpenPlanDir(b.TempDir())
+	if err != nil {
+		b.Fatal(err)
+	}
+	p := testDecomposition(b).Plan
+	if err := d.Put(p); err != nil {
+		b.Fatal(err)
+	}
+	for b.Loop() {
+		v, err := d.View()
+		if err != nil || len(v.SubTaskOf(p.SubTasks[0].DelegationKey)) != 1 {
+			b.Fatal("the plan is not indexed", err)
+		}
+	}
+}

@@ -24,21 +24,17 @@ const DependencyPending dct.DenialType = "dependency_pending"
 // verified chain as one of their sub-tasks: those whose issuer signed its
 // block (the delegatee of the link before) and whose parent is that link.
 // A plan naming a delegation its issuer did not make binds nothing.
-func planOf(plans *contract.PlanDir, links []dct.ChainLink, i int) ([]contract.PlanRef, error) {
+func planOf(v contract.PlanView, links []dct.ChainLink, i int) []contract.PlanRef {
 	if i == 0 {
-		return nil, nil
+		return nil
 	}
-	refs, err := plans.SubTaskOf(links[i].Key)
-	if err != nil {
-		return nil, err
-	}
-	out := refs[:0]
-	for _, r := range refs {
+	var out []contract.PlanRef
+	for _, r := range v.SubTaskOf(links[i].Key) {
 		if links[i-1].Key == r.Plan.ParentDelegationKey && links[i-1].Delegatee == r.Plan.Issuer {
 			out = append(out, r)
 		}
 	}
-	return out, nil
+	return out
 }
 
 // Pending says why calls under a verified chain must wait: some
@@ -51,19 +47,15 @@ func (d *Delegations) Pending(scope *dct.AuthorizedScope) string {
 	if d.Plans == nil {
 		return ""
 	}
+	v, err := d.Plans.View()
+	if err != nil {
+		return fmt.Sprintf("the decomposition plans cannot be read (%v), so whether delegation %s may start is unknown", err, scope.DelegationID)
+	}
 	for i, l := range scope.Chain {
-		why, err := d.Plans.Tampered(l.Key)
-		if err != nil {
-			return fmt.Sprintf("the decomposition plans cannot be read (%v), so whether delegation %s may start is unknown", err, l.DelegationID)
-		}
-		if why != "" {
+		if why := v.Tampered(l.Key); why != "" {
 			return fmt.Sprintf("delegation %s is named by a %s; it stays refused until the plan is restored", l.DelegationID, why)
 		}
-		refs, err := planOf(d.Plans, scope.Chain, i)
-		if err != nil {
-			return fmt.Sprintf("the decomposition plans cannot be read (%v), so whether delegation %s may start is unknown", err, l.DelegationID)
-		}
-		for _, r := range refs {
+		for _, r := range planOf(v, scope.Chain, i) {
 			if waits := d.waitsFor(r); len(waits) > 0 {
 				return fmt.Sprintf("sub-task %q (delegation %s) of plan %s waits for %s to complete", r.SubTask.ID, l.DelegationID, r.Plan.ID, strings.Join(waits, " and "))
 			}
@@ -131,14 +123,14 @@ func (d *Delegations) splitBy(del chain.Delegation, children []string) ([]string
 	if d.Plans == nil {
 		return nil, nil
 	}
-	plans, err := d.Plans.SplitOf(del.Key)
+	v, err := d.Plans.View()
 	if err != nil {
 		return nil, internalError("the decomposition plans cannot be read")
 	}
-	why, err := d.Plans.Tampered(del.Key)
-	if err != nil || why != "" {
+	if why := v.Tampered(del.Key); why != "" {
 		return nil, invalidParams("delegation %s cannot be completed: it is named by a %s", del.ID, why)
 	}
+	plans := v.SplitOf(del.Key)
 	cited := map[string]bool{}
 	for _, c := range children {
 		cited[c] = true
@@ -185,10 +177,15 @@ func (d *Delegations) Hold(scope *dct.AuthorizedScope, levels []budget.Level, sp
 	if d.Plans == nil {
 		return levels
 	}
+	v, err := d.Plans.View()
+	if err != nil {
+		// Pending refuses the call on the same error before it gets here.
+		return levels
+	}
 	var out []budget.Level
 	for i, l := range scope.Chain {
-		plans, err := d.Plans.SplitOf(l.Key)
-		if err != nil || len(plans) == 0 {
+		plans := v.SplitOf(l.Key)
+		if len(plans) == 0 {
 			continue
 		}
 		var held int64
