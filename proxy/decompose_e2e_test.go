@@ -249,6 +249,33 @@ func TestDecompositionPlanAttacksThroughProxy(t *testing.T) {
 		t.Fatalf("a token below summarize ran before fetch completed: %+v", got)
 	}
 
+	// A plan recorded in another workspace than the proxy's: its sub-tasks
+	// cannot be delegated here, where their dependencies would go unseen.
+	elsewhere := filepath.Join(r.e.Dir, "elsewhere")
+	r.cli("contract", "decompose", "--contract", filepath.Join(r.e.Dir, "parent.json"), "--token", "@"+filepath.Join(r.e.Dir, "a.tok"),
+		"--plan", filepath.Join(r.e.Dir, "plan.yaml"), "--key", filepath.Join(r.e.Dir, "agent.key"), "--assignee", r.b.ID(), "--workspace", elsewhere, "--out", elsewhere)
+	cb, err := os.ReadFile(filepath.Join(elsewhere, "summarize.contract.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	lostC, err := contract.Parse(cb)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tb, _ := os.ReadFile(filepath.Join(elsewhere, "summarize.token"))
+	lostTok, err := dct.Parse(strings.TrimSpace(string(tb)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res := r.delegate(lostC, lostTok, planDelegation(r.aTok)); res.Accepted || !strings.Contains(res.Details, "which is not recorded in this proxy's workspace") {
+		t.Errorf("a sub-task of a plan recorded elsewhere was delegated: %+v", res)
+	}
+	// The recorded plan's contract with another token is not its sub-task.
+	sumC, _ := r.sub("summarize")
+	if res := r.delegate(sumC, lostTok, planDelegation(r.aTok)); res.Accepted {
+		t.Errorf("a sub-task contract was delegated with a token its plan did not make: %+v", res)
+	}
+
 	// The agent's recorded plan edited in place: summarize's dependency
 	// dropped. The file no longer verifies; the delegations it names are
 	// refused, fetch included.

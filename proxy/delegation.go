@@ -279,6 +279,9 @@ func (d *Delegations) Delegate(params json.RawMessage) (DelegateResult, *Binding
 	if delegator := signers[len(signers)-1]; c.Issuer != delegator {
 		return reject(RejectInvalidContract, "the contract is signed by %s, not by the delegator %s", c.Issuer, delegator), nil, nil
 	}
+	if res := d.checkPlanned(c, tok); res != nil {
+		return *res, nil, nil
+	}
 	if d.Trust != nil {
 		ok, reason, err := d.Trust(scope.Delegatee, now)
 		if err != nil {

@@ -309,3 +309,35 @@ func (d *Delegations) Decompose(params json.RawMessage, sessionToken string) (De
 	}
 	return DecomposeResult{Accepted: true, PlanID: dec.Plan.ID}, nil
 }
+
+// checkPlanned refuses to delegate a sub-task contract (one whose inputs
+// name the plan it belongs to, as decompose writes them) unless that plan
+// is recorded here and made this very delegation: otherwise its
+// dependencies would not be enforced.
+func (d *Delegations) checkPlanned(c *contract.TaskContract, tok *dct.Token) *DelegateResult {
+	var in struct {
+		Decomposition *struct {
+			PlanID    string `json:"planId"`
+			SubTaskID string `json:"subTaskId"`
+		} `json:"decomposition"`
+	}
+	if json.Unmarshal(c.Task.Inputs, &in) != nil || in.Decomposition == nil || !contract.ValidPlanID(in.Decomposition.PlanID) {
+		return nil
+	}
+	planID, stID := in.Decomposition.PlanID, in.Decomposition.SubTaskID
+	if d.Plans == nil {
+		r := reject(RejectInvalidContract, "contract %s is sub-task %q of plan %s, and this proxy records no plans, so its dependencies could not be enforced", c.ID, stID, planID)
+		return &r
+	}
+	p, err := d.Plans.Get(planID)
+	if err != nil {
+		r := reject(RejectInvalidContract, "contract %s is sub-task %q of plan %s, which is not recorded in this proxy's workspace: record it there (contract decompose --workspace, or delegateos/decompose) so that its dependencies are enforced", c.ID, stID, planID)
+		return &r
+	}
+	keys := tok.DelegationKeys()
+	if st := p.SubTask(stID); st == nil || st.ContractID != c.ID || st.DelegationKey != keys[len(keys)-1] {
+		r := reject(RejectContractMismatch, "contract %s names sub-task %q of plan %s, but the plan made no such delegation with this token", c.ID, stID, planID)
+		return &r
+	}
+	return nil
+}
