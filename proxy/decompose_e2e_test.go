@@ -210,6 +210,29 @@ func TestDecompositionEnforcedThroughProxy(t *testing.T) {
 	if _, msg, res := r.completeWith(r.e.Agent, r.parent, r.aTok, 200, fetchAtt.ID, sumAtt.ID); res == nil || res.Status != "completed" {
 		t.Fatalf("complete the parent: %q %+v", msg, res)
 	}
+	// Reputation: each sub-task's evaluation is a signal for its assignee,
+	// the parent's for the decomposer.
+	for who, want := range map[*identity.Keypair]int{r.b: 2, r.e.Agent: 1} {
+		var prof struct {
+			Dimensions []struct {
+				Name       string `json:"name"`
+				SampleSize int    `json:"sampleSize"`
+			} `json:"dimensions"`
+		}
+		out := r.cli("reputation", "show", "--workspace", r.ws, "--json", "--", who.ID())
+		if err := json.Unmarshal([]byte(out), &prof); err != nil {
+			t.Fatalf("reputation show: %v\n%s", err, out)
+		}
+		got := -1
+		for _, d := range prof.Dimensions {
+			if d.Name == "reliability" {
+				got = d.SampleSize
+			}
+		}
+		if got != want {
+			t.Errorf("%s has %d reliability signals, want %d:\n%s", who.ID(), got, want, out)
+		}
+	}
 }
 
 // Attacks on the recorded plan: an edited plan file (any member: here a
@@ -411,6 +434,9 @@ func TestDecompositionBudgetsThroughProxy(t *testing.T) {
 	if seen != 4 {
 		t.Errorf("spend --json shows %d of the parent and its 3 sub-tasks:\n%s", seen, out)
 	}
+	if m := r.cli("spend", "--policy", r.policy, "--format", "mermaid"); !strings.Contains(m, "of plan "+r.plan.ID+"  allotted 1000  reserved 0  spent 300  returned 700") {
+		t.Errorf("spend mermaid lacks c's allotment:\n%s", m)
+	}
 	tree := r.cli("spend", "--policy", r.policy, "--format", "tree")
 	for _, want := range []string{"plan " + r.plan.ID + " (parallel, 3 sub-tasks, allotted 3000)", `sub-task "c" of plan ` + r.plan.ID + "  allotted 1000  reserved 0  spent 300  returned 700"} {
 		if !strings.Contains(tree, want) {
@@ -448,6 +474,11 @@ func TestDecompositionFailedSubTaskFailsParent(t *testing.T) {
 // inBand makes a decomposition of tok (held by key) as an agent's own code
 // would, with contract.Decompose.
 func (r *planRun) inBand(key *identity.Keypair, tok *dct.Token, planYAML string) *contract.Decomposition {
+	r.t.Helper()
+	return r.inBandOf(r.parent, key, tok, planYAML)
+}
+
+func (r *planRun) inBandOf(parent *contract.TaskContract, key *identity.Keypair, tok *dct.Token, planYAML string) *contract.Decomposition {
 	t := r.t
 	t.Helper()
 	v, err := dct.NewVerifier(dct.Options{Roots: []string{r.e.Root.ID()}})
@@ -462,7 +493,11 @@ func (r *planRun) inBand(key *identity.Keypair, tok *dct.Token, planYAML string)
 	if err != nil {
 		t.Fatal(err)
 	}
-	d, err := contract.Decompose(contract.DecomposeParams{Key: key, Parent: r.parent, Token: tok, Scope: scope, Spec: spec, Assignee: r.b.ID()})
+	assignee := r.b.ID() // B's own sub-tasks go back to the agent
+	if key == r.b {
+		assignee = r.e.Agent.ID()
+	}
+	d, err := contract.Decompose(contract.DecomposeParams{Key: key, Parent: parent, Token: tok, Scope: scope, Spec: spec, Assignee: assignee})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -536,6 +571,15 @@ func TestDecompositionInBandThroughProxy(t *testing.T) {
 		t.Fatalf("summarize before fetch, in-band plan: %+v", got)
 	}
 	r.s.CallAs(t, fetch.String(), "read_file", map[string]any{"path": "/project/sub/notes.md"}).OK(t, "fetch under the in-band plan")
+	// B cannot start summarize by splitting it: decomposing a waiting
+	// sub-task is refused as a call under it is.
+	if res := r.delegate(good.Contracts[1], sum, planDelegation(r.aTok)); !res.Accepted {
+		t.Fatalf("delegate summarize: %+v", res)
+	}
+	split := r.inBandOf(good.Contracts[1], r.b, sum, "strategy: parallel\nsubTasks:\n  - {id: x, title: X, capabilities: [{namespace: docs, action: read, resource: /project/secret.md}], budgetMicrocents: 100}\n")
+	if res := r.sendDecompose(split, sum.String()); res.Accepted || res.Reason != "dependency_pending" || !strings.Contains(res.Details, `waits for "fetch"`) {
+		t.Errorf("a waiting sub-task was split: %+v", res)
+	}
 }
 
 // A plan may say a sub-task's failure does not fail the whole (optional:

@@ -458,6 +458,9 @@ func (rep *spendReport) mermaid(label func(string) string) string {
 		if n.record != nil {
 			b.WriteString(" #183; " + m(string(n.record.Status)))
 		}
+		if pt := strings.TrimSpace(n.planText(m)); pt != "" {
+			b.WriteString("<br/>" + pt)
+		}
 		b.WriteString("<br/>budget " + m(n.budgetText()) + " #183; committed " + m(strconv.FormatInt(n.u.Committed, 10)) +
 			" #183; reserved " + m(strconv.FormatInt(n.u.Reserved, 10)))
 		b.WriteString("<br/>remaining " + m(n.remainingText()) + " #183; calls " + m(n.callsText()) +
