@@ -238,3 +238,75 @@ func BenchmarkPlanView(b *testing.B) {
 		}
 	}
 }
+
+// TestCheckDecomposition: an in-band decomposition passes only if each
+// sub-task's token is exactly what its plan entry says. Each case swaps a
+// sub-task's token for one that differs in one respect (the plan re-signed
+// with the new token's key, so only that respect is wrong).
+func TestCheckDecomposition(t *testing.T) {
+	now := t0.Add(time.Minute)
+	check := func(d *Decomposition) error {
+		t.Helper()
+		u := d.Tokens[0].Unverified()
+		// The parent token is the sub-task token less its last block.
+		parent, err := dct.Create(dct.CreateParams{Issuer: rootKey, Delegatee: aliceKey.ID(), ContractID: u.Authority.ContractID, DelegationID: u.Authority.DelegationID,
+			Capabilities: u.Authority.Capabilities, MaxChainDepth: u.Authority.MaxChainDepth, MaxBudgetMicrocents: u.Authority.MaxBudgetMicrocents,
+			ExpiresAt: t0.Add(24 * time.Hour), IssuedAt: t0})
+		if err != nil {
+			t.Fatal(err)
+		}
+		v, _ := dct.NewVerifier(dct.Options{Roots: []string{rootKey.ID()}})
+		scope, err := v.VerifyChain(parent.String(), now)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return CheckDecomposition(d, testContract(t), parent, scope, 0, now)
+	}
+	if err := check(testDecomposition(t)); err != nil {
+		t.Fatalf("the decomposition Decompose made: %v", err)
+	}
+	caps := func(r string) *[]dct.Capability {
+		return &[]dct.Capability{{Namespace: "docs", Action: "read", Resource: r}}
+	}
+	budget := func(n int64) *int64 { return &n }
+	due := func(d time.Duration) *time.Time { x := t0.Add(d); return &x }
+	for name, tc := range map[string]struct {
+		mod  func(p *dct.AttenuateParams)
+		want string
+	}{
+		"wider capability": {func(p *dct.AttenuateParams) { p.Capabilities = caps("/project/**") }, "capabilities are not the plan's"},
+		"bigger budget":    {func(p *dct.AttenuateParams) { p.MaxBudgetMicrocents = budget(1001) }, "budget is not the plan's 1000"},
+		"later expiry":     {func(p *dct.AttenuateParams) { p.ExpiresAt = due(23 * time.Hour) }, "expires after the plan's deadline"},
+		"no expiry":        {func(p *dct.AttenuateParams) { p.ExpiresAt = nil }, "has no expiry of its own"},
+		"other assignee":   {func(p *dct.AttenuateParams) { p.Delegatee = evilKey.ID() }, "not what the plan says"},
+		"other contract":   {func(p *dct.AttenuateParams) { p.ContractID = "ct_0000000000ff" }, "not what the plan says"},
+	} {
+		t.Run(name, func(t *testing.T) {
+			d := testDecomposition(t)
+			d.Plan.SubTasks[0].Deadline = "2026-01-01T12:00:00.000Z"
+			st := &d.Plan.SubTasks[0]
+			p := dct.AttenuateParams{Attenuator: aliceKey, Delegatee: st.Assignee, DelegationID: st.DelegationID, ContractID: st.ContractID,
+				Capabilities: &[]dct.Capability{st.Capabilities[0]}, MaxBudgetMicrocents: budget(st.BudgetMicrocents), ExpiresAt: due(12 * time.Hour), Now: now}
+			tc.mod(&p)
+			u := d.Tokens[0].Unverified()
+			parent, err := dct.Create(dct.CreateParams{Issuer: rootKey, Delegatee: aliceKey.ID(), ContractID: u.Authority.ContractID, DelegationID: u.Authority.DelegationID,
+				Capabilities: u.Authority.Capabilities, MaxChainDepth: u.Authority.MaxChainDepth, MaxBudgetMicrocents: u.Authority.MaxBudgetMicrocents,
+				ExpiresAt: t0.Add(24 * time.Hour), IssuedAt: t0})
+			if err != nil {
+				t.Fatal(err)
+			}
+			tok, err := dct.Attenuate(parent, p)
+			if err != nil {
+				t.Fatal(err)
+			}
+			keys := tok.DelegationKeys()
+			d.Tokens[0], st.DelegationKey = tok, keys[len(keys)-1]
+			if err := d.Plan.Sign(aliceKey); err != nil {
+				t.Fatal(err)
+			}
+			if err := check(d); !errors.Is(err, ErrPlan) || !strings.Contains(err.Error(), tc.want) {
+				t.Fatalf("got %v, want %q", err, tc.want)
+			}
+		})
+	}
+}
