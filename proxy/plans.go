@@ -7,12 +7,14 @@ import (
 	"io/fs"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/delegateos/delegateos/budget"
 	"github.com/delegateos/delegateos/chain"
 	"github.com/delegateos/delegateos/contract"
 	"github.com/delegateos/delegateos/dct"
 	"github.com/delegateos/delegateos/internal/strictjson"
+	"github.com/delegateos/delegateos/internal/timestamp"
 )
 
 // DependencyPending is the denial of a call under a sub-task of a
@@ -115,7 +117,8 @@ func (d *Delegations) pendingFor(del chain.Delegation) string {
 }
 
 // splitBy checks the sub-tasks of every plan that splits a delegation
-// (issued by its delegatee, who decomposed it): each must have ended, and
+// (issued by its delegatee, who decomposed it): each must have ended (one
+// never delegated ends, failed, at its deadline), and
 // the attestation must cite each one's attestation. It returns the
 // sub-tasks that failed and are not optional, which fail the delegation,
 // or an error refusing the completion for now.
@@ -145,6 +148,12 @@ func (d *Delegations) splitBy(del chain.Delegation, children []string) ([]string
 			switch {
 			case err != nil && !isNotExist(err):
 				return nil, internalError("the delegation chain cannot be read")
+			case err != nil && pastDeadline(st.Deadline, d.now()):
+				// Never delegated, and now it cannot be done in time: it
+				// counts as failed rather than holding the parent forever.
+				if !st.Optional {
+					failed = append(failed, fmt.Sprintf("sub-task %q of plan %s was never started before its deadline %s", st.ID, p.ID, st.Deadline))
+				}
 			case err != nil || sub.Status == chain.StatusActive:
 				state := "not started"
 				if err == nil {
@@ -164,6 +173,13 @@ func (d *Delegations) splitBy(del chain.Delegation, children []string) ([]string
 }
 
 func isNotExist(err error) bool { return errors.Is(err, fs.ErrNotExist) }
+
+// pastDeadline reports whether a sub-task's deadline (checked when its
+// plan was read) is before now.
+func pastDeadline(deadline string, now time.Time) bool {
+	t, err := timestamp.Parse(deadline)
+	return err == nil && now.After(t)
+}
 
 // Hold returns the budget levels of a call with, at each level split by a
 // recorded plan, the unspent allotments of the plan's sub-tasks that have
