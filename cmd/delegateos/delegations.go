@@ -66,6 +66,11 @@ func openDelegations(pol *policy.Policy, v *dct.Verifier, revs revocation.Live, 
 		chainStore.Close()
 		return nil, nil, fmt.Errorf("workspace: %w", err)
 	}
+	plans, err := contract.OpenPlanDir(filepath.Join(pol.Workspace, wsPlans))
+	if err != nil {
+		chainStore.Close()
+		return nil, nil, fmt.Errorf("workspace: %w", err)
+	}
 	outputs := &verify.Verifier{Warn: func(msg string) { log.Warn("verification", zap.String("warning", msg)) }}
 	if len(pol.Judge.Command) > 0 {
 		timeout := pol.Judge.Timeout
@@ -82,6 +87,7 @@ func openDelegations(pol *policy.Policy, v *dct.Verifier, revs revocation.Live, 
 		Attest:         &attest.Verifier{Contracts: contracts, Attestations: atts, Output: outputs},
 		Spent:          func(tok *dct.Token) int64 { return proxy.SpentUnder(spend, tok) },
 		RevocationList: pol.RevocationList,
+		Plans:          plans,
 	}
 	if revs != nil {
 		d.Revocations = revs
