@@ -199,106 +199,86 @@ func meta0(meta []byte) int {
 
 func isSpace(c byte) bool { return c == ' ' || c == '\t' || c == '\n' || c == '\r' }
 
-// traceparentMember finds the traceparent member of a _meta object: the
-// span of its value (from < 0 when there is none) and how many members
-// the object has. ok is false when meta is not an object.
-func traceparentMember(meta []byte) (from, to, members int, ok bool) {
-	from = -1
-	s := scanner{b: meta}
+// objectMembers calls fn with each member of the JSON object b: its name
+// (decoded) and where its value starts and ends in b. It reports whether b
+// is a well-formed object (fn may stop the walk early by returning false).
+func objectMembers(b []byte, fn func(name []byte, from, to int) bool) bool {
+	s := scanner{b: b}
 	s.ws()
 	if !s.eat('{') {
-		return 0, 0, 0, false
+		return false
 	}
 	s.ws()
 	if s.eat('}') {
-		return -1, 0, 0, true
+		return true
 	}
 	for {
 		s.ws()
 		raw, ok := s.str()
 		if !ok {
-			return 0, 0, 0, false
+			return false
 		}
 		name, ok := memberName(raw)
 		if !ok {
-			return 0, 0, 0, false
+			return false
 		}
 		s.ws()
 		if !s.eat(':') {
-			return 0, 0, 0, false
+			return false
 		}
 		s.ws()
 		start := s.i
 		if !s.skip(1) {
-			return 0, 0, 0, false
+			return false
 		}
-		members++
-		if string(name) == "traceparent" {
-			from, to = start, s.i
+		if !fn(name, start, s.i) {
+			return true
 		}
 		s.ws()
 		if s.eat(',') {
 			continue
 		}
-		if !s.eat('}') {
-			return 0, 0, 0, false
-		}
-		return from, to, members, true
+		return s.eat('}')
 	}
 }
 
+// traceparentMember finds the traceparent member of a _meta object: the
+// span of its value (from < 0 when there is none) and how many members
+// the object has. ok is false when meta is not an object.
+func traceparentMember(meta []byte) (from, to, members int, ok bool) {
+	from = -1
+	ok = objectMembers(meta, func(name []byte, f, t int) bool {
+		members++
+		if string(name) == "traceparent" {
+			from, to = f, t
+		}
+		return true
+	})
+	return from, to, members, ok
+}
+
 // metaTraceContext reads traceparent and tracestate from a _meta object;
-// nil when it has neither (or is not an object).
+// nil when it has neither (or is not a well-formed object).
 func metaTraceContext(meta []byte) propagation.MapCarrier {
 	if meta == nil {
 		return nil
 	}
 	var carrier propagation.MapCarrier
-	s := scanner{b: meta}
-	s.ws()
-	if !s.eat('{') {
-		return nil
-	}
-	s.ws()
-	if s.eat('}') {
-		return nil
-	}
-	for {
-		s.ws()
-		raw, ok := s.str()
-		if !ok {
-			return nil
-		}
-		name, ok := memberName(raw)
-		if !ok {
-			return nil
-		}
-		s.ws()
-		if !s.eat(':') {
-			return nil
-		}
-		s.ws()
-		start := s.i
-		if !s.skip(1) {
-			return nil
-		}
-		if n := string(name); (n == "traceparent" || n == "tracestate") && s.i-start <= maxTraceContext {
-			if v, ok := unquote(meta[start:s.i]); ok {
+	ok := objectMembers(meta, func(name []byte, from, to int) bool {
+		if n := string(name); (n == "traceparent" || n == "tracestate") && to-from <= maxTraceContext {
+			if v, ok := unquote(meta[from:to]); ok {
 				if carrier == nil {
 					carrier = propagation.MapCarrier{}
 				}
 				carrier[n] = v
 			}
 		}
-		s.ws()
-		if s.eat(',') {
-			continue
-		}
-		if !s.eat('}') {
-			return nil
-		}
-		return carrier
+		return true
+	})
+	if !ok {
+		return nil
 	}
+	return carrier
 }
 
 // truncate cuts s to at most n bytes, at a rune boundary, marking the cut.
