@@ -3,14 +3,12 @@
 package oauth_test
 
 import (
-	"encoding/json"
 	"fmt"
 	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 
 	"github.com/delegateos/delegateos/internal/mcptest"
@@ -20,39 +18,13 @@ import (
 // interop/inspector-js pins.
 const inspectorVersion = "2.12.0"
 
-var (
-	inspectorOnce sync.Once
-	inspectorDir  string
-	inspectorErr  error
-)
-
 // inspector installs interop/inspector-js's pinned packages once and
 // returns its directory. (The same pin as interop/inspector-cli, which the
 // proxy package's tests install: a directory each, since test packages run
 // at once and two npm installs in one directory would race.)
 func inspector(t *testing.T) string {
 	t.Helper()
-	inspectorOnce.Do(func() {
-		inspectorDir = filepath.Join(mcptest.ModuleRoot(t), "interop", "inspector-js")
-		installed, err := os.ReadFile(filepath.Join(inspectorDir, "node_modules", "@modelcontextprotocol", "inspector", "package.json"))
-		var pkg struct{ Version string }
-		if err == nil && json.Unmarshal(installed, &pkg) == nil && pkg.Version == inspectorVersion {
-			return
-		}
-		// npm install, not npm ci: the lock names a Windows-only optional
-		// dependency (of vite) that the registry here does not serve, and
-		// npm ci refuses a lock it cannot fully resolve; npm install keeps
-		// the lock and skips the optional package.
-		cmd := exec.Command("npm", "install", "--no-audit", "--no-fund", "--loglevel=error")
-		cmd.Dir = inspectorDir
-		if b, err := cmd.CombinedOutput(); err != nil {
-			inspectorErr = &exec.Error{Name: "npm install: " + string(b), Err: err}
-		}
-	})
-	if inspectorErr != nil {
-		t.Fatalf("the MCP Inspector needs Node.js 20+ and npm: %v", inspectorErr)
-	}
-	return inspectorDir
+	return mcptest.NodePackages(t, "interop/inspector-js", "@modelcontextprotocol/inspector", inspectorVersion)
 }
 
 // The MCP Inspector's CLI, given a client ID registered beforehand

@@ -10,7 +10,6 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 
 	"github.com/delegateos/delegateos/internal/mcptest"
@@ -20,34 +19,11 @@ import (
 // pins.
 const jsSDKVersion = "1.32.2"
 
-var (
-	jsOnce sync.Once
-	jsDir  string
-	jsErr  error
-)
-
-// jsClient installs interop/oauth-js's pinned packages (npm ci) once and
-// returns its directory. Node.js 20+ and npm are required: without them
-// the test fails.
+// jsClient installs interop/oauth-js's pinned packages once and returns
+// its directory; without Node.js 20+ and npm the test fails.
 func jsClient(t *testing.T) string {
 	t.Helper()
-	jsOnce.Do(func() {
-		jsDir = filepath.Join(mcptest.ModuleRoot(t), "interop", "oauth-js")
-		installed, err := os.ReadFile(filepath.Join(jsDir, "node_modules", "@modelcontextprotocol", "sdk", "package.json"))
-		var pkg struct{ Version string }
-		if err == nil && json.Unmarshal(installed, &pkg) == nil && pkg.Version == jsSDKVersion {
-			return
-		}
-		cmd := exec.Command("npm", "ci", "--no-audit", "--no-fund", "--loglevel=error")
-		cmd.Dir = jsDir
-		if b, err := cmd.CombinedOutput(); err != nil {
-			jsErr = &exec.Error{Name: "npm ci: " + string(b), Err: err}
-		}
-	})
-	if jsErr != nil {
-		t.Fatalf("the TypeScript SDK client needs Node.js 20+ and npm: %v", jsErr)
-	}
-	return jsDir
+	return mcptest.NodePackages(t, "interop/oauth-js", "@modelcontextprotocol/sdk", jsSDKVersion)
 }
 
 // chromium is Debian's headless browser (scripts/install-chromium.sh

@@ -8,7 +8,6 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -200,37 +199,12 @@ func TestSessionStartFailureShownInTypeScriptSDK(t *testing.T) {
 // interop/inspector-cli pins.
 const inspectorVersion = "2.12.0"
 
-var (
-	inspectorOnce sync.Once
-	inspectorDir  string
-	inspectorErr  error
-)
-
-// inspectorCLI installs interop/inspector-cli's pinned packages (npm install)
-// once and returns the Inspector's launcher.
+// inspectorCLI installs interop/inspector-cli's pinned packages once and
+// returns the Inspector's launcher.
 func inspectorCLI(t *testing.T) string {
 	t.Helper()
-	inspectorOnce.Do(func() {
-		inspectorDir = filepath.Join(mcptest.ModuleRoot(t), "interop", "inspector-cli")
-		installed, err := os.ReadFile(filepath.Join(inspectorDir, "node_modules", "@modelcontextprotocol", "inspector", "package.json"))
-		var pkg struct{ Version string }
-		if err == nil && json.Unmarshal(installed, &pkg) == nil && pkg.Version == inspectorVersion {
-			return
-		}
-		// npm install, not npm ci: the lock names a Windows-only optional
-		// dependency (of vite) that the registry here does not serve, and
-		// npm ci refuses a lock it cannot fully resolve; npm install keeps
-		// the lock (checked: unchanged) and skips the optional package.
-		cmd := exec.Command("npm", "install", "--no-audit", "--no-fund", "--loglevel=error")
-		cmd.Dir = inspectorDir
-		if b, err := cmd.CombinedOutput(); err != nil {
-			inspectorErr = &exec.Error{Name: "npm install: " + string(b), Err: err}
-		}
-	})
-	if inspectorErr != nil {
-		t.Fatalf("the MCP Inspector needs Node.js 20+ and npm: %v", inspectorErr)
-	}
-	return filepath.Join(inspectorDir, "node_modules", ".bin", "mcp-inspector")
+	dir := mcptest.NodePackages(t, "interop/inspector-cli", "@modelcontextprotocol/inspector", inspectorVersion)
+	return filepath.Join(dir, "node_modules", ".bin", "mcp-inspector")
 }
 
 // The MCP Inspector's CLI, starting a proxy whose policy does not parse,
