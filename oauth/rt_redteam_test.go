@@ -1,0 +1,143 @@
+//go:build unix && redteam
+
+package oauth_test
+
+// Red team of the authorization server (issue 23): each test FAILS when
+// the attack it names works. They run through the real binary:
+//
+//	go test -count=1 -tags redteam -run 'TestRT' ./oauth/
+
+import (
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/delegateos/delegateos/internal/mcptest"
+)
+
+// callWithToken is a tools/call whose params carry tok as
+// params._delegateos.dct, the per-request token serve documents ("Clients
+// give their own per session in an Authorization: Bearer header, or per
+// request in params._delegateos").
+func callWithToken(id, tool string, args map[string]any, tok string) string {
+	b, _ := json.Marshal(map[string]any{"jsonrpc": "2.0", "id": json.RawMessage(id), "method": "tools/call",
+		"params": map[string]any{"name": tool, "arguments": args, "_delegateos": map[string]any{"dct": tok}}})
+	return string(b)
+}
+
+// A DPoP-bound access token must be worthless without its key's proof
+// (RFC 9449 §7). Protect only looks at the Authorization header; the same
+// token put in params._delegateos.dct of a call, in a session opened with
+// any token Protect lets through (here: the attacker's own narrow bearer
+// token), is used by the gate with no proof at all.
+func TestRTDPoPTokenWithoutProofInParams(t *testing.T) {
+	t.Parallel()
+	a := startAS(t, nil)
+	victim := a.register(t, "victim")
+	key := newDPoPKey(t)
+	tr := victim.tokens("mcp:echo:* docs:read:/project/**", key.proof("POST", a.srv.Base+"/token", "", time.Now()))
+	if tr["token_type"] != "DPoP" {
+		t.Fatalf("victim's token: %v", tr)
+	}
+	stolen := tr["access_token"].(string)
+	// The attacker's own approval: echo only, bearer.
+	attacker := a.register(t, "attacker")
+	own := attacker.tokens("mcp:echo:*", "")["access_token"].(string)
+	sid := a.srv.Initialize(bearer(own))
+	if r := a.srv.Post(sid, bearer(own), mcptest.CallBody("9", "read_file", map[string]any{"path": "/project/README.md"})); readOK(r) {
+		t.Fatalf("the attacker's own token reads files: the test proves nothing")
+	}
+	r := a.srv.Post(sid, bearer(own), callWithToken("1", "read_file", map[string]any{"path": "/project/README.md"}, stolen))
+	if readOK(r) {
+		t.Fatalf("a stolen DPoP-bound token, sent with no proof in params._delegateos.dct, read a file the attacker's own token may not: HTTP %d %s", r.Status, r.Body)
+	}
+}
+
+// Ending a family (a rotated refresh token presented again: the tokens
+// were stolen) must end its access tokens. Protect forgets them, so they
+// are refused in Authorization; in params._delegateos.dct they still
+// authorize until they expire.
+func TestRTEndedTokenStillWorksInParams(t *testing.T) {
+	t.Parallel()
+	a := startAS(t, nil)
+	c := a.register(t, "c")
+	tr := c.tokens("mcp:echo:* docs:read:/project/**", "")
+	tok := tr["access_token"].(string)
+	other := a.register(t, "other")
+	own := other.tokens("mcp:echo:*", "")["access_token"].(string)
+	sid := a.srv.Initialize(bearer(own))
+	rt := tr["refresh_token"].(string)
+	if st, _ := c.refresh(rt, ""); st != http.StatusOK {
+		t.Fatalf("refresh: %d", st)
+	}
+	if st, m := c.refresh(rt, ""); st != http.StatusBadRequest {
+		t.Fatalf("reuse: %d %v", st, m)
+	}
+	if r := a.initialize(t, bearer(tok)); r.Status != http.StatusUnauthorized {
+		t.Fatalf("the ended token in Authorization: HTTP %d (want 401, as TestRefreshRotationAndReuse checks)", r.Status)
+	}
+	r := a.srv.Post(sid, bearer(own), callWithToken("1", "read_file", map[string]any{"path": "/project/README.md"}, tok))
+	if readOK(r) {
+		t.Fatalf("an access token of a family ended by refresh reuse still reads files in params._delegateos.dct: HTTP %d %s", r.Status, r.Body)
+	}
+}
+
+// A stranger (no password, no approval: only registrations and GETs of
+// /authorize, which anyone may make) evicts the operator's open consent
+// page: MaxPending (256) requests forget the oldest, so the operator's
+// approval, typed a minute later, finds "expired". Kept up, no consent
+// ever completes.
+func TestRTPendingFloodEvictsOperatorsConsent(t *testing.T) {
+	t.Parallel()
+	a := startAS(t, nil)
+	c := a.register(t, "legit")
+	req, csrf := c.consentPage("mcp:echo:*")
+	stranger := a.register(t, "stranger")
+	for i := 0; i < 256; i++ {
+		if res, _ := stranger.get(stranger.authorizeParams("mcp:echo:*")); res.StatusCode != http.StatusOK {
+			t.Fatalf("stranger's authorize %d: HTTP %d", i, res.StatusCode)
+		}
+	}
+	if res, body := c.submit(approveForm(req, csrf, "0"), nil); res.StatusCode != http.StatusSeeOther {
+		t.Fatalf("the operator's approval after a stranger's 256 GET /authorize: HTTP %d (%s): a stranger evicts every consent page", res.StatusCode, problem(body))
+	}
+}
+
+// The consent lock is global and any stranger can reach the password
+// check: register, open a consent page of its own (GET /authorize), post
+// five wrong passwords. The operator's right password on the operator's
+// own page is then refused; five more a minute keep it so for ever.
+func TestRTStrangerLocksOperatorOut(t *testing.T) {
+	t.Parallel()
+	a := startAS(t, nil)
+	c := a.register(t, "legit")
+	req, csrf := c.consentPage("mcp:echo:*")
+	stranger := a.register(t, "stranger")
+	sreq, scsrf := stranger.consentPage("mcp:echo:*")
+	for i := 0; i < 5; i++ {
+		f := approveForm(sreq, scsrf, "0")
+		f.Set("password", fmt.Sprint("x", i))
+		stranger.submit(f, nil)
+	}
+	if res, body := c.submit(approveForm(req, csrf, "0"), nil); res.StatusCode != http.StatusSeeOther {
+		t.Fatalf("the operator's right password after a stranger's five wrong ones on its own page: HTTP %d (%s)", res.StatusCode, problem(body))
+	}
+}
+
+// readOK reports whether a read_file call answered the file's text.
+func readOK(r *mcptest.HTTPResponse) bool {
+	return r.Status == http.StatusOK && strings.Contains(string(r.Body), "Project Atlas")
+}
+
+func problem(page string) string {
+	if i := strings.Index(page, `id="problem">`); i >= 0 {
+		rest := page[i+len(`id="problem">`):]
+		if j := strings.Index(rest, "<"); j >= 0 {
+			return rest[:j]
+		}
+	}
+	return mcptest.JSON(len(page))
+}
