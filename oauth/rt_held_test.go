@@ -12,8 +12,10 @@ import (
 	"crypto/rand"
 	"crypto/sha256"
 	"encoding/base64"
+	"fmt"
 	"net/http"
 	"net/url"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -310,5 +312,56 @@ func TestRTHeldErrorPageHeaders(t *testing.T) {
 	res, _ = c.get(c.authorizeParams("mcp:echo:*"))
 	if csp := res.Header.Get("Content-Security-Policy"); !strings.HasSuffix(csp, "form-action 'self' http://127.0.0.1:9") {
 		t.Errorf("the consent page's CSP: %q", csp)
+	}
+}
+
+// Token exchange of a subject whose consent was revoked, or whose family
+// was ended by a refresh reuse, is refused; another client presenting a
+// live refresh token neither gets tokens nor burns it.
+func TestRTHeldExchangeOfRevokedOrEndedSubject(t *testing.T) {
+	t.Parallel()
+	var revs string
+	a := startAS(t, func(e *mcptest.Env, p *mcptest.Policy) {
+		revs = filepath.Join(e.Dir, "revocations.json")
+		mcptest.WriteFile(t, revs, "[]\n")
+		p.RevocationList = revs
+	})
+	c := a.register(t, "agent")
+	exchange := func(subject string) (int, map[string]any) {
+		form := url.Values{"grant_type": {"urn:ietf:params:oauth:grant-type:token-exchange"}, "subject_token": {subject},
+			"subject_token_type": {"urn:ietf:params:oauth:token-type:access_token"}, "scope": {"mcp:echo:*"}}
+		return a.post(t, "/token", "application/x-www-form-urlencoded", form.Encode(), nil)
+	}
+	// Another client with a live refresh token.
+	tr := c.tokens("mcp:echo:*", "")
+	thief := a.register(t, "thief")
+	form := url.Values{"grant_type": {"refresh_token"}, "refresh_token": {tr["refresh_token"].(string)}, "client_id": {thief.id}}
+	if st, m := a.post(t, "/token", "application/x-www-form-urlencoded", form.Encode(), nil); st != http.StatusBadRequest || m["access_token"] != nil {
+		t.Errorf("another client's live refresh token: HTTP %d %v", st, m)
+	}
+	if st, m := c.refresh(tr["refresh_token"].(string), ""); st != http.StatusOK {
+		t.Errorf("the refresh token after another client presented it: HTTP %d %v, want it still live", st, m)
+	}
+	// Ended by a reuse.
+	tr = c.tokens("mcp:echo:*", "")
+	c.refresh(tr["refresh_token"].(string), "")
+	c.refresh(tr["refresh_token"].(string), "")
+	if st, m := exchange(tr["access_token"].(string)); st != http.StatusBadRequest || m["error"] != "invalid_grant" {
+		t.Errorf("an exchange of a token whose family was ended: HTTP %d %v", st, m)
+	}
+	// Revoked consent.
+	tr = c.tokens("mcp:echo:*", "")
+	tok := tr["access_token"].(string)
+	tokFile := filepath.Join(a.e.Dir, "access.tok")
+	mcptest.WriteFile(t, tokFile, tok)
+	if _, stderr, code := mcptest.CLI(t, "revoke", "--key", filepath.Join(a.e.Dir, "agent.key"), "--token", "@"+tokFile,
+		"--block", fmt.Sprint(a.grant.Blocks()), "--list", revs); code != 0 {
+		t.Fatalf("revoke: %s", stderr)
+	}
+	if r := a.initialize(t, bearer(tok)); r.Status != http.StatusUnauthorized {
+		t.Fatalf("the revoked token: HTTP %d (the revocation is not seen yet)", r.Status)
+	}
+	if st, m := exchange(tok); st != http.StatusBadRequest || m["error"] != "invalid_grant" {
+		t.Errorf("an exchange of a token whose consent was revoked: HTTP %d %v", st, m)
 	}
 }
