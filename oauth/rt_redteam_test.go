@@ -57,7 +57,18 @@ func TestRTDPoPTokenWithoutProofInParams(t *testing.T) {
 	}
 	r := a.srv.Post(sid, bearer(own), callWithToken("1", "read_file", map[string]any{"path": "/project/README.md"}, stolen))
 	if readOK(r) {
-		t.Fatalf("a stolen DPoP-bound token, sent with no proof in params._delegateos.dct, read a file the attacker's own token may not: HTTP %d %s", r.Status, r.Body)
+		t.Errorf("a stolen DPoP-bound token, sent with no proof in params._delegateos.dct, read a file the attacker's own token may not: HTTP %d", r.Status)
+	}
+	// The same route takes an attenuation of the grant this process did
+	// not issue, which TestForeignGrantTokenRefused refuses in
+	// Authorization.
+	handMade := mcptest.Attenuate(t, a.grant, a.e.Agent, mcptest.NewKey(t, "other"), 10, "docs:read:/project/**")
+	if r := a.initialize(t, bearer(handMade.String())); r.Status != http.StatusUnauthorized {
+		t.Fatalf("the hand-made attenuation in Authorization: HTTP %d, want 401", r.Status)
+	}
+	r = a.srv.Post(sid, bearer(own), callWithToken("2", "read_file", map[string]any{"path": "/project/README.md"}, handMade.String()))
+	if readOK(r) {
+		t.Errorf("an attenuation of the grant this server did not issue, refused in Authorization, read a file in params._delegateos.dct: HTTP %d", r.Status)
 	}
 }
 
