@@ -286,3 +286,34 @@ func TestRTReuseDetectionForgetsAfter64Rotations(t *testing.T) {
 		t.Fatalf("a refresh token rotated 65 times ago came back, and the family lives on (newest refresh: %v)", m["token_type"])
 	}
 }
+
+// After a restart the server forgets what it issued, so it refuses a
+// DPoP-bound token issued before, as Bearer and as DPoP (that holds: the
+// first checks). The token still authorizes in params._delegateos.dct,
+// without a proof, for the rest of its hour.
+func TestRTDPoPTokenReplayedAcrossRestartInParams(t *testing.T) {
+	t.Parallel()
+	a := startAS(t, nil)
+	e := a.e
+	c := a.register(t, "victim")
+	key := newDPoPKey(t)
+	old := c.tokens("mcp:echo:* docs:read:/project/**", key.proof("POST", a.srv.Base+"/token", "", time.Now()))["access_token"].(string)
+	a.srv.Signal(os.Interrupt)
+	if !a.srv.WaitExit(mcptest.CallTimeout) {
+		t.Fatal("serve did not stop")
+	}
+	a.srv = e.StartServe(mcptest.ServeOptions{Policy: a.policy, Flags: []string{"--authorize", "--grant", "@" + filepath.Join(e.Dir, "grant.tok"),
+		"--grant-key", filepath.Join(e.Dir, e.Agent.Name()+".key"), "--consent-password", "@" + filepath.Join(e.Dir, "consent.pw")}})
+	if r := a.initialize(t, bearer(old)); r.Status != http.StatusUnauthorized {
+		t.Fatalf("the old DPoP token as Bearer after a restart: HTTP %d, want 401", r.Status)
+	}
+	if r := a.initialize(t, map[string]string{"Authorization": "DPoP " + old, "DPoP": key.proof("POST", a.srv.URL, old, time.Now())}); r.Status != http.StatusUnauthorized {
+		t.Fatalf("the old DPoP token with its proof after a restart: HTTP %d, want 401", r.Status)
+	}
+	attacker := a.register(t, "attacker")
+	own := attacker.tokens("mcp:echo:*", "")["access_token"].(string)
+	sid := a.srv.Initialize(bearer(own))
+	if r := a.srv.Post(sid, bearer(own), callWithToken("1", "read_file", map[string]any{"path": "/project/README.md"}, old)); readOK(r) {
+		t.Fatalf("a DPoP-bound token issued before the restart, with no proof, read a file in params._delegateos.dct after it")
+	}
+}
