@@ -1,0 +1,143 @@
+//go:build unix && redteam
+
+package proxy_test
+
+import (
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/delegateos/delegateos/dct"
+	"github.com/delegateos/delegateos/internal/mcptest"
+)
+
+// Red-team attacks on enforced decomposition (issue 22), rtdecomp. Each
+// test FAILS while the bug it names is present. Run:
+//
+//	go test -count=1 -tags redteam -run 'TestRTDecomp' ./proxy/
+
+// restartOnWorkspace starts a fresh proxy on the plan run's workspace (a
+// restart, or a second proxy sharing it), as
+// TestDecompositionPlanAttacksThroughProxy does.
+func (r *planRun) restartOnWorkspace() {
+	r.t.Helper()
+	pol := r.e.Policy(mcptest.Rule{Match: "read_file", Namespace: "docs", Action: "read", Arg: "/path", Cost: 100})
+	pol.Rules = pol.Rules[1:]
+	pol.Extra = "workspace: " + strconv.Quote(r.ws) + "\n"
+	r.p = r.e.StartProxy(mcptest.ProxyOptions{Policy: pol})
+	r.s = r.p.Connect(mcptest.SessionOptions{})
+}
+
+// A recorded plan file damaged so that it no longer parses (truncated by
+// a crash or a full disk, or edited by hand) is silently skipped by
+// PlanDir.refresh (contract/plandir.go: `if err != nil { continue }` after
+// ParsePlan): a proxy that reads the workspace afterwards binds nothing,
+// and summarize runs before fetch completed. Same with an edit that keeps
+// the JSON but changes summarize's delegationKey: the "tampered" marks go
+// to the keys the edited file names, not the real ones. The builder's
+// defence ("an edited plan file: every delegation it names is refused")
+// only holds for edits that keep the file parsing and its keys intact.
+func TestRTDecompDamagedPlanFileFreesSubTask(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		edit func(b []byte, sumKey string) []byte
+	}{
+		{"truncated", func(b []byte, _ string) []byte { return b[:len(b)/2] }},
+		{"sub-task and parent keys edited", func(b []byte, keys string) []byte {
+			// keys is "sumKey parentKey": both are marked tampered only
+			// under their edited values.
+			f := strings.Fields(keys)
+			s := string(b)
+			s = strings.Replace(s, `"delegationKey":"`+f[0]+`"`, `"delegationKey":"`+flipLast(f[0])+`"`, 1)
+			s = strings.Replace(s, `"parentDelegationKey":"`+f[1]+`"`, `"parentDelegationKey":"`+flipLast(f[1])+`"`, 1)
+			return []byte(s)
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			r := newPlanRun(t, planE2E, 10000)
+			_, sumTok := r.sub("summarize")
+			keys := sumTok.DelegationKeys()
+			args := map[string]any{"path": "/project/secret.md"}
+			if got := r.s.CallAs(t, sumTok.String(), "read_file", args); got.RPC == nil || !strings.Contains(got.RPC.Message, "dependency_pending") {
+				t.Fatalf("precondition: summarize ran before fetch: %+v", got)
+			}
+			path := filepath.Join(r.ws, "plans", r.plan.ID+".json")
+			b, err := os.ReadFile(path)
+			if err != nil {
+				t.Fatal(err)
+			}
+			pkeys := r.aTok.DelegationKeys()
+			edited := tc.edit(b, keys[len(keys)-1]+" "+pkeys[len(pkeys)-1])
+			if string(edited) == string(b) {
+				t.Fatalf("the edit did not apply to %s", b)
+			}
+			mcptest.WriteFile(t, path, string(edited))
+			r.restartOnWorkspace()
+			got := r.s.CallAs(t, sumTok.String(), "read_file", args)
+			if got.RPC == nil || !strings.Contains(got.RPC.Message, "dependency_pending") {
+				t.Errorf("BUG: after the plan file was damaged (%s), a fresh proxy let summarize run before fetch completed: %+v", tc.name, got)
+			}
+		})
+	}
+}
+
+func flipLast(s string) string {
+	if s[len(s)-1] == 'A' {
+		return s[:len(s)-1] + "B"
+	}
+	return s[:len(s)-1] + "A"
+}
+
+// One entry in WORKSPACE/plans that is named like a plan but cannot be
+// read (here a directory plan_….json; likewise a file without read
+// permission or a dangling symlink) makes PlanDir.refresh return an error
+// on every look (contract/plandir.go: os.ReadFile error returned, the name
+// never marked seen), and Delegations.Pending then refuses EVERY call of
+// EVERY token, plan or no plan (proxy/plans.go Pending: "the decomposition
+// plans cannot be read"). Fail-closed, but one stray entry is a
+// proxy-wide outage for tokens no plan names.
+func TestRTDecompUnreadablePlanEntryRefusesEverything(t *testing.T) {
+	r := newPlanRun(t, planE2E, 10000)
+	args := map[string]any{"path": "/project/secret.md"}
+	unrelated := r.e.Mint(func(p *dct.CreateParams) { p.MaxBudgetMicrocents = 5000 }, "docs:read:/project/**")
+	r.s.CallAs(t, unrelated.String(), "read_file", args).OK(t, "precondition: a token no plan names")
+	if err := os.Mkdir(filepath.Join(r.ws, "plans", "plan_0123456789ab.json"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	got := r.s.CallAs(t, unrelated.String(), "read_file", args)
+	if got.RPC != nil && strings.Contains(got.RPC.Message, "cannot be read") {
+		t.Errorf("BUG: one unreadable entry in the plans directory refuses a token no plan names: %s", got.RPC.Message)
+	}
+}
+
+// A second plan for the same parent is checked against the parent's
+// budget less what was spent, but not less what earlier plans allotted
+// and still hold (contract/decompose.go checkWithinParent: remaining :=
+// limit - p.Spent). Plans over-commit the parent: here 3000+3000 then
+// 10000 more of a 10000 budget. Nothing is overspent (the parent's level
+// is real), but the hold of the second plan then takes the whole parent
+// level from fetch, whose token and plan promise it 3000: fetch is
+// refused budget_exceeded without having spent anything.
+func TestRTDecompSecondPlanOvercommitsParent(t *testing.T) {
+	r := newPlanRun(t, planE2E, 10000)
+	_, fetchTok := r.sub("fetch")
+	second := `strategy: parallel
+subTasks:
+  - {id: again, title: Again, capabilities: [{namespace: docs, action: read, resource: /project/**}], budgetMicrocents: 10000}
+`
+	mcptest.WriteFile(t, filepath.Join(r.e.Dir, "second.yaml"), second)
+	out2 := filepath.Join(r.e.Dir, "out2")
+	_, stderr, code := mcptest.CLI(t, "contract", "decompose", "--contract", filepath.Join(r.e.Dir, "parent.json"), "--token", "@"+filepath.Join(r.e.Dir, "a.tok"),
+		"--plan", filepath.Join(r.e.Dir, "second.yaml"), "--key", filepath.Join(r.e.Dir, "agent.key"), "--assignee", r.b.ID(), "--workspace", r.ws, "--out", out2)
+	if code != 0 {
+		t.Logf("second plan refused (held): %s", stderr)
+		return
+	}
+	t.Errorf("BUG: a second plan allotting 10000 of a 10000 budget was accepted while the first plan holds 6000")
+	got := r.s.CallAs(t, fetchTok.String(), "read_file", map[string]any{"path": "/project/sub/notes.md"})
+	if got.RPC != nil && strings.Contains(got.RPC.Message, "budget_exceeded") {
+		t.Errorf("BUG: consequence: fetch, allotted 3000 and having spent 0, is refused: %s", got.RPC.Message)
+	}
+}
