@@ -5,7 +5,6 @@ package proxy_test
 import (
 	"os"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"testing"
 
@@ -17,18 +16,6 @@ import (
 // test FAILS while the bug it names is present. Run:
 //
 //	go test -count=1 -tags redteam -run 'TestRTDecomp' ./proxy/
-
-// restartOnWorkspace starts a fresh proxy on the plan run's workspace (a
-// restart, or a second proxy sharing it), as
-// TestDecompositionPlanAttacksThroughProxy does.
-func (r *planRun) restartOnWorkspace() {
-	r.t.Helper()
-	pol := r.e.Policy(mcptest.Rule{Match: "read_file", Namespace: "docs", Action: "read", Arg: "/path", Cost: 100})
-	pol.Rules = pol.Rules[1:]
-	pol.Extra = "workspace: " + strconv.Quote(r.ws) + "\n"
-	r.p = r.e.StartProxy(mcptest.ProxyOptions{Policy: pol})
-	r.s = r.p.Connect(mcptest.SessionOptions{})
-}
 
 // A recorded plan file damaged so that it no longer parses (truncated by
 // a crash or a full disk, or edited by hand) is silently skipped by
