@@ -218,3 +218,35 @@ subTasks:
 		t.Errorf("BUG: sub-task \"late\" expired, never started, and its 9000 are still held from the decomposer: %s", got.RPC.Message)
 	}
 }
+
+// In-band, the over-commit is unbounded and remote: an agent with a
+// recorded delegation sends delegateos/decompose again and again, each
+// plan checked alone against the parent's budget less its spend
+// (Delegations.Decompose → CheckDecomposition → checkWithinParent), never
+// against what earlier plans allotted. Each accepted plan is a new file
+// in WORKSPACE/plans that every later decision of every token lists
+// (TestRTDecompPlanCountSlowsEveryDecision), and whose sub-tasks every
+// decision under the parent walks in Hold (a chain-store status and a
+// budget read per sub-task). Here a 10000 budget takes plans allotting
+// 3000 each: at most 3 should be accepted.
+func TestRTDecompInBandPlanFlood(t *testing.T) {
+	r := newPlanRun(t, "", 10000)
+	if res := r.delegate(r.parent, r.aTok, dct.RootParentDelegationID); !res.Accepted {
+		t.Fatalf("delegate parent: %+v", res)
+	}
+	const tries = 30
+	accepted := 0
+	for range tries {
+		if res := r.sendDecompose(r.inBand(r.e.Agent, r.aTok, planParallel), ""); res.Accepted {
+			accepted++
+		}
+	}
+	entries, err := os.ReadDir(filepath.Join(r.ws, "plans"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("%d of %d in-band plans of 3000 accepted for a 10000 budget; %d files in the plans directory", accepted, tries, len(entries))
+	if accepted > 3 {
+		t.Errorf("BUG: %d in-band plans allotting 3000 each were accepted for one delegation with a budget of 10000 (%d allotted)", accepted, accepted*3000)
+	}
+}
