@@ -24,8 +24,9 @@ import (
 // PlanDir.refresh (contract/plandir.go: `if err != nil { continue }` after
 // ParsePlan): a proxy that reads the workspace afterwards binds nothing,
 // and summarize runs before fetch completed. Same with an edit that keeps
-// the JSON but changes summarize's delegationKey: the "tampered" marks go
-// to the keys the edited file names, not the real ones. The builder's
+// the JSON but changes summarize's delegationKey and the parent's: the
+// "tampered" marks go to the keys the edited file names, not the real
+// ones. And a deleted plan file: nothing remembers the plan was recorded. The builder's
 // defence ("an edited plan file: every delegation it names is refused")
 // only holds for edits that keep the file parsing and its keys intact.
 func TestRTDecompDamagedPlanFileFreesSubTask(t *testing.T) {
@@ -34,6 +35,7 @@ func TestRTDecompDamagedPlanFileFreesSubTask(t *testing.T) {
 		edit func(b []byte, sumKey string) []byte
 	}{
 		{"truncated", func(b []byte, _ string) []byte { return b[:len(b)/2] }},
+		{"deleted", func([]byte, string) []byte { return nil }},
 		{"sub-task and parent keys edited", func(b []byte, keys string) []byte {
 			// keys is "sumKey parentKey": both are marked tampered only
 			// under their edited values.
@@ -59,10 +61,16 @@ func TestRTDecompDamagedPlanFileFreesSubTask(t *testing.T) {
 			}
 			pkeys := r.aTok.DelegationKeys()
 			edited := tc.edit(b, keys[len(keys)-1]+" "+pkeys[len(pkeys)-1])
-			if string(edited) == string(b) {
+			switch {
+			case edited == nil:
+				if err := os.Remove(path); err != nil {
+					t.Fatal(err)
+				}
+			case string(edited) == string(b):
 				t.Fatalf("the edit did not apply to %s", b)
+			default:
+				mcptest.WriteFile(t, path, string(edited))
 			}
-			mcptest.WriteFile(t, path, string(edited))
 			r.restartOnWorkspace()
 			got := r.s.CallAs(t, sumTok.String(), "read_file", args)
 			if got.RPC == nil || !strings.Contains(got.RPC.Message, "dependency_pending") {
