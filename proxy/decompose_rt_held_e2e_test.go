@@ -40,7 +40,8 @@ func (r *planRun) startOnWorkspace(extra string) *mcptest.Process {
 }
 
 // summarize's token on every other gated MCP method (resources/read,
-// resources/subscribe, prompts/get, completion/complete, and a tools/call
+// resources/subscribe, prompts/get, completion/complete, a vendor method
+// the policy maps, and a tools/call
 // whose _delegateos names the parent's contract) waits for fetch as
 // tools/call does; so does a token attenuated below it; the parent's own
 // token naming summarize's contract is refused as a contract mismatch.
@@ -55,6 +56,8 @@ func TestRTDecompHeldOtherMethodsWait(t *testing.T) {
   - {match: "file:///project/**", namespace: docs, action: read}
 prompts:
   - {match: "*", namespace: docs, action: read}
+methods:
+  - {method: acme/search, namespace: docs, action: read, resource: /project/README.md, cost: 7}
 `).Raw()
 	c.Initialize()
 	meta := func(tok *dct.Token, extra string) string {
@@ -67,6 +70,7 @@ prompts:
 		{"resources/read", `{"uri":"file:///project/README.md",` + meta(sumTok, "") + `}`, "dependency_pending"},
 		{"resources/subscribe", `{"uri":"file:///project/README.md",` + meta(sumTok, "") + `}`, "dependency_pending"},
 		{"prompts/get", `{"name":"greeting",` + meta(sumTok, "") + `}`, "dependency_pending"},
+		{"acme/search", `{"q":"x",` + meta(sumTok, "") + `}`, "dependency_pending"},
 		{"completion/complete", `{"ref":{"type":"ref/prompt","name":"summarize"},"argument":{"name":"path","value":"/p"},` + meta(sumTok, "") + `}`, "dependency_pending"},
 		{"completion/complete", `{"ref":{"type":"ref/resource","uri":"file:///project/{+path}"},"argument":{"name":"path","value":"s"},` + meta(below, "") + `}`, "dependency_pending"},
 		{"tools/call", `{"name":"read_file","arguments":{"path":"/project/README.md"},` + meta(below, `,"contractId":`+strconv.Quote(r.parent.ID)) + `}`, "dependency_pending"},
