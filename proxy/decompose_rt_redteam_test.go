@@ -1,0 +1,260 @@
+//go:build unix && redteam
+
+package proxy_test
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/delegateos/delegateos/dct"
+	"github.com/delegateos/delegateos/internal/mcptest"
+)
+
+// Red-team attacks on enforced decomposition (issue 22), rtdecomp. Each
+// test FAILS while the bug it names is present. Run:
+//
+//	go test -count=1 -tags redteam -run 'TestRTDecomp' ./proxy/
+
+// A recorded plan file damaged so that it no longer parses (truncated by
+// a crash or a full disk, or edited by hand) is silently skipped by
+// PlanDir.refresh (contract/plandir.go: `if err != nil { continue }` after
+// ParsePlan): a proxy that reads the workspace afterwards binds nothing,
+// and summarize runs before fetch completed. Same with an edit that keeps
+// the JSON but changes summarize's delegationKey and the parent's: the
+// "tampered" marks go to the keys the edited file names, not the real
+// ones. And a deleted plan file: nothing remembers the plan was recorded. The builder's
+// defence ("an edited plan file: every delegation it names is refused")
+// only holds for edits that keep the file parsing and its keys intact.
+func TestRTDecompDamagedPlanFileFreesSubTask(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		edit func(b []byte, sumKey string) []byte
+	}{
+		{"truncated", func(b []byte, _ string) []byte { return b[:len(b)/2] }},
+		{"deleted", func([]byte, string) []byte { return nil }},
+		{"sub-task and parent keys edited", func(b []byte, keys string) []byte {
+			// keys is "sumKey parentKey": both are marked tampered only
+			// under their edited values.
+			f := strings.Fields(keys)
+			s := string(b)
+			s = strings.Replace(s, `"delegationKey":"`+f[0]+`"`, `"delegationKey":"`+flipLast(f[0])+`"`, 1)
+			s = strings.Replace(s, `"parentDelegationKey":"`+f[1]+`"`, `"parentDelegationKey":"`+flipLast(f[1])+`"`, 1)
+			return []byte(s)
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			r := newPlanRun(t, planE2E, 10000)
+			_, sumTok := r.sub("summarize")
+			keys := sumTok.DelegationKeys()
+			args := map[string]any{"path": "/project/secret.md"}
+			if got := r.s.CallAs(t, sumTok.String(), "read_file", args); got.RPC == nil || !strings.Contains(got.RPC.Message, "dependency_pending") {
+				t.Fatalf("precondition: summarize ran before fetch: %+v", got)
+			}
+			path := filepath.Join(r.ws, "plans", r.plan.ID+".json")
+			b, err := os.ReadFile(path)
+			if err != nil {
+				t.Fatal(err)
+			}
+			pkeys := r.aTok.DelegationKeys()
+			edited := tc.edit(b, keys[len(keys)-1]+" "+pkeys[len(pkeys)-1])
+			switch {
+			case edited == nil:
+				if err := os.Remove(path); err != nil {
+					t.Fatal(err)
+				}
+			case string(edited) == string(b):
+				t.Fatalf("the edit did not apply to %s", b)
+			default:
+				mcptest.WriteFile(t, path, string(edited))
+			}
+			r.restartOnWorkspace()
+			got := r.s.CallAs(t, sumTok.String(), "read_file", args)
+			if got.RPC == nil || !strings.Contains(got.RPC.Message, "dependency_pending") {
+				t.Errorf("BUG: after the plan file was damaged (%s), a fresh proxy let summarize run before fetch completed: %+v", tc.name, got)
+			}
+		})
+	}
+}
+
+func flipLast(s string) string {
+	if s[len(s)-1] == 'A' {
+		return s[:len(s)-1] + "B"
+	}
+	return s[:len(s)-1] + "A"
+}
+
+// One entry in WORKSPACE/plans that is named like a plan but cannot be
+// read (here a directory plan_….json; likewise a file without read
+// permission or a dangling symlink) makes PlanDir.refresh return an error
+// on every look (contract/plandir.go: os.ReadFile error returned, the name
+// never marked seen), and Delegations.Pending then refuses EVERY call of
+// EVERY token, plan or no plan (proxy/plans.go Pending: "the decomposition
+// plans cannot be read"). Fail-closed, but one stray entry is a
+// proxy-wide outage for tokens no plan names.
+func TestRTDecompUnreadablePlanEntryRefusesEverything(t *testing.T) {
+	r := newPlanRun(t, planE2E, 10000)
+	args := map[string]any{"path": "/project/secret.md"}
+	unrelated := r.e.Mint(func(p *dct.CreateParams) { p.MaxBudgetMicrocents = 5000 }, "docs:read:/project/**")
+	r.s.CallAs(t, unrelated.String(), "read_file", args).OK(t, "precondition: a token no plan names")
+	if err := os.Mkdir(filepath.Join(r.ws, "plans", "plan_0123456789ab.json"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	got := r.s.CallAs(t, unrelated.String(), "read_file", args)
+	if got.RPC != nil && strings.Contains(got.RPC.Message, "cannot be read") {
+		t.Errorf("BUG: one unreadable entry in the plans directory refuses a token no plan names: %s", got.RPC.Message)
+	}
+}
+
+// A second plan for the same parent is checked against the parent's
+// budget less what was spent, but not less what earlier plans allotted
+// and still hold (contract/decompose.go checkWithinParent: remaining :=
+// limit - p.Spent). Plans over-commit the parent: here 3000+3000 then
+// 10000 more of a 10000 budget. Nothing is overspent (the parent's level
+// is real), but the hold of the second plan then takes the whole parent
+// level from fetch, whose token and plan promise it 3000: fetch is
+// refused budget_exceeded without having spent anything.
+func TestRTDecompSecondPlanOvercommitsParent(t *testing.T) {
+	r := newPlanRun(t, planE2E, 10000)
+	_, fetchTok := r.sub("fetch")
+	second := `strategy: parallel
+subTasks:
+  - {id: again, title: Again, capabilities: [{namespace: docs, action: read, resource: /project/**}], budgetMicrocents: 10000}
+`
+	mcptest.WriteFile(t, filepath.Join(r.e.Dir, "second.yaml"), second)
+	out2 := filepath.Join(r.e.Dir, "out2")
+	_, stderr, code := mcptest.CLI(t, "contract", "decompose", "--contract", filepath.Join(r.e.Dir, "parent.json"), "--token", "@"+filepath.Join(r.e.Dir, "a.tok"),
+		"--plan", filepath.Join(r.e.Dir, "second.yaml"), "--key", filepath.Join(r.e.Dir, "agent.key"), "--assignee", r.b.ID(), "--workspace", r.ws, "--out", out2)
+	if code != 0 {
+		t.Logf("second plan refused (held): %s", stderr)
+		return
+	}
+	t.Errorf("BUG: a second plan allotting 10000 of a 10000 budget was accepted while the first plan holds 6000")
+	got := r.s.CallAs(t, fetchTok.String(), "read_file", map[string]any{"path": "/project/sub/notes.md"})
+	if got.RPC != nil && strings.Contains(got.RPC.Message, "budget_exceeded") {
+		t.Errorf("BUG: consequence: fetch, allotted 3000 and having spent 0, is refused: %s", got.RPC.Message)
+	}
+}
+
+// decisionCost is the mean gate latency (the proxy's own "latency" of a
+// decision, as logged) of n sequential allowed calls under tok.
+func decisionCost(t *testing.T, r *planRun, tok *dct.Token, n int) time.Duration {
+	t.Helper()
+	del := planDelegation(tok)
+	before := len(r.p.LogWith("decision", func(m map[string]any) bool { return m["delegation"] == del }))
+	for range n {
+		r.s.CallAs(t, tok.String(), "read_file", map[string]any{"path": "/project/README.md"}).OK(t, "a call under a token no plan names")
+	}
+	var entries []map[string]any
+	for {
+		entries = r.p.LogWith("decision", func(m map[string]any) bool { return m["delegation"] == del })
+		if len(entries) >= before+n {
+			break
+		}
+		r.p.WaitLog("decision", func(m map[string]any) bool { return m["delegation"] == del })
+	}
+	var sum float64
+	for _, m := range entries[before : before+n] {
+		sum += m["latency"].(float64)
+	}
+	return time.Duration(sum / float64(n) * float64(time.Second))
+}
+
+// Every gate decision lists WORKSPACE/plans (PlanDir.refresh: os.ReadDir,
+// which sorts every name, on each View), twice per call (Pending and
+// Hold), whether or not any plan names the call's token. Its cost grows
+// with the number of files there, and plans are never removed; in-band
+// delegateos/decompose lets any agent with a recorded delegation add them
+// (and, with the over-commit above, without a budget bound). Measured:
+// mean decision latency of a call no plan names, with the one plan of
+// the run and then with 20000 more entries in the directory.
+func TestRTDecompPlanCountSlowsEveryDecision(t *testing.T) {
+	r := newPlanRun(t, planE2E, 10000)
+	tok := r.e.Mint(func(p *dct.CreateParams) { p.MaxBudgetMicrocents = 1_000_000 }, "docs:read:/project/**")
+	base := decisionCost(t, r, tok, 40)
+	plans := filepath.Join(r.ws, "plans")
+	const n = 20000
+	for i := range n {
+		if err := os.WriteFile(filepath.Join(plans, fmt.Sprintf("plan_%012x.json", 0x100000+i)), []byte("{}"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	decisionCost(t, r, tok, 1) // the first look reads each new file once
+	many := decisionCost(t, r, tok, 40)
+	t.Logf("mean decision latency: %v with 1 plan, %v with %d more plan files (x%.1f)", base, many, n, float64(many)/float64(base))
+	if many > 10*base && many > time.Millisecond {
+		t.Errorf("BUG: every decision pays for the number of plan files: %v with 1 plan, %v with %d more, for a token no plan names", base, many, n)
+	}
+}
+
+// A sub-task whose deadline passed without it ever being delegated counts
+// as failed for its parent's completion (proxy/plans.go splitBy,
+// pastDeadline), and its token has expired so it can spend nothing; but
+// Hold keeps its whole allotment off the parent's level forever
+// (proxy/plans.go Hold: only a recorded, non-active status counts as
+// ended). The "unspent allotments return" promise fails for an expired
+// sub-task: here the decomposer cannot spend the 9000 that "late" (never
+// started, expired) was allotted. Fail-closed (over-hold), not an
+// overspend. The wait is on the proxy's own clock: late's token is polled
+// with a call outside its capabilities (refused without spending) until
+// the proxy answers "expired".
+func TestRTDecompExpiredSubTaskAllotmentNeverReturns(t *testing.T) {
+	deadline := time.Now().Add(5 * time.Second).UTC().Format(time.RFC3339)
+	r := newPlanRun(t, `strategy: parallel
+subTasks:
+  - {id: late, title: Late, capabilities: [{namespace: docs, action: read, resource: /project/**}], budgetMicrocents: 9000, deadline: "`+deadline+`"}
+`, 10000)
+	_, lateTok := r.sub("late")
+	args := map[string]any{"path": "/project/README.md"}
+	if n := r.burst(r.aTok, 15); n != 10 {
+		t.Fatalf("precondition: the decomposer made %d calls of 100 with 9000 of 10000 held, want 10", n)
+	}
+	for {
+		got := r.s.CallAs(t, lateTok.String(), "read_file", map[string]any{"path": "/etc/passwd"})
+		if got.RPC != nil && strings.Contains(got.RPC.Message, string(dct.Expired)) {
+			break
+		}
+		if got.RPC == nil || !strings.Contains(got.RPC.Message, string(dct.CapabilityNotGranted)) {
+			t.Fatalf("polling late's token: %+v", got)
+		}
+	}
+	got := r.s.CallAs(t, r.aTok.String(), "read_file", args)
+	if got.RPC != nil && strings.Contains(got.RPC.Message, "budget_exceeded") {
+		t.Errorf("BUG: sub-task \"late\" expired, never started, and its 9000 are still held from the decomposer: %s", got.RPC.Message)
+	}
+}
+
+// In-band, the over-commit is unbounded and remote: an agent with a
+// recorded delegation sends delegateos/decompose again and again, each
+// plan checked alone against the parent's budget less its spend
+// (Delegations.Decompose → CheckDecomposition → checkWithinParent), never
+// against what earlier plans allotted. Each accepted plan is a new file
+// in WORKSPACE/plans that every later decision of every token lists
+// (TestRTDecompPlanCountSlowsEveryDecision), and whose sub-tasks every
+// decision under the parent walks in Hold (a chain-store status and a
+// budget read per sub-task). Here a 10000 budget takes plans allotting
+// 3000 each: at most 3 should be accepted.
+func TestRTDecompInBandPlanFlood(t *testing.T) {
+	r := newPlanRun(t, "", 10000)
+	if res := r.delegate(r.parent, r.aTok, dct.RootParentDelegationID); !res.Accepted {
+		t.Fatalf("delegate parent: %+v", res)
+	}
+	const tries = 30
+	accepted := 0
+	for range tries {
+		if res := r.sendDecompose(r.inBand(r.e.Agent, r.aTok, planParallel), ""); res.Accepted {
+			accepted++
+		}
+	}
+	entries, err := os.ReadDir(filepath.Join(r.ws, "plans"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("%d of %d in-band plans of 3000 accepted for a 10000 budget; %d files in the plans directory", accepted, tries, len(entries))
+	if accepted > 3 {
+		t.Errorf("BUG: %d in-band plans allotting 3000 each were accepted for one delegation with a budget of 10000 (%d allotted)", accepted, accepted*3000)
+	}
+}
