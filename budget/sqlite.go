@@ -1,0 +1,524 @@
+package budget
+
+import (
+	"crypto/rand"
+	"database/sql"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/delegateos/delegateos/internal/fsutil"
+	"github.com/delegateos/delegateos/internal/sqlitedb"
+)
+
+// sqliteSchema is the spend store's tables. spend holds, per key, the
+// committed and held cost and the record of its calls; reservation the
+// open reservations, each with the store (owner) that made it, so that
+// the reservations of a process that died are settled by the next store
+// opened on the database.
+const sqliteSchema = `
+CREATE TABLE IF NOT EXISTS spend (
+  key TEXT PRIMARY KEY NOT NULL,
+  committed INTEGER NOT NULL DEFAULT 0,
+  held INTEGER NOT NULL DEFAULT 0,
+  calls INTEGER NOT NULL DEFAULT 0,
+  last INTEGER NOT NULL DEFAULT 0,
+  lim INTEGER NOT NULL DEFAULT 0,
+  recorded INTEGER NOT NULL DEFAULT 0
+) WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS reservation (
+  id INTEGER PRIMARY KEY AUTOINCREMENT,
+  owner TEXT NOT NULL,
+  cost INTEGER NOT NULL,
+  keys TEXT NOT NULL
+);
+CREATE INDEX IF NOT EXISTS reservation_owner ON reservation(owner);
+`
+
+// SQLite is a Store kept in a SQLite database (WAL mode) that every
+// process on the machine opening the same file shares: the embedded
+// default. Each Reserve, Commit and Release is one write transaction,
+// which SQLite serializes across processes, so reservations from any
+// number of proxies never together pass a limit. See the package
+// documentation.
+type SQLite struct {
+	path  string
+	db    *sql.DB
+	owner string // this store's ID among the database's openers
+	// unlock lets go of the owner's lock file: while it is held, other
+	// stores know this one is alive and leave its reservations open.
+	unlock    func()
+	ownerLock string
+
+	mu     sync.Mutex // guards l, last, closed
+	l      ledger     // open reservations only, for ending them once
+	last   map[string]int64
+	closed bool
+	now    func() time.Time
+}
+
+var _ Store = (*SQLite)(nil)
+
+// SQLiteOptions tunes OpenSQLite.
+type SQLiteOptions struct {
+	// BusyTimeout is how long a transaction waits for another process's
+	// write lock; sqlitedb.DefaultBusyTimeout when zero.
+	BusyTimeout time.Duration
+}
+
+// OpenSQLite opens the spend store in the SQLite database at path,
+// creating it if it does not exist. Any number of stores, in any number
+// of processes, may have it open. The reservations of stores whose
+// process has died are settled at their reserved cost (they count as
+// spent, as they did already).
+func OpenSQLite(path string, opts SQLiteOptions) (*SQLite, error) {
+	if real, err := filepath.EvalSymlinks(path); err == nil {
+		path = real
+	}
+	if abs, err := filepath.Abs(path); err == nil {
+		path = abs
+	}
+	db, err := sqlitedb.Open(path, opts.BusyTimeout, sqliteSchema)
+	if err != nil {
+		return nil, fmt.Errorf("spend store %s: %w", path, err)
+	}
+	var b [12]byte
+	rand.Read(b[:])
+	s := &SQLite{path: path, db: db, owner: hex.EncodeToString(b[:]), now: time.Now}
+	dir := ownersDir(path)
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		db.Close()
+		return nil, fmt.Errorf("spend store %s: %w", path, err)
+	}
+	s.ownerLock = filepath.Join(dir, s.owner+".lock")
+	if s.unlock, err = fsutil.TryLock(s.ownerLock, fileMode); err != nil {
+		db.Close()
+		return nil, fmt.Errorf("spend store %s: %w", path, err)
+	}
+	if err := s.settleDead(); err != nil {
+		s.unlock()
+		os.Remove(s.ownerLock)
+		db.Close()
+		return nil, fmt.Errorf("spend store %s: %w", path, err)
+	}
+	return s, nil
+}
+
+// ownersDir holds one lock file per open store of the database at path.
+func ownersDir(path string) string { return path + ".owners" }
+
+// settleDead settles the reservations of every owner whose lock is not
+// held: its process has died (or closed without settling).
+func (s *SQLite) settleDead() error {
+	rows, err := s.db.Query(`SELECT DISTINCT owner FROM reservation WHERE owner != ?`, s.owner)
+	if err != nil {
+		return sqlitedb.Explain(err)
+	}
+	var owners []string
+	for rows.Next() {
+		var o string
+		if err := rows.Scan(&o); err != nil {
+			rows.Close()
+			return err
+		}
+		owners = append(owners, o)
+	}
+	rows.Close()
+	if err := rows.Err(); err != nil {
+		return err
+	}
+	for _, o := range owners {
+		if !validOwner(o) {
+			continue
+		}
+		lock := filepath.Join(ownersDir(s.path), o+".lock")
+		unlock, err := fsutil.TryLock(lock, fileMode)
+		if errors.Is(err, fsutil.ErrLocked) {
+			continue // alive
+		}
+		if err != nil {
+			return err
+		}
+		err = s.settleOwner(o)
+		os.Remove(lock)
+		unlock()
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// validOwner: an owner is 24 hex digits, so it names a file in the
+// owners directory and nothing else.
+func validOwner(o string) bool {
+	if len(o) != 24 {
+		return false
+	}
+	_, err := hex.DecodeString(o)
+	return err == nil
+}
+
+// settleOwner commits every open reservation of owner at its reserved
+// cost, in one transaction.
+func (s *SQLite) settleOwner(owner string) error {
+	tx, err := s.db.Begin()
+	if err != nil {
+		return sqlitedb.Explain(err)
+	}
+	defer tx.Rollback()
+	rows, err := tx.Query(`SELECT id, cost, keys FROM reservation WHERE owner = ?`, owner)
+	if err != nil {
+		return sqlitedb.Explain(err)
+	}
+	type res struct {
+		id   int64
+		cost int64
+		keys []string
+	}
+	var rs []res
+	for rows.Next() {
+		var r res
+		var keys string
+		if err := rows.Scan(&r.id, &r.cost, &keys); err != nil {
+			rows.Close()
+			return err
+		}
+		if err := json.Unmarshal([]byte(keys), &r.keys); err != nil {
+			rows.Close()
+			return fmt.Errorf("reservation %d holds keys %q, not a list delegateos writes", r.id, keys)
+		}
+		rs = append(rs, r)
+	}
+	rows.Close()
+	if err := rows.Err(); err != nil {
+		return err
+	}
+	for _, r := range rs {
+		if err := endRow(tx, r.id, r.keys, r.cost, r.cost); err != nil {
+			return err
+		}
+	}
+	return sqlitedb.Explain(tx.Commit())
+}
+
+// endRow ends reservation id (keys, cost) at actual: its held cost leaves
+// every key and actual is committed. A reservation no longer in the
+// table was settled at its cost already (by a store that found its owner
+// dead): then only actual − cost is committed.
+func endRow(tx *sql.Tx, id int64, keys []string, cost, actual int64) error {
+	res, err := tx.Exec(`DELETE FROM reservation WHERE id = ?`, id)
+	if err != nil {
+		return sqlitedb.Explain(err)
+	}
+	n, err := res.RowsAffected()
+	if err != nil {
+		return err
+	}
+	held, add := cost, actual
+	if n == 0 {
+		held, add = 0, actual-cost
+	}
+	for _, k := range keys {
+		var c, h int64
+		err := tx.QueryRow(`SELECT committed, held FROM spend WHERE key = ?`, k).Scan(&c, &h)
+		if errors.Is(err, sql.ErrNoRows) {
+			c, h = 0, 0
+		} else if err != nil {
+			return sqlitedb.Explain(err)
+		}
+		c, h = addSat(c, add), max(h-held, 0)
+		if _, err := tx.Exec(`INSERT INTO spend(key, committed, held) VALUES(?, ?, ?)
+ON CONFLICT(key) DO UPDATE SET committed = excluded.committed, held = excluded.held`, k, c, h); err != nil {
+			return sqlitedb.Explain(err)
+		}
+	}
+	return nil
+}
+
+// Reserve implements Store in one write transaction: every level is read
+// and checked, the cost held at each key and the reservation recorded,
+// or nothing changes. A transaction that cannot run (the database locked
+// past the busy timeout, a full disk, a damaged file) refuses the call
+// with an error that does not match ErrExceeded.
+func (s *SQLite) Reserve(levels []Level, cost int64) (*Reservation, error) {
+	keys, err := checkReserve(levels, cost)
+	if err != nil {
+		return nil, err
+	}
+	var buf [MaxLevels]int64
+	limits := keyLimits(buf[:len(keys)], levels, keys)
+	s.mu.Lock()
+	if s.closed {
+		s.mu.Unlock()
+		return nil, s.errClosed()
+	}
+	s.mu.Unlock()
+	at := min(max(s.now().UnixMilli(), 1), maxAt)
+	id, err := s.reserve(levels, keys, limits, cost, at)
+	if err != nil {
+		return nil, err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	r := &Reservation{owner: &s.l, id: uint64(id), keys: keys, cost: cost}
+	if s.l.open == nil {
+		s.l.open = make(map[uint64]*Reservation)
+	}
+	s.l.open[r.id] = r
+	return r, nil
+}
+
+func (s *SQLite) reserve(levels []Level, keys []string, limits []int64, cost, at int64) (int64, error) {
+	tx, err := s.db.Begin()
+	if err != nil {
+		return 0, s.fail("cannot record the reservation, so the call is refused", err)
+	}
+	defer tx.Rollback()
+	spent := make(map[string][2]int64, len(keys))
+	for _, k := range keys {
+		var c, h int64
+		err := tx.QueryRow(`SELECT committed, held FROM spend WHERE key = ?`, k).Scan(&c, &h)
+		if err != nil && !errors.Is(err, sql.ErrNoRows) {
+			return 0, s.fail("cannot read the spend, so the call is refused", err)
+		}
+		spent[k] = [2]int64{c, h}
+	}
+	for _, lv := range levels {
+		v := spent[lv.Key]
+		sp := addSat(v[0], v[1])
+		if sp >= lv.Limit || cost > lv.Limit-sp {
+			return 0, &ExceededError{Key: lv.Key, Limit: lv.Limit, Spent: sp, Cost: cost}
+		}
+	}
+	for i, k := range keys {
+		if _, err := tx.Exec(`INSERT INTO spend(key, committed, held, calls, last, lim, recorded) VALUES(?, 0, ?, 1, ?, ?, 1)
+ON CONFLICT(key) DO UPDATE SET held = held + excluded.held, calls = min(calls + 1, 9223372036854775807),
+  lim = CASE WHEN excluded.last >= last THEN excluded.lim ELSE lim END,
+  last = max(last, excluded.last), recorded = 1`, k, cost, at, limits[i]); err != nil {
+			return 0, s.fail("cannot record the reservation, so the call is refused", err)
+		}
+	}
+	kj, _ := json.Marshal(keys)
+	res, err := tx.Exec(`INSERT INTO reservation(owner, cost, keys) VALUES(?, ?, ?)`, s.owner, cost, string(kj))
+	if err != nil {
+		return 0, s.fail("cannot record the reservation, so the call is refused", err)
+	}
+	id, err := res.LastInsertId()
+	if err != nil {
+		return 0, s.fail("cannot record the reservation, so the call is refused", err)
+	}
+	if err := tx.Commit(); err != nil {
+		return 0, s.fail("cannot record the reservation, so the call is refused", err)
+	}
+	return id, nil
+}
+
+// fail names the store and what could not be done.
+func (s *SQLite) fail(what string, err error) error {
+	return fmt.Errorf("spend store %s: %s: %w%s", s.path, what, sqlitedb.Explain(err), hint(err))
+}
+
+// Commit implements Store in one write transaction. If it fails the
+// reservation stays open in the database, its cost held (counted as
+// spent), and this store settles it at its reserved cost when it closes.
+func (s *SQLite) Commit(r *Reservation, actual int64) error {
+	if err := checkActual(actual); err != nil {
+		return err
+	}
+	return s.end(r, actual, "commit")
+}
+
+// Release implements Store: the held cost is dropped.
+func (s *SQLite) Release(r *Reservation) error {
+	return s.end(r, 0, "release")
+}
+
+func (s *SQLite) end(r *Reservation, actual int64, what string) error {
+	s.mu.Lock()
+	if s.closed {
+		s.mu.Unlock()
+		return s.errClosed()
+	}
+	if err := s.l.end(r); err != nil {
+		s.mu.Unlock()
+		return err
+	}
+	s.mu.Unlock()
+	err := s.endTx(int64(r.id), r.keys, r.cost, actual)
+	if err != nil {
+		return s.fail("cannot record the "+what+" (the reservation's cost stays held, counted as spent)", err)
+	}
+	return nil
+}
+
+func (s *SQLite) endTx(id int64, keys []string, cost, actual int64) error {
+	tx, err := s.db.Begin()
+	if err != nil {
+		return err
+	}
+	defer tx.Rollback()
+	if err := endRow(tx, id, keys, cost, actual); err != nil {
+		return err
+	}
+	return tx.Commit()
+}
+
+// Spent implements Store with one read. When the database cannot be read
+// it returns the last spend this store read for the key (0 if none):
+// callers that decide use Reserve, which refuses.
+func (s *SQLite) Spent(key string) int64 {
+	var c, h int64
+	err := s.db.QueryRow(`SELECT committed, held FROM spend WHERE key = ?`, key).Scan(&c, &h)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if err == nil || errors.Is(err, sql.ErrNoRows) {
+		if s.last == nil {
+			s.last = make(map[string]int64)
+		}
+		s.last[key] = addSat(c, h)
+		return s.last[key]
+	}
+	return s.last[key]
+}
+
+// Close settles this store's open reservations at their reserved cost
+// (they count as spent from then on, as a File's do), closes the
+// database and lets the owner's lock go. Closing twice does nothing.
+func (s *SQLite) Close() error {
+	s.mu.Lock()
+	if s.closed {
+		s.mu.Unlock()
+		return nil
+	}
+	s.closed = true
+	s.mu.Unlock()
+	err := s.settleOwner(s.owner)
+	if err == nil {
+		os.Remove(s.ownerLock)
+	}
+	s.unlock()
+	if cerr := s.db.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return fmt.Errorf("spend store %s: %w", s.path, err)
+	}
+	return nil
+}
+
+func (s *SQLite) errClosed() error {
+	return fmt.Errorf("spend store %s is closed", s.path)
+}
+
+// readSQLiteUsage reads what the database at path records of each key,
+// in key order.
+func readSQLiteUsage(path string) ([]Usage, error) {
+	db, err := sqlitedb.Open(path, 0, sqliteSchema)
+	if err != nil {
+		return nil, fmt.Errorf("spend store %s: %w", path, err)
+	}
+	defer db.Close()
+	rows, err := db.Query(`SELECT key, committed, held, calls, last, lim, recorded FROM spend ORDER BY key`)
+	if err != nil {
+		return nil, fmt.Errorf("spend store %s: %w", path, sqlitedb.Explain(err))
+	}
+	defer rows.Close()
+	var us []Usage
+	for rows.Next() {
+		var u Usage
+		var last int64
+		var recorded bool
+		if err := rows.Scan(&u.Key, &u.Committed, &u.Reserved, &u.Calls, &last, &u.Limit, &recorded); err != nil {
+			return nil, fmt.Errorf("spend store %s: %w", path, err)
+		}
+		if u.Committed == 0 && u.Reserved == 0 && !recorded {
+			continue
+		}
+		u.Recorded = recorded
+		if recorded {
+			u.LastCall = time.UnixMilli(last).UTC()
+		} else {
+			u.Calls, u.Limit = 0, 0
+		}
+		us = append(us, u)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("spend store %s: %w", path, err)
+	}
+	return us, nil
+}
+
+// writeSQLiteUsage writes usage into a new database at path, in one
+// transaction: every key's spend committed (what was held counts as
+// spent), and its record of calls.
+func writeSQLiteUsage(path string, us []Usage) error {
+	db, err := sqlitedb.Open(path, 0, sqliteSchema)
+	if err != nil {
+		return fmt.Errorf("spend store %s: %w", path, err)
+	}
+	defer db.Close()
+	tx, err := db.Begin()
+	if err != nil {
+		return fmt.Errorf("spend store %s: %w", path, err)
+	}
+	defer tx.Rollback()
+	var n int
+	if err := tx.QueryRow(`SELECT count(*) FROM spend`).Scan(&n); err != nil {
+		return fmt.Errorf("spend store %s: %w", path, err)
+	}
+	if n > 0 {
+		return fmt.Errorf("spend store %s already holds spend: migrate to an empty store", path)
+	}
+	for _, u := range us {
+		if err := checkKey(u.Key); err != nil {
+			return err
+		}
+		var last, lim int64
+		if u.Recorded {
+			last, lim = min(max(u.LastCall.UnixMilli(), 1), maxAt), u.Limit
+		}
+		if _, err := tx.Exec(`INSERT INTO spend(key, committed, held, calls, last, lim, recorded) VALUES(?, ?, 0, ?, ?, ?, ?)`,
+			u.Key, addSat(u.Committed, u.Reserved), u.Calls, last, lim, u.Recorded); err != nil {
+			return fmt.Errorf("spend store %s: %w", path, err)
+		}
+	}
+	if err := tx.Commit(); err != nil {
+		return fmt.Errorf("spend store %s: %w", path, err)
+	}
+	return nil
+}
+
+// isSQLitePath reports whether the spend store at path is (or, not
+// existing yet or empty, will be) a SQLite database rather than a spend
+// log of the File format.
+func isSQLitePath(path string) (bool, error) {
+	fi, err := os.Stat(path)
+	if errors.Is(err, os.ErrNotExist) {
+		return true, nil
+	}
+	if err != nil {
+		return false, err
+	}
+	if fi.Mode().IsRegular() && fi.Size() == 0 {
+		return true, nil
+	}
+	if !fi.Mode().IsRegular() {
+		return false, nil // OpenFile says what is wrong with it
+	}
+	return sqlitedb.IsDB(path)
+}
+
+// legacyWarning is what a proxy says when it opens a spend log of the
+// File format, which one process only can hold.
+func legacyWarning(path string) string {
+	return fmt.Sprintf("the spend store %s is a spend log of an earlier version, which only one process at a time can open: a second proxy on this policy cannot start; migrate it to the shared store with 'delegateos store migrate --from %s --to %s' (stop the proxy first)", path, path, path)
+}
+
+var _ = strings.TrimSpace
