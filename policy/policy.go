@@ -95,7 +95,9 @@ type Policy struct {
 	ToolPins string
 	// ProxyKey is the key file (resolved like the other paths) the proxy
 	// signs receipts with; AuditLog is the audit log file the receipts are
-	// appended to ("" writes none); Receipts says what they contain.
+	// appended to ("" writes none), or, ending in "/", the directory in
+	// which each proxy keeps a log of its own; Receipts says what they
+	// contain.
 	ProxyKey string
 	AuditLog string
 	Receipts ReceiptsConfig
