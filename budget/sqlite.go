@@ -41,6 +41,20 @@ CREATE TABLE IF NOT EXISTS reservation (
 CREATE INDEX IF NOT EXISTS reservation_owner ON reservation(owner);
 `
 
+// The statements of Reserve, Commit and Release, prepared once when the
+// store is opened: parsing them at every call would cost more than the
+// rest of the transaction.
+const (
+	qSpent   = `SELECT committed, held FROM spend WHERE key = ?`
+	qDelRes  = `DELETE FROM reservation WHERE id = ?`
+	qSetEnd  = `INSERT INTO spend(key, committed, held) VALUES(?, ?, ?) ON CONFLICT(key) DO UPDATE SET committed = excluded.committed, held = excluded.held`
+	qHold    = `INSERT INTO spend(key, committed, held, calls, last, lim, recorded) VALUES(?, 0, ?, 1, ?, ?, 1) ON CONFLICT(key) DO UPDATE SET held = held + excluded.held, calls = min(calls + 1, 9223372036854775807), lim = CASE WHEN excluded.last >= last THEN excluded.lim ELSE lim END, last = max(last, excluded.last), recorded = 1`
+	qAddRes  = `INSERT INTO reservation(owner, cost, keys) VALUES(?, ?, ?)`
+	qOwnerRs = `SELECT id, cost, keys FROM reservation WHERE owner = ?`
+)
+
+var sqliteQueries = []string{qSpent, qDelRes, qSetEnd, qHold, qAddRes, qOwnerRs}
+
 // SQLite is a Store kept in a SQLite database (WAL mode) that every
 // process on the machine opening the same file shares: the embedded
 // default. Each Reserve, Commit and Release is one write transaction,
@@ -55,6 +69,8 @@ type SQLite struct {
 	// stores know this one is alive and leave its reservations open.
 	unlock    func()
 	ownerLock string
+
+	stmts map[string]*sql.Stmt // sqliteQueries, prepared
 
 	mu     sync.Mutex // guards l, last, closed
 	l      ledger     // open reservations only, for ending them once
@@ -90,7 +106,15 @@ func OpenSQLite(path string, opts SQLiteOptions) (*SQLite, error) {
 	}
 	var b [12]byte
 	rand.Read(b[:])
-	s := &SQLite{path: path, db: db, owner: hex.EncodeToString(b[:]), now: time.Now}
+	s := &SQLite{path: path, db: db, owner: hex.EncodeToString(b[:]), now: time.Now, stmts: map[string]*sql.Stmt{}}
+	for _, q := range sqliteQueries {
+		st, err := db.Prepare(q)
+		if err != nil {
+			db.Close()
+			return nil, fmt.Errorf("spend store %s: %w", path, sqlitedb.Explain(err))
+		}
+		s.stmts[q] = st
+	}
 	dir := ownersDir(path)
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		db.Close()
@@ -173,7 +197,7 @@ func (s *SQLite) settleOwner(owner string) error {
 		return sqlitedb.Explain(err)
 	}
 	defer tx.Rollback()
-	rows, err := tx.Query(`SELECT id, cost, keys FROM reservation WHERE owner = ?`, owner)
+	rows, err := tx.Stmt(s.stmts[qOwnerRs]).Query(owner)
 	if err != nil {
 		return sqlitedb.Explain(err)
 	}
@@ -201,7 +225,7 @@ func (s *SQLite) settleOwner(owner string) error {
 		return err
 	}
 	for _, r := range rs {
-		if err := endRow(tx, r.id, r.keys, r.cost, r.cost); err != nil {
+		if err := s.endRow(tx, r.id, r.keys, r.cost, r.cost); err != nil {
 			return err
 		}
 	}
@@ -212,8 +236,8 @@ func (s *SQLite) settleOwner(owner string) error {
 // every key and actual is committed. A reservation no longer in the
 // table was settled at its cost already (by a store that found its owner
 // dead): then only actual − cost is committed.
-func endRow(tx *sql.Tx, id int64, keys []string, cost, actual int64) error {
-	res, err := tx.Exec(`DELETE FROM reservation WHERE id = ?`, id)
+func (s *SQLite) endRow(tx *sql.Tx, id int64, keys []string, cost, actual int64) error {
+	res, err := tx.Stmt(s.stmts[qDelRes]).Exec(id)
 	if err != nil {
 		return sqlitedb.Explain(err)
 	}
@@ -225,17 +249,17 @@ func endRow(tx *sql.Tx, id int64, keys []string, cost, actual int64) error {
 	if n == 0 {
 		held, add = 0, actual-cost
 	}
+	get, set := tx.Stmt(s.stmts[qSpent]), tx.Stmt(s.stmts[qSetEnd])
 	for _, k := range keys {
 		var c, h int64
-		err := tx.QueryRow(`SELECT committed, held FROM spend WHERE key = ?`, k).Scan(&c, &h)
+		err := get.QueryRow(k).Scan(&c, &h)
 		if errors.Is(err, sql.ErrNoRows) {
 			c, h = 0, 0
 		} else if err != nil {
 			return sqlitedb.Explain(err)
 		}
 		c, h = addSat(c, add), max(h-held, 0)
-		if _, err := tx.Exec(`INSERT INTO spend(key, committed, held) VALUES(?, ?, ?)
-ON CONFLICT(key) DO UPDATE SET committed = excluded.committed, held = excluded.held`, k, c, h); err != nil {
+		if _, err := set.Exec(k, c, h); err != nil {
 			return sqlitedb.Explain(err)
 		}
 	}
@@ -276,15 +300,20 @@ func (s *SQLite) Reserve(levels []Level, cost int64) (*Reservation, error) {
 }
 
 func (s *SQLite) reserve(levels []Level, keys []string, limits []int64, cost, at int64) (int64, error) {
-	tx, err := s.db.Begin()
+	// A reservation with a cost is on disk before the call is forwarded,
+	// so that even a power loss never forgets spend; a free one need not
+	// wait for the disk (as a File does not sync it).
+	tx, done, err := sqlitedb.Begin(s.db, cost > 0)
 	if err != nil {
 		return 0, s.fail("cannot record the reservation, so the call is refused", err)
 	}
+	defer done()
 	defer tx.Rollback()
 	spent := make(map[string][2]int64, len(keys))
+	get := tx.Stmt(s.stmts[qSpent])
 	for _, k := range keys {
 		var c, h int64
-		err := tx.QueryRow(`SELECT committed, held FROM spend WHERE key = ?`, k).Scan(&c, &h)
+		err := get.QueryRow(k).Scan(&c, &h)
 		if err != nil && !errors.Is(err, sql.ErrNoRows) {
 			return 0, s.fail("cannot read the spend, so the call is refused", err)
 		}
@@ -297,16 +326,14 @@ func (s *SQLite) reserve(levels []Level, keys []string, limits []int64, cost, at
 			return 0, &ExceededError{Key: lv.Key, Limit: lv.Limit, Spent: sp, Cost: cost}
 		}
 	}
+	hold := tx.Stmt(s.stmts[qHold])
 	for i, k := range keys {
-		if _, err := tx.Exec(`INSERT INTO spend(key, committed, held, calls, last, lim, recorded) VALUES(?, 0, ?, 1, ?, ?, 1)
-ON CONFLICT(key) DO UPDATE SET held = held + excluded.held, calls = min(calls + 1, 9223372036854775807),
-  lim = CASE WHEN excluded.last >= last THEN excluded.lim ELSE lim END,
-  last = max(last, excluded.last), recorded = 1`, k, cost, at, limits[i]); err != nil {
+		if _, err := hold.Exec(k, cost, at, limits[i]); err != nil {
 			return 0, s.fail("cannot record the reservation, so the call is refused", err)
 		}
 	}
 	kj, _ := json.Marshal(keys)
-	res, err := tx.Exec(`INSERT INTO reservation(owner, cost, keys) VALUES(?, ?, ?)`, s.owner, cost, string(kj))
+	res, err := tx.Stmt(s.stmts[qAddRes]).Exec(s.owner, cost, string(kj))
 	if err != nil {
 		return 0, s.fail("cannot record the reservation, so the call is refused", err)
 	}
@@ -359,12 +386,16 @@ func (s *SQLite) end(r *Reservation, actual int64, what string) error {
 }
 
 func (s *SQLite) endTx(id int64, keys []string, cost, actual int64) error {
-	tx, err := s.db.Begin()
+	// Ending a reservation at its reserved cost changes no spend: a power
+	// loss that forgets it leaves the reservation, settled at that cost.
+	// Anything else is synced, as a File syncs it.
+	tx, done, err := sqlitedb.Begin(s.db, actual != cost)
 	if err != nil {
 		return err
 	}
+	defer done()
 	defer tx.Rollback()
-	if err := endRow(tx, id, keys, cost, actual); err != nil {
+	if err := s.endRow(tx, id, keys, cost, actual); err != nil {
 		return err
 	}
 	return tx.Commit()
@@ -375,7 +406,7 @@ func (s *SQLite) endTx(id int64, keys []string, cost, actual int64) error {
 // callers that decide use Reserve, which refuses.
 func (s *SQLite) Spent(key string) int64 {
 	var c, h int64
-	err := s.db.QueryRow(`SELECT committed, held FROM spend WHERE key = ?`, key).Scan(&c, &h)
+	err := s.stmts[qSpent].QueryRow(key).Scan(&c, &h)
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if err == nil || errors.Is(err, sql.ErrNoRows) {
@@ -404,6 +435,9 @@ func (s *SQLite) Close() error {
 		os.Remove(s.ownerLock)
 	}
 	s.unlock()
+	for _, st := range s.stmts {
+		st.Close()
+	}
 	if cerr := s.db.Close(); err == nil {
 		err = cerr
 	}

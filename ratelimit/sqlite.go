@@ -58,7 +58,9 @@ func OpenSQLite(path string, limits map[string]Limit, busy time.Duration) (*SQLi
 	if abs, err := filepath.Abs(path); err == nil {
 		path = abs
 	}
-	db, err := sqlitedb.Open(path, busy, sqliteSchema)
+	// Admissions are not synced, as the rate file's lines are not: a
+	// process killed loses nothing, a power loss may forget the last.
+	db, err := sqlitedb.OpenSync(path, busy, sqliteSchema, false)
 	if err != nil {
 		return nil, fmt.Errorf("rate-limit store %s: %w", path, err)
 	}

@@ -4,8 +4,9 @@
 //
 // The database is opened through modernc.org/sqlite, a translation of
 // SQLite to Go (no cgo, so the binary stays static and cross-compiles),
-// in WAL mode with synchronous=FULL: a transaction that returned is on
-// disk, readers never wait for the writer, and writers from every process
+// in WAL mode, by default with synchronous=FULL: a transaction that
+// returned is on disk (see OpenSync for the lighter NORMAL), readers never
+// wait for the writer, and writers from every process
 // take the database's write lock in turn (BEGIN IMMEDIATE), waiting up to
 // the busy timeout for it. A process killed in the middle of a write
 // transaction leaves nothing of it: the next opener rolls it back.
@@ -13,6 +14,7 @@ package sqlitedb
 
 import (
 	"bytes"
+	"context"
 	"database/sql"
 	"errors"
 	"fmt"
@@ -63,6 +65,16 @@ func IsDB(path string) (bool, error) {
 // (CREATE ... IF NOT EXISTS). The database is checked (quick_check) so a
 // corrupt file is refused at once rather than at a call.
 func Open(path string, busy time.Duration, schema string) (*sql.DB, error) {
+	return OpenSync(path, busy, schema, true)
+}
+
+// OpenSync is Open with the connection's synchronous setting: FULL when
+// full is set (every commit is on disk when it returns, power loss
+// included), else NORMAL (a commit survives the process being killed but
+// may be lost with the machine's power; a later FULL commit, from this
+// connection or another, syncs it). A store may switch a transaction to
+// the other with SetSync.
+func OpenSync(path string, busy time.Duration, schema string, full bool) (*sql.DB, error) {
 	abs, err := filepath.Abs(path)
 	if err != nil {
 		return nil, err
@@ -85,7 +97,7 @@ func Open(path string, busy time.Duration, schema string) (*sql.DB, error) {
 		"_pragma": {
 			fmt.Sprintf("busy_timeout(%d)", busy.Milliseconds()),
 			"journal_mode(WAL)",
-			"synchronous(FULL)",
+			syncPragma(full),
 			"foreign_keys(ON)",
 		},
 		"_txlock": {"immediate"},
@@ -146,6 +158,39 @@ func explain(err error) error {
 		return fmt.Errorf("%w (the database, its directory, its -wal and -shm files must be writable by the proxy's user)", err)
 	}
 	return err
+}
+
+func syncPragma(full bool) string {
+	if full {
+		return "synchronous(FULL)"
+	}
+	return "synchronous(NORMAL)"
+}
+
+// Begin begins a write transaction (BEGIN IMMEDIATE) whose commit is
+// synced as full says (see OpenSync), on a connection of db held until
+// done is called, after the transaction's Commit or Rollback. SQLite
+// changes the setting only between transactions, so it is set first.
+func Begin(db *sql.DB, full bool) (tx *sql.Tx, done func(), err error) {
+	ctx := context.Background()
+	c, err := db.Conn(ctx)
+	if err != nil {
+		return nil, nil, err
+	}
+	q := "PRAGMA synchronous = NORMAL"
+	if full {
+		q = "PRAGMA synchronous = FULL"
+	}
+	if _, err := c.ExecContext(ctx, q); err != nil {
+		c.Close()
+		return nil, nil, err
+	}
+	tx, err = c.BeginTx(ctx, nil)
+	if err != nil {
+		c.Close()
+		return nil, nil, err
+	}
+	return tx, func() { c.Close() }, nil
 }
 
 // Explain is explain for the stores' own errors.
