@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -255,5 +256,44 @@ func TestE2ESharedStoreCorruptRefused(t *testing.T) {
 	out, err := exec.Command(mcptest.Delegateos(t), "proxy", "--policy", path, "--", "true").CombinedOutput()
 	if code := exitCode(err); code != 2 || !strings.Contains(string(out), "the spend store "+f.url+" cannot be opened") {
 		t.Fatalf("a proxy on a damaged database: exit %d\n%s", code, out)
+	}
+}
+
+// Two proxies on one policy share its workspace: a delegation completed
+// at one is refused at the other at its next call, with no Redis (the
+// workspace's chain log is read by every process that has it open).
+func TestE2ESharedWorkspaceEndedDelegation(t *testing.T) {
+	r := newDelegationRun(t) // its proxy is replaced below
+	ws := filepath.Join(r.e.Dir, "ws-shared")
+	revs := filepath.Join(r.e.Dir, "shared-revocations.json")
+	mcptest.WriteFile(t, revs, "[]\n")
+	start := func() (*mcptest.Process, *mcptest.Session) {
+		pol := r.e.Policy(mcptest.Rule{Match: "read_file", Namespace: "docs", Action: "read", Arg: "/path", Cost: 100})
+		pol.Rules = pol.Rules[1:]
+		pol.RevocationList = revs
+		pol.SpendStore = filepath.Join(r.e.Dir, "spend.db")
+		pol.Extra = "workspace: " + strconv.Quote(ws) + "\n"
+		p := r.e.StartProxy(mcptest.ProxyOptions{Policy: pol})
+		return p, p.Connect(mcptest.SessionOptions{})
+	}
+	r.p, r.s = start()
+	r.ws = ws
+	_, other := start()
+	delA := r.aTok.Unverified().Authority.DelegationID
+	delB := r.bTok.Unverified().Attenuations[0].DelegationID
+	if res := r.delegate(r.bContract, r.bTok, delA); !res.Accepted {
+		t.Fatalf("delegate: %+v", res)
+	}
+	read := func() mcptest.Result {
+		return other.CallAs(t, r.bTok.String(), "read_file", map[string]any{"path": "/project/sub/notes.md"})
+	}
+	read().OK(t, "B's call at the other proxy before B completed")
+	if done := r.complete(delB, `{"summary":"Three milestones, the second one late."}`, 100); done.Status != "completed" {
+		t.Fatalf("complete: %+v", done)
+	}
+	got := read()
+	typ, detail := denialData(got)
+	if typ != string(dct.Expired) || !strings.Contains(detail, delB+" has ended (completed)") {
+		t.Fatalf("B's call at the other proxy after B completed: %s: %s", typ, detail)
 	}
 }
