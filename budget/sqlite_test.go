@@ -1,9 +1,11 @@
 package budget
 
 import (
+	"bufio"
 	"database/sql"
 	"errors"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -245,4 +247,79 @@ func TestOpenChoosesAndMigratesInPlace(t *testing.T) {
 	if _, err := Migrate(legacy, legacy); err == nil || !strings.Contains(err.Error(), "nothing to migrate") {
 		t.Fatalf("second Migrate in place: %v", err)
 	}
+}
+
+// sqliteHelperEnv makes the test binary a process that opens the store
+// named by its value, begins a write transaction, holds a cost at a key
+// without committing, says so on stdout and waits to be killed.
+const sqliteHelperEnv = "DELEGATEOS_TEST_SQLITE_HELPER"
+
+func init() {
+	path := os.Getenv(sqliteHelperEnv)
+	if path == "" {
+		return
+	}
+	s, err := OpenSQLite(path, SQLiteOptions{})
+	if err != nil {
+		os.Stderr.WriteString(err.Error())
+		os.Exit(3)
+	}
+	r, err := s.Reserve([]Level{{"root", 1000}}, 7) // open: settled after the kill
+	if err != nil || r == nil {
+		os.Exit(3)
+	}
+	tx, done, err := sqlitedb.Begin(s.db, true)
+	if err != nil {
+		os.Exit(3)
+	}
+	defer done()
+	if _, err := tx.Exec(`UPDATE spend SET committed = committed + 500, held = held + 500 WHERE key = 'root'`); err != nil {
+		os.Exit(3)
+	}
+	if _, err := tx.Exec(`INSERT INTO reservation(owner, cost, keys) VALUES('x', 1, '["root"]')`); err != nil {
+		os.Exit(3)
+	}
+	os.Stdout.WriteString("in transaction\n")
+	select {}
+}
+
+// A process killed (-9) inside a write transaction leaves nothing of it:
+// the next store finds the spend as it was before the transaction, the
+// database unlocked, and the dead process's committed reservation
+// settled at its cost.
+func TestSQLiteKilledInWriteTransaction(t *testing.T) {
+	path := filepath.Join(tempDir(t), "spend.db")
+	cmd := exec.Command(os.Args[0], "-test.run=^$")
+	cmd.Env = append(os.Environ(), sqliteHelperEnv+"="+path)
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	line, err := bufio.NewReader(out).ReadString('\n')
+	if err != nil || line != "in transaction\n" {
+		cmd.Process.Kill()
+		cmd.Wait()
+		t.Fatalf("helper: %q, %v", line, err)
+	}
+	if err := cmd.Process.Kill(); err != nil {
+		t.Fatal(err)
+	}
+	cmd.Wait()
+	s, err := OpenSQLite(path, SQLiteOptions{BusyTimeout: 100 * time.Millisecond})
+	if err != nil {
+		t.Fatalf("open after the kill: %v", err)
+	}
+	defer s.Close()
+	wantSpent(t, s, map[string]int64{"root": 7})
+	us, err := ReadUsage(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(us) != 1 || us[0].Committed != 7 || us[0].Reserved != 0 || us[0].Calls != 1 {
+		t.Fatalf("after the kill: %+v, want the one reservation settled at 7", us)
+	}
+	mustReserve(t, s, []Level{{"root", 1000}}, 3)
 }
