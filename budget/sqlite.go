@@ -72,6 +72,10 @@ type SQLite struct {
 
 	stmts map[string]*sql.Stmt // sqliteQueries, prepared
 
+	ops     chan *sqlOp    // to the writer
+	written chan struct{}  // closed when the writer has stopped
+	sending sync.WaitGroup // sends under way, waited for before ops is closed
+
 	mu     sync.Mutex // guards l, last, closed
 	l      ledger     // open reservations only, for ending them once
 	last   map[string]int64
@@ -131,6 +135,8 @@ func OpenSQLite(path string, opts SQLiteOptions) (*SQLite, error) {
 		db.Close()
 		return nil, fmt.Errorf("spend store %s: %w", path, err)
 	}
+	s.ops, s.written = make(chan *sqlOp, maxBatch), make(chan struct{})
+	go s.write()
 	return s, nil
 }
 
@@ -266,32 +272,166 @@ func (s *SQLite) endRow(tx *sql.Tx, id int64, keys []string, cost, actual int64)
 	return nil
 }
 
-// Reserve implements Store in one write transaction: every level is read
-// and checked, the cost held at each key and the reservation recorded,
-// or nothing changes. A transaction that cannot run (the database locked
+// sqlOp is one Reserve (levels set) or the end of a reservation, run by
+// the store's writer in a transaction with whatever other operations of
+// the process are waiting: one transaction, and at most one fsync, for a
+// burst of calls (group commit).
+type sqlOp struct {
+	levels []Level
+	keys   []string
+	limits []int64
+	cost   int64
+	at     int64
+	id     int64 // the reservation's row: set by a Reserve, given to an end
+	actual int64
+	full   bool          // the transaction must be synced
+	done   chan struct{} // closed when the op has run; nil for a settle nobody waits for
+	err    error
+	failed bool // err is the transaction's failure, not the op's refusal
+}
+
+// maxBatch bounds the operations of one transaction.
+const maxBatch = 256
+
+// write runs the operations the process sends, a batch per transaction,
+// until ops is closed.
+func (s *SQLite) write() {
+	defer close(s.written)
+	for op := range s.ops {
+		batch := []*sqlOp{op}
+	more:
+		for len(batch) < maxBatch {
+			select {
+			case o, ok := <-s.ops:
+				if !ok {
+					break more
+				}
+				batch = append(batch, o)
+			default:
+				break more
+			}
+		}
+		s.runBatch(batch)
+	}
+}
+
+// runBatch runs batch in one transaction, synced if any op needs it. A
+// Reserve that a level refuses gets its *ExceededError and changes
+// nothing; if the transaction fails, every op of the batch gets its
+// error (and a Reserve holds nothing).
+func (s *SQLite) runBatch(batch []*sqlOp) {
+	full := false
+	for _, o := range batch {
+		full = full || o.full
+	}
+	err := func() error {
+		tx, done, err := sqlitedb.Begin(s.db, full)
+		if err != nil {
+			return err
+		}
+		defer done()
+		defer tx.Rollback()
+		get, hold, add := tx.Stmt(s.stmts[qSpent]), tx.Stmt(s.stmts[qHold]), tx.Stmt(s.stmts[qAddRes])
+		for _, o := range batch {
+			if o.levels == nil {
+				if err := s.endRow(tx, o.id, o.keys, o.cost, o.actual); err != nil {
+					return err
+				}
+				continue
+			}
+			if err := s.reserveRow(get, hold, add, o); err != nil {
+				return err
+			}
+		}
+		return tx.Commit()
+	}()
+	for _, o := range batch {
+		if err != nil {
+			o.err, o.failed, o.id = err, true, 0
+		}
+		if o.done != nil {
+			close(o.done)
+		}
+	}
+}
+
+// reserveRow checks o's levels and holds its cost, within a transaction:
+// a refusal is o.err; an error returned is the transaction's.
+func (s *SQLite) reserveRow(get, hold, add *sql.Stmt, o *sqlOp) error {
+	var spent [MaxLevels][2]int64
+	for i, k := range o.keys {
+		var c, h int64
+		err := get.QueryRow(k).Scan(&c, &h)
+		if err != nil && !errors.Is(err, sql.ErrNoRows) {
+			return err
+		}
+		spent[i] = [2]int64{c, h}
+	}
+	for _, lv := range o.levels {
+		v := spent[indexOf(o.keys, lv.Key)]
+		sp := addSat(v[0], v[1])
+		if sp >= lv.Limit || o.cost > lv.Limit-sp {
+			o.err = &ExceededError{Key: lv.Key, Limit: lv.Limit, Spent: sp, Cost: o.cost}
+			return nil
+		}
+	}
+	for i, k := range o.keys {
+		if _, err := hold.Exec(k, o.cost, o.at, o.limits[i]); err != nil {
+			return err
+		}
+	}
+	kj, _ := json.Marshal(o.keys)
+	res, err := add.Exec(s.owner, o.cost, string(kj))
+	if err != nil {
+		return err
+	}
+	o.id, err = res.LastInsertId()
+	return err
+}
+
+// send hands op to the writer; false if the store is closed.
+func (s *SQLite) send(op *sqlOp) bool {
+	s.mu.Lock()
+	if s.closed {
+		s.mu.Unlock()
+		return false
+	}
+	s.sending.Add(1)
+	s.mu.Unlock()
+	s.ops <- op
+	s.sending.Done()
+	return true
+}
+
+// Reserve implements Store: every level is read and checked, the cost
+// held at each key and the reservation recorded, in one write
+// transaction (shared with the process's other waiting operations), or
+// nothing changes. A transaction that cannot run (the database locked
 // past the busy timeout, a full disk, a damaged file) refuses the call
-// with an error that does not match ErrExceeded.
+// with an error that does not match ErrExceeded. A reservation with a
+// cost is synced before Reserve returns, so that even a power loss never
+// forgets spend; a free one is not (as a File does not sync it).
 func (s *SQLite) Reserve(levels []Level, cost int64) (*Reservation, error) {
 	keys, err := checkReserve(levels, cost)
 	if err != nil {
 		return nil, err
 	}
-	var buf [MaxLevels]int64
-	limits := keyLimits(buf[:len(keys)], levels, keys)
-	s.mu.Lock()
-	if s.closed {
-		s.mu.Unlock()
+	limits := keyLimits(make([]int64, len(keys)), levels, keys)
+	op := &sqlOp{levels: levels, keys: keys, limits: limits, cost: cost,
+		at: min(max(s.now().UnixMilli(), 1), maxAt), full: cost > 0, done: make(chan struct{})}
+	if !s.send(op) {
 		return nil, s.errClosed()
 	}
-	s.mu.Unlock()
-	at := min(max(s.now().UnixMilli(), 1), maxAt)
-	id, err := s.reserve(levels, keys, limits, cost, at)
-	if err != nil {
-		return nil, err
+	<-op.done
+	if op.failed {
+		return nil, s.fail("cannot record the reservation, so the call is refused", op.err)
+	}
+	if op.err != nil {
+		return nil, op.err
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	r := &Reservation{owner: &s.l, id: uint64(id), keys: keys, cost: cost}
+	r := &Reservation{owner: &s.l, id: uint64(op.id), keys: keys, cost: cost}
 	if s.l.open == nil {
 		s.l.open = make(map[uint64]*Reservation)
 	}
@@ -299,62 +439,18 @@ func (s *SQLite) Reserve(levels []Level, cost int64) (*Reservation, error) {
 	return r, nil
 }
 
-func (s *SQLite) reserve(levels []Level, keys []string, limits []int64, cost, at int64) (int64, error) {
-	// A reservation with a cost is on disk before the call is forwarded,
-	// so that even a power loss never forgets spend; a free one need not
-	// wait for the disk (as a File does not sync it).
-	tx, done, err := sqlitedb.Begin(s.db, cost > 0)
-	if err != nil {
-		return 0, s.fail("cannot record the reservation, so the call is refused", err)
-	}
-	defer done()
-	defer tx.Rollback()
-	spent := make(map[string][2]int64, len(keys))
-	get := tx.Stmt(s.stmts[qSpent])
-	for _, k := range keys {
-		var c, h int64
-		err := get.QueryRow(k).Scan(&c, &h)
-		if err != nil && !errors.Is(err, sql.ErrNoRows) {
-			return 0, s.fail("cannot read the spend, so the call is refused", err)
-		}
-		spent[k] = [2]int64{c, h}
-	}
-	for _, lv := range levels {
-		v := spent[lv.Key]
-		sp := addSat(v[0], v[1])
-		if sp >= lv.Limit || cost > lv.Limit-sp {
-			return 0, &ExceededError{Key: lv.Key, Limit: lv.Limit, Spent: sp, Cost: cost}
-		}
-	}
-	hold := tx.Stmt(s.stmts[qHold])
-	for i, k := range keys {
-		if _, err := hold.Exec(k, cost, at, limits[i]); err != nil {
-			return 0, s.fail("cannot record the reservation, so the call is refused", err)
-		}
-	}
-	kj, _ := json.Marshal(keys)
-	res, err := tx.Stmt(s.stmts[qAddRes]).Exec(s.owner, cost, string(kj))
-	if err != nil {
-		return 0, s.fail("cannot record the reservation, so the call is refused", err)
-	}
-	id, err := res.LastInsertId()
-	if err != nil {
-		return 0, s.fail("cannot record the reservation, so the call is refused", err)
-	}
-	if err := tx.Commit(); err != nil {
-		return 0, s.fail("cannot record the reservation, so the call is refused", err)
-	}
-	return id, nil
-}
-
 // fail names the store and what could not be done.
 func (s *SQLite) fail(what string, err error) error {
 	return fmt.Errorf("spend store %s: %s: %w%s", s.path, what, sqlitedb.Explain(err), hint(err))
 }
 
-// Commit implements Store in one write transaction. If it fails the
-// reservation stays open in the database, its cost held (counted as
-// spent), and this store settles it at its reserved cost when it closes.
+// Commit implements Store. A commit at the reserved cost changes no
+// spend (the held cost becomes committed), so it does not wait: it rides
+// in the process's next transaction, or is settled when the store
+// closes, or, if the process dies first, by the next store opened, at
+// that same cost. Any other commit is one synced transaction; if it
+// fails, the reservation's cost stays held (counted as spent) and is
+// settled at that cost when the store closes.
 func (s *SQLite) Commit(r *Reservation, actual int64) error {
 	if err := checkActual(actual); err != nil {
 		return err
@@ -362,7 +458,8 @@ func (s *SQLite) Commit(r *Reservation, actual int64) error {
 	return s.end(r, actual, "commit")
 }
 
-// Release implements Store: the held cost is dropped.
+// Release implements Store: the held cost is dropped, in one synced
+// transaction (a free reservation's release waits for nothing).
 func (s *SQLite) Release(r *Reservation) error {
 	return s.end(r, 0, "release")
 }
@@ -378,27 +475,22 @@ func (s *SQLite) end(r *Reservation, actual int64, what string) error {
 		return err
 	}
 	s.mu.Unlock()
-	err := s.endTx(int64(r.id), r.keys, r.cost, actual)
-	if err != nil {
-		return s.fail("cannot record the "+what+" (the reservation's cost stays held, counted as spent)", err)
+	op := &sqlOp{id: int64(r.id), keys: r.keys, cost: r.cost, actual: actual, full: actual != r.cost}
+	if actual == r.cost {
+		if !s.send(op) {
+			return s.errClosed()
+		}
+		return nil
+	}
+	op.done = make(chan struct{})
+	if !s.send(op) {
+		return s.errClosed()
+	}
+	<-op.done
+	if op.err != nil {
+		return s.fail("cannot record the "+what+" (the reservation's cost stays held, counted as spent)", op.err)
 	}
 	return nil
-}
-
-func (s *SQLite) endTx(id int64, keys []string, cost, actual int64) error {
-	// Ending a reservation at its reserved cost changes no spend: a power
-	// loss that forgets it leaves the reservation, settled at that cost.
-	// Anything else is synced, as a File syncs it.
-	tx, done, err := sqlitedb.Begin(s.db, actual != cost)
-	if err != nil {
-		return err
-	}
-	defer done()
-	defer tx.Rollback()
-	if err := s.endRow(tx, id, keys, cost, actual); err != nil {
-		return err
-	}
-	return tx.Commit()
 }
 
 // Spent implements Store with one read. When the database cannot be read
@@ -430,6 +522,11 @@ func (s *SQLite) Close() error {
 	}
 	s.closed = true
 	s.mu.Unlock()
+	// What the writer has been given (commits at the reserved cost among
+	// it) is run before the rest is settled.
+	s.sending.Wait()
+	close(s.ops)
+	<-s.written
 	err := s.settleOwner(s.owner)
 	if err == nil {
 		os.Remove(s.ownerLock)

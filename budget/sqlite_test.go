@@ -60,6 +60,13 @@ func TestSQLiteSharedExactAcrossStores(t *testing.T) {
 	for _, s := range stores {
 		wantSpent(t, s, won)
 	}
+	// Commits at the reserved cost run after Commit returns; closing the
+	// stores runs them.
+	for _, s := range stores {
+		if err := s.Close(); err != nil {
+			t.Fatal(err)
+		}
+	}
 	us, err := ReadUsage(path)
 	if err != nil {
 		t.Fatal(err)

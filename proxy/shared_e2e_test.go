@@ -29,6 +29,20 @@ func newSharedFleet(t *testing.T, budgetA, budgetB, budgetC int64) *fleet {
 	return newFleetOn(t, filepath.Join(t.TempDir(), "spend.db"), budgetA, budgetB, budgetC)
 }
 
+// settled waits until no reservation of the fleet's store is held: a
+// commit at the reserved cost is written just after the call's answer.
+func settled(t *testing.T, f *fleet) {
+	t.Helper()
+	mcptest.Eventually(t, "every reservation settled", func() bool {
+		for _, u := range f.usage() {
+			if u.Reserved != 0 {
+				return false
+			}
+		}
+		return true
+	})
+}
+
 // startLocal starts a proxy with tok on the fleet's local store, and
 // extra in its policy.
 func (f *fleet) startLocal(tok *dct.Token, extra string, wantExit func(int) bool) (*mcptest.Process, *mcptest.Session) {
@@ -84,6 +98,8 @@ func TestE2ESharedStoreFourProxiesExact(t *testing.T) {
 	wg.Wait()
 	nA, nB, nC := allowed[0].Load(), allowed[1].Load(), allowed[2].Load()+allowed[3].Load()
 	t.Logf("allowed: %d under A, %d under B, %d under C (two proxies)", nA, nB, nC)
+	// Commits at the reserved cost are written after the answer.
+	settled(t, f)
 	u := f.usage()
 	for _, lv := range []struct {
 		key         string
@@ -151,6 +167,7 @@ func TestE2ESharedStoreRateWindows(t *testing.T) {
 	if got := allowed.Load(); got != 30 {
 		t.Fatalf("%d calls admitted by four proxies, want the policy's 30", got)
 	}
+	settled(t, f)
 	if got := f.usage()[f.key(1)].Committed; got != 30*fleetCost {
 		t.Fatalf("committed %d, want %d", got, 30*fleetCost)
 	}
@@ -181,6 +198,7 @@ func TestE2ESharedStoreKilledProxy(t *testing.T) {
 	}
 	s2.Call(t, "echo", map[string]any{"text": "second"}).OK(t, "a call beside the charged one")
 	_, s3 := f.startLocal(f.a, extra, nil)
+	settled(t, f)
 	if u := f.usage()[f.key(1)]; u.Reserved != 0 || u.Committed != 2*fleetCost {
 		t.Fatalf("after a proxy started: %+v, want the killed call settled at %d beside the second", u, fleetCost)
 	}
@@ -191,6 +209,7 @@ func TestE2ESharedStoreKilledProxy(t *testing.T) {
 			t.Fatalf("a fourth call on a budget of three: %+v, want budget_exceeded", r)
 		}
 	}
+	settled(t, f)
 	if u := f.usage()[f.key(1)]; u.Reserved != 0 || u.Committed != 3*fleetCost || u.Calls != 3 {
 		t.Fatalf("at the end: %+v, want 3 calls, %d committed", u, 3*fleetCost)
 	}
@@ -225,6 +244,7 @@ func TestE2ESharedStoreLockedIsUnavailable(t *testing.T) {
 	}
 	tx.Rollback()
 	s.Call(t, "echo", map[string]any{"text": "after"}).OK(t, "a call after the lock")
+	settled(t, f)
 	if u := f.usage()[f.key(1)]; u.Committed != 2*fleetCost || u.Reserved != 0 {
 		t.Fatalf("%+v: want the two forwarded calls", u)
 	}
