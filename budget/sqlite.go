@@ -51,9 +51,12 @@ const (
 	qHold    = `INSERT INTO spend(key, committed, held, calls, last, lim, recorded) VALUES(?, 0, ?, 1, ?, ?, 1) ON CONFLICT(key) DO UPDATE SET held = held + excluded.held, calls = min(calls + 1, 9223372036854775807), lim = CASE WHEN excluded.last >= last THEN excluded.lim ELSE lim END, last = max(last, excluded.last), recorded = 1`
 	qAddRes  = `INSERT INTO reservation(owner, cost, keys) VALUES(?, ?, ?)`
 	qOwnerRs = `SELECT id, cost, keys FROM reservation WHERE owner = ?`
+	// qSpentOf reads the spend of a JSON list of keys in one statement,
+	// so in one snapshot.
+	qSpentOf = `SELECT key, committed, held FROM spend WHERE key IN (SELECT value FROM json_each(?))`
 )
 
-var sqliteQueries = []string{qSpent, qDelRes, qSetEnd, qHold, qAddRes, qOwnerRs}
+var sqliteQueries = []string{qSpent, qDelRes, qSetEnd, qHold, qAddRes, qOwnerRs, qSpentOf}
 
 // SQLite is a Store kept in a SQLite database (WAL mode) that every
 // process on the machine opening the same file shares: the embedded
@@ -78,6 +81,7 @@ type SQLite struct {
 
 	mu     sync.Mutex // guards l, last, closed
 	l      ledger     // open reservations only, for ending them once
+	free   uint64     // free reservations made, for their IDs
 	last   map[string]int64
 	closed bool
 	now    func() time.Time
@@ -241,15 +245,18 @@ func (s *SQLite) settleOwner(owner string) error {
 // endRow ends reservation id (keys, cost) at actual: its held cost leaves
 // every key and actual is committed. A reservation no longer in the
 // table was settled at its cost already (by a store that found its owner
-// dead): then only actual − cost is committed.
+// dead), or a free reservation, which has no row (id 0): then only actual
+// − cost is committed.
 func (s *SQLite) endRow(tx *sql.Tx, id int64, keys []string, cost, actual int64) error {
-	res, err := tx.Stmt(s.stmts[qDelRes]).Exec(id)
-	if err != nil {
-		return sqlitedb.Explain(err)
-	}
-	n, err := res.RowsAffected()
-	if err != nil {
-		return err
+	var n int64
+	if id > 0 {
+		res, err := tx.Stmt(s.stmts[qDelRes]).Exec(id)
+		if err != nil {
+			return sqlitedb.Explain(err)
+		}
+		if n, err = res.RowsAffected(); err != nil {
+			return err
+		}
 	}
 	held, add := cost, actual
 	if n == 0 {
@@ -280,6 +287,7 @@ type sqlOp struct {
 	levels []Level
 	keys   []string
 	limits []int64
+	record bool // a free call's record: calls and last call at keys, nothing held
 	cost   int64
 	at     int64
 	id     int64 // the reservation's row: set by a Reserve, given to an end
@@ -333,6 +341,14 @@ func (s *SQLite) runBatch(batch []*sqlOp) {
 		defer tx.Rollback()
 		get, hold, add := tx.Stmt(s.stmts[qSpent]), tx.Stmt(s.stmts[qHold]), tx.Stmt(s.stmts[qAddRes])
 		for _, o := range batch {
+			if o.record {
+				for i, k := range o.keys {
+					if _, err := hold.Exec(k, 0, o.at, o.limits[i]); err != nil {
+						return err
+					}
+				}
+				continue
+			}
 			if o.levels == nil {
 				if err := s.endRow(tx, o.id, o.keys, o.cost, o.actual); err != nil {
 					return err
@@ -417,8 +433,11 @@ func (s *SQLite) Reserve(levels []Level, cost int64) (*Reservation, error) {
 		return nil, err
 	}
 	limits := keyLimits(make([]int64, len(keys)), levels, keys)
-	op := &sqlOp{levels: levels, keys: keys, limits: limits, cost: cost,
-		at: min(max(s.now().UnixMilli(), 1), maxAt), full: cost > 0, done: make(chan struct{})}
+	at := min(max(s.now().UnixMilli(), 1), maxAt)
+	if cost == 0 {
+		return s.reserveFree(levels, keys, limits, at)
+	}
+	op := &sqlOp{levels: levels, keys: keys, limits: limits, cost: cost, at: at, full: true, done: make(chan struct{})}
 	if !s.send(op) {
 		return nil, s.errClosed()
 	}
@@ -438,6 +457,61 @@ func (s *SQLite) Reserve(levels []Level, cost int64) (*Reservation, error) {
 	s.l.open[r.id] = r
 	return r, nil
 }
+
+// reserveFree is Reserve of no cost: it holds nothing, so it needs no
+// write, only the levels' spend read in one snapshot (a level at or over
+// its limit refuses even a free call). Its record of the call is handed
+// to the writer without waiting, as a File does not sync it; its
+// reservation has no row (id 0 in the database), and ending it at no cost
+// writes nothing.
+func (s *SQLite) reserveFree(levels []Level, keys []string, limits []int64, at int64) (*Reservation, error) {
+	s.mu.Lock()
+	if s.closed {
+		s.mu.Unlock()
+		return nil, s.errClosed()
+	}
+	s.mu.Unlock()
+	kj, _ := json.Marshal(keys)
+	rows, err := s.stmts[qSpentOf].Query(string(kj))
+	if err != nil {
+		return nil, s.fail("cannot read the spend, so the call is refused", err)
+	}
+	spent := make(map[string]int64, len(keys))
+	for rows.Next() {
+		var k string
+		var c, h int64
+		if err := rows.Scan(&k, &c, &h); err != nil {
+			rows.Close()
+			return nil, s.fail("cannot read the spend, so the call is refused", err)
+		}
+		spent[k] = addSat(c, h)
+	}
+	rows.Close()
+	if err := rows.Err(); err != nil {
+		return nil, s.fail("cannot read the spend, so the call is refused", err)
+	}
+	for _, lv := range levels {
+		if sp := spent[lv.Key]; sp >= lv.Limit {
+			return nil, &ExceededError{Key: lv.Key, Limit: lv.Limit, Spent: sp, Cost: 0}
+		}
+	}
+	if !s.send(&sqlOp{record: true, keys: keys, limits: limits, at: at}) {
+		return nil, s.errClosed()
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.free++
+	r := &Reservation{owner: &s.l, id: freeID | s.free, keys: keys}
+	if s.l.open == nil {
+		s.l.open = make(map[uint64]*Reservation)
+	}
+	s.l.open[r.id] = r
+	return r, nil
+}
+
+// freeID marks the IDs of free reservations, which have no row: row IDs
+// are below it.
+const freeID = 1 << 63
 
 // fail names the store and what could not be done.
 func (s *SQLite) fail(what string, err error) error {
@@ -475,7 +549,14 @@ func (s *SQLite) end(r *Reservation, actual int64, what string) error {
 		return err
 	}
 	s.mu.Unlock()
-	op := &sqlOp{id: int64(r.id), keys: r.keys, cost: r.cost, actual: actual, full: actual != r.cost}
+	id := int64(r.id)
+	if r.id&freeID != 0 {
+		id = 0 // no row
+	}
+	op := &sqlOp{id: id, keys: r.keys, cost: r.cost, actual: actual, full: actual != r.cost}
+	if actual == r.cost && id == 0 {
+		return nil // a free call ended at no cost: nothing to write
+	}
 	if actual == r.cost {
 		if !s.send(op) {
 			return s.errClosed()

@@ -59,9 +59,8 @@ func IsDB(path string) (bool, error) {
 }
 
 // Open opens (creating it, mode 0600) the database at path in WAL mode,
-// with one connection: the process's own calls take turns in the Go
-// pool, and other processes' through the database's lock, waiting up to
-// busy. schema is run in one transaction, so it must be idempotent
+// with two connections (a writer and a reader): writes of other
+// processes take turns through the database's lock, waiting up to busy. schema is run in one transaction, so it must be idempotent
 // (CREATE ... IF NOT EXISTS). The database is checked (quick_check) so a
 // corrupt file is refused at once rather than at a call.
 func Open(path string, busy time.Duration, schema string) (*sql.DB, error) {
@@ -106,8 +105,10 @@ func OpenSync(path string, busy time.Duration, schema string, full bool) (*sql.D
 	if err != nil {
 		return nil, err
 	}
-	db.SetMaxOpenConns(1)
-	db.SetMaxIdleConns(1)
+	// Two connections: a store's writer, and reads, which in WAL mode
+	// never wait for a writer.
+	db.SetMaxOpenConns(2)
+	db.SetMaxIdleConns(2)
 	db.SetConnMaxLifetime(0)
 	if err := setUp(db, schema); err != nil {
 		db.Close()
