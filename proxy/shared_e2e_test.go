@@ -317,3 +317,33 @@ func TestE2ESharedWorkspaceEndedDelegation(t *testing.T) {
 		t.Fatalf("B's call at the other proxy after B completed: %s: %s", typ, detail)
 	}
 }
+
+// A database in a directory the proxy cannot write (made immutable, which
+// holds for root too) stops the proxy at start, naming what must be
+// writable; no call is decided on a store that cannot record it. Where
+// the file system has no immutable flag, a directory that is a file
+// stands in for it.
+func TestE2ESharedStoreReadOnlyDirRefused(t *testing.T) {
+	f := newSharedFleet(t, 10*fleetCost, 10*fleetCost, 10*fleetCost)
+	p, s := f.startLocal(f.a, "", nil)
+	s.Call(t, "echo", map[string]any{"text": "x"}).OK(t, "a call")
+	s.Close()
+	p.Stdin.Close()
+	p.WaitExit(mcptest.WaitTimeout)
+	dir := filepath.Dir(f.url)
+	store, want := f.url, "must be writable by the proxy's user"
+	if err := exec.Command("chattr", "+i", dir).Run(); err == nil {
+		t.Cleanup(func() { exec.Command("chattr", "-i", dir).Run() })
+	} else {
+		t.Logf("chattr +i: %v; a directory that is a file stands in", err)
+		store, want = filepath.Join(f.url, "spend.db"), "cannot be opened"
+	}
+	pol := f.e.Policy(mcptest.Priced("echo", fleetCost))
+	pol.SpendStore = store
+	path := filepath.Join(t.TempDir(), "policy.yaml")
+	mcptest.WriteFile(t, path, pol.YAML())
+	out, err := exec.Command(mcptest.Delegateos(t), "proxy", "--policy", path, "--", "true").CombinedOutput()
+	if code := exitCode(err); code != 2 || !strings.Contains(string(out), "the spend store "+store+" cannot be opened") || !strings.Contains(string(out), want) {
+		t.Fatalf("a proxy on a database it cannot write: exit %d\n%s", code, out)
+	}
+}
