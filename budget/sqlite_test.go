@@ -144,7 +144,7 @@ func TestSQLiteLockedIsUnavailableNotExceeded(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer s.Close()
-	other, err := sql.Open("sqlite", "file:"+path+"?_txlock=immediate")
+	other, err := sql.Open("sqlite", "file:"+path+"?_txlock=immediate&_pragma=busy_timeout(10000)")
 	if err != nil {
 		t.Fatal(err)
 	}

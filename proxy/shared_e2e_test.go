@@ -226,7 +226,8 @@ func TestE2ESharedStoreLockedIsUnavailable(t *testing.T) {
 	f := newSharedFleet(t, 10*fleetCost, 10*fleetCost, 10*fleetCost)
 	_, s := f.startLocal(f.a, "", nil)
 	s.Call(t, "echo", map[string]any{"text": "before"}).OK(t, "a call before the lock")
-	db, err := sql.Open("sqlite", "file:"+f.url+"?_txlock=immediate")
+	settled(t, f)
+	db, err := sql.Open("sqlite", "file:"+f.url+"?_txlock=immediate&_pragma=busy_timeout(10000)")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -108,7 +108,7 @@ func TestSQLiteRatesApartAndLocked(t *testing.T) {
 	if _, err := strict.Reserve(k, time.Now()); !errors.Is(err, ErrLimited) {
 		t.Fatalf("second strict call: %v", err)
 	}
-	other, err := sql.Open("sqlite", "file:"+path+"?_txlock=immediate")
+	other, err := sql.Open("sqlite", "file:"+path+"?_txlock=immediate&_pragma=busy_timeout(10000)")
 	if err != nil {
 		t.Fatal(err)
 	}
