@@ -301,12 +301,20 @@ type sqlOp struct {
 // maxBatch bounds the operations of one transaction.
 const maxBatch = 256
 
+// lingerFor is how long the writer waits for more when it holds only
+// writes nobody waits for. A process killed meanwhile loses them: the
+// records of free calls (their calls and last call), and commits at the
+// reserved cost, which the next store settles at that same cost.
+const lingerFor = 2 * time.Millisecond
+
 // write runs the operations the process sends, a batch per transaction,
 // until ops is closed.
 func (s *SQLite) write() {
 	defer close(s.written)
+	var linger *time.Timer
 	for op := range s.ops {
 		batch := []*sqlOp{op}
+		waited := op.done != nil
 	more:
 		for len(batch) < maxBatch {
 			select {
@@ -315,7 +323,30 @@ func (s *SQLite) write() {
 					break more
 				}
 				batch = append(batch, o)
+				waited = waited || o.done != nil
+				continue
 			default:
+			}
+			if waited {
+				break
+			}
+			// Only writes nobody waits for (free calls' records, commits at
+			// the reserved cost): gather what comes within a moment, so
+			// that a stream of calls is one transaction, not one each.
+			if linger == nil {
+				linger = time.NewTimer(lingerFor)
+			} else {
+				linger.Reset(lingerFor)
+			}
+			select {
+			case o, ok := <-s.ops:
+				linger.Stop()
+				if !ok {
+					break more
+				}
+				batch = append(batch, o)
+				waited = waited || o.done != nil
+			case <-linger.C:
 				break more
 			}
 		}
