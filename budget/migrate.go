@@ -184,26 +184,6 @@ func writeRedisUsage(rawURL string, us []Usage) error {
 	return nil
 }
 
-// writeFileUsage writes usage as a new spend log of totals.
-func writeFileUsage(path string, us []Usage) error {
-	var l ledger
-	for _, u := range us {
-		if err := checkKey(u.Key); err != nil {
-			return err
-		}
-		if s := addSat(u.Committed, u.Reserved); s != 0 {
-			l.add([]string{u.Key}, s)
-		}
-		if u.Recorded {
-			l.record([]string{u.Key}, []int64{u.Limit}, u.Calls, min(max(u.LastCall.UnixMilli(), 1), maxAt))
-		}
-	}
-	if err := fsutil.WriteFileAtomic(path, l.appendTotals(nil), fileMode); err != nil {
-		return fmt.Errorf("spend store %s: %w", path, err)
-	}
-	return nil
-}
-
 // checkMigrated reads the new store back and compares each key's spend
 // and calls with what was copied.
 func checkMigrated(to string, want []Usage) error {

@@ -9,7 +9,6 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"strings"
 	"sync"
 	"time"
 
@@ -764,4 +763,3 @@ func legacyWarning(path string) string {
 	return fmt.Sprintf("the spend store %s is a spend log of an earlier version, which only one process at a time can open: a second proxy on this policy cannot start; migrate it to the shared store with 'delegateos store migrate --from %s --to %s' (stop the proxy first)", path, path, path)
 }
 
-var _ = strings.TrimSpace
