@@ -762,4 +762,3 @@ func isSQLitePath(path string) (bool, error) {
 func legacyWarning(path string) string {
 	return fmt.Sprintf("the spend store %s is a spend log of an earlier version, which only one process at a time can open: a second proxy on this policy cannot start; migrate it to the shared store with 'delegateos store migrate --from %s --to %s' (stop the proxy first)", path, path, path)
 }
-
