@@ -199,9 +199,18 @@ var serveCmd = &command{
 					return inputf("--tls-cert %s, --tls-key %s: %v", *tlsCert, *tlsKey, err)
 				}
 			}
-			// The audit log is opened once everything that can stop the
-			// start has been done (below, after the extensions' listeners).
-			var evidence proxy.Evidence
+			// One audit log for the server: every session's relay hands its
+			// decisions to it, and it is closed once the sessions are drained.
+			evidence, closeEvidence, err := openEvidence(pol, policyDigest, *keyFile, log)
+			if err != nil {
+				return err
+			}
+			defer func() {
+				if cerr := closeEvidence(); cerr != nil {
+					log.Error("the audit log was not closed cleanly", zap.Error(cerr))
+				}
+			}()
+
 			// setup is what extensions see and may change before the
 			// server is built; the relays read its Log when they start.
 			keyPath := pol.ProxyKey
@@ -291,19 +300,6 @@ var serveCmd = &command{
 					}
 				}
 			}
-			// One audit log for the server: every session's relay hands its
-			// decisions to it, and it is closed once the sessions are drained.
-			var closeEvidence func() error
-			evidence, closeEvidence, err = openEvidence(pol, policyDigest, *keyFile, log)
-			if err != nil {
-				return err
-			}
-			defer func() {
-				if cerr := closeEvidence(); cerr != nil {
-					log.Error("the audit log was not closed cleanly", zap.Error(cerr))
-				}
-			}()
-
 			if host, _, _ := net.SplitHostPort(*listen); !isLoopback(host) && *tlsCert == "" {
 				log.Warn("listening on a non-loopback address without TLS: tokens and calls cross the network in the clear; give --tls-cert and --tls-key")
 			}
