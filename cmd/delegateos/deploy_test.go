@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
-	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -86,34 +85,14 @@ func TestDeployFiles(t *testing.T) {
 		t.Fatal(err)
 	}
 	var entry []string
-	envs := map[string]string{}
 	for _, line := range strings.Split(string(b), "\n") {
 		if rest, ok := strings.CutPrefix(line, "ENTRYPOINT "); ok {
 			if err := json.Unmarshal([]byte(rest), &entry); err != nil {
 				t.Fatalf("Containerfile: ENTRYPOINT is not a JSON array: %v", err)
 			}
 		}
-		if rest, ok := strings.CutPrefix(line, "ENV "); ok {
-			k, v, ok := strings.Cut(rest, "=")
-			if !ok || strings.ContainsAny(rest, " \\\"'$") {
-				t.Fatalf("Containerfile: an ENV line this test does not read (one KEY=VALUE, unquoted): %s", line)
-			}
-			envs[k] = v
-		}
 	}
 	fs = serveArgs(t, "Containerfile", entry)
-	// The configuration the image's environment gives, as serve reads it.
-	if _, err := applyFlagEnv(fs, serveEnvFlags, func(k string) string { return envs[k] }); err != nil {
-		t.Fatalf("Containerfile: ENV: %v", err)
-	}
-	for k := range envs {
-		if !slices.ContainsFunc(serveEnvFlags, func(f string) bool { return flagEnvName(f) == k }) {
-			t.Errorf("Containerfile: ENV %s is no flag serve reads", k)
-		}
-	}
-	if l, _ := fs.GetString("listen"); l != "0.0.0.0:8931" {
-		t.Errorf("the container listens on %q, not the EXPOSEd 0.0.0.0:8931", l)
-	}
 	if cert, _ := fs.GetString("tls-cert"); cert == "" {
 		t.Errorf("the container listens on the network without --tls-cert")
 	}

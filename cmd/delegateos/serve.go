@@ -69,12 +69,7 @@ var serveCmd = &command{
 				x.flags(fs)
 			}
 		}
-		noteFlagEnv(fs, serveEnvFlags)
 		return func(e *env, args []string) error {
-			fromEnv, err := applyFlagEnv(fs, serveEnvFlags, os.Getenv)
-			if err != nil {
-				return err
-			}
 			if (len(args) == 0) == (*upstreamURL == "") {
 				return fixf("give the upstream MCP server's command after -- (one process per session), or --upstream-url URL, not both: e.g. delegateos serve --policy policy.yaml -- npx -y @modelcontextprotocol/server-everything")
 			}
@@ -136,9 +131,6 @@ var serveCmd = &command{
 			}
 			defer closeLog()
 			warnRedisPasswordFlags(log, "--spend-store", *spend, "--revocations", *revsFlag)
-			if len(fromEnv) > 0 {
-				log.Info("flags taken from the environment", zap.Strings("variables", fromEnv))
-			}
 			if *upstreamHeaderFile != "" {
 				if msg := headerFileWarning(*upstreamHeaderFile); msg != "" {
 					log.Warn(msg)
