@@ -53,8 +53,6 @@ var serveCmd = &command{
 		idle := fs.Duration("idle-timeout", 10*time.Minute, "end a session, and its upstream, after this long without a request, or with calls in flight that no client reads")
 		jsonResponses := fs.Bool("json-responses", false, "answer a request whose response is all the upstream sends for it with an application/json body, not an SSE stream (which a client can resume after a lost connection)")
 		upstreamURL := fs.String("upstream-url", "", "an MCP server reached over Streamable HTTP, instead of an upstream command (each session gets its own upstream session)")
-		upstreamHeaderFile := fs.String("upstream-headers", "", "a file of headers sent with every request to --upstream-url, one 'Name: value' a line (credentials such as Authorization; keep it readable by the server's user only)")
-		upstreamHeaderEnv := fs.StringArray("upstream-header-env", nil, "NAME=VARIABLE: send header NAME to --upstream-url with the value of the environment variable VARIABLE, keeping a credential off the command line (repeatable)")
 		maxBody := fs.Int64("max-body-bytes", 0, "the largest POST body accepted (default, and at most: the policy's max_frame_bytes)")
 		maxInFlight := fs.Int64("max-body-bytes-in-flight", 0, "the bytes of request bodies the server holds at once, across all clients (default 64 MiB, or 4 times the body limit if larger); a request that gets no room within a second is refused 503 unread, and one credential's bodies hold at most a quarter of it")
 		readTimeout := fs.Duration("read-timeout", 10*time.Second, "how long a client gets to send a request's headers, and then its body")
@@ -107,16 +105,9 @@ var serveCmd = &command{
 				}
 				pol, policyDigest = p, digest
 			}
-			if upstreamClient == nil && (*upstreamHeaderFile != "" || len(*upstreamHeaderEnv) > 0) {
-				return fixf("--upstream-headers and --upstream-header-env are sent to --upstream-url: give it, or leave them out")
-			}
 			if upstreamClient != nil {
-				header, err := upstreamHeaders(*upstreamHeaderFile, *upstreamHeaderEnv, os.Getenv)
-				if err != nil {
-					return inputf("%v", err)
-				}
 				// The bridge holds no message the relay would refuse.
-				upstreamConn = serve.Upstream(*upstreamURL, header, upstreamClient, pol.MaxFrameBytes)
+				upstreamConn = serve.Upstream(*upstreamURL, nil, upstreamClient, pol.MaxFrameBytes)
 			}
 			if err := applyGateFlags(pol, *policyPath, *roots, *logFile, *revsFlag, *spend); err != nil {
 				return err
@@ -131,11 +122,6 @@ var serveCmd = &command{
 			}
 			defer closeLog()
 			warnRedisPasswordFlags(log, "--spend-store", *spend, "--revocations", *revsFlag)
-			if *upstreamHeaderFile != "" {
-				if msg := headerFileWarning(*upstreamHeaderFile); msg != "" {
-					log.Warn(msg)
-				}
-			}
 
 			tokenArg := *token
 			if tokenArg == "" {
