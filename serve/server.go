@@ -60,11 +60,6 @@ type Options struct {
 	// whose client sends no token (it runs with the server's default
 	// token) is bound by MaxSessions only.
 	MaxCredentialSessions, MaxTreeSessions int
-	// UpstreamReady, when set, is asked by /readyz (with readyWait to
-	// answer): an error, the upstream cannot be reached, makes the server
-	// not ready (503, with the error), so that a load balancer sends no
-	// sessions that would fail.
-	UpstreamReady func(ctx context.Context) error
 	// SessionTree, when set, names the delegation tree of a token that
 	// CheckToken accepted (its root block, say: what a token holder
 	// cannot multiply); "" puts the token in no tree.
@@ -264,7 +259,7 @@ func (s *Server) HTTPServer() *http.Server {
 // MaxHeaderBytes bounds a request's headers.
 const MaxHeaderBytes = 32 << 10
 
-func (s *Server) serveReady(w http.ResponseWriter, r *http.Request) {
+func (s *Server) serveReady(w http.ResponseWriter, _ *http.Request) {
 	s.mu.Lock()
 	draining, n := s.draining, len(s.sessions)
 	s.mu.Unlock()
@@ -277,22 +272,9 @@ func (s *Server) serveReady(w http.ResponseWriter, r *http.Request) {
 		w.WriteHeader(http.StatusServiceUnavailable)
 		io.WriteString(w, "at the session limit\n")
 	default:
-		if s.opts.UpstreamReady != nil {
-			ctx, cancel := context.WithTimeout(r.Context(), readyWait)
-			err := s.opts.UpstreamReady(ctx)
-			cancel()
-			if err != nil {
-				w.WriteHeader(http.StatusServiceUnavailable)
-				io.WriteString(w, "the upstream cannot be reached: "+err.Error()+"\n")
-				return
-			}
-		}
 		io.WriteString(w, "ready\n")
 	}
 }
-
-// readyWait is how long /readyz waits for the upstream to answer.
-const readyWait = 2 * time.Second
 
 // Sessions is the number of open sessions.
 func (s *Server) Sessions() int {

@@ -195,25 +195,6 @@ var serveCmd = &command{
 			if *keyFile != "" {
 				keyPath = *keyFile
 			}
-			// /readyz is ready only while the upstream can be reached: its
-			// command can still be found, or its URL's host takes a
-			// connection.
-			upstreamReady := func(ctx context.Context) error {
-				if *upstreamURL == "" {
-					_, err := exec.LookPath(args[0])
-					return err
-				}
-				u, _ := url.Parse(*upstreamURL)
-				host := u.Host
-				if u.Port() == "" {
-					host = net.JoinHostPort(u.Hostname(), map[string]string{"http": "80", "https": "443"}[u.Scheme])
-				}
-				c, err := (&net.Dialer{}).DialContext(ctx, "tcp", host)
-				if err != nil {
-					return err
-				}
-				return c.Close()
-			}
 			setup := &serveSetup{Policy: pol, Gate: gate, Log: log, Revocations: revs, DefaultToken: defaultToken, KeyFile: keyPath}
 			relayConfig := func(s *serve.Session) proxy.Config {
 				tok := s.Token
@@ -237,8 +218,7 @@ var serveCmd = &command{
 				IdleTimeout: *idle, ReadTimeout: *readTimeout, JSONResponses: *jsonResponses, CheckToken: checkToken, Log: log,
 				RequireToken:          defaultToken == "" && !pol.AllowUnauthenticated,
 				MaxCredentialSessions: noBound(*maxCredSessions), MaxTreeSessions: noBound(*maxTreeSessions),
-				UpstreamReady: upstreamReady,
-				SessionTree:   delegationTree, SessionCredential: canonicalToken, SessionLive: sessionLive(checkToken), RecheckInterval: *recheck,
+				SessionTree: delegationTree, SessionCredential: canonicalToken, SessionLive: sessionLive(checkToken), RecheckInterval: *recheck,
 			}
 			if *maxBody > 0 {
 				sopts.MaxBodyBytes = *maxBody
