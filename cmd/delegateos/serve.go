@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"crypto/tls"
 	"errors"
 	"io"
 	"net"
@@ -164,19 +163,6 @@ var serveCmd = &command{
 					return fixf("the session token is not valid: %v; %s", err, tokenFix(err))
 				}
 			}
-			// The address and the TLS key pair are taken before the audit
-			// log is opened: a start that fails on them (a busy port, a
-			// missing certificate) writes nothing to it.
-			ln, err := net.Listen("tcp", *listen)
-			if err != nil {
-				return inputf("--listen %s: %v", *listen, err)
-			}
-			defer ln.Close()
-			if *tlsCert != "" {
-				if _, err := tls.LoadX509KeyPair(*tlsCert, *tlsKey); err != nil {
-					return inputf("--tls-cert %s, --tls-key %s: %v", *tlsCert, *tlsKey, err)
-				}
-			}
 			// One audit log for the server: every session's relay hands its
 			// decisions to it, and it is closed once the sessions are drained.
 			evidence, closeEvidence, err := openEvidence(pol, policyDigest, *keyFile, log)
@@ -257,6 +243,10 @@ var serveCmd = &command{
 						return err
 					}
 				}
+			}
+			ln, err := net.Listen("tcp", *listen)
+			if err != nil {
+				return inputf("--listen %s: %v", *listen, err)
 			}
 			if host, _, _ := net.SplitHostPort(*listen); !isLoopback(host) && *tlsCert == "" {
 				log.Warn("listening on a non-loopback address without TLS: tokens and calls cross the network in the clear; give --tls-cert and --tls-key")
