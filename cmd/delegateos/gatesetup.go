@@ -100,15 +100,6 @@ func openGate(pol *policy.Policy, f gateFlags, log *zap.Logger) (g *openedGate, 
 		closers = append(closers, func() { revs.Close() })
 		g.revocations = revs
 		opts.Revocations = revs
-		if !redisconn.IsURL(pol.RevocationList) {
-			// Read now, but written later, when a delegation is revoked
-			// through the gate or a peer pushes a revocation: say so now
-			// rather than at that moment.
-			if err := notWritable(pol.RevocationList, true); err != nil {
-				log.Warn("the revocation list cannot be written by "+f.who+": revocations sent to it (delegateos/revoke, a peer's push) will be refused; keep it in a directory "+f.who+" can write, such as its state directory (/var/lib/delegateos with systemd's StateDirectory)",
-					zap.String("revocation_list", pol.RevocationList), zap.Error(err))
-			}
-		}
 	}
 	if len(opts.Roots) > 0 {
 		if g.gate.Verifier, err = dct.NewVerifier(opts); err != nil {
