@@ -20,7 +20,7 @@ install:
 # race detector, then every fuzz target for a short while.
 test: test-unit fuzz
 
-test-unit: redis
+test-unit: redis chromium
 	$(GO) test -race -count=1 ./...
 
 # The tests of the Redis stores start real redis-server processes: install
@@ -28,6 +28,12 @@ test-unit: redis
 .PHONY: redis
 redis:
 	@command -v redis-server >/dev/null || ./scripts/install-redis.sh
+
+# The OAuth consent page is approved in headless Chromium (Debian's
+# package) by oauth/tssdk_e2e_test.go: install it when it is missing.
+.PHONY: chromium
+chromium:
+	@command -v chromium >/dev/null || command -v chromium-browser >/dev/null || ./scripts/install-chromium.sh
 
 fuzz:
 	FUZZTIME=$(FUZZTIME) GO=$(GO) ./scripts/fuzz.sh
@@ -47,7 +53,8 @@ bench:
 	$(GO) test -run '^$$' -bench . -benchmem -benchtime $(BENCHTIME) ./dct/ ./revocation/ ./budget/ ./contract/ ./attest/ ./chain/ ./verify/ ./reputation/
 
 # Builds delegateos, the docserver example and the demo's MCP client into
-# ./bin, then narrates one delegation through the proxy (scripts/demo.sh).
+# ./bin, saying how far the build is (a first build takes minutes), then
+# narrates one delegation through the proxy (scripts/demo.sh).
 demo:
 	@GO=$(GO) ./scripts/demo.sh
 

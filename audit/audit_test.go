@@ -27,9 +27,14 @@ func testSigner(t testing.TB, seed byte) *receipt.Signer {
 	return receipt.NewSigner(k)
 }
 
-// testOptions: no checkpoint by the clock (a slow fsync could let one in
+// testOptions: every receipt signed on its own (receipts: {sign_each:
+// true}); no checkpoint by the clock (a slow fsync could let one in
 // between entries the tests count).
-var testOptions = Options{Receipts: receipt.Options{PolicyHash: strings.Repeat("ab", 32)}, CheckpointInterval: time.Hour}
+var testOptions = Options{Receipts: receipt.Options{PolicyHash: strings.Repeat("ab", 32)}, CheckpointInterval: time.Hour, SignEach: true}
+
+// treeOptions are testOptions without a signature on each receipt (the
+// default): only the checkpoints are signed.
+var treeOptions = Options{Receipts: testOptions.Receipts, CheckpointInterval: time.Hour}
 
 // decision is an allowed or refused tools/call as the proxy hands it over.
 func decision(i int, allowed bool) *receipt.Decision {
@@ -113,7 +118,7 @@ func TestLogVerifies(t *testing.T) {
 	// Each execution names its decision's digest and audit_id.
 	digests := map[string]*receipt.DecisionBody{}
 	for _, l := range lines {
-		r, err := receipt.Parse(bytes.TrimSuffix(l, []byte("\n")))
+		r, err := receipt.ParseEntry(bytes.TrimSuffix(l, []byte("\n")))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -203,7 +208,11 @@ func mutate(v any) any {
 // TestEveryFieldEdit changes each member of each kind of entry, keeping
 // the line canonical JSON, and expects verify to name the entry as edited.
 func TestEveryFieldEdit(t *testing.T) {
-	o := testOptions
+	t.Run("sign_each", func(t *testing.T) { everyFieldEdit(t, testOptions) })
+	t.Run("tree", func(t *testing.T) { everyFieldEdit(t, treeOptions) })
+}
+
+func everyFieldEdit(t *testing.T, o Options) {
 	o.Receipts.IncludeArguments = true
 	lines := writeLog(t, filepath.Join(t.TempDir(), "audit.log"), 3, o)
 	for i, line := range lines {
@@ -264,9 +273,16 @@ func cloneMap(m map[string]any) map[string]any {
 }
 
 func TestNeighbourTampering(t *testing.T) {
-	lines := writeLog(t, filepath.Join(t.TempDir(), "audit.log"), 6, testOptions)
+	t.Run("sign_each", func(t *testing.T) { neighbourTampering(t, testOptions, Reordered) })
+	// Without a signature of its own, an entry of another log in place of
+	// one is an edit of that entry.
+	t.Run("tree", func(t *testing.T) { neighbourTampering(t, treeOptions, Edited) })
+}
+
+func neighbourTampering(t *testing.T, o Options, foreign string) {
+	lines := writeLog(t, filepath.Join(t.TempDir(), "audit.log"), 6, o)
 	n := len(lines)
-	other := writeLog(t, filepath.Join(t.TempDir(), "other.log"), 6, testOptions)
+	other := writeLog(t, filepath.Join(t.TempDir(), "other.log"), 6, o)
 	signed, err := testSigner(t, 1).Sign(decision(99, true).Body(&testOptions.Receipts))
 	if err != nil {
 		t.Fatal(err)
@@ -289,7 +305,7 @@ func TestNeighbourTampering(t *testing.T) {
 		{"move 2 after 5", with(lines[:1], lines[2:5], one(lines[1]), lines[5:]), Removed, 2},
 		{"copy of 2 inserted before 5", with(lines[:4], one(lines[1]), lines[4:]), Inserted, 5},
 		{"receipt signed outside the log inserted", with(lines[:3], one(append(signed, '\n')), lines[3:]), Inserted, 4},
-		{"entry 4 of another log in place of 4", with(lines[:3], one(other[3]), lines[4:]), Reordered, 4},
+		{"entry 4 of another log in place of 4", with(lines[:3], one(other[3]), lines[4:]), foreign, 4},
 		{"entry 1 removed", with(lines[1:]), Removed, 1},
 		{"entry 5 removed", with(lines[:4], lines[5:]), Removed, 5},
 		{"entries 3 to 5 removed", with(lines[:2], lines[5:]), Removed, 3},
@@ -373,7 +389,7 @@ func TestPeriodicCheckpoints(t *testing.T) {
 	}
 	// Truncated exactly after a periodic checkpoint: not the final one.
 	for i, l := range lines[:len(lines)-1] {
-		r, _ := receipt.Parse(bytes.TrimSuffix(l, []byte("\n")))
+		r, _ := receipt.ParseEntry(bytes.TrimSuffix(l, []byte("\n")))
 		if r.Kind == receipt.KindCheckpoint {
 			if _, p := verifyBytes(join(lines[:i+1]), VerifyOptions{}); p == nil || p.Kind != Truncated {
 				t.Fatalf("cut after the periodic checkpoint on line %d: %v", i+1, p)

@@ -7,7 +7,8 @@
 package audit
 
 import (
-	"bytes"
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"io"
@@ -50,6 +51,11 @@ type Options struct {
 	Now func() time.Time
 	// OnError, when set, is told of a failure to write or sync the log.
 	OnError func(error)
+	// SignEach signs every receipt on its own as well (receipts:
+	// {sign_each: true}), for consumers that read receipts one by one;
+	// otherwise only checkpoints are signed, and they sign the Merkle tree
+	// of every entry before them.
+	SignEach bool
 }
 
 // ErrInUse is returned by Open when another process has the log open.
@@ -72,9 +78,22 @@ type Log struct {
 	// recovered is the entry of the recovery checkpoint Open wrote, if any.
 	recovered int64
 
-	// Writer state.
-	seq         int64
-	prev        string
+	// Writer state: tree is the Merkle tree of the entries so far.
+	seq  int64
+	prev string
+	tree frontier
+	enc  receipt.Encoder
+	// size is the file's size as written; pending, the last checkpoint
+	// buffered (its note, and where its line ends in buf).
+	size    int64
+	pending *published
+
+	// pub is the last checkpoint written to the file, for witnesses.
+	pubMu sync.Mutex
+	pub   *published
+	// published, when set (by tests, before any event), is told of each
+	// checkpoint written.
+	published   func(*published)
 	sinceCkpt   int
 	lastCkpt    time.Time
 	buf         []byte
@@ -124,6 +143,9 @@ func Open(path string, signer *receipt.Signer, opts Options) (*Log, error) {
 	if opts.Receipts.BlockIDs == nil {
 		opts.Receipts.BlockIDs = lastBlockIDs()
 	}
+	if opts.Receipts.AgentDIDs == nil {
+		opts.Receipts.AgentDIDs = lastAgentDID()
+	}
 	unlock, err := fsutil.TryLock(path+".lock", 0o600)
 	if errors.Is(err, fsutil.ErrLocked) {
 		return nil, fmt.Errorf("%s: %w (a second proxy must use its own audit_log)", path, ErrInUse)
@@ -146,7 +168,7 @@ func Open(path string, signer *receipt.Signer, opts Options) (*Log, error) {
 	}
 	l := &Log{path: path, signer: signer, opts: opts, f: f, unlock: unlock,
 		events: make(chan event, opts.Queue), done: make(chan struct{}), prev: receipt.GenesisPrev}
-	if err := l.readTail(); err != nil {
+	if err := l.readLog(); err != nil {
 		f.Close()
 		unlock()
 		return nil, err
@@ -173,9 +195,10 @@ func Open(path string, signer *receipt.Signer, opts Options) (*Log, error) {
 	return l, nil
 }
 
-// readTail finds the last entry's position and digest, so that the log
-// continues where it ends.
-func (l *Log) readTail() error {
+// readLog finds the last entry's position and digest, so that the log
+// continues where it ends, and hashes every entry into the tree the next
+// checkpoint signs.
+func (l *Log) readLog() error {
 	st, err := l.f.Stat()
 	if err != nil {
 		return err
@@ -183,31 +206,47 @@ func (l *Log) readTail() error {
 	if !st.Mode().IsRegular() {
 		return fmt.Errorf("%s is not a regular file", l.path)
 	}
-	size := st.Size()
-	if size == 0 {
+	l.size = st.Size()
+	if st.Size() == 0 {
 		return nil
 	}
-	n := min(size, int64(MaxLineBytes)+1)
-	tail := make([]byte, n)
-	if _, err := l.f.ReadAt(tail, size-n); err != nil && !errors.Is(err, io.EOF) {
+	if _, err := l.f.Seek(0, io.SeekStart); err != nil {
 		return err
 	}
-	if tail[len(tail)-1] != '\n' {
-		return fmt.Errorf("%s ends in the middle of an entry (the proxy was stopped while writing it, or the file was cut): it is not continued, since that would mean cutting the partial entry out of the log; run 'delegateos audit verify %s', keep the file as evidence and start a new log", l.path, l.path)
+	lr := newLineReader(l.f)
+	var last *rawLine
+	for {
+		line := lr.line()
+		if line == nil {
+			if lr.err != nil {
+				return lr.err
+			}
+			break
+		}
+		if line.tooLong {
+			return fmt.Errorf("%s: line %d is longer than %d bytes: run 'delegateos audit verify %s', keep the file as evidence and start a new log", l.path, line.no, MaxLineBytes, l.path)
+		}
+		if !line.complete {
+			return fmt.Errorf("%s ends in the middle of an entry (the proxy was stopped while writing it, or the file was cut): it is not continued, since that would mean cutting the partial entry out of the log; run 'delegateos audit verify %s', keep the file as evidence and start a new log", l.path, l.path)
+		}
+		l.tree.add(LeafHash(line.text))
+		last = line
 	}
-	line := tail[:len(tail)-1]
-	if i := bytes.LastIndexByte(line, '\n'); i >= 0 {
-		line = line[i+1:]
-	} else if n < size {
-		return fmt.Errorf("%s: its last entry is longer than %d bytes", l.path, MaxLineBytes)
+	if last == nil {
+		return nil
 	}
-	r, err := receipt.Parse(line)
+	r, err := receipt.ParseEntry(last.text)
 	if err != nil {
 		return fmt.Errorf("%s: its last entry cannot be read (%v): run 'delegateos audit verify %s', keep the file as evidence and start a new log", l.path, err, l.path)
 	}
 	pos := r.Position()
 	if pos.Seq == 0 {
 		return fmt.Errorf("%s: its last entry has no audit_seq: it is not an audit log", l.path)
+	}
+	if pos.Seq != last.no {
+		// Its tree's leaves are its lines: continued, the log's checkpoints
+		// would sign a tree whose leaf n is not entry n.
+		return fmt.Errorf("%s: its last entry is entry %d but on line %d: entries were removed or inserted; run 'delegateos audit verify %s', keep the file as evidence and start a new log", l.path, pos.Seq, last.no, l.path)
 	}
 	l.seq, l.prev = pos.Seq, r.Digest
 	// Continued from anywhere but a final checkpoint without a word, the
@@ -231,6 +270,18 @@ func lastBlockIDs() receipt.BlockIDs {
 			token, ids = t, receipt.ParseBlockIDs(t)
 		}
 		return ids
+	}
+}
+
+// lastAgentDID converts principal IDs to did:keys, remembering the last:
+// a session's calls are one agent's. Only the writer calls it.
+func lastAgentDID() func(string) string {
+	var principal, did string
+	return func(p string) string {
+		if p != principal || did == "" {
+			principal, did = p, receipt.AgentDID(p)
+		}
+		return did
 	}
 }
 
@@ -363,12 +414,12 @@ func (l *Log) write(ev event) {
 	default:
 		b = ev.body
 	}
-	seq, digest, err := l.entry(b)
+	seq, digest, err := l.entry(b, l.opts.SignEach)
 	if err != nil && (ev.decision != nil || ev.execution != nil) {
 		// Arguments or a result in clear can make a receipt too large:
 		// it is written with their hashes only, and says so.
 		receipt.OmitClear(b)
-		seq, digest, err = l.entry(b)
+		seq, digest, err = l.entry(b, l.opts.SignEach)
 	}
 	if err == nil && ev.decision != nil {
 		ev.decision.Signed(digest)
@@ -389,22 +440,39 @@ func (l *Log) write(ev event) {
 	}
 }
 
-// entry signs b at the next position and buffers it.
-func (l *Log) entry(b receipt.Body) (int64, string, error) {
+// entry encodes b at the next position (signed, with sign), adds it to
+// the tree and buffers it.
+func (l *Log) entry(b receipt.Body, sign bool) (int64, string, error) {
 	if b == nil {
 		return 0, "", errors.New("no receipt to append")
 	}
 	pos := receipt.PositionOf(b)
 	*pos = receipt.Position{Seq: l.seq + 1, Prev: l.prev}
-	line, err := l.signer.Sign(b)
+	start := len(l.buf)
+	var err error
+	if sign {
+		var line []byte
+		if line, err = l.signer.Sign(b); err == nil {
+			l.buf = append(l.buf, line...)
+		}
+	} else {
+		// Encoded straight into the batch, in the encoder's own buffers.
+		l.buf, err = l.enc.Append(l.buf, b)
+		if err == nil && len(l.buf)-start > receipt.MaxBytes {
+			err = fmt.Errorf("the receipt is %d bytes, more than %d", len(l.buf)-start, receipt.MaxBytes)
+		}
+	}
 	if err != nil {
+		l.buf = l.buf[:start]
 		*pos = receipt.Position{}
 		return 0, "", err
 	}
+	d := sha256.Sum256(l.buf[start:])
 	l.seq++
-	l.prev = receipt.Digest(line)
+	l.prev = hex.EncodeToString(d[:])
+	l.tree.add(leafOfDigest(d))
 	l.sinceCkpt++
-	l.buf = append(append(l.buf, line...), '\n')
+	l.buf = append(l.buf, '\n')
 	return l.seq, l.prev, nil
 }
 
@@ -415,12 +483,19 @@ func (l *Log) checkpoint(final, recovered bool) {
 		return
 	}
 	now := l.opts.Now()
-	c := &receipt.CheckpointBody{SchemaVersion: receipt.KindCheckpoint, Length: l.seq, Head: l.prev, Final: final,
-		Recovered: &recovered, At: timestamp.Format(now)}
-	if _, _, err := l.entry(c); err != nil {
+	origin := Origin(l.signer.DID())
+	note, err := signCheckpoint(Checkpoint{Origin: origin, Size: l.seq, Root: l.tree.root()}, l.signer.PublicKey(), l.signer.SignBytes)
+	if err != nil {
 		l.fail(err)
 		return
 	}
+	c := &receipt.CheckpointBody{SchemaVersion: receipt.KindCheckpoint, Length: l.seq, Head: l.prev, Final: final,
+		Recovered: &recovered, At: timestamp.Format(now), Checkpoint: string(note)}
+	if _, _, err := l.entry(c, true); err != nil {
+		l.fail(err)
+		return
+	}
+	l.pending = &published{note: note, end: int64(len(l.buf))}
 	l.sinceCkpt = 0
 	l.lastCkpt = now
 }
@@ -437,8 +512,20 @@ func (l *Log) flush() {
 		} else if err := l.f.Sync(); err != nil {
 			l.writeFailed = true
 			l.fail(fmt.Errorf("sync the audit log %s: %w", l.path, err))
+		} else {
+			if p := l.pending; p != nil {
+				p.end += l.size
+				l.pubMu.Lock()
+				l.pub = p
+				l.pubMu.Unlock()
+				if l.published != nil {
+					l.published(p)
+				}
+			}
+			l.size += int64(len(l.buf))
 		}
 	}
+	l.pending = nil
 	if cap(l.buf) > 2*maxBatchBytes+MaxLineBytes {
 		l.buf = nil
 	} else {

@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"slices"
+	"strings"
 
 	"github.com/delegateos/delegateos/receipt"
 )
@@ -27,7 +29,7 @@ func Read(r io.Reader, fn func(line int64, rc *receipt.Receipt) error) error {
 			}
 			continue
 		}
-		rc, err := receipt.Parse(l.text)
+		rc, err := receipt.ParseEntry(l.text)
 		if err != nil {
 			return fmt.Errorf("line %d: %v", l.no, err)
 		}
@@ -80,7 +82,7 @@ func Export(path string, n int64, o VerifyOptions) ([]byte, error) {
 			continue
 		}
 		out = append(append(out, l.text...), '\n')
-		rc, err := receipt.Parse(l.text)
+		rc, err := receipt.ParseEntry(l.text)
 		if err != nil {
 			return nil, fmt.Errorf("%s changed while it was exported", path)
 		}
@@ -92,4 +94,53 @@ func Export(path string, n int64, o VerifyOptions) ([]byte, error) {
 		return nil, fmt.Errorf("%s changed while it was exported: %w", path, err)
 	}
 	return out, nil
+}
+
+// ExportAVP returns receipt n of the log at path alone, signed on its own
+// (an AVP receipt), once the log verifies and a checkpoint covers it. A
+// receipt written with its own proof is returned as it is in the log; one
+// the log signs only by its checkpoints is signed now by signer, which
+// must be the key that signed the log (nil refuses it).
+func ExportAVP(path string, n int64, o VerifyOptions, signer *receipt.Signer) ([]byte, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	o.Open, o.AllowRecovered = true, true
+	rep, err := Verify(f, o)
+	f.Close()
+	if err != nil {
+		return nil, fmt.Errorf("%s does not verify, so nothing is exported from it: %w", path, err)
+	}
+	if rep.Export {
+		return nil, fmt.Errorf("%s is already an export", path)
+	}
+	if n < 1 || n > rep.Last {
+		return nil, fmt.Errorf("the log has entries 1 to %d: there is no entry %d", rep.Last, n)
+	}
+	if n > rep.LastCheckpoint {
+		return nil, fmt.Errorf("entry %d is not yet covered by a checkpoint (the last is entry %d): export it once the proxy has written the next one", n, rep.LastCheckpoint)
+	}
+	line, err := readEntry(path, n)
+	if err != nil {
+		return nil, err
+	}
+	rc, err := receipt.ParseEntry(line)
+	if err != nil || rc.Position().Seq != n {
+		return nil, fmt.Errorf("%s changed while it was exported", path)
+	}
+	if rc.Signed() {
+		return append(line, '\n'), nil
+	}
+	if signer == nil {
+		return nil, fmt.Errorf("receipt %d has no proof of its own (the log's checkpoints sign it): give the proxy key (--key FILE, or --policy with its proxy_key) to sign it on its own, or prove it with 'audit prove'", n)
+	}
+	if !slices.Contains(rep.Signers, signer.DID()) {
+		return nil, fmt.Errorf("the key %s did not sign this log (%s did): it cannot sign its receipts", signer.DID(), strings.Join(rep.Signers, ", "))
+	}
+	out, err := signer.Sign(rc.Body)
+	if err != nil {
+		return nil, err
+	}
+	return append(out, '\n'), nil
 }

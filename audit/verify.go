@@ -7,7 +7,13 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"runtime"
+	"slices"
 	"sort"
+	"strings"
+	"sync"
+
+	"golang.org/x/mod/sumdb/tlog"
 
 	"github.com/delegateos/delegateos/receipt"
 )
@@ -24,6 +30,12 @@ const (
 	// Recovered is a recovery checkpoint: a proxy continued the log after
 	// it had not been closed cleanly.
 	Recovered = "recovered"
+	// Forked is a log that is not the one a witness cosigned: rewritten
+	// after it cosigned a checkpoint of it.
+	Forked = "forked"
+	// Unwitnessed is a log a required witness has cosigned no checkpoint
+	// of.
+	Unwitnessed = "unwitnessed"
 )
 
 // Problem is the first thing wrong with a log: what (Kind), where (Line,
@@ -100,7 +112,12 @@ type Report struct {
 	// Signers are the keys that signed entries; Kinds counts entries by
 	// schema_version.
 	Signers []string
-	Kinds   map[string]int
+	// Unsigned counts the entries without a proof of their own (signed by
+	// the checkpoints after them); Trees counts the checkpoints that sign
+	// the log's Merkle tree.
+	Unsigned int64
+	Trees    int
+	Kinds    map[string]int
 	// Unsealed is the number of entries after the last checkpoint (only
 	// with Open).
 	Unsealed int64
@@ -116,14 +133,19 @@ type Report struct {
 // and that no checkpoint is a recovery (unless AllowRecovered). It returns
 // the first problem as a *Problem; a recovery is reported only when
 // nothing else is wrong, and Report.Recovered lists every one.
-func Verify(r io.Reader, o VerifyOptions) (*Report, error) {
-	lr := newLineReader(r)
+func Verify(r io.Reader, o VerifyOptions) (*Report, error) { return verify(r, o, nil) }
+
+// verify is Verify that shows visit each entry once it is checked.
+func verify(r io.Reader, o VerifyOptions, visit func(*rawLine, *receipt.Receipt) error) (*Report, error) {
+	lr := newParsingReader(r)
 	rep := &Report{Kinds: map[string]int{}, First: 1}
 	signers := map[string]bool{}
 	expected := int64(1)
 	prev := receipt.GenesisPrev
 	checkPrev := true
 	headSeen := false
+	var tree frontier
+	prevSigned := true
 
 	line, next := lr.line(), (*rawLine)(nil)
 	if line == nil {
@@ -160,17 +182,21 @@ func Verify(r io.Reader, o VerifyOptions) (*Report, error) {
 		if line.tooLong {
 			return nil, &Problem{Kind: Malformed, Line: line.no, Entry: expected, Msg: fmt.Sprintf("the line is longer than %d bytes", MaxLineBytes)}
 		}
-		rc, perr := receipt.Parse(line.text)
+		rc, perr := line.parsed()
 		if perr != nil {
 			return nil, &Problem{Kind: Edited, Line: line.no, Entry: expected, Msg: fmt.Sprintf("entry %d cannot be read as a receipt (changed after it was written): %v", expected, perr)}
 		}
 		trusted := o.Trusted
-		if len(trusted) == 0 && rep.Entries > 0 {
+		if len(trusted) == 0 && len(rep.Signers) > 0 {
 			// Without pinned keys, the log is trusted to the key of its
-			// first entry: entries another key appended are not its own.
+			// first signed entry: entries another key appended are not its
+			// own.
 			trusted = rep.Signers[:1]
 		}
-		if verr := rc.Verify(trusted); verr != nil {
+		if !rc.Signed() {
+			// An entry without a proof of its own is signed by the
+			// checkpoint after it, through the chain and the tree.
+		} else if verr := checkSigned(rc, trusted, line.sigErr); verr != nil {
 			kind := Edited
 			msg := fmt.Sprintf("entry %d was changed after it was signed: %v", expected, verr)
 			if !errors.Is(verr, receipt.ErrBadSignature) {
@@ -188,18 +214,39 @@ func Verify(r io.Reader, o VerifyOptions) (*Report, error) {
 		if pos.Seq != expected {
 			return nil, misplaced(line.no, expected, pos.Seq, seqOf(next))
 		}
+		if checkPrev && pos.Prev != prev && !rc.Signed() && next != nil && prevOf(next) != rc.Digest {
+			// Neither this entry's digest nor its audit_prev is what its
+			// neighbours name: this entry was changed.
+			return nil, &Problem{Kind: Edited, Line: line.no, Entry: expected,
+				Msg: fmt.Sprintf("entry %d was changed after it was written: it does not name the entry before it, nor does the entry after it name it", expected)}
+		}
+		if checkPrev && pos.Prev != prev && !prevSigned {
+			return nil, &Problem{Kind: Edited, Line: line.no - 1, Entry: expected - 1,
+				Msg: fmt.Sprintf("entry %d was changed after it was written: its digest is not the audit_prev of entry %d on the next line", expected-1, expected)}
+		}
 		if checkPrev && pos.Prev != prev {
 			return nil, &Problem{Kind: Reordered, Line: line.no, Entry: expected,
 				Msg: fmt.Sprintf("entry %d does not follow the line before it: its audit_prev is not that line's digest (another entry %d was put in its place)", expected, expected-1)}
 		}
 		checkPrev = true
-		if !signers[rc.Signer] {
-			rep.Signers = append(rep.Signers, rc.Signer)
+		if rc.Signed() {
+			if !signers[rc.Signer] {
+				rep.Signers = append(rep.Signers, rc.Signer)
+			}
+			signers[rc.Signer] = true
+		} else {
+			rep.Unsigned++
 		}
-		signers[rc.Signer] = true
+		prevSigned = rc.Signed()
 		rep.Kinds[rc.Kind]++
 		rep.Entries++
 		if c, ok := rc.Body.(*receipt.CheckpointBody); ok {
+			if c.Checkpoint != "" {
+				if p := checkTree(c, rc.Signer, &tree, !rep.Export, line.no, expected); p != nil {
+					return nil, p
+				}
+				rep.Trees++
+			}
 			rep.Checkpoints++
 			rep.LastCheckpoint, rep.Final = pos.Seq, c.Final
 			if c.IsRecovered() {
@@ -210,6 +257,14 @@ func Verify(r io.Reader, o VerifyOptions) (*Report, error) {
 				// receipt's proof, not a log that may end anywhere.
 				return nil, &Problem{Kind: Inserted, Line: next.no, Entry: expected + 1,
 					Msg: fmt.Sprintf("an export ends at the first checkpoint after its receipt (entry %d), but more lines follow it: a log with an export's first line put before it", pos.Seq)}
+			}
+		}
+		if !rep.Export {
+			tree.add(line.leaf)
+		}
+		if visit != nil {
+			if err := visit(line, rc); err != nil {
+				return nil, err
 			}
 		}
 		rep.Last, rep.Head = pos.Seq, rc.Digest
@@ -246,6 +301,24 @@ func Verify(r io.Reader, o VerifyOptions) (*Report, error) {
 	return rep, nil
 }
 
+// checkTree checks a checkpoint's signed note: signed by the key that
+// signed the checkpoint, of the Length entries before it and (when
+// withRoot: the whole log was read) with the root of their tree.
+func checkTree(c *receipt.CheckpointBody, signer string, tree *frontier, withRoot bool, line, entry int64) *Problem {
+	cp, _, err := OpenCheckpoint([]byte(c.Checkpoint), signer)
+	if err != nil {
+		return &Problem{Kind: Edited, Line: line, Entry: entry, Msg: fmt.Sprintf("the tree checkpoint of entry %d does not verify: %v", entry, err)}
+	}
+	if cp.Size != c.Length {
+		return &Problem{Kind: Edited, Line: line, Entry: entry, Msg: fmt.Sprintf("the tree checkpoint of entry %d is of %d entries, not of the %d before it", entry, cp.Size, c.Length)}
+	}
+	if withRoot && cp.Root != tree.root() {
+		return &Problem{Kind: Edited, Line: line, Entry: entry,
+			Msg: fmt.Sprintf("the entries before entry %d are not those its checkpoint signed (the Merkle tree root differs): entries before it were changed, and the chain rewritten", entry)}
+	}
+	return nil
+}
+
 // lineOf is the line an entry is on.
 func lineOf(rep *Report, entry int64) int64 {
 	n := entry - rep.First + 1
@@ -262,6 +335,8 @@ func misplaced(line, want, got, next int64) *Problem {
 	switch {
 	case got == want+1 && next == want:
 		p.Kind, p.Msg = Reordered, fmt.Sprintf("entries %d and %d are swapped", want, want+1)
+	case next == want+1:
+		p.Kind, p.Msg = Edited, fmt.Sprintf("entry %d was changed after it was written: its audit_seq says it is entry %d, between entries %d and %d", want, got, want-1, want+1)
 	case next == want:
 		p.Kind, p.Msg = Inserted, fmt.Sprintf("an entry was inserted before entry %d (it says it is entry %d)", want, got)
 	case got > want:
@@ -281,11 +356,22 @@ func seqOf(l *rawLine) int64 {
 	if l == nil || !l.complete || l.tooLong {
 		return 0
 	}
-	r, err := receipt.Parse(l.text)
+	r, err := receipt.ParseEntry(l.text)
 	if err != nil {
 		return 0
 	}
 	return r.Position().Seq
+}
+
+func prevOf(l *rawLine) string {
+	if l == nil || !l.complete || l.tooLong {
+		return ""
+	}
+	r, err := receipt.ParseEntry(l.text)
+	if err != nil {
+		return ""
+	}
+	return r.Position().Prev
 }
 
 func parseExportHeader(l *rawLine) (*exportHeader, error) {
@@ -309,6 +395,105 @@ type rawLine struct {
 	text     []byte
 	complete bool // ended by a newline
 	tooLong  bool
+
+	// Set by a parsingReader: the line parsed, its own signature checked
+	// (when it has one) and its leaf hash.
+	done   bool
+	rc     *receipt.Receipt
+	perr   error
+	sigErr error
+	leaf   tlog.Hash
+}
+
+// parsed is the line's receipt.
+func (l *rawLine) parsed() (*receipt.Receipt, error) {
+	if !l.done {
+		l.parse()
+	}
+	return l.rc, l.perr
+}
+
+func (l *rawLine) parse() {
+	l.done = true
+	if !l.complete || l.tooLong {
+		return
+	}
+	l.leaf = LeafHash(l.text)
+	if l.rc, l.perr = receipt.ParseEntry(l.text); l.perr == nil && l.rc.Signed() {
+		l.sigErr = l.rc.Verify(nil)
+	}
+}
+
+// checkSigned is rc.Verify(trusted) for a receipt whose signature was
+// checked already (sigErr).
+func checkSigned(rc *receipt.Receipt, trusted []string, sigErr error) error {
+	if len(trusted) > 0 && !slices.Contains(trusted, rc.Signer) {
+		return fmt.Errorf("signed by %s, which is not a trusted key (%s)", rc.Signer, strings.Join(trusted, ", "))
+	}
+	return sigErr
+}
+
+// parsingReader is a lineReader that parses lines ahead, in batches,
+// on every CPU: parsing and signatures are most of verify's work, and
+// each line's is its own.
+type parsingReader struct {
+	lr    *lineReader
+	batch []*rawLine
+	err   error
+}
+
+// Bounds of a batch parsed at once.
+const (
+	parseBatch      = 1024
+	parseBatchBytes = 8 << 20
+)
+
+func newParsingReader(r io.Reader) *parsingReader {
+	return &parsingReader{lr: newLineReader(r)}
+}
+
+func (p *parsingReader) line() *rawLine {
+	if len(p.batch) == 0 {
+		p.fill()
+	}
+	if len(p.batch) == 0 {
+		p.err = p.lr.err
+		return nil
+	}
+	l := p.batch[0]
+	p.batch = p.batch[1:]
+	return l
+}
+
+func (p *parsingReader) fill() {
+	p.batch = p.batch[:0]
+	size := 0
+	for len(p.batch) < parseBatch && size < parseBatchBytes {
+		l := p.lr.line()
+		if l == nil {
+			break
+		}
+		p.batch = append(p.batch, l)
+		size += len(l.text)
+	}
+	workers := min(runtime.GOMAXPROCS(0), len(p.batch))
+	if workers <= 1 {
+		for _, l := range p.batch {
+			l.parse()
+		}
+		return
+	}
+	var wg sync.WaitGroup
+	for w := range workers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := w; i < len(p.batch); i += workers {
+				p.batch[i].parse()
+			}
+		}()
+	}
+	wg.Wait()
 }
 
 // lineReader reads lines of at most MaxLineBytes; a longer line is

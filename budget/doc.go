@@ -129,7 +129,9 @@
 // it gave ("l"); TAG is the key's issuer (the part before the first "/"),
 // the Redis Cluster hash tag that keeps a tree on one shard. The open
 // reservations of a tree are one hash, delegateos:open:{TAG}, from
-// reservation ID to held cost.
+// reservation ID to held cost: every key's held cost is its open
+// reservations', so a key holding cost while the hash is gone means the
+// hash was lost, and Reserve refuses the tree (ErrReset).
 //
 // Reserve, Commit and Release each run one Lua script on the server
 // (EVALSHA), which Redis runs atomically: Reserve checks every level and

@@ -26,12 +26,15 @@ import (
 // spending every budget again:
 //
 //   - identityKey is a hash with the store's identity ("id", random), its
-//     generation ("g", a Unix time in milliseconds, which only grows),
+//     generation ("g", which only grows: a new one is after every one
+//     known, the Unix time in milliseconds only when that is later),
 //     who made it ("by": "proxy", "init" for a plain store init, or
 //     "operator" for store init --reset and store recover, the only
-//     generations proxies take as lifting a loss) and, once a proxy has
-//     found the store lost data, why ("reset"). The first proxy, or
-//     delegateos store init, creates it.
+//     generations proxies take as lifting a loss), what operators lifted
+//     ("all", "lifted", "recovered", see Identity) and, once a proxy has
+//     found the store lost data, why ("reset") and the highest generation
+//     such a proxy saw ("need"). The first proxy, or delegateos store
+//     init, creates it.
 //   - stampKeyPrefix, the tree's hash tag in braces, is a hash per
 //     delegation tree, in the tree's slot, holding the identity and
 //     generation the tree was written under,
@@ -45,8 +48,10 @@ import (
 //     gone while the set names it lost its keys.
 //
 // A proxy that finds any of this refuses calls with an error matching
-// redisconn.ErrReset (store_reset) and marks the identity hash reset, so
-// that a proxy started later refuses too, until an operator acts: store
+// redisconn.ErrReset (store_reset) and marks the tree's stamp reset, or,
+// for a loss of the whole store (its identity gone, changed or gone
+// back), the identity hash and every stamp, so that a proxy started later
+// refuses too, until an operator acts: store
 // recover (rebuilds the spend from the audit logs) or store init --reset
 // (accepts the loss), either of which writes a new generation, by
 // "operator", which the proxies adopt.
@@ -72,19 +77,35 @@ type Identity struct {
 	// data; calls are refused until an operator acts.
 	Reset string `json:"reset,omitempty"`
 	// Lifted and AllAt, in a generation an operator wrote, say whose
-	// losses operators have lifted: every tree's at generation AllAt
+	// losses operators have accepted: every tree's at generation AllAt
 	// (store init --reset), and since then each tree in Lifted at its
-	// generation (store recover). A count of calls a proxy saw under an
-	// earlier generation is kept only for a tree lifted by none since: a
-	// tree another root's recovery did not rebuild is still found lost.
+	// generation (store init --reset --root). A count of calls a proxy
+	// saw under an earlier generation is kept only for a tree whose loss
+	// none accepted since: a tree another root's acceptance did not
+	// name is still found lost.
 	Lifted map[string]int64 `json:"-"`
 	AllAt  int64            `json:"-"`
+	// Recovered says, per tree, the generation at which store recover
+	// last rebuilt it since AllAt: that lifts the tree's reset, but the
+	// counts the proxies saw are kept, so that a rebuild from fewer
+	// calls than a proxy saw (an audit log left out) is found by it.
+	Recovered map[string]int64 `json:"-"`
+	// Need is the highest generation a proxy that found the store lost
+	// data knew (see markResetScript): the next operator's generation is
+	// after it, whatever the operator's clock says.
+	Need int64 `json:"-"`
 }
 
 // keeps reports whether a count of tree tag seen under generation since
 // still holds under id.
 func (id *Identity) keeps(tag string, since int64) bool {
 	return since >= id.AllAt && since >= id.Lifted[tag]
+}
+
+// lifts reports whether id lifted a loss of tree tag found under
+// generation since: an operator accepted it, or rebuilt the tree.
+func (id *Identity) lifts(tag string, since int64) bool {
+	return id.By == "operator" && (!id.keeps(tag, since) || id.Recovered[tag] > since)
 }
 
 // forgetLifted drops from seen, counts seen under generation since, those
@@ -102,9 +123,15 @@ func forgetLifted(seen map[string]int64, id *Identity, since int64) map[string]i
 type ResetError struct {
 	Store  string
 	Reason string
+	// Root, when not empty, is the root issuer of the one delegation tree
+	// that lost data (the rest of the store did not).
+	Root string
 }
 
 func (e *ResetError) Error() string {
+	if e.Root != "" {
+		return fmt.Sprintf("spend store %s has lost data of the delegation tree of root %s: %s; its calls are refused until an operator rebuilds it from the fleet's audit logs ('delegateos store recover --store URL --root %s --audit LOG... --policy FILE') or accepts the loss ('delegateos store init --store URL --reset --root %s')", e.Store, e.Root, e.Reason, e.Root, e.Root)
+	}
 	return fmt.Sprintf("spend store %s has lost data: %s; calls are refused until an operator rebuilds it from the fleet's audit logs ('delegateos store recover --store URL --root ID --audit LOG... --policy FILE') or accepts the loss ('delegateos store init --store URL --reset')", e.Store, e.Reason)
 }
 
@@ -139,6 +166,12 @@ func identityOf(m map[string]string) (*Identity, error) {
 		if json.Unmarshal([]byte(m["lifted"]), &id.Lifted) != nil {
 			id.Lifted, id.AllAt = nil, g
 		}
+		if m["recovered"] != "" && json.Unmarshal([]byte(m["recovered"]), &id.Recovered) != nil {
+			id.Recovered = nil
+		}
+	}
+	if need, err := strconv.ParseInt(m["need"], 10, 64); err == nil && need > 0 {
+		id.Need = need
 	}
 	return id, nil
 }
@@ -163,15 +196,31 @@ return redis.call('HGETALL', KEYS[1])
 // identity hash, unless an operator has written a generation after the
 // one the proxy knows (ARGV[1], ARGV[2]): then the proxy adopts that. A
 // generation a proxy wrote (one that found the store empty after it lost
-// its data) is marked too.
+// its data) is marked too, and so is an operator's before the proxy's
+// (written by an operator whose clock is behind, on a store that had lost
+// its identity): "need" keeps the highest generation a proxy saw, which
+// the operator's next generation is after (nextIdentity).
 // A store that lost its identity gets the proxy's back, marked reset.
 var markResetScript = redis.NewScript(`
 local g = redis.call('HGET', KEYS[1], 'g')
 if g and tonumber(g) > tonumber(ARGV[2]) and redis.call('HGET', KEYS[1], 'by') == 'operator' then return 0 end
 if not g then redis.call('HSET', KEYS[1], 'id', ARGV[1], 'g', ARGV[2], 'by', 'proxy') end
 if not redis.call('HGET', KEYS[1], 'reset') then redis.call('HSET', KEYS[1], 'reset', ARGV[3]) end
+if tonumber(redis.call('HGET', KEYS[1], 'need') or '0') < tonumber(ARGV[2]) then redis.call('HSET', KEYS[1], 'need', ARGV[2]) end
 return 1
 `)
+
+// changedWhy says how a store whose identity is now cur, not the was
+// that who (this proxy, this machine) saw, lost data.
+func changedWhy(cur, was Identity, who string) string {
+	switch {
+	case cur.ID == was.ID && cur.Gen < was.Gen:
+		return fmt.Sprintf("its generation %d is before the %d %s saw: Redis went back to an older snapshot", cur.Gen, was.Gen, who)
+	case cur.By == "operator" && cur.Gen <= was.Gen:
+		return fmt.Sprintf("its identity is now %s (generation %d), which an operator wrote, not the %s (generation %d) %s saw: an operator's generation lifts a loss only when it is after the one the proxies saw (the operator's clock may be behind theirs, or Redis went back to an older snapshot); the store now records that a proxy saw generation %d, so an operator who accepts the loss runs store init --reset (or store recover) again, which gives a generation after it", cur.ID, cur.Gen, was.ID, was.Gen, who, was.Gen)
+	}
+	return fmt.Sprintf("its identity is now %s (generation %d), not the %s (generation %d) %s saw: Redis lost its data and another proxy (or a plain store init) started it anew", cur.ID, cur.Gen, was.ID, was.Gen, who)
+}
 
 // hashMap reads a flat array of field, value as HGETALL returns it.
 func hashMap(res any) (map[string]string, error) {
@@ -211,7 +260,10 @@ func StateDir() string {
 
 // stateName returns the file name, in a state directory, of what is kept
 // about the store at rawURL: named by its host and database, not its
-// password or parameters.
+// password or parameters. Only the index of the store's identity
+// (knownState) and the journals are named so: the counts are named by
+// the store's identity (seenPath), which the URL's spelling (a name or
+// an address) does not change.
 func stateName(rawURL, suffix string) string {
 	where := rawURL
 	if u, err := url.Parse(rawURL); err == nil {
@@ -221,38 +273,55 @@ func stateName(rawURL, suffix string) string {
 	return "redis-" + hex.EncodeToString(sum[:8]) + suffix
 }
 
-// knownIdentity reads the identity this machine last saw at the store;
-// nil when it has none.
-func (s *Redis) knownIdentity() (*Identity, error) {
+// knownState is what a state directory keeps, under the store URL's name
+// (stateName), of the identity this machine last saw at that URL. Counts
+// says that the counts file of that identity (seenPath) was written
+// since: a machine that made no calls has one too, so a file that is gone
+// while Counts says it was written was deleted.
+type knownState struct {
+	ID     string `json:"id"`
+	Gen    int64  `json:"gen"`
+	By     string `json:"by,omitempty"`
+	Counts bool   `json:"counts,omitempty"`
+}
+
+func (s *Redis) knownPath() string {
+	return filepath.Join(s.stateDir, stateName(s.rawURL, ".json"))
+}
+
+// knownIdentity reads the identity this machine last saw at the store's
+// URL, and whether the counts file of that identity was written; nil
+// when it has none.
+func (s *Redis) knownIdentity() (*Identity, bool, error) {
 	if s.stateDir == "" {
-		return nil, nil
+		return nil, false, nil
 	}
-	b, err := os.ReadFile(filepath.Join(s.stateDir, stateName(s.rawURL, ".json")))
+	b, err := os.ReadFile(s.knownPath())
 	if errors.Is(err, os.ErrNotExist) {
-		return nil, nil
+		return nil, false, nil
 	}
 	if err != nil {
 		// Warned of when it cannot be written either (join).
-		return nil, nil
+		return nil, false, nil
 	}
-	var id Identity
-	if err := json.Unmarshal(b, &id); err != nil || id.ID == "" || id.Gen <= 0 {
-		return nil, fmt.Errorf("%s is not a store identity delegateos writes", filepath.Join(s.stateDir, stateName(s.rawURL, ".json")))
+	var k knownState
+	if err := json.Unmarshal(b, &k); err != nil || k.ID == "" || k.Gen <= 0 {
+		return nil, false, fmt.Errorf("%s is not a store identity delegateos writes", s.knownPath())
 	}
-	return &id, nil
+	return &Identity{ID: k.ID, Gen: k.Gen, By: k.By}, k.Counts, nil
 }
 
-// rememberIdentity records the identity in the state directory.
-func (s *Redis) rememberIdentity(id Identity) error {
+// rememberIdentity records the identity in the state directory, and
+// counts that its counts file is written.
+func (s *Redis) rememberIdentity(id Identity, counts bool) error {
 	if s.stateDir == "" {
 		return nil
 	}
 	if err := os.MkdirAll(s.stateDir, 0o700); err != nil {
 		return err
 	}
-	id.Reset = ""
-	b, _ := json.Marshal(id)
-	return writeFileAtomic(filepath.Join(s.stateDir, stateName(s.rawURL, ".json")), b)
+	b, _ := json.Marshal(knownState{ID: id.ID, Gen: id.Gen, By: id.By, Counts: counts})
+	return writeFileAtomic(s.knownPath(), b)
 }
 
 // writeFileAtomic replaces path with b through a temporary file of its
@@ -289,75 +358,130 @@ type seenState struct {
 	ID   string           `json:"id"`
 	Gen  int64            `json:"gen"`
 	Seen map[string]int64 `json:"seen"`
+	path string           // read from
 }
 
-func (s *Redis) seenPath() string {
+// seenPath is the file of the counts kept under the store identity id:
+// named by the identity, not the URL, so that a proxy that names the same
+// server another way (localhost, its address, another node's name) finds
+// them.
+func (s *Redis) seenPath(id string) string {
+	sum := sha256.Sum256([]byte(id))
+	return filepath.Join(s.stateDir, "store-"+hex.EncodeToString(sum[:8])+".seen.json")
+}
+
+// legacySeenPath is where an older version kept the counts: named by the
+// URL.
+func (s *Redis) legacySeenPath() string {
 	return filepath.Join(s.stateDir, stateName(s.rawURL, ".seen.json"))
 }
 
-// readSeen reads the counts the state directory keeps for identity id;
-// nil when it keeps none for it. Counts kept under an earlier generation
-// are read too when id is an operator's that did not lift their trees
-// (see Identity.Lifted). A file that exists but cannot be read or parsed
-// is an error (fail closed, as for the identity file): taking it for "no
+// readSeenFile reads the counts file of identity id (or, when there is
+// none, an older version's file of the URL holding that identity's); nil
+// when there is none. A file that exists but cannot be read or parsed is
+// an error (fail closed, as for the identity file): taking it for "no
 // counts" would accept the store back on an older snapshot.
-func (s *Redis) readSeen(id Identity) (map[string]int64, error) {
+func (s *Redis) readSeenFile(id string) (*seenState, error) {
 	if s.stateDir == "" {
 		return nil, nil
 	}
-	b, err := os.ReadFile(s.seenPath())
-	if errors.Is(err, os.ErrNotExist) {
-		return nil, nil
+	for i, path := range []string{s.seenPath(id), s.legacySeenPath()} {
+		b, err := os.ReadFile(path)
+		if errors.Is(err, os.ErrNotExist) {
+			continue
+		}
+		if err != nil {
+			return nil, fmt.Errorf("%s cannot be read: %v", path, err)
+		}
+		var st seenState
+		if err := json.Unmarshal(b, &st); err != nil || st.ID == "" || st.Gen <= 0 {
+			return nil, fmt.Errorf("%s is not a file of seen counts delegateos writes", path)
+		}
+		if i == 0 && st.ID != id {
+			return nil, fmt.Errorf("%s is not a file of seen counts delegateos writes (it names the identity %s)", path, st.ID)
+		}
+		if st.ID != id {
+			continue // an older version's, of another identity
+		}
+		st.path = path
+		return &st, nil
 	}
-	if err != nil {
-		return nil, fmt.Errorf("%s cannot be read: %v", s.seenPath(), err)
+	return nil, nil
+}
+
+// keptSeen returns the counts of st that hold under identity id: those
+// kept under id's generation, and those kept under an earlier one for
+// the trees no operator accepted the loss of since (see Identity.Lifted).
+func keptSeen(st *seenState, id Identity) map[string]int64 {
+	if st == nil || st.ID != id.ID || st.Gen > id.Gen {
+		return nil
 	}
-	var st seenState
-	if err := json.Unmarshal(b, &st); err != nil || st.ID == "" || st.Gen <= 0 {
-		return nil, fmt.Errorf("%s is not a file of seen counts delegateos writes", s.seenPath())
-	}
-	if st.ID != id.ID || st.Gen > id.Gen {
-		return nil, nil
+	seen := make(map[string]int64, len(st.Seen))
+	for k, n := range st.Seen {
+		if n > 0 {
+			seen[k] = n
+		}
 	}
 	if st.Gen < id.Gen {
 		if id.By != "operator" {
-			return nil, nil
+			return nil
 		}
-		st.Seen = forgetLifted(st.Seen, &id, st.Gen)
+		seen = forgetLifted(seen, &id, st.Gen)
 	}
-	for k, n := range st.Seen {
-		if n < 0 {
-			delete(st.Seen, k)
-		}
-	}
-	return st.Seen, nil
+	return seen
 }
 
 // loadSeen starts the counts this proxy has seen from the state
-// directory's, at open.
-func (s *Redis) loadSeen() error {
+// directory's file st, at open. known is the identity the state
+// directory's index names for the URL and counts says its counts file was
+// written: such a file that is gone was deleted, and the counts it kept
+// are lost (unless an operator accepted every tree's loss since). marked
+// says the index as written at this open says so already.
+func (s *Redis) loadSeen(st *seenState, known *Identity, counts, marked bool) error {
 	s.mu.Lock()
 	id := s.ident
 	s.mu.Unlock()
-	seen, err := s.readSeen(id)
-	if err != nil {
-		return fmt.Errorf("spend store %s: %v: the counts this machine saw are lost, so a store gone back to an older snapshot would not be noticed; restore the file, or remove it and accept the loss with delegateos store init --reset", s.url, err)
+	if st == nil && counts && known != nil && known.ID == id.ID && !(id.By == "operator" && id.AllAt > known.Gen) {
+		return fmt.Errorf("spend store %s: %s, where this machine keeps the counts of calls it saw at the store (identity %s), is gone (deleted): a store gone back to an older snapshot would not be noticed; restore the file, or accept the loss with delegateos store init --reset", s.url, s.seenPath(id.ID), id.ID)
 	}
-	if len(seen) == 0 {
+	if seen := keptSeen(st, id); len(seen) > 0 {
+		s.mu.Lock()
+		s.seen = seen
+		s.mu.Unlock()
+	}
+	if s.stateDir == "" {
 		return nil
 	}
-	s.mu.Lock()
-	s.seen = seen
-	s.mu.Unlock()
+	if st == nil || st.path != s.seenPath(id.ID) {
+		// The identity's own file is written now, empty if need be, so
+		// that one deleted later is told from none.
+		if err := s.storeSeen(true); err != nil {
+			return fmt.Errorf("spend store %s: the counts of calls this machine sees cannot be kept in the state directory %s (%v): a proxy restarted after the store went back to an older snapshot would not notice it; set DELEGATEOS_STATE_DIR to a directory the proxy can write", s.url, s.stateDir, err)
+		}
+	} else if marked {
+		return nil
+	}
+	if err := s.rememberIdentity(id, true); err != nil {
+		return fmt.Errorf("spend store %s: its identity cannot be kept in the state directory %s (%v): a proxy restarted after the store lost data would not notice it; set DELEGATEOS_STATE_DIR to a directory the proxy can write", s.url, s.stateDir, err)
+	}
 	return nil
 }
 
-// saveSeen writes the counts this proxy has seen to the state directory,
-// merged with what other proxies of the machine wrote there under the
-// same generation (the larger of each).
-func (s *Redis) saveSeen() {
+// saveSeen writes the counts this proxy has seen to the state directory
+// (see storeSeen); a failure is not the calls': the next start of a
+// proxy on the directory names it.
+func (s *Redis) saveSeen() { s.storeSeen(false) }
+
+// storeSeen writes the counts this proxy has seen to its identity's
+// counts file, merged with what other proxies of the machine wrote there
+// under the same generation (the larger of each), holding the file's
+// lock, so that two proxies writing at once do not drop each other's
+// raises. A file of a newer generation is left alone, as is one that
+// cannot be read (the next start refuses it). With force the file is
+// written even with no counts.
+func (s *Redis) storeSeen(force bool) error {
 	if s.stateDir == "" {
-		return
+		return nil
 	}
 	s.mu.Lock()
 	id := s.ident
@@ -367,24 +491,30 @@ func (s *Redis) saveSeen() {
 	}
 	reset := s.resetReason != ""
 	s.mu.Unlock()
-	if reset || len(seen) == 0 {
-		return
+	if reset || (len(seen) == 0 && !force) {
+		return nil
 	}
-	kept, err := s.readSeen(id)
+	if err := os.MkdirAll(s.stateDir, 0o700); err != nil {
+		return err
+	}
+	path := s.seenPath(id.ID)
+	lock, err := lockWait(path + ".lock")
 	if err != nil {
-		return // left as it is: the next start refuses it
+		return err
 	}
-	var on seenState
-	if b, err := os.ReadFile(s.seenPath()); err == nil && json.Unmarshal(b, &on) == nil && on.Gen > id.Gen {
-		return // never replace a newer generation's counts with older ones
+	defer lock.Close()
+	st, err := s.readSeenFile(id.ID)
+	if err != nil {
+		return err
 	}
-	for k, n := range kept {
+	if st != nil && st.Gen > id.Gen {
+		return nil // never replace a newer generation's counts with older ones
+	}
+	for k, n := range keptSeen(st, id) {
 		seen[k] = max(seen[k], n)
 	}
 	b, _ := json.Marshal(seenState{ID: id.ID, Gen: id.Gen, Seen: seen})
-	if os.MkdirAll(s.stateDir, 0o700) == nil {
-		writeFileAtomic(s.seenPath(), b)
-	}
+	return writeFileAtomic(path, b)
 }
 
 // seenGrew is called when a reservation raised a count this proxy has
@@ -435,7 +565,7 @@ const seenEvery = time.Second
 // when the store has lost what this machine or the store's own stamps
 // say it held.
 func (s *Redis) join(ctx context.Context) error {
-	known, err := s.knownIdentity()
+	known, counts, err := s.knownIdentity()
 	if err != nil {
 		return fmt.Errorf("spend store %s: %w", s.url, err)
 	}
@@ -480,23 +610,31 @@ func (s *Redis) join(ctx context.Context) error {
 	}
 	if known != nil && (cur.ID != known.ID || cur.Gen != known.Gen) && !(cur.By == "operator" && cur.Gen > known.Gen) {
 		s.ident = *known
-		why := fmt.Sprintf("its identity is now %s (generation %d), not the %s (generation %d) this machine saw: Redis lost its data and another proxy (or a plain store init) started it anew", cur.ID, cur.Gen, known.ID, known.Gen)
-		if cur.ID == known.ID && cur.Gen < known.Gen {
-			why = fmt.Sprintf("its generation %d is before the %d this machine saw: Redis went back to an older snapshot", cur.Gen, known.Gen)
-		}
-		return s.markStoreReset(ctx, why)
+		return s.markStoreReset(ctx, changedWhy(*cur, *known, "this machine"))
+	}
+	// The counts this machine keeps under the store's identity, whatever
+	// the URL's spelling: a generation after the store's is a store gone
+	// back to an older snapshot.
+	st, serr := s.readSeenFile(cur.ID)
+	if serr == nil && st != nil && st.Gen > cur.Gen {
+		s.ident = Identity{ID: cur.ID, Gen: st.Gen, By: cur.By}
+		return s.markStoreReset(ctx, fmt.Sprintf("its generation %d is before the %d this machine saw: Redis went back to an older snapshot", cur.Gen, st.Gen))
 	}
 	s.ident = *cur
 	if cur.Reset != "" {
 		s.resetReason = cur.Reset
 		return nil
 	}
-	if err := s.rememberIdentity(*cur); err != nil {
+	marked := counts && known.ID == cur.ID
+	if err := s.rememberIdentity(*cur, marked); err != nil {
 		// Fail closed: without it a proxy restarted after the store lost
 		// data, or went back to an older snapshot, would not notice.
 		return fmt.Errorf("spend store %s: its identity cannot be kept in the state directory %s (%v): a proxy restarted after the store lost data would not notice it; set DELEGATEOS_STATE_DIR to a directory the proxy can write", s.url, s.stateDir, err)
 	}
-	return s.loadSeen()
+	if serr != nil {
+		return fmt.Errorf("spend store %s: %v: the counts this machine saw are lost, so a store gone back to an older snapshot would not be noticed; restore the file, or remove it and accept the loss with delegateos store init --reset", s.url, serr)
+	}
+	return s.loadSeen(st, known, counts, marked)
 }
 
 // anyKey reports whether the store holds a key matching pattern (on any
@@ -582,10 +720,32 @@ func (s *Redis) refresh(ctx context.Context) error {
 	defer s.mu.Unlock()
 	if cur != nil && cur.By == "operator" && cur.Reset == "" && cur.Gen > s.ident.Gen {
 		s.seen = forgetLifted(s.seen, cur, s.ident.Gen)
+		for tag := range s.treeReset {
+			if cur.lifts(tag, s.ident.Gen) {
+				delete(s.treeReset, tag)
+			}
+		}
 		s.ident = *cur
 		s.resetReason = ""
 		s.mu.Unlock()
-		s.rememberIdentity(*cur) // as at open, a failure is not the call's
+		// The counts the other proxies of the machine kept (one whose
+		// calls a recovery left out), and, as at open, a failure is not
+		// the call's.
+		if st, err := s.readSeenFile(cur.ID); err == nil {
+			s.mu.Lock()
+			for k, n := range keptSeen(st, *cur) {
+				if n > s.seen[k] {
+					if s.seen == nil {
+						s.seen = make(map[string]int64)
+					}
+					s.seen[k] = n
+				}
+			}
+			s.mu.Unlock()
+		}
+		if s.storeSeen(true) == nil {
+			s.rememberIdentity(*cur, true)
+		}
 		s.mu.Lock()
 	}
 	return nil
@@ -657,7 +817,7 @@ func (s *Redis) newTree(tag string, listed bool) error {
 		adopted := s.ident.Gen == cur.Gen
 		s.mu.Unlock()
 		if !adopted {
-			return s.resetStore(tag, fmt.Sprintf("its identity is now %s (generation %d), not %s (generation %d): Redis lost its data and another proxy started it anew", cur.ID, cur.Gen, id.ID, id.Gen))
+			return s.resetStore(tag, changedWhy(*cur, id, "this proxy"))
 		}
 		return errRetry
 	}
@@ -703,12 +863,89 @@ var (
 	errListed = errors.New("listed")
 )
 
-// resetTree is resetNow for a loss found at a tree, which is marked in
-// the tree's stamp too: every proxy's next reservation of the tree then
-// refuses, that of a proxy that took the store for a new one included.
+// resetTree handles a loss found at tree tag: unless the store's
+// identity has changed (a loss of the whole store, see resetStore), only
+// the tree is marked lost, in its stamp (every proxy's next reservation
+// of the tree then refuses, that of a proxy that took the store for a new
+// one included) and in this proxy: the other trees, another fleet's on a
+// shared Redis, go on.
 func (s *Redis) resetTree(tag, why string) error {
+	if err := s.storeChanged(tag); err != nil {
+		return err
+	}
+	s.mu.Lock()
+	if g := s.ident.Recovered[tag]; g > 0 && strings.Contains(why, "fewer than the") {
+		why += fmt.Sprintf(" (store recover rebuilt the tree at generation %d from fewer calls than this proxy saw: run it again with the audit logs of every proxy of the fleet, this proxy's included)", g)
+	}
+	s.mu.Unlock()
 	s.c.HSetNX(s.ctx, stampKeyPrefix+"{"+tag+"}", "reset", why)
-	return s.resetNow(why)
+	s.mu.Lock()
+	if s.treeReset == nil {
+		s.treeReset = make(map[string]string)
+	}
+	if s.treeReset[tag] == "" {
+		s.treeReset[tag] = why
+	}
+	s.mu.Unlock()
+	return s.treeResetErr(tag)
+}
+
+// storeChanged reads the store's identity for a loss found at tree tag:
+// nil when it is the one this proxy knows, errRetry when the proxy
+// adopted an operator's newer generation, else the error of a loss of
+// the whole store.
+func (s *Redis) storeChanged(tag string) error {
+	cur, err := readIdentity(s.ctx, s.c)
+	if err != nil {
+		return s.fail(err)
+	}
+	s.mu.Lock()
+	id := s.ident
+	s.mu.Unlock()
+	switch {
+	case cur == nil:
+		return s.resetStore(tag, fmt.Sprintf("its identity %s (generation %d) is gone: Redis was flushed or restarted without persistence", id.ID, id.Gen))
+	case cur.ID == id.ID && cur.Gen == id.Gen:
+		if cur.Reset != "" {
+			return s.resetNow(cur.Reset)
+		}
+		return nil
+	}
+	if err := s.refresh(s.ctx); err != nil {
+		return err
+	}
+	s.mu.Lock()
+	adopted := s.ident.ID == cur.ID && s.ident.Gen == cur.Gen
+	s.mu.Unlock()
+	if adopted {
+		return errRetry
+	}
+	if cur.Reset != "" && cur.By == "operator" && cur.Gen > id.Gen {
+		// An operator's generation that a proxy found lost data since.
+		return s.resetNow(cur.Reset)
+	}
+	return s.resetStore(tag, changedWhy(*cur, id, "this proxy"))
+}
+
+// treeResetErr returns the error of a call of tree tag, which this proxy
+// found lost, or nil, after reading the store's identity again (an
+// operator may have lifted it).
+func (s *Redis) treeResetErr(tag string) error {
+	s.mu.Lock()
+	why := s.treeReset[tag]
+	s.mu.Unlock()
+	if why == "" {
+		return nil
+	}
+	if err := s.refresh(s.ctx); err != nil {
+		return err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if why = s.treeReset[tag]; why == "" {
+		return nil
+	}
+	return &ResetError{Store: s.url, Reason: why, Root: tag}
 }
 
 // resetStore is resetTree for a loss of the whole store: every tree's
@@ -800,7 +1037,7 @@ func InitStore(rawURL string, reset bool, roots ...string) (Identity, error) {
 		}
 		return *id, nil
 	}
-	n, err := nextIdentity(ctx, c)
+	n, err := nextIdentity(ctx, c, rawURL)
 	if err != nil {
 		return fail(err)
 	}
@@ -811,26 +1048,45 @@ func InitStore(rawURL string, reset bool, roots ...string) (Identity, error) {
 			lifted[redisconn.HashTag(r)] = true
 		}
 	}
+	// What the trees' keys hold for reservations the loss took is
+	// released (settleHeld).
+	if _, err := settleHeld(ctx, c, lifted); err != nil {
+		return fail(err)
+	}
 	if err := restamp(ctx, c, *n, lifted); err != nil {
 		return fail(err)
 	}
-	if err := writeIdentity(ctx, c, *n, lifted); err != nil {
+	if err := writeIdentity(ctx, c, *n, lifted, true); err != nil {
 		return fail(err)
 	}
 	return *n, nil
 }
 
-// nextIdentity is the identity an operator's action gives the store: its
-// own identity (a new one if it has lost it) with a new generation.
-func nextIdentity(ctx context.Context, c redis.Cmdable) (*Identity, error) {
+// nextIdentity is the identity an operator's action gives the store at
+// rawURL: its own identity (a new one if it has lost it) with a new
+// generation. The generation is after every one known: the store's, the
+// highest a proxy that found it lost data saw (Identity.Need), and the
+// one the operator's own state directory saw at the URL, whatever the
+// operator's clock says; the clock only makes generations grow with
+// time. (A store that lost its identity before any proxy found it may
+// get one before the proxies'; they refuse it, record theirs, and the
+// operator's next generation is after it.)
+func nextIdentity(ctx context.Context, c redis.Cmdable, rawURL string) (*Identity, error) {
 	cur, err := readIdentity(ctx, c)
 	if err != nil {
 		return nil, err
 	}
-	n := newIdentity("operator", 0)
+	after := int64(0)
+	if known, _, err := (&Redis{rawURL: rawURL, stateDir: StateDir()}).knownIdentity(); err == nil && known != nil {
+		after = known.Gen
+	}
 	if cur != nil {
-		n.ID, n.Gen = cur.ID, max(n.Gen, cur.Gen+1)
-		n.Lifted, n.AllAt = cur.Lifted, cur.AllAt
+		after = max(after, cur.Gen, cur.Need)
+	}
+	n := newIdentity("operator", min(after, 1<<63-2))
+	if cur != nil {
+		n.ID = cur.ID
+		n.Lifted, n.AllAt, n.Recovered = cur.Lifted, cur.AllAt, cur.Recovered
 	}
 	return n, nil
 }
@@ -838,25 +1094,37 @@ func nextIdentity(ctx context.Context, c redis.Cmdable) (*Identity, error) {
 // writeIdentity writes id as the store's identity, last: the proxies
 // adopt it at their next call.
 // lifted names the trees whose loss it lifts (nil: every tree), added to
-// those id (from nextIdentity) says were lifted before.
-func writeIdentity(ctx context.Context, c redis.Cmdable, id Identity, lifted map[string]bool) error {
-	all, was := id.AllAt, map[string]int64{}
+// those id (from nextIdentity) says were lifted before: with accept
+// (store init --reset) their loss is accepted (the proxies forget the
+// counts they saw), else they were rebuilt (store recover: the counts are
+// kept).
+func writeIdentity(ctx context.Context, c redis.Cmdable, id Identity, lifted map[string]bool, accept bool) error {
+	all, was, rec := id.AllAt, map[string]int64{}, map[string]int64{}
 	if lifted == nil {
 		all = id.Gen
-	} else {
-		for t, g := range id.Lifted {
-			if g > all {
-				was[t] = g
-			}
+	}
+	for t, g := range id.Lifted {
+		if g > all {
+			was[t] = g
 		}
-		for t := range lifted {
+	}
+	for t, g := range id.Recovered {
+		if g > all {
+			rec[t] = g
+		}
+	}
+	for t := range lifted {
+		if accept {
 			was[t] = id.Gen
+		} else {
+			rec[t] = id.Gen
 		}
 	}
 	b, _ := json.Marshal(was)
+	r, _ := json.Marshal(rec)
 	_, err := c.TxPipelined(ctx, func(p redis.Pipeliner) error {
 		p.Del(ctx, identityKey)
-		p.HSet(ctx, identityKey, "id", id.ID, "g", id.Gen, "by", id.By, "all", all, "lifted", string(b))
+		p.HSet(ctx, identityKey, "id", id.ID, "g", id.Gen, "by", id.By, "all", all, "lifted", string(b), "recovered", string(r))
 		return nil
 	})
 	return err
@@ -871,10 +1139,11 @@ func restamp(ctx context.Context, c redisconn.Client, id Identity, lifted map[st
 	err := redisconn.Scan(ctx, c, stampKeyPrefix+"*", func(keys []string) error {
 		_, err := c.Pipelined(ctx, func(p redis.Pipeliner) error {
 			for _, k := range keys {
-				p.HSet(ctx, k, "id", id.ID, "g", id.Gen)
+				lift := "0"
 				if lifted == nil || lifted[tagOf(k)] {
-					p.HDel(ctx, k, "reset")
+					lift = "1"
 				}
+				restampScript.Eval(ctx, p, []string{k}, id.ID, id.Gen, lift)
 			}
 			return nil
 		})
@@ -895,6 +1164,24 @@ func restamp(ctx context.Context, c redisconn.Client, id Identity, lifted map[st
 	})
 	return err
 }
+
+// restampScript gives a tree's stamp (KEYS[1]) the identity ARGV[1] and
+// generation ARGV[2]; with ARGV[3] = "1" it lifts the tree's loss: drops
+// its reset mark, and the marks of its spend keys that are gone (whose
+// loss the operator accepted: else the next reservation finds them gone
+// again). The spend keys are the tree's, in its slot.
+var restampScript = redis.NewScript(`
+redis.call('HSET', KEYS[1], 'id', ARGV[1], 'g', ARGV[2])
+if ARGV[3] == '1' then
+  redis.call('HDEL', KEYS[1], 'reset')
+  for _, f in ipairs(redis.call('HKEYS', KEYS[1])) do
+    if string.sub(f, 1, 2) == 'k:' and redis.call('EXISTS', string.sub(f, 3)) == 0 then
+      redis.call('HDEL', KEYS[1], f)
+    end
+  end
+end
+return 1
+`)
 
 // anyTreeReset reports whether the stamp of a tree of usage is marked
 // reset: one another root's recovery left so.
@@ -956,8 +1243,21 @@ func RecoverStore(rawURL string, usage []Usage) (Identity, error) {
 	if cur != nil && cur.Reset == "" && !anyTreeReset(ctx, c, usage) {
 		return Identity{}, fmt.Errorf("spend store %s is not in the reset state (no proxy has found it lost data), and its proxies may be spending: store recover rebuilds only a store whose proxies refuse every call; if it has lost data that no proxy has found yet, stop the fleet, or run a call so that a proxy finds it, and run store recover again", redisconn.Redact(rawURL))
 	}
-	n, err := nextIdentity(ctx, c)
+	n, err := nextIdentity(ctx, c, rawURL)
 	if err != nil {
+		return fail(err)
+	}
+	// What the trees' keys hold for reservations the loss took is
+	// released first (settleHeld), so that the rebuilt spend is not
+	// counted short of what the logs hold by it.
+	tags := make(map[string]bool)
+	for _, u := range usage {
+		if err := checkKey(u.Key); err != nil {
+			return Identity{}, err
+		}
+		tags[redisconn.HashTag(u.Key)] = true
+	}
+	if _, err := settleHeld(ctx, c, tags); err != nil {
 		return fail(err)
 	}
 	lifted := make(map[string]bool)
@@ -984,7 +1284,7 @@ func RecoverStore(rawURL string, usage []Usage) (Identity, error) {
 	if err := restamp(ctx, c, *n, lifted); err != nil {
 		return fail(err)
 	}
-	if err := writeIdentity(ctx, c, *n, lifted); err != nil {
+	if err := writeIdentity(ctx, c, *n, lifted, false); err != nil {
 		return fail(err)
 	}
 	return *n, nil

@@ -2,11 +2,14 @@ package budget
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/delegateos/delegateos/internal/redisconn"
 	"github.com/delegateos/delegateos/internal/redistest"
@@ -204,5 +207,293 @@ func TestRedisOpenWithoutStateDirWarns(t *testing.T) {
 	w := st.(*Redis).Warnings()
 	if len(w) == 0 || !strings.Contains(w[len(w)-1], "no state directory") {
 		t.Fatalf("warnings %q", w)
+	}
+}
+
+// The counts a machine keeps are named by the store's identity, not the
+// URL's spelling: a proxy that names the same server another way
+// (localhost for 127.0.0.1) finds a store gone back to an older snapshot
+// too (R2-3).
+func TestRedisCountsKeptWhateverTheURLsSpelling(t *testing.T) {
+	srv := redistest.Start(t)
+	dir := t.TempDir()
+	levels := []Level{{"ISSUER/1:a", 1000}}
+	s, err := OpenRedisIn(srv.URL(), dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for range 5 {
+		r, err := s.Reserve(levels, 1)
+		if err != nil {
+			t.Fatal(err)
+		}
+		s.Commit(r, 1)
+	}
+	s.Close()
+	// Back on a snapshot of 2 calls (the identity is kept).
+	if err := srv.Client().HSet(context.Background(), spendKey(levels[0].Key), "n", 2, "c", 2).Err(); err != nil {
+		t.Fatal(err)
+	}
+	other := strings.Replace(srv.URL(), "127.0.0.1", "localhost", 1)
+	if other == srv.URL() {
+		t.Fatalf("the URL %s has no 127.0.0.1", srv.URL())
+	}
+	s, err = OpenRedisIn(other, dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	if _, err := s.Reserve(levels, 1); !errors.Is(err, redisconn.ErrReset) || !strings.Contains(err.Error(), "fewer than the 5 this proxy saw") {
+		t.Fatalf("a reservation through another spelling of the URL after the store went back: %v, want ErrReset", err)
+	}
+}
+
+// A counts file that is gone while the state directory's index says it
+// was written was deleted: the proxy refuses to start (R2-1), until an
+// operator accepts the loss with store init --reset.
+func TestRedisDeletedCountsFileRefused(t *testing.T) {
+	srv := redistest.Start(t)
+	dir := t.TempDir()
+	levels := []Level{{"ISSUER/1:a", 1000}}
+	s, err := OpenRedisIn(srv.URL(), dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, err := s.Reserve(levels, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.Commit(r, 1)
+	s.Close()
+	files, _ := filepath.Glob(filepath.Join(dir, "store-*.seen.json"))
+	if len(files) != 1 {
+		t.Fatalf("counts files %v, want one", files)
+	}
+	if err := os.Remove(files[0]); err != nil {
+		t.Fatal(err)
+	}
+	if s, err := OpenRedisIn(srv.URL(), dir); err == nil {
+		s.Close()
+		t.Fatal("a proxy started on a state directory whose counts file was deleted")
+	} else if !strings.Contains(err.Error(), files[0]) || !strings.Contains(err.Error(), "is gone (deleted)") || !strings.Contains(err.Error(), "store init --reset") {
+		t.Fatalf("the refusal does not name the file and what to run: %v", err)
+	}
+	if _, err := InitStore(srv.URL(), true); err != nil {
+		t.Fatal(err)
+	}
+	s, err = OpenRedisIn(srv.URL(), dir)
+	if err != nil {
+		t.Fatalf("after store init --reset accepted the loss: %v", err)
+	}
+	s.Close()
+	// A machine that made no calls has a counts file too.
+	fresh := t.TempDir()
+	s, err = OpenRedisIn(srv.URL(), fresh)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.Close()
+	if files, _ := filepath.Glob(filepath.Join(fresh, "store-*.seen.json")); len(files) != 1 {
+		t.Fatalf("a machine that made no calls: counts files %v, want one", files)
+	}
+}
+
+// Proxies of one machine write their counts to one file, each merging
+// what the others wrote, under the file's lock: a write waits for the
+// lock, and keeps what was written while it waited (R2-2).
+func TestRedisCountsWriteHoldsTheLock(t *testing.T) {
+	srv := redistest.Start(t)
+	dir := t.TempDir()
+	s, err := OpenRedisIn(srv.URL(), dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	s.mu.Lock()
+	id := s.ident
+	s.seen = map[string]int64{"A/1:a": 5}
+	s.mu.Unlock()
+	path := s.seenPath(id.ID)
+	lock, err := lockWait(path + ".lock")
+	if err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- s.storeSeen(false) }()
+	// Another proxy's write, made while it holds the lock.
+	b, _ := json.Marshal(seenState{ID: id.ID, Gen: id.Gen, Seen: map[string]int64{"B/1:b": 7}})
+	if err := writeFileAtomic(path, b); err != nil {
+		t.Fatal(err)
+	}
+	lock.Close()
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	st, err := s.readSeenFile(id.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st.Seen["A/1:a"] != 5 || st.Seen["B/1:b"] != 7 {
+		t.Fatalf("the counts file holds %v, want both proxies' counts", st.Seen)
+	}
+}
+
+// A loss found at one tree marks that tree only (R2-5): a proxy started
+// afterwards takes another tree's calls, refuses the lost tree's naming
+// its root, and store init --reset --root lifts it (its spend keys that
+// are gone included).
+func TestRedisTreeLossMarksOnlyTheTree(t *testing.T) {
+	srv := redistest.Start(t)
+	r1, r2 := []Level{{"R1/1:a", 1000}}, []Level{{"R2/1:b", 1000}}
+	s, err := OpenRedisIn(srv.URL(), t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	for _, l := range [][]Level{r1, r2} {
+		r, err := s.Reserve(l, 1)
+		if err != nil {
+			t.Fatal(err)
+		}
+		s.Commit(r, 0) // committed before it returns
+	}
+	if err := srv.Client().Del(context.Background(), spendKey(r1[0].Key)).Err(); err != nil {
+		t.Fatal(err)
+	}
+	var re *ResetError
+	if _, err := s.Reserve(r1, 1); !errors.As(err, &re) || re.Root != "R1" || !strings.Contains(err.Error(), "--reset --root R1") {
+		t.Fatalf("R1 after its spend key was deleted: %v, want a ResetError of root R1", err)
+	}
+	other, err := OpenRedisIn(srv.URL(), t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer other.Close()
+	for _, st := range []*Redis{s, other} {
+		r, err := st.Reserve(r2, 1)
+		if err != nil {
+			t.Fatalf("R2 (intact) after R1's loss was found: %v", err)
+		}
+		st.Commit(r, 1)
+		if _, err := st.Reserve(r1, 1); !errors.Is(err, redisconn.ErrReset) {
+			t.Fatalf("R1 after its loss was found: %v, want ErrReset", err)
+		}
+	}
+	if _, err := InitStore(srv.URL(), true, "R1"); err != nil {
+		t.Fatal(err)
+	}
+	for _, st := range []*Redis{s, other} {
+		r, err := st.Reserve(r1, 1)
+		if err != nil {
+			t.Fatalf("R1 after store init --reset --root R1: %v", err)
+		}
+		st.Commit(r, 1)
+	}
+}
+
+// store recover keeps the counts the proxies saw (R2-6): a rebuild from
+// fewer calls than a proxy saw (an audit log left out) is refused by it,
+// saying to give every proxy's log, and a rebuild with them all lifts it.
+func TestRedisRecoverKeepsTheCountsSeen(t *testing.T) {
+	srv := redistest.Start(t)
+	levels := []Level{{"R1/1:a", 1000}}
+	s, err := OpenRedisIn(srv.URL(), t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	for range 5 {
+		r, err := s.Reserve(levels, 1)
+		if err != nil {
+			t.Fatal(err)
+		}
+		// At another cost than reserved: committed before Commit
+		// returns, not by the flusher after the key is deleted (or
+		// rebuilt).
+		s.Commit(r, 0)
+	}
+	if err := srv.Client().Del(context.Background(), spendKey(levels[0].Key)).Err(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Reserve(levels, 1); !errors.Is(err, redisconn.ErrReset) {
+		t.Fatalf("after the spend key was deleted: %v, want ErrReset", err)
+	}
+	if _, err := RecoverStore(srv.URL(), []Usage{{Key: levels[0].Key, Committed: 3, Calls: 3}}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Reserve(levels, 1); !errors.Is(err, redisconn.ErrReset) || !strings.Contains(err.Error(), "fewer than the 5 this proxy saw") || !strings.Contains(err.Error(), "audit logs of every proxy") {
+		t.Fatalf("after a recovery from 3 of the 5 calls: %v, want ErrReset saying to give every proxy's log", err)
+	}
+	if _, err := RecoverStore(srv.URL(), []Usage{{Key: levels[0].Key, Committed: 5, Calls: 5}}); err != nil {
+		t.Fatal(err)
+	}
+	r, err := s.Reserve(levels, 1)
+	if err != nil {
+		t.Fatalf("after a recovery from the 5 calls: %v", err)
+	}
+	s.Commit(r, 1)
+}
+
+// An operator's generation does not depend on the operator's clock (R2-7):
+// a store made by a proxy whose clock runs ahead, flushed, and given a
+// generation by an operator behind it before any proxy noticed, is refused
+// by the proxies, which record the generation they saw; the operator's
+// next init --reset is after it. An operator on a machine whose state
+// directory saw the store gets a generation after it at once.
+func TestRedisOperatorClockBehind(t *testing.T) {
+	srv := redistest.Start(t)
+	ctx := context.Background()
+	c := srv.Client()
+	levels := []Level{{"ISSUER/1:a", 1000}}
+	for _, sameMachine := range []bool{false, true} {
+		if err := c.FlushAll(ctx).Err(); err != nil {
+			t.Fatal(err)
+		}
+		ahead := time.Now().Add(time.Hour).UnixMilli()
+		if err := c.HSet(ctx, identityKey, "id", "0123456789abcdef01234567", "g", ahead, "by", "proxy").Err(); err != nil {
+			t.Fatal(err)
+		}
+		dir := t.TempDir()
+		s, err := OpenRedisIn(srv.URL(), dir)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer s.Close()
+		r, err := s.Reserve(levels, 1)
+		if err != nil {
+			t.Fatal(err)
+		}
+		s.Commit(r, 0)
+		if err := c.FlushAll(ctx).Err(); err != nil {
+			t.Fatal(err)
+		}
+		if sameMachine {
+			t.Setenv("DELEGATEOS_STATE_DIR", dir)
+		} else {
+			t.Setenv("DELEGATEOS_STATE_DIR", t.TempDir())
+		}
+		id, err := InitStore(srv.URL(), true)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !sameMachine {
+			if id.Gen >= ahead {
+				t.Fatalf("generation %d from an empty store and an operator with no state, want the operator's clock", id.Gen)
+			}
+			if _, err := s.Reserve(levels, 1); !errors.Is(err, redisconn.ErrReset) || !strings.Contains(err.Error(), fmt.Sprintf("a proxy saw generation %d", ahead)) {
+				t.Fatalf("after an operator's generation before the proxy's: %v, want ErrReset naming generation %d", err, ahead)
+			}
+			if id, err = InitStore(srv.URL(), true); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if id.Gen <= ahead {
+			t.Fatalf("same machine %v: the operator's generation %d, want one after the proxy's %d", sameMachine, id.Gen, ahead)
+		}
+		r, err = s.Reserve(levels, 1)
+		if err != nil {
+			t.Fatalf("same machine %v: after store init --reset: %v", sameMachine, err)
+		}
+		s.Commit(r, 0)
 	}
 }

@@ -14,3 +14,10 @@ func openLocked(path string, create bool) (*os.File, error) {
 	}
 	return os.OpenFile(path, flag, 0o600)
 }
+
+// lockWait opens (creating) the lock file at path. Without flock two
+// proxies of a machine writing their counts at once may drop one's raise
+// (each write is whole).
+func lockWait(path string) (*os.File, error) {
+	return os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o600)
+}

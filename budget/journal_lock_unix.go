@@ -33,3 +33,25 @@ func openLocked(path string, create bool) (*os.File, error) {
 	}
 	return f, nil
 }
+
+// lockWait opens (creating) the lock file at path and waits for an
+// exclusive flock on it; closing the file drops it. The proxies of a
+// machine take it around a read, merge and write of the counts they keep,
+// so that none drops another's raise.
+func lockWait(path string) (*os.File, error) {
+	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o600)
+	if err != nil {
+		return nil, err
+	}
+	for {
+		err = syscall.Flock(int(f.Fd()), syscall.LOCK_EX)
+		if !errors.Is(err, syscall.EINTR) {
+			break
+		}
+	}
+	if err != nil {
+		f.Close()
+		return nil, err
+	}
+	return f, nil
+}

@@ -59,8 +59,11 @@ type Redis struct {
 	// has seen each first key (a chain's root delegation) reach.
 	ident       Identity
 	resetReason string
-	seen        map[string]int64
-	listed      map[string]bool // trees this proxy has added to treesKey
+	// treeReset says, per tree (its hash tag), why this proxy found it
+	// lost data (its calls are refused; the other trees' are not).
+	treeReset map[string]string
+	seen      map[string]int64
+	listed    map[string]bool // trees this proxy has added to treesKey
 	// seenSaved is when seen was last written to the state directory,
 	// savingSeen that it is being written.
 	seenSaved  time.Time
@@ -160,6 +163,17 @@ local function get(key, field)
   valid(key, field, v)
   return v or '0'
 end
+-- unhold drops cost from the held cost of key, never below zero: a held
+-- cost a recovery lowered (to what the open reservations hold) is not
+-- made negative by a reservation's late commit, which no script would
+-- read again.
+local function unhold(key, cost)
+  if cmp(get(key, 'h'), cost) <= 0 then
+    redis.call('HSET', key, 'h', '0')
+  else
+    redis.call('HINCRBY', key, 'h', '-' .. cost)
+  end
+end
 local FIELDS = {'c', 'h', 'n', 't'}
 local function fields(key)
   local vs = redis.call('HMGET', key, 'c', 'h', 'n', 't')
@@ -186,7 +200,9 @@ end
 // the first level, root first, that refuses, or {2} when the reservation
 // was cancelled before it arrived; {1} is {1, n}, n the first key's
 // count of calls (0 for a retried command). Before anything it checks the
-// tree's stamp (see identityKey): {3, why} when the tree lost data, {4}
+// tree's stamp (see identityKey): {3, why} when the tree lost data (a
+// spend key gone, fewer calls than the proxy saw, or a held cost while
+// the tree's open-reservations hash is gone), {4}
 // when it has no stamp and is not known to be new, {5} when its
 // generation is after the proxy's, {6, why} when it is marked reset, {7}
 // when its generation is before the proxy's, {8, why} when it was
@@ -234,6 +250,20 @@ if redis.call('EXISTS', unpack(KEYS, 1, nk)) < nk then
     end
   end
 end
+-- Every held cost is a reservation's, open in the tree's open hash: held
+-- cost with no open reservation means the hash was lost (deleted by
+-- hand, evicted, a partial restore), and the commits of the reservations
+-- it held would end nothing, their cost held for ever.
+if redis.call('EXISTS', open) == 0 then
+  for i = 1, nk do
+    if not isnew[i] then
+      local h = get(KEYS[i], 'h')
+      if h ~= '0' then
+        return {3, 'the open reservations of its delegation tree, ' .. open .. ', are gone while ' .. KEYS[i] .. ' holds ' .. h .. ' for them'}
+      end
+    end
+  end
+end
 -- Keys written before the tree had a stamp (store migrate, a store from
 -- before stamps) are marked as they are found, so that their loss is
 -- seen too.
@@ -256,7 +286,7 @@ for x = 1, ns do
       -- A key gone meanwhile is not made again (with a held cost below
       -- zero): its tree's stamp says it is gone.
       if redis.call('EXISTS', k) == 1 then
-        redis.call('HINCRBY', k, 'h', '-' .. scost)
+        unhold(k, scost)
         redis.call('HSET', k, 'c', sat(add(get(k, 'c'), scost)))
       end
     end
@@ -309,7 +339,7 @@ for i = 1, nk do
   -- A key gone meanwhile is not made again (with a held cost below
   -- zero): its tree's stamp says it is gone.
   if redis.call('EXISTS', k) == 1 then
-    if cost ~= '0' then redis.call('HINCRBY', k, 'h', '-' .. cost) end
+    if cost ~= '0' then unhold(k, cost) end
     if actual ~= '0' then redis.call('HSET', k, 'c', sat(add(get(k, 'c'), actual))) end
   end
 end
@@ -387,11 +417,14 @@ func (s *Redis) Reserve(levels []Level, cost int64) (*Reservation, error) {
 	if err := s.resetErr(); err != nil {
 		return nil, err
 	}
+	tag := redisconn.HashTag(keys[0])
+	if err := s.treeResetErr(tag); err != nil {
+		return nil, err
+	}
 	var buf [MaxLevels]int64
 	limits := keyLimits(buf[:len(keys)], levels, keys)
 	rid := s.rid(r.id)
 	rkeys := scriptKeys(keys, rid)
-	tag := redisconn.HashTag(keys[0])
 	at := min(max(s.now().UnixMilli(), 1), maxAt)
 	fresh, listed := "0", false
 	var res []any
@@ -443,7 +476,7 @@ func (s *Redis) Reserve(levels []Level, cost int64) (*Reservation, error) {
 			// it, without marking the store (another root's recovery may
 			// have lifted the rest).
 			why, _ := res[len(res)-1].(string)
-			return nil, &ResetError{Store: s.url, Reason: why}
+			return nil, &ResetError{Store: s.url, Reason: why, Root: tag}
 		case 8:
 			why, _ := res[len(res)-1].(string)
 			serr = s.resetStore(tag, why)

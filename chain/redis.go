@@ -31,9 +31,10 @@ const (
 // is safe for concurrent use.
 type Shared struct {
 	Store
-	url  string
-	c    redisconn.Client
-	copy *redisset.Copy
+	url     string
+	c       redisconn.Client
+	copy    *redisset.Copy
+	durable *endedCopy // nil without a durable copy
 }
 
 var _ StatusReader = (*Shared)(nil)
@@ -41,14 +42,48 @@ var _ StatusReader = (*Shared)(nil)
 // OpenShared shares the endings of local through the set at a redis:// or
 // rediss:// URL. Closing the Shared closes local.
 func OpenShared(local Store, rawURL string) (*Shared, error) {
+	return OpenSharedCopy(local, rawURL, "")
+}
+
+// OpenSharedCopy is OpenShared with a durable copy of the set kept in the
+// file at copyPath (none when ""), which the proxies of a machine share
+// (see StateCopyName): its entries are checked and held before Redis is
+// first read, and written back to Redis if it lacks them, so that a proxy
+// started against a set that lost endings while no proxy that knew them
+// ran (FLUSHALL, a restart without persistence, a failover to a replica
+// that had not received them) restores them before it decides on a
+// delegation; every ending read from Redis, or shared by this proxy, is
+// added to it. It fails when the copy cannot be read or written, or its
+// entries cannot be written back; a copy that cannot be written later
+// makes Status fail.
+func OpenSharedCopy(local Store, rawURL, copyPath string) (*Shared, error) {
 	c, err := redisconn.Open(rawURL)
 	if err != nil {
 		return nil, fmt.Errorf("ended delegations: %w", err)
 	}
 	s := &Shared{Store: local, url: redisconn.Redact(rawURL), c: c}
+	var seed map[string]string
+	if copyPath != "" {
+		seed, err = loadEndedCopy(copyPath)
+		if err != nil {
+			c.Close()
+			return nil, fmt.Errorf("the durable copy of the ended-delegation set: %w", err)
+		}
+		s.durable = &endedCopy{path: copyPath, copied: map[string]bool{}, opening: true, pending: map[string]string{}}
+		for k := range seed {
+			s.durable.copied[k] = true
+		}
+	}
 	s.copy, err = redisset.Open(c, redisset.Options{
 		What: "ended-delegation set " + s.url, Hash: endedHash, Channel: endedChannel,
 		Check: checkEnded,
+		// In the durable copy before it is in force, as a revocation is.
+		OnAdd: func(field, value string) {
+			if s.durable != nil {
+				s.durable.keep(map[string]string{field: value})
+			}
+		},
+		Seed: seed,
 		// Grow-only: an ending this proxy knows and the set lost (a
 		// FLUSHALL, a restart without persistence, a failover to a
 		// replica that had not received it) is written back.
@@ -58,7 +93,21 @@ func OpenShared(local Store, rawURL string) (*Shared, error) {
 		c.Close()
 		return nil, err
 	}
+	if s.durable != nil {
+		if err := s.durable.opened(); err != nil {
+			s.copy.Close()
+			c.Close()
+			return nil, err
+		}
+	}
 	return s, nil
+}
+
+// StateCopyName is the file name, in a state directory, of the durable
+// copy of the ended-delegation set at rawURL: named by its host and
+// database, not its password or parameters.
+func StateCopyName(rawURL string) string {
+	return redisconn.StateName(rawURL, ".ended.json")
 }
 
 // checkEnded checks an entry of the set: a delegation key (or, written
@@ -85,7 +134,7 @@ func (s *Shared) Status(key string) (Status, bool, error) {
 		// looked up with StatusByID.
 		return st, recorded, nil
 	}
-	v, ok, err := s.copy.Get(key)
+	v, ok, err := s.get(key)
 	if err != nil {
 		return "", false, err
 	}
@@ -93,6 +142,18 @@ func (s *Shared) Status(key string) (Status, bool, error) {
 		return Status(v), true, nil
 	}
 	return st, recorded, nil
+}
+
+// get reads the set's copy; an error also when the durable copy cannot be
+// written (the set is then only as durable as Redis).
+func (s *Shared) get(field string) (string, bool, error) {
+	if s.durable != nil {
+		if err := s.durable.Err(); err != nil {
+			// Refused as the set's own failure is, with the cause.
+			return "", false, &redisconn.UnavailableError{What: "ended-delegation set " + s.url, Err: err}
+		}
+	}
+	return s.copy.Get(field)
 }
 
 // StatusByID reports an entry the set holds under a delegation ID, as a
@@ -105,7 +166,7 @@ func (s *Shared) StatusByID(id string) (Status, bool, error) {
 	if !ValidDelegationID(id) {
 		return "", false, nil
 	}
-	v, ok, err := s.copy.Get(id)
+	v, ok, err := s.get(id)
 	if err != nil {
 		return "", false, err
 	}
@@ -168,10 +229,21 @@ func (s *Shared) Revoke(id string, at time.Time) ([]string, error) {
 	return changed, s.share(StatusRevoked, changed...)
 }
 
-// share records endings in the set. An error says that the ending is
-// recorded here but not shared.
+// share records endings in the durable copy and the set. An error says
+// that the ending is recorded here but not shared, or not kept by the
+// machine.
 func (s *Shared) share(st Status, ids ...string) error {
-	return shareEnded(s.c, s.url, st, ids...)
+	var kept error
+	if s.durable != nil && len(ids) > 0 {
+		m := make(map[string]string, len(ids))
+		for _, id := range ids {
+			m[id] = string(st)
+		}
+		// Before the set: an ending the set loses before this proxy's copy
+		// reads it back is still on the machine.
+		kept = s.durable.keep(m)
+	}
+	return errors.Join(shareEnded(s.c, s.url, st, ids...), kept)
 }
 
 func shareEnded(c redisconn.Client, url string, st Status, ids ...string) error {

@@ -29,6 +29,14 @@
 // contract must be issued by a principal that signed a block of the token.
 // See CheckBinding for what "grant" means.
 //
+// # Decomposition
+//
+// Decompose splits a contract into a signed Plan of sub-tasks (the
+// DelegateOS reference's DecompositionPlan, made enforceable): a child
+// contract and an attenuated token per sub-task, validated against the
+// parent token and contract. PlanDir keeps plans in a workspace, where
+// the proxy's gate enforces their dependencies and budgets.
+//
 // # Storage
 //
 // A Store holds contracts by ID and never replaces one with different

@@ -18,3 +18,15 @@ const (
 	// maxTimestampLen bounds createdAt and deadline before they are parsed.
 	maxTimestampLen = 64
 )
+
+// Decomposition plan limits.
+const (
+	// MaxPlanSize bounds a plan file, signed or as written by people.
+	MaxPlanSize = 1 << 20
+	// MaxSubTasks bounds the sub-tasks of a plan and the dependencies of one.
+	MaxSubTasks = 64
+	// MaxSubTaskIDLen bounds a sub-task ID.
+	MaxSubTaskIDLen = 64
+	// MaxDescriptionLen bounds a sub-task's description in bytes.
+	MaxDescriptionLen = 16 << 10
+)

@@ -2,12 +2,17 @@ package metrics
 
 import (
 	"net/http"
+	"runtime"
+	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
+	"github.com/delegateos/delegateos/dct"
+	"github.com/delegateos/delegateos/policy"
 	"github.com/delegateos/delegateos/proxy"
 )
 
@@ -26,7 +31,29 @@ type Metrics struct {
 	decisionLatency *prometheus.HistogramVec
 	upstreamLatency *prometheus.HistogramVec
 	spend           prometheus.Counter
+	toolCalls       *prometheus.CounterVec
+	// tools are the tool names counted under their own label (Tools);
+	// set before the first decision, only read after.
+	tools map[string]bool
 }
+
+// OtherTool is the tool label of every tool the policy does not name
+// exactly, so that a client cannot add label values by naming tools.
+const OtherTool = "other"
+
+// maxToolLabels bounds the tools counted under their own label.
+const maxToolLabels = 256
+
+// methods are the method labels, and results the decision results: every
+// combination is exported from the start, at zero.
+var (
+	methods = []string{proxy.MethodToolsCall, proxy.MethodResourcesRead, proxy.MethodResourcesSubscribe,
+		proxy.MethodPromptsGet, proxy.MethodCompletionComplete, proxy.MethodSubscriptionsListen, "other"}
+	results = []string{"allowed", "denied", string(dct.Malformed), string(dct.Revoked), string(dct.InvalidSignature),
+		string(dct.AttenuationViolation), string(dct.Expired), string(dct.BudgetExceeded), string(dct.CapabilityNotGranted),
+		string(proxy.RateLimited), string(proxy.StoreUnavailable), string(proxy.StoreReset), string(proxy.EvidenceUnavailable),
+		string(proxy.ApprovalDeclined), string(proxy.ApprovalUnavailable), string(proxy.ToolNotPinned)}
+)
 
 var _ proxy.Observer = (*Metrics)(nil)
 
@@ -52,10 +79,53 @@ func New() *Metrics {
 			Namespace: namespace, Name: "spend_committed_microcents_total",
 			Help: "What settled calls were charged, in microcents.",
 		}),
+		toolCalls: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Namespace: namespace, Name: "tool_calls_total",
+			Help: "tools/call decisions by tool (the tools the policy names exactly; any other is \"other\") and result (allowed or denied).",
+		}, []string{"tool", "result"}),
+		tools: map[string]bool{},
 	}
-	m.Registry.MustRegister(m.decisions, m.decisionLatency, m.upstreamLatency, m.spend,
+	m.Registry.MustRegister(m.decisions, m.decisionLatency, m.upstreamLatency, m.spend, m.toolCalls,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	for _, meth := range methods {
+		for _, r := range results {
+			m.decisions.WithLabelValues(meth, r)
+		}
+		m.decisionLatency.WithLabelValues(meth)
+		m.upstreamLatency.WithLabelValues(meth)
+	}
+	m.toolCalls.WithLabelValues(OtherTool, "allowed")
+	m.toolCalls.WithLabelValues(OtherTool, "denied")
 	return m
+}
+
+// BuildInfo registers delegateos_build_info: 1, labelled with the
+// version, the Go version and the VCS revision the binary was built from.
+// Call it once.
+func (m *Metrics) BuildInfo(version, revision string) {
+	g := prometheus.NewGauge(prometheus.GaugeOpts{Namespace: namespace, Name: "build_info",
+		Help:        "Always 1; its labels say which build of delegateos is running.",
+		ConstLabels: prometheus.Labels{"version": version, "goversion": runtime.Version(), "revision": revision}})
+	g.Set(1)
+	m.Registry.MustRegister(g)
+}
+
+// Tools counts the tools pol's tool map names exactly (a rule's match
+// without glob characters) under their own label in tool_calls_total, at
+// most the first 256; every other tool is counted as OtherTool. Call it
+// before the first decision.
+func (m *Metrics) Tools(pol *policy.Policy) {
+	for _, r := range pol.Tools {
+		if len(m.tools) >= maxToolLabels {
+			break
+		}
+		if r.Match == "" || !utf8.ValidString(r.Match) || strings.ContainsAny(r.Match, "*?[]{}\\") {
+			continue
+		}
+		m.tools[r.Match] = true
+		m.toolCalls.WithLabelValues(r.Match, "allowed")
+		m.toolCalls.WithLabelValues(r.Match, "denied")
+	}
 }
 
 // Handler serves the metrics in the Prometheus exposition format.
@@ -87,6 +157,17 @@ func (m *Metrics) Decided(req *proxy.CallRequest, d *proxy.Decision) {
 	}
 	m.decisions.WithLabelValues(meth, result).Inc()
 	m.decisionLatency.WithLabelValues(meth).Observe(d.Latency.Seconds())
+	if meth == proxy.MethodToolsCall {
+		tool := OtherTool
+		if m.tools[req.Tool] {
+			tool = req.Tool
+		}
+		allowed := "allowed"
+		if !d.Allowed {
+			allowed = "denied"
+		}
+		m.toolCalls.WithLabelValues(tool, allowed).Inc()
+	}
 }
 
 // Settled implements proxy.Observer.

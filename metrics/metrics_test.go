@@ -70,16 +70,24 @@ func TestGateDecisionsCounted(t *testing.T) {
 			t.Errorf("decisions{%s,%s} = %v, want %v", c.method, c.result, got, c.want)
 		}
 	}
-	if n := testutil.CollectAndCount(m.decisionLatency); n != 2 {
-		t.Errorf("%d latency series, want 2 (tools/call, resources/read)", n)
+	text := exposition(m)
+	for _, want := range []string{
+		`delegateos_decision_duration_seconds_count{method="tools/call"} 3`,
+		`delegateos_decision_duration_seconds_count{method="resources/read"} 1`,
+		`delegateos_decision_duration_seconds_count{method="prompts/get"} 0`,
+	} {
+		if !strings.Contains(text, want) {
+			t.Errorf("exposition lacks %q", want)
+		}
 	}
 	// The allowed call was settled with cost 0 (the default policy's);
 	// its upstream time was observed under its method.
 	if got := testutil.ToFloat64(m.spend); got != 0 {
 		t.Errorf("spend %v", got)
 	}
-	if n := testutil.CollectAndCount(m.upstreamLatency); n != 1 {
-		t.Errorf("%d upstream latency series, want 1", n)
+	if text := exposition(m); !strings.Contains(text, `delegateos_upstream_duration_seconds_count{method="tools/call"} 1`) ||
+		!strings.Contains(text, `delegateos_upstream_duration_seconds_count{method="resources/read"} 0`) {
+		t.Errorf("upstream latency:\n%s", grep(text, "upstream_duration_seconds_count"))
 	}
 	d = g.Decide(proxy.CallRequest{Tool: "echo", Token: tok})
 	g.Settle(&d, 0, true) // released: not charged, still timed
@@ -158,4 +166,61 @@ func grep(text, s string) string {
 		}
 	}
 	return strings.Join(out, "\n")
+}
+
+// Every metric is exported before anything happens (at zero), so that a
+// dashboard or alert sees a series from the start; tool calls are counted
+// per tool only for the tools the policy names exactly, so a client
+// cannot add series by calling tools by made-up names.
+func TestMetricsPresentFromStartAndToolsBounded(t *testing.T) {
+	m := New()
+	m.BuildInfo("v1.2.3", "abc123")
+	pol := policy.Default()
+	pol.Tools = []policy.Rule{{Match: "read_file"}, {Match: "write_*"}, {Match: "echo"}, {Match: "x\xff"}}
+	m.Tools(pol)
+	text := exposition(m)
+	for _, want := range []string{
+		`delegateos_decisions_total{method="tools/call",result="allowed"} 0`,
+		`delegateos_decisions_total{method="resources/read",result="budget_exceeded"} 0`,
+		`delegateos_decisions_total{method="tools/call",result="store_reset"} 0`,
+		`delegateos_decision_duration_seconds_count{method="prompts/get"} 0`,
+		`delegateos_upstream_duration_seconds_count{method="tools/call"} 0`,
+		`delegateos_spend_committed_microcents_total 0`,
+		`delegateos_tool_calls_total{result="allowed",tool="read_file"} 0`,
+		`delegateos_tool_calls_total{result="denied",tool="echo"} 0`,
+		`delegateos_tool_calls_total{result="allowed",tool="other"} 0`,
+		`delegateos_build_info{goversion="go`,
+		`revision="abc123",version="v1.2.3"} 1`,
+	} {
+		if !strings.Contains(text, want) {
+			t.Errorf("exposition at start lacks %q", want)
+		}
+	}
+	if strings.Contains(text, `tool="write_*"`) {
+		t.Error("a glob rule became a tool label")
+	}
+	for _, tool := range []string{"echo", "made_up_1", "made_up_2", "write_file"} {
+		m.Decided(&proxy.CallRequest{Method: proxy.MethodToolsCall, Tool: tool}, &proxy.Decision{Allowed: true})
+	}
+	m.Decided(&proxy.CallRequest{Tool: "echo"}, &proxy.Decision{Denial: &proxy.Denial{Type: dct.Expired}})
+	text = exposition(m)
+	for _, want := range []string{
+		`delegateos_tool_calls_total{result="allowed",tool="echo"} 1`,
+		`delegateos_tool_calls_total{result="denied",tool="echo"} 1`,
+		`delegateos_tool_calls_total{result="allowed",tool="other"} 3`,
+	} {
+		if !strings.Contains(text, want) {
+			t.Errorf("exposition lacks %q:\n%s", want, grep(text, "tool_calls"))
+		}
+	}
+	if strings.Contains(text, "made_up") || strings.Contains(text, `tool="write_file"`) {
+		t.Error("a tool the policy does not name became a label")
+	}
+}
+
+func exposition(m *Metrics) string {
+	rec := httptest.NewRecorder()
+	m.Handler().ServeHTTP(rec, httptest.NewRequest("GET", Path, nil))
+	b, _ := io.ReadAll(rec.Body)
+	return string(b)
 }

@@ -16,6 +16,9 @@ type Error struct {
 	File string
 	// Line is 1-based; 0 when the problem has no line (an empty document).
 	Line int
+	// Column is 1-based, in characters; 0 when not known (it is given
+	// for YAML syntax errors).
+	Column int
 	// Key locates the value, e.g. "tools[1].cost"; "" for the document.
 	Key string
 	Msg string
@@ -24,10 +27,14 @@ type Error struct {
 func (e *Error) Error() string {
 	var b strings.Builder
 	switch {
+	case e.File != "" && e.Line > 0 && e.Column > 0:
+		fmt.Fprintf(&b, "%s:%d:%d: ", e.File, e.Line, e.Column)
 	case e.File != "" && e.Line > 0:
 		fmt.Fprintf(&b, "%s:%d: ", e.File, e.Line)
 	case e.File != "":
 		fmt.Fprintf(&b, "%s: ", e.File)
+	case e.Line > 0 && e.Column > 0:
+		fmt.Fprintf(&b, "line %d, column %d: ", e.Line, e.Column)
 	case e.Line > 0:
 		fmt.Fprintf(&b, "line %d: ", e.Line)
 	}

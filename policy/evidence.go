@@ -20,19 +20,25 @@ type ReceiptsConfig struct {
 	// IncludeResults puts a response's result in clear into its execution
 	// receipt; by default only the response's SHA-256 is.
 	IncludeResults bool
+	// SignEach signs every receipt on its own, as well as the audit log's
+	// checkpoints (which sign the Merkle tree of every receipt), for
+	// consumers that read receipts one by one.
+	SignEach bool
 }
 
 func (ps *parser) receipts(n *yaml.Node, key string, out *ReceiptsConfig) {
 	if n.Kind != yaml.MappingNode {
-		ps.errorf(n, key, "must be a mapping with include_arguments and include_results (true or false)")
+		ps.errorf(n, key, "must be a mapping with include_arguments, include_results and sign_each (true or false)")
 		return
 	}
-	ps.mapping(n, key, []string{"include_arguments", "include_results"}, func(k string, v *yaml.Node) {
+	ps.mapping(n, key, []string{"include_arguments", "include_results", "sign_each"}, func(k string, v *yaml.Node) {
 		switch k {
 		case "include_arguments":
 			ps.boolean(v, key+"."+k, &out.IncludeArguments)
 		case "include_results":
 			ps.boolean(v, key+"."+k, &out.IncludeResults)
+		case "sign_each":
+			ps.boolean(v, key+"."+k, &out.SignEach)
 		}
 	})
 }

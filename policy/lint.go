@@ -45,6 +45,8 @@ func (w *Warning) String() string {
 
 // Lint loads the policy file at path as Load does, and also returns its
 // warnings, looking at this machine where the file names something on it:
+//   - a file that sets nothing (empty, comments only, or null): as with
+//     roots: [], every call is denied;
 //   - roots given as an empty list while calls without a token are
 //     refused: no token can be verified, so every call is denied (unless
 //     the proxy is given --root);
@@ -65,6 +67,11 @@ func Lint(path string) (*Policy, []*Warning, error) {
 	var ws []*Warning
 	warn := func(key, format string, args ...any) {
 		ws = append(ws, &Warning{File: path, Line: lines[key], Key: key, Msg: fmt.Sprintf(format, args...)})
+	}
+	if len(lines) == 0 {
+		// Nothing set: every call is denied for want of roots, as with
+		// roots: [], and every tool needs mcp:<tool>:*.
+		ws = append(ws, &Warning{File: path, Msg: "the file sets nothing, so every setting is its default: no roots, so no token can be verified and every call is denied, and no rules, so each tool needs " + DefaultNamespace + ":<tool>:*; write a starter policy with 'delegateos policy init --out FILE -- UPSTREAM_COMMAND', or give the proxy --root"})
 	}
 	if _, given := lines["roots"]; given && len(p.Roots) == 0 && !p.AllowUnauthenticated {
 		warn("roots", "the list is empty, so no token can be verified and every call is denied; list the principal IDs (or did:keys) of the keys that mint your tokens, or give them to the proxy with --root")

@@ -37,12 +37,18 @@ func parse(data []byte, dir string) (*Policy, map[string]int, error) {
 		return nil, nil, Errors{err}
 	}
 	p := Default()
-	ps := &parser{dir: dir, lines: map[string]int{}}
+	ps := &parser{dir: dir, lines: map[string]int{}, rel: map[string]string{}}
 	if root == nil || isNull(root) {
 		return p, ps.lines, nil
 	}
 	ps.policy(root, p)
 	ps.checkMaxCosts(p.DefaultCost)
+	if len(ps.rel) > 0 {
+		p.relative = ps.rel
+	}
+	if p.StateDir != "" {
+		p.UseStateDir(p.StateDir)
+	}
 	if len(ps.errs) > 0 {
 		slices.SortStableFunc(ps.errs, func(a, b *Error) int { return a.Line - b.Line })
 		return nil, nil, ps.errs
@@ -65,12 +71,12 @@ func decodeDocument(data []byte) (root *yaml.Node, perr *Error) {
 		if errors.Is(err, io.EOF) {
 			return nil, nil
 		}
-		return nil, syntaxError(err)
+		return nil, syntaxError(data, err)
 	}
 	var extra yaml.Node
 	if err := dec.Decode(&extra); !errors.Is(err, io.EOF) {
 		if err != nil {
-			return nil, syntaxError(err)
+			return nil, syntaxError(data, err)
 		}
 		return nil, &Error{Line: extra.Line, Msg: "a policy file holds one YAML document; remove the second"}
 	}
@@ -82,14 +88,71 @@ func decodeDocument(data []byte) (root *yaml.Node, perr *Error) {
 
 var yamlLine = regexp.MustCompile(`^yaml: line (\d+): (.*)$`)
 
-// syntaxError turns yaml.v3's "yaml: line N: msg" into an Error at line N.
-func syntaxError(err error) *Error {
+// syntaxError turns yaml.v3's "yaml: line N: msg" into an Error at line N,
+// and the column syntaxColumn finds there.
+func syntaxError(data []byte, err error) *Error {
 	msg := err.Error()
 	if m := yamlLine.FindStringSubmatch(msg); m != nil {
 		line, _ := strconv.Atoi(m[1])
-		return &Error{Line: line, Msg: "not valid YAML: " + m[2]}
+		return &Error{Line: line, Column: syntaxColumn(data, line, m[2]), Msg: "not valid YAML: " + m[2]}
 	}
 	return &Error{Msg: "not valid YAML: " + strings.TrimPrefix(msg, "yaml: ")}
+}
+
+// syntaxColumn is the 1-based column (in characters) on line of data where
+// the YAML problem msg is, or 0. yaml.v3 names only the line: the column
+// is found from what the message says is wrong, else it is where the
+// line's content starts.
+func syntaxColumn(data []byte, line int, msg string) int {
+	lines := strings.Split(string(data), "\n")
+	if line < 1 || line > len(lines) {
+		return 0
+	}
+	text := strings.TrimRight(lines[line-1], "\r")
+	at := -1 // byte offset in text
+	switch {
+	case strings.Contains(msg, "cannot start any token"):
+		// A tab in the indentation, or a reserved character (@, `).
+		at = strings.IndexAny(text, "\t@`")
+	case strings.Contains(msg, "did not find expected") && strings.ContainsAny(text, "[{"):
+		// A flow collection that is not closed: where it opens.
+		at = lastUnclosed(text)
+	case strings.Contains(msg, "mapping values are not allowed"):
+		// The colon that would start a mapping where none may be.
+		for i := len(text) - 1; i >= 0; i-- {
+			if text[i] == ':' && (i == len(text)-1 || text[i+1] == ' ' || text[i+1] == '\t') {
+				at = i
+				break
+			}
+		}
+	}
+	if at < 0 {
+		at = len(text) - len(strings.TrimLeft(text, " \t"))
+		if at == len(text) {
+			return 0
+		}
+	}
+	return utf8.RuneCountInString(text[:at]) + 1
+}
+
+// lastUnclosed is the offset of the last [ or { on text that no ] or }
+// after it closes (quotes ignored), or -1.
+func lastUnclosed(text string) int {
+	var open []int
+	for i := 0; i < len(text); i++ {
+		switch text[i] {
+		case '[', '{':
+			open = append(open, i)
+		case ']', '}':
+			if len(open) > 0 {
+				open = open[:len(open)-1]
+			}
+		}
+	}
+	if len(open) == 0 {
+		return -1
+	}
+	return open[len(open)-1]
 }
 
 // parser walks the YAML node tree so that every problem keeps its line.
@@ -101,6 +164,8 @@ type parser struct {
 	// maxCosts are the max_cost values to compare with their rules' cost
 	// once default_cost, which may come later in the file, is known.
 	maxCosts []maxCostCheck
+	// rel holds the paths written relative, by key, as written.
+	rel map[string]string
 }
 
 type maxCostCheck struct {
@@ -118,7 +183,7 @@ func (ps *parser) errorf(n *yaml.Node, key, format string, args ...any) {
 
 var topKeys = []string{"roots", "tools", "resources", "prompts", "default_cost", "allow_unauthenticated", "honour_upstream_cost",
 	"revocation_list", "spend_store", "max_frame_bytes", "log", "workspace", "judge", "reputation", "upstream_user", "rate",
-	"tool_pins", "proxy_key", "audit_log", "receipts", "ended_delegations", "require_signature", "methods"}
+	"tool_pins", "proxy_key", "audit_log", "receipts", "ended_delegations", "require_signature", "methods", "state_dir"}
 
 func (ps *parser) policy(n *yaml.Node, p *Policy) {
 	if n.Kind != yaml.MappingNode {
@@ -179,6 +244,8 @@ func (ps *parser) policy(n *yaml.Node, p *Policy) {
 				// A directory of logs, one per process: the slash says so.
 				p.AuditLog += "/"
 			}
+		case "state_dir":
+			ps.path(v, key, &p.StateDir)
 		case "receipts":
 			ps.receipts(v, key, &p.Receipts)
 		case "require_signature":
@@ -311,6 +378,7 @@ func (ps *parser) path(n *yaml.Node, key string, out *string) {
 		return
 	}
 	if !filepath.IsAbs(s) {
+		ps.rel[key] = s
 		s = filepath.Join(ps.dir, s)
 	}
 	*out = s

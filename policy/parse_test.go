@@ -254,8 +254,12 @@ func TestParseErrors(t *testing.T) {
 		{"not a mapping", "- roots\n", []string{`line 1: the policy must be a mapping of keys (roots, tools,`}},
 		{"scalar document", "hello\n", []string{`line 1: the policy must be a mapping of keys`}},
 		{"non-string key", "5: x\n", []string{`line 1: keys must be plain names`}},
-		{"syntax error", "roots: [\n", []string{`line 1: not valid YAML: did not find expected node content`}},
-		{"tab indentation", "log:\n\tlevel: info\n", []string{`line 2: not valid YAML: found character that cannot start any token`}},
+		{"syntax error", "roots: [\n", []string{`line 1, column 8: not valid YAML: did not find expected node content`}},
+		{"tab indentation", "log:\n\tlevel: info\n", []string{`line 2, column 1: not valid YAML: found character that cannot start any token`}},
+		{"reserved character", "roots: [a]\nlog: {file: @x}\n", []string{`line 2, column 13: not valid YAML: found character that cannot start any token`}},
+		{"mapping in a value", "roots: []\nlog: a: b\n", []string{`line 2, column 7: not valid YAML: mapping values are not allowed in this context`}},
+		{"unclosed flow mapping", "roots: []\ntools: [{match: a,\n", []string{`line 2, column 9: not valid YAML: did not find expected node content`}},
+		{"indented key", "roots: []\n  tools: []\n", []string{`line 1, column 1: not valid YAML: did not find expected key`}},
 		{"two documents", "roots: []\n---\ntools: []\n", []string{`line 2: a policy file holds one YAML document`}},
 		{"upstream user with two colons", "upstream_user: a:b:c\n", []string{`line 1: upstream_user: must be USER or USER:GROUP (names or numeric IDs), e.g. nobody`}},
 		{"upstream user without user", "upstream_user: \":g\"\n", []string{`line 1: upstream_user: must be USER or USER:GROUP`}},
@@ -347,7 +351,7 @@ func TestLoad(t *testing.T) {
 		t.Fatal(err)
 	}
 	_, err = Load(path)
-	if err == nil || err.Error() != path+":2: bogus: unknown key; known keys here: roots, tools, resources, prompts, default_cost, allow_unauthenticated, honour_upstream_cost, revocation_list, spend_store, max_frame_bytes, log, workspace, judge, reputation, upstream_user, rate, tool_pins, proxy_key, audit_log, receipts, ended_delegations, require_signature, methods" {
+	if err == nil || err.Error() != path+":2: bogus: unknown key; known keys here: roots, tools, resources, prompts, default_cost, allow_unauthenticated, honour_upstream_cost, revocation_list, spend_store, max_frame_bytes, log, workspace, judge, reputation, upstream_user, rate, tool_pins, proxy_key, audit_log, receipts, ended_delegations, require_signature, methods, state_dir" {
 		t.Errorf("Load error = %v", err)
 	}
 	var pe *Error

@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"strings"
 	"time"
 )
 
@@ -100,6 +101,13 @@ type Policy struct {
 	// contain.
 	ProxyKey string
 	AuditLog string
+	// StateDir, when set, is where the files the gate writes are kept
+	// when the policy names them by relative paths (StatePaths): the
+	// policy's own directory may be read-only (/etc under systemd's
+	// ProtectSystem). See UseStateDir.
+	StateDir string
+	// relative holds the paths the policy wrote relative, by key.
+	relative map[string]string
 	Receipts ReceiptsConfig
 	// RequireSignature makes delegateos serve require an AVP-Sig v2
 	// signature by the token's holder on every HTTP request
@@ -245,4 +253,44 @@ func load(path string) (*Policy, map[string]int, error) {
 		}
 	}
 	return p, lines, err
+}
+
+// StatePaths are the keys of the files the gate writes as it runs: a
+// relative path under one of them is resolved against the state directory
+// when one is set, instead of the policy's directory. The files it only
+// reads (tool_pins, proxy_key) stay beside the policy.
+var StatePaths = []string{"revocation_list", "spend_store", "audit_log", "workspace", "log.file"}
+
+// UseStateDir resolves the relative paths of StatePaths against dir
+// (made absolute) instead of the policy's directory, and sets StateDir.
+// Paths written absolute, and Redis URLs, are kept.
+func (p *Policy) UseStateDir(dir string) error {
+	abs, err := filepath.Abs(dir)
+	if err != nil {
+		return err
+	}
+	p.StateDir = abs
+	for _, key := range StatePaths {
+		rel, ok := p.relative[key]
+		if !ok {
+			continue
+		}
+		path := filepath.Join(abs, rel)
+		switch key {
+		case "revocation_list":
+			p.RevocationList = path
+		case "spend_store":
+			p.SpendStore = path
+		case "audit_log":
+			if strings.HasSuffix(rel, "/") {
+				path += "/" // a directory of logs, one per process
+			}
+			p.AuditLog = path
+		case "workspace":
+			p.Workspace = path
+		case "log.file":
+			p.Log.File = path
+		}
+	}
+	return nil
 }

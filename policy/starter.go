@@ -17,7 +17,18 @@ type StarterTool struct {
 	Description string
 	// InputSchema is the tool's JSON Schema for its arguments.
 	InputSchema json.RawMessage
+	// ReadOnly is the tool's readOnlyHint annotation: it says it changes
+	// nothing. Without the annotation a tool may change things, as MCP
+	// defines.
+	ReadOnly bool
 }
+
+// The actions of a starter policy's rules: a token granting
+// mcp:read:* may call every tool that says it only reads.
+const (
+	StarterReadAction  = "read"
+	StarterWriteAction = "write"
+)
 
 // Starter describes the starter policy WriteStarter writes.
 type Starter struct {
@@ -57,9 +68,8 @@ func WriteStarter(w io.Writer, s Starter) error {
 	} else {
 		b.WriteString("tools:\n")
 	}
-	seen := map[string]bool{}
-	for _, t := range s.Tools {
-		writeStarterRule(&b, ns, t, seen)
+	for _, g := range starterGroups(&b, s.Tools) {
+		writeStarterRule(&b, ns, g)
 	}
 	b.WriteString(starterFooter)
 	_, err := io.WriteString(w, b.String())
@@ -90,6 +100,12 @@ roots: []
 #   cost       microcents per call; without it, default_cost
 #   max_cost   with honour_upstream_cost, the most a call may be charged
 #              when the upstream reports its cost (at least cost)
+# The tools are grouped by what they say of themselves: those annotated
+# readOnlyHint are one rule (action read), the others another (action
+# write), each split by the argument that names their resource. The
+# annotation is the server's own claim: check that each read-only tool
+# only reads. Give a tool a rule of its own, above these, to grant or
+# price it apart.
 # A tool no rule matches needs mcp:<tool name>:* and costs default_cost.
 # Only tools the token could call are shown to the client.
 `
@@ -148,37 +164,96 @@ log:
   level: info
 `
 
-func writeStarterRule(b *strings.Builder, ns string, t StarterTool, seen map[string]bool) {
-	name := t.Name
-	action := strings.ReplaceAll(name, ":", "_")
-	match := quoteMeta(name)
-	var skip string
-	switch {
-	case name == "" || !utf8.ValidString(name) || strings.ContainsRune(name, 0):
-		skip = "its name is empty, not UTF-8 or contains NUL"
-	case seen[name]:
-		skip = "listed twice; the first rule covers it"
-	case len(match) > MaxMatchLen:
-		skip = "its name is too long for a rule"
-	case checkName(action) != nil:
-		skip = "its name cannot be an action: " + checkName(action).Error()
+// starterGroup is the tools one starter rule covers: all read-only or all
+// not, with the same resource argument ("" for none).
+type starterGroup struct {
+	readOnly bool
+	arg      string
+	tools    []StarterTool
+	match    string
+}
+
+// starterGroups sorts the tools into rules, read-only ones first, in the
+// order the server listed them; a tool that cannot be matched is named in
+// a comment on b instead.
+func starterGroups(b *strings.Builder, tools []StarterTool) []*starterGroup {
+	var groups []*starterGroup
+	seen := map[string]bool{}
+	for _, t := range tools {
+		name := t.Name
+		var skip string
+		switch {
+		case name == "" || !utf8.ValidString(name) || strings.ContainsRune(name, 0):
+			skip = "its name is empty, not UTF-8 or contains NUL"
+		case seen[name]:
+			skip = "listed twice; the first rule covers it"
+		case len(quoteMeta(name))+2 > MaxMatchLen:
+			skip = "its name is too long for a rule"
+		}
+		seen[name] = true
+		if skip != "" {
+			fmt.Fprintf(b, "  # tool %s: no rule, %s\n", comment(name, 80), skip)
+			continue
+		}
+		arg := resourceArg(t.InputSchema)
+		var g *starterGroup
+		for _, c := range groups {
+			// A rule's match grows by the name and a comma; a full one
+			// leaves the next tool to a rule of its own.
+			if c.readOnly == t.ReadOnly && c.arg == arg && len(c.match)+len(braceItem(name))+1 <= MaxMatchLen-2 {
+				g = c
+			}
+		}
+		if g == nil {
+			g = &starterGroup{readOnly: t.ReadOnly, arg: arg}
+			groups = append(groups, g)
+		}
+		if g.match != "" {
+			g.match += ","
+		}
+		g.match += braceItem(name)
+		g.tools = append(g.tools, t)
 	}
-	seen[name] = true
-	if skip != "" {
-		fmt.Fprintf(b, "  # tool %s: no rule, %s\n", comment(name, 80), skip)
-		return
+	slices.SortStableFunc(groups, func(a, b *starterGroup) int {
+		switch {
+		case a.readOnly == b.readOnly:
+			return 0
+		case a.readOnly:
+			return -1
+		}
+		return 1
+	})
+	return groups
+}
+
+// braceItem is a tool name as one alternative of a {a,b} glob: its glob
+// syntax and its commas escaped.
+func braceItem(name string) string {
+	return strings.ReplaceAll(quoteMeta(name), ",", `\,`)
+}
+
+func writeStarterRule(b *strings.Builder, ns string, g *starterGroup) {
+	action, what := StarterWriteAction, "tools that may change things (no readOnlyHint)"
+	if g.readOnly {
+		action, what = StarterReadAction, "read-only tools (readOnlyHint)"
 	}
-	if d := comment(t.Description, 100); d != "" {
-		fmt.Fprintf(b, "  # %s: %s\n", comment(name, 80), d)
+	fmt.Fprintf(b, "  # %s: a token granting %s:%s:... calls them all\n", what, ns, action)
+	for _, t := range g.tools {
+		if d := comment(t.Description, 100); d != "" {
+			fmt.Fprintf(b, "  #   %s: %s\n", comment(t.Name, 80), d)
+		} else {
+			fmt.Fprintf(b, "  #   %s\n", comment(t.Name, 80))
+		}
 	}
-	if action != name {
-		fmt.Fprintf(b, "  # the action is the tool's name with ':' written as '_'\n")
+	match := quoteMeta(g.tools[0].Name)
+	if len(g.tools) > 1 {
+		match = "{" + g.match + "}"
 	}
 	fmt.Fprintf(b, "  - match: %s\n    namespace: %s\n    action: %s\n", quote(match), quote(ns), quote(action))
-	if arg := resourceArg(t.InputSchema); arg != "" {
-		fmt.Fprintf(b, "    # the resource is the %q argument: the first string argument in the\n", arg)
-		fmt.Fprintf(b, "    # tool's input schema named %s\n", orList(ResourceArgs))
-		fmt.Fprintf(b, "    resource: {arg: %s}\n", quote("/"+escapeToken(arg)))
+	if g.arg != "" {
+		fmt.Fprintf(b, "    # the resource is the %q argument: the first string argument in the\n", g.arg)
+		fmt.Fprintf(b, "    # tools' input schemas named %s\n", orList(ResourceArgs))
+		fmt.Fprintf(b, "    resource: {arg: %s}\n", quote("/"+escapeToken(g.arg)))
 	} else {
 		fmt.Fprintf(b, "    resource: \"*\"\n")
 	}

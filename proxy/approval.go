@@ -284,7 +284,7 @@ func (s *session) hold(p *pending, h header, cp *callParams, frame []byte) bool 
 	// bytes forwarded.
 	s.upSeq++
 	p.up = s.upSeq
-	fwd := s.forwardBytes(frame, h, cp, p.up)
+	fwd := s.forwardBytes(frame, h, cp, p.up, p)
 	sum := sha256.Sum256(fwd)
 	hc := &heldCall{p: p, fwd: fwd, token: s.callToken(cp)}
 	hc.outcome = ApprovalOutcome{
@@ -320,14 +320,9 @@ func (s *session) hold(p *pending, h header, cp *callParams, frame []byte) bool 
 }
 
 // forwardBytes is the frame as forward would queue it.
-func (s *session) forwardBytes(frame []byte, h header, cp *callParams, up int64) []byte {
-	edits := []edit{{from: h.idAt, to: h.idAt + len(h.id), with: strconv.AppendInt(nil, up, 10)}}
-	if cp.strip {
-		edits = append(edits, edit{from: h.paramsAt + cp.stripFrom, to: h.paramsAt + cp.stripTo})
-		if edits[1].from < edits[0].from {
-			edits[0], edits[1] = edits[1], edits[0]
-		}
-	}
+func (s *session) forwardBytes(frame []byte, h header, cp *callParams, up int64, p *pending) []byte {
+	var buf [3]edit
+	edits := sortedEdits(s.forwardEdits(h, cp, up, p, &buf))
 	out := make([]byte, 0, len(frame)+1)
 	at := 0
 	for _, e := range edits {

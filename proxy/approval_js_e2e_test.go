@@ -7,7 +7,6 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 
 	"github.com/delegateos/delegateos/dct"
@@ -19,34 +18,11 @@ import (
 // interop/approval-js pins.
 const jsSDKVersion = "1.32.2"
 
-var (
-	jsApproverOnce sync.Once
-	jsApproverDir  string
-	jsApproverErr  error
-)
-
-// jsApprover installs interop/approval-js's pinned packages (npm ci) once
-// and returns its directory. Node.js 20+ and npm are required: without
-// them the test fails.
+// jsApprover installs interop/approval-js's pinned packages once and
+// returns its directory; without Node.js 20+ and npm the test fails.
 func jsApprover(t *testing.T) string {
 	t.Helper()
-	jsApproverOnce.Do(func() {
-		jsApproverDir = filepath.Join(mcptest.ModuleRoot(t), "interop", "approval-js")
-		installed, err := os.ReadFile(filepath.Join(jsApproverDir, "node_modules", "@modelcontextprotocol", "sdk", "package.json"))
-		var pkg struct{ Version string }
-		if err == nil && json.Unmarshal(installed, &pkg) == nil && pkg.Version == jsSDKVersion {
-			return
-		}
-		cmd := exec.Command("npm", "ci", "--no-audit", "--no-fund", "--loglevel=error")
-		cmd.Dir = jsApproverDir
-		if b, err := cmd.CombinedOutput(); err != nil {
-			jsApproverErr = &exec.Error{Name: "npm ci: " + string(b), Err: err}
-		}
-	})
-	if jsApproverErr != nil {
-		t.Fatalf("the TypeScript SDK client needs Node.js 20+ and npm: %v", jsApproverErr)
-	}
-	return jsApproverDir
+	return mcptest.NodePackages(t, "interop/approval-js", "@modelcontextprotocol/sdk", jsSDKVersion)
 }
 
 // jsReport is what approve.mjs writes.

@@ -152,7 +152,7 @@ func (s *session) holdModern(p *pending, h header, cp *callParams, frame []byte,
 	_, _ = rand.Read(r[:])
 	state := approvalStatePrefix + hex.EncodeToString(r[:])
 	s.upSeq++
-	fwd := s.forwardBytes(frame, h, cp, s.upSeq)
+	fwd := s.forwardBytes(frame, h, cp, s.upSeq, p)
 	sum := sha256.Sum256(fwd)
 	t := &roundTrip{digest: digest, fwd: fwd, up: s.upSeq,
 		asked: pending{method: p.method, target: p.target, dec: Decision{Scope: p.dec.Scope, Call: p.dec.Call}}}

@@ -54,6 +54,11 @@ type Delegations struct {
 	Revocations    interface{ Reload() error }
 	// Trust, when set, is asked whether a delegate may be given work.
 	Trust func(delegatee string, now time.Time) (ok bool, reason string, err error)
+	// Plans, when set, holds the decomposition plans of the workspace:
+	// calls and completions under a sub-task wait for its dependencies
+	// (Pending), and a delegation a plan splits completes only with its
+	// sub-tasks' completions.
+	Plans *contract.PlanDir
 	// Now is the clock; nil means time.Now.
 	Now func() time.Time
 
@@ -274,6 +279,9 @@ func (d *Delegations) Delegate(params json.RawMessage) (DelegateResult, *Binding
 	if delegator := signers[len(signers)-1]; c.Issuer != delegator {
 		return reject(RejectInvalidContract, "the contract is signed by %s, not by the delegator %s", c.Issuer, delegator), nil, nil
 	}
+	if res := d.checkPlanned(c, tok); res != nil {
+		return *res, nil, nil
+	}
 	if d.Trust != nil {
 		ok, reason, err := d.Trust(scope.Delegatee, now)
 		if err != nil {
@@ -439,6 +447,13 @@ func (d *Delegations) CompleteIn(ctx context.Context, params json.RawMessage, bo
 		// Only the delegator's own contract says what this work owed.
 		return CompleteResult{}, invalidParams("contract %s was not issued by %s, who delegated %s: send delegateos/delegate with the delegator's contract first", c.ID, del.From, del.ID)
 	}
+	if why := d.pendingFor(del); why != "" {
+		return CompleteResult{}, invalidParams("%s: %s", DependencyPending, why)
+	}
+	failedChildren, err := d.splitBy(del, a.ChildAttestations)
+	if err != nil {
+		return CompleteResult{}, err
+	}
 	if err := d.begin(del.Key); err != nil {
 		return CompleteResult{}, err
 	}
@@ -476,6 +491,11 @@ func (d *Delegations) CompleteIn(ctx context.Context, params json.RawMessage, bo
 				res.Problems = append(res.Problems, fmt.Sprintf("cost: the attestation reports %d microcents but the proxy recorded %d spent under this delegation", a.Result.CostMicrocents, spent))
 			}
 		}
+	}
+	if len(failedChildren) > 0 {
+		// A failed sub-task fails the task it was split from.
+		res.Verified = false
+		res.Problems = append(res.Problems, failedChildren...)
 	}
 	passed := res.Verified && a.Result.Success
 	now := d.now()
@@ -678,11 +698,18 @@ func (d *Delegations) ids(keys []string) []string {
 // without verifying them: use it on tokens a Verifier has accepted (such as
 // those of recorded delegations).
 func SpentUnder(store budget.Store, tok *dct.Token) int64 {
+	return store.Spent(BudgetKey(tok))
+}
+
+// BudgetKey is the key the Gate records spend under the delegation a
+// token ends with by (reading the token's fields unverified, as
+// SpentUnder).
+func BudgetKey(tok *dct.Token) string {
 	t := tok.Unverified()
 	links := []dct.ChainLink{{DelegationID: t.Authority.DelegationID}}
 	for _, a := range t.Attenuations {
 		links = append(links, dct.ChainLink{DelegationID: a.DelegationID})
 	}
 	levels := budgetLevels(&dct.AuthorizedScope{Issuer: t.Authority.Issuer, Chain: links})
-	return store.Spent(levels[len(levels)-1].Key)
+	return levels[len(levels)-1].Key
 }

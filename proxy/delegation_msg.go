@@ -8,6 +8,9 @@ const (
 	MethodDelegate = "delegateos/delegate"
 	MethodComplete = "delegateos/complete"
 	MethodRevoke   = "delegateos/revoke"
+	// MethodDecompose records a decomposition plan the session's
+	// delegate signed, splitting its own task within its token.
+	MethodDecompose = "delegateos/decompose"
 )
 
 // DelegateParams are the params of delegateos/delegate (§9.1): a signed
@@ -79,4 +82,26 @@ type RevokeResult struct {
 	RevocationID string `json:"revocationId"`
 	// Delegations are the delegations recorded as revoked because of it.
 	Delegations []string `json:"delegations,omitempty"`
+}
+
+// DecomposeParams are the params of delegateos/decompose: a signed plan
+// and, in its order, each sub-task's signed contract and token, as
+// `delegateos contract decompose` writes them.
+type DecomposeParams struct {
+	Plan      json.RawMessage   `json:"plan"`
+	Contracts []json.RawMessage `json:"contracts"`
+	DCTs      []string          `json:"dcts"`
+	// DCT is the parent token; empty means the session's (the one
+	// delegateos/delegate bound it to, or the proxy's --token).
+	DCT string `json:"dct,omitempty"`
+}
+
+// DecomposeResult answers delegateos/decompose: the plan is recorded and
+// enforced, or refused with a reason (one of the Reject reasons, or
+// dependency_pending) and details.
+type DecomposeResult struct {
+	Accepted bool   `json:"accepted"`
+	PlanID   string `json:"planId,omitempty"`
+	Reason   string `json:"reason,omitempty"`
+	Details  string `json:"details,omitempty"`
 }

@@ -110,8 +110,14 @@ func (s *session) delegationMessage(method string, id, params []byte) {
 			s.log.Info("revocation recorded", zap.String("revocation", res.RevocationID), zap.Strings("delegations", res.Delegations))
 		}
 		reply(res, err)
+	case MethodDecompose:
+		res, err := d.Decompose(params, s.sessionToken())
+		if err == nil {
+			s.log.Info("decomposition", zap.Bool("accepted", res.Accepted), zap.String("plan", res.PlanID), zap.String("reason", res.Reason), zap.String("details", res.Details))
+		}
+		reply(res, err)
 	default:
-		reply(nil, &msgError{code: codeMethodNotFound, message: "method not found: " + method + " (the delegateos/ methods are delegate, complete and revoke)"})
+		reply(nil, &msgError{code: codeMethodNotFound, message: "method not found: " + method + " (the delegateos/ methods are delegate, complete, revoke and decompose)"})
 	}
 }
 

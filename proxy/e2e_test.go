@@ -303,20 +303,12 @@ func TestE2EDenyRevoked(t *testing.T) {
 	if out, errOut, code := mcptest.CLI(t, "revoke", "--key", e.KeyFile(e.Root), "--token", "@"+tokFile, "--block", "0", "--list", revs); code != 0 {
 		t.Fatalf("delegateos revoke: status %d\n%s%s", code, out, errOut)
 	}
-	revoked := time.Now()
-	var r mcptest.Result
-	for {
-		r = s.CallAs(t, tok.String(), "read_file", notesPath)
-		if r.Err != nil {
-			break
-		}
-		if time.Since(revoked) > time.Second {
-			t.Fatalf("the token is still accepted %v after delegateos revoke returned", time.Since(revoked))
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
-	if d := time.Since(revoked); d > time.Second {
-		t.Errorf("the revocation took %v to take effect; want at most 1s", d)
+	// The proxy looks at the list file on every call (revocation.File):
+	// the first call after delegateos revoke returned is denied, however
+	// loaded the machine (it was a poll with a one-second bound).
+	r := s.CallAs(t, tok.String(), "read_file", notesPath)
+	if r.Err == nil {
+		t.Fatal("the first call after delegateos revoke returned was allowed")
 	}
 	checkDenial(t, r, denial{typ: dct.Revoked, detail: "revoked", requested: docsRead("/project/sub/notes.md")})
 	s.CallAs(t, other.String(), "read_file", notesPath).OK(t, "another token of the same root")

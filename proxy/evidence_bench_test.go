@@ -40,22 +40,32 @@ func BenchmarkCallEvidence(b *testing.B) {
 			b.Fatalf("%d records for %d calls", d.n, b.N)
 		}
 	})
-	b.Run("evidence=audit", func(b *testing.B) {
-		s := benchSession(b)
-		k, err := identity.FromSeed(bytes.Repeat([]byte{9}, 32), "proxy")
-		if err != nil {
-			b.Fatal(err)
+	// evidence=audit is the default log, whose checkpoints alone are
+	// signed; evidence=audit-sign-each signs every receipt as well
+	// (receipts: {sign_each: true}).
+	for _, signEach := range []bool{false, true} {
+		name := "evidence=audit"
+		if signEach {
+			name += "-sign-each"
 		}
-		l, err := audit.Open(filepath.Join(b.TempDir(), "audit.log"), receipt.NewSigner(k),
-			audit.Options{Receipts: receipt.Options{PolicyHash: strings.Repeat("0", 64)}})
-		if err != nil {
-			b.Fatal(err)
-		}
-		s.cfg.Evidence = l
-		defer reportCPU(b)()
-		benchCall(b, s)
-		if err := l.Close(); err != nil {
-			b.Fatal(err)
-		}
-	})
+		b.Run(name, func(b *testing.B) {
+			s := benchSession(b)
+			k, err := identity.FromSeed(bytes.Repeat([]byte{9}, 32), "proxy")
+			if err != nil {
+				b.Fatal(err)
+			}
+			l, err := audit.Open(filepath.Join(b.TempDir(), "audit.log"), receipt.NewSigner(k),
+				audit.Options{Receipts: receipt.Options{PolicyHash: strings.Repeat("0", 64)}, SignEach: signEach})
+			if err != nil {
+				b.Fatal(err)
+			}
+			s.cfg.Evidence = l
+			b.ReportAllocs()
+			defer reportCPU(b)()
+			benchCall(b, s)
+			if err := l.Close(); err != nil {
+				b.Fatal(err)
+			}
+		})
+	}
 }

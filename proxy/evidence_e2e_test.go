@@ -59,7 +59,7 @@ func logReceipts(t *testing.T, path string) ([]*receipt.Receipt, [][]byte) {
 	lines := bytes.SplitAfter(b, []byte("\n"))
 	lines = lines[:len(lines)-1]
 	for i, l := range lines {
-		r, err := receipt.Parse(bytes.TrimSuffix(l, []byte("\n")))
+		r, err := receipt.ParseEntry(bytes.TrimSuffix(l, []byte("\n")))
 		if err != nil {
 			t.Fatalf("line %d: %v", i+1, err)
 		}

@@ -5,6 +5,7 @@ package proxy_test
 import (
 	"context"
 	"crypto/ed25519"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"os/exec"
@@ -292,7 +293,9 @@ func TestClusterEveryStore(t *testing.T) {
 // A spend store named by one node's redis:// URL, a node that does not
 // hold the tree: Redis answers MOVED, and the call is refused
 // store_unavailable, saying to name the cluster — not budget_exceeded,
-// which a client would read as a budget spent.
+// which a client would read as a budget spent. When a key the store reads
+// at start (its identity) is not on that node either, which depends on the
+// cluster's slots, the proxy refuses to start, saying the same.
 func TestE2EClusterNodeURLIsNotBudgetExceeded(t *testing.T) {
 	c := redistest.StartCluster(t)
 	f := newFleetOn(t, c.URL(), 10*fleetCost, 10*fleetCost, 10*fleetCost)
@@ -306,11 +309,30 @@ func TestE2EClusterNodeURLIsNotBudgetExceeded(t *testing.T) {
 	}
 	pol := f.policy("")
 	pol.SpendStore = other.URL()
-	p := f.e.StartProxy(mcptest.ProxyOptions{Policy: pol, Token: f.a})
-	s := p.Connect(mcptest.SessionOptions{})
-	r := s.Call(t, "echo", map[string]any{"text": "x"})
-	typ, detail := denialData(r)
-	if typ != string(proxy.StoreUnavailable) || !strings.Contains(detail, "redis+cluster://") {
-		t.Fatalf("a call through a node that does not hold the tree: %s (%s), want store_unavailable naming redis+cluster://; %+v", typ, detail, r)
+	p := f.e.StartProxy(mcptest.ProxyOptions{Policy: pol, Token: f.a, WantExit: func(code int) bool { return code == 0 || code == 2 }})
+	c2 := newLineClient(t, p)
+	c2.send(`{"jsonrpc":"2.0","id":"init","method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"raw","version":"0"}}}`)
+	init, ok := c2.until(mcptest.CallTimeout, func(l string) bool { return strings.Contains(l, `"id":"init"`) })
+	if !ok || strings.Contains(init, `"error"`) {
+		// Not started (no answer, or an error answer to initialize).
+		if !p.WaitExit(mcptest.WaitTimeout) {
+			t.Fatalf("no answer to initialize, and the proxy is running: %q", init)
+		}
+		if p.ExitCode() != 2 || !strings.Contains(p.Stderr.String()+init, "redis+cluster://") {
+			t.Fatalf("the proxy stopped with status %d, %s %s; want it to name redis+cluster://", p.ExitCode(), p.Stderr.String(), init)
+		}
+		return
+	}
+	c2.send(`{"jsonrpc":"2.0","method":"notifications/initialized"}`)
+	c2.send(`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"echo","arguments":{"text":"x"}}}`)
+	r := c2.response()
+	var m struct {
+		Error struct {
+			Data struct{ Type, Detail string }
+		}
+	}
+	_ = json.Unmarshal([]byte(r), &m)
+	if m.Error.Data.Type != string(proxy.StoreUnavailable) || !strings.Contains(m.Error.Data.Detail, "redis+cluster://") {
+		t.Fatalf("a call through a node that does not hold the tree: %s, want store_unavailable naming redis+cluster://", r)
 	}
 }

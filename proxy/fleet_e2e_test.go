@@ -16,6 +16,7 @@ import (
 	"github.com/delegateos/delegateos/dct"
 	"github.com/delegateos/delegateos/identity"
 	"github.com/delegateos/delegateos/internal/mcptest"
+	"github.com/delegateos/delegateos/internal/redisset"
 	"github.com/delegateos/delegateos/internal/redistest"
 	"github.com/delegateos/delegateos/proxy"
 )
@@ -329,12 +330,25 @@ func fleetRevocationWithinASecond(t *testing.T, f *fleet) {
 				// trip costs.
 				called := time.Since(start)
 				r := s.Call(t, "echo", map[string]any{"text": "after"})
-				if typ, _ := denialData(r); typ == string(dct.Revoked) {
+				typ, _ := denialData(r)
+				if typ == string(dct.Revoked) {
 					lat[i] = called
 					return
 				}
-				if time.Since(start) > 10*time.Second {
-					t.Errorf("proxy %d still allows the revoked token after 10s", i)
+				// What holds however loaded the machine: a call begun
+				// more than redisset.StaleAfter (a second) after the
+				// revoke returned is never allowed; a proxy that has
+				// not heard from Redis since refuses it
+				// (store_unavailable). How soon the push arrives is
+				// measured, not asserted: a bound on it holds only on
+				// a machine with time to spare.
+				allowed := r.Err == nil && r.RPC == nil && r.Res != nil && !r.Res.IsError
+				if allowed && called-revoked > redisset.StaleAfter {
+					t.Errorf("proxy %d allowed a call begun %v after the revoke returned", i, called-revoked)
+					return
+				}
+				if time.Since(start) > mcptest.CallTimeout {
+					t.Errorf("proxy %d still allows the revoked token after %v", i, mcptest.CallTimeout)
 					return
 				}
 			}
@@ -342,11 +356,4 @@ func fleetRevocationWithinASecond(t *testing.T, f *fleet) {
 	}
 	wg.Wait()
 	t.Logf("delegateos revoke returned after %v; denied at the proxies after %v", revoked, lat)
-	for i, d := range lat {
-		// Measured from the start of the revoke command, which includes
-		// starting the binary.
-		if d-revoked > time.Second {
-			t.Errorf("proxy %d denied the revoked token %v after the revoke returned, over a second", i, d-revoked)
-		}
-	}
 }

@@ -32,6 +32,15 @@ type Gate struct {
 	// link's Key: anyone may give a delegation of her own another's ID,
 	// but not its key (Delegations.Ended).
 	Ended func(link dct.ChainLink) (status string, ended bool)
+	// Pending, when set, says why calls under a verified chain must wait
+	// ("" when they need not): a sub-task of a decomposition plan waits
+	// for the sub-tasks it depends on to complete (Delegations.Pending).
+	Pending func(scope *dct.AuthorizedScope) string
+	// Hold, when set, may lower the limits of a call's budget levels by
+	// what is set aside for others (Delegations.Hold: the unspent
+	// allotments of a plan's sub-tasks); it returns a new slice when it
+	// changes any.
+	Hold func(scope *dct.AuthorizedScope, levels []budget.Level, spent func(key string) int64) []budget.Level
 	// HonourUpstreamCost reserves each call's MaxCost rather than its Cost,
 	// because the upstream may report what the call cost (up to that).
 	HonourUpstreamCost bool
@@ -316,6 +325,11 @@ func (g *Gate) decideAt(req *CallRequest, start time.Time) (d Decision) {
 			}
 		}
 	}
+	if g.Pending != nil {
+		if why := g.Pending(scope); why != "" {
+			return deny(DependencyPending, scope.Capabilities, "%s", why)
+		}
+	}
 	if den := g.eachTarget(req, call, mapErr, scope, false); den != nil {
 		d.Denial = den
 		return d
@@ -364,6 +378,9 @@ func (g *Gate) decideAt(req *CallRequest, start time.Time) (d Decision) {
 		}
 		d.Denial = den
 		return d
+	}
+	if g.Hold != nil {
+		levels = g.Hold(scope, levels, g.Budget.Spent)
 	}
 	r, err := g.Budget.Reserve(levels, reserve)
 	if err != nil {

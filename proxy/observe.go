@@ -15,6 +15,7 @@ const ObserveBanner = "delegateos proxy: OBSERVE MODE — decisions are logged, 
 // to be forwarded, holding no decision, so that nothing settles or charges
 // it and it gets no second line. It reports whether to forward.
 func (s *session) refuse(p *pending, d *Decision) bool {
+	spanDecided(p, d, !s.cfg.Observe)
 	s.decided(p, d)
 	if !s.cfg.Observe {
 		s.deny(p, d)

@@ -30,6 +30,13 @@ type callParams struct {
 	// decodes with encoding/json would read it as that member, which the
 	// gate did not see: a gated request that has one is refused.
 	variant string
+	// open is where the params object's '{' is; members counts its
+	// members. meta is params._meta's value (in any letter case, as a
+	// server decoding with encoding/json reads it) and metaAt where it
+	// starts: tracing propagates its trace context through it (trace.go).
+	open, members int
+	meta          []byte
+	metaAt        int
 }
 
 // gatedMembers are the names readCallParams finds for the gate.
@@ -69,6 +76,7 @@ func readCallParams(b []byte) (callParams, error) {
 	var cp callParams
 	s := scanner{b: b}
 	s.ws()
+	cp.open = s.i
 	if !s.eat('{') {
 		return cp, errParamsNotObject
 	}
@@ -106,6 +114,10 @@ func readCallParams(b []byte) (callParams, error) {
 				return cp, &repeatedMemberError{name: dup}
 			}
 			v := b[start:s.i]
+			cp.members++
+			if len(name) == len("_meta") && bytes.EqualFold(name, []byte("_meta")) {
+				cp.meta, cp.metaAt = v, start
+			}
 			switch string(name) {
 			case "name":
 				cp.name = v

@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"sync"
 	"time"
+
+	"go.opentelemetry.io/otel/trace"
 )
 
 // pending is a client request forwarded to the upstream and not yet answered.
@@ -31,7 +33,13 @@ type pending struct {
 	// needed none.
 	approval *ApprovalOutcome
 	ev       callEvidence
-	idBuf    [20]byte // id's storage when it fits, saving an allocation per call
+	// span is the gated request's span and upSpan its upstream call's,
+	// when tracing is on (trace.go); traceparent is what the request is
+	// forwarded with in params._meta, empty when nothing is propagated.
+	span, upSpan trace.Span
+	traceparent  []byte
+	tpBuf        [traceparentLen]byte
+	idBuf        [20]byte // id's storage when it fits, saving an allocation per call
 }
 
 // pendingPool recycles the pending requests the relay answered: one is
@@ -49,6 +57,9 @@ func newPending(key requestID, id []byte, method string) *pending {
 // p is out of the pending table, settled, and nothing it owns (its id is
 // stored in p) is still to be written.
 func (p *pending) free() {
+	if p.span != nil {
+		endSpans(p, "")
+	}
 	*p = pending{}
 	pendingPool.Put(p)
 }

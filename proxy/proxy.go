@@ -16,6 +16,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"go.opentelemetry.io/otel/trace"
 	"go.uber.org/zap"
 
 	"github.com/delegateos/delegateos/policy"
@@ -63,6 +64,8 @@ type Config struct {
 	// Evidence, when set, is handed every decision and every forwarded
 	// call's end, for signed receipts (evidence.go).
 	Evidence Evidence
+	// Tracer, when set, traces every gated request (trace.go).
+	Tracer trace.Tracer
 }
 
 // UpstreamExitError reports that the upstream server exited while the
@@ -222,7 +225,14 @@ func Run(ctx context.Context, cfg Config, clientIn io.Reader, clientOut io.Write
 			return s.shutdown(up, waitDone)
 		case werr := <-waitDone:
 			interrupted = true
-			s.failPending("the upstream MCP server exited before answering")
+			// What the exit status was, the client is told; what the
+			// upstream said on its way out may hold what the gate keeps
+			// from clients, so it stays in the log.
+			status := "exited"
+			if werr != nil {
+				status = werr.Error()
+			}
+			s.failPending("the upstream MCP server exited before answering (" + status + "); its standard error is in delegateos's log")
 			log.Error("upstream exited", zap.Error(werr))
 			return &UpstreamExitError{Err: werr}
 		}
@@ -671,6 +681,7 @@ func (s *session) settle(p *pending, cost int64, release bool, outcome string, l
 		cost = 0
 	}
 	s.executed(p, cost, outcome)
+	spanSettled(p, cost, outcome)
 	lb.settled(p.method, p.target, p.decision, cost, time.Since(p.start), outcome, release)
 }
 

@@ -97,6 +97,15 @@ func TestE2ERedAuditKilledProxyLogRecovered(t *testing.T) {
 	}
 	second := int64(len(lines) - 3 + 1)
 	restart("3", second)
+	// The recovery checkpoint extends the tree of what was left, but the
+	// log is no extension of its copy taken before the cut.
+	afterCopy := filepath.Join(e.Dir, "after-first-restart.log")
+	if err := os.WriteFile(afterCopy, after, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if out, _, code := mcptest.CLI(t, "audit", "consistency", afterCopy, logPath, "--key-id", did); code != 1 || !strings.Contains(out, "not an extension") {
+		t.Fatalf("audit consistency of the log cut and restarted with its earlier copy (%d):\n%s", code, out)
+	}
 	out, _, code = mcptest.CLI(t, "audit", "verify", logPath, "--key-id", did, "--json")
 	var rep struct {
 		OK      bool
@@ -150,7 +159,7 @@ func TestE2ERedAuditHugeTargetHasReceipt(t *testing.T) {
 	}
 	reads := 0
 	for _, l := range bytes.Split(bytes.TrimSuffix(b, []byte("\n")), []byte("\n")) {
-		r, err := receipt.Parse(l)
+		r, err := receipt.ParseEntry(l)
 		if err != nil {
 			continue
 		}
@@ -205,7 +214,7 @@ func TestE2ERedAuditHashesOfBytesOnTheWire(t *testing.T) {
 	b := readFile(t, logPath)
 	var x *receipt.ExecutionBody
 	for _, l := range bytes.Split(bytes.TrimSuffix(b, []byte("\n")), []byte("\n")) {
-		r, err := receipt.Parse(l)
+		r, err := receipt.ParseEntry(l)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -157,6 +157,9 @@ func (s *session) clientRequest(h header, frame []byte) {
 			p.free()
 			return
 		}
+		if p.span != nil {
+			s.spanForward(p, h.method)
+		}
 		if s.needsApproval(p) && s.hold(p, h, &cp, frame) {
 			return
 		}
@@ -173,15 +176,15 @@ func (s *session) clientRequest(h header, frame []byte) {
 	up := s.upSeq
 	p.up = up
 	if p.ev.decision != nil {
-		var buf [2]edit
-		s.noteForwarded(p, frame, s.forwardEdits(h, &cp, up, &buf))
+		var buf [3]edit
+		s.noteForwarded(p, frame, s.forwardEdits(h, &cp, up, p, &buf))
 	}
 	s.mu.Lock()
 	s.pending.put(p)
 	s.mu.Unlock()
 	// From here the server's pump may take p (an upstream can guess the
 	// number): p is read only under the lock.
-	if err := s.forward(frame, h, &cp, up); err != nil {
+	if err := s.forward(frame, h, &cp, up, p); err != nil {
 		// The upstream may already have answered a request it guessed the
 		// id of, so the call is settled only if it is still pending.
 		s.mu.Lock()
@@ -199,15 +202,22 @@ func (s *session) clientRequest(h header, frame []byte) {
 }
 
 // forward queues a client request or notification for the upstream, with
-// its id replaced by up (when up is not 0) and params._delegateos cut out.
-func (s *session) forward(frame []byte, h header, cp *callParams, up int64) error {
-	var edits [2]edit
-	return s.toServer.queueEdited(frame, s.forwardEdits(h, cp, up, &edits))
+// its id replaced by up (when up is not 0), params._delegateos cut out and,
+// when p is traced, its upstream span's traceparent in params._meta.
+func (s *session) forward(frame []byte, h header, cp *callParams, up int64, p *pending) error {
+	var edits [3]edit
+	return s.toServer.queueEdited(frame, s.forwardEdits(h, cp, up, p, &edits))
 }
 
-// forwardEdits are forward's edits, made in buf.
-func (s *session) forwardEdits(h header, cp *callParams, up int64, buf *[2]edit) []edit {
+// forwardEdits are forward's edits, made in buf. An insertion comes
+// before the cut that may start where it is made (edits are applied in
+// order of where they start, ties as given).
+func (s *session) forwardEdits(h header, cp *callParams, up int64, p *pending, buf *[3]edit) []edit {
 	n := 0
+	if e, ok := traceEdit(p, h, cp); ok {
+		buf[n] = e
+		n++
+	}
 	if up != 0 {
 		buf[n] = edit{from: h.idAt, to: h.idAt + len(h.id), with: strconv.AppendInt(s.upText[:0], up, 10)}
 		n++
@@ -288,6 +298,9 @@ func (s *session) gate(p *pending, cp *callParams, params []byte) bool {
 		req.Arguments = forwardedParams(params, cp)
 	}
 	p.target = req.Target()
+	if s.cfg.Tracer != nil {
+		s.startSpan(p, &req, cp.meta)
+	}
 	s.noteArguments(p, req.Arguments)
 	d, bad := readDelegateos(cp.delegateos)
 	if bad != "" {
@@ -298,6 +311,7 @@ func (s *session) gate(p *pending, cp *callParams, params []byte) bool {
 		// Refused in observe mode too: nothing is forwarded without its
 		// receipt, whatever the policy would decide.
 		refused := s.cfg.Gate.Refuse(req, EvidenceUnavailable, "the audit log cannot be written, so no request is allowed without its receipt; see the proxy's log")
+		spanDecided(p, &refused, true)
 		s.decided(p, &refused)
 		s.deny(p, &refused)
 		return false
@@ -316,6 +330,7 @@ func (s *session) gate(p *pending, cp *callParams, params []byte) bool {
 	if !p.dec.Allowed {
 		return s.refuse(p, &p.dec)
 	}
+	spanDecided(p, &p.dec, true)
 	// An allowed call's line is written when it settles, with what it
 	// cost and how it ended.
 	p.decision = &p.dec
@@ -480,7 +495,7 @@ func (s *session) clientNotification(h header, frame []byte) {
 		s.cancelled(h, frame, &cp)
 		return
 	}
-	if err := s.forward(frame, h, &cp, 0); err != nil {
+	if err := s.forward(frame, h, &cp, 0, nil); err != nil {
 		s.log.Warn("forwarding a notification failed", zap.String("method", h.method), zap.Error(err))
 	}
 }

@@ -6,6 +6,7 @@ package proxy_test
 // fixed (see store_rt2_redteam_test.go for those still open).
 
 import (
+	"context"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -13,7 +14,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/delegateos/delegateos/dct"
 	"github.com/delegateos/delegateos/internal/mcptest"
+	"github.com/delegateos/delegateos/proxy"
 )
 
 // seenFiles returns the *.seen.json files of the test's state directory.
@@ -126,5 +129,222 @@ func TestE2EFaultStaleGenerationProxyKeepsNewerCounts(t *testing.T) {
 	f.sameAsUpstreams([]*mcptest.Process{pB, pA, pC}, total)
 	if total > 30 {
 		t.Errorf("an idle old-generation proxy's exit replaced the kept counts; Redis back on a snapshot of %d calls: the restarted proxy forwarded %d more (%d on 30), then %s: %s; want store_reset", b+n, more, total, typ, detail)
+	}
+}
+
+// R2-3. The same Redis named two ways (127.0.0.1 and localhost): the
+// state files were named by the URL's host as written, so a proxy
+// restarted with the other spelling knew no counts and accepted an older
+// snapshot (50 calls on 30). The counts are kept under the store's
+// identity, which the snapshot keeps, so any spelling finds them.
+func TestE2EFaultOtherSpellingOfTheSameServer(t *testing.T) {
+	f := newFleet(t, 30*fleetCost, 30*fleetCost, 30*fleetCost)
+	p1, s1 := f.start(f.a, "", nil)
+	n, _, _ := rtDrain(t, s1, 10)
+	f.rtSettled()
+	snap := f.rtSnapshot()
+	m, _, _ := rtDrain(t, s1, 40)
+	f.rtSettled()
+	rtStop(t, p1)
+	f.rtRestore(snap)
+	pol := f.policy("")
+	pol.SpendStore = strings.Replace(pol.SpendStore, "127.0.0.1", "localhost", 1)
+	pol.RevocationList = strings.Replace(pol.RevocationList, "127.0.0.1", "localhost", 1)
+	if pol.SpendStore == f.policy("").SpendStore {
+		t.Fatalf("store URL %s has no 127.0.0.1", pol.SpendStore)
+	}
+	p2 := f.e.StartProxy(mcptest.ProxyOptions{Policy: pol, Token: f.a})
+	s2 := p2.Connect(mcptest.SessionOptions{})
+	more, typ, detail := rtDrain(t, s2, 40)
+	total := n + m + more
+	f.sameAsUpstreams([]*mcptest.Process{p1, p2}, total)
+	want := fmt.Sprintf("counts %d calls, fewer than the %d this proxy saw", n, n+m)
+	if total > 30 || more != 0 || typ != string(proxy.StoreReset) || !strings.Contains(detail, want) {
+		t.Errorf("the same Redis as localhost, back on a snapshot of %d calls: the restarted proxy forwarded %d more (%d on 30), then %s: %s; want none, store_reset (%s)", n, more, total, typ, detail, want)
+	}
+}
+
+// R2-1, the file deleted: a machine that saw the store always has its
+// counts file (written at the first start, empty if need be), and its
+// index of the store's identity says so, so a deleted file is not taken
+// for "no counts": the restarted proxy refuses to start.
+func TestE2EFaultDeletedSeenFileRefused(t *testing.T) {
+	f := newFleet(t, 30*fleetCost, 30*fleetCost, 30*fleetCost)
+	p1, s1 := f.start(f.a, "", nil)
+	n, _, _ := rtDrain(t, s1, 10)
+	f.rtSettled()
+	snap := f.rtSnapshot()
+	m, _, _ := rtDrain(t, s1, 40)
+	f.rtSettled()
+	rtStop(t, p1)
+	for _, p := range f.seenFiles() {
+		if err := os.Remove(p); err != nil {
+			t.Fatal(err)
+		}
+	}
+	f.rtRestore(snap)
+	p2 := f.e.StartProxy(mcptest.ProxyOptions{Policy: f.policy(""), Token: f.a, LogToStderr: true, WantExit: func(code int) bool { return code == 2 }})
+	if !p2.WaitExit(mcptest.WaitTimeout) {
+		t.Fatal("the proxy started on a deleted seen.json")
+	}
+	if !strings.Contains(p2.Stderr.String(), "is gone (deleted)") || !strings.Contains(p2.Stderr.String(), "store init --reset") {
+		t.Errorf("the refusal does not say the seen file is gone and what to run: %s", p2.Stderr.String())
+	}
+	f.sameAsUpstreams([]*mcptest.Process{p1}, n+m)
+}
+
+// R2-5. Two fleets (two roots) share a Redis. Only fleet 1's tree loses
+// its keys (deleted by hand, evicted): fleet 1's proxies refuse
+// store_reset, and the refusal names the tree's root and the command that
+// lifts that tree alone; fleet 2's intact tree goes on, in its running
+// proxy and in one started after the loss was found (the whole store
+// used to be marked reset, so every new proxy of every fleet refused).
+func TestE2EFaultOneTreesLossLeavesAnotherFleet(t *testing.T) {
+	f1 := newFleet(t, 30*fleetCost, 30*fleetCost, 30*fleetCost)
+	f2 := newFleet(t, 30*fleetCost, 30*fleetCost, 30*fleetCost)
+	f2.srv, f2.url = f1.srv, f1.url
+	_, s1 := f1.start(f1.a, "", nil)
+	_, s2 := f2.start(f2.a, "", nil)
+	rtDrain(t, s1, 5)
+	rtDrain(t, s2, 5)
+	f1.rtSettled()
+	f2.rtSettled()
+	ctx := context.Background()
+	c := f1.srv.Client()
+	root1 := f1.e.Root.ID()
+	keys, err := c.Keys(ctx, "delegateos:spend:{"+root1+"}:*").Result()
+	if err != nil || len(keys) == 0 {
+		t.Fatalf("tree 1's spend keys: %v %v", keys, err)
+	}
+	if err := c.Del(ctx, keys...).Err(); err != nil {
+		t.Fatal(err)
+	}
+	typ, detail := denialData(s1.Call(t, "echo", map[string]any{"text": "tree 1 after"}))
+	want := "store init --store URL --reset --root " + root1
+	if typ != string(proxy.StoreReset) || !strings.Contains(detail, want) || !strings.Contains(detail, "fewer than the 5 this proxy saw") {
+		t.Fatalf("tree 1 after its keys were deleted: %s: %s; want store_reset naming the count lost and %q", typ, detail, want)
+	}
+	if typ, detail := denialData(s2.Call(t, "echo", map[string]any{"text": "tree 2, running proxy"})); typ != "" {
+		t.Errorf("tree 2's running proxy after tree 1's loss: %s: %s", typ, detail)
+	}
+	_, s3 := f2.start(f2.a, "", nil)
+	if typ, detail := denialData(s3.Call(t, "echo", map[string]any{"text": "tree 2, new proxy"})); typ != "" {
+		t.Errorf("tree 2 (intact) in a proxy started after tree 1 lost its keys: %s: %s; want it forwarded (only tree 1 lost data)", typ, detail)
+	}
+	_, s4 := f1.start(f1.a, "", nil)
+	if typ, detail := denialData(s4.Call(t, "echo", map[string]any{"text": "tree 1, new proxy"})); typ != string(proxy.StoreReset) || !strings.Contains(detail, want) {
+		t.Errorf("tree 1 in a proxy started after its loss was found: %s: %s; want store_reset naming %q", typ, detail, want)
+	}
+	// Fleet 1's operator accepts the loss of its tree alone.
+	if out, errs, code := mcptest.CLI(t, "store", "init", "--store", f1.srv.URL(), "--reset", "--root", root1); code != 0 {
+		t.Fatalf("store init --reset --root: %d %s %s", code, out, errs)
+	}
+	for i, s := range []*mcptest.Session{s1, s4, s2, s3} {
+		if typ, detail := denialData(s.Call(t, "echo", map[string]any{"text": "after init --reset --root"})); typ != "" {
+			t.Errorf("session %d after store init --reset --root %s: %s: %s; want it forwarded", i+1, root1, typ, detail)
+		}
+	}
+	if u := f2.usage()[f2.key(1)]; u.Calls != 9 {
+		t.Errorf("tree 2 counts %d calls, want the 9 forwarded", u.Calls)
+	}
+}
+
+// R2-6. store recover given the audit logs of only some of the fleet's
+// proxies (a machine's log not at hand) lifts the reset; the proxy whose
+// log was left out saw the root's count at 20, and adopting the
+// recovery's generation used to forget that count, so it spent its calls
+// again (40 on 30). A recovery now keeps the counts (only store init
+// --reset forgets them): that proxy finds the rebuilt count short, refuses
+// store_reset saying to give every proxy's log, and the recovery run
+// again with both logs lets the fleet spend exactly the rest.
+func TestE2EFaultRecoverWithSomeLogsOnly(t *testing.T) {
+	f := newFleet(t, 30*fleetCost, 30*fleetCost, 30*fleetCost)
+	log1 := filepath.Join(f.e.Dir, "audit-1.log")
+	log2 := filepath.Join(f.e.Dir, "audit-2.log")
+	p1, s1 := f.start(f.a, "proxy_key: "+f.e.KeyFile(mcptest.NewKey(t, "p1"))+"\naudit_log: "+log1+"\n", nil)
+	p2, s2 := f.start(f.a, "proxy_key: "+f.e.KeyFile(mcptest.NewKey(t, "p2"))+"\naudit_log: "+log2+"\n", nil)
+	n1, _, _ := rtDrain(t, s1, 10)
+	n2, _, _ := rtDrain(t, s2, 10)
+	f.rtSettled()
+	if err := f.srv.Client().FlushAll(context.Background()).Err(); err != nil {
+		t.Fatal(err)
+	}
+	for i, s := range []*mcptest.Session{s1, s2} {
+		if typ, detail := denialData(s.Call(t, "echo", map[string]any{"text": "after the flush"})); typ != string(proxy.StoreReset) {
+			t.Fatalf("proxy %d after the flush: %s: %s, want store_reset", i+1, typ, detail)
+		}
+	}
+	if out, errs, code := mcptest.CLI(t, "store", "recover", "--store", f.srv.URL(), "--root", f.e.Root.ID(), "--audit", log1); code != 0 {
+		t.Fatalf("store recover with proxy 1's log: exit %d, %s%s", code, out, errs)
+	}
+	more, typ, detail := rtDrain(t, s2, 40)
+	want := fmt.Sprintf("counts %d calls, fewer than the %d this proxy saw", n1, n1+n2)
+	if more != 0 || typ != string(proxy.StoreReset) || !strings.Contains(detail, want) || !strings.Contains(detail, "audit logs of every proxy of the fleet") {
+		t.Fatalf("store recover with proxy 1's log only: proxy 2, which saw %d calls on the root, forwarded %d more, then %s: %s; want none, store_reset (%s, give every proxy's log)", n1+n2, more, typ, detail, want)
+	}
+	if typ, detail := denialData(s1.Call(t, "echo", map[string]any{"text": "proxy 1 after proxy 2 found the rebuild short"})); typ != string(proxy.StoreReset) {
+		t.Errorf("proxy 1 after proxy 2 found the rebuild short: %s: %s, want store_reset", typ, detail)
+	}
+	if out, errs, code := mcptest.CLI(t, "store", "recover", "--store", f.srv.URL(), "--root", f.e.Root.ID(), "--audit", log1, "--audit", log2); code != 0 {
+		t.Fatalf("store recover with both logs: exit %d, %s%s", code, out, errs)
+	}
+	more, typ, detail = rtDrain(t, s2, 40)
+	total := n1 + n2 + more
+	f.rtSettled()
+	f.sameAsUpstreams([]*mcptest.Process{p1, p2}, total)
+	if total != 30 || typ != string(dct.BudgetExceeded) {
+		t.Errorf("after store recover with both logs: %d forwarded in all on 30, then %s: %s; want exactly 30, then budget_exceeded", total, typ, detail)
+	}
+}
+
+// R2-7. Generations were wall-clock milliseconds, and a proxy adopts an
+// operator's generation only when it is after the one it saw. The store
+// was made by a proxy whose clock ran an hour ahead (here: its identity
+// hash written as such a proxy writes it). Redis is flushed and the
+// operator, on another machine, runs store init --reset before any proxy
+// noticed: the store has no identity, and the operator's clock gives a
+// generation an hour before the proxies'. Each further init --reset used
+// to add 1 ms: the fleet stayed wedged until the operator's clock passed
+// the old generation. Now the proxies refuse it saying so, record the
+// generation they saw in the store, and the operator's next init --reset
+// gives a generation after it, which running and new proxies adopt.
+func TestE2EFaultOperatorClockBehind(t *testing.T) {
+	f := newFleet(t, 30*fleetCost, 30*fleetCost, 30*fleetCost)
+	ctx := context.Background()
+	c := f.srv.Client()
+	ahead := time.Now().Add(time.Hour).UnixMilli()
+	if err := c.HSet(ctx, "delegateos:store", "id", "0123456789abcdef01234567", "g", ahead, "by", "proxy").Err(); err != nil {
+		t.Fatal(err)
+	}
+	_, s := f.start(f.a, "", nil)
+	if n, typ, detail := rtDrain(t, s, 5); n != 5 {
+		t.Fatalf("before the flush: %d forwarded, then %s: %s", n, typ, detail)
+	}
+	f.rtSettled()
+	if err := c.FlushAll(ctx).Err(); err != nil {
+		t.Fatal(err)
+	}
+	initReset := func() {
+		t.Helper()
+		if out, errs, code := mcptest.CLI(t, "store", "init", "--store", f.srv.URL(), "--reset"); code != 0 {
+			t.Fatalf("store init --reset: %d %s %s", code, out, errs)
+		}
+	}
+	initReset()
+	want := fmt.Sprintf("the store now records that a proxy saw generation %d, so an operator who accepts the loss runs store init --reset (or store recover) again", ahead)
+	typ, detail := denialData(s.Call(t, "echo", map[string]any{"text": "after an init --reset from behind"}))
+	if typ != string(proxy.StoreReset) || !strings.Contains(detail, "which an operator wrote") || !strings.Contains(detail, want) {
+		t.Fatalf("a call after an init --reset whose generation is before the proxies': %s: %s; want store_reset saying %q", typ, detail, want)
+	}
+	initReset()
+	if typ, detail := denialData(s.Call(t, "echo", map[string]any{"text": "after init --reset again"})); typ != "" {
+		t.Errorf("a call after the operator's store init --reset, run again: %s: %s; want it forwarded", typ, detail)
+	}
+	_, s2 := f.start(f.a, "", nil)
+	if typ, detail := denialData(s2.Call(t, "echo", map[string]any{"text": "new proxy after init --reset"})); typ != "" {
+		t.Errorf("a proxy started after store init --reset: %s: %s; want it forwarded", typ, detail)
+	}
+	if g, err := c.HGet(ctx, "delegateos:store", "g").Int64(); err != nil || g <= ahead {
+		t.Errorf("the store's generation is %d (%v), want one after the proxies' %d", g, err, ahead)
 	}
 }

@@ -281,9 +281,11 @@ func TestRedTeamRecoverDuringBurstLosesCommits(t *testing.T) {
 			default:
 			}
 			// A store in use, not reset, is refused: that the rebuild
-			// cannot race the proxies' commits is what is tested.
+			// cannot race the proxies' commits is what is tested. (A log
+			// read while its proxy writes may end in half an entry, which
+			// the recovery refuses first: a refusal too.)
 			out, errs, code := mcptest.CLI(t, args...)
-			if code != 0 && !strings.Contains(errs, "is not in the reset state") {
+			if code != 0 && !strings.Contains(errs, "is not in the reset state") && !strings.Contains(errs, "is not a whole entry (no newline)") {
 				t.Errorf("store recover: exit %d, %s%s", code, out, errs)
 				return
 			}

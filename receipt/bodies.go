@@ -236,6 +236,10 @@ type CheckpointBody struct {
 	// every audit_checkpoint/2 and absent from an audit_checkpoint/1.
 	Recovered *bool  `json:"recovered,omitempty"`
 	At        string `json:"at"`
+	// Checkpoint, in an audit_checkpoint/3, is the C2SP tlog-checkpoint
+	// signed note of the Merkle tree of the Length entries before this
+	// one, signed by the same key (docs/receipts.md).
+	Checkpoint string `json:"checkpoint,omitempty"`
 	Position
 	Proof *Proof `json:"proof,omitempty"`
 }
@@ -430,10 +434,12 @@ func checkBody(b Body) error {
 			bad("length and head must be the entries before this one (audit_seq − 1, audit_prev)")
 		}
 		switch {
-		case b.SchemaVersion == KindCheckpoint && b.Recovered == nil:
+		case b.SchemaVersion != KindCheckpointV1 && b.Recovered == nil:
 			bad("recovered is required")
-		case b.SchemaVersion != KindCheckpoint && b.Recovered != nil:
-			bad("only an %s has recovered", KindCheckpoint)
+		case b.SchemaVersion == KindCheckpointV1 && b.Recovered != nil:
+			bad("an %s has no recovered", KindCheckpointV1)
+		case (b.SchemaVersion == KindCheckpoint) != (b.Checkpoint != ""):
+			bad("an %s, and only it, has a checkpoint", KindCheckpoint)
 		case b.IsRecovered() && b.Final:
 			bad("a checkpoint is final or recovered, not both")
 		case b.IsRecovered() && b.Length == 0:

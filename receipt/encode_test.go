@@ -11,10 +11,26 @@ import (
 // every kind, with and without optional members and proof, and for
 // strings JSON escapes in several ways.
 func TestEncodeIsCanonical(t *testing.T) {
+	for _, b := range oddBodies() {
+		want, err := canon.Marshal(b)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, err := encode(b)
+		if err != nil || string(got) != string(want) {
+			t.Errorf("encode:\n got %s\nwant %s", got, want)
+		}
+	}
+}
+
+// oddBodies are receipts of every kind, with and without their optional
+// members, their strings needing escapes of every sort.
+func oddBodies() []Body {
 	odd := "a<b>&c\"d\\e\u0001\u001f\u007f\u2028é😀\xff"
 	proof := &Proof{Type: ProofType, Cryptosuite: Cryptosuite, VerificationMethod: "did:key:z6Mk#z6Mk", ProofValue: "z" + odd}
 	pos := Position{Seq: 3, Prev: strings.Repeat("a", 64)}
 	bodies := []Body{
+		&CheckpointBody{SchemaVersion: KindCheckpoint, Length: 2, Head: odd, Recovered: new(false), At: odd, Checkpoint: odd, Position: pos, Proof: proof},
 		&DecisionBody{SchemaVersion: KindDecision},
 		&DecisionBody{SchemaVersion: KindDecision, AuditID: odd, AgentDID: odd, Action: odd, Resource: odd, Environment: odd,
 			Decision: odd, Reason: odd, PayloadHash: odd, PolicyContextHash: odd, Method: odd,
@@ -36,23 +52,11 @@ func TestEncodeIsCanonical(t *testing.T) {
 			Reason: odd, RequestedAt: odd, DecidedAt: odd, ExpiresAt: odd, EvaluatorVersion: odd, Cost: 3,
 			DelegationReceiptID: odd, DelegationReceiptHash: odd, DecisionReceiptHash: odd, AnsweredBy: odd, AnswerAction: odd,
 			AnswerHash: odd, RequestHash: odd, Position: pos, Proof: proof},
-		&CheckpointBody{SchemaVersion: KindCheckpoint, Length: 2, Head: odd, Final: true, Recovered: new(false), At: odd, Position: pos, Proof: proof},
-		&CheckpointBody{SchemaVersion: KindCheckpoint, Length: 2, Head: odd, Recovered: new(true), At: odd, Position: pos, Proof: proof},
+		&CheckpointBody{SchemaVersion: KindCheckpointV2, Length: 2, Head: odd, Final: true, Recovered: new(false), At: odd, Position: pos, Proof: proof},
+		&CheckpointBody{SchemaVersion: KindCheckpointV2, Length: 2, Head: odd, Recovered: new(true), At: odd, Position: pos, Proof: proof},
 		&CheckpointBody{SchemaVersion: KindCheckpointV1, Length: 2, Head: odd, Final: true, At: odd, Position: pos, Proof: proof},
 	}
-	for _, b := range bodies {
-		want, err := canon.Marshal(b)
-		if err != nil {
-			t.Fatal(err)
-		}
-		got, err := encode(b)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if string(got) != string(want) {
-			t.Errorf("encode:\n got %s\nwant %s", got, want)
-		}
-	}
+	return bodies
 }
 
 // withProof inserts the proof where encode would write it.
@@ -60,8 +64,8 @@ func TestWithProof(t *testing.T) {
 	p := &Proof{Type: ProofType, Cryptosuite: Cryptosuite, VerificationMethod: "v", ProofValue: "z1"}
 	for _, b := range []Body{
 		&DecisionBody{SchemaVersion: KindDecision, Reason: "r", PolicyContextHash: "h"},
-		&CheckpointBody{SchemaVersion: KindCheckpoint},
-		&CheckpointBody{SchemaVersion: KindCheckpoint, Recovered: new(true)},
+		&CheckpointBody{SchemaVersion: KindCheckpointV2},
+		&CheckpointBody{SchemaVersion: KindCheckpointV2, Recovered: new(true)},
 		&ExecutionBody{SchemaVersion: KindExecution},
 	} {
 		unsigned, at, err := encodeAt(b)
@@ -75,6 +79,26 @@ func TestWithProof(t *testing.T) {
 		}
 		if got := withProof(unsigned, at, p); string(got) != string(want) {
 			t.Errorf("withProof:\n got %s\nwant %s", got, want)
+		}
+	}
+}
+
+// The Encoder (straight into the batch for decisions and executions)
+// writes what canon.Marshal writes of a body without its proof.
+func TestEncoderAppendIsCanonical(t *testing.T) {
+	var e Encoder
+	prefix := []byte("earlier entries\n")
+	for _, b := range oddBodies() {
+		*b.proof() = nil
+		want, err := canon.Marshal(b)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for range 2 { // the second time with the encoder's buffers reused
+			got, err := e.Append(append([]byte(nil), prefix...), b)
+			if err != nil || string(got) != string(prefix)+string(want) {
+				t.Fatalf("Append:\n got %s\nwant %s%s", got, prefix, want)
+			}
 		}
 	}
 }

@@ -55,9 +55,9 @@ func samples(t testing.TB) []receipt.Body {
 		AnsweredBy: "ts-approver/1.0.0", AnswerAction: "accept", AnswerHash: strings.Repeat("c", 64), RequestHash: "sha256:" + strings.Repeat("d", 64),
 	}
 	receipt.FillHumanApproval(approval)
-	ckpt := &receipt.CheckpointBody{SchemaVersion: receipt.KindCheckpoint, Length: 3, Head: strings.Repeat("ab", 32), At: "2026-11-25T21:00:06.000Z", Final: true,
+	ckpt := &receipt.CheckpointBody{SchemaVersion: receipt.KindCheckpointV2, Length: 3, Head: strings.Repeat("ab", 32), At: "2026-11-25T21:00:06.000Z", Final: true,
 		Recovered: new(false), Position: receipt.Position{Seq: 4, Prev: strings.Repeat("ab", 32)}}
-	recovered := &receipt.CheckpointBody{SchemaVersion: receipt.KindCheckpoint, Length: 3, Head: strings.Repeat("ab", 32), At: "2026-11-25T21:00:06.000Z",
+	recovered := &receipt.CheckpointBody{SchemaVersion: receipt.KindCheckpointV2, Length: 3, Head: strings.Repeat("ab", 32), At: "2026-11-25T21:00:06.000Z",
 		Recovered: new(true), Position: receipt.Position{Seq: 4, Prev: strings.Repeat("ab", 32)}}
 	v1 := &receipt.CheckpointBody{SchemaVersion: receipt.KindCheckpointV1, Length: 3, Head: strings.Repeat("ab", 32), At: "2026-11-25T21:00:06.000Z", Final: true,
 		Position: receipt.Position{Seq: 4, Prev: strings.Repeat("ab", 32)}}
@@ -175,7 +175,7 @@ func TestParseCheckpointRecovered(t *testing.T) {
 		"recovered re-cased":    strings.Replace(recovered, `"recovered":true`, `"Recovered":true`, 1),
 		"recovered twice":       strings.Replace(recovered, `"recovered":true`, `"recovered":true,"recovered":true`, 1),
 		"recovered and final":   strings.Replace(recovered, `"final":false`, `"final":true`, 1),
-		"/1 relabelled /2":      strings.Replace(v1, receipt.KindCheckpointV1, receipt.KindCheckpoint, 1),
+		"/1 relabelled /2":      strings.Replace(v1, receipt.KindCheckpointV1, receipt.KindCheckpointV2, 1),
 		"recovered of no entry": strings.Replace(strings.Replace(recovered, `"length":3`, `"length":0`, 1), `"audit_seq":4`, `"audit_seq":1`, 1),
 	}
 	for name, in := range cases {

@@ -83,10 +83,23 @@ type Options struct {
 	IncludeArguments, IncludeResults bool
 	// BlockIDs finds a token's block IDs; nil parses each token.
 	BlockIDs BlockIDs
+	// AgentDIDs finds the did:key of a principal ID; nil converts each.
+	AgentDIDs func(principal string) string
 }
 
 // Action is AVP's dotted action for an MCP method: mcp.tools.call.
-func Action(method string) string { return "mcp." + strings.ReplaceAll(method, "/", ".") }
+func Action(method string) string {
+	// The methods of nearly every receipt, without an allocation each.
+	switch method {
+	case "tools/call":
+		return "mcp.tools.call"
+	case "resources/read":
+		return "mcp.resources.read"
+	case "prompts/get":
+		return "mcp.prompts.get"
+	}
+	return "mcp." + strings.ReplaceAll(method, "/", ".")
+}
 
 // NewUUIDURN returns a random (version 4) urn:uuid.
 func NewUUIDURN() string {
@@ -107,13 +120,26 @@ func NewUUIDURN() string {
 	return "urn:uuid:" + string(out[:])
 }
 
-func sha256Prefixed(h [32]byte) string { return "sha256:" + hex.EncodeToString(h[:]) }
+func sha256Prefixed(h [32]byte) string {
+	var out [7 + 64]byte
+	copy(out[:], "sha256:")
+	hex.Encode(out[7:], h[:])
+	return string(out[:])
+}
 
-func agentDID(s *dct.AuthorizedScope) string {
+func agentDID(s *dct.AuthorizedScope, o *Options) string {
 	if s == nil {
 		return ""
 	}
-	did, err := identity.DIDFromPrincipalID(s.Delegatee)
+	if o.AgentDIDs != nil {
+		return o.AgentDIDs(s.Delegatee)
+	}
+	return AgentDID(s.Delegatee)
+}
+
+// AgentDID is the did:key of a principal ID, or "" when it is not one.
+func AgentDID(principal string) string {
+	did, err := identity.DIDFromPrincipalID(principal)
 	if err != nil {
 		return ""
 	}
@@ -140,7 +166,7 @@ func (d *Decision) Body(o *Options) *DecisionBody {
 		d.auditID = NewUUIDURN()
 	}
 	b := &DecisionBody{
-		SchemaVersion: KindDecision, AuditID: d.auditID, AgentDID: agentDID(d.Scope),
+		SchemaVersion: KindDecision, AuditID: d.auditID, AgentDID: agentDID(d.Scope, o),
 		Action: Action(d.Method), Resource: Clip(d.Target), Environment: EnvironmentUnknown,
 		Decision: DecisionAllow, Reason: "allowed",
 		PayloadHash: sha256Prefixed(d.Payload), PolicyContextHash: o.PolicyHash,
@@ -193,7 +219,7 @@ func (e *Execution) Body(o *Options) *ExecutionBody {
 	d := e.Decision
 	b := &ExecutionBody{
 		SchemaVersion: KindExecution, ReceiptID: NewUUIDURN(), GateAuditID: d.auditID,
-		AgentDID: agentDID(d.Scope), Action: Action(d.Method), Resource: Clip(d.Target),
+		AgentDID: agentDID(d.Scope, o), Action: Action(d.Method), Resource: Clip(d.Target),
 		Environment: EnvironmentUnknown, Status: status(e.Outcome), Adapter: "mcp-stdio",
 		Operation: d.Method, RequestHash: sha256Prefixed(e.Request), DecisionReceiptHash: d.digest,
 		StartedAt: timestamp.Format(e.Started), CompletedAt: timestamp.Format(e.Completed),

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/delegateos/delegateos/internal/redisconn"
+	"github.com/delegateos/delegateos/internal/redisset"
 	"github.com/delegateos/delegateos/internal/redistest"
 )
 
@@ -23,18 +24,18 @@ func openRedisList(t testing.TB, url string) *Redis {
 	return r
 }
 
-// waitRevoked waits up to 5 s for r to report the block revoked, and
+// waitRevoked waits up to 30 s for r to report the block revoked, and
 // returns how long it took.
 func waitRevoked(t testing.TB, r *Redis, blocks, signers []string, from time.Time) time.Duration {
 	t.Helper()
-	for time.Since(from) < 5*time.Second {
+	for time.Since(from) < 30*time.Second {
 		if _, revoked, err := r.Revoked(blocks, signers); err == nil && revoked {
 			return time.Since(from)
 		}
 		time.Sleep(time.Millisecond)
 	}
 	_, _, err := r.Revoked(blocks, signers)
-	t.Fatalf("the block was not revoked within 5s (err %v)", err)
+	t.Fatalf("the block was not revoked within 30s (err %v)", err)
 	return 0
 }
 
@@ -54,10 +55,20 @@ func TestRedisRevocationReachesTheFleet(t *testing.T) {
 		t.Fatal(err)
 	}
 	appended := time.Now() // as delegateos revoke returns
+	// What holds however loaded the machine: once redisset.StaleAfter (a
+	// second) has passed since the append returned, no copy answers "not
+	// revoked" (a copy that has not heard from Redis since fails closed).
+	// How soon the push arrives is measured, not asserted: a bound on it
+	// holds only on a machine with time to spare.
+	t.Logf("the push reached proxy 0 %v after the append returned", waitRevoked(t, fleet[0], blocks, signers, appended))
+	time.Sleep(time.Until(appended.Add(redisset.StaleAfter + time.Millisecond)))
 	for i, r := range fleet {
-		if d := waitRevoked(t, r, blocks, signers, appended); d > time.Second {
-			t.Errorf("proxy %d enforced the revoke after %v, over a second", i, d)
+		if _, revoked, err := r.Revoked(blocks, signers); err == nil && !revoked {
+			t.Errorf("proxy %d answered \"not revoked\" %v after the append returned", i, time.Since(appended))
 		}
+	}
+	for _, r := range fleet {
+		waitRevoked(t, r, blocks, signers, appended)
 	}
 	// Appending it again adds nothing.
 	if err := Append(srv.URL(), testEntry(t, k, blocks[0], ScopeBlock)); err != nil {

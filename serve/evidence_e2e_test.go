@@ -52,7 +52,7 @@ func TestServeEvidenceOneAuditLog(t *testing.T) {
 	}
 	count := map[string]int{}
 	for _, line := range bytes.Split(bytes.TrimSuffix(b, []byte("\n")), []byte("\n")) {
-		r, err := receipt.Parse(line)
+		r, err := receipt.ParseEntry(line)
 		if err != nil {
 			t.Fatal(err)
 		}

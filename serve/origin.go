@@ -120,3 +120,9 @@ func (hp *hostPolicy) check(host string, origins []string) string {
 	}
 	return ""
 }
+
+// HostAllowed reports whether a Host header names a host this server
+// answers for (the listen address, the loopback names, AllowHosts):
+// handlers mounted on Mux beside the MCP endpoint check it against DNS
+// rebinding, as the endpoint does.
+func (s *Server) HostAllowed(host string) bool { return s.hosts.check(host, nil) == "" }

@@ -96,7 +96,7 @@ func receiptCounts(t *testing.T, path string) map[string]int {
 	}
 	count := map[string]int{}
 	for _, line := range bytes.Split(bytes.TrimSuffix(b, []byte("\n")), []byte("\n")) {
-		r, err := receipt.Parse(line)
+		r, err := receipt.ParseEntry(line)
 		if err != nil {
 			t.Fatal(err)
 		}

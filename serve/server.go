@@ -87,6 +87,14 @@ type Options struct {
 	// request and without a client reading any of its streams: those
 	// requests are cancelled); zero means 10 minutes.
 	IdleTimeout time.Duration
+	// AbandonTimeout is how long a session may go with no stream of its
+	// client's open (no GET stream, no POST being answered) and no
+	// request before it and its upstream are reaped: a client that went
+	// away without DELETE (the TypeScript SDK's close() and the
+	// Inspector send none) leaves its upstream for this long, not
+	// IdleTimeout. A client that keeps its GET stream open is not
+	// touched. Zero means DefaultAbandonTimeout; negative turns it off.
+	AbandonTimeout time.Duration
 	// CheckToken, when set, verifies the token of a session's
 	// Authorization header when the session starts; an error refuses the
 	// initialize with 401. The gate verifies the token again on every
@@ -120,6 +128,11 @@ type Options struct {
 	// ReadTimeout bounds reading a request's headers, and separately its
 	// body, so slow clients cannot hold connections; zero means 10s.
 	ReadTimeout time.Duration
+	// UpstreamReady, when set, says whether the upstream can be reached
+	// now: GET /readyz answers 503 while it cannot. It is called at most
+	// once a second (the answer is reused in between, so probes from
+	// strangers cost the upstream nothing more), with a 2s deadline.
+	UpstreamReady func(ctx context.Context) error
 	// Log receives lifecycle lines; nil discards.
 	Log *zap.Logger
 }
@@ -162,9 +175,13 @@ type Server struct {
 	// budgetWarned is when a refusal for want of body room was last logged.
 	budgetWarned atomic.Int64
 	calls        atomic.Int64 // requests in flight
-	restarts     atomic.Int64 // sessions whose upstream died
-	idle         chan struct{}
-	wg           sync.WaitGroup // running sessions
+	// ready is UpstreamReady's last answer and when it was asked.
+	readyMu  sync.Mutex
+	readyAt  time.Time
+	readyErr error
+	restarts atomic.Int64 // sessions whose upstream died
+	idle     chan struct{}
+	wg       sync.WaitGroup // running sessions
 }
 
 // New returns a server for opts.
@@ -207,6 +224,9 @@ func New(opts Options) (*Server, error) {
 	}
 	if opts.IdleTimeout <= 0 {
 		opts.IdleTimeout = 10 * time.Minute
+	}
+	if opts.AbandonTimeout == 0 {
+		opts.AbandonTimeout = DefaultAbandonTimeout
 	}
 	log := opts.Log
 	if log == nil {
@@ -271,9 +291,37 @@ func (s *Server) serveReady(w http.ResponseWriter, _ *http.Request) {
 	case n >= s.opts.MaxSessions:
 		w.WriteHeader(http.StatusServiceUnavailable)
 		io.WriteString(w, "at the session limit\n")
+	case s.upstreamReady() != nil:
+		w.WriteHeader(http.StatusServiceUnavailable)
+		io.WriteString(w, "the upstream cannot be reached\n")
 	default:
 		io.WriteString(w, "ready\n")
 	}
+}
+
+// upstreamReady is Options.UpstreamReady's answer, asked at most once a
+// second; a change is logged (the probe's reason is not told to the
+// unauthenticated caller of /readyz).
+func (s *Server) upstreamReady() error {
+	if s.opts.UpstreamReady == nil {
+		return nil
+	}
+	s.readyMu.Lock()
+	defer s.readyMu.Unlock()
+	if !s.readyAt.IsZero() && time.Since(s.readyAt) < time.Second {
+		return s.readyErr
+	}
+	ctx, cancel := context.WithTimeout(s.ctx, 2*time.Second)
+	defer cancel()
+	err := s.opts.UpstreamReady(ctx)
+	switch {
+	case err != nil && (s.readyErr == nil || s.readyAt.IsZero()):
+		s.log.Warn("not ready: the upstream cannot be reached", zap.Error(err))
+	case err == nil && s.readyErr != nil:
+		s.log.Info("ready: the upstream can be reached again")
+	}
+	s.readyAt, s.readyErr = time.Now(), err
+	return err
 }
 
 // Sessions is the number of open sessions.
@@ -389,12 +437,25 @@ func (s *Server) forget(sess *session) {
 	s.wg.Done()
 }
 
-// reap closes sessions idle for longer than IdleTimeout: with no request
-// in flight, or with requests in flight but no client reading any of its
-// streams (it went away without cancelling them; closing the session
-// cancels them, charged what they reserved).
+// DefaultAbandonTimeout is Options.AbandonTimeout's default: a laptop
+// whose client restarts a few times an hour keeps no more than a minute's
+// worth of forgotten upstreams (an npx server holds ~130 MB), and a client
+// without a GET stream that pauses longer starts a new session (the 404
+// tells it to).
+const DefaultAbandonTimeout = time.Minute
+
+// reap closes sessions idle for longer than IdleTimeout (with no request
+// in flight), and sessions abandoned for longer than AbandonTimeout (or
+// IdleTimeout, if that is shorter or it is off): no request, and no stream
+// of the client's open, so no client is there, with or without requests
+// in flight (closing the session cancels them, charged what they
+// reserved).
 func (s *Server) reap() {
-	tick := time.NewTicker(min(s.opts.IdleTimeout/4, time.Minute))
+	abandon := s.opts.IdleTimeout
+	if s.opts.AbandonTimeout > 0 {
+		abandon = min(abandon, s.opts.AbandonTimeout)
+	}
+	tick := time.NewTicker(min(s.opts.IdleTimeout/4, abandon/4, time.Minute))
 	defer tick.Stop()
 	for {
 		select {
@@ -402,17 +463,21 @@ func (s *Server) reap() {
 			return
 		case now := <-tick.C:
 			s.mu.Lock()
-			var idle []*session
+			var idle, abandoned []*session
 			for _, sess := range s.sessions {
 				sess.mu.Lock()
-				// A session with calls in flight is idle too when its
-				// client has left it: no request, and no stream read.
-				if (sess.inflight == 0 && now.Sub(sess.last) > s.opts.IdleTimeout) || sess.abandonedSince(now.Add(-s.opts.IdleTimeout)) {
+				switch {
+				case sess.abandonedSince(now.Add(-abandon)):
+					abandoned = append(abandoned, sess)
+				case sess.inflight == 0 && now.Sub(sess.last) > s.opts.IdleTimeout:
 					idle = append(idle, sess)
 				}
 				sess.mu.Unlock()
 			}
 			s.mu.Unlock()
+			for _, sess := range abandoned {
+				sess.close("the session's client had no stream open and sent nothing for " + abandon.String())
+			}
 			for _, sess := range idle {
 				sess.close("the session was idle for longer than " + s.opts.IdleTimeout.String())
 			}

@@ -47,6 +47,7 @@ func openEvidence(pol *policy.Policy, policyDigest, keyFlag string, log *zap.Log
 	}
 	opts := audit.Options{
 		Receipts: receiptOptions(pol, policyDigest),
+		SignEach: pol.Receipts.SignEach,
 		OnError: func(err error) {
 			log.Error("the audit log cannot be written: no more receipts are kept, and every gated request is refused (evidence_unavailable) until the proxy is restarted", zap.Error(err))
 		},
@@ -98,7 +99,7 @@ func receiptOptions(pol *policy.Policy, h string) receipt.Options {
 var auditGroup = &command{
 	name:    "audit",
 	summary: "verify, show and export the proxy's signed audit log",
-	subs:    []*command{auditVerifyCmd, auditShowCmd, auditExportCmd},
+	subs:    []*command{auditVerifyCmd, auditShowCmd, auditExportCmd, auditProveCmd, auditVerifyReceiptCmd, auditConsistencyCmd, auditWitnessCmd},
 }
 
 // auditFile is the log a command reads: FILE, or the policy's audit_log.
@@ -154,8 +155,8 @@ func trustedKeys(ids []string) ([]string, error) {
 
 var auditVerifyCmd = &command{
 	name:    "verify",
-	args:    "FILE|DIR|--policy FILE [--key-id DID]... [--head DIGEST] [--open] [--allow-recovered] [--json]",
-	summary: "check every signature, the hash chain and the checkpoints of an audit log or export, or of every log in a directory of logs, offline",
+	args:    "FILE|DIR|--policy FILE [--key-id DID]... [--head DIGEST] [--open] [--allow-recovered] [--witness DID]... [--cosignatures FILE] [--json]",
+	summary: "check every signature, the hash chain, the Merkle tree and the checkpoints of an audit log or export, or of every log in a directory of logs, offline",
 	flags: func(fs *pflag.FlagSet) func(*env, []string) error {
 		policyPath := fs.String("policy", "", "read the policy's audit_log, signed by its proxy_key")
 		keyIDs := fs.StringArray("key-id", nil, "the did:key every entry must be signed by (repeatable; default: the policy's proxy_key, else the key of the first entry, for every entry)")
@@ -163,6 +164,8 @@ var auditVerifyCmd = &command{
 		head := fs.String("head", "", "the digest of an entry the log must hold: the head the proxy logged when it closed the log (\"audit log closed\")")
 		allowRecovered := fs.Bool("allow-recovered", false, "accept recovery checkpoints (a proxy continued the log after it was killed, or after entries were removed from its end) and list them")
 		asJSON := fs.Bool("json", false, "print the report as JSON")
+		witnesses := fs.StringArray("witness", nil, "the did:key of a witness that must have cosigned a checkpoint of the log, and whose every cosignature must be of a checkpoint the log holds unchanged (repeatable)")
+		cosigs := fs.String("cosignatures", "", "with --witness: the witnesses' cosignatures (default: FILE.cosignatures, where serve and 'audit witness --log FILE' keep them)")
 		return func(e *env, args []string) error {
 			path, proxyKey, err := auditPolicyFile(args, *policyPath)
 			if err != nil {
@@ -172,6 +175,12 @@ var auditVerifyCmd = &command{
 			if err != nil {
 				return err
 			}
+			if _, err := trustedKeys(*witnesses); err != nil {
+				return err
+			}
+			if *cosigs != "" && len(*witnesses) == 0 {
+				return usagef("--cosignatures is for --witness")
+			}
 			if *head != "" && (len(*head) != 64 || strings.Trim(*head, "0123456789abcdef") != "") {
 				return fixf("--head %q: give the 64 lower-case hex digits the proxy logged as head", *head)
 			}
@@ -180,9 +189,12 @@ var auditVerifyCmd = &command{
 				if *head != "" {
 					return usagef("--head names the head of one log: give that log's file, not the directory")
 				}
-				return verifyAuditDir(e, path, vo, *policyPath != "", *asJSON)
+				if *cosigs != "" {
+					return usagef("--cosignatures names the cosignatures of one log: give that log's file, not the directory (each log's FILE.cosignatures is read)")
+				}
+				return verifyAuditDir(e, path, vo, *witnesses, *policyPath != "", *asJSON)
 			}
-			ok, out, err := verifyAuditLog(e, path, vo, *policyPath != "", !*asJSON)
+			ok, out, err := verifyAuditLog(e, path, vo, *witnesses, *cosigs, *policyPath != "", !*asJSON)
 			if err != nil {
 				return err
 			}
@@ -202,7 +214,7 @@ var auditVerifyCmd = &command{
 // verifyAuditDir verifies every log of a directory of logs (an audit_log
 // ending in "/"), each as audit verify FILE would, and fails if any fails
 // or there is none.
-func verifyAuditDir(e *env, dir string, vo audit.VerifyOptions, fromPolicy, asJSON bool) error {
+func verifyAuditDir(e *env, dir string, vo audit.VerifyOptions, witnesses []string, fromPolicy, asJSON bool) error {
 	paths, err := audit.DirLogs(dir)
 	if err != nil {
 		return inputError{err}
@@ -210,7 +222,7 @@ func verifyAuditDir(e *env, dir string, vo audit.VerifyOptions, fromPolicy, asJS
 	all := true
 	var logs []map[string]any
 	for _, p := range paths {
-		ok, out, err := verifyAuditLog(e, p, vo, fromPolicy, !asJSON)
+		ok, out, err := verifyAuditLog(e, p, vo, witnesses, "", fromPolicy, !asJSON)
 		if err != nil {
 			return err
 		}
@@ -238,16 +250,25 @@ func verifyAuditDir(e *env, dir string, vo audit.VerifyOptions, fromPolicy, asJS
 	return nil
 }
 
-// verifyAuditLog verifies the log at path, printing the report unless
-// print is false, and returns whether it verified and the report as JSON
-// would show it.
-func verifyAuditLog(e *env, path string, vo audit.VerifyOptions, fromPolicy, print bool) (bool, map[string]any, error) {
+// verifyAuditLog verifies the log at path (and, with witnesses, their
+// cosignatures in cosigs, by default the log's FILE.cosignatures),
+// printing the report unless print is false, and returns whether it
+// verified and the report as JSON would show it.
+func verifyAuditLog(e *env, path string, vo audit.VerifyOptions, witnesses []string, cosigs string, fromPolicy, print bool) (bool, map[string]any, error) {
 	f, err := os.Open(path)
 	if err != nil {
 		return false, nil, inputError{err}
 	}
 	defer f.Close()
 	rep, verr := audit.Verify(f, vo)
+	var wrep *audit.WitnessReport
+	if verr == nil && len(witnesses) > 0 {
+		file := cosigs
+		if file == "" {
+			file = audit.CosignaturesFile(path)
+		}
+		wrep, verr = audit.CheckWitnesses(path, file, witnesses, audit.VerifyOptions{Trusted: vo.Trusted})
+	}
 	if verr == nil && rep.Export && fromPolicy {
 		verr = &audit.Problem{Kind: audit.Malformed, Line: 1, Msg: "the policy's audit_log holds an export, not the log the proxy writes"}
 	}
@@ -258,6 +279,9 @@ func verifyAuditLog(e *env, path string, vo audit.VerifyOptions, fromPolicy, pri
 	out := map[string]any{"ok": verr == nil, "file": path}
 	if rep != nil {
 		out["report"] = rep
+	}
+	if wrep != nil {
+		out["cosigned"] = wrep.Cosigned
 	}
 	if prob != nil {
 		out["problem"] = map[string]any{"kind": prob.Kind, "line": prob.Line, "entry": prob.Entry, "message": prob.Msg}
@@ -275,6 +299,12 @@ func verifyAuditLog(e *env, path string, vo audit.VerifyOptions, fromPolicy, pri
 			fmt.Fprintf(e.stdout, "  %d entries after the last checkpoint (open log)\n", rep.Unsealed)
 		}
 		printRecoveries(e, rep)
+		for _, w := range witnesses {
+			fmt.Fprintf(e.stdout, "  witness %s cosigned the log up to its checkpoint of %d entries\n", w, wrep.Cosigned[w])
+		}
+		if rep.Unsigned > 0 {
+			fmt.Fprintf(e.stdout, "  %d entries signed by the %d checkpoints of the log's Merkle tree after them, not on their own\n", rep.Unsigned, rep.Trees)
+		}
 		fmt.Fprintf(e.stdout, "  signed by %s\n", strings.Join(rep.Signers, ", "))
 		if len(vo.Trusted) == 0 && len(rep.Signers) > 0 {
 			fmt.Fprintf(e.stdout, "  (no --key-id: the log is checked against the key of its first entry, whoever that is; give the proxy's did:key to check who signed)\n")
@@ -406,14 +436,16 @@ func contains(list []string, s string) bool {
 
 var auditExportCmd = &command{
 	name:    "export",
-	args:    "FILE|--policy FILE --receipt N [--out FILE] [--key-id DID]... [--json]",
-	summary: "export one receipt with the entries that prove its place in the log, verifiable alone",
+	args:    "FILE|--policy FILE --receipt N [--avp [--key FILE]] [--out FILE] [--key-id DID]... [--json]",
+	summary: "export one receipt with the entries that prove its place in the log, verifiable alone (or, with --avp, the receipt alone, signed on its own)",
 	flags: func(fs *pflag.FlagSet) func(*env, []string) error {
 		policyPath := fs.String("policy", "", "read the policy's audit_log")
 		n := fs.Int64("receipt", 0, "the entry number of the receipt (audit show lists them)")
 		out := fs.String("out", "", "write the export to this file (refuses to overwrite; default: standard output)")
 		keyIDs := fs.StringArray("key-id", nil, "the did:key the log must be signed by (repeatable)")
 		asJSON := fs.Bool("json", false, "with --out, print what was written as JSON (the export itself is JSON lines)")
+		avp := fs.Bool("avp", false, "export the receipt alone, signed on its own (an AVP receipt): a receipt the log signs only by its checkpoints is signed now with the proxy key (--key, else the policy's proxy_key)")
+		keyFile := fs.String("key", "", "with --avp: the proxy's key file, to sign a receipt that has no proof of its own")
 		return func(e *env, args []string) error {
 			path, proxyKey, err := auditPolicyFile(args, *policyPath)
 			if err != nil {
@@ -426,7 +458,23 @@ var auditExportCmd = &command{
 			if err != nil {
 				return err
 			}
-			b, err := audit.Export(path, *n, audit.VerifyOptions{Trusted: trusted})
+			if *keyFile != "" && !*avp {
+				return usagef("--key is for --avp")
+			}
+			var b []byte
+			if *avp {
+				var signer *receipt.Signer
+				if kp := firstNonEmpty(*keyFile, proxyKey); kp != "" {
+					k, err := identity.LoadKeyFile(kp)
+					if err != nil {
+						return inputf("the proxy key %s cannot be used: %v", kp, err)
+					}
+					signer = receipt.NewSigner(k)
+				}
+				b, err = audit.ExportAVP(path, *n, audit.VerifyOptions{Trusted: trusted}, signer)
+			} else {
+				b, err = audit.Export(path, *n, audit.VerifyOptions{Trusted: trusted})
+			}
 			if err != nil {
 				return checkError{err.Error()}
 			}
@@ -451,4 +499,13 @@ var auditExportCmd = &command{
 			return nil
 		}
 	},
+}
+
+func firstNonEmpty(s ...string) string {
+	for _, v := range s {
+		if v != "" {
+			return v
+		}
+	}
+	return ""
 }

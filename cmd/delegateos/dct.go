@@ -1,55 +1,94 @@
 package main
 
 import (
+	"bytes"
+	"encoding/json"
 	"errors"
-	"fmt"
+	"strings"
 	"time"
 
 	"github.com/spf13/pflag"
 
 	"github.com/delegateos/delegateos/dct"
+	"github.com/delegateos/delegateos/internal/fsutil"
 	"github.com/delegateos/delegateos/revocation"
 )
 
-// printToken writes a new token: the bare token, or {token, format} with --json.
-func printToken(e *env, asJSON bool, tok *dct.Token) error {
+// printToken writes a new token: the bare token, or {token, format} with
+// --json; to standard output, or with --out to a file only its owner can
+// read (replaced whole, so a reader never sees half a token), which
+// --token @FILE reads.
+func printToken(e *env, out string, asJSON bool, tok *dct.Token) error {
+	var b bytes.Buffer
 	if asJSON {
-		return writeJSON(e, tok.Serialized())
+		enc := json.NewEncoder(&b)
+		enc.SetIndent("", "  ")
+		enc.SetEscapeHTML(false)
+		if err := enc.Encode(tok.Serialized()); err != nil {
+			return err
+		}
+	} else {
+		b.WriteString(tok.String() + "\n")
 	}
-	_, err := fmt.Fprintln(e.stdout, tok.String())
-	return err
+	if out == "" {
+		_, err := e.stdout.Write(b.Bytes())
+		return err
+	}
+	if err := fsutil.WriteFileAtomic(out, b.Bytes(), 0o600); err != nil {
+		return inputf("--out %s: %v; give a file in a directory you can write", out, err)
+	}
+	return nil
+}
+
+// Mint's defaults for the common case, gating a server for one agent:
+// a budget that lets through only the calls that cost nothing (every call
+// of a starter policy; a priced call is refused), no further delegation,
+// and a contract of its own.
+const (
+	defaultMintBudget   = 1
+	defaultMintMaxDepth = 0
+)
+
+// newContractID returns a random contract ID, bound to no other token.
+func newContractID() string {
+	return "ct_" + strings.TrimPrefix(newDelegationID(), "del_")
 }
 
 var mintCmd = &command{
 	name: "mint",
-	args: "--key FILE --to ID --cap NS:ACTION:RESOURCE... --contract CT [--delegation DEL]\n" +
-		"                    --budget MICROCENTS (--ttl DURATION | --expires TIME) --max-depth N [--json]",
+	args: "--key FILE --to ID --cap NS:ACTION:RESOURCE... [--contract CT] [--delegation DEL]\n" +
+		"                    [--budget MICROCENTS] [--ttl DURATION | --expires TIME] [--max-depth N] [--out FILE] [--json]",
 	summary: "mint a root token granting capabilities to a delegatee",
 	flags: func(fs *pflag.FlagSet) func(*env, []string) error {
 		key := fs.String("key", "", "the issuer's (root's) key file")
 		to := fs.String("to", "", "the delegatee: principal ID or did:key")
 		caps := fs.StringArray("cap", nil, "a capability NAMESPACE:ACTION:RESOURCE (repeatable); the resource is a path glob: * one segment, ** any number")
-		contract := fs.String("contract", "", "the contract ID the token is bound to, e.g. ct_a1b2c3d4e5f6")
+		contract := fs.String("contract", "", "the contract ID the token is bound to, e.g. ct_a1b2c3d4e5f6 (default: a new random ct_ ID, shared with no other token)")
 		delegation := fs.String("delegation", "", "the delegation ID (default: a new random del_ ID)")
-		budget := fs.Int64("budget", 0, "the budget in microcents")
+		budget := fs.Int64("budget", defaultMintBudget, "the budget in microcents (1000000 = one dollar); the default lets through only calls that cost nothing, as every call of a starter policy does")
 		ttl := fs.Duration("ttl", dct.DefaultTTL, "lifetime, e.g. 30m or 2h")
 		expires := fs.String("expires", "", "expiry as an RFC 3339 time, instead of --ttl")
-		maxDepth := fs.Int64("max-depth", 0, "how many times the token may be attenuated")
+		maxDepth := fs.Int64("max-depth", defaultMintMaxDepth, "how many times the token may be attenuated (default: never, so the delegatee cannot pass it on)")
+		out := fs.String("out", "", "write the token to this file (mode 0600, replaced if it exists) instead of standard output; --token @FILE reads it")
 		asJSON := fs.Bool("json", false, "print {token, format} JSON")
 		return func(e *env, args []string) error {
 			if len(args) > 0 {
 				return usagef("unexpected argument %q", args[0])
 			}
-			for _, f := range []string{"budget", "max-depth"} {
-				if !fs.Changed(f) {
-					return usagef("--%s is required", f)
+			var missing []string
+			for _, f := range []struct {
+				name  string
+				given bool
+			}{{"--key FILE", *key != ""}, {"--to ID", *to != ""}, {"--cap NS:ACTION:RESOURCE", len(*caps) > 0}} {
+				if !f.given {
+					missing = append(missing, f.name)
 				}
 			}
-			if len(*caps) == 0 {
-				return usagef("at least one --cap is required")
+			if len(missing) > 0 {
+				return fixf("missing %s; e.g. delegateos dct mint --key root.key --to AGENT_ID --cap 'mcp:*:*' --out agent.tok (the budget, lifetime, depth and contract have defaults: see --help)", strings.Join(missing, ", "))
 			}
 			if *contract == "" {
-				return usagef("--contract is required")
+				*contract = newContractID()
 			}
 			k, err := loadKey(*key)
 			if err != nil {
@@ -78,7 +117,7 @@ var mintCmd = &command{
 			if err != nil {
 				return usageError{msg: err.Error()}
 			}
-			return printToken(e, *asJSON, tok)
+			return printToken(e, *out, *asJSON, tok)
 		}
 	},
 }
@@ -86,7 +125,7 @@ var mintCmd = &command{
 var attenuateCmd = &command{
 	name: "attenuate",
 	args: "--key FILE --token TOKEN --to ID [--cap NS:ACTION:RESOURCE...] [--budget N]\n" +
-		"                    [--ttl DURATION | --expires TIME] [--max-depth N] [--delegation DEL] [--contract CT] [--json]",
+		"                    [--ttl DURATION | --expires TIME] [--max-depth N] [--delegation DEL] [--contract CT] [--out FILE] [--json]",
 	summary: "narrow a token and delegate it onwards (signed by its current holder)",
 	flags: func(fs *pflag.FlagSet) func(*env, []string) error {
 		key := fs.String("key", "", "the current holder's key file")
@@ -99,6 +138,7 @@ var attenuateCmd = &command{
 		maxDepth := fs.Int64("max-depth", 0, "further attenuations allowed after this one (must be below the parent's)")
 		delegation := fs.String("delegation", "", "the new delegation ID (default: a new random del_ ID)")
 		contract := fs.String("contract", "", "the contract ID (default: the parent's)")
+		out := fs.String("out", "", "write the token to this file (mode 0600, replaced if it exists) instead of standard output; --token @FILE reads it")
 		asJSON := fs.Bool("json", false, "print {token, format} JSON")
 		return func(e *env, args []string) error {
 			if len(args) > 0 {
@@ -145,7 +185,7 @@ var attenuateCmd = &command{
 			if err != nil {
 				return checkError{"refused: " + err.Error()}
 			}
-			return printToken(e, *asJSON, tok)
+			return printToken(e, *out, *asJSON, tok)
 		}
 	},
 }

@@ -39,7 +39,17 @@ func openDelegations(pol *policy.Policy, v *dct.Verifier, revs revocation.Live, 
 		return nil, nil, fmt.Errorf("workspace: %w", err)
 	}
 	if pol.EndedDelegations != "" {
-		shared, err := chain.OpenShared(chainStore, pol.EndedDelegations)
+		// A durable copy of the set per machine, in the state directory
+		// the spend store keeps its identity in: an ending the set loses
+		// while no proxy that knew it runs is written back by the next
+		// proxy of this machine, whatever its workspace.
+		copyPath := ""
+		if dir := budget.StateDir(); dir != "" {
+			copyPath = filepath.Join(dir, chain.StateCopyName(pol.EndedDelegations))
+		} else {
+			log.Warn("no state directory (neither DELEGATEOS_STATE_DIR, XDG_STATE_HOME nor a home directory is set): an ending the ended-delegation set loses while no proxy that knows it runs is not written back; set DELEGATEOS_STATE_DIR")
+		}
+		shared, err := chain.OpenSharedCopy(chainStore, pol.EndedDelegations, copyPath)
 		if err != nil {
 			chainStore.Close()
 			return nil, nil, fmt.Errorf("ended_delegations: %w", err)
@@ -52,6 +62,11 @@ func openDelegations(pol *policy.Policy, v *dct.Verifier, revs revocation.Live, 
 		return nil, nil, fmt.Errorf("workspace: %w", err)
 	}
 	atts, err := attest.OpenDir(filepath.Join(pol.Workspace, wsAttestations))
+	if err != nil {
+		chainStore.Close()
+		return nil, nil, fmt.Errorf("workspace: %w", err)
+	}
+	plans, err := contract.OpenPlanDir(filepath.Join(pol.Workspace, wsPlans))
 	if err != nil {
 		chainStore.Close()
 		return nil, nil, fmt.Errorf("workspace: %w", err)
@@ -72,6 +87,7 @@ func openDelegations(pol *policy.Policy, v *dct.Verifier, revs revocation.Live, 
 		Attest:         &attest.Verifier{Contracts: contracts, Attestations: atts, Output: outputs},
 		Spent:          func(tok *dct.Token) int64 { return proxy.SpentUnder(spend, tok) },
 		RevocationList: pol.RevocationList,
+		Plans:          plans,
 	}
 	if revs != nil {
 		d.Revocations = revs

@@ -142,6 +142,8 @@ func openGate(pol *policy.Policy, f gateFlags, log *zap.Logger) (g *openedGate, 
 	closers = append(closers, closeDelegations)
 	if delegations != nil {
 		g.gate.Ended = delegations.Ended
+		g.gate.Pending = delegations.Pending
+		g.gate.Hold = delegations.Hold
 		g.delegations = delegations
 	}
 	return g, close, nil

@@ -9,6 +9,7 @@ import (
 	"os"
 	"sort"
 	"strings"
+	"sync/atomic"
 
 	"github.com/spf13/pflag"
 
@@ -28,6 +29,10 @@ func main() { os.Exit(run(os.Args[1:], os.Stdin, os.Stdout, os.Stderr)) }
 type env struct {
 	stdin          io.Reader
 	stdout, stderr io.Writer
+	// clientRead is set once a command that answers an MCP client on
+	// stdin (see command.answersClient) has read from it: its errors
+	// after that are not start failures.
+	clientRead atomic.Bool
 }
 
 // command is one node of the command tree: a leaf runs, a group has subs.
@@ -38,6 +43,10 @@ type command struct {
 	subs    []*command
 	// flags declares the flags; run receives them parsed.
 	flags func(fs *pflag.FlagSet) func(e *env, args []string) error
+	// answersClient: the command speaks MCP on stdin and stdout, so a
+	// failure before it reads stdin is also the answer to the client's
+	// first request (see answerStartFailure).
+	answersClient bool
 }
 
 var root = &command{
@@ -52,8 +61,8 @@ var root = &command{
 		reputationGroup, rdpContractGroup, workspaceGroup,
 		{name: "policy", summary: "check policy files and write starter policies for an MCP server",
 			subs: []*command{policyCheckCmd, policyInitCmd}},
-		{name: "contract", summary: "create and verify signed task contracts",
-			subs: []*command{contractCreateCmd, contractVerifyCmd}},
+		{name: "contract", summary: "create, verify and decompose signed task contracts, and show decomposition plans",
+			subs: []*command{contractCreateCmd, contractVerifyCmd, contractDecomposeCmd, contractShowCmd}},
 		verifyOutputCmd,
 		{name: "attest", summary: "sign and verify attestations of delegated work",
 			subs: []*command{attestCreateCmd, attestVerifyCmd}},
@@ -99,6 +108,10 @@ func (e checkError) Error() string { return e.msg }
 func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	e := &env{stdin: stdin, stdout: stdout, stderr: stderr}
 	cmd, path, rest := resolve(root, args)
+	if cmd == root && len(rest) == 1 && rest[0] == "--version" {
+		writeVersion(stdout)
+		return exitOK
+	}
 	if cmd.flags == nil {
 		// A group: its help when asked for; without a command, the help on
 		// stderr and exit 2 (a script that forgot the command must not
@@ -123,27 +136,39 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 			writeCommandHelp(stdout, cmd, path, fs)
 			return exitOK
 		}
-		fmt.Fprintf(stderr, "%s: %v; run '%s --help'%s\n", strings.Join(path, " "), err, strings.Join(path, " "), dashIDHint(rest))
+		msg := fmt.Sprintf("%v; run '%s --help'%s", err, strings.Join(path, " "), dashIDHint(rest))
+		fmt.Fprintf(stderr, "%s: %s\n", strings.Join(path, " "), msg)
+		if cmd.answersClient {
+			answerStartFailure(stdin, stdout, strings.Join(path, " ")+" cannot start: "+msg)
+		}
 		return exitUsage
 	}
 	err := runFn(e, fs.Args())
+	if err == nil {
+		return exitOK
+	}
+	msg, code := failure(path, err)
+	fmt.Fprintf(stderr, "%s: %s\n", strings.Join(path, " "), msg)
+	if cmd.answersClient && !e.clientRead.Load() {
+		answerStartFailure(e.stdin, e.stdout, strings.Join(path, " ")+" cannot start: "+msg)
+	}
+	return code
+}
+
+// failure is how a command's error is reported: its message (what is
+// wrong and what to do) and the exit code.
+func failure(path []string, err error) (string, int) {
 	var ue usageError
 	var ce checkError
 	switch {
-	case err == nil:
-		return exitOK
 	case errors.As(err, &ue) && ue.fixed:
-		fmt.Fprintf(stderr, "%s: %v\n", strings.Join(path, " "), oneLine(err.Error()))
-		return exitUsage
+		return oneLine(err.Error()), exitUsage
 	case errors.As(err, &ue):
-		fmt.Fprintf(stderr, "%s: %v; run '%s --help'\n", strings.Join(path, " "), err, strings.Join(path, " "))
-		return exitUsage
+		return fmt.Sprintf("%v; run '%s --help'", err, strings.Join(path, " ")), exitUsage
 	case errors.As(err, &ce):
-		fmt.Fprintf(stderr, "%s: %v\n", strings.Join(path, " "), oneLine(err.Error()))
-		return exitDenied
+		return oneLine(err.Error()), exitDenied
 	default:
-		fmt.Fprintf(stderr, "%s: %v\n", strings.Join(path, " "), oneLine(err.Error()))
-		return exitUsage
+		return oneLine(err.Error()), exitUsage
 	}
 }
 
@@ -194,7 +219,7 @@ func writeGroupHelp(w io.Writer, c *command, path []string) {
 	walk(c, prefix)
 	sort.Strings(lines)
 	fmt.Fprintln(w, strings.Join(lines, "\n"))
-	fmt.Fprintf(w, "\nRun 'delegateos COMMAND --help' for a command's flags.\n")
+	fmt.Fprintf(w, "\nRun 'delegateos COMMAND --help' for a command's flags, 'delegateos --version' for the version.\n")
 	fmt.Fprintf(w, "Exit status: 0 success, 1 denied or check failed, 2 bad usage or unreadable input.\n")
 }
 

@@ -88,6 +88,7 @@ type upstreamCheck struct {
 
 type problemJSON struct {
 	Line    int    `json:"line"`
+	Column  int    `json:"column,omitempty"`
 	Key     string `json:"key,omitempty"`
 	Message string `json:"message"`
 }
@@ -105,7 +106,7 @@ func writeProblems(e *env, asJSON bool, file string, problems policy.Errors) err
 		Problems []problemJSON `json:"problems"`
 	}{File: file}
 	for _, p := range problems {
-		out.Problems = append(out.Problems, problemJSON{Line: p.Line, Key: p.Key, Message: p.Msg})
+		out.Problems = append(out.Problems, problemJSON{Line: p.Line, Column: p.Column, Key: p.Key, Message: p.Msg})
 	}
 	return writeJSON(e, out)
 }
@@ -390,7 +391,7 @@ func orNone(s string) string { return choose(s == "", "none", s) }
 var policyInitCmd = &command{
 	name:    "init",
 	args:    "[--out FILE] [--namespace NS] [--timeout D] -- UPSTREAM_COMMAND [ARGS...]",
-	summary: "start an MCP server, list its tools and write a starter policy with one rule per tool",
+	summary: "start an MCP server, list its tools and write a starter policy: one rule for its read-only tools (mcp:read), one for the rest (mcp:write)",
 	flags: func(fs *pflag.FlagSet) func(*env, []string) error {
 		out := fs.String("out", "", "write the policy to this file (never overwritten) instead of standard output")
 		ns := fs.String("namespace", policy.DefaultNamespace, "the namespace of every rule")

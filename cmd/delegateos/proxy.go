@@ -13,6 +13,7 @@ import (
 	"os/signal"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -32,6 +33,8 @@ var proxyCmd = &command{
 	args: "[--policy FILE] [--token @FILE] [--root ID]... [--key FILE] [--upstream-user USER[:GROUP]] [--log FILE] [--revocations FILE]\n" +
 		"                    [--spend-store FILE] [--observe] -- UPSTREAM_COMMAND [ARGS...]",
 	summary: "run an MCP server behind the DCT gate: point your MCP client at this command",
+	// A client that starts a proxy that cannot start sees the reason.
+	answersClient: true,
 	flags: func(fs *pflag.FlagSet) func(*env, []string) error {
 		fs.SetInterspersed(false) // everything from the upstream command on is its own
 		policyPath := fs.String("policy", "", "the policy file (default: built-in defaults; see 'delegateos policy init')")
@@ -83,6 +86,8 @@ var proxyCmd = &command{
 			}
 			defer closeLog()
 			warnRedisPasswordFlags(log, "--spend-store", *spend, "--revocations", *revsFlag)
+			stateDirForStores(pol)
+			warnUnwritable(pol, log)
 
 			var as *upstreamUser
 			if pol.UpstreamUser != "" {
@@ -206,11 +211,24 @@ var proxyCmd = &command{
 			if err != nil {
 				return err
 			}
-			err = proxy.Run(context.Background(), proxy.Config{
+			tr, closeTracing, err := openTracing(log)
+			if err != nil {
+				_ = closeEvidence()
+				return inputf("tracing: %v", err)
+			}
+			defer closeTracing()
+			// Until the relay reads the client, a failure (an upstream that
+			// cannot be started) is the answer to its initialize.
+			in = &watchedReader{r: in, read: &e.clientRead}
+			cfg := proxy.Config{
 				Upstream: args, Gate: gate, SessionToken: sessionToken, Delegations: delegations,
 				MaxFrameBytes: pol.MaxFrameBytes, Observe: *observe,
 				Log: log, Signals: sigs, PrepareUpstream: prepare, Evidence: evidence,
-			}, in, out)
+			}
+			if tr != nil {
+				cfg.Tracer = tr.Tracer
+			}
+			err = proxy.Run(context.Background(), cfg, in, out)
 			if cerr := closeEvidence(); cerr != nil {
 				log.Error("the audit log was not closed cleanly", zap.Error(cerr))
 			}
@@ -224,6 +242,20 @@ var proxyCmd = &command{
 			return nil
 		}
 	},
+}
+
+// watchedReader sets read once anything is read through it.
+type watchedReader struct {
+	r    io.Reader
+	read *atomic.Bool
+}
+
+func (w *watchedReader) Read(p []byte) (int, error) {
+	n, err := w.r.Read(p)
+	if !w.read.Load() {
+		w.read.Store(true)
+	}
+	return n, err
 }
 
 // policyLoadError says what is wrong with --policy FILE and what to do.

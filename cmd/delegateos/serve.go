@@ -2,7 +2,9 @@ package main
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
+	"fmt"
 	"io"
 	"net"
 	"net/http"
@@ -18,7 +20,9 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/delegateos/delegateos/agentcard"
+	"github.com/delegateos/delegateos/audit"
 	"github.com/delegateos/delegateos/dct"
+	"github.com/delegateos/delegateos/identity"
 	"github.com/delegateos/delegateos/policy"
 	"github.com/delegateos/delegateos/proxy"
 	"github.com/delegateos/delegateos/revocation"
@@ -29,6 +33,7 @@ var serveCmd = &command{
 	name: "serve",
 	args: "[--listen ADDR] [--policy FILE] [--token @FILE] [--root ID]... [--tls-cert FILE --tls-key FILE]\n" +
 		"                    [--allow-host NAME]... [--allow-origin ORIGIN]... [--log FILE] [--revocations FILE] [--spend-store FILE]\n" +
+		"                    [--authorize --grant @TOKEN --grant-key KEY --consent-password @FILE [--oauth-client ID=URI]...]\n" +
 		"                    (-- UPSTREAM_COMMAND [ARGS...] | --upstream-url URL)",
 	summary: "run the DCT gate as an MCP Streamable HTTP server: one relay, and one upstream process, per MCP session",
 	flags: func(fs *pflag.FlagSet) func(*env, []string) error {
@@ -50,8 +55,11 @@ var serveCmd = &command{
 		maxCalls := fs.Int("max-calls", 1024, "requests in flight across all sessions")
 		maxSessionCalls := fs.Int("max-session-calls", 64, "requests in flight in one session")
 		idle := fs.Duration("idle-timeout", 10*time.Minute, "end a session, and its upstream, after this long without a request, or with calls in flight that no client reads")
+		abandon := fs.Duration("abandon-timeout", serve.DefaultAbandonTimeout, "end a session, and its upstream, after this long with no stream of its client's open and no request: "+
+			"a client that went away without ending its session (DELETE), as the TypeScript SDK's close() and the Inspector do; a client holding its GET stream open keeps its session. 0 turns it off (--idle-timeout still applies)")
 		jsonResponses := fs.Bool("json-responses", false, "answer a request whose response is all the upstream sends for it with an application/json body, not an SSE stream (which a client can resume after a lost connection)")
 		upstreamURL := fs.String("upstream-url", "", "an MCP server reached over Streamable HTTP, instead of an upstream command (each session gets its own upstream session)")
+		upstreamHdrs := fs.StringArray("upstream-header", nil, "a header sent with every request to --upstream-url, as 'NAME: @FILE' (the file's contents), 'NAME: $VAR' (an environment variable) or 'NAME: VALUE' (repeatable): the upstream's credentials")
 		maxBody := fs.Int64("max-body-bytes", 0, "the largest POST body accepted (default, and at most: the policy's max_frame_bytes)")
 		maxInFlight := fs.Int64("max-body-bytes-in-flight", 0, "the bytes of request bodies the server holds at once, across all clients (default 64 MiB, or 4 times the body limit if larger); a request that gets no room within a second is refused 503 unread, and one credential's bodies hold at most a quarter of it")
 		readTimeout := fs.Duration("read-timeout", 10*time.Second, "how long a client gets to send a request's headers, and then its body")
@@ -60,6 +68,7 @@ var serveCmd = &command{
 		revsFlag := fs.String("revocations", "", "a revocation list file, looked at on every call (overrides the policy)")
 		spend := fs.String("spend-store", "", "where spend is recorded so it survives restarts (overrides the policy)")
 		asJSON := fs.Bool("json", false, "once listening, print where as JSON on standard output ({\"address\", \"url\"}): for scripts that give --listen a port of 0")
+		witnesses := fs.StringArray("witness", nil, "the did:key of a witness whose cosignatures of the audit log's checkpoints "+audit.CosignaturePath+" keeps (repeatable; without it none are taken)")
 		keyFile := fs.String("key", "", "the server's key file (overrides proxy_key in the policy): it signs the receipts of the audit log, and its did:key is published in the agent card at "+agentcard.Path+" (no card without a key)")
 		for _, x := range serveExtensions {
 			if x.flags != nil {
@@ -67,6 +76,16 @@ var serveCmd = &command{
 			}
 		}
 		return func(e *env, args []string) error {
+			// DELEGATEOS_TOKEN is read below, as a token rather than a flag.
+			fromEnv, err := flagsFromEnv(fs, os.Getenv, "token")
+			if err != nil {
+				return err
+			}
+			for _, w := range *witnesses {
+				if _, err := identity.PublicKeyFromDID(w); err != nil {
+					return fixf("--witness %s: %v; give the witness's did:key ('delegateos id --key FILE' prints it)", w, err)
+				}
+			}
 			if (len(args) == 0) == (*upstreamURL == "") {
 				return fixf("give the upstream MCP server's command after -- (one process per session), or --upstream-url URL, not both: e.g. delegateos serve --policy policy.yaml -- npx -y @modelcontextprotocol/server-everything")
 			}
@@ -104,9 +123,16 @@ var serveCmd = &command{
 				}
 				pol, policyDigest = p, digest
 			}
+			if len(*upstreamHdrs) > 0 && *upstreamURL == "" {
+				return fixf("--upstream-header goes with --upstream-url")
+			}
+			upstreamHeader, literalHeaders, err := upstreamHeaders(*upstreamHdrs)
+			if err != nil {
+				return err
+			}
 			if upstreamClient != nil {
 				// The bridge holds no message the relay would refuse.
-				upstreamConn = serve.Upstream(*upstreamURL, nil, upstreamClient, pol.MaxFrameBytes)
+				upstreamConn = serve.Upstream(*upstreamURL, upstreamHeader, upstreamClient, pol.MaxFrameBytes)
 			}
 			if err := applyGateFlags(pol, *policyPath, *roots, *logFile, *revsFlag, *spend); err != nil {
 				return err
@@ -121,6 +147,14 @@ var serveCmd = &command{
 			}
 			defer closeLog()
 			warnRedisPasswordFlags(log, "--spend-store", *spend, "--revocations", *revsFlag)
+			if len(fromEnv) > 0 {
+				log.Info("flags taken from the environment", zap.Strings("flags", fromEnv))
+			}
+			stateDirForStores(pol)
+			warnUnwritable(pol, log)
+			if len(literalHeaders) > 0 {
+				log.Warn("--upstream-header values given on the command line can be read by every local user (ps, /proc/PID/cmdline); give NAME: @FILE or NAME: $VAR instead", zap.Strings("headers", literalHeaders))
+			}
 
 			tokenArg := *token
 			if tokenArg == "" {
@@ -163,6 +197,21 @@ var serveCmd = &command{
 					return fixf("the session token is not valid: %v; %s", err, tokenFix(err))
 				}
 			}
+			// The address and the certificate are taken before the audit
+			// log is opened: a start that fails on them leaves no trace in it.
+			ln, err := net.Listen("tcp", *listen)
+			if err != nil {
+				return inputf("--listen %s: %v", *listen, err)
+			}
+			defer ln.Close()
+			var tlsConfig *tls.Config
+			if *tlsCert != "" {
+				cert, err := tls.LoadX509KeyPair(*tlsCert, *tlsKey)
+				if err != nil {
+					return inputf("--tls-cert %s --tls-key %s: %v", *tlsCert, *tlsKey, err)
+				}
+				tlsConfig = &tls.Config{Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12}
+			}
 			// One audit log for the server: every session's relay hands its
 			// decisions to it, and it is closed once the sessions are drained.
 			evidence, closeEvidence, err := openEvidence(pol, policyDigest, *keyFile, log)
@@ -174,6 +223,11 @@ var serveCmd = &command{
 					log.Error("the audit log was not closed cleanly", zap.Error(cerr))
 				}
 			}()
+			tr, closeTracing, err := openTracing(log)
+			if err != nil {
+				return inputf("tracing: %v", err)
+			}
+			defer closeTracing()
 
 			// setup is what extensions see and may change before the
 			// server is built; the relays read its Log when they start.
@@ -181,17 +235,22 @@ var serveCmd = &command{
 			if *keyFile != "" {
 				keyPath = *keyFile
 			}
-			setup := &serveSetup{Policy: pol, Gate: gate, Log: log, Revocations: revs, DefaultToken: defaultToken, KeyFile: keyPath}
+			setup := &serveSetup{Policy: pol, Gate: gate, Log: log, Revocations: revs, DefaultToken: defaultToken, KeyFile: keyPath,
+				Listen: *listen, TLS: *tlsCert != "", Endpoint: *endpoint, CheckToken: checkToken, Delegations: delegations, Evidence: evidence}
 			relayConfig := func(s *serve.Session) proxy.Config {
 				tok := s.Token
 				if tok == "" {
 					tok = defaultToken
 				}
-				return proxy.Config{
+				c := proxy.Config{
 					Upstream: args, UpstreamConn: upstreamConn, Gate: gate, SessionToken: tok, Delegations: delegations,
 					MaxFrameBytes: pol.MaxFrameBytes, Log: setup.Log.With(zap.String("session", s.ID[:8])),
 					Evidence: evidence,
 				}
+				if tr != nil {
+					c.Tracer = tr.Tracer
+				}
+				return c
 			}
 			relay := func(ctx context.Context, s *serve.Session, in io.Reader, out io.Writer) error {
 				return proxy.Run(ctx, relayConfig(s), in, out)
@@ -201,10 +260,11 @@ var serveCmd = &command{
 				AllowHosts: *allowHosts, AllowOrigins: *allowOrigins,
 				MaxBodyBytes: int64(pol.MaxFrameBytes),
 				MaxSessions:  *maxSessions, MaxCalls: *maxCalls, MaxSessionCalls: *maxSessionCalls,
-				IdleTimeout: *idle, ReadTimeout: *readTimeout, JSONResponses: *jsonResponses, CheckToken: checkToken, Log: log,
+				IdleTimeout: *idle, AbandonTimeout: abandonTimeout(*abandon), ReadTimeout: *readTimeout, JSONResponses: *jsonResponses, CheckToken: withClientFix(checkToken), Log: log,
 				RequireToken:          defaultToken == "" && !pol.AllowUnauthenticated,
 				MaxCredentialSessions: noBound(*maxCredSessions), MaxTreeSessions: noBound(*maxTreeSessions),
 				SessionTree: delegationTree, SessionCredential: canonicalToken, SessionLive: sessionLive(checkToken), RecheckInterval: *recheck,
+				UpstreamReady: upstreamReady(args, *upstreamURL),
 			}
 			if *maxBody > 0 {
 				sopts.MaxBodyBytes = *maxBody
@@ -237,6 +297,13 @@ var serveCmd = &command{
 				return fixf("--listen %s: %v; give HOST:PORT, e.g. 127.0.0.1:8080", *listen, err)
 			}
 			setup.Server = srv
+			if l, ok := evidence.(*audit.Log); ok {
+				// Witnesses read the latest checkpoint and hand their
+				// cosignatures here (docs/receipts.md, Witnesses).
+				h := srv.Guard(audit.NewWitnessHandler(l, *witnesses))
+				srv.Mux.Handle("GET "+audit.CheckpointPath, h)
+				srv.Mux.Handle("POST "+audit.CosignaturePath, h)
+			}
 			for _, x := range serveExtensions {
 				if x.mount != nil {
 					if err := x.mount(setup); err != nil {
@@ -244,14 +311,15 @@ var serveCmd = &command{
 					}
 				}
 			}
-			ln, err := net.Listen("tcp", *listen)
-			if err != nil {
-				return inputf("--listen %s: %v", *listen, err)
-			}
 			if host, _, _ := net.SplitHostPort(*listen); !isLoopback(host) && *tlsCert == "" {
 				log.Warn("listening on a non-loopback address without TLS: tokens and calls cross the network in the clear; give --tls-cert and --tls-key")
 			}
 			hs := srv.HTTPServer()
+			for _, x := range serveExtensions {
+				if x.wrap != nil {
+					hs.Handler = x.wrap(hs.Handler)
+				}
+			}
 			scheme := "http"
 			if *tlsCert != "" {
 				scheme = "https"
@@ -269,8 +337,9 @@ var serveCmd = &command{
 			defer signal.Stop(sigs)
 			served := make(chan error, 1)
 			go func() {
-				if *tlsCert != "" {
-					served <- hs.ServeTLS(ln, *tlsCert, *tlsKey)
+				if tlsConfig != nil {
+					hs.TLSConfig = tlsConfig
+					served <- hs.ServeTLS(ln, "", "")
 				} else {
 					served <- hs.Serve(ln)
 				}
@@ -296,6 +365,34 @@ var serveCmd = &command{
 	},
 }
 
+// upstreamReady is /readyz's check of the upstream: the command can still
+// be found and run, or the --upstream-url server accepts a connection.
+func upstreamReady(args []string, upstreamURL string) func(context.Context) error {
+	if upstreamURL == "" {
+		return func(context.Context) error {
+			_, err := exec.LookPath(args[0])
+			return err
+		}
+	}
+	u, _ := url.Parse(upstreamURL) // checked at start
+	addr := u.Host
+	if u.Port() == "" {
+		port := "80"
+		if u.Scheme == "https" {
+			port = "443"
+		}
+		addr = net.JoinHostPort(u.Hostname(), port)
+	}
+	return func(ctx context.Context) error {
+		var d net.Dialer
+		c, err := d.DialContext(ctx, "tcp", addr)
+		if err != nil {
+			return err
+		}
+		return c.Close()
+	}
+}
+
 func isLoopback(host string) bool {
 	if strings.EqualFold(host, "localhost") {
 		return true
@@ -306,11 +403,13 @@ func isLoopback(host string) bool {
 
 // serveExtension adds to `delegateos serve`: flags, then settings before
 // the server is built (configure: Options.Authorize, a wrapped Relay) and
-// handlers after (mount: on Server.Mux).
+// handlers after (mount: on Server.Mux); wrap, when set, wraps the
+// server's whole handler (before the transport's own checks).
 type serveExtension struct {
 	flags     func(fs *pflag.FlagSet)
 	configure func(*serveSetup) error
 	mount     func(*serveSetup) error
+	wrap      func(http.Handler) http.Handler
 }
 
 // serveSetup is what an extension of serve works with.
@@ -326,12 +425,55 @@ type serveSetup struct {
 	DefaultToken string
 	// KeyFile is the server's key file (--key, else proxy_key), "" for none.
 	KeyFile string
-	Options *serve.Options // configure may change it
-	Server  *serve.Server  // set for mount
+	// Listen is --listen, TLS whether the server serves HTTPS, Endpoint
+	// the MCP endpoint's path.
+	Listen   string
+	TLS      bool
+	Endpoint string
+	// CheckToken verifies a token and that its delegation has not ended.
+	CheckToken func(string) error
+	// Delegations is the workspace's delegation handling, nil without one.
+	Delegations *proxy.Delegations
+	// Evidence is the audit log, nil without one.
+	Evidence proxy.Evidence
+	Options  *serve.Options // configure may change it
+	Server   *serve.Server  // set for mount
 }
 
 // serveExtensions are added to serve in order.
 var serveExtensions []serveExtension
+
+// withClientFix adds to check's refusal of a client's token what the
+// client's user can do about it: the refusal is all an MCP client shows.
+func withClientFix(check func(string) error) func(string) error {
+	return func(tok string) error {
+		err := check(tok)
+		if err == nil {
+			return nil
+		}
+		fix := "ask whoever gave you the token for a new one, or inspect it with 'delegateos dct inspect --token @FILE'"
+		switch {
+		case errors.Is(err, dct.ErrExpired):
+			fix = "it has expired: get a new one (mint or attenuate it again) and reconnect with it"
+		case errors.Is(err, dct.ErrRevoked):
+			fix = "it, or a token it was built on, was revoked: ask its issuer for a new one"
+		case errors.Is(err, dct.ErrInvalidSignature) && strings.Contains(err.Error(), "not a trusted root"):
+			fix = "this server does not trust its issuer: use a token minted by one of the server's roots"
+		case errors.Is(err, dct.ErrMalformed):
+			fix = "send the whole token as 'delegateos dct mint' or 'dct attenuate' printed it"
+		}
+		return fmt.Errorf("%w; %s", err, fix)
+	}
+}
+
+// abandonTimeout is --abandon-timeout as serve.Options takes it: 0 (off)
+// is negative there, where zero means the default.
+func abandonTimeout(d time.Duration) time.Duration {
+	if d <= 0 {
+		return -1
+	}
+	return d
+}
 
 // noBound is a session cap flag as serve.Options takes it: 0 (no bound)
 // is negative there, where zero means the default.

@@ -155,6 +155,12 @@ type serveExtras struct {
 // did:key the agent card publishes.
 func (f *serveExtraFlags) build(pol *policy.Policy, revs revocation.Live, keyFile string, gate *proxy.Gate, log *zap.Logger, mcpPath string) (*serveExtras, error) {
 	x := &serveExtras{metrics: metrics.New(), tokens: &revdist.Tokens{}}
+	version, commit := buildVersion()
+	if commit == "" {
+		commit = "unknown"
+	}
+	x.metrics.BuildInfo(version, commit)
+	x.metrics.Tools(pol)
 	gate.Observer = gateObservers{x.metrics, tokenRecorder{x.tokens}}
 	if *f.requireSig || pol.RequireSignature {
 		if *f.sigWindow < time.Second {

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	iofs "io/fs"
+	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -14,6 +15,7 @@ import (
 
 	"github.com/delegateos/delegateos/budget"
 	"github.com/delegateos/delegateos/chain"
+	"github.com/delegateos/delegateos/contract"
 	"github.com/delegateos/delegateos/internal/render"
 	"github.com/delegateos/delegateos/internal/timestamp"
 	"github.com/delegateos/delegateos/policy"
@@ -89,6 +91,11 @@ var spendCmd = &command{
 				}
 			}
 			rep := newSpendReport(redactStore(path), usage, ds)
+			if workspace != "" {
+				if err := rep.attachPlans(filepath.Join(workspace, wsPlans)); err != nil {
+					fmt.Fprintf(e.stderr, "delegateos spend: the decomposition plans are not shown: %s\n", oneLine(err.Error()))
+				}
+			}
 			switch *format {
 			case "json":
 				return writeJSON(e, rep.json())
@@ -127,6 +134,10 @@ type spendNode struct {
 	shown    int
 	record   *chain.Delegation // the chain's record of the delegation, if the chain has it
 	children []*spendNode
+	// splits are the recorded plans that split the delegation (signed by
+	// its delegatee); sub the plan sub-task the delegation is, if any.
+	splits []*contract.Plan
+	sub    *contract.PlanRef
 }
 
 func newSpendReport(store string, usage []budget.Usage, ds []chain.Delegation) *spendReport {
@@ -160,6 +171,72 @@ func newSpendReport(store string, usage []budget.Usage, ds []chain.Delegation) *
 		}
 	}
 	return rep
+}
+
+// attachPlans marks the delegations that recorded plans split and the
+// sub-tasks they delegated. Only plans that verify are read, and a plan
+// counts only for a delegation its issuer holds.
+func (rep *spendReport) attachPlans(dir string) error {
+	if _, err := os.Stat(dir); errors.Is(err, iofs.ErrNotExist) {
+		return nil
+	}
+	plans, err := contract.OpenPlanDir(dir)
+	if err != nil {
+		return err
+	}
+	for _, n := range rep.nodes {
+		if n.record == nil || n.record.Key == "" {
+			continue
+		}
+		split, err := plans.SplitOf(n.record.Key)
+		if err != nil {
+			return err
+		}
+		for _, p := range split {
+			if p.Issuer == n.record.To {
+				n.splits = append(n.splits, p)
+			}
+		}
+		refs, err := plans.SubTaskOf(n.record.Key)
+		if err != nil {
+			return err
+		}
+		for _, r := range refs {
+			if r.Plan.Issuer == n.record.From && r.Plan.ParentDelegationKey == n.record.ParentKey {
+				n.sub = &r
+			}
+		}
+	}
+	return nil
+}
+
+// allotment is a sub-task's budget figures: what the plan allotted, and
+// what returned to the parent (the unspent allotment, once it ended).
+func (n *spendNode) allotment() (allotted, returned int64) {
+	allotted = n.sub.SubTask.BudgetMicrocents
+	if n.record.Status != chain.StatusActive {
+		returned = max(0, allotted-n.u.Committed-n.u.Reserved)
+	}
+	return allotted, returned
+}
+
+// planText describes the plans a delegation is split by, and the sub-task
+// it is, for the tree.
+func (n *spendNode) planText(esc func(string) string) string {
+	var b strings.Builder
+	for _, p := range n.splits {
+		var sum int64
+		for _, st := range p.SubTasks {
+			sum += st.BudgetMicrocents
+		}
+		fmt.Fprintf(&b, "  plan %s (%s, %d sub-tasks, allotted %d)", esc(p.ID), esc(p.Strategy), len(p.SubTasks), sum)
+	}
+	if n.sub != nil {
+		allotted, returned := n.allotment()
+		fmt.Fprintf(&b, "  sub-task %s of plan %s  allotted %d  reserved %d  spent %d  returned %d",
+			esc(strconv.Quote(n.sub.SubTask.ID)), esc(n.sub.Plan.ID), allotted, n.u.Reserved, n.u.Committed, returned)
+	}
+	return b.String()
 }
 
 // keySegment is what a delegation ID adds to a budget key.
@@ -338,6 +415,7 @@ func (rep *spendReport) writeTree(w io.Writer, label func(string) string) {
 		if n.record != nil {
 			b.WriteString("  [" + p(string(n.record.Status)) + "]")
 		}
+		b.WriteString(n.planText(p))
 		fmt.Fprintf(&b, "  budget %s  committed %d  reserved %d  remaining %s  calls %s  last call %s",
 			n.budgetText(), n.u.Committed, n.u.Reserved, n.remainingText(), n.callsText(), n.lastCallText())
 		fmt.Fprintln(w, b.String())
@@ -379,6 +457,9 @@ func (rep *spendReport) mermaid(label func(string) string) string {
 		}
 		if n.record != nil {
 			b.WriteString(" #183; " + m(string(n.record.Status)))
+		}
+		if pt := strings.TrimSpace(n.planText(m)); pt != "" {
+			b.WriteString("<br/>" + pt)
 		}
 		b.WriteString("<br/>budget " + m(n.budgetText()) + " #183; committed " + m(strconv.FormatInt(n.u.Committed, 10)) +
 			" #183; reserved " + m(strconv.FormatInt(n.u.Reserved, 10)))
@@ -423,6 +504,21 @@ type spendEntryJSON struct {
 	To         string   `json:"to,omitempty"`
 	ContractID string   `json:"contractId,omitempty"`
 	Status     string   `json:"status,omitempty"`
+	// Plans are the IDs of the decomposition plans that split the
+	// delegation; SubTask is set when it is a plan's sub-task.
+	Plans   []string      `json:"plans,omitempty"`
+	SubTask *subTaskSpend `json:"subTask,omitempty"`
+}
+
+// subTaskSpend is a sub-task's allotment and what became of it.
+type subTaskSpend struct {
+	Plan      string   `json:"plan"`
+	ID        string   `json:"id"`
+	Allotted  int64    `json:"allotted"`
+	Reserved  int64    `json:"reserved"`
+	Spent     int64    `json:"spent"`
+	Returned  int64    `json:"returned"`
+	DependsOn []string `json:"dependsOn"`
 }
 
 func (rep *spendReport) json() spendJSON {
@@ -444,6 +540,14 @@ func (rep *spendReport) json() spendJSON {
 		}
 		if d := n.record; d != nil {
 			e.From, e.To, e.ContractID, e.Status = d.From, d.To, d.ContractID, string(d.Status)
+		}
+		for _, p := range n.splits {
+			e.Plans = append(e.Plans, p.ID)
+		}
+		if n.sub != nil {
+			allotted, returned := n.allotment()
+			e.SubTask = &subTaskSpend{Plan: n.sub.Plan.ID, ID: n.sub.SubTask.ID, Allotted: allotted, Reserved: n.u.Reserved,
+				Spent: n.u.Committed, Returned: returned, DependsOn: n.sub.SubTask.DependsOn}
 		}
 		out.Delegations = append(out.Delegations, e)
 	}

@@ -180,29 +180,53 @@ func (rb *rebuild) read(path string, trusted []string) error {
 		cost int64
 	}
 	var order []string
+	var unsigned int64
 	decisions := map[string]*decision{}
 	executed := map[string]int64{}
+	released := map[string]bool{}
+	var releasedOrder []*receipt.DecisionBody
 	f, err = os.Open(path)
 	if err != nil {
 		return inputError{err}
 	}
 	defer f.Close()
 	err = audit.Read(f, func(_ int64, rc *receipt.Receipt) error {
+		// Entries without a proof of their own are signed by the
+		// checkpoint after them: those after the last one are not signed
+		// yet, and anyone who can write the file could have appended
+		// them. Their executions are not believed (one could lower what
+		// a call is charged): their calls are charged what they reserved.
+		unsealed := !rc.Signed() && rc.Position().Seq > rep.LastCheckpoint
+		if unsealed {
+			unsigned++
+		}
 		switch b := rc.Body.(type) {
 		case *receipt.DecisionBody:
-			if b.Decision == receipt.DecisionAllow && len(b.DelegationPath) > 0 {
+			switch {
+			case len(b.DelegationPath) == 0:
+			case b.Decision == receipt.DecisionAllow:
 				if _, dup := decisions[b.AuditID]; !dup {
 					order = append(order, b.AuditID)
 					decisions[b.AuditID] = &decision{b: b, cost: b.CostReserved}
 				}
+			case reservedThenReleased(b):
+				if !released[b.AuditID] {
+					released[b.AuditID] = true
+					releasedOrder = append(releasedOrder, b)
+				}
 			}
 		case *receipt.ExecutionBody:
-			executed[b.GateAuditID] = b.CostCommitted
+			if !unsealed {
+				executed[b.GateAuditID] = b.CostCommitted
+			}
 		}
 		return nil
 	})
 	if err != nil {
 		return inputf("the audit log %s: %v", path, err)
+	}
+	if unsigned > 0 {
+		rb.notes = append(rb.notes, fmt.Sprintf("%s: its last %d entries are not signed yet (no checkpoint follows them; its proxy writes one within a second, or when it starts again): their calls are charged what they reserved, whatever their execution receipts say", path, unsigned))
 	}
 	for _, id := range order {
 		d := decisions[id]
@@ -215,12 +239,45 @@ func (rb *rebuild) read(path string, trusted []string) error {
 		rb.add(d.b.DelegationPath, cost, at)
 		rb.addRate(d.b, at)
 	}
+	for _, b := range releasedOrder {
+		at, _ := time.Parse(time.RFC3339Nano, b.DecidedAt)
+		rb.count(b.DelegationPath, at)
+	}
 	return nil
+}
+
+// reservedThenReleased reports whether a decision receipt that is not an
+// allowed call's still stands for a reservation the gate made and gave
+// back: a call held for approval is decided (and reserved, which counts
+// it at every level of its path) before it is held, so its refusal
+// (declined, timed out, unanswered: a BLOCK naming its approval) and the
+// answer that waits for an approval (MCP 2026-07-28: WAITING, the retry
+// is decided afresh) each stand for one counted call that charged nothing.
+// The rebuild counts them, or a recovery from every log would count fewer
+// calls than the proxies saw and be refused for ever.
+func reservedThenReleased(b *receipt.DecisionBody) bool {
+	return b.Decision == receipt.DecisionWaiting || b.Decision == receipt.DecisionBlock && b.ApprovalID != ""
+}
+
+// count counts a call at every level of its path without charging it.
+func (rb *rebuild) count(path []string, at time.Time) {
+	for _, u := range rb.levels(path) {
+		rb.counted(u, at)
+	}
 }
 
 // add charges cost to every level of a delegation path.
 func (rb *rebuild) add(path []string, cost int64, at time.Time) {
 	rb.allowed++
+	for _, u := range rb.levels(path) {
+		u.Committed = min(u.Committed+cost, 1<<63-1)
+		rb.counted(u, at)
+	}
+}
+
+// levels are the usage of every level of a delegation path, made as needed.
+func (rb *rebuild) levels(path []string) []*budget.Usage {
+	out := make([]*budget.Usage, 0, min(len(path), budget.MaxLevels))
 	key := rb.issuer
 	for i, id := range path {
 		if i == budget.MaxLevels {
@@ -232,11 +289,16 @@ func (rb *rebuild) add(path []string, cost int64, at time.Time) {
 			u = &budget.Usage{Key: key, Recorded: true}
 			rb.keys[key] = u
 		}
-		u.Committed = min(u.Committed+cost, 1<<63-1)
-		u.Calls++
-		if at.After(u.LastCall) {
-			u.LastCall = at
-		}
+		out = append(out, u)
+	}
+	return out
+}
+
+// counted counts one call made at at.
+func (rb *rebuild) counted(u *budget.Usage, at time.Time) {
+	u.Calls++
+	if at.After(u.LastCall) {
+		u.LastCall = at
 	}
 }
 
@@ -306,7 +368,7 @@ func (rb *rebuild) unaccounted() []string {
 		out = append(out, fmt.Sprintf("%d allowed calls have no execution receipt (in flight, or their proxy was killed): each is charged what it reserved", rb.charged))
 	}
 	out = append(out,
-		"calls of proxies whose audit logs were not given, and calls before the logs' first entries, are not in the rebuilt spend",
+		"calls of proxies whose audit logs were not given, and calls before the logs' first entries, are not in the rebuilt spend: a proxy that saw a tree count more calls than the rebuild refuses it (store_reset) until store recover is run again with its log too",
 		"delegations ended at proxies whose workspaces were not given (--workspace) are not recorded ended again")
 	if rb.pol == nil {
 		out = append(out, "rate-limit windows are not rebuilt without --policy: they restart empty (at most one window's calls more, each still within its budget)")

@@ -27,7 +27,8 @@ func listUpstreamTools(argv []string, timeout time.Duration) ([]policy.StarterTo
 				schema = nil
 			}
 		}
-		tools = append(tools, policy.StarterTool{Name: t.Name, Description: t.Description, InputSchema: schema})
+		readOnly := t.Annotations.ReadOnlyHint != nil && *t.Annotations.ReadOnlyHint
+		tools = append(tools, policy.StarterTool{Name: t.Name, Description: t.Description, InputSchema: schema, ReadOnly: readOnly})
 	}
 	return tools, nil
 }

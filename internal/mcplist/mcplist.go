@@ -100,6 +100,9 @@ func List(argv []string, opts Options) (*Listing, error) {
 		return l, nil
 	}
 	if errors.Is(err, context.DeadlineExceeded) {
+		if step == "initialize" {
+			return nil, fmt.Errorf("%s did not answer initialize within %s: %s, or give it longer (--timeout)", name, timeout, notMCP)
+		}
 		return nil, fmt.Errorf("%s did not answer %s within %s", name, step, timeout)
 	}
 	msg := fmt.Sprintf("%s failed during %s: %v", name, step, err)
@@ -114,8 +117,16 @@ func List(argv []string, opts Options) (*Listing, error) {
 	if last := stderr.lastLine(); last != "" {
 		msg += fmt.Sprintf("; its last line on stderr: %q", last)
 	}
+	if step == "initialize" && (exit == nil || exit.ExitCode() == 0) {
+		// It did not fail: it answered, or ended, as no MCP server does.
+		msg += "; " + notMCP
+	}
 	return nil, errors.New(msg)
 }
+
+// notMCP is what a command that does not complete MCP's initialize most
+// likely is, and what to do.
+const notMCP = "it does not speak MCP over standard input and output, so it is not an MCP server, or needs a flag to serve over stdio (such as --stdio); check the command after --"
 
 func initializeAndList(ctx context.Context, c *client.Client, opts Options) (*Listing, string, error) {
 	req := mcp.InitializeRequest{}

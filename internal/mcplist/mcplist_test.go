@@ -51,7 +51,11 @@ func TestList(t *testing.T) {
 		{[]string{"no-such-mcp-server-here"}, Options{},
 			`upstream "no-such-mcp-server-here" could not start: exec: "no-such-mcp-server-here": executable file not found in $PATH`},
 		{[]string{bin, "-hang"}, Options{Timeout: 500 * time.Millisecond},
-			`testupstream -hang" did not answer initialize within 500ms`},
+			`testupstream -hang" did not answer initialize within 500ms: it does not speak MCP over standard input and output, so it is not an MCP server`},
+		// Commands that are not MCP servers: one echoes the initialize
+		// back, one exits at once.
+		{[]string{"cat"}, Options{}, `upstream "cat" failed during initialize: method not found: No request handler configured; it does not speak MCP over standard input and output, so it is not an MCP server, or needs a flag to serve over stdio (such as --stdio); check the command after --`},
+		{[]string{"true"}, Options{}, `; it does not speak MCP over standard input and output, so it is not an MCP server`},
 	} {
 		_, err := List(c.argv, c.opts)
 		if err == nil || !strings.Contains(err.Error(), c.want) {

@@ -34,6 +34,8 @@ type ServeOptions struct {
 	UpstreamURL string
 	// WantExit is the exit status wanted after SIGTERM; nil means 0.
 	WantExit func(code int) bool
+	// Env is added to the server's environment.
+	Env []string
 }
 
 // Server is a running delegateos serve.
@@ -85,6 +87,7 @@ func (e *Env) StartServe(o ServeOptions) *Server {
 	s.Cmd = exec.Command(args[0], args[1:]...)
 	s.Cmd.Stdout, s.Cmd.Stderr = s.Stderr, s.Stderr
 	s.Cmd.Env = append(os.Environ(), "GORACE="+goraceValue(), "DELEGATEOS_STATE_DIR="+filepath.Join(e.Dir, "state"))
+	s.Cmd.Env = append(s.Cmd.Env, o.Env...)
 	if err := s.Cmd.Start(); err != nil {
 		t.Fatal(err)
 	}

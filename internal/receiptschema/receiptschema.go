@@ -21,6 +21,7 @@ var Files = map[string]string{
 	"decision_receipt/2":       "decision_receipt-2.json",
 	"execution_receipt/2":      "execution_receipt-2.json",
 	"human_approval_receipt/2": "human_approval_receipt-2.json",
+	"audit_checkpoint/3":       "audit_checkpoint-3.json",
 	"audit_checkpoint/2":       "audit_checkpoint-2.json",
 	"audit_checkpoint/1":       "audit_checkpoint-1.json",
 }

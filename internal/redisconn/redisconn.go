@@ -12,6 +12,8 @@ package redisconn
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"net"
@@ -378,3 +380,17 @@ func HashTag(key string) string {
 // braces drops braces; a Replacer is built once, since building one costs
 // kilobytes.
 var braces = strings.NewReplacer("{", "", "}", "")
+
+// StateName returns the file name, in a state directory, of what a
+// machine keeps about the store at rawURL: "redis-", a hash of the URL's
+// host (in lower case) and path (its database), and suffix; not its
+// password or parameters, so that the same store named with another
+// password or timeout finds the same file.
+func StateName(rawURL, suffix string) string {
+	where := rawURL
+	if u, err := url.Parse(rawURL); err == nil {
+		where = strings.ToLower(u.Host) + u.Path
+	}
+	sum := sha256.Sum256([]byte(where))
+	return "redis-" + hex.EncodeToString(sum[:8]) + suffix
+}

@@ -39,12 +39,12 @@ func main() {
 		return mcp.NewToolResultText("ok"), nil
 	}
 	s.AddTool(mcp.NewTool("read_file", mcp.WithDescription("Read a file.\nReturns its text."),
-		mcp.WithString("path", mcp.Required())), ok)
+		mcp.WithString("path", mcp.Required()), mcp.WithReadOnlyHintAnnotation(true)), ok)
 	s.AddTool(mcp.NewTool("fetch", mcp.WithDescription("Fetch a URL."),
 		mcp.WithString("method"), mcp.WithString("url", mcp.Required())), ok)
-	s.AddTool(mcp.NewTool("get_time", mcp.WithDescription("The time now.")), ok)
+	s.AddTool(mcp.NewTool("get_time", mcp.WithDescription("The time now."), mcp.WithReadOnlyHintAnnotation(true)), ok)
 	s.AddTool(mcp.NewTool("count_lines", mcp.WithDescription("A file argument that is not a string."),
-		mcp.WithNumber("file")), ok)
+		mcp.WithNumber("file"), mcp.WithReadOnlyHintAnnotation(true)), ok)
 	s.AddTool(mcp.NewTool("open_resource", mcp.WithString("uri"), mcp.WithString("filename")), ok)
 	if err := server.ServeStdio(s); err != nil {
 		fmt.Fprintln(os.Stderr, "testupstream:", err)

@@ -1,0 +1,211 @@
+package contract
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"io/fs"
+	"maps"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+
+	"github.com/delegateos/delegateos/internal/fsutil"
+)
+
+// PlanDir is the directory of a workspace where decompose records signed
+// plans (one file per plan, named by its ID) and the gate finds them. A
+// plan is never replaced by a different one.
+type PlanDir struct {
+	dir string
+
+	mu sync.Mutex
+	// seen holds every plan file name read so far: plans are immutable,
+	// so each file is read once.
+	seen map[string]bool
+	// idx is the index of what was read; it is replaced, never changed,
+	// so a PlanView keeps a consistent one.
+	idx *planIndex
+}
+
+type planIndex struct {
+	byID  map[string]*Plan
+	bySub map[string][]PlanRef
+	byPar map[string][]*Plan
+	// tampered maps the delegation keys a plan file that reads but does
+	// not verify names (as sub-task or parent) to why it does not.
+	tampered map[string]string
+}
+
+// PlanRef is a sub-task of a recorded plan.
+type PlanRef struct {
+	Plan    *Plan
+	SubTask *SubTask
+}
+
+// PlanView is the recorded plans as one look at the directory found
+// them.
+type PlanView struct{ idx *planIndex }
+
+// OpenPlanDir opens (creating it if need be) a plan directory.
+func OpenPlanDir(dir string) (*PlanDir, error) {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return nil, err
+	}
+	return &PlanDir{dir: dir, seen: map[string]bool{}, idx: &planIndex{byID: map[string]*Plan{},
+		bySub: map[string][]PlanRef{}, byPar: map[string][]*Plan{}, tampered: map[string]string{}}}, nil
+}
+
+// Put verifies and records a plan. A plan recorded already with the same
+// content is no error; with other content it is.
+func (d *PlanDir) Put(p *Plan) error {
+	if err := p.Verify(); err != nil {
+		return err
+	}
+	b, err := p.Marshal()
+	if err != nil {
+		return err
+	}
+	path := filepath.Join(d.dir, p.ID+".json")
+	if held, err := os.ReadFile(path); err == nil {
+		if bytes.Equal(bytes.TrimSpace(held), b) {
+			return nil
+		}
+		return planErr("a different plan %s is recorded in %s already", p.ID, d.dir)
+	} else if !errors.Is(err, fs.ErrNotExist) {
+		return err
+	}
+	return fsutil.WriteFileAtomic(path, append(b, '\n'), 0o644)
+}
+
+// View looks at the directory once, reading the plan files added since
+// the last look, and returns what it holds.
+func (d *PlanDir) View() (PlanView, error) {
+	if err := d.refresh(); err != nil {
+		return PlanView{}, err
+	}
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return PlanView{d.idx}, nil
+}
+
+// Get returns the recorded plan with the ID, verified.
+func (d *PlanDir) Get(id string) (*Plan, error) {
+	if !ValidPlanID(id) {
+		return nil, planErr("%q is not a plan ID", clip(id))
+	}
+	v, err := d.View()
+	if err != nil {
+		return nil, err
+	}
+	if p := v.idx.byID[id]; p != nil {
+		return p, nil
+	}
+	return nil, fmt.Errorf("plan %s: %w", id, fs.ErrNotExist)
+}
+
+// SubTaskOf is View().SubTaskOf.
+func (d *PlanDir) SubTaskOf(key string) ([]PlanRef, error) {
+	v, err := d.View()
+	return v.SubTaskOf(key), err
+}
+
+// SplitOf is View().SplitOf.
+func (d *PlanDir) SplitOf(key string) ([]*Plan, error) {
+	v, err := d.View()
+	return v.SplitOf(key), err
+}
+
+// SubTaskOf returns the plans that made the delegation with the key as one
+// of their sub-tasks. Only plans that verify are indexed; which of them
+// bind the delegation is for the caller to decide from the chain (the
+// plan's issuer must have signed the delegation's block).
+func (v PlanView) SubTaskOf(key string) []PlanRef {
+	if v.idx == nil {
+		return nil
+	}
+	return v.idx.bySub[key]
+}
+
+// SplitOf returns the plans that split the delegation with the key.
+func (v PlanView) SplitOf(key string) []*Plan {
+	if v.idx == nil {
+		return nil
+	}
+	return v.idx.byPar[key]
+}
+
+// Tampered says why a plan file naming the delegation with the key does
+// not verify; "" when none does.
+func (v PlanView) Tampered(key string) string {
+	if v.idx == nil {
+		return ""
+	}
+	return v.idx.tampered[key]
+}
+
+// refresh reads the plan files added since the last look. A file that is
+// not a verified plan is never indexed as one: the index only ever adds
+// refusals, and only for delegations a plan's signer made. One that reads
+// but does not verify keeps the delegations it names refused.
+func (d *PlanDir) refresh() error {
+	entries, err := os.ReadDir(d.dir)
+	if err != nil {
+		return fmt.Errorf("the plans in %s cannot be read: %w", d.dir, err)
+	}
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	var next *planIndex
+	for _, e := range entries {
+		name := e.Name()
+		if !strings.HasSuffix(name, ".json") || !ValidPlanID(strings.TrimSuffix(name, ".json")) || d.seen[name] {
+			continue
+		}
+		b, err := os.ReadFile(filepath.Join(d.dir, name))
+		if err != nil {
+			return fmt.Errorf("plan %s cannot be read: %w", name, err)
+		}
+		d.seen[name] = true
+		p, err := ParsePlan(b)
+		if err != nil {
+			continue
+		}
+		if next == nil {
+			next = d.idx.clone()
+		}
+		if err := p.Verify(); err != nil || p.ID+".json" != name {
+			why := fmt.Sprintf("plan file %s does not verify", name)
+			if err != nil {
+				why += ": " + err.Error()
+			}
+			next.tampered[p.ParentDelegationKey] = why
+			for _, st := range p.SubTasks {
+				next.tampered[st.DelegationKey] = why
+			}
+			continue
+		}
+		next.byID[p.ID] = p
+		next.byPar[p.ParentDelegationKey] = append(next.byPar[p.ParentDelegationKey], p)
+		for i := range p.SubTasks {
+			st := &p.SubTasks[i]
+			next.bySub[st.DelegationKey] = append(next.bySub[st.DelegationKey], PlanRef{Plan: p, SubTask: st})
+		}
+	}
+	if next != nil {
+		d.idx = next
+	}
+	return nil
+}
+
+// clone copies the index; its slices are copied as they are appended to.
+func (x *planIndex) clone() *planIndex {
+	c := &planIndex{byID: maps.Clone(x.byID), bySub: maps.Clone(x.bySub), byPar: maps.Clone(x.byPar), tampered: maps.Clone(x.tampered)}
+	for k, v := range c.bySub {
+		c.bySub[k] = v[:len(v):len(v)]
+	}
+	for k, v := range c.byPar {
+		c.byPar[k] = v[:len(v):len(v)]
+	}
+	return c
+}

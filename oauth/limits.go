@@ -1,0 +1,58 @@
+package oauth
+
+import "time"
+
+// Limits on what unauthenticated clients can make the server hold or read.
+const (
+	// MaxRegistrationBytes bounds a registration request's body.
+	MaxRegistrationBytes = 16 << 10
+	// MaxFormBytes bounds a /token or consent form body.
+	MaxFormBytes = 16 << 10
+	// MaxRedirectURIs and MaxURIBytes bound a client's redirect URIs.
+	MaxRedirectURIs = 8
+	MaxURIBytes     = 2048
+	// MaxClientNameBytes bounds a client's name.
+	MaxClientNameBytes = 200
+	// MaxScopes bounds the scopes one request asks for.
+	MaxScopes = 64
+	// MaxClients bounds the registered clients; a registration beyond it
+	// forgets the oldest client no one has approved.
+	MaxClients = 1024
+	// MaxUnapprovedClients bounds the registered clients no one has
+	// approved yet (anyone may register one).
+	MaxUnapprovedClients = 256
+	// MaxPending bounds the authorization requests waiting for consent; a
+	// new one beyond it forgets the oldest.
+	MaxPending = 256
+	// MaxCodes bounds the authorization codes not yet exchanged.
+	MaxCodes = 256
+	// MaxFamilies bounds the approvals whose refresh tokens are live.
+	MaxFamilies = 4096
+	// MaxIssued bounds the access tokens remembered (for DPoP binding and
+	// to recognize this server's own tokens).
+	MaxIssued = 100_000
+	// MaxDPoPBytes bounds a DPoP proof.
+	MaxDPoPBytes = 8 << 10
+	// MaxDPoPJTIs bounds the proof IDs remembered against replay.
+	MaxDPoPJTIs = 200_000
+)
+
+// Lifetimes.
+const (
+	// PendingTTL is how long a consent page may be left open.
+	PendingTTL = 10 * time.Minute
+	// CodeTTL is how long an authorization code may wait to be exchanged.
+	CodeTTL = time.Minute
+	// BearerTTL is the life of an access token not bound to a key, and
+	// DPoPTTL of one bound with DPoP.
+	BearerTTL = 10 * time.Minute
+	DPoPTTL   = time.Hour
+	// DPoPWindow is how far a proof's iat may be from the server's clock.
+	DPoPWindow = time.Minute
+	// ConsentFailures wrong consent passwords within ConsentLockout lock
+	// the consent page until ConsentLockout has passed since the last.
+	ConsentFailures = 5
+	ConsentLockout  = time.Minute
+	// MinPasswordBytes is the shortest consent password accepted.
+	MinPasswordBytes = 12
+)

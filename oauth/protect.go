@@ -1,0 +1,171 @@
+package oauth
+
+import (
+	"net/http"
+	"strings"
+	"time"
+
+	"go.uber.org/zap"
+
+	"github.com/delegateos/delegateos/dct"
+)
+
+// Protect wraps the handler of the MCP endpoint. Every 401 it answers
+// gets a challenge naming the resource metadata (RFC 9728 §5.1). A token
+// sent as "Authorization: DPoP" must come with a proof made with the key
+// it is bound to (RFC 9449 §7), and is then passed on as a Bearer token;
+// a bound token sent as Bearer is refused; a token attenuated from the
+// grant that this process did not issue, or whose authorization ended,
+// is refused.
+func (s *Server) Protect(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path != s.cfg.Endpoint || r.Method == http.MethodOptions {
+			next.ServeHTTP(w, r)
+			return
+		}
+		if e := s.checkResource(r); e != nil {
+			scheme := "Bearer"
+			if e.dpop {
+				scheme = "DPoP"
+			}
+			w.Header().Set("WWW-Authenticate", scheme+` error="`+e.Code+`", error_description="`+quoteSafe(e.Description)+`", resource_metadata="`+s.resourceMetadataURL(r)+`"`)
+			if r.ContentLength != 0 {
+				w.Header().Set("Connection", "close")
+			}
+			s.log.Warn("oauth: request refused", zap.String("error", e.Code), zap.String("detail", e.Description))
+			e.write(w)
+			return
+		}
+		next.ServeHTTP(&challengeWriter{ResponseWriter: w, s: s, r: r}, r)
+	})
+}
+
+func (s *Server) challenge(r *http.Request) string {
+	c := `resource_metadata="` + s.resourceMetadataURL(r) + `"`
+	if len(s.scopes) > 0 {
+		c += `, scope="` + strings.Join(s.scopes, " ") + `"`
+	}
+	return c
+}
+
+// quoteSafe keeps a description inside its quoted-string.
+func quoteSafe(s string) string {
+	return strings.Map(func(r rune) rune {
+		if r == '"' || r == '\\' || r < 0x20 || r > 0x7e {
+			return '\''
+		}
+		return r
+	}, s)
+}
+
+// checkResource checks the Authorization of a request to the resource,
+// and rewrites a verified DPoP one to Bearer.
+func (s *Server) checkResource(r *http.Request) *Error {
+	vals := r.Header.Values("Authorization")
+	if len(vals) != 1 {
+		return nil // none, or two: serve refuses those
+	}
+	scheme, tok, _ := strings.Cut(vals[0], " ")
+	tok = strings.TrimSpace(tok)
+	now := s.cfg.Now()
+	switch {
+	case strings.EqualFold(scheme, "DPoP"):
+		it := s.issuedToken(tok, now)
+		if it == nil || it.jkt == "" {
+			return dpopErr(ErrInvalidToken, "the token is not a DPoP-bound token this server issued (or it expired, or was ended)")
+		}
+		proofs := r.Header.Values(HeaderDPoP)
+		if len(proofs) != 1 {
+			return dpopErr(ErrInvalidDPoPProof, "send exactly one DPoP proof with a DPoP-bound token")
+		}
+		p, err := ParseDPoP(proofs[0])
+		if err == nil {
+			err = p.Check(DPoPCheck{Method: r.Method, URL: s.resource(r), AccessToken: tok, Now: now})
+		}
+		if err == nil && p.JKT != it.jkt {
+			return dpopErr(ErrInvalidDPoPProof, "the proof is signed with another key than the token is bound to")
+		}
+		if err == nil {
+			err = s.jtis.use(p, now)
+		}
+		if err != nil {
+			return dpopErr(ErrInvalidDPoPProof, err.Error())
+		}
+		r.Header.Set("Authorization", "Bearer "+tok)
+		r.Header.Del(HeaderDPoP)
+	case strings.EqualFold(scheme, "Bearer"):
+		// A token this server issued is found by its hash; any other is
+		// parsed to see whether it comes from the grant.
+		it := s.issuedToken(tok, now)
+		switch {
+		case it != nil && it.jkt != "":
+			return dpopErr(ErrInvalidToken, "this token is bound to a DPoP key: send it as Authorization: DPoP with a DPoP proof")
+		case it == nil && s.fromGrant(tok):
+			return oerr(http.StatusUnauthorized, ErrInvalidToken, "this token was issued from this server's grant but not by this server since it started, or its authorization was ended: authorize again")
+		}
+	}
+	return nil
+}
+
+// issuedToken is the record of an access token this process issued and
+// has not ended, nil for any other.
+func (s *Server) issuedToken(tok string, now time.Time) *issuedToken {
+	h := TokenHash(tok)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	it := s.issued[h]
+	if it == nil || it.fam.ended {
+		return nil
+	}
+	return it
+}
+
+// fromGrant reports whether a token is an attenuation of the grant (so
+// this server, or someone holding the grant key, made it).
+func (s *Server) fromGrant(tok string) bool {
+	t, err := dct.ParseInput(tok)
+	if err != nil || t.Blocks() <= s.grantBlocks {
+		return false
+	}
+	p, err := t.Prefix(s.grantBlocks)
+	return err == nil && p.String() == s.cfg.Grant.String()
+}
+
+// dpopErr is a 401 whose challenge is DPoP's (RFC 9449 §7.1).
+func dpopErr(code, desc string) *Error {
+	e := oerr(http.StatusUnauthorized, code, desc)
+	e.dpop = true
+	return e
+}
+
+// challengeWriter adds the resource metadata to the challenge of a 401.
+type challengeWriter struct {
+	http.ResponseWriter
+	s *Server
+	r *http.Request
+}
+
+func (w *challengeWriter) WriteHeader(code int) {
+	if code == http.StatusUnauthorized {
+		h := w.Header()
+		switch v := h.Get("WWW-Authenticate"); {
+		case v == "" || strings.EqualFold(v, "Bearer"):
+			h.Set("WWW-Authenticate", "Bearer "+w.s.challenge(w.r))
+		case len(v) > 7 && strings.EqualFold(v[:7], "Bearer "):
+			h.Set("WWW-Authenticate", v+", "+w.s.challenge(w.r))
+		}
+	}
+	w.ResponseWriter.WriteHeader(code)
+}
+
+func (w *challengeWriter) Write(b []byte) (int, error) { return w.ResponseWriter.Write(b) }
+
+// Flush and Unwrap keep the SSE streams and http.ResponseController
+// working through the wrapper.
+func (w *challengeWriter) Flush() {
+	if f, ok := w.ResponseWriter.(http.Flusher); ok {
+		f.Flush()
+	}
+}
+
+func (w *challengeWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
