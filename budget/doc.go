@@ -85,6 +85,40 @@
 // every reservation that costs something waits for one fsync, and
 // concurrent ones wait for each other's.
 //
+// # SQLite
+//
+// SQLite keeps spend in a SQLite database (WAL mode, through
+// modernc.org/sqlite) that every process on the machine opening the same
+// file shares: the proxies of one person's clients (each starting its own
+// stdio proxy) spend from one budget. It is what Open gives a path that
+// does not exist, is empty or holds a database; a spend log of the File
+// format still opens as a File (one process), and Migrate with the same
+// path for from and to turns it into a database in place.
+//
+// The table spend holds each key's committed ("committed") and held
+// ("held") cost and its record of calls; reservation the open
+// reservations, each with the store that made it. A writer goroutine per
+// store runs the process's waiting Reserve, Commit and Release calls in
+// one BEGIN IMMEDIATE transaction (group commit); SQLite runs one write
+// transaction at a time across every process, so reservations from any
+// number of processes never together pass a limit. A transaction that
+// holds a cost, or commits or releases one other than the reserved cost,
+// is synced (synchronous=FULL) before the call returns; a free
+// reservation is not, and a commit at the reserved cost (which changes no
+// spend) is handed to the writer without waiting, as the File does not
+// sync them.
+//
+// Each store holds an exclusive lock on a file of its own in PATH.owners
+// while it is open. The next store opened settles, at their reserved cost,
+// the reservations of every owner whose lock is free (its process was
+// killed), and a store that closes settles its own: a held cost counts as
+// spent until then, as a File counts it. A reservation settled so and
+// then committed by its own store is charged once. A write that waits
+// past the busy timeout for another process's transaction, a full disk or
+// a damaged file fails with an error that does not match ErrExceeded,
+// which the proxy turns into the denial store_unavailable; a damaged file
+// or a directory the process cannot write is refused by OpenSQLite.
+//
 // # Redis
 //
 // Redis keeps spend in a Redis server (Redis 7 or Valkey) named by a

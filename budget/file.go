@@ -51,7 +51,12 @@ type File struct {
 	buf          []byte
 	now          func() time.Time     // the clock of the calls' times; time.Now unless a test says otherwise
 	syncLog      func(*os.File) error // (*os.File).Sync unless a test says otherwise
+	warnings     []string             // what Open found to say at start
 }
+
+// Warnings returns what a person should know about the store, to be
+// logged at start.
+func (f *File) Warnings() []string { return f.warnings }
 
 var _ Store = (*File)(nil)
 

@@ -40,6 +40,19 @@ var storeKinds = []storeKind{
 		},
 	},
 	{
+		name: "SQLite",
+		open: func(t testing.TB) Store {
+			return openSQLite(t, filepath.Join(tempDir(t), "spend.db"))
+		},
+		reopen: func(t testing.TB, s Store) Store {
+			q := s.(*SQLite)
+			if err := q.Close(); err != nil {
+				t.Fatal(err)
+			}
+			return openSQLite(t, q.path)
+		},
+	},
+	{
 		name: "Redis",
 		open: func(t testing.TB) Store {
 			return openRedis(t, redistest.Start(t).URL())
@@ -82,6 +95,17 @@ func forEachStore(t *testing.T, test func(t *testing.T, k storeKind)) {
 	for _, k := range storeKinds {
 		t.Run(k.name, func(t *testing.T) { test(t, k) })
 	}
+}
+
+// openSQLite opens a SQLite store that is closed when the test ends.
+func openSQLite(t testing.TB, path string) *SQLite {
+	t.Helper()
+	s, err := OpenSQLite(path, SQLiteOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close() })
+	return s
 }
 
 // openFile opens a File that is closed when the test ends.

@@ -6,11 +6,13 @@ import (
 	"fmt"
 	"io/fs"
 	"os"
+	"path/filepath"
 
 	"github.com/redis/go-redis/v9"
 
 	"github.com/delegateos/delegateos/internal/fsutil"
 	"github.com/delegateos/delegateos/internal/redisconn"
+	"github.com/delegateos/delegateos/internal/sqlitedb"
 )
 
 // Migrate copies a spend store, a file or a redis:// or rediss:// URL, to
@@ -24,7 +26,10 @@ import (
 // from it meanwhile; the proxies of a Redis store must be stopped first.
 func Migrate(from, to string) (int, error) {
 	if from == to {
-		return 0, errors.New("budget: migrate a store to itself")
+		if redisconn.IsURL(from) {
+			return 0, errors.New("budget: migrate a store to itself")
+		}
+		return migrateInPlace(from)
 	}
 	if !redisconn.IsURL(to) {
 		if _, err := os.Lstat(to); err == nil {
@@ -33,35 +38,93 @@ func Migrate(from, to string) (int, error) {
 			return 0, fmt.Errorf("spend store %s: %w", to, err)
 		}
 	}
-	var us []Usage
-	if redisconn.IsURL(from) {
-		var err error
-		if us, err = ReadUsage(from); err != nil {
-			return 0, err
-		}
-	} else {
-		if _, err := os.Stat(from); err != nil {
-			return 0, fmt.Errorf("spend store %s: %w", from, err)
-		}
-		f, err := OpenFile(from)
-		if err != nil {
-			return 0, err
-		}
-		defer f.Close()
-		if us, err = ReadUsage(f.path); err != nil {
-			return 0, err
-		}
+	us, done, err := readForMigrate(from)
+	if err != nil {
+		return 0, err
 	}
-	var err error
+	defer done()
 	if redisconn.IsURL(to) {
 		err = writeRedisUsage(to, us)
 	} else {
-		err = writeFileUsage(to, us)
+		err = writeSQLiteUsage(to, us)
 	}
 	if err != nil {
 		return 0, err
 	}
 	return len(us), checkMigrated(to, us)
+}
+
+// readForMigrate reads every key's usage of the store from; a spend log
+// is held (its lock taken) until done is called.
+func readForMigrate(from string) (us []Usage, done func(), err error) {
+	done = func() {}
+	if redisconn.IsURL(from) {
+		us, err = ReadUsage(from)
+		return us, done, err
+	}
+	if _, err := os.Stat(from); err != nil {
+		return nil, done, fmt.Errorf("spend store %s: %w", from, err)
+	}
+	if db, err := sqlitedb.IsDB(from); err != nil {
+		return nil, done, fmt.Errorf("spend store %s: %w", from, err)
+	} else if db {
+		us, err = readSQLiteUsage(from)
+		return us, done, err
+	}
+	f, err := OpenFile(from)
+	if err != nil {
+		return nil, done, err
+	}
+	if us, err = ReadUsage(f.path); err != nil {
+		f.Close()
+		return nil, done, err
+	}
+	return us, func() { f.Close() }, nil
+}
+
+// migrateInPlace turns the spend log at path into a database at the same
+// path, so that the policy need not change: the database is written next
+// to it, read back and compared, the log kept as path + ".log-migrated"
+// and the database renamed into its place, all while the log is held, so
+// that no proxy spends from it meanwhile.
+func migrateInPlace(path string) (int, error) {
+	if db, err := sqlitedb.IsDB(path); err != nil {
+		return 0, fmt.Errorf("spend store %s: %w", path, err)
+	} else if db {
+		return 0, fmt.Errorf("spend store %s is a shared database already: nothing to migrate", path)
+	}
+	us, done, err := readForMigrate(path)
+	if err != nil {
+		return 0, err
+	}
+	defer done()
+	tmp, backup := path+".migrating", path+".log-migrated"
+	if _, err := os.Lstat(backup); err == nil {
+		return 0, fmt.Errorf("spend store %s: %s exists (an earlier migration's copy of the log): move it away first", path, backup)
+	}
+	for _, p := range []string{tmp, tmp + "-wal", tmp + "-shm"} {
+		os.Remove(p)
+	}
+	if err := writeSQLiteUsage(tmp, us); err != nil {
+		return 0, err
+	}
+	if err := checkMigrated(tmp, us); err != nil {
+		os.Remove(tmp)
+		return 0, err
+	}
+	if err := os.Link(path, backup); err != nil {
+		os.Remove(tmp)
+		return 0, fmt.Errorf("spend store %s: keep the log as %s: %w", path, backup, err)
+	}
+	if err := os.Rename(tmp, path); err != nil {
+		os.Remove(tmp)
+		os.Remove(backup)
+		return 0, fmt.Errorf("spend store %s: %w", path, err)
+	}
+	if err := fsutil.SyncDir(filepath.Dir(path)); err != nil {
+		return 0, fmt.Errorf("spend store %s: %w", path, err)
+	}
+	return len(us), nil
 }
 
 // writeRedisUsage writes usage into an empty Redis store, in one
@@ -117,26 +180,6 @@ func writeRedisUsage(rawURL string, us []Usage) error {
 		if err != nil {
 			return redisconn.Unavailable(what, err)
 		}
-	}
-	return nil
-}
-
-// writeFileUsage writes usage as a new spend log of totals.
-func writeFileUsage(path string, us []Usage) error {
-	var l ledger
-	for _, u := range us {
-		if err := checkKey(u.Key); err != nil {
-			return err
-		}
-		if s := addSat(u.Committed, u.Reserved); s != 0 {
-			l.add([]string{u.Key}, s)
-		}
-		if u.Recorded {
-			l.record([]string{u.Key}, []int64{u.Limit}, u.Calls, min(max(u.LastCall.UnixMilli(), 1), maxAt))
-		}
-	}
-	if err := fsutil.WriteFileAtomic(path, l.appendTotals(nil), fileMode); err != nil {
-		return fmt.Errorf("spend store %s: %w", path, err)
 	}
 	return nil
 }

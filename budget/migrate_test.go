@@ -42,7 +42,7 @@ func TestMigrateFileToRedisAndBack(t *testing.T) {
 	if n, err := Migrate(srv.URL(), back); err != nil || n != 2 {
 		t.Fatalf("Migrate to a file: %d keys, %v", n, err)
 	}
-	wantSpent(t, openFile(t, back), want)
+	wantSpent(t, openSQLite(t, back), want)
 	us, err := ReadUsage(back)
 	if err != nil {
 		t.Fatal(err)

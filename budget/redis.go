@@ -932,7 +932,10 @@ func (s *Redis) errClosed() error {
 }
 
 // Open opens the spend store a policy names: a redis:// or rediss:// URL
-// (OpenRedis), or else a file path (OpenFile).
+// (OpenRedis), or else a file path: a SQLite database shared by every
+// process on the machine (OpenSQLite), created if there is none, or a
+// spend log of an earlier version (OpenFile), which one process only can
+// hold and which store migrate turns into a database.
 func Open(pathOrURL string) (Store, error) {
 	if redisconn.IsURL(pathOrURL) {
 		dir := StateDir()
@@ -945,9 +948,21 @@ func Open(pathOrURL string) (Store, error) {
 		}
 		return r, nil
 	}
+	shared, err := isSQLitePath(pathOrURL)
+	if err != nil {
+		return nil, fmt.Errorf("spend store %s: %w", pathOrURL, err)
+	}
+	if shared {
+		s, err := OpenSQLite(pathOrURL, SQLiteOptions{})
+		if err != nil {
+			return nil, err // not a nil *SQLite in a non-nil interface
+		}
+		return s, nil
+	}
 	f, err := OpenFile(pathOrURL)
 	if err != nil {
 		return nil, err // not a nil *File in a non-nil interface
 	}
+	f.warnings = append(f.warnings, legacyWarning(pathOrURL))
 	return f, nil
 }

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"github.com/delegateos/delegateos/internal/fsutil"
 	"github.com/delegateos/delegateos/internal/redisconn"
+	"github.com/delegateos/delegateos/internal/sqlitedb"
 	"io"
 	"math"
 	"slices"
@@ -51,6 +52,9 @@ type Usage struct {
 func ReadUsage(path string) ([]Usage, error) {
 	if redisconn.IsURL(path) {
 		return readRedisUsage(path)
+	}
+	if db, err := sqlitedb.IsDB(path); err == nil && db {
+		return readSQLiteUsage(path)
 	}
 	// A FIFO or a device could block the open or never end: the open does
 	// not wait, and what was opened must be a regular file.

@@ -240,6 +240,10 @@ func (ps *parser) policy(n *yaml.Node, p *Policy) {
 			ps.path(v, key, &p.ProxyKey)
 		case "audit_log":
 			ps.path(v, key, &p.AuditLog)
+			if strings.HasSuffix(v.Value, "/") && p.AuditLog != "" && !strings.HasSuffix(p.AuditLog, "/") {
+				// A directory of logs, one per process: the slash says so.
+				p.AuditLog += "/"
+			}
 		case "state_dir":
 			ps.path(v, key, &p.StateDir)
 		case "receipts":

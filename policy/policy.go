@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"strings"
 	"time"
 )
 
@@ -95,7 +96,9 @@ type Policy struct {
 	ToolPins string
 	// ProxyKey is the key file (resolved like the other paths) the proxy
 	// signs receipts with; AuditLog is the audit log file the receipts are
-	// appended to ("" writes none); Receipts says what they contain.
+	// appended to ("" writes none), or, ending in "/", the directory in
+	// which each proxy keeps a log of its own; Receipts says what they
+	// contain.
 	ProxyKey string
 	AuditLog string
 	// StateDir, when set, is where the files the gate writes are kept
@@ -279,6 +282,9 @@ func (p *Policy) UseStateDir(dir string) error {
 		case "spend_store":
 			p.SpendStore = path
 		case "audit_log":
+			if strings.HasSuffix(rel, "/") {
+				path += "/" // a directory of logs, one per process
+			}
 			p.AuditLog = path
 		case "workspace":
 			p.Workspace = path

@@ -59,6 +59,19 @@
 //
 // A Limiter is safe for concurrent use.
 //
+// # SQLite
+//
+// OpenSQLite keeps the logs in the SQLite database of a spend store
+// (budget.SQLite), shared by every process on the machine that opens it:
+// the proxies of one policy admit N calls in a window between them. Each
+// Reserve and Release is one write transaction; each admission is a row
+// (key, time, time it leaves its window), the key naming the limit's
+// name, its rate and the level, so that two policies giving one name
+// different rates count apart. Times are the wall clock in nanoseconds,
+// strictly increasing at each key. Admissions are not synced, as the
+// file's lines are not. Import moves the windows of a rate-limit file of
+// an earlier version into the database.
+//
 // # Redis
 //
 // OpenRedis keeps the logs in a Redis server (Redis 7 or Valkey), shared

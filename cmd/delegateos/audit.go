@@ -45,13 +45,25 @@ func openEvidence(pol *policy.Policy, policyDigest, keyFlag string, log *zap.Log
 	if err != nil {
 		return nil, nil, inputf("the proxy key %s cannot be used: %v; fix %s", keyPath, err, keyWhat)
 	}
-	l, err := audit.Open(pol.AuditLog, receipt.NewSigner(k), audit.Options{
+	opts := audit.Options{
 		Receipts: receiptOptions(pol, policyDigest),
 		SignEach: pol.Receipts.SignEach,
 		OnError: func(err error) {
 			log.Error("the audit log cannot be written: no more receipts are kept, and every gated request is refused (evidence_unavailable) until the proxy is restarted", zap.Error(err))
 		},
-	})
+	}
+	var l *audit.Log
+	if audit.IsDir(pol.AuditLog) {
+		// A log of this process's own in the directory: the proxies of one
+		// policy each write theirs.
+		var skipped []error
+		l, skipped, err = audit.OpenDir(pol.AuditLog, receipt.NewSigner(k), opts)
+		for _, s := range skipped {
+			log.Warn("an audit log in the directory cannot be continued and is left as it is ('delegateos audit verify DIR' reports it); another is used", zap.Error(s))
+		}
+	} else {
+		l, err = audit.Open(pol.AuditLog, receipt.NewSigner(k), opts)
+	}
 	if err != nil {
 		if errors.Is(err, audit.ErrInUse) {
 			return nil, nil, fixf("%v", err)
@@ -60,15 +72,15 @@ func openEvidence(pol *policy.Policy, policyDigest, keyFlag string, log *zap.Log
 	}
 	if n := l.Recovered(); n > 0 {
 		log.Warn("the audit log was not closed cleanly (the proxy was killed, or entries were removed from its end): it is continued after a recovery checkpoint at entry recovered_at, and receipts of calls made before that entry may be missing ('delegateos audit verify' reports it)",
-			zap.String("audit_log", pol.AuditLog), zap.Int64("recovered_at", n))
+			zap.String("audit_log", l.Path()), zap.Int64("recovered_at", n))
 	}
-	log.Info("receipts are signed and appended to the audit log", zap.String("audit_log", pol.AuditLog), zap.String("proxy_did", k.DID()))
+	log.Info("receipts are signed and appended to the audit log", zap.String("audit_log", l.Path()), zap.String("proxy_did", k.DID()))
 	closeLog := func() error {
 		err := l.Close()
 		seq, head := l.Head()
 		// Kept outside the audit log, these catch a log cut back to an
 		// earlier session's end: audit verify --head.
-		log.Info("audit log closed", zap.String("audit_log", pol.AuditLog), zap.Int64("entries", seq), zap.String("head", head))
+		log.Info("audit log closed", zap.String("audit_log", l.Path()), zap.Int64("entries", seq), zap.String("head", head))
 		return err
 	}
 	return l, closeLog, nil
@@ -143,8 +155,8 @@ func trustedKeys(ids []string) ([]string, error) {
 
 var auditVerifyCmd = &command{
 	name:    "verify",
-	args:    "FILE|--policy FILE [--key-id DID]... [--head DIGEST] [--open] [--allow-recovered] [--witness DID]... [--cosignatures FILE] [--json]",
-	summary: "check every signature, the hash chain, the Merkle tree and the checkpoints of an audit log or export, offline",
+	args:    "FILE|DIR|--policy FILE [--key-id DID]... [--head DIGEST] [--open] [--allow-recovered] [--witness DID]... [--cosignatures FILE] [--json]",
+	summary: "check every signature, the hash chain, the Merkle tree and the checkpoints of an audit log or export, or of every log in a directory of logs, offline",
 	flags: func(fs *pflag.FlagSet) func(*env, []string) error {
 		policyPath := fs.String("policy", "", "read the policy's audit_log, signed by its proxy_key")
 		keyIDs := fs.StringArray("key-id", nil, "the did:key every entry must be signed by (repeatable; default: the policy's proxy_key, else the key of the first entry, for every entry)")
@@ -172,74 +184,139 @@ var auditVerifyCmd = &command{
 			if *head != "" && (len(*head) != 64 || strings.Trim(*head, "0123456789abcdef") != "") {
 				return fixf("--head %q: give the 64 lower-case hex digits the proxy logged as head", *head)
 			}
-			f, err := os.Open(path)
-			if err != nil {
-				return inputError{err}
-			}
-			defer f.Close()
-			rep, verr := audit.Verify(f, audit.VerifyOptions{Trusted: trusted, Open: *open, Head: *head, AllowRecovered: *allowRecovered})
-			var wrep *audit.WitnessReport
-			if verr == nil && len(*witnesses) > 0 {
-				file := *cosigs
-				if file == "" {
-					file = audit.CosignaturesFile(path)
+			vo := audit.VerifyOptions{Trusted: trusted, Open: *open, Head: *head, AllowRecovered: *allowRecovered}
+			if fi, err := os.Stat(path); err == nil && fi.IsDir() {
+				if *head != "" {
+					return usagef("--head names the head of one log: give that log's file, not the directory")
 				}
-				wrep, verr = audit.CheckWitnesses(path, file, *witnesses, audit.VerifyOptions{Trusted: trusted})
+				if *cosigs != "" {
+					return usagef("--cosignatures names the cosignatures of one log: give that log's file, not the directory (each log's FILE.cosignatures is read)")
+				}
+				return verifyAuditDir(e, path, vo, *witnesses, *policyPath != "", *asJSON)
 			}
-			if verr == nil && rep.Export && *policyPath != "" {
-				verr = &audit.Problem{Kind: audit.Malformed, Line: 1, Msg: "the policy's audit_log holds an export, not the log the proxy writes"}
-			}
-			var prob *audit.Problem
-			if verr != nil && !errors.As(verr, &prob) {
-				return inputf("%s: %v", path, verr)
+			ok, out, err := verifyAuditLog(e, path, vo, *witnesses, *cosigs, *policyPath != "", !*asJSON)
+			if err != nil {
+				return err
 			}
 			if *asJSON {
-				out := map[string]any{"ok": verr == nil, "file": path}
-				if rep != nil {
-					out["report"] = rep
-				}
-				if wrep != nil {
-					out["cosigned"] = wrep.Cosigned
-				}
-				if prob != nil {
-					out["problem"] = map[string]any{"kind": prob.Kind, "line": prob.Line, "entry": prob.Entry, "message": prob.Msg}
-				}
 				if err := writeJSON(e, out); err != nil {
 					return err
 				}
-			} else if verr == nil {
-				what := "audit log"
-				if rep.Export {
-					what = fmt.Sprintf("export of receipt %d", rep.First)
-				}
-				fmt.Fprintf(e.stdout, "OK %s %s: %d entries (%d to %d), %d checkpoints, head %s\n", what, path, rep.Entries, rep.First, rep.Last, rep.Checkpoints, rep.Head)
-				if rep.Unsealed > 0 {
-					fmt.Fprintf(e.stdout, "  %d entries after the last checkpoint (open log)\n", rep.Unsealed)
-				}
-				printRecoveries(e, rep)
-				for _, w := range *witnesses {
-					fmt.Fprintf(e.stdout, "  witness %s cosigned the log up to its checkpoint of %d entries\n", w, wrep.Cosigned[w])
-				}
-				if rep.Unsigned > 0 {
-					fmt.Fprintf(e.stdout, "  %d entries signed by the %d checkpoints of the log's Merkle tree after them, not on their own\n", rep.Unsigned, rep.Trees)
-				}
-				fmt.Fprintf(e.stdout, "  signed by %s\n", strings.Join(rep.Signers, ", "))
-				if len(trusted) == 0 && len(rep.Signers) > 0 {
-					fmt.Fprintf(e.stdout, "  (no --key-id: the log is checked against the key of its first entry, whoever that is; give the proxy's did:key to check who signed)\n")
-				}
-			} else {
-				fmt.Fprintf(e.stdout, "FAILED %s: %v\n", path, prob)
-				if prob.Kind == audit.Recovered {
-					printRecoveries(e, rep)
-					fmt.Fprintf(e.stdout, "  (--allow-recovered accepts them)\n")
-				}
 			}
-			if verr != nil {
+			if !ok {
 				return checkError{"the audit log does not verify"}
 			}
 			return nil
 		}
 	},
+}
+
+// verifyAuditDir verifies every log of a directory of logs (an audit_log
+// ending in "/"), each as audit verify FILE would, and fails if any fails
+// or there is none.
+func verifyAuditDir(e *env, dir string, vo audit.VerifyOptions, witnesses []string, fromPolicy, asJSON bool) error {
+	paths, err := audit.DirLogs(dir)
+	if err != nil {
+		return inputError{err}
+	}
+	all := true
+	var logs []map[string]any
+	for _, p := range paths {
+		ok, out, err := verifyAuditLog(e, p, vo, witnesses, "", fromPolicy, !asJSON)
+		if err != nil {
+			return err
+		}
+		all = all && ok
+		logs = append(logs, out)
+	}
+	if asJSON {
+		if logs == nil {
+			logs = []map[string]any{}
+		}
+		if err := writeJSON(e, map[string]any{"ok": all && len(paths) > 0, "dir": dir, "logs": logs}); err != nil {
+			return err
+		}
+	} else if len(paths) == 0 {
+		fmt.Fprintf(e.stdout, "FAILED %s: the directory holds no audit log (log-N.jsonl)\n", dir)
+	} else {
+		fmt.Fprintf(e.stdout, "%d audit logs in %s\n", len(paths), dir)
+	}
+	if len(paths) == 0 {
+		return checkError{"the directory holds no audit log"}
+	}
+	if !all {
+		return checkError{"an audit log of the directory does not verify"}
+	}
+	return nil
+}
+
+// verifyAuditLog verifies the log at path (and, with witnesses, their
+// cosignatures in cosigs, by default the log's FILE.cosignatures),
+// printing the report unless print is false, and returns whether it
+// verified and the report as JSON would show it.
+func verifyAuditLog(e *env, path string, vo audit.VerifyOptions, witnesses []string, cosigs string, fromPolicy, print bool) (bool, map[string]any, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return false, nil, inputError{err}
+	}
+	defer f.Close()
+	rep, verr := audit.Verify(f, vo)
+	var wrep *audit.WitnessReport
+	if verr == nil && len(witnesses) > 0 {
+		file := cosigs
+		if file == "" {
+			file = audit.CosignaturesFile(path)
+		}
+		wrep, verr = audit.CheckWitnesses(path, file, witnesses, audit.VerifyOptions{Trusted: vo.Trusted})
+	}
+	if verr == nil && rep.Export && fromPolicy {
+		verr = &audit.Problem{Kind: audit.Malformed, Line: 1, Msg: "the policy's audit_log holds an export, not the log the proxy writes"}
+	}
+	var prob *audit.Problem
+	if verr != nil && !errors.As(verr, &prob) {
+		return false, nil, inputf("%s: %v", path, verr)
+	}
+	out := map[string]any{"ok": verr == nil, "file": path}
+	if rep != nil {
+		out["report"] = rep
+	}
+	if wrep != nil {
+		out["cosigned"] = wrep.Cosigned
+	}
+	if prob != nil {
+		out["problem"] = map[string]any{"kind": prob.Kind, "line": prob.Line, "entry": prob.Entry, "message": prob.Msg}
+	}
+	if !print {
+		return verr == nil, out, nil
+	}
+	if verr == nil {
+		what := "audit log"
+		if rep.Export {
+			what = fmt.Sprintf("export of receipt %d", rep.First)
+		}
+		fmt.Fprintf(e.stdout, "OK %s %s: %d entries (%d to %d), %d checkpoints, head %s\n", what, path, rep.Entries, rep.First, rep.Last, rep.Checkpoints, rep.Head)
+		if rep.Unsealed > 0 {
+			fmt.Fprintf(e.stdout, "  %d entries after the last checkpoint (open log)\n", rep.Unsealed)
+		}
+		printRecoveries(e, rep)
+		for _, w := range witnesses {
+			fmt.Fprintf(e.stdout, "  witness %s cosigned the log up to its checkpoint of %d entries\n", w, wrep.Cosigned[w])
+		}
+		if rep.Unsigned > 0 {
+			fmt.Fprintf(e.stdout, "  %d entries signed by the %d checkpoints of the log's Merkle tree after them, not on their own\n", rep.Unsigned, rep.Trees)
+		}
+		fmt.Fprintf(e.stdout, "  signed by %s\n", strings.Join(rep.Signers, ", "))
+		if len(vo.Trusted) == 0 && len(rep.Signers) > 0 {
+			fmt.Fprintf(e.stdout, "  (no --key-id: the log is checked against the key of its first entry, whoever that is; give the proxy's did:key to check who signed)\n")
+		}
+	} else {
+		fmt.Fprintf(e.stdout, "FAILED %s: %v\n", path, prob)
+		if prob.Kind == audit.Recovered {
+			printRecoveries(e, rep)
+			fmt.Fprintf(e.stdout, "  (--allow-recovered accepts them)\n")
+		}
+	}
+	return verr == nil, out, nil
 }
 
 // printRecoveries lists a log's recovery checkpoints, one a line.

@@ -1,13 +1,17 @@
 package main
 
 import (
+	"errors"
 	"fmt"
 	"io"
+	"io/fs"
+	"os"
 	"time"
 
 	"go.uber.org/zap"
 
 	"github.com/delegateos/delegateos/internal/redisconn"
+	"github.com/delegateos/delegateos/internal/sqlitedb"
 	"github.com/delegateos/delegateos/policy"
 	"github.com/delegateos/delegateos/proxy"
 	"github.com/delegateos/delegateos/ratelimit"
@@ -41,6 +45,20 @@ func openRates(pol *policy.Policy, spendFrom string, log *zap.Logger) (limiter r
 		return r, func() { r.Close() }, nil
 	}
 	path := pol.SpendStore + rateFileSuffix
+	if shared, _ := sqlitedb.IsDB(pol.SpendStore); shared {
+		s, err := ratelimit.OpenSQLite(pol.SpendStore, limits, 0)
+		if err != nil {
+			return nil, nil, inputf("the rate-limit windows, kept in the spend store's database, cannot be used: %v (%s)", err, spendFrom)
+		}
+		// The windows an earlier version kept next to the spend log.
+		if n, err := s.Import(path, time.Now()); err != nil {
+			s.Close()
+			return nil, nil, inputf("the rate-limit file %s of an earlier version cannot be moved into the spend store's database: %v; stop the proxies still using it, or remove it to start every window afresh", path, err)
+		} else if n > 0 {
+			log.Info("the rate-limit windows of an earlier version were moved into the spend store's database", zap.String("from", path), zap.Int("admissions", n))
+		}
+		return s, func() { s.Close() }, nil
+	}
 	l, err := ratelimit.OpenFile(path, limits, time.Now())
 	if err != nil {
 		return nil, nil, inputf("the rate-limit file %s, kept next to the spend store, cannot be opened: %v; give a spend store in a directory the proxy can write (%s)", path, err, spendFrom)
@@ -64,6 +82,9 @@ func writeRates(w io.Writer, p *policy.Policy) {
 	where := "in memory only (set spend_store to keep them across restarts)"
 	if p.SpendStore != "" {
 		where = p.SpendStore + rateFileSuffix
+		if shared, err := sqlitedb.IsDB(p.SpendStore); shared || errors.Is(err, fs.ErrNotExist) {
+			where = "in the spend store's database " + p.SpendStore + ", shared by every proxy on this machine"
+		}
 	}
 	if redisconn.IsURL(p.SpendStore) {
 		where = "in Redis, shared by every proxy on " + redisconn.Redact(p.SpendStore)
@@ -76,6 +97,13 @@ func writeRates(w io.Writer, p *policy.Policy) {
 func ratesPath(pol *policy.Policy) string {
 	if pol.SpendStore == "" || redisconn.IsURL(pol.SpendStore) || len(proxy.RateLimits(pol)) == 0 {
 		return ""
+	}
+	// A database keeps them in itself, but a file of an earlier version
+	// next to it is read into it.
+	if shared, _ := sqlitedb.IsDB(pol.SpendStore); shared {
+		if _, err := os.Lstat(pol.SpendStore + rateFileSuffix); err != nil {
+			return ""
+		}
 	}
 	return pol.SpendStore + rateFileSuffix
 }

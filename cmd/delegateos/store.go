@@ -11,7 +11,7 @@ import (
 
 var storeGroup = &command{
 	name:    "store",
-	summary: "move a spend store between a file and Redis, and mend a Redis store that lost data",
+	summary: "move a spend store between a shared database, a spend log of an earlier version and Redis, and mend a Redis store that lost data",
 	subs:    []*command{storeMigrateCmd, storeInitCmd, storeRecoverCmd},
 }
 
@@ -62,10 +62,10 @@ var storeInitCmd = &command{
 var storeMigrateCmd = &command{
 	name:    "migrate",
 	args:    "--from FILE|URL --to FILE|URL [--json]",
-	summary: "copy a spend store to a new file or an empty Redis store (redis://, rediss://), keeping every delegation's spend",
+	summary: "copy a spend store to a new shared database or an empty Redis store (redis://, rediss://), or turn a spend log of an earlier version into a database in place (--to the same path), keeping every delegation's spend",
 	flags: func(fs *pflag.FlagSet) func(*env, []string) error {
-		from := fs.String("from", "", "the spend store to copy: a file (held while it is read, so no proxy may have it open) or a redis:// URL (stop its proxies first)")
-		to := fs.String("to", "", "the new store: a file that does not exist, or a redis:// URL whose store holds no spend")
+		from := fs.String("from", "", "the spend store to copy: a database, a spend log of an earlier version (held while it is read, so no proxy may have it open) or a redis:// URL (stop the proxies of a database or Redis first)")
+		to := fs.String("to", "", "the new store: a database file that does not exist, the --from spend log itself (migrated in place, the log kept as FILE.log-migrated), or a redis:// URL whose store holds no spend")
 		asJSON := fs.Bool("json", false, "print the result as JSON: {from, to, delegations}")
 		return func(e *env, args []string) error {
 			if len(args) > 0 {
