@@ -2,6 +2,7 @@ package main
 
 import (
 	"encoding/base64"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"net/http"
@@ -45,6 +46,7 @@ var auditProveCmd = &command{
 		n := fs.Int64("receipt", 0, "the entry number of the receipt (audit show lists them)")
 		out := fs.String("out", "", "write the bundle to this file (refuses to overwrite; default: standard output)")
 		keyIDs := fs.StringArray("key-id", nil, "the did:key the log must be signed by (repeatable)")
+		asJSON := fs.Bool("json", false, "with --out, say what was written as JSON ({\"receipt\", \"out\", \"bytes\"}); the bundle itself is JSON")
 		return func(e *env, args []string) error {
 			path, proxyKey, err := auditPolicyFile(args, *policyPath)
 			if err != nil {
@@ -61,7 +63,10 @@ var auditProveCmd = &command{
 			if err != nil {
 				return checkError{err.Error()}
 			}
-			return writeNew(e, *out, b)
+			if err := writeNew(e, *out, b); err != nil || !*asJSON || *out == "" {
+				return err
+			}
+			return writeJSON(e, map[string]any{"receipt": *n, "out": *out, "bytes": len(b)})
 		}
 	},
 }
@@ -174,6 +179,7 @@ var auditWitnessCmd = &command{
 		logKey := fs.String("log-key", "", "the did:key that signs the log's checkpoints (the proxy's)")
 		state := fs.String("state", "", "the file holding the last checkpoint this witness cosigned (created at the first)")
 		interval := fs.Duration("interval", 0, "check again every DURATION until stopped (default: once)")
+		asJSON := fs.Bool("json", false, "say what each check did as a JSON line ({\"cosigned\", \"previous\", \"witness\"}, or {\"fork\"}, or {\"error\"})")
 		return func(e *env, args []string) error {
 			if len(args) > 0 {
 				return usagef("unexpected argument %q", args[0])
@@ -197,12 +203,20 @@ var auditWitnessCmd = &command{
 				r, err := w.Step(src)
 				switch {
 				case errors.Is(err, audit.ErrFork):
-					fmt.Fprintf(e.stdout, "FORK %s: %v\n", *logArg, err)
+					if *asJSON {
+						_ = writeJSONLine(e, map[string]any{"fork": err.Error(), "log": *logArg})
+					} else {
+						fmt.Fprintf(e.stdout, "FORK %s: %v\n", *logArg, err)
+					}
 					return checkError{"the log is not an extension of the checkpoint this witness cosigned: not cosigned"}
 				case err != nil && *interval == 0:
 					return inputf("%s: %v", *logArg, err)
+				case err != nil && *asJSON:
+					_ = writeJSONLine(e, map[string]any{"error": err.Error(), "log": *logArg})
 				case err != nil:
 					fmt.Fprintf(e.stderr, "%s: %v\n", *logArg, err)
+				case *asJSON:
+					_ = writeJSONLine(e, map[string]any{"cosigned": r.New, "previous": r.Old, "witness": k.DID(), "log": *logArg})
 				default:
 					fmt.Fprintf(e.stdout, "cosigned the checkpoint of %d entries of %s (as %s; the last cosigned was of %d)\n", r.New, *logArg, k.DID(), r.Old)
 				}
@@ -213,4 +227,15 @@ var auditWitnessCmd = &command{
 			}
 		}
 	},
+}
+
+// writeJSONLine writes v as one line of JSON (for commands that report
+// more than once).
+func writeJSONLine(e *env, v any) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	_, err = e.stdout.Write(append(b, '\n'))
+	return err
 }
