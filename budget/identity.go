@@ -489,9 +489,13 @@ func (s *Redis) storeSeen(force bool) error {
 	for k, n := range s.seen {
 		seen[k] = n
 	}
-	reset := s.resetReason != ""
 	s.mu.Unlock()
-	if reset || (len(seen) == 0 && !force) {
+	// Written in the reset state too: they are what this proxy saw under
+	// the identity it knows (s.ident), and the raises of the last second
+	// before it found a loss are what shows a recovery from only some
+	// audit logs short (the generation check below keeps a newer
+	// generation's file).
+	if len(seen) == 0 && !force {
 		return nil
 	}
 	if err := os.MkdirAll(s.stateDir, 0o700); err != nil {

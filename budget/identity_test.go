@@ -497,3 +497,60 @@ func TestRedisOperatorClockBehind(t *testing.T) {
 		s.Commit(r, 0)
 	}
 }
+
+// A proxy that found a loss goes on writing the counts it saw (R3-8):
+// the raises of the last second before it found the loss, which the
+// timer's write had not yet written, are written at Close, reset state
+// or not. The counts file's lock is held from before the first raise
+// until the loss is found, so that the background writes cannot have
+// written them first.
+func TestRedisCountsWrittenInTheResetState(t *testing.T) {
+	srv := redistest.Start(t)
+	dir := t.TempDir()
+	levels := []Level{{"ISSUER/1:a", 1000}}
+	s, err := OpenRedisIn(srv.URL(), dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	files, _ := filepath.Glob(filepath.Join(dir, "store-*.seen.json"))
+	if len(files) != 1 {
+		t.Fatalf("counts files %v, want one", files)
+	}
+	lock, err := lockWait(files[0] + ".lock")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for range 5 {
+		r, err := s.Reserve(levels, 1)
+		if err != nil {
+			lock.Close()
+			t.Fatal(err)
+		}
+		s.Commit(r, 1)
+	}
+	if err := srv.Client().FlushAll(context.Background()).Err(); err != nil {
+		lock.Close()
+		t.Fatal(err)
+	}
+	if _, err := s.Reserve(levels, 1); !errors.Is(err, redisconn.ErrReset) {
+		lock.Close()
+		t.Fatalf("a reservation after FLUSHALL: %v, want ErrReset", err)
+	}
+	lock.Close()
+	s.Close()
+	b, err := os.ReadFile(files[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	var st seenState
+	if err := json.Unmarshal(b, &st); err != nil {
+		t.Fatal(err)
+	}
+	var most int64
+	for _, n := range st.Seen {
+		most = max(most, n)
+	}
+	if most != 5 {
+		t.Fatalf("the counts file after a clean exit in the reset state: %s; want the 5 calls seen", b)
+	}
+}

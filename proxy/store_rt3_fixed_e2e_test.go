@@ -1,0 +1,97 @@
+//go:build unix
+
+package proxy_test
+
+// Findings of the third red team of issue 19's store history that are
+// fixed (see store_rt3_redteam_test.go for those still open).
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"syscall"
+	"testing"
+
+	"github.com/delegateos/delegateos/internal/mcptest"
+	"github.com/delegateos/delegateos/proxy"
+)
+
+// R3-8. A proxy writes the counts it saw at most once a second (a raise
+// within the second arms a timer) and at exit, in the reset state too:
+// the raises of the last second before the proxy found a loss are what
+// show a recovery from only some logs short. Two proxies on two machines
+// make 11 calls each, alternating; proxy 1 finds the loss right after
+// (reset state; proxy 2 is then refused by the tree's stamp). Both stop
+// cleanly: machine 1 keeps the root's count at proxy 1's last call (21),
+// so store recover with proxy 2's log only (11 calls) is refused by
+// proxy 1 restarted on its machine: store_reset, nothing forwarded. (The
+// test holds each counts file's lock from before the first call until
+// the loss is found, so that no background write can have written the
+// last raises before the proxy entered the reset state, whatever the
+// machine's speed.)
+func TestE2EFaultCountsOfTheLastSecondWritten(t *testing.T) {
+	f := newFleet(t, 30*fleetCost, 30*fleetCost, 30*fleetCost)
+	log1 := filepath.Join(f.e.Dir, "audit-1.log")
+	log2 := filepath.Join(f.e.Dir, "audit-2.log")
+	machine2 := t.TempDir()
+	extra := func(name, log string) string {
+		return "proxy_key: " + f.e.KeyFile(mcptest.NewKey(t, name)) + "\naudit_log: " + log + "\n"
+	}
+	p1 := f.e.StartProxy(mcptest.ProxyOptions{Policy: f.policy(extra("p1", log1)), Token: f.a})
+	p2 := f.e.StartProxy(mcptest.ProxyOptions{Policy: f.policy(extra("p2", log2)), Token: f.a, Dir: machine2})
+	s1, s2 := p1.Connect(mcptest.SessionOptions{}), p2.Connect(mcptest.SessionOptions{})
+	// Both proxies have joined (they answer): their counts files exist.
+	files := f.seenFiles()
+	files2, _ := filepath.Glob(filepath.Join(machine2, "state", "*.seen.json"))
+	if len(files) != 1 || len(files2) != 1 {
+		t.Fatalf("counts files: %v %v", files, files2)
+	}
+	var locks []*os.File
+	for _, p := range []string{files[0], files2[0]} {
+		l, err := os.OpenFile(p+".lock", os.O_RDWR|os.O_CREATE, 0o600)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := syscall.Flock(int(l.Fd()), syscall.LOCK_EX); err != nil {
+			t.Fatal(err)
+		}
+		locks = append(locks, l)
+	}
+	unlock := func() {
+		for _, l := range locks {
+			l.Close()
+		}
+		locks = nil
+	}
+	t.Cleanup(unlock)
+	var n1, n2 int64
+	for range 11 {
+		a, _, _ := rtDrain(t, s1, 1)
+		b, _, _ := rtDrain(t, s2, 1)
+		n1, n2 = n1+a, n2+b
+	}
+	f.rtSettled()
+	if err := f.srv.Client().FlushAll(context.Background()).Err(); err != nil {
+		t.Fatal(err)
+	}
+	for i, s := range []*mcptest.Session{s1, s2} {
+		if typ, detail := denialData(s.Call(t, "echo", map[string]any{"text": "after the flush"})); typ != string(proxy.StoreReset) {
+			t.Fatalf("proxy %d after the flush: %s: %s, want store_reset", i+1, typ, detail)
+		}
+	}
+	unlock()
+	rtStop(t, p1)
+	rtStop(t, p2)
+	kept := func(path string) string { b, _ := os.ReadFile(path); return string(b) }
+	t.Logf("kept counts after a clean exit: machine 1 %s, machine 2 %s (the root counted %d)", kept(files[0]), kept(files2[0]), n1+n2)
+	if out, errs, code := mcptest.CLI(t, "store", "recover", "--store", f.srv.URL(), "--root", f.e.Root.ID(), "--audit", log2); code != 0 {
+		t.Fatalf("store recover with proxy 2's log: exit %d, %s%s", code, out, errs)
+	}
+	p3 := f.e.StartProxy(mcptest.ProxyOptions{Policy: f.policy(extra("p3", filepath.Join(f.e.Dir, "audit-3.log"))), Token: f.a})
+	more, typ, detail := rtDrain(t, p3.Connect(mcptest.SessionOptions{}), 40)
+	total := n1 + n2 + more
+	f.sameAsUpstreams([]*mcptest.Process{p1, p2, p3}, total)
+	if total > 30 || typ != string(proxy.StoreReset) {
+		t.Errorf("%d + %d calls alternating on two machines, the loss found right after (proxy 1 first), both proxies stopped cleanly; store recover with machine 2's log only; machine 1's proxy, which saw the root count %d at its last call, restarted: forwarded %d more (%d on 30), then %s: %s; want none, store_reset", n1, n2, n1+n2-1, more, total, typ, detail)
+	}
+}
