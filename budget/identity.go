@@ -8,9 +8,11 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"net"
 	"net/url"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -259,11 +261,11 @@ func StateDir() string {
 }
 
 // stateName returns the file name, in a state directory, of what is kept
-// about the store at rawURL: named by its host and database, not its
-// password or parameters. Only the index of the store's identity
-// (knownState) and the journals are named so: the counts are named by
-// the store's identity (seenPath), which the URL's spelling (a name or
-// an address) does not change.
+// about the store at rawURL, named by its host and path as written: the
+// journals, and an older version's index and counts. The index of the
+// store's identity is named by the store's canonical address (indexName);
+// the counts by the store's identity (seenPath), which the URL's spelling
+// (a name or an address) does not change.
 func stateName(rawURL, suffix string) string {
 	where := rawURL
 	if u, err := url.Parse(rawURL); err == nil {
@@ -271,6 +273,110 @@ func stateName(rawURL, suffix string) string {
 	}
 	sum := sha256.Sum256([]byte(where))
 	return "redis-" + hex.EncodeToString(sum[:8]) + suffix
+}
+
+// indexName returns the file name, in a state directory, of the index of
+// the identity last seen at the store at rawURL: named by its canonical
+// address (storeAddress), so that the spellings of one database of one
+// server (the default database or port left out, a trailing slash, the
+// host's case, a cluster's seeds in another order) name one index.
+func indexName(rawURL string) string {
+	sum := sha256.Sum256([]byte("store " + storeAddress(rawURL)))
+	return "redis-" + hex.EncodeToString(sum[:8]) + ".json"
+}
+
+// storeAddress returns the canonical address of the store at rawURL:
+// HOST:PORT/DB with the host in lower case (an IP address in its
+// shortest form), the port 6379 and the database 0 when left out, without
+// scheme, user, password or parameters; a cluster's seeds sorted, joined
+// by commas. A URL that does not parse is its host and path as written.
+func storeAddress(rawURL string) string {
+	if redisconn.IsCluster(rawURL) {
+		_, rest, _ := strings.Cut(rawURL, "://")
+		if i := strings.IndexAny(rest, "/?#"); i >= 0 {
+			rest = rest[:i]
+		}
+		if i := strings.LastIndex(rest, "@"); i >= 0 {
+			rest = rest[i+1:]
+		}
+		var seeds []string
+		for _, h := range strings.Split(rest, ",") {
+			o, err := redis.ParseURL("redis://" + h)
+			if err != nil {
+				seeds = append(seeds, strings.ToLower(h))
+				continue
+			}
+			seeds = append(seeds, canonHostPort(o.Addr))
+		}
+		slices.Sort(seeds)
+		return strings.Join(slices.Compact(seeds), ",") + "/0"
+	}
+	o, err := redis.ParseURL(rawURL)
+	if err != nil {
+		if u, err := url.Parse(rawURL); err == nil {
+			return strings.ToLower(u.Host) + u.Path
+		}
+		return rawURL
+	}
+	return canonHostPort(o.Addr) + "/" + strconv.Itoa(o.DB)
+}
+
+// canonHostPort returns HOST:PORT with the host in lower case, an IP
+// address in its shortest form.
+func canonHostPort(addr string) string {
+	host, port, err := net.SplitHostPort(addr)
+	if err != nil {
+		return strings.ToLower(addr)
+	}
+	host = strings.ToLower(host)
+	if ip := net.ParseIP(host); ip != nil {
+		host = ip.String()
+	}
+	return net.JoinHostPort(host, port)
+}
+
+// sameServer reports whether the canonical addresses a and b (see
+// storeAddress) name the same database of the same server: the same
+// database, and a HOST:PORT of each whose ports are equal and whose
+// hosts resolve to a common address (localhost and 127.0.0.1, a name and
+// its address).
+func sameServer(a, b string) bool {
+	ha, da, _ := strings.Cut(a, "/")
+	hb, db, _ := strings.Cut(b, "/")
+	if da != db {
+		return false
+	}
+	resolved := func(hosts string) map[string]bool {
+		m := make(map[string]bool)
+		for _, hp := range strings.Split(hosts, ",") {
+			host, port, err := net.SplitHostPort(hp)
+			if err != nil {
+				m[hp] = true
+				continue
+			}
+			m[net.JoinHostPort(host, port)] = true
+			ctx, cancel := context.WithTimeout(context.Background(), redisconn.Timeout)
+			addrs, err := net.DefaultResolver.LookupHost(ctx, host)
+			cancel()
+			if err != nil {
+				continue
+			}
+			for _, ad := range addrs {
+				if ip := net.ParseIP(ad); ip != nil {
+					ad = ip.String()
+				}
+				m[net.JoinHostPort(ad, port)] = true
+			}
+		}
+		return m
+	}
+	ra := resolved(ha)
+	for hp := range resolved(hb) {
+		if ra[hp] {
+			return true
+		}
+	}
+	return false
 }
 
 // knownState is what a state directory keeps, under the store URL's name
@@ -283,9 +389,19 @@ type knownState struct {
 	Gen    int64  `json:"gen"`
 	By     string `json:"by,omitempty"`
 	Counts bool   `json:"counts,omitempty"`
+	// Store is the store's canonical address (storeAddress), so that a
+	// proxy naming the same server another way (localhost, its address)
+	// finds the index (otherIndex).
+	Store string `json:"store,omitempty"`
 }
 
 func (s *Redis) knownPath() string {
+	return filepath.Join(s.stateDir, indexName(s.rawURL))
+}
+
+// legacyKnownPath is where an older version kept the index: named by the
+// URL's host and path as written.
+func (s *Redis) legacyKnownPath() string {
 	return filepath.Join(s.stateDir, stateName(s.rawURL, ".json"))
 }
 
@@ -296,7 +412,13 @@ func (s *Redis) knownIdentity() (*Identity, bool, error) {
 	if s.stateDir == "" {
 		return nil, false, nil
 	}
-	b, err := os.ReadFile(s.knownPath())
+	path := s.knownPath()
+	b, err := os.ReadFile(path)
+	if errors.Is(err, os.ErrNotExist) {
+		// An older version's, named by the URL as written.
+		path = s.legacyKnownPath()
+		b, err = os.ReadFile(path)
+	}
 	if errors.Is(err, os.ErrNotExist) {
 		return nil, false, nil
 	}
@@ -306,9 +428,41 @@ func (s *Redis) knownIdentity() (*Identity, bool, error) {
 	}
 	var k knownState
 	if err := json.Unmarshal(b, &k); err != nil || k.ID == "" || k.Gen <= 0 {
-		return nil, false, fmt.Errorf("%s is not a store identity delegateos writes", s.knownPath())
+		return nil, false, fmt.Errorf("%s is not a store identity delegateos writes", path)
 	}
 	return &Identity{ID: k.ID, Gen: k.Gen, By: k.By}, k.Counts, nil
+}
+
+// otherIndex returns the identity that another index of the state
+// directory names, written by a proxy that named the same database of the
+// same server another way (sameServer: localhost and 127.0.0.1, a name
+// and its address), and the URL's canonical address it was written
+// under; nil when there is none. Of several, the latest generation's.
+func (s *Redis) otherIndex() (*Identity, string) {
+	if s.stateDir == "" {
+		return nil, ""
+	}
+	paths, _ := filepath.Glob(filepath.Join(s.stateDir, "redis-*.json"))
+	own, where := s.knownPath(), storeAddress(s.rawURL)
+	var found *Identity
+	var at string
+	for _, path := range paths {
+		if path == own || strings.HasSuffix(path, ".seen.json") || strings.Contains(filepath.Base(path), ".unsent-") {
+			continue
+		}
+		b, err := os.ReadFile(path)
+		if err != nil {
+			continue
+		}
+		var k knownState
+		if json.Unmarshal(b, &k) != nil || k.ID == "" || k.Gen <= 0 || k.Store == "" || k.Store == where {
+			continue
+		}
+		if (found == nil || k.Gen > found.Gen) && sameServer(where, k.Store) {
+			found, at = &Identity{ID: k.ID, Gen: k.Gen, By: k.By}, k.Store
+		}
+	}
+	return found, at
 }
 
 // rememberIdentity records the identity in the state directory, and
@@ -320,7 +474,7 @@ func (s *Redis) rememberIdentity(id Identity, counts bool) error {
 	if err := os.MkdirAll(s.stateDir, 0o700); err != nil {
 		return err
 	}
-	b, _ := json.Marshal(knownState{ID: id.ID, Gen: id.Gen, By: id.By, Counts: counts})
+	b, _ := json.Marshal(knownState{ID: id.ID, Gen: id.Gen, By: id.By, Counts: counts, Store: storeAddress(s.rawURL)})
 	return writeFileAtomic(s.knownPath(), b)
 }
 
@@ -583,6 +737,13 @@ func (s *Redis) join(ctx context.Context) error {
 		case known != nil:
 			lost = fmt.Sprintf("its identity %s (generation %d), which this machine saw, is gone: Redis was flushed or restarted without persistence", known.ID, known.Gen)
 		default:
+			// Seen by this machine under another name of the server
+			// (localhost, its address): the same loss.
+			if other, at := s.otherIndex(); other != nil {
+				known = other
+				lost = fmt.Sprintf("its identity %s (generation %d), which this machine saw at %s (the same server, named another way), is gone: Redis was flushed or restarted without persistence", other.ID, other.Gen, at)
+				break
+			}
 			stamped, err := s.anyKey(ctx, stampKeyPrefix+"*")
 			if err != nil {
 				return s.fail(err)
@@ -1081,8 +1242,11 @@ func nextIdentity(ctx context.Context, c redis.Cmdable, rawURL string) (*Identit
 		return nil, err
 	}
 	after := int64(0)
-	if known, _, err := (&Redis{rawURL: rawURL, stateDir: StateDir()}).knownIdentity(); err == nil && known != nil {
+	r := &Redis{rawURL: rawURL, stateDir: StateDir()}
+	if known, _, err := r.knownIdentity(); err == nil && known != nil {
 		after = known.Gen
+	} else if other, _ := r.otherIndex(); other != nil {
+		after = other.Gen
 	}
 	if cur != nil {
 		after = max(after, cur.Gen, cur.Need)

@@ -554,3 +554,79 @@ func TestRedisCountsWrittenInTheResetState(t *testing.T) {
 		t.Fatalf("the counts file after a clean exit in the reset state: %s; want the 5 calls seen", b)
 	}
 }
+
+// The spellings of one database of one server name one index of the
+// identity a machine saw there (R3-1): the default database or port left
+// out, a trailing slash, the host's case, a cluster's seeds in another
+// order.
+func TestStoreAddressCanonical(t *testing.T) {
+	for _, c := range []struct{ a, b string }{
+		{"redis://127.0.0.1:7000/0", "redis://127.0.0.1:7000"},
+		{"redis://127.0.0.1:7000/0", "redis://127.0.0.1:7000/"},
+		{"redis://127.0.0.1:7000/0", "rediss://user:secret@127.0.0.1:7000/0?dial_timeout=3s"},
+		{"redis://127.0.0.1/0", "redis://127.0.0.1:6379/0"},
+		{"redis://Redis.Example:6379/2", "redis://redis.example:6379/2"},
+		{"redis://127.0.0.1:7000/3", "redis://127.0.0.1:7000?db=3"},
+		{"redis://[::1]:7000/0", "redis://[0:0:0:0:0:0:0:1]:7000"},
+		{"redis+cluster://127.0.0.1:7000,127.0.0.1:7001/0", "redis+cluster://127.0.0.1:7001,127.0.0.1:7000"},
+	} {
+		if a, b := storeAddress(c.a), storeAddress(c.b); a != b || indexName(c.a) != indexName(c.b) {
+			t.Errorf("%s is %s, %s is %s: want one address", c.a, a, c.b, b)
+		}
+	}
+	for _, c := range []struct{ a, b string }{
+		{"redis://127.0.0.1:7000/0", "redis://127.0.0.1:7000/1"},
+		{"redis://127.0.0.1:7000/0", "redis://127.0.0.1:7001/0"},
+	} {
+		if storeAddress(c.a) == storeAddress(c.b) || sameServer(storeAddress(c.a), storeAddress(c.b)) {
+			t.Errorf("%s and %s taken for one store", c.a, c.b)
+		}
+	}
+	if !sameServer(storeAddress("redis://localhost:7000"), storeAddress("redis://127.0.0.1:7000/0")) {
+		t.Errorf("localhost and 127.0.0.1 not taken for one server")
+	}
+}
+
+// A store that lost its identity (FLUSHALL, a restart without
+// persistence) is found by a proxy restarted on the machine that saw it,
+// whatever the URL's spelling (R3-1): the index is named by the store's
+// canonical address, and one written under another name of the server
+// (localhost, its address) is found by the addresses it resolves to.
+func TestRedisIdentityGoneFoundWhateverTheURLsSpelling(t *testing.T) {
+	srv := redistest.Start(t)
+	levels := []Level{{"ISSUER/1:a", 1000}}
+	for _, other := range []string{
+		strings.Replace(srv.URL(), "/0", "", 1),
+		strings.Replace(strings.Replace(srv.URL(), "127.0.0.1", "localhost", 1), "/0", "/", 1),
+	} {
+		if other == srv.URL() || !strings.Contains(srv.URL(), "127.0.0.1") {
+			t.Fatalf("the URL %s has no 127.0.0.1 or /0", srv.URL())
+		}
+		dir := t.TempDir()
+		if err := srv.Client().FlushAll(context.Background()).Err(); err != nil {
+			t.Fatal(err)
+		}
+		s, err := OpenRedisIn(srv.URL(), dir)
+		if err != nil {
+			t.Fatal(err)
+		}
+		r, err := s.Reserve(levels, 1)
+		if err != nil {
+			t.Fatal(err)
+		}
+		s.Commit(r, 1)
+		s.Close()
+		if err := srv.Client().FlushAll(context.Background()).Err(); err != nil {
+			t.Fatal(err)
+		}
+		s, err = OpenRedisIn(other, dir)
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, err = s.Reserve(levels, 1)
+		s.Close()
+		if !errors.Is(err, redisconn.ErrReset) || !strings.Contains(err.Error(), "which this machine saw") {
+			t.Fatalf("a reservation at %s after FLUSHALL of the store the machine saw at %s: %v, want ErrReset", other, srv.URL(), err)
+		}
+	}
+}

@@ -9,6 +9,7 @@ import (
 	"context"
 	"os"
 	"path/filepath"
+	"strings"
 	"syscall"
 	"testing"
 
@@ -93,5 +94,45 @@ func TestE2EFaultCountsOfTheLastSecondWritten(t *testing.T) {
 	f.sameAsUpstreams([]*mcptest.Process{p1, p2, p3}, total)
 	if total > 30 || typ != string(proxy.StoreReset) {
 		t.Errorf("%d + %d calls alternating on two machines, the loss found right after (proxy 1 first), both proxies stopped cleanly; store recover with machine 2's log only; machine 1's proxy, which saw the root count %d at its last call, restarted: forwarded %d more (%d on 30), then %s: %s; want none, store_reset", n1, n2, n1+n2-1, more, total, typ, detail)
+	}
+}
+
+// R3-1. The index of the identity a machine saw at a store is named by
+// the store's canonical address (lower-case host, default port and
+// database, no trailing slash), and one written under another name of
+// the server (localhost, its address) is found by the addresses it
+// resolves to. A proxy makes 10 calls at redis://127.0.0.1:P/0 and stops;
+// Redis restarts without persistence; the proxy restarted on the same
+// machine (same state directory) with the URL spelled another way is
+// refused store_reset: nothing more forwarded.
+func TestE2EFaultSpellingAfterRestartWithoutPersistence(t *testing.T) {
+	for _, c := range []struct{ name, from, to string }{
+		{"default database left out", "/0?", "?"},
+		{"trailing slash", "/0?", "/?"},
+		{"localhost", "127.0.0.1", "localhost"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			f := newFleet(t, 30*fleetCost, 30*fleetCost, 30*fleetCost)
+			p1, s1 := f.start(f.a, "", nil)
+			n, _, _ := rtDrain(t, s1, 10)
+			f.rtSettled()
+			rtStop(t, p1)
+			f.srv.RestartEmpty()
+			pol := f.policy("")
+			spelled := strings.Replace(pol.SpendStore, c.from, c.to, 1)
+			if spelled == pol.SpendStore {
+				t.Fatalf("%s has no %q", pol.SpendStore, c.from)
+			}
+			pol.SpendStore = spelled
+			// Same machine: the same state directory (f.e.Dir/state).
+			p2 := f.e.StartProxy(mcptest.ProxyOptions{Policy: pol, Token: f.a})
+			s2 := p2.Connect(mcptest.SessionOptions{})
+			more, typ, detail := rtDrain(t, s2, 40)
+			total := n + more
+			f.sameAsUpstreams([]*mcptest.Process{p1, p2}, total)
+			if total > 30 || typ != string(proxy.StoreReset) {
+				t.Errorf("%d calls, proxy stopped, Redis restarted without persistence; the proxy restarted on the same machine with the store spelled %s forwarded %d more (%d on 30), then %s: %s; want none, store_reset (the identity this machine saw is gone)", n, spelled, more, total, typ, detail)
+			}
+		})
 	}
 }
