@@ -96,6 +96,20 @@ type Identity struct {
 	// data knew (see markResetScript): the next operator's generation is
 	// after it, whatever the operator's clock says.
 	Need int64 `json:"-"`
+	// ResetRest, when not empty, says why the whole store was found lost
+	// before an operator lifted the loss of some trees only (store init
+	// --reset --root, store recover): those, in ResetExcept, go on; any
+	// other tree is still lost (its stamp may be gone with the rest of the
+	// store, so this is the only record of its loss), refused until an
+	// operator lifts it too, or every tree (store init --reset).
+	ResetRest   string          `json:"-"`
+	ResetExcept map[string]bool `json:"-"`
+}
+
+// restLost reports whether tree tag is one a store-wide loss that an
+// operator lifted for other trees only still holds (see ResetRest).
+func (id *Identity) restLost(tag string) bool {
+	return id.ResetRest != "" && !id.ResetExcept[tag]
 }
 
 // keeps reports whether a count of tree tag seen under generation since
@@ -174,6 +188,16 @@ func identityOf(m map[string]string) (*Identity, error) {
 	}
 	if need, err := strconv.ParseInt(m["need"], 10, 64); err == nil && need > 0 {
 		id.Need = need
+	}
+	if id.ResetRest = m["reset_rest"]; id.ResetRest != "" {
+		var except []string
+		// Unreadable: no tree is excepted (fail closed).
+		if json.Unmarshal([]byte(m["reset_except"]), &except) == nil {
+			id.ResetExcept = make(map[string]bool, len(except))
+			for _, t := range except {
+				id.ResetExcept[t] = true
+			}
+		}
 	}
 	return id, nil
 }
@@ -989,6 +1013,11 @@ func (s *Redis) newTree(tag string, listed bool) error {
 	if cur.Reset != "" {
 		return s.resetNow(cur.Reset)
 	}
+	if cur.restLost(tag) {
+		// A tree without a stamp on a store whose loss an operator lifted
+		// for other trees only: its stamp may be gone with the rest.
+		return s.resetTree(tag, fmt.Sprintf("the store lost its data (%s) and an operator has lifted the loss of other delegation trees only", cur.ResetRest))
+	}
 	if member.Val() {
 		// Listed after its stamp was made: a reservation that ran while
 		// another made it, which finds it when run again, or a tree whose
@@ -1255,6 +1284,13 @@ func nextIdentity(ctx context.Context, c redis.Cmdable, rawURL string) (*Identit
 	if cur != nil {
 		n.ID = cur.ID
 		n.Lifted, n.AllAt, n.Recovered = cur.Lifted, cur.AllAt, cur.Recovered
+		// A loss of the whole store that a proxy found and no operator
+		// lifted for every tree since (see Identity.ResetRest).
+		n.ResetRest, n.ResetExcept = cur.ResetRest, cur.ResetExcept
+		if cur.Reset != "" {
+			// A loss found since: every tree's, those lifted before too.
+			n.ResetRest, n.ResetExcept = cur.Reset, nil
+		}
 	}
 	return n, nil
 }
@@ -1290,9 +1326,25 @@ func writeIdentity(ctx context.Context, c redis.Cmdable, id Identity, lifted map
 	}
 	b, _ := json.Marshal(was)
 	r, _ := json.Marshal(rec)
+	fields := []any{"id", id.ID, "g", id.Gen, "by", id.By, "all", all, "lifted", string(b), "recovered", string(r)}
+	if lifted != nil && id.ResetRest != "" {
+		// Some trees only lifted: the store-wide loss holds for the rest.
+		except := make([]string, 0, len(id.ResetExcept)+len(lifted))
+		for t := range id.ResetExcept {
+			except = append(except, t)
+		}
+		for t := range lifted {
+			if !id.ResetExcept[t] {
+				except = append(except, t)
+			}
+		}
+		slices.Sort(except)
+		e, _ := json.Marshal(except)
+		fields = append(fields, "reset_rest", id.ResetRest, "reset_except", string(e))
+	}
 	_, err := c.TxPipelined(ctx, func(p redis.Pipeliner) error {
 		p.Del(ctx, identityKey)
-		p.HSet(ctx, identityKey, "id", id.ID, "g", id.Gen, "by", id.By, "all", all, "lifted", string(b), "recovered", string(r))
+		p.HSet(ctx, identityKey, fields...)
 		return nil
 	})
 	return err
@@ -1408,7 +1460,11 @@ func RecoverStore(rawURL string, usage []Usage) (Identity, error) {
 	if err != nil {
 		return fail(err)
 	}
-	if cur != nil && cur.Reset == "" && !anyTreeReset(ctx, c, usage) {
+	restLost := false
+	for _, u := range usage {
+		restLost = restLost || (cur != nil && cur.restLost(redisconn.HashTag(u.Key)))
+	}
+	if cur != nil && cur.Reset == "" && !restLost && !anyTreeReset(ctx, c, usage) {
 		return Identity{}, fmt.Errorf("spend store %s is not in the reset state (no proxy has found it lost data), and its proxies may be spending: store recover rebuilds only a store whose proxies refuse every call; if it has lost data that no proxy has found yet, stop the fleet, or run a call so that a proxy finds it, and run store recover again", redisconn.Redact(rawURL))
 	}
 	n, err := nextIdentity(ctx, c, rawURL)

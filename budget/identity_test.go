@@ -630,3 +630,75 @@ func TestRedisIdentityGoneFoundWhateverTheURLsSpelling(t *testing.T) {
 		}
 	}
 }
+
+// One root's store init --reset --root, after a loss of the whole store
+// that a proxy found, lifts that root's tree only (R3-5): the store-wide
+// mark holds for the rest, whose stamps the flush took, so that a new
+// proxy of another tree is refused until an operator lifts that tree too
+// (or every tree).
+func TestRedisOneRootsInitKeepsTheStoreWideReset(t *testing.T) {
+	srv := redistest.Start(t)
+	r1 := []Level{{"R1/1:a", 1000}}
+	r2 := []Level{{"R2/1:b", 1000}}
+	s, err := OpenRedisIn(srv.URL(), t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	for _, l := range [][]Level{r1, r2} {
+		r, err := s.Reserve(l, 1)
+		if err != nil {
+			t.Fatal(err)
+		}
+		s.Commit(r, 1)
+	}
+	if err := srv.Client().FlushAll(context.Background()).Err(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Reserve(r1, 1); !errors.Is(err, redisconn.ErrReset) {
+		t.Fatalf("after FLUSHALL: %v, want ErrReset", err)
+	}
+	if _, err := InitStore(srv.URL(), true, "R1"); err != nil {
+		t.Fatal(err)
+	}
+	fresh := func() *Redis {
+		n, err := OpenRedisIn(srv.URL(), t.TempDir())
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { n.Close() })
+		return n
+	}
+	n := fresh()
+	if r, err := n.Reserve(r1, 1); err != nil {
+		t.Fatalf("root R1's tree, lifted: %v", err)
+	} else {
+		n.Commit(r, 1)
+	}
+	if _, err := n.Reserve(r2, 1); !errors.Is(err, redisconn.ErrReset) || !strings.Contains(err.Error(), "--root R2") {
+		t.Fatalf("root R2's tree, whose loss no one accepted, in a new proxy: %v, want ErrReset naming --root R2", err)
+	}
+	// Another root's lift keeps the mark for the rest; R2's lifts R2.
+	if _, err := InitStore(srv.URL(), true, "R3"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := fresh().Reserve(r2, 1); !errors.Is(err, redisconn.ErrReset) {
+		t.Fatalf("root R2's tree after R3's lift: %v, want ErrReset", err)
+	}
+	if _, err := InitStore(srv.URL(), true, "R2"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := fresh().Reserve(r2, 1); err != nil {
+		t.Fatalf("root R2's tree after its lift: %v", err)
+	}
+	if _, err := fresh().Reserve([]Level{{"R4/1:c", 1000}}, 1); !errors.Is(err, redisconn.ErrReset) {
+		t.Fatalf("a tree no lift named: %v, want ErrReset", err)
+	}
+	// Every tree's lift clears the mark.
+	if _, err := InitStore(srv.URL(), true); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := fresh().Reserve([]Level{{"R4/1:c", 1000}}, 1); err != nil {
+		t.Fatalf("after store init --reset: %v", err)
+	}
+}

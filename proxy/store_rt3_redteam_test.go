@@ -199,57 +199,6 @@ func TestRedTeam3CorruptIndexNamesNoRemedy(t *testing.T) {
 	}
 }
 
-// R3-5. Two fleets (two roots) share a Redis, which is flushed. Fleet
-// 1's proxy finds the loss of the whole store and marks it
-// (delegateos:store "reset"), so that every proxy started later, a new
-// machine's included, refuses: the README's "from then on every proxy
-// refuses store_reset" (checked). Fleet 1's operator, on a shared Redis,
-// runs store init --reset --root ROOT1, which the README says "accepts
-// the loss of those roots' trees only". writeIdentity (budget/identity.go:1121) rewrites
-// delegateos:store without its "reset": the store-wide mark, the only
-// record that fleet 2's tree (whose stamp the flush took) lost data too,
-// is gone. A proxy of fleet 2 on a new machine then takes its tree for a
-// new one and spends its budget again, though no one accepted that loss.
-func TestRedTeam3OneRootsInitLiftsTheStoreWideReset(t *testing.T) {
-	f1 := newFleet(t, 30*fleetCost, 30*fleetCost, 30*fleetCost)
-	f2 := newFleet(t, 30*fleetCost, 30*fleetCost, 30*fleetCost)
-	f2.srv, f2.url = f1.srv, f1.url
-	_, s1 := f1.start(f1.a, "", nil)
-	p2, s2 := f2.start(f2.a, "", nil)
-	rtDrain(t, s1, 5)
-	n2, _, _ := rtDrain(t, s2, 10)
-	f1.rtSettled()
-	f2.rtSettled()
-	rtStop(t, p2) // fleet 2 idle (its stdio proxies run per session)
-	if err := f1.srv.Client().FlushAll(context.Background()).Err(); err != nil {
-		t.Fatal(err)
-	}
-	typ, detail := denialData(s1.Call(t, "echo", map[string]any{"text": "fleet 1 after the flush"}))
-	if typ != string(proxy.StoreReset) {
-		t.Fatalf("fleet 1 after the flush: %s: %s, want store_reset", typ, detail)
-	}
-	// Before any operator acts, a new machine's proxy of fleet 2 refuses.
-	pc := f2.e.StartProxy(mcptest.ProxyOptions{Policy: f2.policy(""), Token: f2.a, Dir: t.TempDir()})
-	if typ, detail := denialData(pc.Connect(mcptest.SessionOptions{}).Call(t, "echo", map[string]any{"text": "fleet 2, new machine, before"})); typ != string(proxy.StoreReset) {
-		t.Fatalf("a new machine's proxy of fleet 2 after fleet 1 found the flush: %s: %s, want store_reset", typ, detail)
-	}
-	rtStop(t, pc)
-	root1 := f1.e.Root.ID()
-	if out, errs, code := mcptest.CLI(t, "store", "init", "--store", f1.srv.URL(), "--reset", "--root", root1); code != 0 {
-		t.Fatalf("store init --reset --root ROOT1: %d %s %s", code, out, errs)
-	}
-	if typ, detail := denialData(s1.Call(t, "echo", map[string]any{"text": "fleet 1 after its operator accepted"})); typ != "" {
-		t.Fatalf("fleet 1 after store init --reset --root ROOT1: %s: %s, want it forwarded", typ, detail)
-	}
-	p3 := f2.e.StartProxy(mcptest.ProxyOptions{Policy: f2.policy(""), Token: f2.a, Dir: t.TempDir()})
-	more, typ, detail := rtDrain(t, p3.Connect(mcptest.SessionOptions{}), 40)
-	total := n2 + more
-	f2.sameAsUpstreams([]*mcptest.Process{p2, pc, p3}, total)
-	if total > 30 || typ != string(proxy.StoreReset) {
-		t.Errorf("fleet 2 spent %d of 30, Redis flushed, fleet 1's proxy found it (store-wide reset), fleet 1's operator ran store init --reset --root %s; a new machine's proxy of fleet 2 forwarded %d more (%d on 30), then %s: %s; want store_reset (nobody accepted fleet 2's loss)", n2, root1, more, total, typ, detail)
-	}
-}
-
 // R3-6. A proxy whose tree's stamp names another identity than its own
 // (reserveScript's {8}) calls resetStore (budget/redis.go:455), which
 // marks the tree's stamp reset (budget/identity.go:954, HSETNX) before it
