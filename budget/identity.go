@@ -823,7 +823,53 @@ func (s *Redis) join(ctx context.Context) error {
 	if serr != nil {
 		return fmt.Errorf("spend store %s: %v: the counts this machine saw are lost, so a store gone back to an older snapshot would not be noticed; restore the file, or remove it and accept the loss with delegateos store init --reset", s.url, serr)
 	}
-	return s.loadSeen(st, known, counts, marked)
+	if err := s.loadSeen(st, known, counts, marked); err != nil {
+		return err
+	}
+	return s.carrySeen(known, *cur)
+}
+
+// carrySeen keeps, when this proxy adopted an operator's identity cur
+// other than the identity known that the machine's index names (store
+// recover or store init --reset --root on a store that had lost its
+// identity gives it a new one), the counts the machine kept under known:
+// those of the trees no operator accepted the loss of since, as for a
+// new generation of the same identity (see keptSeen). Else a rebuild
+// from only some audit logs, or another root's acceptance, would leave
+// the counts that show it short under an identity no proxy reads again.
+func (s *Redis) carrySeen(known *Identity, cur Identity) error {
+	if known == nil || known.ID == cur.ID || cur.By != "operator" || s.stateDir == "" {
+		return nil
+	}
+	old, err := s.readSeenFile(known.ID)
+	if err != nil {
+		return fmt.Errorf("spend store %s: %v: the counts this machine saw are lost, so a rebuild of the store from fewer calls than it saw would not be noticed; restore the file, or remove it and accept the loss with delegateos store init --reset", s.url, err)
+	}
+	if old == nil || old.Gen >= cur.Gen {
+		return nil
+	}
+	seen := make(map[string]int64, len(old.Seen))
+	for k, n := range old.Seen {
+		if n > 0 {
+			seen[k] = n
+		}
+	}
+	seen = forgetLifted(seen, &cur, old.Gen)
+	if len(seen) == 0 {
+		return nil
+	}
+	s.mu.Lock()
+	if s.seen == nil {
+		s.seen = make(map[string]int64, len(seen))
+	}
+	for k, n := range seen {
+		s.seen[k] = max(s.seen[k], n)
+	}
+	s.mu.Unlock()
+	if err := s.storeSeen(true); err != nil {
+		return fmt.Errorf("spend store %s: the counts of calls this machine sees cannot be kept in the state directory %s (%v): a proxy restarted after the store went back to an older snapshot would not notice it; set DELEGATEOS_STATE_DIR to a directory the proxy can write", s.url, s.stateDir, err)
+	}
+	return nil
 }
 
 // anyKey reports whether the store holds a key matching pattern (on any
@@ -1281,6 +1327,12 @@ func nextIdentity(ctx context.Context, c redis.Cmdable, rawURL string) (*Identit
 		after = max(after, cur.Gen, cur.Need)
 	}
 	n := newIdentity("operator", min(after, 1<<63-2))
+	if cur == nil {
+		// The store lost its identity before a proxy found it: an
+		// operator who lifts some trees only (--root, store recover)
+		// leaves the rest lost (see Identity.ResetRest).
+		n.ResetRest = "its identity was gone (Redis flushed or restarted without persistence) when an operator lifted the loss of some delegation trees"
+	}
 	if cur != nil {
 		n.ID = cur.ID
 		n.Lifted, n.AllAt, n.Recovered = cur.Lifted, cur.AllAt, cur.Recovered

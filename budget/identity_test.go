@@ -702,3 +702,84 @@ func TestRedisOneRootsInitKeepsTheStoreWideReset(t *testing.T) {
 		t.Fatalf("after store init --reset: %v", err)
 	}
 }
+
+// store recover on a store that lost its identity before any proxy
+// noticed gives it a new one (R3-3): a proxy restarted on a machine that
+// saw the store adopts it and keeps the counts the machine kept under the
+// identity its index names, so a rebuild from fewer calls than it saw is
+// refused.
+func TestRedisRecoverOfAForgottenStoreKeepsTheCounts(t *testing.T) {
+	srv := redistest.Start(t)
+	dir := t.TempDir()
+	levels := []Level{{"R1/1:a", 1000}}
+	s, err := OpenRedisIn(srv.URL(), dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for range 5 {
+		r, err := s.Reserve(levels, 1)
+		if err != nil {
+			t.Fatal(err)
+		}
+		s.Commit(r, 1)
+	}
+	was := s.ident
+	s.Close()
+	if err := srv.Client().FlushAll(context.Background()).Err(); err != nil {
+		t.Fatal(err)
+	}
+	id, err := RecoverStore(srv.URL(), []Usage{{Key: levels[0].Key, Committed: 2, Calls: 2}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if id.ID == was.ID {
+		t.Fatalf("the recovery kept the identity %s the store had lost", id.ID)
+	}
+	s, err = OpenRedisIn(srv.URL(), dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	if _, err := s.Reserve(levels, 1); !errors.Is(err, redisconn.ErrReset) || !strings.Contains(err.Error(), "fewer than the 5 this proxy saw") {
+		t.Fatalf("a machine that saw 5 calls, after a rebuild of 2 on a store that lost its identity: %v, want ErrReset", err)
+	}
+}
+
+// store init --reset --root on a store that lost its identity before any
+// proxy noticed lifts that root's tree only (R3-3): another tree, whose
+// stamp the loss took, is refused in a new machine's proxy until an
+// operator lifts it too.
+func TestRedisInitRootOfAForgottenStoreKeepsTheRest(t *testing.T) {
+	srv := redistest.Start(t)
+	r1 := []Level{{"R1/1:a", 1000}}
+	r2 := []Level{{"R2/1:b", 1000}}
+	s, err := OpenRedisIn(srv.URL(), t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, l := range [][]Level{r1, r2} {
+		r, err := s.Reserve(l, 1)
+		if err != nil {
+			t.Fatal(err)
+		}
+		s.Commit(r, 1)
+	}
+	s.Close()
+	if err := srv.Client().FlushAll(context.Background()).Err(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := InitStore(srv.URL(), true, "R1"); err != nil {
+		t.Fatal(err)
+	}
+	n, err := OpenRedisIn(srv.URL(), t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer n.Close()
+	if _, err := n.Reserve(r1, 1); err != nil {
+		t.Fatalf("root R1's tree, lifted: %v", err)
+	}
+	if _, err := n.Reserve(r2, 1); !errors.Is(err, redisconn.ErrReset) || !strings.Contains(err.Error(), "--root R2") {
+		t.Fatalf("root R2's tree, whose loss no one accepted: %v, want ErrReset naming --root R2", err)
+	}
+}

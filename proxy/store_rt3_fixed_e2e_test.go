@@ -185,3 +185,72 @@ func TestE2EFaultOneRootsInitKeepsTheStoreWideReset(t *testing.T) {
 		t.Errorf("fleet 2 spent %d of 30, Redis flushed, fleet 1's proxy found it (store-wide reset), fleet 1's operator ran store init --reset --root %s; a new machine's proxy of fleet 2 forwarded %d more (%d on 30), then %s: %s; want store_reset (nobody accepted fleet 2's loss)", n2, root1, more, total, typ, detail)
 	}
 }
+
+// R3-3. store recover on a store that lost its identity before any
+// proxy noticed (the fleet stopped, Redis restarted without persistence,
+// the operator recovers before starting the fleet again) gives the store
+// a new identity; a proxy restarted on a machine that saw the store adopts
+// it and keeps the counts the machine kept under the identity its index
+// names (carrySeen). Two machines, 10 calls each; recover with machine
+// 1's log only: machine 2's proxy, which saw the root count 20, is
+// refused store_reset, nothing more forwarded.
+func TestE2EFaultRecoverOfAForgottenStoreKeepsTheCounts(t *testing.T) {
+	f := newFleet(t, 30*fleetCost, 30*fleetCost, 30*fleetCost)
+	log1 := filepath.Join(f.e.Dir, "audit-1.log")
+	log2 := filepath.Join(f.e.Dir, "audit-2.log")
+	machine2 := t.TempDir()
+	extra := func(name, log string) string {
+		return "proxy_key: " + f.e.KeyFile(mcptest.NewKey(t, name)) + "\naudit_log: " + log + "\n"
+	}
+	p1 := f.e.StartProxy(mcptest.ProxyOptions{Policy: f.policy(extra("p1", log1)), Token: f.a})
+	p2 := f.e.StartProxy(mcptest.ProxyOptions{Policy: f.policy(extra("p2", log2)), Token: f.a, Dir: machine2})
+	n1, _, _ := rtDrain(t, p1.Connect(mcptest.SessionOptions{}), 10)
+	n2, _, _ := rtDrain(t, p2.Connect(mcptest.SessionOptions{}), 10)
+	f.rtSettled()
+	rtStop(t, p1)
+	rtStop(t, p2)
+	f.srv.RestartEmpty()
+	if out, errs, code := mcptest.CLI(t, "store", "recover", "--store", f.srv.URL(), "--root", f.e.Root.ID(), "--audit", log1); code != 0 {
+		t.Fatalf("store recover with proxy 1's log: exit %d, %s%s", code, out, errs)
+	}
+	// Machine 2's proxy, started again: it saw the root count n1+n2.
+	p3 := f.e.StartProxy(mcptest.ProxyOptions{Policy: f.policy(extra("p3", filepath.Join(f.e.Dir, "audit-3.log"))), Token: f.a, Dir: machine2})
+	more, typ, detail := rtDrain(t, p3.Connect(mcptest.SessionOptions{}), 40)
+	total := n1 + n2 + more
+	f.sameAsUpstreams([]*mcptest.Process{p1, p2, p3}, total)
+	if total > 30 || typ != string(proxy.StoreReset) {
+		t.Errorf("%d + %d calls on two machines, Redis restarted empty, store recover with machine 1's log only; machine 2's proxy, which saw the root count %d, restarted: forwarded %d more (%d on 30), then %s: %s; want none, store_reset (the rebuild is short of what it saw)", n1, n2, n1+n2, more, total, typ, detail)
+	}
+}
+
+// R3-3, with no partial log: two fleets share a Redis; both stopped,
+// Redis restarts empty, and fleet 1's operator accepts the loss of fleet
+// 1's tree only (store init --reset --root ROOT1) before any proxy
+// noticed. Fleet 2's proxy restarted on its machine keeps the counts it
+// saw under the lost identity (its tree's loss no one accepted), and the
+// store records that every other tree is still lost (reset_rest):
+// store_reset, nothing more forwarded.
+func TestE2EFaultInitRootOfAForgottenStoreKeepsTheOtherFleet(t *testing.T) {
+	f1 := newFleet(t, 30*fleetCost, 30*fleetCost, 30*fleetCost)
+	f2 := newFleet(t, 30*fleetCost, 30*fleetCost, 30*fleetCost)
+	f2.srv, f2.url = f1.srv, f1.url
+	p1, s1 := f1.start(f1.a, "", nil)
+	p2, s2 := f2.start(f2.a, "", nil)
+	rtDrain(t, s1, 5)
+	n2, _, _ := rtDrain(t, s2, 10)
+	f1.rtSettled()
+	f2.rtSettled()
+	rtStop(t, p1)
+	rtStop(t, p2)
+	f1.srv.RestartEmpty()
+	if out, errs, code := mcptest.CLI(t, "store", "init", "--store", f1.srv.URL(), "--reset", "--root", f1.e.Root.ID()); code != 0 {
+		t.Fatalf("store init --reset --root ROOT1: %d %s %s", code, out, errs)
+	}
+	p3, s3 := f2.start(f2.a, "", nil) // fleet 2's machine (its state directory)
+	more, typ, detail := rtDrain(t, s3, 40)
+	total := n2 + more
+	f2.sameAsUpstreams([]*mcptest.Process{p2, p3}, total)
+	if total > 30 || typ != string(proxy.StoreReset) {
+		t.Errorf("fleet 2 spent %d of 30; Redis restarted empty; fleet 1's operator ran store init --reset --root ROOT1; fleet 2's proxy restarted on its machine forwarded %d more (%d on 30), then %s: %s; want store_reset (nobody accepted fleet 2's loss, and its machine saw the tree)", n2, more, total, typ, detail)
+	}
+}
