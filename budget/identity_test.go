@@ -783,3 +783,38 @@ func TestRedisInitRootOfAForgottenStoreKeepsTheRest(t *testing.T) {
 		t.Fatalf("root R2's tree, whose loss no one accepted: %v, want ErrReset naming --root R2", err)
 	}
 }
+
+// A running proxy whose tree's stamp names the identity an operator gave
+// the store since (store recover on a store that lost its identity)
+// adopts the operator's generation rather than mark the tree it just
+// rebuilt (R3-6): a recovery from every log goes on.
+func TestRedisRunningProxyAdoptsARecoveredTree(t *testing.T) {
+	srv := redistest.Start(t)
+	levels := []Level{{"R1/1:a", 1000}}
+	s, err := OpenRedisIn(srv.URL(), t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	for range 3 {
+		r, err := s.Reserve(levels, 1)
+		if err != nil {
+			t.Fatal(err)
+		}
+		s.Release(r) // at once, not carried by a later reservation
+	}
+	if err := srv.Client().FlushAll(context.Background()).Err(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := RecoverStore(srv.URL(), []Usage{{Key: levels[0].Key, Committed: 3, Calls: 3}}); err != nil {
+		t.Fatal(err)
+	}
+	r, err := s.Reserve(levels, 1)
+	if err != nil {
+		t.Fatalf("the running proxy after a recovery from every log: %v", err)
+	}
+	s.Commit(r, 1)
+	if reset, _ := srv.Client().HExists(context.Background(), stampKey(levels[0].Key), "reset").Result(); reset {
+		t.Fatal("the recovered tree's stamp is marked reset again")
+	}
+}

@@ -254,3 +254,67 @@ func TestE2EFaultInitRootOfAForgottenStoreKeepsTheOtherFleet(t *testing.T) {
 		t.Errorf("fleet 2 spent %d of 30; Redis restarted empty; fleet 1's operator ran store init --reset --root ROOT1; fleet 2's proxy restarted on its machine forwarded %d more (%d on 30), then %s: %s; want store_reset (nobody accepted fleet 2's loss, and its machine saw the tree)", n2, more, total, typ, detail)
 	}
 }
+
+// R3-6. A proxy whose tree's stamp names another identity than its own
+// (reserveScript's {8}) reads the store's identity first (storeChanged):
+// when an operator has acted since its generation, it adopts the
+// operator's generation and runs the reservation again, rather than mark
+// the tree the operator just lifted. Only delegateos:store is deleted, a
+// new machine's proxy gives the store a new identity and marks it reset,
+// both proxies refuse, store init --reset lifts it: the new proxy
+// forwards, then the old one's call and the new one's next call forward
+// too.
+func TestE2EFaultOldIdentityProxyAdoptsALiftedTree(t *testing.T) {
+	f := newFleet(t, 30*fleetCost, 30*fleetCost, 30*fleetCost)
+	_, s1 := f.start(f.a, "", nil)
+	rtDrain(t, s1, 5)
+	f.rtSettled()
+	if err := f.srv.Client().Del(context.Background(), "delegateos:store").Err(); err != nil {
+		t.Fatal(err)
+	}
+	p2 := f.e.StartProxy(mcptest.ProxyOptions{Policy: f.policy(""), Token: f.a, Dir: t.TempDir()})
+	s2 := p2.Connect(mcptest.SessionOptions{})
+	for i, s := range []*mcptest.Session{s2, s1} {
+		if typ, detail := denialData(s.Call(t, "echo", map[string]any{"text": "identity gone"})); typ != string(proxy.StoreReset) {
+			t.Fatalf("proxy %d after delegateos:store was deleted: %s: %s; want store_reset", 2-i, typ, detail)
+		}
+	}
+	if out, errs, code := mcptest.CLI(t, "store", "init", "--store", f.srv.URL(), "--reset"); code != 0 {
+		t.Fatalf("store init --reset: %d %s %s", code, out, errs)
+	}
+	if typ, detail := denialData(s2.Call(t, "echo", map[string]any{"text": "new machine after init --reset"})); typ != "" {
+		t.Fatalf("the new machine's proxy after store init --reset: %s: %s; want it forwarded", typ, detail)
+	}
+	typ1, detail1 := denialData(s1.Call(t, "echo", map[string]any{"text": "old proxy after init --reset"}))
+	typ2, detail2 := denialData(s2.Call(t, "echo", map[string]any{"text": "new machine, again"}))
+	if typ1 != "" || typ2 != "" {
+		t.Errorf("after store init --reset lifted the loss (the new machine's proxy forwarded): the old proxy's call: %s: %s; then the new machine's proxy: %s: %s; want both forwarded", typ1, detail1, typ2, detail2)
+	}
+}
+
+// R3-6 through store recover: a running proxy, idle while Redis is
+// flushed; the operator recovers at once with the proxy's (the fleet's
+// only) audit log, which gives the store a new identity (it had none
+// left). The proxy's next call finds its tree's stamp under that
+// identity, adopts the recovery's generation and goes on: exactly the
+// budget's rest is forwarded.
+func TestE2EFaultRunningProxyAdoptsARecoveredTree(t *testing.T) {
+	f := newFleet(t, 30*fleetCost, 30*fleetCost, 30*fleetCost)
+	log1 := filepath.Join(f.e.Dir, "audit-1.log")
+	p1 := f.e.StartProxy(mcptest.ProxyOptions{Policy: f.policy("proxy_key: " + f.e.KeyFile(mcptest.NewKey(t, "p1")) + "\naudit_log: " + log1 + "\n"), Token: f.a})
+	s1 := p1.Connect(mcptest.SessionOptions{})
+	n, _, _ := rtDrain(t, s1, 10)
+	f.rtSettled()
+	if err := f.srv.Client().FlushAll(context.Background()).Err(); err != nil {
+		t.Fatal(err)
+	}
+	if out, errs, code := mcptest.CLI(t, "store", "recover", "--store", f.srv.URL(), "--root", f.e.Root.ID(), "--audit", log1); code != 0 {
+		t.Fatalf("store recover with the fleet's only log: exit %d, %s%s", code, out, errs)
+	}
+	more, typ, detail := rtDrain(t, s1, 40)
+	total := n + more
+	f.sameAsUpstreams([]*mcptest.Process{p1}, total)
+	if total != 30 {
+		t.Errorf("%d calls, FLUSHALL, store recover with the fleet's only audit log: the running proxy forwarded %d more (%d on 30), then %s: %s; want exactly the 20 left", n, more, total, typ, detail)
+	}
+}
