@@ -1277,6 +1277,37 @@ func InitStore(rawURL string, reset bool, roots ...string) (Identity, error) {
 		}
 		return *id, nil
 	}
+	if cur != nil && cur.Reset == "" && len(roots) > 0 {
+		// A root that names no tree the store holds or still has lost
+		// (a typo, another fleet's root, the wrong key's did:key) lifts
+		// nothing: refused, naming the trees marked reset, rather than
+		// told it worked.
+		var unknown []string
+		for _, r := range roots {
+			tag := redisconn.HashTag(r)
+			if cur.restLost(tag) {
+				continue
+			}
+			n, err := c.Exists(ctx, stampKeyPrefix+"{"+tag+"}").Result()
+			if err != nil {
+				return fail(err)
+			}
+			if n == 0 {
+				unknown = append(unknown, r)
+			}
+		}
+		if len(unknown) > 0 {
+			marked, err := treesMarkedReset(ctx, c)
+			if err != nil {
+				return fail(err)
+			}
+			still := "none"
+			if len(marked) > 0 {
+				still = strings.Join(marked, ", ")
+			}
+			return Identity{}, fmt.Errorf("%s: --root %s names no delegation tree of the store: nothing was changed (the roots of the trees marked reset: %s)", what, strings.Join(unknown, ", "), still)
+		}
+	}
 	n, err := nextIdentity(ctx, c, rawURL)
 	if err != nil {
 		return fail(err)
@@ -1300,6 +1331,26 @@ func InitStore(rawURL string, reset bool, roots ...string) (Identity, error) {
 		return fail(err)
 	}
 	return *n, nil
+}
+
+// treesMarkedReset returns the roots (hash tags) of the trees whose
+// stamps are marked reset, sorted.
+func treesMarkedReset(ctx context.Context, c redisconn.Client) ([]string, error) {
+	var marked []string
+	err := redisconn.Scan(ctx, c, stampKeyPrefix+"*", func(keys []string) error {
+		for _, k := range keys {
+			ok, err := c.HExists(ctx, k, "reset").Result()
+			if err != nil {
+				return err
+			}
+			if ok {
+				marked = append(marked, tagOf(k))
+			}
+		}
+		return nil
+	})
+	slices.Sort(marked)
+	return marked, err
 }
 
 // nextIdentity is the identity an operator's action gives the store at

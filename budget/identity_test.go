@@ -818,3 +818,41 @@ func TestRedisRunningProxyAdoptsARecoveredTree(t *testing.T) {
 		t.Fatal("the recovered tree's stamp is marked reset again")
 	}
 }
+
+// store init --reset --root with a root that names no tree of the store
+// (a typo, another fleet's root) is refused, naming the trees marked
+// reset, and changes nothing (R3-7).
+func TestInitStoreUnknownRootRefused(t *testing.T) {
+	srv := redistest.Start(t)
+	levels := []Level{{"R1/1:a", 1000}}
+	s, err := OpenRedisIn(srv.URL(), t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	r, err := s.Reserve(levels, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.Release(r)
+	ctx := context.Background()
+	if err := srv.Client().Del(ctx, spendKey(levels[0].Key)).Err(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Reserve(levels, 1); !errors.Is(err, redisconn.ErrReset) {
+		t.Fatalf("after DEL of the tree's key: %v, want ErrReset", err)
+	}
+	before, _ := readIdentity(ctx, srv.Client())
+	if _, err := InitStore(srv.URL(), true, "R9"); err == nil || !strings.Contains(err.Error(), "--root R9 names no delegation tree") || !strings.Contains(err.Error(), "R1") {
+		t.Fatalf("store init --reset --root R9 (no such tree): %v, want refused naming R1", err)
+	}
+	if after, _ := readIdentity(ctx, srv.Client()); after.Gen != before.Gen {
+		t.Fatalf("the refused init changed the generation %d to %d", before.Gen, after.Gen)
+	}
+	if _, err := InitStore(srv.URL(), true, "R1"); err != nil {
+		t.Fatalf("store init --reset --root R1: %v", err)
+	}
+	if _, err := s.Reserve(levels, 1); err != nil {
+		t.Fatalf("after store init --reset --root R1: %v", err)
+	}
+}

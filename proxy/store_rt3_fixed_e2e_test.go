@@ -318,3 +318,39 @@ func TestE2EFaultRunningProxyAdoptsARecoveredTree(t *testing.T) {
 		t.Errorf("%d calls, FLUSHALL, store recover with the fleet's only audit log: the running proxy forwarded %d more (%d on 30), then %s: %s; want exactly the 20 left", n, more, total, typ, detail)
 	}
 }
+
+// R3-7. store init --reset --root with a root that names no delegation
+// tree of the store (a typo, another fleet's root, the did:key of the
+// wrong key) is refused, exit non-zero, naming the roots of the trees
+// still marked reset, and changes nothing; the right root then lifts the
+// tree.
+func TestE2EFaultInitResetUnknownRootRefused(t *testing.T) {
+	f := newFleet(t, 30*fleetCost, 30*fleetCost, 30*fleetCost)
+	_, s := f.start(f.a, "", nil)
+	rtDrain(t, s, 5)
+	f.rtSettled()
+	ctx := context.Background()
+	c := f.srv.Client()
+	keys, err := c.Keys(ctx, "delegateos:spend:{"+f.e.Root.ID()+"}:*").Result()
+	if err != nil || len(keys) == 0 {
+		t.Fatalf("the tree's spend keys: %v %v", keys, err)
+	}
+	if err := c.Del(ctx, keys...).Err(); err != nil {
+		t.Fatal(err)
+	}
+	if typ, detail := denialData(s.Call(t, "echo", map[string]any{"text": "after the DEL"})); typ != string(proxy.StoreReset) {
+		t.Fatalf("after the DEL: %s: %s; want store_reset", typ, detail)
+	}
+	other := mcptest.NewKey(t, "not-a-root")
+	out, errs, code := mcptest.CLI(t, "store", "init", "--store", f.srv.URL(), "--reset", "--root", other.ID())
+	typ, detail := denialData(s.Call(t, "echo", map[string]any{"text": "after init --reset --root OTHER"}))
+	if code == 0 || !strings.Contains(errs, "names no delegation tree") || !strings.Contains(errs, f.e.Root.ID()) || typ != string(proxy.StoreReset) {
+		t.Errorf("store init --reset --root %s (a root with no tree in the store): exit %d, %q%s; then the tree that lost data: %s: %s; want exit non-zero naming the root of the tree marked reset, the tree still refused", other.ID(), code, strings.TrimSpace(out), errs, typ, detail)
+	}
+	if out, errs, code := mcptest.CLI(t, "store", "init", "--store", f.srv.URL(), "--reset", "--root", f.e.Root.ID()); code != 0 {
+		t.Fatalf("store init --reset --root ROOT: %d %s %s", code, out, errs)
+	}
+	if typ, detail := denialData(s.Call(t, "echo", map[string]any{"text": "after init --reset --root ROOT"})); typ != "" {
+		t.Errorf("after store init --reset --root ROOT: %s: %s; want it forwarded", typ, detail)
+	}
+}

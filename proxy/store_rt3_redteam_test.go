@@ -157,35 +157,3 @@ func TestRedTeam3CorruptIndexNamesNoRemedy(t *testing.T) {
 		t.Errorf("a cut index of the store's identity (%s): the proxy refuses to start saying %q: nothing to do about the file, and a remedy for a Redis that is down or a wrong URL, neither of which is the case", cut[0], strings.TrimSpace(msg))
 	}
 }
-
-// R3-7. store init --reset --root with a root that names no delegation
-// tree of the store (a typo, another fleet's root, the did:key of the
-// wrong key): it exits 0 printing the new identity and generation, as
-// for a root it lifted, and the tree that lost data stays refused. The
-// operator who ran the command the refusal named, with the wrong root,
-// is told it worked. InitStore (budget/identity.go:1051, restamp) lifts the
-// trees whose stamps match and says nothing of roots that matched none.
-func TestRedTeam3InitResetUnknownRootSucceedsSilently(t *testing.T) {
-	f := newFleet(t, 30*fleetCost, 30*fleetCost, 30*fleetCost)
-	_, s := f.start(f.a, "", nil)
-	rtDrain(t, s, 5)
-	f.rtSettled()
-	ctx := context.Background()
-	c := f.srv.Client()
-	keys, err := c.Keys(ctx, "delegateos:spend:{"+f.e.Root.ID()+"}:*").Result()
-	if err != nil || len(keys) == 0 {
-		t.Fatalf("the tree's spend keys: %v %v", keys, err)
-	}
-	if err := c.Del(ctx, keys...).Err(); err != nil {
-		t.Fatal(err)
-	}
-	if typ, detail := denialData(s.Call(t, "echo", map[string]any{"text": "after the DEL"})); typ != string(proxy.StoreReset) {
-		t.Fatalf("after the DEL: %s: %s; want store_reset", typ, detail)
-	}
-	other := mcptest.NewKey(t, "not-a-root")
-	out, errs, code := mcptest.CLI(t, "store", "init", "--store", f.srv.URL(), "--reset", "--root", other.ID())
-	typ, detail := denialData(s.Call(t, "echo", map[string]any{"text": "after init --reset --root OTHER"}))
-	if code == 0 && typ == string(proxy.StoreReset) {
-		t.Errorf("store init --reset --root %s (a root with no tree in the store) exited 0 saying %q%s, and the tree that lost data is still refused %s: %s; want it refused (or warned) that the root names no tree, and the trees still lost named", other.ID(), strings.TrimSpace(out), errs, typ, detail)
-	}
-}
