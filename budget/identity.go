@@ -452,7 +452,7 @@ func (s *Redis) knownIdentity() (*Identity, bool, error) {
 	}
 	var k knownState
 	if err := json.Unmarshal(b, &k); err != nil || k.ID == "" || k.Gen <= 0 {
-		return nil, false, fmt.Errorf("%s is not a store identity delegateos writes", path)
+		return nil, false, fmt.Errorf("%s is not a store identity delegateos writes: restore it, or remove it (this machine's counts are kept in the store-*.seen.json files, but a store that lost its identity before this proxy starts again is then not noticed by this machine)", path)
 	}
 	return &Identity{ID: k.ID, Gen: k.Gen, By: k.By}, k.Counts, nil
 }
@@ -749,7 +749,7 @@ const seenEvery = time.Second
 func (s *Redis) join(ctx context.Context) error {
 	known, counts, err := s.knownIdentity()
 	if err != nil {
-		return fmt.Errorf("spend store %s: %w", s.url, err)
+		return &StateError{fmt.Errorf("spend store %s: %w", s.url, err)}
 	}
 	cur, err := readIdentity(ctx, s.c)
 	if err != nil {
@@ -818,16 +818,28 @@ func (s *Redis) join(ctx context.Context) error {
 	if err := s.rememberIdentity(*cur, marked); err != nil {
 		// Fail closed: without it a proxy restarted after the store lost
 		// data, or went back to an older snapshot, would not notice.
-		return fmt.Errorf("spend store %s: its identity cannot be kept in the state directory %s (%v): a proxy restarted after the store lost data would not notice it; set DELEGATEOS_STATE_DIR to a directory the proxy can write", s.url, s.stateDir, err)
+		return &StateError{fmt.Errorf("spend store %s: its identity cannot be kept in the state directory %s (%v): a proxy restarted after the store lost data would not notice it; set DELEGATEOS_STATE_DIR to a directory the proxy can write", s.url, s.stateDir, err)}
 	}
 	if serr != nil {
-		return fmt.Errorf("spend store %s: %v: the counts this machine saw are lost, so a store gone back to an older snapshot would not be noticed; restore the file, or remove it and accept the loss with delegateos store init --reset", s.url, serr)
+		return &StateError{fmt.Errorf("spend store %s: %v: the counts this machine saw are lost, so a store gone back to an older snapshot would not be noticed; restore the file, or remove it and accept the loss with delegateos store init --reset", s.url, serr)}
 	}
 	if err := s.loadSeen(st, known, counts, marked); err != nil {
-		return err
+		return &StateError{err}
 	}
-	return s.carrySeen(known, *cur)
+	if err := s.carrySeen(known, *cur); err != nil {
+		return &StateError{err}
+	}
+	return nil
 }
+
+// StateError is a store refused at open for what the state directory
+// holds or cannot hold (an index or counts file cut, deleted or
+// unreadable, a directory that cannot be written), not for Redis: its
+// message names its own remedy.
+type StateError struct{ Err error }
+
+func (e *StateError) Error() string { return e.Err.Error() }
+func (e *StateError) Unwrap() error { return e.Err }
 
 // carrySeen keeps, when this proxy adopted an operator's identity cur
 // other than the identity known that the machine's index names (store

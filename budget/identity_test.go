@@ -856,3 +856,24 @@ func TestInitStoreUnknownRootRefused(t *testing.T) {
 		t.Fatalf("after store init --reset --root R1: %v", err)
 	}
 }
+
+// A cut index of the store's identity refuses the open with a
+// StateError (not Redis's) naming what to do with the file (R3-4).
+func TestRedisCutIndexIsAStateError(t *testing.T) {
+	srv := redistest.Start(t)
+	dir := t.TempDir()
+	s, err := OpenRedisIn(srv.URL(), dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.Close()
+	idx := filepath.Join(dir, indexName(srv.URL()))
+	if err := os.WriteFile(idx, []byte(`{"id":`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	_, err = OpenRedisIn(srv.URL(), dir)
+	var se *StateError
+	if !errors.As(err, &se) || !strings.Contains(err.Error(), idx) || !strings.Contains(err.Error(), "remove it") {
+		t.Fatalf("open on a cut index: %v, want a StateError naming the file and its remedy", err)
+	}
+}

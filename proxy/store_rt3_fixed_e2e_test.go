@@ -354,3 +354,43 @@ func TestE2EFaultInitResetUnknownRootRefused(t *testing.T) {
 		t.Errorf("after store init --reset --root ROOT: %s: %s; want it forwarded", typ, detail)
 	}
 }
+
+// R3-4. The state directory's index of the identity a machine saw at a
+// store (redis-HASH.json) cut short: the proxy refuses to start, naming
+// the file and what to do with it (restore or remove it), without the
+// advice for a Redis that is down or a wrong URL (a budget.StateError).
+func TestE2EFaultCorruptIndexNamesItsRemedy(t *testing.T) {
+	f := newFleet(t, 30*fleetCost, 30*fleetCost, 30*fleetCost)
+	p1, s1 := f.start(f.a, "", nil)
+	rtDrain(t, s1, 5)
+	f.rtSettled()
+	rtStop(t, p1)
+	idx, err := filepath.Glob(filepath.Join(f.e.Dir, "state", "redis-*.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var cut []string
+	for _, p := range idx {
+		if strings.HasSuffix(p, ".seen.json") || strings.HasSuffix(p, ".ended.json") {
+			continue
+		}
+		if err := os.WriteFile(p, []byte(`{"id":`), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		cut = append(cut, p)
+	}
+	if len(cut) == 0 {
+		t.Fatalf("no index of the store's identity in the state directory: %v", idx)
+	}
+	p2 := f.e.StartProxy(mcptest.ProxyOptions{Policy: f.policy(""), Token: f.a, LogToStderr: true, WantExit: func(code int) bool { return code == 2 }})
+	if !p2.WaitExit(mcptest.WaitTimeout) {
+		t.Fatal("the proxy started on a cut index of the store's identity")
+	}
+	msg := p2.Stderr.String()
+	if !strings.Contains(msg, "not a store identity") {
+		t.Fatalf("the refusal does not name the index: %s", msg)
+	}
+	if strings.Contains(msg, "start Redis there or fix the URL") || (!strings.Contains(msg, "restore") && !strings.Contains(msg, "remove")) {
+		t.Errorf("a cut index of the store's identity (%s): the proxy refuses to start saying %q: nothing to do about the file, and a remedy for a Redis that is down or a wrong URL, neither of which is the case", cut[0], strings.TrimSpace(msg))
+	}
+}
