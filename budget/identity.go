@@ -8,9 +8,11 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"net"
 	"net/url"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -94,6 +96,20 @@ type Identity struct {
 	// data knew (see markResetScript): the next operator's generation is
 	// after it, whatever the operator's clock says.
 	Need int64 `json:"-"`
+	// ResetRest, when not empty, says why the whole store was found lost
+	// before an operator lifted the loss of some trees only (store init
+	// --reset --root, store recover): those, in ResetExcept, go on; any
+	// other tree is still lost (its stamp may be gone with the rest of the
+	// store, so this is the only record of its loss), refused until an
+	// operator lifts it too, or every tree (store init --reset).
+	ResetRest   string          `json:"-"`
+	ResetExcept map[string]bool `json:"-"`
+}
+
+// restLost reports whether tree tag is one a store-wide loss that an
+// operator lifted for other trees only still holds (see ResetRest).
+func (id *Identity) restLost(tag string) bool {
+	return id.ResetRest != "" && !id.ResetExcept[tag]
 }
 
 // keeps reports whether a count of tree tag seen under generation since
@@ -172,6 +188,16 @@ func identityOf(m map[string]string) (*Identity, error) {
 	}
 	if need, err := strconv.ParseInt(m["need"], 10, 64); err == nil && need > 0 {
 		id.Need = need
+	}
+	if id.ResetRest = m["reset_rest"]; id.ResetRest != "" {
+		var except []string
+		// Unreadable: no tree is excepted (fail closed).
+		if json.Unmarshal([]byte(m["reset_except"]), &except) == nil {
+			id.ResetExcept = make(map[string]bool, len(except))
+			for _, t := range except {
+				id.ResetExcept[t] = true
+			}
+		}
 	}
 	return id, nil
 }
@@ -259,11 +285,11 @@ func StateDir() string {
 }
 
 // stateName returns the file name, in a state directory, of what is kept
-// about the store at rawURL: named by its host and database, not its
-// password or parameters. Only the index of the store's identity
-// (knownState) and the journals are named so: the counts are named by
-// the store's identity (seenPath), which the URL's spelling (a name or
-// an address) does not change.
+// about the store at rawURL, named by its host and path as written: the
+// journals, and an older version's index and counts. The index of the
+// store's identity is named by the store's canonical address (indexName);
+// the counts by the store's identity (seenPath), which the URL's spelling
+// (a name or an address) does not change.
 func stateName(rawURL, suffix string) string {
 	where := rawURL
 	if u, err := url.Parse(rawURL); err == nil {
@@ -271,6 +297,110 @@ func stateName(rawURL, suffix string) string {
 	}
 	sum := sha256.Sum256([]byte(where))
 	return "redis-" + hex.EncodeToString(sum[:8]) + suffix
+}
+
+// indexName returns the file name, in a state directory, of the index of
+// the identity last seen at the store at rawURL: named by its canonical
+// address (storeAddress), so that the spellings of one database of one
+// server (the default database or port left out, a trailing slash, the
+// host's case, a cluster's seeds in another order) name one index.
+func indexName(rawURL string) string {
+	sum := sha256.Sum256([]byte("store " + storeAddress(rawURL)))
+	return "redis-" + hex.EncodeToString(sum[:8]) + ".json"
+}
+
+// storeAddress returns the canonical address of the store at rawURL:
+// HOST:PORT/DB with the host in lower case (an IP address in its
+// shortest form), the port 6379 and the database 0 when left out, without
+// scheme, user, password or parameters; a cluster's seeds sorted, joined
+// by commas. A URL that does not parse is its host and path as written.
+func storeAddress(rawURL string) string {
+	if redisconn.IsCluster(rawURL) {
+		_, rest, _ := strings.Cut(rawURL, "://")
+		if i := strings.IndexAny(rest, "/?#"); i >= 0 {
+			rest = rest[:i]
+		}
+		if i := strings.LastIndex(rest, "@"); i >= 0 {
+			rest = rest[i+1:]
+		}
+		var seeds []string
+		for _, h := range strings.Split(rest, ",") {
+			o, err := redis.ParseURL("redis://" + h)
+			if err != nil {
+				seeds = append(seeds, strings.ToLower(h))
+				continue
+			}
+			seeds = append(seeds, canonHostPort(o.Addr))
+		}
+		slices.Sort(seeds)
+		return strings.Join(slices.Compact(seeds), ",") + "/0"
+	}
+	o, err := redis.ParseURL(rawURL)
+	if err != nil {
+		if u, err := url.Parse(rawURL); err == nil {
+			return strings.ToLower(u.Host) + u.Path
+		}
+		return rawURL
+	}
+	return canonHostPort(o.Addr) + "/" + strconv.Itoa(o.DB)
+}
+
+// canonHostPort returns HOST:PORT with the host in lower case, an IP
+// address in its shortest form.
+func canonHostPort(addr string) string {
+	host, port, err := net.SplitHostPort(addr)
+	if err != nil {
+		return strings.ToLower(addr)
+	}
+	host = strings.ToLower(host)
+	if ip := net.ParseIP(host); ip != nil {
+		host = ip.String()
+	}
+	return net.JoinHostPort(host, port)
+}
+
+// sameServer reports whether the canonical addresses a and b (see
+// storeAddress) name the same database of the same server: the same
+// database, and a HOST:PORT of each whose ports are equal and whose
+// hosts resolve to a common address (localhost and 127.0.0.1, a name and
+// its address).
+func sameServer(a, b string) bool {
+	ha, da, _ := strings.Cut(a, "/")
+	hb, db, _ := strings.Cut(b, "/")
+	if da != db {
+		return false
+	}
+	resolved := func(hosts string) map[string]bool {
+		m := make(map[string]bool)
+		for _, hp := range strings.Split(hosts, ",") {
+			host, port, err := net.SplitHostPort(hp)
+			if err != nil {
+				m[hp] = true
+				continue
+			}
+			m[net.JoinHostPort(host, port)] = true
+			ctx, cancel := context.WithTimeout(context.Background(), redisconn.Timeout)
+			addrs, err := net.DefaultResolver.LookupHost(ctx, host)
+			cancel()
+			if err != nil {
+				continue
+			}
+			for _, ad := range addrs {
+				if ip := net.ParseIP(ad); ip != nil {
+					ad = ip.String()
+				}
+				m[net.JoinHostPort(ad, port)] = true
+			}
+		}
+		return m
+	}
+	ra := resolved(ha)
+	for hp := range resolved(hb) {
+		if ra[hp] {
+			return true
+		}
+	}
+	return false
 }
 
 // knownState is what a state directory keeps, under the store URL's name
@@ -283,9 +413,19 @@ type knownState struct {
 	Gen    int64  `json:"gen"`
 	By     string `json:"by,omitempty"`
 	Counts bool   `json:"counts,omitempty"`
+	// Store is the store's canonical address (storeAddress), so that a
+	// proxy naming the same server another way (localhost, its address)
+	// finds the index (otherIndex).
+	Store string `json:"store,omitempty"`
 }
 
 func (s *Redis) knownPath() string {
+	return filepath.Join(s.stateDir, indexName(s.rawURL))
+}
+
+// legacyKnownPath is where an older version kept the index: named by the
+// URL's host and path as written.
+func (s *Redis) legacyKnownPath() string {
 	return filepath.Join(s.stateDir, stateName(s.rawURL, ".json"))
 }
 
@@ -296,7 +436,13 @@ func (s *Redis) knownIdentity() (*Identity, bool, error) {
 	if s.stateDir == "" {
 		return nil, false, nil
 	}
-	b, err := os.ReadFile(s.knownPath())
+	path := s.knownPath()
+	b, err := os.ReadFile(path)
+	if errors.Is(err, os.ErrNotExist) {
+		// An older version's, named by the URL as written.
+		path = s.legacyKnownPath()
+		b, err = os.ReadFile(path)
+	}
 	if errors.Is(err, os.ErrNotExist) {
 		return nil, false, nil
 	}
@@ -306,9 +452,41 @@ func (s *Redis) knownIdentity() (*Identity, bool, error) {
 	}
 	var k knownState
 	if err := json.Unmarshal(b, &k); err != nil || k.ID == "" || k.Gen <= 0 {
-		return nil, false, fmt.Errorf("%s is not a store identity delegateos writes", s.knownPath())
+		return nil, false, fmt.Errorf("%s is not a store identity delegateos writes: restore it, or remove it (this machine's counts are kept in the store-*.seen.json files, but a store that lost its identity before this proxy starts again is then not noticed by this machine)", path)
 	}
 	return &Identity{ID: k.ID, Gen: k.Gen, By: k.By}, k.Counts, nil
+}
+
+// otherIndex returns the identity that another index of the state
+// directory names, written by a proxy that named the same database of the
+// same server another way (sameServer: localhost and 127.0.0.1, a name
+// and its address), and the URL's canonical address it was written
+// under; nil when there is none. Of several, the latest generation's.
+func (s *Redis) otherIndex() (*Identity, string) {
+	if s.stateDir == "" {
+		return nil, ""
+	}
+	paths, _ := filepath.Glob(filepath.Join(s.stateDir, "redis-*.json"))
+	own, where := s.knownPath(), storeAddress(s.rawURL)
+	var found *Identity
+	var at string
+	for _, path := range paths {
+		if path == own || strings.HasSuffix(path, ".seen.json") || strings.Contains(filepath.Base(path), ".unsent-") {
+			continue
+		}
+		b, err := os.ReadFile(path)
+		if err != nil {
+			continue
+		}
+		var k knownState
+		if json.Unmarshal(b, &k) != nil || k.ID == "" || k.Gen <= 0 || k.Store == "" || k.Store == where {
+			continue
+		}
+		if (found == nil || k.Gen > found.Gen) && sameServer(where, k.Store) {
+			found, at = &Identity{ID: k.ID, Gen: k.Gen, By: k.By}, k.Store
+		}
+	}
+	return found, at
 }
 
 // rememberIdentity records the identity in the state directory, and
@@ -320,7 +498,7 @@ func (s *Redis) rememberIdentity(id Identity, counts bool) error {
 	if err := os.MkdirAll(s.stateDir, 0o700); err != nil {
 		return err
 	}
-	b, _ := json.Marshal(knownState{ID: id.ID, Gen: id.Gen, By: id.By, Counts: counts})
+	b, _ := json.Marshal(knownState{ID: id.ID, Gen: id.Gen, By: id.By, Counts: counts, Store: storeAddress(s.rawURL)})
 	return writeFileAtomic(s.knownPath(), b)
 }
 
@@ -489,9 +667,13 @@ func (s *Redis) storeSeen(force bool) error {
 	for k, n := range s.seen {
 		seen[k] = n
 	}
-	reset := s.resetReason != ""
 	s.mu.Unlock()
-	if reset || (len(seen) == 0 && !force) {
+	// Written in the reset state too: they are what this proxy saw under
+	// the identity it knows (s.ident), and the raises of the last second
+	// before it found a loss are what shows a recovery from only some
+	// audit logs short (the generation check below keeps a newer
+	// generation's file).
+	if len(seen) == 0 && !force {
 		return nil
 	}
 	if err := os.MkdirAll(s.stateDir, 0o700); err != nil {
@@ -567,7 +749,7 @@ const seenEvery = time.Second
 func (s *Redis) join(ctx context.Context) error {
 	known, counts, err := s.knownIdentity()
 	if err != nil {
-		return fmt.Errorf("spend store %s: %w", s.url, err)
+		return &StateError{fmt.Errorf("spend store %s: %w", s.url, err)}
 	}
 	cur, err := readIdentity(ctx, s.c)
 	if err != nil {
@@ -579,6 +761,13 @@ func (s *Redis) join(ctx context.Context) error {
 		case known != nil:
 			lost = fmt.Sprintf("its identity %s (generation %d), which this machine saw, is gone: Redis was flushed or restarted without persistence", known.ID, known.Gen)
 		default:
+			// Seen by this machine under another name of the server
+			// (localhost, its address): the same loss.
+			if other, at := s.otherIndex(); other != nil {
+				known = other
+				lost = fmt.Sprintf("its identity %s (generation %d), which this machine saw at %s (the same server, named another way), is gone: Redis was flushed or restarted without persistence", other.ID, other.Gen, at)
+				break
+			}
 			stamped, err := s.anyKey(ctx, stampKeyPrefix+"*")
 			if err != nil {
 				return s.fail(err)
@@ -629,12 +818,70 @@ func (s *Redis) join(ctx context.Context) error {
 	if err := s.rememberIdentity(*cur, marked); err != nil {
 		// Fail closed: without it a proxy restarted after the store lost
 		// data, or went back to an older snapshot, would not notice.
-		return fmt.Errorf("spend store %s: its identity cannot be kept in the state directory %s (%v): a proxy restarted after the store lost data would not notice it; set DELEGATEOS_STATE_DIR to a directory the proxy can write", s.url, s.stateDir, err)
+		return &StateError{fmt.Errorf("spend store %s: its identity cannot be kept in the state directory %s (%v): a proxy restarted after the store lost data would not notice it; set DELEGATEOS_STATE_DIR to a directory the proxy can write", s.url, s.stateDir, err)}
 	}
 	if serr != nil {
-		return fmt.Errorf("spend store %s: %v: the counts this machine saw are lost, so a store gone back to an older snapshot would not be noticed; restore the file, or remove it and accept the loss with delegateos store init --reset", s.url, serr)
+		return &StateError{fmt.Errorf("spend store %s: %v: the counts this machine saw are lost, so a store gone back to an older snapshot would not be noticed; restore the file, or remove it and accept the loss with delegateos store init --reset", s.url, serr)}
 	}
-	return s.loadSeen(st, known, counts, marked)
+	if err := s.loadSeen(st, known, counts, marked); err != nil {
+		return &StateError{err}
+	}
+	if err := s.carrySeen(known, *cur); err != nil {
+		return &StateError{err}
+	}
+	return nil
+}
+
+// StateError is a store refused at open for what the state directory
+// holds or cannot hold (an index or counts file cut, deleted or
+// unreadable, a directory that cannot be written), not for Redis: its
+// message names its own remedy.
+type StateError struct{ Err error }
+
+func (e *StateError) Error() string { return e.Err.Error() }
+func (e *StateError) Unwrap() error { return e.Err }
+
+// carrySeen keeps, when this proxy adopted an operator's identity cur
+// other than the identity known that the machine's index names (store
+// recover or store init --reset --root on a store that had lost its
+// identity gives it a new one), the counts the machine kept under known:
+// those of the trees no operator accepted the loss of since, as for a
+// new generation of the same identity (see keptSeen). Else a rebuild
+// from only some audit logs, or another root's acceptance, would leave
+// the counts that show it short under an identity no proxy reads again.
+func (s *Redis) carrySeen(known *Identity, cur Identity) error {
+	if known == nil || known.ID == cur.ID || cur.By != "operator" || s.stateDir == "" {
+		return nil
+	}
+	old, err := s.readSeenFile(known.ID)
+	if err != nil {
+		return fmt.Errorf("spend store %s: %v: the counts this machine saw are lost, so a rebuild of the store from fewer calls than it saw would not be noticed; restore the file, or remove it and accept the loss with delegateos store init --reset", s.url, err)
+	}
+	if old == nil || old.Gen >= cur.Gen {
+		return nil
+	}
+	seen := make(map[string]int64, len(old.Seen))
+	for k, n := range old.Seen {
+		if n > 0 {
+			seen[k] = n
+		}
+	}
+	seen = forgetLifted(seen, &cur, old.Gen)
+	if len(seen) == 0 {
+		return nil
+	}
+	s.mu.Lock()
+	if s.seen == nil {
+		s.seen = make(map[string]int64, len(seen))
+	}
+	for k, n := range seen {
+		s.seen[k] = max(s.seen[k], n)
+	}
+	s.mu.Unlock()
+	if err := s.storeSeen(true); err != nil {
+		return fmt.Errorf("spend store %s: the counts of calls this machine sees cannot be kept in the state directory %s (%v): a proxy restarted after the store went back to an older snapshot would not notice it; set DELEGATEOS_STATE_DIR to a directory the proxy can write", s.url, s.stateDir, err)
+	}
+	return nil
 }
 
 // anyKey reports whether the store holds a key matching pattern (on any
@@ -823,6 +1070,11 @@ func (s *Redis) newTree(tag string, listed bool) error {
 	}
 	if cur.Reset != "" {
 		return s.resetNow(cur.Reset)
+	}
+	if cur.restLost(tag) {
+		// A tree without a stamp on a store whose loss an operator lifted
+		// for other trees only: its stamp may be gone with the rest.
+		return s.resetTree(tag, fmt.Sprintf("the store lost its data (%s) and an operator has lifted the loss of other delegation trees only", cur.ResetRest))
 	}
 	if member.Val() {
 		// Listed after its stamp was made: a reservation that ran while
@@ -1037,6 +1289,37 @@ func InitStore(rawURL string, reset bool, roots ...string) (Identity, error) {
 		}
 		return *id, nil
 	}
+	if cur != nil && cur.Reset == "" && len(roots) > 0 {
+		// A root that names no tree the store holds or still has lost
+		// (a typo, another fleet's root, the wrong key's did:key) lifts
+		// nothing: refused, naming the trees marked reset, rather than
+		// told it worked.
+		var unknown []string
+		for _, r := range roots {
+			tag := redisconn.HashTag(r)
+			if cur.restLost(tag) {
+				continue
+			}
+			n, err := c.Exists(ctx, stampKeyPrefix+"{"+tag+"}").Result()
+			if err != nil {
+				return fail(err)
+			}
+			if n == 0 {
+				unknown = append(unknown, r)
+			}
+		}
+		if len(unknown) > 0 {
+			marked, err := treesMarkedReset(ctx, c)
+			if err != nil {
+				return fail(err)
+			}
+			still := "none"
+			if len(marked) > 0 {
+				still = strings.Join(marked, ", ")
+			}
+			return Identity{}, fmt.Errorf("%s: --root %s names no delegation tree of the store: nothing was changed (the roots of the trees marked reset: %s)", what, strings.Join(unknown, ", "), still)
+		}
+	}
 	n, err := nextIdentity(ctx, c, rawURL)
 	if err != nil {
 		return fail(err)
@@ -1062,6 +1345,26 @@ func InitStore(rawURL string, reset bool, roots ...string) (Identity, error) {
 	return *n, nil
 }
 
+// treesMarkedReset returns the roots (hash tags) of the trees whose
+// stamps are marked reset, sorted.
+func treesMarkedReset(ctx context.Context, c redisconn.Client) ([]string, error) {
+	var marked []string
+	err := redisconn.Scan(ctx, c, stampKeyPrefix+"*", func(keys []string) error {
+		for _, k := range keys {
+			ok, err := c.HExists(ctx, k, "reset").Result()
+			if err != nil {
+				return err
+			}
+			if ok {
+				marked = append(marked, tagOf(k))
+			}
+		}
+		return nil
+	})
+	slices.Sort(marked)
+	return marked, err
+}
+
 // nextIdentity is the identity an operator's action gives the store at
 // rawURL: its own identity (a new one if it has lost it) with a new
 // generation. The generation is after every one known: the store's, the
@@ -1077,16 +1380,32 @@ func nextIdentity(ctx context.Context, c redis.Cmdable, rawURL string) (*Identit
 		return nil, err
 	}
 	after := int64(0)
-	if known, _, err := (&Redis{rawURL: rawURL, stateDir: StateDir()}).knownIdentity(); err == nil && known != nil {
+	r := &Redis{rawURL: rawURL, stateDir: StateDir()}
+	if known, _, err := r.knownIdentity(); err == nil && known != nil {
 		after = known.Gen
+	} else if other, _ := r.otherIndex(); other != nil {
+		after = other.Gen
 	}
 	if cur != nil {
 		after = max(after, cur.Gen, cur.Need)
 	}
 	n := newIdentity("operator", min(after, 1<<63-2))
+	if cur == nil {
+		// The store lost its identity before a proxy found it: an
+		// operator who lifts some trees only (--root, store recover)
+		// leaves the rest lost (see Identity.ResetRest).
+		n.ResetRest = "its identity was gone (Redis flushed or restarted without persistence) when an operator lifted the loss of some delegation trees"
+	}
 	if cur != nil {
 		n.ID = cur.ID
 		n.Lifted, n.AllAt, n.Recovered = cur.Lifted, cur.AllAt, cur.Recovered
+		// A loss of the whole store that a proxy found and no operator
+		// lifted for every tree since (see Identity.ResetRest).
+		n.ResetRest, n.ResetExcept = cur.ResetRest, cur.ResetExcept
+		if cur.Reset != "" {
+			// A loss found since: every tree's, those lifted before too.
+			n.ResetRest, n.ResetExcept = cur.Reset, nil
+		}
 	}
 	return n, nil
 }
@@ -1122,9 +1441,25 @@ func writeIdentity(ctx context.Context, c redis.Cmdable, id Identity, lifted map
 	}
 	b, _ := json.Marshal(was)
 	r, _ := json.Marshal(rec)
+	fields := []any{"id", id.ID, "g", id.Gen, "by", id.By, "all", all, "lifted", string(b), "recovered", string(r)}
+	if lifted != nil && id.ResetRest != "" {
+		// Some trees only lifted: the store-wide loss holds for the rest.
+		except := make([]string, 0, len(id.ResetExcept)+len(lifted))
+		for t := range id.ResetExcept {
+			except = append(except, t)
+		}
+		for t := range lifted {
+			if !id.ResetExcept[t] {
+				except = append(except, t)
+			}
+		}
+		slices.Sort(except)
+		e, _ := json.Marshal(except)
+		fields = append(fields, "reset_rest", id.ResetRest, "reset_except", string(e))
+	}
 	_, err := c.TxPipelined(ctx, func(p redis.Pipeliner) error {
 		p.Del(ctx, identityKey)
-		p.HSet(ctx, identityKey, "id", id.ID, "g", id.Gen, "by", id.By, "all", all, "lifted", string(b), "recovered", string(r))
+		p.HSet(ctx, identityKey, fields...)
 		return nil
 	})
 	return err
@@ -1240,7 +1575,11 @@ func RecoverStore(rawURL string, usage []Usage) (Identity, error) {
 	if err != nil {
 		return fail(err)
 	}
-	if cur != nil && cur.Reset == "" && !anyTreeReset(ctx, c, usage) {
+	restLost := false
+	for _, u := range usage {
+		restLost = restLost || (cur != nil && cur.restLost(redisconn.HashTag(u.Key)))
+	}
+	if cur != nil && cur.Reset == "" && !restLost && !anyTreeReset(ctx, c, usage) {
 		return Identity{}, fmt.Errorf("spend store %s is not in the reset state (no proxy has found it lost data), and its proxies may be spending: store recover rebuilds only a store whose proxies refuse every call; if it has lost data that no proxy has found yet, stop the fleet, or run a call so that a proxy finds it, and run store recover again", redisconn.Redact(rawURL))
 	}
 	n, err := nextIdentity(ctx, c, rawURL)

@@ -497,3 +497,383 @@ func TestRedisOperatorClockBehind(t *testing.T) {
 		s.Commit(r, 0)
 	}
 }
+
+// A proxy that found a loss goes on writing the counts it saw (R3-8):
+// the raises of the last second before it found the loss, which the
+// timer's write had not yet written, are written at Close, reset state
+// or not. The counts file's lock is held from before the first raise
+// until the loss is found, so that the background writes cannot have
+// written them first.
+func TestRedisCountsWrittenInTheResetState(t *testing.T) {
+	srv := redistest.Start(t)
+	dir := t.TempDir()
+	levels := []Level{{"ISSUER/1:a", 1000}}
+	s, err := OpenRedisIn(srv.URL(), dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	files, _ := filepath.Glob(filepath.Join(dir, "store-*.seen.json"))
+	if len(files) != 1 {
+		t.Fatalf("counts files %v, want one", files)
+	}
+	lock, err := lockWait(files[0] + ".lock")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for range 5 {
+		r, err := s.Reserve(levels, 1)
+		if err != nil {
+			lock.Close()
+			t.Fatal(err)
+		}
+		s.Commit(r, 1)
+	}
+	if err := srv.Client().FlushAll(context.Background()).Err(); err != nil {
+		lock.Close()
+		t.Fatal(err)
+	}
+	if _, err := s.Reserve(levels, 1); !errors.Is(err, redisconn.ErrReset) {
+		lock.Close()
+		t.Fatalf("a reservation after FLUSHALL: %v, want ErrReset", err)
+	}
+	lock.Close()
+	s.Close()
+	b, err := os.ReadFile(files[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	var st seenState
+	if err := json.Unmarshal(b, &st); err != nil {
+		t.Fatal(err)
+	}
+	var most int64
+	for _, n := range st.Seen {
+		most = max(most, n)
+	}
+	if most != 5 {
+		t.Fatalf("the counts file after a clean exit in the reset state: %s; want the 5 calls seen", b)
+	}
+}
+
+// The spellings of one database of one server name one index of the
+// identity a machine saw there (R3-1): the default database or port left
+// out, a trailing slash, the host's case, a cluster's seeds in another
+// order.
+func TestStoreAddressCanonical(t *testing.T) {
+	for _, c := range []struct{ a, b string }{
+		{"redis://127.0.0.1:7000/0", "redis://127.0.0.1:7000"},
+		{"redis://127.0.0.1:7000/0", "redis://127.0.0.1:7000/"},
+		{"redis://127.0.0.1:7000/0", "rediss://user:secret@127.0.0.1:7000/0?dial_timeout=3s"},
+		{"redis://127.0.0.1/0", "redis://127.0.0.1:6379/0"},
+		{"redis://Redis.Example:6379/2", "redis://redis.example:6379/2"},
+		{"redis://127.0.0.1:7000/3", "redis://127.0.0.1:7000?db=3"},
+		{"redis://[::1]:7000/0", "redis://[0:0:0:0:0:0:0:1]:7000"},
+		{"redis+cluster://127.0.0.1:7000,127.0.0.1:7001/0", "redis+cluster://127.0.0.1:7001,127.0.0.1:7000"},
+	} {
+		if a, b := storeAddress(c.a), storeAddress(c.b); a != b || indexName(c.a) != indexName(c.b) {
+			t.Errorf("%s is %s, %s is %s: want one address", c.a, a, c.b, b)
+		}
+	}
+	for _, c := range []struct{ a, b string }{
+		{"redis://127.0.0.1:7000/0", "redis://127.0.0.1:7000/1"},
+		{"redis://127.0.0.1:7000/0", "redis://127.0.0.1:7001/0"},
+	} {
+		if storeAddress(c.a) == storeAddress(c.b) || sameServer(storeAddress(c.a), storeAddress(c.b)) {
+			t.Errorf("%s and %s taken for one store", c.a, c.b)
+		}
+	}
+	if !sameServer(storeAddress("redis://localhost:7000"), storeAddress("redis://127.0.0.1:7000/0")) {
+		t.Errorf("localhost and 127.0.0.1 not taken for one server")
+	}
+}
+
+// A store that lost its identity (FLUSHALL, a restart without
+// persistence) is found by a proxy restarted on the machine that saw it,
+// whatever the URL's spelling (R3-1): the index is named by the store's
+// canonical address, and one written under another name of the server
+// (localhost, its address) is found by the addresses it resolves to.
+func TestRedisIdentityGoneFoundWhateverTheURLsSpelling(t *testing.T) {
+	srv := redistest.Start(t)
+	levels := []Level{{"ISSUER/1:a", 1000}}
+	for _, other := range []string{
+		strings.Replace(srv.URL(), "/0", "", 1),
+		strings.Replace(strings.Replace(srv.URL(), "127.0.0.1", "localhost", 1), "/0", "/", 1),
+	} {
+		if other == srv.URL() || !strings.Contains(srv.URL(), "127.0.0.1") {
+			t.Fatalf("the URL %s has no 127.0.0.1 or /0", srv.URL())
+		}
+		dir := t.TempDir()
+		if err := srv.Client().FlushAll(context.Background()).Err(); err != nil {
+			t.Fatal(err)
+		}
+		s, err := OpenRedisIn(srv.URL(), dir)
+		if err != nil {
+			t.Fatal(err)
+		}
+		r, err := s.Reserve(levels, 1)
+		if err != nil {
+			t.Fatal(err)
+		}
+		s.Commit(r, 1)
+		s.Close()
+		if err := srv.Client().FlushAll(context.Background()).Err(); err != nil {
+			t.Fatal(err)
+		}
+		s, err = OpenRedisIn(other, dir)
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, err = s.Reserve(levels, 1)
+		s.Close()
+		if !errors.Is(err, redisconn.ErrReset) || !strings.Contains(err.Error(), "which this machine saw") {
+			t.Fatalf("a reservation at %s after FLUSHALL of the store the machine saw at %s: %v, want ErrReset", other, srv.URL(), err)
+		}
+	}
+}
+
+// One root's store init --reset --root, after a loss of the whole store
+// that a proxy found, lifts that root's tree only (R3-5): the store-wide
+// mark holds for the rest, whose stamps the flush took, so that a new
+// proxy of another tree is refused until an operator lifts that tree too
+// (or every tree).
+func TestRedisOneRootsInitKeepsTheStoreWideReset(t *testing.T) {
+	srv := redistest.Start(t)
+	r1 := []Level{{"R1/1:a", 1000}}
+	r2 := []Level{{"R2/1:b", 1000}}
+	s, err := OpenRedisIn(srv.URL(), t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	for _, l := range [][]Level{r1, r2} {
+		r, err := s.Reserve(l, 1)
+		if err != nil {
+			t.Fatal(err)
+		}
+		s.Commit(r, 1)
+	}
+	if err := srv.Client().FlushAll(context.Background()).Err(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Reserve(r1, 1); !errors.Is(err, redisconn.ErrReset) {
+		t.Fatalf("after FLUSHALL: %v, want ErrReset", err)
+	}
+	if _, err := InitStore(srv.URL(), true, "R1"); err != nil {
+		t.Fatal(err)
+	}
+	fresh := func() *Redis {
+		n, err := OpenRedisIn(srv.URL(), t.TempDir())
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { n.Close() })
+		return n
+	}
+	n := fresh()
+	if r, err := n.Reserve(r1, 1); err != nil {
+		t.Fatalf("root R1's tree, lifted: %v", err)
+	} else {
+		n.Commit(r, 1)
+	}
+	if _, err := n.Reserve(r2, 1); !errors.Is(err, redisconn.ErrReset) || !strings.Contains(err.Error(), "--root R2") {
+		t.Fatalf("root R2's tree, whose loss no one accepted, in a new proxy: %v, want ErrReset naming --root R2", err)
+	}
+	// Another root's lift keeps the mark for the rest; R2's lifts R2.
+	if _, err := InitStore(srv.URL(), true, "R3"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := fresh().Reserve(r2, 1); !errors.Is(err, redisconn.ErrReset) {
+		t.Fatalf("root R2's tree after R3's lift: %v, want ErrReset", err)
+	}
+	if _, err := InitStore(srv.URL(), true, "R2"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := fresh().Reserve(r2, 1); err != nil {
+		t.Fatalf("root R2's tree after its lift: %v", err)
+	}
+	if _, err := fresh().Reserve([]Level{{"R4/1:c", 1000}}, 1); !errors.Is(err, redisconn.ErrReset) {
+		t.Fatalf("a tree no lift named: %v, want ErrReset", err)
+	}
+	// Every tree's lift clears the mark.
+	if _, err := InitStore(srv.URL(), true); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := fresh().Reserve([]Level{{"R4/1:c", 1000}}, 1); err != nil {
+		t.Fatalf("after store init --reset: %v", err)
+	}
+}
+
+// store recover on a store that lost its identity before any proxy
+// noticed gives it a new one (R3-3): a proxy restarted on a machine that
+// saw the store adopts it and keeps the counts the machine kept under the
+// identity its index names, so a rebuild from fewer calls than it saw is
+// refused.
+func TestRedisRecoverOfAForgottenStoreKeepsTheCounts(t *testing.T) {
+	srv := redistest.Start(t)
+	dir := t.TempDir()
+	levels := []Level{{"R1/1:a", 1000}}
+	s, err := OpenRedisIn(srv.URL(), dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for range 5 {
+		r, err := s.Reserve(levels, 1)
+		if err != nil {
+			t.Fatal(err)
+		}
+		s.Commit(r, 1)
+	}
+	was := s.ident
+	s.Close()
+	if err := srv.Client().FlushAll(context.Background()).Err(); err != nil {
+		t.Fatal(err)
+	}
+	id, err := RecoverStore(srv.URL(), []Usage{{Key: levels[0].Key, Committed: 2, Calls: 2}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if id.ID == was.ID {
+		t.Fatalf("the recovery kept the identity %s the store had lost", id.ID)
+	}
+	s, err = OpenRedisIn(srv.URL(), dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	if _, err := s.Reserve(levels, 1); !errors.Is(err, redisconn.ErrReset) || !strings.Contains(err.Error(), "fewer than the 5 this proxy saw") {
+		t.Fatalf("a machine that saw 5 calls, after a rebuild of 2 on a store that lost its identity: %v, want ErrReset", err)
+	}
+}
+
+// store init --reset --root on a store that lost its identity before any
+// proxy noticed lifts that root's tree only (R3-3): another tree, whose
+// stamp the loss took, is refused in a new machine's proxy until an
+// operator lifts it too.
+func TestRedisInitRootOfAForgottenStoreKeepsTheRest(t *testing.T) {
+	srv := redistest.Start(t)
+	r1 := []Level{{"R1/1:a", 1000}}
+	r2 := []Level{{"R2/1:b", 1000}}
+	s, err := OpenRedisIn(srv.URL(), t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, l := range [][]Level{r1, r2} {
+		r, err := s.Reserve(l, 1)
+		if err != nil {
+			t.Fatal(err)
+		}
+		s.Commit(r, 1)
+	}
+	s.Close()
+	if err := srv.Client().FlushAll(context.Background()).Err(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := InitStore(srv.URL(), true, "R1"); err != nil {
+		t.Fatal(err)
+	}
+	n, err := OpenRedisIn(srv.URL(), t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer n.Close()
+	if _, err := n.Reserve(r1, 1); err != nil {
+		t.Fatalf("root R1's tree, lifted: %v", err)
+	}
+	if _, err := n.Reserve(r2, 1); !errors.Is(err, redisconn.ErrReset) || !strings.Contains(err.Error(), "--root R2") {
+		t.Fatalf("root R2's tree, whose loss no one accepted: %v, want ErrReset naming --root R2", err)
+	}
+}
+
+// A running proxy whose tree's stamp names the identity an operator gave
+// the store since (store recover on a store that lost its identity)
+// adopts the operator's generation rather than mark the tree it just
+// rebuilt (R3-6): a recovery from every log goes on.
+func TestRedisRunningProxyAdoptsARecoveredTree(t *testing.T) {
+	srv := redistest.Start(t)
+	levels := []Level{{"R1/1:a", 1000}}
+	s, err := OpenRedisIn(srv.URL(), t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	for range 3 {
+		r, err := s.Reserve(levels, 1)
+		if err != nil {
+			t.Fatal(err)
+		}
+		s.Release(r) // at once, not carried by a later reservation
+	}
+	if err := srv.Client().FlushAll(context.Background()).Err(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := RecoverStore(srv.URL(), []Usage{{Key: levels[0].Key, Committed: 3, Calls: 3}}); err != nil {
+		t.Fatal(err)
+	}
+	r, err := s.Reserve(levels, 1)
+	if err != nil {
+		t.Fatalf("the running proxy after a recovery from every log: %v", err)
+	}
+	s.Commit(r, 1)
+	if reset, _ := srv.Client().HExists(context.Background(), stampKey(levels[0].Key), "reset").Result(); reset {
+		t.Fatal("the recovered tree's stamp is marked reset again")
+	}
+}
+
+// store init --reset --root with a root that names no tree of the store
+// (a typo, another fleet's root) is refused, naming the trees marked
+// reset, and changes nothing (R3-7).
+func TestInitStoreUnknownRootRefused(t *testing.T) {
+	srv := redistest.Start(t)
+	levels := []Level{{"R1/1:a", 1000}}
+	s, err := OpenRedisIn(srv.URL(), t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	r, err := s.Reserve(levels, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.Release(r)
+	ctx := context.Background()
+	if err := srv.Client().Del(ctx, spendKey(levels[0].Key)).Err(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Reserve(levels, 1); !errors.Is(err, redisconn.ErrReset) {
+		t.Fatalf("after DEL of the tree's key: %v, want ErrReset", err)
+	}
+	before, _ := readIdentity(ctx, srv.Client())
+	if _, err := InitStore(srv.URL(), true, "R9"); err == nil || !strings.Contains(err.Error(), "--root R9 names no delegation tree") || !strings.Contains(err.Error(), "R1") {
+		t.Fatalf("store init --reset --root R9 (no such tree): %v, want refused naming R1", err)
+	}
+	if after, _ := readIdentity(ctx, srv.Client()); after.Gen != before.Gen {
+		t.Fatalf("the refused init changed the generation %d to %d", before.Gen, after.Gen)
+	}
+	if _, err := InitStore(srv.URL(), true, "R1"); err != nil {
+		t.Fatalf("store init --reset --root R1: %v", err)
+	}
+	if _, err := s.Reserve(levels, 1); err != nil {
+		t.Fatalf("after store init --reset --root R1: %v", err)
+	}
+}
+
+// A cut index of the store's identity refuses the open with a
+// StateError (not Redis's) naming what to do with the file (R3-4).
+func TestRedisCutIndexIsAStateError(t *testing.T) {
+	srv := redistest.Start(t)
+	dir := t.TempDir()
+	s, err := OpenRedisIn(srv.URL(), dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.Close()
+	idx := filepath.Join(dir, indexName(srv.URL()))
+	if err := os.WriteFile(idx, []byte(`{"id":`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	_, err = OpenRedisIn(srv.URL(), dir)
+	var se *StateError
+	if !errors.As(err, &se) || !strings.Contains(err.Error(), idx) || !strings.Contains(err.Error(), "remove it") {
+		t.Fatalf("open on a cut index: %v, want a StateError naming the file and its remedy", err)
+	}
+}

@@ -478,8 +478,14 @@ func (s *Redis) Reserve(levels []Level, cost int64) (*Reservation, error) {
 			why, _ := res[len(res)-1].(string)
 			return nil, &ResetError{Store: s.url, Reason: why, Root: tag}
 		case 8:
+			// The store's identity first: an operator may have acted
+			// since this proxy's generation (a recovery or init --reset
+			// that gave the tree's stamp the store's identity), which the
+			// proxy adopts rather than mark the tree it just lifted.
 			why, _ := res[len(res)-1].(string)
-			serr = s.resetStore(tag, why)
+			if serr = s.storeChanged(tag); serr == nil {
+				serr = s.resetStore(tag, why)
+			}
 		case 7:
 			serr = s.stampBehind(tag, id)
 		case 4:

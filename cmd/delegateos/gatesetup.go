@@ -113,6 +113,10 @@ func openGate(pol *policy.Policy, f gateFlags, log *zap.Logger) (g *openedGate, 
 			if errors.Is(err, redisconn.ErrEviction) {
 				return nil, close, fixf("%v (%s)", err, spendFrom)
 			}
+			if se := (*budget.StateError)(nil); errors.As(err, &se) {
+				// The state directory's, whose message names its remedy.
+				return nil, close, inputf("the spend store cannot be opened: %v", err)
+			}
 			if redisconn.IsURL(pol.SpendStore) {
 				return nil, close, inputf("the spend store cannot be opened: %v; start Redis there or fix the URL (%s)", err, spendFrom)
 			}
