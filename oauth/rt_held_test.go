@@ -224,7 +224,11 @@ func TestRTHeldDPoPProofForms(t *testing.T) {
 	mac.Write([]byte(hsInput))
 	hs256 := hsInput + "." + enc.EncodeToString(mac.Sum(nil))
 	priv := key.jwk()
-	priv["d"] = enc.EncodeToString(key.k.D.Bytes())
+	d, err := key.k.Bytes()
+	if err != nil {
+		t.Fatal(err)
+	}
+	priv["d"] = enc.EncodeToString(d)
 	other := strings.Replace(a.srv.Base, "127.0.0.1", "localhost", 1) + "/token"
 	for name, proof := range map[string]string{
 		"alg none":                   unsigned,

@@ -23,6 +23,8 @@ import (
 
 // restartOnWorkspace starts a fresh proxy on the plan run's workspace (a
 // restart, or a second proxy sharing it) and connects to it.
+//
+//lint:ignore U1000 used by the redteam-tagged tests (decompose_rt_redteam_test.go)
 func (r *planRun) restartOnWorkspace() {
 	r.t.Helper()
 	r.p = r.startOnWorkspace("")
