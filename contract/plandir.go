@@ -8,6 +8,7 @@ import (
 	"maps"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 
@@ -19,6 +20,9 @@ import (
 // plan is never replaced by a different one.
 type PlanDir struct {
 	dir string
+	// Warn, when set, is told of each plan-named entry that cannot be
+	// read, once per entry.
+	Warn func(msg string)
 
 	mu sync.Mutex
 	// seen holds every plan file name read so far: plans are immutable,
@@ -36,6 +40,9 @@ type planIndex struct {
 	// tampered maps the delegation keys a plan file that reads but does
 	// not verify names (as sub-task or parent) to why it does not.
 	tampered map[string]string
+	// unreadable maps the plan-named entries that could not be read at
+	// the last look to why: a plan may be behind any of them.
+	unreadable map[string]string
 }
 
 // PlanRef is a sub-task of a recorded plan.
@@ -136,6 +143,17 @@ func (v PlanView) SplitOf(key string) []*Plan {
 	return v.idx.byPar[key]
 }
 
+// Unreadable says why a plan-named entry of the directory could not be
+// read at the last look (a plan may be behind it, covering delegations
+// no other plan names); "" when every entry could.
+func (v PlanView) Unreadable() string {
+	if v.idx == nil || len(v.idx.unreadable) == 0 {
+		return ""
+	}
+	names := slices.Sorted(maps.Keys(v.idx.unreadable))
+	return v.idx.unreadable[names[0]]
+}
+
 // Tampered says why a plan file naming the delegation with the key does
 // not verify; "" when none does.
 func (v PlanView) Tampered(key string) string {
@@ -157,6 +175,7 @@ func (d *PlanDir) refresh() error {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	var next *planIndex
+	unreadable := map[string]string{}
 	for _, e := range entries {
 		name := e.Name()
 		if !strings.HasSuffix(name, ".json") || !ValidPlanID(strings.TrimSuffix(name, ".json")) || d.seen[name] {
@@ -164,7 +183,15 @@ func (d *PlanDir) refresh() error {
 		}
 		b, err := os.ReadFile(filepath.Join(d.dir, name))
 		if err != nil {
-			return fmt.Errorf("plan %s cannot be read: %w", name, err)
+			// Not marked seen: it is read again at the next look. Only
+			// the delegations a plan could cover wait for it (the caller
+			// decides which), not every token.
+			why := fmt.Sprintf("plan file %s cannot be read: %v", name, err)
+			if _, known := d.idx.unreadable[name]; !known && d.Warn != nil {
+				d.Warn(why)
+			}
+			unreadable[name] = why
+			continue
 		}
 		d.seen[name] = true
 		p, err := ParsePlan(b)
@@ -192,6 +219,12 @@ func (d *PlanDir) refresh() error {
 			next.bySub[st.DelegationKey] = append(next.bySub[st.DelegationKey], PlanRef{Plan: p, SubTask: st})
 		}
 	}
+	if !maps.Equal(unreadable, d.idx.unreadable) {
+		if next == nil {
+			next = d.idx.clone()
+		}
+		next.unreadable = unreadable
+	}
 	if next != nil {
 		d.idx = next
 	}
@@ -200,7 +233,7 @@ func (d *PlanDir) refresh() error {
 
 // clone copies the index; its slices are copied as they are appended to.
 func (x *planIndex) clone() *planIndex {
-	c := &planIndex{byID: maps.Clone(x.byID), bySub: maps.Clone(x.bySub), byPar: maps.Clone(x.byPar), tampered: maps.Clone(x.tampered)}
+	c := &planIndex{byID: maps.Clone(x.byID), bySub: maps.Clone(x.bySub), byPar: maps.Clone(x.byPar), tampered: maps.Clone(x.tampered), unreadable: x.unreadable}
 	for k, v := range c.bySub {
 		c.bySub[k] = v[:len(v):len(v)]
 	}

@@ -53,6 +53,11 @@ func (d *Delegations) Pending(scope *dct.AuthorizedScope) string {
 	if err != nil {
 		return fmt.Sprintf("the decomposition plans cannot be read (%v), so whether delegation %s may start is unknown", err, scope.DelegationID)
 	}
+	if why := v.Unreadable(); why != "" && mayBePlanned(scope) {
+		// A plan behind the entry may name any delegated link as a
+		// sub-task: those wait until it reads.
+		return fmt.Sprintf("delegation %s may be covered by a decomposition plan that cannot be read (%s); it waits until the plan reads", scope.DelegationID, why)
+	}
 	for i, l := range scope.Chain {
 		if why := v.Tampered(l.Key); why != "" {
 			return fmt.Sprintf("delegation %s is named by a %s; it stays refused until the plan is restored", l.DelegationID, why)
@@ -64,6 +69,13 @@ func (d *Delegations) Pending(scope *dct.AuthorizedScope) string {
 		}
 	}
 	return ""
+}
+
+// mayBePlanned reports whether a plan could make a chain wait: only a
+// delegated link can be a plan's sub-task, so a root token runs (its
+// completion, which a plan splitting it governs, waits in splitBy).
+func mayBePlanned(scope *dct.AuthorizedScope) bool {
+	return len(scope.Chain) > 1
 }
 
 // waitsFor lists the dependencies of a sub-task without a recorded
@@ -132,6 +144,9 @@ func (d *Delegations) splitBy(del chain.Delegation, children []string) ([]string
 	}
 	if why := v.Tampered(del.Key); why != "" {
 		return nil, invalidParams("delegation %s cannot be completed: it is named by a %s", del.ID, why)
+	}
+	if why := v.Unreadable(); why != "" {
+		return nil, invalidParams("delegation %s cannot be completed for now: a decomposition plan that may split it cannot be read (%s)", del.ID, why)
 	}
 	plans := v.SplitOf(del.Key)
 	cited := map[string]bool{}
