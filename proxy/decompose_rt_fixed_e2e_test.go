@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/delegateos/delegateos/dct"
 	"github.com/delegateos/delegateos/proxy"
@@ -42,4 +43,35 @@ func TestRTDecompFixedUnreadablePlanEntryScoped(t *testing.T) {
 		t.Fatal(err)
 	}
 	r.s.CallAs(t, fetchTok.String(), "read_file", fetchArgs).OK(t, "fetch once the entry is gone")
+}
+
+// F5: // A sub-task whose deadline passed without it ever being delegated counts
+// as failed for its parent's completion (proxy/plans.go splitBy,
+// pastDeadline), and its token has expired so it can spend nothing. Hold
+// used to keep its whole allotment off the parent's level forever; now
+// the hold ends at the sub-task's deadline, and the decomposer spends the
+// 9000 that "late" (never started, expired) was allotted. The wait is on the proxy's own clock: late's token is polled
+// with a call outside its capabilities (refused without spending) until
+// the proxy answers "expired".
+func TestRTDecompFixedExpiredSubTaskAllotmentReturns(t *testing.T) {
+	deadline := time.Now().Add(5 * time.Second).UTC().Format(time.RFC3339)
+	r := newPlanRun(t, `strategy: parallel
+subTasks:
+  - {id: late, title: Late, capabilities: [{namespace: docs, action: read, resource: /project/**}], budgetMicrocents: 9000, deadline: "`+deadline+`"}
+`, 10000)
+	_, lateTok := r.sub("late")
+	args := map[string]any{"path": "/project/README.md"}
+	if n := r.burst(r.aTok, 15); n != 10 {
+		t.Fatalf("precondition: the decomposer made %d calls of 100 with 9000 of 10000 held, want 10", n)
+	}
+	for {
+		got := r.s.CallAs(t, lateTok.String(), "read_file", map[string]any{"path": "/etc/passwd"})
+		if got.RPC != nil && strings.Contains(got.RPC.Message, string(dct.Expired)) {
+			break
+		}
+		if got.RPC == nil || !strings.Contains(got.RPC.Message, string(dct.CapabilityNotGranted)) {
+			t.Fatalf("polling late's token: %+v", got)
+		}
+	}
+	r.s.CallAs(t, r.aTok.String(), "read_file", args).OK(t, "the decomposer once sub-task \"late\" expired unstarted (its 9000 return)")
 }

@@ -168,43 +168,6 @@ func TestRTDecompPlanCountSlowsEveryDecision(t *testing.T) {
 	}
 }
 
-// A sub-task whose deadline passed without it ever being delegated counts
-// as failed for its parent's completion (proxy/plans.go splitBy,
-// pastDeadline), and its token has expired so it can spend nothing; but
-// Hold keeps its whole allotment off the parent's level forever
-// (proxy/plans.go Hold: only a recorded, non-active status counts as
-// ended). The "unspent allotments return" promise fails for an expired
-// sub-task: here the decomposer cannot spend the 9000 that "late" (never
-// started, expired) was allotted. Fail-closed (over-hold), not an
-// overspend. The wait is on the proxy's own clock: late's token is polled
-// with a call outside its capabilities (refused without spending) until
-// the proxy answers "expired".
-func TestRTDecompExpiredSubTaskAllotmentNeverReturns(t *testing.T) {
-	deadline := time.Now().Add(5 * time.Second).UTC().Format(time.RFC3339)
-	r := newPlanRun(t, `strategy: parallel
-subTasks:
-  - {id: late, title: Late, capabilities: [{namespace: docs, action: read, resource: /project/**}], budgetMicrocents: 9000, deadline: "`+deadline+`"}
-`, 10000)
-	_, lateTok := r.sub("late")
-	args := map[string]any{"path": "/project/README.md"}
-	if n := r.burst(r.aTok, 15); n != 10 {
-		t.Fatalf("precondition: the decomposer made %d calls of 100 with 9000 of 10000 held, want 10", n)
-	}
-	for {
-		got := r.s.CallAs(t, lateTok.String(), "read_file", map[string]any{"path": "/etc/passwd"})
-		if got.RPC != nil && strings.Contains(got.RPC.Message, string(dct.Expired)) {
-			break
-		}
-		if got.RPC == nil || !strings.Contains(got.RPC.Message, string(dct.CapabilityNotGranted)) {
-			t.Fatalf("polling late's token: %+v", got)
-		}
-	}
-	got := r.s.CallAs(t, r.aTok.String(), "read_file", args)
-	if got.RPC != nil && strings.Contains(got.RPC.Message, "budget_exceeded") {
-		t.Errorf("BUG: sub-task \"late\" expired, never started, and its 9000 are still held from the decomposer: %s", got.RPC.Message)
-	}
-}
-
 // In-band, the over-commit is unbounded and remote: an agent with a
 // recorded delegation sends delegateos/decompose again and again, each
 // plan checked alone against the parent's budget less its spend

@@ -213,6 +213,7 @@ func (d *Delegations) Hold(scope *dct.AuthorizedScope, levels []budget.Level, sp
 		// Pending refuses the call on the same error before it gets here.
 		return levels
 	}
+	now := d.now()
 	var out []budget.Level
 	for i, l := range scope.Chain {
 		plans := v.SplitOf(l.Key)
@@ -227,6 +228,13 @@ func (d *Delegations) Hold(scope *dct.AuthorizedScope, levels []budget.Level, sp
 			for _, st := range p.SubTasks {
 				if status, recorded, err := d.status(st.DelegationKey); err == nil && recorded && status != chain.StatusActive {
 					continue // ended: its unspent allotment is returned
+				}
+				if pastDeadline(st.Deadline, now) {
+					// Its deadline (its token's expiry) passed: it can
+					// spend nothing more, and completion counts it as
+					// ended too; calls it has in flight are still
+					// reserved on the real levels.
+					continue
 				}
 				held += max(0, st.BudgetMicrocents-spent(levels[i].Key+budgetSegment(st.DelegationID)))
 			}
