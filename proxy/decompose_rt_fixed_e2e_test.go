@@ -5,11 +5,13 @@ package proxy_test
 import (
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/delegateos/delegateos/dct"
+	"github.com/delegateos/delegateos/internal/mcptest"
 	"github.com/delegateos/delegateos/proxy"
 )
 
@@ -74,4 +76,52 @@ subTasks:
 		}
 	}
 	r.s.CallAs(t, r.aTok.String(), "read_file", args).OK(t, "the decomposer once sub-task \"late\" expired unstarted (its 9000 return)")
+}
+
+// F3: a plan is checked against the parent's budget less what was spent
+// AND what earlier plans of the parent allotted to sub-tasks not ended.
+// CLI: plan 1 allots 3000+3000 of 10000; a second plan allotting 10000 is
+// refused (it used to be accepted, and its hold then starved fetch), one
+// allotting the 4000 left is accepted, and fetch still runs.
+func TestRTDecompFixedSecondPlanWithinWhatIsLeft(t *testing.T) {
+	r := newPlanRun(t, planE2E, 10000)
+	_, fetchTok := r.sub("fetch")
+	decompose := func(name string, budget int) (string, int) {
+		mcptest.WriteFile(t, filepath.Join(r.e.Dir, name+".yaml"), `strategy: parallel
+subTasks:
+  - {id: again, title: Again, capabilities: [{namespace: docs, action: read, resource: /project/**}], budgetMicrocents: `+strconv.Itoa(budget)+`}
+`)
+		_, stderr, code := mcptest.CLI(t, "contract", "decompose", "--contract", filepath.Join(r.e.Dir, "parent.json"), "--token", "@"+filepath.Join(r.e.Dir, "a.tok"),
+			"--plan", filepath.Join(r.e.Dir, name+".yaml"), "--key", filepath.Join(r.e.Dir, "agent.key"), "--assignee", r.b.ID(), "--workspace", r.ws, "--out", filepath.Join(r.e.Dir, name))
+		return stderr, code
+	}
+	if stderr, code := decompose("over", 10000); code == 0 || !strings.Contains(stderr, "6000 allotted by earlier plans") {
+		t.Fatalf("a second plan allotting 10000 of a 10000 budget while the first holds 6000: exit %d, %s", code, stderr)
+	}
+	if stderr, code := decompose("within", 4000); code != 0 {
+		t.Fatalf("a second plan allotting the 4000 left was refused: %s", stderr)
+	}
+	r.s.CallAs(t, fetchTok.String(), "read_file", map[string]any{"path": "/project/sub/notes.md"}).OK(t, "fetch, allotted 3000 by the first plan")
+}
+
+// F3 in-band: delegateos/decompose plans of 3×1000 for one delegation
+// with a budget of 10000: three are accepted, the next ones are refused
+// (it used to accept every one, unbounded).
+func TestRTDecompFixedInBandPlansWithinBudget(t *testing.T) {
+	r := newPlanRun(t, "", 10000)
+	if res := r.delegate(r.parent, r.aTok, dct.RootParentDelegationID); !res.Accepted {
+		t.Fatalf("delegate parent: %+v", res)
+	}
+	accepted := 0
+	for range 5 {
+		res := r.sendDecompose(r.inBand(r.e.Agent, r.aTok, planParallel), "")
+		if res.Accepted {
+			accepted++
+		} else if !strings.Contains(res.Details, "allotted by earlier plans") {
+			t.Fatalf("refused for another reason: %+v", res)
+		}
+	}
+	if accepted != 3 {
+		t.Errorf("%d in-band plans allotting 3000 each were accepted for one delegation with a budget of 10000, want 3", accepted)
+	}
 }

@@ -225,19 +225,7 @@ func (d *Delegations) Hold(scope *dct.AuthorizedScope, levels []budget.Level, sp
 			if p.Issuer != l.Delegatee || (i+1 < len(scope.Chain) && p.SubTaskByKey(scope.Chain[i+1].Key) != nil) {
 				continue
 			}
-			for _, st := range p.SubTasks {
-				if status, recorded, err := d.status(st.DelegationKey); err == nil && recorded && status != chain.StatusActive {
-					continue // ended: its unspent allotment is returned
-				}
-				if pastDeadline(st.Deadline, now) {
-					// Its deadline (its token's expiry) passed: it can
-					// spend nothing more, and completion counts it as
-					// ended too; calls it has in flight are still
-					// reserved on the real levels.
-					continue
-				}
-				held += max(0, st.BudgetMicrocents-spent(levels[i].Key+budgetSegment(st.DelegationID)))
-			}
+			held += OpenAllotted(p, levels[i].Key, now, d.ended, spent)
 		}
 		if held == 0 {
 			continue
@@ -251,6 +239,50 @@ func (d *Delegations) Hold(scope *dct.AuthorizedScope, levels []budget.Level, sp
 		return levels
 	}
 	return out
+}
+
+// OpenAllotted is what a plan allotted to its sub-tasks that have not
+// ended, less what each spent (read at levelKey, the budget level of the
+// delegation the plan splits, plus the sub-task's segment). A sub-task
+// ends when ended says so (its delegation recorded completed or failed)
+// or at its deadline (its token's expiry): it can spend nothing more, and
+// completion counts it as ended too; calls in flight are still reserved
+// on the real levels.
+func OpenAllotted(p *contract.Plan, levelKey string, now time.Time, ended func(key string) bool, spent func(key string) int64) int64 {
+	var held int64
+	for _, st := range p.SubTasks {
+		if ended(st.DelegationKey) || pastDeadline(st.Deadline, now) {
+			continue
+		}
+		held += max(0, st.BudgetMicrocents-spent(levelKey+budgetSegment(st.DelegationID)))
+	}
+	return held
+}
+
+// ended reports whether a delegation is recorded completed or failed; a
+// status that cannot be read is not ended (its allotment stays held).
+func (d *Delegations) ended(key string) bool {
+	status, recorded, err := d.status(key)
+	return err == nil && recorded && status != chain.StatusActive
+}
+
+// allottedUnder is OpenAllotted over the recorded plans that split the
+// parent token's delegation, issued by its holder.
+// A plan with the ID skip (sent again) is not counted against itself.
+func (d *Delegations) allottedUnder(v contract.PlanView, parentTok *dct.Token, holder, skip string, now time.Time) int64 {
+	keys := parentTok.DelegationKeys()
+	levelKey := BudgetKey(parentTok)
+	spent := func(key string) int64 { return 0 }
+	if d.SpentAt != nil {
+		spent = d.SpentAt
+	}
+	var held int64
+	for _, p := range v.SplitOf(keys[len(keys)-1]) {
+		if p.Issuer == holder && p.ID != skip {
+			held += OpenAllotted(p, levelKey, now, d.ended, spent)
+		}
+	}
+	return held
 }
 
 func budgetSegment(id string) string { return "/" + strconv.Itoa(len(id)) + ":" + id }
@@ -332,7 +364,18 @@ func (d *Delegations) Decompose(params json.RawMessage, sessionToken string) (De
 	if d.Spent != nil {
 		spent = d.Spent(parentTok)
 	}
-	if err := contract.CheckDecomposition(dec, parent, parentTok, scope, spent, now); err != nil {
+	// One plan at a time: each is checked against what earlier plans of
+	// the parent still hold, and recorded before the next is checked.
+	d.planMu.Lock()
+	defer d.planMu.Unlock()
+	v, err := d.Plans.View()
+	if err != nil {
+		return DecomposeResult{}, internalError("the decomposition plans cannot be read: %v", err)
+	}
+	if why := v.Unreadable(); why != "" {
+		return rejectPlan(string(DependencyPending), "what earlier plans allotted of delegation %s is unknown: %s", scope.DelegationID, why), nil
+	}
+	if err := contract.CheckDecomposition(dec, parent, parentTok, scope, spent, d.allottedUnder(v, parentTok, scope.Delegatee, dec.Plan.ID, now), now); err != nil {
 		return rejectPlan(RejectInvalidParams, "%v", err), nil
 	}
 	for _, c := range dec.Contracts {

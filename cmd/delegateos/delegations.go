@@ -87,6 +87,7 @@ func openDelegations(pol *policy.Policy, v *dct.Verifier, revs revocation.Live, 
 		Attestations:   atts,
 		Attest:         &attest.Verifier{Contracts: contracts, Attestations: atts, Output: outputs},
 		Spent:          func(tok *dct.Token) int64 { return proxy.SpentUnder(spend, tok) },
+		SpentAt:        spend.Spent,
 		RevocationList: pol.RevocationList,
 		Plans:          plans,
 	}
