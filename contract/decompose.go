@@ -131,7 +131,7 @@ type DecomposeParams struct {
 	// allotted to sub-tasks not ended, less what those spent: it is
 	// promised already, so a new plan cannot allot it again.
 	Allotted int64
-	Spec  *PlanSpec
+	Spec     *PlanSpec
 	// Assignee is the principal of sub-tasks that name none.
 	Assignee string
 	// Now is the clock (zero: time.Now()); Rand the source of new IDs

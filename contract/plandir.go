@@ -11,6 +11,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/delegateos/delegateos/internal/fsutil"
 )
@@ -31,7 +32,19 @@ type PlanDir struct {
 	// idx is the index of what was read; it is replaced, never changed,
 	// so a PlanView keeps a consistent one.
 	idx *planIndex
+	// listed is the directory as it was when last listed (nil: list at
+	// the next look), and listedAt when: a look lists the directory again
+	// only when it changed (a plan added, removed or renamed changes its
+	// modification time or size), after a Put here, or once maxListAge
+	// has passed (a bound on staleness where timestamps are coarse).
+	listed   fs.FileInfo
+	listedAt time.Time
+	// lists counts the listings (for tests).
+	lists int
 }
+
+// maxListAge bounds how long a look trusts an unchanged directory.
+const maxListAge = 2 * time.Second
 
 type planIndex struct {
 	byID  map[string]*Plan
@@ -83,7 +96,11 @@ func (d *PlanDir) Put(p *Plan) error {
 	} else if !errors.Is(err, fs.ErrNotExist) {
 		return err
 	}
-	return fsutil.WriteFileAtomic(path, append(b, '\n'), 0o644)
+	err = fsutil.WriteFileAtomic(path, append(b, '\n'), 0o644)
+	d.mu.Lock()
+	d.listed = nil // seen at the next look, whatever the timestamps say
+	d.mu.Unlock()
+	return err
 }
 
 // View looks at the directory once, reading the plan files added since
@@ -168,12 +185,22 @@ func (v PlanView) Tampered(key string) string {
 // refusals, and only for delegations a plan's signer made. One that reads
 // but does not verify keeps the delegations it names refused.
 func (d *PlanDir) refresh() error {
+	st, err := os.Stat(d.dir)
+	if err != nil {
+		return fmt.Errorf("the plans in %s cannot be read: %w", d.dir, err)
+	}
+	now := time.Now()
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if d.listed != nil && sameDir(d.listed, st) && now.Sub(d.listedAt) < maxListAge && now.After(d.listedAt) {
+		return nil
+	}
 	entries, err := os.ReadDir(d.dir)
 	if err != nil {
 		return fmt.Errorf("the plans in %s cannot be read: %w", d.dir, err)
 	}
-	d.mu.Lock()
-	defer d.mu.Unlock()
+	d.lists++
+	d.listed, d.listedAt = st, now
 	var next *planIndex
 	unreadable := map[string]string{}
 	for _, e := range entries {
@@ -229,6 +256,11 @@ func (d *PlanDir) refresh() error {
 		d.idx = next
 	}
 	return nil
+}
+
+// sameDir reports whether two looks at a directory found it unchanged.
+func sameDir(a, b fs.FileInfo) bool {
+	return a.ModTime().Equal(b.ModTime()) && a.Size() == b.Size() && os.SameFile(a, b)
 }
 
 // clone copies the index; its slices are copied as they are appended to.

@@ -3,6 +3,7 @@
 package proxy_test
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -123,5 +124,55 @@ func TestRTDecompFixedInBandPlansWithinBudget(t *testing.T) {
 	}
 	if accepted != 3 {
 		t.Errorf("%d in-band plans allotting 3000 each were accepted for one delegation with a budget of 10000, want 3", accepted)
+	}
+}
+
+// decisionCost is the mean gate latency (the proxy's own "latency" of a
+// decision, as logged) of n sequential allowed calls under tok.
+func decisionCost(t *testing.T, r *planRun, tok *dct.Token, n int) time.Duration {
+	t.Helper()
+	del := planDelegation(tok)
+	before := len(r.p.LogWith("decision", func(m map[string]any) bool { return m["delegation"] == del }))
+	for range n {
+		r.s.CallAs(t, tok.String(), "read_file", map[string]any{"path": "/project/README.md"}).OK(t, "a call under a token no plan names")
+	}
+	var entries []map[string]any
+	for {
+		entries = r.p.LogWith("decision", func(m map[string]any) bool { return m["delegation"] == del })
+		if len(entries) >= before+n {
+			break
+		}
+		r.p.WaitLog("decision", func(m map[string]any) bool { return m["delegation"] == del })
+	}
+	var sum float64
+	for _, m := range entries[before : before+n] {
+		sum += m["latency"].(float64)
+	}
+	return time.Duration(sum / float64(n) * float64(time.Second))
+}
+
+// F4: every gate decision used to list WORKSPACE/plans (os.ReadDir on
+// each View, twice per call), a cost linear in the number of plan files
+// (≈1.4 µs each, 33 ms with 20000). Now a look lists the directory only
+// when it changed (one os.Stat otherwise; see contract
+// TestPlanDirListsOnlyOnChange for the exact count). Measured:
+// mean decision latency of a call no plan names, with the one plan of
+// the run and then with 20000 more entries in the directory.
+func TestRTDecompFixedPlanCountDoesNotSlowDecisions(t *testing.T) {
+	r := newPlanRun(t, planE2E, 10000)
+	tok := r.e.Mint(func(p *dct.CreateParams) { p.MaxBudgetMicrocents = 1_000_000 }, "docs:read:/project/**")
+	base := decisionCost(t, r, tok, 40)
+	plans := filepath.Join(r.ws, "plans")
+	const n = 20000
+	for i := range n {
+		if err := os.WriteFile(filepath.Join(plans, fmt.Sprintf("plan_%012x.json", 0x100000+i)), []byte("{}"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	decisionCost(t, r, tok, 1) // the first look reads each new file once
+	many := decisionCost(t, r, tok, 40)
+	t.Logf("mean decision latency: %v with 1 plan, %v with %d more plan files (x%.1f)", base, many, n, float64(many)/float64(base))
+	if many > 10*base && many > time.Millisecond {
+		t.Errorf("every decision pays for the number of plan files: %v with 1 plan, %v with %d more, for a token no plan names", base, many, n)
 	}
 }

@@ -3,14 +3,11 @@
 package proxy_test
 
 import (
-	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
-	"time"
 
-	"github.com/delegateos/delegateos/dct"
 	"github.com/delegateos/delegateos/internal/mcptest"
 )
 
@@ -85,55 +82,4 @@ func flipLast(s string) string {
 		return s[:len(s)-1] + "B"
 	}
 	return s[:len(s)-1] + "A"
-}
-
-// decisionCost is the mean gate latency (the proxy's own "latency" of a
-// decision, as logged) of n sequential allowed calls under tok.
-func decisionCost(t *testing.T, r *planRun, tok *dct.Token, n int) time.Duration {
-	t.Helper()
-	del := planDelegation(tok)
-	before := len(r.p.LogWith("decision", func(m map[string]any) bool { return m["delegation"] == del }))
-	for range n {
-		r.s.CallAs(t, tok.String(), "read_file", map[string]any{"path": "/project/README.md"}).OK(t, "a call under a token no plan names")
-	}
-	var entries []map[string]any
-	for {
-		entries = r.p.LogWith("decision", func(m map[string]any) bool { return m["delegation"] == del })
-		if len(entries) >= before+n {
-			break
-		}
-		r.p.WaitLog("decision", func(m map[string]any) bool { return m["delegation"] == del })
-	}
-	var sum float64
-	for _, m := range entries[before : before+n] {
-		sum += m["latency"].(float64)
-	}
-	return time.Duration(sum / float64(n) * float64(time.Second))
-}
-
-// Every gate decision lists WORKSPACE/plans (PlanDir.refresh: os.ReadDir,
-// which sorts every name, on each View), twice per call (Pending and
-// Hold), whether or not any plan names the call's token. Its cost grows
-// with the number of files there, and plans are never removed; in-band
-// delegateos/decompose lets any agent with a recorded delegation add them
-// (and, with the over-commit above, without a budget bound). Measured:
-// mean decision latency of a call no plan names, with the one plan of
-// the run and then with 20000 more entries in the directory.
-func TestRTDecompPlanCountSlowsEveryDecision(t *testing.T) {
-	r := newPlanRun(t, planE2E, 10000)
-	tok := r.e.Mint(func(p *dct.CreateParams) { p.MaxBudgetMicrocents = 1_000_000 }, "docs:read:/project/**")
-	base := decisionCost(t, r, tok, 40)
-	plans := filepath.Join(r.ws, "plans")
-	const n = 20000
-	for i := range n {
-		if err := os.WriteFile(filepath.Join(plans, fmt.Sprintf("plan_%012x.json", 0x100000+i)), []byte("{}"), 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-	decisionCost(t, r, tok, 1) // the first look reads each new file once
-	many := decisionCost(t, r, tok, 40)
-	t.Logf("mean decision latency: %v with 1 plan, %v with %d more plan files (x%.1f)", base, many, n, float64(many)/float64(base))
-	if many > 10*base && many > time.Millisecond {
-		t.Errorf("BUG: every decision pays for the number of plan files: %v with 1 plan, %v with %d more, for a token no plan names", base, many, n)
-	}
 }
