@@ -2,6 +2,7 @@ package contract
 
 import (
 	"bytes"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -53,6 +54,10 @@ type planIndex struct {
 	// tampered maps the delegation keys a plan file that reads but does
 	// not verify names (as sub-task or parent) to why it does not.
 	tampered map[string]string
+	// bound maps each delegation key a recorded plan covers (its parent
+	// and sub-tasks, from the bindings file, which outlives the plan's
+	// file) to the IDs of the plans covering it, space-separated.
+	bound map[string]string
 	// unreadable maps the plan-named entries that could not be read at
 	// the last look to why: a plan may be behind any of them.
 	unreadable map[string]string
@@ -74,7 +79,7 @@ func OpenPlanDir(dir string) (*PlanDir, error) {
 		return nil, err
 	}
 	return &PlanDir{dir: dir, seen: map[string]bool{}, idx: &planIndex{byID: map[string]*Plan{},
-		bySub: map[string][]PlanRef{}, byPar: map[string][]*Plan{}, tampered: map[string]string{}}}, nil
+		bySub: map[string][]PlanRef{}, byPar: map[string][]*Plan{}, tampered: map[string]string{}, bound: map[string]string{}}}, nil
 }
 
 // Put verifies and records a plan. A plan recorded already with the same
@@ -94,6 +99,12 @@ func (d *PlanDir) Put(p *Plan) error {
 		}
 		return planErr("a different plan %s is recorded in %s already", p.ID, d.dir)
 	} else if !errors.Is(err, fs.ErrNotExist) {
+		return err
+	}
+	// The binding first: a plan whose file is lost or damaged later (or
+	// by a crash right after this) keeps the delegations it covers
+	// refused rather than freed.
+	if err := d.bind(p); err != nil {
 		return err
 	}
 	err = fsutil.WriteFileAtomic(path, append(b, '\n'), 0o644)
@@ -171,6 +182,21 @@ func (v PlanView) Unreadable() string {
 	return v.idx.unreadable[names[0]]
 }
 
+// Missing says why the delegation with the key, which a recorded plan
+// covers (bindings file), is not covered by that plan as it reads now:
+// its file is missing, does not parse or does not verify. "" otherwise.
+func (v PlanView) Missing(key string) string {
+	if v.idx == nil {
+		return ""
+	}
+	for _, id := range strings.Fields(v.idx.bound[key]) {
+		if v.idx.byID[id] == nil {
+			return fmt.Sprintf("plan %s, recorded as covering it, is missing or does not verify", id)
+		}
+	}
+	return ""
+}
+
 // Tampered says why a plan file naming the delegation with the key does
 // not verify; "" when none does.
 func (v PlanView) Tampered(key string) string {
@@ -246,6 +272,41 @@ func (d *PlanDir) refresh() error {
 			next.bySub[st.DelegationKey] = append(next.bySub[st.DelegationKey], PlanRef{Plan: p, SubTask: st})
 		}
 	}
+	bound, err := d.readBindings()
+	if err != nil {
+		why := fmt.Sprintf("the plan bindings %s cannot be read: %v", bindingsFile, err)
+		if _, known := d.idx.unreadable[bindingsFile]; !known && d.Warn != nil {
+			d.Warn(why)
+		}
+		unreadable[bindingsFile] = why
+		bound = d.idx.bound
+	} else {
+		// Plans recorded before bindings existed (or by an older
+		// version) are bound now, so later damage to them refuses.
+		idx := d.idx
+		if next != nil {
+			idx = next
+		}
+		for _, id := range slices.Sorted(maps.Keys(idx.byID)) {
+			p := idx.byID[id]
+			if slices.Contains(strings.Fields(bound[p.ParentDelegationKey]), id) {
+				continue
+			}
+			if err := d.bind(p); err != nil && d.Warn != nil {
+				d.Warn(fmt.Sprintf("plan %s cannot be bound in %s: %v", id, bindingsFile, err))
+			}
+			addBound(bound, p.ParentDelegationKey, id)
+			for _, st := range p.SubTasks {
+				addBound(bound, st.DelegationKey, id)
+			}
+		}
+	}
+	if !maps.Equal(bound, d.idx.bound) {
+		if next == nil {
+			next = d.idx.clone()
+		}
+		next.bound = bound
+	}
 	if !maps.Equal(unreadable, d.idx.unreadable) {
 		if next == nil {
 			next = d.idx.clone()
@@ -258,6 +319,74 @@ func (d *PlanDir) refresh() error {
 	return nil
 }
 
+// bindingsFile is the append-only record, in the plan directory, of the
+// delegation keys each recorded plan covers: one JSON object a line.
+const bindingsFile = "bindings.jsonl"
+
+type binding struct {
+	Plan string   `json:"plan"`
+	Keys []string `json:"keys"`
+}
+
+// bind appends the delegations a plan covers to the bindings file.
+func (d *PlanDir) bind(p *Plan) error {
+	keys := []string{p.ParentDelegationKey}
+	for _, st := range p.SubTasks {
+		keys = append(keys, st.DelegationKey)
+	}
+	line, err := json.Marshal(binding{Plan: p.ID, Keys: keys})
+	if err != nil {
+		return err
+	}
+	f, err := os.OpenFile(filepath.Join(d.dir, bindingsFile), os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o644)
+	if err != nil {
+		return err
+	}
+	if _, err := f.Write(append(line, '\n')); err != nil {
+		f.Close()
+		return err
+	}
+	if err := f.Sync(); err != nil {
+		f.Close()
+		return err
+	}
+	return f.Close()
+}
+
+// readBindings reads the bindings file: key → plan ID. A line that does
+// not parse (a torn write) makes the whole file count as unreadable.
+func (d *PlanDir) readBindings() (map[string]string, error) {
+	b, err := os.ReadFile(filepath.Join(d.dir, bindingsFile))
+	if errors.Is(err, fs.ErrNotExist) {
+		return map[string]string{}, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	out := map[string]string{}
+	for i, line := range bytes.Split(b, []byte("\n")) {
+		if len(bytes.TrimSpace(line)) == 0 {
+			continue
+		}
+		var bd binding
+		if err := json.Unmarshal(line, &bd); err != nil || !ValidPlanID(bd.Plan) {
+			return nil, fmt.Errorf("line %d does not parse", i+1)
+		}
+		for _, k := range bd.Keys {
+			addBound(out, k, bd.Plan)
+		}
+	}
+	return out, nil
+}
+
+// addBound records that the plan with the ID covers the key.
+func addBound(m map[string]string, key, id string) {
+	ids := strings.Fields(m[key])
+	if !slices.Contains(ids, id) {
+		m[key] = strings.Join(append(ids, id), " ")
+	}
+}
+
 // sameDir reports whether two looks at a directory found it unchanged.
 func sameDir(a, b fs.FileInfo) bool {
 	return a.ModTime().Equal(b.ModTime()) && a.Size() == b.Size() && os.SameFile(a, b)
@@ -265,7 +394,7 @@ func sameDir(a, b fs.FileInfo) bool {
 
 // clone copies the index; its slices are copied as they are appended to.
 func (x *planIndex) clone() *planIndex {
-	c := &planIndex{byID: maps.Clone(x.byID), bySub: maps.Clone(x.bySub), byPar: maps.Clone(x.byPar), tampered: maps.Clone(x.tampered), unreadable: x.unreadable}
+	c := &planIndex{byID: maps.Clone(x.byID), bySub: maps.Clone(x.bySub), byPar: maps.Clone(x.byPar), tampered: maps.Clone(x.tampered), unreadable: x.unreadable, bound: x.bound}
 	for k, v := range c.bySub {
 		c.bySub[k] = v[:len(v):len(v)]
 	}

@@ -176,3 +176,68 @@ func TestRTDecompFixedPlanCountDoesNotSlowDecisions(t *testing.T) {
 		t.Errorf("every decision pays for the number of plan files: %v with 1 plan, %v with %d more, for a token no plan names", base, many, n)
 	}
 }
+
+// F1: a recorded plan file damaged so that it no longer parses
+// (truncated by a crash, or edited), edited keeping its JSON but changing
+// summarize's delegationKey and the parent's, or deleted, used to free its
+// sub-tasks for a proxy that reads the workspace afterwards. Now Put
+// records the delegations a plan covers in WORKSPACE/plans/bindings.jsonl
+// first, and a delegation bound to a plan that is missing or does not
+// verify is refused (dependency_pending) until the plan is restored.
+func TestRTDecompFixedDamagedPlanFileKeepsSubTaskRefused(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		edit func(b []byte, sumKey string) []byte
+	}{
+		{"truncated", func(b []byte, _ string) []byte { return b[:len(b)/2] }},
+		{"deleted", func([]byte, string) []byte { return nil }},
+		{"sub-task and parent keys edited", func(b []byte, keys string) []byte {
+			// keys is "sumKey parentKey": both are marked tampered only
+			// under their edited values.
+			f := strings.Fields(keys)
+			s := string(b)
+			s = strings.Replace(s, `"delegationKey":"`+f[0]+`"`, `"delegationKey":"`+flipLast(f[0])+`"`, 1)
+			s = strings.Replace(s, `"parentDelegationKey":"`+f[1]+`"`, `"parentDelegationKey":"`+flipLast(f[1])+`"`, 1)
+			return []byte(s)
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			r := newPlanRun(t, planE2E, 10000)
+			_, sumTok := r.sub("summarize")
+			keys := sumTok.DelegationKeys()
+			args := map[string]any{"path": "/project/secret.md"}
+			if got := r.s.CallAs(t, sumTok.String(), "read_file", args); got.RPC == nil || !strings.Contains(got.RPC.Message, "dependency_pending") {
+				t.Fatalf("precondition: summarize ran before fetch: %+v", got)
+			}
+			path := filepath.Join(r.ws, "plans", r.plan.ID+".json")
+			b, err := os.ReadFile(path)
+			if err != nil {
+				t.Fatal(err)
+			}
+			pkeys := r.aTok.DelegationKeys()
+			edited := tc.edit(b, keys[len(keys)-1]+" "+pkeys[len(pkeys)-1])
+			switch {
+			case edited == nil:
+				if err := os.Remove(path); err != nil {
+					t.Fatal(err)
+				}
+			case string(edited) == string(b):
+				t.Fatalf("the edit did not apply to %s", b)
+			default:
+				mcptest.WriteFile(t, path, string(edited))
+			}
+			r.restartOnWorkspace()
+			got := r.s.CallAs(t, sumTok.String(), "read_file", args)
+			if got.RPC == nil || !strings.Contains(got.RPC.Message, "dependency_pending") || !strings.Contains(got.RPC.Message, "missing or does not verify") {
+				t.Errorf("after the plan file was damaged (%s), a fresh proxy let summarize run before fetch completed: %+v", tc.name, got)
+			}
+		})
+	}
+}
+
+func flipLast(s string) string {
+	if s[len(s)-1] == 'A' {
+		return s[:len(s)-1] + "B"
+	}
+	return s[:len(s)-1] + "A"
+}

@@ -62,6 +62,9 @@ func (d *Delegations) Pending(scope *dct.AuthorizedScope) string {
 		if why := v.Tampered(l.Key); why != "" {
 			return fmt.Sprintf("delegation %s is named by a %s; it stays refused until the plan is restored", l.DelegationID, why)
 		}
+		if why := v.Missing(l.Key); why != "" {
+			return fmt.Sprintf("delegation %s: %s; it stays refused until the plan is restored", l.DelegationID, why)
+		}
 		for _, r := range planOf(v, scope.Chain, i) {
 			if waits := d.waitsFor(r); len(waits) > 0 {
 				return fmt.Sprintf("sub-task %q (delegation %s) of plan %s waits for %s to complete", r.SubTask.ID, l.DelegationID, r.Plan.ID, strings.Join(waits, " and "))
@@ -144,6 +147,9 @@ func (d *Delegations) splitBy(del chain.Delegation, children []string) ([]string
 	}
 	if why := v.Tampered(del.Key); why != "" {
 		return nil, invalidParams("delegation %s cannot be completed: it is named by a %s", del.ID, why)
+	}
+	if why := v.Missing(del.Key); why != "" {
+		return nil, invalidParams("delegation %s cannot be completed: %s", del.ID, why)
 	}
 	if why := v.Unreadable(); why != "" {
 		return nil, invalidParams("delegation %s cannot be completed for now: a decomposition plan that may split it cannot be read (%s)", del.ID, why)
