@@ -127,7 +127,11 @@ type DecomposeParams struct {
 	Scope *dct.AuthorizedScope
 	// Spent is what has been spent under the parent token already.
 	Spent int64
-	Spec  *PlanSpec
+	// Allotted is what earlier recorded plans splitting the parent
+	// allotted to sub-tasks not ended, less what those spent: it is
+	// promised already, so a new plan cannot allot it again.
+	Allotted int64
+	Spec     *PlanSpec
 	// Assignee is the principal of sub-tasks that name none.
 	Assignee string
 	// Now is the clock (zero: time.Now()); Rand the source of new IDs
@@ -270,13 +274,13 @@ func checkWithinParent(p DecomposeParams, plan *Plan, now time.Time) error {
 		return planErr("the parent contract %s allows no further delegation (maxChainDepth %d)", p.Parent.ID, p.Parent.Constraints.MaxChainDepth)
 	}
 	limit := min(sc.RemainingBudgetMicrocents, p.Parent.Constraints.MaxBudgetMicrocents)
-	remaining := limit - p.Spent
+	remaining := limit - p.Spent - p.Allotted
 	var sum int64
 	for i := range plan.SubTasks {
 		sum += plan.SubTasks[i].BudgetMicrocents
 	}
 	if sum > remaining {
-		return planErr("the sub-tasks' budgets sum to %d microcents, over the %d that remain of the parent's budget (%d, less %d spent)", sum, max(remaining, 0), limit, p.Spent)
+		return planErr("the sub-tasks' budgets sum to %d microcents, over the %d that remain of the parent's budget (%d, less %d spent and %d allotted by earlier plans to sub-tasks not ended)", sum, max(remaining, 0), limit, p.Spent, p.Allotted)
 	}
 	parentDue, err := p.Parent.Deadline()
 	if err != nil {
@@ -398,7 +402,7 @@ func containsString(list []string, s string) bool {
 // exactly as narrow as the plan says. scope is what a dct.Verifier
 // granted parentTok; the sub-task tokens' signatures are for the caller's
 // Verifier.
-func CheckDecomposition(d *Decomposition, parent *TaskContract, parentTok *dct.Token, scope *dct.AuthorizedScope, spent int64, now time.Time) error {
+func CheckDecomposition(d *Decomposition, parent *TaskContract, parentTok *dct.Token, scope *dct.AuthorizedScope, spent, allotted int64, now time.Time) error {
 	if d == nil || d.Plan == nil || parent == nil || parentTok == nil || scope == nil {
 		return errors.New("decomposition: a plan, the parent contract and its token are required")
 	}
@@ -421,7 +425,7 @@ func CheckDecomposition(d *Decomposition, parent *TaskContract, parentTok *dct.T
 	if err := CheckBinding(parent, scope); err != nil {
 		return planErr("the token does not carry the parent contract: %v", err)
 	}
-	if err := checkWithinParent(DecomposeParams{Parent: parent, Scope: scope, Spent: spent}, plan, now); err != nil {
+	if err := checkWithinParent(DecomposeParams{Parent: parent, Scope: scope, Spent: spent, Allotted: allotted}, plan, now); err != nil {
 		return err
 	}
 	if len(d.Contracts) != len(plan.SubTasks) || len(d.Tokens) != len(plan.SubTasks) {

@@ -260,7 +260,7 @@ func TestCheckDecomposition(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		return CheckDecomposition(d, testContract(t), parent, scope, 0, now)
+		return CheckDecomposition(d, testContract(t), parent, scope, 0, 0, now)
 	}
 	if err := check(testDecomposition(t)); err != nil {
 		t.Fatalf("the decomposition Decompose made: %v", err)

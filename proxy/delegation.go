@@ -42,6 +42,10 @@ type Delegations struct {
 	// Spent, when set, returns what the proxy recorded as spent under a
 	// delegation's token, so an attestation cannot report less.
 	Spent func(tok *dct.Token) int64
+	// SpentAt, when set, returns what was spent at a budget level key; a
+	// new plan is checked against earlier plans' allotments less it (nil:
+	// nothing counts as spent, the stricter check).
+	SpentAt func(key string) int64
 	// OnOutcome, when set, is told of every delegation recorded completed
 	// or failed (the reputation workspace hangs off it). An error is
 	// reported in the reply but does not undo the record.
@@ -59,6 +63,8 @@ type Delegations struct {
 	// (Pending), and a delegation a plan splits completes only with its
 	// sub-tasks' completions.
 	Plans *contract.PlanDir
+	// planMu serializes delegateos/decompose: check and record.
+	planMu sync.Mutex
 	// Now is the clock; nil means time.Now.
 	Now func() time.Time
 

@@ -53,9 +53,17 @@ func (d *Delegations) Pending(scope *dct.AuthorizedScope) string {
 	if err != nil {
 		return fmt.Sprintf("the decomposition plans cannot be read (%v), so whether delegation %s may start is unknown", err, scope.DelegationID)
 	}
+	if why := v.Unreadable(); why != "" && mayBePlanned(scope) {
+		// A plan behind the entry may name any delegated link as a
+		// sub-task: those wait until it reads.
+		return fmt.Sprintf("delegation %s may be covered by a decomposition plan that cannot be read (%s); it waits until the plan reads", scope.DelegationID, why)
+	}
 	for i, l := range scope.Chain {
 		if why := v.Tampered(l.Key); why != "" {
 			return fmt.Sprintf("delegation %s is named by a %s; it stays refused until the plan is restored", l.DelegationID, why)
+		}
+		if why := v.Missing(l.Key); why != "" {
+			return fmt.Sprintf("delegation %s: %s; it stays refused until the plan is restored", l.DelegationID, why)
 		}
 		for _, r := range planOf(v, scope.Chain, i) {
 			if waits := d.waitsFor(r); len(waits) > 0 {
@@ -64,6 +72,13 @@ func (d *Delegations) Pending(scope *dct.AuthorizedScope) string {
 		}
 	}
 	return ""
+}
+
+// mayBePlanned reports whether a plan could make a chain wait: only a
+// delegated link can be a plan's sub-task, so a root token runs (its
+// completion, which a plan splitting it governs, waits in splitBy).
+func mayBePlanned(scope *dct.AuthorizedScope) bool {
+	return len(scope.Chain) > 1
 }
 
 // waitsFor lists the dependencies of a sub-task without a recorded
@@ -133,6 +148,12 @@ func (d *Delegations) splitBy(del chain.Delegation, children []string) ([]string
 	if why := v.Tampered(del.Key); why != "" {
 		return nil, invalidParams("delegation %s cannot be completed: it is named by a %s", del.ID, why)
 	}
+	if why := v.Missing(del.Key); why != "" {
+		return nil, invalidParams("delegation %s cannot be completed: %s", del.ID, why)
+	}
+	if why := v.Unreadable(); why != "" {
+		return nil, invalidParams("delegation %s cannot be completed for now: a decomposition plan that may split it cannot be read (%s)", del.ID, why)
+	}
 	plans := v.SplitOf(del.Key)
 	cited := map[string]bool{}
 	for _, c := range children {
@@ -198,6 +219,7 @@ func (d *Delegations) Hold(scope *dct.AuthorizedScope, levels []budget.Level, sp
 		// Pending refuses the call on the same error before it gets here.
 		return levels
 	}
+	now := d.now()
 	var out []budget.Level
 	for i, l := range scope.Chain {
 		plans := v.SplitOf(l.Key)
@@ -209,12 +231,7 @@ func (d *Delegations) Hold(scope *dct.AuthorizedScope, levels []budget.Level, sp
 			if p.Issuer != l.Delegatee || (i+1 < len(scope.Chain) && p.SubTaskByKey(scope.Chain[i+1].Key) != nil) {
 				continue
 			}
-			for _, st := range p.SubTasks {
-				if status, recorded, err := d.status(st.DelegationKey); err == nil && recorded && status != chain.StatusActive {
-					continue // ended: its unspent allotment is returned
-				}
-				held += max(0, st.BudgetMicrocents-spent(levels[i].Key+budgetSegment(st.DelegationID)))
-			}
+			held += OpenAllotted(p, levels[i].Key, now, d.ended, spent)
 		}
 		if held == 0 {
 			continue
@@ -228,6 +245,50 @@ func (d *Delegations) Hold(scope *dct.AuthorizedScope, levels []budget.Level, sp
 		return levels
 	}
 	return out
+}
+
+// OpenAllotted is what a plan allotted to its sub-tasks that have not
+// ended, less what each spent (read at levelKey, the budget level of the
+// delegation the plan splits, plus the sub-task's segment). A sub-task
+// ends when ended says so (its delegation recorded completed or failed)
+// or at its deadline (its token's expiry): it can spend nothing more, and
+// completion counts it as ended too; calls in flight are still reserved
+// on the real levels.
+func OpenAllotted(p *contract.Plan, levelKey string, now time.Time, ended func(key string) bool, spent func(key string) int64) int64 {
+	var held int64
+	for _, st := range p.SubTasks {
+		if ended(st.DelegationKey) || pastDeadline(st.Deadline, now) {
+			continue
+		}
+		held += max(0, st.BudgetMicrocents-spent(levelKey+budgetSegment(st.DelegationID)))
+	}
+	return held
+}
+
+// ended reports whether a delegation is recorded completed or failed; a
+// status that cannot be read is not ended (its allotment stays held).
+func (d *Delegations) ended(key string) bool {
+	status, recorded, err := d.status(key)
+	return err == nil && recorded && status != chain.StatusActive
+}
+
+// allottedUnder is OpenAllotted over the recorded plans that split the
+// parent token's delegation, issued by its holder.
+// A plan with the ID skip (sent again) is not counted against itself.
+func (d *Delegations) allottedUnder(v contract.PlanView, parentTok *dct.Token, holder, skip string, now time.Time) int64 {
+	keys := parentTok.DelegationKeys()
+	levelKey := BudgetKey(parentTok)
+	spent := func(key string) int64 { return 0 }
+	if d.SpentAt != nil {
+		spent = d.SpentAt
+	}
+	var held int64
+	for _, p := range v.SplitOf(keys[len(keys)-1]) {
+		if p.Issuer == holder && p.ID != skip {
+			held += OpenAllotted(p, levelKey, now, d.ended, spent)
+		}
+	}
+	return held
 }
 
 func budgetSegment(id string) string { return "/" + strconv.Itoa(len(id)) + ":" + id }
@@ -309,7 +370,18 @@ func (d *Delegations) Decompose(params json.RawMessage, sessionToken string) (De
 	if d.Spent != nil {
 		spent = d.Spent(parentTok)
 	}
-	if err := contract.CheckDecomposition(dec, parent, parentTok, scope, spent, now); err != nil {
+	// One plan at a time: each is checked against what earlier plans of
+	// the parent still hold, and recorded before the next is checked.
+	d.planMu.Lock()
+	defer d.planMu.Unlock()
+	v, err := d.Plans.View()
+	if err != nil {
+		return DecomposeResult{}, internalError("the decomposition plans cannot be read: %v", err)
+	}
+	if why := v.Unreadable(); why != "" {
+		return rejectPlan(string(DependencyPending), "what earlier plans allotted of delegation %s is unknown: %s", scope.DelegationID, why), nil
+	}
+	if err := contract.CheckDecomposition(dec, parent, parentTok, scope, spent, d.allottedUnder(v, parentTok, scope.Delegatee, dec.Plan.ID, now), now); err != nil {
 		return rejectPlan(RejectInvalidParams, "%v", err), nil
 	}
 	for _, c := range dec.Contracts {

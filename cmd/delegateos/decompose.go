@@ -76,30 +76,48 @@ var contractDecomposeCmd = &command{
 				return checkError{"refused: the parent token does not verify: " + err.Error()}
 			}
 			var spent int64
+			spentAt := map[string]int64{}
+			key := proxy.BudgetKey(tok)
 			if *spendStore != "" {
 				// Read, not opened: a running proxy holds the store.
 				usage, err := budget.ReadUsage(*spendStore)
 				if err != nil {
 					return inputf("the spend store %s cannot be read: %v", *spendStore, err)
 				}
-				key := proxy.BudgetKey(tok)
 				for _, u := range usage {
-					if u.Key == key {
-						spent = u.Committed + u.Reserved
-					}
+					spentAt[u.Key] = u.Committed + u.Reserved
+				}
+				spent = spentAt[key]
+			}
+			plans, err := contract.OpenPlanDir(filepath.Join(*ws, wsPlans))
+			if err != nil {
+				return inputf("workspace: %v", err)
+			}
+			pv, err := plans.View()
+			if err != nil {
+				return inputf("workspace: %v", err)
+			}
+			if why := pv.Unreadable(); why != "" {
+				return inputf("workspace: what earlier plans allotted is unknown: %s", why)
+			}
+			// What earlier plans of the parent allotted to sub-tasks not
+			// past their deadline, less their spend in the spend store.
+			// Without the chain store a completed sub-task counts as open:
+			// stricter than the proxy's in-band check, never looser.
+			var allotted int64
+			keys := tok.DelegationKeys()
+			for _, p := range pv.SplitOf(keys[len(keys)-1]) {
+				if p.Issuer == scope.Delegatee {
+					allotted += proxy.OpenAllotted(p, key, now, func(string) bool { return false }, func(k string) int64 { return spentAt[k] })
 				}
 			}
-			d, err := contract.Decompose(contract.DecomposeParams{Key: k, Parent: c, Token: tok, Scope: scope, Spent: spent,
+			d, err := contract.Decompose(contract.DecomposeParams{Key: k, Parent: c, Token: tok, Scope: scope, Spent: spent, Allotted: allotted,
 				Spec: spec, Assignee: *assignee, Now: now})
 			if err != nil {
 				if errors.Is(err, contract.ErrPlan) {
 					return checkError{"refused: " + err.Error()}
 				}
 				return usagef("%v", err)
-			}
-			plans, err := contract.OpenPlanDir(filepath.Join(*ws, wsPlans))
-			if err != nil {
-				return inputf("workspace: %v", err)
 			}
 			if err := writeDecomposition(*out, d); err != nil {
 				return err

@@ -71,6 +71,7 @@ func openDelegations(pol *policy.Policy, v *dct.Verifier, revs revocation.Live, 
 		chainStore.Close()
 		return nil, nil, fmt.Errorf("workspace: %w", err)
 	}
+	plans.Warn = func(msg string) { log.Warn("decomposition plans", zap.String("warning", msg)) }
 	outputs := &verify.Verifier{Warn: func(msg string) { log.Warn("verification", zap.String("warning", msg)) }}
 	if len(pol.Judge.Command) > 0 {
 		timeout := pol.Judge.Timeout
@@ -86,6 +87,7 @@ func openDelegations(pol *policy.Policy, v *dct.Verifier, revs revocation.Live, 
 		Attestations:   atts,
 		Attest:         &attest.Verifier{Contracts: contracts, Attestations: atts, Output: outputs},
 		Spent:          func(tok *dct.Token) int64 { return proxy.SpentUnder(spend, tok) },
+		SpentAt:        spend.Spent,
 		RevocationList: pol.RevocationList,
 		Plans:          plans,
 	}
