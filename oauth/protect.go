@@ -1,6 +1,7 @@
 package oauth
 
 import (
+	"errors"
 	"net/http"
 	"strings"
 	"time"
@@ -124,7 +125,11 @@ func (s *Server) issuedToken(tok string, now time.Time) *issuedToken {
 // this server, or someone holding the grant key, made it).
 func (s *Server) fromGrant(tok string) bool {
 	t, err := dct.ParseInput(tok)
-	if err != nil || t.Blocks() <= s.grantBlocks {
+	return err == nil && s.fromGrantToken(t)
+}
+
+func (s *Server) fromGrantToken(t *dct.Token) bool {
+	if t.Blocks() <= s.grantBlocks {
 		return false
 	}
 	p, err := t.Prefix(s.grantBlocks)
@@ -169,3 +174,35 @@ func (w *challengeWriter) Flush() {
 }
 
 func (w *challengeWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
+
+// AcceptToken holds every token the gate verifies to what Protect holds
+// the Authorization header's to, wherever the token came from (the
+// session's, params._delegateos.dct of a call, a delegation message's):
+// an attenuation of the grant is accepted only when this process issued
+// it and its authorization was not ended, and a DPoP-bound one only as
+// the session's own token (proven: Protect checked its proof on the
+// request that carried it); a token carried in a message has no proof.
+// Tokens that are not attenuations of the grant are not its to judge.
+// Set it as the gate's Accept.
+func (s *Server) AcceptToken(token string, _ *dct.AuthorizedScope, proven bool) error {
+	now := s.cfg.Now()
+	it := s.issuedToken(token, now)
+	if it == nil {
+		// Not found as written: it may be an issued token in another of
+		// its forms, so look it up in its canonical one.
+		t, err := dct.ParseInput(token)
+		if err != nil {
+			return errors.New("the token cannot be read")
+		}
+		if !s.fromGrantToken(t) {
+			return nil
+		}
+		if it = s.issuedToken(t.String(), now); it == nil {
+			return errors.New("this token was issued from this server's grant but not by this server since it started, or its authorization was ended: authorize again")
+		}
+	}
+	if it.jkt != "" && !proven {
+		return errors.New("this token is bound to a DPoP key: it authorizes only as the session's token, sent as Authorization: DPoP with a DPoP proof, not in a message")
+	}
+	return nil
+}

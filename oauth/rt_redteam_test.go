@@ -23,84 +23,6 @@ import (
 	"github.com/delegateos/delegateos/internal/mcptest"
 )
 
-// callWithToken is a tools/call whose params carry tok as
-// params._delegateos.dct, the per-request token serve documents ("Clients
-// give their own per session in an Authorization: Bearer header, or per
-// request in params._delegateos").
-func callWithToken(id, tool string, args map[string]any, tok string) string {
-	b, _ := json.Marshal(map[string]any{"jsonrpc": "2.0", "id": json.RawMessage(id), "method": "tools/call",
-		"params": map[string]any{"name": tool, "arguments": args, "_delegateos": map[string]any{"dct": tok}}})
-	return string(b)
-}
-
-// A DPoP-bound access token must be worthless without its key's proof
-// (RFC 9449 §7). Protect only looks at the Authorization header; the same
-// token put in params._delegateos.dct of a call, in a session opened with
-// any token Protect lets through (here: the attacker's own narrow bearer
-// token), is used by the gate with no proof at all.
-func TestRTDPoPTokenWithoutProofInParams(t *testing.T) {
-	t.Parallel()
-	a := startAS(t, nil)
-	victim := a.register(t, "victim")
-	key := newDPoPKey(t)
-	tr := victim.tokens("mcp:echo:* docs:read:/project/**", key.proof("POST", a.srv.Base+"/token", "", time.Now()))
-	if tr["token_type"] != "DPoP" {
-		t.Fatalf("victim's token: %v", tr)
-	}
-	stolen := tr["access_token"].(string)
-	// The attacker's own approval: echo only, bearer.
-	attacker := a.register(t, "attacker")
-	own := attacker.tokens("mcp:echo:*", "")["access_token"].(string)
-	sid := a.srv.Initialize(bearer(own))
-	if r := a.srv.Post(sid, bearer(own), mcptest.CallBody("9", "read_file", map[string]any{"path": "/project/README.md"})); readOK(r) {
-		t.Fatalf("the attacker's own token reads files: the test proves nothing")
-	}
-	r := a.srv.Post(sid, bearer(own), callWithToken("1", "read_file", map[string]any{"path": "/project/README.md"}, stolen))
-	if readOK(r) {
-		t.Errorf("a stolen DPoP-bound token, sent with no proof in params._delegateos.dct, read a file the attacker's own token may not: HTTP %d", r.Status)
-	}
-	// The same route takes an attenuation of the grant this process did
-	// not issue, which TestForeignGrantTokenRefused refuses in
-	// Authorization.
-	handMade := mcptest.Attenuate(t, a.grant, a.e.Agent, mcptest.NewKey(t, "other"), 10, "docs:read:/project/**")
-	if r := a.initialize(t, bearer(handMade.String())); r.Status != http.StatusUnauthorized {
-		t.Fatalf("the hand-made attenuation in Authorization: HTTP %d, want 401", r.Status)
-	}
-	r = a.srv.Post(sid, bearer(own), callWithToken("2", "read_file", map[string]any{"path": "/project/README.md"}, handMade.String()))
-	if readOK(r) {
-		t.Errorf("an attenuation of the grant this server did not issue, refused in Authorization, read a file in params._delegateos.dct: HTTP %d", r.Status)
-	}
-}
-
-// Ending a family (a rotated refresh token presented again: the tokens
-// were stolen) must end its access tokens. Protect forgets them, so they
-// are refused in Authorization; in params._delegateos.dct they still
-// authorize until they expire.
-func TestRTEndedTokenStillWorksInParams(t *testing.T) {
-	t.Parallel()
-	a := startAS(t, nil)
-	c := a.register(t, "c")
-	tr := c.tokens("mcp:echo:* docs:read:/project/**", "")
-	tok := tr["access_token"].(string)
-	other := a.register(t, "other")
-	own := other.tokens("mcp:echo:*", "")["access_token"].(string)
-	sid := a.srv.Initialize(bearer(own))
-	rt := tr["refresh_token"].(string)
-	if st, _ := c.refresh(rt, ""); st != http.StatusOK {
-		t.Fatalf("refresh: %d", st)
-	}
-	if st, m := c.refresh(rt, ""); st != http.StatusBadRequest {
-		t.Fatalf("reuse: %d %v", st, m)
-	}
-	if r := a.initialize(t, bearer(tok)); r.Status != http.StatusUnauthorized {
-		t.Fatalf("the ended token in Authorization: HTTP %d (want 401, as TestRefreshRotationAndReuse checks)", r.Status)
-	}
-	r := a.srv.Post(sid, bearer(own), callWithToken("1", "read_file", map[string]any{"path": "/project/README.md"}, tok))
-	if readOK(r) {
-		t.Fatalf("an access token of a family ended by refresh reuse still reads files in params._delegateos.dct: HTTP %d %s", r.Status, r.Body)
-	}
-}
-
 // A stranger (no password, no approval: only registrations and GETs of
 // /authorize, which anyone may make) evicts the operator's open consent
 // page: MaxPending (256) requests forget the oldest, so the operator's
@@ -141,11 +63,6 @@ func TestRTStrangerLocksOperatorOut(t *testing.T) {
 	if res, body := c.submit(approveForm(req, csrf, "0"), nil); res.StatusCode != http.StatusSeeOther {
 		t.Fatalf("the operator's right password after a stranger's five wrong ones on its own page: HTTP %d (%s)", res.StatusCode, problem(body))
 	}
-}
-
-// readOK reports whether a read_file call answered the file's text.
-func readOK(r *mcptest.HTTPResponse) bool {
-	return r.Status == http.StatusOK && strings.Contains(string(r.Body), "Project Atlas")
 }
 
 func problem(page string) string {
@@ -284,36 +201,5 @@ func TestRTReuseDetectionForgetsAfter64Rotations(t *testing.T) {
 	c.refresh(stolen, "")
 	if st, m := c.refresh(rt, ""); st == http.StatusOK {
 		t.Fatalf("a refresh token rotated 65 times ago came back, and the family lives on (newest refresh: %v)", m["token_type"])
-	}
-}
-
-// After a restart the server forgets what it issued, so it refuses a
-// DPoP-bound token issued before, as Bearer and as DPoP (that holds: the
-// first checks). The token still authorizes in params._delegateos.dct,
-// without a proof, for the rest of its hour.
-func TestRTDPoPTokenReplayedAcrossRestartInParams(t *testing.T) {
-	t.Parallel()
-	a := startAS(t, nil)
-	e := a.e
-	c := a.register(t, "victim")
-	key := newDPoPKey(t)
-	old := c.tokens("mcp:echo:* docs:read:/project/**", key.proof("POST", a.srv.Base+"/token", "", time.Now()))["access_token"].(string)
-	a.srv.Signal(os.Interrupt)
-	if !a.srv.WaitExit(mcptest.CallTimeout) {
-		t.Fatal("serve did not stop")
-	}
-	a.srv = e.StartServe(mcptest.ServeOptions{Policy: a.policy, Flags: []string{"--authorize", "--grant", "@" + filepath.Join(e.Dir, "grant.tok"),
-		"--grant-key", filepath.Join(e.Dir, e.Agent.Name()+".key"), "--consent-password", "@" + filepath.Join(e.Dir, "consent.pw")}})
-	if r := a.initialize(t, bearer(old)); r.Status != http.StatusUnauthorized {
-		t.Fatalf("the old DPoP token as Bearer after a restart: HTTP %d, want 401", r.Status)
-	}
-	if r := a.initialize(t, map[string]string{"Authorization": "DPoP " + old, "DPoP": key.proof("POST", a.srv.URL, old, time.Now())}); r.Status != http.StatusUnauthorized {
-		t.Fatalf("the old DPoP token with its proof after a restart: HTTP %d, want 401", r.Status)
-	}
-	attacker := a.register(t, "attacker")
-	own := attacker.tokens("mcp:echo:*", "")["access_token"].(string)
-	sid := a.srv.Initialize(bearer(own))
-	if r := a.srv.Post(sid, bearer(own), callWithToken("1", "read_file", map[string]any{"path": "/project/README.md"}, old)); readOK(r) {
-		t.Fatalf("a DPoP-bound token issued before the restart, with no proof, read a file in params._delegateos.dct after it")
 	}
 }

@@ -34,6 +34,9 @@ func init() {
 				return err
 			}
 			as.Mount(s.Server.Mux)
+			// Every token the gate verifies, not only the Authorization
+			// header's that Protect sees, is held to the same terms.
+			s.Gate.Accept = as.AcceptToken
 			return nil
 		},
 		wrap: func(h http.Handler) http.Handler {
