@@ -329,7 +329,7 @@ func (s *Server) approved(p *pendingReq, form url.Values, now time.Time) (*conse
 	}
 	id := newDelegationID()
 	tok, err := dct.Attenuate(s.cfg.Grant, dct.AttenuateParams{Attenuator: s.cfg.GrantKey, Delegatee: key.ID(), DelegationID: id,
-		Capabilities: &caps, MaxBudgetMicrocents: &budget, ExpiresAt: &expires, Now: now})
+		ContractID: consentContract(s.cfg.GrantScope.ContractID), Capabilities: &caps, MaxBudgetMicrocents: &budget, ExpiresAt: &expires, Now: now})
 	if err != nil {
 		// Fail closed: what cannot be an attenuation is not issued.
 		return nil, fmt.Errorf("this approval cannot be issued: %v", err)

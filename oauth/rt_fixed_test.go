@@ -157,3 +157,52 @@ func TestRTFixedDPoPTokenAfterRestartInParams(t *testing.T) {
 		t.Fatalf("a DPoP-bound token issued before the restart, with no proof, read a file in params._delegateos.dct after it")
 	}
 }
+
+// A token is for the resource it was issued for (RFC 8707; the MCP
+// authorization spec: a server MUST only accept tokens issued for it).
+// An operator running two gates with --authorize, each with a grant of the
+// same root (two tool servers of one team), finds a token server A issued
+// accepted by server B, and a DPoP-bound one accepted there as a plain
+// Bearer token with no proof: B's Protect only refuses tokens of its own
+// grant, and the DCT names no audience.
+func TestRTFixedTokenForAnotherResource(t *testing.T) {
+	t.Parallel()
+	a := startAS(t, nil)
+	e := a.e
+	grantB := e.Mint(func(p *dct.CreateParams) { p.MaxChainDepth = 3 }, grantCaps...)
+	grantFile := filepath.Join(e.Dir, "grant-b.tok")
+	if err := os.WriteFile(grantFile, []byte(grantB.String()+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	b := e.StartServe(mcptest.ServeOptions{Policy: a.policy, Flags: []string{"--authorize", "--grant", "@" + grantFile,
+		"--grant-key", filepath.Join(e.Dir, e.Agent.Name()+".key"), "--consent-password", "@" + filepath.Join(e.Dir, "consent.pw")}})
+	c := a.register(t, "c")
+	key := newDPoPKey(t)
+	tr := c.tokens("mcp:echo:*", key.proof("POST", a.srv.Base+"/token", "", time.Now()))
+	tok := tr["access_token"].(string)
+	if tr["token_type"] != "DPoP" {
+		t.Fatalf("token: %v", tr)
+	}
+	ab := &asEnv{e: e, srv: b, grant: grantB, policy: a.policy}
+	if r := ab.initialize(t, bearer(tok)); r.Status != http.StatusUnauthorized {
+		t.Fatalf("server B (%s) accepted, as a Bearer token with no proof, a DPoP-bound token server A (%s) issued for its own resource: HTTP %d", b.URL, a.srv.URL, r.Status)
+	}
+	if r := ab.initialize(t, map[string]string{"Authorization": "DPoP " + tok, "DPoP": key.proof("POST", b.URL, tok, time.Now())}); r.Status != http.StatusUnauthorized {
+		t.Errorf("server B accepted A's DPoP-bound token with a proof for B: HTTP %d", r.Status)
+	}
+	// A bearer token A issued, in B's Authorization and in a call's
+	// params at B (a session opened with a token B issued).
+	atok := c.tokens("mcp:echo:* docs:read:/project/**", "")["access_token"].(string)
+	if r := ab.initialize(t, bearer(atok)); r.Status != http.StatusUnauthorized {
+		t.Errorf("server B accepted a bearer token A issued: HTTP %d", r.Status)
+	}
+	own := ab.register(t, "b-client").tokens("mcp:echo:*", "")["access_token"].(string)
+	sid := b.Initialize(bearer(own))
+	if r := b.Post(sid, bearer(own), callWithToken("1", "read_file", map[string]any{"path": "/project/README.md"}, atok)); readOK(r) {
+		t.Errorf("a bearer token A issued read a file at B in params._delegateos.dct")
+	}
+	// A still takes its own.
+	if r := a.initialize(t, bearer(atok)); r.Status != http.StatusOK {
+		t.Errorf("A refused its own bearer token: HTTP %d", r.Status)
+	}
+}
