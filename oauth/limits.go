@@ -49,10 +49,15 @@ const (
 	DPoPTTL   = time.Hour
 	// DPoPWindow is how far a proof's iat may be from the server's clock.
 	DPoPWindow = time.Minute
-	// ConsentFailures wrong consent passwords within ConsentLockout lock
-	// the consent page until ConsentLockout has passed since the last.
-	ConsentFailures = 5
-	ConsentLockout  = time.Minute
+	// ConsentFailures wrong consent passwords on one consent page close
+	// it. Once ConsentGlobalFailures wrong ones (on any pages) came within
+	// ConsentLockout, passwords are checked one per ConsentPace; one whose
+	// turn is more than ConsentMaxWait away is refused (429, Retry-After).
+	ConsentFailures       = 5
+	ConsentLockout        = time.Minute
+	ConsentGlobalFailures = 20
+	ConsentPace           = time.Second
+	ConsentMaxWait        = 30 * time.Second
 	// MinPasswordBytes is the shortest consent password accepted.
 	MinPasswordBytes = 12
 )

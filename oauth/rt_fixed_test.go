@@ -206,3 +206,53 @@ func TestRTFixedTokenForAnotherResource(t *testing.T) {
 		t.Errorf("A refused its own bearer token: HTTP %d", r.Status)
 	}
 }
+
+// Any stranger can reach the password check: register, open a consent
+// page of its own (GET /authorize), post wrong passwords. That closes
+// only the stranger's page (a sixth guess there is refused); the
+// operator's right password on the operator's own page still approves.
+func TestRTFixedStrangerCannotLockOperatorOut(t *testing.T) {
+	t.Parallel()
+	a := startAS(t, nil)
+	c := a.register(t, "legit")
+	req, csrf := c.consentPage("mcp:echo:*")
+	stranger := a.register(t, "stranger")
+	sreq, scsrf := stranger.consentPage("mcp:echo:*")
+	for i := 0; i < 5; i++ {
+		f := approveForm(sreq, scsrf, "0")
+		f.Set("password", fmt.Sprint("x", i))
+		stranger.submit(f, nil)
+	}
+	f := approveForm(sreq, scsrf, "0")
+	f.Set("password", "x5")
+	if res, _ := stranger.submit(f, nil); res.StatusCode != http.StatusBadRequest {
+		t.Fatalf("a sixth guess on the stranger's page: HTTP %d, want 400 (closed)", res.StatusCode)
+	}
+	// More pages, more guesses: past ConsentGlobalFailures (20) they are
+	// slowed (one check a second), not refused, and the operator's turn
+	// comes.
+	for p := 0; p < 4; p++ {
+		sreq, scsrf := stranger.consentPage("mcp:echo:*")
+		for i := 0; i < 5 && p*5+i < 17; i++ {
+			f := approveForm(sreq, scsrf, "0")
+			f.Set("password", fmt.Sprint("y", p, i))
+			if res, _ := stranger.submit(f, nil); res.StatusCode != http.StatusUnauthorized {
+				t.Fatalf("guess %d on page %d: HTTP %d, want 401", i, p, res.StatusCode)
+			}
+		}
+	}
+	if res, body := c.submit(approveForm(req, csrf, "0"), nil); res.StatusCode != http.StatusSeeOther {
+		t.Fatalf("the operator's right password after a stranger's five wrong ones on its own page: HTTP %d (%s)", res.StatusCode, problem(body))
+	}
+}
+
+// problem is the message of a consent page or error page.
+func problem(page string) string {
+	if i := strings.Index(page, `id="problem">`); i >= 0 {
+		rest := page[i+len(`id="problem">`):]
+		if j := strings.Index(rest, "<"); j >= 0 {
+			return rest[:j]
+		}
+	}
+	return mcptest.JSON(len(page))
+}

@@ -43,37 +43,6 @@ func TestRTPendingFloodEvictsOperatorsConsent(t *testing.T) {
 	}
 }
 
-// The consent lock is global and any stranger can reach the password
-// check: register, open a consent page of its own (GET /authorize), post
-// five wrong passwords. The operator's right password on the operator's
-// own page is then refused; five more a minute keep it so for ever.
-func TestRTStrangerLocksOperatorOut(t *testing.T) {
-	t.Parallel()
-	a := startAS(t, nil)
-	c := a.register(t, "legit")
-	req, csrf := c.consentPage("mcp:echo:*")
-	stranger := a.register(t, "stranger")
-	sreq, scsrf := stranger.consentPage("mcp:echo:*")
-	for i := 0; i < 5; i++ {
-		f := approveForm(sreq, scsrf, "0")
-		f.Set("password", fmt.Sprint("x", i))
-		stranger.submit(f, nil)
-	}
-	if res, body := c.submit(approveForm(req, csrf, "0"), nil); res.StatusCode != http.StatusSeeOther {
-		t.Fatalf("the operator's right password after a stranger's five wrong ones on its own page: HTTP %d (%s)", res.StatusCode, problem(body))
-	}
-}
-
-func problem(page string) string {
-	if i := strings.Index(page, `id="problem">`); i >= 0 {
-		rest := page[i+len(`id="problem">`):]
-		if j := strings.Index(rest, "<"); j >= 0 {
-			return rest[:j]
-		}
-	}
-	return mcptest.JSON(len(page))
-}
-
 // An access token is a bearer credential (its holder key is one the
 // server keeps, or the client's DPoP key). The workspace's delegation log
 // keeps every issued token in full (chain.Delegation.DCT): whoever can
