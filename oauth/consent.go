@@ -188,9 +188,28 @@ func (s *Server) addPending(p *pendingReq) {
 		}
 		return false
 	})
-	for len(s.porder) >= MaxPending {
-		delete(s.pending, s.porder[0])
-		s.porder = s.porder[1:]
+	// A client's own oldest page makes way for its new one; when all are
+	// taken, the oldest page of the client with the most goes: another
+	// client's requests never close a page while the flooder has more.
+	count := map[*client]int{}
+	for _, id := range s.porder {
+		count[s.pending[id].client]++
+	}
+	for count[p.client] >= MaxPendingPerClient || len(s.porder) >= MaxPending {
+		victim := p.client
+		if count[victim] < MaxPendingPerClient {
+			victim = nil
+			for c, n := range count {
+				if c != p.client && (victim == nil || n > count[victim]) {
+					victim = c
+				}
+			}
+		}
+		// Its oldest page (porder is oldest first).
+		i := slices.IndexFunc(s.porder, func(id string) bool { return s.pending[id].client == victim })
+		delete(s.pending, s.porder[i])
+		s.porder = slices.Delete(s.porder, i, i+1)
+		count[victim]--
 	}
 	s.pending[p.id] = p
 	s.porder = append(s.porder, p.id)

@@ -21,9 +21,12 @@ const (
 	// MaxUnapprovedClients bounds the registered clients no one has
 	// approved yet (anyone may register one).
 	MaxUnapprovedClients = 256
-	// MaxPending bounds the authorization requests waiting for consent; a
-	// new one beyond it forgets the oldest.
-	MaxPending = 256
+	// MaxPending bounds the authorization requests waiting for consent,
+	// and MaxPendingPerClient those of one client: a client's new one
+	// beyond its bound forgets its own oldest; a new one beyond MaxPending
+	// forgets the oldest of the client with the most.
+	MaxPending          = 256
+	MaxPendingPerClient = 4
 	// MaxCodes bounds the authorization codes not yet exchanged.
 	MaxCodes = 256
 	// MaxFamilies bounds the approvals whose refresh tokens are live.

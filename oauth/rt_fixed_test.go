@@ -256,3 +256,32 @@ func problem(page string) string {
 	}
 	return mcptest.JSON(len(page))
 }
+
+// A stranger (no password, no approval: only registrations and GETs of
+// /authorize, which anyone may make) floods the pending consent pages:
+// with one client it forgets only its own (4 kept), with many it fills
+// MaxPending (256) and then the pages of the clients with the most go;
+// the operator's open page stays, and its approval goes through.
+func TestRTFixedPendingFloodKeepsOperatorsConsent(t *testing.T) {
+	t.Parallel()
+	a := startAS(t, nil)
+	c := a.register(t, "legit")
+	req, csrf := c.consentPage("mcp:echo:*")
+	stranger := a.register(t, "stranger")
+	for i := 0; i < 256; i++ {
+		if res, _ := stranger.get(stranger.authorizeParams("mcp:echo:*")); res.StatusCode != http.StatusOK {
+			t.Fatalf("stranger's authorize %d: HTTP %d", i, res.StatusCode)
+		}
+	}
+	for i := 0; i < 70; i++ {
+		s := a.register(t, fmt.Sprint("stranger", i))
+		for j := 0; j < 4; j++ {
+			if res, _ := s.get(s.authorizeParams("mcp:echo:*")); res.StatusCode != http.StatusOK {
+				t.Fatalf("stranger %d's authorize %d: HTTP %d", i, j, res.StatusCode)
+			}
+		}
+	}
+	if res, body := c.submit(approveForm(req, csrf, "0"), nil); res.StatusCode != http.StatusSeeOther {
+		t.Fatalf("the operator's approval after strangers' GET /authorize floods: HTTP %d (%s): a stranger evicts the operator's consent page", res.StatusCode, problem(body))
+	}
+}

@@ -22,27 +22,6 @@ import (
 	"github.com/delegateos/delegateos/internal/mcptest"
 )
 
-// A stranger (no password, no approval: only registrations and GETs of
-// /authorize, which anyone may make) evicts the operator's open consent
-// page: MaxPending (256) requests forget the oldest, so the operator's
-// approval, typed a minute later, finds "expired". Kept up, no consent
-// ever completes.
-func TestRTPendingFloodEvictsOperatorsConsent(t *testing.T) {
-	t.Parallel()
-	a := startAS(t, nil)
-	c := a.register(t, "legit")
-	req, csrf := c.consentPage("mcp:echo:*")
-	stranger := a.register(t, "stranger")
-	for i := 0; i < 256; i++ {
-		if res, _ := stranger.get(stranger.authorizeParams("mcp:echo:*")); res.StatusCode != http.StatusOK {
-			t.Fatalf("stranger's authorize %d: HTTP %d", i, res.StatusCode)
-		}
-	}
-	if res, body := c.submit(approveForm(req, csrf, "0"), nil); res.StatusCode != http.StatusSeeOther {
-		t.Fatalf("the operator's approval after a stranger's 256 GET /authorize: HTTP %d (%s): a stranger evicts every consent page", res.StatusCode, problem(body))
-	}
-}
-
 // An access token is a bearer credential (its holder key is one the
 // server keeps, or the client's DPoP key). The workspace's delegation log
 // keeps every issued token in full (chain.Delegation.DCT): whoever can
