@@ -32,8 +32,13 @@ const (
 	// MaxFamilies bounds the approvals whose refresh tokens are live.
 	MaxFamilies = 4096
 	// MaxIssued bounds the access tokens remembered (for DPoP binding and
-	// to recognize this server's own tokens).
-	MaxIssued = 100_000
+	// to recognize this server's own tokens): each costs about 16 KB (its
+	// token, parsed, and the key the server made for it), so about
+	// 160 MiB in all.
+	MaxIssued = 10_000
+	// MaxExchangedPerFamily bounds the live tokens made by token exchange
+	// under one approval.
+	MaxExchangedPerFamily = 64
 	// MaxDPoPBytes bounds a DPoP proof.
 	MaxDPoPBytes = 8 << 10
 	// MaxDPoPJTIs bounds the proof IDs remembered against replay.

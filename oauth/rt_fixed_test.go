@@ -9,6 +9,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"net/url"
 	"os"
 	"path/filepath"
 	"strings"
@@ -283,5 +284,52 @@ func TestRTFixedPendingFloodKeepsOperatorsConsent(t *testing.T) {
 	}
 	if res, body := c.submit(approveForm(req, csrf, "0"), nil); res.StatusCode != http.StatusSeeOther {
 		t.Fatalf("the operator's approval after strangers' GET /authorize floods: HTTP %d (%s): a stranger evicts the operator's consent page", res.StatusCode, problem(body))
+	}
+}
+
+// One approved client holding one access token could make the server hold
+// MaxIssued exchanged tokens (about 16 KB each, with a key the server
+// made), until its subject expired, and fill the map for every client.
+// Now an approval has at most MaxExchangedPerFamily (64) live exchanged
+// tokens, whichever of its tokens is the subject, and other clients'
+// grants go on.
+func TestRTFixedExchangeBoundedPerApproval(t *testing.T) {
+	t.Parallel()
+	a := startAS(t, nil)
+	c := a.register(t, "agent")
+	tr := c.tokens("mcp:echo:*", "")
+	parent := tr["access_token"].(string)
+	exchange := func(subject string) (int, map[string]any) {
+		form := url.Values{"grant_type": {"urn:ietf:params:oauth:grant-type:token-exchange"}, "subject_token": {subject},
+			"subject_token_type": {"urn:ietf:params:oauth:token-type:access_token"}, "scope": {"mcp:echo:*"}}.Encode()
+		return a.post(t, "/token", "application/x-www-form-urlencoded", form, nil)
+	}
+	var child string
+	for i := 0; i < 64; i++ {
+		st, m := exchange(parent)
+		if st != http.StatusOK {
+			t.Fatalf("exchange %d: %d %v", i, st, m)
+		}
+		child = m["access_token"].(string)
+	}
+	if st, m := exchange(parent); st != http.StatusTooManyRequests {
+		t.Fatalf("exchange 65 of one approval: %d %v, want 429", st, m["error"])
+	}
+	// Another subject of the same approval: an exchanged token, or the
+	// access token a refresh gives.
+	if st, m := exchange(child); st != http.StatusTooManyRequests {
+		t.Errorf("exchange of an exchanged token past the approval's bound: %d %v, want 429", st, m["error"])
+	}
+	st, m := c.refresh(tr["refresh_token"].(string), "")
+	if st != http.StatusOK {
+		t.Fatalf("refresh: %d %v", st, m)
+	}
+	if st, m := exchange(m["access_token"].(string)); st != http.StatusTooManyRequests {
+		t.Errorf("exchange of the refreshed access token past the approval's bound: %d %v, want 429", st, m["error"])
+	}
+	// Another client's grants are untouched, and its own exchanges work.
+	other := a.register(t, "other")
+	if st, m := exchange(other.tokens("mcp:echo:*", "")["access_token"].(string)); st != http.StatusOK {
+		t.Errorf("another approval's exchange: %d %v", st, m)
 	}
 }

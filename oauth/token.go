@@ -38,6 +38,9 @@ type family struct {
 	ended    bool
 	refresh  []string // hashes of every refresh token issued, the last live
 	access   []string // hashes of the access tokens issued
+	// exchanged are the hashes of its access tokens made by token
+	// exchange (at most MaxExchangedPerFamily live).
+	exchanged []string
 }
 
 type refreshEntry struct{ fam *family }
@@ -368,15 +371,9 @@ func (s *Server) issue(fam *family, proof *Proof, narrow []dct.Capability, now t
 	if fam.ended {
 		return nil, badRequest(ErrInvalidGrant, "the authorization was ended")
 	}
+	s.sweepIssuedLocked(now)
 	if len(s.issued) >= MaxIssued {
-		for h, it := range s.issued {
-			if now.After(it.expires) {
-				delete(s.issued, h)
-			}
-		}
-		if len(s.issued) >= MaxIssued {
-			return nil, oerr(http.StatusServiceUnavailable, ErrTemporarily, "too many live access tokens")
-		}
+		return nil, oerr(http.StatusServiceUnavailable, ErrTemporarily, "too many live access tokens")
 	}
 	ah, rh := TokenHash(tok.String()), TokenHash(refresh)
 	s.issued[ah] = &issuedToken{jkt: fam.jkt, expires: exp, fam: fam, token: tok, key: key, caps: caps}
