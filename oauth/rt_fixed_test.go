@@ -333,3 +333,46 @@ func TestRTFixedExchangeBoundedPerApproval(t *testing.T) {
 		t.Errorf("another approval's exchange: %d %v", st, m)
 	}
 }
+
+// Reuse detection ends a family when a rotated refresh token comes back
+// (the tokens were stolen). Only the last 64 rotated tokens' hashes are
+// kept, but a refresh token names its family and generation, so one
+// copied by a thief and presented 65 rotations later still ends the
+// family. A made-up generation under an unknown family ends nothing.
+func TestRTFixedReuseDetectedAfter64Rotations(t *testing.T) {
+	t.Parallel()
+	a := startAS(t, nil)
+	c := a.register(t, "c")
+	tr := c.tokens("mcp:echo:*", "")
+	stolen := tr["refresh_token"].(string)
+	rt := stolen
+	for i := 0; i < 65; i++ {
+		st, m := c.refresh(rt, "")
+		if st != http.StatusOK {
+			t.Fatalf("refresh %d: %d %v", i, st, m)
+		}
+		rt = m["refresh_token"].(string)
+	}
+	// Made-up tokens: another family's ID, a generation not yet issued,
+	// a non-canonical one. They are unknown, and end nothing.
+	famID, _, _ := strings.Cut(rt, ".")
+	for _, forged := range []string{"0123456789abcdef0123456789abcdef.0.x", famID + ".99999.x", famID + ".+1.x", famID + ".01.x"} {
+		if st, m := c.refresh(forged, ""); st != http.StatusBadRequest || m["error"] != "invalid_grant" {
+			t.Fatalf("a made-up refresh token: %d %v", st, m["error"])
+		}
+	}
+	st, m := c.refresh(rt, "")
+	if st != http.StatusOK {
+		t.Fatalf("the live refresh token after made-up ones: %d %v", st, m["error"])
+	}
+	rt, access := m["refresh_token"].(string), m["access_token"].(string)
+	if st, m := c.refresh(stolen, ""); st != http.StatusBadRequest || m["error"] != "invalid_grant" {
+		t.Fatalf("the stolen refresh token: %d %v", st, m["error"])
+	}
+	if st, m := c.refresh(rt, ""); st == http.StatusOK {
+		t.Fatalf("a refresh token rotated 66 times ago came back, and the family lives on (newest refresh: %v)", m["token_type"])
+	}
+	if r := a.initialize(t, bearer(access)); r.Status != http.StatusUnauthorized {
+		t.Errorf("the family's access token after the reuse: HTTP %d, want 401", r.Status)
+	}
+}
