@@ -2,8 +2,9 @@
 
 package oauth_test
 
-// Red-team findings of issue 23 once fixed (see rt_redteam_test.go for
-// those still open): each test failed while its attack worked.
+// The red team's findings on the authorization server (issue 23,
+// formerly rt_redteam_test.go, build tag redteam), once fixed: each test
+// failed while its attack worked.
 
 import (
 	"encoding/json"
@@ -374,5 +375,72 @@ func TestRTFixedReuseDetectedAfter64Rotations(t *testing.T) {
 	}
 	if r := a.initialize(t, bearer(access)); r.Status != http.StatusUnauthorized {
 		t.Errorf("the family's access token after the reuse: HTTP %d, want 401", r.Status)
+	}
+}
+
+// An access token is a bearer credential (its holder key is one the
+// server keeps, or the client's DPoP key). The workspace's delegation log
+// kept every issued token in full (chain.Delegation.DCT): whoever could
+// read the log held live tokens. Now it keeps the chain down to the
+// consent delegation only, and that token, like every token the log
+// holds, is refused by the gate, in Authorization and in a call's params.
+func TestRTFixedIssuedTokensNotInDelegationLog(t *testing.T) {
+	t.Parallel()
+	a := startAS(t, func(e *mcptest.Env, p *mcptest.Policy) {
+		e.KeyFile(mcptest.NewKey(t, "proxy"))
+		p.Extra = "workspace: ws\naudit_log: audit.log\nproxy_key: proxy.key\n"
+	})
+	c := a.register(t, "c")
+	tok := c.tokens("mcp:echo:* docs:read:/project/**", "")["access_token"].(string)
+	form := url.Values{"grant_type": {"urn:ietf:params:oauth:grant-type:token-exchange"}, "subject_token": {tok},
+		"subject_token_type": {"urn:ietf:params:oauth:token-type:access_token"}, "scope": {"docs:read:/project/**"}}.Encode()
+	st, m := a.post(t, "/token", "application/x-www-form-urlencoded", form, nil)
+	if st != http.StatusOK {
+		t.Fatalf("exchange: %d %v", st, m["error"])
+	}
+	exchanged := m["access_token"].(string)
+	approved := a.srv.WaitLog("oauth consent approved", nil)
+	log, err := os.ReadFile(filepath.Join(a.e.Dir, "ws", "delegations.jsonl"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(log), `"id":"`+approved["delegation"].(string)+`"`) {
+		t.Fatalf("the consent delegation is not in the delegation log")
+	}
+	other := a.register(t, "other")
+	own := other.tokens("mcp:echo:*", "")["access_token"].(string)
+	sid := a.srv.Initialize(bearer(own))
+	n := 0
+	for _, line := range strings.Split(string(log), "\n") {
+		var rec struct {
+			Delegation struct {
+				DCT dct.Serialized `json:"dct"`
+			} `json:"delegation"`
+		}
+		if json.Unmarshal([]byte(line), &rec) != nil || rec.Delegation.DCT.Token == "" {
+			continue
+		}
+		got, err := dct.ParseInput(rec.Delegation.DCT.Token)
+		if err != nil {
+			continue
+		}
+		for name, live := range map[string]string{"access": tok, "exchanged": exchanged} {
+			if want, _ := dct.ParseInput(live); got.String() == want.String() {
+				t.Errorf("the live %s token is stored in full in the delegation log", name)
+			}
+		}
+		if got.Blocks() <= a.grant.Blocks() {
+			continue // the grant's own chain: the operator's
+		}
+		n++
+		if r := a.initialize(t, bearer(got.String())); r.Status != http.StatusUnauthorized {
+			t.Errorf("a token of the delegation log (%d blocks) in Authorization: HTTP %d, want 401", got.Blocks(), r.Status)
+		}
+		if r := a.srv.Post(sid, bearer(own), callWithToken(fmt.Sprint(10+n), "read_file", map[string]any{"path": "/project/README.md"}, got.String())); readOK(r) {
+			t.Errorf("a token of the delegation log (%d blocks) read a file in params._delegateos.dct", got.Blocks())
+		}
+	}
+	if n == 0 {
+		t.Fatalf("no OAuth delegation in the log")
 	}
 }
