@@ -28,42 +28,45 @@ type pendingReq struct {
 	redirect, state, challenge, resource string
 	caps                                 []dct.Capability // asked for (the grant's when no scope)
 	created                              time.Time
+	failures                             int // wrong passwords on its page
 }
 
-// lockout stops the consent page's sign-in after ConsentFailures wrong
-// passwords until ConsentLockout has passed since the last: one lock for
-// every client, so guesses from many addresses count together.
+// lockout bounds guesses of the consent password. Each consent page
+// (pending request) takes ConsentFailures wrong passwords, then is
+// forgotten: a stranger who guesses on its own page burns only that page,
+// never the operator's. Across pages, once ConsentGlobalFailures wrong
+// passwords came within ConsentLockout, each password is checked only
+// ConsentPace after the one before (the right one too, but it passes when
+// its turn comes): guesses are slowed, nobody is locked out.
 type lockout struct {
-	mu       sync.Mutex
-	failures int
-	last     time.Time
+	mu     sync.Mutex
+	recent []time.Time // wrong passwords, oldest first, within ConsentLockout
+	next   time.Time   // when paced, the earliest time of the next check
 }
 
-func (l *lockout) wait(now time.Time) time.Duration {
+// turn is how long a password check must wait for its turn.
+func (l *lockout) turn(now time.Time) time.Duration {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	if l.failures >= ConsentFailures {
-		if d := l.last.Add(ConsentLockout).Sub(now); d > 0 {
-			return d
-		}
+	l.recent = slices.DeleteFunc(l.recent, func(t time.Time) bool { return now.Sub(t) >= ConsentLockout })
+	if len(l.recent) < ConsentGlobalFailures {
+		return 0
 	}
-	return 0
+	t := l.next
+	if t.Before(now) {
+		t = now
+	}
+	l.next = t.Add(ConsentPace)
+	return t.Sub(now)
 }
 
 func (l *lockout) fail(now time.Time) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	if now.Sub(l.last) >= ConsentLockout {
-		l.failures = 0
+	if len(l.recent) >= 4*ConsentGlobalFailures {
+		l.recent = l.recent[1:]
 	}
-	l.failures++
-	l.last = now
-}
-
-func (l *lockout) reset() {
-	l.mu.Lock()
-	l.failures = 0
-	l.mu.Unlock()
+	l.recent = append(l.recent, now)
 }
 
 // pkceChallenge is an S256 code challenge: base64url of 32 bytes.
@@ -185,9 +188,28 @@ func (s *Server) addPending(p *pendingReq) {
 		}
 		return false
 	})
-	for len(s.porder) >= MaxPending {
-		delete(s.pending, s.porder[0])
-		s.porder = s.porder[1:]
+	// A client's own oldest page makes way for its new one; when all are
+	// taken, the oldest page of the client with the most goes: another
+	// client's requests never close a page while the flooder has more.
+	count := map[*client]int{}
+	for _, id := range s.porder {
+		count[s.pending[id].client]++
+	}
+	for count[p.client] >= MaxPendingPerClient || len(s.porder) >= MaxPending {
+		victim := p.client
+		if count[victim] < MaxPendingPerClient {
+			victim = nil
+			for c, n := range count {
+				if c != p.client && (victim == nil || n > count[victim]) {
+					victim = c
+				}
+			}
+		}
+		// Its oldest page (porder is oldest first).
+		i := slices.IndexFunc(s.porder, func(id string) bool { return s.pending[id].client == victim })
+		delete(s.pending, s.porder[i])
+		s.porder = slices.Delete(s.porder, i, i+1)
+		count[victim]--
 	}
 	s.pending[p.id] = p
 	s.porder = append(s.porder, p.id)
@@ -204,6 +226,19 @@ func (s *Server) getPending(id string) *pendingReq {
 	return p
 }
 
+// failPending counts a wrong password on p, and forgets p (true) at the
+// ConsentFailures-th.
+func (s *Server) failPending(p *pendingReq) bool {
+	s.mu.Lock()
+	p.failures++
+	burnt := p.failures >= ConsentFailures
+	s.mu.Unlock()
+	if burnt {
+		s.dropPending(p.id)
+	}
+	return burnt
+}
+
 func (s *Server) dropPending(id string) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -212,8 +247,8 @@ func (s *Server) dropPending(id string) {
 }
 
 // consentAnswer takes the consent form: CSRF token (in the form and in
-// the request's own cookie), the consent password (constant-time compare,
-// locked after ConsentFailures wrong ones), and what was approved, which
+// the request's own cookie), the consent password (constant-time compare;
+// the page is forgotten after ConsentFailures wrong ones, see lockout), and what was approved, which
 // can only narrow what was asked for.
 func (s *Server) consentAnswer(w http.ResponseWriter, r *http.Request) {
 	if o := r.Header.Get("Origin"); o != "" && o != "null" && o != issuer(r) {
@@ -242,18 +277,29 @@ func (s *Server) consentAnswer(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	now := s.cfg.Now()
-	if d := s.lock.wait(now); d > 0 {
-		w.Header().Set("Retry-After", strconv.Itoa(int(d/time.Second)+1))
-		s.consentPage(w, http.StatusTooManyRequests, p, fmt.Sprintf("Too many wrong passwords: sign-in is locked for %d more seconds.", int(d/time.Second)+1))
-		return
+	if d := s.lock.turn(now); d > 0 {
+		if d > ConsentMaxWait {
+			w.Header().Set("Retry-After", strconv.Itoa(int(d/time.Second)+1))
+			s.consentPage(w, http.StatusTooManyRequests, p, fmt.Sprintf("Many wrong passwords were tried: sign-in is slowed; try again in %d seconds.", int(d/time.Second)+1))
+			return
+		}
+		select {
+		case <-time.After(d):
+		case <-r.Context().Done():
+			return
+		}
 	}
 	if !equalSecret(form.Get("password"), s.cfg.ConsentPassword) {
 		s.lock.fail(now)
+		if s.failPending(p) {
+			s.log.Warn("oauth consent refused: wrong consent password; the consent page is forgotten", zap.String("client_id", p.client.ID))
+			s.errorPage(w, http.StatusUnauthorized, fmt.Sprintf("Wrong consent password, %d times on this page: it is closed. Start again from the application.", ConsentFailures))
+			return
+		}
 		s.log.Warn("oauth consent refused: wrong consent password", zap.String("client_id", p.client.ID))
 		s.consentPage(w, http.StatusUnauthorized, p, "Wrong consent password.")
 		return
 	}
-	s.lock.reset()
 	back := func(q url.Values) {
 		s.dropPending(p.id)
 		http.SetCookie(w, &http.Cookie{Name: csrfCookie(p.id), Value: "", Path: PathAuthorize, MaxAge: -1, HttpOnly: true, Secure: r.TLS != nil, SameSite: http.SameSiteStrictMode})
@@ -329,7 +375,7 @@ func (s *Server) approved(p *pendingReq, form url.Values, now time.Time) (*conse
 	}
 	id := newDelegationID()
 	tok, err := dct.Attenuate(s.cfg.Grant, dct.AttenuateParams{Attenuator: s.cfg.GrantKey, Delegatee: key.ID(), DelegationID: id,
-		Capabilities: &caps, MaxBudgetMicrocents: &budget, ExpiresAt: &expires, Now: now})
+		ContractID: consentContract(s.cfg.GrantScope.ContractID), Capabilities: &caps, MaxBudgetMicrocents: &budget, ExpiresAt: &expires, Now: now})
 	if err != nil {
 		// Fail closed: what cannot be an attenuation is not issued.
 		return nil, fmt.Errorf("this approval cannot be issued: %v", err)

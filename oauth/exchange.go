@@ -91,6 +91,10 @@ func (s *Server) exchangeToken(form map[string][]string, proof *Proof, now time.
 			exp = d
 		}
 	}
+	// Bounded before anything is made or recorded, and again when stored.
+	if oe := s.exchangeRoom(it.fam, now); oe != nil {
+		return nil, oe
+	}
 	tok, key, oe := s.attenuate(it.fam, it.token, it.key, proof, caps, budget, exp, now)
 	if oe != nil {
 		return nil, oe
@@ -104,14 +108,52 @@ func (s *Server) exchangeToken(form map[string][]string, proof *Proof, now time.
 	if it.fam.ended {
 		return nil, badRequest(ErrInvalidGrant, "the authorization was ended")
 	}
-	if len(s.issued) >= MaxIssued {
-		return nil, oerr(http.StatusServiceUnavailable, ErrTemporarily, "too many live access tokens")
+	if oe := s.exchangeRoomLocked(it.fam, now); oe != nil {
+		return nil, oe
 	}
 	h := TokenHash(tok.String())
 	s.issued[h] = &issuedToken{jkt: jkt, expires: exp, fam: it.fam, token: tok, key: key, caps: caps}
 	it.fam.access = append(it.fam.access, h)
+	it.fam.exchanged = append(it.fam.exchanged, h)
 	s.log.Info("oauth token exchanged", zap.String("client_id", it.fam.clientID), zap.String("delegation", it.fam.consent.delegationID),
 		zap.Strings("capabilities", capStrings(caps)), zap.String("expires", formatTime(exp)))
 	return &tokenResponse{AccessToken: tok.String(), TokenType: typ, ExpiresIn: int64(exp.Sub(now) / time.Second),
 		Scope: strings.Join(capStrings(caps), " "), IssuedTokenType: TokenTypeAccessToken}, nil
+}
+
+// exchangeRoom refuses an exchange when the approval already has
+// MaxExchangedPerFamily live exchanged tokens, or the server MaxIssued
+// live access tokens (expired ones are forgotten first).
+func (s *Server) exchangeRoom(fam *family, now time.Time) *Error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.exchangeRoomLocked(fam, now)
+}
+
+func (s *Server) exchangeRoomLocked(fam *family, now time.Time) *Error {
+	fam.exchanged = slices.DeleteFunc(fam.exchanged, func(h string) bool {
+		it := s.issued[h]
+		return it == nil || now.After(it.expires)
+	})
+	if len(fam.exchanged) >= MaxExchangedPerFamily {
+		return oerr(http.StatusTooManyRequests, ErrInvalidRequest, fmt.Sprintf("this authorization already has %d live exchanged tokens: wait until some expire (give them a shorter expires_in)", MaxExchangedPerFamily))
+	}
+	s.sweepIssuedLocked(now)
+	if len(s.issued) >= MaxIssued {
+		return oerr(http.StatusServiceUnavailable, ErrTemporarily, "too many live access tokens")
+	}
+	return nil
+}
+
+// sweepIssuedLocked forgets the expired access tokens when the server
+// holds MaxIssued.
+func (s *Server) sweepIssuedLocked(now time.Time) {
+	if len(s.issued) < MaxIssued {
+		return
+	}
+	for h, it := range s.issued {
+		if now.After(it.expires) {
+			delete(s.issued, h)
+		}
+	}
 }

@@ -1,6 +1,7 @@
 package oauth
 
 import (
+	"errors"
 	"net/http"
 	"strings"
 	"time"
@@ -15,8 +16,9 @@ import (
 // sent as "Authorization: DPoP" must come with a proof made with the key
 // it is bound to (RFC 9449 §7), and is then passed on as a Bearer token;
 // a bound token sent as Bearer is refused; a token attenuated from the
-// grant that this process did not issue, or whose authorization ended,
-// is refused.
+// grant, or issued by any authorization server (another gate's for its
+// own resource, say), that this process did not issue, or whose
+// authorization ended, is refused.
 func (s *Server) Protect(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.URL.Path != s.cfg.Endpoint || r.Method == http.MethodOptions {
@@ -100,8 +102,8 @@ func (s *Server) checkResource(r *http.Request) *Error {
 		switch {
 		case it != nil && it.jkt != "":
 			return dpopErr(ErrInvalidToken, "this token is bound to a DPoP key: send it as Authorization: DPoP with a DPoP proof")
-		case it == nil && s.fromGrant(tok):
-			return oerr(http.StatusUnauthorized, ErrInvalidToken, "this token was issued from this server's grant but not by this server since it started, or its authorization was ended: authorize again")
+		case it == nil && s.mustBeIssued(tok):
+			return oerr(http.StatusUnauthorized, ErrInvalidToken, errNotIssued)
 		}
 	}
 	return nil
@@ -120,11 +122,34 @@ func (s *Server) issuedToken(tok string, now time.Time) *issuedToken {
 	return it
 }
 
-// fromGrant reports whether a token is an attenuation of the grant (so
-// this server, or someone holding the grant key, made it).
-func (s *Server) fromGrant(tok string) bool {
+// errNotIssued refuses a token that only this server may have issued but
+// did not (or whose authorization ended).
+const errNotIssued = "this token was issued from this server's grant but not by this server since it started, by another authorization server for its own resource, or its authorization was ended: authorize again"
+
+// mustBeIssued reports whether a token is one this server accepts only
+// when it issued it: an attenuation of the grant (so this server, or
+// someone holding the grant key, made it), or a token any authorization
+// server issued (ContractPrefix). A token that cannot be read is
+// left to the verifier.
+func (s *Server) mustBeIssued(tok string) bool {
 	t, err := dct.ParseInput(tok)
-	if err != nil || t.Blocks() <= s.grantBlocks {
+	return err == nil && s.mustBeIssuedToken(t)
+}
+
+func (s *Server) mustBeIssuedToken(t *dct.Token) bool {
+	if s.fromGrantToken(t) {
+		return true
+	}
+	for _, a := range t.Unverified().Attenuations {
+		if strings.HasPrefix(a.ContractID, ContractPrefix) {
+			return true
+		}
+	}
+	return false
+}
+
+func (s *Server) fromGrantToken(t *dct.Token) bool {
+	if t.Blocks() <= s.grantBlocks {
 		return false
 	}
 	p, err := t.Prefix(s.grantBlocks)
@@ -169,3 +194,36 @@ func (w *challengeWriter) Flush() {
 }
 
 func (w *challengeWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
+
+// AcceptToken holds every token the gate verifies to what Protect holds
+// the Authorization header's to, wherever the token came from (the
+// session's, params._delegateos.dct of a call, a delegation message's):
+// an attenuation of the grant, or a token another authorization server
+// issued (ContractPrefix), is accepted only when this process issued
+// it and its authorization was not ended, and a DPoP-bound one only as
+// the session's own token (proven: Protect checked its proof on the
+// request that carried it); a token carried in a message has no proof.
+// Tokens that are not attenuations of the grant are not its to judge.
+// Set it as the gate's Accept.
+func (s *Server) AcceptToken(token string, _ *dct.AuthorizedScope, proven bool) error {
+	now := s.cfg.Now()
+	it := s.issuedToken(token, now)
+	if it == nil {
+		// Not found as written: it may be an issued token in another of
+		// its forms, so look it up in its canonical one.
+		t, err := dct.ParseInput(token)
+		if err != nil {
+			return errors.New("the token cannot be read")
+		}
+		if !s.mustBeIssuedToken(t) {
+			return nil
+		}
+		if it = s.issuedToken(t.String(), now); it == nil {
+			return errors.New(errNotIssued)
+		}
+	}
+	if it.jkt != "" && !proven {
+		return errors.New("this token is bound to a DPoP key: it authorizes only as the session's token, sent as Authorization: DPoP with a DPoP proof, not in a message")
+	}
+	return nil
+}

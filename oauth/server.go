@@ -339,6 +339,28 @@ func randomHex(n int) string {
 	return hex.EncodeToString(b)
 }
 
+// ContractPrefix begins the contract ID of every consent delegation an
+// authorization server makes (then "oauth:" and the grant's contract),
+// which each access token under it inherits: a token with such a link was
+// issued by one, this or another gate's, and is accepted only by the
+// server that issued it (RFC 8707: a token is for the resource it was
+// issued for). The grant key signs the consent's link, so no holder can
+// take it out.
+const ContractPrefix = "oauth:"
+
+// consentContract is the contract ID of a consent delegation under a
+// grant of contract parent.
+func consentContract(parent string) string {
+	return ContractPrefix + clipBytes(parent, dct.MaxStringLen-len(ContractPrefix))
+}
+
+func clipBytes(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	return s[:n]
+}
+
 func newDelegationID() string { return "del_" + randomHex(6) }
 
 func formatTime(t time.Time) string { return timestamp.Format(t) }

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"net/http"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -36,8 +37,12 @@ type family struct {
 	consent  *consent
 	jkt      string // the DPoP key it is bound to, "" for bearer
 	ended    bool
-	refresh  []string // hashes of every refresh token issued, the last live
+	refresh  []string // hashes of its last refresh tokens issued, the last live
+	gen      int      // refresh tokens issued (the live one's generation is gen-1)
 	access   []string // hashes of the access tokens issued
+	// exchanged are the hashes of its access tokens made by token
+	// exchange (at most MaxExchangedPerFamily live).
+	exchanged []string
 }
 
 type refreshEntry struct{ fam *family }
@@ -211,7 +216,7 @@ func (s *Server) exchangeCode(form map[string][]string, r *http.Request, proof *
 	if c == nil {
 		return nil, oerr(http.StatusUnauthorized, ErrInvalidClient, "the client is no longer registered")
 	}
-	fam := &family{id: randomHex(8), clientID: c.ID, client: c.Reg.ClientName, consent: ac.consent}
+	fam := &family{id: randomHex(16), clientID: c.ID, client: c.Reg.ClientName, consent: ac.consent}
 	if proof != nil {
 		fam.jkt = proof.JKT
 	}
@@ -250,15 +255,22 @@ func (s *Server) refreshGrant(form map[string][]string, proof *Proof, now time.T
 		}
 		return ""
 	}
-	h := TokenHash(get("refresh_token"))
+	rt := get("refresh_token")
+	h := TokenHash(rt)
 	s.mu.Lock()
-	e := s.refresh[h]
-	if e == nil || e.fam.ended {
+	var fam *family
+	live := false
+	if e := s.refresh[h]; e != nil {
+		fam = e.fam
+		live = fam.refresh[len(fam.refresh)-1] == h
+	} else if f := s.rotatedLocked(rt); f != nil {
+		// One of its older tokens, no longer kept: a reuse all the same.
+		fam = f
+	}
+	if fam == nil || fam.ended {
 		s.mu.Unlock()
 		return nil, badRequest(ErrInvalidGrant, "the refresh token is unknown or ended")
 	}
-	fam := e.fam
-	live := fam.refresh[len(fam.refresh)-1] == h
 	s.mu.Unlock()
 	// A DPoP-bound refresh token is worth nothing without its key: one
 	// presented without a proof by that key is refused before anything
@@ -297,6 +309,27 @@ func (s *Server) refreshGrant(form map[string][]string, proof *Proof, now time.T
 		}
 	}
 	return s.issue(fam, proof, narrow, now)
+}
+
+// rotatedLocked is the family of a refresh token that names a live
+// family (its ID is a secret only its refresh tokens carry) and a
+// generation before the family's live one: a token rotated so long ago
+// that its hash is no longer kept. Nil for any other.
+func (s *Server) rotatedLocked(rt string) *family {
+	id, rest, ok := strings.Cut(rt, ".")
+	if !ok {
+		return nil
+	}
+	g, _, ok := strings.Cut(rest, ".")
+	if !ok {
+		return nil
+	}
+	gen, err := strconv.Atoi(g)
+	f := s.families[id]
+	if err != nil || f == nil || gen < 0 || gen >= f.gen-1 || strconv.Itoa(gen) != g {
+		return nil
+	}
+	return f
 }
 
 func (s *Server) addFamily(fam *family, now time.Time) bool {
@@ -362,27 +395,24 @@ func (s *Server) issue(fam *family, proof *Proof, narrow []dct.Capability, now t
 	if oe != nil {
 		return nil, oe
 	}
-	refresh := b64.Encode(randomBytes(32))
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if fam.ended {
 		return nil, badRequest(ErrInvalidGrant, "the authorization was ended")
 	}
+	// A refresh token names its family and generation, so that any older
+	// one is known as a reuse however many rotations ago it was issued.
+	refresh := fam.id + "." + strconv.Itoa(fam.gen) + "." + b64.Encode(randomBytes(32))
+	s.sweepIssuedLocked(now)
 	if len(s.issued) >= MaxIssued {
-		for h, it := range s.issued {
-			if now.After(it.expires) {
-				delete(s.issued, h)
-			}
-		}
-		if len(s.issued) >= MaxIssued {
-			return nil, oerr(http.StatusServiceUnavailable, ErrTemporarily, "too many live access tokens")
-		}
+		return nil, oerr(http.StatusServiceUnavailable, ErrTemporarily, "too many live access tokens")
 	}
 	ah, rh := TokenHash(tok.String()), TokenHash(refresh)
 	s.issued[ah] = &issuedToken{jkt: fam.jkt, expires: exp, fam: fam, token: tok, key: key, caps: caps}
 	fam.access = append(fam.access, ah)
 	s.refresh[rh] = &refreshEntry{fam: fam}
 	fam.refresh = append(fam.refresh, rh)
+	fam.gen++
 	// A family that refreshes for ever keeps its last rotated tokens for
 	// reuse detection, and its access tokens that have not expired.
 	if n := len(fam.refresh) - maxRotated; n > 0 {

@@ -597,7 +597,7 @@ func (s *session) forwardHeld(hc *heldCall) {
 		p.free()
 		return
 	}
-	if den := s.cfg.Gate.stillAuthorized(hc.token, p.start); den != nil {
+	if den := s.cfg.Gate.stillAuthorized(hc.token, s.proven(hc.token), p.start); den != nil {
 		s.refuseHeld(p, den.Type, "approved, but while it waited: "+den.Detail, &s.clientLog, true)
 		p.free()
 		return
@@ -904,7 +904,7 @@ func (s *session) callToken(cp *callParams) string {
 // once more before it is forwarded: one revoked, expired, or whose
 // delegation ended in the meantime no longer authorizes the call. A call
 // made without a token (the policy allows it) has nothing to check.
-func (g *Gate) stillAuthorized(token string, now time.Time) *Denial {
+func (g *Gate) stillAuthorized(token string, proven bool, now time.Time) *Denial {
 	if token == "" {
 		return nil
 	}
@@ -917,6 +917,11 @@ func (g *Gate) stillAuthorized(token string, now time.Time) *Denial {
 	scope, err := g.Verifier.VerifyChain(token, now)
 	if err != nil {
 		return denyFrom(Decision{}, err, nil).Denial
+	}
+	if g.Accept != nil {
+		if err := g.Accept(token, scope, proven); err != nil {
+			return &Denial{Type: dct.InvalidSignature, Detail: err.Error()}
+		}
 	}
 	if g.Ended != nil {
 		for _, l := range scope.Chain {

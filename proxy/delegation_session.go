@@ -26,6 +26,13 @@ func (s *session) sessionToken() string {
 	return s.cfg.SessionToken
 }
 
+// proven reports whether tok is the token the session was opened with
+// (Config.SessionToken, which the transport took from its holder), not
+// one a message carried (see Gate.Accept).
+func (s *session) proven(tok string) bool {
+	return tok != "" && tok == s.cfg.SessionToken
+}
+
 // delegationMessage answers a delegateos/* message from the client. id is
 // nil for a notification (§9.4 shows delegateos/complete without one),
 // which is handled the same way and not answered.

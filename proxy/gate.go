@@ -41,6 +41,16 @@ type Gate struct {
 	// allotments of a plan's sub-tasks); it returns a new slice when it
 	// changes any.
 	Hold func(scope *dct.AuthorizedScope, levels []budget.Level, spent func(key string) int64) []budget.Level
+	// Accept, when set, is asked about every token the gate verifies (a
+	// call's, a list's, a held call's once approved), wherever the token
+	// came from, after its chain verified: an error refuses it. proven
+	// says the token is the one the session was opened with (its holder
+	// presented it to the transport, which may have checked more, e.g. a
+	// DPoP proof); a token carried in params._delegateos or bound by a
+	// delegation message is not. The authorization server of serve
+	// --authorize sets it, so that a token it issued is accepted on the
+	// same terms in a call as in the Authorization header.
+	Accept func(token string, scope *dct.AuthorizedScope, proven bool) error
 	// HonourUpstreamCost reserves each call's MaxCost rather than its Cost,
 	// because the upstream may report what the call cost (up to that).
 	HonourUpstreamCost bool
@@ -84,6 +94,9 @@ type CallRequest struct {
 	// Token is the DCT presented with the request (params._delegateos.dct)
 	// or, failing that, the session's; empty if there is none.
 	Token string
+	// Proven says Token is the token the session was opened with (see
+	// Gate.Accept).
+	Proven bool
 	// ContractID and DelegationID, when the request names them in
 	// _delegateos, must match the token.
 	ContractID, DelegationID string
@@ -317,6 +330,11 @@ func (g *Gate) decideAt(req *CallRequest, start time.Time) (d Decision) {
 		return denyFrom(d, err, requested(call))
 	}
 	d.Scope = scope
+	if g.Accept != nil {
+		if err := g.Accept(req.Token, scope, req.Proven); err != nil {
+			return deny(dct.InvalidSignature, nil, "%s", err.Error())
+		}
+	}
 	if g.Ended != nil {
 		for _, l := range scope.Chain {
 			if status, ended := g.Ended(l); ended {
@@ -566,7 +584,16 @@ const (
 // them. An empty token sees everything only when the policy allows
 // unauthenticated calls; a token that does not verify, or whose delegation
 // has ended, sees nothing.
+//
+// ListView does not ask Accept: it also checks tokens that are not
+// presented for a call (serve's check of a session's token, the
+// authorization server's of the delegations it issued under).
 func (g *Gate) ListView(method, token string) (func(name string) bool, error) {
+	return g.listView(method, token, nil)
+}
+
+// listView is ListView that asks accept, when set, about the token.
+func (g *Gate) listView(method, token string, accept func(token string, scope *dct.AuthorizedScope) error) (func(name string) bool, error) {
 	none := func(string) bool { return false }
 	if token == "" {
 		if g.Policy.AllowUnauthenticated {
@@ -580,6 +607,11 @@ func (g *Gate) ListView(method, token string) (func(name string) bool, error) {
 	scope, err := g.Verifier.VerifyChain(token, g.now())
 	if err != nil {
 		return none, err
+	}
+	if accept != nil {
+		if err := accept(token, scope); err != nil {
+			return none, err
+		}
 	}
 	if g.Ended != nil {
 		for _, l := range scope.Chain {

@@ -5,6 +5,8 @@ import (
 	"strings"
 
 	"go.uber.org/zap"
+
+	"github.com/delegateos/delegateos/dct"
 )
 
 // listMembers names, for each list method, the member of its result that
@@ -45,7 +47,12 @@ func (s *session) filterList(p *pending, frame []byte) ([]byte, bool) {
 	if !ok {
 		return nil, false
 	}
-	view, err := s.cfg.Gate.ListView(p.method, s.listTokenFor(p))
+	tok := s.listTokenFor(p)
+	var accept func(string, *dct.AuthorizedScope) error
+	if g := s.cfg.Gate; g.Accept != nil {
+		accept = func(tok string, scope *dct.AuthorizedScope) error { return g.Accept(tok, scope, s.proven(tok)) }
+	}
+	view, err := s.cfg.Gate.listView(p.method, tok, accept)
 	if err != nil {
 		msg := "the list token does not verify; the list is empty"
 		if s.cfg.Observe {

@@ -321,6 +321,7 @@ func (s *session) gate(p *pending, cp *callParams, params []byte) bool {
 	if req.Token == "" {
 		req.Token = session
 	}
+	req.Proven = s.proven(req.Token)
 	if s.pins != nil {
 		req.Unpinned = s.pinCheck(&req)
 	}

@@ -34,6 +34,9 @@ func init() {
 				return err
 			}
 			as.Mount(s.Server.Mux)
+			// Every token the gate verifies, not only the Authorization
+			// header's that Protect sees, is held to the same terms.
+			s.Gate.Accept = as.AcceptToken
 			return nil
 		},
 		wrap: func(h http.Handler) http.Handler {
@@ -119,7 +122,7 @@ func (f *oauthFlags) build(s *serveSetup, hostAllowed func(string) bool) (*oauth
 		Grant: grant, GrantKey: key, GrantScope: scope, ConsentPassword: strings.TrimRight(string(pw), "\r\n"),
 		Endpoint: s.Endpoint, Live: s.CheckToken, Log: s.Log, Clients: clients, HostAllowed: hostAllowed,
 		Record: func(tok *dct.Token, client string) error {
-			return recordIssued(s, gate.Verifier, tok, client)
+			return recordIssued(s, gate.Verifier, tok, grant.Blocks()+1, client)
 		},
 	})
 	if err != nil {
@@ -130,15 +133,24 @@ func (f *oauthFlags) build(s *serveSetup, hostAllowed func(string) bool) (*oauth
 }
 
 // recordIssued records a token the authorization server issues: its chain
-// (the consent delegation and the token's own) in the workspace's
-// delegation chain, and a decision receipt (method oauth/token, the
-// client's name as the target) in the audit log.
-func recordIssued(s *serveSetup, v *dct.Verifier, tok *dct.Token, client string) error {
+// down to the consent delegation (its first upto blocks) in the
+// workspace's delegation chain, and a decision receipt (method
+// oauth/token, the client's name as the target, block IDs only) in the
+// audit log. The access token's own link is not recorded: a record holds
+// its delegation's token as the delegatee holds it, and an access token
+// is a bearer credential whose holder key the server made, so the log
+// would hand live tokens to whoever reads the workspace. (The consent
+// delegation's token, recorded, is refused by this gate, which accepts
+// only the tokens it issued.)
+func recordIssued(s *serveSetup, v *dct.Verifier, tok *dct.Token, upto int, client string) error {
 	now := time.Now()
 	if d := s.Delegations; d != nil && d.Chain != nil {
 		recs, err := chain.Records(tok, now)
 		if err != nil {
 			return err
+		}
+		if len(recs) > upto {
+			recs = recs[:upto]
 		}
 		for _, rec := range recs {
 			_, err := d.Chain.Get(rec.Key)
