@@ -107,7 +107,10 @@ var contractDecomposeCmd = &command{
 			var allotted int64
 			keys := tok.DelegationKeys()
 			for _, p := range pv.SplitOf(keys[len(keys)-1]) {
-				if p.Issuer == scope.Delegatee {
+				// A plan recorded under the ID the spec names is this one
+				// again (recorded as it is, or refused as another plan
+				// under its ID): it does not allot against itself.
+				if p.Issuer == scope.Delegatee && (spec.ID == "" || p.ID != spec.ID) {
 					allotted += proxy.OpenAllotted(p, key, now, func(string) bool { return false }, func(k string) int64 { return spentAt[k] })
 				}
 			}
