@@ -237,7 +237,7 @@ func writeStarterRule(b *strings.Builder, ns string, g *starterGroup) {
 	if g.readOnly {
 		action, what = StarterReadAction, "read-only tools (readOnlyHint)"
 	}
-	fmt.Fprintf(b, "  # %s: a token granting %s:%s:... calls them all\n", what, ns, action)
+	fmt.Fprintf(b, "  # %s: a token granting %s:%s:... calls them all\n", what, comment(ns, 80), action)
 	for _, t := range g.tools {
 		if d := comment(t.Description, 100); d != "" {
 			fmt.Fprintf(b, "  #   %s: %s\n", comment(t.Name, 80), d)
