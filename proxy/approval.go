@@ -15,23 +15,12 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/delegateos/delegateos/dct"
+	"github.com/delegateos/delegateos/gate"
 	"github.com/delegateos/delegateos/identity"
+	"github.com/delegateos/delegateos/internal/render"
 	"github.com/delegateos/delegateos/internal/strictjson"
 	"github.com/delegateos/delegateos/internal/timestamp"
-	"github.com/delegateos/delegateos/policy"
 	"github.com/delegateos/delegateos/receipt"
-)
-
-// The denials of a call whose rule asks for a person's approval.
-const (
-	// ApprovalDeclined: the person asked did not approve the call — they
-	// declined or cancelled, accepted the form without approving, or did
-	// not answer in time.
-	ApprovalDeclined dct.DenialType = "approval_declined"
-	// ApprovalUnavailable: nobody could be asked — the client does not
-	// support form elicitation, answered the request with an error, or the
-	// session ended first.
-	ApprovalUnavailable dct.DenialType = "approval_unavailable"
 )
 
 // MethodElicitationCreate is the request the proxy sends the client to
@@ -199,7 +188,7 @@ func (s *session) needsApproval(p *pending) bool {
 	if p.decision == nil {
 		return false
 	}
-	a, ok := s.cfg.Gate.approval(p.method, p.decision.Call.Rule)
+	a, ok := s.cfg.Gate.Approval(p.method, p.decision.Call.Rule)
 	return ok && a.Needed(p.cost())
 }
 
@@ -207,30 +196,6 @@ func (s *session) needsApproval(p *pending) bool {
 // (observe mode asks nobody).
 func (s *session) awaitsApproval(p *pending) bool {
 	return !s.cfg.Observe && s.needsApproval(p)
-}
-
-// approval is the approval of the rule that decided a request of method;
-// ok is false when no rule did, or the method asks for none.
-func (g *Gate) approval(method string, rule int) (a policy.Approval, ok bool) {
-	a, _, ok = g.approvalRule(method, rule)
-	return a, ok
-}
-
-// approvalRule is approval, with the rule.
-func (g *Gate) approvalRule(method string, rule int) (a policy.Approval, r *policy.Rule, ok bool) {
-	var rules []policy.Rule
-	switch method {
-	case MethodToolsCall:
-		rules = g.Policy.Tools
-	case MethodPromptsGet:
-		rules = g.Policy.Prompts
-	case MethodResourcesRead:
-		rules = g.Policy.Resources
-	}
-	if rule < 0 || rule >= len(rules) {
-		return a, nil, false
-	}
-	return rules[rule].Approval, &rules[rule], true
 }
 
 // hold keeps an allowed call that needs approval from the upstream and
@@ -244,14 +209,14 @@ func (s *session) hold(p *pending, h header, cp *callParams, frame []byte) bool 
 		return false
 	}
 	if m, modern, bad := readModernParams(h.params); bad != "" {
-		s.refuseUnasked(p, ApprovalUnavailable, "the request cannot be read for its approval: "+bad)
+		s.refuseUnasked(p, gate.ApprovalUnavailable, "the request cannot be read for its approval: "+bad)
 		return true
 	} else if modern {
 		s.holdModern(p, h, cp, frame, m)
 		return true
 	}
 	now := time.Now()
-	ap, _ := s.cfg.Gate.approval(p.method, p.decision.Call.Rule)
+	ap, _ := s.cfg.Gate.Approval(p.method, p.decision.Call.Rule)
 	wait := ap.Wait()
 	s.mu.Lock()
 	a := &s.appr
@@ -266,7 +231,7 @@ func (s *session) hold(p *pending, h header, cp *callParams, frame []byte) bool 
 	}
 	if why != "" {
 		s.mu.Unlock()
-		s.refuseUnasked(p, ApprovalUnavailable, why)
+		s.refuseUnasked(p, gate.ApprovalUnavailable, why)
 		return true
 	}
 	if a.prefix == "" {
@@ -294,13 +259,13 @@ func (s *session) hold(p *pending, h header, cp *callParams, frame []byte) bool 
 	}
 	req, err := approvalRequest(ask, hc, cp.arguments)
 	if err != nil {
-		s.refuseUnasked(p, ApprovalUnavailable, "the approval request cannot be written: "+err.Error())
+		s.refuseUnasked(p, gate.ApprovalUnavailable, "the approval request cannot be written: "+err.Error())
 		return true
 	}
 	s.mu.Lock()
 	if a.closed {
 		s.mu.Unlock()
-		s.refuseUnasked(p, ApprovalUnavailable, "the session is ending")
+		s.refuseUnasked(p, gate.ApprovalUnavailable, "the session is ending")
 		return true
 	}
 	a.byAsk[ask] = hc
@@ -334,7 +299,7 @@ func (s *session) forwardBytes(frame []byte, h header, cp *callParams, up int64,
 }
 
 // capabilityText writes what a decision's call requested.
-func capabilityText(d *Decision) string {
+func capabilityText(d *gate.Decision) string {
 	c := d.Call
 	if c.Namespace == "" {
 		return ""
@@ -343,7 +308,7 @@ func capabilityText(d *Decision) string {
 }
 
 // delegationOf is the delegation of a decision's token, or "".
-func delegationOf(d *Decision) string {
+func delegationOf(d *gate.Decision) string {
 	if d.Scope == nil {
 		return ""
 	}
@@ -353,12 +318,12 @@ func delegationOf(d *Decision) string {
 // what names a pending request's target for people.
 func (p *pending) what() string {
 	switch p.method {
-	case MethodToolsCall:
-		return "tool " + quoteName(p.target)
-	case MethodPromptsGet:
-		return "prompt " + quoteName(p.target)
+	case gate.MethodToolsCall:
+		return "tool " + render.Name(p.target)
+	case gate.MethodPromptsGet:
+		return "prompt " + render.Name(p.target)
 	}
-	return p.method + " of " + quoteName(p.target)
+	return p.method + " of " + render.Name(p.target)
 }
 
 // approvalSchema is the form the client shows: one required checkbox, so
@@ -386,9 +351,9 @@ func approvalRequest(ask string, hc *heldCall, arguments []byte) ([]byte, error)
 // arguments, the cost and the delegation, all made printable.
 func approvalParams(o *ApprovalOutcome, p *pending, arguments []byte) map[string]any {
 	var b strings.Builder
-	fmt.Fprintf(&b, "delegateos: approve %s", printable(p.what()))
+	fmt.Fprintf(&b, "delegateos: approve %s", render.Escaped(p.what()))
 	if o.Capability != "" {
-		fmt.Fprintf(&b, " (capability %s)", printable(o.Capability))
+		fmt.Fprintf(&b, " (capability %s)", render.Escaped(o.Capability))
 	}
 	b.WriteString("?\n")
 	if summary := argumentsSummary(arguments); summary != "" {
@@ -396,7 +361,7 @@ func approvalParams(o *ApprovalOutcome, p *pending, arguments []byte) map[string
 	}
 	fmt.Fprintf(&b, "Cost: %d microcents\n", o.Cost)
 	if o.DelegationID != "" {
-		fmt.Fprintf(&b, "Delegation: %s\n", printable(o.DelegationID))
+		fmt.Fprintf(&b, "Delegation: %s\n", render.Escaped(o.DelegationID))
 	} else {
 		b.WriteString("Delegation: none (unauthenticated call)\n")
 	}
@@ -425,7 +390,7 @@ func argumentsSummary(arguments []byte) string {
 	}
 	s := compact.String()
 	more := len(s) > maxArgumentsShown
-	s = printable(clip(s, maxArgumentsShown))
+	s = render.Escaped(clip(s, maxArgumentsShown))
 	if more {
 		s += fmt.Sprintf(" (%d bytes in all)", compact.Len())
 	}
@@ -463,7 +428,7 @@ func (s *session) approvalAnswer(h header, frame []byte) bool {
 // judge records the answer read (or what was wrong with it) in o.
 func (o *ApprovalOutcome) judge(result approvalResult, bad string) {
 	if bad != "" {
-		o.refused(VerdictUnavailable, ApprovalUnavailable, bad)
+		o.refused(VerdictUnavailable, gate.ApprovalUnavailable, bad)
 		return
 	}
 	sum := sha256.Sum256(result.raw)
@@ -472,13 +437,13 @@ func (o *ApprovalOutcome) judge(result approvalResult, bad string) {
 	case result.action == "accept" && result.approve:
 		o.Approved, o.Verdict = true, VerdictApproved
 	case result.action == "accept":
-		o.refused(VerdictDeclined, ApprovalDeclined, "the approval form was submitted without approve ticked")
+		o.refused(VerdictDeclined, gate.ApprovalDeclined, "the approval form was submitted without approve ticked")
 	case result.action == "decline":
-		o.refused(VerdictDeclined, ApprovalDeclined, "the approval was declined")
+		o.refused(VerdictDeclined, gate.ApprovalDeclined, "the approval was declined")
 	case result.action == "cancel":
-		o.refused(VerdictCancelled, ApprovalDeclined, "the approval was cancelled")
+		o.refused(VerdictCancelled, gate.ApprovalDeclined, "the approval was cancelled")
 	default:
-		o.refused(VerdictUnavailable, ApprovalUnavailable, "the client answered the approval request with action "+quoteName(clip(result.action, 64)))
+		o.refused(VerdictUnavailable, gate.ApprovalUnavailable, "the client answered the approval request with action "+render.Name(clip(result.action, 64)))
 	}
 }
 
@@ -538,7 +503,7 @@ func readApprovalAnswer(frame []byte) (approvalResult, string) {
 			Message string `json:"message"`
 		}
 		_ = json.Unmarshal(e, &body)
-		return r, "the client answered the approval request with an error: " + printable(clip(body.Message, 200))
+		return r, "the client answered the approval request with an error: " + render.Escaped(clip(body.Message, 200))
 	}
 	raw, ok := msg["result"]
 	if !ok {
@@ -557,7 +522,7 @@ func readApprovalResult(raw []byte) (approvalResult, string) {
 	}
 	r.raw = raw
 	if k := caseVariantOf(res, "action", "content"); k != "" {
-		return r, "the client's answer to the approval request has a member " + quoteName(clip(k, 64)) + " that differs from action or content only in letter case"
+		return r, "the client's answer to the approval request has a member " + render.Name(clip(k, 64)) + " that differs from action or content only in letter case"
 	}
 	if json.Unmarshal(res["action"], &r.action) != nil || r.action == "" {
 		return r, "the client's answer to the approval request has no action"
@@ -593,17 +558,17 @@ func (s *session) forwardHeld(hc *heldCall) {
 	p.start = time.Now()
 	p.approval = &hc.outcome
 	if s.evidenceDown() {
-		s.refuseHeld(p, EvidenceUnavailable, "approved, but while it waited the audit log could no longer be written, so the call cannot have its receipt; see the proxy's log", &s.clientLog, true)
+		s.refuseHeld(p, gate.EvidenceUnavailable, "approved, but while it waited the audit log could no longer be written, so the call cannot have its receipt; see the proxy's log", &s.clientLog, true)
 		p.free()
 		return
 	}
-	if den := s.cfg.Gate.stillAuthorized(hc.token, s.proven(hc.token), p.start); den != nil {
+	if den := s.cfg.Gate.StillAuthorized(hc.token, s.proven(hc.token), p.start); den != nil {
 		s.refuseHeld(p, den.Type, "approved, but while it waited: "+den.Detail, &s.clientLog, true)
 		p.free()
 		return
 	}
 	if why := s.heldPinCheck(p); why != "" {
-		s.refuseHeld(p, ToolNotPinned, "approved, but while it waited: "+why, &s.clientLog, true)
+		s.refuseHeld(p, gate.ToolNotPinned, "approved, but while it waited: "+why, &s.clientLog, true)
 		p.free()
 		return
 	}
@@ -613,7 +578,7 @@ func (s *session) forwardHeld(hc *heldCall) {
 	full := s.pending.len() >= maxPending
 	s.mu.Unlock()
 	if full {
-		s.refuseHeld(p, ApprovalUnavailable, fmt.Sprintf("approved, but more than %d requests are in flight", maxPending), &s.clientLog, true)
+		s.refuseHeld(p, gate.ApprovalUnavailable, fmt.Sprintf("approved, but more than %d requests are in flight", maxPending), &s.clientLog, true)
 		p.free()
 		return
 	}
@@ -654,7 +619,7 @@ func (s *session) approvalTimedOut(ask string) {
 	s.mu.Unlock()
 	o := &hc.outcome
 	o.DecidedAt = time.Now()
-	o.refused(VerdictTimeout, ApprovalDeclined, fmt.Sprintf("no answer to the approval request within %s", o.ExpiresAt.Sub(o.RequestedAt)))
+	o.refused(VerdictTimeout, gate.ApprovalDeclined, fmt.Sprintf("no answer to the approval request within %s", o.ExpiresAt.Sub(o.RequestedAt)))
 	s.concluded(hc.p, o)
 	s.cancelAsk(ask, "the approval request timed out")
 	var lines logBatch // the pumps' batches belong to them
@@ -680,7 +645,7 @@ func (s *session) cancelHeld(raw []byte) bool {
 	}
 	o := &hc.outcome
 	o.DecidedAt = time.Now()
-	o.refused(VerdictCancelled, ApprovalDeclined, "the client cancelled the call before it was approved")
+	o.refused(VerdictCancelled, gate.ApprovalDeclined, "the client cancelled the call before it was approved")
 	s.concluded(hc.p, o)
 	s.cancelAsk(o.ID, "the call was cancelled")
 	// Cancelled, it gets no answer; it was never forwarded, so it is
@@ -708,7 +673,7 @@ func (s *session) dropHeld(msg string) {
 	for _, hc := range hcs {
 		o := &hc.outcome
 		o.DecidedAt = time.Now()
-		o.refused(VerdictUnavailable, ApprovalUnavailable, "the session ended before the approval was answered")
+		o.refused(VerdictUnavailable, gate.ApprovalUnavailable, "the session ended before the approval was answered")
 		s.concluded(hc.p, o)
 		if msg != "" {
 			s.cancelAsk(o.ID, "the session is ending")
@@ -744,12 +709,12 @@ func (s *session) refuseHeld(p *pending, t dct.DenialType, detail string, lb *lo
 		granted = d.Scope.Capabilities
 	}
 	d.Allowed, d.Reservation = false, nil
-	d.Denial = &Denial{Type: t, Detail: detail, Requested: requested(d.Call), Granted: granted}
+	d.Denial = &gate.Denial{Type: t, Detail: detail, Requested: gate.Requested(d.Call), Granted: granted}
 	s.decided(p, &d)
 	lb.denied(p.method, p.target, &d)
 	lb.writeTo(s.log)
 	if reply {
-		s.replyError(s.toClient, p.id, DenialCode, d.Denial.Message(), d.Denial)
+		s.replyError(s.toClient, p.id, gate.DenialCode, d.Denial.Message(), d.Denial)
 	}
 }
 
@@ -759,7 +724,7 @@ func (s *session) refuseUnasked(p *pending, t dct.DenialType, detail string) {
 	o := ApprovalOutcome{Method: p.method, Target: p.target, Capability: capabilityText(p.decision), Cost: p.cost(),
 		DelegationID: delegationOf(p.decision), RequestedAt: now, DecidedAt: now}
 	verdict := VerdictUnavailable
-	if t == ApprovalDeclined {
+	if t == gate.ApprovalDeclined {
 		verdict = VerdictDeclined
 	}
 	o.refused(verdict, t, detail)
@@ -799,12 +764,12 @@ func (s *session) approvalBody(p *pending, o *ApprovalOutcome) *receipt.HumanApp
 		Decision: strings.ToUpper(o.Verdict), Reason: "approved", RequestedAt: timestamp.Format(o.RequestedAt),
 		DecidedAt: timestamp.Format(o.DecidedAt), Cost: o.Cost, AnswerAction: o.Action, AnswerHash: o.ContentHash,
 	}
-	if a, rule, ok := s.cfg.Gate.approvalRule(p.method, p.dec.Call.Rule); ok {
+	if a, rule, ok := s.cfg.Gate.ApprovalRule(p.method, p.dec.Call.Rule); ok {
 		b.RiskClass = "approval_required"
 		if !a.Required && a.Above != nil {
 			b.RiskClass = fmt.Sprintf("cost_above_%d", *a.Above)
 		}
-		b.GateReason = fmt.Sprintf("%s rule %s (line %d) asks for a person's approval", mapOf(p.method), quoteName(rule.Match), rule.Line)
+		b.GateReason = fmt.Sprintf("%s rule %s (line %d) asks for a person's approval", mapOf(p.method), render.Name(rule.Match), rule.Line)
 	}
 	if !o.Approved {
 		b.Reason = o.Detail
@@ -836,9 +801,9 @@ func agentDID(scope *dct.AuthorizedScope) string {
 // mapOf names the policy map whose rules decide a method.
 func mapOf(method string) string {
 	switch method {
-	case MethodPromptsGet:
+	case gate.MethodPromptsGet:
 		return "prompts"
-	case MethodResourcesRead:
+	case gate.MethodResourcesRead:
 		return "resources"
 	}
 	return "tools"
@@ -883,7 +848,7 @@ func (s *session) approvalTooLarge(id []byte, msg string) bool {
 	}
 	o := &hc.outcome
 	o.DecidedAt = time.Now()
-	o.refused(VerdictUnavailable, ApprovalUnavailable, "the client's answer to the approval request "+msg)
+	o.refused(VerdictUnavailable, gate.ApprovalUnavailable, "the client's answer to the approval request "+msg)
 	s.concluded(hc.p, o)
 	s.refuseHeld(hc.p, o.Denial, o.Detail, &s.clientLog, true)
 	hc.p.free()
@@ -900,39 +865,6 @@ func (s *session) callToken(cp *callParams) string {
 	return s.sessionToken()
 }
 
-// stillAuthorized checks the token of a call that waited for approval
-// once more before it is forwarded: one revoked, expired, or whose
-// delegation ended in the meantime no longer authorizes the call. A call
-// made without a token (the policy allows it) has nothing to check.
-func (g *Gate) stillAuthorized(token string, proven bool, now time.Time) *Denial {
-	if token == "" {
-		return nil
-	}
-	if g.Verifier == nil {
-		return &Denial{Type: dct.InvalidSignature, Detail: "this proxy trusts no root"}
-	}
-	if g.Now != nil {
-		now = g.Now()
-	}
-	scope, err := g.Verifier.VerifyChain(token, now)
-	if err != nil {
-		return denyFrom(Decision{}, err, nil).Denial
-	}
-	if g.Accept != nil {
-		if err := g.Accept(token, scope, proven); err != nil {
-			return &Denial{Type: dct.InvalidSignature, Detail: err.Error()}
-		}
-	}
-	if g.Ended != nil {
-		for _, l := range scope.Chain {
-			if status, ended := g.Ended(l); ended {
-				return &Denial{Type: dct.Expired, Detail: fmt.Sprintf("delegation %s has ended (%s): its token no longer authorizes calls", l.DelegationID, status)}
-			}
-		}
-	}
-	return nil
-}
-
 // heldPinCheck checks a held call's target against its pin once more
 // before it is forwarded: a definition the upstream changed while the
 // person was asked is not the one that was pinned. It returns why the
@@ -941,11 +873,11 @@ func (s *session) heldPinCheck(p *pending) string {
 	if s.pins == nil {
 		return ""
 	}
-	req := CallRequest{Method: p.method}
+	req := gate.CallRequest{Method: p.method}
 	switch p.method {
-	case MethodToolsCall:
+	case gate.MethodToolsCall:
 		req.Tool = p.target
-	case MethodPromptsGet:
+	case gate.MethodPromptsGet:
 		req.Prompt = p.target
 	default:
 		return ""

@@ -12,8 +12,8 @@ import (
 	"time"
 
 	"github.com/delegateos/delegateos/dct"
+	"github.com/delegateos/delegateos/gate"
 	"github.com/delegateos/delegateos/internal/mcptest"
-	"github.com/delegateos/delegateos/proxy"
 )
 
 // Red-team findings on enforced decomposition (issue 22, rtdecomp) that
@@ -39,7 +39,7 @@ func TestRTDecompFixedUnreadablePlanEntryScoped(t *testing.T) {
 	r.s.CallAs(t, r.aTok.String(), "read_file", args).OK(t, "a root token, with an unreadable plan entry")
 	_, fetchTok := r.sub("fetch")
 	fetchArgs := map[string]any{"path": "/project/sub/notes.md"}
-	if got := r.s.CallAs(t, fetchTok.String(), "read_file", fetchArgs); got.RPC == nil || !strings.Contains(got.RPC.Message, string(proxy.DependencyPending)) || !strings.Contains(got.RPC.Message, "cannot be read") {
+	if got := r.s.CallAs(t, fetchTok.String(), "read_file", fetchArgs); got.RPC == nil || !strings.Contains(got.RPC.Message, string(gate.DependencyPending)) || !strings.Contains(got.RPC.Message, "cannot be read") {
 		t.Fatalf("a sub-task ran while a plan entry cannot be read: %+v", got)
 	}
 	if err := os.Remove(bad); err != nil {

@@ -4,7 +4,8 @@ import (
 	"crypto/sha256"
 	"time"
 
-	"github.com/delegateos/delegateos/dct"
+	"github.com/delegateos/delegateos/gate"
+	"github.com/delegateos/delegateos/internal/render"
 	"github.com/delegateos/delegateos/receipt"
 )
 
@@ -23,10 +24,6 @@ type Evidence interface {
 	// it would leave no evidence.
 	Failed() bool
 }
-
-// EvidenceUnavailable is the denial of a request made once the audit log
-// cannot be written.
-const EvidenceUnavailable dct.DenialType = "evidence_unavailable"
 
 // evidenceDown reports whether receipts can no longer be kept.
 func (s *session) evidenceDown() bool { return s.cfg.Evidence != nil && s.cfg.Evidence.Failed() }
@@ -76,7 +73,7 @@ func (s *session) noteArguments(p *pending, args []byte) {
 
 // decided hands a decision over for its receipt. An allowed request's
 // record is kept in p for its execution receipt.
-func (s *session) decided(p *pending, d *Decision) {
+func (s *session) decided(p *pending, d *gate.Decision) {
 	if s.cfg.Evidence == nil {
 		return
 	}
@@ -85,7 +82,7 @@ func (s *session) decided(p *pending, d *Decision) {
 		at = time.Now()
 	}
 	rec := &receipt.Decision{
-		Method: p.method, Target: p.target, Scope: d.Scope, Token: p.ev.token, Requested: requested(d.Call),
+		Method: p.method, Target: p.target, Scope: d.Scope, Token: p.ev.token, Requested: gate.Requested(d.Call),
 		Allowed: d.Allowed, Unauthenticated: d.Unauthenticated, Enforced: d.Allowed || !s.cfg.Observe,
 		Payload: p.ev.payload, ArgumentsHash: p.ev.args, HasArguments: p.ev.hasArgs, Arguments: p.ev.clearArgs, At: at,
 		AuditID: p.ev.auditID, ApprovalID: p.ev.approvalID, ApprovalReceiptHash: p.ev.approvalHash, Waiting: p.ev.waiting,
@@ -94,7 +91,7 @@ func (s *session) decided(p *pending, d *Decision) {
 		rec.CostReserved = d.Reservation.Cost()
 	}
 	if d.Denial != nil {
-		rec.DenialType, rec.DenialDetail = string(d.Denial.Type), printable(d.Denial.Detail)
+		rec.DenialType, rec.DenialDetail = string(d.Denial.Type), render.Escaped(d.Denial.Detail)
 		if d.Denial.Requested != nil {
 			rec.Requested = d.Denial.Requested
 		}

@@ -9,6 +9,8 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/delegateos/delegateos/dct"
+	"github.com/delegateos/delegateos/gate"
+	"github.com/delegateos/delegateos/internal/render"
 )
 
 // methodRole says what the relay does with a client request.
@@ -29,25 +31,25 @@ const (
 
 // methodRoles lists every client request method the relay forwards.
 var methodRoles = map[string]methodRole{
-	"initialize":                roleForward,
-	"server/discover":           roleForward,
-	"ping":                      roleForward,
-	"logging/setLevel":          roleForward,
-	"resources/unsubscribe":     roleForward,
-	"tasks/get":                 roleForward,
-	"tasks/result":              roleForward,
-	"tasks/list":                roleForward,
-	"tasks/cancel":              roleForward,
-	MethodToolsCall:             roleGate,
-	MethodResourcesRead:         roleGate,
-	MethodResourcesSubscribe:    roleGate,
-	MethodPromptsGet:            roleGate,
-	MethodCompletionComplete:    roleGate,
-	MethodSubscriptionsListen:   roleGate,
-	MethodToolsList:             roleList,
-	MethodResourcesList:         roleList,
-	MethodResourceTemplatesList: roleList,
-	MethodPromptsList:           roleList,
+	"initialize":                     roleForward,
+	"server/discover":                roleForward,
+	"ping":                           roleForward,
+	"logging/setLevel":               roleForward,
+	"resources/unsubscribe":          roleForward,
+	"tasks/get":                      roleForward,
+	"tasks/result":                   roleForward,
+	"tasks/list":                     roleForward,
+	"tasks/cancel":                   roleForward,
+	gate.MethodToolsCall:             roleGate,
+	gate.MethodResourcesRead:         roleGate,
+	gate.MethodResourcesSubscribe:    roleGate,
+	gate.MethodPromptsGet:            roleGate,
+	gate.MethodCompletionComplete:    roleGate,
+	gate.MethodSubscriptionsListen:   roleGate,
+	gate.MethodToolsList:             roleList,
+	gate.MethodResourcesList:         roleList,
+	gate.MethodResourceTemplatesList: roleList,
+	gate.MethodPromptsList:           roleList,
 }
 
 // clientNotifications are the notifications a client may send (MCP up to
@@ -63,9 +65,9 @@ var clientNotifications = map[string]bool{
 // roleOf is the relay's role for a client request method.
 func roleOf(method string) methodRole {
 	switch method { // the common ones without a map lookup
-	case MethodToolsCall:
+	case gate.MethodToolsCall:
 		return roleGate
-	case MethodToolsList:
+	case gate.MethodToolsList:
 		return roleList
 	case "ping":
 		return roleForward
@@ -119,7 +121,7 @@ func (s *session) clientRequest(h header, frame []byte) {
 	}
 	if role == roleUnknown {
 		s.log.Warn("client request refused", zap.String("method", h.method), zap.String("reason", "unknown method"))
-		s.replyError(s.toClient, h.id, codeMethodNotFound, "method not found: "+quoteName(h.method)+" is not an MCP method this proxy can gate, so it is not forwarded", nil)
+		s.replyError(s.toClient, h.id, codeMethodNotFound, "method not found: "+render.Name(h.method)+" is not an MCP method this proxy can gate, so it is not forwarded", nil)
 		return
 	}
 	if h.method == "initialize" {
@@ -244,33 +246,33 @@ func forwardedParams(params []byte, cp *callParams) []byte {
 // to settle, unless observe mode forwards a refusal (see refuse).
 func (s *session) gate(p *pending, cp *callParams, params []byte) bool {
 	if cp.variant != "" && roleOf(p.method) == roleGate {
-		s.replyError(s.toClient, p.id, codeInvalidRequest, "invalid request: "+p.method+" params."+quoteName(cp.variant)+" differs from a member the gate reads only in letter case; spell it exactly", nil)
+		s.replyError(s.toClient, p.id, codeInvalidRequest, "invalid request: "+p.method+" params."+render.Name(cp.variant)+" differs from a member the gate reads only in letter case; spell it exactly", nil)
 		return false
 	}
-	req := CallRequest{Method: p.method}
+	req := gate.CallRequest{Method: p.method}
 	switch p.method {
-	case MethodToolsCall:
+	case gate.MethodToolsCall:
 		tool, ok := s.toolName(cp.name)
 		if !ok {
 			s.replyError(s.toClient, p.id, codeInvalidRequest, "invalid request: tools/call params.name must be a non-empty string", nil)
 			return false
 		}
 		req.Tool, req.Arguments = tool, cp.arguments
-	case MethodPromptsGet:
+	case gate.MethodPromptsGet:
 		name, ok := nonEmptyString(cp.name)
 		if !ok {
 			s.replyError(s.toClient, p.id, codeInvalidRequest, "invalid request: prompts/get params.name must be a non-empty string", nil)
 			return false
 		}
 		req.Prompt, req.Arguments = name, cp.arguments
-	case MethodResourcesRead, MethodResourcesSubscribe:
+	case gate.MethodResourcesRead, gate.MethodResourcesSubscribe:
 		uri, ok := nonEmptyString(cp.uri)
 		if !ok {
 			s.replyError(s.toClient, p.id, codeInvalidRequest, "invalid request: "+p.method+" params.uri must be a non-empty string", nil)
 			return false
 		}
 		req.URI = uri
-	case MethodCompletionComplete:
+	case gate.MethodCompletionComplete:
 		if msg := completionRef(cp.ref, &req); msg != "" {
 			s.replyError(s.toClient, p.id, codeInvalidRequest, "invalid request: "+msg, nil)
 			return false
@@ -278,7 +280,7 @@ func (s *session) gate(p *pending, cp *callParams, params []byte) bool {
 		// The argument it completes (and any context) goes upstream:
 		// the receipt's arguments are the params as forwarded.
 		req.Arguments = forwardedParams(params, cp)
-	case MethodSubscriptionsListen:
+	case gate.MethodSubscriptionsListen:
 		uris, msg := resourceSubscriptions(cp.notifications)
 		if msg != "" {
 			s.replyError(s.toClient, p.id, codeInvalidRequest, "invalid request: "+msg, nil)
@@ -310,7 +312,7 @@ func (s *session) gate(p *pending, cp *callParams, params []byte) bool {
 	if s.evidenceDown() {
 		// Refused in observe mode too: nothing is forwarded without its
 		// receipt, whatever the policy would decide.
-		refused := s.cfg.Gate.Refuse(req, EvidenceUnavailable, "the audit log cannot be written, so no request is allowed without its receipt; see the proxy's log")
+		refused := s.cfg.Gate.Refuse(req, gate.EvidenceUnavailable, "the audit log cannot be written, so no request is allowed without its receipt; see the proxy's log")
 		spanDecided(p, &refused, true)
 		s.decided(p, &refused)
 		s.deny(p, &refused)
@@ -327,7 +329,7 @@ func (s *session) gate(p *pending, cp *callParams, params []byte) bool {
 	}
 	p.ev.token = req.Token
 	p.start = time.Now()
-	p.dec = s.cfg.Gate.decideAt(&req, p.start)
+	p.dec = s.cfg.Gate.DecideAt(&req, p.start)
 	if !p.dec.Allowed {
 		return s.refuse(p, &p.dec)
 	}
@@ -363,7 +365,7 @@ func (s *session) extension(method string) bool {
 // completionRef reads completion/complete's params.ref strictly: a
 // ref/prompt names a prompt, a ref/resource a resource URI (or URI
 // template). It returns what is wrong, or "".
-func completionRef(raw []byte, req *CallRequest) string {
+func completionRef(raw []byte, req *gate.CallRequest) string {
 	if raw == nil {
 		return "completion/complete params.ref must be an object"
 	}
@@ -372,7 +374,7 @@ func completionRef(raw []byte, req *CallRequest) string {
 		return "completion/complete params.ref: " + err.Error()
 	}
 	if ref.variant != "" {
-		return "completion/complete params.ref." + quoteName(ref.variant) + " differs from a member the gate reads only in letter case; spell it exactly"
+		return "completion/complete params.ref." + render.Name(ref.variant) + " differs from a member the gate reads only in letter case; spell it exactly"
 	}
 	typ, _ := nonEmptyString(ref.typ)
 	switch typ {
@@ -406,7 +408,7 @@ func resourceSubscriptions(raw []byte) ([]string, string) {
 		return nil, "subscriptions/listen params.notifications: " + err.Error()
 	}
 	if n.variant != "" {
-		return nil, "subscriptions/listen params.notifications." + quoteName(n.variant) + " differs from a member the gate reads only in letter case; spell it exactly"
+		return nil, "subscriptions/listen params.notifications." + render.Name(n.variant) + " differs from a member the gate reads only in letter case; spell it exactly"
 	}
 	if n.resourceSubscriptions == nil || string(n.resourceSubscriptions) == "null" {
 		return nil, ""
@@ -461,10 +463,10 @@ func hasEscape(b []byte) bool {
 }
 
 // deny logs a refused request's line and answers it.
-func (s *session) deny(p *pending, d *Decision) {
+func (s *session) deny(p *pending, d *gate.Decision) {
 	s.clientLog.denied(p.method, p.target, d)
 	s.clientLog.writeTo(s.log)
-	s.replyError(s.toClient, p.id, DenialCode, d.Denial.Message(), d.Denial)
+	s.replyError(s.toClient, p.id, gate.DenialCode, d.Denial.Message(), d.Denial)
 }
 
 // clientNotification handles a notification from the client: a
@@ -472,7 +474,7 @@ func (s *session) deny(p *pending, d *Decision) {
 // notification is forwarded without _delegateos.
 func (s *session) clientNotification(h header, frame []byte) {
 	switch h.method {
-	case MethodToolsCall, MethodResourcesRead, MethodResourcesSubscribe, MethodPromptsGet, MethodCompletionComplete, MethodSubscriptionsListen:
+	case gate.MethodToolsCall, gate.MethodResourcesRead, gate.MethodResourcesSubscribe, gate.MethodPromptsGet, gate.MethodCompletionComplete, gate.MethodSubscriptionsListen:
 		// A request without an id cannot be answered, so it cannot be
 		// refused either: it is not forwarded.
 		s.log.Warn("client frame refused", zap.String("reason", h.method+" sent as a notification"))

@@ -14,9 +14,9 @@ import (
 	"github.com/delegateos/delegateos/chain"
 	"github.com/delegateos/delegateos/contract"
 	"github.com/delegateos/delegateos/dct"
+	"github.com/delegateos/delegateos/gate"
 	"github.com/delegateos/delegateos/internal/timestamp"
 	"github.com/delegateos/delegateos/policy"
-	"github.com/delegateos/delegateos/proxy"
 	"github.com/delegateos/delegateos/reputation"
 	"github.com/delegateos/delegateos/revocation"
 	"github.com/delegateos/delegateos/verify"
@@ -26,7 +26,7 @@ import (
 // policy's workspace: the chain log, the task contracts and attestations
 // next to the RDP reputation files. It returns nil when the policy names no
 // workspace.
-func openDelegations(pol *policy.Policy, v *dct.Verifier, revs revocation.Live, spend budget.Store, log *zap.Logger) (*proxy.Delegations, func(), error) {
+func openDelegations(pol *policy.Policy, v *dct.Verifier, revs revocation.Live, spend budget.Store, log *zap.Logger) (*gate.Delegations, func(), error) {
 	if pol.Workspace == "" {
 		return nil, func() {}, nil
 	}
@@ -80,13 +80,13 @@ func openDelegations(pol *policy.Policy, v *dct.Verifier, revs revocation.Live, 
 		}
 		outputs.Judge = &verify.CommandJudge{Command: pol.Judge.Command, Timeout: timeout}
 	}
-	d := &proxy.Delegations{
+	d := &gate.Delegations{
 		Verifier:       v,
 		Chain:          chainStore,
 		Contracts:      contracts,
 		Attestations:   atts,
 		Attest:         &attest.Verifier{Contracts: contracts, Attestations: atts, Output: outputs},
-		Spent:          func(tok *dct.Token) int64 { return proxy.SpentUnder(spend, tok) },
+		Spent:          func(tok *dct.Token) int64 { return gate.SpentUnder(spend, tok) },
 		SpentAt:        spend.Spent,
 		RevocationList: pol.RevocationList,
 		Plans:          plans,
@@ -116,7 +116,7 @@ func reputationLink(c chain.Store, del chain.Delegation) string {
 // linkReputation records the outcome of every completed or failed
 // delegation in the workspace's RDP files (the delegate's profile gets the
 // signals), and applies the policy's trust gate to delegateos/delegate.
-func linkReputation(d *proxy.Delegations, pol *policy.Policy, log *zap.Logger) error {
+func linkReputation(d *gate.Delegations, pol *policy.Policy, log *zap.Logger) error {
 	ws, err := reputation.Open(pol.Workspace)
 	if err != nil {
 		return fmt.Errorf("workspace: %w", err)
@@ -128,7 +128,7 @@ func linkReputation(d *proxy.Delegations, pol *policy.Policy, log *zap.Logger) e
 	if c := pol.Reputation.Clarity; c != nil {
 		clarity = *c
 	}
-	d.OnOutcome = func(o proxy.Outcome) error {
+	d.OnOutcome = func(o gate.Outcome) error {
 		ro := reputation.Outcome{
 			DelegationID:      reputationLink(d.Chain, o.Delegation),
 			TaskContractID:    o.Contract.ID,

@@ -9,9 +9,9 @@ import (
 
 	"github.com/delegateos/delegateos/budget"
 	"github.com/delegateos/delegateos/dct"
+	"github.com/delegateos/delegateos/gate"
 	"github.com/delegateos/delegateos/internal/redisconn"
 	"github.com/delegateos/delegateos/policy"
-	"github.com/delegateos/delegateos/proxy"
 	"github.com/delegateos/delegateos/revocation"
 )
 
@@ -59,9 +59,9 @@ type gateFlags struct {
 // openedGate is the Gate every front decides with, and the stores behind
 // it that the fronts pass on.
 type openedGate struct {
-	gate        *proxy.Gate
+	gate        *gate.Gate
 	revocations revocation.Live
-	delegations *proxy.Delegations
+	delegations *gate.Delegations
 }
 
 // openGate builds the Gate of `proxy` and `serve` alike from a policy
@@ -83,7 +83,7 @@ func openGate(pol *policy.Policy, f gateFlags, log *zap.Logger) (g *openedGate, 
 	if len(pol.Roots) == 0 && !pol.AllowUnauthenticated {
 		return nil, close, fixf("no trusted roots, so no token could ever be verified: give --root ID (the principal ID or did:key of the key that minted your tokens; 'delegateos id --key FILE' prints it) or list it under roots in the policy file")
 	}
-	g = &openedGate{gate: &proxy.Gate{Policy: pol, HonourUpstreamCost: pol.HonourUpstreamCost}}
+	g = &openedGate{gate: &gate.Gate{Policy: pol, HonourUpstreamCost: pol.HonourUpstreamCost}}
 	opts := dct.Options{Roots: pol.Roots}
 	if pol.RevocationList != "" {
 		revs, err := openRevocations(pol)

@@ -138,12 +138,12 @@ var proxyCmd = &command{
 				return err
 			}
 			defer closeGate()
-			gate, delegations := opened.gate, opened.delegations
+			g, delegations := opened.gate, opened.delegations
 			if sessionToken != "" {
-				if gate.Verifier == nil {
+				if g.Verifier == nil {
 					return fixf("a session token needs a trusted root to be verified against: give --root ID (the root issuer of the token; 'delegateos dct inspect --token @FILE' shows it) or list it under roots in the policy file")
 				}
-				if _, err := gate.Verifier.VerifyChain(sessionToken, time.Now()); err != nil {
+				if _, err := g.Verifier.VerifyChain(sessionToken, time.Now()); err != nil {
 					return fixf("the session token is not valid: %v; %s", err, tokenFix(err))
 				}
 			}
@@ -221,7 +221,7 @@ var proxyCmd = &command{
 			// cannot be started) is the answer to its initialize.
 			in = &watchedReader{r: in, read: &e.clientRead}
 			cfg := proxy.Config{
-				Upstream: args, Gate: gate, SessionToken: sessionToken, Delegations: delegations,
+				Upstream: args, Gate: g, SessionToken: sessionToken, Delegations: delegations,
 				MaxFrameBytes: pol.MaxFrameBytes, Observe: *observe,
 				Log: log, Signals: sigs, PrepareUpstream: prepare, Evidence: evidence,
 			}

@@ -10,10 +10,10 @@ import (
 
 	"go.uber.org/zap"
 
+	"github.com/delegateos/delegateos/gate"
 	"github.com/delegateos/delegateos/internal/redisconn"
 	"github.com/delegateos/delegateos/internal/sqlitedb"
 	"github.com/delegateos/delegateos/policy"
-	"github.com/delegateos/delegateos/proxy"
 	"github.com/delegateos/delegateos/ratelimit"
 )
 
@@ -29,7 +29,7 @@ const rateFileSuffix = ".rates"
 // nil: the gate keeps the windows in memory. close closes the file or the
 // connections.
 func openRates(pol *policy.Policy, spendFrom string, log *zap.Logger) (limiter ratelimit.Store, close func(), err error) {
-	limits := proxy.RateLimits(pol)
+	limits := gate.RateLimits(pol)
 	if len(limits) == 0 {
 		return nil, func() {}, nil
 	}
@@ -73,7 +73,7 @@ func openRates(pol *policy.Policy, spendFrom string, log *zap.Logger) (limiter r
 // writeRates writes the policy's rate limits for policy check, and where
 // their windows are kept; nothing when it sets none.
 func writeRates(w io.Writer, p *policy.Policy) {
-	if len(proxy.RateLimits(p)) == 0 {
+	if len(gate.RateLimits(p)) == 0 {
 		return
 	}
 	if !p.Rate.IsZero() {
@@ -95,7 +95,7 @@ func writeRates(w io.Writer, p *policy.Policy) {
 // ratesPath is the rate-limit file a proxy with this policy keeps, or ""
 // when it keeps none.
 func ratesPath(pol *policy.Policy) string {
-	if pol.SpendStore == "" || redisconn.IsURL(pol.SpendStore) || len(proxy.RateLimits(pol)) == 0 {
+	if pol.SpendStore == "" || redisconn.IsURL(pol.SpendStore) || len(gate.RateLimits(pol)) == 0 {
 		return ""
 	}
 	// A database keeps them in itself, but a file of an earlier version

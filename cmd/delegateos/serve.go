@@ -22,6 +22,7 @@ import (
 	"github.com/delegateos/delegateos/agentcard"
 	"github.com/delegateos/delegateos/audit"
 	"github.com/delegateos/delegateos/dct"
+	"github.com/delegateos/delegateos/gate"
 	"github.com/delegateos/delegateos/identity"
 	"github.com/delegateos/delegateos/policy"
 	"github.com/delegateos/delegateos/proxy"
@@ -180,16 +181,16 @@ var serveCmd = &command{
 				return err
 			}
 			defer closeGate()
-			gate, revs, delegations := opened.gate, opened.revocations, opened.delegations
+			g, revs, delegations := opened.gate, opened.revocations, opened.delegations
 			checkToken := func(tok string) error {
-				if gate.Verifier == nil {
+				if g.Verifier == nil {
 					return errors.New("no trusted roots to verify it against")
 				}
-				if _, err := gate.Verifier.VerifyChain(tok, time.Now()); err != nil {
+				if _, err := g.Verifier.VerifyChain(tok, time.Now()); err != nil {
 					return err
 				}
 				// A token whose delegation has ended authorizes nothing.
-				_, err := gate.ListView(proxy.MethodToolsList, tok)
+				_, err := g.ListView(gate.MethodToolsList, tok)
 				return err
 			}
 			if defaultToken != "" {
@@ -235,7 +236,7 @@ var serveCmd = &command{
 			if *keyFile != "" {
 				keyPath = *keyFile
 			}
-			setup := &serveSetup{Policy: pol, Gate: gate, Log: log, Revocations: revs, DefaultToken: defaultToken, KeyFile: keyPath,
+			setup := &serveSetup{Policy: pol, Gate: g, Log: log, Revocations: revs, DefaultToken: defaultToken, KeyFile: keyPath,
 				Listen: *listen, TLS: *tlsCert != "", Endpoint: *endpoint, CheckToken: checkToken, Delegations: delegations, Evidence: evidence}
 			relayConfig := func(s *serve.Session) proxy.Config {
 				tok := s.Token
@@ -243,7 +244,7 @@ var serveCmd = &command{
 					tok = defaultToken
 				}
 				c := proxy.Config{
-					Upstream: args, UpstreamConn: upstreamConn, Gate: gate, SessionToken: tok, Delegations: delegations,
+					Upstream: args, UpstreamConn: upstreamConn, Gate: g, SessionToken: tok, Delegations: delegations,
 					MaxFrameBytes: pol.MaxFrameBytes, Log: setup.Log.With(zap.String("session", s.ID[:8])),
 					Evidence: evidence,
 				}
@@ -415,7 +416,7 @@ type serveExtension struct {
 // serveSetup is what an extension of serve works with.
 type serveSetup struct {
 	Policy *policy.Policy
-	Gate   *proxy.Gate
+	Gate   *gate.Gate
 	// Log is the server's logger; configure may replace it (to tee the
 	// decision lines, say): every session's relay logs to it.
 	Log *zap.Logger
@@ -433,7 +434,7 @@ type serveSetup struct {
 	// CheckToken verifies a token and that its delegation has not ended.
 	CheckToken func(string) error
 	// Delegations is the workspace's delegation handling, nil without one.
-	Delegations *proxy.Delegations
+	Delegations *gate.Delegations
 	// Evidence is the audit log, nil without one.
 	Evidence proxy.Evidence
 	Options  *serve.Options // configure may change it

@@ -19,6 +19,7 @@ import (
 	"github.com/delegateos/delegateos/agentcard"
 	"github.com/delegateos/delegateos/avpsig"
 	"github.com/delegateos/delegateos/dct"
+	"github.com/delegateos/delegateos/gate"
 	"github.com/delegateos/delegateos/identity"
 	"github.com/delegateos/delegateos/internal/redisconn"
 	"github.com/delegateos/delegateos/metrics"
@@ -153,7 +154,7 @@ type serveExtras struct {
 // when the policy has none) are given, and sets the gate's Observer.
 // keyFile is the server's key (--key or proxy_key; "" for none), whose
 // did:key the agent card publishes.
-func (f *serveExtraFlags) build(pol *policy.Policy, revs revocation.Live, keyFile string, gate *proxy.Gate, log *zap.Logger, mcpPath string) (*serveExtras, error) {
+func (f *serveExtraFlags) build(pol *policy.Policy, revs revocation.Live, keyFile string, g *gate.Gate, log *zap.Logger, mcpPath string) (*serveExtras, error) {
 	x := &serveExtras{metrics: metrics.New(), tokens: &revdist.Tokens{}}
 	version, commit := buildVersion()
 	if commit == "" {
@@ -161,7 +162,7 @@ func (f *serveExtraFlags) build(pol *policy.Policy, revs revocation.Live, keyFil
 	}
 	x.metrics.BuildInfo(version, commit)
 	x.metrics.Tools(pol)
-	gate.Observer = gateObservers{x.metrics, tokenRecorder{x.tokens}}
+	g.Observer = gateObservers{x.metrics, tokenRecorder{x.tokens}}
 	if *f.requireSig || pol.RequireSignature {
 		if *f.sigWindow < time.Second {
 			return nil, usagef("--signature-window must be at least 1s")
@@ -184,10 +185,10 @@ func (f *serveExtraFlags) build(pol *policy.Policy, revs revocation.Live, keyFil
 			return nil, err
 		}
 		x.verify = func(token string) error {
-			if gate.Verifier == nil {
+			if g.Verifier == nil {
 				return errors.New("no trusted roots to verify it against")
 			}
-			_, err := gate.Verifier.VerifyChain(token, time.Now())
+			_, err := g.Verifier.VerifyChain(token, time.Now())
 			return err
 		}
 	}
@@ -353,7 +354,7 @@ func bindsToken(body []byte) bool {
 		return false
 	}
 	m, err := proxy.ReadClientMessage(frame.Bytes())
-	return err == nil && m.Method == proxy.MethodDelegate
+	return err == nil && m.Method == gate.MethodDelegate
 }
 
 // sigRefusal is a refused signature, answered with the reason: 401 for a
@@ -410,15 +411,15 @@ func (x *serveExtras) holder(token string) (tokenHolder, error) {
 }
 
 // gateObservers tells each observer of every decision.
-type gateObservers []proxy.Observer
+type gateObservers []gate.Observer
 
-func (o gateObservers) Decided(req *proxy.CallRequest, d *proxy.Decision) {
+func (o gateObservers) Decided(req *gate.CallRequest, d *gate.Decision) {
 	for _, x := range o {
 		x.Decided(req, d)
 	}
 }
 
-func (o gateObservers) Settled(c proxy.SettledCall) {
+func (o gateObservers) Settled(c gate.SettledCall) {
 	for _, x := range o {
 		x.Settled(c)
 	}
@@ -428,13 +429,13 @@ func (o gateObservers) Settled(c proxy.SettledCall) {
 // then revoke their blocks through revocation distribution.
 type tokenRecorder struct{ t *revdist.Tokens }
 
-func (r tokenRecorder) Decided(req *proxy.CallRequest, d *proxy.Decision) {
+func (r tokenRecorder) Decided(req *gate.CallRequest, d *gate.Decision) {
 	if d.Allowed && req.Token != "" {
 		r.t.AddString(req.Token)
 	}
 }
 
-func (tokenRecorder) Settled(proxy.SettledCall) {}
+func (tokenRecorder) Settled(gate.SettledCall) {}
 
 // statusWriter remembers the status of the response it writes.
 type statusWriter struct {

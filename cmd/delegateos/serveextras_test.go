@@ -20,9 +20,9 @@ import (
 	"github.com/delegateos/delegateos/avpsig"
 	"github.com/delegateos/delegateos/budget"
 	"github.com/delegateos/delegateos/dct"
+	"github.com/delegateos/delegateos/gate"
 	"github.com/delegateos/delegateos/identity"
 	"github.com/delegateos/delegateos/policy"
-	"github.com/delegateos/delegateos/proxy"
 	"github.com/delegateos/delegateos/revocation"
 )
 
@@ -31,7 +31,7 @@ import (
 type extrasFixture struct {
 	root, agent *identity.Keypair
 	tok         *dct.Token
-	gate        *proxy.Gate
+	gate        *gate.Gate
 	x           *serveExtras
 	srv         *httptest.Server
 	list        string
@@ -65,7 +65,7 @@ func newExtrasFixture(t *testing.T, args ...string) *extrasFixture {
 	if err != nil {
 		t.Fatal(err)
 	}
-	f.gate = &proxy.Gate{Policy: pol, Verifier: v, Budget: budget.NewMemory()}
+	f.gate = &gate.Gate{Policy: pol, Verifier: v, Budget: budget.NewMemory()}
 	keyFile := filepath.Join(dir, "gate.key")
 	gateKey, _ := identity.FromSeed(bytes.Repeat([]byte{3}, 32), "gate")
 	identity.SaveKeyFile(keyFile, gateKey)
@@ -98,7 +98,7 @@ func get(t *testing.T, url string) (int, string) {
 
 func TestServeExtrasEndpoints(t *testing.T) {
 	f := newExtrasFixture(t, "--require-signature")
-	if d := f.gate.Decide(proxy.CallRequest{Tool: "echo", Token: f.tok.String()}); !d.Allowed {
+	if d := f.gate.Decide(gate.CallRequest{Tool: "echo", Token: f.tok.String()}); !d.Allowed {
 		t.Fatalf("denied: %+v", d.Denial)
 	}
 	code, body := get(t, f.srv.URL+"/metrics")
@@ -132,7 +132,7 @@ func TestServeExtrasEndpoints(t *testing.T) {
 			t.Fatalf("push by %s: %s, want %d", c.e.RevokedBy, resp.Status, c.want)
 		}
 	}
-	if d := f.gate.Decide(proxy.CallRequest{Tool: "echo", Token: f.tok.String()}); d.Allowed || d.Denial.Type != dct.Revoked {
+	if d := f.gate.Decide(gate.CallRequest{Tool: "echo", Token: f.tok.String()}); d.Allowed || d.Denial.Type != dct.Revoked {
 		t.Fatalf("after the pushed revocation: %+v", d)
 	}
 	if l, err := revocation.Load(f.list); err != nil || l.Len() != 1 {
@@ -194,7 +194,7 @@ func TestServeExtrasPeers(t *testing.T) {
 	done := make(chan error)
 	go func() { done <- b.x.run(ctx) }()
 	defer func() { cancel(); <-done }()
-	if d := b.gate.Decide(proxy.CallRequest{Tool: "echo", Token: a.tok.String()}); !d.Allowed {
+	if d := b.gate.Decide(gate.CallRequest{Tool: "echo", Token: a.tok.String()}); !d.Allowed {
 		t.Fatalf("before the revocation: %+v", d.Denial)
 	}
 	e, _ := revocation.NewEntry(a.root, a.tok.RevocationIDs()[0], revocation.ScopeChain, time.Now())
@@ -203,7 +203,7 @@ func TestServeExtrasPeers(t *testing.T) {
 	}
 	deadline := time.Now().Add(10 * time.Second)
 	for {
-		if d := b.gate.Decide(proxy.CallRequest{Tool: "echo", Token: a.tok.String()}); !d.Allowed && d.Denial.Type == dct.Revoked {
+		if d := b.gate.Decide(gate.CallRequest{Tool: "echo", Token: a.tok.String()}); !d.Allowed && d.Denial.Type == dct.Revoked {
 			break
 		}
 		if time.Now().After(deadline) {
@@ -224,7 +224,7 @@ func TestServeExtrasFlagErrors(t *testing.T) {
 			t.Fatal(err)
 		}
 		pol := policy.Default()
-		if _, err := flags.build(pol, nil, "", &proxy.Gate{Policy: pol}, zap.NewNop(), "/mcp"); err == nil {
+		if _, err := flags.build(pol, nil, "", &gate.Gate{Policy: pol}, zap.NewNop(), "/mcp"); err == nil {
 			t.Errorf("%v accepted", args)
 		}
 	}
@@ -232,7 +232,7 @@ func TestServeExtrasFlagErrors(t *testing.T) {
 	flags := declareServeExtraFlags(fs)
 	fs.Parse([]string{"--revocation-peer", "http://peer"})
 	pol := policy.Default()
-	if _, err := flags.build(pol, nil, "", &proxy.Gate{Policy: pol}, zap.NewNop(), "/mcp"); err == nil || !strings.Contains(err.Error(), "revocation list") {
+	if _, err := flags.build(pol, nil, "", &gate.Gate{Policy: pol}, zap.NewNop(), "/mcp"); err == nil || !strings.Contains(err.Error(), "revocation list") {
 		t.Errorf("a peer without a list: %v", err)
 	}
 }

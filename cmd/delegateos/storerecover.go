@@ -14,9 +14,9 @@ import (
 	"github.com/delegateos/delegateos/audit"
 	"github.com/delegateos/delegateos/budget"
 	"github.com/delegateos/delegateos/chain"
+	"github.com/delegateos/delegateos/gate"
 	"github.com/delegateos/delegateos/internal/redisconn"
 	"github.com/delegateos/delegateos/policy"
-	"github.com/delegateos/delegateos/proxy"
 	"github.com/delegateos/delegateos/ratelimit"
 	"github.com/delegateos/delegateos/receipt"
 )
@@ -92,7 +92,7 @@ var storeRecoverCmd = &command{
 			}
 			nRates := 0
 			if rb.pol != nil && len(rb.rates) > 0 {
-				if nRates, err = ratelimit.RebuildRedis(*store, proxy.RateLimits(rb.pol), rb.rates); err != nil {
+				if nRates, err = ratelimit.RebuildRedis(*store, gate.RateLimits(rb.pol), rb.rates); err != nil {
 					return inputf("%v", err)
 				}
 			}
@@ -312,19 +312,19 @@ func (rb *rebuild) addRate(b *receipt.DecisionBody, at time.Time) {
 	}
 	var names []string
 	if !rb.pol.Rate.IsZero() {
-		names = append(names, proxy.PolicyRateLimit)
+		names = append(names, gate.PolicyRateLimit)
 	}
 	var rules []policy.Rule
 	var prefix string
 	var call policy.Call
 	switch b.Method {
-	case proxy.MethodToolsCall:
+	case gate.MethodToolsCall:
 		call, _ = rb.pol.Map(b.Resource, nil)
 		rules, prefix = rb.pol.Tools, "tools:"
-	case proxy.MethodPromptsGet:
+	case gate.MethodPromptsGet:
 		call, _ = rb.pol.MapPrompt(b.Resource, nil)
 		rules, prefix = rb.pol.Prompts, "prompts:"
-	case proxy.MethodResourcesRead:
+	case gate.MethodResourcesRead:
 		call, _ = rb.pol.MapResource(b.Resource)
 		rules, prefix = rb.pol.Resources, "resources:"
 	default:

@@ -1,16 +1,15 @@
-package proxy
+package gate
 
 import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"strconv"
 	"strings"
 	"time"
-	"unicode/utf8"
 
 	"github.com/delegateos/delegateos/budget"
 	"github.com/delegateos/delegateos/dct"
+	"github.com/delegateos/delegateos/internal/render"
 	"github.com/delegateos/delegateos/policy"
 	"github.com/delegateos/delegateos/ratelimit"
 )
@@ -128,28 +127,13 @@ func (r *CallRequest) Target() string {
 func (r *CallRequest) what() string {
 	switch {
 	case r.Extension:
-		return "method " + quoteName(r.Method)
+		return "method " + render.Name(r.Method)
 	case r.Method == "" || r.Method == MethodToolsCall:
-		return "tool " + quoteName(r.Tool)
+		return "tool " + render.Name(r.Tool)
 	case r.Prompt != "":
-		return "prompt " + quoteName(r.Prompt)
+		return "prompt " + render.Name(r.Prompt)
 	}
-	return "resource " + quoteName(r.URI)
-}
-
-// quoteName writes a name as it is when it is plain printable ASCII
-// without quotes, else Go-quoted, so that a hostile name cannot pass for
-// part of a message.
-func quoteName(n string) string {
-	for i := 0; i < len(n); i++ {
-		if c := n[i]; c < 0x21 || c > 0x7e || c == '"' || c == '\\' {
-			return strconv.Quote(n)
-		}
-	}
-	if n == "" {
-		return `""`
-	}
-	return n
+	return "resource " + render.Name(r.URI)
 }
 
 // Decision is the gate's answer. When Allowed, Reservation holds the
@@ -166,65 +150,9 @@ type Decision struct {
 	Latency         time.Duration
 	observed        observed // for the Observer's Settled
 	// rate is the allowed call's rate-limit slots, given back when it is
-	// not forwarded (releaseUnforwarded).
+	// not forwarded (ReleaseUnforwarded).
 	rate ratelimit.Admission
 }
-
-// Denial is a refused call, rendered as DelegateOS §11.2's JSON-RPC error.
-type Denial struct {
-	Type      dct.DenialType   `json:"type"`
-	Detail    string           `json:"detail,omitempty"`
-	Requested *dct.Capability  `json:"requested,omitempty"`
-	Granted   []dct.Capability `json:"granted,omitempty"`
-	// RetryAfterMs is, for RateLimited, how many milliseconds until the
-	// same request would be admitted.
-	RetryAfterMs int64 `json:"retryAfterMs,omitempty"`
-}
-
-// Message is the JSON-RPC error message for the denial: §11.2's "DCT
-// verification failed", the denial type and what went wrong, because MCP
-// clients show a person the message and drop the data.
-func (d *Denial) Message() string {
-	return DenialMessage + ": " + string(d.Type) + " — " + printable(d.Detail)
-}
-
-// printable replaces what a terminal or a chat window would act on (control
-// characters, line and paragraph separators, bidirectional overrides, and
-// invalid UTF-8) by "\\u" escapes, so that no part of a message can pass
-// for something else.
-func printable(s string) string {
-	clean := true
-	for _, r := range s {
-		if unsafeRune(r) {
-			clean = false
-			break
-		}
-	}
-	if clean {
-		return s
-	}
-	var b strings.Builder
-	for _, r := range s {
-		if unsafeRune(r) {
-			fmt.Fprintf(&b, "\\u%04x", r)
-			continue
-		}
-		b.WriteRune(r)
-	}
-	return b.String()
-}
-
-func unsafeRune(r rune) bool {
-	return r < 0x20 || r >= 0x7f && r < 0xa0 || r == utf8.RuneError || r == 0x2028 || r == 0x2029 ||
-		r >= 0x202a && r <= 0x202e || r >= 0x2066 && r <= 0x2069 || r == 0x200e || r == 0x200f || r == 0x061c
-}
-
-// DenialCode and DenialMessage are the JSON-RPC error of §11.2; the
-// message sent starts with DenialMessage (see Denial.Message).
-const (
-	DenialCode    = -32001
-	DenialMessage = "DCT verification failed"
-)
 
 func (g *Gate) now() time.Time {
 	if g.Now != nil {
@@ -240,7 +168,7 @@ func (g *Gate) mapRequest(req *CallRequest) (policy.Call, error) {
 	if req.Extension {
 		call, ok := g.Policy.MapMethod(req.Method)
 		if !ok {
-			return call, fmt.Errorf("%w: the method %s is not in the policy's methods", policy.ErrUnmappable, quoteName(req.Method))
+			return call, fmt.Errorf("%w: the method %s is not in the policy's methods", policy.ErrUnmappable, render.Name(req.Method))
 		}
 		return call, nil
 	}
@@ -285,11 +213,11 @@ func (g *Gate) visible(req *CallRequest, caps []dct.Capability) bool {
 // every level of the delegation chain, and the cost must fit the budget at
 // every level, where it is reserved before the request is forwarded. A
 // request the budget refuses gives its rate-limit slots back.
-func (g *Gate) Decide(req CallRequest) Decision { return g.decideAt(&req, time.Now()) }
+func (g *Gate) Decide(req CallRequest) Decision { return g.DecideAt(&req, time.Now()) }
 
-// decideAt is Decide for a request that arrived at start: the relay has
+// DecideAt is Decide for a request that arrived at start: the relay has
 // read the clock already.
-func (g *Gate) decideAt(req *CallRequest, start time.Time) (d Decision) {
+func (g *Gate) DecideAt(req *CallRequest, start time.Time) (d Decision) {
 	defer func() {
 		d.Latency = time.Since(start)
 		if g.Observer != nil {
@@ -304,7 +232,7 @@ func (g *Gate) decideAt(req *CallRequest, start time.Time) (d Decision) {
 	call, mapErr := g.mapRequest(req)
 	d.Call = call
 	deny := func(t dct.DenialType, granted []dct.Capability, format string, args ...any) Decision {
-		d.Denial = &Denial{Type: t, Detail: fmt.Sprintf(format, args...), Requested: requested(call), Granted: granted}
+		d.Denial = &Denial{Type: t, Detail: fmt.Sprintf(format, args...), Requested: Requested(call), Granted: granted}
 		return d
 	}
 	if req.Token == "" {
@@ -327,7 +255,7 @@ func (g *Gate) decideAt(req *CallRequest, start time.Time) (d Decision) {
 	}
 	scope, err := g.Verifier.VerifyChain(req.Token, now)
 	if err != nil {
-		return denyFrom(d, err, requested(call))
+		return denyFrom(d, err, Requested(call))
 	}
 	d.Scope = scope
 	if g.Accept != nil {
@@ -353,10 +281,10 @@ func (g *Gate) decideAt(req *CallRequest, start time.Time) (d Decision) {
 		return d
 	}
 	if req.ContractID != "" && req.ContractID != scope.ContractID {
-		return deny(dct.CapabilityNotGranted, scope.Capabilities, "the request names contract %s but the token is bound to %s", quoteName(req.ContractID), quoteName(scope.ContractID))
+		return deny(dct.CapabilityNotGranted, scope.Capabilities, "the request names contract %s but the token is bound to %s", render.Name(req.ContractID), render.Name(scope.ContractID))
 	}
 	if req.DelegationID != "" && req.DelegationID != scope.DelegationID {
-		return deny(dct.CapabilityNotGranted, scope.Capabilities, "the request names delegation %s but the token is for %s", quoteName(req.DelegationID), quoteName(scope.DelegationID))
+		return deny(dct.CapabilityNotGranted, scope.Capabilities, "the request names delegation %s but the token is for %s", render.Name(req.DelegationID), render.Name(scope.DelegationID))
 	}
 	// §10.1 steps 6 and 7 on the verified chain: the leaf's spend, then the
 	// capability. Reserve below then checks the cost at every level.
@@ -414,7 +342,7 @@ func (g *Gate) decideAt(req *CallRequest, start time.Time) (d Decision) {
 		// The spend could not be recorded: refuse rather than run unmetered,
 		// and say it is the store (retryable), never that the budget is
 		// spent.
-		d.Denial = storeFailure(err, requested(call), scope.Capabilities)
+		d.Denial = storeFailure(err, Requested(call), scope.Capabilities)
 		return d
 	}
 	d.Allowed, d.Reservation, d.rate = true, r, admitted
@@ -447,7 +375,7 @@ func (g *Gate) eachTarget(req *CallRequest, call policy.Call, mapErr error, scop
 }
 
 func targetDenial(call policy.Call, scope *dct.AuthorizedScope, format string, args ...any) *Denial {
-	return &Denial{Type: dct.CapabilityNotGranted, Detail: fmt.Sprintf(format, args...), Requested: requested(call), Granted: scope.Capabilities}
+	return &Denial{Type: dct.CapabilityNotGranted, Detail: fmt.Sprintf(format, args...), Requested: Requested(call), Granted: scope.Capabilities}
 }
 
 // checkTarget: the target must be visible to the token, map to a
@@ -465,7 +393,7 @@ func (g *Gate) checkTarget(req *CallRequest, call policy.Call, mapErr error, sco
 		return targetDenial(call, scope, "%v", mapErr)
 	}
 	if what := suspectResource(call.Resource); what != "" {
-		return targetDenial(call, scope, "resource %s contains %s, which a server may read differently from the gate", quoteName(call.Resource), what)
+		return targetDenial(call, scope, "resource %s contains %s, which a server may read differently from the gate", render.Name(call.Resource), what)
 	}
 	return nil
 }
@@ -481,7 +409,7 @@ func checkCovered(req *CallRequest, call policy.Call, scope *dct.AuthorizedScope
 
 // needs writes the capability a call needs for a message.
 func needs(call policy.Call) string {
-	return quoteName(call.Namespace + ":" + call.Action + ":" + call.Resource)
+	return render.Name(call.Namespace + ":" + call.Action + ":" + call.Resource)
 }
 
 // Refuse is the decision for a call the relay cannot hand to Decide (its
@@ -489,12 +417,12 @@ func needs(call policy.Call) string {
 // the capability the call requested.
 func (g *Gate) Refuse(req CallRequest, t dct.DenialType, detail string) Decision {
 	call, _ := g.mapRequest(&req)
-	return Decision{Call: call, Denial: &Denial{Type: t, Detail: detail, Requested: requested(call)}}
+	return Decision{Call: call, Denial: &Denial{Type: t, Detail: detail, Requested: Requested(call)}}
 }
 
 // requested is the capability a call needs, as a denial names it; nil
 // when it maps to none.
-func requested(call policy.Call) *dct.Capability {
+func Requested(call policy.Call) *dct.Capability {
 	if call.Namespace == "" {
 		return nil
 	}
@@ -589,11 +517,11 @@ const (
 // presented for a call (serve's check of a session's token, the
 // authorization server's of the delegations it issued under).
 func (g *Gate) ListView(method, token string) (func(name string) bool, error) {
-	return g.listView(method, token, nil)
+	return g.ListViewAccepting(method, token, nil)
 }
 
-// listView is ListView that asks accept, when set, about the token.
-func (g *Gate) listView(method, token string, accept func(token string, scope *dct.AuthorizedScope) error) (func(name string) bool, error) {
+// ListViewAccepting is ListView that asks accept, when set, about the token.
+func (g *Gate) ListViewAccepting(method, token string, accept func(token string, scope *dct.AuthorizedScope) error) (func(name string) bool, error) {
 	none := func(string) bool { return false }
 	if token == "" {
 		if g.Policy.AllowUnauthenticated {

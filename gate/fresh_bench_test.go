@@ -1,4 +1,4 @@
-package proxy
+package gate
 
 import (
 	"os"
@@ -15,8 +15,7 @@ import (
 // revocation list file (empty here: the revocation package measures
 // large lists) and a look at the chain log for the token's delegation.
 func BenchmarkGateFiles(b *testing.B) {
-	s := benchSession(b)
-	g := s.cfg.Gate
+	g, token := benchGate(b)
 	dir := b.TempDir()
 	revs := filepath.Join(dir, "revocations.json")
 	if err := os.WriteFile(revs, []byte("[]\n"), 0o644); err != nil {
@@ -36,5 +35,5 @@ func BenchmarkGateFiles(b *testing.B) {
 	}
 	defer log.Close()
 	g.Ended = (&Delegations{Chain: log}).Ended
-	benchDecide(b, g, s.cfg.SessionToken)
+	benchDecide(b, g, token)
 }

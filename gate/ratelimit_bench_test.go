@@ -1,4 +1,4 @@
-package proxy
+package gate
 
 import (
 	"path/filepath"
@@ -27,8 +27,7 @@ func BenchmarkGateRate(b *testing.B) {
 		{name: "rate=policy,file", rate: never, file: true},
 	} {
 		b.Run(c.name, func(b *testing.B) {
-			s := benchSession(b)
-			g := s.cfg.Gate
+			g, token := benchGate(b)
 			pol := *g.Policy
 			pol.Rate = c.rate
 			pol.Tools = []policy.Rule{{Match: "echo", Namespace: "mcp", Action: "echo", Resource: policy.Resource{Value: "*"}, Rate: c.rule}}
@@ -41,7 +40,7 @@ func BenchmarkGateRate(b *testing.B) {
 				defer l.Close()
 				g.Rates = l
 			}
-			benchDecide(b, g, s.cfg.SessionToken)
+			benchDecide(b, g, token)
 		})
 	}
 }

@@ -1,4 +1,4 @@
-package proxy
+package gate
 
 import (
 	"bytes"
@@ -296,7 +296,7 @@ func TestCompleteFailures(t *testing.T) {
 				if err != nil {
 					t.Fatal(err)
 				}
-				r, err := f.spend.Reserve(budgetLevels(scope), tc.spent)
+				r, err := f.spend.Reserve(BudgetLevels(scope), tc.spent)
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -389,7 +389,7 @@ func TestSpentUnderMatchesGate(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	r, err := f.spend.Reserve(budgetLevels(scope), 42)
+	r, err := f.spend.Reserve(BudgetLevels(scope), 42)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,4 +1,4 @@
-package proxy
+package gate
 
 import (
 	"fmt"
@@ -11,14 +11,10 @@ import (
 
 	"github.com/delegateos/delegateos/budget"
 	"github.com/delegateos/delegateos/dct"
+	"github.com/delegateos/delegateos/internal/render"
 	"github.com/delegateos/delegateos/policy"
 	"github.com/delegateos/delegateos/ratelimit"
 )
-
-// RateLimited is the denial type of a request refused because it would
-// pass a rate limit of the policy; the denial's RetryAfterMs says when the
-// same request would be admitted.
-const RateLimited dct.DenialType = "rate_limited"
 
 // PolicyRateLimit is the name of the policy's own rate limit in
 // RateLimits; a rule's is its map and its match, e.g. "tools:write_*".
@@ -185,7 +181,7 @@ func (g *Gate) reserveRate(req *CallRequest, call policy.Call, scope *dct.Author
 	}
 	keys := s.keys.of(names, levels)
 	denial := func(detail string, retry int64) *Denial {
-		d := &Denial{Type: RateLimited, Detail: detail, Requested: requested(call), RetryAfterMs: retry}
+		d := &Denial{Type: RateLimited, Detail: detail, Requested: Requested(call), RetryAfterMs: retry}
 		if scope != nil {
 			d.Granted = scope.Capabilities
 		}
@@ -207,7 +203,7 @@ func (g *Gate) reserveRate(req *CallRequest, call policy.Call, scope *dct.Author
 		if scope != nil {
 			granted = scope.Capabilities
 		}
-		return ratelimit.Admission{}, storeFailure(err, requested(call), granted)
+		return ratelimit.Admission{}, storeFailure(err, Requested(call), granted)
 	}
 	return a, nil
 }
@@ -232,12 +228,12 @@ func appendRuleLimit(names, ruleNames []string, call policy.Call) []string {
 func limitedDetail(lim *ratelimit.LimitedError, scope *dct.AuthorizedScope, levels []budget.Level, wait time.Duration) string {
 	who := "requests without a token have"
 	if scope != nil {
-		who = "delegation " + quoteName(displayKey(scope, levels, lim.Key.Level)) + " has"
+		who = "delegation " + render.Name(displayKey(scope, levels, lim.Key.Level)) + " has"
 	}
 	rate := policy.Rate{N: lim.Limit.N, Per: lim.Limit.Per}
 	what := "the policy's rate: " + rate.String()
 	if m, match, ok := strings.Cut(lim.Key.Limit, ":"); ok {
-		what = fmt.Sprintf("the rate of the %s rule that matches %s: %s", m, quoteName(match), rate)
+		what = fmt.Sprintf("the rate of the %s rule that matches %s: %s", m, render.Name(match), rate)
 	}
 	calls := "calls"
 	if rate.N == 1 {
@@ -257,10 +253,10 @@ func (g *Gate) releaseRate(a ratelimit.Admission) {
 	}
 }
 
-// releaseUnforwarded gives back the rate-limit slots of an allowed call
+// ReleaseUnforwarded gives back the rate-limit slots of an allowed call
 // that is not forwarded: a 2026-07-28 client's call answered with the
 // proxy's input_required, whose retry is decided (and counted) afresh.
-func (g *Gate) releaseUnforwarded(d *Decision) {
+func (g *Gate) ReleaseUnforwarded(d *Decision) {
 	if d == nil {
 		return
 	}

@@ -1,4 +1,4 @@
-package proxy
+package gate
 
 import (
 	"encoding/json"
@@ -16,11 +16,6 @@ import (
 	"github.com/delegateos/delegateos/internal/strictjson"
 	"github.com/delegateos/delegateos/internal/timestamp"
 )
-
-// DependencyPending is the denial of a call under a sub-task of a
-// decomposition plan before every sub-task it depends on has a verified
-// completion (or when the plan naming it cannot be trusted).
-const DependencyPending dct.DenialType = "dependency_pending"
 
 // planOf returns the plans that bind the delegation at link i of a
 // verified chain as one of their sub-tasks: those whose issuer signed its

@@ -1,4 +1,4 @@
-package proxy
+package gate
 
 import (
 	"bytes"
@@ -133,7 +133,7 @@ func TestGateRateLimit(t *testing.T) {
 			f.advance(20 * time.Second)
 		}
 	}
-	spent := f.store.Spent(budgetLevels(f.scope(t, f.root))[0].Key)
+	spent := f.store.Spent(BudgetLevels(f.scope(t, f.root))[0].Key)
 	f.advance(10 * time.Second)
 	den := wantLimited(t, f.call(t, echo(f.root)), "fourth call", 30_000)
 	want := "delegation del_rateroot has made 3 calls in the last 1m, the policy's rate: 3/1m; retry after 30s"
@@ -143,7 +143,7 @@ func TestGateRateLimit(t *testing.T) {
 	if den.Requested == nil || den.Requested.Action != "echo" || len(den.Granted) != 1 {
 		t.Errorf("denial %+v lacks what was requested and granted", den)
 	}
-	if got := f.store.Spent(budgetLevels(f.scope(t, f.root))[0].Key); got != spent {
+	if got := f.store.Spent(BudgetLevels(f.scope(t, f.root))[0].Key); got != spent {
 		t.Errorf("the refused call was charged: spent %d, was %d", got, spent)
 	}
 	f.advance(30*time.Second - time.Millisecond)

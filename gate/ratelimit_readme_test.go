@@ -1,4 +1,4 @@
-package proxy
+package gate
 
 import (
 	"encoding/json"
@@ -43,7 +43,18 @@ func TestREADMERateLimitedError(t *testing.T) {
 	f.advance(18800 * time.Millisecond)
 	d := f.call(t, write)
 	wantLimited(t, d, "the eleventh", 41200)
-	out, err := json.Marshal(rpcError{JSONRPC: "2.0", ID: []byte("7"), Error: rpcErrorBody{Code: DenialCode, Message: d.Denial.Message(), Data: d.Denial}})
+	// The JSON-RPC error a front answers a denial with (the relay's
+	// replyError).
+	type errorBody struct {
+		Code    int    `json:"code"`
+		Message string `json:"message"`
+		Data    any    `json:"data,omitempty"`
+	}
+	out, err := json.Marshal(struct {
+		JSONRPC string          `json:"jsonrpc"`
+		ID      json.RawMessage `json:"id"`
+		Error   errorBody       `json:"error"`
+	}{JSONRPC: "2.0", ID: []byte("7"), Error: errorBody{Code: DenialCode, Message: d.Denial.Message(), Data: d.Denial}})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,4 +1,4 @@
-package proxy
+package gate
 
 import (
 	"testing"
@@ -20,7 +20,7 @@ func TestBudgetLevelsSybilNeverSharesVictims(t *testing.T) {
 			t.Fatal(err)
 		}
 		var keys []string
-		for _, l := range budgetLevels(s) {
+		for _, l := range BudgetLevels(s) {
 			keys = append(keys, l.Key)
 		}
 		return keys

@@ -1,4 +1,4 @@
-package proxy
+package gate
 
 // Adversarial tests of the delegation messages. Each test asserts
 // the property the proxy should hold; a failure demonstrates a hole.
@@ -8,15 +8,13 @@ import (
 	"crypto/rand"
 	"encoding/json"
 	"fmt"
-	"io"
 	"os"
 	"strconv"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
-
-	"go.uber.org/zap"
 
 	"github.com/delegateos/delegateos/attest"
 	"github.com/delegateos/delegateos/chain"
@@ -182,13 +180,19 @@ func TestReviewConcurrentCompletesEachRunJudge(t *testing.T) {
 	}
 	var outcomes atomic.Int64
 	f.d.OnOutcome = func(Outcome) error { outcomes.Add(1); return nil }
-	// Through the session, as notifications: one goroutine each, unbounded.
-	s := &session{cfg: Config{Delegations: f.d}, log: zap.NewNop(), toClient: newFrameWriter(io.Discard), ctx: context.Background()}
+	// As the relay hands them over (proxy: delegationMessage), one
+	// goroutine each, unbounded.
 	const n = 40
+	var wg sync.WaitGroup
 	for i := 0; i < n; i++ {
-		s.delegationMessage(MethodComplete, nil, f.attestation(f.b, "del_bbbbbbbbbbbb", "ct_bbbbbbbbbbbb", fmt.Sprintf(`{"summary":"attempt %d"}`, i), 0))
+		p := f.attestation(f.b, "del_bbbbbbbbbbbb", "ct_bbbbbbbbbbbb", fmt.Sprintf(`{"summary":"attempt %d"}`, i), 0)
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			f.d.Complete(context.Background(), p)
+		}()
 	}
-	s.background.Wait()
+	wg.Wait()
 	if calls.Load() > 1 {
 		t.Errorf("HOLE: %d judge runs (peak %d concurrent) for one delegation; %d outcome(s) recorded", calls.Load(), peak.Load(), outcomes.Load())
 	}

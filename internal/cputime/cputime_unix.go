@@ -1,6 +1,6 @@
 //go:build unix
 
-package proxy
+package cputime
 
 import (
 	"syscall"
@@ -8,11 +8,11 @@ import (
 	"time"
 )
 
-// reportCPU reports the process's CPU time per operation (user and system,
+// Report reports the process's CPU time per operation (user and system,
 // every thread, the garbage collector's included) as cpu-ns/op: on a busy
 // machine ns/op counts the time the benchmark waited for a core, this
 // does not.
-func reportCPU(b *testing.B) func() {
+func Report(b *testing.B) func() {
 	start := processCPU()
 	return func() {
 		b.ReportMetric(float64(processCPU()-start)/float64(b.N), "cpu-ns/op")

@@ -1,4 +1,4 @@
-package proxy
+package gate
 
 import (
 	"strconv"
@@ -9,7 +9,7 @@ import (
 	"github.com/delegateos/delegateos/dct"
 )
 
-// budgetLevels names each level of the chain by its path of delegation IDs
+// BudgetLevels names each level of the chain by its path of delegation IDs
 // under the issuer, so two roots, or two parents, that happen to pick the
 // same delegation ID never share a budget.
 //
@@ -20,7 +20,7 @@ import (
 // delegation key, so two root tokens one issuer mints under one ID share
 // their root level. Naming levels by key renames every spend-store entry
 // and needs a migration of existing stores, not done yet.
-func budgetLevels(s *dct.AuthorizedScope) []budget.Level {
+func BudgetLevels(s *dct.AuthorizedScope) []budget.Level {
 	levels := make([]budget.Level, len(s.Chain))
 	key := s.Issuer
 	for i, l := range s.Chain {
@@ -76,7 +76,7 @@ func (m *levelsMemo) of(s *dct.AuthorizedScope) []budget.Level {
 	if e := m.last.Load(); e != nil && e.issuer == s.Issuer && sameLevels(e.chain, s.Chain) {
 		return e.levels
 	}
-	levels := budgetLevels(s)
+	levels := BudgetLevels(s)
 	m.last.Store(&memoLevels{issuer: s.Issuer, chain: append([]dct.ChainLink(nil), s.Chain...), levels: levels})
 	return levels
 }

@@ -1,4 +1,4 @@
-package proxy
+package gate
 
 import (
 	"context"
@@ -195,22 +195,27 @@ func (d *Delegations) now() time.Time {
 	return time.Now()
 }
 
-// msgError is a JSON-RPC error the proxy answers a delegation message with
-// when it cannot even be read (a refusal of a well-formed request is a
-// result: §9.3's reject).
-type msgError struct {
-	code    int
-	message string
-	// detail is logged, not sent to the client.
-	detail string
+// MessageError is a JSON-RPC error a delegation message is answered with
+// when it cannot even be read or acted on (a refusal of a well-formed
+// request is a result: §9.3's reject).
+type MessageError struct {
+	Code    int
+	Message string
+	// Detail is logged, not sent to the client.
+	Detail string
 }
 
-func (e *msgError) Error() string { return e.message }
+func (e *MessageError) Error() string { return e.Message }
 
-const codeInvalidParams = -32602
+// The JSON-RPC error codes of MessageError.
+const (
+	CodeMethodNotFound = -32601
+	CodeInvalidParams  = -32602
+	CodeInternalError  = -32603
+)
 
-func invalidParams(format string, args ...any) *msgError {
-	return &msgError{code: codeInvalidParams, message: "invalid params: " + fmt.Sprintf(format, args...)}
+func invalidParams(format string, args ...any) *MessageError {
+	return &MessageError{Code: CodeInvalidParams, Message: "invalid params: " + fmt.Sprintf(format, args...)}
 }
 
 func reject(reason, format string, args ...any) DelegateResult {
@@ -409,7 +414,7 @@ func (d *Delegations) CompleteIn(ctx context.Context, params json.RawMessage, bo
 		return CompleteResult{}, invalidParams("delegationId and attestation are required")
 	}
 	if d.Attest == nil || d.Attestations == nil {
-		return CompleteResult{}, &msgError{code: codeInternalError, message: "this proxy cannot verify attestations"}
+		return CompleteResult{}, &MessageError{Code: CodeInternalError, Message: "this proxy cannot verify attestations"}
 	}
 	a, err := attest.Parse(p.Attestation)
 	if err == nil {
@@ -470,8 +475,8 @@ func (d *Delegations) CompleteIn(ctx context.Context, params json.RawMessage, bo
 	report, _ := d.Attest.Verify(ctx, a)
 	if report == nil || report.Verdict == attest.Unverified {
 		// The reasons (a judge's error output, file paths) stay in the log.
-		return CompleteResult{}, &msgError{code: codeInternalError, message: fmt.Sprintf("the attestation could not be verified, so delegation %s stays active; the proxy's log says why", del.ID),
-			detail: strings.Join(problems(report), "; ")}
+		return CompleteResult{}, &MessageError{Code: CodeInternalError, Message: fmt.Sprintf("the attestation could not be verified, so delegation %s stays active; the proxy's log says why", del.ID),
+			Detail: strings.Join(problems(report), "; ")}
 	}
 	if err := d.Attestations.Put(a); err != nil {
 		if errors.Is(err, attest.ErrConflict) {
@@ -479,7 +484,7 @@ func (d *Delegations) CompleteIn(ctx context.Context, params json.RawMessage, bo
 		}
 		return CompleteResult{}, internalError("the attestation cannot be stored")
 	}
-	res := CompleteResult{DelegationID: del.ID, delegationKey: del.Key, AttestationID: a.ID, Verified: report.Verdict == attest.Passed, Problems: problems(report)}
+	res := CompleteResult{DelegationID: del.ID, DelegationKey: del.Key, AttestationID: a.ID, Verified: report.Verdict == attest.Passed, Problems: problems(report)}
 	if st, ok := report.Step(attest.StepVerification); ok && st.Check != nil {
 		res.Score = st.Check.Score
 		if res.Score == nil {
@@ -598,7 +603,7 @@ func (d *Delegations) begin(id string) error {
 		return invalidParams("delegation %s is already being completed", id)
 	}
 	if len(d.completing) >= maxCompletions {
-		return &msgError{code: codeInternalError, message: fmt.Sprintf("%d attestations are being verified; try again shortly", maxCompletions)}
+		return &MessageError{Code: CodeInternalError, Message: fmt.Sprintf("%d attestations are being verified; try again shortly", maxCompletions)}
 	}
 	if d.completing == nil {
 		d.completing = map[string]bool{}
@@ -613,8 +618,8 @@ func (d *Delegations) end(id string) {
 	delete(d.completing, id)
 }
 
-func internalError(format string, args ...any) *msgError {
-	return &msgError{code: codeInternalError, message: fmt.Sprintf(format, args...)}
+func internalError(format string, args ...any) *MessageError {
+	return &MessageError{Code: CodeInternalError, Message: fmt.Sprintf(format, args...)}
 }
 
 // Revoke handles delegateos/revoke (§9.5): a revocation entry whose
@@ -716,6 +721,6 @@ func BudgetKey(tok *dct.Token) string {
 	for _, a := range t.Attenuations {
 		links = append(links, dct.ChainLink{DelegationID: a.DelegationID})
 	}
-	levels := budgetLevels(&dct.AuthorizedScope{Issuer: t.Authority.Issuer, Chain: links})
+	levels := BudgetLevels(&dct.AuthorizedScope{Issuer: t.Authority.Issuer, Chain: links})
 	return levels[len(levels)-1].Key
 }

@@ -1,4 +1,4 @@
-package proxy
+package gate
 
 import (
 	"reflect"
@@ -31,7 +31,7 @@ func TestLevelsMemo(t *testing.T) {
 	}
 	var m levelsMemo
 	for i, s := range scopes {
-		if got, want := m.of(s), budgetLevels(s); !reflect.DeepEqual(got, want) {
+		if got, want := m.of(s), BudgetLevels(s); !reflect.DeepEqual(got, want) {
 			t.Errorf("scope %d: memo gives %v, want %v", i, got, want)
 		}
 	}
@@ -42,7 +42,7 @@ func TestLevelsMemo(t *testing.T) {
 		t.Errorf("after the chain changed the memo gives limit %d", got[1].Limit)
 	}
 	a.Chain[0].DelegationID = "del_z"
-	if got, want := m.of(a), budgetLevels(a); !reflect.DeepEqual(got, want) {
+	if got, want := m.of(a), BudgetLevels(a); !reflect.DeepEqual(got, want) {
 		t.Errorf("after the chain changed the memo gives %v, want %v", got, want)
 	}
 }
@@ -60,7 +60,7 @@ func TestParseBudgetKey(t *testing.T) {
 		for i, id := range ids {
 			links[i] = dct.ChainLink{DelegationID: id}
 		}
-		levels := budgetLevels(&dct.AuthorizedScope{Issuer: "ISSUER", Chain: links})
+		levels := BudgetLevels(&dct.AuthorizedScope{Issuer: "ISSUER", Chain: links})
 		for i, l := range levels {
 			issuer, got, ok := ParseBudgetKey(l.Key)
 			if !ok || issuer != "ISSUER" || !reflect.DeepEqual(got, ids[:i+1]) {
@@ -98,7 +98,7 @@ func FuzzParseBudgetKey(f *testing.F) {
 			if len(ids) == 0 {
 				return issuer
 			}
-			levels := budgetLevels(&dct.AuthorizedScope{Issuer: issuer, Chain: links})
+			levels := BudgetLevels(&dct.AuthorizedScope{Issuer: issuer, Chain: links})
 			return levels[len(levels)-1].Key
 		}
 		if issuer, ids, ok := ParseBudgetKey(key); ok {

@@ -1,4 +1,4 @@
-package proxy
+package gate
 
 import "encoding/json"
 
@@ -67,9 +67,9 @@ type CompleteResult struct {
 	Problems []string `json:"problems,omitempty"`
 	// Score is the verification score of the output, when there is one.
 	Score *float64 `json:"score,omitempty"`
-	// delegationKey identifies the delegation completed, which its ID may
+	// DelegationKey identifies the delegation completed, which its ID may
 	// not.
-	delegationKey string
+	DelegationKey string `json:"-"`
 }
 
 // RevokeParams are the params of delegateos/revoke (§9.5).
