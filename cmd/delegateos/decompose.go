@@ -19,7 +19,7 @@ import (
 
 // wsPlans is the workspace directory of signed decomposition plans, where
 // the gate finds them.
-const wsPlans = "plans"
+const wsPlans = gate.WorkspacePlans
 
 var contractDecomposeCmd = &command{
 	name:    "decompose",

@@ -22,6 +22,7 @@ import (
 	"go.uber.org/zap/zapcore"
 
 	"github.com/delegateos/delegateos/dct"
+	"github.com/delegateos/delegateos/gate"
 	"github.com/delegateos/delegateos/internal/logline"
 	"github.com/delegateos/delegateos/internal/stdio"
 	"github.com/delegateos/delegateos/policy"
@@ -133,12 +134,12 @@ var proxyCmd = &command{
 					return err
 				}
 			}
-			opened, closeGate, err := openGate(pol, gateFlags{revocations: *revsFlag != "", spendStore: *spend != "", who: "the proxy"}, log)
+			snap, err := openGate(pol, gateFlags{revocations: *revsFlag != "", spendStore: *spend != "", who: "the proxy"}, log)
 			if err != nil {
 				return err
 			}
-			defer closeGate()
-			g, delegations := opened.gate, opened.delegations
+			defer snap.Close()
+			g, delegations := snap.Gate, snap.Delegations
 			if sessionToken != "" {
 				if g.Verifier == nil {
 					return fixf("a session token needs a trusted root to be verified against: give --root ID (the root issuer of the token; 'delegateos dct inspect --token @FILE' shows it) or list it under roots in the policy file")
@@ -165,7 +166,7 @@ var proxyCmd = &command{
 				for _, f := range []struct{ what, path string }{
 					{"the revocation list", pol.RevocationList},
 					{"the spend store", pol.SpendStore},
-					{"the rate-limit windows", ratesPath(pol)},
+					{"the rate-limit windows", gate.RatesPath(pol)},
 					{"the workspace", pol.Workspace},
 					{"the audit log", pol.AuditLog},
 					{"the proxy key", proxyKey},

@@ -176,12 +176,12 @@ var serveCmd = &command{
 					return err
 				}
 			}
-			opened, closeGate, err := openGate(pol, gateFlags{revocations: *revsFlag != "", spendStore: *spend != "", who: "the server"}, log)
+			snap, err := openGate(pol, gateFlags{revocations: *revsFlag != "", spendStore: *spend != "", who: "the server"}, log)
 			if err != nil {
 				return err
 			}
-			defer closeGate()
-			g, revs, delegations := opened.gate, opened.revocations, opened.delegations
+			defer snap.Close()
+			g, revs, delegations := snap.Gate, snap.Revocations, snap.Delegations
 			checkToken := func(tok string) error {
 				if g.Verifier == nil {
 					return errors.New("no trusted roots to verify it against")

@@ -1,4 +1,4 @@
-package main
+package gate
 
 import (
 	"errors"
@@ -14,7 +14,7 @@ import (
 	"github.com/delegateos/delegateos/chain"
 	"github.com/delegateos/delegateos/contract"
 	"github.com/delegateos/delegateos/dct"
-	"github.com/delegateos/delegateos/gate"
+	"github.com/delegateos/delegateos/identity"
 	"github.com/delegateos/delegateos/internal/timestamp"
 	"github.com/delegateos/delegateos/policy"
 	"github.com/delegateos/delegateos/reputation"
@@ -22,11 +22,24 @@ import (
 	"github.com/delegateos/delegateos/verify"
 )
 
+// The DelegateOS files of a workspace, next to RDP's reputation/ and
+// contracts/ directories.
+const (
+	WorkspaceDelegations   = "delegations.jsonl"
+	WorkspaceTaskContracts = "task-contracts"
+	WorkspaceAttestations  = "attestations"
+	// WorkspacePlans holds the signed decomposition plans, where the
+	// gate looks for the dependencies of sub-tasks.
+	WorkspacePlans = "plans"
+	// WorkspaceRevocations is the durable copy of a Redis revocation list.
+	WorkspaceRevocations = "revocations.json"
+)
+
 // openDelegations sets up the handling of the delegation messages over the
 // policy's workspace: the chain log, the task contracts and attestations
 // next to the RDP reputation files. It returns nil when the policy names no
 // workspace.
-func openDelegations(pol *policy.Policy, v *dct.Verifier, revs revocation.Live, spend budget.Store, log *zap.Logger) (*gate.Delegations, func(), error) {
+func openDelegations(pol *policy.Policy, v *dct.Verifier, revs revocation.Live, spend budget.Store, log *zap.Logger) (*Delegations, func(), error) {
 	if pol.Workspace == "" {
 		return nil, func() {}, nil
 	}
@@ -34,7 +47,7 @@ func openDelegations(pol *policy.Policy, v *dct.Verifier, revs revocation.Live, 
 		return nil, nil, fmt.Errorf("workspace: %w", err)
 	}
 	var chainStore chain.Store
-	chainStore, err := chain.OpenFile(filepath.Join(pol.Workspace, wsDelegations))
+	chainStore, err := chain.OpenFile(filepath.Join(pol.Workspace, WorkspaceDelegations))
 	if err != nil {
 		return nil, nil, fmt.Errorf("workspace: %w", err)
 	}
@@ -56,17 +69,17 @@ func openDelegations(pol *policy.Policy, v *dct.Verifier, revs revocation.Live, 
 		}
 		chainStore = shared
 	}
-	contracts, err := contract.OpenDir(filepath.Join(pol.Workspace, wsTaskContracts))
+	contracts, err := contract.OpenDir(filepath.Join(pol.Workspace, WorkspaceTaskContracts))
 	if err != nil {
 		chainStore.Close()
 		return nil, nil, fmt.Errorf("workspace: %w", err)
 	}
-	atts, err := attest.OpenDir(filepath.Join(pol.Workspace, wsAttestations))
+	atts, err := attest.OpenDir(filepath.Join(pol.Workspace, WorkspaceAttestations))
 	if err != nil {
 		chainStore.Close()
 		return nil, nil, fmt.Errorf("workspace: %w", err)
 	}
-	plans, err := contract.OpenPlanDir(filepath.Join(pol.Workspace, wsPlans))
+	plans, err := contract.OpenPlanDir(filepath.Join(pol.Workspace, WorkspacePlans))
 	if err != nil {
 		chainStore.Close()
 		return nil, nil, fmt.Errorf("workspace: %w", err)
@@ -80,13 +93,13 @@ func openDelegations(pol *policy.Policy, v *dct.Verifier, revs revocation.Live, 
 		}
 		outputs.Judge = &verify.CommandJudge{Command: pol.Judge.Command, Timeout: timeout}
 	}
-	d := &gate.Delegations{
+	d := &Delegations{
 		Verifier:       v,
 		Chain:          chainStore,
 		Contracts:      contracts,
 		Attestations:   atts,
 		Attest:         &attest.Verifier{Contracts: contracts, Attestations: atts, Output: outputs},
-		Spent:          func(tok *dct.Token) int64 { return gate.SpentUnder(spend, tok) },
+		Spent:          func(tok *dct.Token) int64 { return SpentUnder(spend, tok) },
 		SpentAt:        spend.Spent,
 		RevocationList: pol.RevocationList,
 		Plans:          plans,
@@ -116,7 +129,7 @@ func reputationLink(c chain.Store, del chain.Delegation) string {
 // linkReputation records the outcome of every completed or failed
 // delegation in the workspace's RDP files (the delegate's profile gets the
 // signals), and applies the policy's trust gate to delegateos/delegate.
-func linkReputation(d *gate.Delegations, pol *policy.Policy, log *zap.Logger) error {
+func linkReputation(d *Delegations, pol *policy.Policy, log *zap.Logger) error {
 	ws, err := reputation.Open(pol.Workspace)
 	if err != nil {
 		return fmt.Errorf("workspace: %w", err)
@@ -128,7 +141,7 @@ func linkReputation(d *gate.Delegations, pol *policy.Policy, log *zap.Logger) er
 	if c := pol.Reputation.Clarity; c != nil {
 		clarity = *c
 	}
-	d.OnOutcome = func(o gate.Outcome) error {
+	d.OnOutcome = func(o Outcome) error {
 		ro := reputation.Outcome{
 			DelegationID:      reputationLink(d.Chain, o.Delegation),
 			TaskContractID:    o.Contract.ID,
@@ -166,7 +179,7 @@ func linkReputation(d *gate.Delegations, pol *policy.Policy, log *zap.Logger) er
 		return nil
 	}
 	if g := pol.Reputation.TrustGate; g != nil {
-		gate, err := trustGate(g)
+		gate, err := TrustGateOf(g)
 		if err != nil {
 			return err
 		}
@@ -198,4 +211,22 @@ func tokenAncestors(token string) ([]string, error) {
 		holders = append(holders, a.Delegatee)
 	}
 	return append(out, holders[:len(holders)-1]...), nil
+}
+
+// trustGate builds the reputation package's gate from the policy's,
+// naming trusted attesters by did:key as signals name their sources.
+func TrustGateOf(g *policy.TrustGate) (reputation.TrustGate, error) {
+	tg := reputation.TrustGate{MinReliability: g.MinReliability, MinConfidence: g.MinConfidence}
+	if f := g.StarterFloor; f != nil {
+		sf := &reputation.StarterFloor{MinAttesters: f.MinAttesters}
+		for _, id := range f.TrustedAttesters {
+			did, err := identity.DIDFromPrincipalID(id)
+			if err != nil {
+				return reputation.TrustGate{}, fmt.Errorf("trusted attester %s: %w", id, err)
+			}
+			sf.TrustedAttesters = append(sf.TrustedAttesters, did)
+		}
+		tg.StarterFloor = sf
+	}
+	return tg, nil
 }
