@@ -215,8 +215,9 @@ func (g *Gate) visible(req *CallRequest, caps []dct.Capability) bool {
 // request the budget refuses gives its rate-limit slots back.
 func (g *Gate) Decide(req CallRequest) Decision { return g.DecideAt(&req, time.Now()) }
 
-// DecideAt is Decide for a request that arrived at start: the relay has
-// read the clock already.
+// DecideAt is Decide for a request that arrived at start, for a front
+// that has read the clock already (its Latency counts from start); req is
+// read, not kept.
 func (g *Gate) DecideAt(req *CallRequest, start time.Time) (d Decision) {
 	defer func() {
 		d.Latency = time.Since(start)
@@ -520,7 +521,9 @@ func (g *Gate) ListView(method, token string) (func(name string) bool, error) {
 	return g.ListViewAccepting(method, token, nil)
 }
 
-// ListViewAccepting is ListView that asks accept, when set, about the token.
+// ListViewAccepting is ListView that asks accept, when set, about the
+// token: a front passes the Gate's Accept with what it knows of how the
+// token was presented.
 func (g *Gate) ListViewAccepting(method, token string, accept func(token string, scope *dct.AuthorizedScope) error) (func(name string) bool, error) {
 	none := func(string) bool { return false }
 	if token == "" {

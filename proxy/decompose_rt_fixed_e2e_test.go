@@ -49,7 +49,7 @@ func TestRTDecompFixedUnreadablePlanEntryScoped(t *testing.T) {
 }
 
 // F5: // A sub-task whose deadline passed without it ever being delegated counts
-// as failed for its parent's completion (proxy/plans.go splitBy,
+// as failed for its parent's completion (gate/plans.go splitBy,
 // pastDeadline), and its token has expired so it can spend nothing. Hold
 // used to keep its whole allotment off the parent's level forever; now
 // the hold ends at the sub-task's deadline, and the decomposer spends the
