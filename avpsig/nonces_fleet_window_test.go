@@ -54,7 +54,8 @@ func TestRedisNoncesJoinFleetWindow(t *testing.T) {
 // to the lagging server is accepted a second time. (Skew is 0 here and
 // the lag 2 s, so that the test waits 2 s; by default Skew is 5 s and a
 // lag of more than 6 s does the same.)
-func TestRedteam4LaggingServerTakesReplayAfterKeyExpired(t *testing.T) {
+// Found by the fourth red team (was TestRedteam4LaggingServerTakesReplayAfterKeyExpired).
+func TestRedisNoncesLaggingServerRefusesReplay(t *testing.T) {
 	rs := redistest.Start(t)
 	store := func() *RedisNonces {
 		s, err := OpenRedisNonces(rs.URL())

@@ -18,7 +18,8 @@ import (
 // Forty spends of one signer's nonce, each claiming another tree: exactly
 // one is accepted. Forty distinct nonces of one tree bounded at 10 from
 // eight connections: exactly ten accepted, the rest busy.
-func TestRedteamRedisTreeScriptConcurrent(t *testing.T) {
+// Found by a red team (was TestRedteamRedisTreeScriptConcurrent).
+func TestRedisTreeScriptConcurrent(t *testing.T) {
 	rs := redistest.Start(t)
 	ctx := context.Background()
 	key := testKey(7)
@@ -66,7 +67,8 @@ func TestRedteamRedisTreeScriptConcurrent(t *testing.T) {
 // window old is taken once and is stale (not taken again) one second
 // later, when the sweep may have dropped its nonce; one exactly MaxAhead
 // ahead is taken, and replayed while the clock walks to its end.
-func TestRedteamWindowEdgesNoReplay(t *testing.T) {
+// Found by a red team (was TestRedteamWindowEdgesNoReplay).
+func TestWindowEdgesNoReplay(t *testing.T) {
 	clock := t0
 	v := &Verifier{Now: func() time.Time { return clock }, MaxNoncesPerTree: 5}
 	k := testKey(3)

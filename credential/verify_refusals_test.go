@@ -139,9 +139,10 @@ func TestVerifyReputationIssuerIsSigner(t *testing.T) {
 	}
 }
 
-// TestVerifyRedTeamRefusals pins what was tried against Verify and found
+// TestVerifyRefusesAlteredCredentials pins what was tried against Verify and found
 // refused: each change is to a credential that verifies as signed.
-func TestVerifyRedTeamRefusals(t *testing.T) {
+// Tried by a red team; each attack held (was TestVerifyRedTeamRefusals).
+func TestVerifyRefusesAlteredCredentials(t *testing.T) {
 	key := testKey(7)
 	did := didOf(key)
 	mb := did[len("did:key:"):]

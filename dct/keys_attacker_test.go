@@ -16,7 +16,8 @@ import (
 // nothing an attacker may change without a signer yields a verified token
 // whose keys name another's delegations. Held: each variant is refused,
 // or (signatures only) keeps every key and verifies only if the signer's.
-func TestRedteamKeyNotAttackerChosen(t *testing.T) {
+// Found by a red team (was TestRedteamKeyNotAttackerChosen).
+func TestDelegationKeyNotAttackerChosen(t *testing.T) {
 	tok := chain2(t)
 	v := mustVerifier(t, Options{})
 	if _, err := v.VerifyChain(tok.String(), t0.Add(time.Minute)); err != nil {

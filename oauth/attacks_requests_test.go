@@ -28,7 +28,8 @@ import (
 // above it, an expires_in that overflows, scopes with glob tricks, an
 // exchange past the grant's chain depth, and subject tokens that are not
 // access tokens are all refused.
-func TestRTHeldExchangeCannotWiden(t *testing.T) {
+// Tried by the red team of the authorization server (issue 23); the attack held (was TestRTHeldExchangeCannotWiden).
+func TestExchangeCannotWiden(t *testing.T) {
 	t.Parallel()
 	a := startAS(t, nil)
 	c := a.register(t, "agent")
@@ -87,7 +88,8 @@ func TestRTHeldExchangeCannotWiden(t *testing.T) {
 // information, a fragment, a leading zero in the port) reaches the
 // client's redirect, and none is sent anywhere; registration refuses
 // hosts that only look like loopback.
-func TestRTHeldRedirectNearMisses(t *testing.T) {
+// Tried by the red team of the authorization server (issue 23); the attack held (was TestRTHeldRedirectNearMisses).
+func TestRedirectNearMissesRefused(t *testing.T) {
 	t.Parallel()
 	a := startAS(t, nil)
 	c := a.register(t, "c") // http://127.0.0.1:9/callback
@@ -120,7 +122,8 @@ func TestRTHeldRedirectNearMisses(t *testing.T) {
 // from Host), and /token and /register take only POSTs of their own media
 // type (a browser's "simple" cross-site POST is text/plain or a
 // multipart form): parameters in the query string are not read.
-func TestRTHeldHostAndMethodConfusion(t *testing.T) {
+// Tried by the red team of the authorization server (issue 23); the attack held (was TestRTHeldHostAndMethodConfusion).
+func TestEndpointsRefuseOtherHostsAndMethods(t *testing.T) {
 	t.Parallel()
 	a := startAS(t, nil)
 	for _, p := range []string{"/.well-known/oauth-authorization-server", "/.well-known/oauth-protected-resource/mcp", "/authorize", "/register"} {
@@ -196,7 +199,8 @@ func (d *dpopKey) jwk() map[string]any {
 // on a token request, an htu naming another host (localhost for
 // 127.0.0.1), a jti of 300 bytes, a non-integer iat, and an ES256
 // signature claimed as EdDSA.
-func TestRTHeldDPoPProofForms(t *testing.T) {
+// Tried by the red team of the authorization server (issue 23); the attack held (was TestRTHeldDPoPProofForms).
+func TestDPoPProofFormsRefused(t *testing.T) {
 	t.Parallel()
 	a := startAS(t, nil)
 	c := a.register(t, "c")
@@ -266,7 +270,8 @@ func TestRTHeldDPoPProofForms(t *testing.T) {
 // Nothing secret reaches serve's log: not the access or refresh token,
 // the code, the PKCE verifier, the CSRF token nor a password typed (right
 // or wrong), through a flow, a refresh, an exchange and refusals.
-func TestRTHeldNoSecretsInLog(t *testing.T) {
+// Tried by the red team of the authorization server (issue 23); the attack held (was TestRTHeldNoSecretsInLog).
+func TestLogHoldsNoSecrets(t *testing.T) {
 	t.Parallel()
 	a := startAS(t, nil)
 	c := a.register(t, "c")
@@ -303,7 +308,8 @@ func TestRTHeldNoSecretsInLog(t *testing.T) {
 // The refusal pages (shown before the client is known) cannot be framed
 // either, and the consent page's form-action names only this server and
 // the redirect's origin.
-func TestRTHeldErrorPageHeaders(t *testing.T) {
+// Tried by the red team of the authorization server (issue 23); the attack held (was TestRTHeldErrorPageHeaders).
+func TestErrorPagesCannotBeFramed(t *testing.T) {
 	t.Parallel()
 	a := startAS(t, nil)
 	c := a.register(t, "c")
@@ -322,7 +328,8 @@ func TestRTHeldErrorPageHeaders(t *testing.T) {
 // Token exchange of a subject whose consent was revoked, or whose family
 // was ended by a refresh reuse, is refused; another client presenting a
 // live refresh token neither gets tokens nor burns it.
-func TestRTHeldExchangeOfRevokedOrEndedSubject(t *testing.T) {
+// Tried by the red team of the authorization server (issue 23); the attack held (was TestRTHeldExchangeOfRevokedOrEndedSubject).
+func TestExchangeOfRevokedOrEndedSubjectRefused(t *testing.T) {
 	t.Parallel()
 	var revs string
 	a := startAS(t, func(e *mcptest.Env, p *mcptest.Policy) {

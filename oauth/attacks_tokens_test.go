@@ -41,7 +41,8 @@ func readOK(r *mcptest.HTTPResponse) bool {
 // token put in params._delegateos.dct of a call, in a session opened with
 // any token Protect lets through (here: the attacker's own narrow bearer
 // token), is used by the gate with no proof at all.
-func TestRTFixedDPoPTokenWithoutProofInParams(t *testing.T) {
+// Found by the red team of the authorization server (issue 23), fixed (was TestRTFixedDPoPTokenWithoutProofInParams).
+func TestParamsTokenDPoPNeedsItsProof(t *testing.T) {
 	t.Parallel()
 	a := startAS(t, nil)
 	victim := a.register(t, "victim")
@@ -104,7 +105,8 @@ func TestRTFixedDPoPTokenWithoutProofInParams(t *testing.T) {
 // were stolen) must end its access tokens. Protect forgets them, so they
 // are refused in Authorization; in params._delegateos.dct they still
 // authorize until they expire.
-func TestRTFixedEndedTokenInParams(t *testing.T) {
+// Found by the red team of the authorization server (issue 23), fixed (was TestRTFixedEndedTokenInParams).
+func TestParamsTokenOfEndedFamilyRefused(t *testing.T) {
 	t.Parallel()
 	a := startAS(t, nil)
 	c := a.register(t, "c")
@@ -133,7 +135,8 @@ func TestRTFixedEndedTokenInParams(t *testing.T) {
 // DPoP-bound token issued before, as Bearer and as DPoP (that holds: the
 // first checks). The token still authorizes in params._delegateos.dct,
 // without a proof, for the rest of its hour.
-func TestRTFixedDPoPTokenAfterRestartInParams(t *testing.T) {
+// Found by the red team of the authorization server (issue 23), fixed (was TestRTFixedDPoPTokenAfterRestartInParams).
+func TestParamsTokenDPoPRefusedAfterRestart(t *testing.T) {
 	t.Parallel()
 	a := startAS(t, nil)
 	e := a.e
@@ -167,7 +170,8 @@ func TestRTFixedDPoPTokenAfterRestartInParams(t *testing.T) {
 // accepted by server B, and a DPoP-bound one accepted there as a plain
 // Bearer token with no proof: B's Protect only refuses tokens of its own
 // grant, and the DCT names no audience.
-func TestRTFixedTokenForAnotherResource(t *testing.T) {
+// Found by the red team of the authorization server (issue 23), fixed (was TestRTFixedTokenForAnotherResource).
+func TestTokenForAnotherResourceRefused(t *testing.T) {
 	t.Parallel()
 	a := startAS(t, nil)
 	e := a.e
@@ -213,7 +217,8 @@ func TestRTFixedTokenForAnotherResource(t *testing.T) {
 // page of its own (GET /authorize), post wrong passwords. That closes
 // only the stranger's page (a sixth guess there is refused); the
 // operator's right password on the operator's own page still approves.
-func TestRTFixedStrangerCannotLockOperatorOut(t *testing.T) {
+// Found by the red team of the authorization server (issue 23), fixed (was TestRTFixedStrangerCannotLockOperatorOut).
+func TestConsentStrangerCannotLockOperatorOut(t *testing.T) {
 	t.Parallel()
 	a := startAS(t, nil)
 	c := a.register(t, "legit")
@@ -264,7 +269,8 @@ func problem(page string) string {
 // with one client it forgets only its own (4 kept), with many it fills
 // MaxPending (256) and then the pages of the clients with the most go;
 // the operator's open page stays, and its approval goes through.
-func TestRTFixedPendingFloodKeepsOperatorsConsent(t *testing.T) {
+// Found by the red team of the authorization server (issue 23), fixed (was TestRTFixedPendingFloodKeepsOperatorsConsent).
+func TestConsentPendingFloodKeepsOperatorsPage(t *testing.T) {
 	t.Parallel()
 	a := startAS(t, nil)
 	c := a.register(t, "legit")
@@ -294,7 +300,8 @@ func TestRTFixedPendingFloodKeepsOperatorsConsent(t *testing.T) {
 // Now an approval has at most MaxExchangedPerFamily (64) live exchanged
 // tokens, whichever of its tokens is the subject, and other clients'
 // grants go on.
-func TestRTFixedExchangeBoundedPerApproval(t *testing.T) {
+// Found by the red team of the authorization server (issue 23), fixed (was TestRTFixedExchangeBoundedPerApproval).
+func TestExchangeBoundedPerApproval(t *testing.T) {
 	t.Parallel()
 	a := startAS(t, nil)
 	c := a.register(t, "agent")
@@ -340,7 +347,8 @@ func TestRTFixedExchangeBoundedPerApproval(t *testing.T) {
 // kept, but a refresh token names its family and generation, so one
 // copied by a thief and presented 65 rotations later still ends the
 // family. A made-up generation under an unknown family ends nothing.
-func TestRTFixedReuseDetectedAfter64Rotations(t *testing.T) {
+// Found by the red team of the authorization server (issue 23), fixed (was TestRTFixedReuseDetectedAfter64Rotations).
+func TestRefreshReuseDetectedAfter64Rotations(t *testing.T) {
 	t.Parallel()
 	a := startAS(t, nil)
 	c := a.register(t, "c")
@@ -384,7 +392,8 @@ func TestRTFixedReuseDetectedAfter64Rotations(t *testing.T) {
 // read the log held live tokens. Now it keeps the chain down to the
 // consent delegation only, and that token, like every token the log
 // holds, is refused by the gate, in Authorization and in a call's params.
-func TestRTFixedIssuedTokensNotInDelegationLog(t *testing.T) {
+// Found by the red team of the authorization server (issue 23), fixed (was TestRTFixedIssuedTokensNotInDelegationLog).
+func TestDelegationLogHoldsNoLiveToken(t *testing.T) {
 	t.Parallel()
 	a := startAS(t, func(e *mcptest.Env, p *mcptest.Policy) {
 		e.KeyFile(mcptest.NewKey(t, "proxy"))

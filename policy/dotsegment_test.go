@@ -14,7 +14,8 @@ import (
 // Spring, many proxies): "/project/..;/secret" reads "/secret". The grant
 // file:///project/** matches it, since "..;" is no dot segment to the
 // segment matcher either.
-func TestRedteam2DotSegmentWithPathParameters(t *testing.T) {
+// Found by the second red team (was TestRedteam2DotSegmentWithPathParameters).
+func TestMapResourceRefusesDotSegmentWithPathParameters(t *testing.T) {
 	p := Default()
 	grant := dct.Capability{Namespace: ResourceNamespace, Action: ResourceAction, Resource: "file:///project/**"}
 	for _, uri := range []string{

@@ -28,12 +28,13 @@ func newRatedApprovalRun(t *testing.T, rate string) *approvalRun {
 	return &approvalRun{e: e, p: p, tok: tok}
 }
 
-// TestRedteamStdioModernApprovalRate: a 2026-07-28 client's approved call
+// A 2026-07-28 client's approved call
 // is one call against the rate limits. The request answered with
 // input_required is never forwarded, so it must not hold a slot the
 // request sent back with the answer then lacks: under rate: 1/1h an
 // approved call must run.
-func TestRedteamStdioModernApprovalRate(t *testing.T) {
+// Found by the red team of the stdio relay (was TestRedteamStdioModernApprovalRate).
+func TestE2EApprovalModernCallIsOneRateSlot(t *testing.T) {
 	r := newRatedApprovalRun(t, "1/1h")
 	a := &approver{answer: func(mcp.ElicitationRequest) (*mcp.ElicitationResult, error) {
 		return answerWith(mcp.ElicitationResponseActionAccept, map[string]any{"approve": true})
@@ -46,13 +47,14 @@ func TestRedteamStdioModernApprovalRate(t *testing.T) {
 	}
 }
 
-// TestRedteamStdioRefusedApprovalRate: a call refused for want of
+// A call refused for want of
 // approval keeps its one rate-limit slot (README: a person was asked, or
 // could have been), whether the client is asked with elicitation/create
 // or with input_required; the input_required ask and the retry are one
 // call, not two. Under rate: 2/1h one echo still fits after the refusal,
 // and a second does not.
-func TestRedteamStdioRefusedApprovalRate(t *testing.T) {
+// Found by the red team of the stdio relay (was TestRedteamStdioRefusedApprovalRate).
+func TestE2EApprovalRefusedKeepsOneRateSlot(t *testing.T) {
 	for _, modern := range []bool{false, true} {
 		t.Run(map[bool]string{false: "elicitation", true: "input_required"}[modern], func(t *testing.T) {
 			r := newRatedApprovalRun(t, "2/1h")
@@ -79,14 +81,15 @@ func TestRedteamStdioRefusedApprovalRate(t *testing.T) {
 	}
 }
 
-// TestRedteamStdioHeldIDs: ids that other readers might confuse with a
+// Ids that other readers might confuse with a
 // held call's or with the proxy's approval request's do not reach them.
 // A cancellation naming "7" or "\u0037" (strings) leaves the call held
 // under the number 7, as does one whose requestId is re-cased; a request
 // under the approval request's own id is an ordinary request (held in its
 // turn); an answer under the approval id as a number, or with the id
 // re-cased, is not an answer to it; and the real answer still works.
-func TestRedteamStdioHeldIDs(t *testing.T) {
+// Found by the red team of the stdio relay (was TestRedteamStdioHeldIDs).
+func TestE2EApprovalHeldIDsNotConfused(t *testing.T) {
 	r := newRawApprovalBudget(t, "required", 1000)
 	r.write("7", "/project/seven.md")
 	ask := r.asked(t)

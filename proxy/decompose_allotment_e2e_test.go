@@ -25,7 +25,8 @@ import (
 // directory) used to refuse every call of every token. Now only chains a
 // plan could name as a sub-task (a delegated link) wait for it, and run
 // again once the entry is gone; root tokens keep running.
-func TestRTDecompFixedUnreadablePlanEntryScoped(t *testing.T) {
+// Found by the red team of decomposition, fixed (was TestRTDecompFixedUnreadablePlanEntryScoped).
+func TestDecompositionUnreadablePlanEntryScoped(t *testing.T) {
 	r := newPlanRun(t, planE2E, 10000)
 	args := map[string]any{"path": "/project/secret.md"}
 	unrelated := r.e.Mint(func(p *dct.CreateParams) { p.MaxBudgetMicrocents = 5000 }, "docs:read:/project/**")
@@ -56,7 +57,8 @@ func TestRTDecompFixedUnreadablePlanEntryScoped(t *testing.T) {
 // 9000 that "late" (never started, expired) was allotted. The wait is on the proxy's own clock: late's token is polled
 // with a call outside its capabilities (refused without spending) until
 // the proxy answers "expired".
-func TestRTDecompFixedExpiredSubTaskAllotmentReturns(t *testing.T) {
+// Found by the red team of decomposition, fixed (was TestRTDecompFixedExpiredSubTaskAllotmentReturns).
+func TestDecompositionExpiredSubTaskAllotmentReturns(t *testing.T) {
 	deadline := time.Now().Add(5 * time.Second).UTC().Format(time.RFC3339)
 	r := newPlanRun(t, `strategy: parallel
 subTasks:
@@ -84,7 +86,8 @@ subTasks:
 // CLI: plan 1 allots 3000+3000 of 10000; a second plan allotting 10000 is
 // refused (it used to be accepted, and its hold then starved fetch), one
 // allotting the 4000 left is accepted, and fetch still runs.
-func TestRTDecompFixedSecondPlanWithinWhatIsLeft(t *testing.T) {
+// Found by the red team of decomposition, fixed (was TestRTDecompFixedSecondPlanWithinWhatIsLeft).
+func TestDecompositionSecondPlanWithinWhatIsLeft(t *testing.T) {
 	r := newPlanRun(t, planE2E, 10000)
 	_, fetchTok := r.sub("fetch")
 	decompose := func(name string, budget int) (string, int) {
@@ -108,7 +111,8 @@ subTasks:
 // F3 in-band: delegateos/decompose plans of 3×1000 for one delegation
 // with a budget of 10000: three are accepted, the next ones are refused
 // (it used to accept every one, unbounded).
-func TestRTDecompFixedInBandPlansWithinBudget(t *testing.T) {
+// Found by the red team of decomposition, fixed (was TestRTDecompFixedInBandPlansWithinBudget).
+func TestDecompositionInBandPlansWithinBudget(t *testing.T) {
 	r := newPlanRun(t, "", 10000)
 	if res := r.delegate(r.parent, r.aTok, dct.RootParentDelegationID); !res.Accepted {
 		t.Fatalf("delegate parent: %+v", res)
@@ -158,7 +162,8 @@ func decisionCost(t *testing.T, r *planRun, tok *dct.Token, n int) time.Duration
 // TestPlanDirListsOnlyOnChange for the exact count). Measured:
 // mean decision latency of a call no plan names, with the one plan of
 // the run and then with 20000 more entries in the directory.
-func TestRTDecompFixedPlanCountDoesNotSlowDecisions(t *testing.T) {
+// Found by the red team of decomposition, fixed (was TestRTDecompFixedPlanCountDoesNotSlowDecisions).
+func TestDecompositionPlanCountDoesNotSlowDecisions(t *testing.T) {
 	r := newPlanRun(t, planE2E, 10000)
 	tok := r.e.Mint(func(p *dct.CreateParams) { p.MaxBudgetMicrocents = 1_000_000 }, "docs:read:/project/**")
 	base := decisionCost(t, r, tok, 40)
@@ -184,7 +189,8 @@ func TestRTDecompFixedPlanCountDoesNotSlowDecisions(t *testing.T) {
 // records the delegations a plan covers in WORKSPACE/plans/bindings.jsonl
 // first, and a delegation bound to a plan that is missing or does not
 // verify is refused (dependency_pending) until the plan is restored.
-func TestRTDecompFixedDamagedPlanFileKeepsSubTaskRefused(t *testing.T) {
+// Found by the red team of decomposition, fixed (was TestRTDecompFixedDamagedPlanFileKeepsSubTaskRefused).
+func TestDecompositionDamagedPlanFileKeepsSubTaskRefused(t *testing.T) {
 	for _, tc := range []struct {
 		name string
 		edit func(b []byte, sumKey string) []byte

@@ -47,7 +47,8 @@ func (r *planRun) startOnWorkspace(extra string) *mcptest.Process {
 // whose _delegateos names the parent's contract) waits for fetch as
 // tools/call does; so does a token attenuated below it; the parent's own
 // token naming summarize's contract is refused as a contract mismatch.
-func TestRTDecompHeldOtherMethodsWait(t *testing.T) {
+// Tried by the red team of decomposition; the attack held (was TestRTDecompHeldOtherMethodsWait).
+func TestDecompositionOtherMethodsWait(t *testing.T) {
 	r := newPlanRun(t, planE2E, 10000)
 	sumC, sumTok := r.sub("summarize")
 	below, err := dct.Attenuate(sumTok, dct.AttenuateParams{Attenuator: r.b, Delegatee: r.e.Agent.ID(), DelegationID: mcptest.NewDelegationID()})
@@ -92,7 +93,8 @@ methods:
 // key, sent as fetch's completion, completes nothing and summarize still
 // waits; once fetch really completed, its attestation replayed as
 // summarize's completion is refused.
-func TestRTDecompHeldForeignAttestationCompletesNothing(t *testing.T) {
+// Tried by the red team of decomposition; the attack held (was TestRTDecompHeldForeignAttestationCompletesNothing).
+func TestDecompositionForeignAttestationCompletesNothing(t *testing.T) {
 	r := newPlanRun(t, planE2E, 10000)
 	fetchC, fetchTok := r.sub("fetch")
 	sumC, sumTok := r.sub("summarize")
@@ -153,7 +155,8 @@ func TestRTDecompHeldForeignAttestationCompletesNothing(t *testing.T) {
 // summarize still waits); a verified plan copied under another plan's
 // name marks every delegation it names refused (fail closed), and does
 // not free summarize.
-func TestRTDecompHeldPlanFilesDroppedWhileRunning(t *testing.T) {
+// Tried by the red team of decomposition; the attack held (was TestRTDecompHeldPlanFilesDroppedWhileRunning).
+func TestDecompositionPlanFilesDroppedWhileRunning(t *testing.T) {
 	r := newPlanRun(t, planE2E, 10000)
 	_, fetchTok := r.sub("fetch")
 	_, sumTok := r.sub("summarize")

@@ -49,7 +49,8 @@ func reviewContract(t *testing.T, k *identity.Keypair, id string, now time.Time,
 // an ancestor. A then completes its OWN delegation del_aaaa: the work is
 // verified against A's self-signed contract, not the root's, and the
 // delegation is recorded completed (a good reputation signal from the root).
-func TestReviewContractSwapSelfCompletion(t *testing.T) {
+// Found by a review (was TestReviewContractSwapSelfCompletion).
+func TestDelegationContractSwapCannotSelfComplete(t *testing.T) {
 	f := newDelegationFixture(t)
 	sybil := fixtureKey(t, 7, "sybil")
 	tok, err := dct.Attenuate(f.aTok, dct.AttenuateParams{Attenuator: f.a, Delegatee: sybil.ID(),
@@ -76,7 +77,8 @@ func TestReviewContractSwapSelfCompletion(t *testing.T) {
 // A contract stored under a delegation's contract ID but issued by
 // someone other than its delegator (another chain's contract with the same
 // ID) never judges that delegation's work.
-func TestReviewCompleteNeedsTheDelegatorsContract(t *testing.T) {
+// Found by a review (was TestReviewCompleteNeedsTheDelegatorsContract).
+func TestDelegationCompleteNeedsTheDelegatorsContract(t *testing.T) {
 	f := newDelegationFixture(t)
 	f.delegateB() // records del_aaaa (root → A) as B's ancestor
 	foreign := reviewContract(t, f.mallory, "ct_aaaaaaaaaaaa", f.now,
@@ -104,7 +106,8 @@ func TestReviewCompleteNeedsTheDelegatorsContract(t *testing.T) {
 // revocation list through delegateos/revoke, with no authority over any
 // token: the list (and every verifier reading it) grows without bound,
 // and past revocation.MaxListSize every token is denied (fail closed).
-func TestReviewRevokeByStrangerGrowsList(t *testing.T) {
+// Found by a review (was TestReviewRevokeByStrangerGrowsList).
+func TestDelegationRevokeByStrangerRefused(t *testing.T) {
 	f := newDelegationFixture(t)
 	const n = 100
 	start := time.Now()
@@ -137,7 +140,8 @@ func TestReviewRevokeByStrangerGrowsList(t *testing.T) {
 // delegation: the verifier refuses B's token (any scope revokes every
 // token containing the block) and Revoke records B's delegation revoked
 // along with A's.
-func TestReviewBlockRevokeChainMismatch(t *testing.T) {
+// Found by a review (was TestReviewBlockRevokeChainMismatch).
+func TestDelegationBlockRevokeRecordsEveryDelegation(t *testing.T) {
 	f := newDelegationFixture(t)
 	f.delegateB()
 	e, err := revocation.NewEntry(f.root, f.aTok.RevocationIDs()[0], revocation.ScopeBlock, f.now)
@@ -158,7 +162,8 @@ func TestReviewBlockRevokeChainMismatch(t *testing.T) {
 
 // Concurrent delegateos/complete of one active delegation each run
 // the full verification (judge included); only one can be recorded.
-func TestReviewConcurrentCompletesEachRunJudge(t *testing.T) {
+// Found by a review (was TestReviewConcurrentCompletesEachRunJudge).
+func TestDelegationConcurrentCompletesJudgedOnce(t *testing.T) {
 	f := newDelegationFixture(t)
 	var calls, running, peak atomic.Int64
 	judge := verify.JudgeFunc(func(ctx context.Context, req verify.JudgeRequest) (verify.JudgeResponse, error) {
@@ -198,7 +203,8 @@ func TestReviewConcurrentCompletesEachRunJudge(t *testing.T) {
 // the BMP with a regex without the u flag) is "unverified": the
 // attestation is stored, the delegation stays active, and the delegatee
 // may repeat without bound, storing a new attestation each time.
-func TestReviewUnverifiedStoresUnboundedAttestations(t *testing.T) {
+// Found by a review (was TestReviewUnverifiedStoresUnboundedAttestations).
+func TestDelegationUnverifiedAttestationsBounded(t *testing.T) {
 	f := newDelegationFixture(t)
 	c := reviewContract(t, f.a, "ct_bbbbbbbbbbbb", f.now,
 		`{"method":"deterministic_check","checkName":"regex_match","checkParams":{"field":"summary","pattern":"^a"}}`)
@@ -234,7 +240,8 @@ func TestReviewUnverifiedStoresUnboundedAttestations(t *testing.T) {
 
 // A failing judge command's stderr is quoted to the client in the
 // JSON-RPC error of delegateos/complete.
-func TestReviewJudgeStderrReachesClient(t *testing.T) {
+// Found by a review (was TestReviewJudgeStderrReachesClient).
+func TestDelegationJudgeStderrKeptFromClient(t *testing.T) {
 	f := newDelegationFixture(t)
 	f.d.Attest.Output = &verify.Verifier{Judge: &verify.CommandJudge{
 		Command: []string{"sh", "-c", `echo "upstream 401: key sk-live-SECRET123 rejected" >&2; exit 1`}, Timeout: 5 * time.Second}}
@@ -253,7 +260,8 @@ func TestReviewJudgeStderrReachesClient(t *testing.T) {
 // calls: after del_bbbb is recorded completed, B's token (named in
 // params._delegateos) still passes the gate; likewise a delegatee that
 // delegateos/delegate refused as untrusted.
-func TestReviewEndedDelegationTokenStillUsable(t *testing.T) {
+// Found by a review (was TestReviewEndedDelegationTokenStillUsable).
+func TestDelegationEndedTokenRefused(t *testing.T) {
 	f := newDelegationFixture(t)
 	f.delegateB()
 	if _, err := f.d.Complete(context.Background(), f.attestation(f.b, "del_bbbbbbbbbbbb", "ct_bbbbbbbbbbbb", `{"summary":"a long enough summary"}`, 0)); err != nil {
@@ -288,13 +296,14 @@ func b64(b []byte) string {
 	return sb.String()
 }
 
-// The contract swap of TestReviewContractSwapSelfCompletion would let a
+// The contract swap of TestDelegationContractSwapCannotSelfComplete would let a
 // DOWNSTREAM delegatee sabotage its delegator: B (A's delegatee)
 // attenuates its token to a sybil naming A's contract ID, signs an
 // unsatisfiable contract under that ID and delegates it. A's honest
 // completion of del_aaaa is then judged against B's
 // contract and recorded failed (a bad signal for A from the root).
-func TestReviewContractSquatFailsDelegator(t *testing.T) {
+// Found by a review (was TestReviewContractSquatFailsDelegator).
+func TestDelegationContractSquatCannotFailDelegator(t *testing.T) {
 	f := newDelegationFixture(t)
 	f.delegateB()
 	sybil := fixtureKey(t, 8, "b-sybil")

@@ -19,7 +19,8 @@ import (
 // delegateos/complete checks the chain record's status but never the
 // delegation's token against the revocation list, so the revoked delegate
 // gets its delegation recorded completed and earns reputation for it.
-func TestRedteam2RevokedDelegationStillCompletes(t *testing.T) {
+// Found by the second red team (was TestRedteam2RevokedDelegationStillCompletes).
+func TestE2EDelegationCompleteRefusesRevokedToken(t *testing.T) {
 	r := newDelegationRun(t)
 	delA := r.aTok.Unverified().Authority.DelegationID
 	delB := r.bTok.Unverified().Attenuations[0].DelegationID

@@ -15,7 +15,7 @@ import (
 	"github.com/delegateos/delegateos/proxy"
 )
 
-// The contract swap of TestReviewContractSwapSelfCompletion, through the
+// The contract swap of TestDelegationContractSwapCannotSelfComplete, through the
 // real binary: the agent A holds the root's token for delegation delA
 // under contract ct_aaaaaaaaaaaa. It never presents the root's contract.
 // Instead it attenuates its own token to a sybil key (dct's default keeps
@@ -24,7 +24,8 @@ import (
 // ancestor and stores A's contract under the root's contract ID; A then
 // completes delA with output that no real contract would accept and gets
 // it recorded completed, with a reliability signal.
-func TestReviewContractSwapThroughProxy(t *testing.T) {
+// Found by a review (was TestReviewContractSwapThroughProxy).
+func TestE2EDelegationContractSwapCannotSelfComplete(t *testing.T) {
 	r := newDelegationRun(t)
 	delA := r.aTok.Unverified().Authority.DelegationID
 	sybil := mcptest.NewKey(t, "sybil")

@@ -15,7 +15,8 @@ import (
 // the approval comes: nothing may reach the upstream without its
 // receipt, and the gate's check of the log was made before the person
 // was asked.
-func TestRedteamStdioApprovedAfterEvidenceFailed(t *testing.T) {
+// Found by the red team of the stdio relay (was TestRedteamStdioApprovedAfterEvidenceFailed).
+func TestApprovalAfterEvidenceFailedNotForwarded(t *testing.T) {
 	var toClient, toServer bytes.Buffer
 	s := testSession(t, zap.NewNop(), &toClient, &toServer)
 	pol, err := policy.Parse([]byte("tools:\n  - {match: echo, namespace: mcp, action: echo, approval: required}\n"), t.TempDir())

@@ -83,13 +83,14 @@ func nextAsk(t *testing.T, c *mcptest.Raw) string {
 	}
 }
 
-// TestRedteamStdioEvidenceEveryEnd: every gated request leaves exactly
+// Every gated request leaves exactly
 // one decision receipt however it ends — allowed, held and cancelled,
 // held and approved, held when the client goes away — and every call
 // that reached the upstream exactly one execution receipt, including
 // one still running when the client disconnects; a held call that never
 // reached it has none.
-func TestRedteamStdioEvidenceEveryEnd(t *testing.T) {
+// Found by the red team of the stdio relay (was TestRedteamStdioEvidenceEveryEnd).
+func TestE2EEvidenceEveryEnd(t *testing.T) {
 	e := mcptest.NewEnv(t)
 	p, logPath := evidenceApprovalProxy(t, e, mcptest.ProxyOptions{WantExit: func(code int) bool { return code >= 0 }})
 	c := p.Raw()
@@ -129,10 +130,11 @@ func TestRedteamStdioEvidenceEveryEnd(t *testing.T) {
 	}
 }
 
-// TestRedteamStdioEvidenceUpstreamCrash: an upstream that dies with a
+// An upstream that dies with a
 // call in flight and another held for approval leaves an execution
 // receipt for the one it had (unanswered) and a refusal for the held one.
-func TestRedteamStdioEvidenceUpstreamCrash(t *testing.T) {
+// Found by the red team of the stdio relay (was TestRedteamStdioEvidenceUpstreamCrash).
+func TestE2EEvidenceUpstreamCrash(t *testing.T) {
 	e := mcptest.NewEnv(t)
 	p, logPath := evidenceApprovalProxy(t, e, mcptest.ProxyOptions{WantExit: func(code int) bool { return code != 0 }})
 	c := p.Raw()
@@ -157,12 +159,13 @@ func TestRedteamStdioEvidenceUpstreamCrash(t *testing.T) {
 	}
 }
 
-// TestRedteamStdioEvidenceModernAskAbandoned: an approval asked of an MCP
+// An approval asked of an MCP
 // 2026-07-28 client (input_required) that never sends the call back
 // ends too — with the session, here — and like every approval it leaves
 // a human approval receipt, naming the WAITING decision it concluded; a
 // held call of an initialize client ends the same way.
-func TestRedteamStdioEvidenceModernAskAbandoned(t *testing.T) {
+// Found by the red team of the stdio relay (was TestRedteamStdioEvidenceModernAskAbandoned).
+func TestE2EEvidenceModernAskAbandoned(t *testing.T) {
 	e := mcptest.NewEnv(t)
 	p, logPath := evidenceApprovalProxy(t, e, mcptest.ProxyOptions{})
 	c := p.Raw()
@@ -194,10 +197,11 @@ func TestRedteamStdioEvidenceModernAskAbandoned(t *testing.T) {
 	}
 }
 
-// TestRedteamStdioEvidenceModernAskExpired: an approval asked with
+// An approval asked with
 // input_required that expires without the call coming back gets its
 // TIMEOUT receipt when the proxy next asks, naming its WAITING decision.
-func TestRedteamStdioEvidenceModernAskExpired(t *testing.T) {
+// Found by the red team of the stdio relay (was TestRedteamStdioEvidenceModernAskExpired).
+func TestE2EEvidenceModernAskExpired(t *testing.T) {
 	e := mcptest.NewEnv(t)
 	key := mcptest.NewKey(t, "proxy")
 	logPath := filepath.Join(e.Dir, "audit.log")

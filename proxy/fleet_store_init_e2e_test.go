@@ -21,7 +21,8 @@ import (
 // names works: the file removed (then refused as deleted, naming store
 // init --reset), store init --reset run from another machine, and the
 // proxy starts and forwards.
-func TestRedTeam3HeldCorruptSeenFileRemedyWorks(t *testing.T) {
+// Tried by the third red team of issue 19's store history; the attack held (was TestRedTeam3HeldCorruptSeenFileRemedyWorks).
+func TestE2EFaultCorruptSeenFileRemedyWorks(t *testing.T) {
 	f := newFleet(t, 30*fleetCost, 30*fleetCost, 30*fleetCost)
 	p1, s1 := f.start(f.a, "", nil)
 	rtDrain(t, s1, 5)
@@ -63,7 +64,8 @@ func TestRedTeam3HeldCorruptSeenFileRemedyWorks(t *testing.T) {
 
 // The refusal of one tree's loss names store init --reset --root ROOT;
 // the root given as its did:key, as the flag's help allows, lifts it too.
-func TestRedTeam3HeldInitResetRootAsDIDKey(t *testing.T) {
+// Tried by the third red team of issue 19's store history; the attack held (was TestRedTeam3HeldInitResetRootAsDIDKey).
+func TestE2EFaultInitResetRootAsDIDKey(t *testing.T) {
 	f := newFleet(t, 30*fleetCost, 30*fleetCost, 30*fleetCost)
 	_, s := f.start(f.a, "", nil)
 	rtDrain(t, s, 5)
@@ -93,7 +95,8 @@ func TestRedTeam3HeldInitResetRootAsDIDKey(t *testing.T) {
 // the machine's index of the URL deleted: the counts are found under the
 // store's identity either way, and the proxy refuses store_reset. (Not so
 // when the identity is lost too: R3-1.)
-func TestRedTeam3HeldRollbackOtherSpellingOrIndexGone(t *testing.T) {
+// Tried by the third red team of issue 19's store history; the attack held (was TestRedTeam3HeldRollbackOtherSpellingOrIndexGone).
+func TestE2EFaultRollbackFoundWithOtherSpellingOrIndexGone(t *testing.T) {
 	for _, c := range []string{"no default database", "index deleted"} {
 		t.Run(c, func(t *testing.T) {
 			f := newFleet(t, 30*fleetCost, 30*fleetCost, 30*fleetCost)

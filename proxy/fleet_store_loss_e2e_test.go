@@ -35,7 +35,8 @@ import (
 // reservation script skips the stamp's count check when the stamp's
 // generation is below the proxy's, and raises the stamp to G2: the calls
 // spent since the snapshot are spent again.
-func TestRedTeamGenerationRollbackUnderRunningProxy(t *testing.T) {
+// Found by the red team of issue 19's store history, fixed (was TestRedTeamGenerationRollbackUnderRunningProxy).
+func TestE2EFaultGenerationRollbackUnderRunningProxy(t *testing.T) {
 	f := newFleet(t, 30*fleetCost, 30*fleetCost, 30*fleetCost)
 	p, s := f.start(f.a, "", nil)
 	n, _, _ := rtDrain(t, s, 10)
@@ -67,7 +68,8 @@ func TestRedTeamGenerationRollbackUnderRunningProxy(t *testing.T) {
 // forwarding, past the budget, because only a tree's stamp is checked by
 // its reservations, and join marks no stamp (the old proxy's calls are
 // refused before its script runs).
-func TestRedTeamResetFoundAtJoinNotSeenByNewProxy(t *testing.T) {
+// Found by the red team of issue 19's store history, fixed (was TestRedTeamResetFoundAtJoinNotSeenByNewProxy).
+func TestE2EFaultResetFoundAtJoinSeenByNewProxy(t *testing.T) {
 	f := newFleet(t, 30*fleetCost, 30*fleetCost, 30*fleetCost)
 	p1, s1 := f.start(f.a, "", nil)
 	n, _, _ := rtDrain(t, s1, 20)
@@ -101,7 +103,8 @@ func TestRedTeamResetFoundAtJoinNotSeenByNewProxy(t *testing.T) {
 // of the tree is refused store_unavailable, not store_reset; delegateos
 // spend fails; store recover fails on the negative field and store init
 // --reset leaves it: only deleting keys by hand mends the tree.
-func TestRedTeamSpendKeysDeletedWithCallInFlight(t *testing.T) {
+// Found by the red team of issue 19's store history, fixed (was TestRedTeamSpendKeysDeletedWithCallInFlight).
+func TestE2EFaultSpendKeysDeletedWithCallInFlight(t *testing.T) {
 	f := newFleet(t, 30*fleetCost, 30*fleetCost, 30*fleetCost)
 	key := mcptest.NewKey(t, "proxy")
 	log := filepath.Join(f.e.Dir, "audit.log")
@@ -144,7 +147,8 @@ func TestRedTeamSpendKeysDeletedWithCallInFlight(t *testing.T) {
 // R2 adopt it, forget what they saw, and take R2's empty tree for a new
 // one. R2's budget is spent again. (store init --reset by the operator of
 // the other fleet on a shared Redis does the same.)
-func TestRedTeamRecoverOneRootLiftsResetOfAnother(t *testing.T) {
+// Found by the red team of issue 19's store history, fixed (was TestRedTeamRecoverOneRootLiftsResetOfAnother).
+func TestE2EFaultRecoverOneRootKeepsResetOfAnother(t *testing.T) {
 	f1 := newFleet(t, 30*fleetCost, 30*fleetCost, 30*fleetCost)
 	f2 := newFleet(t, 30*fleetCost, 30*fleetCost, 30*fleetCost)
 	f2.srv, f2.url = f1.srv, f1.url
@@ -197,7 +201,8 @@ func TestRedTeamRecoverOneRootLiftsResetOfAnother(t *testing.T) {
 // ... no such file or directory") though Redis is fine. (A race: it shows
 // in most runs on a loaded machine; the same race can rename a torn,
 // empty file into place, and a proxy then refuses to start.)
-func TestRedTeamInitResetMidBurstSharedStateDir(t *testing.T) {
+// Found by the red team of issue 19's store history, fixed (was TestRedTeamInitResetMidBurstSharedStateDir).
+func TestE2EFaultInitResetMidBurstSharedStateDir(t *testing.T) {
 	f := newFleet(t, 60*fleetCost, 60*fleetCost, 60*fleetCost)
 	_, ss := f.faultFleet()
 	var forwarded atomic.Int64
@@ -253,7 +258,8 @@ func TestRedTeamInitResetMidBurstSharedStateDir(t *testing.T) {
 // less than was forwarded. (A race: the recoveries are repeated during
 // the burst to hit it.) Now store recover refuses a store that is not
 // reset, and rebuilds each key in one script.
-func TestRedTeamRecoverDuringBurstLosesCommits(t *testing.T) {
+// Found by the red team of issue 19's store history, fixed (was TestRedTeamRecoverDuringBurstLosesCommits).
+func TestE2EFaultRecoverDuringBurstRefused(t *testing.T) {
 	f := newFleet(t, 150*fleetCost, 150*fleetCost, 150*fleetCost)
 	var logs []string
 	var ss []*mcptest.Session
@@ -330,7 +336,8 @@ func TestRedTeamRecoverDuringBurstLosesCommits(t *testing.T) {
 // fault row) is taken for a new key: the budget restarts from zero. (A
 // running proxy also checks the root delegation's count: the keys of
 // the levels below it are deleted here.)
-func TestRedTeamMigratedSpendKeysDeletedUnnoticed(t *testing.T) {
+// Found by the red team of issue 19's store history, fixed (was TestRedTeamMigratedSpendKeysDeletedUnnoticed).
+func TestE2EFaultMigratedSpendKeysDeletedFound(t *testing.T) {
 	f := newFleet(t, 100*fleetCost, 30*fleetCost, 30*fleetCost)
 	file := filepath.Join(f.e.Dir, "spend.log")
 	pol := f.e.Policy(mcptest.Priced("echo", fleetCost))
@@ -377,7 +384,8 @@ func TestRedTeamMigratedSpendKeysDeletedUnnoticed(t *testing.T) {
 // restarted on their machines, take a newer operator generation as an
 // operator's decision (join, budget/identity.go:270) instead of the loss
 // their state directory proves. The budget is spent again.
-func TestRedTeamPlainStoreInitAfterFlushAcceptsTheLoss(t *testing.T) {
+// Found by the red team of issue 19's store history, fixed (was TestRedTeamPlainStoreInitAfterFlushAcceptsTheLoss).
+func TestE2EFaultPlainStoreInitAfterFlushKeepsTheLoss(t *testing.T) {
 	f := newFleet(t, 30*fleetCost, 30*fleetCost, 30*fleetCost)
 	p1, s1 := f.start(f.a, "", nil)
 	n, _, _ := rtDrain(t, s1, 20)
@@ -400,7 +408,8 @@ func TestRedTeamPlainStoreInitAfterFlushAcceptsTheLoss(t *testing.T) {
 // restarted too (their state directories kept, as the README asks): the
 // identity and generation are unchanged, and a restarted proxy has seen
 // no tree's count, so nothing refuses. The budget is spent again.
-func TestRedTeamOldSnapshotAfterProxiesRestarted(t *testing.T) {
+// Found by the red team of issue 19's store history, fixed (was TestRedTeamOldSnapshotAfterProxiesRestarted).
+func TestE2EFaultOldSnapshotAfterProxiesRestarted(t *testing.T) {
 	f := newFleet(t, 30*fleetCost, 30*fleetCost, 30*fleetCost)
 	p1, s1 := f.start(f.a, "", nil)
 	n, _, _ := rtDrain(t, s1, 10)
@@ -459,7 +468,8 @@ func (r *rdbRedis) kill() {
 // the budget, Redis is killed and restarts from its dump.rdb; the
 // proxies restarted since (same machine, state directory kept) spend the
 // budget again.
-func TestRedTeamRDBRestartAfterProxiesRestarted(t *testing.T) {
+// Found by the red team of issue 19's store history, fixed (was TestRedTeamRDBRestartAfterProxiesRestarted).
+func TestE2EFaultRDBRestartAfterProxiesRestarted(t *testing.T) {
 	f := newFleet(t, 30*fleetCost, 30*fleetCost, 30*fleetCost)
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -511,7 +521,8 @@ func TestRedTeamRDBRestartAfterProxiesRestarted(t *testing.T) {
 // nothing ever cancels them (the journal is written only by Close). The
 // next proxy on the same machine finds no journal: calls that were
 // refused stay charged for ever.
-func TestRedTeamStallThenKillLeavesRefusedCallsCharged(t *testing.T) {
+// Found by the red team of issue 19's store history, fixed (was TestRedTeamStallThenKillLeavesRefusedCallsCharged).
+func TestE2EFaultStallThenKillReleasesRefusedCalls(t *testing.T) {
 	f := newFleet(t, 10*fleetCost, 10*fleetCost, 10*fleetCost)
 	f.timeouts = "?read_timeout=300ms&write_timeout=300ms"
 	pol := f.policy("")
@@ -563,7 +574,8 @@ func TestRedTeamStallThenKillLeavesRefusedCallsCharged(t *testing.T) {
 // rename to .sending-NONCE) leaves the claimed file, which no later proxy
 // reads (the glob wants .json at the end): the refused calls it held stay
 // charged. The claimed file is made here as such a crash leaves it.
-func TestRedTeamJournalClaimedByCrashedProxyIsLost(t *testing.T) {
+// Found by the red team of issue 19's store history, fixed (was TestRedTeamJournalClaimedByCrashedProxyIsLost).
+func TestE2EFaultJournalClaimedByCrashedProxyReplayed(t *testing.T) {
 	f := newFleet(t, 10*fleetCost, 10*fleetCost, 10*fleetCost)
 	f.timeouts = "?read_timeout=300ms&write_timeout=300ms"
 	pol := f.policy("")
@@ -613,7 +625,8 @@ func TestRedTeamJournalClaimedByCrashedProxyIsLost(t *testing.T) {
 // output names the log. The rebuilt spend is below what was forwarded.
 // Now the output names each log without its final checkpoint, and
 // --head LOG=DIGEST has a log cut back past its head refused.
-func TestRedTeamRecoverSaysNothingOfATruncatedLog(t *testing.T) {
+// Found by the red team of issue 19's store history, fixed (was TestRedTeamRecoverSaysNothingOfATruncatedLog).
+func TestE2EFaultRecoverNamesATruncatedLog(t *testing.T) {
 	f := newFleet(t, 30*fleetCost, 30*fleetCost, 30*fleetCost)
 	log := filepath.Join(f.e.Dir, "audit.log")
 	p, s := f.start(f.a, "proxy_key: "+f.e.KeyFile(mcptest.NewKey(t, "p"))+"\naudit_log: "+log+"\n", nil)
@@ -655,7 +668,8 @@ func TestRedTeamRecoverSaysNothingOfATruncatedLog(t *testing.T) {
 // on its machine, adopts it. It must not take R2's emptied tree for a
 // new one: the generation names the trees it lifted, and the counts the
 // machine saw of the others are kept.
-func TestRedTeamRecoverOneRootThenOtherRootRestarts(t *testing.T) {
+// Found by the red team of issue 19's store history, fixed (was TestRedTeamRecoverOneRootThenOtherRootRestarts).
+func TestE2EFaultRecoverOneRootThenOtherRootRestarts(t *testing.T) {
 	f1 := newFleet(t, 30*fleetCost, 30*fleetCost, 30*fleetCost)
 	f2 := newFleet(t, 30*fleetCost, 30*fleetCost, 30*fleetCost)
 	f2.srv, f2.url = f1.srv, f1.url
@@ -691,7 +705,8 @@ func TestRedTeamRecoverOneRootThenOtherRootRestarts(t *testing.T) {
 // RT6 with store init --reset (the red team: "store init --reset by the
 // other fleet's operator on a shared Redis does the same"): --root R1
 // accepts the loss of R1's trees only; R2's proxy still refuses.
-func TestRedTeamInitResetOneRootLeavesAnother(t *testing.T) {
+// Found by the red team of issue 19's store history, fixed (was TestRedTeamInitResetOneRootLeavesAnother).
+func TestE2EFaultInitResetOneRootLeavesAnother(t *testing.T) {
 	f1 := newFleet(t, 30*fleetCost, 30*fleetCost, 30*fleetCost)
 	f2 := newFleet(t, 30*fleetCost, 30*fleetCost, 30*fleetCost)
 	f2.srv, f2.url = f1.srv, f1.url

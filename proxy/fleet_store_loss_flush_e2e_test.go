@@ -91,7 +91,8 @@ func rtStop(t *testing.T, p *mcptest.Process) {
 
 // FLUSHDB (of the store's own database) is found as FLUSHALL is; a
 // FLUSHDB of another database changes nothing.
-func TestRedTeamHeldFlushDB(t *testing.T) {
+// Tried by the red team of issue 19's store history; the attack held (was TestRedTeamHeldFlushDB).
+func TestE2EFaultFlushDBFound(t *testing.T) {
 	f := newFleet(t, 30*fleetCost, 30*fleetCost, 30*fleetCost)
 	_, s := f.start(f.a, "", nil)
 	rtDrain(t, s, 5)
@@ -118,7 +119,8 @@ func TestRedTeamHeldFlushDB(t *testing.T) {
 // Partial losses of one key: the identity hash only (a proxy of a new
 // machine refuses: the stamps remain), the tree's stamp only, the tree's
 // spend key only.
-func TestRedTeamHeldPartialLoss(t *testing.T) {
+// Tried by the red team of issue 19's store history; the attack held (was TestRedTeamHeldPartialLoss).
+func TestE2EFaultPartialLossFound(t *testing.T) {
 	for _, lose := range []string{"identity", "stamp", "spend"} {
 		t.Run(lose, func(t *testing.T) {
 			f := newFleet(t, 30*fleetCost, 30*fleetCost, 30*fleetCost)
@@ -154,7 +156,8 @@ func TestRedTeamHeldPartialLoss(t *testing.T) {
 // A journal replayed twice (a copy put back after the first replay)
 // releases nothing twice and charges nothing twice: the scripts end a
 // reservation once.
-func TestRedTeamHeldJournalReplayedTwice(t *testing.T) {
+// Tried by the red team of issue 19's store history; the attack held (was TestRedTeamHeldJournalReplayedTwice).
+func TestE2EFaultJournalReplayedTwiceChargesOnce(t *testing.T) {
 	f := newFleet(t, 10*fleetCost, 10*fleetCost, 10*fleetCost)
 	f.timeouts = "?read_timeout=300ms&write_timeout=300ms"
 	pol := f.policy("")
@@ -201,7 +204,8 @@ func TestRedTeamHeldJournalReplayedTwice(t *testing.T) {
 
 // store recover refuses a log whose entry was edited (a call removed from
 // the spend by changing its decision), and the store stays reset.
-func TestRedTeamHeldRecoverRefusesTamperedLog(t *testing.T) {
+// Tried by the red team of issue 19's store history; the attack held (was TestRedTeamHeldRecoverRefusesTamperedLog).
+func TestE2EFaultRecoverRefusesTamperedLog(t *testing.T) {
 	f := newFleet(t, 30*fleetCost, 30*fleetCost, 30*fleetCost)
 	log := filepath.Join(f.e.Dir, "audit.log")
 	p, s := f.start(f.a, "proxy_key: "+f.e.KeyFile(mcptest.NewKey(t, "p"))+"\naudit_log: "+log+"\n", nil)
@@ -227,7 +231,8 @@ func TestRedTeamHeldRecoverRefusesTamperedLog(t *testing.T) {
 
 // A state directory that cannot be written (a file in its place): the
 // proxy refuses to start rather than run without remembering the store.
-func TestRedTeamHeldStateDirUnwritable(t *testing.T) {
+// Tried by the red team of issue 19's store history; the attack held (was TestRedTeamHeldStateDirUnwritable).
+func TestE2EFaultStateDirUnwritableRefusedAtStart(t *testing.T) {
 	f := newFleet(t, 30*fleetCost, 30*fleetCost, 30*fleetCost)
 	bad := filepath.Join(t.TempDir(), "state")
 	mcptest.WriteFile(t, bad, "not a directory")
@@ -245,7 +250,8 @@ func TestRedTeamHeldStateDirUnwritable(t *testing.T) {
 // that saw the tree runs: the proxy adopts the operator's generation but
 // its call marked the tree's stamp first, so it still refuses store_reset
 // (the restarted-proxy case, RT13, is in store_rtfixed_e2e_test.go).
-func TestRedTeamHeldPlainStoreInitAfterFlushRunningProxy(t *testing.T) {
+// Tried by the red team of issue 19's store history; the attack held (was TestRedTeamHeldPlainStoreInitAfterFlushRunningProxy).
+func TestE2EFaultPlainStoreInitAfterFlushRunningProxyRefuses(t *testing.T) {
 	f := newFleet(t, 30*fleetCost, 30*fleetCost, 30*fleetCost)
 	p, s := f.start(f.a, "", nil)
 	n, _, _ := rtDrain(t, s, 20)

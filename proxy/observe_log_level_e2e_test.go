@@ -20,7 +20,8 @@ import (
 // proxy then forwards every refused call with nothing in its log to say
 // that it did, or that it was not enforcing. The README promises the
 // banner "in its log" and a refusal's line "as it would".
-func TestRedteam3ObserveLogLevelHidesEverything(t *testing.T) {
+// Found by the third red team (was TestRedteam3ObserveLogLevelHidesEverything).
+func TestE2EObserveLoggedAtAnyLogLevel(t *testing.T) {
 	t.Parallel()
 	for _, level := range []string{"warn", "error"} {
 		t.Run(level, func(t *testing.T) {
@@ -69,7 +70,8 @@ func TestRedteam3ObserveLogLevelHidesEverything(t *testing.T) {
 // starts afresh at the next start of the proxy) or fill it with times in
 // the future (every delegation refused). The spend store in the same state
 // is refused.
-func TestRedteam3UpstreamUserCanRewriteRateFile(t *testing.T) {
+// Found by the third red team (was TestRedteam3UpstreamUserCanRewriteRateFile).
+func TestE2EUpstreamUserCannotRewriteRateFile(t *testing.T) {
 	if os.Geteuid() != 0 {
 		t.Skip("starting the upstream as another user needs root; CI runs the tests as root")
 	}

@@ -69,11 +69,12 @@ func runPagedUpstream(mode string) int {
 	return 0
 }
 
-// TestRedteamStdioPinsPaged: pins across pages. A tool listed on two
+// Pins across pages. A tool listed on two
 // pages with two definitions is hidden where it differs and refused when
 // called (the proxy's own listing reads every page); a cursor the client
 // makes up gets a page that is filtered like any other.
-func TestRedteamStdioPinsPaged(t *testing.T) {
+// Found by the red team of the stdio relay (was TestRedteamStdioPinsPaged).
+func TestE2EPinsAcrossPages(t *testing.T) {
 	t.Parallel()
 	e := mcptest.NewEnv(t)
 	clean := []string{"env", pagedEnv + "=clean", os.Args[0]}

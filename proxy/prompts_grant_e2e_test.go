@@ -19,7 +19,8 @@ import (
 // argument, so a token that may read /project/sub/** and get summarize
 // reads /project/secret.md through the prompt, which read_file and
 // resources/read refuse it.
-func TestRedteam2PromptArgumentReadsOutsideTheGrant(t *testing.T) {
+// Found by the second red team (was TestRedteam2PromptArgumentReadsOutsideTheGrant).
+func TestE2EPromptArgumentWithinTheGrant(t *testing.T) {
 	t.Parallel()
 	e := mcptest.NewEnv(t)
 	// A prompt grant by name alone covers every argument: the policy maps
@@ -76,7 +77,8 @@ func TestRedteam2PromptArgumentReadsOutsideTheGrant(t *testing.T) {
 // delegateos revoke replaces the name it was given with a new file and
 // returns success, and the proxy's name still holds the old list: the
 // revoked token keeps authorizing calls, indefinitely.
-func TestRedteam2RevokeThroughAnotherNameOfTheList(t *testing.T) {
+// Found by the second red team (was TestRedteam2RevokeThroughAnotherNameOfTheList).
+func TestE2ERevocationThroughAnotherNameOfTheList(t *testing.T) {
 	t.Parallel()
 	e := mcptest.NewEnv(t)
 	list := filepath.Join(e.Dir, "revocations.json")

@@ -15,7 +15,8 @@ import (
 // Each client frame's arguments: the receipt's arguments_json must equal
 // the arguments member of the line the upstream received, byte for byte,
 // and the same request's tool must be the one the receipt names.
-func TestRTReceiptArgumentsAreWhatUpstreamGot(t *testing.T) {
+// Found by the red team of receipts and frames (issue 26 item 2) (was TestRTReceiptArgumentsAreWhatUpstreamGot).
+func TestE2EReceiptArgumentsAreWhatUpstreamGot(t *testing.T) {
 	e := mcptest.NewEnv(t)
 	key := mcptest.NewKey(t, "proxy")
 	logPath := filepath.Join(e.Dir, "audit.log")
@@ -97,7 +98,8 @@ func TestRTReceiptArgumentsAreWhatUpstreamGot(t *testing.T) {
 // Vendor method names: only the exact listed name is gated through; names
 // that differ (escapes decode to the same name, so they are the same
 // method) must not reach the upstream ungated; notifications are dropped.
-func TestRTVendorMethodVariants(t *testing.T) {
+// Found by the red team of receipts and frames (issue 26 item 2) (was TestRTVendorMethodVariants).
+func TestE2EVendorMethodVariantsGated(t *testing.T) {
 	e := mcptest.NewEnv(t)
 	pol := e.Policy()
 	pol.Extra = vendorMethods
@@ -128,7 +130,8 @@ func TestRTVendorMethodVariants(t *testing.T) {
 // Receipts over the audit writer's 1 MiB: arguments and result left out
 // with a reason, the receipts themselves still written, the hashes those
 // of what was forwarded and returned.
-func TestRTReceiptTooLarge(t *testing.T) {
+// Found by the red team of receipts and frames (issue 26 item 2) (was TestRTReceiptTooLarge).
+func TestE2EReceiptTooLarge(t *testing.T) {
 	for _, n := range []int{160_000, 200_000} {
 		t.Run(fmt.Sprint(n), func(t *testing.T) { rtReceiptTooLarge(t, n) })
 	}
@@ -164,7 +167,8 @@ func rtReceiptTooLarge(t *testing.T, n int) {
 // Frames with a raw separator outside a string are refused (answered
 // under their id, or id null where no id can be read) and never forwarded; a separator
 // hidden in a member name or between tokens changes nothing the gate reads.
-func TestRTLineSeparatorOutsideStrings(t *testing.T) {
+// Found by the red team of receipts and frames (issue 26 item 2) (was TestRTLineSeparatorOutsideStrings).
+func TestE2ELineSeparatorOutsideStringsRefused(t *testing.T) {
 	e := mcptest.NewEnv(t)
 	pol := &mcptest.Policy{AllowUnauthenticated: true}
 	p := e.StartProxy(mcptest.ProxyOptions{Policy: pol, Upstream: rtEchoUpstream(t, e, nil)})

@@ -85,7 +85,8 @@ func receivedLine(t *testing.T, m mcptest.RawMessage) string {
 // A vendor method's params are what the upstream acts on: with
 // include_arguments the receipt must hold them (or say why not), as for a
 // tool's arguments — never silently absent (issue 26 item 2).
-func TestRTVendorMethodReceiptHoldsParams(t *testing.T) {
+// Found by the red team of receipts and frames (issue 26 item 2) (was TestRTVendorMethodReceiptHoldsParams).
+func TestE2EReceiptVendorMethodHoldsParams(t *testing.T) {
 	e := mcptest.NewEnv(t)
 	key := mcptest.NewKey(t, "proxy")
 	logPath := filepath.Join(e.Dir, "audit.log")
@@ -120,7 +121,8 @@ func TestRTVendorMethodReceiptHoldsParams(t *testing.T) {
 // completion/complete is gated (by its prompt) and forwards the
 // argument value the client completes: with include_arguments, is it in
 // the receipt? Logged; same class as a vendor method's params.
-func TestRTCompletionReceiptArguments(t *testing.T) {
+// Found by the red team of receipts and frames (issue 26 item 2) (was TestRTCompletionReceiptArguments).
+func TestE2EReceiptCompletionArguments(t *testing.T) {
 	e := mcptest.NewEnv(t)
 	key := mcptest.NewKey(t, "proxy")
 	logPath := filepath.Join(e.Dir, "audit.log")
@@ -147,7 +149,8 @@ func TestRTCompletionReceiptArguments(t *testing.T) {
 // An upstream's notifications and requests to the client that give a
 // member twice: a client would read them one way or the other, so they
 // are not relayed (a request is answered to the upstream with an error).
-func TestRTUpstreamRepeatedMemberInNotifications(t *testing.T) {
+// Found by the red team of receipts and frames (issue 26 item 2) (was TestRTUpstreamRepeatedMemberInNotifications).
+func TestE2EUpstreamRepeatedMemberInNotificationsNotRelayed(t *testing.T) {
 	e := mcptest.NewEnv(t)
 	pol := &mcptest.Policy{AllowUnauthenticated: true}
 	notes := []string{
@@ -185,7 +188,8 @@ func TestRTUpstreamRepeatedMemberInNotifications(t *testing.T) {
 // Upstream answers that give a member twice, in places the result check
 // might not look: the error object, a notification, a vendor method's
 // result, a name hidden by an escape or by a BOM/whitespace variant.
-func TestRTUpstreamRepeatedMembersElsewhere(t *testing.T) {
+// Found by the red team of receipts and frames (issue 26 item 2) (was TestRTUpstreamRepeatedMembersElsewhere).
+func TestE2EUpstreamRepeatedMembersElsewhere(t *testing.T) {
 	e := mcptest.NewEnv(t)
 	pol := &mcptest.Policy{AllowUnauthenticated: true, Extra: vendorMethods}
 	cases := map[string]string{

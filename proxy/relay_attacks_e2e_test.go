@@ -115,7 +115,8 @@ func (c *lineClient) response() string {
 // members in any letter case. A re-cased "Notifications" or
 // "ResourceSubscriptions" therefore subscribes to any resource with no
 // token at all.
-func TestRedteamListenCaseVariantSubscribesUngated(t *testing.T) {
+// Found by a red team (was TestRedteamListenCaseVariantSubscribesUngated).
+func TestE2EListenCaseVariantGated(t *testing.T) {
 	t.Parallel()
 	const secret = "file:///project/secret.md"
 	for _, notifications := range []string{
@@ -155,7 +156,8 @@ func TestRedteamListenCaseVariantSubscribesUngated(t *testing.T) {
 // 2026-07-28). The relay renumbers requests but does not map that id
 // back, so the client gets an id it never sent and cannot tell its
 // streams apart.
-func TestRedteamListenSubscriptionIDIsTheClients(t *testing.T) {
+// Found by a red team (was TestRedteamListenSubscriptionIDIsTheClients).
+func TestE2EListenSubscriptionIDIsTheClients(t *testing.T) {
 	t.Parallel()
 	e := mcptest.NewEnv(t)
 	p := e.StartProxy(mcptest.ProxyOptions{Policy: e.Policy()})
@@ -267,7 +269,8 @@ const (
 // written `"error":null,"result":{...}` (as JSON-RPC 1.0 libraries write
 // every response) is a result to every JSON-RPC client, and reaches the
 // client unfiltered.
-func TestRedteamUpstreamNullErrorSkipsListFilter(t *testing.T) {
+// Found by a red team (was TestRedteamUpstreamNullErrorSkipsListFilter).
+func TestE2EUpstreamNullErrorListFiltered(t *testing.T) {
 	t.Parallel()
 	e := mcptest.NewEnv(t)
 	up := scriptedUpstream(t, e, map[string]string{
@@ -286,7 +289,8 @@ func TestRedteamUpstreamNullErrorSkipsListFilter(t *testing.T) {
 // it: the reservation was released, so the client got every result free
 // and the budget never ran out. Now such an answer is not relayed, and the
 // call is charged.
-func TestRedteamUpstreamNullErrorCallIsFree(t *testing.T) {
+// Found by a red team (was TestRedteamUpstreamNullErrorCallIsFree).
+func TestE2EUpstreamNullErrorCallCharged(t *testing.T) {
 	t.Parallel()
 	e := mcptest.NewEnv(t)
 	up := scriptedUpstream(t, e, map[string]string{
@@ -314,7 +318,8 @@ func TestRedteamUpstreamNullErrorCallIsFree(t *testing.T) {
 // "name"); a Go client (mcp-go's, encoding/json) reads them in any letter
 // case and takes the last of a repeated one. A result the filter passes
 // as it is can so show the client tools its token may not use.
-func TestRedteamUpstreamCaseVariantListKeys(t *testing.T) {
+// Found by a red team (was TestRedteamUpstreamCaseVariantListKeys).
+func TestE2EUpstreamCaseVariantListKeysFiltered(t *testing.T) {
 	t.Parallel()
 	for _, c := range []struct{ name, frame string }{
 		{"Tools", `{"jsonrpc":"2.0","id":$ID,"result":{"Tools":[` + echoTool + `,` + getEnvTool + `]}}`},
@@ -346,7 +351,8 @@ func TestRedteamUpstreamCaseVariantListKeys(t *testing.T) {
 // so the upstream picks which of the client's requests its answer
 // settles — here a tools/call's answer, never filtered, is taken by the
 // client for its tools/list.
-func TestRedteamUpstreamSecondIDMisroutes(t *testing.T) {
+// Found by a red team (was TestRedteamUpstreamSecondIDMisroutes).
+func TestE2EUpstreamSecondIDCannotMisroute(t *testing.T) {
 	t.Parallel()
 	for _, second := range []string{`"id":7`, `"ID":7`} {
 		t.Run(second, func(t *testing.T) {
@@ -374,7 +380,8 @@ func TestRedteamUpstreamSecondIDMisroutes(t *testing.T) {
 // message". The contract and delegation IDs a request names in
 // _delegateos are written into the message as they are: control
 // characters (a line break, a terminal escape) reach the client's screen.
-func TestRedteamDenialMessageCarriesControlCharacters(t *testing.T) {
+// Found by a red team (was TestRedteamDenialMessageCarriesControlCharacters).
+func TestE2EDenialMessageQuotesControlCharacters(t *testing.T) {
 	t.Parallel()
 	e := mcptest.NewEnv(t)
 	p := e.StartProxy(mcptest.ProxyOptions{Policy: e.Policy(), Token: e.Mint(nil, "mcp:echo:*")})
@@ -398,7 +405,8 @@ func TestRedteamDenialMessageCarriesControlCharacters(t *testing.T) {
 // for other methods the URI or prompt). A subscriptions/listen names its
 // URIs in a list, and its line names none of them: an audit of the log
 // cannot tell what a client was allowed to subscribe to.
-func TestRedteamListenDecisionLogNamesItsURIs(t *testing.T) {
+// Found by a red team (was TestRedteamListenDecisionLogNamesItsURIs).
+func TestE2EListenDecisionLogNamesItsURIs(t *testing.T) {
 	t.Parallel()
 	e := mcptest.NewEnv(t)
 	tok := e.Mint(nil, "mcp-resource:read:file:///project/sub/**")

@@ -12,7 +12,8 @@ import (
 // A Redis password given on the command line is readable by every local
 // user (ps, /proc/PID/cmdline): the proxy says so, as it does for a literal
 // token, and its log never repeats the password.
-func TestRedteamRedisPasswordOnCommandLineWarned(t *testing.T) {
+// Found by a red team (was TestRedteamRedisPasswordOnCommandLineWarned).
+func TestE2ERedisPasswordOnCommandLineWarned(t *testing.T) {
 	srv := redistest.Start(t)
 	if err := srv.Client().ConfigSet(context.Background(), "requirepass", "s3cret").Err(); err != nil {
 		t.Fatal(err)

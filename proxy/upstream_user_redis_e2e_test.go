@@ -19,7 +19,8 @@ import (
 // revocations as it could rewrite a file store. A password is a secret
 // only where that user cannot read it: not on the command line
 // (/proc/PID/cmdline), nor in a policy file it can read.
-func TestRedteamUpstreamUserReachesRedisStore(t *testing.T) {
+// Found by a red team (was TestRedteamUpstreamUserReachesRedisStore).
+func TestE2EUpstreamUserRedisStoreNeedsHiddenPassword(t *testing.T) {
 	if os.Geteuid() != 0 {
 		t.Skip("starting the upstream as another user needs root; CI runs the tests as root")
 	}

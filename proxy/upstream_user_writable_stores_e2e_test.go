@@ -22,7 +22,8 @@ import (
 // before it serves: "[]", and a revoked token authorizes calls again. The
 // spend store and the workspace's chain log are open to the same swap
 // (budget reset, ended delegations live again).
-func TestRedteam2UpstreamUserReplacesRevocationList(t *testing.T) {
+// Found by the second red team (was TestRedteam2UpstreamUserReplacesRevocationList).
+func TestE2EUpstreamUserCannotReplaceRevocationList(t *testing.T) {
 	if os.Geteuid() != 0 {
 		t.Skip("starting the upstream as another user needs root; CI runs the tests as root")
 	}

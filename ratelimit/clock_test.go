@@ -21,7 +21,8 @@ import (
 // The hour is simulated by moving the Limiter's anchor back, which is
 // exactly where a suspend leaves it (wall − monotonic grows by the time
 // asleep).
-func TestRedteam3ClockBehindWallFreesWindowsAtRestart(t *testing.T) {
+// Found by the third red team (was TestRedteam3ClockBehindWallFreesWindowsAtRestart).
+func TestFileClockBehindWallKeepsWindowsAtRestart(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "rates")
 	limits := map[string]Limit{"p": {N: 2, Per: time.Minute}}
 	k := Key{"p", "root/9:del_a"}

@@ -18,7 +18,8 @@ import (
 // its own N and sets the log's life to its own window, so a holder who
 // calls once through the lenient proxy may call the strict one again at
 // once, and the strict limit admits more than its N in its window.
-func TestRedteam4LenientLimitDoesNotFreeStrictOne(t *testing.T) {
+// Found by the fourth red team (was TestRedteam4LenientLimitDoesNotFreeStrictOne).
+func TestRedisLenientLimitDoesNotFreeStrictOne(t *testing.T) {
 	srv := redistest.StartFsync(t, "no")
 	strict := stepped(t, srv, map[string]Limit{"tools:write_*": {N: 2, Per: time.Hour}})
 	lenient := stepped(t, srv, map[string]Limit{"tools:write_*": {N: 1, Per: time.Millisecond}})
@@ -47,7 +48,8 @@ func TestRedteam4LenientLimitDoesNotFreeStrictOne(t *testing.T) {
 // are refused while Redis stalls (a fork for a save, a slow command)
 // finds its windows full of calls that never ran twice as fast. A proxy
 // in use has connections in its pool; the test makes some.
-func TestRedteam4StalledReserveTakesOneSlot(t *testing.T) {
+// Found by the fourth red team (was TestRedteam4StalledReserveTakesOneSlot).
+func TestRedisStalledReserveTakesOneSlot(t *testing.T) {
 	srv := redistest.StartFsync(t, "no")
 	limits := map[string]Limit{"p": {N: 10, Per: time.Hour}, "q": {N: 100, Per: time.Hour}}
 	r := openRedis(t, srv, limits)

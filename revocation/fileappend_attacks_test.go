@@ -16,7 +16,8 @@ import (
 // Red team (rtnonce), held: a record file that is a symbolic link to
 // another file (not a record) makes the push fail; the link's target is
 // not truncated.
-func TestRedteamAppendRecordSymlinkRefused(t *testing.T) {
+// Found by a red team (was TestRedteamAppendRecordSymlinkRefused).
+func TestFileAppendRecordSymlinkRefused(t *testing.T) {
 	k := testKey(t, 1)
 	path, f := newListFile(t, testEntry(t, k, testID("a"), ScopeChain))
 	victim := filepath.Join(t.TempDir(), "server.key")
@@ -37,7 +38,8 @@ func TestRedteamAppendRecordSymlinkRefused(t *testing.T) {
 // before, refuses every token (fails closed) while the list is torn, never
 // forgets an old entry; a server starting (OpenFile) and the next writer
 // both undo the torn append, and the entry then appended lands.
-func TestRedteamTornAppendEveryPrefix(t *testing.T) {
+// Found by a red team (was TestRedteamTornAppendEveryPrefix).
+func TestFileAppendTornAtEveryPrefixFailsClosed(t *testing.T) {
 	k := testKey(t, 1)
 	a, b := testEntry(t, k, testID("a"), ScopeChain), testEntry(t, k, testID("b"), ScopeChain)
 	c := testEntry(t, k, testID("c"), ScopeChain)
@@ -80,7 +82,8 @@ func TestRedteamTornAppendEveryPrefix(t *testing.T) {
 // Red team (rtnonce), held: lists written by hand or older versions, with
 // CRLF line ends, trailing blanks and tabs, or "]" with no newline:
 // File.Append keeps every entry and the result reads.
-func TestRedteamAppendToHandWrittenLists(t *testing.T) {
+// Found by a red team (was TestRedteamAppendToHandWrittenLists).
+func TestFileAppendToHandWrittenLists(t *testing.T) {
 	k := testKey(t, 1)
 	a, b := testEntry(t, k, testID("a"), ScopeChain), testEntry(t, k, testID("b"), ScopeChain)
 	ja := string(must(entryJSON(a)))
@@ -114,7 +117,8 @@ func TestRedteamAppendToHandWrittenLists(t *testing.T) {
 // racing 3 writers (two Files' Append and the path Append, as a push, a
 // second server and `delegateos revoke`) never see an old revocation go
 // missing: each look either holds it or fails closed.
-func TestRedteamReadersDuringConcurrentAppends(t *testing.T) {
+// Found by a red team (was TestRedteamReadersDuringConcurrentAppends).
+func TestFileAppendReadersNeverMissAnEntry(t *testing.T) {
 	k := testKey(t, 1)
 	a := testEntry(t, k, testID("a"), ScopeChain)
 	path, gate := newListFile(t, a)

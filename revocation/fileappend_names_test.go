@@ -13,7 +13,8 @@ import (
 // replaces the name it was given with a new file, so the proxy's name keeps
 // the old inode and the revocation is never in force there, although
 // "delegateos revoke" returned successfully.
-func TestRedteam2AppendThroughSecondNameReachesReader(t *testing.T) {
+// Found by the second red team (was TestRedteam2AppendThroughSecondNameReachesReader).
+func TestFileAppendThroughSecondNameReachesReader(t *testing.T) {
 	fx := newFileFixture(t)
 	other := filepath.Join(t.TempDir(), "mounted.json")
 	if err := os.Link(fx.path, other); err != nil {
@@ -34,7 +35,8 @@ func TestRedteam2AppendThroughSecondNameReachesReader(t *testing.T) {
 // Two revokers appending through the two names of one list take two
 // different locks and each replaces only its own name: the names diverge
 // and each loses the other's entries.
-func TestRedteam2AppendsThroughTwoNamesKeepEveryEntry(t *testing.T) {
+// Found by the second red team (was TestRedteam2AppendsThroughTwoNamesKeepEveryEntry).
+func TestFileAppendsThroughTwoNamesKeepEveryEntry(t *testing.T) {
 	fx := newFileFixture(t)
 	other := filepath.Join(t.TempDir(), "mounted.json")
 	if err := os.Link(fx.path, other); err != nil {
@@ -64,7 +66,8 @@ func TestRedteam2AppendsThroughTwoNamesKeepEveryEntry(t *testing.T) {
 // whole file), until it passes MaxListSize and every File reading it
 // refuses every token. A second entry with the same revocation ID and
 // revoker adds nothing a verifier uses.
-func TestRedteam2RepeatedRevocationDoesNotGrowTheList(t *testing.T) {
+// Found by the second red team (was TestRedteam2RepeatedRevocationDoesNotGrowTheList).
+func TestFileAppendRepeatedRevocationDoesNotGrowTheList(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "list.json")
 	k := testKey(t, 1)
 	id := testID("block")

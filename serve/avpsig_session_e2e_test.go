@@ -17,7 +17,8 @@ import (
 // (holder: its key) and a valid signature by that key, must not post into
 // it; an exact replay of the agent's signed call is refused; the scheme in
 // other letter case is the same scheme (one signature, checked).
-func TestRTServeAVPSigSessionBinding(t *testing.T) {
+// Found by the red team of AVP-Sig in serve (was TestRTServeAVPSigSessionBinding).
+func TestServeAVPSigSessionBoundToSigner(t *testing.T) {
 	e := mcptest.NewEnv(t)
 	tok := e.Mint(nil, "mcp:echo:*")
 	srv := e.StartServe(mcptest.ServeOptions{Policy: e.Policy(), Token: tok, Flags: []string{"--require-signature"}})
@@ -67,7 +68,8 @@ func TestRTServeAVPSigSessionBinding(t *testing.T) {
 // names it, with any signature, and is taken for the session's signer.
 // The agent's own session, opened with its signature, is then used by a
 // header that no key signed. (A Bearer-bound session needs the token.)
-func TestRTServeAVPSigUnverifiedBinding(t *testing.T) {
+// Found by the red team of AVP-Sig in serve (was TestRTServeAVPSigUnverifiedBinding).
+func TestServeAVPSigUnverifiedBindsNoSession(t *testing.T) {
 	e := mcptest.NewEnv(t)
 	tok := e.Mint(nil, "mcp:echo:*")
 	srv := e.StartServe(mcptest.ServeOptions{Policy: e.Policy(), Token: tok})
@@ -101,7 +103,8 @@ func TestRTServeAVPSigUnverifiedBinding(t *testing.T) {
 // is the one its signature must be by the holder of, vendor methods too,
 // whatever escapes spell the method: the agent signs requests carrying a
 // token whose holder is another key.
-func TestRTServeAVPSigOwnTokenVendorMethod(t *testing.T) {
+// Found by the red team of AVP-Sig in serve (was TestRTServeAVPSigOwnTokenVendorMethod).
+func TestServeAVPSigRequestTokenIsTheSigners(t *testing.T) {
 	e := mcptest.NewEnv(t)
 	tok := e.Mint(nil, "mcp:echo:*")
 	pol := e.Policy()
@@ -134,7 +137,8 @@ func TestRTServeAVPSigOwnTokenVendorMethod(t *testing.T) {
 // call under --require-signature: the signature check reads the token
 // from the body as sent, the relay from the body with the separator
 // escaped; both must accept it.
-func TestRTServeAVPSigLineSeparator(t *testing.T) {
+// Found by the red team of AVP-Sig in serve (was TestRTServeAVPSigLineSeparator).
+func TestServeAVPSigLineSeparatorAccepted(t *testing.T) {
 	e := mcptest.NewEnv(t)
 	tok := e.Mint(nil, "mcp:echo:*")
 	srv := e.StartServe(mcptest.ServeOptions{Policy: e.Policy(), Token: tok, Flags: []string{"--require-signature"}})

@@ -17,7 +17,8 @@ import (
 // ever. Bob, another credential with a 200-byte call, must still be served;
 // today he gets 503 (the budget has no per-credential share, only the
 // anonymous one).
-func TestRedteamOneCredentialStarvesBodyBudget(t *testing.T) {
+// Found by a red team (was TestRedteamOneCredentialStarvesBodyBudget).
+func TestServeBodyBudgetNotStarvedByOneCredential(t *testing.T) {
 	for _, chunked := range []bool{false, true} {
 		t.Run(fmt.Sprintf("chunked=%v", chunked), func(t *testing.T) {
 			e := mcptest.NewEnv(t)

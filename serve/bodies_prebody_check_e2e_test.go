@@ -18,7 +18,8 @@ import (
 // the body is framed: Expect: 100-continue (no "100 Continue" is sent),
 // chunked with no Content-Length, and a GET or DELETE with a body naming
 // an unknown session.
-func TestRedteamPreBodyCheckFramings(t *testing.T) {
+// Found by a red team (was TestRedteamPreBodyCheckFramings).
+func TestServeRefusesUnauthenticatedBodiesUnreadAnyFraming(t *testing.T) {
 	e := mcptest.NewEnv(t)
 	srv := e.StartServe(mcptest.ServeOptions{Policy: e.Policy()})
 	cases := []struct {

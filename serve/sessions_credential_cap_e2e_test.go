@@ -15,7 +15,8 @@ import (
 // whitespace: each spelling is a new "credential". One token opens three
 // (any number of) working sessions over --max-credential-sessions 2;
 // only --max-tree-sessions (64 by default, here off) still bounds it.
-func TestRedteamCredentialCapByWrapperSpelling(t *testing.T) {
+// Found by a red team (was TestRedteamCredentialCapByWrapperSpelling).
+func TestServeCredentialCapCountsEverySpelling(t *testing.T) {
 	e := mcptest.NewEnv(t)
 	srv := e.StartServe(mcptest.ServeOptions{Policy: e.Policy(), Flags: []string{
 		"--max-sessions", "10", "--max-credential-sessions", "2", "--max-tree-sessions", "0"}})

@@ -59,10 +59,12 @@ func (u *askingUpstream) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 // and a frame over its 4 MiB is dropped (accepted 202, counted) although
 // the queue is empty and the frame is within --max-body-bytes: the
 // upstream waits for it for ever, and the client's call never ends.
-func TestRedteamUpstreamRequestAnswerDropped(t *testing.T) { answerDropped(t, 5<<20) }
+// Found by a red team (was TestRedteamUpstreamRequestAnswerDropped).
+func TestServeUpstreamURLLargeAnswerDelivered(t *testing.T) { answerDropped(t, 5<<20) }
 
 // The control: a small answer is delivered.
-func TestRedteamUpstreamRequestAnswerSmall(t *testing.T) { answerDropped(t, 1<<10) }
+// Found by a red team (was TestRedteamUpstreamRequestAnswerSmall).
+func TestServeUpstreamURLSmallAnswerDelivered(t *testing.T) { answerDropped(t, 1<<10) }
 
 func answerDropped(t *testing.T, size int) {
 	u := &askingUpstream{answered: make(chan int, 1)}

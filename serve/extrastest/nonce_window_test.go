@@ -19,7 +19,8 @@ import (
 // as long as the server with the long window takes its timestamp, or the
 // same signed request, sent to that server once the short-lived key has
 // expired, is accepted a second time.
-func TestRedteam4NonceOutlivesLongestWindowOfFleet(t *testing.T) {
+// Found by the fourth red team (was TestRedteam4NonceOutlivesLongestWindowOfFleet).
+func TestFleetNonceOutlivesLongestWindow(t *testing.T) {
 	e := mcptest.NewEnv(t)
 	rs := redistest.Start(t)
 	tok := e.Mint(nil, "mcp:echo:*")
@@ -53,7 +54,8 @@ func TestRedteam4NonceOutlivesLongestWindowOfFleet(t *testing.T) {
 // recorded in Redis) refuses to start, saying how to raise the fleet's:
 // the servers already running forget nonces sooner than it would take
 // their signatures. One with the fleet's window, or a shorter one, starts.
-func TestRedteam4LongerWindowThanFleetRefusesToStart(t *testing.T) {
+// Found by the fourth red team (was TestRedteam4LongerWindowThanFleetRefusesToStart).
+func TestFleetLongerSignatureWindowRefusesToStart(t *testing.T) {
 	e := mcptest.NewEnv(t)
 	rs := redistest.Start(t)
 	pol := e.Policy()
