@@ -1,5 +1,3 @@
-//go:build redteam
-
 package avpsig
 
 import (
@@ -18,7 +16,7 @@ import (
 // Forty spends of one signer's nonce, each claiming another tree: exactly
 // one is accepted. Forty distinct nonces of one tree bounded at 10 from
 // eight connections: exactly ten accepted, the rest busy.
-// Found by a red team (was TestRedteamRedisTreeScriptConcurrent).
+// (Was TestRedteamRedisTreeScriptConcurrent.)
 func TestRedisTreeScriptConcurrent(t *testing.T) {
 	rs := redistest.Start(t)
 	ctx := context.Background()
@@ -67,7 +65,7 @@ func TestRedisTreeScriptConcurrent(t *testing.T) {
 // window old is taken once and is stale (not taken again) one second
 // later, when the sweep may have dropped its nonce; one exactly MaxAhead
 // ahead is taken, and replayed while the clock walks to its end.
-// Found by a red team (was TestRedteamWindowEdgesNoReplay).
+// (Was TestRedteamWindowEdgesNoReplay.)
 func TestWindowEdgesNoReplay(t *testing.T) {
 	clock := t0
 	v := &Verifier{Now: func() time.Time { return clock }, MaxNoncesPerTree: 5}

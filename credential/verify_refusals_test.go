@@ -141,7 +141,7 @@ func TestVerifyReputationIssuerIsSigner(t *testing.T) {
 
 // TestVerifyRefusesAlteredCredentials pins what was tried against Verify and found
 // refused: each change is to a credential that verifies as signed.
-// Tried by a red team; each attack held (was TestVerifyRedTeamRefusals).
+// (Was TestVerifyRedTeamRefusals.)
 func TestVerifyRefusesAlteredCredentials(t *testing.T) {
 	key := testKey(7)
 	did := didOf(key)

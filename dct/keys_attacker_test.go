@@ -1,5 +1,3 @@
-//go:build redteam
-
 package dct
 
 import (
@@ -16,7 +14,7 @@ import (
 // nothing an attacker may change without a signer yields a verified token
 // whose keys name another's delegations. Held: each variant is refused,
 // or (signatures only) keeps every key and verifies only if the signer's.
-// Found by a red team (was TestRedteamKeyNotAttackerChosen).
+// (Was TestRedteamKeyNotAttackerChosen.)
 func TestDelegationKeyNotAttackerChosen(t *testing.T) {
 	tok := chain2(t)
 	v := mustVerifier(t, Options{})

@@ -13,7 +13,7 @@ import (
 // Frames that other line readers would split differently, or ids that
 // other parsers read differently, must not let a client past the gate.
 // Each case here was a working bypass against an earlier version.
-// Found by a review (was TestE2EReviewFindings).
+// Found by reviews (was TestE2EReviewFindings).
 func TestE2EFramingBypassesRefused(t *testing.T) {
 	t.Parallel()
 	e := mcptest.NewEnv(t)

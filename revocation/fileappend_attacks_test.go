@@ -1,5 +1,3 @@
-//go:build redteam
-
 package revocation
 
 import (
@@ -16,7 +14,7 @@ import (
 // Red team (rtnonce), held: a record file that is a symbolic link to
 // another file (not a record) makes the push fail; the link's target is
 // not truncated.
-// Found by a red team (was TestRedteamAppendRecordSymlinkRefused).
+// (Was TestRedteamAppendRecordSymlinkRefused.)
 func TestFileAppendRecordSymlinkRefused(t *testing.T) {
 	k := testKey(t, 1)
 	path, f := newListFile(t, testEntry(t, k, testID("a"), ScopeChain))
@@ -38,7 +36,7 @@ func TestFileAppendRecordSymlinkRefused(t *testing.T) {
 // before, refuses every token (fails closed) while the list is torn, never
 // forgets an old entry; a server starting (OpenFile) and the next writer
 // both undo the torn append, and the entry then appended lands.
-// Found by a red team (was TestRedteamTornAppendEveryPrefix).
+// (Was TestRedteamTornAppendEveryPrefix.)
 func TestFileAppendTornAtEveryPrefixFailsClosed(t *testing.T) {
 	k := testKey(t, 1)
 	a, b := testEntry(t, k, testID("a"), ScopeChain), testEntry(t, k, testID("b"), ScopeChain)
@@ -82,7 +80,7 @@ func TestFileAppendTornAtEveryPrefixFailsClosed(t *testing.T) {
 // Red team (rtnonce), held: lists written by hand or older versions, with
 // CRLF line ends, trailing blanks and tabs, or "]" with no newline:
 // File.Append keeps every entry and the result reads.
-// Found by a red team (was TestRedteamAppendToHandWrittenLists).
+// (Was TestRedteamAppendToHandWrittenLists.)
 func TestFileAppendToHandWrittenLists(t *testing.T) {
 	k := testKey(t, 1)
 	a, b := testEntry(t, k, testID("a"), ScopeChain), testEntry(t, k, testID("b"), ScopeChain)
@@ -117,7 +115,7 @@ func TestFileAppendToHandWrittenLists(t *testing.T) {
 // racing 3 writers (two Files' Append and the path Append, as a push, a
 // second server and `delegateos revoke`) never see an old revocation go
 // missing: each look either holds it or fails closed.
-// Found by a red team (was TestRedteamReadersDuringConcurrentAppends).
+// (Was TestRedteamReadersDuringConcurrentAppends.)
 func TestFileAppendReadersNeverMissAnEntry(t *testing.T) {
 	k := testKey(t, 1)
 	a := testEntry(t, k, testID("a"), ScopeChain)

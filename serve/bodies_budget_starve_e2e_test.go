@@ -17,7 +17,7 @@ import (
 // ever. Bob, another credential with a 200-byte call, must still be served;
 // today he gets 503 (the budget has no per-credential share, only the
 // anonymous one).
-// Found by a red team (was TestRedteamOneCredentialStarvesBodyBudget).
+// (Was TestRedteamOneCredentialStarvesBodyBudget.)
 func TestServeBodyBudgetNotStarvedByOneCredential(t *testing.T) {
 	for _, chunked := range []bool{false, true} {
 		t.Run(fmt.Sprintf("chunked=%v", chunked), func(t *testing.T) {

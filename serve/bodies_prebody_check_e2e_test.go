@@ -1,5 +1,3 @@
-//go:build redteam
-
 package serve_test
 
 import (
@@ -18,7 +16,7 @@ import (
 // the body is framed: Expect: 100-continue (no "100 Continue" is sent),
 // chunked with no Content-Length, and a GET or DELETE with a body naming
 // an unknown session.
-// Found by a red team (was TestRedteamPreBodyCheckFramings).
+// (Was TestRedteamPreBodyCheckFramings.)
 func TestServeRefusesUnauthenticatedBodiesUnreadAnyFraming(t *testing.T) {
 	e := mcptest.NewEnv(t)
 	srv := e.StartServe(mcptest.ServeOptions{Policy: e.Policy()})

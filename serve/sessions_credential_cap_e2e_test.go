@@ -15,7 +15,7 @@ import (
 // whitespace: each spelling is a new "credential". One token opens three
 // (any number of) working sessions over --max-credential-sessions 2;
 // only --max-tree-sessions (64 by default, here off) still bounds it.
-// Found by a red team (was TestRedteamCredentialCapByWrapperSpelling).
+// (Was TestRedteamCredentialCapByWrapperSpelling.)
 func TestServeCredentialCapCountsEverySpelling(t *testing.T) {
 	e := mcptest.NewEnv(t)
 	srv := e.StartServe(mcptest.ServeOptions{Policy: e.Policy(), Flags: []string{

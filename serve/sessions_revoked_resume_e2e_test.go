@@ -1,5 +1,3 @@
-//go:build redteam
-
 package serve_test
 
 import (
@@ -14,7 +12,7 @@ import (
 // nothing brings a revoked token's session back: a stateless (2026-07-28)
 // ping or call with it is 401, a GET resuming its closed session's stream
 // with Last-Event-ID is refused, and a new initialize is 401.
-// Found by a red team (was TestRedteamRevokedNoResurrection).
+// (Was TestRedteamRevokedNoResurrection.)
 func TestServeRevokedSessionNotResumed(t *testing.T) {
 	e := mcptest.NewEnv(t)
 	list := filepath.Join(e.Dir, "revocations.json")

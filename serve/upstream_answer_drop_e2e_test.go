@@ -59,14 +59,14 @@ func (u *askingUpstream) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 // and a frame over its 4 MiB is dropped (accepted 202, counted) although
 // the queue is empty and the frame is within --max-body-bytes: the
 // upstream waits for it for ever, and the client's call never ends.
-// Found by a red team (was TestRedteamUpstreamRequestAnswerDropped).
-func TestServeUpstreamURLLargeAnswerDelivered(t *testing.T) { answerDropped(t, 5<<20) }
+// (Was TestRedteamUpstreamRequestAnswerDropped.)
+func TestServeUpstreamURLLargeAnswerDelivered(t *testing.T) { upstreamAnswerDelivered(t, 5<<20) }
 
 // The control: a small answer is delivered.
-// Found by a red team (was TestRedteamUpstreamRequestAnswerSmall).
-func TestServeUpstreamURLSmallAnswerDelivered(t *testing.T) { answerDropped(t, 1<<10) }
+// (Was TestRedteamUpstreamRequestAnswerSmall.)
+func TestServeUpstreamURLSmallAnswerDelivered(t *testing.T) { upstreamAnswerDelivered(t, 1<<10) }
 
-func answerDropped(t *testing.T, size int) {
+func upstreamAnswerDelivered(t *testing.T, size int) {
 	u := &askingUpstream{answered: make(chan int, 1)}
 	hs := httptest.NewServer(u)
 	t.Cleanup(hs.Close)
