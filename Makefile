@@ -58,7 +58,7 @@ bench:
 demo:
 	@GO=$(GO) ./scripts/demo.sh
 
-# Rewrite docs/cli.md and the README's command table from the commands'
+# Rewrite docs/cli.md and the command table of docs/commands.md from the commands'
 # own help (TestCLIReference fails when they are out of date).
 docs:
 	$(GO) test -count=1 -run '^TestCLIReference$$' ./cmd/delegateos -update
