@@ -156,11 +156,7 @@ func TestREADME(t *testing.T) {
 				ran++
 				continue
 			}
-			fmt.Fprintf(&script, "{ %s\n} >.out.%s 2>.err.%s\nrc=$?\ncat .out.%s .err.%s\n", c.text, n, n, n, n)
-			fmt.Fprintf(&script, "if [ $rc -ne %d ]; then echo \"%s exited $rc, want %d: %s\" >&2; exit 97; fi\n", c.wantExit, where, c.wantExit, shellQuoteForEcho(c.text))
-			if c.wantOut != "" {
-				fmt.Fprintf(&script, "grep -q %q .out.%s .err.%s || { echo \"%s: output lacks %s\" >&2; exit 97; }\n", c.wantOut, n, n, where, c.wantOut)
-			}
+			scriptCommand(&script, c, n, where)
 			ran++
 		}
 	}
@@ -203,6 +199,18 @@ func TestDocsCommandsTested(t *testing.T) {
 		if _, err := os.Stat(filepath.Join(repo, p)); err != nil {
 			t.Errorf("testedElsewhere names %s (%s): %v", p, name, err)
 		}
+	}
+}
+
+// scriptCommand writes to script the shell lines that run c, keeping its
+// output in .out.n and .err.n, and stop the script with status 97 and a
+// message naming where it is shown when it exits otherwise than c says or
+// lacks the word c says its output has.
+func scriptCommand(script *strings.Builder, c readmeCommand, n, where string) {
+	fmt.Fprintf(script, "{ %s\n} >.out.%s 2>.err.%s\nrc=$?\ncat .out.%s .err.%s\n", c.text, n, n, n, n)
+	fmt.Fprintf(script, "if [ $rc -ne %d ]; then echo \"%s exited $rc, want %d: %s\" >&2; exit 97; fi\n", c.wantExit, where, c.wantExit, shellQuoteForEcho(c.text))
+	if c.wantOut != "" {
+		fmt.Fprintf(script, "grep -q %q .out.%s .err.%s || { echo \"%s: output lacks %s\" >&2; exit 97; }\n", c.wantOut, n, n, where, c.wantOut)
 	}
 }
 
