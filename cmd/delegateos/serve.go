@@ -264,8 +264,8 @@ var serveCmd = &command{
 				IdleTimeout: *idle, AbandonTimeout: abandonTimeout(*abandon), ReadTimeout: *readTimeout, JSONResponses: *jsonResponses, CheckToken: withClientFix(checkToken), Log: log,
 				RequireToken:          defaultToken == "" && !pol.AllowUnauthenticated,
 				MaxCredentialSessions: noBound(*maxCredSessions), MaxTreeSessions: noBound(*maxTreeSessions),
-				SessionTree: delegationTree, SessionCredential: canonicalToken, SessionLive: sessionLive(checkToken), RecheckInterval: *recheck,
-				UpstreamReady: upstreamReady(args, *upstreamURL),
+				SessionTree: serve.TokenTree, SessionCredential: serve.TokenCredential, SessionLive: serve.SessionLive(checkToken), RecheckInterval: *recheck,
+				UpstreamReady: serve.UpstreamReady(args, *upstreamURL),
 			}
 			if *maxBody > 0 {
 				sopts.MaxBodyBytes = *maxBody
@@ -366,34 +366,6 @@ var serveCmd = &command{
 	},
 }
 
-// upstreamReady is /readyz's check of the upstream: the command can still
-// be found and run, or the --upstream-url server accepts a connection.
-func upstreamReady(args []string, upstreamURL string) func(context.Context) error {
-	if upstreamURL == "" {
-		return func(context.Context) error {
-			_, err := exec.LookPath(args[0])
-			return err
-		}
-	}
-	u, _ := url.Parse(upstreamURL) // checked at start
-	addr := u.Host
-	if u.Port() == "" {
-		port := "80"
-		if u.Scheme == "https" {
-			port = "443"
-		}
-		addr = net.JoinHostPort(u.Hostname(), port)
-	}
-	return func(ctx context.Context) error {
-		var d net.Dialer
-		c, err := d.DialContext(ctx, "tcp", addr)
-		if err != nil {
-			return err
-		}
-		return c.Close()
-	}
-}
-
 func isLoopback(host string) bool {
 	if strings.EqualFold(host, "localhost") {
 		return true
@@ -483,41 +455,4 @@ func noBound(n int) int {
 		return -1
 	}
 	return n
-}
-
-// delegationTree names the delegation tree of a verified token: the
-// revocation ID of its authority block, which only a trusted root can
-// sign, so a token holder cannot make more trees by attenuating.
-func delegationTree(tok string) string {
-	t, err := dct.ParseInput(tok)
-	if err != nil {
-		return ""
-	}
-	return t.RevocationIDs()[0]
-}
-
-// canonicalToken is the bare base64url form of a token the client may have
-// sent in its {"token","format"} wrapper (any spacing): one credential, one
-// spelling, for the per-credential caps.
-func canonicalToken(tok string) string {
-	t, err := dct.ParseInput(tok)
-	if err != nil {
-		return ""
-	}
-	return t.String()
-}
-
-// sessionLive is check (which verifies a token and that its delegation has
-// not ended) for sessions already open: a revocation list that cannot be
-// read just now refuses calls (the gate checks every call), but does not
-// close every session.
-func sessionLive(check func(string) error) func(string) error {
-	return func(tok string) error {
-		err := check(tok)
-		var d *dct.Denial
-		if errors.As(err, &d) && d.Type == dct.Revoked && d.RevocationID == "" {
-			return nil
-		}
-		return err
-	}
 }

@@ -1,6 +1,6 @@
 //go:build linux
 
-package main
+package upstreamuser
 
 import (
 	"fmt"
@@ -13,10 +13,11 @@ import (
 	"syscall"
 )
 
-// upstreamUser is who the upstream runs as under --upstream-user: another
-// user, so that it cannot read what the proxy's user can (the token file,
-// /proc/PID/environ and the memory of the proxy, the spend store...).
-type upstreamUser struct {
+// User is who the upstream runs as (upstream_user, --upstream-user):
+// another user, so that it cannot read what the proxy's user can (the
+// token file, /proc/PID/environ and the memory of the proxy, the spend
+// store...).
+type User struct {
 	spec   string // as given: USER[:GROUP]
 	name   string // the user's name, or its uid when it has no entry
 	uid    uint32
@@ -25,17 +26,17 @@ type upstreamUser struct {
 	home   string
 }
 
-// resolveUpstreamUser reads USER[:GROUP], each a name or a numeric ID. The
+// Resolve reads USER[:GROUP], each a name or a numeric ID. The
 // upstream gets the user's primary group (or GROUP) and the user's
 // supplementary groups, nothing of the proxy's. A uid without an entry in
 // the user database needs an explicit GROUP. Root, and the proxy's own
 // user, are refused: neither isolates anything.
-func resolveUpstreamUser(spec string) (*upstreamUser, error) {
+func Resolve(spec string) (*User, error) {
 	userPart, groupPart, hasGroup := strings.Cut(spec, ":")
 	if userPart == "" || (hasGroup && groupPart == "") || strings.ContainsAny(spec, " \t\n") {
 		return nil, fmt.Errorf("%q is not USER[:GROUP]: give a user name or uid, optionally with a group name or gid after a colon, e.g. nobody or 65534:65534", spec)
 	}
-	u := &upstreamUser{spec: spec, name: userPart, home: "/"}
+	u := &User{spec: spec, name: userPart, home: "/"}
 	known, err := lookupUser(userPart)
 	switch {
 	case err != nil:
@@ -119,15 +120,18 @@ func lookupGroup(s string) (uint32, error) {
 	return uint32(n), nil
 }
 
+// Name is the user's name, or its uid when it has no entry.
+func (u *User) Name() string { return u.name }
+
 // String names the user for messages.
-func (u *upstreamUser) String() string {
+func (u *User) String() string {
 	return fmt.Sprintf("%s (uid %d, gid %d)", u.name, u.uid, u.gid)
 }
 
 // environ is the proxy's environment with the variables that describe the
 // proxy's user replaced by the upstream user's (HOME, USER, LOGNAME) or
 // dropped: they point into the proxy user's home, session or agent sockets.
-func (u *upstreamUser) environ(env []string) []string {
+func (u *User) environ(env []string) []string {
 	drop := map[string]bool{"HOME": true, "USER": true, "LOGNAME": true, "MAIL": true,
 		"XDG_RUNTIME_DIR": true, "XDG_CONFIG_HOME": true, "XDG_DATA_HOME": true, "XDG_CACHE_HOME": true,
 		"XDG_STATE_HOME": true, "SSH_AUTH_SOCK": true, "GPG_AGENT_INFO": true, "DBUS_SESSION_BUS_ADDRESS": true}
@@ -141,18 +145,18 @@ func (u *upstreamUser) environ(env []string) []string {
 	return append(out, "HOME="+u.home, "USER="+u.name, "LOGNAME="+u.name)
 }
 
-// mayAccess reports whether u may access path for want (a combination of
-// 4 read, 2 write, 1 execute), by the owner, group and other bits of path
+// MayAccess reports whether u may access path for want (a combination of
+// Read, Write and Execute), by the owner, group and other bits of path
 // and the search bit of every directory above it. Access control lists
 // and capabilities are not looked at: a "no" can be wrong, a "yes" is
 // what the bits grant. Paths that cannot be examined are not accessible.
-func (u *upstreamUser) mayAccess(path string, want uint32) bool {
+func (u *User) MayAccess(path string, want uint32) bool {
 	abs, err := filepath.Abs(path)
 	if err != nil {
 		return false
 	}
 	for dir := filepath.Dir(abs); ; dir = filepath.Dir(dir) {
-		if !u.permits(dir, 1) {
+		if !u.permits(dir, Execute) {
 			return false
 		}
 		if dir == filepath.Dir(dir) {
@@ -162,20 +166,20 @@ func (u *upstreamUser) mayAccess(path string, want uint32) bool {
 	return u.permits(abs, want)
 }
 
-// mayModify reports whether u could change what the proxy reads at path:
+// MayModify reports whether u could change what the proxy reads at path:
 // write the file, or replace it (or create it, if it is missing) through
 // a directory on the way to it that u can write, which the sticky bit
 // stops only for what u does not own.
-func (u *upstreamUser) mayModify(path string) bool {
+func (u *User) MayModify(path string) bool {
 	abs, err := filepath.Abs(path)
 	if err != nil {
 		return true
 	}
-	if u.mayAccess(abs, 2) {
+	if u.MayAccess(abs, Write) {
 		return true
 	}
 	for child, dir := abs, filepath.Dir(abs); ; child, dir = dir, filepath.Dir(dir) {
-		if u.mayAccess(dir, 3) && (!sticky(dir) || u.owns(dir) || u.owns(child)) {
+		if u.MayAccess(dir, Write|Execute) && (!sticky(dir) || u.owns(dir) || u.owns(child)) {
 			return true
 		}
 		if dir == filepath.Dir(dir) {
@@ -190,13 +194,13 @@ func sticky(path string) bool {
 }
 
 // owns reports whether u owns path (false when it does not exist).
-func (u *upstreamUser) owns(path string) bool {
+func (u *User) owns(path string) bool {
 	var st syscall.Stat_t
 	return syscall.Lstat(path, &st) == nil && st.Uid == u.uid
 }
 
 // permits checks one file's mode bits for u.
-func (u *upstreamUser) permits(path string, want uint32) bool {
+func (u *User) permits(path string, want uint32) bool {
 	var st syscall.Stat_t
 	if err := syscall.Stat(path, &st); err != nil {
 		return false
@@ -214,7 +218,7 @@ func (u *upstreamUser) permits(path string, want uint32) bool {
 	return bits&7&want == want
 }
 
-func (u *upstreamUser) inGroup(gid uint32) bool {
+func (u *User) inGroup(gid uint32) bool {
 	for _, g := range u.groups {
 		if g == gid {
 			return true
@@ -231,10 +235,10 @@ const (
 	capSetuid = 7
 )
 
-// checkCanSwitch makes sure this process may start a process as another
+// CheckCanSwitch makes sure this process may start a process as another
 // user (setuid, setgid, setgroups) and signal it afterwards (a SIGTERM at
 // shutdown, the signals it passes on), from its effective capabilities.
-func checkCanSwitch() error {
+func CheckCanSwitch() error {
 	data, err := os.ReadFile("/proc/self/status")
 	if err != nil {
 		return fmt.Errorf("the proxy's capabilities cannot be read: %v", err)
@@ -270,10 +274,10 @@ func checkCanSwitch() error {
 		who, strings.Join(missing, ", "))
 }
 
-// prepare makes cmd start as u, in the proxy's working directory, with u's
+// Prepare makes cmd start as u, in the proxy's working directory, with u's
 // home in HOME. It keeps the SysProcAttr already set (the parent-death
 // signal).
-func (u *upstreamUser) prepare(cmd *exec.Cmd) error {
+func (u *User) Prepare(cmd *exec.Cmd) error {
 	if cmd.SysProcAttr == nil {
 		cmd.SysProcAttr = &syscall.SysProcAttr{}
 	}
@@ -288,13 +292,4 @@ func (u *upstreamUser) prepare(cmd *exec.Cmd) error {
 	}
 	cmd.Env = u.environ(env)
 	return nil
-}
-
-// fileOwner is the uid that owns a file.
-func fileOwner(fi os.FileInfo) (int, bool) {
-	st, ok := fi.Sys().(*syscall.Stat_t)
-	if !ok {
-		return 0, false
-	}
-	return int(st.Uid), true
 }

@@ -1,4 +1,4 @@
-package main
+package serve
 
 import (
 	"bytes"
@@ -17,7 +17,7 @@ import (
 // or strangers fill the verifier's nonce memory (a bounded number of live
 // nonces) and every signed client is then refused as busy.
 func TestUntrustedTokenSpendsNoNonce(t *testing.T) {
-	f := newExtrasFixture(t, "--require-signature")
+	f := newSigFixture(t)
 	rogue, _ := identity.FromSeed(bytes.Repeat([]byte{9}, 32), "rogue")
 	tok, err := dct.Create(dct.CreateParams{Issuer: rogue, Delegatee: rogue.ID(),
 		Capabilities: []dct.Capability{{Namespace: "mcp", Action: "echo", Resource: "*"}},
@@ -34,11 +34,11 @@ func TestUntrustedTokenSpendsNoNonce(t *testing.T) {
 		}
 		r := httptest.NewRequest("POST", "/mcp", bytes.NewReader(body))
 		r.Header.Set(avpsig.SignatureHeader, s.Signature)
-		if err := f.x.authorizeRequest(r, body, tok.String()); err == nil {
+		if err := f.s.AuthorizeRequest(r, body, tok.String()); err == nil {
 			t.Errorf("request %d signed for a token of an untrusted root was accepted", i)
 		}
 	}
-	if n := f.x.sig.Nonces(); n != 0 {
+	if n := f.s.Verifier.Nonces(); n != 0 {
 		t.Fatalf("requests with a token of an untrusted root hold %d nonces", n)
 	}
 }

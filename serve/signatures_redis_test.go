@@ -1,4 +1,4 @@
-package main
+package serve
 
 import (
 	"bytes"
@@ -7,36 +7,18 @@ import (
 	"testing"
 	"time"
 
-	"go.uber.org/zap"
-
 	"github.com/delegateos/delegateos/avpsig"
 	"github.com/delegateos/delegateos/dct"
 	"github.com/delegateos/delegateos/identity"
 	"github.com/delegateos/delegateos/internal/redistest"
-	"github.com/delegateos/delegateos/policy"
 )
-
-func TestNonceStoreURL(t *testing.T) {
-	for _, c := range []struct{ spend, revs, want string }{
-		{"redis://a:1/0", "redis://b:1/0", "redis://a:1/0"},
-		{"rediss://a:1/0", "", "rediss://a:1/0"},
-		{"/var/spend.log", "redis://b:1/0", "redis://b:1/0"},
-		{"", "rediss://b:1/0", "rediss://b:1/0"},
-		{"/var/spend.log", "/var/revocations.json", ""},
-		{"", "", ""},
-	} {
-		if got := nonceStoreURL(&policy.Policy{SpendStore: c.spend, RevocationList: c.revs}); got != c.want {
-			t.Errorf("spend store %q, revocation list %q: %q, want %q", c.spend, c.revs, got, c.want)
-		}
-	}
-}
 
 // With nonces in Redis, a request whose token the gate does not take
 // writes nothing there; the holder's signed request writes one key.
 func TestUntrustedTokenSpendsNoRedisNonce(t *testing.T) {
 	rs := redistest.Start(t)
-	f := newExtrasFixture(t, "--require-signature")
-	if err := shareNonces(f.x.sig, &policy.Policy{SpendStore: rs.URL()}, zap.NewNop()); err != nil {
+	f := newSigFixture(t)
+	if err := f.s.Verifier.ShareNonces(context.Background(), rs.URL()); err != nil {
 		t.Fatal(err)
 	}
 	rogue, _ := identity.FromSeed(bytes.Repeat([]byte{9}, 32), "rogue")
@@ -55,7 +37,7 @@ func TestUntrustedTokenSpendsNoRedisNonce(t *testing.T) {
 		}
 		r := httptest.NewRequest("POST", "/mcp", bytes.NewReader(body))
 		r.Header.Set(avpsig.SignatureHeader, s.Signature)
-		return f.x.authorizeRequest(r, body, token)
+		return f.s.AuthorizeRequest(r, body, token)
 	}
 	for i := range 3 {
 		if err := try(rogue, tok.String()); err == nil {

@@ -1,6 +1,6 @@
 //go:build linux
 
-package main
+package upstreamuser
 
 import (
 	"os"
@@ -25,7 +25,7 @@ func TestResolveUpstreamUser(t *testing.T) {
 		t.Fatal("this test must not run as nobody")
 	}
 	for _, spec := range []string{"nobody", nobody.Uid, "nobody:" + nobody.Gid} {
-		u, err := resolveUpstreamUser(spec)
+		u, err := Resolve(spec)
 		if err != nil {
 			t.Fatalf("%s: %v", spec, err)
 		}
@@ -34,7 +34,7 @@ func TestResolveUpstreamUser(t *testing.T) {
 		}
 	}
 	// A uid with no entry takes the group given; its home is /.
-	u, err := resolveUpstreamUser("4000000000:4000000001")
+	u, err := Resolve("4000000000:4000000001")
 	if err != nil || u.uid != 4000000000 || u.gid != 4000000001 || u.home != "/" || len(u.groups) != 0 || u.name != "4000000000" {
 		t.Errorf("4000000000:4000000001: %+v, %v", u, err)
 	}
@@ -55,18 +55,18 @@ func TestResolveUpstreamUser(t *testing.T) {
 		if self == "0" && spec == self+":"+self {
 			continue // root is refused as root
 		}
-		if _, err := resolveUpstreamUser(spec); err == nil || !strings.Contains(err.Error(), want) {
+		if _, err := Resolve(spec); err == nil || !strings.Contains(err.Error(), want) {
 			t.Errorf("%q: %v, want %q", spec, err, want)
 		}
 	}
 }
 
 func TestUpstreamUserPrepare(t *testing.T) {
-	u := &upstreamUser{name: "svc", uid: 4000000000, gid: 4000000001, groups: []uint32{4000000001, 7}, home: "/srv/svc"}
+	u := &User{name: "svc", uid: 4000000000, gid: 4000000001, groups: []uint32{4000000001, 7}, home: "/srv/svc"}
 	cmd := exec.Command("true")
 	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGTERM}
 	cmd.Env = []string{"PATH=/bin", "HOME=/root", "USER=root", "LOGNAME=root", "SSH_AUTH_SOCK=/tmp/agent", "XDG_RUNTIME_DIR=/run/user/0", "API_KEY=k"}
-	if err := u.prepare(cmd); err != nil {
+	if err := u.Prepare(cmd); err != nil {
 		t.Fatal(err)
 	}
 	if cmd.SysProcAttr.Pdeathsig != syscall.SIGTERM {
@@ -82,7 +82,7 @@ func TestUpstreamUserPrepare(t *testing.T) {
 	}
 	// Without groups, the proxy's supplementary groups are cleared, not kept.
 	cmd = exec.Command("true")
-	if err := (&upstreamUser{uid: 1, gid: 1}).prepare(cmd); err != nil {
+	if err := (&User{uid: 1, gid: 1}).Prepare(cmd); err != nil {
 		t.Fatal(err)
 	}
 	if c := cmd.SysProcAttr.Credential; c.Groups == nil || len(c.Groups) != 0 || c.NoSetGroups {
@@ -120,14 +120,14 @@ func TestUpstreamUserMayAccess(t *testing.T) {
 			t.Fatalf("%s is not searchable by others; run the test with a TMPDIR that is", d)
 		}
 	}
-	other := &upstreamUser{uid: 4000000000, gid: 4000000000}
-	owner := &upstreamUser{uid: me, gid: 4000000000}
+	other := &User{uid: 4000000000, gid: 4000000000}
+	owner := &User{uid: me, gid: 4000000000}
 	st, _ := os.Stat(file)
-	group := &upstreamUser{uid: 4000000000, gid: 4000000000, groups: []uint32{st.Sys().(*syscall.Stat_t).Gid}}
+	group := &User{uid: 4000000000, gid: 4000000000, groups: []uint32{st.Sys().(*syscall.Stat_t).Gid}}
 	for _, c := range []struct {
 		mode    os.FileMode
 		dirMode os.FileMode
-		u       *upstreamUser
+		u       *User
 		want    uint32
 		ok      bool
 	}{
@@ -148,11 +148,11 @@ func TestUpstreamUserMayAccess(t *testing.T) {
 		if err := os.Chmod(dir, c.dirMode); err != nil {
 			t.Fatal(err)
 		}
-		if got := c.u.mayAccess(file, c.want); got != c.ok {
+		if got := c.u.MayAccess(file, c.want); got != c.ok {
 			t.Errorf("file %04o in dir %04o, uid %d gid %d groups %v, want %o: %v", c.mode, c.dirMode, c.u.uid, c.u.gid, c.u.groups, c.want, got)
 		}
 	}
-	if other.mayAccess(filepath.Join(dir, "missing"), 4) {
+	if other.MayAccess(filepath.Join(dir, "missing"), 4) {
 		t.Error("a missing file is accessible")
 	}
 }
