@@ -34,11 +34,9 @@ func TestE2EFaultEndedSetLostWhileNoProxyRuns(t *testing.T) {
 	if done := r.complete(delB, `{"summary":"Three milestones, the second one late."}`, 100); done.Status != "completed" {
 		t.Fatalf("complete: %+v", done)
 	}
-	rtStop(t, r.p)
+	stopProxy(t, r.p)
 	ctx := context.Background()
-	if err := srv.Client().FlushAll(ctx).Err(); err != nil {
-		t.Fatal(err)
-	}
+	srv.FlushAll()
 	// The workspace's own records cannot help the other workspace: only
 	// the machine's copy can.
 	if err := os.RemoveAll(ws1); err != nil {
