@@ -2,8 +2,9 @@
 
 package proxy_test
 
-// Findings of the second red team of issue 19's store history that are
-// fixed (see store_rt2_redteam_test.go for those still open).
+// A fleet's store losing data (issue 19): the counts each machine keeps
+// of the trees it saw (STATE/*.seen.json). Found by the second red team
+// of the store history (R2-n), fixed. Shared setup: fleet_store_e2e_test.go.
 
 import (
 	"context"

@@ -2,9 +2,9 @@
 
 package proxy_test
 
-// Third red team of issue 19's store history: attacks that held (the
-// ones that did not are in store_rt3_redteam_test.go, build tag
-// redteam).
+// A fleet's store losing data (issue 19): the remedies a refusal names
+// (store init --reset) work. Attacks the third red team of the store
+// history tried, which held. Shared setup: fleet_store_e2e_test.go.
 
 import (
 	"context"

@@ -2,10 +2,11 @@
 
 package proxy_test
 
-// Red-team attacks on issue 19's Redis store history that the store's
-// checks missed, each through the real binaries on a real redis-server;
-// they failed before the fixes (wt-storefix) and pass now. Those still
-// open are in store_redteam_test.go (build tag redteam).
+// A fleet's store losing data (issue 19): losses the store's checks
+// missed when the red team of the store history found them (RTn), each
+// through the real binaries on a real redis-server; they failed before
+// the fixes (wt-storefix) and pass now. Shared setup:
+// fleet_store_e2e_test.go.
 
 import (
 	"context"

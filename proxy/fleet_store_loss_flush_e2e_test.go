@@ -2,9 +2,10 @@
 
 package proxy_test
 
-// Red-team tests of issue 19's Redis store history (branch wt-storegen)
-// that held: each fault is refused as the README says. The ones that did
-// not hold are in store_redteam_test.go (build tag redteam).
+// A fleet's store losing data (issue 19): flushes and partial losses the
+// red team of the store history (branch wt-storegen) tried, which held:
+// each fault is refused as the README says. Shared setup:
+// fleet_store_e2e_test.go.
 
 import (
 	"context"
@@ -180,7 +181,7 @@ func TestE2EFaultStateDirUnwritableRefusedAtStart(t *testing.T) {
 // store init without --reset on a store a FLUSHALL emptied, while a proxy
 // that saw the tree runs: the proxy adopts the operator's generation but
 // its call marked the tree's stamp first, so it still refuses store_reset
-// (the restarted-proxy case, RT13, is in store_rtfixed_e2e_test.go).
+// (the restarted-proxy case, RT13, is in fleet_store_loss_e2e_test.go).
 // Tried by the red team of issue 19's store history; the attack held (was TestRedTeamHeldPlainStoreInitAfterFlushRunningProxy).
 func TestE2EFaultPlainStoreInitAfterFlushRunningProxyRefuses(t *testing.T) {
 	f := newStoreFleet(t)

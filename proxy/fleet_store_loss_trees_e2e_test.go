@@ -2,7 +2,8 @@
 
 package proxy_test
 
-// Second red team of issue 19's store history: attacks that held.
+// A fleet's store losing data (issue 19): the set of trees lost. An
+// attack of the second red team of the store history, which held.
 
 import (
 	"context"

@@ -2,8 +2,9 @@
 
 package proxy_test
 
-// Findings of the third red team of issue 19's store history that are
-// fixed (see store_rt3_redteam_test.go for those still open).
+// A fleet's store losing data (issue 19): store recover and store init
+// --root after a loss. Found by the third red team of the store history
+// (R3-n), fixed. Shared setup: fleet_store_e2e_test.go.
 
 import (
 	"context"
