@@ -6,10 +6,12 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
+	"os"
 	"path/filepath"
 	"strings"
 	"syscall"
 	"testing"
+	"time"
 
 	"github.com/delegateos/delegateos/budget"
 	"github.com/delegateos/delegateos/internal/mcptest"
@@ -29,6 +31,7 @@ type reloadEnv struct {
 	policyPath string
 	spendPath  string
 	auditPath  string
+	revPath    string
 	keyFile    string
 	keyDID     string
 	p          *mcptest.Process
@@ -45,7 +48,7 @@ func (r *reloadEnv) policy(echoNS, elicitNS string, cost int64, extra string) st
 		mcptest.Rule{Match: "echo", Namespace: echoNS, Action: "echo", Cost: cost},
 		mcptest.Rule{Match: "elicit", Namespace: elicitNS, Action: "elicit", Cost: cost},
 	)
-	pol.SpendStore = r.spendPath
+	pol.SpendStore, pol.RevocationList = r.spendPath, r.revPath
 	pol.Extra = "proxy_key: " + r.keyFile + "\naudit_log: " + r.auditPath + "\n" + extra
 	return pol.YAML()
 }
@@ -56,7 +59,9 @@ func startReloadProxy(t *testing.T, budget int64, wantExit func(int) bool) *relo
 	key := mcptest.NewKey(t, "proxy")
 	r := &reloadEnv{e: e, policyPath: filepath.Join(e.Dir, "reload-policy.yaml"),
 		spendPath: filepath.Join(e.Dir, "spend.db"), auditPath: filepath.Join(e.Dir, "audit.log"),
+		revPath: filepath.Join(e.Dir, "revocations.json"),
 		keyFile: e.KeyFile(key), keyDID: key.DID()}
+	mcptest.WriteFile(t, r.revPath, "[]\n")
 	r.firstHash = r.write(t, r.policy("mcp", "mcp", 1, ""))
 	tok := e.Mint(mcptest.Budget(budget), "mcp:echo:*", "mcp:elicit:*")
 	r.p = e.StartProxy(mcptest.ProxyOptions{Token: tok, Flags: []string{"--policy", r.policyPath}, WantExit: wantExit})
@@ -197,4 +202,136 @@ func (r *reloadEnv) spent(t *testing.T) int64 {
 		n += d.Committed
 	}
 	return n
+}
+
+// A policy that does not load, one that changes what cannot change while
+// the proxy runs, and a reload while the revocation list cannot be read
+// are each refused with the reason in the log, and the policy in force
+// stays: calls go on as before, and nothing is recorded in the audit log
+// but the reload that is applied at the end.
+func TestE2EReloadRefusedKeepsPolicy(t *testing.T) {
+	t.Parallel()
+	r := startReloadProxy(t, 1000, nil)
+	good := r.policy("mcp", "mcp", 1, "")
+	for i, c := range []struct {
+		name, policy, why string
+		before, after     func()
+	}{
+		{name: "not YAML", policy: good + "tools: [\n", why: "reload-policy.yaml"},
+		{name: "no roots", policy: strings.Replace(good, "roots:\n", "nothing:\n", 1), why: "nothing"},
+		{name: "spend store moved", policy: strings.Replace(good, "spend.db", "other.db", 1), why: "spend_store changed"},
+		{name: "rate limits", policy: good + "rate: 5/1m\n", why: "rate limits changed"},
+		{name: "audit log moved", policy: strings.Replace(good, "audit.log", "other.log", 1), why: "audit_log changed"},
+		{name: "revocation list unreadable", policy: good, why: "cannot be read now",
+			before: func() { os.Rename(r.revPath, r.revPath+".away") }, after: func() { os.Rename(r.revPath+".away", r.revPath) }},
+	} {
+		r.write(t, c.policy)
+		if c.before != nil {
+			c.before()
+		}
+		line := r.hangup(t, false)
+		if errText, _ := line["error"].(string); !strings.Contains(errText, c.why) {
+			t.Errorf("%s: refused with %q; want it to say %q", c.name, errText, c.why)
+		}
+		if c.after != nil {
+			c.after()
+		}
+		if !r.call(t, fmt.Sprintf("kept-%d", i), "") {
+			t.Fatalf("%s: the policy in force was not kept", c.name)
+		}
+	}
+	if n := len(r.p.LogWith(logReloaded, nil)); n != 0 {
+		t.Fatalf("%d reloads applied; want none", n)
+	}
+	// Fixed, the same file is applied.
+	r.write(t, strings.Replace(good, `namespace: "mcp"`+"\n"+`    action: "echo"`, `namespace: "admin"`+"\n"+`    action: "echo"`, 1))
+	r.hangup(t, true)
+	if r.call(t, "narrowed", "capability_not_granted") {
+		t.Fatal("echo allowed after the reload that narrowed it")
+	}
+	stopProxy(t, r.p)
+	rs, _ := logReceipts(t, r.auditPath)
+	reloads := 0
+	for _, rc := range rs {
+		if d, ok := rc.Body.(*receipt.DecisionBody); ok && d.Method == "delegateos/reload" {
+			reloads++
+		}
+	}
+	if reloads != 1 {
+		t.Errorf("%d reload receipts; want 1", reloads)
+	}
+}
+
+// A budget is never reset by a reload: calls spread over reloads are
+// allowed exactly up to it, and the spend store holds exactly what was
+// allowed, with the cost each call was decided at.
+func TestE2EReloadBudgetExactAcrossReloads(t *testing.T) {
+	t.Parallel()
+	r := startReloadProxy(t, 20, nil)
+	allowed, spent := 0, int64(0)
+	cost := int64(1)
+	for i := range 16 {
+		if i > 0 && i%2 == 0 {
+			// Every second call the cost changes between 1 and 3.
+			cost = 4 - cost
+			r.write(t, r.policy("mcp", "mcp", cost, fmt.Sprintf("# reload %d\n", i)))
+			r.hangup(t, true)
+		}
+		if r.call(t, fmt.Sprintf("c%d", i), "") {
+			allowed++
+			spent += cost
+		}
+	}
+	// 1+1, 3+3, 1+1, 3+3 = 16; then 1+1 = 18; then 3 does not fit (21), nor
+	// does the next 3; then 1+1 = 20: one more at 1 would not fit either.
+	if spent != 20 || allowed != 12 {
+		t.Errorf("allowed %d calls costing %d; want 12 costing 20", allowed, spent)
+	}
+	stopProxy(t, r.p)
+	if got := r.spent(t); got != spent {
+		t.Errorf("the spend store holds %d; %d was allowed", got, spent)
+	}
+}
+
+// The audit log of a proxy reloaded several times verifies; killed with
+// SIGKILL after a reload, it verifies once the next proxy has recovered
+// it (--allow-recovered), the reload's record included.
+func TestE2EReloadAuditLogVerifiesAfterReloadsAndKill(t *testing.T) {
+	t.Parallel()
+	r := startReloadProxy(t, 1000, func(code int) bool { return code == -1 })
+	for i := range 3 {
+		r.write(t, r.policy("mcp", "mcp", int64(i+1), ""))
+		r.hangup(t, true)
+		if !r.call(t, fmt.Sprintf("c%d", i), "") {
+			t.Fatal("echo refused")
+		}
+	}
+	// Written before the kill: the reload records and the calls' receipts.
+	mcptest.Eventually(t, "the receipts to be written", func() bool {
+		b, _ := os.ReadFile(r.auditPath)
+		return strings.Count(string(b), `"delegateos/reload"`) == 3 && strings.Count(string(b), "execution_receipt") == 3
+	})
+	if out, stderr, code := mcptest.CLI(t, "audit", "verify", r.auditPath, "--key-id", r.keyDID); code == 0 {
+		t.Fatalf("a log still being written verified as closed: %s %s", out, stderr)
+	}
+	pid := r.p.UpstreamPID()
+	if err := r.p.Cmd.Process.Kill(); err != nil {
+		t.Fatal(err)
+	}
+	mcptest.Eventually(t, "the killed proxy's upstream to exit", func() bool { return mcptest.ProcessGone(pid) })
+	if !r.p.WaitExit(10 * time.Second) {
+		t.Fatal("the killed proxy did not exit")
+	}
+	tok := r.e.Mint(nil, "mcp:echo:*")
+	p := r.e.StartProxy(mcptest.ProxyOptions{Token: tok, Flags: []string{"--policy", r.policyPath}})
+	c := p.Raw()
+	c.Initialize()
+	c.Send(mcptest.CallFrame(`"after"`, "echo", map[string]any{"text": "after"}))
+	if m := c.Response(`"after"`); m.Error != nil {
+		t.Fatalf("a call after the restart: %+v", m.Error)
+	}
+	stopProxy(t, p)
+	if out, stderr, code := mcptest.CLI(t, "audit", "verify", r.auditPath, "--key-id", r.keyDID, "--allow-recovered"); code != 0 {
+		t.Fatalf("audit verify after reloads and a kill: %d %s %s", code, out, stderr)
+	}
 }
