@@ -96,7 +96,7 @@ func declareServeExtraFlags(fs *pflag.FlagSet) *serveExtraFlags {
 		peers:      fs.StringArray("revocation-peer", nil, "a peer verifier's URL (its revocation endpoint, or its base URL): its list is polled and new revocations are pushed to it (repeatable)"),
 		poll:       fs.Duration("revocation-poll", revdist.DefaultInterval, "how often each --revocation-peer is polled"),
 		publicURL:  fs.String("public-url", "", "the URL clients reach this server at (https://gate.example.com), for the agent card; default: the request's Host"),
-		metricsAt:  fs.String("metrics-listen", "", "serve /metrics on a listener of its own at HOST:PORT (an internal interface, say) instead of beside the MCP endpoint; off serves no metrics"),
+		metricsAt:  fs.String("metrics-listen", "", "serve /metrics, and POST /reload (the policy applied again, as on SIGHUP), on a listener of its own at HOST:PORT (an internal interface, say) instead of beside the MCP endpoint; off serves no metrics"),
 	}
 }
 
