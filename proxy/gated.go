@@ -139,7 +139,7 @@ func (s *session) deny(p *pending, d *gate.Decision) {
 // policy's methods list names: gated like tools/call by its rule's
 // capability, where any other unknown method is refused.
 func (s *session) extension(method string) bool {
-	pol := s.cfg.Gates.Load().Policy
+	pol := s.cfg.Gates.Load().Gate.Policy
 	if pol == nil {
 		return false
 	}

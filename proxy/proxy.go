@@ -167,7 +167,7 @@ func Run(ctx context.Context, cfg Config, clientIn io.Reader, clientOut io.Write
 	if cfg.Observe {
 		log.Warn(ObserveBanner)
 	}
-	pins, err := newPinner(cfg.Gates.Load().Policy)
+	pins, err := newPinner(cfg.Gates.Load().Gate.Policy)
 	if err != nil {
 		return err
 	}
