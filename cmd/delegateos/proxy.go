@@ -53,6 +53,8 @@ var proxyCmd = &command{
 			`(their log lines say "enforced": false; they are charged nothing) and show lists unfiltered (a log line names what would be hidden). `+
 			"Nothing is enforced: never use it to protect anything")
 		return func(e *env, args []string) error {
+			hups, stopHups := hangups()
+			defer stopHups()
 			if len(args) == 0 {
 				return fixf("give the upstream MCP server's command after --, e.g. delegateos proxy --policy policy.yaml --token @agent.tok -- npx -y @modelcontextprotocol/server-everything")
 			}
@@ -225,13 +227,15 @@ var proxyCmd = &command{
 			if err != nil {
 				return err
 			}
-			// From here on SIGHUP reloads the policy rather than ending the
-			// proxy: its calls in flight, and the audit log, go on.
+			// SIGHUP (taken since the start) reloads the policy rather than
+			// ending the proxy: its calls in flight, and the audit log, go on.
 			r := &reloader{current: current, load: reloadPolicy(*policyPath, preparePolicy), opts: flags.options(log),
 				log: log, recorded: recordReload(evidence, reloadTarget(*policyPath))}
-			defer r.onHangup()()
+			stopReloads := r.onHangup(hups)
+			defer stopReloads()
 			tr, closeTracing, err := openTracing(log)
 			if err != nil {
+				stopReloads()
 				_ = closeEvidence()
 				return inputf("tracing: %v", err)
 			}
@@ -248,6 +252,7 @@ var proxyCmd = &command{
 				cfg.Tracer = tr.Tracer
 			}
 			err = proxy.Run(context.Background(), cfg, in, out)
+			stopReloads()
 			if cerr := closeEvidence(); cerr != nil {
 				log.Error("the audit log was not closed cleanly", zap.Error(cerr))
 			}

@@ -33,6 +33,7 @@ type reloader struct {
 	// at once are applied one after the other, so the last to finish is
 	// the file as last read.
 	mu      sync.Mutex
+	stopped bool // the command is ending: its audit log may be closed
 	current *gate.Current
 	// load reads the policy as the command prepared it at start (its
 	// flags applied), and the file's digest ("" for built-in defaults).
@@ -60,6 +61,9 @@ func (r *reloader) reload(trigger string) reloadResult {
 	refused := func(err error) reloadResult {
 		r.log.Error("reload refused: the policy in force is kept", zap.String("trigger", trigger), zap.Error(err))
 		return reloadResult{Error: err.Error()}
+	}
+	if r.stopped {
+		return refused(errors.New("stopping"))
 	}
 	pol, digest, err := r.load()
 	if err != nil {
@@ -90,12 +94,22 @@ func policyHash(digest string) string {
 	return digest
 }
 
-// onHangup reloads on every SIGHUP until stop is called. Signals that
-// arrive during a reload are folded into one more reload, which reads
-// the file as it is then.
-func (r *reloader) onHangup() (stop func()) {
+// hangups takes SIGHUP from the start of a command that reloads on it:
+// one that arrives while the command starts is kept for onHangup, since
+// the policy may have been read before it was changed, and none ends the
+// process. stop must be called when the command returns.
+func hangups() (c <-chan os.Signal, stop func()) {
 	hups := make(chan os.Signal, 1)
 	signal.Notify(hups, syscall.SIGHUP)
+	return hups, func() { signal.Stop(hups) }
+}
+
+// onHangup reloads on every SIGHUP from hups until stop is called; stop
+// waits for a reload under way, and no reload (POST /reload included) is
+// applied after it, so the audit log can be closed. Signals that arrive
+// during a reload are folded into one more reload, which reads the file
+// as it is then.
+func (r *reloader) onHangup(hups <-chan os.Signal) (stop func()) {
 	done := make(chan struct{})
 	var wg sync.WaitGroup
 	wg.Add(1)
@@ -110,10 +124,15 @@ func (r *reloader) onHangup() (stop func()) {
 			}
 		}
 	}()
+	var once sync.Once
 	return func() {
-		signal.Stop(hups)
-		close(done)
-		wg.Wait()
+		once.Do(func() {
+			close(done)
+			wg.Wait()
+			r.mu.Lock()
+			r.stopped = true
+			r.mu.Unlock()
+		})
 	}
 }
 

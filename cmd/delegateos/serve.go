@@ -77,6 +77,8 @@ var serveCmd = &command{
 			}
 		}
 		return func(e *env, args []string) error {
+			hups, stopHups := hangups()
+			defer stopHups()
 			// DELEGATEOS_TOKEN is read below, as a token rather than a flag.
 			fromEnv, err := flagsFromEnv(fs, os.Getenv, "token")
 			if err != nil {
@@ -251,6 +253,9 @@ var serveCmd = &command{
 			}
 			reload := &reloader{current: current, load: reloadPolicy(*policyPath, preparePolicy), opts: flags.options(log),
 				log: log, recorded: recordReload(evidence, reloadTarget(*policyPath))}
+			// SIGHUP reloads the policy rather than ending the server: its
+			// sessions, calls in flight and audit log go on.
+			defer reload.onHangup(hups)()
 			setup := &serveSetup{Policy: pol, Gate: g, Gates: current, Reload: reload, Log: log, Revocations: revs, DefaultToken: defaultToken, KeyFile: keyPath,
 				Listen: *listen, TLS: *tlsCert != "", Endpoint: *endpoint, CheckToken: checkToken, Delegations: delegations, Evidence: evidence}
 			relayConfig := func(s *serve.Session) proxy.Config {
@@ -348,9 +353,6 @@ var serveCmd = &command{
 				}
 			}
 			signal.Ignore(syscall.SIGPIPE)
-			// From here on SIGHUP reloads the policy rather than ending the
-			// server: its sessions, calls in flight and audit log go on.
-			defer reload.onHangup()()
 			sigs := make(chan os.Signal, 1)
 			signal.Notify(sigs, os.Interrupt, syscall.SIGTERM)
 			defer signal.Stop(sigs)
