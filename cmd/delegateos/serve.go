@@ -196,18 +196,9 @@ var serveCmd = &command{
 			current := gate.NewCurrent(snap)
 			defer current.Close()
 			g, revs, delegations := snap.Gate, snap.Revocations, snap.Delegations
-			checkToken := func(tok string) error {
-				g := current.Load().Gate
-				if g.Verifier == nil {
-					return errors.New("no trusted roots to verify it against")
-				}
-				if _, err := g.Verifier.VerifyChain(tok, time.Now()); err != nil {
-					return err
-				}
-				// A token whose delegation has ended authorizes nothing.
-				_, err := g.ListView(gate.MethodToolsList, tok)
-				return err
-			}
+			// The token is checked by the gate in force (its roots, the
+			// delegations ended).
+			checkToken := func(tok string) error { return current.Load().Gate.CheckToken(tok) }
 			if defaultToken != "" {
 				if err := checkToken(defaultToken); err != nil {
 					return fixf("the session token is not valid: %v; %s", err, tokenFix(err))
