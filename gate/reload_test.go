@@ -7,6 +7,7 @@ import (
 	"sync/atomic"
 	"testing"
 
+	"github.com/delegateos/delegateos/internal/redistest"
 	"github.com/delegateos/delegateos/policy"
 )
 
@@ -167,5 +168,37 @@ func BenchmarkReload(b *testing.B) {
 		if _, err := cur.Reload(pol, Options{}, nil); err != nil {
 			b.Fatal(err)
 		}
+	}
+}
+
+// A reload while the revocation list's Redis is down is refused (the list
+// cannot be read again), the snapshot in force stays, and the same reload
+// is applied once Redis is back.
+func TestReloadRevocationStoreDown(t *testing.T) {
+	srv := redistest.Start(t)
+	root := "iojj3XQJ8ZX9UtstPLpdcspnCb8dlBIb83SIAbQPb1w"
+	pol := func(cost int64) *policy.Policy {
+		return &policy.Policy{Roots: []string{root}, RevocationList: srv.URL(), DefaultCost: cost}
+	}
+	s, err := Open(pol(1), Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cur := NewCurrent(s)
+	defer cur.Close()
+	srv.Stop()
+	var re *ReloadError
+	if _, err := cur.Reload(pol(2), Options{}, nil); !errors.As(err, &re) || !strings.Contains(err.Error(), "cannot be read now") {
+		t.Fatalf("reload with Redis down: %v", err)
+	}
+	if cur.Load() != s {
+		t.Fatal("a refused reload changed the snapshot in force")
+	}
+	srv.Restart()
+	if _, err := cur.Reload(pol(2), Options{}, nil); err != nil {
+		t.Fatalf("reload with Redis back: %v", err)
+	}
+	if cur.Load().Policy.DefaultCost != 2 {
+		t.Fatal("the reload was not applied")
 	}
 }

@@ -237,9 +237,15 @@ func TestE2EServeReloadDuringBurst(t *testing.T) {
 	if allowed != sessions*calls {
 		t.Errorf("%d calls allowed; want %d", allowed, sessions*calls)
 	}
-	if got := len(r.LogWith("policy reloaded", nil)); got != applied || applied != 2*reloads {
+	lines := r.LogWith("policy reloaded", nil)
+	if got := len(lines); got != applied || applied != 2*reloads {
 		t.Errorf("%d reloads logged, %d answered 200; want %d", got, applied, 2*reloads)
 	}
+	var took []string
+	for _, l := range lines {
+		took = append(took, fmt.Sprintf("%.2fms", l["took"].(float64)*1000))
+	}
+	t.Logf("each reload took (file read to swap, during the burst): %s", strings.Join(took, " "))
 	r.Signal(syscall.SIGTERM)
 	if !r.WaitExit(20 * time.Second) {
 		t.Fatal("serve did not exit on SIGTERM")
