@@ -335,3 +335,58 @@ func TestE2EReloadAuditLogVerifiesAfterReloadsAndKill(t *testing.T) {
 		t.Fatalf("audit verify after reloads and a kill: %d %s %s", code, out, stderr)
 	}
 }
+
+// Calls sent back to back while SIGHUPs reload the policy between them,
+// its cost changing each time: whichever snapshot decided a call, it is
+// settled once, at the cost it was decided at. The spend store holds the
+// sum of the costs the allowed calls' receipts reserved, and every
+// allowed call has its one execution receipt. The file is replaced by a
+// rename, as an editor or a deploy should, so a reload never reads it
+// half written.
+func TestE2EReloadRacingSettles(t *testing.T) {
+	t.Parallel()
+	r := startReloadProxy(t, 1_000_000, nil)
+	const calls = 40
+	for i := range calls {
+		if i%5 == 4 {
+			tmp := r.policyPath + ".new"
+			mcptest.WriteFile(t, tmp, r.policy("mcp", "mcp", int64(1+2*(i/5%2)), fmt.Sprintf("# %d\n", i)))
+			if err := os.Rename(tmp, r.policyPath); err != nil {
+				t.Fatal(err)
+			}
+			if err := r.p.Cmd.Process.Signal(syscall.SIGHUP); err != nil {
+				t.Fatal(err)
+			}
+		}
+		r.c.Send(mcptest.CallFrame(fmt.Sprintf(`"p%d"`, i), "echo", map[string]any{"text": "x"}))
+	}
+	for range calls {
+		if m := r.c.Next(); m.Error != nil {
+			t.Fatalf("a call refused: %+v", m.Error)
+		}
+	}
+	stopProxy(t, r.p)
+	if n := len(r.p.LogWith(logReloaded, nil)); n == 0 {
+		t.Fatal("no reload was applied")
+	}
+	rs, _ := logReceipts(t, r.auditPath)
+	var reserved int64
+	allowed, executed := 0, 0
+	for _, rc := range rs {
+		switch b := rc.Body.(type) {
+		case *receipt.DecisionBody:
+			if b.Method == "tools/call" && b.Decision == receipt.DecisionAllow {
+				allowed++
+				reserved += b.CostReserved
+			}
+		case *receipt.ExecutionBody:
+			executed++
+		}
+	}
+	if allowed != calls || executed != calls {
+		t.Errorf("%d calls allowed, %d execution receipts; want %d each", allowed, executed, calls)
+	}
+	if got := r.spent(t); got != reserved {
+		t.Errorf("the spend store holds %d; the allowed calls were decided at %d in all", got, reserved)
+	}
+}
