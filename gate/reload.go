@@ -56,6 +56,10 @@ func (c *Current) Reload(pol *policy.Policy, opts Options, commit func(*Snapshot
 	// The new snapshot owns the stores now: the old one's Close releases
 	// nothing, and a call it decided still settles in the same stores.
 	s.closers, old.closers = old.closers, nil
+	if s.Delegations != nil && s.Gate.Verifier != old.Gate.Verifier {
+		// The workspace's delegation messages verify with the new roots.
+		s.Delegations.reloaded.Store(&reloadedVerifier{s.Gate.Verifier})
+	}
 	c.p.Store(s)
 	return s, nil
 }
@@ -90,8 +94,7 @@ func reloadf(format string, args ...any) error {
 //
 // A change reopen cannot apply live — where a store is kept, what it
 // keeps (the rate limits), the audit log, the proxy key, the log, the
-// frame bound, and, with a workspace, the roots its delegation messages
-// verify by — is refused with a *ReloadError; so is a revocation list
+// frame bound — is refused with a *ReloadError; so is a revocation list
 // that cannot be read now. Nothing is changed then.
 func reopen(old *Snapshot, pol *policy.Policy, opts Options) (*Snapshot, error) {
 	opts.defaults()
@@ -173,9 +176,6 @@ func fixedSettings(old, pol *policy.Policy) error {
 	}
 	if !stdmaps.Equal(RateLimits(old), RateLimits(pol)) {
 		return reloadf("the rate limits changed, and their windows are kept as they were opened%s", restart)
-	}
-	if old.Workspace != "" && !slices.Equal(old.Roots, pol.Roots) {
-		return reloadf("roots changed, and the workspace's delegation messages verify with the roots it was opened with%s", restart)
 	}
 	return nil
 }

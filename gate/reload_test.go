@@ -1,12 +1,17 @@
 package gate
 
 import (
+	"bytes"
 	"errors"
+	"path/filepath"
 	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
+	"time"
 
+	"github.com/delegateos/delegateos/dct"
+	"github.com/delegateos/delegateos/identity"
 	"github.com/delegateos/delegateos/internal/redistest"
 	"github.com/delegateos/delegateos/policy"
 )
@@ -201,4 +206,50 @@ func TestReloadRevocationStoreDown(t *testing.T) {
 	if cur.Load().Policy.DefaultCost != 2 {
 		t.Fatal("the reload was not applied")
 	}
+}
+
+// Roots may change with a workspace: the delegation messages verify with
+// the roots in force from the swap on, the gate's and theirs alike.
+func TestReloadRootsWithWorkspace(t *testing.T) {
+	a, b := testKey(t, 7, "a"), testKey(t, 8, "b")
+	dir := t.TempDir()
+	pol := func(roots ...string) *policy.Policy {
+		return &policy.Policy{Roots: roots, Workspace: filepath.Join(dir, "ws")}
+	}
+	s, err := Open(pol(a.ID()), Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cur := NewCurrent(s)
+	defer cur.Close()
+	now := time.Now()
+	tok, err := dct.Create(dct.CreateParams{Issuer: b, Delegatee: a.ID(), Capabilities: []dct.Capability{{Namespace: "*", Action: "*", Resource: "*"}},
+		ContractID: "ct_roots", DelegationID: "del_roots", MaxChainDepth: 1, MaxBudgetMicrocents: 10, IssuedAt: now.Add(-time.Minute), ExpiresAt: now.Add(time.Hour)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Delegations.verifier().VerifyChain(tok.String(), now); err == nil {
+		t.Fatal("a token of an untrusted root verified")
+	}
+	n, err := cur.Reload(pol(a.ID(), b.ID()), Options{}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n.Delegations != s.Delegations {
+		t.Fatal("the workspace's delegations were opened again")
+	}
+	for what, v := range map[string]*dct.Verifier{"the gate": n.Gate.Verifier, "the delegation messages": n.Delegations.verifier()} {
+		if _, err := v.VerifyChain(tok.String(), now); err != nil {
+			t.Errorf("%s after adding the root: %v", what, err)
+		}
+	}
+}
+
+func testKey(t testing.TB, b byte, name string) *identity.Keypair {
+	t.Helper()
+	k, err := identity.FromSeed(bytes.Repeat([]byte{b}, 32), name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return k
 }
