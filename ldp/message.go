@@ -265,22 +265,22 @@ type BudgetPolicy struct {
 // Provenance is §6's record, with the reference's later members and this
 // project's DelegateOS member.
 type Provenance struct {
-	ProducedBy         string          `json:"produced_by"`
-	ModelVersion       string          `json:"model_version"`
-	PayloadModeUsed    PayloadMode     `json:"payload_mode_used"`
-	Confidence         *float64        `json:"confidence,omitempty"`
-	Verified           bool            `json:"verified"`
-	SessionID          string          `json:"session_id,omitempty"`
-	Timestamp          string          `json:"timestamp,omitempty"`
-	TokensUsed         *uint64         `json:"tokens_used,omitempty"`
-	CostUSD            *float64        `json:"cost_usd,omitempty"`
-	ContractID         string          `json:"contract_id,omitempty"`
-	ContractSatisfied  *bool           `json:"contract_satisfied,omitempty"`
-	ContractViolations []string        `json:"contract_violations,omitempty"`
-	VerificationStatus string          `json:"verification_status,omitempty"`
-	Evidence           []EvidenceRef   `json:"evidence,omitempty"`
-	Lineage            []LineageEntry  `json:"lineage,omitempty"`
-	DelegateOS         *ProvenanceDOS  `json:"delegateos,omitempty"`
+	ProducedBy         string         `json:"produced_by"`
+	ModelVersion       string         `json:"model_version"`
+	PayloadModeUsed    PayloadMode    `json:"payload_mode_used"`
+	Confidence         *float64       `json:"confidence,omitempty"`
+	Verified           bool           `json:"verified"`
+	SessionID          string         `json:"session_id,omitempty"`
+	Timestamp          string         `json:"timestamp,omitempty"`
+	TokensUsed         *uint64        `json:"tokens_used,omitempty"`
+	CostUSD            *float64       `json:"cost_usd,omitempty"`
+	ContractID         string         `json:"contract_id,omitempty"`
+	ContractSatisfied  *bool          `json:"contract_satisfied,omitempty"`
+	ContractViolations []string       `json:"contract_violations,omitempty"`
+	VerificationStatus string         `json:"verification_status,omitempty"`
+	Evidence           []EvidenceRef  `json:"evidence,omitempty"`
+	Lineage            []LineageEntry `json:"lineage,omitempty"`
+	DelegateOS         *ProvenanceDOS `json:"delegateos,omitempty"`
 }
 
 // Verification statuses of the reference.
