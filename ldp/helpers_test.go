@@ -67,3 +67,7 @@ func roundTrip(t *testing.T, e *Envelope) *Envelope {
 	}
 	return got
 }
+
+func principalOf(k ed25519.PrivateKey) string {
+	return identity.PrincipalID(k.Public().(ed25519.PublicKey))
+}
