@@ -70,6 +70,7 @@ var root = &command{
 			subs: []*command{chainShowCmd}},
 		spendCmd, storeGroup,
 		credentialGroup,
+		ldpGroup,
 		auditGroup,
 	},
 }

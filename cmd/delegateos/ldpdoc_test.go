@@ -1,0 +1,54 @@
+package main
+
+import (
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/delegateos/delegateos/internal/mcptest"
+)
+
+// TestDocsLDP runs every command docs/ldp.md shows, in order, in one shell,
+// as TestREADME does for the README, with DELEGATE_URL a delegate serving
+// the spec's example identity card.
+func TestDocsLDP(t *testing.T) {
+	mux := http.NewServeMux()
+	mux.HandleFunc("GET /delegates/qwen3-8b/.well-known/ldp-identity", func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		w.Write([]byte(ldpSpecCard))
+	})
+	srv := httptest.NewServer(mux)
+	t.Cleanup(srv.Close)
+
+	repo, err := filepath.Abs("../..")
+	if err != nil {
+		t.Fatal(err)
+	}
+	bin, work := filepath.Dir(mcptest.Delegateos(t)), t.TempDir()
+	cmds := readmeCommands(t, filepath.Join(repo, "docs", "ldp.md"))
+	var script strings.Builder
+	fmt.Fprintf(&script, "export PATH=%q:\"$PATH\"\n", bin)
+	for i, c := range cmds {
+		fmt.Fprintf(&script, "{ %s\n} >.out.%d 2>.err.%d\nrc=$?\ncat .out.%d .err.%d\n", c.text, i, i, i, i)
+		fmt.Fprintf(&script, "if [ $rc -ne %d ]; then echo \"docs/ldp.md line %d exited $rc, want %d: %s\" >&2; exit 97; fi\n", c.wantExit, c.line, c.wantExit, shellQuoteForEcho(c.text))
+		if c.wantOut != "" {
+			fmt.Fprintf(&script, "grep -q %q .out.%d .err.%d || { echo \"docs/ldp.md line %d: output lacks %s\" >&2; exit 97; }\n", c.wantOut, i, i, c.line, c.wantOut)
+		}
+	}
+	if len(cmds) < 3 {
+		t.Fatalf("found only %d commands in docs/ldp.md; is it parsed right?", len(cmds))
+	}
+	cmd := exec.Command("bash", "-u", "-c", script.String())
+	cmd.Dir = work
+	cmd.Env = append(os.Environ(), "DELEGATE_URL="+srv.URL+"/delegates/qwen3-8b", "DELEGATEOS_STATE_DIR="+filepath.Join(work, "state"))
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("docs/ldp.md commands failed: %v\n%s", err, out)
+	}
+	t.Logf("%s", out)
+}
