@@ -11,18 +11,18 @@ import (
 	"github.com/delegateos/delegateos/dct"
 )
 
-// The README's rate_limited error is what the gate answers for the policy
+// The rate_limited error of docs/policy.md is what the gate answers for the policy
 // it shows, ten write_* calls into a minute, 18.8 seconds after the first.
 func TestREADMERateLimitedError(t *testing.T) {
-	b, err := os.ReadFile("../README.md")
+	b, err := os.ReadFile("../docs/policy.md")
 	if err != nil {
 		t.Fatal(err)
 	}
-	_, rest, ok := strings.Cut(string(b), "#### Rate limits\n")
+	_, rest, ok := strings.Cut(string(b), "## Rate limits\n")
 	_, rest, ok2 := strings.Cut(rest, "```json\n")
 	block, _, ok3 := strings.Cut(rest, "```\n")
 	if !ok || !ok2 || !ok3 {
-		t.Fatal("no json block under #### Rate limits")
+		t.Fatal("no json block under ## Rate limits in docs/policy.md")
 	}
 	var want any
 	if err := json.Unmarshal([]byte(block), &want); err != nil {
