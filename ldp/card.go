@@ -287,3 +287,17 @@ func (c *IdentityCard) Labels() map[string]string {
 	l["ldp.payload_modes"] = strings.Join(modes, ",")
 	return l
 }
+
+// MarshalJSON writes the card with empty lists as [] rather than null: the
+// reference SDKs (and ParseCard, for capabilities) refuse a null list.
+func (c IdentityCard) MarshalJSON() ([]byte, error) {
+	type plain IdentityCard
+	p := plain(c)
+	if p.Capabilities == nil {
+		p.Capabilities = []Capability{}
+	}
+	if p.TrustDomain.TrustedPeers == nil {
+		p.TrustDomain.TrustedPeers = []string{}
+	}
+	return json.Marshal(p)
+}

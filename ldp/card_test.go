@@ -103,3 +103,22 @@ func TestCardLabels(t *testing.T) {
 		t.Fatal("an unset optional member became a label")
 	}
 }
+
+// TestCardMarshalEmptyLists: a card built without capabilities or trusted
+// peers is written with [] (the reference SDKs refuse null lists) and
+// reads back.
+func TestCardMarshalEmptyLists(t *testing.T) {
+	c := &IdentityCard{DelegateID: "ldp:delegate:x", Name: "X", ModelFamily: "f", ModelVersion: "v",
+		TrustDomain: TrustDomain{Name: "d"}, ContextWindow: 1, SupportedPayloadModes: []PayloadMode{ModeText},
+		Endpoint: "http://127.0.0.1:1"}
+	b, err := json.Marshal(c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(b), `"trusted_peers":[]`) || !strings.Contains(string(b), `"capabilities":[]`) {
+		t.Fatalf("%s", b)
+	}
+	if _, err := ParseCard(b); err != nil {
+		t.Fatal(err)
+	}
+}

@@ -9,14 +9,16 @@ import (
 	"strings"
 )
 
-// The paths of the HTTP binding (§8.1).
+// The paths of the HTTP binding (§8.1). IdentityPath is where the
+// reference SDK's client fetches the card (its delegate serves both).
 const (
 	MessagesPath = "/ldp/messages"
 	StreamPath   = "/ldp/stream"
+	IdentityPath = "/ldp/identity"
 )
 
 // Handler serves a Responder over HTTP (§8): its identity card at
-// WellKnownPath, envelopes at MessagesPath (the reply in the response
+// WellKnownPath (and IdentityPath), envelopes at MessagesPath (the reply in the response
 // body; 202 and no body when there is none), and at StreamPath the same
 // with the reply and any TASK_UPDATEs before it as server-sent events.
 // A request's bearer token (Authorization: Bearer) is passed to the
@@ -28,7 +30,7 @@ type Handler struct {
 
 func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	switch r.URL.Path {
-	case WellKnownPath:
+	case WellKnownPath, IdentityPath:
 		if r.Method != http.MethodGet && r.Method != http.MethodHead {
 			httpError(w, http.StatusMethodNotAllowed, "method_not_allowed", "GET the identity card")
 			return
