@@ -20,8 +20,8 @@ import (
 // ldpGroup holds the commands of an LDP initiator (LDP 0.1, docs/ldp.md).
 var ldpGroup = &command{
 	name:    "ldp",
-	summary: "discover LDP delegates (LLM Delegate Protocol 0.1)",
-	subs:    []*command{ldpDiscoverCmd},
+	summary: "discover LDP delegates and choose one for a task (LLM Delegate Protocol 0.1)",
+	subs:    []*command{ldpDiscoverCmd, ldpRouteCmd},
 }
 
 var ldpDiscoverCmd = &command{
@@ -47,12 +47,7 @@ var ldpDiscoverCmd = &command{
 				}
 				targets[i] = u
 			}
-			client := &http.Client{
-				Timeout: *timeout,
-				// A card is taken only from the URL asked: a redirect would
-				// let one host speak for another.
-				CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
-			}
+			client := cardClient(*timeout)
 			report := discoverReport{Delegates: make([]discovered, len(args))}
 			for i, a := range args {
 				d := discovered{URL: a, IdentityURL: targets[i]}
@@ -101,6 +96,15 @@ type discovered struct {
 	// fetched from; a router sends to the URL it was given either way.
 	EndpointMatches bool   `json:"endpoint_matches"`
 	Error           string `json:"error,omitempty"`
+}
+
+// cardClient fetches identity cards. A card is taken only from the URL
+// asked: a redirect would let one host speak for another.
+func cardClient(timeout time.Duration) *http.Client {
+	return &http.Client{
+		Timeout:       timeout,
+		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
+	}
 }
 
 // identityURL is where the delegate at base serves its card: base with
