@@ -79,3 +79,29 @@ func FuzzParseCard(f *testing.F) {
 		}
 	})
 }
+
+// FuzzResponderHandle feeds arbitrary bytes to a Responder (signatures not
+// checked, so that parsed envelopes reach the lifecycle): it must answer
+// every envelope it can parse with a valid one, and never panic.
+func FuzzResponderHandle(f *testing.F) {
+	for _, s := range specFlow {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, data []byte) {
+		exec := &echoExec{started: make(chan struct{})}
+		r := &Responder{Card: echoCard("http://127.0.0.1:1"), Exec: exec}
+		r.Card.DelegateID = "ldp:delegate:qwen3-8b-reasoning"
+		r.Card.Capabilities = r.Card.Capabilities[:2] // no "slow", which waits for a cancel
+		reply, err := r.Handle(ctx, data, "", nil)
+		if err != nil || reply == nil {
+			return
+		}
+		b, err := json.Marshal(reply)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := ParseEnvelope(b); err != nil {
+			t.Fatalf("reply %s does not parse: %v", b, err)
+		}
+	})
+}
