@@ -82,6 +82,12 @@ type Responder struct {
 	Sessions *Sessions
 	// Exec performs tasks; required.
 	Exec Executor
+	// AdmitSession, when not nil, decides whether a SESSION_PROPOSE that
+	// passed the signature and trust checks may open a session (the daemon
+	// requires a token the gate accepts); a non-nil error is the
+	// SESSION_REJECT's. token is the SESSION_PROPOSE's delegateos member,
+	// else the request's bearer token. Nil admits every session.
+	AdmitSession func(ctx context.Context, e *Envelope, by Verified, token *DelegateOSMember) *LdpError
 	// Now is the clock; nil means time.Now.
 	Now func() time.Time
 
@@ -144,17 +150,21 @@ func (r *Responder) Handle(ctx context.Context, data []byte, bearer string, emit
 	}
 	var by Verified
 	if r.Verifier != nil {
-		// Within a session, the key that opened it must sign.
+		// Within a session, envelopes are signed as the one that opened
+		// it was: by the same key, or with the shared secret.
 		signer := ""
 		if e.SessionID != "" {
 			if s, ok := r.sessions().Get(e.SessionID); ok && s.Peer == e.From {
 				signer = s.PeerSigner
+				if e.SignatureAlgorithm != s.PeerAlgorithm && e.Signature != "" {
+					return r.refuse(e, securityError(refuse(ReasonWrongKey, "session %s was opened with %s; its envelopes must be signed so", s.ID, s.PeerAlgorithm))), nil
+				}
 			}
 		}
 		if by, err = r.Verifier.Verify(ctx, e, signer); err != nil {
 			var le *Error
 			errors.As(err, &le)
-			return r.refuse(e, LdpError{Code: string(le.Reason), Category: "security", Message: le.Error(), Severity: "fatal"}), nil
+			return r.refuse(e, securityError(le)), nil
 		}
 	}
 	if e.To != r.Card.DelegateID && e.To != r.Card.Endpoint {
@@ -165,7 +175,7 @@ func (r *Responder) Handle(ctx context.Context, data []byte, bearer string, emit
 	case *Hello:
 		return r.reply(e, "", &CapabilityManifest{Capabilities: r.manifest()}, ModeText), nil
 	case *SessionPropose:
-		return r.propose(e, b, by), nil
+		return r.propose(ctx, e, b, by, bearer), nil
 	case *TaskSubmit:
 		return r.submit(ctx, e, b, by, bearer, emit), nil
 	case *TaskCancel:
@@ -204,7 +214,7 @@ func (r *Responder) manifest() json.RawMessage {
 	return b
 }
 
-func (r *Responder) propose(e *Envelope, b *SessionPropose, by Verified) *Envelope {
+func (r *Responder) propose(ctx context.Context, e *Envelope, b *SessionPropose, by Verified, bearer string) *Envelope {
 	c := b.Config
 	if err := CheckTrust(r.Card.TrustDomain, c.TrustDomain, c.RequiredTrustDomain); err != nil {
 		var te *TrustError
@@ -220,12 +230,13 @@ func (r *Responder) propose(e *Envelope, b *SessionPropose, by Verified) *Envelo
 	if c.TTLSecs != nil {
 		ttl = time.Duration(*c.TTLSecs) * time.Second
 	}
-	signer := ""
-	if by.Algorithm == AlgEd25519 {
-		signer = by.Signer
+	if r.AdmitSession != nil {
+		if le := r.AdmitSession(ctx, e, by, r.token(e, Session{}, bearer)); le != nil {
+			return r.reply(e, "", &SessionReject{Reason: le.Message, Error: le}, ModeText)
+		}
 	}
 	n := Negotiate(prefs, r.Card.SupportedPayloadModes)
-	s, err := r.sessions().Open(e.From, signer, n, ttl)
+	s, err := r.sessions().Open(e.From, by, n, ttl)
 	if err != nil {
 		le := sessionLdpError(err)
 		return r.reply(e, "", &SessionReject{Reason: le.Message, Error: &le}, ModeText)
@@ -386,6 +397,10 @@ func (r *Responder) attest(ctx context.Context, e *Envelope, by Verified) (*Enve
 		return r.refuse(e, LdpError{Code: CodeTaskFailed, Category: "runtime", Severity: "error", Message: err.Error()}), nil
 	}
 	return nil, nil
+}
+
+func securityError(e *Error) LdpError {
+	return LdpError{Code: string(e.Reason), Category: "security", Message: e.Error(), Severity: "fatal"}
 }
 
 func sessionLdpError(err error) LdpError {

@@ -405,3 +405,50 @@ func TestHandlerHTTP(t *testing.T) {
 		t.Fatalf("too large: %d", c)
 	}
 }
+
+// TestSessionAlgorithmBound: a session opened with the shared secret takes
+// no envelope signed with some Ed25519 key, even from its peer's ID (which
+// anyone can claim): otherwise whoever learned the session ID could submit
+// tasks in it under its token.
+func TestSessionAlgorithmBound(t *testing.T) {
+	d := newDelegate(t, 1, "shared")
+	c := &Client{ID: "ldp:delegate:router", TrustDomain: "research.internal", HMACSecret: "shared"}
+	s, err := c.Open(ctx, d.srv.URL, "ldp:delegate:echo", SessionConfig{}, &DelegateOSMember{DCT: "session-token"}, "", "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	intruder := &Client{ID: "ldp:delegate:router", Key: testKey(7)}
+	sub := &Envelope{SessionID: s.ID, To: "ldp:delegate:echo", Body: &TaskSubmit{TaskID: "t", Skill: "echo", Input: frame}, PayloadMode: ModeSemanticFrame}
+	reply, err := intruder.Send(ctx, d.srv.URL, sub, "", "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if f, ok := reply.Body.(*TaskFailed); !ok || f.Error.Code != string(ReasonWrongKey) {
+		t.Fatalf("%+v", reply.Body)
+	}
+	if len(d.exec.tokens) != 0 {
+		t.Fatal("the intruder's task ran")
+	}
+}
+
+// TestAdmitSession: the daemon's hook refuses a session before it exists.
+func TestAdmitSession(t *testing.T) {
+	d := newDelegate(t, 1, "")
+	var seen *DelegateOSMember
+	d.resp.AdmitSession = func(_ context.Context, e *Envelope, by Verified, tok *DelegateOSMember) *LdpError {
+		seen = tok
+		if tok == nil {
+			return &LdpError{Code: "malformed_token", Category: "policy", Severity: "fatal", Message: "a delegation token is required"}
+		}
+		return nil
+	}
+	c := newClient(2)
+	_, err := c.Open(ctx, d.srv.URL, "ldp:delegate:echo", SessionConfig{}, nil, "", "")
+	var rej *SessionRejected
+	if !errors.As(err, &rej) || rej.Reject.Error.Code != "malformed_token" {
+		t.Fatalf("%v", err)
+	}
+	if _, err := c.Open(ctx, d.srv.URL, "ldp:delegate:echo", SessionConfig{}, nil, "bearer-token", ""); err != nil || seen.DCT != "bearer-token" {
+		t.Fatalf("%v %+v", err, seen)
+	}
+}

@@ -55,15 +55,18 @@ type Session struct {
 	// Peer is the initiator's delegate ID (the from of SESSION_PROPOSE);
 	// every later message of the session must come from it.
 	Peer string
-	// PeerSigner is the key that signed SESSION_PROPOSE, when it was an
-	// Ed25519 envelope: later envelopes must be signed by it too.
-	PeerSigner string
-	State      State
-	Payload    Negotiated
-	TTL        time.Duration
-	Created    time.Time
-	LastUsed   time.Time
-	Tasks      int
+	// PeerAlgorithm is how SESSION_PROPOSE was signed ("" when signatures
+	// are not checked), and PeerSigner the key that signed it when that
+	// was Ed25519: later envelopes of the session must be signed the same
+	// way, by the same key.
+	PeerAlgorithm string
+	PeerSigner    string
+	State         State
+	Payload       Negotiated
+	TTL           time.Duration
+	Created       time.Time
+	LastUsed      time.Time
+	Tasks         int
 	// CloseReason says why a closed or failed session ended.
 	CloseReason string
 }
@@ -102,11 +105,11 @@ func (t *Sessions) now() time.Time {
 	return time.Now()
 }
 
-// Open records a new active session with peer in the negotiated payload
-// after a SESSION_PROPOSE has passed the trust check: it goes through
+// Open records a new active session with peer, whose SESSION_PROPOSE was
+// signed as by says, in the negotiated payload after the trust check: it goes through
 // proposed to active, and is returned with a fresh random ID. ttl zero
 // means DefaultTTL; more than MaxTTL is cut to MaxTTL.
-func (t *Sessions) Open(peer, peerSigner string, p Negotiated, ttl time.Duration) (Session, error) {
+func (t *Sessions) Open(peer string, by Verified, p Negotiated, ttl time.Duration) (Session, error) {
 	if ttl <= 0 {
 		ttl = DefaultTTL
 	}
@@ -127,8 +130,11 @@ func (t *Sessions) Open(peer, peerSigner string, p Negotiated, ttl time.Duration
 			return Session{}, &SessionError{CodeSessionsFull, fmt.Sprintf("%d sessions are open, at most %d", len(t.m), max)}
 		}
 	}
-	s := &Session{ID: newSessionID(), Peer: peer, PeerSigner: peerSigner, State: StateInitiating,
+	s := &Session{ID: newSessionID(), Peer: peer, PeerAlgorithm: by.Algorithm, State: StateInitiating,
 		Payload: p, TTL: ttl, Created: now, LastUsed: now}
+	if by.Algorithm == AlgEd25519 {
+		s.PeerSigner = by.Signer
+	}
 	if err := s.move(StateProposed); err != nil {
 		return Session{}, err
 	}
