@@ -51,6 +51,10 @@ type Verified struct {
 // The checks run in that order, so a changed timestamp is reported as
 // tampering, not as staleness; the message_id and nonce are spent only
 // once everything else passed. Every refusal is an *Error.
+//
+// An Ed25519 signature is checked over the bytes ParseEnvelope read (the
+// envelope as sent), so e must be verified as ParseEnvelope returned it:
+// changing its fields first does not change what is verified.
 func (v *Verifier) Verify(ctx context.Context, e *Envelope, signer string) (Verified, error) {
 	if e.Signature == "" {
 		if e.SignatureAlgorithm != "" {
