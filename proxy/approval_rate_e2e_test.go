@@ -8,8 +8,8 @@ import (
 	"github.com/mark3labs/mcp-go/mcp"
 
 	"github.com/delegateos/delegateos/dct"
+	"github.com/delegateos/delegateos/gate"
 	"github.com/delegateos/delegateos/internal/mcptest"
-	"github.com/delegateos/delegateos/proxy"
 )
 
 // newRatedApprovalRun is newApprovalRun("required") with the policy's
@@ -68,7 +68,7 @@ func TestE2EApprovalRefusedKeepsOneRateSlot(t *testing.T) {
 				s = r.connect(a)
 			}
 			res := s.Call(t, "write_file", writeArgs("/project/refused.md"))
-			checkDenial(t, res, denial{typ: proxy.ApprovalDeclined, detail: "declined",
+			checkDenial(t, res, denial{typ: gate.ApprovalDeclined, detail: "declined",
 				requested: dct.Capability{Namespace: "docs", Action: "write", Resource: "/project/refused.md"}, granted: r.tok.Unverified().Authority.Capabilities})
 			if r.written(t, "/project/refused.md") {
 				t.Fatal("a refused call reached the upstream")
@@ -111,7 +111,7 @@ func TestE2EApprovalHeldIDsNotConfused(t *testing.T) {
 		t.Fatal("an answer under another id let the held call through")
 	}
 	r.c.Send(answer(other, "decline", false))
-	wantDenialFrame(t, r.c.Response(ask), proxy.ApprovalDeclined, "declined")
+	wantDenialFrame(t, r.c.Response(ask), gate.ApprovalDeclined, "declined")
 	r.c.Send(answer(ask, "accept", true))
 	mcptest.ResultText(t, r.c.Response("7"))
 	if !r.written(t, "/project/seven.md") || r.written(t, "/project/other.md") {

@@ -12,8 +12,8 @@ import (
 	"time"
 
 	"github.com/delegateos/delegateos/dct"
+	"github.com/delegateos/delegateos/gate"
 	"github.com/delegateos/delegateos/internal/mcptest"
-	"github.com/delegateos/delegateos/proxy"
 )
 
 // Red-team findings on enforced decomposition (issue 22, rtdecomp) that
@@ -40,7 +40,7 @@ func TestDecompositionUnreadablePlanEntryScoped(t *testing.T) {
 	r.s.CallAs(t, r.aTok.String(), "read_file", args).OK(t, "a root token, with an unreadable plan entry")
 	_, fetchTok := r.sub("fetch")
 	fetchArgs := map[string]any{"path": "/project/sub/notes.md"}
-	if got := r.s.CallAs(t, fetchTok.String(), "read_file", fetchArgs); got.RPC == nil || !strings.Contains(got.RPC.Message, string(proxy.DependencyPending)) || !strings.Contains(got.RPC.Message, "cannot be read") {
+	if got := r.s.CallAs(t, fetchTok.String(), "read_file", fetchArgs); got.RPC == nil || !strings.Contains(got.RPC.Message, string(gate.DependencyPending)) || !strings.Contains(got.RPC.Message, "cannot be read") {
 		t.Fatalf("a sub-task ran while a plan entry cannot be read: %+v", got)
 	}
 	if err := os.Remove(bad); err != nil {
@@ -50,7 +50,7 @@ func TestDecompositionUnreadablePlanEntryScoped(t *testing.T) {
 }
 
 // F5: // A sub-task whose deadline passed without it ever being delegated counts
-// as failed for its parent's completion (proxy/plans.go splitBy,
+// as failed for its parent's completion (gate/plans.go splitBy,
 // pastDeadline), and its token has expired so it can spend nothing. Hold
 // used to keep its whole allotment off the parent's level forever; now
 // the hold ends at the sub-task's deadline, and the decomposer spends the

@@ -13,8 +13,8 @@ import (
 
 	"github.com/delegateos/delegateos/attest"
 	"github.com/delegateos/delegateos/dct"
+	"github.com/delegateos/delegateos/gate"
 	"github.com/delegateos/delegateos/internal/mcptest"
-	"github.com/delegateos/delegateos/proxy"
 )
 
 // Red-team attacks on enforced decomposition (issue 22) that held, kept in
@@ -115,7 +115,7 @@ func TestDecompositionForeignAttestationCompletesNothing(t *testing.T) {
 			t.Fatal(err)
 		}
 		ab, _ := json.Marshal(a)
-		resp := r.request(proxy.MethodComplete, proxy.CompleteParams{DelegationID: del, Attestation: ab})
+		resp := r.request(gate.MethodComplete, gate.CompleteParams{DelegationID: del, Attestation: ab})
 		if resp.Error == nil {
 			return "accepted: " + string(resp.Result)
 		}
@@ -142,7 +142,7 @@ func TestDecompositionForeignAttestationCompletesNothing(t *testing.T) {
 		t.Fatalf("complete fetch: %q", msg)
 	}
 	ab, _ := json.Marshal(fetchAtt)
-	if resp := r.request(proxy.MethodComplete, proxy.CompleteParams{DelegationID: planDelegation(sumTok), Attestation: ab}); resp.Error == nil {
+	if resp := r.request(gate.MethodComplete, gate.CompleteParams{DelegationID: planDelegation(sumTok), Attestation: ab}); resp.Error == nil {
 		t.Errorf("fetch's attestation replayed completed summarize: %s", resp.Result)
 	}
 	if st := r.chainStatus(planDelegation(sumTok)); st != "active" {

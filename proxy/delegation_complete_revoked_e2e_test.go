@@ -10,8 +10,8 @@ import (
 	"time"
 
 	"github.com/delegateos/delegateos/attest"
+	"github.com/delegateos/delegateos/gate"
 	"github.com/delegateos/delegateos/internal/mcptest"
-	"github.com/delegateos/delegateos/proxy"
 )
 
 // A delegation whose token is revoked with delegateos revoke (the list
@@ -39,9 +39,9 @@ func TestE2EDelegationCompleteRefusesRevokedToken(t *testing.T) {
 		t.Fatal(err)
 	}
 	ab, _ := json.Marshal(a)
-	resp := r.request(proxy.MethodComplete, proxy.CompleteParams{DelegationID: delB, Attestation: ab})
+	resp := r.request(gate.MethodComplete, gate.CompleteParams{DelegationID: delB, Attestation: ab})
 	if resp.Error == nil {
-		var res proxy.CompleteResult
+		var res gate.CompleteResult
 		_ = json.Unmarshal(resp.Result, &res)
 		if res.Status == "completed" {
 			t.Errorf("delegateos/complete recorded the revoked delegation %s completed: %s", delB, resp.Result)

@@ -11,8 +11,8 @@ import (
 	"github.com/delegateos/delegateos/attest"
 	"github.com/delegateos/delegateos/contract"
 	"github.com/delegateos/delegateos/dct"
+	"github.com/delegateos/delegateos/gate"
 	"github.com/delegateos/delegateos/internal/mcptest"
-	"github.com/delegateos/delegateos/proxy"
 )
 
 // The contract swap of TestDelegationContractSwapCannotSelfComplete, through the
@@ -41,7 +41,7 @@ func TestE2EDelegationContractSwapCannotSelfComplete(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if res := r.delegate(fake, tok, delA); res.Accepted || res.Reason != proxy.RejectContractMismatch {
+	if res := r.delegate(fake, tok, delA); res.Accepted || res.Reason != gate.RejectContractMismatch {
 		t.Fatalf("a delegation reusing its parent's contract ID was not refused: %+v", res)
 	}
 	// Record delA as an ancestor the honest way, then try to complete it
@@ -55,7 +55,7 @@ func TestE2EDelegationContractSwapCannotSelfComplete(t *testing.T) {
 		t.Fatal(err)
 	}
 	ab, _ := json.Marshal(a)
-	resp := r.request(proxy.MethodComplete, proxy.CompleteParams{DelegationID: delA, Attestation: ab})
+	resp := r.request(gate.MethodComplete, gate.CompleteParams{DelegationID: delA, Attestation: ab})
 	if resp.Error == nil || !strings.Contains(resp.Error.Message, "no contract was delegated") {
 		t.Errorf("completing delA without its contract: %+v", resp)
 	}
@@ -69,11 +69,11 @@ func TestE2EDelegationContractSwapCannotSelfComplete(t *testing.T) {
 		t.Fatalf("complete B: %+v", done)
 	}
 	got := r.s.CallAs(t, r.bTok.String(), "read_file", map[string]any{"path": "/project/sub/notes.md"})
-	if got.RPC == nil || got.RPC.Code != proxy.DenialCode || !strings.Contains(mcptest.MustJSON(got.RPC.Data), "has ended (completed)") {
+	if got.RPC == nil || got.RPC.Code != gate.DenialCode || !strings.Contains(mcptest.MustJSON(got.RPC.Data), "has ended (completed)") {
 		t.Errorf("a call under the completed delegation: %+v", got)
 	}
 	if resp.Error == nil {
-		var done proxy.CompleteResult
+		var done gate.CompleteResult
 		_ = json.Unmarshal(resp.Result, &done)
 		rep := r.cli("reputation", "show", "--workspace", r.ws, "--", r.e.Agent.ID())
 		if done.Status == "completed" {

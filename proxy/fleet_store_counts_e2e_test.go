@@ -15,8 +15,8 @@ import (
 	"time"
 
 	"github.com/delegateos/delegateos/dct"
+	"github.com/delegateos/delegateos/gate"
 	"github.com/delegateos/delegateos/internal/mcptest"
-	"github.com/delegateos/delegateos/proxy"
 )
 
 // seenFiles returns the *.seen.json files of the test's state directory.
@@ -159,7 +159,7 @@ func TestE2EFaultOtherSpellingOfTheSameServer(t *testing.T) {
 	total := n + m + more
 	f.sameAsUpstreams([]*mcptest.Process{p1, p2}, total)
 	want := fmt.Sprintf("counts %d calls, fewer than the %d this proxy saw", n, n+m)
-	if total > 30 || more != 0 || typ != string(proxy.StoreReset) || !strings.Contains(detail, want) {
+	if total > 30 || more != 0 || typ != string(gate.StoreReset) || !strings.Contains(detail, want) {
 		t.Errorf("the same Redis as localhost, back on a snapshot of %d calls: the restarted proxy forwarded %d more (%d on 30), then %s: %s; want none, store_reset (%s)", n, more, total, typ, detail, want)
 	}
 }
@@ -221,7 +221,7 @@ func TestE2EFaultOneTreesLossLeavesAnotherFleet(t *testing.T) {
 	}
 	typ, detail := denialData(s1.Call(t, "echo", map[string]any{"text": "tree 1 after"}))
 	want := "store init --store URL --reset --root " + root1
-	if typ != string(proxy.StoreReset) || !strings.Contains(detail, want) || !strings.Contains(detail, "fewer than the 5 this proxy saw") {
+	if typ != string(gate.StoreReset) || !strings.Contains(detail, want) || !strings.Contains(detail, "fewer than the 5 this proxy saw") {
 		t.Fatalf("tree 1 after its keys were deleted: %s: %s; want store_reset naming the count lost and %q", typ, detail, want)
 	}
 	if typ, detail := denialData(s2.Call(t, "echo", map[string]any{"text": "tree 2, running proxy"})); typ != "" {
@@ -232,7 +232,7 @@ func TestE2EFaultOneTreesLossLeavesAnotherFleet(t *testing.T) {
 		t.Errorf("tree 2 (intact) in a proxy started after tree 1 lost its keys: %s: %s; want it forwarded (only tree 1 lost data)", typ, detail)
 	}
 	_, s4 := f1.start(f1.a, "", nil)
-	if typ, detail := denialData(s4.Call(t, "echo", map[string]any{"text": "tree 1, new proxy"})); typ != string(proxy.StoreReset) || !strings.Contains(detail, want) {
+	if typ, detail := denialData(s4.Call(t, "echo", map[string]any{"text": "tree 1, new proxy"})); typ != string(gate.StoreReset) || !strings.Contains(detail, want) {
 		t.Errorf("tree 1 in a proxy started after its loss was found: %s: %s; want store_reset naming %q", typ, detail, want)
 	}
 	// Fleet 1's operator accepts the loss of its tree alone.
@@ -270,7 +270,7 @@ func TestE2EFaultRecoverWithSomeLogsOnly(t *testing.T) {
 		t.Fatal(err)
 	}
 	for i, s := range []*mcptest.Session{s1, s2} {
-		if typ, detail := denialData(s.Call(t, "echo", map[string]any{"text": "after the flush"})); typ != string(proxy.StoreReset) {
+		if typ, detail := denialData(s.Call(t, "echo", map[string]any{"text": "after the flush"})); typ != string(gate.StoreReset) {
 			t.Fatalf("proxy %d after the flush: %s: %s, want store_reset", i+1, typ, detail)
 		}
 	}
@@ -279,10 +279,10 @@ func TestE2EFaultRecoverWithSomeLogsOnly(t *testing.T) {
 	}
 	more, typ, detail := rtDrain(t, s2, 40)
 	want := fmt.Sprintf("counts %d calls, fewer than the %d this proxy saw", n1, n1+n2)
-	if more != 0 || typ != string(proxy.StoreReset) || !strings.Contains(detail, want) || !strings.Contains(detail, "audit logs of every proxy of the fleet") {
+	if more != 0 || typ != string(gate.StoreReset) || !strings.Contains(detail, want) || !strings.Contains(detail, "audit logs of every proxy of the fleet") {
 		t.Fatalf("store recover with proxy 1's log only: proxy 2, which saw %d calls on the root, forwarded %d more, then %s: %s; want none, store_reset (%s, give every proxy's log)", n1+n2, more, typ, detail, want)
 	}
-	if typ, detail := denialData(s1.Call(t, "echo", map[string]any{"text": "proxy 1 after proxy 2 found the rebuild short"})); typ != string(proxy.StoreReset) {
+	if typ, detail := denialData(s1.Call(t, "echo", map[string]any{"text": "proxy 1 after proxy 2 found the rebuild short"})); typ != string(gate.StoreReset) {
 		t.Errorf("proxy 1 after proxy 2 found the rebuild short: %s: %s, want store_reset", typ, detail)
 	}
 	if out, errs, code := mcptest.CLI(t, "store", "recover", "--store", f.srv.URL(), "--root", f.e.Root.ID(), "--audit", log1, "--audit", log2); code != 0 {
@@ -333,7 +333,7 @@ func TestE2EFaultOperatorClockBehind(t *testing.T) {
 	initReset()
 	want := fmt.Sprintf("the store now records that a proxy saw generation %d, so an operator who accepts the loss runs store init --reset (or store recover) again", ahead)
 	typ, detail := denialData(s.Call(t, "echo", map[string]any{"text": "after an init --reset from behind"}))
-	if typ != string(proxy.StoreReset) || !strings.Contains(detail, "which an operator wrote") || !strings.Contains(detail, want) {
+	if typ != string(gate.StoreReset) || !strings.Contains(detail, "which an operator wrote") || !strings.Contains(detail, want) {
 		t.Fatalf("a call after an init --reset whose generation is before the proxies': %s: %s; want store_reset saying %q", typ, detail, want)
 	}
 	initReset()

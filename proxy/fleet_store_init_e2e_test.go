@@ -13,8 +13,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/delegateos/delegateos/gate"
 	"github.com/delegateos/delegateos/internal/mcptest"
-	"github.com/delegateos/delegateos/proxy"
 )
 
 // A cut counts file is refused at start, and the remedy the refusal
@@ -79,7 +79,7 @@ func TestE2EFaultInitResetRootAsDIDKey(t *testing.T) {
 	if err := c.Del(ctx, keys...).Err(); err != nil {
 		t.Fatal(err)
 	}
-	if typ, detail := denialData(s.Call(t, "echo", map[string]any{"text": "after the DEL"})); typ != string(proxy.StoreReset) || !strings.Contains(detail, "--root "+f.e.Root.ID()) {
+	if typ, detail := denialData(s.Call(t, "echo", map[string]any{"text": "after the DEL"})); typ != string(gate.StoreReset) || !strings.Contains(detail, "--root "+f.e.Root.ID()) {
 		t.Fatalf("after the DEL: %s: %s; want store_reset naming --root", typ, detail)
 	}
 	if out, errs, code := mcptest.CLI(t, "store", "init", "--store", f.srv.URL(), "--reset", "--root", f.e.Root.DID()); code != 0 {
@@ -122,7 +122,7 @@ func TestE2EFaultRollbackFoundWithOtherSpellingOrIndexGone(t *testing.T) {
 			p2 := f.e.StartProxy(mcptest.ProxyOptions{Policy: pol, Token: f.a})
 			more, typ, detail := rtDrain(t, p2.Connect(mcptest.SessionOptions{}), 40)
 			f.sameAsUpstreams([]*mcptest.Process{p1, p2}, n+m+more)
-			if more != 0 || typ != string(proxy.StoreReset) {
+			if more != 0 || typ != string(gate.StoreReset) {
 				t.Errorf("Redis back on a snapshot of %d calls (%s): the restarted proxy forwarded %d more, then %s: %s; want store_reset", n, c, more, typ, detail)
 			}
 		})

@@ -25,8 +25,8 @@ import (
 
 	"github.com/delegateos/delegateos/budget"
 	"github.com/delegateos/delegateos/dct"
+	"github.com/delegateos/delegateos/gate"
 	"github.com/delegateos/delegateos/internal/mcptest"
-	"github.com/delegateos/delegateos/proxy"
 )
 
 // RT1. Generation moved backwards under running proxies: the store is
@@ -54,7 +54,7 @@ func TestE2EFaultGenerationRollbackUnderRunningProxy(t *testing.T) {
 	more, typ, detail := rtDrain(t, s, 40)
 	total := n + m + more
 	f.sameAsUpstreams([]*mcptest.Process{p}, total)
-	if more > 0 || typ != string(proxy.StoreReset) {
+	if more > 0 || typ != string(gate.StoreReset) {
 		t.Errorf("after the store went back to generation G1 (the proxy knows G2): %d more calls forwarded (%d on a budget of 30), then %s: %s; want store_reset at once", more, total, typ, detail)
 	}
 }
@@ -83,7 +83,7 @@ func TestE2EFaultResetFoundAtJoinSeenByNewProxy(t *testing.T) {
 	sn.Call(t, "echo", map[string]any{"text": "new machine"}).OK(t, "the new proxy's first call (the README's known window)")
 	// The old machine's proxy restarts and finds the loss.
 	p2, s2 := f.start(f.a, "", nil)
-	if r := s2.Call(t, "echo", map[string]any{"text": "old machine"}); func() bool { typ, _ := denialData(r); return typ != string(proxy.StoreReset) }() {
+	if r := s2.Call(t, "echo", map[string]any{"text": "old machine"}); func() bool { typ, _ := denialData(r); return typ != string(gate.StoreReset) }() {
 		t.Fatalf("the old machine's proxy after the flush: %+v, want store_reset", r)
 	}
 	if _, errs, code := mcptest.CLI(t, "spend", "--store", f.srv.URL()); code == 0 || !strings.Contains(errs, "has lost data") {
@@ -125,7 +125,7 @@ func TestE2EFaultSpendKeysDeletedWithCallInFlight(t *testing.T) {
 	}
 	(<-done).OK(t, "the slow call")
 	r := s.Call(t, "echo", map[string]any{"text": "after"})
-	if typ, detail := denialData(r); typ != string(proxy.StoreReset) {
+	if typ, detail := denialData(r); typ != string(gate.StoreReset) {
 		t.Errorf("a call after the tree's spend keys were deleted: %s: %s; want store_reset", typ, detail)
 	}
 	if out, errs, code := mcptest.CLI(t, "store", "recover", "--store", f.srv.URL(), "--root", f.e.Root.ID(), "--audit", log); code != 0 {
@@ -164,7 +164,7 @@ func TestE2EFaultRecoverOneRootKeepsResetOfAnother(t *testing.T) {
 		t.Fatal(err)
 	}
 	for i, s := range []*mcptest.Session{s1, s2} {
-		if typ, detail := denialData(s.Call(t, "echo", map[string]any{"text": "after the flush"})); typ != string(proxy.StoreReset) {
+		if typ, detail := denialData(s.Call(t, "echo", map[string]any{"text": "after the flush"})); typ != string(gate.StoreReset) {
 			t.Fatalf("tree %d after the flush: %s: %s, want store_reset", i+1, typ, detail)
 		}
 	}
@@ -232,7 +232,7 @@ func TestE2EFaultInitResetMidBurstSharedStateDir(t *testing.T) {
 				switch typ {
 				case string(dct.BudgetExceeded):
 					return
-				case string(proxy.StoreReset): // while the generation changes hands
+				case string(gate.StoreReset): // while the generation changes hands
 				default:
 					t.Errorf("proxy %d: %s: %s", i, typ, detail)
 					return
@@ -399,7 +399,7 @@ func TestE2EFaultPlainStoreInitAfterFlushKeepsTheLoss(t *testing.T) {
 	p2, s2 := f.start(f.a, "", nil) // the same machine: it saw the store
 	more, typ, detail := rtDrain(t, s2, 40)
 	f.sameAsUpstreams([]*mcptest.Process{p1, p2}, n+more)
-	if more > 0 || typ != string(proxy.StoreReset) {
+	if more > 0 || typ != string(gate.StoreReset) {
 		t.Errorf("after FLUSHALL and a plain store init, the restarted proxy forwarded %d more calls (%d on a budget of 30), then %s: %s; want store_reset until store recover or store init --reset", more, n+more, typ, detail)
 	}
 }
@@ -540,7 +540,7 @@ func TestE2EFaultStallThenKillReleasesRefusedCalls(t *testing.T) {
 	}()
 	for j := range 2 {
 		r := s.Call(t, "echo", map[string]any{"text": fmt.Sprint("stalled ", j)})
-		if typ, detail := denialData(r); typ != string(proxy.StoreUnavailable) {
+		if typ, detail := denialData(r); typ != string(gate.StoreUnavailable) {
 			t.Fatalf("a call during the stall: %s: %s, want store_unavailable", typ, detail)
 		}
 	}
@@ -593,7 +593,7 @@ func TestE2EFaultJournalClaimedByCrashedProxyReplayed(t *testing.T) {
 	}()
 	for j := range 2 {
 		r := s.Call(t, "echo", map[string]any{"text": fmt.Sprint("stalled ", j)})
-		if typ, detail := denialData(r); typ != string(proxy.StoreUnavailable) {
+		if typ, detail := denialData(r); typ != string(gate.StoreUnavailable) {
 			t.Fatalf("a call during the stall: %s: %s, want store_unavailable", typ, detail)
 		}
 	}
@@ -684,7 +684,7 @@ func TestE2EFaultRecoverOneRootThenOtherRootRestarts(t *testing.T) {
 	if err := f1.srv.Client().FlushAll(context.Background()).Err(); err != nil {
 		t.Fatal(err)
 	}
-	if typ, detail := denialData(s1.Call(t, "echo", map[string]any{"text": "after the flush"})); typ != string(proxy.StoreReset) {
+	if typ, detail := denialData(s1.Call(t, "echo", map[string]any{"text": "after the flush"})); typ != string(gate.StoreReset) {
 		t.Fatalf("tree 1 after the flush: %s: %s, want store_reset", typ, detail)
 	}
 	out, errs, code := mcptest.CLI(t, "store", "recover", "--store", f1.srv.URL(), "--root", f1.e.Root.ID(), "--audit", log1)
@@ -697,7 +697,7 @@ func TestE2EFaultRecoverOneRootThenOtherRootRestarts(t *testing.T) {
 	p3, s3 := f2.start(f2.a, "", nil) // R2's machine: it saw the tree
 	more, typ, detail := rtDrain(t, s3, 40)
 	f2.sameAsUpstreams([]*mcptest.Process{p2, p3}, n2+more)
-	if more > 0 || typ != string(proxy.StoreReset) {
+	if more > 0 || typ != string(gate.StoreReset) {
 		t.Errorf("tree 2, whose spend no one rebuilt, after store recover --root R1 and a restart of its proxy: %d more calls forwarded (%d on a budget of 30), then %s: %s; want store_reset until its own recovery", more, n2+more, typ, detail)
 	}
 }
@@ -720,7 +720,7 @@ func TestE2EFaultInitResetOneRootLeavesAnother(t *testing.T) {
 		t.Fatal(err)
 	}
 	for i, s := range []*mcptest.Session{s1, s2} {
-		if typ, detail := denialData(s.Call(t, "echo", map[string]any{"text": "after the flush"})); typ != string(proxy.StoreReset) {
+		if typ, detail := denialData(s.Call(t, "echo", map[string]any{"text": "after the flush"})); typ != string(gate.StoreReset) {
 			t.Fatalf("tree %d after the flush: %s: %s, want store_reset", i+1, typ, detail)
 		}
 	}
@@ -736,7 +736,7 @@ func TestE2EFaultInitResetOneRootLeavesAnother(t *testing.T) {
 	}
 	more, typ, detail := rtDrain(t, s2, 40)
 	f2.sameAsUpstreams([]*mcptest.Process{p2}, n2+more)
-	if more > 0 || typ != string(proxy.StoreReset) {
+	if more > 0 || typ != string(gate.StoreReset) {
 		t.Errorf("tree 2 after store init --reset --root R1: %d more calls forwarded, then %s: %s; want store_reset", more, typ, detail)
 	}
 }

@@ -16,8 +16,8 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/delegateos/delegateos/gate"
 	"github.com/delegateos/delegateos/internal/mcptest"
-	"github.com/delegateos/delegateos/proxy"
 )
 
 // rtSnap is every delegateos key of the server, as DUMP returns it: an
@@ -107,11 +107,11 @@ func TestE2EFaultFlushDBFound(t *testing.T) {
 	if err := f.srv.Client().FlushDB(ctx).Err(); err != nil {
 		t.Fatal(err)
 	}
-	if typ, detail := denialData(s.Call(t, "echo", map[string]any{"text": "after"})); typ != string(proxy.StoreReset) {
+	if typ, detail := denialData(s.Call(t, "echo", map[string]any{"text": "after"})); typ != string(gate.StoreReset) {
 		t.Fatalf("after FLUSHDB: %s: %s, want store_reset", typ, detail)
 	}
 	p := f.e.StartProxy(mcptest.ProxyOptions{Policy: f.policy(""), Token: f.a, Dir: t.TempDir()})
-	if typ, detail := denialData(p.Connect(mcptest.SessionOptions{}).Call(t, "echo", map[string]any{"text": "new"})); typ != string(proxy.StoreReset) {
+	if typ, detail := denialData(p.Connect(mcptest.SessionOptions{}).Call(t, "echo", map[string]any{"text": "new"})); typ != string(gate.StoreReset) {
 		t.Fatalf("a new machine's proxy after FLUSHDB: %s: %s, want store_reset", typ, detail)
 	}
 }
@@ -145,7 +145,7 @@ func TestE2EFaultPartialLossFound(t *testing.T) {
 				sessions = sessions[:1]
 			}
 			for i, s := range sessions {
-				if typ, detail := denialData(s.Call(t, "echo", map[string]any{"text": "after"})); typ != string(proxy.StoreReset) {
+				if typ, detail := denialData(s.Call(t, "echo", map[string]any{"text": "after"})); typ != string(gate.StoreReset) {
 					t.Errorf("proxy %d after the %s key was deleted: %s: %s, want store_reset", i, lose, typ, detail)
 				}
 			}
@@ -174,7 +174,7 @@ func TestE2EFaultJournalReplayedTwiceChargesOnce(t *testing.T) {
 		}
 	}()
 	for j := range 2 {
-		if typ, detail := denialData(s.Call(t, "echo", map[string]any{"text": fmt.Sprint("stalled ", j)})); typ != string(proxy.StoreUnavailable) {
+		if typ, detail := denialData(s.Call(t, "echo", map[string]any{"text": fmt.Sprint("stalled ", j)})); typ != string(gate.StoreUnavailable) {
 			t.Fatalf("a call during the stall: %s: %s", typ, detail)
 		}
 	}
@@ -224,7 +224,7 @@ func TestE2EFaultRecoverRefusesTamperedLog(t *testing.T) {
 		t.Fatalf("store recover with a tampered log: exit %d, %s%s; want it refused", code, out, errs)
 	}
 	_, s2 := f.start(f.a, "", nil)
-	if typ, detail := denialData(s2.Call(t, "echo", map[string]any{"text": "after"})); typ != string(proxy.StoreReset) {
+	if typ, detail := denialData(s2.Call(t, "echo", map[string]any{"text": "after"})); typ != string(gate.StoreReset) {
 		t.Fatalf("after a refused recovery: %s: %s, want store_reset", typ, detail)
 	}
 }
@@ -264,7 +264,7 @@ func TestE2EFaultPlainStoreInitAfterFlushRunningProxyRefuses(t *testing.T) {
 	more, typ, detail := rtDrain(t, s, 40)
 	f.sameAsUpstreams([]*mcptest.Process{p}, n+more)
 	t.Logf("then: %s: %s", typ, detail)
-	if more > 0 || typ != string(proxy.StoreReset) {
+	if more > 0 || typ != string(gate.StoreReset) {
 		t.Errorf("after FLUSHALL and a plain store init, the proxy that saw the tree forwarded %d more calls (%d on a budget of 30), then %s: %s; want store_reset until store recover or store init --reset", more, n+more, typ, detail)
 	}
 }

@@ -9,8 +9,8 @@ import (
 	"testing"
 
 	"github.com/delegateos/delegateos/dct"
+	"github.com/delegateos/delegateos/gate"
 	"github.com/delegateos/delegateos/internal/mcptest"
-	"github.com/delegateos/delegateos/proxy"
 )
 
 // Only the tree's open-reservations hash is lost (DEL by hand, eviction, a
@@ -41,7 +41,7 @@ func TestE2EFaultOpenReservationsHashLost(t *testing.T) {
 	}
 	(<-done).OK(t, "the slow call")
 	typ, detail := denialData(s.Call(t, "echo", map[string]any{"text": "after"}))
-	if typ != string(proxy.StoreReset) || !strings.Contains(detail, "open reservations") {
+	if typ != string(gate.StoreReset) || !strings.Contains(detail, "open reservations") {
 		t.Fatalf("the call after the open reservations were lost: %q %s; want store_reset naming the open reservations", typ, detail)
 	}
 	out, errs, code := mcptest.CLI(t, "store", "recover", "--store", f.srv.URL(), "--root", f.e.Root.ID(), "--audit", log)

@@ -8,7 +8,7 @@ import (
 	"context"
 	"testing"
 
-	"github.com/delegateos/delegateos/proxy"
+	"github.com/delegateos/delegateos/gate"
 )
 
 // Only the set of trees is lost: no spend is lost, so nothing is refused
@@ -35,7 +35,7 @@ func TestE2EFaultTreesSetLostRefusesNothing(t *testing.T) {
 	if err := c.Del(ctx, "delegateos:stamp:{"+f.e.Root.ID()+"}").Err(); err != nil {
 		t.Fatal(err)
 	}
-	if typ, detail := denialData(s1.Call(t, "echo", map[string]any{"text": "stamp gone"})); typ != string(proxy.StoreReset) {
+	if typ, detail := denialData(s1.Call(t, "echo", map[string]any{"text": "stamp gone"})); typ != string(gate.StoreReset) {
 		t.Errorf("the stamp deleted too: %s: %s; want store_reset", typ, detail)
 	}
 }

@@ -17,8 +17,8 @@ import (
 	"github.com/mark3labs/mcp-go/client"
 	"github.com/mark3labs/mcp-go/mcp"
 
+	"github.com/delegateos/delegateos/gate"
 	"github.com/delegateos/delegateos/internal/mcptest"
-	"github.com/delegateos/delegateos/proxy"
 )
 
 // R3-8. A proxy writes the counts it saw at most once a second (a raise
@@ -80,7 +80,7 @@ func TestE2EFaultCountsOfTheLastSecondWritten(t *testing.T) {
 		t.Fatal(err)
 	}
 	for i, s := range []*mcptest.Session{s1, s2} {
-		if typ, detail := denialData(s.Call(t, "echo", map[string]any{"text": "after the flush"})); typ != string(proxy.StoreReset) {
+		if typ, detail := denialData(s.Call(t, "echo", map[string]any{"text": "after the flush"})); typ != string(gate.StoreReset) {
 			t.Fatalf("proxy %d after the flush: %s: %s, want store_reset", i+1, typ, detail)
 		}
 	}
@@ -96,7 +96,7 @@ func TestE2EFaultCountsOfTheLastSecondWritten(t *testing.T) {
 	more, typ, detail := rtDrain(t, p3.Connect(mcptest.SessionOptions{}), 40)
 	total := n1 + n2 + more
 	f.sameAsUpstreams([]*mcptest.Process{p1, p2, p3}, total)
-	if total > 30 || typ != string(proxy.StoreReset) {
+	if total > 30 || typ != string(gate.StoreReset) {
 		t.Errorf("%d + %d calls alternating on two machines, the loss found right after (proxy 1 first), both proxies stopped cleanly; store recover with machine 2's log only; machine 1's proxy, which saw the root count %d at its last call, restarted: forwarded %d more (%d on 30), then %s: %s; want none, store_reset", n1, n2, n1+n2-1, more, total, typ, detail)
 	}
 }
@@ -134,7 +134,7 @@ func TestE2EFaultSpellingAfterRestartWithoutPersistence(t *testing.T) {
 			more, typ, detail := rtDrain(t, s2, 40)
 			total := n + more
 			f.sameAsUpstreams([]*mcptest.Process{p1, p2}, total)
-			if total > 30 || typ != string(proxy.StoreReset) {
+			if total > 30 || typ != string(gate.StoreReset) {
 				t.Errorf("%d calls, proxy stopped, Redis restarted without persistence; the proxy restarted on the same machine with the store spelled %s forwarded %d more (%d on 30), then %s: %s; want none, store_reset (the identity this machine saw is gone)", n, spelled, more, total, typ, detail)
 			}
 		})
@@ -165,12 +165,12 @@ func TestE2EFaultOneRootsInitKeepsTheStoreWideReset(t *testing.T) {
 		t.Fatal(err)
 	}
 	typ, detail := denialData(s1.Call(t, "echo", map[string]any{"text": "fleet 1 after the flush"}))
-	if typ != string(proxy.StoreReset) {
+	if typ != string(gate.StoreReset) {
 		t.Fatalf("fleet 1 after the flush: %s: %s, want store_reset", typ, detail)
 	}
 	// Before any operator acts, a new machine's proxy of fleet 2 refuses.
 	pc := f2.e.StartProxy(mcptest.ProxyOptions{Policy: f2.policy(""), Token: f2.a, Dir: t.TempDir()})
-	if typ, detail := denialData(pc.Connect(mcptest.SessionOptions{}).Call(t, "echo", map[string]any{"text": "fleet 2, new machine, before"})); typ != string(proxy.StoreReset) {
+	if typ, detail := denialData(pc.Connect(mcptest.SessionOptions{}).Call(t, "echo", map[string]any{"text": "fleet 2, new machine, before"})); typ != string(gate.StoreReset) {
 		t.Fatalf("a new machine's proxy of fleet 2 after fleet 1 found the flush: %s: %s, want store_reset", typ, detail)
 	}
 	rtStop(t, pc)
@@ -185,7 +185,7 @@ func TestE2EFaultOneRootsInitKeepsTheStoreWideReset(t *testing.T) {
 	more, typ, detail := rtDrain(t, p3.Connect(mcptest.SessionOptions{}), 40)
 	total := n2 + more
 	f2.sameAsUpstreams([]*mcptest.Process{p2, pc, p3}, total)
-	if total > 30 || typ != string(proxy.StoreReset) {
+	if total > 30 || typ != string(gate.StoreReset) {
 		t.Errorf("fleet 2 spent %d of 30, Redis flushed, fleet 1's proxy found it (store-wide reset), fleet 1's operator ran store init --reset --root %s; a new machine's proxy of fleet 2 forwarded %d more (%d on 30), then %s: %s; want store_reset (nobody accepted fleet 2's loss)", n2, root1, more, total, typ, detail)
 	}
 }
@@ -222,7 +222,7 @@ func TestE2EFaultRecoverOfAForgottenStoreKeepsTheCounts(t *testing.T) {
 	more, typ, detail := rtDrain(t, p3.Connect(mcptest.SessionOptions{}), 40)
 	total := n1 + n2 + more
 	f.sameAsUpstreams([]*mcptest.Process{p1, p2, p3}, total)
-	if total > 30 || typ != string(proxy.StoreReset) {
+	if total > 30 || typ != string(gate.StoreReset) {
 		t.Errorf("%d + %d calls on two machines, Redis restarted empty, store recover with machine 1's log only; machine 2's proxy, which saw the root count %d, restarted: forwarded %d more (%d on 30), then %s: %s; want none, store_reset (the rebuild is short of what it saw)", n1, n2, n1+n2, more, total, typ, detail)
 	}
 }
@@ -254,7 +254,7 @@ func TestE2EFaultInitRootOfAForgottenStoreKeepsTheOtherFleet(t *testing.T) {
 	more, typ, detail := rtDrain(t, s3, 40)
 	total := n2 + more
 	f2.sameAsUpstreams([]*mcptest.Process{p2, p3}, total)
-	if total > 30 || typ != string(proxy.StoreReset) {
+	if total > 30 || typ != string(gate.StoreReset) {
 		t.Errorf("fleet 2 spent %d of 30; Redis restarted empty; fleet 1's operator ran store init --reset --root ROOT1; fleet 2's proxy restarted on its machine forwarded %d more (%d on 30), then %s: %s; want store_reset (nobody accepted fleet 2's loss, and its machine saw the tree)", n2, more, total, typ, detail)
 	}
 }
@@ -279,7 +279,7 @@ func TestE2EFaultOldIdentityProxyAdoptsALiftedTree(t *testing.T) {
 	p2 := f.e.StartProxy(mcptest.ProxyOptions{Policy: f.policy(""), Token: f.a, Dir: t.TempDir()})
 	s2 := p2.Connect(mcptest.SessionOptions{})
 	for i, s := range []*mcptest.Session{s2, s1} {
-		if typ, detail := denialData(s.Call(t, "echo", map[string]any{"text": "identity gone"})); typ != string(proxy.StoreReset) {
+		if typ, detail := denialData(s.Call(t, "echo", map[string]any{"text": "identity gone"})); typ != string(gate.StoreReset) {
 			t.Fatalf("proxy %d after delegateos:store was deleted: %s: %s; want store_reset", 2-i, typ, detail)
 		}
 	}
@@ -342,13 +342,13 @@ func TestE2EFaultInitResetUnknownRootRefused(t *testing.T) {
 	if err := c.Del(ctx, keys...).Err(); err != nil {
 		t.Fatal(err)
 	}
-	if typ, detail := denialData(s.Call(t, "echo", map[string]any{"text": "after the DEL"})); typ != string(proxy.StoreReset) {
+	if typ, detail := denialData(s.Call(t, "echo", map[string]any{"text": "after the DEL"})); typ != string(gate.StoreReset) {
 		t.Fatalf("after the DEL: %s: %s; want store_reset", typ, detail)
 	}
 	other := mcptest.NewKey(t, "not-a-root")
 	out, errs, code := mcptest.CLI(t, "store", "init", "--store", f.srv.URL(), "--reset", "--root", other.ID())
 	typ, detail := denialData(s.Call(t, "echo", map[string]any{"text": "after init --reset --root OTHER"}))
-	if code == 0 || !strings.Contains(errs, "names no delegation tree") || !strings.Contains(errs, f.e.Root.ID()) || typ != string(proxy.StoreReset) {
+	if code == 0 || !strings.Contains(errs, "names no delegation tree") || !strings.Contains(errs, f.e.Root.ID()) || typ != string(gate.StoreReset) {
 		t.Errorf("store init --reset --root %s (a root with no tree in the store): exit %d, %q%s; then the tree that lost data: %s: %s; want exit non-zero naming the root of the tree marked reset, the tree still refused", other.ID(), code, strings.TrimSpace(out), errs, typ, detail)
 	}
 	if out, errs, code := mcptest.CLI(t, "store", "init", "--store", f.srv.URL(), "--reset", "--root", f.e.Root.ID()); code != 0 {
@@ -428,7 +428,7 @@ func TestE2EFaultDeclinedApprovalsCountedByRecovery(t *testing.T) {
 	s := p.Connect(mcptest.SessionOptions{Legacy: true, ClientOptions: []client.ClientOption{client.WithElicitationHandler(a)}})
 	fwd, _, _ := rtDrain(t, s, 5)
 	for range 3 {
-		if typ, detail := denialData(s.Call(t, "echo", map[string]any{"text": "decline-me"})); typ != string(proxy.ApprovalDeclined) {
+		if typ, detail := denialData(s.Call(t, "echo", map[string]any{"text": "decline-me"})); typ != string(gate.ApprovalDeclined) {
 			t.Fatalf("a declined call: %s: %s", typ, detail)
 		}
 	}
@@ -446,7 +446,7 @@ func TestE2EFaultDeclinedApprovalsCountedByRecovery(t *testing.T) {
 	if err := f.srv.Client().FlushAll(context.Background()).Err(); err != nil {
 		t.Fatal(err)
 	}
-	if typ, detail := denialData(s.Call(t, "echo", map[string]any{"text": "after the flush"})); typ != string(proxy.StoreReset) {
+	if typ, detail := denialData(s.Call(t, "echo", map[string]any{"text": "after the flush"})); typ != string(gate.StoreReset) {
 		t.Fatalf("after the flush: %s: %s, want store_reset", typ, detail)
 	}
 	rtStop(t, p)

@@ -11,8 +11,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/delegateos/delegateos/gate"
 	"github.com/delegateos/delegateos/internal/mcptest"
-	"github.com/delegateos/delegateos/proxy"
 )
 
 // pagedEnv makes the test binary, started as an upstream, an MCP server
@@ -107,7 +107,7 @@ func TestE2EPinsAcrossPages(t *testing.T) {
 				}
 				return
 			}
-			if denialType(m) != string(proxy.ToolNotPinned) || !strings.Contains(m.Error.Message, "listed twice") {
+			if denialType(m) != string(gate.ToolNotPinned) || !strings.Contains(m.Error.Message, "listed twice") {
 				t.Errorf("echo listed twice, differently: answered %s %+v; want tool_not_pinned", m.Result, m.Error)
 			}
 		})

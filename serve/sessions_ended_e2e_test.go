@@ -14,8 +14,8 @@ import (
 	"github.com/delegateos/delegateos/attest"
 	"github.com/delegateos/delegateos/contract"
 	"github.com/delegateos/delegateos/dct"
+	"github.com/delegateos/delegateos/gate"
 	"github.com/delegateos/delegateos/internal/mcptest"
-	"github.com/delegateos/delegateos/proxy"
 )
 
 // Once a delegation ends (completed), the sessions of its delegatee's token
@@ -60,7 +60,7 @@ func TestServeEndedDelegationSessionsClosed(t *testing.T) {
 		return mcptest.JSON(r.Messages())
 	}
 	cb, _ := json.Marshal(c)
-	if got := request("d", proxy.MethodDelegate, proxy.DelegateParams{Contract: cb, DCT: bTok.String(), DCTFormat: dct.Format,
+	if got := request("d", gate.MethodDelegate, gate.DelegateParams{Contract: cb, DCT: bTok.String(), DCTFormat: dct.Format,
 		DelegationID: delB, ParentDelegationID: delA}); !strings.Contains(got, `"accepted":true`) {
 		t.Fatalf("delegate: %s", got)
 	}
@@ -70,7 +70,7 @@ func TestServeEndedDelegationSessionsClosed(t *testing.T) {
 		t.Fatal(err)
 	}
 	ab, _ := json.Marshal(a)
-	if got := request("c", proxy.MethodComplete, proxy.CompleteParams{DelegationID: delB, Attestation: ab}); !strings.Contains(got, `"status":"completed"`) {
+	if got := request("c", gate.MethodComplete, gate.CompleteParams{DelegationID: delB, Attestation: ab}); !strings.Contains(got, `"status":"completed"`) {
 		t.Fatalf("complete: %s", got)
 	}
 	if r := ping(srv, hers, bTok); r.Status != http.StatusUnauthorized || !strings.Contains(string(r.Body), "has ended") {

@@ -11,8 +11,8 @@ import (
 
 	"github.com/delegateos/delegateos/contract"
 	"github.com/delegateos/delegateos/dct"
+	"github.com/delegateos/delegateos/gate"
 	"github.com/delegateos/delegateos/internal/mcptest"
-	"github.com/delegateos/delegateos/proxy"
 )
 
 // delegateos/delegate binds a token to the relay's session: calls without
@@ -45,7 +45,7 @@ func TestServeStatelessDelegateBindsNoOneElse(t *testing.T) {
 	stateless := map[string]string{"Mcp-Protocol-Version": "2026-07-28"}
 	meta := `"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{},"io.modelcontextprotocol/clientInfo":{"name":"t","version":"1"}}`
 
-	params, _ := json.Marshal(proxy.DelegateParams{Contract: cb, DCT: bTok.String(), DCTFormat: dct.Format,
+	params, _ := json.Marshal(gate.DelegateParams{Contract: cb, DCT: bTok.String(), DCTFormat: dct.Format,
 		DelegationID: bTok.Unverified().Attenuations[0].DelegationID, ParentDelegationID: aTok.Unverified().Authority.DelegationID})
 	for _, delegate := range []string{
 		`{"jsonrpc":"2.0","id":"alice-1","method":"delegateos/delegate","params":` + string(params) + `}`,

@@ -13,8 +13,8 @@ import (
 
 	"github.com/delegateos/delegateos/contract"
 	"github.com/delegateos/delegateos/dct"
+	"github.com/delegateos/delegateos/gate"
 	"github.com/delegateos/delegateos/internal/mcptest"
-	"github.com/delegateos/delegateos/proxy"
 )
 
 // With signatures required, a call is signed by the holder of the token
@@ -59,7 +59,7 @@ func TestSignedSessionCannotBindForeignToken(t *testing.T) {
 	if r := srv.Post(sid, with(bearer, sign(t, mallory, "POST", "/mcp", note, time.Now())), note); r.Status != 202 {
 		t.Fatalf("initialized: %d %s", r.Status, r.Body)
 	}
-	params, _ := json.Marshal(proxy.DelegateParams{Contract: cb, DCT: bTok.String(), DCTFormat: dct.Format,
+	params, _ := json.Marshal(gate.DelegateParams{Contract: cb, DCT: bTok.String(), DCTFormat: dct.Format,
 		DelegationID: bTok.Unverified().Attenuations[0].DelegationID, ParentDelegationID: aTok.Unverified().Authority.DelegationID})
 	for i, delegate := range []string{
 		`{"jsonrpc":"2.0","id":"d1","method":"delegateos/delegate","params":` + string(params) + `}`,
