@@ -22,7 +22,14 @@ const (
 	// MetaQualityPrefix + skill says where the skill's quality_hint comes
 	// from: "rdp" (the delegate's reputation profile) or "self".
 	MetaQualityPrefix = "delegateos.quality_source."
+	// MetaCapabilityPrefix + skill is the DelegateOS capability
+	// (namespace:action:resource) a task of that skill is authorised
+	// against: the capability an initiator narrows its token to.
+	MetaCapabilityPrefix = "delegateos.capability."
 )
+
+// TokenFormat is the format of a DelegateOS token in a delegateos member.
+const TokenFormat = "delegateos-sjt-v1"
 
 // MicrocentsPerUSD converts the reference's cost_per_call_usd.
 const MicrocentsPerUSD = 100_000_000

@@ -4,6 +4,8 @@ import (
 	"errors"
 	"strings"
 	"testing"
+
+	"github.com/delegateos/delegateos/dct"
 )
 
 func routeCard(id, domain string, quality float64, cost string, did string) *IdentityCard {
@@ -103,5 +105,11 @@ func TestSkillCost(t *testing.T) {
 	c.Metadata[MetaCostPrefix+"reasoning"] = "42"
 	if skillCost(c, capab) != 42 {
 		t.Fatal("metadata cost")
+	}
+}
+
+func TestTokenFormat(t *testing.T) {
+	if TokenFormat != dct.Format {
+		t.Fatalf("TokenFormat %q, dct.Format %q", TokenFormat, dct.Format)
 	}
 }

@@ -20,8 +20,8 @@ import (
 // ldpGroup holds the commands of an LDP initiator (LDP 0.1, docs/ldp.md).
 var ldpGroup = &command{
 	name:    "ldp",
-	summary: "discover LDP delegates and choose one for a task (LLM Delegate Protocol 0.1)",
-	subs:    []*command{ldpDiscoverCmd, ldpRouteCmd},
+	summary: "discover LDP delegates, choose one for a task and hand it the task (LLM Delegate Protocol 0.1)",
+	subs:    []*command{ldpDiscoverCmd, ldpRouteCmd, ldpSubmitCmd},
 }
 
 var ldpDiscoverCmd = &command{
