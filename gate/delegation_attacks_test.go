@@ -26,7 +26,7 @@ import (
 	"github.com/delegateos/delegateos/verify"
 )
 
-func reviewContract(t *testing.T, k *identity.Keypair, id string, now time.Time, verification string) *contract.TaskContract {
+func delegationContract(t *testing.T, k *identity.Keypair, id string, now time.Time, verification string) *contract.TaskContract {
 	t.Helper()
 	c, err := contract.Create(k, contract.CreateParams{
 		ID: id, Title: "t", Description: "d",
@@ -57,7 +57,7 @@ func TestDelegationContractSwapCannotSelfComplete(t *testing.T) {
 		t.Fatal(err)
 	}
 	// A's own contract under the root's contract ID: anything passes.
-	fake := reviewContract(t, f.a, "ct_aaaaaaaaaaaa", f.now,
+	fake := delegationContract(t, f.a, "ct_aaaaaaaaaaaa", f.now,
 		`{"method":"deterministic_check","checkName":"string_length","checkParams":{"field":"summary","min":0}}`)
 	res, _, err := f.d.Delegate(f.params(fake, tok, "del_eeeeeeeeeeee", "del_aaaaaaaaaaaa"))
 	if err != nil || res.Accepted || res.Reason != RejectContractMismatch {
@@ -79,7 +79,7 @@ func TestDelegationContractSwapCannotSelfComplete(t *testing.T) {
 func TestDelegationCompleteNeedsTheDelegatorsContract(t *testing.T) {
 	f := newDelegationFixture(t)
 	f.delegateB() // records del_aaaa (root → A) as B's ancestor
-	foreign := reviewContract(t, f.mallory, "ct_aaaaaaaaaaaa", f.now,
+	foreign := delegationContract(t, f.mallory, "ct_aaaaaaaaaaaa", f.now,
 		`{"method":"deterministic_check","checkName":"string_length","checkParams":{"field":"summary","min":0}}`)
 	if err := f.d.Contracts.Put(foreign); err != nil {
 		t.Fatal(err)
@@ -178,7 +178,7 @@ func TestDelegationConcurrentCompletesJudgedOnce(t *testing.T) {
 		return verify.JudgeResponse{Score: 1, Reasoning: "ok"}, nil
 	})
 	f.d.Attest.Output = &verify.Verifier{Judge: judge}
-	c := reviewContract(t, f.a, "ct_bbbbbbbbbbbb", f.now,
+	c := delegationContract(t, f.a, "ct_bbbbbbbbbbbb", f.now,
 		`{"method":"llm_judge","judgePrompt":"Rate {output} for {contract}","passThreshold":0.5,"evaluations":1}`)
 	if res, _, err := f.d.Delegate(f.params(c, f.bTok, "del_bbbbbbbbbbbb", "del_aaaaaaaaaaaa")); err != nil || !res.Accepted {
 		t.Fatalf("delegate: %+v %v", res, err)
@@ -210,7 +210,7 @@ func TestDelegationConcurrentCompletesJudgedOnce(t *testing.T) {
 // Found by a review (was TestReviewUnverifiedStoresUnboundedAttestations).
 func TestDelegationUnverifiedAttestationsBounded(t *testing.T) {
 	f := newDelegationFixture(t)
-	c := reviewContract(t, f.a, "ct_bbbbbbbbbbbb", f.now,
+	c := delegationContract(t, f.a, "ct_bbbbbbbbbbbb", f.now,
 		`{"method":"deterministic_check","checkName":"regex_match","checkParams":{"field":"summary","pattern":"^a"}}`)
 	if res, _, err := f.d.Delegate(f.params(c, f.bTok, "del_bbbbbbbbbbbb", "del_aaaaaaaaaaaa")); err != nil || !res.Accepted {
 		t.Fatalf("delegate: %+v %v", res, err)
@@ -249,7 +249,7 @@ func TestDelegationJudgeStderrKeptFromClient(t *testing.T) {
 	f := newDelegationFixture(t)
 	f.d.Attest.Output = &verify.Verifier{Judge: &verify.CommandJudge{
 		Command: []string{"sh", "-c", `echo "upstream 401: key sk-live-SECRET123 rejected" >&2; exit 1`}, Timeout: 5 * time.Second}}
-	c := reviewContract(t, f.a, "ct_bbbbbbbbbbbb", f.now,
+	c := delegationContract(t, f.a, "ct_bbbbbbbbbbbb", f.now,
 		`{"method":"llm_judge","judgePrompt":"Rate {output} for {contract}","passThreshold":0.5,"evaluations":1}`)
 	if res, _, err := f.d.Delegate(f.params(c, f.bTok, "del_bbbbbbbbbbbb", "del_aaaaaaaaaaaa")); err != nil || !res.Accepted {
 		t.Fatalf("delegate: %+v %v", res, err)
@@ -316,7 +316,7 @@ func TestDelegationContractSquatCannotFailDelegator(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	trap := reviewContract(t, f.b, "ct_aaaaaaaaaaaa", f.now,
+	trap := delegationContract(t, f.b, "ct_aaaaaaaaaaaa", f.now,
 		`{"method":"deterministic_check","checkName":"string_length","checkParams":{"field":"summary","max":0}}`)
 	if res, _, err := f.d.Delegate(f.params(trap, tok, "del_ffffffffffff", "del_bbbbbbbbbbbb")); err != nil || res.Accepted {
 		t.Fatalf("B's squat of ct_aaaa was accepted: %+v %v", res, err)

@@ -2,9 +2,8 @@
 
 package oauth_test
 
-// The red team's findings on the authorization server (issue 23,
-// formerly rt_redteam_test.go, build tag redteam), once fixed: each test
-// failed while its attack worked.
+// The red team's findings on the authorization server (issue 23), once
+// fixed: each test failed while its attack worked.
 
 import (
 	"encoding/json"

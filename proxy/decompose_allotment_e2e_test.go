@@ -17,9 +17,10 @@ import (
 )
 
 // Red-team findings on enforced decomposition (issue 22, rtdecomp) that
-// were fixed, kept in the normal suite asserting the fixed behaviour. Run:
+// were fixed (Fn), kept in the normal suite asserting the fixed behaviour.
+// Every decomposition test runs with:
 //
-//	go test -count=1 -run 'TestRTDecompFixed' ./proxy/
+//	go test -count=1 -run 'TestDecomposition' ./proxy/
 
 // F2: one unreadable plan-named entry in WORKSPACE/plans (here a
 // directory) used to refuse every call of every token. Now only chains a

@@ -18,13 +18,11 @@ import (
 )
 
 // Red-team attacks on enforced decomposition (issue 22) that held, kept in
-// the normal suite (rtdecomp). The ones that found bugs are in
-// decompose_rt_redteam_test.go (build tag redteam).
+// the normal suite (rtdecomp). The ones that found bugs are fixed, and
+// their tests are in decompose_allotment_e2e_test.go.
 
 // restartOnWorkspace starts a fresh proxy on the plan run's workspace (a
 // restart, or a second proxy sharing it) and connects to it.
-//
-//lint:ignore U1000 used by the redteam-tagged tests (decompose_rt_redteam_test.go)
 func (r *planRun) restartOnWorkspace() {
 	r.t.Helper()
 	r.p = r.startOnWorkspace("")

@@ -505,9 +505,7 @@ func TestE2EFaultFlushAllNewProxyFirst(t *testing.T) {
 	for i := range 3 {
 		old.Call(t, "echo", map[string]any{"text": fmt.Sprint(i)}).OK(t, "a call before the flush")
 	}
-	if err := f.srv.Client().FlushAll(context.Background()).Err(); err != nil {
-		t.Fatal(err)
-	}
+	f.srv.FlushAll()
 	p := f.e.StartProxy(mcptest.ProxyOptions{Policy: f.policy(""), Token: f.a, Dir: t.TempDir()})
 	fresh := p.Connect(mcptest.SessionOptions{})
 	fresh.Call(t, "echo", map[string]any{"text": "new machine"}).OK(t, "the new proxy's first call, on what it takes for a new store")
@@ -542,9 +540,7 @@ func TestE2EFaultFlushAllRecoverRateWindows(t *testing.T) {
 	if typ, _ := denialData(s.Call(t, "echo", map[string]any{"text": "sixth"})); typ != string(gate.RateLimited) {
 		t.Fatalf("the sixth call in the hour: %s, want rate_limited", typ)
 	}
-	if err := f.srv.Client().FlushAll(context.Background()).Err(); err != nil {
-		t.Fatal(err)
-	}
+	f.srv.FlushAll()
 	if typ, _ := denialData(s.Call(t, "echo", map[string]any{"text": "after the flush"})); typ != string(gate.StoreReset) {
 		t.Fatalf("a call after the flush: %s, want store_reset", typ)
 	}

@@ -2,8 +2,9 @@
 
 package proxy_test
 
-// Findings of the second red team of issue 19's store history that are
-// fixed (see store_rt2_redteam_test.go for those still open).
+// A fleet's store losing data (issue 19): the counts each machine keeps
+// of the trees it saw (STATE/*.seen.json). Found by the second red team
+// of the store history (R2-n), fixed. Shared setup: fleet_store_e2e_test.go.
 
 import (
 	"context"
@@ -19,35 +20,25 @@ import (
 	"github.com/delegateos/delegateos/internal/mcptest"
 )
 
-// seenFiles returns the *.seen.json files of the test's state directory.
-func (f *fleet) seenFiles() []string {
-	f.t.Helper()
-	m, err := filepath.Glob(filepath.Join(f.e.Dir, "state", "*.seen.json"))
-	if err != nil || len(m) == 0 {
-		f.t.Fatalf("no seen.json in the state directory: %v", err)
-	}
-	return m
-}
-
 // R2-1. The kept counts file is unreadable (truncated, corrupted, or
 // deleted): readSeen (budget/identity.go:302) takes it for "no counts", so
 // a restarted proxy accepts Redis back on an older snapshot (RT2 again),
 // while the identity file in the same state is refused when corrupt.
 func TestE2EFaultCorruptSeenFileRefused(t *testing.T) {
-	f := newFleet(t, 30*fleetCost, 30*fleetCost, 30*fleetCost)
+	f := newStoreFleet(t)
 	p1, s1 := f.start(f.a, "", nil)
-	n, _, _ := rtDrain(t, s1, 10)
-	f.rtSettled()
-	snap := f.rtSnapshot()
-	m, _, _ := rtDrain(t, s1, 40)
-	f.rtSettled()
-	rtStop(t, p1)
+	n, _, _ := drain(t, s1, 10)
+	f.settled()
+	snap := f.snapshot()
+	m, _, _ := drain(t, s1, 40)
+	f.settled()
+	stopProxy(t, p1)
 	for _, p := range f.seenFiles() {
 		if err := os.WriteFile(p, []byte(`{"id":`), 0o600); err != nil { // cut short
 			t.Fatal(err)
 		}
 	}
-	f.rtRestore(snap)
+	f.restore(snap)
 	p2 := f.e.StartProxy(mcptest.ProxyOptions{Policy: f.policy(""), Token: f.a, LogToStderr: true, WantExit: func(code int) bool { return code == 2 }})
 	if !p2.WaitExit(mcptest.WaitTimeout) {
 		t.Fatal("the proxy started on a cut seen.json")
@@ -65,13 +56,13 @@ func TestE2EFaultCorruptSeenFileRefused(t *testing.T) {
 // Redis back on an older snapshot (the same power loss restarting Redis
 // from its RDB), loses the whole burst: RT2 again.
 func TestE2EFaultIdleProxyWritesItsLastCounts(t *testing.T) {
-	f := newFleet(t, 30*fleetCost, 30*fleetCost, 30*fleetCost)
+	f := newStoreFleet(t)
 	p1, s1 := f.start(f.a, "", func(int) bool { return true }) // killed below
-	n, _, _ := rtDrain(t, s1, 1)
-	f.rtSettled()
-	snap := f.rtSnapshot()
-	m, _, _ := rtDrain(t, s1, 40)
-	f.rtSettled()
+	n, _, _ := drain(t, s1, 1)
+	f.settled()
+	snap := f.snapshot()
+	m, _, _ := drain(t, s1, 40)
+	f.settled()
 	kept := func() string {
 		b, _ := os.ReadFile(filepath.Join(f.seenFiles()[0]))
 		return string(b)
@@ -88,9 +79,9 @@ func TestE2EFaultIdleProxyWritesItsLastCounts(t *testing.T) {
 	}
 	mcptest.Eventually(t, "the killed proxy's upstream to exit", func() bool { return mcptest.ProcessGone(pid) })
 	p1.WaitExit(mcptest.WaitTimeout)
-	f.rtRestore(snap)
+	f.restore(snap)
 	p2, s2 := f.start(f.a, "", nil)
-	more, typ, detail := rtDrain(t, s2, 40)
+	more, typ, detail := drain(t, s2, 40)
 	total := n + m + more
 	f.sameAsUpstreams([]*mcptest.Process{p1, p2}, total)
 	if total > 30 {
@@ -107,24 +98,24 @@ func TestE2EFaultIdleProxyWritesItsLastCounts(t *testing.T) {
 // new generation: a restarted proxy reads the old-generation counts, which
 // init --reset lifted, and overspends.
 func TestE2EFaultStaleGenerationProxyKeepsNewerCounts(t *testing.T) {
-	f := newFleet(t, 30*fleetCost, 30*fleetCost, 30*fleetCost)
+	f := newStoreFleet(t)
 	pB, sB := f.start(f.a, "", nil)
-	b, _, _ := rtDrain(t, sB, 5)
-	f.rtSettled()
+	b, _, _ := drain(t, sB, 5)
+	f.settled()
 	if out, errs, code := mcptest.CLI(t, "store", "init", "--store", f.srv.URL(), "--reset"); code != 0 {
 		t.Fatalf("store init --reset: %d %s %s", code, out, errs)
 	}
 	pA, sA := f.start(f.a, "", nil)
-	n, _, _ := rtDrain(t, sA, 10)
-	f.rtSettled()
-	snap := f.rtSnapshot()
-	m, _, _ := rtDrain(t, sA, 40)
-	f.rtSettled()
-	rtStop(t, pA)
-	rtStop(t, pB) // idle since before the new generation
-	f.rtRestore(snap)
+	n, _, _ := drain(t, sA, 10)
+	f.settled()
+	snap := f.snapshot()
+	m, _, _ := drain(t, sA, 40)
+	f.settled()
+	stopProxy(t, pA)
+	stopProxy(t, pB) // idle since before the new generation
+	f.restore(snap)
 	pC, sC := f.start(f.a, "", nil)
-	more, typ, detail := rtDrain(t, sC, 40)
+	more, typ, detail := drain(t, sC, 40)
 	total := b + n + m + more
 	f.sameAsUpstreams([]*mcptest.Process{pB, pA, pC}, total)
 	if total > 30 {
@@ -138,15 +129,15 @@ func TestE2EFaultStaleGenerationProxyKeepsNewerCounts(t *testing.T) {
 // snapshot (50 calls on 30). The counts are kept under the store's
 // identity, which the snapshot keeps, so any spelling finds them.
 func TestE2EFaultOtherSpellingOfTheSameServer(t *testing.T) {
-	f := newFleet(t, 30*fleetCost, 30*fleetCost, 30*fleetCost)
+	f := newStoreFleet(t)
 	p1, s1 := f.start(f.a, "", nil)
-	n, _, _ := rtDrain(t, s1, 10)
-	f.rtSettled()
-	snap := f.rtSnapshot()
-	m, _, _ := rtDrain(t, s1, 40)
-	f.rtSettled()
-	rtStop(t, p1)
-	f.rtRestore(snap)
+	n, _, _ := drain(t, s1, 10)
+	f.settled()
+	snap := f.snapshot()
+	m, _, _ := drain(t, s1, 40)
+	f.settled()
+	stopProxy(t, p1)
+	f.restore(snap)
 	pol := f.policy("")
 	pol.SpendStore = strings.Replace(pol.SpendStore, "127.0.0.1", "localhost", 1)
 	pol.RevocationList = strings.Replace(pol.RevocationList, "127.0.0.1", "localhost", 1)
@@ -155,7 +146,7 @@ func TestE2EFaultOtherSpellingOfTheSameServer(t *testing.T) {
 	}
 	p2 := f.e.StartProxy(mcptest.ProxyOptions{Policy: pol, Token: f.a})
 	s2 := p2.Connect(mcptest.SessionOptions{})
-	more, typ, detail := rtDrain(t, s2, 40)
+	more, typ, detail := drain(t, s2, 40)
 	total := n + m + more
 	f.sameAsUpstreams([]*mcptest.Process{p1, p2}, total)
 	want := fmt.Sprintf("counts %d calls, fewer than the %d this proxy saw", n, n+m)
@@ -169,20 +160,20 @@ func TestE2EFaultOtherSpellingOfTheSameServer(t *testing.T) {
 // index of the store's identity says so, so a deleted file is not taken
 // for "no counts": the restarted proxy refuses to start.
 func TestE2EFaultDeletedSeenFileRefused(t *testing.T) {
-	f := newFleet(t, 30*fleetCost, 30*fleetCost, 30*fleetCost)
+	f := newStoreFleet(t)
 	p1, s1 := f.start(f.a, "", nil)
-	n, _, _ := rtDrain(t, s1, 10)
-	f.rtSettled()
-	snap := f.rtSnapshot()
-	m, _, _ := rtDrain(t, s1, 40)
-	f.rtSettled()
-	rtStop(t, p1)
+	n, _, _ := drain(t, s1, 10)
+	f.settled()
+	snap := f.snapshot()
+	m, _, _ := drain(t, s1, 40)
+	f.settled()
+	stopProxy(t, p1)
 	for _, p := range f.seenFiles() {
 		if err := os.Remove(p); err != nil {
 			t.Fatal(err)
 		}
 	}
-	f.rtRestore(snap)
+	f.restore(snap)
 	p2 := f.e.StartProxy(mcptest.ProxyOptions{Policy: f.policy(""), Token: f.a, LogToStderr: true, WantExit: func(code int) bool { return code == 2 }})
 	if !p2.WaitExit(mcptest.WaitTimeout) {
 		t.Fatal("the proxy started on a deleted seen.json")
@@ -200,15 +191,14 @@ func TestE2EFaultDeletedSeenFileRefused(t *testing.T) {
 // proxy and in one started after the loss was found (the whole store
 // used to be marked reset, so every new proxy of every fleet refused).
 func TestE2EFaultOneTreesLossLeavesAnotherFleet(t *testing.T) {
-	f1 := newFleet(t, 30*fleetCost, 30*fleetCost, 30*fleetCost)
-	f2 := newFleet(t, 30*fleetCost, 30*fleetCost, 30*fleetCost)
-	f2.srv, f2.url = f1.srv, f1.url
+	f1 := newStoreFleet(t)
+	f2 := f1.otherRoot()
 	_, s1 := f1.start(f1.a, "", nil)
 	_, s2 := f2.start(f2.a, "", nil)
-	rtDrain(t, s1, 5)
-	rtDrain(t, s2, 5)
-	f1.rtSettled()
-	f2.rtSettled()
+	drain(t, s1, 5)
+	drain(t, s2, 5)
+	f1.settled()
+	f2.settled()
 	ctx := context.Background()
 	c := f1.srv.Client()
 	root1 := f1.e.Root.ID()
@@ -258,17 +248,15 @@ func TestE2EFaultOneTreesLossLeavesAnotherFleet(t *testing.T) {
 // store_reset saying to give every proxy's log, and the recovery run
 // again with both logs lets the fleet spend exactly the rest.
 func TestE2EFaultRecoverWithSomeLogsOnly(t *testing.T) {
-	f := newFleet(t, 30*fleetCost, 30*fleetCost, 30*fleetCost)
+	f := newStoreFleet(t)
 	log1 := filepath.Join(f.e.Dir, "audit-1.log")
 	log2 := filepath.Join(f.e.Dir, "audit-2.log")
-	p1, s1 := f.start(f.a, "proxy_key: "+f.e.KeyFile(mcptest.NewKey(t, "p1"))+"\naudit_log: "+log1+"\n", nil)
-	p2, s2 := f.start(f.a, "proxy_key: "+f.e.KeyFile(mcptest.NewKey(t, "p2"))+"\naudit_log: "+log2+"\n", nil)
-	n1, _, _ := rtDrain(t, s1, 10)
-	n2, _, _ := rtDrain(t, s2, 10)
-	f.rtSettled()
-	if err := f.srv.Client().FlushAll(context.Background()).Err(); err != nil {
-		t.Fatal(err)
-	}
+	p1, s1 := f.start(f.a, f.audited("p1", log1), nil)
+	p2, s2 := f.start(f.a, f.audited("p2", log2), nil)
+	n1, _, _ := drain(t, s1, 10)
+	n2, _, _ := drain(t, s2, 10)
+	f.settled()
+	f.srv.FlushAll()
 	for i, s := range []*mcptest.Session{s1, s2} {
 		if typ, detail := denialData(s.Call(t, "echo", map[string]any{"text": "after the flush"})); typ != string(gate.StoreReset) {
 			t.Fatalf("proxy %d after the flush: %s: %s, want store_reset", i+1, typ, detail)
@@ -277,7 +265,7 @@ func TestE2EFaultRecoverWithSomeLogsOnly(t *testing.T) {
 	if out, errs, code := mcptest.CLI(t, "store", "recover", "--store", f.srv.URL(), "--root", f.e.Root.ID(), "--audit", log1); code != 0 {
 		t.Fatalf("store recover with proxy 1's log: exit %d, %s%s", code, out, errs)
 	}
-	more, typ, detail := rtDrain(t, s2, 40)
+	more, typ, detail := drain(t, s2, 40)
 	want := fmt.Sprintf("counts %d calls, fewer than the %d this proxy saw", n1, n1+n2)
 	if more != 0 || typ != string(gate.StoreReset) || !strings.Contains(detail, want) || !strings.Contains(detail, "audit logs of every proxy of the fleet") {
 		t.Fatalf("store recover with proxy 1's log only: proxy 2, which saw %d calls on the root, forwarded %d more, then %s: %s; want none, store_reset (%s, give every proxy's log)", n1+n2, more, typ, detail, want)
@@ -288,9 +276,9 @@ func TestE2EFaultRecoverWithSomeLogsOnly(t *testing.T) {
 	if out, errs, code := mcptest.CLI(t, "store", "recover", "--store", f.srv.URL(), "--root", f.e.Root.ID(), "--audit", log1, "--audit", log2); code != 0 {
 		t.Fatalf("store recover with both logs: exit %d, %s%s", code, out, errs)
 	}
-	more, typ, detail = rtDrain(t, s2, 40)
+	more, typ, detail = drain(t, s2, 40)
 	total := n1 + n2 + more
-	f.rtSettled()
+	f.settled()
 	f.sameAsUpstreams([]*mcptest.Process{p1, p2}, total)
 	if total != 30 || typ != string(dct.BudgetExceeded) {
 		t.Errorf("after store recover with both logs: %d forwarded in all on 30, then %s: %s; want exactly 30, then budget_exceeded", total, typ, detail)
@@ -309,7 +297,7 @@ func TestE2EFaultRecoverWithSomeLogsOnly(t *testing.T) {
 // generation they saw in the store, and the operator's next init --reset
 // gives a generation after it, which running and new proxies adopt.
 func TestE2EFaultOperatorClockBehind(t *testing.T) {
-	f := newFleet(t, 30*fleetCost, 30*fleetCost, 30*fleetCost)
+	f := newStoreFleet(t)
 	ctx := context.Background()
 	c := f.srv.Client()
 	ahead := time.Now().Add(time.Hour).UnixMilli()
@@ -317,10 +305,10 @@ func TestE2EFaultOperatorClockBehind(t *testing.T) {
 		t.Fatal(err)
 	}
 	_, s := f.start(f.a, "", nil)
-	if n, typ, detail := rtDrain(t, s, 5); n != 5 {
+	if n, typ, detail := drain(t, s, 5); n != 5 {
 		t.Fatalf("before the flush: %d forwarded, then %s: %s", n, typ, detail)
 	}
-	f.rtSettled()
+	f.settled()
 	if err := c.FlushAll(ctx).Err(); err != nil {
 		t.Fatal(err)
 	}

@@ -2,9 +2,9 @@
 
 package proxy_test
 
-// Third red team of issue 19's store history: attacks that held (the
-// ones that did not are in store_rt3_redteam_test.go, build tag
-// redteam).
+// A fleet's store losing data (issue 19): the remedies a refusal names
+// (store init --reset) work. Attacks the third red team of the store
+// history tried, which held. Shared setup: fleet_store_e2e_test.go.
 
 import (
 	"context"
@@ -23,11 +23,11 @@ import (
 // proxy starts and forwards.
 // Tried by the third red team of issue 19's store history; the attack held (was TestRedTeam3HeldCorruptSeenFileRemedyWorks).
 func TestE2EFaultCorruptSeenFileRemedyWorks(t *testing.T) {
-	f := newFleet(t, 30*fleetCost, 30*fleetCost, 30*fleetCost)
+	f := newStoreFleet(t)
 	p1, s1 := f.start(f.a, "", nil)
-	rtDrain(t, s1, 5)
-	f.rtSettled()
-	rtStop(t, p1)
+	drain(t, s1, 5)
+	f.settled()
+	stopProxy(t, p1)
 	files := f.seenFiles()
 	for _, p := range files {
 		if err := os.WriteFile(p, []byte(`{"id":`), 0o600); err != nil {
@@ -66,10 +66,10 @@ func TestE2EFaultCorruptSeenFileRemedyWorks(t *testing.T) {
 // the root given as its did:key, as the flag's help allows, lifts it too.
 // Tried by the third red team of issue 19's store history; the attack held (was TestRedTeam3HeldInitResetRootAsDIDKey).
 func TestE2EFaultInitResetRootAsDIDKey(t *testing.T) {
-	f := newFleet(t, 30*fleetCost, 30*fleetCost, 30*fleetCost)
+	f := newStoreFleet(t)
 	_, s := f.start(f.a, "", nil)
-	rtDrain(t, s, 5)
-	f.rtSettled()
+	drain(t, s, 5)
+	f.settled()
 	ctx := context.Background()
 	c := f.srv.Client()
 	keys, err := c.Keys(ctx, "delegateos:spend:{"+f.e.Root.ID()+"}:*").Result()
@@ -99,15 +99,15 @@ func TestE2EFaultInitResetRootAsDIDKey(t *testing.T) {
 func TestE2EFaultRollbackFoundWithOtherSpellingOrIndexGone(t *testing.T) {
 	for _, c := range []string{"no default database", "index deleted"} {
 		t.Run(c, func(t *testing.T) {
-			f := newFleet(t, 30*fleetCost, 30*fleetCost, 30*fleetCost)
+			f := newStoreFleet(t)
 			p1, s1 := f.start(f.a, "", nil)
-			n, _, _ := rtDrain(t, s1, 10)
-			f.rtSettled()
-			snap := f.rtSnapshot()
-			m, _, _ := rtDrain(t, s1, 40)
-			f.rtSettled()
-			rtStop(t, p1)
-			f.rtRestore(snap)
+			n, _, _ := drain(t, s1, 10)
+			f.settled()
+			snap := f.snapshot()
+			m, _, _ := drain(t, s1, 40)
+			f.settled()
+			stopProxy(t, p1)
+			f.restore(snap)
 			pol := f.policy("")
 			if c == "no default database" {
 				pol.SpendStore = strings.Replace(pol.SpendStore, "/0?", "?", 1)
@@ -120,7 +120,7 @@ func TestE2EFaultRollbackFoundWithOtherSpellingOrIndexGone(t *testing.T) {
 				}
 			}
 			p2 := f.e.StartProxy(mcptest.ProxyOptions{Policy: pol, Token: f.a})
-			more, typ, detail := rtDrain(t, p2.Connect(mcptest.SessionOptions{}), 40)
+			more, typ, detail := drain(t, p2.Connect(mcptest.SessionOptions{}), 40)
 			f.sameAsUpstreams([]*mcptest.Process{p1, p2}, n+m+more)
 			if more != 0 || typ != string(gate.StoreReset) {
 				t.Errorf("Redis back on a snapshot of %d calls (%s): the restarted proxy forwarded %d more, then %s: %s; want store_reset", n, c, more, typ, detail)

@@ -2,10 +2,11 @@
 
 package proxy_test
 
-// Red-team attacks on issue 19's Redis store history that the store's
-// checks missed, each through the real binaries on a real redis-server;
-// they failed before the fixes (wt-storefix) and pass now. Those still
-// open are in store_redteam_test.go (build tag redteam).
+// A fleet's store losing data (issue 19): losses the store's checks
+// missed when the red team of the store history found them (RTn), each
+// through the real binaries on a real redis-server; they failed before
+// the fixes (wt-storefix) and pass now. Shared setup:
+// fleet_store_e2e_test.go.
 
 import (
 	"context"
@@ -37,21 +38,21 @@ import (
 // spent since the snapshot are spent again.
 // Found by the red team of issue 19's store history, fixed (was TestRedTeamGenerationRollbackUnderRunningProxy).
 func TestE2EFaultGenerationRollbackUnderRunningProxy(t *testing.T) {
-	f := newFleet(t, 30*fleetCost, 30*fleetCost, 30*fleetCost)
+	f := newStoreFleet(t)
 	p, s := f.start(f.a, "", nil)
-	n, _, _ := rtDrain(t, s, 10)
-	f.rtSettled()
-	snap := f.rtSnapshot() // identity G1, 10 calls spent
+	n, _, _ := drain(t, s, 10)
+	f.settled()
+	snap := f.snapshot() // identity G1, 10 calls spent
 	if out, errs, code := mcptest.CLI(t, "store", "init", "--store", f.srv.URL(), "--reset"); code != 0 {
 		t.Fatalf("store init --reset: exit %d, %s%s", code, out, errs)
 	}
-	m, typ, _ := rtDrain(t, s, 40)
+	m, typ, _ := drain(t, s, 40)
 	if typ != string(dct.BudgetExceeded) {
 		t.Fatalf("the budget after %d+%d calls: %s, want budget_exceeded", n, m, typ)
 	}
-	f.rtSettled()
-	f.rtRestore(snap)
-	more, typ, detail := rtDrain(t, s, 40)
+	f.settled()
+	f.restore(snap)
+	more, typ, detail := drain(t, s, 40)
 	total := n + m + more
 	f.sameAsUpstreams([]*mcptest.Process{p}, total)
 	if more > 0 || typ != string(gate.StoreReset) {
@@ -70,14 +71,12 @@ func TestE2EFaultGenerationRollbackUnderRunningProxy(t *testing.T) {
 // refused before its script runs).
 // Found by the red team of issue 19's store history, fixed (was TestRedTeamResetFoundAtJoinNotSeenByNewProxy).
 func TestE2EFaultResetFoundAtJoinSeenByNewProxy(t *testing.T) {
-	f := newFleet(t, 30*fleetCost, 30*fleetCost, 30*fleetCost)
+	f := newStoreFleet(t)
 	p1, s1 := f.start(f.a, "", nil)
-	n, _, _ := rtDrain(t, s1, 20)
-	f.rtSettled()
-	rtStop(t, p1)
-	if err := f.srv.Client().FlushAll(context.Background()).Err(); err != nil {
-		t.Fatal(err)
-	}
+	n, _, _ := drain(t, s1, 20)
+	f.settled()
+	stopProxy(t, p1)
+	f.srv.FlushAll()
 	pn := f.e.StartProxy(mcptest.ProxyOptions{Policy: f.policy(""), Token: f.a, Dir: t.TempDir()})
 	sn := pn.Connect(mcptest.SessionOptions{})
 	sn.Call(t, "echo", map[string]any{"text": "new machine"}).OK(t, "the new proxy's first call (the README's known window)")
@@ -89,7 +88,7 @@ func TestE2EFaultResetFoundAtJoinSeenByNewProxy(t *testing.T) {
 	if _, errs, code := mcptest.CLI(t, "spend", "--store", f.srv.URL()); code == 0 || !strings.Contains(errs, "has lost data") {
 		t.Fatalf("spend: exit %d, %s; want it to say the store lost data", code, errs)
 	}
-	more, typ, detail := rtDrain(t, sn, 40)
+	more, typ, detail := drain(t, sn, 40)
 	total := n + 1 + more
 	f.sameAsUpstreams([]*mcptest.Process{p1, pn, p2}, total)
 	if more > 0 {
@@ -105,12 +104,12 @@ func TestE2EFaultResetFoundAtJoinSeenByNewProxy(t *testing.T) {
 // --reset leaves it: only deleting keys by hand mends the tree.
 // Found by the red team of issue 19's store history, fixed (was TestRedTeamSpendKeysDeletedWithCallInFlight).
 func TestE2EFaultSpendKeysDeletedWithCallInFlight(t *testing.T) {
-	f := newFleet(t, 30*fleetCost, 30*fleetCost, 30*fleetCost)
+	f := newStoreFleet(t)
 	key := mcptest.NewKey(t, "proxy")
 	log := filepath.Join(f.e.Dir, "audit.log")
 	_, s := f.start(f.a, "proxy_key: "+f.e.KeyFile(key)+"\naudit_log: "+log+"\n", nil)
-	rtDrain(t, s, 3)
-	f.rtSettled()
+	drain(t, s, 3)
+	f.settled()
 	done := make(chan mcptest.Result, 1)
 	go func() { done <- s.Call(t, "slow", map[string]any{"steps": 20, "delay_ms": 100}) }()
 	mcptest.Eventually(t, "the slow call's reservation", func() bool { return f.usage()[f.key(1)].Reserved == fleetCost })
@@ -149,20 +148,17 @@ func TestE2EFaultSpendKeysDeletedWithCallInFlight(t *testing.T) {
 // the other fleet on a shared Redis does the same.)
 // Found by the red team of issue 19's store history, fixed (was TestRedTeamRecoverOneRootLiftsResetOfAnother).
 func TestE2EFaultRecoverOneRootKeepsResetOfAnother(t *testing.T) {
-	f1 := newFleet(t, 30*fleetCost, 30*fleetCost, 30*fleetCost)
-	f2 := newFleet(t, 30*fleetCost, 30*fleetCost, 30*fleetCost)
-	f2.srv, f2.url = f1.srv, f1.url
+	f1 := newStoreFleet(t)
+	f2 := f1.otherRoot()
 	log1 := filepath.Join(f1.e.Dir, "audit-1.log")
-	_, s1 := f1.start(f1.a, "proxy_key: "+f1.e.KeyFile(mcptest.NewKey(t, "p1"))+"\naudit_log: "+log1+"\n", nil)
+	_, s1 := f1.start(f1.a, f1.audited("p1", log1), nil)
 	log2 := filepath.Join(f2.e.Dir, "audit-2.log")
-	p2, s2 := f2.start(f2.a, "proxy_key: "+f2.e.KeyFile(mcptest.NewKey(t, "p2"))+"\naudit_log: "+log2+"\n", nil)
-	n1, _, _ := rtDrain(t, s1, 20)
-	n2, _, _ := rtDrain(t, s2, 20)
-	f1.rtSettled()
-	f2.rtSettled()
-	if err := f1.srv.Client().FlushAll(context.Background()).Err(); err != nil {
-		t.Fatal(err)
-	}
+	p2, s2 := f2.start(f2.a, f2.audited("p2", log2), nil)
+	n1, _, _ := drain(t, s1, 20)
+	n2, _, _ := drain(t, s2, 20)
+	f1.settled()
+	f2.settled()
+	f1.srv.FlushAll()
 	for i, s := range []*mcptest.Session{s1, s2} {
 		if typ, detail := denialData(s.Call(t, "echo", map[string]any{"text": "after the flush"})); typ != string(gate.StoreReset) {
 			t.Fatalf("tree %d after the flush: %s: %s, want store_reset", i+1, typ, detail)
@@ -172,10 +168,10 @@ func TestE2EFaultRecoverOneRootKeepsResetOfAnother(t *testing.T) {
 	if code != 0 {
 		t.Fatalf("store recover --root R1: exit %d, %s%s", code, out, errs)
 	}
-	if m, typ, _ := rtDrain(t, s1, 20); n1+m > 30 || typ != string(dct.BudgetExceeded) {
+	if m, typ, _ := drain(t, s1, 20); n1+m > 30 || typ != string(dct.BudgetExceeded) {
 		t.Fatalf("tree 1 after its recovery: %d+%d forwarded, then %s", n1, m, typ)
 	}
-	more, typ, detail := rtDrain(t, s2, 40)
+	more, typ, detail := drain(t, s2, 40)
 	f2.sameAsUpstreams([]*mcptest.Process{p2}, n2+more)
 	if more > 0 {
 		t.Errorf("tree 2, whose spend no one rebuilt, after store recover --root R1: %d more calls forwarded (%d on a budget of 30), then %s: %s; want store_reset until its own recovery", more, n2+more, typ, detail)
@@ -188,7 +184,7 @@ func TestE2EFaultRecoverOneRootKeepsResetOfAnother(t *testing.T) {
 	if code != 0 {
 		t.Fatalf("store recover --root R2: exit %d, %s%s", code, out, errs)
 	}
-	if m, typ, detail := rtDrain(t, s2, 20); n2+m > 30 || typ != string(dct.BudgetExceeded) {
+	if m, typ, detail := drain(t, s2, 20); n2+m > 30 || typ != string(dct.BudgetExceeded) {
 		t.Fatalf("tree 2 after its recovery: %d+%d forwarded, then %s: %s", n2, m, typ, detail)
 	}
 }
@@ -242,7 +238,7 @@ func TestE2EFaultInitResetMidBurstSharedStateDir(t *testing.T) {
 	}
 	wg.Wait()
 	<-initDone
-	f.rtSettled()
+	f.settled()
 	if n := forwarded.Load(); n > 60 {
 		t.Errorf("%d calls forwarded on a budget of 60 across store init --reset", n)
 	}
@@ -321,7 +317,7 @@ func TestE2EFaultRecoverDuringBurstRefused(t *testing.T) {
 	wg.Wait()
 	close(stopRecover)
 	n := <-recovered
-	f.rtSettled()
+	f.settled()
 	got := f.usage()[f.key(1)].Committed / fleetCost
 	t.Logf("%d recoveries during the burst; %d calls forwarded, %d committed", n, forwarded.Load(), got)
 	if got != forwarded.Load() {
@@ -343,14 +339,14 @@ func TestE2EFaultMigratedSpendKeysDeletedFound(t *testing.T) {
 	pol := f.e.Policy(mcptest.Priced("echo", fleetCost))
 	pol.SpendStore = file
 	p1 := f.e.StartProxy(mcptest.ProxyOptions{Policy: pol, Token: f.c})
-	n, _, _ := rtDrain(t, p1.Connect(mcptest.SessionOptions{}), 20)
-	rtStop(t, p1)
+	n, _, _ := drain(t, p1.Connect(mcptest.SessionOptions{}), 20)
+	stopProxy(t, p1)
 	if out, errs, code := mcptest.CLI(t, "store", "migrate", "--from", file, "--to", f.srv.URL()); code != 0 {
 		t.Fatalf("store migrate: exit %d, %s%s", code, out, errs)
 	}
 	p2, s := f.start(f.c, "", nil)
 	s.Call(t, "echo", map[string]any{"text": "on Redis"}).OK(t, "a call on the migrated store")
-	f.rtSettled()
+	f.settled()
 	ctx := context.Background()
 	c := f.srv.Client()
 	keys, err := c.Keys(ctx, "delegateos:spend:{"+f.e.Root.ID()+"}:*").Result()
@@ -370,7 +366,7 @@ func TestE2EFaultMigratedSpendKeysDeletedFound(t *testing.T) {
 		t.Fatalf("the spend keys below the root: %v", below)
 	}
 	c.Del(ctx, below...)
-	more, typ, detail := rtDrain(t, s, 40)
+	more, typ, detail := drain(t, s, 40)
 	f.sameAsUpstreams([]*mcptest.Process{p2}, 1+more)
 	if more > 0 {
 		t.Errorf("after the migrated tree's spend keys were deleted: %d more calls forwarded (%d on a budget of 30), then %s: %s; want store_reset", more, n+1+more, typ, detail)
@@ -386,18 +382,16 @@ func TestE2EFaultMigratedSpendKeysDeletedFound(t *testing.T) {
 // their state directory proves. The budget is spent again.
 // Found by the red team of issue 19's store history, fixed (was TestRedTeamPlainStoreInitAfterFlushAcceptsTheLoss).
 func TestE2EFaultPlainStoreInitAfterFlushKeepsTheLoss(t *testing.T) {
-	f := newFleet(t, 30*fleetCost, 30*fleetCost, 30*fleetCost)
+	f := newStoreFleet(t)
 	p1, s1 := f.start(f.a, "", nil)
-	n, _, _ := rtDrain(t, s1, 20)
-	f.rtSettled()
-	rtStop(t, p1)
-	if err := f.srv.Client().FlushAll(context.Background()).Err(); err != nil {
-		t.Fatal(err)
-	}
+	n, _, _ := drain(t, s1, 20)
+	f.settled()
+	stopProxy(t, p1)
+	f.srv.FlushAll()
 	out, errs, code := mcptest.CLI(t, "store", "init", "--store", f.srv.URL())
 	t.Logf("store init (no --reset) after the flush: exit %d, %s%s", code, out, errs)
 	p2, s2 := f.start(f.a, "", nil) // the same machine: it saw the store
-	more, typ, detail := rtDrain(t, s2, 40)
+	more, typ, detail := drain(t, s2, 40)
 	f.sameAsUpstreams([]*mcptest.Process{p1, p2}, n+more)
 	if more > 0 || typ != string(gate.StoreReset) {
 		t.Errorf("after FLUSHALL and a plain store init, the restarted proxy forwarded %d more calls (%d on a budget of 30), then %s: %s; want store_reset until store recover or store init --reset", more, n+more, typ, detail)
@@ -410,21 +404,21 @@ func TestE2EFaultPlainStoreInitAfterFlushKeepsTheLoss(t *testing.T) {
 // no tree's count, so nothing refuses. The budget is spent again.
 // Found by the red team of issue 19's store history, fixed (was TestRedTeamOldSnapshotAfterProxiesRestarted).
 func TestE2EFaultOldSnapshotAfterProxiesRestarted(t *testing.T) {
-	f := newFleet(t, 30*fleetCost, 30*fleetCost, 30*fleetCost)
+	f := newStoreFleet(t)
 	p1, s1 := f.start(f.a, "", nil)
-	n, _, _ := rtDrain(t, s1, 10)
-	f.rtSettled()
-	snap := f.rtSnapshot()
-	m, typ, _ := rtDrain(t, s1, 40)
+	n, _, _ := drain(t, s1, 10)
+	f.settled()
+	snap := f.snapshot()
+	m, typ, _ := drain(t, s1, 40)
 	if typ != string(dct.BudgetExceeded) {
 		t.Fatalf("the budget: %s, want budget_exceeded", typ)
 	}
-	f.rtSettled()
-	rtStop(t, p1)
-	f.rtRestore(snap)
+	f.settled()
+	stopProxy(t, p1)
+	f.restore(snap)
 	// The same machine (state directory), a new process.
 	p2, s2 := f.start(f.a, "", nil)
-	more, typ, detail := rtDrain(t, s2, 40)
+	more, typ, detail := drain(t, s2, 40)
 	total := n + m + more
 	f.sameAsUpstreams([]*mcptest.Process{p1, p2}, total)
 	if total > 30 {
@@ -470,7 +464,7 @@ func (r *rdbRedis) kill() {
 // budget again.
 // Found by the red team of issue 19's store history, fixed (was TestRedTeamRDBRestartAfterProxiesRestarted).
 func TestE2EFaultRDBRestartAfterProxiesRestarted(t *testing.T) {
-	f := newFleet(t, 30*fleetCost, 30*fleetCost, 30*fleetCost)
+	f := newStoreFleet(t)
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
@@ -495,22 +489,22 @@ func TestE2EFaultRDBRestartAfterProxiesRestarted(t *testing.T) {
 	}
 	p1 := f.e.StartProxy(mcptest.ProxyOptions{Policy: pol, Token: f.a})
 	s1 := p1.Connect(mcptest.SessionOptions{})
-	n, _, _ := rtDrain(t, s1, 10)
+	n, _, _ := drain(t, s1, 10)
 	mcptest.Eventually(t, "the calls settled", func() bool { return spent() == n*fleetCost })
 	c := redis.NewClient(&redis.Options{Addr: fmt.Sprintf("127.0.0.1:%d", r.port)})
 	if err := c.Save(context.Background()).Err(); err != nil { // the periodic snapshot
 		t.Fatal(err)
 	}
 	c.Close()
-	m, typ, _ := rtDrain(t, s1, 40)
+	m, typ, _ := drain(t, s1, 40)
 	if typ != string(dct.BudgetExceeded) {
 		t.Fatalf("the budget: %s, want budget_exceeded", typ)
 	}
-	rtStop(t, p1)
+	stopProxy(t, p1)
 	r.kill()
 	r.start() // from dump.rdb
 	p2 := f.e.StartProxy(mcptest.ProxyOptions{Policy: pol, Token: f.a})
-	more, typ, detail := rtDrain(t, p2.Connect(mcptest.SessionOptions{}), 40)
+	more, typ, detail := drain(t, p2.Connect(mcptest.SessionOptions{}), 40)
 	if n+m+more > 30 {
 		t.Errorf("Redis restarted from its last RDB snapshot (%d calls) after %d: the restarted proxy forwarded %d more (%d on a budget of 30), then %s: %s; want store_reset", n, n+m, more, n+m+more, typ, detail)
 	}
@@ -530,7 +524,7 @@ func TestE2EFaultStallThenKillReleasesRefusedCalls(t *testing.T) {
 	p := f.e.StartProxy(mcptest.ProxyOptions{Policy: pol, Token: f.a, WantExit: func(int) bool { return true }})
 	s := p.Connect(mcptest.SessionOptions{})
 	s.Call(t, "echo", map[string]any{"text": "before"}).OK(t, "a call before the stall")
-	f.rtSettled()
+	f.settled()
 	f.srv.Pause()
 	resumed := false
 	defer func() {
@@ -583,7 +577,7 @@ func TestE2EFaultJournalClaimedByCrashedProxyReplayed(t *testing.T) {
 	p := f.e.StartProxy(mcptest.ProxyOptions{Policy: pol, Token: f.a})
 	s := p.Connect(mcptest.SessionOptions{})
 	s.Call(t, "echo", map[string]any{"text": "before"}).OK(t, "a call before the stall")
-	f.rtSettled()
+	f.settled()
 	f.srv.Pause()
 	resumed := false
 	defer func() {
@@ -597,7 +591,7 @@ func TestE2EFaultJournalClaimedByCrashedProxyReplayed(t *testing.T) {
 			t.Fatalf("a call during the stall: %s: %s, want store_unavailable", typ, detail)
 		}
 	}
-	rtStop(t, p)
+	stopProxy(t, p)
 	f.srv.Resume()
 	resumed = true
 	mcptest.Eventually(t, "a stalled reservation to run", func() bool { return f.usage()[f.key(1)].Reserved > 0 })
@@ -627,15 +621,13 @@ func TestE2EFaultJournalClaimedByCrashedProxyReplayed(t *testing.T) {
 // --head LOG=DIGEST has a log cut back past its head refused.
 // Found by the red team of issue 19's store history, fixed (was TestRedTeamRecoverSaysNothingOfATruncatedLog).
 func TestE2EFaultRecoverNamesATruncatedLog(t *testing.T) {
-	f := newFleet(t, 30*fleetCost, 30*fleetCost, 30*fleetCost)
+	f := newStoreFleet(t)
 	log := filepath.Join(f.e.Dir, "audit.log")
-	p, s := f.start(f.a, "proxy_key: "+f.e.KeyFile(mcptest.NewKey(t, "p"))+"\naudit_log: "+log+"\n", nil)
-	n, _, _ := rtDrain(t, s, 20)
-	f.rtSettled()
-	rtStop(t, p)
-	if err := f.srv.Client().FlushAll(context.Background()).Err(); err != nil {
-		t.Fatal(err)
-	}
+	p, s := f.start(f.a, f.audited("p", log), nil)
+	n, _, _ := drain(t, s, 20)
+	f.settled()
+	stopProxy(t, p)
+	f.srv.FlushAll()
 	// The head the log had at its proxy's exit, as audit verify gives it.
 	vout, verrs, vcode := mcptest.CLI(t, "audit", "verify", log)
 	_, head, ok := strings.Cut(vout, " head ")
@@ -670,20 +662,17 @@ func TestE2EFaultRecoverNamesATruncatedLog(t *testing.T) {
 // machine saw of the others are kept.
 // Found by the red team of issue 19's store history, fixed (was TestRedTeamRecoverOneRootThenOtherRootRestarts).
 func TestE2EFaultRecoverOneRootThenOtherRootRestarts(t *testing.T) {
-	f1 := newFleet(t, 30*fleetCost, 30*fleetCost, 30*fleetCost)
-	f2 := newFleet(t, 30*fleetCost, 30*fleetCost, 30*fleetCost)
-	f2.srv, f2.url = f1.srv, f1.url
+	f1 := newStoreFleet(t)
+	f2 := f1.otherRoot()
 	log1 := filepath.Join(f1.e.Dir, "audit-1.log")
-	_, s1 := f1.start(f1.a, "proxy_key: "+f1.e.KeyFile(mcptest.NewKey(t, "p1"))+"\naudit_log: "+log1+"\n", nil)
+	_, s1 := f1.start(f1.a, f1.audited("p1", log1), nil)
 	p2, s2 := f2.start(f2.a, "", nil)
-	n1, _, _ := rtDrain(t, s1, 20)
-	n2, _, _ := rtDrain(t, s2, 20)
-	f1.rtSettled()
-	f2.rtSettled()
-	rtStop(t, p2)
-	if err := f1.srv.Client().FlushAll(context.Background()).Err(); err != nil {
-		t.Fatal(err)
-	}
+	n1, _, _ := drain(t, s1, 20)
+	n2, _, _ := drain(t, s2, 20)
+	f1.settled()
+	f2.settled()
+	stopProxy(t, p2)
+	f1.srv.FlushAll()
 	if typ, detail := denialData(s1.Call(t, "echo", map[string]any{"text": "after the flush"})); typ != string(gate.StoreReset) {
 		t.Fatalf("tree 1 after the flush: %s: %s, want store_reset", typ, detail)
 	}
@@ -691,11 +680,11 @@ func TestE2EFaultRecoverOneRootThenOtherRootRestarts(t *testing.T) {
 	if code != 0 {
 		t.Fatalf("store recover --root R1: exit %d, %s%s", code, out, errs)
 	}
-	if m, typ, _ := rtDrain(t, s1, 20); n1+m > 30 || typ != string(dct.BudgetExceeded) {
+	if m, typ, _ := drain(t, s1, 20); n1+m > 30 || typ != string(dct.BudgetExceeded) {
 		t.Fatalf("tree 1 after its recovery: %d+%d forwarded, then %s", n1, m, typ)
 	}
 	p3, s3 := f2.start(f2.a, "", nil) // R2's machine: it saw the tree
-	more, typ, detail := rtDrain(t, s3, 40)
+	more, typ, detail := drain(t, s3, 40)
 	f2.sameAsUpstreams([]*mcptest.Process{p2, p3}, n2+more)
 	if more > 0 || typ != string(gate.StoreReset) {
 		t.Errorf("tree 2, whose spend no one rebuilt, after store recover --root R1 and a restart of its proxy: %d more calls forwarded (%d on a budget of 30), then %s: %s; want store_reset until its own recovery", more, n2+more, typ, detail)
@@ -707,18 +696,15 @@ func TestE2EFaultRecoverOneRootThenOtherRootRestarts(t *testing.T) {
 // accepts the loss of R1's trees only; R2's proxy still refuses.
 // Found by the red team of issue 19's store history, fixed (was TestRedTeamInitResetOneRootLeavesAnother).
 func TestE2EFaultInitResetOneRootLeavesAnother(t *testing.T) {
-	f1 := newFleet(t, 30*fleetCost, 30*fleetCost, 30*fleetCost)
-	f2 := newFleet(t, 30*fleetCost, 30*fleetCost, 30*fleetCost)
-	f2.srv, f2.url = f1.srv, f1.url
+	f1 := newStoreFleet(t)
+	f2 := f1.otherRoot()
 	_, s1 := f1.start(f1.a, "", nil)
 	p2, s2 := f2.start(f2.a, "", nil)
-	rtDrain(t, s1, 20)
-	n2, _, _ := rtDrain(t, s2, 20)
-	f1.rtSettled()
-	f2.rtSettled()
-	if err := f1.srv.Client().FlushAll(context.Background()).Err(); err != nil {
-		t.Fatal(err)
-	}
+	drain(t, s1, 20)
+	n2, _, _ := drain(t, s2, 20)
+	f1.settled()
+	f2.settled()
+	f1.srv.FlushAll()
 	for i, s := range []*mcptest.Session{s1, s2} {
 		if typ, detail := denialData(s.Call(t, "echo", map[string]any{"text": "after the flush"})); typ != string(gate.StoreReset) {
 			t.Fatalf("tree %d after the flush: %s: %s, want store_reset", i+1, typ, detail)
@@ -731,10 +717,10 @@ func TestE2EFaultInitResetOneRootLeavesAnother(t *testing.T) {
 	if code != 0 {
 		t.Fatalf("store init --reset --root R1: exit %d, %s%s", code, out, errs)
 	}
-	if m, typ, detail := rtDrain(t, s1, 40); m != 30 || typ != string(dct.BudgetExceeded) {
+	if m, typ, detail := drain(t, s1, 40); m != 30 || typ != string(dct.BudgetExceeded) {
 		t.Fatalf("tree 1 after its loss was accepted: %d forwarded (its budget restarts), then %s: %s", m, typ, detail)
 	}
-	more, typ, detail := rtDrain(t, s2, 40)
+	more, typ, detail := drain(t, s2, 40)
 	f2.sameAsUpstreams([]*mcptest.Process{p2}, n2+more)
 	if more > 0 || typ != string(gate.StoreReset) {
 		t.Errorf("tree 2 after store init --reset --root R1: %d more calls forwarded, then %s: %s; want store_reset", more, typ, detail)

@@ -2,9 +2,10 @@
 
 package proxy_test
 
-// Red-team tests of issue 19's Redis store history (branch wt-storegen)
-// that held: each fault is refused as the README says. The ones that did
-// not hold are in store_redteam_test.go (build tag redteam).
+// A fleet's store losing data (issue 19): flushes and partial losses the
+// red team of the store history (branch wt-storegen) tried, which held:
+// each fault is refused as the README says. Shared setup:
+// fleet_store_e2e_test.go.
 
 import (
 	"context"
@@ -20,82 +21,13 @@ import (
 	"github.com/delegateos/delegateos/internal/mcptest"
 )
 
-// rtSnap is every delegateos key of the server, as DUMP returns it: an
-// RDB snapshot of the fleet's data.
-type rtSnap map[string]string
-
-func (f *fleet) rtSnapshot() rtSnap {
-	f.t.Helper()
-	ctx := context.Background()
-	c := f.srv.Client()
-	keys, err := c.Keys(ctx, "delegateos:*").Result()
-	if err != nil || len(keys) == 0 {
-		f.t.Fatalf("the fleet's keys: %v %v", keys, err)
-	}
-	s := rtSnap{}
-	for _, k := range keys {
-		if s[k], err = c.Dump(ctx, k).Result(); err != nil {
-			f.t.Fatal(err)
-		}
-	}
-	return s
-}
-
-// rtRestore replaces the server's data by the snapshot, at once, as a
-// restart of Redis from an older dump.rdb (or a failover to a replica
-// that had not caught up) does.
-func (f *fleet) rtRestore(s rtSnap) {
-	f.t.Helper()
-	ctx := context.Background()
-	_, err := f.srv.Client().TxPipelined(ctx, func(p redis.Pipeliner) error {
-		p.FlushAll(ctx)
-		for k, d := range s {
-			p.Restore(ctx, k, 0, d)
-		}
-		return nil
-	})
-	if err != nil {
-		f.t.Fatal(err)
-	}
-}
-
-// rtDrain calls echo until a call is refused, at most max times, and
-// returns how many were forwarded and the refusal's type and detail.
-func rtDrain(t *testing.T, s *mcptest.Session, max int) (forwarded int64, typ, detail string) {
-	t.Helper()
-	for range max {
-		r := s.Call(t, "echo", map[string]any{"text": "drain"})
-		if r.Err == nil && !r.Res.IsError {
-			forwarded++
-			continue
-		}
-		typ, detail = denialData(r)
-		return forwarded, typ, detail
-	}
-	return forwarded, "", ""
-}
-
-func (f *fleet) rtSettled() {
-	f.t.Helper()
-	mcptest.Eventually(f.t, "the calls settled", func() bool { return f.usage()[f.key(1)].Reserved == 0 })
-}
-
-// rtStop closes a proxy's input and waits for it to exit.
-func rtStop(t *testing.T, p *mcptest.Process) {
-	t.Helper()
-	p.Stdin.Close()
-	if !p.WaitExit(mcptest.WaitTimeout) {
-		t.Fatal("the proxy did not exit")
-	}
-}
-
 // FLUSHDB (of the store's own database) is found as FLUSHALL is; a
 // FLUSHDB of another database changes nothing.
 // Tried by the red team of issue 19's store history; the attack held (was TestRedTeamHeldFlushDB).
 func TestE2EFaultFlushDBFound(t *testing.T) {
-	f := newFleet(t, 30*fleetCost, 30*fleetCost, 30*fleetCost)
+	f := newStoreFleet(t)
 	_, s := f.start(f.a, "", nil)
-	rtDrain(t, s, 5)
+	drain(t, s, 5)
 	ctx := context.Background()
 	other := redis.NewClient(&redis.Options{Addr: f.srv.Addr(), DB: 1})
 	defer other.Close()
@@ -123,10 +55,10 @@ func TestE2EFaultFlushDBFound(t *testing.T) {
 func TestE2EFaultPartialLossFound(t *testing.T) {
 	for _, lose := range []string{"identity", "stamp", "spend"} {
 		t.Run(lose, func(t *testing.T) {
-			f := newFleet(t, 30*fleetCost, 30*fleetCost, 30*fleetCost)
+			f := newStoreFleet(t)
 			_, s := f.start(f.a, "", nil)
-			rtDrain(t, s, 5)
-			f.rtSettled()
+			drain(t, s, 5)
+			f.settled()
 			ctx := context.Background()
 			c := f.srv.Client()
 			pattern := map[string]string{"identity": "delegateos:store", "stamp": "delegateos:stamp:*", "spend": "delegateos:spend:*"}[lose]
@@ -165,7 +97,7 @@ func TestE2EFaultJournalReplayedTwiceChargesOnce(t *testing.T) {
 	p := f.e.StartProxy(mcptest.ProxyOptions{Policy: pol, Token: f.a})
 	s := p.Connect(mcptest.SessionOptions{})
 	s.Call(t, "echo", map[string]any{"text": "before"}).OK(t, "a call before the stall")
-	f.rtSettled()
+	f.settled()
 	f.srv.Pause()
 	resumed := false
 	defer func() {
@@ -178,7 +110,7 @@ func TestE2EFaultJournalReplayedTwiceChargesOnce(t *testing.T) {
 			t.Fatalf("a call during the stall: %s: %s", typ, detail)
 		}
 	}
-	rtStop(t, p)
+	stopProxy(t, p)
 	f.srv.Resume()
 	resumed = true
 	journals, _ := filepath.Glob(filepath.Join(f.e.Dir, "state", "*.unsent-*.json"))
@@ -191,12 +123,12 @@ func TestE2EFaultJournalReplayedTwiceChargesOnce(t *testing.T) {
 	}
 	p2, s2 := f.start(f.a, "", nil)
 	s2.Call(t, "echo", map[string]any{"text": "after"}).OK(t, "a call after the stall")
-	f.rtSettled()
-	rtStop(t, p2)
+	f.settled()
+	stopProxy(t, p2)
 	mcptest.WriteFile(t, journals[0], string(b))
 	_, s3 := f.start(f.a, "", nil)
 	s3.Call(t, "echo", map[string]any{"text": "after again"}).OK(t, "a call after the replay")
-	f.rtSettled()
+	f.settled()
 	if u := f.usage()[f.key(1)]; u.Committed != 3*fleetCost || u.Reserved != 0 {
 		t.Fatalf("after the journal was replayed twice: %+v, want 3 calls committed, none reserved", u)
 	}
@@ -206,12 +138,12 @@ func TestE2EFaultJournalReplayedTwiceChargesOnce(t *testing.T) {
 // the spend by changing its decision), and the store stays reset.
 // Tried by the red team of issue 19's store history; the attack held (was TestRedTeamHeldRecoverRefusesTamperedLog).
 func TestE2EFaultRecoverRefusesTamperedLog(t *testing.T) {
-	f := newFleet(t, 30*fleetCost, 30*fleetCost, 30*fleetCost)
+	f := newStoreFleet(t)
 	log := filepath.Join(f.e.Dir, "audit.log")
-	p, s := f.start(f.a, "proxy_key: "+f.e.KeyFile(mcptest.NewKey(t, "p"))+"\naudit_log: "+log+"\n", nil)
-	rtDrain(t, s, 10)
-	f.rtSettled()
-	rtStop(t, p)
+	p, s := f.start(f.a, f.audited("p", log), nil)
+	drain(t, s, 10)
+	f.settled()
+	stopProxy(t, p)
 	f.srv.Client().FlushAll(context.Background())
 	b, _ := os.ReadFile(log)
 	tampered := strings.Replace(string(b), `"decision":"ALLOW"`, `"decision":"DENY"`, 1)
@@ -233,7 +165,7 @@ func TestE2EFaultRecoverRefusesTamperedLog(t *testing.T) {
 // proxy refuses to start rather than run without remembering the store.
 // Tried by the red team of issue 19's store history; the attack held (was TestRedTeamHeldStateDirUnwritable).
 func TestE2EFaultStateDirUnwritableRefusedAtStart(t *testing.T) {
-	f := newFleet(t, 30*fleetCost, 30*fleetCost, 30*fleetCost)
+	f := newStoreFleet(t)
 	bad := filepath.Join(t.TempDir(), "state")
 	mcptest.WriteFile(t, bad, "not a directory")
 	p := f.e.StartProxy(mcptest.ProxyOptions{Policy: f.policy(""), Token: f.a, LogToStderr: true,
@@ -249,19 +181,17 @@ func TestE2EFaultStateDirUnwritableRefusedAtStart(t *testing.T) {
 // store init without --reset on a store a FLUSHALL emptied, while a proxy
 // that saw the tree runs: the proxy adopts the operator's generation but
 // its call marked the tree's stamp first, so it still refuses store_reset
-// (the restarted-proxy case, RT13, is in store_rtfixed_e2e_test.go).
+// (the restarted-proxy case, RT13, is in fleet_store_loss_e2e_test.go).
 // Tried by the red team of issue 19's store history; the attack held (was TestRedTeamHeldPlainStoreInitAfterFlushRunningProxy).
 func TestE2EFaultPlainStoreInitAfterFlushRunningProxyRefuses(t *testing.T) {
-	f := newFleet(t, 30*fleetCost, 30*fleetCost, 30*fleetCost)
+	f := newStoreFleet(t)
 	p, s := f.start(f.a, "", nil)
-	n, _, _ := rtDrain(t, s, 20)
-	f.rtSettled()
-	if err := f.srv.Client().FlushAll(context.Background()).Err(); err != nil {
-		t.Fatal(err)
-	}
+	n, _, _ := drain(t, s, 20)
+	f.settled()
+	f.srv.FlushAll()
 	out, errs, code := mcptest.CLI(t, "store", "init", "--store", f.srv.URL())
 	t.Logf("store init (no --reset) after the flush: exit %d, %s%s", code, out, errs)
-	more, typ, detail := rtDrain(t, s, 40)
+	more, typ, detail := drain(t, s, 40)
 	f.sameAsUpstreams([]*mcptest.Process{p}, n+more)
 	t.Logf("then: %s: %s", typ, detail)
 	if more > 0 || typ != string(gate.StoreReset) {

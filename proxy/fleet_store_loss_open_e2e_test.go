@@ -22,11 +22,11 @@ import (
 // call in flight, and the budget holds: 30 calls on 30, the store exactly
 // what was forwarded, nothing held (rtstore2 R2-4).
 func TestE2EFaultOpenReservationsHashLost(t *testing.T) {
-	f := newFleet(t, 30*fleetCost, 30*fleetCost, 30*fleetCost)
+	f := newStoreFleet(t)
 	log := filepath.Join(f.e.Dir, "audit.log")
-	p, s := f.start(f.a, "proxy_key: "+f.e.KeyFile(mcptest.NewKey(t, "proxy"))+"\naudit_log: "+log+"\n", nil)
-	n, _, _ := rtDrain(t, s, 3)
-	f.rtSettled()
+	p, s := f.start(f.a, f.audited("proxy", log), nil)
+	n, _, _ := drain(t, s, 3)
+	f.settled()
 	done := make(chan mcptest.Result, 1)
 	go func() { done <- s.Call(t, "slow", map[string]any{"steps": 10, "delay_ms": 100}) }()
 	mcptest.Eventually(t, "the slow call's reservation", func() bool { return f.usage()[f.key(1)].Reserved == fleetCost })
@@ -51,7 +51,7 @@ func TestE2EFaultOpenReservationsHashLost(t *testing.T) {
 	if u := f.usage()[f.key(1)]; u.Reserved != 0 || u.Committed != (n+1)*fleetCost {
 		t.Fatalf("after store recover: %d committed, %d held; want the %d calls forwarded (%d), none held", u.Committed, u.Reserved, n+1, (n+1)*fleetCost)
 	}
-	more, typ, detail := rtDrain(t, s, 40)
+	more, typ, detail := drain(t, s, 40)
 	if typ != string(dct.BudgetExceeded) {
 		t.Fatalf("after store recover: %d forwarded, then %q %s; want budget_exceeded", more, typ, detail)
 	}
@@ -59,7 +59,7 @@ func TestE2EFaultOpenReservationsHashLost(t *testing.T) {
 	if total := n + more + 1; total != 30 {
 		t.Errorf("%d calls forwarded on a budget of 30 (%d before the loss, the slow one, %d after the recovery)", total, n, more)
 	}
-	f.rtSettled()
+	f.settled()
 	if u := f.usage()[f.key(1)]; u.Committed != 30*fleetCost {
 		t.Errorf("the store counts %d committed, %d held; want the 30 calls forwarded (%d)", u.Committed, u.Reserved, 30*fleetCost)
 	}

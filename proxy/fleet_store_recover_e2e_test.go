@@ -2,8 +2,9 @@
 
 package proxy_test
 
-// Findings of the third red team of issue 19's store history that are
-// fixed (see store_rt3_redteam_test.go for those still open).
+// A fleet's store losing data (issue 19): store recover and store init
+// --root after a loss. Found by the third red team of the store history
+// (R3-n), fixed. Shared setup: fleet_store_e2e_test.go.
 
 import (
 	"context"
@@ -35,15 +36,12 @@ import (
 // last raises before the proxy entered the reset state, whatever the
 // machine's speed.)
 func TestE2EFaultCountsOfTheLastSecondWritten(t *testing.T) {
-	f := newFleet(t, 30*fleetCost, 30*fleetCost, 30*fleetCost)
+	f := newStoreFleet(t)
 	log1 := filepath.Join(f.e.Dir, "audit-1.log")
 	log2 := filepath.Join(f.e.Dir, "audit-2.log")
 	machine2 := t.TempDir()
-	extra := func(name, log string) string {
-		return "proxy_key: " + f.e.KeyFile(mcptest.NewKey(t, name)) + "\naudit_log: " + log + "\n"
-	}
-	p1 := f.e.StartProxy(mcptest.ProxyOptions{Policy: f.policy(extra("p1", log1)), Token: f.a})
-	p2 := f.e.StartProxy(mcptest.ProxyOptions{Policy: f.policy(extra("p2", log2)), Token: f.a, Dir: machine2})
+	p1 := f.e.StartProxy(mcptest.ProxyOptions{Policy: f.policy(f.audited("p1", log1)), Token: f.a})
+	p2 := f.e.StartProxy(mcptest.ProxyOptions{Policy: f.policy(f.audited("p2", log2)), Token: f.a, Dir: machine2})
 	s1, s2 := p1.Connect(mcptest.SessionOptions{}), p2.Connect(mcptest.SessionOptions{})
 	// Both proxies have joined (they answer): their counts files exist.
 	files := f.seenFiles()
@@ -71,29 +69,27 @@ func TestE2EFaultCountsOfTheLastSecondWritten(t *testing.T) {
 	t.Cleanup(unlock)
 	var n1, n2 int64
 	for range 11 {
-		a, _, _ := rtDrain(t, s1, 1)
-		b, _, _ := rtDrain(t, s2, 1)
+		a, _, _ := drain(t, s1, 1)
+		b, _, _ := drain(t, s2, 1)
 		n1, n2 = n1+a, n2+b
 	}
-	f.rtSettled()
-	if err := f.srv.Client().FlushAll(context.Background()).Err(); err != nil {
-		t.Fatal(err)
-	}
+	f.settled()
+	f.srv.FlushAll()
 	for i, s := range []*mcptest.Session{s1, s2} {
 		if typ, detail := denialData(s.Call(t, "echo", map[string]any{"text": "after the flush"})); typ != string(gate.StoreReset) {
 			t.Fatalf("proxy %d after the flush: %s: %s, want store_reset", i+1, typ, detail)
 		}
 	}
 	unlock()
-	rtStop(t, p1)
-	rtStop(t, p2)
+	stopProxy(t, p1)
+	stopProxy(t, p2)
 	kept := func(path string) string { b, _ := os.ReadFile(path); return string(b) }
 	t.Logf("kept counts after a clean exit: machine 1 %s, machine 2 %s (the root counted %d)", kept(files[0]), kept(files2[0]), n1+n2)
 	if out, errs, code := mcptest.CLI(t, "store", "recover", "--store", f.srv.URL(), "--root", f.e.Root.ID(), "--audit", log2); code != 0 {
 		t.Fatalf("store recover with proxy 2's log: exit %d, %s%s", code, out, errs)
 	}
-	p3 := f.e.StartProxy(mcptest.ProxyOptions{Policy: f.policy(extra("p3", filepath.Join(f.e.Dir, "audit-3.log"))), Token: f.a})
-	more, typ, detail := rtDrain(t, p3.Connect(mcptest.SessionOptions{}), 40)
+	p3 := f.e.StartProxy(mcptest.ProxyOptions{Policy: f.policy(f.audited("p3", filepath.Join(f.e.Dir, "audit-3.log"))), Token: f.a})
+	more, typ, detail := drain(t, p3.Connect(mcptest.SessionOptions{}), 40)
 	total := n1 + n2 + more
 	f.sameAsUpstreams([]*mcptest.Process{p1, p2, p3}, total)
 	if total > 30 || typ != string(gate.StoreReset) {
@@ -116,11 +112,11 @@ func TestE2EFaultSpellingAfterRestartWithoutPersistence(t *testing.T) {
 		{"localhost", "127.0.0.1", "localhost"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			f := newFleet(t, 30*fleetCost, 30*fleetCost, 30*fleetCost)
+			f := newStoreFleet(t)
 			p1, s1 := f.start(f.a, "", nil)
-			n, _, _ := rtDrain(t, s1, 10)
-			f.rtSettled()
-			rtStop(t, p1)
+			n, _, _ := drain(t, s1, 10)
+			f.settled()
+			stopProxy(t, p1)
 			f.srv.RestartEmpty()
 			pol := f.policy("")
 			spelled := strings.Replace(pol.SpendStore, c.from, c.to, 1)
@@ -131,7 +127,7 @@ func TestE2EFaultSpellingAfterRestartWithoutPersistence(t *testing.T) {
 			// Same machine: the same state directory (f.e.Dir/state).
 			p2 := f.e.StartProxy(mcptest.ProxyOptions{Policy: pol, Token: f.a})
 			s2 := p2.Connect(mcptest.SessionOptions{})
-			more, typ, detail := rtDrain(t, s2, 40)
+			more, typ, detail := drain(t, s2, 40)
 			total := n + more
 			f.sameAsUpstreams([]*mcptest.Process{p1, p2}, total)
 			if total > 30 || typ != string(gate.StoreReset) {
@@ -151,19 +147,16 @@ func TestE2EFaultSpellingAfterRestartWithoutPersistence(t *testing.T) {
 // a new machine's proxy of fleet 2 is refused store_reset, nothing more
 // forwarded.
 func TestE2EFaultOneRootsInitKeepsTheStoreWideReset(t *testing.T) {
-	f1 := newFleet(t, 30*fleetCost, 30*fleetCost, 30*fleetCost)
-	f2 := newFleet(t, 30*fleetCost, 30*fleetCost, 30*fleetCost)
-	f2.srv, f2.url = f1.srv, f1.url
+	f1 := newStoreFleet(t)
+	f2 := f1.otherRoot()
 	_, s1 := f1.start(f1.a, "", nil)
 	p2, s2 := f2.start(f2.a, "", nil)
-	rtDrain(t, s1, 5)
-	n2, _, _ := rtDrain(t, s2, 10)
-	f1.rtSettled()
-	f2.rtSettled()
-	rtStop(t, p2) // fleet 2 idle (its stdio proxies run per session)
-	if err := f1.srv.Client().FlushAll(context.Background()).Err(); err != nil {
-		t.Fatal(err)
-	}
+	drain(t, s1, 5)
+	n2, _, _ := drain(t, s2, 10)
+	f1.settled()
+	f2.settled()
+	stopProxy(t, p2) // fleet 2 idle (its stdio proxies run per session)
+	f1.srv.FlushAll()
 	typ, detail := denialData(s1.Call(t, "echo", map[string]any{"text": "fleet 1 after the flush"}))
 	if typ != string(gate.StoreReset) {
 		t.Fatalf("fleet 1 after the flush: %s: %s, want store_reset", typ, detail)
@@ -173,7 +166,7 @@ func TestE2EFaultOneRootsInitKeepsTheStoreWideReset(t *testing.T) {
 	if typ, detail := denialData(pc.Connect(mcptest.SessionOptions{}).Call(t, "echo", map[string]any{"text": "fleet 2, new machine, before"})); typ != string(gate.StoreReset) {
 		t.Fatalf("a new machine's proxy of fleet 2 after fleet 1 found the flush: %s: %s, want store_reset", typ, detail)
 	}
-	rtStop(t, pc)
+	stopProxy(t, pc)
 	root1 := f1.e.Root.ID()
 	if out, errs, code := mcptest.CLI(t, "store", "init", "--store", f1.srv.URL(), "--reset", "--root", root1); code != 0 {
 		t.Fatalf("store init --reset --root ROOT1: %d %s %s", code, out, errs)
@@ -182,7 +175,7 @@ func TestE2EFaultOneRootsInitKeepsTheStoreWideReset(t *testing.T) {
 		t.Fatalf("fleet 1 after store init --reset --root ROOT1: %s: %s, want it forwarded", typ, detail)
 	}
 	p3 := f2.e.StartProxy(mcptest.ProxyOptions{Policy: f2.policy(""), Token: f2.a, Dir: t.TempDir()})
-	more, typ, detail := rtDrain(t, p3.Connect(mcptest.SessionOptions{}), 40)
+	more, typ, detail := drain(t, p3.Connect(mcptest.SessionOptions{}), 40)
 	total := n2 + more
 	f2.sameAsUpstreams([]*mcptest.Process{p2, pc, p3}, total)
 	if total > 30 || typ != string(gate.StoreReset) {
@@ -199,27 +192,24 @@ func TestE2EFaultOneRootsInitKeepsTheStoreWideReset(t *testing.T) {
 // 1's log only: machine 2's proxy, which saw the root count 20, is
 // refused store_reset, nothing more forwarded.
 func TestE2EFaultRecoverOfAForgottenStoreKeepsTheCounts(t *testing.T) {
-	f := newFleet(t, 30*fleetCost, 30*fleetCost, 30*fleetCost)
+	f := newStoreFleet(t)
 	log1 := filepath.Join(f.e.Dir, "audit-1.log")
 	log2 := filepath.Join(f.e.Dir, "audit-2.log")
 	machine2 := t.TempDir()
-	extra := func(name, log string) string {
-		return "proxy_key: " + f.e.KeyFile(mcptest.NewKey(t, name)) + "\naudit_log: " + log + "\n"
-	}
-	p1 := f.e.StartProxy(mcptest.ProxyOptions{Policy: f.policy(extra("p1", log1)), Token: f.a})
-	p2 := f.e.StartProxy(mcptest.ProxyOptions{Policy: f.policy(extra("p2", log2)), Token: f.a, Dir: machine2})
-	n1, _, _ := rtDrain(t, p1.Connect(mcptest.SessionOptions{}), 10)
-	n2, _, _ := rtDrain(t, p2.Connect(mcptest.SessionOptions{}), 10)
-	f.rtSettled()
-	rtStop(t, p1)
-	rtStop(t, p2)
+	p1 := f.e.StartProxy(mcptest.ProxyOptions{Policy: f.policy(f.audited("p1", log1)), Token: f.a})
+	p2 := f.e.StartProxy(mcptest.ProxyOptions{Policy: f.policy(f.audited("p2", log2)), Token: f.a, Dir: machine2})
+	n1, _, _ := drain(t, p1.Connect(mcptest.SessionOptions{}), 10)
+	n2, _, _ := drain(t, p2.Connect(mcptest.SessionOptions{}), 10)
+	f.settled()
+	stopProxy(t, p1)
+	stopProxy(t, p2)
 	f.srv.RestartEmpty()
 	if out, errs, code := mcptest.CLI(t, "store", "recover", "--store", f.srv.URL(), "--root", f.e.Root.ID(), "--audit", log1); code != 0 {
 		t.Fatalf("store recover with proxy 1's log: exit %d, %s%s", code, out, errs)
 	}
 	// Machine 2's proxy, started again: it saw the root count n1+n2.
-	p3 := f.e.StartProxy(mcptest.ProxyOptions{Policy: f.policy(extra("p3", filepath.Join(f.e.Dir, "audit-3.log"))), Token: f.a, Dir: machine2})
-	more, typ, detail := rtDrain(t, p3.Connect(mcptest.SessionOptions{}), 40)
+	p3 := f.e.StartProxy(mcptest.ProxyOptions{Policy: f.policy(f.audited("p3", filepath.Join(f.e.Dir, "audit-3.log"))), Token: f.a, Dir: machine2})
+	more, typ, detail := drain(t, p3.Connect(mcptest.SessionOptions{}), 40)
 	total := n1 + n2 + more
 	f.sameAsUpstreams([]*mcptest.Process{p1, p2, p3}, total)
 	if total > 30 || typ != string(gate.StoreReset) {
@@ -235,23 +225,22 @@ func TestE2EFaultRecoverOfAForgottenStoreKeepsTheCounts(t *testing.T) {
 // store records that every other tree is still lost (reset_rest):
 // store_reset, nothing more forwarded.
 func TestE2EFaultInitRootOfAForgottenStoreKeepsTheOtherFleet(t *testing.T) {
-	f1 := newFleet(t, 30*fleetCost, 30*fleetCost, 30*fleetCost)
-	f2 := newFleet(t, 30*fleetCost, 30*fleetCost, 30*fleetCost)
-	f2.srv, f2.url = f1.srv, f1.url
+	f1 := newStoreFleet(t)
+	f2 := f1.otherRoot()
 	p1, s1 := f1.start(f1.a, "", nil)
 	p2, s2 := f2.start(f2.a, "", nil)
-	rtDrain(t, s1, 5)
-	n2, _, _ := rtDrain(t, s2, 10)
-	f1.rtSettled()
-	f2.rtSettled()
-	rtStop(t, p1)
-	rtStop(t, p2)
+	drain(t, s1, 5)
+	n2, _, _ := drain(t, s2, 10)
+	f1.settled()
+	f2.settled()
+	stopProxy(t, p1)
+	stopProxy(t, p2)
 	f1.srv.RestartEmpty()
 	if out, errs, code := mcptest.CLI(t, "store", "init", "--store", f1.srv.URL(), "--reset", "--root", f1.e.Root.ID()); code != 0 {
 		t.Fatalf("store init --reset --root ROOT1: %d %s %s", code, out, errs)
 	}
 	p3, s3 := f2.start(f2.a, "", nil) // fleet 2's machine (its state directory)
-	more, typ, detail := rtDrain(t, s3, 40)
+	more, typ, detail := drain(t, s3, 40)
 	total := n2 + more
 	f2.sameAsUpstreams([]*mcptest.Process{p2, p3}, total)
 	if total > 30 || typ != string(gate.StoreReset) {
@@ -269,10 +258,10 @@ func TestE2EFaultInitRootOfAForgottenStoreKeepsTheOtherFleet(t *testing.T) {
 // forwards, then the old one's call and the new one's next call forward
 // too.
 func TestE2EFaultOldIdentityProxyAdoptsALiftedTree(t *testing.T) {
-	f := newFleet(t, 30*fleetCost, 30*fleetCost, 30*fleetCost)
+	f := newStoreFleet(t)
 	_, s1 := f.start(f.a, "", nil)
-	rtDrain(t, s1, 5)
-	f.rtSettled()
+	drain(t, s1, 5)
+	f.settled()
 	if err := f.srv.Client().Del(context.Background(), "delegateos:store").Err(); err != nil {
 		t.Fatal(err)
 	}
@@ -303,19 +292,17 @@ func TestE2EFaultOldIdentityProxyAdoptsALiftedTree(t *testing.T) {
 // identity, adopts the recovery's generation and goes on: exactly the
 // budget's rest is forwarded.
 func TestE2EFaultRunningProxyAdoptsARecoveredTree(t *testing.T) {
-	f := newFleet(t, 30*fleetCost, 30*fleetCost, 30*fleetCost)
+	f := newStoreFleet(t)
 	log1 := filepath.Join(f.e.Dir, "audit-1.log")
-	p1 := f.e.StartProxy(mcptest.ProxyOptions{Policy: f.policy("proxy_key: " + f.e.KeyFile(mcptest.NewKey(t, "p1")) + "\naudit_log: " + log1 + "\n"), Token: f.a})
+	p1 := f.e.StartProxy(mcptest.ProxyOptions{Policy: f.policy(f.audited("p1", log1)), Token: f.a})
 	s1 := p1.Connect(mcptest.SessionOptions{})
-	n, _, _ := rtDrain(t, s1, 10)
-	f.rtSettled()
-	if err := f.srv.Client().FlushAll(context.Background()).Err(); err != nil {
-		t.Fatal(err)
-	}
+	n, _, _ := drain(t, s1, 10)
+	f.settled()
+	f.srv.FlushAll()
 	if out, errs, code := mcptest.CLI(t, "store", "recover", "--store", f.srv.URL(), "--root", f.e.Root.ID(), "--audit", log1); code != 0 {
 		t.Fatalf("store recover with the fleet's only log: exit %d, %s%s", code, out, errs)
 	}
-	more, typ, detail := rtDrain(t, s1, 40)
+	more, typ, detail := drain(t, s1, 40)
 	total := n + more
 	f.sameAsUpstreams([]*mcptest.Process{p1}, total)
 	if total != 30 {
@@ -329,10 +316,10 @@ func TestE2EFaultRunningProxyAdoptsARecoveredTree(t *testing.T) {
 // still marked reset, and changes nothing; the right root then lifts the
 // tree.
 func TestE2EFaultInitResetUnknownRootRefused(t *testing.T) {
-	f := newFleet(t, 30*fleetCost, 30*fleetCost, 30*fleetCost)
+	f := newStoreFleet(t)
 	_, s := f.start(f.a, "", nil)
-	rtDrain(t, s, 5)
-	f.rtSettled()
+	drain(t, s, 5)
+	f.settled()
 	ctx := context.Background()
 	c := f.srv.Client()
 	keys, err := c.Keys(ctx, "delegateos:spend:{"+f.e.Root.ID()+"}:*").Result()
@@ -364,11 +351,11 @@ func TestE2EFaultInitResetUnknownRootRefused(t *testing.T) {
 // the file and what to do with it (restore or remove it), without the
 // advice for a Redis that is down or a wrong URL (a budget.StateError).
 func TestE2EFaultCorruptIndexNamesItsRemedy(t *testing.T) {
-	f := newFleet(t, 30*fleetCost, 30*fleetCost, 30*fleetCost)
+	f := newStoreFleet(t)
 	p1, s1 := f.start(f.a, "", nil)
-	rtDrain(t, s1, 5)
-	f.rtSettled()
-	rtStop(t, p1)
+	drain(t, s1, 5)
+	f.settled()
+	stopProxy(t, p1)
 	idx, err := filepath.Glob(filepath.Join(f.e.Dir, "state", "redis-*.json"))
 	if err != nil {
 		t.Fatal(err)
@@ -410,9 +397,9 @@ func TestE2EFaultCorruptIndexNamesItsRemedy(t *testing.T) {
 // was: the recovery lifts the tree, the spend is exactly the forwarded
 // calls', and the budget still binds.
 func TestE2EFaultDeclinedApprovalsCountedByRecovery(t *testing.T) {
-	f := newFleet(t, 30*fleetCost, 30*fleetCost, 30*fleetCost)
+	f := newStoreFleet(t)
 	logPath := filepath.Join(f.e.Dir, "audit-1.log")
-	pol := f.policy("proxy_key: " + f.e.KeyFile(mcptest.NewKey(t, "p1")) + "\naudit_log: " + logPath + "\n")
+	pol := f.policy(f.audited("p1", logPath))
 	for i := range pol.Rules {
 		if pol.Rules[i].Match == "echo" {
 			pol.Rules[i].Approval = "required"
@@ -426,15 +413,15 @@ func TestE2EFaultDeclinedApprovalsCountedByRecovery(t *testing.T) {
 	}}
 	p := f.e.StartProxy(mcptest.ProxyOptions{Policy: pol, Token: f.a})
 	s := p.Connect(mcptest.SessionOptions{Legacy: true, ClientOptions: []client.ClientOption{client.WithElicitationHandler(a)}})
-	fwd, _, _ := rtDrain(t, s, 5)
+	fwd, _, _ := drain(t, s, 5)
 	for range 3 {
 		if typ, detail := denialData(s.Call(t, "echo", map[string]any{"text": "decline-me"})); typ != string(gate.ApprovalDeclined) {
 			t.Fatalf("a declined call: %s: %s", typ, detail)
 		}
 	}
-	m, _, _ := rtDrain(t, s, 2)
+	m, _, _ := drain(t, s, 2)
 	fwd += m
-	f.rtSettled()
+	f.settled()
 	if u := f.usage()[f.key(1)]; u.Calls != fwd+3 {
 		t.Fatalf("the root delegation counts %d calls, want the %d forwarded and the 3 declined", u.Calls, fwd)
 	}
@@ -443,13 +430,11 @@ func TestE2EFaultDeclinedApprovalsCountedByRecovery(t *testing.T) {
 		b, _ := os.ReadFile(f.seenFiles()[0])
 		return strings.Contains(string(b), want)
 	})
-	if err := f.srv.Client().FlushAll(context.Background()).Err(); err != nil {
-		t.Fatal(err)
-	}
+	f.srv.FlushAll()
 	if typ, detail := denialData(s.Call(t, "echo", map[string]any{"text": "after the flush"})); typ != string(gate.StoreReset) {
 		t.Fatalf("after the flush: %s: %s, want store_reset", typ, detail)
 	}
-	rtStop(t, p)
+	stopProxy(t, p)
 	if out, errs, code := mcptest.CLI(t, "store", "recover", "--store", f.srv.URL(), "--root", f.e.Root.ID(), "--audit", logPath); code != 0 {
 		t.Fatalf("store recover with the fleet's only audit log: exit %d, %s%s", code, out, errs)
 	}
@@ -458,10 +443,10 @@ func TestE2EFaultDeclinedApprovalsCountedByRecovery(t *testing.T) {
 	}
 	// The same machine's proxy, started again after the recovery, forwards,
 	// and the budget binds at exactly 30 forwarded calls.
-	pol.Extra = "proxy_key: " + f.e.KeyFile(mcptest.NewKey(t, "p2")) + "\naudit_log: " + filepath.Join(f.e.Dir, "audit-2.log") + "\n"
+	pol.Extra = f.audited("p2", filepath.Join(f.e.Dir, "audit-2.log"))
 	p2 := f.e.StartProxy(mcptest.ProxyOptions{Policy: pol, Token: f.a})
 	s2 := p2.Connect(mcptest.SessionOptions{Legacy: true, ClientOptions: []client.ClientOption{client.WithElicitationHandler(a)}})
-	more, typ, detail := rtDrain(t, s2, 40)
+	more, typ, detail := drain(t, s2, 40)
 	if fwd+more != 30 || typ != "budget_exceeded" {
 		t.Fatalf("after the recovery: %d more forwarded (%d in all), then %s: %s; want 30 in all, then budget_exceeded", more, fwd+more, typ, detail)
 	}

@@ -22,7 +22,7 @@ func TestE2EReceiptArgumentsAreWhatUpstreamGot(t *testing.T) {
 	logPath := filepath.Join(e.Dir, "audit.log")
 	pol := &mcptest.Policy{AllowUnauthenticated: true, Extra: "proxy_key: " + e.KeyFile(key) + "\naudit_log: " + logPath +
 		"\nreceipts: {include_arguments: true, include_results: true}\n"}
-	p := e.StartProxy(mcptest.ProxyOptions{Policy: pol, Upstream: rtEchoUpstream(t, e, nil)})
+	p := e.StartProxy(mcptest.ProxyOptions{Policy: pol, Upstream: lineEchoUpstream(t, e, nil)})
 	c := p.Raw()
 	c.Initialize()
 	deep := strings.Repeat(`[`, 300) + strings.Repeat(`]`, 300)
@@ -103,7 +103,7 @@ func TestE2EVendorMethodVariantsGated(t *testing.T) {
 	e := mcptest.NewEnv(t)
 	pol := e.Policy()
 	pol.Extra = vendorMethods
-	p := e.StartProxy(mcptest.ProxyOptions{Policy: pol, Token: e.Mint(nil, "mcp:echo:*"), Upstream: rtEchoUpstream(t, e, nil)})
+	p := e.StartProxy(mcptest.ProxyOptions{Policy: pol, Token: e.Mint(nil, "mcp:echo:*"), Upstream: lineEchoUpstream(t, e, nil)})
 	c := p.Raw()
 	c.Initialize()
 	for i, m := range []string{`acme\/search`, `acme/\u0073earch`, `ACME/search`, `acme/search/`, `acme//search`, `/acme/search`, `acme/search\u0000`, `acme/sеarch`, `acme/search `} {
@@ -133,17 +133,17 @@ func TestE2EVendorMethodVariantsGated(t *testing.T) {
 // Found by the red team of receipts and frames (issue 26 item 2) (was TestRTReceiptTooLarge).
 func TestE2EReceiptTooLarge(t *testing.T) {
 	for _, n := range []int{160_000, 200_000} {
-		t.Run(fmt.Sprint(n), func(t *testing.T) { rtReceiptTooLarge(t, n) })
+		t.Run(fmt.Sprint(n), func(t *testing.T) { receiptTooLarge(t, n) })
 	}
 }
 
-func rtReceiptTooLarge(t *testing.T, n int) {
+func receiptTooLarge(t *testing.T, n int) {
 	e := mcptest.NewEnv(t)
 	key := mcptest.NewKey(t, "proxy")
 	logPath := filepath.Join(e.Dir, "audit.log")
 	pol := &mcptest.Policy{AllowUnauthenticated: true, Extra: "proxy_key: " + e.KeyFile(key) + "\naudit_log: " + logPath +
 		"\nreceipts: {include_arguments: true, include_results: true}\n"}
-	p := e.StartProxy(mcptest.ProxyOptions{Policy: pol, Upstream: rtEchoUpstream(t, e, nil)})
+	p := e.StartProxy(mcptest.ProxyOptions{Policy: pol, Upstream: lineEchoUpstream(t, e, nil)})
 	c := p.Raw()
 	c.Initialize()
 	args := `{"big":"` + strings.Repeat("\\u2028", n) + `"}` // escapes, which the receipt escapes again
@@ -171,7 +171,7 @@ func rtReceiptTooLarge(t *testing.T, n int) {
 func TestE2ELineSeparatorOutsideStringsRefused(t *testing.T) {
 	e := mcptest.NewEnv(t)
 	pol := &mcptest.Policy{AllowUnauthenticated: true}
-	p := e.StartProxy(mcptest.ProxyOptions{Policy: pol, Upstream: rtEchoUpstream(t, e, nil)})
+	p := e.StartProxy(mcptest.ProxyOptions{Policy: pol, Upstream: lineEchoUpstream(t, e, nil)})
 	c := p.Raw()
 	c.Initialize()
 	for id, f := range map[string]string{

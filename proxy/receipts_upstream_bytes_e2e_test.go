@@ -16,19 +16,19 @@ import (
 	"github.com/delegateos/delegateos/internal/mcptest"
 )
 
-// rtEchoUpstreamEnv makes the test binary an upstream that answers every
+// lineEchoUpstreamEnv makes the test binary an upstream that answers every
 // request (but initialize) with a text result holding the exact line it
 // received, so a test sees what the upstream got byte for byte. A method
 // in the file it names gets that raw answer instead ($ID = id).
-const rtEchoUpstreamEnv = "DELEGATEOS_TEST_RT_ECHO_UPSTREAM"
+const lineEchoUpstreamEnv = "DELEGATEOS_TEST_LINE_ECHO_UPSTREAM"
 
 func init() {
-	if path := os.Getenv(rtEchoUpstreamEnv); path != "" {
-		os.Exit(runRTEchoUpstream(path))
+	if path := os.Getenv(lineEchoUpstreamEnv); path != "" {
+		os.Exit(runLineEchoUpstream(path))
 	}
 }
 
-func runRTEchoUpstream(path string) int {
+func runLineEchoUpstream(path string) int {
 	var script map[string]string
 	if b, err := os.ReadFile(path); err == nil {
 		_ = json.Unmarshal(b, &script)
@@ -63,11 +63,11 @@ func runRTEchoUpstream(path string) int {
 	return 0
 }
 
-func rtEchoUpstream(t *testing.T, e *mcptest.Env, script map[string]string) []string {
+func lineEchoUpstream(t *testing.T, e *mcptest.Env, script map[string]string) []string {
 	t.Helper()
 	path := filepath.Join(e.Dir, "rt-script.json")
 	mcptest.WriteFile(t, path, mcptest.MustJSON(script))
-	return []string{"env", rtEchoUpstreamEnv + "=" + path, os.Args[0]}
+	return []string{"env", lineEchoUpstreamEnv + "=" + path, os.Args[0]}
 }
 
 // receivedLine is the line the upstream echoed in a result.
@@ -92,7 +92,7 @@ func TestE2EReceiptVendorMethodHoldsParams(t *testing.T) {
 	logPath := filepath.Join(e.Dir, "audit.log")
 	pol := &mcptest.Policy{AllowUnauthenticated: true, Extra: vendorMethods + "proxy_key: " + e.KeyFile(key) + "\naudit_log: " + logPath +
 		"\nreceipts: {include_arguments: true, include_results: true}\n"}
-	p := e.StartProxy(mcptest.ProxyOptions{Policy: pol, Upstream: rtEchoUpstream(t, e, nil)})
+	p := e.StartProxy(mcptest.ProxyOptions{Policy: pol, Upstream: lineEchoUpstream(t, e, nil)})
 	c := p.Raw()
 	c.Initialize()
 	c.Send(`{"jsonrpc":"2.0","id":1,"method":"acme/search","params":{"q":"delete everything","limit":9007199254740993}}`)
@@ -128,7 +128,7 @@ func TestE2EReceiptCompletionArguments(t *testing.T) {
 	logPath := filepath.Join(e.Dir, "audit.log")
 	pol := &mcptest.Policy{AllowUnauthenticated: true, Extra: "proxy_key: " + e.KeyFile(key) + "\naudit_log: " + logPath +
 		"\nreceipts: {include_arguments: true, include_results: true}\n"}
-	p := e.StartProxy(mcptest.ProxyOptions{Policy: pol, Upstream: rtEchoUpstream(t, e, nil)})
+	p := e.StartProxy(mcptest.ProxyOptions{Policy: pol, Upstream: lineEchoUpstream(t, e, nil)})
 	c := p.Raw()
 	c.Initialize()
 	c.Send(`{"jsonrpc":"2.0","id":1,"method":"completion/complete","params":{"ref":{"type":"ref/prompt","name":"p"},"argument":{"name":"x","value":"secret"}}}`)
@@ -161,7 +161,7 @@ func TestE2EUpstreamRepeatedMemberInNotificationsNotRelayed(t *testing.T) {
 		`{"jsonrpc":"2.0","id":"s2","method":"elicitation/create","params":{"message":"Pay 1 EUR?","message":"Pay 1000 EUR?","requestedSchema":{"type":"object","properties":{}}}}`,
 	}
 	frame := strings.Join(notes, "\n") + "\n" + `{"jsonrpc":"2.0","id":$ID,"result":{"content":[]}}`
-	p := e.StartProxy(mcptest.ProxyOptions{Policy: pol, Upstream: rtEchoUpstream(t, e, map[string]string{"tools/call": frame})})
+	p := e.StartProxy(mcptest.ProxyOptions{Policy: pol, Upstream: lineEchoUpstream(t, e, map[string]string{"tools/call": frame})})
 	c := p.Raw()
 	c.Send(`{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{"sampling":{},"elicitation":{}},"clientInfo":{"name":"t","version":"1"}}}`)
 	c.Response("0")
@@ -206,7 +206,7 @@ func TestE2EUpstreamRepeatedMembersElsewhere(t *testing.T) {
 	}
 	for name, frame := range cases {
 		t.Run(name, func(t *testing.T) {
-			p := e.StartProxy(mcptest.ProxyOptions{Policy: pol, Upstream: rtEchoUpstream(t, e, map[string]string{"tools/call": frame, "acme/search": frame})})
+			p := e.StartProxy(mcptest.ProxyOptions{Policy: pol, Upstream: lineEchoUpstream(t, e, map[string]string{"tools/call": frame, "acme/search": frame})})
 			c := p.Raw()
 			c.Initialize()
 			c.Send(mcptest.CallFrame("1", "echo", map[string]any{"t": "a"}))

@@ -181,7 +181,7 @@ func TestE2ESharedStoreRateWindows(t *testing.T) {
 func TestE2ESharedStoreKilledProxy(t *testing.T) {
 	f := newSharedFleet(t, 3*fleetCost, 3*fleetCost, 3*fleetCost)
 	auditDir := filepath.Join(f.e.Dir, "audit") + "/"
-	extra := "proxy_key: " + f.e.KeyFile(mcptest.NewKey(t, "proxy")) + "\naudit_log: " + auditDir + "\n"
+	extra := f.audited("proxy", auditDir)
 	p1, s1 := f.startLocal(f.a, extra, func(code int) bool { return code == -1 })
 	_, s2 := f.startLocal(f.a, extra, nil)
 	done := make(chan mcptest.Result, 1)

@@ -355,3 +355,144 @@ func hpackString(b []byte, s string) []byte {
 	}
 	return append(b, s...)
 }
+
+// Red team (issue 26 item 3, bullet 1): one credential holds the whole
+// --max-body-bytes-in-flight budget and starves every other client. Alice
+// (a valid token, her own session) sends the headers of POSTs whose bodies
+// she never sends: one declaring --max-body-bytes, and one chunked with no
+// Content-Length (charged the full limit before a byte arrives). Each holds
+// its share for --read-timeout (10 s), and she can send them again for
+// ever. Bob, another credential with a 200-byte call, must still be served;
+// today he gets 503 (the budget has no per-credential share, only the
+// anonymous one).
+// (Was TestRedteamOneCredentialStarvesBodyBudget.)
+func TestServeBodyBudgetNotStarvedByOneCredential(t *testing.T) {
+	for _, chunked := range []bool{false, true} {
+		t.Run(fmt.Sprintf("chunked=%v", chunked), func(t *testing.T) {
+			e := mcptest.NewEnv(t)
+			srv := e.StartServe(mcptest.ServeOptions{Policy: e.Policy(), Flags: []string{"--max-body-bytes", "1048576", "--max-body-bytes-in-flight", "1048576"}})
+			alice := mcptest.Bearer(e.Mint(nil, "mcp:echo:*"))
+			bob := mcptest.Bearer(e.Mint(nil, "mcp:*:*"))
+			asid := srv.Initialize(alice)
+			bsid := srv.Initialize(bob)
+			hdr := map[string]string{"Mcp-Session-Id": asid}
+			for k, v := range alice {
+				hdr[k] = v
+			}
+			if chunked {
+				held := dial(t, srv.Addr)
+				t.Cleanup(func() { held.Close() })
+				var b string
+				b = fmt.Sprintf("POST /mcp HTTP/1.1\r\nHost: %s\r\nContent-Type: application/json\r\nAccept: application/json, text/event-stream\r\nTransfer-Encoding: chunked\r\n", srv.Addr)
+				for k, v := range hdr {
+					b += k + ": " + v + "\r\n"
+				}
+				b += "\r\n"
+				if _, err := io.WriteString(held, b); err != nil {
+					t.Fatal(err)
+				}
+			} else {
+				postHeaders(t, srv.Addr, hdr, 1<<20)
+			}
+			// Bob's small calls, while Alice holds her bodies' share.
+			for i := 0; i < 3; i++ {
+				if r := srv.Post(bsid, bob, echoCall(fmt.Sprint(i+10), 200)); r.Status != 200 {
+					t.Fatalf("call %d of another credential while one token holds the budget with unsent bodies: HTTP %d %s", i, r.Status, r.Body)
+				}
+			}
+		})
+	}
+}
+
+// Red team (issue 26 item 3, bullet 1), held: requests without a
+// credential are answered from their headers, their bodies unread, however
+// the body is framed: Expect: 100-continue (no "100 Continue" is sent),
+// chunked with no Content-Length, and a GET or DELETE with a body naming
+// an unknown session.
+// (Was TestRedteamPreBodyCheckFramings.)
+func TestServeRefusesUnauthenticatedBodiesUnreadAnyFraming(t *testing.T) {
+	e := mcptest.NewEnv(t)
+	srv := e.StartServe(mcptest.ServeOptions{Policy: e.Policy()})
+	cases := []struct {
+		name, method, extra string
+		want                int
+	}{
+		{"expect-100-continue", "POST", "Content-Length: 16000000\r\nExpect: 100-continue\r\n", 401},
+		{"chunked", "POST", "Transfer-Encoding: chunked\r\n", 401},
+		{"chunked-and-content-length", "POST", "Transfer-Encoding: chunked\r\nContent-Length: 10\r\n", 401},
+		{"get-with-body", "GET", "Mcp-Session-Id: nosuchsession\r\nContent-Length: 16000000\r\n", 404},
+		{"delete-with-body", "DELETE", "Mcp-Session-Id: nosuchsession\r\nTransfer-Encoding: chunked\r\n", 404},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			conn := dial(t, srv.Addr)
+			t.Cleanup(func() { conn.Close() })
+			head := fmt.Sprintf("%s /mcp HTTP/1.1\r\nHost: %s\r\nContent-Type: application/json\r\nAccept: application/json, text/event-stream\r\n%s\r\n", c.method, srv.Addr, c.extra)
+			if _, err := io.WriteString(conn, head); err != nil {
+				t.Fatal(err)
+			}
+			_ = conn.SetReadDeadline(time.Now().Add(mcptest.CallTimeout))
+			res, err := http.ReadResponse(bufio.NewReader(conn), nil)
+			if err != nil {
+				t.Fatalf("no answer before the body: %v", err)
+			}
+			res.Body.Close()
+			if res.StatusCode != c.want {
+				t.Fatalf("HTTP %d, want %d", res.StatusCode, c.want)
+			}
+		})
+	}
+}
+
+// A client that declares a body and stalls in it is cut off whatever its
+// request: one the front refuses before reading the body (a wrong
+// Content-Type or Accept, a foreign Host), a GET or a DELETE, which have
+// no body to read, or a request for another path. net/http reads what the
+// handler left of a small body before it answers, and nothing else bounds
+// that read.
+func TestServeSlowBodyOnAnyRequestIsCutOff(t *testing.T) {
+	e := mcptest.NewEnv(t)
+	srv := e.StartServe(mcptest.ServeOptions{Policy: e.Policy(), Flags: []string{"--read-timeout", "500ms"}})
+	tok := mcptest.Bearer(e.Mint(nil, "mcp:echo:*"))
+	sid := srv.Initialize(tok)
+	for name, head := range map[string]string{
+		"POST text/plain":         "POST /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: text/plain\r\nAccept: application/json, text/event-stream\r\nContent-Length: 100\r\n\r\n",
+		"POST without Accept":     "POST /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\nContent-Length: 100\r\n\r\n",
+		"POST foreign Host":       "POST /mcp HTTP/1.1\r\nHost: evil.example.com\r\nContent-Type: application/json\r\nAccept: application/json, text/event-stream\r\nContent-Length: 100\r\n\r\n",
+		"POST chunked text/plain": "POST /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: text/plain\r\nTransfer-Encoding: chunked\r\n\r\n10\r\n",
+		"DELETE with a body":      "DELETE /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\nMcp-Session-Id: 00000000000000000000000000000000\r\nContent-Length: 100\r\n\r\n",
+		"GET with a body":         "GET /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\nAccept: text/event-stream\r\nMcp-Session-Id: " + sid + "\r\nAuthorization: " + tok["Authorization"] + "\r\nContent-Length: 100\r\n\r\n",
+		"healthz with a body":     "POST /healthz HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Length: 100\r\n\r\n",
+	} {
+		t.Run(name, func(t *testing.T) {
+			conn := dial(t, srv.Addr)
+			defer conn.Close()
+			if _, err := io.WriteString(conn, head+`{"jsonrpc"`); err != nil {
+				t.Fatal(err)
+			}
+			_ = conn.SetReadDeadline(time.Now().Add(mcptest.WaitTimeout))
+			if _, err := io.Copy(io.Discard, conn); err != nil {
+				if ne, ok := err.(interface{ Timeout() bool }); ok && ne.Timeout() {
+					t.Fatalf("the server held a connection whose body stalled for %s", mcptest.WaitTimeout)
+				}
+			}
+		})
+	}
+	// The GET of a session that sent its whole (empty) body still streams
+	// past the read timeout.
+	conn := dial(t, srv.Addr)
+	defer conn.Close()
+	if _, err := io.WriteString(conn, "GET /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\nAccept: text/event-stream\r\nMcp-Session-Id: "+sid+"\r\nAuthorization: "+tok["Authorization"]+"\r\n\r\n"); err != nil {
+		t.Fatal(err)
+	}
+	br := bufio.NewReader(conn)
+	res, err := http.ReadResponse(br, nil)
+	if err != nil || res.StatusCode != 200 {
+		t.Fatalf("GET: %v %v", res, err)
+	}
+	time.Sleep(time.Second) // twice the read timeout
+	_ = conn.SetReadDeadline(time.Now().Add(200 * time.Millisecond))
+	if _, err := io.Copy(io.Discard, br); err == nil || !strings.Contains(err.Error(), "timeout") {
+		t.Fatalf("the GET stream ended after the read timeout: %v", err)
+	}
+}

@@ -120,7 +120,7 @@ func (f *serveExtraFlags) build(pol *policy.Policy, revs revocation.Live, keyFil
 	}
 	x.metrics.BuildInfo(version, commit)
 	x.metrics.Tools(pol)
-	g.Observer = gateObservers{x.metrics, tokenRecorder{x.tokens}}
+	g.Observer = gate.Observers{x.metrics, tokenRecorder{x.tokens}}
 	if *f.requireSig || pol.RequireSignature {
 		if *f.sigWindow < time.Second {
 			return nil, usagef("--signature-window must be at least 1s")
@@ -251,21 +251,6 @@ func shareNonces(v *avpsig.Verifier, pol *policy.Policy, log *zap.Logger) error 
 	}
 	log.Info("signature nonces are shared in Redis: a signed request is accepted once by all the servers that use it", zap.String("store", redisconn.Redact(url)))
 	return nil
-}
-
-// gateObservers tells each observer of every decision.
-type gateObservers []gate.Observer
-
-func (o gateObservers) Decided(req *gate.CallRequest, d *gate.Decision) {
-	for _, x := range o {
-		x.Decided(req, d)
-	}
-}
-
-func (o gateObservers) Settled(c gate.SettledCall) {
-	for _, x := range o {
-		x.Settled(c)
-	}
 }
 
 // tokenRecorder records the tokens of allowed requests, whose signers may

@@ -40,6 +40,7 @@ var below = []string{
 	"internal/mcpdef", "internal/mcplist", "internal/receiptschema", "internal/redisconn",
 	"internal/redisset", "internal/redistest", "internal/render", "internal/sig",
 	"internal/sqlitedb", "internal/stdio", "internal/strictjson", "internal/timestamp",
+	"upstreamuser",
 }
 
 // covers reports whether the rule for pkg applies to path.

@@ -19,7 +19,8 @@ import (
 // upstream's reach like the audit log: an upstream that can read it signs
 // receipts the proxy never made, and one that can replace it has the next
 // session's receipts signed by a key of its choosing.
-func TestRedAuditUpstreamUserProxyKey(t *testing.T) {
+// Found by the red team of the audit log (was TestRedAuditUpstreamUserProxyKey).
+func TestE2EUpstreamUserCannotReachProxyKey(t *testing.T) {
 	if os.Geteuid() != 0 {
 		t.Skip("starting the upstream as another user needs root; CI runs the tests as root")
 	}

@@ -33,7 +33,8 @@ func auditPolicy(t *testing.T, e *mcptest.Env, logPath string) (*mcptest.Policy,
 // marks the place, and it warns; verify names that place and fails
 // unless --allow-recovered. Entries then cut from the end of the log by
 // someone who restarts the proxy are reported where they were cut.
-func TestE2ERedAuditKilledProxyLogRecovered(t *testing.T) {
+// Found by the red team of the audit log (was TestE2ERedAuditKilledProxyLogRecovered).
+func TestE2EReceiptsKilledProxyLogRecovered(t *testing.T) {
 	t.Parallel()
 	e := mcptest.NewEnv(t)
 	logPath := filepath.Join(e.Dir, "audit.log")
@@ -131,7 +132,8 @@ const warnRecovered = "the audit log was not closed cleanly (the proxy was kille
 // A gated request whose target is too large for a receipt (a URI of more
 // than a MiB, within the frame limit) must not reach the upstream without
 // its decision receipt, nor stop the receipts of the calls after it.
-func TestE2ERedAuditHugeTargetHasReceipt(t *testing.T) {
+// Found by the red team of the audit log (was TestE2ERedAuditHugeTargetHasReceipt).
+func TestE2EReceiptsHugeTargetHasReceipt(t *testing.T) {
 	t.Parallel()
 	e := mcptest.NewEnv(t)
 	logPath := filepath.Join(e.Dir, "audit.log")
@@ -188,7 +190,8 @@ func readFile(t *testing.T, path string) []byte {
 // request as the upstream read it (its id replaced, params._delegateos cut
 // out, whatever order the members are in) and the response as the client
 // read it (its id restored).
-func TestE2ERedAuditHashesOfBytesOnTheWire(t *testing.T) {
+// Found by the red team of the audit log (was TestE2ERedAuditHashesOfBytesOnTheWire).
+func TestE2EReceiptsHashesOfBytesOnTheWire(t *testing.T) {
 	t.Parallel()
 	e := mcptest.NewEnv(t)
 	logPath := filepath.Join(e.Dir, "audit.log")
