@@ -109,7 +109,11 @@ var ldpSubmitCmd = &command{
 			defer s.Close(context.Background(), "done")
 			taskID := "task-" + newDelegationID()[4:]
 			sub := &ldp.TaskSubmit{TaskID: taskID, Skill: *skill, Input: in}
-			reply, err := s.Submit(ctx, sub, "", member, nil)
+			mode := ldp.PayloadMode("")
+			if in[0] != '{' {
+				mode = ldp.ModeText // not a frame: text from the start
+			}
+			reply, err := s.Submit(ctx, sub, mode, member, nil)
 			if err != nil {
 				return checkError{fmt.Sprintf("TASK_SUBMIT to %s: %v", card.DelegateID, err)}
 			}
@@ -205,7 +209,7 @@ func textInput(frame json.RawMessage, text string) json.RawMessage {
 		}
 		if json.Unmarshal(frame, &f) == nil && f.Instruction != "" {
 			text = f.Instruction
-		} else {
+		} else if json.Unmarshal(frame, &text) != nil {
 			text = string(frame)
 		}
 	}

@@ -1,0 +1,265 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"strconv"
+	"strings"
+	"sync"
+
+	"go.uber.org/zap"
+
+	"github.com/delegateos/delegateos/dct"
+	"github.com/delegateos/delegateos/gate"
+	"github.com/delegateos/delegateos/identity"
+	"github.com/delegateos/delegateos/ldp"
+	"github.com/delegateos/delegateos/policy"
+	"github.com/delegateos/delegateos/serve"
+)
+
+// serve speaks LDP (docs/ldp.md) when the policy has an ldp section: the
+// identity card and the message endpoints are mounted beside the MCP
+// endpoint, and each task is a tools/call of the skill's tool made through
+// that endpoint, so the same gate decides, charges and records it.
+func init() {
+	serveExtensions = append(serveExtensions, serveExtension{mount: mountLDP})
+}
+
+func mountLDP(s *serveSetup) error {
+	c := s.Policy.LDP
+	if c == nil {
+		return nil
+	}
+	if s.KeyFile == "" {
+		return fixf("the policy's ldp section needs the server's key (--key or proxy_key): it signs every LDP reply, and its did:key is on the identity card")
+	}
+	k, err := identity.LoadKeyFile(s.KeyFile)
+	if err != nil {
+		return inputError{err}
+	}
+	card := ldpCard(c, s.Policy, k)
+	exec := &ldpExec{cfg: c, mux: s.Server.Mux, endpoint: s.Endpoint, log: s.Log}
+	r := &ldp.Responder{Card: card, Key: k.PrivateKey(), Exec: exec,
+		Verifier: &ldp.Verifier{HMACSecret: c.HMACSecret, RequireEd25519: c.RequireEd25519}}
+	var once sync.Once
+	scheme := "http"
+	if s.TLS {
+		scheme = "https"
+	}
+	h := s.Server.Guard(http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
+		// The card's endpoint is where the first request (past the Host
+		// check) reached this server.
+		once.Do(func() { card.Endpoint = scheme + "://" + req.Host })
+		(&ldp.Handler{Responder: r}).ServeHTTP(w, req.WithContext(context.WithValue(req.Context(), hostKey{}, req.Host)))
+	}))
+	for _, p := range []string{ldp.WellKnownPath, ldp.IdentityPath, ldp.MessagesPath, ldp.StreamPath} {
+		s.Server.Mux.Handle(p, h)
+	}
+	s.Log.Info("serving LDP", zap.String("delegate", c.DelegateID), zap.String("did", card.Metadata[ldp.MetaDID]), zap.Int("skills", len(c.Skills)))
+	return nil
+}
+
+type hostKey struct{}
+
+// ldpCard is the identity card of the policy's ldp section: each skill a
+// capability, with what the policy says it needs and costs in metadata.
+func ldpCard(c *policy.LDPConfig, pol *policy.Policy, k *identity.Keypair) *ldp.IdentityCard {
+	card := &ldp.IdentityCard{
+		DelegateID: c.DelegateID, Name: c.Name, Description: c.Description, ModelFamily: c.ModelFamily,
+		ModelVersion: c.ModelVersion, ContextWindow: uint64(c.ContextWindow),
+		TrustDomain: ldp.TrustDomain{Name: c.TrustDomain.Name, AllowCrossDomain: c.TrustDomain.AllowCrossDomain, TrustedPeers: c.TrustDomain.TrustedPeers},
+		Endpoint:    "http://127.0.0.1",
+		Metadata:    map[string]string{ldp.MetaDID: k.DID()},
+	}
+	for _, m := range c.PayloadModes {
+		card.SupportedPayloadModes = append(card.SupportedPayloadModes, ldp.PayloadMode(m))
+	}
+	for _, sk := range c.Skills {
+		card.Capabilities = append(card.Capabilities, ldp.Capability{Name: sk.Name})
+		args := sk.Arguments
+		if args == nil {
+			args = json.RawMessage(`{}`)
+		}
+		if call, err := pol.Map(sk.Tool, args); err == nil {
+			card.Metadata[ldp.MetaCapabilityPrefix+sk.Name] = call.Namespace + ":" + call.Action + ":" + call.Resource
+			card.Metadata[ldp.MetaCostPrefix+sk.Name] = strconv.FormatInt(call.Cost, 10)
+		}
+		card.Metadata[ldp.MetaQualityPrefix+sk.Name] = "none"
+	}
+	return card
+}
+
+// ldpExec runs a task as a tools/call through serve's own MCP endpoint,
+// in the stateless style (one request, the task's token as its bearer).
+type ldpExec struct {
+	cfg      *policy.LDPConfig
+	mux      http.Handler
+	endpoint string
+	log      *zap.Logger
+}
+
+func taskError(code, category, msg string) error {
+	return &ldp.TaskError{LdpError: ldp.LdpError{Code: code, Category: category, Severity: "error", Message: msg}}
+}
+
+func (x *ldpExec) Execute(ctx context.Context, t *ldp.Task) (*ldp.Outcome, error) {
+	sk := x.cfg.Skill(t.Submit.Skill)
+	if sk == nil {
+		return nil, taskError(ldp.CodeSkillUnknown, "capability", "no such skill")
+	}
+	bearer := ""
+	if t.Token != nil {
+		if t.Token.Format != "" && t.Token.Format != dct.Format {
+			return nil, taskError("malformed_token", "policy", fmt.Sprintf("token format %q is not %s", t.Token.Format, dct.Format))
+		}
+		tok, err := dct.Parse(t.Token.DCT)
+		if err != nil {
+			return nil, taskError("malformed_token", "policy", err.Error())
+		}
+		// The TASK_SUBMIT's signer must hold the token, as an AVP-Sig
+		// signer must: the shared secret proves no holder.
+		if t.By.Algorithm != ldp.AlgEd25519 {
+			return nil, taskError(string(ldp.ReasonWrongKey), "security", "a task under a token must be signed with ed25519 by the token's holder; an hmac-sha256 envelope shows no holder")
+		}
+		signer, err := identity.PrincipalIDFromDID(t.By.Signer)
+		if err != nil || signer != tok.Delegatee() {
+			return nil, taskError(string(ldp.ReasonWrongKey), "security", fmt.Sprintf("the TASK_SUBMIT is signed by %s, not by the token's holder %s", t.By.Signer, tok.Delegatee()))
+		}
+		bearer = t.Token.DCT
+	}
+	args, err := toolArguments(sk, t)
+	if err != nil {
+		return nil, taskError(ldp.CodeInputInvalid, "capability", err.Error())
+	}
+	params, _ := json.Marshal(map[string]any{"name": sk.Tool, "arguments": args})
+	body, _ := json.Marshal(map[string]any{"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": json.RawMessage(params)})
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, x.endpoint, bytes.NewReader(body))
+	if err != nil {
+		return nil, err
+	}
+	if h, ok := ctx.Value(hostKey{}).(string); ok {
+		req.Host = h
+	}
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Accept", "application/json, text/event-stream")
+	req.Header.Set(serve.HeaderProtocolVersion, "2026-07-28")
+	if bearer != "" {
+		req.Header.Set("Authorization", "Bearer "+bearer)
+	}
+	w := &captureWriter{header: http.Header{}}
+	x.mux.ServeHTTP(w, req)
+	resp, err := jsonrpcResponse(w)
+	if err != nil {
+		return nil, taskError(ldp.CodeTaskFailed, "runtime", err.Error())
+	}
+	if resp.Error != nil {
+		var d struct {
+			Type string `json:"type"`
+		}
+		json.Unmarshal(resp.Error.Data, &d)
+		if resp.Error.Code == gate.DenialCode && d.Type != "" {
+			// The gate's denial, with the type and message an MCP client
+			// would get.
+			return nil, &ldp.TaskError{LdpError: ldp.LdpError{Code: d.Type, Category: "policy", Severity: "error", Message: resp.Error.Message}}
+		}
+		return nil, &ldp.TaskError{LdpError: ldp.LdpError{Code: "jsonrpc_" + strconv.Itoa(resp.Error.Code), Category: "runtime",
+			Severity: "error", Message: resp.Error.Message}}
+	}
+	var result struct {
+		IsError bool `json:"isError"`
+	}
+	json.Unmarshal(resp.Result, &result)
+	if result.IsError {
+		return nil, &ldp.TaskError{LdpError: ldp.LdpError{Code: "TOOL_ERROR", Category: "runtime", Severity: "error",
+			Message: "the tool ran and failed", PartialOutput: resp.Result}}
+	}
+	return &ldp.Outcome{Output: resp.Result}, nil
+}
+
+// toolArguments are the tool's arguments for a task: the skill's fixed
+// arguments, with the task's input in its input argument; or, without
+// either, the task's input object itself.
+func toolArguments(sk *policy.LDPSkill, t *ldp.Task) (map[string]json.RawMessage, error) {
+	args := map[string]json.RawMessage{}
+	if sk.Arguments != nil {
+		if err := json.Unmarshal(sk.Arguments, &args); err != nil {
+			return nil, err
+		}
+	}
+	in := t.Submit.Input
+	if sk.InputArgument == "" {
+		if sk.Arguments != nil {
+			return args, nil
+		}
+		var obj map[string]json.RawMessage
+		if err := json.Unmarshal(in, &obj); err != nil || obj == nil {
+			return nil, fmt.Errorf("skill %s takes a JSON object as its input (the tool's arguments)", sk.Name)
+		}
+		return obj, nil
+	}
+	if t.Mode == ldp.ModeSemanticFrame {
+		var f map[string]json.RawMessage
+		json.Unmarshal(in, &f)
+		if v, ok := f["input"]; ok {
+			in = v
+		} else {
+			in = f["instruction"]
+		}
+	}
+	args[sk.InputArgument] = in
+	return args, nil
+}
+
+type rpcResponse struct {
+	ID     json.RawMessage `json:"id"`
+	Result json.RawMessage `json:"result"`
+	Error  *struct {
+		Code    int             `json:"code"`
+		Message string          `json:"message"`
+		Data    json.RawMessage `json:"data"`
+	} `json:"error"`
+}
+
+// jsonrpcResponse reads the response to the request from a JSON body or
+// from the SSE stream's events (the last one with an id is it).
+func jsonrpcResponse(w *captureWriter) (*rpcResponse, error) {
+	status := w.status
+	if status == 0 {
+		status = http.StatusOK
+	}
+	var candidates [][]byte
+	if strings.HasPrefix(w.header.Get("Content-Type"), "text/event-stream") {
+		sc := bufio.NewScanner(bytes.NewReader(w.body.Bytes()))
+		sc.Buffer(nil, ldp.MaxEnvelopeSize)
+		for sc.Scan() {
+			if d, ok := strings.CutPrefix(sc.Text(), "data:"); ok {
+				candidates = append(candidates, []byte(strings.TrimSpace(d)))
+			}
+		}
+	} else {
+		candidates = [][]byte{w.body.Bytes()}
+	}
+	for i := len(candidates) - 1; i >= 0; i-- {
+		var r rpcResponse
+		if json.Unmarshal(candidates[i], &r) == nil && string(r.ID) == "1" && (r.Result != nil || r.Error != nil) {
+			return &r, nil
+		}
+	}
+	return nil, fmt.Errorf("the MCP endpoint answered %d without a response: %.200s", status, w.body.String())
+}
+
+// captureWriter collects an in-process response.
+type captureWriter struct {
+	header http.Header
+	status int
+	body   bytes.Buffer
+}
+
+func (w *captureWriter) Header() http.Header         { return w.header }
+func (w *captureWriter) WriteHeader(status int)      { w.status = status }
+func (w *captureWriter) Write(b []byte) (int, error) { return w.body.Write(b) }
+func (w *captureWriter) Flush()                      {}
