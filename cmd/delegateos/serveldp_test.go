@@ -26,11 +26,11 @@ const serveLDPSection = `ldp:
 
 // startLDPServe runs delegateos serve as an LDP delegate in front of the
 // docserver, echo priced at 100 microcents.
-func startLDPServe(t *testing.T, env *mcptest.Env) *mcptest.Server {
+func startLDPServe(t *testing.T, env *mcptest.Env, name string) *mcptest.Server {
 	t.Helper()
 	pol := env.Policy(mcptest.Priced("echo", 100))
 	pol.Extra = serveLDPSection
-	key := env.KeyFile(mcptest.NewKey(t, "server"))
+	key := env.KeyFile(mcptest.NewKey(t, name))
 	return env.StartServe(mcptest.ServeOptions{Policy: pol, Flags: []string{"--key", key}})
 }
 
@@ -51,7 +51,7 @@ func writeToken(t *testing.T, env *mcptest.Env, name string, tok *dct.Token) str
 // token's holder refused.
 func TestServeLDP(t *testing.T) {
 	env := mcptest.NewEnv(t)
-	srv := startLDPServe(t, env)
+	srv := startLDPServe(t, env, "server")
 	agentKey := env.KeyFile(env.Agent)
 	tok := writeToken(t, env, "agent.tok", env.Mint(mcptest.Budget(250), "mcp:echo:*", "docs:read:/**"))
 
@@ -115,4 +115,125 @@ func readFile(t *testing.T, path string) string {
 		t.Fatal(err)
 	}
 	return string(b)
+}
+
+// TestServeLDPConformance is LDP §10 against delegateos serve (the real
+// binary), driven by an ldp.Client with a token for echo.
+func TestServeLDPConformance(t *testing.T) {
+	env := mcptest.NewEnv(t)
+	srv := startLDPServe(t, env, "server")
+	tok := env.Mint(nil, "mcp:echo:*")
+	member := &ldp.DelegateOSMember{DCT: tok.String(), Format: dct.Format}
+	ctx := context.Background()
+	c := &ldp.Client{ID: "ldp:delegate:router", TrustDomain: "research", Key: env.Agent.PrivateKey(), Verifier: &ldp.Verifier{}}
+	card, err := c.Discover(ctx, srv.Base) // MUST 1, with every required member (ParseCard)
+	if err != nil {
+		t.Fatalf("MUST 1: %v", err)
+	}
+	did := card.Metadata[ldp.MetaDID]
+	open := func(cfg ldp.SessionConfig) *ldp.ClientSession {
+		t.Helper()
+		s, err := c.Open(ctx, srv.Base, card.DelegateID, cfg, member, "", did)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return s
+	}
+	result := func(reply *ldp.Envelope, err error) *ldp.TaskResult {
+		t.Helper()
+		if err != nil {
+			t.Fatal(err)
+		}
+		r, ok := reply.Body.(*ldp.TaskResult)
+		if !ok {
+			t.Fatalf("%s: %+v", reply.Body.Type(), reply.Body)
+		}
+		return r
+	}
+	// MUST 2 and 3: a text task, with provenance.
+	s := open(ldp.SessionConfig{PreferredPayloadModes: []ldp.PayloadMode{ldp.ModeText}})
+	r := result(s.Submit(ctx, &ldp.TaskSubmit{TaskID: "t1", Skill: "echo", Input: json.RawMessage(`"in text"`)}, "", nil, nil))
+	if p := r.Provenance; p.ProducedBy != card.DelegateID || p.ModelVersion != "docserver-1" || p.PayloadModeUsed != ldp.ModeText || p.SessionID != s.ID || p.Verified {
+		t.Fatalf("MUST 3: %+v", p)
+	}
+	// MUST 4: trust domains before SESSION_ACCEPT.
+	for _, cfg := range []ldp.SessionConfig{{RequiredTrustDomain: "finance"}, {TrustDomain: "elsewhere"}} {
+		if _, err := c.Open(ctx, srv.Base, card.DelegateID, cfg, nil, "", did); err == nil || !strings.Contains(err.Error(), "session rejected") {
+			t.Fatalf("MUST 4 %+v: %v", cfg, err)
+		}
+	}
+	// SHOULD 1 and 2: a frame, a frame that fails, the fallback to text.
+	s = open(ldp.SessionConfig{TTLSecs: ptrU64(120)})
+	if s.Payload.Mode != ldp.ModeSemanticFrame {
+		t.Fatalf("SHOULD 1: %s", s.Payload.Mode)
+	}
+	result(s.Submit(ctx, &ldp.TaskSubmit{TaskID: "t2", Skill: "echo", Input: json.RawMessage(`{"task_type":"echo","instruction":"framed"}`)}, "", nil, nil))
+	reply, err := s.Submit(ctx, &ldp.TaskSubmit{TaskID: "t3", Skill: "echo", Input: json.RawMessage(`{"instruction":"no type"}`)}, "", nil, nil)
+	if f, ok := reply.Body.(*ldp.TaskFailed); err != nil || !ok || f.Error.Code != ldp.CodeFrameInvalid || s.Payload.Mode != ldp.ModeText {
+		t.Fatalf("SHOULD 2: %v %+v", err, reply)
+	}
+	r = result(s.Submit(ctx, &ldp.TaskSubmit{TaskID: "t3", Skill: "echo", Input: json.RawMessage(`"no type"`)}, "", nil, nil))
+	if r.Provenance.PayloadModeUsed != ldp.ModeText {
+		t.Fatalf("SHOULD 2: %+v", r.Provenance)
+	}
+	// MUST 5: through SESSION_CLOSE; the closed session takes no task.
+	if err := s.Close(ctx, "done"); err != nil {
+		t.Fatal(err)
+	}
+	reply, err = s.Submit(ctx, &ldp.TaskSubmit{TaskID: "t4", Skill: "echo", Input: json.RawMessage(`"late"`)}, "", nil, nil)
+	if f, ok := reply.Body.(*ldp.TaskFailed); err != nil || !ok || f.Error.Code != ldp.CodeSessionClosed {
+		t.Fatalf("MUST 5: %v %+v", err, reply)
+	}
+	// SHOULD 3: ttl_secs is taken within bounds; beyond them the
+	// SESSION_PROPOSE is refused as malformed. (Expiry itself:
+	// ldp.TestSessionExpiry, with a clock.)
+	if _, err := c.Open(ctx, srv.Base, card.DelegateID, ldp.SessionConfig{TTLSecs: ptrU64(10_000_000)}, nil, "", did); err == nil {
+		t.Fatal("SHOULD 3: a ttl_secs past the bound was taken")
+	}
+	// SHOULD 4: the echo tool reports no confidence, so provenance has none
+	// rather than an invented one.
+	if r.Provenance.Confidence != nil {
+		t.Fatalf("SHOULD 4: confidence %v from a tool that reports none", *r.Provenance.Confidence)
+	}
+}
+
+func ptrU64(v uint64) *uint64 { return &v }
+
+// TestServeLDPRouterFlow: two delegates (two delegateos serve) and a
+// router on loopback: route chooses by reputation, submit hands over a
+// frame the delegate refuses, falls back to text, and records the result;
+// the next route counts it.
+func TestServeLDPRouterFlow(t *testing.T) {
+	env := mcptest.NewEnv(t)
+	a, b := startLDPServe(t, env, "server-a"), startLDPServe(t, env, "server-b")
+	didOf := func(s *mcptest.Server) string {
+		c, err := (&ldp.Client{}).Discover(context.Background(), s.Base)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return c.Metadata[ldp.MetaDID]
+	}
+	ws := t.TempDir()
+	observer := mcptest.NewKey(t, "observer").DID()
+	for range 4 {
+		if out, errs, code := mcptest.CLI(t, "reputation", "signal", "--workspace", ws, "--agent", didOf(b), "--domain", "echo",
+			"--score", "0.9", "--source", observer); code != 0 {
+			t.Fatalf("signal: %s%s", out, errs)
+		}
+	}
+	out, errs, code := mcptest.CLI(t, "ldp", "route", "--skill", "echo", "--trust-domain", "research", "--budget", "100", "--workspace", ws, a.Base, b.Base)
+	if code != 0 || !strings.HasPrefix(out, "→ "+b.Base+" ldp:delegate:docs: rank ") || !strings.Contains(out, "(4 signals)") {
+		t.Fatalf("route: exit %d\n%s%s", code, out, errs)
+	}
+	tok := writeToken(t, env, "agent.tok", env.Mint(nil, "mcp:echo:*"))
+	out, errs, code = mcptest.CLI(t, "ldp", "submit", "--key", env.KeyFile(env.Agent), "--token", "@"+tok, "--trust-domain", "research",
+		"--skill", "echo", "--input", `{"instruction":"hand over"}`, "--record", "--score", "0.8", "--source", observer, "--workspace", ws, b.Base)
+	if code != 0 || !strings.Contains(out, `"text":"hand over"`) || !strings.Contains(out, "in text") ||
+		!strings.Contains(out, "recorded: domain-competence echo 0.80 for "+didOf(b)) {
+		t.Fatalf("submit: exit %d\n%s%s", code, out, errs)
+	}
+	out, _, _ = mcptest.CLI(t, "ldp", "route", "--skill", "echo", "--trust-domain", "research", "--workspace", ws, a.Base, b.Base)
+	if !strings.Contains(out, "(5 signals)") {
+		t.Fatalf("the result did not feed the reputation:\n%s", out)
+	}
 }
