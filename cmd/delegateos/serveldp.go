@@ -10,6 +10,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"time"
 
 	"go.uber.org/zap"
 
@@ -18,6 +19,7 @@ import (
 	"github.com/delegateos/delegateos/identity"
 	"github.com/delegateos/delegateos/ldp"
 	"github.com/delegateos/delegateos/policy"
+	"github.com/delegateos/delegateos/reputation"
 	"github.com/delegateos/delegateos/serve"
 )
 
@@ -43,7 +45,15 @@ func mountLDP(s *serveSetup) error {
 	}
 	card := ldpCard(c, s.Policy, k)
 	exec := &ldpExec{cfg: c, mux: s.Server.Mux, endpoint: s.Endpoint, log: s.Log}
-	r := &ldp.Responder{Card: card, Key: k.PrivateKey(), Exec: exec,
+	var run ldp.Executor = exec
+	if s.Policy.Workspace != "" {
+		w, err := reputation.Open(s.Policy.Workspace)
+		if err != nil {
+			return inputError{err}
+		}
+		run = &ldpAttestingExec{ldpExec: exec, w: w}
+	}
+	r := &ldp.Responder{Card: card, Key: k.PrivateKey(), Exec: run,
 		Verifier: &ldp.Verifier{HMACSecret: c.HMACSecret, RequireEd25519: c.RequireEd25519}}
 	var once sync.Once
 	scheme := "http"
@@ -178,6 +188,35 @@ func (x *ldpExec) Execute(ctx context.Context, t *ldp.Task) (*ldp.Outcome, error
 			Message: "the tool ran and failed", PartialOutput: resp.Result}}
 	}
 	return &ldp.Outcome{Output: resp.Result}, nil
+}
+
+// ldpAttestingExec also takes ATTESTATION: its claim is one AVP peer
+// attestation or an array of them (reputation.ParseAttestations), each
+// signed by the peer that sends the envelope (its Ed25519 signer), and
+// recorded in the policy's workspace as RDP signals under the rules of
+// 'delegateos reputation attest' (signatures, duplicates, self-dealing).
+type ldpAttestingExec struct {
+	*ldpExec
+	w *reputation.Workspace
+}
+
+func (x *ldpAttestingExec) Attest(_ context.Context, _ ldp.Session, e *ldp.Envelope, by ldp.Verified) error {
+	if by.Algorithm != ldp.AlgEd25519 {
+		return taskError(string(ldp.ReasonWrongKey), "security", "an attestation must be sent signed with ed25519 by the peer that attests")
+	}
+	atts, err := reputation.ParseAttestations(e.Body.(*ldp.Attestation).Claim)
+	if err != nil {
+		return taskError("ATTESTATION_INVALID", "quality", err.Error())
+	}
+	for _, a := range atts {
+		if !reputation.SameAgent(a.FromDID, by.Signer) {
+			return taskError(string(ldp.ReasonWrongKey), "security", fmt.Sprintf("an attestation by %s sent by %s: a peer sends only its own", a.FromDID, by.Signer))
+		}
+	}
+	if _, err := x.w.RecordAttestations(atts, time.Now()); err != nil {
+		return taskError("ATTESTATION_REFUSED", "policy", err.Error())
+	}
+	return nil
 }
 
 // toolArguments are the tool's arguments for a task: the skill's fixed

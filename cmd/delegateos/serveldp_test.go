@@ -9,8 +9,10 @@ import (
 	"testing"
 
 	"github.com/delegateos/delegateos/dct"
+	"github.com/delegateos/delegateos/identity"
 	"github.com/delegateos/delegateos/internal/mcptest"
 	"github.com/delegateos/delegateos/ldp"
+	"github.com/delegateos/delegateos/reputation"
 )
 
 const serveLDPSection = `ldp:
@@ -235,5 +237,46 @@ func TestServeLDPRouterFlow(t *testing.T) {
 	out, _, _ = mcptest.CLI(t, "ldp", "route", "--skill", "echo", "--trust-domain", "research", "--workspace", ws, a.Base, b.Base)
 	if !strings.Contains(out, "(5 signals)") {
 		t.Fatalf("the result did not feed the reputation:\n%s", out)
+	}
+}
+
+// TestServeLDPAttestation: an ATTESTATION carrying the sender's own signed
+// AVP attestation becomes an RDP signal in the delegate's workspace; one
+// signed by someone else, or sent with no key, is refused.
+func TestServeLDPAttestation(t *testing.T) {
+	env := mcptest.NewEnv(t)
+	ws := filepath.Join(env.Dir, "ws")
+	if err := os.MkdirAll(ws, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	pol := env.Policy(mcptest.Priced("echo", 100))
+	pol.Extra = serveLDPSection + "workspace: " + ws + "\n"
+	srv := env.StartServe(mcptest.ServeOptions{Policy: pol, Flags: []string{"--key", env.KeyFile(mcptest.NewKey(t, "server"))}})
+	ctx := context.Background()
+	c := &ldp.Client{ID: "ldp:delegate:router", TrustDomain: "research", Key: env.Agent.PrivateKey(), Verifier: &ldp.Verifier{}}
+	s, err := c.Open(ctx, srv.Base, "ldp:delegate:docs", ldp.SessionConfig{}, nil, "", "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	subject := mcptest.NewKey(t, "subject").DID()
+	attest := func(by *identity.Keypair) json.RawMessage {
+		a := &reputation.Attestation{ToDID: subject, Outcome: reputation.OutcomePositive, Weight: 0.8, Context: "ldp:task-001"}
+		if err := reputation.SignAttestation(a, by); err != nil {
+			t.Fatal(err)
+		}
+		b, _ := json.Marshal(a)
+		return b
+	}
+	reply, err := s.Send(ctx, &ldp.Attestation{Claim: attest(env.Agent), Evidence: json.RawMessage(`{}`)})
+	if err != nil || reply != nil {
+		t.Fatalf("own attestation: %v %+v", err, reply)
+	}
+	out, errs, code := mcptest.CLI(t, "reputation", "show", subject, "--workspace", ws, "--json")
+	if code != 0 || !strings.Contains(out, `"signals": 1`) {
+		t.Fatalf("reputation show: exit %d\n%s%s", code, out, errs)
+	}
+	reply, err = s.Send(ctx, &ldp.Attestation{Claim: attest(mcptest.NewKey(t, "other")), Evidence: json.RawMessage(`{}`)})
+	if f, ok := reply.Body.(*ldp.TaskFailed); err != nil || !ok || f.Error.Code != string(ldp.ReasonWrongKey) {
+		t.Fatalf("another's attestation: %v %+v", err, reply)
 	}
 }
