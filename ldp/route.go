@@ -20,7 +20,8 @@ const (
 	// microcents (a decimal integer).
 	MetaCostPrefix = "delegateos.cost."
 	// MetaQualityPrefix + skill says where the skill's quality_hint comes
-	// from: "rdp" (the delegate's reputation profile) or "self".
+	// from: "rdp (confidence C, N signals)" for the delegate's RDP profile
+	// in its operator's workspace, "none" when it states none.
 	MetaQualityPrefix = "delegateos.quality_source."
 	// MetaCapabilityPrefix + skill is the DelegateOS capability
 	// (namespace:action:resource) a task of that skill is authorised

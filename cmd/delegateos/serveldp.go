@@ -75,6 +75,15 @@ func mountLDP(s *serveSetup) error {
 
 type hostKey struct{}
 
+// ldpLabels are the §9.1 ldp.* labels of the A2A agent card of a server
+// that is an LDP delegate; nil for one that is not.
+func ldpLabels(pol *policy.Policy, k *identity.Keypair) map[string]string {
+	if pol.LDP == nil {
+		return nil
+	}
+	return ldpCard(pol.LDP, pol, k).Labels()
+}
+
 // ldpCard is the identity card of the policy's ldp section: each skill a
 // capability, with what the policy says it needs and costs in metadata.
 func ldpCard(c *policy.LDPConfig, pol *policy.Policy, k *identity.Keypair) *ldp.IdentityCard {
@@ -88,8 +97,25 @@ func ldpCard(c *policy.LDPConfig, pol *policy.Policy, k *identity.Keypair) *ldp.
 	for _, m := range c.PayloadModes {
 		card.SupportedPayloadModes = append(card.SupportedPayloadModes, ldp.PayloadMode(m))
 	}
+	var profile *reputation.Profile
+	if pol.Workspace != "" {
+		if w, err := reputation.Open(pol.Workspace); err == nil {
+			profile, _ = w.Profile(k.DID())
+		}
+	}
 	for _, sk := range c.Skills {
-		card.Capabilities = append(card.Capabilities, ldp.Capability{Name: sk.Name})
+		cp := ldp.Capability{Name: sk.Name}
+		card.Metadata[ldp.MetaQualityPrefix+sk.Name] = "none"
+		if profile != nil {
+			// The delegate's own RDP profile in the skill's domain, as
+			// the workspace holds it: not a claim it makes up.
+			if v := profile.DomainScore(sk.Name, time.Now()); v.Known {
+				q := v.Score
+				cp.QualityHint = &q
+				card.Metadata[ldp.MetaQualityPrefix+sk.Name] = fmt.Sprintf("rdp (confidence %.2f, %d signals)", v.Confidence, v.SampleSize)
+			}
+		}
+		card.Capabilities = append(card.Capabilities, cp)
 		args := sk.Arguments
 		if args == nil {
 			args = json.RawMessage(`{}`)
@@ -98,7 +124,6 @@ func ldpCard(c *policy.LDPConfig, pol *policy.Policy, k *identity.Keypair) *ldp.
 			card.Metadata[ldp.MetaCapabilityPrefix+sk.Name] = call.Namespace + ":" + call.Action + ":" + call.Resource
 			card.Metadata[ldp.MetaCostPrefix+sk.Name] = strconv.FormatInt(call.Cost, 10)
 		}
-		card.Metadata[ldp.MetaQualityPrefix+sk.Name] = "none"
 	}
 	return card
 }

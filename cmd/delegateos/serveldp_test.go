@@ -62,6 +62,11 @@ func TestServeLDP(t *testing.T) {
 		!strings.Contains(out, "delegateos.cost.echo=100") || !strings.Contains(out, "endpoint:      "+srv.Base+"\n") {
 		t.Fatalf("discover: exit %d\n%s%s", code, out, errs)
 	}
+	// The A2A agent card carries the §9.1 labels.
+	labels, _ := srv.Do("GET", "/.well-known/agent-card.json", nil, "").JSON()["labels"].(map[string]any)
+	if labels["ldp.delegate_id"] != "ldp:delegate:docs" || labels["ldp.payload_modes"] != "semantic_frame,text" || labels["ldp.trust_domain"] != "research" {
+		t.Fatalf("agent card labels %v", labels)
+	}
 	submit := func(extra ...string) (string, string, int) {
 		args := append([]string{"ldp", "submit", "--key", agentKey, "--token", "@" + tok, "--trust-domain", "research", "--skill", "echo"}, extra...)
 		return mcptest.CLI(t, append(args, srv.Base)...)
@@ -249,9 +254,21 @@ func TestServeLDPAttestation(t *testing.T) {
 	if err := os.MkdirAll(ws, 0o700); err != nil {
 		t.Fatal(err)
 	}
+	// The delegate's own profile in the operator's workspace gives the
+	// card's quality hint.
+	serverKey := mcptest.NewKey(t, "server")
+	if out, errs, code := mcptest.CLI(t, "reputation", "signal", "--workspace", ws, "--agent", serverKey.DID(), "--domain", "echo",
+		"--score", "0.75", "--source", mcptest.NewKey(t, "operator").DID()); code != 0 {
+		t.Fatalf("signal: %s%s", out, errs)
+	}
 	pol := env.Policy(mcptest.Priced("echo", 100))
 	pol.Extra = serveLDPSection + "workspace: " + ws + "\n"
-	srv := env.StartServe(mcptest.ServeOptions{Policy: pol, Flags: []string{"--key", env.KeyFile(mcptest.NewKey(t, "server"))}})
+	srv := env.StartServe(mcptest.ServeOptions{Policy: pol, Flags: []string{"--key", env.KeyFile(serverKey)}})
+	out, errs, code := mcptest.CLI(t, "ldp", "discover", srv.Base)
+	if code != 0 || !strings.Contains(out, "capability:    echo (quality 0.75 (self-reported)") ||
+		!strings.Contains(out, "delegateos.quality_source.echo=rdp (confidence") {
+		t.Fatalf("quality from RDP: exit %d\n%s%s", code, out, errs)
+	}
 	ctx := context.Background()
 	c := &ldp.Client{ID: "ldp:delegate:router", TrustDomain: "research", Key: env.Agent.PrivateKey(), Verifier: &ldp.Verifier{}}
 	s, err := c.Open(ctx, srv.Base, "ldp:delegate:docs", ldp.SessionConfig{}, nil, "", "")
@@ -271,7 +288,7 @@ func TestServeLDPAttestation(t *testing.T) {
 	if err != nil || reply != nil {
 		t.Fatalf("own attestation: %v %+v", err, reply)
 	}
-	out, errs, code := mcptest.CLI(t, "reputation", "show", subject, "--workspace", ws, "--json")
+	out, errs, code = mcptest.CLI(t, "reputation", "show", subject, "--workspace", ws, "--json")
 	if code != 0 || !strings.Contains(out, `"signals": 1`) {
 		t.Fatalf("reputation show: exit %d\n%s%s", code, out, errs)
 	}
