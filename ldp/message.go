@@ -307,7 +307,9 @@ type LineageEntry struct {
 // attestation of the result, the cost the gate charged and the hashes of
 // the receipts it wrote.
 type ProvenanceDOS struct {
-	AttestationID string   `json:"attestation_id,omitempty"`
-	CostCharged   *float64 `json:"cost_charged,omitempty"`
-	ReceiptHashes []string `json:"receipt_hashes,omitempty"`
+	AttestationID string `json:"attestation_id,omitempty"`
+	// CostChargedMicrocents is what the gate charged the task's
+	// delegation, in microcents.
+	CostChargedMicrocents *int64   `json:"cost_charged_microcents,omitempty"`
+	ReceiptHashes         []string `json:"receipt_hashes,omitempty"`
 }

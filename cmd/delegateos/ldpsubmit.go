@@ -268,8 +268,8 @@ func writeSubmit(w io.Writer, r submitReport) {
 		}
 		fmt.Fprintln(w)
 		if d := p.DelegateOS; d != nil {
-			if d.CostCharged != nil {
-				fmt.Fprintf(w, "cost charged: %g\n", *d.CostCharged)
+			if d.CostChargedMicrocents != nil {
+				fmt.Fprintf(w, "cost charged: %d microcents\n", *d.CostChargedMicrocents)
 			}
 			for _, h := range d.ReceiptHashes {
 				fmt.Fprintf(w, "receipt: %s\n", h)

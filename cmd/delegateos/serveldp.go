@@ -44,7 +44,7 @@ func mountLDP(s *serveSetup) error {
 		return inputError{err}
 	}
 	card := ldpCard(c, s.Policy, k)
-	exec := &ldpExec{cfg: c, mux: s.Server.Mux, endpoint: s.Endpoint, log: s.Log}
+	exec := &ldpExec{cfg: c, pol: s.Policy, mux: s.Server.Mux, endpoint: s.Endpoint, log: s.Log}
 	var run ldp.Executor = exec
 	if s.Policy.Workspace != "" {
 		w, err := reputation.Open(s.Policy.Workspace)
@@ -132,6 +132,7 @@ func ldpCard(c *policy.LDPConfig, pol *policy.Policy, k *identity.Keypair) *ldp.
 // in the stateless style (one request, the task's token as its bearer).
 type ldpExec struct {
 	cfg      *policy.LDPConfig
+	pol      *policy.Policy
 	mux      http.Handler
 	endpoint string
 	log      *zap.Logger
@@ -212,7 +213,17 @@ func (x *ldpExec) Execute(ctx context.Context, t *ldp.Task) (*ldp.Outcome, error
 		return nil, &ldp.TaskError{LdpError: ldp.LdpError{Code: "TOOL_ERROR", Category: "runtime", Severity: "error",
 			Message: "the tool ran and failed", PartialOutput: resp.Result}}
 	}
-	return &ldp.Outcome{Output: resp.Result}, nil
+	out := &ldp.Outcome{Output: resp.Result}
+	if raw, err := json.Marshal(args); err == nil && !x.pol.HonourUpstreamCost {
+		// The gate charges a call that ran what the policy says it costs
+		// (unless the upstream may report its own cost, which this front
+		// does not see).
+		if call, err := x.pol.Map(sk.Tool, raw); err == nil {
+			c := call.Cost
+			out.DelegateOS = &ldp.ProvenanceDOS{CostChargedMicrocents: &c}
+		}
+	}
+	return out, nil
 }
 
 // ldpAttestingExec also takes ATTESTATION: its claim is one AVP peer

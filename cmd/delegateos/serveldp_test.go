@@ -73,7 +73,7 @@ func TestServeLDP(t *testing.T) {
 	}
 	out, errs, code = submit("--input", `{"task_type":"echo","instruction":"hello ldp"}`)
 	if code != 0 || !strings.Contains(out, `"text":"hello ldp"`) || !strings.Contains(out, "produced by ldp:delegate:docs (docserver-1, signed by did:key:") ||
-		!strings.Contains(out, "in semantic_frame") {
+		!strings.Contains(out, "in semantic_frame") || !strings.Contains(out, "cost charged: 100 microcents") {
 		t.Fatalf("submit: exit %d\n%s%s", code, out, errs)
 	}
 	srv.WaitLog("decision", func(l map[string]any) bool { return l["tool"] == "echo" && l["allowed"] == true && l["cost"] == 100.0 })
