@@ -102,7 +102,7 @@ var ldpSubmitCmd = &command{
 				return err
 			}
 			member := &ldp.DelegateOSMember{DCT: narrowed.String(), Format: ldp.TokenFormat}
-			s, err := client.Open(ctx, args[0], card.DelegateID, ldp.SessionConfig{}, nil, "", did)
+			s, err := client.Open(ctx, args[0], card.DelegateID, ldp.SessionConfig{}, member, "", did)
 			if err != nil {
 				return checkError{fmt.Sprintf("opening a session with %s: %v", card.DelegateID, err)}
 			}

@@ -54,7 +54,8 @@ func mountLDP(s *serveSetup) error {
 		run = &ldpAttestingExec{ldpExec: exec, w: w}
 	}
 	r := &ldp.Responder{Card: card, Key: k.PrivateKey(), Exec: run,
-		Verifier: &ldp.Verifier{HMACSecret: c.HMACSecret, RequireEd25519: c.RequireEd25519}}
+		Verifier:     &ldp.Verifier{HMACSecret: c.HMACSecret, RequireEd25519: c.RequireEd25519},
+		AdmitSession: admitLDPSession(s.Policy.AllowUnauthenticated, s.CheckToken)}
 	var once sync.Once
 	scheme := "http"
 	if s.TLS {
@@ -74,6 +75,37 @@ func mountLDP(s *serveSetup) error {
 }
 
 type hostKey struct{}
+
+// admitLDPSession opens a session only for the holder of a token the gate
+// accepts (as a SESSION_PROPOSE's delegateos member or the request's
+// bearer token), unless the policy allows calls without one: sessions are
+// server state, which no stranger's key may fill.
+func admitLDPSession(allowUnauthenticated bool, check func(string) error) func(context.Context, *ldp.Envelope, ldp.Verified, *ldp.DelegateOSMember) *ldp.LdpError {
+	return func(_ context.Context, _ *ldp.Envelope, by ldp.Verified, tok *ldp.DelegateOSMember) *ldp.LdpError {
+		refuse := func(code, msg string) *ldp.LdpError {
+			return &ldp.LdpError{Code: code, Category: "policy", Severity: "fatal", Message: msg}
+		}
+		if tok == nil {
+			if allowUnauthenticated {
+				return nil
+			}
+			return refuse("token_required", "a session needs a delegation token: send it as the SESSION_PROPOSE's delegateos member or as Authorization: Bearer")
+		}
+		if err := check(tok.DCT); err != nil {
+			return refuse("invalid_token", err.Error())
+		}
+		parsed, err := dct.Parse(tok.DCT)
+		if err != nil {
+			return refuse("malformed_token", err.Error())
+		}
+		signer, err := identity.PrincipalIDFromDID(by.Signer)
+		if by.Algorithm != ldp.AlgEd25519 || err != nil || signer != parsed.Delegatee() {
+			return &ldp.LdpError{Code: string(ldp.ReasonWrongKey), Category: "security", Severity: "fatal",
+				Message: "the SESSION_PROPOSE must be signed with ed25519 by the token's holder " + parsed.Delegatee()}
+		}
+		return nil
+	}
+}
 
 // ldpLabels are the §9.1 ldp.* labels of the A2A agent card of a server
 // that is an LDP delegate; nil for one that is not.

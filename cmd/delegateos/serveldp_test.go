@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"os"
 	"path/filepath"
 	"strings"
@@ -49,8 +50,8 @@ func writeToken(t *testing.T, env *mcptest.Env, name string, tok *dct.Token) str
 // whose tasks the gate decides like any MCP request, through the real
 // binaries: the card, a task run and charged, a task outside the token
 // refused with the DelegateOS denial an MCP client gets, a budget exact
-// across tasks, and a TASK_SUBMIT signed by someone other than the
-// token's holder refused.
+// across tasks, and a session or a task under a token its signer does not
+// hold refused, as is a session without a token.
 func TestServeLDP(t *testing.T) {
 	env := mcptest.NewEnv(t)
 	srv := startLDPServe(t, env, "server")
@@ -101,17 +102,32 @@ func TestServeLDP(t *testing.T) {
 	}
 	thief := &ldp.Client{ID: "ldp:delegate:thief", TrustDomain: "research", Key: mcptest.NewKey(t, "thief").PrivateKey(), Verifier: &ldp.Verifier{}}
 	ctx := context.Background()
-	s, err := thief.Open(ctx, srv.Base, "ldp:delegate:docs", ldp.SessionConfig{}, nil, "", "")
+	stolen := &ldp.DelegateOSMember{DCT: parsed.String(), Format: dct.Format}
+	var rej *ldp.SessionRejected
+	if _, err := thief.Open(ctx, srv.Base, "ldp:delegate:docs", ldp.SessionConfig{}, stolen, "", ""); !errors.As(err, &rej) || rej.Reject.Error.Code != string(ldp.ReasonWrongKey) {
+		t.Fatalf("thief's session: %v", err)
+	}
+	// Nor can a stranger open a session without a token: sessions are
+	// server state.
+	if _, err := thief.Open(ctx, srv.Base, "ldp:delegate:docs", ldp.SessionConfig{}, nil, "", ""); !errors.As(err, &rej) || rej.Reject.Error.Code != "token_required" {
+		t.Fatalf("no token: %v", err)
+	}
+	// A holder's session, then a TASK_SUBMIT carrying a token the signer
+	// does not hold (another agent's) is refused before the gate.
+	holder := &ldp.Client{ID: "ldp:delegate:holder", TrustDomain: "research", Key: env.Agent.PrivateKey(), Verifier: &ldp.Verifier{}}
+	s, err := holder.Open(ctx, srv.Base, "ldp:delegate:docs", ldp.SessionConfig{}, stolen, "", "")
 	if err != nil {
 		t.Fatal(err)
 	}
-	reply, err := s.Submit(ctx, &ldp.TaskSubmit{TaskID: "t", Skill: "echo", Input: json.RawMessage(`"stolen"`)}, ldp.ModeText,
-		&ldp.DelegateOSMember{DCT: parsed.String(), Format: dct.Format}, nil)
+	other := mcptest.NewKey(t, "other-agent")
+	othersTok := env.Mint(func(p *dct.CreateParams) { p.Delegatee = other.ID() }, "mcp:echo:*")
+	reply, err := s.Submit(ctx, &ldp.TaskSubmit{TaskID: "t", Skill: "echo", Input: json.RawMessage(`"not mine"`)}, ldp.ModeText,
+		&ldp.DelegateOSMember{DCT: othersTok.String(), Format: dct.Format}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if f, ok := reply.Body.(*ldp.TaskFailed); !ok || f.Error.Code != string(ldp.ReasonWrongKey) {
-		t.Fatalf("thief: %+v", reply.Body)
+		t.Fatalf("another's token: %+v", reply.Body)
 	}
 }
 
@@ -271,7 +287,7 @@ func TestServeLDPAttestation(t *testing.T) {
 	}
 	ctx := context.Background()
 	c := &ldp.Client{ID: "ldp:delegate:router", TrustDomain: "research", Key: env.Agent.PrivateKey(), Verifier: &ldp.Verifier{}}
-	s, err := c.Open(ctx, srv.Base, "ldp:delegate:docs", ldp.SessionConfig{}, nil, "", "")
+	s, err := c.Open(ctx, srv.Base, "ldp:delegate:docs", ldp.SessionConfig{}, &ldp.DelegateOSMember{DCT: env.Mint(nil, "mcp:echo:*").String(), Format: dct.Format}, "", "")
 	if err != nil {
 		t.Fatal(err)
 	}
