@@ -161,10 +161,22 @@ func (r *Responder) Handle(ctx context.Context, data []byte, bearer string, emit
 				}
 			}
 		}
-		if by, err = r.Verifier.Verify(ctx, e, signer); err != nil {
+		if by, err = r.Verifier.Check(e, signer); err != nil {
 			var le *Error
 			errors.As(err, &le)
 			return r.refuse(e, securityError(le)), nil
+		}
+		// A replayed HELLO changes nothing, and a SESSION_PROPOSE takes a
+		// place in the replay store only once it is admitted (propose):
+		// neither lets a stranger's key fill the store.
+		switch e.Body.(type) {
+		case *Hello, *SessionPropose:
+		default:
+			if err := r.Verifier.Spend(ctx, e, by); err != nil {
+				var le *Error
+				errors.As(err, &le)
+				return r.refuse(e, securityError(le)), nil
+			}
 		}
 	}
 	if e.To != r.Card.DelegateID && e.To != r.Card.Endpoint {
@@ -233,6 +245,13 @@ func (r *Responder) propose(ctx context.Context, e *Envelope, b *SessionPropose,
 	if r.AdmitSession != nil {
 		if le := r.AdmitSession(ctx, e, by, r.token(e, Session{}, bearer)); le != nil {
 			return r.reply(e, "", &SessionReject{Reason: le.Message, Error: le}, ModeText)
+		}
+	}
+	if r.Verifier != nil {
+		if err := r.Verifier.Spend(ctx, e, by); err != nil {
+			var le *Error
+			errors.As(err, &le)
+			return r.refuse(e, securityError(le))
 		}
 	}
 	n := Negotiate(prefs, r.Card.SupportedPayloadModes)

@@ -248,24 +248,33 @@ func TestResponderRefusals(t *testing.T) {
 		t.Fatalf("unsigned: %v", err)
 	}
 
-	// The same signed bytes twice: the second is a replay.
+	// The same signed SESSION_PROPOSE twice: the second is a replay. A
+	// HELLO replayed is answered again: it changes nothing, so it takes
+	// no place in the replay store.
 	c := newClient(2)
-	e := hello()
-	if err := c.prepare(e); err != nil {
-		t.Fatal(err)
-	}
-	raw, _ := json.Marshal(e)
-	for i, want := range []string{"", string(ReasonReplayed)} {
-		reply, err := d.resp.Handle(ctx, raw, "", nil)
+	for _, body := range []Body{&SessionPropose{Config: SessionConfig{TrustDomain: "research.internal"}}, &Hello{DelegateID: "ldp:delegate:router"}} {
+		e := &Envelope{To: "ldp:delegate:echo", Body: body, PayloadMode: ModeText}
+		if err := c.prepare(e); err != nil {
+			t.Fatal(err)
+		}
+		raw, _ := json.Marshal(e)
+		first, err := d.resp.Handle(ctx, raw, "", nil)
 		if err != nil {
 			t.Fatal(err)
 		}
-		if got := ""; want == "" {
-			if _, ok := reply.Body.(*CapabilityManifest); !ok {
-				t.Fatalf("first: %+v", reply.Body)
+		second, err := d.resp.Handle(ctx, raw, "", nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		switch body.(type) {
+		case *SessionPropose:
+			if _, ok := first.Body.(*SessionAccept); !ok || code(second) != string(ReasonReplayed) {
+				t.Fatalf("propose twice: %s, %s", first.Body.Type(), second.Body.Type())
 			}
-		} else if got = code(reply); got != want {
-			t.Fatalf("send %d: %s, want %s", i, got, want)
+		case *Hello:
+			if _, ok := second.Body.(*CapabilityManifest); !ok {
+				t.Fatalf("hello twice: %s", second.Body.Type())
+			}
 		}
 	}
 
@@ -289,7 +298,7 @@ func TestResponderRefusals(t *testing.T) {
 		t.Fatalf("another peer: %+v", reply.Body)
 	}
 
-	e = hello()
+	e := hello()
 	e.To = "ldp:delegate:someone-else"
 	reply, _ = c.Send(ctx, d.srv.URL, e, "", "")
 	if code(reply) != CodeMisaddressed {
@@ -450,5 +459,29 @@ func TestAdmitSession(t *testing.T) {
 	}
 	if _, err := c.Open(ctx, d.srv.URL, "ldp:delegate:echo", SessionConfig{}, nil, "bearer-token", ""); err != nil || seen.DCT != "bearer-token" {
 		t.Fatalf("%v %+v", err, seen)
+	}
+}
+
+// TestRefusedProposalSpendsNothing: SESSION_PROPOSEs refused by the trust
+// check or AdmitSession, and HELLOs, take no place in the replay store, so
+// strangers' keys cannot fill it.
+func TestRefusedProposalSpendsNothing(t *testing.T) {
+	d := newDelegate(t, 1, "")
+	store := &MemoryReplay{}
+	d.resp.Verifier.Replay = store
+	d.resp.AdmitSession = func(context.Context, *Envelope, Verified, *DelegateOSMember) *LdpError {
+		return &LdpError{Code: "token_required", Category: "policy", Severity: "fatal", Message: "no token"}
+	}
+	for i := byte(10); i < 20; i++ {
+		c := newClient(i)
+		if i%2 == 0 {
+			c.TrustDomain = "stranger.org"
+		}
+		if _, err := c.Open(ctx, d.srv.URL, "ldp:delegate:echo", SessionConfig{}, nil, "", ""); err == nil {
+			t.Fatal("admitted")
+		}
+	}
+	if n := store.Len(); n != 0 {
+		t.Fatalf("the replay store holds %d entries of refused strangers", n)
 	}
 }

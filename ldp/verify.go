@@ -56,6 +56,21 @@ type Verified struct {
 // envelope as sent), so e must be verified as ParseEnvelope returned it:
 // changing its fields first does not change what is verified.
 func (v *Verifier) Verify(ctx context.Context, e *Envelope, signer string) (Verified, error) {
+	out, err := v.Check(e, signer)
+	if err != nil {
+		return Verified{}, err
+	}
+	if err := v.Spend(ctx, e, out); err != nil {
+		return Verified{}, err
+	}
+	return out, nil
+}
+
+// Check is Verify without spending the message_id and nonce: for a
+// message whose replay changes nothing (HELLO), or one that must pass
+// other checks before it may take a place in the replay store
+// (SESSION_PROPOSE, before a session is admitted). Spend it afterwards.
+func (v *Verifier) Check(e *Envelope, signer string) (Verified, error) {
 	if e.Signature == "" {
 		if e.SignatureAlgorithm != "" {
 			return Verified{}, refuse(ReasonUnsigned, "signature_algorithm %s but no signature", e.SignatureAlgorithm)
@@ -101,6 +116,18 @@ func (v *Verifier) Verify(ctx context.Context, e *Envelope, signer string) (Veri
 	if ts.Sub(now) > ahead {
 		return Verified{}, refuse(ReasonStale, "timestamp %s is %s ahead of this clock, at most %s", e.Timestamp, ts.Sub(now).Round(time.Second), ahead)
 	}
+	return out, nil
+}
+
+// Spend records e's message_id (and nonce) as used by the signer Check
+// found, until its timestamp leaves the window; a second Spend of the same
+// is ReasonReplayed.
+func (v *Verifier) Spend(ctx context.Context, e *Envelope, out Verified) error {
+	now := time.Now()
+	if v.Now != nil {
+		now = v.Now()
+	}
+	window, _ := v.windows()
 	scope := out.Algorithm + "\x00" + out.Signer + "\x00"
 	keys := []string{scope + "message_id\x00" + e.MessageID}
 	if e.Nonce != "" {
@@ -111,10 +138,7 @@ func (v *Verifier) Verify(ctx context.Context, e *Envelope, signer string) (Veri
 		store = &v.mem
 	}
 	// Past ts+window a replay is stale, so the keys need not be held longer.
-	if err := store.Spend(ctx, keys, now, ts.Add(window+time.Millisecond)); err != nil {
-		return Verified{}, err
-	}
-	return out, nil
+	return store.Spend(ctx, keys, now, out.Signed.Add(window+time.Millisecond))
 }
 
 func (v *Verifier) windows() (window, ahead time.Duration) {
