@@ -152,9 +152,10 @@ func (r *Responder) Handle(ctx context.Context, data []byte, bearer string, emit
 	if r.Verifier != nil {
 		// Within a session, envelopes are signed as the one that opened
 		// it was: by the same key, or with the shared secret.
-		signer := ""
+		signer, inSession := "", false
 		if e.SessionID != "" {
 			if s, ok := r.sessions().Get(e.SessionID); ok && s.Peer == e.From {
+				inSession = true
 				signer = s.PeerSigner
 				if e.SignatureAlgorithm != s.PeerAlgorithm && e.Signature != "" {
 					return r.refuse(e, securityError(refuse(ReasonWrongKey, "session %s was opened with %s; its envelopes must be signed so", s.ID, s.PeerAlgorithm))), nil
@@ -172,6 +173,12 @@ func (r *Responder) Handle(ctx context.Context, data []byte, bearer string, emit
 		switch e.Body.(type) {
 		case *Hello, *SessionPropose:
 		default:
+			// Everything else belongs to a session of its sender, which
+			// only an admitted peer has: a stranger's envelope is refused
+			// before it takes a place in the store.
+			if !inSession {
+				return r.refuse(e, sessionLdpError(&SessionError{CodeSessionUnknown, fmt.Sprintf("no session %q of %s", clip(e.SessionID), clip(e.From))})), nil
+			}
 			if err := r.Verifier.Spend(ctx, e, by); err != nil {
 				var le *Error
 				errors.As(err, &le)

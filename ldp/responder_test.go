@@ -481,6 +481,13 @@ func TestRefusedProposalSpendsNothing(t *testing.T) {
 			t.Fatal("admitted")
 		}
 	}
+	stranger := newClient(30)
+	for _, b := range []Body{&TaskCancel{TaskID: "t"}, &SessionClose{}, &TaskSubmit{TaskID: "t", Skill: "echo", Input: frame}} {
+		reply, err := stranger.Send(ctx, d.srv.URL, &Envelope{SessionID: "no-such-session", To: "ldp:delegate:echo", Body: b, PayloadMode: ModeText}, "", "")
+		if f, ok := reply.Body.(*TaskFailed); err != nil || !ok || f.Error.Code != CodeSessionUnknown {
+			t.Fatalf("%s outside a session: %v %+v", b.Type(), err, reply)
+		}
+	}
 	if n := store.Len(); n != 0 {
 		t.Fatalf("the replay store holds %d entries of refused strangers", n)
 	}
