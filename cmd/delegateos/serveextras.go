@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"errors"
 	"net/http"
 	"net/url"
 	"sync/atomic"
@@ -147,10 +146,7 @@ func (f *serveExtraFlags) build(pol *policy.Policy, revs revocation.Live, keyFil
 			return nil, err
 		}
 		x.sig = &serve.Signatures{Verifier: v, VerifyToken: func(token string) error {
-			if g.Verifier == nil {
-				return errors.New("no trusted roots to verify it against")
-			}
-			_, err := g.Verifier.VerifyChain(token, time.Now())
+			_, err := g.VerifyToken(token)
 			return err
 		}}
 	}
