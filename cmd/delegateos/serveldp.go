@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -65,6 +66,17 @@ func mountLDP(s *serveSetup) error {
 		// The card's endpoint is where the first request (past the Host
 		// check) reached this server.
 		once.Do(func() { card.Endpoint = scheme + "://" + req.Host })
+		if (req.URL.Path == ldp.WellKnownPath || req.URL.Path == ldp.IdentityPath) && (req.Method == http.MethodGet || req.Method == http.MethodHead) {
+			// A copy with the latencies measured so far.
+			b, err := json.Marshal(exec.latencies.card(card))
+			if err != nil {
+				http.Error(w, err.Error(), http.StatusInternalServerError)
+				return
+			}
+			w.Header().Set("Content-Type", "application/json")
+			w.Write(b)
+			return
+		}
 		(&ldp.Handler{Responder: r}).ServeHTTP(w, req.WithContext(context.WithValue(req.Context(), hostKey{}, req.Host)))
 	}))
 	for _, p := range []string{ldp.WellKnownPath, ldp.IdentityPath, ldp.MessagesPath, ldp.StreamPath} {
@@ -163,11 +175,12 @@ func ldpCard(c *policy.LDPConfig, pol *policy.Policy, k *identity.Keypair) *ldp.
 // ldpExec runs a task as a tools/call through serve's own MCP endpoint,
 // in the stateless style (one request, the task's token as its bearer).
 type ldpExec struct {
-	cfg      *policy.LDPConfig
-	pol      *policy.Policy
-	mux      http.Handler
-	endpoint string
-	log      *zap.Logger
+	latencies latencies
+	cfg       *policy.LDPConfig
+	pol       *policy.Policy
+	mux       http.Handler
+	endpoint  string
+	log       *zap.Logger
 }
 
 func taskError(code, category, msg string) error {
@@ -219,7 +232,9 @@ func (x *ldpExec) Execute(ctx context.Context, t *ldp.Task) (*ldp.Outcome, error
 		req.Header.Set("Authorization", "Bearer "+bearer)
 	}
 	w := &captureWriter{header: http.Header{}}
+	start := time.Now()
 	x.mux.ServeHTTP(w, req)
+	x.latencies.add(sk.Name, time.Since(start))
 	resp, err := jsonrpcResponse(w)
 	if err != nil {
 		return nil, taskError(ldp.CodeTaskFailed, "runtime", err.Error())
@@ -370,3 +385,45 @@ func (w *captureWriter) Header() http.Header         { return w.header }
 func (w *captureWriter) WriteHeader(status int)      { w.status = status }
 func (w *captureWriter) Write(b []byte) (int, error) { return w.body.Write(b) }
 func (w *captureWriter) Flush()                      {}
+
+// latencies keeps the last durations of each skill's calls, for the
+// card's latency_hint_ms_p50: what this server measured, not a claim.
+type latencies struct {
+	mu sync.Mutex
+	m  map[string][]time.Duration
+}
+
+// latencyWindow is how many recent calls of a skill the median is of.
+const latencyWindow = 101
+
+func (l *latencies) add(skill string, d time.Duration) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.m == nil {
+		l.m = map[string][]time.Duration{}
+	}
+	ds := append(l.m[skill], d)
+	if len(ds) > latencyWindow {
+		ds = ds[len(ds)-latencyWindow:]
+	}
+	l.m[skill] = ds
+}
+
+// card returns a copy of c whose capabilities carry the measured medians.
+func (l *latencies) card(c *ldp.IdentityCard) *ldp.IdentityCard {
+	out := *c
+	out.Capabilities = append([]ldp.Capability(nil), c.Capabilities...)
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	for i := range out.Capabilities {
+		ds := l.m[out.Capabilities[i].Name]
+		if len(ds) == 0 {
+			continue
+		}
+		sorted := slices.Clone(ds)
+		slices.Sort(sorted)
+		ms := uint64((sorted[len(sorted)/2] + time.Millisecond - 1) / time.Millisecond) // rounded up
+		out.Capabilities[i].LatencyHintMsP50 = &ms
+	}
+	return &out
+}

@@ -78,6 +78,11 @@ func TestServeLDP(t *testing.T) {
 		t.Fatalf("submit: exit %d\n%s%s", code, out, errs)
 	}
 	srv.WaitLog("decision", func(l map[string]any) bool { return l["tool"] == "echo" && l["allowed"] == true && l["cost"] == 100.0 })
+	// The card now carries the median latency this server measured.
+	out, _, _ = mcptest.CLI(t, "ldp", "discover", "--json", srv.Base)
+	if !strings.Contains(out, `"latency_hint_ms_p50": `) {
+		t.Fatalf("no measured latency on the card:\n%s", out)
+	}
 
 	// Narrowed to a capability the token holds but echo does not need:
 	// the gate refuses it as it would refuse an MCP client.
