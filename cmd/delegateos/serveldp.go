@@ -82,6 +82,9 @@ func mountLDP(s *serveSetup) error {
 	for _, p := range []string{ldp.WellKnownPath, ldp.IdentityPath, ldp.MessagesPath, ldp.StreamPath} {
 		s.Server.Mux.Handle(p, h)
 	}
+	if s.Policy.RequireSignature {
+		s.Log.Warn("require_signature: every LDP task is refused, since its call inside the server carries no AVP-Sig (docs/ldp.md)")
+	}
 	s.Log.Info("serving LDP", zap.String("delegate", c.DelegateID), zap.String("did", card.Metadata[ldp.MetaDID]), zap.Int("skills", len(c.Skills)))
 	return nil
 }
