@@ -169,6 +169,8 @@ func fixedSettings(old, pol *policy.Policy) error {
 		{"allow_unauthenticated", old.AllowUnauthenticated, pol.AllowUnauthenticated},
 		{"judge", old.Judge, pol.Judge},
 		{"reputation", old.Reputation, pol.Reputation},
+		// serve's LDP front is built from it at start.
+		{"ldp", old.LDP, pol.LDP},
 	} {
 		if !reflect.DeepEqual(f.old, f.new) {
 			return reloadf("%s changed, and it cannot change while running%s", f.key, restart)
