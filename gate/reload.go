@@ -5,8 +5,10 @@ import (
 	stdmaps "maps"
 	"reflect"
 	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
+	"unicode"
 
 	"github.com/delegateos/delegateos/dct"
 	"github.com/delegateos/delegateos/policy"
@@ -144,40 +146,45 @@ func reopen(old *Snapshot, pol *policy.Policy, opts Options) (*Snapshot, error) 
 	return s, nil
 }
 
+// liveSettings are the fields of policy.Policy a reload applies: every
+// other exported field names a store, a key or a bound the front set up
+// at start, and must not change. A field added to the policy is fixed
+// until it is listed here: a reload never half-applies a setting nobody
+// taught it. Rate and the rules' rates are checked apart (RateLimits).
+var liveSettings = map[string]bool{
+	"Roots": true, "Tools": true, "Resources": true, "Prompts": true, "Methods": true,
+	"DefaultCost": true, "HonourUpstreamCost": true, "Rate": true,
+}
+
 // fixedSettings refuses a policy whose settings differ from old's where a
-// running front cannot follow them: each names where a store is kept or
-// what it keeps, or a bound set when the front started.
+// running front cannot follow them, naming the first by its key.
 func fixedSettings(old, pol *policy.Policy) error {
 	restart := "; the policy in force is kept: change it back, or restart to apply it"
-	for _, f := range []struct {
-		key      string
-		old, new any
-	}{
-		{"spend_store", old.SpendStore, pol.SpendStore},
-		{"revocation_list", old.RevocationList, pol.RevocationList},
-		{"ended_delegations", old.EndedDelegations, pol.EndedDelegations},
-		{"workspace", old.Workspace, pol.Workspace},
-		{"state_dir", old.StateDir, pol.StateDir},
-		{"audit_log", old.AuditLog, pol.AuditLog},
-		{"proxy_key", old.ProxyKey, pol.ProxyKey},
-		{"receipts", old.Receipts, pol.Receipts},
-		{"tool_pins", old.ToolPins, pol.ToolPins},
-		{"log", old.Log, pol.Log},
-		{"upstream_user", old.UpstreamUser, pol.UpstreamUser},
-		{"max_frame_bytes", old.MaxFrameBytes, pol.MaxFrameBytes},
-		{"require_signature", old.RequireSignature, pol.RequireSignature},
-		{"allow_unauthenticated", old.AllowUnauthenticated, pol.AllowUnauthenticated},
-		{"judge", old.Judge, pol.Judge},
-		{"reputation", old.Reputation, pol.Reputation},
-		// serve's LDP front is built from it at start.
-		{"ldp", old.LDP, pol.LDP},
-	} {
-		if !reflect.DeepEqual(f.old, f.new) {
-			return reloadf("%s changed, and it cannot change while running%s", f.key, restart)
+	ov, nv := reflect.ValueOf(old).Elem(), reflect.ValueOf(pol).Elem()
+	for i := range ov.NumField() {
+		f := ov.Type().Field(i)
+		if !f.IsExported() || liveSettings[f.Name] {
+			continue
+		}
+		if !reflect.DeepEqual(ov.Field(i).Interface(), nv.Field(i).Interface()) {
+			return reloadf("%s changed, and it cannot change while running%s", policyKey(f.Name), restart)
 		}
 	}
 	if !stdmaps.Equal(RateLimits(old), RateLimits(pol)) {
 		return reloadf("the rate limits changed, and their windows are kept as they were opened%s", restart)
 	}
 	return nil
+}
+
+// policyKey is the policy file's key of a Policy field: SpendStore is
+// spend_store, LDP ldp.
+func policyKey(field string) string {
+	var b strings.Builder
+	for i, r := range field {
+		if i > 0 && unicode.IsUpper(r) && unicode.IsLower(rune(field[i-1])) {
+			b.WriteByte('_')
+		}
+		b.WriteRune(unicode.ToLower(r))
+	}
+	return b.String()
 }

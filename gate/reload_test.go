@@ -90,7 +90,8 @@ func TestReloadRefusesFixedSettings(t *testing.T) {
 		{"rate: 3/1m\nspend_store: /x/spend.db\n", "spend_store changed"},
 		{"rate: 3/1m\nrevocation_list: /x/r.json\n", "revocation_list changed"},
 		{"rate: 3/1m\nworkspace: /x/ws\n", "workspace changed"},
-		{"rate: 3/1m\naudit_log: /x/a.log\nproxy_key: /x/k\n", "audit_log changed"},
+		{"rate: 3/1m\naudit_log: /x/a.log\nproxy_key: /x/k\n", "proxy_key changed"},
+		{"rate: 3/1m\naudit_log: /x/a.log\n", "audit_log changed"},
 		{"rate: 3/1m\nmax_frame_bytes: 2048\n", "max_frame_bytes changed"},
 		{"rate: 3/1m\nallow_unauthenticated: true\n", "allow_unauthenticated changed"},
 		{"rate: 3/1m\ntool_pins: /x/pins.json\n", "tool_pins changed"},
@@ -252,4 +253,13 @@ func testKey(t testing.TB, b byte, name string) *identity.Keypair {
 		t.Fatal(err)
 	}
 	return k
+}
+
+// A refusal names the policy file's key of the field that changed.
+func TestPolicyKey(t *testing.T) {
+	for field, key := range map[string]string{"SpendStore": "spend_store", "MaxFrameBytes": "max_frame_bytes", "LDP": "ldp", "Log": "log", "ToolPins": "tool_pins"} {
+		if got := policyKey(field); got != key {
+			t.Errorf("policyKey(%s) = %s, want %s", field, got, key)
+		}
+	}
 }
