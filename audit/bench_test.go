@@ -74,6 +74,7 @@ func BenchmarkVerifyLog(b *testing.B) {
 		b.Fatal(err)
 	}
 	b.ResetTimer()
+	defer cputime.Report(b)()
 	var entries int64
 	for b.Loop() {
 		rep, err := Verify(bytes.NewReader(data), VerifyOptions{Trusted: []string{testSigner(b, 1).DID()}})

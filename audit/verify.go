@@ -3,6 +3,7 @@ package audit
 import (
 	"bufio"
 	"bytes"
+	"crypto/sha256"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -418,8 +419,9 @@ func (l *rawLine) parse() {
 	if !l.complete || l.tooLong {
 		return
 	}
-	l.leaf = LeafHash(l.text)
-	if l.rc, l.perr = receipt.ParseEntry(l.text); l.perr == nil && l.rc.Signed() {
+	sum := sha256.Sum256(l.text)
+	l.leaf = leafOfDigest(sum)
+	if l.rc, l.perr = receipt.ParseEntryHashed(l.text, &sum); l.perr == nil && l.rc.Signed() {
 		l.sigErr = l.rc.Verify(nil)
 	}
 }
