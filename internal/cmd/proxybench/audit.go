@@ -16,11 +16,10 @@ import (
 
 // auditSetup is the proxy with an audit log: the same proxy, given a
 // policy that names a proxy key and an audit log in dir, so that every
-// call leaves a signed decision and execution receipt.
+// call leaves a signed decision and execution receipt. With -cpuprofile it
+// is the in-process proxy given the same log and key, its profile written
+// to FILE.audit.
 func auditSetup(o options, dos, dir, root, tokenFile string, upstream []string) (setup, error) {
-	if o.profile != "" {
-		return setup{}, errors.New("-audit and -cpuprofile do not go together")
-	}
 	key := filepath.Join(dir, "proxy.key")
 	if out, err := exec.Command(dos, "keygen", "--out", key, "--name", "bench-proxy").CombinedOutput(); err != nil {
 		return setup{}, fmt.Errorf("delegateos keygen: %v: %s", err, strings.TrimSpace(string(out)))
@@ -32,6 +31,19 @@ func auditSetup(o options, dos, dir, root, tokenFile string, upstream []string) 
 	}
 	argv := []string{dos, "proxy", "--token", "@" + tokenFile, "--root", root, "--log", filepath.Join(dir, "proxy-audit.log"), "--policy", pol}
 	argv = append(argv, strings.Fields(o.proxyFlags)...)
+	if o.profile != "" {
+		// The same proxy in this program, profiled into FILE.audit.
+		self, err := os.Executable()
+		if err != nil {
+			return setup{}, err
+		}
+		prof, err := filepath.Abs(o.profile + ".audit")
+		if err != nil {
+			return setup{}, err
+		}
+		argv = []string{self, "proxy", "-token", tokenFile, "-root", root, "-log", filepath.Join(dir, "proxy-audit.log"),
+			"-cpuprofile", prof, "-audit-log", filepath.Join(dir, "audit.log"), "-key", key}
+	}
 	argv = append(append(argv, "--"), upstream...)
 	return setup{name: "proxy+audit", argv: argv, drain: (&auditDrain{path: filepath.Join(dir, "audit.log")}).wait}, nil
 }
