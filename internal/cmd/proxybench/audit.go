@@ -10,8 +10,6 @@ import (
 	"path/filepath"
 	"strings"
 	"time"
-
-	"github.com/delegateos/delegateos/receipt"
 )
 
 // auditSetup is the proxy with an audit log: the same proxy, given a
@@ -86,13 +84,12 @@ func (d *auditDrain) read() error {
 	if d.buf == nil {
 		d.buf = make([]byte, 1<<20)
 	}
-	marker := []byte(`"schema_version":"` + receipt.KindCheckpoint + `"`)
 	for {
 		n, err := f.ReadAt(d.buf, d.offset)
 		end := bytes.LastIndexByte(d.buf[:n], '\n')
 		if end >= 0 {
 			whole := d.buf[:end+1]
-			d.receipts += bytes.Count(whole, []byte("\n")) - bytes.Count(whole, marker)
+			d.receipts += bytes.Count(whole, newline) - checkpoints(whole)
 			d.offset += int64(end + 1)
 		}
 		if err != nil && !errors.Is(err, io.EOF) {
@@ -102,6 +99,24 @@ func (d *auditDrain) read() error {
 			return nil
 		}
 	}
+}
+
+var newline = []byte("\n")
+
+// checkpointStart begins a checkpoint's line and no other entry's: "at" is
+// its first member in key order (a receipt's is "action"). Searched for
+// after a newline, it is found as fast as newlines are: a marker starting
+// with a quote, as frequent as members are, made the bench's client spend
+// more CPU per call reading the log than the proxy spent writing it.
+var checkpointStart = []byte(`{"at":"`)
+
+// checkpoints counts the checkpoint lines among whole lines.
+func checkpoints(whole []byte) int {
+	n := bytes.Count(whole, append(newline, checkpointStart...))
+	if bytes.HasPrefix(whole, checkpointStart) {
+		n++
+	}
+	return n
 }
 
 // printAudit compares the proxy with an audit log (setup 3) to the proxy
