@@ -33,49 +33,89 @@ func TestDirectIsAppend(t *testing.T) {
 	var e, ref Encoder
 	for i := range 4000 {
 		o, d, x := randomRecords(rng)
-		var prev [32]byte
-		fill(rng, prev[:])
-		seq := 1 + rng.Int64N(1<<40)
-		omit := rng.IntN(4) == 0
-		prefix := []byte("earlier\n")
-
-		uuidSeed = rng.Uint64()
-		replay()
-		got := e.AppendDecision(bytes.Clone(prefix), d, o, seq, &prev, omit)
-		replay()
-		b := d.Body(o)
-		b.Position = Position{Seq: seq, Prev: hexString(prev)}
-		if omit {
-			OmitClear(b)
-		}
-		want, err := ref.Append(bytes.Clone(prefix), b)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if !bytes.Equal(got, want) {
-			t.Fatalf("decision %d: %s", i, firstDiff(got, want))
-		}
-		if rng.IntN(3) > 0 {
-			var digest [32]byte
-			fill(rng, digest[:])
-			d.Signed(digest)
-		}
-		uuidSeed = rng.Uint64()
-		replay()
-		got = e.AppendExecution(bytes.Clone(prefix), x, o, seq+1, &prev, omit)
-		replay()
-		xb := x.Body(o)
-		xb.Position = Position{Seq: seq + 1, Prev: hexString(prev)}
-		if omit {
-			OmitClear(xb)
-		}
-		if want, err = ref.Append(bytes.Clone(prefix), xb); err != nil {
-			t.Fatal(err)
-		}
-		if !bytes.Equal(got, want) {
-			t.Fatalf("execution %d: %s", i, firstDiff(got, want))
+		if msg := compareDirect(&e, &ref, rng, o, d, x, replay, &uuidSeed); msg != "" {
+			t.Fatalf("record %d: %s", i, msg)
 		}
 	}
+}
+
+// compareDirect writes d and x both ways at a random position and says
+// how they differ ("" when they do not).
+func compareDirect(e, ref *Encoder, rng *rand.Rand, o *Options, d *Decision, x *Execution, replay func(), uuidSeed *uint64) string {
+	var prev [32]byte
+	fill(rng, prev[:])
+	seq := 1 + rng.Int64N(1<<40)
+	omit := rng.IntN(4) == 0
+	prefix := []byte("earlier\n")
+
+	*uuidSeed = rng.Uint64()
+	replay()
+	got := e.AppendDecision(bytes.Clone(prefix), d, o, seq, &prev, omit)
+	replay()
+	b := d.Body(o)
+	b.Position = Position{Seq: seq, Prev: hexString(prev)}
+	if omit {
+		OmitClear(b)
+	}
+	want, err := ref.Append(bytes.Clone(prefix), b)
+	if err != nil {
+		return err.Error()
+	}
+	if !bytes.Equal(got, want) {
+		return "decision " + firstDiff(got, want)
+	}
+	if rng.IntN(3) > 0 {
+		var digest [32]byte
+		fill(rng, digest[:])
+		d.Signed(digest)
+	}
+	*uuidSeed = rng.Uint64()
+	replay()
+	got = e.AppendExecution(bytes.Clone(prefix), x, o, seq+1, &prev, omit)
+	replay()
+	xb := x.Body(o)
+	xb.Position = Position{Seq: seq + 1, Prev: hexString(prev)}
+	if omit {
+		OmitClear(xb)
+	}
+	if want, err = ref.Append(bytes.Clone(prefix), xb); err != nil {
+		return err.Error()
+	}
+	if !bytes.Equal(got, want) {
+		return "execution " + firstDiff(got, want)
+	}
+	return ""
+}
+
+// FuzzDirectIsAppend: whatever texts a request's sender chooses (method,
+// target, capability, denial detail, arguments, result, outcome), the
+// direct encoding is the reference's, byte for byte.
+func FuzzDirectIsAppend(f *testing.F) {
+	f.Add(uint64(1), "tools/call", "echo", "not granted", []byte(`{"text":"hi"}`), []byte(`{"content":[]}`), "result")
+	f.Add(uint64(2), "a\"b", "\xff\u2028", "\u0001", []byte("\xff"), []byte(nil), "odd\n")
+	f.Fuzz(func(t *testing.T, seed uint64, method, target, detail string, args, result []byte, outcome string) {
+		rng := rand.New(rand.NewPCG(seed, 0))
+		var uuidSeed uint64
+		defer func(r func([]byte) (int, error)) { readRandom = r }(readRandom)
+		replay := func() {
+			src := rand.New(rand.NewPCG(uuidSeed, 1))
+			readRandom = func(b []byte) (int, error) {
+				for i := range b {
+					b[i] = byte(src.Uint32())
+				}
+				return len(b), nil
+			}
+		}
+		o, d, x := randomRecords(rng)
+		d.Method, d.Target, d.DenialDetail, d.Arguments, x.Result, x.Outcome = method, target, detail, args, result, outcome
+		if d.Requested != nil {
+			d.Requested.Resource = target
+		}
+		var e, ref Encoder
+		if msg := compareDirect(&e, &ref, rng, o, d, x, replay, &uuidSeed); msg != "" {
+			t.Fatal(msg)
+		}
+	})
 }
 
 // firstDiff shows where got and want part.
