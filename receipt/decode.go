@@ -1,6 +1,7 @@
 package receipt
 
 import (
+	"bytes"
 	"reflect"
 	"strconv"
 	"strings"
@@ -188,6 +189,23 @@ func (d *decoder) str() (string, bool) {
 		return "", false
 	}
 	start := d.i
+	// Most strings hold no escape: up to the closing quote, found with
+	// IndexByte, only control characters remain to refuse.
+	if q := bytes.IndexByte(d.data[start:], '"'); q >= 0 {
+		s := d.data[start : start+q]
+		if bytes.IndexByte(s, '\\') < 0 {
+			for _, c := range s {
+				if c < 0x20 {
+					return "", false
+				}
+			}
+			if !utf8.Valid(s) {
+				return "", false
+			}
+			d.i = start + q + 1
+			return d.text[start : start+q], true
+		}
+	}
 	for d.i < len(d.data) {
 		c := d.data[d.i]
 		switch {
