@@ -194,7 +194,7 @@ func (f *serveExtraFlags) build(pol *policy.Policy, revs revocation.Live, keyFil
 			return nil, err
 		}
 		c := &agentcard.Card{Name: "delegateos gate", Key: k, PublicURL: *f.publicURL, MCPPath: mcpPath,
-			AcceptsRevocationPushes: x.dist != nil, RequireSignature: x.sig != nil}
+			AcceptsRevocationPushes: x.dist != nil, RequireSignature: x.sig != nil, Labels: ldpLabels(pol, k)}
 		if x.dist != nil {
 			c.RevocationPath = revdist.Path
 		}
