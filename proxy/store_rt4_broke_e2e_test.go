@@ -1,0 +1,180 @@
+//go:build unix && redteam
+
+package proxy_test
+
+// Fourth red team of issue 19's store history (after the R3 fixes):
+// attacks that broke the product. Run with -tags redteam; each moves to
+// the normal suite once fixed.
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/delegateos/delegateos/dct"
+	"github.com/delegateos/delegateos/internal/mcptest"
+	"github.com/delegateos/delegateos/internal/redistest"
+	"github.com/delegateos/delegateos/proxy"
+)
+
+// R4-1. Redis goes back to an older snapshot (a failover to a replica
+// that lagged, an RDB restart) while machine 1's proxy, which saw the
+// root count 20, idles. Machine 2's proxy, which never saw the tree,
+// makes 10 calls (it cannot know), taking the root's count back to 20.
+// Machine 1's proxy then compares its 20 with the store's 20 and goes on:
+// the rollback is never noticed, and machine 1 forwards 10 more (40 on
+// 30). Want: machine 1 refuses store_reset (its own calls are gone).
+func TestRedTeam4RollbackMaskedByAnotherMachine(t *testing.T) {
+	f := newFleet(t, 30*fleetCost, 30*fleetCost, 30*fleetCost)
+	p1, s1 := f.start(f.a, "", nil)
+	n, _, _ := rtDrain(t, s1, 10)
+	f.rtSettled()
+	snap := f.rtSnapshot()
+	m, _, _ := rtDrain(t, s1, 10)
+	f.rtSettled()
+	f.rtRestore(snap)
+	p2 := f.e.StartProxy(mcptest.ProxyOptions{Policy: f.policy(""), Token: f.a, Dir: t.TempDir()})
+	k, _, _ := rtDrain(t, p2.Connect(mcptest.SessionOptions{}), 10)
+	more, typ, detail := rtDrain(t, s1, 40)
+	total := n + m + k + more
+	f.sameAsUpstreams([]*mcptest.Process{p1, p2}, total)
+	if more != 0 || typ != string(proxy.StoreReset) {
+		t.Errorf("machine 1 made %d calls, Redis went back to a snapshot of %d, machine 2 made %d: machine 1's proxy forwarded %d more (%d on 30), then %s: %s; want none, store_reset", n+m, n, k, more, total, typ, detail)
+	}
+}
+
+// R4-2. R4-1 with machine 1's proxy stopped before the rollback and
+// started again after machine 2's calls: its machine's counts (20) are
+// compared with the store's count, which machine 2 took back to 20.
+func TestRedTeam4RollbackMaskedBeforeRestart(t *testing.T) {
+	f := newFleet(t, 30*fleetCost, 30*fleetCost, 30*fleetCost)
+	p1, s1 := f.start(f.a, "", nil)
+	n, _, _ := rtDrain(t, s1, 10)
+	f.rtSettled()
+	snap := f.rtSnapshot()
+	m, _, _ := rtDrain(t, s1, 10)
+	f.rtSettled()
+	rtStop(t, p1)
+	f.rtRestore(snap)
+	p2 := f.e.StartProxy(mcptest.ProxyOptions{Policy: f.policy(""), Token: f.a, Dir: t.TempDir()})
+	k, _, _ := rtDrain(t, p2.Connect(mcptest.SessionOptions{}), 10)
+	p3, s3 := f.start(f.a, "", nil)
+	more, typ, detail := rtDrain(t, s3, 40)
+	total := n + m + k + more
+	f.sameAsUpstreams([]*mcptest.Process{p1, p2, p3}, total)
+	if more != 0 || typ != string(proxy.StoreReset) {
+		t.Errorf("machine 1 made %d calls and stopped, Redis went back to a snapshot of %d, machine 2 made %d: machine 1's restarted proxy forwarded %d more (%d on 30), then %s: %s; want none, store_reset", n+m, n, k, more, total, typ, detail)
+	}
+}
+
+// R4-3. R4-1 within one machine: proxies A and B share a state
+// directory (stdio proxies run per session). A makes 5 calls and idles;
+// B takes the root to 20. Redis goes back to the snapshot at 10; A, which
+// saw 5, makes 10 calls (the count back at 20); B then goes on.
+func TestRedTeam4RollbackMaskedBySameMachineProxy(t *testing.T) {
+	f := newFleet(t, 30*fleetCost, 30*fleetCost, 30*fleetCost)
+	pa, sa := f.start(f.a, "", nil)
+	na, _, _ := rtDrain(t, sa, 5)
+	pb, sb := f.start(f.a, "", nil)
+	nb, _, _ := rtDrain(t, sb, 5)
+	f.rtSettled()
+	snap := f.rtSnapshot()
+	mb, _, _ := rtDrain(t, sb, 10)
+	f.rtSettled()
+	f.rtRestore(snap)
+	ka, typa, _ := rtDrain(t, sa, 10)
+	more, typ, detail := rtDrain(t, sb, 40)
+	total := na + nb + mb + ka + more
+	f.sameAsUpstreams([]*mcptest.Process{pa, pb}, total)
+	if total > 30 || typ != string(proxy.StoreReset) {
+		t.Errorf("A made %d calls, B %d, Redis went back to a snapshot at %d, A made %d more (then %q); B forwarded %d more (%d on 30), then %s: %s; want store_reset, at most 30", na, nb+mb, na+nb, ka, typa, more, total, typ, detail)
+	}
+}
+
+// R4-4. The machine's durable copy of the ended-delegation set is named by
+// the URL as written: a delegation completed at a proxy naming the set
+// redis://127.0.0.1:P/0; that proxy exits; Redis is flushed; a proxy of
+// another workspace on the same machine naming the set
+// redis://localhost:P finds no copy and takes the completed delegation's
+// token again.
+func TestRedTeam4EndedCopyOtherSpelling(t *testing.T) {
+	srv := redistest.Start(t)
+	r := newDelegationRun(t)
+	ws1 := filepath.Join(r.e.Dir, "ws1")
+	r.p, r.s = startEndedWorkspaceAt(t, r, srv.URL(), ws1)
+	r.ws = ws1
+	delA := r.aTok.Unverified().Authority.DelegationID
+	delB := r.bTok.Unverified().Attenuations[0].DelegationID
+	if res := r.delegate(r.bContract, r.bTok, delA); !res.Accepted {
+		t.Fatalf("delegate: %+v", res)
+	}
+	if done := r.complete(delB, `{"summary":"Three milestones, the second one late."}`, 100); done.Status != "completed" {
+		t.Fatalf("complete: %+v", done)
+	}
+	rtStop(t, r.p)
+	if err := srv.Client().FlushAll(context.Background()).Err(); err != nil {
+		t.Fatal(err)
+	}
+	os.RemoveAll(ws1)
+	other := strings.Replace(srv.URL(), "127.0.0.1", "localhost", 1)
+	other = strings.TrimSuffix(other, "/0")
+	_, s2 := startEndedWorkspaceAt(t, r, other, filepath.Join(r.e.Dir, "ws2"))
+	got := s2.CallAs(t, r.bTok.String(), "read_file", map[string]any{"path": "/project/sub/notes.md"})
+	if typ, detail := denialData(got); typ != string(dct.Expired) {
+		t.Errorf("completed delegation %s, its ending flushed while no proxy ran; a proxy naming the set %s answered %+v (%s: %s); want it refused as ended", delB, other, got.Res, typ, detail)
+	}
+}
+
+// startEndedWorkspaceAt is startEndedWorkspace with the set at url.
+func startEndedWorkspaceAt(t *testing.T, r *delegationRun, url, ws string) (*mcptest.Process, *mcptest.Session) {
+	t.Helper()
+	revs := filepath.Join(r.e.Dir, filepath.Base(ws)+"-revocations.json")
+	mcptest.WriteFile(t, revs, "[]\n")
+	pol := r.e.Policy(mcptest.Rule{Match: "read_file", Namespace: "docs", Action: "read", Arg: "/path", Cost: 100})
+	pol.Rules = pol.Rules[1:]
+	pol.RevocationList = revs
+	key := mcptest.NewKey(t, filepath.Base(ws))
+	pol.Extra = "workspace: " + strconv.Quote(ws) + "\nended_delegations: " + strconv.Quote(url) +
+		"\nproxy_key: " + r.e.KeyFile(key) + "\naudit_log: " + filepath.Join(ws+"-audit.log") + "\n"
+	p := r.e.StartProxy(mcptest.ProxyOptions{Policy: pol})
+	return p, p.Connect(mcptest.SessionOptions{})
+}
+
+// R4-5. The machine's index of the store cannot be read (here a symbolic
+// link to itself: ELOOP; a file of another user is EACCES) but can be
+// replaced: it is taken as none. 10 calls, the proxy stops, Redis restarts
+// without persistence: the proxy restarted on the machine creates a new
+// identity and spends the budget again.
+func TestRedTeam4UnreadableIndexTakenAsNone(t *testing.T) {
+	f := newFleet(t, 30*fleetCost, 30*fleetCost, 30*fleetCost)
+	p1, s1 := f.start(f.a, "", nil)
+	n, _, _ := rtDrain(t, s1, 10)
+	f.rtSettled()
+	rtStop(t, p1)
+	idx, _ := filepath.Glob(filepath.Join(f.e.Dir, "state", "redis-*.json"))
+	cut := 0
+	for _, p := range idx {
+		if strings.HasSuffix(p, ".seen.json") {
+			continue
+		}
+		os.Remove(p)
+		if err := os.Symlink(filepath.Base(p), p); err != nil {
+			t.Fatal(err)
+		}
+		cut++
+	}
+	if cut != 1 {
+		t.Fatalf("indexes: %v", idx)
+	}
+	f.srv.RestartEmpty()
+	p2, s2 := f.start(f.a, "", func(int) bool { return true })
+	more, typ, detail := rtDrain(t, s2, 40)
+	total := n + more
+	f.sameAsUpstreams([]*mcptest.Process{p1, p2}, total)
+	if more != 0 {
+		t.Errorf("10 calls, the machine's index made unreadable, Redis restarted without persistence: the restarted proxy forwarded %d more (%d on 30), then %s: %s; want it refused (the index cannot be read)", more, total, typ, detail)
+	}
+}
