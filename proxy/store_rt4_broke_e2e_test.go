@@ -208,3 +208,49 @@ func TestRedTeam4RateWindowsLostAlone(t *testing.T) {
 		t.Errorf("5 calls on a rate of 5 an hour, the tree's rate windows deleted: %d more forwarded within the hour, then %s: %s; want none", more, typ, detail)
 	}
 }
+
+// R4-7. A proxy of a new machine and a proxy of a machine that saw the
+// store start at the moment Redis lost its data. The new machine's proxy
+// takes the empty store for a new one (its identity); its first call
+// reads the store's identity (newTree) and, before it makes its tree's
+// stamp, the other proxy finds the loss and marks the identity and every
+// stamp there is (none yet). The stamp made just after is never marked:
+// the new machine's proxy spends the whole budget again while the rest of
+// the fleet refuses store_reset. (The gate relay holds the reply to the
+// identity read until the mark is made: a network delay of a few
+// milliseconds at the wrong moment.)
+func TestRedTeam4StampMadeAfterTheMark(t *testing.T) {
+	f := newFleet(t, 30*fleetCost, 30*fleetCost, 30*fleetCost)
+	p1, s1 := f.start(f.a, "", nil)
+	n, _, _ := rtDrain(t, s1, 10)
+	f.rtSettled()
+	rtStop(t, p1)
+	ctx := context.Background()
+	if err := f.srv.Client().FlushAll(ctx).Err(); err != nil {
+		t.Fatal(err)
+	}
+	g := newGateRelay(t, f.srv.Addr())
+	pol := f.policy("")
+	pol.SpendStore = "redis://" + g.addr + "/0" + f.timeouts
+	pnew := f.e.StartProxy(mcptest.ProxyOptions{Policy: pol, Token: f.a, Dir: t.TempDir()})
+	snew := pnew.Connect(mcptest.SessionOptions{})
+	g.arm("proxy")
+	first := make(chan mcptest.Result, 1)
+	go func() { first <- snew.Call(t, "echo", map[string]any{"text": "first"}) }()
+	<-g.held
+	p2, s2 := f.start(f.a, "", nil)
+	if typ, detail := denialData(s2.Call(t, "echo", map[string]any{"text": "old machine"})); typ != string(proxy.StoreReset) {
+		t.Fatalf("the old machine's proxy after the flush: %s: %s, want store_reset", typ, detail)
+	}
+	g.release()
+	var k int64
+	if r := <-first; r.Err == nil && !r.Res.IsError {
+		k = 1
+	}
+	more, typ, detail := rtDrain(t, snew, 40)
+	total := n + k + more
+	f.sameAsUpstreams([]*mcptest.Process{p1, pnew, p2}, total)
+	if more != 0 || typ != string(proxy.StoreReset) {
+		t.Errorf("%d calls, Redis flushed, a new machine's proxy started (its first call %d forwarded) while the old machine's proxy found the loss: the new machine's proxy forwarded %d more (%d on 30), then %s: %s; want store_reset", n, k, more, total, typ, detail)
+	}
+}
