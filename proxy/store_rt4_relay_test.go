@@ -4,7 +4,6 @@ package proxy_test
 
 import (
 	"bytes"
-	"io"
 	"net"
 	"sync"
 	"testing"
@@ -17,8 +16,12 @@ type gateRelay struct {
 	addr    string
 	mu      sync.Mutex
 	pattern []byte
-	held    chan struct{}
-	open    chan struct{}
+	// fromClient: the pattern is looked for in what the client sends
+	// (the command is held before it reaches the server).
+	fromClient bool
+	held       chan struct{}
+	dropped    bool // the held chunk is dropped, its connection cut
+	open       chan struct{}
 }
 
 func newGateRelay(t *testing.T, server string) *gateRelay {
@@ -53,41 +56,60 @@ func newGateRelay(t *testing.T, server string) *gateRelay {
 			cmu.Lock()
 			conns = append(conns, cc, sc)
 			cmu.Unlock()
-			go io.Copy(sc, cc)
-			go func() {
-				defer cc.Close()
-				b := make([]byte, 64<<10)
-				for {
-					n, err := sc.Read(b)
-					if n > 0 {
-						g.mu.Lock()
-						hit := g.pattern != nil && bytes.Contains(b[:n], g.pattern)
-						if hit {
-							g.pattern = nil
-						}
-						g.mu.Unlock()
-						if hit {
-							close(g.held)
-							<-g.open
-						}
-						if _, err := cc.Write(b[:n]); err != nil {
-							return
-						}
-					}
-					if err != nil {
-						return
-					}
-				}
-			}()
+			go g.pipe(sc, cc, true)
+			go g.pipe(cc, sc, false)
 		}
 	}()
 	return g
 }
 
+// pipe copies from src to dst, holding the chunk that holds the armed
+// pattern when it flows this way.
+func (g *gateRelay) pipe(dst, src net.Conn, fromClient bool) {
+	defer dst.Close()
+	b := make([]byte, 64<<10)
+	for {
+		n, err := src.Read(b)
+		if n > 0 {
+			g.mu.Lock()
+			hit := g.pattern != nil && g.fromClient == fromClient && bytes.Contains(b[:n], g.pattern)
+			if hit {
+				g.pattern = nil
+			}
+			g.mu.Unlock()
+			if hit {
+				close(g.held)
+				<-g.open
+				g.mu.Lock()
+				drop := g.dropped
+				g.mu.Unlock()
+				if drop {
+					src.Close()
+					return
+				}
+			}
+			if _, err := dst.Write(b[:n]); err != nil {
+				return
+			}
+		}
+		if err != nil {
+			return
+		}
+	}
+}
+
+// armClient holds the next chunk from a client that contains pattern: the
+// command it carries has not reached the server.
+func (g *gateRelay) armClient(pattern string) {
+	g.mu.Lock()
+	g.pattern, g.fromClient = []byte(pattern), true
+	g.mu.Unlock()
+}
+
 // arm holds the next chunk from the server that contains pattern.
 func (g *gateRelay) arm(pattern string) {
 	g.mu.Lock()
-	g.pattern = []byte(pattern)
+	g.pattern, g.fromClient = []byte(pattern), false
 	g.mu.Unlock()
 }
 
@@ -100,4 +122,13 @@ func (g *gateRelay) release() {
 	default:
 		close(g.open)
 	}
+}
+
+// drop cuts the connection of the held chunk without sending it: its
+// process was killed before the command left it.
+func (g *gateRelay) drop() {
+	g.mu.Lock()
+	g.dropped = true
+	g.mu.Unlock()
+	g.release()
 }
