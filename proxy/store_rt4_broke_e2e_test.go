@@ -254,3 +254,64 @@ func TestRedTeam4StampMadeAfterTheMark(t *testing.T) {
 		t.Errorf("%d calls, Redis flushed, a new machine's proxy started (its first call %d forwarded) while the old machine's proxy found the loss: the new machine's proxy forwarded %d more (%d on 30), then %s: %s; want store_reset", n, k, more, total, typ, detail)
 	}
 }
+
+// R4-8. A revocation that revoke confirmed, the proxies that knew it
+// stopped (stdio proxies run per session), then Redis loses its data
+// (FLUSHALL, as a restart without persistence); the operator accepts the
+// spend's loss (store init --reset). A proxy without a workspace keeps no
+// copy of the list, so when one starts again on the same machine it takes
+// the revoked token. (With a workspace, only that
+// workspace's proxies keep one: R4-9.)
+func TestRedTeam4RevocationForgottenWithoutWorkspace(t *testing.T) {
+	f := newFleet(t, 1000*fleetCost, 1000*fleetCost, 1000*fleetCost)
+	p, s := f.start(f.b, "", nil)
+	s.Call(t, "echo", map[string]any{"text": "before"}).OK(t, "B's call")
+	if out, err := f.revokeB(f.url); err != nil {
+		t.Fatalf("delegateos revoke: %v\n%s", err, out)
+	}
+	refusesB(t, s, "B's proxy")
+	rtStop(t, p)
+	if err := f.srv.Client().FlushAll(context.Background()).Err(); err != nil {
+		t.Fatal(err)
+	}
+	// The operator accepts the spend's loss (the proxies refuse
+	// store_reset until then); nothing restores the list.
+	if out, errs, code := mcptest.CLI(t, "store", "init", "--store", f.srv.URL(), "--reset"); code != 0 {
+		t.Fatalf("store init --reset: %d %s%s", code, out, errs)
+	}
+	p2 := f.e.StartProxy(mcptest.ProxyOptions{Policy: f.policy(""), Token: f.b, WantExit: func(int) bool { return true }})
+	if !p2.WaitExit(mcptest.WaitTimeout) {
+		r := p2.Connect(mcptest.SessionOptions{}).Call(t, "echo", map[string]any{"text": "revoked?"})
+		typ, detail := denialData(r)
+		t.Errorf("B revoked, its proxy stopped, Redis flushed: the proxy restarted on the same machine is running and answers B's call %s: %s; want it refused as revoked (or the proxy refusing to start)", typ, detail)
+	}
+}
+
+// R4-9. R4-8 with workspaces: the revocation is kept in the workspace of
+// the proxy that knew it; a proxy of another workspace on the same
+// machine, started after the flush, takes the revoked token (the ended
+// set, by contrast, is kept per machine in the state directory).
+func TestRedTeam4RevocationForgottenOtherWorkspace(t *testing.T) {
+	f := newFleet(t, 1000*fleetCost, 1000*fleetCost, 1000*fleetCost)
+	p, s := f.start(f.b, f.workspace("ws-1"), nil)
+	s.Call(t, "echo", map[string]any{"text": "before"}).OK(t, "B's call")
+	if out, err := f.revokeB(f.url); err != nil {
+		t.Fatalf("delegateos revoke: %v\n%s", err, out)
+	}
+	refusesB(t, s, "B's proxy")
+	rtStop(t, p)
+	if err := f.srv.Client().FlushAll(context.Background()).Err(); err != nil {
+		t.Fatal(err)
+	}
+	// The operator accepts the spend's loss (the proxies refuse
+	// store_reset until then); nothing restores the list.
+	if out, errs, code := mcptest.CLI(t, "store", "init", "--store", f.srv.URL(), "--reset"); code != 0 {
+		t.Fatalf("store init --reset: %d %s%s", code, out, errs)
+	}
+	p2 := f.e.StartProxy(mcptest.ProxyOptions{Policy: f.policy(f.workspace("ws-2")), Token: f.b, WantExit: func(int) bool { return true }})
+	if !p2.WaitExit(mcptest.WaitTimeout) {
+		r := p2.Connect(mcptest.SessionOptions{}).Call(t, "echo", map[string]any{"text": "revoked?"})
+		typ, detail := denialData(r)
+		t.Errorf("B revoked, its proxy (workspace 1) stopped, Redis flushed: a proxy of workspace 2 on the same machine is running and answers B's call %q: %s; want it refused as revoked (or the proxy refusing to start)", typ, detail)
+	}
+}
