@@ -8,7 +8,10 @@ package proxy_test
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -314,4 +317,106 @@ func TestRedTeam4RevocationForgottenOtherWorkspace(t *testing.T) {
 		typ, detail := denialData(r)
 		t.Errorf("B revoked, its proxy (workspace 1) stopped, Redis flushed: a proxy of workspace 2 on the same machine is running and answers B's call %q: %s; want it refused as revoked (or the proxy refusing to start)", typ, detail)
 	}
+}
+
+// R4-10. R4-7 with a kill instead of a race: the old machine's proxy
+// finds the loss at start, marks the store's identity, and is killed
+// (SIGKILL) before it marks the trees' stamps. The new machine's proxy,
+// which took the flushed store for a new one and made its stamp, is never
+// told: it spends the budget again. Proxies started later refuse (the
+// identity is marked), but none marks the stamps.
+func TestRedTeam4MarkerKilledBeforeTheStamps(t *testing.T) {
+	f := newFleet(t, 30*fleetCost, 30*fleetCost, 30*fleetCost)
+	p1, s1 := f.start(f.a, "", nil)
+	n, _, _ := rtDrain(t, s1, 10)
+	f.rtSettled()
+	rtStop(t, p1)
+	if err := f.srv.Client().FlushAll(context.Background()).Err(); err != nil {
+		t.Fatal(err)
+	}
+	pnew := f.e.StartProxy(mcptest.ProxyOptions{Policy: f.policy(""), Token: f.a, Dir: t.TempDir()})
+	snew := pnew.Connect(mcptest.SessionOptions{})
+	k, _, _ := rtDrain(t, snew, 1)
+	g := newGateRelay(t, f.srv.Addr())
+	g.armClient("delegateos:stamp:*")
+	pol := f.policy("")
+	pol.SpendStore = strings.Replace(pol.SpendStore, f.srv.Addr(), g.addr, 1)
+	// The old machine (its state directory), through the relay: its index
+	// is named by the relay's address, so it is copied there.
+	idx, _ := filepath.Glob(filepath.Join(f.e.Dir, "state", "redis-*.json"))
+	for _, p := range idx {
+		if !strings.HasSuffix(p, ".seen.json") {
+			b, _ := os.ReadFile(p)
+			os.Remove(p)
+			os.WriteFile(rt4IndexPath(filepath.Join(f.e.Dir, "state"), g.addr), []byte(strings.Replace(string(b), f.srv.Addr(), g.addr, 1)), 0o600)
+		}
+	}
+	pold := f.e.StartProxy(mcptest.ProxyOptions{Policy: pol, Token: f.a, WantExit: func(int) bool { return true }})
+	<-g.held
+	pold.Cmd.Process.Kill()
+	g.drop()
+	pold.WaitExit(mcptest.WaitTimeout)
+	if r, _ := f.srv.Client().HGet(context.Background(), "delegateos:store", "reset").Result(); r == "" {
+		t.Fatalf("the old machine's proxy did not mark the store's identity before it was killed")
+	}
+	more, typ, detail := rtDrain(t, snew, 40)
+	total := n + k + more
+	f.sameAsUpstreams([]*mcptest.Process{p1, pnew}, total)
+	if more != 0 || typ != string(proxy.StoreReset) {
+		t.Errorf("%d calls, Redis flushed, a new machine's proxy took it for new (%d call); the old machine's proxy marked the loss and was killed before marking the stamps: the new machine's proxy forwarded %d more (%d on 30), then %s: %s; want store_reset", n, k, more, total, typ, detail)
+	}
+}
+
+// R4-11. An operator's store init --reset --root ROOT (accepting one
+// tree's loss) runs while Redis loses its data again (FLUSHALL between its
+// read of the store's identity and its write of the new generation) and a
+// proxy finds and marks that loss. The operator's write replaces the
+// identity whole, mark included: the loss nobody accepted is lifted, and a
+// new machine's proxy spends the budget again.
+func TestRedTeam4OperatorWriteErasesANewMark(t *testing.T) {
+	f := newFleet(t, 30*fleetCost, 30*fleetCost, 30*fleetCost)
+	p1, s1 := f.start(f.a, "", nil)
+	n, _, _ := rtDrain(t, s1, 10)
+	f.rtSettled()
+	ctx := context.Background()
+	c := f.srv.Client()
+	// A loss of the tree's stamp only, found by the proxy.
+	if err := c.Del(ctx, "delegateos:stamp:{"+f.e.Root.ID()+"}").Err(); err != nil {
+		t.Fatal(err)
+	}
+	if typ, detail := denialData(s1.Call(t, "echo", map[string]any{"text": "after the stamp's loss"})); typ != string(proxy.StoreReset) {
+		t.Fatalf("after the stamp's loss: %s: %s, want store_reset", typ, detail)
+	}
+	g := newGateRelay(t, f.srv.Addr())
+	g.armClient("lifted")
+	op := exec.Command(mcptest.Delegateos(t), "store", "init", "--reset", "--root", f.e.Root.ID(), "--store", "redis://"+g.addr+"/0")
+	op.Env = append(os.Environ(), "DELEGATEOS_STATE_DIR="+t.TempDir())
+	if err := op.Start(); err != nil {
+		t.Fatal(err)
+	}
+	<-g.held
+	if err := c.FlushAll(ctx).Err(); err != nil {
+		t.Fatal(err)
+	}
+	// A proxy of the machine finds the new loss and marks it.
+	p2, s2 := f.start(f.a, "", nil)
+	if typ, detail := denialData(s2.Call(t, "echo", map[string]any{"text": "after the second loss"})); typ != string(proxy.StoreReset) {
+		t.Fatalf("after the second loss: %s: %s, want store_reset", typ, detail)
+	}
+	g.release()
+	op.Wait()
+	pn := f.e.StartProxy(mcptest.ProxyOptions{Policy: f.policy(""), Token: f.a, Dir: t.TempDir()})
+	more, typ, detail := rtDrain(t, pn.Connect(mcptest.SessionOptions{}), 40)
+	total := n + more
+	f.sameAsUpstreams([]*mcptest.Process{p1, p2, pn}, total)
+	if more != 0 || typ != string(proxy.StoreReset) {
+		t.Errorf("%d calls; the tree's stamp lost; store init --reset --root (exit %d) ran while Redis was flushed and a proxy marked it: a new machine's proxy forwarded %d more (%d on 30), then %s: %s; want store_reset (nobody accepted the flush)", n, op.ProcessState.ExitCode(), more, total, typ, detail)
+	}
+}
+
+// rt4IndexPath is the path of a state directory's index of the store at
+// redis://ADDR/0 (named by its canonical address).
+func rt4IndexPath(dir, addr string) string {
+	sum := sha256.Sum256([]byte("store " + addr + "/0"))
+	return filepath.Join(dir, "redis-"+hex.EncodeToString(sum[:8])+".json")
 }
