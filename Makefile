@@ -58,7 +58,7 @@ bench:
 demo:
 	@GO=$(GO) ./scripts/demo.sh
 
-# Rewrite docs/cli.md and the README's command table from the commands'
+# Rewrite docs/cli.md and the command table of docs/commands.md from the commands'
 # own help (TestCLIReference fails when they are out of date).
 docs:
 	$(GO) test -count=1 -run '^TestCLIReference$$' ./cmd/delegateos -update
@@ -96,8 +96,8 @@ conformance:
 	GO=$(GO) ./conformance/run.sh
 
 # Reservation cost per call and pipelined throughput of the spend store,
-# Redis against a file, for 1 and 3 proxies, in one run (README "A fleet on
-# Redis").
+# Redis against a file, for 1 and 3 proxies, in one run (docs/measured.md,
+# "A fleet on Redis").
 .PHONY: bench-fleet
 bench-fleet: redis
 	$(GO) test -run '^$$' -bench '^BenchmarkFleet$$' -benchtime $(BENCHTIME) ./budget/

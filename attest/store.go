@@ -8,26 +8,39 @@ import (
 
 // Store holds attestations by ID; each is checked by Attestation.Verify
 // (structure and signature) when it is stored and when it is read. An
-// attestation, once stored, is never replaced by a different one.
-// Implementations are safe for concurrent use.
-type Store interface {
-	// Put verifies a (Attestation.Verify) and stores it. Storing an
-	// attestation already held is a no-op; a different attestation with the
-	// same ID is an error wrapping ErrConflict.
-	Put(a *Attestation) error
-	// Get returns the attestation with the given ID, its signature
-	// verified. A missing attestation is an error wrapping fs.ErrNotExist.
-	Get(id string) (*Attestation, error)
-	// List returns the IDs of the stored attestations in ascending order.
-	List() ([]string, error)
-}
+// attestation, once stored, is never replaced by a different one: Put of
+// an attestation already held is a no-op, and of a different one with
+// the same ID an error wrapping ErrConflict. Get of a missing attestation
+// is an error wrapping fs.ErrNotExist; List returns the IDs in ascending
+// order. Implementations are safe for concurrent use.
+type Store = docstore.Store[*Attestation]
 
 var (
 	_ Store = (*Memory)(nil)
 	_ Store = (*Dir)(nil)
 )
 
-// codec is how package docstore stores attestations.
+// Memory is a Store in memory. The zero value is ready to use.
+type Memory = docstore.Memory[*Attestation, kind]
+
+// Dir is a Store with one file per attestation, <dir>/<id>.json, holding its
+// canonical JSON and a newline (mode 600). Put writes a synced temporary
+// file and renames it into place under an exclusive lock, so concurrent
+// writers (goroutines or processes) never replace a stored attestation. Get reads
+// the file again on every call and verifies it, and accepts any
+// formatting: a file may be pretty-printed by hand. Path(id) is the file
+// that holds (or would hold) the attestation id.
+type Dir = docstore.Dir[*Attestation, kind]
+
+// OpenDir returns the Store in directory path, creating it (mode 0700) if
+// it is missing.
+func OpenDir(path string) (*Dir, error) { return docstore.OpenDir[*Attestation, kind](path) }
+
+// kind is how package docstore stores attestations.
+type kind struct{}
+
+func (kind) Codec() *docstore.Codec[*Attestation] { return codec }
+
 var codec = &docstore.Codec[*Attestation]{
 	Kind:         "attestation",
 	ValidID:      ValidID,
@@ -40,49 +53,6 @@ var codec = &docstore.Codec[*Attestation]{
 	ErrConflict:  ErrConflict,
 	ErrMalformed: ErrMalformed,
 }
-
-// Memory is a Store in memory. The zero value is ready to use.
-type Memory struct{ m docstore.Memory[*Attestation] }
-
-// Put implements Store.
-func (s *Memory) Put(a *Attestation) error { return s.m.Put(codec, a) }
-
-// Get implements Store.
-func (s *Memory) Get(id string) (*Attestation, error) { return s.m.Get(codec, id) }
-
-// List implements Store.
-func (s *Memory) List() ([]string, error) { return s.m.List(), nil }
-
-// Dir is a Store with one file per attestation, <dir>/<id>.json, holding its
-// canonical JSON and a newline (mode 600). Put writes a synced temporary
-// file and renames it into place under an exclusive lock, so concurrent
-// writers (goroutines or processes) never replace a stored attestation. Get reads
-// the file again on every call and verifies it, and accepts any
-// formatting: a file may be pretty-printed by hand.
-type Dir struct{ d *docstore.Dir[*Attestation] }
-
-// OpenDir returns the Store in directory path, creating it (mode 0700) if
-// it is missing.
-func OpenDir(path string) (*Dir, error) {
-	d, err := docstore.OpenDir(codec, path)
-	if err != nil {
-		return nil, err
-	}
-	return &Dir{d}, nil
-}
-
-// Path returns the file that holds (or would hold) the attestation id.
-func (d *Dir) Path(id string) (string, error) { return d.d.Path(codec, id) }
-
-// Put implements Store.
-func (d *Dir) Put(a *Attestation) error { return d.d.Put(codec, a) }
-
-// Get implements Store.
-func (d *Dir) Get(id string) (*Attestation, error) { return d.d.Get(codec, id) }
-
-// List implements Store: the IDs of the files named like attestations. Files
-// are not read; Get verifies each.
-func (d *Dir) List() ([]string, error) { return d.d.List(codec) }
 
 // verifiedBytes verifies a and returns its canonical JSON.
 func verifiedBytes(a *Attestation) ([]byte, error) {

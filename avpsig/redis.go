@@ -93,6 +93,28 @@ func OpenRedisNonces(rawURL string) (*RedisNonces, error) {
 	return &RedisNonces{Skew: DefaultClockSkew, c: c, what: "nonce store " + redisconn.Redact(rawURL)}, nil
 }
 
+// ShareNonces makes v spend its nonces in the Redis at rawURL, which
+// every Verifier that uses it shares, so that they accept a signed request
+// once between them: it joins the fleet (RedisNonces.Join) with v's window,
+// and bounds each delegation tree there by v's MaxNoncesPerTree.
+func (v *Verifier) ShareNonces(ctx context.Context, rawURL string) error {
+	s, err := OpenRedisNonces(rawURL)
+	if err != nil {
+		return err
+	}
+	w := v.Window
+	if w == 0 {
+		w = DefaultWindow
+	}
+	if err := s.Join(ctx, w); err != nil {
+		s.Close()
+		return fmt.Errorf("signature nonces cannot be shared in Redis: %w", err)
+	}
+	s.MaxPerTree = v.MaxNoncesPerTree
+	v.Store = s
+	return nil
+}
+
 // Join records w, the window of a Verifier that is to spend nonces in the
 // store, as the fleet's window unless one is recorded already, and sets
 // Window to the fleet's. It fails when w is longer than the fleet's: the

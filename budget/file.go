@@ -3,14 +3,13 @@ package budget
 import (
 	"errors"
 	"fmt"
-	"io"
 	"io/fs"
 	"os"
-	"path/filepath"
 	"sync"
 	"time"
 
 	"github.com/delegateos/delegateos/internal/fsutil"
+	"github.com/delegateos/delegateos/internal/jsonlines"
 )
 
 // fileMode is the mode of a new spend log and its lock file: spend is the
@@ -68,13 +67,7 @@ func OpenFile(path string) (*File, error) {
 	// Every name of the store shares one lock, and the rewrite replaces the
 	// file rather than a symbolic link to it. The path is made absolute so
 	// that a later change of directory does not move the store.
-	if real, err := filepath.EvalSymlinks(path); err == nil {
-		path = real
-	}
-	if abs, err := filepath.Abs(path); err == nil {
-		path = abs
-	}
-	unlock, err := fsutil.TryLock(path+".lock", fileMode)
+	path, unlock, err := jsonlines.Lock(path, fileMode)
 	if errors.Is(err, fsutil.ErrLocked) {
 		return nil, &inUseError{path}
 	}
@@ -91,10 +84,12 @@ func OpenFile(path string) (*File, error) {
 
 // load replays the log into the ledger and rewrites it.
 func (f *File) load() error {
-	data, err := f.read()
+	// An existing log's mode is kept by its rewrites.
+	data, mode, err := jsonlines.ReadFile("spend store", f.path, f.mode)
 	if err != nil {
 		return err
 	}
+	f.mode = mode
 	if _, err := parseLog(data, f.l.replay); err != nil {
 		return fmt.Errorf("spend store %s is corrupt at %w; it was not changed: restore it from a backup, or repair the line knowing that dropping spend lets it be spent again", f.path, err)
 	}
@@ -102,32 +97,6 @@ func (f *File) load() error {
 		return fmt.Errorf("spend store %s: rewrite: %w", f.path, err)
 	}
 	return nil
-}
-
-// read returns the log's bytes, nothing if there is no log yet, and takes
-// the mode of an existing log for its rewrites.
-func (f *File) read() ([]byte, error) {
-	r, err := os.Open(f.path)
-	if errors.Is(err, fs.ErrNotExist) {
-		return nil, nil
-	}
-	if err != nil {
-		return nil, fmt.Errorf("spend store %s: %w", f.path, err)
-	}
-	defer r.Close()
-	fi, err := r.Stat()
-	if err != nil {
-		return nil, fmt.Errorf("spend store %s: %w", f.path, err)
-	}
-	if !fi.Mode().IsRegular() {
-		return nil, fmt.Errorf("spend store %s is not a regular file", f.path)
-	}
-	f.mode = fi.Mode().Perm()
-	data, err := io.ReadAll(r)
-	if err != nil {
-		return nil, fmt.Errorf("spend store %s: %w", f.path, err)
-	}
-	return data, nil
 }
 
 // Reserve implements Store. A reservation is written to the log with the
@@ -318,17 +287,8 @@ func (f *File) append(line []byte, sync bool) error {
 // happened but the directory sync did not, a crash could bring back the
 // old log, so nothing may be appended to the new one yet.
 func (f *File) compact() error {
-	if f.log != nil {
-		// Closed first: some systems cannot rename over an open file.
-		f.log.Close()
-		f.log = nil
-	}
-	err := fsutil.WriteFileAtomic(f.path, f.l.appendTotals(nil), f.mode)
-	if log, oerr := os.OpenFile(f.path, os.O_WRONLY|os.O_APPEND, 0); oerr == nil {
-		f.log = log
-	} else if err == nil {
-		err = oerr
-	}
+	log, err := jsonlines.Rewrite(f.log, f.path, f.l.appendTotals(nil), f.mode)
+	f.log = log
 	if err != nil {
 		f.dirty = err
 		return err

@@ -78,6 +78,19 @@ func openRedis(t testing.TB, url string) *Redis {
 	return r
 }
 
+// openRedisIn opens a Redis store keeping its state in dir (OpenRedisIn),
+// closed when the test ends if the test has not closed it (as a proxy
+// that stops) before.
+func openRedisIn(t testing.TB, url, dir string) *Redis {
+	t.Helper()
+	s, err := OpenRedisIn(url, dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close() })
+	return s
+}
+
 // tempDir is t.TempDir with symbolic links resolved, as OpenFile resolves
 // them (on macOS the temporary directory is behind one), so that tests can
 // look for the path in messages.

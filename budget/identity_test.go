@@ -25,11 +25,7 @@ func TestRedisIdentityAdoptsAStoreFromBefore(t *testing.T) {
 	if err := srv.Client().HSet(ctx, spendKey(levels[0].Key), "c", 900, "n", 9, "t", 1).Err(); err != nil {
 		t.Fatal(err)
 	}
-	s, err := OpenRedisIn(srv.URL(), t.TempDir())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
+	s := openRedisIn(t, srv.URL(), t.TempDir())
 	r, err := s.Reserve(levels, 100)
 	if err != nil {
 		t.Fatalf("a reservation on a store from before identities: %v", err)
@@ -47,33 +43,16 @@ func TestRedisIdentityRememberedAcrossRestarts(t *testing.T) {
 	srv := redistest.Start(t)
 	dir := t.TempDir()
 	levels := []Level{{"ISSUER/1:a", 1000}}
-	s, err := OpenRedisIn(srv.URL(), dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	r, err := s.Reserve(levels, 100)
-	if err != nil {
-		t.Fatal(err)
-	}
-	s.Commit(r, 100)
+	s := openRedisIn(t, srv.URL(), dir)
+	s.Commit(mustReserve(t, s, levels, 100), 100)
 	s.Close()
-	if err := srv.Client().FlushAll(context.Background()).Err(); err != nil {
-		t.Fatal(err)
-	}
-	s, err = OpenRedisIn(srv.URL(), dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
+	srv.FlushAll()
+	s = openRedisIn(t, srv.URL(), dir)
 	if _, err := s.Reserve(levels, 100); !errors.Is(err, redisconn.ErrReset) {
 		t.Fatalf("a reservation after the flush: %v, want ErrReset", err)
 	}
 	// Another proxy, with no state of its own, sees the mark.
-	other, err := OpenRedisIn(srv.URL(), t.TempDir())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer other.Close()
+	other := openRedisIn(t, srv.URL(), t.TempDir())
 	if _, err := other.Reserve(levels, 100); !errors.Is(err, redisconn.ErrReset) {
 		t.Fatalf("another proxy's reservation after the flush: %v, want ErrReset", err)
 	}
@@ -123,20 +102,12 @@ func TestRedisIdentityCountsKeptAcrossLifts(t *testing.T) {
 	spend := func(s *Redis, levels []Level, n int) {
 		t.Helper()
 		for range n {
-			r, err := s.Reserve(levels, 1)
-			if err != nil {
-				t.Fatal(err)
-			}
-			s.Commit(r, 1)
+			s.Commit(mustReserve(t, s, levels, 1), 1)
 		}
 	}
 	open := func(dir string) *Redis {
 		t.Helper()
-		s, err := OpenRedisIn(srv.URL(), dir)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return s
+		return openRedisIn(t, srv.URL(), dir)
 	}
 	old, other := t.TempDir(), t.TempDir()
 	s := open(old)
@@ -218,16 +189,9 @@ func TestRedisCountsKeptWhateverTheURLsSpelling(t *testing.T) {
 	srv := redistest.Start(t)
 	dir := t.TempDir()
 	levels := []Level{{"ISSUER/1:a", 1000}}
-	s, err := OpenRedisIn(srv.URL(), dir)
-	if err != nil {
-		t.Fatal(err)
-	}
+	s := openRedisIn(t, srv.URL(), dir)
 	for range 5 {
-		r, err := s.Reserve(levels, 1)
-		if err != nil {
-			t.Fatal(err)
-		}
-		s.Commit(r, 1)
+		s.Commit(mustReserve(t, s, levels, 1), 1)
 	}
 	s.Close()
 	// Back on a snapshot of 2 calls (the identity is kept).
@@ -238,11 +202,7 @@ func TestRedisCountsKeptWhateverTheURLsSpelling(t *testing.T) {
 	if other == srv.URL() {
 		t.Fatalf("the URL %s has no 127.0.0.1", srv.URL())
 	}
-	s, err = OpenRedisIn(other, dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
+	s = openRedisIn(t, other, dir)
 	if _, err := s.Reserve(levels, 1); !errors.Is(err, redisconn.ErrReset) || !strings.Contains(err.Error(), "fewer than the 5 this proxy saw") {
 		t.Fatalf("a reservation through another spelling of the URL after the store went back: %v, want ErrReset", err)
 	}
@@ -255,15 +215,8 @@ func TestRedisDeletedCountsFileRefused(t *testing.T) {
 	srv := redistest.Start(t)
 	dir := t.TempDir()
 	levels := []Level{{"ISSUER/1:a", 1000}}
-	s, err := OpenRedisIn(srv.URL(), dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	r, err := s.Reserve(levels, 1)
-	if err != nil {
-		t.Fatal(err)
-	}
-	s.Commit(r, 1)
+	s := openRedisIn(t, srv.URL(), dir)
+	s.Commit(mustReserve(t, s, levels, 1), 1)
 	s.Close()
 	files, _ := filepath.Glob(filepath.Join(dir, "store-*.seen.json"))
 	if len(files) != 1 {
@@ -281,17 +234,14 @@ func TestRedisDeletedCountsFileRefused(t *testing.T) {
 	if _, err := InitStore(srv.URL(), true); err != nil {
 		t.Fatal(err)
 	}
-	s, err = OpenRedisIn(srv.URL(), dir)
+	s, err := OpenRedisIn(srv.URL(), dir)
 	if err != nil {
 		t.Fatalf("after store init --reset accepted the loss: %v", err)
 	}
 	s.Close()
 	// A machine that made no calls has a counts file too.
 	fresh := t.TempDir()
-	s, err = OpenRedisIn(srv.URL(), fresh)
-	if err != nil {
-		t.Fatal(err)
-	}
+	s = openRedisIn(t, srv.URL(), fresh)
 	s.Close()
 	if files, _ := filepath.Glob(filepath.Join(fresh, "store-*.seen.json")); len(files) != 1 {
 		t.Fatalf("a machine that made no calls: counts files %v, want one", files)
@@ -304,11 +254,7 @@ func TestRedisDeletedCountsFileRefused(t *testing.T) {
 func TestRedisCountsWriteHoldsTheLock(t *testing.T) {
 	srv := redistest.Start(t)
 	dir := t.TempDir()
-	s, err := OpenRedisIn(srv.URL(), dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
+	s := openRedisIn(t, srv.URL(), dir)
 	s.mu.Lock()
 	id := s.ident
 	s.seen = map[string]int64{"A/1:a": 5}
@@ -345,17 +291,9 @@ func TestRedisCountsWriteHoldsTheLock(t *testing.T) {
 func TestRedisTreeLossMarksOnlyTheTree(t *testing.T) {
 	srv := redistest.Start(t)
 	r1, r2 := []Level{{"R1/1:a", 1000}}, []Level{{"R2/1:b", 1000}}
-	s, err := OpenRedisIn(srv.URL(), t.TempDir())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
+	s := openRedisIn(t, srv.URL(), t.TempDir())
 	for _, l := range [][]Level{r1, r2} {
-		r, err := s.Reserve(l, 1)
-		if err != nil {
-			t.Fatal(err)
-		}
-		s.Commit(r, 0) // committed before it returns
+		s.Commit(mustReserve(t, s, l, 1), 0) // committed before it returns
 	}
 	if err := srv.Client().Del(context.Background(), spendKey(r1[0].Key)).Err(); err != nil {
 		t.Fatal(err)
@@ -364,11 +302,7 @@ func TestRedisTreeLossMarksOnlyTheTree(t *testing.T) {
 	if _, err := s.Reserve(r1, 1); !errors.As(err, &re) || re.Root != "R1" || !strings.Contains(err.Error(), "--reset --root R1") {
 		t.Fatalf("R1 after its spend key was deleted: %v, want a ResetError of root R1", err)
 	}
-	other, err := OpenRedisIn(srv.URL(), t.TempDir())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer other.Close()
+	other := openRedisIn(t, srv.URL(), t.TempDir())
 	for _, st := range []*Redis{s, other} {
 		r, err := st.Reserve(r2, 1)
 		if err != nil {
@@ -397,11 +331,7 @@ func TestRedisTreeLossMarksOnlyTheTree(t *testing.T) {
 func TestRedisRecoverKeepsTheCountsSeen(t *testing.T) {
 	srv := redistest.Start(t)
 	levels := []Level{{"R1/1:a", 1000}}
-	s, err := OpenRedisIn(srv.URL(), t.TempDir())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
+	s := openRedisIn(t, srv.URL(), t.TempDir())
 	for range 5 {
 		r, err := s.Reserve(levels, 1)
 		if err != nil {
@@ -454,16 +384,8 @@ func TestRedisOperatorClockBehind(t *testing.T) {
 			t.Fatal(err)
 		}
 		dir := t.TempDir()
-		s, err := OpenRedisIn(srv.URL(), dir)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer s.Close()
-		r, err := s.Reserve(levels, 1)
-		if err != nil {
-			t.Fatal(err)
-		}
-		s.Commit(r, 0)
+		s := openRedisIn(t, srv.URL(), dir)
+		s.Commit(mustReserve(t, s, levels, 1), 0)
 		if err := c.FlushAll(ctx).Err(); err != nil {
 			t.Fatal(err)
 		}
@@ -490,7 +412,7 @@ func TestRedisOperatorClockBehind(t *testing.T) {
 		if id.Gen <= ahead {
 			t.Fatalf("same machine %v: the operator's generation %d, want one after the proxy's %d", sameMachine, id.Gen, ahead)
 		}
-		r, err = s.Reserve(levels, 1)
+		r, err := s.Reserve(levels, 1)
 		if err != nil {
 			t.Fatalf("same machine %v: after store init --reset: %v", sameMachine, err)
 		}
@@ -508,10 +430,7 @@ func TestRedisCountsWrittenInTheResetState(t *testing.T) {
 	srv := redistest.Start(t)
 	dir := t.TempDir()
 	levels := []Level{{"ISSUER/1:a", 1000}}
-	s, err := OpenRedisIn(srv.URL(), dir)
-	if err != nil {
-		t.Fatal(err)
-	}
+	s := openRedisIn(t, srv.URL(), dir)
 	files, _ := filepath.Glob(filepath.Join(dir, "store-*.seen.json"))
 	if len(files) != 1 {
 		t.Fatalf("counts files %v, want one", files)
@@ -603,27 +522,13 @@ func TestRedisIdentityGoneFoundWhateverTheURLsSpelling(t *testing.T) {
 			t.Fatalf("the URL %s has no 127.0.0.1 or /0", srv.URL())
 		}
 		dir := t.TempDir()
-		if err := srv.Client().FlushAll(context.Background()).Err(); err != nil {
-			t.Fatal(err)
-		}
-		s, err := OpenRedisIn(srv.URL(), dir)
-		if err != nil {
-			t.Fatal(err)
-		}
-		r, err := s.Reserve(levels, 1)
-		if err != nil {
-			t.Fatal(err)
-		}
-		s.Commit(r, 1)
+		srv.FlushAll()
+		s := openRedisIn(t, srv.URL(), dir)
+		s.Commit(mustReserve(t, s, levels, 1), 1)
 		s.Close()
-		if err := srv.Client().FlushAll(context.Background()).Err(); err != nil {
-			t.Fatal(err)
-		}
-		s, err = OpenRedisIn(other, dir)
-		if err != nil {
-			t.Fatal(err)
-		}
-		_, err = s.Reserve(levels, 1)
+		srv.FlushAll()
+		s = openRedisIn(t, other, dir)
+		_, err := s.Reserve(levels, 1)
 		s.Close()
 		if !errors.Is(err, redisconn.ErrReset) || !strings.Contains(err.Error(), "which this machine saw") {
 			t.Fatalf("a reservation at %s after FLUSHALL of the store the machine saw at %s: %v, want ErrReset", other, srv.URL(), err)
@@ -640,21 +545,11 @@ func TestRedisOneRootsInitKeepsTheStoreWideReset(t *testing.T) {
 	srv := redistest.Start(t)
 	r1 := []Level{{"R1/1:a", 1000}}
 	r2 := []Level{{"R2/1:b", 1000}}
-	s, err := OpenRedisIn(srv.URL(), t.TempDir())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
+	s := openRedisIn(t, srv.URL(), t.TempDir())
 	for _, l := range [][]Level{r1, r2} {
-		r, err := s.Reserve(l, 1)
-		if err != nil {
-			t.Fatal(err)
-		}
-		s.Commit(r, 1)
+		s.Commit(mustReserve(t, s, l, 1), 1)
 	}
-	if err := srv.Client().FlushAll(context.Background()).Err(); err != nil {
-		t.Fatal(err)
-	}
+	srv.FlushAll()
 	if _, err := s.Reserve(r1, 1); !errors.Is(err, redisconn.ErrReset) {
 		t.Fatalf("after FLUSHALL: %v, want ErrReset", err)
 	}
@@ -662,10 +557,7 @@ func TestRedisOneRootsInitKeepsTheStoreWideReset(t *testing.T) {
 		t.Fatal(err)
 	}
 	fresh := func() *Redis {
-		n, err := OpenRedisIn(srv.URL(), t.TempDir())
-		if err != nil {
-			t.Fatal(err)
-		}
+		n := openRedisIn(t, srv.URL(), t.TempDir())
 		t.Cleanup(func() { n.Close() })
 		return n
 	}
@@ -712,22 +604,13 @@ func TestRedisRecoverOfAForgottenStoreKeepsTheCounts(t *testing.T) {
 	srv := redistest.Start(t)
 	dir := t.TempDir()
 	levels := []Level{{"R1/1:a", 1000}}
-	s, err := OpenRedisIn(srv.URL(), dir)
-	if err != nil {
-		t.Fatal(err)
-	}
+	s := openRedisIn(t, srv.URL(), dir)
 	for range 5 {
-		r, err := s.Reserve(levels, 1)
-		if err != nil {
-			t.Fatal(err)
-		}
-		s.Commit(r, 1)
+		s.Commit(mustReserve(t, s, levels, 1), 1)
 	}
 	was := s.ident
 	s.Close()
-	if err := srv.Client().FlushAll(context.Background()).Err(); err != nil {
-		t.Fatal(err)
-	}
+	srv.FlushAll()
 	id, err := RecoverStore(srv.URL(), []Usage{{Key: levels[0].Key, Committed: 2, Calls: 2}})
 	if err != nil {
 		t.Fatal(err)
@@ -735,11 +618,7 @@ func TestRedisRecoverOfAForgottenStoreKeepsTheCounts(t *testing.T) {
 	if id.ID == was.ID {
 		t.Fatalf("the recovery kept the identity %s the store had lost", id.ID)
 	}
-	s, err = OpenRedisIn(srv.URL(), dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
+	s = openRedisIn(t, srv.URL(), dir)
 	if _, err := s.Reserve(levels, 1); !errors.Is(err, redisconn.ErrReset) || !strings.Contains(err.Error(), "fewer than the 5 this proxy saw") {
 		t.Fatalf("a machine that saw 5 calls, after a rebuild of 2 on a store that lost its identity: %v, want ErrReset", err)
 	}
@@ -753,29 +632,16 @@ func TestRedisInitRootOfAForgottenStoreKeepsTheRest(t *testing.T) {
 	srv := redistest.Start(t)
 	r1 := []Level{{"R1/1:a", 1000}}
 	r2 := []Level{{"R2/1:b", 1000}}
-	s, err := OpenRedisIn(srv.URL(), t.TempDir())
-	if err != nil {
-		t.Fatal(err)
-	}
+	s := openRedisIn(t, srv.URL(), t.TempDir())
 	for _, l := range [][]Level{r1, r2} {
-		r, err := s.Reserve(l, 1)
-		if err != nil {
-			t.Fatal(err)
-		}
-		s.Commit(r, 1)
+		s.Commit(mustReserve(t, s, l, 1), 1)
 	}
 	s.Close()
-	if err := srv.Client().FlushAll(context.Background()).Err(); err != nil {
-		t.Fatal(err)
-	}
+	srv.FlushAll()
 	if _, err := InitStore(srv.URL(), true, "R1"); err != nil {
 		t.Fatal(err)
 	}
-	n, err := OpenRedisIn(srv.URL(), t.TempDir())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer n.Close()
+	n := openRedisIn(t, srv.URL(), t.TempDir())
 	if _, err := n.Reserve(r1, 1); err != nil {
 		t.Fatalf("root R1's tree, lifted: %v", err)
 	}
@@ -791,11 +657,7 @@ func TestRedisInitRootOfAForgottenStoreKeepsTheRest(t *testing.T) {
 func TestRedisRunningProxyAdoptsARecoveredTree(t *testing.T) {
 	srv := redistest.Start(t)
 	levels := []Level{{"R1/1:a", 1000}}
-	s, err := OpenRedisIn(srv.URL(), t.TempDir())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
+	s := openRedisIn(t, srv.URL(), t.TempDir())
 	for range 3 {
 		r, err := s.Reserve(levels, 1)
 		if err != nil {
@@ -803,9 +665,7 @@ func TestRedisRunningProxyAdoptsARecoveredTree(t *testing.T) {
 		}
 		s.Release(r) // at once, not carried by a later reservation
 	}
-	if err := srv.Client().FlushAll(context.Background()).Err(); err != nil {
-		t.Fatal(err)
-	}
+	srv.FlushAll()
 	if _, err := RecoverStore(srv.URL(), []Usage{{Key: levels[0].Key, Committed: 3, Calls: 3}}); err != nil {
 		t.Fatal(err)
 	}
@@ -825,11 +685,7 @@ func TestRedisRunningProxyAdoptsARecoveredTree(t *testing.T) {
 func TestInitStoreUnknownRootRefused(t *testing.T) {
 	srv := redistest.Start(t)
 	levels := []Level{{"R1/1:a", 1000}}
-	s, err := OpenRedisIn(srv.URL(), t.TempDir())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
+	s := openRedisIn(t, srv.URL(), t.TempDir())
 	r, err := s.Reserve(levels, 1)
 	if err != nil {
 		t.Fatal(err)
@@ -862,16 +718,13 @@ func TestInitStoreUnknownRootRefused(t *testing.T) {
 func TestRedisCutIndexIsAStateError(t *testing.T) {
 	srv := redistest.Start(t)
 	dir := t.TempDir()
-	s, err := OpenRedisIn(srv.URL(), dir)
-	if err != nil {
-		t.Fatal(err)
-	}
+	s := openRedisIn(t, srv.URL(), dir)
 	s.Close()
 	idx := filepath.Join(dir, indexName(srv.URL()))
 	if err := os.WriteFile(idx, []byte(`{"id":`), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	_, err = OpenRedisIn(srv.URL(), dir)
+	_, err := OpenRedisIn(srv.URL(), dir)
 	var se *StateError
 	if !errors.As(err, &se) || !strings.Contains(err.Error(), idx) || !strings.Contains(err.Error(), "remove it") {
 		t.Fatalf("open on a cut index: %v, want a StateError naming the file and its remedy", err)

@@ -1,7 +1,7 @@
 // Package metrics exposes a delegateos daemon's figures in the Prometheus
 // text format, with the Prometheus Go client.
 //
-// Metrics implements proxy.Observer: set it as Gate.Observer and every
+// Metrics implements gate.Observer: set it as Gate.Observer and every
 // decision and every settled call is counted and timed. The daemon adds
 // its HTTP front with WatchServer (sessions, requests in flight, upstream
 // restarts, read at each scrape) and its revocation list with

@@ -12,8 +12,8 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
 	"github.com/delegateos/delegateos/dct"
+	"github.com/delegateos/delegateos/gate"
 	"github.com/delegateos/delegateos/policy"
-	"github.com/delegateos/delegateos/proxy"
 )
 
 // Path is where Handler is mounted.
@@ -47,15 +47,15 @@ const maxToolLabels = 256
 // methods are the method labels, and results the decision results: every
 // combination is exported from the start, at zero.
 var (
-	methods = []string{proxy.MethodToolsCall, proxy.MethodResourcesRead, proxy.MethodResourcesSubscribe,
-		proxy.MethodPromptsGet, proxy.MethodCompletionComplete, proxy.MethodSubscriptionsListen, "other"}
+	methods = []string{gate.MethodToolsCall, gate.MethodResourcesRead, gate.MethodResourcesSubscribe,
+		gate.MethodPromptsGet, gate.MethodCompletionComplete, gate.MethodSubscriptionsListen, "other"}
 	results = []string{"allowed", "denied", string(dct.Malformed), string(dct.Revoked), string(dct.InvalidSignature),
 		string(dct.AttenuationViolation), string(dct.Expired), string(dct.BudgetExceeded), string(dct.CapabilityNotGranted),
-		string(proxy.RateLimited), string(proxy.StoreUnavailable), string(proxy.StoreReset), string(proxy.EvidenceUnavailable),
-		string(proxy.ApprovalDeclined), string(proxy.ApprovalUnavailable), string(proxy.ToolNotPinned)}
+		string(gate.RateLimited), string(gate.StoreUnavailable), string(gate.StoreReset), string(gate.EvidenceUnavailable),
+		string(gate.ApprovalDeclined), string(gate.ApprovalUnavailable), string(gate.ToolNotPinned)}
 )
 
-var _ proxy.Observer = (*Metrics)(nil)
+var _ gate.Observer = (*Metrics)(nil)
 
 // New returns the metrics, registered.
 func New() *Metrics {
@@ -137,16 +137,16 @@ func (m *Metrics) Handler() http.Handler {
 func method(s string) string {
 	switch s {
 	case "":
-		return proxy.MethodToolsCall
-	case proxy.MethodToolsCall, proxy.MethodResourcesRead, proxy.MethodResourcesSubscribe,
-		proxy.MethodPromptsGet, proxy.MethodCompletionComplete, proxy.MethodSubscriptionsListen:
+		return gate.MethodToolsCall
+	case gate.MethodToolsCall, gate.MethodResourcesRead, gate.MethodResourcesSubscribe,
+		gate.MethodPromptsGet, gate.MethodCompletionComplete, gate.MethodSubscriptionsListen:
 		return s
 	}
 	return "other"
 }
 
-// Decided implements proxy.Observer.
-func (m *Metrics) Decided(req *proxy.CallRequest, d *proxy.Decision) {
+// Decided implements gate.Observer.
+func (m *Metrics) Decided(req *gate.CallRequest, d *gate.Decision) {
 	meth := method(req.Method)
 	result := "allowed"
 	if !d.Allowed {
@@ -157,7 +157,7 @@ func (m *Metrics) Decided(req *proxy.CallRequest, d *proxy.Decision) {
 	}
 	m.decisions.WithLabelValues(meth, result).Inc()
 	m.decisionLatency.WithLabelValues(meth).Observe(d.Latency.Seconds())
-	if meth == proxy.MethodToolsCall {
+	if meth == gate.MethodToolsCall {
 		tool := OtherTool
 		if m.tools[req.Tool] {
 			tool = req.Tool
@@ -170,8 +170,8 @@ func (m *Metrics) Decided(req *proxy.CallRequest, d *proxy.Decision) {
 	}
 }
 
-// Settled implements proxy.Observer.
-func (m *Metrics) Settled(c proxy.SettledCall) {
+// Settled implements gate.Observer.
+func (m *Metrics) Settled(c gate.SettledCall) {
 	if c.Charged > 0 {
 		m.spend.Add(float64(c.Charged))
 	}

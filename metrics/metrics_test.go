@@ -12,14 +12,14 @@ import (
 
 	"github.com/delegateos/delegateos/budget"
 	"github.com/delegateos/delegateos/dct"
+	"github.com/delegateos/delegateos/gate"
 	"github.com/delegateos/delegateos/identity"
 	"github.com/delegateos/delegateos/policy"
-	"github.com/delegateos/delegateos/proxy"
 )
 
-// gate is a real Gate whose token grants mcp:echo:* with a budget, and the
+// testGate is a real Gate whose token grants mcp:echo:* with a budget, and the
 // token.
-func gate(t *testing.T, m *Metrics) (*proxy.Gate, string) {
+func testGate(t *testing.T, m *Metrics) (*gate.Gate, string) {
 	t.Helper()
 	root, _ := identity.FromSeed(bytes.Repeat([]byte{1}, 32), "root")
 	agent, _ := identity.FromSeed(bytes.Repeat([]byte{2}, 32), "agent")
@@ -40,22 +40,22 @@ func gate(t *testing.T, m *Metrics) (*proxy.Gate, string) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return &proxy.Gate{Policy: pol, Verifier: v, Budget: budget.NewMemory(), Observer: m}, tok.String()
+	return &gate.Gate{Policy: pol, Verifier: v, Budget: budget.NewMemory(), Observer: m}, tok.String()
 }
 
 func TestGateDecisionsCounted(t *testing.T) {
 	m := New()
-	g, tok := gate(t, m)
-	d := g.Decide(proxy.CallRequest{Tool: "echo", Token: tok})
+	g, tok := testGate(t, m)
+	d := g.Decide(gate.CallRequest{Tool: "echo", Token: tok})
 	if !d.Allowed {
 		t.Fatalf("denied: %+v", d.Denial)
 	}
 	if _, err := g.Settle(&d, 0, false); err != nil {
 		t.Fatal(err)
 	}
-	g.Decide(proxy.CallRequest{Tool: "rm", Token: tok})
-	g.Decide(proxy.CallRequest{Tool: "echo", Token: "garbage"})
-	g.Decide(proxy.CallRequest{Method: proxy.MethodResourcesRead, URI: "file:///x", Token: tok})
+	g.Decide(gate.CallRequest{Tool: "rm", Token: tok})
+	g.Decide(gate.CallRequest{Tool: "echo", Token: "garbage"})
+	g.Decide(gate.CallRequest{Method: gate.MethodResourcesRead, URI: "file:///x", Token: tok})
 
 	for _, c := range []struct {
 		method, result string
@@ -89,9 +89,9 @@ func TestGateDecisionsCounted(t *testing.T) {
 		!strings.Contains(text, `delegateos_upstream_duration_seconds_count{method="resources/read"} 0`) {
 		t.Errorf("upstream latency:\n%s", grep(text, "upstream_duration_seconds_count"))
 	}
-	d = g.Decide(proxy.CallRequest{Tool: "echo", Token: tok})
+	d = g.Decide(gate.CallRequest{Tool: "echo", Token: tok})
 	g.Settle(&d, 0, true) // released: not charged, still timed
-	m.Settled(proxy.SettledCall{Method: "", Charged: 250})
+	m.Settled(gate.SettledCall{Method: "", Charged: 250})
 	if got := testutil.ToFloat64(m.spend); got != 250 {
 		t.Errorf("spend %v", got)
 	}
@@ -100,10 +100,10 @@ func TestGateDecisionsCounted(t *testing.T) {
 // TestSpendFromGate counts what the gate settles, once per call.
 func TestSpendFromGate(t *testing.T) {
 	m := New()
-	g, tok := gate(t, m)
+	g, tok := testGate(t, m)
 	g.Policy.DefaultCost = 40
 	for range 3 {
-		d := g.Decide(proxy.CallRequest{Tool: "echo", Token: tok})
+		d := g.Decide(gate.CallRequest{Tool: "echo", Token: tok})
 		if !d.Allowed {
 			t.Fatalf("denied: %+v", d.Denial)
 		}
@@ -126,11 +126,11 @@ func (fakeServer) UpstreamRestarts() int64 { return 2 }
 func TestHooksAndExposition(t *testing.T) {
 	m := New()
 	m.WatchServer(fakeServer{})
-	m.Settled(proxy.SettledCall{Method: "tools/call", Upstream: time.Millisecond})
-	m.Settled(proxy.SettledCall{Method: "x/evil-method-name", Upstream: time.Millisecond})
+	m.Settled(gate.SettledCall{Method: "tools/call", Upstream: time.Millisecond})
+	m.Settled(gate.SettledCall{Method: "x/evil-method-name", Upstream: time.Millisecond})
 	updated := time.Now().Add(-90 * time.Second)
 	m.WatchRevocations(func() (int, time.Time) { return 42, updated })
-	m.Decided(&proxy.CallRequest{Method: "x/evil-method-name"}, &proxy.Decision{Denial: &proxy.Denial{Type: "revoked"}})
+	m.Decided(&gate.CallRequest{Method: "x/evil-method-name"}, &gate.Decision{Denial: &gate.Denial{Type: "revoked"}})
 
 	rec := httptest.NewRecorder()
 	m.Handler().ServeHTTP(rec, httptest.NewRequest("GET", Path, nil))
@@ -200,9 +200,9 @@ func TestMetricsPresentFromStartAndToolsBounded(t *testing.T) {
 		t.Error("a glob rule became a tool label")
 	}
 	for _, tool := range []string{"echo", "made_up_1", "made_up_2", "write_file"} {
-		m.Decided(&proxy.CallRequest{Method: proxy.MethodToolsCall, Tool: tool}, &proxy.Decision{Allowed: true})
+		m.Decided(&gate.CallRequest{Method: gate.MethodToolsCall, Tool: tool}, &gate.Decision{Allowed: true})
 	}
-	m.Decided(&proxy.CallRequest{Tool: "echo"}, &proxy.Decision{Denial: &proxy.Denial{Type: dct.Expired}})
+	m.Decided(&gate.CallRequest{Tool: "echo"}, &gate.Decision{Denial: &gate.Denial{Type: dct.Expired}})
 	text = exposition(m)
 	for _, want := range []string{
 		`delegateos_tool_calls_total{result="allowed",tool="echo"} 1`,

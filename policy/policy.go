@@ -8,6 +8,8 @@ import (
 	"regexp"
 	"strings"
 	"time"
+
+	"github.com/delegateos/delegateos/internal/redisconn"
 )
 
 // UpstreamCostKey is the member of a tools/call result's _meta in which an
@@ -293,4 +295,17 @@ func (p *Policy) UseStateDir(dir string) error {
 		}
 	}
 	return nil
+}
+
+// NonceStore is the Redis a server that requires signatures keeps their
+// nonces in, so that every server sharing it accepts a signed request once
+// between them: the spend store when it is a Redis URL, else the
+// revocation list when that is one. "" means the server's own memory.
+func (p *Policy) NonceStore() string {
+	for _, u := range []string{p.SpendStore, p.RevocationList} {
+		if redisconn.IsURL(u) {
+			return u
+		}
+	}
+	return ""
 }

@@ -26,3 +26,20 @@ func TestStoreURLs(t *testing.T) {
 		}
 	}
 }
+
+// The Redis a fleet keeps signature nonces in: the spend store's, else the
+// revocation list's, else none (memory).
+func TestNonceStore(t *testing.T) {
+	for _, c := range []struct{ spend, revs, want string }{
+		{"redis://a:1/0", "redis://b:1/0", "redis://a:1/0"},
+		{"rediss://a:1/0", "", "rediss://a:1/0"},
+		{"/var/spend.log", "redis://b:1/0", "redis://b:1/0"},
+		{"", "rediss://b:1/0", "rediss://b:1/0"},
+		{"/var/spend.log", "/var/revocations.json", ""},
+		{"", "", ""},
+	} {
+		if got := (&Policy{SpendStore: c.spend, RevocationList: c.revs}).NonceStore(); got != c.want {
+			t.Errorf("spend store %q, revocation list %q: %q, want %q", c.spend, c.revs, got, c.want)
+		}
+	}
+}

@@ -1,42 +1,19 @@
 package proxy
 
 import (
-	"bytes"
 	"crypto/rand"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"strconv"
-	"strings"
 	"time"
-	"unicode/utf8"
 
 	"go.uber.org/zap"
 
 	"github.com/delegateos/delegateos/dct"
-	"github.com/delegateos/delegateos/identity"
-	"github.com/delegateos/delegateos/internal/strictjson"
-	"github.com/delegateos/delegateos/internal/timestamp"
-	"github.com/delegateos/delegateos/policy"
-	"github.com/delegateos/delegateos/receipt"
+	"github.com/delegateos/delegateos/gate"
 )
-
-// The denials of a call whose rule asks for a person's approval.
-const (
-	// ApprovalDeclined: the person asked did not approve the call — they
-	// declined or cancelled, accepted the form without approving, or did
-	// not answer in time.
-	ApprovalDeclined dct.DenialType = "approval_declined"
-	// ApprovalUnavailable: nobody could be asked — the client does not
-	// support form elicitation, answered the request with an error, or the
-	// session ended first.
-	ApprovalUnavailable dct.DenialType = "approval_unavailable"
-)
-
-// MethodElicitationCreate is the request the proxy sends the client to
-// ask for an approval.
-const MethodElicitationCreate = "elicitation/create"
 
 // approvalIDPrefix starts the id of every request the proxy sends the
 // client to ask for an approval; a random part per session follows, so
@@ -47,9 +24,6 @@ const approvalIDPrefix = "delegateos-approval-"
 // maxHeld bounds the calls held for approval at once: each one is a form
 // a person has to answer.
 const maxHeld = 16
-
-// maxArgumentsShown bounds the arguments summary in an approval request.
-const maxArgumentsShown = 512
 
 // ApprovalOutcome is the evidence of one approval the proxy asked for:
 // what was asked, who answered and how.
@@ -138,68 +112,13 @@ type approvals struct {
 	trips map[string]*roundTrip
 }
 
-// clientCapabilities reads the initialize request's params as it passes
-// to the upstream: whether the client declared the elicitation capability
-// with form mode (an empty object declares form mode), and its
-// clientInfo. Params that could be read two ways declare nothing.
-func (s *session) clientCapabilities(params []byte) {
-	elicit, answerer := readClientCapabilities(params)
-	s.mu.Lock()
-	s.appr.elicit, s.appr.answerer = elicit, answerer
-	s.mu.Unlock()
-}
-
-func readClientCapabilities(params []byte) (elicit bool, answerer string) {
-	if params == nil || strictjson.Check(params) != nil {
-		return false, ""
-	}
-	var p struct {
-		Capabilities map[string]json.RawMessage `json:"capabilities"`
-		ClientInfo   map[string]json.RawMessage `json:"clientInfo"`
-	}
-	if json.Unmarshal(params, &p) != nil {
-		return false, ""
-	}
-	var name, version string
-	_ = json.Unmarshal(p.ClientInfo["name"], &name)
-	_ = json.Unmarshal(p.ClientInfo["version"], &version)
-	answerer = clip(name, 128)
-	if version != "" {
-		answerer += "/" + clip(version, 64)
-	}
-	var modes map[string]json.RawMessage
-	if raw, ok := p.Capabilities["elicitation"]; !ok || json.Unmarshal(raw, &modes) != nil || modes == nil {
-		return false, answerer
-	}
-	form, hasForm := modes["form"]
-	_, hasURL := modes["url"]
-	switch {
-	case hasForm:
-		return len(form) > 0 && form[0] == '{', answerer
-	case hasURL:
-		return false, answerer // URL mode only
-	}
-	return true, answerer
-}
-
-// clip cuts s to at most n bytes on a rune boundary.
-func clip(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	for n > 0 && !utf8.RuneStart(s[n]) {
-		n--
-	}
-	return s[:n] + "…"
-}
-
 // needsApproval reports whether an allowed call waits for approval: a
 // tools/call, prompts/get or resources/read whose rule asks for it.
 func (s *session) needsApproval(p *pending) bool {
 	if p.decision == nil {
 		return false
 	}
-	a, ok := s.cfg.Gate.approval(p.method, p.decision.Call.Rule)
+	a, ok := s.cfg.Gate.Approval(p.method, p.decision.Call.Rule)
 	return ok && a.Needed(p.cost())
 }
 
@@ -207,30 +126,6 @@ func (s *session) needsApproval(p *pending) bool {
 // (observe mode asks nobody).
 func (s *session) awaitsApproval(p *pending) bool {
 	return !s.cfg.Observe && s.needsApproval(p)
-}
-
-// approval is the approval of the rule that decided a request of method;
-// ok is false when no rule did, or the method asks for none.
-func (g *Gate) approval(method string, rule int) (a policy.Approval, ok bool) {
-	a, _, ok = g.approvalRule(method, rule)
-	return a, ok
-}
-
-// approvalRule is approval, with the rule.
-func (g *Gate) approvalRule(method string, rule int) (a policy.Approval, r *policy.Rule, ok bool) {
-	var rules []policy.Rule
-	switch method {
-	case MethodToolsCall:
-		rules = g.Policy.Tools
-	case MethodPromptsGet:
-		rules = g.Policy.Prompts
-	case MethodResourcesRead:
-		rules = g.Policy.Resources
-	}
-	if rule < 0 || rule >= len(rules) {
-		return a, nil, false
-	}
-	return rules[rule].Approval, &rules[rule], true
 }
 
 // hold keeps an allowed call that needs approval from the upstream and
@@ -244,14 +139,14 @@ func (s *session) hold(p *pending, h header, cp *callParams, frame []byte) bool 
 		return false
 	}
 	if m, modern, bad := readModernParams(h.params); bad != "" {
-		s.refuseUnasked(p, ApprovalUnavailable, "the request cannot be read for its approval: "+bad)
+		s.refuseUnasked(p, gate.ApprovalUnavailable, "the request cannot be read for its approval: "+bad)
 		return true
 	} else if modern {
 		s.holdModern(p, h, cp, frame, m)
 		return true
 	}
 	now := time.Now()
-	ap, _ := s.cfg.Gate.approval(p.method, p.decision.Call.Rule)
+	ap, _ := s.cfg.Gate.Approval(p.method, p.decision.Call.Rule)
 	wait := ap.Wait()
 	s.mu.Lock()
 	a := &s.appr
@@ -266,7 +161,7 @@ func (s *session) hold(p *pending, h header, cp *callParams, frame []byte) bool 
 	}
 	if why != "" {
 		s.mu.Unlock()
-		s.refuseUnasked(p, ApprovalUnavailable, why)
+		s.refuseUnasked(p, gate.ApprovalUnavailable, why)
 		return true
 	}
 	if a.prefix == "" {
@@ -294,13 +189,13 @@ func (s *session) hold(p *pending, h header, cp *callParams, frame []byte) bool 
 	}
 	req, err := approvalRequest(ask, hc, cp.arguments)
 	if err != nil {
-		s.refuseUnasked(p, ApprovalUnavailable, "the approval request cannot be written: "+err.Error())
+		s.refuseUnasked(p, gate.ApprovalUnavailable, "the approval request cannot be written: "+err.Error())
 		return true
 	}
 	s.mu.Lock()
 	if a.closed {
 		s.mu.Unlock()
-		s.refuseUnasked(p, ApprovalUnavailable, "the session is ending")
+		s.refuseUnasked(p, gate.ApprovalUnavailable, "the session is ending")
 		return true
 	}
 	a.byAsk[ask] = hc
@@ -317,119 +212,6 @@ func (s *session) hold(p *pending, h header, cp *callParams, frame []byte) bool 
 	}
 	s.mu.Unlock()
 	return true
-}
-
-// forwardBytes is the frame as forward would queue it.
-func (s *session) forwardBytes(frame []byte, h header, cp *callParams, up int64, p *pending) []byte {
-	var buf [3]edit
-	edits := sortedEdits(s.forwardEdits(h, cp, up, p, &buf))
-	out := make([]byte, 0, len(frame)+1)
-	at := 0
-	for _, e := range edits {
-		out = append(out, frame[at:e.from]...)
-		out = append(out, e.with...)
-		at = e.to
-	}
-	return append(out, frame[at:]...)
-}
-
-// capabilityText writes what a decision's call requested.
-func capabilityText(d *Decision) string {
-	c := d.Call
-	if c.Namespace == "" {
-		return ""
-	}
-	return c.Namespace + ":" + c.Action + ":" + c.Resource
-}
-
-// delegationOf is the delegation of a decision's token, or "".
-func delegationOf(d *Decision) string {
-	if d.Scope == nil {
-		return ""
-	}
-	return d.Scope.DelegationID
-}
-
-// what names a pending request's target for people.
-func (p *pending) what() string {
-	switch p.method {
-	case MethodToolsCall:
-		return "tool " + quoteName(p.target)
-	case MethodPromptsGet:
-		return "prompt " + quoteName(p.target)
-	}
-	return p.method + " of " + quoteName(p.target)
-}
-
-// approvalSchema is the form the client shows: one required checkbox, so
-// that submitting the form is not taken for approval unless it is ticked.
-var approvalSchema = json.RawMessage(`{"type":"object","properties":{"approve":{"type":"boolean","title":"Approve this call","description":"Tick to let the call run; leave unticked, decline or cancel to refuse it.","default":false}},"required":["approve"]}`)
-
-// approvalRequest is the elicitation/create request asking for hc's
-// approval.
-func approvalRequest(ask string, hc *heldCall, arguments []byte) ([]byte, error) {
-	msg := struct {
-		JSONRPC string `json:"jsonrpc"`
-		ID      string `json:"id"`
-		Method  string `json:"method"`
-		Params  any    `json:"params"`
-	}{"2.0", ask, MethodElicitationCreate, approvalParams(&hc.outcome, hc.p, arguments)}
-	out, err := json.Marshal(msg)
-	if err != nil {
-		return nil, err
-	}
-	return append(out, '\n'), nil
-}
-
-// approvalParams are the params of the elicitation/create asking for an
-// approval: the message names the target, a bounded summary of the
-// arguments, the cost and the delegation, all made printable.
-func approvalParams(o *ApprovalOutcome, p *pending, arguments []byte) map[string]any {
-	var b strings.Builder
-	fmt.Fprintf(&b, "delegateos: approve %s", printable(p.what()))
-	if o.Capability != "" {
-		fmt.Fprintf(&b, " (capability %s)", printable(o.Capability))
-	}
-	b.WriteString("?\n")
-	if summary := argumentsSummary(arguments); summary != "" {
-		fmt.Fprintf(&b, "Arguments: %s\n", summary)
-	}
-	fmt.Fprintf(&b, "Cost: %d microcents\n", o.Cost)
-	if o.DelegationID != "" {
-		fmt.Fprintf(&b, "Delegation: %s\n", printable(o.DelegationID))
-	} else {
-		b.WriteString("Delegation: none (unauthenticated call)\n")
-	}
-	fmt.Fprintf(&b, "Request SHA-256: %s\nExpires: %s", o.RequestHash, o.ExpiresAt.UTC().Format(time.RFC3339))
-	return map[string]any{
-		"message":         b.String(),
-		"requestedSchema": approvalSchema,
-		"_meta": map[string]any{"delegateos/approval": map[string]any{
-			"method": o.Method, "target": o.Target, "capability": o.Capability, "costMicrocents": o.Cost,
-			"delegationId": o.DelegationID, "requestSha256": o.RequestHash, "expiresAt": o.ExpiresAt.UTC().Format(time.RFC3339),
-		}},
-	}
-}
-
-// argumentsSummary is the arguments as compact JSON, at most
-// maxArgumentsShown bytes of it, with what a terminal or chat window would
-// act on escaped; "" when there are none.
-func argumentsSummary(arguments []byte) string {
-	if len(arguments) == 0 || string(arguments) == "null" {
-		return ""
-	}
-	var compact bytes.Buffer
-	if json.Compact(&compact, arguments) != nil {
-		compact.Reset()
-		compact.Write(arguments)
-	}
-	s := compact.String()
-	more := len(s) > maxArgumentsShown
-	s = printable(clip(s, maxArgumentsShown))
-	if more {
-		s += fmt.Sprintf(" (%d bytes in all)", compact.Len())
-	}
-	return s
 }
 
 // approvalAnswer takes the client's response to one of the proxy's
@@ -460,187 +242,6 @@ func (s *session) approvalAnswer(h header, frame []byte) bool {
 	return true
 }
 
-// judge records the answer read (or what was wrong with it) in o.
-func (o *ApprovalOutcome) judge(result approvalResult, bad string) {
-	if bad != "" {
-		o.refused(VerdictUnavailable, ApprovalUnavailable, bad)
-		return
-	}
-	sum := sha256.Sum256(result.raw)
-	o.ContentHash, o.Action = hex.EncodeToString(sum[:]), result.action
-	switch {
-	case result.action == "accept" && result.approve:
-		o.Approved, o.Verdict = true, VerdictApproved
-	case result.action == "accept":
-		o.refused(VerdictDeclined, ApprovalDeclined, "the approval form was submitted without approve ticked")
-	case result.action == "decline":
-		o.refused(VerdictDeclined, ApprovalDeclined, "the approval was declined")
-	case result.action == "cancel":
-		o.refused(VerdictCancelled, ApprovalDeclined, "the approval was cancelled")
-	default:
-		o.refused(VerdictUnavailable, ApprovalUnavailable, "the client answered the approval request with action "+quoteName(clip(result.action, 64)))
-	}
-}
-
-// approvalID decodes a response id and reports whether it is under the
-// proxy's approval prefix.
-func (s *session) approvalID(raw []byte) (string, bool) {
-	if len(raw) < 2 || raw[0] != '"' {
-		return "", false
-	}
-	id, ok := parseRequestID(raw)
-	if !ok || !strings.HasPrefix(id.str, approvalIDPrefix) {
-		return "", false
-	}
-	return id.str, true
-}
-
-// unhold takes a held call out by its approval request's id; nil if no
-// call waits under it.
-func (s *session) unhold(ask string) *heldCall {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	hc := s.appr.byAsk[ask]
-	if hc != nil {
-		s.dropLocked(hc)
-	}
-	return hc
-}
-
-func (s *session) dropLocked(hc *heldCall) {
-	delete(s.appr.byAsk, hc.outcome.ID)
-	delete(s.appr.byKey, hc.p.key)
-	if hc.timer != nil {
-		hc.timer.Stop()
-	}
-}
-
-type approvalResult struct {
-	raw     []byte
-	action  string
-	approve bool
-}
-
-// readApprovalAnswer reads the client's response strictly: a result with
-// an action string, and for accept a content object whose approve is
-// true. It returns what is wrong with it, or "".
-func readApprovalAnswer(frame []byte) (approvalResult, string) {
-	var r approvalResult
-	if strictjson.Check(frame) != nil {
-		return r, "the client's answer to the approval request could be read two ways"
-	}
-	var msg map[string]json.RawMessage
-	if json.Unmarshal(frame, &msg) != nil {
-		return r, "the client's answer to the approval request is not a JSON object"
-	}
-	if e, ok := msg["error"]; ok {
-		var body struct {
-			Message string `json:"message"`
-		}
-		_ = json.Unmarshal(e, &body)
-		return r, "the client answered the approval request with an error: " + printable(clip(body.Message, 200))
-	}
-	raw, ok := msg["result"]
-	if !ok {
-		return r, "the client's answer to the approval request has no result"
-	}
-	return readApprovalResult(raw)
-}
-
-// readApprovalResult reads an elicitation result: an object with an
-// action string, and for accept a content object whose approve is true.
-func readApprovalResult(raw []byte) (approvalResult, string) {
-	var r approvalResult
-	var res map[string]json.RawMessage
-	if json.Unmarshal(raw, &res) != nil || res == nil {
-		return r, "the client's answer to the approval request has a result that is not an object"
-	}
-	r.raw = raw
-	if k := caseVariantOf(res, "action", "content"); k != "" {
-		return r, "the client's answer to the approval request has a member " + quoteName(clip(k, 64)) + " that differs from action or content only in letter case"
-	}
-	if json.Unmarshal(res["action"], &r.action) != nil || r.action == "" {
-		return r, "the client's answer to the approval request has no action"
-	}
-	if r.action == "accept" {
-		var content map[string]json.RawMessage
-		var approve bool
-		if json.Unmarshal(res["content"], &content) == nil && json.Unmarshal(content["approve"], &approve) == nil {
-			r.approve = approve && caseVariantOf(content, "approve") == ""
-		}
-	}
-	return r, ""
-}
-
-// caseVariantOf returns a member of m whose name differs from one of
-// names only in letter case, or "": readers that match names
-// case-insensitively could take it for that one.
-func caseVariantOf(m map[string]json.RawMessage, names ...string) string {
-	for k := range m {
-		for _, n := range names {
-			if k != n && strings.EqualFold(k, n) {
-				return k
-			}
-		}
-	}
-	return ""
-}
-
-// forwardHeld sends an approved call to the upstream, exactly as it was
-// approved.
-func (s *session) forwardHeld(hc *heldCall) {
-	p := hc.p
-	p.start = time.Now()
-	p.approval = &hc.outcome
-	if s.evidenceDown() {
-		s.refuseHeld(p, EvidenceUnavailable, "approved, but while it waited the audit log could no longer be written, so the call cannot have its receipt; see the proxy's log", &s.clientLog, true)
-		p.free()
-		return
-	}
-	if den := s.cfg.Gate.stillAuthorized(hc.token, s.proven(hc.token), p.start); den != nil {
-		s.refuseHeld(p, den.Type, "approved, but while it waited: "+den.Detail, &s.clientLog, true)
-		p.free()
-		return
-	}
-	if why := s.heldPinCheck(p); why != "" {
-		s.refuseHeld(p, ToolNotPinned, "approved, but while it waited: "+why, &s.clientLog, true)
-		p.free()
-		return
-	}
-	// Only this goroutine adds to the table, so the room checked here is
-	// there when the call is put in it.
-	s.mu.Lock()
-	full := s.pending.len() >= maxPending
-	s.mu.Unlock()
-	if full {
-		s.refuseHeld(p, ApprovalUnavailable, fmt.Sprintf("approved, but more than %d requests are in flight", maxPending), &s.clientLog, true)
-		p.free()
-		return
-	}
-	s.decided(p, &p.dec)
-	if p.ev.decision != nil {
-		p.ev.forwarded = sha256.Sum256(hc.fwd)
-	}
-	s.mu.Lock()
-	s.pending.put(p)
-	s.mu.Unlock()
-	if err := s.toServer.queue(append(hc.fwd, '\n')); err != nil {
-		s.mu.Lock()
-		mine := s.pending.get(p.key) == p
-		if mine {
-			s.pending.remove(p)
-		}
-		s.mu.Unlock()
-		if mine {
-			s.settleNow(p, 0, true, outcomeNotForwarded)
-			s.replyError(s.toClient, p.id, codeInternalError, "the upstream MCP server is not accepting input", nil)
-			p.free()
-		}
-		return
-	}
-	s.toServer.flush()
-}
-
 // approvalTimedOut refuses a held call whose approval did not come in
 // time, and tells the client to stop asking.
 func (s *session) approvalTimedOut(ask string) {
@@ -654,7 +255,7 @@ func (s *session) approvalTimedOut(ask string) {
 	s.mu.Unlock()
 	o := &hc.outcome
 	o.DecidedAt = time.Now()
-	o.refused(VerdictTimeout, ApprovalDeclined, fmt.Sprintf("no answer to the approval request within %s", o.ExpiresAt.Sub(o.RequestedAt)))
+	o.refused(VerdictTimeout, gate.ApprovalDeclined, fmt.Sprintf("no answer to the approval request within %s", o.ExpiresAt.Sub(o.RequestedAt)))
 	s.concluded(hc.p, o)
 	s.cancelAsk(ask, "the approval request timed out")
 	var lines logBatch // the pumps' batches belong to them
@@ -680,7 +281,7 @@ func (s *session) cancelHeld(raw []byte) bool {
 	}
 	o := &hc.outcome
 	o.DecidedAt = time.Now()
-	o.refused(VerdictCancelled, ApprovalDeclined, "the client cancelled the call before it was approved")
+	o.refused(VerdictCancelled, gate.ApprovalDeclined, "the client cancelled the call before it was approved")
 	s.concluded(hc.p, o)
 	s.cancelAsk(o.ID, "the call was cancelled")
 	// Cancelled, it gets no answer; it was never forwarded, so it is
@@ -708,13 +309,33 @@ func (s *session) dropHeld(msg string) {
 	for _, hc := range hcs {
 		o := &hc.outcome
 		o.DecidedAt = time.Now()
-		o.refused(VerdictUnavailable, ApprovalUnavailable, "the session ended before the approval was answered")
+		o.refused(VerdictUnavailable, gate.ApprovalUnavailable, "the session ended before the approval was answered")
 		s.concluded(hc.p, o)
 		if msg != "" {
 			s.cancelAsk(o.ID, "the session is ending")
 		}
 		s.refuseHeld(hc.p, o.Denial, o.Detail, &lines, msg != "")
 		hc.p.free()
+	}
+}
+
+// unhold takes a held call out by its approval request's id; nil if no
+// call waits under it.
+func (s *session) unhold(ask string) *heldCall {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	hc := s.appr.byAsk[ask]
+	if hc != nil {
+		s.dropLocked(hc)
+	}
+	return hc
+}
+
+func (s *session) dropLocked(hc *heldCall) {
+	delete(s.appr.byAsk, hc.outcome.ID)
+	delete(s.appr.byKey, hc.p.key)
+	if hc.timer != nil {
+		hc.timer.Stop()
 	}
 }
 
@@ -726,6 +347,91 @@ func (s *session) cancelAsk(ask, reason string) {
 	if err == nil {
 		s.toClient.write(append(b, '\n'))
 	}
+}
+
+// forwardHeld sends an approved call to the upstream, exactly as it was
+// approved.
+func (s *session) forwardHeld(hc *heldCall) {
+	p := hc.p
+	p.start = time.Now()
+	p.approval = &hc.outcome
+	if s.evidenceDown() {
+		s.refuseHeld(p, gate.EvidenceUnavailable, "approved, but while it waited the audit log could no longer be written, so the call cannot have its receipt; see the proxy's log", &s.clientLog, true)
+		p.free()
+		return
+	}
+	if den := s.cfg.Gate.StillAuthorized(hc.token, s.proven(hc.token), p.start); den != nil {
+		s.refuseHeld(p, den.Type, "approved, but while it waited: "+den.Detail, &s.clientLog, true)
+		p.free()
+		return
+	}
+	if why := s.heldPinCheck(p); why != "" {
+		s.refuseHeld(p, gate.ToolNotPinned, "approved, but while it waited: "+why, &s.clientLog, true)
+		p.free()
+		return
+	}
+	// Only this goroutine adds to the table, so the room checked here is
+	// there when the call is put in it.
+	s.mu.Lock()
+	full := s.pending.len() >= maxPending
+	s.mu.Unlock()
+	if full {
+		s.refuseHeld(p, gate.ApprovalUnavailable, fmt.Sprintf("approved, but more than %d requests are in flight", maxPending), &s.clientLog, true)
+		p.free()
+		return
+	}
+	s.decided(p, &p.dec)
+	if p.ev.decision != nil {
+		p.ev.forwarded = sha256.Sum256(hc.fwd)
+	}
+	s.mu.Lock()
+	s.pending.put(p)
+	s.mu.Unlock()
+	if err := s.toServer.queue(append(hc.fwd, '\n')); err != nil {
+		s.mu.Lock()
+		mine := s.pending.get(p.key) == p
+		if mine {
+			s.pending.remove(p)
+		}
+		s.mu.Unlock()
+		if mine {
+			s.settleNow(p, 0, true, outcomeNotForwarded)
+			s.replyError(s.toClient, p.id, codeInternalError, "the upstream MCP server is not accepting input", nil)
+			p.free()
+		}
+		return
+	}
+	s.toServer.flush()
+}
+
+// callToken is the token a gated request is decided with: its own, or
+// the session's.
+func (s *session) callToken(cp *callParams) string {
+	d, _ := readDelegateos(cp.delegateos)
+	if d.DCT != "" {
+		return d.DCT
+	}
+	return s.sessionToken()
+}
+
+// heldPinCheck checks a held call's target against its pin once more
+// before it is forwarded: a definition the upstream changed while the
+// person was asked is not the one that was pinned. It returns why the
+// call may not go, or "".
+func (s *session) heldPinCheck(p *pending) string {
+	if s.pins == nil {
+		return ""
+	}
+	req := gate.CallRequest{Method: p.method}
+	switch p.method {
+	case gate.MethodToolsCall:
+		req.Tool = p.target
+	case gate.MethodPromptsGet:
+		req.Prompt = p.target
+	default:
+		return ""
+	}
+	return s.pinCheck(&req)
 }
 
 // refuseHeld refuses a held call: its reservation is released (it was
@@ -744,12 +450,12 @@ func (s *session) refuseHeld(p *pending, t dct.DenialType, detail string, lb *lo
 		granted = d.Scope.Capabilities
 	}
 	d.Allowed, d.Reservation = false, nil
-	d.Denial = &Denial{Type: t, Detail: detail, Requested: requested(d.Call), Granted: granted}
+	d.Denial = &gate.Denial{Type: t, Detail: detail, Requested: gate.Requested(d.Call), Granted: granted}
 	s.decided(p, &d)
 	lb.denied(p.method, p.target, &d)
 	lb.writeTo(s.log)
 	if reply {
-		s.replyError(s.toClient, p.id, DenialCode, d.Denial.Message(), d.Denial)
+		s.replyError(s.toClient, p.id, gate.DenialCode, d.Denial.Message(), d.Denial)
 	}
 }
 
@@ -759,7 +465,7 @@ func (s *session) refuseUnasked(p *pending, t dct.DenialType, detail string) {
 	o := ApprovalOutcome{Method: p.method, Target: p.target, Capability: capabilityText(p.decision), Cost: p.cost(),
 		DelegationID: delegationOf(p.decision), RequestedAt: now, DecidedAt: now}
 	verdict := VerdictUnavailable
-	if t == ApprovalDeclined {
+	if t == gate.ApprovalDeclined {
 		verdict = VerdictDeclined
 	}
 	o.refused(verdict, t, detail)
@@ -786,64 +492,6 @@ func (s *session) concluded(p *pending, o *ApprovalOutcome) {
 	p.ev.approvalHash = digest
 }
 
-// approvalBody is o's human_approval_receipt/2, for the decision p will be
-// given (its audit_id is chosen here).
-func (s *session) approvalBody(p *pending, o *ApprovalOutcome) *receipt.HumanApprovalBody {
-	id := o.ID
-	if id == "" {
-		id = receipt.NewUUIDURN()
-	}
-	b := &receipt.HumanApprovalBody{
-		ApprovalID: id, GateAuditID: receipt.NewUUIDURN(), RequesterAgentDID: agentDID(p.dec.Scope),
-		Action: receipt.Action(p.method), Resource: p.target, RiskClass: "approval", GateReason: "the policy asks for a person's approval",
-		Decision: strings.ToUpper(o.Verdict), Reason: "approved", RequestedAt: timestamp.Format(o.RequestedAt),
-		DecidedAt: timestamp.Format(o.DecidedAt), Cost: o.Cost, AnswerAction: o.Action, AnswerHash: o.ContentHash,
-	}
-	if a, rule, ok := s.cfg.Gate.approvalRule(p.method, p.dec.Call.Rule); ok {
-		b.RiskClass = "approval_required"
-		if !a.Required && a.Above != nil {
-			b.RiskClass = fmt.Sprintf("cost_above_%d", *a.Above)
-		}
-		b.GateReason = fmt.Sprintf("%s rule %s (line %d) asks for a person's approval", mapOf(p.method), quoteName(rule.Match), rule.Line)
-	}
-	if !o.Approved {
-		b.Reason = o.Detail
-	}
-	if !o.ExpiresAt.IsZero() {
-		b.ExpiresAt = timestamp.Format(o.ExpiresAt)
-	}
-	if o.Action != "" {
-		b.AnsweredBy = o.Answerer
-	}
-	if o.RequestHash != "" {
-		b.RequestHash = "sha256:" + o.RequestHash
-	}
-	return b
-}
-
-// agentDID is the did:key of a scope's delegatee; "" without a scope.
-func agentDID(scope *dct.AuthorizedScope) string {
-	if scope == nil {
-		return ""
-	}
-	did, err := identity.DIDFromPrincipalID(scope.Delegatee)
-	if err != nil {
-		return ""
-	}
-	return did
-}
-
-// mapOf names the policy map whose rules decide a method.
-func mapOf(method string) string {
-	switch method {
-	case MethodPromptsGet:
-		return "prompts"
-	case MethodResourcesRead:
-		return "resources"
-	}
-	return "tools"
-}
-
 // logApproval writes an approval's outcome.
 func (s *session) logApproval(o *ApprovalOutcome) {
 	fields := []zap.Field{
@@ -858,97 +506,4 @@ func (s *session) logApproval(o *ApprovalOutcome) {
 		fields = append(fields, zap.String("denial", string(o.Denial)), zap.String("detail", o.Detail))
 	}
 	s.log.Info("approval outcome", fields...)
-}
-
-// forgedApprovalID reports whether an upstream request uses an id under
-// the proxy's approval prefix: the client's answer to it would be taken
-// for an approval, so it is refused.
-func (s *session) forgedApprovalID(raw []byte) bool {
-	_, ours := s.approvalID(raw)
-	return ours
-}
-
-// approvalTooLarge handles a client response over the frame limit whose
-// id is under the proxy's approval prefix: the call it answers, if any, is
-// refused, and nothing reaches the upstream. It reports whether the id
-// was the proxy's.
-func (s *session) approvalTooLarge(id []byte, msg string) bool {
-	ask, ours := s.approvalID(id)
-	if !ours {
-		return false
-	}
-	hc := s.unhold(ask)
-	if hc == nil {
-		return true
-	}
-	o := &hc.outcome
-	o.DecidedAt = time.Now()
-	o.refused(VerdictUnavailable, ApprovalUnavailable, "the client's answer to the approval request "+msg)
-	s.concluded(hc.p, o)
-	s.refuseHeld(hc.p, o.Denial, o.Detail, &s.clientLog, true)
-	hc.p.free()
-	return true
-}
-
-// callToken is the token a gated request is decided with: its own, or
-// the session's.
-func (s *session) callToken(cp *callParams) string {
-	d, _ := readDelegateos(cp.delegateos)
-	if d.DCT != "" {
-		return d.DCT
-	}
-	return s.sessionToken()
-}
-
-// stillAuthorized checks the token of a call that waited for approval
-// once more before it is forwarded: one revoked, expired, or whose
-// delegation ended in the meantime no longer authorizes the call. A call
-// made without a token (the policy allows it) has nothing to check.
-func (g *Gate) stillAuthorized(token string, proven bool, now time.Time) *Denial {
-	if token == "" {
-		return nil
-	}
-	if g.Verifier == nil {
-		return &Denial{Type: dct.InvalidSignature, Detail: "this proxy trusts no root"}
-	}
-	if g.Now != nil {
-		now = g.Now()
-	}
-	scope, err := g.Verifier.VerifyChain(token, now)
-	if err != nil {
-		return denyFrom(Decision{}, err, nil).Denial
-	}
-	if g.Accept != nil {
-		if err := g.Accept(token, scope, proven); err != nil {
-			return &Denial{Type: dct.InvalidSignature, Detail: err.Error()}
-		}
-	}
-	if g.Ended != nil {
-		for _, l := range scope.Chain {
-			if status, ended := g.Ended(l); ended {
-				return &Denial{Type: dct.Expired, Detail: fmt.Sprintf("delegation %s has ended (%s): its token no longer authorizes calls", l.DelegationID, status)}
-			}
-		}
-	}
-	return nil
-}
-
-// heldPinCheck checks a held call's target against its pin once more
-// before it is forwarded: a definition the upstream changed while the
-// person was asked is not the one that was pinned. It returns why the
-// call may not go, or "".
-func (s *session) heldPinCheck(p *pending) string {
-	if s.pins == nil {
-		return ""
-	}
-	req := CallRequest{Method: p.method}
-	switch p.method {
-	case MethodToolsCall:
-		req.Tool = p.target
-	case MethodPromptsGet:
-		req.Prompt = p.target
-	default:
-		return ""
-	}
-	return s.pinCheck(&req)
 }

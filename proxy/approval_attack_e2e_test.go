@@ -12,6 +12,7 @@ import (
 	"github.com/mark3labs/mcp-go/mcp"
 
 	"github.com/delegateos/delegateos/dct"
+	"github.com/delegateos/delegateos/gate"
 	"github.com/delegateos/delegateos/internal/mcptest"
 	"github.com/delegateos/delegateos/proxy"
 )
@@ -73,7 +74,7 @@ func (r *rawApproval) upstreamWrites() int {
 
 func wantDenialFrame(t *testing.T, m mcptest.RawMessage, typ dct.DenialType, detail string) {
 	t.Helper()
-	if m.Error == nil || m.Error.Code != proxy.DenialCode {
+	if m.Error == nil || m.Error.Code != gate.DenialCode {
 		t.Fatalf("answer %s %+v, want a %s denial", m.Result, m.Error, typ)
 	}
 	var data struct {
@@ -99,7 +100,7 @@ func TestApprovalAnsweredTwice(t *testing.T) {
 		t.Fatal("an answer to an id never asked let the held call through")
 	}
 	r.c.Send(answer(ask, "decline", false))
-	wantDenialFrame(t, r.c.Response("1"), proxy.ApprovalDeclined, "declined")
+	wantDenialFrame(t, r.c.Response("1"), gate.ApprovalDeclined, "declined")
 	r.c.Send(answer(ask, "accept", true))
 	r.quiet(t, 300*time.Millisecond, "a second answer")
 	if r.written(t, "/project/once.md") || r.upstreamWrites() != 0 {
@@ -182,7 +183,7 @@ func TestApprovalTimeout(t *testing.T) {
 			cancelled = true
 		case string(m.ID) == "7":
 			resp = true
-			wantDenialFrame(t, m, proxy.ApprovalDeclined, "no answer to the approval request within 1s")
+			wantDenialFrame(t, m, gate.ApprovalDeclined, "no answer to the approval request within 1s")
 		default:
 			t.Fatalf("got %s %s", m.Method, m.ID)
 		}
@@ -211,7 +212,7 @@ func TestApprovalHeldLimits(t *testing.T) {
 		r.asked(t)
 	}
 	r.write("17", "/project/a.md")
-	wantDenialFrame(t, r.c.Response("17"), proxy.ApprovalUnavailable, "16 calls are already waiting")
+	wantDenialFrame(t, r.c.Response("17"), gate.ApprovalUnavailable, "16 calls are already waiting")
 }
 
 // TestApprovalSessionEnds: a client that goes away while a call is held
@@ -227,7 +228,7 @@ func TestApprovalSessionEnds(t *testing.T) {
 	if r.written(t, "/project/gone.md") || r.upstreamWrites() != 0 {
 		t.Fatal("a call held when the session ended reached the upstream")
 	}
-	if n := len(r.p.LogWith("approval outcome", func(l map[string]any) bool { return l["denial"] == string(proxy.ApprovalUnavailable) })); n != 1 {
+	if n := len(r.p.LogWith("approval outcome", func(l map[string]any) bool { return l["denial"] == string(gate.ApprovalUnavailable) })); n != 1 {
 		t.Errorf("%d lines for the dropped approval, want 1", n)
 	}
 }

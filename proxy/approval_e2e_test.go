@@ -14,6 +14,7 @@ import (
 	"github.com/mark3labs/mcp-go/mcp"
 
 	"github.com/delegateos/delegateos/dct"
+	"github.com/delegateos/delegateos/gate"
 	"github.com/delegateos/delegateos/internal/mcptest"
 	"github.com/delegateos/delegateos/proxy"
 )
@@ -161,16 +162,16 @@ func TestApprovalRefused(t *testing.T) {
 		detail string
 	}{
 		{"decline", func() (*mcp.ElicitationResult, error) { return answerWith(mcp.ElicitationResponseActionDecline, nil) },
-			proxy.ApprovalDeclined, "declined"},
+			gate.ApprovalDeclined, "declined"},
 		{"cancel", func() (*mcp.ElicitationResult, error) { return answerWith(mcp.ElicitationResponseActionCancel, nil) },
-			proxy.ApprovalDeclined, "cancelled"},
+			gate.ApprovalDeclined, "cancelled"},
 		{"unticked", func() (*mcp.ElicitationResult, error) {
 			return answerWith(mcp.ElicitationResponseActionAccept, map[string]any{"approve": false})
-		}, proxy.ApprovalDeclined, "without approve ticked"},
+		}, gate.ApprovalDeclined, "without approve ticked"},
 		{"no content", func() (*mcp.ElicitationResult, error) { return answerWith(mcp.ElicitationResponseActionAccept, nil) },
-			proxy.ApprovalDeclined, "without approve ticked"},
+			gate.ApprovalDeclined, "without approve ticked"},
 		{"error", func() (*mcp.ElicitationResult, error) { return nil, errors.New("no display") },
-			proxy.ApprovalUnavailable, "with an error"},
+			gate.ApprovalUnavailable, "with an error"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -207,7 +208,7 @@ func TestApprovalRefused(t *testing.T) {
 func TestApprovalUnavailable(t *testing.T) {
 	r := newApprovalRun(t, "required")
 	s := r.connect(nil)
-	checkDenial(t, s.Call(t, "write_file", writeArgs("/project/x.md")), denial{typ: proxy.ApprovalUnavailable, detail: "elicitation capability",
+	checkDenial(t, s.Call(t, "write_file", writeArgs("/project/x.md")), denial{typ: gate.ApprovalUnavailable, detail: "elicitation capability",
 		requested: dct.Capability{Namespace: "docs", Action: "write", Resource: "/project/x.md"}, granted: r.tok.Unverified().Authority.Capabilities})
 	if r.written(t, "/project/x.md") {
 		t.Error("a refused call reached the upstream")

@@ -12,9 +12,9 @@ import (
 	"github.com/mark3labs/mcp-go/client"
 	"github.com/mark3labs/mcp-go/mcp"
 
+	"github.com/delegateos/delegateos/gate"
 	"github.com/delegateos/delegateos/internal/mcptest"
 	"github.com/delegateos/delegateos/internal/receiptschema"
-	"github.com/delegateos/delegateos/proxy"
 	"github.com/delegateos/delegateos/receipt"
 )
 
@@ -45,7 +45,7 @@ func TestApprovalReceipts(t *testing.T) {
 	}}
 	s := p.Connect(mcptest.SessionOptions{Legacy: true, ClientOptions: []client.ClientOption{client.WithElicitationHandler(a)}})
 	s.Call(t, "write_file", writeArgs("/project/yes.md")).OK(t, "approved write_file")
-	if r := s.Call(t, "write_file", writeArgs("/project/no.md")); !isDenial(r, proxy.ApprovalDeclined) {
+	if r := s.Call(t, "write_file", writeArgs("/project/no.md")); !isDenial(r, gate.ApprovalDeclined) {
 		t.Fatalf("declined write_file: %+v %v", r.RPC, r.Err)
 	}
 	p.Stdin.Close()
@@ -98,7 +98,7 @@ func TestApprovalReceipts(t *testing.T) {
 		}
 		x := executions[d.AuditID]
 		if want.gate == receipt.DecisionBlock {
-			if d.DenialType != string(proxy.ApprovalDeclined) || x != nil {
+			if d.DenialType != string(gate.ApprovalDeclined) || x != nil {
 				t.Errorf("declined call: denial %q, execution %+v", d.DenialType, x)
 			}
 			continue

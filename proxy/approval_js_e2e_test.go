@@ -10,8 +10,8 @@ import (
 	"testing"
 
 	"github.com/delegateos/delegateos/dct"
+	"github.com/delegateos/delegateos/gate"
 	"github.com/delegateos/delegateos/internal/mcptest"
-	"github.com/delegateos/delegateos/proxy"
 )
 
 // jsSDKVersion is the @modelcontextprotocol/sdk version that
@@ -93,9 +93,9 @@ func TestApprovalTypeScriptSDK(t *testing.T) {
 		asked  int
 	}{
 		{"accept", "", "", 1},
-		{"decline", proxy.ApprovalDeclined, "declined", 1},
-		{"cancel", proxy.ApprovalDeclined, "cancelled", 1},
-		{"none", proxy.ApprovalUnavailable, "elicitation capability", 0},
+		{"decline", gate.ApprovalDeclined, "declined", 1},
+		{"cancel", gate.ApprovalDeclined, "cancelled", 1},
+		{"none", gate.ApprovalUnavailable, "elicitation capability", 0},
 	}
 	for _, c := range cases {
 		t.Run(c.mode, func(t *testing.T) {
@@ -118,7 +118,7 @@ func TestApprovalTypeScriptSDK(t *testing.T) {
 				}
 				return
 			}
-			if rep.Error == nil || rep.Error.Code != proxy.DenialCode {
+			if rep.Error == nil || rep.Error.Code != gate.DenialCode {
 				t.Fatalf("got %+v, want a %s denial", rep, c.typ)
 			}
 			var data struct {

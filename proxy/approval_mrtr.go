@@ -11,6 +11,8 @@ import (
 
 	"go.uber.org/zap"
 
+	"github.com/delegateos/delegateos/gate"
+	"github.com/delegateos/delegateos/internal/render"
 	"github.com/delegateos/delegateos/internal/strictjson"
 	"github.com/delegateos/delegateos/receipt"
 )
@@ -81,7 +83,7 @@ func readModernParams(params []byte) (m modernParams, ok bool, bad string) {
 		return m, false, "params are not an object"
 	}
 	if k := caseVariantOf(p, "requestState", "inputResponses", "_meta"); k != "" {
-		return m, false, "params." + quoteName(clip(k, 64)) + " differs from a member the proxy reads only in letter case"
+		return m, false, "params." + render.Name(clip(k, 64)) + " differs from a member the proxy reads only in letter case"
 	}
 	var meta map[string]json.RawMessage
 	_ = json.Unmarshal(p["_meta"], &meta)
@@ -122,11 +124,11 @@ func (s *session) holdModern(p *pending, h header, cp *callParams, frame []byte,
 		return
 	}
 	if !m.elicit {
-		s.refuseUnasked(p, ApprovalUnavailable, "the client did not declare the elicitation capability (form mode) in the request's _meta, so no one can be asked to approve "+p.what())
+		s.refuseUnasked(p, gate.ApprovalUnavailable, "the client did not declare the elicitation capability (form mode) in the request's _meta, so no one can be asked to approve "+p.what())
 		return
 	}
 	now := time.Now()
-	ap, _ := s.cfg.Gate.approval(p.method, p.decision.Call.Rule)
+	ap, _ := s.cfg.Gate.Approval(p.method, p.decision.Call.Rule)
 	s.mu.Lock()
 	a := &s.appr
 	if a.trips == nil {
@@ -145,7 +147,7 @@ func (s *session) holdModern(p *pending, h header, cp *callParams, frame []byte,
 		s.abandoned(t, VerdictTimeout, "the call was not sent back with the answer within "+t.outcome.ExpiresAt.Sub(t.outcome.RequestedAt).String(), t.outcome.ExpiresAt)
 	}
 	if full {
-		s.refuseUnasked(p, ApprovalUnavailable, "16 approvals are already waiting for an answer")
+		s.refuseUnasked(p, gate.ApprovalUnavailable, "16 approvals are already waiting for an answer")
 		return
 	}
 	var r [16]byte
@@ -155,7 +157,7 @@ func (s *session) holdModern(p *pending, h header, cp *callParams, frame []byte,
 	fwd := s.forwardBytes(frame, h, cp, s.upSeq, p)
 	sum := sha256.Sum256(fwd)
 	t := &roundTrip{digest: digest, fwd: fwd, up: s.upSeq,
-		asked: pending{method: p.method, target: p.target, dec: Decision{Scope: p.dec.Scope, Call: p.dec.Call}}}
+		asked: pending{method: p.method, target: p.target, dec: gate.Decision{Scope: p.dec.Scope, Call: p.dec.Call}}}
 	t.outcome = ApprovalOutcome{
 		ID: state, Method: p.method, Target: p.target, Capability: capabilityText(p.decision),
 		Cost: p.cost(), DelegationID: delegationOf(p.decision), RequestHash: hex.EncodeToString(sum[:]),
@@ -170,7 +172,7 @@ func (s *session) holdModern(p *pending, h header, cp *callParams, frame []byte,
 	}
 	b, err := json.Marshal(map[string]any{"jsonrpc": "2.0", "id": json.RawMessage(p.id), "result": result})
 	if err != nil {
-		s.refuseUnasked(p, ApprovalUnavailable, "the approval request cannot be written: "+err.Error())
+		s.refuseUnasked(p, gate.ApprovalUnavailable, "the approval request cannot be written: "+err.Error())
 		return
 	}
 	s.mu.Lock()
@@ -188,7 +190,7 @@ func (s *session) holdModern(p *pending, h header, cp *callParams, frame []byte,
 	s.decided(p, &p.dec)
 	// Its rate-limit slots go back too: the retry is the call, and takes
 	// them, so that an approved call counts once.
-	s.cfg.Gate.releaseUnforwarded(p.decision)
+	s.cfg.Gate.ReleaseUnforwarded(p.decision)
 	s.settleNow(p, 0, true, outcomeNotForwarded)
 	s.toClient.write(append(b, '\n'))
 	p.free()
@@ -203,18 +205,18 @@ func (s *session) approvalRetry(p *pending, m modernParams, digest [32]byte, tok
 	delete(s.appr.trips, m.state) // one retry per approval, whatever it brings
 	s.mu.Unlock()
 	if t == nil {
-		s.refuseUnasked(p, ApprovalDeclined, "params.requestState names no approval this proxy is waiting for (it was used, expired, or never issued)")
+		s.refuseUnasked(p, gate.ApprovalDeclined, "params.requestState names no approval this proxy is waiting for (it was used, expired, or never issued)")
 		return
 	}
 	o := &t.outcome
 	o.DecidedAt = time.Now()
 	switch {
 	case o.DecidedAt.After(o.ExpiresAt):
-		o.refused(VerdictTimeout, ApprovalDeclined, "no answer to the approval request within "+o.ExpiresAt.Sub(o.RequestedAt).String())
+		o.refused(VerdictTimeout, gate.ApprovalDeclined, "no answer to the approval request within "+o.ExpiresAt.Sub(o.RequestedAt).String())
 	case t.digest != digest:
-		o.refused(VerdictDeclined, ApprovalDeclined, "the request sent back with the answer is not the request that was to be approved")
+		o.refused(VerdictDeclined, gate.ApprovalDeclined, "the request sent back with the answer is not the request that was to be approved")
 	case m.answer == nil:
-		o.refused(VerdictUnavailable, ApprovalUnavailable, "params.inputResponses holds no answer to "+approvalInputKey)
+		o.refused(VerdictUnavailable, gate.ApprovalUnavailable, "params.inputResponses holds no answer to "+approvalInputKey)
 	default:
 		o.judge(readApprovalResult(m.answer))
 		if m.answerer != "" {
@@ -266,9 +268,9 @@ func (s *session) requestDigest(p *pending, cp *callParams) [32]byte {
 func (s *session) abandoned(t *roundTrip, verdict, detail string, at time.Time) {
 	o := &t.outcome
 	o.DecidedAt = at
-	den := ApprovalDeclined
+	den := gate.ApprovalDeclined
 	if verdict == VerdictUnavailable {
-		den = ApprovalUnavailable
+		den = gate.ApprovalUnavailable
 	}
 	o.refused(verdict, den, detail)
 	s.logApproval(o)

@@ -11,8 +11,8 @@ import (
 	"github.com/mark3labs/mcp-go/mcp"
 
 	"github.com/delegateos/delegateos/dct"
+	"github.com/delegateos/delegateos/gate"
 	"github.com/delegateos/delegateos/internal/mcptest"
-	"github.com/delegateos/delegateos/proxy"
 )
 
 // connectModern connects mcp-go's client on MCP 2026-07-28, where the
@@ -39,9 +39,9 @@ func TestApprovalModern(t *testing.T) {
 		asked  int
 	}{
 		{"accept", mcp.ElicitationResponseActionAccept, "", "", 1},
-		{"decline", mcp.ElicitationResponseActionDecline, proxy.ApprovalDeclined, "declined", 1},
-		{"cancel", mcp.ElicitationResponseActionCancel, proxy.ApprovalDeclined, "cancelled", 1},
-		{"no capability", "", proxy.ApprovalUnavailable, "elicitation capability", 0},
+		{"decline", mcp.ElicitationResponseActionDecline, gate.ApprovalDeclined, "declined", 1},
+		{"cancel", mcp.ElicitationResponseActionCancel, gate.ApprovalDeclined, "cancelled", 1},
+		{"no capability", "", gate.ApprovalUnavailable, "elicitation capability", 0},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			r := newApprovalRun(t, "required")
@@ -117,13 +117,13 @@ func TestApprovalModernAttacks(t *testing.T) {
 	}
 	// Another request under the approval of the first.
 	c.Send(modernCall("2", "/project/other.md", withAnswer(state, "accept", true)))
-	wantDenialFrame(t, c.Response("2"), proxy.ApprovalDeclined, "not the request that was to be approved")
+	wantDenialFrame(t, c.Response("2"), gate.ApprovalDeclined, "not the request that was to be approved")
 	// The state was spent by that attempt.
 	c.Send(modernCall("3", "/project/m.md", withAnswer(state, "accept", true)))
-	wantDenialFrame(t, c.Response("3"), proxy.ApprovalDeclined, "names no approval")
+	wantDenialFrame(t, c.Response("3"), gate.ApprovalDeclined, "names no approval")
 	// A state the proxy never issued.
 	c.Send(modernCall("4", "/project/m.md", withAnswer("delegateos-approval-state-00000000000000000000000000000000", "accept", true)))
-	wantDenialFrame(t, c.Response("4"), proxy.ApprovalDeclined, "names no approval")
+	wantDenialFrame(t, c.Response("4"), gate.ApprovalDeclined, "names no approval")
 	if r.written(t, "/project/m.md") || r.written(t, "/project/other.md") || r.upstreamWrites() != 0 {
 		t.Fatal("a call without a valid approval reached the upstream")
 	}
@@ -133,7 +133,7 @@ func TestApprovalModernAttacks(t *testing.T) {
 	c.Send(modernCall("6", "/project/m.md", withAnswer(state, "accept", true)))
 	mcptest.ResultText(t, c.Response("6"))
 	c.Send(modernCall("7", "/project/m.md", withAnswer(state, "accept", true)))
-	wantDenialFrame(t, c.Response("7"), proxy.ApprovalDeclined, "names no approval")
+	wantDenialFrame(t, c.Response("7"), gate.ApprovalDeclined, "names no approval")
 	if n := r.upstreamWrites(); n > 1 {
 		t.Errorf("the upstream ran write_file %d times", n)
 	}
@@ -142,7 +142,7 @@ func TestApprovalModernAttacks(t *testing.T) {
 	state = inputRequired(t, c.Response("8"))
 	time.Sleep(3100 * time.Millisecond)
 	c.Send(modernCall("9", "/project/late.md", withAnswer(state, "accept", true)))
-	wantDenialFrame(t, c.Response("9"), proxy.ApprovalDeclined, "no answer to the approval request within 3s")
+	wantDenialFrame(t, c.Response("9"), gate.ApprovalDeclined, "no answer to the approval request within 3s")
 	if r.written(t, "/project/late.md") {
 		t.Fatal("an answer after the timeout let the call through")
 	}

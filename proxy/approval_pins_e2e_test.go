@@ -4,6 +4,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/delegateos/delegateos/gate"
 	"github.com/delegateos/delegateos/internal/mcptest"
 	"github.com/delegateos/delegateos/proxy"
 )
@@ -58,7 +59,7 @@ func TestApprovalPinChangedWhileHeld(t *testing.T) {
 	}
 	c.Send(answer(ask, "accept", true))
 	r := c.Response("1")
-	if r.Error == nil || denialType(r) != string(proxy.ToolNotPinned) || !strings.Contains(r.Error.Message, "tool read_file changed after it was approved") {
-		t.Fatalf("the approved call to a tool redefined while it waited got %s %+v, want a %s denial", r.Result, r.Error, proxy.ToolNotPinned)
+	if r.Error == nil || denialType(r) != string(gate.ToolNotPinned) || !strings.Contains(r.Error.Message, "tool read_file changed after it was approved") {
+		t.Fatalf("the approved call to a tool redefined while it waited got %s %+v, want a %s denial", r.Result, r.Error, gate.ToolNotPinned)
 	}
 }

@@ -4,6 +4,8 @@ import (
 	"strings"
 	"testing"
 	"unicode/utf8"
+
+	"github.com/delegateos/delegateos/internal/render"
 )
 
 func TestReadApprovalAnswer(t *testing.T) {
@@ -116,7 +118,7 @@ func FuzzArgumentsSummary(f *testing.F) {
 	f.Add([]byte(`{"path":"/a","text":"x\u2028y"}`))
 	f.Fuzz(func(t *testing.T, args []byte) {
 		s := argumentsSummary(args)
-		if printable(s) != s {
+		if render.Escaped(s) != s {
 			t.Fatalf("summary %q holds what a terminal would act on", s)
 		}
 		if !utf8.ValidString(s) {

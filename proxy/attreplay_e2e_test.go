@@ -13,9 +13,9 @@ import (
 	"github.com/delegateos/delegateos/attest"
 	"github.com/delegateos/delegateos/contract"
 	"github.com/delegateos/delegateos/dct"
+	"github.com/delegateos/delegateos/gate"
 	"github.com/delegateos/delegateos/identity"
 	"github.com/delegateos/delegateos/internal/mcptest"
-	"github.com/delegateos/delegateos/proxy"
 )
 
 // Red team (issue 26.1, reputation), fixed: an attestation named its
@@ -35,7 +35,7 @@ func TestE2EAttestationReplayRefused(t *testing.T) {
 	}
 	keys := r.bTok.DelegationKeys()
 	att := attestForKey(t, r.b, r.bContract.ID, delB, keys[len(keys)-1])
-	if done := decodeResult[proxy.CompleteResult](t, r.request(proxy.MethodComplete, proxy.CompleteParams{DelegationID: delB, Attestation: att})); done.Status != "completed" {
+	if done := decodeResult[gate.CompleteResult](t, r.request(gate.MethodComplete, gate.CompleteParams{DelegationID: delB, Attestation: att})); done.Status != "completed" {
 		t.Fatalf("B's complete: %+v", done)
 	}
 
@@ -61,13 +61,13 @@ func TestE2EAttestationReplayRefused(t *testing.T) {
 	pol.Extra = "workspace: " + strconv.Quote(ws2) + "\n"
 	send := sender(t, r.e.StartProxy(mcptest.ProxyOptions{Policy: pol}).Connect(mcptest.SessionOptions{}))
 	cb, _ := json.Marshal(c)
-	if res := decodeResult[proxy.DelegateResult](t, send(proxy.MethodDelegate, proxy.DelegateParams{
+	if res := decodeResult[gate.DelegateResult](t, send(gate.MethodDelegate, gate.DelegateParams{
 		Contract: cb, DCT: tok.String(), DCTFormat: dct.Format, DelegationID: delB, ParentDelegationID: sy.root.Unverified().Authority.DelegationID})); !res.Accepted {
 		t.Fatalf("the sybil's delegate to B: %+v", res)
 	}
-	resp := send(proxy.MethodComplete, proxy.CompleteParams{DelegationID: delB, Attestation: att})
+	resp := send(gate.MethodComplete, gate.CompleteParams{DelegationID: delB, Attestation: att})
 	if resp.Error == nil || !strings.Contains(resp.Error.Message, "not recorded here") {
-		done := decodeResult[proxy.CompleteResult](t, resp)
+		done := decodeResult[gate.CompleteResult](t, resp)
 		t.Errorf("B's attestation, replayed by the sybil against her own contract, was taken: %+v", done)
 	}
 	out := r.cli("reputation", "show", "--workspace", ws2, "--", r.b.DID())

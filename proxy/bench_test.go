@@ -2,7 +2,6 @@ package proxy
 
 import (
 	"bufio"
-	"github.com/delegateos/delegateos/internal/logline"
 	"io"
 	"strconv"
 	"sync"
@@ -10,6 +9,9 @@ import (
 
 	"go.uber.org/zap"
 	"go.uber.org/zap/zapcore"
+
+	"github.com/delegateos/delegateos/internal/cputime"
+	"github.com/delegateos/delegateos/internal/logline"
 )
 
 // benchSession is a session set up as `delegateos proxy --token T --root R`
@@ -54,7 +56,7 @@ func BenchmarkCall(b *testing.B) {
 func benchCall(b *testing.B, s *session) {
 	var req, resp []byte
 	b.ReportAllocs()
-	defer reportCPU(b)()
+	defer cputime.Report(b)()
 	for i := 0; b.Loop(); i++ {
 		req = append(req[:0], `{"jsonrpc":"2.0","id":`...)
 		req = strconv.AppendInt(req, int64(i), 10)
@@ -69,30 +71,5 @@ func benchCall(b *testing.B, s *session) {
 	}
 	if n := s.pending.len(); n != 0 {
 		b.Fatalf("%d calls still pending", n)
-	}
-}
-
-// BenchmarkGate is the gate's part of a call with a cached token: Decide
-// (verification from the cache, mapping, budget reservation) and Settle.
-func BenchmarkGate(b *testing.B) {
-	s := benchSession(b)
-	g := s.cfg.Gate
-	benchDecide(b, g, s.cfg.SessionToken)
-}
-
-// benchDecide is the gate's part of an echo call with token, decided and
-// settled in a loop.
-func benchDecide(b *testing.B, g *Gate, token string) {
-	req := CallRequest{Tool: "echo", Arguments: []byte(`{"text":"hello, proxy"}`), Token: token}
-	b.ReportAllocs()
-	defer reportCPU(b)()
-	for b.Loop() {
-		d := g.Decide(req)
-		if !d.Allowed {
-			b.Fatal(d.Denial)
-		}
-		if _, err := g.Settle(&d, 0, false); err != nil {
-			b.Fatal(err)
-		}
 	}
 }

@@ -16,9 +16,9 @@ import (
 	"github.com/delegateos/delegateos/attest"
 	"github.com/delegateos/delegateos/contract"
 	"github.com/delegateos/delegateos/dct"
+	"github.com/delegateos/delegateos/gate"
 	"github.com/delegateos/delegateos/identity"
 	"github.com/delegateos/delegateos/internal/mcptest"
-	"github.com/delegateos/delegateos/proxy"
 )
 
 // planRun is a parent task (contract and token from the root to the
@@ -112,12 +112,12 @@ func (r *planRun) sub(id string) (*contract.TaskContract, *dct.Token) {
 
 // completeAs sends delegateos/complete for a delegation with an
 // attestation signed by key, and returns the raw response.
-func (r *planRun) completeWith(key *identity.Keypair, c *contract.TaskContract, tok *dct.Token, cost int64, children ...string) (*attest.Attestation, string, *proxy.CompleteResult) {
+func (r *planRun) completeWith(key *identity.Keypair, c *contract.TaskContract, tok *dct.Token, cost int64, children ...string) (*attest.Attestation, string, *gate.CompleteResult) {
 	r.t.Helper()
 	return r.attestAndComplete(true, key, c, tok, cost, children...)
 }
 
-func (r *planRun) attestAndComplete(success bool, key *identity.Keypair, c *contract.TaskContract, tok *dct.Token, cost int64, children ...string) (*attest.Attestation, string, *proxy.CompleteResult) {
+func (r *planRun) attestAndComplete(success bool, key *identity.Keypair, c *contract.TaskContract, tok *dct.Token, cost int64, children ...string) (*attest.Attestation, string, *gate.CompleteResult) {
 	t := r.t
 	t.Helper()
 	keys := tok.DelegationKeys()
@@ -127,11 +127,11 @@ func (r *planRun) attestAndComplete(success bool, key *identity.Keypair, c *cont
 		t.Fatal(err)
 	}
 	ab, _ := json.Marshal(a)
-	resp := r.request(proxy.MethodComplete, proxy.CompleteParams{DelegationID: planDelegation(tok), Attestation: ab})
+	resp := r.request(gate.MethodComplete, gate.CompleteParams{DelegationID: planDelegation(tok), Attestation: ab})
 	if resp.Error != nil {
 		return a, resp.Error.Message, nil
 	}
-	res := decodeResult[proxy.CompleteResult](t, resp)
+	res := decodeResult[gate.CompleteResult](t, resp)
 	return a, "", &res
 }
 
@@ -167,7 +167,7 @@ func TestDecompositionEnforcedThroughProxy(t *testing.T) {
 	args := map[string]any{"path": "/project/secret.md"}
 	waits := `sub-task "summarize" (delegation ` + planDelegation(sumTok) + `) of plan ` + r.plan.ID + ` waits for "fetch" (delegation ` + planDelegation(fetchTok) + `: active) to complete`
 	got := r.s.CallAs(t, sumTok.String(), "read_file", args)
-	if got.RPC == nil || got.RPC.Code != proxy.DenialCode || !strings.Contains(got.RPC.Message, "dependency_pending — "+waits) {
+	if got.RPC == nil || got.RPC.Code != gate.DenialCode || !strings.Contains(got.RPC.Message, "dependency_pending — "+waits) {
 		t.Fatalf("a call under summarize before fetch completed: %+v", got)
 	}
 	// Another way in: completing summarize before fetch.
@@ -504,10 +504,10 @@ func (r *planRun) inBandOf(parent *contract.TaskContract, key *identity.Keypair,
 	return d
 }
 
-func (r *planRun) sendDecompose(d *contract.Decomposition, parentDCT string) proxy.DecomposeResult {
+func (r *planRun) sendDecompose(d *contract.Decomposition, parentDCT string) gate.DecomposeResult {
 	t := r.t
 	t.Helper()
-	p := proxy.DecomposeParams{DCT: parentDCT}
+	p := gate.DecomposeParams{DCT: parentDCT}
 	var err error
 	if p.Plan, err = json.Marshal(d.Plan); err != nil {
 		t.Fatal(err)
@@ -517,7 +517,7 @@ func (r *planRun) sendDecompose(d *contract.Decomposition, parentDCT string) pro
 		p.Contracts = append(p.Contracts, cb)
 		p.DCTs = append(p.DCTs, d.Tokens[i].String())
 	}
-	return decodeResult[proxy.DecomposeResult](t, r.request(proxy.MethodDecompose, p))
+	return decodeResult[gate.DecomposeResult](t, r.request(gate.MethodDecompose, p))
 }
 
 // delegateos/decompose: the agent splits its own task in-band, within its

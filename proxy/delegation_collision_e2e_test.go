@@ -16,10 +16,10 @@ import (
 	"github.com/delegateos/delegateos/attest"
 	"github.com/delegateos/delegateos/contract"
 	"github.com/delegateos/delegateos/dct"
+	"github.com/delegateos/delegateos/gate"
 	"github.com/delegateos/delegateos/identity"
 	"github.com/delegateos/delegateos/internal/mcptest"
 	"github.com/delegateos/delegateos/internal/redistest"
-	"github.com/delegateos/delegateos/proxy"
 )
 
 // A delegation is not a global name (issue 26, item 1). A sybil holding a
@@ -165,12 +165,12 @@ func (sy *sybilRun) recordAndComplete(send func(method string, params any) *tran
 	t := sy.t
 	t.Helper()
 	cb, _ := json.Marshal(sy.contract)
-	if res := decodeResult[proxy.DelegateResult](t, send(proxy.MethodDelegate, proxy.DelegateParams{
+	if res := decodeResult[gate.DelegateResult](t, send(gate.MethodDelegate, gate.DelegateParams{
 		Contract: cb, DCT: sy.tok.String(), DCTFormat: dct.Format, DelegationID: sy.id, ParentDelegationID: sy.root.Unverified().Authority.DelegationID})); !res.Accepted {
 		t.Fatalf("the sybil's delegate: %+v", res)
 	}
 	a := attestFor(t, sy.key2, sy.contract.ID, sy.id)
-	if done := decodeResult[proxy.CompleteResult](t, send(proxy.MethodComplete, proxy.CompleteParams{DelegationID: sy.id, Attestation: a})); done.Status != "completed" {
+	if done := decodeResult[gate.CompleteResult](t, send(gate.MethodComplete, gate.CompleteParams{DelegationID: sy.id, Attestation: a})); done.Status != "completed" {
 		t.Fatalf("the sybil's complete: %+v", done)
 	}
 }

@@ -17,9 +17,9 @@ import (
 	"github.com/delegateos/delegateos/attest"
 	"github.com/delegateos/delegateos/contract"
 	"github.com/delegateos/delegateos/dct"
+	"github.com/delegateos/delegateos/gate"
 	"github.com/delegateos/delegateos/identity"
 	"github.com/delegateos/delegateos/internal/mcptest"
-	"github.com/delegateos/delegateos/proxy"
 	"github.com/delegateos/delegateos/revocation"
 )
 
@@ -96,7 +96,7 @@ func decodeResult[T any](t *testing.T, resp *transport.JSONRPCResponse) T {
 	return v
 }
 
-func (r *delegationRun) delegate(c *contract.TaskContract, tok *dct.Token, parent string) proxy.DelegateResult {
+func (r *delegationRun) delegate(c *contract.TaskContract, tok *dct.Token, parent string) gate.DelegateResult {
 	r.t.Helper()
 	cb, err := json.Marshal(c)
 	if err != nil {
@@ -107,11 +107,11 @@ func (r *delegationRun) delegate(c *contract.TaskContract, tok *dct.Token, paren
 	if n := len(last.Attenuations); n > 0 {
 		del = last.Attenuations[n-1].DelegationID
 	}
-	return decodeResult[proxy.DelegateResult](r.t, r.request(proxy.MethodDelegate, proxy.DelegateParams{
+	return decodeResult[gate.DelegateResult](r.t, r.request(gate.MethodDelegate, gate.DelegateParams{
 		Contract: cb, DCT: tok.String(), DCTFormat: dct.Format, DelegationID: del, ParentDelegationID: parent}))
 }
 
-func (r *delegationRun) complete(del string, output string, cost int64) proxy.CompleteResult {
+func (r *delegationRun) complete(del string, output string, cost int64) gate.CompleteResult {
 	t := r.t
 	t.Helper()
 	a, err := attest.Create(r.b, attest.CreateParams{ContractID: r.bContract.ID, DelegationID: del, Success: true,
@@ -120,7 +120,7 @@ func (r *delegationRun) complete(del string, output string, cost int64) proxy.Co
 		t.Fatal(err)
 	}
 	ab, _ := json.Marshal(a)
-	return decodeResult[proxy.CompleteResult](t, r.request(proxy.MethodComplete, proxy.CompleteParams{DelegationID: del, Attestation: ab}))
+	return decodeResult[gate.CompleteResult](t, r.request(gate.MethodComplete, gate.CompleteParams{DelegationID: del, Attestation: ab}))
 }
 
 // cli runs the delegateos binary and returns its standard output.
@@ -180,7 +180,7 @@ func TestDelegationThroughProxy(t *testing.T) {
 	if got := r.s.Call(t, "read_file", map[string]any{"path": "/project/sub/notes.md"}); got.Err != nil || got.Res.IsError {
 		t.Fatalf("allowed call: %+v", got)
 	}
-	if got := r.s.Call(t, "read_file", map[string]any{"path": "/project/secret.md"}); got.RPC == nil || got.RPC.Code != proxy.DenialCode {
+	if got := r.s.Call(t, "read_file", map[string]any{"path": "/project/secret.md"}); got.RPC == nil || got.RPC.Code != gate.DenialCode {
 		t.Fatalf("out-of-scope call: %+v", got)
 	}
 	done := r.complete(delB, `{"summary":"Three milestones, the second one late."}`, 100)
@@ -219,7 +219,7 @@ func TestDelegationThroughProxy(t *testing.T) {
 		t.Errorf("no reliability signal for B:\n%s", out)
 	}
 	// The session's delegated token ended with the delegation.
-	if got := r.s.Call(t, "read_file", map[string]any{"path": "/project/sub/notes.md"}); got.RPC == nil || got.RPC.Code != proxy.DenialCode {
+	if got := r.s.Call(t, "read_file", map[string]any{"path": "/project/sub/notes.md"}); got.RPC == nil || got.RPC.Code != gate.DenialCode {
 		t.Errorf("a call after completion ran under the ended delegation: %+v", got)
 	}
 	r.p.WaitLog("delegation ended", nil)
@@ -275,10 +275,10 @@ func TestDelegationRejectAndRevoke(t *testing.T) {
 	delB := r.bTok.Unverified().Attenuations[0].DelegationID
 	// B's token with a contract it is not bound to.
 	res := r.delegate(r.bContract, r.aTok, dct.RootParentDelegationID)
-	if res.Accepted || res.Reason != proxy.RejectContractMismatch {
+	if res.Accepted || res.Reason != gate.RejectContractMismatch {
 		t.Fatalf("mismatched delegate: %+v", res)
 	}
-	if got := r.s.Call(t, "read_file", map[string]any{"path": "/project/sub/notes.md"}); got.RPC == nil || got.RPC.Code != proxy.DenialCode {
+	if got := r.s.Call(t, "read_file", map[string]any{"path": "/project/sub/notes.md"}); got.RPC == nil || got.RPC.Code != gate.DenialCode {
 		t.Fatalf("a call after a rejected delegate was allowed: %+v", got)
 	}
 	if res := r.delegate(r.bContract, r.bTok, delA); !res.Accepted {
@@ -293,12 +293,12 @@ func TestDelegationRejectAndRevoke(t *testing.T) {
 		t.Fatal(err)
 	}
 	eb, _ := json.Marshal(entry)
-	rv := decodeResult[proxy.RevokeResult](t, r.request(proxy.MethodRevoke, proxy.RevokeParams{Revocation: eb}))
+	rv := decodeResult[gate.RevokeResult](t, r.request(gate.MethodRevoke, gate.RevokeParams{Revocation: eb}))
 	if len(rv.Delegations) != 1 || rv.Delegations[0] != delB {
 		t.Fatalf("revoke: %+v", rv)
 	}
 	got := r.s.Call(t, "read_file", map[string]any{"path": "/project/sub/notes.md"})
-	if got.RPC == nil || got.RPC.Code != proxy.DenialCode || !strings.Contains(mcptest.MustJSON(got.RPC.Data), "revoked") {
+	if got.RPC == nil || got.RPC.Code != gate.DenialCode || !strings.Contains(mcptest.MustJSON(got.RPC.Data), "revoked") {
 		t.Fatalf("a call after the revocation: %+v", got)
 	}
 	if st := r.chainStatus(delB); st != "revoked" {

@@ -6,6 +6,8 @@ import (
 	"strings"
 
 	"go.uber.org/zap"
+
+	"github.com/delegateos/delegateos/gate"
 )
 
 // delegationMethodPrefix is the proxy's own namespace: every method in it
@@ -40,16 +42,16 @@ func (s *session) delegationMessage(method string, id, params []byte) {
 	id = clone(id)
 	params = clone(params)
 	reply := func(result any, err error) {
-		var me *msgError
+		var me *gate.MessageError
 		switch {
 		case err != nil && errors.As(err, &me):
-			fields := []zap.Field{zap.String("method", method), zap.String("reason", me.message)}
-			if me.detail != "" {
-				fields = append(fields, zap.String("detail", me.detail))
+			fields := []zap.Field{zap.String("method", method), zap.String("reason", me.Message)}
+			if me.Detail != "" {
+				fields = append(fields, zap.String("detail", me.Detail))
 			}
 			s.log.Warn("delegation message refused", fields...)
 			if id != nil {
-				s.replyError(s.toClient, id, me.code, me.message, nil)
+				s.replyError(s.toClient, id, me.Code, me.Message, nil)
 			}
 		case err != nil:
 			s.log.Error("delegation message failed", zap.String("method", method), zap.Error(err))
@@ -62,14 +64,14 @@ func (s *session) delegationMessage(method string, id, params []byte) {
 	}
 	d := s.cfg.Delegations
 	if d == nil {
-		reply(nil, &msgError{code: codeMethodNotFound, message: method + " is not available: this proxy has no workspace (set workspace in its policy)"})
+		reply(nil, &gate.MessageError{Code: gate.CodeMethodNotFound, Message: method + " is not available: this proxy has no workspace (set workspace in its policy)"})
 		return
 	}
 	if params == nil {
 		params = []byte("null")
 	}
 	switch method {
-	case MethodDelegate:
+	case gate.MethodDelegate:
 		res, bind, err := d.Delegate(params)
 		if err == nil {
 			fields := []zap.Field{zap.Bool("accepted", res.Accepted), zap.String("delegation", res.DelegationID)}
@@ -84,13 +86,13 @@ func (s *session) delegationMessage(method string, id, params []byte) {
 			s.mu.Unlock()
 		}
 		reply(res, err)
-	case MethodComplete:
+	case gate.MethodComplete:
 		// Verifying an output may run a judge for a long time: the relay
 		// goes on meanwhile.
 		s.mu.Lock()
 		if s.closing {
 			s.mu.Unlock()
-			reply(nil, &msgError{code: codeInternalError, message: "the proxy is shutting down"})
+			reply(nil, &gate.MessageError{Code: gate.CodeInternalError, Message: "the proxy is shutting down"})
 			return
 		}
 		s.background.Add(1)
@@ -103,7 +105,7 @@ func (s *session) delegationMessage(method string, id, params []byte) {
 				s.log.Info("delegation ended", zap.String("delegation", res.DelegationID), zap.String("status", res.Status),
 					zap.String("attestation", res.AttestationID), zap.Strings("problems", res.Problems))
 				s.mu.Lock()
-				if s.bound != nil && s.bound.DelegationKey == res.delegationKey {
+				if s.bound != nil && s.bound.DelegationKey == res.DelegationKey {
 					// The work is done: its token no longer stands for the session.
 					s.bound = nil
 				}
@@ -111,20 +113,20 @@ func (s *session) delegationMessage(method string, id, params []byte) {
 			}
 			reply(res, err)
 		}()
-	case MethodRevoke:
+	case gate.MethodRevoke:
 		res, err := d.Revoke(params)
 		if err == nil {
 			s.log.Info("revocation recorded", zap.String("revocation", res.RevocationID), zap.Strings("delegations", res.Delegations))
 		}
 		reply(res, err)
-	case MethodDecompose:
+	case gate.MethodDecompose:
 		res, err := d.Decompose(params, s.sessionToken())
 		if err == nil {
 			s.log.Info("decomposition", zap.Bool("accepted", res.Accepted), zap.String("plan", res.PlanID), zap.String("reason", res.Reason), zap.String("details", res.Details))
 		}
 		reply(res, err)
 	default:
-		reply(nil, &msgError{code: codeMethodNotFound, message: "method not found: " + method + " (the delegateos/ methods are delegate, complete, revoke and decompose)"})
+		reply(nil, &gate.MessageError{Code: gate.CodeMethodNotFound, Message: "method not found: " + method + " (the delegateos/ methods are delegate, complete, revoke and decompose)"})
 	}
 }
 

@@ -2,9 +2,15 @@ package proxy
 
 import (
 	"crypto/sha256"
+	"fmt"
+	"strings"
 	"time"
 
 	"github.com/delegateos/delegateos/dct"
+	"github.com/delegateos/delegateos/gate"
+	"github.com/delegateos/delegateos/identity"
+	"github.com/delegateos/delegateos/internal/render"
+	"github.com/delegateos/delegateos/internal/timestamp"
 	"github.com/delegateos/delegateos/receipt"
 )
 
@@ -23,10 +29,6 @@ type Evidence interface {
 	// it would leave no evidence.
 	Failed() bool
 }
-
-// EvidenceUnavailable is the denial of a request made once the audit log
-// cannot be written.
-const EvidenceUnavailable dct.DenialType = "evidence_unavailable"
 
 // evidenceDown reports whether receipts can no longer be kept.
 func (s *session) evidenceDown() bool { return s.cfg.Evidence != nil && s.cfg.Evidence.Failed() }
@@ -76,7 +78,7 @@ func (s *session) noteArguments(p *pending, args []byte) {
 
 // decided hands a decision over for its receipt. An allowed request's
 // record is kept in p for its execution receipt.
-func (s *session) decided(p *pending, d *Decision) {
+func (s *session) decided(p *pending, d *gate.Decision) {
 	if s.cfg.Evidence == nil {
 		return
 	}
@@ -85,7 +87,7 @@ func (s *session) decided(p *pending, d *Decision) {
 		at = time.Now()
 	}
 	rec := &receipt.Decision{
-		Method: p.method, Target: p.target, Scope: d.Scope, Token: p.ev.token, Requested: requested(d.Call),
+		Method: p.method, Target: p.target, Scope: d.Scope, Token: p.ev.token, Requested: gate.Requested(d.Call),
 		Allowed: d.Allowed, Unauthenticated: d.Unauthenticated, Enforced: d.Allowed || !s.cfg.Observe,
 		Payload: p.ev.payload, ArgumentsHash: p.ev.args, HasArguments: p.ev.hasArgs, Arguments: p.ev.clearArgs, At: at,
 		AuditID: p.ev.auditID, ApprovalID: p.ev.approvalID, ApprovalReceiptHash: p.ev.approvalHash, Waiting: p.ev.waiting,
@@ -94,7 +96,7 @@ func (s *session) decided(p *pending, d *Decision) {
 		rec.CostReserved = d.Reservation.Cost()
 	}
 	if d.Denial != nil {
-		rec.DenialType, rec.DenialDetail = string(d.Denial.Type), printable(d.Denial.Detail)
+		rec.DenialType, rec.DenialDetail = string(d.Denial.Type), render.Escaped(d.Denial.Detail)
 		if d.Denial.Requested != nil {
 			rec.Requested = d.Denial.Requested
 		}
@@ -103,6 +105,64 @@ func (s *session) decided(p *pending, d *Decision) {
 		p.ev.decision = rec
 	}
 	s.cfg.Evidence.Decided(rec)
+}
+
+// approvalBody is o's human_approval_receipt/2, for the decision p will be
+// given (its audit_id is chosen here).
+func (s *session) approvalBody(p *pending, o *ApprovalOutcome) *receipt.HumanApprovalBody {
+	id := o.ID
+	if id == "" {
+		id = receipt.NewUUIDURN()
+	}
+	b := &receipt.HumanApprovalBody{
+		ApprovalID: id, GateAuditID: receipt.NewUUIDURN(), RequesterAgentDID: agentDID(p.dec.Scope),
+		Action: receipt.Action(p.method), Resource: p.target, RiskClass: "approval", GateReason: "the policy asks for a person's approval",
+		Decision: strings.ToUpper(o.Verdict), Reason: "approved", RequestedAt: timestamp.Format(o.RequestedAt),
+		DecidedAt: timestamp.Format(o.DecidedAt), Cost: o.Cost, AnswerAction: o.Action, AnswerHash: o.ContentHash,
+	}
+	if a, rule, ok := s.cfg.Gate.ApprovalRule(p.method, p.dec.Call.Rule); ok {
+		b.RiskClass = "approval_required"
+		if !a.Required && a.Above != nil {
+			b.RiskClass = fmt.Sprintf("cost_above_%d", *a.Above)
+		}
+		b.GateReason = fmt.Sprintf("%s rule %s (line %d) asks for a person's approval", mapOf(p.method), render.Name(rule.Match), rule.Line)
+	}
+	if !o.Approved {
+		b.Reason = o.Detail
+	}
+	if !o.ExpiresAt.IsZero() {
+		b.ExpiresAt = timestamp.Format(o.ExpiresAt)
+	}
+	if o.Action != "" {
+		b.AnsweredBy = o.Answerer
+	}
+	if o.RequestHash != "" {
+		b.RequestHash = "sha256:" + o.RequestHash
+	}
+	return b
+}
+
+// agentDID is the did:key of a scope's delegatee; "" without a scope.
+func agentDID(scope *dct.AuthorizedScope) string {
+	if scope == nil {
+		return ""
+	}
+	did, err := identity.DIDFromPrincipalID(scope.Delegatee)
+	if err != nil {
+		return ""
+	}
+	return did
+}
+
+// mapOf names the policy map whose rules decide a method.
+func mapOf(method string) string {
+	switch method {
+	case gate.MethodPromptsGet:
+		return "prompts"
+	case gate.MethodResourcesRead:
+		return "resources"
+	}
+	return "tools"
 }
 
 // noteForwarded hashes a gated request as it is forwarded.
@@ -124,6 +184,19 @@ func (s *session) noteResponse(p *pending, frame []byte, edits []edit) {
 			p.ev.result = editedSpan(frame, at, at+len(r), edits)
 		}
 	}
+}
+
+// executed hands a forwarded call's end over for its execution receipt.
+func (s *session) executed(p *pending, cost int64, outcome string) {
+	if p.ev.decision == nil || outcome == outcomeNotForwarded {
+		return
+	}
+	e := &receipt.Execution{
+		Decision: p.ev.decision, Request: p.ev.forwarded, Response: p.ev.response, HasResponse: p.ev.hasResp,
+		Result: p.ev.result, CostCommitted: cost, Started: p.start, Completed: time.Now(), Outcome: outcome,
+	}
+	p.ev.decision = nil
+	s.cfg.Evidence.Executed(e)
 }
 
 // editedSpan is a copy of frame[from:to] with the edits that fall inside
@@ -151,19 +224,6 @@ func sortedEdits(edits []edit) []edit {
 		}
 	}
 	return es
-}
-
-// executed hands a forwarded call's end over for its execution receipt.
-func (s *session) executed(p *pending, cost int64, outcome string) {
-	if p.ev.decision == nil || outcome == outcomeNotForwarded {
-		return
-	}
-	e := &receipt.Execution{
-		Decision: p.ev.decision, Request: p.ev.forwarded, Response: p.ev.response, HasResponse: p.ev.hasResp,
-		Result: p.ev.result, CostCommitted: cost, Started: p.start, Completed: time.Now(), Outcome: outcome,
-	}
-	p.ev.decision = nil
-	s.cfg.Evidence.Executed(e)
 }
 
 // hashEdited is the SHA-256 of frame with edits made, as queueEdited

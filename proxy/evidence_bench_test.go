@@ -8,6 +8,7 @@ import (
 
 	"github.com/delegateos/delegateos/audit"
 	"github.com/delegateos/delegateos/identity"
+	"github.com/delegateos/delegateos/internal/cputime"
 	"github.com/delegateos/delegateos/receipt"
 )
 
@@ -61,7 +62,7 @@ func BenchmarkCallEvidence(b *testing.B) {
 			}
 			s.cfg.Evidence = l
 			b.ReportAllocs()
-			defer reportCPU(b)()
+			defer cputime.Report(b)()
 			benchCall(b, s)
 			if err := l.Close(); err != nil {
 				b.Fatal(err)

@@ -20,10 +20,10 @@ import (
 	"github.com/delegateos/delegateos/budget"
 	"github.com/delegateos/delegateos/chain"
 	"github.com/delegateos/delegateos/dct"
+	"github.com/delegateos/delegateos/gate"
 	"github.com/delegateos/delegateos/identity"
 	"github.com/delegateos/delegateos/internal/mcptest"
 	"github.com/delegateos/delegateos/internal/redistest"
-	"github.com/delegateos/delegateos/proxy"
 	"github.com/delegateos/delegateos/ratelimit"
 )
 
@@ -106,7 +106,7 @@ func TestE2EFleetClusterFailover(t *testing.T) {
 							<-failedOver
 						}
 						continue
-					case typ == string(proxy.StoreUnavailable):
+					case typ == string(gate.StoreUnavailable):
 						unavailable.Add(1)
 						continue
 					case typ == string(dct.BudgetExceeded):
@@ -332,7 +332,7 @@ func TestE2EClusterNodeURLIsNotBudgetExceeded(t *testing.T) {
 		}
 	}
 	_ = json.Unmarshal([]byte(r), &m)
-	if m.Error.Data.Type != string(proxy.StoreUnavailable) || !strings.Contains(m.Error.Data.Detail, "redis+cluster://") {
+	if m.Error.Data.Type != string(gate.StoreUnavailable) || !strings.Contains(m.Error.Data.Detail, "redis+cluster://") {
 		t.Fatalf("a call through a node that does not hold the tree: %s, want store_unavailable naming redis+cluster://", r)
 	}
 }

@@ -14,11 +14,11 @@ import (
 
 	"github.com/delegateos/delegateos/budget"
 	"github.com/delegateos/delegateos/dct"
+	"github.com/delegateos/delegateos/gate"
 	"github.com/delegateos/delegateos/identity"
 	"github.com/delegateos/delegateos/internal/mcptest"
 	"github.com/delegateos/delegateos/internal/redisset"
 	"github.com/delegateos/delegateos/internal/redistest"
-	"github.com/delegateos/delegateos/proxy"
 )
 
 // fleet is a Redis server, and tokens on one delegation tree: A is the
@@ -108,7 +108,7 @@ func (f *fleet) usage() map[string]budget.Usage {
 
 // denialData is the data of a gate's denial.
 func denialData(r mcptest.Result) (typ, detail string) {
-	if r.RPC == nil || r.RPC.Code != proxy.DenialCode {
+	if r.RPC == nil || r.RPC.Code != gate.DenialCode {
 		return "", ""
 	}
 	raw, _ := json.Marshal(r.RPC.Data)
@@ -241,13 +241,13 @@ func TestE2EFleetRedisRestart(t *testing.T) {
 	}
 	f.srv.Stop()
 	ok, typ := call(100)
-	if ok || typ != string(proxy.StoreUnavailable) {
+	if ok || typ != string(gate.StoreUnavailable) {
 		t.Fatalf("a call while Redis is down: allowed %v, type %q; want store_unavailable", ok, typ)
 	}
 	f.srv.Restart()
 	mcptest.Eventually(t, "a call allowed after the restart", func() bool {
 		ok, typ := call(200)
-		if !ok && typ != string(proxy.StoreUnavailable) {
+		if !ok && typ != string(gate.StoreUnavailable) {
 			t.Fatalf("after the restart: %s", typ)
 		}
 		return ok
@@ -277,7 +277,7 @@ func TestE2EFleetRedisStall(t *testing.T) {
 	took := time.Since(start)
 	f.srv.Resume()
 	typ, detail := denialData(r)
-	if typ != string(proxy.StoreUnavailable) {
+	if typ != string(gate.StoreUnavailable) {
 		t.Fatalf("a call during the stall: %+v, want store_unavailable", r)
 	}
 	t.Logf("denied after %v: %s", took, detail)

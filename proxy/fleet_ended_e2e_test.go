@@ -10,9 +10,9 @@ import (
 	"testing"
 
 	"github.com/delegateos/delegateos/dct"
+	"github.com/delegateos/delegateos/gate"
 	"github.com/delegateos/delegateos/internal/mcptest"
 	"github.com/delegateos/delegateos/internal/redistest"
-	"github.com/delegateos/delegateos/proxy"
 )
 
 // A delegation completed at one proxy is refused at another that shares
@@ -80,9 +80,9 @@ func TestE2EFleetEndedDelegationShared(t *testing.T) {
 	mcptest.Eventually(t, "a store_unavailable denial while Redis is stalled", func() bool {
 		got := other.CallAs(t, r.aTok.String(), "read_file", map[string]any{"path": "/project/sub/notes.md"})
 		typ, detail := denialData(got)
-		if typ != "" && typ != string(proxy.StoreUnavailable) {
+		if typ != "" && typ != string(gate.StoreUnavailable) {
 			t.Fatalf("a call while Redis is stalled: %s: %s", typ, detail)
 		}
-		return typ == string(proxy.StoreUnavailable)
+		return typ == string(gate.StoreUnavailable)
 	})
 }

@@ -15,8 +15,8 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/delegateos/delegateos/dct"
+	"github.com/delegateos/delegateos/gate"
 	"github.com/delegateos/delegateos/internal/mcptest"
-	"github.com/delegateos/delegateos/proxy"
 )
 
 // The fault table of a fleet on Redis (issue 19): each fault, through the
@@ -80,7 +80,7 @@ func TestE2EFaultStoreErrorsAreNotBudgetExceeded(t *testing.T) {
 		t.Fatal(err)
 	}
 	r := s.Call(t, "echo", map[string]any{"text": "out of memory"})
-	if typ, detail := denialData(r); typ != string(proxy.StoreUnavailable) || !strings.Contains(detail, "OOM") {
+	if typ, detail := denialData(r); typ != string(gate.StoreUnavailable) || !strings.Contains(detail, "OOM") {
 		t.Fatalf("a call while Redis is out of memory: %+v (%s: %s), want store_unavailable naming OOM", r, typ, detail)
 	}
 	c.ConfigSet(ctx, "maxmemory", "0")
@@ -89,7 +89,7 @@ func TestE2EFaultStoreErrorsAreNotBudgetExceeded(t *testing.T) {
 		t.Fatal(err)
 	}
 	r = s.Call(t, "echo", map[string]any{"text": "corrupted"})
-	if typ, detail := denialData(r); typ != string(proxy.StoreUnavailable) || typ == string(dct.BudgetExceeded) {
+	if typ, detail := denialData(r); typ != string(gate.StoreUnavailable) || typ == string(dct.BudgetExceeded) {
 		t.Fatalf("a call on a corrupted field: %+v (%s: %s), want store_unavailable", r, typ, detail)
 	}
 }
@@ -141,7 +141,7 @@ func (f *fleet) burst(sessions []*mcptest.Session, workers, calls int, after int
 						t.Errorf("proxy %d: %+v is not a denial", i, r)
 						continue
 					}
-					if typ == string(proxy.StoreReset) && !strings.Contains(detail, "delegateos store recover") {
+					if typ == string(gate.StoreReset) && !strings.Contains(detail, "delegateos store recover") {
 						t.Errorf("a store_reset denial does not say what to run: %s", detail)
 					}
 					count(&run.types, typ)
@@ -226,7 +226,7 @@ func (f *fleet) checkReset(ps []*mcptest.Process, ss []*mcptest.Session, run *fa
 			typ, _ := denialData(r)
 			count(&run.types, typ)
 			count(&run.afterTypes, typ)
-			return typ == string(proxy.StoreReset)
+			return typ == string(gate.StoreReset)
 		})
 	}
 	fwd := run.forwarded.Load()
@@ -236,11 +236,11 @@ func (f *fleet) checkReset(ps []*mcptest.Process, ss []*mcptest.Session, run *fa
 	}
 	f.sameAsUpstreams(ps, fwd)
 	after := counts(&run.afterTypes)
-	if after[string(proxy.StoreReset)] == 0 {
+	if after[string(gate.StoreReset)] == 0 {
 		t.Errorf("no call made after the fault was refused store_reset: %v", after)
 	}
 	for typ := range after {
-		if typ != string(proxy.StoreReset) && !slices.Contains(also, typ) {
+		if typ != string(gate.StoreReset) && !slices.Contains(also, typ) {
 			t.Errorf("calls made after the fault refused %s: %v", typ, after)
 		}
 	}
@@ -250,7 +250,7 @@ func (f *fleet) checkReset(ps []*mcptest.Process, ss []*mcptest.Session, run *fa
 	}
 	p := f.e.StartProxy(mcptest.ProxyOptions{Policy: f.policy(""), Token: f.a, Dir: t.TempDir()})
 	r := p.Connect(mcptest.SessionOptions{}).Call(t, "echo", map[string]any{"text": "new proxy"})
-	if typ, detail := denialData(r); typ != string(proxy.StoreReset) {
+	if typ, detail := denialData(r); typ != string(gate.StoreReset) {
 		t.Errorf("a proxy started after the fault, on another machine: %+v (%s: %s), want store_reset", r, typ, detail)
 	}
 }
@@ -274,7 +274,7 @@ func TestE2EFaultRestartWithoutPersistence(t *testing.T) {
 	f := newFleet(t, 100*fleetCost, 60*fleetCost, 30*fleetCost)
 	ps, ss := f.faultFleet()
 	run := f.burst(ss, 4, 20, 40, func() { f.srv.RestartEmpty() })
-	f.checkReset(ps, ss, run, 100, string(proxy.StoreUnavailable))
+	f.checkReset(ps, ss, run, 100, string(gate.StoreUnavailable))
 }
 
 // Every key of one delegation tree deleted (DEL, or evicted) mid-burst.
@@ -346,7 +346,7 @@ func TestE2EFaultStallWithProxiesExiting(t *testing.T) {
 		go func() {
 			defer wg.Done()
 			r := s.Call(t, "echo", map[string]any{"text": fmt.Sprintf("stalled %d", i)})
-			if typ, detail := denialData(r); typ != string(proxy.StoreUnavailable) {
+			if typ, detail := denialData(r); typ != string(gate.StoreUnavailable) {
 				t.Errorf("a call during the stall: %+v (%s: %s), want store_unavailable", r, typ, detail)
 			}
 		}()
@@ -505,18 +505,16 @@ func TestE2EFaultFlushAllNewProxyFirst(t *testing.T) {
 	for i := range 3 {
 		old.Call(t, "echo", map[string]any{"text": fmt.Sprint(i)}).OK(t, "a call before the flush")
 	}
-	if err := f.srv.Client().FlushAll(context.Background()).Err(); err != nil {
-		t.Fatal(err)
-	}
+	f.srv.FlushAll()
 	p := f.e.StartProxy(mcptest.ProxyOptions{Policy: f.policy(""), Token: f.a, Dir: t.TempDir()})
 	fresh := p.Connect(mcptest.SessionOptions{})
 	fresh.Call(t, "echo", map[string]any{"text": "new machine"}).OK(t, "the new proxy's first call, on what it takes for a new store")
 	r := old.Call(t, "echo", map[string]any{"text": "old"})
-	if typ, detail := denialData(r); typ != string(proxy.StoreReset) {
+	if typ, detail := denialData(r); typ != string(gate.StoreReset) {
 		t.Fatalf("the old proxy after the flush: %+v (%s: %s), want store_reset", r, typ, detail)
 	}
 	r = fresh.Call(t, "echo", map[string]any{"text": "new machine again"})
-	if typ, detail := denialData(r); typ != string(proxy.StoreReset) {
+	if typ, detail := denialData(r); typ != string(gate.StoreReset) {
 		t.Fatalf("the new proxy once the old one found the loss: %+v (%s: %s), want store_reset", r, typ, detail)
 	}
 	if _, errs, code := mcptest.CLI(t, "spend", "--store", f.srv.URL()); code == 0 || !strings.Contains(errs, "has lost data") {
@@ -539,13 +537,11 @@ func TestE2EFaultFlushAllRecoverRateWindows(t *testing.T) {
 	for i := range 5 {
 		s.Call(t, "echo", map[string]any{"text": fmt.Sprint(i)}).OK(t, "a call within the rate")
 	}
-	if typ, _ := denialData(s.Call(t, "echo", map[string]any{"text": "sixth"})); typ != string(proxy.RateLimited) {
+	if typ, _ := denialData(s.Call(t, "echo", map[string]any{"text": "sixth"})); typ != string(gate.RateLimited) {
 		t.Fatalf("the sixth call in the hour: %s, want rate_limited", typ)
 	}
-	if err := f.srv.Client().FlushAll(context.Background()).Err(); err != nil {
-		t.Fatal(err)
-	}
-	if typ, _ := denialData(s.Call(t, "echo", map[string]any{"text": "after the flush"})); typ != string(proxy.StoreReset) {
+	f.srv.FlushAll()
+	if typ, _ := denialData(s.Call(t, "echo", map[string]any{"text": "after the flush"})); typ != string(gate.StoreReset) {
 		t.Fatalf("a call after the flush: %s, want store_reset", typ)
 	}
 	out, errs, code := mcptest.CLI(t, "store", "recover", "--store", f.srv.URL(), "--root", f.e.Root.ID(), "--audit", log, "--policy", polFile)
@@ -553,7 +549,7 @@ func TestE2EFaultFlushAllRecoverRateWindows(t *testing.T) {
 		t.Fatalf("store recover --policy: exit %d, %s%s", code, out, errs)
 	}
 	r := s.Call(t, "echo", map[string]any{"text": "after the recovery"})
-	if typ, detail := denialData(r); typ != string(proxy.RateLimited) {
+	if typ, detail := denialData(r); typ != string(gate.RateLimited) {
 		t.Fatalf("a call after the recovery: %+v (%s: %s), want rate_limited (the hour's 5 calls rebuilt)", r, typ, detail)
 	}
 	if u := f.usage()[f.key(2)]; u.Committed != 5*fleetCost {

@@ -13,8 +13,8 @@ import (
 	"testing"
 
 	"github.com/delegateos/delegateos/dct"
+	"github.com/delegateos/delegateos/gate"
 	"github.com/delegateos/delegateos/internal/mcptest"
-	"github.com/delegateos/delegateos/proxy"
 )
 
 // Two proxies on one Redis spend store, under two sub-delegations of one
@@ -106,13 +106,13 @@ func TestE2EFleetRateLimitRedisDown(t *testing.T) {
 	}
 	f.srv.Stop()
 	ok, typ, detail := call(100)
-	if ok || typ != string(proxy.StoreUnavailable) || !strings.Contains(detail, "rate-limit store") {
+	if ok || typ != string(gate.StoreUnavailable) || !strings.Contains(detail, "rate-limit store") {
 		t.Fatalf("a call while Redis is down: allowed %v, %s: %s; want store_unavailable from the rate-limit store", ok, typ, detail)
 	}
 	f.srv.Restart()
 	mcptest.Eventually(t, "a call allowed after the restart", func() bool {
 		ok, typ, detail := call(200)
-		if !ok && typ != string(proxy.StoreUnavailable) {
+		if !ok && typ != string(gate.StoreUnavailable) {
 			t.Fatalf("after the restart: %s: %s", typ, detail)
 		}
 		return ok
@@ -122,7 +122,7 @@ func TestE2EFleetRateLimitRedisDown(t *testing.T) {
 		if ok {
 			continue
 		}
-		if typ != string(proxy.RateLimited) {
+		if typ != string(gate.RateLimited) {
 			t.Fatalf("after the restart: %s: %s", typ, detail)
 		}
 		break

@@ -20,8 +20,8 @@ import (
 	"time"
 
 	"github.com/delegateos/delegateos/dct"
+	"github.com/delegateos/delegateos/gate"
 	"github.com/delegateos/delegateos/internal/mcptest"
-	"github.com/delegateos/delegateos/proxy"
 	"github.com/delegateos/delegateos/revocation"
 )
 
@@ -218,7 +218,7 @@ func TestFreshEndingSeenBySecondProxy(t *testing.T) {
 					t.Fatal(err)
 				}
 				eb, _ := json.Marshal(entry)
-				if rv := decodeResult[proxy.RevokeResult](t, r.request(proxy.MethodRevoke, proxy.RevokeParams{Revocation: eb})); len(rv.Delegations) != 1 {
+				if rv := decodeResult[gate.RevokeResult](t, r.request(gate.MethodRevoke, gate.RevokeParams{Revocation: eb})); len(rv.Delegations) != 1 {
 					t.Fatalf("revoke: %+v", rv)
 				}
 			}

@@ -10,6 +10,7 @@ import (
 
 	"github.com/delegateos/delegateos/budget"
 	"github.com/delegateos/delegateos/dct"
+	"github.com/delegateos/delegateos/gate"
 	"github.com/delegateos/delegateos/identity"
 	"github.com/delegateos/delegateos/policy"
 )
@@ -46,7 +47,7 @@ func testSession(tb testing.TB, log *zap.Logger, toClient, toServer io.Writer) *
 	}
 	return &session{
 		cfg: Config{
-			Gate:         &Gate{Policy: pol, Verifier: v, Budget: budget.NewMemory()},
+			Gate:         &gate.Gate{Policy: pol, Verifier: v, Budget: budget.NewMemory()},
 			SessionToken: tok.String(), MaxFrameBytes: DefaultMaxFrameBytes,
 		},
 		log:      log,

@@ -7,15 +7,16 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/delegateos/delegateos/dct"
+	"github.com/delegateos/delegateos/gate"
 )
 
 // listMembers names, for each list method, the member of its result that
 // holds the entries and the member of an entry the view judges it by.
 var listMembers = map[string]struct{ entries, key string }{
-	MethodToolsList:             {"tools", "name"},
-	MethodResourcesList:         {"resources", "uri"},
-	MethodResourceTemplatesList: {"resourceTemplates", "uriTemplate"},
-	MethodPromptsList:           {"prompts", "name"},
+	gate.MethodToolsList:             {"tools", "name"},
+	gate.MethodResourcesList:         {"resources", "uri"},
+	gate.MethodResourceTemplatesList: {"resourceTemplates", "uriTemplate"},
+	gate.MethodPromptsList:           {"prompts", "name"},
 }
 
 // listToken is the token whose view a list result is filtered to: the one
@@ -52,7 +53,7 @@ func (s *session) filterList(p *pending, frame []byte) ([]byte, bool) {
 	if g := s.cfg.Gate; g.Accept != nil {
 		accept = func(tok string, scope *dct.AuthorizedScope) error { return g.Accept(tok, scope, s.proven(tok)) }
 	}
-	view, err := s.cfg.Gate.listView(p.method, tok, accept)
+	view, err := s.cfg.Gate.ListViewAccepting(p.method, tok, accept)
 	if err != nil {
 		msg := "the list token does not verify; the list is empty"
 		if s.cfg.Observe {

@@ -6,6 +6,7 @@ import (
 	"go.uber.org/zap"
 	"go.uber.org/zap/zapcore"
 
+	"github.com/delegateos/delegateos/gate"
 	"github.com/delegateos/delegateos/internal/logline"
 )
 
@@ -43,26 +44,26 @@ const maxBatchedLines = 256
 func (b *logBatch) len() int { return len(b.lines) }
 
 // denied adds a refused call's line.
-func (b *logBatch) denied(method, tool string, d *Decision) {
+func (b *logBatch) denied(method, tool string, d *gate.Decision) {
 	b.lines = append(b.lines, newCallLine(method, tool, d, d.Call.Cost))
 	b.lines[len(b.lines)-1].detail = d.Denial.Detail
 }
 
 // observed adds the line of a call the gate refused and observe mode
 // forwarded: a refusal's line, marked "enforced": false.
-func (b *logBatch) observed(method, tool string, d *Decision) {
+func (b *logBatch) observed(method, tool string, d *gate.Decision) {
 	b.denied(method, tool, d)
 	b.lines[len(b.lines)-1].unenforced = true
 }
 
 // settled adds an allowed call's line.
-func (b *logBatch) settled(method, tool string, d *Decision, cost int64, upstream time.Duration, outcome string, released bool) {
+func (b *logBatch) settled(method, tool string, d *gate.Decision, cost int64, upstream time.Duration, outcome string, released bool) {
 	l := newCallLine(method, tool, d, cost)
 	l.settled, l.upstream, l.outcome, l.released, l.unauthenticated = true, upstream, outcome, released, d.Unauthenticated
 	b.lines = append(b.lines, l)
 }
 
-func newCallLine(method, tool string, d *Decision, cost int64) callLine {
+func newCallLine(method, tool string, d *gate.Decision, cost int64) callLine {
 	l := callLine{method: method, tool: tool, allowed: d.Allowed, reason: "granted", cost: cost, latency: d.Latency}
 	switch {
 	case d.Denial != nil:
@@ -121,7 +122,7 @@ func (b *logBatch) writeAt(log *zap.Logger, now time.Time) {
 // mode forwarded it), or an allowed call's upstream_latency, outcome,
 // released and unauthenticated (the last two only when true).
 func (l *callLine) appendFields(f []zap.Field) []zap.Field {
-	if l.method == "" || l.method == MethodToolsCall {
+	if l.method == "" || l.method == gate.MethodToolsCall {
 		f = append(f, zap.String("tool", l.tool))
 	} else {
 		f = append(f, zap.String("method", l.method), zap.String("target", l.tool))
@@ -147,7 +148,7 @@ func (l *callLine) appendFields(f []zap.Field) []zap.Field {
 
 func (l *callLine) appendJSON(w lineWriter, b []byte, now time.Time) []byte {
 	b = w.Start(b, zapcore.InfoLevel, now, "decision")
-	if l.method == "" || l.method == MethodToolsCall {
+	if l.method == "" || l.method == gate.MethodToolsCall {
 		b = logline.String(b, "tool", l.tool)
 	} else {
 		b = logline.String(b, "method", l.method)

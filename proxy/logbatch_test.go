@@ -11,15 +11,16 @@ import (
 	"go.uber.org/zap/zaptest/observer"
 
 	"github.com/delegateos/delegateos/dct"
+	"github.com/delegateos/delegateos/gate"
 	"github.com/delegateos/delegateos/internal/logline"
 	"github.com/delegateos/delegateos/policy"
 )
 
 // Some decisions of each kind.
 var (
-	granted = &Decision{Allowed: true, Call: policy.Call{Cost: 5}, Scope: &dct.AuthorizedScope{DelegationID: "del_a"}, Latency: 1500}
-	anon    = &Decision{Allowed: true, Unauthenticated: true, Latency: 2 * time.Microsecond}
-	refused = &Decision{Call: policy.Call{Cost: 7}, Denial: &Denial{Type: dct.BudgetExceeded, Detail: "spent 10 of \"10\"\n"}, Latency: 999}
+	granted = &gate.Decision{Allowed: true, Call: policy.Call{Cost: 5}, Scope: &dct.AuthorizedScope{DelegationID: "del_a"}, Latency: 1500}
+	anon    = &gate.Decision{Allowed: true, Unauthenticated: true, Latency: 2 * time.Microsecond}
+	refused = &gate.Decision{Call: policy.Call{Cost: 7}, Denial: &gate.Denial{Type: dct.BudgetExceeded, Detail: "spent 10 of \"10\"\n"}, Latency: 999}
 )
 
 func fillBatch(b *logBatch) {

@@ -4,6 +4,8 @@ import (
 	"unicode/utf8"
 
 	"go.uber.org/zap"
+
+	"github.com/delegateos/delegateos/gate"
 )
 
 // ObserveBanner is what a proxy in observe mode says when it starts, on
@@ -14,7 +16,7 @@ const ObserveBanner = "delegateos proxy: OBSERVE MODE — decisions are logged, 
 // denial; in observe mode it is logged as a refusal not enforced and left
 // to be forwarded, holding no decision, so that nothing settles or charges
 // it and it gets no second line. It reports whether to forward.
-func (s *session) refuse(p *pending, d *Decision) bool {
+func (s *session) refuse(p *pending, d *gate.Decision) bool {
 	spanDecided(p, d, !s.cfg.Observe)
 	s.decided(p, d)
 	if !s.cfg.Observe {

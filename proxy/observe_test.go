@@ -9,6 +9,8 @@ import (
 	"go.uber.org/zap"
 	"go.uber.org/zap/zapcore"
 	"go.uber.org/zap/zaptest/observer"
+
+	"github.com/delegateos/delegateos/gate"
 )
 
 // observeSession is testSession in observe mode or not, with the lines it
@@ -29,7 +31,7 @@ func leafSpent(t *testing.T, s *session) int64 {
 	if err != nil {
 		t.Fatal(err)
 	}
-	levels := budgetLevels(scope)
+	levels := gate.BudgetLevels(scope)
 	return s.cfg.Gate.Budget.Spent(levels[len(levels)-1].Key)
 }
 
@@ -96,7 +98,7 @@ func TestObserveChargesNothing(t *testing.T) {
 	}
 	// Fill the budget to 50 short of its 1e9 limit: the next call does not fit.
 	scope, _ := s.cfg.Gate.Verifier.VerifyChain(s.cfg.SessionToken, time.Now())
-	r, err := s.cfg.Gate.Budget.Reserve(budgetLevels(scope), 1_000_000_000-150)
+	r, err := s.cfg.Gate.Budget.Reserve(gate.BudgetLevels(scope), 1_000_000_000-150)
 	if err != nil {
 		t.Fatal(err)
 	}

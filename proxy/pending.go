@@ -6,6 +6,8 @@ import (
 	"time"
 
 	"go.opentelemetry.io/otel/trace"
+
+	"github.com/delegateos/delegateos/gate"
 )
 
 // pending is a client request forwarded to the upstream and not yet answered.
@@ -26,8 +28,8 @@ type pending struct {
 	listToken string
 	// decision is &dec while the call holds a decision to settle, nil once
 	// it is settled or claimed by another path.
-	decision *Decision
-	dec      Decision
+	decision *gate.Decision
+	dec      gate.Decision
 	start    time.Time // when the gate began deciding
 	// approval is the approval a held call was forwarded with; nil if it
 	// needed none.

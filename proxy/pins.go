@@ -12,17 +12,12 @@ import (
 
 	"go.uber.org/zap"
 
-	"github.com/delegateos/delegateos/dct"
+	"github.com/delegateos/delegateos/gate"
 	"github.com/delegateos/delegateos/internal/fsutil"
 	"github.com/delegateos/delegateos/internal/mcpdef"
+	"github.com/delegateos/delegateos/internal/render"
 	"github.com/delegateos/delegateos/policy"
 )
-
-// ToolNotPinned is the denial of a request whose tool or prompt is not
-// listed by the upstream as the policy's pins (tool_pins) approved it: its
-// definition changed, it has no pin (it is new, or renamed), or the
-// upstream does not list it at all.
-const ToolNotPinned dct.DenialType = "tool_not_pinned"
 
 // pinListTimeout bounds the proxy's own listing of a kind, every page of
 // it, while the client's requests wait.
@@ -159,13 +154,13 @@ func (pn *pinner) verdict(def *mcpdef.Definition) string {
 	if pin.Definition != nil {
 		what = fmt.Sprintf("its %s differs from its pin in %s", fieldsPhrase(mcpdef.ChangedFields(def.Kind, pin.Definition, def.Canonical)), pn.lockName())
 	}
-	return fmt.Sprintf("%s %s changed after it was approved: %s; %s", def.Kind, quoteName(def.Name), what, howToRepin)
+	return fmt.Sprintf("%s %s changed after it was approved: %s; %s", def.Kind, render.Name(def.Name), what, howToRepin)
 }
 
 // unpinned is why a name without a pin is refused.
 func (pn *pinner) unpinned(k mcpdef.Kind, name string) string {
 	return fmt.Sprintf("%s %s has no pin in %s: it is new, or renamed, since the definitions were approved; %s",
-		k, quoteName(name), pn.lockName(), howToRepin)
+		k, render.Name(name), pn.lockName(), howToRepin)
 }
 
 func fieldsPhrase(fields string) string {
@@ -177,11 +172,11 @@ func fieldsPhrase(fields string) string {
 
 // pinTarget is the kind and name a gated request's pin is looked up by;
 // false for a request pins do not gate (resources: see README).
-func pinTarget(req *CallRequest) (mcpdef.Kind, string, bool) {
+func pinTarget(req *gate.CallRequest) (mcpdef.Kind, string, bool) {
 	switch {
-	case req.Method == "" || req.Method == MethodToolsCall:
+	case req.Method == "" || req.Method == gate.MethodToolsCall:
 		return mcpdef.Tool, req.Tool, true
-	case req.Method == MethodPromptsGet, req.Method == MethodCompletionComplete && req.Prompt != "":
+	case req.Method == gate.MethodPromptsGet, req.Method == gate.MethodCompletionComplete && req.Prompt != "":
 		return mcpdef.Prompt, req.Prompt, true
 	}
 	return 0, "", false
@@ -189,7 +184,7 @@ func pinTarget(req *CallRequest) (mcpdef.Kind, string, bool) {
 
 // pinCheck is why the request's target is not as pinned, or "". It may
 // list the upstream's tools or prompts first (see pinner).
-func (s *session) pinCheck(req *CallRequest) string {
+func (s *session) pinCheck(req *gate.CallRequest) string {
 	k, name, gated := pinTarget(req)
 	if !gated {
 		return ""
@@ -209,12 +204,12 @@ func (s *session) pinVerdict(k mcpdef.Kind, name string) string {
 	l := s.pinListing(k)
 	if l.failed != "" {
 		return fmt.Sprintf("the upstream's %s could not be listed to check %s %s against its pin in %s: %s",
-			k.Plural(), k, quoteName(name), pn.lockName(), l.failed)
+			k.Plural(), k, render.Name(name), pn.lockName(), l.failed)
 	}
 	e, listed := l.entries[name]
 	if !listed {
 		return fmt.Sprintf("%s %s is pinned in %s, but the upstream does not list it, so its definition cannot be checked; %s",
-			k, quoteName(name), pn.lockName(), howToRepin)
+			k, render.Name(name), pn.lockName(), howToRepin)
 	}
 	return e.verdict
 }
@@ -281,12 +276,12 @@ func (s *session) judgeListed(l *pinListing, k mcpdef.Kind, entry []byte) {
 		if json.Unmarshal(entry, &named) != nil || json.Unmarshal(named[k.Key()], &name) != nil || name == "" {
 			return // nothing names it, so nothing can call it
 		}
-		l.entries[name] = pinEntry{verdict: fmt.Sprintf("%s %s is listed with a definition that cannot be read one way only (%v)", k, quoteName(name), err)}
+		l.entries[name] = pinEntry{verdict: fmt.Sprintf("%s %s is listed with a definition that cannot be read one way only (%v)", k, render.Name(name), err)}
 		return
 	}
 	e := pinEntry{digest: def.Digest(), verdict: s.pins.verdict(def)}
 	if old, dup := l.entries[def.Name]; dup && old.digest != e.digest {
-		e = pinEntry{verdict: fmt.Sprintf("%s %s is listed twice, with different definitions", k, quoteName(def.Name))}
+		e = pinEntry{verdict: fmt.Sprintf("%s %s is listed twice, with different definitions", k, render.Name(def.Name))}
 	}
 	l.entries[def.Name] = e
 }
@@ -303,7 +298,7 @@ func readListPage(k mcpdef.Kind, frame []byte) ([]json.RawMessage, string, error
 			Message string `json:"message"`
 		}
 		_ = json.Unmarshal(e, &body)
-		return nil, "", fmt.Errorf("it answered %s with an error: %s", k.ListMethod(), quoteName(body.Message))
+		return nil, "", fmt.Errorf("it answered %s with an error: %s", k.ListMethod(), render.Name(body.Message))
 	}
 	result, err := strictMembers(msg["result"], k.ResultMember())
 	if err != nil {

@@ -8,6 +8,7 @@ import (
 	"go.uber.org/zap"
 	"go.uber.org/zap/zapcore"
 
+	"github.com/delegateos/delegateos/gate"
 	"github.com/delegateos/delegateos/internal/logline"
 )
 
@@ -22,7 +23,7 @@ func BenchmarkCallPinned(b *testing.B) {
 // BenchmarkPinCheck is the pin check of one tools/call on its own.
 func BenchmarkPinCheck(b *testing.B) {
 	s := pinSession(b, zap.NewNop(), io.Discard, io.Discard, echoTool)
-	req := CallRequest{Method: MethodToolsCall, Tool: "echo"}
+	req := gate.CallRequest{Method: gate.MethodToolsCall, Tool: "echo"}
 	b.ReportAllocs()
 	for b.Loop() {
 		if why := s.pinCheck(&req); why != "" {

@@ -21,8 +21,8 @@ import (
 	"github.com/mark3labs/mcp-go/mcp"
 
 	"github.com/delegateos/delegateos/dct"
+	"github.com/delegateos/delegateos/gate"
 	"github.com/delegateos/delegateos/internal/mcptest"
-	"github.com/delegateos/delegateos/proxy"
 )
 
 // evil is a description an upstream turned hostile lists.
@@ -122,18 +122,18 @@ func TestE2EPinsBetweenSessions(t *testing.T) {
 	if len(got) != 12 {
 		t.Errorf("tools/list shows %v; want the 12 unchanged tools the token may use", got)
 	}
-	checkDenial(t, s.Call(t, "read_file", notesPath), denial{typ: proxy.ToolNotPinned,
+	checkDenial(t, s.Call(t, "read_file", notesPath), denial{typ: gate.ToolNotPinned,
 		detail:    "tool read_file changed after it was approved: its description differs from its pin in tools.lock; review it with 'delegateos pin --diff --policy POLICY -- UPSTREAM...', then approve it with 'delegateos pin --policy POLICY -- UPSTREAM...'",
 		requested: dct.Capability{Namespace: "docs", Action: "read", Resource: "/project/sub/notes.md"}, granted: mcptest.Caps(t, "docs:read:/project/**", "mcp:*:*", "mcp-prompt:get:*", "mcp-resource:read:*")})
-	checkDenial(t, s.Call(t, "echo_v2", echoArgs), denial{typ: proxy.ToolNotPinned,
+	checkDenial(t, s.Call(t, "echo_v2", echoArgs), denial{typ: gate.ToolNotPinned,
 		detail:    "tool echo_v2 has no pin in tools.lock: it is new, or renamed, since the definitions were approved",
 		requested: dct.Capability{Namespace: "mcp", Action: "echo_v2", Resource: "*"}, granted: mcptest.Caps(t, "docs:read:/project/**", "mcp:*:*", "mcp-prompt:get:*", "mcp-resource:read:*")})
-	checkDenial(t, s.Call(t, "echo", echoArgs), denial{typ: proxy.ToolNotPinned,
+	checkDenial(t, s.Call(t, "echo", echoArgs), denial{typ: gate.ToolNotPinned,
 		detail:    "tool echo is pinned in tools.lock, but the upstream does not list it",
 		requested: dct.Capability{Namespace: "mcp", Action: "echo", Resource: "*"}, granted: mcptest.Caps(t, "docs:read:/project/**", "mcp:*:*", "mcp-prompt:get:*", "mcp-resource:read:*")})
 	s.Call(t, "list_files", map[string]any{"path": "/project"}).OK(t, "list_files, unchanged")
 	mcptest.Eventually(t, "the three refusals logged", func() bool {
-		return len(p.LogWith("decision", func(m map[string]any) bool { return m["reason"] == string(proxy.ToolNotPinned) })) == 3
+		return len(p.LogWith("decision", func(m map[string]any) bool { return m["reason"] == string(gate.ToolNotPinned) })) == 3
 	})
 	for _, hidden := range []string{"read_file", "echo_v2"} {
 		p.WaitLog("list entry hidden: tool not pinned", func(m map[string]any) bool { return m["name"] == hidden })
@@ -181,7 +181,7 @@ func TestE2EPinsBetweenSessions(t *testing.T) {
 	s.Call(t, "echo_v2", echoArgs).OK(t, "echo_v2 as re-pinned")
 	// And the original definition is no longer approved.
 	s = w.proxy(t).Connect(mcptest.SessionOptions{})
-	checkDenial(t, s.Call(t, "read_file", notesPath), denial{typ: proxy.ToolNotPinned, detail: "its description differs from its pin",
+	checkDenial(t, s.Call(t, "read_file", notesPath), denial{typ: gate.ToolNotPinned, detail: "its description differs from its pin",
 		requested: dct.Capability{Namespace: "docs", Action: "read", Resource: "/project/sub/notes.md"}, granted: mcptest.Caps(t, "docs:read:/project/**", "mcp:*:*", "mcp-prompt:get:*", "mcp-resource:read:*")})
 }
 
@@ -203,7 +203,7 @@ func TestE2EPinsDuringSession(t *testing.T) {
 	})
 	granted := mcptest.Caps(t, "docs:read:/project/**", "mcp:*:*", "mcp-prompt:get:*", "mcp-resource:read:*")
 	echoCap := dct.Capability{Namespace: "mcp", Action: "echo", Resource: "*"}
-	checkDenial(t, s.Call(t, "echo", echoArgs), denial{typ: proxy.ToolNotPinned, detail: "tool echo changed after it was approved: its description differs", requested: echoCap, granted: granted})
+	checkDenial(t, s.Call(t, "echo", echoArgs), denial{typ: gate.ToolNotPinned, detail: "tool echo changed after it was approved: its description differs", requested: echoCap, granted: granted})
 	if got := toolNames(t, s); slices.Contains(got, "echo") || len(got) != 13 {
 		t.Errorf("tools/list shows %v; want all but echo (and write_file, which the token cannot use)", got)
 	}
@@ -222,16 +222,16 @@ func TestE2EPinsDuringSession(t *testing.T) {
 	mcptest.Eventually(t, "the second notice", func() bool {
 		return len(s.Notifications(mcp.MethodNotificationToolsListChanged)) > 1
 	})
-	checkDenial(t, s.Call(t, "echo", echoArgs), denial{typ: proxy.ToolNotPinned, detail: "its description differs", requested: echoCap, granted: granted})
+	checkDenial(t, s.Call(t, "echo", echoArgs), denial{typ: gate.ToolNotPinned, detail: "its description differs", requested: echoCap, granted: granted})
 
 	// Renamed during the session: a new tool.
 	s.Call(t, "redefine", map[string]any{"name": "read_file", "rename": "read_document"}).OK(t, "rename")
 	mcptest.Eventually(t, "the third notice", func() bool {
 		return len(s.Notifications(mcp.MethodNotificationToolsListChanged)) > 2
 	})
-	checkDenial(t, s.Call(t, "read_document", notesPath), denial{typ: proxy.ToolNotPinned, detail: "tool read_document has no pin",
+	checkDenial(t, s.Call(t, "read_document", notesPath), denial{typ: gate.ToolNotPinned, detail: "tool read_document has no pin",
 		requested: dct.Capability{Namespace: "mcp", Action: "read_document", Resource: "*"}, granted: granted})
-	checkDenial(t, s.Call(t, "read_file", notesPath), denial{typ: proxy.ToolNotPinned, detail: "the upstream does not list it",
+	checkDenial(t, s.Call(t, "read_file", notesPath), denial{typ: gate.ToolNotPinned, detail: "the upstream does not list it",
 		requested: dct.Capability{Namespace: "docs", Action: "read", Resource: "/project/sub/notes.md"}, granted: granted})
 }
 
@@ -251,7 +251,7 @@ func TestE2EPinsSilentChange(t *testing.T) {
 	if got := toolNames(t, s); slices.Contains(got, "echo") {
 		t.Errorf("tools/list shows echo with its new description: %v", got)
 	}
-	checkDenial(t, s.Call(t, "echo", echoArgs), denial{typ: proxy.ToolNotPinned, detail: "its description differs",
+	checkDenial(t, s.Call(t, "echo", echoArgs), denial{typ: gate.ToolNotPinned, detail: "its description differs",
 		requested: dct.Capability{Namespace: "mcp", Action: "echo", Resource: "*"}, granted: mcptest.Caps(t, "docs:read:/project/**", "mcp:*:*", "mcp-prompt:get:*", "mcp-resource:read:*")})
 	mcptest.Eventually(t, "two listings of the proxy's own: for the first call, and after the client's list disagreed", func() bool {
 		return len(p.LogWith("listed the upstream's definitions to check them against their pins", func(m map[string]any) bool { return m["method"] == "tools/list" })) == 2
@@ -280,7 +280,7 @@ func TestE2EPinsCallWithoutListing(t *testing.T) {
 			if got := mcptest.ResultText(t, m); got != "done 0" {
 				t.Errorf("%v: slow answered %q", c.args, got)
 			}
-		} else if denialType(m) != string(proxy.ToolNotPinned) || !strings.Contains(m.Error.Message, "tool slow changed after it was approved") {
+		} else if denialType(m) != string(gate.ToolNotPinned) || !strings.Contains(m.Error.Message, "tool slow changed after it was approved") {
 			t.Errorf("%v: slow answered %s %+v; want tool_not_pinned", c.args, m.Result, m.Error)
 		}
 		if l := p.WaitLog("listed the upstream's definitions to check them against their pins", nil); l["entries"] != float64(15) {
@@ -308,11 +308,11 @@ func TestE2EPinsPromptsAndTemplates(t *testing.T) {
 		t.Errorf("prompts/list shows %+v; want only greeting", prompts.Prompts)
 	}
 	c.Send(`{"jsonrpc":"2.0","id":2,"method":"prompts/get","params":{"name":"summarize","arguments":{"path":"/project/README.md"}}}`)
-	if m := c.Response("2"); denialType(m) != string(proxy.ToolNotPinned) || !strings.Contains(m.Error.Message, "prompt summarize changed after it was approved: its description differs") {
+	if m := c.Response("2"); denialType(m) != string(gate.ToolNotPinned) || !strings.Contains(m.Error.Message, "prompt summarize changed after it was approved: its description differs") {
 		t.Errorf("prompts/get summarize: %s %+v", m.Result, m.Error)
 	}
 	c.Send(`{"jsonrpc":"2.0","id":3,"method":"completion/complete","params":{"ref":{"type":"ref/prompt","name":"summarize"},"argument":{"name":"path","value":"/"}}}`)
-	if m := c.Response("3"); denialType(m) != string(proxy.ToolNotPinned) {
+	if m := c.Response("3"); denialType(m) != string(gate.ToolNotPinned) {
 		t.Errorf("completion/complete on summarize: %s %+v", m.Result, m.Error)
 	}
 	c.Send(`{"jsonrpc":"2.0","id":4,"method":"prompts/get","params":{"name":"greeting"}}`)
@@ -473,7 +473,7 @@ func TestE2EPinsUpstreamThatTellsListersApart(t *testing.T) {
 				}
 				return
 			}
-			if denialType(m) != string(proxy.ToolNotPinned) || !strings.Contains(m.Error.Message, c.refusal) {
+			if denialType(m) != string(gate.ToolNotPinned) || !strings.Contains(m.Error.Message, c.refusal) {
 				t.Errorf("echo answered %s %+v", m.Result, m.Error)
 			}
 		})

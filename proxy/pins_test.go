@@ -12,6 +12,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/delegateos/delegateos/dct"
+	"github.com/delegateos/delegateos/gate"
 	"github.com/delegateos/delegateos/internal/mcpdef"
 	"github.com/delegateos/delegateos/policy"
 )
@@ -57,9 +58,9 @@ func pinSession(tb testing.TB, log *zap.Logger, toClient, toServer io.Writer, li
 func TestGateUnpinned(t *testing.T) {
 	s := testSession(t, zap.NewNop(), io.Discard, io.Discard)
 	g := s.cfg.Gate
-	req := CallRequest{Tool: "echo", Token: s.cfg.SessionToken, Unpinned: "tool echo changed"}
+	req := gate.CallRequest{Tool: "echo", Token: s.cfg.SessionToken, Unpinned: "tool echo changed"}
 	d := g.Decide(req)
-	if d.Allowed || d.Denial == nil || d.Denial.Type != ToolNotPinned || d.Denial.Detail != "tool echo changed" || d.Reservation != nil ||
+	if d.Allowed || d.Denial == nil || d.Denial.Type != gate.ToolNotPinned || d.Denial.Detail != "tool echo changed" || d.Reservation != nil ||
 		len(d.Denial.Granted) != 1 || d.Denial.Requested == nil || d.Denial.Requested.Action != "echo" {
 		t.Errorf("Decide = %+v (denial %+v)", d, d.Denial)
 	}
@@ -70,10 +71,10 @@ func TestGateUnpinned(t *testing.T) {
 	}
 	// Without a token, where the policy lets such calls through.
 	g.Policy.AllowUnauthenticated = true
-	if d := g.Decide(CallRequest{Tool: "echo", Unpinned: "x"}); d.Allowed || d.Denial == nil || d.Denial.Type != ToolNotPinned {
+	if d := g.Decide(gate.CallRequest{Tool: "echo", Unpinned: "x"}); d.Allowed || d.Denial == nil || d.Denial.Type != gate.ToolNotPinned {
 		t.Errorf("an unauthenticated, unpinned call: %+v", d)
 	}
-	if d := g.Decide(CallRequest{Tool: "echo"}); !d.Allowed {
+	if d := g.Decide(gate.CallRequest{Tool: "echo"}); !d.Allowed {
 		t.Errorf("an unauthenticated, pinned call: %+v", d.Denial)
 	}
 }
@@ -107,11 +108,11 @@ func TestRelayPinned(t *testing.T) {
 			var m struct {
 				Error struct {
 					Code int
-					Data Denial
+					Data gate.Denial
 				}
 			}
-			if toServer.Len() != 0 || json.Unmarshal(toClient.Bytes(), &m) != nil || m.Error.Code != DenialCode ||
-				m.Error.Data.Type != ToolNotPinned || !strings.Contains(m.Error.Data.Detail, c.want) {
+			if toServer.Len() != 0 || json.Unmarshal(toClient.Bytes(), &m) != nil || m.Error.Code != gate.DenialCode ||
+				m.Error.Data.Type != gate.ToolNotPinned || !strings.Contains(m.Error.Data.Detail, c.want) {
 				t.Errorf("forwarded %q, answered %q; want a refusal saying %q", toServer.String(), toClient.String(), c.want)
 			}
 		})
@@ -134,7 +135,7 @@ func TestFilterListPinned(t *testing.T) {
 		{`[` + echoTool + `,{"name":"new"}]`, `{"tools":[` + echoTool + `]}`, true},
 	} {
 		s.pins.state[mcpdef.Tool].stale.Store(false)
-		p := newPending(requestID{num: 1}, []byte("1"), MethodToolsList)
+		p := newPending(requestID{num: 1}, []byte("1"), gate.MethodToolsList)
 		got, ok := s.filterList(p, []byte(`{"jsonrpc":"2.0","id":5,"result":{"tools":`+c.tools+`}}`))
 		var res struct{ Result json.RawMessage }
 		_ = json.Unmarshal(got, &res)

@@ -19,6 +19,7 @@ import (
 	"go.opentelemetry.io/otel/trace"
 	"go.uber.org/zap"
 
+	"github.com/delegateos/delegateos/gate"
 	"github.com/delegateos/delegateos/policy"
 )
 
@@ -32,10 +33,10 @@ type Config struct {
 	// from Signals ends it, as termination does.
 	UpstreamConn UpstreamConn
 	// Gate decides tools/call; required.
-	Gate *Gate
+	Gate *gate.Gate
 	// Delegations answers the delegateos/ messages (§9); nil answers them
 	// with an error. They are never forwarded upstream.
-	Delegations *Delegations
+	Delegations *gate.Delegations
 	// SessionToken is the DCT used when a call carries none, and whose view
 	// tools/list shows. Empty: calls must carry their own, and tools/list
 	// shows the view of the last token a call was allowed with.
@@ -105,7 +106,7 @@ type session struct {
 	listToken string
 	// bound is the delegation the client set with delegateos/delegate:
 	// its token stands in for SessionToken until the delegation ends.
-	bound *Binding
+	bound *gate.Binding
 	// background is delegation work (verifying an attestation) still
 	// running; Run cancels ctx and waits for it. closing (under mu) stops
 	// new work from starting once Run is returning.
@@ -470,7 +471,7 @@ func (s *session) serverFrame(frame, raw []byte) {
 				s.mu.Lock()
 				p := s.pending.answered(v)
 				var id []byte
-				if p != nil && p.method == MethodSubscriptionsListen {
+				if p != nil && p.method == gate.MethodSubscriptionsListen {
 					id = clone(p.id)
 				}
 				s.mu.Unlock()
@@ -501,7 +502,7 @@ func (s *session) serverFrame(frame, raw []byte) {
 	// Taken out of the table, p is this goroutine's alone.
 	defer p.free()
 	edits := []edit{{from: h.idAt, to: h.idAt + len(h.id), with: p.id}}
-	if p.method == MethodSubscriptionsListen {
+	if p.method == gate.MethodSubscriptionsListen {
 		// The stream's id is the listen request's: the client's.
 		if at, v := subscriptionID(frame, "result"); at >= 0 && string(v) == strconv.FormatInt(p.up, 10) {
 			edits = append(edits, edit{from: at, to: at + len(v), with: p.id})

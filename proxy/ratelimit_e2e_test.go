@@ -20,8 +20,8 @@ import (
 
 	"github.com/delegateos/delegateos/budget"
 	"github.com/delegateos/delegateos/dct"
+	"github.com/delegateos/delegateos/gate"
 	"github.com/delegateos/delegateos/internal/mcptest"
-	"github.com/delegateos/delegateos/proxy"
 )
 
 // rateData is the data of a rate_limited denial.
@@ -36,11 +36,11 @@ type rateData struct {
 // rateLimited reports whether r was refused as rate_limited, and its data.
 func rateLimited(r mcptest.Result) (rateData, bool) {
 	var d rateData
-	if r.RPC == nil || r.RPC.Code != proxy.DenialCode {
+	if r.RPC == nil || r.RPC.Code != gate.DenialCode {
 		return d, false
 	}
 	raw, _ := json.Marshal(r.RPC.Data)
-	return d, json.Unmarshal(raw, &d) == nil && d.Type == proxy.RateLimited
+	return d, json.Unmarshal(raw, &d) == nil && d.Type == gate.RateLimited
 }
 
 // forwarded counts the tools/call frames for tool the upstream received.
@@ -257,7 +257,7 @@ prompts:
 		id := strconv.Itoa(i + 10)
 		c.Send(`{"jsonrpc":"2.0","id":` + id + `,"method":"` + tc.method + `","params":` + tc.params + `}`)
 		m := c.Response(id)
-		if got := denialType(m) == string(proxy.RateLimited); got != tc.limited {
+		if got := denialType(m) == string(gate.RateLimited); got != tc.limited {
 			t.Errorf("%s %s: rate_limited %v, want %v (%+v)", tc.method, tc.params, got, tc.limited, m.Error)
 		}
 		if !tc.limited && m.Error != nil {

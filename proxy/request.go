@@ -4,11 +4,12 @@ import (
 	"encoding/json"
 	"fmt"
 	"strconv"
-	"time"
 
 	"go.uber.org/zap"
 
 	"github.com/delegateos/delegateos/dct"
+	"github.com/delegateos/delegateos/gate"
+	"github.com/delegateos/delegateos/internal/render"
 )
 
 // methodRole says what the relay does with a client request.
@@ -29,25 +30,25 @@ const (
 
 // methodRoles lists every client request method the relay forwards.
 var methodRoles = map[string]methodRole{
-	"initialize":                roleForward,
-	"server/discover":           roleForward,
-	"ping":                      roleForward,
-	"logging/setLevel":          roleForward,
-	"resources/unsubscribe":     roleForward,
-	"tasks/get":                 roleForward,
-	"tasks/result":              roleForward,
-	"tasks/list":                roleForward,
-	"tasks/cancel":              roleForward,
-	MethodToolsCall:             roleGate,
-	MethodResourcesRead:         roleGate,
-	MethodResourcesSubscribe:    roleGate,
-	MethodPromptsGet:            roleGate,
-	MethodCompletionComplete:    roleGate,
-	MethodSubscriptionsListen:   roleGate,
-	MethodToolsList:             roleList,
-	MethodResourcesList:         roleList,
-	MethodResourceTemplatesList: roleList,
-	MethodPromptsList:           roleList,
+	"initialize":                     roleForward,
+	"server/discover":                roleForward,
+	"ping":                           roleForward,
+	"logging/setLevel":               roleForward,
+	"resources/unsubscribe":          roleForward,
+	"tasks/get":                      roleForward,
+	"tasks/result":                   roleForward,
+	"tasks/list":                     roleForward,
+	"tasks/cancel":                   roleForward,
+	gate.MethodToolsCall:             roleGate,
+	gate.MethodResourcesRead:         roleGate,
+	gate.MethodResourcesSubscribe:    roleGate,
+	gate.MethodPromptsGet:            roleGate,
+	gate.MethodCompletionComplete:    roleGate,
+	gate.MethodSubscriptionsListen:   roleGate,
+	gate.MethodToolsList:             roleList,
+	gate.MethodResourcesList:         roleList,
+	gate.MethodResourceTemplatesList: roleList,
+	gate.MethodPromptsList:           roleList,
 }
 
 // clientNotifications are the notifications a client may send (MCP up to
@@ -63,45 +64,14 @@ var clientNotifications = map[string]bool{
 // roleOf is the relay's role for a client request method.
 func roleOf(method string) methodRole {
 	switch method { // the common ones without a map lookup
-	case MethodToolsCall:
+	case gate.MethodToolsCall:
 		return roleGate
-	case MethodToolsList:
+	case gate.MethodToolsList:
 		return roleList
 	case "ping":
 		return roleForward
 	}
 	return methodRoles[method]
-}
-
-// delegateosParams is params._delegateos (§11.1).
-type delegateosParams struct {
-	DCT          string `json:"dct"`
-	Format       string `json:"format"`
-	DelegationID string `json:"delegationId"`
-	ContractID   string `json:"contractId"`
-}
-
-// readDelegateos reads params._delegateos; an empty raw is none.
-func readDelegateos(raw []byte) (delegateosParams, string) {
-	if raw == nil {
-		return delegateosParams{}, ""
-	}
-	return decodeDelegateos(raw)
-}
-
-// decodeDelegateos is readDelegateos for a member that is there; apart, so
-// that a request without one costs no allocation.
-//
-//go:noinline
-func decodeDelegateos(raw []byte) (delegateosParams, string) {
-	var d delegateosParams
-	if err := json.Unmarshal(raw, &d); err != nil {
-		return d, "params._delegateos is not an object with a dct string"
-	}
-	if d.Format != "" && d.Format != dct.Format {
-		return d, fmt.Sprintf("unknown token format %q", d.Format)
-	}
-	return d, ""
 }
 
 // clientRequest handles a request from the client outside the proxy's
@@ -119,7 +89,7 @@ func (s *session) clientRequest(h header, frame []byte) {
 	}
 	if role == roleUnknown {
 		s.log.Warn("client request refused", zap.String("method", h.method), zap.String("reason", "unknown method"))
-		s.replyError(s.toClient, h.id, codeMethodNotFound, "method not found: "+quoteName(h.method)+" is not an MCP method this proxy can gate, so it is not forwarded", nil)
+		s.replyError(s.toClient, h.id, codeMethodNotFound, "method not found: "+render.Name(h.method)+" is not an MCP method this proxy can gate, so it is not forwarded", nil)
 		return
 	}
 	if h.method == "initialize" {
@@ -201,278 +171,12 @@ func (s *session) clientRequest(h header, frame []byte) {
 	}
 }
 
-// forward queues a client request or notification for the upstream, with
-// its id replaced by up (when up is not 0), params._delegateos cut out and,
-// when p is traced, its upstream span's traceparent in params._meta.
-func (s *session) forward(frame []byte, h header, cp *callParams, up int64, p *pending) error {
-	var edits [3]edit
-	return s.toServer.queueEdited(frame, s.forwardEdits(h, cp, up, p, &edits))
-}
-
-// forwardEdits are forward's edits, made in buf. An insertion comes
-// before the cut that may start where it is made (edits are applied in
-// order of where they start, ties as given).
-func (s *session) forwardEdits(h header, cp *callParams, up int64, p *pending, buf *[3]edit) []edit {
-	n := 0
-	if e, ok := traceEdit(p, h, cp); ok {
-		buf[n] = e
-		n++
-	}
-	if up != 0 {
-		buf[n] = edit{from: h.idAt, to: h.idAt + len(h.id), with: strconv.AppendInt(s.upText[:0], up, 10)}
-		n++
-	}
-	if cp.strip {
-		buf[n] = edit{from: h.paramsAt + cp.stripFrom, to: h.paramsAt + cp.stripTo}
-		n++
-	}
-	return buf[:n]
-}
-
-// forwardedParams are params as they are forwarded (_delegateos cut out,
-// see forwardEdits), for a receipt; nil for none.
-func forwardedParams(params []byte, cp *callParams) []byte {
-	if params == nil || !cp.strip {
-		return params
-	}
-	out := make([]byte, 0, len(params)-(cp.stripTo-cp.stripFrom))
-	return append(append(out, params[:cp.stripFrom]...), params[cp.stripTo:]...)
-}
-
-// gate decides a gated request, and answers it when it is refused. It
-// reports whether the request may be forwarded; if so p holds the decision
-// to settle, unless observe mode forwards a refusal (see refuse).
-func (s *session) gate(p *pending, cp *callParams, params []byte) bool {
-	if cp.variant != "" && roleOf(p.method) == roleGate {
-		s.replyError(s.toClient, p.id, codeInvalidRequest, "invalid request: "+p.method+" params."+quoteName(cp.variant)+" differs from a member the gate reads only in letter case; spell it exactly", nil)
-		return false
-	}
-	req := CallRequest{Method: p.method}
-	switch p.method {
-	case MethodToolsCall:
-		tool, ok := s.toolName(cp.name)
-		if !ok {
-			s.replyError(s.toClient, p.id, codeInvalidRequest, "invalid request: tools/call params.name must be a non-empty string", nil)
-			return false
-		}
-		req.Tool, req.Arguments = tool, cp.arguments
-	case MethodPromptsGet:
-		name, ok := nonEmptyString(cp.name)
-		if !ok {
-			s.replyError(s.toClient, p.id, codeInvalidRequest, "invalid request: prompts/get params.name must be a non-empty string", nil)
-			return false
-		}
-		req.Prompt, req.Arguments = name, cp.arguments
-	case MethodResourcesRead, MethodResourcesSubscribe:
-		uri, ok := nonEmptyString(cp.uri)
-		if !ok {
-			s.replyError(s.toClient, p.id, codeInvalidRequest, "invalid request: "+p.method+" params.uri must be a non-empty string", nil)
-			return false
-		}
-		req.URI = uri
-	case MethodCompletionComplete:
-		if msg := completionRef(cp.ref, &req); msg != "" {
-			s.replyError(s.toClient, p.id, codeInvalidRequest, "invalid request: "+msg, nil)
-			return false
-		}
-		// The argument it completes (and any context) goes upstream:
-		// the receipt's arguments are the params as forwarded.
-		req.Arguments = forwardedParams(params, cp)
-	case MethodSubscriptionsListen:
-		uris, msg := resourceSubscriptions(cp.notifications)
-		if msg != "" {
-			s.replyError(s.toClient, p.id, codeInvalidRequest, "invalid request: "+msg, nil)
-			return false
-		}
-		if len(uris) == 0 {
-			// Only list-changed notifications: nothing to gate.
-			return true
-		}
-		req.URIs = uris
-	default:
-		// A vendor extension method the policy lists (clientRequest
-		// checked): its rule gives the capability.
-		req.Extension = true
-		// What the upstream acts on is the params, not the rule's fixed
-		// resource: the receipt's arguments are the params as forwarded.
-		req.Arguments = forwardedParams(params, cp)
-	}
-	p.target = req.Target()
-	if s.cfg.Tracer != nil {
-		s.startSpan(p, &req, cp.meta)
-	}
-	s.noteArguments(p, req.Arguments)
-	d, bad := readDelegateos(cp.delegateos)
-	if bad != "" {
-		refused := s.cfg.Gate.Refuse(req, dct.Malformed, bad)
-		return s.refuse(p, &refused)
-	}
-	if s.evidenceDown() {
-		// Refused in observe mode too: nothing is forwarded without its
-		// receipt, whatever the policy would decide.
-		refused := s.cfg.Gate.Refuse(req, EvidenceUnavailable, "the audit log cannot be written, so no request is allowed without its receipt; see the proxy's log")
-		spanDecided(p, &refused, true)
-		s.decided(p, &refused)
-		s.deny(p, &refused)
-		return false
-	}
-	req.Token, req.ContractID, req.DelegationID = d.DCT, d.ContractID, d.DelegationID
-	session := s.sessionToken()
-	if req.Token == "" {
-		req.Token = session
-	}
-	req.Proven = s.proven(req.Token)
-	if s.pins != nil {
-		req.Unpinned = s.pinCheck(&req)
-	}
-	p.ev.token = req.Token
-	p.start = time.Now()
-	p.dec = s.cfg.Gate.decideAt(&req, p.start)
-	if !p.dec.Allowed {
-		return s.refuse(p, &p.dec)
-	}
-	spanDecided(p, &p.dec, true)
-	// An allowed call's line is written when it settles, with what it
-	// cost and how it ended.
-	p.decision = &p.dec
-	if !s.awaitsApproval(p) {
-		// A call held for approval is handed over once the approval
-		// ends, naming its receipt.
-		s.decided(p, &p.dec)
-	}
-	// Only this goroutine writes listToken, so it may read it unlocked.
-	if session == "" && s.listToken != req.Token {
-		s.mu.Lock()
-		s.listToken = req.Token
-		s.mu.Unlock()
-	}
-	return true
-}
-
-// extension reports whether method is a vendor extension method the
-// policy's methods list names: gated like tools/call by its rule's
-// capability, where any other unknown method is refused.
-func (s *session) extension(method string) bool {
-	if s.cfg.Gate == nil || s.cfg.Gate.Policy == nil {
-		return false
-	}
-	_, ok := s.cfg.Gate.Policy.MapMethod(method)
-	return ok
-}
-
-// completionRef reads completion/complete's params.ref strictly: a
-// ref/prompt names a prompt, a ref/resource a resource URI (or URI
-// template). It returns what is wrong, or "".
-func completionRef(raw []byte, req *CallRequest) string {
-	if raw == nil {
-		return "completion/complete params.ref must be an object"
-	}
-	ref, err := readCallParams(raw)
-	if err != nil {
-		return "completion/complete params.ref: " + err.Error()
-	}
-	if ref.variant != "" {
-		return "completion/complete params.ref." + quoteName(ref.variant) + " differs from a member the gate reads only in letter case; spell it exactly"
-	}
-	typ, _ := nonEmptyString(ref.typ)
-	switch typ {
-	case "ref/prompt":
-		name, ok := nonEmptyString(ref.name)
-		if !ok {
-			return "completion/complete params.ref.name must be a non-empty string"
-		}
-		req.Prompt = name
-	case "ref/resource":
-		uri, ok := nonEmptyString(ref.uri)
-		if !ok {
-			return "completion/complete params.ref.uri must be a non-empty string"
-		}
-		req.URI = uri
-	default:
-		return `completion/complete params.ref.type must be "ref/prompt" or "ref/resource"`
-	}
-	return ""
-}
-
-// resourceSubscriptions reads subscriptions/listen's
-// params.notifications.resourceSubscriptions (MCP 2026-07-28): the URIs
-// whose updates the client asks for, each of which must be readable.
-func resourceSubscriptions(raw []byte) ([]string, string) {
-	if raw == nil {
-		return nil, ""
-	}
-	n, err := readCallParams(raw)
-	if err != nil {
-		return nil, "subscriptions/listen params.notifications: " + err.Error()
-	}
-	if n.variant != "" {
-		return nil, "subscriptions/listen params.notifications." + quoteName(n.variant) + " differs from a member the gate reads only in letter case; spell it exactly"
-	}
-	if n.resourceSubscriptions == nil || string(n.resourceSubscriptions) == "null" {
-		return nil, ""
-	}
-	var uris []string
-	if json.Unmarshal(n.resourceSubscriptions, &uris) != nil {
-		return nil, "subscriptions/listen params.notifications.resourceSubscriptions must be an array of strings"
-	}
-	for _, u := range uris {
-		if u == "" {
-			return nil, "subscriptions/listen params.notifications.resourceSubscriptions holds an empty URI"
-		}
-	}
-	return uris, ""
-}
-
-// nonEmptyString decodes a JSON string member that must not be empty.
-func nonEmptyString(raw []byte) (string, bool) {
-	if len(raw) < 2 || raw[0] != '"' {
-		return "", false
-	}
-	v, ok := unquote(raw)
-	return v, ok && v != ""
-}
-
-// toolName decodes params.name. The previous call's decoded name is
-// reused when this one is written the same way without escapes, so the
-// name the gate decides is always the decoded string, however it is
-// spelt (only the client's goroutine calls it).
-func (s *session) toolName(raw []byte) (string, bool) {
-	if len(raw) < 2 || raw[0] != '"' {
-		return "", false
-	}
-	if v := raw[1 : len(raw)-1]; s.lastTool != "" && string(v) == s.lastTool && !hasEscape(v) {
-		return s.lastTool, true
-	}
-	tool, ok := unquote(raw)
-	if !ok || tool == "" {
-		return "", false
-	}
-	s.lastTool = tool
-	return tool, true
-}
-
-func hasEscape(b []byte) bool {
-	for _, c := range b {
-		if c == '\\' {
-			return true
-		}
-	}
-	return false
-}
-
-// deny logs a refused request's line and answers it.
-func (s *session) deny(p *pending, d *Decision) {
-	s.clientLog.denied(p.method, p.target, d)
-	s.clientLog.writeTo(s.log)
-	s.replyError(s.toClient, p.id, DenialCode, d.Denial.Message(), d.Denial)
-}
-
 // clientNotification handles a notification from the client: a
 // cancellation is matched to the request it cancels, and every
 // notification is forwarded without _delegateos.
 func (s *session) clientNotification(h header, frame []byte) {
 	switch h.method {
-	case MethodToolsCall, MethodResourcesRead, MethodResourcesSubscribe, MethodPromptsGet, MethodCompletionComplete, MethodSubscriptionsListen:
+	case gate.MethodToolsCall, gate.MethodResourcesRead, gate.MethodResourcesSubscribe, gate.MethodPromptsGet, gate.MethodCompletionComplete, gate.MethodSubscriptionsListen:
 		// A request without an id cannot be answered, so it cannot be
 		// refused either: it is not forwarded.
 		s.log.Warn("client frame refused", zap.String("reason", h.method+" sent as a notification"))
@@ -549,6 +253,37 @@ func (s *session) cancelled(h header, frame []byte, cp *callParams) {
 	if err := s.toServer.queueEdited(frame, edits[:n]); err != nil {
 		s.log.Warn("forwarding a cancellation failed", zap.Error(err))
 	}
+}
+
+// delegateosParams is params._delegateos (§11.1).
+type delegateosParams struct {
+	DCT          string `json:"dct"`
+	Format       string `json:"format"`
+	DelegationID string `json:"delegationId"`
+	ContractID   string `json:"contractId"`
+}
+
+// readDelegateos reads params._delegateos; an empty raw is none.
+func readDelegateos(raw []byte) (delegateosParams, string) {
+	if raw == nil {
+		return delegateosParams{}, ""
+	}
+	return decodeDelegateos(raw)
+}
+
+// decodeDelegateos is readDelegateos for a member that is there; apart, so
+// that a request without one costs no allocation.
+//
+//go:noinline
+func decodeDelegateos(raw []byte) (delegateosParams, string) {
+	var d delegateosParams
+	if err := json.Unmarshal(raw, &d); err != nil {
+		return d, "params._delegateos is not an object with a dct string"
+	}
+	if d.Format != "" && d.Format != dct.Format {
+		return d, fmt.Sprintf("unknown token format %q", d.Format)
+	}
+	return d, ""
 }
 
 // memberOffset is where v, a subslice of b, starts in b; -1 if it is not one.

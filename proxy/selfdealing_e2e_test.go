@@ -11,9 +11,9 @@ import (
 	"github.com/delegateos/delegateos/attest"
 	"github.com/delegateos/delegateos/contract"
 	"github.com/delegateos/delegateos/dct"
+	"github.com/delegateos/delegateos/gate"
 	"github.com/delegateos/delegateos/identity"
 	"github.com/delegateos/delegateos/internal/mcptest"
-	"github.com/delegateos/delegateos/proxy"
 )
 
 // selfContract is a contract issued by k under id, whose output needs a
@@ -49,7 +49,7 @@ func lastDelegation(tok *dct.Token) string {
 
 // completeAs completes delegation del under c with an attestation signed
 // by k whose output passes c's verification.
-func (r *delegationRun) completeAs(k *identity.Keypair, c *contract.TaskContract, del string) proxy.CompleteResult {
+func (r *delegationRun) completeAs(k *identity.Keypair, c *contract.TaskContract, del string) gate.CompleteResult {
 	t := r.t
 	t.Helper()
 	a, err := attest.Create(k, attest.CreateParams{ContractID: c.ID, DelegationID: del, Success: true,
@@ -58,7 +58,7 @@ func (r *delegationRun) completeAs(k *identity.Keypair, c *contract.TaskContract
 		t.Fatal(err)
 	}
 	ab, _ := json.Marshal(a)
-	return decodeResult[proxy.CompleteResult](t, r.request(proxy.MethodComplete, proxy.CompleteParams{DelegationID: del, Attestation: ab}))
+	return decodeResult[gate.CompleteResult](t, r.request(gate.MethodComplete, gate.CompleteParams{DelegationID: del, Attestation: ab}))
 }
 
 // noSignals checks, with the CLI, that the workspace has no reputation

@@ -11,6 +11,8 @@ import (
 	"go.uber.org/zap"
 	"go.uber.org/zap/zapcore"
 	"go.uber.org/zap/zaptest/observer"
+
+	"github.com/delegateos/delegateos/gate"
 )
 
 // Every allowed call gets one line, once its response is relayed: the
@@ -96,7 +98,7 @@ func TestCallNotForwarded(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	levels := budgetLevels(scope)
+	levels := gate.BudgetLevels(scope)
 	if spent := s.cfg.Gate.Budget.Spent(levels[len(levels)-1].Key); spent != 0 {
 		t.Fatalf("the unforwarded call was charged %d", spent)
 	}

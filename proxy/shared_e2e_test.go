@@ -17,8 +17,8 @@ import (
 	_ "modernc.org/sqlite"
 
 	"github.com/delegateos/delegateos/dct"
+	"github.com/delegateos/delegateos/gate"
 	"github.com/delegateos/delegateos/internal/mcptest"
-	"github.com/delegateos/delegateos/proxy"
 )
 
 // newSharedFleet is newFleet on the embedded default: a spend store at a
@@ -157,7 +157,7 @@ func TestE2ESharedStoreRateWindows(t *testing.T) {
 				allowed.Add(1)
 				return
 			}
-			if typ, detail := denialData(r); typ != string(proxy.RateLimited) {
+			if typ, detail := denialData(r); typ != string(gate.RateLimited) {
 				t.Errorf("call %d: %v (%s: %s), want allowed or rate_limited", i, r.Err, typ, detail)
 			}
 		})
@@ -181,7 +181,7 @@ func TestE2ESharedStoreRateWindows(t *testing.T) {
 func TestE2ESharedStoreKilledProxy(t *testing.T) {
 	f := newSharedFleet(t, 3*fleetCost, 3*fleetCost, 3*fleetCost)
 	auditDir := filepath.Join(f.e.Dir, "audit") + "/"
-	extra := "proxy_key: " + f.e.KeyFile(mcptest.NewKey(t, "proxy")) + "\naudit_log: " + auditDir + "\n"
+	extra := f.audited("proxy", auditDir)
 	p1, s1 := f.startLocal(f.a, extra, func(code int) bool { return code == -1 })
 	_, s2 := f.startLocal(f.a, extra, nil)
 	done := make(chan mcptest.Result, 1)
@@ -240,7 +240,7 @@ func TestE2ESharedStoreLockedIsUnavailable(t *testing.T) {
 		t.Fatal(err)
 	}
 	r := s.Call(t, "echo", map[string]any{"text": "locked"})
-	if typ, detail := denialData(r); typ != string(proxy.StoreUnavailable) || !strings.Contains(detail, "busy timeout") {
+	if typ, detail := denialData(r); typ != string(gate.StoreUnavailable) || !strings.Contains(detail, "busy timeout") {
 		t.Fatalf("a call while the database is locked: %s: %s; want store_unavailable", typ, detail)
 	}
 	tx.Rollback()

@@ -18,9 +18,9 @@ import (
 
 	"github.com/delegateos/delegateos/contract"
 	"github.com/delegateos/delegateos/dct"
+	"github.com/delegateos/delegateos/gate"
 	"github.com/delegateos/delegateos/identity"
 	"github.com/delegateos/delegateos/internal/mcptest"
-	"github.com/delegateos/delegateos/proxy"
 )
 
 // spendRun is a proxy with a spend store and a workspace in front of the
@@ -95,12 +95,12 @@ func (r *spendRun) delegateC() {
 		t.Fatal(err)
 	}
 	resp, err := r.s.Wire.SendRequest(mcptest.Context(t), transport.JSONRPCRequest{JSONRPC: "2.0", ID: mcp.NewRequestId("dos-1"),
-		Method: proxy.MethodDelegate, Params: proxy.DelegateParams{
+		Method: gate.MethodDelegate, Params: gate.DelegateParams{
 			Contract: cb, DCT: r.cTk.String(), DCTFormat: dct.Format, DelegationID: r.ids[2], ParentDelegationID: r.ids[1]}})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if res := decodeResult[proxy.DelegateResult](t, resp); !res.Accepted {
+	if res := decodeResult[gate.DelegateResult](t, resp); !res.Accepted {
 		t.Fatalf("delegate: %+v", res)
 	}
 }
@@ -200,7 +200,7 @@ func TestSpendReportNestedDelegations(t *testing.T) {
 		r.call(r.cTk, "echo", map[string]any{"text": "free"})
 	}
 	// Refused: charged nothing, and not counted as a call.
-	if res := r.s.CallAs(t, r.cTk.String(), "write_file", map[string]any{"path": "/project/sub/x.md", "content": "x"}); res.RPC == nil || res.RPC.Code != proxy.DenialCode {
+	if res := r.s.CallAs(t, r.cTk.String(), "write_file", map[string]any{"path": "/project/sub/x.md", "content": "x"}); res.RPC == nil || res.RPC.Code != gate.DenialCode {
 		t.Fatalf("write_file under C: %+v", res)
 	}
 

@@ -12,9 +12,9 @@ import (
 
 	"github.com/delegateos/delegateos/contract"
 	"github.com/delegateos/delegateos/dct"
+	"github.com/delegateos/delegateos/gate"
 	"github.com/delegateos/delegateos/identity"
 	"github.com/delegateos/delegateos/internal/mcptest"
-	"github.com/delegateos/delegateos/proxy"
 	"github.com/delegateos/delegateos/reputation"
 )
 
@@ -64,7 +64,7 @@ func TestStarterFloorThroughProxy(t *testing.T) {
 	attest(trusted[0])
 	attest(trusted[1])
 	attest(stranger)
-	if res := r.delegate(r.bContract, r.bTok, delA); res.Accepted || res.Reason != proxy.RejectUntrusted {
+	if res := r.delegate(r.bContract, r.bTok, delA); res.Accepted || res.Reason != gate.RejectUntrusted {
 		t.Fatalf("two trusted attesters and a stranger: %+v", res)
 	}
 	attest(trusted[2])

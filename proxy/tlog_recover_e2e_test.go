@@ -3,7 +3,6 @@
 package proxy_test
 
 import (
-	"context"
 	"os"
 	"path/filepath"
 	"strings"
@@ -19,20 +18,20 @@ import (
 // must not lower what store recover rebuilds: such calls are charged what
 // they reserved.
 func TestE2ERecoverIgnoresUnsignedExecutions(t *testing.T) {
-	f := newFleet(t, 30*fleetCost, 30*fleetCost, 30*fleetCost)
+	f := newStoreFleet(t)
 	key := mcptest.NewKey(t, "proxy")
 	log := filepath.Join(f.e.Dir, "audit.log")
 	p, s := f.start(f.a, "proxy_key: "+f.e.KeyFile(key)+"\naudit_log: "+log+"\n", nil)
-	if n, typ, detail := rtDrain(t, s, 3); n != 3 {
+	if n, typ, detail := drain(t, s, 3); n != 3 {
 		t.Fatalf("3 calls: %d forwarded, then %s: %s", n, typ, detail)
 	}
-	f.rtSettled()
+	f.settled()
 	u := f.usage()[f.key(1)]
 	spent := u.Committed + u.Reserved
 	if spent != 3*fleetCost {
 		t.Fatalf("spent %d, want %d", spent, 3*fleetCost)
 	}
-	rtStop(t, p)
+	stopProxy(t, p)
 
 	// A forged execution receipt of the first call, charged 0, after the
 	// final checkpoint: in place in the chain, without a proof.
@@ -64,9 +63,7 @@ func TestE2ERecoverIgnoresUnsignedExecutions(t *testing.T) {
 		t.Fatalf("audit verify --open of the log with the forged entry: %d %s", code, out)
 	}
 
-	if err := f.srv.Client().FlushAll(context.Background()).Err(); err != nil {
-		t.Fatal(err)
-	}
+	f.srv.FlushAll()
 	out, errs, code := mcptest.CLI(t, "store", "recover", "--store", f.srv.URL(), "--root", f.e.Root.ID(), "--audit", log)
 	if code != 0 || !strings.Contains(out, "not signed yet") {
 		t.Fatalf("store recover: exit %d, %s%s", code, out, errs)

@@ -9,6 +9,8 @@ import (
 	"go.opentelemetry.io/otel/codes"
 	"go.opentelemetry.io/otel/propagation"
 	"go.opentelemetry.io/otel/trace"
+
+	"github.com/delegateos/delegateos/gate"
 )
 
 // Tracing (Config.Tracer): each gated request gets a server span, named
@@ -42,7 +44,7 @@ const (
 
 // startSpan starts p's span, a child of the trace context the request's
 // params._meta carries.
-func (s *session) startSpan(p *pending, req *CallRequest, meta []byte) {
+func (s *session) startSpan(p *pending, req *gate.CallRequest, meta []byte) {
 	ctx := context.Background()
 	if carrier := metaTraceContext(meta); carrier != nil {
 		ctx = propagation.TraceContext{}.Extract(ctx, carrier)
@@ -56,7 +58,7 @@ func (s *session) startSpan(p *pending, req *CallRequest, meta []byte) {
 }
 
 // spanDecided adds a decision to p's span; a refused request's span ends.
-func spanDecided(p *pending, d *Decision, enforced bool) {
+func spanDecided(p *pending, d *gate.Decision, enforced bool) {
 	if p.span == nil {
 		return
 	}
@@ -66,7 +68,7 @@ func spanDecided(p *pending, d *Decision, enforced bool) {
 	} else {
 		attrs = append(attrs, attribute.String(attrDecision, "deny"), attribute.Bool(attrEnforced, enforced))
 	}
-	if c := requested(d.Call); c != nil {
+	if c := gate.Requested(d.Call); c != nil {
 		attrs = append(attrs, attribute.String(attrCapability, c.String()))
 	}
 	if d.Scope != nil {

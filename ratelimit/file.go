@@ -3,13 +3,12 @@ package ratelimit
 import (
 	"errors"
 	"fmt"
-	"io"
 	"io/fs"
 	"os"
-	"path/filepath"
 	"time"
 
 	"github.com/delegateos/delegateos/internal/fsutil"
+	"github.com/delegateos/delegateos/internal/jsonlines"
 )
 
 // fileMode is the mode of a new file and its lock file: the proxy's own
@@ -57,13 +56,7 @@ func OpenFile(path string, limits map[string]Limit, now time.Time) (*Limiter, er
 	}
 	// Every name of the file shares one lock, and the rewrite replaces the
 	// file rather than a symbolic link to it.
-	if real, err := filepath.EvalSymlinks(path); err == nil {
-		path = real
-	}
-	if abs, err := filepath.Abs(path); err == nil {
-		path = abs
-	}
-	unlock, err := fsutil.TryLock(path+".lock", fileMode)
+	path, unlock, err := jsonlines.Lock(path, fileMode)
 	if errors.Is(err, fsutil.ErrLocked) {
 		return nil, &inUseError{path}
 	}
@@ -81,10 +74,12 @@ func OpenFile(path string, limits map[string]Limit, now time.Time) (*Limiter, er
 
 // load replays the file into l's logs and rewrites it.
 func (f *file) load(l *Limiter, now time.Time) error {
-	data, err := f.read()
+	// An existing file's mode is kept by its rewrites.
+	data, mode, err := jsonlines.ReadFile("rate-limit file", f.path, f.mode)
 	if err != nil {
 		return err
 	}
+	f.mode = mode
 	if _, err := parseLog(data, l.replay); err != nil {
 		return fmt.Errorf("rate-limit file %s is corrupt at %w; it was not changed: repair the line, or remove the file to start every window afresh", f.path, err)
 	}
@@ -93,32 +88,6 @@ func (f *file) load(l *Limiter, now time.Time) error {
 		return fmt.Errorf("rate-limit file %s: rewrite: %w", f.path, err)
 	}
 	return nil
-}
-
-// read returns the file's bytes, nothing if there is no file yet, and
-// takes the mode of an existing file for its rewrites.
-func (f *file) read() ([]byte, error) {
-	r, err := os.Open(f.path)
-	if errors.Is(err, fs.ErrNotExist) {
-		return nil, nil
-	}
-	if err != nil {
-		return nil, fmt.Errorf("rate-limit file %s: %w", f.path, err)
-	}
-	defer r.Close()
-	fi, err := r.Stat()
-	if err != nil {
-		return nil, fmt.Errorf("rate-limit file %s: %w", f.path, err)
-	}
-	if !fi.Mode().IsRegular() {
-		return nil, fmt.Errorf("rate-limit file %s is not a regular file", f.path)
-	}
-	f.mode = fi.Mode().Perm()
-	data, err := io.ReadAll(r)
-	if err != nil {
-		return nil, fmt.Errorf("rate-limit file %s: %w", f.path, err)
-	}
-	return data, nil
 }
 
 // admit records a, which the logs already hold. keys is how many keys the
@@ -163,17 +132,8 @@ func (f *file) write(keys int, logs func([]byte) []byte) error {
 // fsync of the directory) and reopens it for appending. Any failure
 // leaves the file dirty.
 func (f *file) compact(logs func([]byte) []byte) error {
-	if f.log != nil {
-		// Closed first: some systems cannot rename over an open file.
-		f.log.Close()
-		f.log = nil
-	}
-	err := fsutil.WriteFileAtomic(f.path, logs(nil), f.mode)
-	if log, oerr := os.OpenFile(f.path, os.O_WRONLY|os.O_APPEND, 0); oerr == nil {
-		f.log = log
-	} else if err == nil {
-		err = oerr
-	}
+	log, err := jsonlines.Rewrite(f.log, f.path, logs(nil), f.mode)
+	f.log = log
 	if err != nil {
 		f.dirty = err
 		return err

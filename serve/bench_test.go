@@ -12,6 +12,7 @@ import (
 
 	"github.com/delegateos/delegateos/budget"
 	"github.com/delegateos/delegateos/dct"
+	"github.com/delegateos/delegateos/gate"
 	"github.com/delegateos/delegateos/internal/mcptest"
 	"github.com/delegateos/delegateos/policy"
 	"github.com/delegateos/delegateos/proxy"
@@ -30,9 +31,9 @@ func BenchmarkServeCall(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	gate := &proxy.Gate{Policy: policy.Default(), Verifier: v, Budget: budget.NewMemory()}
+	g := &gate.Gate{Policy: policy.Default(), Verifier: v, Budget: budget.NewMemory()}
 	srv, err := serve.New(serve.Options{Relay: func(ctx context.Context, s *serve.Session, in io.Reader, out io.Writer) error {
-		return proxy.Run(ctx, proxy.Config{Upstream: []string{up, "stdio"}, Gate: gate, SessionToken: tok.String()}, in, out)
+		return proxy.Run(ctx, proxy.Config{Upstream: []string{up, "stdio"}, Gate: g, SessionToken: tok.String()}, in, out)
 	}, MaxSessions: 1024, MaxCalls: 4096})
 	if err != nil {
 		b.Fatal(err)

@@ -13,6 +13,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/delegateos/delegateos/gate"
 	"github.com/delegateos/delegateos/proxy"
 )
 
@@ -483,7 +484,7 @@ func (b *bridge) answerError(ctx context.Context, m proxy.Message, msg string) {
 		// answer now could be taken for a later request with its id.
 		return
 	}
-	b.write(proxy.ErrorFrame(m.ID, proxy.CodeInternalError, msg))
+	b.write(proxy.ErrorFrame(m.ID, gate.CodeInternalError, msg))
 }
 
 // errUpstreamEnded is what the relay's writes meet once the bridge has

@@ -49,5 +49,8 @@
 // token still authorizes anything (Options.SessionLive: a revoked token's
 // session is closed with its upstream), and Options.Authorize. One token,
 // or one delegation tree, holds a bounded share of the sessions
-// (Options.MaxCredentialSessions, MaxTreeSessions).
+// (Options.MaxCredentialSessions, MaxTreeSessions). Signatures, applied to
+// the Options, is holder-of-key authorization (require_signature): every
+// request signed (AVP-Sig) by the holder of the token the gate decides it
+// with.
 package serve

@@ -15,6 +15,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/delegateos/delegateos/avpsig"
+	"github.com/delegateos/delegateos/gate"
 	"github.com/delegateos/delegateos/proxy"
 )
 
@@ -74,7 +75,7 @@ func knownVersion(v string) bool {
 func httpError(w http.ResponseWriter, status int, id []byte, msg string) {
 	code := proxy.CodeInvalidRequest
 	if status >= 500 {
-		code = proxy.CodeInternalError
+		code = gate.CodeInternalError
 	}
 	writeJSON(w, status, proxy.ErrorFrame(id, code, msg))
 }
@@ -346,7 +347,7 @@ func (s *Server) servePost(w http.ResponseWriter, r *http.Request) {
 	} else if !s.authorize(w, r, body, sess) {
 		return
 	}
-	if sess.shared && m.Method == proxy.MethodDelegate {
+	if sess.shared && m.Method == gate.MethodDelegate {
 		// It binds a token to the relay's session (as a request or a
 		// notification), for the calls that bring none: on a shared
 		// relay, other clients' calls.

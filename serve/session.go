@@ -13,6 +13,7 @@ import (
 
 	"go.uber.org/zap"
 
+	"github.com/delegateos/delegateos/gate"
 	"github.com/delegateos/delegateos/proxy"
 )
 
@@ -386,7 +387,7 @@ func (s *session) abandon(st *stream, msg string) {
 		return
 	}
 	s.finish(st)
-	st.add(proxy.ErrorFrame([]byte(st.reqID), proxy.CodeInternalError, msg), true)
+	st.add(proxy.ErrorFrame([]byte(st.reqID), gate.CodeInternalError, msg), true)
 }
 
 // delivered forgets a stream whose final event was written.
@@ -475,7 +476,7 @@ func (s *session) cancelOpen(why string) {
 	var ids []string
 	for _, st := range append([]*stream(nil), s.open...) {
 		s.finish(st)
-		st.add(proxy.ErrorFrame([]byte(st.reqID), proxy.CodeInternalError, "the session was closed before the upstream answered: "+why), true)
+		st.add(proxy.ErrorFrame([]byte(st.reqID), gate.CodeInternalError, "the session was closed before the upstream answered: "+why), true)
 		ids = append(ids, st.reqID)
 	}
 	s.mu.Unlock()
@@ -510,7 +511,7 @@ func (s *session) end(err error) {
 	s.markReady()
 	for _, st := range append([]*stream(nil), s.open...) {
 		s.finish(st)
-		st.add(proxy.ErrorFrame([]byte(st.reqID), proxy.CodeInternalError, msg+" before the upstream answered"), true)
+		st.add(proxy.ErrorFrame([]byte(st.reqID), gate.CodeInternalError, msg+" before the upstream answered"), true)
 	}
 	for _, st := range s.streams {
 		st.signal()

@@ -12,6 +12,7 @@ import (
 
 	"github.com/delegateos/delegateos/chain"
 	"github.com/delegateos/delegateos/dct"
+	"github.com/delegateos/delegateos/gate"
 	"github.com/delegateos/delegateos/identity"
 	"github.com/delegateos/delegateos/revocation"
 )
@@ -19,11 +20,9 @@ import (
 // The DelegateOS files of a workspace, next to RDP's reputation/ and
 // contracts/ directories.
 const (
-	wsDelegations   = "delegations.jsonl"
-	wsTaskContracts = "task-contracts"
-	wsAttestations  = "attestations"
-	// wsRevocations is the durable copy of a Redis revocation list.
-	wsRevocations = "revocations.json"
+	wsDelegations   = gate.WorkspaceDelegations
+	wsTaskContracts = gate.WorkspaceTaskContracts
+	wsAttestations  = gate.WorkspaceAttestations
 )
 
 var chainShowCmd = &command{

@@ -9,7 +9,7 @@ import (
 	"github.com/spf13/pflag"
 )
 
-// The CLI reference (docs/cli.md) and the README's command table are
+// The CLI reference (docs/cli.md) and the command table of docs/commands.md are
 // written from the command tree itself, so they cannot drift from it;
 // TestCLIReference fails when the checked-in copies differ.
 
@@ -54,7 +54,7 @@ func writeCLIReference(w io.Writer) {
 	}
 }
 
-// writeCommandTable writes the README's table of commands.
+// writeCommandTable writes the table of commands in docs/commands.md.
 func writeCommandTable(w io.Writer) {
 	fmt.Fprint(w, "| command | does |\n|---|---|\n")
 	for _, l := range leaves(root, []string{root.name}) {

@@ -13,13 +13,13 @@ import (
 	"github.com/delegateos/delegateos/budget"
 	"github.com/delegateos/delegateos/contract"
 	"github.com/delegateos/delegateos/dct"
+	"github.com/delegateos/delegateos/gate"
 	"github.com/delegateos/delegateos/internal/fsutil"
-	"github.com/delegateos/delegateos/proxy"
 )
 
 // wsPlans is the workspace directory of signed decomposition plans, where
 // the gate finds them.
-const wsPlans = "plans"
+const wsPlans = gate.WorkspacePlans
 
 var contractDecomposeCmd = &command{
 	name:    "decompose",
@@ -77,7 +77,7 @@ var contractDecomposeCmd = &command{
 			}
 			var spent int64
 			spentAt := map[string]int64{}
-			key := proxy.BudgetKey(tok)
+			key := gate.BudgetKey(tok)
 			if *spendStore != "" {
 				// Read, not opened: a running proxy holds the store.
 				usage, err := budget.ReadUsage(*spendStore)
@@ -111,7 +111,7 @@ var contractDecomposeCmd = &command{
 				// again (recorded as it is, or refused as another plan
 				// under its ID): it does not allot against itself.
 				if p.Issuer == scope.Delegatee && (spec.ID == "" || p.ID != spec.ID) {
-					allotted += proxy.OpenAllotted(p, key, now, func(string) bool { return false }, func(k string) int64 { return spentAt[k] })
+					allotted += gate.OpenAllotted(p, key, now, func(string) bool { return false }, func(k string) int64 { return spentAt[k] })
 				}
 			}
 			d, err := contract.Decompose(contract.DecomposeParams{Key: k, Parent: c, Token: tok, Scope: scope, Spent: spent, Allotted: allotted,

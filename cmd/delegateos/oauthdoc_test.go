@@ -31,11 +31,7 @@ func TestDocsOAuth(t *testing.T) {
 	var script strings.Builder
 	fmt.Fprintf(&script, "export PATH=%q:\"$PATH\"\n", bin)
 	for i, c := range cmds {
-		fmt.Fprintf(&script, "{ %s\n} >.out.%d 2>.err.%d\nrc=$?\ncat .out.%d .err.%d\n", c.text, i, i, i, i)
-		fmt.Fprintf(&script, "if [ $rc -ne %d ]; then echo \"docs/oauth.md line %d exited $rc, want %d: %s\" >&2; exit 97; fi\n", c.wantExit, c.line, c.wantExit, shellQuoteForEcho(c.text))
-		if c.wantOut != "" {
-			fmt.Fprintf(&script, "grep -q %q .out.%d .err.%d || { echo \"docs/oauth.md line %d: output lacks %s\" >&2; exit 97; }\n", c.wantOut, i, i, c.line, c.wantOut)
-		}
+		scriptCommand(&script, c, fmt.Sprint(i), fmt.Sprintf("docs/oauth.md line %d", c.line))
 	}
 	if len(cmds) < 10 {
 		t.Fatalf("found only %d commands in docs/oauth.md; is it parsed right?", len(cmds))

@@ -15,8 +15,8 @@ import (
 	"github.com/delegateos/delegateos/chain"
 	"github.com/delegateos/delegateos/contract"
 	"github.com/delegateos/delegateos/dct"
+	"github.com/delegateos/delegateos/gate"
 	"github.com/delegateos/delegateos/internal/render"
-	"github.com/delegateos/delegateos/proxy"
 )
 
 var contractShowCmd = &command{
@@ -153,7 +153,7 @@ func planRows(p *contract.Plan, ds []chain.Delegation, usage []budget.Usage) []p
 		}
 		if d := byKey[st.DelegationKey]; d != nil {
 			if tok, err := dct.Parse(d.DCT.Token); err == nil {
-				r.Spent = spent[proxy.BudgetKey(tok)]
+				r.Spent = spent[gate.BudgetKey(tok)]
 			}
 			if d.Status != chain.StatusActive {
 				r.Returned = max(0, r.Allotted-r.Spent)

@@ -5,7 +5,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/delegateos/delegateos/internal/redisconn"
 	"io"
 	"io/fs"
 	"os"
@@ -22,10 +21,13 @@ import (
 	"go.uber.org/zap/zapcore"
 
 	"github.com/delegateos/delegateos/dct"
+	"github.com/delegateos/delegateos/gate"
+	"github.com/delegateos/delegateos/internal/fsutil"
 	"github.com/delegateos/delegateos/internal/logline"
 	"github.com/delegateos/delegateos/internal/stdio"
 	"github.com/delegateos/delegateos/policy"
 	"github.com/delegateos/delegateos/proxy"
+	"github.com/delegateos/delegateos/upstreamuser"
 )
 
 var proxyCmd = &command{
@@ -89,13 +91,13 @@ var proxyCmd = &command{
 			stateDirForStores(pol)
 			warnUnwritable(pol, log)
 
-			var as *upstreamUser
+			var as *upstreamuser.User
 			if pol.UpstreamUser != "" {
 				what := from(*upstreamUserFlag != "", "--upstream-user", "upstream_user")
-				if as, err = resolveUpstreamUser(pol.UpstreamUser); err != nil {
+				if as, err = upstreamuser.Resolve(pol.UpstreamUser); err != nil {
 					return fixf("%s: %v", what, err)
 				}
-				if err := checkCanSwitch(); err != nil {
+				if err := upstreamuser.CheckCanSwitch(); err != nil {
 					return fixf("%s %s: %v", what, pol.UpstreamUser, err)
 				}
 			}
@@ -123,27 +125,31 @@ var proxyCmd = &command{
 				}
 				if !fromEnv && !strings.HasPrefix(tokenArg, "@") {
 					if as != nil {
-						return fixf("--token: a token written on the command line can be read by every local user, the upstream user %s included (ps, /proc/PID/cmdline); give it as --token @FILE (mode 0600) or in DELEGATEOS_TOKEN", as.name)
+						return fixf("--token: a token written on the command line can be read by every local user, the upstream user %s included (ps, /proc/PID/cmdline); give it as --token @FILE (mode 0600) or in DELEGATEOS_TOKEN", as.Name())
 					}
 					log.Warn("the session token was given on the command line, where every local user can read it (ps, /proc/PID/cmdline); give --token @FILE (mode 0600) instead")
 				}
 			}
 			if as != nil {
-				if err := checkRedisFromUpstream(as, pol, *policyPath, *spend, *revsFlag); err != nil {
-					return err
+				if err := as.CheckRedis([]upstreamuser.Store{
+					{What: "the spend store", Path: pol.SpendStore, OnCommandLine: *spend != ""},
+					{What: "the revocation list", Path: pol.RevocationList, OnCommandLine: *revsFlag != ""},
+					{What: "the ended-delegation set", Path: pol.EndedDelegations},
+				}, *policyPath); err != nil {
+					return fixf("--upstream-user %s: %v", as.Name(), err)
 				}
 			}
-			opened, closeGate, err := openGate(pol, gateFlags{revocations: *revsFlag != "", spendStore: *spend != "", who: "the proxy"}, log)
+			snap, err := openGate(pol, gateFlags{revocations: *revsFlag != "", spendStore: *spend != "", who: "the proxy"}, log)
 			if err != nil {
 				return err
 			}
-			defer closeGate()
-			gate, delegations := opened.gate, opened.delegations
+			defer snap.Close()
+			g, delegations := snap.Gate, snap.Delegations
 			if sessionToken != "" {
-				if gate.Verifier == nil {
+				if g.Verifier == nil {
 					return fixf("a session token needs a trusted root to be verified against: give --root ID (the root issuer of the token; 'delegateos dct inspect --token @FILE' shows it) or list it under roots in the policy file")
 				}
-				if _, err := gate.Verifier.VerifyChain(sessionToken, time.Now()); err != nil {
+				if _, err := g.Verifier.VerifyChain(sessionToken, time.Now()); err != nil {
 					return fixf("the session token is not valid: %v; %s", err, tokenFix(err))
 				}
 			}
@@ -159,23 +165,21 @@ var proxyCmd = &command{
 				if pol.AuditLog == "" {
 					proxyKey = ""
 				}
-				if proxyKey != "" && as.mayAccess(proxyKey, 4) {
-					return fixf("--upstream-user %s: the upstream user can read the proxy key %s, so it could sign receipts the proxy never made: make it readable by the proxy's user only (chown it to that user, chmod 600)", as.name, proxyKey)
+				if proxyKey != "" && as.MayAccess(proxyKey, upstreamuser.Read) {
+					return fixf("--upstream-user %s: the upstream user can read the proxy key %s, so it could sign receipts the proxy never made: make it readable by the proxy's user only (chown it to that user, chmod 600)", as.Name(), proxyKey)
 				}
-				for _, f := range []struct{ what, path string }{
-					{"the revocation list", pol.RevocationList},
-					{"the spend store", pol.SpendStore},
-					{"the rate-limit windows", ratesPath(pol)},
-					{"the workspace", pol.Workspace},
-					{"the audit log", pol.AuditLog},
-					{"the proxy key", proxyKey},
-				} {
-					if f.path != "" && !redisconn.IsURL(f.path) && as.mayModify(f.path) {
-						return fixf("--upstream-user %s: the upstream user could change or replace %s %s (through it or a directory above it): make it and its directories writable by the proxy's user only, or set the sticky bit on a shared directory", as.name, f.what, f.path)
-					}
+				if err := as.CheckFiles([]upstreamuser.Store{
+					{What: "the revocation list", Path: pol.RevocationList},
+					{What: "the spend store", Path: pol.SpendStore},
+					{What: "the rate-limit windows", Path: gate.RatesPath(pol)},
+					{What: "the workspace", Path: pol.Workspace},
+					{What: "the audit log", Path: pol.AuditLog},
+					{What: "the proxy key", Path: proxyKey},
+				}); err != nil {
+					return fixf("--upstream-user %s: %v", as.Name(), err)
 				}
-				prepare = as.prepare
-				if wd, err := os.Getwd(); err == nil && !as.mayAccess(wd, 1) {
+				prepare = as.Prepare
+				if wd, err := os.Getwd(); err == nil && !as.MayAccess(wd, upstreamuser.Execute) {
 					log.Warn("the upstream user cannot enter the working directory: relative paths in its command and arguments will fail; start the proxy in a directory that user can enter",
 						zap.String("user", as.String()), zap.String("dir", wd))
 				}
@@ -221,7 +225,7 @@ var proxyCmd = &command{
 			// cannot be started) is the answer to its initialize.
 			in = &watchedReader{r: in, read: &e.clientRead}
 			cfg := proxy.Config{
-				Upstream: args, Gate: gate, SessionToken: sessionToken, Delegations: delegations,
+				Upstream: args, Gate: g, SessionToken: sessionToken, Delegations: delegations,
 				MaxFrameBytes: pol.MaxFrameBytes, Observe: *observe,
 				Log: log, Signals: sigs, PrepareUpstream: prepare, Evidence: evidence,
 			}
@@ -305,12 +309,12 @@ func tokenFix(err error) string {
 }
 
 // startFix says what to do about an upstream command that cannot start.
-func startFix(err error, command string, as *upstreamUser) string {
+func startFix(err error, command string, as *upstreamuser.User) string {
 	switch {
 	case errors.Is(err, exec.ErrNotFound):
 		return fmt.Sprintf("; check the command after --: give the full path of %s, or add its directory to PATH", command)
 	case as != nil && (errors.Is(err, fs.ErrPermission) || errors.Is(err, syscall.EACCES)):
-		return fmt.Sprintf("; the upstream user %s must be able to execute %s and enter every directory above it (chmod o+rx, or a 0755 directory)", as.name, command)
+		return fmt.Sprintf("; the upstream user %s must be able to execute %s and enter every directory above it (chmod o+rx, or a 0755 directory)", as.Name(), command)
 	case errors.Is(err, fs.ErrPermission):
 		return fmt.Sprintf("; make %s executable (chmod +x)", command)
 	}
@@ -320,19 +324,19 @@ func startFix(err error, command string, as *upstreamUser) string {
 // checkTokenFile looks at --token @FILE before it is read: a file others
 // can read is a warning; with --upstream-user, a file the upstream user
 // can read is an error, since keeping the token from it is the point.
-func checkTokenFile(path string, as *upstreamUser, log *zap.Logger) error {
+func checkTokenFile(path string, as *upstreamuser.User, log *zap.Logger) error {
 	fi, err := os.Stat(path)
 	if err != nil {
 		return nil // readToken reports it
 	}
 	mode := fi.Mode().Perm()
-	if as != nil && as.mayAccess(path, 4) {
-		return fixf("--token @%s: the upstream user %s can read this file (mode %04o), so it could use the session token: make it readable by the proxy's user only (chmod 600 %s), in a directory the upstream user cannot write", path, as.name, mode, path)
+	if as != nil && as.MayAccess(path, upstreamuser.Read) {
+		return fixf("--token @%s: the upstream user %s can read this file (mode %04o), so it could use the session token: make it readable by the proxy's user only (chmod 600 %s), in a directory the upstream user cannot write", path, as.Name(), mode, path)
 	}
 	if mode&0o077 != 0 {
 		log.Warn(fmt.Sprintf("the token file is readable by group or others (mode %04o): chmod 600 %s", mode, path), zap.String("file", path))
 	}
-	if uid, ok := fileOwner(fi); ok && uid != os.Geteuid() {
+	if _, _, uid, ok := fsutil.ID(fi); ok && int(uid) != os.Geteuid() {
 		log.Warn(fmt.Sprintf("the token file belongs to uid %d, not to the proxy's user (uid %d): its owner can replace the token; chown it to the proxy's user", uid, os.Geteuid()), zap.String("file", path))
 	}
 	return nil

@@ -88,11 +88,37 @@ func readmeCommands(t *testing.T, path string) []readmeCommand {
 	return cmds
 }
 
-// TestREADME runs every command the README shows, in order, in one shell,
-// as a new user would: the install command builds the binary that the rest
-// use. Commands annotated "# exit N (word)" must exit N and print word;
-// the others must succeed. "make" commands are run by CI (.ci/run), which
-// this test checks instead of recursing into them.
+// walkthrough is the README and the docs pages whose ```sh blocks
+// TestREADME runs, in this order, in one shell and one directory: each
+// page continues from the state the pages before it left (keys, tokens,
+// policy.yaml, the workspace), as a reader following them does.
+var walkthrough = []string{
+	"README.md",
+	"docs/tokens.md",
+	"docs/proxy.md",
+	"docs/policy.md",
+	"docs/pins.md",
+	"docs/approval.md",
+	"docs/serve.md",
+	"docs/contracts.md",
+	"docs/spend.md",
+	"docs/evidence.md",
+	"docs/reputation.md",
+	"docs/credentials.md",
+}
+
+// testedElsewhere names, for each docs page with ```sh blocks that is not
+// part of the walkthrough, the test that runs its commands.
+var testedElsewhere = map[string]string{
+	"docs/oauth.md": "TestDocsOAuth",
+}
+
+// TestREADME runs every command the README and the walkthrough's docs
+// pages show, in order, in one shell, as a new user would: the README's
+// install command builds the binary that the rest use. Commands annotated
+// "# exit N (word)" must exit N and print word; the others must succeed.
+// "make" commands are run by CI (.ci/run), which this test checks instead
+// of recursing into them.
 func TestREADME(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds and runs the binary; skipped with -short")
@@ -101,7 +127,6 @@ func TestREADME(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	cmds := readmeCommands(t, filepath.Join(repo, "README.md"))
 	ci, err := os.ReadFile(filepath.Join(repo, ".ci", "run"))
 	if err != nil {
 		t.Fatal(err)
@@ -110,37 +135,83 @@ func TestREADME(t *testing.T) {
 	var script strings.Builder
 	fmt.Fprintf(&script, "export PATH=%q:\"$PATH\"\n", bin)
 	ran := 0
-	for i, c := range cmds {
-		word := strings.Fields(c.text)[0]
-		switch {
-		case word == "make":
-			target := strings.TrimSpace(strings.SplitN(c.text, "#", 2)[0])
-			if !strings.Contains(string(ci), "\n"+target+"\n") {
-				t.Errorf("README line %d: %q is not run by .ci/run", c.line, target)
+	for p, page := range walkthrough {
+		cmds := readmeCommands(t, filepath.Join(repo, page))
+		if len(cmds) == 0 {
+			t.Errorf("%s shows no ```sh commands; take it out of the walkthrough", page)
+		}
+		for i, c := range cmds {
+			n := fmt.Sprintf("%d.%d", p, i)
+			where := fmt.Sprintf("%s line %d", page, c.line)
+			word := strings.Fields(c.text)[0]
+			switch {
+			case word == "make":
+				target := strings.TrimSpace(strings.SplitN(c.text, "#", 2)[0])
+				if !strings.Contains(string(ci), "\n"+target+"\n") {
+					t.Errorf("%s: %q is not run by .ci/run", where, target)
+				}
+				continue
+			case strings.HasPrefix(c.text, "go install"):
+				fmt.Fprintf(&script, "cd %q && GOBIN=%q %s || { echo '%s: install failed' >&2; exit 97; }\ncd %q\n", repo, bin, c.text, where, work)
+				ran++
+				continue
 			}
-			continue
-		case strings.HasPrefix(c.text, "go install"):
-			fmt.Fprintf(&script, "cd %q && GOBIN=%q %s || { echo 'README line %d: install failed' >&2; exit 97; }\ncd %q\n", repo, bin, c.text, c.line, work)
+			scriptCommand(&script, c, n, where)
 			ran++
-			continue
 		}
-		fmt.Fprintf(&script, "{ %s\n} >.out.%d 2>.err.%d\nrc=$?\ncat .out.%d .err.%d\n", c.text, i, i, i, i)
-		fmt.Fprintf(&script, "if [ $rc -ne %d ]; then echo \"README line %d exited $rc, want %d: %s\" >&2; exit 97; fi\n", c.wantExit, c.line, c.wantExit, shellQuoteForEcho(c.text))
-		if c.wantOut != "" {
-			fmt.Fprintf(&script, "grep -q %q .out.%d .err.%d || { echo \"README line %d: output lacks %s\" >&2; exit 97; }\n", c.wantOut, i, i, c.line, c.wantOut)
-		}
-		ran++
 	}
-	if ran < 10 {
-		t.Fatalf("found only %d runnable README commands; is the README parsed right?", ran)
+	if ran < 100 {
+		t.Fatalf("found only %d runnable commands; are the README and docs parsed right?", ran)
 	}
 	cmd := exec.Command("bash", "-u", "-c", script.String())
 	cmd.Dir = work
 	out, err := cmd.CombinedOutput()
 	if err != nil {
-		t.Fatalf("README commands failed: %v\n%s", err, out)
+		t.Fatalf("README and docs commands failed: %v\n%s", err, out)
 	}
-	t.Logf("ran %d README commands", ran)
+	t.Logf("ran %d commands of the README and docs", ran)
+}
+
+// TestDocsCommandsTested holds every page that shows ```sh commands to a
+// test that runs them: the walkthrough, or one named in testedElsewhere.
+func TestDocsCommandsTested(t *testing.T) {
+	repo := filepath.Join("..", "..")
+	pages, err := filepath.Glob(filepath.Join(repo, "docs", "*.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	pages = append(pages, filepath.Join(repo, "README.md"))
+	covered := map[string]bool{}
+	for _, p := range walkthrough {
+		covered[p] = true
+	}
+	for p := range testedElsewhere {
+		covered[p] = true
+	}
+	for _, p := range pages {
+		rel, _ := filepath.Rel(repo, p)
+		rel = filepath.ToSlash(rel)
+		if len(readmeCommands(t, p)) > 0 && !covered[rel] {
+			t.Errorf("%s shows ```sh commands that no test runs: add it to walkthrough (run by TestREADME) or to testedElsewhere with the test that runs them", rel)
+		}
+	}
+	for p, name := range testedElsewhere {
+		if _, err := os.Stat(filepath.Join(repo, p)); err != nil {
+			t.Errorf("testedElsewhere names %s (%s): %v", p, name, err)
+		}
+	}
+}
+
+// scriptCommand writes to script the shell lines that run c, keeping its
+// output in .out.n and .err.n, and stop the script with status 97 and a
+// message naming where it is shown when it exits otherwise than c says or
+// lacks the word c says its output has.
+func scriptCommand(script *strings.Builder, c readmeCommand, n, where string) {
+	fmt.Fprintf(script, "{ %s\n} >.out.%s 2>.err.%s\nrc=$?\ncat .out.%s .err.%s\n", c.text, n, n, n, n)
+	fmt.Fprintf(script, "if [ $rc -ne %d ]; then echo \"%s exited $rc, want %d: %s\" >&2; exit 97; fi\n", c.wantExit, where, c.wantExit, shellQuoteForEcho(c.text))
+	if c.wantOut != "" {
+		fmt.Fprintf(script, "grep -q %q .out.%s .err.%s || { echo \"%s: output lacks %s\" >&2; exit 97; }\n", c.wantOut, n, n, where, c.wantOut)
+	}
 }
 
 func shellQuoteForEcho(s string) string {

@@ -10,6 +10,7 @@ import (
 
 	"github.com/spf13/pflag"
 
+	"github.com/delegateos/delegateos/gate"
 	"github.com/delegateos/delegateos/identity"
 	"github.com/delegateos/delegateos/policy"
 	"github.com/delegateos/delegateos/reputation"
@@ -220,9 +221,9 @@ var reputationTrustCmd = &command{
 					}
 				}
 			}
-			gate, err := trustGate(g)
+			tg, err := gate.TrustGateOf(g)
 			if err != nil {
-				return err
+				return inputError{err}
 			}
 			when, err := atFlag(*at)
 			if err != nil {
@@ -236,7 +237,7 @@ var reputationTrustCmd = &command{
 			if err != nil {
 				return repError(err)
 			}
-			r := gate.Report(v)
+			r := tg.Report(v)
 			if *asJSON {
 				return writeJSON(e, r)
 			}
@@ -269,22 +270,4 @@ var reputationTrustCmd = &command{
 			return nil
 		}
 	},
-}
-
-// trustGate builds the reputation package's gate from the policy's,
-// naming trusted attesters by did:key as signals name their sources.
-func trustGate(g *policy.TrustGate) (reputation.TrustGate, error) {
-	gate := reputation.TrustGate{MinReliability: g.MinReliability, MinConfidence: g.MinConfidence}
-	if f := g.StarterFloor; f != nil {
-		sf := &reputation.StarterFloor{MinAttesters: f.MinAttesters}
-		for _, id := range f.TrustedAttesters {
-			did, err := identity.DIDFromPrincipalID(id)
-			if err != nil {
-				return reputation.TrustGate{}, inputf("trusted attester %s: %v", id, err)
-			}
-			sf.TrustedAttesters = append(sf.TrustedAttesters, did)
-		}
-		gate.StarterFloor = sf
-	}
-	return gate, nil
 }

@@ -22,6 +22,7 @@ import (
 	"github.com/delegateos/delegateos/agentcard"
 	"github.com/delegateos/delegateos/audit"
 	"github.com/delegateos/delegateos/dct"
+	"github.com/delegateos/delegateos/gate"
 	"github.com/delegateos/delegateos/identity"
 	"github.com/delegateos/delegateos/policy"
 	"github.com/delegateos/delegateos/proxy"
@@ -175,21 +176,21 @@ var serveCmd = &command{
 					return err
 				}
 			}
-			opened, closeGate, err := openGate(pol, gateFlags{revocations: *revsFlag != "", spendStore: *spend != "", who: "the server"}, log)
+			snap, err := openGate(pol, gateFlags{revocations: *revsFlag != "", spendStore: *spend != "", who: "the server"}, log)
 			if err != nil {
 				return err
 			}
-			defer closeGate()
-			gate, revs, delegations := opened.gate, opened.revocations, opened.delegations
+			defer snap.Close()
+			g, revs, delegations := snap.Gate, snap.Revocations, snap.Delegations
 			checkToken := func(tok string) error {
-				if gate.Verifier == nil {
+				if g.Verifier == nil {
 					return errors.New("no trusted roots to verify it against")
 				}
-				if _, err := gate.Verifier.VerifyChain(tok, time.Now()); err != nil {
+				if _, err := g.Verifier.VerifyChain(tok, time.Now()); err != nil {
 					return err
 				}
 				// A token whose delegation has ended authorizes nothing.
-				_, err := gate.ListView(proxy.MethodToolsList, tok)
+				_, err := g.ListView(gate.MethodToolsList, tok)
 				return err
 			}
 			if defaultToken != "" {
@@ -235,7 +236,7 @@ var serveCmd = &command{
 			if *keyFile != "" {
 				keyPath = *keyFile
 			}
-			setup := &serveSetup{Policy: pol, Gate: gate, Log: log, Revocations: revs, DefaultToken: defaultToken, KeyFile: keyPath,
+			setup := &serveSetup{Policy: pol, Gate: g, Log: log, Revocations: revs, DefaultToken: defaultToken, KeyFile: keyPath,
 				Listen: *listen, TLS: *tlsCert != "", Endpoint: *endpoint, CheckToken: checkToken, Delegations: delegations, Evidence: evidence}
 			relayConfig := func(s *serve.Session) proxy.Config {
 				tok := s.Token
@@ -243,7 +244,7 @@ var serveCmd = &command{
 					tok = defaultToken
 				}
 				c := proxy.Config{
-					Upstream: args, UpstreamConn: upstreamConn, Gate: gate, SessionToken: tok, Delegations: delegations,
+					Upstream: args, UpstreamConn: upstreamConn, Gate: g, SessionToken: tok, Delegations: delegations,
 					MaxFrameBytes: pol.MaxFrameBytes, Log: setup.Log.With(zap.String("session", s.ID[:8])),
 					Evidence: evidence,
 				}
@@ -263,8 +264,8 @@ var serveCmd = &command{
 				IdleTimeout: *idle, AbandonTimeout: abandonTimeout(*abandon), ReadTimeout: *readTimeout, JSONResponses: *jsonResponses, CheckToken: withClientFix(checkToken), Log: log,
 				RequireToken:          defaultToken == "" && !pol.AllowUnauthenticated,
 				MaxCredentialSessions: noBound(*maxCredSessions), MaxTreeSessions: noBound(*maxTreeSessions),
-				SessionTree: delegationTree, SessionCredential: canonicalToken, SessionLive: sessionLive(checkToken), RecheckInterval: *recheck,
-				UpstreamReady: upstreamReady(args, *upstreamURL),
+				SessionTree: serve.TokenTree, SessionCredential: serve.TokenCredential, SessionLive: serve.SessionLive(checkToken), RecheckInterval: *recheck,
+				UpstreamReady: serve.UpstreamReady(args, *upstreamURL),
 			}
 			if *maxBody > 0 {
 				sopts.MaxBodyBytes = *maxBody
@@ -365,34 +366,6 @@ var serveCmd = &command{
 	},
 }
 
-// upstreamReady is /readyz's check of the upstream: the command can still
-// be found and run, or the --upstream-url server accepts a connection.
-func upstreamReady(args []string, upstreamURL string) func(context.Context) error {
-	if upstreamURL == "" {
-		return func(context.Context) error {
-			_, err := exec.LookPath(args[0])
-			return err
-		}
-	}
-	u, _ := url.Parse(upstreamURL) // checked at start
-	addr := u.Host
-	if u.Port() == "" {
-		port := "80"
-		if u.Scheme == "https" {
-			port = "443"
-		}
-		addr = net.JoinHostPort(u.Hostname(), port)
-	}
-	return func(ctx context.Context) error {
-		var d net.Dialer
-		c, err := d.DialContext(ctx, "tcp", addr)
-		if err != nil {
-			return err
-		}
-		return c.Close()
-	}
-}
-
 func isLoopback(host string) bool {
 	if strings.EqualFold(host, "localhost") {
 		return true
@@ -415,7 +388,7 @@ type serveExtension struct {
 // serveSetup is what an extension of serve works with.
 type serveSetup struct {
 	Policy *policy.Policy
-	Gate   *proxy.Gate
+	Gate   *gate.Gate
 	// Log is the server's logger; configure may replace it (to tee the
 	// decision lines, say): every session's relay logs to it.
 	Log *zap.Logger
@@ -433,7 +406,7 @@ type serveSetup struct {
 	// CheckToken verifies a token and that its delegation has not ended.
 	CheckToken func(string) error
 	// Delegations is the workspace's delegation handling, nil without one.
-	Delegations *proxy.Delegations
+	Delegations *gate.Delegations
 	// Evidence is the audit log, nil without one.
 	Evidence proxy.Evidence
 	Options  *serve.Options // configure may change it
@@ -482,41 +455,4 @@ func noBound(n int) int {
 		return -1
 	}
 	return n
-}
-
-// delegationTree names the delegation tree of a verified token: the
-// revocation ID of its authority block, which only a trusted root can
-// sign, so a token holder cannot make more trees by attenuating.
-func delegationTree(tok string) string {
-	t, err := dct.ParseInput(tok)
-	if err != nil {
-		return ""
-	}
-	return t.RevocationIDs()[0]
-}
-
-// canonicalToken is the bare base64url form of a token the client may have
-// sent in its {"token","format"} wrapper (any spacing): one credential, one
-// spelling, for the per-credential caps.
-func canonicalToken(tok string) string {
-	t, err := dct.ParseInput(tok)
-	if err != nil {
-		return ""
-	}
-	return t.String()
-}
-
-// sessionLive is check (which verifies a token and that its delegation has
-// not ended) for sessions already open: a revocation list that cannot be
-// read just now refuses calls (the gate checks every call), but does not
-// close every session.
-func sessionLive(check func(string) error) func(string) error {
-	return func(tok string) error {
-		err := check(tok)
-		var d *dct.Denial
-		if errors.As(err, &d) && d.Type == dct.Revoked && d.RevocationID == "" {
-			return nil
-		}
-		return err
-	}
 }

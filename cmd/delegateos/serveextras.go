@@ -1,15 +1,10 @@
 package main
 
 import (
-	"bytes"
 	"context"
-	"encoding/json"
 	"errors"
-	"fmt"
 	"net/http"
 	"net/url"
-	"strings"
-	"sync"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -18,8 +13,7 @@ import (
 
 	"github.com/delegateos/delegateos/agentcard"
 	"github.com/delegateos/delegateos/avpsig"
-	"github.com/delegateos/delegateos/dct"
-	"github.com/delegateos/delegateos/identity"
+	"github.com/delegateos/delegateos/gate"
 	"github.com/delegateos/delegateos/internal/redisconn"
 	"github.com/delegateos/delegateos/metrics"
 	"github.com/delegateos/delegateos/policy"
@@ -46,26 +40,7 @@ func init() {
 			}
 			// It verifies every signature (against the token's holder):
 			// serve need not verify one itself.
-			s.Options.AuthorizeVerifiesSignatures = true
-			next, defaultToken := s.Options.Authorize, s.DefaultToken
-			s.Options.Authorize = func(r *http.Request, body []byte, sess *serve.Session) error {
-				token := defaultToken
-				switch {
-				case sess != nil && sess.Token != "":
-					token = sess.Token
-				case sess == nil:
-					if b := bearerToken(r.Header.Get("Authorization")); b != "" {
-						token = b
-					}
-				}
-				if err := x.authorizeRequest(r, body, token); err != nil {
-					return err
-				}
-				if next != nil {
-					return next(r, body, sess)
-				}
-				return nil
-			}
+			x.sig.Apply(s.Options, s.DefaultToken)
 			return nil
 		},
 		mount: func(s *serveSetup) error {
@@ -93,15 +68,6 @@ func init() {
 			return nil
 		},
 	})
-}
-
-// bearerToken is the token of an "Authorization: Bearer" value, or "".
-func bearerToken(auth string) string {
-	scheme, tok, ok := strings.Cut(auth, " ")
-	if !ok || !strings.EqualFold(scheme, "Bearer") {
-		return ""
-	}
-	return strings.TrimSpace(tok)
 }
 
 // serveExtraFlags are delegateos serve's flags for what it serves beside
@@ -138,22 +104,15 @@ type serveExtras struct {
 	metrics *metrics.Metrics
 	dist    *revdist.Distributor // nil without a revocation list
 	tokens  *revdist.Tokens
-	card    http.Handler // nil without --key
-	sig     *avpsig.Verifier
-	// verify verifies a token as the gate does before a signature is
-	// checked against its holder (and a nonce spent).
-	verify func(token string) error
-	// holders caches each token string's current delegatee.
-	holders sync.Map
-	nHolder int64
-	mu      sync.Mutex
+	card    http.Handler      // nil without --key
+	sig     *serve.Signatures // nil unless signatures are required
 }
 
 // build makes the extras for a gate whose policy and revocation list (nil
 // when the policy has none) are given, and sets the gate's Observer.
 // keyFile is the server's key (--key or proxy_key; "" for none), whose
 // did:key the agent card publishes.
-func (f *serveExtraFlags) build(pol *policy.Policy, revs revocation.Live, keyFile string, gate *proxy.Gate, log *zap.Logger, mcpPath string) (*serveExtras, error) {
+func (f *serveExtraFlags) build(pol *policy.Policy, revs revocation.Live, keyFile string, g *gate.Gate, log *zap.Logger, mcpPath string) (*serveExtras, error) {
 	x := &serveExtras{metrics: metrics.New(), tokens: &revdist.Tokens{}}
 	version, commit := buildVersion()
 	if commit == "" {
@@ -161,7 +120,7 @@ func (f *serveExtraFlags) build(pol *policy.Policy, revs revocation.Live, keyFil
 	}
 	x.metrics.BuildInfo(version, commit)
 	x.metrics.Tools(pol)
-	gate.Observer = gateObservers{x.metrics, tokenRecorder{x.tokens}}
+	g.Observer = gateObservers{x.metrics, tokenRecorder{x.tokens}}
 	if *f.requireSig || pol.RequireSignature {
 		if *f.sigWindow < time.Second {
 			return nil, usagef("--signature-window must be at least 1s")
@@ -179,17 +138,17 @@ func (f *serveExtraFlags) build(pol *policy.Policy, revs revocation.Live, keyFil
 			}
 			*f.sigPerTree = max(1, *f.sigNonces/10)
 		}
-		x.sig = &avpsig.Verifier{Window: *f.sigWindow, MaxNonces: *f.sigNonces, MaxNoncesPerTree: *f.sigPerTree}
-		if err := shareNonces(x.sig, pol, log); err != nil {
+		v := &avpsig.Verifier{Window: *f.sigWindow, MaxNonces: *f.sigNonces, MaxNoncesPerTree: *f.sigPerTree}
+		if err := shareNonces(v, pol, log); err != nil {
 			return nil, err
 		}
-		x.verify = func(token string) error {
-			if gate.Verifier == nil {
+		x.sig = &serve.Signatures{Verifier: v, VerifyToken: func(token string) error {
+			if g.Verifier == nil {
 				return errors.New("no trusted roots to verify it against")
 			}
-			_, err := gate.Verifier.VerifyChain(token, time.Now())
+			_, err := g.Verifier.VerifyChain(token, time.Now())
 			return err
-		}
+		}}
 	}
 	for _, p := range *f.peers {
 		u, err := url.Parse(p)
@@ -279,146 +238,31 @@ func (x *serveExtras) run(ctx context.Context) error {
 	return x.dist.Run(ctx)
 }
 
-// maxHolders bounds the cache of token holders.
-const maxHolders = 10_000
-
-// checkSignature applies --require-signature to one HTTP request whose
-// body has been read: token is the token the gate will decide it with
-// (the request's own, else the session's). It returns nil when signatures
-// are not required. A request without a token cannot be bound to a holder
-// and is refused.
-func (x *serveExtras) checkSignature(r *http.Request, body []byte, token string) error {
-	if x.sig == nil {
+// shareNonces gives v the nonce store the policy names (see
+// policy.NonceStore), if any, so that every server sharing it accepts a
+// signed request once between them.
+func shareNonces(v *avpsig.Verifier, pol *policy.Policy, log *zap.Logger) error {
+	url := pol.NonceStore()
+	if url == "" {
 		return nil
 	}
-	if token == "" {
-		return &avpsig.Error{Reason: avpsig.ReasonMissing, Detail: "signatures are required, and a signature is checked against the token's holder: present a token with the request or the session"}
+	if err := v.ShareNonces(context.Background(), url); err != nil {
+		return fixf("%v", err)
 	}
-	// Only a token the gate would take names a key worth a nonce: anyone
-	// can mint one, under a root of their own, that names their key.
-	if err := x.verify(token); err != nil {
-		return fmt.Errorf("the token does not verify, so no signature is checked against its holder: %w", err)
-	}
-	h, err := x.holder(token)
-	if err != nil {
-		return &avpsig.Error{Reason: avpsig.ReasonWrongKey, Detail: fmt.Sprintf("the token's holder cannot be read: %v", err)}
-	}
-	return x.sig.VerifyInTree(r, body, h.key, h.tree)
-}
-
-// authorizeRequest applies --require-signature to an MCP request over
-// HTTP: body is its POST body (nil for GET and DELETE) and sessionToken
-// the token its session was created with (for the request that creates
-// one, the token it carries in Authorization). The request's own
-// _delegateos token, read as the relay reads it, wins over the session's,
-// as at the gate. A refusal is a sigRefusal (401).
-func (x *serveExtras) authorizeRequest(r *http.Request, body []byte, sessionToken string) error {
-	if x.sig == nil {
-		return nil
-	}
-	token := sessionToken
-	if len(body) > 0 {
-		if bindsToken(body) {
-			return errBindUnsigned
-		}
-		own, err := proxy.RequestToken(body)
-		if err != nil {
-			return sigRefusal{&avpsig.Error{Reason: avpsig.ReasonMalformed, Detail: "the request cannot be read to find its token: " + err.Error()}}
-		}
-		if own != "" {
-			token = own
-		}
-	}
-	if err := x.checkSignature(r, body, token); err != nil {
-		var e *avpsig.Error
-		if errors.As(err, &e) {
-			return sigRefusal{e}
-		}
-		return err
-	}
+	log.Info("signature nonces are shared in Redis: a signed request is accepted once by all the servers that use it", zap.String("store", redisconn.Redact(url)))
 	return nil
 }
 
-// errBindUnsigned refuses delegateos/delegate when signatures are
-// required: the calls that follow it would run under the token it binds
-// while their signatures are checked against the session's own token.
-var errBindUnsigned = errors.New("delegateos/delegate binds a token to the session, which a server that requires signatures does not do: send the token with each call in params._delegateos, signed by its holder")
-
-// bindsToken reports whether an MCP request body, read as the relay will
-// read it, is delegateos/delegate (a request or a notification). A body
-// the relay cannot read is refused by the server before it is relayed.
-func bindsToken(body []byte) bool {
-	var frame bytes.Buffer
-	if err := json.Compact(&frame, body); err != nil {
-		return false
-	}
-	m, err := proxy.ReadClientMessage(frame.Bytes())
-	return err == nil && m.Method == proxy.MethodDelegate
-}
-
-// sigRefusal is a refused signature, answered with the reason: 401 for a
-// signature that does not hold, 503 when the server cannot decide now (its
-// nonce memory is full, or the Redis it keeps nonces in does not answer),
-// which says to retry rather than that the credentials are wrong.
-type sigRefusal struct{ err *avpsig.Error }
-
-func (s sigRefusal) Error() string { return s.err.Error() }
-func (s sigRefusal) Unwrap() error { return s.err }
-
-// StatusCode is the HTTP status of the refusal.
-func (s sigRefusal) StatusCode() int {
-	switch s.err.Reason {
-	case avpsig.ReasonBusy, avpsig.ReasonUnavailable:
-		return http.StatusServiceUnavailable
-	}
-	return http.StatusUnauthorized
-}
-
-// tokenHolder is who holds a token, as a signature is checked against it.
-type tokenHolder struct {
-	// key is the current delegatee.
-	key string
-	// tree is the revocation ID of the token's authority block: its
-	// delegation tree, which only a root's key can make more of, and which
-	// its signers' nonces are counted against.
-	tree string
-}
-
-// holder returns the current delegatee a token names and its tree. It is
-// not verified here: the gate verifies the token itself.
-func (x *serveExtras) holder(token string) (tokenHolder, error) {
-	if h, ok := x.holders.Load(token); ok {
-		return h.(tokenHolder), nil
-	}
-	tok, err := dct.ParseInput(token)
-	if err != nil {
-		return tokenHolder{}, err
-	}
-	h := tokenHolder{key: tok.Delegatee(), tree: tok.RevocationIDs()[0]}
-	if _, err := identity.PublicKey(h.key); err != nil {
-		return tokenHolder{}, err
-	}
-	x.mu.Lock()
-	if x.nHolder >= maxHolders {
-		x.holders.Clear()
-		x.nHolder = 0
-	}
-	x.nHolder++
-	x.mu.Unlock()
-	x.holders.Store(token, h)
-	return h, nil
-}
-
 // gateObservers tells each observer of every decision.
-type gateObservers []proxy.Observer
+type gateObservers []gate.Observer
 
-func (o gateObservers) Decided(req *proxy.CallRequest, d *proxy.Decision) {
+func (o gateObservers) Decided(req *gate.CallRequest, d *gate.Decision) {
 	for _, x := range o {
 		x.Decided(req, d)
 	}
 }
 
-func (o gateObservers) Settled(c proxy.SettledCall) {
+func (o gateObservers) Settled(c gate.SettledCall) {
 	for _, x := range o {
 		x.Settled(c)
 	}
@@ -428,13 +272,13 @@ func (o gateObservers) Settled(c proxy.SettledCall) {
 // then revoke their blocks through revocation distribution.
 type tokenRecorder struct{ t *revdist.Tokens }
 
-func (r tokenRecorder) Decided(req *proxy.CallRequest, d *proxy.Decision) {
+func (r tokenRecorder) Decided(req *gate.CallRequest, d *gate.Decision) {
 	if d.Allowed && req.Token != "" {
 		r.t.AddString(req.Token)
 	}
 }
 
-func (tokenRecorder) Settled(proxy.SettledCall) {}
+func (tokenRecorder) Settled(gate.SettledCall) {}
 
 // statusWriter remembers the status of the response it writes.
 type statusWriter struct {

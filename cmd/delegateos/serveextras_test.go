@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"errors"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -17,12 +16,11 @@ import (
 	"github.com/spf13/pflag"
 	"go.uber.org/zap"
 
-	"github.com/delegateos/delegateos/avpsig"
 	"github.com/delegateos/delegateos/budget"
 	"github.com/delegateos/delegateos/dct"
+	"github.com/delegateos/delegateos/gate"
 	"github.com/delegateos/delegateos/identity"
 	"github.com/delegateos/delegateos/policy"
-	"github.com/delegateos/delegateos/proxy"
 	"github.com/delegateos/delegateos/revocation"
 )
 
@@ -31,7 +29,7 @@ import (
 type extrasFixture struct {
 	root, agent *identity.Keypair
 	tok         *dct.Token
-	gate        *proxy.Gate
+	gate        *gate.Gate
 	x           *serveExtras
 	srv         *httptest.Server
 	list        string
@@ -65,7 +63,7 @@ func newExtrasFixture(t *testing.T, args ...string) *extrasFixture {
 	if err != nil {
 		t.Fatal(err)
 	}
-	f.gate = &proxy.Gate{Policy: pol, Verifier: v, Budget: budget.NewMemory()}
+	f.gate = &gate.Gate{Policy: pol, Verifier: v, Budget: budget.NewMemory()}
 	keyFile := filepath.Join(dir, "gate.key")
 	gateKey, _ := identity.FromSeed(bytes.Repeat([]byte{3}, 32), "gate")
 	identity.SaveKeyFile(keyFile, gateKey)
@@ -98,7 +96,7 @@ func get(t *testing.T, url string) (int, string) {
 
 func TestServeExtrasEndpoints(t *testing.T) {
 	f := newExtrasFixture(t, "--require-signature")
-	if d := f.gate.Decide(proxy.CallRequest{Tool: "echo", Token: f.tok.String()}); !d.Allowed {
+	if d := f.gate.Decide(gate.CallRequest{Tool: "echo", Token: f.tok.String()}); !d.Allowed {
 		t.Fatalf("denied: %+v", d.Denial)
 	}
 	code, body := get(t, f.srv.URL+"/metrics")
@@ -132,58 +130,11 @@ func TestServeExtrasEndpoints(t *testing.T) {
 			t.Fatalf("push by %s: %s, want %d", c.e.RevokedBy, resp.Status, c.want)
 		}
 	}
-	if d := f.gate.Decide(proxy.CallRequest{Tool: "echo", Token: f.tok.String()}); d.Allowed || d.Denial.Type != dct.Revoked {
+	if d := f.gate.Decide(gate.CallRequest{Tool: "echo", Token: f.tok.String()}); d.Allowed || d.Denial.Type != dct.Revoked {
 		t.Fatalf("after the pushed revocation: %+v", d)
 	}
 	if l, err := revocation.Load(f.list); err != nil || l.Len() != 1 {
 		t.Fatalf("the list file: %v, %v", l, err)
-	}
-}
-
-func TestServeExtrasSignature(t *testing.T) {
-	f := newExtrasFixture(t, "--require-signature")
-	body := []byte(`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"echo"}}`)
-	req := func(key *identity.Keypair) *http.Request {
-		r := httptest.NewRequest("POST", "/mcp", bytes.NewReader(body))
-		if key != nil {
-			s, err := avpsig.Sign(key.PrivateKey(), "POST", "/mcp", "", body, time.Now(), nil)
-			if err != nil {
-				t.Fatal(err)
-			}
-			r.Header.Set("Authorization", s.Signature)
-		}
-		return r
-	}
-	reason := func(err error) avpsig.Reason {
-		var e *avpsig.Error
-		if errors.As(err, &e) {
-			return e.Reason
-		}
-		return ""
-	}
-	if err := f.x.checkSignature(req(f.agent), body, f.tok.String()); err != nil {
-		t.Fatal(err)
-	}
-	if err := f.x.checkSignature(req(f.root), body, f.tok.String()); reason(err) != avpsig.ReasonWrongKey {
-		t.Fatalf("the root's key: %v", err)
-	}
-	if err := f.x.checkSignature(req(nil), body, f.tok.String()); reason(err) != avpsig.ReasonMissing {
-		t.Fatalf("unsigned: %v", err)
-	}
-	if err := f.x.checkSignature(req(f.agent), body, ""); reason(err) != avpsig.ReasonMissing {
-		t.Fatalf("no token: %v", err)
-	}
-	r := req(f.agent)
-	if err := f.x.checkSignature(r, body, f.tok.String()); err != nil {
-		t.Fatal(err)
-	}
-	if err := f.x.checkSignature(r, body, f.tok.String()); reason(err) != avpsig.ReasonReplayed {
-		t.Fatalf("replay: %v", err)
-	}
-	// Without --require-signature nothing is checked.
-	g := newExtrasFixture(t)
-	if err := g.x.checkSignature(req(nil), body, ""); err != nil {
-		t.Fatal(err)
 	}
 }
 
@@ -194,7 +145,7 @@ func TestServeExtrasPeers(t *testing.T) {
 	done := make(chan error)
 	go func() { done <- b.x.run(ctx) }()
 	defer func() { cancel(); <-done }()
-	if d := b.gate.Decide(proxy.CallRequest{Tool: "echo", Token: a.tok.String()}); !d.Allowed {
+	if d := b.gate.Decide(gate.CallRequest{Tool: "echo", Token: a.tok.String()}); !d.Allowed {
 		t.Fatalf("before the revocation: %+v", d.Denial)
 	}
 	e, _ := revocation.NewEntry(a.root, a.tok.RevocationIDs()[0], revocation.ScopeChain, time.Now())
@@ -203,7 +154,7 @@ func TestServeExtrasPeers(t *testing.T) {
 	}
 	deadline := time.Now().Add(10 * time.Second)
 	for {
-		if d := b.gate.Decide(proxy.CallRequest{Tool: "echo", Token: a.tok.String()}); !d.Allowed && d.Denial.Type == dct.Revoked {
+		if d := b.gate.Decide(gate.CallRequest{Tool: "echo", Token: a.tok.String()}); !d.Allowed && d.Denial.Type == dct.Revoked {
 			break
 		}
 		if time.Now().After(deadline) {
@@ -224,7 +175,7 @@ func TestServeExtrasFlagErrors(t *testing.T) {
 			t.Fatal(err)
 		}
 		pol := policy.Default()
-		if _, err := flags.build(pol, nil, "", &proxy.Gate{Policy: pol}, zap.NewNop(), "/mcp"); err == nil {
+		if _, err := flags.build(pol, nil, "", &gate.Gate{Policy: pol}, zap.NewNop(), "/mcp"); err == nil {
 			t.Errorf("%v accepted", args)
 		}
 	}
@@ -232,7 +183,7 @@ func TestServeExtrasFlagErrors(t *testing.T) {
 	flags := declareServeExtraFlags(fs)
 	fs.Parse([]string{"--revocation-peer", "http://peer"})
 	pol := policy.Default()
-	if _, err := flags.build(pol, nil, "", &proxy.Gate{Policy: pol}, zap.NewNop(), "/mcp"); err == nil || !strings.Contains(err.Error(), "revocation list") {
+	if _, err := flags.build(pol, nil, "", &gate.Gate{Policy: pol}, zap.NewNop(), "/mcp"); err == nil || !strings.Contains(err.Error(), "revocation list") {
 		t.Errorf("a peer without a list: %v", err)
 	}
 }
@@ -244,64 +195,5 @@ func TestProxyRefusesRequireSignature(t *testing.T) {
 	code := run([]string{"proxy", "--policy", pol, "--", "true"}, strings.NewReader(""), &out, &errb)
 	if code != exitUsage || out.Len() != 0 || !strings.Contains(errb.String(), "require_signature") {
 		t.Fatalf("exit %d, stdout %q, stderr %q", code, out.String(), errb.String())
-	}
-}
-
-func TestServeExtrasAuthorizeRequest(t *testing.T) {
-	f := newExtrasFixture(t, "--require-signature")
-	other, err := dct.Create(dct.CreateParams{Issuer: f.root, Delegatee: f.root.ID(),
-		Capabilities: []dct.Capability{{Namespace: "mcp", Action: "echo", Resource: "*"}},
-		ContractID:   "ct_other", DelegationID: "del_other", MaxChainDepth: 1, MaxBudgetMicrocents: 1,
-		ExpiresAt: time.Now().Add(time.Hour)})
-	if err != nil {
-		t.Fatal(err)
-	}
-	call := func(tok string) []byte {
-		if tok == "" {
-			return []byte(`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"echo"}}`)
-		}
-		return []byte(`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"echo","_delegateos":{"dct":"` + tok + `"}}}`)
-	}
-	signedBy := func(k *identity.Keypair, body []byte) *http.Request {
-		r := httptest.NewRequest("POST", "/mcp", bytes.NewReader(body))
-		s, err := avpsig.Sign(k.PrivateKey(), "POST", "/mcp", "", body, time.Now(), nil)
-		if err != nil {
-			t.Fatal(err)
-		}
-		r.Header.Set(avpsig.SignatureHeader, s.Signature)
-		r.Header.Set("Authorization", "Bearer "+f.tok.String())
-		return r
-	}
-	status := func(err error) int {
-		var sc interface{ StatusCode() int }
-		if errors.As(err, &sc) {
-			return sc.StatusCode()
-		}
-		return 0
-	}
-	// The session's token: its holder (the agent) signs.
-	b := call("")
-	if err := f.x.authorizeRequest(signedBy(f.agent, b), b, f.tok.String()); err != nil {
-		t.Fatal(err)
-	}
-	// The request's own token wins: its holder (the root) must sign.
-	b = call(other.String())
-	if err := f.x.authorizeRequest(signedBy(f.agent, b), b, f.tok.String()); status(err) != 401 || !strings.Contains(err.Error(), string(avpsig.ReasonWrongKey)) {
-		t.Fatalf("the session holder signing for another token: %v", err)
-	}
-	if err := f.x.authorizeRequest(signedBy(f.root, b), b, f.tok.String()); err != nil {
-		t.Fatal(err)
-	}
-	// A body the relay would not read is refused, not read another way.
-	b = []byte(`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"_delegateos":{"dct":"x"},"_delegateos":{"dct":"y"}}}`)
-	if err := f.x.authorizeRequest(signedBy(f.agent, b), b, f.tok.String()); status(err) != 401 || !strings.Contains(err.Error(), string(avpsig.ReasonMalformed)) {
-		t.Fatalf("ambiguous body: %v", err)
-	}
-	// A GET of the session's stream.
-	r := httptest.NewRequest("GET", "/mcp", nil)
-	s, _ := avpsig.Sign(f.agent.PrivateKey(), "GET", "/mcp", "", nil, time.Now(), nil)
-	r.Header.Set(avpsig.SignatureHeader, s.Signature)
-	if err := f.x.authorizeRequest(r, nil, f.tok.String()); err != nil {
-		t.Fatal(err)
 	}
 }

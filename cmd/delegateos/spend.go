@@ -16,10 +16,10 @@ import (
 	"github.com/delegateos/delegateos/budget"
 	"github.com/delegateos/delegateos/chain"
 	"github.com/delegateos/delegateos/contract"
+	"github.com/delegateos/delegateos/gate"
 	"github.com/delegateos/delegateos/internal/render"
 	"github.com/delegateos/delegateos/internal/timestamp"
 	"github.com/delegateos/delegateos/policy"
-	"github.com/delegateos/delegateos/proxy"
 )
 
 // A spend store and a chain log are files an operator points at, written
@@ -145,7 +145,7 @@ func newSpendReport(store string, usage []budget.Usage, ds []chain.Delegation) *
 	byKey := make(map[string]*spendNode, len(usage))
 	for _, u := range usage {
 		n := &spendNode{u: u, shown: 1}
-		n.issuer, n.ids, n.parsed = proxy.ParseBudgetKey(u.Key)
+		n.issuer, n.ids, n.parsed = gate.ParseBudgetKey(u.Key)
 		byKey[u.Key] = n
 		rep.nodes = append(rep.nodes, n)
 	}

@@ -7,6 +7,7 @@ import (
 	"os"
 	"time"
 
+	"github.com/delegateos/delegateos/gate"
 	"github.com/delegateos/delegateos/proxy"
 )
 
@@ -82,9 +83,9 @@ func nextRequest(r *bufio.Reader, msg string) (answer []byte, initialize bool) {
 			m, rerr := proxy.ReadClientMessage(bytes.TrimRight(line, "\r\n"))
 			switch {
 			case rerr != nil:
-				return proxy.ErrorFrame(nil, proxy.CodeInternalError, msg), false
+				return proxy.ErrorFrame(nil, gate.CodeInternalError, msg), false
 			case m.Kind == proxy.KindRequest:
-				return proxy.ErrorFrame(m.ID, proxy.CodeInternalError, msg), m.Method == "initialize"
+				return proxy.ErrorFrame(m.ID, gate.CodeInternalError, msg), m.Method == "initialize"
 			}
 		}
 		if err != nil {

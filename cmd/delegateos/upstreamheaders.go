@@ -4,16 +4,9 @@ import (
 	"net/http"
 	"os"
 	"strings"
-)
 
-// reservedUpstreamHeaders are the headers the bridge to an --upstream-url
-// server writes itself (MCP's transport and HTTP's framing): an
-// --upstream-header may not set them.
-var reservedUpstreamHeaders = map[string]bool{
-	"Host": true, "Content-Length": true, "Content-Type": true, "Accept": true, "Connection": true,
-	"Transfer-Encoding": true, "Te": true, "Upgrade": true, "Trailer": true, "Keep-Alive": true,
-	"Mcp-Session-Id": true, "Mcp-Protocol-Version": true, "Last-Event-Id": true,
-}
+	"github.com/delegateos/delegateos/serve"
+)
 
 // upstreamHeaders reads the --upstream-header values "NAME: VALUE", where
 // VALUE is @FILE (the file's contents, less a final line ending) or $VAR
@@ -29,7 +22,7 @@ func upstreamHeaders(specs []string) (h http.Header, literal []string, err error
 			return nil, nil, fixf("--upstream-header %q: give NAME: VALUE, NAME: @FILE or NAME: $VAR, e.g. 'Authorization: @/etc/delegateos/upstream.token'", spec)
 		}
 		canon := http.CanonicalHeaderKey(name)
-		if reservedUpstreamHeaders[canon] {
+		if serve.ReservedUpstreamHeader(canon) {
 			return nil, nil, fixf("--upstream-header %s: the bridge to the upstream sets this header itself", canon)
 		}
 		switch {

@@ -1,8 +1,9 @@
 // Package docstore keeps signed documents (task contracts, attestations) by
 // ID, in memory or one file per document, and never replaces a stored
-// document with a different one. The packages that own the documents supply
-// a Codec: how to check an ID, and how to turn a document into verified
-// canonical bytes and back.
+// document with a different one: the one Store that package contract and
+// package attest name for their documents. The packages that own the
+// documents supply a Kind, whose Codec says how to check an ID, and how to
+// turn a document into verified canonical bytes and back.
 package docstore
 
 import (
@@ -19,6 +20,34 @@ import (
 
 	"github.com/delegateos/delegateos/internal/fsutil"
 )
+
+// Store holds documents by ID; each is verified when it is stored and when
+// it is read. A document, once stored, is never replaced by a different
+// one. Implementations are safe for concurrent use.
+type Store[T any] interface {
+	// Put verifies doc and stores it. Storing a document already held is
+	// a no-op; a different document with the same ID is an error wrapping
+	// the Codec's ErrConflict.
+	Put(doc T) error
+	// Get returns the document with the given ID, verified. A missing
+	// document is an error wrapping fs.ErrNotExist.
+	Get(id string) (T, error)
+	// List returns the IDs of the stored documents in ascending order.
+	List() ([]string, error)
+}
+
+// Kind is one kind of document: a type, usually an empty struct, whose
+// zero value gives the kind's Codec. As a type parameter of Memory and
+// Dir it makes their zero values ready to use.
+type Kind[T any] interface {
+	Codec() *Codec[T]
+}
+
+// codecOf is the Codec of kind K.
+func codecOf[T any, K Kind[T]]() *Codec[T] {
+	var k K
+	return k.Codec()
+}
 
 // Codec describes one kind of document.
 type Codec[T any] struct {
@@ -47,15 +76,17 @@ func (c *Codec[T]) badID(id string) error {
 	return fmt.Errorf("%w: %s id %q is not valid", c.ErrMalformed, c.Kind, clip(id))
 }
 
-// Memory holds documents' canonical bytes in memory. The zero value is
-// ready to use; it is safe for concurrent use.
-type Memory[T any] struct {
+// Memory is a Store in memory, of documents of kind K: it holds their
+// canonical bytes, and decodes and verifies them again on every Get. The
+// zero value is ready to use.
+type Memory[T any, K Kind[T]] struct {
 	mu sync.RWMutex
 	m  map[string][]byte
 }
 
-// Put stores doc, or does nothing if the same document is held.
-func (s *Memory[T]) Put(c *Codec[T], doc T) error {
+// Put implements Store.
+func (s *Memory[T, K]) Put(doc T) error {
+	c := codecOf[T, K]()
 	b, err := c.Encode(doc)
 	if err != nil {
 		return err
@@ -76,8 +107,9 @@ func (s *Memory[T]) Put(c *Codec[T], doc T) error {
 	return nil
 }
 
-// Get returns the document id, decoded and verified again.
-func (s *Memory[T]) Get(c *Codec[T], id string) (T, error) {
+// Get implements Store.
+func (s *Memory[T, K]) Get(id string) (T, error) {
+	c := codecOf[T, K]()
 	s.mu.RLock()
 	b, ok := s.m[id]
 	s.mu.RUnlock()
@@ -88,8 +120,8 @@ func (s *Memory[T]) Get(c *Codec[T], id string) (T, error) {
 	return c.Decode(b, id)
 }
 
-// List returns the stored IDs in ascending order.
-func (s *Memory[T]) List() []string {
+// List implements Store.
+func (s *Memory[T, K]) List() ([]string, error) {
 	s.mu.RLock()
 	defer s.mu.RUnlock()
 	ids := make([]string, 0, len(s.m))
@@ -97,23 +129,27 @@ func (s *Memory[T]) List() []string {
 		ids = append(ids, id)
 	}
 	slices.Sort(ids)
-	return ids
+	return ids, nil
 }
 
 // lockName is the lock file Put takes in a directory.
 const lockName = ".lock"
 
-// Dir keeps one file per document, <dir>/<id>.json, holding its canonical
-// JSON and a newline. Put writes a synced temporary file and renames it
-// into place under an exclusive lock, so concurrent writers (goroutines or
-// processes) never replace a document. Get reads the file again on every
-// call and verifies it, whatever its formatting.
-type Dir[T any] struct {
+// Dir is a Store of documents of kind K with one file per document,
+// <dir>/<id>.json, holding its canonical JSON and a newline (the Codec's
+// FileMode). Put writes a synced temporary file and renames it into place
+// under an exclusive lock, so concurrent writers (goroutines or processes)
+// never replace a stored document. Get reads the file again on every call
+// and verifies it, and accepts any formatting: a file may be
+// pretty-printed by hand.
+type Dir[T any, K Kind[T]] struct {
 	path string
 }
 
-// OpenDir returns the store in directory path, creating it if missing.
-func OpenDir[T any](c *Codec[T], path string) (*Dir[T], error) {
+// OpenDir returns the Dir in directory path, creating it (the Codec's
+// DirMode) if it is missing.
+func OpenDir[T any, K Kind[T]](path string) (*Dir[T, K], error) {
+	c := codecOf[T, K]()
 	if err := os.MkdirAll(path, c.DirMode); err != nil {
 		return nil, fmt.Errorf("%s store: %w", c.Kind, err)
 	}
@@ -124,25 +160,27 @@ func OpenDir[T any](c *Codec[T], path string) (*Dir[T], error) {
 	if !fi.IsDir() {
 		return nil, fmt.Errorf("%s store %s is not a directory", c.Kind, path)
 	}
-	return &Dir[T]{path: path}, nil
+	return &Dir[T, K]{path: path}, nil
 }
 
 // Path returns the file that holds (or would hold) the document id.
-func (d *Dir[T]) Path(c *Codec[T], id string) (string, error) {
+func (d *Dir[T, K]) Path(id string) (string, error) {
+	c := codecOf[T, K]()
 	if !c.ValidID(id) {
 		return "", c.badID(id)
 	}
 	return filepath.Join(d.path, id+".json"), nil
 }
 
-// Put stores doc, or does nothing if the same document is held.
-func (d *Dir[T]) Put(c *Codec[T], doc T) error {
+// Put implements Store.
+func (d *Dir[T, K]) Put(doc T) error {
+	c := codecOf[T, K]()
 	b, err := c.Encode(doc)
 	if err != nil {
 		return err
 	}
 	id := c.ID(doc)
-	path, err := d.Path(c, id)
+	path, err := d.Path(id)
 	if err != nil {
 		return err
 	}
@@ -151,7 +189,7 @@ func (d *Dir[T]) Put(c *Codec[T], doc T) error {
 		return fmt.Errorf("lock %s store %s: %w", c.Kind, d.path, err)
 	}
 	defer unlock()
-	old, err := d.Get(c, id)
+	old, err := d.Get(id)
 	switch {
 	case err == nil:
 		ob, err := c.Encode(old)
@@ -172,10 +210,11 @@ func (d *Dir[T]) Put(c *Codec[T], doc T) error {
 	return nil
 }
 
-// Get returns the document id, read from its file and verified.
-func (d *Dir[T]) Get(c *Codec[T], id string) (T, error) {
+// Get implements Store: the document id, read from its file and verified.
+func (d *Dir[T, K]) Get(id string) (T, error) {
+	c := codecOf[T, K]()
 	var zero T
-	path, err := d.Path(c, id)
+	path, err := d.Path(id)
 	if err != nil {
 		return zero, err
 	}
@@ -190,9 +229,10 @@ func (d *Dir[T]) Get(c *Codec[T], id string) (T, error) {
 	return doc, nil
 }
 
-// List returns the IDs of the files named like documents, in ascending
-// order. Files are not read; Get verifies each.
-func (d *Dir[T]) List(c *Codec[T]) ([]string, error) {
+// List implements Store: the IDs of the files named like documents, in
+// ascending order. Files are not read; Get verifies each.
+func (d *Dir[T, K]) List() ([]string, error) {
+	c := codecOf[T, K]()
 	entries, err := os.ReadDir(d.path)
 	if err != nil {
 		return nil, fmt.Errorf("%s store: %w", c.Kind, err)

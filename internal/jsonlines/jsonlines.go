@@ -1,6 +1,8 @@
 // Package jsonlines reads the append-only logs of one JSON object a line
 // that delegateos keeps (the spend log, the rate-limit file): line by
-// line, bounded, with a torn last line left unread.
+// line, bounded, with a torn last line left unread; and it holds them as
+// their owners do, one process at a time: the lock beside the log
+// (Lock), reading it whole (ReadFile) and its compact rewrite (Rewrite).
 package jsonlines
 
 import (

@@ -196,6 +196,15 @@ func (s *Server) Client() *redis.Client {
 	return c
 }
 
+// FlushAll empties the server (FLUSHALL), as an operator's mistake or a
+// restart without persistence does.
+func (s *Server) FlushAll() {
+	s.t.Helper()
+	if err := s.Client().FlushAll(context.Background()).Err(); err != nil {
+		s.t.Fatal(err)
+	}
+}
+
 // Config returns a setting of the running server (CONFIG GET).
 func (s *Server) Config(name string) string {
 	s.t.Helper()

@@ -13,7 +13,7 @@ import (
 	"github.com/mark3labs/mcp-go/client/transport"
 	"github.com/mark3labs/mcp-go/mcp"
 
-	"github.com/delegateos/delegateos/proxy"
+	"github.com/delegateos/delegateos/gate"
 )
 
 // agent is B's MCP client: an mcp-go client over stdio whose server is
@@ -141,16 +141,16 @@ func newRefusal(rpc *mcp.JSONRPCErrorDetails) *refusal {
 }
 
 // delegate sends delegateos/delegate (DelegateOS §9.1).
-func (a *agent) delegate(ctx context.Context, p proxy.DelegateParams) (proxy.DelegateResult, error) {
-	var res proxy.DelegateResult
-	return res, a.request(ctx, proxy.MethodDelegate, p, &res)
+func (a *agent) delegate(ctx context.Context, p gate.DelegateParams) (gate.DelegateResult, error) {
+	var res gate.DelegateResult
+	return res, a.request(ctx, gate.MethodDelegate, p, &res)
 }
 
 // complete sends delegateos/complete (§9.4) as a request, so the proxy
 // answers with what it recorded.
-func (a *agent) complete(ctx context.Context, p proxy.CompleteParams) (proxy.CompleteResult, error) {
-	var res proxy.CompleteResult
-	return res, a.request(ctx, proxy.MethodComplete, p, &res)
+func (a *agent) complete(ctx context.Context, p gate.CompleteParams) (gate.CompleteResult, error) {
+	var res gate.CompleteResult
+	return res, a.request(ctx, gate.MethodComplete, p, &res)
 }
 
 // request sends a delegateos/ request through the client's transport:

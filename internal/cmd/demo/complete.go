@@ -9,7 +9,7 @@ import (
 
 	"github.com/delegateos/delegateos/attest"
 	"github.com/delegateos/delegateos/chain"
-	"github.com/delegateos/delegateos/proxy"
+	"github.com/delegateos/delegateos/gate"
 )
 
 // complete is step 7: B signs an attestation and its client sends
@@ -37,8 +37,8 @@ func (d *demo) complete(ctx context.Context) error {
 	if err != nil {
 		return notNarrated("attestation-b.json: %v", err)
 	}
-	d.n.send("%s  delegationId %s, attestation %s (attestation-b.json)", proxy.MethodComplete, delegationB, a.ID)
-	res, err := d.b.complete(ctx, proxy.CompleteParams{DelegationID: delegationB, Attestation: raw})
+	d.n.send("%s  delegationId %s, attestation %s (attestation-b.json)", gate.MethodComplete, delegationB, a.ID)
+	res, err := d.b.complete(ctx, gate.CompleteParams{DelegationID: delegationB, Attestation: raw})
 	if err != nil {
 		return err
 	}

@@ -9,7 +9,7 @@ import (
 	"strings"
 
 	"github.com/delegateos/delegateos/dct"
-	"github.com/delegateos/delegateos/proxy"
+	"github.com/delegateos/delegateos/gate"
 )
 
 // delegate is step 3: B's client starts the proxy and delegates the task.
@@ -52,10 +52,10 @@ func (d *demo) sendDelegate(ctx context.Context, tokFile, contractFile, delegati
 	if err != nil {
 		return err
 	}
-	d.n.send("%s", proxy.MethodDelegate)
+	d.n.send("%s", gate.MethodDelegate)
 	d.n.evidence(fmt.Sprintf("contract            %s (%s, signed by A)\ndct                 %s\ndelegationId        %s\nparentDelegationId  %s",
 		contractFile, contractID, tokFile, delegation, delegationA))
-	res, err := d.b.delegate(ctx, proxy.DelegateParams{Contract: c, DCT: tok, DCTFormat: dct.Format,
+	res, err := d.b.delegate(ctx, gate.DelegateParams{Contract: c, DCT: tok, DCTFormat: dct.Format,
 		DelegationID: delegation, ParentDelegationID: delegationA})
 	if err != nil {
 		return err
@@ -99,7 +99,7 @@ func (d *demo) callTools(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	if r.refusal == nil || r.refusal.code != proxy.DenialCode || r.refusal.typ != string(dct.CapabilityNotGranted) {
+	if r.refusal == nil || r.refusal.code != gate.DenialCode || r.refusal.typ != string(dct.CapabilityNotGranted) {
 		return notNarrated("the out-of-scope call was not refused as capability_not_granted: %+v", r)
 	}
 	d.showRefusal(r.refusal)

@@ -17,6 +17,7 @@ import (
 
 	"github.com/delegateos/delegateos/budget"
 	"github.com/delegateos/delegateos/dct"
+	"github.com/delegateos/delegateos/gate"
 	"github.com/delegateos/delegateos/internal/logline"
 	"github.com/delegateos/delegateos/internal/stdio"
 	"github.com/delegateos/delegateos/policy"
@@ -78,7 +79,7 @@ func inProcessProxy(args []string) int {
 	if err != nil {
 		return fail("proxy", err)
 	}
-	gate := &proxy.Gate{Policy: pol, Verifier: v, Budget: budget.NewMemory()}
+	g := &gate.Gate{Policy: pol, Verifier: v, Budget: budget.NewMemory()}
 
 	if *cpuprofile != "" {
 		f, err := os.Create(*cpuprofile)
@@ -96,7 +97,7 @@ func inProcessProxy(args []string) int {
 	out, restoreOut := stdio.Pollable(os.Stdout, os.Stderr)
 	defer restoreOut()
 	err = proxy.Run(context.Background(), proxy.Config{
-		Upstream: upstream, Gate: gate, SessionToken: strings.TrimSpace(string(tok)),
+		Upstream: upstream, Gate: g, SessionToken: strings.TrimSpace(string(tok)),
 		MaxFrameBytes: pol.MaxFrameBytes, Log: log,
 	}, in, out)
 	runtime.KeepAlive(in)
