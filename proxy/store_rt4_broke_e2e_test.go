@@ -20,7 +20,7 @@ import (
 	"github.com/delegateos/delegateos/dct"
 	"github.com/delegateos/delegateos/internal/mcptest"
 	"github.com/delegateos/delegateos/internal/redistest"
-	"github.com/delegateos/delegateos/proxy"
+	"github.com/delegateos/delegateos/gate"
 )
 
 // R4-1. Redis goes back to an older snapshot (a failover to a replica
@@ -33,18 +33,18 @@ import (
 func TestRedTeam4RollbackMaskedByAnotherMachine(t *testing.T) {
 	f := newFleet(t, 30*fleetCost, 30*fleetCost, 30*fleetCost)
 	p1, s1 := f.start(f.a, "", nil)
-	n, _, _ := rtDrain(t, s1, 10)
-	f.rtSettled()
-	snap := f.rtSnapshot()
-	m, _, _ := rtDrain(t, s1, 10)
-	f.rtSettled()
-	f.rtRestore(snap)
+	n, _, _ := drain(t, s1, 10)
+	f.settled()
+	snap := f.snapshot()
+	m, _, _ := drain(t, s1, 10)
+	f.settled()
+	f.restore(snap)
 	p2 := f.e.StartProxy(mcptest.ProxyOptions{Policy: f.policy(""), Token: f.a, Dir: t.TempDir()})
-	k, _, _ := rtDrain(t, p2.Connect(mcptest.SessionOptions{}), 10)
-	more, typ, detail := rtDrain(t, s1, 40)
+	k, _, _ := drain(t, p2.Connect(mcptest.SessionOptions{}), 10)
+	more, typ, detail := drain(t, s1, 40)
 	total := n + m + k + more
 	f.sameAsUpstreams([]*mcptest.Process{p1, p2}, total)
-	if more != 0 || typ != string(proxy.StoreReset) {
+	if more != 0 || typ != string(gate.StoreReset) {
 		t.Errorf("machine 1 made %d calls, Redis went back to a snapshot of %d, machine 2 made %d: machine 1's proxy forwarded %d more (%d on 30), then %s: %s; want none, store_reset", n+m, n, k, more, total, typ, detail)
 	}
 }
@@ -55,20 +55,20 @@ func TestRedTeam4RollbackMaskedByAnotherMachine(t *testing.T) {
 func TestRedTeam4RollbackMaskedBeforeRestart(t *testing.T) {
 	f := newFleet(t, 30*fleetCost, 30*fleetCost, 30*fleetCost)
 	p1, s1 := f.start(f.a, "", nil)
-	n, _, _ := rtDrain(t, s1, 10)
-	f.rtSettled()
-	snap := f.rtSnapshot()
-	m, _, _ := rtDrain(t, s1, 10)
-	f.rtSettled()
-	rtStop(t, p1)
-	f.rtRestore(snap)
+	n, _, _ := drain(t, s1, 10)
+	f.settled()
+	snap := f.snapshot()
+	m, _, _ := drain(t, s1, 10)
+	f.settled()
+	stopProxy(t, p1)
+	f.restore(snap)
 	p2 := f.e.StartProxy(mcptest.ProxyOptions{Policy: f.policy(""), Token: f.a, Dir: t.TempDir()})
-	k, _, _ := rtDrain(t, p2.Connect(mcptest.SessionOptions{}), 10)
+	k, _, _ := drain(t, p2.Connect(mcptest.SessionOptions{}), 10)
 	p3, s3 := f.start(f.a, "", nil)
-	more, typ, detail := rtDrain(t, s3, 40)
+	more, typ, detail := drain(t, s3, 40)
 	total := n + m + k + more
 	f.sameAsUpstreams([]*mcptest.Process{p1, p2, p3}, total)
-	if more != 0 || typ != string(proxy.StoreReset) {
+	if more != 0 || typ != string(gate.StoreReset) {
 		t.Errorf("machine 1 made %d calls and stopped, Redis went back to a snapshot of %d, machine 2 made %d: machine 1's restarted proxy forwarded %d more (%d on 30), then %s: %s; want none, store_reset", n+m, n, k, more, total, typ, detail)
 	}
 }
@@ -80,19 +80,19 @@ func TestRedTeam4RollbackMaskedBeforeRestart(t *testing.T) {
 func TestRedTeam4RollbackMaskedBySameMachineProxy(t *testing.T) {
 	f := newFleet(t, 30*fleetCost, 30*fleetCost, 30*fleetCost)
 	pa, sa := f.start(f.a, "", nil)
-	na, _, _ := rtDrain(t, sa, 5)
+	na, _, _ := drain(t, sa, 5)
 	pb, sb := f.start(f.a, "", nil)
-	nb, _, _ := rtDrain(t, sb, 5)
-	f.rtSettled()
-	snap := f.rtSnapshot()
-	mb, _, _ := rtDrain(t, sb, 10)
-	f.rtSettled()
-	f.rtRestore(snap)
-	ka, typa, _ := rtDrain(t, sa, 10)
-	more, typ, detail := rtDrain(t, sb, 40)
+	nb, _, _ := drain(t, sb, 5)
+	f.settled()
+	snap := f.snapshot()
+	mb, _, _ := drain(t, sb, 10)
+	f.settled()
+	f.restore(snap)
+	ka, typa, _ := drain(t, sa, 10)
+	more, typ, detail := drain(t, sb, 40)
 	total := na + nb + mb + ka + more
 	f.sameAsUpstreams([]*mcptest.Process{pa, pb}, total)
-	if total > 30 || typ != string(proxy.StoreReset) {
+	if total > 30 || typ != string(gate.StoreReset) {
 		t.Errorf("A made %d calls, B %d, Redis went back to a snapshot at %d, A made %d more (then %q); B forwarded %d more (%d on 30), then %s: %s; want store_reset, at most 30", na, nb+mb, na+nb, ka, typa, more, total, typ, detail)
 	}
 }
@@ -117,7 +117,7 @@ func TestRedTeam4EndedCopyOtherSpelling(t *testing.T) {
 	if done := r.complete(delB, `{"summary":"Three milestones, the second one late."}`, 100); done.Status != "completed" {
 		t.Fatalf("complete: %+v", done)
 	}
-	rtStop(t, r.p)
+	stopProxy(t, r.p)
 	if err := srv.Client().FlushAll(context.Background()).Err(); err != nil {
 		t.Fatal(err)
 	}
@@ -154,9 +154,9 @@ func startEndedWorkspaceAt(t *testing.T, r *delegationRun, url, ws string) (*mcp
 func TestRedTeam4UnreadableIndexTakenAsNone(t *testing.T) {
 	f := newFleet(t, 30*fleetCost, 30*fleetCost, 30*fleetCost)
 	p1, s1 := f.start(f.a, "", nil)
-	n, _, _ := rtDrain(t, s1, 10)
-	f.rtSettled()
-	rtStop(t, p1)
+	n, _, _ := drain(t, s1, 10)
+	f.settled()
+	stopProxy(t, p1)
 	idx, _ := filepath.Glob(filepath.Join(f.e.Dir, "state", "redis-*.json"))
 	cut := 0
 	for _, p := range idx {
@@ -174,7 +174,7 @@ func TestRedTeam4UnreadableIndexTakenAsNone(t *testing.T) {
 	}
 	f.srv.RestartEmpty()
 	p2, s2 := f.start(f.a, "", func(int) bool { return true })
-	more, typ, detail := rtDrain(t, s2, 40)
+	more, typ, detail := drain(t, s2, 40)
 	total := n + more
 	f.sameAsUpstreams([]*mcptest.Process{p1, p2}, total)
 	if more != 0 {
@@ -193,7 +193,7 @@ func TestRedTeam4RateWindowsLostAlone(t *testing.T) {
 	for i := range 5 {
 		s.Call(t, "echo", map[string]any{"text": strconv.Itoa(i)}).OK(t, "a call within the rate")
 	}
-	if typ, _ := denialData(s.Call(t, "echo", map[string]any{"text": "sixth"})); typ != string(proxy.RateLimited) {
+	if typ, _ := denialData(s.Call(t, "echo", map[string]any{"text": "sixth"})); typ != string(gate.RateLimited) {
 		t.Fatalf("the sixth call in the hour: %s, want rate_limited", typ)
 	}
 	ctx := context.Background()
@@ -205,7 +205,7 @@ func TestRedTeam4RateWindowsLostAlone(t *testing.T) {
 	if err := c.Del(ctx, keys...).Err(); err != nil {
 		t.Fatal(err)
 	}
-	more, typ, detail := rtDrain(t, s, 10)
+	more, typ, detail := drain(t, s, 10)
 	f.sameAsUpstreams([]*mcptest.Process{p}, 5+more)
 	if more != 0 {
 		t.Errorf("5 calls on a rate of 5 an hour, the tree's rate windows deleted: %d more forwarded within the hour, then %s: %s; want none", more, typ, detail)
@@ -225,9 +225,9 @@ func TestRedTeam4RateWindowsLostAlone(t *testing.T) {
 func TestRedTeam4StampMadeAfterTheMark(t *testing.T) {
 	f := newFleet(t, 30*fleetCost, 30*fleetCost, 30*fleetCost)
 	p1, s1 := f.start(f.a, "", nil)
-	n, _, _ := rtDrain(t, s1, 10)
-	f.rtSettled()
-	rtStop(t, p1)
+	n, _, _ := drain(t, s1, 10)
+	f.settled()
+	stopProxy(t, p1)
 	ctx := context.Background()
 	if err := f.srv.Client().FlushAll(ctx).Err(); err != nil {
 		t.Fatal(err)
@@ -242,7 +242,7 @@ func TestRedTeam4StampMadeAfterTheMark(t *testing.T) {
 	go func() { first <- snew.Call(t, "echo", map[string]any{"text": "first"}) }()
 	<-g.held
 	p2, s2 := f.start(f.a, "", nil)
-	if typ, detail := denialData(s2.Call(t, "echo", map[string]any{"text": "old machine"})); typ != string(proxy.StoreReset) {
+	if typ, detail := denialData(s2.Call(t, "echo", map[string]any{"text": "old machine"})); typ != string(gate.StoreReset) {
 		t.Fatalf("the old machine's proxy after the flush: %s: %s, want store_reset", typ, detail)
 	}
 	g.release()
@@ -250,10 +250,10 @@ func TestRedTeam4StampMadeAfterTheMark(t *testing.T) {
 	if r := <-first; r.Err == nil && !r.Res.IsError {
 		k = 1
 	}
-	more, typ, detail := rtDrain(t, snew, 40)
+	more, typ, detail := drain(t, snew, 40)
 	total := n + k + more
 	f.sameAsUpstreams([]*mcptest.Process{p1, pnew, p2}, total)
-	if more != 0 || typ != string(proxy.StoreReset) {
+	if more != 0 || typ != string(gate.StoreReset) {
 		t.Errorf("%d calls, Redis flushed, a new machine's proxy started (its first call %d forwarded) while the old machine's proxy found the loss: the new machine's proxy forwarded %d more (%d on 30), then %s: %s; want store_reset", n, k, more, total, typ, detail)
 	}
 }
@@ -273,7 +273,7 @@ func TestRedTeam4RevocationForgottenWithoutWorkspace(t *testing.T) {
 		t.Fatalf("delegateos revoke: %v\n%s", err, out)
 	}
 	refusesB(t, s, "B's proxy")
-	rtStop(t, p)
+	stopProxy(t, p)
 	if err := f.srv.Client().FlushAll(context.Background()).Err(); err != nil {
 		t.Fatal(err)
 	}
@@ -302,7 +302,7 @@ func TestRedTeam4RevocationForgottenOtherWorkspace(t *testing.T) {
 		t.Fatalf("delegateos revoke: %v\n%s", err, out)
 	}
 	refusesB(t, s, "B's proxy")
-	rtStop(t, p)
+	stopProxy(t, p)
 	if err := f.srv.Client().FlushAll(context.Background()).Err(); err != nil {
 		t.Fatal(err)
 	}
@@ -328,15 +328,15 @@ func TestRedTeam4RevocationForgottenOtherWorkspace(t *testing.T) {
 func TestRedTeam4MarkerKilledBeforeTheStamps(t *testing.T) {
 	f := newFleet(t, 30*fleetCost, 30*fleetCost, 30*fleetCost)
 	p1, s1 := f.start(f.a, "", nil)
-	n, _, _ := rtDrain(t, s1, 10)
-	f.rtSettled()
-	rtStop(t, p1)
+	n, _, _ := drain(t, s1, 10)
+	f.settled()
+	stopProxy(t, p1)
 	if err := f.srv.Client().FlushAll(context.Background()).Err(); err != nil {
 		t.Fatal(err)
 	}
 	pnew := f.e.StartProxy(mcptest.ProxyOptions{Policy: f.policy(""), Token: f.a, Dir: t.TempDir()})
 	snew := pnew.Connect(mcptest.SessionOptions{})
-	k, _, _ := rtDrain(t, snew, 1)
+	k, _, _ := drain(t, snew, 1)
 	g := newGateRelay(t, f.srv.Addr())
 	g.armClient("delegateos:stamp:*")
 	pol := f.policy("")
@@ -359,10 +359,10 @@ func TestRedTeam4MarkerKilledBeforeTheStamps(t *testing.T) {
 	if r, _ := f.srv.Client().HGet(context.Background(), "delegateos:store", "reset").Result(); r == "" {
 		t.Fatalf("the old machine's proxy did not mark the store's identity before it was killed")
 	}
-	more, typ, detail := rtDrain(t, snew, 40)
+	more, typ, detail := drain(t, snew, 40)
 	total := n + k + more
 	f.sameAsUpstreams([]*mcptest.Process{p1, pnew}, total)
-	if more != 0 || typ != string(proxy.StoreReset) {
+	if more != 0 || typ != string(gate.StoreReset) {
 		t.Errorf("%d calls, Redis flushed, a new machine's proxy took it for new (%d call); the old machine's proxy marked the loss and was killed before marking the stamps: the new machine's proxy forwarded %d more (%d on 30), then %s: %s; want store_reset", n, k, more, total, typ, detail)
 	}
 }
@@ -376,15 +376,15 @@ func TestRedTeam4MarkerKilledBeforeTheStamps(t *testing.T) {
 func TestRedTeam4OperatorWriteErasesANewMark(t *testing.T) {
 	f := newFleet(t, 30*fleetCost, 30*fleetCost, 30*fleetCost)
 	p1, s1 := f.start(f.a, "", nil)
-	n, _, _ := rtDrain(t, s1, 10)
-	f.rtSettled()
+	n, _, _ := drain(t, s1, 10)
+	f.settled()
 	ctx := context.Background()
 	c := f.srv.Client()
 	// A loss of the tree's stamp only, found by the proxy.
 	if err := c.Del(ctx, "delegateos:stamp:{"+f.e.Root.ID()+"}").Err(); err != nil {
 		t.Fatal(err)
 	}
-	if typ, detail := denialData(s1.Call(t, "echo", map[string]any{"text": "after the stamp's loss"})); typ != string(proxy.StoreReset) {
+	if typ, detail := denialData(s1.Call(t, "echo", map[string]any{"text": "after the stamp's loss"})); typ != string(gate.StoreReset) {
 		t.Fatalf("after the stamp's loss: %s: %s, want store_reset", typ, detail)
 	}
 	g := newGateRelay(t, f.srv.Addr())
@@ -400,16 +400,16 @@ func TestRedTeam4OperatorWriteErasesANewMark(t *testing.T) {
 	}
 	// A proxy of the machine finds the new loss and marks it.
 	p2, s2 := f.start(f.a, "", nil)
-	if typ, detail := denialData(s2.Call(t, "echo", map[string]any{"text": "after the second loss"})); typ != string(proxy.StoreReset) {
+	if typ, detail := denialData(s2.Call(t, "echo", map[string]any{"text": "after the second loss"})); typ != string(gate.StoreReset) {
 		t.Fatalf("after the second loss: %s: %s, want store_reset", typ, detail)
 	}
 	g.release()
 	op.Wait()
 	pn := f.e.StartProxy(mcptest.ProxyOptions{Policy: f.policy(""), Token: f.a, Dir: t.TempDir()})
-	more, typ, detail := rtDrain(t, pn.Connect(mcptest.SessionOptions{}), 40)
+	more, typ, detail := drain(t, pn.Connect(mcptest.SessionOptions{}), 40)
 	total := n + more
 	f.sameAsUpstreams([]*mcptest.Process{p1, p2, pn}, total)
-	if more != 0 || typ != string(proxy.StoreReset) {
+	if more != 0 || typ != string(gate.StoreReset) {
 		t.Errorf("%d calls; the tree's stamp lost; store init --reset --root (exit %d) ran while Redis was flushed and a proxy marked it: a new machine's proxy forwarded %d more (%d on 30), then %s: %s; want store_reset (nobody accepted the flush)", n, op.ProcessState.ExitCode(), more, total, typ, detail)
 	}
 }

@@ -14,7 +14,7 @@ import (
 
 	"github.com/delegateos/delegateos/dct"
 	"github.com/delegateos/delegateos/internal/mcptest"
-	"github.com/delegateos/delegateos/proxy"
+	"github.com/delegateos/delegateos/gate"
 )
 
 // An operator's store recover or store init --reset killed (SIGKILL) at
@@ -39,12 +39,12 @@ func TestRedTeam4HeldOperatorKilledAtEachStep(t *testing.T) {
 				f := newFleet(t, 30*fleetCost, 30*fleetCost, 30*fleetCost)
 				log := filepath.Join(f.e.Dir, "audit.log")
 				p, s := f.start(f.a, "proxy_key: "+f.e.KeyFile(mcptest.NewKey(t, "proxy"))+"\naudit_log: "+log+"\n", nil)
-				n, _, _ := rtDrain(t, s, 10)
-				f.rtSettled()
+				n, _, _ := drain(t, s, 10)
+				f.settled()
 				if err := f.srv.Client().FlushAll(context.Background()).Err(); err != nil {
 					t.Fatal(err)
 				}
-				if typ, detail := denialData(s.Call(t, "echo", map[string]any{"text": "after the flush"})); typ != string(proxy.StoreReset) {
+				if typ, detail := denialData(s.Call(t, "echo", map[string]any{"text": "after the flush"})); typ != string(gate.StoreReset) {
 					t.Fatalf("after the flush: %s: %s, want store_reset", typ, detail)
 				}
 				args := []string{"store", "recover", "--root", f.e.Root.ID(), "--audit", log}
@@ -62,18 +62,18 @@ func TestRedTeam4HeldOperatorKilledAtEachStep(t *testing.T) {
 				op.Process.Kill()
 				op.Wait()
 				g.drop()
-				if typ, detail := denialData(s.Call(t, "echo", map[string]any{"text": "operator killed"})); typ != string(proxy.StoreReset) {
+				if typ, detail := denialData(s.Call(t, "echo", map[string]any{"text": "operator killed"})); typ != string(gate.StoreReset) {
 					t.Errorf("the running proxy after the operator's %s was killed %s: %s: %s, want store_reset", cmd, st.name, typ, detail)
 				}
 				pn := f.e.StartProxy(mcptest.ProxyOptions{Policy: f.policy(""), Token: f.a, Dir: t.TempDir()})
-				if typ, detail := denialData(pn.Connect(mcptest.SessionOptions{}).Call(t, "echo", map[string]any{"text": "new machine"})); typ != string(proxy.StoreReset) {
+				if typ, detail := denialData(pn.Connect(mcptest.SessionOptions{}).Call(t, "echo", map[string]any{"text": "new machine"})); typ != string(gate.StoreReset) {
 					t.Errorf("a new machine's proxy after the operator's %s was killed %s: %s: %s, want store_reset", cmd, st.name, typ, detail)
 				}
 				out, errs, code := mcptest.CLI(t, append(args, "--store", f.srv.URL())...)
 				if code != 0 {
 					t.Fatalf("store %s run again: exit %d, %s%s", cmd, code, out, errs)
 				}
-				more, typ, detail := rtDrain(t, s, 40)
+				more, typ, detail := drain(t, s, 40)
 				f.sameAsUpstreams([]*mcptest.Process{p, pn}, n+more)
 				if cmd == "recover" && (n+more != 30 || typ != string(dct.BudgetExceeded)) {
 					t.Errorf("after the recovery run again: %d + %d forwarded, then %s: %s; want 30 on 30, budget_exceeded", n, more, typ, detail)
