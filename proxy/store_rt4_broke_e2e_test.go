@@ -18,9 +18,9 @@ import (
 	"testing"
 
 	"github.com/delegateos/delegateos/dct"
+	"github.com/delegateos/delegateos/gate"
 	"github.com/delegateos/delegateos/internal/mcptest"
 	"github.com/delegateos/delegateos/internal/redistest"
-	"github.com/delegateos/delegateos/gate"
 )
 
 // R4-1. Redis goes back to an older snapshot (a failover to a replica

@@ -13,8 +13,8 @@ import (
 	"testing"
 
 	"github.com/delegateos/delegateos/dct"
-	"github.com/delegateos/delegateos/internal/mcptest"
 	"github.com/delegateos/delegateos/gate"
+	"github.com/delegateos/delegateos/internal/mcptest"
 )
 
 // An operator's store recover or store init --reset killed (SIGKILL) at
