@@ -15,6 +15,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -443,12 +444,16 @@ func (s *Redis) knownIdentity() (*Identity, bool, error) {
 		path = s.legacyKnownPath()
 		b, err = os.ReadFile(path)
 	}
-	if errors.Is(err, os.ErrNotExist) {
+	if errors.Is(err, os.ErrNotExist) || errors.Is(err, syscall.ENOTDIR) {
+		// None (a state directory that is not one is named when the
+		// index is written).
 		return nil, false, nil
 	}
 	if err != nil {
-		// Warned of when it cannot be written either (join).
-		return nil, false, nil
+		// Fail closed: an index that exists but cannot be read (another
+		// user's file, a symbolic link in a loop) taken for none would
+		// take a store that lost its identity for a new one.
+		return nil, false, fmt.Errorf("%s, this machine's index of the store's identity, cannot be read (%v): make it readable by the proxy, or remove it (a store that lost its identity before this proxy starts again is then not noticed by this machine)", path, err)
 	}
 	var k knownState
 	if err := json.Unmarshal(b, &k); err != nil || k.ID == "" || k.Gen <= 0 {
@@ -461,10 +466,12 @@ func (s *Redis) knownIdentity() (*Identity, bool, error) {
 // directory names, written by a proxy that named the same database of the
 // same server another way (sameServer: localhost and 127.0.0.1, a name
 // and its address), and the URL's canonical address it was written
-// under; nil when there is none. Of several, the latest generation's.
-func (s *Redis) otherIndex() (*Identity, string) {
+// under; nil when there is none. Of several, the latest generation's. An
+// index that exists but cannot be read is an error: it may be this
+// store's.
+func (s *Redis) otherIndex() (*Identity, string, error) {
 	if s.stateDir == "" {
-		return nil, ""
+		return nil, "", nil
 	}
 	paths, _ := filepath.Glob(filepath.Join(s.stateDir, "redis-*.json"))
 	own, where := s.knownPath(), storeAddress(s.rawURL)
@@ -475,8 +482,11 @@ func (s *Redis) otherIndex() (*Identity, string) {
 			continue
 		}
 		b, err := os.ReadFile(path)
+		if errors.Is(err, os.ErrNotExist) {
+			continue // removed meanwhile
+		}
 		if err != nil {
-			continue
+			return nil, "", fmt.Errorf("%s, an index of a store's identity in this machine's state directory, cannot be read (%v): make it readable by the proxy, or remove it", path, err)
 		}
 		var k knownState
 		if json.Unmarshal(b, &k) != nil || k.ID == "" || k.Gen <= 0 || k.Store == "" || k.Store == where {
@@ -486,7 +496,7 @@ func (s *Redis) otherIndex() (*Identity, string) {
 			found, at = &Identity{ID: k.ID, Gen: k.Gen, By: k.By}, k.Store
 		}
 	}
-	return found, at
+	return found, at, nil
 }
 
 // rememberIdentity records the identity in the state directory, and
@@ -763,7 +773,11 @@ func (s *Redis) join(ctx context.Context) error {
 		default:
 			// Seen by this machine under another name of the server
 			// (localhost, its address): the same loss.
-			if other, at := s.otherIndex(); other != nil {
+			other, at, err := s.otherIndex()
+			if err != nil {
+				return &StateError{fmt.Errorf("spend store %s: %w", s.url, err)}
+			}
+			if other != nil {
 				known = other
 				lost = fmt.Sprintf("its identity %s (generation %d), which this machine saw at %s (the same server, named another way), is gone: Redis was flushed or restarted without persistence", other.ID, other.Gen, at)
 				break
@@ -1383,7 +1397,7 @@ func nextIdentity(ctx context.Context, c redis.Cmdable, rawURL string) (*Identit
 	r := &Redis{rawURL: rawURL, stateDir: StateDir()}
 	if known, _, err := r.knownIdentity(); err == nil && known != nil {
 		after = known.Gen
-	} else if other, _ := r.otherIndex(); other != nil {
+	} else if other, _, _ := r.otherIndex(); other != nil {
 		after = other.Gen
 	}
 	if cur != nil {

@@ -146,42 +146,6 @@ func startEndedWorkspaceAt(t *testing.T, r *delegationRun, url, ws string) (*mcp
 	return p, p.Connect(mcptest.SessionOptions{})
 }
 
-// R4-5. The machine's index of the store cannot be read (here a symbolic
-// link to itself: ELOOP; a file of another user is EACCES) but can be
-// replaced: it is taken as none. 10 calls, the proxy stops, Redis restarts
-// without persistence: the proxy restarted on the machine creates a new
-// identity and spends the budget again.
-func TestRedTeam4UnreadableIndexTakenAsNone(t *testing.T) {
-	f := newFleet(t, 30*fleetCost, 30*fleetCost, 30*fleetCost)
-	p1, s1 := f.start(f.a, "", nil)
-	n, _, _ := drain(t, s1, 10)
-	f.settled()
-	stopProxy(t, p1)
-	idx, _ := filepath.Glob(filepath.Join(f.e.Dir, "state", "redis-*.json"))
-	cut := 0
-	for _, p := range idx {
-		if strings.HasSuffix(p, ".seen.json") {
-			continue
-		}
-		os.Remove(p)
-		if err := os.Symlink(filepath.Base(p), p); err != nil {
-			t.Fatal(err)
-		}
-		cut++
-	}
-	if cut != 1 {
-		t.Fatalf("indexes: %v", idx)
-	}
-	f.srv.RestartEmpty()
-	p2, s2 := f.start(f.a, "", func(int) bool { return true })
-	more, typ, detail := drain(t, s2, 40)
-	total := n + more
-	f.sameAsUpstreams([]*mcptest.Process{p1, p2}, total)
-	if more != 0 {
-		t.Errorf("10 calls, the machine's index made unreadable, Redis restarted without persistence: the restarted proxy forwarded %d more (%d on 30), then %s: %s; want it refused (the index cannot be read)", more, total, typ, detail)
-	}
-}
-
 // R4-6. The rate-limit windows of a tree are lost alone (DEL by hand,
 // eviction after CONFIG SET maxmemory-policy, a partial restore), its
 // spend keys and stamp kept: nothing checks them, and a delegation that
