@@ -105,6 +105,9 @@ type Identity struct {
 	// operator lifts it too, or every tree (store init --reset).
 	ResetRest   string          `json:"-"`
 	ResetExcept map[string]bool `json:"-"`
+	// was, in an identity nextIdentity made, is the store's identity it
+	// read (nil: none): writeIdentity writes only over that one.
+	was *Identity
 }
 
 // restLost reports whether tree tag is one a store-wide loss that an
@@ -1354,6 +1357,9 @@ func InitStore(rawURL string, reset bool, roots ...string) (Identity, error) {
 		return fail(err)
 	}
 	if err := writeIdentity(ctx, c, *n, lifted, true); err != nil {
+		if errors.Is(err, ErrIdentityChanged) {
+			return Identity{}, fmt.Errorf("spend store %s: %w", redisconn.Redact(rawURL), err)
+		}
 		return fail(err)
 	}
 	return *n, nil
@@ -1404,6 +1410,7 @@ func nextIdentity(ctx context.Context, c redis.Cmdable, rawURL string) (*Identit
 		after = max(after, cur.Gen, cur.Need)
 	}
 	n := newIdentity("operator", min(after, 1<<63-2))
+	n.was = cur
 	if cur == nil {
 		// The store lost its identity before a proxy found it: an
 		// operator who lifts some trees only (--root, store recover)
@@ -1471,13 +1478,40 @@ func writeIdentity(ctx context.Context, c redis.Cmdable, id Identity, lifted map
 		e, _ := json.Marshal(except)
 		fields = append(fields, "reset_rest", id.ResetRest, "reset_except", string(e))
 	}
-	_, err := c.TxPipelined(ctx, func(p redis.Pipeliner) error {
-		p.Del(ctx, identityKey)
-		p.HSet(ctx, identityKey, fields...)
-		return nil
-	})
-	return err
+	// Only over the identity the operator's command read: a loss a proxy
+	// found and marked meanwhile (Redis flushed again during the command)
+	// or another operator's generation is not overwritten.
+	read := []any{"", "", "", 0}
+	if id.was != nil {
+		read = []any{id.was.ID, id.was.Gen, id.was.Reset, id.was.Need}
+	}
+	ok, err := writeIdentityScript.Run(ctx, c, []string{identityKey}, append(read, fields...)...).Int()
+	if err != nil {
+		return err
+	}
+	if ok == 0 {
+		return ErrIdentityChanged
+	}
+	return nil
 }
+
+// ErrIdentityChanged is an operator's command that found the store's
+// identity changed between its read and its write: nothing is lifted.
+var ErrIdentityChanged = errors.New("the store's identity changed while the command ran (a proxy found a new loss, Redis lost its data again, or another operator acted): nothing was lifted; look at the store again (delegateos spend) and run the command again")
+
+// writeIdentityScript replaces the identity hash (KEYS[1]) with the fields
+// ARGV[5...] when it is the one an operator read: identity ARGV[1] ("":
+// none), generation ARGV[2], reset mark ARGV[3] and need ARGV[4]; it
+// returns 1, or 0 when it is not.
+var writeIdentityScript = redis.NewScript(`
+local cur = redis.call('HMGET', KEYS[1], 'id', 'g', 'reset', 'need')
+if (cur[1] or '') ~= ARGV[1] or (tonumber(cur[2] or '') or '') ~= (tonumber(ARGV[2]) or '') or (cur[3] or '') ~= ARGV[3] or (tonumber(cur[4] or '0') or 0) ~= tonumber(ARGV[4]) then
+  return 0
+end
+redis.call('DEL', KEYS[1])
+redis.call('HSET', KEYS[1], unpack(ARGV, 5))
+return 1
+`)
 
 // restamp gives every tree's stamp the identity and generation id, and
 // makes the list of trees again from the stamps. It lifts the reset of
@@ -1638,6 +1672,9 @@ func RecoverStore(rawURL string, usage []Usage) (Identity, error) {
 		return fail(err)
 	}
 	if err := writeIdentity(ctx, c, *n, lifted, false); err != nil {
+		if errors.Is(err, ErrIdentityChanged) {
+			return Identity{}, fmt.Errorf("spend store %s: %w", redisconn.Redact(rawURL), err)
+		}
 		return fail(err)
 	}
 	return *n, nil

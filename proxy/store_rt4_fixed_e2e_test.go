@@ -7,11 +7,14 @@ package proxy_test
 // open). Each failed before its fix.
 
 import (
+	"context"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
 
+	"github.com/delegateos/delegateos/gate"
 	"github.com/delegateos/delegateos/internal/mcptest"
 )
 
@@ -49,5 +52,60 @@ func TestE2EFaultUnreadableIndexRefused(t *testing.T) {
 	}
 	if msg := p2.Stderr.String(); !strings.Contains(msg, "cannot be read") {
 		t.Errorf("the refusal does not say the index cannot be read: %s", msg)
+	}
+}
+
+// R4-11. An operator's store init --reset --root ROOT (accepting one
+// tree's loss) runs while Redis loses its data again (FLUSHALL between its
+// read of the store's identity and its write of the new generation) and a
+// proxy finds and marks that loss. The operator's write replaces the
+// identity whole, mark included: the loss nobody accepted was lifted, and
+// a new machine's proxy spent the budget again (40 on 30). Now the
+// operator's write is made only over the identity it read: the command
+// fails saying the identity changed, and the new machine's proxy refuses
+// store_reset.
+func TestE2EFaultOperatorWriteKeepsANewMark(t *testing.T) {
+	f := newFleet(t, 30*fleetCost, 30*fleetCost, 30*fleetCost)
+	p1, s1 := f.start(f.a, "", nil)
+	n, _, _ := drain(t, s1, 10)
+	f.settled()
+	ctx := context.Background()
+	c := f.srv.Client()
+	// A loss of the tree's stamp only, found by the proxy.
+	if err := c.Del(ctx, "delegateos:stamp:{"+f.e.Root.ID()+"}").Err(); err != nil {
+		t.Fatal(err)
+	}
+	if typ, detail := denialData(s1.Call(t, "echo", map[string]any{"text": "after the stamp's loss"})); typ != string(gate.StoreReset) {
+		t.Fatalf("after the stamp's loss: %s: %s, want store_reset", typ, detail)
+	}
+	g := newGateRelay(t, f.srv.Addr())
+	g.armClient("lifted")
+	op := exec.Command(mcptest.Delegateos(t), "store", "init", "--reset", "--root", f.e.Root.ID(), "--store", "redis://"+g.addr+"/0")
+	op.Env = append(os.Environ(), "DELEGATEOS_STATE_DIR="+t.TempDir())
+	var out strings.Builder
+	op.Stderr = &out
+	if err := op.Start(); err != nil {
+		t.Fatal(err)
+	}
+	<-g.held
+	if err := c.FlushAll(ctx).Err(); err != nil {
+		t.Fatal(err)
+	}
+	// A proxy of the machine finds the new loss and marks it.
+	p2, s2 := f.start(f.a, "", nil)
+	if typ, detail := denialData(s2.Call(t, "echo", map[string]any{"text": "after the second loss"})); typ != string(gate.StoreReset) {
+		t.Fatalf("after the second loss: %s: %s, want store_reset", typ, detail)
+	}
+	g.release()
+	op.Wait()
+	if op.ProcessState.ExitCode() == 0 || !strings.Contains(out.String(), "changed while the command ran") {
+		t.Errorf("store init --reset --root while the store lost its data again: exit %d, %s; want it refused, saying the identity changed", op.ProcessState.ExitCode(), out.String())
+	}
+	pn := f.e.StartProxy(mcptest.ProxyOptions{Policy: f.policy(""), Token: f.a, Dir: t.TempDir()})
+	more, typ, detail := drain(t, pn.Connect(mcptest.SessionOptions{}), 40)
+	total := n + more
+	f.sameAsUpstreams([]*mcptest.Process{p1, p2, pn}, total)
+	if more != 0 || typ != string(gate.StoreReset) {
+		t.Errorf("%d calls; the tree's stamp lost; store init --reset --root (exit %d) ran while Redis was flushed and a proxy marked it: a new machine's proxy forwarded %d more (%d on 30), then %s: %s; want store_reset (nobody accepted the flush)", n, op.ProcessState.ExitCode(), more, total, typ, detail)
 	}
 }
