@@ -829,6 +829,12 @@ func (s *Redis) join(ctx context.Context) error {
 	s.ident = *cur
 	if cur.Reset != "" {
 		s.resetReason = cur.Reset
+		// The proxy that marked the identity may have stopped (a kill)
+		// before it marked every tree's stamp, which is what the proxies
+		// that took the emptied store for a new one read.
+		if err := markStamps(ctx, s.c, cur.Reset); err != nil {
+			return s.fail(err)
+		}
 		return nil
 	}
 	marked := counts && known.ID == cur.ID
@@ -942,6 +948,17 @@ func (s *Redis) markReset(ctx context.Context, why string) error {
 // reservations check only their tree's stamp, refuse from their next
 // call on.
 func (s *Redis) markStoreReset(ctx context.Context, why string) error {
+	// The stamps first too, unless an operator's newer generation is
+	// there (markReset adopts it): a proxy killed between the marks then
+	// leaves the running proxies refusing, not only those started later.
+	s.mu.Lock()
+	gen := s.ident.Gen
+	s.mu.Unlock()
+	if cur, err := readIdentity(ctx, s.c); err == nil && !(cur != nil && cur.By == "operator" && cur.Gen > gen) {
+		if err := markStamps(ctx, s.c, why); err != nil {
+			return s.fail(err)
+		}
+	}
 	if err := s.markReset(ctx, why); err != nil {
 		return err
 	}
@@ -969,6 +986,34 @@ func markStamps(ctx context.Context, c redisconn.Client, why string) error {
 		})
 		return err
 	})
+}
+
+// checkNewStamp is called when a reservation of this proxy made tree
+// tag's stamp: a proxy that found the store lost data marks its identity,
+// then every stamp there is, so a stamp made after that marking is found
+// by reading the identity after it was made. nil when the identity is the
+// one this proxy knows, unmarked; else the stamp is marked too and the
+// call is refused.
+func (s *Redis) checkNewStamp(tag string) error {
+	cur, err := readIdentity(s.ctx, s.c)
+	if err != nil {
+		return s.fail(err)
+	}
+	s.mu.Lock()
+	id := s.ident
+	s.mu.Unlock()
+	if cur != nil && cur.ID == id.ID && cur.Gen == id.Gen && cur.Reset == "" {
+		return nil
+	}
+	if cur != nil && cur.Reset != "" {
+		s.c.HSetNX(s.ctx, stampKeyPrefix+"{"+tag+"}", "reset", cur.Reset)
+	}
+	if err := s.storeChanged(tag); err != nil && !errors.Is(err, errRetry) {
+		return err
+	}
+	// An operator's newer generation, adopted: the call is refused as
+	// one the store could not decide, which the client may retry.
+	return s.fail(errors.New("the store's identity changed while this call's delegation tree was first stamped"))
 }
 
 // refresh reads the store's identity again, for a proxy in the reset

@@ -531,7 +531,18 @@ func (s *Redis) Reserve(levels []Level, cost int64) (*Reservation, error) {
 	}
 	if fresh == "1" {
 		// The script made the tree's stamp (or found it made), whether or
-		// not the budget had room.
+		// not the budget had room: unless the store's identity was marked
+		// lost meanwhile, by a proxy whose marking of every stamp came
+		// before this one was made (checkNewStamp).
+		if err := s.checkNewStamp(tag); err != nil {
+			if ok {
+				cmd := commitCmd{Keys: rkeys, RID: rid, Cost: cost}
+				if cmd.run(s.ctx, s.c) != nil {
+					s.retry(cmd)
+				}
+			}
+			return nil, err
+		}
 		s.addTree(tag)
 	}
 	if !ok {

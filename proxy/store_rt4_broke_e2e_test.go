@@ -8,8 +8,6 @@ package proxy_test
 
 import (
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -175,52 +173,6 @@ func TestRedTeam4RateWindowsLostAlone(t *testing.T) {
 	}
 }
 
-// R4-7. A proxy of a new machine and a proxy of a machine that saw the
-// store start at the moment Redis lost its data. The new machine's proxy
-// takes the empty store for a new one (its identity); its first call
-// reads the store's identity (newTree) and, before it makes its tree's
-// stamp, the other proxy finds the loss and marks the identity and every
-// stamp there is (none yet). The stamp made just after is never marked:
-// the new machine's proxy spends the whole budget again while the rest of
-// the fleet refuses store_reset. (The gate relay holds the reply to the
-// identity read until the mark is made: a network delay of a few
-// milliseconds at the wrong moment.)
-func TestRedTeam4StampMadeAfterTheMark(t *testing.T) {
-	f := newFleet(t, 30*fleetCost, 30*fleetCost, 30*fleetCost)
-	p1, s1 := f.start(f.a, "", nil)
-	n, _, _ := drain(t, s1, 10)
-	f.settled()
-	stopProxy(t, p1)
-	ctx := context.Background()
-	if err := f.srv.Client().FlushAll(ctx).Err(); err != nil {
-		t.Fatal(err)
-	}
-	g := newGateRelay(t, f.srv.Addr())
-	pol := f.policy("")
-	pol.SpendStore = "redis://" + g.addr + "/0" + f.timeouts
-	pnew := f.e.StartProxy(mcptest.ProxyOptions{Policy: pol, Token: f.a, Dir: t.TempDir()})
-	snew := pnew.Connect(mcptest.SessionOptions{})
-	g.arm("proxy")
-	first := make(chan mcptest.Result, 1)
-	go func() { first <- snew.Call(t, "echo", map[string]any{"text": "first"}) }()
-	<-g.held
-	p2, s2 := f.start(f.a, "", nil)
-	if typ, detail := denialData(s2.Call(t, "echo", map[string]any{"text": "old machine"})); typ != string(gate.StoreReset) {
-		t.Fatalf("the old machine's proxy after the flush: %s: %s, want store_reset", typ, detail)
-	}
-	g.release()
-	var k int64
-	if r := <-first; r.Err == nil && !r.Res.IsError {
-		k = 1
-	}
-	more, typ, detail := drain(t, snew, 40)
-	total := n + k + more
-	f.sameAsUpstreams([]*mcptest.Process{p1, pnew, p2}, total)
-	if more != 0 || typ != string(gate.StoreReset) {
-		t.Errorf("%d calls, Redis flushed, a new machine's proxy started (its first call %d forwarded) while the old machine's proxy found the loss: the new machine's proxy forwarded %d more (%d on 30), then %s: %s; want store_reset", n, k, more, total, typ, detail)
-	}
-}
-
 // R4-8. A revocation that revoke confirmed, the proxies that knew it
 // stopped (stdio proxies run per session), then Redis loses its data
 // (FLUSHALL, as a restart without persistence); the operator accepts the
@@ -280,59 +232,4 @@ func TestRedTeam4RevocationForgottenOtherWorkspace(t *testing.T) {
 		typ, detail := denialData(r)
 		t.Errorf("B revoked, its proxy (workspace 1) stopped, Redis flushed: a proxy of workspace 2 on the same machine is running and answers B's call %q: %s; want it refused as revoked (or the proxy refusing to start)", typ, detail)
 	}
-}
-
-// R4-10. R4-7 with a kill instead of a race: the old machine's proxy
-// finds the loss at start, marks the store's identity, and is killed
-// (SIGKILL) before it marks the trees' stamps. The new machine's proxy,
-// which took the flushed store for a new one and made its stamp, is never
-// told: it spends the budget again. Proxies started later refuse (the
-// identity is marked), but none marks the stamps.
-func TestRedTeam4MarkerKilledBeforeTheStamps(t *testing.T) {
-	f := newFleet(t, 30*fleetCost, 30*fleetCost, 30*fleetCost)
-	p1, s1 := f.start(f.a, "", nil)
-	n, _, _ := drain(t, s1, 10)
-	f.settled()
-	stopProxy(t, p1)
-	if err := f.srv.Client().FlushAll(context.Background()).Err(); err != nil {
-		t.Fatal(err)
-	}
-	pnew := f.e.StartProxy(mcptest.ProxyOptions{Policy: f.policy(""), Token: f.a, Dir: t.TempDir()})
-	snew := pnew.Connect(mcptest.SessionOptions{})
-	k, _, _ := drain(t, snew, 1)
-	g := newGateRelay(t, f.srv.Addr())
-	g.armClient("delegateos:stamp:*")
-	pol := f.policy("")
-	pol.SpendStore = strings.Replace(pol.SpendStore, f.srv.Addr(), g.addr, 1)
-	// The old machine (its state directory), through the relay: its index
-	// is named by the relay's address, so it is copied there.
-	idx, _ := filepath.Glob(filepath.Join(f.e.Dir, "state", "redis-*.json"))
-	for _, p := range idx {
-		if !strings.HasSuffix(p, ".seen.json") {
-			b, _ := os.ReadFile(p)
-			os.Remove(p)
-			os.WriteFile(rt4IndexPath(filepath.Join(f.e.Dir, "state"), g.addr), []byte(strings.Replace(string(b), f.srv.Addr(), g.addr, 1)), 0o600)
-		}
-	}
-	pold := f.e.StartProxy(mcptest.ProxyOptions{Policy: pol, Token: f.a, WantExit: func(int) bool { return true }})
-	<-g.held
-	pold.Cmd.Process.Kill()
-	g.drop()
-	pold.WaitExit(mcptest.WaitTimeout)
-	if r, _ := f.srv.Client().HGet(context.Background(), "delegateos:store", "reset").Result(); r == "" {
-		t.Fatalf("the old machine's proxy did not mark the store's identity before it was killed")
-	}
-	more, typ, detail := drain(t, snew, 40)
-	total := n + k + more
-	f.sameAsUpstreams([]*mcptest.Process{p1, pnew}, total)
-	if more != 0 || typ != string(gate.StoreReset) {
-		t.Errorf("%d calls, Redis flushed, a new machine's proxy took it for new (%d call); the old machine's proxy marked the loss and was killed before marking the stamps: the new machine's proxy forwarded %d more (%d on 30), then %s: %s; want store_reset", n, k, more, total, typ, detail)
-	}
-}
-
-// rt4IndexPath is the path of a state directory's index of the store at
-// redis://ADDR/0 (named by its canonical address).
-func rt4IndexPath(dir, addr string) string {
-	sum := sha256.Sum256([]byte("store " + addr + "/0"))
-	return filepath.Join(dir, "redis-"+hex.EncodeToString(sum[:8])+".json")
 }

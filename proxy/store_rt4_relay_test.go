@@ -19,6 +19,8 @@ type gateRelay struct {
 	// fromClient: the pattern is looked for in what the client sends
 	// (the command is held before it reaches the server).
 	fromClient bool
+	skip       int    // occurrences of the pattern let through first
+	after      []byte // the pattern is looked for once this has passed
 	held       chan struct{}
 	dropped    bool // the held chunk is dropped, its connection cut
 	open       chan struct{}
@@ -72,7 +74,18 @@ func (g *gateRelay) pipe(dst, src net.Conn, fromClient bool) {
 		n, err := src.Read(b)
 		if n > 0 {
 			g.mu.Lock()
-			hit := g.pattern != nil && g.fromClient == fromClient && bytes.Contains(b[:n], g.pattern)
+			if g.after != nil && g.fromClient == fromClient && bytes.Contains(b[:n], g.after) {
+				g.after = nil
+				g.mu.Unlock()
+				if _, err := dst.Write(b[:n]); err != nil {
+					return
+				}
+				continue
+			}
+			hit := g.pattern != nil && g.after == nil && g.fromClient == fromClient && bytes.Contains(b[:n], g.pattern)
+			if hit && g.skip > 0 {
+				g.skip, hit = g.skip-1, false
+			}
 			if hit {
 				g.pattern = nil
 			}
@@ -100,9 +113,20 @@ func (g *gateRelay) pipe(dst, src net.Conn, fromClient bool) {
 
 // armClient holds the next chunk from a client that contains pattern: the
 // command it carries has not reached the server.
-func (g *gateRelay) armClient(pattern string) {
+func (g *gateRelay) armClient(pattern string) { g.armClientAfter(pattern, 0) }
+
+// armClientSeq is armClient for the first chunk holding pattern after
+// one holding after has passed.
+func (g *gateRelay) armClientSeq(after, pattern string) {
 	g.mu.Lock()
-	g.pattern, g.fromClient = []byte(pattern), true
+	g.after, g.pattern, g.fromClient = []byte(after), []byte(pattern), true
+	g.mu.Unlock()
+}
+
+// armClientAfter is armClient letting skip occurrences through first.
+func (g *gateRelay) armClientAfter(pattern string, skip int) {
+	g.mu.Lock()
+	g.pattern, g.fromClient, g.skip = []byte(pattern), true, skip
 	g.mu.Unlock()
 }
 
