@@ -313,55 +313,9 @@ func indexName(rawURL string) string {
 	return "redis-" + hex.EncodeToString(sum[:8]) + ".json"
 }
 
-// storeAddress returns the canonical address of the store at rawURL:
-// HOST:PORT/DB with the host in lower case (an IP address in its
-// shortest form), the port 6379 and the database 0 when left out, without
-// scheme, user, password or parameters; a cluster's seeds sorted, joined
-// by commas. A URL that does not parse is its host and path as written.
-func storeAddress(rawURL string) string {
-	if redisconn.IsCluster(rawURL) {
-		_, rest, _ := strings.Cut(rawURL, "://")
-		if i := strings.IndexAny(rest, "/?#"); i >= 0 {
-			rest = rest[:i]
-		}
-		if i := strings.LastIndex(rest, "@"); i >= 0 {
-			rest = rest[i+1:]
-		}
-		var seeds []string
-		for _, h := range strings.Split(rest, ",") {
-			o, err := redis.ParseURL("redis://" + h)
-			if err != nil {
-				seeds = append(seeds, strings.ToLower(h))
-				continue
-			}
-			seeds = append(seeds, canonHostPort(o.Addr))
-		}
-		slices.Sort(seeds)
-		return strings.Join(slices.Compact(seeds), ",") + "/0"
-	}
-	o, err := redis.ParseURL(rawURL)
-	if err != nil {
-		if u, err := url.Parse(rawURL); err == nil {
-			return strings.ToLower(u.Host) + u.Path
-		}
-		return rawURL
-	}
-	return canonHostPort(o.Addr) + "/" + strconv.Itoa(o.DB)
-}
-
-// canonHostPort returns HOST:PORT with the host in lower case, an IP
-// address in its shortest form.
-func canonHostPort(addr string) string {
-	host, port, err := net.SplitHostPort(addr)
-	if err != nil {
-		return strings.ToLower(addr)
-	}
-	host = strings.ToLower(host)
-	if ip := net.ParseIP(host); ip != nil {
-		host = ip.String()
-	}
-	return net.JoinHostPort(host, port)
-}
+// storeAddress returns the canonical address of the store at rawURL
+// (redisconn.Address).
+func storeAddress(rawURL string) string { return redisconn.Address(rawURL) }
 
 // sameServer reports whether the canonical addresses a and b (see
 // storeAddress) name the same database of the same server: the same
@@ -481,7 +435,7 @@ func (s *Redis) otherIndex() (*Identity, string, error) {
 	var found *Identity
 	var at string
 	for _, path := range paths {
-		if path == own || strings.HasSuffix(path, ".seen.json") || strings.Contains(filepath.Base(path), ".unsent-") {
+		if path == own || strings.HasSuffix(path, ".seen.json") || strings.HasSuffix(path, ".ended.json") || strings.HasSuffix(path, ".revocations.json") || strings.Contains(filepath.Base(path), ".unsent-") {
 			continue
 		}
 		b, err := os.ReadFile(path)

@@ -13,11 +13,14 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 
+	"github.com/delegateos/delegateos/dct"
 	"github.com/delegateos/delegateos/gate"
 	"github.com/delegateos/delegateos/internal/mcptest"
+	"github.com/delegateos/delegateos/internal/redistest"
 )
 
 // R4-5. The machine's index of the store exists but cannot be read (a
@@ -210,6 +213,117 @@ func TestE2EFaultStampMadeAfterTheMark(t *testing.T) {
 	f.sameAsUpstreams([]*mcptest.Process{p1, pnew, p2}, total)
 	if more != 0 || typ != string(gate.StoreReset) {
 		t.Errorf("%d calls, Redis flushed, a new machine's proxy started (its first call %d forwarded) while the old machine's proxy found the loss: the new machine's proxy forwarded %d more (%d on 30), then %s: %s; want store_reset", n, k, more, total, typ, detail)
+	}
+}
+
+// R4-4. The machine's durable copy of the ended-delegation set is named by
+// the URL as written: a delegation completed at a proxy naming the set
+// redis://127.0.0.1:P/0; that proxy exits; Redis is flushed; a proxy of
+// another workspace on the same machine naming the set
+// redis://localhost:P found no copy and took the completed delegation's
+// token again. Now the copy is named by the store's canonical address.
+func TestE2EFaultEndedCopyOtherSpelling(t *testing.T) {
+	srv := redistest.Start(t)
+	r := newDelegationRun(t)
+	ws1 := filepath.Join(r.e.Dir, "ws1")
+	r.p, r.s = startEndedWorkspaceAt(t, r, srv.URL(), ws1)
+	r.ws = ws1
+	delA := r.aTok.Unverified().Authority.DelegationID
+	delB := r.bTok.Unverified().Attenuations[0].DelegationID
+	if res := r.delegate(r.bContract, r.bTok, delA); !res.Accepted {
+		t.Fatalf("delegate: %+v", res)
+	}
+	if done := r.complete(delB, `{"summary":"Three milestones, the second one late."}`, 100); done.Status != "completed" {
+		t.Fatalf("complete: %+v", done)
+	}
+	stopProxy(t, r.p)
+	if err := srv.Client().FlushAll(context.Background()).Err(); err != nil {
+		t.Fatal(err)
+	}
+	os.RemoveAll(ws1)
+	other := strings.Replace(srv.URL(), "127.0.0.1", "localhost", 1)
+	other = strings.TrimSuffix(other, "/0")
+	_, s2 := startEndedWorkspaceAt(t, r, other, filepath.Join(r.e.Dir, "ws2"))
+	got := s2.CallAs(t, r.bTok.String(), "read_file", map[string]any{"path": "/project/sub/notes.md"})
+	if typ, detail := denialData(got); typ != string(dct.Expired) {
+		t.Errorf("completed delegation %s, its ending flushed while no proxy ran; a proxy naming the set %s answered %+v (%s: %s); want it refused as ended", delB, other, got.Res, typ, detail)
+	}
+}
+
+// startEndedWorkspaceAt is startEndedWorkspace with the set at url.
+func startEndedWorkspaceAt(t *testing.T, r *delegationRun, url, ws string) (*mcptest.Process, *mcptest.Session) {
+	t.Helper()
+	revs := filepath.Join(r.e.Dir, filepath.Base(ws)+"-revocations.json")
+	mcptest.WriteFile(t, revs, "[]\n")
+	pol := r.e.Policy(mcptest.Rule{Match: "read_file", Namespace: "docs", Action: "read", Arg: "/path", Cost: 100})
+	pol.Rules = pol.Rules[1:]
+	pol.RevocationList = revs
+	key := mcptest.NewKey(t, filepath.Base(ws))
+	pol.Extra = "workspace: " + strconv.Quote(ws) + "\nended_delegations: " + strconv.Quote(url) +
+		"\nproxy_key: " + r.e.KeyFile(key) + "\naudit_log: " + filepath.Join(ws+"-audit.log") + "\n"
+	p := r.e.StartProxy(mcptest.ProxyOptions{Policy: pol})
+	return p, p.Connect(mcptest.SessionOptions{})
+}
+
+// R4-8. A revocation that revoke confirmed, the proxies that knew it
+// stopped (stdio proxies run per session), then Redis loses its data
+// (FLUSHALL, as a restart without persistence); the operator accepts the
+// spend's loss (store init --reset). A proxy without a workspace keeps no
+// copy of the list, so when one starts again on the same machine it takes
+// the revoked token. (With a workspace, only that
+// workspace's proxies keep one: R4-9.)
+func TestE2EFaultRevocationKeptWithoutWorkspace(t *testing.T) {
+	f := newFleet(t, 1000*fleetCost, 1000*fleetCost, 1000*fleetCost)
+	p, s := f.start(f.b, "", nil)
+	s.Call(t, "echo", map[string]any{"text": "before"}).OK(t, "B's call")
+	if out, err := f.revokeB(f.url); err != nil {
+		t.Fatalf("delegateos revoke: %v\n%s", err, out)
+	}
+	refusesB(t, s, "B's proxy")
+	stopProxy(t, p)
+	if err := f.srv.Client().FlushAll(context.Background()).Err(); err != nil {
+		t.Fatal(err)
+	}
+	// The operator accepts the spend's loss (the proxies refuse
+	// store_reset until then); nothing restores the list.
+	if out, errs, code := mcptest.CLI(t, "store", "init", "--store", f.srv.URL(), "--reset"); code != 0 {
+		t.Fatalf("store init --reset: %d %s%s", code, out, errs)
+	}
+	p2 := f.e.StartProxy(mcptest.ProxyOptions{Policy: f.policy(""), Token: f.b, WantExit: func(int) bool { return true }})
+	if !p2.WaitExit(mcptest.WaitTimeout) {
+		r := p2.Connect(mcptest.SessionOptions{}).Call(t, "echo", map[string]any{"text": "revoked?"})
+		typ, detail := denialData(r)
+		t.Errorf("B revoked, its proxy stopped, Redis flushed: the proxy restarted on the same machine is running and answers B's call %s: %s; want it refused as revoked (or the proxy refusing to start)", typ, detail)
+	}
+}
+
+// R4-9. R4-8 with workspaces: the revocation is kept in the workspace of
+// the proxy that knew it; a proxy of another workspace on the same
+// machine, started after the flush, took the revoked token (the ended
+// set, by contrast, was kept per machine in the state directory); now the
+// list is too.
+func TestE2EFaultRevocationKeptForOtherWorkspaces(t *testing.T) {
+	f := newFleet(t, 1000*fleetCost, 1000*fleetCost, 1000*fleetCost)
+	p, s := f.start(f.b, f.workspace("ws-1"), nil)
+	s.Call(t, "echo", map[string]any{"text": "before"}).OK(t, "B's call")
+	if out, err := f.revokeB(f.url); err != nil {
+		t.Fatalf("delegateos revoke: %v\n%s", err, out)
+	}
+	refusesB(t, s, "B's proxy")
+	stopProxy(t, p)
+	if err := f.srv.Client().FlushAll(context.Background()).Err(); err != nil {
+		t.Fatal(err)
+	}
+	// The operator accepts the spend's loss (the proxies refuse
+	// store_reset until then); nothing restores the list.
+	if out, errs, code := mcptest.CLI(t, "store", "init", "--store", f.srv.URL(), "--reset"); code != 0 {
+		t.Fatalf("store init --reset: %d %s%s", code, out, errs)
+	}
+	p2 := f.e.StartProxy(mcptest.ProxyOptions{Policy: f.policy(f.workspace("ws-2")), Token: f.b, WantExit: func(int) bool { return true }})
+	if !p2.WaitExit(mcptest.WaitTimeout) {
+		r := p2.Connect(mcptest.SessionOptions{}).Call(t, "echo", map[string]any{"text": "revoked?"})
+		typ, detail := denialData(r)
+		t.Errorf("B revoked, its proxy (workspace 1) stopped, Redis flushed: a proxy of workspace 2 on the same machine is running and answers B's call %q: %s; want it refused as revoked (or the proxy refusing to start)", typ, detail)
 	}
 }
 
