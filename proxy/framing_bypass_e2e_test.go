@@ -115,3 +115,37 @@ func TestE2EFramingBypassesRefused(t *testing.T) {
 		t.Errorf("the upstream ran write_file %d times", n)
 	}
 }
+
+// Frames with a raw separator outside a string are refused (answered
+// under their id, or id null where no id can be read) and never forwarded; a separator
+// hidden in a member name or between tokens changes nothing the gate reads.
+// Found by the red team of receipts and frames (issue 26 item 2) (was TestRTLineSeparatorOutsideStrings).
+func TestE2ELineSeparatorOutsideStringsRefused(t *testing.T) {
+	e := mcptest.NewEnv(t)
+	pol := &mcptest.Policy{AllowUnauthenticated: true}
+	p := e.StartProxy(mcptest.ProxyOptions{Policy: pol, Upstream: lineEchoUpstream(t, e, nil)})
+	c := p.Raw()
+	c.Initialize()
+	for id, f := range map[string]string{
+		"1": `{"jsonrpc":"2.0","id":1,"method":"tools/call",` + "\u2028" + `"params":{"name":"echo","arguments":{}}}`,
+		"2": `{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"echo","arguments":{"a":1` + "\u0085" + `}}}`,
+		"3": `{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"echo","arguments":{"a":"x"},"na` + "\u2028" + `me":"other"}}`,
+	} {
+		c.Send(f)
+		m := c.Next()
+		if id != "3" && string(m.ID) != id && string(m.ID) != "null" {
+			t.Errorf("frame %s answered under id %s", id, m.ID)
+		}
+		if id == "3" {
+			if m.Error == nil {
+				if got := receivedLine(t, m); !strings.Contains(got, `"name":"echo"`) {
+					t.Errorf("frame 3: upstream got %s", got)
+				}
+			}
+			continue
+		}
+		if m.Error == nil {
+			t.Errorf("frame %s with a separator outside a string was forwarded: %s", id, m.Result)
+		}
+	}
+}

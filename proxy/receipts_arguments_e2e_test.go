@@ -95,38 +95,6 @@ func TestE2EReceiptArgumentsAreWhatUpstreamGot(t *testing.T) {
 	}
 }
 
-// Vendor method names: only the exact listed name is gated through; names
-// that differ (escapes decode to the same name, so they are the same
-// method) must not reach the upstream ungated; notifications are dropped.
-// Found by the red team of receipts and frames (issue 26 item 2) (was TestRTVendorMethodVariants).
-func TestE2EVendorMethodVariantsGated(t *testing.T) {
-	e := mcptest.NewEnv(t)
-	pol := e.Policy()
-	pol.Extra = vendorMethods
-	p := e.StartProxy(mcptest.ProxyOptions{Policy: pol, Token: e.Mint(nil, "mcp:echo:*"), Upstream: lineEchoUpstream(t, e, nil)})
-	c := p.Raw()
-	c.Initialize()
-	for i, m := range []string{`acme\/search`, `acme/\u0073earch`, `ACME/search`, `acme/search/`, `acme//search`, `/acme/search`, `acme/search\u0000`, `acme/sеarch`, `acme/search `} {
-		id := fmt.Sprint(i + 10)
-		c.Send(`{"jsonrpc":"2.0","id":` + id + `,"method":"` + m + `","params":{}}`)
-		r := c.Response(id)
-		if r.Error == nil {
-			t.Errorf("method %s without the capability reached the upstream: %s", m, r.Result)
-		}
-	}
-	// As a notification, then a request that lets us see what the upstream got next.
-	c.Send(`{"jsonrpc":"2.0","method":"acme/search","params":{}}`)
-	c.Send(`{"jsonrpc":"2.0","method":"x-acme/bulk_Get2"}`)
-	c.Send(mcptest.CallFrame("99", "echo", map[string]any{"t": "a"}))
-	r := c.Response("99")
-	if r.Error != nil {
-		t.Fatalf("echo: %+v", r.Error)
-	}
-	if got := receivedLine(t, r); strings.Contains(got, "acme") {
-		t.Errorf("a vendor method sent as a notification reached the upstream ungated: %s", got)
-	}
-}
-
 // Receipts over the audit writer's 1 MiB: arguments and result left out
 // with a reason, the receipts themselves still written, the hashes those
 // of what was forwarded and returned.
@@ -161,39 +129,5 @@ func receiptTooLarge(t *testing.T, n int) {
 	}
 	if xs[0].ResultJSON != string(m.Result) && (xs[0].ResultOmitted != "too_large" || xs[0].ResultJSON != "") || xs[0].ResponseHash == "" {
 		t.Errorf("execution receipt: omitted %q, %d bytes held, hash %s", xs[0].ResultOmitted, len(xs[0].ResultJSON), xs[0].ResponseHash)
-	}
-}
-
-// Frames with a raw separator outside a string are refused (answered
-// under their id, or id null where no id can be read) and never forwarded; a separator
-// hidden in a member name or between tokens changes nothing the gate reads.
-// Found by the red team of receipts and frames (issue 26 item 2) (was TestRTLineSeparatorOutsideStrings).
-func TestE2ELineSeparatorOutsideStringsRefused(t *testing.T) {
-	e := mcptest.NewEnv(t)
-	pol := &mcptest.Policy{AllowUnauthenticated: true}
-	p := e.StartProxy(mcptest.ProxyOptions{Policy: pol, Upstream: lineEchoUpstream(t, e, nil)})
-	c := p.Raw()
-	c.Initialize()
-	for id, f := range map[string]string{
-		"1": `{"jsonrpc":"2.0","id":1,"method":"tools/call",` + "\u2028" + `"params":{"name":"echo","arguments":{}}}`,
-		"2": `{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"echo","arguments":{"a":1` + "\u0085" + `}}}`,
-		"3": `{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"echo","arguments":{"a":"x"},"na` + "\u2028" + `me":"other"}}`,
-	} {
-		c.Send(f)
-		m := c.Next()
-		if id != "3" && string(m.ID) != id && string(m.ID) != "null" {
-			t.Errorf("frame %s answered under id %s", id, m.ID)
-		}
-		if id == "3" {
-			if m.Error == nil {
-				if got := receivedLine(t, m); !strings.Contains(got, `"name":"echo"`) {
-					t.Errorf("frame 3: upstream got %s", got)
-				}
-			}
-			continue
-		}
-		if m.Error == nil {
-			t.Errorf("frame %s with a separator outside a string was forwarded: %s", id, m.Result)
-		}
 	}
 }

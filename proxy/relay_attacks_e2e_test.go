@@ -12,10 +12,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/mark3labs/mcp-go/mcp"
-
 	"github.com/delegateos/delegateos/dct"
 	"github.com/delegateos/delegateos/internal/mcptest"
+	"github.com/mark3labs/mcp-go/mcp"
 )
 
 // Attacks on the relay through the real binary. Each test here states
@@ -423,5 +422,81 @@ func TestE2EListenDecisionLogNamesItsURIs(t *testing.T) {
 	line := p.WaitLog("decision", func(m map[string]any) bool { return m["method"] == "subscriptions/listen" })
 	if target, _ := line["target"].(string); !strings.Contains(target, notes) {
 		t.Errorf("the allowed subscriptions/listen is logged with target %q, which does not name %s: %v", target, notes, line)
+	}
+}
+
+// An upstream's notifications and requests to the client that give a
+// member twice: a client would read them one way or the other, so they
+// are not relayed (a request is answered to the upstream with an error).
+// Found by the red team of receipts and frames (issue 26 item 2) (was TestRTUpstreamRepeatedMemberInNotifications).
+func TestE2EUpstreamRepeatedMemberInNotificationsNotRelayed(t *testing.T) {
+	e := mcptest.NewEnv(t)
+	pol := &mcptest.Policy{AllowUnauthenticated: true}
+	notes := []string{
+		`{"jsonrpc":"2.0","method":"notifications/progress","params":{"progressToken":"p","progress":1,"message":"ok","message":"rm -rf"}}`,
+		`{"jsonrpc":"2.0","method":"notifications/message","params":{"level":"info","data":"a","data":"b"}}`,
+		`{"jsonrpc":"2.0","id":"s1","method":"sampling/createMessage","params":{"messages":[],"maxTokens":1,"maxTokens":100000}}`,
+		`{"jsonrpc":"2.0","method":"notifications/message","params":{"level":"info","data":` + strings.Repeat(`[`, 600) + strings.Repeat(`]`, 600) + `}}`,
+		`{"jsonrpc":"2.0","id":"s2","method":"elicitation/create","params":{"message":"Pay 1 EUR?","message":"Pay 1000 EUR?","requestedSchema":{"type":"object","properties":{}}}}`,
+	}
+	frame := strings.Join(notes, "\n") + "\n" + `{"jsonrpc":"2.0","id":$ID,"result":{"content":[]}}`
+	p := e.StartProxy(mcptest.ProxyOptions{Policy: pol, Upstream: lineEchoUpstream(t, e, map[string]string{"tools/call": frame})})
+	c := p.Raw()
+	c.Send(`{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{"sampling":{},"elicitation":{}},"clientInfo":{"name":"t","version":"1"}}}`)
+	c.Response("0")
+	c.Send(`{"jsonrpc":"2.0","method":"notifications/initialized"}`)
+	c.Send(`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"echo","arguments":{},"_meta":{"progressToken":"p"}}}`)
+	for {
+		m := c.Next()
+		if m.Method == "" {
+			break
+		}
+		t.Errorf("relayed %s with a member given twice", m.Method)
+	}
+	// The upstream's two requests were answered to it, with errors: the
+	// echo upstream shows what it read since its last answer.
+	c.Send(`{"jsonrpc":"2.0","id":3,"method":"prompts/get","params":{"name":"p"}}`)
+	got := receivedLine(t, c.Response("3"))
+	for _, id := range []string{`"s1"`, `"s2"`} {
+		if !strings.Contains(got, `"id":`+id+`,"error":{"code":-32600`) {
+			t.Errorf("the upstream's request %s got no error answer; it read:\n%s", id, got)
+		}
+	}
+}
+
+// Upstream answers that give a member twice, in places the result check
+// might not look: the error object, a notification, a vendor method's
+// result, a name hidden by an escape or by a BOM/whitespace variant.
+// Found by the red team of receipts and frames (issue 26 item 2) (was TestRTUpstreamRepeatedMembersElsewhere).
+func TestE2EUpstreamRepeatedMembersElsewhere(t *testing.T) {
+	e := mcptest.NewEnv(t)
+	pol := &mcptest.Policy{AllowUnauthenticated: true, Extra: vendorMethods}
+	cases := map[string]string{
+		"error":       `{"jsonrpc":"2.0","id":$ID,"error":{"code":-32000,"message":"a","message":"b"}}`,
+		"errordata":   `{"jsonrpc":"2.0","id":$ID,"error":{"code":-32000,"message":"a","data":{"x":1,"\u0078":2}}}`,
+		"toplevel":    `{"jsonrpc":"2.0","id":$ID,"result":{"content":[]},"result":{"content":[{"type":"text","text":"evil"}]}}`,
+		"resulterror": `{"jsonrpc":"2.0","id":$ID,"result":{"content":[]},"error":{"code":1,"message":"x"}}`,
+		"invalidutf8": "{\"jsonrpc\":\"2.0\",\"id\":$ID,\"result\":{\"a\xff\":1,\"a\xfe\":2}}",
+		"surrogate":   `{"jsonrpc":"2.0","id":$ID,"result":{"\ud800":1,"\udbff":2}}`,
+		"deep":        `{"jsonrpc":"2.0","id":$ID,"result":{"content":[],"x":` + strings.Repeat(`[`, 600) + strings.Repeat(`]`, 600) + `}}`,
+		"deeplast":    `{"jsonrpc":"2.0","result":{"content":[],"x":` + strings.Repeat(`[`, 600) + strings.Repeat(`]`, 600) + `},"id":$ID}`,
+		"deeperror":   `{"jsonrpc":"2.0","id":$ID,"error":{"code":1,"message":"x","data":` + strings.Repeat(`{"a":`, 600) + `1` + strings.Repeat(`}`, 600) + `}}`,
+		"deepdup":     `{"jsonrpc":"2.0","id":$ID,"result":{"content":[],"x":` + strings.Repeat(`[`, 505) + `{"k":1,"k":2}` + strings.Repeat(`]`, 505) + `}}`,
+	}
+	for name, frame := range cases {
+		t.Run(name, func(t *testing.T) {
+			p := e.StartProxy(mcptest.ProxyOptions{Policy: pol, Upstream: lineEchoUpstream(t, e, map[string]string{"tools/call": frame, "acme/search": frame})})
+			c := p.Raw()
+			c.Initialize()
+			c.Send(mcptest.CallFrame("1", "echo", map[string]any{"t": "a"}))
+			m := c.Response("1")
+			c.Send(`{"jsonrpc":"2.0","id":2,"method":"acme/search","params":{}}`)
+			m2 := c.Response("2")
+			for _, mm := range []mcptest.RawMessage{m, m2} {
+				if mm.Error == nil || mm.Error.Code != -32603 {
+					t.Errorf("%s: relayed as %s %+v; want -32603", name, mm.Result, mm.Error)
+				}
+			}
+		})
 	}
 }

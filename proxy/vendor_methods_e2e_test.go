@@ -4,6 +4,7 @@ package proxy_test
 
 import (
 	"encoding/json"
+	"fmt"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -131,5 +132,37 @@ func TestE2EVendorMethodsServe(t *testing.T) {
 		if !strings.Contains(string(res.Body), c.want) {
 			t.Errorf("%s with %s through serve: HTTP %d %s; want %s", c.method, c.caps, res.Status, res.Body, c.want)
 		}
+	}
+}
+
+// Vendor method names: only the exact listed name is gated through; names
+// that differ (escapes decode to the same name, so they are the same
+// method) must not reach the upstream ungated; notifications are dropped.
+// Found by the red team of receipts and frames (issue 26 item 2) (was TestRTVendorMethodVariants).
+func TestE2EVendorMethodVariantsGated(t *testing.T) {
+	e := mcptest.NewEnv(t)
+	pol := e.Policy()
+	pol.Extra = vendorMethods
+	p := e.StartProxy(mcptest.ProxyOptions{Policy: pol, Token: e.Mint(nil, "mcp:echo:*"), Upstream: lineEchoUpstream(t, e, nil)})
+	c := p.Raw()
+	c.Initialize()
+	for i, m := range []string{`acme\/search`, `acme/\u0073earch`, `ACME/search`, `acme/search/`, `acme//search`, `/acme/search`, `acme/search\u0000`, `acme/sеarch`, `acme/search `} {
+		id := fmt.Sprint(i + 10)
+		c.Send(`{"jsonrpc":"2.0","id":` + id + `,"method":"` + m + `","params":{}}`)
+		r := c.Response(id)
+		if r.Error == nil {
+			t.Errorf("method %s without the capability reached the upstream: %s", m, r.Result)
+		}
+	}
+	// As a notification, then a request that lets us see what the upstream got next.
+	c.Send(`{"jsonrpc":"2.0","method":"acme/search","params":{}}`)
+	c.Send(`{"jsonrpc":"2.0","method":"x-acme/bulk_Get2"}`)
+	c.Send(mcptest.CallFrame("99", "echo", map[string]any{"t": "a"}))
+	r := c.Response("99")
+	if r.Error != nil {
+		t.Fatalf("echo: %+v", r.Error)
+	}
+	if got := receivedLine(t, r); strings.Contains(got, "acme") {
+		t.Errorf("a vendor method sent as a notification reached the upstream ungated: %s", got)
 	}
 }
