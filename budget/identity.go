@@ -503,7 +503,71 @@ type seenState struct {
 	ID   string           `json:"id"`
 	Gen  int64            `json:"gen"`
 	Seen map[string]int64 `json:"seen"`
-	path string           // read from
+	// Machine is the state directory's ID (machineID) and MSeen the
+	// highest count the machine's proxies saw each first key reach under
+	// generation Gen, which their reservations raised its field
+	// "m:MACHINE" to (see Redis.mseen).
+	Machine string           `json:"machine,omitempty"`
+	MSeen   map[string]int64 `json:"mseen,omitempty"`
+	path    string           // read from
+}
+
+// keptMachine returns the counts of st that the machine's field of each
+// key holds at least, under identity id: st's own, of id's generation,
+// written under machine's ID.
+func keptMachine(st *seenState, id Identity, machine string) map[string]int64 {
+	if st == nil || machine == "" || st.Machine != machine || st.ID != id.ID || st.Gen != id.Gen {
+		return nil
+	}
+	m := make(map[string]int64, len(st.MSeen))
+	for k, n := range st.MSeen {
+		if n > 0 {
+			m[k] = n
+		}
+	}
+	return m
+}
+
+// machineID returns the ID of the state directory dir, made at its first
+// use: what a machine's proxies write in the keys' field "m:ID".
+func machineID(dir string) (string, error) {
+	path := filepath.Join(dir, "machine-id")
+	b, err := os.ReadFile(path)
+	if errors.Is(err, os.ErrNotExist) || errors.Is(err, syscall.ENOTDIR) {
+		if err := os.MkdirAll(dir, 0o700); err != nil {
+			return "", fmt.Errorf("the state directory %s cannot be made: %w; set DELEGATEOS_STATE_DIR to a directory the proxy can write", dir, err)
+		}
+		var r [12]byte
+		rand.Read(r[:])
+		f, err := os.CreateTemp(dir, "machine-id.*.tmp")
+		if err != nil {
+			return "", fmt.Errorf("the state directory %s cannot be written: %w; set DELEGATEOS_STATE_DIR to a directory the proxy can write", dir, err)
+		}
+		_, err = f.WriteString(hex.EncodeToString(r[:]) + "\n")
+		if err == nil {
+			err = f.Sync()
+		}
+		f.Close()
+		if err == nil {
+			// Made whole, or not at all: another proxy's made first wins.
+			if lerr := os.Link(f.Name(), path); lerr != nil && !errors.Is(lerr, os.ErrExist) {
+				err = lerr
+			}
+		}
+		os.Remove(f.Name())
+		if err != nil {
+			return "", fmt.Errorf("the state directory %s cannot be written: %w; set DELEGATEOS_STATE_DIR to a directory the proxy can write", dir, err)
+		}
+		return machineID(dir)
+	}
+	if err != nil {
+		return "", fmt.Errorf("%s cannot be read: %w", path, err)
+	}
+	id := strings.TrimSpace(string(b))
+	if len(id) != 24 || strings.Trim(id, "0123456789abcdef") != "" {
+		return "", fmt.Errorf("%s is not a machine ID delegateos writes: remove it (this machine's proxies then take a new one)", path)
+	}
+	return id, nil
 }
 
 // seenPath is the file of the counts kept under the store identity id:
@@ -594,6 +658,11 @@ func (s *Redis) loadSeen(st *seenState, known *Identity, counts, marked bool) er
 		s.seen = seen
 		s.mu.Unlock()
 	}
+	if m := keptMachine(st, id, s.machine); len(m) > 0 {
+		s.mu.Lock()
+		s.mseen = m
+		s.mu.Unlock()
+	}
 	if s.stateDir == "" {
 		return nil
 	}
@@ -634,6 +703,10 @@ func (s *Redis) storeSeen(force bool) error {
 	for k, n := range s.seen {
 		seen[k] = n
 	}
+	mseen := make(map[string]int64, len(s.mseen))
+	for k, n := range s.mseen {
+		mseen[k] = n
+	}
 	s.mu.Unlock()
 	// Written in the reset state too: they are what this proxy saw under
 	// the identity it knows (s.ident), and the raises of the last second
@@ -662,7 +735,13 @@ func (s *Redis) storeSeen(force bool) error {
 	for k, n := range keptSeen(st, id) {
 		seen[k] = max(seen[k], n)
 	}
-	b, _ := json.Marshal(seenState{ID: id.ID, Gen: id.Gen, Seen: seen})
+	for k, n := range keptMachine(st, id, s.machine) {
+		mseen[k] = max(mseen[k], n)
+	}
+	if s.machine == "" {
+		mseen = nil
+	}
+	b, _ := json.Marshal(seenState{ID: id.ID, Gen: id.Gen, Seen: seen, Machine: s.machine, MSeen: mseen})
 	return writeFileAtomic(path, b)
 }
 
@@ -983,6 +1062,9 @@ func (s *Redis) refresh(ctx context.Context) error {
 	defer s.mu.Unlock()
 	if cur != nil && cur.By == "operator" && cur.Reset == "" && cur.Gen > s.ident.Gen {
 		s.seen = forgetLifted(s.seen, cur, s.ident.Gen)
+		// The keys' fields of proxies and machines are not rebuilt by an
+		// operator's action: only the counts (seen) are kept.
+		s.own, s.mseen = nil, nil
 		for tag := range s.treeReset {
 			if cur.lifts(tag, s.ident.Gen) {
 				delete(s.treeReset, tag)

@@ -327,6 +327,83 @@ func TestE2EFaultRevocationKeptForOtherWorkspaces(t *testing.T) {
 	}
 }
 
+// R4-1. Redis goes back to an older snapshot (a failover to a replica
+// that lagged, an RDB restart) while machine 1's proxy, which saw the
+// root count 20, idles. Machine 2's proxy, which never saw the tree,
+// makes 10 calls (it cannot know), taking the root's count back to 20.
+// Machine 1's proxy then compared its 20 with the store's 20 and went on:
+// the rollback was never noticed, and machine 1 forwarded 10 more (40 on
+// 30). Now each reservation also records the root's count in the key's
+// field of its proxy ("p:NONCE") and of its machine ("m:ID", the state
+// directory's), which no other proxy's or machine's calls raise: machine
+// 1's proxy finds its own field below what it saw and refuses store_reset.
+func TestE2EFaultRollbackMaskedByAnotherMachine(t *testing.T) {
+	f := newFleet(t, 30*fleetCost, 30*fleetCost, 30*fleetCost)
+	p1, s1 := f.start(f.a, "", nil)
+	n, _, _ := drain(t, s1, 10)
+	f.settled()
+	snap := f.snapshot()
+	m, _, _ := drain(t, s1, 10)
+	f.settled()
+	f.restore(snap)
+	p2 := f.e.StartProxy(mcptest.ProxyOptions{Policy: f.policy(""), Token: f.a, Dir: t.TempDir()})
+	k, _, _ := drain(t, p2.Connect(mcptest.SessionOptions{}), 10)
+	more, typ, detail := drain(t, s1, 40)
+	total := n + m + k + more
+	f.sameAsUpstreams([]*mcptest.Process{p1, p2}, total)
+	if more != 0 || typ != string(gate.StoreReset) {
+		t.Errorf("machine 1 made %d calls, Redis went back to a snapshot of %d, machine 2 made %d: machine 1's proxy forwarded %d more (%d on 30), then %s: %s; want none, store_reset", n+m, n, k, more, total, typ, detail)
+	}
+}
+
+// R4-2. R4-1 with machine 1's proxy stopped before the rollback and
+// started again after machine 2's calls: its machine's counts (20) are
+// compared with the store's count, which machine 2 took back to 20.
+func TestE2EFaultRollbackMaskedBeforeRestart(t *testing.T) {
+	f := newFleet(t, 30*fleetCost, 30*fleetCost, 30*fleetCost)
+	p1, s1 := f.start(f.a, "", nil)
+	n, _, _ := drain(t, s1, 10)
+	f.settled()
+	snap := f.snapshot()
+	m, _, _ := drain(t, s1, 10)
+	f.settled()
+	stopProxy(t, p1)
+	f.restore(snap)
+	p2 := f.e.StartProxy(mcptest.ProxyOptions{Policy: f.policy(""), Token: f.a, Dir: t.TempDir()})
+	k, _, _ := drain(t, p2.Connect(mcptest.SessionOptions{}), 10)
+	p3, s3 := f.start(f.a, "", nil)
+	more, typ, detail := drain(t, s3, 40)
+	total := n + m + k + more
+	f.sameAsUpstreams([]*mcptest.Process{p1, p2, p3}, total)
+	if more != 0 || typ != string(gate.StoreReset) {
+		t.Errorf("machine 1 made %d calls and stopped, Redis went back to a snapshot of %d, machine 2 made %d: machine 1's restarted proxy forwarded %d more (%d on 30), then %s: %s; want none, store_reset", n+m, n, k, more, total, typ, detail)
+	}
+}
+
+// R4-3. R4-1 within one machine: proxies A and B share a state
+// directory (stdio proxies run per session). A makes 5 calls and idles;
+// B takes the root to 20. Redis goes back to the snapshot at 10; A, which
+// saw 5, makes 10 calls (the count back at 20); B then goes on.
+func TestE2EFaultRollbackMaskedBySameMachineProxy(t *testing.T) {
+	f := newFleet(t, 30*fleetCost, 30*fleetCost, 30*fleetCost)
+	pa, sa := f.start(f.a, "", nil)
+	na, _, _ := drain(t, sa, 5)
+	pb, sb := f.start(f.a, "", nil)
+	nb, _, _ := drain(t, sb, 5)
+	f.settled()
+	snap := f.snapshot()
+	mb, _, _ := drain(t, sb, 10)
+	f.settled()
+	f.restore(snap)
+	ka, typa, _ := drain(t, sa, 10)
+	more, typ, detail := drain(t, sb, 40)
+	total := na + nb + mb + ka + more
+	f.sameAsUpstreams([]*mcptest.Process{pa, pb}, total)
+	if total > 30 || typ != string(gate.StoreReset) {
+		t.Errorf("A made %d calls, B %d, Redis went back to a snapshot at %d, A made %d more (then %q); B forwarded %d more (%d on 30), then %s: %s; want store_reset, at most 30", na, nb+mb, na+nb, ka, typa, more, total, typ, detail)
+	}
+}
+
 // rt4IndexPath is the path of a state directory's index of the store at
 // redis://ADDR/0 (named by its canonical address).
 func rt4IndexPath(dir, addr string) string {
