@@ -1639,7 +1639,8 @@ redis.call('HSET', KEYS[1], 'id', ARGV[1], 'g', ARGV[2])
 if ARGV[3] == '1' then
   redis.call('HDEL', KEYS[1], 'reset')
   for _, f in ipairs(redis.call('HKEYS', KEYS[1])) do
-    if string.sub(f, 1, 2) == 'k:' and redis.call('EXISTS', string.sub(f, 3)) == 0 then
+    local kind = string.sub(f, 1, 2)
+    if (kind == 'k:' or kind == 'r:') and redis.call('EXISTS', string.sub(f, 3)) == 0 then
       redis.call('HDEL', KEYS[1], f)
     end
   end
