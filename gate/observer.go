@@ -45,3 +45,24 @@ func (g *Gate) settled(d *Decision, charged int64, released bool, err error) {
 	}
 	g.Observer.Settled(c)
 }
+
+// Observers is an Observer that tells each of its Observers, in order, of
+// every decision and settlement: the metrics, say, and a recorder of
+// tokens.
+type Observers []Observer
+
+var _ Observer = Observers(nil)
+
+// Decided implements Observer.
+func (o Observers) Decided(req *CallRequest, d *Decision) {
+	for _, x := range o {
+		x.Decided(req, d)
+	}
+}
+
+// Settled implements Observer.
+func (o Observers) Settled(c SettledCall) {
+	for _, x := range o {
+		x.Settled(c)
+	}
+}

@@ -1,12 +1,14 @@
 package gate
 
 import (
+	"crypto/rand"
 	"errors"
 	"path/filepath"
 	"strings"
 	"testing"
 
 	"github.com/delegateos/delegateos/budget"
+	"github.com/delegateos/delegateos/identity"
 	"github.com/delegateos/delegateos/policy"
 )
 
@@ -45,4 +47,38 @@ func TestOpen(t *testing.T) {
 		t.Fatal(err)
 	}
 	s.Close()
+}
+
+// OpenAudit opens nothing without an audit log, refuses one without a key
+// (a setting), names the flag a key came from when it cannot be read, and
+// opens and closes a log signed with the key.
+func TestOpenAudit(t *testing.T) {
+	dir := t.TempDir()
+	if l, closeLog, err := OpenAudit(&policy.Policy{}, AuditOptions{}); l != nil || err != nil || closeLog() != nil {
+		t.Errorf("no audit log: %v %v", l, err)
+	}
+	pol := &policy.Policy{AuditLog: filepath.Join(dir, "audit.log")}
+	var se *SettingError
+	if _, _, err := OpenAudit(pol, AuditOptions{}); !errors.As(err, &se) || !strings.Contains(err.Error(), "needs a key") {
+		t.Errorf("no key: %v", err)
+	}
+	var oe *StoreError
+	if _, _, err := OpenAudit(pol, AuditOptions{Key: filepath.Join(dir, "none.key"), KeyFrom: "--key"}); !errors.As(err, &oe) || !strings.Contains(err.Error(), "fix --key") {
+		t.Errorf("missing key: %v", err)
+	}
+	k, err := identity.Generate(rand.Reader, "proxy")
+	if err != nil {
+		t.Fatal(err)
+	}
+	pol.ProxyKey = filepath.Join(dir, "proxy.key")
+	if err := identity.SaveKeyFile(pol.ProxyKey, k); err != nil {
+		t.Fatal(err)
+	}
+	l, closeLog, err := OpenAudit(pol, AuditOptions{})
+	if err != nil || l == nil {
+		t.Fatalf("OpenAudit: %v %v", l, err)
+	}
+	if err := closeLog(); err != nil {
+		t.Fatal(err)
+	}
 }

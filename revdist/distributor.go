@@ -48,6 +48,12 @@ type Distributor struct {
 	// Logf, when set, is told of failed polls and pushes and refused
 	// entries.
 	Logf func(format string, args ...any)
+	// Added, when set, is called after entries new to the Store were
+	// stored: pushed, polled from a peer or found by the local check. It is
+	// not called for a push refused, nor for one of an entry the Store
+	// already held, so that a stranger re-posting a published entry costs
+	// the verifier nothing but the entry's signature check.
+	Added func()
 
 	mu sync.Mutex
 	// announced are the entries pushed to peers or known before Run.
@@ -116,7 +122,15 @@ func (d *Distributor) Add(e revocation.Entry) (bool, error) {
 	d.published.Store(nil)
 	d.lastChange.Store(time.Now().UnixNano())
 	d.announce([]revocation.Entry{e})
+	d.added()
 	return true, nil
+}
+
+// added tells Added, when set, that the Store grew.
+func (d *Distributor) added() {
+	if d.Added != nil {
+		d.Added()
+	}
 }
 
 // admit checks an entry before anything stores it.
@@ -305,6 +319,7 @@ func (d *Distributor) checkLocal() {
 		d.published.Store(nil)
 		d.lastChange.Store(time.Now().UnixNano())
 		d.announce(entries)
+		d.added()
 	}
 }
 
@@ -421,6 +436,7 @@ func (d *Distributor) merge(entries []revocation.Entry) (refused bool, err error
 		d.published.Store(nil)
 		d.lastChange.Store(time.Now().UnixNano())
 		d.announce(added)
+		d.added()
 	}
 	return refused, nil
 }

@@ -431,3 +431,58 @@ func TestRefusedEntryIsPolledAgain(t *testing.T) {
 		t.Fatal("the peer's unchanged list was not read again: the entry refused before is still missing")
 	}
 }
+
+// TestAddedOnlyForNewEntries: serve ends the sessions a revocation
+// revokes when its Distributor says an entry was added. A push refused (as
+// a request it is still answered 200 with a JSON-RPC error) or a re-push
+// of an entry already held — which anyone can copy from the published
+// list — must not say so: each would make the server re-verify every
+// session's token. Found by the issue 24 review: serve took any 2xx answer
+// to a push as an entry taken.
+func TestAddedOnlyForNewEntries(t *testing.T) {
+	root, stranger := testKey(t, 1), testKey(t, 2)
+	n := newNode(t, principals(t, root))
+	var added atomic.Int64
+	n.Added = func() { added.Add(1) }
+	url := n.srv.URL + Path
+	good := testEntry(t, root, "b1")
+
+	if resp, msg := post(t, url, "application/json", pushBody(t, 1, testEntry(t, stranger, "b2"))); resp.StatusCode != http.StatusOK || !strings.Contains(msg, `"error"`) {
+		t.Fatalf("refused request: %s %s", resp.Status, msg)
+	}
+	if got := added.Load(); got != 0 {
+		t.Fatalf("a refused push told Added %d times", got)
+	}
+	if resp, _ := post(t, url, "application/json", pushBody(t, nil, good)); resp.StatusCode != http.StatusAccepted {
+		t.Fatalf("good push: %s", resp.Status)
+	}
+	if got := added.Load(); got != 1 {
+		t.Fatalf("a new entry told Added %d times, want 1", got)
+	}
+	for i := range 5 {
+		if resp, _ := post(t, url, "application/json", pushBody(t, i+2, good)); resp.StatusCode != http.StatusOK {
+			t.Fatalf("repeat push: %s", resp.Status)
+		}
+		if resp, _ := post(t, url, "application/json", pushBody(t, nil, good)); resp.StatusCode != http.StatusAccepted {
+			t.Fatalf("repeat notification: %s", resp.Status)
+		}
+	}
+	if got := added.Load(); got != 1 {
+		t.Fatalf("re-pushes of a held entry told Added: %d calls, want 1", got)
+	}
+
+	// A peer polled, and the local check, tell it of what they add.
+	peer := newNode(t, principals(t, root))
+	if _, err := peer.Add(testEntry(t, root, "b3")); err != nil {
+		t.Fatal(err)
+	}
+	n.Peers = []string{peer.srv.URL}
+	n.PollPeers(context.Background())
+	if got := added.Load(); got != 2 {
+		t.Fatalf("after a poll that added an entry: %d calls, want 2", got)
+	}
+	n.PollPeers(context.Background())
+	if got := added.Load(); got != 2 {
+		t.Fatalf("a poll that added nothing told Added: %d calls, want 2", got)
+	}
+}

@@ -2,8 +2,6 @@ package main
 
 import (
 	"bytes"
-	"crypto/sha256"
-	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -15,6 +13,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/delegateos/delegateos/audit"
+	"github.com/delegateos/delegateos/gate"
 	"github.com/delegateos/delegateos/identity"
 	"github.com/delegateos/delegateos/internal/render"
 	"github.com/delegateos/delegateos/internal/timestamp"
@@ -23,77 +22,29 @@ import (
 	"github.com/delegateos/delegateos/receipt"
 )
 
-// openEvidence opens the audit log the policy names, signed with the
-// proxy key (--key, else proxy_key). Without an audit log there is no
-// evidence (nil). An audit log without a key is refused: a key made up on
-// the spot would sign evidence nobody could tell from an impostor's.
+// openEvidence opens the audit log the policy names (gate.OpenAudit),
+// signed with the proxy key (--key, else proxy_key), and turns its errors
+// into the CLI's. Without an audit log there is no evidence (nil).
 func openEvidence(pol *policy.Policy, policyDigest, keyFlag string, log *zap.Logger) (proxy.Evidence, func() error, error) {
-	keyPath, keyWhat := pol.ProxyKey, "proxy_key in the policy"
+	keyFrom := ""
 	if keyFlag != "" {
-		keyPath, keyWhat = keyFlag, "--key"
+		keyFrom = "--key"
 	}
-	if pol.AuditLog == "" {
-		if keyPath != "" {
-			log.Warn("a proxy key is set but no audit_log: no receipts are written; set audit_log in the policy to keep them")
-		}
-		return nil, func() error { return nil }, nil
-	}
-	if keyPath == "" {
-		return nil, nil, fixf("audit_log %s needs a key to sign its receipts with: create one with 'delegateos keygen --out proxy.key' and set proxy_key: proxy.key in the policy (or give --key proxy.key)", pol.AuditLog)
-	}
-	k, err := identity.LoadKeyFile(keyPath)
-	if err != nil {
-		return nil, nil, inputf("the proxy key %s cannot be used: %v; fix %s", keyPath, err, keyWhat)
-	}
-	opts := audit.Options{
-		Receipts: receiptOptions(pol, policyDigest),
-		SignEach: pol.Receipts.SignEach,
-		OnError: func(err error) {
-			log.Error("the audit log cannot be written: no more receipts are kept, and every gated request is refused (evidence_unavailable) until the proxy is restarted", zap.Error(err))
-		},
-	}
-	var l *audit.Log
-	if audit.IsDir(pol.AuditLog) {
-		// A log of this process's own in the directory: the proxies of one
-		// policy each write theirs.
-		var skipped []error
-		l, skipped, err = audit.OpenDir(pol.AuditLog, receipt.NewSigner(k), opts)
-		for _, s := range skipped {
-			log.Warn("an audit log in the directory cannot be continued and is left as it is ('delegateos audit verify DIR' reports it); another is used", zap.Error(s))
-		}
-	} else {
-		l, err = audit.Open(pol.AuditLog, receipt.NewSigner(k), opts)
-	}
-	if err != nil {
-		if errors.Is(err, audit.ErrInUse) {
-			return nil, nil, fixf("%v", err)
-		}
-		return nil, nil, inputf("the audit log %s cannot be opened: %v; fix audit_log in the policy", pol.AuditLog, err)
-	}
-	if n := l.Recovered(); n > 0 {
-		log.Warn("the audit log was not closed cleanly (the proxy was killed, or entries were removed from its end): it is continued after a recovery checkpoint at entry recovered_at, and receipts of calls made before that entry may be missing ('delegateos audit verify' reports it)",
-			zap.String("audit_log", l.Path()), zap.Int64("recovered_at", n))
-	}
-	log.Info("receipts are signed and appended to the audit log", zap.String("audit_log", l.Path()), zap.String("proxy_did", k.DID()))
-	closeLog := func() error {
-		err := l.Close()
-		seq, head := l.Head()
-		// Kept outside the audit log, these catch a log cut back to an
-		// earlier session's end: audit verify --head.
-		log.Info("audit log closed", zap.String("audit_log", l.Path()), zap.Int64("entries", seq), zap.String("head", head))
-		return err
+	l, closeLog, err := gate.OpenAudit(pol, gate.AuditOptions{PolicyDigest: policyDigest, Key: keyFlag, KeyFrom: keyFrom, Log: log})
+	var se *gate.SettingError
+	var oe *gate.StoreError
+	switch {
+	case errors.As(err, &se):
+		return nil, nil, fixf("%s", se.Error())
+	case errors.As(err, &oe):
+		return nil, nil, inputf("%s", oe.Error())
+	case err != nil:
+		return nil, nil, err
+	case l == nil:
+		// No audit log: a nil interface, not a nil *audit.Log in one.
+		return nil, closeLog, nil
 	}
 	return l, closeLog, nil
-}
-
-// receiptOptions: a proxy without a policy file names its built-in
-// defaults by the digest of no bytes.
-func receiptOptions(pol *policy.Policy, h string) receipt.Options {
-	if h == "" {
-		d := sha256.Sum256(nil)
-		h = hex.EncodeToString(d[:])
-	}
-	return receipt.Options{PolicyHash: h, IncludeArguments: pol.Receipts.IncludeArguments, IncludeResults: pol.Receipts.IncludeResults}
 }
 
 var auditGroup = &command{

@@ -14,6 +14,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/delegateos/delegateos/identity"
+	"github.com/delegateos/delegateos/proxy"
 )
 
 // Exit codes shared by every command.
@@ -45,7 +46,7 @@ type command struct {
 	flags func(fs *pflag.FlagSet) func(e *env, args []string) error
 	// answersClient: the command speaks MCP on stdin and stdout, so a
 	// failure before it reads stdin is also the answer to the client's
-	// first request (see answerStartFailure).
+	// first request (see proxy.AnswerStartFailure).
 	answersClient bool
 }
 
@@ -139,7 +140,7 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		msg := fmt.Sprintf("%v; run '%s --help'%s", err, strings.Join(path, " "), dashIDHint(rest))
 		fmt.Fprintf(stderr, "%s: %s\n", strings.Join(path, " "), msg)
 		if cmd.answersClient {
-			answerStartFailure(stdin, stdout, strings.Join(path, " ")+" cannot start: "+msg)
+			proxy.AnswerStartFailure(stdin, stdout, strings.Join(path, " ")+" cannot start: "+msg)
 		}
 		return exitUsage
 	}
@@ -150,7 +151,7 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	msg, code := failure(path, err)
 	fmt.Fprintf(stderr, "%s: %s\n", strings.Join(path, " "), msg)
 	if cmd.answersClient && !e.clientRead.Load() {
-		answerStartFailure(e.stdin, e.stdout, strings.Join(path, " ")+" cannot start: "+msg)
+		proxy.AnswerStartFailure(e.stdin, e.stdout, strings.Join(path, " ")+" cannot start: "+msg)
 	}
 	return code
 }

@@ -182,17 +182,7 @@ var serveCmd = &command{
 			}
 			defer snap.Close()
 			g, revs, delegations := snap.Gate, snap.Revocations, snap.Delegations
-			checkToken := func(tok string) error {
-				if g.Verifier == nil {
-					return errors.New("no trusted roots to verify it against")
-				}
-				if _, err := g.Verifier.VerifyChain(tok, time.Now()); err != nil {
-					return err
-				}
-				// A token whose delegation has ended authorizes nothing.
-				_, err := g.ListView(gate.MethodToolsList, tok)
-				return err
-			}
+			checkToken := g.CheckToken
 			if defaultToken != "" {
 				if err := checkToken(defaultToken); err != nil {
 					return fixf("the session token is not valid: %v; %s", err, tokenFix(err))

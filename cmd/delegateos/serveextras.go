@@ -2,9 +2,9 @@ package main
 
 import (
 	"context"
-	"errors"
 	"net/http"
 	"net/url"
+	"sync/atomic"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -103,6 +103,9 @@ func declareServeExtraFlags(fs *pflag.FlagSet) *serveExtraFlags {
 type serveExtras struct {
 	metrics *metrics.Metrics
 	dist    *revdist.Distributor // nil without a revocation list
+	// revoked, once mounted, ends the sessions whose tokens a new
+	// revocation entry revokes (the server's Recheck).
+	revoked atomic.Pointer[func()]
 	tokens  *revdist.Tokens
 	card    http.Handler      // nil without --key
 	sig     *serve.Signatures // nil unless signatures are required
@@ -120,7 +123,7 @@ func (f *serveExtraFlags) build(pol *policy.Policy, revs revocation.Live, keyFil
 	}
 	x.metrics.BuildInfo(version, commit)
 	x.metrics.Tools(pol)
-	g.Observer = gateObservers{x.metrics, tokenRecorder{x.tokens}}
+	g.Observer = gate.Observers{x.metrics, tokenRecorder{x.tokens}}
 	if *f.requireSig || pol.RequireSignature {
 		if *f.sigWindow < time.Second {
 			return nil, usagef("--signature-window must be at least 1s")
@@ -143,10 +146,7 @@ func (f *serveExtraFlags) build(pol *policy.Policy, revs revocation.Live, keyFil
 			return nil, err
 		}
 		x.sig = &serve.Signatures{Verifier: v, VerifyToken: func(token string) error {
-			if g.Verifier == nil {
-				return errors.New("no trusted roots to verify it against")
-			}
-			_, err := g.Verifier.VerifyChain(token, time.Now())
+			_, err := g.VerifyToken(token)
 			return err
 		}}
 	}
@@ -171,6 +171,11 @@ func (f *serveExtraFlags) build(pol *policy.Policy, revs revocation.Live, keyFil
 			Authority: revdist.AnyOf{roots, x.tokens},
 			Peers:     *f.peers, Interval: *f.poll,
 			Logf: func(format string, args ...any) { sugar.Warnf(format, args...) },
+			Added: func() {
+				if f := x.revoked.Load(); f != nil {
+					(*f)()
+				}
+			},
 		}
 		x.metrics.WatchRevocations(func() (int, time.Time) {
 			n := file.Len()
@@ -210,20 +215,11 @@ func (x *serveExtras) mount(mux *http.ServeMux, guard func(http.Handler) http.Ha
 		mux.Handle(metrics.Path, guard(x.metrics.Handler()))
 	}
 	if x.dist != nil {
-		dist := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-			if r.Method != http.MethodPost {
-				x.dist.ServeHTTP(w, r)
-				return
-			}
-			sw := &statusWriter{ResponseWriter: w}
-			x.dist.ServeHTTP(sw, r)
-			if sw.status/100 == 2 {
-				// The sessions of the tokens it revokes end now, not at the
-				// next recheck (a refused push costs no recheck).
-				revoked()
-			}
-		})
-		mux.Handle(revdist.Path, guard(dist))
+		// The sessions of the tokens a new entry revokes end now, not at
+		// the next recheck; a push refused, or of an entry already held,
+		// costs no recheck (the distributor calls Added only for new ones).
+		x.revoked.Store(&revoked)
+		mux.Handle(revdist.Path, guard(x.dist))
 	}
 	if x.card != nil {
 		mux.Handle(agentcard.Path, guard(x.card))
@@ -253,21 +249,6 @@ func shareNonces(v *avpsig.Verifier, pol *policy.Policy, log *zap.Logger) error 
 	return nil
 }
 
-// gateObservers tells each observer of every decision.
-type gateObservers []gate.Observer
-
-func (o gateObservers) Decided(req *gate.CallRequest, d *gate.Decision) {
-	for _, x := range o {
-		x.Decided(req, d)
-	}
-}
-
-func (o gateObservers) Settled(c gate.SettledCall) {
-	for _, x := range o {
-		x.Settled(c)
-	}
-}
-
 // tokenRecorder records the tokens of allowed requests, whose signers may
 // then revoke their blocks through revocation distribution.
 type tokenRecorder struct{ t *revdist.Tokens }
@@ -279,23 +260,3 @@ func (r tokenRecorder) Decided(req *gate.CallRequest, d *gate.Decision) {
 }
 
 func (tokenRecorder) Settled(gate.SettledCall) {}
-
-// statusWriter remembers the status of the response it writes.
-type statusWriter struct {
-	http.ResponseWriter
-	status int
-}
-
-func (w *statusWriter) WriteHeader(code int) {
-	if w.status == 0 {
-		w.status = code
-	}
-	w.ResponseWriter.WriteHeader(code)
-}
-
-func (w *statusWriter) Write(b []byte) (int, error) {
-	if w.status == 0 {
-		w.status = http.StatusOK
-	}
-	return w.ResponseWriter.Write(b)
-}

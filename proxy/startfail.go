@@ -1,4 +1,4 @@
-package main
+package proxy
 
 import (
 	"bufio"
@@ -8,7 +8,6 @@ import (
 	"time"
 
 	"github.com/delegateos/delegateos/gate"
-	"github.com/delegateos/delegateos/proxy"
 )
 
 // startFailureWait bounds how long a proxy that cannot start waits for
@@ -28,7 +27,7 @@ const startFailureMaxLine = 1 << 20
 // answers: a client may probe (server/discover) before it initializes.
 const maxStartFailureAnswers = 8
 
-// answerStartFailure tells the MCP client on in and out why the proxy
+// AnswerStartFailure tells the MCP client on in and out why the proxy
 // cannot start. A client that sees its server exit only reports that the
 // connection closed, while what the proxy said went to a log or a
 // terminal nobody watches: so the client's requests are answered with a
@@ -40,7 +39,7 @@ const maxStartFailureAnswers = 8
 // answered with a null id. Nothing is read from a terminal (a person at it
 // has the message on standard error), and nothing but the answers is
 // written to out, which carries the protocol.
-func answerStartFailure(in io.Reader, out io.Writer, msg string) {
+func AnswerStartFailure(in io.Reader, out io.Writer, msg string) {
 	if in == nil || out == nil || isTerminal(in) {
 		return
 	}
@@ -80,12 +79,12 @@ func nextRequest(r *bufio.Reader, msg string) (answer []byte, initialize bool) {
 	for {
 		line, err := readLine(r)
 		if len(bytes.TrimSpace(line)) > 0 {
-			m, rerr := proxy.ReadClientMessage(bytes.TrimRight(line, "\r\n"))
+			m, rerr := ReadClientMessage(bytes.TrimRight(line, "\r\n"))
 			switch {
 			case rerr != nil:
-				return proxy.ErrorFrame(nil, gate.CodeInternalError, msg), false
-			case m.Kind == proxy.KindRequest:
-				return proxy.ErrorFrame(m.ID, gate.CodeInternalError, msg), m.Method == "initialize"
+				return ErrorFrame(nil, gate.CodeInternalError, msg), false
+			case m.Kind == KindRequest:
+				return ErrorFrame(m.ID, gate.CodeInternalError, msg), m.Method == "initialize"
 			}
 		}
 		if err != nil {
