@@ -36,6 +36,9 @@ type Card struct {
 	// RequireSignature says that every request must carry an AVP-Sig v2
 	// signature by the token's holder.
 	RequireSignature bool
+	// Labels are free-form labels of the card, such as the ldp.* labels
+	// of an LDP delegate (LDP §9.1); nil means none.
+	Labels map[string]string
 }
 
 // Document is the card as served.
@@ -49,6 +52,8 @@ type Document struct {
 	DefaultOutputModes  []string      `json:"defaultOutputModes"`
 	Skills              []any         `json:"skills"`
 	DelegateOS          DelegateOSExt `json:"delegateos"`
+	// Labels are the card's labels (LDP §9.1's ldp.* keys), when it has any.
+	Labels map[string]string `json:"labels,omitempty"`
 }
 
 // Capabilities are the A2A capabilities: none of A2A's own.
@@ -90,6 +95,7 @@ func (c *Card) Document(base string) Document {
 		DefaultInputModes:   []string{"application/json"},
 		DefaultOutputModes:  []string{"application/json"},
 		Skills:              []any{},
+		Labels:              c.Labels,
 		DelegateOS: DelegateOSExt{
 			Version:                 ProtocolVersion,
 			DID:                     c.Key.DID(),

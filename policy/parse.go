@@ -183,7 +183,7 @@ func (ps *parser) errorf(n *yaml.Node, key, format string, args ...any) {
 
 var topKeys = []string{"roots", "tools", "resources", "prompts", "default_cost", "allow_unauthenticated", "honour_upstream_cost",
 	"revocation_list", "spend_store", "max_frame_bytes", "log", "workspace", "judge", "reputation", "upstream_user", "rate",
-	"tool_pins", "proxy_key", "audit_log", "receipts", "ended_delegations", "require_signature", "methods", "state_dir"}
+	"tool_pins", "proxy_key", "audit_log", "receipts", "ended_delegations", "require_signature", "methods", "state_dir", "ldp"}
 
 func (ps *parser) policy(n *yaml.Node, p *Policy) {
 	if n.Kind != yaml.MappingNode {
@@ -250,6 +250,8 @@ func (ps *parser) policy(n *yaml.Node, p *Policy) {
 			ps.receipts(v, key, &p.Receipts)
 		case "require_signature":
 			ps.boolean(v, key, &p.RequireSignature)
+		case "ldp":
+			ps.ldp(v, key, &p.LDP)
 		}
 	})
 }

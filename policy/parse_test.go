@@ -351,7 +351,7 @@ func TestLoad(t *testing.T) {
 		t.Fatal(err)
 	}
 	_, err = Load(path)
-	if err == nil || err.Error() != path+":2: bogus: unknown key; known keys here: roots, tools, resources, prompts, default_cost, allow_unauthenticated, honour_upstream_cost, revocation_list, spend_store, max_frame_bytes, log, workspace, judge, reputation, upstream_user, rate, tool_pins, proxy_key, audit_log, receipts, ended_delegations, require_signature, methods, state_dir" {
+	if err == nil || err.Error() != path+":2: bogus: unknown key; known keys here: roots, tools, resources, prompts, default_cost, allow_unauthenticated, honour_upstream_cost, revocation_list, spend_store, max_frame_bytes, log, workspace, judge, reputation, upstream_user, rate, tool_pins, proxy_key, audit_log, receipts, ended_delegations, require_signature, methods, state_dir, ldp" {
 		t.Errorf("Load error = %v", err)
 	}
 	var pe *Error

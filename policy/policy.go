@@ -115,6 +115,8 @@ type Policy struct {
 	// signature by the token's holder on every HTTP request
 	// (holder-of-key); the stdio proxy has no HTTP requests to sign.
 	RequireSignature bool
+	// LDP, when set, makes delegateos serve an LDP delegate (docs/ldp.md).
+	LDP *LDPConfig
 }
 
 // JudgeConfig is the judge section: the local command that scores an output

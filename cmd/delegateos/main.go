@@ -71,6 +71,7 @@ var root = &command{
 			subs: []*command{chainShowCmd}},
 		spendCmd, storeGroup,
 		credentialGroup,
+		ldpGroup,
 		auditGroup,
 	},
 }

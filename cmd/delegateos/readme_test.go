@@ -111,6 +111,7 @@ var walkthrough = []string{
 // part of the walkthrough, the test that runs its commands.
 var testedElsewhere = map[string]string{
 	"docs/oauth.md": "TestDocsOAuth",
+	"docs/ldp.md":   "TestDocsLDP",
 }
 
 // TestREADME runs every command the README and the walkthrough's docs

@@ -35,7 +35,7 @@ var rules = []struct {
 // the internal helpers. None of them imports the gate or a front.
 var below = []string{
 	"agentcard", "attest", "audit", "avpsig", "budget", "chain", "contract", "credential", "dct",
-	"identity", "policy", "ratelimit", "receipt", "reputation", "revdist", "revocation", "tracing",
+	"identity", "ldp", "policy", "ratelimit", "receipt", "reputation", "revdist", "revocation", "tracing",
 	"upstreamuser", "verify", "internal/b64", "internal/canon", "internal/cputime", "internal/docstore",
 	"internal/freejson", "internal/fsutil", "internal/jsonlines", "internal/logline",
 	"internal/mcpdef", "internal/mcplist", "internal/receiptschema", "internal/redisconn",

@@ -1,0 +1,84 @@
+package ldp
+
+import (
+	"crypto/ed25519"
+	"encoding/json"
+	"fmt"
+
+	"github.com/delegateos/delegateos/identity"
+	"github.com/delegateos/delegateos/internal/b64"
+	"github.com/delegateos/delegateos/internal/canon"
+)
+
+// Ed25519Input returns the bytes the Ed25519 profile signs: the RFC 8785
+// (JCS) form of the envelope less its signature member. For a received
+// envelope that is the envelope as sent (every member the sender wrote,
+// nulls included); for one built here, its MarshalJSON form.
+func Ed25519Input(e *Envelope) ([]byte, error) {
+	data := e.raw
+	if data == nil {
+		var err error
+		if data, err = e.MarshalJSON(); err != nil {
+			return nil, err
+		}
+	}
+	var members map[string]json.RawMessage
+	if err := json.Unmarshal(data, &members); err != nil {
+		return nil, err
+	}
+	delete(members, "signature")
+	return canon.Marshal(members)
+}
+
+// SignEd25519 signs e with key under the Ed25519 profile: it sets
+// signature_algorithm "ed25519", signer to the key's did:key, and
+// signature to the unpadded base64url Ed25519 signature over
+// Ed25519Input. Sign last: any later change to e voids the signature.
+func SignEd25519(e *Envelope, key ed25519.PrivateKey) error {
+	if len(key) != ed25519.PrivateKeySize {
+		return fmt.Errorf("ldp: signing key is %d bytes, want %d", len(key), ed25519.PrivateKeySize)
+	}
+	e.raw = nil
+	e.Signature = ""
+	e.SignatureAlgorithm = AlgEd25519
+	e.Signer = identity.DIDFromPublicKey(key.Public().(ed25519.PublicKey))
+	msg, err := Ed25519Input(e)
+	if err != nil {
+		return err
+	}
+	e.Signature = b64.Encode(ed25519.Sign(key, msg))
+	return nil
+}
+
+// verifyEd25519 checks e's Ed25519 signature; want, when not empty, is the
+// did:key (or principal ID) that must have signed.
+func verifyEd25519(e *Envelope, want string) error {
+	if e.Signer == "" {
+		return malformed("an ed25519 envelope names no signer")
+	}
+	pub, err := identity.PublicKeyFromDID(e.Signer)
+	if err != nil {
+		return malformed("signer: %v", err)
+	}
+	if want != "" {
+		wantKey, err := identity.ParsePrincipal(want)
+		if err != nil {
+			return refuse(ReasonWrongKey, "the required signer %s is not a key: %v", clip(want), err)
+		}
+		if !wantKey.Equal(pub) {
+			return refuse(ReasonWrongKey, "signed by %s, not by %s", clip(e.Signer), clip(want))
+		}
+	}
+	sig, err := b64.Decode(e.Signature)
+	if err != nil || len(sig) != ed25519.SignatureSize {
+		return malformed("ed25519 signature is not %d bytes of unpadded base64url", ed25519.SignatureSize)
+	}
+	msg, err := Ed25519Input(e)
+	if err != nil {
+		return malformed("%v", err)
+	}
+	if !ed25519.Verify(pub, msg, sig) {
+		return refuse(ReasonTampered, "ed25519 signature by %s does not verify over the envelope", clip(e.Signer))
+	}
+	return nil
+}

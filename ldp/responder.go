@@ -1,0 +1,489 @@
+package ldp
+
+import (
+	"context"
+	"crypto/ed25519"
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/delegateos/delegateos/internal/timestamp"
+)
+
+// An Executor performs the tasks a Responder admits. The daemon's runs
+// each through the gate; its errors become TASK_FAILED.
+type Executor interface {
+	Execute(ctx context.Context, t *Task) (*Outcome, error)
+}
+
+// An Attester takes the ATTESTATION messages of a session (an Executor may
+// also be one). Without one, ATTESTATION is answered TASK_FAILED.
+type Attester interface {
+	Attest(ctx context.Context, s Session, e *Envelope, by Verified) error
+}
+
+// Task is a TASK_SUBMIT admitted to a session: signed (when the Responder
+// checks signatures), in a live session of its sender, for a skill the
+// card lists, with input valid for its payload mode.
+type Task struct {
+	Session  Session
+	Envelope *Envelope
+	Submit   *TaskSubmit
+	// Mode is the payload mode the task was sent in.
+	Mode PayloadMode
+	// By is who signed the envelope (zero when signatures are not checked).
+	By Verified
+	// Token is the delegation token the task runs under: the TASK_SUBMIT's
+	// delegateos member, else the request's bearer token, else the
+	// SESSION_PROPOSE's delegateos member; nil when there is none.
+	Token *DelegateOSMember
+	// Update sends a TASK_UPDATE to the initiator when the request is a
+	// stream; otherwise it does nothing. It is never nil.
+	Update func(progress *float64, message string)
+}
+
+// Outcome is what a task produced.
+type Outcome struct {
+	Output     json.RawMessage
+	Confidence *float64
+	// Verified is true only when an independent check of the output ran
+	// and passed; VerificationStatus says which (reference values).
+	Verified           bool
+	VerificationStatus string
+	TokensUsed         *uint64
+	CostUSD            *float64
+	DelegateOS         *ProvenanceDOS
+}
+
+// TaskError is a task that failed with an LDP error to report as is (the
+// gate's denials, with their type and message).
+type TaskError struct{ LdpError }
+
+func (e *TaskError) Error() string { return e.Code + ": " + e.Message }
+
+// Responder is the delegate side of LDP: it answers each envelope with
+// the next message of §5's lifecycle. It speaks no HTTP (Handler does).
+type Responder struct {
+	// Card is this delegate's identity card; required.
+	Card *IdentityCard
+	// Key signs replies with the Ed25519 profile; nil means replies to an
+	// HMAC envelope are signed with the Verifier's secret and other
+	// replies are not signed.
+	Key ed25519.PrivateKey
+	// Verifier checks every envelope's signature, freshness and replay;
+	// nil means envelopes are taken unsigned (tests, trusted transports).
+	Verifier *Verifier
+	// Sessions holds the sessions; nil means a table of the Responder's
+	// own with the defaults.
+	Sessions *Sessions
+	// Exec performs tasks; required.
+	Exec Executor
+	// AdmitSession, when not nil, decides whether a SESSION_PROPOSE that
+	// passed the signature and trust checks may open a session (the daemon
+	// requires a token the gate accepts); a non-nil error is the
+	// SESSION_REJECT's. token is the SESSION_PROPOSE's delegateos member,
+	// else the request's bearer token. Nil admits every session.
+	AdmitSession func(ctx context.Context, e *Envelope, by Verified, token *DelegateOSMember) *LdpError
+	// Now is the clock; nil means time.Now.
+	Now func() time.Time
+
+	initOnce sync.Once
+	own      Sessions
+	mu       sync.Mutex
+	running  map[string]context.CancelFunc
+	tokens   map[string]*DelegateOSMember // session ID → SESSION_PROPOSE's token
+}
+
+// Reply codes a Responder answers with, beside the session and trust codes.
+const (
+	CodeUnexpected   = "UNEXPECTED_MESSAGE"
+	CodeMisaddressed = "MISADDRESSED"
+	CodeSkillUnknown = "SKILL_UNKNOWN"
+	CodeFrameInvalid = "SEMANTIC_FRAME_INVALID"
+	CodeInputInvalid = "INPUT_INVALID"
+	CodeTaskFailed   = "TASK_EXECUTION_ERROR"
+	CodeTaskUnknown  = "TASK_UNKNOWN"
+	CodeTaskRunning  = "TASK_RUNNING"
+	CodeContract     = "CONTRACT_REFUSED"
+	CodeNoAttester   = "ATTESTATION_UNSUPPORTED"
+)
+
+func (r *Responder) init() {
+	r.initOnce.Do(func() {
+		r.running = map[string]context.CancelFunc{}
+		r.tokens = map[string]*DelegateOSMember{}
+	})
+}
+
+func (r *Responder) sessions() *Sessions {
+	if r.Sessions != nil {
+		return r.Sessions
+	}
+	if r.own.Now == nil {
+		r.own.Now = r.Now
+	}
+	return &r.own
+}
+
+func (r *Responder) now() time.Time {
+	if r.Now != nil {
+		return r.Now()
+	}
+	return time.Now()
+}
+
+// Handle reads one envelope and returns the reply; bearer is the request's
+// bearer token (empty when none) and emit, when not nil, receives the
+// TASK_UPDATEs of a streamed task before Handle returns. An envelope that
+// does not parse has no one to reply to: Handle returns its *Error. A nil
+// reply with a nil error means the message was taken and needs none
+// (ATTESTATION).
+func (r *Responder) Handle(ctx context.Context, data []byte, bearer string, emit func(*Envelope)) (*Envelope, error) {
+	r.init()
+	e, err := ParseEnvelope(data)
+	if err != nil {
+		return nil, err
+	}
+	var by Verified
+	if r.Verifier != nil {
+		// Within a session, envelopes are signed as the one that opened
+		// it was: by the same key, or with the shared secret.
+		signer, inSession := "", false
+		if e.SessionID != "" {
+			if s, ok := r.sessions().Get(e.SessionID); ok && s.Peer == e.From {
+				inSession = true
+				signer = s.PeerSigner
+				if e.SignatureAlgorithm != s.PeerAlgorithm && e.Signature != "" {
+					return r.refuse(e, securityError(refuse(ReasonWrongKey, "session %s was opened with %s; its envelopes must be signed so", s.ID, s.PeerAlgorithm))), nil
+				}
+			}
+		}
+		if by, err = r.Verifier.Check(e, signer); err != nil {
+			var le *Error
+			errors.As(err, &le)
+			return r.refuse(e, securityError(le)), nil
+		}
+		// A replayed HELLO changes nothing, and a SESSION_PROPOSE takes a
+		// place in the replay store only once it is admitted (propose):
+		// neither lets a stranger's key fill the store.
+		switch e.Body.(type) {
+		case *Hello, *SessionPropose:
+		default:
+			// Everything else belongs to a session of its sender, which
+			// only an admitted peer has: a stranger's envelope is refused
+			// before it takes a place in the store.
+			if !inSession {
+				return r.refuse(e, sessionLdpError(&SessionError{CodeSessionUnknown, fmt.Sprintf("no session %q of %s", clip(e.SessionID), clip(e.From))})), nil
+			}
+			if err := r.Verifier.Spend(ctx, e, by); err != nil {
+				var le *Error
+				errors.As(err, &le)
+				return r.refuse(e, securityError(le)), nil
+			}
+		}
+	}
+	if e.To != r.Card.DelegateID && e.To != r.Card.Endpoint {
+		return r.refuse(e, LdpError{Code: CodeMisaddressed, Category: "identity", Severity: "error",
+			Message: fmt.Sprintf("the envelope is addressed to %q; this delegate is %s", clip(e.To), r.Card.DelegateID)}), nil
+	}
+	switch b := e.Body.(type) {
+	case *Hello:
+		return r.reply(e, "", &CapabilityManifest{Capabilities: r.manifest()}, ModeText), nil
+	case *SessionPropose:
+		return r.propose(ctx, e, b, by, bearer), nil
+	case *TaskSubmit:
+		return r.submit(ctx, e, b, by, bearer, emit), nil
+	case *TaskCancel:
+		return r.cancel(e, b), nil
+	case *Attestation:
+		return r.attest(ctx, e, by)
+	case *SessionClose:
+		s, err := r.sessions().Close(e.SessionID, e.From, "closed by the initiator")
+		if err != nil {
+			return r.refuse(e, sessionLdpError(err)), nil
+		}
+		r.mu.Lock()
+		delete(r.tokens, s.ID)
+		r.mu.Unlock()
+		return r.reply(e, s.ID, &SessionClose{Reason: ptrTo("acknowledged")}, ModeText), nil
+	}
+	return r.refuse(e, LdpError{Code: CodeUnexpected, Category: "session", Severity: "error",
+		Message: fmt.Sprintf("%s is a responder's message; a delegate does not take it", e.Body.Type())}), nil
+}
+
+func ptrTo[T any](v T) *T { return &v }
+
+// manifest is the CAPABILITY_MANIFEST's capabilities: the object form of
+// the spec's example flow (skills, supported_modes, which the Rust SDK
+// reads), with the card's capabilities in full.
+func (r *Responder) manifest() json.RawMessage {
+	skills := make([]string, len(r.Card.Capabilities))
+	for i, c := range r.Card.Capabilities {
+		skills[i] = c.Name
+	}
+	b, _ := json.Marshal(map[string]any{
+		"skills":          skills,
+		"supported_modes": r.Card.SupportedPayloadModes,
+		"capabilities":    r.Card.Capabilities,
+	})
+	return b
+}
+
+func (r *Responder) propose(ctx context.Context, e *Envelope, b *SessionPropose, by Verified, bearer string) *Envelope {
+	c := b.Config
+	if err := CheckTrust(r.Card.TrustDomain, c.TrustDomain, c.RequiredTrustDomain); err != nil {
+		var te *TrustError
+		errors.As(err, &te)
+		return r.reply(e, "", &SessionReject{Reason: te.Detail, Error: &LdpError{Code: te.Code, Category: "policy",
+			Message: te.Detail, Severity: "fatal"}}, ModeText)
+	}
+	prefs := c.PreferredPayloadModes
+	if len(prefs) == 0 {
+		prefs = DefaultPreferredModes
+	}
+	var ttl time.Duration
+	if c.TTLSecs != nil {
+		ttl = time.Duration(*c.TTLSecs) * time.Second
+	}
+	if r.AdmitSession != nil {
+		if le := r.AdmitSession(ctx, e, by, r.token(e, Session{}, bearer)); le != nil {
+			return r.reply(e, "", &SessionReject{Reason: le.Message, Error: le}, ModeText)
+		}
+	}
+	if r.Verifier != nil {
+		if err := r.Verifier.Spend(ctx, e, by); err != nil {
+			var le *Error
+			errors.As(err, &le)
+			return r.refuse(e, securityError(le))
+		}
+	}
+	n := Negotiate(prefs, r.Card.SupportedPayloadModes)
+	s, err := r.sessions().Open(e.From, by, n, ttl)
+	if err != nil {
+		le := sessionLdpError(err)
+		return r.reply(e, "", &SessionReject{Reason: le.Message, Error: &le}, ModeText)
+	}
+	if e.DelegateOS != nil {
+		r.mu.Lock()
+		r.tokens[s.ID] = e.DelegateOS
+		r.mu.Unlock()
+	}
+	return r.reply(e, s.ID, &SessionAccept{SessionID: s.ID, NegotiatedMode: n.Mode, FallbackChain: n.Fallback}, ModeText)
+}
+
+func (r *Responder) submit(ctx context.Context, e *Envelope, b *TaskSubmit, by Verified, bearer string, emit func(*Envelope)) *Envelope {
+	fail := func(le LdpError) *Envelope {
+		return r.reply(e, e.SessionID, &TaskFailed{TaskID: b.TaskID, Error: le}, e.PayloadMode)
+	}
+	if r.Card.Capability(b.Skill) == nil {
+		return fail(LdpError{Code: CodeSkillUnknown, Category: "capability", Severity: "error",
+			Message: fmt.Sprintf("this delegate has no skill %q", clip(b.Skill))})
+	}
+	if err := ValidateInput(e.PayloadMode, b.Input); err != nil {
+		var fe *FrameError
+		if !errors.As(err, &fe) {
+			return fail(LdpError{Code: CodeInputInvalid, Category: "capability", Severity: "error", Message: err.Error()})
+		}
+		// §4.3: the session falls back and stays open; the initiator
+		// resubmits in the next mode.
+		s, ferr := r.sessions().FallBack(e.SessionID, e.From, e.PayloadMode)
+		if ferr != nil && !errors.Is(ferr, ErrNoFallback) {
+			return fail(sessionLdpError(ferr))
+		}
+		msg := fe.Error()
+		if ferr == nil {
+			msg += "; the session continues in " + string(s.Payload.Mode)
+		}
+		return fail(LdpError{Code: CodeFrameInvalid, Category: "quality", Severity: "warning", Retryable: ferr == nil, Message: msg})
+	}
+	if c := b.Contract; c != nil && c.Deadline != "" {
+		if d, _ := timestamp.Parse(c.Deadline); !r.now().Before(d) {
+			return fail(LdpError{Code: CodeContract, Category: "policy", Severity: "error",
+				Message: fmt.Sprintf("the contract's deadline %s has passed", c.Deadline)})
+		}
+	}
+	s, err := r.sessions().Use(e.SessionID, e.From, e.PayloadMode)
+	if err != nil {
+		return fail(sessionLdpError(err))
+	}
+	task := &Task{Session: s, Envelope: e, Submit: b, Mode: e.PayloadMode, By: by, Token: r.token(e, s, bearer)}
+	task.Update = func(progress *float64, message string) {
+		if emit == nil {
+			return
+		}
+		var m *string
+		if message != "" {
+			m = &message
+		}
+		emit(r.reply(e, s.ID, &TaskUpdate{TaskID: b.TaskID, Progress: progress, Message: m}, e.PayloadMode))
+	}
+	key := s.ID + "\x00" + b.TaskID
+	tctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	r.mu.Lock()
+	if _, busy := r.running[key]; busy {
+		r.mu.Unlock()
+		return fail(LdpError{Code: CodeTaskRunning, Category: "session", Severity: "error",
+			Message: fmt.Sprintf("task %s is already running in this session", b.TaskID)})
+	}
+	r.running[key] = cancel
+	r.mu.Unlock()
+	defer func() {
+		r.mu.Lock()
+		delete(r.running, key)
+		r.mu.Unlock()
+	}()
+	out, err := r.Exec.Execute(tctx, task)
+	if err != nil {
+		var te *TaskError
+		if errors.As(err, &te) {
+			return fail(te.LdpError)
+		}
+		if tctx.Err() != nil && ctx.Err() == nil {
+			return fail(LdpError{Code: "TASK_CANCELLED", Category: "runtime", Severity: "warning", Message: "the task was cancelled"})
+		}
+		return fail(LdpError{Code: CodeTaskFailed, Category: "runtime", Severity: "error", Retryable: true, Message: err.Error()})
+	}
+	p := &Provenance{
+		ProducedBy:         r.Card.DelegateID,
+		ModelVersion:       r.Card.ModelVersion,
+		PayloadModeUsed:    e.PayloadMode,
+		Confidence:         out.Confidence,
+		Verified:           out.Verified,
+		VerificationStatus: out.VerificationStatus,
+		SessionID:          s.ID,
+		Timestamp:          timestamp.Format(r.now()),
+		TokensUsed:         out.TokensUsed,
+		CostUSD:            out.CostUSD,
+		DelegateOS:         out.DelegateOS,
+	}
+	if p.VerificationStatus == "" {
+		p.VerificationStatus = "unverified"
+		if p.Verified {
+			p.VerificationStatus = "tool_verified"
+		}
+	}
+	if b.Contract != nil {
+		p.ContractID = b.Contract.ContractID
+	}
+	reply := r.envelope(e, s.ID, &TaskResult{TaskID: b.TaskID, Output: out.Output, Provenance: *p}, e.PayloadMode)
+	reply.Provenance = p
+	if err := reply.Check(); err != nil {
+		return fail(LdpError{Code: CodeTaskFailed, Category: "runtime", Severity: "error", Message: "the result is not a valid TASK_RESULT: " + err.Error()})
+	}
+	return r.sign(reply, e)
+}
+
+// token is the delegation token a task runs under (see Task.Token).
+func (r *Responder) token(e *Envelope, s Session, bearer string) *DelegateOSMember {
+	if e.DelegateOS != nil {
+		return e.DelegateOS
+	}
+	if bearer != "" {
+		return &DelegateOSMember{DCT: bearer}
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.tokens[s.ID]
+}
+
+func (r *Responder) cancel(e *Envelope, b *TaskCancel) *Envelope {
+	if _, err := r.sessions().Touch(e.SessionID, e.From); err != nil {
+		return r.reply(e, e.SessionID, &TaskFailed{TaskID: b.TaskID, Error: sessionLdpError(err)}, ModeText)
+	}
+	r.mu.Lock()
+	cancel := r.running[e.SessionID+"\x00"+b.TaskID]
+	r.mu.Unlock()
+	if cancel == nil {
+		return r.reply(e, e.SessionID, &TaskFailed{TaskID: b.TaskID, Error: LdpError{Code: CodeTaskUnknown, Category: "session",
+			Severity: "warning", Message: fmt.Sprintf("task %s is not running in this session", b.TaskID)}}, ModeText)
+	}
+	cancel()
+	return r.reply(e, e.SessionID, &TaskUpdate{TaskID: b.TaskID, Message: ptrTo("cancelled")}, ModeText)
+}
+
+func (r *Responder) attest(ctx context.Context, e *Envelope, by Verified) (*Envelope, error) {
+	s, err := r.sessions().Touch(e.SessionID, e.From)
+	if err != nil {
+		return r.refuse(e, sessionLdpError(err)), nil
+	}
+	a, ok := r.Exec.(Attester)
+	if !ok {
+		return r.refuse(e, LdpError{Code: CodeNoAttester, Category: "capability", Severity: "warning", Message: "this delegate records no attestations"}), nil
+	}
+	if err := a.Attest(ctx, s, e, by); err != nil {
+		var te *TaskError
+		if errors.As(err, &te) {
+			return r.refuse(e, te.LdpError), nil
+		}
+		return r.refuse(e, LdpError{Code: CodeTaskFailed, Category: "runtime", Severity: "error", Message: err.Error()}), nil
+	}
+	return nil, nil
+}
+
+func securityError(e *Error) LdpError {
+	return LdpError{Code: string(e.Reason), Category: "security", Message: e.Error(), Severity: "fatal"}
+}
+
+func sessionLdpError(err error) LdpError {
+	var se *SessionError
+	if errors.As(err, &se) {
+		return LdpError{Code: se.Code, Category: "session", Severity: "error", Message: se.Detail,
+			Retryable: se.Code == CodeSessionSuspended || se.Code == CodeSessionsFull}
+	}
+	return LdpError{Code: CodeTaskFailed, Category: "runtime", Severity: "error", Message: err.Error()}
+}
+
+// refuse answers e with its failure: SESSION_REJECT for a SESSION_PROPOSE,
+// TASK_FAILED otherwise (the Python SDK answers a bad signature so too).
+func (r *Responder) refuse(e *Envelope, le LdpError) *Envelope {
+	if _, ok := e.Body.(*SessionPropose); ok {
+		return r.reply(e, "", &SessionReject{Reason: le.Message, Error: &le}, ModeText)
+	}
+	return r.reply(e, e.SessionID, &TaskFailed{TaskID: TaskID(e.Body), Error: le}, ModeText)
+}
+
+// reply builds and signs the answer to e.
+func (r *Responder) reply(e *Envelope, session string, body Body, mode PayloadMode) *Envelope {
+	return r.sign(r.envelope(e, session, body, mode), e)
+}
+
+// envelope builds the answer to e, unsigned.
+func (r *Responder) envelope(e *Envelope, session string, body Body, mode PayloadMode) *Envelope {
+	if tf, ok := body.(*TaskFailed); ok && tf.TaskID == "" {
+		// TASK_FAILED needs a task: answering a message that has none, the
+		// reply names the message.
+		tf.TaskID = "message:" + e.MessageID[:min(len(e.MessageID), MaxIDLen-len("message:"))]
+	}
+	out := &Envelope{
+		MessageID:   newSessionID(),
+		SessionID:   session,
+		From:        r.Card.DelegateID,
+		To:          e.From,
+		Body:        body,
+		PayloadMode: mode,
+		Timestamp:   timestamp.Format(r.now()),
+		Nonce:       newNonce(),
+	}
+	return out
+}
+
+func (r *Responder) sign(out, in *Envelope) *Envelope {
+	switch {
+	case r.Key != nil:
+		SignEd25519(out, r.Key)
+	case r.Verifier != nil && r.Verifier.HMACSecret != "" && in.SignatureAlgorithm == AlgHMACSHA256:
+		SignHMAC(out, r.Verifier.HMACSecret)
+	}
+	return out
+}
+
+func newNonce() string {
+	var b [16]byte
+	rand.Read(b[:])
+	return hex.EncodeToString(b[:])
+}
