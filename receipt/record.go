@@ -40,6 +40,10 @@ type Decision struct {
 	// the policy includes them in receipts.
 	Arguments []byte
 	At        time.Time
+	// PolicyHash, when set, is the hex SHA-256 of the policy file that
+	// decided, in place of Options.PolicyHash: a policy reloaded while the
+	// log is open names the decisions made by it.
+	PolicyHash string
 	// AuditID is the receipt's audit_id; "" has the writer make one. A
 	// decision made on a person's approval is given its ID beforehand, for
 	// the approval receipt's gate_audit_id, and names the approval by
@@ -161,6 +165,9 @@ func (d *Decision) Body(o *Options) *DecisionBody {
 		Method: d.Method, DenialType: d.DenialType, DenialDetail: Clip(d.DenialDetail),
 		CostReserved: d.CostReserved, Enforced: d.Enforced, DecidedAt: timestamp.Format(d.At),
 		ApprovalID: d.ApprovalID, ApprovalReceiptHash: d.ApprovalReceiptHash,
+	}
+	if d.PolicyHash != "" {
+		b.PolicyContextHash = d.PolicyHash
 	}
 	if d.Unauthenticated {
 		b.Reason = "allowed_unauthenticated"
