@@ -272,7 +272,8 @@ func hashMap(res any) (map[string]string, error) {
 
 // StateDir is where a proxy keeps what it must remember of its stores
 // across restarts: the identity of each Redis spend store it has used,
-// and the releases it could not send. $DELEGATEOS_STATE_DIR, else
+// and the releases it could not send. It is the command line's default
+// (a library passes its own directory to Open): $DELEGATEOS_STATE_DIR, else
 // $XDG_STATE_HOME/delegateos, else ~/.local/state/delegateos; "" when
 // none can be found (nothing is remembered).
 func StateDir() string {

@@ -170,7 +170,7 @@ func TestRedisOpenWithoutStateDirWarns(t *testing.T) {
 	t.Setenv("DELEGATEOS_STATE_DIR", "")
 	t.Setenv("XDG_STATE_HOME", "")
 	t.Setenv("HOME", "")
-	st, err := Open(srv.URL())
+	st, err := Open(srv.URL(), StateDir())
 	if err != nil {
 		t.Fatal(err)
 	}

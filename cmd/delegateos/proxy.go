@@ -98,7 +98,6 @@ var proxyCmd = &command{
 			}
 			defer closeLog()
 			warnRedisPasswordFlags(log, "--spend-store", *spend, "--revocations", *revsFlag)
-			stateDirForStores(pol)
 			warnUnwritable(pol, log)
 
 			var as *upstreamuser.User
@@ -149,7 +148,7 @@ var proxyCmd = &command{
 					return fixf("--upstream-user %s: %v", as.Name(), err)
 				}
 			}
-			flags := gateFlags{revocations: *revsFlag != "", spendStore: *spend != "", who: "the proxy", policyDigest: policyDigest}
+			flags := gateFlags{revocations: *revsFlag != "", spendStore: *spend != "", who: "the proxy", policyDigest: policyDigest, stateDir: stateDirForStores(pol)}
 			snap, err := openGate(pol, flags, log)
 			if err != nil {
 				return err

@@ -161,7 +161,6 @@ var serveCmd = &command{
 			if len(fromEnv) > 0 {
 				log.Info("flags taken from the environment", zap.Strings("flags", fromEnv))
 			}
-			stateDirForStores(pol)
 			warnUnwritable(pol, log)
 			if len(literalHeaders) > 0 {
 				log.Warn("--upstream-header values given on the command line can be read by every local user (ps, /proc/PID/cmdline); give NAME: @FILE or NAME: $VAR instead", zap.Strings("headers", literalHeaders))
@@ -186,7 +185,7 @@ var serveCmd = &command{
 					return err
 				}
 			}
-			flags := gateFlags{revocations: *revsFlag != "", spendStore: *spend != "", who: "the server", policyDigest: policyDigest}
+			flags := gateFlags{revocations: *revsFlag != "", spendStore: *spend != "", who: "the server", policyDigest: policyDigest, stateDir: stateDirForStores(pol)}
 			snap, err := openGate(pol, flags, log)
 			if err != nil {
 				return err

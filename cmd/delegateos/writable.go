@@ -8,6 +8,7 @@ import (
 
 	"go.uber.org/zap"
 
+	"github.com/delegateos/delegateos/budget"
 	"github.com/delegateos/delegateos/internal/redisconn"
 	"github.com/delegateos/delegateos/policy"
 )
@@ -44,11 +45,12 @@ func writable(path string) error {
 	return accessWrite(target)
 }
 
-// stateDirForStores makes the policy's state_dir also the directory where
-// what is kept about Redis stores goes (budget.StateDir), unless
-// DELEGATEOS_STATE_DIR says otherwise.
-func stateDirForStores(pol *policy.Policy) {
+// stateDirForStores is the directory where what is kept about the
+// policy's Redis stores goes (gate.Options.StateDir): DELEGATEOS_STATE_DIR,
+// else the policy's state_dir, else budget.StateDir's default.
+func stateDirForStores(pol *policy.Policy) string {
 	if pol.StateDir != "" && os.Getenv("DELEGATEOS_STATE_DIR") == "" {
-		os.Setenv("DELEGATEOS_STATE_DIR", pol.StateDir)
+		return pol.StateDir
 	}
+	return budget.StateDir()
 }
