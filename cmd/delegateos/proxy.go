@@ -22,7 +22,6 @@ import (
 
 	"github.com/delegateos/delegateos/dct"
 	"github.com/delegateos/delegateos/gate"
-	"github.com/delegateos/delegateos/internal/fsutil"
 	"github.com/delegateos/delegateos/internal/logline"
 	"github.com/delegateos/delegateos/internal/stdio"
 	"github.com/delegateos/delegateos/policy"
@@ -339,23 +338,15 @@ func startFix(err error, command string, as *upstreamuser.User) string {
 	return ""
 }
 
-// checkTokenFile looks at --token @FILE before it is read: a file others
-// can read is a warning; with --upstream-user, a file the upstream user
-// can read is an error, since keeping the token from it is the point.
+// checkTokenFile looks at --token @FILE before it is read
+// (upstreamuser.CheckTokenFile) and logs its warnings.
 func checkTokenFile(path string, as *upstreamuser.User, log *zap.Logger) error {
-	fi, err := os.Stat(path)
+	warnings, err := upstreamuser.CheckTokenFile(path, as)
 	if err != nil {
-		return nil // readToken reports it
+		return fixf("--token @%s: %v", path, err)
 	}
-	mode := fi.Mode().Perm()
-	if as != nil && as.MayAccess(path, upstreamuser.Read) {
-		return fixf("--token @%s: the upstream user %s can read this file (mode %04o), so it could use the session token: make it readable by the proxy's user only (chmod 600 %s), in a directory the upstream user cannot write", path, as.Name(), mode, path)
-	}
-	if mode&0o077 != 0 {
-		log.Warn(fmt.Sprintf("the token file is readable by group or others (mode %04o): chmod 600 %s", mode, path), zap.String("file", path))
-	}
-	if _, _, uid, ok := fsutil.ID(fi); ok && int(uid) != os.Geteuid() {
-		log.Warn(fmt.Sprintf("the token file belongs to uid %d, not to the proxy's user (uid %d): its owner can replace the token; chown it to the proxy's user", uid, os.Geteuid()), zap.String("file", path))
+	for _, w := range warnings {
+		log.Warn(w, zap.String("file", path))
 	}
 	return nil
 }
