@@ -20,9 +20,10 @@ import (
 	"github.com/delegateos/delegateos/internal/mcptest"
 )
 
-// A start that fails on its address or its certificate writes nothing to
-// the audit log: it was opened (and a start recorded) before serve tried
-// to listen, so every failed restart of a unit left a line.
+// A start that fails on its address, its certificate or its metrics
+// address writes nothing to the audit log: it was opened (and a start
+// recorded) before serve tried to listen, so every failed restart of a
+// unit left a line.
 func TestServeFailedStartLeavesNoAuditTrace(t *testing.T) {
 	e := mcptest.NewEnv(t)
 	busy, err := net.Listen("tcp", "127.0.0.1:0")
@@ -35,8 +36,9 @@ func TestServeFailedStartLeavesNoAuditTrace(t *testing.T) {
 		flags []string
 		want  string
 	}{
-		"busy port":        {[]string{"--listen", busy.Addr().String()}, "address already in use"},
-		"missing TLS file": {[]string{"--listen", "127.0.0.1:0", "--tls-cert", filepath.Join(e.Dir, "none.crt"), "--tls-key", filepath.Join(e.Dir, "none.key")}, "none.crt"},
+		"busy port":         {[]string{"--listen", busy.Addr().String()}, "address already in use"},
+		"missing TLS file":  {[]string{"--listen", "127.0.0.1:0", "--tls-cert", filepath.Join(e.Dir, "none.crt"), "--tls-key", filepath.Join(e.Dir, "none.key")}, "none.crt"},
+		"busy metrics port": {[]string{"--listen", "127.0.0.1:0", "--metrics-listen", busy.Addr().String()}, "--metrics-listen " + busy.Addr().String() + ": listen tcp " + busy.Addr().String() + ": bind: address already in use"},
 	} {
 		logPath := filepath.Join(e.Dir, strings.ReplaceAll(name, " ", "-")+".audit.jsonl")
 		pol := e.Policy()

@@ -203,8 +203,9 @@ var serveCmd = &command{
 					return fixf("the session token is not valid: %v; %s", err, tokenFix(err))
 				}
 			}
-			// The address and the certificate are taken before the audit
-			// log is opened: a start that fails on them leaves no trace in it.
+			// The addresses (the extensions' too) and the certificate are
+			// taken before the audit log is opened: a start that fails on
+			// them leaves no trace in it.
 			ln, err := net.Listen("tcp", *listen)
 			if err != nil {
 				return inputf("--listen %s: %v", *listen, err)
@@ -217,6 +218,15 @@ var serveCmd = &command{
 					return inputf("--tls-cert %s --tls-key %s: %v", *tlsCert, *tlsKey, err)
 				}
 				tlsConfig = &tls.Config{Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12}
+			}
+			for _, x := range serveExtensions {
+				if x.listen != nil {
+					closeListener, err := x.listen()
+					if err != nil {
+						return err
+					}
+					defer closeListener()
+				}
 			}
 			// One audit log for the server: every session's relay hands its
 			// decisions to it, and it is closed once the sessions are drained.
@@ -384,12 +394,16 @@ func isLoopback(host string) bool {
 	return ip != nil && ip.IsLoopback()
 }
 
-// serveExtension adds to `delegateos serve`: flags, then settings before
+// serveExtension adds to `delegateos serve`: flags, its own listeners
+// (listen, taken with serve's), then settings before
 // the server is built (configure: Options.Authorize, a wrapped Relay) and
 // handlers after (mount: on Server.Mux); wrap, when set, wraps the
 // server's whole handler (before the transport's own checks).
 type serveExtension struct {
-	flags     func(fs *pflag.FlagSet)
+	flags func(fs *pflag.FlagSet)
+	// listen takes the extension's own listeners, before the audit log is
+	// opened; serve calls close when it returns.
+	listen    func() (close func(), err error)
 	configure func(*serveSetup) error
 	mount     func(*serveSetup) error
 	wrap      func(http.Handler) http.Handler
