@@ -117,7 +117,7 @@ func (r *reloadServer) listsEcho(t *testing.T, sid string, hdr map[string]string
 // 409 and why, and the one in force stays. SIGHUP does the same as POST
 // /reload; the MCP endpoint's listener has no /reload. Before reload,
 // SIGHUP ended the server.
-func TestE2EServeReloadEndpointAndSignal(t *testing.T) {
+func TestServeReloadEndpointAndSignal(t *testing.T) {
 	t.Parallel()
 	r := startReloadServer(t)
 	tok := r.e.Mint(nil, "mcp:echo:*")
@@ -173,7 +173,7 @@ func TestE2EServeReloadEndpointAndSignal(t *testing.T) {
 // per call allowed (none lost, none charged twice); the audit log records
 // every reload applied, once per new file (a reload of the policy in
 // force records nothing), and verifies.
-func TestE2EServeReloadDuringBurst(t *testing.T) {
+func TestServeReloadDuringBurst(t *testing.T) {
 	t.Parallel()
 	r := startReloadServer(t)
 	tok := r.e.Mint(nil, "mcp:echo:*")
