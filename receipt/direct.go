@@ -218,7 +218,7 @@ func (e *Encoder) AppendDecision(dst []byte, d *Decision, o *Options, seq int64,
 	dst = appendHash(dst, &d.Payload)
 	policyHash := o.PolicyHash
 	if d.PolicyHash != "" {
-		policyHash = d.PolicyHash // a reload's, as in Body
+		policyHash = d.PolicyHash // decided by a policy reloaded since
 	}
 	dst = appendStr(dst, `,"policy_context_hash":`, policyHash, false)
 	dst = appendStr(dst, `,"reason":`, reason, false)
