@@ -165,10 +165,14 @@ func (f *serveExtraFlags) build(pol *policy.Policy, revs revocation.Live, keyFil
 		if err != nil {
 			return nil, fixf("the trusted roots cannot be used: %v", err)
 		}
+		var rootsAuthority revdist.Authority = roots
+		if current != nil {
+			rootsAuthority = rootsInForce{current}
+		}
 		sugar := log.Sugar()
 		x.dist = &revdist.Distributor{
 			Store:     &revdist.FileStore{Path: pol.RevocationList, File: file},
-			Authority: revdist.AnyOf{roots, x.tokens},
+			Authority: revdist.AnyOf{rootsAuthority, x.tokens},
 			Peers:     *f.peers, Interval: *f.poll,
 			Logf: func(format string, args ...any) { sugar.Warnf(format, args...) },
 			Added: func() {
@@ -260,3 +264,15 @@ func (r tokenRecorder) Decided(req *gate.CallRequest, d *gate.Decision) {
 }
 
 func (tokenRecorder) Settled(gate.SettledCall) {}
+
+// rootsInForce accepts revocations from the trusted roots of the policy
+// in force, which a reload may change.
+type rootsInForce struct{ current *gate.Current }
+
+func (r rootsInForce) Authorize(e revocation.Entry) error {
+	roots, err := revdist.NewPrincipals(r.current.Load().Policy.Roots...)
+	if err != nil {
+		return err
+	}
+	return roots.Authorize(e)
+}
