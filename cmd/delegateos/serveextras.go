@@ -35,6 +35,10 @@ func init() {
 			if x, err = f.build(s.Policy, s.Revocations, s.KeyFile, s.Gate, s.Gates, s.Log, s.Options.Endpoint); err != nil {
 				return err
 			}
+			if s.Reload != nil {
+				// A tool a reloaded policy names gets its own label.
+				s.Reload.onApplied(func(snap *gate.Snapshot) { x.metrics.Tools(snap.Policy) })
+			}
 			if x.sig == nil {
 				return nil
 			}
@@ -55,7 +59,11 @@ func init() {
 			}, func() float64 { return float64(proxy.UpstreamMessagesRefused()) }))
 			x.mount(s.Server.Mux, s.Server.Guard, *f.metricsAt == "", s.Server.Recheck)
 			if at := *f.metricsAt; at != "" && at != metricsOff {
-				if err := serveMetrics(at, x.metrics, s.Reload, s.Options, s.Log); err != nil {
+				var reload http.Handler // none without a reloader
+				if s.Reload != nil {
+					reload = s.Reload
+				}
+				if err := serveMetrics(at, x.metrics, reload, s.Options, s.Log); err != nil {
 					return err
 				}
 			}
