@@ -20,8 +20,8 @@ import (
 	"github.com/delegateos/delegateos/internal/mcptest"
 )
 
-// A start that fails on its address, its certificate or its metrics
-// address writes nothing to the audit log: it was opened (and a start
+// A start that fails on its address, its certificate, its metrics
+// address or its tracing setting writes nothing to the audit log: it was opened (and a start
 // recorded) before serve tried to listen, so every failed restart of a
 // unit left a line.
 func TestServeFailedStartLeavesNoAuditTrace(t *testing.T) {
@@ -53,6 +53,22 @@ func TestServeFailedStartLeavesNoAuditTrace(t *testing.T) {
 		if b, err := os.ReadFile(logPath); err == nil && len(b) > 0 {
 			t.Errorf("%s: the failed start wrote the audit log:\n%s", name, b)
 		}
+	}
+	// A tracing setting that cannot be honoured (the binary inherits the
+	// test's environment).
+	t.Setenv("OTEL_EXPORTER_OTLP_ENDPOINT", "http://127.0.0.1:1")
+	t.Setenv("OTEL_EXPORTER_OTLP_PROTOCOL", "http/json")
+	logPath := filepath.Join(e.Dir, "tracing.audit.jsonl")
+	pol := e.Policy()
+	pol.Extra = "proxy_key: " + keyFile + "\naudit_log: " + logPath + "\n"
+	polPath := filepath.Join(e.Dir, "tracing.yaml")
+	mcptest.WriteFile(t, polPath, pol.YAML())
+	_, stderr, code := mcptest.CLI(t, "serve", "--policy", polPath, "--listen", "127.0.0.1:0", "--", "true")
+	if code != 2 || !strings.Contains(stderr, "tracing: ") || !strings.Contains(stderr, "http/json") {
+		t.Errorf("bad tracing setting: exit %d, %q; want 2 naming it", code, stderr)
+	}
+	if b, err := os.ReadFile(logPath); err == nil && len(b) > 0 {
+		t.Errorf("bad tracing setting: the failed start wrote the audit log:\n%s", b)
 	}
 }
 

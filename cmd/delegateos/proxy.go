@@ -220,6 +220,13 @@ var proxyCmd = &command{
 				// whoever started the proxy must see that nothing is enforced.
 				fmt.Fprintln(e.stderr, proxy.ObserveBanner)
 			}
+			// Tracing is set up before the audit log is opened: a start that
+			// fails on it leaves no trace in the log.
+			tr, closeTracing, err := openTracing(log)
+			if err != nil {
+				return inputf("tracing: %v", err)
+			}
+			defer closeTracing()
 			evidence, closeEvidence, err := openEvidence(pol, policyDigest, *keyFile, log)
 			if err != nil {
 				return err
@@ -230,13 +237,6 @@ var proxyCmd = &command{
 				log: log, recorded: recordReload(evidence, reloadTarget(*policyPath))}
 			stopReloads := r.onHangup(hups)
 			defer stopReloads()
-			tr, closeTracing, err := openTracing(log)
-			if err != nil {
-				stopReloads()
-				_ = closeEvidence()
-				return inputf("tracing: %v", err)
-			}
-			defer closeTracing()
 			// Until the relay reads the client, a failure (an upstream that
 			// cannot be started) is the answer to its initialize.
 			in = &watchedReader{r: in, read: &e.clientRead}

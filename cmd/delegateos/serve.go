@@ -203,9 +203,9 @@ var serveCmd = &command{
 					return fixf("the session token is not valid: %v; %s", err, tokenFix(err))
 				}
 			}
-			// The addresses (the extensions' too) and the certificate are
-			// taken before the audit log is opened: a start that fails on
-			// them leaves no trace in it.
+			// The addresses (the extensions' too), the certificate and
+			// tracing are taken before the audit log is opened: a start that
+			// fails on them leaves no trace in it.
 			ln, err := net.Listen("tcp", *listen)
 			if err != nil {
 				return inputf("--listen %s: %v", *listen, err)
@@ -228,6 +228,11 @@ var serveCmd = &command{
 					defer closeListener()
 				}
 			}
+			tr, closeTracing, err := openTracing(log)
+			if err != nil {
+				return inputf("tracing: %v", err)
+			}
+			defer closeTracing()
 			// One audit log for the server: every session's relay hands its
 			// decisions to it, and it is closed once the sessions are drained.
 			evidence, closeEvidence, err := openEvidence(pol, policyDigest, *keyFile, log)
@@ -239,11 +244,6 @@ var serveCmd = &command{
 					log.Error("the audit log was not closed cleanly", zap.Error(cerr))
 				}
 			}()
-			tr, closeTracing, err := openTracing(log)
-			if err != nil {
-				return inputf("tracing: %v", err)
-			}
-			defer closeTracing()
 
 			// setup is what extensions see and may change before the
 			// server is built; the relays read its Log when they start.
