@@ -21,7 +21,7 @@ import (
 )
 
 // A start that fails on its address, its certificate, its metrics
-// address or its tracing setting writes nothing to the audit log: it was opened (and a start
+// address, its body limits or its tracing setting writes nothing to the audit log: it was opened (and a start
 // recorded) before serve tried to listen, so every failed restart of a
 // unit left a line.
 func TestServeFailedStartLeavesNoAuditTrace(t *testing.T) {
@@ -38,6 +38,7 @@ func TestServeFailedStartLeavesNoAuditTrace(t *testing.T) {
 	}{
 		"busy port":         {[]string{"--listen", busy.Addr().String()}, "address already in use"},
 		"missing TLS file":  {[]string{"--listen", "127.0.0.1:0", "--tls-cert", filepath.Join(e.Dir, "none.crt"), "--tls-key", filepath.Join(e.Dir, "none.key")}, "none.crt"},
+		"body limits":       {[]string{"--listen", "127.0.0.1:0", "--max-body-bytes-in-flight", "1"}, "--max-body-bytes-in-flight 1 is below the largest body accepted"},
 		"busy metrics port": {[]string{"--listen", "127.0.0.1:0", "--metrics-listen", busy.Addr().String()}, "--metrics-listen " + busy.Addr().String() + ": listen tcp " + busy.Addr().String() + ": bind: address already in use"},
 	} {
 		logPath := filepath.Join(e.Dir, strings.ReplaceAll(name, " ", "-")+".audit.jsonl")

@@ -203,9 +203,22 @@ var serveCmd = &command{
 					return fixf("the session token is not valid: %v; %s", err, tokenFix(err))
 				}
 			}
-			// The addresses (the extensions' too), the certificate and
-			// tracing are taken before the audit log is opened: a start that
-			// fails on them leaves no trace in it.
+			// The body limits, then the addresses (the extensions' too), the
+			// certificate and tracing are checked before the audit log is
+			// opened: a start that fails on them leaves no trace in it.
+			maxBodyBytes := int64(pol.MaxFrameBytes)
+			if *maxBody > 0 {
+				maxBodyBytes = *maxBody
+			}
+			if pol.MaxFrameBytes > 0 && maxBodyBytes > int64(pol.MaxFrameBytes) {
+				// The relay refuses a larger message, and may not be able to
+				// read its id to say which request it refuses.
+				log.Warn("--max-body-bytes is above the policy's max_frame_bytes, which bounds every message: using max_frame_bytes", zap.Int64("max_body_bytes", maxBodyBytes), zap.Int("max_frame_bytes", pol.MaxFrameBytes))
+				maxBodyBytes = int64(pol.MaxFrameBytes)
+			}
+			if *maxInFlight > 0 && *maxInFlight < maxBodyBytes {
+				return fixf("--max-body-bytes-in-flight %d is below the largest body accepted (%d): give at least that, or a lower --max-body-bytes", *maxInFlight, maxBodyBytes)
+			}
 			ln, err := net.Listen("tcp", *listen)
 			if err != nil {
 				return inputf("--listen %s: %v", *listen, err)
@@ -279,7 +292,7 @@ var serveCmd = &command{
 			sopts := serve.Options{
 				Relay: relay, Endpoint: *endpoint, Listen: *listen,
 				AllowHosts: *allowHosts, AllowOrigins: *allowOrigins,
-				MaxBodyBytes: int64(pol.MaxFrameBytes),
+				MaxBodyBytes: maxBodyBytes,
 				MaxSessions:  *maxSessions, MaxCalls: *maxCalls, MaxSessionCalls: *maxSessionCalls,
 				IdleTimeout: *idle, AbandonTimeout: abandonTimeout(*abandon), ReadTimeout: *readTimeout, JSONResponses: *jsonResponses, CheckToken: withClientFix(checkToken), Log: log,
 				RequireToken:          defaultToken == "" && !pol.AllowUnauthenticated,
@@ -287,19 +300,7 @@ var serveCmd = &command{
 				SessionTree: serve.TokenTree, SessionCredential: serve.TokenCredential, SessionLive: serve.SessionLive(checkToken), RecheckInterval: *recheck,
 				UpstreamReady: serve.UpstreamReady(args, *upstreamURL),
 			}
-			if *maxBody > 0 {
-				sopts.MaxBodyBytes = *maxBody
-			}
-			if pol.MaxFrameBytes > 0 && sopts.MaxBodyBytes > int64(pol.MaxFrameBytes) {
-				// The relay refuses a larger message, and may not be able to
-				// read its id to say which request it refuses.
-				log.Warn("--max-body-bytes is above the policy's max_frame_bytes, which bounds every message: using max_frame_bytes", zap.Int64("max_body_bytes", sopts.MaxBodyBytes), zap.Int("max_frame_bytes", pol.MaxFrameBytes))
-				sopts.MaxBodyBytes = int64(pol.MaxFrameBytes)
-			}
 			if *maxInFlight > 0 {
-				if *maxInFlight < sopts.MaxBodyBytes {
-					return fixf("--max-body-bytes-in-flight %d is below the largest body accepted (%d): give at least that, or a lower --max-body-bytes", *maxInFlight, sopts.MaxBodyBytes)
-				}
 				sopts.MaxBodyBytesInFlight = *maxInFlight
 				if *maxInFlight/4 < sopts.MaxBodyBytes {
 					log.Warn("one credential's bodies hold at most a quarter of --max-body-bytes-in-flight: larger bodies are refused (413)", zap.Int64("max_body_bytes_per_credential", *maxInFlight/4))
