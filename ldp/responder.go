@@ -70,9 +70,9 @@ func (e *TaskError) Error() string { return e.Code + ": " + e.Message }
 type Responder struct {
 	// Card is this delegate's identity card; required.
 	Card *IdentityCard
-	// Key signs replies with the Ed25519 profile; nil means replies to an
-	// HMAC envelope are signed with the Verifier's secret and other
-	// replies are not signed.
+	// Key signs replies with the Ed25519 profile, except replies to an
+	// HMAC envelope, which are signed with the Verifier's secret; nil
+	// means other replies are not signed.
 	Key ed25519.PrivateKey
 	// Verifier checks every envelope's signature, freshness and replay;
 	// nil means envelopes are taken unsigned (tests, trusted transports).
@@ -474,10 +474,11 @@ func (r *Responder) envelope(e *Envelope, session string, body Body, mode Payloa
 
 func (r *Responder) sign(out, in *Envelope) *Envelope {
 	switch {
+	case r.Verifier != nil && r.Verifier.HMACSecret != "" && in.SignatureAlgorithm == AlgHMACSHA256:
+		// A peer of the reference SDKs checks replies with the secret.
+		SignHMAC(out, r.Verifier.HMACSecret)
 	case r.Key != nil:
 		SignEd25519(out, r.Key)
-	case r.Verifier != nil && r.Verifier.HMACSecret != "" && in.SignatureAlgorithm == AlgHMACSHA256:
-		SignHMAC(out, r.Verifier.HMACSecret)
 	}
 	return out
 }

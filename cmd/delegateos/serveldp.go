@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"os"
 	"slices"
 	"strconv"
 	"strings"
@@ -44,6 +45,16 @@ func mountLDP(s *serveSetup) error {
 	if err != nil {
 		return inputError{err}
 	}
+	secret := c.HMACSecret
+	if c.HMACSecretFile != "" {
+		b, err := os.ReadFile(c.HMACSecretFile)
+		if err != nil {
+			return inputf("ldp.hmac_secret_file: %v", err)
+		}
+		if secret = strings.TrimRight(string(b), "\r\n"); len(secret) < 16 {
+			return fixf("ldp.hmac_secret_file %s holds fewer than 16 characters: write a longer secret", c.HMACSecretFile)
+		}
+	}
 	card := ldpCard(c, s.Policy, k)
 	exec := &ldpExec{cfg: c, pol: s.Policy, mux: s.Server.Mux, endpoint: s.Endpoint, log: s.Log}
 	var run ldp.Executor = exec
@@ -55,7 +66,7 @@ func mountLDP(s *serveSetup) error {
 		run = &ldpAttestingExec{ldpExec: exec, w: w}
 	}
 	r := &ldp.Responder{Card: card, Key: k.PrivateKey(), Exec: run,
-		Verifier:     &ldp.Verifier{HMACSecret: c.HMACSecret, RequireEd25519: c.RequireEd25519},
+		Verifier:     &ldp.Verifier{HMACSecret: secret, RequireEd25519: c.RequireEd25519},
 		AdmitSession: admitLDPSession(s.Policy.AllowUnauthenticated, s.CheckToken)}
 	var once sync.Once
 	scheme := "http"

@@ -318,3 +318,37 @@ func TestServeLDPAttestation(t *testing.T) {
 		t.Fatalf("another's attestation: %v %+v", err, reply)
 	}
 }
+
+// TestServeLDPHMAC: a peer of the reference SDKs, signing with the shared
+// secret (hmac_secret_file), uses a delegate whose policy allows calls
+// without a token; with another secret it is refused. (Under a token, a
+// task needs an Ed25519 signature by the token's holder: TestServeLDP.)
+func TestServeLDPHMAC(t *testing.T) {
+	env := mcptest.NewEnv(t)
+	secretFile := filepath.Join(env.Dir, "ldp.secret")
+	if err := os.WriteFile(secretFile, []byte("a shared secret of the reference\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	pol := env.Policy(mcptest.Priced("echo", 0))
+	pol.AllowUnauthenticated = true
+	pol.Extra = strings.Replace(serveLDPSection, "  skills:", "  hmac_secret_file: "+secretFile+"\n  skills:", 1)
+	srv := env.StartServe(mcptest.ServeOptions{Policy: pol, Flags: []string{"--key", env.KeyFile(mcptest.NewKey(t, "server"))}})
+	ctx := context.Background()
+	peer := &ldp.Client{ID: "ldp:delegate:py", TrustDomain: "research", HMACSecret: "a shared secret of the reference",
+		Verifier: &ldp.Verifier{HMACSecret: "a shared secret of the reference"}}
+	s, err := peer.Open(ctx, srv.Base, "ldp:delegate:docs", ldp.SessionConfig{}, nil, "", "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	reply, err := s.Submit(ctx, &ldp.TaskSubmit{TaskID: "t", Skill: "echo", Input: json.RawMessage(`"hmac"`)}, ldp.ModeText, nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := reply.Body.(*ldp.TaskResult); !ok || reply.SignatureAlgorithm != ldp.AlgHMACSHA256 {
+		t.Fatalf("%s %+v", reply.SignatureAlgorithm, reply.Body)
+	}
+	wrong := &ldp.Client{ID: "ldp:delegate:py", TrustDomain: "research", HMACSecret: "not the shared secret at all"}
+	if _, err := wrong.Open(ctx, srv.Base, "ldp:delegate:docs", ldp.SessionConfig{}, nil, "", ""); err == nil || !strings.Contains(err.Error(), string(ldp.ReasonTampered)) {
+		t.Fatalf("another secret: %v", err)
+	}
+}
