@@ -21,7 +21,7 @@ install:
 test: test-unit fuzz
 
 test-unit: redis chromium
-	$(GO) test -race -count=1 ./...
+	$(GO) test -race -count=1 -timeout 30m ./...
 
 # The tests of the Redis stores start real redis-server processes: install
 # Debian's package when it is missing (as root, or through sudo).

@@ -18,7 +18,7 @@ import (
 )
 
 // The DelegateOS files of a workspace, next to RDP's reputation/ and
-// contracts/ directories.
+// contracts/ directories, as gate.Open names them.
 const (
 	wsDelegations   = gate.WorkspaceDelegations
 	wsTaskContracts = gate.WorkspaceTaskContracts
