@@ -57,6 +57,8 @@ type Outcome struct {
 	TokensUsed         *uint64
 	CostUSD            *float64
 	DelegateOS         *ProvenanceDOS
+	// Evidence names what the verification was, for provenance.
+	Evidence []EvidenceRef
 }
 
 // TaskError is a task that failed with an LDP error to report as is (the
@@ -360,6 +362,7 @@ func (r *Responder) submit(ctx context.Context, e *Envelope, b *TaskSubmit, by V
 		TokensUsed:         out.TokensUsed,
 		CostUSD:            out.CostUSD,
 		DelegateOS:         out.DelegateOS,
+		Evidence:           out.Evidence,
 	}
 	if p.VerificationStatus == "" {
 		p.VerificationStatus = "unverified"

@@ -45,6 +45,10 @@ type LDPSkill struct {
 	// instruction. Without it (and without Arguments), the task's input
 	// must be an object and is the tool's arguments.
 	InputArgument string
+	// Contract, when set, is a DelegateOS task contract file whose
+	// verification runs on every result of the skill: a result is
+	// verified only when it passes, and refused when it fails.
+	Contract string
 }
 
 var ldpKeys = []string{"delegate_id", "name", "description", "model_family", "model_version", "context_window",
@@ -173,9 +177,11 @@ func (ps *parser) ldpSkills(n *yaml.Node, key string) []LDPSkill {
 			continue
 		}
 		var s LDPSkill
-		given := ps.mapping(item, ik, []string{"name", "tool", "arguments", "input_argument"}, func(k string, v *yaml.Node) {
+		given := ps.mapping(item, ik, []string{"name", "tool", "arguments", "input_argument", "contract"}, func(k string, v *yaml.Node) {
 			vk := ik + "." + k
 			switch k {
+			case "contract":
+				ps.path(v, vk, &s.Contract)
 			case "name", "tool", "input_argument":
 				str, ok := ps.str(v, vk)
 				if !ok {

@@ -352,3 +352,41 @@ func TestServeLDPHMAC(t *testing.T) {
 		t.Fatalf("another secret: %v", err)
 	}
 }
+
+// TestServeLDPVerified: a skill with a DelegateOS task contract gives
+// verified: true only when the contract's verification ran on the result
+// and passed; a result that fails it is refused (TASK_FAILED), never
+// passed on as unverified.
+func TestServeLDPVerified(t *testing.T) {
+	env := mcptest.NewEnv(t)
+	rootKey := env.KeyFile(env.Root)
+	contractFile := func(id, field string) string {
+		path := filepath.Join(env.Dir, id+".json")
+		if out, errs, code := mcptest.CLI(t, "contract", "create", "--key", rootKey, "--id", id, "--title", "echo back",
+			"--output-schema", `{"type": "object", "required": ["content"]}`,
+			"--verification", `{"method": "deterministic_check", "checkName": "field_exists", "checkParams": {"fields": ["`+field+`"]}}`,
+			"--budget", "1000", "--ttl", "1h", "--out", path); code != 0 {
+			t.Fatalf("contract create: %s%s", out, errs)
+		}
+		return path
+	}
+	pol := env.Policy(mcptest.Priced("echo", 0))
+	pol.Extra = strings.Replace(serveLDPSection, "    - {name: echo, tool: echo, input_argument: text}\n",
+		"    - {name: echo, tool: echo, input_argument: text, contract: "+contractFile("ct_00000000000a", "content")+"}\n"+
+			"    - {name: strict, tool: echo, input_argument: text, contract: "+contractFile("ct_00000000000b", "summary")+"}\n", 1)
+	srv := env.StartServe(mcptest.ServeOptions{Policy: pol, Flags: []string{"--key", env.KeyFile(mcptest.NewKey(t, "server"))}})
+	tok := writeToken(t, env, "agent.tok", env.Mint(nil, "mcp:echo:*"))
+	agentKey := env.KeyFile(env.Agent)
+	submit := func(skill string) (string, string, int) {
+		return mcptest.CLI(t, "ldp", "submit", "--key", agentKey, "--token", "@"+tok, "--trust-domain", "research",
+			"--skill", skill, "--input", `"check me"`, srv.Base)
+	}
+	out, errs, code := submit("echo")
+	if code != 0 || !strings.Contains(out, "result verified (tool_verified)") {
+		t.Fatalf("verified: exit %d\n%s%s", code, out, errs)
+	}
+	out, errs, code = submit("strict")
+	if code != 1 || !strings.Contains(out, "task failed: VERIFICATION_FAILED (quality): the result fails contract ct_00000000000b's verification") {
+		t.Fatalf("failing verification: exit %d\n%s%s", code, out, errs)
+	}
+}

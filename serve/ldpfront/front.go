@@ -16,6 +16,7 @@ import (
 
 	"go.uber.org/zap"
 
+	"github.com/delegateos/delegateos/contract"
 	"github.com/delegateos/delegateos/dct"
 	"github.com/delegateos/delegateos/gate"
 	"github.com/delegateos/delegateos/identity"
@@ -23,6 +24,7 @@ import (
 	"github.com/delegateos/delegateos/policy"
 	"github.com/delegateos/delegateos/reputation"
 	"github.com/delegateos/delegateos/serve"
+	"github.com/delegateos/delegateos/verify"
 )
 
 // Options are what a Front is built from.
@@ -81,7 +83,31 @@ func New(o Options) (*Front, error) {
 		}
 	}
 	card := Card(o.Policy, o.Key)
-	exec := &ldpExec{cfg: c, pol: o.Policy, mux: o.MCP, endpoint: o.Endpoint, log: o.Log}
+	exec := &ldpExec{cfg: c, pol: o.Policy, mux: o.MCP, endpoint: o.Endpoint, log: o.Log, contracts: map[string]*contract.TaskContract{}}
+	for _, sk := range c.Skills {
+		if sk.Contract == "" {
+			continue
+		}
+		b, err := os.ReadFile(sk.Contract)
+		if err != nil {
+			return nil, fmt.Errorf("ldp skill %s: contract: %w", sk.Name, err)
+		}
+		tc, err := contract.Parse(b)
+		if err == nil {
+			err = tc.Verify()
+		}
+		if err == nil {
+			_, err = tc.Spec()
+		}
+		if err != nil {
+			return nil, &SettingError{fmt.Sprintf("ldp skill %s: the contract %s cannot be used: %v", sk.Name, sk.Contract, err)}
+		}
+		exec.contracts[sk.Name] = tc
+	}
+	exec.verifier = &verify.Verifier{Warn: func(msg string) { o.Log.Warn(msg) }}
+	if j := o.Policy.Judge; len(j.Command) > 0 {
+		exec.verifier.Judge = &verify.CommandJudge{Command: j.Command, Timeout: j.Timeout}
+	}
 	var run ldp.Executor = exec
 	if o.Policy.Workspace != "" {
 		w, err := reputation.Open(o.Policy.Workspace)
@@ -230,6 +256,9 @@ func Card(pol *policy.Policy, k *identity.Keypair) *ldp.IdentityCard {
 // in the stateless style (one request, the task's token as its bearer).
 type ldpExec struct {
 	latencies latencies
+	// contracts are the skills' task contracts, run by verifier.
+	contracts map[string]*contract.TaskContract
+	verifier  *verify.Verifier
 	cfg       *policy.LDPConfig
 	pol       *policy.Policy
 	mux       http.Handler
@@ -315,6 +344,28 @@ func (x *ldpExec) Execute(ctx context.Context, t *ldp.Task) (*ldp.Outcome, error
 			Message: "the tool ran and failed", PartialOutput: resp.Result}}
 	}
 	out := &ldp.Outcome{Output: resp.Result}
+	if tc := x.contracts[sk.Name]; tc != nil {
+		// The contract's verification runs on the tool's structured
+		// result when it gives one, else on the whole result.
+		checked := resp.Result
+		var r struct {
+			Structured json.RawMessage `json:"structuredContent"`
+		}
+		if json.Unmarshal(resp.Result, &r) == nil && len(r.Structured) > 0 && string(r.Structured) != "null" {
+			checked = r.Structured
+		}
+		spec, _ := tc.Spec()
+		res, err := x.verifier.Verify(ctx, spec, tc.VerifyTask(), checked)
+		if err != nil {
+			return nil, taskError("VERIFICATION_UNAVAILABLE", "runtime", fmt.Sprintf("contract %s's verification could not run: %v", tc.ID, err))
+		}
+		if !res.Passed {
+			return nil, &ldp.TaskError{LdpError: ldp.LdpError{Code: "VERIFICATION_FAILED", Category: "quality", Severity: "error",
+				Message: fmt.Sprintf("the result fails contract %s's verification: %s", tc.ID, res.Details), PartialOutput: resp.Result}}
+		}
+		out.Verified, out.VerificationStatus = true, "tool_verified"
+		out.Evidence = []ldp.EvidenceRef{{Source: "delegateos", Kind: "contract_verification", URI: tc.ID, Summary: "passed"}}
+	}
 	if raw, err := json.Marshal(args); err == nil && !x.pol.HonourUpstreamCost {
 		// The gate charges a call that ran what the policy says it costs
 		// (unless the upstream may report its own cost, which this front
