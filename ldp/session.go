@@ -69,6 +69,9 @@ type Session struct {
 	Tasks         int
 	// CloseReason says why a closed or failed session ended.
 	CloseReason string
+	// Token is the delegation token the SESSION_PROPOSE carried, nil when
+	// none: it goes with the session, and is forgotten with it.
+	Token *DelegateOSMember
 }
 
 // expired reports whether the session has been idle for its TTL (§5.4).
@@ -106,10 +109,11 @@ func (t *Sessions) now() time.Time {
 }
 
 // Open records a new active session with peer, whose SESSION_PROPOSE was
-// signed as by says, in the negotiated payload after the trust check: it goes through
+// signed as by says and carried tok (nil: none), in the negotiated
+// payload after the trust check: it goes through
 // proposed to active, and is returned with a fresh random ID. ttl zero
 // means DefaultTTL; more than MaxTTL is cut to MaxTTL.
-func (t *Sessions) Open(peer string, by Verified, p Negotiated, ttl time.Duration) (Session, error) {
+func (t *Sessions) Open(peer string, by Verified, tok *DelegateOSMember, p Negotiated, ttl time.Duration) (Session, error) {
 	if ttl <= 0 {
 		ttl = DefaultTTL
 	}
@@ -130,7 +134,7 @@ func (t *Sessions) Open(peer string, by Verified, p Negotiated, ttl time.Duratio
 			return Session{}, &SessionError{CodeSessionsFull, fmt.Sprintf("%d sessions are open, at most %d", len(t.m), max)}
 		}
 	}
-	s := &Session{ID: newSessionID(), Peer: peer, PeerAlgorithm: by.Algorithm, State: StateInitiating,
+	s := &Session{ID: newSessionID(), Peer: peer, PeerAlgorithm: by.Algorithm, Token: tok, State: StateInitiating,
 		Payload: p, TTL: ttl, Created: now, LastUsed: now}
 	if by.Algorithm == AlgEd25519 {
 		s.PeerSigner = by.Signer
