@@ -94,6 +94,10 @@ type Sessions struct {
 	// Max bounds the sessions held, closed ones until swept; zero means
 	// DefaultMaxSessions.
 	Max int
+	// MaxPerPeer bounds the live sessions of one peer (its Ed25519 key,
+	// else its delegate ID), so that one admitted peer cannot take them
+	// all; zero means DefaultMaxSessionsPerPeer.
+	MaxPerPeer int
 	// Now is the clock; nil means time.Now.
 	Now func() time.Time
 
@@ -134,6 +138,13 @@ func (t *Sessions) Open(peer string, by Verified, tok *DelegateOSMember, p Negot
 			return Session{}, &SessionError{CodeSessionsFull, fmt.Sprintf("%d sessions are open, at most %d", len(t.m), max)}
 		}
 	}
+	perPeer := t.MaxPerPeer
+	if perPeer <= 0 {
+		perPeer = DefaultMaxSessionsPerPeer
+	}
+	if n := t.liveOf(peer, by, now); n >= perPeer {
+		return Session{}, &SessionError{CodeSessionsFull, fmt.Sprintf("this peer has %d sessions open, at most %d: close one", n, perPeer)}
+	}
 	s := &Session{ID: newSessionID(), Peer: peer, PeerAlgorithm: by.Algorithm, Token: tok, State: StateInitiating,
 		Payload: p, TTL: ttl, Created: now, LastUsed: now}
 	if by.Algorithm == AlgEd25519 {
@@ -147,6 +158,21 @@ func (t *Sessions) Open(peer string, by Verified, tok *DelegateOSMember, p Negot
 	}
 	t.m[s.ID] = s
 	return *s, nil
+}
+
+// liveOf counts the live sessions of the peer (by its Ed25519 key when it
+// signed with one, else by its delegate ID). t.mu is held.
+func (t *Sessions) liveOf(peer string, by Verified, now time.Time) int {
+	n := 0
+	for _, s := range t.m {
+		if s.State != StateActive && s.State != StateSuspended || s.expired(now) {
+			continue
+		}
+		if by.Algorithm == AlgEd25519 && s.PeerSigner == by.Signer || by.Algorithm != AlgEd25519 && s.PeerSigner == "" && s.Peer == peer {
+			n++
+		}
+	}
+	return n
 }
 
 // sweep forgets closed, failed and expired sessions. t.mu is held.
