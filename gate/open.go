@@ -31,6 +31,10 @@ type Options struct {
 	// what to fix: a flag ("--revocations") when it replaced the key; ""
 	// means the policy's key ("revocation_list in the policy").
 	RevocationListFrom, SpendStoreFrom string
+	// PolicyDigest is the hex SHA-256 of the policy file the policy was
+	// read from, kept in the Snapshot for the receipts of its decisions;
+	// "" for built-in defaults.
+	PolicyDigest string
 }
 
 func (o *Options) defaults() {
@@ -51,8 +55,8 @@ func (o *Options) defaults() {
 // Snapshot is a gate as one policy sets it up: the Gate and every store,
 // key and limiter behind it, opened once by Open. Its fields are not
 // changed after Open, so every front (the stdio proxy, serve's sessions)
-// decides with the same one, and a reload would open a new Snapshot and
-// Close the old one once nothing uses it. A front sets the Gate's Observer
+// decides with the same one; a reload makes a new Snapshot that shares
+// the old one's stores and swaps it in (Current.Reload). A front sets the Gate's Observer
 // and Accept hooks, if it has any, before its first decision.
 type Snapshot struct {
 	// Policy is the policy the snapshot was opened from; it is not changed.
@@ -66,6 +70,9 @@ type Snapshot struct {
 	// workspace, and tells the Gate which delegations have ended, wait for
 	// others, or hold budget for their sub-tasks; nil without a workspace.
 	Delegations *Delegations
+	// PolicyDigest is Options.PolicyDigest: the policy file this snapshot
+	// decides by, named in the receipts of its decisions.
+	PolicyDigest string
 
 	closers []func()
 }
@@ -106,7 +113,7 @@ func storef(format string, args ...any) error {
 func Open(pol *policy.Policy, opts Options) (_ *Snapshot, err error) {
 	opts.defaults()
 	log := opts.Log
-	s := &Snapshot{Policy: pol}
+	s := &Snapshot{Policy: pol, PolicyDigest: opts.PolicyDigest}
 	defer func() {
 		if err != nil {
 			s.Close()
@@ -185,17 +192,34 @@ func Open(pol *policy.Policy, opts Options) (_ *Snapshot, err error) {
 	return s, nil
 }
 
-// openRevocations opens the policy's revocation list: with a Redis list
-// and a workspace, the proxy keeps a durable copy of the list in the
-// workspace (revocations.json), restored to Redis if Redis loses entries.
+// openRevocations opens the policy's revocation list: with a Redis list,
+// the proxy keeps durable copies of the list, in its workspace
+// (revocations.json) if it has one, and in the machine's state directory
+// (shared by the proxies of every workspace), restored to Redis if Redis
+// loses entries: a revocation the fleet's Redis forgets while no proxy
+// that knew it runs is written back by the next proxy of a machine that
+// knew it.
 func openRevocations(pol *policy.Policy) (revocation.Live, error) {
-	if !redisconn.IsURL(pol.RevocationList) || pol.Workspace == "" {
+	if !redisconn.IsURL(pol.RevocationList) {
 		return revocation.Open(pol.RevocationList)
 	}
-	if err := os.MkdirAll(pol.Workspace, 0o755); err != nil {
-		return nil, err
+	var copies []string
+	if pol.Workspace != "" {
+		if err := os.MkdirAll(pol.Workspace, 0o755); err != nil {
+			return nil, err
+		}
+		copies = append(copies, filepath.Join(pol.Workspace, WorkspaceRevocations))
 	}
-	r, err := revocation.OpenRedisCopy(pol.RevocationList, filepath.Join(pol.Workspace, WorkspaceRevocations))
+	if dir := budget.StateDir(); dir != "" {
+		if err := os.MkdirAll(dir, 0o700); err != nil {
+			return nil, fmt.Errorf("the state directory %s, where the machine keeps a durable copy of the revocation list: %w; set DELEGATEOS_STATE_DIR to a directory the proxy can write", dir, err)
+		}
+		copies = append(copies, filepath.Join(dir, redisconn.CanonicalStateName(pol.RevocationList, ".revocations.json")))
+	}
+	if len(copies) == 0 {
+		return revocation.Open(pol.RevocationList)
+	}
+	r, err := revocation.OpenRedisCopy(pol.RevocationList, copies...)
 	if err != nil {
 		return nil, err
 	}
