@@ -86,6 +86,16 @@ bench-serve: build
 	$(GO) build -o $(BIN)/servebench ./internal/cmd/servebench
 	$(BIN)/servebench -delegateos $(BIN)/delegateos $(SERVEBENCH_FLAGS)
 
+# What an LDP task (TASK_SUBMIT→TASK_RESULT through delegateos serve's LDP
+# front, signed and checked) adds over the same tools/call sent straight to
+# serve's MCP endpoint: p50, p99 and the ratio of the medians, in one run.
+.PHONY: bench-ldp
+LDPBENCH_FLAGS ?=
+bench-ldp: build
+	$(GO) build -o $(BIN)/ldpbench ./internal/cmd/ldpbench
+	$(GO) build -o $(BIN)/docserver ./examples/docserver
+	$(BIN)/ldpbench -delegateos $(BIN)/delegateos -docserver $(BIN)/docserver $(LDPBENCH_FLAGS)
+
 # The official MCP conformance suite's server scenarios against
 # delegateos serve (wrapping go-sdk's everything-server over stdio) and
 # against the everything-server's own HTTP front; writes docs/conformance.md

@@ -19,8 +19,9 @@ type LDPConfig struct {
 	// PayloadModes are the modes offered, best first; they include text.
 	PayloadModes []string
 	// HMACSecret, when set, lets peers that sign with the reference's
-	// hmac-sha256 use the delegate.
-	HMACSecret string
+	// hmac-sha256 use the delegate; HMACSecretFile names a file holding it
+	// instead (read by serve at start), so the policy need not.
+	HMACSecret, HMACSecretFile string
 	// RequireEd25519 refuses HMAC envelopes even with a secret.
 	RequireEd25519 bool
 	Skills         []LDPSkill
@@ -44,10 +45,14 @@ type LDPSkill struct {
 	// instruction. Without it (and without Arguments), the task's input
 	// must be an object and is the tool's arguments.
 	InputArgument string
+	// Contract, when set, is a DelegateOS task contract file whose
+	// verification runs on every result of the skill: a result is
+	// verified only when it passes, and refused when it fails.
+	Contract string
 }
 
 var ldpKeys = []string{"delegate_id", "name", "description", "model_family", "model_version", "context_window",
-	"trust_domain", "payload_modes", "hmac_secret", "require_ed25519", "skills"}
+	"trust_domain", "payload_modes", "hmac_secret", "hmac_secret_file", "require_ed25519", "skills"}
 
 func (ps *parser) ldp(n *yaml.Node, key string, out **LDPConfig) {
 	if n.Kind != yaml.MappingNode {
@@ -95,6 +100,8 @@ func (ps *parser) ldp(n *yaml.Node, key string, out **LDPConfig) {
 			}
 		case "require_ed25519":
 			ps.boolean(v, vk, &c.RequireEd25519)
+		case "hmac_secret_file":
+			ps.path(v, vk, &c.HMACSecretFile)
 		case "trust_domain":
 			ps.ldpTrust(v, vk, &c.TrustDomain)
 		case "payload_modes":
@@ -121,6 +128,9 @@ func (ps *parser) ldp(n *yaml.Node, key string, out **LDPConfig) {
 			c.Skills = ps.ldpSkills(v, vk)
 		}
 	})
+	if given["hmac_secret"] && given["hmac_secret_file"] {
+		ps.errorf(n, key, "give hmac_secret or hmac_secret_file, not both")
+	}
 	for _, req := range []string{"delegate_id", "name", "model_family", "model_version", "context_window", "trust_domain", "skills"} {
 		if !given[req] {
 			ps.errorf(n, key, "needs %s", req)
@@ -167,9 +177,11 @@ func (ps *parser) ldpSkills(n *yaml.Node, key string) []LDPSkill {
 			continue
 		}
 		var s LDPSkill
-		given := ps.mapping(item, ik, []string{"name", "tool", "arguments", "input_argument"}, func(k string, v *yaml.Node) {
+		given := ps.mapping(item, ik, []string{"name", "tool", "arguments", "input_argument", "contract"}, func(k string, v *yaml.Node) {
 			vk := ik + "." + k
 			switch k {
+			case "contract":
+				ps.path(v, vk, &s.Contract)
 			case "name", "tool", "input_argument":
 				str, ok := ps.str(v, vk)
 				if !ok {
