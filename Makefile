@@ -88,7 +88,9 @@ bench-serve: build
 
 # What an LDP task (TASK_SUBMIT→TASK_RESULT through delegateos serve's LDP
 # front, signed and checked) adds over the same tools/call sent straight to
-# serve's MCP endpoint: p50, p99 and the ratio of the medians, in one run.
+# the upstream over stdio and to serve's MCP endpoint, taking turns in one
+# run: p50, p99 and the ratios, per round and overall. LDPBENCH_FLAGS are
+# passed on (-n calls of each kind, -rounds).
 .PHONY: bench-ldp
 LDPBENCH_FLAGS ?=
 bench-ldp: build

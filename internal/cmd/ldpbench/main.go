@@ -1,14 +1,21 @@
 // Command ldpbench measures what an LDP task adds over calling the same
-// tool directly: delegateos serve with an ldp section, in front of the
-// docserver's echo, is sent N tools/call requests straight to its MCP
-// endpoint (MCP's stateless style, the token as bearer) and N TASK_SUBMITs
-// of the skill that calls echo, in one session, signed with Ed25519 and
-// checked (ldp.Client). The two take turns in blocks over several rounds,
-// so that whatever else the machine does weighs on both alike. It prints
-// each one's p50 and p99, the latency the LDP task adds at the median and
-// the ratio of the medians.
+// tool directly. Three kinds of call of the docserver's echo take turns in
+// blocks over several rounds, so that whatever else the machine does
+// weighs on all alike:
 //
-//	ldpbench -delegateos bin/delegateos -docserver bin/docserver [-n 300] [-rounds 5]
+//	(a) upstream: tools/call sent straight to a docserver of its own over
+//	    stdio (one initialized MCP session), no delegateos at all;
+//	(b) serve MCP: tools/call sent to delegateos serve's MCP endpoint
+//	    (MCP's stateless style, the token as bearer), which relays it to the
+//	    docserver it runs, through the gate;
+//	(c) serve LDP: a TASK_SUBMIT→TASK_RESULT of the skill that calls echo,
+//	    in a session already open, signed with Ed25519 and checked
+//	    (ldp.Client), through the same serve and gate.
+//
+// It prints each kind's p50 and p99, and the ratios c/a and c/b of the
+// medians and of the p99s, per round and over the whole run.
+//
+//	ldpbench -delegateos bin/delegateos -docserver bin/docserver [-n 1000] [-rounds 5]
 package main
 
 import (
@@ -36,8 +43,8 @@ import (
 func main() {
 	bin := flag.String("delegateos", "bin/delegateos", "the delegateos binary")
 	docserver := flag.String("docserver", "bin/docserver", "the docserver binary (its echo tool is the upstream)")
-	n := flag.Int("n", 300, "calls of each kind")
-	rounds := flag.Int("rounds", 5, "blocks each kind's calls are split into, taking turns")
+	n := flag.Int("n", 1000, "calls of each kind, over all rounds")
+	rounds := flag.Int("rounds", 5, "rounds the calls are split into (each reported, kinds taking turns in blocks within it)")
 	flag.Parse()
 	if err := run(*bin, *docserver, *n, *rounds); err != nil {
 		fmt.Fprintln(os.Stderr, "ldpbench:", err)
@@ -141,29 +148,143 @@ ldp:
 		}
 		return nil
 	}
-	var d, l []time.Duration
-	for range rounds {
-		for _, k := range []struct {
-			f   func() error
-			out *[]time.Duration
-		}{{direct, &d}, {viaLDP, &l}} {
-			for range n / rounds {
-				t0 := time.Now()
-				if err := k.f(); err != nil {
-					return err
-				}
-				*k.out = append(*k.out, time.Since(t0))
-			}
-		}
+	up, err := startUpstream(docserver, dir)
+	if err != nil {
+		return err
 	}
+	defer up.close()
+
 	q := func(ds []time.Duration, p float64) time.Duration {
 		s := slices.Clone(ds)
 		slices.Sort(s)
 		return s[int(p*float64(len(s)-1))]
 	}
-	fmt.Printf("calls            p50        p99\n")
-	fmt.Printf("tools/call  %4d  %-9v  %v\n", len(d), q(d, 0.5).Round(time.Microsecond), q(d, 0.99).Round(time.Microsecond))
-	fmt.Printf("LDP task    %4d  %-9v  %v\n", len(l), q(l, 0.5).Round(time.Microsecond), q(l, 0.99).Round(time.Microsecond))
-	fmt.Printf("added at p50: %v; ratio of the medians: %.2f\n", (q(l, 0.5) - q(d, 0.5)).Round(time.Microsecond), float64(q(l, 0.5))/float64(q(d, 0.5)))
+	ms := func(d time.Duration) string { return fmt.Sprintf("%.3f ms", float64(d)/float64(time.Millisecond)) }
+	kinds := []struct {
+		name string
+		f    func() error
+		all  []time.Duration
+	}{{"(a) upstream", up.call, nil}, {"(b) serve MCP", direct, nil}, {"(c) serve LDP", viaLDP, nil}}
+	// One call of each first, outside the figures (connections, caches).
+	for _, k := range kinds {
+		if err := k.f(); err != nil {
+			return fmt.Errorf("%s: %v", k.name, err)
+		}
+	}
+	per := max(n/rounds, 1)
+	fmt.Printf("%d calls of each kind per round, in blocks of %d taking turns; load average %s\n", per, max(per/10, 1), loadavg())
+	fmt.Printf("round  %-12s %-12s %-12s  c/a p50  c/b p50\n", "(a) p50", "(b) p50", "(c) p50")
+	for r := range rounds {
+		round := make([][]time.Duration, len(kinds))
+		// Blocks of a tenth of the round, taking turns, so that a burst of
+		// other work on the machine falls on every kind.
+		block := max(per/10, 1)
+		for done := 0; done < per; done += block {
+			for i := range kinds {
+				for range min(block, per-done) {
+					t0 := time.Now()
+					if err := kinds[i].f(); err != nil {
+						return fmt.Errorf("%s: %v", kinds[i].name, err)
+					}
+					round[i] = append(round[i], time.Since(t0))
+				}
+			}
+		}
+		for i := range kinds {
+			kinds[i].all = append(kinds[i].all, round[i]...)
+		}
+		pa, pb, pc := q(round[0], 0.5), q(round[1], 0.5), q(round[2], 0.5)
+		fmt.Printf("%-5d  %-12s %-12s %-12s  %-7.2f  %.2f\n", r+1, ms(pa), ms(pb), ms(pc), float64(pc)/float64(pa), float64(pc)/float64(pb))
+	}
+	fmt.Printf("\nall rounds     calls  p50          p99\n")
+	for _, k := range kinds {
+		fmt.Printf("%-13s  %5d  %-12s %s\n", k.name, len(k.all), ms(q(k.all, 0.5)), ms(q(k.all, 0.99)))
+	}
+	ka, kb, kc := kinds[0].all, kinds[1].all, kinds[2].all
+	fmt.Printf("c/a: p50 %.2f, p99 %.2f (added at p50 %s)\n", float64(q(kc, 0.5))/float64(q(ka, 0.5)), float64(q(kc, 0.99))/float64(q(ka, 0.99)), ms(q(kc, 0.5)-q(ka, 0.5)))
+	fmt.Printf("c/b: p50 %.2f, p99 %.2f (added at p50 %s)\n", float64(q(kc, 0.5))/float64(q(kb, 0.5)), float64(q(kc, 0.99))/float64(q(kb, 0.99)), ms(q(kc, 0.5)-q(kb, 0.5)))
+	fmt.Printf("load average after: %s\n", loadavg())
 	return s.Close(ctx, "done")
+}
+
+// loadavg is /proc/loadavg's first three figures, or "unknown".
+func loadavg() string {
+	b, err := os.ReadFile("/proc/loadavg")
+	if f := strings.Fields(string(b)); err == nil && len(f) >= 3 {
+		return strings.Join(f[:3], " ")
+	}
+	return "unknown"
+}
+
+// upstream is a docserver of the benchmark's own, spoken to over stdio as
+// an MCP client would: newline-delimited JSON-RPC, one request at a time.
+type upstream struct {
+	cmd *exec.Cmd
+	in  io.WriteCloser
+	out *bufio.Reader
+	id  int
+}
+
+func startUpstream(docserver, dir string) (*upstream, error) {
+	cmd := exec.Command(docserver, "--root", dir, "--diagnostics")
+	in, err := cmd.StdinPipe()
+	if err != nil {
+		return nil, err
+	}
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		return nil, err
+	}
+	cmd.Stderr = io.Discard
+	if err := cmd.Start(); err != nil {
+		return nil, err
+	}
+	u := &upstream{cmd: cmd, in: in, out: bufio.NewReaderSize(out, 1<<16)}
+	if _, err := u.request("initialize", `{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"ldpbench","version":"1"}}`); err != nil {
+		u.close()
+		return nil, fmt.Errorf("docserver initialize: %v", err)
+	}
+	if _, err := io.WriteString(in, `{"jsonrpc":"2.0","method":"notifications/initialized"}`+"\n"); err != nil {
+		u.close()
+		return nil, err
+	}
+	return u, nil
+}
+
+// request sends one request and reads lines until the response with its ID.
+func (u *upstream) request(method, params string) ([]byte, error) {
+	u.id++
+	if _, err := fmt.Fprintf(u.in, `{"jsonrpc":"2.0","id":%d,"method":%q,"params":%s}`+"\n", u.id, method, params); err != nil {
+		return nil, err
+	}
+	want := fmt.Sprintf(`"id":%d,`, u.id)
+	for {
+		line, err := u.out.ReadBytes('\n')
+		if err != nil {
+			return nil, err
+		}
+		if bytes.Contains(line, []byte(want)) || bytes.Contains(line, []byte(fmt.Sprintf(`"id":%d}`, u.id))) {
+			if bytes.Contains(line, []byte(`"error"`)) {
+				return nil, fmt.Errorf("%s", bytes.TrimSpace(line))
+			}
+			return line, nil
+		}
+	}
+}
+
+func (u *upstream) call() error {
+	line, err := u.request("tools/call", `{"name":"echo","arguments":{"text":"hi"}}`)
+	if err != nil {
+		return err
+	}
+	if !bytes.Contains(line, []byte(`"hi"`)) {
+		return fmt.Errorf("direct call: %s", line)
+	}
+	return nil
+}
+
+func (u *upstream) close() {
+	u.in.Close()
+	u.cmd.Process.Kill()
+	u.cmd.Wait()
 }
