@@ -15,7 +15,12 @@ import (
 type LDPConfig struct {
 	DelegateID, Name, Description, ModelFamily, ModelVersion string
 	ContextWindow                                            int64
-	TrustDomain                                              LDPTrustDomain
+	// WeightsFingerprint, ReasoningProfile, CostProfile (low, medium or
+	// high), LatencyProfile and Jurisdiction are the identity card's
+	// optional members (LDP §2.1), given to the agent card as its ldp.*
+	// labels too (§9.1); empty when not set.
+	WeightsFingerprint, ReasoningProfile, CostProfile, LatencyProfile, Jurisdiction string
+	TrustDomain                                                                     LDPTrustDomain
 	// PayloadModes are the modes offered, best first; they include text.
 	PayloadModes []string
 	// HMACSecret, when set, lets peers that sign with the reference's
@@ -52,7 +57,7 @@ type LDPSkill struct {
 }
 
 var ldpKeys = []string{"delegate_id", "name", "description", "model_family", "model_version", "context_window",
-	"trust_domain", "payload_modes", "hmac_secret", "hmac_secret_file", "require_ed25519", "skills"}
+	"weights_fingerprint", "reasoning_profile", "cost_profile", "latency_profile", "jurisdiction", "trust_domain", "payload_modes", "hmac_secret", "hmac_secret_file", "require_ed25519", "skills"}
 
 func (ps *parser) ldp(n *yaml.Node, key string, out **LDPConfig) {
 	if n.Kind != yaml.MappingNode {
@@ -63,7 +68,8 @@ func (ps *parser) ldp(n *yaml.Node, key string, out **LDPConfig) {
 	given := ps.mapping(n, key, ldpKeys, func(k string, v *yaml.Node) {
 		vk := key + "." + k
 		switch k {
-		case "delegate_id", "name", "description", "model_family", "model_version", "hmac_secret":
+		case "delegate_id", "name", "description", "model_family", "model_version", "hmac_secret",
+			"weights_fingerprint", "reasoning_profile", "cost_profile", "latency_profile", "jurisdiction":
 			s, ok := ps.str(v, vk)
 			if !ok {
 				return
@@ -87,6 +93,20 @@ func (ps *parser) ldp(n *yaml.Node, key string, out **LDPConfig) {
 				c.ModelFamily = s
 			case "model_version":
 				c.ModelVersion = s
+			case "weights_fingerprint":
+				c.WeightsFingerprint = s
+			case "reasoning_profile":
+				c.ReasoningProfile = s
+			case "cost_profile":
+				if s != "low" && s != "medium" && s != "high" {
+					ps.errorf(v, vk, "must be low, medium or high")
+					return
+				}
+				c.CostProfile = s
+			case "latency_profile":
+				c.LatencyProfile = s
+			case "jurisdiction":
+				c.Jurisdiction = s
 			case "hmac_secret":
 				if len(s) < 16 {
 					ps.errorf(v, vk, "must be at least 16 characters")

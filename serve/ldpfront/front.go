@@ -214,6 +214,8 @@ func Card(pol *policy.Policy, k *identity.Keypair) *ldp.IdentityCard {
 	card := &ldp.IdentityCard{
 		DelegateID: c.DelegateID, Name: c.Name, Description: c.Description, ModelFamily: c.ModelFamily,
 		ModelVersion: c.ModelVersion, ContextWindow: uint64(c.ContextWindow),
+		WeightsFingerprint: c.WeightsFingerprint, ReasoningProfile: c.ReasoningProfile, CostProfile: c.CostProfile,
+		LatencyProfile: c.LatencyProfile, Jurisdiction: c.Jurisdiction,
 		TrustDomain: ldp.TrustDomain{Name: c.TrustDomain.Name, AllowCrossDomain: c.TrustDomain.AllowCrossDomain, TrustedPeers: c.TrustDomain.TrustedPeers},
 		Endpoint:    "http://127.0.0.1",
 		Metadata:    map[string]string{ldp.MetaDID: k.DID()},
