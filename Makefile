@@ -58,6 +58,12 @@ bench:
 demo:
 	@GO=$(GO) ./scripts/demo.sh
 
+# A task handed from a router to one of two LDP delegates (examples/ldp).
+.PHONY: demo-ldp
+demo-ldp: build
+	$(GO) build -o $(BIN)/docserver ./examples/docserver
+	DELEGATEOS=$(BIN)/delegateos DOCSERVER=$(BIN)/docserver ./examples/ldp/walkthrough.sh
+
 # Rewrite docs/cli.md and the command table of docs/commands.md from the commands'
 # own help (TestCLIReference fails when they are out of date).
 docs:
