@@ -275,7 +275,15 @@ func hashMap(res any) (map[string]string, error) {
 // and the releases it could not send. $DELEGATEOS_STATE_DIR, else
 // $XDG_STATE_HOME/delegateos, else ~/.local/state/delegateos; "" when
 // none can be found (nothing is remembered).
+//
+// A relative $DELEGATEOS_STATE_DIR (or $XDG_STATE_HOME) gives "": it
+// would name another directory for each working directory a proxy starts
+// in, each remembering nothing of the others; StateDirError says so, and
+// the stores that need one refuse to open.
 func StateDir() string {
+	if StateDirError() != nil {
+		return ""
+	}
 	if d := os.Getenv("DELEGATEOS_STATE_DIR"); d != "" {
 		return d
 	}
@@ -286,6 +294,20 @@ func StateDir() string {
 		return filepath.Join(h, ".local", "state", "delegateos")
 	}
 	return ""
+}
+
+// StateDirError is an error when the state directory's variable is set
+// to a relative path.
+func StateDirError() error {
+	for _, v := range []string{"DELEGATEOS_STATE_DIR", "XDG_STATE_HOME"} {
+		if d := os.Getenv(v); d != "" {
+			if !filepath.IsAbs(d) {
+				return fmt.Errorf("%s is the relative path %q: proxies started in other working directories would each keep their state apart, and none would notice a store that lost data; set it to an absolute path", v, d)
+			}
+			return nil
+		}
+	}
+	return nil
 }
 
 // stateName returns the file name, in a state directory, of what is kept

@@ -299,7 +299,7 @@ end
 -- the writes of a script that fails.
 for i = nk + 4, #KEYS do fields(KEYS[i]) end
 if newstamp then
-  redis.call('HSET', stamp, 'id', sid, 'g', ARGV[na - 2])
+  redis.call('HSET', stamp, 'id', sid, 'g', ARGV[na - 6])
 end
 local ns = tonumber(ARGV[p]); p = p + 1
 for x = 1, ns do
@@ -1004,6 +1004,9 @@ func (s *Redis) errClosed() error {
 // hold and which store migrate turns into a database.
 func Open(pathOrURL string) (Store, error) {
 	if redisconn.IsURL(pathOrURL) {
+		if err := StateDirError(); err != nil {
+			return nil, &StateError{fmt.Errorf("spend store %s: %w", redisconn.Redact(pathOrURL), err)}
+		}
 		dir := StateDir()
 		r, err := OpenRedisIn(pathOrURL, dir)
 		if err != nil {

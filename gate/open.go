@@ -196,6 +196,9 @@ func openRevocations(pol *policy.Policy) (revocation.Live, error) {
 	if !redisconn.IsURL(pol.RevocationList) {
 		return revocation.Open(pol.RevocationList)
 	}
+	if err := budget.StateDirError(); err != nil {
+		return nil, err
+	}
 	var copies []string
 	if pol.Workspace != "" {
 		if err := os.MkdirAll(pol.Workspace, 0o755); err != nil {

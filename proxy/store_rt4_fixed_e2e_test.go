@@ -435,6 +435,23 @@ func TestE2EFaultRateWindowsLostAlone(t *testing.T) {
 	}
 }
 
+// Known limit of the third red team: a relative DELEGATEOS_STATE_DIR was
+// used as is, so proxies started in other working directories kept their
+// state apart (after a restart of Redis without persistence, a proxy
+// started elsewhere spent the budget again). Now a proxy on a Redis store
+// refuses to start, saying the path is relative.
+func TestE2EFaultRelativeStateDirRefused(t *testing.T) {
+	f := newStoreFleet(t)
+	p := f.e.StartProxy(mcptest.ProxyOptions{Policy: f.policy(""), Token: f.a, LogToStderr: true,
+		Env: []string{"DELEGATEOS_STATE_DIR=state"}, WantExit: func(code int) bool { return code == 2 }})
+	if !p.WaitExit(mcptest.WaitTimeout) {
+		t.Fatal("a proxy with a relative DELEGATEOS_STATE_DIR started")
+	}
+	if msg := p.Stderr.String(); !strings.Contains(msg, "relative path") {
+		t.Errorf("the refusal does not say the state directory is relative: %s", msg)
+	}
+}
+
 // rt4IndexPath is the path of a state directory's index of the store at
 // redis://ADDR/0 (named by its canonical address).
 func rt4IndexPath(dir, addr string) string {
