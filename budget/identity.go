@@ -1444,6 +1444,9 @@ func InitStore(rawURL string, reset bool, roots ...string) (Identity, error) {
 	if err != nil {
 		return fail(err)
 	}
+	if err := markNext(ctx, c, n.Gen); err != nil {
+		return fail(err)
+	}
 	var lifted map[string]bool
 	if len(roots) > 0 {
 		lifted = make(map[string]bool)
@@ -1533,6 +1536,20 @@ func nextIdentity(ctx context.Context, c redis.Cmdable, rawURL string) (*Identit
 	}
 	return n, nil
 }
+
+// markNext records in the store's identity (if it has one) the
+// generation gen an operator's command is about to give the trees'
+// stamps and then the identity: a proxy that meanwhile finds a stamp
+// after its generation refuses the call without marking the store lost
+// (Redis.operatorActing). writeIdentity drops it.
+func markNext(ctx context.Context, c redis.Cmdable, gen int64) error {
+	return markNextScript.Run(ctx, c, []string{identityKey}, gen).Err()
+}
+
+var markNextScript = redis.NewScript(`
+if redis.call('EXISTS', KEYS[1]) == 1 then redis.call('HSET', KEYS[1], 'next', ARGV[1]) end
+return 1
+`)
 
 // writeIdentity writes id as the store's identity, last: the proxies
 // adopt it at their next call.
@@ -1736,6 +1753,9 @@ func RecoverStore(rawURL string, usage []Usage) (Identity, error) {
 	}
 	n, err := nextIdentity(ctx, c, rawURL)
 	if err != nil {
+		return fail(err)
+	}
+	if err := markNext(ctx, c, n.Gen); err != nil {
 		return fail(err)
 	}
 	// What the trees' keys hold for reservations the loss took is

@@ -536,6 +536,12 @@ func (s *Redis) Reserve(levels []Level, cost int64) (*Reservation, error) {
 				s.mu.Lock()
 				behind := s.ident.Gen == id.Gen
 				s.mu.Unlock()
+				if behind && s.operatorActing(id.Gen) {
+					// Restamped by an operator's store init --reset or
+					// store recover, which writes the store's new
+					// generation last: not a loss, but not decided on.
+					return nil, &ResetError{Store: s.url, Reason: fmt.Sprintf("its delegation tree {%s} has been given a new generation by an operator (store init --reset or store recover), which has not yet written it to the store's identity; the call is refused until it has", tag)}
+				}
 				if behind {
 					serr = s.resetNow(fmt.Sprintf("its delegation tree {%s} was written under a generation after this proxy's %d, which the store's identity does not hold", tag, id.Gen))
 				}
@@ -615,6 +621,19 @@ func (s *Redis) Reserve(levels []Level, cost int64) (*Reservation, error) {
 		s.seenGrew()
 	}
 	return r, nil
+}
+
+// operatorActing reports whether an operator's store init --reset or
+// store recover is giving the store a generation after gen: it records
+// the generation it will write ("next", see markNext) before it restamps
+// the trees.
+func (s *Redis) operatorActing(gen int64) bool {
+	v, err := s.c.HGet(s.ctx, identityKey, "next").Result()
+	if err != nil {
+		return false
+	}
+	n, err := strconv.ParseInt(v, 10, 64)
+	return err == nil && n > gen
 }
 
 // stampBehind handles a tree's stamp written under a generation before
