@@ -297,6 +297,38 @@ func TestE2EFaultRevocationKeptWithoutWorkspace(t *testing.T) {
 	}
 }
 
+// R4-12. R4-8 with the list named another way by the restarted proxy
+// (redis://localhost:P instead of redis://127.0.0.1:P/0): the machine's
+// copy is named by the store's canonical address, which no canonical form
+// links to another host name (an alias, a NAT address), so the copy was
+// not found and the revoked token was taken. Now a proxy also holds the
+// machine's other copies of revocation lists (a revocation is a signed
+// fact about its block: taking one from another list only refuses more).
+func TestE2EFaultRevocationKeptUnderAnotherName(t *testing.T) {
+	f := newFleet(t, 1000*fleetCost, 1000*fleetCost, 1000*fleetCost)
+	p, s := f.start(f.b, "", nil)
+	s.Call(t, "echo", map[string]any{"text": "before"}).OK(t, "B's call")
+	if out, err := f.revokeB(f.url); err != nil {
+		t.Fatalf("delegateos revoke: %v\n%s", err, out)
+	}
+	refusesB(t, s, "B's proxy")
+	stopProxy(t, p)
+	if err := f.srv.Client().FlushAll(context.Background()).Err(); err != nil {
+		t.Fatal(err)
+	}
+	if out, errs, code := mcptest.CLI(t, "store", "init", "--store", f.srv.URL(), "--reset"); code != 0 {
+		t.Fatalf("store init --reset: %d %s%s", code, out, errs)
+	}
+	pol := f.policy("")
+	pol.RevocationList = strings.TrimSuffix(strings.Replace(f.url, "127.0.0.1", "localhost", 1), "/0")
+	p2 := f.e.StartProxy(mcptest.ProxyOptions{Policy: pol, Token: f.b, WantExit: func(int) bool { return true }})
+	if !p2.WaitExit(mcptest.WaitTimeout) {
+		r := p2.Connect(mcptest.SessionOptions{}).Call(t, "echo", map[string]any{"text": "revoked?"})
+		typ, detail := denialData(r)
+		t.Errorf("B revoked, its proxy stopped, Redis flushed: a proxy of the machine naming the list %s is running and answers B's call %q: %s; want it refused as revoked (or the proxy refusing to start)", pol.RevocationList, typ, detail)
+	}
+}
+
 // R4-9. R4-8 with workspaces: the revocation is kept in the workspace of
 // the proxy that knew it; a proxy of another workspace on the same
 // machine, started after the flush, took the revoked token (the ended
