@@ -556,6 +556,16 @@ func machineID(dir string) (string, error) {
 	path := filepath.Join(dir, "machine-id")
 	b, err := os.ReadFile(path)
 	if errors.Is(err, os.ErrNotExist) || errors.Is(err, syscall.ENOTDIR) {
+		// Counts written under a machine ID while the ID is gone: it was
+		// deleted, and with it what shows a store gone back to an older
+		// snapshot that other machines' calls took back up.
+		counts, _ := filepath.Glob(filepath.Join(dir, "store-*.seen.json"))
+		for _, c := range counts {
+			var st seenState
+			if cb, err := os.ReadFile(c); err == nil && json.Unmarshal(cb, &st) == nil && st.Machine != "" {
+				return "", fmt.Errorf("%s, this machine's ID, which its counts file %s names (%s), is gone (deleted): a store gone back to an older snapshot would not be noticed; restore it (its content is that ID), or accept the loss with delegateos store init --reset and remove the counts files", path, c, st.Machine)
+			}
+		}
 		if err := os.MkdirAll(dir, 0o700); err != nil {
 			return "", fmt.Errorf("the state directory %s cannot be made: %w; set DELEGATEOS_STATE_DIR to a directory the proxy can write", dir, err)
 		}

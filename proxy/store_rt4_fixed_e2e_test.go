@@ -484,6 +484,30 @@ func TestE2EFaultRelativeStateDirRefused(t *testing.T) {
 	}
 }
 
+// R4-13 (an attack on the R4-2 fix). The machine's ID (machine-id in the
+// state directory) deleted after its proxies' calls: a proxy restarted
+// there would take a new ID, find no machine count to check, and miss a
+// rollback that other machines' calls took back up (as R4-2). Now a
+// missing ID while the machine's counts file names one refuses the
+// start, naming it.
+func TestE2EFaultMachineIDDeletedRefused(t *testing.T) {
+	f := newStoreFleet(t)
+	p1, s1 := f.start(f.a, "", nil)
+	drain(t, s1, 10)
+	f.settled()
+	stopProxy(t, p1)
+	if err := os.Remove(filepath.Join(f.e.Dir, "state", "machine-id")); err != nil {
+		t.Fatal(err)
+	}
+	p2 := f.e.StartProxy(mcptest.ProxyOptions{Policy: f.policy(""), Token: f.a, LogToStderr: true, WantExit: func(code int) bool { return code == 2 }})
+	if !p2.WaitExit(mcptest.WaitTimeout) {
+		t.Fatal("the proxy started on a state directory whose machine ID was deleted")
+	}
+	if msg := p2.Stderr.String(); !strings.Contains(msg, "machine-id") || !strings.Contains(msg, "is gone") {
+		t.Errorf("the refusal does not name the deleted machine ID: %s", msg)
+	}
+}
+
 // rt4IndexPath is the path of a state directory's index of the store at
 // redis://ADDR/0 (named by its canonical address).
 func rt4IndexPath(dir, addr string) string {
