@@ -311,6 +311,15 @@ func StateDirError() error {
 	return nil
 }
 
+// CheckStateDir is an error when dir, a state directory given to Open, is
+// a relative path (for the reason StateDirError gives).
+func CheckStateDir(dir string) error {
+	if dir != "" && !filepath.IsAbs(dir) {
+		return fmt.Errorf("the state directory %q is a relative path: proxies started in other working directories would each keep their state apart, and none would notice a store that lost data; give an absolute path", dir)
+	}
+	return nil
+}
+
 // stateName returns the file name, in a state directory, of what is kept
 // about the store at rawURL, named by its host and path as written: the
 // journals, and an older version's index and counts. The index of the

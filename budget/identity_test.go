@@ -730,3 +730,14 @@ func TestRedisCutIndexIsAStateError(t *testing.T) {
 		t.Fatalf("open on a cut index: %v, want a StateError naming the file and its remedy", err)
 	}
 }
+
+// A relative state directory given to Open is refused, as a relative
+// DELEGATEOS_STATE_DIR is (before Redis is reached).
+func TestOpenRelativeStateDirRefused(t *testing.T) {
+	t.Setenv("DELEGATEOS_STATE_DIR", "")
+	_, err := Open("redis://127.0.0.1:1/0", "state")
+	var se *StateError
+	if !errors.As(err, &se) || !strings.Contains(err.Error(), "relative path") {
+		t.Fatalf("got %v", err)
+	}
+}

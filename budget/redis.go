@@ -1025,7 +1025,11 @@ func (s *Redis) errClosed() error {
 // StateDir for the CLI's default); "" keeps nothing, with a warning.
 func Open(pathOrURL, stateDir string) (Store, error) {
 	if redisconn.IsURL(pathOrURL) {
-		if err := StateDirError(); err != nil {
+		err := StateDirError()
+		if err == nil {
+			err = CheckStateDir(stateDir)
+		}
+		if err != nil {
 			return nil, &StateError{fmt.Errorf("spend store %s: %w", redisconn.Redact(pathOrURL), err)}
 		}
 		dir := stateDir

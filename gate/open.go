@@ -213,6 +213,9 @@ func openRevocations(pol *policy.Policy, dir string) (revocation.Live, error) {
 	if err := budget.StateDirError(); err != nil {
 		return nil, err
 	}
+	if err := budget.CheckStateDir(dir); err != nil {
+		return nil, err
+	}
 	var copies []string
 	if pol.Workspace != "" {
 		if err := os.MkdirAll(pol.Workspace, 0o755); err != nil {
