@@ -1,0 +1,431 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/delegateos/delegateos/dct"
+	"github.com/delegateos/delegateos/internal/mcptest"
+	"github.com/delegateos/delegateos/internal/timestamp"
+	"github.com/delegateos/delegateos/ldp"
+)
+
+// The red team's attacks on serve as an LDP delegate (issue 21) that
+// held: each says what was tried, through the real binary.
+
+// TestLDPRedteamEnvelopesRefused: within a holder's live session, a
+// TASK_SUBMIT replayed byte for byte, tampered with after signing (input,
+// skill, token member), unsigned, stale, from the future, signed by
+// another key claiming the holder's ID, or signed with the shared secret
+// (algorithm downgrade on an Ed25519 session) is refused with its own
+// error, and none reaches the gate; nor does a forged SESSION_PROPOSE
+// (HMAC with a token, a token's holder's ID under another key).
+func TestLDPRedteamEnvelopesRefused(t *testing.T) {
+	env := mcptest.NewEnv(t)
+	pol := env.Policy(mcptest.Priced("echo", 100))
+	pol.Extra = serveLDPSection + "  hmac_secret: \"a shared secret of 32 characters\"\n"
+	srv := env.StartServe(mcptest.ServeOptions{Policy: pol, Flags: []string{"--key", env.KeyFile(mcptest.NewKey(t, "server"))}})
+	tok := env.Mint(mcptest.Budget(10_000), "mcp:echo:*")
+	member := &ldp.DelegateOSMember{DCT: tok.String(), Format: dct.Format}
+	ctx := context.Background()
+	holder := &ldp.Client{ID: "ldp:delegate:holder", TrustDomain: "research", Key: env.Agent.PrivateKey(), Verifier: &ldp.Verifier{}}
+	s, err := holder.Open(ctx, srv.Base, "ldp:delegate:docs", ldp.SessionConfig{PreferredPayloadModes: []ldp.PayloadMode{ldp.ModeText}}, member, "", "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	submit := func(id, input string) *ldp.Envelope {
+		return rtEnvelope(s.ID, holder.ID, &ldp.TaskSubmit{TaskID: id, Skill: "echo", Input: json.RawMessage(input)}, ldp.ModeText)
+	}
+
+	// A good one runs, once; the same bytes again are a replay.
+	good := rtSign(t, submit("t1", `"once"`), env.Agent.PrivateKey())
+	if _, reply, body := rtPost(t, srv, "", good, ""); reply == nil || rtFailCode(reply) != "" {
+		t.Fatalf("the good TASK_SUBMIT: %s", body)
+	}
+	if _, reply, body := rtPost(t, srv, "", good, ""); rtFailCode(reply) != string(ldp.ReasonReplayed) {
+		t.Fatalf("replay: %s", body)
+	}
+	// The same through the stream endpoint is the same replay.
+	if _, _, body := rtPost(t, srv, ldp.StreamPath, good, ""); !strings.Contains(string(body), string(ldp.ReasonReplayed)) {
+		t.Fatalf("replay through the stream: %s", body)
+	}
+	// The same message with a new nonce (message_id kept) and a new
+	// message_id (nonce kept) are replays too, once re-signed.
+	e := submit("t2", `"again"`)
+	rtSign(t, e, env.Agent.PrivateKey())
+	msgID, nonce := e.MessageID, e.Nonce
+	if _, reply, body := rtPost(t, srv, "", rtSign(t, e, env.Agent.PrivateKey()), ""); rtFailCode(reply) != "" {
+		t.Fatalf("t2: %s", body)
+	}
+	e = submit("t3", `"x"`)
+	e.MessageID = msgID
+	if _, reply, body := rtPost(t, srv, "", rtSign(t, e, env.Agent.PrivateKey()), ""); rtFailCode(reply) != string(ldp.ReasonReplayed) {
+		t.Fatalf("message_id reused: %s", body)
+	}
+	e = submit("t4", `"x"`)
+	e.Nonce = nonce
+	if _, reply, body := rtPost(t, srv, "", rtSign(t, e, env.Agent.PrivateKey()), ""); rtFailCode(reply) != string(ldp.ReasonReplayed) {
+		t.Fatalf("nonce reused: %s", body)
+	}
+
+	// Tampered after signing: the input, the skill, a token member added.
+	tamper := func(name string, edit func([]byte) []byte) {
+		t.Helper()
+		b := rtSign(t, submit("tamper-"+name, `"signed"`), env.Agent.PrivateKey())
+		changed := edit(b)
+		if bytes.Equal(changed, b) {
+			t.Fatalf("%s: the edit changed nothing", name)
+		}
+		if _, reply, body := rtPost(t, srv, "", changed, ""); rtFailCode(reply) != string(ldp.ReasonTampered) {
+			t.Fatalf("tampered %s: %s", name, body)
+		}
+	}
+	tamper("input", func(b []byte) []byte { return bytes.Replace(b, []byte(`"signed"`), []byte(`"forged"`), 1) })
+	tamper("timestamp", func(b []byte) []byte {
+		var m map[string]any
+		json.Unmarshal(b, &m)
+		m["timestamp"] = timestamp.Format(time.Now().Add(time.Second))
+		out, _ := json.Marshal(m)
+		return out
+	})
+	tamper("token", func(b []byte) []byte {
+		var m map[string]any
+		json.Unmarshal(b, &m)
+		m["delegateos"] = map[string]any{"dct": tok.String(), "format": dct.Format}
+		out, _ := json.Marshal(m)
+		return out
+	})
+
+	// Unsigned, and signature_algorithm without a signature.
+	if _, reply, body := rtPost(t, srv, "", rtSign(t, submit("u", `"u"`), nil), ""); rtFailCode(reply) != string(ldp.ReasonUnsigned) {
+		t.Fatalf("unsigned: %s", body)
+	}
+	// Stale, and from too far ahead (signed as such).
+	for _, d := range []time.Duration{-2 * time.Minute, 2 * time.Minute} {
+		e := submit("stale", `"s"`)
+		e.Timestamp = timestamp.Format(time.Now().Add(d))
+		if _, reply, body := rtPost(t, srv, "", rtSign(t, e, env.Agent.PrivateKey()), ""); rtFailCode(reply) != string(ldp.ReasonStale) {
+			t.Fatalf("timestamp %s: %s", d, body)
+		}
+	}
+	// Another key that knows the holder's ID and the session's.
+	thief := mcptest.NewKey(t, "thief")
+	if _, reply, body := rtPost(t, srv, "", rtSign(t, submit("thief", `"t"`), thief.PrivateKey()), ""); rtFailCode(reply) != string(ldp.ReasonWrongKey) {
+		t.Fatalf("another key in the session: %s", body)
+	}
+	// Algorithm downgrade: the shared secret on an Ed25519 session.
+	e = submit("hmac", `"h"`)
+	ldp.SignHMAC(e, "a shared secret of 32 characters")
+	if _, reply, body := rtPost(t, srv, "", rtSign(t, e, nil), ""); rtFailCode(reply) != string(ldp.ReasonWrongKey) {
+		t.Fatalf("hmac on an ed25519 session: %s", body)
+	}
+	// The same with the holder's token as a bearer: still the session's key.
+	e = submit("hmac-bearer", `"h"`)
+	ldp.SignHMAC(e, "a shared secret of 32 characters")
+	if _, reply, body := rtPost(t, srv, "", rtSign(t, e, nil), tok.String()); rtFailCode(reply) != string(ldp.ReasonWrongKey) {
+		t.Fatalf("hmac with a bearer: %s", body)
+	}
+
+	// A SESSION_PROPOSE with the token, signed with the shared secret: no
+	// holder shown, so no session.
+	propose := rtEnvelope("", "ldp:delegate:holder", &ldp.SessionPropose{Config: ldp.SessionConfig{TrustDomain: "research"}}, ldp.ModeText)
+	propose.DelegateOS = member
+	ldp.SignHMAC(propose, "a shared secret of 32 characters")
+	if _, reply, body := rtPost(t, srv, "", rtSign(t, propose, nil), ""); rtFailCode(reply) != string(ldp.ReasonWrongKey) {
+		t.Fatalf("hmac SESSION_PROPOSE with a token: %s", body)
+	}
+	// An HMAC session with no token is refused too (token_required).
+	propose = rtEnvelope("", "ldp:delegate:holder", &ldp.SessionPropose{Config: ldp.SessionConfig{TrustDomain: "research"}}, ldp.ModeText)
+	ldp.SignHMAC(propose, "a shared secret of 32 characters")
+	if _, reply, body := rtPost(t, srv, "", rtSign(t, propose, nil), ""); rtFailCode(reply) != "token_required" {
+		t.Fatalf("hmac SESSION_PROPOSE: %s", body)
+	}
+	// Replaying the holder's own SESSION_PROPOSE opens nothing.
+	propose = rtEnvelope("", "ldp:delegate:holder", &ldp.SessionPropose{Config: ldp.SessionConfig{TrustDomain: "research"}}, ldp.ModeText)
+	propose.DelegateOS = member
+	pb := rtSign(t, propose, env.Agent.PrivateKey())
+	if _, reply, body := rtPost(t, srv, "", pb, ""); reply == nil || rtFailCode(reply) != "" {
+		t.Fatalf("the holder's SESSION_PROPOSE: %s", body)
+	}
+	if _, reply, body := rtPost(t, srv, "", pb, ""); rtFailCode(reply) != string(ldp.ReasonReplayed) {
+		t.Fatalf("a replayed SESSION_PROPOSE: %s", body)
+	}
+
+	if n := rtAllowed(t, srv, "echo", 2); n != 2 {
+		t.Fatalf("%d echo calls reached the gate, want the 2 good ones", n)
+	}
+}
+
+// TestLDPRedteamRequireEd25519: with require_ed25519, an HMAC HELLO or
+// SESSION_PROPOSE (the secret known) is refused as an algorithm the
+// delegate does not take.
+func TestLDPRedteamRequireEd25519(t *testing.T) {
+	env := mcptest.NewEnv(t)
+	pol := env.Policy(mcptest.Priced("echo", 100))
+	pol.Extra = serveLDPSection + "  hmac_secret: \"a shared secret of 32 characters\"\n  require_ed25519: true\n"
+	srv := env.StartServe(mcptest.ServeOptions{Policy: pol, Flags: []string{"--key", env.KeyFile(mcptest.NewKey(t, "server"))}})
+	for _, body := range []ldp.Body{&ldp.Hello{DelegateID: "ldp:delegate:x", SupportedModes: []ldp.PayloadMode{ldp.ModeText}},
+		&ldp.SessionPropose{Config: ldp.SessionConfig{TrustDomain: "research"}}} {
+		e := rtEnvelope("", "ldp:delegate:x", body, ldp.ModeText)
+		ldp.SignHMAC(e, "a shared secret of 32 characters")
+		if _, reply, raw := rtPost(t, srv, "", rtSign(t, e, nil), ""); rtFailCode(reply) != string(ldp.ReasonAlgorithm) {
+			t.Fatalf("%s: %s", body.Type(), raw)
+		}
+	}
+}
+
+// TestLDPRedteamTokenPlacement: which token a task runs under, and who
+// may use a session. The TASK_SUBMIT's member wins over the bearer and
+// the session's token (a narrower one is the one the gate sees); a bearer
+// wins over the session's; another token holder who knows the session's
+// ID and its peer's ID cannot put a task in it, nor cancel or close it.
+func TestLDPRedteamTokenPlacement(t *testing.T) {
+	env := mcptest.NewEnv(t)
+	srv := startLDPServe(t, env, "server")
+	ctx := context.Background()
+	wide := env.Mint(nil, "mcp:echo:*")
+	narrow := env.Mint(nil, "docs:read:/**")
+	holder := &ldp.Client{ID: "ldp:delegate:holder", TrustDomain: "research", Key: env.Agent.PrivateKey(), Verifier: &ldp.Verifier{}}
+	s, err := holder.Open(ctx, srv.Base, "ldp:delegate:docs", ldp.SessionConfig{PreferredPayloadModes: []ldp.PayloadMode{ldp.ModeText}},
+		&ldp.DelegateOSMember{DCT: wide.String(), Format: dct.Format}, "", "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	task := func(id string) *ldp.TaskSubmit {
+		return &ldp.TaskSubmit{TaskID: id, Skill: "echo", Input: json.RawMessage(`"x"`)}
+	}
+	// The member (narrow) wins over the session's (wide).
+	reply, err := s.Submit(ctx, task("member"), "", &ldp.DelegateOSMember{DCT: narrow.String(), Format: dct.Format}, nil)
+	if err != nil || rtFailCode(reply) != "capability_not_granted" {
+		t.Fatalf("member token: %v %s", err, rtFailCode(reply))
+	}
+	// The bearer (narrow) wins over the session's.
+	e := rtEnvelope(s.ID, holder.ID, task("bearer"), ldp.ModeText)
+	if _, reply, body := rtPost(t, srv, "", rtSign(t, e, env.Agent.PrivateKey()), narrow.String()); rtFailCode(reply) != "capability_not_granted" {
+		t.Fatalf("bearer token: %s", body)
+	}
+	// The member wins over the bearer.
+	e = rtEnvelope(s.ID, holder.ID, task("both"), ldp.ModeText)
+	e.DelegateOS = &ldp.DelegateOSMember{DCT: narrow.String(), Format: dct.Format}
+	if _, reply, body := rtPost(t, srv, "", rtSign(t, e, env.Agent.PrivateKey()), wide.String()); rtFailCode(reply) != "capability_not_granted" {
+		t.Fatalf("member and bearer: %s", body)
+	}
+	// A member in another format is refused, not ignored.
+	reply, err = s.Submit(ctx, task("format"), "", &ldp.DelegateOSMember{DCT: wide.String(), Format: "jwt"}, nil)
+	if err != nil || rtFailCode(reply) != "malformed_token" {
+		t.Fatalf("other format: %v %s", err, rtFailCode(reply))
+	}
+
+	// Another holder, with a valid token of its own, opens its own
+	// session and then aims at the first one.
+	other := mcptest.NewKey(t, "other")
+	otherTok := env.Mint(func(p *dct.CreateParams) { p.Delegatee = other.ID() }, "mcp:echo:*")
+	oc := &ldp.Client{ID: "ldp:delegate:other", TrustDomain: "research", Key: other.PrivateKey(), Verifier: &ldp.Verifier{}}
+	if _, err := oc.Open(ctx, srv.Base, "ldp:delegate:docs", ldp.SessionConfig{}, &ldp.DelegateOSMember{DCT: otherTok.String(), Format: dct.Format}, "", ""); err != nil {
+		t.Fatal(err)
+	}
+	for name, body := range map[string]ldp.Body{"submit": task("ride"), "cancel": &ldp.TaskCancel{TaskID: "ride"},
+		"close": &ldp.SessionClose{}} {
+		// As itself: the session is not its own.
+		e := rtEnvelope(s.ID, oc.ID, body, ldp.ModeText)
+		if name == "submit" {
+			e.DelegateOS = &ldp.DelegateOSMember{DCT: otherTok.String(), Format: dct.Format}
+		}
+		if _, reply, raw := rtPost(t, srv, "", rtSign(t, e, other.PrivateKey()), ""); rtFailCode(reply) != ldp.CodeSessionUnknown {
+			t.Fatalf("%s in another's session as itself: %s", name, raw)
+		}
+		// Claiming the holder's ID.
+		e = rtEnvelope(s.ID, holder.ID, body, ldp.ModeText)
+		if name == "submit" {
+			e.DelegateOS = &ldp.DelegateOSMember{DCT: otherTok.String(), Format: dct.Format}
+		}
+		if _, reply, raw := rtPost(t, srv, "", rtSign(t, e, other.PrivateKey()), otherTok.String()); rtFailCode(reply) != string(ldp.ReasonWrongKey) {
+			t.Fatalf("%s in another's session under its ID: %s", name, raw)
+		}
+	}
+	// The holder's session is still there and works.
+	if reply, err := s.Submit(ctx, task("still"), "", nil, nil); err != nil || rtFailCode(reply) != "" {
+		t.Fatalf("the holder's session after the attempts: %v %s", err, rtFailCode(reply))
+	}
+	if n := rtAllowed(t, srv, "echo", 1); n != 1 {
+		t.Fatalf("%d echo calls allowed, want 1", n)
+	}
+}
+
+// TestLDPRedteamCancel: a TASK_CANCEL racing a running task. The call is
+// charged when it reached the tool (which may have done the work: never a
+// refund) and released only when it never left the gate, exactly as the
+// gate's decision line says, once; a cancel that comes after the result
+// changes nothing (TASK_UNKNOWN: no second charge, no refund). Budget 200,
+// slow and echo at 100 each: the echoes that follow run until the budget
+// the cancelled call left is spent.
+func TestLDPRedteamCancel(t *testing.T) {
+	env := mcptest.NewEnv(t)
+	pol := env.Policy(mcptest.Priced("echo", 100), mcptest.Priced("slow", 100))
+	pol.Extra = serveLDPSection + "    - {name: slow, tool: slow}\n"
+	srv := env.StartServe(mcptest.ServeOptions{Policy: pol, Flags: []string{"--key", env.KeyFile(mcptest.NewKey(t, "server"))}})
+	ctx := context.Background()
+	member := &ldp.DelegateOSMember{DCT: env.Mint(mcptest.Budget(200), "mcp:echo:*", "mcp:slow:*").String(), Format: dct.Format}
+	holder := &ldp.Client{ID: "ldp:delegate:holder", TrustDomain: "research", Key: env.Agent.PrivateKey(), Verifier: &ldp.Verifier{}}
+	s, err := holder.Open(ctx, srv.Base, "ldp:delegate:docs", ldp.SessionConfig{PreferredPayloadModes: []ldp.PayloadMode{ldp.ModeText}}, member, "", "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan *ldp.Envelope, 1)
+	go func() {
+		reply, err := s.Submit(ctx, &ldp.TaskSubmit{TaskID: "slow", Skill: "slow", Input: json.RawMessage(`{"steps":1000,"delay_ms":50}`)}, "", nil, nil)
+		if err != nil {
+			t.Error(err)
+		}
+		done <- reply
+	}()
+	// Cancel until the delegate says it cancelled the running task.
+	for i := 0; ; i++ {
+		reply, err := s.Send(ctx, &ldp.TaskCancel{TaskID: "slow"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if u, ok := reply.Body.(*ldp.TaskUpdate); ok && u.Message != nil && *u.Message == "cancelled" {
+			break
+		}
+		if c := rtFailCode(reply); c != ldp.CodeTaskUnknown || i > 10_000 {
+			t.Fatalf("cancel %d: %s", i, c)
+		}
+	}
+	if reply := <-done; reply == nil || rtFailCode(reply) == "" {
+		t.Fatalf("the cancelled task: %+v", reply)
+	}
+	line := srv.WaitLog("decision", func(l map[string]any) bool { return l["tool"] == "slow" })
+	charged := line["cost"] == 100.0
+	if released := line["outcome"] == "not forwarded"; charged == released || line["allowed"] != true {
+		t.Fatalf("the cancelled call: %v", line)
+	}
+	echo := func(id string) string {
+		reply, err := s.Submit(ctx, &ldp.TaskSubmit{TaskID: id, Skill: "echo", Input: json.RawMessage(`"x"`)}, "", nil, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return rtFailCode(reply)
+	}
+	if c := echo("e1"); c != "" {
+		t.Fatalf("the first echo after the cancel: %s", c)
+	}
+	// A cancel after the result: the task is not running.
+	reply, err := s.Send(ctx, &ldp.TaskCancel{TaskID: "e1"})
+	if err != nil || rtFailCode(reply) != ldp.CodeTaskUnknown {
+		t.Fatalf("cancel after the result: %v %s", err, rtFailCode(reply))
+	}
+	want := "budget_exceeded"
+	if !charged {
+		want = ""
+	}
+	if c := echo("e2"); c != want {
+		t.Fatalf("the second echo: %q, want %q (the cancelled call was charged: %v)", c, want, charged)
+	}
+	t.Logf("the cancelled call: outcome %v, cost %v", line["outcome"], line["cost"])
+}
+
+// TestLDPRedteamJSONEdges: envelopes that could be read two ways are
+// refused before anything (signed as they are, so the signature is not
+// what refuses them): duplicate members (two tokens, two inputs),
+// case-variant member names, a body type in another case, deep nesting in
+// the input, invalid UTF-8 and lone surrogates in an ID, a huge body.
+// Unicode IDs that are valid are taken and stay distinct.
+func TestLDPRedteamJSONEdges(t *testing.T) {
+	env := mcptest.NewEnv(t)
+	srv := startLDPServe(t, env, "server")
+	ctx := context.Background()
+	tok := env.Mint(nil, "mcp:echo:*")
+	member := &ldp.DelegateOSMember{DCT: tok.String(), Format: dct.Format}
+	holder := &ldp.Client{ID: "ldp:delegate:holder", TrustDomain: "research", Key: env.Agent.PrivateKey(), Verifier: &ldp.Verifier{}}
+	s, err := holder.Open(ctx, srv.Base, "ldp:delegate:docs", ldp.SessionConfig{PreferredPayloadModes: []ldp.PayloadMode{ldp.ModeText}}, member, "", "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	base := string(rtSign(t, rtEnvelope(s.ID, holder.ID, &ldp.TaskSubmit{TaskID: "j", Skill: "echo", Input: json.RawMessage(`"x"`)}, ldp.ModeText), env.Agent.PrivateKey()))
+	edits := map[string]string{
+		"duplicate input":     strings.Replace(base, `"input":"x"`, `"input":"x","input":"y"`, 1),
+		"duplicate token":     strings.Replace(base, `"body":`, `"delegateos":{"dct":"a"},"delegateos":{"dct":"b"},"body":`, 1),
+		"case-variant member": strings.Replace(base, `"body":`, `"Body":{},"body":`, 1),
+		"case-variant type":   strings.Replace(base, `"TASK_SUBMIT"`, `"task_submit"`, 1),
+		"deep input":          strings.Replace(base, `"input":"x"`, `"input":`+strings.Repeat("[", 100)+strings.Repeat("]", 100), 1),
+		"invalid utf-8":       strings.Replace(base, `"task_id":"j"`, "\"task_id\":\"j\xff\"", 1),
+		"lone surrogate":      strings.Replace(base, `"task_id":"j"`, `"task_id":"j\ud800"`, 1),
+		"trailing data":       base + `{}`,
+	}
+	for name, b := range edits {
+		if b == base {
+			t.Fatalf("%s: the edit changed nothing", name)
+		}
+		status, reply, raw := rtPost(t, srv, "", []byte(b), "")
+		if status != http.StatusBadRequest || reply != nil || !strings.Contains(string(raw), string(ldp.ReasonMalformed)) {
+			t.Fatalf("%s: HTTP %d %s", name, status, raw)
+		}
+	}
+	huge := []byte(`{"x":"` + strings.Repeat("a", ldp.MaxEnvelopeSize) + `"}`)
+	if status, _, _ := rtPost(t, srv, "", huge, ""); status != http.StatusRequestEntityTooLarge {
+		t.Fatalf("huge: HTTP %d", status)
+	}
+	// Task IDs that differ only by Unicode normalisation are two tasks.
+	for _, id := range []string{"caf\u00e9", "cafe\u0301"} {
+		if reply, err := s.Submit(ctx, &ldp.TaskSubmit{TaskID: id, Skill: "echo", Input: json.RawMessage(`"x"`)}, "", nil, nil); err != nil || rtFailCode(reply) != "" {
+			t.Fatalf("task %q: %v %s", id, err, rtFailCode(reply))
+		}
+	}
+	if n := rtAllowed(t, srv, "echo", 2); n != 2 {
+		t.Fatalf("%d echo calls, want 2", n)
+	}
+}
+
+// TestLDPRedteamTrustAndModes: a session from another trust domain, or
+// whose initiator names none, or that requires another domain, or names
+// the delegate's domain in another case, is rejected before anything is
+// spent; a text task in a session that negotiated frames is taken (text
+// is always in the chain), but a frame in a text session is refused, and
+// a failed frame's fallback moves only its own session.
+func TestLDPRedteamTrustAndModes(t *testing.T) {
+	env := mcptest.NewEnv(t)
+	srv := startLDPServe(t, env, "server")
+	ctx := context.Background()
+	member := &ldp.DelegateOSMember{DCT: env.Mint(nil, "mcp:echo:*").String(), Format: dct.Format}
+	for _, cfg := range []ldp.SessionConfig{{TrustDomain: "elsewhere"}, {TrustDomain: "Research"}, {TrustDomain: "research "},
+		{TrustDomain: "research", RequiredTrustDomain: "finance"}} {
+		c := &ldp.Client{ID: "ldp:delegate:holder", Key: env.Agent.PrivateKey(), Verifier: &ldp.Verifier{}}
+		if _, err := c.Open(ctx, srv.Base, "ldp:delegate:docs", cfg, member, "", ""); err == nil {
+			t.Fatalf("session from %+v accepted", cfg)
+		}
+	}
+	c := &ldp.Client{ID: "ldp:delegate:holder", Key: env.Agent.PrivateKey(), Verifier: &ldp.Verifier{}}
+	if _, err := c.Open(ctx, srv.Base, "ldp:delegate:docs", ldp.SessionConfig{}, member, "", ""); err == nil {
+		t.Fatal("a session from an initiator that names no domain was accepted")
+	}
+	c.TrustDomain = "research"
+	text, err := c.Open(ctx, srv.Base, "ldp:delegate:docs", ldp.SessionConfig{PreferredPayloadModes: []ldp.PayloadMode{ldp.ModeText}}, member, "", "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	frames, err := c.Open(ctx, srv.Base, "ldp:delegate:docs", ldp.SessionConfig{}, member, "", "")
+	if err != nil || frames.Payload.Mode != ldp.ModeSemanticFrame {
+		t.Fatalf("frames session: %v", err)
+	}
+	reply, err := text.Submit(ctx, &ldp.TaskSubmit{TaskID: "f", Skill: "echo", Input: json.RawMessage(`{"task_type":"echo","instruction":"x"}`)}, ldp.ModeSemanticFrame, nil, nil)
+	if err != nil || rtFailCode(reply) != ldp.CodePayloadMode {
+		t.Fatalf("a frame in a text session: %v %s", err, rtFailCode(reply))
+	}
+	// A bad frame in another session of the same peer moves only that one.
+	other, err := c.Open(ctx, srv.Base, "ldp:delegate:docs", ldp.SessionConfig{}, member, "", "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if reply, _ := other.Submit(ctx, &ldp.TaskSubmit{TaskID: "bad", Skill: "echo", Input: json.RawMessage(`{"instruction":"x"}`)}, "", nil, nil); rtFailCode(reply) != ldp.CodeFrameInvalid {
+		t.Fatalf("bad frame: %s", rtFailCode(reply))
+	}
+	if reply, err := frames.Submit(ctx, &ldp.TaskSubmit{TaskID: "ok", Skill: "echo", Input: json.RawMessage(`{"task_type":"echo","instruction":"x"}`)}, ldp.ModeSemanticFrame, nil, nil); err != nil || rtFailCode(reply) != "" {
+		t.Fatalf("a frame in the untouched session: %v %s", err, rtFailCode(reply))
+	}
+}
