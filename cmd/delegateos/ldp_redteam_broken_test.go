@@ -1,0 +1,189 @@
+//go:build redteam
+
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/delegateos/delegateos/dct"
+	"github.com/delegateos/delegateos/identity"
+	"github.com/delegateos/delegateos/internal/mcptest"
+	"github.com/delegateos/delegateos/ldp"
+)
+
+// The red team's attacks on LDP (issue 21) that broke the product: each
+// test fails until its finding is fixed (go test -tags redteam).
+
+// TestLDPRedteamBudgetConcurrent: (broke: every task serve runs calls its
+// tool with the JSON-RPC id 1 in the one stateless session of its token,
+// so concurrent tasks under one token are refused "a request with this id
+// is already in flight": fail closed, but a holder can run one task at a
+// time.) a token of budget 1000 and echo at 100,
+// 30 tasks at once over three sessions of the same holder (and the
+// stream endpoint for a third of them): exactly 10 run, the others are
+// refused budget_exceeded, and the gate allowed exactly 10.
+func TestLDPRedteamBudgetConcurrent(t *testing.T) {
+	env := mcptest.NewEnv(t)
+	srv := startLDPServe(t, env, "server")
+	ctx := context.Background()
+	member := &ldp.DelegateOSMember{DCT: env.Mint(mcptest.Budget(1000), "mcp:echo:*").String(), Format: dct.Format}
+	holder := &ldp.Client{ID: "ldp:delegate:holder", TrustDomain: "research", Key: env.Agent.PrivateKey(), Verifier: &ldp.Verifier{}}
+	var sessions []*ldp.ClientSession
+	for range 3 {
+		s, err := holder.Open(ctx, srv.Base, "ldp:delegate:docs", ldp.SessionConfig{PreferredPayloadModes: []ldp.PayloadMode{ldp.ModeText}}, member, "", "")
+		if err != nil {
+			t.Fatal(err)
+		}
+		sessions = append(sessions, s)
+	}
+	var mu sync.Mutex
+	codes := map[string]int{}
+	var wg sync.WaitGroup
+	for i := range 30 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			var update func(*ldp.Envelope)
+			if i%3 == 0 {
+				update = func(*ldp.Envelope) {}
+			}
+			reply, err := sessions[i%3].Submit(ctx, &ldp.TaskSubmit{TaskID: fmt.Sprintf("t%d", i), Skill: "echo", Input: json.RawMessage(`"x"`)}, "", nil, update)
+			code := "error"
+			if f, ok := reply.Body.(*ldp.TaskFailed); err == nil && ok && i < 3 {
+				t.Logf("%s: %s", f.Error.Code, f.Error.Message)
+			}
+			if err == nil {
+				code = rtFailCode(reply)
+			}
+			mu.Lock()
+			codes[code]++
+			mu.Unlock()
+		}()
+	}
+	wg.Wait()
+	if codes[""] != 10 || codes["budget_exceeded"] != 20 {
+		t.Fatalf("outcomes %v, want 10 results and 20 budget_exceeded", codes)
+	}
+	if n := rtAllowed(t, srv, "echo", 10); n != 10 {
+		t.Fatalf("the gate allowed %d echo calls, want 10", n)
+	}
+}
+
+// TestLDPRedteamCardEndpointPoisoned: the card's endpoint is "where the
+// first request reached the server": a stranger's first GET with another
+// Host (any port of a name the Host guard takes) fixes the endpoint every
+// later peer is shown.
+func TestLDPRedteamCardEndpointPoisoned(t *testing.T) {
+	env := mcptest.NewEnv(t)
+	srv := startLDPServe(t, env, "server")
+	req, _ := http.NewRequest(http.MethodGet, srv.Base+ldp.WellKnownPath, nil)
+	req.Host = "localhost:1"
+	res, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	res.Body.Close()
+	card, err := (&ldp.Client{}).Discover(context.Background(), srv.Base)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if card.Endpoint != srv.Base {
+		t.Fatalf("the card's endpoint is %q, set by a stranger's Host header; want %q", card.Endpoint, srv.Base)
+	}
+}
+
+// TestLDPRedteamContractIgnored: a TASK_SUBMIT's contract asks for a
+// budget below the skill's cost (max_cost_usd 1e-7, echo costs 100
+// microcents = 1e-6 USD); the issue says a contract is honoured or
+// refused, never ignored. The task runs and is charged 100.
+func TestLDPRedteamContractIgnored(t *testing.T) {
+	env := mcptest.NewEnv(t)
+	srv := startLDPServe(t, env, "server")
+	ctx := context.Background()
+	member := &ldp.DelegateOSMember{DCT: env.Mint(nil, "mcp:echo:*").String(), Format: dct.Format}
+	holder := &ldp.Client{ID: "ldp:delegate:holder", TrustDomain: "research", Key: env.Agent.PrivateKey(), Verifier: &ldp.Verifier{}}
+	s, err := holder.Open(ctx, srv.Base, "ldp:delegate:docs", ldp.SessionConfig{PreferredPayloadModes: []ldp.PayloadMode{ldp.ModeText}}, member, "", "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	max := 1e-7
+	c := &ldp.DelegationContract{ContractID: "c1", Objective: "echo", CreatedAt: "2026-01-01T00:00:00Z",
+		Policy: ldp.PolicyEnvelope{FailurePolicy: ldp.FailClosed, Budget: &ldp.BudgetPolicy{MaxCostUSD: &max}}}
+	reply, err := s.Submit(ctx, &ldp.TaskSubmit{TaskID: "t", Skill: "echo", Input: json.RawMessage(`"x"`), Contract: c}, "", nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if code := rtFailCode(reply); code == "" {
+		t.Fatalf("a task whose contract allows 1e-7 USD ran at a cost of 1e-6 USD (the contract's budget was ignored)")
+	}
+}
+
+// TestLDPRedteamVerifiedClaimRecorded: a delegate that says verified:true
+// in its provenance gets 1.0 recorded by 'ldp submit --record', which the
+// next 'ldp route' ranks by: a delegate sets its own reputation.
+func TestLDPRedteamVerifiedClaimRecorded(t *testing.T) {
+	env := mcptest.NewEnv(t)
+	tok := env.Mint(nil, "docs:read:/**")
+	tokFile := filepath.Join(env.Dir, "agent.tok")
+	os.WriteFile(tokFile, []byte(tok.String()), 0o600)
+	liar := ldpDelegate(t, env.Root, []ldp.PayloadMode{ldp.ModeText}, nil)
+	liar.gate.verified = true // nothing verified anything: the delegate just says so
+	ws := t.TempDir()
+	observer := identity.DIDFromPublicKey(env.Root.Public())
+	out, errs, code := mcptest.CLI(t, "ldp", "submit", "--key", env.KeyFile(env.Agent), "--token", "@"+tokFile, "--skill", "summarize",
+		"--input", `"x"`, "--trust-domain", "research", "--record", "--source", observer, "--workspace", ws, liar.url)
+	if code != 0 {
+		t.Fatalf("exit %d\n%s%s", code, out, errs)
+	}
+	if strings.Contains(out, "recorded: domain-competence summarize 1.00") {
+		t.Fatalf("the delegate's own claim of verification was recorded as a 1.0 signal for it:\n%s", out)
+	}
+}
+
+// TestLDPRedteamRouteSpoofedDID: a card is a claim of whoever serves it.
+// A stranger serves a copy of a reputable delegate's card (its did:key,
+// its ID) with a higher self-reported quality hint: ldp route gives it the
+// reputable delegate's reputation, and the hint breaks the tie for it.
+// The stranger cannot sign as that did:key (it never answers a HELLO).
+func TestLDPRedteamRouteSpoofedDID(t *testing.T) {
+	env := mcptest.NewEnv(t)
+	honest := startLDPServe(t, env, "honest")
+	card, err := (&ldp.Client{}).Discover(context.Background(), honest.Base)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var mu sync.Mutex
+	spoof := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		defer mu.Unlock()
+		c := *card
+		q := 1.0
+		c.Capabilities = []ldp.Capability{{Name: "echo", QualityHint: &q}}
+		b, _ := json.Marshal(&c)
+		w.Header().Set("Content-Type", "application/json")
+		w.Write(b)
+	}))
+	t.Cleanup(spoof.Close)
+	ws := t.TempDir()
+	observer := mcptest.NewKey(t, "observer").DID()
+	for range 4 {
+		if out, errs, code := mcptest.CLI(t, "reputation", "signal", "--workspace", ws, "--agent", card.Metadata[ldp.MetaDID], "--domain", "echo",
+			"--score", "0.9", "--source", observer); code != 0 {
+			t.Fatalf("signal: %s%s", out, errs)
+		}
+	}
+	out, errs, code := mcptest.CLI(t, "ldp", "route", "--skill", "echo", "--trust-domain", "research", "--workspace", ws, honest.Base, spoof.URL)
+	if code != 0 || !strings.HasPrefix(out, "→ "+honest.Base) {
+		t.Fatalf("route chose the spoofer (exit %d):\n%s%s", code, out, errs)
+	}
+	_ = fmt.Sprint
+}
