@@ -1,0 +1,91 @@
+//go:build redteam
+
+package ldp
+
+import (
+	"fmt"
+	"testing"
+	"time"
+)
+
+// The red team's attacks on LDP (issue 21) that broke the package: each
+// test fails until its finding is fixed (go test -tags redteam).
+
+// TestRedteamSessionTokensForgotten: the SESSION_PROPOSE's token (up to
+// 64 KiB) is kept per session until SESSION_CLOSE, never when a session
+// expires or is swept: a holder that opens sessions with ttl_secs 1 and
+// never closes them grows the delegate's memory without bound, past the
+// session table's own bound.
+func TestRedteamSessionTokensForgotten(t *testing.T) {
+	now := time.Now()
+	clk := func() time.Time { return now }
+	d := newDelegate(t, 1, "")
+	d.resp.Now = clk
+	d.resp.Sessions = &Sessions{Now: clk, Max: 2}
+	d.resp.Verifier.Now = clk
+	c := newClient(2)
+	c.Now, c.Verifier.Now = clk, clk
+	for i := range 20 {
+		if _, err := c.Open(ctx, d.srv.URL, "ldp:delegate:echo", SessionConfig{TTLSecs: ptr(uint64(1))},
+			&DelegateOSMember{DCT: fmt.Sprintf("token-%d", i)}, "", ""); err != nil {
+			t.Fatal(err)
+		}
+		now = now.Add(2 * time.Second)
+	}
+	d.resp.mu.Lock()
+	n := len(d.resp.tokens)
+	d.resp.mu.Unlock()
+	if n > 2 {
+		t.Fatalf("the delegate holds %d sessions' tokens; the table holds at most 2 sessions", n)
+	}
+}
+
+// TestRedteamOnePeerFillsSessions: the session table's bound is global, so
+// one admitted peer (one key) can take every place and every other peer's
+// SESSION_PROPOSE is refused SESSIONS_FULL until its sessions expire (up
+// to 24 hours: ttl_secs is the peer's choice).
+func TestRedteamOnePeerFillsSessions(t *testing.T) {
+	d := newDelegate(t, 1, "")
+	d.resp.Sessions = &Sessions{Max: 8}
+	hog := newClient(2)
+	for range 8 {
+		if _, err := hog.Open(ctx, d.srv.URL, "ldp:delegate:echo", SessionConfig{TTLSecs: ptr(uint64(86400))}, nil, "", ""); err != nil {
+			break
+		}
+	}
+	other := newClient(3)
+	other.ID = "ldp:delegate:other"
+	if _, err := other.Open(ctx, d.srv.URL, "ldp:delegate:echo", SessionConfig{}, nil, "", ""); err != nil {
+		t.Fatalf("another peer cannot open a session after one peer opened many: %v", err)
+	}
+}
+
+// TestRedteamOnePeerFillsReplayStore: the replay store's bound is global,
+// so one admitted peer that sends cheap messages in its own session
+// (TASK_CANCEL of no task: each spends a message ID and a nonce) fills it,
+// and then every envelope of every other peer is refused replay_store_busy
+// for the window (through the binary, 50,000 cancels took 30 s on this
+// machine: TestLDPRedteamReplayStoreFlood).
+func TestRedteamOnePeerFillsReplayStore(t *testing.T) {
+	d := newDelegate(t, 1, "")
+	d.resp.Verifier.Replay = &MemoryReplay{Max: 40}
+	hog := newClient(2)
+	s, err := hog.Open(ctx, d.srv.URL, "ldp:delegate:echo", SessionConfig{}, nil, "", "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := 0; ; i++ {
+		reply, err := s.Send(ctx, &TaskCancel{TaskID: "none"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if f, ok := reply.Body.(*TaskFailed); ok && f.Error.Code != CodeTaskUnknown || i > 100 {
+			break
+		}
+	}
+	other := newClient(3)
+	other.ID = "ldp:delegate:other"
+	if _, err := other.Open(ctx, d.srv.URL, "ldp:delegate:echo", SessionConfig{}, nil, "", ""); err != nil {
+		t.Fatalf("another peer is refused after one peer's cancels: %v", err)
+	}
+}
