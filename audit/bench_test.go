@@ -10,6 +10,8 @@ import (
 
 	"golang.org/x/mod/sumdb/tlog"
 
+	"github.com/delegateos/delegateos/internal/cputime"
+
 	"github.com/delegateos/delegateos/receipt"
 )
 
@@ -33,6 +35,7 @@ func BenchmarkWriter(b *testing.B) {
 			x := &receipt.Execution{Decision: d, Request: sha256.Sum256([]byte("req")), Response: sha256.Sum256([]byte("resp")),
 				HasResponse: true, CostCommitted: 100, Started: d.At, Completed: d.At.Add(time.Millisecond), Outcome: "result"}
 			b.ReportAllocs()
+			defer cputime.Report(b)()
 			for i := 0; b.Loop(); i++ {
 				l.write(event{decision: d})
 				l.write(event{execution: x})
@@ -71,6 +74,7 @@ func BenchmarkVerifyLog(b *testing.B) {
 		b.Fatal(err)
 	}
 	b.ResetTimer()
+	defer cputime.Report(b)()
 	var entries int64
 	for b.Loop() {
 		rep, err := Verify(bytes.NewReader(data), VerifyOptions{Trusted: []string{testSigner(b, 1).DID()}})

@@ -80,7 +80,7 @@ type Log struct {
 
 	// Writer state: tree is the Merkle tree of the entries so far.
 	seq  int64
-	prev string
+	prev [32]byte // the last entry's digest (zeros before the first)
 	tree frontier
 	enc  receipt.Encoder
 	// size is the file's size as written; pending, the last checkpoint
@@ -167,7 +167,7 @@ func Open(path string, signer *receipt.Signer, opts Options) (*Log, error) {
 		return nil, fmt.Errorf("lock the audit log: %w", err)
 	}
 	l := &Log{path: path, signer: signer, opts: opts, f: f, unlock: unlock,
-		events: make(chan event, opts.Queue), done: make(chan struct{}), prev: receipt.GenesisPrev}
+		events: make(chan event, opts.Queue), done: make(chan struct{})}
 	if err := l.readLog(); err != nil {
 		f.Close()
 		unlock()
@@ -248,7 +248,10 @@ func (l *Log) readLog() error {
 		// would sign a tree whose leaf n is not entry n.
 		return fmt.Errorf("%s: its last entry is entry %d but on line %d: entries were removed or inserted; run 'delegateos audit verify %s', keep the file as evidence and start a new log", l.path, pos.Seq, last.no, l.path)
 	}
-	l.seq, l.prev = pos.Seq, r.Digest
+	if n, err := hex.Decode(l.prev[:], []byte(r.Digest)); err != nil || n != len(l.prev) {
+		return fmt.Errorf("%s: the digest of its last entry is %q", l.path, r.Digest)
+	}
+	l.seq = pos.Seq
 	// Continued from anywhere but a final checkpoint without a word, the
 	// log would hide what happened before: entries cut from its end, or
 	// the receipts a killed proxy had not written yet. A signed recovery
@@ -342,8 +345,12 @@ func (l *Log) Err() error {
 // checkpoint's (the values to keep elsewhere and give verify as --head).
 func (l *Log) Head() (seq int64, digest string) {
 	<-l.done
-	return l.seq, l.prev
+	return l.seq, l.prevHex()
 }
+
+// prevHex is the last entry's digest in hex (64 zeros before the first:
+// receipt.GenesisPrev).
+func (l *Log) prevHex() string { return hex.EncodeToString(l.prev[:]) }
 
 // Recovered is the entry of the recovery checkpoint Open wrote because the
 // log did not end with a final checkpoint (receipts written before it may
@@ -405,6 +412,10 @@ func (l *Log) run() {
 
 // write signs one event's receipt into the buffer.
 func (l *Log) write(ev event) {
+	if !l.opts.SignEach && ev.body == nil {
+		l.writeDirect(ev)
+		return
+	}
 	var b receipt.Body
 	switch {
 	case ev.decision != nil:
@@ -422,11 +433,49 @@ func (l *Log) write(ev event) {
 		seq, digest, err = l.entry(b, l.opts.SignEach)
 	}
 	if err == nil && ev.decision != nil {
-		ev.decision.Signed(digest)
+		ev.decision.Signed(l.prev)
 	}
 	if ev.result != nil {
 		ev.result <- AppendResult{Seq: seq, Digest: digest, Err: err}
 	}
+	l.wrote(err)
+}
+
+// writeDirect writes a decision or execution receipt (unsigned) straight
+// from its record into the buffer: the bytes write would write of its
+// body.
+func (l *Log) writeDirect(ev event) {
+	var err error
+	for omit := false; ; omit = true {
+		start := len(l.buf)
+		if ev.decision != nil {
+			l.buf = l.enc.AppendDecision(l.buf, ev.decision, &l.opts.Receipts, l.seq+1, &l.prev, omit)
+		} else {
+			l.buf = l.enc.AppendExecution(l.buf, ev.execution, &l.opts.Receipts, l.seq+1, &l.prev, omit)
+		}
+		if n := len(l.buf) - start; n > receipt.MaxBytes {
+			// Arguments or a result in clear can make a receipt too large:
+			// it is written with their hashes only, and says so.
+			l.buf = l.buf[:start]
+			err = fmt.Errorf("the receipt is %d bytes, more than %d", n, receipt.MaxBytes)
+			if !omit {
+				continue
+			}
+		} else {
+			l.appended(start)
+			err = nil
+			if ev.decision != nil {
+				ev.decision.Signed(l.prev)
+			}
+		}
+		break
+	}
+	l.wrote(err)
+}
+
+// wrote ends the writing of an event's receipt, which failed if err is
+// not nil, and writes a checkpoint when one is due.
+func (l *Log) wrote(err error) {
 	if err != nil {
 		// A receipt missing from the log would not show in its chain:
 		// nothing more is written, so the log ends without its final
@@ -447,7 +496,7 @@ func (l *Log) entry(b receipt.Body, sign bool) (int64, string, error) {
 		return 0, "", errors.New("no receipt to append")
 	}
 	pos := receipt.PositionOf(b)
-	*pos = receipt.Position{Seq: l.seq + 1, Prev: l.prev}
+	*pos = receipt.Position{Seq: l.seq + 1, Prev: l.prevHex()}
 	start := len(l.buf)
 	var err error
 	if sign {
@@ -467,13 +516,18 @@ func (l *Log) entry(b receipt.Body, sign bool) (int64, string, error) {
 		*pos = receipt.Position{}
 		return 0, "", err
 	}
-	d := sha256.Sum256(l.buf[start:])
+	l.appended(start)
+	return l.seq, l.prevHex(), nil
+}
+
+// appended takes the entry encoded in the buffer from start as the next:
+// hashed once, its digest the chain's and its leaf's.
+func (l *Log) appended(start int) {
+	l.prev = sha256.Sum256(l.buf[start:])
 	l.seq++
-	l.prev = hex.EncodeToString(d[:])
-	l.tree.add(leafOfDigest(d))
+	l.tree.add(leafOfDigest(l.prev))
 	l.sinceCkpt++
 	l.buf = append(l.buf, '\n')
-	return l.seq, l.prev, nil
 }
 
 // checkpoint buffers a checkpoint of the log as it stands: final when the
@@ -489,7 +543,7 @@ func (l *Log) checkpoint(final, recovered bool) {
 		l.fail(err)
 		return
 	}
-	c := &receipt.CheckpointBody{SchemaVersion: receipt.KindCheckpoint, Length: l.seq, Head: l.prev, Final: final,
+	c := &receipt.CheckpointBody{SchemaVersion: receipt.KindCheckpoint, Length: l.seq, Head: l.prevHex(), Final: final,
 		Recovered: &recovered, At: timestamp.Format(now), Checkpoint: string(note)}
 	if _, _, err := l.entry(c, true); err != nil {
 		l.fail(err)

@@ -3,6 +3,7 @@ package audit
 import (
 	"bufio"
 	"bytes"
+	"crypto/sha256"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -138,6 +139,7 @@ func Verify(r io.Reader, o VerifyOptions) (*Report, error) { return verify(r, o,
 // verify is Verify that shows visit each entry once it is checked.
 func verify(r io.Reader, o VerifyOptions, visit func(*rawLine, *receipt.Receipt) error) (*Report, error) {
 	lr := newParsingReader(r)
+	defer lr.stop()
 	rep := &Report{Kinds: map[string]int{}, First: 1}
 	signers := map[string]bool{}
 	expected := int64(1)
@@ -172,7 +174,7 @@ func verify(r io.Reader, o VerifyOptions, visit func(*rawLine, *receipt.Receipt)
 	}
 	for line != nil {
 		next = lr.line()
-		if lr.err != nil && next == nil {
+		if next == nil && lr.err != nil {
 			return nil, lr.err
 		}
 		if !line.complete {
@@ -418,8 +420,9 @@ func (l *rawLine) parse() {
 	if !l.complete || l.tooLong {
 		return
 	}
-	l.leaf = LeafHash(l.text)
-	if l.rc, l.perr = receipt.ParseEntry(l.text); l.perr == nil && l.rc.Signed() {
+	sum := sha256.Sum256(l.text)
+	l.leaf = leafOfDigest(sum)
+	if l.rc, l.perr = receipt.ParseEntryHashed(l.text, &sum); l.perr == nil && l.rc.Signed() {
 		l.sigErr = l.rc.Verify(nil)
 	}
 }
@@ -435,11 +438,16 @@ func checkSigned(rc *receipt.Receipt, trusted []string, sigErr error) error {
 
 // parsingReader is a lineReader that parses lines ahead, in batches,
 // on every CPU: parsing and signatures are most of verify's work, and
-// each line's is its own.
+// each line's is its own. A goroutine reads and parses the next batch
+// while the lines of the one before are checked in order; stop ends it.
 type parsingReader struct {
-	lr    *lineReader
-	batch []*rawLine
-	err   error
+	batches chan []*rawLine
+	done    chan struct{}
+	batch   []*rawLine
+	// err is why reading ended, if not at EOF: read only once line has
+	// returned nil (the channel's close orders it after its write).
+	err  error
+	once sync.Once
 }
 
 // Bounds of a batch parsed at once.
@@ -449,36 +457,59 @@ const (
 )
 
 func newParsingReader(r io.Reader) *parsingReader {
-	return &parsingReader{lr: newLineReader(r)}
+	p := &parsingReader{batches: make(chan []*rawLine, 1), done: make(chan struct{})}
+	go p.run(newLineReader(r))
+	return p
 }
 
-func (p *parsingReader) line() *rawLine {
-	if len(p.batch) == 0 {
-		p.fill()
+// run reads and parses batches until the end of the input or stop.
+func (p *parsingReader) run(lr *lineReader) {
+	defer close(p.batches)
+	for {
+		batch := make([]*rawLine, 0, parseBatch)
+		size := 0
+		for len(batch) < parseBatch && size < parseBatchBytes {
+			l := lr.line()
+			if l == nil {
+				break
+			}
+			batch = append(batch, l)
+			size += len(l.text)
+		}
+		if len(batch) == 0 {
+			p.err = lr.err
+			return
+		}
+		parseAll(batch)
+		select {
+		case p.batches <- batch:
+		case <-p.done:
+			return
+		}
 	}
-	if len(p.batch) == 0 {
-		p.err = p.lr.err
-		return nil
+}
+
+// stop ends the reading ahead (verify has what it needs).
+func (p *parsingReader) stop() { p.once.Do(func() { close(p.done) }) }
+
+func (p *parsingReader) line() *rawLine {
+	for len(p.batch) == 0 {
+		b, ok := <-p.batches
+		if !ok {
+			return nil
+		}
+		p.batch = b
 	}
 	l := p.batch[0]
 	p.batch = p.batch[1:]
 	return l
 }
 
-func (p *parsingReader) fill() {
-	p.batch = p.batch[:0]
-	size := 0
-	for len(p.batch) < parseBatch && size < parseBatchBytes {
-		l := p.lr.line()
-		if l == nil {
-			break
-		}
-		p.batch = append(p.batch, l)
-		size += len(l.text)
-	}
-	workers := min(runtime.GOMAXPROCS(0), len(p.batch))
+// parseAll parses a batch's lines on every CPU.
+func parseAll(batch []*rawLine) {
+	workers := min(runtime.GOMAXPROCS(0), len(batch))
 	if workers <= 1 {
-		for _, l := range p.batch {
+		for _, l := range batch {
 			l.parse()
 		}
 		return
@@ -488,8 +519,8 @@ func (p *parsingReader) fill() {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			for i := w; i < len(p.batch); i += workers {
-				p.batch[i].parse()
+			for i := w; i < len(batch); i += workers {
+				batch[i].parse()
 			}
 		}()
 	}

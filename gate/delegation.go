@@ -9,6 +9,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/delegateos/delegateos/attest"
@@ -70,6 +71,20 @@ type Delegations struct {
 
 	mu         sync.Mutex
 	completing map[string]bool // delegations whose attestation is being verified
+
+	// reloaded holds the Verifier of the roots a reload put in force, in
+	// place of Verifier (Current.Reload); nil until roots change.
+	reloaded atomic.Pointer[reloadedVerifier]
+}
+
+type reloadedVerifier struct{ v *dct.Verifier } // nil: no roots
+
+// verifier is the Verifier of the roots in force.
+func (d *Delegations) verifier() *dct.Verifier {
+	if r := d.reloaded.Load(); r != nil {
+		return r.v
+	}
+	return d.Verifier
 }
 
 // maxCompletions bounds the attestations verified at once: each may run a
@@ -122,8 +137,8 @@ var _ idEndings = (*chain.Shared)(nil)
 // revocation reaches the list, not the chain), or a delegation above it
 // in the chain was revoked. "" means neither.
 func (d *Delegations) revokedSince(del chain.Delegation) string {
-	if d.Verifier != nil {
-		if _, err := d.Verifier.VerifyChain(del.DCT.Token, d.now()); errors.Is(err, dct.ErrRevoked) {
+	if v := d.verifier(); v != nil {
+		if _, err := v.VerifyChain(del.DCT.Token, d.now()); errors.Is(err, dct.ErrRevoked) {
 			return "its token is revoked (" + err.Error() + ")"
 		}
 	}
@@ -255,10 +270,11 @@ func (d *Delegations) Delegate(params json.RawMessage) (DelegateResult, *Binding
 	if err := c.CheckDeadline(now); err != nil {
 		return reject(RejectInvalidContract, "%v", err), nil, nil
 	}
-	if d.Verifier == nil {
+	v := d.verifier()
+	if v == nil {
 		return reject(RejectInvalidToken, "this proxy trusts no root, so no token can be accepted"), nil, nil
 	}
-	scope, err := d.Verifier.VerifyChain(p.DCT, now)
+	scope, err := v.VerifyChain(p.DCT, now)
 	if err != nil {
 		return reject(RejectInvalidToken, "%v", err), nil, nil
 	}

@@ -31,6 +31,10 @@ type Options struct {
 	// what to fix: a flag ("--revocations") when it replaced the key; ""
 	// means the policy's key ("revocation_list in the policy").
 	RevocationListFrom, SpendStoreFrom string
+	// PolicyDigest is the hex SHA-256 of the policy file the policy was
+	// read from, kept in the Snapshot for the receipts of its decisions;
+	// "" for built-in defaults.
+	PolicyDigest string
 }
 
 func (o *Options) defaults() {
@@ -51,8 +55,8 @@ func (o *Options) defaults() {
 // Snapshot is a gate as one policy sets it up: the Gate and every store,
 // key and limiter behind it, opened once by Open. Its fields are not
 // changed after Open, so every front (the stdio proxy, serve's sessions)
-// decides with the same one, and a reload would open a new Snapshot and
-// Close the old one once nothing uses it. A front sets the Gate's Observer
+// decides with the same one; a reload makes a new Snapshot that shares
+// the old one's stores and swaps it in (Current.Reload). A front sets the Gate's Observer
 // and Accept hooks, if it has any, before its first decision.
 type Snapshot struct {
 	// Policy is the policy the snapshot was opened from; it is not changed.
@@ -66,6 +70,9 @@ type Snapshot struct {
 	// workspace, and tells the Gate which delegations have ended, wait for
 	// others, or hold budget for their sub-tasks; nil without a workspace.
 	Delegations *Delegations
+	// PolicyDigest is Options.PolicyDigest: the policy file this snapshot
+	// decides by, named in the receipts of its decisions.
+	PolicyDigest string
 
 	closers []func()
 }
@@ -106,7 +113,7 @@ func storef(format string, args ...any) error {
 func Open(pol *policy.Policy, opts Options) (_ *Snapshot, err error) {
 	opts.defaults()
 	log := opts.Log
-	s := &Snapshot{Policy: pol}
+	s := &Snapshot{Policy: pol, PolicyDigest: opts.PolicyDigest}
 	defer func() {
 		if err != nil {
 			s.Close()

@@ -317,11 +317,12 @@ func (d *Delegations) Decompose(params json.RawMessage, sessionToken string) (De
 	if parentToken == "" {
 		return DecomposeResult{}, invalidParams("no parent token: give dct, or send delegateos/delegate first")
 	}
-	if d.Verifier == nil {
+	tv := d.verifier()
+	if tv == nil {
 		return rejectPlan(RejectInvalidToken, "this proxy trusts no root, so no token can be accepted"), nil
 	}
 	now := d.now()
-	scope, err := d.Verifier.VerifyChain(parentToken, now)
+	scope, err := tv.VerifyChain(parentToken, now)
 	if err != nil {
 		return rejectPlan(RejectInvalidToken, "the parent token: %v", err), nil
 	}
@@ -352,7 +353,7 @@ func (d *Delegations) Decompose(params json.RawMessage, sessionToken string) (De
 		dec.Contracts = append(dec.Contracts, c)
 	}
 	for i, s := range p.DCTs {
-		if _, err := d.Verifier.VerifyChain(s, now); err != nil {
+		if _, err := tv.VerifyChain(s, now); err != nil {
 			return rejectPlan(RejectInvalidToken, "dcts[%d]: %v", i, err), nil
 		}
 		tok, err := dct.Parse(s)

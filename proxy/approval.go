@@ -118,7 +118,7 @@ func (s *session) needsApproval(p *pending) bool {
 	if p.decision == nil {
 		return false
 	}
-	a, ok := s.cfg.Gate.Approval(p.method, p.decision.Call.Rule)
+	a, ok := s.gateOf(p).Approval(p.method, p.decision.Call.Rule)
 	return ok && a.Needed(p.cost())
 }
 
@@ -146,7 +146,7 @@ func (s *session) hold(p *pending, h header, cp *callParams, frame []byte) bool 
 		return true
 	}
 	now := time.Now()
-	ap, _ := s.cfg.Gate.Approval(p.method, p.decision.Call.Rule)
+	ap, _ := s.gateOf(p).Approval(p.method, p.decision.Call.Rule)
 	wait := ap.Wait()
 	s.mu.Lock()
 	a := &s.appr
@@ -360,7 +360,7 @@ func (s *session) forwardHeld(hc *heldCall) {
 		p.free()
 		return
 	}
-	if den := s.cfg.Gate.StillAuthorized(hc.token, s.proven(hc.token), p.start); den != nil {
+	if den := s.cfg.Gates.Load().Gate.StillAuthorized(hc.token, s.proven(hc.token), p.start); den != nil {
 		s.refuseHeld(p, den.Type, "approved, but while it waited: "+den.Detail, &s.clientLog, true)
 		p.free()
 		return
@@ -440,7 +440,7 @@ func (s *session) heldPinCheck(p *pending) string {
 func (s *session) refuseHeld(p *pending, t dct.DenialType, detail string, lb *logBatch, reply bool) {
 	d := p.dec
 	if p.decision != nil {
-		if _, err := s.cfg.Gate.Settle(p.decision, 0, true); err != nil {
+		if _, err := s.gateOf(p).Settle(p.decision, 0, true); err != nil {
 			s.log.Error("releasing a reservation failed", zap.String("method", p.method), zap.String("target", p.target), zap.Error(err))
 		}
 		p.decision = nil

@@ -128,7 +128,7 @@ func (s *session) holdModern(p *pending, h header, cp *callParams, frame []byte,
 		return
 	}
 	now := time.Now()
-	ap, _ := s.cfg.Gate.Approval(p.method, p.decision.Call.Rule)
+	ap, _ := s.gateOf(p).Approval(p.method, p.decision.Call.Rule)
 	s.mu.Lock()
 	a := &s.appr
 	if a.trips == nil {
@@ -157,7 +157,7 @@ func (s *session) holdModern(p *pending, h header, cp *callParams, frame []byte,
 	fwd := s.forwardBytes(frame, h, cp, s.upSeq, p)
 	sum := sha256.Sum256(fwd)
 	t := &roundTrip{digest: digest, fwd: fwd, up: s.upSeq,
-		asked: pending{method: p.method, target: p.target, dec: gate.Decision{Scope: p.dec.Scope, Call: p.dec.Call}}}
+		asked: pending{method: p.method, target: p.target, snap: p.snap, dec: gate.Decision{Scope: p.dec.Scope, Call: p.dec.Call}}}
 	t.outcome = ApprovalOutcome{
 		ID: state, Method: p.method, Target: p.target, Capability: capabilityText(p.decision),
 		Cost: p.cost(), DelegationID: delegationOf(p.decision), RequestHash: hex.EncodeToString(sum[:]),
@@ -190,7 +190,7 @@ func (s *session) holdModern(p *pending, h header, cp *callParams, frame []byte,
 	s.decided(p, &p.dec)
 	// Its rate-limit slots go back too: the retry is the call, and takes
 	// them, so that an approved call counts once.
-	s.cfg.Gate.ReleaseUnforwarded(p.decision)
+	s.gateOf(p).ReleaseUnforwarded(p.decision)
 	s.settleNow(p, 0, true, outcomeNotForwarded)
 	s.toClient.write(append(b, '\n'))
 	p.free()

@@ -62,7 +62,7 @@ func (s *session) delegationMessage(method string, id, params []byte) {
 			s.replyResult(id, result)
 		}
 	}
-	d := s.cfg.Delegations
+	d := s.cfg.Gates.Load().Delegations
 	if d == nil {
 		reply(nil, &gate.MessageError{Code: gate.CodeMethodNotFound, Message: method + " is not available: this proxy has no workspace (set workspace in its policy)"})
 		return

@@ -71,7 +71,7 @@ func (s *session) noteArguments(p *pending, args []byte) {
 		return
 	}
 	p.ev.args, p.ev.hasArgs = sha256.Sum256(args), true
-	if s.cfg.Gate.Policy.Receipts.IncludeArguments {
+	if s.gateOf(p).Policy.Receipts.IncludeArguments {
 		p.ev.clearArgs = append([]byte(nil), args...)
 	}
 }
@@ -91,6 +91,9 @@ func (s *session) decided(p *pending, d *gate.Decision) {
 		Allowed: d.Allowed, Unauthenticated: d.Unauthenticated, Enforced: d.Allowed || !s.cfg.Observe,
 		Payload: p.ev.payload, ArgumentsHash: p.ev.args, HasArguments: p.ev.hasArgs, Arguments: p.ev.clearArgs, At: at,
 		AuditID: p.ev.auditID, ApprovalID: p.ev.approvalID, ApprovalReceiptHash: p.ev.approvalHash, Waiting: p.ev.waiting,
+	}
+	if p.snap != nil {
+		rec.PolicyHash = p.snap.PolicyDigest
 	}
 	if d.Reservation != nil {
 		rec.CostReserved = d.Reservation.Cost()
@@ -120,7 +123,7 @@ func (s *session) approvalBody(p *pending, o *ApprovalOutcome) *receipt.HumanApp
 		Decision: strings.ToUpper(o.Verdict), Reason: "approved", RequestedAt: timestamp.Format(o.RequestedAt),
 		DecidedAt: timestamp.Format(o.DecidedAt), Cost: o.Cost, AnswerAction: o.Action, AnswerHash: o.ContentHash,
 	}
-	if a, rule, ok := s.cfg.Gate.ApprovalRule(p.method, p.dec.Call.Rule); ok {
+	if a, rule, ok := s.gateOf(p).ApprovalRule(p.method, p.dec.Call.Rule); ok {
 		b.RiskClass = "approval_required"
 		if !a.Required && a.Above != nil {
 			b.RiskClass = fmt.Sprintf("cost_above_%d", *a.Above)
@@ -178,7 +181,7 @@ func (s *session) noteResponse(p *pending, frame []byte, edits []edit) {
 		return
 	}
 	p.ev.response, p.ev.hasResp = hashEdited(frame, edits), true
-	if s.cfg.Gate.Policy.Receipts.IncludeResults {
+	if s.gateOf(p).Policy.Receipts.IncludeResults {
 		if r := objectMember(frame, `"result"`); r != nil {
 			at := memberOffset(frame, r)
 			p.ev.result = editedSpan(frame, at, at+len(r), edits)

@@ -67,19 +67,20 @@ func (s *session) gate(p *pending, cp *callParams, params []byte) bool {
 		req.Arguments = forwardedParams(params, cp)
 	}
 	p.target = req.Target()
+	p.snap = s.cfg.Gates.Load()
 	if s.cfg.Tracer != nil {
 		s.startSpan(p, &req, cp.meta)
 	}
 	s.noteArguments(p, req.Arguments)
 	d, bad := readDelegateos(cp.delegateos)
 	if bad != "" {
-		refused := s.cfg.Gate.Refuse(req, dct.Malformed, bad)
+		refused := p.snap.Gate.Refuse(req, dct.Malformed, bad)
 		return s.refuse(p, &refused)
 	}
 	if s.evidenceDown() {
 		// Refused in observe mode too: nothing is forwarded without its
 		// receipt, whatever the policy would decide.
-		refused := s.cfg.Gate.Refuse(req, gate.EvidenceUnavailable, "the audit log cannot be written, so no request is allowed without its receipt; see the proxy's log")
+		refused := p.snap.Gate.Refuse(req, gate.EvidenceUnavailable, "the audit log cannot be written, so no request is allowed without its receipt; see the proxy's log")
 		spanDecided(p, &refused, true)
 		s.decided(p, &refused)
 		s.deny(p, &refused)
@@ -96,7 +97,7 @@ func (s *session) gate(p *pending, cp *callParams, params []byte) bool {
 	}
 	p.ev.token = req.Token
 	p.start = time.Now()
-	p.dec = s.cfg.Gate.DecideAt(&req, p.start)
+	p.dec = p.snap.Gate.DecideAt(&req, p.start)
 	if !p.dec.Allowed {
 		return s.refuse(p, &p.dec)
 	}
@@ -118,6 +119,15 @@ func (s *session) gate(p *pending, cp *callParams, params []byte) bool {
 	return true
 }
 
+// gateOf is the gate that decided p, or, before p is decided, the gate
+// in force now.
+func (s *session) gateOf(p *pending) *gate.Gate {
+	if p.snap != nil {
+		return p.snap.Gate
+	}
+	return s.cfg.Gates.Load().Gate
+}
+
 // deny logs a refused request's line and answers it.
 func (s *session) deny(p *pending, d *gate.Decision) {
 	s.clientLog.denied(p.method, p.target, d)
@@ -129,10 +139,11 @@ func (s *session) deny(p *pending, d *gate.Decision) {
 // policy's methods list names: gated like tools/call by its rule's
 // capability, where any other unknown method is refused.
 func (s *session) extension(method string) bool {
-	if s.cfg.Gate == nil || s.cfg.Gate.Policy == nil {
+	pol := s.cfg.Gates.Load().Gate.Policy
+	if pol == nil {
 		return false
 	}
-	_, ok := s.cfg.Gate.Policy.MapMethod(method)
+	_, ok := pol.MapMethod(method)
 	return ok
 }
 

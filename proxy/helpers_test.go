@@ -45,9 +45,12 @@ func testSession(tb testing.TB, log *zap.Logger, toClient, toServer io.Writer) *
 	if err != nil {
 		tb.Fatal(err)
 	}
+	g := &gate.Gate{Policy: pol, Verifier: v, Budget: budget.NewMemory()}
 	return &session{
 		cfg: Config{
-			Gate:         &gate.Gate{Policy: pol, Verifier: v, Budget: budget.NewMemory()},
+			// As Run sets it: the tests change the Gate's fields through
+			// Gate, which Gates holds too.
+			Gate: g, Gates: gate.NewCurrent(&gate.Snapshot{Policy: pol, Gate: g}),
 			SessionToken: tok.String(), MaxFrameBytes: DefaultMaxFrameBytes,
 		},
 		log:      log,

@@ -50,10 +50,12 @@ func (s *session) filterList(p *pending, frame []byte) ([]byte, bool) {
 	}
 	tok := s.listTokenFor(p)
 	var accept func(string, *dct.AuthorizedScope) error
-	if g := s.cfg.Gate; g.Accept != nil {
+	// A list is filtered by the policy in force when its answer comes.
+	g := s.cfg.Gates.Load().Gate
+	if g.Accept != nil {
 		accept = func(tok string, scope *dct.AuthorizedScope) error { return g.Accept(tok, scope, s.proven(tok)) }
 	}
-	view, err := s.cfg.Gate.ListViewAccepting(p.method, tok, accept)
+	view, err := g.ListViewAccepting(p.method, tok, accept)
 	if err != nil {
 		msg := "the list token does not verify; the list is empty"
 		if s.cfg.Observe {

@@ -30,7 +30,10 @@ type pending struct {
 	// it is settled or claimed by another path.
 	decision *gate.Decision
 	dec      gate.Decision
-	start    time.Time // when the gate began deciding
+	// snap is the snapshot a gated request was decided by, which settles
+	// it and names its policy in its receipts (nil before it is decided).
+	snap  *gate.Snapshot
+	start time.Time // when the gate began deciding
 	// approval is the approval a held call was forwarded with; nil if it
 	// needed none.
 	approval *ApprovalOutcome

@@ -32,8 +32,13 @@ type Config struct {
 	// relay reaches some other way, relayed and gated the same. A signal
 	// from Signals ends it, as termination does.
 	UpstreamConn UpstreamConn
-	// Gate decides tools/call; required.
+	// Gate decides tools/call; required unless Gates is set.
 	Gate *gate.Gate
+	// Gates, when set, is where each request takes the snapshot that
+	// decides it (a reload swaps it): Gate and Delegations are then not
+	// used. A request keeps the snapshot it was decided by until it is
+	// settled.
+	Gates *gate.Current
 	// Delegations answers the delegateos/ messages (§9); nil answers them
 	// with an error. They are never forwarded upstream.
 	Delegations *gate.Delegations
@@ -142,9 +147,13 @@ func Run(ctx context.Context, cfg Config, clientIn io.Reader, clientOut io.Write
 	if len(cfg.Upstream) == 0 && cfg.UpstreamConn == nil {
 		return errors.New("no upstream command")
 	}
-	if cfg.Gate == nil {
-		return errors.New("no gate")
+	if cfg.Gates == nil {
+		if cfg.Gate == nil {
+			return errors.New("no gate")
+		}
+		cfg.Gates = gate.NewCurrent(&gate.Snapshot{Policy: cfg.Gate.Policy, Gate: cfg.Gate, Delegations: cfg.Delegations})
 	}
+	cfg.Gate, cfg.Delegations = nil, nil // read through Gates
 	if cfg.MaxFrameBytes <= 0 {
 		cfg.MaxFrameBytes = DefaultMaxFrameBytes
 	}
@@ -158,7 +167,7 @@ func Run(ctx context.Context, cfg Config, clientIn io.Reader, clientOut io.Write
 	if cfg.Observe {
 		log.Warn(ObserveBanner)
 	}
-	pins, err := newPinner(cfg.Gate.Policy)
+	pins, err := newPinner(cfg.Gates.Load().Gate.Policy)
 	if err != nil {
 		return err
 	}
@@ -528,7 +537,7 @@ func (s *session) serverFrame(frame, raw []byte) {
 			// and that retry is gated and charged.
 			if inputRequired(frame) {
 				release = true
-			} else if s.cfg.Gate.HonourUpstreamCost {
+			} else if s.gateOf(p).HonourUpstreamCost {
 				if c, ok := reportedCost(frame); ok {
 					cost = c
 				}
@@ -675,7 +684,7 @@ func (s *session) settle(p *pending, cost int64, release bool, outcome string, l
 		return
 	}
 	var err error
-	if cost, err = s.cfg.Gate.Settle(p.decision, cost, release); err != nil {
+	if cost, err = s.gateOf(p).Settle(p.decision, cost, release); err != nil {
 		s.log.Error("recording spend failed", zap.String("method", p.method), zap.String("target", p.target), zap.Error(err))
 	}
 	if release {

@@ -1,12 +1,14 @@
 package receipt
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 
 	"github.com/gowebpki/jcs"
 
@@ -206,6 +208,36 @@ func encodeAt(b Body) ([]byte, int, error) {
 	}
 	out := w.appendTo(make([]byte, 0, len(w.buf)+len(w.ms)*24+2))
 	return out, w.proofAt, nil
+}
+
+// canonChecker is what canonical reuses from receipt to receipt.
+type canonChecker struct {
+	w   objWriter
+	out []byte
+}
+
+var checkers = sync.Pool{New: func() any { return new(canonChecker) }}
+
+// canonical reports whether data is the canonical JSON of b, the bytes
+// encode writes, in buffers reused from call to call (audit verify checks
+// every line of a log).
+func canonical(b Body, data []byte) bool {
+	c := checkers.Get().(*canonChecker)
+	defer checkers.Put(c)
+	c.w.reset()
+	if err := c.w.body(b); err != nil {
+		if !errors.Is(err, errNoWriter) {
+			return false
+		}
+		out, err := canon.Marshal(b)
+		return err == nil && bytes.Equal(out, data)
+	}
+	c.out = c.w.appendTo(c.out[:0])
+	ok := bytes.Equal(c.out, data)
+	if cap(c.out) > 64<<10 {
+		c.out, c.w.buf = nil, nil // a large receipt's buffers are not kept
+	}
+	return ok
 }
 
 // Encoder writes receipts without a proof of their own (audit log

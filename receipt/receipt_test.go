@@ -45,7 +45,7 @@ func samples(t testing.TB) []receipt.Body {
 		DenialType: "capability_not_granted", DenialDetail: "not granted", Payload: sha256.Sum256([]byte("frame2")), At: at,
 	}
 	db := allowed.Body(opts)
-	allowed.Signed(strings.Repeat("1", 64))
+	allowed.Signed([32]byte(bytes.Repeat([]byte{0x11}, 32))) // "1111…"
 	exec := (&receipt.Execution{Decision: allowed, Request: sha256.Sum256([]byte("fwd")), Response: sha256.Sum256([]byte("resp")),
 		HasResponse: true, CostCommitted: 5, Started: at, Completed: at.Add(3 * time.Millisecond), Outcome: "result"}).Body(opts)
 	approval := &receipt.HumanApprovalBody{

@@ -1,7 +1,6 @@
 package receipt
 
 import (
-	"crypto/rand"
 	"encoding/hex"
 	"strconv"
 	"strings"
@@ -41,6 +40,10 @@ type Decision struct {
 	// the policy includes them in receipts.
 	Arguments []byte
 	At        time.Time
+	// PolicyHash, when set, is the hex SHA-256 of the policy file that
+	// decided, in place of Options.PolicyHash: a policy reloaded while the
+	// log is open names the decisions made by it.
+	PolicyHash string
 	// AuditID is the receipt's audit_id; "" has the writer make one. A
 	// decision made on a person's approval is given its ID beforehand, for
 	// the approval receipt's gate_audit_id, and names the approval by
@@ -54,8 +57,12 @@ type Decision struct {
 	// WAITING_FOR_HUMAN_APPROVAL.
 	Waiting bool
 
-	// Set by the writer when the receipt is signed.
-	auditID, digest string
+	// Set by the writer: the audit_id it made (when AuditID is ""), and
+	// the digest of the receipt once it is written.
+	id     [uuidLen]byte
+	hasID  bool
+	digest [32]byte
+	signed bool
 }
 
 // Execution is what the proxy hands over about a forwarded call that
@@ -103,20 +110,8 @@ func Action(method string) string {
 
 // NewUUIDURN returns a random (version 4) urn:uuid.
 func NewUUIDURN() string {
-	var b [16]byte
-	_, _ = rand.Read(b[:])
-	b[6] = b[6]&0x0f | 0x40
-	b[8] = b[8]&0x3f | 0x80
-	var out [36]byte
-	hex.Encode(out[0:8], b[0:4])
-	out[8] = '-'
-	hex.Encode(out[9:13], b[4:6])
-	out[13] = '-'
-	hex.Encode(out[14:18], b[6:8])
-	out[18] = '-'
-	hex.Encode(out[19:23], b[8:10])
-	out[23] = '-'
-	hex.Encode(out[24:], b[10:])
+	var out [uuidLen]byte
+	newUUID(&out)
 	return "urn:uuid:" + string(out[:])
 }
 
@@ -161,18 +156,18 @@ func ParseBlockIDs(token string) []string {
 // Body is d's decision receipt body (without position and proof). It
 // gives d its audit_id.
 func (d *Decision) Body(o *Options) *DecisionBody {
-	d.auditID = d.AuditID
-	if d.auditID == "" {
-		d.auditID = NewUUIDURN()
-	}
+	d.ensureID()
 	b := &DecisionBody{
-		SchemaVersion: KindDecision, AuditID: d.auditID, AgentDID: agentDID(d.Scope, o),
+		SchemaVersion: KindDecision, AuditID: d.auditIDString(), AgentDID: agentDID(d.Scope, o),
 		Action: Action(d.Method), Resource: Clip(d.Target), Environment: EnvironmentUnknown,
 		Decision: DecisionAllow, Reason: "allowed",
 		PayloadHash: sha256Prefixed(d.Payload), PolicyContextHash: o.PolicyHash,
 		Method: d.Method, DenialType: d.DenialType, DenialDetail: Clip(d.DenialDetail),
 		CostReserved: d.CostReserved, Enforced: d.Enforced, DecidedAt: timestamp.Format(d.At),
 		ApprovalID: d.ApprovalID, ApprovalReceiptHash: d.ApprovalReceiptHash,
+	}
+	if d.PolicyHash != "" {
+		b.PolicyContextHash = d.PolicyHash
 	}
 	if d.Unauthenticated {
 		b.Reason = "allowed_unauthenticated"
@@ -210,18 +205,26 @@ func (d *Decision) Body(o *Options) *DecisionBody {
 	return b
 }
 
-// Signed records the digest of d's receipt once it is signed.
-func (d *Decision) Signed(digest string) { d.digest = digest }
+// Signed records the digest (SHA-256) of d's receipt once it is written.
+func (d *Decision) Signed(digest [32]byte) { d.digest, d.signed = digest, true }
+
+// digestString is the hex digest of d's receipt, "" before it is written.
+func (d *Decision) digestString() string {
+	if !d.signed {
+		return ""
+	}
+	return hex.EncodeToString(d.digest[:])
+}
 
 // Body is e's execution receipt body (without position and proof). The
 // decision's receipt must have been signed first.
 func (e *Execution) Body(o *Options) *ExecutionBody {
 	d := e.Decision
 	b := &ExecutionBody{
-		SchemaVersion: KindExecution, ReceiptID: NewUUIDURN(), GateAuditID: d.auditID,
+		SchemaVersion: KindExecution, ReceiptID: NewUUIDURN(), GateAuditID: d.auditIDString(),
 		AgentDID: agentDID(d.Scope, o), Action: Action(d.Method), Resource: Clip(d.Target),
 		Environment: EnvironmentUnknown, Status: status(e.Outcome), Adapter: "mcp-stdio",
-		Operation: d.Method, RequestHash: sha256Prefixed(e.Request), DecisionReceiptHash: d.digest,
+		Operation: d.Method, RequestHash: sha256Prefixed(e.Request), DecisionReceiptHash: d.digestString(),
 		StartedAt: timestamp.Format(e.Started), CompletedAt: timestamp.Format(e.Completed),
 		DurationMicros: max(e.Completed.Sub(e.Started).Microseconds(), 0), CostCommitted: e.CostCommitted,
 		Outcome: e.Outcome, EvaluatorVersion: ExecutionEvaluator, ApprovalReceiptHash: d.ApprovalReceiptHash,

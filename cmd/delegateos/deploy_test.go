@@ -75,6 +75,9 @@ func TestDeployFiles(t *testing.T) {
 	if err != nil || stop <= drain+5*time.Second {
 		t.Errorf("TimeoutStopSec=%s must outlast --drain-timeout %s (and the upstreams' shutdown)", unit["Service.TimeoutStopSec"], drain)
 	}
+	if unit["Service.ExecReload"] != "/bin/kill -HUP $MAINPID" {
+		t.Errorf("ExecReload=%q: serve reloads its policy on SIGHUP", unit["Service.ExecReload"])
+	}
 	if unit["Service.KillSignal"] != "SIGTERM" {
 		t.Errorf("KillSignal=%q: serve drains on SIGTERM", unit["Service.KillSignal"])
 	}

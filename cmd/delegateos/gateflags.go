@@ -48,6 +48,17 @@ func applyGateFlags(pol *policy.Policy, policyPath string, roots []string, logFi
 type gateFlags struct {
 	revocations, spendStore bool
 	who                     string
+	// policyDigest is the policy file's SHA-256, "" for built-in defaults.
+	policyDigest string
+}
+
+// options are the gate.Options of f.
+func (f gateFlags) options(log *zap.Logger) gate.Options {
+	return gate.Options{
+		Log: log, Who: f.who, PolicyDigest: f.policyDigest,
+		RevocationListFrom: settingFrom(f.revocations, "--revocations", "revocation_list"),
+		SpendStoreFrom:     settingFrom(f.spendStore, "--spend-store", "spend_store"),
+	}
 }
 
 // openGate opens the gate of `proxy` and `serve` alike (gate.Open) from a
@@ -55,11 +66,7 @@ type gateFlags struct {
 // CLI's: a setting to change is a usage error, a store that cannot be
 // opened an input error.
 func openGate(pol *policy.Policy, f gateFlags, log *zap.Logger) (*gate.Snapshot, error) {
-	snap, err := gate.Open(pol, gate.Options{
-		Log: log, Who: f.who,
-		RevocationListFrom: settingFrom(f.revocations, "--revocations", "revocation_list"),
-		SpendStoreFrom:     settingFrom(f.spendStore, "--spend-store", "spend_store"),
-	})
+	snap, err := gate.Open(pol, f.options(log))
 	var se *gate.SettingError
 	var oe *gate.StoreError
 	switch {

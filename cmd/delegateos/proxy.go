@@ -53,6 +53,8 @@ var proxyCmd = &command{
 			`(their log lines say "enforced": false; they are charged nothing) and show lists unfiltered (a log line names what would be hidden). `+
 			"Nothing is enforced: never use it to protect anything")
 		return func(e *env, args []string) error {
+			hups, stopHups := hangups()
+			defer stopHups()
 			if len(args) == 0 {
 				return fixf("give the upstream MCP server's command after --, e.g. delegateos proxy --policy policy.yaml --token @agent.tok -- npx -y @modelcontextprotocol/server-everything")
 			}
@@ -66,22 +68,30 @@ var proxyCmd = &command{
 				}
 				pol = p
 			}
-			if err := applyGateFlags(pol, *policyPath, *roots, *logFile, *revsFlag, *spend); err != nil {
-				return err
-			}
-			if pol.RequireSignature {
-				return fixf("the policy sets require_signature, which only delegateos serve can enforce: a stdio client sends no signed HTTP requests; remove it for this proxy, or serve over HTTP")
-			}
-			from := settingFrom
-			if *upstreamUserFlag != "" {
-				pol.UpstreamUser = *upstreamUserFlag
-			}
 			// A dry run is only worth its log: what it would have refused is
 			// written at info level, so observe mode logs at info at least.
 			raisedLevel := ""
-			if *observe && (pol.Log.Level == "warn" || pol.Log.Level == "error") {
-				raisedLevel, pol.Log.Level = pol.Log.Level, "info"
+			// preparePolicy applies the flags over the policy, at start and at
+			// each reload alike.
+			preparePolicy := func(pol *policy.Policy) error {
+				if err := applyGateFlags(pol, *policyPath, *roots, *logFile, *revsFlag, *spend); err != nil {
+					return err
+				}
+				if pol.RequireSignature {
+					return fixf("the policy sets require_signature, which only delegateos serve can enforce: a stdio client sends no signed HTTP requests; remove it for this proxy, or serve over HTTP")
+				}
+				if *upstreamUserFlag != "" {
+					pol.UpstreamUser = *upstreamUserFlag
+				}
+				if *observe && (pol.Log.Level == "warn" || pol.Log.Level == "error") {
+					raisedLevel, pol.Log.Level = pol.Log.Level, "info"
+				}
+				return nil
 			}
+			if err := preparePolicy(pol); err != nil {
+				return err
+			}
+			from := settingFrom
 			log, closeLog, err := newLogger(e, pol.Log)
 			if err != nil {
 				return inputf("%v; give a path the proxy can write (%s), or leave it out to log to standard error", err, from(*logFile != "", "--log", "log.file"))
@@ -139,12 +149,14 @@ var proxyCmd = &command{
 					return fixf("--upstream-user %s: %v", as.Name(), err)
 				}
 			}
-			snap, err := openGate(pol, gateFlags{revocations: *revsFlag != "", spendStore: *spend != "", who: "the proxy"}, log)
+			flags := gateFlags{revocations: *revsFlag != "", spendStore: *spend != "", who: "the proxy", policyDigest: policyDigest}
+			snap, err := openGate(pol, flags, log)
 			if err != nil {
 				return err
 			}
-			defer snap.Close()
-			g, delegations := snap.Gate, snap.Delegations
+			current := gate.NewCurrent(snap)
+			defer current.Close()
+			g := snap.Gate
 			if sessionToken != "" {
 				if _, err := g.VerifyToken(sessionToken); errors.Is(err, gate.ErrNoRoots) {
 					return fixf("a session token needs a trusted root to be verified against: give --root ID (the root issuer of the token; 'delegateos dct inspect --token @FILE' shows it) or list it under roots in the policy file")
@@ -214,8 +226,15 @@ var proxyCmd = &command{
 			if err != nil {
 				return err
 			}
+			// SIGHUP (taken since the start) reloads the policy rather than
+			// ending the proxy: its calls in flight, and the audit log, go on.
+			r := &reloader{current: current, load: reloadPolicy(*policyPath, preparePolicy), opts: flags.options(log),
+				log: log, recorded: recordReload(evidence, reloadTarget(*policyPath))}
+			stopReloads := r.onHangup(hups)
+			defer stopReloads()
 			tr, closeTracing, err := openTracing(log)
 			if err != nil {
+				stopReloads()
 				_ = closeEvidence()
 				return inputf("tracing: %v", err)
 			}
@@ -224,7 +243,7 @@ var proxyCmd = &command{
 			// cannot be started) is the answer to its initialize.
 			in = &watchedReader{r: in, read: &e.clientRead}
 			cfg := proxy.Config{
-				Upstream: args, Gate: g, SessionToken: sessionToken, Delegations: delegations,
+				Upstream: args, Gates: current, SessionToken: sessionToken,
 				MaxFrameBytes: pol.MaxFrameBytes, Observe: *observe,
 				Log: log, Signals: sigs, PrepareUpstream: prepare, Evidence: evidence,
 			}
@@ -232,6 +251,7 @@ var proxyCmd = &command{
 				cfg.Tracer = tr.Tracer
 			}
 			err = proxy.Run(context.Background(), cfg, in, out)
+			stopReloads()
 			if cerr := closeEvidence(); cerr != nil {
 				log.Error("the audit log was not closed cleanly", zap.Error(cerr))
 			}

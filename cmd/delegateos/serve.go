@@ -77,6 +77,8 @@ var serveCmd = &command{
 			}
 		}
 		return func(e *env, args []string) error {
+			hups, stopHups := hangups()
+			defer stopHups()
 			// DELEGATEOS_TOKEN is read below, as a token rather than a flag.
 			fromEnv, err := flagsFromEnv(fs, os.Getenv, "token")
 			if err != nil {
@@ -135,13 +137,21 @@ var serveCmd = &command{
 				// The bridge holds no message the relay would refuse.
 				upstreamConn = serve.Upstream(*upstreamURL, upstreamHeader, upstreamClient, pol.MaxFrameBytes)
 			}
-			if err := applyGateFlags(pol, *policyPath, *roots, *logFile, *revsFlag, *spend); err != nil {
+			// preparePolicy applies the flags over the policy, at start and
+			// at each reload alike.
+			preparePolicy := func(pol *policy.Policy) error {
+				if err := applyGateFlags(pol, *policyPath, *roots, *logFile, *revsFlag, *spend); err != nil {
+					return err
+				}
+				if pol.UpstreamUser != "" {
+					return fixf("upstream_user in the policy is not supported by serve yet: run serve itself as the user the upstream should run as, or remove upstream_user")
+				}
+				return nil
+			}
+			if err := preparePolicy(pol); err != nil {
 				return err
 			}
 			from := settingFrom
-			if pol.UpstreamUser != "" {
-				return fixf("upstream_user in the policy is not supported by serve yet: run serve itself as the user the upstream should run as, or remove upstream_user")
-			}
 			log, closeLog, err := newLogger(e, pol.Log)
 			if err != nil {
 				return inputf("%v; give a path the server can write (%s), or leave it out to log to standard error", err, from(*logFile != "", "--log", "log.file"))
@@ -176,13 +186,19 @@ var serveCmd = &command{
 					return err
 				}
 			}
-			snap, err := openGate(pol, gateFlags{revocations: *revsFlag != "", spendStore: *spend != "", who: "the server"}, log)
+			flags := gateFlags{revocations: *revsFlag != "", spendStore: *spend != "", who: "the server", policyDigest: policyDigest}
+			snap, err := openGate(pol, flags, log)
 			if err != nil {
 				return err
 			}
-			defer snap.Close()
+			// Every session reads the snapshot in force at each request: a
+			// reload swaps it (reload.go).
+			current := gate.NewCurrent(snap)
+			defer current.Close()
 			g, revs, delegations := snap.Gate, snap.Revocations, snap.Delegations
-			checkToken := g.CheckToken
+			// The token is checked by the gate in force (its roots, the
+			// delegations ended).
+			checkToken := func(tok string) error { return current.Load().Gate.CheckToken(tok) }
 			if defaultToken != "" {
 				if err := checkToken(defaultToken); err != nil {
 					return fixf("the session token is not valid: %v; %s", err, tokenFix(err))
@@ -226,7 +242,12 @@ var serveCmd = &command{
 			if *keyFile != "" {
 				keyPath = *keyFile
 			}
-			setup := &serveSetup{Policy: pol, Gate: g, Log: log, Revocations: revs, DefaultToken: defaultToken, KeyFile: keyPath,
+			reload := &reloader{current: current, load: reloadPolicy(*policyPath, preparePolicy), opts: flags.options(log),
+				log: log, recorded: recordReload(evidence, reloadTarget(*policyPath))}
+			// SIGHUP reloads the policy rather than ending the server: its
+			// sessions, calls in flight and audit log go on.
+			defer reload.onHangup(hups)()
+			setup := &serveSetup{Policy: pol, Gate: g, Gates: current, Reload: reload, Log: log, Revocations: revs, DefaultToken: defaultToken, KeyFile: keyPath,
 				Listen: *listen, TLS: *tlsCert != "", Endpoint: *endpoint, CheckToken: checkToken, Delegations: delegations, Evidence: evidence}
 			relayConfig := func(s *serve.Session) proxy.Config {
 				tok := s.Token
@@ -234,7 +255,7 @@ var serveCmd = &command{
 					tok = defaultToken
 				}
 				c := proxy.Config{
-					Upstream: args, UpstreamConn: upstreamConn, Gate: g, SessionToken: tok, Delegations: delegations,
+					Upstream: args, UpstreamConn: upstreamConn, Gates: current, SessionToken: tok,
 					MaxFrameBytes: pol.MaxFrameBytes, Log: setup.Log.With(zap.String("session", s.ID[:8])),
 					Evidence: evidence,
 				}
@@ -377,8 +398,14 @@ type serveExtension struct {
 
 // serveSetup is what an extension of serve works with.
 type serveSetup struct {
+	// Policy and Gate are those the server started with: configure may
+	// set the Gate's hooks (Observer, Accept), which a reload carries
+	// over. Gates is the snapshot in force, for what is read per request.
 	Policy *policy.Policy
 	Gate   *gate.Gate
+	Gates  *gate.Current
+	// Reload applies the policy file again (POST /reload).
+	Reload http.Handler
 	// Log is the server's logger; configure may replace it (to tee the
 	// decision lines, say): every session's relay logs to it.
 	Log *zap.Logger

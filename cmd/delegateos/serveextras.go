@@ -32,7 +32,7 @@ func init() {
 		flags: func(fs *pflag.FlagSet) { f = declareServeExtraFlags(fs) },
 		configure: func(s *serveSetup) error {
 			var err error
-			if x, err = f.build(s.Policy, s.Revocations, s.KeyFile, s.Gate, s.Log, s.Options.Endpoint); err != nil {
+			if x, err = f.build(s.Policy, s.Revocations, s.KeyFile, s.Gate, s.Gates, s.Log, s.Options.Endpoint); err != nil {
 				return err
 			}
 			if x.sig == nil {
@@ -55,7 +55,7 @@ func init() {
 			}, func() float64 { return float64(proxy.UpstreamMessagesRefused()) }))
 			x.mount(s.Server.Mux, s.Server.Guard, *f.metricsAt == "", s.Server.Recheck)
 			if at := *f.metricsAt; at != "" && at != metricsOff {
-				if err := serveMetrics(at, x.metrics, s.Options, s.Log); err != nil {
+				if err := serveMetrics(at, x.metrics, s.Reload, s.Options, s.Log); err != nil {
 					return err
 				}
 			}
@@ -95,7 +95,7 @@ func declareServeExtraFlags(fs *pflag.FlagSet) *serveExtraFlags {
 		peers:      fs.StringArray("revocation-peer", nil, "a peer verifier's URL (its revocation endpoint, or its base URL): its list is polled and new revocations are pushed to it (repeatable)"),
 		poll:       fs.Duration("revocation-poll", revdist.DefaultInterval, "how often each --revocation-peer is polled"),
 		publicURL:  fs.String("public-url", "", "the URL clients reach this server at (https://gate.example.com), for the agent card; default: the request's Host"),
-		metricsAt:  fs.String("metrics-listen", "", "serve /metrics on a listener of its own at HOST:PORT (an internal interface, say) instead of beside the MCP endpoint; off serves no metrics"),
+		metricsAt:  fs.String("metrics-listen", "", "serve /metrics, and POST /reload (the policy applied again, as on SIGHUP), on a listener of its own at HOST:PORT (an internal interface, say) instead of beside the MCP endpoint; off serves no metrics"),
 	}
 }
 
@@ -115,7 +115,7 @@ type serveExtras struct {
 // when the policy has none) are given, and sets the gate's Observer.
 // keyFile is the server's key (--key or proxy_key; "" for none), whose
 // did:key the agent card publishes.
-func (f *serveExtraFlags) build(pol *policy.Policy, revs revocation.Live, keyFile string, g *gate.Gate, log *zap.Logger, mcpPath string) (*serveExtras, error) {
+func (f *serveExtraFlags) build(pol *policy.Policy, revs revocation.Live, keyFile string, g *gate.Gate, current *gate.Current, log *zap.Logger, mcpPath string) (*serveExtras, error) {
 	x := &serveExtras{metrics: metrics.New(), tokens: &revdist.Tokens{}}
 	version, commit := buildVersion()
 	if commit == "" {
@@ -146,7 +146,7 @@ func (f *serveExtraFlags) build(pol *policy.Policy, revs revocation.Live, keyFil
 			return nil, err
 		}
 		x.sig = &serve.Signatures{Verifier: v, VerifyToken: func(token string) error {
-			_, err := g.VerifyToken(token)
+			_, err := current.Load().Gate.VerifyToken(token) // the roots in force
 			return err
 		}}
 	}

@@ -73,7 +73,7 @@ func newExtrasFixture(t *testing.T, args ...string) *extrasFixture {
 	if err := fs.Parse(args); err != nil {
 		t.Fatal(err)
 	}
-	if f.x, err = flags.build(pol, revs, keyFile, f.gate, zap.NewNop(), "/mcp"); err != nil {
+	if f.x, err = flags.build(pol, revs, keyFile, f.gate, gate.NewCurrent(&gate.Snapshot{Policy: pol, Gate: f.gate}), zap.NewNop(), "/mcp"); err != nil {
 		t.Fatal(err)
 	}
 	mux := http.NewServeMux()
@@ -175,7 +175,7 @@ func TestServeExtrasFlagErrors(t *testing.T) {
 			t.Fatal(err)
 		}
 		pol := policy.Default()
-		if _, err := flags.build(pol, nil, "", &gate.Gate{Policy: pol}, zap.NewNop(), "/mcp"); err == nil {
+		if _, err := flags.build(pol, nil, "", &gate.Gate{Policy: pol}, nil, zap.NewNop(), "/mcp"); err == nil {
 			t.Errorf("%v accepted", args)
 		}
 	}
@@ -183,7 +183,7 @@ func TestServeExtrasFlagErrors(t *testing.T) {
 	flags := declareServeExtraFlags(fs)
 	fs.Parse([]string{"--revocation-peer", "http://peer"})
 	pol := policy.Default()
-	if _, err := flags.build(pol, nil, "", &gate.Gate{Policy: pol}, zap.NewNop(), "/mcp"); err == nil || !strings.Contains(err.Error(), "revocation list") {
+	if _, err := flags.build(pol, nil, "", &gate.Gate{Policy: pol}, nil, zap.NewNop(), "/mcp"); err == nil || !strings.Contains(err.Error(), "revocation list") {
 		t.Errorf("a peer without a list: %v", err)
 	}
 }

@@ -3,6 +3,8 @@ package main
 import (
 	"bufio"
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"flag"
 	"fmt"
 	"os"
@@ -15,13 +17,16 @@ import (
 	"go.uber.org/zap"
 	"go.uber.org/zap/zapcore"
 
+	"github.com/delegateos/delegateos/audit"
 	"github.com/delegateos/delegateos/budget"
 	"github.com/delegateos/delegateos/dct"
 	"github.com/delegateos/delegateos/gate"
+	"github.com/delegateos/delegateos/identity"
 	"github.com/delegateos/delegateos/internal/logline"
 	"github.com/delegateos/delegateos/internal/stdio"
 	"github.com/delegateos/delegateos/policy"
 	"github.com/delegateos/delegateos/proxy"
+	"github.com/delegateos/delegateos/receipt"
 )
 
 // inProcessProxy runs the proxy package the way `delegateos proxy --token
@@ -35,12 +40,14 @@ func inProcessProxy(args []string) int {
 	root := fs.String("root", "", "the trusted root")
 	logFile := fs.String("log", "", "the log file")
 	cpuprofile := fs.String("cpuprofile", "", "write a CPU profile here")
+	auditLog := fs.String("audit-log", "", "keep receipts in this audit log (as audit_log in a policy), signed with -key")
+	keyFile := fs.String("key", "", "the proxy key that signs the audit log")
 	if err := fs.Parse(args); err != nil {
 		return 2
 	}
 	upstream := fs.Args()
 	if len(upstream) == 0 || *tokenFile == "" || *root == "" || *logFile == "" {
-		fmt.Fprintln(os.Stderr, "usage: proxybench proxy -token FILE -root ID -log FILE [-cpuprofile FILE] -- UPSTREAM...")
+		fmt.Fprintln(os.Stderr, "usage: proxybench proxy -token FILE -root ID -log FILE [-cpuprofile FILE] [-audit-log FILE -key FILE] -- UPSTREAM...")
 		return 2
 	}
 	tok, err := os.ReadFile(*tokenFile)
@@ -80,6 +87,20 @@ func inProcessProxy(args []string) int {
 		return fail("proxy", err)
 	}
 	g := &gate.Gate{Policy: pol, Verifier: v, Budget: budget.NewMemory()}
+	var evidence proxy.Evidence
+	if *auditLog != "" {
+		k, err := identity.LoadKeyFile(*keyFile)
+		if err != nil {
+			return fail("proxy", err)
+		}
+		d := sha256.Sum256(nil)
+		l, err := audit.Open(*auditLog, receipt.NewSigner(k), audit.Options{Receipts: receipt.Options{PolicyHash: hex.EncodeToString(d[:])}})
+		if err != nil {
+			return fail("proxy", err)
+		}
+		defer l.Close()
+		evidence = l
+	}
 
 	if *cpuprofile != "" {
 		f, err := os.Create(*cpuprofile)
@@ -98,7 +119,7 @@ func inProcessProxy(args []string) int {
 	defer restoreOut()
 	err = proxy.Run(context.Background(), proxy.Config{
 		Upstream: upstream, Gate: g, SessionToken: strings.TrimSpace(string(tok)),
-		MaxFrameBytes: pol.MaxFrameBytes, Log: log,
+		MaxFrameBytes: pol.MaxFrameBytes, Log: log, Evidence: evidence,
 	}, in, out)
 	runtime.KeepAlive(in)
 	runtime.KeepAlive(out)

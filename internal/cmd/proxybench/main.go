@@ -108,7 +108,7 @@ func bench(args []string) int {
 	fs.IntVar(&o.block, "block", 20, "sequential calls made on one setup before moving to the next")
 	fs.StringVar(&o.proxyLog, "proxy-log", "", "the proxy's log file (default: a file in the temporary directory, as a deployment would log)")
 	fs.StringVar(&o.proxyFlags, "proxy-flags", "", "more flags for delegateos proxy, space-separated (e.g. \"--policy FILE\")")
-	fs.StringVar(&o.profile, "cpuprofile", "", "replace the proxy binary by the same proxy run inside this program (proxybench proxy) and write its CPU profile to this file")
+	fs.StringVar(&o.profile, "cpuprofile", "", "replace the proxy binary by the same proxy run inside this program (proxybench proxy) and write its CPU profile to this file (with -audit, the proxy+audit setup's to this file with .audit appended)")
 	fs.BoolVar(&o.check, "check", false, "exit 1 if a target is missed")
 	fs.BoolVar(&o.keep, "keep", false, "keep the temporary directory (keys, token, logs)")
 	fs.BoolVar(&o.audit, "audit", false, "add a fourth setup, proxy+audit: the proxy signing receipts into an audit log, compared with the proxy without")
@@ -330,6 +330,9 @@ func run(o options) error {
 	fmt.Printf("proxy throughput ÷ relay throughput:  %.2f  (target ≥ %.1f: %s)\n", thrRatio, targetThroughputRatio, verdict(thrOK))
 	if o.profile != "" {
 		fmt.Printf("\nCPU profile of the in-process proxy: %s (go tool pprof -top %s %s)\n", o.profile, self, o.profile)
+		if o.audit {
+			fmt.Printf("and of the in-process proxy with the audit log: %s.audit\n", o.profile)
+		}
 	}
 	if o.check && !(latOK && thrOK) {
 		return errors.New("a target was missed")
