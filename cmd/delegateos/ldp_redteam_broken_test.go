@@ -190,55 +190,6 @@ func TestLDPRedteamRouteSpoofedDID(t *testing.T) {
 	_ = fmt.Sprint
 }
 
-// TestLDPRedteamReplayStoreFlood: one holder with one session sends
-// TASK_CANCELs of no task as fast as it can (each spends a message ID and
-// a nonce in the replay store, whose 100,000 places are shared by every
-// peer); once the store is full, another holder's SESSION_PROPOSE is
-// refused replay_store_busy. About 30 s of loopback traffic.
-func TestLDPRedteamReplayStoreFlood(t *testing.T) {
-	env := mcptest.NewEnv(t)
-	srv := startLDPServe(t, env, "server")
-	ctx := context.Background()
-	// The hog checks no replies (its own replay store would fill too).
-	hog := &ldp.Client{ID: "ldp:delegate:hog", TrustDomain: "research", Key: env.Agent.PrivateKey()}
-	s, err := hog.Open(ctx, srv.Base, "ldp:delegate:docs", ldp.SessionConfig{}, &ldp.DelegateOSMember{DCT: env.Mint(nil, "mcp:echo:*").String(), Format: dct.Format}, "", "")
-	if err != nil {
-		t.Fatal(err)
-	}
-	var wg sync.WaitGroup
-	var full sync.Once
-	stop := make(chan struct{})
-	for range 4 {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for i := 0; i < 40_000; i++ {
-				select {
-				case <-stop:
-					return
-				default:
-				}
-				reply, err := s.Send(ctx, &ldp.TaskCancel{TaskID: "none"})
-				if err != nil {
-					t.Error(err)
-					return
-				}
-				if rtFailCode(reply) == string(ldp.ReasonBusy) {
-					full.Do(func() { close(stop) })
-					return
-				}
-			}
-		}()
-	}
-	wg.Wait()
-	other := mcptest.NewKey(t, "other")
-	oc := &ldp.Client{ID: "ldp:delegate:other", TrustDomain: "research", Key: other.PrivateKey(), Verifier: &ldp.Verifier{}}
-	otherTok := env.Mint(func(p *dct.CreateParams) { p.Delegatee = other.ID() }, "mcp:echo:*")
-	if _, err := oc.Open(ctx, srv.Base, "ldp:delegate:docs", ldp.SessionConfig{}, &ldp.DelegateOSMember{DCT: otherTok.String(), Format: dct.Format}, "", ""); err != nil {
-		t.Fatalf("another holder is refused after one holder's cancels: %v", err)
-	}
-}
-
 // TestLDPRedteamStrangerBodies: the MCP endpoint holds a body with no
 // credential to 64 KiB and every body to a share of
 // --max-body-bytes-in-flight, refused 413 or 503 unread; the LDP

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"net/http"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -427,5 +428,61 @@ func TestLDPRedteamTrustAndModes(t *testing.T) {
 	}
 	if reply, err := frames.Submit(ctx, &ldp.TaskSubmit{TaskID: "ok", Skill: "echo", Input: json.RawMessage(`{"task_type":"echo","instruction":"x"}`)}, ldp.ModeSemanticFrame, nil, nil); err != nil || rtFailCode(reply) != "" {
 		t.Fatalf("a frame in the untouched session: %v %s", err, rtFailCode(reply))
+	}
+}
+
+// TestLDPRedteamReplayStoreFlood (broke, fixed): one holder with one
+// session sends TASK_CANCELs of no task as fast as it can (each spends a
+// message ID and a nonce in the replay store, whose 100,000 places were
+// shared by every peer with no share per signer); once the store was full
+// (30 s of loopback traffic), another holder's SESSION_PROPOSE was refused
+// replay_store_busy. Now the hog is refused at its share (12,500 places,
+// about 6,000 cancels) and the other holder opens its session.
+func TestLDPRedteamReplayStoreFlood(t *testing.T) {
+	env := mcptest.NewEnv(t)
+	srv := startLDPServe(t, env, "server")
+	ctx := context.Background()
+	// The hog checks no replies (its own replay store would fill too).
+	hog := &ldp.Client{ID: "ldp:delegate:hog", TrustDomain: "research", Key: env.Agent.PrivateKey()}
+	s, err := hog.Open(ctx, srv.Base, "ldp:delegate:docs", ldp.SessionConfig{}, &ldp.DelegateOSMember{DCT: env.Mint(nil, "mcp:echo:*").String(), Format: dct.Format}, "", "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var wg sync.WaitGroup
+	var full sync.Once
+	stop := make(chan struct{})
+	for range 4 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := 0; i < 40_000; i++ {
+				select {
+				case <-stop:
+					return
+				default:
+				}
+				reply, err := s.Send(ctx, &ldp.TaskCancel{TaskID: "none"})
+				if err != nil {
+					t.Error(err)
+					return
+				}
+				if rtFailCode(reply) == string(ldp.ReasonBusy) {
+					full.Do(func() { close(stop) })
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	select {
+	case <-stop:
+	default:
+		t.Fatal("the hog was never refused its share")
+	}
+	other := mcptest.NewKey(t, "other")
+	oc := &ldp.Client{ID: "ldp:delegate:other", TrustDomain: "research", Key: other.PrivateKey(), Verifier: &ldp.Verifier{}}
+	otherTok := env.Mint(func(p *dct.CreateParams) { p.Delegatee = other.ID() }, "mcp:echo:*")
+	if _, err := oc.Open(ctx, srv.Base, "ldp:delegate:docs", ldp.SessionConfig{}, &ldp.DelegateOSMember{DCT: otherTok.String(), Format: dct.Format}, "", ""); err != nil {
+		t.Fatalf("another holder is refused after one holder's cancels: %v", err)
 	}
 }
