@@ -39,23 +39,3 @@ func TestRedteamSessionTokensForgotten(t *testing.T) {
 		t.Fatalf("the delegate holds %d sessions' tokens; the table holds at most 2 sessions", n)
 	}
 }
-
-// TestRedteamOnePeerFillsSessions: the session table's bound is global, so
-// one admitted peer (one key) can take every place and every other peer's
-// SESSION_PROPOSE is refused SESSIONS_FULL until its sessions expire (up
-// to 24 hours: ttl_secs is the peer's choice).
-func TestRedteamOnePeerFillsSessions(t *testing.T) {
-	d := newDelegate(t, 1, "")
-	d.resp.Sessions = &Sessions{Max: 8}
-	hog := newClient(2)
-	for range 8 {
-		if _, err := hog.Open(ctx, d.srv.URL, "ldp:delegate:echo", SessionConfig{TTLSecs: ptr(uint64(86400))}, nil, "", ""); err != nil {
-			break
-		}
-	}
-	other := newClient(3)
-	other.ID = "ldp:delegate:other"
-	if _, err := other.Open(ctx, d.srv.URL, "ldp:delegate:echo", SessionConfig{}, nil, "", ""); err != nil {
-		t.Fatalf("another peer cannot open a session after one peer opened many: %v", err)
-	}
-}

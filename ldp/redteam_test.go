@@ -1,6 +1,7 @@
 package ldp
 
 import (
+	"strings"
 	"testing"
 	"time"
 )
@@ -65,5 +66,35 @@ func TestRedteamReplayPerSigner(t *testing.T) {
 	}
 	if err := m.Spend(ctx, key("A", "c"), exp, exp.Add(time.Minute)); err != nil {
 		t.Fatalf("A after its keys expired: %v", err)
+	}
+}
+
+// TestRedteamOnePeerFillsSessions (red team, issue 21; broke before
+// Sessions.MaxPerPeer): the session table's bound was only global, so one
+// admitted peer (one key) took every place, and every other peer's
+// SESSION_PROPOSE was refused SESSIONS_FULL until those sessions expired
+// (up to 24 hours: ttl_secs is the peer's choice). Now a peer holds at
+// most an eighth of the table.
+func TestRedteamOnePeerFillsSessions(t *testing.T) {
+	d := newDelegate(t, 1, "")
+	d.resp.Sessions = &Sessions{Max: 16}
+	hog := newClient(2)
+	opened := 0
+	for range 16 {
+		if _, err := hog.Open(ctx, d.srv.URL, "ldp:delegate:echo", SessionConfig{TTLSecs: ptr(uint64(86400))}, nil, "", ""); err != nil {
+			if !strings.Contains(err.Error(), CodeSessionsFull) {
+				t.Fatal(err)
+			}
+			break
+		}
+		opened++
+	}
+	if opened != 2 {
+		t.Fatalf("one peer opened %d sessions of 16, want its share of 2", opened)
+	}
+	other := newClient(3)
+	other.ID = "ldp:delegate:other"
+	if _, err := other.Open(ctx, d.srv.URL, "ldp:delegate:echo", SessionConfig{}, nil, "", ""); err != nil {
+		t.Fatalf("another peer cannot open a session after one peer opened many: %v", err)
 	}
 }

@@ -91,6 +91,11 @@ type Sessions struct {
 	// Max bounds the sessions held, closed ones until swept; zero means
 	// DefaultMaxSessions.
 	Max int
+	// MaxPerPeer bounds the live sessions of one peer (one signing key;
+	// with HMAC or unsigned, one delegate ID), so that one admitted peer
+	// cannot take every place for the TTL it asks (up to a day); zero
+	// means Max/8, at least 1.
+	MaxPerPeer int
 	// Now is the clock; nil means time.Now.
 	Now func() time.Time
 
@@ -130,6 +135,16 @@ func (t *Sessions) Open(peer string, by Verified, p Negotiated, ttl time.Duratio
 			return Session{}, &SessionError{CodeSessionsFull, fmt.Sprintf("%d sessions are open, at most %d", len(t.m), max)}
 		}
 	}
+	perPeer := t.MaxPerPeer
+	if perPeer <= 0 {
+		perPeer = max / 8
+		if perPeer < 1 {
+			perPeer = 1
+		}
+	}
+	if n := t.liveOf(peer, by, now); n >= perPeer {
+		return Session{}, &SessionError{CodeSessionsFull, fmt.Sprintf("this peer has %d sessions open, at most %d", n, perPeer)}
+	}
 	s := &Session{ID: newSessionID(), Peer: peer, PeerAlgorithm: by.Algorithm, State: StateInitiating,
 		Payload: p, TTL: ttl, Created: now, LastUsed: now}
 	if by.Algorithm == AlgEd25519 {
@@ -143,6 +158,21 @@ func (t *Sessions) Open(peer string, by Verified, p Negotiated, ttl time.Duratio
 	}
 	t.m[s.ID] = s
 	return *s, nil
+}
+
+// liveOf counts the live sessions of the peer that signs as by (by its
+// key when Ed25519, else by its delegate ID). t.mu is held.
+func (t *Sessions) liveOf(peer string, by Verified, now time.Time) int {
+	n := 0
+	for _, s := range t.m {
+		if s.State != StateActive && s.State != StateSuspended || s.expired(now) {
+			continue
+		}
+		if by.Algorithm == AlgEd25519 && s.PeerSigner == by.Signer || by.Algorithm != AlgEd25519 && s.PeerSigner == "" && s.Peer == peer {
+			n++
+		}
+	}
+	return n
 }
 
 // sweep forgets closed, failed and expired sessions. t.mu is held.
