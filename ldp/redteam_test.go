@@ -74,10 +74,10 @@ func TestRedteamReplayPerSigner(t *testing.T) {
 // admitted peer (one key) took every place, and every other peer's
 // SESSION_PROPOSE was refused SESSIONS_FULL until those sessions expired
 // (up to 24 hours: ttl_secs is the peer's choice). Now a peer holds at
-// most an eighth of the table.
+// most MaxPerPeer (64 by default; 2 here).
 func TestRedteamOnePeerFillsSessions(t *testing.T) {
 	d := newDelegate(t, 1, "")
-	d.resp.Sessions = &Sessions{Max: 16}
+	d.resp.Sessions = &Sessions{Max: 16, MaxPerPeer: 2}
 	hog := newClient(2)
 	opened := 0
 	for range 16 {

@@ -91,10 +91,9 @@ type Sessions struct {
 	// Max bounds the sessions held, closed ones until swept; zero means
 	// DefaultMaxSessions.
 	Max int
-	// MaxPerPeer bounds the live sessions of one peer (one signing key;
-	// with HMAC or unsigned, one delegate ID), so that one admitted peer
-	// cannot take every place for the TTL it asks (up to a day); zero
-	// means Max/8, at least 1.
+	// MaxPerPeer bounds the live sessions of one peer (its Ed25519 key,
+	// else its delegate ID), so that one admitted peer cannot take them
+	// all; zero means DefaultMaxSessionsPerPeer.
 	MaxPerPeer int
 	// Now is the clock; nil means time.Now.
 	Now func() time.Time
@@ -137,13 +136,10 @@ func (t *Sessions) Open(peer string, by Verified, p Negotiated, ttl time.Duratio
 	}
 	perPeer := t.MaxPerPeer
 	if perPeer <= 0 {
-		perPeer = max / 8
-		if perPeer < 1 {
-			perPeer = 1
-		}
+		perPeer = DefaultMaxSessionsPerPeer
 	}
 	if n := t.liveOf(peer, by, now); n >= perPeer {
-		return Session{}, &SessionError{CodeSessionsFull, fmt.Sprintf("this peer has %d sessions open, at most %d", n, perPeer)}
+		return Session{}, &SessionError{CodeSessionsFull, fmt.Sprintf("this peer has %d sessions open, at most %d: close one", n, perPeer)}
 	}
 	s := &Session{ID: newSessionID(), Peer: peer, PeerAlgorithm: by.Algorithm, State: StateInitiating,
 		Payload: p, TTL: ttl, Created: now, LastUsed: now}
@@ -160,8 +156,8 @@ func (t *Sessions) Open(peer string, by Verified, p Negotiated, ttl time.Duratio
 	return *s, nil
 }
 
-// liveOf counts the live sessions of the peer that signs as by (by its
-// key when Ed25519, else by its delegate ID). t.mu is held.
+// liveOf counts the live sessions of the peer (by its Ed25519 key when it
+// signed with one, else by its delegate ID). t.mu is held.
 func (t *Sessions) liveOf(peer string, by Verified, now time.Time) int {
 	n := 0
 	for _, s := range t.m {
