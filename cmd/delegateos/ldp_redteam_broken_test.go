@@ -10,14 +10,11 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
-	"os"
-	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
 
 	"github.com/delegateos/delegateos/dct"
-	"github.com/delegateos/delegateos/identity"
 	"github.com/delegateos/delegateos/internal/mcptest"
 	"github.com/delegateos/delegateos/ldp"
 )
@@ -126,28 +123,6 @@ func TestLDPRedteamContractIgnored(t *testing.T) {
 	}
 	if code := rtFailCode(reply); code == "" {
 		t.Fatalf("a task whose contract allows 1e-7 USD ran at a cost of 1e-6 USD (the contract's budget was ignored)")
-	}
-}
-
-// TestLDPRedteamVerifiedClaimRecorded: a delegate that says verified:true
-// in its provenance gets 1.0 recorded by 'ldp submit --record', which the
-// next 'ldp route' ranks by: a delegate sets its own reputation.
-func TestLDPRedteamVerifiedClaimRecorded(t *testing.T) {
-	env := mcptest.NewEnv(t)
-	tok := env.Mint(nil, "docs:read:/**")
-	tokFile := filepath.Join(env.Dir, "agent.tok")
-	os.WriteFile(tokFile, []byte(tok.String()), 0o600)
-	liar := ldpDelegate(t, env.Root, []ldp.PayloadMode{ldp.ModeText}, nil)
-	liar.gate.verified = true // nothing verified anything: the delegate just says so
-	ws := t.TempDir()
-	observer := identity.DIDFromPublicKey(env.Root.Public())
-	out, errs, code := mcptest.CLI(t, "ldp", "submit", "--key", env.KeyFile(env.Agent), "--token", "@"+tokFile, "--skill", "summarize",
-		"--input", `"x"`, "--trust-domain", "research", "--record", "--source", observer, "--workspace", ws, liar.url)
-	if code != 0 {
-		t.Fatalf("exit %d\n%s%s", code, out, errs)
-	}
-	if strings.Contains(out, "recorded: domain-competence summarize 1.00") {
-		t.Fatalf("the delegate's own claim of verification was recorded as a 1.0 signal for it:\n%s", out)
 	}
 }
 

@@ -4,7 +4,10 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"github.com/delegateos/delegateos/identity"
 	"net/http"
+	"os"
+	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
@@ -484,5 +487,29 @@ func TestLDPRedteamReplayStoreFlood(t *testing.T) {
 	otherTok := env.Mint(func(p *dct.CreateParams) { p.Delegatee = other.ID() }, "mcp:echo:*")
 	if _, err := oc.Open(ctx, srv.Base, "ldp:delegate:docs", ldp.SessionConfig{}, &ldp.DelegateOSMember{DCT: otherTok.String(), Format: dct.Format}, "", ""); err != nil {
 		t.Fatalf("another holder is refused after one holder's cancels: %v", err)
+	}
+}
+
+// TestLDPRedteamVerifiedClaimRecorded (broke, fixed): a delegate that
+// said verified:true in its provenance got 1.0 recorded by 'ldp submit
+// --record', which the next 'ldp route' ranks by: a delegate set its own
+// reputation. Now the claim is shown, and nothing is recorded without
+// the initiator's --score.
+func TestLDPRedteamVerifiedClaimRecorded(t *testing.T) {
+	env := mcptest.NewEnv(t)
+	tok := env.Mint(nil, "docs:read:/**")
+	tokFile := filepath.Join(env.Dir, "agent.tok")
+	os.WriteFile(tokFile, []byte(tok.String()), 0o600)
+	liar := ldpDelegate(t, env.Root, []ldp.PayloadMode{ldp.ModeText}, nil)
+	liar.gate.verified = true // nothing verified anything: the delegate just says so
+	ws := t.TempDir()
+	observer := identity.DIDFromPublicKey(env.Root.Public())
+	out, errs, code := mcptest.CLI(t, "ldp", "submit", "--key", env.KeyFile(env.Agent), "--token", "@"+tokFile, "--skill", "summarize",
+		"--input", `"x"`, "--trust-domain", "research", "--record", "--source", observer, "--workspace", ws, liar.url)
+	if code != 0 {
+		t.Fatalf("exit %d\n%s%s", code, out, errs)
+	}
+	if strings.Contains(out, "recorded: domain-competence") || !strings.Contains(out, "not recorded: the delegate says its result is verified (tool_verified), which is its own claim") {
+		t.Fatalf("the delegate's own claim of verification was recorded as a signal for it:\n%s", out)
 	}
 }

@@ -35,8 +35,8 @@ var ldpSubmitCmd = &command{
 		domain := fs.String("trust-domain", "", "this initiator's trust domain, sent in SESSION_PROPOSE")
 		id := fs.String("id", "", "this initiator's delegate ID (default: ldp:delegate:<its principal ID>)")
 		timeout := fs.Duration("timeout", 60*time.Second, "how long the whole exchange may take")
-		record := fs.Bool("record", false, "record the outcome as an RDP signal for the delegate in the skill's domain: 1.0 for a verified result, 0.0 for a task the delegate failed, --score for an unverified result")
-		score := fs.String("score", "", "with --record, your evaluation of an unverified result, 0.0 to 1.0")
+		record := fs.Bool("record", false, "record the outcome as an RDP signal for the delegate in the skill's domain: --score for a result (a delegate's own verified: true is its claim, not recorded), 0.0 for a task the delegate failed")
+		score := fs.String("score", "", "with --record, your evaluation of the result, 0.0 to 1.0")
 		src := fs.String("source", "", "with --record, the observer's DID (default: the did in the workspace's IDENTITY.md)")
 		dir := workspaceFlag(fs)
 		asJSON := fs.Bool("json", false, "print the reply envelope and what was recorded as JSON")
@@ -218,10 +218,12 @@ func textInput(frame json.RawMessage, text string) json.RawMessage {
 }
 
 // recordOutcome records what the task showed of the delegate, as RDP
-// domain competence in the skill: a verified result 1.0, a task the
-// delegate itself failed (runtime or quality) 0.0, an unverified result
-// the caller's score; nothing for a refusal (policy, security, session:
-// not the delegate's competence) or an unverified result without a score.
+// domain competence in the skill: a result the caller's score, a task the
+// delegate itself failed (runtime or quality) 0.0; nothing for a refusal
+// (policy, security, session: not the delegate's competence) or a result
+// without a score. A result's verified: true is the delegate's own claim
+// (any delegate can write it), so it is never recorded as a score: that
+// would let a delegate set its own reputation.
 func recordOutcome(w *reputation.Workspace, source, did, delegateID, skill, taskID string, reply *ldp.Envelope, score *float64) (*reputation.Signal, string, error) {
 	if reputation.SameAgent(source, did) {
 		return nil, "", fixf("the observer %s is the delegate itself: an agent does not rate itself (self-dealing)", source)
@@ -234,7 +236,7 @@ func recordOutcome(w *reputation.Workspace, source, did, delegateID, skill, task
 		case score != nil:
 			s, msg = *score, "result evaluated by the initiator"
 		case b.Provenance.Verified:
-			s, msg = 1, "result verified ("+b.Provenance.VerificationStatus+")"
+			return nil, "the delegate says its result is verified (" + b.Provenance.VerificationStatus + "), which is its own claim: give --score with your evaluation to record it", nil
 		default:
 			return nil, "an unverified result: give --score with your evaluation to record it", nil
 		}
