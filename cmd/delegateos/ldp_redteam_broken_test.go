@@ -22,61 +22,6 @@ import (
 // The red team's attacks on LDP (issue 21) that broke the product: each
 // test fails until its finding is fixed (go test -tags redteam).
 
-// TestLDPRedteamBudgetConcurrent: (broke: every task serve runs calls its
-// tool with the JSON-RPC id 1 in the one stateless session of its token,
-// so concurrent tasks under one token are refused "a request with this id
-// is already in flight": fail closed, but a holder can run one task at a
-// time.) a token of budget 1000 and echo at 100,
-// 30 tasks at once over three sessions of the same holder (and the
-// stream endpoint for a third of them): exactly 10 run, the others are
-// refused budget_exceeded, and the gate allowed exactly 10.
-func TestLDPRedteamBudgetConcurrent(t *testing.T) {
-	env := mcptest.NewEnv(t)
-	srv := startLDPServe(t, env, "server")
-	ctx := context.Background()
-	member := &ldp.DelegateOSMember{DCT: env.Mint(mcptest.Budget(1000), "mcp:echo:*").String(), Format: dct.Format}
-	holder := &ldp.Client{ID: "ldp:delegate:holder", TrustDomain: "research", Key: env.Agent.PrivateKey(), Verifier: &ldp.Verifier{}}
-	var sessions []*ldp.ClientSession
-	for range 3 {
-		s, err := holder.Open(ctx, srv.Base, "ldp:delegate:docs", ldp.SessionConfig{PreferredPayloadModes: []ldp.PayloadMode{ldp.ModeText}}, member, "", "")
-		if err != nil {
-			t.Fatal(err)
-		}
-		sessions = append(sessions, s)
-	}
-	var mu sync.Mutex
-	codes := map[string]int{}
-	var wg sync.WaitGroup
-	for i := range 30 {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			var update func(*ldp.Envelope)
-			if i%3 == 0 {
-				update = func(*ldp.Envelope) {}
-			}
-			reply, err := sessions[i%3].Submit(ctx, &ldp.TaskSubmit{TaskID: fmt.Sprintf("t%d", i), Skill: "echo", Input: json.RawMessage(`"x"`)}, "", nil, update)
-			code := "error"
-			if f, ok := reply.Body.(*ldp.TaskFailed); err == nil && ok && i < 3 {
-				t.Logf("%s: %s", f.Error.Code, f.Error.Message)
-			}
-			if err == nil {
-				code = rtFailCode(reply)
-			}
-			mu.Lock()
-			codes[code]++
-			mu.Unlock()
-		}()
-	}
-	wg.Wait()
-	if codes[""] != 10 || codes["budget_exceeded"] != 20 {
-		t.Fatalf("outcomes %v, want 10 results and 20 budget_exceeded", codes)
-	}
-	if n := rtAllowed(t, srv, "echo", 10); n != 10 {
-		t.Fatalf("the gate allowed %d echo calls, want 10", n)
-	}
-}
-
 // TestLDPRedteamCardEndpointPoisoned: the card's endpoint is "where the
 // first request reached the server": a stranger's first GET with another
 // Host (any port of a name the Host guard takes) fixes the endpoint every

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"github.com/delegateos/delegateos/identity"
 	"net/http"
 	"os"
@@ -511,5 +512,57 @@ func TestLDPRedteamVerifiedClaimRecorded(t *testing.T) {
 	}
 	if strings.Contains(out, "recorded: domain-competence") || !strings.Contains(out, "not recorded: the delegate says its result is verified (tool_verified), which is its own claim") {
 		t.Fatalf("the delegate's own claim of verification was recorded as a signal for it:\n%s", out)
+	}
+}
+
+// TestLDPRedteamBudgetConcurrent (broke, fixed: every task serve ran
+// called its tool with the JSON-RPC id 1 in the one stateless session of
+// its token, so 29 of 30 concurrent tasks under one token were refused "a
+// request with this id is already in flight": fail closed, but one task at
+// a time): a token of budget 1000 and echo at 100,
+// 30 tasks at once over three sessions of the same holder (and the
+// stream endpoint for a third of them): exactly 10 run, the others are
+// refused budget_exceeded, and the gate allowed exactly 10.
+func TestLDPRedteamBudgetConcurrent(t *testing.T) {
+	env := mcptest.NewEnv(t)
+	srv := startLDPServe(t, env, "server")
+	ctx := context.Background()
+	member := &ldp.DelegateOSMember{DCT: env.Mint(mcptest.Budget(1000), "mcp:echo:*").String(), Format: dct.Format}
+	holder := &ldp.Client{ID: "ldp:delegate:holder", TrustDomain: "research", Key: env.Agent.PrivateKey(), Verifier: &ldp.Verifier{}}
+	var sessions []*ldp.ClientSession
+	for range 3 {
+		s, err := holder.Open(ctx, srv.Base, "ldp:delegate:docs", ldp.SessionConfig{PreferredPayloadModes: []ldp.PayloadMode{ldp.ModeText}}, member, "", "")
+		if err != nil {
+			t.Fatal(err)
+		}
+		sessions = append(sessions, s)
+	}
+	var mu sync.Mutex
+	codes := map[string]int{}
+	var wg sync.WaitGroup
+	for i := range 30 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			var update func(*ldp.Envelope)
+			if i%3 == 0 {
+				update = func(*ldp.Envelope) {}
+			}
+			reply, err := sessions[i%3].Submit(ctx, &ldp.TaskSubmit{TaskID: fmt.Sprintf("t%d", i), Skill: "echo", Input: json.RawMessage(`"x"`)}, "", nil, update)
+			code := "error"
+			if err == nil {
+				code = rtFailCode(reply)
+			}
+			mu.Lock()
+			codes[code]++
+			mu.Unlock()
+		}()
+	}
+	wg.Wait()
+	if codes[""] != 10 || codes["budget_exceeded"] != 20 {
+		t.Fatalf("outcomes %v, want 10 results and 20 budget_exceeded", codes)
+	}
+	if n := rtAllowed(t, srv, "echo", 10); n != 10 {
+		t.Fatalf("the gate allowed %d echo calls, want 10", n)
 	}
 }

@@ -11,6 +11,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"go.uber.org/zap"
@@ -179,11 +180,14 @@ func ldpCard(c *policy.LDPConfig, pol *policy.Policy, k *identity.Keypair) *ldp.
 // in the stateless style (one request, the task's token as its bearer).
 type ldpExec struct {
 	latencies latencies
-	cfg       *policy.LDPConfig
-	pol       *policy.Policy
-	mux       http.Handler
-	endpoint  string
-	log       *zap.Logger
+	// seq numbers the calls: tasks under one token share its stateless
+	// session, where two requests in flight may not have the same id.
+	seq      atomic.Int64
+	cfg      *policy.LDPConfig
+	pol      *policy.Policy
+	mux      http.Handler
+	endpoint string
+	log      *zap.Logger
 }
 
 func taskError(code, category, msg string) error {
@@ -220,7 +224,8 @@ func (x *ldpExec) Execute(ctx context.Context, t *ldp.Task) (*ldp.Outcome, error
 		return nil, taskError(ldp.CodeInputInvalid, "capability", err.Error())
 	}
 	params, _ := json.Marshal(map[string]any{"name": sk.Tool, "arguments": args})
-	body, _ := json.Marshal(map[string]any{"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": json.RawMessage(params)})
+	id := x.seq.Add(1)
+	body, _ := json.Marshal(map[string]any{"jsonrpc": "2.0", "id": id, "method": "tools/call", "params": json.RawMessage(params)})
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, x.endpoint, bytes.NewReader(body))
 	if err != nil {
 		return nil, err
@@ -238,7 +243,7 @@ func (x *ldpExec) Execute(ctx context.Context, t *ldp.Task) (*ldp.Outcome, error
 	start := time.Now()
 	x.mux.ServeHTTP(w, req)
 	x.latencies.add(sk.Name, time.Since(start))
-	resp, err := jsonrpcResponse(w)
+	resp, err := jsonrpcResponse(w, strconv.FormatInt(id, 10))
 	if err != nil {
 		return nil, taskError(ldp.CodeTaskFailed, "runtime", err.Error())
 	}
@@ -349,9 +354,9 @@ type rpcResponse struct {
 	} `json:"error"`
 }
 
-// jsonrpcResponse reads the response to the request from a JSON body or
-// from the SSE stream's events (the last one with an id is it).
-func jsonrpcResponse(w *captureWriter) (*rpcResponse, error) {
+// jsonrpcResponse reads the response to the request whose id is id from a
+// JSON body or from the SSE stream's events (the last one with that id).
+func jsonrpcResponse(w *captureWriter, id string) (*rpcResponse, error) {
 	status := w.status
 	if status == 0 {
 		status = http.StatusOK
@@ -370,7 +375,7 @@ func jsonrpcResponse(w *captureWriter) (*rpcResponse, error) {
 	}
 	for i := len(candidates) - 1; i >= 0; i-- {
 		var r rpcResponse
-		if json.Unmarshal(candidates[i], &r) == nil && string(r.ID) == "1" && (r.Result != nil || r.Error != nil) {
+		if json.Unmarshal(candidates[i], &r) == nil && string(r.ID) == id && (r.Result != nil || r.Error != nil) {
 			return &r, nil
 		}
 	}
