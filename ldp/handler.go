@@ -1,6 +1,7 @@
 package ldp
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"io"
@@ -80,7 +81,12 @@ func (h *Handler) message(w http.ResponseWriter, r *http.Request, stream bool) {
 		w.Header().Set("Cache-Control", "no-store")
 		emit = func(e *Envelope) { writeEvent(w, flusher, e) }
 	}
-	reply, err := h.Responder.Handle(r.Context(), body, bearer, emit)
+	scheme := "http"
+	if r.TLS != nil {
+		scheme = "https"
+	}
+	ctx := context.WithValue(r.Context(), requestEndpointKey{}, scheme+"://"+r.Host)
+	reply, err := h.Responder.Handle(ctx, body, bearer, emit)
 	if err != nil {
 		if stream {
 			w.Header().Set("Content-Type", "application/json")
@@ -105,6 +111,11 @@ func (h *Handler) message(w http.ResponseWriter, r *http.Request, stream bool) {
 		w.Write(b)
 	}
 }
+
+// requestEndpointKey carries the URL (scheme and Host) a request reached:
+// an envelope may be addressed to it, as the reference's clients address
+// their first messages to the URL they were given.
+type requestEndpointKey struct{}
 
 func writeEvent(w io.Writer, f http.Flusher, e *Envelope) {
 	b, err := json.Marshal(e)

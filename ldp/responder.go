@@ -186,7 +186,7 @@ func (r *Responder) Handle(ctx context.Context, data []byte, bearer string, emit
 			}
 		}
 	}
-	if e.To != r.Card.DelegateID && e.To != r.Card.Endpoint {
+	if reached, _ := ctx.Value(requestEndpointKey{}).(string); e.To != r.Card.DelegateID && e.To != r.Card.Endpoint && (reached == "" || e.To != reached) {
 		return r.refuse(e, LdpError{Code: CodeMisaddressed, Category: "identity", Severity: "error",
 			Message: fmt.Sprintf("the envelope is addressed to %q; this delegate is %s", clip(e.To), r.Card.DelegateID)}), nil
 	}

@@ -22,29 +22,6 @@ import (
 // The red team's attacks on LDP (issue 21) that broke the product: each
 // test fails until its finding is fixed (go test -tags redteam).
 
-// TestLDPRedteamCardEndpointPoisoned: the card's endpoint is "where the
-// first request reached the server": a stranger's first GET with another
-// Host (any port of a name the Host guard takes) fixes the endpoint every
-// later peer is shown.
-func TestLDPRedteamCardEndpointPoisoned(t *testing.T) {
-	env := mcptest.NewEnv(t)
-	srv := startLDPServe(t, env, "server")
-	req, _ := http.NewRequest(http.MethodGet, srv.Base+ldp.WellKnownPath, nil)
-	req.Host = "localhost:1"
-	res, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	res.Body.Close()
-	card, err := (&ldp.Client{}).Discover(context.Background(), srv.Base)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if card.Endpoint != srv.Base {
-		t.Fatalf("the card's endpoint is %q, set by a stranger's Host header; want %q", card.Endpoint, srv.Base)
-	}
-}
-
 // TestLDPRedteamContractIgnored: a TASK_SUBMIT's contract asks for a
 // budget below the skill's cost (max_cost_usd 1e-7, echo costs 100
 // microcents = 1e-6 USD); the issue says a contract is honoured or

@@ -566,3 +566,41 @@ func TestLDPRedteamBudgetConcurrent(t *testing.T) {
 		t.Fatalf("the gate allowed %d echo calls, want 10", n)
 	}
 }
+
+// TestLDPRedteamCardEndpointPoisoned (broke, fixed): the card's endpoint
+// was "where the first request reached the server": a stranger's first
+// GET with another Host (any port of a name the Host guard takes) fixed
+// the endpoint every later peer was shown, and the address envelopes
+// could be sent to. Now each request's card names the address it
+// reached, and an envelope may be addressed to the address its own
+// request reached, not to one another request named.
+func TestLDPRedteamCardEndpointPoisoned(t *testing.T) {
+	env := mcptest.NewEnv(t)
+	srv := startLDPServe(t, env, "server")
+	req, _ := http.NewRequest(http.MethodGet, srv.Base+ldp.WellKnownPath, nil)
+	req.Host = "localhost:1"
+	res, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	res.Body.Close()
+	card, err := (&ldp.Client{}).Discover(context.Background(), srv.Base)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if card.Endpoint != srv.Base {
+		t.Fatalf("the card's endpoint is %q, set by a stranger's Host header; want %q", card.Endpoint, srv.Base)
+	}
+	hello := func(to string) string {
+		e := rtEnvelope("", "ldp:delegate:x", &ldp.Hello{DelegateID: "ldp:delegate:x", SupportedModes: []ldp.PayloadMode{ldp.ModeText}}, ldp.ModeText)
+		e.To = to
+		_, reply, _ := rtPost(t, srv, "", rtSign(t, e, mcptest.NewKey(t, "x").PrivateKey()), "")
+		return rtFailCode(reply)
+	}
+	if c := hello(srv.Base); c != "" {
+		t.Fatalf("a HELLO to the URL it was sent to: %s", c)
+	}
+	if c := hello("http://localhost:1"); c != ldp.CodeMisaddressed {
+		t.Fatalf("a HELLO to the stranger's Host: %q, want %s", c, ldp.CodeMisaddressed)
+	}
+}

@@ -58,18 +58,19 @@ func mountLDP(s *serveSetup) error {
 	r := &ldp.Responder{Card: card, Key: k.PrivateKey(), Exec: run,
 		Verifier:     &ldp.Verifier{HMACSecret: c.HMACSecret, RequireEd25519: c.RequireEd25519},
 		AdmitSession: admitLDPSession(s.Policy.AllowUnauthenticated, s.CheckToken)}
-	var once sync.Once
 	scheme := "http"
 	if s.TLS {
 		scheme = "https"
 	}
 	h := s.Server.Guard(http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
-		// The card's endpoint is where the first request (past the Host
-		// check) reached this server.
-		once.Do(func() { card.Endpoint = scheme + "://" + req.Host })
+		// The card's endpoint is where this request (past the Host check)
+		// reached the server: each reader sees the address it used, and
+		// no request sets it for the others.
 		if (req.URL.Path == ldp.WellKnownPath || req.URL.Path == ldp.IdentityPath) && (req.Method == http.MethodGet || req.Method == http.MethodHead) {
 			// A copy with the latencies measured so far.
-			b, err := json.Marshal(exec.latencies.card(card))
+			c := exec.latencies.card(card)
+			c.Endpoint = scheme + "://" + req.Host
+			b, err := json.Marshal(c)
 			if err != nil {
 				http.Error(w, err.Error(), http.StatusInternalServerError)
 				return
