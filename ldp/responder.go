@@ -306,6 +306,20 @@ func (r *Responder) submit(ctx context.Context, e *Envelope, b *TaskSubmit, by V
 				Message: fmt.Sprintf("the contract's deadline %s has passed", c.Deadline)})
 		}
 	}
+	if c := b.Contract; c != nil && c.Policy.Budget != nil && c.Policy.Budget.MaxCostUSD != nil {
+		// The contract's budget is honoured or the task refused, never
+		// ignored: a skill whose cost this delegate states is over it, or
+		// that states none, is refused before it runs.
+		max := *c.Policy.Budget.MaxCostUSD
+		cost := skillCost(r.Card, r.Card.Capability(b.Skill))
+		if cost < 0 || float64(cost) > max*MicrocentsPerUSD {
+			msg := fmt.Sprintf("the contract's budget is %g USD; skill %s costs %d microcents (%g USD) here", max, b.Skill, cost, float64(cost)/MicrocentsPerUSD)
+			if cost < 0 {
+				msg = fmt.Sprintf("the contract's budget is %g USD, and this delegate states no cost for skill %s to hold it to", max, b.Skill)
+			}
+			return fail(LdpError{Code: CodeContract, Category: "policy", Severity: "error", Message: msg})
+		}
+	}
 	s, err := r.sessions().Use(e.SessionID, e.From, e.PayloadMode)
 	if err != nil {
 		return fail(sessionLdpError(err))

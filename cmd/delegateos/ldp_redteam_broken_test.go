@@ -14,39 +14,12 @@ import (
 	"sync"
 	"testing"
 
-	"github.com/delegateos/delegateos/dct"
 	"github.com/delegateos/delegateos/internal/mcptest"
 	"github.com/delegateos/delegateos/ldp"
 )
 
 // The red team's attacks on LDP (issue 21) that broke the product: each
 // test fails until its finding is fixed (go test -tags redteam).
-
-// TestLDPRedteamContractIgnored: a TASK_SUBMIT's contract asks for a
-// budget below the skill's cost (max_cost_usd 1e-7, echo costs 100
-// microcents = 1e-6 USD); the issue says a contract is honoured or
-// refused, never ignored. The task runs and is charged 100.
-func TestLDPRedteamContractIgnored(t *testing.T) {
-	env := mcptest.NewEnv(t)
-	srv := startLDPServe(t, env, "server")
-	ctx := context.Background()
-	member := &ldp.DelegateOSMember{DCT: env.Mint(nil, "mcp:echo:*").String(), Format: dct.Format}
-	holder := &ldp.Client{ID: "ldp:delegate:holder", TrustDomain: "research", Key: env.Agent.PrivateKey(), Verifier: &ldp.Verifier{}}
-	s, err := holder.Open(ctx, srv.Base, "ldp:delegate:docs", ldp.SessionConfig{PreferredPayloadModes: []ldp.PayloadMode{ldp.ModeText}}, member, "", "")
-	if err != nil {
-		t.Fatal(err)
-	}
-	max := 1e-7
-	c := &ldp.DelegationContract{ContractID: "c1", Objective: "echo", CreatedAt: "2026-01-01T00:00:00Z",
-		Policy: ldp.PolicyEnvelope{FailurePolicy: ldp.FailClosed, Budget: &ldp.BudgetPolicy{MaxCostUSD: &max}}}
-	reply, err := s.Submit(ctx, &ldp.TaskSubmit{TaskID: "t", Skill: "echo", Input: json.RawMessage(`"x"`), Contract: c}, "", nil, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if code := rtFailCode(reply); code == "" {
-		t.Fatalf("a task whose contract allows 1e-7 USD ran at a cost of 1e-6 USD (the contract's budget was ignored)")
-	}
-}
 
 // TestLDPRedteamRouteSpoofedDID: a card is a claim of whoever serves it.
 // A stranger serves a copy of a reputable delegate's card (its did:key,

@@ -604,3 +604,42 @@ func TestLDPRedteamCardEndpointPoisoned(t *testing.T) {
 		t.Fatalf("a HELLO to the stranger's Host: %q, want %s", c, ldp.CodeMisaddressed)
 	}
 }
+
+// TestLDPRedteamContractIgnored (broke, fixed): a TASK_SUBMIT's contract
+// asked for a budget below the skill's cost (max_cost_usd 1e-7, echo costs
+// 100 microcents = 1e-6 USD); the issue says a contract is honoured or
+// refused, never ignored, but the task ran and was charged 100. Now it is
+// refused CONTRACT_REFUSED before the gate; a contract the cost fits runs.
+func TestLDPRedteamContractIgnored(t *testing.T) {
+	env := mcptest.NewEnv(t)
+	srv := startLDPServe(t, env, "server")
+	ctx := context.Background()
+	member := &ldp.DelegateOSMember{DCT: env.Mint(nil, "mcp:echo:*").String(), Format: dct.Format}
+	holder := &ldp.Client{ID: "ldp:delegate:holder", TrustDomain: "research", Key: env.Agent.PrivateKey(), Verifier: &ldp.Verifier{}}
+	s, err := holder.Open(ctx, srv.Base, "ldp:delegate:docs", ldp.SessionConfig{PreferredPayloadModes: []ldp.PayloadMode{ldp.ModeText}}, member, "", "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	max := 1e-7
+	c := &ldp.DelegationContract{ContractID: "c1", Objective: "echo", CreatedAt: "2026-01-01T00:00:00Z",
+		Policy: ldp.PolicyEnvelope{FailurePolicy: ldp.FailClosed, Budget: &ldp.BudgetPolicy{MaxCostUSD: &max}}}
+	reply, err := s.Submit(ctx, &ldp.TaskSubmit{TaskID: "t", Skill: "echo", Input: json.RawMessage(`"x"`), Contract: c}, "", nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if code := rtFailCode(reply); code == "" {
+		t.Fatalf("a task whose contract allows 1e-7 USD ran at a cost of 1e-6 USD (the contract's budget was ignored)")
+	}
+	if code := rtFailCode(reply); code != ldp.CodeContract {
+		t.Fatalf("refused %q, want %s", code, ldp.CodeContract)
+	}
+	enough := 1e-5
+	c.Policy.Budget.MaxCostUSD = &enough
+	reply, err = s.Submit(ctx, &ldp.TaskSubmit{TaskID: "t2", Skill: "echo", Input: json.RawMessage(`"x"`), Contract: c}, "", nil, nil)
+	if err != nil || rtFailCode(reply) != "" {
+		t.Fatalf("a contract the cost fits: %v %s", err, rtFailCode(reply))
+	}
+	if n := rtAllowed(t, srv, "echo", 1); n != 1 {
+		t.Fatalf("%d echo calls, want 1", n)
+	}
+}
