@@ -27,6 +27,12 @@ const (
 // or not an envelope (400) are refused with {"error": {code, message}}.
 type Handler struct {
 	Responder *Responder
+	// ReadBody, when not nil, reads a request's body in place of the
+	// Handler's own read (at most MaxEnvelopeSize, nothing else bounded),
+	// and answers the request itself when it returns an error; release is
+	// called once the body is no longer held. A daemon sets it to read
+	// within its budget of bodies in flight.
+	ReadBody func(w http.ResponseWriter, r *http.Request) (body []byte, release func(), err error)
 }
 
 func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
@@ -59,6 +65,15 @@ func (h *Handler) message(w http.ResponseWriter, r *http.Request, stream bool) {
 		httpError(w, http.StatusUnsupportedMediaType, "unsupported_media_type", "send the envelope as application/json (§8.2)")
 		return
 	}
+	if h.ReadBody != nil {
+		body, release, err := h.ReadBody(w, r)
+		if err != nil {
+			return
+		}
+		defer release()
+		h.envelope(w, r, body, stream)
+		return
+	}
 	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, MaxEnvelopeSize))
 	if err != nil {
 		var tooBig *http.MaxBytesError
@@ -69,6 +84,11 @@ func (h *Handler) message(w http.ResponseWriter, r *http.Request, stream bool) {
 		httpError(w, http.StatusBadRequest, string(ReasonMalformed), err.Error())
 		return
 	}
+	h.envelope(w, r, body, stream)
+}
+
+// envelope answers the envelope body, read from r.
+func (h *Handler) envelope(w http.ResponseWriter, r *http.Request, body []byte, stream bool) {
 	bearer := ""
 	if a := r.Header.Get("Authorization"); len(a) > 7 && strings.EqualFold(a[:7], "bearer ") {
 		bearer = strings.TrimSpace(a[7:])

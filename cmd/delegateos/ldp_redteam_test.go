@@ -1,11 +1,13 @@
 package main
 
 import (
+	"bufio"
 	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
 	"github.com/delegateos/delegateos/identity"
+	"net"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -641,5 +643,35 @@ func TestLDPRedteamContractIgnored(t *testing.T) {
 	}
 	if n := rtAllowed(t, srv, "echo", 1); n != 1 {
 		t.Fatalf("%d echo calls, want 1", n)
+	}
+}
+
+// TestLDPRedteamStrangerBodies (broke, fixed): the MCP endpoint holds a
+// body with no credential to 64 KiB and every body to a share of
+// --max-body-bytes-in-flight, refused 413 or 503 unread; the LDP
+// endpoints read any stranger's body up to 1 MiB outside that budget
+// (ldp.Handler's own io.ReadAll), so each of a stranger's connections
+// could hold 1 MiB of the server's memory, with no bound on them. Here a
+// stranger declares a body of 1 MiB (over the anonymous share of a 2 MiB
+// budget) and sends none: it was read until the read timeout (HTTP 400);
+// now it is refused at once, unread.
+func TestLDPRedteamStrangerBodies(t *testing.T) {
+	env := mcptest.NewEnv(t)
+	pol := env.Policy(mcptest.Priced("echo", 100))
+	pol.Extra = serveLDPSection
+	srv := env.StartServe(mcptest.ServeOptions{Policy: pol, Flags: []string{"--key", env.KeyFile(mcptest.NewKey(t, "server")),
+		"--max-body-bytes", "1048576", "--max-body-bytes-in-flight", "2097152", "--read-timeout", "2s"}})
+	conn, err := net.Dial("tcp", srv.Addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	fmt.Fprintf(conn, "POST %s HTTP/1.1\r\nHost: %s\r\nContent-Type: application/json\r\nContent-Length: %d\r\n\r\n", ldp.MessagesPath, srv.Addr, ldp.MaxEnvelopeSize)
+	res, err := http.ReadResponse(bufio.NewReader(conn), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.StatusCode != http.StatusRequestEntityTooLarge && res.StatusCode != http.StatusServiceUnavailable {
+		t.Fatalf("a stranger's 1 MiB body was taken for reading (HTTP %d after the read timeout), outside the body budget", res.StatusCode)
 	}
 }

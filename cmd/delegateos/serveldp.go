@@ -58,6 +58,12 @@ func mountLDP(s *serveSetup) error {
 	r := &ldp.Responder{Card: card, Key: k.PrivateKey(), Exec: run,
 		Verifier:     &ldp.Verifier{HMACSecret: c.HMACSecret, RequireEd25519: c.RequireEd25519},
 		AdmitSession: admitLDPSession(s.Policy.AllowUnauthenticated, s.CheckToken)}
+	// Envelopes are read within serve's budget of bodies in flight, as
+	// bodies without a credential (the envelope, not the request, says
+	// who sends it): a stranger's cannot hold the server's memory past it.
+	readBody := func(w http.ResponseWriter, req *http.Request) ([]byte, func(), error) {
+		return s.Server.ReadBody(w, req, ldp.MaxEnvelopeSize)
+	}
 	scheme := "http"
 	if s.TLS {
 		scheme = "https"
@@ -79,7 +85,7 @@ func mountLDP(s *serveSetup) error {
 			w.Write(b)
 			return
 		}
-		(&ldp.Handler{Responder: r}).ServeHTTP(w, req.WithContext(context.WithValue(req.Context(), hostKey{}, req.Host)))
+		(&ldp.Handler{Responder: r, ReadBody: readBody}).ServeHTTP(w, req.WithContext(context.WithValue(req.Context(), hostKey{}, req.Host)))
 	}))
 	for _, p := range []string{ldp.WellKnownPath, ldp.IdentityPath, ldp.MessagesPath, ldp.StreamPath} {
 		s.Server.Mux.Handle(p, h)
