@@ -15,6 +15,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -104,6 +105,9 @@ type Identity struct {
 	// operator lifts it too, or every tree (store init --reset).
 	ResetRest   string          `json:"-"`
 	ResetExcept map[string]bool `json:"-"`
+	// was, in an identity nextIdentity made, is the store's identity it
+	// read (nil: none): writeIdentity writes only over that one.
+	was *Identity
 }
 
 // restLost reports whether tree tag is one a store-wide loss that an
@@ -309,55 +313,9 @@ func indexName(rawURL string) string {
 	return "redis-" + hex.EncodeToString(sum[:8]) + ".json"
 }
 
-// storeAddress returns the canonical address of the store at rawURL:
-// HOST:PORT/DB with the host in lower case (an IP address in its
-// shortest form), the port 6379 and the database 0 when left out, without
-// scheme, user, password or parameters; a cluster's seeds sorted, joined
-// by commas. A URL that does not parse is its host and path as written.
-func storeAddress(rawURL string) string {
-	if redisconn.IsCluster(rawURL) {
-		_, rest, _ := strings.Cut(rawURL, "://")
-		if i := strings.IndexAny(rest, "/?#"); i >= 0 {
-			rest = rest[:i]
-		}
-		if i := strings.LastIndex(rest, "@"); i >= 0 {
-			rest = rest[i+1:]
-		}
-		var seeds []string
-		for _, h := range strings.Split(rest, ",") {
-			o, err := redis.ParseURL("redis://" + h)
-			if err != nil {
-				seeds = append(seeds, strings.ToLower(h))
-				continue
-			}
-			seeds = append(seeds, canonHostPort(o.Addr))
-		}
-		slices.Sort(seeds)
-		return strings.Join(slices.Compact(seeds), ",") + "/0"
-	}
-	o, err := redis.ParseURL(rawURL)
-	if err != nil {
-		if u, err := url.Parse(rawURL); err == nil {
-			return strings.ToLower(u.Host) + u.Path
-		}
-		return rawURL
-	}
-	return canonHostPort(o.Addr) + "/" + strconv.Itoa(o.DB)
-}
-
-// canonHostPort returns HOST:PORT with the host in lower case, an IP
-// address in its shortest form.
-func canonHostPort(addr string) string {
-	host, port, err := net.SplitHostPort(addr)
-	if err != nil {
-		return strings.ToLower(addr)
-	}
-	host = strings.ToLower(host)
-	if ip := net.ParseIP(host); ip != nil {
-		host = ip.String()
-	}
-	return net.JoinHostPort(host, port)
-}
+// storeAddress returns the canonical address of the store at rawURL
+// (redisconn.Address).
+func storeAddress(rawURL string) string { return redisconn.Address(rawURL) }
 
 // sameServer reports whether the canonical addresses a and b (see
 // storeAddress) name the same database of the same server: the same
@@ -443,12 +401,16 @@ func (s *Redis) knownIdentity() (*Identity, bool, error) {
 		path = s.legacyKnownPath()
 		b, err = os.ReadFile(path)
 	}
-	if errors.Is(err, os.ErrNotExist) {
+	if errors.Is(err, os.ErrNotExist) || errors.Is(err, syscall.ENOTDIR) {
+		// None (a state directory that is not one is named when the
+		// index is written).
 		return nil, false, nil
 	}
 	if err != nil {
-		// Warned of when it cannot be written either (join).
-		return nil, false, nil
+		// Fail closed: an index that exists but cannot be read (another
+		// user's file, a symbolic link in a loop) taken for none would
+		// take a store that lost its identity for a new one.
+		return nil, false, fmt.Errorf("%s, this machine's index of the store's identity, cannot be read (%v): make it readable by the proxy, or remove it (a store that lost its identity before this proxy starts again is then not noticed by this machine)", path, err)
 	}
 	var k knownState
 	if err := json.Unmarshal(b, &k); err != nil || k.ID == "" || k.Gen <= 0 {
@@ -461,22 +423,27 @@ func (s *Redis) knownIdentity() (*Identity, bool, error) {
 // directory names, written by a proxy that named the same database of the
 // same server another way (sameServer: localhost and 127.0.0.1, a name
 // and its address), and the URL's canonical address it was written
-// under; nil when there is none. Of several, the latest generation's.
-func (s *Redis) otherIndex() (*Identity, string) {
+// under; nil when there is none. Of several, the latest generation's. An
+// index that exists but cannot be read is an error: it may be this
+// store's.
+func (s *Redis) otherIndex() (*Identity, string, error) {
 	if s.stateDir == "" {
-		return nil, ""
+		return nil, "", nil
 	}
 	paths, _ := filepath.Glob(filepath.Join(s.stateDir, "redis-*.json"))
 	own, where := s.knownPath(), storeAddress(s.rawURL)
 	var found *Identity
 	var at string
 	for _, path := range paths {
-		if path == own || strings.HasSuffix(path, ".seen.json") || strings.Contains(filepath.Base(path), ".unsent-") {
+		if path == own || strings.HasSuffix(path, ".seen.json") || strings.HasSuffix(path, ".ended.json") || strings.HasSuffix(path, ".revocations.json") || strings.Contains(filepath.Base(path), ".unsent-") {
 			continue
 		}
 		b, err := os.ReadFile(path)
+		if errors.Is(err, os.ErrNotExist) {
+			continue // removed meanwhile
+		}
 		if err != nil {
-			continue
+			return nil, "", fmt.Errorf("%s, an index of a store's identity in this machine's state directory, cannot be read (%v): make it readable by the proxy, or remove it", path, err)
 		}
 		var k knownState
 		if json.Unmarshal(b, &k) != nil || k.ID == "" || k.Gen <= 0 || k.Store == "" || k.Store == where {
@@ -486,7 +453,7 @@ func (s *Redis) otherIndex() (*Identity, string) {
 			found, at = &Identity{ID: k.ID, Gen: k.Gen, By: k.By}, k.Store
 		}
 	}
-	return found, at
+	return found, at, nil
 }
 
 // rememberIdentity records the identity in the state directory, and
@@ -536,7 +503,71 @@ type seenState struct {
 	ID   string           `json:"id"`
 	Gen  int64            `json:"gen"`
 	Seen map[string]int64 `json:"seen"`
-	path string           // read from
+	// Machine is the state directory's ID (machineID) and MSeen the
+	// highest count the machine's proxies saw each first key reach under
+	// generation Gen, which their reservations raised its field
+	// "m:MACHINE" to (see Redis.mseen).
+	Machine string           `json:"machine,omitempty"`
+	MSeen   map[string]int64 `json:"mseen,omitempty"`
+	path    string           // read from
+}
+
+// keptMachine returns the counts of st that the machine's field of each
+// key holds at least, under identity id: st's own, of id's generation,
+// written under machine's ID.
+func keptMachine(st *seenState, id Identity, machine string) map[string]int64 {
+	if st == nil || machine == "" || st.Machine != machine || st.ID != id.ID || st.Gen != id.Gen {
+		return nil
+	}
+	m := make(map[string]int64, len(st.MSeen))
+	for k, n := range st.MSeen {
+		if n > 0 {
+			m[k] = n
+		}
+	}
+	return m
+}
+
+// machineID returns the ID of the state directory dir, made at its first
+// use: what a machine's proxies write in the keys' field "m:ID".
+func machineID(dir string) (string, error) {
+	path := filepath.Join(dir, "machine-id")
+	b, err := os.ReadFile(path)
+	if errors.Is(err, os.ErrNotExist) || errors.Is(err, syscall.ENOTDIR) {
+		if err := os.MkdirAll(dir, 0o700); err != nil {
+			return "", fmt.Errorf("the state directory %s cannot be made: %w; set DELEGATEOS_STATE_DIR to a directory the proxy can write", dir, err)
+		}
+		var r [12]byte
+		rand.Read(r[:])
+		f, err := os.CreateTemp(dir, "machine-id.*.tmp")
+		if err != nil {
+			return "", fmt.Errorf("the state directory %s cannot be written: %w; set DELEGATEOS_STATE_DIR to a directory the proxy can write", dir, err)
+		}
+		_, err = f.WriteString(hex.EncodeToString(r[:]) + "\n")
+		if err == nil {
+			err = f.Sync()
+		}
+		f.Close()
+		if err == nil {
+			// Made whole, or not at all: another proxy's made first wins.
+			if lerr := os.Link(f.Name(), path); lerr != nil && !errors.Is(lerr, os.ErrExist) {
+				err = lerr
+			}
+		}
+		os.Remove(f.Name())
+		if err != nil {
+			return "", fmt.Errorf("the state directory %s cannot be written: %w; set DELEGATEOS_STATE_DIR to a directory the proxy can write", dir, err)
+		}
+		return machineID(dir)
+	}
+	if err != nil {
+		return "", fmt.Errorf("%s cannot be read: %w", path, err)
+	}
+	id := strings.TrimSpace(string(b))
+	if len(id) != 24 || strings.Trim(id, "0123456789abcdef") != "" {
+		return "", fmt.Errorf("%s is not a machine ID delegateos writes: remove it (this machine's proxies then take a new one)", path)
+	}
+	return id, nil
 }
 
 // seenPath is the file of the counts kept under the store identity id:
@@ -627,6 +658,11 @@ func (s *Redis) loadSeen(st *seenState, known *Identity, counts, marked bool) er
 		s.seen = seen
 		s.mu.Unlock()
 	}
+	if m := keptMachine(st, id, s.machine); len(m) > 0 {
+		s.mu.Lock()
+		s.mseen = m
+		s.mu.Unlock()
+	}
 	if s.stateDir == "" {
 		return nil
 	}
@@ -667,6 +703,10 @@ func (s *Redis) storeSeen(force bool) error {
 	for k, n := range s.seen {
 		seen[k] = n
 	}
+	mseen := make(map[string]int64, len(s.mseen))
+	for k, n := range s.mseen {
+		mseen[k] = n
+	}
 	s.mu.Unlock()
 	// Written in the reset state too: they are what this proxy saw under
 	// the identity it knows (s.ident), and the raises of the last second
@@ -695,7 +735,13 @@ func (s *Redis) storeSeen(force bool) error {
 	for k, n := range keptSeen(st, id) {
 		seen[k] = max(seen[k], n)
 	}
-	b, _ := json.Marshal(seenState{ID: id.ID, Gen: id.Gen, Seen: seen})
+	for k, n := range keptMachine(st, id, s.machine) {
+		mseen[k] = max(mseen[k], n)
+	}
+	if s.machine == "" {
+		mseen = nil
+	}
+	b, _ := json.Marshal(seenState{ID: id.ID, Gen: id.Gen, Seen: seen, Machine: s.machine, MSeen: mseen})
 	return writeFileAtomic(path, b)
 }
 
@@ -763,7 +809,11 @@ func (s *Redis) join(ctx context.Context) error {
 		default:
 			// Seen by this machine under another name of the server
 			// (localhost, its address): the same loss.
-			if other, at := s.otherIndex(); other != nil {
+			other, at, err := s.otherIndex()
+			if err != nil {
+				return &StateError{fmt.Errorf("spend store %s: %w", s.url, err)}
+			}
+			if other != nil {
 				known = other
 				lost = fmt.Sprintf("its identity %s (generation %d), which this machine saw at %s (the same server, named another way), is gone: Redis was flushed or restarted without persistence", other.ID, other.Gen, at)
 				break
@@ -812,6 +862,12 @@ func (s *Redis) join(ctx context.Context) error {
 	s.ident = *cur
 	if cur.Reset != "" {
 		s.resetReason = cur.Reset
+		// The proxy that marked the identity may have stopped (a kill)
+		// before it marked every tree's stamp, which is what the proxies
+		// that took the emptied store for a new one read.
+		if err := markStamps(ctx, s.c, cur.Reset); err != nil {
+			return s.fail(err)
+		}
 		return nil
 	}
 	marked := counts && known.ID == cur.ID
@@ -925,6 +981,17 @@ func (s *Redis) markReset(ctx context.Context, why string) error {
 // reservations check only their tree's stamp, refuse from their next
 // call on.
 func (s *Redis) markStoreReset(ctx context.Context, why string) error {
+	// The stamps first too, unless an operator's newer generation is
+	// there (markReset adopts it): a proxy killed between the marks then
+	// leaves the running proxies refusing, not only those started later.
+	s.mu.Lock()
+	gen := s.ident.Gen
+	s.mu.Unlock()
+	if cur, err := readIdentity(ctx, s.c); err == nil && !(cur != nil && cur.By == "operator" && cur.Gen > gen) {
+		if err := markStamps(ctx, s.c, why); err != nil {
+			return s.fail(err)
+		}
+	}
 	if err := s.markReset(ctx, why); err != nil {
 		return err
 	}
@@ -954,6 +1021,34 @@ func markStamps(ctx context.Context, c redisconn.Client, why string) error {
 	})
 }
 
+// checkNewStamp is called when a reservation of this proxy made tree
+// tag's stamp: a proxy that found the store lost data marks its identity,
+// then every stamp there is, so a stamp made after that marking is found
+// by reading the identity after it was made. nil when the identity is the
+// one this proxy knows, unmarked; else the stamp is marked too and the
+// call is refused.
+func (s *Redis) checkNewStamp(tag string) error {
+	cur, err := readIdentity(s.ctx, s.c)
+	if err != nil {
+		return s.fail(err)
+	}
+	s.mu.Lock()
+	id := s.ident
+	s.mu.Unlock()
+	if cur != nil && cur.ID == id.ID && cur.Gen == id.Gen && cur.Reset == "" {
+		return nil
+	}
+	if cur != nil && cur.Reset != "" {
+		s.c.HSetNX(s.ctx, stampKeyPrefix+"{"+tag+"}", "reset", cur.Reset)
+	}
+	if err := s.storeChanged(tag); err != nil && !errors.Is(err, errRetry) {
+		return err
+	}
+	// An operator's newer generation, adopted: the call is refused as
+	// one the store could not decide, which the client may retry.
+	return s.fail(errors.New("the store's identity changed while this call's delegation tree was first stamped"))
+}
+
 // refresh reads the store's identity again, for a proxy in the reset
 // state or one whose generation is behind a tree's: an operator's newer
 // generation, without a reset, is adopted (and what the proxy saw of
@@ -967,6 +1062,9 @@ func (s *Redis) refresh(ctx context.Context) error {
 	defer s.mu.Unlock()
 	if cur != nil && cur.By == "operator" && cur.Reset == "" && cur.Gen > s.ident.Gen {
 		s.seen = forgetLifted(s.seen, cur, s.ident.Gen)
+		// The keys' fields of proxies and machines are not rebuilt by an
+		// operator's action: only the counts (seen) are kept.
+		s.own, s.mseen = nil, nil
 		for tag := range s.treeReset {
 			if cur.lifts(tag, s.ident.Gen) {
 				delete(s.treeReset, tag)
@@ -1340,6 +1438,9 @@ func InitStore(rawURL string, reset bool, roots ...string) (Identity, error) {
 		return fail(err)
 	}
 	if err := writeIdentity(ctx, c, *n, lifted, true); err != nil {
+		if errors.Is(err, ErrIdentityChanged) {
+			return Identity{}, fmt.Errorf("spend store %s: %w", redisconn.Redact(rawURL), err)
+		}
 		return fail(err)
 	}
 	return *n, nil
@@ -1383,13 +1484,14 @@ func nextIdentity(ctx context.Context, c redis.Cmdable, rawURL string) (*Identit
 	r := &Redis{rawURL: rawURL, stateDir: StateDir()}
 	if known, _, err := r.knownIdentity(); err == nil && known != nil {
 		after = known.Gen
-	} else if other, _ := r.otherIndex(); other != nil {
+	} else if other, _, _ := r.otherIndex(); other != nil {
 		after = other.Gen
 	}
 	if cur != nil {
 		after = max(after, cur.Gen, cur.Need)
 	}
 	n := newIdentity("operator", min(after, 1<<63-2))
+	n.was = cur
 	if cur == nil {
 		// The store lost its identity before a proxy found it: an
 		// operator who lifts some trees only (--root, store recover)
@@ -1457,13 +1559,40 @@ func writeIdentity(ctx context.Context, c redis.Cmdable, id Identity, lifted map
 		e, _ := json.Marshal(except)
 		fields = append(fields, "reset_rest", id.ResetRest, "reset_except", string(e))
 	}
-	_, err := c.TxPipelined(ctx, func(p redis.Pipeliner) error {
-		p.Del(ctx, identityKey)
-		p.HSet(ctx, identityKey, fields...)
-		return nil
-	})
-	return err
+	// Only over the identity the operator's command read: a loss a proxy
+	// found and marked meanwhile (Redis flushed again during the command)
+	// or another operator's generation is not overwritten.
+	read := []any{"", "", "", 0}
+	if id.was != nil {
+		read = []any{id.was.ID, id.was.Gen, id.was.Reset, id.was.Need}
+	}
+	ok, err := writeIdentityScript.Run(ctx, c, []string{identityKey}, append(read, fields...)...).Int()
+	if err != nil {
+		return err
+	}
+	if ok == 0 {
+		return ErrIdentityChanged
+	}
+	return nil
 }
+
+// ErrIdentityChanged is an operator's command that found the store's
+// identity changed between its read and its write: nothing is lifted.
+var ErrIdentityChanged = errors.New("the store's identity changed while the command ran (a proxy found a new loss, Redis lost its data again, or another operator acted): nothing was lifted; look at the store again (delegateos spend) and run the command again")
+
+// writeIdentityScript replaces the identity hash (KEYS[1]) with the fields
+// ARGV[5...] when it is the one an operator read: identity ARGV[1] ("":
+// none), generation ARGV[2], reset mark ARGV[3] and need ARGV[4]; it
+// returns 1, or 0 when it is not.
+var writeIdentityScript = redis.NewScript(`
+local cur = redis.call('HMGET', KEYS[1], 'id', 'g', 'reset', 'need')
+if (cur[1] or '') ~= ARGV[1] or (tonumber(cur[2] or '') or '') ~= (tonumber(ARGV[2]) or '') or (cur[3] or '') ~= ARGV[3] or (tonumber(cur[4] or '0') or 0) ~= tonumber(ARGV[4]) then
+  return 0
+end
+redis.call('DEL', KEYS[1])
+redis.call('HSET', KEYS[1], unpack(ARGV, 5))
+return 1
+`)
 
 // restamp gives every tree's stamp the identity and generation id, and
 // makes the list of trees again from the stamps. It lifts the reset of
@@ -1510,7 +1639,8 @@ redis.call('HSET', KEYS[1], 'id', ARGV[1], 'g', ARGV[2])
 if ARGV[3] == '1' then
   redis.call('HDEL', KEYS[1], 'reset')
   for _, f in ipairs(redis.call('HKEYS', KEYS[1])) do
-    if string.sub(f, 1, 2) == 'k:' and redis.call('EXISTS', string.sub(f, 3)) == 0 then
+    local kind = string.sub(f, 1, 2)
+    if (kind == 'k:' or kind == 'r:') and redis.call('EXISTS', string.sub(f, 3)) == 0 then
       redis.call('HDEL', KEYS[1], f)
     end
   end
@@ -1624,6 +1754,9 @@ func RecoverStore(rawURL string, usage []Usage) (Identity, error) {
 		return fail(err)
 	}
 	if err := writeIdentity(ctx, c, *n, lifted, false); err != nil {
+		if errors.Is(err, ErrIdentityChanged) {
+			return Identity{}, fmt.Errorf("spend store %s: %w", redisconn.Redact(rawURL), err)
+		}
 		return fail(err)
 	}
 	return *n, nil

@@ -63,7 +63,19 @@ type Redis struct {
 	// lost data (its calls are refused; the other trees' are not).
 	treeReset map[string]string
 	seen      map[string]int64
-	listed    map[string]bool // trees this proxy has added to treesKey
+	// own is, per first key, its count of calls at this proxy's latest
+	// reservation, which the reservation also wrote in the key's field
+	// "p:NONCE" (only this proxy writes it); mseen is the highest count
+	// this machine's proxies saw there, which each of their reservations
+	// raises the key's field "m:MACHINE" to (machine, the state
+	// directory's own ID; none without one). A store gone back to an
+	// older snapshot holds either field below what its proxy or machine
+	// saw, whatever calls other proxies made since took the key's count
+	// back up ("n", seen).
+	own     map[string]int64
+	mseen   map[string]int64
+	machine string
+	listed  map[string]bool // trees this proxy has added to treesKey
 	// seenSaved is when seen was last written to the state directory,
 	// savingSeen that it is being written.
 	seenSaved  time.Time
@@ -218,7 +230,8 @@ local p = base + nk
 -- under; and the calls of the first key, which must not be fewer than the
 -- proxy has seen. Nothing is written before these checks.
 local stamp, na = KEYS[nk + 3], #ARGV
-local sid, sgen, lastn, fresh = ARGV[na - 3], tonumber(ARGV[na - 2]), tonumber(ARGV[na - 1]), ARGV[na]
+local sid, sgen, lastn, fresh = ARGV[na - 7], tonumber(ARGV[na - 6]), tonumber(ARGV[na - 5]), ARGV[na - 4]
+local pid, pown, mid, mown = ARGV[na - 3], tonumber(ARGV[na - 2]), ARGV[na - 1], tonumber(ARGV[na])
 local st = redis.call('HMGET', stamp, 'id', 'g', 'reset')
 local newstamp = false
 if st[3] then return {6, st[3]} end
@@ -236,6 +249,18 @@ else
     local n = redis.call('HGET', KEYS[1], 'n') or '0'
     if (tonumber(n) or 0) < lastn then
       return {3, KEYS[1] .. ' counts ' .. n .. ' calls, fewer than the ' .. lastn .. ' this proxy saw'}
+    end
+  end
+  if g == sgen and pown > 0 then
+    local v = redis.call('HGET', KEYS[1], 'p:' .. pid) or '0'
+    if (tonumber(v) or 0) < pown then
+      return {3, KEYS[1] .. ' records ' .. v .. ' calls at this proxy\'s latest reservation, not the ' .. pown .. ' it made: Redis went back to an older snapshot (other proxies\' calls since took its count back up)'}
+    end
+  end
+  if g == sgen and mown > 0 and mid ~= '' then
+    local v = redis.call('HGET', KEYS[1], 'm:' .. mid) or '0'
+    if (tonumber(v) or 0) < mown then
+      return {3, KEYS[1] .. ' records ' .. v .. ' calls at the latest reservation of this machine\'s proxies, fewer than the ' .. mown .. ' they saw: Redis went back to an older snapshot (other machines\' calls since took its count back up)'}
     end
   end
 end
@@ -313,7 +338,12 @@ redis.call('HSET', open, rid, cost)
 for i = 1, nk do
   if isnew[i] then redis.call('HSET', stamp, 'k:' .. KEYS[i], '1') end
 end
-return {1, tonumber(sat(add(f[1][3], '1')))}
+local newn = sat(add(f[1][3], '1'))
+redis.call('HSET', KEYS[1], 'p:' .. pid, newn)
+if mid ~= '' and cmp(redis.call('HGET', KEYS[1], 'm:' .. mid) or '0', newn) < 0 then
+  redis.call('HSET', KEYS[1], 'm:' .. mid, newn)
+end
+return {1, tonumber(newn)}
 `)
 
 // commitScript ends a reservation: it drops the held cost (ARGV[2]) at
@@ -380,6 +410,12 @@ func OpenRedisIn(rawURL, stateDir string) (*Redis, error) {
 		return nil, err
 	}
 	s.warnings = warnings
+	if stateDir != "" {
+		if s.machine, err = machineID(stateDir); err != nil {
+			c.Close()
+			return nil, &StateError{fmt.Errorf("spend store %s: %w", s.url, err)}
+		}
+	}
 	if err := s.join(ctx); err != nil {
 		c.Close()
 		return nil, err
@@ -450,9 +486,9 @@ func (s *Redis) Reserve(levels []Level, cost int64) (*Reservation, error) {
 			}
 		}
 		s.mu.Lock()
-		id, seen := s.ident, s.seen[keys[0]]
+		id, seen, own, mseen := s.ident, s.seen[keys[0]], s.own[keys[0]], s.mseen[keys[0]]
 		s.mu.Unlock()
-		args = append(args, id.ID, id.Gen, seen, fresh)
+		args = append(args, id.ID, id.Gen, seen, fresh, s.nonce, own, s.machine, mseen)
 		res, err = reserveScript.Run(s.ctx, s.c, skeys, args...).Slice()
 		if err != nil || len(res) == 0 {
 			break
@@ -531,7 +567,18 @@ func (s *Redis) Reserve(levels []Level, cost int64) (*Reservation, error) {
 	}
 	if fresh == "1" {
 		// The script made the tree's stamp (or found it made), whether or
-		// not the budget had room.
+		// not the budget had room: unless the store's identity was marked
+		// lost meanwhile, by a proxy whose marking of every stamp came
+		// before this one was made (checkNewStamp).
+		if err := s.checkNewStamp(tag); err != nil {
+			if ok {
+				cmd := commitCmd{Keys: rkeys, RID: rid, Cost: cost}
+				if cmd.run(s.ctx, s.c) != nil {
+					s.retry(cmd)
+				}
+			}
+			return nil, err
+		}
 		s.addTree(tag)
 	}
 	if !ok {
@@ -545,6 +592,19 @@ func (s *Redis) Reserve(levels []Level, cost int64) (*Reservation, error) {
 			s.seen = make(map[string]int64)
 		}
 		s.seen[keys[0]] = n
+	}
+	if n > s.own[keys[0]] {
+		if s.own == nil {
+			s.own = make(map[string]int64)
+		}
+		s.own[keys[0]] = n
+	}
+	if s.machine != "" && n > s.mseen[keys[0]] {
+		if s.mseen == nil {
+			s.mseen = make(map[string]int64)
+		}
+		s.mseen[keys[0]] = n
+		grew = true
 	}
 	if s.l.open == nil {
 		s.l.open = make(map[uint64]*Reservation)

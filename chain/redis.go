@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"path/filepath"
 	"time"
 
 	"github.com/delegateos/delegateos/internal/redisconn"
@@ -73,6 +74,30 @@ func OpenSharedCopy(local Store, rawURL, copyPath string) (*Shared, error) {
 		for k := range seed {
 			s.durable.copied[k] = true
 		}
+		// The machine's other copies (an earlier version's, named by the
+		// URL as written; one written under another name of the server,
+		// localhost or its address, behind NAT or an alias, which no
+		// canonical name links): their entries are held and written to
+		// this one. An ending is a fact of its delegation, so taking one
+		// from another set only refuses more (fail closed).
+		others, _ := filepath.Glob(filepath.Join(filepath.Dir(copyPath), "redis-*.ended.json"))
+		for _, other := range others {
+			if other == copyPath {
+				continue
+			}
+			old, err := loadEndedCopy(other)
+			if err != nil {
+				c.Close()
+				return nil, fmt.Errorf("the durable copy of the ended-delegation set: %w", err)
+			}
+			for k, v := range old {
+				if _, ok := seed[k]; !ok {
+					seed[k] = v
+					s.durable.pending[k] = v
+					s.durable.copied[k] = true
+				}
+			}
+		}
 	}
 	s.copy, err = redisset.Open(c, redisset.Options{
 		What: "ended-delegation set " + s.url, Hash: endedHash, Channel: endedChannel,
@@ -104,10 +129,12 @@ func OpenSharedCopy(local Store, rawURL, copyPath string) (*Shared, error) {
 }
 
 // StateCopyName is the file name, in a state directory, of the durable
-// copy of the ended-delegation set at rawURL: named by its host and
-// database, not its password or parameters.
+// copy of the ended-delegation set at rawURL: named by the store's
+// canonical address (redisconn.Address), so that every spelling of the
+// URL (localhost or 127.0.0.1, the default database left out) names one
+// copy; not its password or parameters.
 func StateCopyName(rawURL string) string {
-	return redisconn.StateName(rawURL, ".ended.json")
+	return redisconn.CanonicalStateName(rawURL, ".ended.json")
 }
 
 // checkEnded checks an entry of the set: a delegation key (or, written

@@ -192,17 +192,34 @@ func Open(pol *policy.Policy, opts Options) (_ *Snapshot, err error) {
 	return s, nil
 }
 
-// openRevocations opens the policy's revocation list: with a Redis list
-// and a workspace, the proxy keeps a durable copy of the list in the
-// workspace (revocations.json), restored to Redis if Redis loses entries.
+// openRevocations opens the policy's revocation list: with a Redis list,
+// the proxy keeps durable copies of the list, in its workspace
+// (revocations.json) if it has one, and in the machine's state directory
+// (shared by the proxies of every workspace), restored to Redis if Redis
+// loses entries: a revocation the fleet's Redis forgets while no proxy
+// that knew it runs is written back by the next proxy of a machine that
+// knew it.
 func openRevocations(pol *policy.Policy) (revocation.Live, error) {
-	if !redisconn.IsURL(pol.RevocationList) || pol.Workspace == "" {
+	if !redisconn.IsURL(pol.RevocationList) {
 		return revocation.Open(pol.RevocationList)
 	}
-	if err := os.MkdirAll(pol.Workspace, 0o755); err != nil {
-		return nil, err
+	var copies []string
+	if pol.Workspace != "" {
+		if err := os.MkdirAll(pol.Workspace, 0o755); err != nil {
+			return nil, err
+		}
+		copies = append(copies, filepath.Join(pol.Workspace, WorkspaceRevocations))
 	}
-	r, err := revocation.OpenRedisCopy(pol.RevocationList, filepath.Join(pol.Workspace, WorkspaceRevocations))
+	if dir := budget.StateDir(); dir != "" {
+		if err := os.MkdirAll(dir, 0o700); err != nil {
+			return nil, fmt.Errorf("the state directory %s, where the machine keeps a durable copy of the revocation list: %w; set DELEGATEOS_STATE_DIR to a directory the proxy can write", dir, err)
+		}
+		copies = append(copies, filepath.Join(dir, redisconn.CanonicalStateName(pol.RevocationList, ".revocations.json")))
+	}
+	if len(copies) == 0 {
+		return revocation.Open(pol.RevocationList)
+	}
+	r, err := revocation.OpenRedisCopy(pol.RevocationList, copies...)
 	if err != nil {
 		return nil, err
 	}

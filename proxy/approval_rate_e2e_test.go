@@ -28,11 +28,10 @@ func newRatedApprovalRun(t *testing.T, rate string) *approvalRun {
 	return &approvalRun{e: e, p: p, tok: tok}
 }
 
-// A 2026-07-28 client's approved call
-// is one call against the rate limits. The request answered with
-// input_required is never forwarded, so it must not hold a slot the
-// request sent back with the answer then lacks: under rate: 1/1h an
-// approved call must run.
+// A 2026-07-28 client's approved call is one call against the rate limits.
+// The request answered with input_required is never forwarded, so it must
+// not hold a slot the request sent back with the answer then lacks: under
+// rate: 1/1h an approved call must run.
 // Found by the red team of the stdio relay (was TestRedteamStdioModernApprovalRate).
 func TestE2EApprovalModernCallIsOneRateSlot(t *testing.T) {
 	r := newRatedApprovalRun(t, "1/1h")
@@ -47,12 +46,11 @@ func TestE2EApprovalModernCallIsOneRateSlot(t *testing.T) {
 	}
 }
 
-// A call refused for want of
-// approval keeps its one rate-limit slot (README: a person was asked, or
-// could have been), whether the client is asked with elicitation/create
-// or with input_required; the input_required ask and the retry are one
-// call, not two. Under rate: 2/1h one echo still fits after the refusal,
-// and a second does not.
+// A call refused for want of approval keeps its one rate-limit slot
+// (README: a person was asked, or could have been), whether the client is
+// asked with elicitation/create or with input_required; the input_required
+// ask and the retry are one call, not two. Under rate: 2/1h one echo still
+// fits after the refusal, and a second does not.
 // Found by the red team of the stdio relay (was TestRedteamStdioRefusedApprovalRate).
 func TestE2EApprovalRefusedKeepsOneRateSlot(t *testing.T) {
 	for _, modern := range []bool{false, true} {
@@ -81,13 +79,13 @@ func TestE2EApprovalRefusedKeepsOneRateSlot(t *testing.T) {
 	}
 }
 
-// Ids that other readers might confuse with a
-// held call's or with the proxy's approval request's do not reach them.
-// A cancellation naming "7" or "\u0037" (strings) leaves the call held
-// under the number 7, as does one whose requestId is re-cased; a request
-// under the approval request's own id is an ordinary request (held in its
-// turn); an answer under the approval id as a number, or with the id
-// re-cased, is not an answer to it; and the real answer still works.
+// Ids that other readers might confuse with a held call's or with the
+// proxy's approval request's do not reach them. A cancellation naming "7"
+// or "\u0037" (strings) leaves the call held under the number 7, as does
+// one whose requestId is re-cased; a request under the approval request's
+// own id is an ordinary request (held in its turn); an answer under the
+// approval id as a number, or with the id re-cased, is not an answer to
+// it; and the real answer still works.
 // Found by the red team of the stdio relay (was TestRedteamStdioHeldIDs).
 func TestE2EApprovalHeldIDsNotConfused(t *testing.T) {
 	r := newRawApprovalBudget(t, "required", 1000)

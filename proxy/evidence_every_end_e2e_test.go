@@ -83,12 +83,11 @@ func nextAsk(t *testing.T, c *mcptest.Raw) string {
 	}
 }
 
-// Every gated request leaves exactly
-// one decision receipt however it ends — allowed, held and cancelled,
-// held and approved, held when the client goes away — and every call
-// that reached the upstream exactly one execution receipt, including
-// one still running when the client disconnects; a held call that never
-// reached it has none.
+// Every gated request leaves exactly one decision receipt however it ends
+// — allowed, held and cancelled, held and approved, held when the client
+// goes away — and every call that reached the upstream exactly one
+// execution receipt, including one still running when the client
+// disconnects; a held call that never reached it has none.
 // Found by the red team of the stdio relay (was TestRedteamStdioEvidenceEveryEnd).
 func TestE2EEvidenceEveryEnd(t *testing.T) {
 	e := mcptest.NewEnv(t)
@@ -130,9 +129,9 @@ func TestE2EEvidenceEveryEnd(t *testing.T) {
 	}
 }
 
-// An upstream that dies with a
-// call in flight and another held for approval leaves an execution
-// receipt for the one it had (unanswered) and a refusal for the held one.
+// An upstream that dies with a call in flight and another held for
+// approval leaves an execution receipt for the one it had (unanswered) and
+// a refusal for the held one.
 // Found by the red team of the stdio relay (was TestRedteamStdioEvidenceUpstreamCrash).
 func TestE2EEvidenceUpstreamCrash(t *testing.T) {
 	e := mcptest.NewEnv(t)
@@ -159,11 +158,11 @@ func TestE2EEvidenceUpstreamCrash(t *testing.T) {
 	}
 }
 
-// An approval asked of an MCP
-// 2026-07-28 client (input_required) that never sends the call back
-// ends too — with the session, here — and like every approval it leaves
-// a human approval receipt, naming the WAITING decision it concluded; a
-// held call of an initialize client ends the same way.
+// An approval asked of an MCP 2026-07-28 client (input_required) that
+// never sends the call back ends too — with the session, here — and like
+// every approval it leaves a human approval receipt, naming the WAITING
+// decision it concluded; a held call of an initialize client ends the same
+// way.
 // Found by the red team of the stdio relay (was TestRedteamStdioEvidenceModernAskAbandoned).
 func TestE2EEvidenceModernAskAbandoned(t *testing.T) {
 	e := mcptest.NewEnv(t)
@@ -197,9 +196,9 @@ func TestE2EEvidenceModernAskAbandoned(t *testing.T) {
 	}
 }
 
-// An approval asked with
-// input_required that expires without the call coming back gets its
-// TIMEOUT receipt when the proxy next asks, naming its WAITING decision.
+// An approval asked with input_required that expires without the call
+// coming back gets its TIMEOUT receipt when the proxy next asks, naming
+// its WAITING decision.
 // Found by the red team of the stdio relay (was TestRedteamStdioEvidenceModernAskExpired).
 func TestE2EEvidenceModernAskExpired(t *testing.T) {
 	e := mcptest.NewEnv(t)

@@ -39,12 +39,9 @@ func TestE2EFaultCorruptSeenFileRefused(t *testing.T) {
 		}
 	}
 	f.restore(snap)
-	p2 := f.e.StartProxy(mcptest.ProxyOptions{Policy: f.policy(""), Token: f.a, LogToStderr: true, WantExit: func(code int) bool { return code == 2 }})
-	if !p2.WaitExit(mcptest.WaitTimeout) {
-		t.Fatal("the proxy started on a cut seen.json")
-	}
-	if !strings.Contains(p2.Stderr.String(), "not a file of seen counts") {
-		t.Errorf("the refusal does not name the seen file: %s", p2.Stderr.String())
+	stderr := f.startRefused("on a cut seen.json")
+	if !strings.Contains(stderr, "not a file of seen counts") {
+		t.Errorf("the refusal does not name the seen file: %s", stderr)
 	}
 	f.sameAsUpstreams([]*mcptest.Process{p1}, n+m)
 }
@@ -174,12 +171,9 @@ func TestE2EFaultDeletedSeenFileRefused(t *testing.T) {
 		}
 	}
 	f.restore(snap)
-	p2 := f.e.StartProxy(mcptest.ProxyOptions{Policy: f.policy(""), Token: f.a, LogToStderr: true, WantExit: func(code int) bool { return code == 2 }})
-	if !p2.WaitExit(mcptest.WaitTimeout) {
-		t.Fatal("the proxy started on a deleted seen.json")
-	}
-	if !strings.Contains(p2.Stderr.String(), "is gone (deleted)") || !strings.Contains(p2.Stderr.String(), "store init --reset") {
-		t.Errorf("the refusal does not say the seen file is gone and what to run: %s", p2.Stderr.String())
+	stderr := f.startRefused("on a deleted seen.json")
+	if !strings.Contains(stderr, "is gone (deleted)") || !strings.Contains(stderr, "store init --reset") {
+		t.Errorf("the refusal does not say the seen file is gone and what to run: %s", stderr)
 	}
 	f.sameAsUpstreams([]*mcptest.Process{p1}, n+m)
 }

@@ -5,6 +5,7 @@ package proxy_test
 import (
 	"context"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/delegateos/delegateos/internal/mcptest"
@@ -109,4 +110,16 @@ func drain(t *testing.T, s *mcptest.Session, max int) (forwarded int64, typ, det
 func (f *fleet) settled() {
 	f.t.Helper()
 	mcptest.Eventually(f.t, "the calls settled", func() bool { return f.usage()[f.key(1)].Reserved == 0 })
+}
+
+// startRefused starts a proxy on A that must refuse to start (exit 2),
+// and returns what it wrote on stderr; what says on what it must not
+// start, for the failure.
+func (f *fleet) startRefused(what string) string {
+	f.t.Helper()
+	p := f.e.StartProxy(mcptest.ProxyOptions{Policy: f.policy(""), Token: f.a, LogToStderr: true, WantExit: func(code int) bool { return code == 2 }})
+	if !p.WaitExit(mcptest.WaitTimeout) {
+		f.t.Fatal(strings.TrimSpace("the proxy started " + what))
+	}
+	return p.Stderr.String()
 }

@@ -36,13 +36,10 @@ func TestE2EFaultCorruptSeenFileRemedyWorks(t *testing.T) {
 	}
 	refused := func(want ...string) {
 		t.Helper()
-		p := f.e.StartProxy(mcptest.ProxyOptions{Policy: f.policy(""), Token: f.a, LogToStderr: true, WantExit: func(code int) bool { return code == 2 }})
-		if !p.WaitExit(mcptest.WaitTimeout) {
-			t.Fatal("the proxy started")
-		}
+		stderr := f.startRefused("")
 		for _, w := range want {
-			if !strings.Contains(p.Stderr.String(), w) {
-				t.Errorf("the refusal does not say %q: %s", w, p.Stderr.String())
+			if !strings.Contains(stderr, w) {
+				t.Errorf("the refusal does not say %q: %s", w, stderr)
 			}
 		}
 	}

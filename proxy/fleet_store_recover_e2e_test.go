@@ -373,11 +373,7 @@ func TestE2EFaultCorruptIndexNamesItsRemedy(t *testing.T) {
 	if len(cut) == 0 {
 		t.Fatalf("no index of the store's identity in the state directory: %v", idx)
 	}
-	p2 := f.e.StartProxy(mcptest.ProxyOptions{Policy: f.policy(""), Token: f.a, LogToStderr: true, WantExit: func(code int) bool { return code == 2 }})
-	if !p2.WaitExit(mcptest.WaitTimeout) {
-		t.Fatal("the proxy started on a cut index of the store's identity")
-	}
-	msg := p2.Stderr.String()
+	msg := f.startRefused("on a cut index of the store's identity")
 	if !strings.Contains(msg, "not a store identity") {
 		t.Fatalf("the refusal does not name the index: %s", msg)
 	}

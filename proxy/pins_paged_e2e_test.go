@@ -69,10 +69,10 @@ func runPagedUpstream(mode string) int {
 	return 0
 }
 
-// Pins across pages. A tool listed on two
-// pages with two definitions is hidden where it differs and refused when
-// called (the proxy's own listing reads every page); a cursor the client
-// makes up gets a page that is filtered like any other.
+// Pins across pages. A tool listed on two pages with two definitions is
+// hidden where it differs and refused when called (the proxy's own listing
+// reads every page); a cursor the client makes up gets a page that is
+// filtered like any other.
 // Found by the red team of the stdio relay (was TestRedteamStdioPinsPaged).
 func TestE2EPinsAcrossPages(t *testing.T) {
 	t.Parallel()

@@ -67,6 +67,23 @@ type Redis struct {
 // an empty log would decide the same.
 const rateKeyPrefix = redisconn.Prefix + "rate:"
 
+// stampKey returns the key of the stamp of the delegation tree of level
+// (the budget package's, which these scripts read and mark).
+func stampKey(level string) string {
+	return redisconn.Prefix + "stamp:{" + redisconn.HashTag(level) + "}"
+}
+
+// LostError is a call refused because the store lost a rate-limit window
+// that held calls: an error matching redisconn.ErrReset (store_reset).
+type LostError struct{ Store, Key string }
+
+func (e *LostError) Error() string {
+	return fmt.Sprintf("rate-limit store %s has lost data: the window %s is gone while it held calls (deleted or evicted); the delegation tree's calls are refused until an operator rebuilds it from the fleet's audit logs ('delegateos store recover --store URL --root ID --audit LOG... --policy FILE') or accepts the loss ('delegateos store init --store URL --reset --root ID')", e.Store, e.Key)
+}
+
+// Is makes errors.Is(err, redisconn.ErrReset) hold.
+func (e *LostError) Is(target error) bool { return target == redisconn.ErrReset }
+
 // redisKey returns the Redis key of k's log under the limit lim.
 func redisKey(k Key, lim Limit) string {
 	return rateKeyPrefix + "{" + redisconn.HashTag(k.Level) + "}:" + strconv.Itoa(len(k.Limit)) + ":" + k.Limit + ":" +
@@ -103,39 +120,67 @@ end
 // to 2^53, and a time in microseconds since 1970 is about 2^51. It
 // returns {1, t}, or {0, i, wait} for the key i (from 1) whose wait in
 // microseconds is the longest.
+//
+// The last key of KEYS is the delegation tree's stamp (see the budget
+// package): each admission records there, in a field "r:KEY", when each
+// log it wrote leaves its window; a log that is gone before then was lost
+// (deleted, evicted, a partial restore), and the call is refused, the
+// stamp marked lost ({2, i}, i the key), rather than admitted on a window
+// that forgot its calls.
 var reserveScript = redis.NewScript(luaTime + `
 local now = tonumber(ARGV[1])
 if not now then
   local tm = redis.call('TIME')
   now = tonumber(tm[1]) * 1000000 + tonumber(tm[2])
 end
+local stamp = KEYS[#KEYS]
+local nkeys = #KEYS - 1
+for i = 1, nkeys do
+  if redis.call('EXISTS', KEYS[i]) == 0 then
+    local until_ = tonumber(redis.call('HGET', stamp, 'r:' .. KEYS[i]) or '0') or 0
+    -- A second's slack: the log's expiry, in milliseconds from the
+    -- server's cached clock, may come a little before its window ends.
+    if until_ > now + 1000000 then
+      redis.call('HSETNX', stamp, 'reset', 'the rate-limit window ' .. KEYS[i] .. ' is gone while it held calls (deleted or evicted)')
+      return {2, i}
+    end
+  end
+end
 local t = now
-for i = 1, #KEYS do
+for i = 1, nkeys do
   local newest = time(KEYS[i], 0)
   if newest and newest >= t then t = newest + 1 end
 end
 local worst, wi = 0, 0
-for i = 1, #KEYS do
+for i = 1, nkeys do
   local n, per = tonumber(ARGV[2 * i]), tonumber(ARGV[2 * i + 1])
   local nth = time(KEYS[i], n - 1)
   if nth and nth + per - t > worst then worst, wi = nth + per - t, i end
 end
 if wi > 0 then return {0, wi, worst} end
 local at = string.format('%d', t)
-for i = 1, #KEYS do
+for i = 1, nkeys do
   local n, per = tonumber(ARGV[2 * i]), tonumber(ARGV[2 * i + 1])
   redis.call('LPUSH', KEYS[i], at)
   redis.call('LTRIM', KEYS[i], 0, n - 1)
   redis.call('PEXPIRE', KEYS[i], math.ceil((t + per - now) / 1000))
+  if redis.call('EXISTS', stamp) == 1 then
+    redis.call('HSET', stamp, 'r:' .. KEYS[i], string.format('%d', t + per))
+  end
 end
 return {1, t}
 `)
 
 // releaseScript takes the time ARGV[1] out of each log of KEYS, and
 // returns how many held it.
+// The last key of KEYS is the tree's stamp: a log the release empties
+// (Redis deletes it) is no longer expected there.
 var releaseScript = redis.NewScript(`
-local n = 0
-for i = 1, #KEYS do n = n + redis.call('LREM', KEYS[i], 1, ARGV[1]) end
+local n, stamp = 0, KEYS[#KEYS]
+for i = 1, #KEYS - 1 do
+  n = n + redis.call('LREM', KEYS[i], 1, ARGV[1])
+  if redis.call('EXISTS', KEYS[i]) == 0 then redis.call('HDEL', stamp, 'r:' .. KEYS[i]) end
+end
 return n
 `)
 
@@ -202,11 +247,14 @@ func (r *Redis) Reserve(keys []Key, now time.Time) (Admission, error) {
 		rkeys[i] = redisKey(k, lim)
 		args = append(args, lim.N, windowMicros(lim))
 	}
+	rkeys = append(rkeys, stampKey(distinct[0].Level))
 	res, err := reserveScript.Run(context.Background(), r.c, rkeys, args...).Int64Slice()
 	if err != nil {
 		return Admission{}, r.fail(err)
 	}
 	switch {
+	case len(res) == 2 && res[0] == 2 && res[1] >= 1 && res[1] <= int64(len(distinct)):
+		return Admission{}, &LostError{Store: r.url, Key: rkeys[res[1]-1]}
 	case len(res) == 2 && res[0] == 1 && res[1] > 0:
 		return Admission{keys: keys, at: res[1], released: new(atomic.Bool)}, nil
 	case len(res) == 3 && res[0] == 0 && res[1] >= 1 && res[1] <= int64(len(distinct)) && res[2] > 0:
@@ -234,6 +282,7 @@ func (r *Redis) Release(a Admission) error {
 			rkeys = append(rkeys, redisKey(k, r.limits[k.Limit]))
 		}
 	}
+	rkeys = append(rkeys, stampKey(a.keys[0].Level))
 	if err := releaseScript.Run(context.Background(), r.c, rkeys, a.at).Err(); err != nil {
 		a.released.Store(false)
 		return r.fail(err)

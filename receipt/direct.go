@@ -216,7 +216,11 @@ func (e *Encoder) AppendDecision(dst []byte, d *Decision, o *Options, seq int64,
 	dst = canon.AppendString(dst, d.Method)
 	dst = append(dst, `,"payload_hash":`...)
 	dst = appendHash(dst, &d.Payload)
-	dst = appendStr(dst, `,"policy_context_hash":`, o.PolicyHash, false)
+	policyHash := o.PolicyHash
+	if d.PolicyHash != "" {
+		policyHash = d.PolicyHash // decided by a policy reloaded since
+	}
+	dst = appendStr(dst, `,"policy_context_hash":`, policyHash, false)
 	dst = appendStr(dst, `,"reason":`, reason, false)
 	dst = appendStr(dst, `,"resource":`, Clip(d.Target), false)
 	return append(dst, `,"schema_version":"`+KindDecision+`"}`...)

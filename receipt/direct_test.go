@@ -211,6 +211,9 @@ func randomRecords(rng *rand.Rand) (*Options, *Decision, *Execution) {
 	if rng.IntN(3) == 0 {
 		d.AuditID = "urn:uuid:" + randomText(rng)
 	}
+	if rng.IntN(3) == 0 {
+		d.PolicyHash = randomText(rng) // decided by a policy reloaded since
+	}
 	if rng.IntN(4) > 0 {
 		d.Requested = &dct.Capability{Namespace: randomText(rng), Action: randomText(rng), Resource: randomText(rng)}
 	}

@@ -61,15 +61,19 @@ type Redis struct {
 	list *List
 
 	restored atomic.Int64
-	copyPath string
-	mu       sync.Mutex
-	copied   map[string]bool // fields in the durable copy (or pending)
-	copyErr  error
+	// copyPaths are the durable copies: the workspace's, the machine's.
+	copyPaths []string
+	mu        sync.Mutex
+	copied    map[copyField]bool // fields in each durable copy (or pending)
+	copyErr   error
 	// opening: Open has not returned, and the entries read meanwhile,
-	// pending, are written to the copy in one write before it does.
+	// pending, are written to each copy in one write before it does.
 	opening bool
-	pending []Entry
+	pending map[string][]Entry
 }
+
+// copyField is an entry's field in one durable copy.
+type copyField struct{ path, field string }
 
 // OpenRedis opens the revocation list at a redis:// or rediss:// URL and
 // waits up to a few seconds for its first read. An empty list is an empty
@@ -79,7 +83,7 @@ type Redis struct {
 // entry, and writes back every entry it holds that Redis lacks (see
 // redisset.Options.WriteBack).
 func OpenRedis(rawURL string) (*Redis, error) {
-	return OpenRedisCopy(rawURL, "")
+	return OpenRedisCopy(rawURL)
 }
 
 // OpenRedisCopy is OpenRedis with a durable copy of the list kept in the
@@ -90,32 +94,56 @@ func OpenRedis(rawURL string) (*Redis, error) {
 // received them) restores them before it decides on a token; every entry
 // read from Redis is appended to it. It fails when the copy cannot be read
 // or written, or the entries cannot be written back.
-func OpenRedisCopy(rawURL, copyPath string) (*Redis, error) {
+//
+// Several copies (a workspace's and the machine's, in its state directory,
+// which proxies of every workspace share) are each kept whole: an entry
+// one holds and another lacks is written to the other.
+func OpenRedisCopy(rawURL string, copyPaths ...string) (*Redis, error) {
 	c, err := redisconn.Open(rawURL)
 	if err != nil {
 		return nil, fmt.Errorf("revocation list: %w", err)
 	}
-	r := &Redis{url: redisconn.Redact(rawURL), c: c, list: NewList(), copyPath: copyPath, opening: copyPath != ""}
-	var seed map[string]string
-	if copyPath != "" {
-		l, err := Load(copyPath)
-		switch {
-		case errors.Is(err, fs.ErrNotExist):
-			l = NewList()
-		case err != nil:
-			c.Close()
-			return nil, fmt.Errorf("the durable copy of the revocation list: %w", err)
+	r := &Redis{url: redisconn.Redact(rawURL), c: c, list: NewList()}
+	for _, p := range copyPaths {
+		if p != "" {
+			r.copyPaths = append(r.copyPaths, p)
 		}
+	}
+	r.opening = len(r.copyPaths) > 0
+	var seed map[string]string
+	if len(r.copyPaths) > 0 {
 		seed = map[string]string{}
-		r.copied = map[string]bool{}
-		for _, e := range l.Entries() {
-			v, err := json.Marshal(e)
-			if err != nil {
+		entries := map[string]Entry{}
+		r.copied = map[copyField]bool{}
+		r.pending = map[string][]Entry{}
+		for _, p := range r.copyPaths {
+			l, err := Load(p)
+			switch {
+			case errors.Is(err, fs.ErrNotExist):
+				l = NewList()
+			case err != nil:
 				c.Close()
-				return nil, err
+				return nil, fmt.Errorf("the durable copy of the revocation list: %w", err)
 			}
-			seed[redisField(e)] = string(v)
-			r.copied[redisField(e)] = true
+			for _, e := range l.Entries() {
+				v, err := json.Marshal(e)
+				if err != nil {
+					c.Close()
+					return nil, err
+				}
+				seed[redisField(e)] = string(v)
+				entries[redisField(e)] = e
+				r.copied[copyField{p, redisField(e)}] = true
+			}
+		}
+		// What one copy holds and another lacks is written to it.
+		for f, e := range entries {
+			for _, p := range r.copyPaths {
+				if !r.copied[copyField{p, f}] {
+					r.pending[p] = append(r.pending[p], e)
+					r.copied[copyField{p, f}] = true
+				}
+			}
 		}
 	}
 	r.copy, err = redisset.Open(c, redisset.Options{
@@ -146,44 +174,48 @@ func OpenRedisCopy(rawURL, copyPath string) (*Redis, error) {
 // flushPending writes the entries read while opening to the durable copy,
 // in one write, and ends the opening.
 func (r *Redis) flushPending() error {
-	if r.copyPath == "" {
+	if len(r.copyPaths) == 0 {
 		return nil
 	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.opening = false
-	if len(r.pending) > 0 {
-		if err := appendFile(r.copyPath, r.pending...); err != nil && r.copyErr == nil {
-			r.copyErr = fmt.Errorf("the durable copy of the revocation list, %s, cannot be written: %w", r.copyPath, err)
+	for _, p := range r.copyPaths {
+		if len(r.pending[p]) > 0 {
+			if err := appendFile(p, r.pending[p]...); err != nil && r.copyErr == nil {
+				r.copyErr = fmt.Errorf("the durable copy of the revocation list, %s, cannot be written: %w", p, err)
+			}
 		}
-		r.pending = nil
 	}
+	r.pending = nil
 	return r.copyErr
 }
 
-// keepCopy appends an entry to the durable copy, unless it is there.
+// keepCopy appends an entry to each durable copy, unless it is there.
 func (r *Redis) keepCopy(field string, e Entry) {
-	if r.copyPath == "" {
+	if len(r.copyPaths) == 0 {
 		return
 	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	if r.copied[field] {
-		return
-	}
-	if r.opening {
-		// Written in one go before Open returns.
-		r.pending = append(r.pending, e)
-		r.copied[field] = true
-		return
-	}
-	if err := appendFile(r.copyPath, e); err != nil {
-		if r.copyErr == nil {
-			r.copyErr = fmt.Errorf("the durable copy of the revocation list, %s, cannot be written: %w", r.copyPath, err)
+	for _, p := range r.copyPaths {
+		if r.copied[copyField{p, field}] {
+			continue
 		}
-		return
+		if r.opening {
+			// Written in one go before Open returns.
+			r.pending[p] = append(r.pending[p], e)
+			r.copied[copyField{p, field}] = true
+			continue
+		}
+		if err := appendFile(p, e); err != nil {
+			if r.copyErr == nil {
+				r.copyErr = fmt.Errorf("the durable copy of the revocation list, %s, cannot be written: %w", p, err)
+			}
+			continue
+		}
+		r.copied[copyField{p, field}] = true
 	}
-	r.copied[field] = true
 }
 
 func (r *Redis) copyError() error {

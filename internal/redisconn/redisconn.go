@@ -18,6 +18,8 @@ import (
 	"fmt"
 	"net"
 	"net/url"
+	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -380,6 +382,67 @@ func HashTag(key string) string {
 // braces drops braces; a Replacer is built once, since building one costs
 // kilobytes.
 var braces = strings.NewReplacer("{", "", "}", "")
+
+// Address returns the canonical address of the store at rawURL:
+// HOST:PORT/DB with the host in lower case (an IP address in its
+// shortest form), the port 6379 and the database 0 when left out, without
+// scheme, user, password or parameters; a cluster's seeds sorted, joined
+// by commas. A URL that does not parse is its host and path as written.
+func Address(rawURL string) string {
+	if IsCluster(rawURL) {
+		_, rest, _ := strings.Cut(rawURL, "://")
+		if i := strings.IndexAny(rest, "/?#"); i >= 0 {
+			rest = rest[:i]
+		}
+		if i := strings.LastIndex(rest, "@"); i >= 0 {
+			rest = rest[i+1:]
+		}
+		var seeds []string
+		for _, h := range strings.Split(rest, ",") {
+			o, err := redis.ParseURL("redis://" + h)
+			if err != nil {
+				seeds = append(seeds, strings.ToLower(h))
+				continue
+			}
+			seeds = append(seeds, canonHostPort(o.Addr))
+		}
+		slices.Sort(seeds)
+		return strings.Join(slices.Compact(seeds), ",") + "/0"
+	}
+	o, err := redis.ParseURL(rawURL)
+	if err != nil {
+		if u, err := url.Parse(rawURL); err == nil {
+			return strings.ToLower(u.Host) + u.Path
+		}
+		return rawURL
+	}
+	return canonHostPort(o.Addr) + "/" + strconv.Itoa(o.DB)
+}
+
+// canonHostPort returns HOST:PORT with the host in lower case, an IP
+// address in its shortest form.
+func canonHostPort(addr string) string {
+	host, port, err := net.SplitHostPort(addr)
+	if err != nil {
+		return strings.ToLower(addr)
+	}
+	host = strings.ToLower(host)
+	if ip := net.ParseIP(host); ip != nil {
+		host = ip.String()
+	}
+	return net.JoinHostPort(host, port)
+}
+
+// CanonicalStateName returns the file name, in a state directory, of
+// what a machine keeps about the store at rawURL, named by its canonical
+// address (Address), so that every spelling of one database of one server
+// (the default port or database left out, a trailing slash, the host's
+// case, a cluster's seeds in another order) names one file: "redis-", a
+// hash of the address, and suffix.
+func CanonicalStateName(rawURL, suffix string) string {
+	sum := sha256.Sum256([]byte("store " + Address(rawURL)))
+	return "redis-" + hex.EncodeToString(sum[:8]) + suffix
+}
 
 // StateName returns the file name, in a state directory, of what a
 // machine keeps about the store at rawURL: "redis-", a hash of the URL's
