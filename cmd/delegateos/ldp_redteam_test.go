@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"github.com/delegateos/delegateos/identity"
+	"github.com/delegateos/delegateos/reputation"
 	"net"
 	"net/http"
 	"os"
@@ -673,5 +674,54 @@ func TestLDPRedteamStrangerBodies(t *testing.T) {
 	}
 	if res.StatusCode != http.StatusRequestEntityTooLarge && res.StatusCode != http.StatusServiceUnavailable {
 		t.Fatalf("a stranger's 1 MiB body was taken for reading (HTTP %d after the read timeout), outside the body budget", res.StatusCode)
+	}
+}
+
+// TestLDPRedteamAttestation: ATTESTATION as a way to set reputation. The same
+// attestation sent again in a new envelope counts once; the envelope
+// replayed byte for byte is refused; a peer that sends another's signed
+// attestation is refused.
+func TestLDPRedteamAttestation(t *testing.T) {
+	env := mcptest.NewEnv(t)
+	ws := filepath.Join(env.Dir, "ws")
+	if err := os.MkdirAll(ws, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	pol := env.Policy(mcptest.Priced("echo", 100))
+	pol.Extra = serveLDPSection + "workspace: " + ws + "\n"
+	srv := env.StartServe(mcptest.ServeOptions{Policy: pol, Flags: []string{"--key", env.KeyFile(mcptest.NewKey(t, "server"))}})
+	ctx := context.Background()
+	c := &ldp.Client{ID: "ldp:delegate:router", TrustDomain: "research", Key: env.Agent.PrivateKey(), Verifier: &ldp.Verifier{}}
+	s, err := c.Open(ctx, srv.Base, "ldp:delegate:docs", ldp.SessionConfig{}, &ldp.DelegateOSMember{DCT: env.Mint(nil, "mcp:echo:*").String(), Format: dct.Format}, "", "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	attest := func(to string) json.RawMessage {
+		a := &reputation.Attestation{ToDID: to, Outcome: reputation.OutcomePositive, Weight: 1, Context: "ldp:task-1"}
+		if err := reputation.SignAttestation(a, env.Agent); err != nil {
+			t.Fatal(err)
+		}
+		b, _ := json.Marshal(a)
+		return b
+	}
+	// (Of itself: reputation.SignAttestation will not sign one, and the
+	// delegate verifies each with the same Attestation.Verify, which
+	// refuses it: reputation's tests.) Of another, twice in two envelopes, then one replayed.
+	subject := mcptest.NewKey(t, "subject").DID()
+	claim := attest(subject)
+	for range 2 {
+		if reply, err := s.Send(ctx, &ldp.Attestation{Claim: claim, Evidence: json.RawMessage(`{}`)}); err != nil || reply != nil {
+			t.Fatalf("attestation: %v %+v", err, reply)
+		}
+	}
+	e := rtEnvelope(s.ID, c.ID, &ldp.Attestation{Claim: attest(subject), Evidence: json.RawMessage(`{}`)}, ldp.ModeText)
+	b := rtSign(t, e, env.Agent.PrivateKey())
+	rtPost(t, srv, "", b, "")
+	if _, reply, raw := rtPost(t, srv, "", b, ""); rtFailCode(reply) != string(ldp.ReasonReplayed) {
+		t.Fatalf("a replayed ATTESTATION: %s", raw)
+	}
+	out, errs, code := mcptest.CLI(t, "reputation", "show", subject, "--workspace", ws, "--json")
+	if code != 0 || !strings.Contains(out, `"signals": 1`) {
+		t.Fatalf("the same attestation counted more than once: exit %d\n%s%s", code, out, errs)
 	}
 }
