@@ -679,8 +679,8 @@ func TestLDPRedteamStrangerBodies(t *testing.T) {
 
 // TestLDPRedteamAttestation: ATTESTATION as a way to set reputation. The same
 // attestation sent again in a new envelope counts once; the envelope
-// replayed byte for byte is refused; a peer that sends another's signed
-// attestation is refused.
+// replayed byte for byte is refused. (Another's signed attestation:
+// TestServeLDPAttestation.)
 func TestLDPRedteamAttestation(t *testing.T) {
 	env := mcptest.NewEnv(t)
 	ws := filepath.Join(env.Dir, "ws")
@@ -723,5 +723,33 @@ func TestLDPRedteamAttestation(t *testing.T) {
 	out, errs, code := mcptest.CLI(t, "reputation", "show", subject, "--workspace", ws, "--json")
 	if code != 0 || !strings.Contains(out, `"signals": 1`) {
 		t.Fatalf("the same attestation counted more than once: exit %d\n%s%s", code, out, errs)
+	}
+}
+
+// TestLDPRedteamApproval: a skill whose tool the policy holds for
+// approval. An LDP peer is not an MCP client that could be asked, so the
+// task must not hang holding a reservation: it is refused at once,
+// approval_unavailable, as an MCP client without elicitation is.
+func TestLDPRedteamApproval(t *testing.T) {
+	env := mcptest.NewEnv(t)
+	rule := mcptest.Priced("echo", 100)
+	rule.Approval = "required"
+	pol := env.Policy(rule)
+	pol.Extra = serveLDPSection
+	srv := env.StartServe(mcptest.ServeOptions{Policy: pol, Flags: []string{"--key", env.KeyFile(mcptest.NewKey(t, "server"))}})
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	c := &ldp.Client{ID: "ldp:delegate:router", TrustDomain: "research", Key: env.Agent.PrivateKey(), Verifier: &ldp.Verifier{}}
+	s, err := c.Open(ctx, srv.Base, "ldp:delegate:docs", ldp.SessionConfig{PreferredPayloadModes: []ldp.PayloadMode{ldp.ModeText}},
+		&ldp.DelegateOSMember{DCT: env.Mint(mcptest.Budget(100), "mcp:echo:*").String(), Format: dct.Format}, "", "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	reply, err := s.Submit(ctx, &ldp.TaskSubmit{TaskID: "t", Skill: "echo", Input: json.RawMessage(`"x"`)}, "", nil, nil)
+	if err != nil {
+		t.Fatalf("the task under approval: %v", err)
+	}
+	if c := rtFailCode(reply); c != "approval_unavailable" {
+		t.Fatalf("a task that needs approval: %q, want approval_unavailable", c)
 	}
 }
