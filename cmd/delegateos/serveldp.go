@@ -4,6 +4,8 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"crypto/rand"
+	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"net/http"
@@ -188,7 +190,9 @@ func ldpCard(c *policy.LDPConfig, pol *policy.Policy, k *identity.Keypair) *ldp.
 type ldpExec struct {
 	latencies latencies
 	// seq numbers the calls: tasks under one token share its stateless
-	// session, where two requests in flight may not have the same id.
+	// session, where two requests in flight may not have the same id (nor
+	// may a task and a client of the session's credential, the anonymous
+	// one included: ids also carry a random part no client guesses).
 	seq      atomic.Int64
 	cfg      *policy.LDPConfig
 	pol      *policy.Policy
@@ -231,7 +235,10 @@ func (x *ldpExec) Execute(ctx context.Context, t *ldp.Task) (*ldp.Outcome, error
 		return nil, taskError(ldp.CodeInputInvalid, "capability", err.Error())
 	}
 	params, _ := json.Marshal(map[string]any{"name": sk.Tool, "arguments": args})
-	id := x.seq.Add(1)
+	var nonce [8]byte
+	rand.Read(nonce[:])
+	id := "ldp-" + strconv.FormatInt(x.seq.Add(1), 10) + "-" + hex.EncodeToString(nonce[:])
+	rawID, _ := json.Marshal(id)
 	body, _ := json.Marshal(map[string]any{"jsonrpc": "2.0", "id": id, "method": "tools/call", "params": json.RawMessage(params)})
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, x.endpoint, bytes.NewReader(body))
 	if err != nil {
@@ -250,7 +257,7 @@ func (x *ldpExec) Execute(ctx context.Context, t *ldp.Task) (*ldp.Outcome, error
 	start := time.Now()
 	x.mux.ServeHTTP(w, req)
 	x.latencies.add(sk.Name, time.Since(start))
-	resp, err := jsonrpcResponse(w, strconv.FormatInt(id, 10))
+	resp, err := jsonrpcResponse(w, string(rawID))
 	if err != nil {
 		return nil, taskError(ldp.CodeTaskFailed, "runtime", err.Error())
 	}
@@ -361,8 +368,9 @@ type rpcResponse struct {
 	} `json:"error"`
 }
 
-// jsonrpcResponse reads the response to the request whose id is id from a
-// JSON body or from the SSE stream's events (the last one with that id).
+// jsonrpcResponse reads the response to the request whose id is id (as
+// JSON) from a JSON body or from the SSE stream's events (the last one
+// with that id).
 func jsonrpcResponse(w *captureWriter, id string) (*rpcResponse, error) {
 	status := w.status
 	if status == 0 {
