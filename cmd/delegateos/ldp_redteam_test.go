@@ -753,3 +753,42 @@ func TestLDPRedteamApproval(t *testing.T) {
 		t.Fatalf("a task that needs approval: %q, want approval_unavailable", c)
 	}
 }
+
+// TestLDPRedteamNarrowedTokensShareBudget: ldp submit narrows the token
+// afresh for every task (a new delegation, its own budget). A holder who
+// narrows its token of budget 250 into several tokens of 200 each, and
+// runs tasks under each, still spends at most 250 in all: echo at 100,
+// two tasks pass and the rest are refused, whichever token they carry.
+func TestLDPRedteamNarrowedTokensShareBudget(t *testing.T) {
+	env := mcptest.NewEnv(t)
+	srv := startLDPServe(t, env, "server")
+	ctx := context.Background()
+	parent := env.Mint(mcptest.Budget(250), "mcp:echo:*")
+	c := &ldp.Client{ID: "ldp:delegate:router", TrustDomain: "research", Key: env.Agent.PrivateKey(), Verifier: &ldp.Verifier{}}
+	s, err := c.Open(ctx, srv.Base, "ldp:delegate:docs", ldp.SessionConfig{PreferredPayloadModes: []ldp.PayloadMode{ldp.ModeText}},
+		&ldp.DelegateOSMember{DCT: parent.String(), Format: dct.Format}, "", "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ran := 0
+	for i := range 3 {
+		narrowed := mcptest.Attenuate(t, parent, env.Agent, env.Agent, 200, "mcp:echo:*")
+		for j := range 2 {
+			reply, err := s.Submit(ctx, &ldp.TaskSubmit{TaskID: fmt.Sprintf("t%d-%d", i, j), Skill: "echo", Input: json.RawMessage(`"x"`)}, "",
+				&ldp.DelegateOSMember{DCT: narrowed.String(), Format: dct.Format}, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			switch c := rtFailCode(reply); c {
+			case "":
+				ran++
+			case "budget_exceeded":
+			default:
+				t.Fatalf("task %d-%d: %s", i, j, c)
+			}
+		}
+	}
+	if ran != 2 {
+		t.Fatalf("%d tasks of 100 ran under narrowings of a token of 250, want 2", ran)
+	}
+}
