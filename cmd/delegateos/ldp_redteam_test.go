@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"github.com/delegateos/delegateos/identity"
 	"github.com/delegateos/delegateos/reputation"
+	"github.com/delegateos/delegateos/revocation"
 	"net"
 	"net/http"
 	"os"
@@ -790,5 +791,70 @@ func TestLDPRedteamNarrowedTokensShareBudget(t *testing.T) {
 	}
 	if ran != 2 {
 		t.Fatalf("%d tasks of 100 ran under narrowings of a token of 250, want 2", ran)
+	}
+}
+
+// TestLDPRedteamRevokedMidSession (broke, fixed): once a session's token
+// is revoked (delegateos revoke appends to the policy's list), its next
+// tasks were refused, but as TASK_EXECUTION_ERROR, category runtime,
+// retryable (serve's endpoint answered the inner call 401), not as the
+// DelegateOS denial an MCP client gets; and ldp submit --record counts a
+// runtime failure against the delegate (0.0). Now the task's token is
+// checked as the endpoint checks it: TASK_FAILED revoked, category policy.
+// A new session with that token is rejected.
+func TestLDPRedteamRevokedMidSession(t *testing.T) {
+	env := mcptest.NewEnv(t)
+	list := filepath.Join(env.Dir, "revocations.json")
+	if err := os.WriteFile(list, []byte("[]\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	pol := env.Policy(mcptest.Priced("echo", 100))
+	pol.RevocationList = list
+	pol.Extra = serveLDPSection
+	srv := env.StartServe(mcptest.ServeOptions{Policy: pol, Flags: []string{"--key", env.KeyFile(mcptest.NewKey(t, "server"))}})
+	ctx := context.Background()
+	tok := env.Mint(nil, "mcp:echo:*")
+	member := &ldp.DelegateOSMember{DCT: tok.String(), Format: dct.Format}
+	c := &ldp.Client{ID: "ldp:delegate:router", TrustDomain: "research", Key: env.Agent.PrivateKey(), Verifier: &ldp.Verifier{}}
+	s, err := c.Open(ctx, srv.Base, "ldp:delegate:docs", ldp.SessionConfig{PreferredPayloadModes: []ldp.PayloadMode{ldp.ModeText}}, member, "", "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	lastMsg := ""
+	task := func(id string) string {
+		reply, err := s.Submit(ctx, &ldp.TaskSubmit{TaskID: id, Skill: "echo", Input: json.RawMessage(`"x"`)}, "", nil, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if f, ok := reply.Body.(*ldp.TaskFailed); ok {
+			lastMsg = f.Error.Message
+		}
+		return rtFailCode(reply)
+	}
+	if c := task("before"); c != "" {
+		t.Fatalf("before the revocation: %s", c)
+	}
+	e, err := revocation.NewEntry(env.Root, tok.RevocationIDs()[0], revocation.ScopeChain, time.Now())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := revocation.Append(list, e); err != nil {
+		t.Fatal(err)
+	}
+	n := 0
+	mcptest.Eventually(t, "the session's task refused revoked", func() bool {
+		n++
+		switch c := task(fmt.Sprintf("after-%d", n)); c {
+		case "revoked":
+			return true
+		case "":
+			return false // the list not yet reloaded
+		default:
+			t.Fatalf("after the revocation: %s (%s)", c, lastMsg)
+			return false
+		}
+	})
+	if _, err := c.Open(ctx, srv.Base, "ldp:delegate:docs", ldp.SessionConfig{}, member, "", ""); err == nil || !strings.Contains(err.Error(), "invalid_token") {
+		t.Fatalf("a new session with the revoked token: %v", err)
 	}
 }

@@ -7,6 +7,7 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net/http"
 	"slices"
@@ -48,7 +49,7 @@ func mountLDP(s *serveSetup) error {
 		return inputError{err}
 	}
 	card := ldpCard(c, s.Policy, k)
-	exec := &ldpExec{cfg: c, pol: s.Policy, mux: s.Server.Mux, endpoint: s.Endpoint, log: s.Log}
+	exec := &ldpExec{cfg: c, pol: s.Policy, mux: s.Server.Mux, endpoint: s.Endpoint, log: s.Log, check: s.CheckToken}
 	var run ldp.Executor = exec
 	if s.Policy.Workspace != "" {
 		w, err := reputation.Open(s.Policy.Workspace)
@@ -199,6 +200,9 @@ type ldpExec struct {
 	mux      http.Handler
 	endpoint string
 	log      *zap.Logger
+	// check verifies a task's token as serve's endpoint does before it
+	// takes a request (nil: not checked here).
+	check func(string) error
 }
 
 func taskError(code, category, msg string) error {
@@ -229,6 +233,14 @@ func (x *ldpExec) Execute(ctx context.Context, t *ldp.Task) (*ldp.Outcome, error
 			return nil, taskError(string(ldp.ReasonWrongKey), "security", fmt.Sprintf("the TASK_SUBMIT is signed by %s, not by the token's holder %s", t.By.Signer, tok.Delegatee()))
 		}
 		bearer = t.Token.DCT
+		// A token serve's endpoint would refuse (revoked, expired, not
+		// from a trusted root) is the task's denial, as an MCP client is
+		// told, not a runtime failure of the delegate.
+		if x.check != nil {
+			if err := x.check(bearer); err != nil {
+				return nil, tokenRefused(err)
+			}
+		}
 	}
 	args, err := toolArguments(sk, t)
 	if err != nil {
@@ -257,6 +269,17 @@ func (x *ldpExec) Execute(ctx context.Context, t *ldp.Task) (*ldp.Outcome, error
 	start := time.Now()
 	x.mux.ServeHTTP(w, req)
 	x.latencies.add(sk.Name, time.Since(start))
+	if w.status == http.StatusUnauthorized || w.status == http.StatusForbidden {
+		// The token was refused before the call (between the check above
+		// and the call, say): a denial, not the delegate's failure.
+		var m struct {
+			Error struct {
+				Message string `json:"message"`
+			} `json:"error"`
+		}
+		json.Unmarshal(w.body.Bytes(), &m)
+		return nil, &ldp.TaskError{LdpError: ldp.LdpError{Code: "invalid_token", Category: "policy", Severity: "error", Message: m.Error.Message}}
+	}
 	resp, err := jsonrpcResponse(w, string(rawID))
 	if err != nil {
 		return nil, taskError(ldp.CodeTaskFailed, "runtime", err.Error())
@@ -293,6 +316,19 @@ func (x *ldpExec) Execute(ctx context.Context, t *ldp.Task) (*ldp.Outcome, error
 		}
 	}
 	return out, nil
+}
+
+// tokenRefused is the TASK_FAILED of a task whose token does not verify:
+// its denial type (invalid_token when it has none) and the message serve's
+// endpoint answers an MCP client with.
+func tokenRefused(err error) error {
+	code := "invalid_token"
+	var d *dct.Denial
+	if errors.As(err, &d) {
+		code = string(d.Type)
+	}
+	return &ldp.TaskError{LdpError: ldp.LdpError{Code: code, Category: "policy", Severity: "error",
+		Message: "the token in the Authorization header is not valid: " + err.Error()}}
 }
 
 // ldpAttestingExec also takes ATTESTATION: its claim is one AVP peer
