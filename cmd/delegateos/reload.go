@@ -5,6 +5,7 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"net/http"
 	"os"
 	"os/signal"
@@ -43,13 +44,26 @@ type reloader struct {
 	// recorded, when set, records each policy about to be swapped in (in
 	// the audit log); an error refuses the reload.
 	recorded func(hash string, at time.Time) error
+	// applied are told of each snapshot swapped in (onApplied).
+	applied []func(*gate.Snapshot)
+}
+
+// onApplied has f told of each snapshot a reload swaps in, after the swap
+// (the metrics' per-tool labels follow the policy).
+func (r *reloader) onApplied(f func(*gate.Snapshot)) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.applied = append(r.applied, f)
 }
 
 // reloadResult is what a reload answers at POST /reload.
 type reloadResult struct {
 	Reloaded   bool   `json:"reloaded"`
 	PolicyHash string `json:"policy_hash,omitempty"`
-	Error      string `json:"error,omitempty"`
+	// Unchanged says the file was the policy in force: nothing was
+	// swapped or recorded (the revocation list was read again).
+	Unchanged bool   `json:"unchanged,omitempty"`
+	Error     string `json:"error,omitempty"`
 }
 
 // reload applies the policy file again; trigger names what asked
@@ -72,12 +86,27 @@ func (r *reloader) reload(trigger string) reloadResult {
 	opts := r.opts
 	opts.PolicyDigest = digest
 	hash := policyHash(digest)
+	if cur := r.current.Load(); policyHash(cur.PolicyDigest) == hash {
+		// The same file again: no new snapshot and no record, so that
+		// whoever can reload cannot grow the audit log by reloading.
+		if revs := cur.Revocations; revs != nil {
+			if err := revs.Reload(); err != nil {
+				return refused(fmt.Errorf("the revocation list %s cannot be read now: %w", cur.Policy.RevocationList, err))
+			}
+		}
+		r.log.Info("policy unchanged", zap.String("trigger", trigger), zap.String("policy_hash", hash))
+		return reloadResult{Reloaded: true, PolicyHash: hash, Unchanged: true}
+	}
 	var commit func(*gate.Snapshot) error
 	if r.recorded != nil {
 		commit = func(*gate.Snapshot) error { return r.recorded(hash, start) }
 	}
-	if _, err := r.current.Reload(pol, opts, commit); err != nil {
+	s, err := r.current.Reload(pol, opts, commit)
+	if err != nil {
 		return refused(err)
+	}
+	for _, f := range r.applied {
+		f(s)
 	}
 	r.log.Info("policy reloaded", zap.String("trigger", trigger), zap.String("policy_hash", hash),
 		zap.Duration("took", time.Since(start)))
