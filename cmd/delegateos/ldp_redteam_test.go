@@ -15,6 +15,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -856,5 +857,50 @@ func TestLDPRedteamRevokedMidSession(t *testing.T) {
 	})
 	if _, err := c.Open(ctx, srv.Base, "ldp:delegate:docs", ldp.SessionConfig{}, member, "", ""); err == nil || !strings.Contains(err.Error(), "invalid_token") {
 		t.Fatalf("a new session with the revoked token: %v", err)
+	}
+}
+
+// TestLDPRedteamReloadedCost (broke, fixed): a reload (SIGHUP) that
+// changes a skill's tool's cost. The gate charged the new cost (300) while
+// the TASK_RESULT's provenance (cost_charged_microcents, which ldp submit
+// prints as what the gate charged) and the card said the old one (100):
+// the LDP front read the policy it started with. Now both follow the
+// policy in force.
+func TestLDPRedteamReloadedCost(t *testing.T) {
+	env := mcptest.NewEnv(t)
+	srv := startLDPServe(t, env, "server")
+	policyPath := ""
+	for i, a := range srv.Cmd.Args {
+		if a == "--policy" {
+			policyPath = srv.Cmd.Args[i+1]
+		}
+	}
+	pol := env.Policy(mcptest.Priced("echo", 300))
+	pol.Extra = serveLDPSection
+	mcptest.WriteFile(t, policyPath, pol.YAML())
+	srv.Signal(syscall.SIGHUP)
+	srv.WaitLog("policy reloaded", nil)
+	ctx := context.Background()
+	c := &ldp.Client{ID: "ldp:delegate:router", TrustDomain: "research", Key: env.Agent.PrivateKey(), Verifier: &ldp.Verifier{}}
+	s, err := c.Open(ctx, srv.Base, "ldp:delegate:docs", ldp.SessionConfig{PreferredPayloadModes: []ldp.PayloadMode{ldp.ModeText}},
+		&ldp.DelegateOSMember{DCT: env.Mint(nil, "mcp:echo:*").String(), Format: dct.Format}, "", "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	reply, err := s.Submit(ctx, &ldp.TaskSubmit{TaskID: "t", Skill: "echo", Input: json.RawMessage(`"x"`)}, "", nil, nil)
+	if err != nil || rtFailCode(reply) != "" {
+		t.Fatalf("task: %v %s", err, rtFailCode(reply))
+	}
+	line := srv.WaitLog("decision", func(l map[string]any) bool { return l["tool"] == "echo" })
+	p := reply.Body.(*ldp.TaskResult).Provenance
+	if line["cost"] != 300.0 || p.DelegateOS == nil || p.DelegateOS.CostChargedMicrocents == nil || *p.DelegateOS.CostChargedMicrocents != 300 {
+		t.Fatalf("the gate charged %v; provenance says %+v", line["cost"], p.DelegateOS)
+	}
+	card, err := c.Discover(ctx, srv.Base)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := card.Metadata[ldp.MetaCostPrefix+"echo"]; got != "300" {
+		t.Fatalf("the card says echo costs %s after the reload, the gate charges 300", got)
 	}
 }

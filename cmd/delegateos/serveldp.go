@@ -9,6 +9,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"net/http"
 	"slices"
 	"strconv"
@@ -49,7 +50,7 @@ func mountLDP(s *serveSetup) error {
 		return inputError{err}
 	}
 	card := ldpCard(c, s.Policy, k)
-	exec := &ldpExec{cfg: c, pol: s.Policy, mux: s.Server.Mux, endpoint: s.Endpoint, log: s.Log, check: s.CheckToken}
+	exec := &ldpExec{cfg: c, pol: s.Policy, mux: s.Server.Mux, endpoint: s.Endpoint, log: s.Log, check: s.CheckToken, gates: s.Gates}
 	var run ldp.Executor = exec
 	if s.Policy.Workspace != "" {
 		w, err := reputation.Open(s.Policy.Workspace)
@@ -79,6 +80,10 @@ func mountLDP(s *serveSetup) error {
 			// A copy with the latencies measured so far.
 			c := exec.latencies.card(card)
 			c.Endpoint = scheme + "://" + req.Host
+			// What the skills need and cost as the policy in force says
+			// (a reload may change them).
+			c.Metadata = maps.Clone(c.Metadata)
+			skillMetadata(c.Metadata, exec.cfg, exec.policy())
 			b, err := json.Marshal(c)
 			if err != nil {
 				http.Error(w, err.Error(), http.StatusInternalServerError)
@@ -174,16 +179,27 @@ func ldpCard(c *policy.LDPConfig, pol *policy.Policy, k *identity.Keypair) *ldp.
 			}
 		}
 		card.Capabilities = append(card.Capabilities, cp)
+	}
+	skillMetadata(card.Metadata, c, pol)
+	return card
+}
+
+// skillMetadata sets in m what each skill's call needs (its capability)
+// and costs, as pol maps it.
+func skillMetadata(m map[string]string, c *policy.LDPConfig, pol *policy.Policy) {
+	for _, sk := range c.Skills {
 		args := sk.Arguments
 		if args == nil {
 			args = json.RawMessage(`{}`)
 		}
 		if call, err := pol.Map(sk.Tool, args); err == nil {
-			card.Metadata[ldp.MetaCapabilityPrefix+sk.Name] = call.Namespace + ":" + call.Action + ":" + call.Resource
-			card.Metadata[ldp.MetaCostPrefix+sk.Name] = strconv.FormatInt(call.Cost, 10)
+			m[ldp.MetaCapabilityPrefix+sk.Name] = call.Namespace + ":" + call.Action + ":" + call.Resource
+			m[ldp.MetaCostPrefix+sk.Name] = strconv.FormatInt(call.Cost, 10)
+		} else {
+			delete(m, ldp.MetaCapabilityPrefix+sk.Name)
+			delete(m, ldp.MetaCostPrefix+sk.Name)
 		}
 	}
-	return card
 }
 
 // ldpExec runs a task as a tools/call through serve's own MCP endpoint,
@@ -203,6 +219,19 @@ type ldpExec struct {
 	// check verifies a task's token as serve's endpoint does before it
 	// takes a request (nil: not checked here).
 	check func(string) error
+	// gates is the gate in force (a reload swaps it), whose policy says
+	// what a call costs; nil means pol's.
+	gates *gate.Current
+}
+
+// policy is the policy in force: what the gate charges by.
+func (x *ldpExec) policy() *policy.Policy {
+	if x.gates != nil {
+		if snap := x.gates.Load(); snap != nil && snap.Policy != nil {
+			return snap.Policy
+		}
+	}
+	return x.pol
 }
 
 func taskError(code, category, msg string) error {
@@ -306,11 +335,12 @@ func (x *ldpExec) Execute(ctx context.Context, t *ldp.Task) (*ldp.Outcome, error
 			Message: "the tool ran and failed", PartialOutput: resp.Result}}
 	}
 	out := &ldp.Outcome{Output: resp.Result}
-	if raw, err := json.Marshal(args); err == nil && !x.pol.HonourUpstreamCost {
+	pol := x.policy()
+	if raw, err := json.Marshal(args); err == nil && !pol.HonourUpstreamCost {
 		// The gate charges a call that ran what the policy says it costs
 		// (unless the upstream may report its own cost, which this front
 		// does not see).
-		if call, err := x.pol.Map(sk.Tool, raw); err == nil {
+		if call, err := pol.Map(sk.Tool, raw); err == nil {
 			c := call.Cost
 			out.DelegateOS = &ldp.ProvenanceDOS{CostChargedMicrocents: &c}
 		}
