@@ -904,3 +904,55 @@ func TestLDPRedteamReloadedCost(t *testing.T) {
 		t.Fatalf("the card says echo costs %s after the reload, the gate charges 300", got)
 	}
 }
+
+// TestLDPRedteamLatencyHintSkewed (broke, fixed): the card's
+// latency_hint_ms_p50 is "what this server measured", and it counted
+// every call, refusals included: any token holder whose token does not
+// even grant the skill sent tasks the gate refused in a fraction of a
+// millisecond and set the hint other routers read (1 ms after one 50 ms
+// call and five refusals). Now only calls the tool answered count.
+func TestLDPRedteamLatencyHintSkewed(t *testing.T) {
+	env := mcptest.NewEnv(t)
+	pol := env.Policy(mcptest.Priced("echo", 100), mcptest.Priced("slow", 100))
+	pol.Extra = serveLDPSection + "    - {name: slow, tool: slow}\n"
+	srv := env.StartServe(mcptest.ServeOptions{Policy: pol, Flags: []string{"--key", env.KeyFile(mcptest.NewKey(t, "server"))}})
+	ctx := context.Background()
+	open := func(tok *dct.Token) *ldp.ClientSession {
+		c := &ldp.Client{ID: "ldp:delegate:router", TrustDomain: "research", Key: env.Agent.PrivateKey(), Verifier: &ldp.Verifier{}}
+		s, err := c.Open(ctx, srv.Base, "ldp:delegate:docs", ldp.SessionConfig{PreferredPayloadModes: []ldp.PayloadMode{ldp.ModeText}},
+			&ldp.DelegateOSMember{DCT: tok.String(), Format: dct.Format}, "", "")
+		if err != nil {
+			t.Fatal(err)
+		}
+		return s
+	}
+	slow := func(s *ldp.ClientSession, id string) string {
+		reply, err := s.Submit(ctx, &ldp.TaskSubmit{TaskID: id, Skill: "slow", Input: json.RawMessage(`{"steps":1,"delay_ms":50}`)}, "", nil, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return rtFailCode(reply)
+	}
+	if c := slow(open(env.Mint(nil, "mcp:slow:*")), "real"); c != "" {
+		t.Fatalf("the real call: %s", c)
+	}
+	stranger := open(env.Mint(nil, "mcp:echo:*"))
+	for i := range 5 {
+		if c := slow(stranger, fmt.Sprintf("refused-%d", i)); c != "capability_not_granted" {
+			t.Fatalf("refused %d: %s", i, c)
+		}
+	}
+	card, err := (&ldp.Client{}).Discover(ctx, srv.Base)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range card.Capabilities {
+		if c.Name == "slow" && (c.LatencyHintMsP50 == nil || *c.LatencyHintMsP50 < 50) {
+			ms := uint64(0)
+			if c.LatencyHintMsP50 != nil {
+				ms = *c.LatencyHintMsP50
+			}
+			t.Fatalf("slow's latency hint is %d ms after one 50 ms call and five refusals", ms)
+		}
+	}
+}

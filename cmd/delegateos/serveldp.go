@@ -297,7 +297,7 @@ func (x *ldpExec) Execute(ctx context.Context, t *ldp.Task) (*ldp.Outcome, error
 	w := &captureWriter{header: http.Header{}}
 	start := time.Now()
 	x.mux.ServeHTTP(w, req)
-	x.latencies.add(sk.Name, time.Since(start))
+	took := time.Since(start)
 	if w.status == http.StatusUnauthorized || w.status == http.StatusForbidden {
 		// The token was refused before the call (between the check above
 		// and the call, say): a denial, not the delegate's failure.
@@ -312,6 +312,12 @@ func (x *ldpExec) Execute(ctx context.Context, t *ldp.Task) (*ldp.Outcome, error
 	resp, err := jsonrpcResponse(w, string(rawID))
 	if err != nil {
 		return nil, taskError(ldp.CodeTaskFailed, "runtime", err.Error())
+	}
+	if resp.Error == nil {
+		// Only calls the tool answered are the skill's latency: a
+		// refusal takes a fraction of a millisecond, and anyone with a
+		// token could send them to set the card's hint.
+		x.latencies.add(sk.Name, took)
 	}
 	if resp.Error != nil {
 		var d struct {
