@@ -95,7 +95,6 @@ type Responder struct {
 	own      Sessions
 	mu       sync.Mutex
 	running  map[string]context.CancelFunc
-	tokens   map[string]*DelegateOSMember // session ID → SESSION_PROPOSE's token
 }
 
 // Reply codes a Responder answers with, beside the session and trust codes.
@@ -114,17 +113,14 @@ const (
 
 func (r *Responder) init() {
 	r.initOnce.Do(func() {
+		r.own.Now = r.Now
 		r.running = map[string]context.CancelFunc{}
-		r.tokens = map[string]*DelegateOSMember{}
 	})
 }
 
 func (r *Responder) sessions() *Sessions {
 	if r.Sessions != nil {
 		return r.Sessions
-	}
-	if r.own.Now == nil {
-		r.own.Now = r.Now
 	}
 	return &r.own
 }
@@ -206,9 +202,6 @@ func (r *Responder) Handle(ctx context.Context, data []byte, bearer string, emit
 		if err != nil {
 			return r.refuse(e, sessionLdpError(err)), nil
 		}
-		r.mu.Lock()
-		delete(r.tokens, s.ID)
-		r.mu.Unlock()
 		return r.reply(e, s.ID, &SessionClose{Reason: ptrTo("acknowledged")}, ModeText), nil
 	}
 	return r.refuse(e, LdpError{Code: CodeUnexpected, Category: "session", Severity: "error",
@@ -262,15 +255,10 @@ func (r *Responder) propose(ctx context.Context, e *Envelope, b *SessionPropose,
 		}
 	}
 	n := Negotiate(prefs, r.Card.SupportedPayloadModes)
-	s, err := r.sessions().Open(e.From, by, n, ttl)
+	s, err := r.sessions().Open(e.From, by, e.DelegateOS, n, ttl)
 	if err != nil {
 		le := sessionLdpError(err)
 		return r.reply(e, "", &SessionReject{Reason: le.Message, Error: &le}, ModeText)
-	}
-	if e.DelegateOS != nil {
-		r.mu.Lock()
-		r.tokens[s.ID] = e.DelegateOS
-		r.mu.Unlock()
 	}
 	return r.reply(e, s.ID, &SessionAccept{SessionID: s.ID, NegotiatedMode: n.Mode, FallbackChain: n.Fallback}, ModeText)
 }
@@ -400,9 +388,7 @@ func (r *Responder) token(e *Envelope, s Session, bearer string) *DelegateOSMemb
 	if bearer != "" {
 		return &DelegateOSMember{DCT: bearer}
 	}
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	return r.tokens[s.ID]
+	return s.Token
 }
 
 func (r *Responder) cancel(e *Envelope, b *TaskCancel) *Envelope {

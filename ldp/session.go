@@ -69,6 +69,9 @@ type Session struct {
 	Tasks         int
 	// CloseReason says why a closed or failed session ended.
 	CloseReason string
+	// Token is the delegation token the SESSION_PROPOSE carried, nil when
+	// none: it goes with the session, and is forgotten with it.
+	Token *DelegateOSMember
 }
 
 // expired reports whether the session has been idle for its TTL (§5.4).
@@ -110,10 +113,11 @@ func (t *Sessions) now() time.Time {
 }
 
 // Open records a new active session with peer, whose SESSION_PROPOSE was
-// signed as by says, in the negotiated payload after the trust check: it goes through
+// signed as by says and carried tok (nil: none), in the negotiated
+// payload after the trust check: it goes through
 // proposed to active, and is returned with a fresh random ID. ttl zero
 // means DefaultTTL; more than MaxTTL is cut to MaxTTL.
-func (t *Sessions) Open(peer string, by Verified, p Negotiated, ttl time.Duration) (Session, error) {
+func (t *Sessions) Open(peer string, by Verified, tok *DelegateOSMember, p Negotiated, ttl time.Duration) (Session, error) {
 	if ttl <= 0 {
 		ttl = DefaultTTL
 	}
@@ -141,7 +145,7 @@ func (t *Sessions) Open(peer string, by Verified, p Negotiated, ttl time.Duratio
 	if n := t.liveOf(peer, by, now); n >= perPeer {
 		return Session{}, &SessionError{CodeSessionsFull, fmt.Sprintf("this peer has %d sessions open, at most %d: close one", n, perPeer)}
 	}
-	s := &Session{ID: newSessionID(), Peer: peer, PeerAlgorithm: by.Algorithm, State: StateInitiating,
+	s := &Session{ID: newSessionID(), Peer: peer, PeerAlgorithm: by.Algorithm, Token: tok, State: StateInitiating,
 		Payload: p, TTL: ttl, Created: now, LastUsed: now}
 	if by.Algorithm == AlgEd25519 {
 		s.PeerSigner = by.Signer
