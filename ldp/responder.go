@@ -57,6 +57,8 @@ type Outcome struct {
 	TokensUsed         *uint64
 	CostUSD            *float64
 	DelegateOS         *ProvenanceDOS
+	// Evidence names what the verification was, for provenance.
+	Evidence []EvidenceRef
 }
 
 // TaskError is a task that failed with an LDP error to report as is (the
@@ -70,9 +72,9 @@ func (e *TaskError) Error() string { return e.Code + ": " + e.Message }
 type Responder struct {
 	// Card is this delegate's identity card; required.
 	Card *IdentityCard
-	// Key signs replies with the Ed25519 profile; nil means replies to an
-	// HMAC envelope are signed with the Verifier's secret and other
-	// replies are not signed.
+	// Key signs replies with the Ed25519 profile, except replies to an
+	// HMAC envelope, which are signed with the Verifier's secret; nil
+	// means other replies are not signed.
 	Key ed25519.PrivateKey
 	// Verifier checks every envelope's signature, freshness and replay;
 	// nil means envelopes are taken unsigned (tests, trusted transports).
@@ -362,6 +364,7 @@ func (r *Responder) submit(ctx context.Context, e *Envelope, b *TaskSubmit, by V
 		TokensUsed:         out.TokensUsed,
 		CostUSD:            out.CostUSD,
 		DelegateOS:         out.DelegateOS,
+		Evidence:           out.Evidence,
 	}
 	if p.VerificationStatus == "" {
 		p.VerificationStatus = "unverified"
@@ -474,10 +477,11 @@ func (r *Responder) envelope(e *Envelope, session string, body Body, mode Payloa
 
 func (r *Responder) sign(out, in *Envelope) *Envelope {
 	switch {
+	case r.Verifier != nil && r.Verifier.HMACSecret != "" && in.SignatureAlgorithm == AlgHMACSHA256:
+		// A peer of the reference SDKs checks replies with the secret.
+		SignHMAC(out, r.Verifier.HMACSecret)
 	case r.Key != nil:
 		SignEd25519(out, r.Key)
-	case r.Verifier != nil && r.Verifier.HMACSecret != "" && in.SignatureAlgorithm == AlgHMACSHA256:
-		SignHMAC(out, r.Verifier.HMACSecret)
 	}
 	return out
 }

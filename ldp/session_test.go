@@ -140,3 +140,27 @@ func TestSessionsFull(t *testing.T) {
 		t.Fatalf("full again: %v", err)
 	}
 }
+
+// TestSessionsPerPeer: one peer (one key) holds at most MaxPerPeer live
+// sessions; other peers are not held to its count.
+func TestSessionsPerPeer(t *testing.T) {
+	now := t0
+	tab := &Sessions{MaxPerPeer: 2, Now: func() time.Time { return now }}
+	alice := Verified{Algorithm: AlgEd25519, Signer: testDID(1)}
+	a1, _ := tab.Open("ldp:delegate:a", alice, nil, Negotiate(nil, nil), time.Minute)
+	tab.Open("ldp:delegate:a2", alice, nil, Negotiate(nil, nil), time.Minute) // another ID, same key
+	if _, err := tab.Open("ldp:delegate:a3", alice, nil, Negotiate(nil, nil), time.Minute); sessionCode(err) != CodeSessionsFull {
+		t.Fatalf("third of one key: %v", err)
+	}
+	if _, err := tab.Open("ldp:delegate:b", Verified{Algorithm: AlgEd25519, Signer: testDID(2)}, nil, Negotiate(nil, nil), time.Minute); err != nil {
+		t.Fatalf("another key: %v", err)
+	}
+	tab.Close(a1.ID, "ldp:delegate:a", "done")
+	if _, err := tab.Open("ldp:delegate:a", alice, nil, Negotiate(nil, nil), time.Minute); err != nil {
+		t.Fatalf("after a close: %v", err)
+	}
+	now = now.Add(2 * time.Minute)
+	if _, err := tab.Open("ldp:delegate:a", alice, nil, Negotiate(nil, nil), time.Minute); err != nil {
+		t.Fatalf("after expiry: %v", err)
+	}
+}
