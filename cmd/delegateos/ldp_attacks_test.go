@@ -29,14 +29,14 @@ import (
 // The red team's attacks on serve as an LDP delegate (issue 21) that
 // held: each says what was tried, through the real binary.
 
-// TestLDPRedteamEnvelopesRefused: within a holder's live session, a
+// TestLDPAttackEnvelopesRefused: within a holder's live session, a
 // TASK_SUBMIT replayed byte for byte, tampered with after signing (input,
 // skill, token member), unsigned, stale, from the future, signed by
 // another key claiming the holder's ID, or signed with the shared secret
 // (algorithm downgrade on an Ed25519 session) is refused with its own
 // error, and none reaches the gate; nor does a forged SESSION_PROPOSE
 // (HMAC with a token, a token's holder's ID under another key).
-func TestLDPRedteamEnvelopesRefused(t *testing.T) {
+func TestLDPAttackEnvelopesRefused(t *testing.T) {
 	env := mcptest.NewEnv(t)
 	pol := env.Policy(mcptest.Priced("echo", 100))
 	pol.Extra = serveLDPSection + "  hmac_secret: \"a shared secret of 32 characters\"\n"
@@ -172,10 +172,10 @@ func TestLDPRedteamEnvelopesRefused(t *testing.T) {
 	}
 }
 
-// TestLDPRedteamRequireEd25519: with require_ed25519, an HMAC HELLO or
+// TestLDPAttackRequireEd25519: with require_ed25519, an HMAC HELLO or
 // SESSION_PROPOSE (the secret known) is refused as an algorithm the
 // delegate does not take.
-func TestLDPRedteamRequireEd25519(t *testing.T) {
+func TestLDPAttackRequireEd25519(t *testing.T) {
 	env := mcptest.NewEnv(t)
 	pol := env.Policy(mcptest.Priced("echo", 100))
 	pol.Extra = serveLDPSection + "  hmac_secret: \"a shared secret of 32 characters\"\n  require_ed25519: true\n"
@@ -190,12 +190,12 @@ func TestLDPRedteamRequireEd25519(t *testing.T) {
 	}
 }
 
-// TestLDPRedteamTokenPlacement: which token a task runs under, and who
+// TestLDPAttackTokenPlacement: which token a task runs under, and who
 // may use a session. The TASK_SUBMIT's member wins over the bearer and
 // the session's token (a narrower one is the one the gate sees); a bearer
 // wins over the session's; another token holder who knows the session's
 // ID and its peer's ID cannot put a task in it, nor cancel or close it.
-func TestLDPRedteamTokenPlacement(t *testing.T) {
+func TestLDPAttackTokenPlacement(t *testing.T) {
 	env := mcptest.NewEnv(t)
 	srv := startLDPServe(t, env, "server")
 	ctx := context.Background()
@@ -268,14 +268,14 @@ func TestLDPRedteamTokenPlacement(t *testing.T) {
 	}
 }
 
-// TestLDPRedteamCancel: a TASK_CANCEL racing a running task. The call is
+// TestLDPAttackCancel: a TASK_CANCEL racing a running task. The call is
 // charged when it reached the tool (which may have done the work: never a
 // refund) and released only when it never left the gate, exactly as the
 // gate's decision line says, once; a cancel that comes after the result
 // changes nothing (TASK_UNKNOWN: no second charge, no refund). Budget 200,
 // slow and echo at 100 each: the echoes that follow run until the budget
 // the cancelled call left is spent.
-func TestLDPRedteamCancel(t *testing.T) {
+func TestLDPAttackCancel(t *testing.T) {
 	env := mcptest.NewEnv(t)
 	pol := env.Policy(mcptest.Priced("echo", 100), mcptest.Priced("slow", 100))
 	pol.Extra = serveLDPSection + "    - {name: slow, tool: slow}\n"
@@ -341,13 +341,13 @@ func TestLDPRedteamCancel(t *testing.T) {
 	t.Logf("the cancelled call: outcome %v, cost %v", line["outcome"], line["cost"])
 }
 
-// TestLDPRedteamJSONEdges: envelopes that could be read two ways are
+// TestLDPAttackJSONEdges: envelopes that could be read two ways are
 // refused before anything (signed as they are, so the signature is not
 // what refuses them): duplicate members (two tokens, two inputs),
 // case-variant member names, a body type in another case, deep nesting in
 // the input, invalid UTF-8 and lone surrogates in an ID, a huge body.
 // Unicode IDs that are valid are taken and stay distinct.
-func TestLDPRedteamJSONEdges(t *testing.T) {
+func TestLDPAttackJSONEdges(t *testing.T) {
 	env := mcptest.NewEnv(t)
 	srv := startLDPServe(t, env, "server")
 	ctx := context.Background()
@@ -393,13 +393,13 @@ func TestLDPRedteamJSONEdges(t *testing.T) {
 	}
 }
 
-// TestLDPRedteamTrustAndModes: a session from another trust domain, or
+// TestLDPAttackTrustAndModes: a session from another trust domain, or
 // whose initiator names none, or that requires another domain, or names
 // the delegate's domain in another case, is rejected before anything is
 // spent; a text task in a session that negotiated frames is taken (text
 // is always in the chain), but a frame in a text session is refused, and
 // a failed frame's fallback moves only its own session.
-func TestLDPRedteamTrustAndModes(t *testing.T) {
+func TestLDPAttackTrustAndModes(t *testing.T) {
 	env := mcptest.NewEnv(t)
 	srv := startLDPServe(t, env, "server")
 	ctx := context.Background()
@@ -441,14 +441,14 @@ func TestLDPRedteamTrustAndModes(t *testing.T) {
 	}
 }
 
-// TestLDPRedteamReplayStoreFlood (broke, fixed): one holder with one
+// TestLDPAttackReplayStoreFlood (broke, fixed): one holder with one
 // session sends TASK_CANCELs of no task as fast as it can (each spends a
 // message ID and a nonce in the replay store, whose 100,000 places were
 // shared by every peer with no share per signer); once the store was full
 // (30 s of loopback traffic), another holder's SESSION_PROPOSE was refused
 // replay_store_busy. Now the hog is refused at its share (12,500 places,
 // about 6,000 cancels) and the other holder opens its session.
-func TestLDPRedteamReplayStoreFlood(t *testing.T) {
+func TestLDPAttackReplayStoreFlood(t *testing.T) {
 	env := mcptest.NewEnv(t)
 	srv := startLDPServe(t, env, "server")
 	ctx := context.Background()
@@ -497,12 +497,12 @@ func TestLDPRedteamReplayStoreFlood(t *testing.T) {
 	}
 }
 
-// TestLDPRedteamVerifiedClaimRecorded (broke, fixed): a delegate that
+// TestLDPAttackVerifiedClaimRecorded (broke, fixed): a delegate that
 // said verified:true in its provenance got 1.0 recorded by 'ldp submit
 // --record', which the next 'ldp route' ranks by: a delegate set its own
 // reputation. Now the claim is shown, and nothing is recorded without
 // the initiator's --score.
-func TestLDPRedteamVerifiedClaimRecorded(t *testing.T) {
+func TestLDPAttackVerifiedClaimRecorded(t *testing.T) {
 	env := mcptest.NewEnv(t)
 	tok := env.Mint(nil, "docs:read:/**")
 	tokFile := filepath.Join(env.Dir, "agent.tok")
@@ -521,7 +521,7 @@ func TestLDPRedteamVerifiedClaimRecorded(t *testing.T) {
 	}
 }
 
-// TestLDPRedteamBudgetConcurrent (broke, fixed: every task serve ran
+// TestLDPAttackBudgetConcurrent (broke, fixed: every task serve ran
 // called its tool with the JSON-RPC id 1 in the one stateless session of
 // its token, so 29 of 30 concurrent tasks under one token were refused "a
 // request with this id is already in flight": fail closed, but one task at
@@ -529,7 +529,7 @@ func TestLDPRedteamVerifiedClaimRecorded(t *testing.T) {
 // 30 tasks at once over three sessions of the same holder (and the
 // stream endpoint for a third of them): exactly 10 run, the others are
 // refused budget_exceeded, and the gate allowed exactly 10.
-func TestLDPRedteamBudgetConcurrent(t *testing.T) {
+func TestLDPAttackBudgetConcurrent(t *testing.T) {
 	env := mcptest.NewEnv(t)
 	srv := startLDPServe(t, env, "server")
 	ctx := context.Background()
@@ -573,14 +573,14 @@ func TestLDPRedteamBudgetConcurrent(t *testing.T) {
 	}
 }
 
-// TestLDPRedteamCardEndpointPoisoned (broke, fixed): the card's endpoint
+// TestLDPAttackCardEndpointPoisoned (broke, fixed): the card's endpoint
 // was "where the first request reached the server": a stranger's first
 // GET with another Host (any port of a name the Host guard takes) fixed
 // the endpoint every later peer was shown, and the address envelopes
 // could be sent to. Now each request's card names the address it
 // reached, and an envelope may be addressed to the address its own
 // request reached, not to one another request named.
-func TestLDPRedteamCardEndpointPoisoned(t *testing.T) {
+func TestLDPAttackCardEndpointPoisoned(t *testing.T) {
 	env := mcptest.NewEnv(t)
 	srv := startLDPServe(t, env, "server")
 	req, _ := http.NewRequest(http.MethodGet, srv.Base+ldp.WellKnownPath, nil)
@@ -611,12 +611,12 @@ func TestLDPRedteamCardEndpointPoisoned(t *testing.T) {
 	}
 }
 
-// TestLDPRedteamContractIgnored (broke, fixed): a TASK_SUBMIT's contract
+// TestLDPAttackContractIgnored (broke, fixed): a TASK_SUBMIT's contract
 // asked for a budget below the skill's cost (max_cost_usd 1e-7, echo costs
 // 100 microcents = 1e-6 USD); the issue says a contract is honoured or
 // refused, never ignored, but the task ran and was charged 100. Now it is
 // refused CONTRACT_REFUSED before the gate; a contract the cost fits runs.
-func TestLDPRedteamContractIgnored(t *testing.T) {
+func TestLDPAttackContractIgnored(t *testing.T) {
 	env := mcptest.NewEnv(t)
 	srv := startLDPServe(t, env, "server")
 	ctx := context.Background()
@@ -650,7 +650,7 @@ func TestLDPRedteamContractIgnored(t *testing.T) {
 	}
 }
 
-// TestLDPRedteamStrangerBodies (broke, fixed): the MCP endpoint holds a
+// TestLDPAttackStrangerBodies (broke, fixed): the MCP endpoint holds a
 // body with no credential to 64 KiB and every body to a share of
 // --max-body-bytes-in-flight, refused 413 or 503 unread; the LDP
 // endpoints read any stranger's body up to 1 MiB outside that budget
@@ -659,7 +659,7 @@ func TestLDPRedteamContractIgnored(t *testing.T) {
 // stranger declares a body of 1 MiB (over the anonymous share of a 2 MiB
 // budget) and sends none: it was read until the read timeout (HTTP 400);
 // now it is refused at once, unread.
-func TestLDPRedteamStrangerBodies(t *testing.T) {
+func TestLDPAttackStrangerBodies(t *testing.T) {
 	env := mcptest.NewEnv(t)
 	pol := env.Policy(mcptest.Priced("echo", 100))
 	pol.Extra = serveLDPSection
@@ -680,11 +680,11 @@ func TestLDPRedteamStrangerBodies(t *testing.T) {
 	}
 }
 
-// TestLDPRedteamAttestation: ATTESTATION as a way to set reputation. The same
+// TestLDPAttackAttestation: ATTESTATION as a way to set reputation. The same
 // attestation sent again in a new envelope counts once; the envelope
 // replayed byte for byte is refused. (Another's signed attestation:
 // TestServeLDPAttestation.)
-func TestLDPRedteamAttestation(t *testing.T) {
+func TestLDPAttackAttestation(t *testing.T) {
 	env := mcptest.NewEnv(t)
 	ws := filepath.Join(env.Dir, "ws")
 	if err := os.MkdirAll(ws, 0o700); err != nil {
@@ -729,11 +729,11 @@ func TestLDPRedteamAttestation(t *testing.T) {
 	}
 }
 
-// TestLDPRedteamApproval: a skill whose tool the policy holds for
+// TestLDPAttackApproval: a skill whose tool the policy holds for
 // approval. An LDP peer is not an MCP client that could be asked, so the
 // task must not hang holding a reservation: it is refused at once,
 // approval_unavailable, as an MCP client without elicitation is.
-func TestLDPRedteamApproval(t *testing.T) {
+func TestLDPAttackApproval(t *testing.T) {
 	env := mcptest.NewEnv(t)
 	rule := mcptest.Priced("echo", 100)
 	rule.Approval = "required"
@@ -757,12 +757,12 @@ func TestLDPRedteamApproval(t *testing.T) {
 	}
 }
 
-// TestLDPRedteamNarrowedTokensShareBudget: ldp submit narrows the token
+// TestLDPAttackNarrowedTokensShareBudget: ldp submit narrows the token
 // afresh for every task (a new delegation, its own budget). A holder who
 // narrows its token of budget 250 into several tokens of 200 each, and
 // runs tasks under each, still spends at most 250 in all: echo at 100,
 // two tasks pass and the rest are refused, whichever token they carry.
-func TestLDPRedteamNarrowedTokensShareBudget(t *testing.T) {
+func TestLDPAttackNarrowedTokensShareBudget(t *testing.T) {
 	env := mcptest.NewEnv(t)
 	srv := startLDPServe(t, env, "server")
 	ctx := context.Background()
@@ -796,7 +796,7 @@ func TestLDPRedteamNarrowedTokensShareBudget(t *testing.T) {
 	}
 }
 
-// TestLDPRedteamRevokedMidSession (broke, fixed): once a session's token
+// TestLDPAttackRevokedMidSession (broke, fixed): once a session's token
 // is revoked (delegateos revoke appends to the policy's list), its next
 // tasks were refused, but as TASK_EXECUTION_ERROR, category runtime,
 // retryable (serve's endpoint answered the inner call 401), not as the
@@ -804,7 +804,7 @@ func TestLDPRedteamNarrowedTokensShareBudget(t *testing.T) {
 // runtime failure against the delegate (0.0). Now the task's token is
 // checked as the endpoint checks it: TASK_FAILED revoked, category policy.
 // A new session with that token is rejected.
-func TestLDPRedteamRevokedMidSession(t *testing.T) {
+func TestLDPAttackRevokedMidSession(t *testing.T) {
 	env := mcptest.NewEnv(t)
 	list := filepath.Join(env.Dir, "revocations.json")
 	if err := os.WriteFile(list, []byte("[]\n"), 0o644); err != nil {
@@ -861,13 +861,13 @@ func TestLDPRedteamRevokedMidSession(t *testing.T) {
 	}
 }
 
-// TestLDPRedteamReloadedCost (broke, fixed): a reload (SIGHUP) that
+// TestLDPAttackReloadedCost (broke, fixed): a reload (SIGHUP) that
 // changes a skill's tool's cost. The gate charged the new cost (300) while
 // the TASK_RESULT's provenance (cost_charged_microcents, which ldp submit
 // prints as what the gate charged) and the card said the old one (100):
 // the LDP front read the policy it started with. Now both follow the
 // policy in force.
-func TestLDPRedteamReloadedCost(t *testing.T) {
+func TestLDPAttackReloadedCost(t *testing.T) {
 	env := mcptest.NewEnv(t)
 	srv := startLDPServe(t, env, "server")
 	policyPath := ""
@@ -906,13 +906,13 @@ func TestLDPRedteamReloadedCost(t *testing.T) {
 	}
 }
 
-// TestLDPRedteamLatencyHintSkewed (broke, fixed): the card's
+// TestLDPAttackLatencyHintSkewed (broke, fixed): the card's
 // latency_hint_ms_p50 is "what this server measured", and it counted
 // every call, refusals included: any token holder whose token does not
 // even grant the skill sent tasks the gate refused in a fraction of a
 // millisecond and set the hint other routers read (1 ms after one 50 ms
 // call and five refusals). Now only calls the tool answered count.
-func TestLDPRedteamLatencyHintSkewed(t *testing.T) {
+func TestLDPAttackLatencyHintSkewed(t *testing.T) {
 	env := mcptest.NewEnv(t)
 	pol := env.Policy(mcptest.Priced("echo", 100), mcptest.Priced("slow", 100))
 	pol.Extra = serveLDPSection + "    - {name: slow, tool: slow}\n"
@@ -958,14 +958,14 @@ func TestLDPRedteamLatencyHintSkewed(t *testing.T) {
 	}
 }
 
-// TestLDPRedteamRouteSpoofedDID (broke; fixed by the ldp helper's
+// TestLDPAttackRouteSpoofedDID (broke; fixed by the ldp helper's
 // 2ab17d3, cherry-picked): a card is a claim of whoever serves it. A
 // stranger serves a copy of a reputable delegate's card (its did:key, its
 // ID) with a higher self-reported quality hint: ldp route gave it the
 // reputable delegate's reputation, and the hint broke the tie for it. The
 // stranger cannot sign as that did:key (it never answers a HELLO), which
 // route now asks it to.
-func TestLDPRedteamRouteSpoofedDID(t *testing.T) {
+func TestLDPAttackRouteSpoofedDID(t *testing.T) {
 	env := mcptest.NewEnv(t)
 	honest := startLDPServe(t, env, "honest")
 	card, err := (&ldp.Client{}).Discover(context.Background(), honest.Base)

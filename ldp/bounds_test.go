@@ -9,15 +9,15 @@ import (
 // The red team's attacks on LDP (issue 21) that held, or that broke and
 // were fixed: each says what was tried.
 
-// TestRedteamOnePeerFillsReplayStore (red team, issue 21; broke before
+// TestOnePeerCannotFillReplayStore (red team, issue 21; broke before
 // MemoryReplay.MaxPerSigner): one admitted peer that sends cheap messages
 // in its own session (TASK_CANCEL of no task: each spends a message ID and
 // a nonce) filled the store, whose bound was only global, and then every
 // envelope of every other peer was refused replay_store_busy for the
 // window (through the binary, 50,000 cancels took 30 s:
-// TestLDPRedteamReplayStoreFlood). Now the hog is refused at its share,
+// TestLDPAttackReplayStoreFlood). Now the hog is refused at its share,
 // and the other peer opens its session.
-func TestRedteamOnePeerFillsReplayStore(t *testing.T) {
+func TestOnePeerCannotFillReplayStore(t *testing.T) {
 	d := newDelegate(t, 1, "")
 	d.resp.Verifier.Replay = &MemoryReplay{Max: 40}
 	hog := newClient(2)
@@ -44,9 +44,9 @@ func TestRedteamOnePeerFillsReplayStore(t *testing.T) {
 	}
 }
 
-// TestRedteamReplayPerSigner: a signer's share of the store is counted per
+// TestReplayBoundPerSigner: a signer's share of the store is counted per
 // signer, and given back when its keys expire.
-func TestRedteamReplayPerSigner(t *testing.T) {
+func TestReplayBoundPerSigner(t *testing.T) {
 	m := &MemoryReplay{Max: 100, MaxPerSigner: 4}
 	now := t0
 	exp := now.Add(time.Minute)
@@ -69,13 +69,13 @@ func TestRedteamReplayPerSigner(t *testing.T) {
 	}
 }
 
-// TestRedteamOnePeerFillsSessions (red team, issue 21; broke before
+// TestOnePeerCannotFillSessions (red team, issue 21; broke before
 // Sessions.MaxPerPeer): the session table's bound was only global, so one
 // admitted peer (one key) took every place, and every other peer's
 // SESSION_PROPOSE was refused SESSIONS_FULL until those sessions expired
 // (up to 24 hours: ttl_secs is the peer's choice). Now a peer holds at
 // most MaxPerPeer (64 by default; 2 here).
-func TestRedteamOnePeerFillsSessions(t *testing.T) {
+func TestOnePeerCannotFillSessions(t *testing.T) {
 	d := newDelegate(t, 1, "")
 	d.resp.Sessions = &Sessions{Max: 16, MaxPerPeer: 2}
 	hog := newClient(2)
