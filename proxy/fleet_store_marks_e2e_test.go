@@ -2,9 +2,12 @@
 
 package proxy_test
 
-// Findings of the fourth red team of issue 19's store history that are
-// fixed (store_rt4_broke_e2e_test.go, build tag redteam, holds those still
-// open). Each failed before its fix.
+// What the fleet does when its store goes back or forgets in ways the
+// first marks missed: rollbacks masked by other proxies' calls, stamps made
+// around a loss mark, an operator's write racing a new loss, revocations
+// and ended delegations kept across names and workspaces, rate windows lost
+// alone, unreadable or relative local state. Found by the fourth red team
+// of issue 19's store history; each test failed before its fix.
 
 import (
 	"context"
