@@ -36,10 +36,12 @@ func TestServeFailedStartLeavesNoAuditTrace(t *testing.T) {
 		flags []string
 		want  string
 	}{
-		"busy port":         {[]string{"--listen", busy.Addr().String()}, "address already in use"},
-		"missing TLS file":  {[]string{"--listen", "127.0.0.1:0", "--tls-cert", filepath.Join(e.Dir, "none.crt"), "--tls-key", filepath.Join(e.Dir, "none.key")}, "none.crt"},
-		"body limits":       {[]string{"--listen", "127.0.0.1:0", "--max-body-bytes-in-flight", "1"}, "--max-body-bytes-in-flight 1 is below the largest body accepted"},
-		"busy metrics port": {[]string{"--listen", "127.0.0.1:0", "--metrics-listen", busy.Addr().String()}, "--metrics-listen " + busy.Addr().String() + ": listen tcp " + busy.Addr().String() + ": bind: address already in use"},
+		"busy port":               {[]string{"--listen", busy.Addr().String()}, "address already in use"},
+		"missing TLS file":        {[]string{"--listen", "127.0.0.1:0", "--tls-cert", filepath.Join(e.Dir, "none.crt"), "--tls-key", filepath.Join(e.Dir, "none.key")}, "none.crt"},
+		"body limits":             {[]string{"--listen", "127.0.0.1:0", "--max-body-bytes-in-flight", "1"}, "--max-body-bytes-in-flight 1 is below the largest body accepted"},
+		"busy metrics port":       {[]string{"--listen", "127.0.0.1:0", "--metrics-listen", busy.Addr().String()}, "--metrics-listen " + busy.Addr().String() + ": listen tcp " + busy.Addr().String() + ": bind: address already in use"},
+		"bad revocation peer":     {[]string{"--listen", "127.0.0.1:0", "--revocation-peer", "::bad"}, "--revocation-peer"},
+		"authorize without grant": {[]string{"--listen", "127.0.0.1:0", "--authorize"}, "--authorize needs --grant"},
 	} {
 		logPath := filepath.Join(e.Dir, strings.ReplaceAll(name, " ", "-")+".audit.jsonl")
 		pol := e.Policy()

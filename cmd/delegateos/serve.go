@@ -241,6 +241,23 @@ var serveCmd = &command{
 					defer closeListener()
 				}
 			}
+			// setup is what extensions see and may change before the
+			// server is built; the relays read its Log when they start.
+			keyPath := pol.ProxyKey
+			if *keyFile != "" {
+				keyPath = *keyFile
+			}
+			setup := &serveSetup{Policy: pol, Gate: g, Gates: current, Log: log, Revocations: revs, DefaultToken: defaultToken, KeyFile: keyPath,
+				Listen: *listen, TLS: *tlsCert != "", Endpoint: *endpoint, CheckToken: checkToken, Delegations: delegations}
+			// The extensions check their flags and build what does not
+			// need the audit log before it is opened, too.
+			for _, x := range serveExtensions {
+				if x.check != nil {
+					if err := x.check(setup); err != nil {
+						return err
+					}
+				}
+			}
 			tr, closeTracing, err := openTracing(log)
 			if err != nil {
 				return inputf("tracing: %v", err)
@@ -258,19 +275,12 @@ var serveCmd = &command{
 				}
 			}()
 
-			// setup is what extensions see and may change before the
-			// server is built; the relays read its Log when they start.
-			keyPath := pol.ProxyKey
-			if *keyFile != "" {
-				keyPath = *keyFile
-			}
 			reload := &reloader{current: current, load: reloadPolicy(*policyPath, preparePolicy), opts: flags.options(log),
 				log: log, recorded: recordReload(evidence, reloadTarget(*policyPath))}
 			// SIGHUP reloads the policy rather than ending the server: its
 			// sessions, calls in flight and audit log go on.
 			defer reload.onHangup(hups)()
-			setup := &serveSetup{Policy: pol, Gate: g, Gates: current, Reload: reload, Log: log, Revocations: revs, DefaultToken: defaultToken, KeyFile: keyPath,
-				Listen: *listen, TLS: *tlsCert != "", Endpoint: *endpoint, CheckToken: checkToken, Delegations: delegations, Evidence: evidence}
+			setup.Reload, setup.Evidence = reload, evidence
 			relayConfig := func(s *serve.Session) proxy.Config {
 				tok := s.Token
 				if tok == "" {
@@ -404,7 +414,12 @@ type serveExtension struct {
 	flags func(fs *pflag.FlagSet)
 	// listen takes the extension's own listeners, before the audit log is
 	// opened; serve calls close when it returns.
-	listen    func() (close func(), err error)
+	listen func() (close func(), err error)
+	// check checks the extension's flags and builds what needs neither
+	// the audit log nor the server, before the log is opened: a start it
+	// refuses leaves no trace there. Its setup has no Reload, Evidence,
+	// Options or Server yet.
+	check     func(*serveSetup) error
 	configure func(*serveSetup) error
 	mount     func(*serveSetup) error
 	wrap      func(http.Handler) http.Handler

@@ -44,11 +44,12 @@ func init() {
 			metricsLn = ln
 			return func() { ln.Close() }, nil
 		},
-		configure: func(s *serveSetup) error {
+		check: func(s *serveSetup) error {
 			var err error
-			if x, err = f.build(s.Policy, s.Revocations, s.KeyFile, s.Gate, s.Gates, s.Log, s.Options.Endpoint); err != nil {
-				return err
-			}
+			x, err = f.build(s.Policy, s.Revocations, s.KeyFile, s.Gate, s.Gates, s.Log, s.Endpoint)
+			return err
+		},
+		configure: func(s *serveSetup) error {
 			if s.Reload != nil {
 				// A tool a reloaded policy names gets its own label.
 				s.Reload.onApplied(func(snap *gate.Snapshot) { x.metrics.Tools(snap.Policy) })
