@@ -139,6 +139,9 @@ func TestE2EReloadNarrowsPolicyCallInFlightFinishes(t *testing.T) {
 	if !r.call(t, "before", "") {
 		t.Fatal("echo refused before the reload")
 	}
+	if !r.listsEcho(t, "list-before") {
+		t.Fatal("echo not listed before the reload")
+	}
 	// A call in flight: the upstream waits for the client's answer.
 	r.c.Send(mcptest.CallFrame(`"held"`, "elicit", map[string]any{"message": "go on?"}))
 	ask := r.c.Next()
@@ -162,6 +165,10 @@ func TestE2EReloadNarrowsPolicyCallInFlightFinishes(t *testing.T) {
 	}
 	if r.call(t, "after", "capability_not_granted") {
 		t.Fatal("echo allowed after a reload that narrowed it")
+	}
+	// The session's next list is filtered by the new policy.
+	if r.listsEcho(t, "list-after") {
+		t.Fatal("echo still listed after a reload that narrowed it")
 	}
 	stopProxy(t, r.p)
 	// Spent: the call before and the call in flight, at 1 each.
@@ -389,4 +396,15 @@ func TestE2EReloadRacingSettles(t *testing.T) {
 	if got := r.spent(t); got != reserved {
 		t.Errorf("the spend store holds %d; the allowed calls were decided at %d in all", got, reserved)
 	}
+}
+
+// listsEcho reports whether tools/list shows echo.
+func (r *reloadEnv) listsEcho(t *testing.T, id string) bool {
+	t.Helper()
+	r.c.Send(`{"jsonrpc":"2.0","id":"` + id + `","method":"tools/list"}`)
+	m := r.c.Response(`"` + id + `"`)
+	if m.Error != nil {
+		t.Fatalf("tools/list: %+v", m.Error)
+	}
+	return strings.Contains(string(m.Result), `"name":"echo"`)
 }

@@ -5,6 +5,7 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"net/http"
 	"os"
 	"os/signal"
@@ -49,7 +50,10 @@ type reloader struct {
 type reloadResult struct {
 	Reloaded   bool   `json:"reloaded"`
 	PolicyHash string `json:"policy_hash,omitempty"`
-	Error      string `json:"error,omitempty"`
+	// Unchanged says the file was the policy in force: nothing was
+	// swapped or recorded (the revocation list was read again).
+	Unchanged bool   `json:"unchanged,omitempty"`
+	Error     string `json:"error,omitempty"`
 }
 
 // reload applies the policy file again; trigger names what asked
@@ -72,6 +76,17 @@ func (r *reloader) reload(trigger string) reloadResult {
 	opts := r.opts
 	opts.PolicyDigest = digest
 	hash := policyHash(digest)
+	if cur := r.current.Load(); policyHash(cur.PolicyDigest) == hash {
+		// The same file again: no new snapshot and no record, so that
+		// whoever can reload cannot grow the audit log by reloading.
+		if revs := cur.Revocations; revs != nil {
+			if err := revs.Reload(); err != nil {
+				return refused(fmt.Errorf("the revocation list %s cannot be read now: %w", cur.Policy.RevocationList, err))
+			}
+		}
+		r.log.Info("policy unchanged", zap.String("trigger", trigger), zap.String("policy_hash", hash))
+		return reloadResult{Reloaded: true, PolicyHash: hash, Unchanged: true}
+	}
 	var commit func(*gate.Snapshot) error
 	if r.recorded != nil {
 		commit = func(*gate.Snapshot) error { return r.recorded(hash, start) }
