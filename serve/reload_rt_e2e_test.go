@@ -1,0 +1,171 @@
+//go:build unix
+
+package serve_test
+
+import (
+	"bytes"
+	"fmt"
+	"net/http"
+	"os"
+	"path/filepath"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/delegateos/delegateos/budget"
+	"github.com/delegateos/delegateos/internal/mcptest"
+	"github.com/delegateos/delegateos/internal/redistest"
+	"github.com/delegateos/delegateos/receipt"
+)
+
+// Red team of the reload (held): who can reach POST /reload, and budgets
+// kept exact in a shared Redis store while reloads change the cost during
+// a burst from several sessions.
+
+// Tried: POST /reload from a browser page of another site (Origin), through
+// a rebound DNS name (Host), and GET /reload (a link or an <img>). Held:
+// each is refused before the file is read (the narrowed file is not
+// applied), and only a plain POST applies it.
+func TestE2EServeReloadRTGuard(t *testing.T) {
+	t.Parallel()
+	r := startReloadServer(t)
+	tok := r.e.Mint(nil, "mcp:echo:*")
+	sid := r.Initialize(mcptest.Bearer(tok))
+	mcptest.WriteFile(t, r.policyPath, r.policy("admin", 1, ""))
+	try := func(method string, hdr map[string]string) int {
+		req, err := http.NewRequest(method, r.metricsBase+"/reload", nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for k, v := range hdr {
+			if k == "Host" {
+				req.Host = v
+			} else {
+				req.Header.Set(k, v)
+			}
+		}
+		res, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		res.Body.Close()
+		return res.StatusCode
+	}
+	for _, c := range []struct {
+		method string
+		hdr    map[string]string
+	}{
+		{http.MethodPost, map[string]string{"Origin": "http://evil.example", "Content-Type": "text/plain"}},
+		{http.MethodPost, map[string]string{"Host": "evil.example"}},
+		{http.MethodPost, map[string]string{"Host": "evil.example", "Origin": "http://evil.example"}},
+		{http.MethodGet, nil},
+	} {
+		if code := try(c.method, c.hdr); code == http.StatusOK {
+			t.Errorf("%s /reload %v: HTTP %d", c.method, c.hdr, code)
+		}
+	}
+	if ok, err := r.call(sid, tok.String(), "kept"); !ok || err != nil {
+		t.Fatalf("a refused /reload applied the narrowed file: %v %v", ok, err)
+	}
+	if n := len(r.LogWith("policy reloaded", nil)); n != 0 {
+		t.Fatalf("%d reloads applied by refused requests", n)
+	}
+	if code, _, err := r.reload(); code != http.StatusOK || err != nil {
+		t.Fatalf("plain POST /reload: %d %v", code, err)
+	}
+	if ok, err := r.call(sid, tok.String(), "narrowed"); ok || err != nil {
+		t.Fatalf("echo after the narrowing reload: %v %v", ok, err)
+	}
+}
+
+// Tried: a spend store in Redis, a token with a budget of 60, three
+// sessions calling as fast as they can while POST /reload switches the
+// cost between 1 and 3 (a new file each time). Held: Redis holds exactly
+// the sum of what the allowed calls' decision receipts reserved (each
+// call settled once, at the cost it was decided at), that is at most the
+// budget, nothing is left reserved, and the audit log verifies.
+func TestE2EServeReloadRTRedisBudgetExact(t *testing.T) {
+	t.Parallel()
+	rs := redistest.Start(t)
+	e := mcptest.NewEnv(t)
+	key := mcptest.NewKey(t, "server")
+	r := &reloadServer{e: e, policyPath: filepath.Join(e.Dir, "reload-policy.yaml"),
+		spendPath: rs.URL(), auditPath: filepath.Join(e.Dir, "audit.log"),
+		keyFile: e.KeyFile(key), keyDID: key.DID()}
+	mcptest.WriteFile(t, r.policyPath, r.policy("mcp", 1, ""))
+	r.Server = e.StartServe(mcptest.ServeOptions{Flags: []string{"--policy", r.policyPath, "--metrics-listen", "127.0.0.1:0"}})
+	r.metricsBase = "http://" + r.WaitLog("serving metrics", nil)["address"].(string)
+	const budgetMC = 60
+	tok := e.Mint(mcptest.Budget(budgetMC), "mcp:echo:*")
+	const sessions, calls = 3, 20
+	var wg sync.WaitGroup
+	var mu sync.Mutex
+	var errs []error
+	started := make(chan struct{}, sessions)
+	for i := range sessions {
+		sid := r.Initialize(mcptest.Bearer(tok))
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for j := range calls {
+				_, err := r.call(sid, tok.String(), fmt.Sprintf("s%d-%d", i, j))
+				if j == 0 {
+					started <- struct{}{}
+				}
+				if err != nil {
+					mu.Lock()
+					errs = append(errs, err)
+					mu.Unlock()
+				}
+			}
+		}()
+	}
+	for range sessions {
+		<-started
+	}
+	for k := range 10 {
+		mcptest.WriteFile(t, r.policyPath, r.policy("mcp", int64(1+2*((k+1)%2)), fmt.Sprintf("# %d\n", k)))
+		if code, ans, err := r.reload(); code != http.StatusOK || err != nil {
+			t.Fatalf("reload %d: %d %v %v", k, code, ans, err)
+		}
+	}
+	wg.Wait()
+	for _, err := range errs {
+		t.Error(err)
+	}
+	r.Signal(syscall.SIGTERM)
+	if !r.WaitExit(20 * time.Second) {
+		t.Fatal("serve did not exit on SIGTERM")
+	}
+	u, err := budget.ReadUsage(rs.URL())
+	if err != nil {
+		t.Fatal(err)
+	}
+	var committed, reserved int64
+	for _, x := range u {
+		committed += x.Committed
+		reserved += x.Reserved
+	}
+	b, err := os.ReadFile(r.auditPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var decided int64
+	for _, line := range bytes.Split(bytes.TrimSuffix(b, []byte("\n")), []byte("\n")) {
+		rc, err := receipt.ParseEntry(line)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if d, ok := rc.Body.(*receipt.DecisionBody); ok && d.Method == "tools/call" && d.Decision == receipt.DecisionAllow {
+			decided += d.CostReserved
+		}
+	}
+	// Each level of the chain holds the spend: the token here has one.
+	if committed != decided || reserved != 0 || committed > budgetMC {
+		t.Errorf("Redis holds %d committed, %d reserved; the allowed calls reserved %d; budget %d", committed, reserved, decided, budgetMC)
+	}
+	if out, stderr, code := mcptest.CLI(t, "audit", "verify", r.auditPath, "--key-id", r.keyDID); code != 0 {
+		t.Fatalf("audit verify: %d %s %s", code, out, stderr)
+	}
+}
