@@ -1,9 +1,10 @@
-//go:build unix && redteam
+//go:build unix
 
 package proxy_test
 
 import (
 	"fmt"
+	"strings"
 	"testing"
 
 	"github.com/delegateos/delegateos/internal/mcptest"
@@ -20,11 +21,12 @@ func (r *reloadEnv) approvalPolicy(echoNS string) string {
 	return pol.YAML()
 }
 
-// Red team: a call held for approval, then a reload that takes the tool
-// away (an operator narrowing the policy in an incident), then the person
-// approves: the call must not run, since the policy in force no longer
-// allows it. Broke: forwardHeld re-checked only the token.
-func TestE2ERedteamReloadNarrowedWhileHeldForApproval(t *testing.T) {
+// A call held for approval, then a reload that takes the tool away (an
+// operator narrowing the policy in an incident), then the person
+// approves: the call does not run, since the policy in force no longer
+// grants it, and nothing is charged. Found by the red team: the approved
+// call was forwarded, its token alone checked again.
+func TestE2EReloadNarrowedWhileHeldForApproval(t *testing.T) {
 	t.Parallel()
 	r := startReloadProxy(t, 1000, nil)
 	r.firstHash = r.write(t, r.approvalPolicy("mcp"))
@@ -40,6 +42,9 @@ func TestE2ERedteamReloadNarrowedWhileHeldForApproval(t *testing.T) {
 	m := r.c.Response(`"held"`)
 	if m.Error == nil {
 		t.Fatalf("a call held for approval ran after a reload that no longer grants it: %s", m.Result)
+	}
+	if !strings.Contains(string(m.Error.Data), "capability_not_granted") || !strings.Contains(m.Error.Message+string(m.Error.Data), "approved, but while it waited") {
+		t.Errorf("refused with %s %s; want capability_not_granted, approved but while it waited", m.Error.Message, m.Error.Data)
 	}
 	if r.call(t, "after", "capability_not_granted") {
 		t.Fatal("echo allowed after the narrowing reload")
