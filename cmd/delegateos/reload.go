@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"net/http"
 	"os"
 	"os/signal"
@@ -182,6 +183,9 @@ func reloadPolicy(path string, prepare func(*policy.Policy) error) func() (*poli
 			if err != nil {
 				return nil, "", errors.New(policyLoadError(path, err).Error())
 			}
+			if err := wholePolicyFile(path, d); err != nil {
+				return nil, "", err
+			}
 			pol, digest = p, d
 		}
 		if err := prepare(pol); err != nil {
@@ -189,6 +193,33 @@ func reloadPolicy(path string, prepare func(*policy.Policy) error) func() (*poli
 		}
 		return pol, digest, nil
 	}
+}
+
+// wholePolicyFile refuses, for a reload, a policy file that may have
+// been read half written (written in place rather than replaced by a
+// rename): one that changed while it was read (read again, it is not the
+// file whose SHA-256 is digest), or whose text does not end with a
+// newline. Its first bytes may be a valid policy that says more than the
+// whole file, not only less: "default_cost: 100" cut to "default_cost:
+// 1", an approval: line cut off.
+func wholePolicyFile(path, digest string) error {
+	const rename = "; the policy in force is kept: replace the file by a rename (write it beside, then mv it over) and reload again"
+	f, err := os.Open(path)
+	if err != nil {
+		return fmt.Errorf("%s changed while it was read: %v%s", path, err, rename)
+	}
+	defer f.Close()
+	data, err := io.ReadAll(io.LimitReader(f, policy.MaxFileSize+1))
+	if err != nil {
+		return fmt.Errorf("%s changed while it was read: %v%s", path, err, rename)
+	}
+	if d := sha256.Sum256(data); hex.EncodeToString(d[:]) != digest {
+		return fmt.Errorf("%s changed while it was read, so it may be half written%s", path, rename)
+	}
+	if len(data) > 0 && data[len(data)-1] != '\n' {
+		return fmt.Errorf("%s does not end with a newline, so it may be half written%s (end it with a newline if it is whole)", path, rename)
+	}
+	return nil
 }
 
 // recordReload is how the audit log, when there is one, records a policy

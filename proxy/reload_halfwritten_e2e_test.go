@@ -1,8 +1,9 @@
-//go:build unix && redteam
+//go:build unix
 
 package proxy_test
 
 import (
+	"fmt"
 	"regexp"
 	"strings"
 	"syscall"
@@ -11,16 +12,16 @@ import (
 	"github.com/delegateos/delegateos/internal/mcptest"
 )
 
-// Red team: broke. A policy file written in place (not by a rename) and
-// read by a reload half way: the bytes read are a valid policy that says
-// more than either the old or the new file, here "default_cost: 100"
-// cut to "default_cost: 1", a call a hundred times cheaper. docs/serve.md
-// says a half-written file "may find a valid policy that says less"; it
-// may say more.
-func TestE2ERedteamReloadHalfWrittenPolicyWidens(t *testing.T) {
+// A policy file written in place (not by a rename) and read by a reload
+// half way: the bytes read are a valid policy that says more than the
+// whole file, here "default_cost: 100" cut to "default_cost: 1", a call a
+// hundred times cheaper. The reload refuses a file that does not end with
+// a newline, and the call still costs 100. Found by the red team: the
+// cut file was applied.
+func TestE2EReloadHalfWrittenPolicyRefused(t *testing.T) {
 	t.Parallel()
 	r := startReloadProxy(t, 150, nil)
-	pol := r.e.Policy(mcptest.Rule{Match: "echo", Namespace: "mcp", Action: "echo"})
+	pol := r.e.Policy(mcptest.Rule{Match: "echo", Namespace: "mcp", Action: "echo", Cost: -1})
 	pol.SpendStore, pol.RevocationList = r.spendPath, r.revPath
 	pol.Extra = "proxy_key: " + r.keyFile + "\naudit_log: " + r.auditPath + "\n"
 	full := regexp.MustCompile(`(?m)^default_cost: .*\n`).ReplaceAllString(pol.YAML(), "") + "default_cost: 100\n"
@@ -46,6 +47,9 @@ func TestE2ERedteamReloadHalfWrittenPolicyWidens(t *testing.T) {
 	})
 	if r.call(t, "c2", "") {
 		t.Fatal("a half-written policy was applied: a second call at what should cost 100 fit a budget of 150")
+	}
+	if ls := r.p.LogWith(logReloadRefused, nil); len(ls) != 1 || !strings.Contains(fmt.Sprint(ls[0]["error"]), "does not end with a newline") {
+		t.Errorf("refusals logged: %v", ls)
 	}
 	stopProxy(t, r.p)
 }
