@@ -5,12 +5,14 @@ package proxy_test
 import (
 	"fmt"
 	"os"
+	"path/filepath"
 	"strings"
 	"syscall"
 	"testing"
 	"time"
 
 	"github.com/delegateos/delegateos/internal/mcptest"
+	"github.com/delegateos/delegateos/receipt"
 )
 
 // Red team of the reload (held): tried a SIGHUP storm, SIGHUP racing
@@ -117,4 +119,71 @@ func TestE2EReloadRTRootsChangedRefusesOldToken(t *testing.T) {
 		t.Fatal("echo refused once the root is trusted again")
 	}
 	stopProxy(t, r.p)
+}
+
+// Tried: two proxies on one policy and one SQLite spend store (rate
+// windows in it), a rate of 6 an hour; calls alternate between them
+// while the first is reloaded (cost 2↔1) before each of its calls: a
+// reload must neither start the windows afresh nor charge twice. Held: exactly 6
+// calls are allowed of 10, the store holds the sum of the allowed calls'
+// costs, and nothing is left reserved.
+func TestE2EReloadRTSharedStoreRateWindowsKept(t *testing.T) {
+	t.Parallel()
+	r := startReloadProxy(t, 1000, nil)
+	// One audit log per process, in a directory.
+	r.auditPath = filepath.Join(r.e.Dir, "audits") + "/"
+	r.write(t, r.policy("mcp", "mcp", 1, "rate: 6/1h\n"))
+	r.hangup(t, false) // the rate limits cannot change on reload
+	// Restarted on the rated policy, so that the windows are the store's.
+	stopProxy(t, r.p)
+	tok := r.e.Mint(mcptest.Budget(1000), "mcp:echo:*", "mcp:elicit:*")
+	a := r.e.StartProxy(mcptest.ProxyOptions{Token: tok, Flags: []string{"--policy", r.policyPath}})
+	b := r.e.StartProxy(mcptest.ProxyOptions{Token: tok, Flags: []string{"--policy", r.policyPath}})
+	ca, cb := a.Raw(), b.Raw()
+	ca.Initialize()
+	cb.Initialize()
+	allowed, cost := 0, int64(0)
+	reloads := 0
+	for i := range 10 {
+		c := cb
+		if i%2 == 0 {
+			k := int64(2 - (i/2)%2) // the file in force has cost 1: each reload is a change
+			r.write(t, r.policy("mcp", "mcp", k, "rate: 6/1h\n"))
+			if err := a.Cmd.Process.Signal(syscall.SIGHUP); err != nil {
+				t.Fatal(err)
+			}
+			reloads++
+			want := reloads
+			mcptest.Eventually(t, "the reload", func() bool { return len(a.LogWith(logReloaded, nil)) >= want })
+			c = ca
+		}
+		id := fmt.Sprintf(`"c%d"`, i)
+		c.Send(mcptest.CallFrame(id, "echo", map[string]any{"text": id}))
+		if m := c.Response(id); m.Error == nil {
+			allowed++
+		} else if !strings.Contains(string(m.Error.Data), "rate") {
+			t.Fatalf("call %d refused, not by the rate: %s %s", i, m.Error.Message, m.Error.Data)
+		}
+	}
+	stopProxy(t, a)
+	stopProxy(t, b)
+	if allowed != 6 {
+		t.Errorf("%d calls allowed at a rate of 6 an hour across reloads; want 6", allowed)
+	}
+	spent := r.spent(t)
+	logs, err := filepath.Glob(filepath.Join(r.auditPath, "*.jsonl"))
+	if err != nil || len(logs) != 2 {
+		t.Fatalf("audit logs %v %v; want one per proxy", logs, err)
+	}
+	for _, l := range logs {
+		rs, _ := logReceipts(t, l)
+		for _, rc := range rs {
+			if d, ok := rc.Body.(*receipt.DecisionBody); ok && d.Method == "tools/call" && d.Decision == receipt.DecisionAllow {
+				cost += d.CostReserved
+			}
+		}
+	}
+	if spent != cost {
+		t.Errorf("the store holds %d; the allowed calls reserved %d", spent, cost)
+	}
 }
