@@ -169,3 +169,31 @@ func TestE2EServeReloadRTRedisBudgetExact(t *testing.T) {
 		t.Fatalf("audit verify: %d %s %s", code, out, stderr)
 	}
 }
+
+// Tried: a changed policy, POST /reload and SIGHUP sent together with
+// SIGTERM, during calls. Held: serve exits, and its audit log verifies as
+// closed (a reload is either recorded before the log is closed or refused).
+func TestE2EServeReloadRTRacingShutdown(t *testing.T) {
+	t.Parallel()
+	r := startReloadServer(t)
+	tok := r.e.Mint(nil, "mcp:echo:*")
+	sid := r.Initialize(mcptest.Bearer(tok))
+	if ok, err := r.call(sid, tok.String(), "c1"); !ok || err != nil {
+		t.Fatalf("echo: %v %v", ok, err)
+	}
+	mcptest.WriteFile(t, r.policyPath, r.policy("mcp", 3, ""))
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		_, _, _ = r.reload() // may find the server gone
+	}()
+	r.Signal(syscall.SIGHUP)
+	r.Signal(syscall.SIGTERM)
+	<-done
+	if !r.WaitExit(20 * time.Second) {
+		t.Fatal("serve did not exit on SIGTERM")
+	}
+	if out, stderr, code := mcptest.CLI(t, "audit", "verify", r.auditPath, "--key-id", r.keyDID); code != 0 {
+		t.Fatalf("audit verify after reloads racing SIGTERM: %d %s %s", code, out, stderr)
+	}
+}
