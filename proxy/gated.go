@@ -111,8 +111,10 @@ func (s *session) gate(p *pending, cp *callParams, params []byte) bool {
 		s.decided(p, &p.dec)
 	} else {
 		// Kept to be checked again once approved, against the policy
-		// then in force (forwardHeld).
+		// then in force (forwardHeld). Its arguments are in the reader's
+		// buffer, which the next frame overwrites: they are copied.
 		held := req
+		held.Arguments = clone(req.Arguments)
 		p.held = &held
 	}
 	// Only this goroutine writes listToken, so it may read it unlocked.

@@ -4,7 +4,10 @@ package proxy_test
 
 import (
 	"fmt"
+	"os"
+	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 
 	"github.com/delegateos/delegateos/internal/mcptest"
@@ -53,4 +56,61 @@ func TestE2EReloadNarrowedWhileHeldForApproval(t *testing.T) {
 	if spent := r.spent(t); spent != 0 {
 		t.Errorf("spent %d; want 0 (nothing ran)", spent)
 	}
+}
+
+// A call held for approval is still forwarded when approved after a
+// reload that does not touch what it needs (another tool's cost), even
+// with other frames read meanwhile: it is decided again by the policy in
+// force on the arguments it was held with (a copy: the reader's buffer
+// they were read into has been overwritten by then).
+func TestE2EReloadUnrelatedWhileHeldForApproval(t *testing.T) {
+	t.Parallel()
+	e := mcptest.NewEnv(t)
+	path := filepath.Join(e.Dir, "approval-policy.yaml")
+	write := func(readCost int64) {
+		pol := e.Policy()
+		for i := range pol.Rules {
+			switch pol.Rules[i].Match {
+			case "write_file":
+				pol.Rules[i].Cost, pol.Rules[i].Approval = 1, "required"
+			case "read_file":
+				pol.Rules[i].Cost = readCost
+			}
+		}
+		mcptest.WriteFile(t, path, pol.YAML())
+	}
+	write(1)
+	tok := e.Mint(mcptest.Budget(1000), "docs:read:/project/**", "docs:write:/project/**")
+	p := e.StartProxy(mcptest.ProxyOptions{Token: tok, Flags: []string{"--policy", path}})
+	c := p.Raw()
+	c.Send(`{"jsonrpc":"2.0","id":"init","method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{"elicitation":{}},"clientInfo":{"name":"raw","version":"1"}}}`)
+	if m := c.Response(`"init"`); m.Error != nil {
+		t.Fatalf("initialize: %+v", m.Error)
+	}
+	c.Send(`{"jsonrpc":"2.0","method":"notifications/initialized"}`)
+	c.Send(mcptest.CallFrame(`"held"`, "write_file", map[string]any{"path": "/project/held.md", "content": "approved text"}))
+	ask := c.Next()
+	if ask.Method != "elicitation/create" {
+		t.Fatalf("got %s %s, want the proxy's approval request", ask.Method, ask.ID)
+	}
+	// Frames that overwrite the reader's buffer where the held call's
+	// arguments were.
+	for i := range 4 {
+		id := fmt.Sprintf(`"r%d"`, i)
+		c.Send(mcptest.CallFrame(id, "read_file", map[string]any{"path": "/etc/passwd", "pad": strings.Repeat("x", 1000*(i+1))}))
+		c.Response(id)
+	}
+	write(2)
+	if err := p.Cmd.Process.Signal(syscall.SIGHUP); err != nil {
+		t.Fatal(err)
+	}
+	p.WaitLog(logReloaded, nil)
+	c.Send(fmt.Sprintf(`{"jsonrpc":"2.0","id":%s,"result":{"action":"accept","content":{"approve":true}}}`, ask.ID))
+	if m := c.Response(`"held"`); m.Error != nil {
+		t.Fatalf("a held call approved after an unrelated reload was refused: %s %s", m.Error.Message, m.Error.Data)
+	}
+	if _, err := os.Stat(filepath.Join(e.Docs, "project", "held.md")); err != nil {
+		t.Fatalf("the approved write did not happen: %v", err)
+	}
+	stopProxy(t, p)
 }
