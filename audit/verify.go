@@ -439,11 +439,13 @@ func checkSigned(rc *receipt.Receipt, trusted []string, sigErr error) error {
 // parsingReader is a lineReader that parses lines ahead, in batches,
 // on every CPU: parsing and signatures are most of verify's work, and
 // each line's is its own. A goroutine reads and parses the next batch
-// while the lines of the one before are checked in order; stop ends it.
+// while the lines of the one before are checked in order; stop ends it
+// and waits for it, so that nothing reads the input once verify returns.
 type parsingReader struct {
-	batches chan []*rawLine
-	done    chan struct{}
-	batch   []*rawLine
+	batches  chan []*rawLine
+	done     chan struct{}
+	finished chan struct{}
+	batch    []*rawLine
 	// err is why reading ended, if not at EOF: read only once line has
 	// returned nil (the channel's close orders it after its write).
 	err  error
@@ -457,13 +459,14 @@ const (
 )
 
 func newParsingReader(r io.Reader) *parsingReader {
-	p := &parsingReader{batches: make(chan []*rawLine, 1), done: make(chan struct{})}
+	p := &parsingReader{batches: make(chan []*rawLine, 1), done: make(chan struct{}), finished: make(chan struct{})}
 	go p.run(newLineReader(r))
 	return p
 }
 
 // run reads and parses batches until the end of the input or stop.
 func (p *parsingReader) run(lr *lineReader) {
+	defer close(p.finished)
 	defer close(p.batches)
 	for {
 		batch := make([]*rawLine, 0, parseBatch)
@@ -489,8 +492,12 @@ func (p *parsingReader) run(lr *lineReader) {
 	}
 }
 
-// stop ends the reading ahead (verify has what it needs).
-func (p *parsingReader) stop() { p.once.Do(func() { close(p.done) }) }
+// stop ends the reading ahead (verify has what it needs) and waits until
+// the input is no longer read.
+func (p *parsingReader) stop() {
+	p.once.Do(func() { close(p.done) })
+	<-p.finished
+}
 
 func (p *parsingReader) line() *rawLine {
 	for len(p.batch) == 0 {

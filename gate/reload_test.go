@@ -263,3 +263,28 @@ func TestPolicyKey(t *testing.T) {
 		}
 	}
 }
+
+// A reload does not touch the spend store: one while the store's Redis is
+// down applies, and keeps the same store (whose calls are refused until
+// it is back, as before the reload).
+func TestReloadSpendStoreDown(t *testing.T) {
+	srv := redistest.Start(t)
+	root := "iojj3XQJ8ZX9UtstPLpdcspnCb8dlBIb83SIAbQPb1w"
+	pol := func(cost int64) *policy.Policy {
+		return &policy.Policy{Roots: []string{root}, SpendStore: srv.URL(), DefaultCost: cost}
+	}
+	s, err := Open(pol(1), Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cur := NewCurrent(s)
+	defer cur.Close()
+	srv.Stop()
+	n, err := cur.Reload(pol(2), Options{}, nil)
+	if err != nil {
+		t.Fatalf("reload with the spend store down: %v", err)
+	}
+	if n.Gate.Budget != s.Gate.Budget {
+		t.Fatal("the spend store was opened again")
+	}
+}

@@ -1,9 +1,12 @@
 package metrics
 
 import (
+	"maps"
 	"net/http"
 	"runtime"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"time"
 	"unicode/utf8"
 
@@ -32,9 +35,10 @@ type Metrics struct {
 	upstreamLatency *prometheus.HistogramVec
 	spend           prometheus.Counter
 	toolCalls       *prometheus.CounterVec
-	// tools are the tool names counted under their own label (Tools);
-	// set before the first decision, only read after.
-	tools map[string]bool
+	// tools are the tool names counted under their own label (Tools),
+	// replaced whole when a reload names more; toolsMu serializes Tools.
+	tools   atomic.Pointer[map[string]bool]
+	toolsMu sync.Mutex
 }
 
 // OtherTool is the tool label of every tool the policy does not name
@@ -83,7 +87,6 @@ func New() *Metrics {
 			Namespace: namespace, Name: "tool_calls_total",
 			Help: "tools/call decisions by tool (the tools the policy names exactly; any other is \"other\") and result (allowed or denied).",
 		}, []string{"tool", "result"}),
-		tools: map[string]bool{},
 	}
 	m.Registry.MustRegister(m.decisions, m.decisionLatency, m.upstreamLatency, m.spend, m.toolCalls,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
@@ -113,19 +116,27 @@ func (m *Metrics) BuildInfo(version, revision string) {
 // Tools counts the tools pol's tool map names exactly (a rule's match
 // without glob characters) under their own label in tool_calls_total, at
 // most the first 256; every other tool is counted as OtherTool. Call it
-// before the first decision.
+// before the first decision, and again with a reloaded policy: the tools
+// it names are added (a series, once exported, stays).
 func (m *Metrics) Tools(pol *policy.Policy) {
+	m.toolsMu.Lock()
+	defer m.toolsMu.Unlock()
+	tools := map[string]bool{}
+	if old := m.tools.Load(); old != nil {
+		tools = maps.Clone(*old)
+	}
 	for _, r := range pol.Tools {
-		if len(m.tools) >= maxToolLabels {
+		if len(tools) >= maxToolLabels {
 			break
 		}
 		if r.Match == "" || !utf8.ValidString(r.Match) || strings.ContainsAny(r.Match, "*?[]{}\\") {
 			continue
 		}
-		m.tools[r.Match] = true
+		tools[r.Match] = true
 		m.toolCalls.WithLabelValues(r.Match, "allowed")
 		m.toolCalls.WithLabelValues(r.Match, "denied")
 	}
+	m.tools.Store(&tools)
 }
 
 // Handler serves the metrics in the Prometheus exposition format.
@@ -159,7 +170,7 @@ func (m *Metrics) Decided(req *gate.CallRequest, d *gate.Decision) {
 	m.decisionLatency.WithLabelValues(meth).Observe(d.Latency.Seconds())
 	if meth == gate.MethodToolsCall {
 		tool := OtherTool
-		if m.tools[req.Tool] {
+		if tools := m.tools.Load(); tools != nil && (*tools)[req.Tool] {
 			tool = req.Tool
 		}
 		allowed := "allowed"

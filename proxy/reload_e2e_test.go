@@ -307,7 +307,7 @@ func TestE2EReloadAuditLogVerifiesAfterReloadsAndKill(t *testing.T) {
 	t.Parallel()
 	r := startReloadProxy(t, 1000, func(code int) bool { return code == -1 })
 	for i := range 3 {
-		r.write(t, r.policy("mcp", "mcp", int64(i+1), ""))
+		r.write(t, r.policy("mcp", "mcp", int64(i+2), ""))
 		r.hangup(t, true)
 		if !r.call(t, fmt.Sprintf("c%d", i), "") {
 			t.Fatal("echo refused")

@@ -496,3 +496,27 @@ func TestServeSlowBodyOnAnyRequestIsCutOff(t *testing.T) {
 		t.Fatalf("the GET stream ended after the read timeout: %v", err)
 	}
 }
+
+// A request over the relay's frame limit is answered, even when its id
+// comes after the part of it the relay reads, and even with a body limit
+// above the frame limit: it neither hangs nor keeps its slot.
+func TestServeBodyOverTheFrameLimitIsAnswered(t *testing.T) {
+	e := mcptest.NewEnv(t)
+	pol := e.Policy()
+	pol.MaxFrameBytes = 8 << 10
+	srv := e.StartServe(mcptest.ServeOptions{Policy: pol, Flags: []string{"--max-body-bytes", "65536", "--max-session-calls", "1"}})
+	tok := mcptest.Bearer(e.Mint(nil, "mcp:echo:*"))
+	sid := srv.Initialize(tok)
+	big := `{"jsonrpc":"2.0","method":"tools/call","params":{"name":"echo","arguments":{"text":"` + strings.Repeat("a", 20<<10) + `"}},"id":"late"}`
+	st := srv.PostStream(sid, tok, big)
+	if st.Status == 200 {
+		if m := st.Next(); m == nil || m["error"] == nil {
+			t.Fatalf("the oversize request's answer: %v", m)
+		}
+	} else if st.Status != 413 {
+		t.Fatalf("the oversize request: HTTP %d", st.Status)
+	}
+	if r := srv.Post(sid, tok, mcptest.CallBody("2", "echo", map[string]any{"text": "after"})); r.Status != 200 {
+		t.Fatalf("a call after the oversize one: HTTP %d %s", r.Status, r.Body)
+	}
+}

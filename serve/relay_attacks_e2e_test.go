@@ -47,64 +47,6 @@ func statelessSlow(id string, steps, delayMs int, progressToken string) string {
 
 var stateless = map[string]string{"Mcp-Protocol-Version": "2026-07-28"}
 
-// Stateless requests of clients that present the same credential (here
-// none: every anonymous client runs on the --token default) share one
-// relay, but they are different clients: one must not see another's
-// progress or server messages, nor cancel its calls.
-func TestServeStatelessClientsShareNoStreams(t *testing.T) {
-	e := mcptest.NewEnv(t)
-	srv := e.StartServe(mcptest.ServeOptions{Policy: e.Policy(), Token: e.Mint(nil, "mcp:slow:*")})
-
-	t.Run("progress token squatted", func(t *testing.T) {
-		mallory := srv.PostStream("", stateless, statelessSlow(`"m1"`, 20, 50, `"p"`))
-		if m := mallory.Next(); m["method"] != "notifications/progress" {
-			t.Fatalf("mallory's first message %v", m)
-		}
-		alice := srv.PostStream("", stateless, statelessSlow(`"a1"`, 3, 10, `"p"`))
-		if alice.Status == 200 {
-			for m := alice.Next(); m != nil; m = alice.Next() {
-			}
-		}
-		for m := mallory.Next(); m != nil; m = mallory.Next() {
-			if p, _ := m["params"].(map[string]any); p != nil && p["total"] == float64(3) {
-				t.Fatalf("mallory's stream carries alice's progress: %v", m)
-			}
-		}
-	})
-
-	t.Run("a message for no open request", func(t *testing.T) {
-		// Alice's progress token is spelled so that the upstream's
-		// notifications name it otherwise: they match no request.
-		alice := srv.PostStream("", stateless, statelessSlow(`"a2"`, 6, 100, `1.0`))
-		mallory := srv.PostStream("", stateless, statelessSlow(`"m2"`, 10, 100, ""))
-		for m := mallory.Next(); m != nil; m = mallory.Next() {
-			if m["method"] == "notifications/progress" {
-				t.Fatalf("mallory's stream carries another client's progress: %v", m)
-			}
-		}
-		for m := alice.Next(); m != nil; m = alice.Next() {
-		}
-	})
-
-	t.Run("cancelling another's call", func(t *testing.T) {
-		alice := srv.PostStream("", stateless, statelessSlow(`"a3"`, 5, 100, `"pa3"`))
-		if m := alice.Next(); m["method"] != "notifications/progress" {
-			t.Fatalf("alice's first message %v", m)
-		}
-		r := srv.Do(http.MethodPost, "/mcp", stateless, `{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":"a3"}}`)
-		if r.Status == http.StatusAccepted {
-			t.Errorf("a stateless notifications/cancelled was taken: HTTP %d", r.Status)
-		}
-		var last map[string]any
-		for m := alice.Next(); m != nil; m = alice.Next() {
-			last = m
-		}
-		if !strings.Contains(mcptest.JSON(last["result"]), "done 5") {
-			t.Fatalf("alice's call was disturbed: %v", last)
-		}
-	})
-}
-
 // A client that abandons requests whose answers are large cannot make its
 // session hold their answers without bound in bytes: the oldest abandoned
 // answers are dropped once they pass the bound, well before the count
@@ -153,30 +95,6 @@ func TestServeBoundsAbandonedAnswerBytes(t *testing.T) {
 	}
 	if kept > 16<<20+64<<10 {
 		t.Fatalf("the session kept %d bytes of %d abandoned 1 MiB answers", kept, n)
-	}
-}
-
-// A request over the relay's frame limit is answered, even when its id
-// comes after the part of it the relay reads, and even with a body limit
-// above the frame limit: it neither hangs nor keeps its slot.
-func TestServeBodyOverTheFrameLimitIsAnswered(t *testing.T) {
-	e := mcptest.NewEnv(t)
-	pol := e.Policy()
-	pol.MaxFrameBytes = 8 << 10
-	srv := e.StartServe(mcptest.ServeOptions{Policy: pol, Flags: []string{"--max-body-bytes", "65536", "--max-session-calls", "1"}})
-	tok := mcptest.Bearer(e.Mint(nil, "mcp:echo:*"))
-	sid := srv.Initialize(tok)
-	big := `{"jsonrpc":"2.0","method":"tools/call","params":{"name":"echo","arguments":{"text":"` + strings.Repeat("a", 20<<10) + `"}},"id":"late"}`
-	st := srv.PostStream(sid, tok, big)
-	if st.Status == 200 {
-		if m := st.Next(); m == nil || m["error"] == nil {
-			t.Fatalf("the oversize request's answer: %v", m)
-		}
-	} else if st.Status != 413 {
-		t.Fatalf("the oversize request: HTTP %d", st.Status)
-	}
-	if r := srv.Post(sid, tok, mcptest.CallBody("2", "echo", map[string]any{"text": "after"})); r.Status != 200 {
-		t.Fatalf("a call after the oversize one: HTTP %d %s", r.Status, r.Body)
 	}
 }
 

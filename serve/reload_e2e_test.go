@@ -28,8 +28,8 @@ type reloadServer struct {
 	keyFile, keyDID, metricsBase     string
 }
 
-func (r *reloadServer) policy(echoNS string, cost int64, extra string) string {
-	pol := r.e.Policy(mcptest.Rule{Match: "echo", Namespace: echoNS, Action: "echo", Cost: cost})
+func (r *reloadServer) policy(echoNS string, cost int64, extra string, rules ...mcptest.Rule) string {
+	pol := r.e.Policy(append([]mcptest.Rule{{Match: "echo", Namespace: echoNS, Action: "echo", Cost: cost}}, rules...)...)
 	pol.SpendStore = r.spendPath
 	pol.Extra = "proxy_key: " + r.keyFile + "\naudit_log: " + r.auditPath + "\n" + extra
 	return pol.YAML()
@@ -117,7 +117,7 @@ func (r *reloadServer) listsEcho(t *testing.T, sid string, hdr map[string]string
 // 409 and why, and the one in force stays. SIGHUP does the same as POST
 // /reload; the MCP endpoint's listener has no /reload. Before reload,
 // SIGHUP ended the server.
-func TestE2EServeReloadEndpointAndSignal(t *testing.T) {
+func TestServeReloadEndpointAndSignal(t *testing.T) {
 	t.Parallel()
 	r := startReloadServer(t)
 	tok := r.e.Mint(nil, "mcp:echo:*")
@@ -151,13 +151,21 @@ func TestE2EServeReloadEndpointAndSignal(t *testing.T) {
 	if ok, err := r.call(sid, tok.String(), "narrowed"); ok || err != nil {
 		t.Fatalf("echo after the reload that narrowed it: %v %v", ok, err)
 	}
-	mcptest.WriteFile(t, r.policyPath, r.policy("mcp", 1, ""))
+	// The widened policy names another tool exactly: it gets its own
+	// label in the metrics from the reload on.
+	if strings.Contains(r.metrics(t), `tool="big"`) {
+		t.Fatal("big has a metrics label before a policy names it")
+	}
+	mcptest.WriteFile(t, r.policyPath, r.policy("mcp", 1, "", mcptest.Priced("big", 1)))
 	r.Signal(syscall.SIGHUP)
 	mcptest.Eventually(t, "the SIGHUP's reload", func() bool {
 		return len(r.LogWith("policy reloaded", func(m map[string]any) bool { return m["trigger"] == "SIGHUP" })) == 1
 	})
 	if ok, err := r.call(sid, tok.String(), "widened"); !ok || err != nil {
 		t.Fatalf("echo after SIGHUP widened the policy again: %v %v", ok, err)
+	}
+	if m := r.metrics(t); !strings.Contains(m, `delegateos_tool_calls_total{result="allowed",tool="big"} 0`) {
+		t.Errorf("no metrics label for the tool the reloaded policy names:\n%s", m)
 	}
 	r.Signal(syscall.SIGTERM)
 	if !r.WaitExit(20 * time.Second) {
@@ -173,7 +181,7 @@ func TestE2EServeReloadEndpointAndSignal(t *testing.T) {
 // per call allowed (none lost, none charged twice); the audit log records
 // every reload applied, once per new file (a reload of the policy in
 // force records nothing), and verifies.
-func TestE2EServeReloadDuringBurst(t *testing.T) {
+func TestServeReloadDuringBurst(t *testing.T) {
 	t.Parallel()
 	r := startReloadServer(t)
 	tok := r.e.Mint(nil, "mcp:echo:*")
@@ -276,4 +284,19 @@ func TestE2EServeReloadDuringBurst(t *testing.T) {
 	if n := strings.Count(out, "delegateos/reload"); n != applied {
 		t.Errorf("%d reload records in the audit log; want %d", n, applied)
 	}
+}
+
+// metrics is the metrics listener's /metrics.
+func (r *reloadServer) metrics(t *testing.T) string {
+	t.Helper()
+	res, err := http.Get(r.metricsBase + "/metrics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer res.Body.Close()
+	b, err := io.ReadAll(res.Body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b)
 }

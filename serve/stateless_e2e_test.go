@@ -2,6 +2,7 @@ package serve_test
 
 import (
 	"fmt"
+	"net/http"
 	"strings"
 	"testing"
 
@@ -61,4 +62,62 @@ func TestServeStatelessRequestDuringReapGetsANewRelay(t *testing.T) {
 	if r := srv.Do("POST", "/mcp", h, statelessEcho(2, "second")); r.Status != 200 || !strings.Contains(string(r.Body), "second") {
 		t.Fatalf("a stateless call while its reaped relay shuts down: HTTP %d %s", r.Status, r.Body)
 	}
+}
+
+// Stateless requests of clients that present the same credential (here
+// none: every anonymous client runs on the --token default) share one
+// relay, but they are different clients: one must not see another's
+// progress or server messages, nor cancel its calls.
+func TestServeStatelessClientsShareNoStreams(t *testing.T) {
+	e := mcptest.NewEnv(t)
+	srv := e.StartServe(mcptest.ServeOptions{Policy: e.Policy(), Token: e.Mint(nil, "mcp:slow:*")})
+
+	t.Run("progress token squatted", func(t *testing.T) {
+		mallory := srv.PostStream("", stateless, statelessSlow(`"m1"`, 20, 50, `"p"`))
+		if m := mallory.Next(); m["method"] != "notifications/progress" {
+			t.Fatalf("mallory's first message %v", m)
+		}
+		alice := srv.PostStream("", stateless, statelessSlow(`"a1"`, 3, 10, `"p"`))
+		if alice.Status == 200 {
+			for m := alice.Next(); m != nil; m = alice.Next() {
+			}
+		}
+		for m := mallory.Next(); m != nil; m = mallory.Next() {
+			if p, _ := m["params"].(map[string]any); p != nil && p["total"] == float64(3) {
+				t.Fatalf("mallory's stream carries alice's progress: %v", m)
+			}
+		}
+	})
+
+	t.Run("a message for no open request", func(t *testing.T) {
+		// Alice's progress token is spelled so that the upstream's
+		// notifications name it otherwise: they match no request.
+		alice := srv.PostStream("", stateless, statelessSlow(`"a2"`, 6, 100, `1.0`))
+		mallory := srv.PostStream("", stateless, statelessSlow(`"m2"`, 10, 100, ""))
+		for m := mallory.Next(); m != nil; m = mallory.Next() {
+			if m["method"] == "notifications/progress" {
+				t.Fatalf("mallory's stream carries another client's progress: %v", m)
+			}
+		}
+		for m := alice.Next(); m != nil; m = alice.Next() {
+		}
+	})
+
+	t.Run("cancelling another's call", func(t *testing.T) {
+		alice := srv.PostStream("", stateless, statelessSlow(`"a3"`, 5, 100, `"pa3"`))
+		if m := alice.Next(); m["method"] != "notifications/progress" {
+			t.Fatalf("alice's first message %v", m)
+		}
+		r := srv.Do(http.MethodPost, "/mcp", stateless, `{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":"a3"}}`)
+		if r.Status == http.StatusAccepted {
+			t.Errorf("a stateless notifications/cancelled was taken: HTTP %d", r.Status)
+		}
+		var last map[string]any
+		for m := alice.Next(); m != nil; m = alice.Next() {
+			last = m
+		}
+		if !strings.Contains(mcptest.JSON(last["result"]), "done 5") {
+			t.Fatalf("alice's call was disturbed: %v", last)
+		}
+	})
 }

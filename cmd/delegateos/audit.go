@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"runtime/debug"
 	"strings"
 	"time"
 
@@ -136,6 +137,14 @@ var auditVerifyCmd = &command{
 				return fixf("--head %q: give the 64 lower-case hex digits the proxy logged as head", *head)
 			}
 			vo := audit.VerifyOptions{Trusted: trusted, Open: *open, Head: *head, AllowRecovered: *allowRecovered}
+			if os.Getenv("GOGC") == "" {
+				// Verify's live heap is a few batches of lines (tens of MB)
+				// whatever the log's size, while it allocates about 2.7 KB an
+				// entry: a GC percent of 400 spends about 13% less CPU on a
+				// log of a million entries for twice the peak memory (about
+				// 100 MB).
+				debug.SetGCPercent(400)
+			}
 			if fi, err := os.Stat(path); err == nil && fi.IsDir() {
 				if *head != "" {
 					return usagef("--head names the head of one log: give that log's file, not the directory")

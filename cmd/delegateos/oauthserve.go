@@ -117,12 +117,12 @@ func (f *oauthFlags) build(s *serveSetup, hostAllowed func(string) bool) (*oauth
 		}
 		clients = append(clients, oauth.Client{ID: id, Name: id, RedirectURIs: strings.Split(uris, ",")})
 	}
-	gate := s.Gate
 	as, err := oauth.New(oauth.Config{
 		Grant: grant, GrantKey: key, GrantScope: scope, ConsentPassword: strings.TrimRight(string(pw), "\r\n"),
 		Endpoint: s.Endpoint, Live: s.CheckToken, Log: s.Log, Clients: clients, HostAllowed: hostAllowed,
 		Record: func(tok *dct.Token, client string) error {
-			return recordIssued(s, gate.Verifier, tok, grant.Blocks()+1, client)
+			// Verified with the roots in force (a reload may change them).
+			return recordIssued(s, s.Gates.Load().Gate.Verifier, tok, grant.Blocks()+1, client)
 		},
 	})
 	if err != nil {
@@ -168,6 +168,9 @@ func recordIssued(s *serveSetup, v *dct.Verifier, tok *dct.Token, upto int, clie
 	if ev := s.Evidence; ev != nil {
 		if ev.Failed() {
 			return errors.New("the audit log cannot be written")
+		}
+		if v == nil {
+			return errors.New("the token issued cannot be verified: no trusted roots")
 		}
 		scope, err := v.VerifyChain(tok.String(), now)
 		if err != nil {

@@ -45,6 +45,16 @@ type reloader struct {
 	// recorded, when set, records each policy about to be swapped in (in
 	// the audit log); an error refuses the reload.
 	recorded func(hash string, at time.Time) error
+	// applied are told of each snapshot swapped in (onApplied).
+	applied []func(*gate.Snapshot)
+}
+
+// onApplied has f told of each snapshot a reload swaps in, after the swap
+// (the metrics' per-tool labels follow the policy).
+func (r *reloader) onApplied(f func(*gate.Snapshot)) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.applied = append(r.applied, f)
 }
 
 // reloadResult is what a reload answers at POST /reload.
@@ -92,8 +102,12 @@ func (r *reloader) reload(trigger string) reloadResult {
 	if r.recorded != nil {
 		commit = func(*gate.Snapshot) error { return r.recorded(hash, start) }
 	}
-	if _, err := r.current.Reload(pol, opts, commit); err != nil {
+	s, err := r.current.Reload(pol, opts, commit)
+	if err != nil {
 		return refused(err)
+	}
+	for _, f := range r.applied {
+		f(s)
 	}
 	r.log.Info("policy reloaded", zap.String("trigger", trigger), zap.String("policy_hash", hash),
 		zap.Duration("took", time.Since(start)))

@@ -404,8 +404,9 @@ type serveSetup struct {
 	Policy *policy.Policy
 	Gate   *gate.Gate
 	Gates  *gate.Current
-	// Reload applies the policy file again (POST /reload).
-	Reload http.Handler
+	// Reload applies the policy file again (POST /reload, SIGHUP);
+	// configure may have it tell of each snapshot swapped in (onApplied).
+	Reload *reloader
 	// Log is the server's logger; configure may replace it (to tee the
 	// decision lines, say): every session's relay logs to it.
 	Log *zap.Logger

@@ -35,6 +35,10 @@ func init() {
 			if x, err = f.build(s.Policy, s.Revocations, s.KeyFile, s.Gate, s.Gates, s.Log, s.Options.Endpoint); err != nil {
 				return err
 			}
+			if s.Reload != nil {
+				// A tool a reloaded policy names gets its own label.
+				s.Reload.onApplied(func(snap *gate.Snapshot) { x.metrics.Tools(snap.Policy) })
+			}
 			if x.sig == nil {
 				return nil
 			}
@@ -55,7 +59,11 @@ func init() {
 			}, func() float64 { return float64(proxy.UpstreamMessagesRefused()) }))
 			x.mount(s.Server.Mux, s.Server.Guard, *f.metricsAt == "", s.Server.Recheck)
 			if at := *f.metricsAt; at != "" && at != metricsOff {
-				if err := serveMetrics(at, x.metrics, s.Reload, s.Options, s.Log); err != nil {
+				var reload http.Handler // none without a reloader
+				if s.Reload != nil {
+					reload = s.Reload
+				}
+				if err := serveMetrics(at, x.metrics, reload, s.Options, s.Log); err != nil {
 					return err
 				}
 			}
@@ -165,10 +173,14 @@ func (f *serveExtraFlags) build(pol *policy.Policy, revs revocation.Live, keyFil
 		if err != nil {
 			return nil, fixf("the trusted roots cannot be used: %v", err)
 		}
+		var rootsAuthority revdist.Authority = roots
+		if current != nil {
+			rootsAuthority = rootsInForce{current}
+		}
 		sugar := log.Sugar()
 		x.dist = &revdist.Distributor{
 			Store:     &revdist.FileStore{Path: pol.RevocationList, File: file},
-			Authority: revdist.AnyOf{roots, x.tokens},
+			Authority: revdist.AnyOf{rootsAuthority, x.tokens},
 			Peers:     *f.peers, Interval: *f.poll,
 			Logf: func(format string, args ...any) { sugar.Warnf(format, args...) },
 			Added: func() {
@@ -260,3 +272,15 @@ func (r tokenRecorder) Decided(req *gate.CallRequest, d *gate.Decision) {
 }
 
 func (tokenRecorder) Settled(gate.SettledCall) {}
+
+// rootsInForce accepts revocations from the trusted roots of the policy
+// in force, which a reload may change.
+type rootsInForce struct{ current *gate.Current }
+
+func (r rootsInForce) Authorize(e revocation.Entry) error {
+	roots, err := revdist.NewPrincipals(r.current.Load().Policy.Roots...)
+	if err != nil {
+		return err
+	}
+	return roots.Authorize(e)
+}

@@ -30,6 +30,7 @@ type extrasFixture struct {
 	root, agent *identity.Keypair
 	tok         *dct.Token
 	gate        *gate.Gate
+	current     *gate.Current
 	x           *serveExtras
 	srv         *httptest.Server
 	list        string
@@ -73,7 +74,8 @@ func newExtrasFixture(t *testing.T, args ...string) *extrasFixture {
 	if err := fs.Parse(args); err != nil {
 		t.Fatal(err)
 	}
-	if f.x, err = flags.build(pol, revs, keyFile, f.gate, gate.NewCurrent(&gate.Snapshot{Policy: pol, Gate: f.gate}), zap.NewNop(), "/mcp"); err != nil {
+	f.current = gate.NewCurrent(&gate.Snapshot{Policy: pol, Gate: f.gate})
+	if f.x, err = flags.build(pol, revs, keyFile, f.gate, f.current, zap.NewNop(), "/mcp"); err != nil {
 		t.Fatal(err)
 	}
 	mux := http.NewServeMux()
@@ -195,5 +197,40 @@ func TestProxyRefusesRequireSignature(t *testing.T) {
 	code := run([]string{"proxy", "--policy", pol, "--", "true"}, strings.NewReader(""), &out, &errb)
 	if code != exitUsage || out.Len() != 0 || !strings.Contains(errb.String(), "require_signature") {
 		t.Fatalf("exit %d, stdout %q, stderr %q", code, out.String(), errb.String())
+	}
+}
+
+// Revocation pushes are taken from the roots of the policy in force: a
+// root a reload adds may revoke from then on.
+func TestServeExtrasRevocationRootsFollowReload(t *testing.T) {
+	f := newExtrasFixture(t)
+	other, _ := identity.FromSeed(bytes.Repeat([]byte{9}, 32), "other")
+	tok, err := dct.Create(dct.CreateParams{Issuer: other, Delegatee: f.agent.ID(),
+		Capabilities: []dct.Capability{{Namespace: "mcp", Action: "echo", Resource: "*"}},
+		ContractID:   "ct_extras", DelegationID: "del_other", MaxChainDepth: 1, MaxBudgetMicrocents: 1000,
+		IssuedAt: time.Now().Add(-time.Minute), ExpiresAt: time.Now().Add(time.Hour)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	e, _ := revocation.NewEntry(other, tok.RevocationIDs()[0], revocation.ScopeChain, time.Now())
+	push := func() int {
+		b, _ := json.Marshal(map[string]any{"jsonrpc": "2.0", "method": "delegateos/revoke", "params": map[string]any{"revocation": e}})
+		resp, err := http.Post(f.srv.URL+"/.well-known/delegateos/revocations", "application/json", bytes.NewReader(b))
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		return resp.StatusCode
+	}
+	if code := push(); code != 403 {
+		t.Fatalf("a push by a key that is not a root: %d, want 403", code)
+	}
+	pol := *f.gate.Policy
+	pol.Roots = append([]string{other.ID()}, pol.Roots...)
+	if _, err := f.current.Reload(&pol, gate.Options{}, nil); err != nil {
+		t.Fatal(err)
+	}
+	if code := push(); code != 202 {
+		t.Fatalf("a push by a root the reload added: %d, want 202", code)
 	}
 }

@@ -76,10 +76,19 @@ func TestRevocationReachesPollingPeer(t *testing.T) {
 	if out, errs, code := mcptest.CLI(t, "revoke", "--key", e.KeyFile(e.Root), "--token", tok.String(), "--block", "0", "--list", listA); code != 0 {
 		t.Fatalf("revoke: %d %s %s", code, out, errs)
 	}
-	// Only b's polls can bring it: a has no peers to push to.
-	mcptest.Eventually(t, "the peer to refuse the revoked token", func() bool {
+	// Only b's polls can bring it: a has no peers to push to. A poll that
+	// adds an entry ends the sessions of the tokens it revokes at once, so
+	// the session is either refused the call or already gone.
+	mcptest.Eventually(t, "the peer to refuse the revoked token or close its session", func() bool {
+		if r := b.Post(sid, mcptest.Bearer(tok), mcptest.CallBody("9", "echo", map[string]any{"text": "hi"})); r.Status == http.StatusNotFound {
+			return true
+		}
 		return callOutcome(t, b, sid, tok) == string(dct.Revoked)
 	})
+	init := `{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}`
+	if r := b.Do(http.MethodPost, "/mcp", mcptest.Bearer(tok), init); r.Status != http.StatusUnauthorized || !strings.Contains(string(r.Body), "has been revoked") {
+		t.Fatalf("a new session with the revoked token at the peer: HTTP %d %s", r.Status, r.Body)
+	}
 	if l, err := revocation.Load(filepath.Join(e.Dir, "b.json")); err != nil || l.Len() != 1 {
 		t.Fatalf("b's list file: %v, %v", l, err)
 	}
