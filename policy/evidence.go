@@ -5,7 +5,6 @@ import (
 	"encoding/hex"
 	"fmt"
 	"io"
-	"os"
 	"path/filepath"
 
 	"gopkg.in/yaml.v3"
@@ -46,7 +45,7 @@ func (ps *parser) receipts(n *yaml.Node, key string, out *ReceiptsConfig) {
 // LoadWithDigest is Load that also returns the hex SHA-256 of the bytes
 // it parsed, which receipts name the policy by.
 func LoadWithDigest(path string) (*Policy, string, error) {
-	f, err := os.Open(path)
+	f, err := openFile(path)
 	if err != nil {
 		return nil, "", err
 	}

@@ -18,6 +18,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/delegateos/delegateos/gate"
+	"github.com/delegateos/delegateos/internal/fsutil"
 	"github.com/delegateos/delegateos/policy"
 	"github.com/delegateos/delegateos/proxy"
 	"github.com/delegateos/delegateos/receipt"
@@ -218,7 +219,7 @@ func reloadPolicy(path string, prepare func(*policy.Policy) error) func() (*poli
 // 1", an approval: line cut off.
 func wholePolicyFile(path, digest string) error {
 	const rename = "; the policy in force is kept: replace the file by a rename (write it beside, then mv it over) and reload again"
-	f, err := os.Open(path)
+	f, err := fsutil.OpenRegular(path)
 	if err != nil {
 		return fmt.Errorf("%s changed while it was read: %v%s", path, err, rename)
 	}
