@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"strings"
 	"sync"
 	"syscall"
 	"testing"
@@ -195,5 +196,39 @@ func TestE2EServeReloadRTRacingShutdown(t *testing.T) {
 	}
 	if out, stderr, code := mcptest.CLI(t, "audit", "verify", r.auditPath, "--key-id", r.keyDID); code != 0 {
 		t.Fatalf("audit verify after reloads racing SIGTERM: %d %s %s", code, out, stderr)
+	}
+}
+
+// Tried: roots changed by POST /reload to a root that did not issue the
+// token of an open session. Held: that session's next call is not
+// answered with a result, and no new session opens with the old root's
+// token; changed back, a new session works again.
+func TestE2EServeReloadRTRootsChanged(t *testing.T) {
+	t.Parallel()
+	r := startReloadServer(t)
+	tok := r.e.Mint(nil, "mcp:echo:*")
+	sid := r.Initialize(mcptest.Bearer(tok))
+	if ok, err := r.call(sid, tok.String(), "before"); !ok || err != nil {
+		t.Fatalf("echo before: %v %v", ok, err)
+	}
+	other := mcptest.NewKey(t, "other-root")
+	mcptest.WriteFile(t, r.policyPath, strings.Replace(r.policy("mcp", 1, ""), r.e.Root.ID(), other.ID(), 1))
+	if code, ans, err := r.reload(); code != http.StatusOK || err != nil {
+		t.Fatalf("reload: %d %v %v", code, ans, err)
+	}
+	if ok, _ := r.call(sid, tok.String(), "after"); ok {
+		t.Fatal("an open session's call with a token of a root no longer trusted was allowed")
+	}
+	res := r.Do(http.MethodPost, strings.TrimPrefix(r.URL, r.Base), mcptest.Bearer(tok), `{"jsonrpc":"2.0","id":"init","method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"x","version":"1"}}}`)
+	if res.Status != http.StatusUnauthorized && res.Status != http.StatusForbidden {
+		t.Fatalf("initialize with a token of a root no longer trusted: HTTP %d %s", res.Status, res.Body)
+	}
+	mcptest.WriteFile(t, r.policyPath, r.policy("mcp", 1, ""))
+	if code, ans, err := r.reload(); code != http.StatusOK || err != nil {
+		t.Fatalf("reload back: %d %v %v", code, ans, err)
+	}
+	sid = r.Initialize(mcptest.Bearer(tok))
+	if ok, err := r.call(sid, tok.String(), "back"); !ok || err != nil {
+		t.Fatalf("echo once the root is trusted again: %v %v", ok, err)
 	}
 }
