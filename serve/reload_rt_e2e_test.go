@@ -5,6 +5,7 @@ package serve_test
 import (
 	"bytes"
 	"fmt"
+	"net"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -230,5 +231,41 @@ func TestE2EServeReloadRTRootsChanged(t *testing.T) {
 	sid = r.Initialize(mcptest.Bearer(tok))
 	if ok, err := r.call(sid, tok.String(), "back"); !ok || err != nil {
 		t.Fatalf("echo once the root is trusted again: %v %v", ok, err)
+	}
+}
+
+// SIGHUP before serve takes it (the Go runtime's start) ends the process,
+// so serve tells systemd when it is ready (sd_notify READY=1 on
+// $NOTIFY_SOCKET), and the unit's Type=notify holds `systemctl reload`
+// back until then (TestDeployFiles). Here the test is systemd: once it
+// has READY=1, a SIGHUP reloads and does not end serve. Found by the red
+// team: with Type=simple, a reload right after the start killed serve.
+func TestE2EServeNotifiesReadyBeforeReloads(t *testing.T) {
+	t.Parallel()
+	e := mcptest.NewEnv(t)
+	sock := filepath.Join(t.TempDir(), "notify.sock")
+	ln, err := net.ListenUnixgram("unixgram", &net.UnixAddr{Name: sock, Net: "unixgram"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { ln.Close() })
+	path := filepath.Join(e.Dir, "notify-policy.yaml")
+	pol := e.Policy(mcptest.Rule{Match: "echo", Namespace: "mcp", Action: "echo", Cost: 1})
+	mcptest.WriteFile(t, path, pol.YAML())
+	s := e.StartServe(mcptest.ServeOptions{Flags: []string{"--policy", path}, Env: []string{"NOTIFY_SOCKET=" + sock}})
+	buf := make([]byte, 256)
+	if err := ln.SetReadDeadline(time.Now().Add(mcptest.CallTimeout)); err != nil {
+		t.Fatal(err)
+	}
+	n, err := ln.Read(buf)
+	if err != nil || string(buf[:n]) != "READY=1" {
+		t.Fatalf("read from NOTIFY_SOCKET: %q %v", buf[:n], err)
+	}
+	s.Signal(syscall.SIGHUP)
+	s.WaitLog("policy unchanged", nil)
+	tok := e.Mint(nil, "mcp:echo:*")
+	sid := s.Initialize(mcptest.Bearer(tok))
+	if sid == "" {
+		t.Fatal("no session after the reload")
 	}
 }

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"os"
 	"os/signal"
@@ -133,6 +134,27 @@ func hangups() (c <-chan os.Signal, stop func()) {
 	hups := make(chan os.Signal, 1)
 	signal.Notify(hups, syscall.SIGHUP)
 	return hups, func() { signal.Stop(hups) }
+}
+
+// notifyReady tells systemd that serve is ready (sd_notify "READY=1" on
+// $NOTIFY_SOCKET, for a unit of Type=notify), once it listens and SIGHUP
+// reloads: until then systemd holds back `systemctl reload`, whose SIGHUP
+// would end a process that has not taken SIGHUP yet (the Go runtime's
+// start, before the command's first line). Without $NOTIFY_SOCKET it does
+// nothing.
+func notifyReady(log *zap.Logger) {
+	addr := os.Getenv("NOTIFY_SOCKET")
+	if addr == "" {
+		return
+	}
+	c, err := net.DialUnix("unixgram", nil, &net.UnixAddr{Name: addr, Net: "unixgram"})
+	if err == nil {
+		_, err = c.Write([]byte("READY=1"))
+		c.Close()
+	}
+	if err != nil {
+		log.Warn("systemd was not told the server is ready (NOTIFY_SOCKET)", zap.String("notify_socket", addr), zap.Error(err))
+	}
 }
 
 // onHangup reloads on every SIGHUP from hups until stop is called; stop
