@@ -58,6 +58,12 @@ bench:
 demo:
 	@GO=$(GO) ./scripts/demo.sh
 
+# A task handed from a router to one of two LDP delegates (examples/ldp).
+.PHONY: demo-ldp
+demo-ldp: build
+	$(GO) build -o $(BIN)/docserver ./examples/docserver
+	DELEGATEOS=$(BIN)/delegateos DOCSERVER=$(BIN)/docserver ./examples/ldp/walkthrough.sh
+
 # Rewrite docs/cli.md and the command table of docs/commands.md from the commands'
 # own help (TestCLIReference fails when they are out of date).
 docs:
@@ -85,6 +91,18 @@ SERVEBENCH_FLAGS ?=
 bench-serve: build
 	$(GO) build -o $(BIN)/servebench ./internal/cmd/servebench
 	$(BIN)/servebench -delegateos $(BIN)/delegateos $(SERVEBENCH_FLAGS)
+
+# What an LDP task (TASK_SUBMIT→TASK_RESULT through delegateos serve's LDP
+# front, signed and checked) adds over the same tools/call sent straight to
+# the upstream over stdio and to serve's MCP endpoint, taking turns in one
+# run: p50, p99 and the ratios, per round and overall. LDPBENCH_FLAGS are
+# passed on (-n calls of each kind, -rounds).
+.PHONY: bench-ldp
+LDPBENCH_FLAGS ?=
+bench-ldp: build
+	$(GO) build -o $(BIN)/ldpbench ./internal/cmd/ldpbench
+	$(GO) build -o $(BIN)/docserver ./examples/docserver
+	$(BIN)/ldpbench -delegateos $(BIN)/delegateos -docserver $(BIN)/docserver $(LDPBENCH_FLAGS)
 
 # The official MCP conformance suite's server scenarios against
 # delegateos serve (wrapping go-sdk's everything-server over stdio) and

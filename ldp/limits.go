@@ -38,4 +38,6 @@ const (
 	MaxTTL = 24 * time.Hour
 	// DefaultMaxSessions bounds the sessions a Sessions table holds.
 	DefaultMaxSessions = 10_000
+	// DefaultMaxSessionsPerPeer bounds the live sessions of one peer.
+	DefaultMaxSessionsPerPeer = 64
 )

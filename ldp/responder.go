@@ -57,6 +57,8 @@ type Outcome struct {
 	TokensUsed         *uint64
 	CostUSD            *float64
 	DelegateOS         *ProvenanceDOS
+	// Evidence names what the verification was, for provenance.
+	Evidence []EvidenceRef
 }
 
 // TaskError is a task that failed with an LDP error to report as is (the
@@ -70,9 +72,9 @@ func (e *TaskError) Error() string { return e.Code + ": " + e.Message }
 type Responder struct {
 	// Card is this delegate's identity card; required.
 	Card *IdentityCard
-	// Key signs replies with the Ed25519 profile; nil means replies to an
-	// HMAC envelope are signed with the Verifier's secret and other
-	// replies are not signed.
+	// Key signs replies with the Ed25519 profile, except replies to an
+	// HMAC envelope, which are signed with the Verifier's secret; nil
+	// means other replies are not signed.
 	Key ed25519.PrivateKey
 	// Verifier checks every envelope's signature, freshness and replay;
 	// nil means envelopes are taken unsigned (tests, trusted transports).
@@ -95,7 +97,6 @@ type Responder struct {
 	own      Sessions
 	mu       sync.Mutex
 	running  map[string]context.CancelFunc
-	tokens   map[string]*DelegateOSMember // session ID → SESSION_PROPOSE's token
 }
 
 // Reply codes a Responder answers with, beside the session and trust codes.
@@ -114,17 +115,14 @@ const (
 
 func (r *Responder) init() {
 	r.initOnce.Do(func() {
+		r.own.Now = r.Now
 		r.running = map[string]context.CancelFunc{}
-		r.tokens = map[string]*DelegateOSMember{}
 	})
 }
 
 func (r *Responder) sessions() *Sessions {
 	if r.Sessions != nil {
 		return r.Sessions
-	}
-	if r.own.Now == nil {
-		r.own.Now = r.Now
 	}
 	return &r.own
 }
@@ -206,9 +204,6 @@ func (r *Responder) Handle(ctx context.Context, data []byte, bearer string, emit
 		if err != nil {
 			return r.refuse(e, sessionLdpError(err)), nil
 		}
-		r.mu.Lock()
-		delete(r.tokens, s.ID)
-		r.mu.Unlock()
 		return r.reply(e, s.ID, &SessionClose{Reason: ptrTo("acknowledged")}, ModeText), nil
 	}
 	return r.refuse(e, LdpError{Code: CodeUnexpected, Category: "session", Severity: "error",
@@ -262,15 +257,10 @@ func (r *Responder) propose(ctx context.Context, e *Envelope, b *SessionPropose,
 		}
 	}
 	n := Negotiate(prefs, r.Card.SupportedPayloadModes)
-	s, err := r.sessions().Open(e.From, by, n, ttl)
+	s, err := r.sessions().Open(e.From, by, e.DelegateOS, n, ttl)
 	if err != nil {
 		le := sessionLdpError(err)
 		return r.reply(e, "", &SessionReject{Reason: le.Message, Error: &le}, ModeText)
-	}
-	if e.DelegateOS != nil {
-		r.mu.Lock()
-		r.tokens[s.ID] = e.DelegateOS
-		r.mu.Unlock()
 	}
 	return r.reply(e, s.ID, &SessionAccept{SessionID: s.ID, NegotiatedMode: n.Mode, FallbackChain: n.Fallback}, ModeText)
 }
@@ -360,6 +350,7 @@ func (r *Responder) submit(ctx context.Context, e *Envelope, b *TaskSubmit, by V
 		TokensUsed:         out.TokensUsed,
 		CostUSD:            out.CostUSD,
 		DelegateOS:         out.DelegateOS,
+		Evidence:           out.Evidence,
 	}
 	if p.VerificationStatus == "" {
 		p.VerificationStatus = "unverified"
@@ -386,9 +377,7 @@ func (r *Responder) token(e *Envelope, s Session, bearer string) *DelegateOSMemb
 	if bearer != "" {
 		return &DelegateOSMember{DCT: bearer}
 	}
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	return r.tokens[s.ID]
+	return s.Token
 }
 
 func (r *Responder) cancel(e *Envelope, b *TaskCancel) *Envelope {
@@ -474,10 +463,11 @@ func (r *Responder) envelope(e *Envelope, session string, body Body, mode Payloa
 
 func (r *Responder) sign(out, in *Envelope) *Envelope {
 	switch {
+	case r.Verifier != nil && r.Verifier.HMACSecret != "" && in.SignatureAlgorithm == AlgHMACSHA256:
+		// A peer of the reference SDKs checks replies with the secret.
+		SignHMAC(out, r.Verifier.HMACSecret)
 	case r.Key != nil:
 		SignEd25519(out, r.Key)
-	case r.Verifier != nil && r.Verifier.HMACSecret != "" && in.SignatureAlgorithm == AlgHMACSHA256:
-		SignHMAC(out, r.Verifier.HMACSecret)
 	}
 	return out
 }

@@ -69,6 +69,9 @@ type Session struct {
 	Tasks         int
 	// CloseReason says why a closed or failed session ended.
 	CloseReason string
+	// Token is the delegation token the SESSION_PROPOSE carried, nil when
+	// none: it goes with the session, and is forgotten with it.
+	Token *DelegateOSMember
 }
 
 // expired reports whether the session has been idle for its TTL (§5.4).
@@ -91,6 +94,10 @@ type Sessions struct {
 	// Max bounds the sessions held, closed ones until swept; zero means
 	// DefaultMaxSessions.
 	Max int
+	// MaxPerPeer bounds the live sessions of one peer (its Ed25519 key,
+	// else its delegate ID), so that one admitted peer cannot take them
+	// all; zero means DefaultMaxSessionsPerPeer.
+	MaxPerPeer int
 	// Now is the clock; nil means time.Now.
 	Now func() time.Time
 
@@ -106,10 +113,11 @@ func (t *Sessions) now() time.Time {
 }
 
 // Open records a new active session with peer, whose SESSION_PROPOSE was
-// signed as by says, in the negotiated payload after the trust check: it goes through
+// signed as by says and carried tok (nil: none), in the negotiated
+// payload after the trust check: it goes through
 // proposed to active, and is returned with a fresh random ID. ttl zero
 // means DefaultTTL; more than MaxTTL is cut to MaxTTL.
-func (t *Sessions) Open(peer string, by Verified, p Negotiated, ttl time.Duration) (Session, error) {
+func (t *Sessions) Open(peer string, by Verified, tok *DelegateOSMember, p Negotiated, ttl time.Duration) (Session, error) {
 	if ttl <= 0 {
 		ttl = DefaultTTL
 	}
@@ -130,7 +138,14 @@ func (t *Sessions) Open(peer string, by Verified, p Negotiated, ttl time.Duratio
 			return Session{}, &SessionError{CodeSessionsFull, fmt.Sprintf("%d sessions are open, at most %d", len(t.m), max)}
 		}
 	}
-	s := &Session{ID: newSessionID(), Peer: peer, PeerAlgorithm: by.Algorithm, State: StateInitiating,
+	perPeer := t.MaxPerPeer
+	if perPeer <= 0 {
+		perPeer = DefaultMaxSessionsPerPeer
+	}
+	if n := t.liveOf(peer, by, now); n >= perPeer {
+		return Session{}, &SessionError{CodeSessionsFull, fmt.Sprintf("this peer has %d sessions open, at most %d: close one", n, perPeer)}
+	}
+	s := &Session{ID: newSessionID(), Peer: peer, PeerAlgorithm: by.Algorithm, Token: tok, State: StateInitiating,
 		Payload: p, TTL: ttl, Created: now, LastUsed: now}
 	if by.Algorithm == AlgEd25519 {
 		s.PeerSigner = by.Signer
@@ -143,6 +158,21 @@ func (t *Sessions) Open(peer string, by Verified, p Negotiated, ttl time.Duratio
 	}
 	t.m[s.ID] = s
 	return *s, nil
+}
+
+// liveOf counts the live sessions of the peer (by its Ed25519 key when it
+// signed with one, else by its delegate ID). t.mu is held.
+func (t *Sessions) liveOf(peer string, by Verified, now time.Time) int {
+	n := 0
+	for _, s := range t.m {
+		if s.State != StateActive && s.State != StateSuspended || s.expired(now) {
+			continue
+		}
+		if by.Algorithm == AlgEd25519 && s.PeerSigner == by.Signer || by.Algorithm != AlgEd25519 && s.PeerSigner == "" && s.Peer == peer {
+			n++
+		}
+	}
+	return n
 }
 
 // sweep forgets closed, failed and expired sessions. t.mu is held.

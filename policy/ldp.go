@@ -15,12 +15,18 @@ import (
 type LDPConfig struct {
 	DelegateID, Name, Description, ModelFamily, ModelVersion string
 	ContextWindow                                            int64
-	TrustDomain                                              LDPTrustDomain
+	// WeightsFingerprint, ReasoningProfile, CostProfile (low, medium or
+	// high), LatencyProfile and Jurisdiction are the identity card's
+	// optional members (LDP §2.1), given to the agent card as its ldp.*
+	// labels too (§9.1); empty when not set.
+	WeightsFingerprint, ReasoningProfile, CostProfile, LatencyProfile, Jurisdiction string
+	TrustDomain                                                                     LDPTrustDomain
 	// PayloadModes are the modes offered, best first; they include text.
 	PayloadModes []string
 	// HMACSecret, when set, lets peers that sign with the reference's
-	// hmac-sha256 use the delegate.
-	HMACSecret string
+	// hmac-sha256 use the delegate; HMACSecretFile names a file holding it
+	// instead (read by serve at start), so the policy need not.
+	HMACSecret, HMACSecretFile string
 	// RequireEd25519 refuses HMAC envelopes even with a secret.
 	RequireEd25519 bool
 	Skills         []LDPSkill
@@ -44,10 +50,14 @@ type LDPSkill struct {
 	// instruction. Without it (and without Arguments), the task's input
 	// must be an object and is the tool's arguments.
 	InputArgument string
+	// Contract, when set, is a DelegateOS task contract file whose
+	// verification runs on every result of the skill: a result is
+	// verified only when it passes, and refused when it fails.
+	Contract string
 }
 
 var ldpKeys = []string{"delegate_id", "name", "description", "model_family", "model_version", "context_window",
-	"trust_domain", "payload_modes", "hmac_secret", "require_ed25519", "skills"}
+	"weights_fingerprint", "reasoning_profile", "cost_profile", "latency_profile", "jurisdiction", "trust_domain", "payload_modes", "hmac_secret", "hmac_secret_file", "require_ed25519", "skills"}
 
 func (ps *parser) ldp(n *yaml.Node, key string, out **LDPConfig) {
 	if n.Kind != yaml.MappingNode {
@@ -58,7 +68,8 @@ func (ps *parser) ldp(n *yaml.Node, key string, out **LDPConfig) {
 	given := ps.mapping(n, key, ldpKeys, func(k string, v *yaml.Node) {
 		vk := key + "." + k
 		switch k {
-		case "delegate_id", "name", "description", "model_family", "model_version", "hmac_secret":
+		case "delegate_id", "name", "description", "model_family", "model_version", "hmac_secret",
+			"weights_fingerprint", "reasoning_profile", "cost_profile", "latency_profile", "jurisdiction":
 			s, ok := ps.str(v, vk)
 			if !ok {
 				return
@@ -82,6 +93,20 @@ func (ps *parser) ldp(n *yaml.Node, key string, out **LDPConfig) {
 				c.ModelFamily = s
 			case "model_version":
 				c.ModelVersion = s
+			case "weights_fingerprint":
+				c.WeightsFingerprint = s
+			case "reasoning_profile":
+				c.ReasoningProfile = s
+			case "cost_profile":
+				if s != "low" && s != "medium" && s != "high" {
+					ps.errorf(v, vk, "must be low, medium or high")
+					return
+				}
+				c.CostProfile = s
+			case "latency_profile":
+				c.LatencyProfile = s
+			case "jurisdiction":
+				c.Jurisdiction = s
 			case "hmac_secret":
 				if len(s) < 16 {
 					ps.errorf(v, vk, "must be at least 16 characters")
@@ -95,6 +120,8 @@ func (ps *parser) ldp(n *yaml.Node, key string, out **LDPConfig) {
 			}
 		case "require_ed25519":
 			ps.boolean(v, vk, &c.RequireEd25519)
+		case "hmac_secret_file":
+			ps.path(v, vk, &c.HMACSecretFile)
 		case "trust_domain":
 			ps.ldpTrust(v, vk, &c.TrustDomain)
 		case "payload_modes":
@@ -121,6 +148,9 @@ func (ps *parser) ldp(n *yaml.Node, key string, out **LDPConfig) {
 			c.Skills = ps.ldpSkills(v, vk)
 		}
 	})
+	if given["hmac_secret"] && given["hmac_secret_file"] {
+		ps.errorf(n, key, "give hmac_secret or hmac_secret_file, not both")
+	}
 	for _, req := range []string{"delegate_id", "name", "model_family", "model_version", "context_window", "trust_domain", "skills"} {
 		if !given[req] {
 			ps.errorf(n, key, "needs %s", req)
@@ -167,9 +197,11 @@ func (ps *parser) ldpSkills(n *yaml.Node, key string) []LDPSkill {
 			continue
 		}
 		var s LDPSkill
-		given := ps.mapping(item, ik, []string{"name", "tool", "arguments", "input_argument"}, func(k string, v *yaml.Node) {
+		given := ps.mapping(item, ik, []string{"name", "tool", "arguments", "input_argument", "contract"}, func(k string, v *yaml.Node) {
 			vk := ik + "." + k
 			switch k {
+			case "contract":
+				ps.path(v, vk, &s.Contract)
 			case "name", "tool", "input_argument":
 				str, ok := ps.str(v, vk)
 				if !ok {

@@ -35,6 +35,13 @@ func TestParseLDP(t *testing.T) {
 	if s := c.Skill("readme"); string(s.Arguments) != `{"path":"README.md"}` {
 		t.Fatalf("readme %s", s.Arguments)
 	}
+	p, err = Parse([]byte(strings.Replace(ldpPolicy, "  skills:", "  hmac_secret_file: ldp.secret\n  skills:", 1)), "/etc/dos")
+	if err != nil || p.LDP.HMACSecretFile != "/etc/dos/ldp.secret" {
+		t.Fatalf("hmac_secret_file: %v %+v", err, p)
+	}
+	if _, err := Parse([]byte(strings.Replace(ldpPolicy, "  skills:", "  hmac_secret_file: a\n  hmac_secret: bbbbbbbbbbbbbbbbbbbb\n  skills:", 1)), "/tmp"); err == nil || !strings.Contains(err.Error(), "not both") {
+		t.Fatalf("both: %v", err)
+	}
 	if p, _ := Parse([]byte("roots: []\n"), "/tmp"); p.LDP != nil {
 		t.Fatal("an LDP section from nowhere")
 	}

@@ -14,6 +14,7 @@ import (
 
 	"github.com/spf13/pflag"
 
+	"github.com/delegateos/delegateos/internal/render"
 	"github.com/delegateos/delegateos/ldp"
 )
 
@@ -165,7 +166,7 @@ func fetchCard(client *http.Client, target string) (*ldp.IdentityCard, error) {
 
 func writeDiscovered(w io.Writer, d discovered) {
 	if d.Card == nil {
-		fmt.Fprintf(w, "%s: refused: %s\n", d.URL, d.Error)
+		fmt.Fprintf(w, "%s: refused: %s\n", d.URL, oneLine(d.Error))
 		return
 	}
 	c := d.Card
@@ -220,6 +221,8 @@ func writeDiscovered(w io.Writer, d discovered) {
 	}
 	sort.Strings(keys)
 	for _, k := range keys {
-		fmt.Fprintf(w, "  metadata:      %s=%s\n", k, c.Metadata[k])
+		// Metadata values are free text (newlines allowed): quoted when
+		// they would break or forge a line.
+		fmt.Fprintf(w, "  metadata:      %s=%s\n", k, render.Printable(c.Metadata[k]))
 	}
 }

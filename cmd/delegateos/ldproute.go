@@ -1,6 +1,9 @@
 package main
 
 import (
+	"context"
+	"crypto/ed25519"
+	"crypto/rand"
 	"errors"
 	"fmt"
 	"io"
@@ -65,6 +68,11 @@ var ldpRouteCmd = &command{
 			errs := make([]error, len(args))
 			for i := range args {
 				cards[i], errs[i] = fetchCard(client, targets[i])
+				if errs[i] == nil {
+					if err := proveKey(args[i], cards[i], *timeout); err != nil {
+						cards[i], errs[i] = nil, err
+					}
+				}
 			}
 			ranked := ldp.Route(ldp.RouteRequest{Skill: *skill, Budget: *budget, TrustDomain: *domain,
 				RequiredDomain: *require, Reputation: lookup}, args, cards, errs)
@@ -89,6 +97,32 @@ var ldpRouteCmd = &command{
 			return nil
 		}
 	},
+}
+
+// proveKey holds a card's did:key to the delegate at url: the reputation
+// held for a key counts only for the delegate that signs with it, so a
+// card that names another's key would borrow its reputation. The delegate
+// is sent a HELLO signed with a key made for the purpose, and its reply
+// (whatever it says) must be signed with the card's key, fresh and
+// addressed to that HELLO's sender. A card naming no key proves nothing
+// and is ranked without reputation.
+func proveKey(url string, card *ldp.IdentityCard, timeout time.Duration) error {
+	did := card.Metadata[ldp.MetaDID]
+	if did == "" {
+		return nil
+	}
+	_, key, err := ed25519.GenerateKey(rand.Reader)
+	if err != nil {
+		return err
+	}
+	c := &ldp.Client{ID: "ldp:delegate:router-" + newDelegationID()[4:], Key: key, Verifier: &ldp.Verifier{}, HTTP: cardClient(timeout)}
+	hello := &ldp.Envelope{To: card.DelegateID, Body: &ldp.Hello{DelegateID: c.ID, SupportedModes: []ldp.PayloadMode{ldp.ModeText}}, PayloadMode: ldp.ModeText}
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
+	defer cancel()
+	if _, err := c.Send(ctx, url, hello, "", did); err != nil {
+		return fmt.Errorf("its card names %s, but its reply to a HELLO does not prove it holds that key: %v", did, err)
+	}
+	return nil
 }
 
 type routeReport struct {

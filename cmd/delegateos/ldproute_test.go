@@ -11,12 +11,17 @@ import (
 
 	"github.com/delegateos/delegateos/identity"
 	"github.com/delegateos/delegateos/internal/mcptest"
+	"github.com/delegateos/delegateos/ldp"
 )
 
-func routeDID(n byte) string {
+func routeKey(n byte) ed25519.PrivateKey {
 	seed := make([]byte, ed25519.SeedSize)
 	seed[0] = n
-	return identity.DIDFromPublicKey(ed25519.NewKeyFromSeed(seed).Public().(ed25519.PublicKey))
+	return ed25519.NewKeyFromSeed(seed)
+}
+
+func routeDID(n byte) string {
+	return identity.DIDFromPublicKey(routeKey(n).Public().(ed25519.PublicKey))
 }
 
 // routeCardJSON is a card for the skill "reasoning" with a self-reported
@@ -38,12 +43,18 @@ func TestLDPRoute(t *testing.T) {
 		"/pricey":    routeCardJSON("pricey", "research", 0.9, 5000, routeDID(4)),
 		"/elsewhere": routeCardJSON("elsewhere", "finance", 0.9, 100, routeDID(5)),
 	}
+	// Each is a live delegate signing with the key its card names, but
+	// the impostor, whose card names the proven delegate's key.
+	cards["/impostor"] = routeCardJSON("impostor", "research", 0.99, 10, routeDID(1))
+	keys := map[string]byte{"/proven": 1, "/boaster": 2, "/failed": 3, "/pricey": 4, "/elsewhere": 5, "/impostor": 7}
 	mux := http.NewServeMux()
 	for path, card := range cards {
-		mux.HandleFunc("GET "+path+"/.well-known/ldp-identity", func(w http.ResponseWriter, r *http.Request) {
-			w.Header().Set("Content-Type", "application/json")
-			w.Write([]byte(card))
-		})
+		c, err := ldp.ParseCard([]byte(card))
+		if err != nil {
+			t.Fatal(err)
+		}
+		r := &ldp.Responder{Card: c, Key: routeKey(keys[path]), Verifier: &ldp.Verifier{}}
+		mux.Handle(path+"/", http.StripPrefix(path, &ldp.Handler{Responder: r}))
 	}
 	srv := httptest.NewServer(mux)
 	t.Cleanup(srv.Close)
@@ -59,7 +70,7 @@ func TestLDPRoute(t *testing.T) {
 		signal(routeDID(1), "0.9")
 		signal(routeDID(3), "0.2")
 	}
-	urls := []string{srv.URL + "/boaster", srv.URL + "/failed", srv.URL + "/proven", srv.URL + "/pricey", srv.URL + "/elsewhere", srv.URL + "/gone"}
+	urls := []string{srv.URL + "/boaster", srv.URL + "/failed", srv.URL + "/proven", srv.URL + "/pricey", srv.URL + "/elsewhere", srv.URL + "/impostor", srv.URL + "/gone"}
 	args := append([]string{"ldp", "route", "--skill", "reasoning", "--budget", "1000", "--trust-domain", "research", "--workspace", ws}, urls...)
 	out, errs, code := mcptest.CLI(t, args...)
 	if code != 0 {
@@ -72,6 +83,7 @@ func TestLDPRoute(t *testing.T) {
 		"  " + srv.URL + "/failed ldp:delegate:failed: rank 0.",
 		"  " + srv.URL + "/pricey ldp:delegate:pricey: excluded: costs 5000 microcents, over the budget of 1000",
 		"  " + srv.URL + "/elsewhere ldp:delegate:elsewhere: excluded: trust domain: CROSS_DOMAIN_REFUSED",
+		"  " + srv.URL + "/impostor (no card): excluded: identity card: its card names " + routeDID(1) + ", but its reply to a HELLO does not prove it holds that key",
 		"  " + srv.URL + "/gone (no card): excluded: identity card: GET",
 		"chosen " + srv.URL + "/proven; its replies must be signed by " + routeDID(1),
 	} {

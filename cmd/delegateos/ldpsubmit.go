@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"strconv"
@@ -10,10 +11,9 @@ import (
 
 	"github.com/spf13/pflag"
 
-	"github.com/delegateos/delegateos/dct"
 	"github.com/delegateos/delegateos/identity"
-	"github.com/delegateos/delegateos/internal/timestamp"
 	"github.com/delegateos/delegateos/ldp"
+	"github.com/delegateos/delegateos/ldp/initiator"
 	"github.com/delegateos/delegateos/reputation"
 )
 
@@ -97,9 +97,16 @@ var ldpSubmitCmd = &command{
 			if card.Capability(*skill) == nil {
 				return checkError{fmt.Sprintf("%s has no skill %q", card.DelegateID, *skill)}
 			}
-			narrowed, delegation, err := narrowToken(parent, k, card, *skill, *caps, *budget, *ttl)
+			capList, err := parseCaps(*caps)
 			if err != nil {
 				return err
+			}
+			narrowed, delegation, err := initiator.NarrowToken(parent, k, card, *skill, capList, *budget, *ttl)
+			switch {
+			case errors.Is(err, initiator.ErrNoCapability):
+				return fixf("%v: give --cap NS:ACTION:RESOURCE", err)
+			case err != nil:
+				return inputError{err}
 			}
 			member := &ldp.DelegateOSMember{DCT: narrowed.String(), Format: ldp.TokenFormat}
 			s, err := client.Open(ctx, args[0], card.DelegateID, ldp.SessionConfig{}, member, "", did)
@@ -119,15 +126,19 @@ var ldpSubmitCmd = &command{
 			}
 			if f, ok := reply.Body.(*ldp.TaskFailed); ok && f.Error.Code == ldp.CodeFrameInvalid && s.Payload.Mode == ldp.ModeText {
 				// §4.3: the delegate fell back; the task goes again in text.
-				sub.Input = textInput(in, *text)
+				sub.Input = initiator.TextInput(in, *text)
 				if reply, err = s.Submit(ctx, sub, ldp.ModeText, member, nil); err != nil {
 					return checkError{fmt.Sprintf("TASK_SUBMIT to %s in text: %v", card.DelegateID, err)}
 				}
 			}
 			out := submitReport{Delegate: card.DelegateID, DID: did, Delegation: delegation, Reply: reply}
 			if *record {
-				if out.Recorded, out.NotRecorded, err = recordOutcome(w, observer, did, card.DelegateID, *skill, taskID, reply, sc); err != nil {
-					return err
+				out.Recorded, out.NotRecorded, err = initiator.RecordOutcome(w, observer, did, card.DelegateID, *skill, taskID, reply, sc)
+				switch {
+				case errors.Is(err, initiator.ErrSelfRating):
+					return fixf("%v", err)
+				case err != nil:
+					return inputError{err}
 				}
 			}
 			if *asJSON {
@@ -152,104 +163,6 @@ type submitReport struct {
 	Reply       *ldp.Envelope      `json:"reply"`
 	Recorded    *reputation.Signal `json:"recorded,omitempty"`
 	NotRecorded string             `json:"not_recorded,omitempty"`
-}
-
-// narrowToken attenuates parent to k itself (k signs the TASK_SUBMIT, so
-// it stays the token's delegatee), narrowed to the skill's capability, the
-// budget and a short expiry, with no further delegation.
-func narrowToken(parent *dct.Token, k *identity.Keypair, card *ldp.IdentityCard, skill string, capFlags []string, budget int64, ttl time.Duration) (*dct.Token, string, error) {
-	if len(capFlags) == 0 {
-		c, ok := card.Metadata[ldp.MetaCapabilityPrefix+skill]
-		if !ok {
-			return nil, "", fixf("%s's card does not say which capability skill %q needs (metadata %s%s): give --cap NS:ACTION:RESOURCE", card.DelegateID, skill, ldp.MetaCapabilityPrefix, skill)
-		}
-		capFlags = []string{c}
-	}
-	caps, err := parseCaps(capFlags)
-	if err != nil {
-		return nil, "", err
-	}
-	now := time.Now()
-	exp := now.Add(ttl)
-	if pe := tokenExpiry(parent); !pe.IsZero() && pe.Before(exp) {
-		exp = pe
-	}
-	zero := int64(0)
-	p := dct.AttenuateParams{Attenuator: k, Delegatee: k.ID(), DelegationID: newDelegationID(),
-		Capabilities: &caps, ExpiresAt: &exp, MaxChainDepth: &zero, Now: now}
-	if budget > 0 {
-		p.MaxBudgetMicrocents = &budget
-	}
-	tok, err := dct.Attenuate(parent, p)
-	if err != nil {
-		return nil, "", inputf("narrowing the token for the task: %v", err)
-	}
-	return tok, p.DelegationID, nil
-}
-
-// tokenExpiry is when a token expires: its earliest expiry.
-func tokenExpiry(tok *dct.Token) time.Time {
-	st := tok.Unverified()
-	exp, _ := timestamp.Parse(st.Authority.ExpiresAt)
-	for _, a := range st.Attenuations {
-		if a.ExpiresAt != nil {
-			if t, err := timestamp.Parse(*a.ExpiresAt); err == nil && t.Before(exp) {
-				exp = t
-			}
-		}
-	}
-	return exp
-}
-
-// textInput is a frame's text-mode form: --text, else its instruction.
-func textInput(frame json.RawMessage, text string) json.RawMessage {
-	if text == "" {
-		var f struct {
-			Instruction string `json:"instruction"`
-		}
-		if json.Unmarshal(frame, &f) == nil && f.Instruction != "" {
-			text = f.Instruction
-		} else if json.Unmarshal(frame, &text) != nil {
-			text = string(frame)
-		}
-	}
-	b, _ := json.Marshal(text)
-	return b
-}
-
-// recordOutcome records what the task showed of the delegate, as RDP
-// domain competence in the skill: a verified result 1.0, a task the
-// delegate itself failed (runtime or quality) 0.0, an unverified result
-// the caller's score; nothing for a refusal (policy, security, session:
-// not the delegate's competence) or an unverified result without a score.
-func recordOutcome(w *reputation.Workspace, source, did, delegateID, skill, taskID string, reply *ldp.Envelope, score *float64) (*reputation.Signal, string, error) {
-	if reputation.SameAgent(source, did) {
-		return nil, "", fixf("the observer %s is the delegate itself: an agent does not rate itself (self-dealing)", source)
-	}
-	var s float64
-	var msg string
-	switch b := reply.Body.(type) {
-	case *ldp.TaskResult:
-		switch {
-		case score != nil:
-			s, msg = *score, "result evaluated by the initiator"
-		case b.Provenance.Verified:
-			s, msg = 1, "result verified ("+b.Provenance.VerificationStatus+")"
-		default:
-			return nil, "an unverified result: give --score with your evaluation to record it", nil
-		}
-	case *ldp.TaskFailed:
-		if c := b.Error.Category; c != "runtime" && c != "quality" {
-			return nil, fmt.Sprintf("a %s refusal (%s) says nothing of the delegate's competence", c, b.Error.Code), nil
-		}
-		s, msg = 0, "task failed: "+b.Error.Code
-	}
-	sig := reputation.Signal{Source: source, Dimension: reputation.DomainCompetence, Domain: skill, Score: s,
-		Timestamp: time.Now().UTC(), Evidence: "ldp:" + delegateID + ":" + taskID, Message: msg}
-	if _, err := w.Record(did, delegateID, sig); err != nil {
-		return nil, "", inputError{fmt.Errorf("recording the outcome: %w", err)}
-	}
-	return &sig, "", nil
 }
 
 func writeSubmit(w io.Writer, r submitReport) {
@@ -279,7 +192,7 @@ func writeSubmit(w io.Writer, r submitReport) {
 			}
 		}
 	case *ldp.TaskFailed:
-		fmt.Fprintf(w, "task failed: %s (%s): %s\n", b.Error.Code, b.Error.Category, b.Error.Message)
+		fmt.Fprintf(w, "task failed: %s (%s): %s\n", b.Error.Code, b.Error.Category, oneLine(b.Error.Message))
 	}
 	if r.Recorded != nil {
 		fmt.Fprintf(w, "recorded: %s %s %.2f for %s\n", r.Recorded.Dimension, r.Recorded.Domain, r.Recorded.Score, r.DID)

@@ -318,3 +318,75 @@ func TestServeLDPAttestation(t *testing.T) {
 		t.Fatalf("another's attestation: %v %+v", err, reply)
 	}
 }
+
+// TestServeLDPHMAC: a peer of the reference SDKs, signing with the shared
+// secret (hmac_secret_file), uses a delegate whose policy allows calls
+// without a token; with another secret it is refused. (Under a token, a
+// task needs an Ed25519 signature by the token's holder: TestServeLDP.)
+func TestServeLDPHMAC(t *testing.T) {
+	env := mcptest.NewEnv(t)
+	secretFile := filepath.Join(env.Dir, "ldp.secret")
+	if err := os.WriteFile(secretFile, []byte("a shared secret of the reference\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	pol := env.Policy(mcptest.Priced("echo", 0))
+	pol.AllowUnauthenticated = true
+	pol.Extra = strings.Replace(serveLDPSection, "  skills:", "  hmac_secret_file: "+secretFile+"\n  skills:", 1)
+	srv := env.StartServe(mcptest.ServeOptions{Policy: pol, Flags: []string{"--key", env.KeyFile(mcptest.NewKey(t, "server"))}})
+	ctx := context.Background()
+	peer := &ldp.Client{ID: "ldp:delegate:py", TrustDomain: "research", HMACSecret: "a shared secret of the reference",
+		Verifier: &ldp.Verifier{HMACSecret: "a shared secret of the reference"}}
+	s, err := peer.Open(ctx, srv.Base, "ldp:delegate:docs", ldp.SessionConfig{}, nil, "", "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	reply, err := s.Submit(ctx, &ldp.TaskSubmit{TaskID: "t", Skill: "echo", Input: json.RawMessage(`"hmac"`)}, ldp.ModeText, nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := reply.Body.(*ldp.TaskResult); !ok || reply.SignatureAlgorithm != ldp.AlgHMACSHA256 {
+		t.Fatalf("%s %+v", reply.SignatureAlgorithm, reply.Body)
+	}
+	wrong := &ldp.Client{ID: "ldp:delegate:py", TrustDomain: "research", HMACSecret: "not the shared secret at all"}
+	if _, err := wrong.Open(ctx, srv.Base, "ldp:delegate:docs", ldp.SessionConfig{}, nil, "", ""); err == nil || !strings.Contains(err.Error(), string(ldp.ReasonTampered)) {
+		t.Fatalf("another secret: %v", err)
+	}
+}
+
+// TestServeLDPVerified: a skill with a DelegateOS task contract gives
+// verified: true only when the contract's verification ran on the result
+// and passed; a result that fails it is refused (TASK_FAILED), never
+// passed on as unverified.
+func TestServeLDPVerified(t *testing.T) {
+	env := mcptest.NewEnv(t)
+	rootKey := env.KeyFile(env.Root)
+	contractFile := func(id, field string) string {
+		path := filepath.Join(env.Dir, id+".json")
+		if out, errs, code := mcptest.CLI(t, "contract", "create", "--key", rootKey, "--id", id, "--title", "echo back",
+			"--output-schema", `{"type": "object", "required": ["content"]}`,
+			"--verification", `{"method": "deterministic_check", "checkName": "field_exists", "checkParams": {"fields": ["`+field+`"]}}`,
+			"--budget", "1000", "--ttl", "1h", "--out", path); code != 0 {
+			t.Fatalf("contract create: %s%s", out, errs)
+		}
+		return path
+	}
+	pol := env.Policy(mcptest.Priced("echo", 0))
+	pol.Extra = strings.Replace(serveLDPSection, "    - {name: echo, tool: echo, input_argument: text}\n",
+		"    - {name: echo, tool: echo, input_argument: text, contract: "+contractFile("ct_00000000000a", "content")+"}\n"+
+			"    - {name: strict, tool: echo, input_argument: text, contract: "+contractFile("ct_00000000000b", "summary")+"}\n", 1)
+	srv := env.StartServe(mcptest.ServeOptions{Policy: pol, Flags: []string{"--key", env.KeyFile(mcptest.NewKey(t, "server"))}})
+	tok := writeToken(t, env, "agent.tok", env.Mint(nil, "mcp:echo:*"))
+	agentKey := env.KeyFile(env.Agent)
+	submit := func(skill string) (string, string, int) {
+		return mcptest.CLI(t, "ldp", "submit", "--key", agentKey, "--token", "@"+tok, "--trust-domain", "research",
+			"--skill", skill, "--input", `"check me"`, srv.Base)
+	}
+	out, errs, code := submit("echo")
+	if code != 0 || !strings.Contains(out, "result verified (tool_verified)") {
+		t.Fatalf("verified: exit %d\n%s%s", code, out, errs)
+	}
+	out, errs, code = submit("strict")
+	if code != 1 || !strings.Contains(out, "task failed: VERIFICATION_FAILED (quality): the result fails contract ct_00000000000b's verification") {
+		t.Fatalf("failing verification: exit %d\n%s%s", code, out, errs)
+	}
+}

@@ -1,0 +1,536 @@
+package ldpfront
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"os"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"go.uber.org/zap"
+
+	"github.com/delegateos/delegateos/contract"
+	"github.com/delegateos/delegateos/dct"
+	"github.com/delegateos/delegateos/gate"
+	"github.com/delegateos/delegateos/identity"
+	"github.com/delegateos/delegateos/ldp"
+	"github.com/delegateos/delegateos/policy"
+	"github.com/delegateos/delegateos/reputation"
+	"github.com/delegateos/delegateos/serve"
+	"github.com/delegateos/delegateos/verify"
+)
+
+// Options are what a Front is built from.
+type Options struct {
+	// Policy is the server's policy; its LDP section must be set.
+	Policy *policy.Policy
+	// Key is the server's key: it signs the replies, and its did:key is on
+	// the card.
+	Key *identity.Keypair
+	// MCP serves the MCP endpoint at Endpoint (serve.Server's Mux): each
+	// task is a request to it.
+	MCP      http.Handler
+	Endpoint string
+	// Guard is serve's Host and Origin check (serve.Server.Guard).
+	Guard func(http.Handler) http.Handler
+	// TLS says the server serves HTTPS (for the card's endpoint).
+	TLS bool
+	// CheckToken verifies a token and that its delegation has not ended.
+	CheckToken func(string) error
+	// Log is the server's logger; nil means none.
+	Log *zap.Logger
+}
+
+// Front is the LDP front of a server.
+type Front struct {
+	handler http.Handler
+}
+
+// SettingError is a setting of the ldp section that cannot work (the
+// message says what to change).
+type SettingError struct{ Msg string }
+
+func (e *SettingError) Error() string { return e.Msg }
+
+// New builds the front the policy's ldp section describes. It reads the
+// hmac_secret_file and opens the workspace the policy names.
+func New(o Options) (*Front, error) {
+	c := o.Policy.LDP
+	if c == nil {
+		return nil, &SettingError{"the policy has no ldp section"}
+	}
+	if o.Key == nil {
+		return nil, &SettingError{"the policy's ldp section needs the server's key (--key or proxy_key): it signs every LDP reply, and its did:key is on the identity card"}
+	}
+	if o.Log == nil {
+		o.Log = zap.NewNop()
+	}
+	secret := c.HMACSecret
+	if c.HMACSecretFile != "" {
+		b, err := os.ReadFile(c.HMACSecretFile)
+		if err != nil {
+			return nil, fmt.Errorf("ldp.hmac_secret_file: %w", err)
+		}
+		if secret = strings.TrimRight(string(b), "\r\n"); len(secret) < 16 {
+			return nil, &SettingError{fmt.Sprintf("ldp.hmac_secret_file %s holds fewer than 16 characters: write a longer secret", c.HMACSecretFile)}
+		}
+	}
+	card := Card(o.Policy, o.Key)
+	exec := &ldpExec{cfg: c, pol: o.Policy, mux: o.MCP, endpoint: o.Endpoint, log: o.Log, contracts: map[string]*contract.TaskContract{}}
+	for _, sk := range c.Skills {
+		if sk.Contract == "" {
+			continue
+		}
+		b, err := os.ReadFile(sk.Contract)
+		if err != nil {
+			return nil, fmt.Errorf("ldp skill %s: contract: %w", sk.Name, err)
+		}
+		tc, err := contract.Parse(b)
+		if err == nil {
+			err = tc.Verify()
+		}
+		if err == nil {
+			_, err = tc.Spec()
+		}
+		if err != nil {
+			return nil, &SettingError{fmt.Sprintf("ldp skill %s: the contract %s cannot be used: %v", sk.Name, sk.Contract, err)}
+		}
+		exec.contracts[sk.Name] = tc
+	}
+	exec.verifier = &verify.Verifier{Warn: func(msg string) { o.Log.Warn(msg) }}
+	if j := o.Policy.Judge; len(j.Command) > 0 {
+		exec.verifier.Judge = &verify.CommandJudge{Command: j.Command, Timeout: j.Timeout}
+	}
+	var run ldp.Executor = exec
+	if o.Policy.Workspace != "" {
+		w, err := reputation.Open(o.Policy.Workspace)
+		if err != nil {
+			return nil, err
+		}
+		run = &ldpAttestingExec{ldpExec: exec, w: w}
+	}
+	r := &ldp.Responder{Card: card, Key: o.Key.PrivateKey(), Exec: run,
+		Verifier:     &ldp.Verifier{HMACSecret: secret, RequireEd25519: c.RequireEd25519},
+		AdmitSession: admitLDPSession(o.Policy.AllowUnauthenticated, o.CheckToken)}
+	var once sync.Once
+	scheme := "http"
+	if o.TLS {
+		scheme = "https"
+	}
+	guard := o.Guard
+	if guard == nil {
+		guard = func(h http.Handler) http.Handler { return h }
+	}
+	h := guard(http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
+		// The card's endpoint is where the first request (past the Host
+		// check) reached this server.
+		once.Do(func() { card.Endpoint = scheme + "://" + req.Host })
+		if (req.URL.Path == ldp.WellKnownPath || req.URL.Path == ldp.IdentityPath) && (req.Method == http.MethodGet || req.Method == http.MethodHead) {
+			// A copy with the latencies measured so far.
+			b, err := json.Marshal(exec.latencies.card(card))
+			if err != nil {
+				http.Error(w, err.Error(), http.StatusInternalServerError)
+				return
+			}
+			w.Header().Set("Content-Type", "application/json")
+			w.Write(b)
+			return
+		}
+		(&ldp.Handler{Responder: r}).ServeHTTP(w, req.WithContext(context.WithValue(req.Context(), hostKey{}, req.Host)))
+	}))
+	if o.Policy.RequireSignature {
+		o.Log.Warn("require_signature: every LDP task is refused, since its call inside the server carries no AVP-Sig (docs/ldp.md)")
+	}
+	o.Log.Info("serving LDP", zap.String("delegate", c.DelegateID), zap.String("did", card.Metadata[ldp.MetaDID]), zap.Int("skills", len(c.Skills)))
+	return &Front{handler: h}, nil
+}
+
+// Paths are the paths a Front serves.
+var Paths = []string{ldp.WellKnownPath, ldp.IdentityPath, ldp.MessagesPath, ldp.StreamPath}
+
+// Mount serves the front's Paths on mux.
+func (f *Front) Mount(mux *http.ServeMux) {
+	for _, p := range Paths {
+		mux.Handle(p, f.handler)
+	}
+}
+
+type hostKey struct{}
+
+// admitLDPSession opens a session only for the holder of a token the gate
+// accepts (as a SESSION_PROPOSE's delegateos member or the request's
+// bearer token), unless the policy allows calls without one: sessions are
+// server state, which no stranger's key may fill.
+func admitLDPSession(allowUnauthenticated bool, check func(string) error) func(context.Context, *ldp.Envelope, ldp.Verified, *ldp.DelegateOSMember) *ldp.LdpError {
+	return func(_ context.Context, _ *ldp.Envelope, by ldp.Verified, tok *ldp.DelegateOSMember) *ldp.LdpError {
+		refuse := func(code, msg string) *ldp.LdpError {
+			return &ldp.LdpError{Code: code, Category: "policy", Severity: "fatal", Message: msg}
+		}
+		if tok == nil {
+			if allowUnauthenticated {
+				return nil
+			}
+			return refuse("token_required", "a session needs a delegation token: send it as the SESSION_PROPOSE's delegateos member or as Authorization: Bearer")
+		}
+		if err := check(tok.DCT); err != nil {
+			return refuse("invalid_token", err.Error())
+		}
+		parsed, err := dct.Parse(tok.DCT)
+		if err != nil {
+			return refuse("malformed_token", err.Error())
+		}
+		signer, err := identity.PrincipalIDFromDID(by.Signer)
+		if by.Algorithm != ldp.AlgEd25519 || err != nil || signer != parsed.Delegatee() {
+			return &ldp.LdpError{Code: string(ldp.ReasonWrongKey), Category: "security", Severity: "fatal",
+				Message: "the SESSION_PROPOSE must be signed with ed25519 by the token's holder " + parsed.Delegatee()}
+		}
+		return nil
+	}
+}
+
+// Labels are the §9.1 ldp.* labels of the A2A agent card of a server
+// that is an LDP delegate; nil for one that is not.
+func Labels(pol *policy.Policy, k *identity.Keypair) map[string]string {
+	if pol.LDP == nil || k == nil {
+		return nil
+	}
+	return Card(pol, k).Labels()
+}
+
+// Card is the identity card of the policy's ldp section: each skill a
+// capability, with what the policy says it needs and costs in metadata,
+// its quality hint from the server's own RDP profile in the policy's
+// workspace. Its endpoint is a placeholder until a request reaches the
+// front.
+func Card(pol *policy.Policy, k *identity.Keypair) *ldp.IdentityCard {
+	c := pol.LDP
+	card := &ldp.IdentityCard{
+		DelegateID: c.DelegateID, Name: c.Name, Description: c.Description, ModelFamily: c.ModelFamily,
+		ModelVersion: c.ModelVersion, ContextWindow: uint64(c.ContextWindow),
+		WeightsFingerprint: c.WeightsFingerprint, ReasoningProfile: c.ReasoningProfile, CostProfile: c.CostProfile,
+		LatencyProfile: c.LatencyProfile, Jurisdiction: c.Jurisdiction,
+		TrustDomain: ldp.TrustDomain{Name: c.TrustDomain.Name, AllowCrossDomain: c.TrustDomain.AllowCrossDomain, TrustedPeers: c.TrustDomain.TrustedPeers},
+		Endpoint:    "http://127.0.0.1",
+		Metadata:    map[string]string{ldp.MetaDID: k.DID()},
+	}
+	for _, m := range c.PayloadModes {
+		card.SupportedPayloadModes = append(card.SupportedPayloadModes, ldp.PayloadMode(m))
+	}
+	var profile *reputation.Profile
+	if pol.Workspace != "" {
+		if w, err := reputation.Open(pol.Workspace); err == nil {
+			profile, _ = w.Profile(k.DID())
+		}
+	}
+	for _, sk := range c.Skills {
+		cp := ldp.Capability{Name: sk.Name}
+		card.Metadata[ldp.MetaQualityPrefix+sk.Name] = "none"
+		if profile != nil {
+			// The delegate's own RDP profile in the skill's domain, as
+			// the workspace holds it: not a claim it makes up.
+			if v := profile.DomainScore(sk.Name, time.Now()); v.Known {
+				q := v.Score
+				cp.QualityHint = &q
+				card.Metadata[ldp.MetaQualityPrefix+sk.Name] = fmt.Sprintf("rdp (confidence %.2f, %d signals)", v.Confidence, v.SampleSize)
+			}
+		}
+		card.Capabilities = append(card.Capabilities, cp)
+		args := sk.Arguments
+		if args == nil {
+			args = json.RawMessage(`{}`)
+		}
+		if call, err := pol.Map(sk.Tool, args); err == nil {
+			card.Metadata[ldp.MetaCapabilityPrefix+sk.Name] = call.Namespace + ":" + call.Action + ":" + call.Resource
+			card.Metadata[ldp.MetaCostPrefix+sk.Name] = strconv.FormatInt(call.Cost, 10)
+		}
+	}
+	return card
+}
+
+// ldpExec runs a task as a tools/call through serve's own MCP endpoint,
+// in the stateless style (one request, the task's token as its bearer).
+type ldpExec struct {
+	latencies latencies
+	// contracts are the skills' task contracts, run by verifier.
+	contracts map[string]*contract.TaskContract
+	verifier  *verify.Verifier
+	cfg       *policy.LDPConfig
+	pol       *policy.Policy
+	mux       http.Handler
+	endpoint  string
+	log       *zap.Logger
+}
+
+func taskError(code, category, msg string) error {
+	return &ldp.TaskError{LdpError: ldp.LdpError{Code: code, Category: category, Severity: "error", Message: msg}}
+}
+
+func (x *ldpExec) Execute(ctx context.Context, t *ldp.Task) (*ldp.Outcome, error) {
+	sk := x.cfg.Skill(t.Submit.Skill)
+	if sk == nil {
+		return nil, taskError(ldp.CodeSkillUnknown, "capability", "no such skill")
+	}
+	bearer := ""
+	if t.Token != nil {
+		if t.Token.Format != "" && t.Token.Format != dct.Format {
+			return nil, taskError("malformed_token", "policy", fmt.Sprintf("token format %q is not %s", t.Token.Format, dct.Format))
+		}
+		tok, err := dct.Parse(t.Token.DCT)
+		if err != nil {
+			return nil, taskError("malformed_token", "policy", err.Error())
+		}
+		// The TASK_SUBMIT's signer must hold the token, as an AVP-Sig
+		// signer must: the shared secret proves no holder.
+		if t.By.Algorithm != ldp.AlgEd25519 {
+			return nil, taskError(string(ldp.ReasonWrongKey), "security", "a task under a token must be signed with ed25519 by the token's holder; an hmac-sha256 envelope shows no holder")
+		}
+		signer, err := identity.PrincipalIDFromDID(t.By.Signer)
+		if err != nil || signer != tok.Delegatee() {
+			return nil, taskError(string(ldp.ReasonWrongKey), "security", fmt.Sprintf("the TASK_SUBMIT is signed by %s, not by the token's holder %s", t.By.Signer, tok.Delegatee()))
+		}
+		bearer = t.Token.DCT
+	}
+	args, err := toolArguments(sk, t)
+	if err != nil {
+		return nil, taskError(ldp.CodeInputInvalid, "capability", err.Error())
+	}
+	params, _ := json.Marshal(map[string]any{"name": sk.Tool, "arguments": args})
+	body, _ := json.Marshal(map[string]any{"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": json.RawMessage(params)})
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, x.endpoint, bytes.NewReader(body))
+	if err != nil {
+		return nil, err
+	}
+	if h, ok := ctx.Value(hostKey{}).(string); ok {
+		req.Host = h
+	}
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Accept", "application/json, text/event-stream")
+	req.Header.Set(serve.HeaderProtocolVersion, "2026-07-28")
+	if bearer != "" {
+		req.Header.Set("Authorization", "Bearer "+bearer)
+	}
+	w := &captureWriter{header: http.Header{}}
+	start := time.Now()
+	x.mux.ServeHTTP(w, req)
+	x.latencies.add(sk.Name, time.Since(start))
+	resp, err := jsonrpcResponse(w)
+	if err != nil {
+		return nil, taskError(ldp.CodeTaskFailed, "runtime", err.Error())
+	}
+	if resp.Error != nil {
+		var d struct {
+			Type string `json:"type"`
+		}
+		json.Unmarshal(resp.Error.Data, &d)
+		if resp.Error.Code == gate.DenialCode && d.Type != "" {
+			// The gate's denial, with the type and message an MCP client
+			// would get.
+			return nil, &ldp.TaskError{LdpError: ldp.LdpError{Code: d.Type, Category: "policy", Severity: "error", Message: resp.Error.Message}}
+		}
+		return nil, &ldp.TaskError{LdpError: ldp.LdpError{Code: "jsonrpc_" + strconv.Itoa(resp.Error.Code), Category: "runtime",
+			Severity: "error", Message: resp.Error.Message}}
+	}
+	var result struct {
+		IsError bool `json:"isError"`
+	}
+	json.Unmarshal(resp.Result, &result)
+	if result.IsError {
+		return nil, &ldp.TaskError{LdpError: ldp.LdpError{Code: "TOOL_ERROR", Category: "runtime", Severity: "error",
+			Message: "the tool ran and failed", PartialOutput: resp.Result}}
+	}
+	out := &ldp.Outcome{Output: resp.Result}
+	if tc := x.contracts[sk.Name]; tc != nil {
+		// The contract's verification runs on the tool's structured
+		// result when it gives one, else on the whole result.
+		checked := resp.Result
+		var r struct {
+			Structured json.RawMessage `json:"structuredContent"`
+		}
+		if json.Unmarshal(resp.Result, &r) == nil && len(r.Structured) > 0 && string(r.Structured) != "null" {
+			checked = r.Structured
+		}
+		spec, _ := tc.Spec()
+		res, err := x.verifier.Verify(ctx, spec, tc.VerifyTask(), checked)
+		if err != nil {
+			return nil, taskError("VERIFICATION_UNAVAILABLE", "runtime", fmt.Sprintf("contract %s's verification could not run: %v", tc.ID, err))
+		}
+		if !res.Passed {
+			return nil, &ldp.TaskError{LdpError: ldp.LdpError{Code: "VERIFICATION_FAILED", Category: "quality", Severity: "error",
+				Message: fmt.Sprintf("the result fails contract %s's verification: %s", tc.ID, res.Details), PartialOutput: resp.Result}}
+		}
+		out.Verified, out.VerificationStatus = true, "tool_verified"
+		out.Evidence = []ldp.EvidenceRef{{Source: "delegateos", Kind: "contract_verification", URI: tc.ID, Summary: "passed"}}
+	}
+	if raw, err := json.Marshal(args); err == nil && !x.pol.HonourUpstreamCost {
+		// The gate charges a call that ran what the policy says it costs
+		// (unless the upstream may report its own cost, which this front
+		// does not see).
+		if call, err := x.pol.Map(sk.Tool, raw); err == nil {
+			c := call.Cost
+			out.DelegateOS = &ldp.ProvenanceDOS{CostChargedMicrocents: &c}
+		}
+	}
+	return out, nil
+}
+
+// ldpAttestingExec also takes ATTESTATION: its claim is one AVP peer
+// attestation or an array of them (reputation.ParseAttestations), each
+// signed by the peer that sends the envelope (its Ed25519 signer), and
+// recorded in the policy's workspace as RDP signals under the rules of
+// 'delegateos reputation attest' (signatures, duplicates, self-dealing).
+type ldpAttestingExec struct {
+	*ldpExec
+	w *reputation.Workspace
+}
+
+func (x *ldpAttestingExec) Attest(_ context.Context, _ ldp.Session, e *ldp.Envelope, by ldp.Verified) error {
+	if by.Algorithm != ldp.AlgEd25519 {
+		return taskError(string(ldp.ReasonWrongKey), "security", "an attestation must be sent signed with ed25519 by the peer that attests")
+	}
+	atts, err := reputation.ParseAttestations(e.Body.(*ldp.Attestation).Claim)
+	if err != nil {
+		return taskError("ATTESTATION_INVALID", "quality", err.Error())
+	}
+	for _, a := range atts {
+		if !reputation.SameAgent(a.FromDID, by.Signer) {
+			return taskError(string(ldp.ReasonWrongKey), "security", fmt.Sprintf("an attestation by %s sent by %s: a peer sends only its own", a.FromDID, by.Signer))
+		}
+	}
+	if _, err := x.w.RecordAttestations(atts, time.Now()); err != nil {
+		return taskError("ATTESTATION_REFUSED", "policy", err.Error())
+	}
+	return nil
+}
+
+// toolArguments are the tool's arguments for a task: the skill's fixed
+// arguments, with the task's input in its input argument; or, without
+// either, the task's input object itself.
+func toolArguments(sk *policy.LDPSkill, t *ldp.Task) (map[string]json.RawMessage, error) {
+	args := map[string]json.RawMessage{}
+	if sk.Arguments != nil {
+		if err := json.Unmarshal(sk.Arguments, &args); err != nil {
+			return nil, err
+		}
+	}
+	in := t.Submit.Input
+	if sk.InputArgument == "" {
+		if sk.Arguments != nil {
+			return args, nil
+		}
+		var obj map[string]json.RawMessage
+		if err := json.Unmarshal(in, &obj); err != nil || obj == nil {
+			return nil, fmt.Errorf("skill %s takes a JSON object as its input (the tool's arguments)", sk.Name)
+		}
+		return obj, nil
+	}
+	if t.Mode == ldp.ModeSemanticFrame {
+		var f map[string]json.RawMessage
+		json.Unmarshal(in, &f)
+		if v, ok := f["input"]; ok {
+			in = v
+		} else {
+			in = f["instruction"]
+		}
+	}
+	args[sk.InputArgument] = in
+	return args, nil
+}
+
+type rpcResponse struct {
+	ID     json.RawMessage `json:"id"`
+	Result json.RawMessage `json:"result"`
+	Error  *struct {
+		Code    int             `json:"code"`
+		Message string          `json:"message"`
+		Data    json.RawMessage `json:"data"`
+	} `json:"error"`
+}
+
+// jsonrpcResponse reads the response to the request from a JSON body or
+// from the SSE stream's events (the last one with an id is it).
+func jsonrpcResponse(w *captureWriter) (*rpcResponse, error) {
+	status := w.status
+	if status == 0 {
+		status = http.StatusOK
+	}
+	var candidates [][]byte
+	if strings.HasPrefix(w.header.Get("Content-Type"), "text/event-stream") {
+		sc := bufio.NewScanner(bytes.NewReader(w.body.Bytes()))
+		sc.Buffer(nil, ldp.MaxEnvelopeSize)
+		for sc.Scan() {
+			if d, ok := strings.CutPrefix(sc.Text(), "data:"); ok {
+				candidates = append(candidates, []byte(strings.TrimSpace(d)))
+			}
+		}
+	} else {
+		candidates = [][]byte{w.body.Bytes()}
+	}
+	for i := len(candidates) - 1; i >= 0; i-- {
+		var r rpcResponse
+		if json.Unmarshal(candidates[i], &r) == nil && string(r.ID) == "1" && (r.Result != nil || r.Error != nil) {
+			return &r, nil
+		}
+	}
+	return nil, fmt.Errorf("the MCP endpoint answered %d without a response: %.200s", status, w.body.String())
+}
+
+// captureWriter collects an in-process response.
+type captureWriter struct {
+	header http.Header
+	status int
+	body   bytes.Buffer
+}
+
+func (w *captureWriter) Header() http.Header         { return w.header }
+func (w *captureWriter) WriteHeader(status int)      { w.status = status }
+func (w *captureWriter) Write(b []byte) (int, error) { return w.body.Write(b) }
+func (w *captureWriter) Flush()                      {}
+
+// latencies keeps the last durations of each skill's calls, for the
+// card's latency_hint_ms_p50: what this server measured, not a claim.
+type latencies struct {
+	mu sync.Mutex
+	m  map[string][]time.Duration
+}
+
+// latencyWindow is how many recent calls of a skill the median is of.
+const latencyWindow = 101
+
+func (l *latencies) add(skill string, d time.Duration) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.m == nil {
+		l.m = map[string][]time.Duration{}
+	}
+	ds := append(l.m[skill], d)
+	if len(ds) > latencyWindow {
+		ds = ds[len(ds)-latencyWindow:]
+	}
+	l.m[skill] = ds
+}
+
+// card returns a copy of c whose capabilities carry the measured medians.
+func (l *latencies) card(c *ldp.IdentityCard) *ldp.IdentityCard {
+	out := *c
+	out.Capabilities = append([]ldp.Capability(nil), c.Capabilities...)
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	for i := range out.Capabilities {
+		ds := l.m[out.Capabilities[i].Name]
+		if len(ds) == 0 {
+			continue
+		}
+		sorted := slices.Clone(ds)
+		slices.Sort(sorted)
+		ms := uint64((sorted[len(sorted)/2] + time.Millisecond - 1) / time.Millisecond) // rounded up
+		out.Capabilities[i].LatencyHintMsP50 = &ms
+	}
+	return &out
+}
