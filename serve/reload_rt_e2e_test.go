@@ -269,3 +269,37 @@ func TestE2EServeNotifiesReadyBeforeReloads(t *testing.T) {
 		t.Fatal("no session after the reload")
 	}
 }
+
+// Tried: POST /reload on the MCP listener of a server whose metrics are
+// served beside the MCP endpoint (no --metrics-listen), where a client
+// the gate guards against can reach. Held: there is no /reload there,
+// and the narrowed file is not applied.
+func TestE2EServeReloadRTNotBesideMCP(t *testing.T) {
+	t.Parallel()
+	e := mcptest.NewEnv(t)
+	path := filepath.Join(e.Dir, "p.yaml")
+	pol := e.Policy(mcptest.Rule{Match: "echo", Namespace: "mcp", Action: "echo", Cost: 1})
+	mcptest.WriteFile(t, path, pol.YAML())
+	s := e.StartServe(mcptest.ServeOptions{Flags: []string{"--policy", path}})
+	tok := e.Mint(nil, "mcp:echo:*")
+	hdr := mcptest.Bearer(tok)
+	sid := s.Initialize(hdr)
+	if res := s.Do(http.MethodGet, "/metrics", hdr, ""); res.Status != http.StatusOK {
+		t.Fatalf("GET /metrics beside the MCP endpoint: HTTP %d", res.Status)
+	}
+	narrowed := e.Policy(mcptest.Rule{Match: "echo", Namespace: "admin", Action: "echo", Cost: 1})
+	mcptest.WriteFile(t, path, narrowed.YAML())
+	if res := s.Do(http.MethodPost, "/reload", hdr, ""); res.Status == http.StatusOK {
+		t.Fatalf("POST /reload on the MCP listener: HTTP %d %s", res.Status, res.Body)
+	}
+	res := s.Post(sid, hdr, mcptest.CallBody(`"c"`, "echo", map[string]any{"text": "c"}))
+	for _, m := range res.Messages() {
+		if m["id"] == "c" {
+			if _, ok := m["result"]; !ok {
+				t.Fatalf("echo refused: the narrowed file was applied: %v", m)
+			}
+			return
+		}
+	}
+	t.Fatalf("no answer to the call: HTTP %d %s", res.Status, res.Body)
+}
