@@ -10,6 +10,7 @@ import (
 	"syscall"
 	"testing"
 
+	"github.com/delegateos/delegateos/dct"
 	"github.com/delegateos/delegateos/internal/mcptest"
 )
 
@@ -111,6 +112,43 @@ func TestE2EReloadUnrelatedWhileHeldForApproval(t *testing.T) {
 	}
 	if _, err := os.Stat(filepath.Join(e.Docs, "project", "held.md")); err != nil {
 		t.Fatalf("the approved write did not happen: %v", err)
+	}
+	stopProxy(t, p)
+}
+
+// Tried: the 2026-07-28 approval (an input_required result, the request
+// sent back with the answer), a reload that takes write_file away between
+// the two. Held: the request sent back is a new request, decided by the
+// policy in force, and refused; nothing is written.
+func TestE2EReloadNarrowedBetweenModernApprovalAndRetry(t *testing.T) {
+	t.Parallel()
+	e := mcptest.NewEnv(t)
+	path := filepath.Join(e.Dir, "approval-policy.yaml")
+	write := func(ns string) {
+		pol := e.Policy()
+		for i := range pol.Rules {
+			if pol.Rules[i].Match == "write_file" {
+				pol.Rules[i].Namespace, pol.Rules[i].Cost, pol.Rules[i].Approval = ns, 1, "required"
+			}
+		}
+		mcptest.WriteFile(t, path, pol.YAML())
+	}
+	write("docs")
+	tok := e.Mint(mcptest.Budget(1000), "docs:read:/project/**", "docs:write:/project/**")
+	p := e.StartProxy(mcptest.ProxyOptions{Token: tok, Flags: []string{"--policy", path}})
+	c := p.Raw()
+	c.Initialize()
+	c.Send(modernCall("1", "/project/m.md", ""))
+	state := inputRequired(t, c.Response("1"))
+	write("admin")
+	if err := p.Cmd.Process.Signal(syscall.SIGHUP); err != nil {
+		t.Fatal(err)
+	}
+	p.WaitLog(logReloaded, nil)
+	c.Send(modernCall("2", "/project/m.md", withAnswer(state, "accept", true)))
+	wantDenialFrame(t, c.Response("2"), dct.CapabilityNotGranted, "")
+	if _, err := os.Stat(filepath.Join(e.Docs, "project", "m.md")); err == nil {
+		t.Fatal("the call approved before the narrowing reload was written")
 	}
 	stopProxy(t, p)
 }
