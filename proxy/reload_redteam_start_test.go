@@ -22,7 +22,7 @@ import (
 // has read its policy or the client), with the file already narrowed.
 // Held: the proxy does not die, and once running the narrowed policy is
 // in force (the signal was kept and applied).
-func TestE2EReloadRTHangupDuringStart(t *testing.T) {
+func TestE2ERedteamReloadHangupDuringStart(t *testing.T) {
 	t.Parallel()
 	e := mcptest.NewEnv(t)
 	pol := e.Policy(mcptest.Rule{Match: "echo", Namespace: "mcp", Action: "echo", Cost: 1})
