@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"net"
 	"net/http"
 	"os"
@@ -19,7 +18,6 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/delegateos/delegateos/gate"
-	"github.com/delegateos/delegateos/internal/fsutil"
 	"github.com/delegateos/delegateos/policy"
 	"github.com/delegateos/delegateos/proxy"
 	"github.com/delegateos/delegateos/receipt"
@@ -216,12 +214,12 @@ func reloadPolicy(path string, prepare func(*policy.Policy) error) func() (*poli
 	return func() (*policy.Policy, string, error) {
 		pol, digest := policy.Default(), ""
 		if path != "" {
-			p, d, err := policy.LoadWithDigest(path)
+			p, d, err := policy.LoadWhole(path)
+			if errors.Is(err, policy.ErrHalfWritten) {
+				return nil, "", fmt.Errorf("%w; the policy in force is kept: replace the file by a rename (write it beside, then mv it over) and reload again", err)
+			}
 			if err != nil {
 				return nil, "", errors.New(policyLoadError(path, err).Error())
-			}
-			if err := wholePolicyFile(path, d); err != nil {
-				return nil, "", err
 			}
 			pol, digest = p, d
 		}
@@ -230,33 +228,6 @@ func reloadPolicy(path string, prepare func(*policy.Policy) error) func() (*poli
 		}
 		return pol, digest, nil
 	}
-}
-
-// wholePolicyFile refuses, for a reload, a policy file that may have
-// been read half written (written in place rather than replaced by a
-// rename): one that changed while it was read (read again, it is not the
-// file whose SHA-256 is digest), or whose text does not end with a
-// newline. Its first bytes may be a valid policy that says more than the
-// whole file, not only less: "default_cost: 100" cut to "default_cost:
-// 1", an approval: line cut off.
-func wholePolicyFile(path, digest string) error {
-	const rename = "; the policy in force is kept: replace the file by a rename (write it beside, then mv it over) and reload again"
-	f, err := fsutil.OpenRegular(path)
-	if err != nil {
-		return fmt.Errorf("%s changed while it was read: %v%s", path, err, rename)
-	}
-	defer f.Close()
-	data, err := io.ReadAll(io.LimitReader(f, policy.MaxFileSize+1))
-	if err != nil {
-		return fmt.Errorf("%s changed while it was read: %v%s", path, err, rename)
-	}
-	if d := sha256.Sum256(data); hex.EncodeToString(d[:]) != digest {
-		return fmt.Errorf("%s changed while it was read, so it may be half written%s", path, rename)
-	}
-	if len(data) > 0 && data[len(data)-1] != '\n' {
-		return fmt.Errorf("%s does not end with a newline, so it may be half written%s (end it with a newline if it is whole)", path, rename)
-	}
-	return nil
 }
 
 // recordReload is how the audit log, when there is one, records a policy
