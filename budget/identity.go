@@ -275,7 +275,15 @@ func hashMap(res any) (map[string]string, error) {
 // and the releases it could not send. $DELEGATEOS_STATE_DIR, else
 // $XDG_STATE_HOME/delegateos, else ~/.local/state/delegateos; "" when
 // none can be found (nothing is remembered).
+//
+// A relative $DELEGATEOS_STATE_DIR (or $XDG_STATE_HOME) gives "": it
+// would name another directory for each working directory a proxy starts
+// in, each remembering nothing of the others; StateDirError says so, and
+// the stores that need one refuse to open.
 func StateDir() string {
+	if StateDirError() != nil {
+		return ""
+	}
 	if d := os.Getenv("DELEGATEOS_STATE_DIR"); d != "" {
 		return d
 	}
@@ -286,6 +294,20 @@ func StateDir() string {
 		return filepath.Join(h, ".local", "state", "delegateos")
 	}
 	return ""
+}
+
+// StateDirError is an error when the state directory's variable is set
+// to a relative path.
+func StateDirError() error {
+	for _, v := range []string{"DELEGATEOS_STATE_DIR", "XDG_STATE_HOME"} {
+		if d := os.Getenv(v); d != "" {
+			if !filepath.IsAbs(d) {
+				return fmt.Errorf("%s is the relative path %q: proxies started in other working directories would each keep their state apart, and none would notice a store that lost data; set it to an absolute path", v, d)
+			}
+			return nil
+		}
+	}
+	return nil
 }
 
 // stateName returns the file name, in a state directory, of what is kept
@@ -534,6 +556,16 @@ func machineID(dir string) (string, error) {
 	path := filepath.Join(dir, "machine-id")
 	b, err := os.ReadFile(path)
 	if errors.Is(err, os.ErrNotExist) || errors.Is(err, syscall.ENOTDIR) {
+		// Counts written under a machine ID while the ID is gone: it was
+		// deleted, and with it what shows a store gone back to an older
+		// snapshot that other machines' calls took back up.
+		counts, _ := filepath.Glob(filepath.Join(dir, "store-*.seen.json"))
+		for _, c := range counts {
+			var st seenState
+			if cb, err := os.ReadFile(c); err == nil && json.Unmarshal(cb, &st) == nil && st.Machine != "" {
+				return "", fmt.Errorf("%s, this machine's ID, which its counts file %s names (%s), is gone (deleted): a store gone back to an older snapshot would not be noticed; restore it (its content is that ID), or accept the loss with delegateos store init --reset and remove the counts files", path, c, st.Machine)
+			}
+		}
 		if err := os.MkdirAll(dir, 0o700); err != nil {
 			return "", fmt.Errorf("the state directory %s cannot be made: %w; set DELEGATEOS_STATE_DIR to a directory the proxy can write", dir, err)
 		}
@@ -1422,6 +1454,9 @@ func InitStore(rawURL string, reset bool, roots ...string) (Identity, error) {
 	if err != nil {
 		return fail(err)
 	}
+	if err := markNext(ctx, c, n.Gen); err != nil {
+		return fail(err)
+	}
 	var lifted map[string]bool
 	if len(roots) > 0 {
 		lifted = make(map[string]bool)
@@ -1511,6 +1546,20 @@ func nextIdentity(ctx context.Context, c redis.Cmdable, rawURL string) (*Identit
 	}
 	return n, nil
 }
+
+// markNext records in the store's identity (if it has one) the
+// generation gen an operator's command is about to give the trees'
+// stamps and then the identity: a proxy that meanwhile finds a stamp
+// after its generation refuses the call without marking the store lost
+// (Redis.operatorActing). writeIdentity drops it.
+func markNext(ctx context.Context, c redis.Cmdable, gen int64) error {
+	return markNextScript.Run(ctx, c, []string{identityKey}, gen).Err()
+}
+
+var markNextScript = redis.NewScript(`
+if redis.call('EXISTS', KEYS[1]) == 1 then redis.call('HSET', KEYS[1], 'next', ARGV[1]) end
+return 1
+`)
 
 // writeIdentity writes id as the store's identity, last: the proxies
 // adopt it at their next call.
@@ -1714,6 +1763,9 @@ func RecoverStore(rawURL string, usage []Usage) (Identity, error) {
 	}
 	n, err := nextIdentity(ctx, c, rawURL)
 	if err != nil {
+		return fail(err)
+	}
+	if err := markNext(ctx, c, n.Gen); err != nil {
 		return fail(err)
 	}
 	// What the trees' keys hold for reservations the loss took is

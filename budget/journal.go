@@ -9,6 +9,8 @@ import (
 	"strings"
 
 	"github.com/redis/go-redis/v9"
+
+	"github.com/delegateos/delegateos/internal/redisconn"
 )
 
 // commitCmd is a run of commitScript: a commit at Actual of reservation
@@ -55,13 +57,22 @@ func (c *commitCmd) valid() bool {
 // journalPattern matches the journals of the store in a state directory,
 // those a proxy claimed by renaming them (.sending-NONCE, an older
 // version) included.
+//
+// Journals are named by the store's canonical address (so that a proxy
+// naming the store another way, the default database left out, finds
+// them); legacyJournalPattern matches those an earlier version named by
+// the URL as written.
 func (s *Redis) journalPattern() string {
+	return filepath.Join(s.stateDir, redisconn.CanonicalStateName(s.rawURL, ".unsent-*"))
+}
+
+func (s *Redis) legacyJournalPattern() string {
 	return filepath.Join(s.stateDir, stateName(s.rawURL, ".unsent-*"))
 }
 
 // journalPath is this store's own journal.
 func (s *Redis) journalPath() string {
-	return filepath.Join(s.stateDir, stateName(s.rawURL, ".unsent-"+s.nonce+".json"))
+	return filepath.Join(s.stateDir, redisconn.CanonicalStateName(s.rawURL, ".unsent-"+s.nonce+".json"))
 }
 
 // writeJournal writes the commits and cancellations being retried (and,
@@ -148,7 +159,8 @@ func (s *Redis) replay() {
 		return
 	}
 	paths, _ := filepath.Glob(s.journalPattern())
-	for _, path := range paths {
+	legacy, _ := filepath.Glob(s.legacyJournalPattern())
+	for _, path := range append(paths, legacy...) {
 		if strings.HasSuffix(path, ".tmp") || path == s.journalPath() {
 			continue
 		}

@@ -299,7 +299,7 @@ end
 -- the writes of a script that fails.
 for i = nk + 4, #KEYS do fields(KEYS[i]) end
 if newstamp then
-  redis.call('HSET', stamp, 'id', sid, 'g', ARGV[na - 2])
+  redis.call('HSET', stamp, 'id', sid, 'g', ARGV[na - 6])
 end
 local ns = tonumber(ARGV[p]); p = p + 1
 for x = 1, ns do
@@ -536,6 +536,12 @@ func (s *Redis) Reserve(levels []Level, cost int64) (*Reservation, error) {
 				s.mu.Lock()
 				behind := s.ident.Gen == id.Gen
 				s.mu.Unlock()
+				if behind && s.operatorActing(id.Gen) {
+					// Restamped by an operator's store init --reset or
+					// store recover, which writes the store's new
+					// generation last: not a loss, but not decided on.
+					return nil, &ResetError{Store: s.url, Reason: fmt.Sprintf("its delegation tree {%s} has been given a new generation by an operator (store init --reset or store recover), which has not yet written it to the store's identity; the call is refused until it has", tag)}
+				}
 				if behind {
 					serr = s.resetNow(fmt.Sprintf("its delegation tree {%s} was written under a generation after this proxy's %d, which the store's identity does not hold", tag, id.Gen))
 				}
@@ -615,6 +621,19 @@ func (s *Redis) Reserve(levels []Level, cost int64) (*Reservation, error) {
 		s.seenGrew()
 	}
 	return r, nil
+}
+
+// operatorActing reports whether an operator's store init --reset or
+// store recover is giving the store a generation after gen: it records
+// the generation it will write ("next", see markNext) before it restamps
+// the trees.
+func (s *Redis) operatorActing(gen int64) bool {
+	v, err := s.c.HGet(s.ctx, identityKey, "next").Result()
+	if err != nil {
+		return false
+	}
+	n, err := strconv.ParseInt(v, 10, 64)
+	return err == nil && n > gen
 }
 
 // stampBehind handles a tree's stamp written under a generation before
@@ -1004,6 +1023,9 @@ func (s *Redis) errClosed() error {
 // hold and which store migrate turns into a database.
 func Open(pathOrURL string) (Store, error) {
 	if redisconn.IsURL(pathOrURL) {
+		if err := StateDirError(); err != nil {
+			return nil, &StateError{fmt.Errorf("spend store %s: %w", redisconn.Redact(pathOrURL), err)}
+		}
 		dir := StateDir()
 		r, err := OpenRedisIn(pathOrURL, dir)
 		if err != nil {

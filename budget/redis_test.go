@@ -352,3 +352,27 @@ func TestRedisRefusedReserveStillCarriesCommits(t *testing.T) {
 		t.Fatalf("ReadUsage = %+v, want 50 committed", us)
 	}
 }
+
+// Red team 4 (known limit of red team 3): the journal of the commits a
+// proxy could not send was named by the URL as written, so a proxy naming
+// the store another way (the default database left out) never sent it and
+// the reservation stayed charged. Journals are now named by the store's
+// canonical address. Redis is stopped (the release cannot reach it), the
+// store closed (the release journalled), Redis restarted from its
+// append-only file; a store opened on the same state directory with the
+// URL spelled without its database releases it.
+func TestRedisJournalFoundUnderAnotherSpelling(t *testing.T) {
+	srv := redistest.Start(t)
+	dir := t.TempDir()
+	s1 := openRedisIn(t, srv.URL()+"?read_timeout=300ms&write_timeout=300ms&dial_timeout=300ms", dir)
+	levels := []Level{{"ISSUER/del_root", 1000}}
+	r := mustReserve(t, s1, levels, 100)
+	srv.Stop()
+	if err := s1.Release(r); err == nil {
+		t.Fatal("a release with Redis stopped went through")
+	}
+	s1.Close()
+	srv.Restart()
+	s2 := openRedisIn(t, strings.TrimSuffix(srv.URL(), "/0"), dir)
+	waitSpent(t, s2, "ISSUER/del_root", 0)
+}

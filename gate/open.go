@@ -203,6 +203,9 @@ func openRevocations(pol *policy.Policy) (revocation.Live, error) {
 	if !redisconn.IsURL(pol.RevocationList) {
 		return revocation.Open(pol.RevocationList)
 	}
+	if err := budget.StateDirError(); err != nil {
+		return nil, err
+	}
 	var copies []string
 	if pol.Workspace != "" {
 		if err := os.MkdirAll(pol.Workspace, 0o755); err != nil {
@@ -214,7 +217,18 @@ func openRevocations(pol *policy.Policy) (revocation.Live, error) {
 		if err := os.MkdirAll(dir, 0o700); err != nil {
 			return nil, fmt.Errorf("the state directory %s, where the machine keeps a durable copy of the revocation list: %w; set DELEGATEOS_STATE_DIR to a directory the proxy can write", dir, err)
 		}
-		copies = append(copies, filepath.Join(dir, redisconn.CanonicalStateName(pol.RevocationList, ".revocations.json")))
+		own := filepath.Join(dir, redisconn.CanonicalStateName(pol.RevocationList, ".revocations.json"))
+		copies = append(copies, own)
+		// The machine's copies of lists named another way (an alias, a
+		// NAT address, which no canonical name links): a revocation is a
+		// signed fact about its block, so holding another list's only
+		// refuses more. Each copy is kept whole.
+		others, _ := filepath.Glob(filepath.Join(dir, "redis-*.revocations.json"))
+		for _, o := range others {
+			if o != own {
+				copies = append(copies, o)
+			}
+		}
 	}
 	if len(copies) == 0 {
 		return revocation.Open(pol.RevocationList)

@@ -125,12 +125,12 @@ func TestLDPSubmit(t *testing.T) {
 
 	out, errs, code := mcptest.CLI(t, "ldp", "submit", "--key", agentKey, "--token", "@"+tokFile, "--skill", "summarize",
 		"--input", `{"task_type":"summary","instruction":"Summarize Q3"}`, "--budget", "5000", "--ttl", "5m",
-		"--record", "--source", observer, "--workspace", ws, "--trust-domain", "research", d.url)
+		"--record", "--score", "0.9", "--source", observer, "--workspace", ws, "--trust-domain", "research", d.url)
 	if code != 0 {
 		t.Fatalf("exit %d\n%s%s", code, out, errs)
 	}
 	for _, want := range []string{`"summary":"Q3 was fine"`, "produced by ldp:delegate:reports (1, signed by " + d.did + ") in semantic_frame",
-		"result verified (tool_verified)", "recorded: domain-competence summarize 1.00 for " + d.did} {
+		"result verified (tool_verified)", "recorded: domain-competence summarize 0.90 for " + d.did} {
 		if !strings.Contains(out, want) {
 			t.Errorf("output lacks %q:\n%s", want, out)
 		}

@@ -24,7 +24,7 @@ import (
 // command completes (run again), the running proxy and a proxy of a new
 // machine refuse store_reset; run again, the recovery is exact (30 calls
 // on 30) and init --reset lifts the refusal.
-func TestRedTeam4HeldOperatorKilledAtEachStep(t *testing.T) {
+func TestE2EFaultOperatorKilledAtEachStep(t *testing.T) {
 	steps := []struct{ name, pattern string }{
 		{"before the first key is rebuilt", "'k:' .. k"},
 		{"before the trees are restamped", "'HDEL', KEYS[1], 'reset'"},

@@ -2,9 +2,12 @@
 
 package proxy_test
 
-// Findings of the fourth red team of issue 19's store history that are
-// fixed (store_rt4_broke_e2e_test.go, build tag redteam, holds those still
-// open). Each failed before its fix.
+// What the fleet does when its store goes back or forgets in ways the
+// first marks missed: rollbacks masked by other proxies' calls, stamps made
+// around a loss mark, an operator's write racing a new loss, revocations
+// and ended delegations kept across names and workspaces, rate windows lost
+// alone, unreadable or relative local state. Found by the fourth red team
+// of issue 19's store history; each test failed before its fix.
 
 import (
 	"context"
@@ -297,6 +300,38 @@ func TestE2EFaultRevocationKeptWithoutWorkspace(t *testing.T) {
 	}
 }
 
+// R4-12. R4-8 with the list named another way by the restarted proxy
+// (redis://localhost:P instead of redis://127.0.0.1:P/0): the machine's
+// copy is named by the store's canonical address, which no canonical form
+// links to another host name (an alias, a NAT address), so the copy was
+// not found and the revoked token was taken. Now a proxy also holds the
+// machine's other copies of revocation lists (a revocation is a signed
+// fact about its block: taking one from another list only refuses more).
+func TestE2EFaultRevocationKeptUnderAnotherName(t *testing.T) {
+	f := newFleet(t, 1000*fleetCost, 1000*fleetCost, 1000*fleetCost)
+	p, s := f.start(f.b, "", nil)
+	s.Call(t, "echo", map[string]any{"text": "before"}).OK(t, "B's call")
+	if out, err := f.revokeB(f.url); err != nil {
+		t.Fatalf("delegateos revoke: %v\n%s", err, out)
+	}
+	refusesB(t, s, "B's proxy")
+	stopProxy(t, p)
+	if err := f.srv.Client().FlushAll(context.Background()).Err(); err != nil {
+		t.Fatal(err)
+	}
+	if out, errs, code := mcptest.CLI(t, "store", "init", "--store", f.srv.URL(), "--reset"); code != 0 {
+		t.Fatalf("store init --reset: %d %s%s", code, out, errs)
+	}
+	pol := f.policy("")
+	pol.RevocationList = strings.TrimSuffix(strings.Replace(f.url, "127.0.0.1", "localhost", 1), "/0")
+	p2 := f.e.StartProxy(mcptest.ProxyOptions{Policy: pol, Token: f.b, WantExit: func(int) bool { return true }})
+	if !p2.WaitExit(mcptest.WaitTimeout) {
+		r := p2.Connect(mcptest.SessionOptions{}).Call(t, "echo", map[string]any{"text": "revoked?"})
+		typ, detail := denialData(r)
+		t.Errorf("B revoked, its proxy stopped, Redis flushed: a proxy of the machine naming the list %s is running and answers B's call %q: %s; want it refused as revoked (or the proxy refusing to start)", pol.RevocationList, typ, detail)
+	}
+}
+
 // R4-9. R4-8 with workspaces: the revocation is kept in the workspace of
 // the proxy that knew it; a proxy of another workspace on the same
 // machine, started after the flush, took the revoked token (the ended
@@ -432,6 +467,47 @@ func TestE2EFaultRateWindowsLostAlone(t *testing.T) {
 	f.sameAsUpstreams([]*mcptest.Process{p}, 5+more)
 	if more != 0 || typ != string(gate.StoreReset) {
 		t.Errorf("5 calls on a rate of 5 an hour, the tree's rate windows deleted: %d more forwarded within the hour, then %s: %s; want none", more, typ, detail)
+	}
+}
+
+// Known limit of the third red team: a relative DELEGATEOS_STATE_DIR was
+// used as is, so proxies started in other working directories kept their
+// state apart (after a restart of Redis without persistence, a proxy
+// started elsewhere spent the budget again). Now a proxy on a Redis store
+// refuses to start, saying the path is relative.
+func TestE2EFaultRelativeStateDirRefused(t *testing.T) {
+	f := newStoreFleet(t)
+	p := f.e.StartProxy(mcptest.ProxyOptions{Policy: f.policy(""), Token: f.a, LogToStderr: true,
+		Env: []string{"DELEGATEOS_STATE_DIR=state"}, WantExit: func(code int) bool { return code == 2 }})
+	if !p.WaitExit(mcptest.WaitTimeout) {
+		t.Fatal("a proxy with a relative DELEGATEOS_STATE_DIR started")
+	}
+	if msg := p.Stderr.String(); !strings.Contains(msg, "relative path") {
+		t.Errorf("the refusal does not say the state directory is relative: %s", msg)
+	}
+}
+
+// R4-13 (an attack on the R4-2 fix). The machine's ID (machine-id in the
+// state directory) deleted after its proxies' calls: a proxy restarted
+// there would take a new ID, find no machine count to check, and miss a
+// rollback that other machines' calls took back up (as R4-2). Now a
+// missing ID while the machine's counts file names one refuses the
+// start, naming it.
+func TestE2EFaultMachineIDDeletedRefused(t *testing.T) {
+	f := newStoreFleet(t)
+	p1, s1 := f.start(f.a, "", nil)
+	drain(t, s1, 10)
+	f.settled()
+	stopProxy(t, p1)
+	if err := os.Remove(filepath.Join(f.e.Dir, "state", "machine-id")); err != nil {
+		t.Fatal(err)
+	}
+	p2 := f.e.StartProxy(mcptest.ProxyOptions{Policy: f.policy(""), Token: f.a, LogToStderr: true, WantExit: func(code int) bool { return code == 2 }})
+	if !p2.WaitExit(mcptest.WaitTimeout) {
+		t.Fatal("the proxy started on a state directory whose machine ID was deleted")
+	}
+	if msg := p2.Stderr.String(); !strings.Contains(msg, "machine-id") || !strings.Contains(msg, "is gone") {
+		t.Errorf("the refusal does not name the deleted machine ID: %s", msg)
 	}
 }
 
