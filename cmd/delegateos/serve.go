@@ -358,6 +358,8 @@ var serveCmd = &command{
 			}
 			url := scheme + "://" + ln.Addr().String() + *endpoint
 			log.Info("serving", zap.String("address", ln.Addr().String()), zap.String("url", url))
+			// Ready: listening, and SIGHUP reloads (taken since the start).
+			notifyReady(log)
 			if *asJSON {
 				if err := writeJSON(e, map[string]string{"address": ln.Addr().String(), "url": url}); err != nil {
 					return err
