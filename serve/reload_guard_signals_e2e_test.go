@@ -30,7 +30,7 @@ import (
 // a rebound DNS name (Host), and GET /reload (a link or an <img>). Held:
 // each is refused before the file is read (the narrowed file is not
 // applied), and only a plain POST applies it.
-func TestE2EServeReloadRTGuard(t *testing.T) {
+func TestE2EServeReloadGuard(t *testing.T) {
 	t.Parallel()
 	r := startReloadServer(t)
 	tok := r.e.Mint(nil, "mcp:echo:*")
@@ -88,7 +88,7 @@ func TestE2EServeReloadRTGuard(t *testing.T) {
 // the sum of what the allowed calls' decision receipts reserved (each
 // call settled once, at the cost it was decided at), that is at most the
 // budget, nothing is left reserved, and the audit log verifies.
-func TestE2EServeReloadRTRedisBudgetExact(t *testing.T) {
+func TestE2EServeReloadRedisBudgetExact(t *testing.T) {
 	t.Parallel()
 	rs := redistest.Start(t)
 	e := mcptest.NewEnv(t)
@@ -176,7 +176,7 @@ func TestE2EServeReloadRTRedisBudgetExact(t *testing.T) {
 // Tried: a changed policy, POST /reload and SIGHUP sent together with
 // SIGTERM, during calls. Held: serve exits, and its audit log verifies as
 // closed (a reload is either recorded before the log is closed or refused).
-func TestE2EServeReloadRTRacingShutdown(t *testing.T) {
+func TestE2EServeReloadRacingShutdown(t *testing.T) {
 	t.Parallel()
 	r := startReloadServer(t)
 	tok := r.e.Mint(nil, "mcp:echo:*")
@@ -205,7 +205,7 @@ func TestE2EServeReloadRTRacingShutdown(t *testing.T) {
 // token of an open session. Held: that session's next call is not
 // answered with a result, and no new session opens with the old root's
 // token; changed back, a new session works again.
-func TestE2EServeReloadRTRootsChanged(t *testing.T) {
+func TestE2EServeReloadRootsChanged(t *testing.T) {
 	t.Parallel()
 	r := startReloadServer(t)
 	tok := r.e.Mint(nil, "mcp:echo:*")
@@ -275,7 +275,7 @@ func TestE2EServeNotifiesReadyBeforeReloads(t *testing.T) {
 // served beside the MCP endpoint (no --metrics-listen), where a client
 // the gate guards against can reach. Held: there is no /reload there,
 // and the narrowed file is not applied.
-func TestE2EServeReloadRTNotBesideMCP(t *testing.T) {
+func TestE2EServeReloadNotBesideMCP(t *testing.T) {
 	t.Parallel()
 	e := mcptest.NewEnv(t)
 	path := filepath.Join(e.Dir, "p.yaml")
@@ -333,7 +333,7 @@ func (r *reloadServer) metricValue(t *testing.T, name string) float64 {
 // session calls. Held: goroutines and open files are back where they were
 // (within a few) once the storm ends, every call is answered, the audit
 // log holds one record per reload applied and verifies.
-func TestE2EServeReloadRTStorm(t *testing.T) {
+func TestE2EServeReloadStorm(t *testing.T) {
 	t.Parallel()
 	r := startReloadServer(t)
 	tok := r.e.Mint(nil, "mcp:echo:*")

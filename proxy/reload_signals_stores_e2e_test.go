@@ -33,7 +33,7 @@ func fdCount(t *testing.T, pid int) int {
 // then one change. Held: no file descriptor is kept per reload, the audit
 // log records the one change only, nothing reaches standard output, and
 // the proxy keeps answering.
-func TestE2EReloadRTHangupStorm(t *testing.T) {
+func TestE2EReloadHangupStorm(t *testing.T) {
 	t.Parallel()
 	r := startReloadProxy(t, 1000, nil)
 	if !r.call(t, "before", "") {
@@ -77,7 +77,7 @@ func TestE2EReloadRTHangupStorm(t *testing.T) {
 // Tried: a changed policy, SIGHUP then SIGTERM at once, with a call just
 // answered. Held: the proxy ends cleanly and its audit log verifies as
 // closed (no --allow-recovered), with or without the reload's record.
-func TestE2EReloadRTHangupThenTerm(t *testing.T) {
+func TestE2EReloadHangupThenTerm(t *testing.T) {
 	t.Parallel()
 	r := startReloadProxy(t, 1000, func(code int) bool { return code >= 0 })
 	if !r.call(t, "c1", "") {
@@ -101,7 +101,7 @@ func TestE2EReloadRTHangupThenTerm(t *testing.T) {
 // Tried: roots changed by a reload to a root that did not issue the
 // session's token. Held: the session's next call is refused (the old
 // root's token is no longer accepted), and a change back applies.
-func TestE2EReloadRTRootsChangedRefusesOldToken(t *testing.T) {
+func TestE2EReloadRootsChangedRefusesOldToken(t *testing.T) {
 	t.Parallel()
 	r := startReloadProxy(t, 1000, nil)
 	if !r.call(t, "before", "") {
@@ -127,7 +127,7 @@ func TestE2EReloadRTRootsChangedRefusesOldToken(t *testing.T) {
 // reload must neither start the windows afresh nor charge twice. Held: exactly 6
 // calls are allowed of 10, the store holds the sum of the allowed calls'
 // costs, and nothing is left reserved.
-func TestE2EReloadRTSharedStoreRateWindowsKept(t *testing.T) {
+func TestE2EReloadSharedStoreRateWindowsKept(t *testing.T) {
 	t.Parallel()
 	r := startReloadProxy(t, 1000, nil)
 	// One audit log per process, in a directory.
