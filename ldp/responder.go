@@ -63,7 +63,11 @@ type Outcome struct {
 
 // TaskError is a task that failed with an LDP error to report as is (the
 // gate's denials, with their type and message).
-type TaskError struct{ LdpError }
+type TaskError struct {
+	LdpError
+	// DelegateOS, when set, is the TASK_FAILED's delegateos member.
+	DelegateOS *ProvenanceDOS
+}
 
 func (e *TaskError) Error() string { return e.Code + ": " + e.Message }
 
@@ -345,6 +349,9 @@ func (r *Responder) submit(ctx context.Context, e *Envelope, b *TaskSubmit, by V
 	if err != nil {
 		var te *TaskError
 		if errors.As(err, &te) {
+			if te.DelegateOS != nil {
+				return r.reply(e, e.SessionID, &TaskFailed{TaskID: b.TaskID, Error: te.LdpError, DelegateOS: te.DelegateOS}, e.PayloadMode)
+			}
 			return fail(te.LdpError)
 		}
 		if tctx.Err() != nil && ctx.Err() == nil {

@@ -289,7 +289,7 @@ var serveCmd = &command{
 				c := proxy.Config{
 					Upstream: args, UpstreamConn: upstreamConn, Gates: current, SessionToken: tok,
 					MaxFrameBytes: pol.MaxFrameBytes, Log: setup.Log.With(zap.String("session", s.ID[:8])),
-					Evidence: evidence,
+					Evidence: setup.Evidence, // the audit log, or what an extension put in its place
 				}
 				if tr != nil {
 					c.Tracer = tr.Tracer

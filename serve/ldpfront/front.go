@@ -58,6 +58,10 @@ type Options struct {
 	// bodies in flight (serve.Server.ReadBody); nil means the Handler's
 	// own bounded read.
 	ReadBody func(w http.ResponseWriter, r *http.Request, limit int64) ([]byte, func(), error)
+	// Receipts, when the server keeps an audit log, is the Tap its relays
+	// hand their receipts through: each task's provenance names the
+	// receipts of its call. Nil means no audit log.
+	Receipts *Tap
 	// Log is the server's logger; nil means none.
 	Log *zap.Logger
 }
@@ -98,7 +102,7 @@ func New(o Options) (*Front, error) {
 	}
 	card := Card(o.Policy, o.Key)
 	exec := &ldpExec{cfg: c, pol: o.Policy, mux: o.MCP, endpoint: o.Endpoint, log: o.Log, contracts: map[string]*contract.TaskContract{},
-		check: o.CheckToken, gates: o.Gates}
+		check: o.CheckToken, gates: o.Gates, tap: o.Receipts}
 	for _, sk := range c.Skills {
 		if sk.Contract == "" {
 			continue
@@ -316,6 +320,9 @@ type ldpExec struct {
 	// gates is the gate in force, whose policy says what a call costs;
 	// nil means pol's.
 	gates *gate.Current
+	// tap notes the receipts of the tasks' calls; nil without an audit
+	// log.
+	tap *Tap
 }
 
 // policy is the policy in force: what the gate charges by.
@@ -401,6 +408,14 @@ func (x *ldpExec) Execute(ctx context.Context, t *ldp.Task) (*ldp.Outcome, error
 	if bearer != "" {
 		req.Header.Set("Authorization", "Bearer "+bearer)
 	}
+	var rc *taskReceipts
+	if x.tap != nil {
+		rc = x.tap.watch(body)
+		defer x.tap.forget(rc)
+	}
+	// receipts is the provenance member naming the call's receipts (the
+	// decision's, then the execution's), once written.
+	receipts := func(p *ldp.ProvenanceDOS) *ldp.ProvenanceDOS { return x.tap.provenance(rc, p) }
 	w := &captureWriter{header: http.Header{}}
 	start := time.Now()
 	x.mux.ServeHTTP(w, req)
@@ -434,10 +449,11 @@ func (x *ldpExec) Execute(ctx context.Context, t *ldp.Task) (*ldp.Outcome, error
 		if resp.Error.Code == gate.DenialCode && d.Type != "" {
 			// The gate's denial, with the type and message an MCP client
 			// would get.
-			return nil, &ldp.TaskError{LdpError: ldp.LdpError{Code: d.Type, Category: "policy", Severity: "error", Message: resp.Error.Message}}
+			return nil, &ldp.TaskError{LdpError: ldp.LdpError{Code: d.Type, Category: "policy", Severity: "error", Message: resp.Error.Message},
+				DelegateOS: receipts(nil)}
 		}
 		return nil, &ldp.TaskError{LdpError: ldp.LdpError{Code: "jsonrpc_" + strconv.Itoa(resp.Error.Code), Category: "runtime",
-			Severity: "error", Message: resp.Error.Message}}
+			Severity: "error", Message: resp.Error.Message}, DelegateOS: receipts(nil)}
 	}
 	var result struct {
 		IsError bool `json:"isError"`
@@ -445,7 +461,7 @@ func (x *ldpExec) Execute(ctx context.Context, t *ldp.Task) (*ldp.Outcome, error
 	json.Unmarshal(resp.Result, &result)
 	if result.IsError {
 		return nil, &ldp.TaskError{LdpError: ldp.LdpError{Code: "TOOL_ERROR", Category: "runtime", Severity: "error",
-			Message: "the tool ran and failed", PartialOutput: resp.Result}}
+			Message: "the tool ran and failed", PartialOutput: resp.Result}, DelegateOS: receipts(nil)}
 	}
 	out := &ldp.Outcome{Output: resp.Result}
 	if tc := x.contracts[sk.Name]; tc != nil {
@@ -465,7 +481,7 @@ func (x *ldpExec) Execute(ctx context.Context, t *ldp.Task) (*ldp.Outcome, error
 		}
 		if !res.Passed {
 			return nil, &ldp.TaskError{LdpError: ldp.LdpError{Code: "VERIFICATION_FAILED", Category: "quality", Severity: "error",
-				Message: fmt.Sprintf("the result fails contract %s's verification: %s", tc.ID, res.Details), PartialOutput: resp.Result}}
+				Message: fmt.Sprintf("the result fails contract %s's verification: %s", tc.ID, res.Details), PartialOutput: resp.Result}, DelegateOS: receipts(nil)}
 		}
 		out.Verified, out.VerificationStatus = true, "tool_verified"
 		out.Evidence = []ldp.EvidenceRef{{Source: "delegateos", Kind: "contract_verification", URI: tc.ID, Summary: "passed"}}
@@ -479,6 +495,9 @@ func (x *ldpExec) Execute(ctx context.Context, t *ldp.Task) (*ldp.Outcome, error
 			c := call.Cost
 			out.DelegateOS = &ldp.ProvenanceDOS{CostChargedMicrocents: &c}
 		}
+	}
+	if x.tap != nil {
+		out.DelegateOS = receipts(out.DelegateOS)
 	}
 	return out, nil
 }
