@@ -193,6 +193,11 @@ func writeSubmit(w io.Writer, r submitReport) {
 		}
 	case *ldp.TaskFailed:
 		fmt.Fprintf(w, "task failed: %s (%s): %s\n", b.Error.Code, b.Error.Category, oneLine(b.Error.Message))
+		if b.DelegateOS != nil {
+			for _, h := range b.DelegateOS.ReceiptHashes {
+				fmt.Fprintf(w, "receipt: %s\n", h)
+			}
+		}
 	}
 	if r.Recorded != nil {
 		fmt.Fprintf(w, "recorded: %s %s %.2f for %s\n", r.Recorded.Dimension, r.Recorded.Domain, r.Recorded.Score, r.DID)
