@@ -23,7 +23,11 @@ const (
 func ldpDelegates(t *testing.T) *httptest.Server {
 	t.Helper()
 	mux := http.NewServeMux()
-	var srv *httptest.Server
+	// The server is started once every handler is in place: the binary's
+	// requests come from another process, which the race detector cannot
+	// see order after this goroutine's writes.
+	srv := httptest.NewUnstartedServer(mux)
+	base := "http://" + srv.Listener.Addr().String()
 	card := func(path, contentType string, body func() string) {
 		mux.HandleFunc("GET "+path+"/.well-known/ldp-identity", func(w http.ResponseWriter, r *http.Request) {
 			w.Header().Set("Content-Type", contentType)
@@ -33,7 +37,7 @@ func ldpDelegates(t *testing.T) *httptest.Server {
 	fixed := func(s string) func() string { return func() string { return s } }
 	card("/spec", "application/json", fixed(ldpSpecCard))
 	card("/python", "application/json; charset=utf-8", func() string {
-		return strings.Replace(ldpPythonCard, "ENDPOINT", srv.URL+"/python", 1)
+		return strings.Replace(ldpPythonCard, "ENDPOINT", base+"/python", 1)
 	})
 	card("/duplicate", "application/json", fixed(strings.Replace(ldpSpecCard, `"name":"Qwen3`, `"name":"Trusted Bank","name":"Qwen3`, 1)))
 	card("/unknown-member", "application/json", fixed(strings.Replace(ldpSpecCard, `"metadata"`, `"admin":true,"metadata"`, 1)))
@@ -46,7 +50,7 @@ func ldpDelegates(t *testing.T) *httptest.Server {
 	mux.HandleFunc("GET /redirect/.well-known/ldp-identity", func(w http.ResponseWriter, r *http.Request) {
 		http.Redirect(w, r, "/spec/.well-known/ldp-identity", http.StatusFound)
 	})
-	srv = httptest.NewServer(mux)
+	srv.Start()
 	t.Cleanup(srv.Close)
 	return srv
 }
