@@ -599,6 +599,17 @@ func machineID(dir string) (string, error) {
 	if len(id) != 24 || strings.Trim(id, "0123456789abcdef") != "" {
 		return "", fmt.Errorf("%s is not a machine ID delegateos writes: remove it (this machine's proxies then take a new one)", path)
 	}
+	// Counts written under another machine ID: the ID was replaced (or
+	// the counts copied from another machine), and the counts they hold,
+	// which show a store gone back to an older snapshot, would be dropped
+	// as another machine's.
+	counts, _ := filepath.Glob(filepath.Join(dir, "store-*.seen.json"))
+	for _, c := range counts {
+		var st seenState
+		if cb, err := os.ReadFile(c); err == nil && json.Unmarshal(cb, &st) == nil && st.Machine != "" && st.Machine != id {
+			return "", fmt.Errorf("%s, this machine's ID, is %s, but its counts file %s names the machine ID %s: the ID was replaced, or the file copied from another machine, and a store gone back to an older snapshot would not be noticed; restore the ID the file names, or accept the loss with delegateos store init --reset and remove the counts files", path, id, c, st.Machine)
+		}
+	}
 	return id, nil
 }
 
