@@ -8,6 +8,7 @@ package proxy_test
 // tried.
 
 import (
+	"context"
 	"os"
 	"path/filepath"
 	"strings"
@@ -52,5 +53,53 @@ func TestE2EFaultMachineIDReplacedRefused(t *testing.T) {
 	f.sameAsUpstreams([]*mcptest.Process{p1, p2, p3}, total)
 	if more != 0 || typ != string(gate.StoreReset) {
 		t.Errorf("machine 1 made %d calls and stopped, its machine-id was replaced, Redis went back to a snapshot of %d, machine 2 made %d: machine 1's restarted proxy forwarded %d more (%d on 30), then %s: %s; want a refused start or store_reset", n+m, n, k, more, total, typ, detail)
+	}
+}
+
+// RT5-4 (the fourth red team's known limit "field growth"). Each proxy
+// records its root delegation's count in the key's field p:NONCE, a new
+// nonce per process, and nothing removed it: stdio proxies run one per
+// MCP session, so a busy fleet grew one field per session, for ever, in
+// one hash per root (five sessions, five fields; a million sessions, a
+// hash of tens of megabytes that a noeviction Redis runs out of memory
+// on). The cost per call stayed O(1) (the script reads only its own
+// field). Now a proxy that exits removes its field (its counts are in
+// the machine's field and counts file): only running and killed proxies
+// leave one.
+func TestE2EFaultProxyFieldsDoNotGrowPerSession(t *testing.T) {
+	f := newStoreFleet(t)
+	for i := range 5 {
+		p, s := f.start(f.a, "", nil)
+		if n, typ, detail := drain(t, s, 1); n != 1 {
+			t.Fatalf("session %d: %s: %s", i, typ, detail)
+		}
+		f.settled()
+		stopProxy(t, p)
+	}
+	ctx := context.Background()
+	c := f.srv.Client()
+	keys, err := c.Keys(ctx, "delegateos:spend:*").Result()
+	if err != nil || len(keys) == 0 {
+		t.Fatalf("the spend keys: %v %v", keys, err)
+	}
+	var fields []string
+	for _, k := range keys {
+		fs, err := c.HKeys(ctx, k).Result()
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, x := range fs {
+			if strings.HasPrefix(x, "p:") {
+				fields = append(fields, k+" "+x)
+			}
+		}
+	}
+	if len(fields) != 0 {
+		t.Errorf("five proxies ran one session each and exited: their fields are left in the store: %v", fields)
+	}
+	// The machine's field, which a restarted proxy checks, stays.
+	_, s := f.start(f.a, "", nil)
+	if n, typ, detail := drain(t, s, 1); n != 1 {
+		t.Fatalf("a sixth session: %s: %s", typ, detail)
 	}
 }
