@@ -13,6 +13,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/delegateos/delegateos/gate"
 	"github.com/delegateos/delegateos/internal/mcptest"
@@ -101,5 +102,59 @@ func TestE2EFaultProxyFieldsDoNotGrowPerSession(t *testing.T) {
 	_, s := f.start(f.a, "", nil)
 	if n, typ, detail := drain(t, s, 1); n != 1 {
 		t.Fatalf("a sixth session: %s: %s", typ, detail)
+	}
+}
+
+// RT5-5 (the compare-and-set of R4-11 against a proxy's marks). A proxy
+// of a machine that saw the store starts while its identity is gone
+// (deleted alone): it marks every tree's stamp, then the identity. Its
+// first pass over the stamps read the identity first (no operator's newer
+// generation there) and then marked; an operator's store init --reset that
+// ran in between (the relay holds the proxy's marks until it is done)
+// restamped the trees, and the late marks landed on them: the operator's
+// command said it succeeded while every tree of the fleet refused
+// store_reset until it was run again.
+func TestE2EFaultLateMarkAfterOperatorReset(t *testing.T) {
+	f := newStoreFleet(t)
+	p1, s1 := f.start(f.a, "", nil)
+	n, _, _ := drain(t, s1, 10)
+	f.settled()
+	stopProxy(t, p1)
+	ctx := context.Background()
+	c := f.srv.Client()
+	if err := c.Del(ctx, "delegateos:store").Err(); err != nil {
+		t.Fatal(err)
+	}
+	g := newGateRelay(t, f.srv.Addr())
+	// The marks of the stamps, after the scan that lists them.
+	g.armClientSeq("delegateos:stamp:*", "delegateos:stamp:{")
+	pol := f.policy("")
+	pol.SpendStore = "redis://" + g.addr + "/0?read_timeout=120s&write_timeout=5s"
+	// The machine's index, named by the relay's address (as R4-10).
+	idx, _ := filepath.Glob(filepath.Join(f.e.Dir, "state", "redis-*.json"))
+	for _, p := range idx {
+		if !strings.HasSuffix(p, ".seen.json") {
+			b, _ := os.ReadFile(p)
+			os.WriteFile(rt4IndexPath(filepath.Join(f.e.Dir, "state"), g.addr), []byte(strings.Replace(string(b), f.srv.Addr(), g.addr, 1)), 0o600)
+		}
+	}
+	p2 := f.e.StartProxy(mcptest.ProxyOptions{Policy: pol, Token: f.a, WantExit: func(int) bool { return true }})
+	select {
+	case <-g.held:
+	case <-time.After(2 * time.Minute):
+		t.Fatal("the proxy did not mark the stamps")
+	}
+	out, errs, code := mcptest.CLI(t, "store", "init", "--reset", "--store", f.srv.URL())
+	if code != 0 {
+		t.Fatalf("store init --reset: exit %d, %s%s", code, out, errs)
+	}
+	g.release()
+	// The proxy's start ends once its marks were answered.
+	p2.Connect(mcptest.SessionOptions{}).Call(t, "echo", map[string]any{"text": "after the marks"})
+	pn := f.e.StartProxy(mcptest.ProxyOptions{Policy: f.policy(""), Token: f.a, Dir: t.TempDir()})
+	more, typ, detail := drain(t, pn.Connect(mcptest.SessionOptions{}), 5)
+	if more == 0 {
+		st, _ := c.HGetAll(ctx, "delegateos:stamp:{"+f.e.Root.ID()+"}").Result()
+		t.Errorf("%d calls, the store's identity lost, store init --reset run (exit 0) while a proxy marked the loss: a proxy then forwarded nothing (%s: %s), the tree's stamp %v; want the operator's reset to hold", n, typ, detail, st["reset"])
 	}
 }
