@@ -110,6 +110,9 @@ type event struct {
 	execution *receipt.Execution
 	body      receipt.Body
 	result    chan<- AppendResult
+	// written, when set, is closed once the writer has reached it: every
+	// event queued before it is written (to the buffer).
+	written chan struct{}
 }
 
 // AppendResult is where a receipt given to Append was written.
@@ -315,6 +318,15 @@ func (l *Log) Approval(b *receipt.HumanApprovalBody) (string, error) {
 	return r.Digest, r.Err
 }
 
+// Written returns a channel closed once the writer has written every
+// receipt queued before the call (to its buffer: their digests are known,
+// Decision.Digest and Execution.Digest may be read).
+func (l *Log) Written() <-chan struct{} {
+	ch := make(chan struct{})
+	l.send(event{written: ch})
+	return ch
+}
+
 func (l *Log) send(ev event) {
 	defer func() {
 		// A send after Close is a programming error elsewhere; the event
@@ -324,6 +336,9 @@ func (l *Log) send(ev event) {
 			l.failed.Store(true)
 			if ev.result != nil {
 				ev.result <- AppendResult{Err: errors.New("the audit log is closed")}
+			}
+			if ev.written != nil {
+				close(ev.written)
 			}
 		}
 	}()
@@ -412,6 +427,10 @@ func (l *Log) run() {
 
 // write signs one event's receipt into the buffer.
 func (l *Log) write(ev event) {
+	if ev.written != nil {
+		close(ev.written)
+		return
+	}
 	if !l.opts.SignEach && ev.body == nil {
 		l.writeDirect(ev)
 		return
@@ -434,6 +453,9 @@ func (l *Log) write(ev event) {
 	}
 	if err == nil && ev.decision != nil {
 		ev.decision.Signed(l.prev)
+	}
+	if err == nil && ev.execution != nil {
+		ev.execution.Signed(l.prev)
 	}
 	if ev.result != nil {
 		ev.result <- AppendResult{Seq: seq, Digest: digest, Err: err}
@@ -466,6 +488,8 @@ func (l *Log) writeDirect(ev event) {
 			err = nil
 			if ev.decision != nil {
 				ev.decision.Signed(l.prev)
+			} else {
+				ev.execution.Signed(l.prev)
 			}
 		}
 		break

@@ -56,7 +56,7 @@ func TestRedisOpenReservationsLostIsReset(t *testing.T) {
 	if _, err := other.Reserve(levels, 100); !errors.Is(err, redisconn.ErrReset) {
 		t.Fatalf("a proxy started later: %v; want ErrReset", err)
 	}
-	if _, err := InitStore(srv.URL(), true, "ISSUER"); err != nil {
+	if _, err := InitStore(srv.URL(), StateDir(), true, "ISSUER"); err != nil {
 		t.Fatal(err)
 	}
 	for _, k := range levels {
@@ -91,7 +91,7 @@ func TestRedisRecoverReleasesLostHeld(t *testing.T) {
 	if _, err := s.Reserve(levels, 1); !errors.Is(err, redisconn.ErrReset) {
 		t.Fatalf("%v, want ErrReset", err)
 	}
-	if _, err := RecoverStore(srv.URL(), []Usage{{Key: levels[0].Key, Committed: 300, Calls: 1}}); err != nil {
+	if _, err := RecoverStore(srv.URL(), StateDir(), []Usage{{Key: levels[0].Key, Committed: 300, Calls: 1}}); err != nil {
 		t.Fatal(err)
 	}
 	m := srv.Client().HGetAll(ctx, spendKey(levels[0].Key)).Val()

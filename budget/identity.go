@@ -272,7 +272,8 @@ func hashMap(res any) (map[string]string, error) {
 
 // StateDir is where a proxy keeps what it must remember of its stores
 // across restarts: the identity of each Redis spend store it has used,
-// and the releases it could not send. $DELEGATEOS_STATE_DIR, else
+// and the releases it could not send. It is the command line's default
+// (a library passes its own directory to Open): $DELEGATEOS_STATE_DIR, else
 // $XDG_STATE_HOME/delegateos, else ~/.local/state/delegateos; "" when
 // none can be found (nothing is remembered).
 //
@@ -306,6 +307,15 @@ func StateDirError() error {
 			}
 			return nil
 		}
+	}
+	return nil
+}
+
+// CheckStateDir is an error when dir, a state directory given to Open, is
+// a relative path (for the reason StateDirError gives).
+func CheckStateDir(dir string) error {
+	if dir != "" && !filepath.IsAbs(dir) {
+		return fmt.Errorf("the state directory %q is a relative path: proxies started in other working directories would each keep their state apart, and none would notice a store that lost data; give an absolute path", dir)
 	}
 	return nil
 }
@@ -1401,8 +1411,9 @@ func tagOf(redisKey string) string {
 //
 // roots, with reset, limits the loss accepted to the delegation trees of
 // those root issuers: other trees marked reset stay so (another fleet's,
-// on a shared Redis).
-func InitStore(rawURL string, reset bool, roots ...string) (Identity, error) {
+// on a shared Redis). stateDir is the operator's state directory (see
+// StateDir), whose last generation seen at rawURL the new one follows.
+func InitStore(rawURL, stateDir string, reset bool, roots ...string) (Identity, error) {
 	c, err := redisconn.Open(rawURL)
 	if err != nil {
 		return Identity{}, fmt.Errorf("spend store: %w", err)
@@ -1480,7 +1491,7 @@ func InitStore(rawURL string, reset bool, roots ...string) (Identity, error) {
 			return Identity{}, fmt.Errorf("%s: --root %s names no delegation tree of the store: nothing was changed (the roots of the trees marked reset: %s)", what, strings.Join(unknown, ", "), still)
 		}
 	}
-	n, err := nextIdentity(ctx, c, rawURL)
+	n, err := nextIdentity(ctx, c, rawURL, stateDir)
 	if err != nil {
 		return fail(err)
 	}
@@ -1535,18 +1546,18 @@ func treesMarkedReset(ctx context.Context, c redisconn.Client) ([]string, error)
 // rawURL: its own identity (a new one if it has lost it) with a new
 // generation. The generation is after every one known: the store's, the
 // highest a proxy that found it lost data saw (Identity.Need), and the
-// one the operator's own state directory saw at the URL, whatever the
+// one the operator's own state directory (stateDir) saw at the URL, whatever the
 // operator's clock says; the clock only makes generations grow with
 // time. (A store that lost its identity before any proxy found it may
 // get one before the proxies'; they refuse it, record theirs, and the
 // operator's next generation is after it.)
-func nextIdentity(ctx context.Context, c redis.Cmdable, rawURL string) (*Identity, error) {
+func nextIdentity(ctx context.Context, c redis.Cmdable, rawURL, stateDir string) (*Identity, error) {
 	cur, err := readIdentity(ctx, c)
 	if err != nil {
 		return nil, err
 	}
 	after := int64(0)
-	r := &Redis{rawURL: rawURL, stateDir: StateDir()}
+	r := &Redis{rawURL: rawURL, stateDir: stateDir}
 	if known, _, err := r.knownIdentity(); err == nil && known != nil {
 		after = known.Gen
 	} else if other, _, _ := r.otherIndex(); other != nil {
@@ -1768,8 +1779,8 @@ return 1
 // key the store still holds keeps more, if it holds more, and its held
 // reservations), its calls and last call at least usage's; every tree
 // gets a stamp, and the store a new generation, written last, which the
-// proxies adopt at their next call.
-func RecoverStore(rawURL string, usage []Usage) (Identity, error) {
+// proxies adopt at their next call. stateDir is as for InitStore.
+func RecoverStore(rawURL, stateDir string, usage []Usage) (Identity, error) {
 	c, err := redisconn.Open(rawURL)
 	if err != nil {
 		return Identity{}, fmt.Errorf("spend store: %w", err)
@@ -1793,7 +1804,7 @@ func RecoverStore(rawURL string, usage []Usage) (Identity, error) {
 	if cur != nil && cur.Reset == "" && !restLost && !anyTreeReset(ctx, c, usage) {
 		return Identity{}, fmt.Errorf("spend store %s is not in the reset state (no proxy has found it lost data), and its proxies may be spending: store recover rebuilds only a store whose proxies refuse every call; if it has lost data that no proxy has found yet, stop the fleet, or run a call so that a proxy finds it, and run store recover again", redisconn.Redact(rawURL))
 	}
-	n, err := nextIdentity(ctx, c, rawURL)
+	n, err := nextIdentity(ctx, c, rawURL, stateDir)
 	if err != nil {
 		return fail(err)
 	}

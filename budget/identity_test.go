@@ -57,7 +57,7 @@ func TestRedisIdentityRememberedAcrossRestarts(t *testing.T) {
 		t.Fatalf("another proxy's reservation after the flush: %v, want ErrReset", err)
 	}
 	// The operator accepts the loss: both go on, without a restart.
-	if _, err := InitStore(srv.URL(), true); err != nil {
+	if _, err := InitStore(srv.URL(), StateDir(), true); err != nil {
 		t.Fatal(err)
 	}
 	for _, st := range []*Redis{s, other} {
@@ -122,7 +122,7 @@ func TestRedisIdentityCountsKeptAcrossLifts(t *testing.T) {
 	if _, err := s.Reserve(r2, 1); !errors.Is(err, redisconn.ErrReset) {
 		t.Fatalf("R2 after its keys were deleted: %v, want ErrReset", err)
 	}
-	if _, err := InitStore(srv.URL(), true); err != nil {
+	if _, err := InitStore(srv.URL(), StateDir(), true); err != nil {
 		t.Fatal(err)
 	}
 	spend(s, r2, 1)
@@ -135,7 +135,7 @@ func TestRedisIdentityCountsKeptAcrossLifts(t *testing.T) {
 		t.Fatalf("R1 after its keys were deleted: %v, want ErrReset", err)
 	}
 	s.Close()
-	if _, err := RecoverStore(srv.URL(), []Usage{{Key: r1[0].Key, Committed: 1, Calls: 1}}); err != nil {
+	if _, err := RecoverStore(srv.URL(), StateDir(), []Usage{{Key: r1[0].Key, Committed: 1, Calls: 1}}); err != nil {
 		t.Fatal(err)
 	}
 	s = open(old)
@@ -154,7 +154,7 @@ func TestRedisIdentityCountsKeptAcrossLifts(t *testing.T) {
 	if err := c.HSet(ctx, identityKey, "reset", "test").Err(); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := RecoverStore(srv.URL(), []Usage{{Key: r1[0].Key, Committed: 1, Calls: 1}}); err != nil {
+	if _, err := RecoverStore(srv.URL(), StateDir(), []Usage{{Key: r1[0].Key, Committed: 1, Calls: 1}}); err != nil {
 		t.Fatal(err)
 	}
 	s2 := open(old)
@@ -170,7 +170,7 @@ func TestRedisOpenWithoutStateDirWarns(t *testing.T) {
 	t.Setenv("DELEGATEOS_STATE_DIR", "")
 	t.Setenv("XDG_STATE_HOME", "")
 	t.Setenv("HOME", "")
-	st, err := Open(srv.URL())
+	st, err := Open(srv.URL(), StateDir())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -231,7 +231,7 @@ func TestRedisDeletedCountsFileRefused(t *testing.T) {
 	} else if !strings.Contains(err.Error(), files[0]) || !strings.Contains(err.Error(), "is gone (deleted)") || !strings.Contains(err.Error(), "store init --reset") {
 		t.Fatalf("the refusal does not name the file and what to run: %v", err)
 	}
-	if _, err := InitStore(srv.URL(), true); err != nil {
+	if _, err := InitStore(srv.URL(), StateDir(), true); err != nil {
 		t.Fatal(err)
 	}
 	s, err := OpenRedisIn(srv.URL(), dir)
@@ -313,7 +313,7 @@ func TestRedisTreeLossMarksOnlyTheTree(t *testing.T) {
 			t.Fatalf("R1 after its loss was found: %v, want ErrReset", err)
 		}
 	}
-	if _, err := InitStore(srv.URL(), true, "R1"); err != nil {
+	if _, err := InitStore(srv.URL(), StateDir(), true, "R1"); err != nil {
 		t.Fatal(err)
 	}
 	for _, st := range []*Redis{s, other} {
@@ -348,13 +348,13 @@ func TestRedisRecoverKeepsTheCountsSeen(t *testing.T) {
 	if _, err := s.Reserve(levels, 1); !errors.Is(err, redisconn.ErrReset) {
 		t.Fatalf("after the spend key was deleted: %v, want ErrReset", err)
 	}
-	if _, err := RecoverStore(srv.URL(), []Usage{{Key: levels[0].Key, Committed: 3, Calls: 3}}); err != nil {
+	if _, err := RecoverStore(srv.URL(), StateDir(), []Usage{{Key: levels[0].Key, Committed: 3, Calls: 3}}); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := s.Reserve(levels, 1); !errors.Is(err, redisconn.ErrReset) || !strings.Contains(err.Error(), "fewer than the 5 this proxy saw") || !strings.Contains(err.Error(), "audit logs of every proxy") {
 		t.Fatalf("after a recovery from 3 of the 5 calls: %v, want ErrReset saying to give every proxy's log", err)
 	}
-	if _, err := RecoverStore(srv.URL(), []Usage{{Key: levels[0].Key, Committed: 5, Calls: 5}}); err != nil {
+	if _, err := RecoverStore(srv.URL(), StateDir(), []Usage{{Key: levels[0].Key, Committed: 5, Calls: 5}}); err != nil {
 		t.Fatal(err)
 	}
 	r, err := s.Reserve(levels, 1)
@@ -394,7 +394,7 @@ func TestRedisOperatorClockBehind(t *testing.T) {
 		} else {
 			t.Setenv("DELEGATEOS_STATE_DIR", t.TempDir())
 		}
-		id, err := InitStore(srv.URL(), true)
+		id, err := InitStore(srv.URL(), StateDir(), true)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -405,7 +405,7 @@ func TestRedisOperatorClockBehind(t *testing.T) {
 			if _, err := s.Reserve(levels, 1); !errors.Is(err, redisconn.ErrReset) || !strings.Contains(err.Error(), fmt.Sprintf("a proxy saw generation %d", ahead)) {
 				t.Fatalf("after an operator's generation before the proxy's: %v, want ErrReset naming generation %d", err, ahead)
 			}
-			if id, err = InitStore(srv.URL(), true); err != nil {
+			if id, err = InitStore(srv.URL(), StateDir(), true); err != nil {
 				t.Fatal(err)
 			}
 		}
@@ -553,7 +553,7 @@ func TestRedisOneRootsInitKeepsTheStoreWideReset(t *testing.T) {
 	if _, err := s.Reserve(r1, 1); !errors.Is(err, redisconn.ErrReset) {
 		t.Fatalf("after FLUSHALL: %v, want ErrReset", err)
 	}
-	if _, err := InitStore(srv.URL(), true, "R1"); err != nil {
+	if _, err := InitStore(srv.URL(), StateDir(), true, "R1"); err != nil {
 		t.Fatal(err)
 	}
 	fresh := func() *Redis {
@@ -571,13 +571,13 @@ func TestRedisOneRootsInitKeepsTheStoreWideReset(t *testing.T) {
 		t.Fatalf("root R2's tree, whose loss no one accepted, in a new proxy: %v, want ErrReset naming --root R2", err)
 	}
 	// Another root's lift keeps the mark for the rest; R2's lifts R2.
-	if _, err := InitStore(srv.URL(), true, "R3"); err != nil {
+	if _, err := InitStore(srv.URL(), StateDir(), true, "R3"); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := fresh().Reserve(r2, 1); !errors.Is(err, redisconn.ErrReset) {
 		t.Fatalf("root R2's tree after R3's lift: %v, want ErrReset", err)
 	}
-	if _, err := InitStore(srv.URL(), true, "R2"); err != nil {
+	if _, err := InitStore(srv.URL(), StateDir(), true, "R2"); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := fresh().Reserve(r2, 1); err != nil {
@@ -587,7 +587,7 @@ func TestRedisOneRootsInitKeepsTheStoreWideReset(t *testing.T) {
 		t.Fatalf("a tree no lift named: %v, want ErrReset", err)
 	}
 	// Every tree's lift clears the mark.
-	if _, err := InitStore(srv.URL(), true); err != nil {
+	if _, err := InitStore(srv.URL(), StateDir(), true); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := fresh().Reserve([]Level{{"R4/1:c", 1000}}, 1); err != nil {
@@ -611,7 +611,7 @@ func TestRedisRecoverOfAForgottenStoreKeepsTheCounts(t *testing.T) {
 	was := s.ident
 	s.Close()
 	srv.FlushAll()
-	id, err := RecoverStore(srv.URL(), []Usage{{Key: levels[0].Key, Committed: 2, Calls: 2}})
+	id, err := RecoverStore(srv.URL(), StateDir(), []Usage{{Key: levels[0].Key, Committed: 2, Calls: 2}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -638,7 +638,7 @@ func TestRedisInitRootOfAForgottenStoreKeepsTheRest(t *testing.T) {
 	}
 	s.Close()
 	srv.FlushAll()
-	if _, err := InitStore(srv.URL(), true, "R1"); err != nil {
+	if _, err := InitStore(srv.URL(), StateDir(), true, "R1"); err != nil {
 		t.Fatal(err)
 	}
 	n := openRedisIn(t, srv.URL(), t.TempDir())
@@ -666,7 +666,7 @@ func TestRedisRunningProxyAdoptsARecoveredTree(t *testing.T) {
 		s.Release(r) // at once, not carried by a later reservation
 	}
 	srv.FlushAll()
-	if _, err := RecoverStore(srv.URL(), []Usage{{Key: levels[0].Key, Committed: 3, Calls: 3}}); err != nil {
+	if _, err := RecoverStore(srv.URL(), StateDir(), []Usage{{Key: levels[0].Key, Committed: 3, Calls: 3}}); err != nil {
 		t.Fatal(err)
 	}
 	r, err := s.Reserve(levels, 1)
@@ -699,13 +699,13 @@ func TestInitStoreUnknownRootRefused(t *testing.T) {
 		t.Fatalf("after DEL of the tree's key: %v, want ErrReset", err)
 	}
 	before, _ := readIdentity(ctx, srv.Client())
-	if _, err := InitStore(srv.URL(), true, "R9"); err == nil || !strings.Contains(err.Error(), "--root R9 names no delegation tree") || !strings.Contains(err.Error(), "R1") {
+	if _, err := InitStore(srv.URL(), StateDir(), true, "R9"); err == nil || !strings.Contains(err.Error(), "--root R9 names no delegation tree") || !strings.Contains(err.Error(), "R1") {
 		t.Fatalf("store init --reset --root R9 (no such tree): %v, want refused naming R1", err)
 	}
 	if after, _ := readIdentity(ctx, srv.Client()); after.Gen != before.Gen {
 		t.Fatalf("the refused init changed the generation %d to %d", before.Gen, after.Gen)
 	}
-	if _, err := InitStore(srv.URL(), true, "R1"); err != nil {
+	if _, err := InitStore(srv.URL(), StateDir(), true, "R1"); err != nil {
 		t.Fatalf("store init --reset --root R1: %v", err)
 	}
 	if _, err := s.Reserve(levels, 1); err != nil {
@@ -728,5 +728,16 @@ func TestRedisCutIndexIsAStateError(t *testing.T) {
 	var se *StateError
 	if !errors.As(err, &se) || !strings.Contains(err.Error(), idx) || !strings.Contains(err.Error(), "remove it") {
 		t.Fatalf("open on a cut index: %v, want a StateError naming the file and its remedy", err)
+	}
+}
+
+// A relative state directory given to Open is refused, as a relative
+// DELEGATEOS_STATE_DIR is (before Redis is reached).
+func TestOpenRelativeStateDirRefused(t *testing.T) {
+	t.Setenv("DELEGATEOS_STATE_DIR", "")
+	_, err := Open("redis://127.0.0.1:1/0", "state")
+	var se *StateError
+	if !errors.As(err, &se) || !strings.Contains(err.Error(), "relative path") {
+		t.Fatalf("got %v", err)
 	}
 }

@@ -1046,13 +1046,19 @@ func (s *Redis) errClosed() error {
 // (OpenRedis), or else a file path: a SQLite database shared by every
 // process on the machine (OpenSQLite), created if there is none, or a
 // spend log of an earlier version (OpenFile), which one process only can
-// hold and which store migrate turns into a database.
-func Open(pathOrURL string) (Store, error) {
+// hold and which store migrate turns into a database. stateDir is where
+// this machine keeps what it must remember of a Redis store (see
+// StateDir for the CLI's default); "" keeps nothing, with a warning.
+func Open(pathOrURL, stateDir string) (Store, error) {
 	if redisconn.IsURL(pathOrURL) {
-		if err := StateDirError(); err != nil {
+		err := StateDirError()
+		if err == nil {
+			err = CheckStateDir(stateDir)
+		}
+		if err != nil {
 			return nil, &StateError{fmt.Errorf("spend store %s: %w", redisconn.Redact(pathOrURL), err)}
 		}
-		dir := StateDir()
+		dir := stateDir
 		r, err := OpenRedisIn(pathOrURL, dir)
 		if err != nil {
 			return nil, err

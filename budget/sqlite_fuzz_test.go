@@ -43,7 +43,7 @@ func FuzzOpenSQLite(f *testing.F) {
 		if err := os.WriteFile(path, data, 0o600); err != nil {
 			t.Fatal(err)
 		}
-		s, err := Open(path)
+		s, err := Open(path, "")
 		if err != nil {
 			return
 		}

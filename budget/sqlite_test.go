@@ -182,7 +182,7 @@ func TestSQLiteCorruptRefused(t *testing.T) {
 	if err := os.WriteFile(path, b, 0o600); err != nil {
 		t.Fatal(err)
 	}
-	_, err = Open(path)
+	_, err = Open(path, "")
 	if err == nil || !strings.Contains(err.Error(), "spend store "+path) {
 		t.Fatalf("Open of a damaged database: %v", err)
 	}
@@ -196,7 +196,7 @@ func TestSQLiteReadOnlyDirRefused(t *testing.T) {
 		// that is not there, so test the open of a file in a file.
 		dir := tempDir(t)
 		writeFile(t, filepath.Join(dir, "f"), "x")
-		if _, err := Open(filepath.Join(dir, "f", "spend.db")); err == nil {
+		if _, err := Open(filepath.Join(dir, "f", "spend.db"), ""); err == nil {
 			t.Fatal("Open under a file succeeded")
 		}
 		return
@@ -204,7 +204,7 @@ func TestSQLiteReadOnlyDirRefused(t *testing.T) {
 	dir := tempDir(t)
 	os.Chmod(dir, 0o500)
 	t.Cleanup(func() { os.Chmod(dir, 0o700) })
-	if _, err := Open(filepath.Join(dir, "spend.db")); err == nil {
+	if _, err := Open(filepath.Join(dir, "spend.db"), ""); err == nil {
 		t.Fatal("Open in a read-only directory succeeded")
 	}
 }
@@ -214,7 +214,7 @@ func TestSQLiteReadOnlyDirRefused(t *testing.T) {
 // the spend and the log.
 func TestOpenChoosesAndMigratesInPlace(t *testing.T) {
 	dir := tempDir(t)
-	s, err := Open(filepath.Join(dir, "new.db"))
+	s, err := Open(filepath.Join(dir, "new.db"), "")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -227,7 +227,7 @@ func TestOpenChoosesAndMigratesInPlace(t *testing.T) {
 	spend(t, f, 70, "root", "root/a")
 	mustReserve(t, f, []Level{{"root", 1000}}, 5)
 	f.Close()
-	s, err = Open(legacy)
+	s, err = Open(legacy, "")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -245,7 +245,7 @@ func TestOpenChoosesAndMigratesInPlace(t *testing.T) {
 	if _, err := os.Stat(legacy + ".log-migrated"); err != nil {
 		t.Fatalf("the log was not kept: %v", err)
 	}
-	s, err = Open(legacy)
+	s, err = Open(legacy, "")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -35,6 +35,13 @@ type Options struct {
 	// read from, kept in the Snapshot for the receipts of its decisions;
 	// "" for built-in defaults.
 	PolicyDigest string
+	// StateDir is where this machine keeps what it must remember of the
+	// policy's Redis stores across restarts (a spend store's identity, a
+	// durable copy of the revocation list and of the ended delegations);
+	// "" keeps nothing, with a warning. The command line's is
+	// DELEGATEOS_STATE_DIR, else the policy's state_dir, else
+	// budget.StateDir.
+	StateDir string
 }
 
 func (o *Options) defaults() {
@@ -125,7 +132,7 @@ func Open(pol *policy.Policy, opts Options) (_ *Snapshot, err error) {
 	s.Gate = &Gate{Policy: pol, HonourUpstreamCost: pol.HonourUpstreamCost}
 	vopts := dct.Options{Roots: pol.Roots}
 	if pol.RevocationList != "" {
-		revs, err := openRevocations(pol)
+		revs, err := openRevocations(pol, opts.StateDir)
 		if err != nil {
 			what := opts.RevocationListFrom
 			if errors.Is(err, os.ErrNotExist) {
@@ -147,7 +154,7 @@ func Open(pol *policy.Policy, opts Options) (_ *Snapshot, err error) {
 	}
 	spendFrom := opts.SpendStoreFrom
 	if pol.SpendStore != "" {
-		store, err := budget.Open(pol.SpendStore)
+		store, err := budget.Open(pol.SpendStore, opts.StateDir)
 		if err != nil {
 			if errors.Is(err, redisconn.ErrEviction) {
 				return nil, settingf("%v (%s)", err, spendFrom)
@@ -178,7 +185,7 @@ func Open(pol *policy.Policy, opts Options) (_ *Snapshot, err error) {
 	}
 	s.closers = append(s.closers, closeRates)
 	s.Gate.Rates = rates
-	delegations, closeDelegations, err := openDelegations(pol, s.Gate.Verifier, s.Revocations, s.Gate.Budget, log)
+	delegations, closeDelegations, err := openDelegations(pol, s.Gate.Verifier, s.Revocations, s.Gate.Budget, opts.StateDir, log)
 	if err != nil {
 		return nil, storef("%v; fix workspace in the policy, or make the directory writable by %s's user", err, opts.Who)
 	}
@@ -199,11 +206,14 @@ func Open(pol *policy.Policy, opts Options) (_ *Snapshot, err error) {
 // loses entries: a revocation the fleet's Redis forgets while no proxy
 // that knew it runs is written back by the next proxy of a machine that
 // knew it.
-func openRevocations(pol *policy.Policy) (revocation.Live, error) {
+func openRevocations(pol *policy.Policy, dir string) (revocation.Live, error) {
 	if !redisconn.IsURL(pol.RevocationList) {
 		return revocation.Open(pol.RevocationList)
 	}
 	if err := budget.StateDirError(); err != nil {
+		return nil, err
+	}
+	if err := budget.CheckStateDir(dir); err != nil {
 		return nil, err
 	}
 	var copies []string
@@ -213,7 +223,7 @@ func openRevocations(pol *policy.Policy) (revocation.Live, error) {
 		}
 		copies = append(copies, filepath.Join(pol.Workspace, WorkspaceRevocations))
 	}
-	if dir := budget.StateDir(); dir != "" {
+	if dir != "" {
 		if err := os.MkdirAll(dir, 0o700); err != nil {
 			return nil, fmt.Errorf("the state directory %s, where the machine keeps a durable copy of the revocation list: %w; set DELEGATEOS_STATE_DIR to a directory the proxy can write", dir, err)
 		}

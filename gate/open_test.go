@@ -27,6 +27,14 @@ func TestOpen(t *testing.T) {
 	if !errors.As(err, &oe) || !strings.Contains(err.Error(), "does not exist") || !strings.Contains(err.Error(), "fix --revocations") {
 		t.Errorf("missing revocation list: %v", err)
 	}
+	// A relative state directory would keep each working directory's
+	// copies apart: refused for the Redis stores, before Redis is reached.
+	t.Setenv("DELEGATEOS_STATE_DIR", "")
+	for _, p := range []*policy.Policy{{Roots: []string{root}, RevocationList: "redis://127.0.0.1:1/0"}, {Roots: []string{root}, SpendStore: "redis://127.0.0.1:1/0"}} {
+		if _, err := Open(p, Options{StateDir: "state"}); !errors.As(err, &oe) || !strings.Contains(err.Error(), "relative path") {
+			t.Errorf("relative state directory: %v", err)
+		}
+	}
 
 	dir := t.TempDir()
 	pol := &policy.Policy{Roots: []string{root}, SpendStore: filepath.Join(dir, "spend.db"), Workspace: filepath.Join(dir, "ws"), Rate: policy.Rate{N: 1, Per: 1e9}}

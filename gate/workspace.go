@@ -39,7 +39,7 @@ const (
 // policy's workspace: the chain log, the task contracts and attestations
 // next to the RDP reputation files. It returns nil when the policy names no
 // workspace.
-func openDelegations(pol *policy.Policy, v *dct.Verifier, revs revocation.Live, spend budget.Store, log *zap.Logger) (*Delegations, func(), error) {
+func openDelegations(pol *policy.Policy, v *dct.Verifier, revs revocation.Live, spend budget.Store, stateDir string, log *zap.Logger) (*Delegations, func(), error) {
 	if pol.Workspace == "" {
 		return nil, func() {}, nil
 	}
@@ -57,8 +57,8 @@ func openDelegations(pol *policy.Policy, v *dct.Verifier, revs revocation.Live, 
 		// while no proxy that knew it runs is written back by the next
 		// proxy of this machine, whatever its workspace.
 		copyPath := ""
-		if dir := budget.StateDir(); dir != "" {
-			copyPath = filepath.Join(dir, chain.StateCopyName(pol.EndedDelegations))
+		if stateDir != "" {
+			copyPath = filepath.Join(stateDir, chain.StateCopyName(pol.EndedDelegations))
 		} else {
 			log.Warn("no state directory (neither DELEGATEOS_STATE_DIR, XDG_STATE_HOME nor a home directory is set): an ending the ended-delegation set loses while no proxy that knows it runs is not written back; set DELEGATEOS_STATE_DIR")
 		}

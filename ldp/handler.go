@@ -1,6 +1,7 @@
 package ldp
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"io"
@@ -26,6 +27,12 @@ const (
 // or not an envelope (400) are refused with {"error": {code, message}}.
 type Handler struct {
 	Responder *Responder
+	// ReadBody, when not nil, reads a request's body in place of the
+	// Handler's own read (at most MaxEnvelopeSize, nothing else bounded),
+	// and answers the request itself when it returns an error; release is
+	// called once the body is no longer held. A daemon sets it to read
+	// within its budget of bodies in flight.
+	ReadBody func(w http.ResponseWriter, r *http.Request) (body []byte, release func(), err error)
 }
 
 func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
@@ -58,6 +65,15 @@ func (h *Handler) message(w http.ResponseWriter, r *http.Request, stream bool) {
 		httpError(w, http.StatusUnsupportedMediaType, "unsupported_media_type", "send the envelope as application/json (§8.2)")
 		return
 	}
+	if h.ReadBody != nil {
+		body, release, err := h.ReadBody(w, r)
+		if err != nil {
+			return
+		}
+		defer release()
+		h.envelope(w, r, body, stream)
+		return
+	}
 	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, MaxEnvelopeSize))
 	if err != nil {
 		var tooBig *http.MaxBytesError
@@ -68,6 +84,11 @@ func (h *Handler) message(w http.ResponseWriter, r *http.Request, stream bool) {
 		httpError(w, http.StatusBadRequest, string(ReasonMalformed), err.Error())
 		return
 	}
+	h.envelope(w, r, body, stream)
+}
+
+// envelope answers the envelope body, read from r.
+func (h *Handler) envelope(w http.ResponseWriter, r *http.Request, body []byte, stream bool) {
 	bearer := ""
 	if a := r.Header.Get("Authorization"); len(a) > 7 && strings.EqualFold(a[:7], "bearer ") {
 		bearer = strings.TrimSpace(a[7:])
@@ -80,7 +101,12 @@ func (h *Handler) message(w http.ResponseWriter, r *http.Request, stream bool) {
 		w.Header().Set("Cache-Control", "no-store")
 		emit = func(e *Envelope) { writeEvent(w, flusher, e) }
 	}
-	reply, err := h.Responder.Handle(r.Context(), body, bearer, emit)
+	scheme := "http"
+	if r.TLS != nil {
+		scheme = "https"
+	}
+	ctx := context.WithValue(r.Context(), requestEndpointKey{}, scheme+"://"+r.Host)
+	reply, err := h.Responder.Handle(ctx, body, bearer, emit)
 	if err != nil {
 		if stream {
 			w.Header().Set("Content-Type", "application/json")
@@ -105,6 +131,11 @@ func (h *Handler) message(w http.ResponseWriter, r *http.Request, stream bool) {
 		w.Write(b)
 	}
 }
+
+// requestEndpointKey carries the URL (scheme and Host) a request reached:
+// an envelope may be addressed to it, as the reference's clients address
+// their first messages to the URL they were given.
+type requestEndpointKey struct{}
 
 func writeEvent(w io.Writer, f http.Flusher, e *Envelope) {
 	b, err := json.Marshal(e)

@@ -137,6 +137,9 @@ type TaskResult struct {
 type TaskFailed struct {
 	TaskID string   `json:"task_id"`
 	Error  LdpError `json:"error"`
+	// DelegateOS, from a DelegateOS delegate, names the receipts the gate
+	// wrote for the task (its refusal's decision receipt, say).
+	DelegateOS *ProvenanceDOS `json:"delegateos,omitempty"`
 }
 
 // TaskCancel cancels a task.

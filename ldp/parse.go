@@ -380,7 +380,30 @@ func (b *TaskFailed) check() error {
 	if err := checkID("task_id", b.TaskID, true); err != nil {
 		return err
 	}
+	if err := b.DelegateOS.check("delegateos"); err != nil {
+		return err
+	}
 	return b.Error.check()
+}
+
+// check refuses a delegateos member whose receipt hashes are not receipt
+// digests (64 lower-case hex digits) or whose attestation ID is not an ID.
+func (d *ProvenanceDOS) check(name string) error {
+	if d == nil {
+		return nil
+	}
+	if err := checkID(name+".attestation_id", d.AttestationID, false); err != nil {
+		return err
+	}
+	if len(d.ReceiptHashes) > MaxListLen {
+		return fmt.Errorf("%s lists more than %d receipt hashes", name, MaxListLen)
+	}
+	for _, h := range d.ReceiptHashes {
+		if len(h) != 64 || strings.Trim(h, "0123456789abcdef") != "" {
+			return fmt.Errorf("%s.receipt_hashes holds %q, not a receipt's digest (64 lower-case hex digits)", name, clip(h))
+		}
+	}
+	return nil
 }
 
 func (b *TaskCancel) check() error { return checkID("task_id", b.TaskID, true) }
@@ -476,5 +499,5 @@ func (p *Provenance) check() error {
 	if p.CostUSD != nil && !(*p.CostUSD >= 0) {
 		return fmt.Errorf("provenance.cost_usd %v is negative", *p.CostUSD)
 	}
-	return nil
+	return p.DelegateOS.check("provenance.delegateos")
 }

@@ -105,6 +105,8 @@ func TestParseRefuses(t *testing.T) {
 		{"submit without input", rep(submit, `"input":{"task_type":"analysis","instruction":"Analyze the tradeoffs...","expected_output_format":"structured_analysis"}`, `"input":null`), "input is missing"},
 		{"submit without skill", rep(submit, `"skill":"reasoning",`, ``), "skill is empty"},
 		{"result without provenance", rep(specFlow[7], `"provenance":{"produced_by":"ldp:delegate:qwen3-8b","model_version":"qwen3-8b-2026.01","payload_mode_used":"semantic_frame","confidence":0.84,"verified":true}}`, `"provenance":null}`), "produced_by"},
+		{"receipt hash not a digest", rep(specFlow[7], `"verified":true}`, `"verified":true,"delegateos":{"receipt_hashes":["\u001b[31mred"]}}`), "receipt_hashes"},
+		{"failed receipt hash not a digest", rep(specFlow[8], `"retryable":true}}`, `"retryable":true},"delegateos":{"receipt_hashes":["ABC"]}}`), "receipt_hashes"},
 		{"confidence above 1", rep(specFlow[7], `"confidence":0.84`, `"confidence":1.5`), "0.0–1.0"},
 		{"progress below 0", rep(specFlow[6], `"progress":0.5`, `"progress":-0.5`), "0.0–1.0"},
 		{"unknown category", rep(specFlow[8], `"category":"quality"`, `"category":"vibes"`), "category"},

@@ -63,7 +63,11 @@ type Outcome struct {
 
 // TaskError is a task that failed with an LDP error to report as is (the
 // gate's denials, with their type and message).
-type TaskError struct{ LdpError }
+type TaskError struct {
+	LdpError
+	// DelegateOS, when set, is the TASK_FAILED's delegateos member.
+	DelegateOS *ProvenanceDOS
+}
 
 func (e *TaskError) Error() string { return e.Code + ": " + e.Message }
 
@@ -184,7 +188,7 @@ func (r *Responder) Handle(ctx context.Context, data []byte, bearer string, emit
 			}
 		}
 	}
-	if e.To != r.Card.DelegateID && e.To != r.Card.Endpoint {
+	if reached, _ := ctx.Value(requestEndpointKey{}).(string); e.To != r.Card.DelegateID && e.To != r.Card.Endpoint && (reached == "" || e.To != reached) {
 		return r.refuse(e, LdpError{Code: CodeMisaddressed, Category: "identity", Severity: "error",
 			Message: fmt.Sprintf("the envelope is addressed to %q; this delegate is %s", clip(e.To), r.Card.DelegateID)}), nil
 	}
@@ -296,6 +300,20 @@ func (r *Responder) submit(ctx context.Context, e *Envelope, b *TaskSubmit, by V
 				Message: fmt.Sprintf("the contract's deadline %s has passed", c.Deadline)})
 		}
 	}
+	if c := b.Contract; c != nil && c.Policy.Budget != nil && c.Policy.Budget.MaxCostUSD != nil {
+		// The contract's budget is honoured or the task refused, never
+		// ignored: a skill whose cost this delegate states is over it, or
+		// that states none, is refused before it runs.
+		max := *c.Policy.Budget.MaxCostUSD
+		cost := skillCost(r.Card, r.Card.Capability(b.Skill))
+		if cost < 0 || float64(cost) > max*MicrocentsPerUSD {
+			msg := fmt.Sprintf("the contract's budget is %g USD; skill %s costs %d microcents (%g USD) here", max, b.Skill, cost, float64(cost)/MicrocentsPerUSD)
+			if cost < 0 {
+				msg = fmt.Sprintf("the contract's budget is %g USD, and this delegate states no cost for skill %s to hold it to", max, b.Skill)
+			}
+			return fail(LdpError{Code: CodeContract, Category: "policy", Severity: "error", Message: msg})
+		}
+	}
 	s, err := r.sessions().Use(e.SessionID, e.From, e.PayloadMode)
 	if err != nil {
 		return fail(sessionLdpError(err))
@@ -331,6 +349,9 @@ func (r *Responder) submit(ctx context.Context, e *Envelope, b *TaskSubmit, by V
 	if err != nil {
 		var te *TaskError
 		if errors.As(err, &te) {
+			if te.DelegateOS != nil {
+				return r.reply(e, e.SessionID, &TaskFailed{TaskID: b.TaskID, Error: te.LdpError, DelegateOS: te.DelegateOS}, e.PayloadMode)
+			}
 			return fail(te.LdpError)
 		}
 		if tctx.Err() != nil && ctx.Err() == nil {

@@ -33,7 +33,7 @@ func (x *echoExec) Execute(ctx context.Context, t *Task) (*Outcome, error) {
 		<-ctx.Done()
 		return nil, ctx.Err()
 	case "deny":
-		return nil, &TaskError{LdpError{Code: "capability_not_granted", Category: "policy", Severity: "error", Message: "the token does not grant this"}}
+		return nil, &TaskError{LdpError: LdpError{Code: "capability_not_granted", Category: "policy", Severity: "error", Message: "the token does not grant this"}}
 	}
 	out, _ := json.Marshal(map[string]json.RawMessage{"echo": t.Submit.Input})
 	return &Outcome{Output: out, Confidence: ptr(0.9)}, nil

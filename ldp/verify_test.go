@@ -450,9 +450,10 @@ func TestReplay(t *testing.T) {
 	}
 }
 
-// TestReplayBusy: a full store refuses rather than forgets a live entry.
+// TestReplayBusy: a full store refuses rather than forgets a live entry
+// (one signer may hold the whole of this one).
 func TestReplayBusy(t *testing.T) {
-	store := &MemoryReplay{Max: 4}
+	store := &MemoryReplay{Max: 4, MaxPerSigner: 4}
 	now := t0
 	v := &Verifier{Now: func() time.Time { return now }, Replay: store}
 	send := func(id string) error {

@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"os"
 	"slices"
 	"strings"
 	"unicode/utf8"
@@ -134,7 +133,7 @@ func (p *Pins) Marshal() ([]byte, error) {
 // missing); one that is not a valid lock file is Errors, each naming the
 // file, the line and the entry.
 func LoadPins(path string) (*Pins, error) {
-	f, err := os.Open(path)
+	f, err := openFile(path)
 	if err != nil {
 		return nil, err
 	}

@@ -9,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/delegateos/delegateos/internal/fsutil"
 	"github.com/delegateos/delegateos/internal/redisconn"
 )
 
@@ -232,9 +233,28 @@ func Load(path string) (*Policy, error) {
 	return p, err
 }
 
+// openFile opens a policy file without waiting on what it is, and refuses
+// anything but a regular file: a FIFO or a device swapped in for the file
+// (a symlink retargeted) would block the read for ever, and with it a
+// reload and the end of the process that waits for it.
+func openFile(path string) (*os.File, error) {
+	f, err := fsutil.OpenRegular(path)
+	if err != nil {
+		return nil, err
+	}
+	if fi, err := f.Stat(); err != nil || !fi.Mode().IsRegular() {
+		f.Close()
+		if err == nil {
+			err = fmt.Errorf("%s is not a regular file (%s)", path, fi.Mode().Type())
+		}
+		return nil, err
+	}
+	return f, nil
+}
+
 // load is Load; it also returns the lines of the top-level keys.
 func load(path string) (*Policy, map[string]int, error) {
-	f, err := os.Open(path)
+	f, err := openFile(path)
 	if err != nil {
 		return nil, nil, err
 	}

@@ -360,7 +360,19 @@ func (s *session) forwardHeld(hc *heldCall) {
 		p.free()
 		return
 	}
-	if den := s.cfg.Gates.Load().Gate.StillAuthorized(hc.token, s.proven(hc.token), p.start); den != nil {
+	cur := s.cfg.Gates.Load()
+	den := cur.Gate.StillAuthorized(hc.token, s.proven(hc.token), p.start)
+	if den == nil && cur != p.snap {
+		// The policy was reloaded while the call waited: the policy in
+		// force must still grant it, or a reload that takes a tool away
+		// would not stop the calls held for it.
+		if p.held == nil {
+			den = &gate.Denial{Type: dct.CapabilityNotGranted, Detail: "the policy was reloaded, and the call cannot be checked against the new one; send it again"}
+		} else {
+			den = cur.Gate.StillGranted(p.held, p.start)
+		}
+	}
+	if den != nil {
 		s.refuseHeld(p, den.Type, "approved, but while it waited: "+den.Detail, &s.clientLog, true)
 		p.free()
 		return

@@ -109,6 +109,13 @@ func (s *session) gate(p *pending, cp *callParams, params []byte) bool {
 		// A call held for approval is handed over once the approval
 		// ends, naming its receipt.
 		s.decided(p, &p.dec)
+	} else {
+		// Kept to be checked again once approved, against the policy
+		// then in force (forwardHeld). Its arguments are in the reader's
+		// buffer, which the next frame overwrites: they are copied.
+		held := req
+		held.Arguments = clone(req.Arguments)
+		p.held = &held
 	}
 	// Only this goroutine writes listToken, so it may read it unlocked.
 	if session == "" && s.listToken != req.Token {

@@ -32,7 +32,11 @@ type pending struct {
 	dec      gate.Decision
 	// snap is the snapshot a gated request was decided by, which settles
 	// it and names its policy in its receipts (nil before it is decided).
-	snap  *gate.Snapshot
+	snap *gate.Snapshot
+	// held is the request of a call held for approval, as the gate saw
+	// it, to be decided again by the policy in force when it is approved
+	// after a reload (nil for any other call).
+	held  *gate.CallRequest
 	start time.Time // when the gate began deciding
 	// approval is the approval a held call was forwarded with; nil if it
 	// needed none.

@@ -219,7 +219,7 @@ func TestE2ERateLimitDenial(t *testing.T) {
 	if !p.WaitExit(10 * time.Second) {
 		t.Fatal("the proxy did not exit")
 	}
-	store, err := budget.Open(spend)
+	store, err := budget.Open(spend, "")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -5,6 +5,8 @@ package proxy_test
 import (
 	"encoding/hex"
 	"encoding/json"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -191,7 +193,9 @@ func TestE2ETracingOffForwardsUnchanged(t *testing.T) {
 	}
 }
 
-// An OTEL_* setting delegateos cannot honour stops the start, saying which.
+// An OTEL_* setting delegateos cannot honour stops the start, saying which,
+// with nothing written to the audit log (it was opened, and a checkpoint
+// written at exit, before tracing was set up).
 func TestE2ETracingBadSettingRefused(t *testing.T) {
 	t.Parallel()
 	for env, want := range map[string]string{
@@ -199,7 +203,10 @@ func TestE2ETracingBadSettingRefused(t *testing.T) {
 		"OTEL_EXPORTER_OTLP_PROTOCOL=http/json": "http/json",
 	} {
 		e := mcptest.NewEnv(t)
-		p := e.StartProxy(mcptest.ProxyOptions{Policy: e.Policy(), LogToStderr: true,
+		logPath := filepath.Join(e.Dir, "audit.jsonl")
+		pol := e.Policy()
+		pol.Extra = "proxy_key: " + e.KeyFile(mcptest.NewKey(t, "proxy")) + "\naudit_log: " + logPath + "\n"
+		p := e.StartProxy(mcptest.ProxyOptions{Policy: pol, LogToStderr: true,
 			Env:      []string{"OTEL_EXPORTER_OTLP_ENDPOINT=http://127.0.0.1:1", env},
 			WantExit: func(code int) bool { return code == 2 }})
 		if !p.WaitExit(20 * time.Second) {
@@ -207,6 +214,9 @@ func TestE2ETracingBadSettingRefused(t *testing.T) {
 		}
 		if got := p.Stderr.String(); !strings.Contains(got, want) {
 			t.Errorf("%s: stderr %q, want it to name %s", env, got, want)
+		}
+		if b, err := os.ReadFile(logPath); err == nil && len(b) > 0 {
+			t.Errorf("%s: the failed start wrote the audit log:\n%s", env, b)
 		}
 	}
 }

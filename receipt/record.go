@@ -79,6 +79,22 @@ type Execution struct {
 	CostCommitted      int64
 	Started, Completed time.Time
 	Outcome            string
+
+	// Set by the writer: the digest of the receipt once it is written.
+	digest [32]byte
+	signed bool
+}
+
+// Signed records the digest (SHA-256) of e's receipt once it is written.
+func (e *Execution) Signed(digest [32]byte) { e.digest, e.signed = digest, true }
+
+// Digest is the hex digest of e's receipt once it is written (read it only
+// after the writer is known to have passed it: audit.Log.Written).
+func (e *Execution) Digest() (string, bool) {
+	if !e.signed {
+		return "", false
+	}
+	return hex.EncodeToString(e.digest[:]), true
 }
 
 // Options are the policy's choices for the receipts' contents.
@@ -207,6 +223,10 @@ func (d *Decision) Body(o *Options) *DecisionBody {
 
 // Signed records the digest (SHA-256) of d's receipt once it is written.
 func (d *Decision) Signed(digest [32]byte) { d.digest, d.signed = digest, true }
+
+// Digest is the hex digest of d's receipt once it is written (read it only
+// after the writer is known to have passed it: audit.Log.Written).
+func (d *Decision) Digest() (string, bool) { return d.digestString(), d.signed }
 
 // digestString is the hex digest of d's receipt, "" before it is written.
 func (d *Decision) digestString() string {

@@ -20,9 +20,10 @@ import (
 	"github.com/delegateos/delegateos/internal/mcptest"
 )
 
-// A start that fails on its address or its certificate writes nothing to
-// the audit log: it was opened (and a start recorded) before serve tried
-// to listen, so every failed restart of a unit left a line.
+// A start that fails on its address, its certificate, its metrics
+// address, its body limits or its tracing setting writes nothing to the audit log: it was opened (and a start
+// recorded) before serve tried to listen, so every failed restart of a
+// unit left a line.
 func TestServeFailedStartLeavesNoAuditTrace(t *testing.T) {
 	e := mcptest.NewEnv(t)
 	busy, err := net.Listen("tcp", "127.0.0.1:0")
@@ -35,8 +36,12 @@ func TestServeFailedStartLeavesNoAuditTrace(t *testing.T) {
 		flags []string
 		want  string
 	}{
-		"busy port":        {[]string{"--listen", busy.Addr().String()}, "address already in use"},
-		"missing TLS file": {[]string{"--listen", "127.0.0.1:0", "--tls-cert", filepath.Join(e.Dir, "none.crt"), "--tls-key", filepath.Join(e.Dir, "none.key")}, "none.crt"},
+		"busy port":               {[]string{"--listen", busy.Addr().String()}, "address already in use"},
+		"missing TLS file":        {[]string{"--listen", "127.0.0.1:0", "--tls-cert", filepath.Join(e.Dir, "none.crt"), "--tls-key", filepath.Join(e.Dir, "none.key")}, "none.crt"},
+		"body limits":             {[]string{"--listen", "127.0.0.1:0", "--max-body-bytes-in-flight", "1"}, "--max-body-bytes-in-flight 1 is below the largest body accepted"},
+		"busy metrics port":       {[]string{"--listen", "127.0.0.1:0", "--metrics-listen", busy.Addr().String()}, "--metrics-listen " + busy.Addr().String() + ": listen tcp " + busy.Addr().String() + ": bind: address already in use"},
+		"bad revocation peer":     {[]string{"--listen", "127.0.0.1:0", "--revocation-peer", "::bad"}, "--revocation-peer"},
+		"authorize without grant": {[]string{"--listen", "127.0.0.1:0", "--authorize"}, "--authorize needs --grant"},
 	} {
 		logPath := filepath.Join(e.Dir, strings.ReplaceAll(name, " ", "-")+".audit.jsonl")
 		pol := e.Policy()
@@ -51,6 +56,22 @@ func TestServeFailedStartLeavesNoAuditTrace(t *testing.T) {
 		if b, err := os.ReadFile(logPath); err == nil && len(b) > 0 {
 			t.Errorf("%s: the failed start wrote the audit log:\n%s", name, b)
 		}
+	}
+	// A tracing setting that cannot be honoured (the binary inherits the
+	// test's environment).
+	t.Setenv("OTEL_EXPORTER_OTLP_ENDPOINT", "http://127.0.0.1:1")
+	t.Setenv("OTEL_EXPORTER_OTLP_PROTOCOL", "http/json")
+	logPath := filepath.Join(e.Dir, "tracing.audit.jsonl")
+	pol := e.Policy()
+	pol.Extra = "proxy_key: " + keyFile + "\naudit_log: " + logPath + "\n"
+	polPath := filepath.Join(e.Dir, "tracing.yaml")
+	mcptest.WriteFile(t, polPath, pol.YAML())
+	_, stderr, code := mcptest.CLI(t, "serve", "--policy", polPath, "--listen", "127.0.0.1:0", "--", "true")
+	if code != 2 || !strings.Contains(stderr, "tracing: ") || !strings.Contains(stderr, "http/json") {
+		t.Errorf("bad tracing setting: exit %d, %q; want 2 naming it", code, stderr)
+	}
+	if b, err := os.ReadFile(logPath); err == nil && len(b) > 0 {
+		t.Errorf("bad tracing setting: the failed start wrote the audit log:\n%s", b)
 	}
 }
 

@@ -78,6 +78,12 @@ func TestDeployFiles(t *testing.T) {
 	if unit["Service.ExecReload"] != "/bin/kill -HUP $MAINPID" {
 		t.Errorf("ExecReload=%q: serve reloads its policy on SIGHUP", unit["Service.ExecReload"])
 	}
+	// With Type=simple systemd sends ExecReload's SIGHUP as soon as the
+	// process is forked, which ends it if it comes before serve takes
+	// SIGHUP; serve tells systemd when it is ready (sd_notify).
+	if unit["Service.Type"] != "notify" {
+		t.Errorf("Type=%q: serve says READY=1 once it listens and reloads on SIGHUP; Type=notify holds reloads back until then", unit["Service.Type"])
+	}
 	if unit["Service.KillSignal"] != "SIGTERM" {
 		t.Errorf("KillSignal=%q: serve drains on SIGTERM", unit["Service.KillSignal"])
 	}

@@ -50,12 +50,14 @@ type gateFlags struct {
 	who                     string
 	// policyDigest is the policy file's SHA-256, "" for built-in defaults.
 	policyDigest string
+	// stateDir is gate.Options.StateDir (stateDirForStores).
+	stateDir string
 }
 
 // options are the gate.Options of f.
 func (f gateFlags) options(log *zap.Logger) gate.Options {
 	return gate.Options{
-		Log: log, Who: f.who, PolicyDigest: f.policyDigest,
+		Log: log, Who: f.who, PolicyDigest: f.policyDigest, StateDir: f.stateDir,
 		RevocationListFrom: settingFrom(f.revocations, "--revocations", "revocation_list"),
 		SpendStoreFrom:     settingFrom(f.spendStore, "--spend-store", "spend_store"),
 	}

@@ -35,8 +35,8 @@ var ldpSubmitCmd = &command{
 		domain := fs.String("trust-domain", "", "this initiator's trust domain, sent in SESSION_PROPOSE")
 		id := fs.String("id", "", "this initiator's delegate ID (default: ldp:delegate:<its principal ID>)")
 		timeout := fs.Duration("timeout", 60*time.Second, "how long the whole exchange may take")
-		record := fs.Bool("record", false, "record the outcome as an RDP signal for the delegate in the skill's domain: 1.0 for a verified result, 0.0 for a task the delegate failed, --score for an unverified result")
-		score := fs.String("score", "", "with --record, your evaluation of an unverified result, 0.0 to 1.0")
+		record := fs.Bool("record", false, "record the outcome as an RDP signal for the delegate in the skill's domain: --score for a result (a delegate's own verified: true is its claim, not recorded), 0.0 for a task the delegate failed")
+		score := fs.String("score", "", "with --record, your evaluation of the result, 0.0 to 1.0")
 		src := fs.String("source", "", "with --record, the observer's DID (default: the did in the workspace's IDENTITY.md)")
 		dir := workspaceFlag(fs)
 		asJSON := fs.Bool("json", false, "print the reply envelope and what was recorded as JSON")
@@ -193,6 +193,11 @@ func writeSubmit(w io.Writer, r submitReport) {
 		}
 	case *ldp.TaskFailed:
 		fmt.Fprintf(w, "task failed: %s (%s): %s\n", b.Error.Code, b.Error.Category, oneLine(b.Error.Message))
+		if b.DelegateOS != nil {
+			for _, h := range b.DelegateOS.ReceiptHashes {
+				fmt.Fprintf(w, "receipt: %s\n", h)
+			}
+		}
 	}
 	if r.Recorded != nil {
 		fmt.Fprintf(w, "recorded: %s %s %.2f for %s\n", r.Recorded.Dimension, r.Recorded.Domain, r.Recorded.Score, r.DID)

@@ -35,6 +35,27 @@ type gateLike struct {
 	modes    []ldp.PayloadMode
 }
 
+// The test's goroutine and the delegate's handlers share a gateLike; the
+// binary between them orders their accesses in a way the race detector
+// cannot see, so every field is read and written under mu.
+func (g *gateLike) setVerified(v bool) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	g.verified = v
+}
+
+func (g *gateLike) ran() []*dct.AuthorizedScope {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return append([]*dct.AuthorizedScope(nil), g.scopes...)
+}
+
+func (g *gateLike) sawModes() []ldp.PayloadMode {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return append([]ldp.PayloadMode(nil), g.modes...)
+}
+
 func (g *gateLike) Execute(_ context.Context, t *ldp.Task) (*ldp.Outcome, error) {
 	g.mu.Lock()
 	g.modes = append(g.modes, t.Mode)
@@ -54,7 +75,10 @@ func (g *gateLike) Execute(_ context.Context, t *ldp.Task) (*ldp.Outcome, error)
 	if t.Token == nil || t.Token.Format != dct.Format {
 		return nil, &ldp.TaskError{LdpError: ldp.LdpError{Code: "malformed_token", Category: "policy", Severity: "error", Message: "no token"}}
 	}
-	scope, err := g.verifier.Verify(t.Token.DCT, dct.Request{Namespace: "docs", Action: "read", Resource: g.resource})
+	g.mu.Lock()
+	verifier := g.verifier
+	g.mu.Unlock()
+	scope, err := verifier.Verify(t.Token.DCT, dct.Request{Namespace: "docs", Action: "read", Resource: g.resource})
 	if err != nil {
 		var d *dct.Denial
 		code := "invalid_token"
@@ -72,7 +96,10 @@ func (g *gateLike) Execute(_ context.Context, t *ldp.Task) (*ldp.Outcome, error)
 	g.mu.Unlock()
 	out, _ := json.Marshal(map[string]any{"summary": "Q3 was fine", "input": json.RawMessage(t.Submit.Input)})
 	o := &ldp.Outcome{Output: out}
-	if g.verified {
+	g.mu.Lock()
+	verified := g.verified
+	g.mu.Unlock()
+	if verified {
 		o.Verified, o.VerificationStatus = true, "tool_verified"
 	}
 	return o, nil
@@ -94,16 +121,21 @@ func ldpDelegate(t *testing.T, root *identity.Keypair, modes []ldp.PayloadMode, 
 	key := mcptest.NewKey(t, "delegate")
 	g := &gateLike{verifier: v, resource: "/reports/q3.md"}
 	r := &ldp.Responder{Exec: g, Key: key.PrivateKey(), Verifier: &ldp.Verifier{}}
-	srv := httptest.NewServer(&ldp.Handler{Responder: r})
-	t.Cleanup(srv.Close)
+	// The card is set before the server starts serving: the binary's
+	// requests come from another process, which the race detector cannot
+	// see order after this goroutine's writes.
+	srv := httptest.NewUnstartedServer(&ldp.Handler{Responder: r})
+	url := "http://" + srv.Listener.Addr().String()
 	did := identity.DIDFromPublicKey(key.PrivateKey().Public().(ed25519.PublicKey))
 	r.Card = &ldp.IdentityCard{DelegateID: "ldp:delegate:reports", Name: "Reports", ModelFamily: "none", ModelVersion: "1",
 		TrustDomain: ldp.TrustDomain{Name: "research"}, ContextWindow: 8192,
-		Capabilities: []ldp.Capability{{Name: "summarize"}}, SupportedPayloadModes: modes, Endpoint: srv.URL,
+		Capabilities: []ldp.Capability{{Name: "summarize"}}, SupportedPayloadModes: modes, Endpoint: url,
 		Metadata: map[string]string{ldp.MetaDID: did, ldp.MetaCapabilityPrefix + "summarize": "docs:read:/reports/**"}}
 	if card != nil {
 		card(r.Card)
 	}
+	srv.Start()
+	t.Cleanup(srv.Close)
 	return &ldpDelegateFixture{url: srv.URL, gate: g, did: did}
 }
 
@@ -119,26 +151,27 @@ func TestLDPSubmit(t *testing.T) {
 	os.WriteFile(tokFile, []byte(tok.String()), 0o600)
 	agentKey := env.KeyFile(env.Agent)
 	d := ldpDelegate(t, env.Root, []ldp.PayloadMode{ldp.ModeSemanticFrame, ldp.ModeText}, nil)
-	d.gate.verified = true
+	d.gate.setVerified(true)
 	ws := t.TempDir()
 	observer := identity.DIDFromPublicKey(env.Root.Public())
 
 	out, errs, code := mcptest.CLI(t, "ldp", "submit", "--key", agentKey, "--token", "@"+tokFile, "--skill", "summarize",
 		"--input", `{"task_type":"summary","instruction":"Summarize Q3"}`, "--budget", "5000", "--ttl", "5m",
-		"--record", "--source", observer, "--workspace", ws, "--trust-domain", "research", d.url)
+		"--record", "--score", "0.9", "--source", observer, "--workspace", ws, "--trust-domain", "research", d.url)
 	if code != 0 {
 		t.Fatalf("exit %d\n%s%s", code, out, errs)
 	}
 	for _, want := range []string{`"summary":"Q3 was fine"`, "produced by ldp:delegate:reports (1, signed by " + d.did + ") in semantic_frame",
-		"result verified (tool_verified)", "recorded: domain-competence summarize 1.00 for " + d.did} {
+		"result verified (tool_verified)", "recorded: domain-competence summarize 0.90 for " + d.did} {
 		if !strings.Contains(out, want) {
 			t.Errorf("output lacks %q:\n%s", want, out)
 		}
 	}
-	if len(d.gate.scopes) != 1 {
-		t.Fatalf("%d tasks ran", len(d.gate.scopes))
+	scopes := d.gate.ran()
+	if len(scopes) != 1 {
+		t.Fatalf("%d tasks ran", len(scopes))
 	}
-	sc := d.gate.scopes[0]
+	sc := scopes[0]
 	if len(sc.Capabilities) != 1 || sc.Capabilities[0].String() != "docs:read:/reports/**" || sc.RemainingBudgetMicrocents != 5000 ||
 		sc.Delegatee != env.Agent.ID() || sc.MaxChainDepth != sc.ChainDepth {
 		t.Fatalf("the token was not narrowed: %+v", sc)
@@ -153,14 +186,14 @@ func TestLDPSubmit(t *testing.T) {
 
 	// A frame the delegate refuses (no task_type): the session falls back
 	// to text and the task goes again as its instruction.
-	d.gate.verified = false
+	d.gate.setVerified(false)
 	out, errs, code = mcptest.CLI(t, "ldp", "submit", "--key", agentKey, "--token", "@"+tokFile, "--skill", "summarize",
 		"--input", `{"instruction":"Summarize Q3"}`, "--trust-domain", "research", "--record", "--source", observer, "--workspace", ws, d.url)
 	if code != 0 || !strings.Contains(out, `"input":"Summarize Q3"`) || !strings.Contains(out, "in text") ||
 		!strings.Contains(out, "not recorded: an unverified result") {
 		t.Fatalf("fallback: exit %d\n%s%s", code, out, errs)
 	}
-	if m := d.gate.modes; len(m) != 2 || m[1] != ldp.ModeText {
+	if m := d.gate.sawModes(); len(m) != 2 || m[1] != ldp.ModeText {
 		t.Fatalf("modes %v (the invalid frame must not reach the executor)", m)
 	}
 }
@@ -209,7 +242,7 @@ func TestLDPSubmitRefusals(t *testing.T) {
 	if _, errs, code = submit(lying.url); code != 1 || !strings.Contains(errs, string(ldp.ReasonWrongKey)) {
 		t.Fatalf("replies signed by another key: exit %d\n%s", code, errs)
 	}
-	if len(lying.gate.scopes) != 0 {
+	if len(lying.gate.ran()) != 0 {
 		t.Fatal("a task went to a delegate whose key does not match its card")
 	}
 	good := ldpDelegate(t, env.Root, []ldp.PayloadMode{ldp.ModeText}, nil)

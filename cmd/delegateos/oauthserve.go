@@ -28,6 +28,7 @@ func init() {
 	var as *oauth.Server
 	serveExtensions = append(serveExtensions, serveExtension{
 		flags: f.declare,
+		check: f.check,
 		mount: func(s *serveSetup) error {
 			var err error
 			if as, err = f.build(s, s.Server.HostAllowed); err != nil || as == nil {
@@ -64,19 +65,28 @@ func (f *oauthFlags) declare(fs *pflag.FlagSet) {
 	f.clients = fs.StringArray("oauth-client", nil, "with --authorize: a client registered beforehand, as CLIENT_ID=REDIRECT_URI[,REDIRECT_URI...] (repeatable): for a client configured with a client ID instead of registering itself")
 }
 
+// check refuses flags that do not go together, before the audit log is
+// opened.
+func (f *oauthFlags) check(s *serveSetup) error {
+	if !*f.authorize {
+		if *f.grant != "" || *f.grantKey != "" || *f.password != "" || len(*f.clients) > 0 {
+			return usagef("--grant, --grant-key, --consent-password and --oauth-client go with --authorize")
+		}
+		return nil
+	}
+	if *f.grant == "" || *f.grantKey == "" || *f.password == "" {
+		return fixf("--authorize needs --grant @FILE, --grant-key FILE and --consent-password @FILE: e.g. delegateos serve --authorize --grant @grant.tok --grant-key gate.key --consent-password @consent.pw -- UPSTREAM")
+	}
+	if host, _, _ := net.SplitHostPort(s.Listen); !s.TLS && !isLoopback(host) {
+		return fixf("--authorize without TLS on %s would send passwords, codes and tokens in the clear: give --tls-cert and --tls-key, or listen on a loopback address", s.Listen)
+	}
+	return nil
+}
+
 // build makes the authorization server, or returns nil without --authorize.
 func (f *oauthFlags) build(s *serveSetup, hostAllowed func(string) bool) (*oauth.Server, error) {
 	if !*f.authorize {
-		if *f.grant != "" || *f.grantKey != "" || *f.password != "" || len(*f.clients) > 0 {
-			return nil, usagef("--grant, --grant-key, --consent-password and --oauth-client go with --authorize")
-		}
 		return nil, nil
-	}
-	if *f.grant == "" || *f.grantKey == "" || *f.password == "" {
-		return nil, fixf("--authorize needs --grant @FILE, --grant-key FILE and --consent-password @FILE: e.g. delegateos serve --authorize --grant @grant.tok --grant-key gate.key --consent-password @consent.pw -- UPSTREAM")
-	}
-	if host, _, _ := net.SplitHostPort(s.Listen); !s.TLS && !isLoopback(host) {
-		return nil, fixf("--authorize without TLS on %s would send passwords, codes and tokens in the clear: give --tls-cert and --tls-key, or listen on a loopback address", s.Listen)
 	}
 	if !strings.HasPrefix(*f.grant, "@") || !strings.HasPrefix(*f.password, "@") {
 		return nil, fixf("give --grant and --consent-password as @FILE (mode 0600), not on the command line where every local user can read them")

@@ -22,7 +22,6 @@ import (
 
 	"github.com/delegateos/delegateos/dct"
 	"github.com/delegateos/delegateos/gate"
-	"github.com/delegateos/delegateos/internal/fsutil"
 	"github.com/delegateos/delegateos/internal/logline"
 	"github.com/delegateos/delegateos/internal/stdio"
 	"github.com/delegateos/delegateos/policy"
@@ -98,7 +97,6 @@ var proxyCmd = &command{
 			}
 			defer closeLog()
 			warnRedisPasswordFlags(log, "--spend-store", *spend, "--revocations", *revsFlag)
-			stateDirForStores(pol)
 			warnUnwritable(pol, log)
 
 			var as *upstreamuser.User
@@ -149,7 +147,7 @@ var proxyCmd = &command{
 					return fixf("--upstream-user %s: %v", as.Name(), err)
 				}
 			}
-			flags := gateFlags{revocations: *revsFlag != "", spendStore: *spend != "", who: "the proxy", policyDigest: policyDigest}
+			flags := gateFlags{revocations: *revsFlag != "", spendStore: *spend != "", who: "the proxy", policyDigest: policyDigest, stateDir: stateDirForStores(pol)}
 			snap, err := openGate(pol, flags, log)
 			if err != nil {
 				return err
@@ -222,6 +220,13 @@ var proxyCmd = &command{
 				// whoever started the proxy must see that nothing is enforced.
 				fmt.Fprintln(e.stderr, proxy.ObserveBanner)
 			}
+			// Tracing is set up before the audit log is opened: a start that
+			// fails on it leaves no trace in the log.
+			tr, closeTracing, err := openTracing(log)
+			if err != nil {
+				return inputf("tracing: %v", err)
+			}
+			defer closeTracing()
 			evidence, closeEvidence, err := openEvidence(pol, policyDigest, *keyFile, log)
 			if err != nil {
 				return err
@@ -232,13 +237,6 @@ var proxyCmd = &command{
 				log: log, recorded: recordReload(evidence, reloadTarget(*policyPath))}
 			stopReloads := r.onHangup(hups)
 			defer stopReloads()
-			tr, closeTracing, err := openTracing(log)
-			if err != nil {
-				stopReloads()
-				_ = closeEvidence()
-				return inputf("tracing: %v", err)
-			}
-			defer closeTracing()
 			// Until the relay reads the client, a failure (an upstream that
 			// cannot be started) is the answer to its initialize.
 			in = &watchedReader{r: in, read: &e.clientRead}
@@ -340,23 +338,15 @@ func startFix(err error, command string, as *upstreamuser.User) string {
 	return ""
 }
 
-// checkTokenFile looks at --token @FILE before it is read: a file others
-// can read is a warning; with --upstream-user, a file the upstream user
-// can read is an error, since keeping the token from it is the point.
+// checkTokenFile looks at --token @FILE before it is read
+// (upstreamuser.CheckTokenFile) and logs its warnings.
 func checkTokenFile(path string, as *upstreamuser.User, log *zap.Logger) error {
-	fi, err := os.Stat(path)
+	warnings, err := upstreamuser.CheckTokenFile(path, as)
 	if err != nil {
-		return nil // readToken reports it
+		return fixf("--token @%s: %v", path, err)
 	}
-	mode := fi.Mode().Perm()
-	if as != nil && as.MayAccess(path, upstreamuser.Read) {
-		return fixf("--token @%s: the upstream user %s can read this file (mode %04o), so it could use the session token: make it readable by the proxy's user only (chmod 600 %s), in a directory the upstream user cannot write", path, as.Name(), mode, path)
-	}
-	if mode&0o077 != 0 {
-		log.Warn(fmt.Sprintf("the token file is readable by group or others (mode %04o): chmod 600 %s", mode, path), zap.String("file", path))
-	}
-	if _, _, uid, ok := fsutil.ID(fi); ok && int(uid) != os.Geteuid() {
-		log.Warn(fmt.Sprintf("the token file belongs to uid %d, not to the proxy's user (uid %d): its owner can replace the token; chown it to the proxy's user", uid, os.Geteuid()), zap.String("file", path))
+	for _, w := range warnings {
+		log.Warn(w, zap.String("file", path))
 	}
 	return nil
 }

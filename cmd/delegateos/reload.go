@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"net"
 	"net/http"
 	"os"
 	"os/signal"
@@ -133,6 +134,27 @@ func hangups() (c <-chan os.Signal, stop func()) {
 	return hups, func() { signal.Stop(hups) }
 }
 
+// notifyReady tells systemd that serve is ready (sd_notify "READY=1" on
+// $NOTIFY_SOCKET, for a unit of Type=notify), once it listens and SIGHUP
+// reloads: until then systemd holds back `systemctl reload`, whose SIGHUP
+// would end a process that has not taken SIGHUP yet (the Go runtime's
+// start, before the command's first line). Without $NOTIFY_SOCKET it does
+// nothing.
+func notifyReady(log *zap.Logger) {
+	addr := os.Getenv("NOTIFY_SOCKET")
+	if addr == "" {
+		return
+	}
+	c, err := net.DialUnix("unixgram", nil, &net.UnixAddr{Name: addr, Net: "unixgram"})
+	if err == nil {
+		_, err = c.Write([]byte("READY=1"))
+		c.Close()
+	}
+	if err != nil {
+		log.Warn("systemd was not told the server is ready (NOTIFY_SOCKET)", zap.String("notify_socket", addr), zap.Error(err))
+	}
+}
+
 // onHangup reloads on every SIGHUP from hups until stop is called; stop
 // waits for a reload under way, and no reload (POST /reload included) is
 // applied after it, so the audit log can be closed. Signals that arrive
@@ -192,7 +214,10 @@ func reloadPolicy(path string, prepare func(*policy.Policy) error) func() (*poli
 	return func() (*policy.Policy, string, error) {
 		pol, digest := policy.Default(), ""
 		if path != "" {
-			p, d, err := policy.LoadWithDigest(path)
+			p, d, err := policy.LoadWhole(path)
+			if errors.Is(err, policy.ErrHalfWritten) {
+				return nil, "", fmt.Errorf("%w; the policy in force is kept: replace the file by a rename (write it beside, then mv it over) and reload again", err)
+			}
 			if err != nil {
 				return nil, "", errors.New(policyLoadError(path, err).Error())
 			}

@@ -161,7 +161,6 @@ var serveCmd = &command{
 			if len(fromEnv) > 0 {
 				log.Info("flags taken from the environment", zap.Strings("flags", fromEnv))
 			}
-			stateDirForStores(pol)
 			warnUnwritable(pol, log)
 			if len(literalHeaders) > 0 {
 				log.Warn("--upstream-header values given on the command line can be read by every local user (ps, /proc/PID/cmdline); give NAME: @FILE or NAME: $VAR instead", zap.Strings("headers", literalHeaders))
@@ -186,7 +185,7 @@ var serveCmd = &command{
 					return err
 				}
 			}
-			flags := gateFlags{revocations: *revsFlag != "", spendStore: *spend != "", who: "the server", policyDigest: policyDigest}
+			flags := gateFlags{revocations: *revsFlag != "", spendStore: *spend != "", who: "the server", policyDigest: policyDigest, stateDir: stateDirForStores(pol)}
 			snap, err := openGate(pol, flags, log)
 			if err != nil {
 				return err
@@ -204,8 +203,22 @@ var serveCmd = &command{
 					return fixf("the session token is not valid: %v; %s", err, tokenFix(err))
 				}
 			}
-			// The address and the certificate are taken before the audit
-			// log is opened: a start that fails on them leaves no trace in it.
+			// The body limits, then the addresses (the extensions' too), the
+			// certificate and tracing are checked before the audit log is
+			// opened: a start that fails on them leaves no trace in it.
+			maxBodyBytes := int64(pol.MaxFrameBytes)
+			if *maxBody > 0 {
+				maxBodyBytes = *maxBody
+			}
+			if pol.MaxFrameBytes > 0 && maxBodyBytes > int64(pol.MaxFrameBytes) {
+				// The relay refuses a larger message, and may not be able to
+				// read its id to say which request it refuses.
+				log.Warn("--max-body-bytes is above the policy's max_frame_bytes, which bounds every message: using max_frame_bytes", zap.Int64("max_body_bytes", maxBodyBytes), zap.Int("max_frame_bytes", pol.MaxFrameBytes))
+				maxBodyBytes = int64(pol.MaxFrameBytes)
+			}
+			if *maxInFlight > 0 && *maxInFlight < maxBodyBytes {
+				return fixf("--max-body-bytes-in-flight %d is below the largest body accepted (%d): give at least that, or a lower --max-body-bytes", *maxInFlight, maxBodyBytes)
+			}
 			ln, err := net.Listen("tcp", *listen)
 			if err != nil {
 				return inputf("--listen %s: %v", *listen, err)
@@ -219,6 +232,37 @@ var serveCmd = &command{
 				}
 				tlsConfig = &tls.Config{Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12}
 			}
+			for _, x := range serveExtensions {
+				if x.listen != nil {
+					closeListener, err := x.listen()
+					if err != nil {
+						return err
+					}
+					defer closeListener()
+				}
+			}
+			// setup is what extensions see and may change before the
+			// server is built; the relays read its Log when they start.
+			keyPath := pol.ProxyKey
+			if *keyFile != "" {
+				keyPath = *keyFile
+			}
+			setup := &serveSetup{Policy: pol, Gate: g, Gates: current, Log: log, Revocations: revs, DefaultToken: defaultToken, KeyFile: keyPath,
+				Listen: *listen, TLS: *tlsCert != "", Endpoint: *endpoint, CheckToken: checkToken, Delegations: delegations}
+			// The extensions check their flags and build what does not
+			// need the audit log before it is opened, too.
+			for _, x := range serveExtensions {
+				if x.check != nil {
+					if err := x.check(setup); err != nil {
+						return err
+					}
+				}
+			}
+			tr, closeTracing, err := openTracing(log)
+			if err != nil {
+				return inputf("tracing: %v", err)
+			}
+			defer closeTracing()
 			// One audit log for the server: every session's relay hands its
 			// decisions to it, and it is closed once the sessions are drained.
 			evidence, closeEvidence, err := openEvidence(pol, policyDigest, *keyFile, log)
@@ -230,25 +274,13 @@ var serveCmd = &command{
 					log.Error("the audit log was not closed cleanly", zap.Error(cerr))
 				}
 			}()
-			tr, closeTracing, err := openTracing(log)
-			if err != nil {
-				return inputf("tracing: %v", err)
-			}
-			defer closeTracing()
 
-			// setup is what extensions see and may change before the
-			// server is built; the relays read its Log when they start.
-			keyPath := pol.ProxyKey
-			if *keyFile != "" {
-				keyPath = *keyFile
-			}
 			reload := &reloader{current: current, load: reloadPolicy(*policyPath, preparePolicy), opts: flags.options(log),
 				log: log, recorded: recordReload(evidence, reloadTarget(*policyPath))}
 			// SIGHUP reloads the policy rather than ending the server: its
 			// sessions, calls in flight and audit log go on.
 			defer reload.onHangup(hups)()
-			setup := &serveSetup{Policy: pol, Gate: g, Gates: current, Reload: reload, Log: log, Revocations: revs, DefaultToken: defaultToken, KeyFile: keyPath,
-				Listen: *listen, TLS: *tlsCert != "", Endpoint: *endpoint, CheckToken: checkToken, Delegations: delegations, Evidence: evidence}
+			setup.Reload, setup.Evidence = reload, evidence
 			relayConfig := func(s *serve.Session) proxy.Config {
 				tok := s.Token
 				if tok == "" {
@@ -257,7 +289,7 @@ var serveCmd = &command{
 				c := proxy.Config{
 					Upstream: args, UpstreamConn: upstreamConn, Gates: current, SessionToken: tok,
 					MaxFrameBytes: pol.MaxFrameBytes, Log: setup.Log.With(zap.String("session", s.ID[:8])),
-					Evidence: evidence,
+					Evidence: setup.Evidence, // the audit log, or what an extension put in its place
 				}
 				if tr != nil {
 					c.Tracer = tr.Tracer
@@ -270,7 +302,7 @@ var serveCmd = &command{
 			sopts := serve.Options{
 				Relay: relay, Endpoint: *endpoint, Listen: *listen,
 				AllowHosts: *allowHosts, AllowOrigins: *allowOrigins,
-				MaxBodyBytes: int64(pol.MaxFrameBytes),
+				MaxBodyBytes: maxBodyBytes,
 				MaxSessions:  *maxSessions, MaxCalls: *maxCalls, MaxSessionCalls: *maxSessionCalls,
 				IdleTimeout: *idle, AbandonTimeout: abandonTimeout(*abandon), ReadTimeout: *readTimeout, JSONResponses: *jsonResponses, CheckToken: withClientFix(checkToken), Log: log,
 				RequireToken:          defaultToken == "" && !pol.AllowUnauthenticated,
@@ -278,19 +310,7 @@ var serveCmd = &command{
 				SessionTree: serve.TokenTree, SessionCredential: serve.TokenCredential, SessionLive: serve.SessionLive(checkToken), RecheckInterval: *recheck,
 				UpstreamReady: serve.UpstreamReady(args, *upstreamURL),
 			}
-			if *maxBody > 0 {
-				sopts.MaxBodyBytes = *maxBody
-			}
-			if pol.MaxFrameBytes > 0 && sopts.MaxBodyBytes > int64(pol.MaxFrameBytes) {
-				// The relay refuses a larger message, and may not be able to
-				// read its id to say which request it refuses.
-				log.Warn("--max-body-bytes is above the policy's max_frame_bytes, which bounds every message: using max_frame_bytes", zap.Int64("max_body_bytes", sopts.MaxBodyBytes), zap.Int("max_frame_bytes", pol.MaxFrameBytes))
-				sopts.MaxBodyBytes = int64(pol.MaxFrameBytes)
-			}
 			if *maxInFlight > 0 {
-				if *maxInFlight < sopts.MaxBodyBytes {
-					return fixf("--max-body-bytes-in-flight %d is below the largest body accepted (%d): give at least that, or a lower --max-body-bytes", *maxInFlight, sopts.MaxBodyBytes)
-				}
 				sopts.MaxBodyBytesInFlight = *maxInFlight
 				if *maxInFlight/4 < sopts.MaxBodyBytes {
 					log.Warn("one credential's bodies hold at most a quarter of --max-body-bytes-in-flight: larger bodies are refused (413)", zap.Int64("max_body_bytes_per_credential", *maxInFlight/4))
@@ -338,6 +358,8 @@ var serveCmd = &command{
 			}
 			url := scheme + "://" + ln.Addr().String() + *endpoint
 			log.Info("serving", zap.String("address", ln.Addr().String()), zap.String("url", url))
+			// Ready: listening, and SIGHUP reloads (taken since the start).
+			notifyReady(log)
 			if *asJSON {
 				if err := writeJSON(e, map[string]string{"address": ln.Addr().String(), "url": url}); err != nil {
 					return err
@@ -385,12 +407,21 @@ func isLoopback(host string) bool {
 	return ip != nil && ip.IsLoopback()
 }
 
-// serveExtension adds to `delegateos serve`: flags, then settings before
+// serveExtension adds to `delegateos serve`: flags, its own listeners
+// (listen, taken with serve's), then settings before
 // the server is built (configure: Options.Authorize, a wrapped Relay) and
 // handlers after (mount: on Server.Mux); wrap, when set, wraps the
 // server's whole handler (before the transport's own checks).
 type serveExtension struct {
-	flags     func(fs *pflag.FlagSet)
+	flags func(fs *pflag.FlagSet)
+	// listen takes the extension's own listeners, before the audit log is
+	// opened; serve calls close when it returns.
+	listen func() (close func(), err error)
+	// check checks the extension's flags and builds what needs neither
+	// the audit log nor the server, before the log is opened: a start it
+	// refuses leaves no trace there. Its setup has no Reload, Evidence,
+	// Options or Server yet.
+	check     func(*serveSetup) error
 	configure func(*serveSetup) error
 	mount     func(*serveSetup) error
 	wrap      func(http.Handler) http.Handler

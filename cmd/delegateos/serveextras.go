@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"net"
 	"net/http"
 	"net/url"
 	"sync/atomic"
@@ -28,13 +29,27 @@ import (
 func init() {
 	var f *serveExtraFlags
 	var x *serveExtras
+	var metricsLn net.Listener
 	serveExtensions = append(serveExtensions, serveExtension{
 		flags: func(fs *pflag.FlagSet) { f = declareServeExtraFlags(fs) },
-		configure: func(s *serveSetup) error {
-			var err error
-			if x, err = f.build(s.Policy, s.Revocations, s.KeyFile, s.Gate, s.Gates, s.Log, s.Options.Endpoint); err != nil {
-				return err
+		listen: func() (func(), error) {
+			at := *f.metricsAt
+			if at == "" || at == metricsOff {
+				return func() {}, nil
 			}
+			ln, err := listenMetrics(at)
+			if err != nil {
+				return nil, err
+			}
+			metricsLn = ln
+			return func() { ln.Close() }, nil
+		},
+		check: func(s *serveSetup) error {
+			var err error
+			x, err = f.build(s.Policy, s.Revocations, s.KeyFile, s.Gate, s.Gates, s.Log, s.Endpoint)
+			return err
+		},
+		configure: func(s *serveSetup) error {
 			if s.Reload != nil {
 				// A tool a reloaded policy names gets its own label.
 				s.Reload.onApplied(func(snap *gate.Snapshot) { x.metrics.Tools(snap.Policy) })
@@ -58,12 +73,12 @@ func init() {
 				Help: "Notifications and requests from upstreams not relayed to their clients because their params give a member twice.",
 			}, func() float64 { return float64(proxy.UpstreamMessagesRefused()) }))
 			x.mount(s.Server.Mux, s.Server.Guard, *f.metricsAt == "", s.Server.Recheck)
-			if at := *f.metricsAt; at != "" && at != metricsOff {
+			if metricsLn != nil {
 				var reload http.Handler // none without a reloader
 				if s.Reload != nil {
 					reload = s.Reload
 				}
-				if err := serveMetrics(at, x.metrics, reload, s.Options, s.Log); err != nil {
+				if err := serveMetrics(*f.metricsAt, metricsLn, x.metrics, reload, s.Options, s.Log); err != nil {
 					return err
 				}
 			}

@@ -24,8 +24,17 @@ func mountLDP(s *serveSetup) error {
 			return inputError{err}
 		}
 	}
+	// With an audit log, the relays hand their receipts through a tap
+	// that notes the tasks' own, for their provenance (mount runs before
+	// any session is opened).
+	var tap *ldpfront.Tap
+	if l, ok := s.Evidence.(ldpfront.AuditLog); ok && l != nil {
+		tap = ldpfront.NewTap(l)
+		s.Evidence = tap
+	}
 	f, err := ldpfront.New(ldpfront.Options{Policy: s.Policy, Key: k, MCP: s.Server.Mux, Endpoint: s.Endpoint,
-		Guard: s.Server.Guard, TLS: s.TLS, CheckToken: s.CheckToken, Log: s.Log})
+		Guard: s.Server.Guard, TLS: s.TLS, CheckToken: s.CheckToken, Gates: s.Gates, ReadBody: s.Server.ReadBody,
+		Receipts: tap, Log: s.Log})
 	var se *ldpfront.SettingError
 	switch {
 	case errors.As(err, &se):

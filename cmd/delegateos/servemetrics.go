@@ -15,11 +15,24 @@ import (
 // metricsOff is the --metrics-listen value that serves no metrics.
 const metricsOff = "off"
 
+// listenMetrics takes the listener of --metrics-listen addr. serve calls
+// it with its own address, before the audit log is opened, so that a bad
+// or busy address stops serve at start with nothing written to the log.
+func listenMetrics(addr string) (net.Listener, error) {
+	if _, err := serve.HostGuard(addr, nil, nil, nil); err != nil {
+		return nil, fixf("--metrics-listen %s: %v; give HOST:PORT, e.g. 127.0.0.1:9090, or %s", addr, err, metricsOff)
+	}
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return nil, inputf("--metrics-listen %s: %v", addr, err)
+	}
+	return ln, nil
+}
+
 // serveMetrics serves /metrics, and POST /reload (reload; nil for none),
-// on a listener of its own at addr (from --metrics-listen), with the Host
-// and Origin checks of a bind to addr and the server's --allow-host and
-// --allow-origin. It listens before it returns, so that a bad address
-// stops serve at start, and serves until the process exits.
+// on ln (listenMetrics(addr)), with the Host and Origin checks of a bind
+// to addr and the server's --allow-host and --allow-origin, until the
+// process exits.
 //
 // Reload is here and never beside the MCP endpoint: whoever reaches the
 // endpoint is a client the gate guards against, while this listener is
@@ -27,14 +40,10 @@ const metricsOff = "off"
 // reload only reads files the operator wrote, so a caller can at most
 // make the server read them again; a browser's cross-site POST is refused
 // by the Origin check.
-func serveMetrics(addr string, m *metrics.Metrics, reload http.Handler, opts *serve.Options, log *zap.Logger) error {
+func serveMetrics(addr string, ln net.Listener, m *metrics.Metrics, reload http.Handler, opts *serve.Options, log *zap.Logger) error {
 	guard, err := serve.HostGuard(addr, opts.AllowHosts, opts.AllowOrigins, log)
 	if err != nil {
 		return fixf("--metrics-listen %s: %v; give HOST:PORT, e.g. 127.0.0.1:9090, or %s", addr, err, metricsOff)
-	}
-	ln, err := net.Listen("tcp", addr)
-	if err != nil {
-		return inputf("--metrics-listen %s: %v", addr, err)
 	}
 	mux := http.NewServeMux()
 	mux.Handle(metrics.Path, guard(m.Handler()))

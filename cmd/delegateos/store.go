@@ -42,7 +42,7 @@ var storeInitCmd = &command{
 				}
 				ids = append(ids, id)
 			}
-			id, err := budget.InitStore(*store, *reset, ids...)
+			id, err := budget.InitStore(*store, budget.StateDir(), *reset, ids...)
 			if err != nil {
 				return inputf("%v", err)
 			}

@@ -98,7 +98,7 @@ var storeRecoverCmd = &command{
 				}
 			}
 			usage := rb.Usage()
-			id, err := budget.RecoverStore(*store, usage)
+			id, err := budget.RecoverStore(*store, budget.StateDir(), usage)
 			if err != nil {
 				return inputf("%v", err)
 			}

@@ -91,10 +91,12 @@ func TextInput(frame json.RawMessage, text string) json.RawMessage {
 }
 
 // RecordOutcome records what the task showed of the delegate, as RDP
-// domain competence in the skill: a verified result 1.0, a task the
-// delegate itself failed (runtime or quality) 0.0, an unverified result
-// the caller's score; nothing for a refusal (policy, security, session:
-// not the delegate's competence) or an unverified result without a score.
+// domain competence in the skill: a result the caller's score, a task the
+// delegate itself failed (runtime or quality) 0.0; nothing for a refusal
+// (policy, security, session: not the delegate's competence) or a result
+// without a score. A result's verified: true is the delegate's own claim
+// (any delegate can write it), so it is never recorded as a score: that
+// would let a delegate set its own reputation.
 func RecordOutcome(w *reputation.Workspace, source, did, delegateID, skill, taskID string, reply *ldp.Envelope, score *float64) (*reputation.Signal, string, error) {
 	if reputation.SameAgent(source, did) {
 		return nil, "", fmt.Errorf("%w: the observer %s is the delegate", ErrSelfRating, source)
@@ -107,7 +109,7 @@ func RecordOutcome(w *reputation.Workspace, source, did, delegateID, skill, task
 		case score != nil:
 			s, msg = *score, "result evaluated by the initiator"
 		case b.Provenance.Verified:
-			s, msg = 1, "result verified ("+b.Provenance.VerificationStatus+")"
+			return nil, "the delegate says its result is verified (" + b.Provenance.VerificationStatus + "), which is its own claim: give --score with your evaluation to record it", nil
 		default:
 			return nil, "an unverified result: give --score with your evaluation to record it", nil
 		}

@@ -83,7 +83,8 @@ func TestRecordOutcome(t *testing.T) {
 		want   float64
 		record bool
 	}{
-		{result(true), nil, 1, true},
+		{result(true), nil, 0, false}, // the delegate's own claim (red team, issue 21)
+		{result(true), &score, 0.4, true},
 		{result(false), nil, 0, false},
 		{result(false), &score, 0.4, true},
 		{failed("runtime"), nil, 0, true},

@@ -4,14 +4,19 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"crypto/rand"
+	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"maps"
 	"net/http"
 	"os"
 	"slices"
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"go.uber.org/zap"
@@ -42,8 +47,21 @@ type Options struct {
 	Guard func(http.Handler) http.Handler
 	// TLS says the server serves HTTPS (for the card's endpoint).
 	TLS bool
-	// CheckToken verifies a token and that its delegation has not ended.
+	// CheckToken verifies a token and that its delegation has not ended;
+	// a task's token is checked with it before its call, so that one the
+	// endpoint would refuse is the task's denial.
 	CheckToken func(string) error
+	// Gates is the gate in force (a reload swaps it): what a call costs,
+	// in provenance and on the card, is its policy's; nil means Policy's.
+	Gates *gate.Current
+	// ReadBody reads an envelope's body within the server's budget of
+	// bodies in flight (serve.Server.ReadBody); nil means the Handler's
+	// own bounded read.
+	ReadBody func(w http.ResponseWriter, r *http.Request, limit int64) ([]byte, func(), error)
+	// Receipts, when the server keeps an audit log, is the Tap its relays
+	// hand their receipts through: each task's provenance names the
+	// receipts of its call. Nil means no audit log.
+	Receipts *Tap
 	// Log is the server's logger; nil means none.
 	Log *zap.Logger
 }
@@ -83,7 +101,8 @@ func New(o Options) (*Front, error) {
 		}
 	}
 	card := Card(o.Policy, o.Key)
-	exec := &ldpExec{cfg: c, pol: o.Policy, mux: o.MCP, endpoint: o.Endpoint, log: o.Log, contracts: map[string]*contract.TaskContract{}}
+	exec := &ldpExec{cfg: c, pol: o.Policy, mux: o.MCP, endpoint: o.Endpoint, log: o.Log, contracts: map[string]*contract.TaskContract{},
+		check: o.CheckToken, gates: o.Gates, tap: o.Receipts}
 	for _, sk := range c.Skills {
 		if sk.Contract == "" {
 			continue
@@ -119,7 +138,6 @@ func New(o Options) (*Front, error) {
 	r := &ldp.Responder{Card: card, Key: o.Key.PrivateKey(), Exec: run,
 		Verifier:     &ldp.Verifier{HMACSecret: secret, RequireEd25519: c.RequireEd25519},
 		AdmitSession: admitLDPSession(o.Policy.AllowUnauthenticated, o.CheckToken)}
-	var once sync.Once
 	scheme := "http"
 	if o.TLS {
 		scheme = "https"
@@ -128,13 +146,27 @@ func New(o Options) (*Front, error) {
 	if guard == nil {
 		guard = func(h http.Handler) http.Handler { return h }
 	}
+	// Envelopes are read within serve's budget of bodies in flight, as
+	// bodies without a credential (the envelope, not the request, says
+	// who sends it): a stranger's cannot hold the server's memory past it.
+	var readBody func(http.ResponseWriter, *http.Request) ([]byte, func(), error)
+	if o.ReadBody != nil {
+		readBody = func(w http.ResponseWriter, req *http.Request) ([]byte, func(), error) {
+			return o.ReadBody(w, req, ldp.MaxEnvelopeSize)
+		}
+	}
 	h := guard(http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
-		// The card's endpoint is where the first request (past the Host
-		// check) reached this server.
-		once.Do(func() { card.Endpoint = scheme + "://" + req.Host })
 		if (req.URL.Path == ldp.WellKnownPath || req.URL.Path == ldp.IdentityPath) && (req.Method == http.MethodGet || req.Method == http.MethodHead) {
-			// A copy with the latencies measured so far.
-			b, err := json.Marshal(exec.latencies.card(card))
+			// A copy with the latencies measured so far, whose endpoint is
+			// where this request (past the Host check) reached the server:
+			// each reader sees the address it used, and no request sets it
+			// for the others; what the skills need and cost is what the
+			// policy in force says (a reload may change them).
+			c := exec.latencies.card(card)
+			c.Endpoint = scheme + "://" + req.Host
+			c.Metadata = maps.Clone(c.Metadata)
+			skillMetadata(c.Metadata, exec.cfg, exec.policy())
+			b, err := json.Marshal(c)
 			if err != nil {
 				http.Error(w, err.Error(), http.StatusInternalServerError)
 				return
@@ -143,7 +175,7 @@ func New(o Options) (*Front, error) {
 			w.Write(b)
 			return
 		}
-		(&ldp.Handler{Responder: r}).ServeHTTP(w, req.WithContext(context.WithValue(req.Context(), hostKey{}, req.Host)))
+		(&ldp.Handler{Responder: r, ReadBody: readBody}).ServeHTTP(w, req.WithContext(context.WithValue(req.Context(), hostKey{}, req.Host)))
 	}))
 	if o.Policy.RequireSignature {
 		o.Log.Warn("require_signature: every LDP task is refused, since its call inside the server carries no AVP-Sig (docs/ldp.md)")
@@ -242,16 +274,27 @@ func Card(pol *policy.Policy, k *identity.Keypair) *ldp.IdentityCard {
 			}
 		}
 		card.Capabilities = append(card.Capabilities, cp)
+	}
+	skillMetadata(card.Metadata, c, pol)
+	return card
+}
+
+// skillMetadata sets in m what each skill's call needs (its capability)
+// and costs, as pol maps it.
+func skillMetadata(m map[string]string, c *policy.LDPConfig, pol *policy.Policy) {
+	for _, sk := range c.Skills {
 		args := sk.Arguments
 		if args == nil {
 			args = json.RawMessage(`{}`)
 		}
 		if call, err := pol.Map(sk.Tool, args); err == nil {
-			card.Metadata[ldp.MetaCapabilityPrefix+sk.Name] = call.Namespace + ":" + call.Action + ":" + call.Resource
-			card.Metadata[ldp.MetaCostPrefix+sk.Name] = strconv.FormatInt(call.Cost, 10)
+			m[ldp.MetaCapabilityPrefix+sk.Name] = call.Namespace + ":" + call.Action + ":" + call.Resource
+			m[ldp.MetaCostPrefix+sk.Name] = strconv.FormatInt(call.Cost, 10)
+		} else {
+			delete(m, ldp.MetaCapabilityPrefix+sk.Name)
+			delete(m, ldp.MetaCostPrefix+sk.Name)
 		}
 	}
-	return card
 }
 
 // ldpExec runs a task as a tools/call through serve's own MCP endpoint,
@@ -266,6 +309,43 @@ type ldpExec struct {
 	mux       http.Handler
 	endpoint  string
 	log       *zap.Logger
+	// seq numbers the calls: tasks under one token share its stateless
+	// session, where two requests in flight may not have the same id (nor
+	// may a task and a client of the session's credential, the anonymous
+	// one included: ids also carry a random part no client guesses).
+	seq atomic.Int64
+	// check verifies a task's token as serve's endpoint does before it
+	// takes a request (nil: not checked here).
+	check func(string) error
+	// gates is the gate in force, whose policy says what a call costs;
+	// nil means pol's.
+	gates *gate.Current
+	// tap notes the receipts of the tasks' calls; nil without an audit
+	// log.
+	tap *Tap
+}
+
+// policy is the policy in force: what the gate charges by.
+func (x *ldpExec) policy() *policy.Policy {
+	if x.gates != nil {
+		if snap := x.gates.Load(); snap != nil && snap.Policy != nil {
+			return snap.Policy
+		}
+	}
+	return x.pol
+}
+
+// tokenRefused is the TASK_FAILED of a task whose token does not verify:
+// its denial type (invalid_token when it has none) and the message serve's
+// endpoint answers an MCP client with.
+func tokenRefused(err error) error {
+	code := "invalid_token"
+	var d *dct.Denial
+	if errors.As(err, &d) {
+		code = string(d.Type)
+	}
+	return &ldp.TaskError{LdpError: ldp.LdpError{Code: code, Category: "policy", Severity: "error",
+		Message: "the token in the Authorization header is not valid: " + err.Error()}}
 }
 
 func taskError(code, category, msg string) error {
@@ -296,13 +376,25 @@ func (x *ldpExec) Execute(ctx context.Context, t *ldp.Task) (*ldp.Outcome, error
 			return nil, taskError(string(ldp.ReasonWrongKey), "security", fmt.Sprintf("the TASK_SUBMIT is signed by %s, not by the token's holder %s", t.By.Signer, tok.Delegatee()))
 		}
 		bearer = t.Token.DCT
+		// A token serve's endpoint would refuse (revoked, expired, not
+		// from a trusted root) is the task's denial, as an MCP client is
+		// told, not a runtime failure of the delegate.
+		if x.check != nil {
+			if err := x.check(bearer); err != nil {
+				return nil, tokenRefused(err)
+			}
+		}
 	}
 	args, err := toolArguments(sk, t)
 	if err != nil {
 		return nil, taskError(ldp.CodeInputInvalid, "capability", err.Error())
 	}
 	params, _ := json.Marshal(map[string]any{"name": sk.Tool, "arguments": args})
-	body, _ := json.Marshal(map[string]any{"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": json.RawMessage(params)})
+	var nonce [8]byte
+	rand.Read(nonce[:])
+	id := "ldp-" + strconv.FormatInt(x.seq.Add(1), 10) + "-" + hex.EncodeToString(nonce[:])
+	rawID, _ := json.Marshal(id)
+	body, _ := json.Marshal(map[string]any{"jsonrpc": "2.0", "id": id, "method": "tools/call", "params": json.RawMessage(params)})
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, x.endpoint, bytes.NewReader(body))
 	if err != nil {
 		return nil, err
@@ -316,13 +408,38 @@ func (x *ldpExec) Execute(ctx context.Context, t *ldp.Task) (*ldp.Outcome, error
 	if bearer != "" {
 		req.Header.Set("Authorization", "Bearer "+bearer)
 	}
+	var rc *taskReceipts
+	if x.tap != nil {
+		rc = x.tap.watch(body)
+		defer x.tap.forget(rc)
+	}
+	// receipts is the provenance member naming the call's receipts (the
+	// decision's, then the execution's), once written.
+	receipts := func(p *ldp.ProvenanceDOS) *ldp.ProvenanceDOS { return x.tap.provenance(rc, p) }
 	w := &captureWriter{header: http.Header{}}
 	start := time.Now()
 	x.mux.ServeHTTP(w, req)
-	x.latencies.add(sk.Name, time.Since(start))
-	resp, err := jsonrpcResponse(w)
+	took := time.Since(start)
+	if w.status == http.StatusUnauthorized || w.status == http.StatusForbidden {
+		// The token was refused before the call (between the check above
+		// and the call, say): a denial, not the delegate's failure.
+		var m struct {
+			Error struct {
+				Message string `json:"message"`
+			} `json:"error"`
+		}
+		json.Unmarshal(w.body.Bytes(), &m)
+		return nil, &ldp.TaskError{LdpError: ldp.LdpError{Code: "invalid_token", Category: "policy", Severity: "error", Message: m.Error.Message}}
+	}
+	resp, err := jsonrpcResponse(w, string(rawID))
 	if err != nil {
 		return nil, taskError(ldp.CodeTaskFailed, "runtime", err.Error())
+	}
+	if resp.Error == nil {
+		// Only calls the tool answered are the skill's latency: a
+		// refusal takes a fraction of a millisecond, and anyone with a
+		// token could send them to set the card's hint.
+		x.latencies.add(sk.Name, took)
 	}
 	if resp.Error != nil {
 		var d struct {
@@ -332,10 +449,11 @@ func (x *ldpExec) Execute(ctx context.Context, t *ldp.Task) (*ldp.Outcome, error
 		if resp.Error.Code == gate.DenialCode && d.Type != "" {
 			// The gate's denial, with the type and message an MCP client
 			// would get.
-			return nil, &ldp.TaskError{LdpError: ldp.LdpError{Code: d.Type, Category: "policy", Severity: "error", Message: resp.Error.Message}}
+			return nil, &ldp.TaskError{LdpError: ldp.LdpError{Code: d.Type, Category: "policy", Severity: "error", Message: resp.Error.Message},
+				DelegateOS: receipts(nil)}
 		}
 		return nil, &ldp.TaskError{LdpError: ldp.LdpError{Code: "jsonrpc_" + strconv.Itoa(resp.Error.Code), Category: "runtime",
-			Severity: "error", Message: resp.Error.Message}}
+			Severity: "error", Message: resp.Error.Message}, DelegateOS: receipts(nil)}
 	}
 	var result struct {
 		IsError bool `json:"isError"`
@@ -343,7 +461,7 @@ func (x *ldpExec) Execute(ctx context.Context, t *ldp.Task) (*ldp.Outcome, error
 	json.Unmarshal(resp.Result, &result)
 	if result.IsError {
 		return nil, &ldp.TaskError{LdpError: ldp.LdpError{Code: "TOOL_ERROR", Category: "runtime", Severity: "error",
-			Message: "the tool ran and failed", PartialOutput: resp.Result}}
+			Message: "the tool ran and failed", PartialOutput: resp.Result}, DelegateOS: receipts(nil)}
 	}
 	out := &ldp.Outcome{Output: resp.Result}
 	if tc := x.contracts[sk.Name]; tc != nil {
@@ -363,19 +481,23 @@ func (x *ldpExec) Execute(ctx context.Context, t *ldp.Task) (*ldp.Outcome, error
 		}
 		if !res.Passed {
 			return nil, &ldp.TaskError{LdpError: ldp.LdpError{Code: "VERIFICATION_FAILED", Category: "quality", Severity: "error",
-				Message: fmt.Sprintf("the result fails contract %s's verification: %s", tc.ID, res.Details), PartialOutput: resp.Result}}
+				Message: fmt.Sprintf("the result fails contract %s's verification: %s", tc.ID, res.Details), PartialOutput: resp.Result}, DelegateOS: receipts(nil)}
 		}
 		out.Verified, out.VerificationStatus = true, "tool_verified"
 		out.Evidence = []ldp.EvidenceRef{{Source: "delegateos", Kind: "contract_verification", URI: tc.ID, Summary: "passed"}}
 	}
-	if raw, err := json.Marshal(args); err == nil && !x.pol.HonourUpstreamCost {
+	pol := x.policy()
+	if raw, err := json.Marshal(args); err == nil && !pol.HonourUpstreamCost {
 		// The gate charges a call that ran what the policy says it costs
 		// (unless the upstream may report its own cost, which this front
 		// does not see).
-		if call, err := x.pol.Map(sk.Tool, raw); err == nil {
+		if call, err := pol.Map(sk.Tool, raw); err == nil {
 			c := call.Cost
 			out.DelegateOS = &ldp.ProvenanceDOS{CostChargedMicrocents: &c}
 		}
+	}
+	if x.tap != nil {
+		out.DelegateOS = receipts(out.DelegateOS)
 	}
 	return out, nil
 }
@@ -453,9 +575,10 @@ type rpcResponse struct {
 	} `json:"error"`
 }
 
-// jsonrpcResponse reads the response to the request from a JSON body or
-// from the SSE stream's events (the last one with an id is it).
-func jsonrpcResponse(w *captureWriter) (*rpcResponse, error) {
+// jsonrpcResponse reads the response to the request whose id is id (as
+// JSON) from a JSON body or from the SSE stream's events (the last one
+// with that id).
+func jsonrpcResponse(w *captureWriter, id string) (*rpcResponse, error) {
 	status := w.status
 	if status == 0 {
 		status = http.StatusOK
@@ -474,7 +597,7 @@ func jsonrpcResponse(w *captureWriter) (*rpcResponse, error) {
 	}
 	for i := len(candidates) - 1; i >= 0; i-- {
 		var r rpcResponse
-		if json.Unmarshal(candidates[i], &r) == nil && string(r.ID) == "1" && (r.Result != nil || r.Error != nil) {
+		if json.Unmarshal(candidates[i], &r) == nil && string(r.ID) == id && (r.Result != nil || r.Error != nil) {
 			return &r, nil
 		}
 	}

@@ -45,13 +45,13 @@ func TestToolArguments(t *testing.T) {
 func TestJSONRPCResponse(t *testing.T) {
 	sse := &captureWriter{header: http.Header{"Content-Type": {"text/event-stream"}}}
 	sse.body.WriteString("id: 1\nretry: 1000\ndata: \n\nevent: message\ndata: {\"jsonrpc\":\"2.0\",\"method\":\"notifications/progress\"}\n\ndata: {\"jsonrpc\":\"2.0\",\"id\":1,\"result\":{\"content\":[]}}\n\n")
-	r, err := jsonrpcResponse(sse)
+	r, err := jsonrpcResponse(sse, "1")
 	if err != nil || string(r.Result) != `{"content":[]}` {
 		t.Fatalf("%v %+v", err, r)
 	}
 	plain := &captureWriter{header: http.Header{"Content-Type": {"application/json"}}, status: 401}
 	plain.body.WriteString(`{"jsonrpc":"2.0","id":null,"error":{"code":-32600,"message":"no"}}`)
-	if _, err := jsonrpcResponse(plain); err == nil {
+	if _, err := jsonrpcResponse(plain, "1"); err == nil {
 		t.Fatal("a response to no request was taken")
 	}
 }

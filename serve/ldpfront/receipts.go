@@ -1,0 +1,149 @@
+package ldpfront
+
+import (
+	"crypto/sha256"
+	"sync"
+	"time"
+
+	"github.com/delegateos/delegateos/ldp"
+	"github.com/delegateos/delegateos/receipt"
+)
+
+// AuditLog is the server's audit log (audit.Log) as the relays hand it
+// their decisions and calls, and as a Tap waits for it.
+type AuditLog interface {
+	Decided(*receipt.Decision)
+	Executed(*receipt.Execution)
+	Approval(*receipt.HumanApprovalBody) (string, error)
+	Failed() bool
+	// Written is closed once every receipt queued before the call is
+	// written (its digest known).
+	Written() <-chan struct{}
+}
+
+// Tap stands between the relays and the audit log: it hands everything
+// on, and keeps the records of the calls a task made, recognised by the
+// SHA-256 of the request as the front sent it (the decision's
+// payload_hash), so that the task's provenance names its receipts.
+type Tap struct {
+	AuditLog
+	mu    sync.Mutex
+	calls map[[32]byte]*taskReceipts
+	byDec map[*receipt.Decision]*taskReceipts
+}
+
+// NewTap wraps log; the relays must be given the Tap in its place.
+func NewTap(log AuditLog) *Tap {
+	return &Tap{AuditLog: log, calls: map[[32]byte]*taskReceipts{}, byDec: map[*receipt.Decision]*taskReceipts{}}
+}
+
+// taskReceipts are the records of one task's call: decided is closed
+// when its decision is handed over, executed when its end is.
+type taskReceipts struct {
+	payload   [32]byte
+	decision  *receipt.Decision
+	allowed   bool
+	execution *receipt.Execution
+	decided   chan struct{}
+	executed  chan struct{}
+}
+
+// Decided notes the decision of a watched call and hands it on.
+func (t *Tap) Decided(d *receipt.Decision) {
+	t.mu.Lock()
+	if c := t.calls[d.Payload]; c != nil && c.decision == nil {
+		// Read before the handover: from then on the record is the
+		// writer's.
+		c.decision, c.allowed = d, d.Allowed && d.Enforced && !d.Waiting
+		t.byDec[d] = c
+		close(c.decided)
+	}
+	t.mu.Unlock()
+	t.AuditLog.Decided(d)
+}
+
+// Executed notes the end of a watched call and hands it on.
+func (t *Tap) Executed(e *receipt.Execution) {
+	t.mu.Lock()
+	if c := t.byDec[e.Decision]; c != nil && c.execution == nil {
+		c.execution = e
+		close(c.executed)
+	}
+	t.mu.Unlock()
+	t.AuditLog.Executed(e)
+}
+
+// watch starts noting the receipts of the request whose bytes are body.
+func (t *Tap) watch(body []byte) *taskReceipts {
+	c := &taskReceipts{payload: sha256.Sum256(body), decided: make(chan struct{}), executed: make(chan struct{})}
+	t.mu.Lock()
+	t.calls[c.payload] = c
+	t.mu.Unlock()
+	return c
+}
+
+func (t *Tap) forget(c *taskReceipts) {
+	t.mu.Lock()
+	delete(t.calls, c.payload)
+	delete(t.byDec, c.decision)
+	t.mu.Unlock()
+}
+
+// receiptWait bounds how long a task's reply waits for its receipts to be
+// handed over and written; past it, provenance names what was written.
+const receiptWait = 10 * time.Second
+
+// hashes are the digests of c's decision and execution receipts, once
+// written, in that order. The response to the call has come back: its
+// decision, if the gate made one, was handed over before the relay
+// answered or forwarded the call; its end may be handed over just after,
+// and is waited for.
+func (t *Tap) hashes(c *taskReceipts) []string {
+	select {
+	case <-c.decided:
+	default:
+		return nil // refused before the gate (the token, say)
+	}
+	timer := time.NewTimer(receiptWait)
+	defer timer.Stop()
+	t.mu.Lock()
+	allowed := c.allowed
+	t.mu.Unlock()
+	if allowed {
+		select {
+		case <-c.executed:
+		case <-timer.C:
+		}
+	}
+	select {
+	case <-t.Written():
+	case <-timer.C:
+		return nil
+	}
+	t.mu.Lock()
+	d, e := c.decision, c.execution
+	t.mu.Unlock()
+	var out []string
+	if h, ok := d.Digest(); ok {
+		out = append(out, h)
+	}
+	if e != nil {
+		if h, ok := e.Digest(); ok {
+			out = append(out, h)
+		}
+	}
+	return out
+}
+
+// provenance adds c's receipt hashes to p (made when nil); without an
+// audit log (t nil) p is returned as it is.
+func (t *Tap) provenance(c *taskReceipts, p *ldp.ProvenanceDOS) *ldp.ProvenanceDOS {
+	if t == nil || c == nil {
+		return p
+	}
+	if p == nil {
+		p = &ldp.ProvenanceDOS{}
+	}
+	p.ReceiptHashes = t.hashes(c)
+	return p
+}
