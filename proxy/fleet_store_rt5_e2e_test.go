@@ -158,3 +158,37 @@ func TestE2EFaultLateMarkAfterOperatorReset(t *testing.T) {
 		t.Errorf("%d calls, the store's identity lost, store init --reset run (exit 0) while a proxy marked the loss: a proxy then forwarded nothing (%s: %s), the tree's stamp %v; want the operator's reset to hold", n, typ, detail, st["reset"])
 	}
 }
+
+// Held (tried by the fifth red team): the machine's copies of the
+// revocation list (state directory, *.revocations.json) replaced by
+// symbolic links to nothing while Redis keeps the list: the copies read
+// as empty, but a proxy restarted on the machine still learns the
+// revocation from the store and refuses the revoked token. (Un-revoking
+// needs Redis to lose the entry too, and a write to the state directory,
+// made 0700: the proxy's own user, who can edit the policy anyway.)
+func TestE2EFaultRevocationCopySymlinkedAwayHeld(t *testing.T) {
+	f := newFleet(t, 1000*fleetCost, 1000*fleetCost, 1000*fleetCost)
+	p, s := f.start(f.b, "", nil)
+	s.Call(t, "echo", map[string]any{"text": "before"}).OK(t, "B's call")
+	if out, err := f.revokeB(f.url); err != nil {
+		t.Fatalf("delegateos revoke: %v\n%s", err, out)
+	}
+	refusesB(t, s, "B's proxy")
+	stopProxy(t, p)
+	copies, _ := filepath.Glob(filepath.Join(f.e.Dir, "state", "*.revocations.json"))
+	if len(copies) == 0 {
+		t.Fatal("no copy of the revocation list in the state directory")
+	}
+	for _, c := range copies {
+		if err := os.Remove(c); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Symlink(filepath.Join(t.TempDir(), "nothing"), c); err != nil {
+			t.Fatal(err)
+		}
+	}
+	p2 := f.e.StartProxy(mcptest.ProxyOptions{Policy: f.policy(""), Token: f.b, WantExit: func(int) bool { return true }})
+	if !p2.WaitExit(mcptest.WaitTimeout) {
+		refusesB(t, p2.Connect(mcptest.SessionOptions{}), "the proxy restarted with its copies symlinked away")
+	}
+}
