@@ -609,6 +609,17 @@ func machineID(dir string) (string, error) {
 	if len(id) != 24 || strings.Trim(id, "0123456789abcdef") != "" {
 		return "", fmt.Errorf("%s is not a machine ID delegateos writes: remove it (this machine's proxies then take a new one)", path)
 	}
+	// Counts written under another machine ID: the ID was replaced (or
+	// the counts copied from another machine), and the counts they hold,
+	// which show a store gone back to an older snapshot, would be dropped
+	// as another machine's.
+	counts, _ := filepath.Glob(filepath.Join(dir, "store-*.seen.json"))
+	for _, c := range counts {
+		var st seenState
+		if cb, err := os.ReadFile(c); err == nil && json.Unmarshal(cb, &st) == nil && st.Machine != "" && st.Machine != id {
+			return "", fmt.Errorf("%s, this machine's ID, is %s, but its counts file %s names the machine ID %s: the ID was replaced, or the file copied from another machine, and a store gone back to an older snapshot would not be noticed; restore the ID the file names, or accept the loss with delegateos store init --reset and remove the counts files", path, id, c, st.Machine)
+		}
+	}
 	return id, nil
 }
 
@@ -907,7 +918,7 @@ func (s *Redis) join(ctx context.Context) error {
 		// The proxy that marked the identity may have stopped (a kill)
 		// before it marked every tree's stamp, which is what the proxies
 		// that took the emptied store for a new one read.
-		if err := markStamps(ctx, s.c, cur.Reset); err != nil {
+		if err := markStamps(ctx, s.c, cur.Reset, cur.Gen); err != nil {
 			return s.fail(err)
 		}
 		return nil
@@ -1030,7 +1041,7 @@ func (s *Redis) markStoreReset(ctx context.Context, why string) error {
 	gen := s.ident.Gen
 	s.mu.Unlock()
 	if cur, err := readIdentity(ctx, s.c); err == nil && !(cur != nil && cur.By == "operator" && cur.Gen > gen) {
-		if err := markStamps(ctx, s.c, why); err != nil {
+		if err := markStamps(ctx, s.c, why, gen); err != nil {
 			return s.fail(err)
 		}
 	}
@@ -1043,25 +1054,44 @@ func (s *Redis) markStoreReset(ctx context.Context, why string) error {
 	if !reset {
 		return nil // an operator acted meanwhile
 	}
-	if err := markStamps(ctx, s.c, why); err != nil {
+	if err := markStamps(ctx, s.c, why, gen); err != nil {
 		return s.fail(err)
 	}
 	return nil
 }
 
 // markStamps marks every tree's stamp reset for why (a stamp marked
-// already keeps its reason).
-func markStamps(ctx context.Context, c redisconn.Client, why string) error {
+// already keeps its reason), as a proxy that knew generation gen found
+// it (see markStampScript).
+func markStamps(ctx context.Context, c redisconn.Client, why string, gen int64) error {
 	return redisconn.Scan(ctx, c, stampKeyPrefix+"*", func(keys []string) error {
 		_, err := c.Pipelined(ctx, func(p redis.Pipeliner) error {
 			for _, k := range keys {
-				p.HSetNX(ctx, k, "reset", why)
+				markStampScript.Eval(ctx, p, []string{k}, why, gen)
 			}
 			return nil
 		})
 		return err
 	})
 }
+
+// markStamp marks one tree's stamp (key) reset for why, as markStamps.
+func markStamp(ctx context.Context, c redisconn.Client, key, why string, gen int64) {
+	markStampScript.Run(ctx, c, []string{key}, why, gen)
+}
+
+// markStampScript marks the stamp KEYS[1] reset for ARGV[1], found by a
+// proxy that knew generation ARGV[2], unless an operator lifted the
+// tree's loss at a later generation (its field "o", see restampScript):
+// a mark found before the operator's command and landing after it (a
+// delayed command, a slow proxy) would else undo the operator's reset
+// and leave every proxy refusing the tree while the command said it
+// succeeded. It returns 1 when it set the mark.
+var markStampScript = redis.NewScript(`
+local o = tonumber(redis.call('HGET', KEYS[1], 'o') or '0') or 0
+if o > tonumber(ARGV[2]) then return 0 end
+return redis.call('HSETNX', KEYS[1], 'reset', ARGV[1])
+`)
 
 // checkNewStamp is called when a reservation of this proxy made tree
 // tag's stamp: a proxy that found the store lost data marks its identity,
@@ -1081,7 +1111,7 @@ func (s *Redis) checkNewStamp(tag string) error {
 		return nil
 	}
 	if cur != nil && cur.Reset != "" {
-		s.c.HSetNX(s.ctx, stampKeyPrefix+"{"+tag+"}", "reset", cur.Reset)
+		markStamp(s.ctx, s.c, stampKeyPrefix+"{"+tag+"}", cur.Reset, id.Gen)
 	}
 	if err := s.storeChanged(tag); err != nil && !errors.Is(err, errRetry) {
 		return err
@@ -1270,7 +1300,7 @@ func (s *Redis) resetTree(tag, why string) error {
 		why += fmt.Sprintf(" (store recover rebuilt the tree at generation %d from fewer calls than this proxy saw: run it again with the audit logs of every proxy of the fleet, this proxy's included)", g)
 	}
 	s.mu.Unlock()
-	s.c.HSetNX(s.ctx, stampKeyPrefix+"{"+tag+"}", "reset", why)
+	markStamp(s.ctx, s.c, stampKeyPrefix+"{"+tag+"}", why, s.knownGen())
 	s.mu.Lock()
 	if s.treeReset == nil {
 		s.treeReset = make(map[string]string)
@@ -1343,7 +1373,7 @@ func (s *Redis) treeResetErr(tag string) error {
 // resetStore is resetTree for a loss of the whole store: every tree's
 // stamp is marked (see markStoreReset).
 func (s *Redis) resetStore(tag, why string) error {
-	s.c.HSetNX(s.ctx, stampKeyPrefix+"{"+tag+"}", "reset", why)
+	markStamp(s.ctx, s.c, stampKeyPrefix+"{"+tag+"}", why, s.knownGen())
 	if err := s.markStoreReset(s.ctx, why); err != nil && !errors.Is(err, redisconn.ErrUnavailable) {
 		return err
 	}
@@ -1691,13 +1721,15 @@ func restamp(ctx context.Context, c redisconn.Client, id Identity, lifted map[st
 
 // restampScript gives a tree's stamp (KEYS[1]) the identity ARGV[1] and
 // generation ARGV[2]; with ARGV[3] = "1" it lifts the tree's loss: drops
-// its reset mark, and the marks of its spend keys that are gone (whose
-// loss the operator accepted: else the next reservation finds them gone
+// its reset mark (recording the generation it was lifted at in "o", so
+// that a mark found before it and landing late is dropped), and the
+// marks of its spend keys that are gone (whose loss the operator accepted: else the next reservation finds them gone
 // again). The spend keys are the tree's, in its slot.
 var restampScript = redis.NewScript(`
 redis.call('HSET', KEYS[1], 'id', ARGV[1], 'g', ARGV[2])
 if ARGV[3] == '1' then
   redis.call('HDEL', KEYS[1], 'reset')
+  redis.call('HSET', KEYS[1], 'o', ARGV[2])
   for _, f in ipairs(redis.call('HKEYS', KEYS[1])) do
     local kind = string.sub(f, 1, 2)
     if (kind == 'k:' or kind == 'r:') and redis.call('EXISTS', string.sub(f, 3)) == 0 then
@@ -1823,4 +1855,11 @@ func RecoverStore(rawURL, stateDir string, usage []Usage) (Identity, error) {
 		return fail(err)
 	}
 	return *n, nil
+}
+
+// knownGen is the generation of the store this proxy knows.
+func (s *Redis) knownGen() int64 {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.ident.Gen
 }

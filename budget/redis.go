@@ -1005,8 +1005,34 @@ func (s *Redis) Close() error {
 	s.pending.Wait()
 	s.writeJournal(true)
 	s.saveSeen()
+	s.dropOwnFields()
 	s.mu.Lock()
 	return s.c.Close()
+}
+
+// dropOwnFields removes, at exit, this proxy's field p:NONCE from each
+// first key it reserved on: it guards a running proxy only (a restarted
+// one has a new nonce, and the machine's field and counts file guard it),
+// and proxies run one per session would otherwise leave a field each, for
+// ever. A failure leaves the fields, as a killed proxy does.
+func (s *Redis) dropOwnFields() {
+	s.mu.Lock()
+	keys := make([]string, 0, len(s.own))
+	for k := range s.own {
+		keys = append(keys, k)
+	}
+	s.mu.Unlock()
+	if len(keys) == 0 {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), closeWait)
+	defer cancel()
+	s.c.Pipelined(ctx, func(p redis.Pipeliner) error {
+		for _, k := range keys {
+			p.HDel(ctx, spendKey(k), "p:"+s.nonce)
+		}
+		return nil
+	})
 }
 
 // closeWait is how long Close lets background retries run.

@@ -1,0 +1,117 @@
+//go:build unix && redteam
+
+package proxy_test
+
+// Attacks of the fifth red team of issue 19's store history that still
+// break the product (run with -tags redteam; they fail). See
+// /work/wt/rtstore5.report.md.
+
+import (
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"syscall"
+	"testing"
+
+	"github.com/delegateos/delegateos/gate"
+	"github.com/delegateos/delegateos/internal/mcptest"
+)
+
+// RT5-2. Two machines share a machine ID: machine 2 is a clone of
+// machine 1's VM image (its state directory, machine-id included, baked
+// into the image). Machine 1 makes 20 calls and stops; Redis goes back to
+// a snapshot at 10; machine 2 (the clone) makes 10 calls, which raise the
+// key's field m:ID, the shared one, back to 20. Machine 1's restarted
+// proxy (a new nonce: no p: field to check) finds its machine's field at
+// the 20 it saw and forwards 10 more: 40 on 30.
+func TestRedTeamRT5ClonedMachineIDMasksRollback(t *testing.T) {
+	f := newStoreFleet(t)
+	p1, s1 := f.start(f.a, "", nil)
+	n, _, _ := drain(t, s1, 10)
+	f.settled()
+	snap := f.snapshot()
+	m, _, _ := drain(t, s1, 10)
+	f.settled()
+	stopProxy(t, p1)
+	id, err := os.ReadFile(filepath.Join(f.e.Dir, "state", "machine-id"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	clone := t.TempDir()
+	if err := os.MkdirAll(filepath.Join(clone, "state"), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(clone, "state", "machine-id"), id, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	f.restore(snap)
+	p2 := f.e.StartProxy(mcptest.ProxyOptions{Policy: f.policy(""), Token: f.a, Dir: clone})
+	k, _, _ := drain(t, p2.Connect(mcptest.SessionOptions{}), 10)
+	p3, s3 := f.start(f.a, "", nil)
+	more, typ, detail := drain(t, s3, 40)
+	total := n + m + k + more
+	f.sameAsUpstreams([]*mcptest.Process{p1, p2, p3}, total)
+	if more != 0 || typ != string(gate.StoreReset) {
+		t.Errorf("machine 1 made %d calls and stopped, Redis went back to a snapshot of %d, machine 2 (a clone of machine 1, its machine-id shared) made %d: machine 1's restarted proxy forwarded %d more (%d on 30), then %s: %s; want none, store_reset", n+m, n, k, more, total, typ, detail)
+	}
+}
+
+// RT5-3. A proxy writes the counts it saw to its state directory at most
+// once a second, in the background (seenEvery); kill -9 (the OOM killer, a
+// crash of the machine) within that second loses the last raises. If Redis
+// loses the same last writes (a failover to a replica that had not
+// received them, appendfsync everysec and a crash of its machine), another
+// machine's calls take the count back up and machine 1's restarted proxy
+// (a new nonce, its machine's kept count below the store's) cannot tell.
+// The test holds the counts file's lock while machine 1 makes its last 10
+// calls and is killed, to place the kill within the second
+// deterministically; the lock is what a second that has not passed yet
+// looks like to the proxy. Result: 40 calls on 30.
+func TestRedTeamRT5KillWithinTheSecondMasksRollback(t *testing.T) {
+	f := newStoreFleet(t)
+	p1, s1 := f.start(f.a, "", func(int) bool { return true }) // killed below
+	n, _, _ := drain(t, s1, 10)
+	f.settled()
+	kept := func() int64 {
+		b, _ := os.ReadFile(f.seenFiles()[0])
+		var st struct {
+			MSeen map[string]int64 `json:"mseen"`
+		}
+		json.Unmarshal(b, &st)
+		var top int64
+		for _, v := range st.MSeen {
+			top = max(top, v)
+		}
+		return top
+	}
+	mcptest.Eventually(t, "machine 1's counts kept", func() bool { return kept() == n })
+	lock, err := os.OpenFile(f.seenFiles()[0]+".lock", os.O_RDWR|os.O_CREATE, 0o600)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := syscall.Flock(int(lock.Fd()), syscall.LOCK_EX); err != nil {
+		t.Fatal(err)
+	}
+	snap := f.snapshot()
+	m, _, _ := drain(t, s1, 10)
+	f.settled()
+	pid := p1.UpstreamPID()
+	if err := p1.Cmd.Process.Kill(); err != nil {
+		t.Fatal(err)
+	}
+	mcptest.Eventually(t, "the killed proxy's upstream to exit", func() bool { return mcptest.ProcessGone(pid) })
+	p1.WaitExit(mcptest.WaitTimeout)
+	lock.Close()
+	f.restore(snap)
+	p2 := f.e.StartProxy(mcptest.ProxyOptions{Policy: f.policy(""), Token: f.a, Dir: t.TempDir()})
+	k, _, _ := drain(t, p2.Connect(mcptest.SessionOptions{}), 10)
+	p3, s3 := f.start(f.a, "", nil)
+	more, typ, detail := drain(t, s3, 40)
+	total := n + m + k + more
+	// The killed proxy's log lost its upstream's last lines: its calls
+	// are the client's count.
+	f.sameAsUpstreams([]*mcptest.Process{p2, p3}, k+more)
+	if more != 0 || typ != string(gate.StoreReset) {
+		t.Errorf("machine 1 made %d calls, was killed within a second of the last %d, Redis lost the same last writes (back to %d), machine 2 made %d: machine 1's restarted proxy forwarded %d more (%d on 30), then %s: %s; want none, store_reset", n+m, m, n, k, more, total, typ, detail)
+	}
+}
