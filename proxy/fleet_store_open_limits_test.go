@@ -24,7 +24,7 @@ import (
 // key's field m:ID, the shared one, back to 20. Machine 1's restarted
 // proxy (a new nonce: no p: field to check) finds its machine's field at
 // the 20 it saw and forwards 10 more: 40 on 30.
-func TestRedTeamRT5ClonedMachineIDMasksRollback(t *testing.T) {
+func TestE2EFaultClonedMachineIDMasksRollback(t *testing.T) {
 	f := newStoreFleet(t)
 	p1, s1 := f.start(f.a, "", nil)
 	n, _, _ := drain(t, s1, 10)
@@ -67,7 +67,7 @@ func TestRedTeamRT5ClonedMachineIDMasksRollback(t *testing.T) {
 // calls and is killed, to place the kill within the second
 // deterministically; the lock is what a second that has not passed yet
 // looks like to the proxy. Result: 40 calls on 30.
-func TestRedTeamRT5KillWithinTheSecondMasksRollback(t *testing.T) {
+func TestE2EFaultKillWithinTheSecondMasksRollback(t *testing.T) {
 	f := newStoreFleet(t)
 	p1, s1 := f.start(f.a, "", func(int) bool { return true }) // killed below
 	n, _, _ := drain(t, s1, 10)
