@@ -763,7 +763,7 @@ func (s *session) replyError(w *frameWriter, id []byte, code int, message string
 	if id == nil {
 		id = []byte("null")
 	}
-	b, err := json.Marshal(rpcError{JSONRPC: "2.0", ID: id, Error: rpcErrorBody{Code: code, Message: message, Data: data}})
+	b, err := marshalFrame(rpcError{JSONRPC: "2.0", ID: id, Error: rpcErrorBody{Code: code, Message: message, Data: data}})
 	if err != nil {
 		s.log.Error("encoding an error response failed", zap.Error(err))
 		return

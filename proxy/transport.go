@@ -1,6 +1,7 @@
 package proxy
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"strconv"
@@ -128,13 +129,27 @@ func ErrorFrame(id []byte, code int, message string) []byte {
 	if id == nil {
 		id = []byte("null")
 	}
-	b, err := json.Marshal(rpcError{JSONRPC: "2.0", ID: id, Error: rpcErrorBody{Code: code, Message: message}})
+	b, err := marshalFrame(rpcError{JSONRPC: "2.0", ID: id, Error: rpcErrorBody{Code: code, Message: message}})
 	if err != nil {
 		// The id came from a frame the scanner read as JSON; only an id
 		// that is not valid JSON gets here.
-		b, _ = json.Marshal(rpcError{JSONRPC: "2.0", ID: []byte("null"), Error: rpcErrorBody{Code: code, Message: message}})
+		b, _ = marshalFrame(rpcError{JSONRPC: "2.0", ID: []byte("null"), Error: rpcErrorBody{Code: code, Message: message}})
 	}
 	return b
+}
+
+// marshalFrame encodes a frame the proxy writes itself. Unlike
+// json.Marshal it leaves <, > and & as they are, so that an id is answered
+// with the bytes the client sent ("a&b", not "a\u0026b": the same value,
+// but not the same bytes to a client that compares them).
+func marshalFrame(v any) ([]byte, error) {
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(v); err != nil {
+		return nil, err
+	}
+	return bytes.TrimSuffix(buf.Bytes(), []byte{'\n'}), nil
 }
 
 // JSON-RPC error codes a transport answers with.
