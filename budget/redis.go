@@ -75,7 +75,12 @@ type Redis struct {
 	own     map[string]int64
 	mseen   map[string]int64
 	machine string
-	listed  map[string]bool // trees this proxy has added to treesKey
+	// instance is this host's instance of the machine, which each
+	// reservation records in the key's field "i:MACHINE"; instances are
+	// those the state directory ran as (see machineInstance).
+	instance  string
+	instances map[string]bool
+	listed    map[string]bool // trees this proxy has added to treesKey
 	// seenSaved is when seen was last written to the state directory,
 	// savingSeen that it is being written.
 	seenSaved  time.Time
@@ -197,9 +202,11 @@ end
 // reserveScript holds cost at every key or at none. KEYS are the distinct
 // keys' spend hashes, then the open-reservations hash and the void key of
 // the reservation, the tree's stamp, then the spend hashes of the commits
-// it carries. The last four ARGV are the store's identity and generation
+// it carries. The last ARGV are the store's identity and generation
 // as the proxy knows them, the calls it has seen the first key count,
-// and "1" when the tree is known to be new (its stamp is then made). ARGV:
+// "1" when the tree is known to be new (its stamp is then made), the
+// proxy's nonce and count, its machine's ID and count, and its machine's
+// instance and one taken over (see {9} below). ARGV:
 // the reservation ID, cost, the time of the call, the number of levels and
 // of keys, then per level the index of its key in KEYS and its limit, then
 // per key the limit the call records, then the number of commits carried
@@ -218,8 +225,12 @@ end
 // when it has no stamp and is not known to be new, {5} when its
 // generation is after the proxy's, {6, why} when it is marked reset, {7}
 // when its generation is before the proxy's, {8, why} when it was
-// written under another identity. Keys that exist without a "k:" field
-// in the stamp (written before it) get one.
+// written under another identity, {9, instance} when the machine's
+// field "i:MACHINE" names another instance than the last two ARGV (this
+// host's instance of the machine, and one its state directory ran as,
+// taken over; see machineInstance) while the proxy has a count of its
+// machine's to check. Keys that exist without a "k:" field in the stamp
+// (written before it) get one.
 var reserveScript = redis.NewScript(luaDecimal + `
 local nl, nk = tonumber(ARGV[4]), tonumber(ARGV[5])
 local open = KEYS[nk + 1]
@@ -230,8 +241,9 @@ local p = base + nk
 -- under; and the calls of the first key, which must not be fewer than the
 -- proxy has seen. Nothing is written before these checks.
 local stamp, na = KEYS[nk + 3], #ARGV
-local sid, sgen, lastn, fresh = ARGV[na - 7], tonumber(ARGV[na - 6]), tonumber(ARGV[na - 5]), ARGV[na - 4]
-local pid, pown, mid, mown = ARGV[na - 3], tonumber(ARGV[na - 2]), ARGV[na - 1], tonumber(ARGV[na])
+local sid, sgen, lastn, fresh = ARGV[na - 9], tonumber(ARGV[na - 8]), tonumber(ARGV[na - 7]), ARGV[na - 6]
+local pid, pown, mid, mown = ARGV[na - 5], tonumber(ARGV[na - 4]), ARGV[na - 3], tonumber(ARGV[na - 2])
+local inst, from = ARGV[na - 1], ARGV[na]
 local st = redis.call('HMGET', stamp, 'id', 'g', 'reset')
 local newstamp = false
 if st[3] then return {6, st[3]} end
@@ -262,6 +274,11 @@ else
     if (tonumber(v) or 0) < mown then
       return {3, KEYS[1] .. ' records ' .. v .. ' calls at the latest reservation of this machine\'s proxies, fewer than the ' .. mown .. ' they saw: Redis went back to an older snapshot (other machines\' calls since took its count back up)'}
     end
+    -- The machine's field is checked only if this host's instance of
+    -- the machine (or one its state directory ran as: from) raised it
+    -- last: another host using the same machine ID may have raised it.
+    local h = redis.call('HGET', KEYS[1], 'i:' .. mid)
+    if h and h ~= inst and h ~= from then return {9, h} end
   end
 end
 local isnew = {}
@@ -299,7 +316,7 @@ end
 -- the writes of a script that fails.
 for i = nk + 4, #KEYS do fields(KEYS[i]) end
 if newstamp then
-  redis.call('HSET', stamp, 'id', sid, 'g', ARGV[na - 6])
+  redis.call('HSET', stamp, 'id', sid, 'g', ARGV[na - 8])
 end
 local ns = tonumber(ARGV[p]); p = p + 1
 for x = 1, ns do
@@ -340,8 +357,13 @@ for i = 1, nk do
 end
 local newn = sat(add(f[1][3], '1'))
 redis.call('HSET', KEYS[1], 'p:' .. pid, newn)
-if mid ~= '' and cmp(redis.call('HGET', KEYS[1], 'm:' .. mid) or '0', newn) < 0 then
-  redis.call('HSET', KEYS[1], 'm:' .. mid, newn)
+if mid ~= '' then
+  if cmp(redis.call('HGET', KEYS[1], 'm:' .. mid) or '0', newn) < 0 then
+    redis.call('HSET', KEYS[1], 'm:' .. mid, newn)
+  end
+  if inst ~= '' and redis.call('HGET', KEYS[1], 'i:' .. mid) ~= inst then
+    redis.call('HSET', KEYS[1], 'i:' .. mid, inst)
+  end
 end
 return {1, tonumber(newn)}
 `)
@@ -415,6 +437,10 @@ func OpenRedisIn(rawURL, stateDir string) (*Redis, error) {
 			c.Close()
 			return nil, &StateError{fmt.Errorf("spend store %s: %w", s.url, err)}
 		}
+		if s.instance, s.instances, err = machineInstance(stateDir, s.machine); err != nil {
+			c.Close()
+			return nil, &StateError{fmt.Errorf("spend store %s: %w", s.url, err)}
+		}
 	}
 	if err := s.join(ctx); err != nil {
 		c.Close()
@@ -462,7 +488,7 @@ func (s *Redis) Reserve(levels []Level, cost int64) (*Reservation, error) {
 	rid := s.rid(r.id)
 	rkeys := scriptKeys(keys, rid)
 	at := min(max(s.now().UnixMilli(), 1), maxAt)
-	fresh, listed := "0", false
+	fresh, listed, from := "0", false, ""
 	var res []any
 	var settles []settleCmd
 	for try := 0; ; try++ {
@@ -488,7 +514,7 @@ func (s *Redis) Reserve(levels []Level, cost int64) (*Reservation, error) {
 		s.mu.Lock()
 		id, seen, own, mseen := s.ident, s.seen[keys[0]], s.own[keys[0]], s.mseen[keys[0]]
 		s.mu.Unlock()
-		args = append(args, id.ID, id.Gen, seen, fresh, s.nonce, own, s.machine, mseen)
+		args = append(args, id.ID, id.Gen, seen, fresh, s.nonce, own, s.machine, mseen, s.instance, from)
 		res, err = reserveScript.Run(s.ctx, s.c, skeys, args...).Slice()
 		if err != nil || len(res) == 0 {
 			break
@@ -522,6 +548,15 @@ func (s *Redis) Reserve(levels []Level, cost int64) (*Reservation, error) {
 			if serr = s.storeChanged(tag); serr == nil {
 				serr = s.resetStore(tag, why)
 			}
+		case 9:
+			// The machine's field was raised last by another instance:
+			// one this state directory ran as (before a reboot) is taken
+			// over, another host's refuses the tree's calls.
+			h, _ := res[len(res)-1].(string)
+			if !s.instances[h] {
+				return nil, &SharedMachineError{Store: s.url, Root: tag, Key: keys[0], Machine: s.machine, Instance: h, Dir: s.stateDir}
+			}
+			from = h
 		case 7:
 			serr = s.stampBehind(tag, id)
 		case 4:

@@ -178,7 +178,7 @@ func TestRedisLateReserveAfterCancel(t *testing.T) {
 	if err := commitScript.Run(ctx, s.c, rkeys, "late.1", 50, 0, "void", voidTTL.Milliseconds()).Err(); err != nil {
 		t.Fatal(err)
 	}
-	res, err := reserveScript.Run(ctx, s.c, append(rkeys, stampKey(keys[0])), "late.1", 50, 1, 1, 1, 1, 100, 100, 0, s.ident.ID, s.ident.Gen, 0, "1", s.nonce, 0, s.machine, 0).Slice()
+	res, err := reserveScript.Run(ctx, s.c, append(rkeys, stampKey(keys[0])), "late.1", 50, 1, 1, 1, 1, 100, 100, 0, s.ident.ID, s.ident.Gen, 0, "1", s.nonce, 0, s.machine, 0, s.instance, "").Slice()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -196,7 +196,7 @@ func TestRedisScriptsAreIdempotent(t *testing.T) {
 	rkeys := scriptKeys([]string{"ISSUER/del_root"}, "x.1")
 	ctx := context.Background()
 	for range 2 {
-		if err := reserveScript.Run(ctx, s.c, append(rkeys, stampKey("ISSUER/del_root")), "x.1", 40, 1, 1, 1, 1, 100, 100, 0, s.ident.ID, s.ident.Gen, 0, "1", s.nonce, 0, s.machine, 0).Err(); err != nil {
+		if err := reserveScript.Run(ctx, s.c, append(rkeys, stampKey("ISSUER/del_root")), "x.1", 40, 1, 1, 1, 1, 100, 100, 0, s.ident.ID, s.ident.Gen, 0, "1", s.nonce, 0, s.machine, 0, s.instance, "").Err(); err != nil {
 			t.Fatal(err)
 		}
 	}

@@ -1,0 +1,116 @@
+package budget
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/delegateos/delegateos/internal/redisconn"
+)
+
+// A machine's ID (machineID) is kept in its state directory, and a state
+// directory can be copied: a VM image with it baked in, a container
+// image, a backup restored on a second host. Two hosts then raise the one
+// field "m:ID" of every key they call, and a store gone back to an older
+// snapshot is hidden from one by the other's calls. So each reservation
+// also names the instance of the machine that makes it, in the key's
+// field "i:ID": a token of the state directory's ID, the host's boot
+// (/proc/sys/kernel/random/boot_id) and the directory's device and inode,
+// the same for every proxy of the host on that directory, another for a
+// copy of it or after a reboot. The state directory lists, in
+// machine-instances, every instance it ran as: a reboot (a new instance)
+// takes over a key whose field names one it ran as before, while a
+// proxy that finds the field naming an instance its directory never ran
+// as, with a count of its machine's own to check there, refuses the
+// tree's calls (SharedMachineError): another host uses its machine ID.
+
+// instancesFile is the state directory's list of the instances it ran
+// as, one token a line.
+const instancesFile = "machine-instances"
+
+// maxInstances bounds the list: the oldest are dropped first. A key last
+// called that many reboots ago, whose field names a dropped instance, is
+// refused as another host's until an operator's new generation (store
+// init --reset or store recover) lifts it: fail closed.
+const maxInstances = 4096
+
+// machineInstance returns the token of this host's instance of the
+// machine of state directory dir (ID machine) and the instances the
+// directory ran as, this one included (recorded, synced, before any
+// reservation names it).
+func machineInstance(dir, machine string) (string, map[string]bool, error) {
+	sum := sha256.Sum256([]byte("delegateos machine instance\n" + machine + "\n" + bootID() + "\n" + dirIdentity(dir)))
+	token := hex.EncodeToString(sum[:12])
+	path := filepath.Join(dir, instancesFile)
+	lock, err := lockWait(path + ".lock")
+	if err != nil {
+		return "", nil, fmt.Errorf("the state directory %s cannot be written: %w; set DELEGATEOS_STATE_DIR to a directory the proxy can write", dir, err)
+	}
+	defer lock.Close()
+	b, err := os.ReadFile(path)
+	if err != nil && !errors.Is(err, os.ErrNotExist) {
+		return "", nil, fmt.Errorf("%s cannot be read: %w", path, err)
+	}
+	var list []string
+	seen := map[string]bool{}
+	for _, l := range strings.Split(string(b), "\n") {
+		if l == "" {
+			continue
+		}
+		if len(l) != 24 || strings.Trim(l, "0123456789abcdef") != "" {
+			return "", nil, fmt.Errorf("%s is not a list of machine instances delegateos writes: restore it, or remove it (a key last called by an instance it named is then refused as another host's until store init --reset or store recover)", path)
+		}
+		list = append(list, l)
+		seen[l] = true
+	}
+	if !seen[token] {
+		list = append(list, token)
+		if len(list) > maxInstances {
+			list = list[len(list)-maxInstances:]
+		}
+		if err := writeFileAtomic(path, []byte(strings.Join(list, "\n")+"\n")); err != nil {
+			return "", nil, fmt.Errorf("the state directory %s cannot be written: %w; set DELEGATEOS_STATE_DIR to a directory the proxy can write", dir, err)
+		}
+		seen = make(map[string]bool, len(list))
+		for _, l := range list {
+			seen[l] = true
+		}
+	}
+	return token, seen, nil
+}
+
+// bootID names this boot of the host: the kernel's boot_id where there
+// is one, else the host's name (then a reboot is the same instance, and
+// two copies of a state directory are told apart by their directories'
+// device and inode only).
+func bootID() string {
+	if b, err := os.ReadFile("/proc/sys/kernel/random/boot_id"); err == nil {
+		if s := strings.TrimSpace(string(b)); s != "" {
+			return "boot:" + s
+		}
+	}
+	h, _ := os.Hostname()
+	return "host:" + h
+}
+
+// SharedMachineError is the refusal of a tree's call by a proxy whose
+// machine ID another host uses too: the key's field "i:ID" names an
+// instance its state directory never ran as, while its machine has a
+// count of its own to check there. It matches redisconn.ErrReset (the
+// denial is store_reset): a store gone back to an older snapshot would be
+// hidden by the other host's calls.
+type SharedMachineError struct {
+	Store, Root, Key, Machine, Instance, Dir string
+}
+
+func (e *SharedMachineError) Error() string {
+	return fmt.Sprintf("spend store %s: this machine's ID %s (%s) is used by another host too: %s records the latest reservation of this machine's proxies as made by instance %s, which the state directory %s never ran as (a copy of it on another host: a VM or container image with the state directory baked in, a restored backup); that host's calls raise this machine's count of the calls of the delegation tree of root %s, which would hide a store gone back to an older snapshot, so they are refused; give each host a state directory of its own (on the copy: stop its proxies and remove its state directory, or point DELEGATEOS_STATE_DIR at an empty one), then check the tree's spend with 'delegateos store recover --store URL --root %s --audit LOG... --policy FILE' or accept it with 'delegateos store init --store URL --reset --root %s'",
+		e.Store, e.Machine, filepath.Join(e.Dir, "machine-id"), e.Key, e.Instance, e.Dir, e.Root, e.Root, e.Root)
+}
+
+// Is makes errors.Is(err, redisconn.ErrReset) hold.
+func (e *SharedMachineError) Is(target error) bool { return target == redisconn.ErrReset }
