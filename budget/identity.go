@@ -694,12 +694,14 @@ func keptSeen(st *seenState, id Identity) map[string]int64 {
 }
 
 // loadSeen starts the counts this proxy has seen from the state
-// directory's file st, at open. known is the identity the state
+// directory's file st, at open, and from the live records dead of the
+// machine's proxies that were killed (folded into the file, then
+// removed). known is the identity the state
 // directory's index names for the URL and counts says its counts file was
 // written: such a file that is gone was deleted, and the counts it kept
 // are lost (unless an operator accepted every tree's loss since). marked
 // says the index as written at this open says so already.
-func (s *Redis) loadSeen(st *seenState, known *Identity, counts, marked bool) error {
+func (s *Redis) loadSeen(st *seenState, dead []deadRecord, known *Identity, counts, marked bool) error {
 	s.mu.Lock()
 	id := s.ident
 	s.mu.Unlock()
@@ -716,22 +718,47 @@ func (s *Redis) loadSeen(st *seenState, known *Identity, counts, marked bool) er
 		s.mseen = m
 		s.mu.Unlock()
 	}
+	for _, d := range dead {
+		seen, m := keptSeen(d.st, id), keptMachine(d.st, id, s.machine)
+		s.mu.Lock()
+		s.seen = mergeMax(s.seen, seen)
+		s.mseen = mergeMax(s.mseen, m)
+		s.mu.Unlock()
+	}
 	if s.stateDir == "" {
 		return nil
 	}
-	if st == nil || st.path != s.seenPath(id.ID) {
+	fresh := st == nil || st.path != s.seenPath(id.ID)
+	if fresh || len(dead) > 0 {
 		// The identity's own file is written now, empty if need be, so
 		// that one deleted later is told from none.
 		if err := s.storeSeen(true); err != nil {
 			return fmt.Errorf("spend store %s: the counts of calls this machine sees cannot be kept in the state directory %s (%v): a proxy restarted after the store went back to an older snapshot would not notice it; set DELEGATEOS_STATE_DIR to a directory the proxy can write", s.url, s.stateDir, err)
 		}
-	} else if marked {
+		closeDead(dead, true)
+	}
+	if !fresh && marked {
 		return nil
 	}
 	if err := s.rememberIdentity(id, true); err != nil {
 		return fmt.Errorf("spend store %s: its identity cannot be kept in the state directory %s (%v): a proxy restarted after the store lost data would not notice it; set DELEGATEOS_STATE_DIR to a directory the proxy can write", s.url, s.stateDir, err)
 	}
 	return nil
+}
+
+// mergeMax raises the counts of to to those of from, making to if need
+// be.
+func mergeMax(to, from map[string]int64) map[string]int64 {
+	if len(from) == 0 {
+		return to
+	}
+	if to == nil {
+		to = make(map[string]int64, len(from))
+	}
+	for k, n := range from {
+		to[k] = max(to[k], n)
+	}
+	return to
 }
 
 // saveSeen writes the counts this proxy has seen to the state directory
@@ -908,9 +935,20 @@ func (s *Redis) join(ctx context.Context) error {
 	// the URL's spelling: a generation after the store's is a store gone
 	// back to an older snapshot.
 	st, serr := s.readSeenFile(cur.ID)
-	if serr == nil && st != nil && st.Gen > cur.Gen {
-		s.ident = Identity{ID: cur.ID, Gen: st.Gen, By: cur.By}
-		return s.markStoreReset(ctx, fmt.Sprintf("its generation %d is before the %d this machine saw: Redis went back to an older snapshot", cur.Gen, st.Gen))
+	// And the live records of this machine's proxies that were killed
+	// before they wrote their last counts there (see live.go).
+	dead, derr := s.deadLive(cur.ID)
+	defer closeDead(dead)
+	if serr == nil {
+		serr = derr
+	}
+	if serr == nil {
+		for _, d := range append([]deadRecord{{st: st}}, dead...) {
+			if d.st != nil && d.st.Gen > cur.Gen {
+				s.ident = Identity{ID: cur.ID, Gen: d.st.Gen, By: cur.By}
+				return s.markStoreReset(ctx, fmt.Sprintf("its generation %d is before the %d this machine saw: Redis went back to an older snapshot", cur.Gen, d.st.Gen))
+			}
+		}
 	}
 	s.ident = *cur
 	if cur.Reset != "" {
@@ -932,7 +970,7 @@ func (s *Redis) join(ctx context.Context) error {
 	if serr != nil {
 		return &StateError{fmt.Errorf("spend store %s: %v: the counts this machine saw are lost, so a store gone back to an older snapshot would not be noticed; restore the file, or remove it and accept the loss with delegateos store init --reset", s.url, serr)}
 	}
-	if err := s.loadSeen(st, known, counts, marked); err != nil {
+	if err := s.loadSeen(st, dead, known, counts, marked); err != nil {
 		return &StateError{err}
 	}
 	if err := s.carrySeen(known, *cur); err != nil {

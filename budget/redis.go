@@ -80,7 +80,13 @@ type Redis struct {
 	// those the state directory ran as (see machineInstance).
 	instance  string
 	instances map[string]bool
-	listed    map[string]bool // trees this proxy has added to treesKey
+	// live is this proxy's live record of the counts it raised, under
+	// its identity and generation (liveOld those of earlier ones, kept
+	// until the counts are written at Close; see live.go).
+	live    *liveRecord
+	liveOld []*liveRecord
+	liveSeq int
+	listed  map[string]bool // trees this proxy has added to treesKey
 	// seenSaved is when seen was last written to the state directory,
 	// savingSeen that it is being written.
 	seenSaved  time.Time
@@ -446,6 +452,15 @@ func OpenRedisIn(rawURL, stateDir string) (*Redis, error) {
 		c.Close()
 		return nil, err
 	}
+	if stateDir != "" && liveRecords {
+		s.mu.Lock()
+		err := s.liveFor(s.ident)
+		s.mu.Unlock()
+		if err != nil {
+			c.Close()
+			return nil, &StateError{fmt.Errorf("spend store %s: the counts of calls this proxy sees cannot be recorded in the state directory %s (%v): a proxy killed within a second of its last calls would lose them; set DELEGATEOS_STATE_DIR to a directory the proxy can write", s.url, stateDir, err)}
+		}
+	}
 	s.replay()
 	return s, nil
 }
@@ -489,6 +504,7 @@ func (s *Redis) Reserve(levels []Level, cost int64) (*Reservation, error) {
 	rkeys := scriptKeys(keys, rid)
 	at := min(max(s.now().UnixMilli(), 1), maxAt)
 	fresh, listed, from := "0", false, ""
+	var sent Identity // the identity and generation of the last run
 	var res []any
 	var settles []settleCmd
 	for try := 0; ; try++ {
@@ -514,6 +530,7 @@ func (s *Redis) Reserve(levels []Level, cost int64) (*Reservation, error) {
 		s.mu.Lock()
 		id, seen, own, mseen := s.ident, s.seen[keys[0]], s.own[keys[0]], s.mseen[keys[0]]
 		s.mu.Unlock()
+		sent = id
 		args = append(args, id.ID, id.Gen, seen, fresh, s.nonce, own, s.machine, mseen, s.instance, from)
 		res, err = reserveScript.Run(s.ctx, s.c, skeys, args...).Slice()
 		if err != nil || len(res) == 0 {
@@ -646,6 +663,12 @@ func (s *Redis) Reserve(levels []Level, cost int64) (*Reservation, error) {
 		}
 		s.mseen[keys[0]] = n
 		grew = true
+	}
+	if n > 0 && s.live != nil && s.liveFor(sent) == nil {
+		// In the page cache at once, which a kill -9 does not lose (a
+		// failure to grow the record leaves the counts file's write,
+		// within a second).
+		s.live.raise(keys[0], n)
 	}
 	if s.l.open == nil {
 		s.l.open = make(map[uint64]*Reservation)
@@ -1039,10 +1062,35 @@ func (s *Redis) Close() error {
 	s.stop()
 	s.pending.Wait()
 	s.writeJournal(true)
-	s.saveSeen()
+	saved := s.storeSeen(false) == nil
 	s.dropOwnFields()
 	s.mu.Lock()
+	for _, l := range append(s.liveOld, s.live) {
+		if l != nil {
+			l.close(saved)
+		}
+	}
+	s.live, s.liveOld = nil, nil
 	return s.c.Close()
+}
+
+// liveFor makes the live record of identity id current (s.mu held): a
+// new one when the identity or generation changed, the earlier kept
+// until Close.
+func (s *Redis) liveFor(id Identity) error {
+	if s.live != nil && s.live.id == id.ID && s.live.gen == id.Gen {
+		return nil
+	}
+	s.liveSeq++
+	l, err := openLive(s.livePrefix(id.ID)+s.nonce+"."+strconv.Itoa(s.liveSeq), id.ID, id.Gen, s.machine)
+	if err != nil {
+		return err
+	}
+	if s.live != nil {
+		s.liveOld = append(s.liveOld, s.live)
+	}
+	s.live = l
+	return nil
 }
 
 // dropOwnFields removes, at exit, this proxy's field p:NONCE from each

@@ -1,10 +1,6 @@
-//go:build unix && redteam
+//go:build unix
 
 package proxy_test
-
-// Attacks of the fifth red team of issue 19's store history that still
-// break the product (run with -tags redteam; they fail). See
-// /work/wt/rtstore5.report.md.
 
 import (
 	"encoding/json"
@@ -16,17 +12,19 @@ import (
 	"github.com/delegateos/delegateos/internal/mcptest"
 )
 
-// RT5-3. A proxy writes the counts it saw to its state directory at most
-// once a second, in the background (seenEvery); kill -9 (the OOM killer, a
-// crash of the machine) within that second loses the last raises. If Redis
-// loses the same last writes (a failover to a replica that had not
-// received them, appendfsync everysec and a crash of its machine), another
+// A proxy writes the counts it saw to its state directory's counts file
+// at most once a second, in the background (seenEvery); kill -9 (the OOM
+// killer) within that second used to lose the last raises. If Redis loses
+// the same last writes (a failover to a replica that had not received
+// them, appendfsync everysec and a crash of its machine), another
 // machine's calls take the count back up and machine 1's restarted proxy
-// (a new nonce, its machine's kept count below the store's) cannot tell.
-// The test holds the counts file's lock while machine 1 makes its last 10
-// calls and is killed, to place the kill within the second
-// deterministically; the lock is what a second that has not passed yet
-// looks like to the proxy. Result: 40 calls on 30.
+// (a new nonce, its machine's kept count below the store's) could not
+// tell: 40 calls on 30. Each raise is now also stored in the proxy's live
+// record, a file mapped into its memory, which the page cache keeps when
+// the process is killed; the restarted proxy folds it in. The test holds
+// the counts file's lock while machine 1 makes its last 10 calls and is
+// killed, to place the kill within the second deterministically; the lock
+// is what a second that has not passed yet looks like to the proxy.
 func TestE2EFaultKillWithinTheSecondMasksRollback(t *testing.T) {
 	f := newStoreFleet(t)
 	p1, s1 := f.start(f.a, "", func(int) bool { return true }) // killed below

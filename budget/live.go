@@ -1,0 +1,140 @@
+package budget
+
+import (
+	"bytes"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+)
+
+// A proxy writes the counts it has seen to its state directory's counts
+// file at most once a second (seenEvery), in the background; a proxy
+// killed (kill -9, the OOM killer) within that second would lose its last
+// raises, and if Redis lost the same last writes (a failover to a replica
+// that had not received them) a restarted proxy could not tell. So each
+// proxy also keeps its raises in a live record of its own, a file of the
+// state directory mapped into its memory (MAP_SHARED) and updated there
+// at each raise: no system call, and the kernel's page cache, which the
+// mapping is, keeps it when the process dies. The proxy holds the file's
+// flock while it runs; a proxy that starts folds the records whose lock
+// it can take (their proxies are gone) into the counts file, then removes
+// them. A crash of the machine loses what was not yet written back to the
+// disk (documented).
+//
+// Layout: liveMagic, the generation (int64), the identity's length (one
+// byte) and bytes, the machine ID's length and bytes, from liveHeader on
+// entries of the count (int64, stored atomically), the key's length
+// (uint32, stored last: an entry whose length is 0 ends the record) and
+// the key, padded to 8 bytes.
+const (
+	liveMagic  = "DOSLIVE1"
+	liveHeader = 256
+	liveSize   = 64 << 10
+)
+
+// livePrefix begins the names of the live records under the store
+// identity id; the proxy's nonce and a number follow.
+func (s *Redis) livePrefix(id string) string {
+	return strings.TrimSuffix(s.seenPath(id), ".seen.json") + ".live."
+}
+
+// deadRecord is a live record whose proxy is gone, read, its lock held.
+type deadRecord struct {
+	st   *seenState
+	path string
+	f    *os.File
+}
+
+// deadLive returns the live records under identity id whose proxies are
+// gone (their flock taken), read; close them with closeDead. A record
+// that cannot be read is an error (fail closed: its counts would be
+// lost); one torn before its header was whole is dropped (it held no
+// count yet).
+func (s *Redis) deadLive(id string) ([]deadRecord, error) {
+	if s.stateDir == "" || !liveRecords {
+		return nil, nil
+	}
+	paths, _ := filepath.Glob(s.livePrefix(id) + "*")
+	var dead []deadRecord
+	for _, p := range paths {
+		f, err := openLocked(p, false)
+		if errors.Is(err, os.ErrNotExist) || isLocked(err) {
+			continue // removed meanwhile, or its proxy runs
+		}
+		if err != nil {
+			closeDead(dead)
+			return nil, fmt.Errorf("%s cannot be read: %w", p, err)
+		}
+		b, err := os.ReadFile(p)
+		if err != nil {
+			f.Close()
+			closeDead(dead)
+			return nil, fmt.Errorf("%s cannot be read: %w", p, err)
+		}
+		st, err := parseLive(b)
+		if err != nil {
+			f.Close()
+			closeDead(dead)
+			return nil, fmt.Errorf("%s is not a record of counts delegateos writes: %v", p, err)
+		}
+		if st != nil && st.ID != id {
+			st = nil
+		}
+		if st != nil {
+			st.path = p
+		}
+		dead = append(dead, deadRecord{st: st, path: p, f: f})
+	}
+	return dead, nil
+}
+
+// closeDead drops the locks of dead records, removing the files when
+// remove (their counts are in the counts file).
+func closeDead(dead []deadRecord, remove ...bool) {
+	for _, d := range dead {
+		if len(remove) > 0 && remove[0] {
+			os.Remove(d.path)
+		}
+		d.f.Close()
+	}
+}
+
+// parseLive reads a live record; nil when its header is not whole (a
+// proxy killed while it made it).
+func parseLive(b []byte) (*seenState, error) {
+	if len(b) < liveHeader || string(b[:len(liveMagic)]) != liveMagic {
+		if len(b) >= len(liveMagic) && !bytes.Equal(b[:len(liveMagic)], make([]byte, len(liveMagic))) {
+			return nil, errors.New("its header is not one")
+		}
+		return nil, nil
+	}
+	gen := int64(binary.NativeEndian.Uint64(b[8:]))
+	il := int(b[16])
+	ml := int(b[17+il])
+	if gen <= 0 || il == 0 || 18+il+ml > liveHeader {
+		return nil, errors.New("its header is not one")
+	}
+	st := &seenState{ID: string(b[17 : 17+il]), Gen: gen, Machine: string(b[18+il : 18+il+ml]), Seen: map[string]int64{}}
+	for off := liveHeader; off+16 <= len(b); {
+		kl := int(binary.NativeEndian.Uint32(b[off+8:]))
+		if kl == 0 {
+			break
+		}
+		if off+16+kl > len(b) {
+			return nil, errors.New("an entry runs past its end")
+		}
+		n := int64(binary.NativeEndian.Uint64(b[off:]))
+		k := string(b[off+16 : off+16+kl])
+		if n > 0 {
+			st.Seen[k] = max(st.Seen[k], n)
+		}
+		off += 16 + (kl+7)&^7
+	}
+	if st.Machine != "" {
+		st.MSeen = st.Seen
+	}
+	return st, nil
+}
