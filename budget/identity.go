@@ -312,10 +312,29 @@ func StateDirError() error {
 }
 
 // CheckStateDir is an error when dir, a state directory given to Open, is
-// a relative path (for the reason StateDirError gives).
+// a relative path (for the reason StateDirError gives), or exists and
+// another user could change what it holds: writable by its group or by
+// other users, or owned by another user than the proxy's (who could
+// delete or replace the machine's ID, counts and revocation copies, and
+// so hide a store that lost data). One that does not exist yet is made
+// 0700 by the proxy.
 func CheckStateDir(dir string) error {
 	if dir != "" && !filepath.IsAbs(dir) {
 		return fmt.Errorf("the state directory %q is a relative path: proxies started in other working directories would each keep their state apart, and none would notice a store that lost data; give an absolute path", dir)
+	}
+	if dir == "" {
+		return nil
+	}
+	fi, err := os.Stat(dir)
+	if err != nil {
+		return nil // made, or refused, when it is first written
+	}
+	const risk = "another local user could delete or replace what this machine keeps there (its machine ID, the counts of calls it saw, its copies of revocations) and hide a store that lost data"
+	if fi.IsDir() && fi.Mode().Perm()&0o022 != 0 {
+		return fmt.Errorf("the state directory %s is writable by its group or by other users (mode %04o): %s; run chmod go-w %s, or set DELEGATEOS_STATE_DIR to a directory only this user can write", dir, fi.Mode().Perm(), risk, dir)
+	}
+	if owner, me, ok := fileOwner(fi); ok && owner != me {
+		return fmt.Errorf("the state directory %s is owned by the user %d, not this proxy's user %d: %s; use a directory of this user's (chown it, or set DELEGATEOS_STATE_DIR to another)", dir, owner, me, risk)
 	}
 	return nil
 }

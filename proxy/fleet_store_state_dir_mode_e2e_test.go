@@ -1,0 +1,63 @@
+//go:build unix
+
+package proxy_test
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/delegateos/delegateos/internal/mcptest"
+)
+
+// An existing DELEGATEOS_STATE_DIR that another local user could write
+// (writable by its group or by everyone, or owned by another user) would
+// let them delete or replace the machine's ID, counts and revocation
+// copies, and so hide a store that lost data: a proxy on a Redis store
+// refuses to start, naming the directory and what to run.
+func TestE2EFaultUnsafeStateDirRefused(t *testing.T) {
+	f := newStoreFleet(t)
+	dirMode := func(mode os.FileMode) string {
+		d := filepath.Join(t.TempDir(), "state")
+		if err := os.Mkdir(d, 0o700); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Chmod(d, mode); err != nil { // past the umask
+			t.Fatal(err)
+		}
+		return d
+	}
+	// Another user's directory: one made and given away as root, else
+	// the root directory (root's, which this user is not).
+	other := "/"
+	if os.Getuid() == 0 {
+		other = dirMode(0o700)
+		if err := os.Chown(other, 54321, 54321); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, c := range []struct{ name, dir, want string }{
+		{"world-writable", dirMode(0o777), "writable by its group or by other users"},
+		{"world-writable, sticky", dirMode(0o1777), "writable by its group or by other users"},
+		{"group-writable", dirMode(0o770), "chmod go-w"},
+		{"another user's", other, "is owned by the user"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			p := f.e.StartProxy(mcptest.ProxyOptions{Policy: f.policy(""), Token: f.a, LogToStderr: true,
+				Env: []string{"DELEGATEOS_STATE_DIR=" + c.dir}, WantExit: func(code int) bool { return code == 2 }})
+			if !p.WaitExit(mcptest.WaitTimeout) {
+				t.Fatalf("a proxy with the state directory %s (%s) started", c.dir, c.name)
+			}
+			if msg := p.Stderr.String(); !strings.Contains(msg, c.want) || !strings.Contains(msg, c.dir) {
+				t.Errorf("the refusal of the state directory %s (%s) does not say %q: %s", c.dir, c.name, c.want, msg)
+			}
+		})
+	}
+	// A directory of this user's that only it can write is used.
+	ok := dirMode(0o755)
+	p := f.e.StartProxy(mcptest.ProxyOptions{Policy: f.policy(""), Token: f.a, Env: []string{"DELEGATEOS_STATE_DIR=" + ok}})
+	if n, typ, detail := drain(t, p.Connect(mcptest.SessionOptions{}), 1); n != 1 {
+		t.Errorf("a proxy with the state directory %s (mode 0755, this user's) forwarded no call: %s: %s", ok, typ, detail)
+	}
+}
