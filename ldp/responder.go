@@ -59,6 +59,9 @@ type Outcome struct {
 	DelegateOS         *ProvenanceDOS
 	// Evidence names what the verification was, for provenance.
 	Evidence []EvidenceRef
+	// DelegationID is the delegation the task ran under, for its
+	// attestation; empty when there is no token.
+	DelegationID string
 }
 
 // TaskError is a task that failed with an LDP error to report as is (the
@@ -94,6 +97,11 @@ type Responder struct {
 	// SESSION_REJECT's. token is the SESSION_PROPOSE's delegateos member,
 	// else the request's bearer token. Nil admits every session.
 	AdmitSession func(ctx context.Context, e *Envelope, by Verified, token *DelegateOSMember) *LdpError
+	// Attestations, when set, keeps the TaskAttestation of every
+	// TASK_RESULT (a Responder with a Key issues one per result and names
+	// it in provenance); a result whose attestation cannot be stored is
+	// not sent.
+	Attestations TaskAttestationStore
 	// Now is the clock; nil means time.Now.
 	Now func() time.Time
 
@@ -115,6 +123,9 @@ const (
 	CodeTaskRunning  = "TASK_RUNNING"
 	CodeContract     = "CONTRACT_REFUSED"
 	CodeNoAttester   = "ATTESTATION_UNSUPPORTED"
+	// CodeAttestationFailed: the result was produced but could not be
+	// attested (its attestation could not be signed or stored).
+	CodeAttestationFailed = "ATTESTATION_FAILED"
 )
 
 func (r *Responder) init() {
@@ -382,12 +393,62 @@ func (r *Responder) submit(ctx context.Context, e *Envelope, b *TaskSubmit, by V
 	if b.Contract != nil {
 		p.ContractID = b.Contract.ContractID
 	}
+	if r.Key != nil {
+		a, err := r.attestTask(e, b, s, by, out, p)
+		if err != nil {
+			return fail(LdpError{Code: CodeAttestationFailed, Category: "runtime", Severity: "error", Retryable: true,
+				Message: "the result could not be attested: " + err.Error()})
+		}
+		raw, _ := json.Marshal(a)
+		d := ProvenanceDOS{}
+		if p.DelegateOS != nil {
+			d = *p.DelegateOS
+		}
+		d.AttestationID, d.Attestation = a.ID, raw
+		p.DelegateOS = &d
+	}
 	reply := r.envelope(e, s.ID, &TaskResult{TaskID: b.TaskID, Output: out.Output, Provenance: *p}, e.PayloadMode)
 	reply.Provenance = p
 	if err := reply.Check(); err != nil {
 		return fail(LdpError{Code: CodeTaskFailed, Category: "runtime", Severity: "error", Message: "the result is not a valid TASK_RESULT: " + err.Error()})
 	}
 	return r.sign(reply, e)
+}
+
+// attestTask signs and stores the attestation of a task's result.
+func (r *Responder) attestTask(e *Envelope, b *TaskSubmit, s Session, by Verified, out *Outcome, p *Provenance) (*TaskAttestation, error) {
+	req, err := EnvelopeHash(e)
+	if err != nil {
+		return nil, err
+	}
+	in, err := ValueHash(b.Input)
+	if err != nil {
+		return nil, err
+	}
+	outHash, err := ValueHash(out.Output)
+	if err != nil {
+		return nil, err
+	}
+	a := &TaskAttestation{ID: NewTaskAttestationID(), Version: TaskAttestationVersion, Delegate: r.Card.DelegateID,
+		Initiator: e.From, SessionID: s.ID, TaskID: b.TaskID, Skill: b.Skill, Request: req, InputHash: in,
+		ContractID: p.ContractID, DelegationID: out.DelegationID, OutputHash: outHash, Verified: p.Verified,
+		VerificationStatus: p.VerificationStatus, CreatedAt: timestamp.Format(r.now())}
+	if by.Algorithm == AlgEd25519 {
+		a.InitiatorSigner = by.Signer
+	}
+	if d := p.DelegateOS; d != nil {
+		a.CostChargedMicrocents = d.CostChargedMicrocents
+		a.ReceiptHashes = d.ReceiptHashes
+	}
+	if err := a.Sign(r.Key); err != nil {
+		return nil, err
+	}
+	if r.Attestations != nil {
+		if err := r.Attestations.Put(a); err != nil {
+			return nil, err
+		}
+	}
+	return a, nil
 }
 
 // token is the delegation token a task runs under (see Task.Token).

@@ -12,6 +12,7 @@ import (
 	"maps"
 	"net/http"
 	"os"
+	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
@@ -128,14 +129,20 @@ func New(o Options) (*Front, error) {
 		exec.verifier.Judge = &verify.CommandJudge{Command: j.Command, Timeout: j.Timeout}
 	}
 	var run ldp.Executor = exec
+	var atts ldp.TaskAttestationStore
 	if o.Policy.Workspace != "" {
 		w, err := reputation.Open(o.Policy.Workspace)
 		if err != nil {
 			return nil, err
 		}
 		run = &ldpAttestingExec{ldpExec: exec, w: w}
+		// Each result's signed attestation is kept next to the
+		// workspace's DelegateOS attestations, one file per ID.
+		if atts, err = ldp.OpenTaskAttestationDir(filepath.Join(o.Policy.Workspace, AttestationsDir)); err != nil {
+			return nil, err
+		}
 	}
-	r := &ldp.Responder{Card: card, Key: o.Key.PrivateKey(), Exec: run,
+	r := &ldp.Responder{Card: card, Key: o.Key.PrivateKey(), Exec: run, Attestations: atts,
 		Verifier:     &ldp.Verifier{HMACSecret: secret, RequireEd25519: c.RequireEd25519},
 		AdmitSession: admitLDPSession(o.Policy.AllowUnauthenticated, o.CheckToken)}
 	scheme := "http"
@@ -183,6 +190,11 @@ func New(o Options) (*Front, error) {
 	o.Log.Info("serving LDP", zap.String("delegate", c.DelegateID), zap.String("did", card.Metadata[ldp.MetaDID]), zap.Int("skills", len(c.Skills)))
 	return &Front{handler: h}, nil
 }
+
+// AttestationsDir is the directory of a workspace that holds the task
+// attestations of an LDP delegate's results (ldp.TaskAttestation), next
+// to the DelegateOS attestations of attestations/.
+const AttestationsDir = "ldp-attestations"
 
 // Paths are the paths a Front serves.
 var Paths = []string{ldp.WellKnownPath, ldp.IdentityPath, ldp.MessagesPath, ldp.StreamPath}
@@ -357,7 +369,7 @@ func (x *ldpExec) Execute(ctx context.Context, t *ldp.Task) (*ldp.Outcome, error
 	if sk == nil {
 		return nil, taskError(ldp.CodeSkillUnknown, "capability", "no such skill")
 	}
-	bearer := ""
+	bearer, delegation := "", ""
 	if t.Token != nil {
 		if t.Token.Format != "" && t.Token.Format != dct.Format {
 			return nil, taskError("malformed_token", "policy", fmt.Sprintf("token format %q is not %s", t.Token.Format, dct.Format))
@@ -376,6 +388,11 @@ func (x *ldpExec) Execute(ctx context.Context, t *ldp.Task) (*ldp.Outcome, error
 			return nil, taskError(string(ldp.ReasonWrongKey), "security", fmt.Sprintf("the TASK_SUBMIT is signed by %s, not by the token's holder %s", t.By.Signer, tok.Delegatee()))
 		}
 		bearer = t.Token.DCT
+		st := tok.Unverified()
+		delegation = st.Authority.DelegationID
+		if n := len(st.Attenuations); n > 0 {
+			delegation = st.Attenuations[n-1].DelegationID
+		}
 		// A token serve's endpoint would refuse (revoked, expired, not
 		// from a trusted root) is the task's denial, as an MCP client is
 		// told, not a runtime failure of the delegate.
@@ -463,7 +480,7 @@ func (x *ldpExec) Execute(ctx context.Context, t *ldp.Task) (*ldp.Outcome, error
 		return nil, &ldp.TaskError{LdpError: ldp.LdpError{Code: "TOOL_ERROR", Category: "runtime", Severity: "error",
 			Message: "the tool ran and failed", PartialOutput: resp.Result}, DelegateOS: receipts(nil)}
 	}
-	out := &ldp.Outcome{Output: resp.Result}
+	out := &ldp.Outcome{Output: resp.Result, DelegationID: delegation}
 	if tc := x.contracts[sk.Name]; tc != nil {
 		// The contract's verification runs on the tool's structured
 		// result when it gives one, else on the whole result.
