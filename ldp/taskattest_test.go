@@ -70,17 +70,20 @@ func TestTaskAttestation(t *testing.T) {
 		return roundTrip(t, r)
 	}
 	for name, f := range map[string]func(r *TaskResult, a *TaskAttestation){
-		"output changed":        func(r *TaskResult, a *TaskAttestation) { r.Output = json.RawMessage(`{"echo":"other"}`) },
-		"another task":          func(r *TaskResult, a *TaskAttestation) { a.TaskID = "task-009" },
-		"another skill":         func(r *TaskResult, a *TaskAttestation) { a.Skill = "stream" },
-		"another session":       func(r *TaskResult, a *TaskAttestation) { a.SessionID = "s-other" },
-		"another initiator":     func(r *TaskResult, a *TaskAttestation) { a.Initiator = "ldp:delegate:other" },
-		"another request":       func(r *TaskResult, a *TaskAttestation) { a.Request = HashPrefix + strings.Repeat("0", 64) },
-		"another input":         func(r *TaskResult, a *TaskAttestation) { a.InputHash = HashPrefix + strings.Repeat("1", 64) },
-		"cost in provenance":    func(r *TaskResult, a *TaskAttestation) { r.Provenance.DelegateOS.CostChargedMicrocents = ptr(int64(5)) },
-		"cost in attestation":   func(r *TaskResult, a *TaskAttestation) { a.CostChargedMicrocents = ptr(int64(5)) },
-		"receipts":              func(r *TaskResult, a *TaskAttestation) { a.ReceiptHashes = []string{strings.Repeat("a", 64)} },
-		"verified claimed":      func(r *TaskResult, a *TaskAttestation) { r.Provenance.Verified = true; r.Provenance.VerificationStatus = "tool_verified" },
+		"output changed":      func(r *TaskResult, a *TaskAttestation) { r.Output = json.RawMessage(`{"echo":"other"}`) },
+		"another task":        func(r *TaskResult, a *TaskAttestation) { a.TaskID = "task-009" },
+		"another skill":       func(r *TaskResult, a *TaskAttestation) { a.Skill = "stream" },
+		"another session":     func(r *TaskResult, a *TaskAttestation) { a.SessionID = "s-other" },
+		"another initiator":   func(r *TaskResult, a *TaskAttestation) { a.Initiator = "ldp:delegate:other" },
+		"another request":     func(r *TaskResult, a *TaskAttestation) { a.Request = HashPrefix + strings.Repeat("0", 64) },
+		"another input":       func(r *TaskResult, a *TaskAttestation) { a.InputHash = HashPrefix + strings.Repeat("1", 64) },
+		"cost in provenance":  func(r *TaskResult, a *TaskAttestation) { r.Provenance.DelegateOS.CostChargedMicrocents = ptr(int64(5)) },
+		"cost in attestation": func(r *TaskResult, a *TaskAttestation) { a.CostChargedMicrocents = ptr(int64(5)) },
+		"receipts":            func(r *TaskResult, a *TaskAttestation) { a.ReceiptHashes = []string{strings.Repeat("a", 64)} },
+		"verified claimed": func(r *TaskResult, a *TaskAttestation) {
+			r.Provenance.Verified = true
+			r.Provenance.VerificationStatus = "tool_verified"
+		},
 		"another initiator key": func(r *TaskResult, a *TaskAttestation) { a.InitiatorSigner = testDID(3) },
 	} {
 		if _, err := VerifyResult(sent, forge(f, 1)); !errors.Is(err, ErrTaskAttestation) {
