@@ -34,7 +34,7 @@ func mountLDP(s *serveSetup) error {
 	}
 	f, err := ldpfront.New(ldpfront.Options{Policy: s.Policy, Key: k, MCP: s.Server.Mux, Endpoint: s.Endpoint,
 		Guard: s.Server.Guard, TLS: s.TLS, CheckToken: s.CheckToken, Gates: s.Gates, ReadBody: s.Server.ReadBody,
-		Receipts: tap, Log: s.Log})
+		Receipts: tap, RequireSignature: s.Options.AuthorizeVerifiesSignatures, Log: s.Log})
 	var se *ldpfront.SettingError
 	switch {
 	case errors.As(err, &se):

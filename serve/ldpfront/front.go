@@ -63,6 +63,11 @@ type Options struct {
 	// hand their receipts through: each task's provenance names the
 	// receipts of its call. Nil means no audit log.
 	Receipts *Tap
+	// RequireSignature says the server requires holder-of-key signatures
+	// (require_signature): a task not signed by its token's holder with
+	// Ed25519 is then refused by the endpoint, as an MCP client's
+	// unsigned request is, rather than by the front.
+	RequireSignature bool
 	// Log is the server's logger; nil means none.
 	Log *zap.Logger
 }
@@ -103,7 +108,7 @@ func New(o Options) (*Front, error) {
 	}
 	card := Card(o.Policy, o.Key)
 	exec := &ldpExec{cfg: c, pol: o.Policy, mux: o.MCP, endpoint: o.Endpoint, log: o.Log, contracts: map[string]*contract.TaskContract{},
-		check: o.CheckToken, gates: o.Gates, tap: o.Receipts}
+		check: o.CheckToken, gates: o.Gates, tap: o.Receipts, requireSig: o.RequireSignature}
 	for _, sk := range c.Skills {
 		if sk.Contract == "" {
 			continue
@@ -184,9 +189,6 @@ func New(o Options) (*Front, error) {
 		}
 		(&ldp.Handler{Responder: r, ReadBody: readBody}).ServeHTTP(w, req.WithContext(context.WithValue(req.Context(), hostKey{}, req.Host)))
 	}))
-	if o.Policy.RequireSignature {
-		o.Log.Warn("require_signature: every LDP task is refused, since its call inside the server carries no AVP-Sig (docs/ldp.md)")
-	}
 	o.Log.Info("serving LDP", zap.String("delegate", c.DelegateID), zap.String("did", card.Metadata[ldp.MetaDID]), zap.Int("skills", len(c.Skills)))
 	return &Front{handler: h}, nil
 }
@@ -335,6 +337,8 @@ type ldpExec struct {
 	// tap notes the receipts of the tasks' calls; nil without an audit
 	// log.
 	tap *Tap
+	// requireSig: the endpoint requires holder-of-key signatures.
+	requireSig bool
 }
 
 // policy is the policy in force: what the gate charges by.
@@ -380,13 +384,24 @@ func (x *ldpExec) Execute(ctx context.Context, t *ldp.Task) (*ldp.Outcome, error
 		}
 		// The TASK_SUBMIT's signer must hold the token, as an AVP-Sig
 		// signer must: the shared secret proves no holder.
-		if t.By.Algorithm != ldp.AlgEd25519 {
+		switch {
+		case t.By.Algorithm == ldp.AlgEd25519:
+			signer, err := identity.PrincipalIDFromDID(t.By.Signer)
+			if err != nil || signer != tok.Delegatee() {
+				return nil, taskError(string(ldp.ReasonWrongKey), "security", fmt.Sprintf("the TASK_SUBMIT is signed by %s, not by the token's holder %s", t.By.Signer, tok.Delegatee()))
+			}
+			// The envelope, signed over all of it by the holder's key,
+			// fresh, spent once and addressed to this delegate in a
+			// session it opened, proves the key as an AVP-Sig would: a
+			// server that requires signatures takes the call under this
+			// token.
+			ctx = serve.HolderProven(ctx, t.Token.DCT)
+		case !x.requireSig:
 			return nil, taskError(string(ldp.ReasonWrongKey), "security", "a task under a token must be signed with ed25519 by the token's holder; an hmac-sha256 envelope shows no holder")
 		}
-		signer, err := identity.PrincipalIDFromDID(t.By.Signer)
-		if err != nil || signer != tok.Delegatee() {
-			return nil, taskError(string(ldp.ReasonWrongKey), "security", fmt.Sprintf("the TASK_SUBMIT is signed by %s, not by the token's holder %s", t.By.Signer, tok.Delegatee()))
-		}
+		// Under require_signature a task without that proof goes on
+		// unproven: the endpoint refuses it as it refuses an MCP client's
+		// unsigned request, with the same denial.
 		bearer = t.Token.DCT
 		st := tok.Unverified()
 		delegation = st.Authority.DelegationID
@@ -437,16 +452,23 @@ func (x *ldpExec) Execute(ctx context.Context, t *ldp.Task) (*ldp.Outcome, error
 	start := time.Now()
 	x.mux.ServeHTTP(w, req)
 	took := time.Since(start)
-	if w.status == http.StatusUnauthorized || w.status == http.StatusForbidden {
-		// The token was refused before the call (between the check above
-		// and the call, say): a denial, not the delegate's failure.
+	if w.status == http.StatusUnauthorized || w.status == http.StatusForbidden || w.status == http.StatusServiceUnavailable {
+		// The request was refused before the call: a required signature
+		// missing (reason first, as avpsig words it), or the token
+		// refused between the check above and the call. A denial, not
+		// the delegate's failure.
 		var m struct {
 			Error struct {
 				Message string `json:"message"`
 			} `json:"error"`
 		}
 		json.Unmarshal(w.body.Bytes(), &m)
-		return nil, &ldp.TaskError{LdpError: ldp.LdpError{Code: "invalid_token", Category: "policy", Severity: "error", Message: m.Error.Message}}
+		code, category := "invalid_token", "policy"
+		if reason, _, ok := strings.Cut(m.Error.Message, ": "); ok && strings.HasPrefix(reason, "signature_") && !strings.ContainsAny(reason, " \t") {
+			code, category = reason, "security"
+		}
+		return nil, &ldp.TaskError{LdpError: ldp.LdpError{Code: code, Category: category, Severity: "error", Message: m.Error.Message,
+			Retryable: w.status == http.StatusServiceUnavailable}}
 	}
 	resp, err := jsonrpcResponse(w, string(rawID))
 	if err != nil {
