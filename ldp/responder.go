@@ -21,9 +21,13 @@ type Executor interface {
 }
 
 // An Attester takes the ATTESTATION messages of a session (an Executor may
-// also be one). Without one, ATTESTATION is answered TASK_FAILED.
+// also be one). Without one, ATTESTATION is answered TASK_FAILED. claim
+// marks the task the attestation is about as attested: it refuses (with
+// the LdpError to answer) a task the sender did not submit in this
+// session, one that has not ended, and one attested before; the Attester
+// calls release when it does not record the attestation after all.
 type Attester interface {
-	Attest(ctx context.Context, s Session, e *Envelope, by Verified) error
+	Attest(ctx context.Context, s Session, e *Envelope, by Verified, claim func(taskID string) (release func(), le *LdpError)) error
 }
 
 // Task is a TASK_SUBMIT admitted to a session: signed (when the Responder
@@ -109,6 +113,8 @@ type Responder struct {
 	own      Sessions
 	mu       sync.Mutex
 	running  map[string]context.CancelFunc
+	// tasks are the sessions' tasks, for ATTESTATION.
+	tasks attestable
 }
 
 // Reply codes a Responder answers with, beside the session and trust codes.
@@ -351,10 +357,12 @@ func (r *Responder) submit(ctx context.Context, e *Envelope, b *TaskSubmit, by V
 	}
 	r.running[key] = cancel
 	r.mu.Unlock()
+	r.noteTask(s.ID, b.TaskID, taskRunning)
 	defer func() {
 		r.mu.Lock()
 		delete(r.running, key)
 		r.mu.Unlock()
+		r.noteTask(s.ID, b.TaskID, taskEnded)
 	}()
 	out, err := r.Exec.Execute(tctx, task)
 	if err != nil {
@@ -413,6 +421,18 @@ func (r *Responder) submit(ctx context.Context, e *Envelope, b *TaskSubmit, by V
 		return fail(LdpError{Code: CodeTaskFailed, Category: "runtime", Severity: "error", Message: "the result is not a valid TASK_RESULT: " + err.Error()})
 	}
 	return r.sign(reply, e)
+}
+
+// noteTask records where a task of session sid stands, for ATTESTATION.
+func (r *Responder) noteTask(sid, taskID string, st taskState) {
+	max := r.sessions().Max
+	if max <= 0 {
+		max = DefaultMaxSessions
+	}
+	r.tasks.set(sid, taskID, st, max, func(id string) bool {
+		_, ok := r.sessions().Get(id)
+		return ok
+	})
 }
 
 // attestTask signs and stores the attestation of a task's result.
@@ -486,7 +506,8 @@ func (r *Responder) attest(ctx context.Context, e *Envelope, by Verified) (*Enve
 	if !ok {
 		return r.refuse(e, LdpError{Code: CodeNoAttester, Category: "capability", Severity: "warning", Message: "this delegate records no attestations"}), nil
 	}
-	if err := a.Attest(ctx, s, e, by); err != nil {
+	claim := func(taskID string) (func(), *LdpError) { return r.tasks.claim(s.ID, taskID) }
+	if err := a.Attest(ctx, s, e, by, claim); err != nil {
 		var te *TaskError
 		if errors.As(err, &te) {
 			return r.refuse(e, te.LdpError), nil

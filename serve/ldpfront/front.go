@@ -140,7 +140,7 @@ func New(o Options) (*Front, error) {
 		if err != nil {
 			return nil, err
 		}
-		run = &ldpAttestingExec{ldpExec: exec, w: w}
+		run = &ldpAttestingExec{ldpExec: exec, w: w, did: o.Key.DID()}
 		// Each result's signed attestation is kept next to the
 		// workspace's DelegateOS attestations, one file per ID.
 		if atts, err = ldp.OpenTaskAttestationDir(filepath.Join(o.Policy.Workspace, AttestationsDir)); err != nil {
@@ -542,16 +542,25 @@ func (x *ldpExec) Execute(ctx context.Context, t *ldp.Task) (*ldp.Outcome, error
 }
 
 // ldpAttestingExec also takes ATTESTATION: its claim is one AVP peer
-// attestation or an array of them (reputation.ParseAttestations), each
-// signed by the peer that sends the envelope (its Ed25519 signer), and
-// recorded in the policy's workspace as RDP signals under the rules of
-// 'delegateos reputation attest' (signatures, duplicates, self-dealing).
+// attestation (reputation.ParseAttestations) of this delegate's work on
+// one task, signed by the peer that sends the envelope (its Ed25519
+// signer), which submitted that task in this session and saw it end; its
+// context is TaskContext(delegate, task). It is recorded in the policy's
+// workspace as an RDP signal under the rules of 'delegateos reputation
+// attest' (signatures, duplicates, self-dealing), once per task.
 type ldpAttestingExec struct {
 	*ldpExec
 	w *reputation.Workspace
+	// did is this delegate's did:key, the subject of every attestation.
+	did string
 }
 
-func (x *ldpAttestingExec) Attest(_ context.Context, _ ldp.Session, e *ldp.Envelope, by ldp.Verified) error {
+// TaskContext is the context of an AVP attestation of delegate's work on
+// task taskID, as an ATTESTATION carries it: "ldp:DELEGATE_ID:TASK_ID",
+// the evidence 'ldp submit --record' writes.
+func TaskContext(delegate, taskID string) string { return "ldp:" + delegate + ":" + taskID }
+
+func (x *ldpAttestingExec) Attest(_ context.Context, _ ldp.Session, e *ldp.Envelope, by ldp.Verified, claim func(string) (func(), *ldp.LdpError)) error {
 	if by.Algorithm != ldp.AlgEd25519 {
 		return taskError(string(ldp.ReasonWrongKey), "security", "an attestation must be sent signed with ed25519 by the peer that attests")
 	}
@@ -559,12 +568,27 @@ func (x *ldpAttestingExec) Attest(_ context.Context, _ ldp.Session, e *ldp.Envel
 	if err != nil {
 		return taskError("ATTESTATION_INVALID", "quality", err.Error())
 	}
-	for _, a := range atts {
-		if !reputation.SameAgent(a.FromDID, by.Signer) {
-			return taskError(string(ldp.ReasonWrongKey), "security", fmt.Sprintf("an attestation by %s sent by %s: a peer sends only its own", a.FromDID, by.Signer))
-		}
+	if len(atts) != 1 {
+		return taskError("ATTESTATION_INVALID", "quality", fmt.Sprintf("an ATTESTATION carries one attestation, of one task; this one carries %d", len(atts)))
+	}
+	a := atts[0]
+	if !reputation.SameAgent(a.FromDID, by.Signer) {
+		return taskError(string(ldp.ReasonWrongKey), "security", fmt.Sprintf("an attestation by %s sent by %s: a peer sends only its own", a.FromDID, by.Signer))
+	}
+	if !reputation.SameAgent(a.ToDID, x.did) {
+		return taskError(ldp.CodeAttestationSubject, "policy", fmt.Sprintf("the attestation is about %s; a peer attests this delegate (%s) only, on a task it submitted here", a.ToDID, x.did))
+	}
+	prefix := TaskContext(x.cfg.DelegateID, "")
+	taskID, ok := strings.CutPrefix(a.Context, prefix)
+	if !ok || taskID == "" {
+		return taskError(ldp.CodeAttestationSubject, "policy", fmt.Sprintf("the attestation's context %q names no task: it must be %sTASK_ID", a.Context, prefix))
+	}
+	release, le := claim(taskID)
+	if le != nil {
+		return &ldp.TaskError{LdpError: *le}
 	}
 	if _, err := x.w.RecordAttestations(atts, time.Now()); err != nil {
+		release()
 		return taskError("ATTESTATION_REFUSED", "policy", err.Error())
 	}
 	return nil
