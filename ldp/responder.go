@@ -30,6 +30,13 @@ type Attester interface {
 	Attest(ctx context.Context, s Session, e *Envelope, by Verified, claim func(taskID string) (release func(), le *LdpError)) error
 }
 
+// A Quoter says what a task will cost before it runs (an Executor may also
+// be one): what a contract's budget is held to. known false means the
+// cost cannot be told in advance.
+type Quoter interface {
+	Quote(t *Task) (microcents int64, known bool)
+}
+
 // Task is a TASK_SUBMIT admitted to a session: signed (when the Responder
 // checks signatures), in a live session of its sender, for a skill the
 // card lists, with input valid for its payload mode.
@@ -83,6 +90,10 @@ func (e *TaskError) Error() string { return e.Code + ": " + e.Message }
 type Responder struct {
 	// Card is this delegate's identity card; required.
 	Card *IdentityCard
+	// Cards, when set, is the card in force (a reload may change what
+	// its capabilities state); nil means Card. It must name the same
+	// delegate and skills as Card.
+	Cards func() *IdentityCard
 	// Key signs replies with the Ed25519 profile, except replies to an
 	// HMAC envelope, which are signed with the Verifier's secret; nil
 	// means other replies are not signed.
@@ -139,6 +150,16 @@ func (r *Responder) init() {
 		r.own.Now = r.Now
 		r.running = map[string]context.CancelFunc{}
 	})
+}
+
+// card is the identity card in force.
+func (r *Responder) card() *IdentityCard {
+	if r.Cards != nil {
+		if c := r.Cards(); c != nil {
+			return c
+		}
+	}
+	return r.Card
 }
 
 func (r *Responder) sessions() *Sessions {
@@ -205,9 +226,9 @@ func (r *Responder) Handle(ctx context.Context, data []byte, bearer string, emit
 			}
 		}
 	}
-	if reached, _ := ctx.Value(requestEndpointKey{}).(string); e.To != r.Card.DelegateID && e.To != r.Card.Endpoint && (reached == "" || e.To != reached) {
+	if reached, _ := ctx.Value(requestEndpointKey{}).(string); e.To != r.card().DelegateID && e.To != r.card().Endpoint && (reached == "" || e.To != reached) {
 		return r.refuse(e, LdpError{Code: CodeMisaddressed, Category: "identity", Severity: "error",
-			Message: fmt.Sprintf("the envelope is addressed to %q; this delegate is %s", clip(e.To), r.Card.DelegateID)}), nil
+			Message: fmt.Sprintf("the envelope is addressed to %q; this delegate is %s", clip(e.To), r.card().DelegateID)}), nil
 	}
 	switch b := e.Body.(type) {
 	case *Hello:
@@ -237,21 +258,21 @@ func ptrTo[T any](v T) *T { return &v }
 // the spec's example flow (skills, supported_modes, which the Rust SDK
 // reads), with the card's capabilities in full.
 func (r *Responder) manifest() json.RawMessage {
-	skills := make([]string, len(r.Card.Capabilities))
-	for i, c := range r.Card.Capabilities {
+	skills := make([]string, len(r.card().Capabilities))
+	for i, c := range r.card().Capabilities {
 		skills[i] = c.Name
 	}
 	b, _ := json.Marshal(map[string]any{
 		"skills":          skills,
-		"supported_modes": r.Card.SupportedPayloadModes,
-		"capabilities":    r.Card.Capabilities,
+		"supported_modes": r.card().SupportedPayloadModes,
+		"capabilities":    r.card().Capabilities,
 	})
 	return b
 }
 
 func (r *Responder) propose(ctx context.Context, e *Envelope, b *SessionPropose, by Verified, bearer string) *Envelope {
 	c := b.Config
-	if err := CheckTrust(r.Card.TrustDomain, c.TrustDomain, c.RequiredTrustDomain); err != nil {
+	if err := CheckTrust(r.card().TrustDomain, c.TrustDomain, c.RequiredTrustDomain); err != nil {
 		var te *TrustError
 		errors.As(err, &te)
 		return r.reply(e, "", &SessionReject{Reason: te.Detail, Error: &LdpError{Code: te.Code, Category: "policy",
@@ -277,7 +298,7 @@ func (r *Responder) propose(ctx context.Context, e *Envelope, b *SessionPropose,
 			return r.refuse(e, securityError(le))
 		}
 	}
-	n := Negotiate(prefs, r.Card.SupportedPayloadModes)
+	n := Negotiate(prefs, r.card().SupportedPayloadModes)
 	s, err := r.sessions().Open(e.From, by, e.DelegateOS, n, ttl)
 	if err != nil {
 		le := sessionLdpError(err)
@@ -290,7 +311,7 @@ func (r *Responder) submit(ctx context.Context, e *Envelope, b *TaskSubmit, by V
 	fail := func(le LdpError) *Envelope {
 		return r.reply(e, e.SessionID, &TaskFailed{TaskID: b.TaskID, Error: le}, e.PayloadMode)
 	}
-	if r.Card.Capability(b.Skill) == nil {
+	if r.card().Capability(b.Skill) == nil {
 		return fail(LdpError{Code: CodeSkillUnknown, Category: "capability", Severity: "error",
 			Message: fmt.Sprintf("this delegate has no skill %q", clip(b.Skill))})
 	}
@@ -317,12 +338,25 @@ func (r *Responder) submit(ctx context.Context, e *Envelope, b *TaskSubmit, by V
 				Message: fmt.Sprintf("the contract's deadline %s has passed", c.Deadline)})
 		}
 	}
+	s, err := r.sessions().Use(e.SessionID, e.From, e.PayloadMode)
+	if err != nil {
+		return fail(sessionLdpError(err))
+	}
+	task := &Task{Session: s, Envelope: e, Submit: b, Mode: e.PayloadMode, By: by, Token: r.token(e, s, bearer)}
 	if c := b.Contract; c != nil && c.Policy.Budget != nil && c.Policy.Budget.MaxCostUSD != nil {
 		// The contract's budget is honoured or the task refused, never
-		// ignored: a skill whose cost this delegate states is over it, or
-		// that states none, is refused before it runs.
+		// ignored: a task whose cost this delegate states (its Executor's
+		// quote for this very task, else the card's) is over it, or that
+		// states none, is refused before it runs.
 		max := *c.Policy.Budget.MaxCostUSD
-		cost := skillCost(r.Card, r.Card.Capability(b.Skill))
+		cost := int64(-1)
+		if q, ok := r.Exec.(Quoter); ok {
+			if n, known := q.Quote(task); known && n >= 0 {
+				cost = n
+			}
+		} else {
+			cost = skillCost(r.card(), r.card().Capability(b.Skill))
+		}
 		if cost < 0 || float64(cost) > max*MicrocentsPerUSD {
 			msg := fmt.Sprintf("the contract's budget is %g USD; skill %s costs %d microcents (%g USD) here", max, b.Skill, cost, float64(cost)/MicrocentsPerUSD)
 			if cost < 0 {
@@ -331,11 +365,6 @@ func (r *Responder) submit(ctx context.Context, e *Envelope, b *TaskSubmit, by V
 			return fail(LdpError{Code: CodeContract, Category: "policy", Severity: "error", Message: msg})
 		}
 	}
-	s, err := r.sessions().Use(e.SessionID, e.From, e.PayloadMode)
-	if err != nil {
-		return fail(sessionLdpError(err))
-	}
-	task := &Task{Session: s, Envelope: e, Submit: b, Mode: e.PayloadMode, By: by, Token: r.token(e, s, bearer)}
 	task.Update = func(progress *float64, message string) {
 		if emit == nil {
 			return
@@ -379,8 +408,8 @@ func (r *Responder) submit(ctx context.Context, e *Envelope, b *TaskSubmit, by V
 		return fail(LdpError{Code: CodeTaskFailed, Category: "runtime", Severity: "error", Retryable: true, Message: err.Error()})
 	}
 	p := &Provenance{
-		ProducedBy:         r.Card.DelegateID,
-		ModelVersion:       r.Card.ModelVersion,
+		ProducedBy:         r.card().DelegateID,
+		ModelVersion:       r.card().ModelVersion,
 		PayloadModeUsed:    e.PayloadMode,
 		Confidence:         out.Confidence,
 		Verified:           out.Verified,
@@ -449,7 +478,7 @@ func (r *Responder) attestTask(e *Envelope, b *TaskSubmit, s Session, by Verifie
 	if err != nil {
 		return nil, err
 	}
-	a := &TaskAttestation{ID: NewTaskAttestationID(), Version: TaskAttestationVersion, Delegate: r.Card.DelegateID,
+	a := &TaskAttestation{ID: NewTaskAttestationID(), Version: TaskAttestationVersion, Delegate: r.card().DelegateID,
 		Initiator: e.From, SessionID: s.ID, TaskID: b.TaskID, Skill: b.Skill, Request: req, InputHash: in,
 		ContractID: p.ContractID, DelegationID: out.DelegationID, OutputHash: outHash, Verified: p.Verified,
 		VerificationStatus: p.VerificationStatus, CreatedAt: timestamp.Format(r.now())}
@@ -554,7 +583,7 @@ func (r *Responder) envelope(e *Envelope, session string, body Body, mode Payloa
 	out := &Envelope{
 		MessageID:   newSessionID(),
 		SessionID:   session,
-		From:        r.Card.DelegateID,
+		From:        r.card().DelegateID,
 		To:          e.From,
 		Body:        body,
 		PayloadMode: mode,

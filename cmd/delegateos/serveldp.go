@@ -3,6 +3,7 @@ package main
 import (
 	"errors"
 
+	"github.com/delegateos/delegateos/gate"
 	"github.com/delegateos/delegateos/identity"
 	"github.com/delegateos/delegateos/policy"
 	"github.com/delegateos/delegateos/serve/ldpfront"
@@ -41,6 +42,12 @@ func mountLDP(s *serveSetup) error {
 		return fixf("%s", se.Msg)
 	case err != nil:
 		return inputError{err}
+	}
+	if s.Reload != nil {
+		// The card (costs, quality hints) and the contract budgets follow
+		// a reloaded policy; a changed ldp section is refused (gate's
+		// fixedSettings), so the section is the one mounted.
+		s.Reload.onApplied(func(snap *gate.Snapshot) { f.Refresh(snap.Policy) })
 	}
 	f.Mount(s.Server.Mux)
 	return nil

@@ -75,6 +75,11 @@ type Options struct {
 // Front is the LDP front of a server.
 type Front struct {
 	handler http.Handler
+	// card is the identity card in force: rebuilt by Refresh when a
+	// reload swaps the policy (its costs, the quality hints read again).
+	card atomic.Pointer[ldp.IdentityCard]
+	key  *identity.Keypair
+	ldp  *policy.LDPConfig
 }
 
 // SettingError is a setting of the ldp section that cannot work (the
@@ -106,7 +111,9 @@ func New(o Options) (*Front, error) {
 			return nil, &SettingError{fmt.Sprintf("ldp.hmac_secret_file %s holds fewer than 16 characters: write a longer secret", c.HMACSecretFile)}
 		}
 	}
+	f := &Front{key: o.Key, ldp: c}
 	card := Card(o.Policy, o.Key)
+	f.card.Store(card)
 	exec := &ldpExec{cfg: c, pol: o.Policy, mux: o.MCP, endpoint: o.Endpoint, log: o.Log, contracts: map[string]*contract.TaskContract{},
 		check: o.CheckToken, gates: o.Gates, tap: o.Receipts, requireSig: o.RequireSignature}
 	for _, sk := range c.Skills {
@@ -147,7 +154,7 @@ func New(o Options) (*Front, error) {
 			return nil, err
 		}
 	}
-	r := &ldp.Responder{Card: card, Key: o.Key.PrivateKey(), Exec: run, Attestations: atts,
+	r := &ldp.Responder{Card: card, Cards: f.card.Load, Key: o.Key.PrivateKey(), Exec: run, Attestations: atts,
 		Verifier:     &ldp.Verifier{HMACSecret: secret, RequireEd25519: c.RequireEd25519},
 		AdmitSession: admitLDPSession(o.Policy.AllowUnauthenticated, o.CheckToken)}
 	scheme := "http"
@@ -174,7 +181,7 @@ func New(o Options) (*Front, error) {
 			// each reader sees the address it used, and no request sets it
 			// for the others; what the skills need and cost is what the
 			// policy in force says (a reload may change them).
-			c := exec.latencies.card(card)
+			c := exec.latencies.card(f.card.Load())
 			c.Endpoint = scheme + "://" + req.Host
 			c.Metadata = maps.Clone(c.Metadata)
 			skillMetadata(c.Metadata, exec.cfg, exec.policy())
@@ -190,7 +197,18 @@ func New(o Options) (*Front, error) {
 		(&ldp.Handler{Responder: r, ReadBody: readBody}).ServeHTTP(w, req.WithContext(context.WithValue(req.Context(), hostKey{}, req.Host)))
 	}))
 	o.Log.Info("serving LDP", zap.String("delegate", c.DelegateID), zap.String("did", card.Metadata[ldp.MetaDID]), zap.Int("skills", len(c.Skills)))
-	return &Front{handler: h}, nil
+	f.handler = h
+	return f, nil
+}
+
+// Refresh makes the card follow pol, the policy a reload swapped in: the
+// skills' capabilities and costs it maps, and the quality hints its
+// workspace holds now. The ldp section is the one the front started with
+// (a reload that changes it is refused).
+func (f *Front) Refresh(pol *policy.Policy) {
+	p := *pol
+	p.LDP = f.ldp
+	f.card.Store(Card(&p, f.key))
 }
 
 // AttestationsDir is the directory of a workspace that holds the task
@@ -349,6 +367,31 @@ func (x *ldpExec) policy() *policy.Policy {
 		}
 	}
 	return x.pol
+}
+
+// Quote is what a task will be charged, as the policy in force maps its
+// call: unknown when the tool's arguments cannot be made from its input or
+// the policy honours upstream-reported costs (which this front learns only
+// afterwards).
+func (x *ldpExec) Quote(t *ldp.Task) (int64, bool) {
+	sk := x.cfg.Skill(t.Submit.Skill)
+	if sk == nil {
+		return 0, false
+	}
+	args, err := toolArguments(sk, t)
+	if err != nil {
+		return 0, false
+	}
+	raw, err := json.Marshal(args)
+	pol := x.policy()
+	if err != nil || pol.HonourUpstreamCost {
+		return 0, false
+	}
+	call, err := pol.Map(sk.Tool, raw)
+	if err != nil {
+		return 0, false
+	}
+	return call.Cost, true
 }
 
 // tokenRefused is the TASK_FAILED of a task whose token does not verify:
