@@ -235,7 +235,7 @@ type hostKey struct{}
 func admitLDPSession(allowUnauthenticated bool, check func(string) error) func(context.Context, *ldp.Envelope, ldp.Verified, *ldp.DelegateOSMember) *ldp.LdpError {
 	return func(_ context.Context, _ *ldp.Envelope, by ldp.Verified, tok *ldp.DelegateOSMember) *ldp.LdpError {
 		refuse := func(code, msg string) *ldp.LdpError {
-			return &ldp.LdpError{Code: code, Category: "policy", Severity: "fatal", Message: msg}
+			return &ldp.LdpError{Code: code, Category: category(code), Severity: "fatal", Message: msg}
 		}
 		if tok == nil {
 			if allowUnauthenticated {
@@ -252,7 +252,7 @@ func admitLDPSession(allowUnauthenticated bool, check func(string) error) func(c
 		}
 		signer, err := identity.PrincipalIDFromDID(by.Signer)
 		if by.Algorithm != ldp.AlgEd25519 || err != nil || signer != parsed.Delegatee() {
-			return &ldp.LdpError{Code: string(ldp.ReasonWrongKey), Category: "security", Severity: "fatal",
+			return &ldp.LdpError{Code: string(ldp.ReasonWrongKey), Category: ldp.CategorySecurity, Severity: "fatal",
 				Message: "the SESSION_PROPOSE must be signed with ed25519 by the token's holder " + parsed.Delegatee()}
 		}
 		return nil
@@ -403,8 +403,33 @@ func tokenRefused(err error) error {
 	if errors.As(err, &d) {
 		code = string(d.Type)
 	}
-	return &ldp.TaskError{LdpError: ldp.LdpError{Code: code, Category: "policy", Severity: "error",
+	return &ldp.TaskError{LdpError: ldp.LdpError{Code: code, Category: category(code), Severity: "error",
 		Message: "the token in the Authorization header is not valid: " + err.Error()}}
+}
+
+// category is the category of a failure code (ldp.CodeCategory, the
+// table of docs/ldp.md); a denial type the table does not know yet is a
+// policy refusal.
+func category(code string) string {
+	if c, ok := ldp.CodeCategory(code); ok {
+		return c
+	}
+	return ldp.CategoryPolicy
+}
+
+// retryable says whether the same task may pass later unchanged: a rate
+// limit's window, a dependency, a store that did not answer.
+func retryable(code string) bool {
+	switch code {
+	case "rate_limited", "dependency_pending", "store_unavailable":
+		return true
+	}
+	return false
+}
+
+// denied is the TASK_FAILED of a refusal with code, in its category.
+func denied(code, msg string) error {
+	return taskError(code, category(code), msg)
 }
 
 func taskError(code, category, msg string) error {
@@ -414,16 +439,16 @@ func taskError(code, category, msg string) error {
 func (x *ldpExec) Execute(ctx context.Context, t *ldp.Task) (*ldp.Outcome, error) {
 	sk := x.cfg.Skill(t.Submit.Skill)
 	if sk == nil {
-		return nil, taskError(ldp.CodeSkillUnknown, "capability", "no such skill")
+		return nil, denied(ldp.CodeSkillUnknown, "no such skill")
 	}
 	bearer, delegation := "", ""
 	if t.Token != nil {
 		if t.Token.Format != "" && t.Token.Format != dct.Format {
-			return nil, taskError("malformed_token", "policy", fmt.Sprintf("token format %q is not %s", t.Token.Format, dct.Format))
+			return nil, denied("malformed_token", fmt.Sprintf("token format %q is not %s", t.Token.Format, dct.Format))
 		}
 		tok, err := dct.Parse(t.Token.DCT)
 		if err != nil {
-			return nil, taskError("malformed_token", "policy", err.Error())
+			return nil, denied("malformed_token", err.Error())
 		}
 		// The TASK_SUBMIT's signer must hold the token, as an AVP-Sig
 		// signer must: the shared secret proves no holder.
@@ -431,7 +456,7 @@ func (x *ldpExec) Execute(ctx context.Context, t *ldp.Task) (*ldp.Outcome, error
 		case t.By.Algorithm == ldp.AlgEd25519:
 			signer, err := identity.PrincipalIDFromDID(t.By.Signer)
 			if err != nil || signer != tok.Delegatee() {
-				return nil, taskError(string(ldp.ReasonWrongKey), "security", fmt.Sprintf("the TASK_SUBMIT is signed by %s, not by the token's holder %s", t.By.Signer, tok.Delegatee()))
+				return nil, denied(string(ldp.ReasonWrongKey), fmt.Sprintf("the TASK_SUBMIT is signed by %s, not by the token's holder %s", t.By.Signer, tok.Delegatee()))
 			}
 			// The envelope, signed over all of it by the holder's key,
 			// fresh, spent once and addressed to this delegate in a
@@ -440,7 +465,7 @@ func (x *ldpExec) Execute(ctx context.Context, t *ldp.Task) (*ldp.Outcome, error
 			// token.
 			ctx = serve.HolderProven(ctx, t.Token.DCT)
 		case !x.requireSig:
-			return nil, taskError(string(ldp.ReasonWrongKey), "security", "a task under a token must be signed with ed25519 by the token's holder; an hmac-sha256 envelope shows no holder")
+			return nil, denied(string(ldp.ReasonWrongKey), "a task under a token must be signed with ed25519 by the token's holder; an hmac-sha256 envelope shows no holder")
 		}
 		// Under require_signature a task without that proof goes on
 		// unproven: the endpoint refuses it as it refuses an MCP client's
@@ -462,7 +487,7 @@ func (x *ldpExec) Execute(ctx context.Context, t *ldp.Task) (*ldp.Outcome, error
 	}
 	args, err := toolArguments(sk, t)
 	if err != nil {
-		return nil, taskError(ldp.CodeInputInvalid, "capability", err.Error())
+		return nil, denied(ldp.CodeInputInvalid, err.Error())
 	}
 	params, _ := json.Marshal(map[string]any{"name": sk.Tool, "arguments": args})
 	var nonce [8]byte
@@ -506,16 +531,16 @@ func (x *ldpExec) Execute(ctx context.Context, t *ldp.Task) (*ldp.Outcome, error
 			} `json:"error"`
 		}
 		json.Unmarshal(w.body.Bytes(), &m)
-		code, category := "invalid_token", "policy"
+		code := "invalid_token"
 		if reason, _, ok := strings.Cut(m.Error.Message, ": "); ok && strings.HasPrefix(reason, "signature_") && !strings.ContainsAny(reason, " \t") {
-			code, category = reason, "security"
+			code = reason
 		}
-		return nil, &ldp.TaskError{LdpError: ldp.LdpError{Code: code, Category: category, Severity: "error", Message: m.Error.Message,
+		return nil, &ldp.TaskError{LdpError: ldp.LdpError{Code: code, Category: category(code), Severity: "error", Message: m.Error.Message,
 			Retryable: w.status == http.StatusServiceUnavailable}}
 	}
 	resp, err := jsonrpcResponse(w, string(rawID))
 	if err != nil {
-		return nil, taskError(ldp.CodeTaskFailed, "runtime", err.Error())
+		return nil, denied(ldp.CodeTaskFailed, err.Error())
 	}
 	if resp.Error == nil {
 		// Only calls the tool answered are the skill's latency: a
@@ -531,10 +556,11 @@ func (x *ldpExec) Execute(ctx context.Context, t *ldp.Task) (*ldp.Outcome, error
 		if resp.Error.Code == gate.DenialCode && d.Type != "" {
 			// The gate's denial, with the type and message an MCP client
 			// would get.
-			return nil, &ldp.TaskError{LdpError: ldp.LdpError{Code: d.Type, Category: "policy", Severity: "error", Message: resp.Error.Message},
+			return nil, &ldp.TaskError{LdpError: ldp.LdpError{Code: d.Type, Category: category(d.Type), Severity: "error", Message: resp.Error.Message,
+				Retryable: retryable(d.Type)},
 				DelegateOS: receipts(nil)}
 		}
-		return nil, &ldp.TaskError{LdpError: ldp.LdpError{Code: "jsonrpc_" + strconv.Itoa(resp.Error.Code), Category: "runtime",
+		return nil, &ldp.TaskError{LdpError: ldp.LdpError{Code: "jsonrpc_" + strconv.Itoa(resp.Error.Code), Category: ldp.CategoryRuntime,
 			Severity: "error", Message: resp.Error.Message}, DelegateOS: receipts(nil)}
 	}
 	var result struct {
@@ -542,7 +568,7 @@ func (x *ldpExec) Execute(ctx context.Context, t *ldp.Task) (*ldp.Outcome, error
 	}
 	json.Unmarshal(resp.Result, &result)
 	if result.IsError {
-		return nil, &ldp.TaskError{LdpError: ldp.LdpError{Code: "TOOL_ERROR", Category: "runtime", Severity: "error",
+		return nil, &ldp.TaskError{LdpError: ldp.LdpError{Code: "TOOL_ERROR", Category: ldp.CategoryRuntime, Severity: "error",
 			Message: "the tool ran and failed", PartialOutput: resp.Result}, DelegateOS: receipts(nil)}
 	}
 	out := &ldp.Outcome{Output: resp.Result, DelegationID: delegation}
@@ -559,10 +585,10 @@ func (x *ldpExec) Execute(ctx context.Context, t *ldp.Task) (*ldp.Outcome, error
 		spec, _ := tc.Spec()
 		res, err := x.verifier.Verify(ctx, spec, tc.VerifyTask(), checked)
 		if err != nil {
-			return nil, taskError("VERIFICATION_UNAVAILABLE", "runtime", fmt.Sprintf("contract %s's verification could not run: %v", tc.ID, err))
+			return nil, denied("VERIFICATION_UNAVAILABLE", fmt.Sprintf("contract %s's verification could not run: %v", tc.ID, err))
 		}
 		if !res.Passed {
-			return nil, &ldp.TaskError{LdpError: ldp.LdpError{Code: "VERIFICATION_FAILED", Category: "quality", Severity: "error",
+			return nil, &ldp.TaskError{LdpError: ldp.LdpError{Code: "VERIFICATION_FAILED", Category: ldp.CategoryQuality, Severity: "error",
 				Message: fmt.Sprintf("the result fails contract %s's verification: %s", tc.ID, res.Details), PartialOutput: resp.Result}, DelegateOS: receipts(nil)}
 		}
 		out.Verified, out.VerificationStatus = true, "tool_verified"
@@ -605,26 +631,26 @@ func TaskContext(delegate, taskID string) string { return "ldp:" + delegate + ":
 
 func (x *ldpAttestingExec) Attest(_ context.Context, _ ldp.Session, e *ldp.Envelope, by ldp.Verified, claim func(string) (func(), *ldp.LdpError)) error {
 	if by.Algorithm != ldp.AlgEd25519 {
-		return taskError(string(ldp.ReasonWrongKey), "security", "an attestation must be sent signed with ed25519 by the peer that attests")
+		return denied(string(ldp.ReasonWrongKey), "an attestation must be sent signed with ed25519 by the peer that attests")
 	}
 	atts, err := reputation.ParseAttestations(e.Body.(*ldp.Attestation).Claim)
 	if err != nil {
-		return taskError("ATTESTATION_INVALID", "quality", err.Error())
+		return denied("ATTESTATION_INVALID", err.Error())
 	}
 	if len(atts) != 1 {
-		return taskError("ATTESTATION_INVALID", "quality", fmt.Sprintf("an ATTESTATION carries one attestation, of one task; this one carries %d", len(atts)))
+		return denied("ATTESTATION_INVALID", fmt.Sprintf("an ATTESTATION carries one attestation, of one task; this one carries %d", len(atts)))
 	}
 	a := atts[0]
 	if !reputation.SameAgent(a.FromDID, by.Signer) {
-		return taskError(string(ldp.ReasonWrongKey), "security", fmt.Sprintf("an attestation by %s sent by %s: a peer sends only its own", a.FromDID, by.Signer))
+		return denied(string(ldp.ReasonWrongKey), fmt.Sprintf("an attestation by %s sent by %s: a peer sends only its own", a.FromDID, by.Signer))
 	}
 	if !reputation.SameAgent(a.ToDID, x.did) {
-		return taskError(ldp.CodeAttestationSubject, "policy", fmt.Sprintf("the attestation is about %s; a peer attests this delegate (%s) only, on a task it submitted here", a.ToDID, x.did))
+		return denied(ldp.CodeAttestationSubject, fmt.Sprintf("the attestation is about %s; a peer attests this delegate (%s) only, on a task it submitted here", a.ToDID, x.did))
 	}
 	prefix := TaskContext(x.cfg.DelegateID, "")
 	taskID, ok := strings.CutPrefix(a.Context, prefix)
 	if !ok || taskID == "" {
-		return taskError(ldp.CodeAttestationSubject, "policy", fmt.Sprintf("the attestation's context %q names no task: it must be %sTASK_ID", a.Context, prefix))
+		return denied(ldp.CodeAttestationSubject, fmt.Sprintf("the attestation's context %q names no task: it must be %sTASK_ID", a.Context, prefix))
 	}
 	release, le := claim(taskID)
 	if le != nil {
@@ -632,7 +658,7 @@ func (x *ldpAttestingExec) Attest(_ context.Context, _ ldp.Session, e *ldp.Envel
 	}
 	if _, err := x.w.RecordAttestations(atts, time.Now()); err != nil {
 		release()
-		return taskError("ATTESTATION_REFUSED", "policy", err.Error())
+		return denied("ATTESTATION_REFUSED", err.Error())
 	}
 	return nil
 }
