@@ -350,6 +350,11 @@ func (s *ClientSession) Submit(ctx context.Context, b *TaskSubmit, mode PayloadM
 		if body.Provenance.ProducedBy != s.Peer {
 			return nil, &ReplyError{fmt.Sprintf("the result's provenance names %q, not %s", clip(body.Provenance.ProducedBy), s.Peer)}
 		}
+		// An attestation the provenance names must be the delegate's
+		// signed record of this very exchange.
+		if _, err := VerifyResult(e, reply); err != nil {
+			return nil, err
+		}
 	case *TaskFailed:
 		if body.TaskID != b.TaskID {
 			return nil, &ReplyError{"the TASK_FAILED is for another task"}

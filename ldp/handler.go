@@ -42,7 +42,7 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			httpError(w, http.StatusMethodNotAllowed, "method_not_allowed", "GET the identity card")
 			return
 		}
-		b, err := json.Marshal(h.Responder.Card)
+		b, err := json.Marshal(h.Responder.card())
 		if err != nil {
 			httpError(w, http.StatusInternalServerError, "internal", err.Error())
 			return

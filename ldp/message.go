@@ -310,7 +310,10 @@ type LineageEntry struct {
 // attestation of the result, the cost the gate charged and the hashes of
 // the receipts it wrote.
 type ProvenanceDOS struct {
-	AttestationID string `json:"attestation_id,omitempty"`
+	// AttestationID names the delegate's signed TaskAttestation of the
+	// result, which Attestation carries (TASK_RESULT only).
+	AttestationID string          `json:"attestation_id,omitempty"`
+	Attestation   json.RawMessage `json:"attestation,omitempty"`
 	// CostChargedMicrocents is what the gate charged the task's
 	// delegation, in microcents.
 	CostChargedMicrocents *int64   `json:"cost_charged_microcents,omitempty"`

@@ -383,6 +383,9 @@ func (b *TaskFailed) check() error {
 	if err := b.DelegateOS.check("delegateos"); err != nil {
 		return err
 	}
+	if b.DelegateOS != nil && (b.DelegateOS.AttestationID != "" || b.DelegateOS.Attestation != nil) {
+		return fmt.Errorf("delegateos names an attestation: a failed task has none")
+	}
 	return b.Error.check()
 }
 
@@ -392,8 +395,17 @@ func (d *ProvenanceDOS) check(name string) error {
 	if d == nil {
 		return nil
 	}
-	if err := checkID(name+".attestation_id", d.AttestationID, false); err != nil {
-		return err
+	if d.AttestationID != "" && !ValidTaskAttestationID(d.AttestationID) {
+		return fmt.Errorf("%s.attestation_id %q is not a task attestation ID", name, clip(d.AttestationID))
+	}
+	if d.Attestation != nil {
+		a, err := ParseTaskAttestation(d.Attestation)
+		if err != nil {
+			return fmt.Errorf("%s.attestation: %v", name, err)
+		}
+		if a.ID != d.AttestationID {
+			return fmt.Errorf("%s.attestation is %s, not the attestation_id %q", name, a.ID, clip(d.AttestationID))
+		}
 	}
 	if len(d.ReceiptHashes) > MaxListLen {
 		return fmt.Errorf("%s lists more than %d receipt hashes", name, MaxListLen)

@@ -21,9 +21,20 @@ type Executor interface {
 }
 
 // An Attester takes the ATTESTATION messages of a session (an Executor may
-// also be one). Without one, ATTESTATION is answered TASK_FAILED.
+// also be one). Without one, ATTESTATION is answered TASK_FAILED. claim
+// marks the task the attestation is about as attested: it refuses (with
+// the LdpError to answer) a task the sender did not submit in this
+// session, one that has not ended, and one attested before; the Attester
+// calls release when it does not record the attestation after all.
 type Attester interface {
-	Attest(ctx context.Context, s Session, e *Envelope, by Verified) error
+	Attest(ctx context.Context, s Session, e *Envelope, by Verified, claim func(taskID string) (release func(), le *LdpError)) error
+}
+
+// A Quoter says what a task will cost before it runs (an Executor may also
+// be one): what a contract's budget is held to. known false means the
+// cost cannot be told in advance.
+type Quoter interface {
+	Quote(t *Task) (microcents int64, known bool)
 }
 
 // Task is a TASK_SUBMIT admitted to a session: signed (when the Responder
@@ -59,6 +70,9 @@ type Outcome struct {
 	DelegateOS         *ProvenanceDOS
 	// Evidence names what the verification was, for provenance.
 	Evidence []EvidenceRef
+	// DelegationID is the delegation the task ran under, for its
+	// attestation; empty when there is no token.
+	DelegationID string
 }
 
 // TaskError is a task that failed with an LDP error to report as is (the
@@ -76,6 +90,10 @@ func (e *TaskError) Error() string { return e.Code + ": " + e.Message }
 type Responder struct {
 	// Card is this delegate's identity card; required.
 	Card *IdentityCard
+	// Cards, when set, is the card in force (a reload may change what
+	// its capabilities state); nil means Card. It must name the same
+	// delegate and skills as Card.
+	Cards func() *IdentityCard
 	// Key signs replies with the Ed25519 profile, except replies to an
 	// HMAC envelope, which are signed with the Verifier's secret; nil
 	// means other replies are not signed.
@@ -94,6 +112,11 @@ type Responder struct {
 	// SESSION_REJECT's. token is the SESSION_PROPOSE's delegateos member,
 	// else the request's bearer token. Nil admits every session.
 	AdmitSession func(ctx context.Context, e *Envelope, by Verified, token *DelegateOSMember) *LdpError
+	// Attestations, when set, keeps the TaskAttestation of every
+	// TASK_RESULT (a Responder with a Key issues one per result and names
+	// it in provenance); a result whose attestation cannot be stored is
+	// not sent.
+	Attestations TaskAttestationStore
 	// Now is the clock; nil means time.Now.
 	Now func() time.Time
 
@@ -101,6 +124,8 @@ type Responder struct {
 	own      Sessions
 	mu       sync.Mutex
 	running  map[string]context.CancelFunc
+	// tasks are the sessions' tasks, for ATTESTATION.
+	tasks attestable
 }
 
 // Reply codes a Responder answers with, beside the session and trust codes.
@@ -115,6 +140,9 @@ const (
 	CodeTaskRunning  = "TASK_RUNNING"
 	CodeContract     = "CONTRACT_REFUSED"
 	CodeNoAttester   = "ATTESTATION_UNSUPPORTED"
+	// CodeAttestationFailed: the result was produced but could not be
+	// attested (its attestation could not be signed or stored).
+	CodeAttestationFailed = "ATTESTATION_FAILED"
 )
 
 func (r *Responder) init() {
@@ -122,6 +150,16 @@ func (r *Responder) init() {
 		r.own.Now = r.Now
 		r.running = map[string]context.CancelFunc{}
 	})
+}
+
+// card is the identity card in force.
+func (r *Responder) card() *IdentityCard {
+	if r.Cards != nil {
+		if c := r.Cards(); c != nil {
+			return c
+		}
+	}
+	return r.Card
 }
 
 func (r *Responder) sessions() *Sessions {
@@ -188,9 +226,9 @@ func (r *Responder) Handle(ctx context.Context, data []byte, bearer string, emit
 			}
 		}
 	}
-	if reached, _ := ctx.Value(requestEndpointKey{}).(string); e.To != r.Card.DelegateID && e.To != r.Card.Endpoint && (reached == "" || e.To != reached) {
+	if reached, _ := ctx.Value(requestEndpointKey{}).(string); e.To != r.card().DelegateID && e.To != r.card().Endpoint && (reached == "" || e.To != reached) {
 		return r.refuse(e, LdpError{Code: CodeMisaddressed, Category: "identity", Severity: "error",
-			Message: fmt.Sprintf("the envelope is addressed to %q; this delegate is %s", clip(e.To), r.Card.DelegateID)}), nil
+			Message: fmt.Sprintf("the envelope is addressed to %q; this delegate is %s", clip(e.To), r.card().DelegateID)}), nil
 	}
 	switch b := e.Body.(type) {
 	case *Hello:
@@ -220,21 +258,21 @@ func ptrTo[T any](v T) *T { return &v }
 // the spec's example flow (skills, supported_modes, which the Rust SDK
 // reads), with the card's capabilities in full.
 func (r *Responder) manifest() json.RawMessage {
-	skills := make([]string, len(r.Card.Capabilities))
-	for i, c := range r.Card.Capabilities {
+	skills := make([]string, len(r.card().Capabilities))
+	for i, c := range r.card().Capabilities {
 		skills[i] = c.Name
 	}
 	b, _ := json.Marshal(map[string]any{
 		"skills":          skills,
-		"supported_modes": r.Card.SupportedPayloadModes,
-		"capabilities":    r.Card.Capabilities,
+		"supported_modes": r.card().SupportedPayloadModes,
+		"capabilities":    r.card().Capabilities,
 	})
 	return b
 }
 
 func (r *Responder) propose(ctx context.Context, e *Envelope, b *SessionPropose, by Verified, bearer string) *Envelope {
 	c := b.Config
-	if err := CheckTrust(r.Card.TrustDomain, c.TrustDomain, c.RequiredTrustDomain); err != nil {
+	if err := CheckTrust(r.card().TrustDomain, c.TrustDomain, c.RequiredTrustDomain); err != nil {
 		var te *TrustError
 		errors.As(err, &te)
 		return r.reply(e, "", &SessionReject{Reason: te.Detail, Error: &LdpError{Code: te.Code, Category: "policy",
@@ -260,7 +298,7 @@ func (r *Responder) propose(ctx context.Context, e *Envelope, b *SessionPropose,
 			return r.refuse(e, securityError(le))
 		}
 	}
-	n := Negotiate(prefs, r.Card.SupportedPayloadModes)
+	n := Negotiate(prefs, r.card().SupportedPayloadModes)
 	s, err := r.sessions().Open(e.From, by, e.DelegateOS, n, ttl)
 	if err != nil {
 		le := sessionLdpError(err)
@@ -273,7 +311,7 @@ func (r *Responder) submit(ctx context.Context, e *Envelope, b *TaskSubmit, by V
 	fail := func(le LdpError) *Envelope {
 		return r.reply(e, e.SessionID, &TaskFailed{TaskID: b.TaskID, Error: le}, e.PayloadMode)
 	}
-	if r.Card.Capability(b.Skill) == nil {
+	if r.card().Capability(b.Skill) == nil {
 		return fail(LdpError{Code: CodeSkillUnknown, Category: "capability", Severity: "error",
 			Message: fmt.Sprintf("this delegate has no skill %q", clip(b.Skill))})
 	}
@@ -300,12 +338,25 @@ func (r *Responder) submit(ctx context.Context, e *Envelope, b *TaskSubmit, by V
 				Message: fmt.Sprintf("the contract's deadline %s has passed", c.Deadline)})
 		}
 	}
+	s, err := r.sessions().Use(e.SessionID, e.From, e.PayloadMode)
+	if err != nil {
+		return fail(sessionLdpError(err))
+	}
+	task := &Task{Session: s, Envelope: e, Submit: b, Mode: e.PayloadMode, By: by, Token: r.token(e, s, bearer)}
 	if c := b.Contract; c != nil && c.Policy.Budget != nil && c.Policy.Budget.MaxCostUSD != nil {
 		// The contract's budget is honoured or the task refused, never
-		// ignored: a skill whose cost this delegate states is over it, or
-		// that states none, is refused before it runs.
+		// ignored: a task whose cost this delegate states (its Executor's
+		// quote for this very task, else the card's) is over it, or that
+		// states none, is refused before it runs.
 		max := *c.Policy.Budget.MaxCostUSD
-		cost := skillCost(r.Card, r.Card.Capability(b.Skill))
+		cost := int64(-1)
+		if q, ok := r.Exec.(Quoter); ok {
+			if n, known := q.Quote(task); known && n >= 0 {
+				cost = n
+			}
+		} else {
+			cost = skillCost(r.card(), r.card().Capability(b.Skill))
+		}
 		if cost < 0 || float64(cost) > max*MicrocentsPerUSD {
 			msg := fmt.Sprintf("the contract's budget is %g USD; skill %s costs %d microcents (%g USD) here", max, b.Skill, cost, float64(cost)/MicrocentsPerUSD)
 			if cost < 0 {
@@ -314,11 +365,6 @@ func (r *Responder) submit(ctx context.Context, e *Envelope, b *TaskSubmit, by V
 			return fail(LdpError{Code: CodeContract, Category: "policy", Severity: "error", Message: msg})
 		}
 	}
-	s, err := r.sessions().Use(e.SessionID, e.From, e.PayloadMode)
-	if err != nil {
-		return fail(sessionLdpError(err))
-	}
-	task := &Task{Session: s, Envelope: e, Submit: b, Mode: e.PayloadMode, By: by, Token: r.token(e, s, bearer)}
 	task.Update = func(progress *float64, message string) {
 		if emit == nil {
 			return
@@ -340,10 +386,12 @@ func (r *Responder) submit(ctx context.Context, e *Envelope, b *TaskSubmit, by V
 	}
 	r.running[key] = cancel
 	r.mu.Unlock()
+	r.noteTask(s.ID, b.TaskID, taskRunning)
 	defer func() {
 		r.mu.Lock()
 		delete(r.running, key)
 		r.mu.Unlock()
+		r.noteTask(s.ID, b.TaskID, taskEnded)
 	}()
 	out, err := r.Exec.Execute(tctx, task)
 	if err != nil {
@@ -360,8 +408,8 @@ func (r *Responder) submit(ctx context.Context, e *Envelope, b *TaskSubmit, by V
 		return fail(LdpError{Code: CodeTaskFailed, Category: "runtime", Severity: "error", Retryable: true, Message: err.Error()})
 	}
 	p := &Provenance{
-		ProducedBy:         r.Card.DelegateID,
-		ModelVersion:       r.Card.ModelVersion,
+		ProducedBy:         r.card().DelegateID,
+		ModelVersion:       r.card().ModelVersion,
 		PayloadModeUsed:    e.PayloadMode,
 		Confidence:         out.Confidence,
 		Verified:           out.Verified,
@@ -382,12 +430,74 @@ func (r *Responder) submit(ctx context.Context, e *Envelope, b *TaskSubmit, by V
 	if b.Contract != nil {
 		p.ContractID = b.Contract.ContractID
 	}
+	if r.Key != nil {
+		a, err := r.attestTask(e, b, s, by, out, p)
+		if err != nil {
+			return fail(LdpError{Code: CodeAttestationFailed, Category: "runtime", Severity: "error", Retryable: true,
+				Message: "the result could not be attested: " + err.Error()})
+		}
+		raw, _ := json.Marshal(a)
+		d := ProvenanceDOS{}
+		if p.DelegateOS != nil {
+			d = *p.DelegateOS
+		}
+		d.AttestationID, d.Attestation = a.ID, raw
+		p.DelegateOS = &d
+	}
 	reply := r.envelope(e, s.ID, &TaskResult{TaskID: b.TaskID, Output: out.Output, Provenance: *p}, e.PayloadMode)
 	reply.Provenance = p
 	if err := reply.Check(); err != nil {
 		return fail(LdpError{Code: CodeTaskFailed, Category: "runtime", Severity: "error", Message: "the result is not a valid TASK_RESULT: " + err.Error()})
 	}
 	return r.sign(reply, e)
+}
+
+// noteTask records where a task of session sid stands, for ATTESTATION.
+func (r *Responder) noteTask(sid, taskID string, st taskState) {
+	max := r.sessions().Max
+	if max <= 0 {
+		max = DefaultMaxSessions
+	}
+	r.tasks.set(sid, taskID, st, max, func(id string) bool {
+		_, ok := r.sessions().Get(id)
+		return ok
+	})
+}
+
+// attestTask signs and stores the attestation of a task's result.
+func (r *Responder) attestTask(e *Envelope, b *TaskSubmit, s Session, by Verified, out *Outcome, p *Provenance) (*TaskAttestation, error) {
+	req, err := EnvelopeHash(e)
+	if err != nil {
+		return nil, err
+	}
+	in, err := ValueHash(b.Input)
+	if err != nil {
+		return nil, err
+	}
+	outHash, err := ValueHash(out.Output)
+	if err != nil {
+		return nil, err
+	}
+	a := &TaskAttestation{ID: NewTaskAttestationID(), Version: TaskAttestationVersion, Delegate: r.card().DelegateID,
+		Initiator: e.From, SessionID: s.ID, TaskID: b.TaskID, Skill: b.Skill, Request: req, InputHash: in,
+		ContractID: p.ContractID, DelegationID: out.DelegationID, OutputHash: outHash, Verified: p.Verified,
+		VerificationStatus: p.VerificationStatus, CreatedAt: timestamp.Format(r.now())}
+	if by.Algorithm == AlgEd25519 {
+		a.InitiatorSigner = by.Signer
+	}
+	if d := p.DelegateOS; d != nil {
+		a.CostChargedMicrocents = d.CostChargedMicrocents
+		a.ReceiptHashes = d.ReceiptHashes
+	}
+	if err := a.Sign(r.Key); err != nil {
+		return nil, err
+	}
+	if r.Attestations != nil {
+		if err := r.Attestations.Put(a); err != nil {
+			return nil, err
+		}
+	}
+	return a, nil
 }
 
 // token is the delegation token a task runs under (see Task.Token).
@@ -425,7 +535,8 @@ func (r *Responder) attest(ctx context.Context, e *Envelope, by Verified) (*Enve
 	if !ok {
 		return r.refuse(e, LdpError{Code: CodeNoAttester, Category: "capability", Severity: "warning", Message: "this delegate records no attestations"}), nil
 	}
-	if err := a.Attest(ctx, s, e, by); err != nil {
+	claim := func(taskID string) (func(), *LdpError) { return r.tasks.claim(s.ID, taskID) }
+	if err := a.Attest(ctx, s, e, by, claim); err != nil {
 		var te *TaskError
 		if errors.As(err, &te) {
 			return r.refuse(e, te.LdpError), nil
@@ -472,7 +583,7 @@ func (r *Responder) envelope(e *Envelope, session string, body Body, mode Payloa
 	out := &Envelope{
 		MessageID:   newSessionID(),
 		SessionID:   session,
-		From:        r.Card.DelegateID,
+		From:        r.card().DelegateID,
 		To:          e.From,
 		Body:        body,
 		PayloadMode: mode,

@@ -39,7 +39,10 @@ func (x *echoExec) Execute(ctx context.Context, t *Task) (*Outcome, error) {
 	return &Outcome{Output: out, Confidence: ptr(0.9)}, nil
 }
 
-func (x *echoExec) Attest(_ context.Context, s Session, e *Envelope, by Verified) error {
+func (x *echoExec) Attest(_ context.Context, s Session, e *Envelope, by Verified, claim func(string) (func(), *LdpError)) error {
+	if _, le := claim("task-001"); le != nil {
+		return &TaskError{LdpError: *le}
+	}
 	x.mu.Lock()
 	defer x.mu.Unlock()
 	x.attested = append(x.attested, string(e.Body.(*Attestation).Claim))

@@ -2,6 +2,7 @@ package serve
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -70,6 +71,20 @@ func (s *Signatures) Apply(o *Options, defaultToken string) {
 	}
 }
 
+// holderProofKey is the context key of a HolderProven request.
+type holderProofKey struct{}
+
+// HolderProven marks an in-process request (one no client can send, the
+// LDP front's tools/call) whose sender proved, by other means than
+// AVP-Sig, that it holds the key of token's current delegatee: an LDP
+// envelope signed with Ed25519 by that key over its whole body, fresh,
+// spent once in the front's replay store, addressed to this delegate in
+// a session it opened. Signatures take such a request under token, and
+// under no other token.
+func HolderProven(ctx context.Context, token string) context.Context {
+	return context.WithValue(ctx, holderProofKey{}, token)
+}
+
 // AuthorizeRequest checks an MCP request over HTTP: body is its POST body
 // (nil for GET and DELETE) and sessionToken the token its session was
 // created with (for the request that creates one, the token it carries in
@@ -93,6 +108,17 @@ func (s *Signatures) AuthorizeRequest(r *http.Request, body []byte, sessionToken
 		if own != "" {
 			token = own
 		}
+	}
+	if proven, ok := r.Context().Value(holderProofKey{}).(string); ok && proven != "" && proven == token {
+		// The holder's key was proven for this very token; it must still
+		// be a token the gate takes.
+		if s.VerifyToken == nil {
+			return errors.New("signatures are required, and this server has no way to check them")
+		}
+		if err := s.VerifyToken(token); err != nil {
+			return fmt.Errorf("the token does not verify, so no signature is checked against its holder: %w", err)
+		}
+		return nil
 	}
 	if err := s.Check(r, body, token); err != nil {
 		var e *avpsig.Error

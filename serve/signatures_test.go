@@ -155,3 +155,32 @@ func TestSignaturesAuthorizeRequest(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// TestSignaturesHolderProven: a request marked HolderProven for a token
+// is taken under that token (still one the gate verifies), and under no
+// other: its own _delegateos token, another's, is checked by signature.
+func TestSignaturesHolderProven(t *testing.T) {
+	f := newSigFixture(t)
+	body := []byte(`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"echo"}}`)
+	proven := func(tok string) *http.Request {
+		r := httptest.NewRequest("POST", "/mcp", bytes.NewReader(body))
+		return r.WithContext(HolderProven(r.Context(), tok))
+	}
+	if err := f.s.AuthorizeRequest(proven(f.tok.String()), body, f.tok.String()); err != nil {
+		t.Fatalf("proven: %v", err)
+	}
+	if err := f.s.AuthorizeRequest(proven("another token"), body, f.tok.String()); err == nil || !strings.Contains(err.Error(), string(avpsig.ReasonMissing)) {
+		t.Fatalf("proven for another token: %v", err)
+	}
+	if err := f.s.AuthorizeRequest(proven(""), body, f.tok.String()); err == nil {
+		t.Fatal("an empty proof was taken")
+	}
+	own := []byte(`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"echo","_delegateos":{"dct":"` + f.tok.String() + `x","format":"` + dct.Format + `"}}}`)
+	if err := f.s.AuthorizeRequest(proven(f.tok.String()), own, f.tok.String()); err == nil || errors.Is(err, errBindUnsigned) {
+		t.Fatal("a request naming its own token was taken on the session token's proof")
+	}
+	untrusted := &Signatures{Verifier: &avpsig.Verifier{}, VerifyToken: func(string) error { return errors.New("untrusted root") }}
+	if err := untrusted.AuthorizeRequest(proven(f.tok.String()), body, f.tok.String()); err == nil {
+		t.Fatal("a proof was taken for a token the gate does not verify")
+	}
+}

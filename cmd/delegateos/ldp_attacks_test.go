@@ -680,10 +680,11 @@ func TestLDPAttackStrangerBodies(t *testing.T) {
 	}
 }
 
-// TestLDPAttackAttestation: ATTESTATION as a way to set reputation. The same
-// attestation sent again in a new envelope counts once; the envelope
-// replayed byte for byte is refused. (Another's signed attestation:
-// TestServeLDPAttestation.)
+// TestLDPAttackAttestation: ATTESTATION as a way to set reputation. The
+// initiator's attestation of its finished task counts once: the same
+// attestation again in a new envelope is refused as a repeat, and the
+// envelope replayed byte for byte as a replay. (Another's signed
+// attestation, another agent, another's task: TestServeLDPAttestation.)
 func TestLDPAttackAttestation(t *testing.T) {
 	env := mcptest.NewEnv(t)
 	ws := filepath.Join(env.Dir, "ws")
@@ -692,15 +693,21 @@ func TestLDPAttackAttestation(t *testing.T) {
 	}
 	pol := env.Policy(mcptest.Priced("echo", 100))
 	pol.Extra = serveLDPSection + "workspace: " + ws + "\n"
-	srv := env.StartServe(mcptest.ServeOptions{Policy: pol, Flags: []string{"--key", env.KeyFile(mcptest.NewKey(t, "server"))}})
+	serverKey := mcptest.NewKey(t, "server")
+	srv := env.StartServe(mcptest.ServeOptions{Policy: pol, Flags: []string{"--key", env.KeyFile(serverKey)}})
 	ctx := context.Background()
 	c := &ldp.Client{ID: "ldp:delegate:router", TrustDomain: "research", Key: env.Agent.PrivateKey(), Verifier: &ldp.Verifier{}}
 	s, err := c.Open(ctx, srv.Base, "ldp:delegate:docs", ldp.SessionConfig{}, &ldp.DelegateOSMember{DCT: env.Mint(nil, "mcp:echo:*").String(), Format: dct.Format}, "", "")
 	if err != nil {
 		t.Fatal(err)
 	}
-	attest := func(to string) json.RawMessage {
-		a := &reputation.Attestation{ToDID: to, Outcome: reputation.OutcomePositive, Weight: 1, Context: "ldp:task-1"}
+	for _, id := range []string{"task-1", "task-2"} {
+		if reply, err := s.Submit(ctx, &ldp.TaskSubmit{TaskID: id, Skill: "echo", Input: json.RawMessage(`"x"`)}, ldp.ModeText, nil, nil); err != nil || rtFailCode(reply) != "" {
+			t.Fatalf("task %s: %v %+v", id, err, reply)
+		}
+	}
+	attest := func(task string) json.RawMessage {
+		a := &reputation.Attestation{ToDID: serverKey.DID(), Outcome: reputation.OutcomePositive, Weight: 1, Context: "ldp:ldp:delegate:docs:" + task}
 		if err := reputation.SignAttestation(a, env.Agent); err != nil {
 			t.Fatal(err)
 		}
@@ -709,23 +716,26 @@ func TestLDPAttackAttestation(t *testing.T) {
 	}
 	// (Of itself: reputation.SignAttestation will not sign one, and the
 	// delegate verifies each with the same Attestation.Verify, which
-	// refuses it: reputation's tests.) Of another, twice in two envelopes, then one replayed.
-	subject := mcptest.NewKey(t, "subject").DID()
-	claim := attest(subject)
-	for range 2 {
-		if reply, err := s.Send(ctx, &ldp.Attestation{Claim: claim, Evidence: json.RawMessage(`{}`)}); err != nil || reply != nil {
-			t.Fatalf("attestation: %v %+v", err, reply)
-		}
+	// refuses it: reputation's tests.) Twice in two envelopes, then one
+	// replayed.
+	claim := attest("task-1")
+	if reply, err := s.Send(ctx, &ldp.Attestation{Claim: claim, Evidence: json.RawMessage(`{}`)}); err != nil || reply != nil {
+		t.Fatalf("attestation: %v %+v", err, reply)
 	}
-	e := rtEnvelope(s.ID, c.ID, &ldp.Attestation{Claim: attest(subject), Evidence: json.RawMessage(`{}`)}, ldp.ModeText)
+	if reply, err := s.Send(ctx, &ldp.Attestation{Claim: claim, Evidence: json.RawMessage(`{}`)}); err != nil || rtFailCode(reply) != ldp.CodeAttestationRepeated {
+		t.Fatalf("the same attestation again: %v %+v", err, reply)
+	}
+	e := rtEnvelope(s.ID, c.ID, &ldp.Attestation{Claim: attest("task-2"), Evidence: json.RawMessage(`{}`)}, ldp.ModeText)
 	b := rtSign(t, e, env.Agent.PrivateKey())
-	rtPost(t, srv, "", b, "")
+	if _, reply, raw := rtPost(t, srv, "", b, ""); reply != nil {
+		t.Fatalf("task-2's attestation: %s", raw)
+	}
 	if _, reply, raw := rtPost(t, srv, "", b, ""); rtFailCode(reply) != string(ldp.ReasonReplayed) {
 		t.Fatalf("a replayed ATTESTATION: %s", raw)
 	}
-	out, errs, code := mcptest.CLI(t, "reputation", "show", subject, "--workspace", ws, "--json")
-	if code != 0 || !strings.Contains(out, `"signals": 1`) {
-		t.Fatalf("the same attestation counted more than once: exit %d\n%s%s", code, out, errs)
+	out, errs, code := mcptest.CLI(t, "reputation", "show", serverKey.DID(), "--workspace", ws, "--json")
+	if code != 0 || !strings.Contains(out, `"signals": 2`) {
+		t.Fatalf("each task's attestation did not count once: exit %d\n%s%s", code, out, errs)
 	}
 }
 

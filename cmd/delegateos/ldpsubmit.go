@@ -188,7 +188,7 @@ func writeSubmit(w io.Writer, r submitReport) {
 				fmt.Fprintf(w, "receipt: %s\n", h)
 			}
 			if d.AttestationID != "" {
-				fmt.Fprintf(w, "attestation: %s\n", d.AttestationID)
+				fmt.Fprintf(w, "attestation: %s (signed by %s; checked against the request, output, cost and receipts)\n", d.AttestationID, r.Reply.Signer)
 			}
 		}
 	case *ldp.TaskFailed:

@@ -3,6 +3,7 @@ package main
 import (
 	"errors"
 
+	"github.com/delegateos/delegateos/gate"
 	"github.com/delegateos/delegateos/identity"
 	"github.com/delegateos/delegateos/policy"
 	"github.com/delegateos/delegateos/serve/ldpfront"
@@ -34,13 +35,19 @@ func mountLDP(s *serveSetup) error {
 	}
 	f, err := ldpfront.New(ldpfront.Options{Policy: s.Policy, Key: k, MCP: s.Server.Mux, Endpoint: s.Endpoint,
 		Guard: s.Server.Guard, TLS: s.TLS, CheckToken: s.CheckToken, Gates: s.Gates, ReadBody: s.Server.ReadBody,
-		Receipts: tap, Log: s.Log})
+		Receipts: tap, RequireSignature: s.Options.AuthorizeVerifiesSignatures, Log: s.Log})
 	var se *ldpfront.SettingError
 	switch {
 	case errors.As(err, &se):
 		return fixf("%s", se.Msg)
 	case err != nil:
 		return inputError{err}
+	}
+	if s.Reload != nil {
+		// The card (costs, quality hints) and the contract budgets follow
+		// a reloaded policy; a changed ldp section is refused (gate's
+		// fixedSettings), so the section is the one mounted.
+		s.Reload.onApplied(func(snap *gate.Snapshot) { f.Refresh(snap.Policy) })
 	}
 	f.Mount(s.Server.Mux)
 	return nil

@@ -267,8 +267,11 @@ func TestServeLDPRouterFlow(t *testing.T) {
 }
 
 // TestServeLDPAttestation: an ATTESTATION carrying the sender's own signed
-// AVP attestation becomes an RDP signal in the delegate's workspace; one
-// signed by someone else, or sent with no key, is refused.
+// AVP attestation becomes an RDP signal in the delegate's workspace only
+// from the initiator of a task in that session, about this delegate's work
+// on that task once it ended, once; one of another agent, naming no task,
+// of a task the sender did not submit there, signed by someone else, or a
+// second one, is refused with its own code.
 func TestServeLDPAttestation(t *testing.T) {
 	env := mcptest.NewEnv(t)
 	ws := filepath.Join(env.Dir, "ws")
@@ -296,26 +299,80 @@ func TestServeLDPAttestation(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	subject := mcptest.NewKey(t, "subject").DID()
-	attest := func(by *identity.Keypair) json.RawMessage {
-		a := &reputation.Attestation{ToDID: subject, Outcome: reputation.OutcomePositive, Weight: 0.8, Context: "ldp:task-001"}
+	attest := func(by *identity.Keypair, to, context string) *ldp.Attestation {
+		a := &reputation.Attestation{ToDID: to, Outcome: reputation.OutcomePositive, Weight: 0.8, Context: context}
 		if err := reputation.SignAttestation(a, by); err != nil {
 			t.Fatal(err)
 		}
 		b, _ := json.Marshal(a)
-		return b
+		return &ldp.Attestation{Claim: b, Evidence: json.RawMessage(`{}`)}
 	}
-	reply, err := s.Send(ctx, &ldp.Attestation{Claim: attest(env.Agent), Evidence: json.RawMessage(`{}`)})
-	if err != nil || reply != nil {
-		t.Fatalf("own attestation: %v %+v", err, reply)
+	send := func(s *ldp.ClientSession, a *ldp.Attestation) string {
+		t.Helper()
+		reply, err := s.Send(ctx, a)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if reply == nil {
+			return ""
+		}
+		return rtFailCode(reply)
 	}
-	out, errs, code = mcptest.CLI(t, "reputation", "show", subject, "--workspace", ws, "--json")
-	if code != 0 || !strings.Contains(out, `"signals": 1`) {
-		t.Fatalf("reputation show: exit %d\n%s%s", code, out, errs)
+	signals := func(did string) string {
+		out, errs, code := mcptest.CLI(t, "reputation", "show", did, "--workspace", ws, "--json")
+		if code != 0 {
+			t.Fatalf("reputation show: exit %d\n%s%s", code, out, errs)
+		}
+		return out
 	}
-	reply, err = s.Send(ctx, &ldp.Attestation{Claim: attest(mcptest.NewKey(t, "other")), Evidence: json.RawMessage(`{}`)})
-	if f, ok := reply.Body.(*ldp.TaskFailed); err != nil || !ok || f.Error.Code != string(ldp.ReasonWrongKey) {
-		t.Fatalf("another's attestation: %v %+v", err, reply)
+	task1 := "ldp:ldp:delegate:docs:task-001"
+	// Before the task: nothing to attest.
+	if code := send(s, attest(env.Agent, serverKey.DID(), task1)); code != ldp.CodeAttestationTask {
+		t.Fatalf("before the task: %q", code)
+	}
+	if reply, err := s.Submit(ctx, &ldp.TaskSubmit{TaskID: "task-001", Skill: "echo", Input: json.RawMessage(`"x"`)}, ldp.ModeText, nil, nil); err != nil {
+		t.Fatal(err)
+	} else if _, ok := reply.Body.(*ldp.TaskResult); !ok {
+		t.Fatalf("task: %+v", reply.Body)
+	}
+	// Of another agent, naming no task, two at once, another's signature.
+	subject := mcptest.NewKey(t, "subject").DID()
+	if code := send(s, attest(env.Agent, subject, task1)); code != ldp.CodeAttestationSubject {
+		t.Fatalf("of another agent: %q", code)
+	}
+	if code := send(s, attest(env.Agent, serverKey.DID(), "ldp:task-001")); code != ldp.CodeAttestationSubject {
+		t.Fatalf("naming no task of this delegate: %q", code)
+	}
+	one := attest(env.Agent, serverKey.DID(), task1).Claim
+	two := &ldp.Attestation{Claim: json.RawMessage("[" + string(one) + "," + string(one) + "]"), Evidence: json.RawMessage(`{}`)}
+	if code := send(s, two); code != "ATTESTATION_INVALID" {
+		t.Fatalf("two at once: %q", code)
+	}
+	if code := send(s, attest(mcptest.NewKey(t, "other"), serverKey.DID(), task1)); code != string(ldp.ReasonWrongKey) {
+		t.Fatalf("another's attestation: %q", code)
+	}
+	// Another token holder, in its own session, of the router's task.
+	otherAgent := mcptest.NewKey(t, "other-agent")
+	oc := &ldp.Client{ID: "ldp:delegate:other", TrustDomain: "research", Key: otherAgent.PrivateKey(), Verifier: &ldp.Verifier{}}
+	os2, err := oc.Open(ctx, srv.Base, "ldp:delegate:docs", ldp.SessionConfig{}, &ldp.DelegateOSMember{DCT: env.Mint(func(p *dct.CreateParams) { p.Delegatee = otherAgent.ID() }, "docs:read:/**").String(), Format: dct.Format}, "", "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if code := send(os2, attest(otherAgent, serverKey.DID(), task1)); code != ldp.CodeAttestationTask {
+		t.Fatalf("another holder's attestation of the router's task: %q", code)
+	}
+	if strings.Contains(signals(serverKey.DID()), `"signals": 2`) || strings.Contains(signals(subject), `"signals": 1`) {
+		t.Fatal("a refused attestation was recorded")
+	}
+	// The initiator's own, of its task: recorded, once.
+	if code := send(s, attest(env.Agent, serverKey.DID(), task1)); code != "" {
+		t.Fatalf("the initiator's attestation: %q", code)
+	}
+	if out := signals(serverKey.DID()); !strings.Contains(out, `"signals": 2`) {
+		t.Fatalf("not recorded:\n%s", out)
+	}
+	if code := send(s, attest(env.Agent, serverKey.DID(), task1)); code != ldp.CodeAttestationRepeated {
+		t.Fatalf("again: %q", code)
 	}
 }
 

@@ -92,9 +92,11 @@ func TextInput(frame json.RawMessage, text string) json.RawMessage {
 
 // RecordOutcome records what the task showed of the delegate, as RDP
 // domain competence in the skill: a result the caller's score, a task the
-// delegate itself failed (runtime or quality) 0.0; nothing for a refusal
-// (policy, security, session: not the delegate's competence) or a result
-// without a score. A result's verified: true is the delegate's own claim
+// delegate itself failed 0.0; nothing for a refusal (policy, security,
+// session: not the delegate's competence) or a result without a score. A
+// failure is a refusal only when its code and category agree with the
+// table of ldp.CodeCategory (ldp.DelegatesFailure): the delegate chooses
+// the category it sends. A result's verified: true is the delegate's own claim
 // (any delegate can write it), so it is never recorded as a score: that
 // would let a delegate set its own reputation.
 func RecordOutcome(w *reputation.Workspace, source, did, delegateID, skill, taskID string, reply *ldp.Envelope, score *float64) (*reputation.Signal, string, error) {
@@ -114,10 +116,16 @@ func RecordOutcome(w *reputation.Workspace, source, did, delegateID, skill, task
 			return nil, "an unverified result: give --score with your evaluation to record it", nil
 		}
 	case *ldp.TaskFailed:
-		if c := b.Error.Category; c != "runtime" && c != "quality" {
+		c := b.Error.Category
+		if !ldp.DelegatesFailure(b.Error) {
 			return nil, fmt.Sprintf("a %s refusal (%s) says nothing of the delegate's competence", c, b.Error.Code), nil
 		}
 		s, msg = 0, "task failed: "+b.Error.Code
+		if c != ldp.CategoryRuntime && c != ldp.CategoryQuality {
+			// The delegate chose the category: one its code does not
+			// have, or a code no table gives one, is not taken.
+			msg += fmt.Sprintf(" (called a %s refusal, which that code is not: counted as the delegate's failure)", c)
+		}
 	}
 	sig := reputation.Signal{Source: source, Dimension: reputation.DomainCompetence, Domain: skill, Score: s,
 		Timestamp: time.Now().UTC(), Evidence: "ldp:" + delegateID + ":" + taskID, Message: msg}

@@ -73,8 +73,8 @@ func TestRecordOutcome(t *testing.T) {
 	result := func(verified bool) *ldp.Envelope {
 		return &ldp.Envelope{Body: &ldp.TaskResult{TaskID: "t", Provenance: ldp.Provenance{Verified: verified, VerificationStatus: "tool_verified"}}}
 	}
-	failed := func(category string) *ldp.Envelope {
-		return &ldp.Envelope{Body: &ldp.TaskFailed{TaskID: "t", Error: ldp.LdpError{Code: "X", Category: category}}}
+	failed := func(code, category string) *ldp.Envelope {
+		return &ldp.Envelope{Body: &ldp.TaskFailed{TaskID: "t", Error: ldp.LdpError{Code: code, Category: category}}}
 	}
 	score := 0.4
 	for _, c := range []struct {
@@ -87,8 +87,14 @@ func TestRecordOutcome(t *testing.T) {
 		{result(true), &score, 0.4, true},
 		{result(false), nil, 0, false},
 		{result(false), &score, 0.4, true},
-		{failed("runtime"), nil, 0, true},
-		{failed("policy"), nil, 0, false},
+		{failed("X", "runtime"), nil, 0, true},
+		{failed("capability_not_granted", "policy"), nil, 0, false},
+		{failed("SEMANTIC_FRAME_INVALID", "quality"), nil, 0, false},
+		// The delegate chooses the category: a code no table gives it,
+		// or a category its code does not have, is its own failure.
+		{failed("X", "policy"), nil, 0, true},
+		{failed("budget_exceeded", "security"), nil, 0, true},
+		{failed("TOOL_ERROR", "policy"), nil, 0, true},
 	} {
 		sig, why, err := RecordOutcome(w, observer.DID(), delegate.DID(), "ldp:delegate:d", "skill", "t", c.reply, c.score)
 		if err != nil || (sig != nil) != c.record || (sig != nil && sig.Score != c.want) || (sig == nil && why == "") {

@@ -12,6 +12,7 @@ import (
 	"maps"
 	"net/http"
 	"os"
+	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
@@ -62,6 +63,11 @@ type Options struct {
 	// hand their receipts through: each task's provenance names the
 	// receipts of its call. Nil means no audit log.
 	Receipts *Tap
+	// RequireSignature says the server requires holder-of-key signatures
+	// (require_signature): a task not signed by its token's holder with
+	// Ed25519 is then refused by the endpoint, as an MCP client's
+	// unsigned request is, rather than by the front.
+	RequireSignature bool
 	// Log is the server's logger; nil means none.
 	Log *zap.Logger
 }
@@ -69,6 +75,11 @@ type Options struct {
 // Front is the LDP front of a server.
 type Front struct {
 	handler http.Handler
+	// card is the identity card in force: rebuilt by Refresh when a
+	// reload swaps the policy (its costs, the quality hints read again).
+	card atomic.Pointer[ldp.IdentityCard]
+	key  *identity.Keypair
+	ldp  *policy.LDPConfig
 }
 
 // SettingError is a setting of the ldp section that cannot work (the
@@ -100,9 +111,11 @@ func New(o Options) (*Front, error) {
 			return nil, &SettingError{fmt.Sprintf("ldp.hmac_secret_file %s holds fewer than 16 characters: write a longer secret", c.HMACSecretFile)}
 		}
 	}
+	f := &Front{key: o.Key, ldp: c}
 	card := Card(o.Policy, o.Key)
+	f.card.Store(card)
 	exec := &ldpExec{cfg: c, pol: o.Policy, mux: o.MCP, endpoint: o.Endpoint, log: o.Log, contracts: map[string]*contract.TaskContract{},
-		check: o.CheckToken, gates: o.Gates, tap: o.Receipts}
+		check: o.CheckToken, gates: o.Gates, tap: o.Receipts, requireSig: o.RequireSignature}
 	for _, sk := range c.Skills {
 		if sk.Contract == "" {
 			continue
@@ -128,14 +141,20 @@ func New(o Options) (*Front, error) {
 		exec.verifier.Judge = &verify.CommandJudge{Command: j.Command, Timeout: j.Timeout}
 	}
 	var run ldp.Executor = exec
+	var atts ldp.TaskAttestationStore
 	if o.Policy.Workspace != "" {
 		w, err := reputation.Open(o.Policy.Workspace)
 		if err != nil {
 			return nil, err
 		}
-		run = &ldpAttestingExec{ldpExec: exec, w: w}
+		run = &ldpAttestingExec{ldpExec: exec, w: w, did: o.Key.DID()}
+		// Each result's signed attestation is kept next to the
+		// workspace's DelegateOS attestations, one file per ID.
+		if atts, err = ldp.OpenTaskAttestationDir(filepath.Join(o.Policy.Workspace, AttestationsDir)); err != nil {
+			return nil, err
+		}
 	}
-	r := &ldp.Responder{Card: card, Key: o.Key.PrivateKey(), Exec: run,
+	r := &ldp.Responder{Card: card, Cards: f.card.Load, Key: o.Key.PrivateKey(), Exec: run, Attestations: atts,
 		Verifier:     &ldp.Verifier{HMACSecret: secret, RequireEd25519: c.RequireEd25519},
 		AdmitSession: admitLDPSession(o.Policy.AllowUnauthenticated, o.CheckToken)}
 	scheme := "http"
@@ -162,7 +181,7 @@ func New(o Options) (*Front, error) {
 			// each reader sees the address it used, and no request sets it
 			// for the others; what the skills need and cost is what the
 			// policy in force says (a reload may change them).
-			c := exec.latencies.card(card)
+			c := exec.latencies.card(f.card.Load())
 			c.Endpoint = scheme + "://" + req.Host
 			c.Metadata = maps.Clone(c.Metadata)
 			skillMetadata(c.Metadata, exec.cfg, exec.policy())
@@ -177,12 +196,25 @@ func New(o Options) (*Front, error) {
 		}
 		(&ldp.Handler{Responder: r, ReadBody: readBody}).ServeHTTP(w, req.WithContext(context.WithValue(req.Context(), hostKey{}, req.Host)))
 	}))
-	if o.Policy.RequireSignature {
-		o.Log.Warn("require_signature: every LDP task is refused, since its call inside the server carries no AVP-Sig (docs/ldp.md)")
-	}
 	o.Log.Info("serving LDP", zap.String("delegate", c.DelegateID), zap.String("did", card.Metadata[ldp.MetaDID]), zap.Int("skills", len(c.Skills)))
-	return &Front{handler: h}, nil
+	f.handler = h
+	return f, nil
 }
+
+// Refresh makes the card follow pol, the policy a reload swapped in: the
+// skills' capabilities and costs it maps, and the quality hints its
+// workspace holds now. The ldp section is the one the front started with
+// (a reload that changes it is refused).
+func (f *Front) Refresh(pol *policy.Policy) {
+	p := *pol
+	p.LDP = f.ldp
+	f.card.Store(Card(&p, f.key))
+}
+
+// AttestationsDir is the directory of a workspace that holds the task
+// attestations of an LDP delegate's results (ldp.TaskAttestation), next
+// to the DelegateOS attestations of attestations/.
+const AttestationsDir = "ldp-attestations"
 
 // Paths are the paths a Front serves.
 var Paths = []string{ldp.WellKnownPath, ldp.IdentityPath, ldp.MessagesPath, ldp.StreamPath}
@@ -203,7 +235,7 @@ type hostKey struct{}
 func admitLDPSession(allowUnauthenticated bool, check func(string) error) func(context.Context, *ldp.Envelope, ldp.Verified, *ldp.DelegateOSMember) *ldp.LdpError {
 	return func(_ context.Context, _ *ldp.Envelope, by ldp.Verified, tok *ldp.DelegateOSMember) *ldp.LdpError {
 		refuse := func(code, msg string) *ldp.LdpError {
-			return &ldp.LdpError{Code: code, Category: "policy", Severity: "fatal", Message: msg}
+			return &ldp.LdpError{Code: code, Category: category(code), Severity: "fatal", Message: msg}
 		}
 		if tok == nil {
 			if allowUnauthenticated {
@@ -220,7 +252,7 @@ func admitLDPSession(allowUnauthenticated bool, check func(string) error) func(c
 		}
 		signer, err := identity.PrincipalIDFromDID(by.Signer)
 		if by.Algorithm != ldp.AlgEd25519 || err != nil || signer != parsed.Delegatee() {
-			return &ldp.LdpError{Code: string(ldp.ReasonWrongKey), Category: "security", Severity: "fatal",
+			return &ldp.LdpError{Code: string(ldp.ReasonWrongKey), Category: ldp.CategorySecurity, Severity: "fatal",
 				Message: "the SESSION_PROPOSE must be signed with ed25519 by the token's holder " + parsed.Delegatee()}
 		}
 		return nil
@@ -323,6 +355,8 @@ type ldpExec struct {
 	// tap notes the receipts of the tasks' calls; nil without an audit
 	// log.
 	tap *Tap
+	// requireSig: the endpoint requires holder-of-key signatures.
+	requireSig bool
 }
 
 // policy is the policy in force: what the gate charges by.
@@ -335,6 +369,31 @@ func (x *ldpExec) policy() *policy.Policy {
 	return x.pol
 }
 
+// Quote is what a task will be charged, as the policy in force maps its
+// call: unknown when the tool's arguments cannot be made from its input or
+// the policy honours upstream-reported costs (which this front learns only
+// afterwards).
+func (x *ldpExec) Quote(t *ldp.Task) (int64, bool) {
+	sk := x.cfg.Skill(t.Submit.Skill)
+	if sk == nil {
+		return 0, false
+	}
+	args, err := toolArguments(sk, t)
+	if err != nil {
+		return 0, false
+	}
+	raw, err := json.Marshal(args)
+	pol := x.policy()
+	if err != nil || pol.HonourUpstreamCost {
+		return 0, false
+	}
+	call, err := pol.Map(sk.Tool, raw)
+	if err != nil {
+		return 0, false
+	}
+	return call.Cost, true
+}
+
 // tokenRefused is the TASK_FAILED of a task whose token does not verify:
 // its denial type (invalid_token when it has none) and the message serve's
 // endpoint answers an MCP client with.
@@ -344,8 +403,33 @@ func tokenRefused(err error) error {
 	if errors.As(err, &d) {
 		code = string(d.Type)
 	}
-	return &ldp.TaskError{LdpError: ldp.LdpError{Code: code, Category: "policy", Severity: "error",
+	return &ldp.TaskError{LdpError: ldp.LdpError{Code: code, Category: category(code), Severity: "error",
 		Message: "the token in the Authorization header is not valid: " + err.Error()}}
+}
+
+// category is the category of a failure code (ldp.CodeCategory, the
+// table of docs/ldp.md); a denial type the table does not know yet is a
+// policy refusal.
+func category(code string) string {
+	if c, ok := ldp.CodeCategory(code); ok {
+		return c
+	}
+	return ldp.CategoryPolicy
+}
+
+// retryable says whether the same task may pass later unchanged: a rate
+// limit's window, a dependency, a store that did not answer.
+func retryable(code string) bool {
+	switch code {
+	case "rate_limited", "dependency_pending", "store_unavailable":
+		return true
+	}
+	return false
+}
+
+// denied is the TASK_FAILED of a refusal with code, in its category.
+func denied(code, msg string) error {
+	return taskError(code, category(code), msg)
 }
 
 func taskError(code, category, msg string) error {
@@ -355,27 +439,43 @@ func taskError(code, category, msg string) error {
 func (x *ldpExec) Execute(ctx context.Context, t *ldp.Task) (*ldp.Outcome, error) {
 	sk := x.cfg.Skill(t.Submit.Skill)
 	if sk == nil {
-		return nil, taskError(ldp.CodeSkillUnknown, "capability", "no such skill")
+		return nil, denied(ldp.CodeSkillUnknown, "no such skill")
 	}
-	bearer := ""
+	bearer, delegation := "", ""
 	if t.Token != nil {
 		if t.Token.Format != "" && t.Token.Format != dct.Format {
-			return nil, taskError("malformed_token", "policy", fmt.Sprintf("token format %q is not %s", t.Token.Format, dct.Format))
+			return nil, denied("malformed_token", fmt.Sprintf("token format %q is not %s", t.Token.Format, dct.Format))
 		}
 		tok, err := dct.Parse(t.Token.DCT)
 		if err != nil {
-			return nil, taskError("malformed_token", "policy", err.Error())
+			return nil, denied("malformed_token", err.Error())
 		}
 		// The TASK_SUBMIT's signer must hold the token, as an AVP-Sig
 		// signer must: the shared secret proves no holder.
-		if t.By.Algorithm != ldp.AlgEd25519 {
-			return nil, taskError(string(ldp.ReasonWrongKey), "security", "a task under a token must be signed with ed25519 by the token's holder; an hmac-sha256 envelope shows no holder")
+		switch {
+		case t.By.Algorithm == ldp.AlgEd25519:
+			signer, err := identity.PrincipalIDFromDID(t.By.Signer)
+			if err != nil || signer != tok.Delegatee() {
+				return nil, denied(string(ldp.ReasonWrongKey), fmt.Sprintf("the TASK_SUBMIT is signed by %s, not by the token's holder %s", t.By.Signer, tok.Delegatee()))
+			}
+			// The envelope, signed over all of it by the holder's key,
+			// fresh, spent once and addressed to this delegate in a
+			// session it opened, proves the key as an AVP-Sig would: a
+			// server that requires signatures takes the call under this
+			// token.
+			ctx = serve.HolderProven(ctx, t.Token.DCT)
+		case !x.requireSig:
+			return nil, denied(string(ldp.ReasonWrongKey), "a task under a token must be signed with ed25519 by the token's holder; an hmac-sha256 envelope shows no holder")
 		}
-		signer, err := identity.PrincipalIDFromDID(t.By.Signer)
-		if err != nil || signer != tok.Delegatee() {
-			return nil, taskError(string(ldp.ReasonWrongKey), "security", fmt.Sprintf("the TASK_SUBMIT is signed by %s, not by the token's holder %s", t.By.Signer, tok.Delegatee()))
-		}
+		// Under require_signature a task without that proof goes on
+		// unproven: the endpoint refuses it as it refuses an MCP client's
+		// unsigned request, with the same denial.
 		bearer = t.Token.DCT
+		st := tok.Unverified()
+		delegation = st.Authority.DelegationID
+		if n := len(st.Attenuations); n > 0 {
+			delegation = st.Attenuations[n-1].DelegationID
+		}
 		// A token serve's endpoint would refuse (revoked, expired, not
 		// from a trusted root) is the task's denial, as an MCP client is
 		// told, not a runtime failure of the delegate.
@@ -387,7 +487,7 @@ func (x *ldpExec) Execute(ctx context.Context, t *ldp.Task) (*ldp.Outcome, error
 	}
 	args, err := toolArguments(sk, t)
 	if err != nil {
-		return nil, taskError(ldp.CodeInputInvalid, "capability", err.Error())
+		return nil, denied(ldp.CodeInputInvalid, err.Error())
 	}
 	params, _ := json.Marshal(map[string]any{"name": sk.Tool, "arguments": args})
 	var nonce [8]byte
@@ -420,20 +520,27 @@ func (x *ldpExec) Execute(ctx context.Context, t *ldp.Task) (*ldp.Outcome, error
 	start := time.Now()
 	x.mux.ServeHTTP(w, req)
 	took := time.Since(start)
-	if w.status == http.StatusUnauthorized || w.status == http.StatusForbidden {
-		// The token was refused before the call (between the check above
-		// and the call, say): a denial, not the delegate's failure.
+	if w.status == http.StatusUnauthorized || w.status == http.StatusForbidden || w.status == http.StatusServiceUnavailable {
+		// The request was refused before the call: a required signature
+		// missing (reason first, as avpsig words it), or the token
+		// refused between the check above and the call. A denial, not
+		// the delegate's failure.
 		var m struct {
 			Error struct {
 				Message string `json:"message"`
 			} `json:"error"`
 		}
 		json.Unmarshal(w.body.Bytes(), &m)
-		return nil, &ldp.TaskError{LdpError: ldp.LdpError{Code: "invalid_token", Category: "policy", Severity: "error", Message: m.Error.Message}}
+		code := "invalid_token"
+		if reason, _, ok := strings.Cut(m.Error.Message, ": "); ok && strings.HasPrefix(reason, "signature_") && !strings.ContainsAny(reason, " \t") {
+			code = reason
+		}
+		return nil, &ldp.TaskError{LdpError: ldp.LdpError{Code: code, Category: category(code), Severity: "error", Message: m.Error.Message,
+			Retryable: w.status == http.StatusServiceUnavailable}}
 	}
 	resp, err := jsonrpcResponse(w, string(rawID))
 	if err != nil {
-		return nil, taskError(ldp.CodeTaskFailed, "runtime", err.Error())
+		return nil, denied(ldp.CodeTaskFailed, err.Error())
 	}
 	if resp.Error == nil {
 		// Only calls the tool answered are the skill's latency: a
@@ -449,10 +556,11 @@ func (x *ldpExec) Execute(ctx context.Context, t *ldp.Task) (*ldp.Outcome, error
 		if resp.Error.Code == gate.DenialCode && d.Type != "" {
 			// The gate's denial, with the type and message an MCP client
 			// would get.
-			return nil, &ldp.TaskError{LdpError: ldp.LdpError{Code: d.Type, Category: "policy", Severity: "error", Message: resp.Error.Message},
+			return nil, &ldp.TaskError{LdpError: ldp.LdpError{Code: d.Type, Category: category(d.Type), Severity: "error", Message: resp.Error.Message,
+				Retryable: retryable(d.Type)},
 				DelegateOS: receipts(nil)}
 		}
-		return nil, &ldp.TaskError{LdpError: ldp.LdpError{Code: "jsonrpc_" + strconv.Itoa(resp.Error.Code), Category: "runtime",
+		return nil, &ldp.TaskError{LdpError: ldp.LdpError{Code: "jsonrpc_" + strconv.Itoa(resp.Error.Code), Category: ldp.CategoryRuntime,
 			Severity: "error", Message: resp.Error.Message}, DelegateOS: receipts(nil)}
 	}
 	var result struct {
@@ -460,10 +568,10 @@ func (x *ldpExec) Execute(ctx context.Context, t *ldp.Task) (*ldp.Outcome, error
 	}
 	json.Unmarshal(resp.Result, &result)
 	if result.IsError {
-		return nil, &ldp.TaskError{LdpError: ldp.LdpError{Code: "TOOL_ERROR", Category: "runtime", Severity: "error",
+		return nil, &ldp.TaskError{LdpError: ldp.LdpError{Code: "TOOL_ERROR", Category: ldp.CategoryRuntime, Severity: "error",
 			Message: "the tool ran and failed", PartialOutput: resp.Result}, DelegateOS: receipts(nil)}
 	}
-	out := &ldp.Outcome{Output: resp.Result}
+	out := &ldp.Outcome{Output: resp.Result, DelegationID: delegation}
 	if tc := x.contracts[sk.Name]; tc != nil {
 		// The contract's verification runs on the tool's structured
 		// result when it gives one, else on the whole result.
@@ -477,10 +585,10 @@ func (x *ldpExec) Execute(ctx context.Context, t *ldp.Task) (*ldp.Outcome, error
 		spec, _ := tc.Spec()
 		res, err := x.verifier.Verify(ctx, spec, tc.VerifyTask(), checked)
 		if err != nil {
-			return nil, taskError("VERIFICATION_UNAVAILABLE", "runtime", fmt.Sprintf("contract %s's verification could not run: %v", tc.ID, err))
+			return nil, denied("VERIFICATION_UNAVAILABLE", fmt.Sprintf("contract %s's verification could not run: %v", tc.ID, err))
 		}
 		if !res.Passed {
-			return nil, &ldp.TaskError{LdpError: ldp.LdpError{Code: "VERIFICATION_FAILED", Category: "quality", Severity: "error",
+			return nil, &ldp.TaskError{LdpError: ldp.LdpError{Code: "VERIFICATION_FAILED", Category: ldp.CategoryQuality, Severity: "error",
 				Message: fmt.Sprintf("the result fails contract %s's verification: %s", tc.ID, res.Details), PartialOutput: resp.Result}, DelegateOS: receipts(nil)}
 		}
 		out.Verified, out.VerificationStatus = true, "tool_verified"
@@ -503,30 +611,54 @@ func (x *ldpExec) Execute(ctx context.Context, t *ldp.Task) (*ldp.Outcome, error
 }
 
 // ldpAttestingExec also takes ATTESTATION: its claim is one AVP peer
-// attestation or an array of them (reputation.ParseAttestations), each
-// signed by the peer that sends the envelope (its Ed25519 signer), and
-// recorded in the policy's workspace as RDP signals under the rules of
-// 'delegateos reputation attest' (signatures, duplicates, self-dealing).
+// attestation (reputation.ParseAttestations) of this delegate's work on
+// one task, signed by the peer that sends the envelope (its Ed25519
+// signer), which submitted that task in this session and saw it end; its
+// context is TaskContext(delegate, task). It is recorded in the policy's
+// workspace as an RDP signal under the rules of 'delegateos reputation
+// attest' (signatures, duplicates, self-dealing), once per task.
 type ldpAttestingExec struct {
 	*ldpExec
 	w *reputation.Workspace
+	// did is this delegate's did:key, the subject of every attestation.
+	did string
 }
 
-func (x *ldpAttestingExec) Attest(_ context.Context, _ ldp.Session, e *ldp.Envelope, by ldp.Verified) error {
+// TaskContext is the context of an AVP attestation of delegate's work on
+// task taskID, as an ATTESTATION carries it: "ldp:DELEGATE_ID:TASK_ID",
+// the evidence 'ldp submit --record' writes.
+func TaskContext(delegate, taskID string) string { return "ldp:" + delegate + ":" + taskID }
+
+func (x *ldpAttestingExec) Attest(_ context.Context, _ ldp.Session, e *ldp.Envelope, by ldp.Verified, claim func(string) (func(), *ldp.LdpError)) error {
 	if by.Algorithm != ldp.AlgEd25519 {
-		return taskError(string(ldp.ReasonWrongKey), "security", "an attestation must be sent signed with ed25519 by the peer that attests")
+		return denied(string(ldp.ReasonWrongKey), "an attestation must be sent signed with ed25519 by the peer that attests")
 	}
 	atts, err := reputation.ParseAttestations(e.Body.(*ldp.Attestation).Claim)
 	if err != nil {
-		return taskError("ATTESTATION_INVALID", "quality", err.Error())
+		return denied("ATTESTATION_INVALID", err.Error())
 	}
-	for _, a := range atts {
-		if !reputation.SameAgent(a.FromDID, by.Signer) {
-			return taskError(string(ldp.ReasonWrongKey), "security", fmt.Sprintf("an attestation by %s sent by %s: a peer sends only its own", a.FromDID, by.Signer))
-		}
+	if len(atts) != 1 {
+		return denied("ATTESTATION_INVALID", fmt.Sprintf("an ATTESTATION carries one attestation, of one task; this one carries %d", len(atts)))
+	}
+	a := atts[0]
+	if !reputation.SameAgent(a.FromDID, by.Signer) {
+		return denied(string(ldp.ReasonWrongKey), fmt.Sprintf("an attestation by %s sent by %s: a peer sends only its own", a.FromDID, by.Signer))
+	}
+	if !reputation.SameAgent(a.ToDID, x.did) {
+		return denied(ldp.CodeAttestationSubject, fmt.Sprintf("the attestation is about %s; a peer attests this delegate (%s) only, on a task it submitted here", a.ToDID, x.did))
+	}
+	prefix := TaskContext(x.cfg.DelegateID, "")
+	taskID, ok := strings.CutPrefix(a.Context, prefix)
+	if !ok || taskID == "" {
+		return denied(ldp.CodeAttestationSubject, fmt.Sprintf("the attestation's context %q names no task: it must be %sTASK_ID", a.Context, prefix))
+	}
+	release, le := claim(taskID)
+	if le != nil {
+		return &ldp.TaskError{LdpError: *le}
 	}
 	if _, err := x.w.RecordAttestations(atts, time.Now()); err != nil {
-		return taskError("ATTESTATION_REFUSED", "policy", err.Error())
+		release()
+		return denied("ATTESTATION_REFUSED", err.Error())
 	}
 	return nil
 }

@@ -6,6 +6,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/delegateos/delegateos/dct"
+	"github.com/delegateos/delegateos/gate"
 	"github.com/delegateos/delegateos/ldp"
 	"github.com/delegateos/delegateos/policy"
 )
@@ -74,5 +76,24 @@ func TestLatencies(t *testing.T) {
 	}
 	if n := len(l.m["a"]); n != latencyWindow {
 		t.Fatalf("%d kept", n)
+	}
+}
+
+// TestDenialCategories: every DelegateOS denial type (dct's and the
+// gate's) has its category in the table, so that a TASK_FAILED carrying it
+// is read as the refusal it is; the token's authority is policy, a token
+// that does not hold is security, the delegate's own stores runtime.
+func TestDenialCategories(t *testing.T) {
+	want := map[dct.DenialType]string{
+		dct.Malformed: "security", dct.InvalidSignature: "security", dct.AttenuationViolation: "security",
+		dct.Revoked: "policy", dct.Expired: "policy", dct.BudgetExceeded: "policy", dct.CapabilityNotGranted: "policy",
+		gate.RateLimited: "policy", gate.DependencyPending: "policy", gate.ApprovalDeclined: "policy", gate.ApprovalUnavailable: "policy",
+		gate.ToolNotPinned:    "capability",
+		gate.StoreUnavailable: "runtime", gate.StoreReset: "runtime", gate.EvidenceUnavailable: "runtime",
+	}
+	for typ, cat := range want {
+		if got, ok := ldp.CodeCategory(string(typ)); !ok || got != cat || category(string(typ)) != cat {
+			t.Errorf("%s: %q %v, want %q", typ, got, ok, cat)
+		}
 	}
 }

@@ -1,0 +1,147 @@
+package ldp
+
+import (
+	"encoding/json"
+	"errors"
+	"strings"
+	"testing"
+)
+
+// TestTaskAttestation: a Responder with a key names a signed attestation
+// of each result in provenance and stores it; the initiator's Submit
+// checks it against the exchange; every member changed (and signed again
+// by the delegate, envelope and attestation) is refused, as is an
+// attestation by another key or a result naming one it does not carry.
+func TestTaskAttestation(t *testing.T) {
+	d := newDelegate(t, 1, "")
+	store := &TaskAttestationMemory{}
+	d.resp.Attestations = store
+	c := newClient(2)
+	s, err := c.Open(ctx, d.srv.URL, "ldp:delegate:echo", SessionConfig{}, nil, "", "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	sub := &TaskSubmit{TaskID: "task-001", Skill: "echo", Input: json.RawMessage(`"attest me"`)}
+	sent := &Envelope{SessionID: s.ID, To: s.Peer, Body: sub, PayloadMode: ModeText}
+	reply, err := c.Send(ctx, d.srv.URL, sent, "", s.Signer)
+	if err != nil {
+		t.Fatal(err)
+	}
+	a, err := VerifyResult(sent, reply)
+	if err != nil || a == nil {
+		t.Fatalf("attestation: %v %+v", err, reply.Body)
+	}
+	p := reply.Body.(*TaskResult).Provenance
+	if p.DelegateOS.AttestationID != a.ID || a.Signer != testDID(1) || a.Initiator != c.ID || a.InitiatorSigner != testDID(2) ||
+		a.TaskID != "task-001" || a.Skill != "echo" || a.SessionID != s.ID {
+		t.Fatalf("attestation %+v", a)
+	}
+	stored, err := store.Get(a.ID)
+	if err != nil || stored.Signature != a.Signature {
+		t.Fatalf("stored: %v", err)
+	}
+	// Submit checks it too.
+	if _, err := s.Submit(ctx, &TaskSubmit{TaskID: "task-002", Skill: "echo", Input: json.RawMessage(`"x"`)}, ModeText, nil, nil); err != nil {
+		t.Fatal(err)
+	}
+	if ids, _ := store.List(); len(ids) != 2 {
+		t.Fatalf("stored %v", ids)
+	}
+
+	// Forgeries: the reply changed, its attestation changed to agree or
+	// not, both signed again by the delegate's own key.
+	forge := func(change func(r *TaskResult, a *TaskAttestation), signer byte) *Envelope {
+		t.Helper()
+		r := roundTrip(t, reply)
+		res := r.Body.(*TaskResult)
+		dos := *res.Provenance.DelegateOS
+		res.Provenance.DelegateOS = &dos
+		var att TaskAttestation
+		json.Unmarshal(dos.Attestation, &att)
+		change(res, &att)
+		if err := att.Sign(testKey(signer)); err != nil {
+			t.Fatal(err)
+		}
+		dos.Attestation, _ = json.Marshal(&att)
+		r.Provenance = &res.Provenance
+		if err := SignEd25519(r, testKey(1)); err != nil {
+			t.Fatal(err)
+		}
+		return roundTrip(t, r)
+	}
+	for name, f := range map[string]func(r *TaskResult, a *TaskAttestation){
+		"output changed":      func(r *TaskResult, a *TaskAttestation) { r.Output = json.RawMessage(`{"echo":"other"}`) },
+		"another task":        func(r *TaskResult, a *TaskAttestation) { a.TaskID = "task-009" },
+		"another skill":       func(r *TaskResult, a *TaskAttestation) { a.Skill = "stream" },
+		"another session":     func(r *TaskResult, a *TaskAttestation) { a.SessionID = "s-other" },
+		"another initiator":   func(r *TaskResult, a *TaskAttestation) { a.Initiator = "ldp:delegate:other" },
+		"another request":     func(r *TaskResult, a *TaskAttestation) { a.Request = HashPrefix + strings.Repeat("0", 64) },
+		"another input":       func(r *TaskResult, a *TaskAttestation) { a.InputHash = HashPrefix + strings.Repeat("1", 64) },
+		"cost in provenance":  func(r *TaskResult, a *TaskAttestation) { r.Provenance.DelegateOS.CostChargedMicrocents = ptr(int64(5)) },
+		"cost in attestation": func(r *TaskResult, a *TaskAttestation) { a.CostChargedMicrocents = ptr(int64(5)) },
+		"receipts":            func(r *TaskResult, a *TaskAttestation) { a.ReceiptHashes = []string{strings.Repeat("a", 64)} },
+		"verified claimed": func(r *TaskResult, a *TaskAttestation) {
+			r.Provenance.Verified = true
+			r.Provenance.VerificationStatus = "tool_verified"
+		},
+		"another initiator key": func(r *TaskResult, a *TaskAttestation) { a.InitiatorSigner = testDID(3) },
+	} {
+		if _, err := VerifyResult(sent, forge(f, 1)); !errors.Is(err, ErrTaskAttestation) {
+			t.Errorf("%s: %v", name, err)
+		}
+	}
+	if _, err := VerifyResult(sent, forge(func(*TaskResult, *TaskAttestation) {}, 3)); err == nil || !strings.Contains(err.Error(), "signer") {
+		t.Errorf("signed by another key: %v", err)
+	}
+	if _, err := VerifyResult(sent, forge(func(*TaskResult, *TaskAttestation) {}, 1)); err != nil {
+		t.Errorf("unchanged: %v", err)
+	}
+	// Named but not carried; carried but altered after signing.
+	r := roundTrip(t, reply)
+	r.Body.(*TaskResult).Provenance.DelegateOS.Attestation = nil
+	if _, err := VerifyResult(sent, r); !errors.Is(err, ErrTaskAttestation) {
+		t.Errorf("not carried: %v", err)
+	}
+	raw := reply.Body.(*TaskResult).Provenance.DelegateOS.Attestation
+	bad := strings.Replace(string(raw), `"task_id":"task-001"`, `"task_id":"task-00X"`, 1)
+	if _, err := ParseTaskAttestation([]byte(bad)); !errors.Is(err, ErrTaskAttestation) || bad == string(raw) {
+		t.Errorf("tampered: %v", err)
+	}
+	if _, err := ParseTaskAttestation([]byte(strings.Replace(string(raw), `{`, `{"extra":1,`, 1))); err == nil {
+		t.Error("an unknown member was taken")
+	}
+	// A store never replaces one attestation by another of the same ID.
+	other := *a
+	other.TaskID = "task-003"
+	other.Sign(testKey(1))
+	if err := store.Put(&other); err == nil {
+		t.Error("a different attestation replaced a stored one")
+	}
+}
+
+// FuzzParseTaskAttestation: an attestation that parses verifies, and its
+// canonical form parses to the same attestation.
+func FuzzParseTaskAttestation(f *testing.F) {
+	a := &TaskAttestation{ID: TaskAttestationPrefix + strings.Repeat("0", 24), Version: TaskAttestationVersion, Delegate: "ldp:delegate:a",
+		Initiator: "ldp:delegate:b", SessionID: "s", TaskID: "t", Skill: "echo", Request: HashPrefix + strings.Repeat("a", 64),
+		InputHash: HashPrefix + strings.Repeat("b", 64), OutputHash: HashPrefix + strings.Repeat("c", 64), VerificationStatus: "unverified",
+		CostChargedMicrocents: ptr(int64(100)), ReceiptHashes: []string{strings.Repeat("d", 64)}, CreatedAt: "2026-03-09T10:00:00.000Z"}
+	if a.Sign(testKey(1)) == nil {
+		b, _ := json.Marshal(a)
+		f.Add(b)
+	}
+	f.Fuzz(func(t *testing.T, data []byte) {
+		a, err := ParseTaskAttestation(data)
+		if err != nil {
+			return
+		}
+		b, err := json.Marshal(a)
+		if err != nil {
+			t.Fatal(err)
+		}
+		again, err := ParseTaskAttestation(b)
+		if err != nil || again.Signature != a.Signature || again.ID != a.ID {
+			t.Fatalf("round trip: %v", err)
+		}
+	})
+}
