@@ -72,7 +72,7 @@ docs:
 # tools/call latency (p50, p99) and pipelined throughput, direct to an
 # upstream, through a plain byte-copying relay and through delegateos proxy,
 # in one run; prints the two ratios against their targets (the proxy's added
-# p50 latency at most 1.5 times the relay's, its throughput at least 0.8
+# p50 latency at most 1.2 times the relay's, its throughput at least 0.8
 # times the relay's). PROXYBENCH_FLAGS are passed on (see bin/proxybench
 # -help).
 .PHONY: bench-proxy conformance

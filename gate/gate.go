@@ -215,6 +215,12 @@ func (g *Gate) visible(req *CallRequest, caps []dct.Capability) bool {
 // request the budget refuses gives its rate-limit slots back.
 func (g *Gate) Decide(req CallRequest) Decision { return g.DecideAt(&req, time.Now()) }
 
+// observe tells the Observer of a decision. It takes copies (an
+// Observer may neither keep nor change them): were req and d handed to the
+// interface as they are, the compiler would have to put every request and
+// every decision on the heap, Observer or not.
+func (g *Gate) observe(req CallRequest, d Decision) { g.Observer.Decided(&req, &d) }
+
 // DecideAt is Decide for a request that arrived at start, for a front
 // that has read the clock already (its Latency counts from start); req is
 // read, not kept.
@@ -223,7 +229,7 @@ func (g *Gate) DecideAt(req *CallRequest, start time.Time) (d Decision) {
 		d.Latency = time.Since(start)
 		if g.Observer != nil {
 			d.observed = observed{method: req.Method, at: start.Add(d.Latency)}
-			g.Observer.Decided(req, &d)
+			g.observe(*req, d)
 		}
 	}()
 	now := start

@@ -1,6 +1,7 @@
 package proxy
 
 import (
+	"strconv"
 	"time"
 
 	"go.uber.org/zap"
@@ -34,6 +35,7 @@ type callLine struct {
 type logBatch struct {
 	lines  []callLine
 	buf    []byte      // the encoded lines, for a core that takes them whole
+	start  []byte      // how each of them starts (level, time, message)
 	fields []zap.Field // one line's fields, for any other core
 }
 
@@ -96,9 +98,11 @@ func (b *logBatch) writeAt(log *zap.Logger, now time.Time) {
 	core := log.Core()
 	if w, ok := core.(lineWriter); ok {
 		if core.Enabled(zapcore.InfoLevel) {
+			// Every line of the batch starts the same: encoded once.
+			b.start = w.Start(b.start[:0], zapcore.InfoLevel, now, "decision")
 			buf := b.buf[:0]
 			for i := range b.lines {
-				buf = b.lines[i].appendJSON(w, buf, now)
+				buf = b.lines[i].appendJSON(b.start, buf)
 			}
 			_ = w.WriteLines(buf)
 			b.buf = buf
@@ -146,33 +150,36 @@ func (l *callLine) appendFields(f []zap.Field) []zap.Field {
 	return f
 }
 
-func (l *callLine) appendJSON(w lineWriter, b []byte, now time.Time) []byte {
-	b = w.Start(b, zapcore.InfoLevel, now, "decision")
+// appendJSON adds the line to b: start (the batch's Start), then the
+// members, their names written as constants (logline.String and its kind
+// would quote each name again for every line).
+func (l *callLine) appendJSON(start, b []byte) []byte {
+	b = append(b, start...)
 	if l.method == "" || l.method == gate.MethodToolsCall {
-		b = logline.String(b, "tool", l.tool)
+		b = logline.Quote(append(b, `,"tool":`...), l.tool)
 	} else {
-		b = logline.String(b, "method", l.method)
-		b = logline.String(b, "target", l.tool)
+		b = logline.Quote(append(b, `,"method":`...), l.method)
+		b = logline.Quote(append(b, `,"target":`...), l.tool)
 	}
-	b = logline.Bool(b, "allowed", l.allowed)
-	b = logline.String(b, "reason", l.reason)
-	b = logline.String(b, "delegation", l.delegation)
-	b = logline.Int(b, "cost", l.cost)
-	b = logline.Duration(b, "latency", l.latency)
+	b = strconv.AppendBool(append(b, `,"allowed":`...), l.allowed)
+	b = logline.Quote(append(b, `,"reason":`...), l.reason)
+	b = logline.Quote(append(b, `,"delegation":`...), l.delegation)
+	b = strconv.AppendInt(append(b, `,"cost":`...), l.cost, 10)
+	b = logline.Seconds(append(b, `,"latency":`...), l.latency)
 	if !l.settled {
-		b = logline.String(b, "detail", l.detail)
+		b = logline.Quote(append(b, `,"detail":`...), l.detail)
 		if l.unenforced {
-			b = logline.Bool(b, "enforced", false)
+			b = append(b, `,"enforced":false`...)
 		}
 		return logline.End(b)
 	}
-	b = logline.Duration(b, "upstream_latency", l.upstream)
-	b = logline.String(b, "outcome", l.outcome)
+	b = logline.Seconds(append(b, `,"upstream_latency":`...), l.upstream)
+	b = logline.Quote(append(b, `,"outcome":`...), l.outcome)
 	if l.released {
-		b = logline.Bool(b, "released", true)
+		b = append(b, `,"released":true`...)
 	}
 	if l.unauthenticated {
-		b = logline.Bool(b, "unauthenticated", true)
+		b = append(b, `,"unauthenticated":true`...)
 	}
 	return logline.End(b)
 }

@@ -463,7 +463,7 @@ func (s *session) serverFrame(frame, raw []byte) {
 		return
 	}
 	if h.kind != kindResponse {
-		if err := paramsRepeats(h.params); err != nil {
+		if err := h.paramsRepeats(); err != nil {
 			// As an answer that could be read two ways: which of the two
 			// a client shows (an elicitation's message, a sampling
 			// request's maxTokens) depends on its parser.
@@ -493,7 +493,7 @@ func (s *session) serverFrame(frame, raw []byte) {
 		s.toClient.queue(raw)
 		return
 	}
-	if err := answerRepeats(h.answer, h.isError); err != nil {
+	if err := h.answerRepeats(); err != nil {
 		s.unreadableAnswer(h, err)
 		return
 	}
@@ -568,10 +568,28 @@ var upstreamRefused atomic.Int64
 // deep to tell).
 func UpstreamMessagesRefused() int64 { return upstreamRefused.Load() }
 
-// paramsRepeats reports upstream params (of a notification or a request
+// paramsRepeats is paramsRepeatsIn(h.params), without reading params
+// again when scanUpstream found them clean.
+func (h *header) paramsRepeats() error {
+	if h.paramsClean {
+		return nil
+	}
+	return paramsRepeatsIn(h.params)
+}
+
+// answerRepeats is answerRepeatsIn(h.answer, h.isError), without reading
+// the answer again when scanUpstream found it clean.
+func (h *header) answerRepeats() error {
+	if h.answerClean {
+		return nil
+	}
+	return answerRepeatsIn(h.answer, h.isError)
+}
+
+// paramsRepeatsIn reports upstream params (of a notification or a request
 // for the client) that give a member twice in one of their objects, or
 // nest deeper than the check reads; nil params pass.
-func paramsRepeats(v []byte) error {
+func paramsRepeatsIn(v []byte) error {
 	if v == nil {
 		return nil
 	}
@@ -588,12 +606,12 @@ func paramsRepeats(v []byte) error {
 	return nil
 }
 
-// answerRepeats reports an upstream response whose result (or error), v,
+// answerRepeatsIn reports an upstream response whose result (or error), v,
 // gives a member twice in one of its objects: the relay refuses it from
 // the upstream as the gate refuses it from the client, since which of the
 // two the client reads depends on its parser, and a receipt could not say
 // which one it got.
-func answerRepeats(v []byte, isError bool) error {
+func answerRepeatsIn(v []byte, isError bool) error {
 	which := "result"
 	if isError {
 		which = "error"

@@ -32,6 +32,12 @@ type header struct {
 	// answer is the raw JSON of a response's result or error, when every
 	// member was read (strict); nil otherwise.
 	answer []byte
+	// paramsClean and answerClean say that scanUpstream read params or
+	// the answer with the check for repeated members (repeatedMember) as
+	// it went, and found it well formed with no member given twice and no
+	// deeper than that check reads: paramsRepeats and answerRepeats need
+	// not read it again. False says nothing: they read it.
+	paramsClean, answerClean bool
 }
 
 var errScan = errors.New("not a JSON-RPC message")
@@ -128,7 +134,7 @@ func methodName(raw []byte) (string, bool) {
 // result is never walked. Values it skips are checked for balanced
 // structure and well-formed strings only; the relay passes frames on as
 // they are and leaves full validation to their recipient.
-func scanHeader(b []byte) (header, error) { return scanMessage(b, false, false, false) }
+func scanHeader(b []byte) (header, error) { return scanMessage(b, false, false, false, false) }
 
 // scanUpstream reads every top-level member of an upstream frame as
 // strictly as scanClientHeader reads a client frame, so that the relay
@@ -139,7 +145,12 @@ func scanHeader(b []byte) (header, error) { return scanMessage(b, false, false, 
 // must still be read so that its call is answered, and the depth of
 // params and answers is bounded by the check for repeated members
 // (answerRepeats, paramsRepeats), which refuses them under that id.
-func scanUpstream(b []byte) (header, error) { return scanMessage(b, true, true, true) }
+//
+// The check for repeated members is made in the same pass: params and the
+// answer are read with it (walkClean) rather than skipped, so that an
+// answer is read once; only one the check does not pass is read again,
+// by the check, as before.
+func scanUpstream(b []byte) (header, error) { return scanMessage(b, true, true, true, true) }
 
 // scanClientHeader is scanHeader for a frame from the client, which the
 // gate must classify exactly as the upstream will: every member is read,
@@ -150,14 +161,15 @@ func scanUpstream(b []byte) (header, error) { return scanMessage(b, true, true, 
 // params the relay acts on are read again, strictly, by readCallParams,
 // and a value that is not well-formed JSON fails in its recipient's
 // parser as a whole frame.
-func scanClientHeader(b []byte) (header, error) { return scanMessage(b, true, true, false) }
+func scanClientHeader(b []byte) (header, error) { return scanMessage(b, true, true, false, false) }
 
 // scanMessage reads a frame's top-level members; strict reads them all
 // (see scanClientHeader), and fast skips values by their brackets and
 // strings alone (for the upstream, whose JSON is its own to get right:
 // the relay only needs to find where each value ends); deep lets fast
-// skip values nested deeper than maxNesting.
-func scanMessage(b []byte, strict, fast, deep bool) (header, error) {
+// skip values nested deeper than maxNesting; walk reads params and a
+// result or error with the check for repeated members (see scanUpstream).
+func scanMessage(b []byte, strict, fast, deep, walk bool) (header, error) {
 	var h header
 	var seen [len(rpcMembers)]bool
 	s := scanner{b: b, fast: fast, deep: deep}
@@ -215,7 +227,10 @@ func scanMessage(b []byte, strict, fast, deep bool) (header, error) {
 			}
 			h.id, h.idAt, hasID = b[start:s.i], start, true
 		case `"params"`:
-			if !s.skip(0) {
+			if walk {
+				h.paramsClean = s.walkClean()
+			}
+			if !h.paramsClean && !s.skip(0) {
 				return h, errScan
 			}
 			h.params, h.paramsAt = b[start:s.i], start
@@ -235,7 +250,10 @@ func scanMessage(b []byte, strict, fast, deep bool) (header, error) {
 				h.kind = kindResponse
 				return h, nil
 			}
-			if !s.skip(0) {
+			if walk {
+				h.answerClean = s.walkClean()
+			}
+			if !h.answerClean && !s.skip(0) {
 				return h, errScan
 			}
 			h.answer = b[start:s.i]
@@ -270,6 +288,23 @@ func scanMessage(b []byte, strict, fast, deep bool) (header, error) {
 		return h, errScan
 	}
 	return h, nil
+}
+
+// walkClean reads the value at the scanner as repeatedMember reads it.
+// If the check passes it (the value is well formed, gives no member twice
+// in any object, and nests no deeper than maxNesting), the scanner is moved
+// past the value and walkClean reports true: skip would have stopped at the
+// same place, since on well-formed JSON counting brackets finds the
+// structure's own end. Otherwise the scanner is left where it was, for
+// skip to consume the value as it always has, and for the check to read
+// the value again and say what it found.
+func (s *scanner) walkClean() bool {
+	w := scanner{b: s.b, i: s.i, exactNames: true}
+	if _, found, ok := w.names(0); !ok || found || w.tooDeep {
+		return false
+	}
+	s.i = w.i
+	return true
 }
 
 // maxNesting bounds skip's recursion on hostile input.

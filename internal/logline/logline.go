@@ -134,6 +134,13 @@ func Duration(b []byte, key string, d time.Duration) []byte {
 	return appendSeconds(appendKey(b, key), d)
 }
 
+// Quote adds a string value (a field's value, after its key written by
+// the caller), quoted and escaped as String does.
+func Quote(b []byte, val string) []byte { return appendString(b, val) }
+
+// Seconds adds a duration value in seconds, as Duration does.
+func Seconds(b []byte, d time.Duration) []byte { return appendSeconds(b, d) }
+
 // End ends the line.
 func End(b []byte) []byte { return append(b, "}\n"...) }
 
