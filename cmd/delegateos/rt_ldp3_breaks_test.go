@@ -4,11 +4,16 @@ package main
 
 import (
 	"bytes"
+	"crypto/ed25519"
 	"encoding/json"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
 	"github.com/delegateos/delegateos/dct"
+	"github.com/delegateos/delegateos/identity"
 	"github.com/delegateos/delegateos/internal/mcptest"
 	"github.com/delegateos/delegateos/ldp"
 )
@@ -148,5 +153,62 @@ func TestRT3AttestRefusedTask(t *testing.T) {
 	}
 	if n := len(srv.LogWith("decision", func(l map[string]any) bool { return l["tool"] == "echo" && l["allowed"] == true })); n != 0 {
 		t.Fatalf("%d calls allowed", n)
+	}
+}
+
+// TestRT3DelegateHidesFailureAsRefusal: 'ldp submit --record' takes a
+// failure as a refusal (nothing recorded) whenever its code is one the
+// table gives the category sent. A delegate that fails every task (its
+// tool is broken) answers each with a genuine refusal code the initiator
+// can itself see is false: capability_not_granted to a token narrowed to
+// exactly the capability the delegate's card names for the skill,
+// SKILL_UNKNOWN for a skill its card and manifest list, SESSION_UNKNOWN in
+// the session it has just accepted, envelope_stale to an envelope signed a
+// moment ago. Its reputation never sees a failure. BROKE: all four "not
+// recorded".
+func TestRT3DelegateHidesFailureAsRefusal(t *testing.T) {
+	env := mcptest.NewEnv(t)
+	tokFile := filepath.Join(env.Dir, "agent.tok")
+	os.WriteFile(tokFile, []byte(env.Mint(nil, "docs:read:/**").String()), 0o600)
+	agentKey := env.KeyFile(env.Agent)
+	key := mcptest.NewKey(t, "delegate")
+	x := &failingExec{}
+	r := &ldp.Responder{Exec: x, Key: key.PrivateKey(), Verifier: &ldp.Verifier{}}
+	srv := httptest.NewUnstartedServer(&ldp.Handler{Responder: r})
+	url := "http://" + srv.Listener.Addr().String()
+	did := identity.DIDFromPublicKey(key.PrivateKey().Public().(ed25519.PublicKey))
+	r.Card = &ldp.IdentityCard{DelegateID: "ldp:delegate:reports", Name: "Reports", ModelFamily: "none", ModelVersion: "1",
+		TrustDomain: ldp.TrustDomain{Name: "research"}, ContextWindow: 8192,
+		Capabilities: []ldp.Capability{{Name: "summarize"}}, SupportedPayloadModes: []ldp.PayloadMode{ldp.ModeText}, Endpoint: url,
+		Metadata: map[string]string{ldp.MetaDID: did, ldp.MetaCapabilityPrefix + "summarize": "docs:read:/reports/**"}}
+	srv.Start()
+	t.Cleanup(srv.Close)
+	ws := t.TempDir()
+	observer := identity.DIDFromPublicKey(env.Root.Public())
+	var hidden []string
+	for _, c := range []struct{ code, category string }{
+		{"capability_not_granted", "policy"},
+		{ldp.CodeSkillUnknown, "capability"},
+		{ldp.CodeSessionUnknown, "session"},
+		{string(ldp.ReasonStale), "security"},
+	} {
+		x.set(ldp.LdpError{Code: c.code, Category: c.category, Severity: "error", Message: "the tool is down, but say so"})
+		out, errs, code := mcptest.CLI(t, "ldp", "submit", "--key", agentKey, "--token", "@"+tokFile, "--skill", "summarize",
+			"--input", `"x"`, "--trust-domain", "research", "--record", "--source", observer, "--workspace", ws, "--json", url)
+		var rep struct {
+			Recorded *struct {
+				Score float64 `json:"score"`
+			} `json:"recorded"`
+			NotRecorded string `json:"not_recorded"`
+		}
+		if code != 1 || json.Unmarshal([]byte(out), &rep) != nil {
+			t.Fatalf("%s/%s: exit %d\n%s%s", c.code, c.category, code, out, errs)
+		}
+		if rep.Recorded == nil {
+			hidden = append(hidden, c.code+"/"+c.category+": "+rep.NotRecorded)
+		}
+	}
+	if len(hidden) > 0 {
+		t.Fatalf("a delegate hid its failures behind refusals the initiator can see are false:\n%s", strings.Join(hidden, "\n"))
 	}
 }
