@@ -39,8 +39,13 @@ const ApprovalIDPrefix = "ldpappr_"
 // maxApprovalBody bounds an approval's body.
 const maxApprovalBody = 4 << 10
 
-// maxWaiting bounds the tasks waiting for approval at once.
-const maxWaiting = 256
+// maxWaiting bounds the tasks waiting for approval at once, and
+// maxWaitingPerInitiator those of one initiator (its key): one token's
+// holder cannot take every place.
+const (
+	maxWaiting             = 256
+	maxWaitingPerInitiator = 16
+)
 
 // approvalWindow is how far an approval's timestamp may be from the
 // server's clock.
@@ -124,6 +129,17 @@ func (a *approvals) add(initiators []string) (string, *waiting, bool) {
 	}
 	if len(a.m) >= maxWaiting {
 		return "", nil, false
+	}
+	if len(initiators) > 0 {
+		n := 0
+		for _, o := range a.m {
+			if len(o.initiators) > 0 && o.initiators[0] == initiators[0] {
+				n++
+			}
+		}
+		if n >= maxWaitingPerInitiator {
+			return "", nil, false
+		}
 	}
 	a.m[id] = w
 	return id, w, true

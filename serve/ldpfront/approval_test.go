@@ -101,3 +101,20 @@ func FuzzApprovalAnswer(f *testing.F) {
 		}
 	})
 }
+
+// TestApprovalsBounded: one initiator holds at most
+// maxWaitingPerInitiator places; others still get theirs.
+func TestApprovalsBounded(t *testing.T) {
+	a := &approvals{now: time.Now}
+	for i := range maxWaitingPerInitiator {
+		if _, _, ok := a.add([]string{"hog"}); !ok {
+			t.Fatalf("place %d refused", i)
+		}
+	}
+	if _, _, ok := a.add([]string{"hog"}); ok {
+		t.Fatal("one initiator took more places than its share")
+	}
+	if _, _, ok := a.add([]string{"other"}); !ok {
+		t.Fatal("another initiator was refused")
+	}
+}

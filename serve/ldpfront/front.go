@@ -407,7 +407,7 @@ func (x *ldpExec) awaitApproval(ctx context.Context, t *ldp.Task, holder, msg st
 	}
 	id, w, ok := x.approvals.add(initiators)
 	if !ok {
-		return false, denied("approval_unavailable", fmt.Sprintf("%s: approval_unavailable — %d tasks are already waiting for an approver", gate.DenialMessage, maxWaiting))
+		return false, denied("approval_unavailable", fmt.Sprintf("%s: approval_unavailable — %d tasks (or %d of this initiator's) are already waiting for an approver", gate.DenialMessage, maxWaiting, maxWaitingPerInitiator))
 	}
 	defer x.approvals.remove(id)
 	x.log.Info("LDP task awaits approval", zap.String("approval_id", id), zap.String("task", t.Submit.TaskID),
