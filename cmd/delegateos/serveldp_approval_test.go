@@ -3,7 +3,9 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"path/filepath"
 	"regexp"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -28,7 +30,8 @@ func TestServeLDPApproval(t *testing.T) {
 	rule := mcptest.Priced("echo", 100)
 	rule.Approval = "required"
 	pol := env.Policy(rule)
-	pol.Extra = strings.Replace(serveLDPSection, "  skills:", "  approvers: ["+approver.DID()+", "+env.Agent.DID()+"]\n  skills:", 1)
+	pol.Extra = strings.Replace(serveLDPSection, "  skills:", "  approvers: ["+approver.DID()+", "+env.Agent.DID()+"]\n  skills:", 1) +
+		"audit_log: " + strconv.Quote(filepath.Join(env.Dir, "audit.log")) + "\n"
 	srv := env.StartServe(mcptest.ServeOptions{Policy: pol, Flags: []string{"--key", env.KeyFile(mcptest.NewKey(t, "server"))}})
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
@@ -83,7 +86,10 @@ func TestServeLDPApproval(t *testing.T) {
 	}
 	reply := <-replies
 	res, ok := reply.Body.(*ldp.TaskResult)
-	if !ok || !strings.Contains(string(res.Output), `"text":"approved"`) || *res.Provenance.DelegateOS.CostChargedMicrocents != 100 {
+	// Its provenance names the receipts of the call that ran (the one
+	// sent back with the answer), which its attestation names too.
+	if !ok || !strings.Contains(string(res.Output), `"text":"approved"`) || *res.Provenance.DelegateOS.CostChargedMicrocents != 100 ||
+		len(res.Provenance.DelegateOS.ReceiptHashes) != 2 || res.Provenance.DelegateOS.AttestationID == "" {
 		t.Fatalf("the approved task: %+v", reply.Body)
 	}
 	if _, errs, code := approve(approverKey, id); code != 1 || !strings.Contains(errs, "no task is waiting for approval") {
