@@ -105,7 +105,7 @@ type waiting struct {
 	// initiators are the principal IDs that asked for the task (its
 	// envelope's signer, its token's holder): none may approve it.
 	initiators []string
-	answer     chan bool
+	answer     chan Approval
 }
 
 // approvals are the tasks waiting for an approver.
@@ -121,7 +121,7 @@ func (a *approvals) add(initiators []string) (string, *waiting, bool) {
 	var b [16]byte
 	rand.Read(b[:])
 	id := ApprovalIDPrefix + hex.EncodeToString(b[:])
-	w := &waiting{initiators: initiators, answer: make(chan bool, 1)}
+	w := &waiting{initiators: initiators, answer: make(chan Approval, 1)}
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	if a.m == nil {
@@ -199,7 +199,7 @@ func (a *approvals) answer(body []byte) (*Approval, error) {
 		}
 	}
 	delete(a.m, ap.ApprovalID)
-	w.answer <- ap.Approve
+	w.answer <- ap
 	return &ap, nil
 }
 

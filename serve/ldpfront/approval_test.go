@@ -76,7 +76,7 @@ func TestApprovalAnswer(t *testing.T) {
 		t.Fatal("a refused answer decided the task")
 	default:
 	}
-	if status, msg := answer(approver, id, now, nil); status != http.StatusOK || !<-w.answer {
+	if status, msg := answer(approver, id, now, nil); status != http.StatusOK || !(<-w.answer).Approve {
 		t.Fatalf("the approver: %d %s", status, msg)
 	}
 	if status, _ := answer(approver, id, now, nil); status != http.StatusNotFound {

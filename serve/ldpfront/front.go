@@ -420,9 +420,9 @@ func (x *ldpExec) awaitApproval(ctx context.Context, t *ldp.Task, holder, msg st
 		timeout = tm.C
 	}
 	select {
-	case ok := <-w.answer:
-		x.log.Info("LDP approval answered", zap.String("approval_id", id), zap.Bool("approved", ok))
-		return ok, nil
+	case ap := <-w.answer:
+		x.log.Info("LDP approval answered", zap.String("approval_id", id), zap.Bool("approved", ap.Approve), zap.String("approver", ap.Approver))
+		return ap.Approve, nil
 	case <-timeout:
 		// The relay's record of the request has expired: sent back, it
 		// is refused as unanswered (approval_declined) and recorded so.
