@@ -85,7 +85,9 @@ func TestServeLDPApproval(t *testing.T) {
 		t.Fatalf("the approver: exit %d\n%s%s", code, out, errs)
 	}
 	reply := <-replies
-	srv.WaitLog("LDP approval answered", func(l map[string]any) bool { return l["approval_id"] == id && l["approver"] == approver.DID() && l["approved"] == true })
+	srv.WaitLog("LDP approval answered", func(l map[string]any) bool {
+		return l["approval_id"] == id && l["approver"] == approver.DID() && l["approved"] == true
+	})
 	res, ok := reply.Body.(*ldp.TaskResult)
 	// Its provenance names the receipts of the call that ran (the one
 	// sent back with the answer), which its attestation names too.
