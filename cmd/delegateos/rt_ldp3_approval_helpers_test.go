@@ -1,0 +1,72 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"net/http"
+	"strings"
+	"testing"
+
+	"github.com/delegateos/delegateos/identity"
+	"github.com/delegateos/delegateos/internal/mcptest"
+	"github.com/delegateos/delegateos/ldp"
+)
+
+// rt3ApprovalServe runs serve as ldp:delegate:docs whose echo (cost 100)
+// a rule holds for approval (approval is the rule's YAML), answered by
+// approver; extra is appended to the policy.
+func rt3ApprovalServe(t *testing.T, env *mcptest.Env, approver *identity.Keypair, approval, extra string, flags ...string) *mcptest.Server {
+	t.Helper()
+	rule := mcptest.Priced("echo", 100)
+	rule.Approval = approval
+	pol := env.Policy(rule)
+	pol.Extra = strings.Replace(rt3Section, "  skills:", "  approvers: ["+approver.DID()+"]\n  skills:", 1) + extra
+	return env.StartServe(mcptest.ServeOptions{Policy: pol, Flags: append([]string{"--key", env.KeyFile(mcptest.NewKey(t, "server"))}, flags...)})
+}
+
+// rt3Held posts envelope bytes in the background, to be held for
+// approval; the reply (nil when the request ended without one) comes on
+// the channel. The request is cancelled when the test ends.
+func rt3Held(t *testing.T, srv *mcptest.Server, body []byte) <-chan *ldp.Envelope {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	t.Cleanup(cancel)
+	out := make(chan *ldp.Envelope, 1)
+	go func() {
+		req, _ := http.NewRequestWithContext(ctx, http.MethodPost, srv.Base+ldp.MessagesPath, bytes.NewReader(body))
+		req.Header.Set("Content-Type", "application/json")
+		res, err := http.DefaultClient.Do(req)
+		if err != nil {
+			out <- nil
+			return
+		}
+		defer res.Body.Close()
+		var b bytes.Buffer
+		b.ReadFrom(res.Body)
+		e, _ := ldp.ParseEnvelope(b.Bytes())
+		out <- e
+	}()
+	return out
+}
+
+// rt3Awaiting waits until the server's log has n tasks awaiting approval
+// and returns their approval IDs by task ID.
+func rt3Awaiting(t *testing.T, srv *mcptest.Server, n int) map[string]string {
+	t.Helper()
+	ids := map[string]string{}
+	mcptest.Eventually(t, "tasks awaiting approval", func() bool {
+		for _, l := range srv.LogWith("LDP task awaits approval", func(map[string]any) bool { return true }) {
+			ids[l["task"].(string)] = l["approval_id"].(string)
+		}
+		return len(ids) >= n
+	})
+	return ids
+}
+
+// rt3Task is a signed TASK_SUBMIT of echo in session sid by key.
+func rt3Task(t *testing.T, sid, from, taskID, input string, key *identity.Keypair) []byte {
+	t.Helper()
+	raw, _ := json.Marshal(input)
+	return rtSign(t, rtEnvelope(sid, from, &ldp.TaskSubmit{TaskID: taskID, Skill: "echo", Input: raw}, ldp.ModeText), key.PrivateKey())
+}
