@@ -3,14 +3,21 @@
 package main
 
 import (
+	"context"
+	"encoding/json"
 	"fmt"
 	"net/http"
+	"os"
+	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
+	"time"
 
 	"github.com/delegateos/delegateos/dct"
 	"github.com/delegateos/delegateos/internal/mcptest"
 	"github.com/delegateos/delegateos/ldp"
+	"github.com/delegateos/delegateos/revocation"
 )
 
 // Attacks of rtldp3 on LDP approval (main at 52e10ec) that BREAK it.
@@ -100,5 +107,111 @@ func TestRT3ApprovalCapPerKeyNotPerTree(t *testing.T) {
 	})
 	if got != nil {
 		t.Fatalf("one holder's token, delegated on to 16 keys of its own, took every place: another holder's task is refused %q: %+v", rtFailCode(got), got.Body)
+	}
+}
+
+// TestRT3ApprovalReloadOverrunsContract: a contract's budget is checked
+// against the quote for the task (the policy in force) when the task is
+// submitted; a task held for approval is then decided afresh, with the
+// policy in force when the approver answers. A reload during the wait
+// raises echo from 100 to 300 microcents: the approved task runs and is
+// charged 300 under a contract whose budget is 200. BROKE: ran, cost 300.
+func TestRT3ApprovalReloadOverrunsContract(t *testing.T) {
+	env := mcptest.NewEnv(t)
+	approver := mcptest.NewKey(t, "approver")
+	srv := rt3ApprovalServe(t, env, approver, "required", "")
+	path := rt3PolicyPath(srv)
+	s := rt3Open(t, srv, "ldp:delegate:holder", env.Agent, env.Mint(nil, "mcp:echo:*"))
+	max := 2e-6 // 200 microcents
+	c := &ldp.DelegationContract{ContractID: "c1", Objective: "echo", CreatedAt: "2026-01-01T00:00:00Z",
+		Policy: ldp.PolicyEnvelope{FailurePolicy: ldp.FailClosed, Budget: &ldp.BudgetPolicy{MaxCostUSD: &max}}}
+	reply := rt3SubmitAsync(t, s, &ldp.TaskSubmit{TaskID: "c", Skill: "echo", Input: json.RawMessage(`"x"`), Contract: c})
+	id := rt3Awaiting(t, srv, 1)["c"]
+	yaml, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	mcptest.WriteFile(t, path, strings.Replace(string(yaml), "cost: 100", "cost: 300", 1))
+	srv.Signal(syscall.SIGHUP)
+	srv.WaitLog("policy reloaded", nil)
+	if code, out := rt3Approve(t, env, srv, approver, id); code != 0 {
+		t.Fatalf("approve: %s", out)
+	}
+	got := <-reply
+	if res, ok := got.Body.(*ldp.TaskResult); ok {
+		t.Fatalf("a contract with a budget of 200 microcents ran at %d (the policy reloaded while it waited for approval)",
+			*res.Provenance.DelegateOS.CostChargedMicrocents)
+	}
+	if code := rtFailCode(got); code != ldp.CodeContract {
+		t.Fatalf("refused %q, want %s", code, ldp.CodeContract)
+	}
+}
+
+// TestRT3ApprovalOutlivesSessionClose: the initiator closes its session
+// (SESSION_CLOSE, acknowledged) while a task of it waits for approval. The
+// task keeps waiting; the approver approves it and it runs and is charged,
+// in a session that no longer exists. BROKE: approved and ran.
+func TestRT3ApprovalOutlivesSessionClose(t *testing.T) {
+	env := mcptest.NewEnv(t)
+	approver := mcptest.NewKey(t, "approver")
+	srv := rt3ApprovalServe(t, env, approver, "required", "")
+	s := rt3Open(t, srv, "ldp:delegate:holder", env.Agent, env.Mint(nil, "mcp:echo:*"))
+	reply := rt3SubmitAsync(t, s, &ldp.TaskSubmit{TaskID: "c", Skill: "echo", Input: json.RawMessage(`"x"`)})
+	id := rt3Awaiting(t, srv, 1)["c"]
+	if err := s.Close(context.Background(), "done"); err != nil {
+		t.Fatal(err)
+	}
+	code, out := rt3Approve(t, env, srv, approver, id)
+	got := <-reply
+	if _, ok := got.Body.(*ldp.TaskResult); ok || code == 0 {
+		t.Fatalf("a task of a closed session waited on, was approved (exit %d: %s) and answered %s", code, strings.TrimSpace(out), got.Body.Type())
+	}
+}
+
+// TestRT3ApprovalRevokedWhileWaiting: the token is revoked while its task
+// waits for approval; once approved, the call sent back is refused by the
+// endpoint (401) and the task fails invalid_token, category security,
+// with a message saying "revoked" — not the revoked/policy denial a task
+// under a revoked token gets otherwise (TestLDPAttackRevokedMidSession).
+// The task did not run (that HOLDS); the code is wrong. BROKE (minor).
+func TestRT3ApprovalRevokedWhileWaiting(t *testing.T) {
+	env := mcptest.NewEnv(t)
+	approver := mcptest.NewKey(t, "approver")
+	list := filepath.Join(env.Dir, "revocations.json")
+	if err := os.WriteFile(list, []byte("[]\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	rule := mcptest.Priced("echo", 100)
+	rule.Approval = "required"
+	pol := env.Policy(rule)
+	pol.RevocationList = list
+	pol.Extra = strings.Replace(rt3Section, "  skills:", "  approvers: ["+approver.DID()+"]\n  skills:", 1)
+	srv := env.StartServe(mcptest.ServeOptions{Policy: pol, Flags: []string{"--key", env.KeyFile(mcptest.NewKey(t, "server"))}})
+	tok := env.Mint(nil, "mcp:echo:*")
+	s := rt3Open(t, srv, "ldp:delegate:holder", env.Agent, tok)
+	reply := rt3SubmitAsync(t, s, &ldp.TaskSubmit{TaskID: "c", Skill: "echo", Input: json.RawMessage(`"x"`)})
+	id := rt3Awaiting(t, srv, 1)["c"]
+	e, err := revocation.NewEntry(env.Root, tok.RevocationIDs()[0], revocation.ScopeChain, time.Now())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := revocation.Append(list, e); err != nil {
+		t.Fatal(err)
+	}
+	probe := &ldp.Client{ID: "ldp:delegate:probe", TrustDomain: "research", Key: env.Agent.PrivateKey(), Verifier: &ldp.Verifier{}}
+	mcptest.Eventually(t, "the revocation taken", func() bool {
+		_, err := probe.Open(context.Background(), srv.Base, "ldp:delegate:docs", ldp.SessionConfig{}, &ldp.DelegateOSMember{DCT: tok.String(), Format: dct.Format}, "", "")
+		return err != nil
+	})
+	if code, out := rt3Approve(t, env, srv, approver, id); code != 0 {
+		t.Fatalf("approve: %s", out)
+	}
+	got := <-reply
+	f, ok := got.Body.(*ldp.TaskFailed)
+	if !ok {
+		t.Fatalf("a task of a revoked token ran: %s", got.Body.Type())
+	}
+	if f.Error.Code != "revoked" || f.Error.Category != ldp.CategoryPolicy {
+		t.Fatalf("revoked while waiting: %s/%s (%s), want revoked/policy as for any task of a revoked token", f.Error.Code, f.Error.Category, f.Error.Message)
 	}
 }

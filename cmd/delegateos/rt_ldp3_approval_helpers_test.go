@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/delegateos/delegateos/identity"
 	"github.com/delegateos/delegateos/internal/mcptest"
@@ -69,4 +70,39 @@ func rt3Task(t *testing.T, sid, from, taskID, input string, key *identity.Keypai
 	t.Helper()
 	raw, _ := json.Marshal(input)
 	return rtSign(t, rtEnvelope(sid, from, &ldp.TaskSubmit{TaskID: taskID, Skill: "echo", Input: raw}, ldp.ModeText), key.PrivateKey())
+}
+
+// rt3PolicyPath is the policy file serve was started with.
+func rt3PolicyPath(srv *mcptest.Server) string {
+	for i, a := range srv.Cmd.Args {
+		if a == "--policy" {
+			return srv.Cmd.Args[i+1]
+		}
+	}
+	return ""
+}
+
+// rt3SubmitAsync submits a task in s in the background; its reply comes
+// on the channel.
+func rt3SubmitAsync(t *testing.T, s *ldp.ClientSession, b *ldp.TaskSubmit) <-chan *ldp.Envelope {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 120*time.Second)
+	t.Cleanup(cancel)
+	out := make(chan *ldp.Envelope, 1)
+	go func() {
+		reply, err := s.Submit(ctx, b, ldp.ModeText, nil, nil)
+		if err != nil {
+			t.Log(err)
+		}
+		out <- reply
+	}()
+	return out
+}
+
+// rt3Approve answers approval id as key's holder; it returns the CLI's
+// exit code and output.
+func rt3Approve(t *testing.T, env *mcptest.Env, srv *mcptest.Server, key *identity.Keypair, id string, extra ...string) (int, string) {
+	t.Helper()
+	out, errs, code := mcptest.CLI(t, append(append([]string{"ldp", "approve", "--key", env.KeyFile(key)}, extra...), srv.Base, id)...)
+	return code, out + errs
 }
