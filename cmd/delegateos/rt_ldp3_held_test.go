@@ -201,3 +201,24 @@ func TestLDPAttestationOnlyInItsSession(t *testing.T) {
 		t.Fatalf("%d signals, want 1", n)
 	}
 }
+
+// TestLDPApprovalTimeoutEndsTheWait: a task whose approval times out (the
+// rule's timeout, 1 s) ends approval_declined, its place is given back
+// (an answer after it is 404) and nothing ran.
+func TestLDPApprovalTimeoutEndsTheWait(t *testing.T) {
+	env := mcptest.NewEnv(t)
+	approver := mcptest.NewKey(t, "approver")
+	srv := rt3ApprovalServe(t, env, approver, "{required: true, timeout: 1s}", "")
+	s := rt3Open(t, srv, "ldp:delegate:holder", env.Agent, env.Mint(nil, "mcp:echo:*"))
+	reply := rt3SubmitAsync(t, s, &ldp.TaskSubmit{TaskID: "late", Skill: "echo", Input: json.RawMessage(`"x"`)})
+	id := rt3Awaiting(t, srv, 1)["late"]
+	if r := <-reply; rtFailCode(r) != "approval_declined" {
+		t.Fatalf("timed out: %+v", r.Body)
+	}
+	if code, out := rt3Approve(t, env, srv, approver, id); code == 0 || !strings.Contains(out, "no task is waiting") {
+		t.Fatalf("an answer after the timeout: exit %d %s", code, out)
+	}
+	if n := len(srv.LogWith("decision", func(l map[string]any) bool { return l["tool"] == "echo" && l["outcome"] == "result" })); n != 0 {
+		t.Fatalf("%d calls ran", n)
+	}
+}
