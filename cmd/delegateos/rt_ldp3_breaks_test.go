@@ -164,8 +164,9 @@ func TestRT3AttestRefusedTask(t *testing.T) {
 // exactly the capability the delegate's card names for the skill,
 // SKILL_UNKNOWN for a skill its card and manifest list, SESSION_UNKNOWN in
 // the session it has just accepted, envelope_stale to an envelope signed a
-// moment ago. Its reputation never sees a failure. BROKE: all four "not
-// recorded".
+// moment ago; and a made-up code, which the table says is counted, passes
+// as a refusal when it starts with signature_. Its reputation never sees a
+// failure. BROKE: all five "not recorded".
 func TestRT3DelegateHidesFailureAsRefusal(t *testing.T) {
 	env := mcptest.NewEnv(t)
 	tokFile := filepath.Join(env.Dir, "agent.tok")
@@ -191,6 +192,9 @@ func TestRT3DelegateHidesFailureAsRefusal(t *testing.T) {
 		{ldp.CodeSkillUnknown, "capability"},
 		{ldp.CodeSessionUnknown, "session"},
 		{string(ldp.ReasonStale), "security"},
+		// A made-up code is the delegate's failure, says the table, except
+		// that every signature_* is taken as a security refusal.
+		{"signature_tool_crashed", "security"},
 	} {
 		x.set(ldp.LdpError{Code: c.code, Category: c.category, Severity: "error", Message: "the tool is down, but say so"})
 		out, errs, code := mcptest.CLI(t, "ldp", "submit", "--key", agentKey, "--token", "@"+tokFile, "--skill", "summarize",
