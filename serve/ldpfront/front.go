@@ -611,6 +611,13 @@ func (x *ldpExec) Execute(ctx context.Context, t *ldp.Task) (*ldp.Outcome, error
 			if err != nil {
 				return nil, err
 			}
+			// The token may have been revoked (or have expired) during
+			// the wait: that is the task's denial, as before the call.
+			if x.check != nil && bearer != "" {
+				if err := x.check(bearer); err != nil {
+					return nil, tokenRefused(err)
+				}
+			}
 			retry := maps.Clone(call)
 			retry["requestState"] = state
 			action := map[string]any{"action": "decline"}
