@@ -11,9 +11,11 @@ import (
 	"strings"
 	"syscall"
 	"testing"
+	"time"
 
 	"github.com/delegateos/delegateos/dct"
 	"github.com/delegateos/delegateos/internal/mcptest"
+	"github.com/delegateos/delegateos/internal/timestamp"
 	"github.com/delegateos/delegateos/ldp"
 )
 
@@ -199,5 +201,28 @@ func TestRT3ApprovalBypassedThroughMCP(t *testing.T) {
 	body = call(fmt.Sprintf(`,"requestState":%q,"inputResponses":{"delegateos/approval":{"action":"accept","content":{"approve":true}}}`, first.Result.RequestState))
 	if strings.Contains(string(body), `"text":"self-approved"`) {
 		t.Fatalf("the token's holder approved its own call of a tool held for the delegate's approvers, through /mcp: echo answered %q", "self-approved")
+	}
+}
+
+// TestRT3ApprovalRunsPastContractDeadline: a contract's deadline is
+// checked when the task is submitted, not after it waited for approval:
+// a task whose contract ends 5 s after it was sent is approved once the
+// deadline has passed, and runs. BROKE: ran after the deadline.
+func TestRT3ApprovalRunsPastContractDeadline(t *testing.T) {
+	env := mcptest.NewEnv(t)
+	approver := mcptest.NewKey(t, "approver")
+	srv := rt3ApprovalServe(t, env, approver, "required", "")
+	s := rt3Open(t, srv, "ldp:delegate:holder", env.Agent, env.Mint(nil, "mcp:echo:*"))
+	deadline := time.Now().Add(5 * time.Second)
+	c := &ldp.DelegationContract{ContractID: "c1", Objective: "echo", CreatedAt: timestamp.Format(time.Now()), Deadline: timestamp.Format(deadline),
+		Policy: ldp.PolicyEnvelope{FailurePolicy: ldp.FailClosed}}
+	reply := rt3SubmitAsync(t, s, &ldp.TaskSubmit{TaskID: "d", Skill: "echo", Input: json.RawMessage(`"x"`), Contract: c})
+	id := rt3Awaiting(t, srv, 1)["d"]
+	mcptest.Eventually(t, "the contract's deadline passed", func() bool { return time.Now().After(deadline.Add(100 * time.Millisecond)) })
+	if code, out := rt3Approve(t, env, srv, approver, id); code != 0 {
+		t.Fatalf("approve: %s", out)
+	}
+	if got := <-reply; rtFailCode(got) == "" {
+		t.Fatalf("a task ran after its contract's deadline (%s), approved late: %s", timestamp.Format(deadline), got.Body.Type())
 	}
 }
