@@ -113,25 +113,28 @@ func parseLive(b []byte) (*seenState, error) {
 	}
 	gen := int64(binary.NativeEndian.Uint64(b[8:]))
 	il := int(b[16])
+	if gen <= 0 || il == 0 || 18+il > liveHeader {
+		return nil, errors.New("its header is not one")
+	}
 	ml := int(b[17+il])
-	if gen <= 0 || il == 0 || 18+il+ml > liveHeader {
+	if 18+il+ml > liveHeader {
 		return nil, errors.New("its header is not one")
 	}
 	st := &seenState{ID: string(b[17 : 17+il]), Gen: gen, Machine: string(b[18+il : 18+il+ml]), Seen: map[string]int64{}}
 	for off := liveHeader; off+16 <= len(b); {
-		kl := int(binary.NativeEndian.Uint32(b[off+8:]))
+		kl := uint64(binary.NativeEndian.Uint32(b[off+8:]))
 		if kl == 0 {
 			break
 		}
-		if off+16+kl > len(b) {
+		if kl > uint64(len(b)-off-16) {
 			return nil, errors.New("an entry runs past its end")
 		}
 		n := int64(binary.NativeEndian.Uint64(b[off:]))
-		k := string(b[off+16 : off+16+kl])
+		k := string(b[off+16 : off+16+int(kl)])
 		if n > 0 {
 			st.Seen[k] = max(st.Seen[k], n)
 		}
-		off += 16 + (kl+7)&^7
+		off += 16 + (int(kl)+7)&^7
 	}
 	if st.Machine != "" {
 		st.MSeen = st.Seen
