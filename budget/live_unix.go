@@ -56,9 +56,12 @@ func openLive(path, id string, gen int64, machine string) (*liveRecord, error) {
 	return l, nil
 }
 
-// mapSize grows the file to size bytes and maps it.
+// mapSize grows the file to size bytes and maps it. The new bytes are
+// written (zeros), not left a hole: a store into a mapped hole of a full
+// filesystem is a SIGBUS, which would kill the proxy at a call; a write
+// fails with ENOSPC here instead.
 func (l *liveRecord) mapSize(size int) error {
-	if err := l.f.Truncate(int64(size)); err != nil {
+	if _, err := l.f.WriteAt(make([]byte, size-len(l.mem)), int64(len(l.mem))); err != nil {
 		return err
 	}
 	mem, err := syscall.Mmap(int(l.f.Fd()), 0, size, syscall.PROT_READ|syscall.PROT_WRITE, syscall.MAP_SHARED)
