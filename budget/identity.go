@@ -1020,19 +1020,29 @@ func (s *Redis) carrySeen(known *Identity, cur Identity) error {
 		return nil
 	}
 	old, err := s.readSeenFile(known.ID)
+	// And the live records, under known, of the machine's proxies killed
+	// before they wrote their last counts there.
+	dead, derr := s.deadLive(known.ID)
+	defer closeDead(dead)
+	if err == nil {
+		err = derr
+	}
 	if err != nil {
 		return fmt.Errorf("spend store %s: %v: the counts this machine saw are lost, so a rebuild of the store from fewer calls than it saw would not be noticed; restore the file, or remove it and accept the loss with delegateos store init --reset", s.url, err)
 	}
-	if old == nil || old.Gen >= cur.Gen {
-		return nil
-	}
-	seen := make(map[string]int64, len(old.Seen))
-	for k, n := range old.Seen {
-		if n > 0 {
-			seen[k] = n
+	seen := map[string]int64{}
+	for _, src := range append([]deadRecord{{st: old}}, dead...) {
+		if src.st == nil || src.st.Gen >= cur.Gen {
+			continue
 		}
+		kept := make(map[string]int64, len(src.st.Seen))
+		for k, n := range src.st.Seen {
+			if n > 0 {
+				kept[k] = n
+			}
+		}
+		seen = mergeMax(seen, forgetLifted(kept, &cur, src.st.Gen))
 	}
-	seen = forgetLifted(seen, &cur, old.Gen)
 	if len(seen) == 0 {
 		return nil
 	}
@@ -1047,6 +1057,7 @@ func (s *Redis) carrySeen(known *Identity, cur Identity) error {
 	if err := s.storeSeen(true); err != nil {
 		return fmt.Errorf("spend store %s: the counts of calls this machine sees cannot be kept in the state directory %s (%v): a proxy restarted after the store went back to an older snapshot would not notice it; set DELEGATEOS_STATE_DIR to a directory the proxy can write", s.url, s.stateDir, err)
 	}
+	closeDead(dead, true)
 	return nil
 }
 
