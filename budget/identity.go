@@ -560,7 +560,10 @@ type seenState struct {
 	// "m:MACHINE" to (see Redis.mseen).
 	Machine string           `json:"machine,omitempty"`
 	MSeen   map[string]int64 `json:"mseen,omitempty"`
-	path    string           // read from
+	// MInst is, per key, the instance of the machine (machineInstance)
+	// that last raised its field from this state directory.
+	MInst map[string]string `json:"minst,omitempty"`
+	path  string            // read from
 }
 
 // keptMachine returns the counts of st that the machine's field of each
@@ -577,6 +580,45 @@ func keptMachine(st *seenState, id Identity, machine string) map[string]int64 {
 		}
 	}
 	return m
+}
+
+// keptInst returns the instances of st that last raised each key's
+// machine field, under the conditions of keptMachine.
+func keptInst(st *seenState, id Identity, machine string) map[string]string {
+	if st == nil || machine == "" || st.Machine != machine || st.ID != id.ID || st.Gen != id.Gen || len(st.MInst) == 0 {
+		return nil
+	}
+	m := make(map[string]string, len(st.MInst))
+	for k, v := range st.MInst {
+		m[k] = v
+	}
+	return m
+}
+
+// laterInst merges the instances of from into to, keeping per key the
+// later of the two by rank (an instance rank does not name counts as
+// earliest), making to if need be.
+func laterInst(to, from map[string]string, rank map[string]int) map[string]string {
+	if len(from) == 0 {
+		return to
+	}
+	if to == nil {
+		to = make(map[string]string, len(from))
+	}
+	for k, v := range from {
+		if cur, ok := to[k]; !ok || instRank(rank, v) > instRank(rank, cur) {
+			to[k] = v
+		}
+	}
+	return to
+}
+
+// instRank is the rank of instance v in rank, -1 when it names none.
+func instRank(rank map[string]int, v string) int {
+	if r, ok := rank[v]; ok {
+		return r
+	}
+	return -1
 }
 
 // machineID returns the ID of the state directory dir, made at its first
@@ -737,11 +779,15 @@ func (s *Redis) loadSeen(st *seenState, dead []deadRecord, known *Identity, coun
 		s.mseen = m
 		s.mu.Unlock()
 	}
+	s.mu.Lock()
+	s.minst = laterInst(s.minst, keptInst(st, id, s.machine), s.irank)
+	s.mu.Unlock()
 	for _, d := range dead {
 		seen, m := keptSeen(d.st, id), keptMachine(d.st, id, s.machine)
 		s.mu.Lock()
 		s.seen = mergeMax(s.seen, seen)
 		s.mseen = mergeMax(s.mseen, m)
+		s.minst = laterInst(s.minst, keptInst(d.st, id, s.machine), s.irank)
 		s.mu.Unlock()
 	}
 	if s.stateDir == "" {
@@ -806,6 +852,7 @@ func (s *Redis) storeSeen(force bool) error {
 	for k, n := range s.mseen {
 		mseen[k] = n
 	}
+	minst := laterInst(nil, s.minst, s.irank)
 	s.mu.Unlock()
 	// Written in the reset state too: they are what this proxy saw under
 	// the identity it knows (s.ident), and the raises of the last second
@@ -837,10 +884,11 @@ func (s *Redis) storeSeen(force bool) error {
 	for k, n := range keptMachine(st, id, s.machine) {
 		mseen[k] = max(mseen[k], n)
 	}
+	minst = laterInst(minst, keptInst(st, id, s.machine), s.irank)
 	if s.machine == "" {
-		mseen = nil
+		mseen, minst = nil, nil
 	}
-	b, _ := json.Marshal(seenState{ID: id.ID, Gen: id.Gen, Seen: seen, Machine: s.machine, MSeen: mseen})
+	b, _ := json.Marshal(seenState{ID: id.ID, Gen: id.Gen, Seen: seen, Machine: s.machine, MSeen: mseen, MInst: minst})
 	return writeFileAtomic(path, b)
 }
 

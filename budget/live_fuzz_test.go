@@ -16,6 +16,8 @@ func FuzzParseLive(f *testing.F) {
 	copy(rec[17:], "ident")
 	rec[22] = 7
 	copy(rec[23:], "machine")
+	rec[30] = 4
+	copy(rec[31:], "inst")
 	binary.NativeEndian.PutUint64(rec[liveHeader:], 3)
 	binary.NativeEndian.PutUint32(rec[liveHeader+8:], 6)
 	copy(rec[liveHeader+16:], "root/k")

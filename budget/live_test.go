@@ -19,7 +19,7 @@ import (
 // nothing.
 func TestLiveRecordReadsBack(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "r.live")
-	l, err := openLive(path, "ident", 7, "machine")
+	l, err := openLive(path, "ident", 7, "machine", "inst")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -45,7 +45,7 @@ func TestLiveRecordReadsBack(t *testing.T) {
 		t.Fatalf("read back: %+v %v", st, err)
 	}
 	for k, n := range want {
-		if st.Seen[k] != n || st.MSeen[k] != n {
+		if st.Seen[k] != n || st.MSeen[k] != n || st.MInst[k] != "inst" {
 			t.Fatalf("%s: %d, %d; want %d", k, st.Seen[k], st.MSeen[k], n)
 		}
 	}
@@ -63,7 +63,7 @@ func TestLiveRecordReadsBack(t *testing.T) {
 // BenchmarkLiveRaise is the cost a reservation adds to record its count
 // in the live record (a store into a mapped page, no system call).
 func BenchmarkLiveRaise(b *testing.B) {
-	l, err := openLive(filepath.Join(b.TempDir(), "r.live"), "ident", 1, "machine")
+	l, err := openLive(filepath.Join(b.TempDir(), "r.live"), "ident", 1, "machine", "inst")
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -105,7 +105,7 @@ func TestLiveRecordCarriedToARecoveredIdentity(t *testing.T) {
 	}
 	was, machine := s.ident, s.machine
 	s.Close()
-	l, err := openLive(s.livePrefix(was.ID)+"killed.1", was.ID, was.Gen, machine)
+	l, err := openLive(s.livePrefix(was.ID)+"killed.1", was.ID, was.Gen, machine, s.instance)
 	if err != nil {
 		t.Fatal(err)
 	}

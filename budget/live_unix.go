@@ -32,9 +32,9 @@ type liveRecord struct {
 }
 
 // openLive makes the live record at path for identity id, generation
-// gen, of machine.
-func openLive(path, id string, gen int64, machine string) (*liveRecord, error) {
-	if len(id) == 0 || len(id)+len(machine)+18 > liveHeader {
+// gen, of machine, by its instance.
+func openLive(path, id string, gen int64, machine, instance string) (*liveRecord, error) {
+	if len(id) == 0 || len(id) > 255 || len(machine) > 255 || len(instance) > 255 || len(id)+len(machine)+len(instance)+19 > liveHeader {
 		return nil, fmt.Errorf("the identity %q cannot be recorded", id)
 	}
 	f, err := openLocked(path, true)
@@ -52,6 +52,8 @@ func openLive(path, id string, gen int64, machine string) (*liveRecord, error) {
 	copy(l.mem[17:], id)
 	l.mem[17+len(id)] = byte(len(machine))
 	copy(l.mem[18+len(id):], machine)
+	l.mem[18+len(id)+len(machine)] = byte(len(instance))
+	copy(l.mem[19+len(id)+len(machine):], instance)
 	copy(l.mem, liveMagic) // last: a header without it was never whole
 	return l, nil
 }
