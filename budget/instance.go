@@ -3,6 +3,7 @@ package budget
 import (
 	"crypto/sha256"
 	"encoding/hex"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
@@ -59,7 +60,18 @@ func machineInstance(dir, machine string) (string, map[string]int, error) {
 	}
 	defer lock.Close()
 	b, err := os.ReadFile(path)
-	if err != nil && !errors.Is(err, os.ErrNotExist) {
+	if errors.Is(err, os.ErrNotExist) {
+		// Counts that name the instances which raised their keys while
+		// the list is gone: it was deleted, and this directory's earlier
+		// instances would be taken for another host's.
+		counts, _ := filepath.Glob(filepath.Join(dir, "store-*.seen.json"))
+		for _, c := range counts {
+			var st seenState
+			if cb, err := os.ReadFile(c); err == nil && json.Unmarshal(cb, &st) == nil && len(st.MInst) > 0 {
+				return "", nil, fmt.Errorf("%s, the list of the instances this machine's state directory ran as, which its counts file %s names, is gone (deleted): restore it, or accept the loss with delegateos store init --reset and remove the counts files", path, c)
+			}
+		}
+	} else if err != nil {
 		return "", nil, fmt.Errorf("%s cannot be read: %w", path, err)
 	}
 	var list []string

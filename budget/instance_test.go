@@ -36,4 +36,13 @@ func TestMachineInstance(t *testing.T) {
 	if _, _, err := machineInstance(dir, "m1"); err == nil || !strings.Contains(err.Error(), "is not a list of machine instances") {
 		t.Fatalf("a corrupt list: %v; want refused", err)
 	}
+	// The list deleted while a counts file names the instances that
+	// raised its keys: refused, not begun again.
+	os.Remove(filepath.Join(dir, instancesFile))
+	if err := os.WriteFile(filepath.Join(dir, "store-0011223344556677.seen.json"), []byte(`{"id":"i","gen":1,"machine":"m1","minst":{"k":"`+tok+`"}}`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := machineInstance(dir, "m1"); err == nil || !strings.Contains(err.Error(), "is gone (deleted)") {
+		t.Fatalf("the list deleted under counts naming its instances: %v; want refused", err)
+	}
 }
