@@ -29,7 +29,12 @@ type LDPConfig struct {
 	HMACSecret, HMACSecretFile string
 	// RequireEd25519 refuses HMAC envelopes even with a secret.
 	RequireEd25519 bool
-	Skills         []LDPSkill
+	// Approvers are the principal IDs (normalized) whose signed answer
+	// approves or declines an LDP task a policy rule holds for approval
+	// (delegateos ldp approve); none means such tasks are refused. The
+	// task's own initiator never approves its task.
+	Approvers []string
+	Skills    []LDPSkill
 }
 
 // LDPTrustDomain is the delegate's trust domain (LDP §7).
@@ -57,7 +62,7 @@ type LDPSkill struct {
 }
 
 var ldpKeys = []string{"delegate_id", "name", "description", "model_family", "model_version", "context_window",
-	"weights_fingerprint", "reasoning_profile", "cost_profile", "latency_profile", "jurisdiction", "trust_domain", "payload_modes", "hmac_secret", "hmac_secret_file", "require_ed25519", "skills"}
+	"weights_fingerprint", "reasoning_profile", "cost_profile", "latency_profile", "jurisdiction", "trust_domain", "payload_modes", "hmac_secret", "hmac_secret_file", "require_ed25519", "approvers", "skills"}
 
 func (ps *parser) ldp(n *yaml.Node, key string, out **LDPConfig) {
 	if n.Kind != yaml.MappingNode {
@@ -120,6 +125,8 @@ func (ps *parser) ldp(n *yaml.Node, key string, out **LDPConfig) {
 			}
 		case "require_ed25519":
 			ps.boolean(v, vk, &c.RequireEd25519)
+		case "approvers":
+			c.Approvers = ps.roots(v, vk)
 		case "hmac_secret_file":
 			ps.path(v, vk, &c.HMACSecretFile)
 		case "trust_domain":

@@ -1,8 +1,11 @@
 package policy
 
 import (
+	"bytes"
 	"strings"
 	"testing"
+
+	"github.com/delegateos/delegateos/identity"
 )
 
 // TestParseLDPIdentity: the identity card's optional members (LDP §2.1),
@@ -34,6 +37,30 @@ func TestParseLDPIdentity(t *testing.T) {
 		_, err := Parse([]byte(strings.Replace(ldpPolicy, "  skills:", "  "+bad.line+"\n  skills:", 1)), "/tmp")
 		if err == nil || !strings.Contains(err.Error(), bad.want) {
 			t.Errorf("%s: %v, want %q", bad.line, err, bad.want)
+		}
+	}
+}
+
+// TestParseLDPApprovers: ldp.approvers are principals (did:key or IDs),
+// normalized; anything else, or one twice, is refused.
+func TestParseLDPApprovers(t *testing.T) {
+	k, err := identity.FromSeed(bytes.Repeat([]byte{7}, 32), "approver")
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := Parse([]byte(strings.Replace(ldpPolicy, "  skills:", "  approvers: ["+k.DID()+"]\n  skills:", 1)), "/tmp")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(p.LDP.Approvers) != 1 || p.LDP.Approvers[0] != k.ID() {
+		t.Fatalf("approvers %v", p.LDP.Approvers)
+	}
+	if p, _ := Parse([]byte(ldpPolicy), "/tmp"); p.LDP.Approvers != nil {
+		t.Fatalf("approvers from nowhere: %v", p.LDP.Approvers)
+	}
+	for _, bad := range []string{"[alice]", "[" + k.DID() + ", " + k.ID() + "]", "x"} {
+		if _, err := Parse([]byte(strings.Replace(ldpPolicy, "  skills:", "  approvers: "+bad+"\n  skills:", 1)), "/tmp"); err == nil || !strings.Contains(err.Error(), "ldp.approvers") {
+			t.Errorf("%s: %v", bad, err)
 		}
 	}
 }

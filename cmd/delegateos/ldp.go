@@ -22,7 +22,7 @@ import (
 var ldpGroup = &command{
 	name:    "ldp",
 	summary: "discover LDP delegates, choose one for a task and hand it the task (LLM Delegate Protocol 0.1)",
-	subs:    []*command{ldpDiscoverCmd, ldpRouteCmd, ldpSubmitCmd},
+	subs:    []*command{ldpDiscoverCmd, ldpRouteCmd, ldpSubmitCmd, ldpApproveCmd},
 }
 
 var ldpDiscoverCmd = &command{

@@ -12,8 +12,10 @@ import (
 // CallTimeout bounds each request Context is used for.
 const CallTimeout = 30 * time.Second
 
-// WaitTimeout is how long Eventually and the Wait methods wait.
-const WaitTimeout = 10 * time.Second
+// WaitTimeout is how long Eventually and the Wait methods wait: a hang
+// detector, not a measure (a loaded 2-core machine took more than 10 s to
+// see a proxy write back an ended delegation after a FLUSHALL).
+const WaitTimeout = 60 * time.Second
 
 // Context returns a context that ends with the test or after CallTimeout.
 func Context(t testing.TB) context.Context {

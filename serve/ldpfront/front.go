@@ -112,10 +112,14 @@ func New(o Options) (*Front, error) {
 		}
 	}
 	f := &Front{key: o.Key, ldp: c}
+	var appr *approvals
+	if len(c.Approvers) > 0 {
+		appr = &approvals{approvers: c.Approvers, now: time.Now}
+	}
 	card := Card(o.Policy, o.Key)
 	f.card.Store(card)
 	exec := &ldpExec{cfg: c, pol: o.Policy, mux: o.MCP, endpoint: o.Endpoint, log: o.Log, contracts: map[string]*contract.TaskContract{},
-		check: o.CheckToken, gates: o.Gates, tap: o.Receipts, requireSig: o.RequireSignature}
+		check: o.CheckToken, gates: o.Gates, tap: o.Receipts, requireSig: o.RequireSignature, approvals: appr}
 	for _, sk := range c.Skills {
 		if sk.Contract == "" {
 			continue
@@ -194,6 +198,20 @@ func New(o Options) (*Front, error) {
 			w.Write(b)
 			return
 		}
+		if req.URL.Path == ApprovalsPath {
+			if appr == nil {
+				http.Error(w, "this delegate names no approvers (ldp.approvers): no task waits for approval", http.StatusNotFound)
+				return
+			}
+			var read func(http.ResponseWriter, *http.Request) ([]byte, func(), error)
+			if o.ReadBody != nil {
+				read = func(w http.ResponseWriter, req *http.Request) ([]byte, func(), error) {
+					return o.ReadBody(w, req, maxApprovalBody)
+				}
+			}
+			appr.serve(read).ServeHTTP(w, req)
+			return
+		}
 		(&ldp.Handler{Responder: r, ReadBody: readBody}).ServeHTTP(w, req.WithContext(context.WithValue(req.Context(), hostKey{}, req.Host)))
 	}))
 	o.Log.Info("serving LDP", zap.String("delegate", c.DelegateID), zap.String("did", card.Metadata[ldp.MetaDID]), zap.Int("skills", len(c.Skills)))
@@ -217,7 +235,7 @@ func (f *Front) Refresh(pol *policy.Policy) {
 const AttestationsDir = "ldp-attestations"
 
 // Paths are the paths a Front serves.
-var Paths = []string{ldp.WellKnownPath, ldp.IdentityPath, ldp.MessagesPath, ldp.StreamPath}
+var Paths = []string{ldp.WellKnownPath, ldp.IdentityPath, ldp.MessagesPath, ldp.StreamPath, ApprovalsPath}
 
 // Mount serves the front's Paths on mux.
 func (f *Front) Mount(mux *http.ServeMux) {
@@ -357,6 +375,9 @@ type ldpExec struct {
 	tap *Tap
 	// requireSig: the endpoint requires holder-of-key signatures.
 	requireSig bool
+	// approvals, when the policy names approvers, holds the tasks a rule
+	// holds for approval; nil refuses them.
+	approvals *approvals
 }
 
 // policy is the policy in force: what the gate charges by.
@@ -367,6 +388,48 @@ func (x *ldpExec) policy() *policy.Policy {
 		}
 	}
 	return x.pol
+}
+
+// awaitApproval holds a task the gate asked approval for until one of the
+// policy's approvers answers (true: approved), the approval expires, or
+// the task ends (cancelled, its request gone). The task's initiator is
+// told the approval's ID and what it is for (TASK_UPDATE on a stream), as
+// is the server's log, where the operator finds it.
+func (x *ldpExec) awaitApproval(ctx context.Context, t *ldp.Task, holder, msg string, expires time.Time) (bool, error) {
+	var initiators []string
+	if holder != "" {
+		initiators = append(initiators, holder)
+	}
+	if t.By.Algorithm == ldp.AlgEd25519 {
+		if p, err := identity.PrincipalIDFromDID(t.By.Signer); err == nil {
+			initiators = append(initiators, p)
+		}
+	}
+	id, w, ok := x.approvals.add(initiators)
+	if !ok {
+		return false, denied("approval_unavailable", fmt.Sprintf("%s: approval_unavailable — %d tasks (or %d of this initiator's) are already waiting for an approver", gate.DenialMessage, maxWaiting, maxWaitingPerInitiator))
+	}
+	defer x.approvals.remove(id)
+	x.log.Info("LDP task awaits approval", zap.String("approval_id", id), zap.String("task", t.Submit.TaskID),
+		zap.String("initiator", t.Envelope.From), zap.String("request", msg), zap.Time("expires", expires))
+	t.Update(nil, "awaiting approval "+id+" by one of this delegate's approvers (delegateos ldp approve): "+msg)
+	var timeout <-chan time.Time
+	if !expires.IsZero() {
+		tm := time.NewTimer(time.Until(expires))
+		defer tm.Stop()
+		timeout = tm.C
+	}
+	select {
+	case ap := <-w.answer:
+		x.log.Info("LDP approval answered", zap.String("approval_id", id), zap.Bool("approved", ap.Approve), zap.String("approver", ap.Approver))
+		return ap.Approve, nil
+	case <-timeout:
+		// The relay's record of the request has expired: sent back, it
+		// is refused as unanswered (approval_declined) and recorded so.
+		return false, nil
+	case <-ctx.Done():
+		return false, ctx.Err()
+	}
 }
 
 // Quote is what a task will be charged, as the policy in force maps its
@@ -441,7 +504,7 @@ func (x *ldpExec) Execute(ctx context.Context, t *ldp.Task) (*ldp.Outcome, error
 	if sk == nil {
 		return nil, denied(ldp.CodeSkillUnknown, "no such skill")
 	}
-	bearer, delegation := "", ""
+	bearer, delegation, holder := "", "", ""
 	if t.Token != nil {
 		if t.Token.Format != "" && t.Token.Format != dct.Format {
 			return nil, denied("malformed_token", fmt.Sprintf("token format %q is not %s", t.Token.Format, dct.Format))
@@ -470,7 +533,7 @@ func (x *ldpExec) Execute(ctx context.Context, t *ldp.Task) (*ldp.Outcome, error
 		// Under require_signature a task without that proof goes on
 		// unproven: the endpoint refuses it as it refuses an MCP client's
 		// unsigned request, with the same denial.
-		bearer = t.Token.DCT
+		bearer, holder = t.Token.DCT, tok.Delegatee()
 		st := tok.Unverified()
 		delegation = st.Authority.DelegationID
 		if n := len(st.Attenuations); n > 0 {
@@ -489,37 +552,77 @@ func (x *ldpExec) Execute(ctx context.Context, t *ldp.Task) (*ldp.Outcome, error
 	if err != nil {
 		return nil, denied(ldp.CodeInputInvalid, err.Error())
 	}
-	params, _ := json.Marshal(map[string]any{"name": sk.Tool, "arguments": args})
-	var nonce [8]byte
-	rand.Read(nonce[:])
-	id := "ldp-" + strconv.FormatInt(x.seq.Add(1), 10) + "-" + hex.EncodeToString(nonce[:])
-	rawID, _ := json.Marshal(id)
-	body, _ := json.Marshal(map[string]any{"jsonrpc": "2.0", "id": id, "method": "tools/call", "params": json.RawMessage(params)})
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, x.endpoint, bytes.NewReader(body))
-	if err != nil {
-		return nil, err
-	}
-	if h, ok := ctx.Value(hostKey{}).(string); ok {
-		req.Host = h
-	}
-	req.Header.Set("Content-Type", "application/json")
-	req.Header.Set("Accept", "application/json, text/event-stream")
-	req.Header.Set(serve.HeaderProtocolVersion, "2026-07-28")
-	if bearer != "" {
-		req.Header.Set("Authorization", "Bearer "+bearer)
+	call := map[string]any{"name": sk.Tool, "arguments": args}
+	if x.approvals != nil {
+		// Asked as a client that takes form elicitation: a call a rule
+		// holds for approval comes back input_required, for an approver.
+		call["_meta"] = clientMeta
 	}
 	var rc *taskReceipts
-	if x.tap != nil {
-		rc = x.tap.watch(body)
-		defer x.tap.forget(rc)
+	// send makes the task's call (params, as the relay reads them)
+	// through the MCP endpoint, watched by the tap.
+	send := func(params map[string]any) (*captureWriter, string, time.Duration, error) {
+		var nonce [8]byte
+		rand.Read(nonce[:])
+		id := "ldp-" + strconv.FormatInt(x.seq.Add(1), 10) + "-" + hex.EncodeToString(nonce[:])
+		rawID, _ := json.Marshal(id)
+		body, _ := json.Marshal(map[string]any{"jsonrpc": "2.0", "id": id, "method": "tools/call", "params": params})
+		req, err := http.NewRequestWithContext(ctx, http.MethodPost, x.endpoint, bytes.NewReader(body))
+		if err != nil {
+			return nil, "", 0, err
+		}
+		if h, ok := ctx.Value(hostKey{}).(string); ok {
+			req.Host = h
+		}
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("Accept", "application/json, text/event-stream")
+		req.Header.Set(serve.HeaderProtocolVersion, "2026-07-28")
+		if bearer != "" {
+			req.Header.Set("Authorization", "Bearer "+bearer)
+		}
+		if x.tap != nil {
+			if rc != nil {
+				x.tap.forget(rc) // the call asked for approval, sent again
+			}
+			rc = x.tap.watch(body)
+		}
+		w := &captureWriter{header: http.Header{}}
+		start := time.Now()
+		x.mux.ServeHTTP(w, req)
+		return w, string(rawID), time.Since(start), nil
 	}
+	defer func() {
+		if rc != nil {
+			x.tap.forget(rc)
+		}
+	}()
 	// receipts is the provenance member naming the call's receipts (the
 	// decision's, then the execution's), once written.
 	receipts := func(p *ldp.ProvenanceDOS) *ldp.ProvenanceDOS { return x.tap.provenance(rc, p) }
-	w := &captureWriter{header: http.Header{}}
-	start := time.Now()
-	x.mux.ServeHTTP(w, req)
-	took := time.Since(start)
+	w, rawID, took, err := send(call)
+	if err != nil {
+		return nil, err
+	}
+	if resp, err := jsonrpcResponse(w, rawID); err == nil && resp.Error == nil && x.approvals != nil {
+		if state, msg, expires, ok := inputRequired(resp.Result); ok {
+			// Held for approval: the task waits for an approver's answer,
+			// then goes back with it (the relay decides it afresh).
+			answer, err := x.awaitApproval(ctx, t, holder, msg, expires)
+			if err != nil {
+				return nil, err
+			}
+			retry := maps.Clone(call)
+			retry["requestState"] = state
+			action := map[string]any{"action": "decline"}
+			if answer {
+				action = map[string]any{"action": "accept", "content": map[string]any{"approve": true}}
+			}
+			retry["inputResponses"] = map[string]any{approvalInputKey: action}
+			if w, rawID, took, err = send(retry); err != nil {
+				return nil, err
+			}
+		}
+	}
 	if w.status == http.StatusUnauthorized || w.status == http.StatusForbidden || w.status == http.StatusServiceUnavailable {
 		// The request was refused before the call: a required signature
 		// missing (reason first, as avpsig words it), or the token
@@ -556,7 +659,13 @@ func (x *ldpExec) Execute(ctx context.Context, t *ldp.Task) (*ldp.Outcome, error
 		if resp.Error.Code == gate.DenialCode && d.Type != "" {
 			// The gate's denial, with the type and message an MCP client
 			// would get.
-			return nil, &ldp.TaskError{LdpError: ldp.LdpError{Code: d.Type, Category: category(d.Type), Severity: "error", Message: resp.Error.Message,
+			msg := resp.Error.Message
+			if d.Type == "approval_unavailable" && x.approvals == nil {
+				// The relay's words are for an MCP client; an LDP peer is
+				// never the one asked (it would approve its own task).
+				msg = fmt.Sprintf("%s: approval_unavailable — tool %s needs a person's approval under this delegate's policy; an LDP peer is not asked (it would approve its own task), and this delegate names no approvers (ldp.approvers), so the task is refused", gate.DenialMessage, sk.Tool)
+			}
+			return nil, &ldp.TaskError{LdpError: ldp.LdpError{Code: d.Type, Category: category(d.Type), Severity: "error", Message: msg,
 				Retryable: retryable(d.Type)},
 				DelegateOS: receipts(nil)}
 		}
