@@ -25,10 +25,18 @@ import (
 // restarted. The operator is told to remove a state directory and run
 // store recover or init --reset for a fault that does not exist.
 //
+// Then the new proxy must go on too: both instances of the directory
+// run on this host, and an earlier one writing after a later one is the
+// proxy that kept running, not a copy elsewhere (the rank rule of
+// store6's 3dde319 would refuse it, once proxy 1 is fixed).
+//
 // Fix: on reply {9, h} with h not in s.instances, read machine-instances
 // again (under its lock) before refusing: an instance the directory ran
 // as since the proxy started is listed there (a clone's never is, it
-// writes its own copy).
+// writes its own copy). And record each instance's boot beside its token
+// in machine-instances: an instance of this same boot is this host (the
+// directory moved or its filesystem remounted while proxies ran), taken
+// over both ways whatever its rank; only another boot's is a copy.
 func TestRedTeamRT6RunningProxyRefusedAfterItsDirMoved(t *testing.T) {
 	f := newStoreFleet(t)
 	base := t.TempDir()
@@ -61,14 +69,23 @@ func TestRedTeamRT6RunningProxyRefusedAfterItsDirMoved(t *testing.T) {
 		t.Fatal(err)
 	}
 	p2 := f.e.StartProxy(mcptest.ProxyOptions{Policy: f.policy(""), Token: f.a, Env: env})
-	k, typ, detail := drain(t, p2.Connect(mcptest.SessionOptions{}), 5)
+	s2 := p2.Connect(mcptest.SessionOptions{})
+	k, typ, detail := drain(t, s2, 5)
 	if k != 5 {
 		t.Fatalf("the proxy started after the move: %d calls, then %s: %s", k, typ, detail)
 	}
 	more, typ, detail := drain(t, s1, 5)
-	f.sameAsUpstreams([]*mcptest.Process{p1, p2}, n+k+more)
 	if more != 5 {
-		t.Errorf("machine 1's state directory moved while its proxy 1 ran, a proxy started since made %d calls: proxy 1 (%d calls before) then forwarded %d of 5 (%d of the 30 spent) and refused %s: %s; want all 5", k, n, more, n+k, typ, detail)
+		f.sameAsUpstreams([]*mcptest.Process{p1, p2}, n+k+more)
+		t.Fatalf("machine 1's state directory moved while its proxy 1 ran, a proxy started since made %d calls: proxy 1 (%d calls before) then forwarded %d of 5 (%d of the 30 spent) and refused %s: %s; want all 5", k, n, more, n+k, typ, detail)
+	}
+	// Both instances of the directory now run on this host: the new
+	// proxy goes on too (an earlier instance writing after a later one
+	// is this host's proxy that kept running, not a copy elsewhere).
+	last, typ, detail := drain(t, s2, 5)
+	f.sameAsUpstreams([]*mcptest.Process{p1, p2}, n+k+more+last)
+	if last != 5 {
+		t.Errorf("after proxy 1 (the directory's earlier instance, still running) made %d calls, the proxy started after the move forwarded %d of 5 (%d of the 30 spent) and refused %s: %s; want all 5", more, last, n+k+more, typ, detail)
 	}
 }
 
