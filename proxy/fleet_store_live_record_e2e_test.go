@@ -155,3 +155,34 @@ func containsMSeen(b []byte, n int64) bool {
 	}
 	return false
 }
+
+// Proxies started at once on a fresh state directory and a fresh store
+// (stdio proxies launched together by a client, serve instances started
+// by one unit file): the machine ID, the list of instances, the store's
+// identity and each proxy's live record are made by several at once.
+// Every proxy starts and forwards its calls; the directory names one
+// machine and one instance.
+func TestE2EFaultProxiesStartingAtOnce(t *testing.T) {
+	f := newStoreFleet(t)
+	var ps []*mcptest.Process
+	for range 6 {
+		ps = append(ps, f.e.StartProxy(mcptest.ProxyOptions{Policy: f.policy(""), Token: f.a}))
+	}
+	var total int64
+	for i, p := range ps {
+		n, typ, detail := drain(t, p.Connect(mcptest.SessionOptions{}), 2)
+		if n != 2 {
+			t.Errorf("proxy %d of 6 started at once: %d calls forwarded, then %s: %s", i, n, typ, detail)
+		}
+		total += n
+	}
+	f.sameAsUpstreams(ps, total)
+	state := filepath.Join(f.e.Dir, "state")
+	b, err := os.ReadFile(filepath.Join(state, "machine-instances"))
+	if err != nil || strings.Count(string(b), "\n") != 1 {
+		t.Errorf("machine-instances after 6 proxies of one host started at once: %q %v; want one instance", b, err)
+	}
+	if live, _ := filepath.Glob(filepath.Join(state, "*.live.*")); len(live) != len(ps) {
+		t.Errorf("%d live records for %d running proxies: %v", len(live), len(ps), live)
+	}
+}
