@@ -203,13 +203,11 @@ func New(o Options) (*Front, error) {
 				http.Error(w, "this delegate names no approvers (ldp.approvers): no task waits for approval", http.StatusNotFound)
 				return
 			}
-			var read func(http.ResponseWriter, *http.Request) ([]byte, func(), error)
-			if o.ReadBody != nil {
-				read = func(w http.ResponseWriter, req *http.Request) ([]byte, func(), error) {
-					return o.ReadBody(w, req, maxApprovalBody)
-				}
-			}
-			appr.serve(read).ServeHTTP(w, req)
+			// An approval (at most 4 KiB, less than the connection's own
+			// buffers) is read outside the budget of bodies in flight,
+			// whose anonymous share requests of anyone may fill: an
+			// approver is heard however many bodies are in flight.
+			appr.serve(nil).ServeHTTP(w, req)
 			return
 		}
 		(&ldp.Handler{Responder: r, ReadBody: readBody}).ServeHTTP(w, req.WithContext(context.WithValue(req.Context(), hostKey{}, req.Host)))
@@ -410,6 +408,11 @@ func (x *ldpExec) awaitApproval(ctx context.Context, t *ldp.Task, holder, msg st
 		return false, denied("approval_unavailable", fmt.Sprintf("%s: approval_unavailable — %d tasks (or %d of this initiator's) are already waiting for an approver", gate.DenialMessage, maxWaiting, maxWaitingPerInitiator))
 	}
 	defer x.approvals.remove(id)
+	// The envelope's body was read within the server's budget of bodies
+	// in flight: a task waiting (minutes) must not hold that share, or a
+	// few of them would keep every other peer, the approvers included,
+	// from being heard.
+	ldp.ReleaseBody(ctx)
 	x.log.Info("LDP task awaits approval", zap.String("approval_id", id), zap.String("task", t.Submit.TaskID),
 		zap.String("initiator", t.Envelope.From), zap.String("request", msg), zap.Time("expires", expires))
 	t.Update(nil, "awaiting approval "+id+" by one of this delegate's approvers (delegateos ldp approve): "+msg)
