@@ -26,6 +26,7 @@ import (
 	"github.com/delegateos/delegateos/dct"
 	"github.com/delegateos/delegateos/gate"
 	"github.com/delegateos/delegateos/identity"
+	"github.com/delegateos/delegateos/internal/timestamp"
 	"github.com/delegateos/delegateos/ldp"
 	"github.com/delegateos/delegateos/policy"
 	"github.com/delegateos/delegateos/reputation"
@@ -416,6 +417,13 @@ func (x *ldpExec) awaitApproval(ctx context.Context, t *ldp.Task, holder, msg st
 	x.log.Info("LDP task awaits approval", zap.String("approval_id", id), zap.String("task", t.Submit.TaskID),
 		zap.String("initiator", t.Envelope.From), zap.String("request", msg), zap.Time("expires", expires))
 	t.Update(nil, "awaiting approval "+id+" by one of this delegate's approvers (delegateos ldp approve): "+msg)
+	if c := t.Submit.Contract; c != nil && c.Deadline != "" {
+		// Past the contract's deadline an answer is of no use: the wait
+		// ends then, and the task is refused (Recheck).
+		if d, err := timestamp.Parse(c.Deadline); err == nil && (expires.IsZero() || d.Before(expires)) {
+			expires = d
+		}
+	}
 	var timeout <-chan time.Time
 	if !expires.IsZero() {
 		tm := time.NewTimer(time.Until(expires))
@@ -621,15 +629,23 @@ func (x *ldpExec) Execute(ctx context.Context, t *ldp.Task) (*ldp.Outcome, error
 					return nil, tokenRefused(err)
 				}
 			}
+			// So may the contract's terms: its deadline passed, or a
+			// reload made the call cost more than its budget. The call
+			// then goes back declined (the relay records it so) and the
+			// task is refused as it would have been when submitted.
+			terms := t.Recheck()
 			retry := maps.Clone(call)
 			retry["requestState"] = state
 			action := map[string]any{"action": "decline"}
-			if answer {
+			if answer && terms == nil {
 				action = map[string]any{"action": "accept", "content": map[string]any{"approve": true}}
 			}
 			retry["inputResponses"] = map[string]any{approvalInputKey: action}
 			if w, rawID, took, err = send(retry); err != nil {
 				return nil, err
+			}
+			if terms != nil {
+				return nil, &ldp.TaskError{LdpError: *terms, DelegateOS: receipts(nil)}
 			}
 		}
 	}
