@@ -116,4 +116,3 @@ func TestRT3ApprovalBypassedThroughMCP(t *testing.T) {
 		t.Fatalf("the token's holder approved its own call of a tool held for the delegate's approvers, through /mcp: echo answered %q", "self-approved")
 	}
 }
-
