@@ -8,6 +8,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strings"
 	"sync"
 	"time"
 
@@ -137,7 +138,7 @@ type Responder struct {
 	initOnce sync.Once
 	own      Sessions
 	mu       sync.Mutex
-	running  map[string]context.CancelFunc
+	running  map[string]context.CancelCauseFunc
 	// tasks are the sessions' tasks, for ATTESTATION.
 	tasks attestable
 }
@@ -153,7 +154,10 @@ const (
 	CodeTaskUnknown  = "TASK_UNKNOWN"
 	CodeTaskRunning  = "TASK_RUNNING"
 	CodeContract     = "CONTRACT_REFUSED"
-	CodeNoAttester   = "ATTESTATION_UNSUPPORTED"
+	// CodeTaskCancelled: the task ended before its result, by TASK_CANCEL
+	// or with its session (closed or expired).
+	CodeTaskCancelled = "TASK_CANCELLED"
+	CodeNoAttester    = "ATTESTATION_UNSUPPORTED"
 	// CodeAttestationFailed: the result was produced but could not be
 	// attested (its attestation could not be signed or stored).
 	CodeAttestationFailed = "ATTESTATION_FAILED"
@@ -162,7 +166,7 @@ const (
 func (r *Responder) init() {
 	r.initOnce.Do(func() {
 		r.own.Now = r.Now
-		r.running = map[string]context.CancelFunc{}
+		r.running = map[string]context.CancelCauseFunc{}
 	})
 }
 
@@ -260,6 +264,9 @@ func (r *Responder) Handle(ctx context.Context, data []byte, bearer string, emit
 		if err != nil {
 			return r.refuse(e, sessionLdpError(err)), nil
 		}
+		// The session's tasks end with it, before the close is
+		// acknowledged: none runs (or is approved) afterwards.
+		r.endSession(s.ID, errSessionClosed)
 		return r.reply(e, s.ID, &SessionClose{Reason: ptrTo("acknowledged")}, ModeText), nil
 	}
 	return r.refuse(e, LdpError{Code: CodeUnexpected, Category: "session", Severity: "error",
@@ -372,8 +379,8 @@ func (r *Responder) submit(ctx context.Context, e *Envelope, b *TaskSubmit, by V
 		emit(r.reply(e, s.ID, &TaskUpdate{TaskID: b.TaskID, Progress: progress, Message: m}, e.PayloadMode))
 	}
 	key := s.ID + "\x00" + b.TaskID
-	tctx, cancel := context.WithCancel(ctx)
-	defer cancel()
+	tctx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
 	r.mu.Lock()
 	if _, busy := r.running[key]; busy {
 		r.mu.Unlock()
@@ -383,7 +390,11 @@ func (r *Responder) submit(ctx context.Context, e *Envelope, b *TaskSubmit, by V
 	r.running[key] = cancel
 	r.mu.Unlock()
 	r.noteTask(s.ID, b.TaskID, taskRunning)
+	// A task lives no longer than its session: when the session expires
+	// while the task runs (or waits), the task ends.
+	stopWatch := r.watchSession(s)
 	defer func() {
+		stopWatch()
 		r.mu.Lock()
 		delete(r.running, key)
 		r.mu.Unlock()
@@ -399,7 +410,11 @@ func (r *Responder) submit(ctx context.Context, e *Envelope, b *TaskSubmit, by V
 			return fail(te.LdpError)
 		}
 		if tctx.Err() != nil && ctx.Err() == nil {
-			return fail(LdpError{Code: "TASK_CANCELLED", Category: "runtime", Severity: "warning", Message: "the task was cancelled"})
+			msg := "the task was cancelled"
+			if c := context.Cause(tctx); c != nil && !errors.Is(c, context.Canceled) {
+				msg = "the task was cancelled: " + c.Error()
+			}
+			return fail(LdpError{Code: CodeTaskCancelled, Category: "runtime", Severity: "warning", Message: msg})
 		}
 		return fail(LdpError{Code: CodeTaskFailed, Category: "runtime", Severity: "error", Retryable: true, Message: err.Error()})
 	}
@@ -446,6 +461,70 @@ func (r *Responder) submit(ctx context.Context, e *Envelope, b *TaskSubmit, by V
 		return fail(LdpError{Code: CodeTaskFailed, Category: "runtime", Severity: "error", Message: "the result is not a valid TASK_RESULT: " + err.Error()})
 	}
 	return r.sign(reply, e)
+}
+
+// A SessionEnder is told (an Executor may also be one) that a session
+// ended (closed, or expired) while tasks of it ran: it must drop, before
+// returning, whatever it holds for them that others could still act on
+// (a task waiting for an approver). The tasks' contexts are cancelled too.
+type SessionEnder interface {
+	EndSession(sessionID string)
+}
+
+var (
+	errSessionClosed  = errors.New("its session was closed")
+	errSessionExpired = errors.New("its session expired")
+)
+
+// endSession cancels the running tasks of session sid with cause, and
+// tells the Executor.
+func (r *Responder) endSession(sid string, cause error) {
+	prefix := sid + "\x00"
+	r.mu.Lock()
+	for k, cancel := range r.running {
+		if strings.HasPrefix(k, prefix) {
+			cancel(cause)
+		}
+	}
+	r.mu.Unlock()
+	if se, ok := r.Exec.(SessionEnder); ok {
+		se.EndSession(sid)
+	}
+}
+
+// watchSession ends the tasks of session s when it expires (its TTL idle;
+// other messages of the session push the expiry on): a timer, re-armed
+// while the session lives. Call stop when the task ends.
+func (r *Responder) watchSession(s Session) (stop func()) {
+	var mu sync.Mutex
+	stopped := false
+	var tm *time.Timer
+	var check func()
+	check = func() {
+		cur, ok := r.sessions().Get(s.ID)
+		if ok && (cur.State == StateActive || cur.State == StateSuspended) {
+			mu.Lock()
+			if !stopped {
+				tm = time.AfterFunc(max(cur.LastUsed.Add(cur.TTL).Sub(r.now()), time.Millisecond), check)
+			}
+			mu.Unlock()
+			return
+		}
+		cause := errSessionExpired
+		if ok && cur.CloseReason != "expired" {
+			cause = errSessionClosed
+		}
+		r.endSession(s.ID, cause)
+	}
+	mu.Lock()
+	tm = time.AfterFunc(max(s.LastUsed.Add(s.TTL).Sub(r.now()), time.Millisecond), check)
+	mu.Unlock()
+	return func() {
+		mu.Lock()
+		stopped = true
+		tm.Stop()
+		mu.Unlock()
+	}
 }
 
 // contractTerms checks a task against its contract's terms, with the
@@ -558,7 +637,7 @@ func (r *Responder) cancel(e *Envelope, b *TaskCancel) *Envelope {
 		return r.reply(e, e.SessionID, &TaskFailed{TaskID: b.TaskID, Error: LdpError{Code: CodeTaskUnknown, Category: "session",
 			Severity: "warning", Message: fmt.Sprintf("task %s is not running in this session", b.TaskID)}}, ModeText)
 	}
-	cancel()
+	cancel(nil)
 	return r.reply(e, e.SessionID, &TaskUpdate{TaskID: b.TaskID, Message: ptrTo("cancelled")}, ModeText)
 }
 

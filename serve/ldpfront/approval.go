@@ -105,7 +105,10 @@ type waiting struct {
 	// initiators are the principal IDs that asked for the task (its
 	// envelope's signer, its token's holder): none may approve it.
 	initiators []string
-	answer     chan Approval
+	// session is the LDP session of the task: closed, it takes its
+	// waiting tasks with it.
+	session string
+	answer  chan Approval
 }
 
 // approvals are the tasks waiting for an approver.
@@ -117,11 +120,11 @@ type approvals struct {
 }
 
 // add holds a task; ok is false when too many wait already.
-func (a *approvals) add(initiators []string) (string, *waiting, bool) {
+func (a *approvals) add(session string, initiators []string) (string, *waiting, bool) {
 	var b [16]byte
 	rand.Read(b[:])
 	id := ApprovalIDPrefix + hex.EncodeToString(b[:])
-	w := &waiting{initiators: initiators, answer: make(chan Approval, 1)}
+	w := &waiting{initiators: initiators, session: session, answer: make(chan Approval, 1)}
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	if a.m == nil {
@@ -149,6 +152,18 @@ func (a *approvals) remove(id string) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	delete(a.m, id)
+}
+
+// endSession drops the approvals of session sid's tasks: an answer to one
+// of them finds nothing to approve (404).
+func (a *approvals) endSession(sid string) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	for id, w := range a.m {
+		if w.session == sid {
+			delete(a.m, id)
+		}
+	}
 }
 
 // approvalError is a refused answer: its HTTP status and why.

@@ -28,7 +28,7 @@ func TestApprovalAnswer(t *testing.T) {
 	approver, initiator, stranger := testApprover(t, 1), testApprover(t, 2), testApprover(t, 3)
 	now := time.Date(2026, 11, 29, 12, 0, 0, 0, time.UTC)
 	a := &approvals{approvers: []string{approver.ID(), initiator.ID()}, now: func() time.Time { return now }}
-	id, w, ok := a.add([]string{initiator.ID()})
+	id, w, ok := a.add("", []string{initiator.ID()})
 	if !ok {
 		t.Fatal("not held")
 	}
@@ -95,7 +95,7 @@ func FuzzApprovalAnswer(f *testing.F) {
 	f.Add([]byte(`{"approval_id":"x"}`))
 	f.Fuzz(func(t *testing.T, data []byte) {
 		a := &approvals{approvers: []string{approver.ID()}, now: time.Now}
-		a.add(nil)
+		a.add("", nil)
 		if got, err := a.answer(data); err == nil && got.verify() != nil {
 			t.Fatal("an unsigned answer was taken")
 		}
@@ -107,14 +107,14 @@ func FuzzApprovalAnswer(f *testing.F) {
 func TestApprovalsBounded(t *testing.T) {
 	a := &approvals{now: time.Now}
 	for i := range maxWaitingPerInitiator {
-		if _, _, ok := a.add([]string{"hog"}); !ok {
+		if _, _, ok := a.add("", []string{"hog"}); !ok {
 			t.Fatalf("place %d refused", i)
 		}
 	}
-	if _, _, ok := a.add([]string{"hog"}); ok {
+	if _, _, ok := a.add("", []string{"hog"}); ok {
 		t.Fatal("one initiator took more places than its share")
 	}
-	if _, _, ok := a.add([]string{"other"}); !ok {
+	if _, _, ok := a.add("", []string{"other"}); !ok {
 		t.Fatal("another initiator was refused")
 	}
 }

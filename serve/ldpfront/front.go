@@ -404,7 +404,7 @@ func (x *ldpExec) awaitApproval(ctx context.Context, t *ldp.Task, holder, msg st
 			initiators = append(initiators, p)
 		}
 	}
-	id, w, ok := x.approvals.add(initiators)
+	id, w, ok := x.approvals.add(t.Session.ID, initiators)
 	if !ok {
 		return false, denied("approval_unavailable", fmt.Sprintf("%s: approval_unavailable — %d tasks (or %d of this initiator's) are already waiting for an approver", gate.DenialMessage, maxWaiting, maxWaitingPerInitiator))
 	}
@@ -433,6 +433,11 @@ func (x *ldpExec) awaitApproval(ctx context.Context, t *ldp.Task, holder, msg st
 	select {
 	case ap := <-w.answer:
 		x.log.Info("LDP approval answered", zap.String("approval_id", id), zap.Bool("approved", ap.Approve), zap.String("approver", ap.Approver))
+		if err := ctx.Err(); err != nil {
+			// Answered as the task ended (its session closed): it
+			// does not run.
+			return false, err
+		}
 		return ap.Approve, nil
 	case <-timeout:
 		// The relay's record of the request has expired: sent back, it
@@ -440,6 +445,15 @@ func (x *ldpExec) awaitApproval(ctx context.Context, t *ldp.Task, holder, msg st
 		return false, nil
 	case <-ctx.Done():
 		return false, ctx.Err()
+	}
+}
+
+// EndSession drops the approvals the tasks of a closed (or expired)
+// session wait for, before the close is acknowledged: an approver's answer
+// after it finds nothing to approve, and the tasks end cancelled.
+func (x *ldpExec) EndSession(sid string) {
+	if x.approvals != nil {
+		x.approvals.endSession(sid)
 	}
 }
 
