@@ -53,6 +53,10 @@ type Task struct {
 	// delegateos member, else the request's bearer token, else the
 	// SESSION_PROPOSE's delegateos member; nil when there is none.
 	Token *DelegateOSMember
+	// Tree is the delegation tree the task's token belongs to (see
+	// Responder.Tree), what an Executor counts the task's shares by; empty
+	// without Responder.Tree.
+	Tree string
 	// Update sends a TASK_UPDATE to the initiator when the request is a
 	// stream; otherwise it does nothing. It is never nil.
 	Update func(progress *float64, message string)
@@ -132,6 +136,14 @@ type Responder struct {
 	// it in provenance); a result whose attestation cannot be stored is
 	// not sent.
 	Attestations TaskAttestationStore
+	// Tree, when set, names the delegation tree of a token (its root
+	// delegation, which its holders cannot multiply as they can keys):
+	// sessions, places in the replay store and an Executor's other shares
+	// (Task.Tree) are counted per tree, so that one token's holder
+	// delegating to keys of its own does not take every place. Peers
+	// without a token are counted per delegate ID when they sign with the
+	// shared secret, and all together otherwise. Nil means per peer only.
+	Tree func(tok *DelegateOSMember) string
 	// Now is the clock; nil means time.Now.
 	Now func() time.Time
 
@@ -237,7 +249,12 @@ func (r *Responder) Handle(ctx context.Context, data []byte, bearer string, emit
 			if !inSession {
 				return r.refuse(e, sessionLdpError(&SessionError{CodeSessionUnknown, fmt.Sprintf("no session %q of %s", clip(e.SessionID), clip(e.From))})), nil
 			}
-			if err := r.Verifier.Spend(ctx, e, by); err != nil {
+			// Counted in the share of the session's delegation tree.
+			spent := by
+			if s, ok := r.sessions().Get(e.SessionID); ok {
+				spent.Share = s.Tree
+			}
+			if err := r.Verifier.Spend(ctx, e, spent); err != nil {
 				var le *Error
 				errors.As(err, &le)
 				return r.refuse(e, securityError(le)), nil
@@ -307,20 +324,24 @@ func (r *Responder) propose(ctx context.Context, e *Envelope, b *SessionPropose,
 	if c.TTLSecs != nil {
 		ttl = time.Duration(*c.TTLSecs) * time.Second
 	}
+	tok := r.token(e, Session{}, bearer)
 	if r.AdmitSession != nil {
-		if le := r.AdmitSession(ctx, e, by, r.token(e, Session{}, bearer)); le != nil {
+		if le := r.AdmitSession(ctx, e, by, tok); le != nil {
 			return r.reply(e, "", &SessionReject{Reason: le.Message, Error: le}, ModeText)
 		}
 	}
+	tree := r.treeOf(e, by, tok)
 	if r.Verifier != nil {
-		if err := r.Verifier.Spend(ctx, e, by); err != nil {
+		spent := by
+		spent.Share = tree
+		if err := r.Verifier.Spend(ctx, e, spent); err != nil {
 			var le *Error
 			errors.As(err, &le)
 			return r.refuse(e, securityError(le))
 		}
 	}
 	n := Negotiate(prefs, r.card().SupportedPayloadModes)
-	s, err := r.sessions().Open(e.From, by, e.DelegateOS, n, ttl)
+	s, err := r.sessions().Open(e.From, by, e.DelegateOS, tree, n, ttl)
 	if err != nil {
 		le := sessionLdpError(err)
 		return r.reply(e, "", &SessionReject{Reason: le.Message, Error: &le}, ModeText)
@@ -364,6 +385,7 @@ func (r *Responder) submit(ctx context.Context, e *Envelope, b *TaskSubmit, by V
 		return fail(sessionLdpError(err))
 	}
 	task := &Task{Session: s, Envelope: e, Submit: b, Mode: e.PayloadMode, By: by, Token: r.token(e, s, bearer)}
+	task.Tree = r.treeOf(e, by, task.Token)
 	task.recheck = func() *LdpError { return r.contractTerms(task) }
 	if le := task.Recheck(); le != nil {
 		return fail(*le)
@@ -613,6 +635,24 @@ func (r *Responder) attestTask(e *Envelope, b *TaskSubmit, s Session, by Verifie
 		}
 	}
 	return a, nil
+}
+
+// treeOf is the delegation tree whose shares e counts in (see
+// Responder.Tree): its token's root, else its delegate ID when it is
+// signed with the shared secret, else that of every peer without a token.
+func (r *Responder) treeOf(e *Envelope, by Verified, tok *DelegateOSMember) string {
+	if r.Tree == nil {
+		return ""
+	}
+	if tok != nil {
+		if t := r.Tree(tok); t != "" {
+			return "dct:" + t
+		}
+	}
+	if by.Algorithm == AlgHMACSHA256 {
+		return "hmac:" + e.From
+	}
+	return "tokenless"
 }
 
 // token is the delegation token a task runs under (see Task.Token).
