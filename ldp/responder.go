@@ -599,7 +599,15 @@ func (r *Responder) sign(out, in *Envelope) *Envelope {
 		// A peer of the reference SDKs checks replies with the secret.
 		SignHMAC(out, r.Verifier.HMACSecret)
 	case r.Key != nil:
-		SignEd25519(out, r.Key)
+		if err := SignEd25519(out, r.Key); err != nil {
+			// A result whose numbers the signature cannot hold (an
+			// integer beyond 2^53) is answered as the delegate's failure.
+			f := r.envelope(in, out.SessionID, &TaskFailed{TaskID: TaskID(in.Body), Error: LdpError{Code: CodeTaskFailed,
+				Category: "runtime", Severity: "error", Message: err.Error()}}, ModeText)
+			if SignEd25519(f, r.Key) == nil {
+				return f
+			}
+		}
 	}
 	return out
 }

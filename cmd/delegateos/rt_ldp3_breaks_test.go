@@ -3,7 +3,6 @@
 package main
 
 import (
-	"bytes"
 	"context"
 	"crypto/ed25519"
 	"crypto/rand"
@@ -25,40 +24,6 @@ import (
 
 // Attacks of the third LDP red team (rtldp3) that BREAK the product: each
 // test states the secure behaviour and fails on main at 7a2218c.
-
-// TestRT3JCSNumberLosesPrecision: the Ed25519 profile signs the JCS form
-// of the envelope, and JCS writes every number as the IEEE double nearest
-// to it. Two TASK_SUBMITs whose input differs only in an integer above
-// 2^53 (9007199254740993 and 9007199254740992) have the same JCS form, so
-// one signature verifies for both: a relay rewrites the number the holder
-// signed, the envelope still verifies, and the tool receives the relay's
-// number (the front passes the input's bytes on as they were received).
-// The task attestation's request and input hashes are over the same JCS
-// form, so the initiator's check of the attestation cannot see it either.
-// BROKE: the tool got 9007199254740992.
-func TestRT3JCSNumberLosesPrecision(t *testing.T) {
-	env := mcptest.NewEnv(t)
-	srv, _ := rt3Serve(t, env, mcptest.NewKey(t, "server"), "")
-	tok := env.Mint(nil, "mcp:echo:*")
-	s := rt3Open(t, srv, "ldp:delegate:holder", env.Agent, tok)
-	e := rtEnvelope(s.ID, "ldp:delegate:holder", &ldp.TaskSubmit{TaskID: "pay", Skill: "args",
-		Input: json.RawMessage(`{"text":"pay","amount":9007199254740993}`)}, ldp.ModeText)
-	e.DelegateOS = &ldp.DelegateOSMember{DCT: tok.String(), Format: dct.Format}
-	signed := rtSign(t, e, env.Agent.PrivateKey())
-	// The relay's rewrite: one digit of the input.
-	forged := bytes.Replace(signed, []byte("9007199254740993"), []byte("9007199254740992"), 1)
-	if bytes.Equal(forged, signed) {
-		t.Fatal("nothing rewritten")
-	}
-	_, reply, body := rtPost(t, srv, "", forged, "")
-	if res, ok := reply.Body.(*ldp.TaskResult); ok {
-		t.Fatalf("a signature over amount 9007199254740993 ran a task for the amount the relay wrote (the tool saw 9007199254740992: %v)",
-			strings.Contains(string(res.Output), `\"amount\":9007199254740992`))
-	}
-	if code := rtFailCode(reply); code != string(ldp.ReasonTampered) {
-		t.Fatalf("refused with %q, want %s: %s", code, ldp.ReasonTampered, body)
-	}
-}
 
 // TestRT3BearerChangesTheTask: a TASK_SUBMIT signed by the token's holder
 // without a delegateos member runs under the request's Authorization:

@@ -1,0 +1,73 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"strings"
+	"testing"
+
+	"github.com/delegateos/delegateos/dct"
+	"github.com/delegateos/delegateos/internal/mcptest"
+	"github.com/delegateos/delegateos/ldp"
+)
+
+// TestLDPSignedTaskNumbersInJCSForm (rtldp3 #1): the Ed25519 profile signs
+// the JCS form of an envelope, and JCS writes every number as the nearest
+// double in its shortest form, so 9007199254740993 and 9007199254740992
+// (and 1.0 and 1) have one JCS form and one signature verifies for both.
+// A relay rewrote the number a holder signed and the tool got the relay's.
+// Now an Ed25519 envelope must carry every number in its JCS form (what
+// the signature covers), the signer refuses a number whose JCS form is
+// another number, and ldp.Client sends the JCS form of what it signs.
+func TestLDPSignedTaskNumbersInJCSForm(t *testing.T) {
+	env := mcptest.NewEnv(t)
+	srv, _ := rt3Serve(t, env, mcptest.NewKey(t, "server"), "")
+	tok := env.Mint(nil, "mcp:echo:*")
+	s := rt3Open(t, srv, "ldp:delegate:holder", env.Agent, tok)
+	submit := func(id, input string) *ldp.Envelope {
+		e := rtEnvelope(s.ID, "ldp:delegate:holder", &ldp.TaskSubmit{TaskID: id, Skill: "args", Input: json.RawMessage(input)}, ldp.ModeText)
+		e.DelegateOS = &ldp.DelegateOSMember{DCT: tok.String(), Format: dct.Format}
+		return e
+	}
+	// The holder's signer will not sign a number its signature cannot
+	// tell from another.
+	err := ldp.SignEd25519(submit("lossy", `{"text":"pay","amount":9007199254740993}`), env.Agent.PrivateKey())
+	if err == nil || !strings.Contains(err.Error(), "9007199254740993") {
+		t.Fatalf("signing amount 9007199254740993 (JCS form 9007199254740992): %v", err)
+	}
+	// The holder signs 9007199254740992; a relay writes the number with the
+	// same JCS form (9007199254740993), or 2^53 as 9.007199254740992e15:
+	// the signature would verify, the envelope is refused.
+	for i, forge := range []string{"9007199254740993", "9.007199254740992e15", "9007199254740992.0"} {
+		signed := rtSign(t, submit(fmt.Sprintf("forged-%d", i), `{"text":"pay","amount":9007199254740992}`), env.Agent.PrivateKey())
+		forged := bytes.Replace(signed, []byte("9007199254740992"), []byte(forge), 1)
+		// (An envelope that does not parse is answered 400 with its code.)
+		status, reply, body := rtPost(t, srv, "", forged, "")
+		if reply != nil {
+			if res, ok := reply.Body.(*ldp.TaskResult); ok {
+				t.Fatalf("a signature over amount 9007199254740992 ran a task for the amount the relay wrote as %s: %s", forge, res.Output)
+			}
+		}
+		if status != 400 || !strings.Contains(string(body), `"code":"`+string(ldp.ReasonMalformed)+`"`) || !strings.Contains(string(body), "JCS form") {
+			t.Fatalf("rewritten as %s: %d %s, want 400 %s", forge, status, body, ldp.ReasonMalformed)
+		}
+	}
+	// The holder's signed bytes themselves run, and the tool sees the
+	// number signed.
+	signed := rtSign(t, submit("pay", `{"text":"pay","amount":9007199254740992}`), env.Agent.PrivateKey())
+	_, reply, body := rtPost(t, srv, "", signed, "")
+	if res, ok := reply.Body.(*ldp.TaskResult); !ok || !strings.Contains(string(res.Output), `\"amount\":9007199254740992`) {
+		t.Fatalf("the holder's signed task: %s", body)
+	}
+	// ldp.Client writes numbers in their JCS form before signing: 1.0 and
+	// 1E2 reach the tool as 1 and 100.
+	reply = rt3Submit(t, s, "canon", "args", `{"text":"n","n":1.0,"e":1E2}`, nil)
+	res, ok := reply.Body.(*ldp.TaskResult)
+	if !ok || !strings.Contains(string(res.Output), `\"e\":100`) || !strings.Contains(string(res.Output), `\"n\":1,`) {
+		t.Fatalf("a client task with 1.0 and 1E2: %+v", reply.Body)
+	}
+	if n := rtAllowed(t, srv, "echo", 2); n != 2 {
+		t.Fatalf("%d echo calls allowed, want 2", n)
+	}
+}
