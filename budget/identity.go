@@ -560,7 +560,10 @@ type seenState struct {
 	// "m:MACHINE" to (see Redis.mseen).
 	Machine string           `json:"machine,omitempty"`
 	MSeen   map[string]int64 `json:"mseen,omitempty"`
-	path    string           // read from
+	// MInst is, per key, the instance of the machine (machineInstance)
+	// that last raised its field from this state directory.
+	MInst map[string]string `json:"minst,omitempty"`
+	path  string            // read from
 }
 
 // keptMachine returns the counts of st that the machine's field of each
@@ -577,6 +580,45 @@ func keptMachine(st *seenState, id Identity, machine string) map[string]int64 {
 		}
 	}
 	return m
+}
+
+// keptInst returns the instances of st that last raised each key's
+// machine field, under the conditions of keptMachine.
+func keptInst(st *seenState, id Identity, machine string) map[string]string {
+	if st == nil || machine == "" || st.Machine != machine || st.ID != id.ID || st.Gen != id.Gen || len(st.MInst) == 0 {
+		return nil
+	}
+	m := make(map[string]string, len(st.MInst))
+	for k, v := range st.MInst {
+		m[k] = v
+	}
+	return m
+}
+
+// laterInst merges the instances of from into to, keeping per key the
+// later of the two by rank (an instance rank does not name counts as
+// earliest), making to if need be.
+func laterInst(to, from map[string]string, rank map[string]int) map[string]string {
+	if len(from) == 0 {
+		return to
+	}
+	if to == nil {
+		to = make(map[string]string, len(from))
+	}
+	for k, v := range from {
+		if cur, ok := to[k]; !ok || instRank(rank, v) > instRank(rank, cur) {
+			to[k] = v
+		}
+	}
+	return to
+}
+
+// instRank is the rank of instance v in rank, -1 when it names none.
+func instRank(rank map[string]int, v string) int {
+	if r, ok := rank[v]; ok {
+		return r
+	}
+	return -1
 }
 
 // machineID returns the ID of the state directory dir, made at its first
@@ -737,11 +779,15 @@ func (s *Redis) loadSeen(st *seenState, dead []deadRecord, known *Identity, coun
 		s.mseen = m
 		s.mu.Unlock()
 	}
+	s.mu.Lock()
+	s.minst = laterInst(s.minst, keptInst(st, id, s.machine), s.irank)
+	s.mu.Unlock()
 	for _, d := range dead {
 		seen, m := keptSeen(d.st, id), keptMachine(d.st, id, s.machine)
 		s.mu.Lock()
 		s.seen = mergeMax(s.seen, seen)
 		s.mseen = mergeMax(s.mseen, m)
+		s.minst = laterInst(s.minst, keptInst(d.st, id, s.machine), s.irank)
 		s.mu.Unlock()
 	}
 	if s.stateDir == "" {
@@ -806,6 +852,7 @@ func (s *Redis) storeSeen(force bool) error {
 	for k, n := range s.mseen {
 		mseen[k] = n
 	}
+	minst := laterInst(nil, s.minst, s.irank)
 	s.mu.Unlock()
 	// Written in the reset state too: they are what this proxy saw under
 	// the identity it knows (s.ident), and the raises of the last second
@@ -837,10 +884,11 @@ func (s *Redis) storeSeen(force bool) error {
 	for k, n := range keptMachine(st, id, s.machine) {
 		mseen[k] = max(mseen[k], n)
 	}
+	minst = laterInst(minst, keptInst(st, id, s.machine), s.irank)
 	if s.machine == "" {
-		mseen = nil
+		mseen, minst = nil, nil
 	}
-	b, _ := json.Marshal(seenState{ID: id.ID, Gen: id.Gen, Seen: seen, Machine: s.machine, MSeen: mseen})
+	b, _ := json.Marshal(seenState{ID: id.ID, Gen: id.Gen, Seen: seen, Machine: s.machine, MSeen: mseen, MInst: minst})
 	return writeFileAtomic(path, b)
 }
 
@@ -1020,19 +1068,29 @@ func (s *Redis) carrySeen(known *Identity, cur Identity) error {
 		return nil
 	}
 	old, err := s.readSeenFile(known.ID)
+	// And the live records, under known, of the machine's proxies killed
+	// before they wrote their last counts there.
+	dead, derr := s.deadLive(known.ID)
+	defer closeDead(dead)
+	if err == nil {
+		err = derr
+	}
 	if err != nil {
 		return fmt.Errorf("spend store %s: %v: the counts this machine saw are lost, so a rebuild of the store from fewer calls than it saw would not be noticed; restore the file, or remove it and accept the loss with delegateos store init --reset", s.url, err)
 	}
-	if old == nil || old.Gen >= cur.Gen {
-		return nil
-	}
-	seen := make(map[string]int64, len(old.Seen))
-	for k, n := range old.Seen {
-		if n > 0 {
-			seen[k] = n
+	seen := map[string]int64{}
+	for _, src := range append([]deadRecord{{st: old}}, dead...) {
+		if src.st == nil || src.st.Gen >= cur.Gen {
+			continue
 		}
+		kept := make(map[string]int64, len(src.st.Seen))
+		for k, n := range src.st.Seen {
+			if n > 0 {
+				kept[k] = n
+			}
+		}
+		seen = mergeMax(seen, forgetLifted(kept, &cur, src.st.Gen))
 	}
-	seen = forgetLifted(seen, &cur, old.Gen)
 	if len(seen) == 0 {
 		return nil
 	}
@@ -1047,6 +1105,7 @@ func (s *Redis) carrySeen(known *Identity, cur Identity) error {
 	if err := s.storeSeen(true); err != nil {
 		return fmt.Errorf("spend store %s: the counts of calls this machine sees cannot be kept in the state directory %s (%v): a proxy restarted after the store went back to an older snapshot would not notice it; set DELEGATEOS_STATE_DIR to a directory the proxy can write", s.url, s.stateDir, err)
 	}
+	closeDead(dead, true)
 	return nil
 }
 

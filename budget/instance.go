@@ -3,6 +3,7 @@ package budget
 import (
 	"crypto/sha256"
 	"encoding/hex"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
@@ -27,9 +28,16 @@ import (
 // proxy that finds the field naming an instance its directory never ran
 // as, with a count of its machine's own to check there, refuses the
 // tree's calls (SharedMachineError): another host uses its machine ID.
+// So does one that finds the field naming an instance of its directory
+// earlier than the one that, as the directory recorded (the counts
+// file's "minst", the live records), last raised the key from it: an
+// earlier instance writes again only on another host that runs a copy
+// of the directory (a rollback of the store to before the later
+// instance's write also takes the count below what the directory saw,
+// which is found first).
 
 // instancesFile is the state directory's list of the instances it ran
-// as, one token a line.
+// as, one token a line, the earliest first.
 const instancesFile = "machine-instances"
 
 // maxInstances bounds the list: the oldest are dropped first. A key last
@@ -41,8 +49,8 @@ const maxInstances = 4096
 // machineInstance returns the token of this host's instance of the
 // machine of state directory dir (ID machine) and the instances the
 // directory ran as, this one included (recorded, synced, before any
-// reservation names it).
-func machineInstance(dir, machine string) (string, map[string]bool, error) {
+// reservation names it), each with its rank: the later, the higher.
+func machineInstance(dir, machine string) (string, map[string]int, error) {
 	sum := sha256.Sum256([]byte("delegateos machine instance\n" + machine + "\n" + bootID() + "\n" + dirIdentity(dir)))
 	token := hex.EncodeToString(sum[:12])
 	path := filepath.Join(dir, instancesFile)
@@ -52,11 +60,22 @@ func machineInstance(dir, machine string) (string, map[string]bool, error) {
 	}
 	defer lock.Close()
 	b, err := os.ReadFile(path)
-	if err != nil && !errors.Is(err, os.ErrNotExist) {
+	if errors.Is(err, os.ErrNotExist) {
+		// Counts that name the instances which raised their keys while
+		// the list is gone: it was deleted, and this directory's earlier
+		// instances would be taken for another host's.
+		counts, _ := filepath.Glob(filepath.Join(dir, "store-*.seen.json"))
+		for _, c := range counts {
+			var st seenState
+			if cb, err := os.ReadFile(c); err == nil && json.Unmarshal(cb, &st) == nil && len(st.MInst) > 0 {
+				return "", nil, fmt.Errorf("%s, the list of the instances this machine's state directory ran as, which its counts file %s names, is gone (deleted): restore it, or accept the loss with delegateos store init --reset and remove the counts files", path, c)
+			}
+		}
+	} else if err != nil {
 		return "", nil, fmt.Errorf("%s cannot be read: %w", path, err)
 	}
 	var list []string
-	seen := map[string]bool{}
+	seen := map[string]int{}
 	for _, l := range strings.Split(string(b), "\n") {
 		if l == "" {
 			continue
@@ -64,10 +83,12 @@ func machineInstance(dir, machine string) (string, map[string]bool, error) {
 		if len(l) != 24 || strings.Trim(l, "0123456789abcdef") != "" {
 			return "", nil, fmt.Errorf("%s is not a list of machine instances delegateos writes: restore it, or remove it (a key last called by an instance it named is then refused as another host's until store init --reset or store recover)", path)
 		}
-		list = append(list, l)
-		seen[l] = true
+		if _, ok := seen[l]; !ok {
+			seen[l] = len(list)
+			list = append(list, l)
+		}
 	}
-	if !seen[token] {
+	if _, ok := seen[token]; !ok {
 		list = append(list, token)
 		if len(list) > maxInstances {
 			list = list[len(list)-maxInstances:]
@@ -75,9 +96,9 @@ func machineInstance(dir, machine string) (string, map[string]bool, error) {
 		if err := writeFileAtomic(path, []byte(strings.Join(list, "\n")+"\n")); err != nil {
 			return "", nil, fmt.Errorf("the state directory %s cannot be written: %w; set DELEGATEOS_STATE_DIR to a directory the proxy can write", dir, err)
 		}
-		seen = make(map[string]bool, len(list))
-		for _, l := range list {
-			seen[l] = true
+		seen = make(map[string]int, len(list))
+		for i, l := range list {
+			seen[l] = i
 		}
 	}
 	return token, seen, nil
@@ -105,11 +126,18 @@ func bootID() string {
 // hidden by the other host's calls.
 type SharedMachineError struct {
 	Store, Root, Key, Machine, Instance, Dir string
+	// Later, when not empty, is the directory's instance after Instance
+	// that last raised the key's field from it.
+	Later string
 }
 
 func (e *SharedMachineError) Error() string {
-	return fmt.Sprintf("spend store %s: this machine's ID %s (%s) is used by another host too: %s records the latest reservation of this machine's proxies as made by instance %s, which the state directory %s never ran as (a copy of it on another host: a VM or container image with the state directory baked in, a restored backup); that host's calls raise this machine's count of the calls of the delegation tree of root %s, which would hide a store gone back to an older snapshot, so they are refused; give each host a state directory of its own (on the copy: stop its proxies and remove its state directory, or point DELEGATEOS_STATE_DIR at an empty one), then check the tree's spend with 'delegateos store recover --store URL --root %s --audit LOG... --policy FILE' or accept it with 'delegateos store init --store URL --reset --root %s'",
-		e.Store, e.Machine, filepath.Join(e.Dir, "machine-id"), e.Key, e.Instance, e.Dir, e.Root, e.Root, e.Root)
+	why := "which the state directory " + e.Dir + " never ran as"
+	if e.Later != "" {
+		why = "an instance the state directory " + e.Dir + " ran as before its instance " + e.Later + " raised it, which only a copy of the directory still running as it on another host does"
+	}
+	return fmt.Sprintf("spend store %s: this machine's ID %s (%s) is used by another host too: %s records the latest reservation of this machine's proxies as made by instance %s, %s (a copy of the state directory on another host: a VM or container image with it baked in, a restored backup); that host's calls raise this machine's count of the calls of the delegation tree of root %s, which would hide a store gone back to an older snapshot, so they are refused; give each host a state directory of its own (on the copy: stop its proxies and remove its state directory, or point DELEGATEOS_STATE_DIR at an empty one), then check the tree's spend with 'delegateos store recover --store URL --root %s --audit LOG... --policy FILE' or accept it with 'delegateos store init --store URL --reset --root %s'",
+		e.Store, e.Machine, filepath.Join(e.Dir, "machine-id"), e.Key, e.Instance, why, e.Root, e.Root, e.Root)
 }
 
 // Is makes errors.Is(err, redisconn.ErrReset) hold.

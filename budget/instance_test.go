@@ -14,7 +14,7 @@ import (
 func TestMachineInstance(t *testing.T) {
 	dir := t.TempDir()
 	tok, seen, err := machineInstance(dir, "m1")
-	if err != nil || len(tok) != 24 || !seen[tok] || len(seen) != 1 {
+	if _, ok := seen[tok]; err != nil || len(tok) != 24 || !ok || len(seen) != 1 {
 		t.Fatalf("first instance: %q %v %v", tok, seen, err)
 	}
 	again, seen, err := machineInstance(dir, "m1")
@@ -27,13 +27,22 @@ func TestMachineInstance(t *testing.T) {
 		t.Fatal(err)
 	}
 	other, seen, err := machineInstance(copied, "m1")
-	if err != nil || other == tok || !seen[tok] || !seen[other] || len(seen) != 2 {
-		t.Fatalf("a copy: %q %v %v; want a new instance that ran as %q before", other, seen, err, tok)
+	if err != nil || other == tok || seen[tok] != 0 || seen[other] != 1 || len(seen) != 2 {
+		t.Fatalf("a copy: %q %v %v; want a new instance, ranked after %q, which it ran as before", other, seen, err, tok)
 	}
 	if err := os.WriteFile(filepath.Join(dir, instancesFile), []byte("not a token\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
 	if _, _, err := machineInstance(dir, "m1"); err == nil || !strings.Contains(err.Error(), "is not a list of machine instances") {
 		t.Fatalf("a corrupt list: %v; want refused", err)
+	}
+	// The list deleted while a counts file names the instances that
+	// raised its keys: refused, not begun again.
+	os.Remove(filepath.Join(dir, instancesFile))
+	if err := os.WriteFile(filepath.Join(dir, "store-0011223344556677.seen.json"), []byte(`{"id":"i","gen":1,"machine":"m1","minst":{"k":"`+tok+`"}}`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := machineInstance(dir, "m1"); err == nil || !strings.Contains(err.Error(), "is gone (deleted)") {
+		t.Fatalf("the list deleted under counts naming its instances: %v; want refused", err)
 	}
 }

@@ -25,7 +25,8 @@ import (
 // disk (documented).
 //
 // Layout: liveMagic, the generation (int64), the identity's length (one
-// byte) and bytes, the machine ID's length and bytes, from liveHeader on
+// byte) and bytes, the machine ID's length and bytes, the machine
+// instance's (machineInstance) length and bytes, from liveHeader on
 // entries of the count (int64, stored atomically), the key's length
 // (uint32, stored last: an entry whose length is 0 ends the record) and
 // the key, padded to 8 bytes.
@@ -113,28 +114,42 @@ func parseLive(b []byte) (*seenState, error) {
 	}
 	gen := int64(binary.NativeEndian.Uint64(b[8:]))
 	il := int(b[16])
-	ml := int(b[17+il])
-	if gen <= 0 || il == 0 || 18+il+ml > liveHeader {
+	if gen <= 0 || il == 0 || 18+il > liveHeader {
 		return nil, errors.New("its header is not one")
 	}
+	ml := int(b[17+il])
+	if 19+il+ml > liveHeader {
+		return nil, errors.New("its header is not one")
+	}
+	nl := int(b[18+il+ml])
+	if 19+il+ml+nl > liveHeader {
+		return nil, errors.New("its header is not one")
+	}
+	inst := string(b[19+il+ml : 19+il+ml+nl])
 	st := &seenState{ID: string(b[17 : 17+il]), Gen: gen, Machine: string(b[18+il : 18+il+ml]), Seen: map[string]int64{}}
 	for off := liveHeader; off+16 <= len(b); {
-		kl := int(binary.NativeEndian.Uint32(b[off+8:]))
+		kl := uint64(binary.NativeEndian.Uint32(b[off+8:]))
 		if kl == 0 {
 			break
 		}
-		if off+16+kl > len(b) {
+		if kl > uint64(len(b)-off-16) {
 			return nil, errors.New("an entry runs past its end")
 		}
 		n := int64(binary.NativeEndian.Uint64(b[off:]))
-		k := string(b[off+16 : off+16+kl])
+		k := string(b[off+16 : off+16+int(kl)])
 		if n > 0 {
 			st.Seen[k] = max(st.Seen[k], n)
 		}
-		off += 16 + (kl+7)&^7
+		off += 16 + (int(kl)+7)&^7
 	}
 	if st.Machine != "" {
 		st.MSeen = st.Seen
+		if inst != "" {
+			st.MInst = make(map[string]string, len(st.Seen))
+			for k := range st.Seen {
+				st.MInst[k] = inst
+			}
+		}
 	}
 	return st, nil
 }

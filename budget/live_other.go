@@ -19,7 +19,7 @@ type liveRecord struct {
 	gen int64
 }
 
-func openLive(path, id string, gen int64, machine string) (*liveRecord, error) {
+func openLive(path, id string, gen int64, machine, instance string) (*liveRecord, error) {
 	return nil, errors.ErrUnsupported
 }
 

@@ -3,11 +3,15 @@
 package budget
 
 import (
+	"errors"
 	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
+
+	"github.com/delegateos/delegateos/internal/redisconn"
+	"github.com/delegateos/delegateos/internal/redistest"
 )
 
 // A live record reads back as the largest count raised at each key, past
@@ -15,7 +19,7 @@ import (
 // nothing.
 func TestLiveRecordReadsBack(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "r.live")
-	l, err := openLive(path, "ident", 7, "machine")
+	l, err := openLive(path, "ident", 7, "machine", "inst")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -41,7 +45,7 @@ func TestLiveRecordReadsBack(t *testing.T) {
 		t.Fatalf("read back: %+v %v", st, err)
 	}
 	for k, n := range want {
-		if st.Seen[k] != n || st.MSeen[k] != n {
+		if st.Seen[k] != n || st.MSeen[k] != n || st.MInst[k] != "inst" {
 			t.Fatalf("%s: %d, %d; want %d", k, st.Seen[k], st.MSeen[k], n)
 		}
 	}
@@ -59,7 +63,7 @@ func TestLiveRecordReadsBack(t *testing.T) {
 // BenchmarkLiveRaise is the cost a reservation adds to record its count
 // in the live record (a store into a mapped page, no system call).
 func BenchmarkLiveRaise(b *testing.B) {
-	l, err := openLive(filepath.Join(b.TempDir(), "r.live"), "ident", 1, "machine")
+	l, err := openLive(filepath.Join(b.TempDir(), "r.live"), "ident", 1, "machine", "inst")
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -83,5 +87,39 @@ func BenchmarkPwriteRaise(b *testing.B) {
 		if _, err := f.WriteAt(buf[:], 256); err != nil {
 			b.Fatal(err)
 		}
+	}
+}
+
+// A proxy killed within a second of its last calls left them in its live
+// record only (its counts file says 3, the record 5); the store then lost
+// its identity and an operator rebuilt it from logs that hold 4 calls: a
+// proxy restarted on the machine carries the record's counts over to the
+// new identity and refuses the rebuild as short.
+func TestLiveRecordCarriedToARecoveredIdentity(t *testing.T) {
+	srv := redistest.Start(t)
+	dir := t.TempDir()
+	levels := []Level{{"R1/1:a", 1000}}
+	s := openRedisIn(t, srv.URL(), dir)
+	for range 3 {
+		s.Commit(mustReserve(t, s, levels, 1), 1)
+	}
+	was, machine := s.ident, s.machine
+	s.Close()
+	l, err := openLive(s.livePrefix(was.ID)+"killed.1", was.ID, was.Gen, machine, s.instance)
+	if err != nil {
+		t.Fatal(err)
+	}
+	l.raise(levels[0].Key, 5)
+	l.close(false) // as a kill leaves it: its lock dropped, the file kept
+	srv.FlushAll()
+	if _, err := RecoverStore(srv.URL(), StateDir(), []Usage{{Key: levels[0].Key, Committed: 4, Calls: 4}}); err != nil {
+		t.Fatal(err)
+	}
+	s = openRedisIn(t, srv.URL(), dir)
+	if _, err := s.Reserve(levels, 1); !errors.Is(err, redisconn.ErrReset) || !strings.Contains(err.Error(), "fewer than the 5 this proxy saw") {
+		t.Fatalf("a machine whose killed proxy saw 5 calls, after a rebuild of 4 on a store that lost its identity: %v, want ErrReset", err)
+	}
+	if m, _ := filepath.Glob(s.livePrefix(was.ID) + "*"); len(m) != 0 {
+		t.Errorf("the killed proxy's record is still there once carried over: %v", m)
 	}
 }

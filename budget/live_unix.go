@@ -32,9 +32,9 @@ type liveRecord struct {
 }
 
 // openLive makes the live record at path for identity id, generation
-// gen, of machine.
-func openLive(path, id string, gen int64, machine string) (*liveRecord, error) {
-	if len(id) == 0 || len(id)+len(machine)+18 > liveHeader {
+// gen, of machine, by its instance.
+func openLive(path, id string, gen int64, machine, instance string) (*liveRecord, error) {
+	if len(id) == 0 || len(id) > 255 || len(machine) > 255 || len(instance) > 255 || len(id)+len(machine)+len(instance)+19 > liveHeader {
 		return nil, fmt.Errorf("the identity %q cannot be recorded", id)
 	}
 	f, err := openLocked(path, true)
@@ -52,13 +52,18 @@ func openLive(path, id string, gen int64, machine string) (*liveRecord, error) {
 	copy(l.mem[17:], id)
 	l.mem[17+len(id)] = byte(len(machine))
 	copy(l.mem[18+len(id):], machine)
+	l.mem[18+len(id)+len(machine)] = byte(len(instance))
+	copy(l.mem[19+len(id)+len(machine):], instance)
 	copy(l.mem, liveMagic) // last: a header without it was never whole
 	return l, nil
 }
 
-// mapSize grows the file to size bytes and maps it.
+// mapSize grows the file to size bytes and maps it. The new bytes are
+// written (zeros), not left a hole: a store into a mapped hole of a full
+// filesystem is a SIGBUS, which would kill the proxy at a call; a write
+// fails with ENOSPC here instead.
 func (l *liveRecord) mapSize(size int) error {
-	if err := l.f.Truncate(int64(size)); err != nil {
+	if _, err := l.f.WriteAt(make([]byte, size-len(l.mem)), int64(len(l.mem))); err != nil {
 		return err
 	}
 	mem, err := syscall.Mmap(int(l.f.Fd()), 0, size, syscall.PROT_READ|syscall.PROT_WRITE, syscall.MAP_SHARED)

@@ -76,10 +76,13 @@ type Redis struct {
 	mseen   map[string]int64
 	machine string
 	// instance is this host's instance of the machine, which each
-	// reservation records in the key's field "i:MACHINE"; instances are
-	// those the state directory ran as (see machineInstance).
-	instance  string
-	instances map[string]bool
+	// reservation records in the key's field "i:MACHINE"; irank ranks
+	// those the state directory ran as, and minst is, per first key, the
+	// one that last raised its field from the state directory (see
+	// machineInstance).
+	instance string
+	irank    map[string]int
+	minst    map[string]string
 	// live is this proxy's live record of the counts it raised, under
 	// its identity and generation (liveOld those of earlier ones, kept
 	// until the counts are written at Close; see live.go).
@@ -443,7 +446,7 @@ func OpenRedisIn(rawURL, stateDir string) (*Redis, error) {
 			c.Close()
 			return nil, &StateError{fmt.Errorf("spend store %s: %w", s.url, err)}
 		}
-		if s.instance, s.instances, err = machineInstance(stateDir, s.machine); err != nil {
+		if s.instance, s.irank, err = machineInstance(stateDir, s.machine); err != nil {
 			c.Close()
 			return nil, &StateError{fmt.Errorf("spend store %s: %w", s.url, err)}
 		}
@@ -570,8 +573,17 @@ func (s *Redis) Reserve(levels []Level, cost int64) (*Reservation, error) {
 			// one this state directory ran as (before a reboot) is taken
 			// over, another host's refuses the tree's calls.
 			h, _ := res[len(res)-1].(string)
-			if !s.instances[h] {
+			s.mu.Lock()
+			last := s.minst[keys[0]]
+			s.mu.Unlock()
+			if _, ok := s.irank[h]; !ok {
 				return nil, &SharedMachineError{Store: s.url, Root: tag, Key: keys[0], Machine: s.machine, Instance: h, Dir: s.stateDir}
+			}
+			if instRank(s.irank, h) < instRank(s.irank, last) {
+				// An earlier instance of the directory wrote after a later
+				// one had: only a copy of the directory on another host
+				// still runs as it.
+				return nil, &SharedMachineError{Store: s.url, Root: tag, Key: keys[0], Machine: s.machine, Instance: h, Dir: s.stateDir, Later: last}
 			}
 			from = h
 		case 7:
@@ -662,6 +674,13 @@ func (s *Redis) Reserve(levels []Level, cost int64) (*Reservation, error) {
 			s.mseen = make(map[string]int64)
 		}
 		s.mseen[keys[0]] = n
+		grew = true
+	}
+	if s.machine != "" && s.instance != "" && s.minst[keys[0]] != s.instance {
+		if s.minst == nil {
+			s.minst = make(map[string]string)
+		}
+		s.minst[keys[0]] = s.instance
 		grew = true
 	}
 	if n > 0 && s.live != nil && s.liveFor(sent) == nil {
@@ -1082,7 +1101,7 @@ func (s *Redis) liveFor(id Identity) error {
 		return nil
 	}
 	s.liveSeq++
-	l, err := openLive(s.livePrefix(id.ID)+s.nonce+"."+strconv.Itoa(s.liveSeq), id.ID, id.Gen, s.machine)
+	l, err := openLive(s.livePrefix(id.ID)+s.nonce+"."+strconv.Itoa(s.liveSeq), id.ID, id.Gen, s.machine, s.instance)
 	if err != nil {
 		return err
 	}

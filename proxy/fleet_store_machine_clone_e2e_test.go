@@ -94,6 +94,40 @@ func TestE2EFaultClonedStateDirectoryRefused(t *testing.T) {
 	}
 }
 
+// The copy of the whole state directory (its list of instances with it)
+// calls first and takes the machine's field over, as a reboot would; then
+// Redis goes back to a snapshot from before the copy's calls, and the
+// original, which the snapshot names as the field's last writer, takes
+// the count back up with 10 calls. The copy's restarted proxy finds the
+// field raised by the original's instance, one its directory ran as, but
+// before the copy's own instance raised it: only another host still
+// running as it does that, and the copy refuses (else 40 on 30).
+func TestE2EFaultClonedStateDirectoryOriginalWritesAgainRefused(t *testing.T) {
+	f := newStoreFleet(t)
+	p1, s1 := f.start(f.a, "", nil)
+	n, _, _ := drain(t, s1, 10)
+	f.settled()
+	stopProxy(t, p1)
+	clone := t.TempDir()
+	copyStateDir(t, filepath.Join(f.e.Dir, "state"), filepath.Join(clone, "state"))
+	snap := f.snapshot()
+	p2 := f.e.StartProxy(mcptest.ProxyOptions{Policy: f.policy(""), Token: f.a, Dir: clone})
+	k, _, _ := drain(t, p2.Connect(mcptest.SessionOptions{}), 10)
+	f.settled()
+	stopProxy(t, p2)
+	f.restore(snap)
+	p3, s3 := f.start(f.a, "", nil)
+	m, _, _ := drain(t, s3, 10)
+	f.settled()
+	p4 := f.e.StartProxy(mcptest.ProxyOptions{Policy: f.policy(""), Token: f.a, Dir: clone})
+	more, typ, detail := drain(t, p4.Connect(mcptest.SessionOptions{}), 40)
+	total := n + k + m + more
+	f.sameAsUpstreams([]*mcptest.Process{p1, p2, p3, p4}, total)
+	if more != 0 || typ != string(gate.StoreReset) || !strings.Contains(detail, "used by another host too") {
+		t.Errorf("machine 1 made %d calls, its state directory copied to machine 2, which made %d; Redis went back to before them, machine 1 made %d: machine 2's restarted proxy forwarded %d more (%d on 30), then %s: %s; want none, store_reset naming the machine ID shared", n, k, m, more, total, typ, detail)
+	}
+}
+
 // A reboot of the machine (here: its state directory moved to another
 // inode, which is a new instance as a new boot is) takes over the field
 // its previous instance raised: its calls go on, to the budget.

@@ -1,0 +1,106 @@
+//go:build unix && redteam
+
+package proxy_test
+
+import (
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/delegateos/delegateos/internal/mcptest"
+)
+
+// RT6: a new instance of the machine while one of its proxies runs. The
+// machine's state directory is moved to another disk (here: copied and
+// its path, a symlink, pointed at the copy; an NFS or autofs remount that
+// gives the filesystem a new device number is the same) while proxy 1
+// (a long-running serve, say) keeps running. A proxy started afterwards
+// is a new instance of the machine, listed in machine-instances beside
+// the old one, and takes the machine's field i:ID over, as a reboot
+// does. Proxy 1 read machine-instances once, at its start: it finds the
+// field naming an instance it never heard of and refuses the tree's
+// calls store_reset, saying the machine ID "is used by another host too"
+// — on one host, nothing lost, the budget a third spent — until it is
+// restarted. The operator is told to remove a state directory and run
+// store recover or init --reset for a fault that does not exist.
+//
+// Then the new proxy must go on too: both instances of the directory
+// run on this host, and an earlier one writing after a later one is the
+// proxy that kept running, not a copy elsewhere (the rank rule of
+// store6's 3dde319 would refuse it, once proxy 1 is fixed).
+//
+// Fix: on reply {9, h} with h not in s.instances, read machine-instances
+// again (under its lock) before refusing: an instance the directory ran
+// as since the proxy started is listed there (a clone's never is, it
+// writes its own copy). And record each instance's boot beside its token
+// in machine-instances: an instance of this same boot is this host (the
+// directory moved or its filesystem remounted while proxies ran), taken
+// over both ways whatever its rank; only another boot's is a copy.
+func TestRedTeamRT6RunningProxyRefusedAfterItsDirMoved(t *testing.T) {
+	f := newStoreFleet(t)
+	base := t.TempDir()
+	d1, d2, link := filepath.Join(base, "d1"), filepath.Join(base, "d2"), filepath.Join(base, "state")
+	if err := os.Mkdir(d1, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(d1, link); err != nil {
+		t.Fatal(err)
+	}
+	env := []string{"DELEGATEOS_STATE_DIR=" + link}
+	p1 := f.e.StartProxy(mcptest.ProxyOptions{Policy: f.policy(""), Token: f.a, Env: env})
+	s1 := p1.Connect(mcptest.SessionOptions{})
+	n, _, _ := drain(t, s1, 10)
+	f.settled()
+	mcptest.Eventually(t, "machine 1's counts kept", func() bool {
+		m, _ := filepath.Glob(filepath.Join(d1, "*.seen.json"))
+		if len(m) == 0 {
+			return false
+		}
+		b, _ := os.ReadFile(m[0])
+		return containsCount(b, n)
+	})
+	// The directory moved: copied, and its path pointed at the copy.
+	copyStateDir(t, d1, d2)
+	if err := os.Symlink(d2, link+".new"); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Rename(link+".new", link); err != nil {
+		t.Fatal(err)
+	}
+	p2 := f.e.StartProxy(mcptest.ProxyOptions{Policy: f.policy(""), Token: f.a, Env: env})
+	s2 := p2.Connect(mcptest.SessionOptions{})
+	k, typ, detail := drain(t, s2, 5)
+	if k != 5 {
+		t.Fatalf("the proxy started after the move: %d calls, then %s: %s", k, typ, detail)
+	}
+	more, typ, detail := drain(t, s1, 5)
+	if more != 5 {
+		f.sameAsUpstreams([]*mcptest.Process{p1, p2}, n+k+more)
+		t.Fatalf("machine 1's state directory moved while its proxy 1 ran, a proxy started since made %d calls: proxy 1 (%d calls before) then forwarded %d of 5 (%d of the 30 spent) and refused %s: %s; want all 5", k, n, more, n+k, typ, detail)
+	}
+	// Both instances of the directory now run on this host: the new
+	// proxy goes on too (an earlier instance writing after a later one
+	// is this host's proxy that kept running, not a copy elsewhere).
+	last, typ, detail := drain(t, s2, 5)
+	f.sameAsUpstreams([]*mcptest.Process{p1, p2}, n+k+more+last)
+	if last != 5 {
+		t.Errorf("after proxy 1 (the directory's earlier instance, still running) made %d calls, the proxy started after the move forwarded %d of 5 (%d of the 30 spent) and refused %s: %s; want all 5", more, last, n+k+more, typ, detail)
+	}
+}
+
+// containsCount reports whether the counts file b records count n.
+func containsCount(b []byte, n int64) bool {
+	var st struct {
+		MSeen map[string]int64 `json:"mseen"`
+	}
+	if json.Unmarshal(b, &st) != nil {
+		return false
+	}
+	for _, v := range st.MSeen {
+		if v == n {
+			return true
+		}
+	}
+	return false
+}

@@ -1,0 +1,81 @@
+//go:build unix && redteam
+
+package proxy_test
+
+import (
+	"encoding/binary"
+	"os"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/delegateos/delegateos/internal/mcptest"
+)
+
+// livePrefix is the start of the names of the live records of the
+// fleet's store in the test's state directory (a proxy's nonce and a
+// number follow), after one call made it.
+func (f *fleet) livePrefix() string {
+	f.t.Helper()
+	p, s := f.start(f.a, "", nil)
+	if n, typ, detail := drain(f.t, s, 1); n != 1 {
+		f.t.Fatalf("the first call was refused: %s: %s", typ, detail)
+	}
+	stopProxy(f.t, p)
+	return strings.TrimSuffix(f.seenFiles()[0], ".seen.json") + ".live."
+}
+
+// RT6: a live record cut to between 256 and 272 bytes whose header names
+// an identity of 255 bytes: parseLive reads the machine ID's length at
+// b[17+il] before it checks the header fits, and the proxy panics (index
+// out of range) at every start, instead of refusing with a message that
+// names the file. A record is a file of the state directory, bytes the
+// proxy did not write in this run (a disk error, a crash, a tool): it
+// must be refused, never crash the proxy (and parseLive has no fuzz
+// target, which would have found it). Fix: check 18+il <= len(b) before
+// reading b[17+il] (and add FuzzParseLive).
+func TestRedTeamRT6CutLiveRecordCrashesTheStart(t *testing.T) {
+	f := newStoreFleet(t)
+	prefix := f.livePrefix()
+	b := make([]byte, 256)
+	copy(b, "DOSLIVE1")
+	binary.NativeEndian.PutUint64(b[8:], 1)
+	b[16] = 255
+	rec := prefix + "cut.1"
+	if err := os.WriteFile(rec, b, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	msg := f.startRefused("with a cut live record")
+	if strings.Contains(msg, "panic") || !strings.Contains(msg, rec) {
+		t.Errorf("a live record cut to 256 bytes: the proxy's start did not refuse it naming the file, it said: %s", msg)
+	}
+}
+
+// RT6: a dead live record replaced by a symlink to a FIFO (or any file
+// that is not a regular one: a device, a socket's path): deadLive opens
+// it following the link, takes its flock and reads it with os.ReadFile,
+// which blocks for ever on a FIFO with no writer. The proxy's start
+// hangs: neither serving nor refusing (a symlink to /dev/zero would read
+// until memory runs out). Only the state directory's owner can plant
+// it, but a start that hangs is a wedge. Fix: open records with
+// O_NOFOLLOW|O_NONBLOCK, refuse anything but a regular file (fstat), and
+// read at most its size from the descriptor opened.
+func TestRedTeamRT6LiveRecordSymlinkToFIFOHangsTheStart(t *testing.T) {
+	f := newStoreFleet(t)
+	prefix := f.livePrefix()
+	fifo := filepath.Join(t.TempDir(), "fifo")
+	if err := syscall.Mkfifo(fifo, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(fifo, prefix+"fifo.1"); err != nil {
+		t.Fatal(err)
+	}
+	p := f.e.StartProxy(mcptest.ProxyOptions{Policy: f.policy(""), Token: f.a, LogToStderr: true, WantExit: func(int) bool { return true }})
+	t.Cleanup(func() { p.Cmd.Process.Kill() })
+	// A start refused takes well under a second; 15 s is a hang.
+	if !p.WaitExit(15 * time.Second) {
+		t.Errorf("a live record that is a symlink to a FIFO: the proxy neither started nor refused in 15 s (its start hangs reading it)")
+	}
+}
