@@ -143,6 +143,12 @@ const (
 	// CodeAttestationFailed: the result was produced but could not be
 	// attested (its attestation could not be signed or stored).
 	CodeAttestationFailed = "ATTESTATION_FAILED"
+	// CodeBearerUnsigned: an Ed25519-signed SESSION_PROPOSE or TASK_SUBMIT
+	// came with an Authorization: Bearer token other than the one its
+	// signed members name (the TASK_SUBMIT's delegateos member, else the
+	// SESSION_PROPOSE's): the signature does not cover the header, so it
+	// does not choose the token.
+	CodeBearerUnsigned = "BEARER_UNSIGNED"
 )
 
 func (r *Responder) init() {
@@ -286,8 +292,12 @@ func (r *Responder) propose(ctx context.Context, e *Envelope, b *SessionPropose,
 	if c.TTLSecs != nil {
 		ttl = time.Duration(*c.TTLSecs) * time.Second
 	}
+	tok, le := r.token(e, Session{}, by, bearer)
+	if le != nil {
+		return r.reply(e, "", &SessionReject{Reason: le.Message, Error: le}, ModeText)
+	}
 	if r.AdmitSession != nil {
-		if le := r.AdmitSession(ctx, e, by, r.token(e, Session{}, bearer)); le != nil {
+		if le := r.AdmitSession(ctx, e, by, tok); le != nil {
 			return r.reply(e, "", &SessionReject{Reason: le.Message, Error: le}, ModeText)
 		}
 	}
@@ -342,7 +352,11 @@ func (r *Responder) submit(ctx context.Context, e *Envelope, b *TaskSubmit, by V
 	if err != nil {
 		return fail(sessionLdpError(err))
 	}
-	task := &Task{Session: s, Envelope: e, Submit: b, Mode: e.PayloadMode, By: by, Token: r.token(e, s, bearer)}
+	tok, le := r.token(e, s, by, bearer)
+	if le != nil {
+		return fail(*le)
+	}
+	task := &Task{Session: s, Envelope: e, Submit: b, Mode: e.PayloadMode, By: by, Token: tok}
 	if c := b.Contract; c != nil && c.Policy.Budget != nil && c.Policy.Budget.MaxCostUSD != nil {
 		// The contract's budget is honoured or the task refused, never
 		// ignored: a task whose cost this delegate states (its Executor's
@@ -500,15 +514,30 @@ func (r *Responder) attestTask(e *Envelope, b *TaskSubmit, s Session, by Verifie
 	return a, nil
 }
 
-// token is the delegation token a task runs under (see Task.Token).
-func (r *Responder) token(e *Envelope, s Session, bearer string) *DelegateOSMember {
+// token is the delegation token a task (or, with a zero s, a session)
+// runs under (see Task.Token). For an envelope whose Ed25519 signature was
+// verified it comes only from signed members: the envelope's delegateos
+// member, else the SESSION_PROPOSE's; a bearer token other than that one
+// is refused (CodeBearerUnsigned), as the signature does not cover it.
+func (r *Responder) token(e *Envelope, s Session, by Verified, bearer string) (*DelegateOSMember, *LdpError) {
+	if by.Algorithm == AlgEd25519 {
+		signed := e.DelegateOS
+		if signed == nil {
+			signed = s.Token
+		}
+		if bearer != "" && (signed == nil || signed.DCT != bearer) {
+			return nil, &LdpError{Code: CodeBearerUnsigned, Category: CategorySecurity, Severity: "fatal",
+				Message: "the Authorization: Bearer token is not the one this ed25519-signed envelope's delegateos member (or its session's SESSION_PROPOSE's) names, and the signature does not cover the header: send the token as the delegateos member"}
+		}
+		return signed, nil
+	}
 	if e.DelegateOS != nil {
-		return e.DelegateOS
+		return e.DelegateOS, nil
 	}
 	if bearer != "" {
-		return &DelegateOSMember{DCT: bearer}
+		return &DelegateOSMember{DCT: bearer}, nil
 	}
-	return s.Token
+	return s.Token, nil
 }
 
 func (r *Responder) cancel(e *Envelope, b *TaskCancel) *Envelope {

@@ -71,3 +71,50 @@ func TestLDPSignedTaskNumbersInJCSForm(t *testing.T) {
 		t.Fatalf("%d echo calls allowed, want 2", n)
 	}
 }
+
+// TestLDPSignedTaskBearerUnsigned: a TASK_SUBMIT signed by the token's holder
+// without a delegateos member runs under the request's Authorization:
+// Bearer token, which the signature does not cover. A relay that has seen
+// another token of the same holder (one it carried to another delegate,
+// with a larger budget) adds it as the bearer: the holder's signed task,
+// which it meant to run under its session's token (spent), runs and is
+// charged under the other token (rtldp3 #2). Now an Ed25519 envelope's
+// token comes only from its signed members, and a bearer other than that
+// token is refused BEARER_UNSIGNED.
+func TestLDPSignedTaskBearerUnsigned(t *testing.T) {
+	env := mcptest.NewEnv(t)
+	srv, _ := rt3Serve(t, env, mcptest.NewKey(t, "server"), "")
+	small := env.Mint(mcptest.Budget(100), "mcp:echo:*")
+	other := env.Mint(mcptest.Budget(100_000), "mcp:echo:*")
+	s := rt3Open(t, srv, "ldp:delegate:holder", env.Agent, small)
+	// The session's token pays for one task.
+	if reply := rt3Submit(t, s, "first", "echo", `"one"`, nil); rtFailCode(reply) != "" {
+		t.Fatalf("first task: %+v", reply.Body)
+	}
+	// The holder signs its second task, meant for the session's token
+	// (which will refuse it: budget_exceeded), and sends it without a
+	// bearer; the relay adds the other token as Authorization: Bearer.
+	e := rtEnvelope(s.ID, "ldp:delegate:holder", &ldp.TaskSubmit{TaskID: "second", Skill: "echo", Input: json.RawMessage(`"two"`)}, ldp.ModeText)
+	signed := rtSign(t, e, env.Agent.PrivateKey())
+	_, reply, body := rtPost(t, srv, "", signed, other.String())
+	if res, ok := reply.Body.(*ldp.TaskResult); ok {
+		delegation := ""
+		if d := res.Provenance.DelegateOS; d != nil {
+			if a, err := ldp.ParseTaskAttestation(d.Attestation); err == nil {
+				delegation = a.DelegationID
+			}
+		}
+		t.Fatalf("the unsigned bearer header chose the token of a signed task: it ran under delegation %s (the relay's token is %s, the session's %s)",
+			delegation, other.Unverified().Authority.DelegationID, small.Unverified().Authority.DelegationID)
+	}
+	if code := rtFailCode(reply); code != ldp.CodeBearerUnsigned {
+		t.Fatalf("refused with %q, want %s: %s", code, ldp.CodeBearerUnsigned, body)
+	}
+	// Sent as the holder meant it (anew: the refused envelope's message_id
+	// is spent), the task runs under the session's token, which refuses it.
+	e = rtEnvelope(s.ID, "ldp:delegate:holder", &ldp.TaskSubmit{TaskID: "second", Skill: "echo", Input: json.RawMessage(`"two"`)}, ldp.ModeText)
+	_, reply, body = rtPost(t, srv, "", rtSign(t, e, env.Agent.PrivateKey()), "")
+	if code := rtFailCode(reply); code != "budget_exceeded" {
+		t.Fatalf("the holder's task under its session's token: %q %s", code, body)
+	}
+}

@@ -25,45 +25,6 @@ import (
 // Attacks of the third LDP red team (rtldp3) that BREAK the product: each
 // test states the secure behaviour and fails on main at 7a2218c.
 
-// TestRT3BearerChangesTheTask: a TASK_SUBMIT signed by the token's holder
-// without a delegateos member runs under the request's Authorization:
-// Bearer token, which the signature does not cover. A relay that has seen
-// another token of the same holder (one it carried to another delegate,
-// with a larger budget) adds it as the bearer: the holder's signed task,
-// which it meant to run under its session's token (spent), runs and is
-// charged under the other token. BROKE: the task ran, under the relay's
-// token's delegation.
-func TestRT3BearerChangesTheTask(t *testing.T) {
-	env := mcptest.NewEnv(t)
-	srv, _ := rt3Serve(t, env, mcptest.NewKey(t, "server"), "")
-	small := env.Mint(mcptest.Budget(100), "mcp:echo:*")
-	other := env.Mint(mcptest.Budget(100_000), "mcp:echo:*")
-	s := rt3Open(t, srv, "ldp:delegate:holder", env.Agent, small)
-	// The session's token pays for one task.
-	if reply := rt3Submit(t, s, "first", "echo", `"one"`, nil); rtFailCode(reply) != "" {
-		t.Fatalf("first task: %+v", reply.Body)
-	}
-	// The holder signs its second task, meant for the session's token
-	// (which will refuse it: budget_exceeded), and sends it without a
-	// bearer; the relay adds the other token as Authorization: Bearer.
-	e := rtEnvelope(s.ID, "ldp:delegate:holder", &ldp.TaskSubmit{TaskID: "second", Skill: "echo", Input: json.RawMessage(`"two"`)}, ldp.ModeText)
-	signed := rtSign(t, e, env.Agent.PrivateKey())
-	_, reply, body := rtPost(t, srv, "", signed, other.String())
-	if res, ok := reply.Body.(*ldp.TaskResult); ok {
-		delegation := ""
-		if d := res.Provenance.DelegateOS; d != nil {
-			if a, err := ldp.ParseTaskAttestation(d.Attestation); err == nil {
-				delegation = a.DelegationID
-			}
-		}
-		t.Fatalf("the unsigned bearer header chose the token of a signed task: it ran under delegation %s (the relay's token is %s, the session's %s)",
-			delegation, other.Unverified().Authority.DelegationID, small.Unverified().Authority.DelegationID)
-	}
-	if code := rtFailCode(reply); code == "" {
-		t.Fatalf("no refusal: %s", body)
-	}
-}
-
 // TestRT3SelfDealingThroughSubDelegation: the delegate's own key holds a
 // token and delegates it on to a second key of its operator's (a sybil).
 // The sybil opens a session, runs a task and attests the delegate's work
