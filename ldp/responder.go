@@ -55,6 +55,20 @@ type Task struct {
 	// Update sends a TASK_UPDATE to the initiator when the request is a
 	// stream; otherwise it does nothing. It is never nil.
 	Update func(progress *float64, message string)
+
+	recheck func() *LdpError
+}
+
+// Recheck checks the task against its contract's terms again, with the
+// clock and the costs in force now: an Executor whose task waited (for an
+// approver) calls it before the task runs, as the Responder did before
+// handing it over. A non-nil LdpError (CONTRACT_REFUSED) is the task's
+// failure.
+func (t *Task) Recheck() *LdpError {
+	if t.recheck == nil {
+		return nil
+	}
+	return t.recheck()
 }
 
 // Outcome is what a task produced.
@@ -357,27 +371,9 @@ func (r *Responder) submit(ctx context.Context, e *Envelope, b *TaskSubmit, by V
 		return fail(*le)
 	}
 	task := &Task{Session: s, Envelope: e, Submit: b, Mode: e.PayloadMode, By: by, Token: tok}
-	if c := b.Contract; c != nil && c.Policy.Budget != nil && c.Policy.Budget.MaxCostUSD != nil {
-		// The contract's budget is honoured or the task refused, never
-		// ignored: a task whose cost this delegate states (its Executor's
-		// quote for this very task, else the card's) is over it, or that
-		// states none, is refused before it runs.
-		max := *c.Policy.Budget.MaxCostUSD
-		cost := int64(-1)
-		if q, ok := r.Exec.(Quoter); ok {
-			if n, known := q.Quote(task); known && n >= 0 {
-				cost = n
-			}
-		} else {
-			cost = skillCost(r.card(), r.card().Capability(b.Skill))
-		}
-		if cost < 0 || float64(cost) > max*MicrocentsPerUSD {
-			msg := fmt.Sprintf("the contract's budget is %g USD; skill %s costs %d microcents (%g USD) here", max, b.Skill, cost, float64(cost)/MicrocentsPerUSD)
-			if cost < 0 {
-				msg = fmt.Sprintf("the contract's budget is %g USD, and this delegate states no cost for skill %s to hold it to", max, b.Skill)
-			}
-			return fail(LdpError{Code: CodeContract, Category: "policy", Severity: "error", Message: msg})
-		}
+	task.recheck = func() *LdpError { return r.contractTerms(task) }
+	if le := task.Recheck(); le != nil {
+		return fail(*le)
 	}
 	task.Update = func(progress *float64, message string) {
 		if emit == nil {
@@ -464,6 +460,46 @@ func (r *Responder) submit(ctx context.Context, e *Envelope, b *TaskSubmit, by V
 		return fail(LdpError{Code: CodeTaskFailed, Category: "runtime", Severity: "error", Message: "the result is not a valid TASK_RESULT: " + err.Error()})
 	}
 	return r.sign(reply, e)
+}
+
+// contractTerms checks a task against its contract's terms, with the
+// card and the costs in force: its deadline has not passed, and its
+// budget holds the task. The budget is honoured or the task refused,
+// never ignored: a task whose cost this delegate states (its Executor's
+// quote for this very task, else the card's) is over it, or that states
+// none, is refused.
+func (r *Responder) contractTerms(t *Task) *LdpError {
+	b := t.Submit
+	c := b.Contract
+	if c == nil {
+		return nil
+	}
+	if c.Deadline != "" {
+		if d, _ := timestamp.Parse(c.Deadline); !r.now().Before(d) {
+			return &LdpError{Code: CodeContract, Category: "policy", Severity: "error",
+				Message: fmt.Sprintf("the contract's deadline %s has passed", c.Deadline)}
+		}
+	}
+	if c.Policy.Budget == nil || c.Policy.Budget.MaxCostUSD == nil {
+		return nil
+	}
+	max := *c.Policy.Budget.MaxCostUSD
+	cost := int64(-1)
+	if q, ok := r.Exec.(Quoter); ok {
+		if n, known := q.Quote(t); known && n >= 0 {
+			cost = n
+		}
+	} else {
+		cost = skillCost(r.card(), r.card().Capability(b.Skill))
+	}
+	if cost < 0 || float64(cost) > max*MicrocentsPerUSD {
+		msg := fmt.Sprintf("the contract's budget is %g USD; skill %s costs %d microcents (%g USD) here", max, b.Skill, cost, float64(cost)/MicrocentsPerUSD)
+		if cost < 0 {
+			msg = fmt.Sprintf("the contract's budget is %g USD, and this delegate states no cost for skill %s to hold it to", max, b.Skill)
+		}
+		return &LdpError{Code: CodeContract, Category: "policy", Severity: "error", Message: msg}
+	}
+	return nil
 }
 
 // noteTask records where a task of session sid stands, for ATTESTATION.

@@ -7,65 +7,15 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
-	"os"
 	"strings"
-	"syscall"
 	"testing"
-	"time"
 
 	"github.com/delegateos/delegateos/dct"
 	"github.com/delegateos/delegateos/internal/mcptest"
-	"github.com/delegateos/delegateos/internal/timestamp"
 	"github.com/delegateos/delegateos/ldp"
 )
 
 // Attacks of rtldp3 on LDP approval (main at 52e10ec) that BREAK it.
-
-// TestRT3ApprovalWaitHoldsBodyBudget: an LDP envelope's body is read
-// within the server's budget of bodies in flight, from the anonymous
-// share (an eighth: 8 MiB by default), and given back only when the reply
-// is written. A task held for approval keeps its body's share for as long
-// as it waits (2 minutes by default, up to an hour). One token holder
-// sends 16 tasks (the per-initiator cap) of 512 KiB each: the anonymous
-// share is full, so every LDP envelope of every other peer, every
-// anonymous MCP body, and the approvers' own answers at /ldp/approvals
-// are refused 503 until the tasks end: nobody can approve or decline
-// them. BROKE: the approver's 'ldp approve' and another peer's HELLO get
-// 503.
-func TestRT3ApprovalWaitHoldsBodyBudget(t *testing.T) {
-	env := mcptest.NewEnv(t)
-	approver := mcptest.NewKey(t, "approver")
-	srv := rt3ApprovalServe(t, env, approver, "required", "")
-	s := rt3Open(t, srv, "ldp:delegate:hog", env.Agent, env.Mint(nil, "mcp:echo:*"))
-	const size = 512 << 10
-	for i := range 16 {
-		id := fmt.Sprintf("hold-%02d", i)
-		pad := size
-		var body []byte
-		for {
-			body = rt3Task(t, s.ID, "ldp:delegate:hog", id, strings.Repeat("a", pad), env.Agent)
-			if len(body) == size {
-				break
-			}
-			pad += size - len(body)
-		}
-		rt3Held(t, srv, body)
-	}
-	ids := rt3Awaiting(t, srv, 16)
-	var broke []string
-	out, errs, code := mcptest.CLI(t, "ldp", "approve", "--key", env.KeyFile(approver), srv.Base, ids["hold-00"])
-	if code != 0 {
-		broke = append(broke, fmt.Sprintf("the approver's answer: exit %d %s%s", code, out, errs))
-	}
-	hello := rtSign(t, rtEnvelope("", "ldp:delegate:other", &ldp.Hello{DelegateID: "ldp:delegate:other", SupportedModes: []ldp.PayloadMode{ldp.ModeText}}, ldp.ModeText),
-		mcptest.NewKey(t, "other").PrivateKey())
-	if status, _, body := rtPost(t, srv, "", hello, ""); status != http.StatusOK {
-		broke = append(broke, fmt.Sprintf("another peer's HELLO: HTTP %d %s", status, body))
-	}
-	if len(broke) > 0 {
-		t.Fatalf("16 tasks of one holder waiting for approval hold the anonymous body share:\n%s", strings.Join(broke, "\n"))
-	}
-}
 
 // TestRT3ApprovalCapPerKeyNotPerTree: at most 16 tasks of one initiator
 // wait for approval, 256 in all. The initiator is counted by its key (the
@@ -106,43 +56,6 @@ func TestRT3ApprovalCapPerKeyNotPerTree(t *testing.T) {
 	})
 	if got != nil {
 		t.Fatalf("one holder's token, delegated on to 16 keys of its own, took every place: another holder's task is refused %q: %+v", rtFailCode(got), got.Body)
-	}
-}
-
-// TestRT3ApprovalReloadOverrunsContract: a contract's budget is checked
-// against the quote for the task (the policy in force) when the task is
-// submitted; a task held for approval is then decided afresh, with the
-// policy in force when the approver answers. A reload during the wait
-// raises echo from 100 to 300 microcents: the approved task runs and is
-// charged 300 under a contract whose budget is 200. BROKE: ran, cost 300.
-func TestRT3ApprovalReloadOverrunsContract(t *testing.T) {
-	env := mcptest.NewEnv(t)
-	approver := mcptest.NewKey(t, "approver")
-	srv := rt3ApprovalServe(t, env, approver, "required", "")
-	path := rt3PolicyPath(srv)
-	s := rt3Open(t, srv, "ldp:delegate:holder", env.Agent, env.Mint(nil, "mcp:echo:*"))
-	max := 2e-6 // 200 microcents
-	c := &ldp.DelegationContract{ContractID: "c1", Objective: "echo", CreatedAt: "2026-01-01T00:00:00Z",
-		Policy: ldp.PolicyEnvelope{FailurePolicy: ldp.FailClosed, Budget: &ldp.BudgetPolicy{MaxCostUSD: &max}}}
-	reply := rt3SubmitAsync(t, s, &ldp.TaskSubmit{TaskID: "c", Skill: "echo", Input: json.RawMessage(`"x"`), Contract: c})
-	id := rt3Awaiting(t, srv, 1)["c"]
-	yaml, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	mcptest.WriteFile(t, path, strings.Replace(string(yaml), "cost: 100", "cost: 300", 1))
-	srv.Signal(syscall.SIGHUP)
-	srv.WaitLog("policy reloaded", nil)
-	if code, out := rt3Approve(t, env, srv, approver, id); code != 0 {
-		t.Fatalf("approve: %s", out)
-	}
-	got := <-reply
-	if res, ok := got.Body.(*ldp.TaskResult); ok {
-		t.Fatalf("a contract with a budget of 200 microcents ran at %d (the policy reloaded while it waited for approval)",
-			*res.Provenance.DelegateOS.CostChargedMicrocents)
-	}
-	if code := rtFailCode(got); code != ldp.CodeContract {
-		t.Fatalf("refused %q, want %s", code, ldp.CodeContract)
 	}
 }
 
@@ -201,28 +114,5 @@ func TestRT3ApprovalBypassedThroughMCP(t *testing.T) {
 	body = call(fmt.Sprintf(`,"requestState":%q,"inputResponses":{"delegateos/approval":{"action":"accept","content":{"approve":true}}}`, first.Result.RequestState))
 	if strings.Contains(string(body), `"text":"self-approved"`) {
 		t.Fatalf("the token's holder approved its own call of a tool held for the delegate's approvers, through /mcp: echo answered %q", "self-approved")
-	}
-}
-
-// TestRT3ApprovalRunsPastContractDeadline: a contract's deadline is
-// checked when the task is submitted, not after it waited for approval:
-// a task whose contract ends 5 s after it was sent is approved once the
-// deadline has passed, and runs. BROKE: ran after the deadline.
-func TestRT3ApprovalRunsPastContractDeadline(t *testing.T) {
-	env := mcptest.NewEnv(t)
-	approver := mcptest.NewKey(t, "approver")
-	srv := rt3ApprovalServe(t, env, approver, "required", "")
-	s := rt3Open(t, srv, "ldp:delegate:holder", env.Agent, env.Mint(nil, "mcp:echo:*"))
-	deadline := time.Now().Add(5 * time.Second)
-	c := &ldp.DelegationContract{ContractID: "c1", Objective: "echo", CreatedAt: timestamp.Format(time.Now()), Deadline: timestamp.Format(deadline),
-		Policy: ldp.PolicyEnvelope{FailurePolicy: ldp.FailClosed}}
-	reply := rt3SubmitAsync(t, s, &ldp.TaskSubmit{TaskID: "d", Skill: "echo", Input: json.RawMessage(`"x"`), Contract: c})
-	id := rt3Awaiting(t, srv, 1)["d"]
-	mcptest.Eventually(t, "the contract's deadline passed", func() bool { return time.Now().After(deadline.Add(100 * time.Millisecond)) })
-	if code, out := rt3Approve(t, env, srv, approver, id); code != 0 {
-		t.Fatalf("approve: %s", out)
-	}
-	if got := <-reply; rtFailCode(got) == "" {
-		t.Fatalf("a task ran after its contract's deadline (%s), approved late: %s", timestamp.Format(deadline), got.Body.Type())
 	}
 }

@@ -26,6 +26,7 @@ import (
 	"github.com/delegateos/delegateos/dct"
 	"github.com/delegateos/delegateos/gate"
 	"github.com/delegateos/delegateos/identity"
+	"github.com/delegateos/delegateos/internal/timestamp"
 	"github.com/delegateos/delegateos/ldp"
 	"github.com/delegateos/delegateos/policy"
 	"github.com/delegateos/delegateos/reputation"
@@ -203,13 +204,11 @@ func New(o Options) (*Front, error) {
 				http.Error(w, "this delegate names no approvers (ldp.approvers): no task waits for approval", http.StatusNotFound)
 				return
 			}
-			var read func(http.ResponseWriter, *http.Request) ([]byte, func(), error)
-			if o.ReadBody != nil {
-				read = func(w http.ResponseWriter, req *http.Request) ([]byte, func(), error) {
-					return o.ReadBody(w, req, maxApprovalBody)
-				}
-			}
-			appr.serve(read).ServeHTTP(w, req)
+			// An approval (at most 4 KiB, less than the connection's own
+			// buffers) is read outside the budget of bodies in flight,
+			// whose anonymous share requests of anyone may fill: an
+			// approver is heard however many bodies are in flight.
+			appr.serve(nil).ServeHTTP(w, req)
 			return
 		}
 		(&ldp.Handler{Responder: r, ReadBody: readBody}).ServeHTTP(w, req.WithContext(context.WithValue(req.Context(), hostKey{}, req.Host)))
@@ -410,9 +409,21 @@ func (x *ldpExec) awaitApproval(ctx context.Context, t *ldp.Task, holder, msg st
 		return false, denied("approval_unavailable", fmt.Sprintf("%s: approval_unavailable — %d tasks (or %d of this initiator's) are already waiting for an approver", gate.DenialMessage, maxWaiting, maxWaitingPerInitiator))
 	}
 	defer x.approvals.remove(id)
+	// The envelope's body was read within the server's budget of bodies
+	// in flight: a task waiting (minutes) must not hold that share, or a
+	// few of them would keep every other peer, the approvers included,
+	// from being heard.
+	ldp.ReleaseBody(ctx)
 	x.log.Info("LDP task awaits approval", zap.String("approval_id", id), zap.String("task", t.Submit.TaskID),
 		zap.String("initiator", t.Envelope.From), zap.String("request", msg), zap.Time("expires", expires))
 	t.Update(nil, "awaiting approval "+id+" by one of this delegate's approvers (delegateos ldp approve): "+msg)
+	if c := t.Submit.Contract; c != nil && c.Deadline != "" {
+		// Past the contract's deadline an answer is of no use: the wait
+		// ends then, and the task is refused (Recheck).
+		if d, err := timestamp.Parse(c.Deadline); err == nil && (expires.IsZero() || d.Before(expires)) {
+			expires = d
+		}
+	}
 	var timeout <-chan time.Time
 	if !expires.IsZero() {
 		tm := time.NewTimer(time.Until(expires))
@@ -618,15 +629,23 @@ func (x *ldpExec) Execute(ctx context.Context, t *ldp.Task) (*ldp.Outcome, error
 					return nil, tokenRefused(err)
 				}
 			}
+			// So may the contract's terms: its deadline passed, or a
+			// reload made the call cost more than its budget. The call
+			// then goes back declined (the relay records it so) and the
+			// task is refused as it would have been when submitted.
+			terms := t.Recheck()
 			retry := maps.Clone(call)
 			retry["requestState"] = state
 			action := map[string]any{"action": "decline"}
-			if answer {
+			if answer && terms == nil {
 				action = map[string]any{"action": "accept", "content": map[string]any{"approve": true}}
 			}
 			retry["inputResponses"] = map[string]any{approvalInputKey: action}
 			if w, rawID, took, err = send(retry); err != nil {
 				return nil, err
+			}
+			if terms != nil {
+				return nil, &ldp.TaskError{LdpError: *terms, DelegateOS: receipts(nil)}
 			}
 		}
 	}
