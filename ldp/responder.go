@@ -48,6 +48,11 @@ type Task struct {
 	Mode PayloadMode
 	// By is who signed the envelope (zero when signatures are not checked).
 	By Verified
+	// Principals are the principals of the token's chain (its issuer and
+	// every delegatee), which the Executor sets when it reads the token:
+	// this delegate refuses an ATTESTATION of the task when its own key is
+	// among them (self-dealing).
+	Principals []string
 	// Token is the delegation token the task runs under: the TASK_SUBMIT's
 	// delegateos member, else the request's bearer token, else the
 	// SESSION_PROPOSE's delegateos member; nil when there is none.
@@ -331,7 +336,7 @@ func (r *Responder) propose(ctx context.Context, e *Envelope, b *SessionPropose,
 	return r.reply(e, s.ID, &SessionAccept{SessionID: s.ID, NegotiatedMode: n.Mode, FallbackChain: n.Fallback}, ModeText)
 }
 
-func (r *Responder) submit(ctx context.Context, e *Envelope, b *TaskSubmit, by Verified, bearer string, emit func(*Envelope)) *Envelope {
+func (r *Responder) submit(ctx context.Context, e *Envelope, b *TaskSubmit, by Verified, bearer string, emit func(*Envelope)) (answer *Envelope) {
 	fail := func(le LdpError) *Envelope {
 		return r.reply(e, e.SessionID, &TaskFailed{TaskID: b.TaskID, Error: le}, e.PayloadMode)
 	}
@@ -396,12 +401,24 @@ func (r *Responder) submit(ctx context.Context, e *Envelope, b *TaskSubmit, by V
 	}
 	r.running[key] = cancel
 	r.mu.Unlock()
-	r.noteTask(s.ID, b.TaskID, taskRunning)
+	r.noteTask(s.ID, b.TaskID, taskRunning, nil)
 	defer func() {
 		r.mu.Lock()
 		delete(r.running, key)
 		r.mu.Unlock()
-		r.noteTask(s.ID, b.TaskID, taskEnded)
+		// Only work of this delegate's is attestable: a result, or a
+		// failure in its own categories; not a refusal, nor a task its
+		// initiator cancelled.
+		st := taskRefused
+		switch rb := answer.Body.(type) {
+		case *TaskResult:
+			st = taskEnded
+		case *TaskFailed:
+			if DelegatesFailure(rb.Error) && rb.Error.Code != "TASK_CANCELLED" {
+				st = taskEnded
+			}
+		}
+		r.noteTask(s.ID, b.TaskID, st, task.Principals)
 	}()
 	out, err := r.Exec.Execute(tctx, task)
 	if err != nil {
@@ -502,13 +519,17 @@ func (r *Responder) contractTerms(t *Task) *LdpError {
 	return nil
 }
 
-// noteTask records where a task of session sid stands, for ATTESTATION.
-func (r *Responder) noteTask(sid, taskID string, st taskState) {
+// noteTask records where a task of session sid stands, and the principals
+// of its token's chain, for ATTESTATION.
+func (r *Responder) noteTask(sid, taskID string, st taskState, chain []string) {
 	max := r.sessions().Max
 	if max <= 0 {
 		max = DefaultMaxSessions
 	}
-	r.tasks.set(sid, taskID, st, max, func(id string) bool {
+	if chain == nil {
+		chain = []string{}
+	}
+	r.tasks.set(sid, taskID, st, chain, max, func(id string) bool {
 		_, ok := r.sessions().Get(id)
 		return ok
 	})
@@ -600,7 +621,11 @@ func (r *Responder) attest(ctx context.Context, e *Envelope, by Verified) (*Enve
 	if !ok {
 		return r.refuse(e, LdpError{Code: CodeNoAttester, Category: "capability", Severity: "warning", Message: "this delegate records no attestations"}), nil
 	}
-	claim := func(taskID string) (func(), *LdpError) { return r.tasks.claim(s.ID, taskID) }
+	var self ed25519.PublicKey
+	if r.Key != nil {
+		self = r.Key.Public().(ed25519.PublicKey)
+	}
+	claim := func(taskID string) (func(), *LdpError) { return r.tasks.claim(s.ID, taskID, self) }
 	if err := a.Attest(ctx, s, e, by, claim); err != nil {
 		var te *TaskError
 		if errors.As(err, &te) {
