@@ -60,6 +60,7 @@ var codeCategories = map[string]string{
 	CodeContract:               CategoryPolicy,
 	CodeTaskFailed:             CategoryRuntime,
 	CodeAttestationFailed:      CategoryRuntime,
+	CodeBearerUnsigned:         CategorySecurity,
 	"TASK_CANCELLED":           CategoryRuntime,
 	"TOOL_ERROR":               CategoryRuntime,
 	"VERIFICATION_FAILED":      CategoryQuality,

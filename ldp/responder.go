@@ -49,6 +49,11 @@ type Task struct {
 	Mode PayloadMode
 	// By is who signed the envelope (zero when signatures are not checked).
 	By Verified
+	// Principals are the principals of the token's chain (its issuer and
+	// every delegatee), which the Executor sets when it reads the token:
+	// this delegate refuses an ATTESTATION of the task when its own key is
+	// among them (self-dealing).
+	Principals []string
 	// Token is the delegation token the task runs under: the TASK_SUBMIT's
 	// delegateos member, else the request's bearer token, else the
 	// SESSION_PROPOSE's delegateos member; nil when there is none.
@@ -173,6 +178,12 @@ const (
 	// CodeAttestationFailed: the result was produced but could not be
 	// attested (its attestation could not be signed or stored).
 	CodeAttestationFailed = "ATTESTATION_FAILED"
+	// CodeBearerUnsigned: an Ed25519-signed SESSION_PROPOSE or TASK_SUBMIT
+	// came with an Authorization: Bearer token other than the one its
+	// signed members name (the TASK_SUBMIT's delegateos member, else the
+	// SESSION_PROPOSE's): the signature does not cover the header, so it
+	// does not choose the token.
+	CodeBearerUnsigned = "BEARER_UNSIGNED"
 )
 
 func (r *Responder) init() {
@@ -324,7 +335,10 @@ func (r *Responder) propose(ctx context.Context, e *Envelope, b *SessionPropose,
 	if c.TTLSecs != nil {
 		ttl = time.Duration(*c.TTLSecs) * time.Second
 	}
-	tok := r.token(e, Session{}, bearer)
+	tok, le := r.token(e, Session{}, by, bearer)
+	if le != nil {
+		return r.reply(e, "", &SessionReject{Reason: le.Message, Error: le}, ModeText)
+	}
 	if r.AdmitSession != nil {
 		if le := r.AdmitSession(ctx, e, by, tok); le != nil {
 			return r.reply(e, "", &SessionReject{Reason: le.Message, Error: le}, ModeText)
@@ -349,7 +363,7 @@ func (r *Responder) propose(ctx context.Context, e *Envelope, b *SessionPropose,
 	return r.reply(e, s.ID, &SessionAccept{SessionID: s.ID, NegotiatedMode: n.Mode, FallbackChain: n.Fallback}, ModeText)
 }
 
-func (r *Responder) submit(ctx context.Context, e *Envelope, b *TaskSubmit, by Verified, bearer string, emit func(*Envelope)) *Envelope {
+func (r *Responder) submit(ctx context.Context, e *Envelope, b *TaskSubmit, by Verified, bearer string, emit func(*Envelope)) (answer *Envelope) {
 	fail := func(le LdpError) *Envelope {
 		return r.reply(e, e.SessionID, &TaskFailed{TaskID: b.TaskID, Error: le}, e.PayloadMode)
 	}
@@ -384,7 +398,11 @@ func (r *Responder) submit(ctx context.Context, e *Envelope, b *TaskSubmit, by V
 	if err != nil {
 		return fail(sessionLdpError(err))
 	}
-	task := &Task{Session: s, Envelope: e, Submit: b, Mode: e.PayloadMode, By: by, Token: r.token(e, s, bearer)}
+	tok, le := r.token(e, s, by, bearer)
+	if le != nil {
+		return fail(*le)
+	}
+	task := &Task{Session: s, Envelope: e, Submit: b, Mode: e.PayloadMode, By: by, Token: tok}
 	task.Tree = r.treeOf(e, by, task.Token)
 	task.recheck = func() *LdpError { return r.contractTerms(task) }
 	if le := task.Recheck(); le != nil {
@@ -411,7 +429,7 @@ func (r *Responder) submit(ctx context.Context, e *Envelope, b *TaskSubmit, by V
 	}
 	r.running[key] = cancel
 	r.mu.Unlock()
-	r.noteTask(s.ID, b.TaskID, taskRunning)
+	r.noteTask(s.ID, b.TaskID, taskRunning, nil)
 	// A task lives no longer than its session: when the session expires
 	// while the task runs (or waits), the task ends.
 	stopWatch := r.watchSession(s)
@@ -420,7 +438,19 @@ func (r *Responder) submit(ctx context.Context, e *Envelope, b *TaskSubmit, by V
 		r.mu.Lock()
 		delete(r.running, key)
 		r.mu.Unlock()
-		r.noteTask(s.ID, b.TaskID, taskEnded)
+		// Only work of this delegate's is attestable: a result, or a
+		// failure in its own categories; not a refusal, nor a task its
+		// initiator cancelled.
+		st := taskRefused
+		switch rb := answer.Body.(type) {
+		case *TaskResult:
+			st = taskEnded
+		case *TaskFailed:
+			if DelegatesFailure(rb.Error) && rb.Error.Code != "TASK_CANCELLED" {
+				st = taskEnded
+			}
+		}
+		r.noteTask(s.ID, b.TaskID, st, task.Principals)
 	}()
 	out, err := r.Exec.Execute(tctx, task)
 	if err != nil {
@@ -589,13 +619,17 @@ func (r *Responder) contractTerms(t *Task) *LdpError {
 	return nil
 }
 
-// noteTask records where a task of session sid stands, for ATTESTATION.
-func (r *Responder) noteTask(sid, taskID string, st taskState) {
+// noteTask records where a task of session sid stands, and the principals
+// of its token's chain, for ATTESTATION.
+func (r *Responder) noteTask(sid, taskID string, st taskState, chain []string) {
 	max := r.sessions().Max
 	if max <= 0 {
 		max = DefaultMaxSessions
 	}
-	r.tasks.set(sid, taskID, st, max, func(id string) bool {
+	if chain == nil {
+		chain = []string{}
+	}
+	r.tasks.set(sid, taskID, st, chain, max, func(id string) bool {
 		_, ok := r.sessions().Get(id)
 		return ok
 	})
@@ -655,15 +689,30 @@ func (r *Responder) treeOf(e *Envelope, by Verified, tok *DelegateOSMember) stri
 	return "tokenless"
 }
 
-// token is the delegation token a task runs under (see Task.Token).
-func (r *Responder) token(e *Envelope, s Session, bearer string) *DelegateOSMember {
+// token is the delegation token a task (or, with a zero s, a session)
+// runs under (see Task.Token). For an envelope whose Ed25519 signature was
+// verified it comes only from signed members: the envelope's delegateos
+// member, else the SESSION_PROPOSE's; a bearer token other than that one
+// is refused (CodeBearerUnsigned), as the signature does not cover it.
+func (r *Responder) token(e *Envelope, s Session, by Verified, bearer string) (*DelegateOSMember, *LdpError) {
+	if by.Algorithm == AlgEd25519 {
+		signed := e.DelegateOS
+		if signed == nil {
+			signed = s.Token
+		}
+		if bearer != "" && (signed == nil || signed.DCT != bearer) {
+			return nil, &LdpError{Code: CodeBearerUnsigned, Category: CategorySecurity, Severity: "fatal",
+				Message: "the Authorization: Bearer token is not the one this ed25519-signed envelope's delegateos member (or its session's SESSION_PROPOSE's) names, and the signature does not cover the header: send the token as the delegateos member"}
+		}
+		return signed, nil
+	}
 	if e.DelegateOS != nil {
-		return e.DelegateOS
+		return e.DelegateOS, nil
 	}
 	if bearer != "" {
-		return &DelegateOSMember{DCT: bearer}
+		return &DelegateOSMember{DCT: bearer}, nil
 	}
-	return s.Token
+	return s.Token, nil
 }
 
 func (r *Responder) cancel(e *Envelope, b *TaskCancel) *Envelope {
@@ -690,7 +739,11 @@ func (r *Responder) attest(ctx context.Context, e *Envelope, by Verified) (*Enve
 	if !ok {
 		return r.refuse(e, LdpError{Code: CodeNoAttester, Category: "capability", Severity: "warning", Message: "this delegate records no attestations"}), nil
 	}
-	claim := func(taskID string) (func(), *LdpError) { return r.tasks.claim(s.ID, taskID) }
+	var self ed25519.PublicKey
+	if r.Key != nil {
+		self = r.Key.Public().(ed25519.PublicKey)
+	}
+	claim := func(taskID string) (func(), *LdpError) { return r.tasks.claim(s.ID, taskID, self) }
 	if err := a.Attest(ctx, s, e, by, claim); err != nil {
 		var te *TaskError
 		if errors.As(err, &te) {
@@ -754,7 +807,15 @@ func (r *Responder) sign(out, in *Envelope) *Envelope {
 		// A peer of the reference SDKs checks replies with the secret.
 		SignHMAC(out, r.Verifier.HMACSecret)
 	case r.Key != nil:
-		SignEd25519(out, r.Key)
+		if err := SignEd25519(out, r.Key); err != nil {
+			// A result whose numbers the signature cannot hold (an
+			// integer beyond 2^53) is answered as the delegate's failure.
+			f := r.envelope(in, out.SessionID, &TaskFailed{TaskID: TaskID(in.Body), Error: LdpError{Code: CodeTaskFailed,
+				Category: "runtime", Severity: "error", Message: err.Error()}}, ModeText)
+			if SignEd25519(f, r.Key) == nil {
+				return f
+			}
+		}
 	}
 	return out
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -329,8 +330,10 @@ func TestResponderRefusals(t *testing.T) {
 	}
 }
 
-// TestTaskToken: the TASK_SUBMIT's delegateos member wins over the bearer
-// token, which wins over SESSION_PROPOSE's member.
+// TestTaskToken: the TASK_SUBMIT's delegateos member wins over the
+// SESSION_PROPOSE's; for an Ed25519 envelope, whose signature does not
+// cover the Authorization header, a bearer token is taken only when it is
+// the one those signed members name (rtldp3 #2), else BEARER_UNSIGNED.
 func TestTaskToken(t *testing.T) {
 	d := newDelegate(t, 1, "")
 	c := newClient(2)
@@ -338,16 +341,37 @@ func TestTaskToken(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	submit := func(id string, tok *DelegateOSMember, bearer string) {
+	submit := func(id string, tok *DelegateOSMember, bearer string) string {
 		s.Bearer = bearer
-		if _, err := s.Submit(ctx, &TaskSubmit{TaskID: id, Skill: "echo", Input: frame}, "", tok, nil); err != nil {
+		reply, err := s.Submit(ctx, &TaskSubmit{TaskID: id, Skill: "echo", Input: frame}, "", tok, nil)
+		if err != nil {
 			t.Fatal(err)
 		}
+		if f, ok := reply.Body.(*TaskFailed); ok {
+			return f.Error.Code
+		}
+		return ""
 	}
-	submit("a", nil, "")
-	submit("b", nil, "bearer-token")
-	submit("c", &DelegateOSMember{DCT: "task-token", Format: "dct"}, "bearer-token")
-	want := []string{"session-token", "bearer-token", "task-token"}
+	task := &DelegateOSMember{DCT: "task-token", Format: "dct"}
+	for i, c := range []struct {
+		tok          *DelegateOSMember
+		bearer, code string
+	}{
+		{nil, "", ""},
+		{nil, "session-token", ""},
+		{task, "", ""},
+		{task, "task-token", ""},
+		{nil, "bearer-token", CodeBearerUnsigned},
+		{task, "session-token", CodeBearerUnsigned},
+	} {
+		if code := submit(fmt.Sprintf("t%d", i), c.tok, c.bearer); code != c.code {
+			t.Fatalf("member %+v, bearer %q: %q, want %q", c.tok, c.bearer, code, c.code)
+		}
+	}
+	want := []string{"session-token", "session-token", "task-token", "task-token"}
+	if len(d.exec.tokens) != len(want) {
+		t.Fatalf("%d tasks ran, want %d", len(d.exec.tokens), len(want))
+	}
 	for i, tok := range d.exec.tokens {
 		if tok == nil || tok.DCT != want[i] {
 			t.Fatalf("task %d ran under %+v, want %s", i, tok, want[i])
@@ -460,7 +484,13 @@ func TestAdmitSession(t *testing.T) {
 	if !errors.As(err, &rej) || rej.Reject.Error.Code != "malformed_token" {
 		t.Fatalf("%v", err)
 	}
-	if _, err := c.Open(ctx, d.srv.URL, "ldp:delegate:echo", SessionConfig{}, nil, "bearer-token", ""); err != nil || seen.DCT != "bearer-token" {
+	// An Ed25519 SESSION_PROPOSE's token is its member; a bearer alone is
+	// not signed (BEARER_UNSIGNED), one equal to the member is taken.
+	_, err = c.Open(ctx, d.srv.URL, "ldp:delegate:echo", SessionConfig{}, nil, "bearer-token", "")
+	if !errors.As(err, &rej) || rej.Reject.Error.Code != CodeBearerUnsigned {
+		t.Fatalf("a bearer alone: %v", err)
+	}
+	if _, err := c.Open(ctx, d.srv.URL, "ldp:delegate:echo", SessionConfig{}, &DelegateOSMember{DCT: "t"}, "t", ""); err != nil || seen.DCT != "t" {
 		t.Fatalf("%v %+v", err, seen)
 	}
 }

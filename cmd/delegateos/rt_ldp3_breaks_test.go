@@ -3,7 +3,6 @@
 package main
 
 import (
-	"bytes"
 	"crypto/ed25519"
 	"encoding/json"
 	"net/http/httptest"
@@ -12,7 +11,6 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/delegateos/delegateos/dct"
 	"github.com/delegateos/delegateos/identity"
 	"github.com/delegateos/delegateos/internal/mcptest"
 	"github.com/delegateos/delegateos/ldp"
@@ -20,141 +18,6 @@ import (
 
 // Attacks of the third LDP red team (rtldp3) that BREAK the product: each
 // test states the secure behaviour and fails on main at 7a2218c.
-
-// TestRT3JCSNumberLosesPrecision: the Ed25519 profile signs the JCS form
-// of the envelope, and JCS writes every number as the IEEE double nearest
-// to it. Two TASK_SUBMITs whose input differs only in an integer above
-// 2^53 (9007199254740993 and 9007199254740992) have the same JCS form, so
-// one signature verifies for both: a relay rewrites the number the holder
-// signed, the envelope still verifies, and the tool receives the relay's
-// number (the front passes the input's bytes on as they were received).
-// The task attestation's request and input hashes are over the same JCS
-// form, so the initiator's check of the attestation cannot see it either.
-// BROKE: the tool got 9007199254740992.
-func TestRT3JCSNumberLosesPrecision(t *testing.T) {
-	env := mcptest.NewEnv(t)
-	srv, _ := rt3Serve(t, env, mcptest.NewKey(t, "server"), "")
-	tok := env.Mint(nil, "mcp:echo:*")
-	s := rt3Open(t, srv, "ldp:delegate:holder", env.Agent, tok)
-	e := rtEnvelope(s.ID, "ldp:delegate:holder", &ldp.TaskSubmit{TaskID: "pay", Skill: "args",
-		Input: json.RawMessage(`{"text":"pay","amount":9007199254740993}`)}, ldp.ModeText)
-	e.DelegateOS = &ldp.DelegateOSMember{DCT: tok.String(), Format: dct.Format}
-	signed := rtSign(t, e, env.Agent.PrivateKey())
-	// The relay's rewrite: one digit of the input.
-	forged := bytes.Replace(signed, []byte("9007199254740993"), []byte("9007199254740992"), 1)
-	if bytes.Equal(forged, signed) {
-		t.Fatal("nothing rewritten")
-	}
-	_, reply, body := rtPost(t, srv, "", forged, "")
-	if res, ok := reply.Body.(*ldp.TaskResult); ok {
-		t.Fatalf("a signature over amount 9007199254740993 ran a task for the amount the relay wrote (the tool saw 9007199254740992: %v)",
-			strings.Contains(string(res.Output), `\"amount\":9007199254740992`))
-	}
-	if code := rtFailCode(reply); code != string(ldp.ReasonTampered) {
-		t.Fatalf("refused with %q, want %s: %s", code, ldp.ReasonTampered, body)
-	}
-}
-
-// TestRT3BearerChangesTheTask: a TASK_SUBMIT signed by the token's holder
-// without a delegateos member runs under the request's Authorization:
-// Bearer token, which the signature does not cover. A relay that has seen
-// another token of the same holder (one it carried to another delegate,
-// with a larger budget) adds it as the bearer: the holder's signed task,
-// which it meant to run under its session's token (spent), runs and is
-// charged under the other token. BROKE: the task ran, under the relay's
-// token's delegation.
-func TestRT3BearerChangesTheTask(t *testing.T) {
-	env := mcptest.NewEnv(t)
-	srv, _ := rt3Serve(t, env, mcptest.NewKey(t, "server"), "")
-	small := env.Mint(mcptest.Budget(100), "mcp:echo:*")
-	other := env.Mint(mcptest.Budget(100_000), "mcp:echo:*")
-	s := rt3Open(t, srv, "ldp:delegate:holder", env.Agent, small)
-	// The session's token pays for one task.
-	if reply := rt3Submit(t, s, "first", "echo", `"one"`, nil); rtFailCode(reply) != "" {
-		t.Fatalf("first task: %+v", reply.Body)
-	}
-	// The holder signs its second task, meant for the session's token
-	// (which will refuse it: budget_exceeded), and sends it without a
-	// bearer; the relay adds the other token as Authorization: Bearer.
-	e := rtEnvelope(s.ID, "ldp:delegate:holder", &ldp.TaskSubmit{TaskID: "second", Skill: "echo", Input: json.RawMessage(`"two"`)}, ldp.ModeText)
-	signed := rtSign(t, e, env.Agent.PrivateKey())
-	_, reply, body := rtPost(t, srv, "", signed, other.String())
-	if res, ok := reply.Body.(*ldp.TaskResult); ok {
-		delegation := ""
-		if d := res.Provenance.DelegateOS; d != nil {
-			if a, err := ldp.ParseTaskAttestation(d.Attestation); err == nil {
-				delegation = a.DelegationID
-			}
-		}
-		t.Fatalf("the unsigned bearer header chose the token of a signed task: it ran under delegation %s (the relay's token is %s, the session's %s)",
-			delegation, other.Unverified().Authority.DelegationID, small.Unverified().Authority.DelegationID)
-	}
-	if code := rtFailCode(reply); code == "" {
-		t.Fatalf("no refusal: %s", body)
-	}
-}
-
-// TestRT3SelfDealingThroughSubDelegation: the delegate's own key holds a
-// token and delegates it on to a second key of its operator's (a sybil).
-// The sybil opens a session, runs a task and attests the delegate's work
-// positively: the signal is recorded in the delegate's workspace. The
-// workspace's existing self-dealing rule (reputation.RecordOutcome: "an
-// agent never earns reputation from its own delegation: when the delegate
-// ... appears among the ancestors ... it delegated, directly or through
-// others, to the delegator that now rates it") is not applied to
-// ATTESTATION, which checks only that from_did is not to_did. BROKE: the
-// delegate's profile gained the signal.
-func TestRT3SelfDealingThroughSubDelegation(t *testing.T) {
-	env := mcptest.NewEnv(t)
-	serverKey := mcptest.NewKey(t, "server")
-	srv, ws := rt3Serve(t, env, serverKey, "")
-	sybil := mcptest.NewKey(t, "sybil")
-	own := env.Mint(func(p *dct.CreateParams) { p.Delegatee = serverKey.ID() }, "mcp:echo:*")
-	sub := mcptest.Attenuate(t, own, serverKey, sybil, 1000)
-	s := rt3Open(t, srv, "ldp:delegate:sybil", sybil, sub)
-	if reply := rt3Submit(t, s, "self", "echo", `"mine"`, nil); rtFailCode(reply) != "" {
-		t.Fatalf("task: %+v", reply.Body)
-	}
-	before := rt3Signals(t, ws, serverKey.DID())
-	code := rt3Send(t, s, rt3Attestation(t, sybil, serverKey.DID(), "self", true))
-	if after := rt3Signals(t, ws, serverKey.DID()); after != before {
-		t.Fatalf("the delegate rated its own work through a key it delegated to: signals %d -> %d (ATTESTATION answered %q)", before, after, code)
-	}
-	if code != "ATTESTATION_REFUSED" {
-		t.Fatalf("refused with %q, want ATTESTATION_REFUSED", code)
-	}
-}
-
-// TestRT3AttestRefusedTask: a task the gate refused (the token does not
-// grant the skill's capability) did no work and cost nothing, yet it
-// "ended", so its initiator may attest the delegate's work on it. Any
-// holder of any token the gate accepts rates the delegate once per such
-// task, for free: here three negative signals from three refused tasks.
-// 'ldp submit --record' itself records nothing for a refusal ("says
-// nothing of the delegate's competence"); the delegate's side records it.
-// BROKE: 3 signals recorded, 0 microcents charged.
-func TestRT3AttestRefusedTask(t *testing.T) {
-	env := mcptest.NewEnv(t)
-	serverKey := mcptest.NewKey(t, "server")
-	srv, ws := rt3Serve(t, env, serverKey, "")
-	noEcho := env.Mint(nil, "docs:read:/**")
-	s := rt3Open(t, srv, "ldp:delegate:rival", env.Agent, noEcho)
-	before := rt3Signals(t, ws, serverKey.DID())
-	var codes []string
-	for _, id := range []string{"r1", "r2", "r3"} {
-		reply := rt3Submit(t, s, id, "echo", `"x"`, nil)
-		if rtFailCode(reply) != "capability_not_granted" {
-			t.Fatalf("task %s: %+v", id, reply.Body)
-		}
-		codes = append(codes, rt3Send(t, s, rt3Attestation(t, env.Agent, serverKey.DID(), id, false)))
-	}
-	if after := rt3Signals(t, ws, serverKey.DID()); after != before {
-		t.Fatalf("tasks the gate refused (no work, no charge) were rated: signals %d -> %d (ATTESTATION answered %q)", before, after, codes)
-	}
-	if n := len(srv.LogWith("decision", func(l map[string]any) bool { return l["tool"] == "echo" && l["allowed"] == true })); n != 0 {
-		t.Fatalf("%d calls allowed", n)
-	}
-}
 
 // TestRT3DelegateHidesFailureAsRefusal: 'ldp submit --record' takes a
 // failure as a refusal (nothing recorded) whenever its code is one the

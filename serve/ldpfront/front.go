@@ -571,6 +571,12 @@ func (x *ldpExec) Execute(ctx context.Context, t *ldp.Task) (*ldp.Outcome, error
 		// unsigned request, with the same denial.
 		bearer, holder = t.Token.DCT, tok.Delegatee()
 		st := tok.Unverified()
+		// The chain's principals, for the self-dealing rule of ATTESTATION:
+		// the root issuer and every holder (each attenuator held it).
+		t.Principals = []string{st.Authority.Issuer, st.Authority.Delegatee}
+		for _, a := range st.Attenuations {
+			t.Principals = append(t.Principals, a.Delegatee)
+		}
 		delegation = st.Authority.DelegationID
 		if n := len(st.Attenuations); n > 0 {
 			delegation = st.Attenuations[n-1].DelegationID
@@ -818,7 +824,7 @@ func (x *ldpAttestingExec) Attest(_ context.Context, _ ldp.Session, e *ldp.Envel
 	}
 	if _, err := x.w.RecordAttestations(atts, time.Now()); err != nil {
 		release()
-		return denied("ATTESTATION_REFUSED", err.Error())
+		return denied(ldp.CodeAttestationRefused, err.Error())
 	}
 	return nil
 }
