@@ -609,7 +609,7 @@ func (x *ldpExec) Execute(ctx context.Context, t *ldp.Task) (*ldp.Outcome, error
 		id := "ldp-" + strconv.FormatInt(x.seq.Add(1), 10) + "-" + hex.EncodeToString(nonce[:])
 		rawID, _ := json.Marshal(id)
 		body, _ := json.Marshal(map[string]any{"jsonrpc": "2.0", "id": id, "method": "tools/call", "params": params})
-		req, err := http.NewRequestWithContext(ctx, http.MethodPost, x.endpoint, bytes.NewReader(body))
+		req, err := http.NewRequestWithContext(serve.FromLDPFront(ctx), http.MethodPost, x.endpoint, bytes.NewReader(body))
 		if err != nil {
 			return nil, "", 0, err
 		}
