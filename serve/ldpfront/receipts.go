@@ -135,6 +135,20 @@ func (t *Tap) hashes(c *taskReceipts) []string {
 	return out
 }
 
+// charged is what the gate committed for c's call, from its execution
+// receipt once handed over (hashes waits for it).
+func (t *Tap) charged(c *taskReceipts) (int64, bool) {
+	if t == nil || c == nil {
+		return 0, false
+	}
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if c.execution == nil {
+		return 0, false
+	}
+	return c.execution.CostCommitted, true
+}
+
 // provenance adds c's receipt hashes to p (made when nil); without an
 // audit log (t nil) p is returned as it is.
 func (t *Tap) provenance(c *taskReceipts, p *ldp.ProvenanceDOS) *ldp.ProvenanceDOS {
