@@ -8,6 +8,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strings"
 	"sync"
 	"time"
 
@@ -57,6 +58,10 @@ type Task struct {
 	// delegateos member, else the request's bearer token, else the
 	// SESSION_PROPOSE's delegateos member; nil when there is none.
 	Token *DelegateOSMember
+	// Tree is the delegation tree the task's token belongs to (see
+	// Responder.Tree), what an Executor counts the task's shares by; empty
+	// without Responder.Tree.
+	Tree string
 	// Update sends a TASK_UPDATE to the initiator when the request is a
 	// stream; otherwise it does nothing. It is never nil.
 	Update func(progress *float64, message string)
@@ -136,13 +141,21 @@ type Responder struct {
 	// it in provenance); a result whose attestation cannot be stored is
 	// not sent.
 	Attestations TaskAttestationStore
+	// Tree, when set, names the delegation tree of a token (its root
+	// delegation, which its holders cannot multiply as they can keys):
+	// sessions, places in the replay store and an Executor's other shares
+	// (Task.Tree) are counted per tree, so that one token's holder
+	// delegating to keys of its own does not take every place. Peers
+	// without a token are counted per delegate ID when they sign with the
+	// shared secret, and all together otherwise. Nil means per peer only.
+	Tree func(tok *DelegateOSMember) string
 	// Now is the clock; nil means time.Now.
 	Now func() time.Time
 
 	initOnce sync.Once
 	own      Sessions
 	mu       sync.Mutex
-	running  map[string]context.CancelFunc
+	running  map[string]context.CancelCauseFunc
 	// tasks are the sessions' tasks, for ATTESTATION.
 	tasks attestable
 }
@@ -158,7 +171,10 @@ const (
 	CodeTaskUnknown  = "TASK_UNKNOWN"
 	CodeTaskRunning  = "TASK_RUNNING"
 	CodeContract     = "CONTRACT_REFUSED"
-	CodeNoAttester   = "ATTESTATION_UNSUPPORTED"
+	// CodeTaskCancelled: the task ended before its result, by TASK_CANCEL
+	// or with its session (closed or expired).
+	CodeTaskCancelled = "TASK_CANCELLED"
+	CodeNoAttester    = "ATTESTATION_UNSUPPORTED"
 	// CodeAttestationFailed: the result was produced but could not be
 	// attested (its attestation could not be signed or stored).
 	CodeAttestationFailed = "ATTESTATION_FAILED"
@@ -173,7 +189,7 @@ const (
 func (r *Responder) init() {
 	r.initOnce.Do(func() {
 		r.own.Now = r.Now
-		r.running = map[string]context.CancelFunc{}
+		r.running = map[string]context.CancelCauseFunc{}
 	})
 }
 
@@ -244,7 +260,12 @@ func (r *Responder) Handle(ctx context.Context, data []byte, bearer string, emit
 			if !inSession {
 				return r.refuse(e, sessionLdpError(&SessionError{CodeSessionUnknown, fmt.Sprintf("no session %q of %s", clip(e.SessionID), clip(e.From))})), nil
 			}
-			if err := r.Verifier.Spend(ctx, e, by); err != nil {
+			// Counted in the share of the session's delegation tree.
+			spent := by
+			if s, ok := r.sessions().Get(e.SessionID); ok {
+				spent.Share = s.Tree
+			}
+			if err := r.Verifier.Spend(ctx, e, spent); err != nil {
 				var le *Error
 				errors.As(err, &le)
 				return r.refuse(e, securityError(le)), nil
@@ -271,6 +292,9 @@ func (r *Responder) Handle(ctx context.Context, data []byte, bearer string, emit
 		if err != nil {
 			return r.refuse(e, sessionLdpError(err)), nil
 		}
+		// The session's tasks end with it, before the close is
+		// acknowledged: none runs (or is approved) afterwards.
+		r.endSession(s.ID, errSessionClosed)
 		return r.reply(e, s.ID, &SessionClose{Reason: ptrTo("acknowledged")}, ModeText), nil
 	}
 	return r.refuse(e, LdpError{Code: CodeUnexpected, Category: "session", Severity: "error",
@@ -320,15 +344,18 @@ func (r *Responder) propose(ctx context.Context, e *Envelope, b *SessionPropose,
 			return r.reply(e, "", &SessionReject{Reason: le.Message, Error: le}, ModeText)
 		}
 	}
+	tree := r.treeOf(e, by, tok)
 	if r.Verifier != nil {
-		if err := r.Verifier.Spend(ctx, e, by); err != nil {
+		spent := by
+		spent.Share = tree
+		if err := r.Verifier.Spend(ctx, e, spent); err != nil {
 			var le *Error
 			errors.As(err, &le)
 			return r.refuse(e, securityError(le))
 		}
 	}
 	n := Negotiate(prefs, r.card().SupportedPayloadModes)
-	s, err := r.sessions().Open(e.From, by, e.DelegateOS, n, ttl)
+	s, err := r.sessions().Open(e.From, by, e.DelegateOS, tree, n, ttl)
 	if err != nil {
 		le := sessionLdpError(err)
 		return r.reply(e, "", &SessionReject{Reason: le.Message, Error: &le}, ModeText)
@@ -376,6 +403,7 @@ func (r *Responder) submit(ctx context.Context, e *Envelope, b *TaskSubmit, by V
 		return fail(*le)
 	}
 	task := &Task{Session: s, Envelope: e, Submit: b, Mode: e.PayloadMode, By: by, Token: tok}
+	task.Tree = r.treeOf(e, by, task.Token)
 	task.recheck = func() *LdpError { return r.contractTerms(task) }
 	if le := task.Recheck(); le != nil {
 		return fail(*le)
@@ -391,8 +419,8 @@ func (r *Responder) submit(ctx context.Context, e *Envelope, b *TaskSubmit, by V
 		emit(r.reply(e, s.ID, &TaskUpdate{TaskID: b.TaskID, Progress: progress, Message: m}, e.PayloadMode))
 	}
 	key := s.ID + "\x00" + b.TaskID
-	tctx, cancel := context.WithCancel(ctx)
-	defer cancel()
+	tctx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
 	r.mu.Lock()
 	if _, busy := r.running[key]; busy {
 		r.mu.Unlock()
@@ -402,7 +430,11 @@ func (r *Responder) submit(ctx context.Context, e *Envelope, b *TaskSubmit, by V
 	r.running[key] = cancel
 	r.mu.Unlock()
 	r.noteTask(s.ID, b.TaskID, taskRunning, nil)
+	// A task lives no longer than its session: when the session expires
+	// while the task runs (or waits), the task ends.
+	stopWatch := r.watchSession(s)
 	defer func() {
+		stopWatch()
 		r.mu.Lock()
 		delete(r.running, key)
 		r.mu.Unlock()
@@ -430,7 +462,11 @@ func (r *Responder) submit(ctx context.Context, e *Envelope, b *TaskSubmit, by V
 			return fail(te.LdpError)
 		}
 		if tctx.Err() != nil && ctx.Err() == nil {
-			return fail(LdpError{Code: "TASK_CANCELLED", Category: "runtime", Severity: "warning", Message: "the task was cancelled"})
+			msg := "the task was cancelled"
+			if c := context.Cause(tctx); c != nil && !errors.Is(c, context.Canceled) {
+				msg = "the task was cancelled: " + c.Error()
+			}
+			return fail(LdpError{Code: CodeTaskCancelled, Category: "runtime", Severity: "warning", Message: msg})
 		}
 		return fail(LdpError{Code: CodeTaskFailed, Category: "runtime", Severity: "error", Retryable: true, Message: err.Error()})
 	}
@@ -477,6 +513,70 @@ func (r *Responder) submit(ctx context.Context, e *Envelope, b *TaskSubmit, by V
 		return fail(LdpError{Code: CodeTaskFailed, Category: "runtime", Severity: "error", Message: "the result is not a valid TASK_RESULT: " + err.Error()})
 	}
 	return r.sign(reply, e)
+}
+
+// A SessionEnder is told (an Executor may also be one) that a session
+// ended (closed, or expired) while tasks of it ran: it must drop, before
+// returning, whatever it holds for them that others could still act on
+// (a task waiting for an approver). The tasks' contexts are cancelled too.
+type SessionEnder interface {
+	EndSession(sessionID string)
+}
+
+var (
+	errSessionClosed  = errors.New("its session was closed")
+	errSessionExpired = errors.New("its session expired")
+)
+
+// endSession cancels the running tasks of session sid with cause, and
+// tells the Executor.
+func (r *Responder) endSession(sid string, cause error) {
+	prefix := sid + "\x00"
+	r.mu.Lock()
+	for k, cancel := range r.running {
+		if strings.HasPrefix(k, prefix) {
+			cancel(cause)
+		}
+	}
+	r.mu.Unlock()
+	if se, ok := r.Exec.(SessionEnder); ok {
+		se.EndSession(sid)
+	}
+}
+
+// watchSession ends the tasks of session s when it expires (its TTL idle;
+// other messages of the session push the expiry on): a timer, re-armed
+// while the session lives. Call stop when the task ends.
+func (r *Responder) watchSession(s Session) (stop func()) {
+	var mu sync.Mutex
+	stopped := false
+	var tm *time.Timer
+	var check func()
+	check = func() {
+		cur, ok := r.sessions().Get(s.ID)
+		if ok && (cur.State == StateActive || cur.State == StateSuspended) {
+			mu.Lock()
+			if !stopped {
+				tm = time.AfterFunc(max(cur.LastUsed.Add(cur.TTL).Sub(r.now()), time.Millisecond), check)
+			}
+			mu.Unlock()
+			return
+		}
+		cause := errSessionExpired
+		if ok && cur.CloseReason != "expired" {
+			cause = errSessionClosed
+		}
+		r.endSession(s.ID, cause)
+	}
+	mu.Lock()
+	tm = time.AfterFunc(max(s.LastUsed.Add(s.TTL).Sub(r.now()), time.Millisecond), check)
+	mu.Unlock()
+	return func() {
+		mu.Lock()
+		stopped = true
+		tm.Stop()
+		mu.Unlock()
+	}
 }
 
 // contractTerms checks a task against its contract's terms, with the
@@ -571,6 +671,24 @@ func (r *Responder) attestTask(e *Envelope, b *TaskSubmit, s Session, by Verifie
 	return a, nil
 }
 
+// treeOf is the delegation tree whose shares e counts in (see
+// Responder.Tree): its token's root, else its delegate ID when it is
+// signed with the shared secret, else that of every peer without a token.
+func (r *Responder) treeOf(e *Envelope, by Verified, tok *DelegateOSMember) string {
+	if r.Tree == nil {
+		return ""
+	}
+	if tok != nil {
+		if t := r.Tree(tok); t != "" {
+			return "dct:" + t
+		}
+	}
+	if by.Algorithm == AlgHMACSHA256 {
+		return "hmac:" + e.From
+	}
+	return "tokenless"
+}
+
 // token is the delegation token a task (or, with a zero s, a session)
 // runs under (see Task.Token). For an envelope whose Ed25519 signature was
 // verified it comes only from signed members: the envelope's delegateos
@@ -608,7 +726,7 @@ func (r *Responder) cancel(e *Envelope, b *TaskCancel) *Envelope {
 		return r.reply(e, e.SessionID, &TaskFailed{TaskID: b.TaskID, Error: LdpError{Code: CodeTaskUnknown, Category: "session",
 			Severity: "warning", Message: fmt.Sprintf("task %s is not running in this session", b.TaskID)}}, ModeText)
 	}
-	cancel()
+	cancel(nil)
 	return r.reply(e, e.SessionID, &TaskUpdate{TaskID: b.TaskID, Message: ptrTo("cancelled")}, ModeText)
 }
 

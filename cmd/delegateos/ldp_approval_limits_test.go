@@ -6,6 +6,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/delegateos/delegateos/dct"
 	"github.com/delegateos/delegateos/internal/mcptest"
 	"github.com/delegateos/delegateos/ldp"
 )
@@ -58,5 +59,70 @@ func TestLDPApprovalWaitReleasesBodyBudget(t *testing.T) {
 	}
 	if len(broke) > 0 {
 		t.Fatalf("16 tasks of one holder waiting for approval hold the anonymous body share:\n%s", strings.Join(broke, "\n"))
+	}
+}
+
+// TestLDPApprovalCapPerTree: at most 16 tasks of one initiator waited for
+// approval, 256 in all, the initiator counted by its key, and a holder
+// makes as many keys as it likes: it delegated its token on to 16 keys of
+// its own (one attenuation each) and filled the 256 places, so another
+// holder was refused approval_unavailable at once (rtldp3 #7). Now places
+// are counted per delegation tree (the token's root delegation, which its
+// holders cannot multiply, as AVP-Sig counts nonces): the 16 keys' 256
+// tasks get 16 places between them (the rest refused approval_unavailable
+// at once), and another holder's task waits.
+func TestLDPApprovalCapPerTree(t *testing.T) {
+	env := mcptest.NewEnv(t)
+	approver := mcptest.NewKey(t, "approver")
+	srv := rt3ApprovalServe(t, env, approver, "required", "")
+	own := env.Mint(nil, "mcp:echo:*")
+	var replies []<-chan *ldp.Envelope
+	for k := range 16 {
+		sybil := mcptest.NewKey(t, fmt.Sprintf("sybil-%02d", k))
+		from := fmt.Sprintf("ldp:delegate:sybil-%02d", k)
+		s := rt3Open(t, srv, from, sybil, mcptest.Attenuate(t, own, env.Agent, sybil, 10_000))
+		for i := range 16 {
+			replies = append(replies, rt3Held(t, srv, rt3Task(t, s.ID, from, fmt.Sprintf("hold-%02d-%02d", k, i), "x", sybil)))
+		}
+	}
+	refused := 0
+	mcptest.Eventually(t, "240 of one tree's tasks refused", func() bool {
+		for i, r := range replies {
+			if r == nil {
+				continue
+			}
+			select {
+			case got := <-r:
+				if code := rtFailCode(got); code != "approval_unavailable" {
+					t.Fatalf("a task over the tree's share answered %q, want approval_unavailable", code)
+				}
+				refused++
+				replies[i] = nil
+			default:
+			}
+		}
+		return refused >= 240
+	})
+	if ids := rt3Awaiting(t, srv, 16); len(ids) != 16 {
+		t.Fatalf("%d of one tree's tasks wait, want 16", len(ids))
+	}
+	victimKey := mcptest.NewKey(t, "victim")
+	victimTok := env.Mint(func(p *dct.CreateParams) { p.Delegatee = victimKey.ID() }, "mcp:echo:*")
+	vs := rt3Open(t, srv, "ldp:delegate:victim", victimKey, victimTok)
+	reply := rt3Held(t, srv, rt3Task(t, vs.ID, "ldp:delegate:victim", "victim", "mine", victimKey))
+	var got *ldp.Envelope
+	mcptest.Eventually(t, "the victim's task waits or ends", func() bool {
+		select {
+		case got = <-reply:
+			return true
+		default:
+		}
+		return len(srv.LogWith("LDP task awaits approval", func(l map[string]any) bool { return l["task"] == "victim" })) > 0
+	})
+	if got != nil {
+		t.Fatalf("one holder's token, delegated on to 16 keys of its own, took every place: another holder's task is refused %q: %+v", rtFailCode(got), got.Body)
+	}
+	if n := len(rt3Awaiting(t, srv, 17)); n != 17 {
+		t.Fatalf("%d tasks wait, want 17", n)
 	}
 }

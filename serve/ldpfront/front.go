@@ -161,7 +161,7 @@ func New(o Options) (*Front, error) {
 	}
 	r := &ldp.Responder{Card: card, Cards: f.card.Load, Key: o.Key.PrivateKey(), Exec: run, Attestations: atts,
 		Verifier:     &ldp.Verifier{HMACSecret: secret, RequireEd25519: c.RequireEd25519},
-		AdmitSession: admitLDPSession(o.Policy.AllowUnauthenticated, o.CheckToken)}
+		AdmitSession: admitLDPSession(o.Policy.AllowUnauthenticated, o.CheckToken), Tree: tokenTree}
 	scheme := "http"
 	if o.TLS {
 		scheme = "https"
@@ -274,6 +274,17 @@ func admitLDPSession(allowUnauthenticated bool, check func(string) error) func(c
 		}
 		return nil
 	}
+}
+
+// tokenTree is the delegation tree of a task's or session's token: its
+// root delegation ID, which its holders cannot multiply as they can keys
+// (as AVP-Sig counts nonces per tree); "" when it does not parse.
+func tokenTree(tok *ldp.DelegateOSMember) string {
+	t, err := dct.Parse(tok.DCT)
+	if err != nil {
+		return ""
+	}
+	return t.Unverified().Authority.DelegationID
 }
 
 // Labels are the §9.1 ldp.* labels of the A2A agent card of a server
@@ -404,9 +415,9 @@ func (x *ldpExec) awaitApproval(ctx context.Context, t *ldp.Task, holder, msg st
 			initiators = append(initiators, p)
 		}
 	}
-	id, w, ok := x.approvals.add(initiators)
+	id, w, ok := x.approvals.add(t.Session.ID, t.Tree, initiators)
 	if !ok {
-		return false, denied("approval_unavailable", fmt.Sprintf("%s: approval_unavailable — %d tasks (or %d of this initiator's) are already waiting for an approver", gate.DenialMessage, maxWaiting, maxWaitingPerInitiator))
+		return false, denied("approval_unavailable", fmt.Sprintf("%s: approval_unavailable — %d tasks (or %d of this delegation tree's) are already waiting for an approver", gate.DenialMessage, maxWaiting, maxWaitingPerTree))
 	}
 	defer x.approvals.remove(id)
 	// The envelope's body was read within the server's budget of bodies
@@ -433,6 +444,11 @@ func (x *ldpExec) awaitApproval(ctx context.Context, t *ldp.Task, holder, msg st
 	select {
 	case ap := <-w.answer:
 		x.log.Info("LDP approval answered", zap.String("approval_id", id), zap.Bool("approved", ap.Approve), zap.String("approver", ap.Approver))
+		if err := ctx.Err(); err != nil {
+			// Answered as the task ended (its session closed): it
+			// does not run.
+			return false, err
+		}
 		return ap.Approve, nil
 	case <-timeout:
 		// The relay's record of the request has expired: sent back, it
@@ -440,6 +456,15 @@ func (x *ldpExec) awaitApproval(ctx context.Context, t *ldp.Task, holder, msg st
 		return false, nil
 	case <-ctx.Done():
 		return false, ctx.Err()
+	}
+}
+
+// EndSession drops the approvals the tasks of a closed (or expired)
+// session wait for, before the close is acknowledged: an approver's answer
+// after it finds nothing to approve, and the tasks end cancelled.
+func (x *ldpExec) EndSession(sid string) {
+	if x.approvals != nil {
+		x.approvals.endSession(sid)
 	}
 }
 

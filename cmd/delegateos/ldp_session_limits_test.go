@@ -1,5 +1,3 @@
-//go:build redteam
-
 package main
 
 import (
@@ -17,18 +15,17 @@ import (
 	"github.com/delegateos/delegateos/ldp"
 )
 
-// Attacks of the third LDP red team (rtldp3) that BREAK the product: each
-// test states the secure behaviour and fails on main at 7a2218c.
-
-// TestRT3SessionsFilledBySubDelegatedKeys: the session table holds 10,000
+// TestLDPSessionsCappedPerTree: the session table holds 10,000
 // sessions, 64 per peer key (the first LDP red team's fix), for up to 24
 // hours each (ttl_secs 86400). A holder multiplies keys by delegating its
 // token on (offline, free: 157 attenuations) and fills the table: every
 // other holder is refused SESSIONS_FULL for a day. The same per-key
 // counting bounds the replay store (12,500 per signer of 100,000) and the
-// approvals (TestRT3ApprovalCapPerKeyNotPerTree). BROKE: the victim's
-// SESSION_PROPOSE is rejected SESSIONS_FULL.
-func TestRT3SessionsFilledBySubDelegatedKeys(t *testing.T) {
+// approvals (TestLDPApprovalCapPerTree). The victim's SESSION_PROPOSE was
+// rejected SESSIONS_FULL (rtldp3 #12). Now sessions are counted per
+// delegation tree (the token's root delegation): the holder's keys get an
+// eighth of the table between them, and another holder opens its session.
+func TestLDPSessionsCappedPerTree(t *testing.T) {
 	env := mcptest.NewEnv(t)
 	srv, _ := rt3Serve(t, env, mcptest.NewKey(t, "server"), "")
 	own := env.Mint(nil, "mcp:echo:*")
@@ -81,5 +78,8 @@ func TestRT3SessionsFilledBySubDelegatedKeys(t *testing.T) {
 		&ldp.DelegateOSMember{DCT: env.Mint(func(p *dct.CreateParams) { p.Delegatee = victimKey.ID() }, "mcp:echo:*").String(), Format: dct.Format}, "", "")
 	if err != nil {
 		t.Fatalf("one holder, delegating its token to keys of its own, opened %d sessions for a day; another holder's session: %v", opened.Load(), err)
+	}
+	if n := opened.Load(); n != ldp.DefaultMaxSessions/8 {
+		t.Fatalf("one tree opened %d sessions, want its share of %d", n, ldp.DefaultMaxSessions/8)
 	}
 }
