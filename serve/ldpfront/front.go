@@ -713,6 +713,12 @@ func (x *ldpExec) Execute(ctx context.Context, t *ldp.Task) (*ldp.Outcome, error
 			Type string `json:"type"`
 		}
 		json.Unmarshal(resp.Error.Data, &d)
+		if resp.Error.Code == gate.DenialCode && d.Type != "" && x.tap.gateAllowed(rc) {
+			// Shaped as the gate's denial, but the gate allowed the call:
+			// the upstream answered so. The tool's failure, not a refusal.
+			return nil, &ldp.TaskError{LdpError: ldp.LdpError{Code: "TOOL_ERROR", Category: ldp.CategoryRuntime, Severity: "error",
+				Message: "the tool ran and failed (its error is shaped as a DelegateOS denial, but the gate allowed the call)"}, DelegateOS: receipts(nil)}
+		}
 		if resp.Error.Code == gate.DenialCode && d.Type != "" {
 			// The gate's denial, with the type and message an MCP client
 			// would get.
