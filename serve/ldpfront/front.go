@@ -720,6 +720,12 @@ func (x *ldpExec) Execute(ctx context.Context, t *ldp.Task) (*ldp.Outcome, error
 			Type string `json:"type"`
 		}
 		json.Unmarshal(resp.Error.Data, &d)
+		if resp.Error.Code == gate.DenialCode && d.Type != "" && x.tap.gateAllowed(rc) {
+			// Shaped as the gate's denial, but the gate allowed the call:
+			// the upstream answered so. The tool's failure, not a refusal.
+			return nil, &ldp.TaskError{LdpError: ldp.LdpError{Code: "TOOL_ERROR", Category: ldp.CategoryRuntime, Severity: "error",
+				Message: "the tool ran and failed (its error is shaped as a DelegateOS denial, but the gate allowed the call)"}, DelegateOS: receipts(nil)}
+		}
 		if resp.Error.Code == gate.DenialCode && d.Type != "" {
 			// The gate's denial, with the type and message an MCP client
 			// would get.
@@ -767,8 +773,8 @@ func (x *ldpExec) Execute(ctx context.Context, t *ldp.Task) (*ldp.Outcome, error
 		out.Verified, out.VerificationStatus = true, "tool_verified"
 		out.Evidence = []ldp.EvidenceRef{{Source: "delegateos", Kind: "contract_verification", URI: tc.ID, Summary: "passed"}}
 	}
-	// The cost charged is the gate's: its execution receipt's, with an
-	// audit log (an upstream-reported cost included); else what the
+	// The cost charged is the gate's: its execution receipt's, which the
+	// tap sees (an upstream-reported cost included); else what the
 	// policy the call was sent under says it costs (unless the upstream
 	// may report its own cost, which this front does not see). Never the
 	// policy in force after the call: a reload while the tool ran does

@@ -1,5 +1,3 @@
-//go:build redteam
-
 package main
 
 import (
@@ -16,10 +14,7 @@ import (
 	"github.com/delegateos/delegateos/ldp"
 )
 
-// Attacks of the third LDP red team (rtldp3) that BREAK the product: each
-// test states the secure behaviour and fails on main at 7a2218c.
-
-// TestRT3DelegateHidesFailureAsRefusal: 'ldp submit --record' takes a
+// TestLDPSubmitContradictedRefusalIsFailure: 'ldp submit --record' takes a
 // failure as a refusal (nothing recorded) whenever its code is one the
 // table gives the category sent. A delegate that fails every task (its
 // tool is broken) answers each with a genuine refusal code the initiator
@@ -28,9 +23,10 @@ import (
 // SKILL_UNKNOWN for a skill its card and manifest list, SESSION_UNKNOWN in
 // the session it has just accepted, envelope_stale to an envelope signed a
 // moment ago; and a made-up code, which the table says is counted, passes
-// as a refusal when it starts with signature_. Its reputation never sees a
-// failure. BROKE: all five "not recorded".
-func TestRT3DelegateHidesFailureAsRefusal(t *testing.T) {
+// as a refusal when it started with signature_ (rtldp3 #5). Now 'ldp
+// submit --record' reads a refusal against the exchange (ldp.Exchange)
+// and AVP-Sig's reasons are listed exactly: each is recorded 0.0.
+func TestLDPSubmitContradictedRefusalIsFailure(t *testing.T) {
 	env := mcptest.NewEnv(t)
 	tokFile := filepath.Join(env.Dir, "agent.tok")
 	os.WriteFile(tokFile, []byte(env.Mint(nil, "docs:read:/**").String()), 0o600)
@@ -64,7 +60,8 @@ func TestRT3DelegateHidesFailureAsRefusal(t *testing.T) {
 			"--input", `"x"`, "--trust-domain", "research", "--record", "--source", observer, "--workspace", ws, "--json", url)
 		var rep struct {
 			Recorded *struct {
-				Score float64 `json:"score"`
+				Score   float64 `json:"score"`
+				Message string  `json:"message"`
 			} `json:"recorded"`
 			NotRecorded string `json:"not_recorded"`
 		}
@@ -73,6 +70,8 @@ func TestRT3DelegateHidesFailureAsRefusal(t *testing.T) {
 		}
 		if rep.Recorded == nil {
 			hidden = append(hidden, c.code+"/"+c.category+": "+rep.NotRecorded)
+		} else if rep.Recorded.Score != 0 || !strings.Contains(rep.Recorded.Message, "counted as the delegate's failure") {
+			t.Errorf("%s/%s: recorded %+v", c.code, c.category, *rep.Recorded)
 		}
 	}
 	if len(hidden) > 0 {
