@@ -557,7 +557,9 @@ func (r *Responder) watchSession(s Session) (stop func()) {
 		if ok && (cur.State == StateActive || cur.State == StateSuspended) {
 			mu.Lock()
 			if !stopped {
-				tm = time.AfterFunc(max(cur.LastUsed.Add(cur.TTL).Sub(r.now()), time.Millisecond), check)
+				// At least a tenth of a second: a session table with a
+				// clock of its own may still call it live.
+				tm = time.AfterFunc(max(cur.LastUsed.Add(cur.TTL).Sub(r.now()), 100*time.Millisecond), check)
 			}
 			mu.Unlock()
 			return
