@@ -525,3 +525,61 @@ func TestRefusedProposalSpendsNothing(t *testing.T) {
 		t.Fatalf("the replay store holds %d entries of refused strangers", n)
 	}
 }
+
+// TestSessionEndEndsItsTasks (rtldp3 #9): SESSION_CLOSE ends the running
+// tasks of the session before it is acknowledged (TASK_CANCELLED, saying
+// why), and so does the session's expiry; the Executor is told
+// (SessionEnder) to drop what it holds for them.
+func TestSessionEndEndsItsTasks(t *testing.T) {
+	for _, how := range []string{"closed", "expired"} {
+		t.Run(how, func(t *testing.T) {
+			d := newDelegate(t, 1, "")
+			ended := make(chan string, 1)
+			d.resp.Exec = &endingExec{echoExec: d.exec, ended: ended}
+			c := newClient(2)
+			cfg := SessionConfig{}
+			if how == "expired" {
+				ttl := uint64(1)
+				cfg.TTLSecs = &ttl
+			}
+			s, err := c.Open(ctx, d.srv.URL, "ldp:delegate:echo", cfg, nil, "", "")
+			if err != nil {
+				t.Fatal(err)
+			}
+			reply := make(chan *Envelope, 1)
+			go func() {
+				r, _ := s.Submit(ctx, &TaskSubmit{TaskID: "task-001", Skill: "slow", Input: json.RawMessage(`"x"`)}, ModeText, nil, nil)
+				reply <- r
+			}()
+			<-d.exec.started
+			if how == "closed" {
+				if err := s.Close(ctx, "done"); err != nil {
+					t.Fatal(err)
+				}
+				select {
+				case sid := <-ended: // before the close was acknowledged
+					if sid != s.ID {
+						t.Fatalf("ended session %q, want %q", sid, s.ID)
+					}
+				default:
+					t.Fatal("the close was acknowledged before the Executor was told")
+				}
+			} else if sid := <-ended; sid != s.ID {
+				t.Fatalf("ended session %q, want %q", sid, s.ID)
+			}
+			r := <-reply
+			f, ok := r.Body.(*TaskFailed)
+			if !ok || f.Error.Code != CodeTaskCancelled || !strings.Contains(f.Error.Message, how) {
+				t.Fatalf("the task of a %s session answered %+v", how, r.Body)
+			}
+		})
+	}
+}
+
+// endingExec is echoExec that says which session ended.
+type endingExec struct {
+	*echoExec
+	ended chan string
+}
+
+func (x *endingExec) EndSession(sid string) { x.ended <- sid }
