@@ -8,6 +8,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math"
 	"strings"
 	"sync"
 	"time"
@@ -611,7 +612,7 @@ func (r *Responder) contractTerms(t *Task) *LdpError {
 	} else {
 		cost = skillCost(r.card(), r.card().Capability(b.Skill))
 	}
-	if cost < 0 || float64(cost) > max*MicrocentsPerUSD {
+	if cost < 0 || cost > BudgetMicrocents(max) {
 		msg := fmt.Sprintf("the contract's budget is %g USD; skill %s costs %d microcents (%g USD) here", max, b.Skill, cost, float64(cost)/MicrocentsPerUSD)
 		if cost < 0 {
 			msg = fmt.Sprintf("the contract's budget is %g USD, and this delegate states no cost for skill %s to hold it to", max, b.Skill)
@@ -619,6 +620,23 @@ func (r *Responder) contractTerms(t *Task) *LdpError {
 		return &LdpError{Code: CodeContract, Category: "policy", Severity: "error", Message: msg}
 	}
 	return nil
+}
+
+// BudgetMicrocents is a contract budget in USD as whole microcents, down
+// (a product within a millionth of a microcent of a whole one, as 2e-6 USD
+// gives, is that one): what a task's cost is held to.
+func BudgetMicrocents(usd float64) int64 {
+	x := usd * MicrocentsPerUSD
+	switch {
+	case x != x || x < 0:
+		return 0
+	case x >= math.MaxInt64:
+		return math.MaxInt64
+	}
+	if r := math.Round(x); math.Abs(x-r) < 1e-6 {
+		return int64(r)
+	}
+	return int64(math.Floor(x))
 }
 
 // noteTask records where a task of session sid stands, and the principals

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -583,3 +584,13 @@ type endingExec struct {
 }
 
 func (x *endingExec) EndSession(sid string) { x.ended <- sid }
+
+// TestBudgetMicrocents: a contract budget in USD is held in whole
+// microcents, down, without losing one to floating point (2e-6 USD is 200).
+func TestBudgetMicrocents(t *testing.T) {
+	for usd, want := range map[float64]int64{2e-6: 200, 3e-6: 300, 1e-6: 100, 2.5e-8: 2, 0.1: 10_000_000, 0: 0, 1e30: math.MaxInt64} {
+		if got := BudgetMicrocents(usd); got != want {
+			t.Errorf("%g USD: %d microcents, want %d", usd, got, want)
+		}
+	}
+}

@@ -2,6 +2,8 @@ package main
 
 import (
 	"encoding/json"
+	"fmt"
+	"net/http"
 	"net/http/httptest"
 	"os"
 	"path/filepath"
@@ -70,5 +72,26 @@ func TestLDPCostChargedIsTheGates(t *testing.T) {
 				t.Fatalf("the gate charged %v; the delegate's signed attestation says %d, provenance %d", charged, *a.CostChargedMicrocents, *res.Provenance.DelegateOS.CostChargedMicrocents)
 			}
 		})
+	}
+}
+
+// TestRequestMaxCost: a request may bound what its call reserves
+// (params._delegateos.maxCostMicrocents): over it, the gate refuses the
+// call budget_exceeded at its decision, with the policy in force then.
+// The LDP front sends a task's contract budget so, which closes the window
+// between its quote and the gate's decision (rtldp3 #8).
+func TestRequestMaxCost(t *testing.T) {
+	env := mcptest.NewEnv(t)
+	srv := env.StartServe(mcptest.ServeOptions{Policy: env.Policy(mcptest.Priced("echo", 100))})
+	hdr := map[string]string{"Mcp-Protocol-Version": "2026-07-28", "Authorization": "Bearer " + env.Mint(nil, "mcp:echo:*").String()}
+	call := func(max int) string {
+		return string(srv.Do(http.MethodPost, "/mcp", hdr, fmt.Sprintf(`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"echo","arguments":{"text":"hi"},"_delegateos":{"maxCostMicrocents":%d},`+
+			`"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{},"io.modelcontextprotocol/clientInfo":{"name":"c","version":"1"}}}}`, max)).Body)
+	}
+	if out := call(99); !strings.Contains(out, "budget_exceeded") || !strings.Contains(out, "allows at most 99") {
+		t.Fatalf("a call of cost 100 under a maximum of 99: %s", out)
+	}
+	if out := call(100); !strings.Contains(out, `"text":"hi"`) {
+		t.Fatalf("a call of cost 100 under a maximum of 100: %s", out)
 	}
 }

@@ -595,6 +595,12 @@ func (x *ldpExec) Execute(ctx context.Context, t *ldp.Task) (*ldp.Outcome, error
 		return nil, denied(ldp.CodeInputInvalid, err.Error())
 	}
 	call := map[string]any{"name": sk.Tool, "arguments": args}
+	if c := t.Submit.Contract; c != nil && c.Policy.Budget != nil && c.Policy.Budget.MaxCostUSD != nil {
+		// The contract's budget bounds what the gate may reserve, at its
+		// decision: a reload between the quote the task was admitted
+		// with and the decision cannot overrun it.
+		call["_delegateos"] = map[string]any{"maxCostMicrocents": ldp.BudgetMicrocents(*c.Policy.Budget.MaxCostUSD)}
+	}
 	if x.approvals != nil {
 		// Asked as a client that takes form elicitation: a call a rule
 		// holds for approval comes back input_required, for an approver.
