@@ -55,6 +55,12 @@ func mountLDP(s *serveSetup) error {
 		// fixedSettings), so the section is the one mounted.
 		s.Reload.onApplied(func(snap *gate.Snapshot) { f.Refresh(snap.Policy) })
 	}
+	if len(s.Policy.LDP.Approvers) > 0 {
+		// The approvers answer every held call, whichever front sends
+		// it: an MCP client holding the same token must not approve its
+		// own call of a tool held for them.
+		s.ApprovalElsewhere = ldpfront.ApprovalElsewhere
+	}
 	f.Mount(s.Server.Mux)
 	return nil
 }

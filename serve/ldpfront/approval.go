@@ -30,6 +30,12 @@ import (
 // for, and sends the call back with the approver's answer; the relay
 // decides it afresh and writes its approval receipt, as for any client.
 
+// ApprovalElsewhere is the reason an MCP client's call held for approval
+// is refused when the policy names ldp.approvers: they answer every held
+// call, and the client would approve its own (proxy.Config.
+// ApprovalElsewhere of every relay session but the LDP front's).
+const ApprovalElsewhere = "this server's approvals are answered by its LDP approvers (ldp.approvers, 'delegateos ldp approve'), never by the client that sends the call: send it as an LDP task to this server's delegate, where it waits for one of them"
+
 // ApprovalsPath is where an approver answers: POST a signed Approval.
 const ApprovalsPath = "/ldp/approvals"
 

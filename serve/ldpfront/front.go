@@ -601,6 +601,12 @@ func (x *ldpExec) Execute(ctx context.Context, t *ldp.Task) (*ldp.Outcome, error
 		call["_meta"] = clientMeta
 	}
 	var rc *taskReceipts
+	// quoted is what the call costs under the policy in force when it was
+	// last sent, which the gate decides it with (a reload may come
+	// later, while the tool runs): the cost charged, unless the audit
+	// log's execution receipt says what was.
+	var quoted int64
+	var quotedOK bool
 	// send makes the task's call (params, as the relay reads them)
 	// through the MCP endpoint, watched by the tap.
 	send := func(params map[string]any) (*captureWriter, string, time.Duration, error) {
@@ -609,7 +615,7 @@ func (x *ldpExec) Execute(ctx context.Context, t *ldp.Task) (*ldp.Outcome, error
 		id := "ldp-" + strconv.FormatInt(x.seq.Add(1), 10) + "-" + hex.EncodeToString(nonce[:])
 		rawID, _ := json.Marshal(id)
 		body, _ := json.Marshal(map[string]any{"jsonrpc": "2.0", "id": id, "method": "tools/call", "params": params})
-		req, err := http.NewRequestWithContext(ctx, http.MethodPost, x.endpoint, bytes.NewReader(body))
+		req, err := http.NewRequestWithContext(serve.FromLDPFront(ctx), http.MethodPost, x.endpoint, bytes.NewReader(body))
 		if err != nil {
 			return nil, "", 0, err
 		}
@@ -629,6 +635,7 @@ func (x *ldpExec) Execute(ctx context.Context, t *ldp.Task) (*ldp.Outcome, error
 			rc = x.tap.watch(body)
 		}
 		w := &captureWriter{header: http.Header{}}
+		quoted, quotedOK = x.Quote(t)
 		start := time.Now()
 		x.mux.ServeHTTP(w, req)
 		return w, string(rawID), time.Since(start), nil
@@ -766,18 +773,24 @@ func (x *ldpExec) Execute(ctx context.Context, t *ldp.Task) (*ldp.Outcome, error
 		out.Verified, out.VerificationStatus = true, "tool_verified"
 		out.Evidence = []ldp.EvidenceRef{{Source: "delegateos", Kind: "contract_verification", URI: tc.ID, Summary: "passed"}}
 	}
-	pol := x.policy()
-	if raw, err := json.Marshal(args); err == nil && !pol.HonourUpstreamCost {
-		// The gate charges a call that ran what the policy says it costs
-		// (unless the upstream may report its own cost, which this front
-		// does not see).
-		if call, err := pol.Map(sk.Tool, raw); err == nil {
-			c := call.Cost
-			out.DelegateOS = &ldp.ProvenanceDOS{CostChargedMicrocents: &c}
-		}
-	}
+	// The cost charged is the gate's: its execution receipt's, with an
+	// audit log (an upstream-reported cost included); else what the
+	// policy the call was sent under says it costs (unless the upstream
+	// may report its own cost, which this front does not see). Never the
+	// policy in force after the call: a reload while the tool ran does
+	// not change what was charged.
 	if x.tap != nil {
 		out.DelegateOS = receipts(out.DelegateOS)
+		if n, ok := x.tap.charged(rc); ok {
+			quoted, quotedOK = n, true
+		}
+	}
+	if quotedOK {
+		if out.DelegateOS == nil {
+			out.DelegateOS = &ldp.ProvenanceDOS{}
+		}
+		c := quoted
+		out.DelegateOS.CostChargedMicrocents = &c
 	}
 	return out, nil
 }
