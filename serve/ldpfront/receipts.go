@@ -58,6 +58,20 @@ func (nullLog) Approval(*receipt.HumanApprovalBody) (string, error) { return "",
 func (nullLog) Failed() bool                                        { return false }
 func (nullLog) Written() <-chan struct{}                            { return written }
 
+// waitExecuted waits (at most receiptWait) for the end of c's call when
+// the gate allowed it.
+func (t *Tap) waitExecuted(c *taskReceipts) {
+	if !t.gateAllowed(c) {
+		return
+	}
+	timer := time.NewTimer(receiptWait)
+	defer timer.Stop()
+	select {
+	case <-c.executed:
+	case <-timer.C:
+	}
+}
+
 // gateAllowed reports whether the gate decided c's call and allowed it:
 // the call went to the upstream, so an error that comes back is the
 // upstream's, whatever it is shaped as.
@@ -206,7 +220,13 @@ func (t *Tap) charged(c *taskReceipts) (int64, bool) {
 // provenance adds c's receipt hashes to p (made when nil); without an
 // audit log (t nil, or without a log) p is returned as it is.
 func (t *Tap) provenance(c *taskReceipts, p *ldp.ProvenanceDOS) *ldp.ProvenanceDOS {
-	if t == nil || c == nil || t.noLog {
+	if t == nil || c == nil {
+		return p
+	}
+	if t.noLog {
+		// Nothing is written to name; the call's end is waited for all
+		// the same, so that what it charged is known (charged).
+		t.waitExecuted(c)
 		return p
 	}
 	if p == nil {
