@@ -191,9 +191,9 @@ func TestLDPAttackRequireEd25519(t *testing.T) {
 }
 
 // TestLDPAttackTokenPlacement: which token a task runs under, and who
-// may use a session. The TASK_SUBMIT's member wins over the bearer and
-// the session's token (a narrower one is the one the gate sees); a bearer
-// wins over the session's; another token holder who knows the session's
+// may use a session. The TASK_SUBMIT's member wins over the session's
+// token (a narrower one is the one the gate sees); a bearer other than
+// the signed token is refused BEARER_UNSIGNED; another token holder who knows the session's
 // ID and its peer's ID cannot put a task in it, nor cancel or close it.
 func TestLDPAttackTokenPlacement(t *testing.T) {
 	env := mcptest.NewEnv(t)
@@ -215,15 +215,16 @@ func TestLDPAttackTokenPlacement(t *testing.T) {
 	if err != nil || rtFailCode(reply) != "capability_not_granted" {
 		t.Fatalf("member token: %v %s", err, rtFailCode(reply))
 	}
-	// The bearer (narrow) wins over the session's.
+	// A bearer other than the signed token (the session's, here) is
+	// refused: the Ed25519 signature does not cover it (rtldp3 #2).
 	e := rtEnvelope(s.ID, holder.ID, task("bearer"), ldp.ModeText)
-	if _, reply, body := rtPost(t, srv, "", rtSign(t, e, env.Agent.PrivateKey()), narrow.String()); rtFailCode(reply) != "capability_not_granted" {
+	if _, reply, body := rtPost(t, srv, "", rtSign(t, e, env.Agent.PrivateKey()), narrow.String()); rtFailCode(reply) != ldp.CodeBearerUnsigned {
 		t.Fatalf("bearer token: %s", body)
 	}
-	// The member wins over the bearer.
+	// So is one other than the member.
 	e = rtEnvelope(s.ID, holder.ID, task("both"), ldp.ModeText)
 	e.DelegateOS = &ldp.DelegateOSMember{DCT: narrow.String(), Format: dct.Format}
-	if _, reply, body := rtPost(t, srv, "", rtSign(t, e, env.Agent.PrivateKey()), wide.String()); rtFailCode(reply) != "capability_not_granted" {
+	if _, reply, body := rtPost(t, srv, "", rtSign(t, e, env.Agent.PrivateKey()), wide.String()); rtFailCode(reply) != ldp.CodeBearerUnsigned {
 		t.Fatalf("member and bearer: %s", body)
 	}
 	// A member in another format is refused, not ignored.

@@ -94,7 +94,8 @@ func TestLDPApprovalAnswerBindsOneTask(t *testing.T) {
 // holder's Ed25519 signature proves is held to the token the task runs
 // under. Tried: the holder signs a task carrying another agent's token
 // (signature_wrong_key); the holder signs a task with no member while the
-// bearer is another agent's token (signature_wrong_key); the holder signs
+// bearer is another agent's token (BEARER_UNSIGNED: a bearer is taken
+// only when it is the signed token); the holder signs
 // a task, its token is revoked, then the never-sent bytes are sent
 // (revoked, not run); the gate allowed exactly the one good task.
 func TestLDPSignedTaskHolderOfKeyRefusals(t *testing.T) {
@@ -120,7 +121,7 @@ func TestLDPSignedTaskHolderOfKeyRefusals(t *testing.T) {
 		t.Fatalf("another's token as the member: %s", body)
 	}
 	e = rtEnvelope(s.ID, "ldp:delegate:holder", &ldp.TaskSubmit{TaskID: "bearer", Skill: "echo", Input: json.RawMessage(`"x"`)}, ldp.ModeText)
-	if _, r, body := rtPost(t, srv, "", rtSign(t, e, env.Agent.PrivateKey()), othersTok.String()); rtFailCode(r) != string(ldp.ReasonWrongKey) {
+	if _, r, body := rtPost(t, srv, "", rtSign(t, e, env.Agent.PrivateKey()), othersTok.String()); rtFailCode(r) != ldp.CodeBearerUnsigned {
 		t.Fatalf("another's token as the bearer: %s", body)
 	}
 	later := rtSign(t, rtEnvelope(s.ID, "ldp:delegate:holder", &ldp.TaskSubmit{TaskID: "later", Skill: "echo", Input: json.RawMessage(`"x"`)}, ldp.ModeText), env.Agent.PrivateKey())
