@@ -27,14 +27,14 @@ import (
 func TestLDPApprovalRechecksContractBudget(t *testing.T) {
 	env := mcptest.NewEnv(t)
 	approver := mcptest.NewKey(t, "approver")
-	srv := rt3ApprovalServe(t, env, approver, "required", "")
-	path := rt3PolicyPath(srv)
-	s := rt3Open(t, srv, "ldp:delegate:holder", env.Agent, env.Mint(nil, "mcp:echo:*"))
+	srv := peerApprovalServe(t, env, approver, "required", "")
+	path := peerPolicyPath(srv)
+	s := peerOpen(t, srv, "ldp:delegate:holder", env.Agent, env.Mint(nil, "mcp:echo:*"))
 	max := 2e-6 // 200 microcents
 	c := &ldp.DelegationContract{ContractID: "c1", Objective: "echo", CreatedAt: "2026-01-01T00:00:00Z",
 		Policy: ldp.PolicyEnvelope{FailurePolicy: ldp.FailClosed, Budget: &ldp.BudgetPolicy{MaxCostUSD: &max}}}
-	reply := rt3SubmitAsync(t, s, &ldp.TaskSubmit{TaskID: "c", Skill: "echo", Input: json.RawMessage(`"x"`), Contract: c})
-	id := rt3Awaiting(t, srv, 1)["c"]
+	reply := peerSubmitAsync(t, s, &ldp.TaskSubmit{TaskID: "c", Skill: "echo", Input: json.RawMessage(`"x"`), Contract: c})
+	id := peerAwaiting(t, srv, 1)["c"]
 	yaml, err := os.ReadFile(path)
 	if err != nil {
 		t.Fatal(err)
@@ -42,7 +42,7 @@ func TestLDPApprovalRechecksContractBudget(t *testing.T) {
 	mcptest.WriteFile(t, path, strings.Replace(string(yaml), "cost: 100", "cost: 300", 1))
 	srv.Signal(syscall.SIGHUP)
 	srv.WaitLog("policy reloaded", nil)
-	if code, out := rt3Approve(t, env, srv, approver, id); code != 0 {
+	if code, out := peerApprove(t, env, srv, approver, id); code != 0 {
 		t.Fatalf("approve: %s", out)
 	}
 	got := <-reply
@@ -50,7 +50,7 @@ func TestLDPApprovalRechecksContractBudget(t *testing.T) {
 		t.Fatalf("a contract with a budget of 200 microcents ran at %d (the policy reloaded while it waited for approval)",
 			*res.Provenance.DelegateOS.CostChargedMicrocents)
 	}
-	if code := rtFailCode(got); code != ldp.CodeContract {
+	if code := peerFailCode(got); code != ldp.CodeContract {
 		t.Fatalf("refused %q, want %s", code, ldp.CodeContract)
 	}
 }
@@ -64,21 +64,21 @@ func TestLDPApprovalRechecksContractBudget(t *testing.T) {
 func TestLDPApprovalEndsAtContractDeadline(t *testing.T) {
 	env := mcptest.NewEnv(t)
 	approver := mcptest.NewKey(t, "approver")
-	srv := rt3ApprovalServe(t, env, approver, "required", "")
-	s := rt3Open(t, srv, "ldp:delegate:holder", env.Agent, env.Mint(nil, "mcp:echo:*"))
+	srv := peerApprovalServe(t, env, approver, "required", "")
+	s := peerOpen(t, srv, "ldp:delegate:holder", env.Agent, env.Mint(nil, "mcp:echo:*"))
 	deadline := time.Now().Add(5 * time.Second)
 	c := &ldp.DelegationContract{ContractID: "c1", Objective: "echo", CreatedAt: timestamp.Format(time.Now()), Deadline: timestamp.Format(deadline),
 		Policy: ldp.PolicyEnvelope{FailurePolicy: ldp.FailClosed}}
-	reply := rt3SubmitAsync(t, s, &ldp.TaskSubmit{TaskID: "d", Skill: "echo", Input: json.RawMessage(`"x"`), Contract: c})
-	id := rt3Awaiting(t, srv, 1)["d"]
+	reply := peerSubmitAsync(t, s, &ldp.TaskSubmit{TaskID: "d", Skill: "echo", Input: json.RawMessage(`"x"`), Contract: c})
+	id := peerAwaiting(t, srv, 1)["d"]
 	got := <-reply
 	if got == nil {
 		t.Fatalf("a task waiting for approval past its contract's deadline (%s) was still waiting", timestamp.Format(deadline))
 	}
-	if code := rtFailCode(got); code != ldp.CodeContract {
+	if code := peerFailCode(got); code != ldp.CodeContract {
 		t.Fatalf("a task waiting for approval past its contract's deadline (%s) answered %s %q, want %s", timestamp.Format(deadline), got.Body.Type(), code, ldp.CodeContract)
 	}
-	if code, out := rt3Approve(t, env, srv, approver, id); code == 0 {
+	if code, out := peerApprove(t, env, srv, approver, id); code == 0 {
 		t.Fatalf("the approver approved a task whose contract's deadline had passed: %s", out)
 	}
 	if n := len(srv.LogWith("decision", func(l map[string]any) bool { return l["tool"] == "echo" && l["outcome"] == "result" })); n != 0 {

@@ -30,31 +30,31 @@ import (
 func TestLDPApprovalWaitReleasesBodyBudget(t *testing.T) {
 	env := mcptest.NewEnv(t)
 	approver := mcptest.NewKey(t, "approver")
-	srv := rt3ApprovalServe(t, env, approver, "required", "")
-	s := rt3Open(t, srv, "ldp:delegate:hog", env.Agent, env.Mint(nil, "mcp:echo:*"))
+	srv := peerApprovalServe(t, env, approver, "required", "")
+	s := peerOpen(t, srv, "ldp:delegate:hog", env.Agent, env.Mint(nil, "mcp:echo:*"))
 	const size = 512 << 10
 	for i := range 16 {
 		id := fmt.Sprintf("hold-%02d", i)
 		pad := size
 		var body []byte
 		for {
-			body = rt3Task(t, s.ID, "ldp:delegate:hog", id, strings.Repeat("a", pad), env.Agent)
+			body = peerTask(t, s.ID, "ldp:delegate:hog", id, strings.Repeat("a", pad), env.Agent)
 			if len(body) == size {
 				break
 			}
 			pad += size - len(body)
 		}
-		rt3Held(t, srv, body)
+		peerHeld(t, srv, body)
 	}
-	ids := rt3Awaiting(t, srv, 16)
+	ids := peerAwaiting(t, srv, 16)
 	var broke []string
 	out, errs, code := mcptest.CLI(t, "ldp", "approve", "--key", env.KeyFile(approver), srv.Base, ids["hold-00"])
 	if code != 0 {
 		broke = append(broke, fmt.Sprintf("the approver's answer: exit %d %s%s", code, out, errs))
 	}
-	hello := rtSign(t, rtEnvelope("", "ldp:delegate:other", &ldp.Hello{DelegateID: "ldp:delegate:other", SupportedModes: []ldp.PayloadMode{ldp.ModeText}}, ldp.ModeText),
+	hello := peerSign(t, peerEnvelope("", "ldp:delegate:other", &ldp.Hello{DelegateID: "ldp:delegate:other", SupportedModes: []ldp.PayloadMode{ldp.ModeText}}, ldp.ModeText),
 		mcptest.NewKey(t, "other").PrivateKey())
-	if status, _, body := rtPost(t, srv, "", hello, ""); status != http.StatusOK {
+	if status, _, body := peerPost(t, srv, "", hello, ""); status != http.StatusOK {
 		broke = append(broke, fmt.Sprintf("another peer's HELLO: HTTP %d %s", status, body))
 	}
 	if len(broke) > 0 {
@@ -74,15 +74,15 @@ func TestLDPApprovalWaitReleasesBodyBudget(t *testing.T) {
 func TestLDPApprovalCapPerTree(t *testing.T) {
 	env := mcptest.NewEnv(t)
 	approver := mcptest.NewKey(t, "approver")
-	srv := rt3ApprovalServe(t, env, approver, "required", "")
+	srv := peerApprovalServe(t, env, approver, "required", "")
 	own := env.Mint(nil, "mcp:echo:*")
 	var replies []<-chan *ldp.Envelope
 	for k := range 16 {
 		sybil := mcptest.NewKey(t, fmt.Sprintf("sybil-%02d", k))
 		from := fmt.Sprintf("ldp:delegate:sybil-%02d", k)
-		s := rt3Open(t, srv, from, sybil, mcptest.Attenuate(t, own, env.Agent, sybil, 10_000))
+		s := peerOpen(t, srv, from, sybil, mcptest.Attenuate(t, own, env.Agent, sybil, 10_000))
 		for i := range 16 {
-			replies = append(replies, rt3Held(t, srv, rt3Task(t, s.ID, from, fmt.Sprintf("hold-%02d-%02d", k, i), "x", sybil)))
+			replies = append(replies, peerHeld(t, srv, peerTask(t, s.ID, from, fmt.Sprintf("hold-%02d-%02d", k, i), "x", sybil)))
 		}
 	}
 	refused := 0
@@ -93,7 +93,7 @@ func TestLDPApprovalCapPerTree(t *testing.T) {
 			}
 			select {
 			case got := <-r:
-				if code := rtFailCode(got); code != "approval_unavailable" {
+				if code := peerFailCode(got); code != "approval_unavailable" {
 					t.Fatalf("a task over the tree's share answered %q, want approval_unavailable", code)
 				}
 				refused++
@@ -103,13 +103,13 @@ func TestLDPApprovalCapPerTree(t *testing.T) {
 		}
 		return refused >= 240
 	})
-	if ids := rt3Awaiting(t, srv, 16); len(ids) != 16 {
+	if ids := peerAwaiting(t, srv, 16); len(ids) != 16 {
 		t.Fatalf("%d of one tree's tasks wait, want 16", len(ids))
 	}
 	victimKey := mcptest.NewKey(t, "victim")
 	victimTok := env.Mint(func(p *dct.CreateParams) { p.Delegatee = victimKey.ID() }, "mcp:echo:*")
-	vs := rt3Open(t, srv, "ldp:delegate:victim", victimKey, victimTok)
-	reply := rt3Held(t, srv, rt3Task(t, vs.ID, "ldp:delegate:victim", "victim", "mine", victimKey))
+	vs := peerOpen(t, srv, "ldp:delegate:victim", victimKey, victimTok)
+	reply := peerHeld(t, srv, peerTask(t, vs.ID, "ldp:delegate:victim", "victim", "mine", victimKey))
 	var got *ldp.Envelope
 	mcptest.Eventually(t, "the victim's task waits or ends", func() bool {
 		select {
@@ -120,9 +120,9 @@ func TestLDPApprovalCapPerTree(t *testing.T) {
 		return len(srv.LogWith("LDP task awaits approval", func(l map[string]any) bool { return l["task"] == "victim" })) > 0
 	})
 	if got != nil {
-		t.Fatalf("one holder's token, delegated on to 16 keys of its own, took every place: another holder's task is refused %q: %+v", rtFailCode(got), got.Body)
+		t.Fatalf("one holder's token, delegated on to 16 keys of its own, took every place: another holder's task is refused %q: %+v", peerFailCode(got), got.Body)
 	}
-	if n := len(rt3Awaiting(t, srv, 17)); n != 17 {
+	if n := len(peerAwaiting(t, srv, 17)); n != 17 {
 		t.Fatalf("%d tasks wait, want 17", n)
 	}
 }

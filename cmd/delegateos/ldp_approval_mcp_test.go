@@ -23,7 +23,7 @@ import (
 func TestLDPApproversAnswerMCPCalls(t *testing.T) {
 	env := mcptest.NewEnv(t)
 	approver := mcptest.NewKey(t, "approver")
-	srv := rt3ApprovalServe(t, env, approver, "required", "")
+	srv := peerApprovalServe(t, env, approver, "required", "")
 	tok := env.Mint(nil, "mcp:echo:*")
 	hdr := map[string]string{"Mcp-Protocol-Version": "2026-07-28", "Authorization": "Bearer " + tok.String()}
 	call := func(extra string) []byte {

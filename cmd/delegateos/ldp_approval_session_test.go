@@ -24,19 +24,19 @@ import (
 func TestLDPApprovalEndsWithSessionClose(t *testing.T) {
 	env := mcptest.NewEnv(t)
 	approver := mcptest.NewKey(t, "approver")
-	srv := rt3ApprovalServe(t, env, approver, "required", "")
-	s := rt3Open(t, srv, "ldp:delegate:holder", env.Agent, env.Mint(nil, "mcp:echo:*"))
-	reply := rt3SubmitAsync(t, s, &ldp.TaskSubmit{TaskID: "c", Skill: "echo", Input: json.RawMessage(`"x"`)})
-	id := rt3Awaiting(t, srv, 1)["c"]
+	srv := peerApprovalServe(t, env, approver, "required", "")
+	s := peerOpen(t, srv, "ldp:delegate:holder", env.Agent, env.Mint(nil, "mcp:echo:*"))
+	reply := peerSubmitAsync(t, s, &ldp.TaskSubmit{TaskID: "c", Skill: "echo", Input: json.RawMessage(`"x"`)})
+	id := peerAwaiting(t, srv, 1)["c"]
 	if err := s.Close(context.Background(), "done"); err != nil {
 		t.Fatal(err)
 	}
-	code, out := rt3Approve(t, env, srv, approver, id)
+	code, out := peerApprove(t, env, srv, approver, id)
 	if code == 0 || !strings.Contains(out, "404") && !strings.Contains(out, "no task is waiting") {
 		t.Fatalf("the approver approved a task of a closed session (exit %d): %s", code, strings.TrimSpace(out))
 	}
 	got := <-reply
-	if got == nil || rtFailCode(got) != "TASK_CANCELLED" {
+	if got == nil || peerFailCode(got) != "TASK_CANCELLED" {
 		t.Fatalf("a task of a closed session answered %v, want %s", got, "TASK_CANCELLED")
 	}
 	if n := len(srv.LogWith("decision", func(l map[string]any) bool { return l["tool"] == "echo" && l["outcome"] == "result" })); n != 0 {
@@ -50,7 +50,7 @@ func TestLDPApprovalEndsWithSessionClose(t *testing.T) {
 func TestLDPApprovalEndsWithSessionExpiry(t *testing.T) {
 	env := mcptest.NewEnv(t)
 	approver := mcptest.NewKey(t, "approver")
-	srv := rt3ApprovalServe(t, env, approver, "required", "")
+	srv := peerApprovalServe(t, env, approver, "required", "")
 	ttl := uint64(2)
 	c := &ldp.Client{ID: "ldp:delegate:holder", TrustDomain: "research", Key: env.Agent.PrivateKey(), Verifier: &ldp.Verifier{}}
 	s, err := c.Open(context.Background(), srv.Base, "ldp:delegate:docs", ldp.SessionConfig{PreferredPayloadModes: []ldp.PayloadMode{ldp.ModeText}, TTLSecs: &ttl},
@@ -58,16 +58,16 @@ func TestLDPApprovalEndsWithSessionExpiry(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	reply := rt3SubmitAsync(t, s, &ldp.TaskSubmit{TaskID: "e", Skill: "echo", Input: json.RawMessage(`"x"`)})
-	id := rt3Awaiting(t, srv, 1)["e"]
+	reply := peerSubmitAsync(t, s, &ldp.TaskSubmit{TaskID: "e", Skill: "echo", Input: json.RawMessage(`"x"`)})
+	id := peerAwaiting(t, srv, 1)["e"]
 	got := <-reply
-	if got == nil || rtFailCode(got) != "TASK_CANCELLED" {
+	if got == nil || peerFailCode(got) != "TASK_CANCELLED" {
 		t.Fatalf("a task whose session expired while it waited answered %v, want %s", got, "TASK_CANCELLED")
 	}
 	if f, ok := got.Body.(*ldp.TaskFailed); !ok || !strings.Contains(f.Error.Message, "expired") {
 		t.Fatalf("the task's failure does not say its session expired: %+v", got.Body)
 	}
-	if code, out := rt3Approve(t, env, srv, approver, id); code == 0 {
+	if code, out := peerApprove(t, env, srv, approver, id); code == 0 {
 		t.Fatalf("the approver approved a task of an expired session: %s", out)
 	}
 }

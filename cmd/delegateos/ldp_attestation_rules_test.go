@@ -24,17 +24,17 @@ import (
 func TestLDPAttestationSelfDealingThroughSubDelegation(t *testing.T) {
 	env := mcptest.NewEnv(t)
 	serverKey := mcptest.NewKey(t, "server")
-	srv, ws := rt3Serve(t, env, serverKey, "")
+	srv, ws := peerServe(t, env, serverKey, "")
 	sybil := mcptest.NewKey(t, "sybil")
 	own := env.Mint(func(p *dct.CreateParams) { p.Delegatee = serverKey.ID() }, "mcp:echo:*")
 	sub := mcptest.Attenuate(t, own, serverKey, sybil, 1000)
-	s := rt3Open(t, srv, "ldp:delegate:sybil", sybil, sub)
-	if reply := rt3Submit(t, s, "self", "echo", `"mine"`, nil); rtFailCode(reply) != "" {
+	s := peerOpen(t, srv, "ldp:delegate:sybil", sybil, sub)
+	if reply := peerSubmit(t, s, "self", "echo", `"mine"`, nil); peerFailCode(reply) != "" {
 		t.Fatalf("task: %+v", reply.Body)
 	}
-	before := rt3Signals(t, ws, serverKey.DID())
-	code := rt3Send(t, s, rt3Attestation(t, sybil, serverKey.DID(), "self", true))
-	if after := rt3Signals(t, ws, serverKey.DID()); after != before {
+	before := peerSignals(t, ws, serverKey.DID())
+	code := peerSend(t, s, peerAttestation(t, sybil, serverKey.DID(), "self", true))
+	if after := peerSignals(t, ws, serverKey.DID()); after != before {
 		t.Fatalf("the delegate rated its own work through a key it delegated to: signals %d -> %d (ATTESTATION answered %q)", before, after, code)
 	}
 	if code != ldp.CodeAttestationRefused {
@@ -54,19 +54,19 @@ func TestLDPAttestationSelfDealingThroughSubDelegation(t *testing.T) {
 func TestLDPAttestationOfRefusedTask(t *testing.T) {
 	env := mcptest.NewEnv(t)
 	serverKey := mcptest.NewKey(t, "server")
-	srv, ws := rt3Serve(t, env, serverKey, "")
+	srv, ws := peerServe(t, env, serverKey, "")
 	noEcho := env.Mint(nil, "docs:read:/**")
-	s := rt3Open(t, srv, "ldp:delegate:rival", env.Agent, noEcho)
-	before := rt3Signals(t, ws, serverKey.DID())
+	s := peerOpen(t, srv, "ldp:delegate:rival", env.Agent, noEcho)
+	before := peerSignals(t, ws, serverKey.DID())
 	var codes []string
 	for _, id := range []string{"r1", "r2", "r3"} {
-		reply := rt3Submit(t, s, id, "echo", `"x"`, nil)
-		if rtFailCode(reply) != "capability_not_granted" {
+		reply := peerSubmit(t, s, id, "echo", `"x"`, nil)
+		if peerFailCode(reply) != "capability_not_granted" {
 			t.Fatalf("task %s: %+v", id, reply.Body)
 		}
-		codes = append(codes, rt3Send(t, s, rt3Attestation(t, env.Agent, serverKey.DID(), id, false)))
+		codes = append(codes, peerSend(t, s, peerAttestation(t, env.Agent, serverKey.DID(), id, false)))
 	}
-	if after := rt3Signals(t, ws, serverKey.DID()); after != before {
+	if after := peerSignals(t, ws, serverKey.DID()); after != before {
 		t.Fatalf("tasks the gate refused (no work, no charge) were rated: signals %d -> %d (ATTESTATION answered %q)", before, after, codes)
 	}
 	for _, c := range codes {

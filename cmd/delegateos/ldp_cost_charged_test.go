@@ -18,7 +18,7 @@ import (
 
 // costChargedServe runs serve as the LDP delegate (echo at 100, with a
 // workspace, and an audit log when audit) in front of the upstream u.
-func costChargedServe(t *testing.T, env *mcptest.Env, u *rt3Upstream, audit bool) *mcptest.Server {
+func costChargedServe(t *testing.T, env *mcptest.Env, u *peerUpstream, audit bool) *mcptest.Server {
 	t.Helper()
 	hs := httptest.NewServer(u)
 	t.Cleanup(hs.Close)
@@ -27,7 +27,7 @@ func costChargedServe(t *testing.T, env *mcptest.Env, u *rt3Upstream, audit bool
 		t.Fatal(err)
 	}
 	pol := env.Policy(mcptest.Priced("echo", 100))
-	pol.Extra = rt3Section + "workspace: " + strconv.Quote(ws) + "\n"
+	pol.Extra = peerSection + "workspace: " + strconv.Quote(ws) + "\n"
 	if audit {
 		pol.Extra += "audit_log: " + strconv.Quote(filepath.Join(env.Dir, "audit.log")) + "\n"
 	}
@@ -43,13 +43,13 @@ func costChargedServe(t *testing.T, env *mcptest.Env, u *rt3Upstream, audit bool
 func TestLDPCostChargedIsTheGates(t *testing.T) {
 	for _, audit := range []bool{false, true} {
 		t.Run(map[bool]string{false: "without audit log", true: "with audit log"}[audit], func(t *testing.T) {
-			u := newRT3Upstream()
+			u := newPeerUpstream()
 			env := mcptest.NewEnv(t)
 			srv := costChargedServe(t, env, u, audit)
-			s := rt3Open(t, srv, "ldp:delegate:holder", env.Agent, env.Mint(nil, "mcp:echo:*"))
-			reply := rt3SubmitAsync(t, s, &ldp.TaskSubmit{TaskID: "b", Skill: "echo", Input: json.RawMessage(`"y"`)})
+			s := peerOpen(t, srv, "ldp:delegate:holder", env.Agent, env.Mint(nil, "mcp:echo:*"))
+			reply := peerSubmitAsync(t, s, &ldp.TaskSubmit{TaskID: "b", Skill: "echo", Input: json.RawMessage(`"y"`)})
 			<-u.calls // the tool is running
-			path := rt3PolicyPath(srv)
+			path := peerPolicyPath(srv)
 			yaml, err := os.ReadFile(path)
 			if err != nil {
 				t.Fatal(err)

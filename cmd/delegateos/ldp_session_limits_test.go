@@ -27,7 +27,7 @@ import (
 // eighth of the table between them, and another holder opens its session.
 func TestLDPSessionsCappedPerTree(t *testing.T) {
 	env := mcptest.NewEnv(t)
-	srv, _ := rt3Serve(t, env, mcptest.NewKey(t, "server"), "")
+	srv, _ := peerServe(t, env, mcptest.NewKey(t, "server"), "")
 	own := env.Mint(nil, "mcp:echo:*")
 	day := uint64(86400)
 	cfg := ldp.SessionConfig{PreferredPayloadModes: []ldp.PayloadMode{ldp.ModeText}, TTLSecs: &day}

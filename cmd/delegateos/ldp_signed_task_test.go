@@ -22,11 +22,11 @@ import (
 // another number, and ldp.Client sends the JCS form of what it signs.
 func TestLDPSignedTaskNumbersInJCSForm(t *testing.T) {
 	env := mcptest.NewEnv(t)
-	srv, _ := rt3Serve(t, env, mcptest.NewKey(t, "server"), "")
+	srv, _ := peerServe(t, env, mcptest.NewKey(t, "server"), "")
 	tok := env.Mint(nil, "mcp:echo:*")
-	s := rt3Open(t, srv, "ldp:delegate:holder", env.Agent, tok)
+	s := peerOpen(t, srv, "ldp:delegate:holder", env.Agent, tok)
 	submit := func(id, input string) *ldp.Envelope {
-		e := rtEnvelope(s.ID, "ldp:delegate:holder", &ldp.TaskSubmit{TaskID: id, Skill: "args", Input: json.RawMessage(input)}, ldp.ModeText)
+		e := peerEnvelope(s.ID, "ldp:delegate:holder", &ldp.TaskSubmit{TaskID: id, Skill: "args", Input: json.RawMessage(input)}, ldp.ModeText)
 		e.DelegateOS = &ldp.DelegateOSMember{DCT: tok.String(), Format: dct.Format}
 		return e
 	}
@@ -40,10 +40,10 @@ func TestLDPSignedTaskNumbersInJCSForm(t *testing.T) {
 	// same JCS form (9007199254740993), or 2^53 as 9.007199254740992e15:
 	// the signature would verify, the envelope is refused.
 	for i, forge := range []string{"9007199254740993", "9.007199254740992e15", "9007199254740992.0"} {
-		signed := rtSign(t, submit(fmt.Sprintf("forged-%d", i), `{"text":"pay","amount":9007199254740992}`), env.Agent.PrivateKey())
+		signed := peerSign(t, submit(fmt.Sprintf("forged-%d", i), `{"text":"pay","amount":9007199254740992}`), env.Agent.PrivateKey())
 		forged := bytes.Replace(signed, []byte("9007199254740992"), []byte(forge), 1)
 		// (An envelope that does not parse is answered 400 with its code.)
-		status, reply, body := rtPost(t, srv, "", forged, "")
+		status, reply, body := peerPost(t, srv, "", forged, "")
 		if reply != nil {
 			if res, ok := reply.Body.(*ldp.TaskResult); ok {
 				t.Fatalf("a signature over amount 9007199254740992 ran a task for the amount the relay wrote as %s: %s", forge, res.Output)
@@ -55,19 +55,19 @@ func TestLDPSignedTaskNumbersInJCSForm(t *testing.T) {
 	}
 	// The holder's signed bytes themselves run, and the tool sees the
 	// number signed.
-	signed := rtSign(t, submit("pay", `{"text":"pay","amount":9007199254740992}`), env.Agent.PrivateKey())
-	_, reply, body := rtPost(t, srv, "", signed, "")
+	signed := peerSign(t, submit("pay", `{"text":"pay","amount":9007199254740992}`), env.Agent.PrivateKey())
+	_, reply, body := peerPost(t, srv, "", signed, "")
 	if res, ok := reply.Body.(*ldp.TaskResult); !ok || !strings.Contains(string(res.Output), `\"amount\":9007199254740992`) {
 		t.Fatalf("the holder's signed task: %s", body)
 	}
 	// ldp.Client writes numbers in their JCS form before signing: 1.0 and
 	// 1E2 reach the tool as 1 and 100.
-	reply = rt3Submit(t, s, "canon", "args", `{"text":"n","n":1.0,"e":1E2}`, nil)
+	reply = peerSubmit(t, s, "canon", "args", `{"text":"n","n":1.0,"e":1E2}`, nil)
 	res, ok := reply.Body.(*ldp.TaskResult)
 	if !ok || !strings.Contains(string(res.Output), `\"e\":100`) || !strings.Contains(string(res.Output), `\"n\":1,`) {
 		t.Fatalf("a client task with 1.0 and 1E2: %+v", reply.Body)
 	}
-	if n := rtAllowed(t, srv, "echo", 2); n != 2 {
+	if n := peerAllowed(t, srv, "echo", 2); n != 2 {
 		t.Fatalf("%d echo calls allowed, want 2", n)
 	}
 }
@@ -83,20 +83,20 @@ func TestLDPSignedTaskNumbersInJCSForm(t *testing.T) {
 // token is refused BEARER_UNSIGNED.
 func TestLDPSignedTaskBearerUnsigned(t *testing.T) {
 	env := mcptest.NewEnv(t)
-	srv, _ := rt3Serve(t, env, mcptest.NewKey(t, "server"), "")
+	srv, _ := peerServe(t, env, mcptest.NewKey(t, "server"), "")
 	small := env.Mint(mcptest.Budget(100), "mcp:echo:*")
 	other := env.Mint(mcptest.Budget(100_000), "mcp:echo:*")
-	s := rt3Open(t, srv, "ldp:delegate:holder", env.Agent, small)
+	s := peerOpen(t, srv, "ldp:delegate:holder", env.Agent, small)
 	// The session's token pays for one task.
-	if reply := rt3Submit(t, s, "first", "echo", `"one"`, nil); rtFailCode(reply) != "" {
+	if reply := peerSubmit(t, s, "first", "echo", `"one"`, nil); peerFailCode(reply) != "" {
 		t.Fatalf("first task: %+v", reply.Body)
 	}
 	// The holder signs its second task, meant for the session's token
 	// (which will refuse it: budget_exceeded), and sends it without a
 	// bearer; the relay adds the other token as Authorization: Bearer.
-	e := rtEnvelope(s.ID, "ldp:delegate:holder", &ldp.TaskSubmit{TaskID: "second", Skill: "echo", Input: json.RawMessage(`"two"`)}, ldp.ModeText)
-	signed := rtSign(t, e, env.Agent.PrivateKey())
-	_, reply, body := rtPost(t, srv, "", signed, other.String())
+	e := peerEnvelope(s.ID, "ldp:delegate:holder", &ldp.TaskSubmit{TaskID: "second", Skill: "echo", Input: json.RawMessage(`"two"`)}, ldp.ModeText)
+	signed := peerSign(t, e, env.Agent.PrivateKey())
+	_, reply, body := peerPost(t, srv, "", signed, other.String())
 	if res, ok := reply.Body.(*ldp.TaskResult); ok {
 		delegation := ""
 		if d := res.Provenance.DelegateOS; d != nil {
@@ -107,14 +107,14 @@ func TestLDPSignedTaskBearerUnsigned(t *testing.T) {
 		t.Fatalf("the unsigned bearer header chose the token of a signed task: it ran under delegation %s (the relay's token is %s, the session's %s)",
 			delegation, other.Unverified().Authority.DelegationID, small.Unverified().Authority.DelegationID)
 	}
-	if code := rtFailCode(reply); code != ldp.CodeBearerUnsigned {
+	if code := peerFailCode(reply); code != ldp.CodeBearerUnsigned {
 		t.Fatalf("refused with %q, want %s: %s", code, ldp.CodeBearerUnsigned, body)
 	}
 	// Sent as the holder meant it (anew: the refused envelope's message_id
 	// is spent), the task runs under the session's token, which refuses it.
-	e = rtEnvelope(s.ID, "ldp:delegate:holder", &ldp.TaskSubmit{TaskID: "second", Skill: "echo", Input: json.RawMessage(`"two"`)}, ldp.ModeText)
-	_, reply, body = rtPost(t, srv, "", rtSign(t, e, env.Agent.PrivateKey()), "")
-	if code := rtFailCode(reply); code != "budget_exceeded" {
+	e = peerEnvelope(s.ID, "ldp:delegate:holder", &ldp.TaskSubmit{TaskID: "second", Skill: "echo", Input: json.RawMessage(`"two"`)}, ldp.ModeText)
+	_, reply, body = peerPost(t, srv, "", peerSign(t, e, env.Agent.PrivateKey()), "")
+	if code := peerFailCode(reply); code != "budget_exceeded" {
 		t.Fatalf("the holder's task under its session's token: %q %s", code, body)
 	}
 }

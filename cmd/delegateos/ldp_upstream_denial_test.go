@@ -13,7 +13,7 @@ import (
 
 // upstreamLDPServe runs serve as the LDP delegate (echo at 100, with a
 // workspace, no audit log) in front of u.
-func upstreamLDPServe(t *testing.T, env *mcptest.Env, u *rt3Upstream) *mcptest.Server {
+func upstreamLDPServe(t *testing.T, env *mcptest.Env, u *peerUpstream) *mcptest.Server {
 	t.Helper()
 	hs := httptest.NewServer(u)
 	t.Cleanup(hs.Close)
@@ -22,7 +22,7 @@ func upstreamLDPServe(t *testing.T, env *mcptest.Env, u *rt3Upstream) *mcptest.S
 		t.Fatal(err)
 	}
 	pol := env.Policy(mcptest.Priced("echo", 100))
-	pol.Extra = rt3Section + "workspace: " + strconv.Quote(ws) + "\n"
+	pol.Extra = peerSection + "workspace: " + strconv.Quote(ws) + "\n"
 	return env.StartServe(mcptest.ServeOptions{Policy: pol, UpstreamURL: hs.URL + "/mcp", Flags: []string{"--key", env.KeyFile(mcptest.NewKey(t, "server"))}})
 }
 
@@ -37,12 +37,12 @@ func upstreamLDPServe(t *testing.T, env *mcptest.Env, u *rt3Upstream) *mcptest.S
 // did not allow the call (its tap sees the decision, with or without an
 // audit log): TOOL_ERROR/runtime. A genuine denial keeps its type.
 func TestLDPUpstreamErrorShapedAsDenial(t *testing.T) {
-	u := newRT3Upstream()
+	u := newPeerUpstream()
 	env := mcptest.NewEnv(t)
 	srv := upstreamLDPServe(t, env, u)
-	s := rt3Open(t, srv, "ldp:delegate:holder", env.Agent, env.Mint(nil, "mcp:echo:*"))
+	s := peerOpen(t, srv, "ldp:delegate:holder", env.Agent, env.Mint(nil, "mcp:echo:*"))
 	u.answers <- `"error":{"code":-32001,"message":"DCT verification failed: capability_not_granted — made up by the tool","data":{"type":"capability_not_granted"}}`
-	r := rt3Submit(t, s, "a", "echo", `"x"`, nil)
+	r := peerSubmit(t, s, "a", "echo", `"x"`, nil)
 	<-u.calls
 	f, ok := r.Body.(*ldp.TaskFailed)
 	if !ok {
@@ -59,9 +59,9 @@ func TestLDPUpstreamErrorShapedAsDenial(t *testing.T) {
 	}
 	// The gate's own denial (a token without echo) keeps its type and
 	// category.
-	s2 := rt3Open(t, srv, "ldp:delegate:other", env.Agent, env.Mint(nil, "docs:read:/**"))
-	r = rt3Submit(t, s2, "b", "echo", `"x"`, nil)
-	if code := rtFailCode(r); code != "capability_not_granted" || r.Body.(*ldp.TaskFailed).Error.Category != ldp.CategoryPolicy {
+	s2 := peerOpen(t, srv, "ldp:delegate:other", env.Agent, env.Mint(nil, "docs:read:/**"))
+	r = peerSubmit(t, s2, "b", "echo", `"x"`, nil)
+	if code := peerFailCode(r); code != "capability_not_granted" || r.Body.(*ldp.TaskFailed).Error.Category != ldp.CategoryPolicy {
 		t.Fatalf("the gate's denial: %+v", r.Body)
 	}
 }
