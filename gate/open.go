@@ -10,6 +10,7 @@ import (
 
 	"github.com/delegateos/delegateos/budget"
 	"github.com/delegateos/delegateos/dct"
+	"github.com/delegateos/delegateos/internal/fsutil"
 	"github.com/delegateos/delegateos/internal/redisconn"
 	"github.com/delegateos/delegateos/policy"
 	"github.com/delegateos/delegateos/revocation"
@@ -233,7 +234,10 @@ func openRevocations(pol *policy.Policy, dir string) (revocation.Live, error) {
 		// NAT address, which no canonical name links): a revocation is a
 		// signed fact about its block, so holding another list's only
 		// refuses more. Each copy is kept whole.
-		others, _ := filepath.Glob(filepath.Join(dir, "redis-*.revocations.json"))
+		others, err := fsutil.GlobIn(dir, "redis-*.revocations.json")
+		if err != nil {
+			return nil, fmt.Errorf("the state directory %s cannot be listed: %w", dir, err)
+		}
 		for _, o := range others {
 			if o != own {
 				copies = append(copies, o)
