@@ -186,6 +186,16 @@ func Open(pol *policy.Policy, opts Options) (_ *Snapshot, err error) {
 	}
 	s.closers = append(s.closers, closeRates)
 	s.Gate.Rates = rates
+	if pol.Workspace != "" && redisconn.IsURL(pol.EndedDelegations) {
+		// The machine's durable copy of the ended-delegation set is kept
+		// in the state directory: checked as for the spend store.
+		if err := budget.StateDirError(); err != nil {
+			return nil, storef("the ended-delegation set's copy cannot be kept: %v", err)
+		}
+		if err := budget.CheckStateDir(opts.StateDir); err != nil {
+			return nil, storef("the ended-delegation set's copy cannot be kept: %v", err)
+		}
+	}
 	delegations, closeDelegations, err := openDelegations(pol, s.Gate.Verifier, s.Revocations, s.Gate.Budget, opts.StateDir, log)
 	if err != nil {
 		return nil, storef("%v; fix workspace in the policy, or make the directory writable by %s's user", err, opts.Who)
