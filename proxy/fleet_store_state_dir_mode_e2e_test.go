@@ -39,7 +39,7 @@ func TestE2EFaultUnsafeStateDirRefused(t *testing.T) {
 	}
 	for _, c := range []struct{ name, dir, want string }{
 		{"world-writable", dirMode(0o777), "writable by its group or by other users"},
-		{"world-writable, sticky", dirMode(0o1777), "writable by its group or by other users"},
+		{"world-writable, sticky", dirMode(os.ModeSticky | 0o777), "writable by its group or by other users"},
 		{"group-writable", dirMode(0o770), "chmod go-w"},
 		{"another user's", other, "is owned by the user"},
 	} {
