@@ -20,6 +20,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/delegateos/delegateos/internal/fsutil"
 	"github.com/delegateos/delegateos/internal/redisconn"
 )
 
@@ -316,14 +317,18 @@ func StateDirError() error {
 // another user could change what it holds: writable by its group or by
 // other users, or owned by another user than the proxy's (who could
 // delete or replace the machine's ID, counts and revocation copies, and
-// so hide a store that lost data). One that does not exist yet is made
-// 0700 by the proxy.
+// so hide a store that lost data), or lies in a directory another user
+// could write, or on the way through another user's (checkStatePath).
+// One that does not exist yet is made 0700 by the proxy.
 func CheckStateDir(dir string) error {
 	if dir != "" && !filepath.IsAbs(dir) {
 		return fmt.Errorf("the state directory %q is a relative path: proxies started in other working directories would each keep their state apart, and none would notice a store that lost data; give an absolute path", dir)
 	}
 	if dir == "" {
 		return nil
+	}
+	if err := checkStatePath(dir); err != nil {
+		return err
 	}
 	fi, err := os.Stat(dir)
 	if err != nil {
@@ -481,7 +486,10 @@ func (s *Redis) otherIndex() (*Identity, string, error) {
 	if s.stateDir == "" {
 		return nil, "", nil
 	}
-	paths, _ := filepath.Glob(filepath.Join(s.stateDir, "redis-*.json"))
+	paths, err := fsutil.GlobIn(s.stateDir, "redis-*.json")
+	if err != nil {
+		return nil, "", fmt.Errorf("the state directory %s cannot be listed: %w", s.stateDir, err)
+	}
 	own, where := s.knownPath(), storeAddress(s.rawURL)
 	var found *Identity
 	var at string
@@ -630,7 +638,10 @@ func machineID(dir string) (string, error) {
 		// Counts written under a machine ID while the ID is gone: it was
 		// deleted, and with it what shows a store gone back to an older
 		// snapshot that other machines' calls took back up.
-		counts, _ := filepath.Glob(filepath.Join(dir, "store-*.seen.json"))
+		counts, err := fsutil.GlobIn(dir, "store-*.seen.json")
+		if err != nil && !errors.Is(err, syscall.ENOTDIR) {
+			return "", fmt.Errorf("the state directory %s cannot be listed: %w", dir, err)
+		}
 		for _, c := range counts {
 			var st seenState
 			if cb, err := os.ReadFile(c); err == nil && json.Unmarshal(cb, &st) == nil && st.Machine != "" {
@@ -674,7 +685,10 @@ func machineID(dir string) (string, error) {
 	// the counts copied from another machine), and the counts they hold,
 	// which show a store gone back to an older snapshot, would be dropped
 	// as another machine's.
-	counts, _ := filepath.Glob(filepath.Join(dir, "store-*.seen.json"))
+	counts, err := fsutil.GlobIn(dir, "store-*.seen.json")
+	if err != nil {
+		return "", fmt.Errorf("the state directory %s cannot be listed: %w", dir, err)
+	}
 	for _, c := range counts {
 		var st seenState
 		if cb, err := os.ReadFile(c); err == nil && json.Unmarshal(cb, &st) == nil && st.Machine != "" && st.Machine != id {

@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"strings"
 
+	"github.com/delegateos/delegateos/internal/fsutil"
 	"github.com/delegateos/delegateos/internal/redisconn"
 )
 
@@ -64,7 +65,10 @@ func machineInstance(dir, machine string) (string, map[string]int, error) {
 		// Counts that name the instances which raised their keys while
 		// the list is gone: it was deleted, and this directory's earlier
 		// instances would be taken for another host's.
-		counts, _ := filepath.Glob(filepath.Join(dir, "store-*.seen.json"))
+		counts, err := fsutil.GlobIn(dir, "store-*.seen.json")
+		if err != nil {
+			return "", nil, fmt.Errorf("the state directory %s cannot be listed: %w", dir, err)
+		}
 		for _, c := range counts {
 			var st seenState
 			if cb, err := os.ReadFile(c); err == nil && json.Unmarshal(cb, &st) == nil && len(st.MInst) > 0 {

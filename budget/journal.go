@@ -10,6 +10,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/delegateos/delegateos/internal/fsutil"
 	"github.com/delegateos/delegateos/internal/redisconn"
 )
 
@@ -62,12 +63,14 @@ func (c *commitCmd) valid() bool {
 // naming the store another way, the default database left out, finds
 // them); legacyJournalPattern matches those an earlier version named by
 // the URL as written.
+// Both are names in s.stateDir (for fsutil.GlobIn: its path is not a
+// pattern).
 func (s *Redis) journalPattern() string {
-	return filepath.Join(s.stateDir, redisconn.CanonicalStateName(s.rawURL, ".unsent-*"))
+	return redisconn.CanonicalStateName(s.rawURL, ".unsent-*")
 }
 
 func (s *Redis) legacyJournalPattern() string {
-	return filepath.Join(s.stateDir, stateName(s.rawURL, ".unsent-*"))
+	return stateName(s.rawURL, ".unsent-*")
 }
 
 // journalPath is this store's own journal.
@@ -158,8 +161,10 @@ func (s *Redis) replay() {
 	if s.stateDir == "" {
 		return
 	}
-	paths, _ := filepath.Glob(s.journalPattern())
-	legacy, _ := filepath.Glob(s.legacyJournalPattern())
+	// A directory that cannot be listed here cannot be written either:
+	// the store's other uses of it say so.
+	paths, _ := fsutil.GlobIn(s.stateDir, s.journalPattern())
+	legacy, _ := fsutil.GlobIn(s.stateDir, s.legacyJournalPattern())
 	for _, path := range append(paths, legacy...) {
 		if strings.HasSuffix(path, ".tmp") || path == s.journalPath() {
 			continue

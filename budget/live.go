@@ -8,6 +8,8 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+
+	"github.com/delegateos/delegateos/internal/fsutil"
 )
 
 // A proxy writes the counts it has seen to its state directory's counts
@@ -58,7 +60,10 @@ func (s *Redis) deadLive(id string) ([]deadRecord, error) {
 	if s.stateDir == "" || !liveRecords {
 		return nil, nil
 	}
-	paths, _ := filepath.Glob(s.livePrefix(id) + "*")
+	paths, err := fsutil.GlobIn(s.stateDir, filepath.Base(s.livePrefix(id))+"*")
+	if err != nil {
+		return nil, fmt.Errorf("the state directory %s cannot be listed: %w", s.stateDir, err)
+	}
 	var dead []deadRecord
 	for _, p := range paths {
 		f, err := openLocked(p, false)

@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"time"
 
+	"github.com/delegateos/delegateos/internal/fsutil"
 	"github.com/delegateos/delegateos/internal/redisconn"
 	"github.com/delegateos/delegateos/internal/redisset"
 )
@@ -80,7 +81,11 @@ func OpenSharedCopy(local Store, rawURL, copyPath string) (*Shared, error) {
 		// canonical name links): their entries are held and written to
 		// this one. An ending is a fact of its delegation, so taking one
 		// from another set only refuses more (fail closed).
-		others, _ := filepath.Glob(filepath.Join(filepath.Dir(copyPath), "redis-*.ended.json"))
+		others, err := fsutil.GlobIn(filepath.Dir(copyPath), "redis-*.ended.json")
+		if err != nil {
+			c.Close()
+			return nil, fmt.Errorf("the durable copy of the ended-delegation set: the directory %s cannot be listed: %w", filepath.Dir(copyPath), err)
+		}
 		for _, other := range others {
 			if other == copyPath {
 				continue

@@ -87,3 +87,32 @@ func TestLockWaits(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// A directory whose path holds glob metacharacters is taken as written.
+func TestGlobInDirWithMetacharacters(t *testing.T) {
+	for _, name := range []string{"st[1]", "a*b", "q?", `back\slash`, "plain"} {
+		dir := filepath.Join(t.TempDir(), name)
+		if err := os.Mkdir(dir, 0o700); err != nil {
+			t.Fatal(err)
+		}
+		for _, f := range []string{"store-1.live.a", "store-1.live.b", "store-1.seen.json", "other"} {
+			if err := os.WriteFile(filepath.Join(dir, f), nil, 0o600); err != nil {
+				t.Fatal(err)
+			}
+		}
+		got, err := GlobIn(dir, "store-1.live.*")
+		if err != nil {
+			t.Fatal(err)
+		}
+		want := []string{filepath.Join(dir, "store-1.live.a"), filepath.Join(dir, "store-1.live.b")}
+		if len(got) != 2 || got[0] != want[0] || got[1] != want[1] {
+			t.Errorf("GlobIn(%q) = %q, want %q", dir, got, want)
+		}
+	}
+	if got, err := GlobIn(filepath.Join(t.TempDir(), "none"), "*"); err != nil || got != nil {
+		t.Errorf("GlobIn of a missing directory = %q, %v; want none, no error", got, err)
+	}
+	if _, err := GlobIn(t.TempDir(), "["); err == nil {
+		t.Error("GlobIn with a malformed pattern: no error")
+	}
+}

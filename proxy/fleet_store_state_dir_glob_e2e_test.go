@@ -1,4 +1,4 @@
-//go:build unix && redteam
+//go:build unix
 
 package proxy_test
 
@@ -14,9 +14,9 @@ import (
 	"github.com/delegateos/delegateos/internal/mcptest"
 )
 
-// RT6: a state directory whose path holds a glob metacharacter
+// RT6-11: a state directory whose path holds a glob metacharacter
 // ("/srv/delegateos[prod]/state", "/data/team[1]/…": a valid absolute
-// path). The budget package finds its files with filepath.Glob on
+// path). The budget package found its files with filepath.Glob on
 // filepath.Join(stateDir, "…*…"): the dead live records (deadLive), the
 // counts files machineID checks against the machine ID, the other
 // revocation copies, the journals. In such a path "[1]" is a character
@@ -24,13 +24,10 @@ import (
 // of a malformed class is dropped (paths, _ := filepath.Glob). Here:
 // the killed-within-the-second test (RT5-3) with the state directory
 // ".../st[1]": the restarted proxy folds no live record and, Redis having
-// lost the same writes, forwards 20 more: 40 on 30.
-//
-// Fix: glob a pattern built from filepath.Join(glob-escaped stateDir,
-// pattern) (escape '*', '?', '[' and '\' in the directory), or list the
-// directory with os.ReadDir and match the names with filepath.Match;
-// and treat a Glob error as an error (fail closed).
-func TestRedTeamRT6StateDirWithGlobCharacters(t *testing.T) {
+// lost the same writes, forwarded 20 more: 40 on 30. Fixed: every lookup
+// in the state directory lists it (fsutil.GlobIn) and matches the names
+// only; an error listing it is an error.
+func TestE2EFaultStateDirWithGlobCharacters(t *testing.T) {
 	f := newStoreFleet(t)
 	state := filepath.Join(t.TempDir(), "st[1]")
 	if err := os.Mkdir(state, 0o700); err != nil {
