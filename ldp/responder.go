@@ -147,8 +147,8 @@ type Responder struct {
 	// sessions, places in the replay store and an Executor's other shares
 	// (Task.Tree) are counted per tree, so that one token's holder
 	// delegating to keys of its own does not take every place. Peers
-	// without a token are counted per delegate ID when they sign with the
-	// shared secret, and all together otherwise. Nil means per peer only.
+	// without a token are counted together: those that sign with the
+	// shared secret in one tree, every other one in another. Nil means per peer only.
 	Tree func(tok *DelegateOSMember) string
 	// Now is the clock; nil means time.Now.
 	Now func() time.Time
@@ -692,8 +692,10 @@ func (r *Responder) attestTask(e *Envelope, b *TaskSubmit, s Session, by Verifie
 }
 
 // treeOf is the delegation tree whose shares e counts in (see
-// Responder.Tree): its token's root, else its delegate ID when it is
-// signed with the shared secret, else that of every peer without a token.
+// Responder.Tree): its token's root, else that of every peer signing with
+// the shared secret (its from is the sender's to write: the secret proves
+// only that the sender is one of its holders), else that of every other
+// peer without a token.
 func (r *Responder) treeOf(e *Envelope, by Verified, tok *DelegateOSMember) string {
 	if r.Tree == nil {
 		return ""
@@ -704,7 +706,7 @@ func (r *Responder) treeOf(e *Envelope, by Verified, tok *DelegateOSMember) stri
 		}
 	}
 	if by.Algorithm == AlgHMACSHA256 {
-		return "hmac:" + e.From
+		return "hmac"
 	}
 	return "tokenless"
 }

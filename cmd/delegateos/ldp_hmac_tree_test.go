@@ -1,5 +1,3 @@
-//go:build redteam
-
 package main
 
 import (
@@ -15,18 +13,18 @@ import (
 	"github.com/delegateos/delegateos/ldp"
 )
 
-// TestRT4HMACPeerIsManyTrees shows that the per-tree share of the session
-// table (ldp4b, rtldp3 #12) is void for peers that sign with the shared
-// secret: a tokenless HMAC peer's "tree" is "hmac:"+its from, and from is
+// TestLDPHMACPeersAreOneTree: the per-tree share of the session table
+// (rtldp3 #12) was void for peers that sign with the shared secret
+// (rtldp4 #1): a tokenless HMAC peer's "tree" was "hmac:"+its from, and from is
 // whatever the sender writes (the shared secret authenticates the secret's
 // holders as a group, not a delegate ID). One holder of the secret writes
 // 157 delegate IDs (64 sessions each, the per-peer cap, also counted by
 // from) and fills all 10,000 places for a day: a token holder's
 // SESSION_PROPOSE is refused SESSIONS_FULL, which the per-tree counting was
-// to prevent. Every other tokenless peer is counted together ("tokenless");
-// the HMAC peers should be too (one tree for the secret), or their share
-// counted by something they cannot choose.
-func TestRT4HMACPeerIsManyTrees(t *testing.T) {
+// to prevent. Now every tokenless HMAC peer is counted in one tree (the
+// secret's holders get an eighth of the table between them), as every
+// other tokenless peer is.
+func TestLDPHMACPeersAreOneTree(t *testing.T) {
 	env := mcptest.NewEnv(t)
 	const secret = "a shared secret of 32 characters"
 	pol := env.Policy(mcptest.Priced("echo", 100))
