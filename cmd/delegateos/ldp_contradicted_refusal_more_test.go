@@ -1,5 +1,3 @@
-//go:build redteam
-
 package main
 
 import (
@@ -16,10 +14,10 @@ import (
 	"github.com/delegateos/delegateos/ldp"
 )
 
-// TestRT4MoreContradictedRefusals shows that 'ldp submit --record' still
-// takes as refusals (nothing recorded) failures the initiator can see are
-// false from the exchange alone, beyond those ldp4a's Exchange reads
-// (rtldp3 #5): a delegate whose tool is down answers every task with
+// TestLDPSubmitMoreContradictedRefusals: 'ldp submit --record' took as
+// refusals (nothing recorded) failures the initiator can see are false
+// from the exchange alone, beyond those the Exchange read (rtldp3 #5;
+// rtldp4 #2): a delegate whose tool is down answers every task with
 // CONTRACT_REFUSED/policy (ldp submit sends no contract), MISADDRESSED/
 // identity (the envelope was addressed to the delegate ID its own card
 // gives), malformed_token/security (the token is the one the initiator
