@@ -658,6 +658,15 @@ func (x *ldpExec) Execute(ctx context.Context, t *ldp.Task) (*ldp.Outcome, error
 	if err != nil {
 		return nil, err
 	}
+	if resp, err := jsonrpcResponse(w, rawID); err == nil && resp.Error == nil {
+		if _, _, _, ok := inputRequired(resp.Result); ok && x.tap.gateAllowed(rc) {
+			// Shaped as the gate's approval request, but the gate allowed
+			// the call: the upstream asked for input, which this front
+			// cannot give (and its approvers are not the upstream's to ask).
+			return nil, &ldp.TaskError{LdpError: ldp.LdpError{Code: "TOOL_ERROR", Category: ldp.CategoryRuntime, Severity: "error",
+				Message: "the tool asked for input (input_required), which an LDP task cannot give; the gate allowed the call, so it is no approval of this delegate's"}, DelegateOS: receipts(nil)}
+		}
+	}
 	if resp, err := jsonrpcResponse(w, rawID); err == nil && resp.Error == nil && x.approvals != nil {
 		if state, msg, expires, ok := inputRequired(resp.Result); ok {
 			// Held for approval: the task waits for an approver's answer,

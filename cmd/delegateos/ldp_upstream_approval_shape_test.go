@@ -1,5 +1,3 @@
-//go:build redteam
-
 package main
 
 import (
@@ -11,10 +9,10 @@ import (
 	"github.com/delegateos/delegateos/ldp"
 )
 
-// TestRT4UpstreamResultShapedAsApproval shows that the LDP front takes any
+// TestLDPUpstreamResultShapedAsApproval: the LDP front took any
 // tools/call result shaped as the gate's approval request (resultType
 // input_required, one input request named delegateos/approval) as the
-// gate's hold, as it took an upstream error shaped as a denial for the
+// gate's hold (rtldp4 #3), as it took an upstream error shaped as a denial for the
 // gate's (rtldp3 #13, fixed for errors only). The gate allowed the call
 // (no rule holds echo) and the relay passed the upstream's result on,
 // released (not charged); the front then holds the task for the policy's
@@ -22,13 +20,12 @@ import (
 // a payment…") and, with no expiresAt, no timeout at all: a place among
 // the 16 of the tree (256 in all) kept as long as the session lives (up to
 // a day). An approver who approves sends the upstream's requestState
-// back as if it were the relay's. Suggested fix: take input_required as a
-// hold only when the gate held the call (the tap sees the relay's hold of
-// the request, or !tap.gateAllowed-like: a "held" mark in the decision it
-// hands over); otherwise the upstream's result is the tool's
-// (TOOL_ERROR/runtime: the front cannot answer an upstream's input
-// request). And never wait without an expiry.
-func TestRT4UpstreamResultShapedAsApproval(t *testing.T) {
+// back as if it were the relay's. Now input_required is a hold only when
+// the gate did not allow the call (its tap sees the decision: waiting);
+// for an allowed call it is the tool's (TOOL_ERROR/runtime: the front
+// cannot answer an upstream's input request). Genuine holds:
+// TestLDPApproval* (ldp_approval_*_test.go).
+func TestLDPUpstreamResultShapedAsApproval(t *testing.T) {
 	u := newPeerUpstream()
 	env := mcptest.NewEnv(t)
 	hs := httptest.NewServer(u)
