@@ -716,6 +716,11 @@ func (x *ldpExec) Execute(ctx context.Context, t *ldp.Task) (*ldp.Outcome, error
 		code := "invalid_token"
 		if reason, _, ok := strings.Cut(m.Error.Message, ": "); ok && strings.HasPrefix(reason, "signature_") && !strings.ContainsAny(reason, " \t") {
 			code = reason
+		} else if w.status == http.StatusServiceUnavailable {
+			// This server is busy (its session table full, draining):
+			// the delegate's, not the initiator's credentials.
+			return nil, &ldp.TaskError{LdpError: ldp.LdpError{Code: ldp.CodeTaskFailed, Category: ldp.CategoryRuntime, Severity: "error",
+				Message: "this delegate cannot take the call now: " + m.Error.Message, Retryable: true}}
 		}
 		return nil, &ldp.TaskError{LdpError: ldp.LdpError{Code: code, Category: category(code), Severity: "error", Message: m.Error.Message,
 			Retryable: w.status == http.StatusServiceUnavailable}}

@@ -1,5 +1,3 @@
-//go:build redteam
-
 package main
 
 import (
@@ -10,8 +8,8 @@ import (
 	"github.com/delegateos/delegateos/ldp"
 )
 
-// TestRT4DelegateBusyIsNotInvalidToken shows that the LDP front answers
-// any 503 of its own endpoint as the initiator's token refused:
+// TestLDPDelegateBusyIsNotInvalidToken: the LDP front answered any 503 of
+// its own endpoint as the initiator's token refused (rtldp4 #4):
 // TASK_FAILED invalid_token, category security. The server's relay
 // session table is full (--max-sessions 1, taken by one MCP client: any
 // holder of any token can do it at the default 256), so the endpoint
@@ -19,11 +17,10 @@ import (
 // decision: the delegate's capacity, not the initiator's credentials. The
 // initiator is told its (valid) token is invalid, and 'ldp submit
 // --record' takes invalid_token/security as a refusal: the delegate not
-// serving is never counted. (Draining answers 503 too.) Suggested fix:
-// 503 is the delegate's (runtime, retryable: e.g. TASK_FAILED/runtime
-// "the delegate is busy"), unless its body is an AVP-Sig signature_*
-// refusal; keep invalid_token for 401/403 only.
-func TestRT4DelegateBusyIsNotInvalidToken(t *testing.T) {
+// serving is never counted. (Draining answers 503 too.) Now a 503 that
+// names no AVP-Sig signature_* reason is the delegate's: TASK_FAILED,
+// runtime, retryable.
+func TestLDPDelegateBusyIsNotInvalidToken(t *testing.T) {
 	env := mcptest.NewEnv(t)
 	pol := env.Policy(mcptest.Priced("echo", 100))
 	pol.Extra = peerSection
@@ -39,7 +36,7 @@ func TestRT4DelegateBusyIsNotInvalidToken(t *testing.T) {
 	if !ok {
 		t.Fatalf("with the relay's session table full: %+v", reply.Body)
 	}
-	if f.Error.Category != ldp.CategoryRuntime {
+	if f.Error.Category != ldp.CategoryRuntime || !f.Error.Retryable {
 		t.Fatalf("the delegate's session table is full; the initiator (valid token) is told %s/%s: %s", f.Error.Code, f.Error.Category, f.Error.Message)
 	}
 }
