@@ -415,6 +415,11 @@ func (x *ldpExec) awaitApproval(ctx context.Context, t *ldp.Task, holder, msg st
 			initiators = append(initiators, p)
 		}
 	}
+	if len(t.Principals) > 1 {
+		// Every holder the token passed through (not its root issuer):
+		// an approver does not approve a call of a key it delegated to.
+		initiators = append(initiators, t.Principals[1:]...)
+	}
 	id, w, ok := x.approvals.add(t.Session.ID, t.Tree, initiators)
 	if !ok {
 		return false, denied("approval_unavailable", fmt.Sprintf("%s: approval_unavailable — %d tasks (or %d of this delegation tree's) are already waiting for an approver", gate.DenialMessage, maxWaiting, maxWaitingPerTree))
