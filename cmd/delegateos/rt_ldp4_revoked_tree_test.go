@@ -1,0 +1,111 @@
+//go:build redteam
+
+package main
+
+import (
+	"context"
+	"crypto/rand"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/delegateos/delegateos/dct"
+	"github.com/delegateos/delegateos/identity"
+	"github.com/delegateos/delegateos/internal/mcptest"
+	"github.com/delegateos/delegateos/ldp"
+	"github.com/delegateos/delegateos/revocation"
+)
+
+// TestRT4RevokedHolderKeepsTheTreesSessions shows that revoking a holder
+// does not give its tree's session share back. An orchestrator delegates
+// its token to a worker; the worker (delegating on to 20 keys of its own,
+// 64 sessions each) fills the tree's share (1,250 sessions, ttl a day).
+// The operator revokes the worker's delegation (chain scope): the
+// worker's tokens are refused, yet its sessions stay open and counted, so
+// the orchestrator itself (same tree, token valid) is refused
+// SESSIONS_FULL for up to a day — the per-tree share (rtldp3 #12) turns a
+// revoked delegate's sessions into a lock on everyone above it.
+// Suggested fix: a session whose token is refused (revoked, expired) is
+// ended when seen (Touch/Use re-check the token, or the session table
+// re-checks the tree's sessions before refusing SESSIONS_FULL for a
+// tree), and a session never outlives its token's expiry.
+func TestRT4RevokedHolderKeepsTheTreesSessions(t *testing.T) {
+	env := mcptest.NewEnv(t)
+	list := filepath.Join(env.Dir, "revocations.json")
+	if err := os.WriteFile(list, []byte("[]\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	pol := env.Policy(mcptest.Priced("echo", 100))
+	pol.RevocationList = list
+	pol.Extra = peerSection
+	srv := env.StartServe(mcptest.ServeOptions{Policy: pol, Flags: []string{"--key", env.KeyFile(mcptest.NewKey(t, "server"))}})
+	own := env.Mint(nil, "mcp:echo:*")
+	worker := mcptest.NewKey(t, "worker")
+	sub := mcptest.Attenuate(t, own, env.Agent, worker, 100_000)
+	day := uint64(86400)
+	cfg := ldp.SessionConfig{PreferredPayloadModes: []ldp.PayloadMode{ldp.ModeText}, TTLSecs: &day}
+	var opened atomic.Int64
+	var full atomic.Bool
+	keys := make(chan int)
+	var wg sync.WaitGroup
+	for range 4 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for k := range keys {
+				kp, err := identity.Generate(rand.Reader, fmt.Sprintf("w-%02d", k))
+				if err != nil {
+					t.Error(err)
+					return
+				}
+				tok, err := dct.Attenuate(sub, dct.AttenuateParams{Attenuator: worker, Delegatee: kp.ID(), DelegationID: mcptest.NewDelegationID()})
+				if err != nil {
+					t.Error(err)
+					return
+				}
+				c := &ldp.Client{ID: fmt.Sprintf("ldp:delegate:w-%02d", k), TrustDomain: "research", Key: kp.PrivateKey(), Verifier: &ldp.Verifier{}}
+				m := &ldp.DelegateOSMember{DCT: tok.String(), Format: dct.Format}
+				for range ldp.DefaultMaxSessionsPerPeer {
+					if _, err := c.Open(context.Background(), srv.Base, "ldp:delegate:docs", cfg, m, "", ""); err != nil {
+						if strings.Contains(err.Error(), ldp.CodeSessionsFull) {
+							full.Store(true)
+							break
+						}
+						t.Error(err)
+						return
+					}
+					opened.Add(1)
+				}
+			}
+		}()
+	}
+	for k := 0; !full.Load() && k < 40; k++ {
+		keys <- k
+	}
+	close(keys)
+	wg.Wait()
+	if !full.Load() {
+		t.Fatalf("the worker's keys opened %d sessions and were never refused", opened.Load())
+	}
+	e, err := revocation.NewEntry(env.Root, sub.RevocationIDs()[1], revocation.ScopeChain, time.Now())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := revocation.Append(list, e); err != nil {
+		t.Fatal(err)
+	}
+	probe := &ldp.Client{ID: "ldp:delegate:probe", TrustDomain: "research", Key: worker.PrivateKey(), Verifier: &ldp.Verifier{}}
+	mcptest.Eventually(t, "the revocation taken", func() bool {
+		_, err := probe.Open(context.Background(), srv.Base, "ldp:delegate:docs", ldp.SessionConfig{}, &ldp.DelegateOSMember{DCT: sub.String(), Format: dct.Format}, "", "")
+		return err != nil && strings.Contains(err.Error(), "revoked")
+	})
+	orch := &ldp.Client{ID: "ldp:delegate:orchestrator", TrustDomain: "research", Key: env.Agent.PrivateKey(), Verifier: &ldp.Verifier{}}
+	if _, err := orch.Open(context.Background(), srv.Base, "ldp:delegate:docs", cfg, &ldp.DelegateOSMember{DCT: own.String(), Format: dct.Format}, "", ""); err != nil {
+		t.Fatalf("the worker's delegation is revoked, its %d sessions stay: the orchestrator (same tree, valid token) is refused: %v", opened.Load(), err)
+	}
+}
