@@ -162,6 +162,11 @@ func New(o Options) (*Front, error) {
 	r := &ldp.Responder{Card: card, Cards: f.card.Load, Key: o.Key.PrivateKey(), Exec: run, Attestations: atts,
 		Verifier:     &ldp.Verifier{HMACSecret: secret, RequireEd25519: c.RequireEd25519},
 		AdmitSession: admitLDPSession(o.Policy.AllowUnauthenticated, o.CheckToken), Tree: tokenTree}
+	if o.CheckToken != nil {
+		// A session whose token is revoked (or expired) does not keep
+		// its tree's share.
+		r.TokenRefused = func(tok *ldp.DelegateOSMember) bool { return o.CheckToken(tok.DCT) != nil }
+	}
 	scheme := "http"
 	if o.TLS {
 		scheme = "https"
