@@ -3,6 +3,7 @@ package ldp
 import (
 	"fmt"
 	"strings"
+	"time"
 )
 
 // The reference's failure categories, as this implementation uses them:
@@ -152,7 +153,26 @@ type Exchange struct {
 	// capability (NS:ACTION:RESOURCE, as a card states it); nil when the
 	// initiator cannot tell.
 	Grants func(capability string) bool
+	// NoContract: the TASK_SUBMIT carried no contract (a CONTRACT_REFUSED
+	// of it is false).
+	NoContract bool
+	// To is the delegate ID the envelope was addressed to ("" when the
+	// initiator cannot tell): the card's own, a MISADDRESSED is false.
+	To string
+	// TokenParses: the token the task carried is one the initiator made
+	// or read (a malformed_token is false).
+	TokenParses bool
+	// TokenExpires is when the token the task carried expires, its
+	// chain's earliest expiry (zero when unknown): an expired well before
+	// then is false.
+	TokenExpires time.Time
+	// Now is the clock; nil means time.Now.
+	Now func() time.Time
 }
+
+// ExpirySkew is how far before a token's expiry an initiator still takes
+// the delegate's "expired" as a refusal (the two clocks may differ).
+const ExpirySkew = time.Minute
 
 // envelopeRefusals are the refusals of an envelope's (or an AVP-Sig
 // request's) signature, freshness and token placement, which a fresh
@@ -170,7 +190,10 @@ var envelopeRefusals = map[string]bool{
 // refusal in the live session the task was sent in; a refusal of the
 // envelope's signature, freshness or token placement for a fresh envelope
 // signed by the token's holder; capability_not_granted when the token sent
-// grants the capability the card states for the skill.
+// grants the capability the card states for the skill; CONTRACT_REFUSED of
+// a task sent without a contract; MISADDRESSED of an envelope addressed to
+// the card's delegate ID; malformed_token of a token that parses; expired
+// more than ExpirySkew before the token's expiry.
 func (x *Exchange) Contradicts(e LdpError) string {
 	if x == nil {
 		return ""
@@ -186,6 +209,20 @@ func (x *Exchange) Contradicts(e LdpError) string {
 	case e.Code == "capability_not_granted" && x.Card != nil && x.Grants != nil:
 		if c := x.Card.Metadata[MetaCapabilityPrefix+x.Skill]; c != "" && x.Grants(c) {
 			return fmt.Sprintf("the token sent grants %s, the capability the delegate's card states for skill %s", c, x.Skill)
+		}
+	case e.Code == CodeContract && x.NoContract:
+		return "the task carried no contract"
+	case e.Code == CodeMisaddressed && x.Card != nil && x.To != "" && x.To == x.Card.DelegateID:
+		return fmt.Sprintf("the task was addressed to %s, the delegate ID its card gives", x.To)
+	case e.Code == "malformed_token" && x.TokenParses:
+		return "the token sent parses"
+	case e.Code == "expired" && !x.TokenExpires.IsZero():
+		now := time.Now()
+		if x.Now != nil {
+			now = x.Now()
+		}
+		if x.TokenExpires.Sub(now) > ExpirySkew {
+			return fmt.Sprintf("the token sent expires at %s", x.TokenExpires.UTC().Format(time.RFC3339))
 		}
 	}
 	return ""

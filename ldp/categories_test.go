@@ -1,6 +1,9 @@
 package ldp
 
-import "testing"
+import (
+	"testing"
+	"time"
+)
 
 // TestExchangeContradicts: the refusals an initiator can contradict from
 // what it knows of the exchange (rtldp3 #5), and those it cannot.
@@ -30,6 +33,15 @@ func TestExchangeContradicts(t *testing.T) {
 		{"replay_store_busy", CategorySecurity, full, false},
 		{CodeFrameInvalid, CategoryQuality, full, false},
 		{CodePayloadMode, CategorySession, full, false},
+		{CodeContract, CategoryPolicy, &Exchange{NoContract: true}, true},
+		{CodeContract, CategoryPolicy, full, false},
+		{CodeMisaddressed, CategoryIdentity, &Exchange{Card: &IdentityCard{DelegateID: "ldp:delegate:d"}, To: "ldp:delegate:d"}, true},
+		{CodeMisaddressed, CategoryIdentity, &Exchange{Card: &IdentityCard{DelegateID: "ldp:delegate:d"}, To: "ldp:delegate:e"}, false},
+		{"malformed_token", CategorySecurity, &Exchange{TokenParses: true}, true},
+		{"malformed_token", CategorySecurity, full, false},
+		{"expired", CategoryPolicy, &Exchange{TokenExpires: time.Now().Add(10 * time.Minute)}, true},
+		{"expired", CategoryPolicy, &Exchange{TokenExpires: time.Now().Add(ExpirySkew / 2)}, false},
+		{"expired", CategoryPolicy, full, false},
 		{"TOOL_ERROR", CategoryRuntime, nil, true},
 		{"signature_tool_crashed", CategorySecurity, nil, true},
 	} {

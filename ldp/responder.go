@@ -147,9 +147,14 @@ type Responder struct {
 	// sessions, places in the replay store and an Executor's other shares
 	// (Task.Tree) are counted per tree, so that one token's holder
 	// delegating to keys of its own does not take every place. Peers
-	// without a token are counted per delegate ID when they sign with the
-	// shared secret, and all together otherwise. Nil means per peer only.
+	// without a token are counted together: those that sign with the
+	// shared secret in one tree, every other one in another. Nil means per peer only.
 	Tree func(tok *DelegateOSMember) string
+	// TokenRefused, when set, says whether a session's token is no longer
+	// accepted (revoked, expired): before a tree is refused for its share
+	// of sessions, its sessions under such tokens are closed (their tasks
+	// end), at most once per TreeRecheck for a tree.
+	TokenRefused func(tok *DelegateOSMember) bool
 	// Now is the clock; nil means time.Now.
 	Now func() time.Time
 
@@ -157,6 +162,9 @@ type Responder struct {
 	own      Sessions
 	mu       sync.Mutex
 	running  map[string]context.CancelCauseFunc
+	// rechecked is when each tree's sessions' tokens were last checked
+	// (TokenRefused).
+	rechecked map[string]time.Time
 	// tasks are the sessions' tasks, for ATTESTATION.
 	tasks attestable
 }
@@ -357,6 +365,9 @@ func (r *Responder) propose(ctx context.Context, e *Envelope, b *SessionPropose,
 	}
 	n := Negotiate(prefs, r.card().SupportedPayloadModes)
 	s, err := r.sessions().Open(e.From, by, e.DelegateOS, tree, n, ttl)
+	if err != nil && tree != "" && r.endRefused(tree) {
+		s, err = r.sessions().Open(e.From, by, e.DelegateOS, tree, n, ttl)
+	}
 	if err != nil {
 		le := sessionLdpError(err)
 		return r.reply(e, "", &SessionReject{Reason: le.Message, Error: &le}, ModeText)
@@ -529,6 +540,38 @@ var (
 	errSessionExpired = errors.New("its session expired")
 )
 
+// TreeRecheck is how often, at most, a tree refused its share of sessions
+// has its sessions' tokens checked again (Responder.TokenRefused): each
+// check verifies every distinct token of the tree's sessions.
+const TreeRecheck = time.Second
+
+var errSessionTokenRefused = errors.New("its session's token is no longer accepted")
+
+// endRefused closes tree's sessions whose token is no longer accepted
+// (not more often than TreeRecheck) and ends their tasks; it reports
+// whether it closed any.
+func (r *Responder) endRefused(tree string) bool {
+	if r.TokenRefused == nil {
+		return false
+	}
+	now := r.now()
+	r.mu.Lock()
+	if last, ok := r.rechecked[tree]; ok && now.Sub(last) < TreeRecheck {
+		r.mu.Unlock()
+		return false
+	}
+	if r.rechecked == nil || len(r.rechecked) > DefaultMaxSessions {
+		r.rechecked = map[string]time.Time{}
+	}
+	r.rechecked[tree] = now
+	r.mu.Unlock()
+	ended := r.sessions().EndRefused(tree, r.TokenRefused)
+	for _, id := range ended {
+		r.endSession(id, errSessionTokenRefused)
+	}
+	return len(ended) > 0
+}
+
 // endSession cancels the running tasks of session sid with cause, and
 // tells the Executor.
 func (r *Responder) endSession(sid string, cause error) {
@@ -692,8 +735,10 @@ func (r *Responder) attestTask(e *Envelope, b *TaskSubmit, s Session, by Verifie
 }
 
 // treeOf is the delegation tree whose shares e counts in (see
-// Responder.Tree): its token's root, else its delegate ID when it is
-// signed with the shared secret, else that of every peer without a token.
+// Responder.Tree): its token's root, else that of every peer signing with
+// the shared secret (its from is the sender's to write: the secret proves
+// only that the sender is one of its holders), else that of every other
+// peer without a token.
 func (r *Responder) treeOf(e *Envelope, by Verified, tok *DelegateOSMember) string {
 	if r.Tree == nil {
 		return ""
@@ -704,7 +749,7 @@ func (r *Responder) treeOf(e *Envelope, by Verified, tok *DelegateOSMember) stri
 		}
 	}
 	if by.Algorithm == AlgHMACSHA256 {
-		return "hmac:" + e.From
+		return "hmac"
 	}
 	return "tokenless"
 }

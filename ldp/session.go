@@ -336,6 +336,41 @@ func (t *Sessions) transition(id, peer string, to State, reason string) (Session
 	return *s, nil
 }
 
+// EndRefused closes the live sessions of tree whose token refused
+// reports refused (revoked, or expired, since the session was opened),
+// asking once per token, and returns their IDs: a delegate whose
+// delegation was revoked does not keep its tree's share.
+func (t *Sessions) EndRefused(tree string, refused func(*DelegateOSMember) bool) []string {
+	type cand struct {
+		id, peer string
+		tok      *DelegateOSMember
+	}
+	now := t.now()
+	var cands []cand
+	t.mu.Lock()
+	for _, s := range t.m {
+		if s.Tree == tree && s.Token != nil && (s.State == StateActive || s.State == StateSuspended) && !s.expired(now) {
+			cands = append(cands, cand{s.ID, s.Peer, s.Token})
+		}
+	}
+	t.mu.Unlock()
+	verdicts := map[string]bool{}
+	var ended []string
+	for _, c := range cands {
+		r, seen := verdicts[c.tok.DCT]
+		if !seen {
+			r = refused(c.tok)
+			verdicts[c.tok.DCT] = r
+		}
+		if r {
+			if _, err := t.Close(c.id, c.peer, "its token is no longer accepted"); err == nil {
+				ended = append(ended, c.id)
+			}
+		}
+	}
+	return ended
+}
+
 // Get returns session id as it stands (expired sessions are reported
 // closed), whoever its peer.
 func (t *Sessions) Get(id string) (Session, bool) {

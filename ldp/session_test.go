@@ -188,3 +188,41 @@ func TestSessionsPerTree(t *testing.T) {
 		t.Fatalf("after expiry: %v", err)
 	}
 }
+
+// TestSessionsEndRefused: EndRefused closes the tree's live sessions
+// whose token is refused, asking once per token, and leaves the others
+// (and other trees) open, so that the tree's share is free again.
+func TestSessionsEndRefused(t *testing.T) {
+	now := t0
+	tab := &Sessions{MaxPerPeer: 5, MaxPerTree: 3, Now: func() time.Time { return now }}
+	revoked, valid := &DelegateOSMember{DCT: "revoked"}, &DelegateOSMember{DCT: "valid"}
+	var ids []string
+	for i, tok := range []*DelegateOSMember{revoked, revoked, valid} {
+		s, err := tab.Open("ldp:delegate:a", Verified{Algorithm: AlgEd25519, Signer: testDID(byte(30 + i))}, tok, "dct:root-a", Negotiate(nil, nil), time.Minute)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ids = append(ids, s.ID)
+	}
+	other, err := tab.Open("ldp:delegate:b", Verified{Algorithm: AlgEd25519, Signer: testDID(40)}, revoked, "dct:root-b", Negotiate(nil, nil), time.Minute)
+	if err != nil {
+		t.Fatal(err)
+	}
+	asked := map[string]int{}
+	ended := tab.EndRefused("dct:root-a", func(tok *DelegateOSMember) bool { asked[tok.DCT]++; return tok.DCT == "revoked" })
+	if len(ended) != 2 || asked["revoked"] != 1 || asked["valid"] != 1 {
+		t.Fatalf("ended %v, asked %v", ended, asked)
+	}
+	for i, id := range ids {
+		s, _ := tab.Get(id)
+		if open := s.State == StateActive; open != (i == 2) {
+			t.Errorf("session %d: %s", i, s.State)
+		}
+	}
+	if s, _ := tab.Get(other.ID); s.State != StateActive {
+		t.Errorf("another tree's session: %s", s.State)
+	}
+	if _, err := tab.Open("ldp:delegate:a", Verified{Algorithm: AlgEd25519, Signer: testDID(50)}, valid, "dct:root-a", Negotiate(nil, nil), time.Minute); err != nil {
+		t.Fatalf("the tree's share after its refused sessions ended: %v", err)
+	}
+}

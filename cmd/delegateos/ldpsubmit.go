@@ -136,8 +136,11 @@ var ldpSubmitCmd = &command{
 				// What this exchange shows, against which the delegate's
 				// refusal is read: its card, the session it had just
 				// accepted, the envelope signed now by the narrowed token's
-				// holder (no bearer), the capabilities that token grants.
-				x := &ldp.Exchange{Card: card, Skill: *skill, LiveSession: true, SignedFresh: true, Grants: initiator.Grants(narrowed)}
+				// holder (no bearer), the capabilities that token grants,
+				// no contract, addressed to the card's delegate ID, that
+				// token (made here: it parses) and its expiry.
+				x := &ldp.Exchange{Card: card, Skill: *skill, LiveSession: true, SignedFresh: true, Grants: initiator.Grants(narrowed),
+					NoContract: sub.Contract == nil, To: s.Peer, TokenParses: true, TokenExpires: initiator.Expires(narrowed)}
 				out.Recorded, out.NotRecorded, err = initiator.RecordOutcome(w, observer, did, card.DelegateID, *skill, taskID, reply, sc, x)
 				switch {
 				case errors.Is(err, initiator.ErrSelfRating):

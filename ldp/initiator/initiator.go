@@ -167,6 +167,29 @@ func Grants(tok *dct.Token) func(c string) bool {
 	}
 }
 
+// Expires is when tok stops being valid: its chain's earliest expiry
+// (zero when a block's does not parse).
+func Expires(tok *dct.Token) time.Time {
+	st := tok.Unverified()
+	exp, err := timestamp.Parse(st.Authority.ExpiresAt)
+	if err != nil {
+		return time.Time{}
+	}
+	for _, a := range st.Attenuations {
+		if a.ExpiresAt == nil {
+			continue
+		}
+		e, err := timestamp.Parse(*a.ExpiresAt)
+		if err != nil {
+			return time.Time{}
+		}
+		if e.Before(exp) {
+			exp = e
+		}
+	}
+	return exp
+}
+
 // newDelegationID is a random del_ ID.
 func newDelegationID() string {
 	var b [6]byte

@@ -111,7 +111,8 @@ func (a *Approval) verify() error {
 // waiting is a task held for approval.
 type waiting struct {
 	// initiators are the principal IDs that asked for the task (its
-	// envelope's signer, its token's holder): none may approve it.
+	// envelope's signer, its token's holder and every holder before it
+	// in the chain): none may approve it.
 	initiators []string
 	// tree is the delegation tree the task's place is counted in.
 	tree string
@@ -225,7 +226,7 @@ func (a *approvals) answer(body []byte) (*Approval, error) {
 	}
 	for _, p := range w.initiators {
 		if p == approver {
-			return refuse(http.StatusForbidden, "%s asked for this task: its initiator does not approve its own task", ap.Approver)
+			return refuse(http.StatusForbidden, "%s asked for this task, or holds the token it runs under (or held it before): its initiator does not approve its own task", ap.Approver)
 		}
 	}
 	delete(a.m, ap.ApprovalID)

@@ -162,6 +162,11 @@ func New(o Options) (*Front, error) {
 	r := &ldp.Responder{Card: card, Cards: f.card.Load, Key: o.Key.PrivateKey(), Exec: run, Attestations: atts,
 		Verifier:     &ldp.Verifier{HMACSecret: secret, RequireEd25519: c.RequireEd25519},
 		AdmitSession: admitLDPSession(o.Policy.AllowUnauthenticated, o.CheckToken), Tree: tokenTree}
+	if o.CheckToken != nil {
+		// A session whose token is revoked (or expired) does not keep
+		// its tree's share.
+		r.TokenRefused = func(tok *ldp.DelegateOSMember) bool { return o.CheckToken(tok.DCT) != nil }
+	}
 	scheme := "http"
 	if o.TLS {
 		scheme = "https"
@@ -415,6 +420,11 @@ func (x *ldpExec) awaitApproval(ctx context.Context, t *ldp.Task, holder, msg st
 			initiators = append(initiators, p)
 		}
 	}
+	if len(t.Principals) > 1 {
+		// Every holder the token passed through (not its root issuer):
+		// an approver does not approve a call of a key it delegated to.
+		initiators = append(initiators, t.Principals[1:]...)
+	}
 	id, w, ok := x.approvals.add(t.Session.ID, t.Tree, initiators)
 	if !ok {
 		return false, denied("approval_unavailable", fmt.Sprintf("%s: approval_unavailable — %d tasks (or %d of this delegation tree's) are already waiting for an approver", gate.DenialMessage, maxWaiting, maxWaitingPerTree))
@@ -658,6 +668,15 @@ func (x *ldpExec) Execute(ctx context.Context, t *ldp.Task) (*ldp.Outcome, error
 	if err != nil {
 		return nil, err
 	}
+	if resp, err := jsonrpcResponse(w, rawID); err == nil && resp.Error == nil {
+		if _, _, _, ok := inputRequired(resp.Result); ok && x.tap.gateAllowed(rc) {
+			// Shaped as the gate's approval request, but the gate allowed
+			// the call: the upstream asked for input, which this front
+			// cannot give (and its approvers are not the upstream's to ask).
+			return nil, &ldp.TaskError{LdpError: ldp.LdpError{Code: "TOOL_ERROR", Category: ldp.CategoryRuntime, Severity: "error",
+				Message: "the tool asked for input (input_required), which an LDP task cannot give; the gate allowed the call, so it is no approval of this delegate's"}, DelegateOS: receipts(nil)}
+		}
+	}
 	if resp, err := jsonrpcResponse(w, rawID); err == nil && resp.Error == nil && x.approvals != nil {
 		if state, msg, expires, ok := inputRequired(resp.Result); ok {
 			// Held for approval: the task waits for an approver's answer,
@@ -707,6 +726,11 @@ func (x *ldpExec) Execute(ctx context.Context, t *ldp.Task) (*ldp.Outcome, error
 		code := "invalid_token"
 		if reason, _, ok := strings.Cut(m.Error.Message, ": "); ok && strings.HasPrefix(reason, "signature_") && !strings.ContainsAny(reason, " \t") {
 			code = reason
+		} else if w.status == http.StatusServiceUnavailable {
+			// This server is busy (its session table full, draining):
+			// the delegate's, not the initiator's credentials.
+			return nil, &ldp.TaskError{LdpError: ldp.LdpError{Code: ldp.CodeTaskFailed, Category: ldp.CategoryRuntime, Severity: "error",
+				Message: "this delegate cannot take the call now: " + m.Error.Message, Retryable: true}}
 		}
 		return nil, &ldp.TaskError{LdpError: ldp.LdpError{Code: code, Category: category(code), Severity: "error", Message: m.Error.Message,
 			Retryable: w.status == http.StatusServiceUnavailable}}
