@@ -19,7 +19,7 @@ import (
 // nothing.
 func TestLiveRecordReadsBack(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "r.live")
-	l, err := openLive(path, "ident", 7, "machine", "inst")
+	l, err := openLive(path, path+".new", "ident", 7, "machine", "inst")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -63,7 +63,7 @@ func TestLiveRecordReadsBack(t *testing.T) {
 // BenchmarkLiveRaise is the cost a reservation adds to record its count
 // in the live record (a store into a mapped page, no system call).
 func BenchmarkLiveRaise(b *testing.B) {
-	l, err := openLive(filepath.Join(b.TempDir(), "r.live"), "ident", 1, "machine", "inst")
+	l, err := openLive(filepath.Join(b.TempDir(), "r.live"), filepath.Join(b.TempDir(), "r.new"), "ident", 1, "machine", "inst")
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -105,7 +105,7 @@ func TestLiveRecordCarriedToARecoveredIdentity(t *testing.T) {
 	}
 	was, machine := s.ident, s.machine
 	s.Close()
-	l, err := openLive(s.livePrefix(was.ID)+"killed.1", was.ID, was.Gen, machine, s.instance)
+	l, err := openLive(s.livePrefix(was.ID)+"killed.1", s.newPrefix(was.ID)+"killed.1", was.ID, was.Gen, machine, s.instance)
 	if err != nil {
 		t.Fatal(err)
 	}

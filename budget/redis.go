@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"math"
 	"os"
+	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
@@ -89,7 +90,12 @@ type Redis struct {
 	live    *liveRecord
 	liveOld []*liveRecord
 	liveSeq int
-	listed  map[string]bool // trees this proxy has added to treesKey
+	// epoch is the state directory's count of the writes of its counts
+	// files, and epochSeen its value when this proxy last read them (see
+	// epoch.go).
+	epoch     *countsEpoch
+	epochSeen uint64
+	listed    map[string]bool // trees this proxy has added to treesKey
 	// seenSaved is when seen was last written to the state directory,
 	// savingSeen that it is being written.
 	seenSaved  time.Time
@@ -450,9 +456,18 @@ func OpenRedisIn(rawURL, stateDir string) (*Redis, error) {
 			c.Close()
 			return nil, &StateError{fmt.Errorf("spend store %s: %w", s.url, err)}
 		}
+		if liveRecords {
+			if s.epoch, err = openEpoch(stateDir); err != nil {
+				c.Close()
+				return nil, &StateError{fmt.Errorf("spend store %s: the counter of the writes of the state directory's counts files (%s) cannot be kept: %w; set DELEGATEOS_STATE_DIR to a directory the proxy can write", s.url, filepath.Join(stateDir, epochFile), err)}
+			}
+		}
 	}
 	if err := s.join(ctx); err != nil {
 		c.Close()
+		if s.epoch != nil {
+			s.epoch.close()
+		}
 		return nil, err
 	}
 	if stateDir != "" && liveRecords {
@@ -461,6 +476,7 @@ func OpenRedisIn(rawURL, stateDir string) (*Redis, error) {
 		s.mu.Unlock()
 		if err != nil {
 			c.Close()
+			s.epoch.close()
 			return nil, &StateError{fmt.Errorf("spend store %s: the counts of calls this proxy sees cannot be recorded in the state directory %s (%v): a proxy killed within a second of its last calls would lose them; set DELEGATEOS_STATE_DIR to a directory the proxy can write", s.url, stateDir, err)}
 		}
 	}
@@ -531,6 +547,12 @@ func (s *Redis) Reserve(levels []Level, cost int64) (*Reservation, error) {
 			}
 		}
 		s.mu.Lock()
+		if s.epochMoved() {
+			// The machine's other proxies wrote their counts since.
+			s.mu.Unlock()
+			s.syncMachine()
+			s.mu.Lock()
+		}
 		id, seen, own, mseen := s.ident, s.seen[keys[0]], s.own[keys[0]], s.mseen[keys[0]]
 		s.mu.Unlock()
 		sent = id
@@ -1090,6 +1112,10 @@ func (s *Redis) Close() error {
 		}
 	}
 	s.live, s.liveOld = nil, nil
+	if s.epoch != nil {
+		s.epoch.close()
+		s.epoch = nil
+	}
 	return s.c.Close()
 }
 
@@ -1101,7 +1127,8 @@ func (s *Redis) liveFor(id Identity) error {
 		return nil
 	}
 	s.liveSeq++
-	l, err := openLive(s.livePrefix(id.ID)+s.nonce+"."+strconv.Itoa(s.liveSeq), id.ID, id.Gen, s.machine, s.instance)
+	name := s.nonce + "." + strconv.Itoa(s.liveSeq)
+	l, err := openLive(s.livePrefix(id.ID)+name, s.newPrefix(id.ID)+name, id.ID, id.Gen, s.machine, s.instance)
 	if err != nil {
 		return err
 	}

@@ -1,4 +1,4 @@
-//go:build unix && redteam
+//go:build unix
 
 package proxy_test
 
@@ -27,16 +27,16 @@ func (f *fleet) livePrefix() string {
 	return strings.TrimSuffix(f.seenFiles()[0], ".seen.json") + ".live."
 }
 
-// RT6: a live record cut to between 256 and 272 bytes whose header names
+// A live record cut to between 256 and 272 bytes whose header names
 // an identity of 255 bytes: parseLive reads the machine ID's length at
 // b[17+il] before it checks the header fits, and the proxy panics (index
 // out of range) at every start, instead of refusing with a message that
 // names the file. A record is a file of the state directory, bytes the
 // proxy did not write in this run (a disk error, a crash, a tool): it
 // must be refused, never crash the proxy (and parseLive has no fuzz
-// target, which would have found it). Fix: check 18+il <= len(b) before
-// reading b[17+il] (and add FuzzParseLive).
-func TestRedTeamRT6CutLiveRecordCrashesTheStart(t *testing.T) {
+// target, which would have found it) (red team 6, RT6-2; held since
+// parseLive checks the header fits first, FuzzParseLive).
+func TestE2EFaultCutLiveRecordRefused(t *testing.T) {
 	f := newStoreFleet(t)
 	prefix := f.livePrefix()
 	b := make([]byte, 256)
@@ -53,16 +53,17 @@ func TestRedTeamRT6CutLiveRecordCrashesTheStart(t *testing.T) {
 	}
 }
 
-// RT6: a dead live record replaced by a symlink to a FIFO (or any file
+// A dead live record replaced by a symlink to a FIFO (or any file
 // that is not a regular one: a device, a socket's path): deadLive opens
 // it following the link, takes its flock and reads it with os.ReadFile,
 // which blocks for ever on a FIFO with no writer. The proxy's start
 // hangs: neither serving nor refusing (a symlink to /dev/zero would read
 // until memory runs out). Only the state directory's owner can plant
-// it, but a start that hangs is a wedge. Fix: open records with
-// O_NOFOLLOW|O_NONBLOCK, refuse anything but a regular file (fstat), and
-// read at most its size from the descriptor opened.
-func TestRedTeamRT6LiveRecordSymlinkToFIFOHangsTheStart(t *testing.T) {
+// it, but a start that hangs is a wedge (red team 6, RT6-3). Held:
+// records are opened O_NOFOLLOW|O_NONBLOCK, anything but a regular file
+// (fstat) is refused naming it, and at most its size is read from the
+// descriptor opened.
+func TestE2EFaultLiveRecordSymlinkToFIFORefused(t *testing.T) {
 	f := newStoreFleet(t)
 	prefix := f.livePrefix()
 	fifo := filepath.Join(t.TempDir(), "fifo")
