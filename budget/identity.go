@@ -640,7 +640,7 @@ func machineID(dir string) (string, error) {
 		}
 		for _, c := range counts {
 			var st seenState
-			if cb, err := os.ReadFile(c); err == nil && json.Unmarshal(cb, &st) == nil && st.Machine != "" {
+			if cb, err := readStateFile(c); err == nil && json.Unmarshal(cb, &st) == nil && st.Machine != "" {
 				return "", fmt.Errorf("%s, this machine's ID, which its counts file %s names (%s), is gone (deleted): a store gone back to an older snapshot would not be noticed; restore it (its content is that ID), or accept the loss with delegateos store init --reset and remove the counts files", path, c, st.Machine)
 			}
 		}
@@ -687,7 +687,7 @@ func machineID(dir string) (string, error) {
 	}
 	for _, c := range counts {
 		var st seenState
-		if cb, err := os.ReadFile(c); err == nil && json.Unmarshal(cb, &st) == nil && st.Machine != "" && st.Machine != id {
+		if cb, err := readStateFile(c); err == nil && json.Unmarshal(cb, &st) == nil && st.Machine != "" && st.Machine != id {
 			return "", fmt.Errorf("%s, this machine's ID, is %s, but its counts file %s names the machine ID %s: the ID was replaced, or the file copied from another machine, and a store gone back to an older snapshot would not be noticed; restore the ID the file names, or accept the loss with delegateos store init --reset and remove the counts files", path, id, c, st.Machine)
 		}
 	}
@@ -719,7 +719,7 @@ func (s *Redis) readSeenFile(id string) (*seenState, error) {
 		return nil, nil
 	}
 	for i, path := range []string{s.seenPath(id), s.legacySeenPath()} {
-		b, err := os.ReadFile(path)
+		b, err := readStateFile(path)
 		if errors.Is(err, os.ErrNotExist) {
 			continue
 		}

@@ -72,7 +72,7 @@ func readInstances(dir, token, mark string) (map[string]int, map[string]string, 
 		return nil, nil, fmt.Errorf("the state directory %s cannot be written: %w; set DELEGATEOS_STATE_DIR to a directory the proxy can write", dir, err)
 	}
 	defer lock.Close()
-	b, err := os.ReadFile(path)
+	b, err := readStateFile(path)
 	if errors.Is(err, os.ErrNotExist) {
 		// Counts that name the instances which raised their keys while
 		// the list is gone: it was deleted, and this directory's earlier
@@ -83,7 +83,7 @@ func readInstances(dir, token, mark string) (map[string]int, map[string]string, 
 		}
 		for _, c := range counts {
 			var st seenState
-			if cb, err := os.ReadFile(c); err == nil && json.Unmarshal(cb, &st) == nil && len(st.MInst) > 0 {
+			if cb, err := readStateFile(c); err == nil && json.Unmarshal(cb, &st) == nil && len(st.MInst) > 0 {
 				return nil, nil, fmt.Errorf("%s, the list of the instances this machine's state directory ran as, which its counts file %s names, is gone (deleted): restore it, or accept the loss with delegateos store init --reset and remove the counts files", path, c)
 			}
 		}

@@ -27,3 +27,5 @@ func (l *liveRecord) raise(string, int64) error { return nil }
 func (l *liveRecord) close(bool)                { _ = os.Remove }
 
 func openRecord(string, bool) (*os.File, []byte, error) { return nil, nil, errors.ErrUnsupported }
+
+func readStateFile(path string) ([]byte, error) { return os.ReadFile(path) }

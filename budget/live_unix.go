@@ -200,3 +200,32 @@ func (l *liveRecord) close(remove bool) {
 	}
 	l.f.Close()
 }
+
+// readStateFile reads a file the state directory keeps (the counts, the
+// list of instances) as openRecord reads a record: not following a
+// symbolic link, not waiting on a FIFO, a regular file only, at most its
+// size. A file that is not one is an error naming what it is (fail
+// closed), never a start that hangs.
+func readStateFile(path string) ([]byte, error) {
+	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NOFOLLOW|syscall.O_NONBLOCK, 0)
+	if errors.Is(err, syscall.ELOOP) {
+		return nil, &os.PathError{Op: "open", Path: path, Err: errors.New("a symbolic link, not a file delegateos writes")}
+	}
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	fi, err := f.Stat()
+	if err != nil {
+		return nil, err
+	}
+	if !fi.Mode().IsRegular() {
+		return nil, &os.PathError{Op: "open", Path: path, Err: fmt.Errorf("not a regular file (mode %s)", fi.Mode())}
+	}
+	b := make([]byte, fi.Size())
+	n, err := f.ReadAt(b, 0)
+	if err != nil && !errors.Is(err, io.EOF) {
+		return nil, err
+	}
+	return b[:n], nil
+}

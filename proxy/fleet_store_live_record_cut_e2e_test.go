@@ -80,3 +80,40 @@ func TestE2EFaultLiveRecordSymlinkToFIFORefused(t *testing.T) {
 		t.Errorf("a live record that is a symlink to a FIFO: the proxy neither started nor refused in 15 s (its start hangs reading it)")
 	}
 }
+
+// The counts file and the list of instances replaced by symbolic links
+// to a FIFO: read as a live record is (not following the link, not
+// waiting on the FIFO), each refuses the start naming the file, where
+// following it would hang the start for ever.
+func TestE2EFaultCountsFileSymlinkToFIFORefused(t *testing.T) {
+	f := newStoreFleet(t)
+	f.livePrefix() // one call made: the counts file written
+	fifo := filepath.Join(t.TempDir(), "fifo")
+	if err := syscall.Mkfifo(fifo, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for _, file := range []string{f.seenFiles()[0], filepath.Join(f.e.Dir, "state", "machine-instances")} {
+		saved, err := os.ReadFile(file)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Remove(file); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Symlink(fifo, file); err != nil {
+			t.Fatal(err)
+		}
+		p := f.e.StartProxy(mcptest.ProxyOptions{Policy: f.policy(""), Token: f.a, LogToStderr: true, WantExit: func(int) bool { return true }})
+		t.Cleanup(func() { p.Cmd.Process.Kill() })
+		// A start refused takes well under a second; 15 s is a hang.
+		if !p.WaitExit(15 * time.Second) {
+			t.Errorf("%s a symlink to a FIFO: the proxy neither started nor refused in 15 s (its start hangs reading it)", file)
+		} else if p.ExitCode() != 2 || !strings.Contains(p.Stderr.String(), file) {
+			t.Errorf("%s a symlink to a FIFO: exit %d, want 2 naming it: %s", file, p.ExitCode(), p.Stderr.String())
+		}
+		os.Remove(file)
+		if err := os.WriteFile(file, saved, 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
