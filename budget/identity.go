@@ -317,14 +317,18 @@ func StateDirError() error {
 // another user could change what it holds: writable by its group or by
 // other users, or owned by another user than the proxy's (who could
 // delete or replace the machine's ID, counts and revocation copies, and
-// so hide a store that lost data). One that does not exist yet is made
-// 0700 by the proxy.
+// so hide a store that lost data), or lies in a directory another user
+// could write, or on the way through another user's (checkStatePath).
+// One that does not exist yet is made 0700 by the proxy.
 func CheckStateDir(dir string) error {
 	if dir != "" && !filepath.IsAbs(dir) {
 		return fmt.Errorf("the state directory %q is a relative path: proxies started in other working directories would each keep their state apart, and none would notice a store that lost data; give an absolute path", dir)
 	}
 	if dir == "" {
 		return nil
+	}
+	if err := checkStatePath(dir); err != nil {
+		return err
 	}
 	fi, err := os.Stat(dir)
 	if err != nil {

@@ -275,6 +275,12 @@ func (s *Shared) share(st Status, ids ...string) error {
 		// reads it back is still on the machine.
 		kept = s.durable.keep(m)
 	}
+	// In this proxy's copy before the set: a FLUSHALL between the write
+	// and the copy reading it back would otherwise leave the ending in no
+	// running proxy's copy, so none would write it back.
+	for _, id := range ids {
+		kept = errors.Join(kept, s.copy.Hold(id, string(st)))
+	}
 	return errors.Join(shareEnded(s.c, s.url, st, ids...), kept)
 }
 

@@ -63,6 +63,35 @@ func TestSharedEndingsReachTheFleet(t *testing.T) {
 	}
 }
 
+// The proxy that ends a delegation holds the ending in its copy at once:
+// a FLUSHALL right after the write, before its own PUBLISH came back and
+// the entry was read again, left the ending in no running proxy's copy,
+// and the set stayed without it until a proxy restarted (seen as a flaky
+// TestE2EFaultFlushAllEndedWrittenBack). Now the writer writes it back.
+func TestSharedWriterHoldsItsEnding(t *testing.T) {
+	srv := redistest.Start(t)
+	f := newFixture(t)
+	here := openShared(t, srv.URL())
+	mustInsert(t, here, f.root, f.a, f.b)
+	if err := here.Complete(f.b.Key, "", time.Now()); err != nil {
+		t.Fatal(err)
+	}
+	if v, ok, err := here.copy.Get(f.b.Key); err != nil || !ok || v != string(StatusCompleted) {
+		t.Fatalf("the writer's copy right after Complete: %q %v %v; want it held", v, ok, err)
+	}
+	srv.FlushAll()
+	ctx := context.Background()
+	for end := time.Now().Add(60 * time.Second); ; time.Sleep(5 * time.Millisecond) {
+		v, err := srv.Client().HGet(ctx, endedHash, f.b.Key).Result()
+		if err == nil && v == string(StatusCompleted) {
+			return
+		}
+		if time.Now().After(end) {
+			t.Fatalf("the ending after a FLUSHALL right after it was written: %q, %v; want it written back by the proxy that wrote it", v, err)
+		}
+	}
+}
+
 // What the set holds is checked: an entry that is not a delegation ID
 // with a terminal status makes the set fail closed.
 func TestSharedRefusesBadEntries(t *testing.T) {

@@ -99,6 +99,11 @@ type CallRequest struct {
 	// ContractID and DelegationID, when the request names them in
 	// _delegateos, must match the token.
 	ContractID, DelegationID string
+	// MaxCost, when the request sets it (_delegateos.maxCostMicrocents),
+	// bounds what the call may reserve: a call whose reservation is over
+	// it is refused budget_exceeded, whatever the token's budget (an LDP
+	// task's contract budget, held at the decision itself).
+	MaxCost *int64
 	// Extension marks a vendor extension method that the policy's methods
 	// list names (Method): it needs the capability its rule gives.
 	Extension bool
@@ -323,6 +328,9 @@ func (g *Gate) DecideAt(req *CallRequest, start time.Time) (d Decision) {
 	reserve := call.Cost
 	if g.HonourUpstreamCost {
 		reserve = max(call.MaxCost, call.Cost)
+	}
+	if req.MaxCost != nil && reserve > *req.MaxCost {
+		return deny(dct.BudgetExceeded, scope.Capabilities, "this call costs %d microcents; the request allows at most %d", reserve, *req.MaxCost)
 	}
 	admitted, den := g.reserveRate(req, call, scope, levels, now)
 	if den != nil {

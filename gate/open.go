@@ -136,6 +136,10 @@ func Open(pol *policy.Policy, opts Options) (_ *Snapshot, err error) {
 		revs, err := openRevocations(pol, opts.StateDir)
 		if err != nil {
 			what := opts.RevocationListFrom
+			if se := (*budget.StateError)(nil); errors.As(err, &se) {
+				// The state directory's, whose message names its remedy.
+				return nil, storef("the revocation list cannot be used: %v", err)
+			}
 			if errors.Is(err, os.ErrNotExist) {
 				return nil, storef("the revocation list %s does not exist: create it (an empty list is [], and 'delegateos revoke --list %s' creates it with an entry), or fix %s", pol.RevocationList, pol.RevocationList, what)
 			}
@@ -186,6 +190,16 @@ func Open(pol *policy.Policy, opts Options) (_ *Snapshot, err error) {
 	}
 	s.closers = append(s.closers, closeRates)
 	s.Gate.Rates = rates
+	if pol.Workspace != "" && redisconn.IsURL(pol.EndedDelegations) {
+		// The machine's durable copy of the ended-delegation set is kept
+		// in the state directory: checked as for the spend store.
+		if err := budget.StateDirError(); err != nil {
+			return nil, storef("the ended-delegation set's copy cannot be kept: %v", err)
+		}
+		if err := budget.CheckStateDir(opts.StateDir); err != nil {
+			return nil, storef("the ended-delegation set's copy cannot be kept: %v", err)
+		}
+	}
 	delegations, closeDelegations, err := openDelegations(pol, s.Gate.Verifier, s.Revocations, s.Gate.Budget, opts.StateDir, log)
 	if err != nil {
 		return nil, storef("%v; fix workspace in the policy, or make the directory writable by %s's user", err, opts.Who)
@@ -212,10 +226,10 @@ func openRevocations(pol *policy.Policy, dir string) (revocation.Live, error) {
 		return revocation.Open(pol.RevocationList)
 	}
 	if err := budget.StateDirError(); err != nil {
-		return nil, err
+		return nil, &budget.StateError{Err: err}
 	}
 	if err := budget.CheckStateDir(dir); err != nil {
-		return nil, err
+		return nil, &budget.StateError{Err: err}
 	}
 	var copies []string
 	if pol.Workspace != "" {

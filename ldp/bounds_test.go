@@ -98,3 +98,34 @@ func TestOnePeerCannotFillSessions(t *testing.T) {
 		t.Fatalf("another peer cannot open a session after one peer opened many: %v", err)
 	}
 }
+
+// TestReplayBoundPerTree: keys spent in a share (a delegation tree) are
+// counted there, whatever key signed them (rtldp3 #12: a holder's keys
+// multiplied its shares); a replay is still told by the key, and the share
+// is given back when its keys expire.
+func TestReplayBoundPerTree(t *testing.T) {
+	m := &MemoryReplay{Max: 100, MaxPerSigner: 4}
+	now := t0
+	exp := now.Add(time.Minute)
+	key := func(signer, id string) []string {
+		return []string{"ed25519\x00" + signer + "\x00message_id\x00" + id, "ed25519\x00" + signer + "\x00nonce\x00" + id}
+	}
+	if err := m.SpendShared(ctx, "dct:a", key("A1", "x"), now, exp); err != nil {
+		t.Fatal(err)
+	}
+	if err := m.SpendShared(ctx, "dct:a", key("A1", "x"), now, exp); err == nil {
+		t.Fatal("a replay in the same share was taken")
+	}
+	if err := m.SpendShared(ctx, "dct:a", key("A2", "x"), now, exp); err != nil {
+		t.Fatal(err)
+	}
+	if err := m.SpendShared(ctx, "dct:a", key("A3", "x"), now, exp); err == nil {
+		t.Fatal("a fresh key of a full tree spent past the tree's share")
+	}
+	if err := m.SpendShared(ctx, "dct:b", key("B", "x"), now, exp); err != nil {
+		t.Fatalf("another tree is refused for one tree's spending: %v", err)
+	}
+	if err := m.SpendShared(ctx, "dct:a", key("A3", "x"), exp, exp.Add(time.Minute)); err != nil {
+		t.Fatalf("the tree after its keys expired: %v", err)
+	}
+}

@@ -1,6 +1,9 @@
 package ldp
 
-import "strings"
+import (
+	"fmt"
+	"strings"
+)
 
 // The reference's failure categories, as this implementation uses them:
 // who or what a TASK_FAILED (or SESSION_REJECT) is about.
@@ -60,6 +63,7 @@ var codeCategories = map[string]string{
 	CodeContract:               CategoryPolicy,
 	CodeTaskFailed:             CategoryRuntime,
 	CodeAttestationFailed:      CategoryRuntime,
+	CodeBearerUnsigned:         CategorySecurity,
 	"TASK_CANCELLED":           CategoryRuntime,
 	"TOOL_ERROR":               CategoryRuntime,
 	"VERIFICATION_FAILED":      CategoryQuality,
@@ -80,20 +84,28 @@ var codeCategories = map[string]string{
 	string(ReasonStale):        CategorySecurity,
 	string(ReasonReplayed):     CategorySecurity,
 	string(ReasonBusy):         CategorySecurity,
+	// AVP-Sig's refusals (avpsig.Reason, listed exactly: a made-up
+	// signature_* code is the delegate's failure). signature_wrong_key and
+	// signature_invalid are the envelope's reasons too.
+	"signature_missing":           CategorySecurity,
+	"signature_malformed":         CategorySecurity,
+	"signature_stale":             CategorySecurity,
+	"signature_body_tampered":     CategorySecurity,
+	"signature_query_tampered":    CategorySecurity,
+	"signature_replayed":          CategorySecurity,
+	"signature_busy":              CategorySecurity,
+	"signature_store_unavailable": CategoryRuntime,
 }
 
 // CodeCategory is the category of a failure code as a DelegateOS delegate
-// sends it: a DelegateOS denial type, an AVP-Sig refusal (signature_…),
-// JSON-RPC errors of the tool's call (jsonrpc_N, runtime), or a code of
-// this implementation. ok is false for a code outside that table.
+// sends it: a DelegateOS denial type, an AVP-Sig refusal (its reasons,
+// exactly), JSON-RPC errors of the tool's call (jsonrpc_N, runtime), or a
+// code of this implementation. ok is false for a code outside that table.
 func CodeCategory(code string) (category string, ok bool) {
 	if c, ok := codeCategories[code]; ok {
 		return c, true
 	}
-	switch {
-	case strings.HasPrefix(code, "signature_"):
-		return CategorySecurity, true
-	case strings.HasPrefix(code, "jsonrpc_"):
+	if strings.HasPrefix(code, "jsonrpc_") {
 		return CategoryRuntime, true
 	}
 	return "", false
@@ -119,4 +131,78 @@ func DelegatesFailure(e LdpError) bool {
 		return true
 	}
 	return c == CategoryRuntime || c == CategoryQuality
+}
+
+// Exchange is what an initiator knows of the task it sent, against which
+// it reads the delegate's refusal: a refusal the initiator can contradict
+// is the delegate's failure, whatever its code and category.
+type Exchange struct {
+	// Card is the delegate's identity card the task was sent on.
+	Card *IdentityCard
+	// Skill is the skill the task asked for.
+	Skill string
+	// LiveSession: the task was sent in a session the delegate had just
+	// accepted, which the initiator had not closed, with a new task ID.
+	LiveSession bool
+	// SignedFresh: the TASK_SUBMIT was signed with Ed25519 a moment
+	// before, by the holder of the token it carried (in its delegateos
+	// member), with a new message ID and nonce, and sent without a bearer.
+	SignedFresh bool
+	// Grants reports whether the token the task carried grants the
+	// capability (NS:ACTION:RESOURCE, as a card states it); nil when the
+	// initiator cannot tell.
+	Grants func(capability string) bool
+}
+
+// envelopeRefusals are the refusals of an envelope's (or an AVP-Sig
+// request's) signature, freshness and token placement, which a fresh
+// Ed25519 envelope signed by the token's holder contradicts.
+var envelopeRefusals = map[string]bool{
+	string(ReasonMalformed): true, string(ReasonUnsigned): true, string(ReasonAlgorithm): true,
+	string(ReasonWrongKey): true, string(ReasonTampered): true, string(ReasonStale): true,
+	string(ReasonReplayed): true, CodeBearerUnsigned: true, "token_required": true,
+	"signature_missing": true, "signature_malformed": true, "signature_stale": true,
+	"signature_body_tampered": true, "signature_query_tampered": true, "signature_replayed": true,
+}
+
+// Contradicts says why the initiator knows the refusal e to be false ("" when
+// it cannot tell): a SKILL_UNKNOWN for a skill the card lists; a session
+// refusal in the live session the task was sent in; a refusal of the
+// envelope's signature, freshness or token placement for a fresh envelope
+// signed by the token's holder; capability_not_granted when the token sent
+// grants the capability the card states for the skill.
+func (x *Exchange) Contradicts(e LdpError) string {
+	if x == nil {
+		return ""
+	}
+	cat, _ := CodeCategory(e.Code)
+	switch {
+	case e.Code == CodeSkillUnknown && x.Card != nil && x.Card.Capability(x.Skill) != nil:
+		return fmt.Sprintf("the delegate's card lists skill %s", x.Skill)
+	case cat == CategorySession && x.LiveSession:
+		return "the task was sent in the session the delegate had just accepted"
+	case envelopeRefusals[e.Code] && x.SignedFresh:
+		return "the task was signed with ed25519 a moment before, by its token's holder"
+	case e.Code == "capability_not_granted" && x.Card != nil && x.Grants != nil:
+		if c := x.Card.Metadata[MetaCapabilityPrefix+x.Skill]; c != "" && x.Grants(c) {
+			return fmt.Sprintf("the token sent grants %s, the capability the delegate's card states for skill %s", c, x.Skill)
+		}
+	}
+	return ""
+}
+
+// DelegatesFailureIn is DelegatesFailure read against the exchange: a
+// refusal the initiator can contradict (Exchange.Contradicts) is the
+// delegate's failure too; why says so ("" otherwise).
+func DelegatesFailureIn(e LdpError, x *Exchange) (failed bool, why string) {
+	if DelegatesFailure(e) {
+		return true, ""
+	}
+	if (e.Code == CodeFrameInvalid || e.Code == CodePayloadMode) && (e.Category == CategoryQuality || e.Category == CategorySession) {
+		return false, ""
+	}
+	if why := x.Contradicts(e); why != "" {
+		return true, why
+	}
+	return false, ""
 }

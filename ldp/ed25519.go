@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"fmt"
 
+	"github.com/gowebpki/jcs"
+
 	"github.com/delegateos/delegateos/identity"
 	"github.com/delegateos/delegateos/internal/b64"
 	"github.com/delegateos/delegateos/internal/canon"
@@ -34,6 +36,12 @@ func Ed25519Input(e *Envelope) ([]byte, error) {
 // signature_algorithm "ed25519", signer to the key's did:key, and
 // signature to the unpadded base64url Ed25519 signature over
 // Ed25519Input. Sign last: any later change to e voids the signature.
+//
+// A number of e not written in its JCS form (1.0, 1e2) is rewritten in it,
+// so that what is sent is what is signed (ParseEnvelope refuses an
+// Ed25519 envelope that carries another form); a number whose JCS form is
+// another number (an integer beyond 2^53, more digits than a double
+// holds) is refused: the signature could not say which one was meant.
 func SignEd25519(e *Envelope, key ed25519.PrivateKey) error {
 	if len(key) != ed25519.PrivateKeySize {
 		return fmt.Errorf("ldp: signing key is %d bytes, want %d", len(key), ed25519.PrivateKeySize)
@@ -42,6 +50,9 @@ func SignEd25519(e *Envelope, key ed25519.PrivateKey) error {
 	e.Signature = ""
 	e.SignatureAlgorithm = AlgEd25519
 	e.Signer = identity.DIDFromPublicKey(key.Public().(ed25519.PublicKey))
+	if err := canonicalNumbers(e); err != nil {
+		return fmt.Errorf("ldp: cannot sign the envelope: %w", err)
+	}
 	msg, err := Ed25519Input(e)
 	if err != nil {
 		return err
@@ -80,5 +91,34 @@ func verifyEd25519(e *Envelope, want string) error {
 	if !ed25519.Verify(pub, msg, sig) {
 		return refuse(ReasonTampered, "ed25519 signature by %s does not verify over the envelope", clip(e.Signer))
 	}
+	return nil
+}
+
+// canonicalNumbers rewrites e's numbers in their JCS form, refusing one
+// whose JCS form is another number.
+func canonicalNumbers(e *Envelope) error {
+	data, err := e.MarshalJSON()
+	if err != nil {
+		return err
+	}
+	is, err := firstNumberIssue(data, false)
+	if err != nil || is == nil {
+		return err
+	}
+	if is, err = firstNumberIssue(data, true); err != nil {
+		return err
+	}
+	if is != nil {
+		return lossyNumberError(is)
+	}
+	c, err := jcs.Transform(data)
+	if err != nil {
+		return err
+	}
+	p, err := ParseEnvelope(c)
+	if err != nil {
+		return err
+	}
+	e.Body, e.Provenance, e.DelegateOS = p.Body, p.Provenance, p.DelegateOS
 	return nil
 }

@@ -8,6 +8,7 @@ import (
 	"mime"
 	"net/http"
 	"strings"
+	"sync"
 )
 
 // The paths of the HTTP binding (§8.1). IdentityPath is where the
@@ -70,8 +71,10 @@ func (h *Handler) message(w http.ResponseWriter, r *http.Request, stream bool) {
 		if err != nil {
 			return
 		}
-		defer release()
-		h.envelope(w, r, body, stream)
+		var once sync.Once
+		done := func() { once.Do(release) }
+		defer done()
+		h.envelope(w, r.WithContext(context.WithValue(r.Context(), releaseBodyKey{}, done)), body, stream)
 		return
 	}
 	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, MaxEnvelopeSize))
@@ -129,6 +132,22 @@ func (h *Handler) envelope(w http.ResponseWriter, r *http.Request, body []byte, 
 		}
 		w.Header().Set("Content-Type", "application/json")
 		w.Write(b)
+	}
+}
+
+// releaseBodyKey carries the release of a request's body (see
+// ReleaseBody).
+type releaseBodyKey struct{}
+
+// ReleaseBody gives the budget of bodies in flight back the share of the
+// request ctx belongs to, before its reply is written: an Executor calls
+// it before a task waits for long (for an approver), so that waiting tasks
+// do not hold the share every other request is read within. The envelope
+// is parsed and verified by then. It does nothing outside a Handler that
+// reads with ReadBody, and after its first call.
+func ReleaseBody(ctx context.Context) {
+	if f, ok := ctx.Value(releaseBodyKey{}).(func()); ok {
+		f()
 	}
 }
 

@@ -40,4 +40,8 @@ const (
 	DefaultMaxSessions = 10_000
 	// DefaultMaxSessionsPerPeer bounds the live sessions of one peer.
 	DefaultMaxSessionsPerPeer = 64
+	// DefaultMaxSessionsPerTree bounds the live sessions of one delegation
+	// tree (see Responder.Tree): an eighth of the table, which the holders
+	// of one token cannot multiply as they multiply keys.
+	DefaultMaxSessionsPerTree = DefaultMaxSessions / 8
 )

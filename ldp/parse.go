@@ -9,6 +9,8 @@ import (
 	"unicode"
 	"unicode/utf8"
 
+	"github.com/gowebpki/jcs"
+
 	"github.com/delegateos/delegateos/internal/strictjson"
 	"github.com/delegateos/delegateos/internal/timestamp"
 )
@@ -58,9 +60,22 @@ func ParseEnvelope(data []byte) (*Envelope, error) {
 	if err := strictjson.Unmarshal(data, &w); err != nil {
 		return nil, malformed("%v", err)
 	}
+	signed := w.SignatureAlgorithm != nil && *w.SignatureAlgorithm == AlgEd25519
+	if signed {
+		// The signature covers the JCS form: the bytes must say the same.
+		if err := checkJCSNumbers(data); err != nil {
+			return nil, err
+		}
+	}
 	body, err := parseBody(w.Body)
 	if err != nil {
 		return nil, malformed("body: %v", err)
+	}
+	if b, ok := body.(*TaskSubmit); ok && signed {
+		// The task's input is passed on as the signature covers it.
+		if b.Input, err = jcs.Transform(b.Input); err != nil {
+			return nil, malformed("body: input: %v", err)
+		}
 	}
 	e := &Envelope{
 		MessageID:   w.MessageID,

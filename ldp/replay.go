@@ -16,6 +16,16 @@ type ReplayStore interface {
 	Spend(ctx context.Context, keys []string, now, expires time.Time) error
 }
 
+// A SharedReplayStore also counts keys in a share other than their
+// signer's: SpendShared is Spend with every key counted in share (a
+// delegation tree, whose holders may sign with many keys), so that the
+// holders of one token cannot take every place by delegating to fresh
+// keys. Replays are still told by the keys themselves.
+type SharedReplayStore interface {
+	ReplayStore
+	SpendShared(ctx context.Context, share string, keys []string, now, expires time.Time) error
+}
+
 // MemoryReplay is a ReplayStore in one process's memory. It holds at most
 // Max keys (zero: DefaultMaxSeen) and refuses a new envelope (busy) when
 // that many are live, rather than forget one before its timestamp leaves
@@ -29,9 +39,17 @@ type MemoryReplay struct {
 	Max          int
 	MaxPerSigner int
 
-	mu       sync.Mutex
-	seen     map[string]time.Time
+	mu   sync.Mutex
+	seen map[string]seenKey
+	// bySigner counts the live keys of each share: a signer's scope, or
+	// the share SpendShared named.
 	bySigner map[string]int
+}
+
+// seenKey is a spent key: until when, and the share it is counted in.
+type seenKey struct {
+	until time.Time
+	share string
 }
 
 // scopeOf is the signer scope of a key: up to its second NUL.
@@ -47,18 +65,30 @@ func scopeOf(k string) string {
 	return k[:i+1+j]
 }
 
-var _ ReplayStore = (*MemoryReplay)(nil)
+var _ SharedReplayStore = (*MemoryReplay)(nil)
 
-// Spend implements ReplayStore.
-func (m *MemoryReplay) Spend(_ context.Context, keys []string, now, expires time.Time) error {
+// Spend implements ReplayStore: keys are counted in their signer's share.
+func (m *MemoryReplay) Spend(ctx context.Context, keys []string, now, expires time.Time) error {
+	return m.SpendShared(ctx, "", keys, now, expires)
+}
+
+// SpendShared implements SharedReplayStore; share "" is the keys'
+// signers'. A share holds at most MaxPerSigner places.
+func (m *MemoryReplay) SpendShared(_ context.Context, share string, keys []string, now, expires time.Time) error {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if m.seen == nil {
-		m.seen = map[string]time.Time{}
+		m.seen = map[string]seenKey{}
 		m.bySigner = map[string]int{}
 	}
+	shareOf := func(k string) string {
+		if share != "" {
+			return "share\x00" + share
+		}
+		return scopeOf(k)
+	}
 	for _, k := range keys {
-		if until, ok := m.seen[k]; ok && now.Before(until) {
+		if sk, ok := m.seen[k]; ok && now.Before(sk.until) {
 			return refuse(ReasonReplayed, "%s was accepted before", strings.ReplaceAll(k, "\x00", " "))
 		}
 	}
@@ -72,7 +102,7 @@ func (m *MemoryReplay) Spend(_ context.Context, keys []string, now, expires time
 	}
 	adds := map[string]int{}
 	for _, k := range keys {
-		adds[scopeOf(k)]++
+		adds[shareOf(k)]++
 	}
 	over := func() (string, bool) {
 		for sc, n := range adds {
@@ -83,33 +113,32 @@ func (m *MemoryReplay) Spend(_ context.Context, keys []string, now, expires time
 		return "", len(m.seen)+len(keys) > limit
 	}
 	if _, full := over(); full {
-		for k, until := range m.seen {
-			if !now.Before(until) {
+		for k, sk := range m.seen {
+			if !now.Before(sk.until) {
 				delete(m.seen, k)
-				m.forget(k)
+				m.forget(sk.share)
 			}
 		}
 		if sc, full := over(); full {
 			if sc != "" {
-				return refuse(ReasonBusy, "%d message IDs and nonces of %s are live, at most %d of one signer", m.bySigner[sc], strings.ReplaceAll(sc, "\x00", " "), perSigner)
+				return refuse(ReasonBusy, "%d message IDs and nonces of %s are live, at most %d of one signer or delegation tree", m.bySigner[sc], strings.ReplaceAll(sc, "\x00", " "), perSigner)
 			}
 			return refuse(ReasonBusy, "%d message IDs and nonces are live, at most %d", len(m.seen), limit)
 		}
 	}
 	for _, k := range keys {
-		if _, ok := m.seen[k]; ok {
+		if sk, ok := m.seen[k]; ok {
 			// An expired key of the same name is spent again.
-			m.forget(k)
+			m.forget(sk.share)
 		}
-		m.seen[k] = expires
-		m.bySigner[scopeOf(k)]++
+		m.seen[k] = seenKey{expires, shareOf(k)}
+		m.bySigner[shareOf(k)]++
 	}
 	return nil
 }
 
-// forget drops k from its signer's count. m.mu is held.
-func (m *MemoryReplay) forget(k string) {
-	sc := scopeOf(k)
+// forget drops a key from the count of its share sc. m.mu is held.
+func (m *MemoryReplay) forget(sc string) {
 	if m.bySigner[sc]--; m.bySigner[sc] <= 0 {
 		delete(m.bySigner, sc)
 	}

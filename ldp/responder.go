@@ -8,6 +8,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math"
+	"strings"
 	"sync"
 	"time"
 
@@ -48,13 +50,36 @@ type Task struct {
 	Mode PayloadMode
 	// By is who signed the envelope (zero when signatures are not checked).
 	By Verified
+	// Principals are the principals of the token's chain (its issuer and
+	// every delegatee), which the Executor sets when it reads the token:
+	// this delegate refuses an ATTESTATION of the task when its own key is
+	// among them (self-dealing).
+	Principals []string
 	// Token is the delegation token the task runs under: the TASK_SUBMIT's
 	// delegateos member, else the request's bearer token, else the
 	// SESSION_PROPOSE's delegateos member; nil when there is none.
 	Token *DelegateOSMember
+	// Tree is the delegation tree the task's token belongs to (see
+	// Responder.Tree), what an Executor counts the task's shares by; empty
+	// without Responder.Tree.
+	Tree string
 	// Update sends a TASK_UPDATE to the initiator when the request is a
 	// stream; otherwise it does nothing. It is never nil.
 	Update func(progress *float64, message string)
+
+	recheck func() *LdpError
+}
+
+// Recheck checks the task against its contract's terms again, with the
+// clock and the costs in force now: an Executor whose task waited (for an
+// approver) calls it before the task runs, as the Responder did before
+// handing it over. A non-nil LdpError (CONTRACT_REFUSED) is the task's
+// failure.
+func (t *Task) Recheck() *LdpError {
+	if t.recheck == nil {
+		return nil
+	}
+	return t.recheck()
 }
 
 // Outcome is what a task produced.
@@ -117,13 +142,21 @@ type Responder struct {
 	// it in provenance); a result whose attestation cannot be stored is
 	// not sent.
 	Attestations TaskAttestationStore
+	// Tree, when set, names the delegation tree of a token (its root
+	// delegation, which its holders cannot multiply as they can keys):
+	// sessions, places in the replay store and an Executor's other shares
+	// (Task.Tree) are counted per tree, so that one token's holder
+	// delegating to keys of its own does not take every place. Peers
+	// without a token are counted per delegate ID when they sign with the
+	// shared secret, and all together otherwise. Nil means per peer only.
+	Tree func(tok *DelegateOSMember) string
 	// Now is the clock; nil means time.Now.
 	Now func() time.Time
 
 	initOnce sync.Once
 	own      Sessions
 	mu       sync.Mutex
-	running  map[string]context.CancelFunc
+	running  map[string]context.CancelCauseFunc
 	// tasks are the sessions' tasks, for ATTESTATION.
 	tasks attestable
 }
@@ -139,16 +172,25 @@ const (
 	CodeTaskUnknown  = "TASK_UNKNOWN"
 	CodeTaskRunning  = "TASK_RUNNING"
 	CodeContract     = "CONTRACT_REFUSED"
-	CodeNoAttester   = "ATTESTATION_UNSUPPORTED"
+	// CodeTaskCancelled: the task ended before its result, by TASK_CANCEL
+	// or with its session (closed or expired).
+	CodeTaskCancelled = "TASK_CANCELLED"
+	CodeNoAttester    = "ATTESTATION_UNSUPPORTED"
 	// CodeAttestationFailed: the result was produced but could not be
 	// attested (its attestation could not be signed or stored).
 	CodeAttestationFailed = "ATTESTATION_FAILED"
+	// CodeBearerUnsigned: an Ed25519-signed SESSION_PROPOSE or TASK_SUBMIT
+	// came with an Authorization: Bearer token other than the one its
+	// signed members name (the TASK_SUBMIT's delegateos member, else the
+	// SESSION_PROPOSE's): the signature does not cover the header, so it
+	// does not choose the token.
+	CodeBearerUnsigned = "BEARER_UNSIGNED"
 )
 
 func (r *Responder) init() {
 	r.initOnce.Do(func() {
 		r.own.Now = r.Now
-		r.running = map[string]context.CancelFunc{}
+		r.running = map[string]context.CancelCauseFunc{}
 	})
 }
 
@@ -219,7 +261,12 @@ func (r *Responder) Handle(ctx context.Context, data []byte, bearer string, emit
 			if !inSession {
 				return r.refuse(e, sessionLdpError(&SessionError{CodeSessionUnknown, fmt.Sprintf("no session %q of %s", clip(e.SessionID), clip(e.From))})), nil
 			}
-			if err := r.Verifier.Spend(ctx, e, by); err != nil {
+			// Counted in the share of the session's delegation tree.
+			spent := by
+			if s, ok := r.sessions().Get(e.SessionID); ok {
+				spent.Share = s.Tree
+			}
+			if err := r.Verifier.Spend(ctx, e, spent); err != nil {
 				var le *Error
 				errors.As(err, &le)
 				return r.refuse(e, securityError(le)), nil
@@ -246,6 +293,9 @@ func (r *Responder) Handle(ctx context.Context, data []byte, bearer string, emit
 		if err != nil {
 			return r.refuse(e, sessionLdpError(err)), nil
 		}
+		// The session's tasks end with it, before the close is
+		// acknowledged: none runs (or is approved) afterwards.
+		r.endSession(s.ID, errSessionClosed)
 		return r.reply(e, s.ID, &SessionClose{Reason: ptrTo("acknowledged")}, ModeText), nil
 	}
 	return r.refuse(e, LdpError{Code: CodeUnexpected, Category: "session", Severity: "error",
@@ -286,20 +336,27 @@ func (r *Responder) propose(ctx context.Context, e *Envelope, b *SessionPropose,
 	if c.TTLSecs != nil {
 		ttl = time.Duration(*c.TTLSecs) * time.Second
 	}
+	tok, le := r.token(e, Session{}, by, bearer)
+	if le != nil {
+		return r.reply(e, "", &SessionReject{Reason: le.Message, Error: le}, ModeText)
+	}
 	if r.AdmitSession != nil {
-		if le := r.AdmitSession(ctx, e, by, r.token(e, Session{}, bearer)); le != nil {
+		if le := r.AdmitSession(ctx, e, by, tok); le != nil {
 			return r.reply(e, "", &SessionReject{Reason: le.Message, Error: le}, ModeText)
 		}
 	}
+	tree := r.treeOf(e, by, tok)
 	if r.Verifier != nil {
-		if err := r.Verifier.Spend(ctx, e, by); err != nil {
+		spent := by
+		spent.Share = tree
+		if err := r.Verifier.Spend(ctx, e, spent); err != nil {
 			var le *Error
 			errors.As(err, &le)
 			return r.refuse(e, securityError(le))
 		}
 	}
 	n := Negotiate(prefs, r.card().SupportedPayloadModes)
-	s, err := r.sessions().Open(e.From, by, e.DelegateOS, n, ttl)
+	s, err := r.sessions().Open(e.From, by, e.DelegateOS, tree, n, ttl)
 	if err != nil {
 		le := sessionLdpError(err)
 		return r.reply(e, "", &SessionReject{Reason: le.Message, Error: &le}, ModeText)
@@ -307,7 +364,7 @@ func (r *Responder) propose(ctx context.Context, e *Envelope, b *SessionPropose,
 	return r.reply(e, s.ID, &SessionAccept{SessionID: s.ID, NegotiatedMode: n.Mode, FallbackChain: n.Fallback}, ModeText)
 }
 
-func (r *Responder) submit(ctx context.Context, e *Envelope, b *TaskSubmit, by Verified, bearer string, emit func(*Envelope)) *Envelope {
+func (r *Responder) submit(ctx context.Context, e *Envelope, b *TaskSubmit, by Verified, bearer string, emit func(*Envelope)) (answer *Envelope) {
 	fail := func(le LdpError) *Envelope {
 		return r.reply(e, e.SessionID, &TaskFailed{TaskID: b.TaskID, Error: le}, e.PayloadMode)
 	}
@@ -342,28 +399,15 @@ func (r *Responder) submit(ctx context.Context, e *Envelope, b *TaskSubmit, by V
 	if err != nil {
 		return fail(sessionLdpError(err))
 	}
-	task := &Task{Session: s, Envelope: e, Submit: b, Mode: e.PayloadMode, By: by, Token: r.token(e, s, bearer)}
-	if c := b.Contract; c != nil && c.Policy.Budget != nil && c.Policy.Budget.MaxCostUSD != nil {
-		// The contract's budget is honoured or the task refused, never
-		// ignored: a task whose cost this delegate states (its Executor's
-		// quote for this very task, else the card's) is over it, or that
-		// states none, is refused before it runs.
-		max := *c.Policy.Budget.MaxCostUSD
-		cost := int64(-1)
-		if q, ok := r.Exec.(Quoter); ok {
-			if n, known := q.Quote(task); known && n >= 0 {
-				cost = n
-			}
-		} else {
-			cost = skillCost(r.card(), r.card().Capability(b.Skill))
-		}
-		if cost < 0 || float64(cost) > max*MicrocentsPerUSD {
-			msg := fmt.Sprintf("the contract's budget is %g USD; skill %s costs %d microcents (%g USD) here", max, b.Skill, cost, float64(cost)/MicrocentsPerUSD)
-			if cost < 0 {
-				msg = fmt.Sprintf("the contract's budget is %g USD, and this delegate states no cost for skill %s to hold it to", max, b.Skill)
-			}
-			return fail(LdpError{Code: CodeContract, Category: "policy", Severity: "error", Message: msg})
-		}
+	tok, le := r.token(e, s, by, bearer)
+	if le != nil {
+		return fail(*le)
+	}
+	task := &Task{Session: s, Envelope: e, Submit: b, Mode: e.PayloadMode, By: by, Token: tok}
+	task.Tree = r.treeOf(e, by, task.Token)
+	task.recheck = func() *LdpError { return r.contractTerms(task) }
+	if le := task.Recheck(); le != nil {
+		return fail(*le)
 	}
 	task.Update = func(progress *float64, message string) {
 		if emit == nil {
@@ -376,8 +420,8 @@ func (r *Responder) submit(ctx context.Context, e *Envelope, b *TaskSubmit, by V
 		emit(r.reply(e, s.ID, &TaskUpdate{TaskID: b.TaskID, Progress: progress, Message: m}, e.PayloadMode))
 	}
 	key := s.ID + "\x00" + b.TaskID
-	tctx, cancel := context.WithCancel(ctx)
-	defer cancel()
+	tctx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
 	r.mu.Lock()
 	if _, busy := r.running[key]; busy {
 		r.mu.Unlock()
@@ -386,12 +430,28 @@ func (r *Responder) submit(ctx context.Context, e *Envelope, b *TaskSubmit, by V
 	}
 	r.running[key] = cancel
 	r.mu.Unlock()
-	r.noteTask(s.ID, b.TaskID, taskRunning)
+	r.noteTask(s.ID, b.TaskID, taskRunning, nil)
+	// A task lives no longer than its session: when the session expires
+	// while the task runs (or waits), the task ends.
+	stopWatch := r.watchSession(s)
 	defer func() {
+		stopWatch()
 		r.mu.Lock()
 		delete(r.running, key)
 		r.mu.Unlock()
-		r.noteTask(s.ID, b.TaskID, taskEnded)
+		// Only work of this delegate's is attestable: a result, or a
+		// failure in its own categories; not a refusal, nor a task its
+		// initiator cancelled.
+		st := taskRefused
+		switch rb := answer.Body.(type) {
+		case *TaskResult:
+			st = taskEnded
+		case *TaskFailed:
+			if DelegatesFailure(rb.Error) && rb.Error.Code != "TASK_CANCELLED" {
+				st = taskEnded
+			}
+		}
+		r.noteTask(s.ID, b.TaskID, st, task.Principals)
 	}()
 	out, err := r.Exec.Execute(tctx, task)
 	if err != nil {
@@ -403,7 +463,11 @@ func (r *Responder) submit(ctx context.Context, e *Envelope, b *TaskSubmit, by V
 			return fail(te.LdpError)
 		}
 		if tctx.Err() != nil && ctx.Err() == nil {
-			return fail(LdpError{Code: "TASK_CANCELLED", Category: "runtime", Severity: "warning", Message: "the task was cancelled"})
+			msg := "the task was cancelled"
+			if c := context.Cause(tctx); c != nil && !errors.Is(c, context.Canceled) {
+				msg = "the task was cancelled: " + c.Error()
+			}
+			return fail(LdpError{Code: CodeTaskCancelled, Category: "runtime", Severity: "warning", Message: msg})
 		}
 		return fail(LdpError{Code: CodeTaskFailed, Category: "runtime", Severity: "error", Retryable: true, Message: err.Error()})
 	}
@@ -452,13 +516,140 @@ func (r *Responder) submit(ctx context.Context, e *Envelope, b *TaskSubmit, by V
 	return r.sign(reply, e)
 }
 
-// noteTask records where a task of session sid stands, for ATTESTATION.
-func (r *Responder) noteTask(sid, taskID string, st taskState) {
+// A SessionEnder is told (an Executor may also be one) that a session
+// ended (closed, or expired) while tasks of it ran: it must drop, before
+// returning, whatever it holds for them that others could still act on
+// (a task waiting for an approver). The tasks' contexts are cancelled too.
+type SessionEnder interface {
+	EndSession(sessionID string)
+}
+
+var (
+	errSessionClosed  = errors.New("its session was closed")
+	errSessionExpired = errors.New("its session expired")
+)
+
+// endSession cancels the running tasks of session sid with cause, and
+// tells the Executor.
+func (r *Responder) endSession(sid string, cause error) {
+	prefix := sid + "\x00"
+	r.mu.Lock()
+	for k, cancel := range r.running {
+		if strings.HasPrefix(k, prefix) {
+			cancel(cause)
+		}
+	}
+	r.mu.Unlock()
+	if se, ok := r.Exec.(SessionEnder); ok {
+		se.EndSession(sid)
+	}
+}
+
+// watchSession ends the tasks of session s when it expires (its TTL idle;
+// other messages of the session push the expiry on): a timer, re-armed
+// while the session lives. Call stop when the task ends.
+func (r *Responder) watchSession(s Session) (stop func()) {
+	var mu sync.Mutex
+	stopped := false
+	var tm *time.Timer
+	var check func()
+	check = func() {
+		cur, ok := r.sessions().Get(s.ID)
+		if ok && (cur.State == StateActive || cur.State == StateSuspended) {
+			mu.Lock()
+			if !stopped {
+				// At least a tenth of a second: a session table with a
+				// clock of its own may still call it live.
+				tm = time.AfterFunc(max(cur.LastUsed.Add(cur.TTL).Sub(r.now()), 100*time.Millisecond), check)
+			}
+			mu.Unlock()
+			return
+		}
+		cause := errSessionExpired
+		if ok && cur.CloseReason != "expired" {
+			cause = errSessionClosed
+		}
+		r.endSession(s.ID, cause)
+	}
+	mu.Lock()
+	tm = time.AfterFunc(max(s.LastUsed.Add(s.TTL).Sub(r.now()), time.Millisecond), check)
+	mu.Unlock()
+	return func() {
+		mu.Lock()
+		stopped = true
+		tm.Stop()
+		mu.Unlock()
+	}
+}
+
+// contractTerms checks a task against its contract's terms, with the
+// card and the costs in force: its deadline has not passed, and its
+// budget holds the task. The budget is honoured or the task refused,
+// never ignored: a task whose cost this delegate states (its Executor's
+// quote for this very task, else the card's) is over it, or that states
+// none, is refused.
+func (r *Responder) contractTerms(t *Task) *LdpError {
+	b := t.Submit
+	c := b.Contract
+	if c == nil {
+		return nil
+	}
+	if c.Deadline != "" {
+		if d, _ := timestamp.Parse(c.Deadline); !r.now().Before(d) {
+			return &LdpError{Code: CodeContract, Category: "policy", Severity: "error",
+				Message: fmt.Sprintf("the contract's deadline %s has passed", c.Deadline)}
+		}
+	}
+	if c.Policy.Budget == nil || c.Policy.Budget.MaxCostUSD == nil {
+		return nil
+	}
+	max := *c.Policy.Budget.MaxCostUSD
+	cost := int64(-1)
+	if q, ok := r.Exec.(Quoter); ok {
+		if n, known := q.Quote(t); known && n >= 0 {
+			cost = n
+		}
+	} else {
+		cost = skillCost(r.card(), r.card().Capability(b.Skill))
+	}
+	if cost < 0 || cost > BudgetMicrocents(max) {
+		msg := fmt.Sprintf("the contract's budget is %g USD; skill %s costs %d microcents (%g USD) here", max, b.Skill, cost, float64(cost)/MicrocentsPerUSD)
+		if cost < 0 {
+			msg = fmt.Sprintf("the contract's budget is %g USD, and this delegate states no cost for skill %s to hold it to", max, b.Skill)
+		}
+		return &LdpError{Code: CodeContract, Category: "policy", Severity: "error", Message: msg}
+	}
+	return nil
+}
+
+// BudgetMicrocents is a contract budget in USD as whole microcents, down
+// (a product within a millionth of a microcent of a whole one, as 2e-6 USD
+// gives, is that one): what a task's cost is held to.
+func BudgetMicrocents(usd float64) int64 {
+	x := usd * MicrocentsPerUSD
+	switch {
+	case x != x || x < 0:
+		return 0
+	case x >= math.MaxInt64:
+		return math.MaxInt64
+	}
+	if r := math.Round(x); math.Abs(x-r) < 1e-6 {
+		return int64(r)
+	}
+	return int64(math.Floor(x))
+}
+
+// noteTask records where a task of session sid stands, and the principals
+// of its token's chain, for ATTESTATION.
+func (r *Responder) noteTask(sid, taskID string, st taskState, chain []string) {
 	max := r.sessions().Max
 	if max <= 0 {
 		max = DefaultMaxSessions
 	}
-	r.tasks.set(sid, taskID, st, max, func(id string) bool {
+	if chain == nil {
+		chain = []string{}
+	}
+	r.tasks.set(sid, taskID, st, chain, max, func(id string) bool {
 		_, ok := r.sessions().Get(id)
 		return ok
 	})
@@ -500,15 +691,48 @@ func (r *Responder) attestTask(e *Envelope, b *TaskSubmit, s Session, by Verifie
 	return a, nil
 }
 
-// token is the delegation token a task runs under (see Task.Token).
-func (r *Responder) token(e *Envelope, s Session, bearer string) *DelegateOSMember {
+// treeOf is the delegation tree whose shares e counts in (see
+// Responder.Tree): its token's root, else its delegate ID when it is
+// signed with the shared secret, else that of every peer without a token.
+func (r *Responder) treeOf(e *Envelope, by Verified, tok *DelegateOSMember) string {
+	if r.Tree == nil {
+		return ""
+	}
+	if tok != nil {
+		if t := r.Tree(tok); t != "" {
+			return "dct:" + t
+		}
+	}
+	if by.Algorithm == AlgHMACSHA256 {
+		return "hmac:" + e.From
+	}
+	return "tokenless"
+}
+
+// token is the delegation token a task (or, with a zero s, a session)
+// runs under (see Task.Token). For an envelope whose Ed25519 signature was
+// verified it comes only from signed members: the envelope's delegateos
+// member, else the SESSION_PROPOSE's; a bearer token other than that one
+// is refused (CodeBearerUnsigned), as the signature does not cover it.
+func (r *Responder) token(e *Envelope, s Session, by Verified, bearer string) (*DelegateOSMember, *LdpError) {
+	if by.Algorithm == AlgEd25519 {
+		signed := e.DelegateOS
+		if signed == nil {
+			signed = s.Token
+		}
+		if bearer != "" && (signed == nil || signed.DCT != bearer) {
+			return nil, &LdpError{Code: CodeBearerUnsigned, Category: CategorySecurity, Severity: "fatal",
+				Message: "the Authorization: Bearer token is not the one this ed25519-signed envelope's delegateos member (or its session's SESSION_PROPOSE's) names, and the signature does not cover the header: send the token as the delegateos member"}
+		}
+		return signed, nil
+	}
 	if e.DelegateOS != nil {
-		return e.DelegateOS
+		return e.DelegateOS, nil
 	}
 	if bearer != "" {
-		return &DelegateOSMember{DCT: bearer}
+		return &DelegateOSMember{DCT: bearer}, nil
 	}
-	return s.Token
+	return s.Token, nil
 }
 
 func (r *Responder) cancel(e *Envelope, b *TaskCancel) *Envelope {
@@ -522,7 +746,7 @@ func (r *Responder) cancel(e *Envelope, b *TaskCancel) *Envelope {
 		return r.reply(e, e.SessionID, &TaskFailed{TaskID: b.TaskID, Error: LdpError{Code: CodeTaskUnknown, Category: "session",
 			Severity: "warning", Message: fmt.Sprintf("task %s is not running in this session", b.TaskID)}}, ModeText)
 	}
-	cancel()
+	cancel(nil)
 	return r.reply(e, e.SessionID, &TaskUpdate{TaskID: b.TaskID, Message: ptrTo("cancelled")}, ModeText)
 }
 
@@ -535,7 +759,11 @@ func (r *Responder) attest(ctx context.Context, e *Envelope, by Verified) (*Enve
 	if !ok {
 		return r.refuse(e, LdpError{Code: CodeNoAttester, Category: "capability", Severity: "warning", Message: "this delegate records no attestations"}), nil
 	}
-	claim := func(taskID string) (func(), *LdpError) { return r.tasks.claim(s.ID, taskID) }
+	var self ed25519.PublicKey
+	if r.Key != nil {
+		self = r.Key.Public().(ed25519.PublicKey)
+	}
+	claim := func(taskID string) (func(), *LdpError) { return r.tasks.claim(s.ID, taskID, self) }
 	if err := a.Attest(ctx, s, e, by, claim); err != nil {
 		var te *TaskError
 		if errors.As(err, &te) {
@@ -599,7 +827,15 @@ func (r *Responder) sign(out, in *Envelope) *Envelope {
 		// A peer of the reference SDKs checks replies with the secret.
 		SignHMAC(out, r.Verifier.HMACSecret)
 	case r.Key != nil:
-		SignEd25519(out, r.Key)
+		if err := SignEd25519(out, r.Key); err != nil {
+			// A result whose numbers the signature cannot hold (an
+			// integer beyond 2^53) is answered as the delegate's failure.
+			f := r.envelope(in, out.SessionID, &TaskFailed{TaskID: TaskID(in.Body), Error: LdpError{Code: CodeTaskFailed,
+				Category: "runtime", Severity: "error", Message: err.Error()}}, ModeText)
+			if SignEd25519(f, r.Key) == nil {
+				return f
+			}
+		}
 	}
 	return out
 }

@@ -4,6 +4,8 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
+	"math"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -329,8 +331,10 @@ func TestResponderRefusals(t *testing.T) {
 	}
 }
 
-// TestTaskToken: the TASK_SUBMIT's delegateos member wins over the bearer
-// token, which wins over SESSION_PROPOSE's member.
+// TestTaskToken: the TASK_SUBMIT's delegateos member wins over the
+// SESSION_PROPOSE's; for an Ed25519 envelope, whose signature does not
+// cover the Authorization header, a bearer token is taken only when it is
+// the one those signed members name (rtldp3 #2), else BEARER_UNSIGNED.
 func TestTaskToken(t *testing.T) {
 	d := newDelegate(t, 1, "")
 	c := newClient(2)
@@ -338,16 +342,37 @@ func TestTaskToken(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	submit := func(id string, tok *DelegateOSMember, bearer string) {
+	submit := func(id string, tok *DelegateOSMember, bearer string) string {
 		s.Bearer = bearer
-		if _, err := s.Submit(ctx, &TaskSubmit{TaskID: id, Skill: "echo", Input: frame}, "", tok, nil); err != nil {
+		reply, err := s.Submit(ctx, &TaskSubmit{TaskID: id, Skill: "echo", Input: frame}, "", tok, nil)
+		if err != nil {
 			t.Fatal(err)
 		}
+		if f, ok := reply.Body.(*TaskFailed); ok {
+			return f.Error.Code
+		}
+		return ""
 	}
-	submit("a", nil, "")
-	submit("b", nil, "bearer-token")
-	submit("c", &DelegateOSMember{DCT: "task-token", Format: "dct"}, "bearer-token")
-	want := []string{"session-token", "bearer-token", "task-token"}
+	task := &DelegateOSMember{DCT: "task-token", Format: "dct"}
+	for i, c := range []struct {
+		tok          *DelegateOSMember
+		bearer, code string
+	}{
+		{nil, "", ""},
+		{nil, "session-token", ""},
+		{task, "", ""},
+		{task, "task-token", ""},
+		{nil, "bearer-token", CodeBearerUnsigned},
+		{task, "session-token", CodeBearerUnsigned},
+	} {
+		if code := submit(fmt.Sprintf("t%d", i), c.tok, c.bearer); code != c.code {
+			t.Fatalf("member %+v, bearer %q: %q, want %q", c.tok, c.bearer, code, c.code)
+		}
+	}
+	want := []string{"session-token", "session-token", "task-token", "task-token"}
+	if len(d.exec.tokens) != len(want) {
+		t.Fatalf("%d tasks ran, want %d", len(d.exec.tokens), len(want))
+	}
 	for i, tok := range d.exec.tokens {
 		if tok == nil || tok.DCT != want[i] {
 			t.Fatalf("task %d ran under %+v, want %s", i, tok, want[i])
@@ -460,7 +485,13 @@ func TestAdmitSession(t *testing.T) {
 	if !errors.As(err, &rej) || rej.Reject.Error.Code != "malformed_token" {
 		t.Fatalf("%v", err)
 	}
-	if _, err := c.Open(ctx, d.srv.URL, "ldp:delegate:echo", SessionConfig{}, nil, "bearer-token", ""); err != nil || seen.DCT != "bearer-token" {
+	// An Ed25519 SESSION_PROPOSE's token is its member; a bearer alone is
+	// not signed (BEARER_UNSIGNED), one equal to the member is taken.
+	_, err = c.Open(ctx, d.srv.URL, "ldp:delegate:echo", SessionConfig{}, nil, "bearer-token", "")
+	if !errors.As(err, &rej) || rej.Reject.Error.Code != CodeBearerUnsigned {
+		t.Fatalf("a bearer alone: %v", err)
+	}
+	if _, err := c.Open(ctx, d.srv.URL, "ldp:delegate:echo", SessionConfig{}, &DelegateOSMember{DCT: "t"}, "t", ""); err != nil || seen.DCT != "t" {
 		t.Fatalf("%v %+v", err, seen)
 	}
 }
@@ -493,5 +524,73 @@ func TestRefusedProposalSpendsNothing(t *testing.T) {
 	}
 	if n := store.Len(); n != 0 {
 		t.Fatalf("the replay store holds %d entries of refused strangers", n)
+	}
+}
+
+// TestSessionEndEndsItsTasks (rtldp3 #9): SESSION_CLOSE ends the running
+// tasks of the session before it is acknowledged (TASK_CANCELLED, saying
+// why), and so does the session's expiry; the Executor is told
+// (SessionEnder) to drop what it holds for them.
+func TestSessionEndEndsItsTasks(t *testing.T) {
+	for _, how := range []string{"closed", "expired"} {
+		t.Run(how, func(t *testing.T) {
+			d := newDelegate(t, 1, "")
+			ended := make(chan string, 1)
+			d.resp.Exec = &endingExec{echoExec: d.exec, ended: ended}
+			c := newClient(2)
+			cfg := SessionConfig{}
+			if how == "expired" {
+				ttl := uint64(1)
+				cfg.TTLSecs = &ttl
+			}
+			s, err := c.Open(ctx, d.srv.URL, "ldp:delegate:echo", cfg, nil, "", "")
+			if err != nil {
+				t.Fatal(err)
+			}
+			reply := make(chan *Envelope, 1)
+			go func() {
+				r, _ := s.Submit(ctx, &TaskSubmit{TaskID: "task-001", Skill: "slow", Input: json.RawMessage(`"x"`)}, ModeText, nil, nil)
+				reply <- r
+			}()
+			<-d.exec.started
+			if how == "closed" {
+				if err := s.Close(ctx, "done"); err != nil {
+					t.Fatal(err)
+				}
+				select {
+				case sid := <-ended: // before the close was acknowledged
+					if sid != s.ID {
+						t.Fatalf("ended session %q, want %q", sid, s.ID)
+					}
+				default:
+					t.Fatal("the close was acknowledged before the Executor was told")
+				}
+			} else if sid := <-ended; sid != s.ID {
+				t.Fatalf("ended session %q, want %q", sid, s.ID)
+			}
+			r := <-reply
+			f, ok := r.Body.(*TaskFailed)
+			if !ok || f.Error.Code != CodeTaskCancelled || !strings.Contains(f.Error.Message, how) {
+				t.Fatalf("the task of a %s session answered %+v", how, r.Body)
+			}
+		})
+	}
+}
+
+// endingExec is echoExec that says which session ended.
+type endingExec struct {
+	*echoExec
+	ended chan string
+}
+
+func (x *endingExec) EndSession(sid string) { x.ended <- sid }
+
+// TestBudgetMicrocents: a contract budget in USD is held in whole
+// microcents, down, without losing one to floating point (2e-6 USD is 200).
+func TestBudgetMicrocents(t *testing.T) {
+	for usd, want := range map[float64]int64{2e-6: 200, 3e-6: 300, 1e-6: 100, 2.5e-8: 2, 0.1: 10_000_000, 0: 0, 1e30: math.MaxInt64} {
+		if got := BudgetMicrocents(usd); got != want {
+			t.Errorf("%g USD: %d microcents, want %d", usd, got, want)
+		}
 	}
 }

@@ -72,6 +72,10 @@ type Session struct {
 	// Token is the delegation token the SESSION_PROPOSE carried, nil when
 	// none: it goes with the session, and is forgotten with it.
 	Token *DelegateOSMember
+	// Tree is the delegation tree the session's peer acts in (see
+	// Responder.Tree): what its sessions, and its envelopes' places in the
+	// replay store, are counted by. Empty: none (counted by peer only).
+	Tree string
 }
 
 // expired reports whether the session has been idle for its TTL (§5.4).
@@ -98,6 +102,10 @@ type Sessions struct {
 	// else its delegate ID), so that one admitted peer cannot take them
 	// all; zero means DefaultMaxSessionsPerPeer.
 	MaxPerPeer int
+	// MaxPerTree bounds the live sessions of one delegation tree (a
+	// session's Tree), whose holders may have many keys; zero means
+	// DefaultMaxSessionsPerTree.
+	MaxPerTree int
 	// Now is the clock; nil means time.Now.
 	Now func() time.Time
 
@@ -113,11 +121,12 @@ func (t *Sessions) now() time.Time {
 }
 
 // Open records a new active session with peer, whose SESSION_PROPOSE was
-// signed as by says and carried tok (nil: none), in the negotiated
+// signed as by says and carried tok (nil: none), in delegation tree tree
+// ("": none), in the negotiated
 // payload after the trust check: it goes through
 // proposed to active, and is returned with a fresh random ID. ttl zero
 // means DefaultTTL; more than MaxTTL is cut to MaxTTL.
-func (t *Sessions) Open(peer string, by Verified, tok *DelegateOSMember, p Negotiated, ttl time.Duration) (Session, error) {
+func (t *Sessions) Open(peer string, by Verified, tok *DelegateOSMember, tree string, p Negotiated, ttl time.Duration) (Session, error) {
 	if ttl <= 0 {
 		ttl = DefaultTTL
 	}
@@ -132,12 +141,9 @@ func (t *Sessions) Open(peer string, by Verified, tok *DelegateOSMember, p Negot
 	if max <= 0 {
 		max = DefaultMaxSessions
 	}
-	if len(t.m) >= max {
-		t.sweep(now)
-		if len(t.m) >= max {
-			return Session{}, &SessionError{CodeSessionsFull, fmt.Sprintf("%d sessions are open, at most %d", len(t.m), max)}
-		}
-	}
+	// A peer's and a tree's shares are counted before the table's, so
+	// that a tree (or a peer) at its share is told so, whoever else fills
+	// the table.
 	perPeer := t.MaxPerPeer
 	if perPeer <= 0 {
 		perPeer = DefaultMaxSessionsPerPeer
@@ -145,7 +151,22 @@ func (t *Sessions) Open(peer string, by Verified, tok *DelegateOSMember, p Negot
 	if n := t.liveOf(peer, by, now); n >= perPeer {
 		return Session{}, &SessionError{CodeSessionsFull, fmt.Sprintf("this peer has %d sessions open, at most %d: close one", n, perPeer)}
 	}
-	s := &Session{ID: newSessionID(), Peer: peer, PeerAlgorithm: by.Algorithm, Token: tok, State: StateInitiating,
+	if tree != "" {
+		perTree := t.MaxPerTree
+		if perTree <= 0 {
+			perTree = DefaultMaxSessionsPerTree
+		}
+		if n := t.liveIn(tree, now); n >= perTree {
+			return Session{}, &SessionError{CodeSessionsFull, fmt.Sprintf("the delegation tree this peer acts in (%s) has %d sessions open, at most %d: close one", clip(tree), n, perTree)}
+		}
+	}
+	if len(t.m) >= max {
+		t.sweep(now)
+		if len(t.m) >= max {
+			return Session{}, &SessionError{CodeSessionsFull, fmt.Sprintf("%d sessions are open, at most %d", len(t.m), max)}
+		}
+	}
+	s := &Session{ID: newSessionID(), Peer: peer, PeerAlgorithm: by.Algorithm, Token: tok, Tree: tree, State: StateInitiating,
 		Payload: p, TTL: ttl, Created: now, LastUsed: now}
 	if by.Algorithm == AlgEd25519 {
 		s.PeerSigner = by.Signer
@@ -169,6 +190,17 @@ func (t *Sessions) liveOf(peer string, by Verified, now time.Time) int {
 			continue
 		}
 		if by.Algorithm == AlgEd25519 && s.PeerSigner == by.Signer || by.Algorithm != AlgEd25519 && s.PeerSigner == "" && s.Peer == peer {
+			n++
+		}
+	}
+	return n
+}
+
+// liveIn counts the live sessions of delegation tree tree. t.mu is held.
+func (t *Sessions) liveIn(tree string, now time.Time) int {
+	n := 0
+	for _, s := range t.m {
+		if s.Tree == tree && (s.State == StateActive || s.State == StateSuspended) && !s.expired(now) {
 			n++
 		}
 	}

@@ -19,7 +19,7 @@ func TestSessionLifecycle(t *testing.T) {
 	now := t0
 	tab := &Sessions{Now: func() time.Time { return now }}
 	p := Negotiate(DefaultPreferredModes, []PayloadMode{ModeSemanticFrame, ModeText})
-	s, err := tab.Open("ldp:delegate:a", Verified{}, nil, p, 0)
+	s, err := tab.Open("ldp:delegate:a", Verified{}, nil, "", p, 0)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -94,7 +94,7 @@ func TestSessionLifecycle(t *testing.T) {
 func TestSessionTTL(t *testing.T) {
 	now := t0
 	tab := &Sessions{Now: func() time.Time { return now }}
-	s, _ := tab.Open("a", Verified{}, nil, Negotiate(nil, nil), 10*time.Second)
+	s, _ := tab.Open("a", Verified{}, nil, "", Negotiate(nil, nil), 10*time.Second)
 	now = now.Add(9 * time.Second)
 	if _, err := tab.Use(s.ID, "a", ModeText); err != nil {
 		t.Fatal(err)
@@ -110,13 +110,13 @@ func TestSessionTTL(t *testing.T) {
 	if g, _ := tab.Get(s.ID); g.State != StateClosed || g.CloseReason != "expired" {
 		t.Fatalf("%+v", g)
 	}
-	s2, _ := tab.Open("a", Verified{}, nil, Negotiate(nil, nil), 10*time.Second)
+	s2, _ := tab.Open("a", Verified{}, nil, "", Negotiate(nil, nil), 10*time.Second)
 	tab.Suspend(s2.ID, "a")
 	now = now.Add(10 * time.Second)
 	if _, err := tab.Resume(s2.ID, "a"); sessionCode(err) != CodeSessionExpired {
 		t.Fatalf("resume after expiry: %v", err)
 	}
-	s3, _ := tab.Open("a", Verified{}, nil, Negotiate(nil, nil), 1000*time.Hour)
+	s3, _ := tab.Open("a", Verified{}, nil, "", Negotiate(nil, nil), 1000*time.Hour)
 	if s3.TTL != MaxTTL {
 		t.Fatalf("TTL %v, want it cut to %v", s3.TTL, MaxTTL)
 	}
@@ -127,16 +127,16 @@ func TestSessionTTL(t *testing.T) {
 func TestSessionsFull(t *testing.T) {
 	now := t0
 	tab := &Sessions{Max: 2, Now: func() time.Time { return now }}
-	a, _ := tab.Open("a", Verified{}, nil, Negotiate(nil, nil), time.Minute)
-	tab.Open("a", Verified{}, nil, Negotiate(nil, nil), time.Hour)
-	if _, err := tab.Open("a", Verified{}, nil, Negotiate(nil, nil), time.Hour); sessionCode(err) != CodeSessionsFull {
+	a, _ := tab.Open("a", Verified{}, nil, "", Negotiate(nil, nil), time.Minute)
+	tab.Open("a", Verified{}, nil, "", Negotiate(nil, nil), time.Hour)
+	if _, err := tab.Open("a", Verified{}, nil, "", Negotiate(nil, nil), time.Hour); sessionCode(err) != CodeSessionsFull {
 		t.Fatalf("full: %v", err)
 	}
 	tab.Close(a.ID, "a", "done")
-	if _, err := tab.Open("a", Verified{}, nil, Negotiate(nil, nil), time.Hour); err != nil {
+	if _, err := tab.Open("a", Verified{}, nil, "", Negotiate(nil, nil), time.Hour); err != nil {
 		t.Fatalf("after a close: %v", err)
 	}
-	if _, err := tab.Open("a", Verified{}, nil, Negotiate(nil, nil), time.Hour); sessionCode(err) != CodeSessionsFull {
+	if _, err := tab.Open("a", Verified{}, nil, "", Negotiate(nil, nil), time.Hour); sessionCode(err) != CodeSessionsFull {
 		t.Fatalf("full again: %v", err)
 	}
 }
@@ -147,20 +147,44 @@ func TestSessionsPerPeer(t *testing.T) {
 	now := t0
 	tab := &Sessions{MaxPerPeer: 2, Now: func() time.Time { return now }}
 	alice := Verified{Algorithm: AlgEd25519, Signer: testDID(1)}
-	a1, _ := tab.Open("ldp:delegate:a", alice, nil, Negotiate(nil, nil), time.Minute)
-	tab.Open("ldp:delegate:a2", alice, nil, Negotiate(nil, nil), time.Minute) // another ID, same key
-	if _, err := tab.Open("ldp:delegate:a3", alice, nil, Negotiate(nil, nil), time.Minute); sessionCode(err) != CodeSessionsFull {
+	a1, _ := tab.Open("ldp:delegate:a", alice, nil, "", Negotiate(nil, nil), time.Minute)
+	tab.Open("ldp:delegate:a2", alice, nil, "", Negotiate(nil, nil), time.Minute) // another ID, same key
+	if _, err := tab.Open("ldp:delegate:a3", alice, nil, "", Negotiate(nil, nil), time.Minute); sessionCode(err) != CodeSessionsFull {
 		t.Fatalf("third of one key: %v", err)
 	}
-	if _, err := tab.Open("ldp:delegate:b", Verified{Algorithm: AlgEd25519, Signer: testDID(2)}, nil, Negotiate(nil, nil), time.Minute); err != nil {
+	if _, err := tab.Open("ldp:delegate:b", Verified{Algorithm: AlgEd25519, Signer: testDID(2)}, nil, "", Negotiate(nil, nil), time.Minute); err != nil {
 		t.Fatalf("another key: %v", err)
 	}
 	tab.Close(a1.ID, "ldp:delegate:a", "done")
-	if _, err := tab.Open("ldp:delegate:a", alice, nil, Negotiate(nil, nil), time.Minute); err != nil {
+	if _, err := tab.Open("ldp:delegate:a", alice, nil, "", Negotiate(nil, nil), time.Minute); err != nil {
 		t.Fatalf("after a close: %v", err)
 	}
 	now = now.Add(2 * time.Minute)
-	if _, err := tab.Open("ldp:delegate:a", alice, nil, Negotiate(nil, nil), time.Minute); err != nil {
+	if _, err := tab.Open("ldp:delegate:a", alice, nil, "", Negotiate(nil, nil), time.Minute); err != nil {
+		t.Fatalf("after expiry: %v", err)
+	}
+}
+
+// TestSessionsPerTree: sessions are counted per delegation tree too, whose
+// holders may sign with as many keys as they like (rtldp3 #12): a tree at
+// its share is refused whatever its keys, and other trees are not held to
+// its count.
+func TestSessionsPerTree(t *testing.T) {
+	now := t0
+	tab := &Sessions{MaxPerPeer: 2, MaxPerTree: 3, Now: func() time.Time { return now }}
+	for i := range 3 {
+		if _, err := tab.Open("ldp:delegate:a", Verified{Algorithm: AlgEd25519, Signer: testDID(byte(10 + i))}, nil, "dct:root-a", Negotiate(nil, nil), time.Minute); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := tab.Open("ldp:delegate:a", Verified{Algorithm: AlgEd25519, Signer: testDID(20)}, nil, "dct:root-a", Negotiate(nil, nil), time.Minute); sessionCode(err) != CodeSessionsFull {
+		t.Fatalf("a fresh key of a full tree: %v", err)
+	}
+	if _, err := tab.Open("ldp:delegate:b", Verified{Algorithm: AlgEd25519, Signer: testDID(21)}, nil, "dct:root-b", Negotiate(nil, nil), time.Minute); err != nil {
+		t.Fatalf("another tree: %v", err)
+	}
+	now = now.Add(2 * time.Minute)
+	if _, err := tab.Open("ldp:delegate:a", Verified{Algorithm: AlgEd25519, Signer: testDID(20)}, nil, "dct:root-a", Negotiate(nil, nil), time.Minute); err != nil {
 		t.Fatalf("after expiry: %v", err)
 	}
 }

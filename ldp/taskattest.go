@@ -89,8 +89,16 @@ func ValidTaskAttestationID(id string) bool {
 }
 
 // ValueHash is HashPrefix and the hex SHA-256 of the JCS form of the JSON
-// value raw.
+// value raw. A number whose JCS form is another number (an integer beyond
+// 2^53) is refused: the hash could not say which one was meant.
 func ValueHash(raw json.RawMessage) (string, error) {
+	is, err := firstNumberIssue(raw, true)
+	if err != nil {
+		return "", err
+	}
+	if is != nil {
+		return "", lossyNumberError(is)
+	}
 	c, err := canon.Marshal(raw)
 	if err != nil {
 		return "", err

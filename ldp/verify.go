@@ -41,6 +41,10 @@ type Verified struct {
 	Signer string
 	// Signed is the envelope's timestamp.
 	Signed time.Time
+	// Share, when set, is the share of the replay store the envelope's
+	// message ID and nonce are counted in (its sender's delegation tree),
+	// rather than its signer's; the Responder sets it.
+	Share string
 }
 
 // Verify accepts e only if it is signed with an algorithm v takes, by
@@ -138,7 +142,11 @@ func (v *Verifier) Spend(ctx context.Context, e *Envelope, out Verified) error {
 		store = &v.mem
 	}
 	// Past ts+window a replay is stale, so the keys need not be held longer.
-	return store.Spend(ctx, keys, now, out.Signed.Add(window+time.Millisecond))
+	expires := out.Signed.Add(window + time.Millisecond)
+	if ss, ok := store.(SharedReplayStore); ok && out.Share != "" {
+		return ss.SpendShared(ctx, out.Share, keys, now, expires)
+	}
+	return store.Spend(ctx, keys, now, expires)
 }
 
 func (v *Verifier) windows() (window, ahead time.Duration) {

@@ -138,6 +138,10 @@ func (s *session) hold(p *pending, h header, cp *callParams, frame []byte) bool 
 		s.log.Info("approval not asked in observe mode", zap.String("method", p.method), zap.String("target", p.target))
 		return false
 	}
+	if why := s.cfg.ApprovalElsewhere; why != "" {
+		s.refuseUnasked(p, gate.ApprovalUnavailable, why)
+		return true
+	}
 	if m, modern, bad := readModernParams(h.params); bad != "" {
 		s.refuseUnasked(p, gate.ApprovalUnavailable, "the request cannot be read for its approval: "+bad)
 		return true

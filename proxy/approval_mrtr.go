@@ -6,6 +6,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
+	"strconv"
 	"strings"
 	"time"
 
@@ -256,6 +257,11 @@ func (s *session) requestDigest(p *pending, cp *callParams) [32]byte {
 	write([]byte(s.callToken(cp)))
 	write([]byte(d.ContractID))
 	write([]byte(d.DelegationID))
+	if d.MaxCost != nil {
+		write([]byte(strconv.FormatInt(*d.MaxCost, 10)))
+	} else {
+		write(nil)
+	}
 	var sum [32]byte
 	h.Sum(sum[:0])
 	return sum

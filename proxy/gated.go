@@ -86,7 +86,7 @@ func (s *session) gate(p *pending, cp *callParams, params []byte) bool {
 		s.deny(p, &refused)
 		return false
 	}
-	req.Token, req.ContractID, req.DelegationID = d.DCT, d.ContractID, d.DelegationID
+	req.Token, req.ContractID, req.DelegationID, req.MaxCost = d.DCT, d.ContractID, d.DelegationID, d.MaxCost
 	session := s.sessionToken()
 	if req.Token == "" {
 		req.Token = session

@@ -67,6 +67,13 @@ type Config struct {
 	// filtered (a line names what would have been hidden). Requests the
 	// relay cannot read unambiguously are still refused. Never the default.
 	Observe bool
+	// ApprovalElsewhere, when set, is why no client of this relay is asked
+	// to approve a call a rule holds for approval: the server's approvals
+	// are answered by others (its LDP approvers, through its LDP front's
+	// own relay). Such a call is refused approval_unavailable with this
+	// reason, whatever the client declared: its sender would approve its
+	// own call.
+	ApprovalElsewhere string
 	// Evidence, when set, is handed every decision and every forwarded
 	// call's end, for signed receipts (evidence.go).
 	Evidence Evidence

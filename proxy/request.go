@@ -261,6 +261,8 @@ type delegateosParams struct {
 	Format       string `json:"format"`
 	DelegationID string `json:"delegationId"`
 	ContractID   string `json:"contractId"`
+	// MaxCost bounds what the call may reserve (gate.CallRequest.MaxCost).
+	MaxCost *int64 `json:"maxCostMicrocents"`
 }
 
 // readDelegateos reads params._delegateos; an empty raw is none.

@@ -355,20 +355,27 @@ func (s *scanner) str() ([]byte, bool) {
 		return nil, false
 	}
 	// Most strings are short names and values: stepped through, they cost
-	// less than setting up IndexByte.
-	for n := 0; n < 16 && s.i < len(s.b); n++ {
-		switch c := s.b[s.i]; {
+	// less than setting up IndexByte. The index is kept in a local (the
+	// scanner's field would be stored at every byte).
+	b, i := s.b, s.i
+	for n := 0; n < 16 && i < len(b); n++ {
+		c := b[i]
+		if !strStop[c] {
+			i++
+			continue
+		}
+		switch {
 		case c == '"':
-			s.i++
-			return s.b[start:s.i], true
+			s.i = i + 1
+			return b[start:s.i], true
 		case c == '\\':
-			s.i += 2
-		case c < 0x20:
+			i += 2
+		default: // a control character
+			s.i = i
 			return nil, false
-		default:
-			s.i++
 		}
 	}
+	s.i = i
 	for {
 		if s.i > len(s.b) {
 			return nil, false
@@ -389,6 +396,16 @@ func (s *scanner) str() ([]byte, bool) {
 		s.i = p + 2 // past the escape: the quote found may have been escaped
 	}
 }
+
+// strStop marks the bytes str's first loop stops at: the quote, the
+// backslash and the control characters.
+var strStop = func() (t [256]bool) {
+	for c := range 0x20 {
+		t[c] = true
+	}
+	t['"'], t['\\'] = true, true
+	return t
+}()
 
 // firstSpecial is the index of the first backslash or control character
 // in b, or -1.

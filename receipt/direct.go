@@ -4,6 +4,7 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"strconv"
+	"sync/atomic"
 	"time"
 
 	"github.com/delegateos/delegateos/internal/canon"
@@ -85,12 +86,38 @@ func appendHash(dst []byte, h *[32]byte) []byte {
 }
 
 // appendTime appends t as timestamp.Format writes it, a JSON string (its
-// characters need no escape).
+// characters need no escape). The part above the millisecond is formatted
+// once per second (a call's receipts carry three times, mostly within one
+// second of each other).
 func appendTime(dst []byte, t time.Time) []byte {
 	dst = append(dst, '"')
-	dst = t.UTC().AppendFormat(dst, timestamp.Layout)
-	return append(dst, '"')
+	u := t.UTC()
+	sec := u.Unix()
+	s := lastSecond.Load()
+	if s == nil || s.sec != sec {
+		const width = len("2006-01-02T15:04:05.")
+		whole := u.Format("2006-01-02T15:04:05.")
+		if len(whole) != width {
+			// A year outside 0000-9999 has another width: no cache.
+			return append(u.AppendFormat(dst, timestamp.Layout), '"')
+		}
+		s = &utcSecond{sec: sec, prefix: whole}
+		lastSecond.Store(s)
+	}
+	dst = append(dst, s.prefix...)
+	ms := u.Nanosecond() / 1e6 // truncated, as the layout's .000 is
+	return append(dst, byte('0'+ms/100), byte('0'+ms/10%10), byte('0'+ms%10), 'Z', '"')
 }
+
+// utcSecond is one second's UTC time formatted up to its milliseconds,
+// "2006-01-02T15:04:05.".
+type utcSecond struct {
+	sec    int64
+	prefix string
+}
+
+// lastSecond is the last second appendTime formatted.
+var lastSecond atomic.Pointer[utcSecond]
 
 // appendPosition appends the members audit_prev and audit_seq of an entry
 // at seq (at least 1) after the entry whose digest is prev.

@@ -332,7 +332,7 @@ func (s *Server) servePost(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 		// Its token, or that it needs one, sessionlessLimit checked.
-		if sess, err = s.newSession(auth, tok, stateless); err != nil {
+		if sess, err = s.newSession(auth, tok, stateless, stateless && fromLDPFront(r.Context())); err != nil {
 			status := http.StatusServiceUnavailable
 			if errors.Is(err, errCredentialSessions) || errors.Is(err, errTreeSessions) {
 				status = http.StatusTooManyRequests // this client's, not the server's

@@ -364,13 +364,17 @@ func (s *Server) upstreamCrashed() { s.restarts.Add(1) }
 
 // newSession starts a session for a client presenting the credential
 // auth (see credential; its token, if a bearer one, is token).
-func (s *Server) newSession(auth, token string, stateless bool) (*session, error) {
+func (s *Server) newSession(auth, token string, stateless, front bool) (*session, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.draining {
 		return nil, errDraining
 	}
 	cred := sha256.Sum256([]byte(auth))
+	if front {
+		// The LDP front's stateless session of a credential is its own.
+		cred = sha256.Sum256([]byte("delegateos/ldp-front\x00" + auth))
+	}
 	if stateless {
 		// A relay that is closing (reaped) takes no more requests: the
 		// next stateless client of its credential gets a new one, which
@@ -391,7 +395,7 @@ func (s *Server) newSession(auth, token string, stateless bool) (*session, error
 		return nil, err
 	}
 	sess := &session{
-		Session:  Session{ID: newSessionID(), Token: token},
+		Session:  Session{ID: newSessionID(), Token: token, LDPFront: front},
 		srv:      s,
 		cred:     cred,
 		tree:     tree,

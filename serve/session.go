@@ -26,6 +26,10 @@ type Session struct {
 	// session token (proxy.Config.SessionToken) unless Options.Relay
 	// decides otherwise.
 	Token string
+	// LDPFront says the session serves the server's LDP front only (its
+	// in-process requests, marked by FromLDPFront): no client's request
+	// shares its relay.
+	LDPFront bool
 }
 
 // session is a running MCP session: its relay and the routes of its

@@ -85,6 +85,23 @@ func HolderProven(ctx context.Context, token string) context.Context {
 	return context.WithValue(ctx, holderProofKey{}, token)
 }
 
+// ldpFrontKey is the context key of a FromLDPFront request.
+type ldpFrontKey struct{}
+
+// FromLDPFront marks an in-process request (one no client can send) of the
+// server's LDP front: a stateless one goes to a relay session of the
+// front's own (Session.LDPFront), never shared with a client presenting
+// the same credential, so that the relay can be told who answers its
+// approvals (proxy.Config.ApprovalElsewhere for every other session).
+func FromLDPFront(ctx context.Context) context.Context {
+	return context.WithValue(ctx, ldpFrontKey{}, true)
+}
+
+func fromLDPFront(ctx context.Context) bool {
+	v, _ := ctx.Value(ldpFrontKey{}).(bool)
+	return v
+}
+
 // AuthorizeRequest checks an MCP request over HTTP: body is its POST body
 // (nil for GET and DELETE) and sessionToken the token its session was
 // created with (for the request that creates one, the token it carries in

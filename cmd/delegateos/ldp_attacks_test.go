@@ -50,49 +50,49 @@ func TestLDPAttackEnvelopesRefused(t *testing.T) {
 		t.Fatal(err)
 	}
 	submit := func(id, input string) *ldp.Envelope {
-		return rtEnvelope(s.ID, holder.ID, &ldp.TaskSubmit{TaskID: id, Skill: "echo", Input: json.RawMessage(input)}, ldp.ModeText)
+		return peerEnvelope(s.ID, holder.ID, &ldp.TaskSubmit{TaskID: id, Skill: "echo", Input: json.RawMessage(input)}, ldp.ModeText)
 	}
 
 	// A good one runs, once; the same bytes again are a replay.
-	good := rtSign(t, submit("t1", `"once"`), env.Agent.PrivateKey())
-	if _, reply, body := rtPost(t, srv, "", good, ""); reply == nil || rtFailCode(reply) != "" {
+	good := peerSign(t, submit("t1", `"once"`), env.Agent.PrivateKey())
+	if _, reply, body := peerPost(t, srv, "", good, ""); reply == nil || peerFailCode(reply) != "" {
 		t.Fatalf("the good TASK_SUBMIT: %s", body)
 	}
-	if _, reply, body := rtPost(t, srv, "", good, ""); rtFailCode(reply) != string(ldp.ReasonReplayed) {
+	if _, reply, body := peerPost(t, srv, "", good, ""); peerFailCode(reply) != string(ldp.ReasonReplayed) {
 		t.Fatalf("replay: %s", body)
 	}
 	// The same through the stream endpoint is the same replay.
-	if _, _, body := rtPost(t, srv, ldp.StreamPath, good, ""); !strings.Contains(string(body), string(ldp.ReasonReplayed)) {
+	if _, _, body := peerPost(t, srv, ldp.StreamPath, good, ""); !strings.Contains(string(body), string(ldp.ReasonReplayed)) {
 		t.Fatalf("replay through the stream: %s", body)
 	}
 	// The same message with a new nonce (message_id kept) and a new
 	// message_id (nonce kept) are replays too, once re-signed.
 	e := submit("t2", `"again"`)
-	rtSign(t, e, env.Agent.PrivateKey())
+	peerSign(t, e, env.Agent.PrivateKey())
 	msgID, nonce := e.MessageID, e.Nonce
-	if _, reply, body := rtPost(t, srv, "", rtSign(t, e, env.Agent.PrivateKey()), ""); rtFailCode(reply) != "" {
+	if _, reply, body := peerPost(t, srv, "", peerSign(t, e, env.Agent.PrivateKey()), ""); peerFailCode(reply) != "" {
 		t.Fatalf("t2: %s", body)
 	}
 	e = submit("t3", `"x"`)
 	e.MessageID = msgID
-	if _, reply, body := rtPost(t, srv, "", rtSign(t, e, env.Agent.PrivateKey()), ""); rtFailCode(reply) != string(ldp.ReasonReplayed) {
+	if _, reply, body := peerPost(t, srv, "", peerSign(t, e, env.Agent.PrivateKey()), ""); peerFailCode(reply) != string(ldp.ReasonReplayed) {
 		t.Fatalf("message_id reused: %s", body)
 	}
 	e = submit("t4", `"x"`)
 	e.Nonce = nonce
-	if _, reply, body := rtPost(t, srv, "", rtSign(t, e, env.Agent.PrivateKey()), ""); rtFailCode(reply) != string(ldp.ReasonReplayed) {
+	if _, reply, body := peerPost(t, srv, "", peerSign(t, e, env.Agent.PrivateKey()), ""); peerFailCode(reply) != string(ldp.ReasonReplayed) {
 		t.Fatalf("nonce reused: %s", body)
 	}
 
 	// Tampered after signing: the input, the skill, a token member added.
 	tamper := func(name string, edit func([]byte) []byte) {
 		t.Helper()
-		b := rtSign(t, submit("tamper-"+name, `"signed"`), env.Agent.PrivateKey())
+		b := peerSign(t, submit("tamper-"+name, `"signed"`), env.Agent.PrivateKey())
 		changed := edit(b)
 		if bytes.Equal(changed, b) {
 			t.Fatalf("%s: the edit changed nothing", name)
 		}
-		if _, reply, body := rtPost(t, srv, "", changed, ""); rtFailCode(reply) != string(ldp.ReasonTampered) {
+		if _, reply, body := peerPost(t, srv, "", changed, ""); peerFailCode(reply) != string(ldp.ReasonTampered) {
 			t.Fatalf("tampered %s: %s", name, body)
 		}
 	}
@@ -113,61 +113,61 @@ func TestLDPAttackEnvelopesRefused(t *testing.T) {
 	})
 
 	// Unsigned, and signature_algorithm without a signature.
-	if _, reply, body := rtPost(t, srv, "", rtSign(t, submit("u", `"u"`), nil), ""); rtFailCode(reply) != string(ldp.ReasonUnsigned) {
+	if _, reply, body := peerPost(t, srv, "", peerSign(t, submit("u", `"u"`), nil), ""); peerFailCode(reply) != string(ldp.ReasonUnsigned) {
 		t.Fatalf("unsigned: %s", body)
 	}
 	// Stale, and from too far ahead (signed as such).
 	for _, d := range []time.Duration{-2 * time.Minute, 2 * time.Minute} {
 		e := submit("stale", `"s"`)
 		e.Timestamp = timestamp.Format(time.Now().Add(d))
-		if _, reply, body := rtPost(t, srv, "", rtSign(t, e, env.Agent.PrivateKey()), ""); rtFailCode(reply) != string(ldp.ReasonStale) {
+		if _, reply, body := peerPost(t, srv, "", peerSign(t, e, env.Agent.PrivateKey()), ""); peerFailCode(reply) != string(ldp.ReasonStale) {
 			t.Fatalf("timestamp %s: %s", d, body)
 		}
 	}
 	// Another key that knows the holder's ID and the session's.
 	thief := mcptest.NewKey(t, "thief")
-	if _, reply, body := rtPost(t, srv, "", rtSign(t, submit("thief", `"t"`), thief.PrivateKey()), ""); rtFailCode(reply) != string(ldp.ReasonWrongKey) {
+	if _, reply, body := peerPost(t, srv, "", peerSign(t, submit("thief", `"t"`), thief.PrivateKey()), ""); peerFailCode(reply) != string(ldp.ReasonWrongKey) {
 		t.Fatalf("another key in the session: %s", body)
 	}
 	// Algorithm downgrade: the shared secret on an Ed25519 session.
 	e = submit("hmac", `"h"`)
 	ldp.SignHMAC(e, "a shared secret of 32 characters")
-	if _, reply, body := rtPost(t, srv, "", rtSign(t, e, nil), ""); rtFailCode(reply) != string(ldp.ReasonWrongKey) {
+	if _, reply, body := peerPost(t, srv, "", peerSign(t, e, nil), ""); peerFailCode(reply) != string(ldp.ReasonWrongKey) {
 		t.Fatalf("hmac on an ed25519 session: %s", body)
 	}
 	// The same with the holder's token as a bearer: still the session's key.
 	e = submit("hmac-bearer", `"h"`)
 	ldp.SignHMAC(e, "a shared secret of 32 characters")
-	if _, reply, body := rtPost(t, srv, "", rtSign(t, e, nil), tok.String()); rtFailCode(reply) != string(ldp.ReasonWrongKey) {
+	if _, reply, body := peerPost(t, srv, "", peerSign(t, e, nil), tok.String()); peerFailCode(reply) != string(ldp.ReasonWrongKey) {
 		t.Fatalf("hmac with a bearer: %s", body)
 	}
 
 	// A SESSION_PROPOSE with the token, signed with the shared secret: no
 	// holder shown, so no session.
-	propose := rtEnvelope("", "ldp:delegate:holder", &ldp.SessionPropose{Config: ldp.SessionConfig{TrustDomain: "research"}}, ldp.ModeText)
+	propose := peerEnvelope("", "ldp:delegate:holder", &ldp.SessionPropose{Config: ldp.SessionConfig{TrustDomain: "research"}}, ldp.ModeText)
 	propose.DelegateOS = member
 	ldp.SignHMAC(propose, "a shared secret of 32 characters")
-	if _, reply, body := rtPost(t, srv, "", rtSign(t, propose, nil), ""); rtFailCode(reply) != string(ldp.ReasonWrongKey) {
+	if _, reply, body := peerPost(t, srv, "", peerSign(t, propose, nil), ""); peerFailCode(reply) != string(ldp.ReasonWrongKey) {
 		t.Fatalf("hmac SESSION_PROPOSE with a token: %s", body)
 	}
 	// An HMAC session with no token is refused too (token_required).
-	propose = rtEnvelope("", "ldp:delegate:holder", &ldp.SessionPropose{Config: ldp.SessionConfig{TrustDomain: "research"}}, ldp.ModeText)
+	propose = peerEnvelope("", "ldp:delegate:holder", &ldp.SessionPropose{Config: ldp.SessionConfig{TrustDomain: "research"}}, ldp.ModeText)
 	ldp.SignHMAC(propose, "a shared secret of 32 characters")
-	if _, reply, body := rtPost(t, srv, "", rtSign(t, propose, nil), ""); rtFailCode(reply) != "token_required" {
+	if _, reply, body := peerPost(t, srv, "", peerSign(t, propose, nil), ""); peerFailCode(reply) != "token_required" {
 		t.Fatalf("hmac SESSION_PROPOSE: %s", body)
 	}
 	// Replaying the holder's own SESSION_PROPOSE opens nothing.
-	propose = rtEnvelope("", "ldp:delegate:holder", &ldp.SessionPropose{Config: ldp.SessionConfig{TrustDomain: "research"}}, ldp.ModeText)
+	propose = peerEnvelope("", "ldp:delegate:holder", &ldp.SessionPropose{Config: ldp.SessionConfig{TrustDomain: "research"}}, ldp.ModeText)
 	propose.DelegateOS = member
-	pb := rtSign(t, propose, env.Agent.PrivateKey())
-	if _, reply, body := rtPost(t, srv, "", pb, ""); reply == nil || rtFailCode(reply) != "" {
+	pb := peerSign(t, propose, env.Agent.PrivateKey())
+	if _, reply, body := peerPost(t, srv, "", pb, ""); reply == nil || peerFailCode(reply) != "" {
 		t.Fatalf("the holder's SESSION_PROPOSE: %s", body)
 	}
-	if _, reply, body := rtPost(t, srv, "", pb, ""); rtFailCode(reply) != string(ldp.ReasonReplayed) {
+	if _, reply, body := peerPost(t, srv, "", pb, ""); peerFailCode(reply) != string(ldp.ReasonReplayed) {
 		t.Fatalf("a replayed SESSION_PROPOSE: %s", body)
 	}
 
-	if n := rtAllowed(t, srv, "echo", 2); n != 2 {
+	if n := peerAllowed(t, srv, "echo", 2); n != 2 {
 		t.Fatalf("%d echo calls reached the gate, want the 2 good ones", n)
 	}
 }
@@ -182,18 +182,18 @@ func TestLDPAttackRequireEd25519(t *testing.T) {
 	srv := env.StartServe(mcptest.ServeOptions{Policy: pol, Flags: []string{"--key", env.KeyFile(mcptest.NewKey(t, "server"))}})
 	for _, body := range []ldp.Body{&ldp.Hello{DelegateID: "ldp:delegate:x", SupportedModes: []ldp.PayloadMode{ldp.ModeText}},
 		&ldp.SessionPropose{Config: ldp.SessionConfig{TrustDomain: "research"}}} {
-		e := rtEnvelope("", "ldp:delegate:x", body, ldp.ModeText)
+		e := peerEnvelope("", "ldp:delegate:x", body, ldp.ModeText)
 		ldp.SignHMAC(e, "a shared secret of 32 characters")
-		if _, reply, raw := rtPost(t, srv, "", rtSign(t, e, nil), ""); rtFailCode(reply) != string(ldp.ReasonAlgorithm) {
+		if _, reply, raw := peerPost(t, srv, "", peerSign(t, e, nil), ""); peerFailCode(reply) != string(ldp.ReasonAlgorithm) {
 			t.Fatalf("%s: %s", body.Type(), raw)
 		}
 	}
 }
 
 // TestLDPAttackTokenPlacement: which token a task runs under, and who
-// may use a session. The TASK_SUBMIT's member wins over the bearer and
-// the session's token (a narrower one is the one the gate sees); a bearer
-// wins over the session's; another token holder who knows the session's
+// may use a session. The TASK_SUBMIT's member wins over the session's
+// token (a narrower one is the one the gate sees); a bearer other than
+// the signed token is refused BEARER_UNSIGNED; another token holder who knows the session's
 // ID and its peer's ID cannot put a task in it, nor cancel or close it.
 func TestLDPAttackTokenPlacement(t *testing.T) {
 	env := mcptest.NewEnv(t)
@@ -212,24 +212,25 @@ func TestLDPAttackTokenPlacement(t *testing.T) {
 	}
 	// The member (narrow) wins over the session's (wide).
 	reply, err := s.Submit(ctx, task("member"), "", &ldp.DelegateOSMember{DCT: narrow.String(), Format: dct.Format}, nil)
-	if err != nil || rtFailCode(reply) != "capability_not_granted" {
-		t.Fatalf("member token: %v %s", err, rtFailCode(reply))
+	if err != nil || peerFailCode(reply) != "capability_not_granted" {
+		t.Fatalf("member token: %v %s", err, peerFailCode(reply))
 	}
-	// The bearer (narrow) wins over the session's.
-	e := rtEnvelope(s.ID, holder.ID, task("bearer"), ldp.ModeText)
-	if _, reply, body := rtPost(t, srv, "", rtSign(t, e, env.Agent.PrivateKey()), narrow.String()); rtFailCode(reply) != "capability_not_granted" {
+	// A bearer other than the signed token (the session's, here) is
+	// refused: the Ed25519 signature does not cover it (rtldp3 #2).
+	e := peerEnvelope(s.ID, holder.ID, task("bearer"), ldp.ModeText)
+	if _, reply, body := peerPost(t, srv, "", peerSign(t, e, env.Agent.PrivateKey()), narrow.String()); peerFailCode(reply) != ldp.CodeBearerUnsigned {
 		t.Fatalf("bearer token: %s", body)
 	}
-	// The member wins over the bearer.
-	e = rtEnvelope(s.ID, holder.ID, task("both"), ldp.ModeText)
+	// So is one other than the member.
+	e = peerEnvelope(s.ID, holder.ID, task("both"), ldp.ModeText)
 	e.DelegateOS = &ldp.DelegateOSMember{DCT: narrow.String(), Format: dct.Format}
-	if _, reply, body := rtPost(t, srv, "", rtSign(t, e, env.Agent.PrivateKey()), wide.String()); rtFailCode(reply) != "capability_not_granted" {
+	if _, reply, body := peerPost(t, srv, "", peerSign(t, e, env.Agent.PrivateKey()), wide.String()); peerFailCode(reply) != ldp.CodeBearerUnsigned {
 		t.Fatalf("member and bearer: %s", body)
 	}
 	// A member in another format is refused, not ignored.
 	reply, err = s.Submit(ctx, task("format"), "", &ldp.DelegateOSMember{DCT: wide.String(), Format: "jwt"}, nil)
-	if err != nil || rtFailCode(reply) != "malformed_token" {
-		t.Fatalf("other format: %v %s", err, rtFailCode(reply))
+	if err != nil || peerFailCode(reply) != "malformed_token" {
+		t.Fatalf("other format: %v %s", err, peerFailCode(reply))
 	}
 
 	// Another holder, with a valid token of its own, opens its own
@@ -243,27 +244,27 @@ func TestLDPAttackTokenPlacement(t *testing.T) {
 	for name, body := range map[string]ldp.Body{"submit": task("ride"), "cancel": &ldp.TaskCancel{TaskID: "ride"},
 		"close": &ldp.SessionClose{}} {
 		// As itself: the session is not its own.
-		e := rtEnvelope(s.ID, oc.ID, body, ldp.ModeText)
+		e := peerEnvelope(s.ID, oc.ID, body, ldp.ModeText)
 		if name == "submit" {
 			e.DelegateOS = &ldp.DelegateOSMember{DCT: otherTok.String(), Format: dct.Format}
 		}
-		if _, reply, raw := rtPost(t, srv, "", rtSign(t, e, other.PrivateKey()), ""); rtFailCode(reply) != ldp.CodeSessionUnknown {
+		if _, reply, raw := peerPost(t, srv, "", peerSign(t, e, other.PrivateKey()), ""); peerFailCode(reply) != ldp.CodeSessionUnknown {
 			t.Fatalf("%s in another's session as itself: %s", name, raw)
 		}
 		// Claiming the holder's ID.
-		e = rtEnvelope(s.ID, holder.ID, body, ldp.ModeText)
+		e = peerEnvelope(s.ID, holder.ID, body, ldp.ModeText)
 		if name == "submit" {
 			e.DelegateOS = &ldp.DelegateOSMember{DCT: otherTok.String(), Format: dct.Format}
 		}
-		if _, reply, raw := rtPost(t, srv, "", rtSign(t, e, other.PrivateKey()), otherTok.String()); rtFailCode(reply) != string(ldp.ReasonWrongKey) {
+		if _, reply, raw := peerPost(t, srv, "", peerSign(t, e, other.PrivateKey()), otherTok.String()); peerFailCode(reply) != string(ldp.ReasonWrongKey) {
 			t.Fatalf("%s in another's session under its ID: %s", name, raw)
 		}
 	}
 	// The holder's session is still there and works.
-	if reply, err := s.Submit(ctx, task("still"), "", nil, nil); err != nil || rtFailCode(reply) != "" {
-		t.Fatalf("the holder's session after the attempts: %v %s", err, rtFailCode(reply))
+	if reply, err := s.Submit(ctx, task("still"), "", nil, nil); err != nil || peerFailCode(reply) != "" {
+		t.Fatalf("the holder's session after the attempts: %v %s", err, peerFailCode(reply))
 	}
-	if n := rtAllowed(t, srv, "echo", 1); n != 1 {
+	if n := peerAllowed(t, srv, "echo", 1); n != 1 {
 		t.Fatalf("%d echo calls allowed, want 1", n)
 	}
 }
@@ -304,11 +305,11 @@ func TestLDPAttackCancel(t *testing.T) {
 		if u, ok := reply.Body.(*ldp.TaskUpdate); ok && u.Message != nil && *u.Message == "cancelled" {
 			break
 		}
-		if c := rtFailCode(reply); c != ldp.CodeTaskUnknown || i > 10_000 {
+		if c := peerFailCode(reply); c != ldp.CodeTaskUnknown || i > 10_000 {
 			t.Fatalf("cancel %d: %s", i, c)
 		}
 	}
-	if reply := <-done; reply == nil || rtFailCode(reply) == "" {
+	if reply := <-done; reply == nil || peerFailCode(reply) == "" {
 		t.Fatalf("the cancelled task: %+v", reply)
 	}
 	line := srv.WaitLog("decision", func(l map[string]any) bool { return l["tool"] == "slow" })
@@ -321,15 +322,15 @@ func TestLDPAttackCancel(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		return rtFailCode(reply)
+		return peerFailCode(reply)
 	}
 	if c := echo("e1"); c != "" {
 		t.Fatalf("the first echo after the cancel: %s", c)
 	}
 	// A cancel after the result: the task is not running.
 	reply, err := s.Send(ctx, &ldp.TaskCancel{TaskID: "e1"})
-	if err != nil || rtFailCode(reply) != ldp.CodeTaskUnknown {
-		t.Fatalf("cancel after the result: %v %s", err, rtFailCode(reply))
+	if err != nil || peerFailCode(reply) != ldp.CodeTaskUnknown {
+		t.Fatalf("cancel after the result: %v %s", err, peerFailCode(reply))
 	}
 	want := "budget_exceeded"
 	if !charged {
@@ -358,7 +359,7 @@ func TestLDPAttackJSONEdges(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	base := string(rtSign(t, rtEnvelope(s.ID, holder.ID, &ldp.TaskSubmit{TaskID: "j", Skill: "echo", Input: json.RawMessage(`"x"`)}, ldp.ModeText), env.Agent.PrivateKey()))
+	base := string(peerSign(t, peerEnvelope(s.ID, holder.ID, &ldp.TaskSubmit{TaskID: "j", Skill: "echo", Input: json.RawMessage(`"x"`)}, ldp.ModeText), env.Agent.PrivateKey()))
 	edits := map[string]string{
 		"duplicate input":     strings.Replace(base, `"input":"x"`, `"input":"x","input":"y"`, 1),
 		"duplicate token":     strings.Replace(base, `"body":`, `"delegateos":{"dct":"a"},"delegateos":{"dct":"b"},"body":`, 1),
@@ -373,22 +374,22 @@ func TestLDPAttackJSONEdges(t *testing.T) {
 		if b == base {
 			t.Fatalf("%s: the edit changed nothing", name)
 		}
-		status, reply, raw := rtPost(t, srv, "", []byte(b), "")
+		status, reply, raw := peerPost(t, srv, "", []byte(b), "")
 		if status != http.StatusBadRequest || reply != nil || !strings.Contains(string(raw), string(ldp.ReasonMalformed)) {
 			t.Fatalf("%s: HTTP %d %s", name, status, raw)
 		}
 	}
 	huge := []byte(`{"x":"` + strings.Repeat("a", ldp.MaxEnvelopeSize) + `"}`)
-	if status, _, _ := rtPost(t, srv, "", huge, ""); status != http.StatusRequestEntityTooLarge {
+	if status, _, _ := peerPost(t, srv, "", huge, ""); status != http.StatusRequestEntityTooLarge {
 		t.Fatalf("huge: HTTP %d", status)
 	}
 	// Task IDs that differ only by Unicode normalisation are two tasks.
 	for _, id := range []string{"caf\u00e9", "cafe\u0301"} {
-		if reply, err := s.Submit(ctx, &ldp.TaskSubmit{TaskID: id, Skill: "echo", Input: json.RawMessage(`"x"`)}, "", nil, nil); err != nil || rtFailCode(reply) != "" {
-			t.Fatalf("task %q: %v %s", id, err, rtFailCode(reply))
+		if reply, err := s.Submit(ctx, &ldp.TaskSubmit{TaskID: id, Skill: "echo", Input: json.RawMessage(`"x"`)}, "", nil, nil); err != nil || peerFailCode(reply) != "" {
+			t.Fatalf("task %q: %v %s", id, err, peerFailCode(reply))
 		}
 	}
-	if n := rtAllowed(t, srv, "echo", 2); n != 2 {
+	if n := peerAllowed(t, srv, "echo", 2); n != 2 {
 		t.Fatalf("%d echo calls, want 2", n)
 	}
 }
@@ -425,19 +426,19 @@ func TestLDPAttackTrustAndModes(t *testing.T) {
 		t.Fatalf("frames session: %v", err)
 	}
 	reply, err := text.Submit(ctx, &ldp.TaskSubmit{TaskID: "f", Skill: "echo", Input: json.RawMessage(`{"task_type":"echo","instruction":"x"}`)}, ldp.ModeSemanticFrame, nil, nil)
-	if err != nil || rtFailCode(reply) != ldp.CodePayloadMode {
-		t.Fatalf("a frame in a text session: %v %s", err, rtFailCode(reply))
+	if err != nil || peerFailCode(reply) != ldp.CodePayloadMode {
+		t.Fatalf("a frame in a text session: %v %s", err, peerFailCode(reply))
 	}
 	// A bad frame in another session of the same peer moves only that one.
 	other, err := c.Open(ctx, srv.Base, "ldp:delegate:docs", ldp.SessionConfig{}, member, "", "")
 	if err != nil {
 		t.Fatal(err)
 	}
-	if reply, _ := other.Submit(ctx, &ldp.TaskSubmit{TaskID: "bad", Skill: "echo", Input: json.RawMessage(`{"instruction":"x"}`)}, "", nil, nil); rtFailCode(reply) != ldp.CodeFrameInvalid {
-		t.Fatalf("bad frame: %s", rtFailCode(reply))
+	if reply, _ := other.Submit(ctx, &ldp.TaskSubmit{TaskID: "bad", Skill: "echo", Input: json.RawMessage(`{"instruction":"x"}`)}, "", nil, nil); peerFailCode(reply) != ldp.CodeFrameInvalid {
+		t.Fatalf("bad frame: %s", peerFailCode(reply))
 	}
-	if reply, err := frames.Submit(ctx, &ldp.TaskSubmit{TaskID: "ok", Skill: "echo", Input: json.RawMessage(`{"task_type":"echo","instruction":"x"}`)}, ldp.ModeSemanticFrame, nil, nil); err != nil || rtFailCode(reply) != "" {
-		t.Fatalf("a frame in the untouched session: %v %s", err, rtFailCode(reply))
+	if reply, err := frames.Submit(ctx, &ldp.TaskSubmit{TaskID: "ok", Skill: "echo", Input: json.RawMessage(`{"task_type":"echo","instruction":"x"}`)}, ldp.ModeSemanticFrame, nil, nil); err != nil || peerFailCode(reply) != "" {
+		t.Fatalf("a frame in the untouched session: %v %s", err, peerFailCode(reply))
 	}
 }
 
@@ -476,7 +477,7 @@ func TestLDPAttackReplayStoreFlood(t *testing.T) {
 					t.Error(err)
 					return
 				}
-				if rtFailCode(reply) == string(ldp.ReasonBusy) {
+				if peerFailCode(reply) == string(ldp.ReasonBusy) {
 					full.Do(func() { close(stop) })
 					return
 				}
@@ -557,7 +558,7 @@ func TestLDPAttackBudgetConcurrent(t *testing.T) {
 			reply, err := sessions[i%3].Submit(ctx, &ldp.TaskSubmit{TaskID: fmt.Sprintf("t%d", i), Skill: "echo", Input: json.RawMessage(`"x"`)}, "", nil, update)
 			code := "error"
 			if err == nil {
-				code = rtFailCode(reply)
+				code = peerFailCode(reply)
 			}
 			mu.Lock()
 			codes[code]++
@@ -568,7 +569,7 @@ func TestLDPAttackBudgetConcurrent(t *testing.T) {
 	if codes[""] != 10 || codes["budget_exceeded"] != 20 {
 		t.Fatalf("outcomes %v, want 10 results and 20 budget_exceeded", codes)
 	}
-	if n := rtAllowed(t, srv, "echo", 10); n != 10 {
+	if n := peerAllowed(t, srv, "echo", 10); n != 10 {
 		t.Fatalf("the gate allowed %d echo calls, want 10", n)
 	}
 }
@@ -598,10 +599,10 @@ func TestLDPAttackCardEndpointPoisoned(t *testing.T) {
 		t.Fatalf("the card's endpoint is %q, set by a stranger's Host header; want %q", card.Endpoint, srv.Base)
 	}
 	hello := func(to string) string {
-		e := rtEnvelope("", "ldp:delegate:x", &ldp.Hello{DelegateID: "ldp:delegate:x", SupportedModes: []ldp.PayloadMode{ldp.ModeText}}, ldp.ModeText)
+		e := peerEnvelope("", "ldp:delegate:x", &ldp.Hello{DelegateID: "ldp:delegate:x", SupportedModes: []ldp.PayloadMode{ldp.ModeText}}, ldp.ModeText)
 		e.To = to
-		_, reply, _ := rtPost(t, srv, "", rtSign(t, e, mcptest.NewKey(t, "x").PrivateKey()), "")
-		return rtFailCode(reply)
+		_, reply, _ := peerPost(t, srv, "", peerSign(t, e, mcptest.NewKey(t, "x").PrivateKey()), "")
+		return peerFailCode(reply)
 	}
 	if c := hello(srv.Base); c != "" {
 		t.Fatalf("a HELLO to the URL it was sent to: %s", c)
@@ -633,19 +634,19 @@ func TestLDPAttackContractIgnored(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if code := rtFailCode(reply); code == "" {
+	if code := peerFailCode(reply); code == "" {
 		t.Fatalf("a task whose contract allows 1e-7 USD ran at a cost of 1e-6 USD (the contract's budget was ignored)")
 	}
-	if code := rtFailCode(reply); code != ldp.CodeContract {
+	if code := peerFailCode(reply); code != ldp.CodeContract {
 		t.Fatalf("refused %q, want %s", code, ldp.CodeContract)
 	}
 	enough := 1e-5
 	c.Policy.Budget.MaxCostUSD = &enough
 	reply, err = s.Submit(ctx, &ldp.TaskSubmit{TaskID: "t2", Skill: "echo", Input: json.RawMessage(`"x"`), Contract: c}, "", nil, nil)
-	if err != nil || rtFailCode(reply) != "" {
-		t.Fatalf("a contract the cost fits: %v %s", err, rtFailCode(reply))
+	if err != nil || peerFailCode(reply) != "" {
+		t.Fatalf("a contract the cost fits: %v %s", err, peerFailCode(reply))
 	}
-	if n := rtAllowed(t, srv, "echo", 1); n != 1 {
+	if n := peerAllowed(t, srv, "echo", 1); n != 1 {
 		t.Fatalf("%d echo calls, want 1", n)
 	}
 }
@@ -702,7 +703,7 @@ func TestLDPAttackAttestation(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, id := range []string{"task-1", "task-2"} {
-		if reply, err := s.Submit(ctx, &ldp.TaskSubmit{TaskID: id, Skill: "echo", Input: json.RawMessage(`"x"`)}, ldp.ModeText, nil, nil); err != nil || rtFailCode(reply) != "" {
+		if reply, err := s.Submit(ctx, &ldp.TaskSubmit{TaskID: id, Skill: "echo", Input: json.RawMessage(`"x"`)}, ldp.ModeText, nil, nil); err != nil || peerFailCode(reply) != "" {
 			t.Fatalf("task %s: %v %+v", id, err, reply)
 		}
 	}
@@ -722,15 +723,15 @@ func TestLDPAttackAttestation(t *testing.T) {
 	if reply, err := s.Send(ctx, &ldp.Attestation{Claim: claim, Evidence: json.RawMessage(`{}`)}); err != nil || reply != nil {
 		t.Fatalf("attestation: %v %+v", err, reply)
 	}
-	if reply, err := s.Send(ctx, &ldp.Attestation{Claim: claim, Evidence: json.RawMessage(`{}`)}); err != nil || rtFailCode(reply) != ldp.CodeAttestationRepeated {
+	if reply, err := s.Send(ctx, &ldp.Attestation{Claim: claim, Evidence: json.RawMessage(`{}`)}); err != nil || peerFailCode(reply) != ldp.CodeAttestationRepeated {
 		t.Fatalf("the same attestation again: %v %+v", err, reply)
 	}
-	e := rtEnvelope(s.ID, c.ID, &ldp.Attestation{Claim: attest("task-2"), Evidence: json.RawMessage(`{}`)}, ldp.ModeText)
-	b := rtSign(t, e, env.Agent.PrivateKey())
-	if _, reply, raw := rtPost(t, srv, "", b, ""); reply != nil {
+	e := peerEnvelope(s.ID, c.ID, &ldp.Attestation{Claim: attest("task-2"), Evidence: json.RawMessage(`{}`)}, ldp.ModeText)
+	b := peerSign(t, e, env.Agent.PrivateKey())
+	if _, reply, raw := peerPost(t, srv, "", b, ""); reply != nil {
 		t.Fatalf("task-2's attestation: %s", raw)
 	}
-	if _, reply, raw := rtPost(t, srv, "", b, ""); rtFailCode(reply) != string(ldp.ReasonReplayed) {
+	if _, reply, raw := peerPost(t, srv, "", b, ""); peerFailCode(reply) != string(ldp.ReasonReplayed) {
 		t.Fatalf("a replayed ATTESTATION: %s", raw)
 	}
 	out, errs, code := mcptest.CLI(t, "reputation", "show", serverKey.DID(), "--workspace", ws, "--json")
@@ -762,7 +763,7 @@ func TestLDPAttackApproval(t *testing.T) {
 	if err != nil {
 		t.Fatalf("the task under approval: %v", err)
 	}
-	if c := rtFailCode(reply); c != "approval_unavailable" {
+	if c := peerFailCode(reply); c != "approval_unavailable" {
 		t.Fatalf("a task that needs approval: %q, want approval_unavailable", c)
 	}
 }
@@ -792,7 +793,7 @@ func TestLDPAttackNarrowedTokensShareBudget(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			switch c := rtFailCode(reply); c {
+			switch c := peerFailCode(reply); c {
 			case "":
 				ran++
 			case "budget_exceeded":
@@ -841,7 +842,7 @@ func TestLDPAttackRevokedMidSession(t *testing.T) {
 		if f, ok := reply.Body.(*ldp.TaskFailed); ok {
 			lastMsg = f.Error.Message
 		}
-		return rtFailCode(reply)
+		return peerFailCode(reply)
 	}
 	if c := task("before"); c != "" {
 		t.Fatalf("before the revocation: %s", c)
@@ -899,8 +900,8 @@ func TestLDPAttackReloadedCost(t *testing.T) {
 		t.Fatal(err)
 	}
 	reply, err := s.Submit(ctx, &ldp.TaskSubmit{TaskID: "t", Skill: "echo", Input: json.RawMessage(`"x"`)}, "", nil, nil)
-	if err != nil || rtFailCode(reply) != "" {
-		t.Fatalf("task: %v %s", err, rtFailCode(reply))
+	if err != nil || peerFailCode(reply) != "" {
+		t.Fatalf("task: %v %s", err, peerFailCode(reply))
 	}
 	line := srv.WaitLog("decision", func(l map[string]any) bool { return l["tool"] == "echo" })
 	p := reply.Body.(*ldp.TaskResult).Provenance
@@ -942,7 +943,7 @@ func TestLDPAttackLatencyHintSkewed(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		return rtFailCode(reply)
+		return peerFailCode(reply)
 	}
 	if c := slow(open(env.Mint(nil, "mcp:slow:*")), "real"); c != "" {
 		t.Fatalf("the real call: %s", c)

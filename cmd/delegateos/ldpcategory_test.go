@@ -38,9 +38,12 @@ func (x *failingExec) Execute(context.Context, *ldp.Task) (*ldp.Outcome, error) 
 // TestLDPSubmitFailureCategory: 'ldp submit --record' does not take the
 // category a delegate gives its failure on its word: a failure it calls a
 // refusal is left out of the delegate's reputation only when its code is
-// one the table of docs/ldp.md gives that category; a made-up code, or a
-// DelegateOS denial type under another category, is counted as the
-// delegate's failure (0.0).
+// one the table of docs/ldp.md gives that category and the exchange does
+// not contradict it; a made-up code, a DelegateOS denial type under
+// another category, or a refusal the initiator knows to be false
+// (capability_not_granted for the capability the card states, which the
+// token sent grants; an envelope refusal of a task signed a moment before
+// by its token's holder) is counted as the delegate's failure (0.0).
 func TestLDPSubmitFailureCategory(t *testing.T) {
 	env := mcptest.NewEnv(t)
 	tokFile := filepath.Join(env.Dir, "agent.tok")
@@ -60,20 +63,33 @@ func TestLDPSubmitFailureCategory(t *testing.T) {
 	t.Cleanup(srv.Close)
 	ws := t.TempDir()
 	observer := identity.DIDFromPublicKey(env.Root.Public())
+	recorded := "recorded: domain-competence summarize 0.00 for " + did
 	for _, c := range []struct {
-		code, category, want string
+		code, category, cap, want string
 	}{
-		{"capability_not_granted", "policy", "not recorded: a policy refusal (capability_not_granted)"},
-		{"rate_limited", "policy", "not recorded: a policy refusal (rate_limited)"},
-		{"signature_missing", "security", "not recorded: a security refusal (signature_missing)"},
-		{"NOT_MY_FAULT", "policy", "recorded: domain-competence summarize 0.00 for " + did},
-		{"capability_not_granted", "session", "recorded: domain-competence summarize 0.00 for " + did},
-		{"store_unavailable", "policy", "recorded: domain-competence summarize 0.00 for " + did},
-		{"TOOL_ERROR", "runtime", "recorded: domain-competence summarize 0.00 for " + did},
+		// A token narrowed (--cap) to another capability than the card's:
+		// the refusal may be true.
+		{"capability_not_granted", "policy", "docs:read:/other/**", "not recorded: a policy refusal (capability_not_granted)"},
+		{"rate_limited", "policy", "", "not recorded: a policy refusal (rate_limited)"},
+		{"invalid_token", "security", "", "not recorded: a security refusal (invalid_token)"},
+		// Refusals this exchange contradicts (rtldp3 #5; these two were
+		// taken as refusals before): the token submit narrowed to the
+		// card's capability grants it; the task was signed a moment
+		// before by its token's holder.
+		{"capability_not_granted", "policy", "", recorded},
+		{"signature_missing", "security", "", recorded},
+		{"NOT_MY_FAULT", "policy", "", recorded},
+		{"capability_not_granted", "session", "", recorded},
+		{"store_unavailable", "policy", "", recorded},
+		{"TOOL_ERROR", "runtime", "", recorded},
 	} {
 		x.set(ldp.LdpError{Code: c.code, Category: c.category, Severity: "error", Message: "no"})
-		out, errs, code := mcptest.CLI(t, "ldp", "submit", "--key", agentKey, "--token", "@"+tokFile, "--skill", "summarize",
-			"--input", `"x"`, "--trust-domain", "research", "--record", "--source", observer, "--workspace", ws, "--json", url)
+		args := []string{"ldp", "submit", "--key", agentKey, "--token", "@" + tokFile, "--skill", "summarize",
+			"--input", `"x"`, "--trust-domain", "research", "--record", "--source", observer, "--workspace", ws, "--json", url}
+		if c.cap != "" {
+			args = append(args[:len(args)-1], "--cap", c.cap, url)
+		}
+		out, errs, code := mcptest.CLI(t, args...)
 		var rep struct {
 			Recorded *struct {
 				Score   float64 `json:"score"`

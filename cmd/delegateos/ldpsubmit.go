@@ -133,7 +133,12 @@ var ldpSubmitCmd = &command{
 			}
 			out := submitReport{Delegate: card.DelegateID, DID: did, Delegation: delegation, Reply: reply}
 			if *record {
-				out.Recorded, out.NotRecorded, err = initiator.RecordOutcome(w, observer, did, card.DelegateID, *skill, taskID, reply, sc)
+				// What this exchange shows, against which the delegate's
+				// refusal is read: its card, the session it had just
+				// accepted, the envelope signed now by the narrowed token's
+				// holder (no bearer), the capabilities that token grants.
+				x := &ldp.Exchange{Card: card, Skill: *skill, LiveSession: true, SignedFresh: true, Grants: initiator.Grants(narrowed)}
+				out.Recorded, out.NotRecorded, err = initiator.RecordOutcome(w, observer, did, card.DelegateID, *skill, taskID, reply, sc, x)
 				switch {
 				case errors.Is(err, initiator.ErrSelfRating):
 					return fixf("%v", err)

@@ -294,6 +294,9 @@ var serveCmd = &command{
 				if tr != nil {
 					c.Tracer = tr.Tracer
 				}
+				if !s.LDPFront {
+					c.ApprovalElsewhere = setup.ApprovalElsewhere
+				}
 				return c
 			}
 			relay := func(ctx context.Context, s *serve.Session, in io.Reader, out io.Writer) error {
@@ -458,8 +461,12 @@ type serveSetup struct {
 	Delegations *gate.Delegations
 	// Evidence is the audit log, nil without one.
 	Evidence proxy.Evidence
-	Options  *serve.Options // configure may change it
-	Server   *serve.Server  // set for mount
+	// ApprovalElsewhere, when set (mount), is why no MCP client is asked
+	// to approve a held call: the LDP front's approvers answer every one
+	// (proxy.Config.ApprovalElsewhere of every session but the front's).
+	ApprovalElsewhere string
+	Options           *serve.Options // configure may change it
+	Server            *serve.Server  // set for mount
 }
 
 // serveExtensions are added to serve in order.

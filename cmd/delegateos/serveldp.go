@@ -28,9 +28,15 @@ func mountLDP(s *serveSetup) error {
 	// With an audit log, the relays hand their receipts through a tap
 	// that notes the tasks' own, for their provenance (mount runs before
 	// any session is opened).
+	// Without one, a tap that keeps nothing still notes whether the gate
+	// allowed each task's call (an upstream's error shaped as a denial is
+	// then the tool's failure, not a refusal).
 	var tap *ldpfront.Tap
 	if l, ok := s.Evidence.(ldpfront.AuditLog); ok && l != nil {
 		tap = ldpfront.NewTap(l)
+		s.Evidence = tap
+	} else if s.Evidence == nil {
+		tap = ldpfront.NewTap(nil)
 		s.Evidence = tap
 	}
 	f, err := ldpfront.New(ldpfront.Options{Policy: s.Policy, Key: k, MCP: s.Server.Mux, Endpoint: s.Endpoint,
@@ -48,6 +54,12 @@ func mountLDP(s *serveSetup) error {
 		// a reloaded policy; a changed ldp section is refused (gate's
 		// fixedSettings), so the section is the one mounted.
 		s.Reload.onApplied(func(snap *gate.Snapshot) { f.Refresh(snap.Policy) })
+	}
+	if len(s.Policy.LDP.Approvers) > 0 {
+		// The approvers answer every held call, whichever front sends
+		// it: an MCP client holding the same token must not approve its
+		// own call of a tool held for them.
+		s.ApprovalElsewhere = ldpfront.ApprovalElsewhere
 	}
 	f.Mount(s.Server.Mux)
 	return nil

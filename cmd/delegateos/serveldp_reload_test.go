@@ -85,7 +85,7 @@ func TestServeLDPReload(t *testing.T) {
 	}
 
 	// 2e-6 USD is 200 microcents: echo at 100 fits.
-	if code := rtFailCode(submit(2e-6)); code != "" {
+	if code := peerFailCode(submit(2e-6)); code != "" {
 		t.Fatalf("at 100: %q", code)
 	}
 	if got := card().Capabilities[0].QualityHint; got != nil {
@@ -99,10 +99,10 @@ func TestServeLDPReload(t *testing.T) {
 	if l := reload(policyAt(300, serveLDPSection)); l["msg"] != "policy reloaded" {
 		t.Fatalf("reload: %v", l)
 	}
-	if code := rtFailCode(submit(2e-6)); code != ldp.CodeContract {
+	if code := peerFailCode(submit(2e-6)); code != ldp.CodeContract {
 		t.Fatalf("at 300 with a budget of 200: %q", code)
 	}
-	if code := rtFailCode(submit(4e-6)); code != "" {
+	if code := peerFailCode(submit(4e-6)); code != "" {
 		t.Fatalf("at 300 with a budget of 400: %q", code)
 	}
 	after := card()
@@ -114,7 +114,7 @@ func TestServeLDPReload(t *testing.T) {
 	if l := reload(policyAt(50, serveLDPSection)); l["msg"] != "policy reloaded" {
 		t.Fatalf("reload: %v", l)
 	}
-	if code := rtFailCode(submit(0.6e-6)); code != "" {
+	if code := peerFailCode(submit(0.6e-6)); code != "" {
 		t.Fatalf("at 50 with a budget of 60: %q", code)
 	}
 	// A changed ldp section is refused, and the front keeps its card.
@@ -125,7 +125,7 @@ func TestServeLDPReload(t *testing.T) {
 	if got := card(); got.Name != "Docs delegate" || got.Metadata[ldp.MetaCostPrefix+"echo"] != "50" {
 		t.Fatalf("the card after a refused reload: %+v", got)
 	}
-	if n := rtAllowed(t, srv, "echo", 3); n != 3 {
+	if n := peerAllowed(t, srv, "echo", 3); n != 3 {
 		t.Fatalf("%d echo calls, want 3", n)
 	}
 }

@@ -74,30 +74,30 @@ func TestServeLDPRequireSignature(t *testing.T) {
 	if _, err := holder.Open(ctx, b.Base, "ldp:delegate:docs", text, member, "", ""); err != nil {
 		t.Fatal(err)
 	}
-	good := rtSign(t, rtEnvelope(sa.ID, holder.ID, &ldp.TaskSubmit{TaskID: "t1", Skill: "echo", Input: json.RawMessage(`"once"`)}, ldp.ModeText), env.Agent.PrivateKey())
-	if _, reply, body := rtPost(t, a, "", good, ""); rtFailCode(reply) != "" {
+	good := peerSign(t, peerEnvelope(sa.ID, holder.ID, &ldp.TaskSubmit{TaskID: "t1", Skill: "echo", Input: json.RawMessage(`"once"`)}, ldp.ModeText), env.Agent.PrivateKey())
+	if _, reply, body := peerPost(t, a, "", good, ""); peerFailCode(reply) != "" {
 		t.Fatalf("the holder's task: %s", body)
 	}
-	if _, reply, body := rtPost(t, a, "", good, ""); rtFailCode(reply) != string(ldp.ReasonReplayed) {
+	if _, reply, body := peerPost(t, a, "", good, ""); peerFailCode(reply) != string(ldp.ReasonReplayed) {
 		t.Fatalf("replayed: %s", body)
 	}
 	// Another delegate with the same ID: the session the signature names
 	// is a's, which b never opened.
-	if _, reply, body := rtPost(t, b, "", good, ""); rtFailCode(reply) != ldp.CodeSessionUnknown {
+	if _, reply, body := peerPost(t, b, "", good, ""); peerFailCode(reply) != ldp.CodeSessionUnknown {
 		t.Fatalf("replayed to another delegate: %s", body)
 	}
-	stale := rtEnvelope(sa.ID, holder.ID, &ldp.TaskSubmit{TaskID: "t2", Skill: "echo", Input: json.RawMessage(`"late"`)}, ldp.ModeText)
+	stale := peerEnvelope(sa.ID, holder.ID, &ldp.TaskSubmit{TaskID: "t2", Skill: "echo", Input: json.RawMessage(`"late"`)}, ldp.ModeText)
 	stale.Timestamp = timestamp.Format(time.Now().Add(-2 * time.Minute))
-	if _, reply, body := rtPost(t, a, "", rtSign(t, stale, env.Agent.PrivateKey()), ""); rtFailCode(reply) != string(ldp.ReasonStale) {
+	if _, reply, body := peerPost(t, a, "", peerSign(t, stale, env.Agent.PrivateKey()), ""); peerFailCode(reply) != string(ldp.ReasonStale) {
 		t.Fatalf("stale: %s", body)
 	}
 	// Signed by another key: not the holder.
 	other := mcptest.NewKey(t, "other")
-	forged := rtEnvelope(sa.ID, holder.ID, &ldp.TaskSubmit{TaskID: "t3", Skill: "echo", Input: json.RawMessage(`"x"`)}, ldp.ModeText)
-	if _, reply, body := rtPost(t, a, "", rtSign(t, forged, other.PrivateKey()), ""); rtFailCode(reply) == "" {
+	forged := peerEnvelope(sa.ID, holder.ID, &ldp.TaskSubmit{TaskID: "t3", Skill: "echo", Input: json.RawMessage(`"x"`)}, ldp.ModeText)
+	if _, reply, body := peerPost(t, a, "", peerSign(t, forged, other.PrivateKey()), ""); peerFailCode(reply) == "" {
 		t.Fatalf("another key: %s", body)
 	}
-	rtAllowed(t, a, "echo", 2)
+	peerAllowed(t, a, "echo", 2)
 
 	// A delegate that takes calls without a token, and HMAC peers: their
 	// tasks are refused with the MCP client's denial.

@@ -316,7 +316,7 @@ func TestServeLDPAttestation(t *testing.T) {
 		if reply == nil {
 			return ""
 		}
-		return rtFailCode(reply)
+		return peerFailCode(reply)
 	}
 	signals := func(did string) string {
 		out, errs, code := mcptest.CLI(t, "reputation", "show", did, "--workspace", ws, "--json")

@@ -439,6 +439,21 @@ func (s *Copy) fetch(field string) error {
 	return s.keep(field, v)
 }
 
+// Hold adds an entry this process wrote to the hash itself (with Add),
+// unless the copy holds the field already: the writer's copy holds what
+// it wrote at once, not only once its own PUBLISH comes back and the
+// entry is read again — the hash may lose it in between (a FLUSHALL), and
+// then only a copy holding it writes it back.
+func (s *Copy) Hold(field, value string) error {
+	s.mu.Lock()
+	_, had := s.entries[field]
+	s.mu.Unlock()
+	if had {
+		return nil
+	}
+	return s.keep(field, value)
+}
+
 // keep checks an entry and adds it to the copy, or records the refusal.
 func (s *Copy) keep(field, value string) error {
 	s.mu.Lock()

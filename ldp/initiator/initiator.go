@@ -98,8 +98,11 @@ func TextInput(frame json.RawMessage, text string) json.RawMessage {
 // table of ldp.CodeCategory (ldp.DelegatesFailure): the delegate chooses
 // the category it sends. A result's verified: true is the delegate's own claim
 // (any delegate can write it), so it is never recorded as a score: that
-// would let a delegate set its own reputation.
-func RecordOutcome(w *reputation.Workspace, source, did, delegateID, skill, taskID string, reply *ldp.Envelope, score *float64) (*reputation.Signal, string, error) {
+// would let a delegate set its own reputation. x, when not nil, is what
+// the initiator knows of the exchange: a refusal it contradicts (a
+// SKILL_UNKNOWN for a skill the card lists, …: ldp.Exchange.Contradicts)
+// is counted as the delegate's failure.
+func RecordOutcome(w *reputation.Workspace, source, did, delegateID, skill, taskID string, reply *ldp.Envelope, score *float64, x *ldp.Exchange) (*reputation.Signal, string, error) {
 	if reputation.SameAgent(source, did) {
 		return nil, "", fmt.Errorf("%w: the observer %s is the delegate", ErrSelfRating, source)
 	}
@@ -117,11 +120,15 @@ func RecordOutcome(w *reputation.Workspace, source, did, delegateID, skill, task
 		}
 	case *ldp.TaskFailed:
 		c := b.Error.Category
-		if !ldp.DelegatesFailure(b.Error) {
+		failed, why := ldp.DelegatesFailureIn(b.Error, x)
+		if !failed {
 			return nil, fmt.Sprintf("a %s refusal (%s) says nothing of the delegate's competence", c, b.Error.Code), nil
 		}
 		s, msg = 0, "task failed: "+b.Error.Code
-		if c != ldp.CategoryRuntime && c != ldp.CategoryQuality {
+		switch {
+		case why != "":
+			msg += fmt.Sprintf(" (called a %s refusal, which this exchange contradicts: %s; counted as the delegate's failure)", c, why)
+		case c != ldp.CategoryRuntime && c != ldp.CategoryQuality:
 			// The delegate chose the category: one its code does not
 			// have, or a code no table gives one, is not taken.
 			msg += fmt.Sprintf(" (called a %s refusal, which that code is not: counted as the delegate's failure)", c)
@@ -133,6 +140,31 @@ func RecordOutcome(w *reputation.Workspace, source, did, delegateID, skill, task
 		return nil, "", fmt.Errorf("recording the outcome: %w", err)
 	}
 	return &sig, "", nil
+}
+
+// Grants reports whether tok's capabilities (its last block's, else its
+// authority's) grant the capability c as a card states it
+// (NS:ACTION:RESOURCE pattern): one of them holds all of c.
+func Grants(tok *dct.Token) func(c string) bool {
+	return func(c string) bool {
+		want, err := dct.ParseCapability(c)
+		if err != nil {
+			return false
+		}
+		st := tok.Unverified()
+		caps := st.Authority.Capabilities
+		for _, a := range st.Attenuations {
+			if a.AllowedCapabilities != nil {
+				caps = *a.AllowedCapabilities
+			}
+		}
+		for _, have := range caps {
+			if want.SubsetOf(have) {
+				return true
+			}
+		}
+		return false
+	}
 }
 
 // newDelegationID is a random del_ ID.

@@ -96,12 +96,12 @@ func TestRecordOutcome(t *testing.T) {
 		{failed("budget_exceeded", "security"), nil, 0, true},
 		{failed("TOOL_ERROR", "policy"), nil, 0, true},
 	} {
-		sig, why, err := RecordOutcome(w, observer.DID(), delegate.DID(), "ldp:delegate:d", "skill", "t", c.reply, c.score)
+		sig, why, err := RecordOutcome(w, observer.DID(), delegate.DID(), "ldp:delegate:d", "skill", "t", c.reply, c.score, nil)
 		if err != nil || (sig != nil) != c.record || (sig != nil && sig.Score != c.want) || (sig == nil && why == "") {
 			t.Errorf("%+v: %+v %q %v", c.reply.Body, sig, why, err)
 		}
 	}
-	if _, _, err := RecordOutcome(w, delegate.DID(), delegate.DID(), "ldp:delegate:d", "skill", "t", result(true), nil); !errors.Is(err, ErrSelfRating) {
+	if _, _, err := RecordOutcome(w, delegate.DID(), delegate.DID(), "ldp:delegate:d", "skill", "t", result(true), nil, nil); !errors.Is(err, ErrSelfRating) {
 		t.Fatalf("self-rating: %v", err)
 	}
 }

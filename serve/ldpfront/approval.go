@@ -30,6 +30,12 @@ import (
 // for, and sends the call back with the approver's answer; the relay
 // decides it afresh and writes its approval receipt, as for any client.
 
+// ApprovalElsewhere is the reason an MCP client's call held for approval
+// is refused when the policy names ldp.approvers: they answer every held
+// call, and the client would approve its own (proxy.Config.
+// ApprovalElsewhere of every relay session but the LDP front's).
+const ApprovalElsewhere = "this server's approvals are answered by its LDP approvers (ldp.approvers, 'delegateos ldp approve'), never by the client that sends the call: send it as an LDP task to this server's delegate, where it waits for one of them"
+
 // ApprovalsPath is where an approver answers: POST a signed Approval.
 const ApprovalsPath = "/ldp/approvals"
 
@@ -40,11 +46,13 @@ const ApprovalIDPrefix = "ldpappr_"
 const maxApprovalBody = 4 << 10
 
 // maxWaiting bounds the tasks waiting for approval at once, and
-// maxWaitingPerInitiator those of one initiator (its key): one token's
-// holder cannot take every place.
+// maxWaitingPerTree those of one delegation tree (ldp.Task.Tree: the
+// token's root delegation, which its holders cannot multiply as they can
+// keys; a tokenless peer's delegate ID): one token's holders cannot take
+// every place.
 const (
-	maxWaiting             = 256
-	maxWaitingPerInitiator = 16
+	maxWaiting        = 256
+	maxWaitingPerTree = 16
 )
 
 // approvalWindow is how far an approval's timestamp may be from the
@@ -105,7 +113,12 @@ type waiting struct {
 	// initiators are the principal IDs that asked for the task (its
 	// envelope's signer, its token's holder): none may approve it.
 	initiators []string
-	answer     chan Approval
+	// tree is the delegation tree the task's place is counted in.
+	tree string
+	// session is the LDP session of the task: closed, it takes its
+	// waiting tasks with it.
+	session string
+	answer  chan Approval
 }
 
 // approvals are the tasks waiting for an approver.
@@ -117,29 +130,34 @@ type approvals struct {
 }
 
 // add holds a task; ok is false when too many wait already.
-func (a *approvals) add(initiators []string) (string, *waiting, bool) {
+func (a *approvals) add(session, tree string, initiators []string) (string, *waiting, bool) {
 	var b [16]byte
 	rand.Read(b[:])
 	id := ApprovalIDPrefix + hex.EncodeToString(b[:])
-	w := &waiting{initiators: initiators, answer: make(chan Approval, 1)}
+	if tree == "" && len(initiators) > 0 {
+		tree = "key:" + initiators[0]
+	}
+	w := &waiting{initiators: initiators, tree: tree, session: session, answer: make(chan Approval, 1)}
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	if a.m == nil {
 		a.m = map[string]*waiting{}
 	}
-	if len(a.m) >= maxWaiting {
-		return "", nil, false
-	}
-	if len(initiators) > 0 {
+	// The tree's share first: a tree at its share is refused, however
+	// many places others leave.
+	if tree != "" {
 		n := 0
 		for _, o := range a.m {
-			if len(o.initiators) > 0 && o.initiators[0] == initiators[0] {
+			if o.tree == tree {
 				n++
 			}
 		}
-		if n >= maxWaitingPerInitiator {
+		if n >= maxWaitingPerTree {
 			return "", nil, false
 		}
+	}
+	if len(a.m) >= maxWaiting {
+		return "", nil, false
 	}
 	a.m[id] = w
 	return id, w, true
@@ -149,6 +167,18 @@ func (a *approvals) remove(id string) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	delete(a.m, id)
+}
+
+// endSession drops the approvals of session sid's tasks: an answer to one
+// of them finds nothing to approve (404).
+func (a *approvals) endSession(sid string) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	for id, w := range a.m {
+		if w.session == sid {
+			delete(a.m, id)
+		}
+	}
 }
 
 // approvalError is a refused answer: its HTTP status and why.

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"net/http"
 	"strings"
 	"testing"
@@ -28,7 +29,7 @@ func TestApprovalAnswer(t *testing.T) {
 	approver, initiator, stranger := testApprover(t, 1), testApprover(t, 2), testApprover(t, 3)
 	now := time.Date(2026, 11, 29, 12, 0, 0, 0, time.UTC)
 	a := &approvals{approvers: []string{approver.ID(), initiator.ID()}, now: func() time.Time { return now }}
-	id, w, ok := a.add([]string{initiator.ID()})
+	id, w, ok := a.add("", "", []string{initiator.ID()})
 	if !ok {
 		t.Fatal("not held")
 	}
@@ -95,26 +96,34 @@ func FuzzApprovalAnswer(f *testing.F) {
 	f.Add([]byte(`{"approval_id":"x"}`))
 	f.Fuzz(func(t *testing.T, data []byte) {
 		a := &approvals{approvers: []string{approver.ID()}, now: time.Now}
-		a.add(nil)
+		a.add("", "", nil)
 		if got, err := a.answer(data); err == nil && got.verify() != nil {
 			t.Fatal("an unsigned answer was taken")
 		}
 	})
 }
 
-// TestApprovalsBounded: one initiator holds at most
-// maxWaitingPerInitiator places; others still get theirs.
+// TestApprovalsBounded: one delegation tree holds at most
+// maxWaitingPerTree places, whatever keys its tasks come from (rtldp3 #7:
+// counted per key, a holder multiplied them); other trees still get
+// theirs; without a tree, the initiator's key is the share.
 func TestApprovalsBounded(t *testing.T) {
 	a := &approvals{now: time.Now}
-	for i := range maxWaitingPerInitiator {
-		if _, _, ok := a.add([]string{"hog"}); !ok {
+	for i := range maxWaitingPerTree {
+		if _, _, ok := a.add("", "dct:root", []string{fmt.Sprintf("key-%d", i)}); !ok {
 			t.Fatalf("place %d refused", i)
 		}
 	}
-	if _, _, ok := a.add([]string{"hog"}); ok {
-		t.Fatal("one initiator took more places than its share")
+	if _, _, ok := a.add("", "dct:root", []string{"fresh-key"}); ok {
+		t.Fatal("a tree's fresh key took more places than the tree's share")
 	}
-	if _, _, ok := a.add([]string{"other"}); !ok {
-		t.Fatal("another initiator was refused")
+	if _, _, ok := a.add("", "dct:other", []string{"key-0"}); !ok {
+		t.Fatal("another tree was refused")
+	}
+	for range maxWaitingPerTree {
+		a.add("", "", []string{"hog"})
+	}
+	if _, _, ok := a.add("", "", []string{"hog"}); ok {
+		t.Fatal("one initiator without a tree took more places than its share")
 	}
 }

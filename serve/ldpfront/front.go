@@ -26,6 +26,7 @@ import (
 	"github.com/delegateos/delegateos/dct"
 	"github.com/delegateos/delegateos/gate"
 	"github.com/delegateos/delegateos/identity"
+	"github.com/delegateos/delegateos/internal/timestamp"
 	"github.com/delegateos/delegateos/ldp"
 	"github.com/delegateos/delegateos/policy"
 	"github.com/delegateos/delegateos/reputation"
@@ -160,7 +161,7 @@ func New(o Options) (*Front, error) {
 	}
 	r := &ldp.Responder{Card: card, Cards: f.card.Load, Key: o.Key.PrivateKey(), Exec: run, Attestations: atts,
 		Verifier:     &ldp.Verifier{HMACSecret: secret, RequireEd25519: c.RequireEd25519},
-		AdmitSession: admitLDPSession(o.Policy.AllowUnauthenticated, o.CheckToken)}
+		AdmitSession: admitLDPSession(o.Policy.AllowUnauthenticated, o.CheckToken), Tree: tokenTree}
 	scheme := "http"
 	if o.TLS {
 		scheme = "https"
@@ -203,13 +204,11 @@ func New(o Options) (*Front, error) {
 				http.Error(w, "this delegate names no approvers (ldp.approvers): no task waits for approval", http.StatusNotFound)
 				return
 			}
-			var read func(http.ResponseWriter, *http.Request) ([]byte, func(), error)
-			if o.ReadBody != nil {
-				read = func(w http.ResponseWriter, req *http.Request) ([]byte, func(), error) {
-					return o.ReadBody(w, req, maxApprovalBody)
-				}
-			}
-			appr.serve(read).ServeHTTP(w, req)
+			// An approval (at most 4 KiB, less than the connection's own
+			// buffers) is read outside the budget of bodies in flight,
+			// whose anonymous share requests of anyone may fill: an
+			// approver is heard however many bodies are in flight.
+			appr.serve(nil).ServeHTTP(w, req)
 			return
 		}
 		(&ldp.Handler{Responder: r, ReadBody: readBody}).ServeHTTP(w, req.WithContext(context.WithValue(req.Context(), hostKey{}, req.Host)))
@@ -275,6 +274,17 @@ func admitLDPSession(allowUnauthenticated bool, check func(string) error) func(c
 		}
 		return nil
 	}
+}
+
+// tokenTree is the delegation tree of a task's or session's token: its
+// root delegation ID, which its holders cannot multiply as they can keys
+// (as AVP-Sig counts nonces per tree); "" when it does not parse.
+func tokenTree(tok *ldp.DelegateOSMember) string {
+	t, err := dct.Parse(tok.DCT)
+	if err != nil {
+		return ""
+	}
+	return t.Unverified().Authority.DelegationID
 }
 
 // Labels are the §9.1 ldp.* labels of the A2A agent card of a server
@@ -405,14 +415,26 @@ func (x *ldpExec) awaitApproval(ctx context.Context, t *ldp.Task, holder, msg st
 			initiators = append(initiators, p)
 		}
 	}
-	id, w, ok := x.approvals.add(initiators)
+	id, w, ok := x.approvals.add(t.Session.ID, t.Tree, initiators)
 	if !ok {
-		return false, denied("approval_unavailable", fmt.Sprintf("%s: approval_unavailable — %d tasks (or %d of this initiator's) are already waiting for an approver", gate.DenialMessage, maxWaiting, maxWaitingPerInitiator))
+		return false, denied("approval_unavailable", fmt.Sprintf("%s: approval_unavailable — %d tasks (or %d of this delegation tree's) are already waiting for an approver", gate.DenialMessage, maxWaiting, maxWaitingPerTree))
 	}
 	defer x.approvals.remove(id)
+	// The envelope's body was read within the server's budget of bodies
+	// in flight: a task waiting (minutes) must not hold that share, or a
+	// few of them would keep every other peer, the approvers included,
+	// from being heard.
+	ldp.ReleaseBody(ctx)
 	x.log.Info("LDP task awaits approval", zap.String("approval_id", id), zap.String("task", t.Submit.TaskID),
 		zap.String("initiator", t.Envelope.From), zap.String("request", msg), zap.Time("expires", expires))
 	t.Update(nil, "awaiting approval "+id+" by one of this delegate's approvers (delegateos ldp approve): "+msg)
+	if c := t.Submit.Contract; c != nil && c.Deadline != "" {
+		// Past the contract's deadline an answer is of no use: the wait
+		// ends then, and the task is refused (Recheck).
+		if d, err := timestamp.Parse(c.Deadline); err == nil && (expires.IsZero() || d.Before(expires)) {
+			expires = d
+		}
+	}
 	var timeout <-chan time.Time
 	if !expires.IsZero() {
 		tm := time.NewTimer(time.Until(expires))
@@ -422,6 +444,11 @@ func (x *ldpExec) awaitApproval(ctx context.Context, t *ldp.Task, holder, msg st
 	select {
 	case ap := <-w.answer:
 		x.log.Info("LDP approval answered", zap.String("approval_id", id), zap.Bool("approved", ap.Approve), zap.String("approver", ap.Approver))
+		if err := ctx.Err(); err != nil {
+			// Answered as the task ended (its session closed): it
+			// does not run.
+			return false, err
+		}
 		return ap.Approve, nil
 	case <-timeout:
 		// The relay's record of the request has expired: sent back, it
@@ -429,6 +456,15 @@ func (x *ldpExec) awaitApproval(ctx context.Context, t *ldp.Task, holder, msg st
 		return false, nil
 	case <-ctx.Done():
 		return false, ctx.Err()
+	}
+}
+
+// EndSession drops the approvals the tasks of a closed (or expired)
+// session wait for, before the close is acknowledged: an approver's answer
+// after it finds nothing to approve, and the tasks end cancelled.
+func (x *ldpExec) EndSession(sid string) {
+	if x.approvals != nil {
+		x.approvals.endSession(sid)
 	}
 }
 
@@ -535,6 +571,12 @@ func (x *ldpExec) Execute(ctx context.Context, t *ldp.Task) (*ldp.Outcome, error
 		// unsigned request, with the same denial.
 		bearer, holder = t.Token.DCT, tok.Delegatee()
 		st := tok.Unverified()
+		// The chain's principals, for the self-dealing rule of ATTESTATION:
+		// the root issuer and every holder (each attenuator held it).
+		t.Principals = []string{st.Authority.Issuer, st.Authority.Delegatee}
+		for _, a := range st.Attenuations {
+			t.Principals = append(t.Principals, a.Delegatee)
+		}
 		delegation = st.Authority.DelegationID
 		if n := len(st.Attenuations); n > 0 {
 			delegation = st.Attenuations[n-1].DelegationID
@@ -553,12 +595,24 @@ func (x *ldpExec) Execute(ctx context.Context, t *ldp.Task) (*ldp.Outcome, error
 		return nil, denied(ldp.CodeInputInvalid, err.Error())
 	}
 	call := map[string]any{"name": sk.Tool, "arguments": args}
+	if c := t.Submit.Contract; c != nil && c.Policy.Budget != nil && c.Policy.Budget.MaxCostUSD != nil {
+		// The contract's budget bounds what the gate may reserve, at its
+		// decision: a reload between the quote the task was admitted
+		// with and the decision cannot overrun it.
+		call["_delegateos"] = map[string]any{"maxCostMicrocents": ldp.BudgetMicrocents(*c.Policy.Budget.MaxCostUSD)}
+	}
 	if x.approvals != nil {
 		// Asked as a client that takes form elicitation: a call a rule
 		// holds for approval comes back input_required, for an approver.
 		call["_meta"] = clientMeta
 	}
 	var rc *taskReceipts
+	// quoted is what the call costs under the policy in force when it was
+	// last sent, which the gate decides it with (a reload may come
+	// later, while the tool runs): the cost charged, unless the audit
+	// log's execution receipt says what was.
+	var quoted int64
+	var quotedOK bool
 	// send makes the task's call (params, as the relay reads them)
 	// through the MCP endpoint, watched by the tap.
 	send := func(params map[string]any) (*captureWriter, string, time.Duration, error) {
@@ -567,7 +621,7 @@ func (x *ldpExec) Execute(ctx context.Context, t *ldp.Task) (*ldp.Outcome, error
 		id := "ldp-" + strconv.FormatInt(x.seq.Add(1), 10) + "-" + hex.EncodeToString(nonce[:])
 		rawID, _ := json.Marshal(id)
 		body, _ := json.Marshal(map[string]any{"jsonrpc": "2.0", "id": id, "method": "tools/call", "params": params})
-		req, err := http.NewRequestWithContext(ctx, http.MethodPost, x.endpoint, bytes.NewReader(body))
+		req, err := http.NewRequestWithContext(serve.FromLDPFront(ctx), http.MethodPost, x.endpoint, bytes.NewReader(body))
 		if err != nil {
 			return nil, "", 0, err
 		}
@@ -587,6 +641,7 @@ func (x *ldpExec) Execute(ctx context.Context, t *ldp.Task) (*ldp.Outcome, error
 			rc = x.tap.watch(body)
 		}
 		w := &captureWriter{header: http.Header{}}
+		quoted, quotedOK = x.Quote(t)
 		start := time.Now()
 		x.mux.ServeHTTP(w, req)
 		return w, string(rawID), time.Since(start), nil
@@ -618,15 +673,23 @@ func (x *ldpExec) Execute(ctx context.Context, t *ldp.Task) (*ldp.Outcome, error
 					return nil, tokenRefused(err)
 				}
 			}
+			// So may the contract's terms: its deadline passed, or a
+			// reload made the call cost more than its budget. The call
+			// then goes back declined (the relay records it so) and the
+			// task is refused as it would have been when submitted.
+			terms := t.Recheck()
 			retry := maps.Clone(call)
 			retry["requestState"] = state
 			action := map[string]any{"action": "decline"}
-			if answer {
+			if answer && terms == nil {
 				action = map[string]any{"action": "accept", "content": map[string]any{"approve": true}}
 			}
 			retry["inputResponses"] = map[string]any{approvalInputKey: action}
 			if w, rawID, took, err = send(retry); err != nil {
 				return nil, err
+			}
+			if terms != nil {
+				return nil, &ldp.TaskError{LdpError: *terms, DelegateOS: receipts(nil)}
 			}
 		}
 	}
@@ -663,6 +726,12 @@ func (x *ldpExec) Execute(ctx context.Context, t *ldp.Task) (*ldp.Outcome, error
 			Type string `json:"type"`
 		}
 		json.Unmarshal(resp.Error.Data, &d)
+		if resp.Error.Code == gate.DenialCode && d.Type != "" && x.tap.gateAllowed(rc) {
+			// Shaped as the gate's denial, but the gate allowed the call:
+			// the upstream answered so. The tool's failure, not a refusal.
+			return nil, &ldp.TaskError{LdpError: ldp.LdpError{Code: "TOOL_ERROR", Category: ldp.CategoryRuntime, Severity: "error",
+				Message: "the tool ran and failed (its error is shaped as a DelegateOS denial, but the gate allowed the call)"}, DelegateOS: receipts(nil)}
+		}
 		if resp.Error.Code == gate.DenialCode && d.Type != "" {
 			// The gate's denial, with the type and message an MCP client
 			// would get.
@@ -710,18 +779,24 @@ func (x *ldpExec) Execute(ctx context.Context, t *ldp.Task) (*ldp.Outcome, error
 		out.Verified, out.VerificationStatus = true, "tool_verified"
 		out.Evidence = []ldp.EvidenceRef{{Source: "delegateos", Kind: "contract_verification", URI: tc.ID, Summary: "passed"}}
 	}
-	pol := x.policy()
-	if raw, err := json.Marshal(args); err == nil && !pol.HonourUpstreamCost {
-		// The gate charges a call that ran what the policy says it costs
-		// (unless the upstream may report its own cost, which this front
-		// does not see).
-		if call, err := pol.Map(sk.Tool, raw); err == nil {
-			c := call.Cost
-			out.DelegateOS = &ldp.ProvenanceDOS{CostChargedMicrocents: &c}
-		}
-	}
+	// The cost charged is the gate's: its execution receipt's, which the
+	// tap sees (an upstream-reported cost included); else what the
+	// policy the call was sent under says it costs (unless the upstream
+	// may report its own cost, which this front does not see). Never the
+	// policy in force after the call: a reload while the tool ran does
+	// not change what was charged.
 	if x.tap != nil {
 		out.DelegateOS = receipts(out.DelegateOS)
+		if n, ok := x.tap.charged(rc); ok {
+			quoted, quotedOK = n, true
+		}
+	}
+	if quotedOK {
+		if out.DelegateOS == nil {
+			out.DelegateOS = &ldp.ProvenanceDOS{}
+		}
+		c := quoted
+		out.DelegateOS.CostChargedMicrocents = &c
 	}
 	return out, nil
 }
@@ -774,7 +849,7 @@ func (x *ldpAttestingExec) Attest(_ context.Context, _ ldp.Session, e *ldp.Envel
 	}
 	if _, err := x.w.RecordAttestations(atts, time.Now()); err != nil {
 		release()
-		return denied("ATTESTATION_REFUSED", err.Error())
+		return denied(ldp.CodeAttestationRefused, err.Error())
 	}
 	return nil
 }

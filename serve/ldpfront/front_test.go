@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/delegateos/delegateos/avpsig"
 	"github.com/delegateos/delegateos/dct"
 	"github.com/delegateos/delegateos/gate"
 	"github.com/delegateos/delegateos/ldp"
@@ -95,5 +96,22 @@ func TestDenialCategories(t *testing.T) {
 		if got, ok := ldp.CodeCategory(string(typ)); !ok || got != cat || category(string(typ)) != cat {
 			t.Errorf("%s: %q %v, want %q", typ, got, ok, cat)
 		}
+	}
+	// AVP-Sig's reasons are listed exactly (rtldp3 #5): its store's
+	// failure is the delegate's, the rest the request's; a made-up
+	// signature_* code is in no table.
+	for _, r := range []avpsig.Reason{avpsig.ReasonMissing, avpsig.ReasonMalformed, avpsig.ReasonWrongKey, avpsig.ReasonStale,
+		avpsig.ReasonBodyTampered, avpsig.ReasonQueryTampered, avpsig.ReasonBadSignature, avpsig.ReasonReplayed, avpsig.ReasonBusy,
+		avpsig.ReasonUnavailable} {
+		want := "security"
+		if r == avpsig.ReasonUnavailable {
+			want = "runtime"
+		}
+		if got, ok := ldp.CodeCategory(string(r)); !ok || got != want {
+			t.Errorf("%s: %q %v, want %q", r, got, ok, want)
+		}
+	}
+	if c, ok := ldp.CodeCategory("signature_tool_crashed"); ok {
+		t.Errorf("signature_tool_crashed has category %q", c)
 	}
 }

@@ -27,14 +27,66 @@ type AuditLog interface {
 // payload_hash), so that the task's provenance names its receipts.
 type Tap struct {
 	AuditLog
+	// noLog: the server keeps no audit log; the Tap only notes whether the
+	// gate allowed each task's call, and provenance names no receipts.
+	noLog bool
 	mu    sync.Mutex
 	calls map[[32]byte]*taskReceipts
 	byDec map[*receipt.Decision]*taskReceipts
 }
 
-// NewTap wraps log; the relays must be given the Tap in its place.
+// NewTap wraps log; the relays must be given the Tap in its place. With a
+// nil log (a server without an audit log) nothing is written: the Tap only
+// notes whether the gate allowed each task's call, so that an error the
+// upstream shapes as the gate's denial is not taken for one.
 func NewTap(log AuditLog) *Tap {
-	return &Tap{AuditLog: log, calls: map[[32]byte]*taskReceipts{}, byDec: map[*receipt.Decision]*taskReceipts{}}
+	t := &Tap{AuditLog: log, calls: map[[32]byte]*taskReceipts{}, byDec: map[*receipt.Decision]*taskReceipts{}}
+	if log == nil {
+		t.AuditLog, t.noLog = nullLog{}, true
+	}
+	return t
+}
+
+// nullLog keeps nothing.
+type nullLog struct{}
+
+var written = func() chan struct{} { c := make(chan struct{}); close(c); return c }()
+
+func (nullLog) Decided(*receipt.Decision)                           {}
+func (nullLog) Executed(*receipt.Execution)                         {}
+func (nullLog) Approval(*receipt.HumanApprovalBody) (string, error) { return "", nil }
+func (nullLog) Failed() bool                                        { return false }
+func (nullLog) Written() <-chan struct{}                            { return written }
+
+// waitExecuted waits (at most receiptWait) for the end of c's call when
+// the gate allowed it.
+func (t *Tap) waitExecuted(c *taskReceipts) {
+	if !t.gateAllowed(c) {
+		return
+	}
+	timer := time.NewTimer(receiptWait)
+	defer timer.Stop()
+	select {
+	case <-c.executed:
+	case <-timer.C:
+	}
+}
+
+// gateAllowed reports whether the gate decided c's call and allowed it:
+// the call went to the upstream, so an error that comes back is the
+// upstream's, whatever it is shaped as.
+func (t *Tap) gateAllowed(c *taskReceipts) bool {
+	if t == nil || c == nil {
+		return false
+	}
+	select {
+	case <-c.decided:
+	default:
+		return false
+	}
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return c.allowed
 }
 
 // taskReceipts are the records of one task's call: decided is closed
@@ -135,10 +187,46 @@ func (t *Tap) hashes(c *taskReceipts) []string {
 	return out
 }
 
+// charged is what the gate committed for c's allowed call, from its
+// execution receipt, waited for as hashes does (with or without an audit
+// log: the relays hand it over either way).
+func (t *Tap) charged(c *taskReceipts) (int64, bool) {
+	if t == nil || c == nil {
+		return 0, false
+	}
+	select {
+	case <-c.decided:
+	default:
+		return 0, false
+	}
+	t.mu.Lock()
+	allowed := c.allowed
+	t.mu.Unlock()
+	if !allowed {
+		return 0, false
+	}
+	timer := time.NewTimer(receiptWait)
+	defer timer.Stop()
+	select {
+	case <-c.executed:
+	case <-timer.C:
+		return 0, false
+	}
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return c.execution.CostCommitted, true
+}
+
 // provenance adds c's receipt hashes to p (made when nil); without an
-// audit log (t nil) p is returned as it is.
+// audit log (t nil, or without a log) p is returned as it is.
 func (t *Tap) provenance(c *taskReceipts, p *ldp.ProvenanceDOS) *ldp.ProvenanceDOS {
 	if t == nil || c == nil {
+		return p
+	}
+	if t.noLog {
+		// Nothing is written to name; the call's end is waited for all
+		// the same, so that what it charged is known (charged).
+		t.waitExecuted(c)
 		return p
 	}
 	if p == nil {

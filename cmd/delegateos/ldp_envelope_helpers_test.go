@@ -20,24 +20,24 @@ import (
 // The red team's helpers (issue 21): envelopes built, signed and posted by
 // hand, so that each can be forged, tampered with or replayed as bytes.
 
-// rtEnvelope is an envelope of session sid from from to the delegate
+// peerEnvelope is an envelope of session sid from from to the delegate
 // ldp:delegate:docs, with a fresh message ID, nonce and timestamp.
-func rtEnvelope(sid, from string, body ldp.Body, mode ldp.PayloadMode) *ldp.Envelope {
+func peerEnvelope(sid, from string, body ldp.Body, mode ldp.PayloadMode) *ldp.Envelope {
 	if mode == "" {
 		mode = ldp.ModeText
 	}
-	return &ldp.Envelope{MessageID: rtID(), SessionID: sid, From: from, To: "ldp:delegate:docs", Body: body,
-		PayloadMode: mode, Timestamp: timestamp.Format(time.Now()), Nonce: rtID()}
+	return &ldp.Envelope{MessageID: peerID(), SessionID: sid, From: from, To: "ldp:delegate:docs", Body: body,
+		PayloadMode: mode, Timestamp: timestamp.Format(time.Now()), Nonce: peerID()}
 }
 
-func rtID() string {
+func peerID() string {
 	var b [12]byte
 	rand.Read(b[:])
 	return hex.EncodeToString(b[:])
 }
 
-// rtSign signs e with key (Ed25519 profile) and returns its bytes.
-func rtSign(t *testing.T, e *ldp.Envelope, key ed25519.PrivateKey) []byte {
+// peerSign signs e with key (Ed25519 profile) and returns its bytes.
+func peerSign(t *testing.T, e *ldp.Envelope, key ed25519.PrivateKey) []byte {
 	t.Helper()
 	if key != nil {
 		if err := ldp.SignEd25519(e, key); err != nil {
@@ -51,10 +51,10 @@ func rtSign(t *testing.T, e *ldp.Envelope, key ed25519.PrivateKey) []byte {
 	return b
 }
 
-// rtPost posts raw envelope bytes to the server's path (ldp.MessagesPath
+// peerPost posts raw envelope bytes to the server's path (ldp.MessagesPath
 // when empty) and returns the HTTP status and the parsed reply (nil when
 // the body is not an envelope).
-func rtPost(t *testing.T, srv *mcptest.Server, path string, body []byte, bearer string) (int, *ldp.Envelope, []byte) {
+func peerPost(t *testing.T, srv *mcptest.Server, path string, body []byte, bearer string) (int, *ldp.Envelope, []byte) {
 	t.Helper()
 	if path == "" {
 		path = ldp.MessagesPath
@@ -77,9 +77,9 @@ func rtPost(t *testing.T, srv *mcptest.Server, path string, body []byte, bearer 
 	return res.StatusCode, e, b
 }
 
-// rtFailCode is the code of a TASK_FAILED or SESSION_REJECT reply, "" for
+// peerFailCode is the code of a TASK_FAILED or SESSION_REJECT reply, "" for
 // anything else.
-func rtFailCode(e *ldp.Envelope) string {
+func peerFailCode(e *ldp.Envelope) string {
 	if e == nil {
 		return "(no envelope)"
 	}
@@ -95,9 +95,9 @@ func rtFailCode(e *ldp.Envelope) string {
 	return ""
 }
 
-// rtAllowed waits until the gate has logged want allowed calls of tool
+// peerAllowed waits until the gate has logged want allowed calls of tool
 // (its log is written as calls settle) and returns how many it logged.
-func rtAllowed(t *testing.T, srv *mcptest.Server, tool string, want int) int {
+func peerAllowed(t *testing.T, srv *mcptest.Server, tool string, want int) int {
 	t.Helper()
 	count := func() int {
 		return len(srv.LogWith("decision", func(l map[string]any) bool { return l["tool"] == tool && l["allowed"] == true }))

@@ -7,20 +7,20 @@ import (
 	"net/http"
 )
 
-// rt3Upstream is an HTTP MCP upstream whose tools/call answers are the
+// peerUpstream is an HTTP MCP upstream whose tools/call answers are the
 // test's: each call is announced on calls (its raw request) and answered
 // with the next answer the test sends (a JSON-RPC member: `"result":…` or
 // `"error":…`).
-type rt3Upstream struct {
+type peerUpstream struct {
 	calls   chan json.RawMessage
 	answers chan string
 }
 
-func newRT3Upstream() *rt3Upstream {
-	return &rt3Upstream{calls: make(chan json.RawMessage, 16), answers: make(chan string, 16)}
+func newPeerUpstream() *peerUpstream {
+	return &peerUpstream{calls: make(chan json.RawMessage, 16), answers: make(chan string, 16)}
 }
 
-func (u *rt3Upstream) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+func (u *peerUpstream) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if r.Method != http.MethodPost {
 		w.WriteHeader(http.StatusMethodNotAllowed)
 		return

@@ -14,22 +14,22 @@ import (
 	"github.com/delegateos/delegateos/ldp"
 )
 
-// rt3ApprovalServe runs serve as ldp:delegate:docs whose echo (cost 100)
+// peerApprovalServe runs serve as ldp:delegate:docs whose echo (cost 100)
 // a rule holds for approval (approval is the rule's YAML), answered by
 // approver; extra is appended to the policy.
-func rt3ApprovalServe(t *testing.T, env *mcptest.Env, approver *identity.Keypair, approval, extra string, flags ...string) *mcptest.Server {
+func peerApprovalServe(t *testing.T, env *mcptest.Env, approver *identity.Keypair, approval, extra string, flags ...string) *mcptest.Server {
 	t.Helper()
 	rule := mcptest.Priced("echo", 100)
 	rule.Approval = approval
 	pol := env.Policy(rule)
-	pol.Extra = strings.Replace(rt3Section, "  skills:", "  approvers: ["+approver.DID()+"]\n  skills:", 1) + extra
+	pol.Extra = strings.Replace(peerSection, "  skills:", "  approvers: ["+approver.DID()+"]\n  skills:", 1) + extra
 	return env.StartServe(mcptest.ServeOptions{Policy: pol, Flags: append([]string{"--key", env.KeyFile(mcptest.NewKey(t, "server"))}, flags...)})
 }
 
-// rt3Held posts envelope bytes in the background, to be held for
+// peerHeld posts envelope bytes in the background, to be held for
 // approval; the reply (nil when the request ended without one) comes on
 // the channel. The request is cancelled when the test ends.
-func rt3Held(t *testing.T, srv *mcptest.Server, body []byte) <-chan *ldp.Envelope {
+func peerHeld(t *testing.T, srv *mcptest.Server, body []byte) <-chan *ldp.Envelope {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	t.Cleanup(cancel)
@@ -51,9 +51,9 @@ func rt3Held(t *testing.T, srv *mcptest.Server, body []byte) <-chan *ldp.Envelop
 	return out
 }
 
-// rt3Awaiting waits until the server's log has n tasks awaiting approval
+// peerAwaiting waits until the server's log has n tasks awaiting approval
 // and returns their approval IDs by task ID.
-func rt3Awaiting(t *testing.T, srv *mcptest.Server, n int) map[string]string {
+func peerAwaiting(t *testing.T, srv *mcptest.Server, n int) map[string]string {
 	t.Helper()
 	ids := map[string]string{}
 	mcptest.Eventually(t, "tasks awaiting approval", func() bool {
@@ -65,15 +65,15 @@ func rt3Awaiting(t *testing.T, srv *mcptest.Server, n int) map[string]string {
 	return ids
 }
 
-// rt3Task is a signed TASK_SUBMIT of echo in session sid by key.
-func rt3Task(t *testing.T, sid, from, taskID, input string, key *identity.Keypair) []byte {
+// peerTask is a signed TASK_SUBMIT of echo in session sid by key.
+func peerTask(t *testing.T, sid, from, taskID, input string, key *identity.Keypair) []byte {
 	t.Helper()
 	raw, _ := json.Marshal(input)
-	return rtSign(t, rtEnvelope(sid, from, &ldp.TaskSubmit{TaskID: taskID, Skill: "echo", Input: raw}, ldp.ModeText), key.PrivateKey())
+	return peerSign(t, peerEnvelope(sid, from, &ldp.TaskSubmit{TaskID: taskID, Skill: "echo", Input: raw}, ldp.ModeText), key.PrivateKey())
 }
 
-// rt3PolicyPath is the policy file serve was started with.
-func rt3PolicyPath(srv *mcptest.Server) string {
+// peerPolicyPath is the policy file serve was started with.
+func peerPolicyPath(srv *mcptest.Server) string {
 	for i, a := range srv.Cmd.Args {
 		if a == "--policy" {
 			return srv.Cmd.Args[i+1]
@@ -82,9 +82,9 @@ func rt3PolicyPath(srv *mcptest.Server) string {
 	return ""
 }
 
-// rt3SubmitAsync submits a task in s in the background; its reply comes
+// peerSubmitAsync submits a task in s in the background; its reply comes
 // on the channel.
-func rt3SubmitAsync(t *testing.T, s *ldp.ClientSession, b *ldp.TaskSubmit) <-chan *ldp.Envelope {
+func peerSubmitAsync(t *testing.T, s *ldp.ClientSession, b *ldp.TaskSubmit) <-chan *ldp.Envelope {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 120*time.Second)
 	t.Cleanup(cancel)
@@ -99,9 +99,9 @@ func rt3SubmitAsync(t *testing.T, s *ldp.ClientSession, b *ldp.TaskSubmit) <-cha
 	return out
 }
 
-// rt3Approve answers approval id as key's holder; it returns the CLI's
+// peerApprove answers approval id as key's holder; it returns the CLI's
 // exit code and output.
-func rt3Approve(t *testing.T, env *mcptest.Env, srv *mcptest.Server, key *identity.Keypair, id string, extra ...string) (int, string) {
+func peerApprove(t *testing.T, env *mcptest.Env, srv *mcptest.Server, key *identity.Keypair, id string, extra ...string) (int, string) {
 	t.Helper()
 	out, errs, code := mcptest.CLI(t, append(append([]string{"ldp", "approve", "--key", env.KeyFile(key)}, extra...), srv.Base, id)...)
 	return code, out + errs

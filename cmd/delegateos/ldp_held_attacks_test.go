@@ -30,11 +30,11 @@ import (
 func TestLDPApprovalAnswerBindsOneTask(t *testing.T) {
 	env := mcptest.NewEnv(t)
 	approver := mcptest.NewKey(t, "approver")
-	srv := rt3ApprovalServe(t, env, approver, "required", "")
-	s := rt3Open(t, srv, "ldp:delegate:holder", env.Agent, env.Mint(nil, "mcp:echo:*"))
-	replyA := rt3SubmitAsync(t, s, &ldp.TaskSubmit{TaskID: "a", Skill: "echo", Input: json.RawMessage(`"a"`)})
-	replyB := rt3SubmitAsync(t, s, &ldp.TaskSubmit{TaskID: "b", Skill: "echo", Input: json.RawMessage(`"b"`)})
-	ids := rt3Awaiting(t, srv, 2)
+	srv := peerApprovalServe(t, env, approver, "required", "")
+	s := peerOpen(t, srv, "ldp:delegate:holder", env.Agent, env.Mint(nil, "mcp:echo:*"))
+	replyA := peerSubmitAsync(t, s, &ldp.TaskSubmit{TaskID: "a", Skill: "echo", Input: json.RawMessage(`"a"`)})
+	replyB := peerSubmitAsync(t, s, &ldp.TaskSubmit{TaskID: "b", Skill: "echo", Input: json.RawMessage(`"b"`)})
+	ids := peerAwaiting(t, srv, 2)
 	post := func(a *ldpfront.Approval) int {
 		t.Helper()
 		b, _ := json.Marshal(a)
@@ -51,7 +51,7 @@ func TestLDPApprovalAnswerBindsOneTask(t *testing.T) {
 	if st := post(forA); st != http.StatusOK {
 		t.Fatalf("the approver's answer: %d", st)
 	}
-	if r := <-replyA; rtFailCode(r) != "" {
+	if r := <-replyA; peerFailCode(r) != "" {
 		t.Fatalf("the approved task: %+v", r.Body)
 	}
 	if st := post(forA); st != http.StatusNotFound {
@@ -70,10 +70,10 @@ func TestLDPApprovalAnswerBindsOneTask(t *testing.T) {
 	if st := post(stranger); st != http.StatusForbidden {
 		t.Fatalf("not an approver: %d", st)
 	}
-	if code := rt3Send(t, s, &ldp.TaskCancel{TaskID: "b"}); code != "" {
+	if code := peerSend(t, s, &ldp.TaskCancel{TaskID: "b"}); code != "" {
 		t.Fatalf("cancel: %q", code)
 	}
-	if r := <-replyB; rtFailCode(r) != "TASK_CANCELLED" {
+	if r := <-replyB; peerFailCode(r) != "TASK_CANCELLED" {
 		t.Fatalf("the cancelled task: %+v", r.Body)
 	}
 	if st := post(sign(ids["b"], time.Now())); st != http.StatusNotFound {
@@ -94,7 +94,8 @@ func TestLDPApprovalAnswerBindsOneTask(t *testing.T) {
 // holder's Ed25519 signature proves is held to the token the task runs
 // under. Tried: the holder signs a task carrying another agent's token
 // (signature_wrong_key); the holder signs a task with no member while the
-// bearer is another agent's token (signature_wrong_key); the holder signs
+// bearer is another agent's token (BEARER_UNSIGNED: a bearer is taken
+// only when it is the signed token); the holder signs
 // a task, its token is revoked, then the never-sent bytes are sent
 // (revoked, not run); the gate allowed exactly the one good task.
 func TestLDPSignedTaskHolderOfKeyRefusals(t *testing.T) {
@@ -105,25 +106,25 @@ func TestLDPSignedTaskHolderOfKeyRefusals(t *testing.T) {
 	}
 	pol := env.Policy(mcptest.Priced("echo", 100))
 	pol.RevocationList = list
-	pol.Extra = rt3Section + "require_signature: true\n"
+	pol.Extra = peerSection + "require_signature: true\n"
 	srv := env.StartServe(mcptest.ServeOptions{Policy: pol, Flags: []string{"--key", env.KeyFile(mcptest.NewKey(t, "server"))}})
 	tok := env.Mint(nil, "mcp:echo:*")
-	s := rt3Open(t, srv, "ldp:delegate:holder", env.Agent, tok)
-	if r := rt3Submit(t, s, "good", "echo", `"ok"`, nil); rtFailCode(r) != "" {
+	s := peerOpen(t, srv, "ldp:delegate:holder", env.Agent, tok)
+	if r := peerSubmit(t, s, "good", "echo", `"ok"`, nil); peerFailCode(r) != "" {
 		t.Fatalf("the holder's task: %+v", r.Body)
 	}
 	other := mcptest.NewKey(t, "other")
 	othersTok := env.Mint(func(p *dct.CreateParams) { p.Delegatee = other.ID() }, "mcp:echo:*")
-	e := rtEnvelope(s.ID, "ldp:delegate:holder", &ldp.TaskSubmit{TaskID: "member", Skill: "echo", Input: json.RawMessage(`"x"`)}, ldp.ModeText)
+	e := peerEnvelope(s.ID, "ldp:delegate:holder", &ldp.TaskSubmit{TaskID: "member", Skill: "echo", Input: json.RawMessage(`"x"`)}, ldp.ModeText)
 	e.DelegateOS = &ldp.DelegateOSMember{DCT: othersTok.String(), Format: dct.Format}
-	if _, r, body := rtPost(t, srv, "", rtSign(t, e, env.Agent.PrivateKey()), ""); rtFailCode(r) != string(ldp.ReasonWrongKey) {
+	if _, r, body := peerPost(t, srv, "", peerSign(t, e, env.Agent.PrivateKey()), ""); peerFailCode(r) != string(ldp.ReasonWrongKey) {
 		t.Fatalf("another's token as the member: %s", body)
 	}
-	e = rtEnvelope(s.ID, "ldp:delegate:holder", &ldp.TaskSubmit{TaskID: "bearer", Skill: "echo", Input: json.RawMessage(`"x"`)}, ldp.ModeText)
-	if _, r, body := rtPost(t, srv, "", rtSign(t, e, env.Agent.PrivateKey()), othersTok.String()); rtFailCode(r) != string(ldp.ReasonWrongKey) {
+	e = peerEnvelope(s.ID, "ldp:delegate:holder", &ldp.TaskSubmit{TaskID: "bearer", Skill: "echo", Input: json.RawMessage(`"x"`)}, ldp.ModeText)
+	if _, r, body := peerPost(t, srv, "", peerSign(t, e, env.Agent.PrivateKey()), othersTok.String()); peerFailCode(r) != ldp.CodeBearerUnsigned {
 		t.Fatalf("another's token as the bearer: %s", body)
 	}
-	later := rtSign(t, rtEnvelope(s.ID, "ldp:delegate:holder", &ldp.TaskSubmit{TaskID: "later", Skill: "echo", Input: json.RawMessage(`"x"`)}, ldp.ModeText), env.Agent.PrivateKey())
+	later := peerSign(t, peerEnvelope(s.ID, "ldp:delegate:holder", &ldp.TaskSubmit{TaskID: "later", Skill: "echo", Input: json.RawMessage(`"x"`)}, ldp.ModeText), env.Agent.PrivateKey())
 	rev, err := revocation.NewEntry(env.Root, tok.RevocationIDs()[0], revocation.ScopeChain, time.Now())
 	if err != nil {
 		t.Fatal(err)
@@ -136,10 +137,10 @@ func TestLDPSignedTaskHolderOfKeyRefusals(t *testing.T) {
 		_, err := probe.Open(context.Background(), srv.Base, "ldp:delegate:docs", ldp.SessionConfig{}, &ldp.DelegateOSMember{DCT: tok.String(), Format: dct.Format}, "", "")
 		return err != nil
 	})
-	if _, r, body := rtPost(t, srv, "", later, ""); rtFailCode(r) != "revoked" {
+	if _, r, body := peerPost(t, srv, "", later, ""); peerFailCode(r) != "revoked" {
 		t.Fatalf("signed before the revocation, sent after: %s", body)
 	}
-	if n := rtAllowed(t, srv, "echo", 1); n != 1 {
+	if n := peerAllowed(t, srv, "echo", 1); n != 1 {
 		t.Fatalf("%d calls allowed", n)
 	}
 }
@@ -156,48 +157,48 @@ func TestLDPSignedTaskHolderOfKeyRefusals(t *testing.T) {
 func TestLDPAttestationOnlyInItsSession(t *testing.T) {
 	env := mcptest.NewEnv(t)
 	serverKey := mcptest.NewKey(t, "server")
-	srv, ws := rt3Serve(t, env, serverKey, "")
-	self := rt3Open(t, srv, "ldp:delegate:self", serverKey, env.Mint(func(p *dct.CreateParams) { p.Delegatee = serverKey.ID() }, "mcp:echo:*"))
-	if r := rt3Submit(t, self, "own", "echo", `"x"`, nil); rtFailCode(r) != "" {
+	srv, ws := peerServe(t, env, serverKey, "")
+	self := peerOpen(t, srv, "ldp:delegate:self", serverKey, env.Mint(func(p *dct.CreateParams) { p.Delegatee = serverKey.ID() }, "mcp:echo:*"))
+	if r := peerSubmit(t, self, "own", "echo", `"x"`, nil); peerFailCode(r) != "" {
 		t.Fatalf("own task: %+v", r.Body)
 	}
 	selfAtt := &ldp.Attestation{Claim: json.RawMessage(`{"from_did":"` + serverKey.DID() + `","to_did":"` + serverKey.DID() +
 		`","outcome":"positive","weight":1,"context":"ldp:ldp:delegate:docs:own","signature":"` + strings.Repeat("00", 64) + `"}`), Evidence: json.RawMessage(`{}`)}
-	if code := rt3Send(t, self, selfAtt); code == "" {
+	if code := peerSend(t, self, selfAtt); code == "" {
 		t.Fatal("the delegate attested itself")
 	}
 	tok := env.Mint(nil, "mcp:echo:*")
-	a := rt3Open(t, srv, "ldp:delegate:a", env.Agent, tok)
-	b := rt3Open(t, srv, "ldp:delegate:b", env.Agent, tok)
-	if r := rt3Submit(t, a, "t1", "echo", `"x"`, nil); rtFailCode(r) != "" {
+	a := peerOpen(t, srv, "ldp:delegate:a", env.Agent, tok)
+	b := peerOpen(t, srv, "ldp:delegate:b", env.Agent, tok)
+	if r := peerSubmit(t, a, "t1", "echo", `"x"`, nil); peerFailCode(r) != "" {
 		t.Fatalf("task: %+v", r.Body)
 	}
-	att := rt3Attestation(t, env.Agent, serverKey.DID(), "t1", true)
-	if code := rt3Send(t, b, att); code != ldp.CodeAttestationTask {
+	att := peerAttestation(t, env.Agent, serverKey.DID(), "t1", true)
+	if code := peerSend(t, b, att); code != ldp.CodeAttestationTask {
 		t.Fatalf("attested from another session of the same holder: %q", code)
 	}
-	if r := rt3Submit(t, b, "t1", "echo", `"y"`, nil); rtFailCode(r) != "" {
+	if r := peerSubmit(t, b, "t1", "echo", `"y"`, nil); peerFailCode(r) != "" {
 		t.Fatalf("task: %+v", r.Body)
 	}
-	if code := rt3Send(t, a, att); code != "" {
+	if code := peerSend(t, a, att); code != "" {
 		t.Fatalf("the initiator's attestation: %q", code)
 	}
 	// The same AVP attestation (same signature) for b's task t1: taken,
 	// but the workspace holds it once.
-	if code := rt3Send(t, b, att); code != "" {
+	if code := peerSend(t, b, att); code != "" {
 		t.Fatalf("the same attestation in the other session: %q", code)
 	}
 	if err := a.Close(context.Background(), "done"); err != nil {
 		t.Fatal(err)
 	}
-	if r := rt3Submit(t, b, "t2", "echo", `"z"`, nil); rtFailCode(r) != "" {
+	if r := peerSubmit(t, b, "t2", "echo", `"z"`, nil); peerFailCode(r) != "" {
 		t.Fatalf("task: %+v", r.Body)
 	}
-	e := rtEnvelope(a.ID, "ldp:delegate:a", rt3Attestation(t, env.Agent, serverKey.DID(), "t1", false), ldp.ModeText)
-	if _, r, body := rtPost(t, srv, "", rtSign(t, e, env.Agent.PrivateKey()), ""); rtFailCode(r) == "" {
+	e := peerEnvelope(a.ID, "ldp:delegate:a", peerAttestation(t, env.Agent, serverKey.DID(), "t1", false), ldp.ModeText)
+	if _, r, body := peerPost(t, srv, "", peerSign(t, e, env.Agent.PrivateKey()), ""); peerFailCode(r) == "" {
 		t.Fatalf("an attestation in a closed session: %s", body)
 	}
-	if n := rt3Signals(t, ws, serverKey.DID()); n != 1 {
+	if n := peerSignals(t, ws, serverKey.DID()); n != 1 {
 		t.Fatalf("%d signals, want 1", n)
 	}
 }
@@ -208,14 +209,14 @@ func TestLDPAttestationOnlyInItsSession(t *testing.T) {
 func TestLDPApprovalTimeoutEndsTheWait(t *testing.T) {
 	env := mcptest.NewEnv(t)
 	approver := mcptest.NewKey(t, "approver")
-	srv := rt3ApprovalServe(t, env, approver, "{required: true, timeout: 1s}", "")
-	s := rt3Open(t, srv, "ldp:delegate:holder", env.Agent, env.Mint(nil, "mcp:echo:*"))
-	reply := rt3SubmitAsync(t, s, &ldp.TaskSubmit{TaskID: "late", Skill: "echo", Input: json.RawMessage(`"x"`)})
-	id := rt3Awaiting(t, srv, 1)["late"]
-	if r := <-reply; rtFailCode(r) != "approval_declined" {
+	srv := peerApprovalServe(t, env, approver, "{required: true, timeout: 1s}", "")
+	s := peerOpen(t, srv, "ldp:delegate:holder", env.Agent, env.Mint(nil, "mcp:echo:*"))
+	reply := peerSubmitAsync(t, s, &ldp.TaskSubmit{TaskID: "late", Skill: "echo", Input: json.RawMessage(`"x"`)})
+	id := peerAwaiting(t, srv, 1)["late"]
+	if r := <-reply; peerFailCode(r) != "approval_declined" {
 		t.Fatalf("timed out: %+v", r.Body)
 	}
-	if code, out := rt3Approve(t, env, srv, approver, id); code == 0 || !strings.Contains(out, "no task is waiting") {
+	if code, out := peerApprove(t, env, srv, approver, id); code == 0 || !strings.Contains(out, "no task is waiting") {
 		t.Fatalf("an answer after the timeout: exit %d %s", code, out)
 	}
 	if n := len(srv.LogWith("decision", func(l map[string]any) bool { return l["tool"] == "echo" && l["outcome"] == "result" })); n != 0 {
@@ -242,12 +243,12 @@ func TestLDPApprovalRevokedWhileWaiting(t *testing.T) {
 	rule.Approval = "required"
 	pol := env.Policy(rule)
 	pol.RevocationList = list
-	pol.Extra = strings.Replace(rt3Section, "  skills:", "  approvers: ["+approver.DID()+"]\n  skills:", 1)
+	pol.Extra = strings.Replace(peerSection, "  skills:", "  approvers: ["+approver.DID()+"]\n  skills:", 1)
 	srv := env.StartServe(mcptest.ServeOptions{Policy: pol, Flags: []string{"--key", env.KeyFile(mcptest.NewKey(t, "server"))}})
 	tok := env.Mint(nil, "mcp:echo:*")
-	s := rt3Open(t, srv, "ldp:delegate:holder", env.Agent, tok)
-	reply := rt3SubmitAsync(t, s, &ldp.TaskSubmit{TaskID: "c", Skill: "echo", Input: json.RawMessage(`"x"`)})
-	id := rt3Awaiting(t, srv, 1)["c"]
+	s := peerOpen(t, srv, "ldp:delegate:holder", env.Agent, tok)
+	reply := peerSubmitAsync(t, s, &ldp.TaskSubmit{TaskID: "c", Skill: "echo", Input: json.RawMessage(`"x"`)})
+	id := peerAwaiting(t, srv, 1)["c"]
 	e, err := revocation.NewEntry(env.Root, tok.RevocationIDs()[0], revocation.ScopeChain, time.Now())
 	if err != nil {
 		t.Fatal(err)
@@ -260,7 +261,7 @@ func TestLDPApprovalRevokedWhileWaiting(t *testing.T) {
 		_, err := probe.Open(context.Background(), srv.Base, "ldp:delegate:docs", ldp.SessionConfig{}, &ldp.DelegateOSMember{DCT: tok.String(), Format: dct.Format}, "", "")
 		return err != nil
 	})
-	if code, out := rt3Approve(t, env, srv, approver, id); code != 0 {
+	if code, out := peerApprove(t, env, srv, approver, id); code != 0 {
 		t.Fatalf("approve: %s", out)
 	}
 	got := <-reply

@@ -18,27 +18,27 @@ import (
 
 // Helpers of the third LDP red team (rtldp3, issue 21).
 
-// rt3Section is serveLDPSection with a second skill, args, whose input
+// peerSection is serveLDPSection with a second skill, args, whose input
 // object is the echo tool's arguments (echo shows the raw arguments it
 // received).
-const rt3Section = serveLDPSection + "    - {name: args, tool: echo}\n"
+const peerSection = serveLDPSection + "    - {name: args, tool: echo}\n"
 
-// rt3Serve runs serve as the LDP delegate ldp:delegate:docs (echo at 100
+// peerServe runs serve as the LDP delegate ldp:delegate:docs (echo at 100
 // microcents) with a workspace, keyed by serverKey; extra is appended to
 // the policy.
-func rt3Serve(t *testing.T, env *mcptest.Env, serverKey *identity.Keypair, extra string) (*mcptest.Server, string) {
+func peerServe(t *testing.T, env *mcptest.Env, serverKey *identity.Keypair, extra string) (*mcptest.Server, string) {
 	t.Helper()
 	ws := filepath.Join(env.Dir, "ws")
 	if err := os.MkdirAll(ws, 0o700); err != nil {
 		t.Fatal(err)
 	}
 	pol := env.Policy(mcptest.Priced("echo", 100))
-	pol.Extra = rt3Section + "workspace: " + strconv.Quote(ws) + "\n" + extra
+	pol.Extra = peerSection + "workspace: " + strconv.Quote(ws) + "\n" + extra
 	return env.StartServe(mcptest.ServeOptions{Policy: pol, Flags: []string{"--key", env.KeyFile(serverKey)}}), ws
 }
 
-// rt3Open opens a text session at srv for key's holder of tok.
-func rt3Open(t *testing.T, srv *mcptest.Server, id string, key *identity.Keypair, tok *dct.Token) *ldp.ClientSession {
+// peerOpen opens a text session at srv for key's holder of tok.
+func peerOpen(t *testing.T, srv *mcptest.Server, id string, key *identity.Keypair, tok *dct.Token) *ldp.ClientSession {
 	t.Helper()
 	c := &ldp.Client{ID: id, TrustDomain: "research", Key: key.PrivateKey(), Verifier: &ldp.Verifier{}}
 	var m *ldp.DelegateOSMember
@@ -52,10 +52,10 @@ func rt3Open(t *testing.T, srv *mcptest.Server, id string, key *identity.Keypair
 	return s
 }
 
-// rt3Attestation is an ATTESTATION of delegate's work on taskID, by by:
+// peerAttestation is an ATTESTATION of delegate's work on taskID, by by:
 // positive with weight 1, or negative (with an evidence hash, which a
 // negative one needs).
-func rt3Attestation(t *testing.T, by *identity.Keypair, delegate, taskID string, positive bool) *ldp.Attestation {
+func peerAttestation(t *testing.T, by *identity.Keypair, delegate, taskID string, positive bool) *ldp.Attestation {
 	t.Helper()
 	a := &reputation.Attestation{ToDID: delegate, Outcome: reputation.OutcomePositive, Weight: 1, Context: "ldp:ldp:delegate:docs:" + taskID}
 	if !positive {
@@ -68,8 +68,8 @@ func rt3Attestation(t *testing.T, by *identity.Keypair, delegate, taskID string,
 	return &ldp.Attestation{Claim: b, Evidence: json.RawMessage(`{}`)}
 }
 
-// rt3Send sends b in s and returns the refusal's code, "" when taken.
-func rt3Send(t *testing.T, s *ldp.ClientSession, b ldp.Body) string {
+// peerSend sends b in s and returns the refusal's code, "" when taken.
+func peerSend(t *testing.T, s *ldp.ClientSession, b ldp.Body) string {
 	t.Helper()
 	reply, err := s.Send(context.Background(), b)
 	if err != nil {
@@ -78,11 +78,11 @@ func rt3Send(t *testing.T, s *ldp.ClientSession, b ldp.Body) string {
 	if reply == nil {
 		return ""
 	}
-	return rtFailCode(reply)
+	return peerFailCode(reply)
 }
 
-// rt3Signals is how many signals the workspace holds for did.
-func rt3Signals(t *testing.T, ws, did string) int {
+// peerSignals is how many signals the workspace holds for did.
+func peerSignals(t *testing.T, ws, did string) int {
 	t.Helper()
 	out, errs, code := mcptest.CLI(t, "reputation", "show", did, "--workspace", ws, "--json")
 	if code != 0 {
@@ -100,9 +100,9 @@ func rt3Signals(t *testing.T, ws, did string) int {
 	return p.Signals
 }
 
-// rt3Submit submits a text task in s under tok (nil: the session's) and
+// peerSubmit submits a text task in s under tok (nil: the session's) and
 // returns the reply.
-func rt3Submit(t *testing.T, s *ldp.ClientSession, taskID, skill, input string, tok *dct.Token) *ldp.Envelope {
+func peerSubmit(t *testing.T, s *ldp.ClientSession, taskID, skill, input string, tok *dct.Token) *ldp.Envelope {
 	t.Helper()
 	var m *ldp.DelegateOSMember
 	if tok != nil {

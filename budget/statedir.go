@@ -1,0 +1,120 @@
+package budget
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+)
+
+// maxStateLinks bounds the symbolic links followed on the way to a state
+// directory (the kernel's own limit is 40).
+const maxStateLinks = 40
+
+// checkStatePath is an error when another local user could replace the
+// state directory dir (an absolute path) by changing a directory or a
+// symbolic link on its way, as sshd's StrictModes checks a user's files:
+// every directory from / down to dir, those reached through symbolic
+// links included, is owned by this proxy's user or by root and is not
+// writable by its group or by other users unless it is sticky (/tmp:
+// there another user can neither rename nor replace an entry it does not
+// own, and the entry's owner is checked in turn); every symbolic link on
+// the way is owned by this user or by root. A directory another user can
+// write lets them rename the state directory away (the next proxy makes
+// a fresh one: a new machine, which does not see a store gone back to an
+// older snapshot) or put another in its place.
+//
+// What it checks is what the proxy uses afterwards: only this user or
+// root can change any of it, so it cannot be swapped between the check
+// and the use by another user. The walk stops at the first component
+// that does not exist: the proxy makes the rest (0700) in a directory
+// found safe. It checks nothing where file owners are not known (not
+// Unix).
+func checkStatePath(dir string) error {
+	if fi, err := os.Lstat("/"); err != nil {
+		return fmt.Errorf("the state directory %s: / cannot be read: %w", dir, err)
+	} else if _, _, ok := fileOwner(fi); !ok {
+		return nil
+	}
+	links := 0
+	_, err := walkStatePath(dir, "/", dir, &links)
+	return err
+}
+
+// walkStatePath checks the components of path from cur (a real path: no
+// symbolic link in it, already checked) down, following symbolic links,
+// and returns the real path it leads to ("" when a component does not
+// exist, or is not a directory: that is refused where it is used).
+func walkStatePath(dir, cur, path string, links *int) (string, error) {
+	if filepath.IsAbs(path) {
+		cur = "/"
+	}
+	if err := checkStateComponent(dir, cur, false); err != nil {
+		return "", err
+	}
+	for _, c := range strings.Split(path, "/") {
+		switch c {
+		case "", ".":
+			continue
+		case "..":
+			cur = filepath.Dir(cur) // cur is real: its parent is lexical
+			continue
+		}
+		next := filepath.Join(cur, c)
+		fi, err := os.Lstat(next)
+		if errors.Is(err, os.ErrNotExist) {
+			return "", nil
+		}
+		if err != nil {
+			return "", fmt.Errorf("the state directory %s: %s on its path cannot be read: %w", dir, next, err)
+		}
+		if fi.Mode()&os.ModeSymlink != 0 {
+			if err := checkStateComponent(dir, next, true); err != nil {
+				return "", err
+			}
+			if *links++; *links > maxStateLinks {
+				return "", fmt.Errorf("the state directory %s: more than %d symbolic links on its path; give its real path", dir, maxStateLinks)
+			}
+			target, err := os.Readlink(next)
+			if err != nil {
+				return "", fmt.Errorf("the state directory %s: the symbolic link %s on its path cannot be read: %w", dir, next, err)
+			}
+			real, err := walkStatePath(dir, cur, target, links)
+			if real == "" || err != nil {
+				return "", err
+			}
+			cur = real
+			continue
+		}
+		if !fi.IsDir() {
+			return "", nil
+		}
+		if err := checkStateComponent(dir, next, false); err != nil {
+			return "", err
+		}
+		cur = next
+	}
+	return cur, nil
+}
+
+// checkStateComponent checks one directory (or, with link, symbolic
+// link) p on the way to the state directory dir.
+func checkStateComponent(dir, p string, link bool) error {
+	fi, err := os.Lstat(p)
+	if err != nil {
+		return fmt.Errorf("the state directory %s: %s on its path cannot be read: %w", dir, p, err)
+	}
+	const risk = "another local user could rename the state directory away or put another in its place, and so make this machine forget what it keeps there (its machine ID, the counts of calls it saw, its copies of revocations) and hide a store that lost data"
+	what := "the directory"
+	if link {
+		what = "the symbolic link"
+	}
+	if owner, me, ok := fileOwner(fi); ok && owner != me && owner != 0 {
+		return fmt.Errorf("the state directory %s: %s %s on its path is owned by the user %d, neither this proxy's user %d nor root: %s; set DELEGATEOS_STATE_DIR to a directory whose every parent is this user's or root's", dir, what, p, owner, me, risk)
+	}
+	if !link && fi.Mode().Perm()&0o022 != 0 && fi.Mode()&os.ModeSticky == 0 {
+		return fmt.Errorf("the state directory %s: the directory %s on its path is writable by its group or by other users and not sticky (mode %04o): %s; run chmod go-w %s, or set DELEGATEOS_STATE_DIR to a directory whose every parent only its owner can write", dir, p, fi.Mode().Perm(), risk, p)
+	}
+	return nil
+}

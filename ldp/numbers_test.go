@@ -1,0 +1,102 @@
+package ldp
+
+import (
+	"encoding/json"
+	"math/big"
+	"strings"
+	"testing"
+)
+
+func TestNumberIssues(t *testing.T) {
+	for _, c := range []struct {
+		in          string
+		issue, loss bool
+	}{
+		{`{"a":1,"b":[0.5,-2,1e+21,1e-7]}`, false, false},
+		{`1.0`, true, false},
+		{`1E2`, true, false},
+		{`-0`, true, false},
+		{`100e-2`, true, false},
+		{`9007199254740992`, false, false},
+		{`9007199254740993`, true, true},
+		{`0.1000000000000000055511151231257827`, true, true},
+		{`1e400`, true, true},
+		{`1e-400`, true, true},
+		{`"1.0"`, false, false},
+	} {
+		is, err := firstNumberIssue([]byte(c.in), false)
+		if err != nil || (is != nil) != c.issue || (is != nil && is.lossy != c.loss) {
+			t.Errorf("%s: issue %+v, err %v; want issue %v lossy %v", c.in, is, err, c.issue, c.loss)
+		}
+		err = checkJCSNumbers([]byte(c.in))
+		if (err != nil) != c.issue {
+			t.Errorf("%s: checkJCSNumbers %v", c.in, err)
+		}
+		_, err = ValueHash(json.RawMessage(c.in))
+		if (err != nil) != c.loss {
+			t.Errorf("%s: ValueHash %v", c.in, err)
+		}
+	}
+}
+
+// TestSignEd25519CanonicalNumbers: the signer writes numbers in their JCS
+// form and refuses one whose JCS form is another number.
+func TestSignEd25519CanonicalNumbers(t *testing.T) {
+	e := submitEnvelope()
+	e.Body.(*TaskSubmit).Input = json.RawMessage(`{"n":1.0,"m":[1E2]}`)
+	if err := SignEd25519(e, testKey(1)); err != nil {
+		t.Fatal(err)
+	}
+	b, _ := json.Marshal(e)
+	p, err := ParseEnvelope(b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := string(p.Body.(*TaskSubmit).Input); got != `{"m":[100],"n":1}` {
+		t.Fatalf("input sent %s", got)
+	}
+	if err := verifyEd25519(p, ""); err != nil {
+		t.Fatal(err)
+	}
+	e.Body.(*TaskSubmit).Input = json.RawMessage(`{"n":12345678901234567890}`)
+	if err := SignEd25519(e, testKey(1)); err == nil || !strings.Contains(err.Error(), "12345678901234567890") {
+		t.Fatalf("signed a lossy number: %v", err)
+	}
+}
+
+// FuzzJCSNumbers holds sameDecimal to exact rational arithmetic.
+func FuzzJCSNumbers(f *testing.F) {
+	for _, s := range []string{"1", "1.0", "-0", "1e2", "9007199254740993", "0.1", "5e-324", "1.7976931348623157e308", "123.456e-7"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, lit string) {
+		var n json.Number
+		if json.Unmarshal([]byte(lit), &n) != nil || len(lit) > 40 || strings.ContainsAny(lit, " \t\r\n\"") {
+			return
+		}
+		is, err := firstNumberIssue([]byte(lit), false)
+		if err != nil {
+			t.Fatal(err)
+		}
+		c, err := jcsNumber(lit)
+		if err != nil {
+			if is == nil || !is.lossy {
+				t.Fatalf("%s: no JCS form, yet %+v", lit, is)
+			}
+			return
+		}
+		// big.Rat refuses exponents beyond about a million: nothing to
+		// compare with then.
+		a, ok1 := new(big.Rat).SetString(lit)
+		b, ok2 := new(big.Rat).SetString(c)
+		if !ok1 || !ok2 {
+			return
+		}
+		if same := a.Cmp(b) == 0; same != sameDecimal(lit, c) {
+			t.Fatalf("%s vs %s: exact %v, sameDecimal %v", lit, c, same, !same)
+		}
+		if (is == nil) != (c == lit) {
+			t.Fatalf("%s (JCS %s): issue %+v", lit, c, is)
+		}
+	})
+}
