@@ -451,11 +451,11 @@ func (s *Redis) knownIdentity() (*Identity, bool, error) {
 		return nil, false, nil
 	}
 	path := s.knownPath()
-	b, err := os.ReadFile(path)
+	b, err := readStateFile(path)
 	if errors.Is(err, os.ErrNotExist) {
 		// An older version's, named by the URL as written.
 		path = s.legacyKnownPath()
-		b, err = os.ReadFile(path)
+		b, err = readStateFile(path)
 	}
 	if errors.Is(err, os.ErrNotExist) || errors.Is(err, syscall.ENOTDIR) {
 		// None (a state directory that is not one is named when the
@@ -497,7 +497,7 @@ func (s *Redis) otherIndex() (*Identity, string, error) {
 		if path == own || strings.HasSuffix(path, ".seen.json") || strings.HasSuffix(path, ".ended.json") || strings.HasSuffix(path, ".revocations.json") || strings.Contains(filepath.Base(path), ".unsent-") {
 			continue
 		}
-		b, err := os.ReadFile(path)
+		b, err := readStateFile(path)
 		if errors.Is(err, os.ErrNotExist) {
 			continue // removed meanwhile
 		}
@@ -633,7 +633,7 @@ func instRank(rank map[string]int, v string) int {
 // use: what a machine's proxies write in the keys' field "m:ID".
 func machineID(dir string) (string, error) {
 	path := filepath.Join(dir, "machine-id")
-	b, err := os.ReadFile(path)
+	b, err := readStateFile(path)
 	if errors.Is(err, os.ErrNotExist) || errors.Is(err, syscall.ENOTDIR) {
 		// Counts written under a machine ID while the ID is gone: it was
 		// deleted, and with it what shows a store gone back to an older

@@ -81,8 +81,8 @@ func TestE2EFaultLiveRecordSymlinkToFIFORefused(t *testing.T) {
 	}
 }
 
-// The counts file and the list of instances replaced by symbolic links
-// to a FIFO: read as a live record is (not following the link, not
+// The counts file, the list of instances, the machine's ID and the index
+// of the store's identity replaced by symbolic links to a FIFO: read as a live record is (not following the link, not
 // waiting on the FIFO), each refuses the start naming the file, where
 // following it would hang the start for ever.
 func TestE2EFaultCountsFileSymlinkToFIFORefused(t *testing.T) {
@@ -92,7 +92,17 @@ func TestE2EFaultCountsFileSymlinkToFIFORefused(t *testing.T) {
 	if err := syscall.Mkfifo(fifo, 0o600); err != nil {
 		t.Fatal(err)
 	}
-	for _, file := range []string{f.seenFiles()[0], filepath.Join(f.e.Dir, "state", "machine-instances")} {
+	all, err := filepath.Glob(filepath.Join(f.e.Dir, "state", "redis-*.json"))
+	var idx []string
+	for _, p := range all {
+		if !strings.HasSuffix(p, ".seen.json") && !strings.HasSuffix(p, ".ended.json") && !strings.HasSuffix(p, ".revocations.json") {
+			idx = append(idx, p)
+		}
+	}
+	if err != nil || len(idx) != 1 {
+		t.Fatalf("the index of the store's identity: %v %v", idx, err)
+	}
+	for _, file := range []string{f.seenFiles()[0], filepath.Join(f.e.Dir, "state", "machine-instances"), filepath.Join(f.e.Dir, "state", "machine-id"), idx[0]} {
 		saved, err := os.ReadFile(file)
 		if err != nil {
 			t.Fatal(err)
