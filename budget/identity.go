@@ -451,11 +451,11 @@ func (s *Redis) knownIdentity() (*Identity, bool, error) {
 		return nil, false, nil
 	}
 	path := s.knownPath()
-	b, err := os.ReadFile(path)
+	b, err := readStateFile(path)
 	if errors.Is(err, os.ErrNotExist) {
 		// An older version's, named by the URL as written.
 		path = s.legacyKnownPath()
-		b, err = os.ReadFile(path)
+		b, err = readStateFile(path)
 	}
 	if errors.Is(err, os.ErrNotExist) || errors.Is(err, syscall.ENOTDIR) {
 		// None (a state directory that is not one is named when the
@@ -497,7 +497,7 @@ func (s *Redis) otherIndex() (*Identity, string, error) {
 		if path == own || strings.HasSuffix(path, ".seen.json") || strings.HasSuffix(path, ".ended.json") || strings.HasSuffix(path, ".revocations.json") || strings.Contains(filepath.Base(path), ".unsent-") {
 			continue
 		}
-		b, err := os.ReadFile(path)
+		b, err := readStateFile(path)
 		if errors.Is(err, os.ErrNotExist) {
 			continue // removed meanwhile
 		}
@@ -633,7 +633,7 @@ func instRank(rank map[string]int, v string) int {
 // use: what a machine's proxies write in the keys' field "m:ID".
 func machineID(dir string) (string, error) {
 	path := filepath.Join(dir, "machine-id")
-	b, err := os.ReadFile(path)
+	b, err := readStateFile(path)
 	if errors.Is(err, os.ErrNotExist) || errors.Is(err, syscall.ENOTDIR) {
 		// Counts written under a machine ID while the ID is gone: it was
 		// deleted, and with it what shows a store gone back to an older
@@ -644,7 +644,7 @@ func machineID(dir string) (string, error) {
 		}
 		for _, c := range counts {
 			var st seenState
-			if cb, err := os.ReadFile(c); err == nil && json.Unmarshal(cb, &st) == nil && st.Machine != "" {
+			if cb, err := readStateFile(c); err == nil && json.Unmarshal(cb, &st) == nil && st.Machine != "" {
 				return "", fmt.Errorf("%s, this machine's ID, which its counts file %s names (%s), is gone (deleted): a store gone back to an older snapshot would not be noticed; restore it (its content is that ID), or accept the loss with delegateos store init --reset and remove the counts files", path, c, st.Machine)
 			}
 		}
@@ -691,7 +691,7 @@ func machineID(dir string) (string, error) {
 	}
 	for _, c := range counts {
 		var st seenState
-		if cb, err := os.ReadFile(c); err == nil && json.Unmarshal(cb, &st) == nil && st.Machine != "" && st.Machine != id {
+		if cb, err := readStateFile(c); err == nil && json.Unmarshal(cb, &st) == nil && st.Machine != "" && st.Machine != id {
 			return "", fmt.Errorf("%s, this machine's ID, is %s, but its counts file %s names the machine ID %s: the ID was replaced, or the file copied from another machine, and a store gone back to an older snapshot would not be noticed; restore the ID the file names, or accept the loss with delegateos store init --reset and remove the counts files", path, id, c, st.Machine)
 		}
 	}
@@ -723,7 +723,7 @@ func (s *Redis) readSeenFile(id string) (*seenState, error) {
 		return nil, nil
 	}
 	for i, path := range []string{s.seenPath(id), s.legacySeenPath()} {
-		b, err := os.ReadFile(path)
+		b, err := readStateFile(path)
 		if errors.Is(err, os.ErrNotExist) {
 			continue
 		}
@@ -843,7 +843,11 @@ func mergeMax(to, from map[string]int64) map[string]int64 {
 // saveSeen writes the counts this proxy has seen to the state directory
 // (see storeSeen); a failure is not the calls': the next start of a
 // proxy on the directory names it.
-func (s *Redis) saveSeen() { s.storeSeen(false) }
+func (s *Redis) saveSeen() {
+	if !s.foldDead() {
+		s.storeSeen(false)
+	}
+}
 
 // storeSeen writes the counts this proxy has seen to its identity's
 // counts file, merged with what other proxies of the machine wrote there
@@ -853,8 +857,17 @@ func (s *Redis) saveSeen() { s.storeSeen(false) }
 // cannot be read (the next start refuses it). With force the file is
 // written even with no counts.
 func (s *Redis) storeSeen(force bool) error {
+	_, err := s.writeSeen(force)
+	return err
+}
+
+// writeSeen is storeSeen, reporting whether it wrote the file. What the
+// file held is merged into the counts this proxy checks too (the
+// machine's other proxies wrote it), and the write is counted in the
+// state directory's epoch.
+func (s *Redis) writeSeen(force bool) (bool, error) {
 	if s.stateDir == "" {
-		return nil
+		return false, nil
 	}
 	s.mu.Lock()
 	id := s.ident
@@ -866,7 +879,8 @@ func (s *Redis) storeSeen(force bool) error {
 	for k, n := range s.mseen {
 		mseen[k] = n
 	}
-	minst := laterInst(nil, s.minst, s.irank)
+	rank := s.irank
+	minst := laterInst(nil, s.minst, rank)
 	s.mu.Unlock()
 	// Written in the reset state too: they are what this proxy saw under
 	// the identity it knows (s.ident), and the raises of the last second
@@ -874,23 +888,32 @@ func (s *Redis) storeSeen(force bool) error {
 	// audit logs short (the generation check below keeps a newer
 	// generation's file).
 	if len(seen) == 0 && !force {
-		return nil
+		return false, nil
 	}
 	if err := os.MkdirAll(s.stateDir, 0o700); err != nil {
-		return err
+		return false, err
 	}
 	path := s.seenPath(id.ID)
 	lock, err := lockWait(path + ".lock")
 	if err != nil {
-		return err
+		return false, err
 	}
 	defer lock.Close()
+	s.mu.Lock()
+	var e0 uint64
+	if s.epoch != nil {
+		e0 = s.epoch.load()
+	}
+	s.mu.Unlock()
 	st, err := s.readSeenFile(id.ID)
 	if err != nil {
-		return err
+		return false, err
 	}
 	if st != nil && st.Gen > id.Gen {
-		return nil // never replace a newer generation's counts with older ones
+		return false, nil // never replace a newer generation's counts with older ones
+	}
+	if st != nil {
+		s.mergeSeen(st, id)
 	}
 	for k, n := range keptSeen(st, id) {
 		seen[k] = max(seen[k], n)
@@ -898,12 +921,24 @@ func (s *Redis) storeSeen(force bool) error {
 	for k, n := range keptMachine(st, id, s.machine) {
 		mseen[k] = max(mseen[k], n)
 	}
-	minst = laterInst(minst, keptInst(st, id, s.machine), s.irank)
+	minst = laterInst(minst, keptInst(st, id, s.machine), rank)
 	if s.machine == "" {
 		mseen, minst = nil, nil
 	}
 	b, _ := json.Marshal(seenState{ID: id.ID, Gen: id.Gen, Seen: seen, Machine: s.machine, MSeen: mseen, MInst: minst})
-	return writeFileAtomic(path, b)
+	if err := writeFileAtomic(path, b); err != nil {
+		return false, err
+	}
+	s.mu.Lock()
+	if s.epoch != nil {
+		if e1 := s.epoch.bump(); e1 == e0+1 && s.ident.ID == id.ID && s.ident.Gen == id.Gen {
+			// No other write since this one read the file: nothing new
+			// to read.
+			s.epochSeen = e1
+		}
+	}
+	s.mu.Unlock()
+	return true, nil
 }
 
 // seenGrew is called when a reservation raised a count this proxy has
@@ -1012,6 +1047,25 @@ func (s *Redis) join(ctx context.Context) error {
 		s.ident = *known
 		return s.markStoreReset(ctx, changedWhy(*cur, *known, "this machine"))
 	}
+	// The machine's fold lock of the identity, held from the read of its
+	// counts file to the fold of the dead live records into it: a proxy
+	// starting while another folds waits, then reads the folded file (a
+	// record found locked under it is a running proxy's, not one being
+	// folded).
+	fold, err := s.lockFold(cur.ID)
+	if err != nil {
+		return &StateError{fmt.Errorf("spend store %s: the state directory %s cannot be written: %w; set DELEGATEOS_STATE_DIR to a directory the proxy can write", s.url, s.stateDir, err)}
+	}
+	unlock := func() {
+		if fold != nil {
+			fold.Close()
+			fold = nil
+		}
+	}
+	defer unlock()
+	// What the machine's proxies wrote since is read again by this one
+	// at its next reservation (syncMachine).
+	s.markEpoch()
 	// The counts this machine keeps under the store's identity, whatever
 	// the URL's spelling: a generation after the store's is a store gone
 	// back to an older snapshot.
@@ -1027,6 +1081,7 @@ func (s *Redis) join(ctx context.Context) error {
 		for _, d := range append([]deadRecord{{st: st}}, dead...) {
 			if d.st != nil && d.st.Gen > cur.Gen {
 				s.ident = Identity{ID: cur.ID, Gen: d.st.Gen, By: cur.By}
+				unlock()
 				return s.markStoreReset(ctx, fmt.Sprintf("its generation %d is before the %d this machine saw: Redis went back to an older snapshot", cur.Gen, d.st.Gen))
 			}
 		}
@@ -1054,6 +1109,7 @@ func (s *Redis) join(ctx context.Context) error {
 	if err := s.loadSeen(st, dead, known, counts, marked); err != nil {
 		return &StateError{err}
 	}
+	unlock()
 	if err := s.carrySeen(known, *cur); err != nil {
 		return &StateError{err}
 	}
@@ -1081,6 +1137,11 @@ func (s *Redis) carrySeen(known *Identity, cur Identity) error {
 	if known == nil || known.ID == cur.ID || cur.By != "operator" || s.stateDir == "" {
 		return nil
 	}
+	fold, err := s.lockFold(known.ID)
+	if err != nil {
+		return fmt.Errorf("spend store %s: the state directory %s cannot be written: %w; set DELEGATEOS_STATE_DIR to a directory the proxy can write", s.url, s.stateDir, err)
+	}
+	defer fold.Close()
 	old, err := s.readSeenFile(known.ID)
 	// And the live records, under known, of the machine's proxies killed
 	// before they wrote their last counts there.

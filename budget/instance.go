@@ -38,7 +38,9 @@ import (
 // which is found first).
 
 // instancesFile is the state directory's list of the instances it ran
-// as, one token a line, the earliest first.
+// as, one a line, the earliest first: its token, then a space and the
+// mark of the boot it ran in (bootMark; an earlier version's lines have
+// none).
 const instancesFile = "machine-instances"
 
 // maxInstances bounds the list: the oldest are dropped first. A key last
@@ -50,62 +52,105 @@ const maxInstances = 4096
 // machineInstance returns the token of this host's instance of the
 // machine of state directory dir (ID machine) and the instances the
 // directory ran as, this one included (recorded, synced, before any
-// reservation names it), each with its rank: the later, the higher.
-func machineInstance(dir, machine string) (string, map[string]int, error) {
+// reservation names it), each with its rank: the later, the higher; and
+// the mark of the boot and path each ran in, where the list says (see
+// placeMark).
+func machineInstance(dir, machine string) (string, map[string]int, map[string]string, error) {
 	sum := sha256.Sum256([]byte("delegateos machine instance\n" + machine + "\n" + bootID() + "\n" + dirIdentity(dir)))
 	token := hex.EncodeToString(sum[:12])
+	rank, boots, err := readInstances(dir, token, placeMark(dir))
+	return token, rank, boots, err
+}
+
+// readInstances reads the state directory dir's list of instances, under
+// its lock, adding token (with the mark of its boot and place, mark)
+// when it is not listed yet ("": only read).
+func readInstances(dir, token, mark string) (map[string]int, map[string]string, error) {
 	path := filepath.Join(dir, instancesFile)
 	lock, err := lockWait(path + ".lock")
 	if err != nil {
-		return "", nil, fmt.Errorf("the state directory %s cannot be written: %w; set DELEGATEOS_STATE_DIR to a directory the proxy can write", dir, err)
+		return nil, nil, fmt.Errorf("the state directory %s cannot be written: %w; set DELEGATEOS_STATE_DIR to a directory the proxy can write", dir, err)
 	}
 	defer lock.Close()
-	b, err := os.ReadFile(path)
+	b, err := readStateFile(path)
 	if errors.Is(err, os.ErrNotExist) {
 		// Counts that name the instances which raised their keys while
 		// the list is gone: it was deleted, and this directory's earlier
 		// instances would be taken for another host's.
 		counts, err := fsutil.GlobIn(dir, "store-*.seen.json")
 		if err != nil {
-			return "", nil, fmt.Errorf("the state directory %s cannot be listed: %w", dir, err)
+			return nil, nil, fmt.Errorf("the state directory %s cannot be listed: %w", dir, err)
 		}
 		for _, c := range counts {
 			var st seenState
-			if cb, err := os.ReadFile(c); err == nil && json.Unmarshal(cb, &st) == nil && len(st.MInst) > 0 {
-				return "", nil, fmt.Errorf("%s, the list of the instances this machine's state directory ran as, which its counts file %s names, is gone (deleted): restore it, or accept the loss with delegateos store init --reset and remove the counts files", path, c)
+			if cb, err := readStateFile(c); err == nil && json.Unmarshal(cb, &st) == nil && len(st.MInst) > 0 {
+				return nil, nil, fmt.Errorf("%s, the list of the instances this machine's state directory ran as, which its counts file %s names, is gone (deleted): restore it, or accept the loss with delegateos store init --reset and remove the counts files", path, c)
 			}
 		}
 	} else if err != nil {
-		return "", nil, fmt.Errorf("%s cannot be read: %w", path, err)
+		return nil, nil, fmt.Errorf("%s cannot be read: %w", path, err)
 	}
+	hexa := func(v string) bool { return len(v) == 24 && strings.Trim(v, "0123456789abcdef") == "" }
 	var list []string
-	seen := map[string]int{}
+	seen, boots := map[string]int{}, map[string]string{}
 	for _, l := range strings.Split(string(b), "\n") {
 		if l == "" {
 			continue
 		}
-		if len(l) != 24 || strings.Trim(l, "0123456789abcdef") != "" {
-			return "", nil, fmt.Errorf("%s is not a list of machine instances delegateos writes: restore it, or remove it (a key last called by an instance it named is then refused as another host's until store init --reset or store recover)", path)
+		tok, boot, withBoot := strings.Cut(l, " ")
+		if !hexa(tok) || withBoot && !hexa(boot) {
+			return nil, nil, fmt.Errorf("%s is not a list of machine instances delegateos writes: restore it, or remove it (a key last called by an instance it named is then refused as another host's until store init --reset or store recover)", path)
 		}
-		if _, ok := seen[l]; !ok {
-			seen[l] = len(list)
+		if _, ok := seen[tok]; !ok {
+			seen[tok] = len(list)
 			list = append(list, l)
+			if withBoot {
+				boots[tok] = boot
+			}
 		}
 	}
-	if _, ok := seen[token]; !ok {
-		list = append(list, token)
+	if _, ok := seen[token]; !ok && token != "" {
+		line := token
+		if mark != "" {
+			line += " " + mark
+			boots[token] = mark
+		}
+		list = append(list, line)
 		if len(list) > maxInstances {
 			list = list[len(list)-maxInstances:]
 		}
 		if err := writeFileAtomic(path, []byte(strings.Join(list, "\n")+"\n")); err != nil {
-			return "", nil, fmt.Errorf("the state directory %s cannot be written: %w; set DELEGATEOS_STATE_DIR to a directory the proxy can write", dir, err)
+			return nil, nil, fmt.Errorf("the state directory %s cannot be written: %w; set DELEGATEOS_STATE_DIR to a directory the proxy can write", dir, err)
 		}
 		seen = make(map[string]int, len(list))
 		for i, l := range list {
-			seen[l] = i
+			tok, _, _ := strings.Cut(l, " ")
+			seen[tok] = i
 		}
 	}
-	return token, seen, nil
+	for tok := range boots {
+		if _, ok := seen[tok]; !ok {
+			delete(boots, tok)
+		}
+	}
+	return seen, boots, nil
+}
+
+// placeMark is the mark recorded beside each instance in
+// machine-instances: of this boot of the host and of the state
+// directory's path dir as the proxies name it. An instance of the same
+// mark is this host's directory at that path, moved to another disk (a
+// symbolic link pointed at a copy) or its filesystem remounted while its
+// proxies ran, never a copy on another host, which runs in a boot of its
+// own (nor a copy beside it, at another path). "" where the kernel gives
+// no boot_id (the host's name, which a copy may share, is no mark).
+func placeMark(dir string) string {
+	id := bootID()
+	if !strings.HasPrefix(id, "boot:") {
+		return ""
+	}
+	sum := sha256.Sum256([]byte("delegateos boot and place\n" + id + "\n" + filepath.Clean(dir)))
+	return hex.EncodeToString(sum[:12])
 }
 
 // bootID names this boot of the host: the kernel's boot_id where there

@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"time"
 
 	"github.com/delegateos/delegateos/internal/fsutil"
 )
@@ -51,14 +52,45 @@ type deadRecord struct {
 	f    *os.File
 }
 
+// newPrefix begins the names under which the proxies make their live
+// records under identity id before they rename them into place (see
+// openLive): a proxy starting meanwhile never sees a record under
+// livePrefix that is not whole or not locked.
+func (s *Redis) newPrefix(id string) string {
+	return strings.TrimSuffix(s.seenPath(id), ".seen.json") + ".new."
+}
+
+// liveTorn is how old a record torn before its header was whole must be
+// for a starting proxy to remove it: a record is renamed into place
+// whole (openLive), so one without its header is an older version's
+// being made (its proxy's flock not yet taken, which removing it would
+// leave on an unlinked file) or one a crash of the machine cut; either
+// holds no count.
+const liveTorn = time.Minute
+
 // deadLive returns the live records under identity id whose proxies are
 // gone (their flock taken), read; close them with closeDead. A record
-// that cannot be read is an error (fail closed: its counts would be
-// lost); one torn before its header was whole is dropped (it held no
-// count yet).
+// that cannot be read, or is not a regular file, is an error (fail
+// closed: its counts would be lost); one torn before its header was
+// whole is dropped (it held no count yet) once older than liveTorn, and
+// a record being made (under newPrefix) whose proxy is gone is removed.
+// The caller holds the identity's fold lock (lockFold).
 func (s *Redis) deadLive(id string) ([]deadRecord, error) {
 	if s.stateDir == "" || !liveRecords {
 		return nil, nil
+	}
+	made, err := fsutil.GlobIn(s.stateDir, filepath.Base(s.newPrefix(id))+"*")
+	if err != nil {
+		return nil, fmt.Errorf("the state directory %s cannot be listed: %w", s.stateDir, err)
+	}
+	for _, p := range made {
+		// Never renamed into place: its proxy was killed while it made
+		// it (or makes it now: its flock is then held, or the rename
+		// fails and it makes another).
+		if f, _, err := openRecord(p, false); err == nil {
+			os.Remove(p)
+			f.Close()
+		}
 	}
 	paths, err := fsutil.GlobIn(s.stateDir, filepath.Base(s.livePrefix(id))+"*")
 	if err != nil {
@@ -66,25 +98,25 @@ func (s *Redis) deadLive(id string) ([]deadRecord, error) {
 	}
 	var dead []deadRecord
 	for _, p := range paths {
-		f, err := openLocked(p, false)
+		f, b, err := openRecord(p, true)
 		if errors.Is(err, os.ErrNotExist) || isLocked(err) {
 			continue // removed meanwhile, or its proxy runs
 		}
 		if err != nil {
 			closeDead(dead)
-			return nil, fmt.Errorf("%s cannot be read: %w", p, err)
-		}
-		b, err := os.ReadFile(p)
-		if err != nil {
-			f.Close()
-			closeDead(dead)
-			return nil, fmt.Errorf("%s cannot be read: %w", p, err)
+			return nil, fmt.Errorf("%s cannot be read: %w; remove it if it is not a record of counts delegateos wrote (then check the spend with store recover, or accept a loss with store init --reset)", p, err)
 		}
 		st, err := parseLive(b)
 		if err != nil {
 			f.Close()
 			closeDead(dead)
 			return nil, fmt.Errorf("%s is not a record of counts delegateos writes: %v", p, err)
+		}
+		if st == nil {
+			if fi, err := f.Stat(); err != nil || time.Since(fi.ModTime()) < liveTorn {
+				f.Close() // being made by an older version's proxy
+				continue
+			}
 		}
 		if st != nil && st.ID != id {
 			st = nil

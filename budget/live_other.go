@@ -19,9 +19,13 @@ type liveRecord struct {
 	gen int64
 }
 
-func openLive(path, id string, gen int64, machine, instance string) (*liveRecord, error) {
+func openLive(path, tmp, id string, gen int64, machine, instance string) (*liveRecord, error) {
 	return nil, errors.ErrUnsupported
 }
 
 func (l *liveRecord) raise(string, int64) error { return nil }
 func (l *liveRecord) close(bool)                { _ = os.Remove }
+
+func openRecord(string, bool) (*os.File, []byte, error) { return nil, nil, errors.ErrUnsupported }
+
+func readStateFile(path string) ([]byte, error) { return os.ReadFile(path) }

@@ -19,7 +19,7 @@ import (
 // nothing.
 func TestLiveRecordReadsBack(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "r.live")
-	l, err := openLive(path, "ident", 7, "machine", "inst")
+	l, err := openLive(path, path+".new", "ident", 7, "machine", "inst")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -63,7 +63,7 @@ func TestLiveRecordReadsBack(t *testing.T) {
 // BenchmarkLiveRaise is the cost a reservation adds to record its count
 // in the live record (a store into a mapped page, no system call).
 func BenchmarkLiveRaise(b *testing.B) {
-	l, err := openLive(filepath.Join(b.TempDir(), "r.live"), "ident", 1, "machine", "inst")
+	l, err := openLive(filepath.Join(b.TempDir(), "r.live"), filepath.Join(b.TempDir(), "r.new"), "ident", 1, "machine", "inst")
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -105,7 +105,7 @@ func TestLiveRecordCarriedToARecoveredIdentity(t *testing.T) {
 	}
 	was, machine := s.ident, s.machine
 	s.Close()
-	l, err := openLive(s.livePrefix(was.ID)+"killed.1", was.ID, was.Gen, machine, s.instance)
+	l, err := openLive(s.livePrefix(was.ID)+"killed.1", s.newPrefix(was.ID)+"killed.1", was.ID, was.Gen, machine, s.instance)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -121,5 +121,56 @@ func TestLiveRecordCarriedToARecoveredIdentity(t *testing.T) {
 	}
 	if m, _ := filepath.Glob(s.livePrefix(was.ID) + "*"); len(m) != 0 {
 		t.Errorf("the killed proxy's record is still there once carried over: %v", m)
+	}
+}
+
+// A proxy of the machine killed while another runs: the running proxy's
+// next write of its counts folds the dead record (into what it checks,
+// and the counts file), and removes it; a record being made whose proxy
+// is gone (under the temporary name) is removed, one whose lock is held
+// is left.
+func TestLiveRecordFoldedByARunningProxy(t *testing.T) {
+	srv := redistest.Start(t)
+	dir := t.TempDir()
+	levels := []Level{{"R1/1:a", 1000}}
+	s := openRedisIn(t, srv.URL(), dir)
+	s.Commit(mustReserve(t, s, levels, 1), 1)
+	l, err := openLive(s.livePrefix(s.ident.ID)+"killed.1", s.newPrefix(s.ident.ID)+"killed.1", s.ident.ID, s.ident.Gen, s.machine, s.instance)
+	if err != nil {
+		t.Fatal(err)
+	}
+	l.raise(levels[0].Key, 7)
+	l.close(false) // as a kill leaves it
+	stale := s.newPrefix(s.ident.ID) + "stale.1.0"
+	if err := os.WriteFile(stale, nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	held, err := openLocked(s.newPrefix(s.ident.ID)+"held.1.0", true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer held.Close()
+	s.saveSeen()
+	s.mu.Lock()
+	seen, mseen := s.seen[levels[0].Key], s.mseen[levels[0].Key]
+	s.mu.Unlock()
+	if seen != 7 || mseen != 7 {
+		t.Errorf("after the running proxy's write: seen %d, machine %d; want 7 (the killed proxy's record)", seen, mseen)
+	}
+	st, err := s.readSeenFile(s.ident.ID)
+	if err != nil || st.Seen[levels[0].Key] != 7 {
+		t.Errorf("the counts file: %+v %v; want 7", st, err)
+	}
+	if _, err := os.Stat(l.path); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("the folded record is still there: %v", err)
+	}
+	if _, err := os.Stat(stale); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("a record being made whose proxy is gone is still there: %v", err)
+	}
+	if _, err := os.Stat(held.Name()); err != nil {
+		t.Errorf("a record being made by a running proxy was removed: %v", err)
+	}
+	if _, err := s.Reserve(levels, 1); err == nil || !errors.Is(err, redisconn.ErrReset) {
+		t.Errorf("the store counts 1 call, the machine saw 7: %v; want ErrReset", err)
 	}
 }

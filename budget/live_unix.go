@@ -6,7 +6,9 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"io"
 	"os"
+	"strconv"
 	"sync/atomic"
 	"syscall"
 	"unsafe"
@@ -32,30 +34,109 @@ type liveRecord struct {
 }
 
 // openLive makes the live record at path for identity id, generation
-// gen, of machine, by its instance.
-func openLive(path, id string, gen int64, machine, instance string) (*liveRecord, error) {
+// gen, of machine, by its instance. It is made under the name tmp (see
+// Redis.newPrefix), locked and given its header there, then renamed to
+// path: a proxy starting meanwhile finds under path only records that
+// are whole and locked, or whole and dead, never one between its
+// creation and its flock (which it would take for a dead, empty record
+// and remove). A starting proxy removes a record under tmp whose lock it
+// takes: then the flock or the rename here fails, and another name is
+// tried.
+func openLive(path, tmp, id string, gen int64, machine, instance string) (*liveRecord, error) {
 	if len(id) == 0 || len(id) > 255 || len(machine) > 255 || len(instance) > 255 || len(id)+len(machine)+len(instance)+19 > liveHeader {
 		return nil, fmt.Errorf("the identity %q cannot be recorded", id)
 	}
-	f, err := openLocked(path, true)
+	var err error
+	for try := 0; try < 5; try++ {
+		name := tmp + "." + strconv.Itoa(try)
+		var f *os.File
+		f, err = os.OpenFile(name, os.O_RDWR|os.O_CREATE|os.O_EXCL|syscall.O_NOFOLLOW, 0o600)
+		if err != nil {
+			if errors.Is(err, os.ErrExist) {
+				continue
+			}
+			return nil, err
+		}
+		for {
+			err = syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB)
+			if !errors.Is(err, syscall.EINTR) {
+				break
+			}
+		}
+		if err != nil {
+			f.Close() // a starting proxy holds it, and removes it
+			if isLocked(err) {
+				continue
+			}
+			return nil, err
+		}
+		l := &liveRecord{f: f, path: path, id: id, gen: gen, slots: map[string]int{}, next: liveHeader}
+		if err = l.mapSize(liveSize); err != nil {
+			f.Close()
+			os.Remove(name)
+			return nil, err
+		}
+		binary.NativeEndian.PutUint64(l.mem[8:], uint64(gen))
+		l.mem[16] = byte(len(id))
+		copy(l.mem[17:], id)
+		l.mem[17+len(id)] = byte(len(machine))
+		copy(l.mem[18+len(id):], machine)
+		l.mem[18+len(id)+len(machine)] = byte(len(instance))
+		copy(l.mem[19+len(id)+len(machine):], instance)
+		copy(l.mem, liveMagic) // last: a header without it was never whole
+		if err = os.Rename(name, path); err != nil {
+			// Removed by a starting proxy before this one's flock.
+			syscall.Munmap(l.mem)
+			f.Close()
+			if errors.Is(err, os.ErrNotExist) {
+				continue
+			}
+			os.Remove(name)
+			return nil, err
+		}
+		return l, nil
+	}
+	return nil, fmt.Errorf("%s could not be made: %w", path, err)
+}
+
+// openRecord opens a live record (or one being made) at path, not
+// following a symbolic link and not waiting on a FIFO, and takes its
+// flock without waiting; with read it reads it, at most the size it has
+// (a device would else be read without end). A file that is not a
+// regular one is an error: a record is never anything else.
+func openRecord(path string, read bool) (*os.File, []byte, error) {
+	f, err := os.OpenFile(path, os.O_RDWR|syscall.O_NOFOLLOW|syscall.O_NONBLOCK, 0)
+	if errors.Is(err, syscall.ELOOP) {
+		return nil, nil, errors.New("it is a symbolic link, not a record of counts")
+	}
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	l := &liveRecord{f: f, path: path, id: id, gen: gen, slots: map[string]int{}, next: liveHeader}
-	if err := l.mapSize(liveSize); err != nil {
+	fi, err := f.Stat()
+	if err == nil && !fi.Mode().IsRegular() {
+		err = fmt.Errorf("it is not a regular file (mode %s)", fi.Mode())
+	}
+	for err == nil {
+		err = syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB)
+		if !errors.Is(err, syscall.EINTR) {
+			break
+		}
+		err = nil
+	}
+	if err != nil {
 		f.Close()
-		os.Remove(path)
-		return nil, err
+		return nil, nil, err
 	}
-	binary.NativeEndian.PutUint64(l.mem[8:], uint64(gen))
-	l.mem[16] = byte(len(id))
-	copy(l.mem[17:], id)
-	l.mem[17+len(id)] = byte(len(machine))
-	copy(l.mem[18+len(id):], machine)
-	l.mem[18+len(id)+len(machine)] = byte(len(instance))
-	copy(l.mem[19+len(id)+len(machine):], instance)
-	copy(l.mem, liveMagic) // last: a header without it was never whole
-	return l, nil
+	if !read {
+		return f, nil, nil
+	}
+	b := make([]byte, fi.Size())
+	n, err := f.ReadAt(b, 0)
+	if err != nil && !errors.Is(err, io.EOF) {
+		f.Close()
+		return nil, nil, err
+	}
+	return f, b[:n], nil
 }
 
 // mapSize grows the file to size bytes and maps it. The new bytes are
@@ -118,4 +199,33 @@ func (l *liveRecord) close(remove bool) {
 		os.Remove(l.path)
 	}
 	l.f.Close()
+}
+
+// readStateFile reads a file the state directory keeps (the counts, the
+// list of instances) as openRecord reads a record: not following a
+// symbolic link, not waiting on a FIFO, a regular file only, at most its
+// size. A file that is not one is an error naming what it is (fail
+// closed), never a start that hangs.
+func readStateFile(path string) ([]byte, error) {
+	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NOFOLLOW|syscall.O_NONBLOCK, 0)
+	if errors.Is(err, syscall.ELOOP) {
+		return nil, &os.PathError{Op: "open", Path: path, Err: errors.New("a symbolic link, not a file delegateos writes")}
+	}
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	fi, err := f.Stat()
+	if err != nil {
+		return nil, err
+	}
+	if !fi.Mode().IsRegular() {
+		return nil, &os.PathError{Op: "open", Path: path, Err: fmt.Errorf("not a regular file (mode %s)", fi.Mode())}
+	}
+	b := make([]byte, fi.Size())
+	n, err := f.ReadAt(b, 0)
+	if err != nil && !errors.Is(err, io.EOF) {
+		return nil, err
+	}
+	return b[:n], nil
 }

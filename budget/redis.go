@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"math"
 	"os"
+	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
@@ -83,13 +84,25 @@ type Redis struct {
 	instance string
 	irank    map[string]int
 	minst    map[string]string
+	// iboot is the mark of the boot and path each instance ran in, where
+	// the list says, and place this proxy's (placeMark): an instance of the
+	// same mark is this host's directory, moved or remounted, taken over
+	// both ways (sibling, per first key, the last taken over so).
+	iboot   map[string]string
+	place   string
+	sibling map[string]string
 	// live is this proxy's live record of the counts it raised, under
 	// its identity and generation (liveOld those of earlier ones, kept
 	// until the counts are written at Close; see live.go).
 	live    *liveRecord
 	liveOld []*liveRecord
 	liveSeq int
-	listed  map[string]bool // trees this proxy has added to treesKey
+	// epoch is the state directory's count of the writes of its counts
+	// files, and epochSeen its value when this proxy last read them (see
+	// epoch.go).
+	epoch     *countsEpoch
+	epochSeen uint64
+	listed    map[string]bool // trees this proxy has added to treesKey
 	// seenSaved is when seen was last written to the state directory,
 	// savingSeen that it is being written.
 	seenSaved  time.Time
@@ -446,13 +459,23 @@ func OpenRedisIn(rawURL, stateDir string) (*Redis, error) {
 			c.Close()
 			return nil, &StateError{fmt.Errorf("spend store %s: %w", s.url, err)}
 		}
-		if s.instance, s.irank, err = machineInstance(stateDir, s.machine); err != nil {
+		s.place = placeMark(stateDir)
+		if s.instance, s.irank, s.iboot, err = machineInstance(stateDir, s.machine); err != nil {
 			c.Close()
 			return nil, &StateError{fmt.Errorf("spend store %s: %w", s.url, err)}
+		}
+		if liveRecords {
+			if s.epoch, err = openEpoch(stateDir); err != nil {
+				c.Close()
+				return nil, &StateError{fmt.Errorf("spend store %s: the counter of the writes of the state directory's counts files (%s) cannot be kept: %w; set DELEGATEOS_STATE_DIR to a directory the proxy can write", s.url, filepath.Join(stateDir, epochFile), err)}
+			}
 		}
 	}
 	if err := s.join(ctx); err != nil {
 		c.Close()
+		if s.epoch != nil {
+			s.epoch.close()
+		}
 		return nil, err
 	}
 	if stateDir != "" && liveRecords {
@@ -461,6 +484,7 @@ func OpenRedisIn(rawURL, stateDir string) (*Redis, error) {
 		s.mu.Unlock()
 		if err != nil {
 			c.Close()
+			s.epoch.close()
 			return nil, &StateError{fmt.Errorf("spend store %s: the counts of calls this proxy sees cannot be recorded in the state directory %s (%v): a proxy killed within a second of its last calls would lose them; set DELEGATEOS_STATE_DIR to a directory the proxy can write", s.url, stateDir, err)}
 		}
 	}
@@ -531,7 +555,16 @@ func (s *Redis) Reserve(levels []Level, cost int64) (*Reservation, error) {
 			}
 		}
 		s.mu.Lock()
+		if s.epochMoved() {
+			// The machine's other proxies wrote their counts since.
+			s.mu.Unlock()
+			s.syncMachine()
+			s.mu.Lock()
+		}
 		id, seen, own, mseen := s.ident, s.seen[keys[0]], s.own[keys[0]], s.mseen[keys[0]]
+		if from == "" {
+			from = s.sibling[keys[0]]
+		}
 		s.mu.Unlock()
 		sent = id
 		args = append(args, id.ID, id.Gen, seen, fresh, s.nonce, own, s.machine, mseen, s.instance, from)
@@ -570,20 +603,12 @@ func (s *Redis) Reserve(levels []Level, cost int64) (*Reservation, error) {
 			}
 		case 9:
 			// The machine's field was raised last by another instance:
-			// one this state directory ran as (before a reboot) is taken
+			// one this state directory ran as (before a reboot, or in
+			// this boot: the directory moved while proxies ran) is taken
 			// over, another host's refuses the tree's calls.
 			h, _ := res[len(res)-1].(string)
-			s.mu.Lock()
-			last := s.minst[keys[0]]
-			s.mu.Unlock()
-			if _, ok := s.irank[h]; !ok {
-				return nil, &SharedMachineError{Store: s.url, Root: tag, Key: keys[0], Machine: s.machine, Instance: h, Dir: s.stateDir}
-			}
-			if instRank(s.irank, h) < instRank(s.irank, last) {
-				// An earlier instance of the directory wrote after a later
-				// one had: only a copy of the directory on another host
-				// still runs as it.
-				return nil, &SharedMachineError{Store: s.url, Root: tag, Key: keys[0], Machine: s.machine, Instance: h, Dir: s.stateDir, Later: last}
+			if err := s.takeOver(keys[0], tag, h); err != nil {
+				return nil, err
 			}
 			from = h
 		case 7:
@@ -698,6 +723,49 @@ func (s *Redis) Reserve(levels []Level, cost int64) (*Reservation, error) {
 		s.seenGrew()
 	}
 	return r, nil
+}
+
+// takeOver decides on a reservation's reply {9, h}: the machine's field
+// of key (of tree tag) was raised last by instance h, not this proxy's.
+// An instance the state directory's list does not name is read again
+// there first (one that ran as the directory since this proxy started:
+// the directory moved, or its filesystem was remounted, and a proxy
+// started since; a copy's on another host is never listed there). nil
+// takes it over: an instance of this boot and path (this host's
+// directory), or one the directory ran as, not before the one that last
+// raised the key from it; else a SharedMachineError.
+func (s *Redis) takeOver(key, tag, h string) error {
+	s.mu.Lock()
+	_, known := s.irank[h]
+	s.mu.Unlock()
+	if !known && s.stateDir != "" {
+		if rank, boots, err := readInstances(s.stateDir, "", ""); err == nil {
+			s.mu.Lock()
+			if _, ok := rank[s.instance]; ok {
+				s.irank, s.iboot = rank, boots
+			}
+			s.mu.Unlock()
+		}
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if _, ok := s.irank[h]; !ok {
+		return &SharedMachineError{Store: s.url, Root: tag, Key: key, Machine: s.machine, Instance: h, Dir: s.stateDir}
+	}
+	if s.place != "" && s.iboot[h] == s.place {
+		if s.sibling == nil {
+			s.sibling = make(map[string]string)
+		}
+		s.sibling[key] = h
+		return nil
+	}
+	if last := s.minst[key]; instRank(s.irank, h) < instRank(s.irank, last) {
+		// An earlier instance of the directory wrote after a later one
+		// had: only a copy of the directory on another host still runs
+		// as it.
+		return &SharedMachineError{Store: s.url, Root: tag, Key: key, Machine: s.machine, Instance: h, Dir: s.stateDir, Later: last}
+	}
+	return nil
 }
 
 // operatorActing reports whether an operator's store init --reset or
@@ -1090,6 +1158,10 @@ func (s *Redis) Close() error {
 		}
 	}
 	s.live, s.liveOld = nil, nil
+	if s.epoch != nil {
+		s.epoch.close()
+		s.epoch = nil
+	}
 	return s.c.Close()
 }
 
@@ -1101,7 +1173,8 @@ func (s *Redis) liveFor(id Identity) error {
 		return nil
 	}
 	s.liveSeq++
-	l, err := openLive(s.livePrefix(id.ID)+s.nonce+"."+strconv.Itoa(s.liveSeq), id.ID, id.Gen, s.machine, s.instance)
+	name := s.nonce + "." + strconv.Itoa(s.liveSeq)
+	l, err := openLive(s.livePrefix(id.ID)+name, s.newPrefix(id.ID)+name, id.ID, id.Gen, s.machine, s.instance)
 	if err != nil {
 		return err
 	}

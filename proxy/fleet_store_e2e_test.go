@@ -4,6 +4,7 @@ package proxy_test
 
 import (
 	"context"
+	"errors"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -65,9 +66,17 @@ func (f *fleet) snapshot() storeSnapshot {
 	}
 	s := storeSnapshot{}
 	for _, k := range keys {
-		if s[k], err = c.Dump(ctx, k).Result(); err != nil {
+		d, err := c.Dump(ctx, k).Result()
+		if errors.Is(err, redis.Nil) {
+			// Gone since KEYS: an open-reservations hash whose last
+			// reservation a background commit just ended, a void key
+			// expired. Not in the snapshot, as it is not in the store.
+			continue
+		}
+		if err != nil {
 			f.t.Fatal(err)
 		}
+		s[k] = d
 	}
 	return s
 }

@@ -1,4 +1,4 @@
-//go:build unix && redteam
+//go:build unix
 
 package budget
 
@@ -11,8 +11,8 @@ import (
 	"github.com/delegateos/delegateos/internal/redistest"
 )
 
-// RT6: a live record between its creation and its lock. openLive makes
-// the record with openLocked(path, true): open(O_CREATE), then flock. A
+// A live record between its creation and its lock (red team 6, RT6-9).
+// An older openLive made the record with open(O_CREATE), then flock. A
 // proxy B starting on the machine in between globs the new, empty,
 // unlocked file, takes its flock, reads it as a record "torn before its
 // header was whole" and, folding, removes it (closeDead(dead, true)).
@@ -22,13 +22,14 @@ import (
 // holds the lock, A's flock fails and A refuses to start ("cannot be
 // recorded", a false refusal of two proxies started at once). The window
 // is two system calls wide, so this test places it by doing A's open
-// itself, exactly as openLocked does, before B's open.
+// itself, exactly as that openLocked did, before B's open.
 //
-// Fix: create the record under a temporary name (O_EXCL), flock it,
-// write its header, then rename it into the live.* name (a starting proxy
-// then only ever sees locked or dead records); or have deadLive leave
-// alone, without removing, a record that is empty (it holds no count).
-func TestRedTeamRT6LiveRecordTakenBeforeItsLock(t *testing.T) {
+// Held: openLive makes the record under a temporary name (O_EXCL),
+// flocks it, writes its header, then renames it into the live.* name (a
+// starting proxy then only ever sees whole records, locked or dead); and
+// deadLive leaves alone a record without its header younger than a
+// minute (an older version's being made: A here).
+func TestLiveRecordTakenBeforeItsLock(t *testing.T) {
 	url := redistest.Start(t).URL()
 	dir := t.TempDir()
 	s0, err := OpenRedisIn(url, dir)

@@ -1,4 +1,4 @@
-//go:build unix && redteam
+//go:build unix
 
 package proxy_test
 
@@ -9,30 +9,21 @@ import (
 	"github.com/delegateos/delegateos/internal/mcptest"
 )
 
-// RT6: what a machine saw reaches the proxies it starts later (the counts
-// file, the live records folded at start), never the ones already
-// running. Two proxies run on machine 1 (one state directory): proxy 2
+// What a machine saw reaches the proxies already running on it, not
+// only those it starts later (red team 6, RT6-10). Two proxies run on machine 1 (one state directory): proxy 2
 // makes 1 call, proxy 1 makes 19 more and stops (cleanly: its counts are
 // in the counts file; killed, they would be in its live record — the
 // same). Redis goes back to a snapshot at 10 (a failover to a replica
 // that had not received them). Proxy 2, still running on the machine
 // that saw the tree count 20, checks only what it saw itself (1 call,
 // its own p: and the machine's m: it raised) and forwards 20 more: 40 on
-// 30. The docs' categories are "a proxy that saw the lost writes, or was
-// restarted on a machine whose state directory did" and "a machine that
-// never saw them": a running proxy of a machine that saw them falls
-// between. Proxy 1's restart would refuse; meanwhile proxy 2 spends.
+// 30, if it checked only what it saw itself.
 //
-// Fix: a running proxy takes its machine's counts into what it checks:
-// storeSeen already reads the counts file under its lock every second
-// after a raise; merge it into s.seen/s.mseen too, and read it (and fold
-// dead live records) on a timer even when idle — the window is then a
-// second, as for the counts' writes; or check the machine's count in the
-// script from a per-machine field the proxies share (m:ID is that field:
-// keep the machine's highest count in the counts file and have every
-// running proxy load it before its next reservation when the file
-// changed, by mtime).
-func TestRedTeamRT6RunningPeerOfTheMachineMissesItsCounts(t *testing.T) {
+// Held: each write of a counts file is counted in the state directory's
+// counts-epoch, which every proxy maps and reads at each reservation (no
+// system call); proxy 2 reads the counts file proxy 1 wrote at its exit
+// before its next call, and refuses store_reset.
+func TestE2EFaultRunningPeerLearnsTheMachinesCounts(t *testing.T) {
 	f := newStoreFleet(t)
 	p2, s2 := f.start(f.a, "", nil)
 	if n, typ, detail := drain(t, s2, 1); n != 1 {

@@ -1,4 +1,4 @@
-//go:build unix && redteam
+//go:build linux
 
 package proxy_test
 
@@ -7,6 +7,7 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -15,29 +16,24 @@ import (
 	"github.com/delegateos/delegateos/internal/mcptest"
 )
 
-// RT6: two proxies of one machine starting at once, and a dead live
-// record. Machine 1's proxy is killed (kill -9) within the second of its
-// last 10 calls: they are only in its live record. Redis loses the same
-// writes (back to the snapshot at 10). Two proxies start at once on the
-// machine: B takes the dead record's flock to fold it, and C, starting
-// while B holds it, takes the record for a running proxy's (deadLive:
-// "its proxy runs") and skips it; C had read the counts file before B
-// wrote the fold into it, and never reads it again (storeSeen merges the
-// file into what it writes, not into what it checks). C's calls see the
-// machine's count at 10 and forward 20 more: 40 on 30.
+// Two proxies of one machine starting at once, and a dead live record
+// (red team 6, RT6-1). Machine 1's proxy is killed (kill -9) within the
+// second of its last 10 calls: they are only in its live record. Redis
+// loses the same writes (back to the snapshot at 10). Two proxies start
+// at once on the machine: B takes the dead record's flock to fold it,
+// and C, starting while B folds, must not take the record for a running
+// proxy's and skip it with the counts file read before B's fold: C waits
+// on the machine's fold lock of the store's identity, which B holds from
+// its read of the counts file to the end of its fold, then reads the
+// folded counts and refuses store_reset.
 //
 // To place B's fold deterministically, the test holds the counts file's
 // lock (a second that has not passed, as the killed-counts test does):
-// B, a real proxy, blocks in its start with the dead record's flock held,
-// which is what any fold looks like for the milliseconds it takes. B's
-// start then completes and folds the record; C has spent meanwhile.
-//
-// Fix: take one machine-wide lock (the counts file's, or a fold lock of
-// the identity) around join's read of the counts file, deadLive and the
-// fold, so that a starting proxy waits for another's fold and then reads
-// the folded counts file; a running proxy's record is then the only one
-// found locked.
-func TestRedTeamRT6ConcurrentStartSkipsDeadRecord(t *testing.T) {
+// B, a real proxy, blocks in its start with the dead record's flock (and
+// the fold lock) held, which is what any fold looks like for the
+// milliseconds it takes. C is then seen waiting on the fold lock
+// (/proc/locks) before the counts lock is let go.
+func TestE2EFaultConcurrentStartWaitsForTheFold(t *testing.T) {
 	f := newStoreFleet(t)
 	p1, s1 := f.start(f.a, "", func(int) bool { return true }) // killed below
 	n, _, _ := drain(t, s1, 10)
@@ -88,11 +84,14 @@ func TestRedTeamRT6ConcurrentStartSkipsDeadRecord(t *testing.T) {
 		defer fd.Close()
 		return errors.Is(syscall.Flock(int(fd.Fd()), syscall.LOCK_EX|syscall.LOCK_NB), syscall.EWOULDBLOCK)
 	})
-	// C starts at the same moment.
-	pc, sc := f.start(f.a, "", nil)
+	// C starts at the same moment: it waits for B's fold.
+	pc := f.e.StartProxy(mcptest.ProxyOptions{Policy: f.policy(""), Token: f.a})
+	fold := strings.TrimSuffix(seenFile, ".seen.json") + ".fold.lock"
+	mcptest.Eventually(t, "proxy C to wait on the machine's fold lock", func() bool { return waitsOnLock(pc.Cmd.Process.Pid, fold) })
+	lock.Close() // B's fold completes
+	sc := pc.Connect(mcptest.SessionOptions{})
 	more, typ, detail := drain(t, sc, 40)
 	f.sameAsUpstreams([]*mcptest.Process{pc}, more)
-	lock.Close() // B's fold completes
 	stopProxy(t, pc)
 	pb.Stdin.Close()
 	pb.WaitExit(mcptest.WaitTimeout)
@@ -100,4 +99,29 @@ func TestRedTeamRT6ConcurrentStartSkipsDeadRecord(t *testing.T) {
 	if more != 0 || typ != string(gate.StoreReset) {
 		t.Errorf("machine 1 made %d calls, was killed within a second of the last %d, Redis lost them (back to %d); of two proxies started at once, the one that did not fold the dead record forwarded %d more (%d on 30), then %s: %s; want none, store_reset", n+m, m, n, more, total, typ, detail)
 	}
+}
+
+// waitsOnLock reports whether process pid waits for a flock of the file
+// at path (a blocked request in /proc/locks: "N: -> FLOCK ... PID
+// MAJ:MIN:INODE ...").
+func waitsOnLock(pid int, path string) bool {
+	fi, err := os.Stat(path)
+	if err != nil {
+		return false
+	}
+	ino := fi.Sys().(*syscall.Stat_t).Ino
+	b, err := os.ReadFile("/proc/locks")
+	if err != nil {
+		return false
+	}
+	for _, l := range strings.Split(string(b), "\n") {
+		f := strings.Fields(l)
+		if len(f) < 7 || f[1] != "->" || f[2] != "FLOCK" || f[5] != strconv.Itoa(pid) {
+			continue
+		}
+		if strings.HasSuffix(f[6], ":"+strconv.FormatUint(ino, 10)) {
+			return true
+		}
+	}
+	return false
 }

@@ -1,4 +1,4 @@
-//go:build unix && redteam
+//go:build unix
 
 package proxy_test
 
@@ -11,33 +11,30 @@ import (
 	"github.com/delegateos/delegateos/internal/mcptest"
 )
 
-// RT6: a new instance of the machine while one of its proxies runs. The
-// machine's state directory is moved to another disk (here: copied and
-// its path, a symlink, pointed at the copy; an NFS or autofs remount that
-// gives the filesystem a new device number is the same) while proxy 1
-// (a long-running serve, say) keeps running. A proxy started afterwards
-// is a new instance of the machine, listed in machine-instances beside
-// the old one, and takes the machine's field i:ID over, as a reboot
-// does. Proxy 1 read machine-instances once, at its start: it finds the
-// field naming an instance it never heard of and refuses the tree's
-// calls store_reset, saying the machine ID "is used by another host too"
-// — on one host, nothing lost, the budget a third spent — until it is
-// restarted. The operator is told to remove a state directory and run
-// store recover or init --reset for a fault that does not exist.
+// A new instance of the machine while one of its proxies runs (red team
+// 6, RT6-5). The machine's state directory is moved to another disk
+// (here: copied and its path, a symlink, pointed at the copy; an NFS or
+// autofs remount that gives the filesystem a new device number is the
+// same) while proxy 1 (a long-running serve, say) keeps running. A proxy
+// started afterwards is a new instance of the machine, listed in
+// machine-instances beside the old one, and takes the machine's field
+// i:ID over, as a reboot does. Proxy 1 read machine-instances at its
+// start: it must not refuse the tree's calls store_reset ("used by
+// another host too": one host, nothing lost, the budget a third spent),
+// telling the operator to remove a state directory for a fault that does
+// not exist. Then the new proxy must go on too: both instances of the
+// directory run on this host, and an earlier one writing after a later
+// one is the proxy that kept running, not a copy elsewhere (the rank
+// rule alone would refuse it).
 //
-// Then the new proxy must go on too: both instances of the directory
-// run on this host, and an earlier one writing after a later one is the
-// proxy that kept running, not a copy elsewhere (the rank rule of
-// store6's 3dde319 would refuse it, once proxy 1 is fixed).
-//
-// Fix: on reply {9, h} with h not in s.instances, read machine-instances
-// again (under its lock) before refusing: an instance the directory ran
-// as since the proxy started is listed there (a clone's never is, it
-// writes its own copy). And record each instance's boot beside its token
-// in machine-instances: an instance of this same boot is this host (the
-// directory moved or its filesystem remounted while proxies ran), taken
-// over both ways whatever its rank; only another boot's is a copy.
-func TestRedTeamRT6RunningProxyRefusedAfterItsDirMoved(t *testing.T) {
+// Held: on a field naming an instance its list does not, a proxy reads
+// machine-instances again before refusing (an instance the directory ran
+// as since it started is listed there; a copy's on another host never
+// is); and each instance is listed with the mark of its boot and of the
+// state directory's path: an instance of the same mark (this host, this
+// path) is taken over both ways whatever its rank; another boot's, or a
+// copy's at another path, is not.
+func TestE2EFaultRunningProxyGoesOnAfterItsDirMoved(t *testing.T) {
 	f := newStoreFleet(t)
 	base := t.TempDir()
 	d1, d2, link := filepath.Join(base, "d1"), filepath.Join(base, "d2"), filepath.Join(base, "state")
