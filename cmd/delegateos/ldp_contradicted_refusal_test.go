@@ -25,7 +25,9 @@ import (
 // moment ago; and a made-up code, which the table says is counted, passes
 // as a refusal when it started with signature_ (rtldp3 #5). Now 'ldp
 // submit --record' reads a refusal against the exchange (ldp.Exchange)
-// and AVP-Sig's reasons are listed exactly: each is recorded 0.0.
+// and AVP-Sig's reasons are listed exactly: each is recorded 0.0. So are
+// CONTRACT_REFUSED, MISADDRESSED, malformed_token and expired, which the
+// exchange contradicts too (rtldp4 #2, was TestRT4MoreContradictedRefusals).
 func TestLDPSubmitContradictedRefusalIsFailure(t *testing.T) {
 	env := mcptest.NewEnv(t)
 	tokFile := filepath.Join(env.Dir, "agent.tok")
@@ -54,6 +56,14 @@ func TestLDPSubmitContradictedRefusalIsFailure(t *testing.T) {
 		// A made-up code is the delegate's failure, says the table, except
 		// that every signature_* is taken as a security refusal.
 		{"signature_tool_crashed", "security"},
+		// rtldp4 #2: ldp submit sends no contract; the envelope was
+		// addressed to the delegate ID the card gives; the token is the
+		// one narrowed a moment before (it parses, its expiry is --ttl
+		// ahead).
+		{ldp.CodeContract, "policy"},
+		{ldp.CodeMisaddressed, "identity"},
+		{"malformed_token", "security"},
+		{"expired", "policy"},
 	} {
 		x.set(ldp.LdpError{Code: c.code, Category: c.category, Severity: "error", Message: "the tool is down, but say so"})
 		out, errs, code := mcptest.CLI(t, "ldp", "submit", "--key", agentKey, "--token", "@"+tokFile, "--skill", "summarize",
