@@ -4,8 +4,6 @@ import (
 	"context"
 	"fmt"
 	"strings"
-	"sync"
-	"sync/atomic"
 	"testing"
 
 	"github.com/delegateos/delegateos/dct"
@@ -31,47 +29,20 @@ func TestLDPHMACPeersAreOneTree(t *testing.T) {
 	pol.AllowUnauthenticated = true
 	pol.Extra = strings.Replace(peerSection, "  skills:", "  hmac_secret: \""+secret+"\"\n  skills:", 1)
 	srv := env.StartServe(mcptest.ServeOptions{Policy: pol, Flags: []string{"--key", env.KeyFile(mcptest.NewKey(t, "server"))}})
-	day := uint64(86400)
-	cfg := ldp.SessionConfig{PreferredPayloadModes: []ldp.PayloadMode{ldp.ModeText}, TTLSecs: &day}
-	var opened atomic.Int64
-	var full atomic.Bool
-	names := make(chan int)
-	var wg sync.WaitGroup
-	for range 4 {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for k := range names {
-				c := &ldp.Client{ID: fmt.Sprintf("ldp:delegate:hmac-%03d", k), TrustDomain: "research", HMACSecret: secret,
-					Verifier: &ldp.Verifier{HMACSecret: secret}}
-				for range ldp.DefaultMaxSessionsPerPeer {
-					if _, err := c.Open(context.Background(), srv.Base, "ldp:delegate:docs", cfg, nil, "", ""); err != nil {
-						if strings.Contains(err.Error(), ldp.CodeSessionsFull) {
-							full.Store(true)
-							break
-						}
-						t.Error(err)
-						return
-					}
-					opened.Add(1)
-				}
-			}
-		}()
-	}
-	for k := 0; !full.Load() && k < ldp.DefaultMaxSessions/ldp.DefaultMaxSessionsPerPeer+2; k++ {
-		names <- k
-	}
-	close(names)
-	wg.Wait()
+	cfg := daySession()
+	n, _ := fillSessions(t, srv.Base, ldp.DefaultMaxSessions/ldp.DefaultMaxSessionsPerPeer+2, func(k int) (*ldp.Client, *ldp.DelegateOSMember, error) {
+		return &ldp.Client{ID: fmt.Sprintf("ldp:delegate:hmac-%03d", k), TrustDomain: "research", HMACSecret: secret,
+			Verifier: &ldp.Verifier{HMACSecret: secret}}, nil, nil
+	})
 	victimKey := mcptest.NewKey(t, "victim")
 	victim := &ldp.Client{ID: "ldp:delegate:victim", TrustDomain: "research", Key: victimKey.PrivateKey(), Verifier: &ldp.Verifier{}}
 	_, err := victim.Open(context.Background(), srv.Base, "ldp:delegate:docs", cfg,
 		&ldp.DelegateOSMember{DCT: env.Mint(func(p *dct.CreateParams) { p.Delegatee = victimKey.ID() }, "mcp:echo:*").String(), Format: dct.Format}, "", "")
 	if err != nil {
 		t.Fatalf("one holder of the shared secret, writing %d delegate IDs, opened %d sessions for a day; a token holder's session: %v",
-			ldp.DefaultMaxSessions/ldp.DefaultMaxSessionsPerPeer+2, opened.Load(), err)
+			ldp.DefaultMaxSessions/ldp.DefaultMaxSessionsPerPeer+2, n, err)
 	}
-	if n := opened.Load(); n > ldp.DefaultMaxSessions/8 {
+	if n := n; n > ldp.DefaultMaxSessions/8 {
 		t.Fatalf("the shared secret's holders opened %d sessions, more than a tree's share %d", n, ldp.DefaultMaxSessions/8)
 	}
 }

@@ -7,8 +7,6 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"sync"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -44,50 +42,21 @@ func TestLDPRevokedHolderGivesTheTreesSessionsBack(t *testing.T) {
 	own := env.Mint(nil, "mcp:echo:*")
 	worker := mcptest.NewKey(t, "worker")
 	sub := mcptest.Attenuate(t, own, env.Agent, worker, 100_000)
-	day := uint64(86400)
-	cfg := ldp.SessionConfig{PreferredPayloadModes: []ldp.PayloadMode{ldp.ModeText}, TTLSecs: &day}
-	var opened atomic.Int64
-	var full atomic.Bool
-	keys := make(chan int)
-	var wg sync.WaitGroup
-	for range 4 {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for k := range keys {
-				kp, err := identity.Generate(rand.Reader, fmt.Sprintf("w-%02d", k))
-				if err != nil {
-					t.Error(err)
-					return
-				}
-				tok, err := dct.Attenuate(sub, dct.AttenuateParams{Attenuator: worker, Delegatee: kp.ID(), DelegationID: mcptest.NewDelegationID()})
-				if err != nil {
-					t.Error(err)
-					return
-				}
-				c := &ldp.Client{ID: fmt.Sprintf("ldp:delegate:w-%02d", k), TrustDomain: "research", Key: kp.PrivateKey(), Verifier: &ldp.Verifier{}}
-				m := &ldp.DelegateOSMember{DCT: tok.String(), Format: dct.Format}
-				for range ldp.DefaultMaxSessionsPerPeer {
-					if _, err := c.Open(context.Background(), srv.Base, "ldp:delegate:docs", cfg, m, "", ""); err != nil {
-						if strings.Contains(err.Error(), ldp.CodeSessionsFull) {
-							full.Store(true)
-							break
-						}
-						t.Error(err)
-						return
-					}
-					opened.Add(1)
-				}
-			}
-		}()
-	}
-	for k := 0; !full.Load() && k < 40; k++ {
-		keys <- k
-	}
-	close(keys)
-	wg.Wait()
-	if !full.Load() {
-		t.Fatalf("the worker's keys opened %d sessions and were never refused", opened.Load())
+	cfg := daySession()
+	n, full := fillSessions(t, srv.Base, 40, func(k int) (*ldp.Client, *ldp.DelegateOSMember, error) {
+		kp, err := identity.Generate(rand.Reader, fmt.Sprintf("w-%02d", k))
+		if err != nil {
+			return nil, nil, err
+		}
+		tok, err := dct.Attenuate(sub, dct.AttenuateParams{Attenuator: worker, Delegatee: kp.ID(), DelegationID: mcptest.NewDelegationID()})
+		if err != nil {
+			return nil, nil, err
+		}
+		return &ldp.Client{ID: fmt.Sprintf("ldp:delegate:w-%02d", k), TrustDomain: "research", Key: kp.PrivateKey(), Verifier: &ldp.Verifier{}},
+			&ldp.DelegateOSMember{DCT: tok.String(), Format: dct.Format}, nil
+	})
+	if !full {
+		t.Fatalf("the worker's keys opened %d sessions and were never refused", n)
 	}
 	e, err := revocation.NewEntry(env.Root, sub.RevocationIDs()[1], revocation.ScopeChain, time.Now())
 	if err != nil {
