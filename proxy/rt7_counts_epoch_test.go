@@ -99,3 +99,40 @@ func TestRedTeamRT7CountsEpochReplacedWhileRunning(t *testing.T) {
 		t.Errorf("counts-epoch removed while proxy 2 ran; machine 1's proxies made %d calls, Redis went back to %d: proxy 2 forwarded %d more (%d on 30), then %s: %s; want none, store_reset", 1+n+m, 1+n, more, total, typ, detail)
 	}
 }
+
+// Red team 7, RT7-4: the proxy's own live record cut while mapped (the
+// same class as RT7-1: a file of the state directory the proxy maps,
+// cut by the user, a restore tool, or `truncate`). The next raise stores
+// into a page past the file's end.
+//
+// BREAKS today if the proxy crashes (SIGBUS) at its next call.
+// Suggested fix: as RT7-1 (SetPanicOnFault around the stores, or an
+// fstat before each store into a page not known to be backed — the
+// record's size is the proxy's own, so a cheap check at each raise of
+// the size it mapped is enough only with fstat; SetPanicOnFault is the
+// cheap one), then take a new record.
+func TestRedTeamRT7LiveRecordCutWhileMapped(t *testing.T) {
+	f := newStoreFleet(t)
+	p, s := f.start(f.a, "", func(int) bool { return true })
+	if n, typ, detail := drain(t, s, 1); n != 1 {
+		t.Fatalf("the first call: %s: %s", typ, detail)
+	}
+	recs, err := filepath.Glob(filepath.Join(f.e.Dir, "state", "*.live.*"))
+	if err != nil || len(recs) != 1 {
+		t.Fatalf("want one live record, got %v (%v)", recs, err)
+	}
+	if err := os.Truncate(recs[0], 0); err != nil {
+		t.Fatal(err)
+	}
+	n, typ, detail := drain(t, s, 1)
+	if p.WaitExit(2 * time.Second) {
+		line := ""
+		if e := p.Stderr.String(); strings.Contains(e, "SIGBUS") {
+			line = e[strings.Index(e, "SIGBUS")-min(strings.Index(e, "SIGBUS"), 40):][:80]
+		}
+		t.Fatalf("the proxy exited (status %d) at the call after its live record was cut to 0 bytes (call: %d forwarded, %s: %s): crashed: %q", p.ExitCode(), n, typ, detail, line)
+	}
+	if n != 1 {
+		t.Errorf("the call after the live record was cut: %s: %s; want it forwarded (or a store_unavailable naming the file)", typ, detail)
+	}
+}
