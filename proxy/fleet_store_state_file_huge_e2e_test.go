@@ -1,4 +1,4 @@
-//go:build unix && redteam
+//go:build unix
 
 package proxy_test
 
@@ -24,12 +24,10 @@ import (
 // (8 TiB is past this machine's RAM + swap: the allocation is refused
 // at once under the kernel's overcommit heuristic, no memory touched.)
 //
-// BREAKS today: the start crashes with a runtime fatal error.
-// Suggested fix: readStateFile/openRecord refuse a file larger than its
-// kind can be (machine-id: 64 bytes; machine-instances: 4096 lines;
-// counts/index/live: a bound such as 64 MiB), naming it, before
-// allocating; read through io.LimitReader.
-func TestRedTeamRT7HugeMachineIDCrashesTheStart(t *testing.T) {
+// Broke before (the start crashed with a runtime fatal error); held:
+// readStateFile and openRecord refuse a file over maxStateFile (256 MiB),
+// naming it, before allocating its size.
+func TestE2EFaultHugeMachineIDRefused(t *testing.T) {
 	f := newStoreFleet(t)
 	p, s := f.start(f.a, "", nil)
 	if n, typ, detail := drain(t, s, 1); n != 1 {
