@@ -136,3 +136,61 @@ func TestRedTeamRT7LiveRecordCutWhileMapped(t *testing.T) {
 		t.Errorf("the call after the live record was cut: %s: %s; want it forwarded (or a store_unavailable naming the file)", typ, detail)
 	}
 }
+
+// Red team 7, RT7-2b: RT7-2 without anyone removing a file — the state
+// directory moved while proxies run (docs/fleet.md: "a running proxy
+// whose directory was moved to another disk or remounted … takes over",
+// RT6-5): DELEGATEOS_STATE_DIR is a symbolic link, pointed at a copy of
+// the directory while proxy 2 runs. Proxy 2 keeps the old directory's
+// counts-epoch mapped (and writes its counts through the link into the
+// new one); proxy 1, started afterwards, maps the new directory's. Then
+// as RT7-2: proxy 1's 19 calls, Redis back to 10, proxy 2 should refuse.
+//
+// BREAKS today: 40 on 30. Fix: as RT7-2 (at each counts-file write,
+// compare the path's counts-epoch dev/ino with the mapped one's; re-map
+// and re-read on a change).
+func TestRedTeamRT7CountsEpochOfAMovedStateDir(t *testing.T) {
+	f := newStoreFleet(t)
+	base := t.TempDir()
+	a, b, link := filepath.Join(base, "a"), filepath.Join(base, "b"), filepath.Join(base, "st")
+	if err := os.Mkdir(a, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(a, link); err != nil {
+		t.Fatal(err)
+	}
+	start := func() (*mcptest.Process, *mcptest.Session) {
+		p := f.e.StartProxy(mcptest.ProxyOptions{Policy: f.policy(""), Token: f.a, Env: []string{"DELEGATEOS_STATE_DIR=" + link}})
+		return p, p.Connect(mcptest.SessionOptions{})
+	}
+	p2, s2 := start()
+	if n, typ, detail := drain(t, s2, 1); n != 1 {
+		t.Fatalf("proxy 2's call: %s: %s", typ, detail)
+	}
+	f.settled()
+	mcptest.Eventually(t, "proxy 2's counts written", func() bool {
+		m, _ := filepath.Glob(filepath.Join(a, "*.seen.json"))
+		return len(m) == 1
+	})
+	copyStateDir(t, a, b)
+	if err := os.Remove(link); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(b, link); err != nil {
+		t.Fatal(err)
+	}
+	p1, s1 := start()
+	n, _, _ := drain(t, s1, 9)
+	f.settled()
+	snap := f.snapshot()
+	m, _, _ := drain(t, s1, 10)
+	f.settled()
+	stopProxy(t, p1)
+	f.restore(snap)
+	more, typ, detail := drain(t, s2, 40)
+	total := 1 + n + m + more
+	f.sameAsUpstreams([]*mcptest.Process{p1, p2}, total)
+	if more != 0 || typ != string(gate.StoreReset) {
+		t.Errorf("the state directory moved (its link re-pointed at a copy) while proxy 2 ran; machine 1's proxies made %d calls, Redis went back to %d: proxy 2 forwarded %d more (%d on 30), then %s: %s; want none, store_reset", 1+n+m, 1+n, more, total, typ, detail)
+	}
+}
