@@ -3,7 +3,6 @@ package budget
 import (
 	"context"
 	"encoding/json"
-	"io"
 	"os"
 	"path/filepath"
 	"strings"
@@ -169,9 +168,9 @@ func (s *Redis) replay() {
 		if strings.HasSuffix(path, ".tmp") || path == s.journalPath() {
 			continue
 		}
-		f, err := openLocked(path, false)
+		f, b, err := openJournal(path)
 		if err != nil {
-			continue
+			continue // another proxy's, or not a journal (a FIFO, a link)
 		}
 		// Removed (sent) by another proxy between the glob and the lock?
 		fi, err1 := f.Stat()
@@ -180,18 +179,15 @@ func (s *Redis) replay() {
 			f.Close()
 			continue
 		}
-		b, err := io.ReadAll(f)
-		if err == nil {
-			for _, c := range readJournal(b) {
-				if !c.valid() {
-					continue
-				}
-				if c.run(s.ctx, s.c) != nil {
-					s.retry(c)
-				}
+		for _, c := range readJournal(b) {
+			if !c.valid() {
+				continue
 			}
-			os.Remove(path)
+			if c.run(s.ctx, s.c) != nil {
+				s.retry(c)
+			}
 		}
+		os.Remove(path)
 		f.Close()
 	}
 }

@@ -2,7 +2,10 @@
 
 package budget
 
-import "os"
+import (
+	"io"
+	"os"
+)
 
 // openLocked opens (creating) the journal at path. Without flock a live
 // proxy's journal may be replayed by another proxy too: every journalled
@@ -20,4 +23,19 @@ func openLocked(path string, create bool) (*os.File, error) {
 // (each write is whole).
 func lockWait(path string) (*os.File, error) {
 	return os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o600)
+}
+
+// openJournal opens a journal left in the state directory, to replay it,
+// and reads it.
+func openJournal(path string) (*os.File, []byte, error) {
+	f, err := openLocked(path, false)
+	if err != nil {
+		return nil, nil, err
+	}
+	b, err := io.ReadAll(io.LimitReader(f, maxStateFile))
+	if err != nil {
+		f.Close()
+		return nil, nil, err
+	}
+	return f, b, nil
 }

@@ -28,4 +28,7 @@ func (l *liveRecord) close(bool)                { _ = os.Remove }
 
 func openRecord(string, bool) (*os.File, []byte, error) { return nil, nil, errors.ErrUnsupported }
 
+// maxStateFile bounds what is read of a journal (see live_unix.go).
+const maxStateFile = 256 << 20
+
 func readStateFile(path string) ([]byte, error) { return os.ReadFile(path) }

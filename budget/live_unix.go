@@ -130,6 +130,10 @@ func openRecord(path string, read bool) (*os.File, []byte, error) {
 	if !read {
 		return f, nil, nil
 	}
+	if fi.Size() > maxStateFile {
+		f.Close()
+		return nil, nil, fmt.Errorf("it is %d bytes, more than a record of counts delegateos writes can be (%d)", fi.Size(), maxStateFile)
+	}
 	b := make([]byte, fi.Size())
 	n, err := f.ReadAt(b, 0)
 	if err != nil && !errors.Is(err, io.EOF) {
@@ -201,6 +205,13 @@ func (l *liveRecord) close(remove bool) {
 	l.f.Close()
 }
 
+// maxStateFile bounds what is read of a state file or live record: one
+// larger (a sparse file of terabytes: a corrupt filesystem, a mistaken
+// restore) is refused, naming it, before its size is allocated, which
+// would else crash the proxy (runtime: out of memory) or take its memory
+// (red team 7, RT7-6). Far above what delegateos writes there.
+const maxStateFile = 256 << 20
+
 // readStateFile reads a file the state directory keeps (the counts, the
 // list of instances) as openRecord reads a record: not following a
 // symbolic link, not waiting on a FIFO, a regular file only, at most its
@@ -221,6 +232,9 @@ func readStateFile(path string) ([]byte, error) {
 	}
 	if !fi.Mode().IsRegular() {
 		return nil, &os.PathError{Op: "open", Path: path, Err: fmt.Errorf("not a regular file (mode %s)", fi.Mode())}
+	}
+	if fi.Size() > maxStateFile {
+		return nil, &os.PathError{Op: "open", Path: path, Err: fmt.Errorf("%d bytes, more than a file delegateos writes there can be (%d)", fi.Size(), maxStateFile)}
 	}
 	b := make([]byte, fi.Size())
 	n, err := f.ReadAt(b, 0)

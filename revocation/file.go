@@ -262,7 +262,10 @@ type readResult struct {
 
 func (f *File) read() (readResult, error) {
 	path := f.path.Path()
-	file, err := os.Open(path)
+	// Not waiting on a FIFO (readOpenList refuses what is not a
+	// regular file): a copy in the state directory replaced by one hung
+	// the start for ever (red team 7, RT7-7).
+	file, err := fsutil.OpenRegular(path)
 	if err != nil {
 		return readResult{}, fileError(path, err)
 	}

@@ -39,7 +39,7 @@ func Load(path string) (*List, error) {
 // readListFile reads a list file and returns the file information of what
 // it read (taken from the open file, so it describes exactly these bytes).
 func readListFile(path string) ([]byte, fs.FileInfo, error) {
-	f, err := os.Open(path)
+	f, err := fsutil.OpenRegular(path) // a FIFO is refused, not waited on
 	if err != nil {
 		return nil, nil, fileError(path, err)
 	}

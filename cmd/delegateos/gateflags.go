@@ -5,7 +5,9 @@ import (
 
 	"go.uber.org/zap"
 
+	"github.com/delegateos/delegateos/budget"
 	"github.com/delegateos/delegateos/gate"
+	"github.com/delegateos/delegateos/internal/redisconn"
 	"github.com/delegateos/delegateos/policy"
 )
 
@@ -68,6 +70,17 @@ func (f gateFlags) options(log *zap.Logger) gate.Options {
 // CLI's: a setting to change is a usage error, a store that cannot be
 // opened an input error.
 func openGate(pol *policy.Policy, f gateFlags, log *zap.Logger) (*gate.Snapshot, error) {
+	if f.stateDir == "" && budget.StateDirError() == nil {
+		// A fleet's store with nowhere to keep what the machine saw: a
+		// proxy restarted after Redis went back to an older snapshot
+		// would spend the budget again (red team 7, RT7-3). Refused as an
+		// unsafe state directory is.
+		for _, u := range []string{pol.SpendStore, pol.RevocationList, pol.EndedDelegations} {
+			if redisconn.IsURL(u) {
+				return nil, inputf("%s cannot remember what it saw of the store %s: there is no state directory (neither DELEGATEOS_STATE_DIR, XDG_STATE_HOME nor a home directory is set), and a proxy restarted after the store lost data, or went back to an older snapshot, would not notice it; set DELEGATEOS_STATE_DIR (or HOME) to a directory of this user's", f.who, redisconn.Redact(u))
+			}
+		}
+	}
 	snap, err := gate.Open(pol, f.options(log))
 	var se *gate.SettingError
 	var oe *gate.StoreError
