@@ -28,9 +28,9 @@ const maxStateLinks = 40
 // What it checks is what the proxy uses afterwards: only this user or
 // root can change any of it, so it cannot be swapped between the check
 // and the use by another user. The walk stops at the first component
-// that does not exist: the proxy makes the rest (0700) in a directory
-// found safe. It checks nothing where file owners are not known (not
-// Unix).
+// that does not exist: the proxy makes the rest (MakeStateDir, which
+// checks again what it finds made meanwhile). It checks nothing where
+// file owners are not known (not Unix).
 func checkStatePath(dir string) error {
 	if fi, err := os.Lstat("/"); err != nil {
 		return fmt.Errorf("the state directory %s: / cannot be read: %w", dir, err)
