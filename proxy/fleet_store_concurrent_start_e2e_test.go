@@ -3,9 +3,7 @@
 package proxy_test
 
 import (
-	"errors"
 	"os"
-	"path/filepath"
 	"strconv"
 	"strings"
 	"syscall"
@@ -39,21 +37,11 @@ func TestE2EFaultConcurrentStartWaitsForTheFold(t *testing.T) {
 	}, func() string { return f.seenFiles()[0] })
 	defer lock.Close()
 	seenFile := f.seenFiles()[0]
-	records, _ := filepath.Glob(strings.TrimSuffix(seenFile, ".seen.json") + ".live.*")
-	if len(records) != 1 {
-		t.Fatalf("want the killed proxy's live record, found %v", records)
-	}
+	record := f.deadRecord(seenFile)
 	f.restore(snap)
 	// B starts and folds the dead record: its flock taken.
 	pb := f.e.StartProxy(mcptest.ProxyOptions{Policy: f.policy(""), Token: f.a, WantExit: func(int) bool { return true }})
-	mcptest.Eventually(t, "proxy B to hold the dead record's lock (folding it)", func() bool {
-		fd, err := os.OpenFile(records[0], os.O_RDWR, 0)
-		if err != nil {
-			return false
-		}
-		defer fd.Close()
-		return errors.Is(syscall.Flock(int(fd.Fd()), syscall.LOCK_EX|syscall.LOCK_NB), syscall.EWOULDBLOCK)
-	})
+	mcptest.Eventually(t, "proxy B to hold the dead record's lock (folding it)", func() bool { return recordLocked(record) })
 	// C starts at the same moment: it waits for B's fold.
 	pc := f.e.StartProxy(mcptest.ProxyOptions{Policy: f.policy(""), Token: f.a})
 	fold := strings.TrimSuffix(seenFile, ".seen.json") + ".fold.lock"

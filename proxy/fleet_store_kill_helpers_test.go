@@ -4,7 +4,10 @@ package proxy_test
 
 import (
 	"encoding/json"
+	"errors"
 	"os"
+	"path/filepath"
+	"strings"
 	"syscall"
 
 	"github.com/delegateos/delegateos/internal/mcptest"
@@ -48,6 +51,28 @@ func (f *fleet) killedWithinTheSecond(start func() (*mcptest.Process, *mcptest.S
 	mcptest.Eventually(t, "the killed proxy's upstream to exit", func() bool { return mcptest.ProcessGone(pid) })
 	p1.WaitExit(mcptest.WaitTimeout)
 	return n, m, snap, lock
+}
+
+// deadRecord returns the killed proxy's live record, beside the counts
+// file seenFile, failing the test unless it is the only one.
+func (f *fleet) deadRecord(seenFile string) string {
+	f.t.Helper()
+	records, _ := filepath.Glob(strings.TrimSuffix(seenFile, ".seen.json") + ".live.*")
+	if len(records) != 1 {
+		f.t.Fatalf("want the killed proxy's live record, found %v", records)
+	}
+	return records[0]
+}
+
+// recordLocked reports whether a process holds the flock of the live
+// record at path (a running proxy's, or one folding it).
+func recordLocked(path string) bool {
+	fd, err := os.OpenFile(path, os.O_RDWR, 0)
+	if err != nil {
+		return false
+	}
+	defer fd.Close()
+	return errors.Is(syscall.Flock(int(fd.Fd()), syscall.LOCK_EX|syscall.LOCK_NB), syscall.EWOULDBLOCK)
 }
 
 // containsMSeen reports whether the counts file b records the machine's

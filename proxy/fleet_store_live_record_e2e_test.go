@@ -3,11 +3,9 @@
 package proxy_test
 
 import (
-	"errors"
 	"os"
 	"path/filepath"
 	"strings"
-	"syscall"
 	"testing"
 
 	"github.com/delegateos/delegateos/gate"
@@ -88,21 +86,10 @@ func TestE2EFaultProxyKilledMidFoldLeavesTheRecord(t *testing.T) {
 		return f.start(f.a, "", func(int) bool { return true }) // killed
 	}, func() string { return f.seenFiles()[0] })
 	defer lock.Close()
-	seenFile := f.seenFiles()[0]
-	records, _ := filepath.Glob(strings.TrimSuffix(seenFile, ".seen.json") + ".live.*")
-	if len(records) != 1 {
-		t.Fatalf("want the killed proxy's live record, found %v", records)
-	}
+	record := f.deadRecord(f.seenFiles()[0])
 	f.restore(snap)
 	pb := f.e.StartProxy(mcptest.ProxyOptions{Policy: f.policy(""), Token: f.a, WantExit: func(int) bool { return true }})
-	held := func() bool {
-		fd, err := os.OpenFile(records[0], os.O_RDWR, 0)
-		if err != nil {
-			return false
-		}
-		defer fd.Close()
-		return errors.Is(syscall.Flock(int(fd.Fd()), syscall.LOCK_EX|syscall.LOCK_NB), syscall.EWOULDBLOCK)
-	}
+	held := func() bool { return recordLocked(record) }
 	mcptest.Eventually(t, "proxy B to hold the dead record's lock (folding it)", held)
 	if err := pb.Cmd.Process.Kill(); err != nil {
 		t.Fatal(err)

@@ -4,12 +4,9 @@ package proxy_test
 
 import (
 	"errors"
-	"io"
-	"net"
 	"os"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -32,7 +29,7 @@ func TestE2EFaultStateDirComponentPlantedAfterCheckRefused(t *testing.T) {
 		t.Fatal("needs root, to make a directory of another user (CI runs as root)")
 	}
 	srv := redistest.Start(t)
-	addr, asked, release := heldRelay(t, srv.Addr())
+	addr, asked, release := redistest.HeldRelay(t, srv.Addr())
 	f := newFleetOn(t, "redis://"+addr+"/0", 30*fleetCost, 30*fleetCost, 30*fleetCost)
 	sticky := filepath.Join(t.TempDir(), "sticky")
 	if err := os.Mkdir(sticky, 0o777); err != nil {
@@ -73,63 +70,4 @@ func TestE2EFaultStateDirComponentPlantedAfterCheckRefused(t *testing.T) {
 	if _, err := os.Lstat(state); !errors.Is(err, os.ErrNotExist) {
 		t.Errorf("the proxy made its state directory %s in another user's directory (%v)", state, err)
 	}
-}
-
-// heldRelay listens on a free port and relays each connection to addr,
-// holding what clients send until release is called; asked is closed
-// when a client first sends something.
-func heldRelay(t *testing.T, addr string) (relay string, asked <-chan struct{}, release func()) {
-	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { l.Close() })
-	first, open := make(chan struct{}), make(chan struct{})
-	var once, releaseOnce sync.Once
-	t.Cleanup(func() { releaseOnce.Do(func() { close(open) }) })
-	var mu sync.Mutex
-	var conns []net.Conn
-	t.Cleanup(func() {
-		mu.Lock()
-		defer mu.Unlock()
-		for _, c := range conns {
-			c.Close()
-		}
-	})
-	go func() {
-		for {
-			cc, err := l.Accept()
-			if err != nil {
-				return
-			}
-			sc, err := net.Dial("tcp", addr)
-			if err != nil {
-				cc.Close()
-				continue
-			}
-			mu.Lock()
-			conns = append(conns, cc, sc)
-			mu.Unlock()
-			go func() {
-				b := make([]byte, 32<<10)
-				for {
-					n, err := cc.Read(b)
-					if n > 0 {
-						once.Do(func() { close(first) })
-						<-open
-						if _, err := sc.Write(b[:n]); err != nil {
-							return
-						}
-					}
-					if err != nil {
-						sc.Close()
-						return
-					}
-				}
-			}()
-			go func() { io.Copy(cc, sc); cc.Close() }()
-		}
-	}()
-	return l.Addr().String(), first, func() { releaseOnce.Do(func() { close(open) }) }
 }
