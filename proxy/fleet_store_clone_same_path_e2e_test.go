@@ -5,7 +5,6 @@ package proxy_test
 import (
 	"bufio"
 	"fmt"
-	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -121,7 +120,8 @@ func newContainer(t *testing.T, dir, path string) *container {
 	if err != nil {
 		t.Fatalf("nsenter (util-linux) is needed to run a proxy in a mount namespace of its own: %v", err)
 	}
-	// The namespace's holder: it ends when its input closes.
+	// The namespace's holder: it writes nothing more once ready, and ends
+	// when its input closes.
 	cmd := exec.Command(unshare, "-m", "--propagation", "private", "/bin/sh", "-c", `mount --bind "$1" "$2" && echo ready && read x`, "sh", dir, path)
 	stdin, err := cmd.StdinPipe()
 	if err != nil {
@@ -146,7 +146,6 @@ func newContainer(t *testing.T, dir, path string) *container {
 		cmd.Wait()
 		t.Fatalf("a mount namespace with %s on %s: %q %v %s", dir, path, line, err, stderr.String())
 	}
-	go io.Copy(io.Discard, stdout)
 	bin := filepath.Join(t.TempDir(), "in-container")
 	script := fmt.Sprintf("#!/bin/sh\nexec %s --mount=/proc/%d/ns/mnt -- %s \"$@\"\n", nsenter, cmd.Process.Pid, mcptest.Delegateos(t))
 	if err := os.WriteFile(bin, []byte(script), 0o755); err != nil {
