@@ -115,6 +115,17 @@ func (s *Redis) watchMaps() {
 func (s *Redis) checkMaps() {
 	s.checkEpoch()
 	s.checkLive()
+	// The counts the machine's other proxies wrote are read here too, off
+	// the calls' path, rather than at this proxy's next reservation; and
+	// a proxy that idles keeps up with the epoch, so that a counter put
+	// back to an older value (a restore rewriting it in place) and bumped
+	// back up to the value it last read is not taken for unmoved.
+	s.mu.Lock()
+	moved, err := s.epochMoved()
+	s.mu.Unlock()
+	if moved && err == nil {
+		s.syncMachine()
+	}
 }
 
 // checkEpoch maps the state directory's counts epoch again when the one

@@ -32,6 +32,8 @@ type liveRecord struct {
 	gen   int64
 	slots map[string]int // key → offset of its entry
 	next  int            // offset of the next entry
+	// checked is each entry's count at the last check (whole), by offset.
+	checked map[int]int64
 }
 
 // openLive makes the live record at path for identity id, generation
@@ -226,9 +228,30 @@ func (l *liveRecord) whole() (ok bool) {
 	var ferr error
 	func() {
 		defer guardFault(debug.SetPanicOnFault(true), &ferr, l.path)
-		ok = string(l.mem[:len(liveMagic)]) == liveMagic && int64(binary.NativeEndian.Uint64(l.mem[8:])) == l.gen
+		ok = l.entriesWhole()
 	}()
 	return ok && ferr == nil
+}
+
+// entriesWhole reports whether the record's header and entries are those
+// this proxy wrote, each count no lower than at the last check: a record
+// rewritten in place (an older copy of it restored over it) holds lower
+// counts, or entries of zero length that end it early.
+func (l *liveRecord) entriesWhole() bool {
+	if string(l.mem[:len(liveMagic)]) != liveMagic || int64(binary.NativeEndian.Uint64(l.mem[8:])) != l.gen {
+		return false
+	}
+	if l.checked == nil {
+		l.checked = make(map[int]int64, len(l.slots))
+	}
+	for key, off := range l.slots {
+		n := atomic.LoadInt64((*int64)(unsafe.Pointer(&l.mem[off])))
+		if atomic.LoadUint32((*uint32)(unsafe.Pointer(&l.mem[off+8]))) != uint32(len(key)) || string(l.mem[off+16:off+16+len(key)]) != key || n < l.checked[off] {
+			return false
+		}
+		l.checked[off] = n
+	}
+	return true
 }
 
 // close unmaps the record and drops its lock, removing the file when

@@ -1,0 +1,140 @@
+//go:build unix
+
+package budget
+
+import (
+	"errors"
+	"os"
+	"path/filepath"
+	"testing"
+)
+
+// A counts epoch cut while mapped is an error at its next load or bump,
+// not a SIGBUS; the proxy finds it cut, and opening it again puts a whole
+// counter (another file) in its place.
+func TestEpochCutWhileMappedIsAnError(t *testing.T) {
+	dir := t.TempDir()
+	e, err := openEpoch(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer e.close()
+	if _, err := e.bump(); err != nil {
+		t.Fatal(err)
+	}
+	if e.replaced() {
+		t.Fatal("a whole epoch taken for replaced")
+	}
+	if err := os.Truncate(e.path, 0); err != nil {
+		t.Fatal(err)
+	}
+	var cut *cutError
+	if _, err := e.load(); !errors.As(err, &cut) || cut.path != e.path {
+		t.Fatalf("load of a cut epoch: %v; want a cutError naming it", err)
+	}
+	if _, err := e.bump(); !errors.As(err, &cut) {
+		t.Fatalf("bump of a cut epoch: %v; want a cutError", err)
+	}
+	if !e.replaced() {
+		t.Fatal("a cut epoch not found cut")
+	}
+	n, err := openEpoch(dir)
+	if err != nil {
+		t.Fatalf("opening a cut epoch again: %v; want a whole one in its place", err)
+	}
+	defer n.close()
+	if n.ino == e.ino {
+		t.Fatal("the cut file mapped again")
+	}
+	if _, err := n.bump(); err != nil {
+		t.Fatal(err)
+	}
+	if fi, err := os.Stat(filepath.Join(dir, epochFile)); err != nil || fi.Size() != 4096 {
+		t.Fatalf("the epoch made again: %v %v", fi, err)
+	}
+	// Not a regular file: refused, naming it.
+	os.Remove(n.path)
+	if err := os.Mkdir(n.path, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := openEpoch(dir); err == nil {
+		t.Fatal("a directory mapped as the epoch")
+	}
+}
+
+// A live record cut while mapped is an error at its next raise, not a
+// SIGBUS; one cut, renamed away, replaced by another file or rewritten
+// in place with an older copy is found not whole.
+func TestLiveRecordSpoiledIsFound(t *testing.T) {
+	for _, c := range []struct {
+		name  string
+		spoil func(l *liveRecord, older []byte) error
+		fault bool
+	}{
+		{"cut", func(l *liveRecord, _ []byte) error { return os.Truncate(l.path, 0) }, true},
+		{"cut short", func(l *liveRecord, _ []byte) error { return os.Truncate(l.path, 100) }, false},
+		{"renamed away", func(l *liveRecord, _ []byte) error { return os.Rename(l.path, l.path+".aside") }, false},
+		{"replaced", func(l *liveRecord, older []byte) error {
+			if err := os.WriteFile(l.path+".x", older, 0o600); err != nil {
+				return err
+			}
+			return os.Rename(l.path+".x", l.path)
+		}, false},
+		{"rewritten in place", func(l *liveRecord, older []byte) error {
+			f, err := os.OpenFile(l.path, os.O_WRONLY, 0)
+			if err != nil {
+				return err
+			}
+			defer f.Close()
+			_, err = f.WriteAt(older, 0)
+			return err
+		}, false},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			path := filepath.Join(t.TempDir(), "r.live")
+			l, err := openLive(path, path+".new", "ident", 7, "machine", "inst")
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer l.close(false)
+			if err := l.raise("root/a", 5); err != nil {
+				t.Fatal(err)
+			}
+			older, err := os.ReadFile(path)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := l.raise("root/a", 9); err != nil {
+				t.Fatal(err)
+			}
+			if !l.whole() {
+				t.Fatal("a whole record found spoiled")
+			}
+			if err := c.spoil(l, older); err != nil {
+				t.Fatal(err)
+			}
+			if l.whole() {
+				t.Fatalf("a record %s found whole", c.name)
+			}
+			var cut *cutError
+			if err := l.raise("root/b", 3); c.fault && !errors.As(err, &cut) {
+				t.Fatalf("raise into a record %s: %v; want a cutError", c.name, err)
+			}
+		})
+	}
+}
+
+// BenchmarkEpochLoad is what a reservation pays to check the counts
+// epoch: a load from the mapped page, under panic-on-fault (guardFault).
+func BenchmarkEpochLoad(b *testing.B) {
+	e, err := openEpoch(b.TempDir())
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer e.close()
+	for b.Loop() {
+		if _, err := e.load(); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
