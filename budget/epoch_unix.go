@@ -48,8 +48,9 @@ func openEpoch(dir string) (*countsEpoch, error) {
 	}
 }
 
-// errEpochCut is mapEpoch's for a counts epoch shorter than its counter.
-var errEpochCut = errors.New("cut shorter than a counter")
+// errEpochCut is mapEpoch's for a counts epoch shorter than its counter,
+// or with another name (a hard link): replaced by makeEpoch.
+var errEpochCut = errors.New("cut shorter than a counter, or another file's link")
 
 func mapEpoch(path string) (*countsEpoch, error) {
 	f, err := os.OpenFile(path, os.O_RDWR|syscall.O_NOFOLLOW|syscall.O_NONBLOCK, 0)
@@ -65,21 +66,23 @@ func mapEpoch(path string) (*countsEpoch, error) {
 		f.Close()
 		return nil, fmt.Errorf("%s is not a counter delegateos writes (mode %s): remove it", path, fi.Mode())
 	}
-	if fi.Size() < 8 {
+	st := fi.Sys().(*syscall.Stat_t)
+	if fi.Size() < 8 || st.Nlink != 1 {
+		// Cut, or a hard link to another file (`ln -f`), whose first
+		// bytes the bumps would overwrite.
 		f.Close()
-		return nil, fmt.Errorf("%s is %w (%d bytes)", path, errEpochCut, fi.Size())
+		return nil, fmt.Errorf("%s is %w (%d bytes, %d links)", path, errEpochCut, fi.Size(), st.Nlink)
 	}
 	mem, err := syscall.Mmap(int(f.Fd()), 0, 8, syscall.PROT_READ|syscall.PROT_WRITE, syscall.MAP_SHARED)
 	if err != nil {
 		f.Close()
 		return nil, err
 	}
-	st := fi.Sys().(*syscall.Stat_t)
 	return &countsEpoch{mem: mem, f: f, path: path, dev: uint64(st.Dev), ino: uint64(st.Ino)}, nil
 }
 
 // makeEpoch puts a whole counts epoch at path when there is none there,
-// or one cut short: made under a temporary name, then linked (none) or
+// or one cut short (or a hard link to another file): made under a temporary name, then linked (none) or
 // renamed (cut) into place, under the epoch's lock, so that two proxies
 // finding it cut at once replace it once. It starts at a random value: a
 // proxy that last read the old one at some value never takes the new
@@ -91,7 +94,7 @@ func makeEpoch(dir, path string) error {
 	}
 	defer lock.Close()
 	fi, err := os.Lstat(path)
-	if err == nil && (!fi.Mode().IsRegular() || fi.Size() >= 8) {
+	if err == nil && (!fi.Mode().IsRegular() || fi.Size() >= 8 && fi.Sys().(*syscall.Stat_t).Nlink == 1) {
 		return nil // whole (another proxy's), or refused by mapEpoch
 	}
 	if err != nil && !errors.Is(err, os.ErrNotExist) {

@@ -52,6 +52,25 @@ func TestEpochCutWhileMappedIsAnError(t *testing.T) {
 	if fi, err := os.Stat(filepath.Join(dir, epochFile)); err != nil || fi.Size() != 4096 {
 		t.Fatalf("the epoch made again: %v %v", fi, err)
 	}
+	// A hard link to another file (`ln -f FILE counts-epoch`): replaced,
+	// not bumped into.
+	other := filepath.Join(dir, "other")
+	if err := os.WriteFile(other, []byte("{\"a file\":\"of the directory\"}"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	os.Remove(n.path)
+	if err := os.Link(other, n.path); err != nil {
+		t.Fatal(err)
+	}
+	l, err := openEpoch(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	l.bump()
+	l.close()
+	if b, _ := os.ReadFile(other); string(b) != "{\"a file\":\"of the directory\"}" {
+		t.Fatalf("a file linked as the epoch was written: %q", b)
+	}
 	// Not a regular file: refused, naming it.
 	os.Remove(n.path)
 	if err := os.Mkdir(n.path, 0o700); err != nil {
