@@ -6,6 +6,7 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"strconv"
 	"testing"
 )
 
@@ -138,6 +139,19 @@ func TestLiveRecordSpoiledIsFound(t *testing.T) {
 			var cut *cutError
 			if err := l.raise("root/b", 3); c.fault && !errors.As(err, &cut) {
 				t.Fatalf("raise into a record %s: %v; want a cutError", c.name, err)
+			}
+			if c.name == "cut short" {
+				// Growing it is refused too: it would leave a hole
+				// where its header was.
+				for i := 0; i < liveSize/16; i++ {
+					if err := l.raise("root/grow"+strconv.Itoa(i), 1); err != nil {
+						if !errors.As(err, &cut) {
+							t.Fatalf("growing a record cut short: %v; want a cutError", err)
+						}
+						return
+					}
+				}
+				t.Fatal("a record cut short grown")
 			}
 		})
 	}

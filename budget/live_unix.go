@@ -148,6 +148,13 @@ func openRecord(path string, read bool) (*os.File, []byte, error) {
 // filesystem is a SIGBUS, which would kill the proxy at a call; a write
 // fails with ENOSPC here instead.
 func (l *liveRecord) mapSize(size int) error {
+	if l.mem != nil {
+		// Grown from the size this proxy mapped: a file cut meanwhile
+		// would be grown with a hole where its header and counts were.
+		if fi, err := l.f.Stat(); err != nil || fi.Size() < int64(len(l.mem)) {
+			return &cutError{path: l.path}
+		}
+	}
 	if _, err := l.f.WriteAt(make([]byte, size-len(l.mem)), int64(len(l.mem))); err != nil {
 		return err
 	}
