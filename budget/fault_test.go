@@ -7,7 +7,10 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
+	"sync"
 	"testing"
+
+	"github.com/delegateos/delegateos/internal/redistest"
 )
 
 // A counts epoch cut while mapped is an error at its next load or bump,
@@ -169,5 +172,83 @@ func BenchmarkEpochLoad(b *testing.B) {
 		if _, err := e.load(); err != nil {
 			b.Fatal(err)
 		}
+	}
+}
+
+// A proxy's reservations go on while its mapped files are spoiled under
+// them, again and again (the counts epoch cut, removed, replaced; its
+// live record cut, renamed away): no fault escapes, no call is refused
+// (each time a whole file can be mapped again), and after each repair
+// (checkMaps, which the proxy also runs every mapCheckEvery) the proxy
+// maps the state directory's epoch and a whole record of its own that
+// holds its count.
+func TestRedisMappedFilesSpoiledUnderCalls(t *testing.T) {
+	dir := t.TempDir()
+	s := openRedisIn(t, redistest.Start(t).URL(), dir)
+	levels := []Level{{"ISSUER/del_root", 1 << 40}}
+	stop := make(chan struct{})
+	var wg sync.WaitGroup
+	for range 2 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for {
+				select {
+				case <-stop:
+					return
+				default:
+				}
+				r, err := s.Reserve(levels, 1)
+				if err != nil {
+					t.Error(err)
+					return
+				}
+				s.Commit(r, 1)
+			}
+		}()
+	}
+	epoch := filepath.Join(dir, epochFile)
+	for i := range 30 {
+		s.mu.Lock()
+		rec := s.live.path
+		s.mu.Unlock()
+		var err error
+		switch i % 5 {
+		case 0:
+			err = os.Truncate(epoch, 0)
+		case 1:
+			err = os.Remove(epoch)
+		case 2:
+			if err = os.WriteFile(epoch+".x", make([]byte, 4096), 0o600); err == nil {
+				err = os.Rename(epoch+".x", epoch)
+			}
+		case 3:
+			err = os.Truncate(rec, 0)
+		case 4:
+			err = os.Rename(rec, rec+".aside")
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		s.checkMaps()
+		s.mu.Lock()
+		e, l, want := s.epoch, s.live, s.seen["ISSUER/del_root"]
+		replaced, whole := e.replaced(), l.whole()
+		s.mu.Unlock()
+		if replaced || !whole {
+			t.Fatalf("after spoil %d: epoch replaced %v, live record whole %v", i, replaced, whole)
+		}
+		b, err := os.ReadFile(l.path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if st, err := parseLive(b); err != nil || st == nil || st.Seen["ISSUER/del_root"] < want {
+			t.Fatalf("after spoil %d: the live record holds %+v (%v); want a count of at least %d", i, st, err, want)
+		}
+	}
+	close(stop)
+	wg.Wait()
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
 	}
 }
