@@ -7,9 +7,11 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"sync"
 	"testing"
 
+	"github.com/delegateos/delegateos/internal/redisconn"
 	"github.com/delegateos/delegateos/internal/redistest"
 )
 
@@ -250,5 +252,69 @@ func TestRedisMappedFilesSpoiledUnderCalls(t *testing.T) {
 	wg.Wait()
 	if err := s.Close(); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// A mapped file cut that cannot be made whole again refuses the calls
+// store_unavailable, naming the file, without holding their cost, until
+// it can: then the proxy takes calls again by itself.
+func TestRedisMappedFileCutRefusedUntilRepaired(t *testing.T) {
+	dir := t.TempDir()
+	s := openRedisIn(t, redistest.Start(t).URL(), dir)
+	levels := []Level{{"ISSUER/del_root", 1000}}
+	mustReserve(t, s, levels, 10)
+	refused := func(what, path string) {
+		t.Helper()
+		before := s.Spent("ISSUER/del_root")
+		if _, err := s.Reserve(levels, 10); !errors.Is(err, redisconn.ErrUnavailable) || !strings.Contains(err.Error(), path) {
+			t.Fatalf("a call after %s: %v; want store_unavailable naming %s", what, err, path)
+		}
+		if got := s.Spent("ISSUER/del_root"); got != before {
+			t.Fatalf("after the refused call after %s the spend is %d; want %d (nothing held)", what, got, before)
+		}
+	}
+
+	// The live record: no new one can be made under the next names
+	// (the proxy's check, every mapCheckEvery, may try some too).
+	s.mu.Lock()
+	rec, seq, prefix := s.live.path, s.liveSeq, s.newPrefix(s.ident.ID)+s.nonce+"."
+	s.mu.Unlock()
+	var blocked []string
+	for n := seq + 1; n <= seq+50; n++ {
+		for i := range 5 {
+			b := prefix + strconv.Itoa(n) + "." + strconv.Itoa(i)
+			if err := os.Mkdir(b, 0o700); err != nil {
+				t.Fatal(err)
+			}
+			blocked = append(blocked, b)
+		}
+	}
+	if err := os.Truncate(rec, 0); err != nil {
+		t.Fatal(err)
+	}
+	refused("the live record was cut", rec)
+	refused("the live record was cut, again", rec)
+	for _, b := range blocked {
+		os.Remove(b)
+	}
+	mustReserve(t, s, levels, 10) // a new record
+
+	// The counts epoch: its lock is not a file.
+	epoch := filepath.Join(dir, epochFile)
+	os.Remove(epoch + ".lock")
+	if err := os.Mkdir(epoch+".lock", 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Truncate(epoch, 0); err != nil {
+		t.Fatal(err)
+	}
+	refused("the counts epoch was cut", epoch)
+	refused("the counts epoch was cut, again", epoch)
+	if err := os.Remove(epoch + ".lock"); err != nil {
+		t.Fatal(err)
+	}
+	mustReserve(t, s, levels, 10)
+	if fi, err := os.Stat(epoch); err != nil || fi.Size() < 8 {
+		t.Fatalf("the counts epoch after the repair: %v %v", fi, err)
 	}
 }
