@@ -899,10 +899,14 @@ func (s *Redis) writeSeen(force bool) (bool, error) {
 		return false, err
 	}
 	defer lock.Close()
+	// The write is counted in the state directory's epoch, not in one
+	// this proxy maps that was replaced or cut since.
+	s.checkEpoch()
 	s.mu.Lock()
 	var e0 uint64
+	var eerr error
 	if s.epoch != nil {
-		e0 = s.epoch.load()
+		e0, eerr = s.epoch.load()
 	}
 	s.mu.Unlock()
 	st, err := s.readSeenFile(id.ID)
@@ -931,10 +935,18 @@ func (s *Redis) writeSeen(force bool) (bool, error) {
 	}
 	s.mu.Lock()
 	if s.epoch != nil {
-		if e1 := s.epoch.bump(); e1 == e0+1 && s.ident.ID == id.ID && s.ident.Gen == id.Gen {
+		e1, err := s.epoch.bump()
+		if err == nil && eerr == nil && e1 == e0+1 && s.ident.ID == id.ID && s.ident.Gen == id.Gen {
 			// No other write since this one read the file: nothing new
 			// to read.
 			s.epochSeen = e1
+		}
+		if err != nil {
+			// Cut while mapped: counted in a whole one, mapped again.
+			old := s.epoch
+			s.mu.Unlock()
+			s.remapEpoch(old)
+			s.mu.Lock()
 		}
 	}
 	s.mu.Unlock()
