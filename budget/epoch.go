@@ -30,7 +30,7 @@ func (s *Redis) lockFold(id string) (*os.File, error) {
 	if s.stateDir == "" {
 		return nil, nil
 	}
-	if err := os.MkdirAll(s.stateDir, 0o700); err != nil {
+	if err := MakeStateDir(s.stateDir); err != nil {
 		return nil, err
 	}
 	return lockWait(strings.TrimSuffix(s.seenPath(id), ".seen.json") + ".fold.lock")
