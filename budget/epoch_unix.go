@@ -130,13 +130,13 @@ func makeEpoch(dir, path string) error {
 }
 
 func (e *countsEpoch) load() (v uint64, err error) {
-	defer guardFault(debug.SetPanicOnFault(true), &err, e.path)
+	defer guardFault(e.path, &err, debug.SetPanicOnFault(true))
 	return atomic.LoadUint64((*uint64)(unsafe.Pointer(&e.mem[0]))), nil
 }
 
 // bump records a write of a counts file; it returns the counter after.
 func (e *countsEpoch) bump() (v uint64, err error) {
-	defer guardFault(debug.SetPanicOnFault(true), &err, e.path)
+	defer guardFault(e.path, &err, debug.SetPanicOnFault(true))
 	return atomic.AddUint64((*uint64)(unsafe.Pointer(&e.mem[0])), 1), nil
 }
 

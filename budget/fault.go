@@ -24,13 +24,13 @@ func (e *cutError) Error() string {
 	return fmt.Sprintf("%s was cut while this proxy had it mapped (a load or store past the file's end faulted)", e.path)
 }
 
-// guardFault is deferred, with the goroutine's earlier panic-on-fault
-// setting (what debug.SetPanicOnFault(true) returned, evaluated by the
-// defer statement before the guarded loads and stores), by a function
-// that loads or stores through the mapping of path: it restores the
-// setting and turns a fault there into *err = a cutError. Any other panic
-// goes on.
-func guardFault(old bool, err *error, path string) {
+// guardFault is deferred by a function that loads or stores through the
+// mapping of path, with the goroutine's earlier panic-on-fault setting
+// (what debug.SetPanicOnFault(true) returned, evaluated by the defer
+// statement, after path, before the guarded loads and stores): it
+// restores the setting and turns a fault there into *err = a cutError.
+// Any other panic goes on.
+func guardFault(path string, err *error, old bool) {
 	debug.SetPanicOnFault(old)
 	if r := recover(); r != nil {
 		if _, fault := r.(interface{ Addr() uintptr }); !fault {

@@ -172,7 +172,7 @@ func (l *liveRecord) mapSize(size int) error {
 // header writes the record's header, its magic last: a header without
 // it was never whole.
 func (l *liveRecord) header(gen int64, id, machine, instance string) (err error) {
-	defer guardFault(debug.SetPanicOnFault(true), &err, l.path)
+	defer guardFault(l.path, &err, debug.SetPanicOnFault(true))
 	binary.NativeEndian.PutUint64(l.mem[8:], uint64(gen))
 	l.mem[16] = byte(len(id))
 	copy(l.mem[17:], id)
@@ -189,7 +189,7 @@ func (l *liveRecord) header(gen int64, id, machine, instance string) (err error)
 // cut while mapped is a cutError, not a SIGBUS (see guardFault): the
 // caller takes a new record (Redis.renewLive).
 func (l *liveRecord) raise(key string, n int64) (err error) {
-	defer guardFault(debug.SetPanicOnFault(true), &err, l.path)
+	defer guardFault(l.path, &err, debug.SetPanicOnFault(true))
 	off, ok := l.slots[key]
 	if !ok {
 		need := 16 + (len(key)+7)&^7
@@ -234,7 +234,7 @@ func (l *liveRecord) whole() (ok bool) {
 	}
 	var ferr error
 	func() {
-		defer guardFault(debug.SetPanicOnFault(true), &ferr, l.path)
+		defer guardFault(l.path, &ferr, debug.SetPanicOnFault(true))
 		ok = l.entriesWhole()
 	}()
 	return ok && ferr == nil
