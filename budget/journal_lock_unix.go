@@ -4,6 +4,7 @@ package budget
 
 import (
 	"errors"
+	"fmt"
 	"os"
 	"syscall"
 )
@@ -11,9 +12,10 @@ import (
 // openLocked opens (creating) the journal at path and takes an exclusive
 // flock on it without waiting: the kernel drops it when its holder exits,
 // however it exits, so a journal whose proxy crashed is taken up by the
-// next, and a live proxy's is left alone.
+// next, and a live proxy's is left alone. A symbolic link at path is
+// an error, never followed (red team 9, RT9-1).
 func openLocked(path string, create bool) (*os.File, error) {
-	flag := os.O_RDWR
+	flag := os.O_RDWR | syscall.O_NOFOLLOW
 	if create {
 		flag |= os.O_CREATE
 	}
@@ -37,10 +39,24 @@ func openLocked(path string, create bool) (*os.File, error) {
 // lockWait opens (creating) the lock file at path and waits for an
 // exclusive flock on it; closing the file drops it. The proxies of a
 // machine take it around a read, merge and write of the counts they keep,
-// so that none drops another's raise.
+// so that none drops another's raise. Opened as every other file of the
+// state directory is (see readStateFile): not following a symbolic link,
+// not waiting on a FIFO, a regular file only — a lock file that was a
+// link out of the directory made the proxy create and lock the file it
+// named, wherever it was (red team 9, RT9-1).
 func lockWait(path string) (*os.File, error) {
-	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o600)
+	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE|syscall.O_NOFOLLOW|syscall.O_NONBLOCK, 0o600)
+	if errors.Is(err, syscall.ELOOP) {
+		return nil, &os.PathError{Op: "open", Path: path, Err: errors.New("a symbolic link, not a lock file delegateos makes")}
+	}
 	if err != nil {
+		return nil, err
+	}
+	if fi, err := f.Stat(); err != nil || !fi.Mode().IsRegular() {
+		f.Close()
+		if err == nil {
+			err = &os.PathError{Op: "open", Path: path, Err: fmt.Errorf("not a regular file (mode %s), not a lock file delegateos makes", fi.Mode())}
+		}
 		return nil, err
 	}
 	for {
