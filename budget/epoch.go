@@ -1,6 +1,7 @@
 package budget
 
 import (
+	"errors"
 	"fmt"
 	"os"
 	"strings"
@@ -73,12 +74,18 @@ func (s *Redis) syncMachine() {
 	e, eerr := s.epoch.load()
 	id := s.ident
 	s.mu.Unlock()
+	// Stated before it is read: a write meanwhile is read again at the
+	// next check, never missed.
+	fi, ferr := os.Lstat(s.seenPath(id.ID))
 	st, err := s.readSeenFile(id.ID)
+	s.mu.Lock()
 	if eerr == nil {
-		s.mu.Lock()
 		s.epochSeen = e
-		s.mu.Unlock()
 	}
+	if err == nil && (ferr == nil || errors.Is(ferr, os.ErrNotExist)) {
+		s.seenFile = fi
+	}
+	s.mu.Unlock()
 	if err == nil && st != nil {
 		s.mergeSeen(st, id)
 	}
@@ -122,10 +129,29 @@ func (s *Redis) checkMaps() {
 	// back up to the value it last read is not taken for unmoved.
 	s.mu.Lock()
 	moved, err := s.epochMoved()
+	id, last := s.ident, s.seenFile
 	s.mu.Unlock()
-	if moved && err == nil {
+	// The counts file itself is looked at too: each write of it is a
+	// rename (a new inode), and a counts epoch moved away and back, or
+	// put back to the value this proxy last read, while it did not run
+	// (stopped, starved) hides the writes counted meanwhile (red team 9,
+	// RT9-2).
+	if moved && err == nil || s.stateDir != "" && seenFileChanged(last, s.seenPath(id.ID)) {
 		s.syncMachine()
 	}
+	s.mu.Lock()
+	s.checked = time.Now()
+	s.mu.Unlock()
+}
+
+// seenFileChanged reports whether the counts file at path is not the one
+// last (read or written by this proxy; nil: none) describes.
+func seenFileChanged(last os.FileInfo, path string) bool {
+	fi, err := os.Lstat(path)
+	if err != nil || last == nil {
+		return (err == nil) != (last != nil)
+	}
+	return !os.SameFile(last, fi) || fi.Size() != last.Size() || !fi.ModTime().Equal(last.ModTime())
 }
 
 // checkEpoch maps the state directory's counts epoch again when the one

@@ -933,7 +933,11 @@ func (s *Redis) writeSeen(force bool) (bool, error) {
 	if err := writeFileAtomic(path, b); err != nil {
 		return false, err
 	}
+	written, _ := os.Lstat(path) // under the lock: no other write since
 	s.mu.Lock()
+	if written != nil && s.ident.ID == id.ID {
+		s.seenFile = written
+	}
 	if s.epoch != nil {
 		e1, err := s.epoch.bump()
 		if err == nil && eerr == nil && e1 == e0+1 && s.ident.ID == id.ID && s.ident.Gen == id.Gen {

@@ -102,7 +102,12 @@ type Redis struct {
 	epochErr  error
 	liveErr   error
 	watchDone chan struct{}
-	listed    map[string]bool // trees this proxy has added to treesKey
+	// seenFile is the counts file as this proxy last read or wrote it
+	// (nil: there was none), and checked when the check of the mapped
+	// files last ran (see checkMaps).
+	seenFile os.FileInfo
+	checked  time.Time
+	listed   map[string]bool // trees this proxy has added to treesKey
 	// seenSaved is when seen was last written to the state directory,
 	// savingSeen that it is being written.
 	seenSaved  time.Time
@@ -490,6 +495,7 @@ func OpenRedisIn(rawURL, stateDir string) (*Redis, error) {
 	s.replay()
 	if s.epoch != nil || s.live != nil {
 		s.watchDone = make(chan struct{})
+		s.checked = time.Now()
 		go s.watchMaps()
 	}
 	return s, nil
@@ -520,8 +526,15 @@ func (s *Redis) Reserve(levels []Level, cost int64) (*Reservation, error) {
 	s.l.lastID++
 	r := &Reservation{owner: &s.l, id: s.l.lastID, keys: keys, cost: cost}
 	broken := s.epochErr != nil || s.liveErr != nil
+	stale := s.watchDone != nil && time.Since(s.checked) > 2*mapCheckEvery
 	s.mu.Unlock()
 
+	if stale {
+		// The watcher did not run for a while (the process was stopped
+		// or starved): what changed meanwhile is found before this call,
+		// not after it (red team 9, RT9-2).
+		s.checkMaps()
+	}
 	if broken {
 		if err := s.repairMaps(); err != nil {
 			return nil, s.fail(err)

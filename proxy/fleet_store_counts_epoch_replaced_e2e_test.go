@@ -10,6 +10,7 @@ import (
 	"strings"
 	"syscall"
 	"testing"
+	"time"
 
 	"github.com/delegateos/delegateos/gate"
 	"github.com/delegateos/delegateos/internal/mcptest"
@@ -133,5 +134,81 @@ func TestE2EFaultCountsEpochOfAMovedStateDir(t *testing.T) {
 	f.sameAsUpstreams([]*mcptest.Process{p1, p2}, total)
 	if more != 0 || typ != string(gate.StoreReset) {
 		t.Errorf("the state directory moved (its link re-pointed at a copy) while proxy 2 ran; machine 1's proxies made %d calls, Redis went back to %d: proxy 2 forwarded %d more (%d on 30), then %s: %s; want none, store_reset", 1+n+m, 1+n, more, total, typ, detail)
+	}
+}
+
+// Red team 9 (rtstore9), RT9-2: the counts epoch moved away and back (an
+// A-B-A of its inode) while a proxy's watcher does not run. The 250 ms
+// watcher (checkEpoch) compares the inode the proxy maps with the one at
+// the path *now*, and epochMoved the counter's value with the one it last
+// read: neither sees a change that was undone before it looked. Here the
+// proxy is frozen (SIGSTOP: a paused container, cgroup freezer, a VM
+// stopped, CPU starvation) while the machine's counts-epoch is renamed
+// away (`mv`, a backup tool), a second proxy starts (makes a new epoch),
+// calls, writes the counts file and exits, and the original epoch is
+// renamed back. The frozen proxy, continued, maps the path's inode (its
+// own) holding the value it last read: it never learns the counts file
+// holds 20, not 1. Redis then goes back to a snapshot of 10: it spends
+// until its own next counts-file write (≤ 1 s), far more than the 250 ms
+// window the watcher promises — the counts written meanwhile are missed
+// for as long as this proxy does not write.
+//
+// Broke before (40 on 30); held: the watcher also compares the counts
+// file (each write is a rename: a new inode) with the one the proxy last
+// read or wrote, and reads it again on a change; and a reservation made
+// when the watcher has not run for 2 × 250 ms (the process was stopped or
+// starved) runs the check itself first.
+func TestE2EFaultCountsEpochMovedAwayAndBackWhileFrozen(t *testing.T) {
+	f := newStoreFleet(t)
+	p2, s2 := f.start(f.a, "", nil)
+	if n, typ, detail := drain(t, s2, 1); n != 1 {
+		t.Fatalf("proxy 2's call: %s: %s", typ, detail)
+	}
+	f.settled()
+	// Its counts written (it holds no lock of the directory when stopped).
+	mcptest.Eventually(t, "proxy 2's counts written", func() bool {
+		m, _ := filepath.Glob(filepath.Join(f.e.Dir, "state", "*.seen.json"))
+		if len(m) != 1 {
+			return false
+		}
+		b, _ := os.ReadFile(m[0])
+		return containsMSeen(b, 1)
+	})
+	if err := p2.Cmd.Process.Signal(syscall.SIGSTOP); err != nil {
+		t.Fatal(err)
+	}
+	mcptest.Eventually(t, "proxy 2 stopped", func() bool {
+		b, _ := os.ReadFile(fmt.Sprintf("/proc/%d/stat", p2.Cmd.Process.Pid))
+		_, rest, _ := strings.Cut(string(b), ") ")
+		return strings.HasPrefix(rest, "T")
+	})
+	stopped := time.Now()
+	cont := func() { p2.Cmd.Process.Signal(syscall.SIGCONT) }
+	t.Cleanup(cont)
+	epoch := filepath.Join(f.e.Dir, "state", "counts-epoch")
+	if err := os.Rename(epoch, epoch+".away"); err != nil {
+		t.Fatal(err)
+	}
+	p1, s1 := f.start(f.a, "", nil)
+	n, _, _ := drain(t, s1, 9)
+	f.settled()
+	snap := f.snapshot()
+	m, _, _ := drain(t, s1, 10)
+	f.settled()
+	stopProxy(t, p1)
+	if err := os.Rename(epoch+".away", epoch); err != nil {
+		t.Fatal(err)
+	}
+	// Frozen for longer than two of its watcher's periods (a frozen
+	// container is frozen for seconds): not a race, a lower bound — a
+	// shorter stop is the watcher's 250 ms window, which a tick closes.
+	<-time.After(time.Until(stopped.Add(600 * time.Millisecond)))
+	cont()
+	f.restore(snap)
+	more, typ, detail := drain(t, s2, 40)
+	total := 1 + n + m + more
+	f.sameAsUpstreams([]*mcptest.Process{p1, p2}, total)
+	if more != 0 || typ != string(gate.StoreReset) {
+		t.Errorf("counts-epoch moved away and back while proxy 2 was frozen; machine 1's proxies made %d calls, Redis went back to %d: proxy 2 forwarded %d more (%d on 30), then %s: %s; want none, store_reset", 1+n+m, 1+n, more, total, typ, detail)
 	}
 }
