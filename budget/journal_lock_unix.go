@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"syscall"
+	"time"
 )
 
 // openLocked opens (creating) the journal at path and takes an exclusive
@@ -59,11 +60,27 @@ func lockWait(path string) (*os.File, error) {
 		}
 		return nil, err
 	}
-	for {
-		err = syscall.Flock(int(f.Fd()), syscall.LOCK_EX)
-		if !errors.Is(err, syscall.EINTR) {
+	// Waited for at most lockWaitMax: a holder that does not let go (a
+	// proxy of the machine stopped, SIGSTOP or a frozen container, inside
+	// its write of the counts) left every other proxy's exit hanging for
+	// as long (red team 9, RT9-3). The callers fail closed: a start is
+	// refused, a counts write is left to the live record (kept, and
+	// folded by the next proxy started), a fold to the next write.
+	deadline := time.Now().Add(lockWaitMax)
+	for pause := time.Millisecond; ; {
+		err = syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB)
+		if errors.Is(err, syscall.EINTR) {
+			continue
+		}
+		if !errors.Is(err, syscall.EWOULDBLOCK) {
 			break
 		}
+		if time.Now().After(deadline) {
+			err = fmt.Errorf("%s is held by another process for more than %s (a proxy of this machine stopped, or frozen, while it held it?)", path, lockWaitMax)
+			break
+		}
+		time.Sleep(pause)
+		pause = min(2*pause, 50*time.Millisecond)
 	}
 	if err != nil {
 		f.Close()
@@ -71,6 +88,10 @@ func lockWait(path string) (*os.File, error) {
 	}
 	return f, nil
 }
+
+// lockWaitMax bounds the wait for a lock file of the state directory: its
+// holders hold it for a read and a write of a small file.
+var lockWaitMax = 10 * time.Second
 
 // openJournal opens a journal left in the state directory, to replay it,
 // as a live record is opened (openRecord): its flock taken without
