@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"sync"
 	"syscall"
 	"time"
 )
@@ -65,28 +66,72 @@ func lockWait(path string) (*os.File, error) {
 	// its write of the counts) left every other proxy's exit hanging for
 	// as long (red team 9, RT9-3). The callers fail closed: a start is
 	// refused, a counts write is left to the live record (kept, and
-	// folded by the next proxy started), a fold to the next write.
-	deadline := time.Now().Add(lockWaitMax)
-	for pause := time.Millisecond; ; {
-		err = syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB)
-		if errors.Is(err, syscall.EINTR) {
-			continue
+	// folded by the next proxy started), a fold to the next write. The
+	// wait is a blocking flock (seen in /proc/locks) in a goroutine; one
+	// given up on is left to end by itself (its file closed then, never
+	// holding the lock), and while it waits, at most one per path, the
+	// next waits on that path are given up at once.
+	if w, ok := lockAbandoned.Load(path); ok {
+		select {
+		case <-w.(chan struct{}):
+			lockAbandoned.CompareAndDelete(path, w)
+		default:
+			f.Close()
+			return nil, lockHeldError(path)
 		}
-		if !errors.Is(err, syscall.EWOULDBLOCK) {
-			break
+	}
+	var mu sync.Mutex
+	gaveUp := false
+	got := make(chan error, 1)
+	ended := make(chan struct{})
+	go func() {
+		defer close(ended)
+		var err error
+		for {
+			err = syscall.Flock(int(f.Fd()), syscall.LOCK_EX)
+			if !errors.Is(err, syscall.EINTR) {
+				break
+			}
 		}
-		if time.Now().After(deadline) {
-			err = fmt.Errorf("%s is held by another process for more than %s (a proxy of this machine stopped, or frozen, while it held it?)", path, lockWaitMax)
-			break
+		mu.Lock()
+		defer mu.Unlock()
+		if gaveUp {
+			f.Close()
+			return
 		}
-		time.Sleep(pause)
-		pause = min(2*pause, 50*time.Millisecond)
+		got <- err
+	}()
+	t := time.NewTimer(lockWaitMax)
+	defer t.Stop()
+	select {
+	case err = <-got:
+	case <-t.C:
+		mu.Lock()
+		select {
+		case err = <-got: // just taken
+		default:
+			gaveUp = true
+			lockAbandoned.Store(path, ended)
+			err = lockHeldError(path)
+		}
+		mu.Unlock()
+		if gaveUp {
+			return nil, err
+		}
 	}
 	if err != nil {
 		f.Close()
 		return nil, err
 	}
 	return f, nil
+}
+
+// lockAbandoned holds, by path, a wait for a lock file given up on
+// (lockWait) until it ends: closed then.
+var lockAbandoned sync.Map
+
+func lockHeldError(path string) error {
+	return fmt.Errorf("%s is held by another process for more than %s (a proxy of this machine stopped, or frozen, while it held it?)", path, lockWaitMax)
 }
 
 // lockWaitMax bounds the wait for a lock file of the state directory: its
