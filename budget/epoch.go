@@ -120,8 +120,24 @@ func (s *Redis) watchMaps() {
 // from it (checkLive). What it could not repair refuses the calls until
 // it can (epochErr, liveErr: see repairMaps).
 func (s *Redis) checkMaps() {
+	s.mu.Lock()
+	e0 := s.epoch
+	s.mu.Unlock()
 	s.checkEpoch()
+	s.mu.Lock()
+	remapped := s.epoch != e0
+	s.mu.Unlock()
 	s.checkLive()
+	if remapped {
+		// The counts epoch at the path is another file: the directory
+		// there may be another (its path pointed at a copy, or back at
+		// the original). What this proxy knows is written into its
+		// counts file now, not only at its next raise: a proxy started
+		// there skips this one's live record (locked, a running proxy's)
+		// and would else read fewer counts than the machine saw (red team
+		// 9, RT9-4).
+		s.storeSeen(false)
+	}
 	// The counts the machine's other proxies wrote are read here too, off
 	// the calls' path, rather than at this proxy's next reservation; and
 	// a proxy that idles keeps up with the epoch, so that a counter put

@@ -1,4 +1,4 @@
-//go:build linux && redteam
+//go:build linux
 
 package proxy_test
 
@@ -20,8 +20,14 @@ import (
 // a running proxy's), but A's counts file still says 10 — what proxy 1
 // knows is only in its memory and its locked record, which a starter
 // skips. Redis goes back to a snapshot of 10: proxy 3, started on A,
-// spends.
-func TestRedTeamRT9PathFlippedBackWhileRunning(t *testing.T) {
+// spent (41 on 30).
+//
+// Broke before (41 on 30; this form then times out waiting for A's counts
+// file to hold 21); held: a proxy that maps another counts epoch (its
+// path now names another directory, or the epoch was replaced) writes
+// its counts file at once, so the directory at its path holds what it
+// knows, and proxy 3 refuses store_reset.
+func TestE2EFaultStateDirFlippedBackWhileRunning(t *testing.T) {
 	f := newStoreFleet(t)
 	base := t.TempDir()
 	a, b, link := filepath.Join(base, "a"), filepath.Join(base, "b"), filepath.Join(base, "st")
@@ -76,6 +82,7 @@ func TestRedTeamRT9PathFlippedBackWhileRunning(t *testing.T) {
 	counted(b, 21)
 	point(a)
 	waitEpochMapped(t, p1, filepath.Join(a, "counts-epoch"))
+	counted(a, 21)
 	f.restore(snap)
 	p3, s3 := start()
 	more, typ, detail := drain(t, s3, 40)
