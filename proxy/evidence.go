@@ -189,8 +189,10 @@ func (s *session) noteResponse(p *pending, frame []byte, edits []edit) {
 	}
 }
 
-// executed hands a forwarded call's end over for its execution receipt.
-func (s *session) executed(p *pending, cost int64, outcome string) {
+// executed hands a forwarded call's end over for its execution receipt;
+// when later is set (the server's pump settling a response), at the end of
+// the pump's batch (endServerBatch).
+func (s *session) executed(p *pending, cost int64, outcome string, later bool) {
 	if p.ev.decision == nil || outcome == outcomeNotForwarded {
 		return
 	}
@@ -199,6 +201,10 @@ func (s *session) executed(p *pending, cost int64, outcome string) {
 		Result: p.ev.result, CostCommitted: cost, Started: p.start, Completed: time.Now(), Outcome: outcome,
 	}
 	p.ev.decision = nil
+	if later {
+		s.serverExec = append(s.serverExec, e)
+		return
+	}
 	s.cfg.Evidence.Executed(e)
 }
 

@@ -3,6 +3,7 @@ package proxy
 import (
 	"bytes"
 	"crypto/sha256"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -40,6 +41,7 @@ func TestEvidenceHandedOver(t *testing.T) {
 	resp := `{"jsonrpc":"2.0","id":1,"result":{"content":[]}}`
 	s.serverFrame([]byte(resp), []byte(resp+"\n"))
 	s.toClient.flush()
+	s.endServerBatch() // as the server's pump does once the client has its responses
 	returned := strings.TrimSuffix(toClient.String(), "\n")
 	if len(ev.decisions) != 1 || len(ev.executions) != 1 {
 		t.Fatalf("%d decisions, %d executions", len(ev.decisions), len(ev.executions))
@@ -93,5 +95,56 @@ func TestEvidenceObserveMode(t *testing.T) {
 	}
 	if len(ev.executions) != 0 {
 		t.Fatalf("an execution receipt for a call observe mode forwarded: %+v", ev.executions[0])
+	}
+}
+
+// The server's pump hands the execution records of a batch of responses
+// over when the batch ends, after the client has the responses, in the
+// order it settled them; each execution's decision was handed over
+// before it (before its call was forwarded). Nothing is lost or handed
+// twice, and an execution settled elsewhere (the client's pump, here a
+// cancellation) is handed over at once.
+func TestEvidenceExecutionsPerBatch(t *testing.T) {
+	var toClient, toServer bytes.Buffer
+	s := testSession(t, zap.NewNop(), &toClient, &toServer)
+	ev := &recordingEvidence{}
+	s.cfg.Evidence = ev
+	const n = 5
+	for i := 0; i < n+1; i++ {
+		s.clientFrame([]byte(`{"jsonrpc":"2.0","id":` + strconv.Itoa(100+i) + `,"method":"tools/call","params":{"name":"echo","arguments":{"text":"x"}}}`))
+	}
+	if len(ev.decisions) != n+1 || len(ev.executions) != 0 {
+		t.Fatalf("%d decisions, %d executions before any answer", len(ev.decisions), len(ev.executions))
+	}
+	// The last call is cancelled: settled by the client's pump, its
+	// execution is handed over at once.
+	s.clientFrame([]byte(`{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":` + strconv.Itoa(100+n) + `}}`))
+	if len(ev.executions) != 1 || ev.executions[0].Decision != ev.decisions[n] || ev.executions[0].Outcome != outcomeCancelled {
+		t.Fatalf("the cancellation's execution was not handed over at once: %d executions", len(ev.executions))
+	}
+	// Answered in reverse order, in one batch.
+	for i := n; i >= 1; i-- {
+		resp := `{"jsonrpc":"2.0","id":` + strconv.Itoa(i) + `,"result":{"content":[]}}`
+		s.serverFrame([]byte(resp), []byte(resp+"\n"))
+		if len(ev.executions) != 1 {
+			t.Fatalf("an execution was handed over before its batch ended (%d)", len(ev.executions))
+		}
+	}
+	s.toClient.flush()
+	s.endServerBatch()
+	if len(ev.executions) != n+1 {
+		t.Fatalf("%d executions after the batch, want %d", len(ev.executions), n+1)
+	}
+	for k, e := range ev.executions[1:] {
+		if want := ev.decisions[n-1-k]; e.Decision != want || e.Outcome != outcomeResult {
+			t.Fatalf("execution %d is for another decision or outcome (%s)", k, e.Outcome)
+		}
+	}
+	if len(s.serverExec) != 0 {
+		t.Fatal("the batch still holds executions")
+	}
+	s.endServerBatch()
+	if len(ev.executions) != n+1 {
+		t.Fatal("an execution was handed over twice")
 	}
 }
