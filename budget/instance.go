@@ -32,15 +32,22 @@ import (
 // So does one that finds the field naming an instance of its directory
 // earlier than the one that, as the directory recorded (the counts
 // file's "minst", the live records), last raised the key from it: an
-// earlier instance writes again only on another host that runs a copy
-// of the directory (a rollback of the store to before the later
-// instance's write also takes the count below what the directory saw,
-// which is found first).
+// earlier instance writes again only where a copy of the directory runs
+// as it beside the later one — another host, or another container of
+// the host whose image had the directory baked in (same boot, same
+// path, another device and inode) — (a rollback of the store to before
+// the later instance's write also takes the count below what the
+// directory saw, which is found first). The one exception is a running
+// proxy whose directory is no longer the one at its path (moved to
+// another disk, a symbolic link pointed at a copy, a remount that gave
+// it another device number): it finds the field raised by the
+// instance of the directory now at its path, and from then on runs as
+// that instance (followPath), as a proxy started there does; a copy in
+// another container or on another host is never at its path.
 
 // instancesFile is the state directory's list of the instances it ran
-// as, one a line, the earliest first: its token, then a space and the
-// mark of the boot it ran in (bootMark; an earlier version's lines have
-// none).
+// as, one a line, the earliest first: its token (an earlier version
+// wrote a mark of the boot and path after it, read and ignored).
 const instancesFile = "machine-instances"
 
 // maxInstances bounds the list: the oldest are dropped first. A key last
@@ -52,24 +59,27 @@ const maxInstances = 4096
 // machineInstance returns the token of this host's instance of the
 // machine of state directory dir (ID machine) and the instances the
 // directory ran as, this one included (recorded, synced, before any
-// reservation names it), each with its rank: the later, the higher; and
-// the mark of the boot and path each ran in, where the list says (see
-// placeMark).
-func machineInstance(dir, machine string) (string, map[string]int, map[string]string, error) {
+// reservation names it), each with its rank: the later, the higher.
+func machineInstance(dir, machine string) (string, map[string]int, error) {
+	token := instanceToken(dir, machine)
+	rank, err := readInstances(dir, token)
+	return token, rank, err
+}
+
+// instanceToken is the token of the instance of machine whose state
+// directory is the one now at dir, in this boot of the host.
+func instanceToken(dir, machine string) string {
 	sum := sha256.Sum256([]byte("delegateos machine instance\n" + machine + "\n" + bootID() + "\n" + dirIdentity(dir)))
-	token := hex.EncodeToString(sum[:12])
-	rank, boots, err := readInstances(dir, token, placeMark(dir))
-	return token, rank, boots, err
+	return hex.EncodeToString(sum[:12])
 }
 
 // readInstances reads the state directory dir's list of instances, under
-// its lock, adding token (with the mark of its boot and place, mark)
-// when it is not listed yet ("": only read).
-func readInstances(dir, token, mark string) (map[string]int, map[string]string, error) {
+// its lock, adding token when it is not listed yet ("": only read).
+func readInstances(dir, token string) (map[string]int, error) {
 	path := filepath.Join(dir, instancesFile)
 	lock, err := lockWait(path + ".lock")
 	if err != nil {
-		return nil, nil, fmt.Errorf("the state directory %s cannot be written: %w; set DELEGATEOS_STATE_DIR to a directory the proxy can write", dir, err)
+		return nil, fmt.Errorf("the state directory %s cannot be written: %w; set DELEGATEOS_STATE_DIR to a directory the proxy can write", dir, err)
 	}
 	defer lock.Close()
 	b, err := readStateFile(path)
@@ -79,48 +89,40 @@ func readInstances(dir, token, mark string) (map[string]int, map[string]string, 
 		// instances would be taken for another host's.
 		counts, err := fsutil.GlobIn(dir, "store-*.seen.json")
 		if err != nil {
-			return nil, nil, fmt.Errorf("the state directory %s cannot be listed: %w", dir, err)
+			return nil, fmt.Errorf("the state directory %s cannot be listed: %w", dir, err)
 		}
 		for _, c := range counts {
 			var st seenState
 			if cb, err := readStateFile(c); err == nil && json.Unmarshal(cb, &st) == nil && len(st.MInst) > 0 {
-				return nil, nil, fmt.Errorf("%s, the list of the instances this machine's state directory ran as, which its counts file %s names, is gone (deleted): restore it, or accept the loss with delegateos store init --reset and remove the counts files", path, c)
+				return nil, fmt.Errorf("%s, the list of the instances this machine's state directory ran as, which its counts file %s names, is gone (deleted): restore it, or accept the loss with delegateos store init --reset and remove the counts files", path, c)
 			}
 		}
 	} else if err != nil {
-		return nil, nil, fmt.Errorf("%s cannot be read: %w", path, err)
+		return nil, fmt.Errorf("%s cannot be read: %w", path, err)
 	}
 	hexa := func(v string) bool { return len(v) == 24 && strings.Trim(v, "0123456789abcdef") == "" }
 	var list []string
-	seen, boots := map[string]int{}, map[string]string{}
+	seen := map[string]int{}
 	for _, l := range strings.Split(string(b), "\n") {
 		if l == "" {
 			continue
 		}
-		tok, boot, withBoot := strings.Cut(l, " ")
-		if !hexa(tok) || withBoot && !hexa(boot) {
-			return nil, nil, fmt.Errorf("%s is not a list of machine instances delegateos writes: restore it, or remove it (a key last called by an instance it named is then refused as another host's until store init --reset or store recover)", path)
+		tok, mark, marked := strings.Cut(l, " ")
+		if !hexa(tok) || marked && !hexa(mark) {
+			return nil, fmt.Errorf("%s is not a list of machine instances delegateos writes: restore it, or remove it (a key last called by an instance it named is then refused as another host's until store init --reset or store recover)", path)
 		}
 		if _, ok := seen[tok]; !ok {
 			seen[tok] = len(list)
 			list = append(list, l)
-			if withBoot {
-				boots[tok] = boot
-			}
 		}
 	}
 	if _, ok := seen[token]; !ok && token != "" {
-		line := token
-		if mark != "" {
-			line += " " + mark
-			boots[token] = mark
-		}
-		list = append(list, line)
+		list = append(list, token)
 		if len(list) > maxInstances {
 			list = list[len(list)-maxInstances:]
 		}
 		if err := writeFileAtomic(path, []byte(strings.Join(list, "\n")+"\n")); err != nil {
-			return nil, nil, fmt.Errorf("the state directory %s cannot be written: %w; set DELEGATEOS_STATE_DIR to a directory the proxy can write", dir, err)
+			return nil, fmt.Errorf("the state directory %s cannot be written: %w; set DELEGATEOS_STATE_DIR to a directory the proxy can write", dir, err)
 		}
 		seen = make(map[string]int, len(list))
 		for i, l := range list {
@@ -128,29 +130,7 @@ func readInstances(dir, token, mark string) (map[string]int, map[string]string, 
 			seen[tok] = i
 		}
 	}
-	for tok := range boots {
-		if _, ok := seen[tok]; !ok {
-			delete(boots, tok)
-		}
-	}
-	return seen, boots, nil
-}
-
-// placeMark is the mark recorded beside each instance in
-// machine-instances: of this boot of the host and of the state
-// directory's path dir as the proxies name it. An instance of the same
-// mark is this host's directory at that path, moved to another disk (a
-// symbolic link pointed at a copy) or its filesystem remounted while its
-// proxies ran, never a copy on another host, which runs in a boot of its
-// own (nor a copy beside it, at another path). "" where the kernel gives
-// no boot_id (the host's name, which a copy may share, is no mark).
-func placeMark(dir string) string {
-	id := bootID()
-	if !strings.HasPrefix(id, "boot:") {
-		return ""
-	}
-	sum := sha256.Sum256([]byte("delegateos boot and place\n" + id + "\n" + filepath.Clean(dir)))
-	return hex.EncodeToString(sum[:12])
+	return seen, nil
 }
 
 // bootID names this boot of the host: the kernel's boot_id where there
@@ -183,9 +163,9 @@ type SharedMachineError struct {
 func (e *SharedMachineError) Error() string {
 	why := "which the state directory " + e.Dir + " never ran as"
 	if e.Later != "" {
-		why = "an instance the state directory " + e.Dir + " ran as before its instance " + e.Later + " raised it, which only a copy of the directory still running as it on another host does"
+		why = "an instance the state directory " + e.Dir + " ran as before its instance " + e.Later + " raised it, which only a copy of the directory still running as it on another host, or in another container of this one, does"
 	}
-	return fmt.Sprintf("spend store %s: this machine's ID %s (%s) is used by another host too: %s records the latest reservation of this machine's proxies as made by instance %s, %s (a copy of the state directory on another host: a VM or container image with it baked in, a restored backup); that host's calls raise this machine's count of the calls of the delegation tree of root %s, which would hide a store gone back to an older snapshot, so they are refused; give each host a state directory of its own (on the copy: stop its proxies and remove its state directory, or point DELEGATEOS_STATE_DIR at an empty one), then check the tree's spend with 'delegateos store recover --store URL --root %s --audit LOG... --policy FILE' or accept it with 'delegateos store init --store URL --reset --root %s'",
+	return fmt.Sprintf("spend store %s: this machine's ID %s (%s) is used by another host too: %s records the latest reservation of this machine's proxies as made by instance %s, %s (a copy of the state directory on another host, or in another container of this one: a VM or container image with it baked in, a restored backup); that copy's calls raise this machine's count of the calls of the delegation tree of root %s, which would hide a store gone back to an older snapshot, so they are refused; give each host, and each container, a state directory of its own (on the copy: stop its proxies and remove its state directory, or point DELEGATEOS_STATE_DIR at an empty one), then check the tree's spend with 'delegateos store recover --store URL --root %s --audit LOG... --policy FILE' or accept it with 'delegateos store init --store URL --reset --root %s'",
 		e.Store, e.Machine, filepath.Join(e.Dir, "machine-id"), e.Key, e.Instance, why, e.Root, e.Root, e.Root)
 }
 

@@ -84,13 +84,6 @@ type Redis struct {
 	instance string
 	irank    map[string]int
 	minst    map[string]string
-	// iboot is the mark of the boot and path each instance ran in, where
-	// the list says, and place this proxy's (placeMark): an instance of the
-	// same mark is this host's directory, moved or remounted, taken over
-	// both ways (sibling, per first key, the last taken over so).
-	iboot   map[string]string
-	place   string
-	sibling map[string]string
 	// live is this proxy's live record of the counts it raised, under
 	// its identity and generation (liveOld those of earlier ones, kept
 	// until the counts are written at Close; see live.go).
@@ -459,8 +452,7 @@ func OpenRedisIn(rawURL, stateDir string) (*Redis, error) {
 			c.Close()
 			return nil, &StateError{fmt.Errorf("spend store %s: %w", s.url, err)}
 		}
-		s.place = placeMark(stateDir)
-		if s.instance, s.irank, s.iboot, err = machineInstance(stateDir, s.machine); err != nil {
+		if s.instance, s.irank, err = machineInstance(stateDir, s.machine); err != nil {
 			c.Close()
 			return nil, &StateError{fmt.Errorf("spend store %s: %w", s.url, err)}
 		}
@@ -561,13 +553,10 @@ func (s *Redis) Reserve(levels []Level, cost int64) (*Reservation, error) {
 			s.syncMachine()
 			s.mu.Lock()
 		}
-		id, seen, own, mseen := s.ident, s.seen[keys[0]], s.own[keys[0]], s.mseen[keys[0]]
-		if from == "" {
-			from = s.sibling[keys[0]]
-		}
+		id, seen, own, mseen, inst := s.ident, s.seen[keys[0]], s.own[keys[0]], s.mseen[keys[0]], s.instance
 		s.mu.Unlock()
 		sent = id
-		args = append(args, id.ID, id.Gen, seen, fresh, s.nonce, own, s.machine, mseen, s.instance, from)
+		args = append(args, id.ID, id.Gen, seen, fresh, s.nonce, own, s.machine, mseen, inst, from)
 		res, err = reserveScript.Run(s.ctx, s.c, skeys, args...).Slice()
 		if err != nil || len(res) == 0 {
 			break
@@ -603,9 +592,10 @@ func (s *Redis) Reserve(levels []Level, cost int64) (*Reservation, error) {
 			}
 		case 9:
 			// The machine's field was raised last by another instance:
-			// one this state directory ran as (before a reboot, or in
-			// this boot: the directory moved while proxies ran) is taken
-			// over, another host's refuses the tree's calls.
+			// one this state directory ran as before (a reboot), or the
+			// one of the directory now at its path (moved while this
+			// proxy ran), is taken over; a copy's refuses the tree's
+			// calls.
 			h, _ := res[len(res)-1].(string)
 			if err := s.takeOver(keys[0], tag, h); err != nil {
 				return nil, err
@@ -727,22 +717,25 @@ func (s *Redis) Reserve(levels []Level, cost int64) (*Reservation, error) {
 
 // takeOver decides on a reservation's reply {9, h}: the machine's field
 // of key (of tree tag) was raised last by instance h, not this proxy's.
-// An instance the state directory's list does not name is read again
-// there first (one that ran as the directory since this proxy started:
-// the directory moved, or its filesystem was remounted, and a proxy
-// started since; a copy's on another host is never listed there). nil
-// takes it over: an instance of this boot and path (this host's
-// directory), or one the directory ran as, not before the one that last
-// raised the key from it; else a SharedMachineError.
+// nil takes it over: the instance of the directory now at the state
+// directory's path, which this proxy then runs as (followPath), or one
+// the directory ran as, not before the one that last raised the key
+// from it; else a SharedMachineError. An instance the list this proxy
+// read does not name is looked for in the list again first (one the
+// directory ran as since this proxy started: a reboot's cannot be, but
+// the list may have been written since by a proxy of this directory).
 func (s *Redis) takeOver(key, tag, h string) error {
+	if s.followPath(h) {
+		return nil
+	}
 	s.mu.Lock()
 	_, known := s.irank[h]
 	s.mu.Unlock()
 	if !known && s.stateDir != "" {
-		if rank, boots, err := readInstances(s.stateDir, "", ""); err == nil {
+		if rank, err := readInstances(s.stateDir, ""); err == nil {
 			s.mu.Lock()
 			if _, ok := rank[s.instance]; ok {
-				s.irank, s.iboot = rank, boots
+				s.irank = rank
 			}
 			s.mu.Unlock()
 		}
@@ -752,20 +745,47 @@ func (s *Redis) takeOver(key, tag, h string) error {
 	if _, ok := s.irank[h]; !ok {
 		return &SharedMachineError{Store: s.url, Root: tag, Key: key, Machine: s.machine, Instance: h, Dir: s.stateDir}
 	}
-	if s.place != "" && s.iboot[h] == s.place {
-		if s.sibling == nil {
-			s.sibling = make(map[string]string)
-		}
-		s.sibling[key] = h
-		return nil
-	}
 	if last := s.minst[key]; instRank(s.irank, h) < instRank(s.irank, last) {
 		// An earlier instance of the directory wrote after a later one
-		// had: only a copy of the directory on another host still runs
-		// as it.
+		// had: only a copy of the directory (on another host, in another
+		// container) still runs as it.
 		return &SharedMachineError{Store: s.url, Root: tag, Key: key, Machine: s.machine, Instance: h, Dir: s.stateDir, Later: last}
 	}
 	return nil
+}
+
+// followPath reports whether h is this proxy's instance, making it so
+// when h is the instance of the directory now at the state directory's
+// path and that directory lists it: the directory this proxy started on
+// is no longer the one at its path (moved to another disk, a symbolic
+// link pointed at a copy, a remount that gave it another device
+// number), and a proxy started since on the one there raised the key.
+// The proxy then runs as that instance, as a proxy started now would, so
+// the two do not take each other's field for a copy's. A copy of the
+// directory in another container (same boot, same path) or on another
+// host is never the directory at this proxy's path: its instance is
+// another's, and the rules of takeOver hold for it.
+func (s *Redis) followPath(h string) bool {
+	s.mu.Lock()
+	inst := s.instance
+	s.mu.Unlock()
+	if h == inst {
+		return true // another call followed it already
+	}
+	if s.stateDir == "" || s.machine == "" || instanceToken(s.stateDir, s.machine) != h {
+		return false
+	}
+	rank, err := readInstances(s.stateDir, "")
+	if err != nil {
+		return false
+	}
+	if _, ok := rank[h]; !ok {
+		return false
+	}
+	s.mu.Lock()
+	s.instance, s.irank = h, rank
+	s.mu.Unlock()
+	return true
 }
 
 // operatorActing reports whether an operator's store init --reset or

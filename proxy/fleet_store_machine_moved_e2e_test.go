@@ -28,12 +28,14 @@ import (
 // rule alone would refuse it).
 //
 // Held: on a field naming an instance its list does not, a proxy reads
-// machine-instances again before refusing (an instance the directory ran
-// as since it started is listed there; a copy's on another host never
-// is); and each instance is listed with the mark of its boot and of the
-// state directory's path: an instance of the same mark (this host, this
-// path) is taken over both ways whatever its rank; another boot's, or a
-// copy's at another path, is not.
+// machine-instances again before refusing; and a running proxy whose
+// directory is no longer the one at its path, finding the field raised
+// by the instance of the directory now there, runs as that instance from
+// then on, as a proxy started there does (so the new proxy never finds
+// the earlier instance writing after its own). A copy of the directory
+// at the same path in another container is never the directory at a
+// proxy's path, and is refused
+// (TestE2EFaultCloneInAnotherContainerAtTheSamePathRefused).
 func TestE2EFaultRunningProxyGoesOnAfterItsDirMoved(t *testing.T) {
 	f := newStoreFleet(t)
 	base := t.TempDir()
