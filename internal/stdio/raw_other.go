@@ -1,0 +1,11 @@
+//go:build !unix
+
+package stdio
+
+import "io"
+
+// RawReader returns r: raw system calls are a Unix relay's.
+func RawReader(r io.Reader) io.Reader { return r }
+
+// RawWriter returns w.
+func RawWriter(w io.Writer) io.Writer { return w }
