@@ -1,4 +1,4 @@
-//go:build unix
+//go:build unix && !race
 
 package stdio
 
@@ -18,6 +18,12 @@ import (
 // never blocks (it fails with EAGAIN, and the poller waits), so RawReader
 // and RawWriter make those calls directly (syscall.RawSyscall), waiting in
 // the poller as *os.File does.
+//
+// Not under the race detector: it takes reads and writes made through the
+// syscall package as synchronization (what one goroutine did before a write
+// happens before what another does after reading it back), and raw calls
+// would hide that, so that every relay test would report races that are
+// not there. A race build reads and writes through *os.File.
 
 // rawFile is a file served by Go's poller: *os.File, or what embeds one
 // (exec.Cmd's pipes).
