@@ -1,8 +1,10 @@
 package budget
 
 import (
+	"fmt"
 	"os"
 	"strings"
+	"time"
 )
 
 // The proxies of a machine that run at once learn what the others saw
@@ -28,26 +30,34 @@ func (s *Redis) lockFold(id string) (*os.File, error) {
 	if s.stateDir == "" {
 		return nil, nil
 	}
-	if err := os.MkdirAll(s.stateDir, 0o700); err != nil {
+	if err := MakeStateDir(s.stateDir); err != nil {
 		return nil, err
 	}
 	return lockWait(strings.TrimSuffix(s.seenPath(id), ".seen.json") + ".fold.lock")
 }
 
 // markEpoch records that what the counts files held up to now is read
-// (the caller reads them next).
+// (the caller reads them next). A mapping that faults is left to the next
+// reservation (epochMoved), which maps a whole one again.
 func (s *Redis) markEpoch() {
 	s.mu.Lock()
 	if s.epoch != nil {
-		s.epochSeen = s.epoch.load()
+		if e, err := s.epoch.load(); err == nil {
+			s.epochSeen = e
+		}
 	}
 	s.mu.Unlock()
 }
 
 // epochMoved reports whether a counts file of the state directory was
 // written since this proxy last read it (s.mu held): a load from memory.
-func (s *Redis) epochMoved() bool {
-	return s.epoch != nil && s.epoch.load() != s.epochSeen
+// An error says the epoch's file was cut while mapped (see guardFault).
+func (s *Redis) epochMoved() (bool, error) {
+	if s.epoch == nil {
+		return false, nil
+	}
+	e, err := s.epoch.load()
+	return e != s.epochSeen, err
 }
 
 // syncMachine reads the counts file of the store's identity again, which
@@ -60,15 +70,115 @@ func (s *Redis) syncMachine() {
 		s.mu.Unlock()
 		return
 	}
-	e, id := s.epoch.load(), s.ident
+	e, eerr := s.epoch.load()
+	id := s.ident
 	s.mu.Unlock()
 	st, err := s.readSeenFile(id.ID)
-	s.mu.Lock()
-	s.epochSeen = e
-	s.mu.Unlock()
+	if eerr == nil {
+		s.mu.Lock()
+		s.epochSeen = e
+		s.mu.Unlock()
+	}
 	if err == nil && st != nil {
 		s.mergeSeen(st, id)
 	}
+}
+
+// mapCheckEvery is how often a running proxy checks, off the calls'
+// path, that the files it maps are still the state directory's and
+// whole (checkMaps): the counts epoch removed, replaced by a rename (a
+// restore of the directory) or moved with its directory (a symbolic link
+// pointed at a copy), or a file cut, is so found within mapCheckEvery,
+// as a Redis copy finds its subscription stale (redisset's pingEvery).
+const mapCheckEvery = 250 * time.Millisecond
+
+// watchMaps runs checkMaps every mapCheckEvery until the store closes.
+func (s *Redis) watchMaps() {
+	defer close(s.watchDone)
+	t := time.NewTicker(mapCheckEvery)
+	defer t.Stop()
+	for {
+		select {
+		case <-s.ctx.Done():
+			return
+		case <-t.C:
+		}
+		s.checkMaps()
+	}
+}
+
+// checkMaps maps the counts epoch again when the one this proxy maps is
+// no longer the state directory's or was cut (checkEpoch), and takes a
+// new live record when its own was cut, rewritten, or its name taken
+// from it (checkLive). What it could not repair refuses the calls until
+// it can (epochErr, liveErr: see repairMaps).
+func (s *Redis) checkMaps() {
+	s.checkEpoch()
+	s.checkLive()
+	// The counts the machine's other proxies wrote are read here too, off
+	// the calls' path, rather than at this proxy's next reservation; and
+	// a proxy that idles keeps up with the epoch, so that a counter put
+	// back to an older value (a restore rewriting it in place) and bumped
+	// back up to the value it last read is not taken for unmoved.
+	s.mu.Lock()
+	moved, err := s.epochMoved()
+	s.mu.Unlock()
+	if moved && err == nil {
+		s.syncMachine()
+	}
+}
+
+// checkEpoch maps the state directory's counts epoch again when the one
+// this proxy maps was cut, or its path names another file now (removed
+// and made again by a proxy started since, replaced by a rename, its
+// directory moved): else this proxy and those started since would count
+// their counts files' writes in two files, and it would not learn what
+// they saw (red team 7, RT7-2). Two system calls (fstat, lstat); run off
+// the calls' path (watchMaps) and before each write of the counts file.
+func (s *Redis) checkEpoch() error {
+	s.mu.Lock()
+	e := s.epoch
+	s.mu.Unlock()
+	if e == nil || !e.replaced() {
+		return nil
+	}
+	return s.remapEpoch(e)
+}
+
+// remapEpoch replaces old, the counts epoch this proxy maps, with the
+// state directory's (made whole if there is none, or it was cut), counts
+// a write in both (the proxies still mapping the old one, and those
+// mapping the new one, read the counts file again: each may have missed
+// the other's writes), and reads the counts file again. When it cannot,
+// the calls are refused (epochErr) if the old one was cut; one still
+// whole is kept.
+func (s *Redis) remapEpoch(old *countsEpoch) error {
+	n, err := openEpoch(s.stateDir)
+	s.mu.Lock()
+	if s.epoch != old {
+		s.mu.Unlock()
+		if n != nil {
+			n.close()
+		}
+		return nil // done by another caller meanwhile
+	}
+	if err != nil {
+		if _, lerr := old.load(); lerr != nil || old.cut() {
+			err = fmt.Errorf("the counter of the writes of the state directory's counts files, %s, was cut while this proxy mapped it, and cannot be made again (%v): remove it, or set DELEGATEOS_STATE_DIR to a directory the proxy can write", old.path, err)
+			s.epochErr = err
+		} else {
+			err = nil
+		}
+		s.mu.Unlock()
+		return err
+	}
+	old.bump()
+	old.close()
+	s.epoch, s.epochErr = n, nil
+	n.bump()
+	s.mu.Unlock()
+	s.syncMachine()
+	return nil
 }
 
 // mergeSeen raises the counts this proxy checks to those st, a counts

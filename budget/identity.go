@@ -521,7 +521,7 @@ func (s *Redis) rememberIdentity(id Identity, counts bool) error {
 	if s.stateDir == "" {
 		return nil
 	}
-	if err := os.MkdirAll(s.stateDir, 0o700); err != nil {
+	if err := MakeStateDir(s.stateDir); err != nil {
 		return err
 	}
 	b, _ := json.Marshal(knownState{ID: id.ID, Gen: id.Gen, By: id.By, Counts: counts, Store: storeAddress(s.rawURL)})
@@ -648,7 +648,7 @@ func machineID(dir string) (string, error) {
 				return "", fmt.Errorf("%s, this machine's ID, which its counts file %s names (%s), is gone (deleted): a store gone back to an older snapshot would not be noticed; restore it (its content is that ID), or accept the loss with delegateos store init --reset and remove the counts files", path, c, st.Machine)
 			}
 		}
-		if err := os.MkdirAll(dir, 0o700); err != nil {
+		if err := MakeStateDir(dir); err != nil {
 			return "", fmt.Errorf("the state directory %s cannot be made: %w; set DELEGATEOS_STATE_DIR to a directory the proxy can write", dir, err)
 		}
 		var r [12]byte
@@ -890,7 +890,7 @@ func (s *Redis) writeSeen(force bool) (bool, error) {
 	if len(seen) == 0 && !force {
 		return false, nil
 	}
-	if err := os.MkdirAll(s.stateDir, 0o700); err != nil {
+	if err := MakeStateDir(s.stateDir); err != nil {
 		return false, err
 	}
 	path := s.seenPath(id.ID)
@@ -899,10 +899,14 @@ func (s *Redis) writeSeen(force bool) (bool, error) {
 		return false, err
 	}
 	defer lock.Close()
+	// The write is counted in the state directory's epoch, not in one
+	// this proxy maps that was replaced or cut since.
+	s.checkEpoch()
 	s.mu.Lock()
 	var e0 uint64
+	var eerr error
 	if s.epoch != nil {
-		e0 = s.epoch.load()
+		e0, eerr = s.epoch.load()
 	}
 	s.mu.Unlock()
 	st, err := s.readSeenFile(id.ID)
@@ -931,10 +935,18 @@ func (s *Redis) writeSeen(force bool) (bool, error) {
 	}
 	s.mu.Lock()
 	if s.epoch != nil {
-		if e1 := s.epoch.bump(); e1 == e0+1 && s.ident.ID == id.ID && s.ident.Gen == id.Gen {
+		e1, err := s.epoch.bump()
+		if err == nil && eerr == nil && e1 == e0+1 && s.ident.ID == id.ID && s.ident.Gen == id.Gen {
 			// No other write since this one read the file: nothing new
 			// to read.
 			s.epochSeen = e1
+		}
+		if err != nil {
+			// Cut while mapped: counted in a whole one, mapped again.
+			old := s.epoch
+			s.mu.Unlock()
+			s.remapEpoch(old)
+			s.mu.Lock()
 		}
 	}
 	s.mu.Unlock()

@@ -107,7 +107,7 @@ func (s *Redis) writeJournal(closing bool) {
 		if len(cmds) == 0 {
 			return
 		}
-		if os.MkdirAll(s.stateDir, 0o700) != nil {
+		if MakeStateDir(s.stateDir) != nil {
 			return
 		}
 		f, err := openLocked(s.journalPath(), true)

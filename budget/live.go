@@ -190,3 +190,70 @@ func parseLive(b []byte) (*seenState, error) {
 	}
 	return st, nil
 }
+
+// checkLive takes a new live record when this proxy's is no longer whole
+// (cut, rewritten, renamed away or replaced: see liveRecord.whole), off
+// the calls' path (watchMaps).
+func (s *Redis) checkLive() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.live == nil || s.closed || s.liveErr == nil && s.live.whole() {
+		return
+	}
+	s.renewLive()
+}
+
+// renewLive replaces this proxy's live record, found cut (a store into it
+// faulted), rewritten, renamed away or replaced, by a new one holding the
+// counts this proxy checks under the record's identity, and removes the
+// old one if its name is still its own (s.mu held). When no new record
+// can be made the old one is kept and every reservation is refused
+// (liveErr) until one can: a proxy killed then would lose its last
+// raises.
+func (s *Redis) renewLive() error {
+	old := s.live
+	if old == nil {
+		return nil
+	}
+	s.live = nil
+	err := s.liveFor(Identity{ID: old.id, Gen: old.gen})
+	if err == nil && s.ident.ID == old.id && s.ident.Gen == old.gen {
+		for k, n := range s.seen {
+			if err = s.live.raise(k, n); err != nil {
+				break
+			}
+		}
+	}
+	if err != nil {
+		if s.live != nil {
+			s.live.close(true)
+		}
+		s.live = old
+		s.liveErr = fmt.Errorf("this proxy's live record %s was cut, rewritten or replaced while the proxy ran, and a new one cannot be made (%v): a proxy killed within a second of its last calls would lose them; remove what is at that path, or set DELEGATEOS_STATE_DIR to a directory the proxy can write", old.path, err)
+		return s.liveErr
+	}
+	old.close(true)
+	s.liveErr = nil
+	return nil
+}
+
+// repairMaps maps whole again, before a reservation, the counts epoch or
+// live record that was cut while mapped and could not be mapped again
+// then; an error refuses the reservation (store_unavailable, naming the
+// file).
+func (s *Redis) repairMaps() error {
+	s.mu.Lock()
+	eerr, e := s.epochErr, s.epoch
+	s.mu.Unlock()
+	if eerr != nil && e != nil {
+		if err := s.remapEpoch(e); err != nil {
+			return err
+		}
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.liveErr != nil {
+		return s.renewLive()
+	}
+	return nil
+}

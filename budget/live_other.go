@@ -15,8 +15,9 @@ const liveRecords = false
 func isLocked(error) bool { return false }
 
 type liveRecord struct {
-	id  string
-	gen int64
+	id   string
+	gen  int64
+	path string
 }
 
 func openLive(path, tmp, id string, gen int64, machine, instance string) (*liveRecord, error) {
@@ -25,6 +26,7 @@ func openLive(path, tmp, id string, gen int64, machine, instance string) (*liveR
 
 func (l *liveRecord) raise(string, int64) error { return nil }
 func (l *liveRecord) close(bool)                { _ = os.Remove }
+func (l *liveRecord) whole() bool               { return true }
 
 func openRecord(string, bool) (*os.File, []byte, error) { return nil, nil, errors.ErrUnsupported }
 

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"runtime/debug"
 	"strconv"
 	"sync/atomic"
 	"syscall"
@@ -31,6 +32,8 @@ type liveRecord struct {
 	gen   int64
 	slots map[string]int // key → offset of its entry
 	next  int            // offset of the next entry
+	// checked is each entry's count at the last check (whole), by offset.
+	checked map[int]int64
 }
 
 // openLive makes the live record at path for identity id, generation
@@ -76,14 +79,11 @@ func openLive(path, tmp, id string, gen int64, machine, instance string) (*liveR
 			os.Remove(name)
 			return nil, err
 		}
-		binary.NativeEndian.PutUint64(l.mem[8:], uint64(gen))
-		l.mem[16] = byte(len(id))
-		copy(l.mem[17:], id)
-		l.mem[17+len(id)] = byte(len(machine))
-		copy(l.mem[18+len(id):], machine)
-		l.mem[18+len(id)+len(machine)] = byte(len(instance))
-		copy(l.mem[19+len(id)+len(machine):], instance)
-		copy(l.mem, liveMagic) // last: a header without it was never whole
+		if err = l.header(gen, id, machine, instance); err != nil {
+			l.close(false)
+			os.Remove(name)
+			return nil, err
+		}
 		if err = os.Rename(name, path); err != nil {
 			// Removed by a starting proxy before this one's flock.
 			syscall.Munmap(l.mem)
@@ -148,6 +148,13 @@ func openRecord(path string, read bool) (*os.File, []byte, error) {
 // filesystem is a SIGBUS, which would kill the proxy at a call; a write
 // fails with ENOSPC here instead.
 func (l *liveRecord) mapSize(size int) error {
+	if l.mem != nil {
+		// Grown from the size this proxy mapped: a file cut meanwhile
+		// would be grown with a hole where its header and counts were.
+		if fi, err := l.f.Stat(); err != nil || fi.Size() < int64(len(l.mem)) {
+			return &cutError{path: l.path}
+		}
+	}
 	if _, err := l.f.WriteAt(make([]byte, size-len(l.mem)), int64(len(l.mem))); err != nil {
 		return err
 	}
@@ -162,9 +169,27 @@ func (l *liveRecord) mapSize(size int) error {
 	return nil
 }
 
+// header writes the record's header, its magic last: a header without
+// it was never whole.
+func (l *liveRecord) header(gen int64, id, machine, instance string) (err error) {
+	defer guardFault(l.path, &err, debug.SetPanicOnFault(true))
+	binary.NativeEndian.PutUint64(l.mem[8:], uint64(gen))
+	l.mem[16] = byte(len(id))
+	copy(l.mem[17:], id)
+	l.mem[17+len(id)] = byte(len(machine))
+	copy(l.mem[18+len(id):], machine)
+	l.mem[18+len(id)+len(machine)] = byte(len(instance))
+	copy(l.mem[19+len(id)+len(machine):], instance)
+	copy(l.mem, liveMagic)
+	return nil
+}
+
 // raise records that key counted n calls: a store into the mapped page
-// (a new key also writes its entry, and rarely grows the file).
-func (l *liveRecord) raise(key string, n int64) error {
+// (a new key also writes its entry, and rarely grows the file). A file
+// cut while mapped is a cutError, not a SIGBUS (see guardFault): the
+// caller takes a new record (Redis.renewLive).
+func (l *liveRecord) raise(key string, n int64) (err error) {
+	defer guardFault(l.path, &err, debug.SetPanicOnFault(true))
 	off, ok := l.slots[key]
 	if !ok {
 		need := 16 + (len(key)+7)&^7
@@ -192,15 +217,64 @@ func (l *liveRecord) raise(key string, n int64) error {
 	return nil
 }
 
+// whole reports whether the record is still what this proxy keeps its
+// raises in: its file no shorter than mapped, its header this proxy's,
+// and its path naming it (a starting proxy finds and folds records by
+// their names). A record cut, rewritten in place (a restore), renamed
+// away or replaced by another file would lose the raises if the proxy
+// were then killed; checked off the calls' path (Redis.checkLive).
+func (l *liveRecord) whole() (ok bool) {
+	fi, err := l.f.Stat()
+	if err != nil || fi.Size() < int64(len(l.mem)) {
+		return false
+	}
+	pi, err := os.Lstat(l.path)
+	if err != nil || !os.SameFile(fi, pi) {
+		return false
+	}
+	var ferr error
+	func() {
+		defer guardFault(l.path, &ferr, debug.SetPanicOnFault(true))
+		ok = l.entriesWhole()
+	}()
+	return ok && ferr == nil
+}
+
+// entriesWhole reports whether the record's header and entries are those
+// this proxy wrote, each count no lower than at the last check: a record
+// rewritten in place (an older copy of it restored over it) holds lower
+// counts, or entries of zero length that end it early.
+func (l *liveRecord) entriesWhole() bool {
+	if string(l.mem[:len(liveMagic)]) != liveMagic || int64(binary.NativeEndian.Uint64(l.mem[8:])) != l.gen {
+		return false
+	}
+	if l.checked == nil {
+		l.checked = make(map[int]int64, len(l.slots))
+	}
+	for key, off := range l.slots {
+		n := atomic.LoadInt64((*int64)(unsafe.Pointer(&l.mem[off])))
+		if atomic.LoadUint32((*uint32)(unsafe.Pointer(&l.mem[off+8]))) != uint32(len(key)) || string(l.mem[off+16:off+16+len(key)]) != key || n < l.checked[off] {
+			return false
+		}
+		l.checked[off] = n
+	}
+	return true
+}
+
 // close unmaps the record and drops its lock, removing the file when
-// remove (its counts are in the counts file).
+// remove (its counts are in the counts file) and its path still names it
+// (not another file put there since).
 func (l *liveRecord) close(remove bool) {
 	if l.mem != nil {
 		syscall.Munmap(l.mem)
 		l.mem = nil
 	}
 	if remove {
-		os.Remove(l.path)
+		fi, ferr := l.f.Stat()
+		pi, perr := os.Lstat(l.path)
+		if ferr == nil && perr == nil && os.SameFile(fi, pi) {
+			os.Remove(l.path)
+		}
 	}
 	l.f.Close()
 }

@@ -95,6 +95,13 @@ type Redis struct {
 	// epoch.go).
 	epoch     *countsEpoch
 	epochSeen uint64
+	// epochErr and liveErr say the counts epoch or the live record was
+	// cut while mapped and could not be mapped whole again: every
+	// reservation is refused with it until it can (repairMaps). watchDone
+	// is closed when the check of the mapped files (watchMaps) ends.
+	epochErr  error
+	liveErr   error
+	watchDone chan struct{}
 	listed    map[string]bool // trees this proxy has added to treesKey
 	// seenSaved is when seen was last written to the state directory,
 	// savingSeen that it is being written.
@@ -481,6 +488,10 @@ func OpenRedisIn(rawURL, stateDir string) (*Redis, error) {
 		}
 	}
 	s.replay()
+	if s.epoch != nil || s.live != nil {
+		s.watchDone = make(chan struct{})
+		go s.watchMaps()
+	}
 	return s, nil
 }
 
@@ -508,8 +519,14 @@ func (s *Redis) Reserve(levels []Level, cost int64) (*Reservation, error) {
 	}
 	s.l.lastID++
 	r := &Reservation{owner: &s.l, id: s.l.lastID, keys: keys, cost: cost}
+	broken := s.epochErr != nil || s.liveErr != nil
 	s.mu.Unlock()
 
+	if broken {
+		if err := s.repairMaps(); err != nil {
+			return nil, s.fail(err)
+		}
+	}
 	if err := s.resetErr(); err != nil {
 		return nil, err
 	}
@@ -547,9 +564,17 @@ func (s *Redis) Reserve(levels []Level, cost int64) (*Reservation, error) {
 			}
 		}
 		s.mu.Lock()
-		if s.epochMoved() {
-			// The machine's other proxies wrote their counts since.
+		if moved, err := s.epochMoved(); moved || err != nil {
+			// The machine's other proxies wrote their counts since (or
+			// the epoch's file was cut: mapped whole again, then read).
+			old := s.epoch
 			s.mu.Unlock()
+			if err != nil {
+				if err := s.remapEpoch(old); err != nil {
+					s.requeueSettles(settles)
+					return nil, s.fail(err)
+				}
+			}
 			s.syncMachine()
 			s.mu.Lock()
 		}
@@ -701,8 +726,19 @@ func (s *Redis) Reserve(levels []Level, cost int64) (*Reservation, error) {
 	if n > 0 && s.live != nil && s.liveFor(sent) == nil {
 		// In the page cache at once, which a kill -9 does not lose (a
 		// failure to grow the record leaves the counts file's write,
-		// within a second).
-		s.live.raise(keys[0], n)
+		// within a second). A record cut while mapped is replaced by a
+		// new one holding this proxy's counts, or the call is refused.
+		var cut *cutError
+		if err := s.live.raise(keys[0], n); errors.As(err, &cut) {
+			if err := s.renewLive(); err != nil {
+				s.mu.Unlock()
+				cmd := commitCmd{Keys: rkeys, RID: rid, Cost: cost}
+				if cmd.run(s.ctx, s.c) != nil {
+					s.retry(cmd)
+				}
+				return nil, s.fail(err)
+			}
+		}
 	}
 	if s.l.open == nil {
 		s.l.open = make(map[uint64]*Reservation)
@@ -1168,6 +1204,9 @@ func (s *Redis) Close() error {
 	}
 	s.stop()
 	s.pending.Wait()
+	if s.watchDone != nil {
+		<-s.watchDone
+	}
 	s.writeJournal(true)
 	saved := s.storeSeen(false) == nil
 	s.dropOwnFields()

@@ -28,9 +28,9 @@ const maxStateLinks = 40
 // What it checks is what the proxy uses afterwards: only this user or
 // root can change any of it, so it cannot be swapped between the check
 // and the use by another user. The walk stops at the first component
-// that does not exist: the proxy makes the rest (0700) in a directory
-// found safe. It checks nothing where file owners are not known (not
-// Unix).
+// that does not exist: the proxy makes the rest (MakeStateDir, which
+// checks again what it finds made meanwhile). It checks nothing where
+// file owners are not known (not Unix).
 func checkStatePath(dir string) error {
 	if fi, err := os.Lstat("/"); err != nil {
 		return fmt.Errorf("the state directory %s: / cannot be read: %w", dir, err)
@@ -118,3 +118,61 @@ func checkStateComponent(dir, p string, link bool) error {
 	}
 	return nil
 }
+
+// MakeStateDir makes the state directory dir (an absolute path) and the
+// directories missing on its way, each 0700, so that none is one another
+// user put there: CheckStateDir's walk stops at the first component that
+// does not exist, and os.MkdirAll, run after it, takes a directory that
+// appeared meanwhile for its own (in a sticky /tmp, another user can make
+// /tmp/a, 0777 and theirs, between the check of DELEGATEOS_STATE_DIR=
+// /tmp/a/state and the making of it). Here each component is made with
+// os.Mkdir; one that exists already (there at the check, or made since
+// by someone else) is checked as the walk checks it (owner, mode, a
+// symbolic link's owner) before anything is made in it, and the finished
+// directory is checked whole again (CheckStateDir) before it is used.
+// A directory that exists and passes the check is left as it is.
+func MakeStateDir(dir string) error {
+	if err := CheckStateDir(dir); err != nil {
+		return err
+	}
+	if dir == "" {
+		return nil
+	}
+	if fi, err := os.Stat(dir); err == nil && fi.IsDir() {
+		return nil // checked just now, whole
+	}
+	p := ""
+	for _, c := range strings.Split(dir, "/") {
+		if c == "" || c == "." {
+			continue
+		}
+		p += "/" + c // as the kernel resolves it: no lexical ".."
+		if stateMkdirHook != nil {
+			stateMkdirHook(p)
+		}
+		err := os.Mkdir(p, 0o700)
+		if err == nil {
+			continue
+		}
+		if !errors.Is(err, os.ErrExist) {
+			return fmt.Errorf("the state directory %s cannot be made: %w", dir, err)
+		}
+		fi, err := os.Lstat(p)
+		if err != nil {
+			return fmt.Errorf("the state directory %s: %s on its path cannot be read: %w", dir, p, err)
+		}
+		link := fi.Mode()&os.ModeSymlink != 0
+		if !link && !fi.IsDir() {
+			return fmt.Errorf("the state directory %s cannot be made: %s on its path is not a directory", dir, p)
+		}
+		if err := checkStateComponent(dir, p, link); err != nil {
+			return err
+		}
+	}
+	return CheckStateDir(dir)
+}
+
+// stateMkdirHook, when set (by tests), is called before each component
+// of a state directory's path is made: where another user could make it
+// first.
+var stateMkdirHook func(path string)

@@ -28,6 +28,10 @@ import (
 // refused, not read as empty.
 type endedCopy struct {
 	path string
+	// makeDir makes the copy's directory when it is missing (the state
+	// directory: budget.MakeStateDir, which checks what it makes); nil
+	// is os.MkdirAll, 0700.
+	makeDir func(dir string) error
 
 	mu     sync.Mutex
 	copied map[string]bool // fields in the file (or pending)
@@ -108,7 +112,13 @@ func readEndedCopy(path string) ([]byte, error) {
 // write writes entries to the file, merged with what it holds, under the
 // file's lock.
 func (c *endedCopy) write(entries map[string]string) error {
-	if err := os.MkdirAll(filepath.Dir(c.path), 0o700); err != nil {
+	var err error
+	if c.makeDir != nil {
+		err = c.makeDir(filepath.Dir(c.path))
+	} else {
+		err = os.MkdirAll(filepath.Dir(c.path), 0o700)
+	}
+	if err != nil {
 		return err
 	}
 	unlock, err := fsutil.Lock(c.path+".lock", 0o600)

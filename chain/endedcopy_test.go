@@ -15,7 +15,7 @@ import (
 
 func openSharedCopy(t *testing.T, url, copyPath string) *Shared {
 	t.Helper()
-	s, err := OpenSharedCopy(mustOpen(t, filepath.Join(t.TempDir(), "delegations.jsonl")), url, copyPath)
+	s, err := OpenSharedCopy(mustOpen(t, filepath.Join(t.TempDir(), "delegations.jsonl")), url, copyPath, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -99,7 +99,7 @@ func TestSharedCopyRefusesABadFile(t *testing.T) {
 			if err := os.WriteFile(p, []byte(body), 0o600); err != nil {
 				t.Fatal(err)
 			}
-			if s, err := OpenSharedCopy(NewMemory(), srv.URL(), p); err == nil {
+			if s, err := OpenSharedCopy(NewMemory(), srv.URL(), p, nil); err == nil {
 				s.Close()
 				t.Fatalf("a copy holding %q was accepted", body)
 			}

@@ -44,7 +44,7 @@ var _ StatusReader = (*Shared)(nil)
 // OpenShared shares the endings of local through the set at a redis:// or
 // rediss:// URL. Closing the Shared closes local.
 func OpenShared(local Store, rawURL string) (*Shared, error) {
-	return OpenSharedCopy(local, rawURL, "")
+	return OpenSharedCopy(local, rawURL, "", nil)
 }
 
 // OpenSharedCopy is OpenShared with a durable copy of the set kept in the
@@ -57,8 +57,9 @@ func OpenShared(local Store, rawURL string) (*Shared, error) {
 // delegation; every ending read from Redis, or shared by this proxy, is
 // added to it. It fails when the copy cannot be read or written, or its
 // entries cannot be written back; a copy that cannot be written later
-// makes Status fail.
-func OpenSharedCopy(local Store, rawURL, copyPath string) (*Shared, error) {
+// makes Status fail. makeDir makes the copy's directory when it is
+// missing (nil: os.MkdirAll, 0700).
+func OpenSharedCopy(local Store, rawURL, copyPath string, makeDir func(dir string) error) (*Shared, error) {
 	c, err := redisconn.Open(rawURL)
 	if err != nil {
 		return nil, fmt.Errorf("ended delegations: %w", err)
@@ -71,7 +72,7 @@ func OpenSharedCopy(local Store, rawURL, copyPath string) (*Shared, error) {
 			c.Close()
 			return nil, fmt.Errorf("the durable copy of the ended-delegation set: %w", err)
 		}
-		s.durable = &endedCopy{path: copyPath, copied: map[string]bool{}, opening: true, pending: map[string]string{}}
+		s.durable = &endedCopy{path: copyPath, makeDir: makeDir, copied: map[string]bool{}, opening: true, pending: map[string]string{}}
 		for k := range seed {
 			s.durable.copied[k] = true
 		}

@@ -239,7 +239,7 @@ func openRevocations(pol *policy.Policy, dir string) (revocation.Live, error) {
 		copies = append(copies, filepath.Join(pol.Workspace, WorkspaceRevocations))
 	}
 	if dir != "" {
-		if err := os.MkdirAll(dir, 0o700); err != nil {
+		if err := budget.MakeStateDir(dir); err != nil {
 			return nil, fmt.Errorf("the state directory %s, where the machine keeps a durable copy of the revocation list: %w; set DELEGATEOS_STATE_DIR to a directory the proxy can write", dir, err)
 		}
 		own := filepath.Join(dir, redisconn.CanonicalStateName(pol.RevocationList, ".revocations.json"))

@@ -62,7 +62,7 @@ func openDelegations(pol *policy.Policy, v *dct.Verifier, revs revocation.Live, 
 		} else {
 			log.Warn("no state directory (neither DELEGATEOS_STATE_DIR, XDG_STATE_HOME nor a home directory is set): an ending the ended-delegation set loses while no proxy that knows it runs is not written back; set DELEGATEOS_STATE_DIR")
 		}
-		shared, err := chain.OpenSharedCopy(chainStore, pol.EndedDelegations, copyPath)
+		shared, err := chain.OpenSharedCopy(chainStore, pol.EndedDelegations, copyPath, budget.MakeStateDir)
 		if err != nil {
 			chainStore.Close()
 			return nil, nil, fmt.Errorf("ended_delegations: %w", err)

@@ -3,10 +3,7 @@
 package proxy_test
 
 import (
-	"encoding/json"
-	"errors"
 	"os"
-	"path/filepath"
 	"strconv"
 	"strings"
 	"syscall"
@@ -35,55 +32,16 @@ import (
 // (/proc/locks) before the counts lock is let go.
 func TestE2EFaultConcurrentStartWaitsForTheFold(t *testing.T) {
 	f := newStoreFleet(t)
-	p1, s1 := f.start(f.a, "", func(int) bool { return true }) // killed below
-	n, _, _ := drain(t, s1, 10)
-	f.settled()
-	seenFile := f.seenFiles()[0]
-	kept := func() int64 {
-		b, _ := os.ReadFile(seenFile)
-		var st struct {
-			MSeen map[string]int64 `json:"mseen"`
-		}
-		json.Unmarshal(b, &st)
-		var top int64
-		for _, v := range st.MSeen {
-			top = max(top, v)
-		}
-		return top
-	}
-	mcptest.Eventually(t, "machine 1's counts kept", func() bool { return kept() == n })
-	lock, err := os.OpenFile(seenFile+".lock", os.O_RDWR|os.O_CREATE, 0o600)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := syscall.Flock(int(lock.Fd()), syscall.LOCK_EX); err != nil {
-		t.Fatal(err)
-	}
+	n, m, snap, lock := f.killedWithinTheSecond(func() (*mcptest.Process, *mcptest.Session) {
+		return f.start(f.a, "", func(int) bool { return true }) // killed
+	}, func() string { return f.seenFiles()[0] })
 	defer lock.Close()
-	snap := f.snapshot()
-	m, _, _ := drain(t, s1, 10)
-	f.settled()
-	pid := p1.UpstreamPID()
-	if err := p1.Cmd.Process.Kill(); err != nil {
-		t.Fatal(err)
-	}
-	mcptest.Eventually(t, "the killed proxy's upstream to exit", func() bool { return mcptest.ProcessGone(pid) })
-	p1.WaitExit(mcptest.WaitTimeout)
-	records, _ := filepath.Glob(strings.TrimSuffix(seenFile, ".seen.json") + ".live.*")
-	if len(records) != 1 {
-		t.Fatalf("want the killed proxy's live record, found %v", records)
-	}
+	seenFile := f.seenFiles()[0]
+	record := f.deadRecord(seenFile)
 	f.restore(snap)
 	// B starts and folds the dead record: its flock taken.
 	pb := f.e.StartProxy(mcptest.ProxyOptions{Policy: f.policy(""), Token: f.a, WantExit: func(int) bool { return true }})
-	mcptest.Eventually(t, "proxy B to hold the dead record's lock (folding it)", func() bool {
-		fd, err := os.OpenFile(records[0], os.O_RDWR, 0)
-		if err != nil {
-			return false
-		}
-		defer fd.Close()
-		return errors.Is(syscall.Flock(int(fd.Fd()), syscall.LOCK_EX|syscall.LOCK_NB), syscall.EWOULDBLOCK)
-	})
+	mcptest.Eventually(t, "proxy B to hold the dead record's lock (folding it)", func() bool { return recordLocked(record) })
 	// C starts at the same moment: it waits for B's fold.
 	pc := f.e.StartProxy(mcptest.ProxyOptions{Policy: f.policy(""), Token: f.a})
 	fold := strings.TrimSuffix(seenFile, ".seen.json") + ".fold.lock"

@@ -3,9 +3,6 @@
 package proxy_test
 
 import (
-	"encoding/json"
-	"os"
-	"syscall"
 	"testing"
 
 	"github.com/delegateos/delegateos/gate"
@@ -27,38 +24,9 @@ import (
 // is what a second that has not passed yet looks like to the proxy.
 func TestE2EFaultKillWithinTheSecondMasksRollback(t *testing.T) {
 	f := newStoreFleet(t)
-	p1, s1 := f.start(f.a, "", func(int) bool { return true }) // killed below
-	n, _, _ := drain(t, s1, 10)
-	f.settled()
-	kept := func() int64 {
-		b, _ := os.ReadFile(f.seenFiles()[0])
-		var st struct {
-			MSeen map[string]int64 `json:"mseen"`
-		}
-		json.Unmarshal(b, &st)
-		var top int64
-		for _, v := range st.MSeen {
-			top = max(top, v)
-		}
-		return top
-	}
-	mcptest.Eventually(t, "machine 1's counts kept", func() bool { return kept() == n })
-	lock, err := os.OpenFile(f.seenFiles()[0]+".lock", os.O_RDWR|os.O_CREATE, 0o600)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := syscall.Flock(int(lock.Fd()), syscall.LOCK_EX); err != nil {
-		t.Fatal(err)
-	}
-	snap := f.snapshot()
-	m, _, _ := drain(t, s1, 10)
-	f.settled()
-	pid := p1.UpstreamPID()
-	if err := p1.Cmd.Process.Kill(); err != nil {
-		t.Fatal(err)
-	}
-	mcptest.Eventually(t, "the killed proxy's upstream to exit", func() bool { return mcptest.ProcessGone(pid) })
-	p1.WaitExit(mcptest.WaitTimeout)
+	n, m, snap, lock := f.killedWithinTheSecond(func() (*mcptest.Process, *mcptest.Session) {
+		return f.start(f.a, "", func(int) bool { return true }) // killed
+	}, func() string { return f.seenFiles()[0] })
 	lock.Close()
 	f.restore(snap)
 	p2 := f.e.StartProxy(mcptest.ProxyOptions{Policy: f.policy(""), Token: f.a, Dir: t.TempDir()})

@@ -3,12 +3,9 @@
 package proxy_test
 
 import (
-	"encoding/json"
-	"errors"
 	"os"
 	"path/filepath"
 	"strings"
-	"syscall"
 	"testing"
 
 	"github.com/delegateos/delegateos/gate"
@@ -85,45 +82,14 @@ func TestE2EFaultStateDirNotADirectoryRefused(t *testing.T) {
 // refuses store_reset.
 func TestE2EFaultProxyKilledMidFoldLeavesTheRecord(t *testing.T) {
 	f := newStoreFleet(t)
-	p1, s1 := f.start(f.a, "", func(int) bool { return true }) // killed below
-	n, _, _ := drain(t, s1, 10)
-	f.settled()
-	seenFile := f.seenFiles()[0]
-	mcptest.Eventually(t, "machine 1's counts kept", func() bool {
-		b, _ := os.ReadFile(seenFile)
-		return containsMSeen(b, n)
-	})
-	lock, err := os.OpenFile(seenFile+".lock", os.O_RDWR|os.O_CREATE, 0o600)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := syscall.Flock(int(lock.Fd()), syscall.LOCK_EX); err != nil {
-		t.Fatal(err)
-	}
+	n, m, snap, lock := f.killedWithinTheSecond(func() (*mcptest.Process, *mcptest.Session) {
+		return f.start(f.a, "", func(int) bool { return true }) // killed
+	}, func() string { return f.seenFiles()[0] })
 	defer lock.Close()
-	snap := f.snapshot()
-	m, _, _ := drain(t, s1, 10)
-	f.settled()
-	pid := p1.UpstreamPID()
-	if err := p1.Cmd.Process.Kill(); err != nil {
-		t.Fatal(err)
-	}
-	mcptest.Eventually(t, "the killed proxy's upstream to exit", func() bool { return mcptest.ProcessGone(pid) })
-	p1.WaitExit(mcptest.WaitTimeout)
-	records, _ := filepath.Glob(strings.TrimSuffix(seenFile, ".seen.json") + ".live.*")
-	if len(records) != 1 {
-		t.Fatalf("want the killed proxy's live record, found %v", records)
-	}
+	record := f.deadRecord(f.seenFiles()[0])
 	f.restore(snap)
 	pb := f.e.StartProxy(mcptest.ProxyOptions{Policy: f.policy(""), Token: f.a, WantExit: func(int) bool { return true }})
-	held := func() bool {
-		fd, err := os.OpenFile(records[0], os.O_RDWR, 0)
-		if err != nil {
-			return false
-		}
-		defer fd.Close()
-		return errors.Is(syscall.Flock(int(fd.Fd()), syscall.LOCK_EX|syscall.LOCK_NB), syscall.EWOULDBLOCK)
-	}
+	held := func() bool { return recordLocked(record) }
 	mcptest.Eventually(t, "proxy B to hold the dead record's lock (folding it)", held)
 	if err := pb.Cmd.Process.Kill(); err != nil {
 		t.Fatal(err)
@@ -137,23 +103,6 @@ func TestE2EFaultProxyKilledMidFoldLeavesTheRecord(t *testing.T) {
 	if more != 0 || typ != string(gate.StoreReset) {
 		t.Errorf("machine 1 made %d calls, killed within the second of the last %d, Redis back to %d, a proxy killed while folding its record: the next proxy forwarded %d more (%d on 30), then %s: %s; want none, store_reset", n+m, m, n, more, n+m+more, typ, detail)
 	}
-}
-
-// containsMSeen reports whether the counts file b records the machine's
-// count n at some key.
-func containsMSeen(b []byte, n int64) bool {
-	var st struct {
-		MSeen map[string]int64 `json:"mseen"`
-	}
-	if json.Unmarshal(b, &st) != nil {
-		return false
-	}
-	for _, v := range st.MSeen {
-		if v == n {
-			return true
-		}
-	}
-	return false
 }
 
 // Proxies started at once on a fresh state directory and a fresh store

@@ -3,11 +3,9 @@
 package proxy_test
 
 import (
-	"encoding/json"
 	"os"
 	"path/filepath"
 	"strings"
-	"syscall"
 	"testing"
 
 	"github.com/delegateos/delegateos/gate"
@@ -47,39 +45,9 @@ func TestE2EFaultStateDirWithGlobCharacters(t *testing.T) {
 		}
 		return ""
 	}
-	p1, s1 := start(func(int) bool { return true }) // killed below
-	n, _, _ := drain(t, s1, 10)
-	f.settled()
-	kept := func() bool {
-		b, _ := os.ReadFile(seenFile())
-		var st struct {
-			MSeen map[string]int64 `json:"mseen"`
-		}
-		json.Unmarshal(b, &st)
-		for _, v := range st.MSeen {
-			if v == n {
-				return true
-			}
-		}
-		return false
-	}
-	mcptest.Eventually(t, "machine 1's counts kept", kept)
-	lock, err := os.OpenFile(seenFile()+".lock", os.O_RDWR|os.O_CREATE, 0o600)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := syscall.Flock(int(lock.Fd()), syscall.LOCK_EX); err != nil {
-		t.Fatal(err)
-	}
-	snap := f.snapshot()
-	m, _, _ := drain(t, s1, 10)
-	f.settled()
-	pid := p1.UpstreamPID()
-	if err := p1.Cmd.Process.Kill(); err != nil {
-		t.Fatal(err)
-	}
-	mcptest.Eventually(t, "the killed proxy's upstream to exit", func() bool { return mcptest.ProcessGone(pid) })
-	p1.WaitExit(mcptest.WaitTimeout)
+	n, m, snap, lock := f.killedWithinTheSecond(func() (*mcptest.Process, *mcptest.Session) {
+		return start(func(int) bool { return true }) // killed
+	}, seenFile)
 	lock.Close()
 	f.restore(snap)
 	p2, s2 := start(nil)

@@ -817,14 +817,7 @@ func TestLDPAttackNarrowedTokensShareBudget(t *testing.T) {
 // A new session with that token is rejected.
 func TestLDPAttackRevokedMidSession(t *testing.T) {
 	env := mcptest.NewEnv(t)
-	list := filepath.Join(env.Dir, "revocations.json")
-	if err := os.WriteFile(list, []byte("[]\n"), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	pol := env.Policy(mcptest.Priced("echo", 100))
-	pol.RevocationList = list
-	pol.Extra = serveLDPSection
-	srv := env.StartServe(mcptest.ServeOptions{Policy: pol, Flags: []string{"--key", env.KeyFile(mcptest.NewKey(t, "server"))}})
+	srv, list := startLDPServeRevocable(t, env, serveLDPSection, mcptest.Priced("echo", 100))
 	ctx := context.Background()
 	tok := env.Mint(nil, "mcp:echo:*")
 	member := &ldp.DelegateOSMember{DCT: tok.String(), Format: dct.Format}

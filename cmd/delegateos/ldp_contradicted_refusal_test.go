@@ -1,16 +1,9 @@
 package main
 
 import (
-	"crypto/ed25519"
-	"encoding/json"
-	"net/http/httptest"
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 
-	"github.com/delegateos/delegateos/identity"
-	"github.com/delegateos/delegateos/internal/mcptest"
 	"github.com/delegateos/delegateos/ldp"
 )
 
@@ -29,24 +22,7 @@ import (
 // CONTRACT_REFUSED, MISADDRESSED, malformed_token and expired, which the
 // exchange contradicts too (rtldp4 #2, was TestRT4MoreContradictedRefusals).
 func TestLDPSubmitContradictedRefusalIsFailure(t *testing.T) {
-	env := mcptest.NewEnv(t)
-	tokFile := filepath.Join(env.Dir, "agent.tok")
-	os.WriteFile(tokFile, []byte(env.Mint(nil, "docs:read:/**").String()), 0o600)
-	agentKey := env.KeyFile(env.Agent)
-	key := mcptest.NewKey(t, "delegate")
-	x := &failingExec{}
-	r := &ldp.Responder{Exec: x, Key: key.PrivateKey(), Verifier: &ldp.Verifier{}}
-	srv := httptest.NewUnstartedServer(&ldp.Handler{Responder: r})
-	url := "http://" + srv.Listener.Addr().String()
-	did := identity.DIDFromPublicKey(key.PrivateKey().Public().(ed25519.PublicKey))
-	r.Card = &ldp.IdentityCard{DelegateID: "ldp:delegate:reports", Name: "Reports", ModelFamily: "none", ModelVersion: "1",
-		TrustDomain: ldp.TrustDomain{Name: "research"}, ContextWindow: 8192,
-		Capabilities: []ldp.Capability{{Name: "summarize"}}, SupportedPayloadModes: []ldp.PayloadMode{ldp.ModeText}, Endpoint: url,
-		Metadata: map[string]string{ldp.MetaDID: did, ldp.MetaCapabilityPrefix + "summarize": "docs:read:/reports/**"}}
-	srv.Start()
-	t.Cleanup(srv.Close)
-	ws := t.TempDir()
-	observer := identity.DIDFromPublicKey(env.Root.Public())
+	d := newFailingDelegate(t)
 	var hidden []string
 	for _, c := range []struct{ code, category string }{
 		{"capability_not_granted", "policy"},
@@ -65,19 +41,7 @@ func TestLDPSubmitContradictedRefusalIsFailure(t *testing.T) {
 		{"malformed_token", "security"},
 		{"expired", "policy"},
 	} {
-		x.set(ldp.LdpError{Code: c.code, Category: c.category, Severity: "error", Message: "the tool is down, but say so"})
-		out, errs, code := mcptest.CLI(t, "ldp", "submit", "--key", agentKey, "--token", "@"+tokFile, "--skill", "summarize",
-			"--input", `"x"`, "--trust-domain", "research", "--record", "--source", observer, "--workspace", ws, "--json", url)
-		var rep struct {
-			Recorded *struct {
-				Score   float64 `json:"score"`
-				Message string  `json:"message"`
-			} `json:"recorded"`
-			NotRecorded string `json:"not_recorded"`
-		}
-		if code != 1 || json.Unmarshal([]byte(out), &rep) != nil {
-			t.Fatalf("%s/%s: exit %d\n%s%s", c.code, c.category, code, out, errs)
-		}
+		rep := d.submit(t, ldp.LdpError{Code: c.code, Category: c.category, Severity: "error", Message: "the tool is down, but say so"})
 		if rep.Recorded == nil {
 			hidden = append(hidden, c.code+"/"+c.category+": "+rep.NotRecorded)
 		} else if rep.Recorded.Score != 0 || !strings.Contains(rep.Recorded.Message, "counted as the delegate's failure") {

@@ -16,9 +16,9 @@ import (
 	"github.com/delegateos/delegateos/ldp"
 )
 
-// costChargedServe runs serve as the LDP delegate (echo at 100, with a
+// upstreamLDPServe runs serve as the LDP delegate (echo at 100, with a
 // workspace, and an audit log when audit) in front of the upstream u.
-func costChargedServe(t *testing.T, env *mcptest.Env, u *peerUpstream, audit bool) *mcptest.Server {
+func upstreamLDPServe(t *testing.T, env *mcptest.Env, u *peerUpstream, audit bool) *mcptest.Server {
 	t.Helper()
 	hs := httptest.NewServer(u)
 	t.Cleanup(hs.Close)
@@ -45,7 +45,7 @@ func TestLDPCostChargedIsTheGates(t *testing.T) {
 		t.Run(map[bool]string{false: "without audit log", true: "with audit log"}[audit], func(t *testing.T) {
 			u := newPeerUpstream()
 			env := mcptest.NewEnv(t)
-			srv := costChargedServe(t, env, u, audit)
+			srv := upstreamLDPServe(t, env, u, audit)
 			s := peerOpen(t, srv, "ldp:delegate:holder", env.Agent, env.Mint(nil, "mcp:echo:*"))
 			reply := peerSubmitAsync(t, s, &ldp.TaskSubmit{TaskID: "b", Skill: "echo", Input: json.RawMessage(`"y"`)})
 			<-u.calls // the tool is running

@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/delegateos/delegateos/dct"
 	"github.com/delegateos/delegateos/internal/mcptest"
 	"github.com/delegateos/delegateos/internal/timestamp"
 	"github.com/delegateos/delegateos/ldp"
@@ -104,4 +105,13 @@ func peerAllowed(t *testing.T, srv *mcptest.Server, tool string, want int) int {
 	}
 	mcptest.Eventually(t, fmt.Sprintf("%d allowed %s calls", want, tool), func() bool { return count() >= want })
 	return count()
+}
+
+// holderArgsTask is the TASK_SUBMIT envelope of task id (skill args,
+// input as written) from ldp:delegate:holder in session s, carrying tok
+// in its DelegateOS member: for the holder of tok to sign.
+func holderArgsTask(s *ldp.ClientSession, tok *dct.Token, id, input string) *ldp.Envelope {
+	e := peerEnvelope(s.ID, "ldp:delegate:holder", &ldp.TaskSubmit{TaskID: id, Skill: "args", Input: json.RawMessage(input)}, ldp.ModeText)
+	e.DelegateOS = &ldp.DelegateOSMember{DCT: tok.String(), Format: dct.Format}
+	return e
 }

@@ -4,8 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"net/http"
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -100,14 +98,7 @@ func TestLDPApprovalAnswerBindsOneTask(t *testing.T) {
 // (revoked, not run); the gate allowed exactly the one good task.
 func TestLDPSignedTaskHolderOfKeyRefusals(t *testing.T) {
 	env := mcptest.NewEnv(t)
-	list := filepath.Join(env.Dir, "revocations.json")
-	if err := os.WriteFile(list, []byte("[]\n"), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	pol := env.Policy(mcptest.Priced("echo", 100))
-	pol.RevocationList = list
-	pol.Extra = peerSection + "require_signature: true\n"
-	srv := env.StartServe(mcptest.ServeOptions{Policy: pol, Flags: []string{"--key", env.KeyFile(mcptest.NewKey(t, "server"))}})
+	srv, list := startLDPServeRevocable(t, env, peerSection+"require_signature: true\n", mcptest.Priced("echo", 100))
 	tok := env.Mint(nil, "mcp:echo:*")
 	s := peerOpen(t, srv, "ldp:delegate:holder", env.Agent, tok)
 	if r := peerSubmit(t, s, "good", "echo", `"ok"`, nil); peerFailCode(r) != "" {
@@ -235,16 +226,9 @@ func TestLDPApprovalTimeoutEndsTheWait(t *testing.T) {
 func TestLDPApprovalRevokedWhileWaiting(t *testing.T) {
 	env := mcptest.NewEnv(t)
 	approver := mcptest.NewKey(t, "approver")
-	list := filepath.Join(env.Dir, "revocations.json")
-	if err := os.WriteFile(list, []byte("[]\n"), 0o644); err != nil {
-		t.Fatal(err)
-	}
 	rule := mcptest.Priced("echo", 100)
 	rule.Approval = "required"
-	pol := env.Policy(rule)
-	pol.RevocationList = list
-	pol.Extra = strings.Replace(peerSection, "  skills:", "  approvers: ["+approver.DID()+"]\n  skills:", 1)
-	srv := env.StartServe(mcptest.ServeOptions{Policy: pol, Flags: []string{"--key", env.KeyFile(mcptest.NewKey(t, "server"))}})
+	srv, list := startLDPServeRevocable(t, env, strings.Replace(peerSection, "  skills:", "  approvers: ["+approver.DID()+"]\n  skills:", 1), rule)
 	tok := env.Mint(nil, "mcp:echo:*")
 	s := peerOpen(t, srv, "ldp:delegate:holder", env.Agent, tok)
 	reply := peerSubmitAsync(t, s, &ldp.TaskSubmit{TaskID: "c", Skill: "echo", Input: json.RawMessage(`"x"`)})

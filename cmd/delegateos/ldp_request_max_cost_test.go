@@ -22,7 +22,7 @@ import (
 func TestRequestMaxCostCannotHelp(t *testing.T) {
 	u := newPeerUpstream()
 	env := mcptest.NewEnv(t)
-	srv := upstreamLDPServe(t, env, u)
+	srv := upstreamLDPServe(t, env, u, false)
 	tok := env.Mint(func(p *dct.CreateParams) { p.MaxBudgetMicrocents = 150 }, "mcp:echo:*")
 	hdr := map[string]string{"Mcp-Protocol-Version": "2026-07-28", "Authorization": "Bearer " + tok.String()}
 	call := func(max string) string {

@@ -4,8 +4,6 @@ import (
 	"context"
 	"crypto/rand"
 	"fmt"
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -31,14 +29,7 @@ import (
 // a second per tree): the orchestrator opens its session.
 func TestLDPRevokedHolderGivesTheTreesSessionsBack(t *testing.T) {
 	env := mcptest.NewEnv(t)
-	list := filepath.Join(env.Dir, "revocations.json")
-	if err := os.WriteFile(list, []byte("[]\n"), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	pol := env.Policy(mcptest.Priced("echo", 100))
-	pol.RevocationList = list
-	pol.Extra = peerSection
-	srv := env.StartServe(mcptest.ServeOptions{Policy: pol, Flags: []string{"--key", env.KeyFile(mcptest.NewKey(t, "server"))}})
+	srv, list := startLDPServeRevocable(t, env, peerSection, mcptest.Priced("echo", 100))
 	own := env.Mint(nil, "mcp:echo:*")
 	worker := mcptest.NewKey(t, "worker")
 	sub := mcptest.Attenuate(t, own, env.Agent, worker, 100_000)

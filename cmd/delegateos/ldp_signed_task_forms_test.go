@@ -2,12 +2,10 @@ package main
 
 import (
 	"bytes"
-	"encoding/json"
 	"fmt"
 	"strings"
 	"testing"
 
-	"github.com/delegateos/delegateos/dct"
 	"github.com/delegateos/delegateos/internal/mcptest"
 	"github.com/delegateos/delegateos/ldp"
 )
@@ -29,9 +27,7 @@ func TestLDPSignedTaskOtherForms(t *testing.T) {
 	s := peerOpen(t, srv, "ldp:delegate:holder", env.Agent, tok)
 	const input = `{"text":"pay","zero":0,"deep":[[7,{"k":300}]],"s":"12345"}`
 	signed := func(id string) []byte {
-		e := peerEnvelope(s.ID, "ldp:delegate:holder", &ldp.TaskSubmit{TaskID: id, Skill: "args", Input: json.RawMessage(input)}, ldp.ModeText)
-		e.DelegateOS = &ldp.DelegateOSMember{DCT: tok.String(), Format: dct.Format}
-		return peerSign(t, e, env.Agent.PrivateKey())
+		return peerSign(t, holderArgsTask(s, tok, id, input), env.Agent.PrivateKey())
 	}
 	for i, c := range []struct{ from, to, want string }{
 		{`"zero":0`, `"zero":-0`, "JCS form"},

@@ -7,7 +7,6 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/delegateos/delegateos/dct"
 	"github.com/delegateos/delegateos/internal/mcptest"
 	"github.com/delegateos/delegateos/ldp"
 )
@@ -25,11 +24,7 @@ func TestLDPSignedTaskNumbersInJCSForm(t *testing.T) {
 	srv, _ := peerServe(t, env, mcptest.NewKey(t, "server"), "")
 	tok := env.Mint(nil, "mcp:echo:*")
 	s := peerOpen(t, srv, "ldp:delegate:holder", env.Agent, tok)
-	submit := func(id, input string) *ldp.Envelope {
-		e := peerEnvelope(s.ID, "ldp:delegate:holder", &ldp.TaskSubmit{TaskID: id, Skill: "args", Input: json.RawMessage(input)}, ldp.ModeText)
-		e.DelegateOS = &ldp.DelegateOSMember{DCT: tok.String(), Format: dct.Format}
-		return e
-	}
+	submit := func(id, input string) *ldp.Envelope { return holderArgsTask(s, tok, id, input) }
 	// The holder's signer will not sign a number its signature cannot
 	// tell from another.
 	err := ldp.SignEd25519(submit("lossy", `{"text":"pay","amount":9007199254740993}`), env.Agent.PrivateKey())

@@ -35,16 +35,18 @@ func (x *failingExec) Execute(context.Context, *ldp.Task) (*ldp.Outcome, error) 
 	return nil, &ldp.TaskError{LdpError: x.err}
 }
 
-// TestLDPSubmitFailureCategory: 'ldp submit --record' does not take the
-// category a delegate gives its failure on its word: a failure it calls a
-// refusal is left out of the delegate's reputation only when its code is
-// one the table of docs/ldp.md gives that category and the exchange does
-// not contradict it; a made-up code, a DelegateOS denial type under
-// another category, or a refusal the initiator knows to be false
-// (capability_not_granted for the capability the card states, which the
-// token sent grants; an envelope refusal of a task signed a moment before
-// by its token's holder) is counted as the delegate's failure (0.0).
-func TestLDPSubmitFailureCategory(t *testing.T) {
+// failingDelegate is a delegate (ldp.Handler on a test server, skill
+// summarize, capability docs:read:/reports/**) whose every task fails as
+// x is set, and what an initiator needs to submit to it with --record:
+// the agent's key file, a token file of it (docs:read:/**), a workspace
+// and the observer (--source, the root's DID).
+type failingDelegate struct {
+	x                                         *failingExec
+	url, did, agentKey, tokFile, ws, observer string
+}
+
+func newFailingDelegate(t *testing.T) *failingDelegate {
+	t.Helper()
 	env := mcptest.NewEnv(t)
 	tokFile := filepath.Join(env.Dir, "agent.tok")
 	os.WriteFile(tokFile, []byte(env.Mint(nil, "docs:read:/**").String()), 0o600)
@@ -63,6 +65,47 @@ func TestLDPSubmitFailureCategory(t *testing.T) {
 	t.Cleanup(srv.Close)
 	ws := t.TempDir()
 	observer := identity.DIDFromPublicKey(env.Root.Public())
+	return &failingDelegate{x: x, url: url, did: did, agentKey: agentKey, tokFile: tokFile, ws: ws, observer: observer}
+}
+
+// recordReport is what 'ldp submit --record --json' says of the record.
+type recordReport struct {
+	Recorded *struct {
+		Score   float64 `json:"score"`
+		Message string  `json:"message"`
+	} `json:"recorded"`
+	NotRecorded string `json:"not_recorded"`
+}
+
+// submit has the delegate fail with e and runs 'ldp submit --record
+// --json' of a task, with extra flags, which must exit 1; it returns
+// the report.
+func (d *failingDelegate) submit(t *testing.T, e ldp.LdpError, extra ...string) recordReport {
+	t.Helper()
+	d.x.set(e)
+	args := []string{"ldp", "submit", "--key", d.agentKey, "--token", "@" + d.tokFile, "--skill", "summarize",
+		"--input", `"x"`, "--trust-domain", "research", "--record", "--source", d.observer, "--workspace", d.ws, "--json"}
+	args = append(append(args, extra...), d.url)
+	out, errs, code := mcptest.CLI(t, args...)
+	var rep recordReport
+	if code != 1 || json.Unmarshal([]byte(out), &rep) != nil {
+		t.Fatalf("%s/%s: exit %d\n%s%s", e.Code, e.Category, code, out, errs)
+	}
+	return rep
+}
+
+// TestLDPSubmitFailureCategory: 'ldp submit --record' does not take the
+// category a delegate gives its failure on its word: a failure it calls a
+// refusal is left out of the delegate's reputation only when its code is
+// one the table of docs/ldp.md gives that category and the exchange does
+// not contradict it; a made-up code, a DelegateOS denial type under
+// another category, or a refusal the initiator knows to be false
+// (capability_not_granted for the capability the card states, which the
+// token sent grants; an envelope refusal of a task signed a moment before
+// by its token's holder) is counted as the delegate's failure (0.0).
+func TestLDPSubmitFailureCategory(t *testing.T) {
+	d := newFailingDelegate(t)
+	did := d.did
 	recorded := "recorded: domain-competence summarize 0.00 for " + did
 	for _, c := range []struct {
 		code, category, cap, want string
@@ -83,23 +126,11 @@ func TestLDPSubmitFailureCategory(t *testing.T) {
 		{"store_unavailable", "policy", "", recorded},
 		{"TOOL_ERROR", "runtime", "", recorded},
 	} {
-		x.set(ldp.LdpError{Code: c.code, Category: c.category, Severity: "error", Message: "no"})
-		args := []string{"ldp", "submit", "--key", agentKey, "--token", "@" + tokFile, "--skill", "summarize",
-			"--input", `"x"`, "--trust-domain", "research", "--record", "--source", observer, "--workspace", ws, "--json", url}
+		var extra []string
 		if c.cap != "" {
-			args = append(args[:len(args)-1], "--cap", c.cap, url)
+			extra = []string{"--cap", c.cap}
 		}
-		out, errs, code := mcptest.CLI(t, args...)
-		var rep struct {
-			Recorded *struct {
-				Score   float64 `json:"score"`
-				Message string  `json:"message"`
-			} `json:"recorded"`
-			NotRecorded string `json:"not_recorded"`
-		}
-		if code != 1 || json.Unmarshal([]byte(out), &rep) != nil {
-			t.Fatalf("%s/%s: exit %d\n%s%s", c.code, c.category, code, out, errs)
-		}
+		rep := d.submit(t, ldp.LdpError{Code: c.code, Category: c.category, Severity: "error", Message: "no"}, extra...)
 		got := "not recorded: " + rep.NotRecorded
 		if rep.Recorded != nil {
 			got = "recorded: domain-competence summarize 0.00 for " + did

@@ -37,6 +37,21 @@ func startLDPServe(t *testing.T, env *mcptest.Env, name string) *mcptest.Server 
 	return env.StartServe(mcptest.ServeOptions{Policy: pol, Flags: []string{"--key", key}})
 }
 
+// startLDPServeRevocable starts serve with a policy of rule, extra
+// (its LDP section) and a revocation list, empty, whose path it returns
+// (revocation.Append revokes); the server's key is named "server".
+func startLDPServeRevocable(t *testing.T, env *mcptest.Env, extra string, rule mcptest.Rule) (*mcptest.Server, string) {
+	t.Helper()
+	list := filepath.Join(env.Dir, "revocations.json")
+	if err := os.WriteFile(list, []byte("[]\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	pol := env.Policy(rule)
+	pol.RevocationList = list
+	pol.Extra = extra
+	return env.StartServe(mcptest.ServeOptions{Policy: pol, Flags: []string{"--key", env.KeyFile(mcptest.NewKey(t, "server"))}}), list
+}
+
 func writeToken(t *testing.T, env *mcptest.Env, name string, tok *dct.Token) string {
 	t.Helper()
 	path := filepath.Join(env.Dir, name)
