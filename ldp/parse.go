@@ -71,6 +71,11 @@ func ParseEnvelope(data []byte) (*Envelope, error) {
 	if err != nil {
 		return nil, malformed("body: %v", err)
 	}
+	if res, ok := body.(*TaskResult); ok && w.Provenance != nil {
+		// The envelope's provenance usually repeats the result's: the
+		// same attestation bytes are verified once (shareVerified).
+		shareVerified(w.Provenance.DelegateOS, res.Provenance.DelegateOS)
+	}
 	if b, ok := body.(*TaskSubmit); ok && signed {
 		// The task's input is passed on as the signature covers it.
 		if b.Input, err = jcs.Transform(b.Input); err != nil {
@@ -414,7 +419,7 @@ func (d *ProvenanceDOS) check(name string) error {
 		return fmt.Errorf("%s.attestation_id %q is not a task attestation ID", name, clip(d.AttestationID))
 	}
 	if d.Attestation != nil {
-		a, err := ParseTaskAttestation(d.Attestation)
+		a, err := d.attestation()
 		if err != nil {
 			return fmt.Errorf("%s.attestation: %v", name, err)
 		}

@@ -1,6 +1,7 @@
 package ldp
 
 import (
+	"bytes"
 	"crypto/ed25519"
 	"crypto/rand"
 	"crypto/sha256"
@@ -258,7 +259,7 @@ func VerifyResult(sent, reply *Envelope) (*TaskAttestation, error) {
 	if d.Attestation == nil {
 		return nil, attestationError("provenance names attestation %s but does not carry it", clip(d.AttestationID))
 	}
-	a, err := ParseTaskAttestation(d.Attestation)
+	a, err := d.attestation()
 	if err != nil {
 		return nil, err
 	}
@@ -314,6 +315,40 @@ func VerifyResult(sent, reply *Envelope) (*TaskAttestation, error) {
 		return nil, attestationError("its receipt hashes differ from provenance's")
 	}
 	return a, nil
+}
+
+// verifiedAttestation is a task attestation that ParseTaskAttestation
+// accepted, and the bytes it read. Parsing and verifying are a function of
+// the bytes alone, so the same bytes need not be verified twice: the
+// TASK_RESULT's provenance is checked when the envelope is parsed, its
+// copy in the envelope's provenance, and again by VerifyResult.
+type verifiedAttestation struct {
+	raw []byte
+	a   TaskAttestation
+}
+
+// attestation is ParseTaskAttestation(d.Attestation), done once for the
+// same bytes: a changed Attestation is parsed and verified afresh. It
+// returns a copy the caller may change.
+func (d *ProvenanceDOS) attestation() (*TaskAttestation, error) {
+	if v := d.verified; v == nil || !bytes.Equal(v.raw, d.Attestation) {
+		a, err := ParseTaskAttestation(d.Attestation)
+		if err != nil {
+			return nil, err
+		}
+		d.verified = &verifiedAttestation{raw: bytes.Clone(d.Attestation), a: *a}
+	}
+	a := d.verified.a
+	a.ReceiptHashes = slices.Clone(a.ReceiptHashes)
+	return &a, nil
+}
+
+// shareVerified lets dst reuse src's verified attestation (when dst holds
+// the same bytes: attestation compares them on each use).
+func shareVerified(dst, src *ProvenanceDOS) {
+	if dst != nil && src != nil && dst.verified == nil {
+		dst.verified = src.verified
+	}
 }
 
 func equalCost(a, b *int64) bool {

@@ -145,3 +145,54 @@ func FuzzParseTaskAttestation(f *testing.F) {
 		}
 	})
 }
+
+// TestTaskAttestationVerifiedPerBytes: a TASK_RESULT's attestation is
+// parsed and verified once for the same bytes, never for other bytes: a
+// copy in the envelope's provenance that differs from the result's is
+// verified on its own, and an attestation changed after the envelope was
+// parsed is verified again by VerifyResult.
+func TestTaskAttestationVerifiedPerBytes(t *testing.T) {
+	d := newDelegate(t, 1, "")
+	c := newClient(2)
+	s, err := c.Open(ctx, d.srv.URL, "ldp:delegate:echo", SessionConfig{}, nil, "", "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	sent := &Envelope{SessionID: s.ID, To: s.Peer, Body: &TaskSubmit{TaskID: "task-001", Skill: "echo", Input: json.RawMessage(`"x"`)}, PayloadMode: ModeText}
+	reply, err := c.Send(ctx, d.srv.URL, sent, "", s.Signer)
+	if err != nil {
+		t.Fatal(err)
+	}
+	raw := string(reply.Raw())
+	att := string(reply.Body.(*TaskResult).Provenance.DelegateOS.Attestation)
+	if strings.Count(raw, att) != 2 || reply.Provenance == nil {
+		t.Fatalf("the reply does not carry the attestation in both provenances: %s", raw)
+	}
+	bad := strings.Replace(att, `"task_id":"task-001"`, `"task_id":"task-00X"`, 1)
+	// The result's copy altered, or the envelope's: either is refused.
+	first := strings.Replace(raw, att, bad, 1)
+	i := strings.LastIndex(raw, att)
+	second := raw[:i] + bad + raw[i+len(att):]
+	for name, data := range map[string]string{"the result's": first, "the envelope's": second} {
+		if _, err := ParseEnvelope([]byte(data)); err == nil || !strings.Contains(err.Error(), ErrTaskAttestation.Error()) {
+			t.Errorf("%s attestation altered: %v", name, err)
+		}
+	}
+	// Verified at parse; changed afterwards, it is verified again.
+	r, err := ParseEnvelope(reply.Raw())
+	if err != nil {
+		t.Fatal(err)
+	}
+	a, err := VerifyResult(sent, r)
+	if err != nil {
+		t.Fatal(err)
+	}
+	a.TaskID = "task-009" // a copy: the next check is not changed by it
+	if _, err := VerifyResult(sent, r); err != nil {
+		t.Fatalf("after the caller changed its copy: %v", err)
+	}
+	r.Body.(*TaskResult).Provenance.DelegateOS.Attestation = json.RawMessage(bad)
+	if _, err := VerifyResult(sent, r); !errors.Is(err, ErrTaskAttestation) {
+		t.Errorf("altered after parsing: %v", err)
+	}
+}
