@@ -208,3 +208,36 @@ func BenchmarkNumberScan(b *testing.B) {
 		})
 	}
 }
+
+// TestEd25519InputLocal: a locally built envelope's signing input (the JCS
+// form of its MarshalJSON, which writes no signature) is the input a
+// receiver computes from the bytes sent (less their signature member), for
+// text JSON writers escape in different ways.
+func TestEd25519InputLocal(t *testing.T) {
+	e := submitEnvelope()
+	e.Body.(*TaskSubmit).Input = json.RawMessage(`{"html":"<a href=\"x\">&amp;</a>","ls":"\u2028\u2029","emoji":"😀","esc":"\u0041\\\"","n":[1,0.5,-3e-7]}`)
+	if err := SignEd25519(e, testKey(1)); err != nil {
+		t.Fatal(err)
+	}
+	unsigned := *e
+	unsigned.Signature = ""
+	local, err := Ed25519Input(&unsigned)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if signed, err := Ed25519Input(e); err != nil || !bytes.Equal(signed, local) {
+		t.Fatalf("signed, local: %s (%v)", signed, err)
+	}
+	b, _ := json.Marshal(e)
+	got, err := unsignedJCS(b)
+	if err != nil || !bytes.Equal(got, local) {
+		t.Fatalf("local input\n%s\nreceiver's\n%s (%v)", local, got, err)
+	}
+	p, err := ParseEnvelope(b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := verifyEd25519(p, testDID(1)); err != nil {
+		t.Fatal(err)
+	}
+}
