@@ -4,6 +4,7 @@ package proxy_test
 
 import (
 	"context"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -18,8 +19,9 @@ import (
 // the primary, and were overwritten field by field by the primary's: two
 // proxies alternating on a budget of 30 forwarded 57, no store_reset. And
 // `revoke --list` on it wrote an entry the fleet on the primary never
-// read. Now a spend store, revocation list or `revoke` whose server is a
-// replica (INFO replication) is refused, naming its primary.
+// read. Now a spend store, revocation list, ended-delegation set or
+// `revoke` whose server is a replica (INFO replication) is refused, naming
+// its primary.
 func TestE2EFaultStoreOnAReplicaRefused(t *testing.T) {
 	f := newStoreFleet(t)
 	replica := redistest.Start(t)
@@ -45,6 +47,9 @@ func TestE2EFaultStoreOnAReplicaRefused(t *testing.T) {
 	}{
 		{"spend store", func(pol *mcptest.Policy) { pol.SpendStore = onReplica(pol.SpendStore) }},
 		{"revocation list", func(pol *mcptest.Policy) { pol.RevocationList = onReplica(pol.RevocationList) }},
+		{"ended-delegation set", func(pol *mcptest.Policy) {
+			pol.Extra = f.workspace("ws-ended") + "ended_delegations: " + strconv.Quote(replica.URL()) + "\n"
+		}},
 	} {
 		pol := f.policy("")
 		c.store(pol)
