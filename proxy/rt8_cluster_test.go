@@ -57,4 +57,3 @@ func TestRedTeamRT8ClusterSeedsAtReplicas(t *testing.T) {
 		t.Fatalf("seeds at replicas: %d forwarded on 30, then %s: %s", n, typ, detail)
 	}
 }
-
