@@ -2005,7 +2005,7 @@ if cmp(add(v[1], v[2]), total) < 0 then
 end
 if cmp(v[3], ARGV[2]) < 0 then redis.call('HSET', k, 'n', ARGV[2]) end
 if cmp(v[4], ARGV[3]) < 0 then redis.call('HSET', k, 't', ARGV[3]) end
-redis.call('HSET', KEYS[2], 'k:' .. k, '1')
+redis.call('HSET', KEYS[2], 'k:' .. k, redis.call('HGET', k, 'n') or '1')
 return 1
 `)
 

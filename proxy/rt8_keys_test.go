@@ -7,51 +7,9 @@ import (
 	"testing"
 
 	"github.com/delegateos/delegateos/budget"
-	"github.com/delegateos/delegateos/dct"
 	"github.com/delegateos/delegateos/gate"
 	"github.com/delegateos/delegateos/internal/mcptest"
 )
-
-// RT8: one level's spend key moved back alone (RESTORE REPLACE of a DUMP
-// taken earlier: an operator "repairing" a key from a backup, or a
-// careless copy between environments), the root's key and the stamp left
-// as they are. The reservation script checks the root's count of calls
-// against what the proxy saw, not the other levels'. B's budget is 30:
-// 5 calls, B's key dumped, 25 more (B spent), the dump restored over B's
-// key, then up to 40 more.
-func TestRedTeamRT8SubLevelKeyRolledBack(t *testing.T) {
-	f := newFleet(t, 1000*fleetCost, 30*fleetCost, 30*fleetCost)
-	ctx := context.Background()
-	rc := f.srv.Client()
-	p, s := f.start(f.b, "", nil)
-	n1, _, _ := drain(t, s, 5)
-	f.settled()
-	dump, err := rc.Dump(ctx, "delegateos:spend:{"+f.e.Root.ID()+"}:"+f.key(2)).Result()
-	if err != nil {
-		t.Fatalf("DUMP of B's key: %v", err)
-	}
-	n2, typ, detail := drain(t, s, 40)
-	if typ != string(dct.BudgetExceeded) {
-		t.Fatalf("B's calls after %d+%d: %s %s, want budget_exceeded", n1, n2, typ, detail)
-	}
-	f.settled()
-	if err := rc.Restore(ctx, "delegateos:spend:{"+f.e.Root.ID()+"}:"+f.key(2), 0, dump).Err(); err == nil {
-		t.Fatal("RESTORE without REPLACE overwrote the key")
-	}
-	if err := rc.RestoreReplace(ctx, "delegateos:spend:{"+f.e.Root.ID()+"}:"+f.key(2), 0, dump).Err(); err != nil {
-		t.Fatal(err)
-	}
-	n3, typ, detail := drain(t, s, 40)
-	total := n1 + n2 + n3
-	f.sameAsUpstreams([]*mcptest.Process{p}, total)
-	u := f.usage()[f.key(2)]
-	if total > 30 {
-		t.Fatalf("B's key moved back alone to its state after %d calls: %d more forwarded, %d on B's budget of 30 (then %s: %s); spend shows B %+v", n1, n3, total, typ, detail, u)
-	}
-	if typ != string(gate.StoreReset) {
-		t.Errorf("after B's key moved back: %s: %s, want store_reset", typ, detail)
-	}
-}
 
 // RT8: a level's spend key replaced by a value of another type (a string
 // where the hash was: an operator's SET on the wrong key). The call must
