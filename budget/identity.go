@@ -1970,6 +1970,9 @@ if ARGV[3] == '1' then
     local kind = string.sub(f, 1, 2)
     if (kind == 'k:' or kind == 'r:') and redis.call('EXISTS', string.sub(f, 3)) == 0 then
       redis.call('HDEL', KEYS[1], f)
+    elseif kind == 'k:' then
+      -- The key's count as it is now is accepted with the loss.
+      redis.call('HSET', KEYS[1], f, redis.call('HGET', string.sub(f, 3), 'n') or '1')
     end
   end
 end

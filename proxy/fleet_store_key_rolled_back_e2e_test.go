@@ -49,4 +49,14 @@ func TestE2EFaultSubLevelKeyRolledBackFound(t *testing.T) {
 	if out, errs, code := mcptest.CLI(t, "spend", "--store", f.srv.URL()); code == 0 || !strings.Contains(errs, "lost data") {
 		t.Fatalf("spend after B's key moved back: exit %d, %s%s", code, out, errs)
 	}
+	// The operator accepts the loss of the tree: B's key as it is now
+	// (5 calls' spend) is taken, and the proxy goes on from there.
+	if out, errs, code := mcptest.CLI(t, "store", "init", "--store", f.srv.URL(), "--reset", "--root", f.e.Root.ID()); code != 0 {
+		t.Fatalf("store init --reset --root: exit %d, %s%s", code, out, errs)
+	}
+	n4, typ, detail := drain(t, s, 40)
+	f.sameAsUpstreams([]*mcptest.Process{p}, n1+n2+n4)
+	if n4 != 25 || typ != string(dct.BudgetExceeded) {
+		t.Fatalf("after store init --reset --root: %d forwarded, then %s: %s; want 25 (B's key held 5), budget_exceeded", n4, typ, detail)
+	}
 }
