@@ -40,10 +40,10 @@ func BenchmarkWriter(b *testing.B) {
 				l.write(event{decision: d})
 				l.write(event{execution: x})
 				if i%256 == 255 {
-					l.flush()
+					l.flush(true)
 				}
 			}
-			l.flush()
+			l.flush(true)
 		})
 	}
 }
@@ -64,10 +64,10 @@ func BenchmarkVerifyLog(b *testing.B) {
 		l.write(event{decision: d})
 		l.write(event{execution: x})
 		if i%256 == 255 {
-			l.flush()
+			l.flush(true)
 		}
 	}
-	l.flush()
+	l.flush(true)
 	l.Close()
 	data, err := os.ReadFile(path)
 	if err != nil {

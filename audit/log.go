@@ -31,6 +31,7 @@ const (
 	DefaultQueue              = 1 << 16
 	DefaultCheckpointEvery    = 1024
 	DefaultCheckpointInterval = time.Second
+	DefaultSyncInterval       = 10 * time.Millisecond
 	maxBatch                  = 4096
 	maxBatchBytes             = 1 << 20
 )
@@ -47,6 +48,13 @@ type Options struct {
 	// (when there are new entries); zero means the defaults.
 	CheckpointEvery    int
 	CheckpointInterval time.Duration
+	// SyncInterval is the longest a batch written to the log may wait for
+	// its fsync: each batch is written at once, in one write (a process
+	// killed after it loses none of it), and the file is synced when the
+	// last sync is this old, at every checkpoint and at Close, so that at
+	// most this much of the log is lost at a power loss or an OS crash;
+	// zero means DefaultSyncInterval.
+	SyncInterval time.Duration
 	// Now is the clock of checkpoints; nil means time.Now.
 	Now func() time.Time
 	// OnError, when set, is told of a failure to write or sync the log.
@@ -93,7 +101,19 @@ type Log struct {
 	pub   *published
 	// published, when set (by tests, before any event), is told of each
 	// checkpoint written.
-	published   func(*published)
+	published func(*published)
+	// unsynced is set while a batch written is not yet synced (since
+	// lastSync, by the monotonic clock); toPublish is a checkpoint written
+	// and not yet synced, published once it is.
+	unsynced  bool
+	lastSync  time.Time
+	toPublish *published
+	// syncFile syncs the file (tests make it fail); synced and wroteBatch,
+	// when set (by tests, before any event), are told of each sync and
+	// each batch written.
+	syncFile    func() error
+	synced      func()
+	wroteBatch  func()
 	sinceCkpt   int
 	lastCkpt    time.Time
 	buf         []byte
@@ -143,6 +163,9 @@ func Open(path string, signer *receipt.Signer, opts Options) (*Log, error) {
 	if opts.Now == nil {
 		opts.Now = time.Now
 	}
+	if opts.SyncInterval <= 0 {
+		opts.SyncInterval = DefaultSyncInterval
+	}
 	if opts.Receipts.BlockIDs == nil {
 		opts.Receipts.BlockIDs = lastBlockIDs()
 	}
@@ -171,6 +194,7 @@ func Open(path string, signer *receipt.Signer, opts Options) (*Log, error) {
 	}
 	l := &Log{path: path, signer: signer, opts: opts, f: f, unlock: unlock,
 		events: make(chan event, opts.Queue), done: make(chan struct{})}
+	l.syncFile = l.f.Sync
 	if err := l.readLog(); err != nil {
 		f.Close()
 		unlock()
@@ -178,7 +202,7 @@ func Open(path string, signer *receipt.Signer, opts Options) (*Log, error) {
 	}
 	if l.recovered > 0 {
 		l.checkpoint(false, true)
-		l.flush()
+		l.flush(true)
 		if err := l.Err(); err != nil {
 			f.Close()
 			unlock()
@@ -390,12 +414,18 @@ func (l *Log) run() {
 	defer close(l.done)
 	tick := time.NewTicker(l.opts.CheckpointInterval)
 	defer tick.Stop()
+	// syncTimer runs only while a batch written is unsynced: it syncs the
+	// file once SyncInterval has passed since the last sync, when no
+	// later batch has done it.
+	syncTimer := time.NewTimer(time.Hour)
+	syncTimer.Stop()
+	var syncDue <-chan time.Time
 	for {
 		select {
 		case ev, ok := <-l.events:
 			if !ok {
 				l.checkpoint(true, false)
-				l.flush()
+				l.flush(true)
 				l.closeErr = l.Err()
 				return
 			}
@@ -405,7 +435,7 @@ func (l *Log) run() {
 				case ev, ok := <-l.events:
 					if !ok {
 						l.checkpoint(true, false)
-						l.flush()
+						l.flush(true)
 						l.closeErr = l.Err()
 						return
 					}
@@ -415,12 +445,19 @@ func (l *Log) run() {
 				}
 				break
 			}
-			l.flush()
+			l.flush(false)
 		case <-tick.C:
 			if l.sinceCkpt > 0 && l.opts.Now().Sub(l.lastCkpt) >= l.opts.CheckpointInterval {
 				l.checkpoint(false, false)
-				l.flush()
+				l.flush(false)
 			}
+		case <-syncDue:
+			syncDue = nil
+			l.flush(false)
+		}
+		if l.unsynced && syncDue == nil {
+			syncTimer.Reset(max(0, l.opts.SyncInterval-time.Since(l.lastSync)))
+			syncDue = syncTimer.C
 		}
 	}
 }
@@ -504,7 +541,7 @@ func (l *Log) wrote(err error) {
 		// A receipt missing from the log would not show in its chain:
 		// nothing more is written, so the log ends without its final
 		// checkpoint and verify names the gap.
-		l.flush()
+		l.flush(true)
 		l.writeFailed = true
 		l.fail(err)
 	}
@@ -578,29 +615,25 @@ func (l *Log) checkpoint(final, recovered bool) {
 	l.lastCkpt = now
 }
 
-// flush writes the buffer in one write and syncs the file.
-func (l *Log) flush() {
-	if len(l.buf) == 0 {
-		return
-	}
-	if !l.writeFailed {
+// flush writes the buffer in one write, and syncs the file when the
+// last sync is SyncInterval old, when the buffer ends with a checkpoint
+// (a checkpoint is published, to witnesses, only once it is synced), or
+// when force is set.
+func (l *Log) flush(force bool) {
+	if len(l.buf) > 0 && !l.writeFailed {
 		if _, err := l.f.Write(l.buf); err != nil {
 			l.writeFailed = true
 			l.fail(fmt.Errorf("write the audit log %s: %w", l.path, err))
-		} else if err := l.f.Sync(); err != nil {
-			l.writeFailed = true
-			l.fail(fmt.Errorf("sync the audit log %s: %w", l.path, err))
 		} else {
 			if p := l.pending; p != nil {
 				p.end += l.size
-				l.pubMu.Lock()
-				l.pub = p
-				l.pubMu.Unlock()
-				if l.published != nil {
-					l.published(p)
-				}
+				l.toPublish = p
 			}
 			l.size += int64(len(l.buf))
+			l.unsynced = true
+			if l.wroteBatch != nil {
+				l.wroteBatch()
+			}
 		}
 	}
 	l.pending = nil
@@ -608,6 +641,36 @@ func (l *Log) flush() {
 		l.buf = nil
 	} else {
 		l.buf = l.buf[:0]
+	}
+	if l.unsynced && !l.writeFailed && (force || l.toPublish != nil || time.Since(l.lastSync) >= l.opts.SyncInterval) {
+		l.sync()
+	}
+}
+
+// sync syncs the file and publishes the checkpoint it made durable. A
+// failure stops the log as a failed write does: what was written since
+// the last sync may not be on disk.
+func (l *Log) sync() {
+	if err := l.syncFile(); err != nil {
+		l.writeFailed = true
+		l.unsynced = false
+		l.toPublish = nil
+		l.fail(fmt.Errorf("sync the audit log %s: %w", l.path, err))
+		return
+	}
+	l.unsynced = false
+	l.lastSync = time.Now()
+	if p := l.toPublish; p != nil {
+		l.toPublish = nil
+		l.pubMu.Lock()
+		l.pub = p
+		l.pubMu.Unlock()
+		if l.published != nil {
+			l.published(p)
+		}
+	}
+	if l.synced != nil {
+		l.synced()
 	}
 }
 

@@ -96,11 +96,18 @@ func OpenRedisNonces(rawURL string) (*RedisNonces, error) {
 // ShareNonces makes v spend its nonces in the Redis at rawURL, which
 // every Verifier that uses it shares, so that they accept a signed request
 // once between them: it joins the fleet (RedisNonces.Join) with v's window,
-// and bounds each delegation tree there by v's MaxNoncesPerTree.
+// and bounds each delegation tree there by v's MaxNoncesPerTree. A server
+// whose maxmemory-policy may evict keys is refused (redisconn.CheckConfig):
+// a spent nonce is a key with a time to live, the first a volatile policy
+// drops, and a request signed once would be accepted again.
 func (v *Verifier) ShareNonces(ctx context.Context, rawURL string) error {
 	s, err := OpenRedisNonces(rawURL)
 	if err != nil {
 		return err
+	}
+	if _, err := redisconn.CheckConfig(ctx, s.c, s.what); err != nil {
+		s.Close()
+		return fmt.Errorf("signature nonces cannot be shared in Redis: %w", err)
 	}
 	w := v.Window
 	if w == 0 {

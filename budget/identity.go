@@ -49,7 +49,14 @@ import (
 //     keys is gone, or when the chain's first key counts fewer calls ("n"
 //     of its spend hash) than the proxy has seen.
 //   - treesKey is the set of the trees' hash tags: a tree whose stamp is
-//     gone while the set names it lost its keys.
+//     gone while the set names it lost its keys. It is kept twice, in
+//     two slots: treesKey in the identity hash's slot (its hash tag is
+//     identityKey), and treesCopyKey (its name before, in a slot of its
+//     own), so that on a Redis Cluster a shard that loses a tree's stamp
+//     cannot take every set naming it: with the identity's shard lost the
+//     copy remains (and a store whose identity is gone while a set names
+//     trees lost data), with the copy's shard lost the identity's set
+//     remains.
 //
 // A proxy that finds any of this refuses calls with an error matching
 // redisconn.ErrReset (store_reset) and marks the tree's stamp reset, or,
@@ -62,7 +69,8 @@ import (
 const (
 	identityKey    = redisconn.Prefix + "store"
 	stampKeyPrefix = redisconn.Prefix + "stamp:"
-	treesKey       = redisconn.Prefix + "trees"
+	treesKey       = redisconn.Prefix + "trees{" + identityKey + "}"
+	treesCopyKey   = redisconn.Prefix + "trees"
 )
 
 // stampKey returns the Redis key of the stamp of a budget key's tree.
@@ -1034,8 +1042,19 @@ func (s *Redis) join(ctx context.Context) error {
 			if err != nil {
 				return s.fail(err)
 			}
-			if stamped {
-				lost = "its identity is gone while its delegation trees' stamps remain: the key " + identityKey + " was deleted or evicted"
+			// A set of trees with its identity gone: a Cluster shard that
+			// held the identity and the trees' stamps lost its data.
+			var listed int64
+			if !stamped {
+				if listed, err = s.c.Exists(ctx, treesKey).Result(); err == nil && listed == 0 {
+					listed, err = s.c.Exists(ctx, treesCopyKey).Result()
+				}
+				if err != nil {
+					return s.fail(err)
+				}
+			}
+			if stamped || listed > 0 {
+				lost = "its identity is gone while its delegation trees' stamps (or the list of its trees) remain: the key " + identityKey + " was deleted or evicted, or the Redis Cluster shard holding it lost its data"
 			}
 		}
 		if lost != "" {
@@ -1413,10 +1432,11 @@ func (s *Redis) ResetReason() string {
 // still listed is one that lost its keys. errListed asks for that run.
 func (s *Redis) newTree(tag string, listed bool) error {
 	var idc *redis.MapStringStringCmd
-	var member *redis.BoolCmd
+	var member, copyMember *redis.BoolCmd
 	_, err := s.c.Pipelined(s.ctx, func(p redis.Pipeliner) error {
 		idc = p.HGetAll(s.ctx, identityKey)
 		member = p.SIsMember(s.ctx, treesKey, tag)
+		copyMember = p.SIsMember(s.ctx, treesCopyKey, tag)
 		return nil
 	})
 	if err != nil {
@@ -1453,7 +1473,7 @@ func (s *Redis) newTree(tag string, listed bool) error {
 		// for other trees only: its stamp may be gone with the rest.
 		return s.resetTree(tag, fmt.Sprintf("the store lost its data (%s) and an operator has lifted the loss of other delegation trees only", cur.ResetRest))
 	}
-	if member.Val() {
+	if member.Val() || copyMember.Val() {
 		// Listed after its stamp was made: a reservation that ran while
 		// another made it, which finds it when run again, or a tree whose
 		// keys are gone.
@@ -1474,7 +1494,16 @@ func (s *Redis) addTree(tag string) {
 	s.mu.Lock()
 	done := s.listed[tag]
 	s.mu.Unlock()
-	if done || s.c.SAdd(s.ctx, treesKey, tag).Err() != nil {
+	if done {
+		return
+	}
+	// Both sets, each in its slot (one round trip on one server).
+	_, err := s.c.Pipelined(s.ctx, func(p redis.Pipeliner) error {
+		p.SAdd(s.ctx, treesKey, tag)
+		p.SAdd(s.ctx, treesCopyKey, tag)
+		return nil
+	})
+	if err != nil {
 		return // listed again by the next reservation that makes a stamp
 	}
 	s.mu.Lock()
@@ -1645,8 +1674,18 @@ func InitStore(rawURL, stateDir string, reset bool, roots ...string) (Identity, 
 		if err != nil {
 			return fail(err)
 		}
+		if !stamped {
+			// One key a command: the two sets are in two slots.
+			for _, set := range []string{treesKey, treesCopyKey} {
+				listed, err := c.Exists(ctx, set).Result()
+				if err != nil {
+					return fail(err)
+				}
+				stamped = stamped || listed > 0
+			}
+		}
 		if stamped {
-			return Identity{}, &ResetError{Store: redisconn.Redact(rawURL), Reason: "its identity is gone while its delegation trees' stamps remain"}
+			return Identity{}, &ResetError{Store: redisconn.Redact(rawURL), Reason: "its identity is gone while its delegation trees' stamps (or the list of its trees) remain"}
 		}
 		// Not "operator": a proxy that saw the store before takes a
 		// store that a plain init found empty for one that lost its data,
@@ -1916,14 +1955,20 @@ func restamp(ctx context.Context, c redisconn.Client, id Identity, lifted map[st
 	if err != nil {
 		return err
 	}
-	_, err = c.TxPipelined(ctx, func(p redis.Pipeliner) error {
-		p.Del(ctx, treesKey)
-		if len(tags) > 0 {
-			p.SAdd(ctx, treesKey, tags...)
+	// Each set in its own transaction: they are in two slots.
+	for _, set := range []string{treesKey, treesCopyKey} {
+		_, err = c.TxPipelined(ctx, func(p redis.Pipeliner) error {
+			p.Del(ctx, set)
+			if len(tags) > 0 {
+				p.SAdd(ctx, set, tags...)
+			}
+			return nil
+		})
+		if err != nil {
+			return err
 		}
-		return nil
-	})
-	return err
+	}
+	return nil
 }
 
 // restampScript gives a tree's stamp (KEYS[1]) the identity ARGV[1] and
@@ -1941,6 +1986,9 @@ if ARGV[3] == '1' then
     local kind = string.sub(f, 1, 2)
     if (kind == 'k:' or kind == 'r:') and redis.call('EXISTS', string.sub(f, 3)) == 0 then
       redis.call('HDEL', KEYS[1], f)
+    elseif kind == 'k:' then
+      -- The key's count as it is now is accepted with the loss.
+      redis.call('HSET', KEYS[1], f, redis.call('HGET', string.sub(f, 3), 'n') or '1')
     end
   end
 end
@@ -1976,7 +2024,7 @@ if cmp(add(v[1], v[2]), total) < 0 then
 end
 if cmp(v[3], ARGV[2]) < 0 then redis.call('HSET', k, 'n', ARGV[2]) end
 if cmp(v[4], ARGV[3]) < 0 then redis.call('HSET', k, 't', ARGV[3]) end
-redis.call('HSET', KEYS[2], 'k:' .. k, '1')
+redis.call('HSET', KEYS[2], 'k:' .. k, redis.call('HGET', k, 'n') or '1')
 return 1
 `)
 

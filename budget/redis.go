@@ -319,6 +319,22 @@ if redis.call('EXISTS', unpack(KEYS, 1, nk)) < nk then
     end
   end
 end
+-- Each spend key's calls at its last reservation are in the stamp
+-- ("k:KEY"; "1" is the mark of a key from before, not checked): a key
+-- counting fewer went back to an earlier state on its own (a RESTORE of
+-- an old DUMP), which the first key's count does not show when it is
+-- another level's.
+for i = 1, nk do
+  if not isnew[i] then
+    local v = redis.call('HGET', stamp, 'k:' .. KEYS[i])
+    if v and v ~= '1' then
+      local n = redis.call('HGET', KEYS[i], 'n') or '0'
+      if cmp(n, v) < 0 then
+        return {3, KEYS[i] .. ' counts ' .. n .. ' calls, fewer than the ' .. v .. ' its tree\'s stamp recorded at its last reservation: the key went back to an earlier state'}
+      end
+    end
+  end
+end
 -- Every held cost is a reservation's, open in the tree's open hash: held
 -- cost with no open reservation means the hash was lost (deleted by
 -- hand, evicted, a partial restore), and the commits of the reservations
@@ -380,7 +396,7 @@ for i = 1, nk do
 end
 redis.call('HSET', open, rid, cost)
 for i = 1, nk do
-  if isnew[i] then redis.call('HSET', stamp, 'k:' .. KEYS[i], '1') end
+  redis.call('HSET', stamp, 'k:' .. KEYS[i], sat(add(f[i][3], '1')))
 end
 local newn = sat(add(f[1][3], '1'))
 redis.call('HSET', KEYS[1], 'p:' .. pid, newn)

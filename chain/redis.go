@@ -65,6 +65,13 @@ func OpenSharedCopy(local Store, rawURL, copyPath string, makeDir func(dir strin
 		return nil, fmt.Errorf("ended delegations: %w", err)
 	}
 	s := &Shared{Store: local, url: redisconn.Redact(rawURL), c: c}
+	ctx, cancel := context.WithTimeout(context.Background(), 3*redisconn.Timeout)
+	err = redisconn.CheckPrimary(ctx, c, "ended delegations "+s.url)
+	cancel()
+	if err != nil {
+		c.Close()
+		return nil, err
+	}
 	var seed map[string]string
 	if copyPath != "" {
 		seed, err = loadEndedCopy(copyPath)

@@ -23,7 +23,18 @@ func Ed25519Input(e *Envelope) ([]byte, error) {
 		if data, err = e.MarshalJSON(); err != nil {
 			return nil, err
 		}
+		if e.Signature == "" {
+			// MarshalJSON wrote no signature member: its JCS form is
+			// the input.
+			return jcs.Transform(data)
+		}
 	}
+	return unsignedJCS(data)
+}
+
+// unsignedJCS is the JCS form of the JSON object data less its signature
+// member.
+func unsignedJCS(data []byte) ([]byte, error) {
 	var members map[string]json.RawMessage
 	if err := json.Unmarshal(data, &members); err != nil {
 		return nil, err
@@ -50,10 +61,18 @@ func SignEd25519(e *Envelope, key ed25519.PrivateKey) error {
 	e.Signature = ""
 	e.SignatureAlgorithm = AlgEd25519
 	e.Signer = identity.DIDFromPublicKey(key.Public().(ed25519.PublicKey))
-	if err := canonicalNumbers(e); err != nil {
+	data, err := canonicalNumbers(e)
+	if err != nil {
 		return fmt.Errorf("ldp: cannot sign the envelope: %w", err)
 	}
-	msg, err := Ed25519Input(e)
+	if data == nil {
+		if data, err = e.MarshalJSON(); err != nil {
+			return err
+		}
+	}
+	// Unsigned as yet, MarshalJSON wrote no signature member: the JCS
+	// form of what it wrote is Ed25519Input(e).
+	msg, err := jcs.Transform(data)
 	if err != nil {
 		return err
 	}
@@ -95,30 +114,34 @@ func verifyEd25519(e *Envelope, want string) error {
 }
 
 // canonicalNumbers rewrites e's numbers in their JCS form, refusing one
-// whose JCS form is another number.
-func canonicalNumbers(e *Envelope) error {
+// whose JCS form is another number. It returns e's MarshalJSON when it
+// rewrote nothing, else nil.
+func canonicalNumbers(e *Envelope) ([]byte, error) {
 	data, err := e.MarshalJSON()
 	if err != nil {
-		return err
+		return nil, err
 	}
 	is, err := firstNumberIssue(data, false)
-	if err != nil || is == nil {
-		return err
+	if err != nil {
+		return nil, err
+	}
+	if is == nil {
+		return data, nil
 	}
 	if is, err = firstNumberIssue(data, true); err != nil {
-		return err
+		return nil, err
 	}
 	if is != nil {
-		return lossyNumberError(is)
+		return nil, lossyNumberError(is)
 	}
 	c, err := jcs.Transform(data)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	p, err := ParseEnvelope(c)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	e.Body, e.Provenance, e.DelegateOS = p.Body, p.Provenance, p.DelegateOS
-	return nil
+	return nil, nil
 }

@@ -318,4 +318,8 @@ type ProvenanceDOS struct {
 	// delegation, in microcents.
 	CostChargedMicrocents *int64   `json:"cost_charged_microcents,omitempty"`
 	ReceiptHashes         []string `json:"receipt_hashes,omitempty"`
+
+	// verified is Attestation as last parsed and verified (see
+	// verifiedAttestation): a check of the same bytes again reuses it.
+	verified *verifiedAttestation
 }

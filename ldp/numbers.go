@@ -1,10 +1,8 @@
 package ldp
 
 import (
-	"bytes"
 	"encoding/json"
 	"errors"
-	"io"
 	"strconv"
 	"strings"
 
@@ -31,35 +29,80 @@ type numberIssue struct {
 
 // firstNumberIssue returns the first number literal of the JSON text data
 // that is not in its JCS form; with lossyOnly, the first whose JCS form is
-// another number. data must be valid JSON; an error is returned otherwise.
+// another number. data must be one JSON value; an error is returned
+// otherwise. It reads the bytes once, without decoding them: outside a
+// string, a byte that starts a number ('-' or a digit) can start nothing
+// else in valid JSON.
 func firstNumberIssue(data []byte, lossyOnly bool) (*numberIssue, error) {
-	d := json.NewDecoder(bytes.NewReader(data))
-	d.UseNumber()
-	for {
-		tok, err := d.Token()
-		if errors.Is(err, io.EOF) {
-			return nil, nil
-		}
-		if err != nil {
+	if !json.Valid(data) {
+		var v any
+		if err := json.Unmarshal(data, &v); err != nil {
 			return nil, err
 		}
-		n, ok := tok.(json.Number)
-		if !ok {
-			continue
-		}
-		lit := string(n)
-		c, err := jcsNumber(lit)
-		if err != nil {
-			return &numberIssue{lit: lit, lossy: true}, nil
-		}
-		if c == lit {
-			continue
-		}
-		lossy := !sameDecimal(lit, c)
-		if lossy || !lossyOnly {
-			return &numberIssue{lit: lit, canon: c, lossy: lossy}, nil
+		return nil, errors.New("invalid JSON")
+	}
+	for i := 0; i < len(data); {
+		switch c := data[i]; {
+		case c == '"':
+			// Valid JSON: the string ends at the first quote that no
+			// backslash escapes.
+			for i++; data[i] != '"'; i++ {
+				if data[i] == '\\' {
+					i++
+				}
+			}
+			i++
+		case c == '-' || '0' <= c && c <= '9':
+			j := i + 1
+			for j < len(data) && strings.IndexByte("0123456789.eE+-", data[j]) >= 0 {
+				j++
+			}
+			if is := numberIssueOf(string(data[i:j]), lossyOnly); is != nil {
+				return is, nil
+			}
+			i = j
+		default:
+			i++
 		}
 	}
+	return nil, nil
+}
+
+// numberIssueOf is the issue of the number literal lit (valid JSON), nil
+// when it is in its JCS form (or, with lossyOnly, when its JCS form is the
+// same number).
+func numberIssueOf(lit string, lossyOnly bool) *numberIssue {
+	if plainInteger(lit) {
+		return nil
+	}
+	c, err := jcsNumber(lit)
+	if err != nil {
+		return &numberIssue{lit: lit, lossy: true}
+	}
+	if c == lit {
+		return nil
+	}
+	lossy := !sameDecimal(lit, c)
+	if lossy || !lossyOnly {
+		return &numberIssue{lit: lit, canon: c, lossy: lossy}
+	}
+	return nil
+}
+
+// plainInteger says whether the number literal lit (valid JSON) is an
+// integer of at most 15 digits other than -0: a double holds it exactly
+// and JCS writes it as it is.
+func plainInteger(lit string) bool {
+	d := strings.TrimPrefix(lit, "-")
+	if len(d) == 0 || len(d) > 15 || d == "0" && len(lit) > 1 {
+		return false
+	}
+	for i := 0; i < len(d); i++ {
+		if d[i] < '0' || d[i] > '9' {
+			return false
+		}
+	}
+	return true
 }
 
 // jcsNumber is the JCS form of the JSON number literal lit.

@@ -1,10 +1,16 @@
 package ldp
 
 import (
+	"bytes"
 	"encoding/json"
+	"errors"
+	"io"
 	"math/big"
+	"os"
 	"strings"
 	"testing"
+
+	"github.com/delegateos/delegateos/internal/cputime"
 )
 
 func TestNumberIssues(t *testing.T) {
@@ -99,4 +105,139 @@ func FuzzJCSNumbers(f *testing.F) {
 			t.Fatalf("%s (JCS %s): issue %+v", lit, c, is)
 		}
 	})
+}
+
+// firstNumberIssueByTokens is firstNumberIssue as json.Decoder's tokens
+// read it: the reference the byte scan is held to.
+func firstNumberIssueByTokens(data []byte, lossyOnly bool) (*numberIssue, error) {
+	d := json.NewDecoder(bytes.NewReader(data))
+	d.UseNumber()
+	for {
+		tok, err := d.Token()
+		if errors.Is(err, io.EOF) {
+			return nil, nil
+		}
+		if err != nil {
+			return nil, err
+		}
+		n, ok := tok.(json.Number)
+		if !ok {
+			continue
+		}
+		lit := string(n)
+		c, err := jcsNumber(lit)
+		if err != nil {
+			return &numberIssue{lit: lit, lossy: true}, nil
+		}
+		if c == lit {
+			continue
+		}
+		lossy := !sameDecimal(lit, c)
+		if lossy || !lossyOnly {
+			return &numberIssue{lit: lit, canon: c, lossy: lossy}, nil
+		}
+	}
+}
+
+var numberScanSeeds = []string{
+	`{"a":1,"b":[0.5,-2,1e+21,1e-7]}`, `"1.0"`, `{"1.0":1}`, `{"a\"1.0":[2]}`, `["\\",1.0]`, `["\\\"",-0]`,
+	`{"k":"x\u00221e400"}`, `[true,false,null,-0.0]`, `[123456789012345,1234567890123456,9007199254740993]`,
+	`{"deep":{"x":[[[1E2]]]}}`, `"\u00e9 2.50"`, ` [ 1 , 2.0 ] `, `-0`, `0`, `1e2`,
+}
+
+// TestNumberScan: the byte scan finds what the decoder's tokens find, and
+// refuses what is not one JSON value.
+func TestNumberScan(t *testing.T) {
+	for _, in := range numberScanSeeds {
+		for _, lossy := range []bool{false, true} {
+			got, err1 := firstNumberIssue([]byte(in), lossy)
+			want, err2 := firstNumberIssueByTokens([]byte(in), lossy)
+			if err1 != nil || err2 != nil || (got == nil) != (want == nil) || got != nil && *got != *want {
+				t.Errorf("%s (lossy only %v): %+v %v, tokens %+v %v", in, lossy, got, err1, want, err2)
+			}
+		}
+	}
+	for _, in := range []string{``, `1 2`, `{"a":1`, `[1.]`, `"x`, `01`} {
+		if _, err := firstNumberIssue([]byte(in), false); err == nil {
+			t.Errorf("%q: taken", in)
+		}
+	}
+}
+
+// FuzzNumberScan holds the byte scan to the decoder's tokens on every
+// valid JSON value.
+func FuzzNumberScan(f *testing.F) {
+	for _, s := range numberScanSeeds {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, in string) {
+		if !json.Valid([]byte(in)) {
+			if _, err := firstNumberIssue([]byte(in), false); err == nil {
+				t.Fatalf("%q: not JSON, taken", in)
+			}
+			return
+		}
+		for _, lossy := range []bool{false, true} {
+			got, err1 := firstNumberIssue([]byte(in), lossy)
+			want, err2 := firstNumberIssueByTokens([]byte(in), lossy)
+			if err1 != nil || err2 != nil || (got == nil) != (want == nil) || got != nil && *got != *want {
+				t.Fatalf("%q (lossy only %v): %+v %v, tokens %+v %v", in, lossy, got, err1, want, err2)
+			}
+		}
+	})
+}
+
+// BenchmarkNumberScan reads a task's 3 KB TASK_RESULT (two attestations)
+// for numbers not in their JCS form: /scan is firstNumberIssue, /tokens
+// the decoder's tokens it replaced.
+func BenchmarkNumberScan(b *testing.B) {
+	data, err := os.ReadFile("testdata/task_result.json")
+	if err != nil {
+		b.Fatal(err)
+	}
+	for name, f := range map[string]func([]byte, bool) (*numberIssue, error){"scan": firstNumberIssue, "tokens": firstNumberIssueByTokens} {
+		b.Run(name, func(b *testing.B) {
+			b.SetBytes(int64(len(data)))
+			b.ReportAllocs()
+			defer cputime.Report(b)()
+			for b.Loop() {
+				if is, err := f(data, false); is != nil || err != nil {
+					b.Fatal(is, err)
+				}
+			}
+		})
+	}
+}
+
+// TestEd25519InputLocal: a locally built envelope's signing input (the JCS
+// form of its MarshalJSON, which writes no signature) is the input a
+// receiver computes from the bytes sent (less their signature member), for
+// text JSON writers escape in different ways.
+func TestEd25519InputLocal(t *testing.T) {
+	e := submitEnvelope()
+	e.Body.(*TaskSubmit).Input = json.RawMessage(`{"html":"<a href=\"x\">&amp;</a>","ls":"\u2028\u2029","emoji":"😀","esc":"\u0041\\\"","n":[1,0.5,-3e-7]}`)
+	if err := SignEd25519(e, testKey(1)); err != nil {
+		t.Fatal(err)
+	}
+	unsigned := *e
+	unsigned.Signature = ""
+	local, err := Ed25519Input(&unsigned)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if signed, err := Ed25519Input(e); err != nil || !bytes.Equal(signed, local) {
+		t.Fatalf("signed, local: %s (%v)", signed, err)
+	}
+	b, _ := json.Marshal(e)
+	got, err := unsignedJCS(b)
+	if err != nil || !bytes.Equal(got, local) {
+		t.Fatalf("local input\n%s\nreceiver's\n%s (%v)", local, got, err)
+	}
+	p, err := ParseEnvelope(b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := verifyEd25519(p, testDID(1)); err != nil {
+		t.Fatal(err)
+	}
 }

@@ -44,21 +44,22 @@ func ParseEnvelope(data []byte) (*Envelope, error) {
 	if len(data) > MaxEnvelopeSize {
 		return nil, malformed("envelope is %d bytes, at most %d", len(data), MaxEnvelopeSize)
 	}
-	if err := strictjson.Check(data); err != nil {
-		return nil, malformed("%v", err)
-	}
-	var members map[string]json.RawMessage
-	if err := json.Unmarshal(data, &members); err != nil || members == nil {
-		return nil, malformed("envelope is not a JSON object")
-	}
-	for _, name := range requiredMembers {
-		if v, ok := members[name]; !ok || isNull(v) {
-			return nil, malformed("member %s is missing", name)
-		}
-	}
+	// strictjson.Unmarshal checks what strictjson.Check does (UTF-8,
+	// duplicate members, depth) before anything else: the bytes are read
+	// strictly once. Its refusal is reported as before: a Check failure,
+	// else not an object or a member missing, else the decoder's.
 	var w wireEnvelope
 	if err := strictjson.Unmarshal(data, &w); err != nil {
+		if cerr := strictjson.Check(data); cerr != nil {
+			return nil, malformed("%v", cerr)
+		}
+		if merr := requireMembers(data); merr != nil {
+			return nil, merr
+		}
 		return nil, malformed("%v", err)
+	}
+	if err := requireMembers(data); err != nil {
+		return nil, err
 	}
 	signed := w.SignatureAlgorithm != nil && *w.SignatureAlgorithm == AlgEd25519
 	if signed {
@@ -70,6 +71,11 @@ func ParseEnvelope(data []byte) (*Envelope, error) {
 	body, err := parseBody(w.Body)
 	if err != nil {
 		return nil, malformed("body: %v", err)
+	}
+	if res, ok := body.(*TaskResult); ok && w.Provenance != nil {
+		// The envelope's provenance usually repeats the result's: the
+		// same attestation bytes are verified once (shareVerified).
+		shareVerified(w.Provenance.DelegateOS, res.Provenance.DelegateOS)
 	}
 	if b, ok := body.(*TaskSubmit); ok && signed {
 		// The task's input is passed on as the signature covers it.
@@ -107,6 +113,21 @@ func ParseEnvelope(data []byte) (*Envelope, error) {
 		return nil, malformed("%v", err)
 	}
 	return e, nil
+}
+
+// requireMembers refuses data that is not a JSON object holding every
+// required member, not null.
+func requireMembers(data []byte) error {
+	var members map[string]json.RawMessage
+	if err := json.Unmarshal(data, &members); err != nil || members == nil {
+		return malformed("envelope is not a JSON object")
+	}
+	for _, name := range requiredMembers {
+		if v, ok := members[name]; !ok || isNull(v) {
+			return malformed("member %s is missing", name)
+		}
+	}
+	return nil
 }
 
 func isNull(raw json.RawMessage) bool { return string(bytes.TrimSpace(raw)) == "null" }
@@ -414,7 +435,7 @@ func (d *ProvenanceDOS) check(name string) error {
 		return fmt.Errorf("%s.attestation_id %q is not a task attestation ID", name, clip(d.AttestationID))
 	}
 	if d.Attestation != nil {
-		a, err := ParseTaskAttestation(d.Attestation)
+		a, err := d.attestation()
 		if err != nil {
 			return fmt.Errorf("%s.attestation: %v", name, err)
 		}

@@ -1,6 +1,7 @@
 package ldp
 
 import (
+	"bytes"
 	"context"
 	"crypto/ed25519"
 	"crypto/rand"
@@ -511,12 +512,20 @@ func (r *Responder) submit(ctx context.Context, e *Envelope, b *TaskSubmit, by V
 			return fail(LdpError{Code: CodeAttestationFailed, Category: "runtime", Severity: "error", Retryable: true,
 				Message: "the result could not be attested: " + err.Error()})
 		}
-		raw, _ := json.Marshal(a)
+		raw, err := json.Marshal(a)
+		if err != nil {
+			return fail(LdpError{Code: CodeAttestationFailed, Category: "runtime", Severity: "error", Retryable: true,
+				Message: "the result could not be attested: " + err.Error()})
+		}
 		d := ProvenanceDOS{}
 		if p.DelegateOS != nil {
 			d = *p.DelegateOS
 		}
+		// Signed here, by Sign after its check of every member: the
+		// reply's own check does not verify the signature again (the
+		// initiator does, VerifyResult).
 		d.AttestationID, d.Attestation = a.ID, raw
+		d.verified = &verifiedAttestation{raw: bytes.Clone(raw), a: *a}
 		p.DelegateOS = &d
 	}
 	reply := r.envelope(e, s.ID, &TaskResult{TaskID: b.TaskID, Output: out.Output, Provenance: *p}, e.PayloadMode)

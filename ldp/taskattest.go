@@ -1,6 +1,7 @@
 package ldp
 
 import (
+	"bytes"
 	"crypto/ed25519"
 	"crypto/rand"
 	"crypto/sha256"
@@ -9,6 +10,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strconv"
 	"strings"
 
 	"github.com/delegateos/delegateos/identity"
@@ -126,8 +128,72 @@ func validHash(h string) bool {
 	return ok && len(x) == 64 && strings.Trim(x, "0123456789abcdef") == ""
 }
 
-// signedInput is the JCS form of a without its signature.
+// signedInput is the JCS form of a without its signature
+// (canon.Marshal's, written directly: TestTaskAttestationSignedInput and
+// FuzzTaskAttestationSignedInput hold the two equal).
 func (a *TaskAttestation) signedInput() ([]byte, error) {
+	if c := a.CostChargedMicrocents; c != nil && (*c < 0 || *c > canon.MaxSafeInteger) {
+		// Refused by check; JCS would write it as a double.
+		return a.signedInputMarshal()
+	}
+	type member struct {
+		name  string
+		value []byte
+	}
+	ms := make([]member, 0, 19)
+	str := func(name, v string, omitEmpty bool) {
+		if v != "" || !omitEmpty {
+			ms = append(ms, member{name, canon.AppendString(nil, v)})
+		}
+	}
+	str("id", a.ID, false)
+	str("version", a.Version, false)
+	str("delegate", a.Delegate, false)
+	str("signer", a.Signer, false)
+	str("initiator", a.Initiator, false)
+	str("initiator_signer", a.InitiatorSigner, true)
+	str("session_id", a.SessionID, false)
+	str("task_id", a.TaskID, false)
+	str("skill", a.Skill, false)
+	str("request", a.Request, false)
+	str("input_hash", a.InputHash, false)
+	str("contract_id", a.ContractID, true)
+	str("delegation_id", a.DelegationID, true)
+	str("output_hash", a.OutputHash, false)
+	ms = append(ms, member{"verified", strconv.AppendBool(nil, a.Verified)})
+	str("verification_status", a.VerificationStatus, false)
+	if c := a.CostChargedMicrocents; c != nil {
+		ms = append(ms, member{"cost_charged_microcents", canon.AppendInt(nil, *c)})
+	}
+	if len(a.ReceiptHashes) > 0 {
+		v := []byte{'['}
+		for i, h := range a.ReceiptHashes {
+			if i > 0 {
+				v = append(v, ',')
+			}
+			v = canon.AppendString(v, h)
+		}
+		ms = append(ms, member{"receipt_hashes", append(v, ']')})
+	}
+	str("created_at", a.CreatedAt, false)
+	// JCS orders members by their names' UTF-16 code units: these are
+	// ASCII, so by bytes.
+	slices.SortFunc(ms, func(x, y member) int { return strings.Compare(x.name, y.name) })
+	out := make([]byte, 0, 1024)
+	out = append(out, '{')
+	for i, m := range ms {
+		if i > 0 {
+			out = append(out, ',')
+		}
+		out = canon.AppendString(out, m.name)
+		out = append(out, ':')
+		out = append(out, m.value...)
+	}
+	return append(out, '}'), nil
+}
+
+// signedInputMarshal is signedInput through encoding/json and JCS.
+func (a *TaskAttestation) signedInputMarshal() ([]byte, error) {
 	c := *a
 	c.Signature = ""
 	return canon.Marshal(&c)
@@ -258,7 +324,7 @@ func VerifyResult(sent, reply *Envelope) (*TaskAttestation, error) {
 	if d.Attestation == nil {
 		return nil, attestationError("provenance names attestation %s but does not carry it", clip(d.AttestationID))
 	}
-	a, err := ParseTaskAttestation(d.Attestation)
+	a, err := d.attestation()
 	if err != nil {
 		return nil, err
 	}
@@ -314,6 +380,40 @@ func VerifyResult(sent, reply *Envelope) (*TaskAttestation, error) {
 		return nil, attestationError("its receipt hashes differ from provenance's")
 	}
 	return a, nil
+}
+
+// verifiedAttestation is a task attestation that ParseTaskAttestation
+// accepted, and the bytes it read. Parsing and verifying are a function of
+// the bytes alone, so the same bytes need not be verified twice: the
+// TASK_RESULT's provenance is checked when the envelope is parsed, its
+// copy in the envelope's provenance, and again by VerifyResult.
+type verifiedAttestation struct {
+	raw []byte
+	a   TaskAttestation
+}
+
+// attestation is ParseTaskAttestation(d.Attestation), done once for the
+// same bytes: a changed Attestation is parsed and verified afresh. It
+// returns a copy the caller may change.
+func (d *ProvenanceDOS) attestation() (*TaskAttestation, error) {
+	if v := d.verified; v == nil || !bytes.Equal(v.raw, d.Attestation) {
+		a, err := ParseTaskAttestation(d.Attestation)
+		if err != nil {
+			return nil, err
+		}
+		d.verified = &verifiedAttestation{raw: bytes.Clone(d.Attestation), a: *a}
+	}
+	a := d.verified.a
+	a.ReceiptHashes = slices.Clone(a.ReceiptHashes)
+	return &a, nil
+}
+
+// shareVerified lets dst reuse src's verified attestation (when dst holds
+// the same bytes: attestation compares them on each use).
+func shareVerified(dst, src *ProvenanceDOS) {
+	if dst != nil && src != nil && dst.verified == nil {
+		dst.verified = src.verified
+	}
 }
 
 func equalCost(a, b *int64) bool {

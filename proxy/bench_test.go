@@ -67,7 +67,7 @@ func benchCall(b *testing.B, s *session) {
 		resp = strconv.AppendInt(resp, s.upSeq, 10)
 		resp = append(resp, `,"result":{"content":[{"type":"text","text":"hello, proxy"}],"isError":false}}`+"\n"...)
 		s.serverFrame(resp[:len(resp)-1], resp)
-		s.serverLog.writeTo(s.log)
+		s.endServerBatch()
 	}
 	if n := s.pending.len(); n != 0 {
 		b.Fatalf("%d calls still pending", n)

@@ -212,7 +212,7 @@ func TestE2EFaultTreesSetLostRefusesNothing(t *testing.T) {
 	f.settled()
 	ctx := context.Background()
 	c := f.srv.Client()
-	if err := c.Del(ctx, "delegateos:trees").Err(); err != nil {
+	if err := c.Del(ctx, "delegateos:trees{delegateos:store}", "delegateos:trees").Err(); err != nil {
 		t.Fatal(err)
 	}
 	if typ, detail := denialData(s1.Call(t, "echo", map[string]any{"text": "running"})); typ != "" {

@@ -104,7 +104,14 @@ func (fr *frameReader) discardLine(done bool) error {
 	return nil
 }
 
-func trimFrame(b []byte) []byte { return bytes.TrimRight(b, "\r\n") }
+// trimFrame is bytes.TrimRight(b, "\r\n"), without building the cut set
+// for every frame.
+func trimFrame(b []byte) []byte {
+	for len(b) > 0 && (b[len(b)-1] == '\n' || b[len(b)-1] == '\r') {
+		b = b[:len(b)-1]
+	}
+	return b
+}
 
 func clone(b []byte) []byte { return append([]byte(nil), b...) }
 

@@ -141,40 +141,40 @@ func canonicalInt(b []byte) (int64, bool) {
 // pendingTable holds the requests in flight, by the client's id and by
 // the id they were forwarded with. The session's lock guards it.
 type pendingTable struct {
-	num map[int64]*pending
+	num intIndex
 	str map[string]*pending
-	up  map[int64]*pending
+	up  intIndex
 }
 
 func newPendingTable() pendingTable {
-	return pendingTable{num: map[int64]*pending{}, str: map[string]*pending{}, up: map[int64]*pending{}}
+	return pendingTable{str: map[string]*pending{}}
 }
 
-func (t *pendingTable) len() int { return len(t.up) }
+func (t *pendingTable) len() int { return t.up.len() }
 
 func (t *pendingTable) get(k requestID) *pending {
 	if k.isStr {
 		return t.str[k.str]
 	}
-	return t.num[k.num]
+	return t.num.get(k.num)
 }
 
 func (t *pendingTable) put(p *pending) {
 	if p.key.isStr {
 		t.str[p.key.str] = p
 	} else {
-		t.num[p.key.num] = p
+		t.num.set(p.key.num, p)
 	}
-	t.up[p.up] = p
+	t.up.set(p.up, p)
 }
 
 func (t *pendingTable) remove(p *pending) {
 	if p.key.isStr {
 		delete(t.str, p.key.str)
 	} else {
-		delete(t.num, p.key.num)
+		t.num.del(p.key.num)
 	}
-	delete(t.up, p.up)
+	t.up.del(p.up)
 }
 
 // lookup returns the request that the client's JSON id raw (from a
@@ -195,7 +195,7 @@ func (t *pendingTable) lookup(raw []byte) *pending {
 	if !ok {
 		return nil
 	}
-	return t.num[n]
+	return t.num.get(n)
 }
 
 // answered returns the request that an upstream response's id raw
@@ -205,17 +205,103 @@ func (t *pendingTable) answered(raw []byte) *pending {
 	if !ok {
 		return nil
 	}
-	return t.up[n]
+	return t.up.get(n)
 }
 
 // drain removes and returns every request.
 func (t *pendingTable) drain() []*pending {
 	ps := make([]*pending, 0, t.len())
-	for k, p := range t.up {
-		ps = append(ps, p)
-		delete(t.up, k)
-	}
-	clear(t.num)
+	t.up.each(func(p *pending) { ps = append(ps, p) })
+	t.up.clear()
+	t.num.clear()
 	clear(t.str)
 	return ps
+}
+
+// intIndexSlots is how many integer keys an intIndex holds without a map:
+// the relay numbers what it forwards 1, 2, 3…, and clients number their
+// requests much the same, so the keys in flight at once fall in distinct
+// slots unless a request stays in flight while this many more are sent.
+const intIndexSlots = 256
+
+// intIndex is a map from int64 to *pending (get, set and del mean what
+// they mean for a map) that keeps each key in the slot its low bits name
+// when that slot is free, and in a map only when it is taken: a call then
+// costs no hashing, no map insertion and no deletion. A key is in its slot
+// or in the map, never both.
+type intIndex struct {
+	slots [intIndexSlots]intEntry
+	more  map[int64]*pending
+	n     int
+}
+
+type intEntry struct {
+	k int64
+	p *pending // nil: the slot is free
+}
+
+func (x *intIndex) slot(k int64) *intEntry { return &x.slots[uint64(k)%intIndexSlots] }
+
+func (x *intIndex) len() int { return x.n }
+
+func (x *intIndex) get(k int64) *pending {
+	if e := x.slot(k); e.p != nil && e.k == k {
+		return e.p
+	}
+	if len(x.more) == 0 {
+		return nil
+	}
+	return x.more[k]
+}
+
+// set maps k to p (non-nil), in place of what k mapped to.
+func (x *intIndex) set(k int64, p *pending) {
+	e := x.slot(k)
+	if e.p != nil && e.k == k {
+		e.p = p
+		return
+	}
+	if _, ok := x.more[k]; ok {
+		x.more[k] = p
+		return
+	}
+	x.n++
+	if e.p == nil {
+		*e = intEntry{k: k, p: p}
+		return
+	}
+	if x.more == nil {
+		x.more = map[int64]*pending{}
+	}
+	x.more[k] = p
+}
+
+func (x *intIndex) del(k int64) {
+	if e := x.slot(k); e.p != nil && e.k == k {
+		*e = intEntry{}
+		x.n--
+		return
+	}
+	if _, ok := x.more[k]; ok {
+		delete(x.more, k)
+		x.n--
+	}
+}
+
+// each calls f with every value, in no particular order.
+func (x *intIndex) each(f func(*pending)) {
+	for i := range x.slots {
+		if p := x.slots[i].p; p != nil {
+			f(p)
+		}
+	}
+	for _, p := range x.more {
+		f(p)
+	}
+}
+
+func (x *intIndex) clear() {
+	x.slots = [intIndexSlots]intEntry{}
+	x.more = nil
+	x.n = 0
 }

@@ -21,6 +21,7 @@ import (
 
 	"github.com/delegateos/delegateos/gate"
 	"github.com/delegateos/delegateos/policy"
+	"github.com/delegateos/delegateos/receipt"
 )
 
 // Config configures a proxy session.
@@ -144,6 +145,17 @@ type session struct {
 	// are made; settlements are written once the responses they settle
 	// have been flushed to the client.
 	clientLog, serverLog logBatch
+	// serverExec holds the execution records of the calls the server's
+	// pump settled, handed to Evidence with its log lines, once per batch
+	// (endServerBatch): the writer is woken once for a batch of responses,
+	// and after they have gone to the client. Each call's decision was
+	// handed over before, at the latest when the call was settled.
+	serverExec []*receipt.Execution
+	// clientDec holds the decisions of the allowed calls the client's
+	// pump forwards in a batch, handed to Evidence once the batch was
+	// written to the upstream (handDecisions), or earlier by their
+	// call's settlement (handOnce).
+	clientDec []*queuedDecision
 }
 
 // Run relays between the client (clientIn, clientOut) and a freshly
@@ -305,12 +317,17 @@ func (s *session) relayStderr(r io.Reader) {
 
 // fromClient handles every frame the client sends.
 func (s *session) fromClient(r io.Reader) error {
-	defer s.toServer.flush()
+	defer func() {
+		s.toServer.flush()
+		s.handDecisions()
+	}()
 	fr := newFrameReader(r, s.cfg.MaxFrameBytes)
 	for {
 		if fr.idle() {
-			// Nothing more is waiting: send what was queued before blocking.
+			// Nothing more is waiting: send what was queued before
+			// blocking, then hand over the decisions of the calls sent.
 			s.toServer.flush()
+			s.handDecisions()
 		}
 		frame, _, err := fr.next()
 		var tooLarge errFrameTooLarge
@@ -409,17 +426,18 @@ func (s *session) clientFrame(frame []byte) {
 func (s *session) fromServer(r io.Reader) {
 	defer func() {
 		s.toClient.flush()
-		s.serverLog.writeTo(s.log)
+		s.endServerBatch()
 	}()
 	fr := newFrameReader(r, s.cfg.MaxFrameBytes)
 	for {
 		if fr.idle() {
 			// Nothing more is waiting: the client gets its responses
-			// first, and then the calls they settled are logged.
+			// first, and then the calls they settled are logged and
+			// their execution records handed over.
 			s.toClient.flush()
-			s.serverLog.writeTo(s.log)
+			s.endServerBatch()
 		} else if s.serverLog.len() >= maxBatchedLines {
-			s.serverLog.writeTo(s.log)
+			s.endServerBatch()
 		}
 		frame, raw, err := fr.next()
 		var tooLarge errFrameTooLarge
@@ -715,9 +733,25 @@ func (s *session) settle(p *pending, cost int64, release bool, outcome string, l
 	if release {
 		cost = 0
 	}
-	s.executed(p, cost, outcome)
+	if p.ev.decision != nil {
+		s.executed(p, cost, outcome, lb == &s.serverLog)
+	}
 	spanSettled(p, cost, outcome)
 	lb.settled(p.method, p.target, p.decision, cost, time.Since(p.start), outcome, release)
+}
+
+// endServerBatch ends a batch of the server's pump: the execution records
+// of the calls it settled are handed over, in order, and their lines
+// written.
+func (s *session) endServerBatch() {
+	if len(s.serverExec) > 0 {
+		for i, e := range s.serverExec {
+			s.cfg.Evidence.Executed(e)
+			s.serverExec[i] = nil
+		}
+		s.serverExec = s.serverExec[:0]
+	}
+	s.serverLog.writeTo(s.log)
 }
 
 // settleNow is settle with the line written at once, by the client's pump.

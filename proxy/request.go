@@ -145,16 +145,20 @@ func (s *session) clientRequest(h header, frame []byte) {
 	s.upSeq++
 	up := s.upSeq
 	p.up = up
+	// The edits read p (its traceparent): they are made while p is still
+	// this goroutine's alone. Their bytes are not p's (traceEdit makes its
+	// own, the number is in s.upText).
+	var buf [3]edit
+	edits := s.forwardEdits(h, &cp, up, p, &buf)
 	if p.ev.decision != nil {
-		var buf [3]edit
-		s.noteForwarded(p, frame, s.forwardEdits(h, &cp, up, p, &buf))
+		s.noteForwarded(p, frame, edits)
 	}
 	s.mu.Lock()
 	s.pending.put(p)
 	s.mu.Unlock()
 	// From here the server's pump may take p (an upstream can guess the
-	// number): p is read only under the lock.
-	if err := s.forward(frame, h, &cp, up, p); err != nil {
+	// number) and free it: p is read only under the lock.
+	if err := s.toServer.queueEdited(frame, edits); err != nil {
 		// The upstream may already have answered a request it guessed the
 		// id of, so the call is settled only if it is still pending.
 		s.mu.Lock()

@@ -146,6 +146,13 @@ func OpenRedisCopy(rawURL string, copyPaths ...string) (*Redis, error) {
 			}
 		}
 	}
+	ctx, cancel := context.WithTimeout(context.Background(), 3*redisconn.Timeout)
+	err = redisconn.CheckPrimary(ctx, c, "revocation list "+r.url)
+	cancel()
+	if err != nil {
+		c.Close()
+		return nil, err
+	}
 	r.copy, err = redisset.Open(c, redisset.Options{
 		What: "revocation list " + r.url, Hash: redisHash, Channel: redisChannel,
 		Check: func(field, value string) error { _, err := parseRedisEntry(field, value); return err },
@@ -325,6 +332,9 @@ func appendRedis(rawURL string, e Entry, replicas int) error {
 	what := "revocation list " + redisconn.Redact(rawURL)
 	ctx, cancel := context.WithTimeout(context.Background(), 3*redisconn.Timeout+waitReplicas)
 	defer cancel()
+	if err := redisconn.CheckPrimary(ctx, c, what); err != nil {
+		return err
+	}
 	if replicas <= 0 {
 		_, err = redisset.Add(ctx, c, redisHash, redisChannel, redisField(e), string(value), what)
 		return err

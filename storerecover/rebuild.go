@@ -32,6 +32,10 @@ type Rebuild struct {
 	notes   []string
 	// heads are the digests each log must hold.
 	heads map[string]string
+	// seen are the audit IDs of the calls an earlier log gave, with that
+	// log: a call in two logs (the same log given twice, a copy, or two
+	// logs forked from one) is counted once.
+	seen map[string]string
 }
 
 // New returns an empty Rebuild of the delegation trees issuer (a
@@ -40,7 +44,7 @@ type Rebuild struct {
 // heads the logs must hold, by path (see audit.VerifyOptions.Head): the
 // heads their proxies logged when they closed them.
 func New(issuer string, pol *policy.Policy, heads map[string]string) *Rebuild {
-	return &Rebuild{issuer: issuer, keys: map[string]*budget.Usage{}, pol: pol, heads: heads}
+	return &Rebuild{issuer: issuer, keys: map[string]*budget.Usage{}, pol: pol, heads: heads, seen: map[string]string{}}
 }
 
 // UnverifiedError is a log that does not verify: nothing may be rebuilt.
@@ -133,7 +137,14 @@ func (rb *Rebuild) Read(path string, trusted []string) error {
 	if unsigned > 0 {
 		rb.notes = append(rb.notes, fmt.Sprintf("%s: its last %d entries are not signed yet (no checkpoint follows them; its proxy writes one within a second, or when it starts again): their calls are charged what they reserved, whatever their execution receipts say", path, unsigned))
 	}
+	// Calls an earlier log gave are counted there only.
+	dups := map[string]int{}
 	for _, id := range order {
+		if first, dup := rb.seen[id]; dup {
+			dups[first]++
+			continue
+		}
+		rb.seen[id] = path
 		d := decisions[id]
 		cost, ok := executed[id]
 		if !ok {
@@ -145,8 +156,21 @@ func (rb *Rebuild) Read(path string, trusted []string) error {
 		rb.addRate(d.b, at)
 	}
 	for _, b := range releasedOrder {
+		if first, dup := rb.seen["released "+b.AuditID]; dup {
+			dups[first]++
+			continue
+		}
+		rb.seen["released "+b.AuditID] = path
 		at, _ := time.Parse(time.RFC3339Nano, b.DecidedAt)
 		rb.count(b.DelegationPath, at)
+	}
+	firsts := make([]string, 0, len(dups))
+	for first := range dups {
+		firsts = append(firsts, first)
+	}
+	slices.Sort(firsts)
+	for _, first := range firsts {
+		rb.notes = append(rb.notes, fmt.Sprintf("%s repeats %d calls of %s (the same log given twice, a copy of it, or two logs forked from one): each is counted once", path, dups[first], first))
 	}
 	return nil
 }

@@ -202,12 +202,12 @@ var proxyCmd = &command{
 			if in == io.Reader(os.Stdin) {
 				f, restore := stdio.Pollable(os.Stdin, os.Stderr)
 				defer restore()
-				in = f
+				in = stdio.RawReader(f)
 			}
 			if out == io.Writer(os.Stdout) {
 				f, restore := stdio.Pollable(os.Stdout, os.Stderr)
 				defer restore()
-				out = f
+				out = stdio.RawWriter(f)
 			}
 			sigs := make(chan os.Signal, 1)
 			signal.Notify(sigs, os.Interrupt, syscall.SIGTERM)
@@ -370,7 +370,7 @@ func newLogger(e *env, c policy.LogConfig) (*zap.Logger, func(), error) {
 		out = f
 		closeFile = func() { f.Close() }
 	}
-	sink := &logSink{w: bufio.NewWriterSize(out, 32<<10)}
+	sink := newLogSink(out)
 	log := zap.New(logline.NewCore(sink, level))
 	return log, func() { _ = sink.Sync(); closeFile() }, nil
 }
@@ -386,6 +386,17 @@ type logSink struct {
 }
 
 const logFlushDelay = 100 * time.Millisecond
+
+// logBufferBytes is the sink's buffer: a relay at 200,000 calls a second
+// logs 45 MB/s, and each write to the file is a system call that wakes the
+// Go runtime's monitor thread for a millisecond of polling; 256 KiB makes
+// that a write every ~6 ms rather than every 0.7 ms (32 KiB), and the
+// timer still flushes within logFlushDelay.
+const logBufferBytes = 256 << 10
+
+func newLogSink(out io.Writer) *logSink {
+	return &logSink{w: bufio.NewWriterSize(out, logBufferBytes)}
+}
 
 func (s *logSink) Write(p []byte) (int, error) {
 	s.mu.Lock()

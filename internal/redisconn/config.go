@@ -40,7 +40,48 @@ func CheckConfig(ctx context.Context, c redis.Cmdable, what string) (warnings []
 	return warnings, err
 }
 
+// ErrReplica is matched (errors.Is) by the error of CheckPrimary (and
+// so of CheckConfig) for a server that replicates another.
+var ErrReplica = errors.New("the Redis server is a replica")
+
+// CheckPrimary refuses a server that is a replica of another (INFO
+// replication): a
+// writable replica (replica-read-only no) would take a proxy's
+// reservations and revocations and never pass them to its primary, where
+// the rest of the fleet spends and reads, and its primary's writes would
+// overwrite them; a read-only one refuses every write. A cluster client
+// writes to the primaries only and is not checked. A server that refuses
+// INFO (an ACL user without it) is not checked either.
+func CheckPrimary(ctx context.Context, c redis.Cmdable, what string) error {
+	if _, ok := c.(*redis.ClusterClient); ok {
+		return nil
+	}
+	info, err := c.Info(ctx, "replication").Result()
+	if err != nil {
+		var rerr redis.Error
+		if errors.As(err, &rerr) {
+			return nil
+		}
+		return Unavailable(what, err)
+	}
+	field := func(name string) string {
+		for _, l := range strings.Split(info, "\n") {
+			if v, ok := strings.CutPrefix(strings.TrimSpace(l), name+":"); ok {
+				return v
+			}
+		}
+		return ""
+	}
+	if role := field("role"); role == "" || role == "master" {
+		return nil
+	}
+	return fmt.Errorf("%w: %s is a replica of %s:%s: what the proxy writes there never reaches its primary, where the rest of the fleet spends and reads; name the primary", ErrReplica, what, field("master_host"), field("master_port"))
+}
+
 func checkNodeConfig(ctx context.Context, c redis.Cmdable, what string) (warnings []string, err error) {
+	if err := CheckPrimary(ctx, c, what); err != nil {
+		return nil, err
+	}
 	get := func(name string) (string, error) {
 		m, err := c.ConfigGet(ctx, name).Result()
 		if err != nil {

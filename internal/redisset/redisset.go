@@ -103,8 +103,8 @@ type Options struct {
 	// (a FLUSHALL, a restart without persistence, a failover to a replica
 	// that had not received it) is written back, with the same script
 	// that adds one, each time the hash is read: when the subscription is
-	// (re)made, and whenever the hash is found shorter than the copy
-	// (HLEN, every pingEvery).
+	// (re)made, and whenever the hash's length is found to differ from
+	// the copy's (HLEN, every pingEvery).
 	WriteBack bool
 	// Restored, when set, is told of the fields each write-back restored.
 	Restored func(fields []string)
@@ -220,8 +220,11 @@ func (s *Copy) Close() error {
 
 // guard reads the hash's length every pingEvery and, when it holds fewer
 // entries than the copy (it lost some: the copy never drops one), reads
-// it again, which writes the missing ones back. Errors are left to the
-// subscription's pings, which decide whether the copy is current.
+// it again, which writes the missing ones back; when it holds more (an
+// entry written without its announcement reaching this copy: written by
+// hand, or by a script whose PUBLISH was refused), it reads it again too.
+// Errors are left to the subscription's pings, which decide whether the
+// copy is current.
 func (s *Copy) guard() {
 	defer close(s.guarded)
 	t := time.NewTicker(pingEvery)
@@ -239,21 +242,24 @@ func (s *Copy) guard() {
 		s.mu.Lock()
 		held := int64(len(s.entries))
 		s.mu.Unlock()
-		if n < held {
+		if n != held {
 			s.load()
 		}
 	}
 }
 
 // addScript sets field to value unless the hash has it (HSETNX), and
-// publishes the write. KEYS[1] is the hash; ARGV the channel, the field
+// announces the field. KEYS[1] is the hash; ARGV the channel, the field
 // and the value. It returns 1 when it wrote.
+//
+// The announcement comes first, and is made even when the hash has the
+// field: a PUBLISH the server refuses (an ACL user without the channel)
+// then fails the script before anything is written, instead of leaving
+// an entry in the hash that no copy was told of, and a second run (which
+// would find the field and write nothing) announces it too.
 var addScript = redis.NewScript(`
-if redis.call('HSETNX', KEYS[1], ARGV[2], ARGV[3]) == 1 then
-  redis.call('PUBLISH', ARGV[1], ARGV[2])
-  return 1
-end
-return 0
+redis.call('PUBLISH', ARGV[1], ARGV[2])
+return redis.call('HSETNX', KEYS[1], ARGV[2], ARGV[3])
 `)
 
 // Add writes an entry to the hash and publishes it, unless the hash has

@@ -64,7 +64,149 @@ func Check(data []byte) error {
 type object map[string]any
 type array []any
 
+// parseTree parses data for the checks: member names (and the objects and
+// arrays that hold them), duplicates, depth and surrogate escapes. Valid
+// JSON (json.Valid, no allocation) is read by treeParser in one pass over
+// the bytes; anything else by json.Decoder's tokens (parseTreeByTokens),
+// whose error says what is wrong. Both return the same tree and the same
+// refusal for valid JSON (FuzzParseTree).
 func parseTree(data []byte) (any, error) {
+	if !json.Valid(data) {
+		return parseTreeByTokens(data)
+	}
+	p := treeParser{data: data}
+	v, err := p.value(0)
+	if err != nil {
+		return nil, err
+	}
+	if err := checkSurrogates(data); err != nil {
+		return nil, err
+	}
+	return v, nil
+}
+
+// treeParser reads valid JSON (json.Valid said so: it checks no syntax)
+// into a tree whose objects and arrays are those of the text and whose
+// other values are nil (the name check does not look at them).
+type treeParser struct {
+	data []byte
+	i    int
+}
+
+func (p *treeParser) ws() {
+	for p.i < len(p.data) {
+		switch p.data[p.i] {
+		case ' ', '\t', '\n', '\r':
+			p.i++
+		default:
+			return
+		}
+	}
+}
+
+// str reads the string at p.i and returns it as encoding/json decodes it
+// (escapes undone, invalid UTF-8 as U+FFFD).
+func (p *treeParser) str() string {
+	start := p.i
+	escaped := false
+	for p.i++; p.data[p.i] != '"'; p.i++ {
+		if p.data[p.i] == '\\' {
+			escaped = true
+			p.i++
+		}
+	}
+	p.i++
+	raw := p.data[start:p.i]
+	if !escaped && utf8.Valid(raw) {
+		return string(raw[1 : len(raw)-1])
+	}
+	var s string
+	json.Unmarshal(raw, &s) // valid JSON: cannot fail
+	return s
+}
+
+func (p *treeParser) value(depth int) (any, error) {
+	p.ws()
+	switch p.data[p.i] {
+	case '{':
+		if depth >= MaxDepth {
+			return nil, fmt.Errorf("JSON nested deeper than %d levels", MaxDepth)
+		}
+		p.i++
+		obj := object{}
+		p.ws()
+		if p.data[p.i] == '}' {
+			p.i++
+			return obj, nil
+		}
+		for {
+			p.ws()
+			key := p.str()
+			if _, dup := obj[key]; dup {
+				return nil, fmt.Errorf("duplicate member %q", key)
+			}
+			p.ws()
+			p.i++ // ':'
+			val, err := p.value(depth + 1)
+			if err != nil {
+				return nil, err
+			}
+			obj[key] = val
+			p.ws()
+			c := p.data[p.i]
+			p.i++ // ',' or '}'
+			if c == '}' {
+				return obj, nil
+			}
+		}
+	case '[':
+		if depth >= MaxDepth {
+			return nil, fmt.Errorf("JSON nested deeper than %d levels", MaxDepth)
+		}
+		p.i++
+		var arr array
+		p.ws()
+		if p.data[p.i] == ']' {
+			p.i++
+			return arr, nil
+		}
+		for {
+			val, err := p.value(depth + 1)
+			if err != nil {
+				return nil, err
+			}
+			arr = append(arr, val)
+			p.ws()
+			c := p.data[p.i]
+			p.i++ // ',' or ']'
+			if c == ']' {
+				return arr, nil
+			}
+		}
+	case '"':
+		for p.i++; p.data[p.i] != '"'; p.i++ {
+			if p.data[p.i] == '\\' {
+				p.i++
+			}
+		}
+		p.i++
+		return nil, nil
+	default:
+		// A number, true, false or null: up to the next delimiter.
+		for p.i < len(p.data) {
+			switch p.data[p.i] {
+			case ',', ']', '}', ' ', '\t', '\n', '\r':
+				return nil, nil
+			}
+			p.i++
+		}
+		return nil, nil
+	}
+}
+
+// parseTreeByTokens is parseTree through json.Decoder's tokens (scalars
+// kept as the decoder reads them).
+func parseTreeByTokens(data []byte) (any, error) {
 	dec := json.NewDecoder(bytes.NewReader(data))
 	dec.UseNumber()
 	v, err := parseValue(dec, 0)

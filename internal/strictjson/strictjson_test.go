@@ -5,6 +5,8 @@ import (
 	"reflect"
 	"strings"
 	"testing"
+
+	"github.com/delegateos/delegateos/internal/cputime"
 )
 
 type leaf struct {
@@ -259,4 +261,78 @@ func FuzzUnmarshal(f *testing.F) {
 			}
 		}
 	})
+}
+
+// scalarsNil is a parseTreeByTokens tree with its scalars nil, as
+// treeParser keeps them.
+func scalarsNil(v any) any {
+	switch v := v.(type) {
+	case object:
+		o := object{}
+		for k, x := range v {
+			o[k] = scalarsNil(x)
+		}
+		return o
+	case array:
+		var a array
+		for _, x := range v {
+			a = append(a, scalarsNil(x))
+		}
+		return a
+	}
+	return nil
+}
+
+var treeSeeds = []string{
+	`{}`, `[]`, `{"a":1,"b":[true,false,null,"x",-1.5e3],"c":{"d":{}}}`, `{"a":1,"a":2}`, `{"a":1,"\u0061":2}`,
+	`{"a\"b":1,"a\\\"b":2}`, `[{"x":[{"y":1,"y":2}]}]`, `{"k":"\ud800"}`, `{"\ud83d\ude00":1}`, ` [ 1 , { "a" : [ ] } ] `,
+	`"s"`, `1`, `null`, `{"a":{"b":1},"a":{"c":2}}`, `[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]`,
+}
+
+// TestParseTree: the byte parser reads what the decoder's tokens read.
+func TestParseTree(t *testing.T) {
+	for _, s := range treeSeeds {
+		compareTrees(t, []byte(s))
+	}
+}
+
+// FuzzParseTree holds treeParser to json.Decoder's tokens: the same tree
+// (scalars aside) and the same refusal, for every input.
+func FuzzParseTree(f *testing.F) {
+	for _, s := range treeSeeds {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(compareTrees)
+}
+
+func compareTrees(t *testing.T, data []byte) {
+	got, err1 := parseTree(data)
+	want, err2 := parseTreeByTokens(data)
+	if (err1 == nil) != (err2 == nil) || err1 != nil && err1.Error() != err2.Error() {
+		t.Fatalf("%q: %v, tokens %v", data, err1, err2)
+	}
+	if err1 == nil && !reflect.DeepEqual(got, scalarsNil(want)) {
+		t.Fatalf("%q: %#v, tokens %#v", data, got, want)
+	}
+}
+
+// BenchmarkParseTree reads a 3 KB document of nested objects, arrays,
+// strings with escapes and numbers: /bytes is parseTree, /tokens the
+// decoder's tokens it reads invalid JSON with.
+func BenchmarkParseTree(b *testing.B) {
+	item := map[string]any{"id": "ldpatt_4008fdc301d3fa578ee174cd", "text": `{"arguments":{"text":"hi"}}`, "n": 12345, "ok": true,
+		"hashes": []string{"sha256:b1311d5a46cad87b748a5aef98e828b2b7901b5823b75508503fd252e044d972"}, "none": nil}
+	data, _ := json.Marshal(map[string]any{"a": []any{item, item, item, item, item, item}, "b": map[string]any{"c": item, "d": item}})
+	for name, f := range map[string]func([]byte) (any, error){"bytes": parseTree, "tokens": parseTreeByTokens} {
+		b.Run(name, func(b *testing.B) {
+			b.SetBytes(int64(len(data)))
+			b.ReportAllocs()
+			defer cputime.Report(b)()
+			for b.Loop() {
+				if _, err := f(data); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
 }

@@ -110,7 +110,7 @@ func bench(args []string) int {
 	fs.StringVar(&o.proxyLog, "proxy-log", "", "the proxy's log file (default: a file in the temporary directory, as a deployment would log)")
 	fs.StringVar(&o.proxyFlags, "proxy-flags", "", "more flags for delegateos proxy, space-separated (e.g. \"--policy FILE\")")
 	fs.StringVar(&o.profile, "cpuprofile", "", "replace the proxy binary by the same proxy run inside this program (proxybench proxy) and write its CPU profile to this file (with -audit, the proxy+audit setup's to this file with .audit appended)")
-	fs.BoolVar(&o.check, "check", false, "exit 1 if a target is missed")
+	fs.BoolVar(&o.check, "check", false, "exit 1 if a target is missed (with -audit, the audit log's too)")
 	fs.BoolVar(&o.keep, "keep", false, "keep the temporary directory (keys, token, logs)")
 	fs.BoolVar(&o.audit, "audit", false, "add a fourth setup, proxy+audit: the proxy signing receipts into an audit log, compared with the proxy without")
 	fs.Usage = func() {
@@ -329,13 +329,20 @@ func run(o options) error {
 	latOK, thrOK := latRatio <= targetLatencyRatio, thrRatio >= targetThroughputRatio
 	fmt.Printf("\nproxy added p50 ÷ relay added p50:    %.2f  (target ≤ %.1f: %s)\n", latRatio, targetLatencyRatio, verdict(latOK))
 	fmt.Printf("proxy throughput ÷ relay throughput:  %.2f  (target ≥ %.1f: %s)\n", thrRatio, targetThroughputRatio, verdict(thrOK))
+	auditOK := true
+	if al, at, ok := auditRatios(med, time.Microsecond); ok {
+		alOK, atOK := al <= targetAuditLatencyRatio, at >= targetAuditThroughputRatio
+		auditOK = alOK && atOK
+		fmt.Printf("audit on ÷ off added p50:             %.2f  (target ≤ %.1f: %s)\n", al, targetAuditLatencyRatio, verdict(alOK))
+		fmt.Printf("audit on ÷ off throughput:            %.2f  (target ≥ %.1f: %s)\n", at, targetAuditThroughputRatio, verdict(atOK))
+	}
 	if o.profile != "" {
 		fmt.Printf("\nCPU profile of the in-process proxy: %s (go tool pprof -top %s %s)\n", o.profile, self, o.profile)
 		if o.audit {
 			fmt.Printf("and of the in-process proxy with the audit log: %s.audit\n", o.profile)
 		}
 	}
-	if o.check && !(latOK && thrOK) {
+	if o.check && !(latOK && thrOK && auditOK) {
 		return errors.New("a target was missed")
 	}
 	return nil

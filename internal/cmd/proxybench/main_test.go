@@ -58,6 +58,14 @@ func TestSummarizeAndRatios(t *testing.T) {
 	if l, th := ratios(direct, relay, proxy); l != 1.5 || th != 0.9 {
 		t.Errorf("ratios = %v, %v; want 1.5, 0.9", l, th)
 	}
+	// With the audit log: added 40 µs against the proxy's 30, 90/s against 180/s.
+	audited := sample{p50: 50 * time.Microsecond, throughput: 90}
+	if l, th, ok := auditRatios([]sample{direct, relay, proxy, audited}, time.Microsecond); !ok || l != 4.0/3 || th != 0.5 {
+		t.Errorf("auditRatios = %v, %v, %v; want 1.33, 0.5, true", l, th, ok)
+	}
+	if _, _, ok := auditRatios([]sample{direct, relay, proxy}, time.Microsecond); ok {
+		t.Error("auditRatios without a proxy+audit setup")
+	}
 	if got := thousands(1234567.4); got != "1,234,567" {
 		t.Errorf("thousands = %q", got)
 	}
