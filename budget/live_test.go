@@ -4,6 +4,7 @@ package budget
 
 import (
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -172,5 +173,58 @@ func TestLiveRecordFoldedByARunningProxy(t *testing.T) {
 	}
 	if _, err := s.Reserve(levels, 1); err == nil || !errors.Is(err, redisconn.ErrReset) {
 		t.Errorf("the store counts 1 call, the machine saw 7: %v; want ErrReset", err)
+	}
+}
+
+// A live record that must grow for a new tree's count and cannot (the
+// state directory's filesystem full; here its file opened read-only, so
+// the write of its new blocks fails) refuses the call store_unavailable,
+// naming the state directory and the cause, with nothing left charged;
+// forwarded, its count was held only in memory until the next counts
+// write (red team 9). Once the record can grow, calls go on.
+func TestLiveRecordThatCannotGrowRefusesTheCall(t *testing.T) {
+	srv := redistest.Start(t)
+	dir := t.TempDir()
+	s := openRedisIn(t, srv.URL(), dir)
+	s.Commit(mustReserve(t, s, []Level{{"R1/1:a", 1000}}, 1), 1)
+	key := "R2/1:b"
+	s.mu.Lock()
+	l := s.live
+	if l == nil {
+		s.mu.Unlock()
+		t.Fatal("no live record")
+	}
+	need := 16 + (len(key)+7)&^7
+	for i := 0; l.next+need+16 <= len(l.mem); i++ { // full: the next new key grows it
+		if err := l.raise(fmt.Sprintf("f%05d", i), 1); err != nil { // as long as key: no growth
+			s.mu.Unlock()
+			t.Fatal(err)
+		}
+	}
+	rw := l.f
+	ro, err := os.Open(l.path)
+	if err != nil {
+		s.mu.Unlock()
+		t.Fatal(err)
+	}
+	l.f = ro
+	s.mu.Unlock()
+	_, err = s.Reserve([]Level{{key, 1000}}, 1)
+	if !errors.Is(err, redisconn.ErrUnavailable) || !strings.Contains(err.Error(), dir) || !strings.Contains(err.Error(), "bad file descriptor") {
+		t.Fatalf("a new tree's count, the live record unable to grow: %v; want store_unavailable naming %s and the cause", err, dir)
+	}
+	wantSpent(t, s, map[string]int64{key: 0, "R1/1:a": 1})
+	s.mu.Lock()
+	l.f = rw
+	s.mu.Unlock()
+	ro.Close()
+	s.Commit(mustReserve(t, s, []Level{{key, 1000}}, 1), 1)
+	wantSpent(t, s, map[string]int64{key: 1})
+	b, err := os.ReadFile(l.path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st, err := parseLive(b); err != nil || st == nil || st.Seen[key] < 1 {
+		t.Fatalf("the live record once grown: %v; want %s counted", err, key)
 	}
 }

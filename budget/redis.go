@@ -753,20 +753,28 @@ func (s *Redis) Reserve(levels []Level, cost int64) (*Reservation, error) {
 		grew = true
 	}
 	if n > 0 && s.live != nil && s.liveFor(sent) == nil {
-		// In the page cache at once, which a kill -9 does not lose (a
-		// failure to grow the record leaves the counts file's write,
-		// within a second). A record cut while mapped is replaced by a
-		// new one holding this proxy's counts, or the call is refused.
+		// In the page cache at once, which a kill -9 does not lose. A
+		// record cut while mapped is replaced by a new one holding this
+		// proxy's counts, or the call is refused. A record that cannot
+		// grow (a new tree's entry past its size, the state directory's
+		// filesystem full) refuses the call too, released: forwarded, its
+		// count was held only in memory until the next counts write, lost
+		// by a kill within that second (red team 9). The next call of the
+		// tree tries again.
 		var cut *cutError
-		if err := s.live.raise(keys[0], n); errors.As(err, &cut) {
-			if err := s.renewLive(); err != nil {
-				s.mu.Unlock()
-				cmd := commitCmd{Keys: rkeys, RID: rid, Cost: cost}
-				if cmd.run(s.ctx, s.c) != nil {
-					s.retry(cmd)
-				}
-				return nil, s.fail(err)
+		err := s.live.raise(keys[0], n)
+		if errors.As(err, &cut) {
+			err = s.renewLive()
+		} else if err != nil {
+			err = fmt.Errorf("this proxy's live record %s in the state directory %s cannot hold the count of a new tree (%v): the call is refused until it can; free space there, or set DELEGATEOS_STATE_DIR to a directory the proxy can write", s.live.path, s.stateDir, err)
+		}
+		if err != nil {
+			s.mu.Unlock()
+			cmd := commitCmd{Keys: rkeys, RID: rid, Cost: cost}
+			if cmd.run(s.ctx, s.c) != nil {
+				s.retry(cmd)
 			}
+			return nil, s.fail(err)
 		}
 	}
 	if s.l.open == nil {
