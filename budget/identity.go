@@ -15,6 +15,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -873,7 +874,23 @@ func (s *Redis) storeSeen(force bool) error {
 // file held is merged into the counts this proxy checks too (the
 // machine's other proxies wrote it), and the write is counted in the
 // state directory's epoch.
-func (s *Redis) writeSeen(force bool) (bool, error) {
+func (s *Redis) writeSeen(force bool) (wrote bool, err error) {
+	// A write that found its lock file deleted or replaced while it held
+	// it (lockLost) is made again under the lock file now at the path.
+	for range 3 {
+		wrote, err = s.writeSeenOnce(force)
+		if !errors.Is(err, errLockLost) {
+			return wrote, err
+		}
+	}
+	return wrote, err
+}
+
+// lockTaken, when set (tests), is called with the path of the counts
+// file's lock once writeSeen holds it.
+var lockTaken atomic.Pointer[func(path string)]
+
+func (s *Redis) writeSeenOnce(force bool) (bool, error) {
 	if s.stateDir == "" {
 		return false, nil
 	}
@@ -907,6 +924,9 @@ func (s *Redis) writeSeen(force bool) (bool, error) {
 		return false, err
 	}
 	defer lock.Close()
+	if h := lockTaken.Load(); h != nil {
+		(*h)(path + ".lock")
+	}
 	// The write is counted in the state directory's epoch, not in one
 	// this proxy maps that was replaced or cut since.
 	s.checkEpoch()
@@ -938,8 +958,22 @@ func (s *Redis) writeSeen(force bool) (bool, error) {
 		mseen, minst = nil, nil
 	}
 	b, _ := json.Marshal(seenState{ID: id.ID, Gen: id.Gen, Seen: seen, Machine: s.machine, MSeen: mseen, MInst: minst})
+	// The lock file deleted (rm STATE_DIR/*.lock) or replaced while held:
+	// another proxy may hold a new one and write at once, and one of the
+	// two writes would drop the other's raises. Checked before the write
+	// (then not made) and after it (then made again under the new lock,
+	// and this proxy's live record kept at Close).
+	if !lockHeld(lock, path+".lock") {
+		return false, errLockLost
+	}
 	if err := writeFileAtomic(path, b); err != nil {
 		return false, err
+	}
+	if !lockHeld(lock, path+".lock") {
+		s.mu.Lock()
+		s.seenUnsure = true
+		s.mu.Unlock()
+		return false, errLockLost
 	}
 	written, _ := os.Lstat(path) // under the lock: no other write since
 	s.mu.Lock()

@@ -3,6 +3,7 @@
 package budget
 
 import (
+	"errors"
 	"io"
 	"os"
 )
@@ -24,6 +25,12 @@ func openLocked(path string, create bool) (*os.File, error) {
 func lockWait(path string) (*os.File, error) {
 	return os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o600)
 }
+
+// errLockLost is a lock file found deleted or replaced while held.
+var errLockLost = errors.New("the lock file was deleted or replaced while held (removed by hand?)")
+
+// lockHeld: without flock no lock excludes another; nothing to check.
+func lockHeld(*os.File, string) bool { return true }
 
 // openJournal opens a journal left in the state directory, to replay it,
 // and reads it.

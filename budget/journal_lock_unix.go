@@ -47,6 +47,31 @@ func openLocked(path string, create bool) (*os.File, error) {
 // link out of the directory made the proxy create and lock the file it
 // named, wherever it was (red team 9, RT9-1).
 func lockWait(path string) (*os.File, error) {
+	// A lock taken on a file deleted or replaced meanwhile (an operator's
+	// rm of the state directory's locks) excludes no one: the next
+	// locker makes a new file. Taken again on the file at the path.
+	for range 8 {
+		f, err := lockWaitOnce(path)
+		if err != nil || lockHeld(f, path) {
+			return f, err
+		}
+		f.Close()
+	}
+	return nil, fmt.Errorf("%s: %w", path, errLockLost)
+}
+
+// errLockLost is a lock file found deleted or replaced while held.
+var errLockLost = errors.New("the lock file was deleted or replaced while held (removed by hand?)")
+
+// lockHeld reports whether f, a lock file held, is still the file at
+// path (fstat against lstat: device and inode).
+func lockHeld(f *os.File, path string) bool {
+	fi, ferr := f.Stat()
+	pi, perr := os.Lstat(path)
+	return ferr == nil && perr == nil && os.SameFile(fi, pi)
+}
+
+func lockWaitOnce(path string) (*os.File, error) {
 	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE|syscall.O_NOFOLLOW|syscall.O_NONBLOCK, 0o600)
 	if errors.Is(err, syscall.ELOOP) {
 		return nil, &os.PathError{Op: "open", Path: path, Err: errors.New("a symbolic link, not a lock file delegateos makes")}

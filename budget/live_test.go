@@ -7,8 +7,11 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strconv"
 	"strings"
+	"sync/atomic"
+	"syscall"
 	"testing"
 
 	"github.com/delegateos/delegateos/internal/redisconn"
@@ -227,4 +230,95 @@ func TestLiveRecordThatCannotGrowRefusesTheCall(t *testing.T) {
 	if st, err := parseLive(b); err != nil || st == nil || st.Seen[key] < 1 {
 		t.Fatalf("the live record once grown: %v; want %s counted", err, key)
 	}
+}
+
+// A counts file's lock file deleted while a proxy holds it (an operator's
+// rm STATE_DIR/*.lock): a second locker gets a new lock file at once, and
+// two writes of the counts file could then interleave, one dropping the
+// other's raises. The first proxy finds its lock is no longer the file at
+// the path (fstat against lstat) and writes again under the new one; a
+// lock taken on a deleted file is taken again (red team 9).
+func TestCountsLockDeletedWhileHeldIsTakenAgain(t *testing.T) {
+	srv := redistest.Start(t)
+	dir := t.TempDir()
+	s := openRedisIn(t, srv.URL(), dir)
+	s.Commit(mustReserve(t, s, []Level{{"R1/1:a", 1000}}, 1), 1)
+	var calls atomic.Int32
+	hook := func(path string) {
+		if calls.Add(1) > 1 {
+			return
+		}
+		if err := os.Remove(path); err != nil {
+			t.Error(err)
+			return
+		}
+		other, err := lockWait(path) // another proxy: not kept waiting
+		if err != nil {
+			t.Error(err)
+			return
+		}
+		other.Close()
+	}
+	lockTaken.Store(&hook)
+	t.Cleanup(func() { lockTaken.Store(nil) })
+	if err := s.storeSeen(true); err != nil {
+		t.Fatal(err)
+	}
+	lockTaken.Store(nil)
+	if calls.Load() < 2 { // (a background write of the counts may take it too)
+		t.Errorf("the counts written under a lock file deleted while held, %d lock taken; want the write made again under the new lock file", calls.Load())
+	}
+	// A lock taken on a file deleted meanwhile is taken again on the
+	// file at the path.
+	path := s.seenPath(s.ident.ID) + ".lock"
+	held, err := lockWait(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := make(chan *os.File, 1)
+	go func() {
+		f, err := lockWait(path)
+		if err != nil {
+			t.Error(err)
+		}
+		got <- f
+	}()
+	for !lockWaiting(t, path) {
+		runtime.Gosched()
+	}
+	os.Remove(path)
+	held.Close()
+	f := <-got
+	if f == nil {
+		t.Fatal("no lock")
+	}
+	defer f.Close()
+	if !lockHeld(f, path) {
+		t.Fatal("a lock taken on a lock file deleted while it waited: not the file at the path")
+	}
+}
+
+// lockWaiting reports whether a flock request on the file at path waits
+// (/proc/locks: a "->" line of its inode).
+func lockWaiting(t *testing.T, path string) bool {
+	fi, err := os.Stat(path)
+	if err != nil {
+		return false
+	}
+	ino := fi.Sys().(*syscall.Stat_t).Ino
+	b, err := os.ReadFile("/proc/locks")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, l := range strings.Split(string(b), "\n") {
+		if strings.Contains(l, "->") {
+			f := strings.Fields(l)
+			for _, w := range f {
+				if strings.HasSuffix(w, ":"+strconv.FormatUint(ino, 10)) {
+					return true
+				}
+			}
+		}
+	}
+	return false
 }

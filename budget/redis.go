@@ -106,8 +106,13 @@ type Redis struct {
 	// (nil: there was none), and checked when the check of the mapped
 	// files last ran (see checkMaps).
 	seenFile os.FileInfo
-	checked  time.Time
-	listed   map[string]bool // trees this proxy has added to treesKey
+	// seenUnsure is set when a counts write was found made under a lock
+	// file deleted or replaced meanwhile (an operator's rm of the state
+	// directory's locks): another proxy may have written at once, so the
+	// live record is kept at Close, folded by the next start.
+	seenUnsure bool
+	checked    time.Time
+	listed     map[string]bool // trees this proxy has added to treesKey
 	// seenSaved is when seen was last written to the state directory,
 	// savingSeen that it is being written.
 	seenSaved  time.Time
@@ -1246,6 +1251,9 @@ func (s *Redis) Close() error {
 	}
 	s.writeJournal(true)
 	saved := s.storeSeen(false) == nil
+	s.mu.Lock()
+	saved = saved && !s.seenUnsure
+	s.mu.Unlock()
 	s.dropOwnFields()
 	s.mu.Lock()
 	for _, l := range append(s.liveOld, s.live) {
