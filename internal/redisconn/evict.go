@@ -73,8 +73,12 @@ func (e *Eviction) Unverifiable() string {
 }
 
 // Err returns an error matching ErrEviction and ErrUnavailable while the
-// last poll found a policy that may evict, else nil. A load from memory.
+// last poll found a policy that may evict, else nil (nil for a nil
+// watch). A load from memory.
 func (e *Eviction) Err() error {
+	if e == nil {
+		return nil
+	}
 	e.mu.Lock()
 	p := e.policy
 	e.mu.Unlock()
