@@ -7,6 +7,9 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
 
 	"github.com/delegateos/delegateos/gate"
 	"github.com/delegateos/delegateos/internal/mcptest"
@@ -31,22 +34,20 @@ func TestE2EFaultEvictionPolicyChangedAfterStart(t *testing.T) {
 	n, _, _ := drain(t, s1, 10)
 	f.settled()
 	c := f.srv.Client()
+	polls := configGets(t, c)
 	if err := c.ConfigSet(ctx, "maxmemory-policy", "allkeys-lru").Err(); err != nil {
 		t.Fatal(err)
 	}
-	// The running proxy's next poll (every 250 ms) finds the policy: its
-	// calls are refused, store_unavailable, nothing forwarded.
-	mcptest.Eventually(t, "the running proxy refuses calls under allkeys-lru", func() bool {
-		more, typ, detail := drain(t, s1, 1)
-		if more > 0 {
-			n += more
-			return false
-		}
-		if typ != string(gate.StoreUnavailable) || !strings.Contains(detail, "allkeys-lru") {
-			t.Fatalf("under allkeys-lru the running proxy refused %s: %s", typ, detail)
-		}
-		return true
-	})
+	// The running proxy's watch reads the policy every 250 ms (CONFIG
+	// GET): once two reads have begun since the change, the first has
+	// ended, and its calls are refused, store_unavailable, nothing
+	// forwarded. (Without a watch the wait ends at its timeout, and the
+	// call shows what the proxy does.)
+	waitFor(func() bool { return configGets(t, c) >= polls+2 })
+	more, typ, detail := drain(t, s1, 1)
+	if more > 0 || typ != string(gate.StoreUnavailable) || !strings.Contains(detail, "allkeys-lru") {
+		t.Fatalf("under allkeys-lru the running proxy forwarded %d, then %s: %s", more, typ, detail)
+	}
 	info, err := c.Info(ctx, "memory").Result()
 	if err != nil {
 		t.Fatal(err)
@@ -83,18 +84,20 @@ func TestE2EFaultEvictionPolicyChangedAfterStart(t *testing.T) {
 	t.Logf("the store's keys left after eviction: %v", left)
 	// The operator sets the policy back (or Redis restarts from its
 	// redis.conf, its append-only file holding the evictions).
+	polls = configGets(t, c)
 	if err := c.ConfigSet(ctx, "maxmemory-policy", "noeviction").Err(); err != nil {
 		t.Fatal(err)
 	}
 	if err := c.ConfigSet(ctx, "maxmemory", "0").Err(); err != nil {
 		t.Fatal(err)
 	}
-	// The running proxy's mark, which nothing evicts now.
-	mcptest.Eventually(t, "the store marked reset by the running proxy", func() bool {
+	// The running proxy's mark, which nothing evicts now, and its watch
+	// past a read of the policy set back.
+	waitFor(func() bool {
 		why, _ := c.HGet(ctx, "delegateos:store", "reset").Result()
-		return why != ""
+		return why != "" && configGets(t, c) >= polls+2
 	})
-	more, typ, detail := drain(t, s1, 1)
+	more, typ, detail = drain(t, s1, 1)
 	if more > 0 || typ != string(gate.StoreReset) {
 		t.Fatalf("the running proxy, after Redis evicted keys: %d forwarded, then %s: %s", more, typ, detail)
 	}
@@ -104,5 +107,33 @@ func TestE2EFaultEvictionPolicyChangedAfterStart(t *testing.T) {
 	f.sameAsUpstreams([]*mcptest.Process{p1, p2}, n+more)
 	if more > 0 || typ != string(gate.StoreReset) {
 		t.Fatalf("%d calls; maxmemory-policy allkeys-lru set at run time, the tree's keys evicted; a proxy on a new machine forwarded %d more (%d on 30), then %s: %s", n, more, n+more, typ, detail)
+	}
+}
+
+// configGets returns how many CONFIG GET the server has run (INFO
+// commandstats): the proxies' eviction watches run one per poll.
+func configGets(t *testing.T, c *redis.Client) int64 {
+	t.Helper()
+	info, err := c.Info(context.Background(), "commandstats").Result()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, l := range strings.Split(info, "\r\n") {
+		if v, ok := strings.CutPrefix(l, "cmdstat_config|get:calls="); ok {
+			v, _, _ = strings.Cut(v, ",")
+			n, _ := strconv.ParseInt(v, 10, 64)
+			return n
+		}
+	}
+	return 0
+}
+
+// waitFor polls cond every 10 ms until it holds or mcptest.WaitTimeout
+// has passed: the test goes on either way, and its checks then say what
+// the proxies did.
+func waitFor(cond func() bool) {
+	deadline := time.Now().Add(mcptest.WaitTimeout)
+	for !cond() && time.Now().Before(deadline) {
+		time.Sleep(10 * time.Millisecond)
 	}
 }
