@@ -256,7 +256,9 @@ end
 // counts it in its tree's sorted set KEYS[2] as the member ARGV[4] with
 // that end as its score. It returns 0 when the end has passed (the
 // signature is stale by that clock, whatever the clock of the verifier),
-// 1 when the nonce was not spent and now is, 2 when it was spent, and 3
+// 1 when the nonce was not spent and now is, 2 when it was spent (its
+// key is there, or, its key lost alone, an eviction or a DEL, its live
+// member in the tree's set: two keys must go for a replay), and 3
 // when the tree holds ARGV[3] live nonces already (busy): only members
 // whose end has not passed count, and the others are dropped. The first
 // write is the SET, which Redis refuses when it is out of memory (a
@@ -270,6 +272,8 @@ local last = tonumber(ARGV[1])
 local ttl = last - now
 if ttl <= 0 then return 0 end
 if redis.call('EXISTS', KEYS[1]) == 1 then return 2 end
+local score = redis.call('ZSCORE', KEYS[2], ARGV[4])
+if score and tonumber(score) > now then return 2 end
 local after = string.format('(%d', now)
 if redis.call('ZCOUNT', KEYS[2], after, '+inf') >= tonumber(ARGV[3]) then return 3 end
 redis.call('SET', KEYS[1], '1', 'PX', ttl)
