@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"math"
 	"strconv"
+	"sync"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -75,6 +76,20 @@ type RedisNonces struct {
 
 	c    redisconn.Client
 	what string // the store, for messages: its URL without the password
+	// evict, set by ShareNonces, watches the server's eviction policy
+	// and evicted keys every redisconn.WatchEvery off the calls' path
+	// (watch): a policy that may evict refuses every spend
+	// (ReasonUnavailable), and an eviction makes the store's nonces lost
+	// until lostUntil: lostFor after it was found, the longest a nonce's
+	// key lives, by when every signature whose nonce may have been
+	// evicted is stale. watchDone is closed when the watch returns.
+	evict     *redisconn.Eviction
+	lostFor   time.Duration
+	watchStop context.CancelFunc
+	watchDone chan struct{}
+	mu        sync.Mutex
+	lostUntil time.Time
+	lostWhy   string
 	// callerClock, set by tests only, puts the verifier's clock (the
 	// Nonce's Now) in place of the server's, so that tests can fix time.
 	callerClock bool
@@ -118,7 +133,73 @@ func (v *Verifier) ShareNonces(ctx context.Context, rawURL string) error {
 		return fmt.Errorf("signature nonces cannot be shared in Redis: %w", err)
 	}
 	s.MaxPerTree = v.MaxNoncesPerTree
+	// A nonce's key lives until its signature is stale at every server:
+	// its timestamp (at most maxAhead after the spend) plus the fleet's
+	// window and a second, plus Skew; a poll every WatchEvery finds an
+	// eviction at most that late.
+	s.lostFor = s.Window + time.Duration(v.maxAhead())*time.Second + time.Second + s.Skew + redisconn.WatchEvery
+	if s.evict, err = redisconn.WatchEviction(ctx, s.c, s.what); err != nil {
+		s.Close()
+		return fmt.Errorf("signature nonces cannot be shared in Redis: %w", err)
+	}
+	wctx, stop := context.WithCancel(context.Background())
+	s.watchStop, s.watchDone = stop, make(chan struct{})
+	go s.watch(wctx)
 	v.Store = s
+	return nil
+}
+
+// Unverifiable returns a warning for the start when the server refuses
+// what the eviction watch reads (INFO or CONFIG), else "".
+func (r *RedisNonces) Unverifiable() string {
+	if r.evict == nil {
+		return ""
+	}
+	return r.evict.Unverifiable()
+}
+
+// watch polls the server's eviction state until Close (see evict). An
+// eviction may have dropped any spent nonce (a volatile policy drops the
+// keys with a time to live first, and every nonce has one): the store
+// refuses every spend until each signature whose nonce it may have
+// dropped is stale, rather than take one again. An eviction found again
+// later pushes the end on.
+func (r *RedisNonces) watch(ctx context.Context) {
+	defer close(r.watchDone)
+	t := time.NewTicker(redisconn.WatchEvery)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		why, err := r.evict.Poll(ctx)
+		if err != nil || why == "" {
+			continue
+		}
+		r.mu.Lock()
+		r.lostUntil, r.lostWhy = time.Now().Add(r.lostFor), why
+		r.mu.Unlock()
+	}
+}
+
+// evictErr returns the refusal of a spend while the server may evict or
+// its nonces may have been evicted, else nil: loads from memory.
+func (r *RedisNonces) evictErr() error {
+	if r.evict == nil {
+		return nil
+	}
+	if err := r.evict.Err(); err != nil {
+		return &Error{Reason: ReasonUnavailable, Detail: fmt.Sprintf("%v; a spent nonce may be dropped, so the request is refused", err), Err: err}
+	}
+	r.mu.Lock()
+	until, why := r.lostUntil, r.lostWhy
+	r.mu.Unlock()
+	if left := time.Until(until); left > 0 {
+		err := redisconn.Unavailable(r.what, fmt.Errorf("%s", why))
+		return &Error{Reason: ReasonUnavailable, Detail: fmt.Sprintf("%v; the nonces spent before may be gone, so signed requests are refused until every signature they covered is stale (%s more)", err, left.Round(time.Second)), Err: err}
+	}
 	return nil
 }
 
@@ -175,7 +256,9 @@ end
 // counts it in its tree's sorted set KEYS[2] as the member ARGV[4] with
 // that end as its score. It returns 0 when the end has passed (the
 // signature is stale by that clock, whatever the clock of the verifier),
-// 1 when the nonce was not spent and now is, 2 when it was spent, and 3
+// 1 when the nonce was not spent and now is, 2 when it was spent (its
+// key is there, or, its key lost alone, an eviction or a DEL, its live
+// member in the tree's set: two keys must go for a replay), and 3
 // when the tree holds ARGV[3] live nonces already (busy): only members
 // whose end has not passed count, and the others are dropped. The first
 // write is the SET, which Redis refuses when it is out of memory (a
@@ -189,6 +272,8 @@ local last = tonumber(ARGV[1])
 local ttl = last - now
 if ttl <= 0 then return 0 end
 if redis.call('EXISTS', KEYS[1]) == 1 then return 2 end
+local score = redis.call('ZSCORE', KEYS[2], ARGV[4])
+if score and tonumber(score) > now then return 2 end
 local after = string.format('(%d', now)
 if redis.call('ZCOUNT', KEYS[2], after, '+inf') >= tonumber(ARGV[3]) then return 3 end
 redis.call('SET', KEYS[1], '1', 'PX', ttl)
@@ -270,6 +355,9 @@ func (r *RedisNonces) Spend(ctx context.Context, n Nonce) error {
 	if len(n.Signer) != ed25519.PublicKeySize {
 		return refuse(ReasonWrongKey, "the signer's key has %d bytes, not %d", len(n.Signer), ed25519.PublicKeySize)
 	}
+	if err := r.evictErr(); err != nil {
+		return err
+	}
 	until := n.Expires
 	if fleet := n.Signed.Add(r.Window + time.Second); !n.Signed.IsZero() && fleet.After(until) {
 		until = fleet
@@ -313,4 +401,10 @@ func (r *RedisNonces) Spend(ctx context.Context, n Nonce) error {
 }
 
 // Close closes the connections to Redis.
-func (r *RedisNonces) Close() error { return r.c.Close() }
+func (r *RedisNonces) Close() error {
+	if r.watchStop != nil {
+		r.watchStop()
+		<-r.watchDone
+	}
+	return r.c.Close()
+}

@@ -75,6 +75,26 @@ func TestRedisNoncesSpendOnce(t *testing.T) {
 	}
 }
 
+// A nonce whose own key was lost alone (evicted: a volatile policy drops
+// the shortest-lived keys first; or deleted) is still refused while its
+// member lives in its tree's set: two keys must go for a replay.
+func TestRedisNoncesKeyLostAloneStillRefused(t *testing.T) {
+	rs := redistest.Start(t)
+	holder := testKey(1)
+	v := &Verifier{Now: func() time.Time { return t0.Add(300 * time.Millisecond) }, Store: openNonces(t, rs.URL())}
+	if err := v.Verify(signed(t, holder, t0, 7, "POST", "/mcp", "{}"), []byte("{}"), did(holder)); err != nil {
+		t.Fatal(err)
+	}
+	key := "delegateos:nonce:{" + did(holder) + "}:" + strings.Repeat("07", 16)
+	if n, err := rs.Client().Del(context.Background(), key).Result(); err != nil || n != 1 {
+		t.Fatalf("DEL %s: %d, %v", key, n, err)
+	}
+	err := v.Verify(signed(t, holder, t0, 7, "POST", "/mcp", "{}"), []byte("{}"), did(holder))
+	if reason(err) != ReasonReplayed {
+		t.Fatalf("the same request again, its nonce's key gone: %v", err)
+	}
+}
+
 // The key of a nonce expires once the window has passed: the nonce can be
 // spent again (a signature with it would be stale by then).
 func TestRedisNoncesExpire(t *testing.T) {

@@ -112,7 +112,14 @@ type Redis struct {
 	// live record is kept at Close, folded by the next start.
 	seenUnsure bool
 	checked    time.Time
-	listed     map[string]bool // trees this proxy has added to treesKey
+	// evict watches the server's eviction policy and evicted keys every
+	// redisconn.WatchEvery, off the calls' path (watchEviction); a policy
+	// that may evict refuses every reservation (store_unavailable), and
+	// an eviction marks the store reset. evictDone is closed when the
+	// watch returns.
+	evict     *redisconn.Eviction
+	evictDone chan struct{}
+	listed    map[string]bool // trees this proxy has added to treesKey
 	// seenSaved is when seen was last written to the state directory,
 	// savingSeen that it is being written.
 	seenSaved  time.Time
@@ -480,6 +487,13 @@ func OpenRedisIn(rawURL, stateDir string) (*Redis, error) {
 		return nil, err
 	}
 	s.warnings = warnings
+	if s.evict, err = redisconn.WatchEviction(ctx, c, "the spend store "+s.url); err != nil {
+		c.Close()
+		return nil, err
+	}
+	if w := s.evict.Unverifiable(); w != "" {
+		s.warnings = append(s.warnings, w)
+	}
 	if stateDir != "" {
 		if s.machine, err = machineID(stateDir); err != nil {
 			c.Close()
@@ -514,6 +528,8 @@ func OpenRedisIn(rawURL, stateDir string) (*Redis, error) {
 		}
 	}
 	s.replay()
+	s.evictDone = make(chan struct{})
+	go s.watchEviction()
 	if s.epoch != nil || s.live != nil {
 		s.watchDone = make(chan struct{})
 		s.checked = time.Now()
@@ -555,6 +571,11 @@ func (s *Redis) Reserve(levels []Level, cost int64) (*Reservation, error) {
 		// or starved): what changed meanwhile is found before this call,
 		// not after it (red team 9, RT9-2).
 		s.checkMaps()
+	}
+	// The server's eviction policy as the watch last read it (a load from
+	// memory): one that may evict refuses the call, store_unavailable.
+	if err := s.evict.Err(); err != nil {
+		return nil, err
 	}
 	if broken {
 		if err := s.repairMaps(); err != nil {
@@ -1249,6 +1270,9 @@ func (s *Redis) Close() error {
 	if s.watchDone != nil {
 		<-s.watchDone
 	}
+	if s.evictDone != nil {
+		<-s.evictDone
+	}
 	s.writeJournal(true)
 	saved := s.storeSeen(false) == nil
 	s.mu.Lock()
@@ -1267,6 +1291,44 @@ func (s *Redis) Close() error {
 		s.epoch = nil
 	}
 	return s.c.Close()
+}
+
+// watchEviction polls the server's eviction state every
+// redisconn.WatchEvery until the store closes. When the server evicted
+// keys since the last poll, any of them may be the store's (a spend key,
+// a stamp, the identity): the store is marked reset as a proxy that found
+// it lost data marks it (markStoreReset: every tree's stamp and the
+// identity), so that this proxy, the fleet's running proxies and a proxy
+// started later (on a new machine too) refuse store_reset until an
+// operator runs store recover or store init --reset. Its mark is made
+// again at each poll that finds more evictions (the mark itself may have
+// been evicted while the policy allowed it), and so stays once the policy
+// is noeviction again.
+func (s *Redis) watchEviction() {
+	defer close(s.evictDone)
+	pending := "" // an eviction whose marks have not landed yet
+	t := time.NewTicker(redisconn.WatchEvery)
+	defer t.Stop()
+	for {
+		select {
+		case <-s.ctx.Done():
+			return
+		case <-t.C:
+		}
+		why, err := s.evict.Poll(s.ctx)
+		if err == nil && why != "" {
+			// This proxy refuses at once, whether or not the marks land.
+			s.mu.Lock()
+			if s.resetReason == "" {
+				s.resetReason = why
+			}
+			s.mu.Unlock()
+			pending = why
+		}
+		if pending != "" && s.markStoreReset(s.ctx, pending) == nil {
+			pending = ""
+		}
+	}
 }
 
 // liveFor makes the live record of identity id current (s.mu held): a

@@ -273,6 +273,11 @@ func shareNonces(v *avpsig.Verifier, pol *policy.Policy, log *zap.Logger) error 
 		return fixf("%v", err)
 	}
 	log.Info("signature nonces are shared in Redis: a signed request is accepted once by all the servers that use it", zap.String("store", redisconn.Redact(url)))
+	if rn, ok := v.Store.(*avpsig.RedisNonces); ok {
+		if w := rn.Unverifiable(); w != "" {
+			log.Warn(w)
+		}
+	}
 	return nil
 }
 

@@ -1,4 +1,4 @@
-//go:build unix && redteam
+//go:build unix
 
 package proxy_test
 
@@ -31,7 +31,7 @@ func rt8Replicas(t *testing.T, c *redistest.Cluster) []*redistest.Server {
 // RT8: a redis+cluster:// URL whose seeds are all replicas. The proxies
 // must learn the primaries from them and spend on the primaries: no more
 // than the budget, all of it spendable.
-func TestRedTeamRT8ClusterSeedsAtReplicas(t *testing.T) {
+func TestE2EFaultClusterSeedsAtReplicas(t *testing.T) {
 	c := redistest.StartCluster(t)
 	var seeds []string
 	for _, r := range rt8Replicas(t, c) {

@@ -1,4 +1,4 @@
-//go:build unix && redteam
+//go:build unix
 
 package proxy_test
 
@@ -15,7 +15,7 @@ import (
 // where the hash was: an operator's SET on the wrong key). The call must
 // be refused store_unavailable or store_reset, never forwarded, never
 // budget_exceeded; `delegateos spend` must not show a normal budget.
-func TestRedTeamRT8SpendKeyOfAnotherType(t *testing.T) {
+func TestE2EFaultSpendKeyOfAnotherType(t *testing.T) {
 	f := newFleet(t, 1000*fleetCost, 30*fleetCost, 30*fleetCost)
 	ctx := context.Background()
 	rc := f.srv.Client()
@@ -46,7 +46,7 @@ func TestRedTeamRT8SpendKeyOfAnotherType(t *testing.T) {
 // between, the tree's calls must be refused (store_reset), and after the
 // rename back the tree stays refused until an operator acts (its keys'
 // history was broken).
-func TestRedTeamRT8RootKeyRenamedAway(t *testing.T) {
+func TestE2EFaultRootKeyRenamedAway(t *testing.T) {
 	f := newFleet(t, 30*fleetCost, 30*fleetCost, 30*fleetCost)
 	ctx := context.Background()
 	rc := f.srv.Client()

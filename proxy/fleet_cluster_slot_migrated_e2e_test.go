@@ -1,4 +1,4 @@
-//go:build unix && redteam
+//go:build unix
 
 package proxy_test
 
@@ -23,7 +23,7 @@ import (
 // uncharged, refusals only store_unavailable (never store_reset or
 // budget_exceeded before the budget is spent), and once the slot has
 // moved the tree spends its budget to the end.
-func TestRedTeamRT8ClusterSlotMigratedMidBurst(t *testing.T) {
+func TestE2EFaultClusterSlotMigratedMidBurst(t *testing.T) {
 	c := redistest.StartCluster(t)
 	f := newFleetOn(t, c.URL(), 30*fleetCost, 30*fleetCost, 30*fleetCost)
 	ctx := context.Background()

@@ -1,4 +1,4 @@
-//go:build unix && redteam
+//go:build unix
 
 package proxy_test
 
@@ -40,7 +40,7 @@ func replicaOffset(t *testing.T, primary *redistest.Server) (replica, own int64)
 // (before: exit 0, the replica's offset behind the entry's); now the run
 // writes the entry again (the same value) on the connection it waits on,
 // and fails as the first did until the replica has it.
-func TestRedTeamRT8RevokeReplicasAgainWaits(t *testing.T) {
+func TestE2EFaultRevokeReplicasAgainWaits(t *testing.T) {
 	f := newFleet(t, 1000*fleetCost, 1000*fleetCost, 1000*fleetCost)
 	replica := redistest.Start(t)
 	ctx := context.Background()
