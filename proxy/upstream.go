@@ -8,8 +8,6 @@ import (
 	"os/exec"
 
 	"go.uber.org/zap"
-
-	"github.com/delegateos/delegateos/internal/stdio"
 )
 
 // UpstreamConn connects to an upstream that is not a process of the
@@ -64,19 +62,11 @@ func startUpstream(ctx context.Context, cfg Config, log *zap.Logger) (*upstream,
 	}
 	log.Info("upstream started", zap.Strings("command", cfg.Upstream), zap.Int("pid", cmd.Process.Pid))
 	return &upstream{
-		// The pipes' reads and writes are raw system calls (see
-		// stdio.RawReader).
-		in: rawWriteCloser{Writer: stdio.RawWriter(upIn), Closer: upIn}, out: stdio.RawReader(upOut), stderr: upErr, wait: cmd.Wait,
+		in: upIn, out: upOut, stderr: upErr, wait: cmd.Wait,
 		signal:    func(sig os.Signal) { _ = cmd.Process.Signal(sig) },
 		terminate: func() { _ = terminate(cmd.Process) },
 		kill:      func() { _ = cmd.Process.Kill() },
 	}, nil
-}
-
-// rawWriteCloser writes through Writer and closes Closer.
-type rawWriteCloser struct {
-	io.Writer
-	io.Closer
 }
 
 // connectUpstream connects a non-process upstream. A signal, like

@@ -202,12 +202,12 @@ var proxyCmd = &command{
 			if in == io.Reader(os.Stdin) {
 				f, restore := stdio.Pollable(os.Stdin, os.Stderr)
 				defer restore()
-				in = stdio.RawReader(f)
+				in = f
 			}
 			if out == io.Writer(os.Stdout) {
 				f, restore := stdio.Pollable(os.Stdout, os.Stderr)
 				defer restore()
-				out = stdio.RawWriter(f)
+				out = f
 			}
 			sigs := make(chan os.Signal, 1)
 			signal.Notify(sigs, os.Interrupt, syscall.SIGTERM)
