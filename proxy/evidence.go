@@ -4,7 +4,6 @@ import (
 	"crypto/sha256"
 	"fmt"
 	"strings"
-	"sync/atomic"
 	"time"
 
 	"github.com/delegateos/delegateos/dct"
@@ -46,8 +45,7 @@ type callEvidence struct {
 	hasResp   bool
 	result    []byte // a copy of the result, when receipts include results
 	decision  *receipt.Decision
-	queued    *queuedDecision // decision's record while the client's pump may still hold it
-	token     string          // the token the request was decided with
+	token     string // the token the request was decided with
 	// A call held for approval: its decision's audit_id, given before the
 	// approval receipt names it; the approval's ID and its receipt's
 	// digest; waiting marks a decision answered before the approval came
@@ -84,69 +82,11 @@ func (s *session) decided(p *pending, d *gate.Decision) {
 	if s.cfg.Evidence == nil {
 		return
 	}
-	rec := &receipt.Decision{}
-	s.decisionRecord(p, d, rec)
-	s.cfg.Evidence.Decided(rec)
-}
-
-// queuedDecision is an allowed call's decision record that the client's
-// pump hands over after the batch that forwards the call was written to
-// the upstream (handDecisions), so that waking the audit writer is not on
-// the call's way there; whichever comes first hands it over, that or the
-// call's settlement, which does it before the answer is relayed to the
-// client and before the call's execution record is handed over (handOnce).
-type queuedDecision struct {
-	rec    receipt.Decision
-	handed atomic.Bool
-}
-
-// maxQueuedDecisions bounds how many decisions the client's pump holds
-// while frames keep coming without a pause.
-const maxQueuedDecisions = 256
-
-// decidedAfterForward is decided for an allowed call the client's pump is
-// about to forward: its record is handed over after the pump's batch is
-// written (handDecisions), or at the call's settlement if that comes
-// first.
-func (s *session) decidedAfterForward(p *pending, d *gate.Decision) {
-	if s.cfg.Evidence == nil {
-		return
-	}
-	q := &queuedDecision{}
-	s.decisionRecord(p, d, &q.rec)
-	p.ev.queued = q
-	s.clientDec = append(s.clientDec, q)
-	if len(s.clientDec) >= maxQueuedDecisions {
-		s.handDecisions()
-	}
-}
-
-// handDecisions hands over the decisions the client's pump holds, those
-// not handed over already by their call's settlement.
-func (s *session) handDecisions() {
-	for i, q := range s.clientDec {
-		s.handOnce(q)
-		s.clientDec[i] = nil
-	}
-	s.clientDec = s.clientDec[:0]
-}
-
-// handOnce hands q's record over unless it was already (nil: nothing to
-// hand over).
-func (s *session) handOnce(q *queuedDecision) {
-	if q != nil && q.handed.CompareAndSwap(false, true) {
-		s.cfg.Evidence.Decided(&q.rec)
-	}
-}
-
-// decisionRecord fills rec with p's decision d; an allowed request's
-// record is kept in p for its execution receipt.
-func (s *session) decisionRecord(p *pending, d *gate.Decision, rec *receipt.Decision) {
 	at := p.start
 	if at.IsZero() {
 		at = time.Now()
 	}
-	*rec = receipt.Decision{
+	rec := &receipt.Decision{
 		Method: p.method, Target: p.target, Scope: d.Scope, Token: p.ev.token, Requested: gate.Requested(d.Call),
 		Allowed: d.Allowed, Unauthenticated: d.Unauthenticated, Enforced: d.Allowed || !s.cfg.Observe,
 		Payload: p.ev.payload, ArgumentsHash: p.ev.args, HasArguments: p.ev.hasArgs, Arguments: p.ev.clearArgs, At: at,
@@ -167,6 +107,7 @@ func (s *session) decisionRecord(p *pending, d *gate.Decision, rec *receipt.Deci
 	if d.Allowed {
 		p.ev.decision = rec
 	}
+	s.cfg.Evidence.Decided(rec)
 }
 
 // approvalBody is o's human_approval_receipt/2, for the decision p will be
@@ -250,11 +191,8 @@ func (s *session) noteResponse(p *pending, frame []byte, edits []edit) {
 
 // executed hands a forwarded call's end over for its execution receipt;
 // when later is set (the server's pump settling a response), at the end of
-// the pump's batch (endServerBatch). The call's decision is handed over
-// first, now, if the client's pump has not yet (handOnce).
+// the pump's batch (endServerBatch).
 func (s *session) executed(p *pending, cost int64, outcome string, later bool) {
-	s.handOnce(p.ev.queued)
-	p.ev.queued = nil
 	if p.ev.decision == nil || outcome == outcomeNotForwarded {
 		return
 	}

@@ -108,7 +108,7 @@ func (s *session) gate(p *pending, cp *callParams, params []byte) bool {
 	if !s.awaitsApproval(p) {
 		// A call held for approval is handed over once the approval
 		// ends, naming its receipt.
-		s.decidedAfterForward(p, &p.dec)
+		s.decided(p, &p.dec)
 	} else {
 		// Kept to be checked again once approved, against the policy
 		// then in force (forwardHeld). Its arguments are in the reader's

@@ -149,13 +149,8 @@ type session struct {
 	// pump settled, handed to Evidence with its log lines, once per batch
 	// (endServerBatch): the writer is woken once for a batch of responses,
 	// and after they have gone to the client. Each call's decision was
-	// handed over before, at the latest when the call was settled.
+	// handed over before the call was forwarded, so before its execution.
 	serverExec []*receipt.Execution
-	// clientDec holds the decisions of the allowed calls the client's
-	// pump forwards in a batch, handed to Evidence once the batch was
-	// written to the upstream (handDecisions), or earlier by their
-	// call's settlement (handOnce).
-	clientDec []*queuedDecision
 }
 
 // Run relays between the client (clientIn, clientOut) and a freshly
@@ -317,17 +312,12 @@ func (s *session) relayStderr(r io.Reader) {
 
 // fromClient handles every frame the client sends.
 func (s *session) fromClient(r io.Reader) error {
-	defer func() {
-		s.toServer.flush()
-		s.handDecisions()
-	}()
+	defer s.toServer.flush()
 	fr := newFrameReader(r, s.cfg.MaxFrameBytes)
 	for {
 		if fr.idle() {
-			// Nothing more is waiting: send what was queued before
-			// blocking, then hand over the decisions of the calls sent.
+			// Nothing more is waiting: send what was queued before blocking.
 			s.toServer.flush()
-			s.handDecisions()
 		}
 		frame, _, err := fr.next()
 		var tooLarge errFrameTooLarge
